@@ -1,0 +1,242 @@
+/* config.c - every GPUMEMTRACE_* variable, in one table.
+ *
+ * Read once, at init, before any hook records anything. Each entry names the variable, its
+ * type, its default (as the user would write it) and its limits; docs/configuration.md lists
+ * the same variables and must be kept in step with this table.
+ */
+#include "config.h"
+
+#include "log.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+typedef enum opt_type_e {
+    OPT_STRING,
+    OPT_INT,
+    OPT_BOOL,
+    OPT_SIZE,
+    OPT_BACKEND,
+    OPT_SIGNAL,
+    OPT_LOGLEVEL,
+} opt_type_t;
+
+typedef struct opt_s {
+    const char *name;
+    opt_type_t type;
+    size_t offset;
+    const char *def;
+    int64_t min, max; /* OPT_INT and OPT_SIZE */
+} opt_t;
+
+#define OFF(field) offsetof(gmt_config_t, field)
+
+static const opt_t opts[] = {
+    {"GPUMEMTRACE_OUTPUT", OPT_STRING, OFF(output), "gpumemtrace-%p.json", 0, 0},
+    {"GPUMEMTRACE_STACK_DEPTH", OPT_INT, OFF(stack_depth), "32", 0, GMT_MAX_STACK_DEPTH},
+    {"GPUMEMTRACE_PYTHON", OPT_BOOL, OFF(python), "1", 0, 0},
+    {"GPUMEMTRACE_BACKEND", OPT_BACKEND, OFF(backend), "auto", 0, 0},
+    {"GPUMEMTRACE_SNAPSHOT_SIGNAL", OPT_SIGNAL, OFF(snapshot_signal), "SIGUSR1", 0, 0},
+    {"GPUMEMTRACE_OOM_REPORT", OPT_BOOL, OFF(oom_report), "1", 0, 0},
+    {"GPUMEMTRACE_MIN_BYTES", OPT_SIZE, OFF(min_bytes), "0", 0, INT64_MAX},
+    {"GPUMEMTRACE_TOP", OPT_INT, OFF(top), "50", 1, 100000},
+    {"GPUMEMTRACE_LOG", OPT_LOGLEVEL, OFF(log_level), "info", 0, 0},
+    {"GPUMEMTRACE_STATE", OPT_STRING, OFF(state), "", 0, 0},
+    {"GPUMEMTRACE_SUPPRESSIONS", OPT_STRING, OFF(suppressions), "", 0, 0},
+    {"GPUMEMTRACE_MAX_LIVE", OPT_SIZE, OFF(max_live), "524288", 1024, (int64_t)1 << 30},
+    {"GPUMEMTRACE_MAX_STACKS", OPT_SIZE, OFF(max_stacks), "65536", 256, (int64_t)1 << 24},
+    {"GPUMEMTRACE_FOLLOW_FORK", OPT_BOOL, OFF(follow_fork), "1", 0, 0},
+    {"GPUMEMTRACE_FOLLOW_EXEC", OPT_BOOL, OFF(follow_exec), "1", 0, 0},
+    {"GPUMEMTRACE_TIMELINE_POINTS", OPT_INT, OFF(timeline_points), "512", 16, 65536},
+};
+
+#define NOPTS (sizeof opts / sizeof opts[0])
+
+int gmt_parse_bool(const char *s, bool *out)
+{
+    static const char *const yes[] = {"1", "true", "yes", "on"};
+    static const char *const no[] = {"0", "false", "no", "off"};
+    for (size_t i = 0; i < 4; i++) {
+        if (strcasecmp(s, yes[i]) == 0) return *out = true, 0;
+        if (strcasecmp(s, no[i]) == 0) return *out = false, 0;
+    }
+    return -EINVAL;
+}
+
+int gmt_parse_size(const char *s, uint64_t *out)
+{
+    if (!s || !*s || *s == '-' || *s == '+') return -EINVAL;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s) return -EINVAL;
+    uint64_t mult = 1;
+    if (*end) {
+        static const struct {
+            const char *suffix;
+            uint64_t mult;
+        } units[] = {{"K", 1ull << 10}, {"KiB", 1ull << 10}, {"KB", 1ull << 10},
+                     {"M", 1ull << 20}, {"MiB", 1ull << 20}, {"MB", 1ull << 20},
+                     {"G", 1ull << 30}, {"GiB", 1ull << 30}, {"GB", 1ull << 30},
+                     {"T", 1ull << 40}, {"TiB", 1ull << 40}, {"TB", 1ull << 40},
+                     {"B", 1}};
+        size_t i;
+        for (i = 0; i < sizeof units / sizeof units[0]; i++)
+            if (strcasecmp(end, units[i].suffix) == 0) break;
+        if (i == sizeof units / sizeof units[0]) return -EINVAL;
+        mult = units[i].mult;
+    }
+    if (v > UINT64_MAX / mult) return -EINVAL;
+    *out = (uint64_t)v * mult;
+    return 0;
+}
+
+static const struct {
+    const char *name;
+    int sig;
+} signals[] = {
+    {"SIGUSR1", SIGUSR1}, {"SIGUSR2", SIGUSR2}, {"SIGHUP", SIGHUP},   {"SIGQUIT", SIGQUIT},
+    {"SIGWINCH", SIGWINCH}, {"SIGPWR", SIGPWR}, {"SIGTTIN", SIGTTIN},
+};
+
+int gmt_parse_signal(const char *s, int *out)
+{
+    if (strcasecmp(s, "none") == 0 || strcmp(s, "0") == 0 || strcasecmp(s, "off") == 0) {
+        *out = 0;
+        return 0;
+    }
+    const char *bare = strncasecmp(s, "SIG", 3) == 0 ? s + 3 : s;
+    for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++)
+        if (strcasecmp(bare, signals[i].name + 3) == 0) return *out = signals[i].sig, 0;
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*s && !*end && v >= SIGRTMIN && v <= SIGRTMAX) return *out = (int)v, 0;
+    return -EINVAL;
+}
+
+const char *gmt_signal_name(int sig)
+{
+    if (sig == 0) return "none";
+    for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++)
+        if (signals[i].sig == sig) return signals[i].name;
+    return "realtime";
+}
+
+static const char *const backend_names[] = {"auto", "cupti", "hooks"};
+static const char *const level_names[] = {"quiet", "info", "debug"};
+
+static int parse_enum(const char *s, const char *const *names, int n, int *out)
+{
+    for (int i = 0; i < n; i++)
+        if (strcasecmp(s, names[i]) == 0) return *out = i, 0;
+    return -EINVAL;
+}
+
+/* Parse s into the field of opt; returns 0 or -EINVAL without touching the field on error. */
+static int apply(gmt_config_t *cfg, const opt_t *o, const char *s)
+{
+    char *field = (char *)cfg + o->offset;
+    switch (o->type) {
+    case OPT_STRING:
+        if (strlen(s) >= GMT_PATH_MAX) return -EINVAL;
+        memcpy(field, s, strlen(s) + 1);
+        return 0;
+    case OPT_INT: {
+        char *end;
+        errno = 0;
+        long v = strtol(s, &end, 10);
+        if (errno || end == s || *end || v < o->min || v > o->max) return -EINVAL;
+        *(int *)field = (int)v;
+        return 0;
+    }
+    case OPT_BOOL:
+        return gmt_parse_bool(s, (bool *)field);
+    case OPT_SIZE: {
+        uint64_t v;
+        if (gmt_parse_size(s, &v) || v < (uint64_t)o->min || v > (uint64_t)o->max) return -EINVAL;
+        *(uint64_t *)field = v;
+        return 0;
+    }
+    case OPT_BACKEND:
+        return parse_enum(s, backend_names, 3, (int *)field);
+    case OPT_LOGLEVEL:
+        return parse_enum(s, level_names, 3, (int *)field);
+    case OPT_SIGNAL:
+        return gmt_parse_signal(s, (int *)field);
+    }
+    return -EINVAL;
+}
+
+void gmt_config_defaults(gmt_config_t *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    for (size_t i = 0; i < NOPTS; i++) {
+        int rc = apply(cfg, &opts[i], opts[i].def);
+        (void)rc; /* defaults are valid by construction; test_config checks it */
+    }
+}
+
+static const char *env_getenv(const char *name)
+{
+    return getenv(name);
+}
+
+int gmt_config_load(gmt_config_t *cfg, gmt_getenv_fn getenv_fn)
+{
+    if (!getenv_fn) getenv_fn = env_getenv;
+    gmt_config_defaults(cfg);
+    /* The log level comes first so that "quiet" also quiets warnings about other values;
+     * errors about bad values are still printed (GMT_LOG_ERROR). */
+    int bad = 0;
+    for (size_t i = 0; i < NOPTS; i++) {
+        const char *v = getenv_fn(opts[i].name);
+        if (!v) continue;
+        if (apply(cfg, &opts[i], v) != 0) {
+            gmt_error("%s='%s' is not valid; using %s", opts[i].name, v, opts[i].def);
+            bad++;
+        }
+    }
+    return bad;
+}
+
+bool gmt_config_item(const gmt_config_t *cfg, size_t idx, const char **name, char *value,
+                     size_t value_len)
+{
+    if (idx >= NOPTS) return false;
+    const opt_t *o = &opts[idx];
+    const char *field = (const char *)cfg + o->offset;
+    *name = o->name;
+    switch (o->type) {
+    case OPT_STRING:
+        snprintf(value, value_len, "%s", field);
+        break;
+    case OPT_INT:
+        snprintf(value, value_len, "%d", *(const int *)field);
+        break;
+    case OPT_BOOL:
+        snprintf(value, value_len, "%s", *(const bool *)field ? "1" : "0");
+        break;
+    case OPT_SIZE:
+        snprintf(value, value_len, "%llu", (unsigned long long)*(const uint64_t *)field);
+        break;
+    case OPT_BACKEND:
+        snprintf(value, value_len, "%s", backend_names[*(const int *)field]);
+        break;
+    case OPT_LOGLEVEL:
+        snprintf(value, value_len, "%s", level_names[*(const int *)field]);
+        break;
+    case OPT_SIGNAL: {
+        int sig = *(const int *)field;
+        if (sig >= SIGRTMIN && sig <= SIGRTMAX)
+            snprintf(value, value_len, "%d", sig);
+        else
+            snprintf(value, value_len, "%s", gmt_signal_name(sig));
+        break;
+    }
+    }
+    return true;
+}

@@ -1,0 +1,62 @@
+/* config.h - the tracer's configuration, read once at start-up from GPUMEMTRACE_* variables.
+ *
+ * Every variable lives in one table in config.c (name, type, default, limits, help). A bad
+ * value produces one stderr line naming the variable, the bad value and the value used
+ * instead; the program always runs on. Functions return 0 or a negative errno.
+ */
+#ifndef GMT_CORE_CONFIG_H
+#define GMT_CORE_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GMT_PATH_MAX 1024
+#define GMT_MAX_STACK_DEPTH 128
+
+typedef enum gmt_backend_e {
+    GMT_BACKEND_AUTO = 0,
+    GMT_BACKEND_CUPTI = 1,
+    GMT_BACKEND_HOOKS = 2,
+} gmt_backend_t;
+
+typedef struct gmt_config_s {
+    char output[GMT_PATH_MAX];
+    int stack_depth;
+    bool python;
+    int backend; /* gmt_backend_t */
+    int snapshot_signal; /* 0: none */
+    bool oom_report;
+    uint64_t min_bytes;
+    int top;
+    int log_level; /* gmt_log_level_t */
+    char state[GMT_PATH_MAX];
+    char suppressions[GMT_PATH_MAX];
+    uint64_t max_live;   /* live-allocation table slots */
+    uint64_t max_stacks; /* distinct call stacks kept */
+    bool follow_fork;
+    bool follow_exec;
+    int timeline_points;
+} gmt_config_t;
+
+typedef const char *(*gmt_getenv_fn)(const char *name);
+
+/* Fill *cfg from the environment through getenv_fn (NULL: the process environment).
+ * Returns the number of variables that had a bad value (each already reported). */
+int gmt_config_load(gmt_config_t *cfg, gmt_getenv_fn getenv_fn);
+
+/* Defaults only, no environment. */
+void gmt_config_defaults(gmt_config_t *cfg);
+
+/* Iterate the effective configuration as (variable name, printable value) pairs, for the
+ * report. Returns false when idx is past the end. */
+bool gmt_config_item(const gmt_config_t *cfg, size_t idx, const char **name, char *value,
+                     size_t value_len);
+
+/* Parsers shared with the CLI; each returns 0 or -EINVAL. */
+int gmt_parse_bool(const char *s, bool *out);
+int gmt_parse_size(const char *s, uint64_t *out);
+int gmt_parse_signal(const char *s, int *out);
+const char *gmt_signal_name(int sig);
+
+#endif

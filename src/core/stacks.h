@@ -1,0 +1,83 @@
+/* stacks.h - native call stacks: capture into fixed arrays, deduplicate into an insert-only
+ * store, hand out small ids.
+ *
+ * Capture uses libunwind's unw_backtrace with a per-thread cache; it allocates nothing. The
+ * store is one flat region (entries, a hash index and a frame arena, with offsets rather than
+ * pointers) sized at init, so it can later be placed in a memory-mapped state file. Inserting
+ * is lock-free; an id, once returned, names the same frames for the life of the process.
+ * Id 0 means "no stack" (stacks off, below GPUMEMTRACE_MIN_BYTES, or the store was full).
+ *
+ * Each entry also carries the bytes and allocations currently live from that stack, so the
+ * report can group by stack without walking the table, and peak/growth analysis can sample it.
+ *
+ * Functions return 0 or a negative errno.
+ */
+#ifndef GMT_CORE_STACKS_H
+#define GMT_CORE_STACKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct gmt_stack_entry_s {
+    uint64_t hash;       /* atomic; 0 until the entry is published */
+    uint32_t offset;     /* first frame in the arena */
+    uint16_t depth;
+    uint16_t pad;
+    uint32_t tag;        /* what allocated through these frames: gmt_stacks_tag() */
+    int64_t live_bytes;  /* atomic */
+    int64_t live_count;  /* atomic */
+    uint64_t total_allocs; /* atomic */
+} gmt_stack_entry_t;
+
+typedef struct gmt_stacks_s {
+    uint64_t magic;
+    uint32_t max_entries; /* ids 1 .. max_entries-1 */
+    uint32_t index_mask;
+    uint64_t max_frames;
+    uint32_t next_id;     /* atomic */
+    uint32_t wasted;      /* atomic: ids lost to insert races */
+    uint64_t next_frame;  /* atomic */
+    uint64_t dropped;     /* atomic: stacks that did not fit */
+    /* followed by: entries[max_entries], index[index_mask+1] (uint32 ids), frames[max_frames] */
+} gmt_stacks_t;
+
+size_t gmt_stacks_bytes(uint32_t max_entries, uint64_t max_frames);
+int gmt_stacks_init(gmt_stacks_t *st, uint32_t max_entries, uint64_t max_frames);
+
+/* An id names a sequence of frames together with a tag: the device, kind and API that
+ * allocated through them. Per-id live counters are therefore per (stack, device, kind, API),
+ * which is exactly the grouping the report's leak and peak sections need, with no walk of the
+ * live table. depth may be 0 (stacks off): the id then groups by tag alone. */
+static inline uint32_t gmt_stacks_tag(int32_t device, uint8_t kind, uint8_t api)
+{
+    return ((uint32_t)(uint8_t)(device + 2) << 16) | ((uint32_t)kind << 8) | api;
+}
+static inline int32_t gmt_stacks_tag_device(uint32_t tag)
+{
+    return (int32_t)((tag >> 16) & 0xff) - 2;
+}
+static inline uint8_t gmt_stacks_tag_kind(uint32_t tag)
+{
+    return (uint8_t)(tag >> 8);
+}
+static inline uint8_t gmt_stacks_tag_api(uint32_t tag)
+{
+    return (uint8_t)tag;
+}
+
+/* Returns the id of (frames, tag), inserting it if new, or 0 if it did not fit (counted in
+ * st->dropped). Lock-free; safe from any thread. */
+uint32_t gmt_stacks_intern(gmt_stacks_t *st, const uint64_t *frames, uint32_t depth, uint32_t tag);
+
+/* The frames of id; NULL when id is unknown. */
+const uint64_t *gmt_stacks_frames(gmt_stacks_t *st, uint32_t id, uint32_t *depth);
+gmt_stack_entry_t *gmt_stacks_entry(gmt_stacks_t *st, uint32_t id);
+/* Number of ids handed out so far (ids are 1 .. count). */
+uint32_t gmt_stacks_count(gmt_stacks_t *st);
+
+/* Native frames of the calling thread, innermost first, skipping `skip` frames of the caller.
+ * Returns the number written (<= max). Allocates nothing. */
+#define GMT_STACKS_CAPTURE_MAX 192
+uint32_t gmt_stacks_capture(uint64_t *frames, uint32_t max, uint32_t skip);
+
+#endif

@@ -1,0 +1,75 @@
+/* stats.h - per-device bytes in use, peaks, counts and the bounded timeline.
+ *
+ * Bytes in use per (device, kind) are single atomics: an exact high-water mark needs one
+ * linear order of increments and decrements, and a CUDA allocation costs tens of
+ * microseconds, so one atomic add is noise. Counts (allocations, frees, failures per API and
+ * per device) are only ever summed, so they live in per-thread shards padded to a cache line
+ * (redis zmalloc style) and are added up at report time.
+ *
+ * A device's "in use" is DEVICE + POOL + VMM_PHYSICAL bytes (never reservations); managed and
+ * pinned host memory have their own current/peak.
+ */
+#ifndef GMT_CORE_STATS_H
+#define GMT_CORE_STATS_H
+
+#include "event.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Device slot for ordinal d: GMT_DEVICE_HOST -> 0, ordinals -> 1 .. GMT_MAX_DEVICES,
+ * GMT_DEVICE_UNKNOWN and out-of-range ordinals -> GMT_STAT_SLOTS - 1. */
+#define GMT_STAT_SLOTS (GMT_MAX_DEVICES + 2)
+int gmt_stats_slot(int32_t device);
+int32_t gmt_stats_device_of_slot(int slot);
+
+typedef struct gmt_dev_totals_s {
+    int64_t current[GMT_KIND_COUNT];
+    int64_t peak[GMT_KIND_COUNT];
+    int64_t in_use;
+    int64_t in_use_peak;
+    uint64_t peak_time_ns;
+    uint64_t peak_seq;
+    uint64_t allocs[GMT_KIND_COUNT];
+    uint64_t frees[GMT_KIND_COUNT];
+    uint64_t failures;
+    uint64_t alloc_bytes[GMT_KIND_COUNT];
+    bool seen;
+} gmt_dev_totals_t;
+
+typedef struct gmt_api_totals_s {
+    uint64_t allocs, frees, failures, bytes;
+} gmt_api_totals_t;
+
+typedef struct gmt_timeline_point_s {
+    uint64_t t_ns;  /* start of the bucket, monotonic */
+    int64_t max;    /* highest in-use bytes within the bucket */
+    int64_t last;   /* in-use bytes at the end of the bucket */
+} gmt_timeline_point_t;
+
+/* Sets up the timeline (points per device); 0 or -ENOMEM. Call once before any event. */
+int gmt_stats_init(uint64_t start_ns, int timeline_points);
+void gmt_stats_reset(void); /* tests */
+
+/* An allocation of `size` bytes succeeded. Returns true when it raised the device's in-use
+ * peak (then *peak_out holds the new peak). */
+bool gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, uint64_t size,
+                        uint64_t seq, uint64_t now_ns, bool charged);
+void gmt_stats_on_free(int32_t device, gmt_kind_t kind, gmt_api_t api, uint64_t size,
+                       uint64_t now_ns, bool charged);
+void gmt_stats_on_failure(int32_t device, gmt_api_t api);
+
+/* Summed view, for the report (any thread, any time). */
+void gmt_stats_device(int slot, gmt_dev_totals_t *out);
+void gmt_stats_api(gmt_api_t api, gmt_api_totals_t *out);
+
+/* Copies at most max points of the slot's timeline; returns how many. */
+int gmt_stats_timeline(int slot, gmt_timeline_point_t *out, int max);
+
+/* True for the kinds that count toward a device's bytes in use. */
+static inline bool gmt_kind_in_use(gmt_kind_t k)
+{
+    return k == GMT_KIND_DEVICE || k == GMT_KIND_POOL || k == GMT_KIND_VMM_PHYSICAL;
+}
+
+#endif

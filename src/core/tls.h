@@ -1,0 +1,42 @@
+/* tls.h - the tracer's per-thread state: reentrancy guard and layer nesting.
+ *
+ * Everything the tracer does on an application thread (unwinding, bookkeeping, logging) runs
+ * inside gmt_guard_enter/gmt_guard_leave. A CUDA call made while the guard is held (the
+ * tracer asking the driver for free memory, say) is passed straight through, never recorded.
+ *
+ * The variable uses the initial-exec TLS model so that touching it never calls malloc
+ * (dynamic TLS allocation can), which matters inside a hook that malloc might reach.
+ */
+#ifndef GMT_CORE_TLS_H
+#define GMT_CORE_TLS_H
+
+#include <stdint.h>
+
+typedef struct gmt_tls_s {
+    int guard;              /* > 0 while the tracer itself runs on this thread */
+    uint16_t outer_api;     /* runtime API whose hook is executing (0: none) */
+    uint8_t outer_is_free;  /* that runtime call releases memory */
+    uint8_t has_shard;      /* shard below was assigned */
+    uint32_t inner_events;  /* events recorded by a lower layer inside the runtime call */
+    uint32_t shard;         /* counter shard of this thread */
+} gmt_tls_t;
+
+extern __thread gmt_tls_t gmt_tls __attribute__((tls_model("initial-exec")));
+
+/* Returns 1 when the caller may proceed (the guard was free), 0 when already inside. */
+static inline int gmt_guard_enter(void)
+{
+    return gmt_tls.guard++ == 0;
+}
+
+static inline void gmt_guard_leave(void)
+{
+    gmt_tls.guard--;
+}
+
+static inline int gmt_guard_held(void)
+{
+    return gmt_tls.guard > 0;
+}
+
+#endif

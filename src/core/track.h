@@ -1,0 +1,127 @@
+/* track.h - the core's small internal API: what every capture layer calls.
+ *
+ * A hook calls the real CUDA function, describes the result as a gmt_event_t and calls:
+ *   gmt_track_alloc   after an allocation succeeded
+ *   gmt_track_free    before the real release runs (so a reused address is never misowned)
+ *   gmt_track_failure after an allocation failed
+ * The core captures the call stack itself, on the calling thread.
+ *
+ * Exactly-once: a runtime hook brackets its real call with gmt_track_runtime_enter/leave.
+ * An event from a lower layer (driver hooks, CUPTI) inside that bracket is recorded once,
+ * under the runtime API's name; the runtime hook records only when no lower layer did.
+ * A release recorded by a runtime hook makes the lower layers' release of the same call a
+ * no-op.
+ *
+ * Thread-safe and lock-free on the hot path. Allocates nothing after gmt_core_init.
+ */
+#ifndef GMT_CORE_TRACK_H
+#define GMT_CORE_TRACK_H
+
+#include "config.h"
+#include "event.h"
+#include "stacks.h"
+#include "stats.h"
+#include "table.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Maps the table, the stack store and the timelines. 0 or a negative errno (then every
+ * track call is a counted drop). */
+int gmt_core_init(const gmt_config_t *cfg);
+bool gmt_core_ready(void);
+/* In a forked child: start over with an empty live set and zero counters, so the child's
+ * report describes the child alone. Maps fresh memory (the parent's stays copy-on-write and
+ * is unmapped). 0 or a negative errno. */
+int gmt_core_reset_after_fork(void);
+
+void gmt_track_alloc(const gmt_event_t *ev);
+void gmt_track_free(const gmt_event_t *ev);
+void gmt_track_failure(const gmt_event_t *ev);
+
+typedef struct gmt_nest_s {
+    uint16_t api;
+    uint8_t is_free;
+    uint32_t inner;
+} gmt_nest_t;
+
+gmt_nest_t gmt_track_runtime_enter(gmt_api_t api, bool is_free);
+/* Restores the previous state; true when a lower layer recorded this call already. */
+bool gmt_track_runtime_leave(gmt_nest_t saved);
+
+typedef struct gmt_counts_s {
+    uint64_t events;          /* alloc + free + failure events handed to the core */
+    uint64_t allocs;
+    uint64_t frees;
+    uint64_t failures;
+    uint64_t unknown_frees;   /* frees of addresses the table did not hold */
+    uint64_t nested_merged;   /* lower-layer events merged into a runtime call */
+    uint64_t dropped_table_full;
+    uint64_t dropped_no_core; /* events before init or after init failed */
+    uint64_t dropped_stacks;  /* allocations whose stack did not fit the store */
+    uint64_t dropped_failures; /* failure records past the error ring */
+    uint64_t per_layer[GMT_LAYER_COUNT];
+} gmt_counts_t;
+
+void gmt_track_counts(gmt_counts_t *out);
+
+#define GMT_MAX_FAILURE_RECORDS 256
+typedef struct gmt_failure_s {
+    uint64_t time_ns;
+    uint64_t size;
+    int64_t free_bytes;  /* device free memory at the moment, -1 when unknown */
+    int64_t total_bytes; /* -1 when unknown */
+    int32_t device;
+    int32_t result;
+    uint32_t stack_id;
+    uint8_t api, kind, layer;
+    uint8_t oom;
+} gmt_failure_t;
+
+int gmt_track_failures(gmt_failure_t *out, int max);
+
+/* The live set at a device's in-use peak, grouped by stack id. Taken lazily: at the first
+ * release after a new peak (when the live set is still the peak's), or at report time. */
+typedef struct gmt_peak_group_s {
+    uint32_t stack_id;
+    int64_t bytes;
+    int64_t count;
+} gmt_peak_group_t;
+
+/* Copies the groups live at slot's peak; returns how many (<= max). */
+int gmt_track_peak_groups(int slot, gmt_peak_group_t *out, int max, int64_t *peak_bytes);
+/* Makes sure every device's peak snapshot is current (call before reading them). */
+void gmt_track_settle_peaks(void);
+
+/* Providers installed by the capture layer; the core calls them, never includes them. */
+typedef int (*gmt_meminfo_fn)(int32_t device, uint64_t *free_bytes, uint64_t *total_bytes);
+void gmt_track_set_meminfo(gmt_meminfo_fn fn);
+gmt_meminfo_fn gmt_track_meminfo(void);
+
+/* Called (outside any lock) after an out-of-memory failure was recorded. */
+typedef void (*gmt_oom_fn)(const gmt_failure_t *f);
+void gmt_track_set_oom_hook(gmt_oom_fn fn);
+
+/* Device facts for the report (name, UUID, total memory); 0 or a negative errno. */
+typedef int (*gmt_devinfo_fn)(int32_t device, char *name, size_t name_len, char *uuid,
+                              size_t uuid_len, uint64_t *total_bytes);
+void gmt_track_set_devinfo(gmt_devinfo_fn fn);
+gmt_devinfo_fn gmt_track_devinfo(void);
+
+/* What the capture layer tells the report about itself: the backends in use (a short name
+ * each, e.g. "runtime-hooks", "driver-hooks", "cupti"), why, and warnings. Rare path: may
+ * take the core's own lock; never call from a signal handler. Copies the strings. */
+void gmt_track_note_backend(const char *name, const char *reason);
+void gmt_track_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define GMT_MAX_BACKENDS 4
+#define GMT_MAX_WARNINGS 32
+#define GMT_NOTE_LEN 256
+int gmt_track_backends(char out[][GMT_NOTE_LEN], int max, char *reason, size_t reason_len);
+int gmt_track_warnings(char out[][GMT_NOTE_LEN], int max);
+
+const gmt_config_t *gmt_track_config(void);
+gmt_table_t *gmt_track_table(void);
+gmt_stacks_t *gmt_track_stacks(void);
+uint64_t gmt_track_start_ns(void);
+
+#endif

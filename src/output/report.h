@@ -1,0 +1,40 @@
+/* report.h - the JSON report (docs/report.md, docs/report.schema.json).
+ *
+ * Reads the core's state (live table, stack store, counters, peaks, timelines, failures) and
+ * writes one report atomically: a temporary file beside the target, then rename(2), so a CI
+ * step never reads half a report. Runs on whichever thread asks (exit handler, the tracer's
+ * writer thread, an allocation that just failed); it never takes a lock the application
+ * might hold. Functions return 0 or a negative errno.
+ */
+#ifndef GMT_OUTPUT_REPORT_H
+#define GMT_OUTPUT_REPORT_H
+
+#include <stddef.h>
+
+typedef enum gmt_reason_e {
+    GMT_REASON_EXIT = 0,
+    GMT_REASON_SIGNAL,
+    GMT_REASON_SNAPSHOT,
+    GMT_REASON_OOM,
+    GMT_REASON_CRASH,
+} gmt_reason_t;
+
+const char *gmt_reason_name(gmt_reason_t r);
+
+/* Remembers argv, start time, hostname and rank; call once at start-up (reads the
+ * environment, which is why it is not done later). */
+void gmt_report_process_init(void);
+
+/* Expands GPUMEMTRACE_OUTPUT (%p pid, %r rank, %h host, %t unix time) for this process; a
+ * snapshot or out-of-memory report gets ".snapshot-<seq>" / ".oom-<seq>" before ".json". */
+int gmt_report_path(gmt_reason_t reason, unsigned seq, char *out, size_t len);
+
+/* Writes a report to path (NULL: gmt_report_path). signal_name may be NULL. On success the
+ * path written is logged at info level. */
+int gmt_report_write(const char *path, gmt_reason_t reason, const char *signal_name,
+                     unsigned seq);
+
+/* Writes the report body to an open descriptor (tests, state recovery). */
+int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsigned seq);
+
+#endif

@@ -1,0 +1,32 @@
+/* symbolize.c - see symbolize.h. */
+#define _GNU_SOURCE
+#include "symbolize.h"
+
+#include <dlfcn.h>
+#include <string.h>
+
+bool gmt_module_is_internal(const char *path)
+{
+    if (!path) return false;
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    static const char *const prefixes[] = {"libgpumemtrace", "libcuda.so", "libcudart",
+                                           "libcupti", "libnvidia-"};
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (strncmp(base, prefixes[i], strlen(prefixes[i])) == 0) return true;
+    return false;
+}
+
+void gmt_symbolize(uint64_t addr, gmt_frame_info_t *out)
+{
+    memset(out, 0, sizeof *out);
+    Dl_info info;
+    /* A return address points after the call; step back into the calling instruction so
+     * that a call at the very end of a function is not attributed to the next one. */
+    uint64_t probe = addr > 0 ? addr - 1 : addr;
+    if (!dladdr((void *)(uintptr_t)probe, &info)) return;
+    out->module = info.dli_fname && *info.dli_fname ? info.dli_fname : NULL;
+    out->offset = addr - (uint64_t)(uintptr_t)info.dli_fbase;
+    out->symbol = info.dli_sname;
+    out->internal = gmt_module_is_internal(out->module);
+}
