@@ -1,0 +1,44 @@
+/* capture.h - what the hooks share: start-up on first CUDA use and event helpers.
+ *
+ * Every hook calls gmt_capture_touch() first: the first CUDA call of the process starts the
+ * driver-level backend, registers the exit report after the CUDA runtime's own exit handlers
+ * and marks the process as one that writes a report (a process that never touches CUDA
+ * writes none).
+ */
+#ifndef GMT_CAPTURE_CAPTURE_H
+#define GMT_CAPTURE_CAPTURE_H
+
+#include "core/event.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+extern int gmt_capture_state; /* 0: not started, 1: running, -1: off (init failed/no follow) */
+
+void gmt_capture_start_slow(void);
+
+static inline bool gmt_capture_touch(void)
+{
+    int s = __atomic_load_n(&gmt_capture_state, __ATOMIC_ACQUIRE);
+    if (__builtin_expect(s == 0, 0)) {
+        gmt_capture_start_slow();
+        s = __atomic_load_n(&gmt_capture_state, __ATOMIC_ACQUIRE);
+    }
+    return s > 0;
+}
+
+/* Device of the calling thread's current context (driver), GMT_DEVICE_UNKNOWN if none. */
+int32_t gmt_capture_current_device_driver(void);
+/* Device current for the runtime on this thread, GMT_DEVICE_UNKNOWN if unknown. */
+int32_t gmt_capture_current_device_runtime(void);
+
+/* Record helpers: take the reentrancy guard, fill the event, hand it to the core. */
+void gmt_capture_alloc(gmt_layer_t layer, gmt_api_t api, gmt_kind_t kind, gmt_space_t space,
+                       int32_t device, uint64_t addr, uint64_t size, uint64_t stream,
+                       uint32_t flags);
+void gmt_capture_free(gmt_layer_t layer, gmt_api_t api, gmt_space_t space, uint64_t addr,
+                      uint64_t size);
+void gmt_capture_failure(gmt_layer_t layer, gmt_api_t api, gmt_kind_t kind, int32_t device,
+                         uint64_t size, int result, bool oom);
+
+#endif

@@ -1,0 +1,106 @@
+/* devinfo.c - device facts and free memory from the driver, for the report and for failure
+ * records; and the calling thread's current device for events.
+ *
+ * Everything here runs with the reentrancy guard held, so the driver calls it makes are never
+ * recorded. Free memory needs a context on the device: the current one if it matches, else
+ * the device's primary context if the program already created it (never a new one, which
+ * would cost the program hundreds of MiB).
+ */
+#include "capture.h"
+#include "real.h"
+
+#include "core/tls.h"
+#include "core/track.h"
+
+#include <errno.h>
+#include <stdio.h>
+
+int32_t gmt_capture_current_device_driver(void)
+{
+    CUdevice d;
+    if (gmt_real.cuCtxGetDevice && gmt_real.cuCtxGetDevice(&d) == CUDA_SUCCESS) return (int32_t)d;
+    return GMT_DEVICE_UNKNOWN;
+}
+
+int32_t gmt_capture_current_device_runtime(void)
+{
+    int d;
+    if (gmt_real.cudaGetDevice) {
+        gmt_guard_enter();
+        cudaError_t r = gmt_real.cudaGetDevice(&d);
+        gmt_guard_leave();
+        if (r == cudaSuccess) return d;
+    }
+    return GMT_DEVICE_UNKNOWN;
+}
+
+int gmt_capture_meminfo(int32_t device, uint64_t *free_bytes, uint64_t *total_bytes);
+int gmt_capture_meminfo(int32_t device, uint64_t *free_bytes, uint64_t *total_bytes)
+{
+    if (!gmt_real_resolve_driver() || !gmt_real.cuMemGetInfo_v2 || !gmt_real.cuDeviceGet)
+        return -ENODEV;
+    gmt_guard_enter();
+    int rc = -ENODEV;
+    CUdevice dev, cur;
+    size_t fr = 0, tot = 0;
+    if (gmt_real.cuDeviceGet(&dev, device) != CUDA_SUCCESS) goto out;
+    if (gmt_real.cuCtxGetDevice && gmt_real.cuCtxGetDevice(&cur) == CUDA_SUCCESS && cur == dev) {
+        if (gmt_real.cuMemGetInfo_v2(&fr, &tot) == CUDA_SUCCESS) rc = 0;
+        goto out;
+    }
+    unsigned int flags;
+    int active = 0;
+    if (!gmt_real.cuDevicePrimaryCtxGetState || !gmt_real.cuDevicePrimaryCtxRetain ||
+        !gmt_real.cuCtxPushCurrent_v2 || !gmt_real.cuCtxPopCurrent_v2 ||
+        !gmt_real.cuDevicePrimaryCtxRelease_v2)
+        goto out;
+    if (gmt_real.cuDevicePrimaryCtxGetState(dev, &flags, &active) != CUDA_SUCCESS || !active)
+        goto out;
+    CUcontext ctx, popped;
+    if (gmt_real.cuDevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS) goto out;
+    if (gmt_real.cuCtxPushCurrent_v2(ctx) == CUDA_SUCCESS) {
+        if (gmt_real.cuMemGetInfo_v2(&fr, &tot) == CUDA_SUCCESS) rc = 0;
+        gmt_real.cuCtxPopCurrent_v2(&popped);
+    }
+    gmt_real.cuDevicePrimaryCtxRelease_v2(dev);
+out:
+    gmt_guard_leave();
+    if (rc == 0) {
+        *free_bytes = fr;
+        *total_bytes = tot;
+    }
+    return rc;
+}
+
+int gmt_capture_devinfo(int32_t device, char *name, size_t name_len, char *uuid, size_t uuid_len,
+                        uint64_t *total_bytes);
+int gmt_capture_devinfo(int32_t device, char *name, size_t name_len, char *uuid, size_t uuid_len,
+                        uint64_t *total_bytes)
+{
+    if (!gmt_real_resolve_driver() || !gmt_real.cuDeviceGet) return -ENODEV;
+    gmt_guard_enter();
+    int rc = -ENODEV;
+    CUdevice dev;
+    if (gmt_real.cuDeviceGet(&dev, device) == CUDA_SUCCESS) {
+        rc = 0;
+        if (name_len) name[0] = 0;
+        if (uuid_len) uuid[0] = 0;
+        *total_bytes = 0;
+        if (gmt_real.cuDeviceGetName && name_len > 1)
+            gmt_real.cuDeviceGetName(name, (int)name_len, dev);
+        CUuuid u;
+        if (gmt_real.cuDeviceGetUuid && uuid_len >= 41 &&
+            gmt_real.cuDeviceGetUuid(&u, dev) == CUDA_SUCCESS) {
+            const unsigned char *b = (const unsigned char *)u.bytes;
+            snprintf(uuid, uuid_len,
+                     "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+                     b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
+                     b[12], b[13], b[14], b[15]);
+        }
+        size_t tot;
+        if (gmt_real.cuDeviceTotalMem_v2 && gmt_real.cuDeviceTotalMem_v2(&tot, dev) == CUDA_SUCCESS)
+            *total_bytes = tot;
+    }
+    gmt_guard_leave();
+    return rc;
+}

@@ -1,0 +1,55 @@
+/* real.h - pointers to the real CUDA functions behind every hook, resolved once.
+ *
+ * The table is generated from src/api.def. Runtime entries are found with
+ * dlsym(RTLD_NEXT) (the libcudart that comes after the preload library); driver entries
+ * from the libcuda.so.1 already loaded in the process. A missing REQUIRED symbol is reported
+ * once, loudly; a hook whose real function is missing returns an error instead of calling
+ * through NULL. Support functions (device facts, current device) are resolved alongside.
+ */
+#ifndef GMT_CAPTURE_REAL_H
+#define GMT_CAPTURE_REAL_H
+
+#include "cuda_api.h"
+
+#include <stdbool.h>
+
+typedef struct gmt_real_s {
+#define GMT_HOOK(name, layer, need, ret, params, args) ret(*name) params;
+#include "../api.def"
+#undef GMT_HOOK
+    gmt_cuGetProcAddress_v1_t getProcAddress_v1; /* "cuGetProcAddress" */
+    gmt_cuGetProcAddress_v2_t cuGetProcAddress_v2;
+    /* support functions, never hooked */
+    cudaError_t (*cudaGetDevice)(int *device);
+    CUresult (*cuCtxGetDevice)(CUdevice *device);
+    CUresult (*cuDeviceGet)(CUdevice *device, int ordinal);
+    CUresult (*cuDeviceGetName)(char *name, int len, CUdevice dev);
+    CUresult (*cuDeviceGetUuid)(CUuuid *uuid, CUdevice dev);
+    CUresult (*cuDeviceTotalMem_v2)(size_t *bytes, CUdevice dev);
+    CUresult (*cuMemGetInfo_v2)(size_t *free, size_t *total);
+    CUresult (*cuDevicePrimaryCtxGetState)(CUdevice dev, unsigned int *flags, int *active);
+    CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *ctx, CUdevice dev);
+    CUresult (*cuDevicePrimaryCtxRelease_v2)(CUdevice dev);
+    CUresult (*cuCtxPushCurrent_v2)(CUcontext ctx);
+    CUresult (*cuCtxPopCurrent_v2)(CUcontext *ctx);
+    CUresult (*cuCtxGetCurrent)(CUcontext *ctx);
+} gmt_real_t;
+
+extern gmt_real_t gmt_real;
+
+/* Resolves the runtime entries (once). */
+void gmt_real_resolve_runtime(void);
+/* Resolves the driver entries from the loaded libcuda.so.1 (once it is loaded); true when
+ * libcuda is present. Cheap after the first success. */
+bool gmt_real_resolve_driver(void);
+/* The libcuda handle (NULL until resolved). */
+void *gmt_real_libcuda(void);
+
+/* The real dlsym, for the tracer's own lookups (the exported dlsym is the interposer). */
+void *gmt_real_dlsym(void *handle, const char *name);
+
+/* Logs, once per name, that a required function is missing; returns the error to give the
+ * caller. */
+int gmt_real_missing(const char *name, int error);
+
+#endif
