@@ -1,0 +1,329 @@
+/* cmd_run.c - `gpumemtrace run [options] -- CMD [ARGS...]`: run a program with the tracer.
+ *
+ * Turns the options into the GPUMEMTRACE_* variables the library reads (docs/cli.md lists the
+ * mapping), puts libgpumemtrace.so first in LD_PRELOAD and then execs CMD in place of this
+ * process. Because nothing stays behind to wait for it, CMD's exit status and any signal that
+ * ends it reach the caller unchanged, and CMD keeps the tool's pid, environment, terminal and
+ * open files. Option values are checked here, before the exec, so a typo is an immediate error
+ * (exit 2) rather than a warning from inside the traced program.
+ */
+#include "cli/cli.h"
+#include "core/config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#define LIB_NAME "libgpumemtrace.so"
+
+/* Where an installed or unpacked tool finds the library, relative to its own directory. The
+ * build tree puts both in one directory; install() puts the CLI in bin/ and the library in
+ * lib/ (or lib64/, or lib/<multiarch>/ under a Debian-style prefix). */
+static const char *const lib_dirs[] = {
+    "../lib",
+    ".",
+    "../lib64",
+#if defined(__x86_64__)
+    "../lib/x86_64-linux-gnu",
+#elif defined(__aarch64__)
+    "../lib/aarch64-linux-gnu",
+#endif
+};
+
+enum {
+    OPT_DEPTH = 256,
+    OPT_NO_PYTHON,
+    OPT_BACKEND,
+    OPT_MIN_BYTES,
+    OPT_TOP,
+    OPT_STATE,
+    OPT_SUPPRESSIONS,
+    OPT_LOG,
+    OPT_SNAPSHOT_SIGNAL,
+    OPT_NO_OOM_REPORT,
+    OPT_NO_FOLLOW_FORK,
+    OPT_NO_FOLLOW_EXEC,
+    OPT_NO_FRAMEWORK_CACHE,
+};
+
+static const struct option long_opts[] = {
+    {"output", required_argument, NULL, 'o'},
+    {"depth", required_argument, NULL, OPT_DEPTH},
+    {"no-python", no_argument, NULL, OPT_NO_PYTHON},
+    {"backend", required_argument, NULL, OPT_BACKEND},
+    {"min-bytes", required_argument, NULL, OPT_MIN_BYTES},
+    {"top", required_argument, NULL, OPT_TOP},
+    {"state", required_argument, NULL, OPT_STATE},
+    {"suppressions", required_argument, NULL, OPT_SUPPRESSIONS},
+    {"log", required_argument, NULL, OPT_LOG},
+    {"snapshot-signal", required_argument, NULL, OPT_SNAPSHOT_SIGNAL},
+    {"no-oom-report", no_argument, NULL, OPT_NO_OOM_REPORT},
+    {"no-follow-fork", no_argument, NULL, OPT_NO_FOLLOW_FORK},
+    {"no-follow-exec", no_argument, NULL, OPT_NO_FOLLOW_EXEC},
+    {"no-framework-cache", no_argument, NULL, OPT_NO_FRAMEWORK_CACHE},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+void gmt_cli_run_help(FILE *to)
+{
+    fprintf(to,
+            "Usage: gpumemtrace run [options] -- CMD [ARGS...]\n"
+            "\n"
+            "Runs CMD with libgpumemtrace.so preloaded and exits with CMD's status. The\n"
+            "options set the GPUMEMTRACE_* variables; the rest of the environment passes\n"
+            "through.\n"
+            "\n"
+            "  -o, --output PATH         report path; %%p pid, %%r rank, %%h host, %%t time\n"
+            "                            (GPUMEMTRACE_OUTPUT, default gpumemtrace-%%p.json)\n"
+            "      --depth N             native frames per stack, 0-%d; 0 turns stacks off\n"
+            "      --no-python           do not capture Python frames\n"
+            "      --backend B           auto, cupti or hooks\n"
+            "      --min-bytes SIZE      smaller allocations are counted but get no stack\n"
+            "                            (SIZE takes K/KiB/M/MiB/G/GiB)\n"
+            "      --top N               stacks listed per report section\n"
+            "      --state PATH          memory-mapped state file, recoverable after SIGKILL\n"
+            "      --suppressions FILE   frame patterns left out of leak verdicts\n"
+            "      --log LEVEL           quiet, info or debug\n"
+            "      --snapshot-signal SIG signal that writes a snapshot report (or 'none')\n"
+            "      --no-oom-report       no report when an allocation runs out of memory\n"
+            "      --no-follow-fork      do not trace forked children\n"
+            "      --no-follow-exec      do not trace programs CMD execs\n"
+            "      --no-framework-cache  turn off PyTorch's and JAX's caching allocators, so\n"
+            "                            every tensor gets its own stack\n"
+            "  -h, --help                this help\n"
+            "\n"
+            "The library is GPUMEMTRACE_LIBRARY when set, else found next to this tool\n"
+            "(../lib, the same directory, ../lib64).\n",
+            GMT_MAX_STACK_DEPTH);
+}
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* One line on stderr, for any bad usage of run. Returns -EINVAL. */
+static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("gpumemtrace: run: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputs(" (see 'gpumemtrace help run')\n", stderr);
+    va_end(ap);
+    return -EINVAL;
+}
+
+static int set_env(const char *name, const char *value)
+{
+    if (setenv(name, value, 1) != 0) {
+        gmt_cli_error("run: cannot set %s: %s", name, strerror(errno));
+        return -errno;
+    }
+    return 0;
+}
+
+/* The library's absolute path, in buf. 0, or -ENOENT after printing why. */
+static int find_library(char *buf, size_t len)
+{
+    const char *env = getenv("GPUMEMTRACE_LIBRARY");
+    if (env && *env) {
+        char resolved[PATH_MAX];
+        if (!realpath(env, resolved) || access(resolved, R_OK) != 0) {
+            gmt_cli_error("run: GPUMEMTRACE_LIBRARY=%s: %s", env, strerror(errno));
+            return -ENOENT;
+        }
+        snprintf(buf, len, "%s", resolved);
+        return 0;
+    }
+
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) {
+        gmt_cli_error("run: cannot find my own path (/proc/self/exe: %s); set "
+                      "GPUMEMTRACE_LIBRARY to the path of " LIB_NAME,
+                      strerror(errno));
+        return -ENOENT;
+    }
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = '\0';
+
+    for (size_t i = 0; i < sizeof lib_dirs / sizeof lib_dirs[0]; i++) {
+        char cand[PATH_MAX + 64], resolved[PATH_MAX];
+        snprintf(cand, sizeof cand, "%s/%s/" LIB_NAME, exe, lib_dirs[i]);
+        if (realpath(cand, resolved) && access(resolved, R_OK) == 0) {
+            snprintf(buf, len, "%s", resolved);
+            return 0;
+        }
+    }
+    gmt_cli_error("run: " LIB_NAME " not found in %s/../lib, %s or %s/../lib64; set "
+                  "GPUMEMTRACE_LIBRARY to its path",
+                  exe, exe, exe);
+    return -ENOENT;
+}
+
+/* LD_PRELOAD = lib, then whatever was there, unless lib is already in it. ld.so splits the
+ * list on spaces and colons, so a library path holding either cannot be preloaded. */
+static int prepend_preload(const char *lib)
+{
+    if (strpbrk(lib, " :")) {
+        gmt_cli_error("run: the library path '%s' contains a space or colon, which LD_PRELOAD "
+                      "cannot hold; move it or set GPUMEMTRACE_LIBRARY",
+                      lib);
+        return -EINVAL;
+    }
+    const char *old = getenv("LD_PRELOAD");
+    if (!old || !*old) return set_env("LD_PRELOAD", lib);
+
+    size_t lib_len = strlen(lib);
+    for (const char *p = old; *p;) {
+        size_t tok = strcspn(p, " :");
+        if (tok == lib_len && strncmp(p, lib, tok) == 0) return 0;
+        p += tok;
+        p += strspn(p, " :");
+    }
+    size_t len = lib_len + 1 + strlen(old) + 1;
+    char *joined = malloc(len);
+    if (!joined) return -ENOMEM;
+    snprintf(joined, len, "%s:%s", lib, old);
+    int rc = set_env("LD_PRELOAD", joined);
+    free(joined);
+    return rc;
+}
+
+static int check_choice(const char *value, const char *const *choices, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcasecmp(value, choices[i]) == 0) return 0;
+    return -EINVAL;
+}
+
+/* Parse the options into environment changes. Returns a negative errno after printing a
+ * usage error, 1 after --help, 0 to go on; *cmd_index is where CMD starts. */
+static int parse_options(int argc, char **argv, int *cmd_index)
+{
+    static const char *const backends[] = {"auto", "cupti", "hooks"};
+    static const char *const levels[] = {"quiet", "info", "debug"};
+    long num;
+    uint64_t size;
+    int sig;
+
+    opterr = 0;
+    optind = 1;
+    int c;
+    /* '+': stop at CMD, so its own options are left alone even without "--". */
+    while ((c = getopt_long(argc, argv, "+:o:h", long_opts, NULL)) != -1) {
+        const char *v = optarg;
+        int rc = 0;
+        switch (c) {
+        case 'o':
+            if (!*v) return usage_error("--output needs a non-empty path");
+            rc = set_env("GPUMEMTRACE_OUTPUT", v);
+            break;
+        case OPT_DEPTH:
+            if (gmt_parse_int_range(v, 0, GMT_MAX_STACK_DEPTH, &num))
+                return usage_error("bad --depth '%s': expected 0 to %d", v, GMT_MAX_STACK_DEPTH);
+            rc = set_env("GPUMEMTRACE_STACK_DEPTH", v);
+            break;
+        case OPT_NO_PYTHON:
+            rc = set_env("GPUMEMTRACE_PYTHON", "0");
+            break;
+        case OPT_BACKEND:
+            if (check_choice(v, backends, 3))
+                return usage_error("bad --backend '%s': expected %s", v, "auto, cupti or hooks");
+            rc = set_env("GPUMEMTRACE_BACKEND", v);
+            break;
+        case OPT_MIN_BYTES:
+            if (gmt_parse_size(v, &size) || size > INT64_MAX)
+                return usage_error("bad --min-bytes '%s': expected %s", v,
+                                   "a size such as 4096, 64K, 1MiB or 2G");
+            rc = set_env("GPUMEMTRACE_MIN_BYTES", v);
+            break;
+        case OPT_TOP:
+            if (gmt_parse_int_range(v, 1, 100000, &num))
+                return usage_error("bad --top '%s': expected %s", v, "1 to 100000");
+            rc = set_env("GPUMEMTRACE_TOP", v);
+            break;
+        case OPT_STATE:
+            if (!*v) return usage_error("--state needs a non-empty path");
+            rc = set_env("GPUMEMTRACE_STATE", v);
+            break;
+        case OPT_SUPPRESSIONS: {
+            /* Checked now, and made absolute so a program that changes directory still
+             * finds it. */
+            char resolved[PATH_MAX];
+            if (!*v || !realpath(v, resolved) || access(resolved, R_OK) != 0)
+                return usage_error("--suppressions %s: %s", v, *v ? strerror(errno) : "empty path");
+            rc = set_env("GPUMEMTRACE_SUPPRESSIONS", resolved);
+            break;
+        }
+        case OPT_LOG:
+            if (check_choice(v, levels, 3))
+                return usage_error("bad --log '%s': expected %s", v, "quiet, info or debug");
+            rc = set_env("GPUMEMTRACE_LOG", v);
+            break;
+        case OPT_SNAPSHOT_SIGNAL:
+            if (gmt_parse_signal(v, &sig))
+                return usage_error("bad --snapshot-signal '%s': expected %s", v,
+                                   "SIGUSR1, SIGUSR2, SIGHUP, SIGQUIT, SIGWINCH, SIGPWR, "
+                                   "SIGTTIN, a real-time signal number, or none");
+            rc = set_env("GPUMEMTRACE_SNAPSHOT_SIGNAL", v);
+            break;
+        case OPT_NO_OOM_REPORT:
+            rc = set_env("GPUMEMTRACE_OOM_REPORT", "0");
+            break;
+        case OPT_NO_FOLLOW_FORK:
+            rc = set_env("GPUMEMTRACE_FOLLOW_FORK", "0");
+            break;
+        case OPT_NO_FOLLOW_EXEC:
+            rc = set_env("GPUMEMTRACE_FOLLOW_EXEC", "0");
+            break;
+        case OPT_NO_FRAMEWORK_CACHE:
+            rc = set_env("PYTORCH_NO_CUDA_MEMORY_CACHING", "1");
+            if (!rc) rc = set_env("XLA_PYTHON_CLIENT_ALLOCATOR", "platform");
+            break;
+        case 'h':
+            gmt_cli_run_help(stdout);
+            return 1;
+        case ':':
+            return usage_error("option '%s' needs a value", argv[optind - 1]);
+        default:
+            /* optopt names an unknown short option; a long one leaves it 0. */
+            if (optopt) return usage_error("unknown option '-%c'", optopt);
+            return usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+        if (rc) return rc;
+    }
+    *cmd_index = optind;
+    return 0;
+}
+
+int gmt_cli_run(int argc, char **argv)
+{
+    int cmd_index = 0;
+    int rc = parse_options(argc, argv, &cmd_index);
+    if (rc > 0) return GMT_EXIT_OK;
+    if (rc < 0) return GMT_EXIT_USAGE;
+    if (cmd_index >= argc) {
+        usage_error("no command given: gpumemtrace run [options] -- CMD [ARGS...]");
+        return GMT_EXIT_USAGE;
+    }
+
+    char lib[PATH_MAX];
+    if (find_library(lib, sizeof lib) || prepend_preload(lib)) return GMT_EXIT_USAGE;
+
+    char **cmd = argv + cmd_index;
+    fflush(NULL);
+    execvp(cmd[0], cmd);
+    /* Like a shell: 127 when there is no such command, 126 when it cannot be run. */
+    int err = errno;
+    if (err == ENOENT)
+        gmt_cli_error("run: %s: command not found", cmd[0]);
+    else
+        gmt_cli_error("run: %s: %s", cmd[0], strerror(err));
+    return err == ENOENT ? 127 : 126;
+}

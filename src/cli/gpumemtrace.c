@@ -1,0 +1,103 @@
+/* gpumemtrace.c - entry point of the gpumemtrace command-line tool: verb dispatch and help.
+ *
+ * The tool has one verb per job (run a program traced, summarise a report, ...). main only
+ * picks the verb; each verb parses its own options and returns the exit status. docs/cli.md
+ * is the user-facing description and must follow this file.
+ */
+#include "cli/cli.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct verb_s {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    void (*help)(FILE *to);
+    const char *summary;
+} verb_t;
+
+static const verb_t verbs[] = {
+    {"run", gmt_cli_run, gmt_cli_run_help,
+     "run a command with the tracer preloaded; exits with the command's status"},
+    {"report", gmt_cli_report, gmt_cli_report_help,
+     "print a human summary of a report: leaks, peak owners, fragmentation, errors"},
+};
+
+#define NVERBS (sizeof verbs / sizeof verbs[0])
+
+void gmt_cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("gpumemtrace: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static void usage(FILE *to)
+{
+    fprintf(to, "Usage: gpumemtrace VERB [ARGS...]\n"
+                "       gpumemtrace help [VERB] | --help | --version\n"
+                "\n"
+                "Records CUDA memory allocations with call stacks and reports leaks, peak\n"
+                "owners, fragmentation and failed allocations.\n"
+                "\n"
+                "Verbs:\n");
+    for (size_t i = 0; i < NVERBS; i++)
+        fprintf(to, "  %-8s %s\n", verbs[i].name, verbs[i].summary);
+    fprintf(to, "\n"
+                "Example:\n"
+                "  gpumemtrace run -o train.json -- python train.py\n"
+                "  gpumemtrace report train.json\n"
+                "\n"
+                "'gpumemtrace help VERB' describes a verb's options.\n");
+}
+
+static const verb_t *find_verb(const char *name)
+{
+    for (size_t i = 0; i < NVERBS; i++)
+        if (strcmp(verbs[i].name, name) == 0) return &verbs[i];
+    return NULL;
+}
+
+static int help(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stdout);
+        return GMT_EXIT_OK;
+    }
+    const verb_t *v = find_verb(argv[1]);
+    if (!v) {
+        gmt_cli_error("no verb '%s' (try 'gpumemtrace --help')", argv[1]);
+        return GMT_EXIT_USAGE;
+    }
+    v->help(stdout);
+    return GMT_EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return GMT_EXIT_USAGE;
+    }
+    const char *verb = argv[1];
+    if (strcmp(verb, "--help") == 0 || strcmp(verb, "-h") == 0 || strcmp(verb, "help") == 0)
+        return help(argc - 1, argv + 1);
+    if (strcmp(verb, "--version") == 0 || strcmp(verb, "-V") == 0 || strcmp(verb, "version") == 0) {
+        printf("gpumemtrace %s (report version %d)\n", GMT_VERSION_STRING, GMT_REPORT_VERSION);
+        return GMT_EXIT_OK;
+    }
+    const verb_t *v = find_verb(verb);
+    if (!v) {
+        if (verb[0] == '-')
+            gmt_cli_error("unknown option '%s'", verb);
+        else
+            gmt_cli_error("unknown verb '%s'", verb);
+        usage(stderr);
+        return GMT_EXIT_USAGE;
+    }
+    return v->fn(argc - 1, argv + 1);
+}
