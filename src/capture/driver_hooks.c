@@ -23,11 +23,22 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Wrappers record only when they are the driver-level backend. */
+/* Wrappers record only when they are the driver-level backend. touch() comes first: the first
+ * CUDA call may be the one that starts CUPTI, and then CUPTI records it. */
 static inline bool recording(void)
 {
-    return !gmt_guard_held() && !gmt_cupti_active() && gmt_capture_touch();
+    return !gmt_guard_held() && gmt_capture_touch() && !gmt_cupti_active();
 }
+
+/* A recording wrapper holds the guard across the real call, so that CUPTI, should another
+ * thread start it meanwhile, skips this call instead of recording it a second time. */
+#define CALL_GUARDED(expr)                                                                         \
+    ({                                                                                             \
+        gmt_guard_enter();                                                                         \
+        __typeof__(expr) r_ = (expr);                                                              \
+        gmt_guard_leave();                                                                         \
+        r_;                                                                                        \
+    })
 
 #define REAL_OR_FAIL(name)                                                                         \
     do {                                                                                           \
@@ -51,7 +62,7 @@ GMT_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
     REAL_OR_FAIL(cuMemAlloc_v2);
     if (!recording()) return gmt_real.cuMemAlloc_v2(dptr, bytesize);
-    CUresult r = gmt_real.cuMemAlloc_v2(dptr, bytesize);
+    CUresult r = CALL_GUARDED(gmt_real.cuMemAlloc_v2(dptr, bytesize));
     after(r, GMT_API_cuMemAlloc_v2, GMT_KIND_DEVICE, GMT_SPACE_VA,
           gmt_capture_current_device_driver(), r ? 0 : *dptr, bytesize, 0, 0);
     return r;
@@ -63,7 +74,8 @@ GMT_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t
     REAL_OR_FAIL(cuMemAllocPitch_v2);
     if (!recording())
         return gmt_real.cuMemAllocPitch_v2(dptr, pPitch, widthInBytes, height, elementSizeBytes);
-    CUresult r = gmt_real.cuMemAllocPitch_v2(dptr, pPitch, widthInBytes, height, elementSizeBytes);
+    CUresult r = CALL_GUARDED(
+        gmt_real.cuMemAllocPitch_v2(dptr, pPitch, widthInBytes, height, elementSizeBytes));
     uint64_t size = (r == CUDA_SUCCESS && pPitch ? *pPitch : widthInBytes) * (uint64_t)height;
     after(r, GMT_API_cuMemAllocPitch_v2, GMT_KIND_DEVICE, GMT_SPACE_VA,
           gmt_capture_current_device_driver(), r ? 0 : *dptr, size, 0, 0);
@@ -73,8 +85,9 @@ GMT_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t
 GMT_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
     REAL_OR_FAIL(cuMemFree_v2);
-    if (recording()) gmt_capture_free(GMT_LAYER_DRIVER, GMT_API_cuMemFree_v2, GMT_SPACE_VA, dptr, 0);
-    return gmt_real.cuMemFree_v2(dptr);
+    if (!recording()) return gmt_real.cuMemFree_v2(dptr);
+    gmt_capture_free(GMT_LAYER_DRIVER, GMT_API_cuMemFree_v2, GMT_SPACE_VA, dptr, 0);
+    return CALL_GUARDED(gmt_real.cuMemFree_v2(dptr));
 }
 
 #define ALLOC_ASYNC(name)                                                                          \
@@ -82,9 +95,9 @@ GMT_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
     {                                                                                              \
         REAL_OR_FAIL(name);                                                                        \
         if (!recording()) return gmt_real.name(dptr, bytesize, hStream);                           \
-        CUresult r = gmt_real.name(dptr, bytesize, hStream);                                       \
+        CUresult r = CALL_GUARDED(gmt_real.name(dptr, bytesize, hStream));                         \
         after(r, GMT_API_##name, GMT_KIND_POOL, GMT_SPACE_VA, gmt_capture_current_device_driver(), \
-              r ? 0 : *dptr, bytesize, (uint64_t)(uintptr_t)hStream, 0);                           \
+              r ? 0 : *dptr, bytesize, 0, 0);                                                      \
         return r;                                                                                  \
     }
 ALLOC_ASYNC(cuMemAllocAsync)
@@ -96,9 +109,9 @@ ALLOC_ASYNC(cuMemAllocAsync_ptsz)
     {                                                                                              \
         REAL_OR_FAIL(name);                                                                        \
         if (!recording()) return gmt_real.name(dptr, bytesize, pool, hStream);                     \
-        CUresult r = gmt_real.name(dptr, bytesize, pool, hStream);                                 \
+        CUresult r = CALL_GUARDED(gmt_real.name(dptr, bytesize, pool, hStream));                   \
         after(r, GMT_API_##name, GMT_KIND_POOL, GMT_SPACE_VA, gmt_capture_current_device_driver(), \
-              r ? 0 : *dptr, bytesize, (uint64_t)(uintptr_t)hStream, 0);                           \
+              r ? 0 : *dptr, bytesize, (uint64_t)(uintptr_t)pool, 0);                              \
         return r;                                                                                  \
     }
 ALLOC_FROM_POOL(cuMemAllocFromPoolAsync)
@@ -108,8 +121,9 @@ ALLOC_FROM_POOL(cuMemAllocFromPoolAsync_ptsz)
     GMT_EXPORT CUresult name(CUdeviceptr dptr, CUstream hStream)                                   \
     {                                                                                              \
         REAL_OR_FAIL(name);                                                                        \
-        if (recording()) gmt_capture_free(GMT_LAYER_DRIVER, GMT_API_##name, GMT_SPACE_VA, dptr, 0); \
-        return gmt_real.name(dptr, hStream);                                                       \
+        if (!recording()) return gmt_real.name(dptr, hStream);                                     \
+        gmt_capture_free(GMT_LAYER_DRIVER, GMT_API_##name, GMT_SPACE_VA, dptr, 0);                 \
+        return CALL_GUARDED(gmt_real.name(dptr, hStream));                                         \
     }
 FREE_ASYNC(cuMemFreeAsync)
 FREE_ASYNC(cuMemFreeAsync_ptsz)
@@ -118,7 +132,7 @@ GMT_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsign
 {
     REAL_OR_FAIL(cuMemAllocManaged);
     if (!recording()) return gmt_real.cuMemAllocManaged(dptr, bytesize, flags);
-    CUresult r = gmt_real.cuMemAllocManaged(dptr, bytesize, flags);
+    CUresult r = CALL_GUARDED(gmt_real.cuMemAllocManaged(dptr, bytesize, flags));
     after(r, GMT_API_cuMemAllocManaged, GMT_KIND_MANAGED, GMT_SPACE_VA,
           gmt_capture_current_device_driver(), r ? 0 : *dptr, bytesize, 0, 0);
     return r;
@@ -128,7 +142,7 @@ GMT_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flag
 {
     REAL_OR_FAIL(cuMemHostAlloc);
     if (!recording()) return gmt_real.cuMemHostAlloc(pp, bytesize, flags);
-    CUresult r = gmt_real.cuMemHostAlloc(pp, bytesize, flags);
+    CUresult r = CALL_GUARDED(gmt_real.cuMemHostAlloc(pp, bytesize, flags));
     after(r, GMT_API_cuMemHostAlloc, GMT_KIND_HOST_PINNED, GMT_SPACE_VA, GMT_DEVICE_HOST,
           r ? 0 : (uint64_t)(uintptr_t)*pp, bytesize, 0, 0);
     return r;
@@ -138,7 +152,7 @@ GMT_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
 {
     REAL_OR_FAIL(cuMemAllocHost_v2);
     if (!recording()) return gmt_real.cuMemAllocHost_v2(pp, bytesize);
-    CUresult r = gmt_real.cuMemAllocHost_v2(pp, bytesize);
+    CUresult r = CALL_GUARDED(gmt_real.cuMemAllocHost_v2(pp, bytesize));
     after(r, GMT_API_cuMemAllocHost_v2, GMT_KIND_HOST_PINNED, GMT_SPACE_VA, GMT_DEVICE_HOST,
           r ? 0 : (uint64_t)(uintptr_t)*pp, bytesize, 0, 0);
     return r;
@@ -147,10 +161,10 @@ GMT_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
 GMT_EXPORT CUresult cuMemFreeHost(void *p)
 {
     REAL_OR_FAIL(cuMemFreeHost);
-    if (recording())
-        gmt_capture_free(GMT_LAYER_DRIVER, GMT_API_cuMemFreeHost, GMT_SPACE_VA,
-                         (uint64_t)(uintptr_t)p, 0);
-    return gmt_real.cuMemFreeHost(p);
+    if (!recording()) return gmt_real.cuMemFreeHost(p);
+    gmt_capture_free(GMT_LAYER_DRIVER, GMT_API_cuMemFreeHost, GMT_SPACE_VA, (uint64_t)(uintptr_t)p,
+                     0);
+    return CALL_GUARDED(gmt_real.cuMemFreeHost(p));
 }
 
 GMT_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
@@ -158,7 +172,7 @@ GMT_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t al
 {
     REAL_OR_FAIL(cuMemAddressReserve);
     if (!recording()) return gmt_real.cuMemAddressReserve(ptr, size, alignment, addr, flags);
-    CUresult r = gmt_real.cuMemAddressReserve(ptr, size, alignment, addr, flags);
+    CUresult r = CALL_GUARDED(gmt_real.cuMemAddressReserve(ptr, size, alignment, addr, flags));
     after(r, GMT_API_cuMemAddressReserve, GMT_KIND_VMM_RESERVE, GMT_SPACE_RESERVE,
           gmt_capture_current_device_driver(), r ? 0 : *ptr, size, 0, 0);
     return r;
@@ -167,9 +181,9 @@ GMT_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t al
 GMT_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
 {
     REAL_OR_FAIL(cuMemAddressFree);
-    if (recording())
-        gmt_capture_free(GMT_LAYER_DRIVER, GMT_API_cuMemAddressFree, GMT_SPACE_RESERVE, ptr, size);
-    return gmt_real.cuMemAddressFree(ptr, size);
+    if (!recording()) return gmt_real.cuMemAddressFree(ptr, size);
+    gmt_capture_free(GMT_LAYER_DRIVER, GMT_API_cuMemAddressFree, GMT_SPACE_RESERVE, ptr, size);
+    return CALL_GUARDED(gmt_real.cuMemAddressFree(ptr, size));
 }
 
 static int32_t location_device(const CUmemAllocationProp *prop)
@@ -184,7 +198,7 @@ GMT_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
 {
     REAL_OR_FAIL(cuMemCreate);
     if (!recording()) return gmt_real.cuMemCreate(handle, size, prop, flags);
-    CUresult r = gmt_real.cuMemCreate(handle, size, prop, flags);
+    CUresult r = CALL_GUARDED(gmt_real.cuMemCreate(handle, size, prop, flags));
     after(r, GMT_API_cuMemCreate, GMT_KIND_VMM_PHYSICAL, GMT_SPACE_HANDLE, location_device(prop),
           r ? 0 : (uint64_t)*handle, size, 0, 0);
     return r;
@@ -193,9 +207,9 @@ GMT_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
 GMT_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
     REAL_OR_FAIL(cuMemRelease);
-    if (recording())
-        gmt_capture_free(GMT_LAYER_DRIVER, GMT_API_cuMemRelease, GMT_SPACE_HANDLE, handle, 0);
-    return gmt_real.cuMemRelease(handle);
+    if (!recording()) return gmt_real.cuMemRelease(handle);
+    gmt_capture_free(GMT_LAYER_DRIVER, GMT_API_cuMemRelease, GMT_SPACE_HANDLE, handle, 0);
+    return CALL_GUARDED(gmt_real.cuMemRelease(handle));
 }
 
 GMT_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
@@ -203,7 +217,7 @@ GMT_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 {
     REAL_OR_FAIL(cuMemMap);
     if (!recording()) return gmt_real.cuMemMap(ptr, size, offset, handle, flags);
-    CUresult r = gmt_real.cuMemMap(ptr, size, offset, handle, flags);
+    CUresult r = CALL_GUARDED(gmt_real.cuMemMap(ptr, size, offset, handle, flags));
     after(r, GMT_API_cuMemMap, GMT_KIND_VMM_MAP, GMT_SPACE_MAP, gmt_capture_current_device_driver(),
           ptr, size, (uint64_t)handle, 0);
     return r;
@@ -212,8 +226,9 @@ GMT_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 GMT_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
     REAL_OR_FAIL(cuMemUnmap);
-    if (recording()) gmt_capture_free(GMT_LAYER_DRIVER, GMT_API_cuMemUnmap, GMT_SPACE_MAP, ptr, size);
-    return gmt_real.cuMemUnmap(ptr, size);
+    if (!recording()) return gmt_real.cuMemUnmap(ptr, size);
+    gmt_capture_free(GMT_LAYER_DRIVER, GMT_API_cuMemUnmap, GMT_SPACE_MAP, ptr, size);
+    return CALL_GUARDED(gmt_real.cuMemUnmap(ptr, size));
 }
 
 GMT_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle,
@@ -221,8 +236,10 @@ GMT_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle 
                                                    CUmemAllocationHandleType shHandleType)
 {
     REAL_OR_FAIL(cuMemImportFromShareableHandle);
-    if (!recording()) return gmt_real.cuMemImportFromShareableHandle(handle, osHandle, shHandleType);
-    CUresult r = gmt_real.cuMemImportFromShareableHandle(handle, osHandle, shHandleType);
+    if (!recording())
+        return gmt_real.cuMemImportFromShareableHandle(handle, osHandle, shHandleType);
+    CUresult r =
+        CALL_GUARDED(gmt_real.cuMemImportFromShareableHandle(handle, osHandle, shHandleType));
     /* Another process's memory: tracked (so its release is known) but never charged here. */
     after(r, GMT_API_cuMemImportFromShareableHandle, GMT_KIND_VMM_PHYSICAL, GMT_SPACE_HANDLE,
           gmt_capture_current_device_driver(), r ? 0 : (uint64_t)*handle, 0, 0,
@@ -233,7 +250,7 @@ GMT_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle 
 /* ---- handing out wrappers ------------------------------------------------------------- */
 
 GMT_EXPORT CUresult gmt_cuGetProcAddress_v1(const char *symbol, void **pfn, int cudaVersion,
-                                 cuuint64_t flags) __asm__("cuGetProcAddress");
+                                            cuuint64_t flags) __asm__("cuGetProcAddress");
 
 typedef struct wrap_s {
     void **real;
@@ -242,7 +259,7 @@ typedef struct wrap_s {
 } wrap_t;
 
 #define LAYER_RUNTIME(name) /* runtime entries are not handed out by the driver */
-#define LAYER_DRIVER(name) {(void **)&gmt_real.name, (void *)name, #name},
+#define LAYER_DRIVER(name)  {(void **)&gmt_real.name, (void *)name, #name},
 static const wrap_t wraps[] = {
 #define GMT_HOOK(name, layer, need, ret, params, args) LAYER_##layer(name)
 #include "../api.def"
@@ -284,7 +301,7 @@ CUresult gmt_cuGetProcAddress_v1(const char *symbol, void **pfn, int cudaVersion
 {
     REAL_OR_FAIL(getProcAddress_v1);
     gmt_capture_touch();
-    CUresult r = gmt_real.getProcAddress_v1(symbol, pfn, cudaVersion, flags);
+    CUresult r = CALL_GUARDED(gmt_real.getProcAddress_v1(symbol, pfn, cudaVersion, flags));
     if (r == CUDA_SUCCESS && pfn && !gmt_guard_held()) *pfn = substitute(symbol, *pfn);
     return r;
 }
@@ -295,7 +312,8 @@ GMT_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cuda
 {
     REAL_OR_FAIL(cuGetProcAddress_v2);
     gmt_capture_touch();
-    CUresult r = gmt_real.cuGetProcAddress_v2(symbol, pfn, cudaVersion, flags, symbolStatus);
+    CUresult r =
+        CALL_GUARDED(gmt_real.cuGetProcAddress_v2(symbol, pfn, cudaVersion, flags, symbolStatus));
     if (r == CUDA_SUCCESS && pfn && !gmt_guard_held()) *pfn = substitute(symbol, *pfn);
     return r;
 }

@@ -33,9 +33,9 @@
 int gmt_capture_state;
 
 static gmt_config_t config;
-static int exit_registered;   /* atexit(exit_report) done in this process */
-static int report_done;       /* final report written */
-static int had_events;        /* this process recorded a CUDA event (reset after fork) */
+static int exit_registered; /* atexit(exit_report) done in this process */
+static int report_done;     /* final report written */
+static int had_events;      /* this process recorded a CUDA event (reset after fork) */
 static unsigned snapshot_seq, oom_seq;
 static int writer_pipe[2] = {-1, -1};
 static int ack_pipe[2] = {-1, -1};
@@ -136,8 +136,8 @@ static void *writer_main(void *arg)
 }
 
 static struct sigaction old_actions[65];
-static const int fatal_signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT,
-                                    SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
+static const int fatal_signals[] = {SIGTERM, SIGINT,  SIGHUP, SIGQUIT, SIGSEGV,
+                                    SIGBUS,  SIGABRT, SIGFPE, SIGILL};
 
 static void on_snapshot_signal(int sig)
 {
@@ -153,8 +153,8 @@ static void on_fatal_signal(int sig, siginfo_t *info, void *uctx)
     static int entered;
     if (!__atomic_exchange_n(&entered, 1, __ATOMIC_ACQ_REL) && writer_pipe[1] >= 0 &&
         __atomic_load_n(&had_events, __ATOMIC_RELAXED)) {
-        bool crash = sig == SIGSEGV || sig == SIGBUS || sig == SIGABRT || sig == SIGFPE ||
-                     sig == SIGILL;
+        bool crash =
+            sig == SIGSEGV || sig == SIGBUS || sig == SIGABRT || sig == SIGFPE || sig == SIGILL;
         msg_t m = {crash ? MSG_CRASH : MSG_SIGNAL, sig};
         if (write(writer_pipe[1], &m, sizeof m) == (ssize_t)sizeof m) {
             struct pollfd p = {.fd = ack_pipe[0], .events = POLLIN};
@@ -232,7 +232,8 @@ static void start_writer_locked(void)
         sa.sa_sigaction = on_fatal_signal;
         sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
         sigemptyset(&sa.sa_mask);
-        if (sigaction(sig, &sa, &old_actions[sig]) != 0) memset(&old_actions[sig], 0, sizeof old_actions[sig]);
+        if (sigaction(sig, &sa, &old_actions[sig]) != 0)
+            memset(&old_actions[sig], 0, sizeof old_actions[sig]);
     }
 }
 
@@ -346,7 +347,8 @@ static void after_fork_child(void)
     report_done = 0;
     had_events = 0;
     snapshot_seq = oom_seq = 0;
-    if (gmt_core_reset_after_fork() != 0) __atomic_store_n(&gmt_capture_state, -1, __ATOMIC_RELEASE);
+    if (gmt_core_reset_after_fork() != 0)
+        __atomic_store_n(&gmt_capture_state, -1, __ATOMIC_RELEASE);
     else if (gmt_capture_state == 1) {
         /* Re-create the writer thread and handlers lazily: state 0 runs start-up again,
          * which keeps the backend already chosen (CUPTI's subscription is per process and
@@ -376,7 +378,8 @@ static void drop_from_ld_preload(void)
             }
         }
         p += n;
-        while (*p == ':' || *p == ' ') p++;
+        while (*p == ':' || *p == ' ')
+            p++;
     }
     out[pos] = 0;
     if (pos)

@@ -33,10 +33,10 @@ void *gmt_real_dlsym(void *handle, const char *name)
     return p ? p(handle, name) : NULL;
 }
 
-#define NEED_REQUIRED 1
-#define NEED_OPTIONAL 0
+#define NEED_REQUIRED    1
+#define NEED_OPTIONAL    0
 #define LAYER_IS_RUNTIME 1
-#define LAYER_IS_DRIVER 0
+#define LAYER_IS_DRIVER  0
 
 typedef struct entry_s {
     const char *name;
@@ -60,8 +60,7 @@ static void resolve_runtime(void)
     gmt_guard_enter();
     for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
         if (entries[i].runtime) *entries[i].slot = gmt_real_dlsym(RTLD_NEXT, entries[i].name);
-    gmt_real.cudaGetDevice =
-        (cudaError_t(*)(int *))gmt_real_dlsym(RTLD_NEXT, "cudaGetDevice");
+    gmt_real.cudaGetDevice = (cudaError_t(*)(int *))gmt_real_dlsym(RTLD_NEXT, "cudaGetDevice");
     gmt_guard_leave();
 }
 

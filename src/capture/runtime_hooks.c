@@ -34,14 +34,13 @@
 #define DEVICE_ASK (-100)
 
 static cudaError_t after_alloc(cudaError_t r, gmt_nest_t saved, gmt_api_t api, gmt_kind_t kind,
-                               int32_t device, uint64_t addr, uint64_t size, uint64_t stream)
+                               int32_t device, uint64_t addr, uint64_t size, uint64_t pool)
 {
     bool inner = gmt_track_runtime_leave(saved);
     if (inner) return r;
     if (device == DEVICE_ASK) device = gmt_capture_current_device_runtime();
     if (r == cudaSuccess)
-        gmt_capture_alloc(GMT_LAYER_RUNTIME, api, kind, GMT_SPACE_VA, device, addr, size, stream,
-                          0);
+        gmt_capture_alloc(GMT_LAYER_RUNTIME, api, kind, GMT_SPACE_VA, device, addr, size, pool, 0);
     else
         gmt_capture_failure(GMT_LAYER_RUNTIME, api, kind, device, size, (int)r,
                             r == cudaErrorMemoryAllocation);
@@ -78,8 +77,8 @@ GMT_EXPORT cudaError_t cudaMalloc(void **devPtr, size_t size)
     PASS_THROUGH(cudaMalloc, (devPtr, size));
     gmt_nest_t s = gmt_track_runtime_enter(GMT_API_cudaMalloc, false);
     cudaError_t r = gmt_real.cudaMalloc(devPtr, size);
-    return after_alloc(r, s, GMT_API_cudaMalloc, GMT_KIND_DEVICE,
-                       DEVICE_ASK, r ? 0 : out_ptr(devPtr), size, 0);
+    return after_alloc(r, s, GMT_API_cudaMalloc, GMT_KIND_DEVICE, DEVICE_ASK,
+                       r ? 0 : out_ptr(devPtr), size, 0);
 }
 
 GMT_EXPORT cudaError_t cudaFree(void *devPtr)
@@ -96,9 +95,8 @@ GMT_EXPORT cudaError_t cudaFree(void *devPtr)
         PASS_THROUGH(name, (devPtr, size, stream));                                                \
         gmt_nest_t s = gmt_track_runtime_enter(GMT_API_##name, false);                             \
         cudaError_t r = gmt_real.name(devPtr, size, stream);                                       \
-        return after_alloc(r, s, GMT_API_##name, GMT_KIND_POOL,                                    \
-                           DEVICE_ASK, r ? 0 : out_ptr(devPtr), size,    \
-                           (uint64_t)(uintptr_t)stream);                                           \
+        return after_alloc(r, s, GMT_API_##name, GMT_KIND_POOL, DEVICE_ASK,                        \
+                           r ? 0 : out_ptr(devPtr), size, 0);                                      \
     }
 MALLOC_ASYNC(cudaMallocAsync)
 MALLOC_ASYNC(cudaMallocAsync_ptsz)
@@ -120,9 +118,8 @@ FREE_ASYNC(cudaFreeAsync_ptsz)
         PASS_THROUGH(name, (ptr, size, pool, stream));                                             \
         gmt_nest_t s = gmt_track_runtime_enter(GMT_API_##name, false);                             \
         cudaError_t r = gmt_real.name(ptr, size, pool, stream);                                    \
-        return after_alloc(r, s, GMT_API_##name, GMT_KIND_POOL,                                    \
-                           DEVICE_ASK, r ? 0 : out_ptr(ptr), size,       \
-                           (uint64_t)(uintptr_t)stream);                                           \
+        return after_alloc(r, s, GMT_API_##name, GMT_KIND_POOL, DEVICE_ASK, r ? 0 : out_ptr(ptr),  \
+                           size, (uint64_t)(uintptr_t)pool);                                       \
     }
 MALLOC_FROM_POOL(cudaMallocFromPoolAsync)
 MALLOC_FROM_POOL(cudaMallocFromPoolAsync_ptsz)
@@ -133,8 +130,8 @@ GMT_EXPORT cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned in
     PASS_THROUGH(cudaMallocManaged, (devPtr, size, flags));
     gmt_nest_t s = gmt_track_runtime_enter(GMT_API_cudaMallocManaged, false);
     cudaError_t r = gmt_real.cudaMallocManaged(devPtr, size, flags);
-    return after_alloc(r, s, GMT_API_cudaMallocManaged, GMT_KIND_MANAGED,
-                       DEVICE_ASK, r ? 0 : out_ptr(devPtr), size, 0);
+    return after_alloc(r, s, GMT_API_cudaMallocManaged, GMT_KIND_MANAGED, DEVICE_ASK,
+                       r ? 0 : out_ptr(devPtr), size, 0);
 }
 
 GMT_EXPORT cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height)
@@ -144,8 +141,8 @@ GMT_EXPORT cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t widt
     gmt_nest_t s = gmt_track_runtime_enter(GMT_API_cudaMallocPitch, false);
     cudaError_t r = gmt_real.cudaMallocPitch(devPtr, pitch, width, height);
     uint64_t size = (r == cudaSuccess && pitch ? *pitch : width) * (uint64_t)height;
-    return after_alloc(r, s, GMT_API_cudaMallocPitch, GMT_KIND_DEVICE,
-                       DEVICE_ASK, r ? 0 : out_ptr(devPtr), size, 0);
+    return after_alloc(r, s, GMT_API_cudaMallocPitch, GMT_KIND_DEVICE, DEVICE_ASK,
+                       r ? 0 : out_ptr(devPtr), size, 0);
 }
 
 GMT_EXPORT cudaError_t cudaMalloc3D(struct cudaPitchedPtr *pitchedDevPtr, struct cudaExtent extent)
@@ -157,8 +154,7 @@ GMT_EXPORT cudaError_t cudaMalloc3D(struct cudaPitchedPtr *pitchedDevPtr, struct
     uint64_t pitch = r == cudaSuccess && pitchedDevPtr ? pitchedDevPtr->pitch : extent.width;
     uint64_t size = pitch * (uint64_t)extent.height * (uint64_t)extent.depth;
     uint64_t addr = r == cudaSuccess && pitchedDevPtr ? (uint64_t)(uintptr_t)pitchedDevPtr->ptr : 0;
-    return after_alloc(r, s, GMT_API_cudaMalloc3D, GMT_KIND_DEVICE,
-                       DEVICE_ASK, addr, size, 0);
+    return after_alloc(r, s, GMT_API_cudaMalloc3D, GMT_KIND_DEVICE, DEVICE_ASK, addr, size, 0);
 }
 
 GMT_EXPORT cudaError_t cudaMallocHost(void **ptr, size_t size)

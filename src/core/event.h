@@ -51,14 +51,15 @@ typedef enum gmt_layer_e {
     GMT_LAYER_COUNT
 } gmt_layer_t;
 
-#define GMT_MAX_DEVICES 64
-#define GMT_DEVICE_HOST (-1) /* pinned host memory has no device */
+#define GMT_MAX_DEVICES    64
+#define GMT_DEVICE_HOST    (-1) /* pinned host memory has no device */
 #define GMT_DEVICE_UNKNOWN (-2)
 
 typedef struct gmt_event_s {
     uint64_t addr;   /* pointer, handle or reservation base */
     uint64_t size;   /* bytes the program asked for (pitch*height for pitched calls) */
-    uint64_t stream; /* stream handle, or pool handle for pool events, 0 if none */
+    uint64_t stream; /* pool events: the pool handle (0: the device's current pool);
+                      * vmm_map: the mapped handle; otherwise 0 */
     int32_t device;  /* ordinal, GMT_DEVICE_HOST or GMT_DEVICE_UNKNOWN */
     int32_t result;  /* CUDA error code of the real call (0 = success) */
     uint8_t kind;    /* gmt_kind_t */
