@@ -104,3 +104,26 @@ int gmt_capture_devinfo(int32_t device, char *name, size_t name_len, char *uuid,
     gmt_guard_leave();
     return rc;
 }
+
+int gmt_capture_poolinfo(int32_t device, uint64_t pool, gmt_pool_info_t *out);
+int gmt_capture_poolinfo(int32_t device, uint64_t pool, gmt_pool_info_t *out)
+{
+    if (!gmt_real_resolve_driver() || !gmt_real.cuMemPoolGetAttribute) return -ENODEV;
+    gmt_guard_enter();
+    int rc = -ENODEV;
+    CUmemoryPool p = (CUmemoryPool)(uintptr_t)pool;
+    CUdevice dev;
+    if (!p && gmt_real.cuDeviceGetMemPool && gmt_real.cuDeviceGet &&
+        gmt_real.cuDeviceGet(&dev, device) == CUDA_SUCCESS)
+        gmt_real.cuDeviceGetMemPool(&p, dev);
+    cuuint64_t v[4];
+    if (p && gmt_real.cuMemPoolGetAttribute(p, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &v[0]) == 0 &&
+        gmt_real.cuMemPoolGetAttribute(p, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, &v[1]) == 0 &&
+        gmt_real.cuMemPoolGetAttribute(p, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &v[2]) == 0 &&
+        gmt_real.cuMemPoolGetAttribute(p, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &v[3]) == 0) {
+        *out = (gmt_pool_info_t){v[0], v[1], v[2], v[3]};
+        rc = 0;
+    }
+    gmt_guard_leave();
+    return rc;
+}

@@ -45,6 +45,7 @@ static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 int gmt_capture_meminfo(int32_t device, uint64_t *free_bytes, uint64_t *total_bytes);
 int gmt_capture_devinfo(int32_t device, char *name, size_t name_len, char *uuid, size_t uuid_len,
                         uint64_t *total_bytes);
+int gmt_capture_poolinfo(int32_t device, uint64_t pool, gmt_pool_info_t *out);
 
 /* ---- reports ---------------------------------------------------------------------------- */
 
@@ -406,6 +407,7 @@ static void init_once_fn(void)
     }
     gmt_track_set_meminfo(gmt_capture_meminfo);
     gmt_track_set_devinfo(gmt_capture_devinfo);
+    gmt_track_set_poolinfo(gmt_capture_poolinfo);
     gmt_track_set_oom_hook(oom_report);
     pthread_atfork(NULL, NULL, after_fork_child);
     gmt_guard_leave();

@@ -14,7 +14,11 @@ gmt_real_t gmt_real;
 /* Read by the dlsym trampoline in driver_hooks.c. */
 void *(*gmt_real_dlsym_ptr)(void *, const char *);
 
-void *(*gmt_real_dlsym_resolve(void))(void *, const char *)
+/* Sanitizer runtimes look up their own interceptors with dlsym before their shadow memory
+ * exists; this path must run uninstrumented. */
+#define NO_SANITIZE __attribute__((no_sanitize("address", "undefined", "thread")))
+
+NO_SANITIZE void *(*gmt_real_dlsym_resolve(void))(void *, const char *)
 {
     void *(*p)(void *, const char *) = __atomic_load_n(&gmt_real_dlsym_ptr, __ATOMIC_ACQUIRE);
     if (p) return p;
@@ -27,7 +31,7 @@ void *(*gmt_real_dlsym_resolve(void))(void *, const char *)
     return p;
 }
 
-void *gmt_real_dlsym(void *handle, const char *name)
+NO_SANITIZE void *gmt_real_dlsym(void *handle, const char *name)
 {
     void *(*p)(void *, const char *) = gmt_real_dlsym_resolve();
     return p ? p(handle, name) : NULL;
@@ -104,6 +108,8 @@ bool gmt_real_resolve_driver(void)
             SUPPORT(cuCtxPushCurrent_v2, "cuCtxPushCurrent_v2");
             SUPPORT(cuCtxPopCurrent_v2, "cuCtxPopCurrent_v2");
             SUPPORT(cuCtxGetCurrent, "cuCtxGetCurrent");
+            SUPPORT(cuDeviceGetMemPool, "cuDeviceGetMemPool");
+            SUPPORT(cuMemPoolGetAttribute, "cuMemPoolGetAttribute");
             for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
                 if (!entries[i].runtime && entries[i].required && !*entries[i].slot)
                     gmt_error("libcuda.so.1 has no %s: calls to it are passed through untraced "

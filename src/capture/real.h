@@ -33,6 +33,8 @@ typedef struct gmt_real_s {
     CUresult (*cuCtxPushCurrent_v2)(CUcontext ctx);
     CUresult (*cuCtxPopCurrent_v2)(CUcontext *ctx);
     CUresult (*cuCtxGetCurrent)(CUcontext *ctx);
+    CUresult (*cuDeviceGetMemPool)(CUmemoryPool *pool, CUdevice dev);
+    CUresult (*cuMemPoolGetAttribute)(CUmemoryPool pool, CUmemPool_attribute attr, void *value);
 } gmt_real_t;
 
 extern gmt_real_t gmt_real;
@@ -47,6 +49,8 @@ void *gmt_real_libcuda(void);
 
 /* The real dlsym, for the tracer's own lookups (the exported dlsym is the interposer). */
 void *gmt_real_dlsym(void *handle, const char *name);
+/* Resolves (once) and returns the real dlsym; called by the dlsym trampoline. */
+void *(*gmt_real_dlsym_resolve(void))(void *, const char *);
 
 /* Logs, once per name, that a required function is missing; returns the error to give the
  * caller. */

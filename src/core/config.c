@@ -99,8 +99,8 @@ static const struct {
     const char *name;
     int sig;
 } signals[] = {
-    {"SIGUSR1", SIGUSR1}, {"SIGUSR2", SIGUSR2}, {"SIGHUP", SIGHUP},   {"SIGQUIT", SIGQUIT},
-    {"SIGWINCH", SIGWINCH}, {"SIGPWR", SIGPWR}, {"SIGTTIN", SIGTTIN},
+    {"SIGUSR1", SIGUSR1},   {"SIGUSR2", SIGUSR2}, {"SIGHUP", SIGHUP},   {"SIGQUIT", SIGQUIT},
+    {"SIGWINCH", SIGWINCH}, {"SIGPWR", SIGPWR},   {"SIGTTIN", SIGTTIN},
 };
 
 int gmt_parse_signal(const char *s, int *out)

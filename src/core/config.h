@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GMT_PATH_MAX 1024
+#define GMT_PATH_MAX        1024
 #define GMT_MAX_STACK_DEPTH 128
 
 typedef enum gmt_backend_e {
@@ -24,7 +24,7 @@ typedef struct gmt_config_s {
     char output[GMT_PATH_MAX];
     int stack_depth;
     bool python;
-    int backend; /* gmt_backend_t */
+    int backend;         /* gmt_backend_t */
     int snapshot_signal; /* 0: none */
     bool oom_report;
     uint64_t min_bytes;

@@ -9,9 +9,12 @@ static const char *const api_names[GMT_API_COUNT] = {
 };
 
 static const char *const kind_names[GMT_KIND_COUNT] = {
-    [GMT_KIND_DEVICE] = "device",         [GMT_KIND_POOL] = "pool",
-    [GMT_KIND_MANAGED] = "managed",       [GMT_KIND_HOST_PINNED] = "host_pinned",
-    [GMT_KIND_VMM_PHYSICAL] = "vmm_physical", [GMT_KIND_VMM_RESERVE] = "vmm_reserve",
+    [GMT_KIND_DEVICE] = "device",
+    [GMT_KIND_POOL] = "pool",
+    [GMT_KIND_MANAGED] = "managed",
+    [GMT_KIND_HOST_PINNED] = "host_pinned",
+    [GMT_KIND_VMM_PHYSICAL] = "vmm_physical",
+    [GMT_KIND_VMM_RESERVE] = "vmm_reserve",
     [GMT_KIND_VMM_MAP] = "vmm_map",
 };
 

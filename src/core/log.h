@@ -20,7 +20,7 @@ gmt_log_level_t gmt_log_get_level(void);
 void gmt_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define gmt_error(...) gmt_log(GMT_LOG_ERROR, __VA_ARGS__)
-#define gmt_info(...) gmt_log(GMT_LOG_INFO, __VA_ARGS__)
+#define gmt_info(...)  gmt_log(GMT_LOG_INFO, __VA_ARGS__)
 #define gmt_debug(...) gmt_log(GMT_LOG_DEBUG, __VA_ARGS__)
 
 #endif

@@ -15,7 +15,8 @@ static inline void gmt_cpu_relax(void)
 static inline void gmt_spin_lock(int *l)
 {
     while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
-        while (__atomic_load_n(l, __ATOMIC_RELAXED)) gmt_cpu_relax();
+        while (__atomic_load_n(l, __ATOMIC_RELAXED))
+            gmt_cpu_relax();
 }
 
 static inline int gmt_spin_trylock(int *l)

@@ -15,12 +15,13 @@
 #include <libunwind.h>
 
 #define STACKS_MAGIC 0x676d74737461636bull /* "gmtstack" */
-#define RLX __ATOMIC_RELAXED
+#define RLX          __ATOMIC_RELAXED
 
 static uint32_t round_pow2_32(uint64_t v)
 {
     uint64_t p = 1;
-    while (p < v) p <<= 1;
+    while (p < v)
+        p <<= 1;
     return (uint32_t)p;
 }
 
@@ -83,8 +84,7 @@ static int same(gmt_stacks_t *st, uint32_t id, uint64_t h, const uint64_t *f, ui
 }
 
 /* Reserve an id and arena room and fill them in; 0 if the store is full. */
-static uint32_t reserve(gmt_stacks_t *st, uint64_t h, const uint64_t *f, uint32_t n,
-                        uint32_t tag)
+static uint32_t reserve(gmt_stacks_t *st, uint64_t h, const uint64_t *f, uint32_t n, uint32_t tag)
 {
     uint32_t id = __atomic_fetch_add(&st->next_id, 1, RLX);
     if (id >= st->max_entries) {
@@ -117,8 +117,7 @@ uint32_t gmt_stacks_intern(gmt_stacks_t *st, const uint64_t *frames, uint32_t de
         if (id == 0) {
             if (!mine) mine = reserve(st, h, frames, depth, tag);
             if (!mine) break;
-            if (__atomic_compare_exchange_n(slot, &id, mine, 0, __ATOMIC_RELEASE,
-                                            __ATOMIC_ACQUIRE))
+            if (__atomic_compare_exchange_n(slot, &id, mine, 0, __ATOMIC_RELEASE, __ATOMIC_ACQUIRE))
                 return mine;
             /* lost the slot: id now holds the winner's entry */
         }
@@ -161,6 +160,7 @@ uint32_t gmt_stacks_capture(uint64_t *frames, uint32_t max, uint32_t skip)
     int n = unw_backtrace(buf, (int)want);
     uint32_t first = skip + 1; /* +1: this function */
     uint32_t out = 0;
-    for (int i = (int)first; i < n && out < max; i++) frames[out++] = (uint64_t)(uintptr_t)buf[i];
+    for (int i = (int)first; i < n && out < max; i++)
+        frames[out++] = (uint64_t)(uintptr_t)buf[i];
     return out;
 }

@@ -19,13 +19,13 @@
 #include <stdint.h>
 
 typedef struct gmt_stack_entry_s {
-    uint64_t hash;       /* atomic; 0 until the entry is published */
-    uint32_t offset;     /* first frame in the arena */
+    uint64_t hash;   /* atomic; 0 until the entry is published */
+    uint32_t offset; /* first frame in the arena */
     uint16_t depth;
     uint16_t pad;
-    uint32_t tag;        /* what allocated through these frames: gmt_stacks_tag() */
-    int64_t live_bytes;  /* atomic */
-    int64_t live_count;  /* atomic */
+    uint32_t tag;          /* what allocated through these frames: gmt_stacks_tag() */
+    int64_t live_bytes;    /* atomic */
+    int64_t live_count;    /* atomic */
     uint64_t total_allocs; /* atomic */
 } gmt_stack_entry_t;
 
@@ -34,10 +34,10 @@ typedef struct gmt_stacks_s {
     uint32_t max_entries; /* ids 1 .. max_entries-1 */
     uint32_t index_mask;
     uint64_t max_frames;
-    uint32_t next_id;     /* atomic */
-    uint32_t wasted;      /* atomic: ids lost to insert races */
-    uint64_t next_frame;  /* atomic */
-    uint64_t dropped;     /* atomic: stacks that did not fit */
+    uint32_t next_id;    /* atomic */
+    uint32_t wasted;     /* atomic: ids lost to insert races */
+    uint64_t next_frame; /* atomic */
+    uint64_t dropped;    /* atomic: stacks that did not fit */
     /* followed by: entries[max_entries], index[index_mask+1] (uint32 ids), frames[max_frames] */
 } gmt_stacks_t;
 

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define RLX __ATOMIC_RELAXED
+#define RLX     __ATOMIC_RELAXED
 #define NSHARDS 32
 
 typedef struct shard_s {
@@ -66,8 +66,8 @@ int gmt_stats_init(uint64_t start_ns, int timeline_points)
     tl_cap = timeline_points;
     if (timelines[0].pts) return 0; /* after fork: gmt_stats_reset emptied them */
     size_t bytes = (size_t)GMT_STAT_SLOTS * (size_t)timeline_points * sizeof(gmt_timeline_point_t);
-    void *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                     -1, 0);
+    void *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (mem == MAP_FAILED) return -ENOMEM;
     for (int i = 0; i < GMT_STAT_SLOTS; i++) {
         timelines[i].pts = (gmt_timeline_point_t *)mem + (size_t)i * (size_t)timeline_points;
@@ -154,8 +154,8 @@ static void timeline_add(int slot, uint64_t now_ns, int64_t bytes)
     gmt_spin_unlock(&tl->lock);
 }
 
-bool gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, uint64_t size,
-                        uint64_t seq, uint64_t now_ns, bool charged)
+bool gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, uint64_t size, uint64_t seq,
+                        uint64_t now_ns, bool charged)
 {
     int slot = gmt_stats_slot(device);
     shard_t *sh = my_shard();
@@ -219,7 +219,8 @@ void gmt_stats_device(int slot, gmt_dev_totals_t *out)
             out->alloc_bytes[k] += __atomic_load_n(&shards[s].alloc_bytes[slot][k], RLX);
         }
     }
-    for (int s = 0; s < NSHARDS; s++) out->failures += __atomic_load_n(&shards[s].failures[slot], RLX);
+    for (int s = 0; s < NSHARDS; s++)
+        out->failures += __atomic_load_n(&shards[s].failures[slot], RLX);
     out->in_use = __atomic_load_n(&d->in_use, RLX);
     out->in_use_peak = __atomic_load_n(&d->in_use_peak, RLX);
     out->peak_time_ns = __atomic_load_n(&d->peak_time_ns, RLX);

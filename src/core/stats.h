@@ -42,9 +42,9 @@ typedef struct gmt_api_totals_s {
 } gmt_api_totals_t;
 
 typedef struct gmt_timeline_point_s {
-    uint64_t t_ns;  /* start of the bucket, monotonic */
-    int64_t max;    /* highest in-use bytes within the bucket */
-    int64_t last;   /* in-use bytes at the end of the bucket */
+    uint64_t t_ns; /* start of the bucket, monotonic */
+    int64_t max;   /* highest in-use bytes within the bucket */
+    int64_t last;  /* in-use bytes at the end of the bucket */
 } gmt_timeline_point_t;
 
 /* Sets up the timeline (points per device); 0 or -ENOMEM. Call once before any event. */
@@ -53,8 +53,8 @@ void gmt_stats_reset(void); /* tests */
 
 /* An allocation of `size` bytes succeeded. Returns true when it raised the device's in-use
  * peak (then *peak_out holds the new peak). */
-bool gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, uint64_t size,
-                        uint64_t seq, uint64_t now_ns, bool charged);
+bool gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, uint64_t size, uint64_t seq,
+                        uint64_t now_ns, bool charged);
 void gmt_stats_on_free(int32_t device, gmt_kind_t kind, gmt_api_t api, uint64_t size,
                        uint64_t now_ns, bool charged);
 void gmt_stats_on_failure(int32_t device, gmt_api_t api);

@@ -16,14 +16,15 @@ enum { SLOT_EMPTY = 0, SLOT_BUSY = 1, SLOT_LIVE = 2, SLOT_TOMB = 3 };
 
 #define TABLE_MAGIC 0x676d747461626c31ull /* "gmttabl1" */
 
-#define LOAD(p, o) __atomic_load_n((p), (o))
+#define LOAD(p, o)     __atomic_load_n((p), (o))
 #define STORE(p, v, o) __atomic_store_n((p), (v), (o))
-#define RLX __ATOMIC_RELAXED
+#define RLX            __ATOMIC_RELAXED
 
 static uint64_t round_pow2(uint64_t v)
 {
     uint64_t p = 1;
-    while (p < v) p <<= 1;
+    while (p < v)
+        p <<= 1;
     return p;
 }
 
@@ -92,8 +93,7 @@ static void rec_load(gmt_record_t *dst, const gmt_record_t *src)
 static void note_probe(gmt_table_t *t, uint64_t n)
 {
     uint64_t cur = LOAD(&t->max_probe, RLX);
-    while (n > cur &&
-           !__atomic_compare_exchange_n(&t->max_probe, &cur, n, 1, RLX, RLX)) {
+    while (n > cur && !__atomic_compare_exchange_n(&t->max_probe, &cur, n, 1, RLX, RLX)) {
     }
 }
 
@@ -104,8 +104,7 @@ int gmt_table_insert(gmt_table_t *t, const gmt_record_t *rec)
         gmt_slot_t *s = &t->slots[(h + i) & t->mask];
         uint32_t st = LOAD(&s->state, __ATOMIC_ACQUIRE);
         if (st != SLOT_EMPTY && st != SLOT_TOMB) continue;
-        if (!__atomic_compare_exchange_n(&s->state, &st, SLOT_BUSY, 0, __ATOMIC_ACQUIRE,
-                                         RLX)) {
+        if (!__atomic_compare_exchange_n(&s->state, &st, SLOT_BUSY, 0, __ATOMIC_ACQUIRE, RLX)) {
             /* Another inserter took it first; a slot it made LIVE is never ours, but one it
              * turned back into a TOMB could be: look at this slot again. */
             i--;

@@ -40,8 +40,8 @@ typedef struct gmt_table_s {
     uint64_t magic;
     uint64_t capacity; /* power of two */
     uint64_t mask;
-    uint64_t live;     /* atomic: live entries */
-    uint64_t tombs;    /* atomic: tombstones (informational) */
+    uint64_t live;      /* atomic: live entries */
+    uint64_t tombs;     /* atomic: tombstones (informational) */
     uint64_t max_probe; /* atomic: longest probe seen (informational) */
     gmt_slot_t slots[];
 } gmt_table_t;

@@ -13,12 +13,12 @@
 #include <stdint.h>
 
 typedef struct gmt_tls_s {
-    int guard;              /* > 0 while the tracer itself runs on this thread */
-    uint16_t outer_api;     /* runtime API whose hook is executing (0: none) */
-    uint8_t outer_is_free;  /* that runtime call releases memory */
-    uint8_t has_shard;      /* shard below was assigned */
-    uint32_t inner_events;  /* events recorded by a lower layer inside the runtime call */
-    uint32_t shard;         /* counter shard of this thread */
+    int guard;             /* > 0 while the tracer itself runs on this thread */
+    uint16_t outer_api;    /* runtime API whose hook is executing (0: none) */
+    uint8_t outer_is_free; /* that runtime call releases memory */
+    uint8_t has_shard;     /* shard below was assigned */
+    uint32_t inner_events; /* events recorded by a lower layer inside the runtime call */
+    uint32_t shard;        /* counter shard of this thread */
 } gmt_tls_t;
 
 extern __thread gmt_tls_t gmt_tls __attribute__((tls_model("initial-exec")));

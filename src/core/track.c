@@ -45,10 +45,71 @@ typedef struct peak_snap_s {
     int dirty;
     int n;
     int64_t bytes;
+    int64_t driver_used; /* -1: unknown */
     gmt_peak_group_t *groups;
 } peak_snap_t;
 
 static peak_snap_t peaks[GMT_STAT_SLOTS];
+
+/* Pools seen: claimed slot by slot with a CAS on `used`, never removed. */
+static struct {
+    int used; /* 0 free, 1 being written, 2 published */
+    int32_t device;
+    uint64_t pool;
+} pools[GMT_MAX_POOLS];
+static uint64_t pools_dropped;
+static gmt_poolinfo_fn poolinfo_fn;
+
+static void note_pool(int32_t device, uint64_t pool)
+{
+    for (int i = 0; i < GMT_MAX_POOLS; i++) {
+        int u = __atomic_load_n(&pools[i].used, __ATOMIC_ACQUIRE);
+        if (u == 2 && pools[i].device == device && pools[i].pool == pool) return;
+        if (u == 0) {
+            if (!__atomic_compare_exchange_n(&pools[i].used, &u, 1, 0, __ATOMIC_ACQUIRE,
+                                             __ATOMIC_ACQUIRE)) {
+                i--; /* look at this slot again */
+                continue;
+            }
+            pools[i].device = device;
+            pools[i].pool = pool;
+            __atomic_store_n(&pools[i].used, 2, __ATOMIC_RELEASE);
+            return;
+        }
+        while (u == 1)
+            u = __atomic_load_n(&pools[i].used, __ATOMIC_ACQUIRE);
+        if (pools[i].device == device && pools[i].pool == pool) return;
+    }
+    __atomic_fetch_add(&pools_dropped, 1, __ATOMIC_RELAXED);
+}
+
+int gmt_track_pools(gmt_pool_seen_t *out, int max)
+{
+    int n = 0;
+    for (int i = 0; i < GMT_MAX_POOLS && n < max; i++)
+        if (__atomic_load_n(&pools[i].used, __ATOMIC_ACQUIRE) == 2)
+            out[n++] = (gmt_pool_seen_t){pools[i].device, pools[i].pool};
+    return n;
+}
+
+void gmt_track_set_poolinfo(gmt_poolinfo_fn fn)
+{
+    __atomic_store_n(&poolinfo_fn, fn, __ATOMIC_RELEASE);
+}
+
+gmt_poolinfo_fn gmt_track_poolinfo(void)
+{
+    return __atomic_load_n(&poolinfo_fn, __ATOMIC_ACQUIRE);
+}
+
+int64_t gmt_track_peak_driver_used(int slot)
+{
+    peak_snap_t *p = &peaks[slot];
+    gmt_spin_lock(&p->lock);
+    int64_t v = p->n || p->bytes ? p->driver_used : -1;
+    gmt_spin_unlock(&p->lock);
+    return v;
+}
 static gmt_peak_group_t *peak_arena;
 
 static void *map_zeroed(size_t bytes)
@@ -97,6 +158,7 @@ int gmt_core_reset_after_fork(void)
     memset(failures_done, 0, sizeof failures_done);
     failures_next = 0;
     memset(peaks, 0, sizeof peaks);
+    memset(pools, 0, sizeof pools);
     gmt_stats_reset();
     table = NULL;
     stacks = NULL;
@@ -153,6 +215,11 @@ static void settle_peak(int slot)
         }
         p->n = n;
         p->bytes = total;
+        /* What the driver says is in use at this moment, for the self-audit at the peak. */
+        p->driver_used = -1;
+        gmt_meminfo_fn mi = __atomic_load_n(&meminfo_fn, __ATOMIC_ACQUIRE);
+        uint64_t fr, tot;
+        if (mi && device >= 0 && mi(device, &fr, &tot) == 0) p->driver_used = (int64_t)(tot - fr);
     }
     gmt_spin_unlock(&p->lock);
 }
@@ -190,6 +257,7 @@ void gmt_track_alloc(const gmt_event_t *ev)
         .flags = ev->flags,
     };
     r.stack_id = stack_for(ev, api);
+    if (ev->kind == GMT_KIND_POOL) note_pool(ev->device, ev->stream);
     bool charged = !(ev->flags & GMT_EVENT_NOT_CHARGED);
     if (gmt_table_insert(table, &r) != 0) {
         /* Counted in the totals (the bytes are real), but no longer tracked by address. */
@@ -262,8 +330,8 @@ void gmt_track_failure(const gmt_event_t *ev)
         count(&counts.dropped_no_core);
         return;
     }
-    uint8_t api = gmt_tls.outer_api && ev->layer != GMT_LAYER_RUNTIME ? (uint8_t)gmt_tls.outer_api
-                                                                      : ev->api;
+    uint8_t api =
+        gmt_tls.outer_api && ev->layer != GMT_LAYER_RUNTIME ? (uint8_t)gmt_tls.outer_api : ev->api;
     count(&counts.events);
     count(&counts.failures);
     count(&counts.per_layer[ev->layer < GMT_LAYER_COUNT ? ev->layer : 0]);
@@ -346,7 +414,8 @@ int gmt_track_failures(gmt_failure_t *out, int max)
 
 void gmt_track_settle_peaks(void)
 {
-    for (int s = 0; s < GMT_STAT_SLOTS; s++) settle_peak(s);
+    for (int s = 0; s < GMT_STAT_SLOTS; s++)
+        settle_peak(s);
 }
 
 int gmt_track_peak_groups(int slot, gmt_peak_group_t *out, int max, int64_t *peak_bytes)
@@ -417,7 +486,8 @@ int gmt_track_backends(char out[][GMT_NOTE_LEN], int max, char *reason, size_t r
 {
     gmt_spin_lock(&notes_lock);
     int n = nbackends < max ? nbackends : max;
-    for (int i = 0; i < n; i++) memcpy(out[i], backends[i], GMT_NOTE_LEN);
+    for (int i = 0; i < n; i++)
+        memcpy(out[i], backends[i], GMT_NOTE_LEN);
     if (reason) snprintf(reason, reason_len, "%s", backend_reason);
     gmt_spin_unlock(&notes_lock);
     return n;
@@ -427,7 +497,8 @@ int gmt_track_warnings(char out[][GMT_NOTE_LEN], int max)
 {
     gmt_spin_lock(&notes_lock);
     int n = nwarnings < max ? nwarnings : max;
-    for (int i = 0; i < n; i++) memcpy(out[i], warnings[i], GMT_NOTE_LEN);
+    for (int i = 0; i < n; i++)
+        memcpy(out[i], warnings[i], GMT_NOTE_LEN);
     gmt_spin_unlock(&notes_lock);
     return n;
 }

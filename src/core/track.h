@@ -50,15 +50,15 @@ gmt_nest_t gmt_track_runtime_enter(gmt_api_t api, bool is_free);
 bool gmt_track_runtime_leave(gmt_nest_t saved);
 
 typedef struct gmt_counts_s {
-    uint64_t events;          /* alloc + free + failure events handed to the core */
+    uint64_t events; /* alloc + free + failure events handed to the core */
     uint64_t allocs;
     uint64_t frees;
     uint64_t failures;
-    uint64_t unknown_frees;   /* frees of addresses the table did not hold */
-    uint64_t nested_merged;   /* lower-layer events merged into a runtime call */
+    uint64_t unknown_frees; /* frees of addresses the table did not hold */
+    uint64_t nested_merged; /* lower-layer events merged into a runtime call */
     uint64_t dropped_table_full;
-    uint64_t dropped_no_core; /* events before init or after init failed */
-    uint64_t dropped_stacks;  /* allocations whose stack did not fit the store */
+    uint64_t dropped_no_core;  /* events before init or after init failed */
+    uint64_t dropped_stacks;   /* allocations whose stack did not fit the store */
     uint64_t dropped_failures; /* failure records past the error ring */
     uint64_t per_layer[GMT_LAYER_COUNT];
 } gmt_counts_t;
@@ -93,6 +93,18 @@ int gmt_track_peak_groups(int slot, gmt_peak_group_t *out, int max, int64_t *pea
 /* Makes sure every device's peak snapshot is current (call before reading them). */
 void gmt_track_settle_peaks(void);
 
+/* Stream-ordered pools seen so far (pool handle 0: the device's current pool), for the
+ * report's reserved-versus-used view. Returns how many were copied. */
+#define GMT_MAX_POOLS 64
+typedef struct gmt_pool_seen_s {
+    int32_t device;
+    uint64_t pool;
+} gmt_pool_seen_t;
+int gmt_track_pools(gmt_pool_seen_t *out, int max);
+
+/* Driver's used bytes on a device when its peak snapshot was taken (-1: unknown). */
+int64_t gmt_track_peak_driver_used(int slot);
+
 /* Providers installed by the capture layer; the core calls them, never includes them. */
 typedef int (*gmt_meminfo_fn)(int32_t device, uint64_t *free_bytes, uint64_t *total_bytes);
 void gmt_track_set_meminfo(gmt_meminfo_fn fn);
@@ -101,6 +113,14 @@ gmt_meminfo_fn gmt_track_meminfo(void);
 /* Called (outside any lock) after an out-of-memory failure was recorded. */
 typedef void (*gmt_oom_fn)(const gmt_failure_t *f);
 void gmt_track_set_oom_hook(gmt_oom_fn fn);
+
+/* A pool's reserved and used bytes as the driver reports them; 0 or a negative errno. */
+typedef struct gmt_pool_info_s {
+    uint64_t reserved, reserved_high, used, used_high;
+} gmt_pool_info_t;
+typedef int (*gmt_poolinfo_fn)(int32_t device, uint64_t pool, gmt_pool_info_t *out);
+void gmt_track_set_poolinfo(gmt_poolinfo_fn fn);
+gmt_poolinfo_fn gmt_track_poolinfo(void);
 
 /* Device facts for the report (name, UUID, total memory); 0 or a negative errno. */
 typedef int (*gmt_devinfo_fn)(int32_t device, char *name, size_t name_len, char *uuid,
@@ -115,7 +135,7 @@ void gmt_track_note_backend(const char *name, const char *reason);
 void gmt_track_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #define GMT_MAX_BACKENDS 4
 #define GMT_MAX_WARNINGS 32
-#define GMT_NOTE_LEN 256
+#define GMT_NOTE_LEN     256
 int gmt_track_backends(char out[][GMT_NOTE_LEN], int max, char *reason, size_t reason_len);
 int gmt_track_warnings(char out[][GMT_NOTE_LEN], int max);
 

@@ -16,7 +16,7 @@
 
 typedef struct jw_s {
     int fd;
-    int err;   /* first errno, 0 while fine */
+    int err; /* first errno, 0 while fine */
     int depth;
     bool first[JW_MAX_DEPTH];
     size_t len;

@@ -108,7 +108,8 @@ int gmt_report_path(gmt_reason_t reason, unsigned seq, char *out, size_t len)
                 rc = append(out, len, &pos, proc.hostname);
                 break;
             case 't':
-                snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)(proc.start_wall_ns / 1000000000ull));
+                snprintf(tmp, sizeof tmp, "%llu",
+                         (unsigned long long)(proc.start_wall_ns / 1000000000ull));
                 rc = append(out, len, &pos, tmp);
                 break;
             case '%':
@@ -164,16 +165,17 @@ typedef struct group_s {
 } group_t;
 
 typedef struct range_s {
-    uint64_t start, size;
+    uint64_t start, size, pool;
     int32_t device;
+    uint8_t kind;
 } range_t;
 
 typedef struct live_s {
     group_t *by_stack; /* indexed by stack id, max_entries long */
     uint32_t max_ids;
-    range_t *ranges;   /* device VA allocations, for fragmentation */
+    range_t *ranges; /* device VA allocations, for fragmentation */
     uint64_t nranges, max_ranges;
-    int64_t live_bytes;   /* memory kinds (not reservations / mappings) */
+    int64_t live_bytes; /* memory kinds (not reservations / mappings) */
     int64_t live_count;
 } live_t;
 
@@ -200,7 +202,7 @@ static void visit_live(const gmt_record_t *r, void *ctx)
         l->live_count++;
     }
     if ((r->kind == GMT_KIND_DEVICE || r->kind == GMT_KIND_POOL) && l->nranges < l->max_ranges)
-        l->ranges[l->nranges++] = (range_t){r->key, r->size, r->device};
+        l->ranges[l->nranges++] = (range_t){r->key, r->size, r->aux, r->device, r->kind};
 }
 
 static int cmp_group_bytes(const void *a, const void *b)
@@ -251,9 +253,11 @@ static void supp_load(supp_t *s, const char *path)
     while (line && *line && s->n < 256) {
         char *nl = strchr(line, '\n');
         if (nl) *nl = 0;
-        while (*line == ' ' || *line == '\t') line++;
+        while (*line == ' ' || *line == '\t')
+            line++;
         size_t len = strlen(line);
-        while (len && (line[len - 1] == ' ' || line[len - 1] == '\r')) line[--len] = 0;
+        while (len && (line[len - 1] == ' ' || line[len - 1] == '\r'))
+            line[--len] = 0;
         if (*line && *line != '#') s->pat[s->n++] = line;
         line = nl ? nl + 1 : NULL;
     }
@@ -340,7 +344,8 @@ static void write_capture(ctx_t *c, const gmt_counts_t *k)
     int nb = gmt_track_backends(names, GMT_MAX_BACKENDS, reason, sizeof reason);
     jw_object_begin(w, "capture");
     jw_array_begin(w, "backends");
-    for (int i = 0; i < nb; i++) jw_string(w, NULL, names[i]);
+    for (int i = 0; i < nb; i++)
+        jw_string(w, NULL, names[i]);
     jw_array_end(w);
     jw_string(w, "backend_reason", reason);
     jw_object_begin(w, "events");
@@ -363,7 +368,8 @@ static void write_capture(ctx_t *c, const gmt_counts_t *k)
     jw_object_end(w);
     int nw = gmt_track_warnings(warns, GMT_MAX_WARNINGS);
     jw_array_begin(w, "warnings");
-    for (int i = 0; i < nw; i++) jw_string(w, NULL, warns[i]);
+    for (int i = 0; i < nw; i++)
+        jw_string(w, NULL, warns[i]);
     jw_array_end(w);
     gmt_table_t *t = gmt_track_table();
     jw_object_begin(w, "table");
@@ -394,7 +400,8 @@ static void write_devices(ctx_t *c, int64_t *peak_max)
         int32_t dev = gmt_stats_device_of_slot(s);
         char name[256] = "", uuid[64] = "";
         uint64_t total = 0;
-        bool have_info = dev >= 0 && info && info(dev, name, sizeof name, uuid, sizeof uuid, &total) == 0;
+        bool have_info =
+            dev >= 0 && info && info(dev, name, sizeof name, uuid, sizeof uuid, &total) == 0;
         jw_object_begin(w, NULL);
         jw_int(w, "device", dev);
         jw_string(w, "name", have_info ? name : (dev == GMT_DEVICE_HOST ? "host" : NULL));
@@ -410,7 +417,8 @@ static void write_devices(ctx_t *c, int64_t *peak_max)
         else
             jw_null(w, "peak_time");
         uint64_t allocs = 0, frees = 0;
-        for (int k = 0; k < GMT_KIND_COUNT; k++) allocs += d.allocs[k], frees += d.frees[k];
+        for (int k = 0; k < GMT_KIND_COUNT; k++)
+            allocs += d.allocs[k], frees += d.frees[k];
         jw_uint(w, "allocs", allocs);
         jw_uint(w, "frees", frees);
         jw_uint(w, "failures", d.failures);
@@ -434,15 +442,17 @@ static void write_devices(ctx_t *c, int64_t *peak_max)
                 jw_int(w, "driver_used_bytes", used);
                 jw_int(w, "tracked_bytes", d.in_use);
                 jw_int(w, "untracked_bytes", used - d.in_use);
-                jw_string(w, "note", "untracked = driver's used bytes (cuMemGetInfo) - tracked: "
-                                     "CUDA context, allocations made before the tracer loaded, "
-                                     "allocation granularity, other processes");
+                jw_string(w, "note",
+                          "untracked = driver's used bytes (cuMemGetInfo) - tracked: "
+                          "CUDA context, allocations made before the tracer loaded, "
+                          "allocation granularity, other processes");
             } else {
                 jw_null(w, "driver_used_bytes");
                 jw_int(w, "tracked_bytes", d.in_use);
                 jw_null(w, "untracked_bytes");
-                jw_string(w, "note", "the driver could not be asked (no context on this device "
-                                     "at report time)");
+                jw_string(w, "note",
+                          "the driver could not be asked (no context on this device "
+                          "at report time)");
             }
             jw_object_end(w);
         }
@@ -502,9 +512,22 @@ static void write_peaks(ctx_t *c)
             jw_double(w, "share", (double)d.in_use_peak / (double)total);
         else
             jw_null(w, "share");
+        int64_t drv = gmt_track_peak_driver_used(s);
+        jw_object_begin(w, "audit");
+        if (drv >= 0) {
+            jw_int(w, "driver_used_bytes", drv);
+            jw_int(w, "tracked_bytes", d.in_use_peak);
+            jw_int(w, "untracked_bytes", drv - d.in_use_peak);
+        } else {
+            jw_null(w, "driver_used_bytes");
+            jw_int(w, "tracked_bytes", d.in_use_peak);
+            jw_null(w, "untracked_bytes");
+        }
+        jw_object_end(w);
         jw_int(w, "groups_total", n);
         jw_array_begin(w, "groups");
-        for (int i = 0; i < n && i < c->cfg->top; i++) write_group(c, &gs[i]);
+        for (int i = 0; i < n && i < c->cfg->top; i++)
+            write_group(c, &gs[i]);
         jw_array_end(w);
         jw_object_end(w);
     }
@@ -566,11 +589,57 @@ static void write_leaks_and_summary(ctx_t *c, live_t *l, const gmt_counts_t *k, 
     jw_int(w, "suppressed_bytes", supp_bytes);
     jw_uint(w, "groups_total", n);
     jw_array_begin(w, "groups");
-    for (uint32_t i = 0; i < n && i < (uint32_t)c->cfg->top; i++) write_group(c, &l->by_stack[i]);
+    for (uint32_t i = 0; i < n && i < (uint32_t)c->cfg->top; i++)
+        write_group(c, &l->by_stack[i]);
     jw_array_end(w);
     jw_array_begin(w, "growth_suspects");
     jw_array_end(w);
     jw_object_end(w);
+}
+
+/* Bytes a device allocation occupies at least: the driver hands out 512-byte aligned blocks
+ * (large ones in 2 MiB pages, which the driver does not report; see docs/report.md). */
+#define GMT_MIN_GRANULARITY 512u
+
+static void write_pools(ctx_t *c, live_t *l, int32_t dev)
+{
+    jw_t *w = c->w;
+    gmt_pool_seen_t seen[GMT_MAX_POOLS];
+    int n = gmt_track_pools(seen, GMT_MAX_POOLS);
+    gmt_poolinfo_fn info = gmt_track_poolinfo();
+    jw_array_begin(w, "pools");
+    for (int i = 0; i < n; i++) {
+        if (seen[i].device != dev) continue;
+        uint64_t tracked = 0, live = 0;
+        for (uint64_t r = 0; r < l->nranges; r++)
+            if (l->ranges[r].device == dev && l->ranges[r].kind == GMT_KIND_POOL &&
+                l->ranges[r].pool == seen[i].pool) {
+                tracked += l->ranges[r].size;
+                live++;
+            }
+        gmt_pool_info_t pi;
+        bool have = info && info(dev, seen[i].pool, &pi) == 0;
+        jw_object_begin(w, NULL);
+        jw_hex(w, "pool", seen[i].pool);
+        jw_bool(w, "current_pool", seen[i].pool == 0);
+        jw_uint(w, "live_allocations", live);
+        jw_uint(w, "tracked_used_bytes", tracked);
+        if (have) {
+            jw_uint(w, "reserved_bytes", pi.reserved);
+            jw_uint(w, "reserved_high_bytes", pi.reserved_high);
+            jw_uint(w, "used_bytes", pi.used);
+            jw_uint(w, "used_high_bytes", pi.used_high);
+            jw_uint(w, "reserved_unused_bytes", pi.reserved > pi.used ? pi.reserved - pi.used : 0);
+        } else {
+            jw_null(w, "reserved_bytes");
+            jw_null(w, "reserved_high_bytes");
+            jw_null(w, "used_bytes");
+            jw_null(w, "used_high_bytes");
+            jw_null(w, "reserved_unused_bytes");
+        }
+        jw_object_end(w);
+    }
+    jw_array_end(w);
 }
 
 static void write_fragmentation(ctx_t *c, live_t *l)
@@ -578,18 +647,29 @@ static void write_fragmentation(ctx_t *c, live_t *l)
     jw_t *w = c->w;
     qsort(l->ranges, l->nranges, sizeof *l->ranges, cmp_range);
     jw_array_begin(w, "fragmentation");
-    for (uint64_t i = 0; i < l->nranges;) {
-        int32_t dev = l->ranges[i].device;
-        uint64_t j = i, gaps = 0, largest = 0, end = l->ranges[i].start + l->ranges[i].size;
-        uint64_t first = l->ranges[i].start;
-        for (j = i + 1; j < l->nranges && l->ranges[j].device == dev; j++) {
-            uint64_t s = l->ranges[j].start;
-            if (s > end) {
-                gaps += s - end;
-                if (s - end > largest) largest = s - end;
+    for (int s = 1; s < GMT_STAT_SLOTS - 1; s++) {
+        gmt_dev_totals_t d;
+        gmt_stats_device(s, &d);
+        if (!d.seen) continue;
+        int32_t dev = gmt_stats_device_of_slot(s);
+        uint64_t i = 0;
+        while (i < l->nranges && l->ranges[i].device < dev)
+            i++;
+        uint64_t j = i, gaps = 0, largest = 0, first = 0, end = 0, slack = 0;
+        if (i < l->nranges && l->ranges[i].device == dev) {
+            first = l->ranges[i].start;
+            end = first;
+            for (j = i; j < l->nranges && l->ranges[j].device == dev; j++) {
+                uint64_t st = l->ranges[j].start, sz = l->ranges[j].size;
+                if (j > i && st > end) {
+                    gaps += st - end;
+                    if (st - end > largest) largest = st - end;
+                }
+                if (st + sz > end) end = st + sz;
+                uint64_t rounded =
+                    (sz + GMT_MIN_GRANULARITY - 1) / GMT_MIN_GRANULARITY * GMT_MIN_GRANULARITY;
+                slack += rounded - sz;
             }
-            uint64_t e = s + l->ranges[j].size;
-            if (e > end) end = e;
         }
         jw_object_begin(w, NULL);
         jw_int(w, "device", dev);
@@ -598,8 +678,9 @@ static void write_fragmentation(ctx_t *c, live_t *l)
         jw_uint(w, "free_in_gaps", gaps);
         jw_uint(w, "largest_gap", largest);
         jw_double(w, "fragmentation", gaps ? 1.0 - (double)largest / (double)gaps : 0.0);
+        jw_uint(w, "granularity_loss_bytes", slack);
+        write_pools(c, l, dev);
         jw_object_end(w);
-        i = j;
     }
     jw_array_end(w);
 }

@@ -31,8 +31,7 @@ int gmt_report_path(gmt_reason_t reason, unsigned seq, char *out, size_t len);
 
 /* Writes a report to path (NULL: gmt_report_path). signal_name may be NULL. On success the
  * path written is logged at info level. */
-int gmt_report_write(const char *path, gmt_reason_t reason, const char *signal_name,
-                     unsigned seq);
+int gmt_report_write(const char *path, gmt_reason_t reason, const char *signal_name, unsigned seq);
 
 /* Writes the report body to an open descriptor (tests, state recovery). */
 int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsigned seq);

@@ -10,8 +10,8 @@ bool gmt_module_is_internal(const char *path)
     if (!path) return false;
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
-    static const char *const prefixes[] = {"libgpumemtrace", "libcuda.so", "libcudart",
-                                           "libcupti", "libnvidia-"};
+    static const char *const prefixes[] = {"libgpumemtrace", "libcuda.so", "libcudart", "libcupti",
+                                           "libnvidia-"};
     for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
         if (strncmp(base, prefixes[i], strlen(prefixes[i])) == 0) return true;
     return false;

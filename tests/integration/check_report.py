@@ -1,0 +1,663 @@
+#!/usr/bin/env python3
+"""Runs one gpumemtrace integration case and checks its reports.
+
+A case runs a test program (progs/*.c, built against the stand-in CUDA driver and runtime) with
+LD_PRELOAD=libgpumemtrace.so and GPUMEMTRACE_OUTPUT=<fresh work dir>/r-%p.json, validates every
+report file it finds against docs/report.schema.json, then compares the reports with the
+program's ground truth. On the first mismatch it prints what was expected and what was found
+and exits 1.
+
+Adding a case: write a function decorated with @case("name") that takes a Ctx, and register
+"name" in CMakeLists.txt (GMT_INTEGRATION_CASES). Uses only the standard library and jsonschema.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import jsonschema
+
+MIB = 1 << 20
+CASES = {}
+
+
+def case(name):
+    def register(fn):
+        CASES[name] = fn
+        return fn
+    return register
+
+
+class CheckFailed(Exception):
+    pass
+
+
+def fail(msg):
+    raise CheckFailed(msg)
+
+
+def expect_eq(what, got, want):
+    if got != want:
+        fail(f"{what}: expected {want!r}, got {got!r}")
+
+
+class Run:
+    """A finished program run."""
+
+    def __init__(self, argv, proc):
+        self.argv = argv
+        self.rc = proc.returncode
+        self.stdout = proc.stdout
+        self.stderr = proc.stderr
+        self.facts = dict(re.findall(r"^GMT_FACT (\w+)=(\S+)$", proc.stdout, re.M))
+
+    def fact_int(self, key):
+        if key not in self.facts:
+            fail(f"program {self.argv[0]} did not print GMT_FACT {key}=...")
+        return int(self.facts[key])
+
+    def describe(self):
+        return (f"command: {' '.join(self.argv)}\nexit status: {self.rc}\n"
+                f"--- stdout ---\n{self.stdout[-4000:]}--- stderr ---\n{self.stderr[-4000:]}")
+
+
+class Ctx:
+    def __init__(self, args):
+        self.lib = os.path.abspath(args.lib)
+        self.cli = os.path.abspath(args.cli)
+        self.progs = os.path.abspath(args.progs)
+        self.standin = os.path.abspath(args.standin)
+        self.work = os.path.abspath(args.work)
+        with open(args.schema) as f:
+            self.validator = jsonschema.Draft202012Validator(json.load(f))
+        self.runs = []
+        shutil.rmtree(self.work, ignore_errors=True)
+        os.makedirs(self.work)
+
+    # ---- running ----
+
+    def sanitizer_runtimes(self):
+        """A sanitizer build of the library needs its runtime first in the preload list."""
+        if not hasattr(self, "_san"):
+            self._san = []
+            try:
+                out = subprocess.run(["ldd", self.lib], capture_output=True, text=True).stdout
+            except OSError:
+                out = ""
+            for m in re.finditer(r"^\s*(lib[at]san\.so\S*) => (\S+)", out, re.M):
+                self._san.append(m.group(2))
+        return self._san
+
+    def prog(self, name):
+        return os.path.join(self.progs, name)
+
+    def env(self, preload=True, extra=None):
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("GPUMEMTRACE_", "GMT_STANDIN_")) and k != "LD_PRELOAD"}
+        # The stand-in driver must win over any real libcuda on the machine, also for a dlopen
+        # made from the tracer, which has no RUNPATH to the stand-in folder.
+        env["LD_LIBRARY_PATH"] = self.standin + (
+            ":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+        if preload:
+            env["LD_PRELOAD"] = ":".join(self.sanitizer_runtimes() + [self.lib])
+            env["GPUMEMTRACE_OUTPUT"] = os.path.join(self.work, "r-%p.json")
+        env.update(extra or {})
+        return env
+
+    def run(self, argv, preload=True, env=None, expect_rc=0, timeout=240):
+        """Runs argv (argv[0] a program name in progs/ or a path) and checks its status."""
+        if not os.path.isabs(argv[0]):
+            argv = [self.prog(argv[0])] + list(argv[1:])
+        try:
+            proc = subprocess.run(argv, cwd=self.work, env=self.env(preload, env), text=True,
+                                  capture_output=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            fail(f"{' '.join(argv)} did not finish within {timeout} s")
+        r = Run(argv, proc)
+        self.runs.append(r)
+        if expect_rc is not None and r.rc != expect_rc:
+            how = f"signal {-r.rc}" if r.rc < 0 else f"status {r.rc}"
+            fail(f"{os.path.basename(argv[0])} ended with {how}, expected status {expect_rc}")
+        return r
+
+    # ---- reports ----
+
+    def files(self):
+        return sorted(os.listdir(self.work))
+
+    def reports(self):
+        """All report files in the work dir, each parsed and validated: {name: report}."""
+        out = {}
+        for name in self.files():
+            path = os.path.join(self.work, name)
+            if not name.endswith(".json"):
+                fail(f"unexpected file {name!r} in the output folder (a temporary file left "
+                     f"behind?); files: {self.files()}")
+            try:
+                with open(path) as f:
+                    rep = json.load(f)
+            except ValueError as e:
+                fail(f"{name} is not valid JSON: {e}")
+            errors = sorted(self.validator.iter_errors(rep), key=lambda e: list(e.path))
+            if errors:
+                lines = [f"  at /{'/'.join(str(p) for p in e.path)}: {e.message[:300]}"
+                         for e in errors[:8]]
+                fail(f"{name} does not validate against the report schema "
+                     f"({len(errors)} errors):\n" + "\n".join(lines))
+            out[name] = rep
+        return out
+
+    def final_reports(self, count=1):
+        """The reports with reason "exit" (validating every report found); exactly count."""
+        reps = self.reports()
+        finals = [r for r in reps.values() if r["process"]["reason"] == "exit"]
+        if len(finals) != count:
+            fail(f"expected {count} final report(s) (reason 'exit'), found {len(finals)}; "
+                 f"files: {self.files()}, reasons: "
+                 f"{ {n: r['process']['reason'] for n, r in reps.items()} }")
+        return finals
+
+    def final_report(self):
+        return self.final_reports(1)[0]
+
+
+# ---- report helpers ----
+
+def frame_symbols(rep, stack_id):
+    stack = rep["stacks"].get(str(stack_id))
+    if stack is None:
+        fail(f"stack id {stack_id} is not in report['stacks']")
+    return [f.get("symbol") or "" for f in stack]
+
+
+def symbol_matches(sym, name):
+    return sym == name or re.match(re.escape(name) + r"(\W|$)", sym) is not None
+
+
+def groups_with(rep, groups, name):
+    return [g for g in groups
+            if any(symbol_matches(s, name) for s in frame_symbols(rep, g["stack_id"]))]
+
+
+def group_with(rep, groups, name, where="leaks.groups"):
+    found = groups_with(rep, groups, name)
+    if len(found) != 1:
+        fail(f"{where}: expected exactly one group whose stack contains {name}, found "
+             f"{len(found)}; groups: {describe_groups(rep, groups)}")
+    return found[0]
+
+
+def describe_groups(rep, groups):
+    out = []
+    for g in groups:
+        syms = [s for s in frame_symbols(rep, g["stack_id"]) if s][:4]
+        out.append(f"{{api={g['api']} kind={g['kind']} device={g['device']} bytes={g['bytes']} "
+                   f"count={g['count']} stack={syms}}}")
+    return "[" + ", ".join(out) + "]"
+
+
+TRIMMED_MODULES = re.compile(r"^lib(gpumemtrace|cudart|cuda|cupti)\.so")
+
+
+def check_trimmed(rep, stack_id, where):
+    """Users see their own frames first: the tracer's, CUDA's and CUPTI's are trimmed."""
+    for f in rep["stacks"][str(stack_id)]:
+        module = os.path.basename(f.get("module") or "")
+        if TRIMMED_MODULES.match(module):
+            fail(f"{where}: stack {stack_id} still has a frame of {module} "
+                 f"({f.get('symbol')}); those should be trimmed")
+
+
+def check_group(rep, groups, name, where="leaks.groups", **want):
+    g = group_with(rep, groups, name, where)
+    check_trimmed(rep, g["stack_id"], f"{where} group of {name}")
+    syms = frame_symbols(rep, g["stack_id"])
+    if not symbol_matches(syms[0], name):
+        fail(f"{where} group of {name}: the first frame should be {name}, got {syms[:3]}")
+    for key, value in want.items():
+        expect_eq(f"{where} group of {name}: {key}", g.get(key), value)
+    return g
+
+
+def device(rep, d):
+    found = [x for x in rep["devices"] if x["device"] == d]
+    if len(found) != 1:
+        fail(f"devices: expected one entry for device {d}, found {len(found)} "
+             f"(devices listed: {[x['device'] for x in rep['devices']]})")
+    return found[0]
+
+
+def peak_entry(rep, d):
+    found = [x for x in rep["peak"] if x["device"] == d]
+    if len(found) != 1:
+        fail(f"peak: expected one entry for device {d}, found {len(found)}")
+    return found[0]
+
+
+def check_clean(rep):
+    """Nothing dropped and no free of an address the tracer did not know."""
+    expect_eq("capture.events.unknown_frees", rep["capture"]["events"]["unknown_frees"], 0)
+    for key, value in rep["capture"]["dropped"].items():
+        expect_eq(f"capture.dropped.{key}", value, 0)
+
+
+def check_summary(rep, **want):
+    for key, value in want.items():
+        expect_eq(f"summary.{key}", rep["summary"].get(key), value)
+
+
+def check_api_totals(rep, want):
+    """summary.apis (optional in the schema), where present: allocations per API, and no
+    allocation counted under two APIs (the runtime call and the driver call it makes)."""
+    apis = rep["summary"].get("apis")
+    if apis is None:
+        return
+    for api, allocs in want.items():
+        got = apis.get(api)
+        if got is None:
+            fail(f"summary.apis has no entry for {api}; has {sorted(apis)}")
+        expect_eq(f"summary.apis.{api}.allocs", got["allocs"], allocs)
+    total = sum(a["allocs"] for a in apis.values())
+    expect_eq("sum of summary.apis[*].allocs (each allocation counted once)", total,
+              rep["summary"]["allocs"])
+
+
+# ---- cases ----
+
+LEAK_TWO_SITES_PEAK = 3 * MIB + 2 * 3000 + 102400
+
+
+def check_leak_two_sites(rep):
+    check_clean(rep)
+    check_summary(rep, allocs=105, frees=100, failures=0, leaked_bytes=3 * MIB + 2 * 3000,
+                  leaked_count=5, peak_bytes=LEAK_TWO_SITES_PEAK)
+    groups = rep["leaks"]["groups"]
+    expect_eq("number of leak groups", len(groups), 2)
+    check_group(rep, groups, "alloc_site_a", count=3, bytes=3 * MIB, api="cudaMalloc",
+                kind="device", device=0)
+    check_group(rep, groups, "alloc_site_b", count=2, bytes=6000, api="cudaMalloc",
+                kind="device", device=0)
+    d0 = device(rep, 0)
+    expect_eq("devices[0].peak_bytes", d0["peak_bytes"], LEAK_TWO_SITES_PEAK)
+    expect_eq("devices[0].current_bytes", d0["current_bytes"], 3 * MIB + 6000)
+    expect_eq("devices[0].allocs", d0["allocs"], 105)
+    expect_eq("devices[0].frees", d0["frees"], 100)
+    check_api_totals(rep, {"cudaMalloc": 105})
+
+
+@case("leak_two_sites")
+def case_leak_two_sites(ctx):
+    ctx.run(["leak_two_sites"])
+    check_leak_two_sites(ctx.final_report())
+
+
+@case("dlsym_path")
+def case_dlsym_path(ctx):
+    # The runtime reaches the driver through plain dlsym instead of cuGetProcAddress.
+    ctx.run(["leak_two_sites"], env={"GMT_STANDIN_DLSYM": "1"})
+    check_leak_two_sites(ctx.final_report())
+
+
+@case("kinds")
+def case_kinds(ctx):
+    r = ctx.run(["kinds"])
+    pitch, pitch3d = r.fact_int("pitch"), r.fact_int("pitch3d")
+    rep = ctx.final_report()
+    check_clean(rep)
+    check_summary(rep, allocs=12, frees=4, failures=0, leaked_count=8)
+    groups = rep["leaks"]["groups"]
+    expect_eq("number of leak groups", len(groups), 8)
+    want = [
+        ("kinds_managed", "cudaMallocManaged", "managed", 0, MIB),
+        ("kinds_pitch", "cudaMallocPitch", "device", 0, pitch * 10),
+        ("kinds_3d", "cudaMalloc3D", "device", 0, pitch3d * 4 * 3),
+        ("kinds_host", "cudaMallocHost", "host_pinned", -1, 65536),
+        ("kinds_host_alloc", "cudaHostAlloc", "host_pinned", -1, 12288),
+        ("kinds_async", "cudaMallocAsync", "pool", 0, 2 * MIB),
+        ("kinds_pool", "cudaMallocFromPoolAsync", "pool", 0, 3 * MIB),
+        ("kinds_async_ptsz", "cudaMallocAsync_ptsz", "pool", 0, 4 * MIB),
+    ]
+    for fn, api, kind, dev, size in want:
+        check_group(rep, groups, fn, api=api, kind=kind, device=dev, bytes=size, count=1)
+    for fn in ("kinds_host_alloc_freed", "kinds_pool_ptsz_freed", "kinds_async_freed",
+               "kinds_malloc_freed"):
+        if groups_with(rep, groups, fn):
+            fail(f"leaks.groups: {fn} freed its allocation but appears as a leak")
+    expect_eq("summary.leaked_bytes", rep["summary"]["leaked_bytes"],
+              sum(w[4] for w in want))
+    check_api_totals(rep, {
+        "cudaMallocManaged": 1, "cudaMallocPitch": 1, "cudaMalloc3D": 1, "cudaMallocHost": 1,
+        "cudaHostAlloc": 2, "cudaMallocAsync": 2, "cudaMallocFromPoolAsync": 1,
+        "cudaMallocAsync_ptsz": 1, "cudaMallocFromPoolAsync_ptsz": 1, "cudaMalloc": 1})
+    # Bytes in use on device 0 are device + pool allocations, never managed or pinned memory.
+    d0 = device(rep, 0)
+    expect_eq("devices[0].current_bytes", d0["current_bytes"],
+              pitch * 10 + pitch3d * 12 + 2 * MIB + 3 * MIB + 4 * MIB)
+    kinds = d0["kinds"]
+    if "managed" not in kinds:
+        fail(f"devices[0].kinds has no 'managed' entry; has {sorted(kinds)}")
+    expect_eq("devices[0].kinds.managed.current_bytes", kinds["managed"]["current_bytes"], MIB)
+    expect_eq("devices[0].kinds.pool.current_bytes", kinds.get("pool", {}).get("current_bytes"),
+              9 * MIB)
+
+
+@case("threads")
+def case_threads(ctx):
+    ctx.run(["threads"])
+    rep = ctx.final_report()
+    check_clean(rep)
+    check_summary(rep, allocs=160008, frees=160000, failures=0, leaked_count=8,
+                  leaked_bytes=8 * 4096)
+    groups = rep["leaks"]["groups"]
+    expect_eq("number of leak groups", len(groups), 1)
+    check_group(rep, groups, "thread_leak", count=8, bytes=32768, api="cudaMalloc",
+                kind="device", device=0)
+
+
+@case("peak")
+def case_peak(ctx):
+    ctx.run(["peak"])
+    rep = ctx.final_report()
+    check_clean(rep)
+    check_summary(rep, allocs=3, frees=3, leaked_count=0, leaked_bytes=0, peak_bytes=300 * MIB)
+    expect_eq("leaks.groups", rep["leaks"]["groups"], [])
+    d0 = device(rep, 0)
+    expect_eq("devices[0].peak_bytes", d0["peak_bytes"], 300 * MIB)
+    expect_eq("devices[0].current_bytes", d0["current_bytes"], 0)
+    p0 = peak_entry(rep, 0)
+    expect_eq("peak[device 0].bytes", p0["bytes"], 300 * MIB)
+    groups = p0["groups"]
+    check_group(rep, groups, "peak_alloc_a", "peak[device 0].groups", bytes=100 * MIB, count=1)
+    check_group(rep, groups, "peak_alloc_b", "peak[device 0].groups", bytes=200 * MIB, count=1)
+    if groups_with(rep, groups, "peak_alloc_c"):
+        fail("peak[device 0].groups contains peak_alloc_c, which was not live at the peak")
+    expect_eq("sum of peak[device 0].groups bytes", sum(g["bytes"] for g in groups), 300 * MIB)
+
+
+@case("two_devices")
+def case_two_devices(ctx):
+    ctx.run(["two_devices"])
+    rep = ctx.final_report()
+    check_clean(rep)
+    check_summary(rep, allocs=6, frees=1, leaked_count=5)
+    groups = rep["leaks"]["groups"]
+    check_group(rep, groups, "dev0_alloc", device=0, bytes=4096, kind="device")
+    check_group(rep, groups, "main_dev0_after", device=0, bytes=8192, kind="device")
+    check_group(rep, groups, "thread_dev1_alloc", device=1, bytes=3 * MIB, kind="device")
+    check_group(rep, groups, "dev1_alloc", device=1, bytes=MIB, count=1, kind="device")
+    check_group(rep, groups, "dev1_pool", device=1, bytes=2 * MIB, kind="pool",
+                api="cudaMallocAsync")
+    d0, d1 = device(rep, 0), device(rep, 1)
+    expect_eq("devices[0].current_bytes", d0["current_bytes"], 4096 + 8192)
+    expect_eq("devices[0].allocs", d0["allocs"], 2)
+    expect_eq("devices[1].current_bytes", d1["current_bytes"], 6 * MIB)
+    expect_eq("devices[1].peak_bytes", d1["peak_bytes"], 6 * MIB)
+    expect_eq("devices[1].allocs", d1["allocs"], 4)
+    expect_eq("devices[1].frees", d1["frees"], 1)
+    expect_eq("devices[1].name", d1.get("name"), "gpumemtrace stand-in GPU")
+
+
+@case("oom")
+def case_oom(ctx):
+    mem = 1 << 30
+    ctx.run(["oom"], env={"GMT_STANDIN_MEM_BYTES": str(mem)})
+    reps = ctx.reports()
+    rep = ctx.final_report()
+    check_clean(rep)
+    check_summary(rep, allocs=1, frees=0, failures=1, leaked_bytes=MIB)
+    errors = rep["errors"]
+    expect_eq("number of report['errors']", len(errors), 1)
+    e = errors[0]
+    expect_eq("errors[0].oom", e["oom"], True)
+    expect_eq("errors[0].api", e["api"], "cudaMalloc")
+    expect_eq("errors[0].size", e["size"], 2048 * MIB)
+    expect_eq("errors[0].device", e["device"], 0)
+    if not any(symbol_matches(s, "alloc_too_big") for s in frame_symbols(rep, e["stack_id"])):
+        fail(f"errors[0] stack does not contain alloc_too_big: "
+             f"{frame_symbols(rep, e['stack_id'])}")
+    expect_eq("device 0 total_bytes", device(rep, 0).get("total_bytes"), mem)
+    pid = rep["process"]["pid"]
+    name = f"r-{pid}.oom-1.json"
+    if name not in reps:
+        fail(f"no out-of-memory report {name}; files: {ctx.files()}")
+    expect_eq(f"{name} process.reason", reps[name]["process"]["reason"], "oom")
+    expect_eq(f"{name} number of errors", len(reps[name]["errors"]), 1)
+    expect_eq("number of report files", len(reps), 2)
+
+
+@case("driver_only")
+def case_driver_only(ctx):
+    r = ctx.run(["driver_only"])
+    pitch = r.fact_int("pitch")
+    rep = ctx.final_report()
+    check_clean(rep)
+    check_summary(rep, allocs=6, frees=2, failures=0, leaked_count=4)
+    groups = rep["leaks"]["groups"]
+    expect_eq("number of leak groups", len(groups), 4)
+    check_group(rep, groups, "drv_alloc", api="cuMemAlloc_v2", kind="device", device=0,
+                bytes=MIB, count=1)
+    check_group(rep, groups, "drv_managed", api="cuMemAllocManaged", kind="managed", device=0,
+                bytes=3 * MIB, count=1)
+    check_group(rep, groups, "drv_host", api="cuMemHostAlloc", kind="host_pinned", device=-1,
+                bytes=4096, count=1)
+    check_group(rep, groups, "drv_pitch", api="cuMemAllocPitch_v2", kind="device", device=0,
+                bytes=pitch * 8, count=1)
+    check_api_totals(rep, {"cuMemAlloc_v2": 2, "cuMemAllocManaged": 1, "cuMemHostAlloc": 1,
+                           "cuMemAllocPitch_v2": 1, "cuMemAllocHost_v2": 1})
+
+
+@case("getprocaddress")
+def case_getprocaddress(ctx):
+    ctx.run(["getprocaddress"])
+    rep = ctx.final_report()
+    check_clean(rep)
+    check_summary(rep, allocs=3, frees=1, failures=0, leaked_count=2,
+                  leaked_bytes=MIB + 4 * MIB)
+    groups = rep["leaks"]["groups"]
+    expect_eq("number of leak groups", len(groups), 2)
+    check_group(rep, groups, "gpa_alloc", api="cuMemAlloc_v2", kind="device", device=0,
+                bytes=MIB, count=1)
+    check_group(rep, groups, "gpa_async_ptsz", api="cuMemAllocAsync_ptsz", kind="pool",
+                device=0, bytes=4 * MIB, count=1)
+    check_api_totals(rep, {"cuMemAlloc_v2": 2, "cuMemAllocAsync_ptsz": 1})
+
+
+@case("vmm")
+def case_vmm(ctx):
+    ctx.run(["vmm"])
+    rep = ctx.final_report()
+    check_clean(rep)
+    d0 = device(rep, 0)
+    expect_eq("devices[0].peak_bytes", d0["peak_bytes"], 64 * MIB)
+    expect_eq("devices[0].current_bytes", d0["current_bytes"], 32 * MIB)
+    groups = rep["leaks"]["groups"]
+    check_group(rep, groups, "vmm_create_b", api="cuMemCreate", kind="vmm_physical", device=0,
+                bytes=32 * MIB, count=1)
+    check_group(rep, groups, "vmm_reserve_range", api="cuMemAddressReserve",
+                kind="vmm_reserve", bytes=64 * MIB, count=1)
+    if groups_with(rep, groups, "vmm_create_a"):
+        fail("leaks.groups: handle A was unmapped and released but appears as a leak")
+    maps = [g for g in groups if g["kind"] == "vmm_map"]
+    if maps:
+        fail(f"leaks.groups: the range was unmapped, yet vmm_map groups remain: "
+             f"{describe_groups(rep, maps)}")
+    expect_eq("number of leak groups", len(groups), 2)
+    # Reservations never count as bytes in use.
+    kinds = d0["kinds"]
+    if "vmm_physical" not in kinds:
+        fail(f"devices[0].kinds has no 'vmm_physical'; has {sorted(kinds)}")
+    expect_eq("devices[0].kinds.vmm_physical.peak_bytes", kinds["vmm_physical"]["peak_bytes"],
+              64 * MIB)
+
+
+@case("no_cuda")
+def case_no_cuda(ctx):
+    ctx.run(["/bin/true"])
+    ctx.run(["no_cuda", "x"])
+    if ctx.files():
+        fail(f"processes that never touched CUDA left files behind: {ctx.files()}")
+
+
+def fork_reports(ctx, follow):
+    env = {} if follow else {"GPUMEMTRACE_FOLLOW_FORK": "0"}
+    r = ctx.run(["fork_child"], env=env)
+    parent_pid, child_pid = r.fact_int("parent_pid"), r.fact_int("child_pid")
+    finals = ctx.final_reports(2 if follow else 1)
+    by_pid = {rep["process"]["pid"]: rep for rep in finals}
+    if parent_pid not in by_pid:
+        fail(f"no report of the parent (pid {parent_pid}); report pids: {sorted(by_pid)}")
+    parent = by_pid[parent_pid]
+    check_clean(parent)
+    check_summary(parent, allocs=2, frees=1, leaked_count=1, leaked_bytes=2 * MIB)
+    check_group(parent, parent["leaks"]["groups"], "parent_leak", bytes=2 * MIB, count=1)
+    if groups_with(parent, parent["leaks"]["groups"], "child_leak"):
+        fail("the parent's report lists the child's leak")
+    if not follow:
+        return
+    if child_pid not in by_pid:
+        fail(f"no report of the child (pid {child_pid}); report pids: {sorted(by_pid)}")
+    child = by_pid[child_pid]
+    check_clean(child)
+    expect_eq("child process.ppid", child["process"]["ppid"], parent_pid)
+    check_summary(child, leaked_count=1, leaked_bytes=MIB)
+    groups = child["leaks"]["groups"]
+    expect_eq("child: number of leak groups", len(groups), 1)
+    check_group(child, groups, "child_leak", bytes=MIB, count=1, api="cudaMalloc")
+    if f"r-{child_pid}.json" not in ctx.files():
+        fail(f"the child's report is not named after its pid: files {ctx.files()}")
+
+
+@case("fork_child")
+def case_fork_child(ctx):
+    fork_reports(ctx, follow=True)
+
+
+@case("fork_child_nofollow")
+def case_fork_child_nofollow(ctx):
+    fork_reports(ctx, follow=False)
+
+
+@case("snapshot_signal")
+def case_snapshot_signal(ctx):
+    ctx.run(["snapshot_signal"])
+    reps = ctx.reports()
+    final = ctx.final_report()
+    pid = final["process"]["pid"]
+    name = f"r-{pid}.snapshot-1.json"
+    if name not in reps:
+        fail(f"no snapshot report {name}; files: {ctx.files()}")
+    snap = reps[name]
+    expect_eq(f"{name} process.reason", snap["process"]["reason"], "snapshot")
+    expect_eq(f"{name} process.pid", snap["process"]["pid"], pid)
+    check_summary(snap, allocs=1, frees=0, live_count=1, live_bytes=MIB)
+    check_group(snap, snap["leaks"]["groups"], "snap_alloc", f"{name} leaks.groups", bytes=MIB)
+    check_clean(final)
+    check_summary(final, allocs=2, frees=1, leaked_count=1, leaked_bytes=2 * MIB)
+    groups = final["leaks"]["groups"]
+    expect_eq("final: number of leak groups", len(groups), 1)
+    check_group(final, groups, "after_snap_alloc", bytes=2 * MIB)
+    expect_eq("number of report files", len(reps), 2)
+
+
+@case("bad_env")
+def case_bad_env(ctx):
+    r = ctx.run(["simple"], env={"GPUMEMTRACE_STACK_DEPTH": "banana"})
+    lines = [l for l in r.stderr.splitlines() if "GPUMEMTRACE_STACK_DEPTH" in l]
+    if len(lines) != 1:
+        fail(f"expected exactly one stderr line naming GPUMEMTRACE_STACK_DEPTH, got "
+             f"{len(lines)}; stderr:\n{r.stderr}")
+    line = lines[0]
+    if not line.startswith("gpumemtrace:") or "banana" not in line or "32" not in line:
+        fail(f"the line should start with 'gpumemtrace:' and name the bad value 'banana' and "
+             f"the value used instead (32): {line!r}")
+    # Other lines (the info-level "report written") may follow, but nothing else may complain.
+    noisy = [l for l in r.stderr.splitlines() if l.startswith("gpumemtrace:") and l != line and
+             re.search(r"\b(invalid|not valid|unknown|warning|error)\b", l, re.I)]
+    if noisy:
+        fail("other complaints on stderr besides the one about GPUMEMTRACE_STACK_DEPTH:\n" +
+             "\n".join(noisy))
+    rep = ctx.final_report()
+    expect_eq("config.GPUMEMTRACE_STACK_DEPTH", rep["config"]["GPUMEMTRACE_STACK_DEPTH"], "32")
+    check_group(rep, rep["leaks"]["groups"], "simple_leak", bytes=MIB)
+
+
+@case("exit_status")
+def case_exit_status(ctx):
+    ctx.run(["simple", "7"], expect_rc=7)
+    rep = ctx.final_report()
+    check_clean(rep)
+    check_summary(rep, allocs=2, frees=1, leaked_bytes=MIB)
+    check_group(rep, rep["leaks"]["groups"], "simple_leak", bytes=MIB, count=1)
+
+
+@case("cli_run")
+def case_cli_run(ctx):
+    out = os.path.join(ctx.work, "cli-report.json")
+    env = {"GPUMEMTRACE_LIBRARY": ctx.lib}
+    ctx.run([ctx.cli, "run", "-o", out, "--", ctx.prog("leak_two_sites")], preload=False,
+            env=env)
+    if ctx.files() != ["cli-report.json"]:
+        fail(f"'gpumemtrace run -o {out}' should write exactly that file; files: {ctx.files()}")
+    rep = ctx.final_report()
+    check_leak_two_sites(rep)
+    r = ctx.run([ctx.cli, "report", out], preload=False, env=env)
+    if "alloc_site_a" not in r.stdout:
+        fail(f"'gpumemtrace report' output does not mention alloc_site_a:\n{r.stdout}")
+
+
+# ---- without the tracer ----
+
+NO_PRELOAD = [
+    (["leak_two_sites"], {}, 0), (["leak_two_sites"], {"GMT_STANDIN_DLSYM": "1"}, 0),
+    (["kinds"], {}, 0), (["threads"], {}, 0), (["peak"], {}, 0), (["two_devices"], {}, 0),
+    (["oom"], {"GMT_STANDIN_MEM_BYTES": str(1 << 30)}, 0), (["driver_only"], {}, 0),
+    (["getprocaddress"], {}, 0), (["vmm"], {}, 0), (["no_cuda"], {}, 0),
+    (["fork_child"], {}, 0), (["simple", "7"], {}, 7),
+]
+
+
+def no_preload_all(ctx):
+    """Every program runs on the stand-ins alone (snapshot_signal needs the tracer's handler)."""
+    for argv, env, rc in NO_PRELOAD:
+        ctx.run(argv, preload=False, env=env, expect_rc=rc)
+    if ctx.files():
+        fail(f"programs without the tracer wrote files: {ctx.files()}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--case", choices=sorted(CASES))
+    ap.add_argument("--no-preload-all", action="store_true")
+    ap.add_argument("--lib", required=True, help="libgpumemtrace.so")
+    ap.add_argument("--cli", required=True, help="the gpumemtrace command")
+    ap.add_argument("--progs", required=True, help="folder of the test programs")
+    ap.add_argument("--standin", required=True, help="folder of the stand-in CUDA libraries")
+    ap.add_argument("--schema", required=True, help="docs/report.schema.json")
+    ap.add_argument("--work", required=True, help="fresh folder for this case's reports")
+    args = ap.parse_args()
+    if not args.case and not args.no_preload_all:
+        ap.error("give --case NAME or --no-preload-all")
+    name = args.case or "no_preload"
+    ctx = Ctx(args)
+    try:
+        if args.no_preload_all:
+            no_preload_all(ctx)
+        else:
+            if not os.path.exists(ctx.lib):
+                fail(f"the preload library {ctx.lib} does not exist (not built?)")
+            CASES[args.case](ctx)
+    except CheckFailed as e:
+        print(f"FAIL integration.{name}: {e}", file=sys.stderr)
+        for r in ctx.runs:
+            print(r.describe(), file=sys.stderr)
+        print(f"output folder {ctx.work}: {ctx.files()}", file=sys.stderr)
+        return 1
+    print(f"PASS integration.{name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,47 @@
+/* fork_child.c - pre_fork allocates and frees 4096 bytes, then the process forks; the child
+ * leaks 1 MiB from child_leak and exits; the parent waits, leaks 2 MiB from parent_leak.
+ * Each process's report holds only its own leak.
+ */
+#include "common.h"
+
+#include <cuda_runtime_api.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+SITE void pre_fork(void)
+{
+    void *p = NULL;
+    CK(cudaMalloc(&p, 4096));
+    CK(cudaFree(p));
+}
+
+SITE void child_leak(void)
+{
+    void *p = NULL;
+    CK(cudaMalloc(&p, MIB));
+}
+
+SITE void parent_leak(void)
+{
+    void *p = NULL;
+    CK(cudaMalloc(&p, 2 * MIB));
+}
+
+int main(void)
+{
+    pre_fork();
+    fflush(stdout);
+    pid_t pid = fork();
+    EXPECT(pid >= 0);
+    if (pid == 0) {
+        child_leak();
+        exit(0);
+    }
+    int status = 0;
+    EXPECT(waitpid(pid, &status, 0) == pid);
+    EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    FACT("parent_pid", "%d", (int)getpid());
+    FACT("child_pid", "%d", (int)pid);
+    parent_leak();
+    return 0;
+}
