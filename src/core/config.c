@@ -8,6 +8,7 @@
 
 #include "log.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -69,7 +70,8 @@ int gmt_parse_bool(const char *s, bool *out)
 
 int gmt_parse_size(const char *s, uint64_t *out)
 {
-    if (!s || !*s || *s == '-' || *s == '+') return -EINVAL;
+    /* strtoull would skip spaces and accept a sign: " -1" must not become 2^64-1. */
+    if (!s || !isdigit((unsigned char)*s)) return -EINVAL;
     char *end;
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);

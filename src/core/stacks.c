@@ -152,6 +152,24 @@ uint32_t gmt_stacks_count(gmt_stacks_t *st)
     return n - 1;
 }
 
+#if defined(__SANITIZE_THREAD__)
+/* Under TSan, unw_backtrace's per-thread cache is torn down after TSan's thread state and
+ * crashes at thread exit; the plain unw_step walk has no such cache. */
+uint32_t gmt_stacks_capture(uint64_t *frames, uint32_t max, uint32_t skip)
+{
+    unw_context_t uc;
+    unw_cursor_t cur;
+    if (unw_getcontext(&uc) != 0 || unw_init_local(&cur, &uc) != 0) return 0;
+    uint32_t seen = 0, out = 0;
+    while (out < max && unw_step(&cur) > 0) {
+        unw_word_t ip;
+        if (unw_get_reg(&cur, UNW_REG_IP, &ip) != 0) break;
+        if (seen++ < skip) continue;
+        frames[out++] = (uint64_t)ip;
+    }
+    return out;
+}
+#else
 uint32_t gmt_stacks_capture(uint64_t *frames, uint32_t max, uint32_t skip)
 {
     void *buf[GMT_STACKS_CAPTURE_MAX];
@@ -164,3 +182,4 @@ uint32_t gmt_stacks_capture(uint64_t *frames, uint32_t max, uint32_t skip)
         frames[out++] = (uint64_t)(uintptr_t)buf[i];
     return out;
 }
+#endif

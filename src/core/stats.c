@@ -110,37 +110,42 @@ static void max_update(int64_t *p, int64_t v)
     }
 }
 
+/* Halve the resolution of tl: merge points that share a bucket of twice the width. */
+static void timeline_halve(timeline_t *tl)
+{
+    tl->width_ns *= 2;
+    int w = 0;
+    for (int r = 0; r < tl->n; r++) {
+        uint64_t b = tl->pts[r].t_ns / tl->width_ns;
+        if (w > 0 && tl->pts[w - 1].t_ns / tl->width_ns == b) {
+            if (tl->pts[r].max > tl->pts[w - 1].max) tl->pts[w - 1].max = tl->pts[r].max;
+            tl->pts[w - 1].last = tl->pts[r].last;
+        } else {
+            tl->pts[w] = tl->pts[r];
+            tl->pts[w].t_ns = b * tl->width_ns;
+            w++;
+        }
+    }
+    tl->n = w;
+}
+
 static void timeline_add(int slot, uint64_t now_ns, int64_t bytes)
 {
     timeline_t *tl = &timelines[slot];
     if (!tl->pts || tl_cap <= 0) return;
     gmt_spin_lock(&tl->lock);
     uint64_t rel = now_ns > t0_ns ? now_ns - t0_ns : 0;
-    uint64_t bucket = rel / tl->width_ns;
-    if (tl->n > 0 && tl->pts[tl->n - 1].t_ns / tl->width_ns == bucket) {
+    /* A thread that read the clock before another one took the lock arrives "late": its
+     * bytes fold into the last point, which keeps the points in time order. */
+    if (tl->n > 0 && tl->pts[tl->n - 1].t_ns / tl->width_ns >= rel / tl->width_ns) {
         gmt_timeline_point_t *p = &tl->pts[tl->n - 1];
         if (bytes > p->max) p->max = bytes;
         p->last = bytes;
     } else {
-        if (tl->n == tl_cap) {
-            /* Halve the resolution: merge points that share a bucket of twice the width. */
-            tl->width_ns *= 2;
-            int w = 0;
-            for (int r = 0; r < tl->n; r++) {
-                uint64_t b = tl->pts[r].t_ns / tl->width_ns;
-                if (w > 0 && tl->pts[w - 1].t_ns / tl->width_ns == b) {
-                    if (tl->pts[r].max > tl->pts[w - 1].max) tl->pts[w - 1].max = tl->pts[r].max;
-                    tl->pts[w - 1].last = tl->pts[r].last;
-                } else {
-                    tl->pts[w] = tl->pts[r];
-                    tl->pts[w].t_ns = b * tl->width_ns;
-                    w++;
-                }
-            }
-            tl->n = w;
-            bucket = rel / tl->width_ns;
-        }
-        if (tl->n > 0 && tl->pts[tl->n - 1].t_ns / tl->width_ns == bucket) {
+        while (tl->n == tl_cap)
+            timeline_halve(tl);
+        uint64_t bucket = rel / tl->width_ns;
+        if (tl->n > 0 && tl->pts[tl->n - 1].t_ns / tl->width_ns >= bucket) {
             gmt_timeline_point_t *p = &tl->pts[tl->n - 1];
             if (bytes > p->max) p->max = bytes;
             p->last = bytes;

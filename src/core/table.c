@@ -58,20 +58,21 @@ int gmt_table_init(gmt_table_t *t, uint64_t capacity)
     return 0;
 }
 
+/* Release stores, so that a reader that sees any new field also sees the new gen. */
 static void rec_store(gmt_record_t *dst, const gmt_record_t *src)
 {
-    STORE(&dst->key, src->key, RLX);
-    STORE(&dst->size, src->size, RLX);
-    STORE(&dst->seq, src->seq, RLX);
-    STORE(&dst->time_ns, src->time_ns, RLX);
-    STORE(&dst->aux, src->aux, RLX);
-    STORE(&dst->stack_id, src->stack_id, RLX);
-    STORE(&dst->device, src->device, RLX);
-    STORE(&dst->kind, src->kind, RLX);
-    STORE(&dst->space, src->space, RLX);
-    STORE(&dst->api, src->api, RLX);
-    STORE(&dst->layer, src->layer, RLX);
-    STORE(&dst->flags, src->flags, RLX);
+    STORE(&dst->key, src->key, __ATOMIC_RELEASE);
+    STORE(&dst->size, src->size, __ATOMIC_RELEASE);
+    STORE(&dst->seq, src->seq, __ATOMIC_RELEASE);
+    STORE(&dst->time_ns, src->time_ns, __ATOMIC_RELEASE);
+    STORE(&dst->aux, src->aux, __ATOMIC_RELEASE);
+    STORE(&dst->stack_id, src->stack_id, __ATOMIC_RELEASE);
+    STORE(&dst->device, src->device, __ATOMIC_RELEASE);
+    STORE(&dst->kind, src->kind, __ATOMIC_RELEASE);
+    STORE(&dst->space, src->space, __ATOMIC_RELEASE);
+    STORE(&dst->api, src->api, __ATOMIC_RELEASE);
+    STORE(&dst->layer, src->layer, __ATOMIC_RELEASE);
+    STORE(&dst->flags, src->flags, __ATOMIC_RELEASE);
 }
 
 static void rec_load(gmt_record_t *dst, const gmt_record_t *src)
@@ -88,6 +89,23 @@ static void rec_load(gmt_record_t *dst, const gmt_record_t *src)
     dst->api = LOAD(&src->api, RLX);
     dst->layer = LOAD(&src->layer, RLX);
     dst->flags = LOAD(&src->flags, RLX);
+}
+
+/* Acquire loads: a reader re-checks gen after them (seqlock). */
+static void rec_load_acquire(gmt_record_t *dst, const gmt_record_t *src)
+{
+    dst->key = LOAD(&src->key, __ATOMIC_ACQUIRE);
+    dst->size = LOAD(&src->size, __ATOMIC_ACQUIRE);
+    dst->seq = LOAD(&src->seq, __ATOMIC_ACQUIRE);
+    dst->time_ns = LOAD(&src->time_ns, __ATOMIC_ACQUIRE);
+    dst->aux = LOAD(&src->aux, __ATOMIC_ACQUIRE);
+    dst->stack_id = LOAD(&src->stack_id, __ATOMIC_ACQUIRE);
+    dst->device = LOAD(&src->device, __ATOMIC_ACQUIRE);
+    dst->kind = LOAD(&src->kind, __ATOMIC_ACQUIRE);
+    dst->space = LOAD(&src->space, __ATOMIC_ACQUIRE);
+    dst->api = LOAD(&src->api, __ATOMIC_ACQUIRE);
+    dst->layer = LOAD(&src->layer, __ATOMIC_ACQUIRE);
+    dst->flags = LOAD(&src->flags, __ATOMIC_ACQUIRE);
 }
 
 static void note_probe(gmt_table_t *t, uint64_t n)
@@ -111,22 +129,26 @@ int gmt_table_insert(gmt_table_t *t, const gmt_record_t *rec)
             continue;
         }
         __atomic_fetch_add(&s->gen, 1, RLX);
-        __atomic_thread_fence(__ATOMIC_RELEASE); /* gen moves before the record does */
-        rec_store(&s->rec, rec);
+        rec_store(&s->rec, rec); /* release stores: gen moves before the record does */
         if (st == SLOT_TOMB) __atomic_fetch_sub(&t->tombs, 1, RLX);
         STORE(&s->state, SLOT_LIVE, __ATOMIC_RELEASE);
         __atomic_fetch_add(&t->live, 1, RLX);
-        if (i > 8) note_probe(t, i);
+        note_probe(t, i);
         return 0;
     }
     return -ENOSPC;
 }
 
-/* Finds the LIVE slot holding (space, key); NULL if absent. */
+/* Finds the LIVE slot holding (space, key); NULL if absent. Every key sits within max_probe
+ * of its home slot (an insert raises max_probe before it returns, and a key is looked up only
+ * after its insert returned), so a search for an absent key stops there instead of walking a
+ * table whose EMPTY slots have all become tombstones. */
 static gmt_slot_t *find(gmt_table_t *t, uint8_t space, uint64_t key)
 {
     uint64_t h = hash_key(space, key);
-    for (uint64_t i = 0; i < t->capacity; i++) {
+    uint64_t limit = LOAD(&t->max_probe, __ATOMIC_ACQUIRE) + 1;
+    if (limit > t->capacity) limit = t->capacity;
+    for (uint64_t i = 0; i < limit; i++) {
         gmt_slot_t *s = &t->slots[(h + i) & t->mask];
         uint32_t st = LOAD(&s->state, __ATOMIC_ACQUIRE);
         if (st == SLOT_EMPTY) return NULL;
@@ -174,8 +196,7 @@ uint64_t gmt_table_foreach(gmt_table_t *t, gmt_table_visit_fn fn, void *ctx)
             uint32_t g1 = LOAD(&s->gen, __ATOMIC_ACQUIRE);
             if (LOAD(&s->state, __ATOMIC_ACQUIRE) != SLOT_LIVE) break;
             gmt_record_t r;
-            rec_load(&r, &s->rec);
-            __atomic_thread_fence(__ATOMIC_ACQUIRE);
+            rec_load_acquire(&r, &s->rec);
             if (LOAD(&s->state, RLX) != SLOT_LIVE || LOAD(&s->gen, RLX) != g1) continue;
             fn(&r, ctx);
             n++;

@@ -30,7 +30,7 @@ static gmt_oom_fn oom_fn;
 /* Counters bumped on every event live in stats' shards; these are rare-path ones. */
 static struct {
     uint64_t events, allocs, frees, failures, unknown_frees, nested_merged;
-    uint64_t dropped_table_full, dropped_no_core, dropped_stacks, dropped_failures;
+    uint64_t dropped_table_full, dropped_no_core, dropped_stacks, dropped_failures, dropped_invalid;
     uint64_t per_layer[GMT_LAYER_COUNT];
 } counts;
 
@@ -194,7 +194,8 @@ static void settle_peak(int slot)
 {
     peak_snap_t *p = &peaks[slot];
     if (!__atomic_load_n(&p->dirty, RLX)) return;
-    if (!gmt_spin_trylock(&p->lock)) return; /* another thread is taking it */
+    /* Wait rather than skip: once this release runs, the live set is no longer the peak's. */
+    gmt_spin_lock(&p->lock);
     if (__atomic_exchange_n(&p->dirty, 0, __ATOMIC_ACQ_REL)) {
         int32_t device = gmt_stats_device_of_slot(slot);
         uint32_t ids = gmt_stacks_count(stacks);
@@ -224,8 +225,17 @@ static void settle_peak(int slot)
     gmt_spin_unlock(&p->lock);
 }
 
+static bool event_valid(const gmt_event_t *ev)
+{
+    if (ev->kind < GMT_KIND_COUNT && ev->api < GMT_API_COUNT && ev->layer < GMT_LAYER_COUNT)
+        return true;
+    count(&counts.dropped_invalid);
+    return false;
+}
+
 void gmt_track_alloc(const gmt_event_t *ev)
 {
+    if (!event_valid(ev)) return;
     if (!gmt_core_ready()) {
         count(&counts.dropped_no_core);
         return;
@@ -240,7 +250,7 @@ void gmt_track_alloc(const gmt_event_t *ev)
     }
     count(&counts.events);
     count(&counts.allocs);
-    count(&counts.per_layer[ev->layer < GMT_LAYER_COUNT ? ev->layer : 0]);
+    count(&counts.per_layer[ev->layer]);
     uint64_t now = gmt_now_ns();
     uint64_t seq = __atomic_add_fetch(&seq_counter, 1, RLX);
     gmt_record_t r = {
@@ -266,7 +276,7 @@ void gmt_track_alloc(const gmt_event_t *ev)
                            false);
         return;
     }
-    if (r.stack_id) {
+    if (r.stack_id && charged) {
         gmt_stack_entry_t *e = gmt_stacks_entry(stacks, r.stack_id);
         __atomic_fetch_add(&e->live_bytes, (int64_t)ev->size, RLX);
         __atomic_fetch_add(&e->live_count, 1, RLX);
@@ -281,7 +291,7 @@ static void release_record(const gmt_record_t *r, uint64_t now)
 {
     bool charged = !(r->flags & GMT_EVENT_NOT_CHARGED);
     if (charged && gmt_kind_in_use((gmt_kind_t)r->kind)) settle_peak(gmt_stats_slot(r->device));
-    if (r->stack_id) {
+    if (r->stack_id && charged) {
         gmt_stack_entry_t *e = gmt_stacks_entry(stacks, r->stack_id);
         __atomic_fetch_sub(&e->live_bytes, (int64_t)r->size, RLX);
         __atomic_fetch_sub(&e->live_count, 1, RLX);
@@ -291,6 +301,7 @@ static void release_record(const gmt_record_t *r, uint64_t now)
 
 void gmt_track_free(const gmt_event_t *ev)
 {
+    if (!event_valid(ev)) return;
     if (ev->addr == 0 && ev->space == GMT_SPACE_VA) return; /* cudaFree(NULL) is a no-op */
     if (ev->layer != GMT_LAYER_RUNTIME && gmt_tls.outer_api) {
         if (gmt_tls.outer_is_free) return; /* the runtime hook already recorded this release */
@@ -301,7 +312,7 @@ void gmt_track_free(const gmt_event_t *ev)
     }
     count(&counts.events);
     count(&counts.frees);
-    count(&counts.per_layer[ev->layer < GMT_LAYER_COUNT ? ev->layer : 0]);
+    count(&counts.per_layer[ev->layer]);
     uint64_t now = gmt_now_ns();
     gmt_record_t r;
     if (gmt_table_remove(table, ev->space, ev->addr, &r) != 0) {
@@ -321,6 +332,7 @@ void gmt_track_free(const gmt_event_t *ev)
 
 void gmt_track_failure(const gmt_event_t *ev)
 {
+    if (!event_valid(ev)) return;
     if (ev->layer != GMT_LAYER_RUNTIME && gmt_tls.outer_api) {
         gmt_tls.inner_events++;
         count(&counts.nested_merged);
@@ -334,7 +346,7 @@ void gmt_track_failure(const gmt_event_t *ev)
         gmt_tls.outer_api && ev->layer != GMT_LAYER_RUNTIME ? (uint8_t)gmt_tls.outer_api : ev->api;
     count(&counts.events);
     count(&counts.failures);
-    count(&counts.per_layer[ev->layer < GMT_LAYER_COUNT ? ev->layer : 0]);
+    count(&counts.per_layer[ev->layer]);
     gmt_stats_on_failure(ev->device, (gmt_api_t)api);
     gmt_failure_t f = {
         .time_ns = gmt_now_ns(),
@@ -398,6 +410,7 @@ void gmt_track_counts(gmt_counts_t *out)
     out->dropped_no_core = __atomic_load_n(&counts.dropped_no_core, RLX);
     out->dropped_stacks = __atomic_load_n(&counts.dropped_stacks, RLX);
     out->dropped_failures = __atomic_load_n(&counts.dropped_failures, RLX);
+    out->dropped_invalid = __atomic_load_n(&counts.dropped_invalid, RLX);
     for (int i = 0; i < GMT_LAYER_COUNT; i++)
         out->per_layer[i] = __atomic_load_n(&counts.per_layer[i], RLX);
 }

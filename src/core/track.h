@@ -60,6 +60,7 @@ typedef struct gmt_counts_s {
     uint64_t dropped_no_core;  /* events before init or after init failed */
     uint64_t dropped_stacks;   /* allocations whose stack did not fit the store */
     uint64_t dropped_failures; /* failure records past the error ring */
+    uint64_t dropped_invalid;  /* events with an out-of-range kind, API or layer */
     uint64_t per_layer[GMT_LAYER_COUNT];
 } gmt_counts_t;
 

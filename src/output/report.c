@@ -365,6 +365,7 @@ static void write_capture(ctx_t *c, const gmt_counts_t *k)
     jw_uint(w, "stacks", k->dropped_stacks);
     jw_uint(w, "before_init", k->dropped_no_core);
     jw_uint(w, "failure_records", k->dropped_failures);
+    jw_uint(w, "invalid_events", k->dropped_invalid);
     jw_object_end(w);
     int nw = gmt_track_warnings(warns, GMT_MAX_WARNINGS);
     jw_array_begin(w, "warnings");

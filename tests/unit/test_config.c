@@ -1,0 +1,471 @@
+/* test_config.c - GPUMEMTRACE_* variables (core/config.h), read through a fake getenv. */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/config.h"
+#include "core/log.h"
+
+/* ---- a fake environment -----------------------------------------------------------------------
+ */
+
+#define MAX_FAKE 32
+static struct {
+    const char *name;
+    const char *value;
+} fake[MAX_FAKE];
+static int nfake;
+
+static void env_clear(void)
+{
+    nfake = 0;
+}
+
+static void env_set(const char *name, const char *value)
+{
+    assert_true(nfake < MAX_FAKE);
+    fake[nfake].name = name;
+    fake[nfake].value = value;
+    nfake++;
+}
+
+static const char *fake_getenv(const char *name)
+{
+    for (int i = nfake - 1; i >= 0; i--)
+        if (strcmp(fake[i].name, name) == 0) return fake[i].value;
+    return NULL;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    env_clear();
+    return 0;
+}
+
+/* The printable value of variable `name` in cfg (via gmt_config_item). */
+static const char *item(const gmt_config_t *cfg, const char *name)
+{
+    static char value[GMT_PATH_MAX + 64];
+    const char *n;
+    for (size_t i = 0; gmt_config_item(cfg, i, &n, value, sizeof value); i++)
+        if (strcmp(n, name) == 0) return value;
+    fail_msg("%s is not a configuration item", name);
+    return NULL;
+}
+
+/* Load with exactly one variable set; returns the bad count. */
+static int load_one(gmt_config_t *cfg, const char *name, const char *value)
+{
+    env_clear();
+    env_set(name, value);
+    return gmt_config_load(cfg, fake_getenv);
+}
+
+/* ---- defaults
+ * ------------------------------------------------------------------------------------ */
+
+static const struct {
+    const char *name, *value;
+} defaults[] = {
+    {"GPUMEMTRACE_OUTPUT", "gpumemtrace-%p.json"},
+    {"GPUMEMTRACE_STACK_DEPTH", "32"},
+    {"GPUMEMTRACE_PYTHON", "1"},
+    {"GPUMEMTRACE_BACKEND", "auto"},
+    {"GPUMEMTRACE_SNAPSHOT_SIGNAL", "SIGUSR1"},
+    {"GPUMEMTRACE_OOM_REPORT", "1"},
+    {"GPUMEMTRACE_MIN_BYTES", "0"},
+    {"GPUMEMTRACE_TOP", "50"},
+    {"GPUMEMTRACE_LOG", "info"},
+    {"GPUMEMTRACE_STATE", ""},
+    {"GPUMEMTRACE_SUPPRESSIONS", ""},
+    {"GPUMEMTRACE_MAX_LIVE", "524288"},
+    {"GPUMEMTRACE_MAX_STACKS", "65536"},
+    {"GPUMEMTRACE_FOLLOW_FORK", "1"},
+    {"GPUMEMTRACE_FOLLOW_EXEC", "1"},
+    {"GPUMEMTRACE_TIMELINE_POINTS", "512"},
+};
+#define NDEFAULTS (sizeof defaults / sizeof defaults[0])
+
+static void test_defaults(void **state)
+{
+    (void)state;
+    gmt_config_t cfg;
+    memset(&cfg, 0xa5, sizeof cfg);
+    gmt_config_defaults(&cfg);
+    for (size_t i = 0; i < NDEFAULTS; i++)
+        assert_string_equal(item(&cfg, defaults[i].name), defaults[i].value);
+
+    assert_string_equal(cfg.output, "gpumemtrace-%p.json");
+    assert_int_equal(cfg.stack_depth, 32);
+    assert_true(cfg.python);
+    assert_int_equal(cfg.backend, GMT_BACKEND_AUTO);
+    assert_int_equal(cfg.snapshot_signal, SIGUSR1);
+    assert_true(cfg.oom_report);
+    assert_int_equal(cfg.min_bytes, 0);
+    assert_int_equal(cfg.top, 50);
+    assert_int_equal(cfg.log_level, GMT_LOG_INFO);
+    assert_string_equal(cfg.state, "");
+    assert_string_equal(cfg.suppressions, "");
+    assert_int_equal(cfg.max_live, 524288);
+    assert_int_equal(cfg.max_stacks, 65536);
+    assert_true(cfg.follow_fork);
+    assert_true(cfg.follow_exec);
+    assert_int_equal(cfg.timeline_points, 512);
+
+    /* the items are exactly these variables, in a stable order, and nothing else */
+    const char *n;
+    char value[GMT_PATH_MAX];
+    size_t count = 0;
+    while (gmt_config_item(&cfg, count, &n, value, sizeof value)) {
+        assert_true(count < NDEFAULTS);
+        assert_string_equal(n, defaults[count].name);
+        count++;
+    }
+    assert_int_equal(count, NDEFAULTS);
+
+    /* an empty environment gives the defaults and no complaint */
+    gmt_config_t loaded;
+    env_clear();
+    assert_int_equal(gmt_config_load(&loaded, fake_getenv), 0);
+    assert_memory_equal(&loaded, &cfg, sizeof cfg);
+}
+
+/* ---- one good and one bad value for every variable
+ * --------------------------------------------------- */
+
+static char long_path[GMT_PATH_MAX + 16];
+
+static void test_every_variable_good_and_bad(void **state)
+{
+    (void)state;
+    memset(long_path, 'x', sizeof long_path - 1);
+    long_path[sizeof long_path - 1] = '\0';
+    static const struct {
+        const char *name, *good, *shown, *bad;
+    } cases[] = {
+        {"GPUMEMTRACE_OUTPUT", "/tmp/r-%p.json", "/tmp/r-%p.json", long_path},
+        {"GPUMEMTRACE_STACK_DEPTH", "8", "8", "deep"},
+        {"GPUMEMTRACE_PYTHON", "0", "0", "maybe"},
+        {"GPUMEMTRACE_BACKEND", "cupti", "cupti", "magic"},
+        {"GPUMEMTRACE_SNAPSHOT_SIGNAL", "SIGUSR2", "SIGUSR2", "SIGKILLME"},
+        {"GPUMEMTRACE_OOM_REPORT", "off", "0", "2"},
+        {"GPUMEMTRACE_MIN_BYTES", "1M", "1048576", "12Q"},
+        {"GPUMEMTRACE_TOP", "7", "7", "0"},
+        {"GPUMEMTRACE_LOG", "debug", "debug", "loud"},
+        {"GPUMEMTRACE_STATE", "/dev/shm/gmt-state", "/dev/shm/gmt-state", long_path},
+        {"GPUMEMTRACE_SUPPRESSIONS", "/etc/gmt.supp", "/etc/gmt.supp", long_path},
+        {"GPUMEMTRACE_MAX_LIVE", "2M", "2097152", "512"},
+        {"GPUMEMTRACE_MAX_STACKS", "4096", "4096", "100"},
+        {"GPUMEMTRACE_FOLLOW_FORK", "no", "0", "nope"},
+        {"GPUMEMTRACE_FOLLOW_EXEC", "FALSE", "0", ""},
+        {"GPUMEMTRACE_TIMELINE_POINTS", "16", "16", "15"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gmt_config_t def, cfg;
+        gmt_config_defaults(&def);
+        const char *good = cases[i].good, *shown = cases[i].shown;
+
+        assert_int_equal(load_one(&cfg, cases[i].name, good), 0);
+        if (strcmp(item(&cfg, cases[i].name), shown) != 0)
+            fail_msg("%s=%s shows as '%s', expected '%s'", cases[i].name, good,
+                     item(&cfg, cases[i].name), shown);
+        /* nothing else moved */
+        for (size_t d = 0; d < NDEFAULTS; d++)
+            if (strcmp(defaults[d].name, cases[i].name) != 0)
+                assert_string_equal(item(&cfg, defaults[d].name), defaults[d].value);
+
+        assert_int_equal(load_one(&cfg, cases[i].name, cases[i].bad), 1);
+        if (strcmp(item(&cfg, cases[i].name), item(&def, cases[i].name)) != 0)
+            fail_msg("%s='%.20s' (bad) left '%s', expected the default", cases[i].name,
+                     cases[i].bad, item(&cfg, cases[i].name));
+        assert_memory_equal(&cfg, &def, sizeof cfg);
+    }
+}
+
+static void test_bad_values_are_counted(void **state)
+{
+    (void)state;
+    gmt_config_t cfg;
+    env_clear();
+    env_set("GPUMEMTRACE_STACK_DEPTH", "129");
+    env_set("GPUMEMTRACE_TOP", "-3");
+    env_set("GPUMEMTRACE_MIN_BYTES", "-1");
+    env_set("GPUMEMTRACE_PYTHON", "0");      /* good */
+    env_set("GPUMEMTRACE_BACKEND", "hooks"); /* good */
+    assert_int_equal(gmt_config_load(&cfg, fake_getenv), 3);
+    assert_int_equal(cfg.stack_depth, 32);
+    assert_int_equal(cfg.top, 50);
+    assert_int_equal(cfg.min_bytes, 0);
+    assert_false(cfg.python);
+    assert_int_equal(cfg.backend, GMT_BACKEND_HOOKS);
+}
+
+/* ---- value syntax
+ * ----------------------------------------------------------------------------------------- */
+
+static void test_booleans(void **state)
+{
+    (void)state;
+    static const char *const yes[] = {"1", "true", "TRUE", "True", "yes", "YES", "on", "On"};
+    static const char *const no[] = {"0", "false", "FALSE", "no", "No", "off", "OFF"};
+    static const char *const bad[] = {"", "2", "y", "n", "tru", "onn", "enable", " 1"};
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
+        bool b = false;
+        assert_int_equal(gmt_parse_bool(yes[i], &b), 0);
+        assert_true(b);
+        gmt_config_t cfg;
+        assert_int_equal(load_one(&cfg, "GPUMEMTRACE_FOLLOW_FORK", yes[i]), 0);
+        assert_true(cfg.follow_fork);
+    }
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++) {
+        bool b = true;
+        assert_int_equal(gmt_parse_bool(no[i], &b), 0);
+        assert_false(b);
+        gmt_config_t cfg;
+        assert_int_equal(load_one(&cfg, "GPUMEMTRACE_PYTHON", no[i]), 0);
+        assert_false(cfg.python);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        bool b = true;
+        assert_int_equal(gmt_parse_bool(bad[i], &b), -EINVAL);
+        assert_true(b); /* untouched */
+    }
+}
+
+static void test_sizes(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *s;
+        uint64_t v;
+    } good[] = {
+        {"0", 0},
+        {"4096", 4096},
+        {"4K", 4096},
+        {"4k", 4096},
+        {"4KiB", 4096},
+        {"4KB", 4096},
+        {"2M", 2ull << 20},
+        {"2MiB", 2ull << 20},
+        {"1G", 1ull << 30},
+        {"1GiB", 1ull << 30},
+        {"1gib", 1ull << 30},
+        {"3T", 3ull << 40},
+        {"17B", 17},
+        {"18446744073709551615", UINT64_MAX},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        uint64_t v = 12345;
+        if (gmt_parse_size(good[i].s, &v) != 0) fail_msg("'%s' rejected", good[i].s);
+        assert_int_equal(v, good[i].v);
+    }
+    static const char *const bad[] = {
+        "-1",
+        "+1",
+        "12Q",
+        "",
+        "K",
+        "1.5G",
+        "0x10",
+        "4 K",
+        "4KK",
+        "4Ki",
+        "18446744073709551616", /* one past UINT64_MAX */
+        "17179869184G",         /* overflows after the multiply */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        uint64_t v = 12345;
+        if (gmt_parse_size(bad[i], &v) != -EINVAL)
+            fail_msg("'%s' accepted as %llu", bad[i], (unsigned long long)v);
+        assert_int_equal(v, 12345);
+    }
+    uint64_t v = 12345;
+    assert_int_equal(gmt_parse_size(NULL, &v), -EINVAL);
+
+    gmt_config_t cfg;
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_MIN_BYTES", "4KiB"), 0);
+    assert_int_equal(cfg.min_bytes, 4096);
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_MIN_BYTES", "1GiB"), 0);
+    assert_int_equal(cfg.min_bytes, 1ull << 30);
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_MAX_STACKS", "64K"), 0);
+    assert_int_equal(cfg.max_stacks, 65536);
+    /* range: MAX_LIVE 1024 .. 2^30 */
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_MAX_LIVE", "1K"), 0);
+    assert_int_equal(cfg.max_live, 1024);
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_MAX_LIVE", "1023"), 1);
+    assert_int_equal(cfg.max_live, 524288);
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_MAX_LIVE", "1G"), 0);
+    assert_int_equal(cfg.max_live, 1ull << 30);
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_MAX_LIVE", "2G"), 1);
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_MIN_BYTES", "-1"), 1);
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_MIN_BYTES", ""), 1);
+}
+
+/* strtoull skips leading white space and then accepts a sign, so a check on the first
+ * character alone lets " -1" through as 2^64-1. */
+static void test_size_rejects_signed_after_space(void **state)
+{
+    (void)state;
+    uint64_t v = 12345;
+    int rc = gmt_parse_size(" -1", &v);
+    if (rc != -EINVAL) fail_msg("' -1' accepted as %llu", (unsigned long long)v);
+    rc = gmt_parse_size(" +5", &v);
+    if (rc != -EINVAL) fail_msg("' +5' accepted as %llu", (unsigned long long)v);
+}
+
+static void test_signals(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *s;
+        int sig;
+    } good[] = {
+        {"SIGUSR1", SIGUSR1},
+        {"SIGUSR2", SIGUSR2},
+        {"usr2", SIGUSR2},
+        {"Usr1", SIGUSR1},
+        {"sigusr2", SIGUSR2},
+        {"SIGHUP", SIGHUP},
+        {"none", 0},
+        {"NONE", 0},
+        {"off", 0},
+        {"0", 0},
+        {"SIGWINCH", SIGWINCH},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        int sig = -1;
+        if (gmt_parse_signal(good[i].s, &sig) != 0) fail_msg("'%s' rejected", good[i].s);
+        assert_int_equal(sig, good[i].sig);
+    }
+    int rt = SIGRTMIN + 2;
+    char buf[16];
+    snprintf(buf, sizeof buf, "%d", rt);
+    int sig = -1;
+    assert_int_equal(gmt_parse_signal(buf, &sig), 0);
+    assert_int_equal(sig, rt);
+
+    static const char *const bad[] = {"",   "SIG",  "SIGKILL", "KILL",    "9",
+                                      "15", "usr3", "-1",      "SIGUSR1x"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        sig = -1;
+        if (gmt_parse_signal(bad[i], &sig) != -EINVAL) fail_msg("'%s' accepted as %d", bad[i], sig);
+        assert_int_equal(sig, -1);
+    }
+
+    assert_string_equal(gmt_signal_name(0), "none");
+    assert_string_equal(gmt_signal_name(SIGUSR1), "SIGUSR1");
+    assert_string_equal(gmt_signal_name(SIGUSR2), "SIGUSR2");
+
+    gmt_config_t cfg;
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_SNAPSHOT_SIGNAL", "usr2"), 0);
+    assert_int_equal(cfg.snapshot_signal, SIGUSR2);
+    assert_string_equal(item(&cfg, "GPUMEMTRACE_SNAPSHOT_SIGNAL"), "SIGUSR2");
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_SNAPSHOT_SIGNAL", "none"), 0);
+    assert_int_equal(cfg.snapshot_signal, 0);
+    assert_string_equal(item(&cfg, "GPUMEMTRACE_SNAPSHOT_SIGNAL"), "none");
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_SNAPSHOT_SIGNAL", buf), 0);
+    assert_int_equal(cfg.snapshot_signal, rt);
+    assert_string_equal(item(&cfg, "GPUMEMTRACE_SNAPSHOT_SIGNAL"), buf);
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_SNAPSHOT_SIGNAL", "SIGTERM"), 1);
+    assert_int_equal(cfg.snapshot_signal, SIGUSR1);
+}
+
+static void test_int_ranges(void **state)
+{
+    (void)state;
+    gmt_config_t cfg;
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_STACK_DEPTH", "128"), 0);
+    assert_int_equal(cfg.stack_depth, GMT_MAX_STACK_DEPTH);
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_STACK_DEPTH", "129"), 1);
+    assert_int_equal(cfg.stack_depth, 32);
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_STACK_DEPTH", "0"), 0); /* stacks off */
+    assert_int_equal(cfg.stack_depth, 0);
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_STACK_DEPTH", "-1"), 1);
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_STACK_DEPTH", "12abc"), 1);
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_STACK_DEPTH", ""), 1);
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_STACK_DEPTH", "99999999999999999999"), 1);
+    assert_int_equal(cfg.stack_depth, 32);
+
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_TOP", "1"), 0);
+    assert_int_equal(cfg.top, 1);
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_TOP", "100000"), 0);
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_TOP", "100001"), 1);
+    assert_int_equal(cfg.top, 50);
+
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_TIMELINE_POINTS", "65536"), 0);
+    assert_int_equal(cfg.timeline_points, 65536);
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_TIMELINE_POINTS", "65537"), 1);
+    assert_int_equal(cfg.timeline_points, 512);
+
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_MAX_STACKS", "256"), 0);
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_MAX_STACKS", "255"), 1);
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_MAX_STACKS", "16M"), 0);
+    assert_int_equal(cfg.max_stacks, 1ull << 24);
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_MAX_STACKS", "17M"), 1);
+}
+
+static void test_enums_and_strings(void **state)
+{
+    (void)state;
+    gmt_config_t cfg;
+    static const struct {
+        const char *s;
+        int v;
+    } backends[] = {{"auto", GMT_BACKEND_AUTO},
+                    {"CUPTI", GMT_BACKEND_CUPTI},
+                    {"hooks", GMT_BACKEND_HOOKS},
+                    {"Hooks", GMT_BACKEND_HOOKS}};
+    for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {
+        assert_int_equal(load_one(&cfg, "GPUMEMTRACE_BACKEND", backends[i].s), 0);
+        assert_int_equal(cfg.backend, backends[i].v);
+    }
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_BACKEND", ""), 1);
+    assert_int_equal(cfg.backend, GMT_BACKEND_AUTO);
+
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_LOG", "quiet"), 0);
+    assert_int_equal(cfg.log_level, GMT_LOG_QUIET);
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_LOG", "DEBUG"), 0);
+    assert_int_equal(cfg.log_level, GMT_LOG_DEBUG);
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_LOG", "2"), 1);
+    assert_int_equal(cfg.log_level, GMT_LOG_INFO);
+
+    /* the longest path that fits, and one byte too long */
+    char path[GMT_PATH_MAX + 1];
+    memset(path, 'p', sizeof path);
+    path[GMT_PATH_MAX - 1] = '\0';
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_OUTPUT", path), 0);
+    assert_string_equal(cfg.output, path);
+    path[GMT_PATH_MAX - 1] = 'p';
+    path[GMT_PATH_MAX] = '\0';
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_OUTPUT", path), 1);
+    assert_string_equal(cfg.output, "gpumemtrace-%p.json");
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_STATE", "/dev/shm/x"), 0);
+    assert_string_equal(cfg.state, "/dev/shm/x");
+}
+
+int main(void)
+{
+    /* bad values print one line each; keep the test output readable */
+    gmt_log_set_level(GMT_LOG_QUIET);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_defaults, setup),
+        cmocka_unit_test_setup(test_every_variable_good_and_bad, setup),
+        cmocka_unit_test_setup(test_bad_values_are_counted, setup),
+        cmocka_unit_test_setup(test_booleans, setup),
+        cmocka_unit_test_setup(test_sizes, setup),
+        cmocka_unit_test_setup(test_size_rejects_signed_after_space, setup),
+        cmocka_unit_test_setup(test_signals, setup),
+        cmocka_unit_test_setup(test_int_ranges, setup),
+        cmocka_unit_test_setup(test_enums_and_strings, setup),
+    };
+    return cmocka_run_group_tests_name("unit.config", tests, NULL, NULL);
+}

@@ -1,0 +1,396 @@
+/* test_stacks.c - stack capture and the insert-only stack store (core/stacks.h). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "core/stacks.h"
+
+#define VISIBLE __attribute__((noinline, visibility("default")))
+
+static gmt_stacks_t *store_new(uint32_t max_entries, uint64_t max_frames)
+{
+    gmt_stacks_t *st = calloc(1, gmt_stacks_bytes(max_entries, max_frames));
+    assert_non_null(st);
+    assert_int_equal(gmt_stacks_init(st, max_entries, max_frames), 0);
+    return st;
+}
+
+static uint64_t dropped(gmt_stacks_t *st)
+{
+    return __atomic_load_n(&st->dropped, __ATOMIC_RELAXED);
+}
+
+static void test_init_rejects_bad_sizes(void **state)
+{
+    (void)state;
+    gmt_stacks_t *st = calloc(1, gmt_stacks_bytes(16, 64));
+    assert_int_equal(gmt_stacks_init(st, 1, 64), -EINVAL);
+    assert_int_equal(gmt_stacks_init(st, 16, 0), -EINVAL);
+    assert_int_equal(gmt_stacks_init(st, 16, 64), 0);
+    assert_int_equal(gmt_stacks_count(st), 0);
+    uint32_t depth;
+    assert_null(gmt_stacks_frames(st, 0, &depth));
+    assert_null(gmt_stacks_frames(st, 1, &depth)); /* not handed out yet */
+    assert_null(gmt_stacks_frames(st, 16, &depth));
+    free(st);
+}
+
+static void test_tag_round_trip(void **state)
+{
+    (void)state;
+    const int32_t devices[] = {-2, -1, 0, 1, 7, 63};
+    for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++) {
+        uint32_t tag = gmt_stacks_tag(devices[i], 5, 33);
+        assert_int_equal(gmt_stacks_tag_device(tag), devices[i]);
+        assert_int_equal(gmt_stacks_tag_kind(tag), 5);
+        assert_int_equal(gmt_stacks_tag_api(tag), 33);
+    }
+    assert_int_not_equal(gmt_stacks_tag(0, 0, 1), gmt_stacks_tag(1, 0, 1));
+    assert_int_not_equal(gmt_stacks_tag(0, 0, 1), gmt_stacks_tag(0, 1, 1));
+    assert_int_not_equal(gmt_stacks_tag(0, 0, 1), gmt_stacks_tag(0, 0, 2));
+}
+
+static void test_dedup_and_distinct(void **state)
+{
+    (void)state;
+    gmt_stacks_t *st = store_new(64, 1024);
+    const uint64_t a[] = {0x401000, 0x402000, 0x403000};
+    const uint64_t b[] = {0x401000, 0x402000, 0x403004}; /* last frame differs */
+    const uint64_t c[] = {0x401000, 0x402000};           /* prefix of a */
+    uint32_t tag = gmt_stacks_tag(0, 0, 1);
+
+    uint32_t ia = gmt_stacks_intern(st, a, 3, tag);
+    assert_int_not_equal(ia, 0);
+    assert_int_equal(gmt_stacks_intern(st, a, 3, tag), ia);
+    uint64_t a_copy[3];
+    memcpy(a_copy, a, sizeof a); /* same contents, other buffer */
+    assert_int_equal(gmt_stacks_intern(st, a_copy, 3, tag), ia);
+
+    uint32_t ib = gmt_stacks_intern(st, b, 3, tag);
+    uint32_t ic = gmt_stacks_intern(st, c, 2, tag);
+    uint32_t ia2 = gmt_stacks_intern(st, a, 3, gmt_stacks_tag(1, 0, 1)); /* other device */
+    uint32_t ia3 = gmt_stacks_intern(st, a, 3, gmt_stacks_tag(0, 2, 1)); /* other kind */
+    uint32_t ia4 = gmt_stacks_intern(st, a, 3, gmt_stacks_tag(0, 0, 9)); /* other api */
+    uint32_t ids[] = {ia, ib, ic, ia2, ia3, ia4};
+    for (int i = 0; i < 6; i++) {
+        assert_int_not_equal(ids[i], 0);
+        assert_true(ids[i] <= gmt_stacks_count(st));
+        for (int j = 0; j < i; j++)
+            assert_int_not_equal(ids[i], ids[j]);
+    }
+    assert_int_equal(gmt_stacks_count(st), 6);
+    assert_int_equal(gmt_stacks_intern(st, b, 3, tag), ib);
+    assert_int_equal(gmt_stacks_intern(st, c, 2, tag), ic);
+    assert_int_equal(gmt_stacks_count(st), 6);
+    assert_int_equal(dropped(st), 0);
+
+    gmt_stack_entry_t *e = gmt_stacks_entry(st, ia2);
+    assert_non_null(e);
+    assert_int_equal(e->tag, gmt_stacks_tag(1, 0, 1));
+    assert_int_equal(e->depth, 3);
+    assert_null(gmt_stacks_entry(st, 64));
+    free(st);
+}
+
+static void test_depth_zero_per_tag(void **state)
+{
+    (void)state;
+    gmt_stacks_t *st = store_new(64, 64);
+    uint32_t t1 = gmt_stacks_tag(0, 0, 1), t2 = gmt_stacks_tag(0, 1, 1);
+    uint32_t i1 = gmt_stacks_intern(st, NULL, 0, t1);
+    uint32_t i2 = gmt_stacks_intern(st, NULL, 0, t2);
+    assert_int_not_equal(i1, 0);
+    assert_int_not_equal(i2, 0);
+    assert_int_not_equal(i1, i2);
+    assert_int_equal(gmt_stacks_intern(st, NULL, 0, t1), i1);
+    assert_int_equal(gmt_stacks_intern(st, NULL, 0, t2), i2);
+    uint32_t depth = 99;
+    assert_non_null(gmt_stacks_frames(st, i1, &depth));
+    assert_int_equal(depth, 0);
+    /* a depth-0 stack and a real one with the same tag are different ids */
+    const uint64_t f[] = {0x1234};
+    uint32_t i3 = gmt_stacks_intern(st, f, 1, t1);
+    assert_int_not_equal(i3, 0);
+    assert_int_not_equal(i3, i1);
+    free(st);
+}
+
+static void test_frames_round_trip(void **state)
+{
+    (void)state;
+    gmt_stacks_t *st = store_new(128, 4096);
+    uint64_t frames[40][GMT_STACKS_CAPTURE_MAX];
+    uint32_t ids[40];
+    for (int s = 0; s < 40; s++) {
+        uint32_t depth = (uint32_t)(1 + s * 3 % 64);
+        for (uint32_t i = 0; i < depth; i++)
+            frames[s][i] = 0x400000u + (uint64_t)s * 4096 + i;
+        ids[s] = gmt_stacks_intern(st, frames[s], depth, gmt_stacks_tag(s % 3, 0, 1));
+        assert_int_not_equal(ids[s], 0);
+    }
+    for (int s = 0; s < 40; s++) {
+        uint32_t depth = 0;
+        const uint64_t *f = gmt_stacks_frames(st, ids[s], &depth);
+        assert_non_null(f);
+        assert_int_equal(depth, 1 + s * 3 % 64);
+        assert_memory_equal(f, frames[s], depth * sizeof *f);
+        assert_int_equal(gmt_stacks_entry(st, ids[s])->tag, gmt_stacks_tag(s % 3, 0, 1));
+    }
+    free(st);
+}
+
+static void test_store_full(void **state)
+{
+    (void)state;
+    /* entries full: ids 1 .. max_entries-1 */
+    gmt_stacks_t *st = store_new(4, 1024);
+    uint64_t f[1];
+    for (uint64_t i = 1; i <= 3; i++) {
+        f[0] = i;
+        assert_int_equal(gmt_stacks_intern(st, f, 1, 0), (uint32_t)i);
+    }
+    f[0] = 4;
+    assert_int_equal(gmt_stacks_intern(st, f, 1, 0), 0);
+    assert_int_equal(dropped(st), 1);
+    f[0] = 5;
+    assert_int_equal(gmt_stacks_intern(st, f, 1, 0), 0);
+    assert_int_equal(dropped(st), 2);
+    assert_int_equal(gmt_stacks_count(st), 3);
+    f[0] = 2; /* known ones are still found */
+    assert_int_equal(gmt_stacks_intern(st, f, 1, 0), 2);
+    assert_int_equal(dropped(st), 2);
+    free(st);
+
+    /* frame arena full */
+    st = store_new(64, 8);
+    uint64_t big[6] = {1, 2, 3, 4, 5, 6};
+    uint32_t id = gmt_stacks_intern(st, big, 6, 0);
+    assert_int_not_equal(id, 0);
+    big[0] = 100;
+    assert_int_equal(gmt_stacks_intern(st, big, 6, 0), 0); /* 12 frames > 8 */
+    assert_int_equal(dropped(st), 1);
+    big[0] = 1;
+    assert_int_equal(gmt_stacks_intern(st, big, 6, 0), id);
+    uint32_t depth;
+    const uint64_t *fr = gmt_stacks_frames(st, id, &depth);
+    assert_non_null(fr);
+    assert_int_equal(depth, 6);
+    assert_int_equal(fr[5], 6);
+    free(st);
+}
+
+/* ---- concurrent interning -------------------------------------------------------------------- */
+
+#define NTHREADS 8
+#define NSTACKS  600
+#define ROUNDS   20
+
+typedef struct interner_s {
+    gmt_stacks_t *st;
+    int id;
+    uint32_t ids[NSTACKS];
+    int errors;
+} interner_t;
+
+static uint32_t stack_depth_of(int s)
+{
+    return s < 8 ? 0 : (uint32_t)(1 + s % 16); /* a few depth-0 stacks, distinct by tag */
+}
+
+static uint32_t stack_tag_of(int s)
+{
+    return gmt_stacks_tag(s % 4, (uint8_t)(s / 4 % 7), (uint8_t)(1 + s / 300));
+}
+
+static void stack_frames_of(int s, uint64_t *f)
+{
+    for (uint32_t i = 0; i < stack_depth_of(s); i++)
+        f[i] = 0x10000u * (uint64_t)(s / 4 + 1) + i * 16; /* s and s+1.. share frames */
+}
+
+static void *interner_main(void *arg)
+{
+    interner_t *w = arg;
+    uint64_t f[32];
+    for (int r = 0; r < ROUNDS; r++) {
+        for (int k = 0; k < NSTACKS; k++) {
+            /* each thread walks the set in its own order */
+            int s = (k * 7 + w->id * 131 + r * 17) % NSTACKS;
+            stack_frames_of(s, f);
+            uint32_t id = gmt_stacks_intern(w->st, f, stack_depth_of(s), stack_tag_of(s));
+            if (id == 0 || (w->ids[s] && w->ids[s] != id)) w->errors++;
+            w->ids[s] = id;
+        }
+    }
+    return NULL;
+}
+
+static void test_concurrent_intern(void **state)
+{
+    (void)state;
+    gmt_stacks_t *st = store_new(4096, 65536);
+    static interner_t w[NTHREADS];
+    pthread_t th[NTHREADS];
+    for (int i = 0; i < NTHREADS; i++) {
+        memset(&w[i], 0, sizeof w[i]);
+        w[i].st = st;
+        w[i].id = i;
+        assert_int_equal(pthread_create(&th[i], NULL, interner_main, &w[i]), 0);
+    }
+    for (int i = 0; i < NTHREADS; i++)
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+
+    uint32_t count = gmt_stacks_count(st);
+    uint32_t wasted = __atomic_load_n(&st->wasted, __ATOMIC_RELAXED);
+    assert_int_equal(dropped(st), 0);
+    assert_int_equal(count, NSTACKS + wasted); /* every id is a stack or a lost race */
+    static uint8_t used[4096];
+    memset(used, 0, sizeof used);
+    for (int s = 0; s < NSTACKS; s++) {
+        uint32_t id = w[0].ids[s];
+        for (int i = 0; i < NTHREADS; i++) {
+            assert_int_equal(w[i].errors, 0);
+            assert_int_equal(w[i].ids[s], id); /* same frames -> same id in every thread */
+        }
+        assert_true(id >= 1 && id <= count);
+        assert_int_equal(used[id], 0); /* distinct stacks -> distinct ids */
+        used[id] = 1;
+        uint64_t f[32];
+        stack_frames_of(s, f);
+        uint32_t depth;
+        const uint64_t *got = gmt_stacks_frames(st, id, &depth);
+        assert_non_null(got);
+        assert_int_equal(depth, stack_depth_of(s));
+        if (depth) assert_memory_equal(got, f, depth * sizeof *f);
+        assert_int_equal(gmt_stacks_entry(st, id)->tag, stack_tag_of(s));
+    }
+    free(st);
+}
+
+/* ---- capture -----------------------------------------------------------------------------------
+ */
+
+static int frame_in(uint64_t pc, void *fn, const char *name)
+{
+    Dl_info info;
+    if (!dladdr((void *)(uintptr_t)pc, &info) || !info.dli_sname) return 0;
+    return info.dli_saddr == fn && strcmp(info.dli_sname, name) == 0;
+}
+
+VISIBLE uint32_t capture_here(uint64_t *frames, uint32_t max, uint32_t skip)
+{
+    uint32_t n = gmt_stacks_capture(frames, max, skip);
+    __asm__ __volatile__("" ::: "memory"); /* keep the call from being a tail call */
+    return n;
+}
+
+VISIBLE uint32_t capture_outer(uint64_t *frames, uint32_t max, uint32_t skip)
+{
+    uint32_t n = capture_here(frames, max, skip);
+    __asm__ __volatile__("" ::: "memory");
+    return n;
+}
+
+static void test_capture_finds_caller(void **state)
+{
+    (void)state;
+    uint64_t frames[GMT_STACKS_CAPTURE_MAX];
+    uint32_t n = capture_outer(frames, 32, 0);
+    assert_true(n > 2);
+    assert_true(frame_in(frames[0], (void *)capture_here, "capture_here"));
+    assert_true(frame_in(frames[1], (void *)capture_outer, "capture_outer"));
+    /* this test function is static (no dynamic symbol): check it appears by address range
+     * instead, i.e. some frame lies between it and the next function in the file */
+    int found = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (frames[i] > (uint64_t)(uintptr_t)test_capture_finds_caller &&
+            frames[i] < (uint64_t)(uintptr_t)test_capture_finds_caller + 4096)
+            found = 1;
+    assert_true(found);
+
+    /* skip drops the innermost frames */
+    uint64_t skipped[GMT_STACKS_CAPTURE_MAX];
+    uint32_t m = capture_outer(skipped, 32, 1);
+    assert_true(m > 1);
+    assert_true(frame_in(skipped[0], (void *)capture_outer, "capture_outer"));
+
+    /* max is honoured */
+    uint64_t few[4] = {0, 0, 0, 0};
+    assert_int_equal(capture_outer(few, 2, 0), 2);
+    assert_int_equal(few[2], 0);
+    assert_true(frame_in(few[0], (void *)capture_here, "capture_here"));
+    assert_int_equal(capture_outer(few, 0, 0), 0);
+
+    /* two captures from the same place intern to the same id (a volatile counter keeps the
+     * loop from being unrolled into two call sites) */
+    gmt_stacks_t *st = store_new(64, 4096);
+    uint32_t ids[2];
+    for (volatile int i = 0; i < 2; i++) {
+        uint64_t f[GMT_STACKS_CAPTURE_MAX];
+        uint32_t nf = capture_outer(f, 16, 0);
+        ids[i] = gmt_stacks_intern(st, f, nf, 0);
+    }
+    assert_int_not_equal(ids[0], 0);
+    assert_int_equal(ids[0], ids[1]);
+    free(st);
+}
+
+static void *capture_thread(void *arg)
+{
+    uint64_t frames[16];
+    *(uint32_t *)arg = capture_outer(frames, 16, 0);
+    return NULL;
+}
+
+/* A thread that captured a stack must be able to exit. Run in a child process so that a crash
+ * at thread exit (libunwind's per-thread trace cache destructor under TSan) fails this test
+ * instead of killing the whole program. */
+static void test_capture_in_exiting_thread(void **state)
+{
+    (void)state;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        uint32_t n = 0;
+        pthread_t th;
+        if (pthread_create(&th, NULL, capture_thread, &n) != 0) _exit(2);
+        if (pthread_join(th, NULL) != 0) _exit(3);
+        _exit(n > 0 ? 0 : 4);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (WIFSIGNALED(status))
+        fail_msg("a thread that called gmt_stacks_capture died with signal %d at exit",
+                 WTERMSIG(status));
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+int main(void)
+{
+    /* clang-format off */
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_init_rejects_bad_sizes),
+        cmocka_unit_test(test_tag_round_trip),
+        cmocka_unit_test(test_dedup_and_distinct),
+        cmocka_unit_test(test_depth_zero_per_tag),
+        cmocka_unit_test(test_frames_round_trip),
+        cmocka_unit_test(test_store_full),
+        cmocka_unit_test(test_concurrent_intern),
+        cmocka_unit_test(test_capture_finds_caller),
+        cmocka_unit_test(test_capture_in_exiting_thread),
+    };
+    /* clang-format on */
+    return cmocka_run_group_tests_name("unit.stacks", tests, NULL, NULL);
+}

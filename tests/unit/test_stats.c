@@ -1,0 +1,485 @@
+/* test_stats.c - per-device bytes, peaks, counts and the timeline (core/stats.h), driven
+ * through the core (gmt_core_init + synthetic events) and, where a test needs to choose the
+ * time of an event, through the stats API directly. Stats are reset before every test. */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "core/config.h"
+#include "core/stats.h"
+#include "core/track.h"
+
+#define TL_POINTS 16
+#define MS        1000000ull
+
+static int group_setup(void **state)
+{
+    (void)state;
+    gmt_config_t cfg;
+    gmt_config_defaults(&cfg);
+    cfg.max_live = 4096;
+    cfg.max_stacks = 1024;
+    cfg.stack_depth = 4;
+    cfg.timeline_points = TL_POINTS;
+    return gmt_core_init(&cfg);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    gmt_stats_reset();
+    return 0;
+}
+
+static gmt_event_t ev(uint64_t addr, uint64_t size, int32_t device, gmt_kind_t kind)
+{
+    static const uint8_t space_of[GMT_KIND_COUNT] = {
+        [GMT_KIND_VMM_PHYSICAL] = GMT_SPACE_HANDLE,
+        [GMT_KIND_VMM_RESERVE] = GMT_SPACE_RESERVE,
+        [GMT_KIND_VMM_MAP] = GMT_SPACE_MAP,
+    };
+    static const uint8_t api_of[GMT_KIND_COUNT] = {
+        [GMT_KIND_DEVICE] = GMT_API_cudaMalloc,
+        [GMT_KIND_POOL] = GMT_API_cudaMallocAsync,
+        [GMT_KIND_MANAGED] = GMT_API_cudaMallocManaged,
+        [GMT_KIND_HOST_PINNED] = GMT_API_cudaMallocHost,
+        [GMT_KIND_VMM_PHYSICAL] = GMT_API_cuMemCreate,
+        [GMT_KIND_VMM_RESERVE] = GMT_API_cuMemAddressReserve,
+        [GMT_KIND_VMM_MAP] = GMT_API_cuMemMap,
+    };
+    gmt_event_t e = {
+        .addr = addr,
+        .size = size,
+        .device = device,
+        .kind = (uint8_t)kind,
+        .space = space_of[kind],
+        .api = api_of[kind],
+        .layer = GMT_LAYER_RUNTIME,
+    };
+    return e;
+}
+
+static void alloc(uint64_t addr, uint64_t size, int32_t device, gmt_kind_t kind)
+{
+    gmt_event_t e = ev(addr, size, device, kind);
+    gmt_track_alloc(&e);
+}
+
+static void release(uint64_t addr, uint64_t size, int32_t device, gmt_kind_t kind)
+{
+    gmt_event_t e = ev(addr, size, device, kind);
+    gmt_track_free(&e);
+}
+
+static gmt_dev_totals_t dev(int32_t device)
+{
+    gmt_dev_totals_t t;
+    gmt_stats_device(gmt_stats_slot(device), &t);
+    return t;
+}
+
+/* ---- slots ---------------------------------------------------------------------------------- */
+
+static void test_slots(void **state)
+{
+    (void)state;
+    assert_int_equal(gmt_stats_slot(GMT_DEVICE_HOST), 0);
+    assert_int_equal(gmt_stats_slot(0), 1);
+    assert_int_equal(gmt_stats_slot(GMT_MAX_DEVICES - 1), GMT_MAX_DEVICES);
+    assert_int_equal(gmt_stats_slot(GMT_MAX_DEVICES), GMT_STAT_SLOTS - 1);
+    assert_int_equal(gmt_stats_slot(GMT_DEVICE_UNKNOWN), GMT_STAT_SLOTS - 1);
+    assert_int_equal(gmt_stats_slot(-7), GMT_STAT_SLOTS - 1);
+    for (int s = 0; s < GMT_STAT_SLOTS - 1; s++)
+        assert_int_equal(gmt_stats_slot(gmt_stats_device_of_slot(s)), s);
+    assert_int_equal(gmt_stats_device_of_slot(0), GMT_DEVICE_HOST);
+    assert_int_equal(gmt_stats_device_of_slot(GMT_STAT_SLOTS - 1), GMT_DEVICE_UNKNOWN);
+    assert_true(gmt_kind_in_use(GMT_KIND_DEVICE));
+    assert_true(gmt_kind_in_use(GMT_KIND_POOL));
+    assert_true(gmt_kind_in_use(GMT_KIND_VMM_PHYSICAL));
+    assert_false(gmt_kind_in_use(GMT_KIND_MANAGED));
+    assert_false(gmt_kind_in_use(GMT_KIND_HOST_PINNED));
+    assert_false(gmt_kind_in_use(GMT_KIND_VMM_RESERVE));
+    assert_false(gmt_kind_in_use(GMT_KIND_VMM_MAP));
+}
+
+/* ---- accounting through the core ---------------------------------------------------------------
+ */
+
+static void test_alloc_free_per_device_and_kind(void **state)
+{
+    (void)state;
+    alloc(0x100000, 1000, 0, GMT_KIND_DEVICE);
+    alloc(0x200000, 2000, 0, GMT_KIND_DEVICE);
+    alloc(0x300000, 300, 1, GMT_KIND_POOL);
+    alloc(0x400000, 40, 1, GMT_KIND_DEVICE);
+
+    gmt_dev_totals_t d0 = dev(0), d1 = dev(1), d2 = dev(2);
+    assert_true(d0.seen);
+    assert_true(d1.seen);
+    assert_false(d2.seen);
+    assert_int_equal(d0.current[GMT_KIND_DEVICE], 3000);
+    assert_int_equal(d0.allocs[GMT_KIND_DEVICE], 2);
+    assert_int_equal(d0.alloc_bytes[GMT_KIND_DEVICE], 3000);
+    assert_int_equal(d0.current[GMT_KIND_POOL], 0);
+    assert_int_equal(d0.in_use, 3000);
+    assert_int_equal(d1.current[GMT_KIND_POOL], 300);
+    assert_int_equal(d1.current[GMT_KIND_DEVICE], 40);
+    assert_int_equal(d1.allocs[GMT_KIND_POOL], 1);
+    assert_int_equal(d1.in_use, 340);
+
+    release(0x100000, 0, 0, GMT_KIND_DEVICE); /* size comes from the table, not the event */
+    d0 = dev(0);
+    assert_int_equal(d0.current[GMT_KIND_DEVICE], 2000);
+    assert_int_equal(d0.in_use, 2000);
+    assert_int_equal(d0.in_use_peak, 3000);
+    assert_int_equal(d0.peak[GMT_KIND_DEVICE], 3000);
+    assert_int_equal(d0.frees[GMT_KIND_DEVICE], 1);
+    assert_int_equal(d0.alloc_bytes[GMT_KIND_DEVICE], 3000); /* cumulative */
+
+    gmt_api_totals_t a;
+    gmt_stats_api(GMT_API_cudaMalloc, &a);
+    assert_int_equal(a.allocs, 3);
+    assert_int_equal(a.frees, 1);
+    assert_int_equal(a.bytes, 3040);
+    assert_int_equal(a.failures, 0);
+    gmt_stats_api(GMT_API_cudaMallocAsync, &a);
+    assert_int_equal(a.allocs, 1);
+    assert_int_equal(a.bytes, 300);
+
+    release(0x200000, 0, 0, GMT_KIND_DEVICE);
+    release(0x300000, 0, 1, GMT_KIND_POOL);
+    release(0x400000, 0, 1, GMT_KIND_DEVICE);
+    d0 = dev(0);
+    d1 = dev(1);
+    assert_int_equal(d0.in_use, 0);
+    assert_int_equal(d1.in_use, 0);
+    for (int k = 0; k < GMT_KIND_COUNT; k++) {
+        assert_int_equal(d0.current[k], 0);
+        assert_int_equal(d1.current[k], 0);
+    }
+    assert_int_equal(d1.in_use_peak, 340);
+}
+
+static void test_in_use_excludes_reservations_maps_managed_pinned(void **state)
+{
+    (void)state;
+    const int32_t d = 2;
+    alloc(0x10000, 100, d, GMT_KIND_DEVICE);
+    alloc(0x20000, 200, d, GMT_KIND_POOL);
+    alloc(0x30000, 400, d, GMT_KIND_VMM_PHYSICAL); /* handle space */
+    alloc(0x7f0000000000, 800, d, GMT_KIND_VMM_RESERVE);
+    alloc(0x7f0000000000, 1600, d, GMT_KIND_VMM_MAP); /* same number, other space */
+    alloc(0x40000, 3200, d, GMT_KIND_MANAGED);
+    alloc(0x50000, 6400, GMT_DEVICE_HOST, GMT_KIND_HOST_PINNED);
+
+    gmt_dev_totals_t t = dev(d);
+    assert_int_equal(t.in_use, 700);
+    assert_int_equal(t.in_use_peak, 700);
+    assert_int_equal(t.current[GMT_KIND_DEVICE], 100);
+    assert_int_equal(t.current[GMT_KIND_POOL], 200);
+    assert_int_equal(t.current[GMT_KIND_VMM_PHYSICAL], 400);
+    assert_int_equal(t.current[GMT_KIND_VMM_RESERVE], 800);
+    assert_int_equal(t.current[GMT_KIND_VMM_MAP], 1600);
+    assert_int_equal(t.current[GMT_KIND_MANAGED], 3200);
+    assert_int_equal(t.peak[GMT_KIND_MANAGED], 3200);
+    assert_int_equal(t.current[GMT_KIND_HOST_PINNED], 0);
+    gmt_dev_totals_t h = dev(GMT_DEVICE_HOST);
+    assert_true(h.seen);
+    assert_int_equal(h.current[GMT_KIND_HOST_PINNED], 6400);
+    assert_int_equal(h.peak[GMT_KIND_HOST_PINNED], 6400);
+    assert_int_equal(h.in_use, 0);
+
+    /* the timeline follows in-use bytes only */
+    gmt_timeline_point_t pts[64];
+    int n = gmt_stats_timeline(gmt_stats_slot(d), pts, 64);
+    assert_true(n >= 1);
+    for (int i = 0; i < n; i++)
+        assert_true(pts[i].max <= 700);
+    assert_int_equal(pts[n - 1].last, 700);
+    assert_int_equal(gmt_stats_timeline(gmt_stats_slot(GMT_DEVICE_HOST), pts, 64), 0);
+
+    release(0x7f0000000000, 0, d, GMT_KIND_VMM_MAP);
+    release(0x7f0000000000, 0, d, GMT_KIND_VMM_RESERVE);
+    t = dev(d);
+    assert_int_equal(t.in_use, 700);
+    assert_int_equal(t.current[GMT_KIND_VMM_MAP], 0);
+    assert_int_equal(t.current[GMT_KIND_VMM_RESERVE], 0);
+    assert_int_equal(t.current[GMT_KIND_VMM_PHYSICAL], 400);
+    release(0x30000, 0, d, GMT_KIND_VMM_PHYSICAL);
+    release(0x10000, 0, d, GMT_KIND_DEVICE);
+    release(0x20000, 0, d, GMT_KIND_POOL);
+    release(0x40000, 0, d, GMT_KIND_MANAGED);
+    release(0x50000, 0, GMT_DEVICE_HOST, GMT_KIND_HOST_PINNED);
+    t = dev(d);
+    h = dev(GMT_DEVICE_HOST);
+    assert_int_equal(t.in_use, 0);
+    for (int k = 0; k < GMT_KIND_COUNT; k++)
+        assert_int_equal(t.current[k], 0);
+    assert_int_equal(h.current[GMT_KIND_HOST_PINNED], 0);
+    assert_int_equal(h.frees[GMT_KIND_HOST_PINNED], 1);
+    assert_int_equal(t.frees[GMT_KIND_VMM_MAP], 1);
+}
+
+static void test_peak_and_seq(void **state)
+{
+    (void)state;
+    const int32_t d = 3;
+    alloc(0x1000, 1000, d, GMT_KIND_DEVICE);
+    alloc(0x2000, 2000, d, GMT_KIND_DEVICE);
+    gmt_dev_totals_t t = dev(d);
+    assert_int_equal(t.in_use_peak, 3000);
+    uint64_t seq = t.peak_seq, when = t.peak_time_ns;
+    assert_true(seq > 0);
+    assert_true(when >= gmt_track_start_ns());
+    release(0x1000, 0, d, GMT_KIND_DEVICE);
+    alloc(0x3000, 500, d, GMT_KIND_DEVICE); /* 2500 < 3000: no new peak */
+    t = dev(d);
+    assert_int_equal(t.in_use, 2500);
+    assert_int_equal(t.in_use_peak, 3000);
+    assert_int_equal(t.peak_seq, seq);
+    assert_int_equal(t.peak_time_ns, when);
+    alloc(0x4000, 600, d, GMT_KIND_DEVICE); /* 3100: new peak */
+    t = dev(d);
+    assert_int_equal(t.in_use_peak, 3100);
+    assert_true(t.peak_seq > seq);
+    assert_true(t.peak_time_ns >= when);
+    release(0x2000, 0, d, GMT_KIND_DEVICE);
+    release(0x3000, 0, d, GMT_KIND_DEVICE);
+    release(0x4000, 0, d, GMT_KIND_DEVICE);
+    assert_int_equal(dev(d).in_use, 0);
+
+    /* the direct API reports whether an allocation raised the peak */
+    assert_true(gmt_stats_on_alloc(4, GMT_KIND_DEVICE, GMT_API_cudaMalloc, 10, 1, 0, true));
+    assert_false(gmt_stats_on_alloc(4, GMT_KIND_MANAGED, GMT_API_cudaMalloc, 99, 2, 0, true));
+    assert_false(gmt_stats_on_alloc(4, GMT_KIND_DEVICE, GMT_API_cudaMalloc, 99, 3, 0, false));
+    gmt_stats_on_free(4, GMT_KIND_DEVICE, GMT_API_cudaMalloc, 10, 0, true);
+    assert_false(gmt_stats_on_alloc(4, GMT_KIND_DEVICE, GMT_API_cudaMalloc, 5, 4, 0, true));
+    assert_true(gmt_stats_on_alloc(4, GMT_KIND_DEVICE, GMT_API_cudaMalloc, 6, 5, 0, true));
+    assert_int_equal(dev(4).in_use_peak, 11);
+    assert_int_equal(dev(4).peak_seq, 5);
+}
+
+static void test_failures_counted(void **state)
+{
+    (void)state;
+    gmt_event_t e = ev(0, 1ull << 40, 5, GMT_KIND_DEVICE);
+    e.result = 2;
+    e.flags = GMT_EVENT_OOM;
+    gmt_track_failure(&e);
+    gmt_track_failure(&e);
+    gmt_dev_totals_t t = dev(5);
+    assert_true(t.seen);
+    assert_int_equal(t.failures, 2);
+    assert_int_equal(t.in_use, 0);
+    assert_int_equal(t.allocs[GMT_KIND_DEVICE], 0);
+    gmt_api_totals_t a;
+    gmt_stats_api(GMT_API_cudaMalloc, &a);
+    assert_int_equal(a.failures, 2);
+    assert_int_equal(a.allocs, 0);
+}
+
+static void test_not_charged(void **state)
+{
+    (void)state;
+    const int32_t d = 6;
+    gmt_event_t e = ev(0xabc, 5000, d, GMT_KIND_VMM_PHYSICAL);
+    e.api = GMT_API_cuMemImportFromShareableHandle;
+    e.flags = GMT_EVENT_NOT_CHARGED;
+    gmt_track_alloc(&e);
+    gmt_dev_totals_t t = dev(d);
+    assert_true(t.seen);
+    assert_int_equal(t.allocs[GMT_KIND_VMM_PHYSICAL], 1);
+    assert_int_equal(t.current[GMT_KIND_VMM_PHYSICAL], 0);
+    assert_int_equal(t.in_use, 0);
+    assert_int_equal(t.in_use_peak, 0);
+    gmt_record_t r;
+    assert_int_equal(gmt_table_lookup(gmt_track_table(), GMT_SPACE_HANDLE, 0xabc, &r), 0);
+    assert_true(r.flags & GMT_EVENT_NOT_CHARGED);
+
+    alloc(0xdef, 100, d, GMT_KIND_DEVICE);
+    gmt_track_free(&e);
+    t = dev(d);
+    assert_int_equal(t.frees[GMT_KIND_VMM_PHYSICAL], 1);
+    assert_int_equal(t.current[GMT_KIND_VMM_PHYSICAL], 0); /* not charged back either */
+    assert_int_equal(t.in_use, 100);
+    assert_int_equal(t.in_use_peak, 100);
+    release(0xdef, 0, d, GMT_KIND_DEVICE);
+    assert_int_equal(dev(d).in_use, 0);
+}
+
+/* ---- timeline
+ * ------------------------------------------------------------------------------------------ */
+
+static void check_timeline(int slot, int64_t final_in_use, int64_t peak)
+{
+    gmt_timeline_point_t pts[4 * TL_POINTS];
+    int n = gmt_stats_timeline(slot, pts, 4 * TL_POINTS);
+    if (n > TL_POINTS) fail_msg("timeline has %d points, the cap is %d", n, TL_POINTS);
+    assert_true(n >= 1);
+    int64_t hi = 0;
+    for (int i = 0; i < n; i++) {
+        if (i > 0 && pts[i].t_ns <= pts[i - 1].t_ns)
+            fail_msg("timeline point %d at %llu ns is not after point %d at %llu ns", i,
+                     (unsigned long long)pts[i].t_ns, i - 1, (unsigned long long)pts[i - 1].t_ns);
+        assert_true(pts[i].last <= pts[i].max);
+        if (pts[i].max > hi) hi = pts[i].max;
+    }
+    assert_int_equal(pts[n - 1].last, final_in_use);
+    assert_int_equal(hi, peak); /* merging keeps the highest value */
+}
+
+static void test_timeline_real_time(void **state)
+{
+    (void)state;
+    const int32_t d = 7;
+    const struct timespec pause = {0, 400000}; /* 0.4 ms: ~100 ms in all, many 1 ms buckets */
+    uint64_t base = 0x5000000;
+    int64_t in_use = 0, peak = 0;
+    for (int i = 0; i < 250; i++) {
+        alloc(base + (uint64_t)i * 0x1000, 1000 + (uint64_t)i, d, GMT_KIND_DEVICE);
+        in_use += 1000 + i;
+        if (in_use > peak) peak = in_use;
+        if (i % 3 == 2) {
+            release(base + (uint64_t)(i - 1) * 0x1000, 0, d, GMT_KIND_DEVICE);
+            in_use -= 1000 + (i - 1);
+        }
+        nanosleep(&pause, NULL);
+    }
+    check_timeline(gmt_stats_slot(d), in_use, peak);
+    assert_int_equal(dev(d).in_use, in_use);
+    assert_int_equal(dev(d).in_use_peak, peak);
+    for (int i = 0; i < 250; i++)
+        if (i % 3 != 1) release(base + (uint64_t)i * 0x1000, 0, d, GMT_KIND_DEVICE);
+    assert_int_equal(dev(d).in_use, 0);
+}
+
+/* Dense events at chosen times: many merges, the maximum survives them. */
+static void test_timeline_dense_merges(void **state)
+{
+    (void)state;
+    const int32_t d = 8;
+    uint64_t t0 = gmt_track_start_ns();
+    int64_t in_use = 0, peak = 0;
+    for (int i = 0; i < 5000; i++) {
+        uint64_t now = t0 + (uint64_t)i * 37000; /* every 37 us, ~185 ms */
+        uint64_t size = (uint64_t)(i * 7919 % 1000) + 1;
+        if (i % 2 == 0 || in_use < (int64_t)size) {
+            gmt_stats_on_alloc(d, GMT_KIND_DEVICE, GMT_API_cudaMalloc, size, (uint64_t)i, now,
+                               true);
+            in_use += (int64_t)size;
+        } else {
+            gmt_stats_on_free(d, GMT_KIND_DEVICE, GMT_API_cudaFree, size, now, true);
+            in_use -= (int64_t)size;
+        }
+        if (in_use > peak) peak = in_use;
+    }
+    check_timeline(gmt_stats_slot(d), in_use, peak);
+}
+
+/* Events 2 ms apart: at 1 ms resolution every one is its own bucket, and after doubling the
+ * width they still are. The cap must hold anyway. */
+static void test_timeline_sparse_events_stay_bounded(void **state)
+{
+    (void)state;
+    const int32_t d = 9;
+    uint64_t t0 = gmt_track_start_ns();
+    int64_t in_use = 0;
+    for (int i = 0; i < 3 * TL_POINTS; i++) {
+        gmt_stats_on_alloc(d, GMT_KIND_DEVICE, GMT_API_cudaMalloc, 10, (uint64_t)i,
+                           t0 + (uint64_t)i * 2 * MS + MS / 2, true);
+        in_use += 10;
+    }
+    check_timeline(gmt_stats_slot(d), in_use, in_use);
+}
+
+/* Two threads: A takes its timestamp, B takes a later one and reaches the timeline first
+ * (the core takes `now` before unwinding the stack). Points must still be in time order. */
+static void test_timeline_late_arrival_keeps_order(void **state)
+{
+    (void)state;
+    const int32_t d = 11;
+    uint64_t t0 = gmt_track_start_ns();
+    gmt_stats_on_alloc(d, GMT_KIND_DEVICE, GMT_API_cudaMalloc, 100, 1, t0 + 5 * MS + 10, true);
+    gmt_stats_on_alloc(d, GMT_KIND_DEVICE, GMT_API_cudaMalloc, 100, 2, t0 + 3 * MS + 10, true);
+    gmt_stats_on_alloc(d, GMT_KIND_DEVICE, GMT_API_cudaMalloc, 100, 3, t0 + 6 * MS + 10, true);
+    check_timeline(gmt_stats_slot(d), 300, 300);
+}
+
+/* ---- concurrency
+ * --------------------------------------------------------------------------------------- */
+
+#define NTHREADS 40 /* more than the 32 counter shards */
+#define OPS      2000
+
+static void *stats_worker(void *arg)
+{
+    int id = (int)(intptr_t)arg;
+    for (int i = 0; i < OPS; i++) {
+        uint64_t now = gmt_track_start_ns() + (uint64_t)i * 1000;
+        gmt_stats_on_alloc(12, GMT_KIND_DEVICE, GMT_API_cudaMalloc, 3, (uint64_t)i, now, true);
+        gmt_stats_on_alloc(12, GMT_KIND_MANAGED, GMT_API_cudaMallocManaged, 5, (uint64_t)i, now,
+                           true);
+        if (i % 2) {
+            gmt_stats_on_free(12, GMT_KIND_DEVICE, GMT_API_cudaFree, 3, now, true);
+            gmt_stats_on_free(12, GMT_KIND_MANAGED, GMT_API_cudaFree, 5, now, true);
+        }
+        if (i % 100 == id % 100) gmt_stats_on_failure(12, GMT_API_cudaMalloc);
+    }
+    return NULL;
+}
+
+static void test_concurrent_counts_exact(void **state)
+{
+    (void)state;
+    pthread_t th[NTHREADS];
+    for (int i = 0; i < NTHREADS; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, stats_worker, (void *)(intptr_t)i), 0);
+    gmt_timeline_point_t pts[TL_POINTS];
+    for (int i = 0; i < 50; i++) /* read while they write */
+        assert_true(gmt_stats_timeline(gmt_stats_slot(12), pts, TL_POINTS) <= TL_POINTS);
+    for (int i = 0; i < NTHREADS; i++)
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+
+    gmt_dev_totals_t t = dev(12);
+    const int64_t live = (int64_t)NTHREADS * (OPS / 2);
+    assert_int_equal(t.allocs[GMT_KIND_DEVICE], NTHREADS * OPS);
+    assert_int_equal(t.frees[GMT_KIND_DEVICE], NTHREADS * OPS / 2);
+    assert_int_equal(t.alloc_bytes[GMT_KIND_DEVICE], 3 * NTHREADS * OPS);
+    assert_int_equal(t.current[GMT_KIND_DEVICE], 3 * live);
+    assert_int_equal(t.current[GMT_KIND_MANAGED], 5 * live);
+    assert_int_equal(t.in_use, 3 * live);
+    assert_true(t.in_use_peak >= 3 * live);
+    assert_true(t.in_use_peak <= 3 * (live + NTHREADS));
+    assert_int_equal(t.failures, NTHREADS * (OPS / 100));
+    gmt_api_totals_t a;
+    gmt_stats_api(GMT_API_cudaFree, &a);
+    assert_int_equal(a.frees, NTHREADS * OPS);
+    gmt_stats_api(GMT_API_cudaMallocManaged, &a);
+    assert_int_equal(a.allocs, NTHREADS * OPS);
+    assert_int_equal(a.bytes, 5 * NTHREADS * OPS);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_slots, setup),
+        cmocka_unit_test_setup(test_alloc_free_per_device_and_kind, setup),
+        cmocka_unit_test_setup(test_in_use_excludes_reservations_maps_managed_pinned, setup),
+        cmocka_unit_test_setup(test_peak_and_seq, setup),
+        cmocka_unit_test_setup(test_failures_counted, setup),
+        cmocka_unit_test_setup(test_not_charged, setup),
+        cmocka_unit_test_setup(test_timeline_real_time, setup),
+        cmocka_unit_test_setup(test_timeline_dense_merges, setup),
+        cmocka_unit_test_setup(test_timeline_sparse_events_stay_bounded, setup),
+        cmocka_unit_test_setup(test_timeline_late_arrival_keeps_order, setup),
+        cmocka_unit_test_setup(test_concurrent_counts_exact, setup),
+    };
+    return cmocka_run_group_tests_name("unit.stats", tests, group_setup, NULL);
+}

@@ -1,0 +1,932 @@
+/* test_track.c - the core API (core/track.h) driven with synthetic events.
+ *
+ * The core is process-global and has no reset, so every test uses its own devices and
+ * addresses, frees what it allocates, and compares counters as deltas. The live table is
+ * small (64 slots) so that the table-full path can be reached. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "core/config.h"
+#include "core/stats.h"
+#include "core/tls.h"
+#include "core/track.h"
+
+#define VISIBLE   __attribute__((noinline, visibility("default")))
+#define MAX_LIVE  64
+#define MIN_BYTES 100 /* smaller allocations get no stack */
+
+static gmt_counts_t before_init; /* counts of events handed in before gmt_core_init */
+
+static gmt_event_t ev(uint64_t addr, uint64_t size, int32_t device, gmt_kind_t kind,
+                      gmt_space_t space, gmt_api_t api, gmt_layer_t layer)
+{
+    gmt_event_t e = {
+        .addr = addr,
+        .size = size,
+        .device = device,
+        .kind = (uint8_t)kind,
+        .space = (uint8_t)space,
+        .api = (uint8_t)api,
+        .layer = (uint8_t)layer,
+    };
+    return e;
+}
+
+static gmt_event_t dev_ev(uint64_t addr, uint64_t size, int32_t device)
+{
+    return ev(addr, size, device, GMT_KIND_DEVICE, GMT_SPACE_VA, GMT_API_cudaMalloc,
+              GMT_LAYER_RUNTIME);
+}
+
+static void alloc_dev(uint64_t addr, uint64_t size, int32_t device)
+{
+    gmt_event_t e = dev_ev(addr, size, device);
+    gmt_track_alloc(&e);
+}
+
+static void free_dev(uint64_t addr, int32_t device)
+{
+    gmt_event_t e =
+        ev(addr, 0, device, GMT_KIND_DEVICE, GMT_SPACE_VA, GMT_API_cudaFree, GMT_LAYER_RUNTIME);
+    gmt_track_free(&e);
+}
+
+static gmt_counts_t counts(void)
+{
+    gmt_counts_t c;
+    gmt_track_counts(&c);
+    return c;
+}
+
+static gmt_dev_totals_t dev(int32_t device)
+{
+    gmt_dev_totals_t t;
+    gmt_stats_device(gmt_stats_slot(device), &t);
+    return t;
+}
+
+static uint64_t live(void)
+{
+    return __atomic_load_n(&gmt_track_table()->live, __ATOMIC_RELAXED);
+}
+
+static gmt_record_t lookup(gmt_space_t space, uint64_t key)
+{
+    gmt_record_t r;
+    if (gmt_table_lookup(gmt_track_table(), (uint8_t)space, key, &r) != 0)
+        fail_msg("0x%llx is not in the live table", (unsigned long long)key);
+    return r;
+}
+
+static bool absent(gmt_space_t space, uint64_t key)
+{
+    return gmt_table_lookup(gmt_track_table(), (uint8_t)space, key, NULL) == -ENOENT;
+}
+
+/* True when the innermost frame of stack id lies in function fn called name. */
+static bool stack_starts_in(uint32_t id, void *fn, const char *name)
+{
+    uint32_t depth = 0;
+    const uint64_t *f = gmt_stacks_frames(gmt_track_stacks(), id, &depth);
+    if (!f || depth == 0) return false;
+    Dl_info info;
+    if (!dladdr((void *)(uintptr_t)f[0], &info) || !info.dli_sname) {
+        print_message("frame 0 of stack %u (%#llx) has no symbol\n", id, (unsigned long long)f[0]);
+        return false;
+    }
+    if (info.dli_saddr != fn || strcmp(info.dli_sname, name) != 0) {
+        print_message("frame 0 of stack %u is in %s, expected %s\n", id, info.dli_sname, name);
+        return false;
+    }
+    return true;
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    /* events before init are counted drops, not crashes */
+    gmt_event_t e = dev_ev(0x1234000, 4096, 0);
+    gmt_track_alloc(&e);
+    gmt_track_free(&e);
+    gmt_track_failure(&e);
+    gmt_track_counts(&before_init);
+
+    gmt_config_t cfg;
+    gmt_config_defaults(&cfg);
+    cfg.max_live = MAX_LIVE;
+    cfg.max_stacks = 256;
+    cfg.stack_depth = 16;
+    cfg.min_bytes = MIN_BYTES;
+    cfg.timeline_points = 16;
+    if (gmt_core_init(&cfg) != 0) return -1;
+    return gmt_core_ready() ? 0 : -1;
+}
+
+/* ---- basics
+ * -------------------------------------------------------------------------------------- */
+
+static void test_before_init_dropped(void **state)
+{
+    (void)state;
+    assert_int_equal(before_init.dropped_no_core, 3);
+    assert_int_equal(before_init.events, 0);
+    assert_int_equal(before_init.allocs, 0);
+    assert_true(gmt_core_ready());
+    assert_int_equal(gmt_track_config()->max_live, MAX_LIVE);
+    assert_int_equal(gmt_track_table()->capacity, MAX_LIVE);
+    assert_true(gmt_track_start_ns() > 0);
+}
+
+VISIBLE void alloc_site_a(uint64_t addr, uint64_t size, int32_t device)
+{
+    alloc_dev(addr, size, device);
+    __asm__ __volatile__("" ::: "memory");
+}
+
+VISIBLE void alloc_site_b(uint64_t addr, uint64_t size, int32_t device)
+{
+    gmt_event_t e = dev_ev(addr, size, device);
+    gmt_track_alloc(&e);
+    __asm__ __volatile__("" ::: "memory");
+}
+
+static void test_alloc_free_record(void **state)
+{
+    (void)state;
+    const int32_t d = 1;
+    gmt_counts_t c0 = counts();
+    uint64_t live0 = live();
+    gmt_event_t e = dev_ev(0x10000000, 4096, d);
+    e.stream = 0x77;
+    alloc_site_b(0x10000000, 4096, d); /* stack check below */
+    gmt_track_free(&e);
+    gmt_track_alloc(&e);
+
+    gmt_record_t r = lookup(GMT_SPACE_VA, 0x10000000);
+    assert_int_equal(r.size, 4096);
+    assert_int_equal(r.device, d);
+    assert_int_equal(r.kind, GMT_KIND_DEVICE);
+    assert_int_equal(r.api, GMT_API_cudaMalloc);
+    assert_int_equal(r.layer, GMT_LAYER_RUNTIME);
+    assert_int_equal(r.aux, 0x77);
+    assert_true(r.seq > 0);
+    assert_true(r.time_ns >= gmt_track_start_ns());
+    assert_int_not_equal(r.stack_id, 0);
+    assert_int_equal(live(), live0 + 1);
+    gmt_stack_entry_t *se = gmt_stacks_entry(gmt_track_stacks(), r.stack_id);
+    assert_int_equal(se->live_bytes, 4096);
+    assert_int_equal(se->live_count, 1);
+    assert_int_equal(gmt_stacks_tag_device(se->tag), d);
+    assert_int_equal(gmt_stacks_tag_kind(se->tag), GMT_KIND_DEVICE);
+    assert_int_equal(gmt_stacks_tag_api(se->tag), GMT_API_cudaMalloc);
+
+    gmt_counts_t c1 = counts();
+    assert_int_equal(c1.allocs - c0.allocs, 2);
+    assert_int_equal(c1.frees - c0.frees, 1);
+    assert_int_equal(c1.events - c0.events, 3);
+    assert_int_equal(c1.per_layer[GMT_LAYER_RUNTIME] - c0.per_layer[GMT_LAYER_RUNTIME], 3);
+    assert_int_equal(c1.unknown_frees, c0.unknown_frees);
+
+    free_dev(0x10000000, d);
+    assert_true(absent(GMT_SPACE_VA, 0x10000000));
+    assert_int_equal(live(), live0);
+    assert_int_equal(se->live_bytes, 0);
+    assert_int_equal(se->live_count, 0);
+    assert_int_equal(se->total_allocs, 1);
+    assert_int_equal(dev(d).in_use, 0);
+    assert_int_equal(dev(d).in_use_peak, 4096);
+}
+
+static void test_stack_starts_at_caller(void **state)
+{
+    (void)state;
+    const int32_t d = 1;
+    alloc_site_a(0x11000000, 8192, d);
+    alloc_site_b(0x12000000, 8192, d);
+    gmt_record_t a = lookup(GMT_SPACE_VA, 0x11000000), b = lookup(GMT_SPACE_VA, 0x12000000);
+    assert_int_not_equal(a.stack_id, 0);
+    assert_int_not_equal(b.stack_id, 0);
+    assert_int_not_equal(a.stack_id, b.stack_id);
+    /* alloc_site_a calls gmt_track_alloc through alloc_dev (static, may be inlined) */
+    uint32_t depth;
+    assert_non_null(gmt_stacks_frames(gmt_track_stacks(), a.stack_id, &depth));
+    assert_true(depth > 1 && depth <= 16);
+    assert_true(stack_starts_in(b.stack_id, (void *)alloc_site_b, "alloc_site_b"));
+    free_dev(0x11000000, d);
+    free_dev(0x12000000, d);
+    /* same place again -> same id (a volatile counter keeps it one call site) */
+    uint32_t ids[2];
+    for (volatile int i = 0; i < 2; i++) {
+        alloc_site_b(0x12000000, 8192, d);
+        ids[i] = lookup(GMT_SPACE_VA, 0x12000000).stack_id;
+        free_dev(0x12000000, d);
+    }
+    assert_int_equal(ids[0], ids[1]);
+    assert_int_not_equal(ids[0], b.stack_id); /* called from elsewhere: another stack */
+}
+
+static void test_min_bytes_gives_tag_only_stack(void **state)
+{
+    (void)state;
+    const int32_t d = 1;
+    alloc_site_b(0x13000000, MIN_BYTES - 1, d);
+    alloc_site_b(0x13100000, MIN_BYTES - 1, d);
+    alloc_site_b(0x13200000, MIN_BYTES, d);
+    gmt_record_t small = lookup(GMT_SPACE_VA, 0x13000000);
+    gmt_record_t small2 = lookup(GMT_SPACE_VA, 0x13100000);
+    gmt_record_t big = lookup(GMT_SPACE_VA, 0x13200000);
+    uint32_t depth = 99;
+    assert_non_null(gmt_stacks_frames(gmt_track_stacks(), small.stack_id, &depth));
+    assert_int_equal(depth, 0);
+    assert_int_equal(small.stack_id, small2.stack_id);
+    assert_non_null(gmt_stacks_frames(gmt_track_stacks(), big.stack_id, &depth));
+    assert_true(depth > 0);
+    free_dev(0x13000000, d);
+    free_dev(0x13100000, d);
+    free_dev(0x13200000, d);
+}
+
+static void test_unknown_and_null_free(void **state)
+{
+    (void)state;
+    gmt_counts_t c0 = counts();
+    free_dev(0xdead0000, 1);
+    gmt_counts_t c1 = counts();
+    assert_int_equal(c1.unknown_frees - c0.unknown_frees, 1);
+    assert_int_equal(c1.frees - c0.frees, 1);
+
+    free_dev(0, 1); /* cudaFree(NULL) */
+    gmt_event_t e =
+        ev(0, 0, 1, GMT_KIND_HOST_PINNED, GMT_SPACE_VA, GMT_API_cudaFreeHost, GMT_LAYER_RUNTIME);
+    gmt_track_free(&e);
+    gmt_counts_t c2 = counts();
+    assert_int_equal(c2.unknown_frees, c1.unknown_frees);
+    assert_int_equal(c2.frees, c1.frees);
+    assert_int_equal(c2.events, c1.events);
+
+    /* handle 0 is a real key in the handle space: not the NULL no-op */
+    gmt_event_t h = ev(0, 0, 1, GMT_KIND_VMM_PHYSICAL, GMT_SPACE_HANDLE, GMT_API_cuMemRelease,
+                       GMT_LAYER_DRIVER);
+    gmt_track_free(&h);
+    gmt_counts_t c3 = counts();
+    assert_int_equal(c3.unknown_frees - c2.unknown_frees, 1);
+}
+
+/* ---- peaks
+ * ---------------------------------------------------------------------------------------- */
+
+VISIBLE void peak_alloc_a(uint64_t addr, uint64_t size)
+{
+    gmt_event_t e = dev_ev(addr, size, 0);
+    gmt_track_alloc(&e);
+    __asm__ __volatile__("" ::: "memory");
+}
+
+VISIBLE void peak_alloc_b(uint64_t addr, uint64_t size)
+{
+    gmt_event_t e = dev_ev(addr, size, 0);
+    gmt_track_alloc(&e);
+    __asm__ __volatile__("" ::: "memory");
+}
+
+/* Bytes and allocations of the groups whose stack starts in fn. */
+static int64_t site_bytes(const gmt_peak_group_t *g, int n, void *fn, int64_t *count)
+{
+    int64_t bytes = 0;
+    *count = 0;
+    for (int i = 0; i < n; i++) {
+        uint32_t depth = 0;
+        const uint64_t *f = gmt_stacks_frames(gmt_track_stacks(), g[i].stack_id, &depth);
+        Dl_info info;
+        if (!f || depth == 0 || !dladdr((void *)(uintptr_t)f[0], &info) || info.dli_saddr != fn)
+            continue;
+        bytes += g[i].bytes;
+        *count += g[i].count;
+    }
+    return bytes;
+}
+
+static void test_peak_groups(void **state)
+{
+    (void)state;
+    const int slot = gmt_stats_slot(0); /* device 0 is used by this test only */
+    void *site_a = (void *)peak_alloc_a, *site_b = (void *)peak_alloc_b;
+    gmt_peak_group_t g[16];
+    int64_t pb = -1, cnt;
+    assert_int_equal(gmt_track_peak_groups(slot, g, 16, &pb), 0);
+    assert_int_equal(pb, 0);
+
+    peak_alloc_a(0x20000000, 1000);
+    peak_alloc_b(0x21000000, 3000);
+    uint32_t ida = lookup(GMT_SPACE_VA, 0x20000000).stack_id;
+    uint32_t idb = lookup(GMT_SPACE_VA, 0x21000000).stack_id;
+    assert_int_not_equal(ida, idb);
+    assert_true(stack_starts_in(ida, site_a, "peak_alloc_a"));
+    assert_true(stack_starts_in(idb, site_b, "peak_alloc_b"));
+
+    free_dev(0x20000000, 0); /* the first release after the peak takes the snapshot */
+    int n = gmt_track_peak_groups(slot, g, 16, &pb);
+    assert_int_equal(n, 2);
+    assert_int_equal(pb, 4000);
+    assert_int_equal(dev(0).in_use_peak, 4000);
+    assert_true((g[0].stack_id == ida && g[1].stack_id == idb) ||
+                (g[0].stack_id == idb && g[1].stack_id == ida));
+    assert_int_equal(site_bytes(g, n, site_a, &cnt), 1000);
+    assert_int_equal(cnt, 1);
+    assert_int_equal(site_bytes(g, n, site_b, &cnt), 3000);
+    assert_int_equal(cnt, 1);
+    /* max limits the copy */
+    assert_int_equal(gmt_track_peak_groups(slot, g, 1, NULL), 1);
+
+    /* below the peak: settling changes nothing */
+    peak_alloc_a(0x20000000, 500);
+    gmt_track_settle_peaks();
+    n = gmt_track_peak_groups(slot, g, 16, &pb);
+    assert_int_equal(n, 2);
+    assert_int_equal(pb, 4000);
+
+    /* a new peak, read at report time: settle first */
+    peak_alloc_a(0x22000000, 700); /* 4200 */
+    assert_int_equal(dev(0).in_use_peak, 4200);
+    gmt_track_settle_peaks();
+    n = gmt_track_peak_groups(slot, g, 16, &pb);
+    assert_int_equal(pb, 4200);
+    assert_int_equal(site_bytes(g, n, site_a, &cnt), 1200);
+    assert_int_equal(cnt, 2);
+    assert_int_equal(site_bytes(g, n, site_b, &cnt), 3000);
+
+    /* other devices, and kinds that are not in use, stay out of device 0's groups */
+    gmt_event_t m = ev(0x23000000, 100000, 0, GMT_KIND_MANAGED, GMT_SPACE_VA,
+                       GMT_API_cudaMallocManaged, GMT_LAYER_RUNTIME);
+    gmt_track_alloc(&m);
+    alloc_dev(0x24000000, 100000, 2);
+    peak_alloc_b(0x25000000, 100); /* 4300: new peak */
+    free_dev(0x25000000, 0);
+    n = gmt_track_peak_groups(slot, g, 16, &pb);
+    assert_int_equal(pb, 4300);
+    assert_int_equal(site_bytes(g, n, site_a, &cnt), 1200);
+    assert_int_equal(site_bytes(g, n, site_b, &cnt), 3100);
+    assert_int_equal(cnt, 2);
+    int64_t sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += g[i].bytes;
+    assert_int_equal(sum, 4300);
+
+    gmt_track_free(&m);
+    free_dev(0x24000000, 2);
+    free_dev(0x20000000, 0);
+    free_dev(0x21000000, 0);
+    free_dev(0x22000000, 0);
+    assert_int_equal(dev(0).in_use, 0);
+    /* the snapshot of the peak survives the frees */
+    gmt_track_settle_peaks();
+    n = gmt_track_peak_groups(slot, g, 16, &pb);
+    assert_int_equal(pb, 4300);
+}
+
+/* An imported handle (NOT_CHARGED) is not in use, so it is not part of the peak either. */
+static void test_peak_groups_exclude_not_charged(void **state)
+{
+    (void)state;
+    const int32_t d = 4;
+    const int slot = gmt_stats_slot(d);
+    gmt_event_t imp = ev(0x4400, 50000, d, GMT_KIND_VMM_PHYSICAL, GMT_SPACE_HANDLE,
+                         GMT_API_cuMemImportFromShareableHandle, GMT_LAYER_DRIVER);
+    imp.flags = GMT_EVENT_NOT_CHARGED;
+    gmt_track_alloc(&imp);
+    gmt_record_t r = lookup(GMT_SPACE_HANDLE, 0x4400);
+    assert_true(r.flags & GMT_EVENT_NOT_CHARGED);
+    assert_int_equal(dev(d).in_use, 0);
+
+    alloc_dev(0x44000000, 1000, d); /* the peak: 1000 bytes in use */
+    free_dev(0x44000000, d);
+    gmt_peak_group_t g[16];
+    int64_t pb = -1;
+    int n = gmt_track_peak_groups(slot, g, 16, &pb);
+    assert_int_equal(dev(d).in_use_peak, 1000);
+    int64_t sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += g[i].bytes;
+    gmt_track_free(&imp);
+    if (pb != 1000 || sum != 1000)
+        fail_msg("peak of device %d is 1000 bytes in use, but its groups add up to %lld "
+                 "(peak_bytes %lld, %d groups): the uncharged import is counted",
+                 d, (long long)sum, (long long)pb, n);
+}
+
+/* ---- table full
+ * ------------------------------------------------------------------------------------ */
+
+static void test_table_full(void **state)
+{
+    (void)state;
+    const int32_t d = 5;
+    gmt_counts_t c0 = counts();
+    gmt_dev_totals_t t0 = dev(d);
+    gmt_api_totals_t a0, a1;
+    gmt_stats_api(GMT_API_cudaMalloc, &a0);
+    uint64_t free_slots = MAX_LIVE - live();
+    const uint64_t extra = 6, n = free_slots + extra;
+    for (uint64_t i = 0; i < n; i++)
+        alloc_dev(0x50000000 + i * 0x1000, 10, d);
+    gmt_counts_t c1 = counts();
+    gmt_dev_totals_t t1 = dev(d);
+    gmt_stats_api(GMT_API_cudaMalloc, &a1);
+    assert_int_equal(live(), MAX_LIVE);
+    assert_int_equal(c1.dropped_table_full - c0.dropped_table_full, extra);
+    assert_int_equal(c1.allocs - c0.allocs, n);
+    /* the dropped allocations are still counted, and their bytes are in the totals */
+    assert_int_equal(t1.allocs[GMT_KIND_DEVICE] - t0.allocs[GMT_KIND_DEVICE], n);
+    assert_int_equal(t1.alloc_bytes[GMT_KIND_DEVICE] - t0.alloc_bytes[GMT_KIND_DEVICE], 10 * n);
+    assert_int_equal(a1.allocs - a0.allocs, n);
+    assert_int_equal(a1.bytes - a0.bytes, 10 * n);
+    /* ... but not in the bytes in use, which only count what a free can take back */
+    assert_int_equal(t1.in_use - t0.in_use, 10 * free_slots);
+
+    for (uint64_t i = 0; i < n; i++)
+        free_dev(0x50000000 + i * 0x1000, d);
+    gmt_counts_t c2 = counts();
+    assert_int_equal(c2.unknown_frees - c1.unknown_frees, extra);
+    assert_int_equal(dev(d).in_use, t0.in_use); /* no drift */
+    assert_int_equal(live(), MAX_LIVE - free_slots);
+    /* the freed slots are usable again */
+    alloc_dev(0x5f000000, 10, d);
+    assert_int_equal(lookup(GMT_SPACE_VA, 0x5f000000).size, 10);
+    free_dev(0x5f000000, d);
+}
+
+/* ---- failures
+ * ------------------------------------------------------------------------------------------ */
+
+static int meminfo_calls, oom_calls;
+static gmt_failure_t last_oom;
+
+static int fake_meminfo(int32_t device, uint64_t *free_bytes, uint64_t *total_bytes)
+{
+    meminfo_calls++;
+    if (device != 6) return -1;
+    *free_bytes = 123 << 20;
+    *total_bytes = 456ull << 20;
+    return 0;
+}
+
+static void fake_oom(const gmt_failure_t *f)
+{
+    oom_calls++;
+    last_oom = *f;
+}
+
+VISIBLE void fail_here(const gmt_event_t *e)
+{
+    gmt_track_failure(e);
+    __asm__ __volatile__("" ::: "memory");
+}
+
+static const gmt_failure_t *last_failures(int k)
+{
+    static gmt_failure_t f[GMT_MAX_FAILURE_RECORDS];
+    int n = gmt_track_failures(f, GMT_MAX_FAILURE_RECORDS);
+    assert_true(n >= k);
+    return &f[n - k];
+}
+
+static void test_failures(void **state)
+{
+    (void)state;
+    const int32_t d = 6;
+    gmt_track_set_meminfo(fake_meminfo);
+    gmt_track_set_oom_hook(fake_oom);
+    assert_ptr_equal(gmt_track_meminfo(), fake_meminfo);
+    gmt_counts_t c0 = counts();
+    int oom0 = oom_calls;
+
+    gmt_event_t oom = dev_ev(0, 1ull << 40, d);
+    oom.result = 2; /* cudaErrorMemoryAllocation */
+    oom.flags = GMT_EVENT_OOM;
+    fail_here(&oom);
+    gmt_event_t inval = dev_ev(0, 0, d);
+    inval.result = 1;
+    inval.api = GMT_API_cudaMallocPitch;
+    fail_here(&inval);
+    gmt_event_t host = ev(0, 1ull << 41, GMT_DEVICE_HOST, GMT_KIND_HOST_PINNED, GMT_SPACE_VA,
+                          GMT_API_cudaMallocHost, GMT_LAYER_RUNTIME);
+    host.result = 2;
+    host.flags = GMT_EVENT_OOM;
+    fail_here(&host);
+
+    const gmt_failure_t *f = last_failures(3);
+    assert_int_equal(f[0].device, d);
+    assert_int_equal(f[0].size, 1ull << 40);
+    assert_int_equal(f[0].result, 2);
+    assert_int_equal(f[0].oom, 1);
+    assert_int_equal(f[0].api, GMT_API_cudaMalloc);
+    assert_int_equal(f[0].kind, GMT_KIND_DEVICE);
+    assert_int_equal(f[0].layer, GMT_LAYER_RUNTIME);
+    assert_int_equal(f[0].free_bytes, 123 << 20);
+    assert_int_equal(f[0].total_bytes, 456ull << 20);
+    assert_true(f[0].time_ns >= gmt_track_start_ns());
+    assert_int_not_equal(f[0].stack_id, 0);
+    assert_true(stack_starts_in(f[0].stack_id, (void *)fail_here, "fail_here"));
+    assert_int_equal(f[1].oom, 0);
+    assert_int_equal(f[1].result, 1);
+    assert_int_equal(f[1].api, GMT_API_cudaMallocPitch);
+    assert_int_equal(f[2].device, GMT_DEVICE_HOST);
+    assert_int_equal(f[2].free_bytes, -1); /* no device to ask */
+    assert_int_equal(f[2].total_bytes, -1);
+    assert_int_equal(f[2].oom, 1);
+
+    assert_int_equal(oom_calls - oom0, 2); /* OOMs only */
+    assert_int_equal(last_oom.device, GMT_DEVICE_HOST);
+    gmt_counts_t c1 = counts();
+    assert_int_equal(c1.failures - c0.failures, 3);
+    assert_int_equal(c1.events - c0.events, 3);
+    assert_int_equal(c1.allocs, c0.allocs);
+    assert_int_equal(dev(d).failures, 2);
+    assert_int_equal(dev(d).in_use, 0);
+
+    /* a device the provider knows nothing about */
+    gmt_event_t other = dev_ev(0, 1ull << 40, 7);
+    other.flags = GMT_EVENT_OOM;
+    fail_here(&other);
+    f = last_failures(1);
+    assert_int_equal(f[0].device, 7);
+    assert_int_equal(f[0].free_bytes, -1);
+
+    gmt_track_set_oom_hook(NULL);
+    gmt_track_set_meminfo(NULL);
+}
+
+/* ---- exactly-once nesting
+ * ---------------------------------------------------------------------------- */
+
+static void test_nested_alloc_recorded_once(void **state)
+{
+    (void)state;
+    const int32_t d = 8;
+    gmt_counts_t c0 = counts();
+    gmt_api_totals_t rt0, drv0, rt1, drv1;
+    gmt_stats_api(GMT_API_cudaMalloc, &rt0);
+    gmt_stats_api(GMT_API_cuMemAlloc_v2, &drv0);
+
+    gmt_nest_t saved = gmt_track_runtime_enter(GMT_API_cudaMalloc, false);
+    assert_int_equal(gmt_tls.outer_api, GMT_API_cudaMalloc);
+    gmt_event_t inner = ev(0x80000000, 2048, d, GMT_KIND_DEVICE, GMT_SPACE_VA,
+                           GMT_API_cuMemAlloc_v2, GMT_LAYER_DRIVER);
+    gmt_track_alloc(&inner);
+    bool recorded = gmt_track_runtime_leave(saved);
+    assert_true(recorded); /* the runtime hook must not record again */
+    assert_int_equal(gmt_tls.outer_api, 0);
+    assert_int_equal(gmt_tls.inner_events, 0);
+
+    gmt_record_t r = lookup(GMT_SPACE_VA, 0x80000000);
+    assert_int_equal(r.api, GMT_API_cudaMalloc);
+    assert_int_equal(r.layer, GMT_LAYER_DRIVER);
+    assert_int_equal(gmt_stacks_tag_api(gmt_stacks_entry(gmt_track_stacks(), r.stack_id)->tag),
+                     GMT_API_cudaMalloc);
+    gmt_counts_t c1 = counts();
+    assert_int_equal(c1.allocs - c0.allocs, 1);
+    assert_int_equal(c1.nested_merged - c0.nested_merged, 1);
+    assert_int_equal(c1.per_layer[GMT_LAYER_DRIVER] - c0.per_layer[GMT_LAYER_DRIVER], 1);
+    gmt_stats_api(GMT_API_cudaMalloc, &rt1);
+    gmt_stats_api(GMT_API_cuMemAlloc_v2, &drv1);
+    assert_int_equal(rt1.allocs - rt0.allocs, 1);
+    assert_int_equal(rt1.bytes - rt0.bytes, 2048);
+    assert_int_equal(drv1.allocs, drv0.allocs);
+    assert_int_equal(dev(d).in_use, 2048);
+
+    /* a runtime call whose lower layers saw nothing: leave says so, the hook records */
+    saved = gmt_track_runtime_enter(GMT_API_cudaMalloc, false);
+    assert_false(gmt_track_runtime_leave(saved));
+    alloc_dev(0x81000000, 100, d);
+
+    /* CUPTI is a lower layer too */
+    saved = gmt_track_runtime_enter(GMT_API_cudaMallocManaged, false);
+    gmt_event_t cupti = ev(0x82000000, 300, d, GMT_KIND_MANAGED, GMT_SPACE_VA,
+                           GMT_API_cuMemAllocManaged, GMT_LAYER_CUPTI);
+    gmt_track_alloc(&cupti);
+    assert_true(gmt_track_runtime_leave(saved));
+    assert_int_equal(lookup(GMT_SPACE_VA, 0x82000000).api, GMT_API_cudaMallocManaged);
+
+    /* a driver call outside any runtime call keeps its own name */
+    gmt_event_t bare = ev(0x83000000, 400, d, GMT_KIND_DEVICE, GMT_SPACE_VA, GMT_API_cuMemAlloc_v2,
+                          GMT_LAYER_DRIVER);
+    gmt_track_alloc(&bare);
+    assert_int_equal(lookup(GMT_SPACE_VA, 0x83000000).api, GMT_API_cuMemAlloc_v2);
+
+    /* brackets nest and restore */
+    gmt_nest_t outer = gmt_track_runtime_enter(GMT_API_cudaMallocHost, false);
+    gmt_nest_t in2 = gmt_track_runtime_enter(GMT_API_cudaMalloc, false);
+    gmt_event_t inner2 = inner;
+    inner2.addr = 0x84000000;
+    gmt_track_alloc(&inner2);
+    assert_int_equal(lookup(GMT_SPACE_VA, 0x84000000).api, GMT_API_cudaMalloc);
+    gmt_track_free(&inner2); /* a driver free inside an allocating call is recorded */
+    assert_true(absent(GMT_SPACE_VA, 0x84000000));
+    assert_true(gmt_track_runtime_leave(in2));
+    assert_int_equal(gmt_tls.outer_api, GMT_API_cudaMallocHost);
+    assert_false(gmt_track_runtime_leave(outer));
+    assert_int_equal(gmt_tls.outer_api, 0);
+
+    free_dev(0x80000000, d);
+    free_dev(0x81000000, d);
+    gmt_event_t fm =
+        ev(0x82000000, 0, d, GMT_KIND_MANAGED, GMT_SPACE_VA, GMT_API_cudaFree, GMT_LAYER_RUNTIME);
+    gmt_track_free(&fm);
+    free_dev(0x83000000, d);
+    assert_int_equal(dev(d).in_use, 0);
+    assert_int_equal(dev(d).current[GMT_KIND_MANAGED], 0);
+}
+
+static void test_nested_free_suppressed(void **state)
+{
+    (void)state;
+    const int32_t d = 9;
+    alloc_dev(0x90000000, 5000, d);
+    alloc_dev(0x91000000, 7000, d);
+    gmt_counts_t c0 = counts();
+
+    /* the runtime hook records the release, then the driver's own release is a no-op */
+    gmt_nest_t saved = gmt_track_runtime_enter(GMT_API_cudaFree, true);
+    free_dev(0x90000000, d);
+    gmt_event_t drv =
+        ev(0x90000000, 0, d, GMT_KIND_DEVICE, GMT_SPACE_VA, GMT_API_cuMemFree_v2, GMT_LAYER_DRIVER);
+    gmt_track_free(&drv);
+    gmt_track_runtime_leave(saved);
+    gmt_counts_t c1 = counts();
+    assert_int_equal(c1.frees - c0.frees, 1);
+    assert_int_equal(c1.unknown_frees, c0.unknown_frees);
+    assert_true(absent(GMT_SPACE_VA, 0x90000000));
+    assert_int_equal(dev(d).in_use, 7000);
+
+    /* inside a releasing runtime call, a lower layer's release is never recorded itself */
+    saved = gmt_track_runtime_enter(GMT_API_cudaFree, true);
+    drv.addr = 0x91000000;
+    gmt_track_free(&drv);
+    gmt_track_runtime_leave(saved);
+    gmt_counts_t c2 = counts();
+    assert_int_equal(c2.frees, c1.frees);
+    assert_int_equal(lookup(GMT_SPACE_VA, 0x91000000).size, 7000);
+
+    /* ... while outside one it is */
+    gmt_track_free(&drv);
+    gmt_counts_t c3 = counts();
+    assert_int_equal(c3.frees - c2.frees, 1);
+    assert_int_equal(c3.per_layer[GMT_LAYER_DRIVER] - c2.per_layer[GMT_LAYER_DRIVER], 1);
+    assert_true(absent(GMT_SPACE_VA, 0x91000000));
+    assert_int_equal(dev(d).in_use, 0);
+}
+
+static void test_nested_failure(void **state)
+{
+    (void)state;
+    const int32_t d = 10;
+    gmt_counts_t c0 = counts();
+    gmt_nest_t saved = gmt_track_runtime_enter(GMT_API_cudaMallocAsync, false);
+    gmt_event_t drv = ev(0, 1ull << 40, d, GMT_KIND_POOL, GMT_SPACE_VA, GMT_API_cuMemAllocAsync,
+                         GMT_LAYER_DRIVER);
+    drv.result = 2;
+    drv.flags = GMT_EVENT_OOM;
+    gmt_track_failure(&drv);
+    assert_true(gmt_track_runtime_leave(saved));
+    gmt_counts_t c1 = counts();
+    assert_int_equal(c1.failures - c0.failures, 1);
+    assert_int_equal(c1.nested_merged - c0.nested_merged, 1);
+    const gmt_failure_t *f = last_failures(1);
+    assert_int_equal(f->api, GMT_API_cudaMallocAsync);
+    assert_int_equal(f->layer, GMT_LAYER_DRIVER);
+    assert_int_equal(f->device, d);
+    assert_int_equal(f->oom, 1);
+    assert_int_equal(dev(d).failures, 1);
+}
+
+/* ---- VMM
+ * -------------------------------------------------------------------------------------------------
+ */
+
+static void test_unmap_covers_two_maps(void **state)
+{
+    (void)state;
+    const int32_t d = 11;
+    const uint64_t base = 0x7f1000000000, mb2 = 2ull << 20;
+    gmt_event_t res = ev(base, 4 * mb2, d, GMT_KIND_VMM_RESERVE, GMT_SPACE_RESERVE,
+                         GMT_API_cuMemAddressReserve, GMT_LAYER_DRIVER);
+    gmt_event_t h1 = ev(0x1111, mb2, d, GMT_KIND_VMM_PHYSICAL, GMT_SPACE_HANDLE,
+                        GMT_API_cuMemCreate, GMT_LAYER_DRIVER);
+    gmt_event_t h2 = ev(0x2222, 2 * mb2, d, GMT_KIND_VMM_PHYSICAL, GMT_SPACE_HANDLE,
+                        GMT_API_cuMemCreate, GMT_LAYER_DRIVER);
+    gmt_event_t m1 =
+        ev(base, mb2, d, GMT_KIND_VMM_MAP, GMT_SPACE_MAP, GMT_API_cuMemMap, GMT_LAYER_DRIVER);
+    gmt_event_t m2 = ev(base + mb2, 2 * mb2, d, GMT_KIND_VMM_MAP, GMT_SPACE_MAP, GMT_API_cuMemMap,
+                        GMT_LAYER_DRIVER);
+    m1.stream = h1.addr;
+    m2.stream = h2.addr;
+    gmt_track_alloc(&res);
+    gmt_track_alloc(&h1);
+    gmt_track_alloc(&h2);
+    gmt_track_alloc(&m1);
+    gmt_track_alloc(&m2);
+    gmt_dev_totals_t t = dev(d);
+    assert_int_equal(t.in_use, 3 * mb2); /* physical only */
+    assert_int_equal(t.current[GMT_KIND_VMM_MAP], 3 * mb2);
+    assert_int_equal(t.current[GMT_KIND_VMM_RESERVE], 4 * mb2);
+    assert_int_equal(lookup(GMT_SPACE_MAP, base + mb2).aux, 0x2222);
+
+    gmt_counts_t c0 = counts();
+    gmt_event_t unmap =
+        ev(base, 3 * mb2, d, GMT_KIND_VMM_MAP, GMT_SPACE_MAP, GMT_API_cuMemUnmap, GMT_LAYER_DRIVER);
+    gmt_track_free(&unmap);
+    gmt_counts_t c1 = counts();
+    assert_int_equal(c1.frees - c0.frees, 1);
+    assert_int_equal(c1.unknown_frees, c0.unknown_frees);
+    assert_true(absent(GMT_SPACE_MAP, base));
+    assert_true(absent(GMT_SPACE_MAP, base + mb2));
+    t = dev(d);
+    assert_int_equal(t.current[GMT_KIND_VMM_MAP], 0);
+    assert_int_equal(t.frees[GMT_KIND_VMM_MAP], 2);
+    assert_int_equal(t.in_use, 3 * mb2); /* the handles are still held */
+    assert_int_equal(lookup(GMT_SPACE_RESERVE, base).size, 4 * mb2);
+
+    /* an unmap of exactly one mapping leaves its neighbour alone */
+    gmt_track_alloc(&m1);
+    gmt_track_alloc(&m2);
+    unmap.size = mb2;
+    gmt_track_free(&unmap);
+    assert_true(absent(GMT_SPACE_MAP, base));
+    assert_int_equal(lookup(GMT_SPACE_MAP, base + mb2).size, 2 * mb2);
+    unmap.addr = base + mb2;
+    unmap.size = 2 * mb2;
+    gmt_track_free(&unmap);
+    assert_true(absent(GMT_SPACE_MAP, base + mb2));
+
+    gmt_event_t rel = ev(0x1111, 0, d, GMT_KIND_VMM_PHYSICAL, GMT_SPACE_HANDLE,
+                         GMT_API_cuMemRelease, GMT_LAYER_DRIVER);
+    gmt_track_free(&rel);
+    rel.addr = 0x2222;
+    gmt_track_free(&rel);
+    gmt_event_t rfree = ev(base, 4 * mb2, d, GMT_KIND_VMM_RESERVE, GMT_SPACE_RESERVE,
+                           GMT_API_cuMemAddressFree, GMT_LAYER_DRIVER);
+    gmt_track_free(&rfree);
+    t = dev(d);
+    assert_int_equal(t.in_use, 0);
+    for (int k = 0; k < GMT_KIND_COUNT; k++)
+        assert_int_equal(t.current[k], 0);
+    assert_int_equal(t.in_use_peak, 3 * mb2);
+}
+
+/* ---- not charged
+ * ---------------------------------------------------------------------------------------- */
+
+static void test_not_charged(void **state)
+{
+    (void)state;
+    const int32_t d = 12;
+    gmt_event_t imp = ev(0xc0ffee, 1 << 20, d, GMT_KIND_VMM_PHYSICAL, GMT_SPACE_HANDLE,
+                         GMT_API_cuMemImportFromShareableHandle, GMT_LAYER_DRIVER);
+    imp.flags = GMT_EVENT_NOT_CHARGED;
+    gmt_counts_t c0 = counts();
+    gmt_track_alloc(&imp);
+    gmt_record_t r = lookup(GMT_SPACE_HANDLE, 0xc0ffee);
+    assert_true(r.flags & GMT_EVENT_NOT_CHARGED);
+    assert_int_equal(r.size, 1 << 20);
+    gmt_dev_totals_t t = dev(d);
+    assert_int_equal(t.allocs[GMT_KIND_VMM_PHYSICAL], 1);
+    assert_int_equal(t.current[GMT_KIND_VMM_PHYSICAL], 0);
+    assert_int_equal(t.in_use, 0);
+    assert_int_equal(t.in_use_peak, 0);
+    gmt_event_t rel = ev(0xc0ffee, 0, d, GMT_KIND_VMM_PHYSICAL, GMT_SPACE_HANDLE,
+                         GMT_API_cuMemRelease, GMT_LAYER_DRIVER);
+    gmt_track_free(&rel);
+    t = dev(d);
+    assert_int_equal(t.frees[GMT_KIND_VMM_PHYSICAL], 1);
+    assert_int_equal(t.current[GMT_KIND_VMM_PHYSICAL], 0);
+    assert_int_equal(t.in_use, 0);
+    gmt_counts_t c1 = counts();
+    assert_int_equal(c1.allocs - c0.allocs, 1);
+    assert_int_equal(c1.frees - c0.frees, 1);
+}
+
+/* ---- timeline
+ * --------------------------------------------------------------------------------------------- */
+
+static void test_timeline_bounded(void **state)
+{
+    (void)state;
+    const int32_t d = 13;
+    const int cap = gmt_track_config()->timeline_points;
+    const struct timespec pause = {0, 300000};
+    for (int i = 0; i < 300; i++) {
+        alloc_dev(0xd0000000 + (uint64_t)(i % 8) * 0x10000, 1000 + (uint64_t)i, d);
+        free_dev(0xd0000000 + (uint64_t)(i % 8) * 0x10000, d);
+        if (i % 4 == 0) nanosleep(&pause, NULL);
+    }
+    gmt_timeline_point_t pts[256];
+    int n = gmt_stats_timeline(gmt_stats_slot(d), pts, 256);
+    assert_true(n >= 1);
+    assert_true(n <= cap);
+    for (int i = 1; i < n; i++)
+        assert_true(pts[i].t_ns > pts[i - 1].t_ns);
+    int64_t hi = 0;
+    for (int i = 0; i < n; i++)
+        if (pts[i].max > hi) hi = pts[i].max;
+    assert_int_equal(hi, dev(d).in_use_peak);
+    assert_int_equal(hi, 1299);
+    assert_int_equal(pts[n - 1].last, 0);
+}
+
+/* ---- threads
+ * -------------------------------------------------------------------------------------------- */
+
+#define NTHREADS   8
+#define THREAD_OPS 3000
+#if defined(__SANITIZE_THREAD__)
+/* Under TSan a thread that ran unw_backtrace crashes when it exits (libunwind's trace cache
+ * destructor outlives TSan's thread state; test_stacks' test_capture_in_exiting_thread shows
+ * it). The workers stay below GPUMEMTRACE_MIN_BYTES there, so they never unwind and TSan
+ * still checks the table, the stack store and the counters under contention. */
+#define WORKER_SIZE (MIN_BYTES / 2)
+#else
+#define WORKER_SIZE 512
+#endif
+
+static void *track_worker(void *arg)
+{
+    int id = (int)(intptr_t)arg;
+    uint64_t base = 0xe0000000ull + ((uint64_t)id << 24);
+    for (int i = 0; i < THREAD_OPS; i++) {
+        uint64_t a = base + (uint64_t)(i % 4) * 0x1000; /* at most 4 live per thread */
+        if (i >= 4) free_dev(a, 14);
+        alloc_site_b(a, WORKER_SIZE + (uint64_t)(i % 4), 14);
+    }
+    for (int i = 0; i < 4; i++)
+        free_dev(base + (uint64_t)i * 0x1000, 14);
+    return NULL;
+}
+
+static void test_threads(void **state)
+{
+    (void)state;
+    gmt_counts_t c0 = counts();
+    uint64_t live0 = live();
+    pthread_t th[NTHREADS];
+    for (int i = 0; i < NTHREADS; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, track_worker, (void *)(intptr_t)i), 0);
+    for (int i = 0; i < NTHREADS; i++)
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+    gmt_counts_t c1 = counts();
+    assert_int_equal(c1.allocs - c0.allocs, NTHREADS * THREAD_OPS);
+    assert_int_equal(c1.frees - c0.frees, NTHREADS * THREAD_OPS);
+    assert_int_equal(c1.unknown_frees, c0.unknown_frees);
+    assert_int_equal(c1.dropped_table_full, c0.dropped_table_full);
+    assert_int_equal(live(), live0);
+    gmt_dev_totals_t t = dev(14);
+    assert_int_equal(t.in_use, 0);
+    assert_int_equal(t.allocs[GMT_KIND_DEVICE], NTHREADS * THREAD_OPS);
+    assert_true(t.in_use_peak >= 4 * WORKER_SIZE);
+    assert_true(t.in_use_peak <= NTHREADS * (4 * WORKER_SIZE + 6));
+    /* same place, same id, from every thread: one stack per size class */
+    uint32_t ids = gmt_stacks_count(gmt_track_stacks());
+    int64_t count = 0;
+    for (uint32_t id = 1; id <= ids; id++) {
+        gmt_stack_entry_t *e = gmt_stacks_entry(gmt_track_stacks(), id);
+        if (!__atomic_load_n(&e->hash, __ATOMIC_ACQUIRE)) continue;
+        if (gmt_stacks_tag_device(e->tag) != 14) continue;
+        assert_int_equal(e->live_bytes, 0);
+        assert_int_equal(e->live_count, 0);
+        count += (int64_t)e->total_allocs;
+    }
+    assert_int_equal(count, NTHREADS * THREAD_OPS);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_before_init_dropped),
+        cmocka_unit_test(test_alloc_free_record),
+        cmocka_unit_test(test_stack_starts_at_caller),
+        cmocka_unit_test(test_min_bytes_gives_tag_only_stack),
+        cmocka_unit_test(test_unknown_and_null_free),
+        cmocka_unit_test(test_peak_groups),
+        cmocka_unit_test(test_peak_groups_exclude_not_charged),
+        cmocka_unit_test(test_table_full),
+        cmocka_unit_test(test_failures),
+        cmocka_unit_test(test_nested_alloc_recorded_once),
+        cmocka_unit_test(test_nested_free_suppressed),
+        cmocka_unit_test(test_nested_failure),
+        cmocka_unit_test(test_unmap_covers_two_maps),
+        cmocka_unit_test(test_not_charged),
+        cmocka_unit_test(test_timeline_bounded),
+        cmocka_unit_test(test_threads),
+    };
+    return cmocka_run_group_tests_name("unit.track", tests, group_setup, NULL);
+}
