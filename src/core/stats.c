@@ -17,6 +17,7 @@ typedef struct shard_s {
     uint64_t alloc_bytes[GMT_STAT_SLOTS][GMT_KIND_COUNT];
     uint64_t failures[GMT_STAT_SLOTS];
     uint64_t api[GMT_API_COUNT][4]; /* allocs, frees, failures, bytes */
+    uint64_t counters[GMT_CNT_COUNT];
 } __attribute__((aligned(64))) shard_t;
 
 typedef struct dev_s {
@@ -36,6 +37,8 @@ typedef struct timeline_s {
     int lock;
     int n;
     uint64_t width_ns;
+    uint64_t last_end_ns; /* end of the last point's bucket (relative), 0 when empty */
+    int64_t missed_max;   /* atomic: highest bytes of updates that found the lock taken */
     gmt_timeline_point_t *pts;
 } timeline_t;
 
@@ -72,6 +75,8 @@ int gmt_stats_init(uint64_t start_ns, int timeline_points)
     for (int i = 0; i < GMT_STAT_SLOTS; i++) {
         timelines[i].pts = (gmt_timeline_point_t *)mem + (size_t)i * (size_t)timeline_points;
         timelines[i].n = 0;
+        timelines[i].last_end_ns = 0;
+        timelines[i].missed_max = INT64_MIN;
         timelines[i].width_ns = 1000000; /* 1 ms to start with */
     }
     return 0;
@@ -83,6 +88,8 @@ void gmt_stats_reset(void)
     memset(devs, 0, sizeof devs);
     for (int i = 0; i < GMT_STAT_SLOTS; i++) {
         timelines[i].n = 0;
+        timelines[i].last_end_ns = 0;
+        timelines[i].missed_max = INT64_MIN;
         timelines[i].width_ns = 1000000;
     }
 }
@@ -127,17 +134,29 @@ static void timeline_halve(timeline_t *tl)
         }
     }
     tl->n = w;
+    tl->last_end_ns = w ? tl->pts[w - 1].t_ns + tl->width_ns : 0;
 }
 
+static void max_update(int64_t *p, int64_t v);
+
+/* Never waits: an application thread that finds the lock taken (its holder may have been
+ * preempted) leaves its bytes in missed_max, and the next holder folds them in. The point's
+ * maximum stays exact; only which bucket a contended update lands in can shift by one. */
 static void timeline_add(int slot, uint64_t now_ns, int64_t bytes)
 {
     timeline_t *tl = &timelines[slot];
     if (!tl->pts || tl_cap <= 0) return;
-    gmt_spin_lock(&tl->lock);
+    if (!gmt_spin_trylock(&tl->lock)) {
+        max_update(&tl->missed_max, bytes);
+        return;
+    }
+    int64_t missed = __atomic_exchange_n(&tl->missed_max, INT64_MIN, RLX);
+    if (missed > bytes && tl->n > 0 && missed > tl->pts[tl->n - 1].max)
+        tl->pts[tl->n - 1].max = missed;
     uint64_t rel = now_ns > t0_ns ? now_ns - t0_ns : 0;
     /* A thread that read the clock before another one took the lock arrives "late": its
      * bytes fold into the last point, which keeps the points in time order. */
-    if (tl->n > 0 && tl->pts[tl->n - 1].t_ns / tl->width_ns >= rel / tl->width_ns) {
+    if (tl->n > 0 && rel < tl->last_end_ns) {
         gmt_timeline_point_t *p = &tl->pts[tl->n - 1];
         if (bytes > p->max) p->max = bytes;
         p->last = bytes;
@@ -154,9 +173,23 @@ static void timeline_add(int slot, uint64_t now_ns, int64_t bytes)
             tl->pts[tl->n].max = bytes;
             tl->pts[tl->n].last = bytes;
             tl->n++;
+            tl->last_end_ns = (bucket + 1) * tl->width_ns;
         }
     }
     gmt_spin_unlock(&tl->lock);
+}
+
+void gmt_stats_count(gmt_counter_t c)
+{
+    bump(&my_shard()->counters[c], 1);
+}
+
+uint64_t gmt_stats_counter(gmt_counter_t c)
+{
+    uint64_t v = 0;
+    for (int s = 0; s < NSHARDS; s++)
+        v += __atomic_load_n(&shards[s].counters[c], RLX);
+    return v;
 }
 
 bool gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, uint64_t size, uint64_t seq,

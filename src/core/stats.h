@@ -59,6 +59,19 @@ void gmt_stats_on_free(int32_t device, gmt_kind_t kind, gmt_api_t api, uint64_t 
                        uint64_t now_ns, bool charged);
 void gmt_stats_on_failure(int32_t device, gmt_api_t api);
 
+/* Event counters every thread bumps: kept in the per-thread shards, summed on read. */
+typedef enum gmt_counter_e {
+    GMT_CNT_EVENTS = 0,
+    GMT_CNT_ALLOCS,
+    GMT_CNT_FREES,
+    GMT_CNT_FAILURES,
+    GMT_CNT_NESTED_MERGED,
+    GMT_CNT_LAYER0, /* + gmt_layer_t */
+    GMT_CNT_COUNT = GMT_CNT_LAYER0 + GMT_LAYER_COUNT
+} gmt_counter_t;
+void gmt_stats_count(gmt_counter_t c);
+uint64_t gmt_stats_counter(gmt_counter_t c);
+
 /* Summed view, for the report (any thread, any time). */
 void gmt_stats_device(int slot, gmt_dev_totals_t *out);
 void gmt_stats_api(gmt_api_t api, gmt_api_totals_t *out);

@@ -23,15 +23,13 @@ static gmt_table_t *table;
 static gmt_stacks_t *stacks;
 static int ready;
 static uint64_t start_ns;
-static uint64_t seq_counter;
 static gmt_meminfo_fn meminfo_fn;
 static gmt_oom_fn oom_fn;
 
 /* Counters bumped on every event live in stats' shards; these are rare-path ones. */
 static struct {
-    uint64_t events, allocs, frees, failures, unknown_frees, nested_merged;
+    uint64_t unknown_frees;
     uint64_t dropped_table_full, dropped_no_core, dropped_stacks, dropped_failures, dropped_invalid;
-    uint64_t per_layer[GMT_LAYER_COUNT];
 } counts;
 
 static gmt_failure_t failures[GMT_MAX_FAILURE_RECORDS];
@@ -246,13 +244,13 @@ void gmt_track_alloc(const gmt_event_t *ev)
          * name the program called. */
         api = (uint8_t)gmt_tls.outer_api;
         gmt_tls.inner_events++;
-        count(&counts.nested_merged);
+        gmt_stats_count(GMT_CNT_NESTED_MERGED);
     }
-    count(&counts.events);
-    count(&counts.allocs);
-    count(&counts.per_layer[ev->layer]);
+    gmt_stats_count(GMT_CNT_EVENTS);
+    gmt_stats_count(GMT_CNT_ALLOCS);
+    gmt_stats_count((gmt_counter_t)(GMT_CNT_LAYER0 + ev->layer));
     uint64_t now = gmt_now_ns();
-    uint64_t seq = __atomic_add_fetch(&seq_counter, 1, RLX);
+    uint64_t seq = now; /* records are ordered by time; no shared counter on the hot path */
     gmt_record_t r = {
         .key = ev->addr,
         .size = ev->size,
@@ -310,9 +308,9 @@ void gmt_track_free(const gmt_event_t *ev)
         count(&counts.dropped_no_core);
         return;
     }
-    count(&counts.events);
-    count(&counts.frees);
-    count(&counts.per_layer[ev->layer]);
+    gmt_stats_count(GMT_CNT_EVENTS);
+    gmt_stats_count(GMT_CNT_FREES);
+    gmt_stats_count((gmt_counter_t)(GMT_CNT_LAYER0 + ev->layer));
     uint64_t now = gmt_now_ns();
     gmt_record_t r;
     if (gmt_table_remove(table, ev->space, ev->addr, &r) != 0) {
@@ -335,7 +333,7 @@ void gmt_track_failure(const gmt_event_t *ev)
     if (!event_valid(ev)) return;
     if (ev->layer != GMT_LAYER_RUNTIME && gmt_tls.outer_api) {
         gmt_tls.inner_events++;
-        count(&counts.nested_merged);
+        gmt_stats_count(GMT_CNT_NESTED_MERGED);
         if (gmt_tls.outer_is_free) return;
     }
     if (!gmt_core_ready()) {
@@ -344,9 +342,9 @@ void gmt_track_failure(const gmt_event_t *ev)
     }
     uint8_t api =
         gmt_tls.outer_api && ev->layer != GMT_LAYER_RUNTIME ? (uint8_t)gmt_tls.outer_api : ev->api;
-    count(&counts.events);
-    count(&counts.failures);
-    count(&counts.per_layer[ev->layer]);
+    gmt_stats_count(GMT_CNT_EVENTS);
+    gmt_stats_count(GMT_CNT_FAILURES);
+    gmt_stats_count((gmt_counter_t)(GMT_CNT_LAYER0 + ev->layer));
     gmt_stats_on_failure(ev->device, (gmt_api_t)api);
     gmt_failure_t f = {
         .time_ns = gmt_now_ns(),
@@ -400,19 +398,19 @@ bool gmt_track_runtime_leave(gmt_nest_t saved)
 
 void gmt_track_counts(gmt_counts_t *out)
 {
-    out->events = __atomic_load_n(&counts.events, RLX);
-    out->allocs = __atomic_load_n(&counts.allocs, RLX);
-    out->frees = __atomic_load_n(&counts.frees, RLX);
-    out->failures = __atomic_load_n(&counts.failures, RLX);
+    out->events = gmt_stats_counter(GMT_CNT_EVENTS);
+    out->allocs = gmt_stats_counter(GMT_CNT_ALLOCS);
+    out->frees = gmt_stats_counter(GMT_CNT_FREES);
+    out->failures = gmt_stats_counter(GMT_CNT_FAILURES);
     out->unknown_frees = __atomic_load_n(&counts.unknown_frees, RLX);
-    out->nested_merged = __atomic_load_n(&counts.nested_merged, RLX);
+    out->nested_merged = gmt_stats_counter(GMT_CNT_NESTED_MERGED);
     out->dropped_table_full = __atomic_load_n(&counts.dropped_table_full, RLX);
     out->dropped_no_core = __atomic_load_n(&counts.dropped_no_core, RLX);
     out->dropped_stacks = __atomic_load_n(&counts.dropped_stacks, RLX);
     out->dropped_failures = __atomic_load_n(&counts.dropped_failures, RLX);
     out->dropped_invalid = __atomic_load_n(&counts.dropped_invalid, RLX);
     for (int i = 0; i < GMT_LAYER_COUNT; i++)
-        out->per_layer[i] = __atomic_load_n(&counts.per_layer[i], RLX);
+        out->per_layer[i] = gmt_stats_counter((gmt_counter_t)(GMT_CNT_LAYER0 + i));
 }
 
 int gmt_track_failures(gmt_failure_t *out, int max)

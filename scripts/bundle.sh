@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Builds the relocatable bundle dist/gpumemtrace-<version>-linux-x86_64.tar.gz: the preload
+# library, the CLI, the report's JSON Schema, and every non-libc library they need, found
+# through $ORIGIN (DT_RPATH, which unlike RUNPATH also serves the libraries' own
+# dependencies), so it runs where only libc and the NVIDIA driver exist.
+# usage: scripts/bundle.sh [OUT_DIR]   (default dist/); prints the bundle directory.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${1:-$root/dist}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+build="$root/build-bundle"
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DGPUMEMTRACE_BUILD_TESTS=OFF -DGMT_BUNDLE_RPATH=ON >/dev/null
+cmake --build "$build" >/dev/null
+version=$(sed -n 's/^project(gpumemtrace VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")
+name="gpumemtrace-$version-linux-x86_64"
+stage="$out/$name"
+rm -rf "$stage"
+cmake --install "$build" --prefix "$stage" >/dev/null
+# Flatten lib/<multiarch> if GNUInstallDirs chose one.
+if [ ! -f "$stage/lib/libgpumemtrace.so" ]; then
+  mkdir -p "$stage/lib"
+  find "$stage" -name 'libgpumemtrace.so' -exec mv {} "$stage/lib/" \;
+fi
+# Carry every shared library they need that is not part of libc itself.
+copy_deps() {
+  ldd "$1" | awk '/=> \// {print $3}' | while read -r dep; do
+    case "$(basename "$dep")" in
+      libc.so.*|libm.so.*|libdl.so.*|libpthread.so.*|librt.so.*|ld-linux*|libgcc_s.so.*) ;;
+      *) [ -f "$stage/lib/$(basename "$dep")" ] || cp -L "$dep" "$stage/lib/" ;;
+    esac
+  done
+}
+copy_deps "$stage/lib/libgpumemtrace.so"
+copy_deps "$stage/bin/gpumemtrace"
+for f in "$stage"/lib/*.so*; do copy_deps "$f"; done
+cp "$root/README.md" "$root/LICENSE" "$stage/" 2>/dev/null || true
+tar -C "$out" -czf "$out/$name.tar.gz" "$name"
+echo "$stage"

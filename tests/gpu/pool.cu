@@ -1,0 +1,55 @@
+// pool.cu - stream-ordered allocations for tests/gpu case "mallocasync".
+// cudaMallocAsync 1, 2 and 4 MiB on a stream, cudaFreeAsync the 2 MiB one, then an 8 MiB
+// cudaMallocFromPoolAsync from an explicitly created pool that is left allocated (and the pool
+// never destroyed). Expected: 4 pool allocations, 1 pool free, 1+4+8 = 13 MiB of kind "pool"
+// live at exit, pool peak 13 MiB (1+2+4 = 7, -2 = 5, +8 = 13).
+#include <cstdio>
+#include <cuda_runtime.h>
+
+#define CHECK(x)                                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (x);                                                                      \
+        if (e_ != cudaSuccess) {                                                                   \
+            std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));                          \
+            return 1;                                                                              \
+        }                                                                                          \
+    } while (0)
+
+__global__ void touch(char *p, size_t n)
+{
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i < n) p[i] = 1;
+}
+
+int main()
+{
+    int dev = 0, supported = 0;
+    CHECK(cudaSetDevice(dev));
+    CHECK(cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, dev));
+    if (!supported) {
+        std::printf("GMT_SKIP memory pools not supported on this device\n");
+        return 77;
+    }
+    cudaStream_t s;
+    CHECK(cudaStreamCreate(&s));
+    void *a = nullptr, *b = nullptr, *c = nullptr, *d = nullptr;
+    CHECK(cudaMallocAsync(&a, 1u << 20, s));
+    CHECK(cudaMallocAsync(&b, 2u << 20, s));
+    CHECK(cudaMallocAsync(&c, 4u << 20, s));
+    touch<<<(2u << 20) / 256, 256, 0, s>>>((char *)b, 2u << 20);
+    CHECK(cudaFreeAsync(b, s));
+
+    cudaMemPoolProps props = {};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.handleTypes = cudaMemHandleTypeNone;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = dev;
+    cudaMemPool_t pool;
+    CHECK(cudaMemPoolCreate(&pool, &props));
+    CHECK(cudaMallocFromPoolAsync(&d, 8u << 20, pool, s));
+    touch<<<(8u << 20) / 256, 256, 0, s>>>((char *)d, 8u << 20);
+    CHECK(cudaStreamSynchronize(s));
+    std::printf("pool: done (1 + 4 MiB from the default pool and 8 MiB from a created pool left "
+                "allocated)\n");
+    return 0;
+}
