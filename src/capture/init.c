@@ -18,10 +18,12 @@
 #include "core/tls.h"
 #include "core/track.h"
 #include "output/report.h"
+#include "output/symbolize.h"
 #include "gpumemtrace/gpumemtrace.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -238,6 +240,38 @@ static void start_writer_locked(void)
     }
 }
 
+/* ---- internal frames ------------------------------------------------------------------------ */
+
+typedef struct ranges_s {
+    uint64_t r[GMT_MAX_SKIP_RANGES][2];
+    int n;
+} ranges_t;
+
+static int collect_internal(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    ranges_t *rs = data;
+    if (!gmt_module_is_internal(info->dlpi_name)) return 0;
+    for (int i = 0; i < info->dlpi_phnum && rs->n < GMT_MAX_SKIP_RANGES; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
+        rs->r[rs->n][0] = info->dlpi_addr + ph->p_vaddr;
+        rs->r[rs->n][1] = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+        rs->n++;
+    }
+    return 0;
+}
+
+/* Tell the stack capture where the tracer's, libcuda's, libcudart's and libcupti's code is,
+ * so their frames do not use up the depth. Called when those modules may have appeared: at
+ * start-up of capture and at the first event (libcudart loads libcuda lazily). */
+static void refresh_internal_ranges(void)
+{
+    ranges_t rs = {.n = 0};
+    dl_iterate_phdr(collect_internal, &rs);
+    gmt_stacks_set_skip_ranges((const uint64_t(*)[2])rs.r, rs.n);
+}
+
 /* ---- first CUDA use ------------------------------------------------------------------------ */
 
 void gmt_capture_start_slow(void)
@@ -264,6 +298,7 @@ void gmt_capture_start_slow(void)
                 gmt_debug("%s; using driver entry-point hooks", reason);
         }
         start_writer_locked();
+        refresh_internal_ranges();
         __atomic_store_n(&gmt_capture_state, 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&start_lock);
@@ -277,6 +312,7 @@ static void note_event(void)
 {
     if (__builtin_expect(__atomic_load_n(&had_events, __ATOMIC_RELAXED), 1)) return;
     __atomic_store_n(&had_events, 1, __ATOMIC_RELEASE);
+    refresh_internal_ranges();
     if (!__atomic_exchange_n(&exit_registered, 1, __ATOMIC_ACQ_REL)) atexit(exit_report);
 }
 

@@ -152,6 +152,33 @@ uint32_t gmt_stacks_count(gmt_stacks_t *st)
     return n - 1;
 }
 
+static uint64_t skip_ranges[GMT_MAX_SKIP_RANGES][2];
+static int nskip;
+
+void gmt_stacks_set_skip_ranges(const uint64_t (*ranges)[2], int n)
+{
+    if (n > GMT_MAX_SKIP_RANGES) n = GMT_MAX_SKIP_RANGES;
+    /* Shrink first, so a reader never sees a count larger than the ranges written. */
+    __atomic_store_n(&nskip, 0, __ATOMIC_RELEASE);
+    for (int i = 0; i < n; i++) {
+        __atomic_store_n(&skip_ranges[i][0], ranges[i][0], RLX);
+        __atomic_store_n(&skip_ranges[i][1], ranges[i][1], RLX);
+    }
+    __atomic_store_n(&nskip, n, __ATOMIC_RELEASE);
+}
+
+static int in_skip_range(uint64_t ip, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (ip >= __atomic_load_n(&skip_ranges[i][0], RLX) &&
+            ip < __atomic_load_n(&skip_ranges[i][1], RLX))
+            return 1;
+    return 0;
+}
+
+/* Frames the internal prefix may take on top of the depth the user asked for. */
+#define SKIP_SLACK 64
+
 #if defined(__SANITIZE_THREAD__)
 /* Under TSan, unw_backtrace's per-thread cache is torn down after TSan's thread state and
  * crashes at thread exit; the plain unw_step walk has no such cache. */
@@ -160,11 +187,13 @@ uint32_t gmt_stacks_capture(uint64_t *frames, uint32_t max, uint32_t skip)
     unw_context_t uc;
     unw_cursor_t cur;
     if (unw_getcontext(&uc) != 0 || unw_init_local(&cur, &uc) != 0) return 0;
-    uint32_t seen = 0, out = 0;
-    while (out < max && unw_step(&cur) > 0) {
+    int n = __atomic_load_n(&nskip, __ATOMIC_ACQUIRE);
+    uint32_t seen = 0, out = 0, budget = max + skip + SKIP_SLACK;
+    while (out < max && seen < budget && unw_step(&cur) > 0) {
         unw_word_t ip;
         if (unw_get_reg(&cur, UNW_REG_IP, &ip) != 0) break;
         if (seen++ < skip) continue;
+        if (out == 0 && in_skip_range((uint64_t)ip, n)) continue;
         frames[out++] = (uint64_t)ip;
     }
     return out;
@@ -173,12 +202,15 @@ uint32_t gmt_stacks_capture(uint64_t *frames, uint32_t max, uint32_t skip)
 uint32_t gmt_stacks_capture(uint64_t *frames, uint32_t max, uint32_t skip)
 {
     void *buf[GMT_STACKS_CAPTURE_MAX];
-    uint32_t want = max + skip + 1;
+    int nr = __atomic_load_n(&nskip, __ATOMIC_ACQUIRE);
+    uint32_t want = max + skip + 1 + (nr ? SKIP_SLACK : 0);
     if (want > GMT_STACKS_CAPTURE_MAX) want = GMT_STACKS_CAPTURE_MAX;
     int n = unw_backtrace(buf, (int)want);
-    uint32_t first = skip + 1; /* +1: this function */
+    int i = (int)skip + 1; /* +1: this function */
+    while (nr && i < n && in_skip_range((uint64_t)(uintptr_t)buf[i], nr))
+        i++;
     uint32_t out = 0;
-    for (int i = (int)first; i < n && out < max; i++)
+    for (; i < n && out < max; i++)
         frames[out++] = (uint64_t)(uintptr_t)buf[i];
     return out;
 }

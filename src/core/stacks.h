@@ -75,8 +75,16 @@ gmt_stack_entry_t *gmt_stacks_entry(gmt_stacks_t *st, uint32_t id);
 /* Number of ids handed out so far (ids are 1 .. count). */
 uint32_t gmt_stacks_count(gmt_stacks_t *st);
 
-/* Native frames of the calling thread, innermost first, skipping `skip` frames of the caller.
- * Returns the number written (<= max). Allocates nothing. */
+/* Address ranges whose frames are dropped from the innermost end of every captured stack:
+ * the tracer, libcuda, libcudart, libcupti. Without this, CUPTI's and the driver's own frames
+ * (often twenty or more) would use up the stack depth before the program's first frame.
+ * Set by the capture layer (it knows the modules); copied, published atomically. */
+#define GMT_MAX_SKIP_RANGES 32
+void gmt_stacks_set_skip_ranges(const uint64_t (*ranges)[2], int n);
+
+/* Native frames of the calling thread, innermost first, skipping `skip` frames of the caller
+ * and then any frames inside the skip ranges. Returns the number written (<= max). Allocates
+ * nothing. */
 #define GMT_STACKS_CAPTURE_MAX 192
 uint32_t gmt_stacks_capture(uint64_t *frames, uint32_t max, uint32_t skip);
 

@@ -356,6 +356,41 @@ static void *capture_thread(void *arg)
 /* A thread that captured a stack must be able to exit. Run in a child process so that a crash
  * at thread exit (libunwind's per-thread trace cache destructor under TSan) fails this test
  * instead of killing the whole program. */
+/* A frame inside a skip range is dropped from the innermost end of the stack: the capture
+ * then starts at the skipped function's caller. */
+static __attribute__((noinline)) uint32_t skip_capture_here(uint64_t *f, uint32_t max)
+{
+    uint32_t n = gmt_stacks_capture(f, max, 0);
+    __asm__ volatile("" ::: "memory"); /* keep the call from becoming a tail call */
+    return n;
+}
+
+static __attribute__((noinline)) void skip_capture_twice(uint64_t *a, uint32_t *na, uint64_t *b,
+                                                         uint32_t *nb)
+{
+    *na = skip_capture_here(a, 8);
+    const uint64_t range[1][2] = {{a[0] - 1, a[0] + 1}};
+    gmt_stacks_set_skip_ranges(range, 1);
+    *nb = skip_capture_here(b, 8);
+    gmt_stacks_set_skip_ranges(NULL, 0);
+    __asm__ volatile("" ::: "memory");
+}
+
+static void test_capture_skips_internal_ranges(void **state)
+{
+    (void)state;
+    uint64_t a[8], b[8];
+    uint32_t na = 0, nb = 0;
+    skip_capture_twice(a, &na, b, &nb);
+    assert_true(na >= 3);
+    assert_true(nb >= 2);
+    /* a: [in capture_here, in capture_twice (1st call), in the test]; b starts one frame
+     * later: [in capture_twice (2nd call), in the test]. */
+    assert_true(b[0] != a[0]);
+    assert_true(b[0] != a[1]); /* a different call site in capture_twice */
+    assert_int_equal(b[1], a[2]);
+}
+
 static void test_capture_in_exiting_thread(void **state)
 {
     (void)state;
@@ -389,6 +424,7 @@ int main(void)
         cmocka_unit_test(test_store_full),
         cmocka_unit_test(test_concurrent_intern),
         cmocka_unit_test(test_capture_finds_caller),
+        cmocka_unit_test(test_capture_skips_internal_ranges),
         cmocka_unit_test(test_capture_in_exiting_thread),
     };
     /* clang-format on */
