@@ -2,7 +2,8 @@
  * CUDA runtime. Run natively and under LD_PRELOAD=libgpumemtrace.so (bench/run.sh does both,
  * interleaved) to get the tracer's added cost per pair.
  *
- * usage: bench_pairs THREADS PAIRS_PER_THREAD   -> prints "ns_per_pair <value>"
+ * usage: bench_pairs THREADS PAIRS_PER_THREAD [BYTES]   -> prints "ns_per_pair <value>"
+ * BYTES (default 4096, varied by up to 3.5 KiB) is the size of each allocation.
  * Each thread keeps 64 allocations live and recycles them, so the live table is not empty
  * and addresses are reused, as in a real allocator-heavy program.
  */
@@ -13,6 +14,7 @@
 #include <time.h>
 
 static long pairs;
+static size_t base_bytes = 4096;
 
 static void *worker(void *arg)
 {
@@ -21,7 +23,7 @@ static void *worker(void *arg)
     for (long i = 0; i < pairs; i++) {
         int k = (int)(i & 63);
         if (live[k]) cudaFree(live[k]);
-        if (cudaMalloc(&live[k], 4096 + (size_t)(i & 7) * 512) != cudaSuccess) live[k] = NULL;
+        if (cudaMalloc(&live[k], base_bytes + (size_t)(i & 7) * 512) != cudaSuccess) live[k] = NULL;
     }
     for (int k = 0; k < 64; k++)
         if (live[k]) cudaFree(live[k]);
@@ -32,6 +34,7 @@ int main(int argc, char **argv)
 {
     int threads = argc > 1 ? atoi(argv[1]) : 1;
     pairs = argc > 2 ? atol(argv[2]) : 200000;
+    if (argc > 3) base_bytes = (size_t)atol(argv[3]);
     if (threads < 1 || threads > 64 || pairs < 1) return 2;
     void *warm;
     cudaMalloc(&warm, 512); /* lazy init of the runtime and the tracer outside the timing */
