@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -42,6 +43,11 @@ def fail(msg):
 def expect_eq(what, got, want):
     if got != want:
         fail(f"{what}: expected {want!r}, got {got!r}")
+
+
+def no_core():
+    """Crash cases must not leave core files in the output folder."""
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
 class Run:
@@ -113,7 +119,7 @@ class Ctx:
             argv = [self.prog(argv[0])] + list(argv[1:])
         try:
             proc = subprocess.run(argv, cwd=self.work, env=self.env(preload, env), text=True,
-                                  capture_output=True, timeout=timeout)
+                                  capture_output=True, timeout=timeout, preexec_fn=no_core)
         except subprocess.TimeoutExpired:
             fail(f"{' '.join(argv)} did not finish within {timeout} s")
         r = Run(argv, proc)
@@ -593,6 +599,34 @@ def case_exit_status(ctx):
     check_group(rep, rep["leaks"]["groups"], "simple_leak", bytes=MIB, count=1)
 
 
+def check_death(ctx, how, signo, reason, signame):
+    """The report written on a terminating signal, before the signal takes its course."""
+    ctx.run(["die", how], expect_rc=-signo)
+    reps = ctx.reports()
+    expect_eq("number of report files", len(reps), 1)
+    rep = next(iter(reps.values()))
+    expect_eq("process.reason", rep["process"]["reason"], reason)
+    expect_eq("process.signal", rep["process"]["signal"], signame)
+    check_clean(rep)
+    check_summary(rep, allocs=1, frees=0, leaked_count=1, leaked_bytes=MIB)
+    check_group(rep, rep["leaks"]["groups"], "die_leak", bytes=MIB, count=1)
+
+
+@case("signal_term")
+def case_signal_term(ctx):
+    check_death(ctx, "TERM", 15, "signal", "SIGTERM")
+
+
+@case("crash_abort")
+def case_crash_abort(ctx):
+    check_death(ctx, "ABRT", 6, "crash", "SIGABRT")
+
+
+@case("crash_segv")
+def case_crash_segv(ctx):
+    check_death(ctx, "SEGV", 11, "crash", "SIGSEGV")
+
+
 @case("cli_run")
 def case_cli_run(ctx):
     out = os.path.join(ctx.work, "cli-report.json")
@@ -615,7 +649,7 @@ NO_PRELOAD = [
     (["kinds"], {}, 0), (["threads"], {}, 0), (["peak"], {}, 0), (["two_devices"], {}, 0),
     (["oom"], {"GMT_STANDIN_MEM_BYTES": str(1 << 30)}, 0), (["driver_only"], {}, 0),
     (["getprocaddress"], {}, 0), (["vmm"], {}, 0), (["no_cuda"], {}, 0),
-    (["fork_child"], {}, 0), (["simple", "7"], {}, 7),
+    (["fork_child"], {}, 0), (["simple", "7"], {}, 7), (["die", "TERM"], {}, -15),
 ]
 
 
