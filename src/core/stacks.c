@@ -40,6 +40,11 @@ static uint64_t *frames_of(gmt_stacks_t *st)
     return (uint64_t *)(index_of(st) + st->index_mask + 1);
 }
 
+void gmt_stacks_global_init(void)
+{
+    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+}
+
 size_t gmt_stacks_bytes(uint32_t max_entries, uint64_t max_frames)
 {
     uint32_t index = round_pow2_32((uint64_t)max_entries * 2);

@@ -41,6 +41,9 @@ typedef struct gmt_stacks_s {
     /* followed by: entries[max_entries], index[index_mask+1] (uint32 ids), frames[max_frames] */
 } gmt_stacks_t;
 
+/* Sets libunwind's per-thread cache (unw_backtrace then needs no lock); once per process. */
+void gmt_stacks_global_init(void);
+
 size_t gmt_stacks_bytes(uint32_t max_entries, uint64_t max_frames);
 int gmt_stacks_init(gmt_stacks_t *st, uint32_t max_entries, uint64_t max_frames);
 

@@ -134,6 +134,7 @@ int gmt_core_init(const gmt_config_t *c)
                   gmt_table_bytes(cfg.max_live) + gmt_stacks_bytes(max_entries, max_frames));
         return -ENOMEM;
     }
+    gmt_stacks_global_init();
     gmt_table_init(table, cfg.max_live);
     gmt_stacks_init(stacks, max_entries, max_frames);
     for (int i = 0; i < GMT_STAT_SLOTS; i++)

@@ -1,5 +1,5 @@
 /* die.c - die_leak leaks 1 MiB, then the program ends by the signal named in argv[1]
- * ("TERM": raise(SIGTERM), "ABRT": abort(), "SEGV": a write through a null pointer). The
+ * ("TERM": raise(SIGTERM), "ABRT": abort(), "SEGV": raise(SIGSEGV)). The
  * tracer must write the report (reason "signal" or "crash") before the signal takes its
  * course, and the exit status must still be the signal's.
  */
@@ -7,7 +7,6 @@
 
 #include <cuda_runtime_api.h>
 #include <signal.h>
-#include <stdint.h>
 #include <string.h>
 
 SITE void die_leak(void)
@@ -22,6 +21,6 @@ int main(int argc, char **argv)
     const char *how = argc > 1 ? argv[1] : "TERM";
     if (strcmp(how, "TERM") == 0) raise(SIGTERM);
     if (strcmp(how, "ABRT") == 0) abort();
-    if (strcmp(how, "SEGV") == 0) *(volatile int *)(uintptr_t)0 = 1;
+    if (strcmp(how, "SEGV") == 0) raise(SIGSEGV);
     return 0;
 }

@@ -1,0 +1,248 @@
+/* test_report.c - the report writer (output/report.c) over a core fed synthetic events.
+ *
+ * Checks the path pattern (%p %r %h %%, .snapshot-/.oom- insertion), the atomic write (no
+ * temporary file left, an unwritable path is an error, not a crash) and the content: totals,
+ * leak groups sorted by bytes with their stacks, peak groups, errors, pools, config. The
+ * report written here is also validated against docs/report.schema.json by the ctest
+ * unit.report_schema, which runs after this one (argv[1] names the file to leave behind).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cJSON.h>
+#include <cmocka.h>
+
+#include "core/config.h"
+#include "core/track.h"
+#include "output/report.h"
+
+#define VISIBLE __attribute__((noinline, visibility("default")))
+#define MIB     (1024ull * 1024ull)
+
+static const char *report_path = "test_report.json";
+static char output_pattern[512];
+
+static const char *fake_getenv(const char *name)
+{
+    if (strcmp(name, "GPUMEMTRACE_OUTPUT") == 0) return output_pattern;
+    if (strcmp(name, "GPUMEMTRACE_TOP") == 0) return "2";
+    return NULL;
+}
+
+static gmt_event_t ev(uint64_t addr, uint64_t size, int32_t device, gmt_kind_t kind, gmt_api_t api)
+{
+    gmt_event_t e = {.addr = addr,
+                     .size = size,
+                     .device = device,
+                     .kind = (uint8_t)kind,
+                     .space = GMT_SPACE_VA,
+                     .api = (uint8_t)api,
+                     .layer = GMT_LAYER_DRIVER};
+    return e;
+}
+
+VISIBLE void weights_site(uint64_t addr)
+{
+    gmt_event_t e = ev(addr, 8 * MIB, 0, GMT_KIND_DEVICE, GMT_API_cuMemAlloc_v2);
+    gmt_track_alloc(&e);
+}
+
+VISIBLE void scratch_site(uint64_t addr, uint64_t size)
+{
+    gmt_event_t e = ev(addr, size, 0, GMT_KIND_DEVICE, GMT_API_cuMemAlloc_v2);
+    gmt_track_alloc(&e);
+}
+
+VISIBLE void pool_site(uint64_t addr)
+{
+    gmt_event_t e = ev(addr, 2 * MIB, 0, GMT_KIND_POOL, GMT_API_cuMemAllocAsync);
+    gmt_track_alloc(&e);
+}
+
+VISIBLE void failing_site(void)
+{
+    gmt_event_t e = ev(0, 64ull << 40, 0, GMT_KIND_DEVICE, GMT_API_cuMemAlloc_v2);
+    e.result = 2;
+    e.flags = GMT_EVENT_OOM;
+    gmt_track_failure(&e);
+}
+
+static void free_at(uint64_t addr)
+{
+    gmt_event_t e = ev(addr, 0, 0, GMT_KIND_DEVICE, GMT_API_cuMemFree_v2);
+    gmt_track_free(&e);
+}
+
+static cJSON *load(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    static char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    cJSON *j = cJSON_Parse(buf);
+    assert_non_null(j);
+    return j;
+}
+
+static int64_t num(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    assert_non_null(v);
+    assert_true(cJSON_IsNumber(v));
+    return (int64_t)v->valuedouble;
+}
+
+static const cJSON *get(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    assert_non_null(v);
+    return v;
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    setenv("RANK", "3", 1);
+    gmt_report_process_init();
+    gmt_config_t cfg;
+    gmt_config_load(&cfg, fake_getenv);
+    return gmt_core_init(&cfg);
+}
+
+static void test_path_pattern(void **state)
+{
+    (void)state;
+    char host[256], want[1024], got[1024];
+    gethostname(host, sizeof host);
+    host[sizeof host - 1] = 0;
+    snprintf(output_pattern, sizeof output_pattern, "unused");
+    assert_int_equal(gmt_report_path(GMT_REASON_EXIT, 0, got, sizeof got), 0);
+    snprintf(want, sizeof want, "r-%d-3-%s-%%.json", (int)getpid(), host);
+    assert_string_equal(got, want);
+    assert_int_equal(gmt_report_path(GMT_REASON_SNAPSHOT, 2, got, sizeof got), 0);
+    snprintf(want, sizeof want, "r-%d-3-%s-%%.snapshot-2.json", (int)getpid(), host);
+    assert_string_equal(got, want);
+    assert_int_equal(gmt_report_path(GMT_REASON_OOM, 1, got, sizeof got), 0);
+    snprintf(want, sizeof want, "r-%d-3-%s-%%.oom-1.json", (int)getpid(), host);
+    assert_string_equal(got, want);
+    char tiny[8];
+    assert_int_equal(gmt_report_path(GMT_REASON_EXIT, 0, tiny, sizeof tiny), -ENAMETOOLONG);
+}
+
+static void test_unwritable_path_is_an_error(void **state)
+{
+    (void)state;
+    int rc = gmt_report_write("/nonexistent-dir/for/sure/r.json", GMT_REASON_EXIT, NULL, 0);
+    assert_int_equal(rc, -ENOENT);
+}
+
+static void test_content(void **state)
+{
+    (void)state;
+    /* One call site for the three weights: a count the compiler cannot see keeps the loop from
+     * being unrolled into three call sites (three stacks). */
+    static volatile int nweights = 3;
+    for (int i = 0; i < nweights; i++)
+        weights_site(0x7000000000ull + (uint64_t)i * 16 * MIB);
+    scratch_site(0x7100000000ull, 3 * MIB);
+    scratch_site(0x7200000000ull, 1 * MIB); /* freed below: not a leak, but at the peak */
+    pool_site(0x7300000000ull);
+    free_at(0x7200000000ull);
+    free_at(0x7fff00000000ull); /* never allocated */
+    failing_site();
+
+    assert_int_equal(gmt_report_write(report_path, GMT_REASON_EXIT, NULL, 0), 0);
+    char tmp[600];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", report_path, (int)getpid());
+    struct stat st;
+    assert_int_not_equal(stat(tmp, &st), 0); /* renamed into place */
+
+    cJSON *r = load(report_path);
+    assert_string_equal(get(r, "schema")->valuestring, "gpumemtrace.report");
+    assert_int_equal(num(r, "version"), 1);
+    const cJSON *proc = get(r, "process");
+    assert_string_equal(get(proc, "reason")->valuestring, "exit");
+    assert_int_equal(num(proc, "pid"), getpid());
+    assert_int_equal(num(proc, "rank"), 3);
+    assert_string_equal(get(get(r, "config"), "GPUMEMTRACE_TOP")->valuestring, "2");
+
+    const cJSON *sum = get(r, "summary");
+    assert_int_equal(num(sum, "allocs"), 6);
+    assert_int_equal(num(sum, "frees"), 2);
+    assert_int_equal(num(sum, "failures"), 1);
+    assert_int_equal(num(sum, "leaked_bytes"), (int64_t)(24 * MIB + 3 * MIB + 2 * MIB));
+    assert_int_equal(num(sum, "leaked_count"), 5);
+    assert_int_equal(num(sum, "peak_bytes"), (int64_t)(24 * MIB + 3 * MIB + 1 * MIB + 2 * MIB));
+    assert_int_equal(num(get(get(r, "capture"), "events"), "unknown_frees"), 1);
+
+    /* Leaks: three groups, the top 2 listed (GPUMEMTRACE_TOP), largest first. */
+    const cJSON *leaks = get(r, "leaks");
+    assert_int_equal(num(leaks, "groups_total"), 3);
+    const cJSON *groups = get(leaks, "groups");
+    assert_int_equal(cJSON_GetArraySize(groups), 2);
+    const cJSON *g0 = cJSON_GetArrayItem(groups, 0), *g1 = cJSON_GetArrayItem(groups, 1);
+    assert_int_equal(num(g0, "bytes"), (int64_t)(24 * MIB));
+    assert_int_equal(num(g0, "count"), 3);
+    assert_string_equal(get(g0, "kind")->valuestring, "device");
+    assert_string_equal(get(g0, "api")->valuestring, "cuMemAlloc_v2");
+    assert_int_equal(num(g1, "bytes"), (int64_t)(3 * MIB));
+
+    /* Each listed group's stack is in "stacks" and starts at its call site. */
+    char id[16];
+    snprintf(id, sizeof id, "%lld", (long long)num(g0, "stack_id"));
+    const cJSON *frames = get(get(r, "stacks"), id);
+    assert_true(cJSON_GetArraySize(frames) > 0);
+    const cJSON *sym = get(cJSON_GetArrayItem(frames, 0), "symbol");
+    assert_true(cJSON_IsString(sym));
+    assert_string_equal(sym->valuestring, "weights_site");
+    snprintf(id, sizeof id, "%lld", (long long)num(g1, "stack_id"));
+    sym = get(cJSON_GetArrayItem(get(get(r, "stacks"), id), 0), "symbol");
+    assert_string_equal(sym->valuestring, "scratch_site");
+
+    /* Peak on device 0 includes the freed 1 MiB. */
+    const cJSON *peak = cJSON_GetArrayItem(get(r, "peak"), 0);
+    assert_int_equal(num(peak, "device"), 0);
+    assert_int_equal(num(peak, "bytes"), (int64_t)(30 * MIB));
+    /* weights, the two scratch call sites, the pool allocation */
+    assert_int_equal(num(peak, "groups_total"), 4);
+
+    /* The failure, with its stack. */
+    const cJSON *err = cJSON_GetArrayItem(get(r, "errors"), 0);
+    assert_non_null(err);
+    assert_true(cJSON_IsTrue(get(err, "oom")));
+    assert_int_equal(num(err, "size"), (int64_t)(64ull << 40));
+    assert_string_equal(get(err, "error_name")->valuestring, "CUDA_ERROR_OUT_OF_MEMORY");
+
+    /* The device-0 pool seen, with our tracked bytes (no driver here: reserved is null). */
+    const cJSON *frag = cJSON_GetArrayItem(get(r, "fragmentation"), 0);
+    const cJSON *pool = cJSON_GetArrayItem(get(frag, "pools"), 0);
+    assert_non_null(pool);
+    assert_int_equal(num(pool, "tracked_used_bytes"), (int64_t)(2 * MIB));
+    assert_true(cJSON_IsNull(get(pool, "reserved_bytes")));
+    assert_int_equal(num(frag, "live_allocations"), 5);
+    cJSON_Delete(r);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1) report_path = argv[1];
+    snprintf(output_pattern, sizeof output_pattern, "r-%%p-%%r-%%h-%%%%.json");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_path_pattern),
+        cmocka_unit_test(test_unwritable_path_is_an_error),
+        cmocka_unit_test(test_content),
+    };
+    return cmocka_run_group_tests(tests, group_setup, NULL);
+}
