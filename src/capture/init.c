@@ -299,6 +299,7 @@ void gmt_capture_start_slow(void)
         }
         start_writer_locked();
         refresh_internal_ranges();
+        gmt_core_prefault();
         __atomic_store_n(&gmt_capture_state, 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&start_lock);

@@ -165,6 +165,27 @@ int gmt_core_reset_after_fork(void)
     return gmt_core_init(&cfg);
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+static void prefault(void *p, size_t bytes)
+{
+    if (madvise(p, bytes, MADV_POPULATE_WRITE) == 0) return;
+    /* Kernels before 5.14: write every page. An atomic add of 0 is a write that changes
+     * nothing, so it is safe even if another thread is already inserting. */
+    for (size_t off = 0; off < bytes; off += 4096)
+        __atomic_fetch_add((char *)p + off, 0, __ATOMIC_RELAXED);
+}
+
+void gmt_core_prefault(void)
+{
+    if (!gmt_core_ready()) return;
+    prefault(table, gmt_table_bytes(cfg.max_live));
+    /* The stack index is hashed too; entries and frames fill sequentially and need nothing. */
+    prefault(stacks, gmt_stacks_bytes(stacks->max_entries, 0));
+}
+
 bool gmt_core_ready(void)
 {
     return __atomic_load_n(&ready, __ATOMIC_ACQUIRE) != 0;
