@@ -287,7 +287,7 @@ void gmt_capture_start_slow(void)
         if (config.backend == GMT_BACKEND_HOOKS) {
             gmt_track_note_backend("driver-hooks", "GPUMEMTRACE_BACKEND=hooks");
         } else if (gmt_cupti_start(why, sizeof why) == 0) {
-            gmt_track_note_backend("cupti", "CUPTI driver-API callbacks (subscription was free)");
+            gmt_track_note_backend("cupti", why); /* names the libcupti used */
         } else {
             char reason[GMT_NOTE_LEN + 64];
             snprintf(reason, sizeof reason, "CUPTI not used: %s", why);
