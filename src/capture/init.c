@@ -209,7 +209,9 @@ static void start_writer_locked(void)
     if (config.snapshot_signal) {
         struct sigaction cur;
         sigaction(config.snapshot_signal, NULL, &cur);
-        if (cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN) {
+        /* A forked child inherits our own handler: that one is fine. */
+        if (cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN &&
+            cur.sa_handler != on_snapshot_signal) {
             gmt_track_warn("%s is already handled by the program; snapshots by signal are off "
                            "(set GPUMEMTRACE_SNAPSHOT_SIGNAL to another signal)",
                            gmt_signal_name(config.snapshot_signal));
@@ -229,6 +231,7 @@ static void start_writer_locked(void)
         if (sig == config.snapshot_signal) continue;
         struct sigaction cur;
         if (sigaction(sig, NULL, &cur) != 0) continue;
+        /* Ours already (inherited across fork): old_actions[] came along with it. */
         if ((cur.sa_flags & SA_SIGINFO) || cur.sa_handler != SIG_DFL) continue;
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
@@ -385,16 +388,14 @@ static void after_fork_child(void)
     report_done = 0;
     had_events = 0;
     snapshot_seq = oom_seq = 0;
-    if (gmt_core_reset_after_fork() != 0)
+    if (gmt_core_reset_after_fork() != 0) {
         __atomic_store_n(&gmt_capture_state, -1, __ATOMIC_RELEASE);
-    else if (gmt_capture_state == 1) {
-        /* Re-create the writer thread and handlers lazily: state 0 runs start-up again,
-         * which keeps the backend already chosen (CUPTI's subscription is per process and
-         * survives in the child's copy of libcupti only as far as the driver allows). */
-        pthread_mutex_lock(&start_lock);
-        start_writer_locked();
-        pthread_mutex_unlock(&start_lock);
+        return;
     }
+    /* Start-up runs again at the child's first CUDA call (most children exec or never touch
+     * CUDA, and a fork child should start no thread): writer thread, handlers, prefault. */
+    if (__atomic_load_n(&gmt_capture_state, __ATOMIC_ACQUIRE) > 0)
+        __atomic_store_n(&gmt_capture_state, 0, __ATOMIC_RELEASE);
 }
 
 /* GPUMEMTRACE_FOLLOW_EXEC=0: take the library out of LD_PRELOAD so programs this one execs
