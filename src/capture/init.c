@@ -86,32 +86,6 @@ typedef struct msg_s {
     int sig;
 } msg_t;
 
-static const char *sig_name(int sig)
-{
-    switch (sig) {
-    case SIGTERM:
-        return "SIGTERM";
-    case SIGINT:
-        return "SIGINT";
-    case SIGHUP:
-        return "SIGHUP";
-    case SIGQUIT:
-        return "SIGQUIT";
-    case SIGSEGV:
-        return "SIGSEGV";
-    case SIGBUS:
-        return "SIGBUS";
-    case SIGABRT:
-        return "SIGABRT";
-    case SIGFPE:
-        return "SIGFPE";
-    case SIGILL:
-        return "SIGILL";
-    default:
-        return gmt_signal_name(sig);
-    }
-}
-
 static void *writer_main(void *arg)
 {
     (void)arg;
@@ -126,10 +100,10 @@ static void *writer_main(void *arg)
         if (n != (ssize_t)sizeof m) break;
         if (m.type == MSG_SNAPSHOT) {
             unsigned seq = __atomic_add_fetch(&snapshot_seq, 1, __ATOMIC_RELAXED);
-            gmt_report_write(NULL, GMT_REASON_SNAPSHOT, sig_name(m.sig), seq);
+            gmt_report_write(NULL, GMT_REASON_SNAPSHOT, gmt_signal_name(m.sig), seq);
         } else {
             final_report(m.type == MSG_CRASH ? GMT_REASON_CRASH : GMT_REASON_SIGNAL,
-                         sig_name(m.sig));
+                         gmt_signal_name(m.sig));
             char ack = 1;
             ssize_t w = write(ack_pipe[1], &ack, 1);
             (void)w;

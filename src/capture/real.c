@@ -3,6 +3,7 @@
 #include "real.h"
 
 #include "core/log.h"
+#include "core/spin.h"
 #include "core/tls.h"
 
 #include <dlfcn.h>
@@ -85,8 +86,7 @@ bool gmt_real_resolve_driver(void)
     if (__atomic_load_n(&libcuda, __ATOMIC_ACQUIRE)) return true;
     static int lock;
     gmt_guard_enter();
-    while (__atomic_exchange_n(&lock, 1, __ATOMIC_ACQUIRE)) {
-    }
+    gmt_spin_lock(&lock);
     void *h = libcuda;
     if (!h) {
         h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
@@ -118,7 +118,7 @@ bool gmt_real_resolve_driver(void)
             __atomic_store_n(&libcuda, h, __ATOMIC_RELEASE);
         }
     }
-    __atomic_store_n(&lock, 0, __ATOMIC_RELEASE);
+    gmt_spin_unlock(&lock);
     gmt_guard_leave();
     return h != NULL;
 }
@@ -128,8 +128,7 @@ int gmt_real_missing(const char *name, int error)
     static char reported[64][48];
     static int nreported;
     static int lock;
-    while (__atomic_exchange_n(&lock, 1, __ATOMIC_ACQUIRE)) {
-    }
+    gmt_spin_lock(&lock);
     int seen = 0;
     for (int i = 0; i < nreported; i++)
         if (strcmp(reported[i], name) == 0) seen = 1;
@@ -137,7 +136,7 @@ int gmt_real_missing(const char *name, int error)
         strncpy(reported[nreported], name, sizeof reported[0] - 1);
         nreported++;
     }
-    __atomic_store_n(&lock, 0, __ATOMIC_RELEASE);
+    gmt_spin_unlock(&lock);
     if (!seen)
         gmt_error("the real %s cannot be found in this process; the call fails with error %d "
                   "instead of being traced",

@@ -97,12 +97,18 @@ int gmt_parse_size(const char *s, uint64_t *out)
     return 0;
 }
 
+/* Every signal the tracer names; `snapshot` marks those that may be the snapshot signal (ones
+ * whose default action a program rarely relies on). */
 static const struct {
     const char *name;
     int sig;
+    bool snapshot;
 } signals[] = {
-    {"SIGUSR1", SIGUSR1},   {"SIGUSR2", SIGUSR2}, {"SIGHUP", SIGHUP},   {"SIGQUIT", SIGQUIT},
-    {"SIGWINCH", SIGWINCH}, {"SIGPWR", SIGPWR},   {"SIGTTIN", SIGTTIN},
+    {"SIGUSR1", SIGUSR1, true},  {"SIGUSR2", SIGUSR2, true},   {"SIGHUP", SIGHUP, true},
+    {"SIGQUIT", SIGQUIT, true},  {"SIGWINCH", SIGWINCH, true}, {"SIGPWR", SIGPWR, true},
+    {"SIGTTIN", SIGTTIN, true},  {"SIGTERM", SIGTERM, false},  {"SIGINT", SIGINT, false},
+    {"SIGSEGV", SIGSEGV, false}, {"SIGBUS", SIGBUS, false},    {"SIGABRT", SIGABRT, false},
+    {"SIGFPE", SIGFPE, false},   {"SIGILL", SIGILL, false},
 };
 
 int gmt_parse_signal(const char *s, int *out)
@@ -113,7 +119,8 @@ int gmt_parse_signal(const char *s, int *out)
     }
     const char *bare = strncasecmp(s, "SIG", 3) == 0 ? s + 3 : s;
     for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++)
-        if (strcasecmp(bare, signals[i].name + 3) == 0) return *out = signals[i].sig, 0;
+        if (signals[i].snapshot && strcasecmp(bare, signals[i].name + 3) == 0)
+            return *out = signals[i].sig, 0;
     char *end;
     long v = strtol(s, &end, 10);
     if (*s && !*end && v >= SIGRTMIN && v <= SIGRTMAX) return *out = (int)v, 0;

@@ -386,9 +386,7 @@ void gmt_track_failure(const gmt_event_t *ev)
         f.free_bytes = (int64_t)fr;
         f.total_bytes = (int64_t)tot;
     }
-    uint64_t frames[GMT_MAX_STACK_DEPTH];
-    uint32_t n = cfg.stack_depth > 0 ? gmt_stacks_capture(frames, (uint32_t)cfg.stack_depth, 1) : 0;
-    f.stack_id = gmt_stacks_intern(stacks, frames, n, gmt_stacks_tag(ev->device, ev->kind, api));
+    f.stack_id = stack_for(ev, api);
     uint32_t i = __atomic_fetch_add(&failures_next, 1, RLX);
     if (i < GMT_MAX_FAILURE_RECORDS) {
         failures[i] = f;
