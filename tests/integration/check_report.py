@@ -599,6 +599,53 @@ def case_exit_status(ctx):
     check_group(rep, rep["leaks"]["groups"], "simple_leak", bytes=MIB, count=1)
 
 
+@case("backend_hooks")
+def case_backend_hooks(ctx):
+    # Forced entry-point hooks: CUPTI is never tried, the report says why, counts are exact.
+    ctx.run(["leak_two_sites"], env={"GPUMEMTRACE_BACKEND": "hooks"})
+    rep = ctx.final_report()
+    check_leak_two_sites(rep)
+    cap = rep["capture"]
+    expect_eq("capture.backends", cap["backends"], ["runtime-hooks", "driver-hooks"])
+    expect_eq("capture.backend_reason", cap["backend_reason"], "GPUMEMTRACE_BACKEND=hooks")
+
+
+@case("backend_cupti_unavailable")
+def case_backend_cupti_unavailable(ctx):
+    # GPUMEMTRACE_BACKEND=cupti where CUPTI cannot subscribe (no real driver here): one error
+    # line naming the variable, the program runs on, the entry-point hooks record everything.
+    r = ctx.run(["leak_two_sites"], env={"GPUMEMTRACE_BACKEND": "cupti"})
+    lines = [l for l in r.stderr.splitlines() if "GPUMEMTRACE_BACKEND" in l]
+    expect_eq("stderr lines naming GPUMEMTRACE_BACKEND", len(lines), 1)
+    if not lines[0].startswith("gpumemtrace:") or "driver entry-point hooks" not in lines[0]:
+        fail(f"the line should say what is used instead: {lines[0]!r}")
+    rep = ctx.final_report()
+    check_leak_two_sites(rep)
+    if "driver-hooks" not in rep["capture"]["backends"]:
+        fail(f"capture.backends should name driver-hooks: {rep['capture']['backends']}")
+    if not rep["capture"]["backend_reason"].startswith("CUPTI not used:"):
+        fail(f"capture.backend_reason should say why CUPTI was not used: "
+             f"{rep['capture']['backend_reason']!r}")
+
+
+@case("suppressions")
+def case_suppressions(ctx):
+    # A suppression pattern marks the matching leak group and keeps it out of the verdict.
+    supp = os.path.join(ctx.work, "..", "suppressions-test.txt")
+    with open(supp, "w") as f:
+        f.write("# known cache\n  alloc_site_a  \n")
+    ctx.run(["leak_two_sites"], env={"GPUMEMTRACE_SUPPRESSIONS": os.path.abspath(supp)})
+    rep = ctx.final_report()
+    check_clean(rep)
+    groups = rep["leaks"]["groups"]
+    a = check_group(rep, groups, "alloc_site_a", count=3, bytes=3 * MIB)
+    b = check_group(rep, groups, "alloc_site_b", count=2, bytes=6000)
+    expect_eq("alloc_site_a suppressed", a["suppressed"], True)
+    expect_eq("alloc_site_b suppressed", b["suppressed"], False)
+    check_summary(rep, leaked_bytes=6000, leaked_count=2, live_bytes=3 * MIB + 6000)
+    expect_eq("leaks.suppressed_bytes", rep["leaks"]["suppressed_bytes"], 3 * MIB)
+
+
 def check_death(ctx, how, signo, reason, signame):
     """The report written on a terminating signal, before the signal takes its course."""
     ctx.run(["die", how], expect_rc=-signo)
