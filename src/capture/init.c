@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 int gmt_capture_state;
@@ -256,7 +257,18 @@ void gmt_capture_start_slow(void)
     if (__atomic_load_n(&gmt_capture_state, __ATOMIC_ACQUIRE) != 0) return;
     if (gmt_guard_held()) return; /* our own start-up reaching CUDA: do not recurse */
     gmt_guard_enter();
-    pthread_mutex_lock(&start_lock);
+    /* Start-up loads libcupti (the loader's lock) while holding start_lock. A thread that
+     * holds the loader's lock itself (a library constructor calling CUDA inside dlopen) and
+     * waits here would deadlock with it, so nobody waits forever: after 2 s the call goes
+     * through untraced and is counted in capture.dropped.start_stuck. */
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 2;
+    if (pthread_mutex_timedlock(&start_lock, &deadline) != 0) {
+        gmt_track_count_start_drop();
+        gmt_guard_leave();
+        return;
+    }
     if (__atomic_load_n(&gmt_capture_state, __ATOMIC_ACQUIRE) == 0) {
         gmt_real_resolve_driver();
         gmt_track_note_backend("runtime-hooks", NULL);

@@ -30,6 +30,7 @@ static gmt_oom_fn oom_fn;
 static struct {
     uint64_t unknown_frees;
     uint64_t dropped_table_full, dropped_no_core, dropped_stacks, dropped_failures, dropped_invalid;
+    uint64_t dropped_start;
 } counts;
 
 static gmt_failure_t failures[GMT_MAX_FAILURE_RECORDS];
@@ -429,8 +430,14 @@ void gmt_track_counts(gmt_counts_t *out)
     out->dropped_stacks = __atomic_load_n(&counts.dropped_stacks, RLX);
     out->dropped_failures = __atomic_load_n(&counts.dropped_failures, RLX);
     out->dropped_invalid = __atomic_load_n(&counts.dropped_invalid, RLX);
+    out->dropped_start = __atomic_load_n(&counts.dropped_start, RLX);
     for (int i = 0; i < GMT_LAYER_COUNT; i++)
         out->per_layer[i] = gmt_stats_counter((gmt_counter_t)(GMT_CNT_LAYER0 + i));
+}
+
+void gmt_track_count_start_drop(void)
+{
+    count(&counts.dropped_start);
 }
 
 int gmt_track_failures(gmt_failure_t *out, int max)

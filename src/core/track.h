@@ -67,10 +67,13 @@ typedef struct gmt_counts_s {
     uint64_t dropped_stacks;   /* allocations whose stack did not fit the store */
     uint64_t dropped_failures; /* failure records past the error ring */
     uint64_t dropped_invalid;  /* events with an out-of-range kind, API or layer */
+    uint64_t dropped_start;    /* CUDA calls passed through untraced while start-up was stuck */
     uint64_t per_layer[GMT_LAYER_COUNT];
 } gmt_counts_t;
 
 void gmt_track_counts(gmt_counts_t *out);
+/* A CUDA call the capture layer let through untraced because start-up could not finish. */
+void gmt_track_count_start_drop(void);
 
 #define GMT_MAX_FAILURE_RECORDS 256
 typedef struct gmt_failure_s {

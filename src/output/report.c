@@ -364,6 +364,7 @@ static void write_capture(ctx_t *c, const gmt_counts_t *k)
     jw_uint(w, "table_full", k->dropped_table_full);
     jw_uint(w, "stacks", k->dropped_stacks);
     jw_uint(w, "before_init", k->dropped_no_core);
+    jw_uint(w, "start_stuck", k->dropped_start);
     jw_uint(w, "failure_records", k->dropped_failures);
     jw_uint(w, "invalid_events", k->dropped_invalid);
     jw_object_end(w);
