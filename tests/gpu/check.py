@@ -663,6 +663,95 @@ def injection(c):
     c.note(f"backends={rep.get('capture', {}).get('backends')}")
 
 
+def gpu_count():
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, timeout=30).stdout.decode()
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    return len([l for l in out.splitlines() if l.startswith("GPU ")])
+
+
+@case
+def two_gpus(c):
+    """One process, two GPUs: every allocation on the device it was made on."""
+    if gpu_count() < 2:
+        raise Skip(f"needs 2 GPUs, nvidia-smi lists {gpu_count()}")
+    res = os.path.join(c.out, "two_gpus.result.json")
+    r = c.run("two_gpus", [sys.executable, os.path.join(HERE, "two_gpus.py"), res],
+              extra_env={"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}, timeout=110)
+    c.program_ok(r)
+    rep = c.load(r)
+    kept = {int(k): v * (1 << 20) for k, v in read_json(res)["kept_mib"].items()}
+    d0, d1 = device(rep, 0), device(rep, 1)
+    if not d0 or not d1:
+        listed = [d.get("device") for d in rep.get("devices", [])]
+        raise Fatal(f"expected devices 0 and 1 in the report got {listed}")
+    c.expect_true("devices[0].uuid != devices[1].uuid",
+                  d0.get("uuid") and d0.get("uuid") != d1.get("uuid"),
+                  (d0.get("uuid"), d1.get("uuid")))
+    for dev, d in ((0, d0), (1, d1)):
+        live = sum(g.get("bytes", 0) for g in groups(rep)
+                   if g.get("device") == dev and g.get("api") == "cudaMalloc")
+        # Each kept tensor is one cudaMalloc of its size (a few bytes of rounding at most).
+        c.expect_true(f"cudaMalloc bytes live on device {dev} ({live}) within 1 MiB above the "
+                      f"tensors kept there ({kept[dev]})",
+                      kept[dev] <= live < kept[dev] + (1 << 20), live)
+        c.expect_true(f"devices[{dev}].name", "H200" in (d.get("name") or ""), d.get("name"))
+    c.details["report"] = {"devices": [{k: d.get(k) for k in ("device", "name", "uuid",
+                                        "current_bytes", "peak_bytes")} for d in (d0, d1)]}
+    c.note(f"device 0 current={d0.get('current_bytes')} device 1 current={d1.get('current_bytes')}")
+
+
+@case
+def torchrun_nccl(c):
+    """Two ranks under torchrun: one report per rank (%r), each on its own device, NCCL's
+    buffers included; the launcher, which never touches CUDA, writes none."""
+    if gpu_count() < 2:
+        raise Skip(f"needs 2 GPUs, nvidia-smi lists {gpu_count()}")
+    pattern = os.path.join(c.out, "rank-%r.json")
+    argv = [c.cli, "run", "-o", pattern, "--", sys.executable, "-m", "torch.distributed.run",
+            "--standalone", "--nproc_per_node=2", os.path.join(HERE, "nccl_ranks.py")]
+    env = {"TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1",
+           "OMP_NUM_THREADS": "1"}
+    t0 = time.time()
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       stdin=subprocess.DEVNULL, env=c.env(env), cwd=c.out,
+                       timeout=max(1.0, min(110, c.remaining())))
+    c.save("torchrun.stdout.txt", p.stdout.decode("utf-8", "replace"))
+    c.save("torchrun.stderr.txt", p.stderr.decode("utf-8", "replace"))
+    out = p.stdout.decode("utf-8", "replace")
+    if p.returncode != 0:
+        raise Fatal(f"expected torchrun to exit 0 got {p.returncode} "
+                    f"({p.stderr.decode('utf-8', 'replace')[-300:]})")
+    c.expect("both ranks' all-reduce correct", sorted(re.findall(r"rank(\d)_allreduce_ok=1", out)),
+             ["0", "1"])
+    files = sorted(os.path.basename(f) for f in glob.glob(os.path.join(c.out, "rank-*.json")))
+    c.expect("report files", files, ["rank-0.json", "rank-1.json"])
+    nccl_bytes = {}
+    for rank in (0, 1):
+        path = os.path.join(c.out, f"rank-{rank}.json")
+        if not os.path.exists(path):
+            continue
+        rep = c.load(Run(f"rank-{rank}", argv, p.returncode, 0, "", "", 0, path))
+        c.expect(f"rank-{rank}.json process.rank", rep["process"].get("rank"), rank)
+        devs = sorted(d["device"] for d in rep.get("devices", [])
+                      if d.get("device", -1) >= 0 and d.get("allocs", 0) > 0)
+        c.expect(f"rank {rank} allocates on device {rank} only", devs, [rank])
+        def from_nccl(g):
+            return any("libnccl" in (f.get("module") or "")
+                       for f in rep["stacks"].get(str(g["stack_id"]), []))
+        nb = sum(g.get("bytes", 0) for g in groups(rep) if from_nccl(g))
+        # NCCL frees its buffers at destroy_process_group: look at the peak's owners.
+        peak_groups = [g for p_ in rep.get("peak", []) for g in p_.get("groups", [])]
+        allocs_nccl = sum(g.get("bytes", 0) for g in peak_groups if from_nccl(g))
+        nccl_bytes[rank] = {"live_at_exit": nb, "at_peak": allocs_nccl}
+        c.expect_true(f"rank {rank}: NCCL allocations (frames in libnccl) at the peak",
+                      allocs_nccl > 0, allocs_nccl)
+    c.details["nccl_bytes"] = nccl_bytes
+    c.note(f"reports {files}; NCCL bytes {nccl_bytes}; {round(time.time() - t0, 1)} s")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case", choices=sorted(CASES))
