@@ -21,10 +21,8 @@
 
 /* Address space set aside per arena. Only what is committed costs memory or disk. */
 static const uint64_t arena_reserve[GMT_ARENA_COUNT] = {
-    [GMT_ARENA_CORE] = 64 * MIB,
-    [GMT_ARENA_STACK_INDEX] = 256 * MIB,
-    [GMT_ARENA_STACK_ENTRIES] = 2 * GIB,
-    [GMT_ARENA_FRAMES] = 4 * GIB,
+    [GMT_ARENA_CORE] = 64 * MIB,         [GMT_ARENA_STACK_INDEX] = 256 * MIB,
+    [GMT_ARENA_STACK_ENTRIES] = 2 * GIB, [GMT_ARENA_FRAMES] = 4 * GIB,
     [GMT_ARENA_TABLE] = 24 * GIB,
 };
 
@@ -281,17 +279,18 @@ static void size_table(uint32_t *sizes)
     sizes[GMT_SIZE_STACK_ENTRY] = (uint32_t)gmt_stacks_entry_bytes();
 }
 
-#define FAIL(...)                                                                                 \
-    do {                                                                                          \
-        snprintf(err, errlen, __VA_ARGS__);                                                       \
-        return -EINVAL;                                                                           \
+#define FAIL(...)                                                                                  \
+    do {                                                                                           \
+        snprintf(err, errlen, __VA_ARGS__);                                                        \
+        return -EINVAL;                                                                            \
     } while (0)
 
 int gmt_region_validate(const uint8_t *base, size_t size, char *err, size_t errlen)
 {
     if (size < sizeof(gmt_region_header_t)) FAIL("truncated: %zu bytes, no complete header", size);
     const gmt_region_header_t *h = (const gmt_region_header_t *)(const void *)base;
-    if (memcmp(h->magic, GMT_REGION_MAGIC, 8) != 0) FAIL("not a gpumemtrace state file (bad magic)");
+    if (memcmp(h->magic, GMT_REGION_MAGIC, 8) != 0)
+        FAIL("not a gpumemtrace state file (bad magic)");
     if (h->version != GMT_REGION_VERSION)
         FAIL("state file version %u, this gpumemtrace reads version %u", h->version,
              GMT_REGION_VERSION);
@@ -336,7 +335,8 @@ bool gmt_region_contains(uint64_t off, uint64_t bytes)
     if (!h) return false;
     for (int a = 0; a < GMT_ARENA_COUNT; a++) {
         const gmt_arena_t *ar = &h->arenas[a];
-        if (off >= ar->offset && bytes <= ar->committed && off - ar->offset <= ar->committed - bytes)
+        if (off >= ar->offset && bytes <= ar->committed &&
+            off - ar->offset <= ar->committed - bytes)
             return true;
     }
     return false;

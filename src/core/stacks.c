@@ -108,7 +108,8 @@ static uint32_t reserve(gmt_stacks_t *st, uint64_t h, const uint64_t *f, uint32_
         __atomic_fetch_add(&st->wasted, 1, RLX);
         return 0;
     }
-    uint64_t have = gmt_region_arena(GMT_ARENA_STACK_ENTRIES)->committed / sizeof(gmt_stack_entry_t);
+    uint64_t have =
+        gmt_region_arena(GMT_ARENA_STACK_ENTRIES)->committed / sizeof(gmt_stack_entry_t);
     if (have > UINT32_MAX) have = UINT32_MAX;
     uint32_t cur = __atomic_load_n(&st->max_entries, RLX);
     while (cur < have && !__atomic_compare_exchange_n(&st->max_entries, &cur, (uint32_t)have, 1,
@@ -236,7 +237,8 @@ const uint64_t *gmt_stacks_frames(gmt_stacks_t *st, uint32_t id, uint32_t *depth
 
 gmt_stack_entry_t *gmt_stacks_entry(gmt_stacks_t *st, uint32_t id)
 {
-    if (id >= __atomic_load_n(&st->max_entries, __ATOMIC_ACQUIRE)) return NULL;
+    if (id >= __atomic_load_n(&st->max_entries, __ATOMIC_ACQUIRE) || (st->bound && id >= st->bound))
+        return NULL;
     return entry_at(id);
 }
 
@@ -250,8 +252,8 @@ uint32_t gmt_stacks_count(gmt_stacks_t *st)
 
 uint64_t gmt_stacks_bytes_held(gmt_stacks_t *st)
 {
-    uint64_t b = sizeof *st + (uint64_t)__atomic_load_n(&st->max_entries, RLX) *
-                                  sizeof(gmt_stack_entry_t);
+    uint64_t b =
+        sizeof *st + (uint64_t)__atomic_load_n(&st->max_entries, RLX) * sizeof(gmt_stack_entry_t);
     b += __atomic_load_n(&st->frames_used, RLX) * 8;
     for (uint32_t lv = 0; lv < st->index_next && lv < GMT_STACKS_INDEX_LEVELS; lv++)
         b += (st->index[lv].mask + 1) * sizeof(uint32_t);

@@ -27,7 +27,7 @@ enum { SLOT_EMPTY = 0, SLOT_BUSY = 1, SLOT_LIVE = 2, SLOT_TOMB = 3 };
 #define TABLE_MAGIC 0x676d747461626c32ull /* "gmttabl2" */
 #define MIN_CAP     4096u                 /* slots of the first level: 128 KiB */
 #define PROBE_LIMIT 4096u                 /* an insert never scans more than this */
-#define MIGRATE_PER 2                     /* entries an insert moves out of the oldest level */
+#define MIGRATE_PER 16                    /* entries an insert moves out of the oldest level */
 #define SIZE_MASK   ((1ull << 48) - 1)
 
 #define LOAD(p, o)     __atomic_load_n((p), (o))
@@ -383,6 +383,19 @@ uint64_t gmt_table_foreach(gmt_table_t *t, gmt_table_visit_fn fn, void *ctx)
         }
     }
     return n;
+}
+
+uint64_t gmt_table_capacity(gmt_table_t *t)
+{
+    uint64_t c = 0;
+    for (uint32_t n = LOAD(&t->first, ACQ); n < LOAD(&t->next, ACQ); n++)
+        c += lvl(t, n)->cap;
+    return c;
+}
+
+uint64_t gmt_table_max_probe(gmt_table_t *t)
+{
+    return LOAD(&lvl(t, LOAD(&t->next, ACQ) - 1)->max_probe, RLX);
 }
 
 uint64_t gmt_table_bytes_held(gmt_table_t *t)

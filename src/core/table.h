@@ -92,6 +92,10 @@ int gmt_table_lookup(gmt_table_t *t, uint8_t space, uint64_t key, gmt_record_t *
 typedef void (*gmt_table_visit_fn)(const gmt_record_t *rec, void *ctx);
 uint64_t gmt_table_foreach(gmt_table_t *t, gmt_table_visit_fn fn, void *ctx);
 
+/* Slots of the active levels, and the newest level's longest probe (the report's figures). */
+uint64_t gmt_table_capacity(gmt_table_t *t);
+uint64_t gmt_table_max_probe(gmt_table_t *t);
+
 /* Bytes of memory the table holds now (header and active levels). */
 uint64_t gmt_table_bytes_held(gmt_table_t *t);
 

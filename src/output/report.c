@@ -27,14 +27,8 @@
 
 #include "gmt_version.h"
 
-static struct {
-    char argv[8192]; /* NUL-separated, as in /proc/self/cmdline */
-    size_t argv_len;
-    char hostname[256];
-    int rank;
-    uint64_t start_wall_ns;
-    uint64_t start_mono_ns;
-} proc;
+/* The process facts live in the core block (track.h), so a recovered state has them. */
+#define proc (*gmt_track_proc())
 
 const char *gmt_reason_name(gmt_reason_t r)
 {
@@ -44,6 +38,8 @@ const char *gmt_reason_name(gmt_reason_t r)
 
 void gmt_report_process_init(void)
 {
+    proc.pid = (int32_t)getpid();
+    proc.ppid = (int32_t)getppid();
     proc.start_wall_ns = gmt_wall_ns();
     proc.start_mono_ns = gmt_now_ns();
     int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
@@ -302,8 +298,8 @@ static void write_process(ctx_t *c, const char *signal_name, unsigned seq)
 {
     jw_t *w = c->w;
     jw_object_begin(w, "process");
-    jw_int(w, "pid", getpid());
-    jw_int(w, "ppid", getppid());
+    jw_int(w, "pid", proc.pid);
+    jw_int(w, "ppid", proc.ppid);
     jw_string(w, "hostname", proc.hostname);
     jw_array_begin(w, "argv");
     for (size_t i = 0; i < proc.argv_len;) {
@@ -320,6 +316,7 @@ static void write_process(ctx_t *c, const char *signal_name, unsigned seq)
     jw_string(w, "reason", gmt_reason_name(c->reason));
     jw_string(w, "signal", signal_name);
     jw_uint(w, "sequence", seq);
+    jw_bool(w, "recovered", gmt_track_recovered());
     jw_object_end(w);
 }
 
@@ -373,16 +370,19 @@ static void write_capture(ctx_t *c, const gmt_counts_t *k)
     jw_array_end(w);
     gmt_table_t *t = gmt_track_table();
     jw_object_begin(w, "table");
-    jw_uint(w, "capacity", t->capacity);
+    jw_uint(w, "capacity", gmt_table_capacity(t));
     jw_uint(w, "live", __atomic_load_n(&t->live, __ATOMIC_RELAXED));
-    jw_uint(w, "max_probe", __atomic_load_n(&t->max_probe, __ATOMIC_RELAXED));
+    jw_uint(w, "max_probe", gmt_table_max_probe(t));
+    jw_uint(w, "bytes", gmt_table_bytes_held(t));
     jw_object_end(w);
     gmt_stacks_t *st = gmt_track_stacks();
     jw_object_begin(w, "stack_store");
     jw_uint(w, "capacity", st->max_entries - 1);
     jw_uint(w, "used", gmt_stacks_count(st));
-    jw_uint(w, "frames_used", __atomic_load_n(&st->next_frame, __ATOMIC_RELAXED));
+    jw_uint(w, "frames_used", __atomic_load_n(&st->frames_used, __ATOMIC_RELAXED));
+    jw_uint(w, "bytes", gmt_stacks_bytes_held(st));
     jw_object_end(w);
+    jw_string(w, "state_file", *gmt_track_state_path() ? gmt_track_state_path() : NULL);
     jw_object_end(w);
 }
 
@@ -806,10 +806,11 @@ int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsign
     static int busy;
     if (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE)) return -EBUSY;
     gmt_guard_enter(); /* CUDA calls made for the report (device facts) are not recorded */
+    gmt_track_modules_refresh(); /* a state file read after a kill names frames by module */
     gmt_track_settle_peaks();
     jw_t *w = &writer;
     jw_init(w, fd);
-    ctx_t c = {.w = w, .cfg = gmt_track_config(), .now_ns = gmt_now_ns(), .reason = reason};
+    ctx_t c = {.w = w, .cfg = gmt_track_config(), .now_ns = gmt_track_now_ns(), .reason = reason};
     gmt_stacks_t *st = gmt_track_stacks();
     c.max_ids = st->max_entries;
     size_t bitmap_bytes = c.max_ids / 8 + 1;
@@ -886,5 +887,6 @@ int gmt_report_write(const char *path, gmt_reason_t reason, const char *signal_n
         return rc;
     }
     gmt_info("%s report written to %s", gmt_reason_name(reason), path);
+    if (reason == GMT_REASON_EXIT) gmt_track_mark_clean_exit();
     return 0;
 }

@@ -87,8 +87,8 @@ static const struct {
     {"GPUMEMTRACE_LOG", "info"},
     {"GPUMEMTRACE_STATE", ""},
     {"GPUMEMTRACE_SUPPRESSIONS", ""},
-    {"GPUMEMTRACE_MAX_LIVE", "524288"},
-    {"GPUMEMTRACE_MAX_STACKS", "65536"},
+    {"GPUMEMTRACE_MAX_LIVE", "0"},
+    {"GPUMEMTRACE_MAX_STACKS", "0"},
     {"GPUMEMTRACE_FOLLOW_FORK", "1"},
     {"GPUMEMTRACE_FOLLOW_EXEC", "1"},
     {"GPUMEMTRACE_TIMELINE_POINTS", "512"},
@@ -115,8 +115,8 @@ static void test_defaults(void **state)
     assert_int_equal(cfg.log_level, GMT_LOG_INFO);
     assert_string_equal(cfg.state, "");
     assert_string_equal(cfg.suppressions, "");
-    assert_int_equal(cfg.max_live, 524288);
-    assert_int_equal(cfg.max_stacks, 65536);
+    assert_int_equal(cfg.max_live, 0);
+    assert_int_equal(cfg.max_stacks, 0);
     assert_true(cfg.follow_fork);
     assert_true(cfg.follow_exec);
     assert_int_equal(cfg.timeline_points, 512);
@@ -163,8 +163,8 @@ static void test_every_variable_good_and_bad(void **state)
         {"GPUMEMTRACE_LOG", "debug", "debug", "loud"},
         {"GPUMEMTRACE_STATE", "/dev/shm/gmt-state", "/dev/shm/gmt-state", long_path},
         {"GPUMEMTRACE_SUPPRESSIONS", "/etc/gmt.supp", "/etc/gmt.supp", long_path},
-        {"GPUMEMTRACE_MAX_LIVE", "2M", "2097152", "512"},
-        {"GPUMEMTRACE_MAX_STACKS", "4096", "4096", "100"},
+        {"GPUMEMTRACE_MAX_LIVE", "2M", "2097152", "1T"},
+        {"GPUMEMTRACE_MAX_STACKS", "4096", "4096", "1G"},
         {"GPUMEMTRACE_FOLLOW_FORK", "no", "0", "nope"},
         {"GPUMEMTRACE_FOLLOW_EXEC", "FALSE", "0", ""},
         {"GPUMEMTRACE_TIMELINE_POINTS", "16", "16", "15"},
@@ -298,14 +298,15 @@ static void test_sizes(void **state)
     assert_int_equal(cfg.min_bytes, 1ull << 30);
     assert_int_equal(load_one(&cfg, "GPUMEMTRACE_MAX_STACKS", "64K"), 0);
     assert_int_equal(cfg.max_stacks, 65536);
-    /* range: MAX_LIVE 1024 .. 2^30 */
+    /* range: MAX_LIVE 0 (no bound) .. 2^36 */
     assert_int_equal(load_one(&cfg, "GPUMEMTRACE_MAX_LIVE", "1K"), 0);
     assert_int_equal(cfg.max_live, 1024);
-    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_MAX_LIVE", "1023"), 1);
-    assert_int_equal(cfg.max_live, 524288);
-    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_MAX_LIVE", "1G"), 0);
-    assert_int_equal(cfg.max_live, 1ull << 30);
-    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_MAX_LIVE", "2G"), 1);
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_MAX_LIVE", "1023"), 0);
+    assert_int_equal(cfg.max_live, 1023);
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_MAX_LIVE", "64G"), 0);
+    assert_int_equal(cfg.max_live, 1ull << 36);
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_MAX_LIVE", "65G"), 1);
+    assert_int_equal(cfg.max_live, 0);
     assert_int_equal(load_one(&cfg, "GPUMEMTRACE_MIN_BYTES", "-1"), 1);
     assert_int_equal(load_one(&cfg, "GPUMEMTRACE_MIN_BYTES", ""), 1);
 }
@@ -406,11 +407,11 @@ static void test_int_ranges(void **state)
     assert_int_equal(load_one(&cfg, "GPUMEMTRACE_TIMELINE_POINTS", "65537"), 1);
     assert_int_equal(cfg.timeline_points, 512);
 
-    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_MAX_STACKS", "256"), 0);
-    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_MAX_STACKS", "255"), 1);
-    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_MAX_STACKS", "16M"), 0);
-    assert_int_equal(cfg.max_stacks, 1ull << 24);
-    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_MAX_STACKS", "17M"), 1);
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_MAX_STACKS", "0"), 0);
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_MAX_STACKS", "255"), 0);
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_MAX_STACKS", "256M"), 0);
+    assert_int_equal(cfg.max_stacks, 1ull << 28);
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_MAX_STACKS", "257M"), 1);
 }
 
 static void test_enums_and_strings(void **state)
