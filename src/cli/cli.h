@@ -30,9 +30,16 @@
 
 int gmt_cli_run(int argc, char **argv);
 int gmt_cli_report(int argc, char **argv);
+int gmt_cli_top(int argc, char **argv);
 
 void gmt_cli_run_help(FILE *to);
 void gmt_cli_report_help(FILE *to);
+void gmt_cli_top_help(FILE *to);
+
+/* Rebuilds the report from a GPUMEMTRACE_STATE file (cmd_top.c): to standard output when
+ * out_path is NULL, else to a new temporary file whose path is written there. Prints one
+ * "gpumemtrace: report: ..." line on failure. 0 or a negative errno. */
+int gmt_cli_recover(const char *state, char *out_path, size_t out_len);
 
 /* Print "gpumemtrace: <message>" and a newline on stderr. */
 void gmt_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -13,6 +13,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <string.h>
+#include <unistd.h>
 
 #define DEFAULT_TOP    10
 #define FRAMES_SHOWN   4
@@ -20,6 +21,8 @@
 
 static const struct option long_opts[] = {
     {"top", required_argument, NULL, 't'},
+    {"recover", required_argument, NULL, 'r'},
+    {"json", no_argument, NULL, 'j'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -28,12 +31,16 @@ void gmt_cli_report_help(FILE *to)
 {
     fprintf(to,
             "Usage: gpumemtrace report [--top N] FILE\n"
+            "       gpumemtrace report --recover STATE [--json] [--top N]\n"
             "\n"
             "Prints a summary of a gpumemtrace report: the run, each device's peak and\n"
             "current use, leaks by call stack, peak owners, fragmentation and failed\n"
             "allocations. FILE '-' reads standard input.\n"
             "\n"
             "  --top N     call-stack groups shown per section (default %d)\n"
+            "  --recover STATE  rebuild the report from a GPUMEMTRACE_STATE file (after the\n"
+            "              process was killed, or while it runs) and summarise it\n"
+            "  --json      with --recover: print the rebuilt JSON report instead\n"
             "  -h, --help  this help\n",
             DEFAULT_TOP);
 }
@@ -381,6 +388,8 @@ static void print_errors(const gmt_report_t *rep, long top)
 int gmt_cli_report(int argc, char **argv)
 {
     long top = DEFAULT_TOP;
+    const char *recover = NULL;
+    bool json = false;
     opterr = 0;
     optind = 1;
     int c;
@@ -391,6 +400,12 @@ int gmt_cli_report(int argc, char **argv)
                 gmt_cli_error("report: bad --top '%s': expected a number from 1", optarg);
                 return GMT_EXIT_USAGE;
             }
+            break;
+        case 'r':
+            recover = optarg;
+            break;
+        case 'j':
+            json = true;
             break;
         case 'h':
             gmt_cli_report_help(stdout);
@@ -408,14 +423,30 @@ int gmt_cli_report(int argc, char **argv)
             return GMT_EXIT_USAGE;
         }
     }
-    if (argc - optind != 1) {
+    char recovered[4096] = "";
+    if (json && !recover) {
+        gmt_cli_error("report: --json goes with --recover STATE");
+        return GMT_EXIT_USAGE;
+    }
+    if (recover) {
+        if (argc != optind) {
+            gmt_cli_error("report: --recover takes the state file; no report FILE with it");
+            return GMT_EXIT_USAGE;
+        }
+        /* Rebuilt to a temporary report, then read like any other. */
+        if (gmt_cli_recover(recover, json ? NULL : recovered, sizeof recovered) != 0)
+            return GMT_EXIT_USAGE;
+        if (json) return GMT_EXIT_OK;
+    } else if (argc - optind != 1) {
         gmt_cli_error("report: %s (usage: gpumemtrace report [--top N] FILE)",
                       optind >= argc ? "no report file given" : "one report file at a time");
         return GMT_EXIT_USAGE;
     }
 
     gmt_report_t rep;
-    if (gmt_report_open(argv[optind], &rep)) return GMT_EXIT_USAGE;
+    int open_rc = gmt_report_open(recover ? recovered : argv[optind], &rep);
+    if (recover) unlink(recovered);
+    if (open_rc) return GMT_EXIT_USAGE;
     print_header(&rep);
     print_devices(&rep);
     print_leaks(&rep, top);

@@ -22,6 +22,8 @@ static const verb_t verbs[] = {
      "run a command with the tracer preloaded; exits with the command's status"},
     {"report", gmt_cli_report, gmt_cli_report_help,
      "print a human summary of a report: leaks, peak owners, fragmentation, errors"},
+    {"top", gmt_cli_top, gmt_cli_top_help,
+     "live bytes per device and top stacks of a running job, from its state file"},
 };
 
 #define NVERBS (sizeof verbs / sizeof verbs[0])

@@ -11,6 +11,7 @@
 #include <link.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #define NOTE_ALIGN(x) (((x) + 3u) & ~3u)
 
@@ -68,8 +69,16 @@ static int record_cb(struct dl_phdr_info *info, size_t size, void *arg)
     m->lo = lo;
     m->hi = hi;
     const char *path = info->dlpi_name;
-    if (!path || !*path) path = mm->count == 0 ? "[main]" : "[unknown]";
-    snprintf(m->path, sizeof m->path, "%s", path);
+    if (!path || !*path) {
+        /* The main program has no name in the list: its path is /proc/self/exe. */
+        ssize_t n = mm->count == 0 ? readlink("/proc/self/exe", m->path, sizeof m->path - 1) : -1;
+        if (n > 0)
+            m->path[n] = 0;
+        else
+            snprintf(m->path, sizeof m->path, "%s", mm->count == 0 ? "[main]" : "[unknown]");
+    } else {
+        snprintf(m->path, sizeof m->path, "%s", path);
+    }
     build_id_of(info, m);
     mm->count++;
     return 0;

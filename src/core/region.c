@@ -21,7 +21,7 @@
 
 /* Address space set aside per arena. Only what is committed costs memory or disk. */
 static const uint64_t arena_reserve[GMT_ARENA_COUNT] = {
-    [GMT_ARENA_CORE] = 64 * MIB,         [GMT_ARENA_STACK_INDEX] = 256 * MIB,
+    [GMT_ARENA_CORE] = 256 * MIB,        [GMT_ARENA_STACK_INDEX] = 256 * MIB,
     [GMT_ARENA_STACK_ENTRIES] = 2 * GIB, [GMT_ARENA_FRAMES] = 4 * GIB,
     [GMT_ARENA_TABLE] = 24 * GIB,
 };
@@ -60,22 +60,33 @@ const char *gmt_region_path(void)
     return R.path;
 }
 
-/* Makes [off, off+len) of the region usable. */
+/* Makes [off, off+len) of the region usable. Called under grow_lock (or before the region
+ * is published). */
 static int commit(uint64_t off, uint64_t len)
 {
     if (R.fd < 0) {
         if (mprotect(gmt_region_base_ + off, len, PROT_READ | PROT_WRITE) != 0) return -ENOMEM;
         return 0;
     }
+    gmt_region_header_t *h = hdr();
+    /* The header lives in the first chunk: before it is mapped, nothing is recorded yet. */
+    uint64_t file_off = off == 0 ? 0 : h->file_bytes;
+    if (off != 0 && h->nchunks >= GMT_REGION_MAX_CHUNKS) return -ENOMEM;
     /* Allocate the blocks now: a page fault on a hole of a full disk would be a SIGBUS in the
      * application. fallocate also moves the end of file. */
-    int rc = fallocate(R.fd, 0, (off_t)off, (off_t)len);
-    if (rc == 0) return 0;
-    if (errno != EOPNOTSUPP) return -ENOMEM;
-    struct stat sb;
-    if (fstat(R.fd, &sb) != 0) return -ENOMEM;
-    if ((uint64_t)sb.st_size < off + len && ftruncate(R.fd, (off_t)(off + len)) != 0)
+    if (fallocate(R.fd, 0, (off_t)file_off, (off_t)len) != 0) {
+        if (errno != EOPNOTSUPP || ftruncate(R.fd, (off_t)(file_off + len)) != 0) return -ENOMEM;
+    }
+    if (mmap(gmt_region_base_ + off, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, R.fd,
+             (off_t)file_off) == MAP_FAILED)
         return -ENOMEM;
+    if (off == 0) return 0; /* gmt_region_create records it */
+    uint32_t n = h->nchunks;
+    h->chunks[n].va_off = off;
+    h->chunks[n].file_off = file_off;
+    h->chunks[n].len = len;
+    h->file_bytes = file_off + len;
+    __atomic_store_n(&h->nchunks, n + 1, __ATOMIC_RELEASE);
     return 0;
 }
 
@@ -126,11 +137,6 @@ int gmt_region_create(const char *state_path)
     }
     void *mem = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (mem == MAP_FAILED) goto fail;
-    if (R.fd >= 0 &&
-        mmap(mem, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, R.fd, 0) == MAP_FAILED) {
-        munmap(mem, total);
-        goto fail;
-    }
     gmt_region_base_ = mem;
     R.total = total;
     if (commit(0, MIN_GROW) != 0) {
@@ -147,6 +153,13 @@ int gmt_region_create(const char *state_path)
         off += arena_reserve[a];
     }
     h->arenas[GMT_ARENA_CORE].committed = MIN_GROW;
+    if (R.fd >= 0) {
+        h->chunks[0].va_off = 0;
+        h->chunks[0].file_off = 0;
+        h->chunks[0].len = MIN_GROW;
+        h->nchunks = 1;
+        h->file_bytes = MIN_GROW;
+    }
     h->arenas[GMT_ARENA_CORE].used = (sizeof *h + 63) & ~63ull;
     h->version = GMT_REGION_VERSION;
     h->header_bytes = sizeof *h;
@@ -246,10 +259,18 @@ void gmt_region_release(uint64_t off, uint64_t bytes)
 {
     uint64_t lo = (off + PAGE - 1) & ~(PAGE - 1), hi = (off + bytes) & ~(PAGE - 1);
     if (!gmt_region_base_ || R.recovered || hi <= lo) return;
-    if (R.fd >= 0)
-        (void)fallocate(R.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)lo,
-                        (off_t)(hi - lo));
-    else
+    if (R.fd >= 0) {
+        /* The file ranges behind [lo, hi): a hole each, the mapping stays. */
+        gmt_region_header_t *h = hdr();
+        uint32_t n = __atomic_load_n(&h->nchunks, __ATOMIC_ACQUIRE);
+        for (uint32_t i = 0; i < n; i++) {
+            uint64_t a = h->chunks[i].va_off, e = a + h->chunks[i].len;
+            uint64_t from = lo > a ? lo : a, to = hi < e ? hi : e;
+            if (from < to)
+                (void)fallocate(R.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                                (off_t)(h->chunks[i].file_off + (from - a)), (off_t)(to - from));
+        }
+    } else
         (void)madvise(gmt_region_base_ + lo, hi - lo, MADV_DONTNEED);
 }
 
@@ -285,10 +306,10 @@ static void size_table(uint32_t *sizes)
         return -EINVAL;                                                                            \
     } while (0)
 
-int gmt_region_validate(const uint8_t *base, size_t size, char *err, size_t errlen)
+/* Checks a header read from a file of `size` bytes: version, sizes, arenas, and that the
+ * chunks cover each arena's committed bytes exactly, in order, inside the file. */
+static int validate(const gmt_region_header_t *h, uint64_t size, char *err, size_t errlen)
 {
-    if (size < sizeof(gmt_region_header_t)) FAIL("truncated: %zu bytes, no complete header", size);
-    const gmt_region_header_t *h = (const gmt_region_header_t *)(const void *)base;
     if (memcmp(h->magic, GMT_REGION_MAGIC, 8) != 0)
         FAIL("not a gpumemtrace state file (bad magic)");
     if (h->version != GMT_REGION_VERSION)
@@ -301,30 +322,46 @@ int gmt_region_validate(const uint8_t *base, size_t size, char *err, size_t errl
     uint64_t prev_end = 0;
     for (int a = 0; a < GMT_ARENA_COUNT; a++) {
         const gmt_arena_t *ar = &h->arenas[a];
-        if (ar->offset != prev_end || ar->reserved > (1ull << 44) || ar->committed > ar->reserved)
+        if (ar->offset != prev_end || ar->reserved > (1ull << 40) || ar->committed > ar->reserved)
             FAIL("corrupt state file: arena %d out of bounds", a);
         prev_end = ar->offset + ar->reserved;
-        if (ar->committed && ar->offset + ar->committed > size)
-            FAIL("truncated state file: %zu bytes, arena %d needs %llu", size, a,
-                 (unsigned long long)(ar->offset + ar->committed));
     }
+    if (h->total_reserved != prev_end) FAIL("corrupt state file: bad reservation size");
+    if (h->nchunks == 0 || h->nchunks > GMT_REGION_MAX_CHUNKS)
+        FAIL("corrupt state file: %u chunks", h->nchunks);
+    uint64_t covered[GMT_ARENA_COUNT] = {0};
+    for (uint32_t i = 0; i < h->nchunks; i++) {
+        uint64_t va = h->chunks[i].va_off, fo = h->chunks[i].file_off, len = h->chunks[i].len;
+        int a = 0;
+        while (a < GMT_ARENA_COUNT - 1 && va >= h->arenas[a + 1].offset)
+            a++;
+        const gmt_arena_t *ar = &h->arenas[a];
+        if (len == 0 || len % PAGE || va % PAGE || fo % PAGE || va != ar->offset + covered[a] ||
+            len > ar->committed - covered[a])
+            FAIL("corrupt state file: chunk %u out of place", i);
+        if (fo > size || len > size - fo)
+            FAIL("truncated state file: %llu bytes, chunk %u needs %llu", (unsigned long long)size,
+                 i, (unsigned long long)(fo + len));
+        covered[a] += len;
+    }
+    for (int a = 0; a < GMT_ARENA_COUNT; a++)
+        if (covered[a] != h->arenas[a].committed)
+            FAIL("corrupt state file: arena %d is not covered by its chunks", a);
     struct {
         uint64_t off;
         uint64_t bytes;
-        int arena;
         const char *what;
     } blocks[] = {
-        {h->core_off, want[GMT_SIZE_CORE_STATE], GMT_ARENA_CORE, "core block"},
-        {h->stats_off, want[GMT_SIZE_STATS_STATE], GMT_ARENA_CORE, "stats block"},
-        {h->table_off, want[GMT_SIZE_TABLE], GMT_ARENA_CORE, "live table"},
-        {h->stacks_off, want[GMT_SIZE_STACKS], GMT_ARENA_CORE, "stack store"},
+        {h->core_off, want[GMT_SIZE_CORE_STATE], "core block"},
+        {h->stats_off, want[GMT_SIZE_STATS_STATE], "stats block"},
+        {h->table_off, want[GMT_SIZE_TABLE], "live table"},
+        {h->stacks_off, want[GMT_SIZE_STACKS], "stack store"},
     };
-    for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++) {
-        const gmt_arena_t *ar = &h->arenas[blocks[i].arena];
-        if (blocks[i].off < ar->offset + sizeof *h ||
-            blocks[i].off + blocks[i].bytes > ar->offset + ar->committed)
+    const gmt_arena_t *core = &h->arenas[GMT_ARENA_CORE];
+    for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++)
+        if (blocks[i].off < sizeof *h || blocks[i].bytes > core->committed ||
+            blocks[i].off > core->committed - blocks[i].bytes)
             FAIL("corrupt state file: %s out of bounds", blocks[i].what);
-    }
     return 0;
 }
 
@@ -342,7 +379,7 @@ bool gmt_region_contains(uint64_t off, uint64_t bytes)
     return false;
 }
 
-static int open_state(const char *path, size_t *size, char *err, size_t errlen)
+int gmt_region_attach(const char *path, char *err, size_t errlen)
 {
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
@@ -351,64 +388,48 @@ static int open_state(const char *path, size_t *size, char *err, size_t errlen)
         return -e;
     }
     struct stat sb;
+    static gmt_region_header_t h; /* 12 KiB: not on the stack */
+    int rc = -EINVAL;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
         snprintf(err, errlen, "%s is not a regular file", path);
-        return -EINVAL;
+        goto out;
     }
-    *size = (size_t)sb.st_size;
-    if (*size < sizeof(gmt_region_header_t)) {
-        close(fd);
-        snprintf(err, errlen, "truncated state file %s: %zu bytes", path, *size);
-        return -EINVAL;
+    if ((uint64_t)sb.st_size < sizeof h || pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h) {
+        snprintf(err, errlen, "truncated state file %s: %lld bytes, no complete header", path,
+                 (long long)sb.st_size);
+        goto out;
     }
-    return fd;
-}
-
-int gmt_region_map_readonly(const char *path, const uint8_t **base, size_t *size, char *err,
-                            size_t errlen)
-{
-    int fd = open_state(path, size, err, errlen);
-    if (fd < 0) return fd;
-    void *m = mmap(NULL, *size, PROT_READ, MAP_SHARED, fd, 0);
-    close(fd);
-    if (m == MAP_FAILED) {
-        snprintf(err, errlen, "cannot map %s: %s", path, strerror(errno));
-        return -ENOMEM;
-    }
-    int rc = gmt_region_validate(m, *size, err, errlen);
-    if (rc) {
-        munmap(m, *size);
-        return rc;
-    }
-    *base = m;
-    return 0;
-}
-
-int gmt_region_attach(const char *path, char *err, size_t errlen)
-{
-    size_t size;
-    int fd = open_state(path, &size, err, errlen);
-    if (fd < 0) return fd;
+    rc = validate(&h, (uint64_t)sb.st_size, err, errlen);
+    if (rc) goto out;
     /* Private: the report writer may settle peaks or reset locks a killed owner held; none of
-     * it reaches the file. */
-    void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-    close(fd);
+     * it reaches the file. Each chunk at its place; the rest of the reservation stays
+     * inaccessible, and every store checks its offsets against what is committed. */
+    uint8_t *m =
+        mmap(NULL, h.total_reserved, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    rc = -ENOMEM;
     if (m == MAP_FAILED) {
-        snprintf(err, errlen, "cannot map %s: %s", path, strerror(errno));
-        return -ENOMEM;
+        snprintf(err, errlen, "cannot reserve address space for %s", path);
+        goto out;
     }
-    int rc = gmt_region_validate(m, size, err, errlen);
-    if (rc) {
-        munmap(m, size);
-        return rc;
-    }
+    for (uint32_t i = 0; i < h.nchunks; i++)
+        if (mmap(m + h.chunks[i].va_off, h.chunks[i].len, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_FIXED, fd, (off_t)h.chunks[i].file_off) == MAP_FAILED) {
+            snprintf(err, errlen, "cannot map %s: %s", path, strerror(errno));
+            munmap(m, h.total_reserved);
+            goto out;
+        }
     gmt_region_destroy();
     gmt_region_base_ = m;
-    R.total = size;
+    /* The mapped header may differ from the validated copy if the owner still runs: use the
+     * copy's view of the chunks and arenas (later growth is simply not seen). */
+    memcpy(m, &h, sizeof h);
+    R.total = h.total_reserved;
     R.recovered = true;
     snprintf(R.path, sizeof R.path, "%s", path);
     hdr()->grow_lock = 0;
     __atomic_store_n(&R.ready, true, __ATOMIC_RELEASE);
-    return 0;
+    rc = 0;
+out:
+    close(fd);
+    return rc;
 }

@@ -6,8 +6,9 @@
  * arena and the live table. Stores keep offsets, never pointers, so the same bytes can be
  * read by another process. An arena grows by committing more of its reservation: in anonymous
  * memory an mprotect, in a state file (GPUMEMTRACE_STATE) an fallocate that makes the file
- * longer. Growth that the host refuses (no memory, disk full) fails with -ENOMEM and is
- * counted in the header; it never raises SIGBUS in the application.
+ * longer and a mapping of the new chunk at its place (recorded in the header). Growth that the host
+ * refuses (no memory, disk full) fails with -ENOMEM and is counted in the header; it never raises
+ * SIGBUS in the application.
  *
  * A state file starts with gmt_region_header_t: magic "GMTSTATE", version, the sizes of the
  * structures it holds, the arenas' offsets and extents, the owner's pid and a clean-exit flag.
@@ -24,8 +25,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GMT_REGION_MAGIC   "GMTSTATE"
-#define GMT_REGION_VERSION 1
+#define GMT_REGION_MAGIC      "GMTSTATE"
+#define GMT_REGION_VERSION    1
+#define GMT_REGION_MAX_CHUNKS 512
 
 typedef enum gmt_arena_id_e {
     GMT_ARENA_CORE = 0,      /* fixed-size blocks of every module */
@@ -69,8 +71,14 @@ typedef struct gmt_region_header_s {
     uint64_t table_off;      /* the live table's header */
     uint64_t stacks_off;     /* the stack store's header */
     int grow_lock;
-    uint32_t pad;
+    uint32_t nchunks; /* atomic: chunks of the file mapped so far */
+    uint64_t file_bytes;
     gmt_arena_t arenas[GMT_ARENA_COUNT];
+    /* A state file is a sequence of chunks, each mapped at its place in the reservation: the
+     * file stays as long as what is committed, whatever the arenas' offsets. */
+    struct {
+        uint64_t va_off, file_off, len;
+    } chunks[GMT_REGION_MAX_CHUNKS];
 } gmt_region_header_t;
 
 /* Creates the region: anonymous memory when state_path is NULL or empty, else a file there
@@ -110,12 +118,5 @@ void gmt_region_mark_clean(void);
 /* Maps a state file copy-on-write and validates it. On error returns a negative errno and
  * writes one line saying why into err. Replaces any region of this process. */
 int gmt_region_attach(const char *path, char *err, size_t errlen);
-
-/* Like attach but for a reader that must not disturb a running owner (gmt top): maps the
- * file shared and read-only. The pointer and size are the caller's. */
-int gmt_region_map_readonly(const char *path, const uint8_t **base, size_t *size, char *err,
-                            size_t errlen);
-/* Validation shared by both: header and arena bounds against size. */
-int gmt_region_validate(const uint8_t *base, size_t size, char *err, size_t errlen);
 
 #endif
