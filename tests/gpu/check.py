@@ -758,6 +758,11 @@ def torchrun_nccl(c):
     c.note(f"reports {files}; NCCL bytes {nccl_bytes}; {round(time.time() - t0, 1)} s")
 
 
+import cases_state  # noqa: E402  (the state file's cases: tests/gpu/cases_state.py)
+
+cases_state.register(sys.modules[__name__])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case", choices=sorted(CASES))
