@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+"""Runs one gpumemtrace stress case (label "stress"; see docs/security.md).
+
+Each case runs progs/stress_prog or progs/dlopen_cycle on the stand-in CUDA libraries with
+LD_PRELOAD=libgpumemtrace.so (tests/integration/check_report.py does the running, the schema
+validation and the temporary-file check) and asserts what must hold under storms, forks,
+failures and hostile settings. Every case is bounded in time.
+"""
+import argparse
+import glob
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import check_report as cr  # noqa: E402
+from check_report import MIB, expect_eq, fail  # noqa: E402
+
+CASES = {}
+
+
+def case(name):
+    def register(fn):
+        CASES[name] = fn
+        return fn
+    return register
+
+
+def live_of(rep):
+    """(count, bytes) of the memory still live in a report: its leak groups, suppressed or not."""
+    groups = rep["leaks"]["groups"]
+    return sum(g["count"] for g in groups), sum(g["bytes"] for g in groups)
+
+
+def no_temp_files(ctx, where=None):
+    for d in [ctx.work] + ([where] if where else []):
+        left = [n for n in os.listdir(d) if ".tmp" in n and "gpumemtrace" not in n or
+                n.startswith(".") and ".tmp-" in n]
+        if left:
+            fail(f"temporary files left in {d}: {left}")
+
+
+@case("random_calls")
+def case_random_calls(ctx):
+    """Identical return values and pointer relations with and without the tracer; the report's
+    live set is the program's."""
+    for seed, n in ((1, 3000), (2, 3000), (3, 6000)):
+        plain = ctx.run(["stress_prog", "random", str(seed), str(n)], preload=False)
+        traced = ctx.run(["stress_prog", "random", str(seed), str(n)])
+        if plain.stdout != traced.stdout:
+            a, b = plain.stdout.splitlines(), traced.stdout.splitlines()
+            diff = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+            fail(f"seed {seed}: the traced run differs from the plain one at line {diff}: "
+                 f"{a[diff:diff + 1]} vs {b[diff:diff + 1]}")
+        rep = ctx.final_report()
+        count, nbytes = live_of(rep)
+        expect_eq(f"seed {seed}: live bytes in the report", nbytes,
+                  traced.fact_int("live_bytes"))
+        expect_eq(f"seed {seed}: live allocations in the report", count,
+                  traced.fact_int("live_count"))
+        for name in ctx.files():
+            os.unlink(os.path.join(ctx.work, name))
+
+
+@case("signal_storm")
+def case_signal_storm(ctx):
+    """300 x SIGUSR1 while 4 threads allocate: the final report is always there, snapshots
+    coalesce (at least one), nothing temporary is left."""
+    for i in range(3):
+        ctx.run(["stress_prog", "storm", "usr1"])
+        reps = ctx.reports()
+        final = ctx.final_report()
+        snaps = [r for r in reps.values() if r["process"]["reason"] == "snapshot"]
+        if not snaps:
+            fail(f"run {i}: a burst of 300 SIGUSR1 gave no snapshot; files {ctx.files()}")
+        if len(snaps) > 300:
+            fail(f"run {i}: more snapshots ({len(snaps)}) than signals")
+        cr.check_group(final, final["leaks"]["groups"], "storm_leak", bytes=2 * MIB)
+        no_temp_files(ctx)
+        for name in ctx.files():
+            os.unlink(os.path.join(ctx.work, name))
+
+
+@case("term_storm")
+def case_term_storm(ctx):
+    """SIGTERM in the middle of a SIGUSR1 storm: dies by SIGTERM with its final report."""
+    for i in range(3):
+        ctx.run(["stress_prog", "storm", "term"], expect_rc=-15)
+        reps = ctx.reports()
+        finals = [r for r in reps.values() if r["process"]["reason"] == "signal"]
+        expect_eq(f"run {i}: final reports (reason signal)", len(finals), 1)
+        expect_eq("process.signal", finals[0]["process"]["signal"], "SIGTERM")
+        no_temp_files(ctx)
+        for name in ctx.files():
+            os.unlink(os.path.join(ctx.work, name))
+
+
+@case("exit_term")
+def case_exit_term(ctx):
+    """SIGTERM again and again while the exit report is written: the report is complete."""
+    for i in range(5):
+        r = ctx.run(["stress_prog", "exitterm"], expect_rc=None)
+        if r.rc not in (0, -15):
+            fail(f"run {i}: ended with {r.rc}, expected 0 or SIGTERM")
+        reps = ctx.reports()
+        finals = [x for x in reps.values() if x["process"]["reason"] in ("exit", "signal")]
+        if len(finals) != 1:
+            fail(f"run {i} (status {r.rc}): expected one final report, files {ctx.files()}\n"
+                 f"{r.stderr[-2000:]}")
+        no_temp_files(ctx)
+        for name in ctx.files():
+            os.unlink(os.path.join(ctx.work, name))
+
+
+@case("fork_storm")
+def case_fork_storm(ctx):
+    """40 forks while 4 threads allocate: no child hangs, each child writes its own report."""
+    n = 40
+    r = ctx.run(["stress_prog", "forks", str(n)], timeout=200)
+    expect_eq("children killed after hanging 10 s", r.fact_int("hung"), 0)
+    finals = ctx.final_reports(n + 1)
+    children = [x for x in finals if x["process"]["pid"] != finals[0]["process"]["ppid"]
+                and groups_named(x, "child_leak")]
+    expect_eq("child reports with the child's leak", len(children), n)
+    for c in children:
+        cr.check_summary(c, leaked_bytes=MIB, leaked_count=1)
+    no_temp_files(ctx)
+
+
+def groups_named(rep, name):
+    return cr.groups_with(rep, rep["leaks"]["groups"], name)
+
+
+@case("disk_full")
+def case_disk_full(ctx):
+    """A report that does not fit (RLIMIT_FSIZE: EFBIG, the same path as ENOSPC): one error
+    line per place tried, no temporary file anywhere, an older report left intact, the
+    program's exit status unchanged."""
+    pid_guess = None
+    old = os.path.join(ctx.work, "old.json")
+    with open(old, "w") as f:
+        f.write('{"old": true}')
+    r = ctx.run(["stress_prog", "fsize", "2048"], env={
+        "GPUMEMTRACE_OUTPUT": old, "TMPDIR": ctx.work})
+    with open(old) as f:
+        expect_eq("the older report", f.read(), '{"old": true}')
+    errs = [l for l in r.stderr.splitlines() if "cannot write report" in l]
+    if not errs or not any("too large" in l.lower() or "File too large" in l for l in errs):
+        fail(f"expected a line saying the report could not be written (file too large):\n"
+             f"{r.stderr}")
+    no_temp_files(ctx)
+    left = [n for n in os.listdir(ctx.work) if n != "old.json"]
+    if left:
+        fail(f"files left besides old.json: {left}")
+    del pid_guess
+
+
+@case("dlopen_cycle")
+def case_dlopen_cycle(ctx):
+    """The runtime dlopened and dlclosed 5 times: every allocation is seen, the report is
+    written at exit."""
+    r = ctx.run(["dlopen_cycle"])
+    rep = ctx.final_report()
+    cr.check_summary(rep, allocs=r.fact_int("allocs"), frees=5, leaked_bytes=5 * 2 * MIB,
+                     leaked_count=5)
+
+
+HOSTILE = ["", "99999999999999999999999999", "-5", "\x01\x7f%n%s$(rm -rf /)'\"", "9" * 8192]
+VARS = ["GPUMEMTRACE_STACK_DEPTH", "GPUMEMTRACE_PYTHON", "GPUMEMTRACE_BACKEND",
+        "GPUMEMTRACE_SNAPSHOT_SIGNAL", "GPUMEMTRACE_OOM_REPORT", "GPUMEMTRACE_MIN_BYTES",
+        "GPUMEMTRACE_TOP", "GPUMEMTRACE_LOG", "GPUMEMTRACE_MAX_LIVE", "GPUMEMTRACE_MAX_STACKS",
+        "GPUMEMTRACE_FOLLOW_FORK", "GPUMEMTRACE_FOLLOW_EXEC", "GPUMEMTRACE_TIMELINE_POINTS",
+        "GPUMEMTRACE_OOM_REPORTS", "GPUMEMTRACE_FSYNC", "RANK", "SLURM_PROCID"]
+
+
+@case("env_torture")
+def case_env_torture(ctx):
+    """Every variable at once with each hostile value: the program runs as without the tracer,
+    one line per refused variable, a valid report with the leak."""
+    for k, value in enumerate(HOSTILE):
+        env = {v: value for v in VARS}
+        env["GPUMEMTRACE_STATE"] = "" if k != 4 else value
+        env["GPUMEMTRACE_SUPPRESSIONS"] = ""
+        r = ctx.run(["stress_prog", "leak"], env=env)
+        lines = [l for l in r.stderr.splitlines() if l.startswith("gpumemtrace:")]
+        refused = [l for l in lines if "is not valid" in l]
+        want = len([v for v in VARS if v.startswith("GPUMEMTRACE_")]) + (1 if k == 4 else 0)
+        if len(refused) != want:
+            fail(f"value #{k}: expected {want} refusal lines, got {len(refused)}:\n{r.stderr}")
+        if any(len(l) > 300 for l in lines):
+            fail(f"value #{k}: a stderr line is longer than 300 characters")
+        rep = ctx.final_report()
+        cr.check_group(rep, rep["leaks"]["groups"], "simple_leak", bytes=MIB)
+        for name in ctx.files():
+            os.unlink(os.path.join(ctx.work, name))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--case", choices=sorted(CASES), required=True)
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--cli", required=True)
+    ap.add_argument("--progs", required=True)
+    ap.add_argument("--standin", required=True)
+    ap.add_argument("--schema", required=True)
+    ap.add_argument("--work", required=True)
+    args = ap.parse_args()
+    ctx = cr.Ctx(args)
+    try:
+        CASES[args.case](ctx)
+    except cr.CheckFailed as e:
+        print(f"FAIL {args.case}: {e}")
+        if ctx.runs:
+            print(ctx.runs[-1].describe())
+        return 1
+    print(f"PASS {args.case}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
