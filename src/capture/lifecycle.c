@@ -189,11 +189,20 @@ void gmt_capture_alloc(const gmt_event_t *ev)
     gmt_guard_leave();
 }
 
-void gmt_capture_free(const gmt_event_t *ev)
+bool gmt_capture_free(const gmt_event_t *ev)
 {
     gmt_guard_enter();
     note_event();
-    gmt_track_free(ev);
+    bool took = gmt_track_free_begin(ev);
+    gmt_guard_leave();
+    return took;
+}
+
+void gmt_capture_free_done(bool took, int result)
+{
+    if (!took) return; /* only the layer that took the release settles it */
+    gmt_guard_enter();
+    gmt_track_free_end(result == 0);
     gmt_guard_leave();
 }
 

@@ -160,7 +160,7 @@ SITE void random_calls(int n)
     }
     long count = 0, bytes = 0;
     for (int i = 0; i < nall; i++)
-        if (all[i].live) count++, bytes += (long)all[i].size;
+        if (all[i].live && all[i].size > 0) count++, bytes += (long)all[i].size;
     FACT("live_count", "%ld", count);
     FACT("live_bytes", "%ld", bytes);
 }
