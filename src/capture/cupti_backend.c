@@ -81,6 +81,11 @@ typedef enum state_e {
 } state_t;
 
 static pthread_mutex_t ctl = PTHREAD_MUTEX_INITIALIZER;
+
+void gmt_cupti_reset_after_fork(void)
+{
+    pthread_mutex_init(&ctl, NULL); /* a parent thread may have held it at the fork */
+}
 static state_t state;
 static int start_rc;
 static char start_why[GMT_NOTE_LEN];

@@ -83,6 +83,8 @@ void gmt_pools_note(int32_t device, uint64_t pool);
 void gmt_pools_reset(void);
 
 /* ---- providers.c ---- */
+/* In a forked child: the notes' lock starts over. */
+void gmt_providers_reset_after_fork(void);
 gmt_oom_fn gmt_core_oom_hook(void);
 
 #endif

@@ -7,9 +7,8 @@ validation and the temporary-file check) and asserts what must hold under storms
 failures and hostile settings. Every case is bounded in time.
 """
 import argparse
-import glob
 import os
-import subprocess
+import stat
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
@@ -193,6 +192,112 @@ def case_env_torture(ctx):
         cr.check_group(rep, rep["leaks"]["groups"], "simple_leak", bytes=MIB)
         for name in ctx.files():
             os.unlink(os.path.join(ctx.work, name))
+
+
+@case("quick_exit")
+def case_quick_exit(ctx):
+    """_exit, _Exit and Python's os._exit (through ctypes on the stand-in runtime) skip atexit:
+    the interposed _exit/_Exit still write the final report, and the status is kept."""
+    for how in ("_exit", "_Exit", "exit"):
+        ctx.run(["stress_prog", "exit", how], expect_rc=3)
+        rep = ctx.final_report()
+        cr.check_group(rep, rep["leaks"]["groups"], "exit_leak", bytes=3 * MIB, count=1)
+        for name in ctx.files():
+            os.unlink(os.path.join(ctx.work, name))
+    code = ("import ctypes, os\n"
+            "rt = ctypes.CDLL('libcudart.so.13')\n"
+            "p = ctypes.c_void_p()\n"
+            "assert rt.cudaMalloc(ctypes.byref(p), 5 << 20) == 0\n"
+            "os._exit(4)\n")
+    ctx.run([sys.executable, "-c", code], expect_rc=4)
+    rep = ctx.final_report()
+    cr.check_summary(rep, allocs=1, leaked_bytes=5 * MIB, leaked_count=1)
+    # A vfork-like child (os.fork then os._exit) of a traced Python writes its own report
+    # only when it used CUDA; the parent's is not taken over.
+    for name in ctx.files():
+        os.unlink(os.path.join(ctx.work, name))
+    code = ("import ctypes, os\n"
+            "rt = ctypes.CDLL('libcudart.so.13')\n"
+            "p = ctypes.c_void_p()\n"
+            "assert rt.cudaMalloc(ctypes.byref(p), 1 << 20) == 0\n"
+            "pid = os.fork()\n"
+            "if pid == 0: os._exit(0)\n"
+            "os.waitpid(pid, 0)\n"
+            "os._exit(5)\n")
+    ctx.run([sys.executable, "-c", code], expect_rc=5)
+    reps = ctx.final_reports(1)
+    cr.check_summary(reps[0], leaked_bytes=MIB)
+
+
+@case("no_cuda_line")
+def case_no_cuda_line(ctx):
+    """A run that never calls CUDA says so in one line at exit and writes nothing; a traced
+    run names its report at start and at exit."""
+    r = ctx.run(["stress_prog", "none"])
+    lines = [l for l in r.stderr.splitlines() if l.startswith("gpumemtrace:")]
+    expect_eq("stderr lines", lines, ["gpumemtrace: no CUDA call was seen; no report written"])
+    if ctx.files():
+        fail(f"files written by a run without CUDA: {ctx.files()}")
+    r = ctx.run(["stress_prog", "leak"])
+    rep_name = [n for n in ctx.files()]
+    expect_eq("report files", len(rep_name), 1)
+    path = os.path.join(ctx.work, rep_name[0])
+    want = [f"gpumemtrace: tracing on; the report will be written to {path}",
+            f"gpumemtrace: exit report written to {path}"]
+    lines = [l for l in r.stderr.splitlines() if l.startswith("gpumemtrace:")]
+    expect_eq("stderr lines", lines, want)
+
+
+@case("unsafe_targets")
+def case_unsafe_targets(ctx):
+    """A target that exists and is not a regular file is refused with one line and the report
+    goes to the fallback place, named; a symlink is never followed; an unwritable directory is
+    found at start."""
+    victim = os.path.join(ctx.work, "victim")
+    with open(victim, "w") as f:
+        f.write("precious")
+    fifo = os.path.join(ctx.work, "fifo.json")
+    os.mkfifo(fifo)
+    os.symlink(victim, os.path.join(ctx.work, "link.json"))
+    os.mkdir(os.path.join(ctx.work, "dir.json"))
+    fallback = os.path.join(ctx.work, "fb")
+    os.mkdir(fallback)
+    # A device node of our own (like /dev/null, c 1 3): never the machine's real /dev/null.
+    dev = os.path.join(ctx.work, "null.json")
+    targets = {}
+    try:
+        os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        targets[dev] = "a device"
+    except OSError as e:
+        print(f"SKIPPED the device target (mknod: {e})")
+    targets.update({fifo: "a FIFO",
+                    os.path.join(ctx.work, "link.json"): "a symbolic link",
+                    os.path.join(ctx.work, "dir.json"): "a directory"})
+    for target, what in targets.items():
+        r = ctx.run(["stress_prog", "leak"], env={"GPUMEMTRACE_OUTPUT": target, "TMPDIR": fallback})
+        refusals = [l for l in r.stderr.splitlines() if "is not replaced" in l]
+        if len(refusals) != 1 or what not in refusals[0]:
+            fail(f"{target}: expected one line saying it is {what} and not replaced:\n{r.stderr}")
+        placed = [l for l in r.stderr.splitlines() if "written to" in l or "will be written" in l]
+        if not placed:
+            fail(f"{target}: the fallback place is not named:\n{r.stderr}")
+    with open(victim) as f:
+        expect_eq("the symlink's target", f.read(), "precious")
+    if dev in targets and not stat.S_ISCHR(os.lstat(dev).st_mode):
+        fail("the device node was replaced by a file")
+    if not os.path.islink(os.path.join(ctx.work, "link.json")):
+        fail("the symlink was replaced")
+    # an unwritable directory: found at start, the working directory used instead
+    r = ctx.run(["stress_prog", "leak"],
+                env={"GPUMEMTRACE_OUTPUT": "/nonexistent-dir/r-%p.json", "TMPDIR": fallback})
+    start = [l for l in r.stderr.splitlines() if "will be written to" in l]
+    if not start or ctx.work not in start[0] or "instead" not in start[0]:
+        fail(f"the start line should name the fallback in {ctx.work}:\n{r.stderr}")
+    # mode: 0666 minus the umask (0022 here)
+    reps = [n for n in os.listdir(ctx.work) if n.startswith("r-") and n.endswith(".json")]
+    expect_eq("fallback report files in the working directory", len(reps), 1)
+    mode = os.stat(os.path.join(ctx.work, reps[0])).st_mode & 0o777
+    expect_eq("report mode with umask 022", oct(mode), oct(0o644))
 
 
 def main():
