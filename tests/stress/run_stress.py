@@ -111,6 +111,21 @@ def case_exit_term(ctx):
             os.unlink(os.path.join(ctx.work, name))
 
 
+@case("second_signal")
+def case_second_signal(ctx):
+    """SIGINT while the SIGTERM report is written: the report is finished, then the process
+    dies by the first signal (SIGTERM)."""
+    for i in range(5):
+        ctx.run(["stress_prog", "twosig"], expect_rc=-15)
+        reps = ctx.reports()
+        expect_eq(f"run {i}: reports", len(reps), 1)
+        rep = next(iter(reps.values()))
+        expect_eq("process.signal", rep["process"]["signal"], "SIGTERM")
+        cr.check_group(rep, rep["leaks"]["groups"], "storm_leak", bytes=2 * MIB)
+        for name in ctx.files():
+            os.unlink(os.path.join(ctx.work, name))
+
+
 @case("fork_storm")
 def case_fork_storm(ctx):
     """40 forks while 4 threads allocate: no child hangs, each child writes its own report."""

@@ -8,6 +8,7 @@
  *   storm usr1|term threads allocate while another thread sends 300 x SIGUSR1 to the process;
  *                   "term" ends with SIGTERM raised during the storm, "usr1" returns from main.
  *   exitterm        threads allocate; a thread sends SIGTERM in a loop while main calls exit.
+ *   twosig          threads allocate; SIGTERM, then SIGINT 200 us later, during the report.
  *   forks N         4 threads allocate while main forks N children one after another; each
  *                   child leaks 1 MiB and exits. Prints GMT_FACT hung=<children killed after 10 s>.
  *   fsize BYTES     RLIMIT_FSIZE = BYTES (SIGXFSZ ignored), leaks 1 MiB, exits 0: no report fits.
@@ -273,6 +274,16 @@ int main(int argc, char **argv)
         usleep(10000);
         CK(pthread_create(&t, NULL, term_loop, NULL));
         exit(0);
+    } else if (strcmp(cmd, "twosig") == 0) {
+        pthread_t th[2];
+        storm_leak();
+        start_churn(th, 2);
+        usleep(10000);
+        kill(getpid(), SIGTERM);
+        usleep(200);
+        kill(getpid(), SIGINT);
+        for (;;)
+            pause();
     } else if (strcmp(cmd, "forks") == 0 && argc == 3) {
         forks(atoi(argv[2]));
     } else if (strcmp(cmd, "fsize") == 0 && argc == 3) {
