@@ -758,6 +758,10 @@ def torchrun_nccl(c):
     c.note(f"reports {files}; NCCL bytes {nccl_bytes}; {round(time.time() - t0, 1)} s")
 
 
+import cases_rel  # noqa: E402  (issue 6: exit paths, signal storms)
+CASES.update(cases_rel.CASES)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case", choices=sorted(CASES))
