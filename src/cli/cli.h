@@ -20,9 +20,10 @@
 #define GMT_EXIT_FAIL  1
 #define GMT_EXIT_USAGE 2
 
-/* The only report version this tool reads; the writer bumps it on incompatible changes. */
-#define GMT_REPORT_SCHEMA  "gpumemtrace.report"
-#define GMT_REPORT_VERSION 1
+/* The report versions this tool reads: 1 .. GMT_REPORT_VERSION (output/report.h, defined once
+ * beside the writer). */
+#define GMT_REPORT_SCHEMA "gpumemtrace.report"
+#include "output/report.h"
 
 /* ---- verbs (gpumemtrace.c dispatches) ---- */
 

@@ -171,7 +171,7 @@ static void test_content(void **state)
 
     cJSON *r = load(report_path);
     assert_string_equal(get(r, "schema")->valuestring, "gpumemtrace.report");
-    assert_int_equal(num(r, "version"), 1);
+    assert_int_equal(num(r, "version"), 2);
     const cJSON *proc = get(r, "process");
     assert_string_equal(get(proc, "reason")->valuestring, "exit");
     assert_int_equal(num(proc, "pid"), getpid());
@@ -202,13 +202,13 @@ static void test_content(void **state)
     /* Each listed group's stack is in "stacks" and starts at its call site. */
     char id[16];
     snprintf(id, sizeof id, "%lld", (long long)num(g0, "stack_id"));
-    const cJSON *frames = get(get(r, "stacks"), id);
+    const cJSON *frames = get(get(get(r, "stacks"), id), "frames");
     assert_true(cJSON_GetArraySize(frames) > 0);
     const cJSON *sym = get(cJSON_GetArrayItem(frames, 0), "symbol");
     assert_true(cJSON_IsString(sym));
     assert_string_equal(sym->valuestring, "weights_site");
     snprintf(id, sizeof id, "%lld", (long long)num(g1, "stack_id"));
-    sym = get(cJSON_GetArrayItem(get(get(r, "stacks"), id), 0), "symbol");
+    sym = get(cJSON_GetArrayItem(get(get(get(r, "stacks"), id), "frames"), 0), "symbol");
     assert_string_equal(sym->valuestring, "scratch_site");
 
     /* Peak on device 0 includes the freed 1 MiB. */
