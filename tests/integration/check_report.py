@@ -153,6 +153,7 @@ class Ctx:
                          for e in errors[:8]]
                 fail(f"{name} does not validate against the report schema "
                      f"({len(errors)} errors):\n" + "\n".join(lines))
+            check_sums(rep, name)
             out[name] = rep
         return out
 
@@ -172,11 +173,83 @@ class Ctx:
 
 # ---- report helpers ----
 
-def frame_symbols(rep, stack_id):
+MEMORY_KINDS = {"device", "pool", "managed", "host_pinned", "vmm_physical"}
+ADDRESS_KINDS = {"vmm_reserve", "vmm_map"}
+
+
+def check_listed_sum(what, groups, groups_total, want_bytes, want_count=None):
+    """The listed groups sum to the total when all are listed, else to at most the total."""
+    got = sum(g["bytes"] for g in groups)
+    cnt = sum(g["count"] for g in groups)
+    if groups_total is None or len(groups) >= groups_total:
+        expect_eq(f"{what}: sum of the groups' bytes", got, want_bytes)
+        if want_count is not None:
+            expect_eq(f"{what}: sum of the groups' counts", cnt, want_count)
+    elif got > want_bytes:
+        fail(f"{what}: the {len(groups)} listed groups (of {groups_total}) hold {got} bytes, "
+             f"more than the total {want_bytes}")
+
+
+def check_sums(rep, name):
+    """Run on every report any test reads: leak groups hold memory only and add up to the
+    totals beside them; address space has its own section and totals; peak owners are memory
+    and sum to at most the peak."""
+    if rep.get("version") != 2:
+        fail(f"{name}: version {rep.get('version')!r}, expected 2")
+    leaks = rep["leaks"]
+    where = f"{name} leaks"
+    for g in leaks["groups"]:
+        if g["kind"] not in MEMORY_KINDS:
+            fail(f"{where}.groups holds a {g['kind']} group (address space is not memory)")
+    supp_bytes = leaks.get("suppressed_bytes", 0)
+    supp_count = leaks.get("suppressed_count", 0)
+    check_listed_sum(f"{where}.groups", leaks["groups"], leaks.get("groups_total"),
+                     leaks["total_bytes"] + supp_bytes, leaks["count"] + supp_count)
+    listed_supp = sum(g["bytes"] for g in leaks["groups"] if g.get("suppressed"))
+    check_listed_sum(f"{where}.groups (suppressed)",
+                     [g for g in leaks["groups"] if g.get("suppressed")],
+                     leaks.get("groups_total"), supp_bytes)
+    if listed_supp > supp_bytes:
+        fail(f"{where}: suppressed groups hold {listed_supp} > suppressed_bytes {supp_bytes}")
+    summ = rep["summary"]
+    expect_eq(f"{name} summary.leaked_bytes == leaks.total_bytes", summ["leaked_bytes"],
+              leaks["total_bytes"])
+    expect_eq(f"{name} summary.leaked_count == leaks.count", summ["leaked_count"],
+              leaks["count"])
+    expect_eq(f"{name} summary.live_bytes == leaks.total_bytes + suppressed_bytes",
+              summ["live_bytes"], leaks["total_bytes"] + supp_bytes)
+    asp = leaks["address_space"]
+    for g in asp["groups"]:
+        if g["kind"] not in ADDRESS_KINDS:
+            fail(f"{where}.address_space.groups holds a {g['kind']} group")
+    for kind, key in (("vmm_reserve", "reserved"), ("vmm_map", "mapped")):
+        part = [g for g in asp["groups"] if g["kind"] == kind]
+        check_listed_sum(f"{where}.address_space {kind} groups", part, asp.get("groups_total"),
+                         asp[f"{key}_bytes"], asp[f"{key}_count"])
+    for p in rep["peak"]:
+        for g in p["groups"]:
+            if g["kind"] not in MEMORY_KINDS:
+                fail(f"{name} peak[device {p['device']}] holds a {g['kind']} group")
+        got = sum(g["bytes"] for g in p["groups"])
+        if got > p["bytes"] and len(p["groups"]) < p.get("groups_total", 0):
+            fail(f"{name} peak[device {p['device']}]: listed groups {got} > peak {p['bytes']}")
+    proc = rep["process"]
+    if proc["end_time_ns"] < proc["start_time_ns"]:
+        fail(f"{name}: end_time_ns {proc['end_time_ns']} < start_time_ns")
+    if abs(proc["start_time"] * 1e9 - proc["start_time_ns"]) > 1e3:
+        fail(f"{name}: start_time {proc['start_time']!r} does not carry the digits of "
+             f"start_time_ns {proc['start_time_ns']}")
+
+
+def stack_frames(rep, stack_id):
     stack = rep["stacks"].get(str(stack_id))
     if stack is None:
         fail(f"stack id {stack_id} is not in report['stacks']")
-    return [f.get("symbol") or "" for f in stack]
+    return stack["frames"] if isinstance(stack, dict) else stack
+
+
+def frame_symbols(rep, stack_id):
+    return [f.get("symbol") or "" for f in stack_frames(rep, stack_id)]
 
 
 def symbol_matches(sym, name):
@@ -210,7 +283,7 @@ TRIMMED_MODULES = re.compile(r"^lib(gpumemtrace|cudart|cuda|cupti)\.so")
 
 def check_trimmed(rep, stack_id, where):
     """Users see their own frames first: the tracer's, CUDA's and CUPTI's are trimmed."""
-    for f in rep["stacks"][str(stack_id)]:
+    for f in stack_frames(rep, stack_id):
         module = os.path.basename(f.get("module") or "")
         if TRIMMED_MODULES.match(module):
             fail(f"{where}: stack {stack_id} still has a frame of {module} "
@@ -482,21 +555,61 @@ def case_vmm(ctx):
     groups = rep["leaks"]["groups"]
     check_group(rep, groups, "vmm_create_b", api="cuMemCreate", kind="vmm_physical", device=0,
                 bytes=32 * MIB, count=1)
-    check_group(rep, groups, "vmm_reserve_range", api="cuMemAddressReserve",
-                kind="vmm_reserve", bytes=64 * MIB, count=1)
     if groups_with(rep, groups, "vmm_create_a"):
         fail("leaks.groups: handle A was unmapped and released but appears as a leak")
-    maps = [g for g in groups if g["kind"] == "vmm_map"]
+    expect_eq("number of leak groups", len(groups), 1)
+    expect_eq("leaks.total_bytes", rep["leaks"]["total_bytes"], 32 * MIB)
+    asp = rep["leaks"]["address_space"]
+    check_group(rep, asp["groups"], "vmm_reserve_range", "leaks.address_space.groups",
+                api="cuMemAddressReserve", kind="vmm_reserve", bytes=64 * MIB, count=1)
+    maps = [g for g in asp["groups"] if g["kind"] == "vmm_map"]
     if maps:
-        fail(f"leaks.groups: the range was unmapped, yet vmm_map groups remain: "
+        fail(f"leaks.address_space: the range was unmapped, yet vmm_map groups remain: "
              f"{describe_groups(rep, maps)}")
-    expect_eq("number of leak groups", len(groups), 2)
+    expect_eq("leaks.address_space.reserved_bytes", asp["reserved_bytes"], 64 * MIB)
+    expect_eq("leaks.address_space.mapped_bytes", asp["mapped_bytes"], 0)
     # Reservations never count as bytes in use.
     kinds = d0["kinds"]
     if "vmm_physical" not in kinds:
         fail(f"devices[0].kinds has no 'vmm_physical'; has {sorted(kinds)}")
     expect_eq("devices[0].kinds.vmm_physical.peak_bytes", kinds["vmm_physical"]["peak_bytes"],
               64 * MIB)
+
+
+@case("vmm_leak")
+def case_vmm_leak(ctx):
+    # Issue 7: reserve 4 x gran, create 1 x and 2 x gran, map both, unmap and release the
+    # first: one leak of 2 x gran, and the reservation (and B's mapping) as address space.
+    r = ctx.run(["vmm_leak"])
+    gran = r.fact_int("gran")
+    rep = ctx.final_report()
+    check_clean(rep)
+    leaks = rep["leaks"]
+    groups = leaks["groups"]
+    expect_eq("number of leak groups", len(groups), 1)
+    check_group(rep, groups, "vl_create_second", api="cuMemCreate", kind="vmm_physical",
+                device=0, bytes=2 * gran, count=1)
+    expect_eq("leaks.total_bytes", leaks["total_bytes"], 2 * gran)
+    expect_eq("leaks.count", leaks["count"], 1)
+    check_summary(rep, leaked_bytes=2 * gran, leaked_count=1, live_bytes=2 * gran)
+    asp = leaks["address_space"]
+    check_group(rep, asp["groups"], "vl_reserve", "leaks.address_space.groups",
+                api="cuMemAddressReserve", kind="vmm_reserve", bytes=4 * gran, count=1)
+    check_group(rep, asp["groups"], "vl_map", "leaks.address_space.groups", api="cuMemMap",
+                kind="vmm_map", bytes=2 * gran, count=1)
+    expect_eq("leaks.address_space.reserved_bytes", asp["reserved_bytes"], 4 * gran)
+    expect_eq("leaks.address_space.reserved_count", asp["reserved_count"], 1)
+    expect_eq("leaks.address_space.mapped_bytes", asp["mapped_bytes"], 2 * gran)
+    expect_eq("leaks.address_space.mapped_count", asp["mapped_count"], 1)
+    expect_eq("devices[0].current_bytes", device(rep, 0)["current_bytes"], 2 * gran)
+    expect_eq("devices[0].peak_bytes", device(rep, 0)["peak_bytes"], 3 * gran)
+    p0 = peak_entry(rep, 0)
+    expect_eq("sum of peak[device 0].groups bytes", sum(g["bytes"] for g in p0["groups"]),
+              3 * gran)
+    # The CLI says the same: one allocation of 2 x gran.
+    out = ctx.run([ctx.cli, "report", os.path.join(ctx.work, ctx.files()[0])], preload=False)
+    if "1 allocation" not in out.stdout:
+        fail(f"'gpumemtrace report' should speak of 1 leaked allocation:\n{out.stdout}")
 
 
 @case("no_cuda")
@@ -695,7 +808,7 @@ NO_PRELOAD = [
     (["leak_two_sites"], {}, 0), (["leak_two_sites"], {"GMT_STANDIN_DLSYM": "1"}, 0),
     (["kinds"], {}, 0), (["threads"], {}, 0), (["peak"], {}, 0), (["two_devices"], {}, 0),
     (["oom"], {"GMT_STANDIN_MEM_BYTES": str(1 << 30)}, 0), (["driver_only"], {}, 0),
-    (["getprocaddress"], {}, 0), (["vmm"], {}, 0), (["no_cuda"], {}, 0),
+    (["getprocaddress"], {}, 0), (["vmm"], {}, 0), (["vmm_leak"], {}, 0), (["no_cuda"], {}, 0),
     (["fork_child"], {}, 0), (["simple", "7"], {}, 7), (["die", "TERM"], {}, -15),
 ]
 
