@@ -30,9 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef GMT_VERSION_STRING
-#define GMT_VERSION_STRING "0.0.0"
-#endif
+#include "gmt_version.h"
 
 static struct {
     char argv[8192]; /* NUL-separated, as in /proc/self/cmdline */

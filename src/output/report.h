@@ -11,11 +11,6 @@
 
 #include <stddef.h>
 
-/* The report's schema version (docs/report.schema.json); changes on every incompatible
- * change. 2: memory-only leak groups with leaks.address_space, growth suspects, stacks as
- * objects, integer-ns times (docs/report.md, "Version 2"). */
-#define GMT_REPORT_VERSION 2
-
 typedef enum gmt_reason_e {
     GMT_REASON_EXIT = 0,
     GMT_REASON_SIGNAL,
