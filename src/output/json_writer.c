@@ -48,14 +48,17 @@ static void puts_(jw_t *w, const char *s)
     put(w, s, strlen(s));
 }
 
-/* Length of the well-formed UTF-8 sequence at p (1-4), or 0 when p starts an ill-formed one.
- * Follows the Unicode table of well-formed byte sequences: no overlong forms, no surrogates
- * (U+D800..DFFF), nothing past U+10FFFF. The NUL terminator stops every sequence. */
+/* Length of the well-formed UTF-8 sequence at p (1-4), or minus the length of the ill-formed
+ * one: its "maximal subpart" (the lead byte and the continuation bytes that were still
+ * acceptable), which is replaced by one U+FFFD, as Unicode recommends and as Python's
+ * decode(errors="replace") does. Follows the Unicode table of well-formed byte sequences: no
+ * overlong forms, no surrogates (U+D800..DFFF), nothing past U+10FFFF. The NUL terminator
+ * stops every sequence. */
 static int utf8_len(const unsigned char *p)
 {
     unsigned char c = p[0];
     if (c < 0x80) return 1;
-    if (c < 0xc2 || c > 0xf4) return 0;
+    if (c < 0xc2 || c > 0xf4) return -1;
     unsigned char lo = 0x80, hi = 0xbf;
     int n;
     if (c < 0xe0) {
@@ -69,14 +72,14 @@ static int utf8_len(const unsigned char *p)
         if (c == 0xf0) lo = 0x90;
         if (c == 0xf4) hi = 0x8f;
     }
-    if (p[1] < lo || p[1] > hi) return 0;
+    if (p[1] < lo || p[1] > hi) return -1;
     for (int i = 2; i < n; i++)
-        if (p[i] < 0x80 || p[i] > 0xbf) return 0;
+        if (p[i] < 0x80 || p[i] > 0xbf) return -i;
     return n;
 }
 
 /* Writes s as a JSON string: quotes, backslashes and control characters escaped, each
- * ill-formed UTF-8 byte replaced with U+FFFD, so the output is valid JSON whatever s holds. */
+ * ill-formed UTF-8 subpart replaced with U+FFFD, so the output is valid JSON whatever s holds. */
 static void put_escaped(jw_t *w, const char *s)
 {
     static const char hex[] = "0123456789abcdef";
@@ -111,7 +114,9 @@ static void put_escaped(jw_t *w, const char *s)
                 char esc[6] = {'\\', 'u', '0', '0', hex[*p >> 4], hex[*p & 15]};
                 put(w, esc, sizeof esc);
             } else {
-                puts_(w, "\xef\xbf\xbd"); /* U+FFFD for one ill-formed byte */
+                puts_(w, "\xef\xbf\xbd"); /* U+FFFD for one ill-formed subpart */
+                p += -utf8_len(p);
+                continue;
             }
         }
         p++;

@@ -354,6 +354,12 @@ void gmt_section_errors(gmt_report_ctx_t *c)
         else
             jw_null(w, "total_bytes");
         jw_uint(w, "stack_id", fs[i].stack_id);
+        gmt_dev_totals_t d;
+        gmt_stats_device(gmt_stats_slot(fs[i].device), &d);
+        uint64_t allocs = 0;
+        for (int k = 0; k < GMT_KIND_COUNT; k++)
+            allocs += d.allocs[k];
+        jw_bool(w, "recovered", allocs > fs[i].device_allocs);
         jw_object_end(w);
         gmt_report_want(c, fs[i].stack_id);
     }

@@ -119,6 +119,7 @@ class Ctx:
             argv = [self.prog(argv[0])] + list(argv[1:])
         try:
             proc = subprocess.run(argv, cwd=self.work, env=self.env(preload, env), text=True,
+                                  errors="backslashreplace",
                                   capture_output=True, timeout=timeout, preexec_fn=no_core)
         except subprocess.TimeoutExpired:
             fail(f"{' '.join(argv)} did not finish within {timeout} s")
@@ -494,6 +495,8 @@ def case_oom(ctx):
     expect_eq("errors[0].api", e["api"], "cudaMalloc")
     expect_eq("errors[0].size", e["size"], 2048 * MIB)
     expect_eq("errors[0].device", e["device"], 0)
+    expect_eq("errors[0].recovered (nothing was allocated after the failure)", e["recovered"],
+              False)
     if not any(symbol_matches(s, "alloc_too_big") for s in frame_symbols(rep, e["stack_id"])):
         fail(f"errors[0] stack does not contain alloc_too_big: "
              f"{frame_symbols(rep, e['stack_id'])}")
@@ -505,6 +508,22 @@ def case_oom(ctx):
     expect_eq(f"{name} process.reason", reps[name]["process"]["reason"], "oom")
     expect_eq(f"{name} number of errors", len(reps[name]["errors"]), 1)
     expect_eq("number of report files", len(reps), 2)
+
+
+@case("oom_recovered")
+def case_oom_recovered(ctx):
+    # The program allocates successfully after the failure: the final report says so; the oom
+    # report, written at the failure, cannot know it yet.
+    ctx.run(["oom", "retry"], env={"GMT_STANDIN_MEM_BYTES": str(1 << 30)})
+    reps = ctx.reports()
+    rep = ctx.final_report()
+    check_summary(rep, allocs=2, frees=1, failures=1, leaked_bytes=MIB)
+    expect_eq("number of errors", len(rep["errors"]), 1)
+    expect_eq("errors[0].recovered", rep["errors"][0]["recovered"], True)
+    name = f"r-{rep['process']['pid']}.oom-1.json"
+    if name not in reps:
+        fail(f"no out-of-memory report {name}; files: {ctx.files()}")
+    expect_eq(f"{name} errors[0].recovered", reps[name]["errors"][0]["recovered"], False)
 
 
 @case("driver_only")
@@ -757,6 +776,142 @@ def case_suppressions(ctx):
     expect_eq("alloc_site_b suppressed", b["suppressed"], False)
     check_summary(rep, leaked_bytes=6000, leaked_count=2, live_bytes=3 * MIB + 6000)
     expect_eq("leaks.suppressed_bytes", rep["leaks"]["suppressed_bytes"], 3 * MIB)
+
+
+# ---- growth suspects ----
+
+def suspects_with(rep, name):
+    return groups_with(rep, rep["leaks"]["growth_suspects"], name)
+
+
+def describe_suspects(rep):
+    return [(frame_symbols(rep, s["stack_id"])[:2], s["growth_bytes"], s["samples"])
+            for s in rep["leaks"]["growth_suspects"]]
+
+
+@case("growth_leak")
+def case_growth_leak(ctx):
+    # A loop that leaks one block per iteration is the one suspect; the cache filled once at
+    # start and the scratch block made and freed every iteration are not.
+    r = ctx.run(["growth_leak"])
+    leaked = r.fact_int("leaked")
+    rep = ctx.final_report()
+    check_clean(rep)
+    sus = rep["leaks"]["growth_suspects"]
+    found = suspects_with(rep, "gl_leak_block")
+    if len(found) != 1:
+        fail(f"expected gl_leak_block as a growth suspect; suspects: {describe_suspects(rep)}")
+    s = found[0]
+    expect_eq("suspect kind", s["kind"], "device")
+    expect_eq("suspect api", s["api"], "cudaMalloc")
+    expect_eq("suspect device", s["device"], 0)
+    expect_eq("suspect live_bytes", s["live_bytes"], leaked * 65536)
+    samples = s["samples"]
+    if len(samples) < 3:
+        fail(f"the suspect should carry at least 3 samples as evidence: {samples}")
+    times = [t for t, _ in samples]
+    if times != sorted(times):
+        fail(f"samples are not in time order: {samples}")
+    expect_eq("growth_bytes = last sample - first sample", s["growth_bytes"],
+              samples[-1][1] - samples[0][1])
+    expect_eq("last sample = live bytes at exit", samples[-1][1], leaked * 65536)
+    if s["growth_bytes"] < 10 * 65536:
+        fail(f"growth_bytes {s['growth_bytes']} is too small for {leaked} leaked blocks")
+    for name in ("gl_cache_fill", "gl_scratch"):
+        if suspects_with(rep, name):
+            fail(f"{name} is not growing but is a growth suspect: {describe_suspects(rep)}")
+    expect_eq("number of growth suspects", len(sus), 1)
+    expect_eq("leaks.growth_suspects_total", rep["leaks"].get("growth_suspects_total"), 1)
+    # The cache is a leak at exit all the same: the leak list alone cannot tell them apart.
+    check_group(rep, rep["leaks"]["groups"], "gl_cache_fill", bytes=8 * MIB, count=8)
+
+
+@case("growth_cache")
+def case_growth_cache(ctx):
+    # A cache that grows once (after the warm-up) and then stays flat is no suspect.
+    ctx.run(["growth_cache"])
+    rep = ctx.final_report()
+    check_clean(rep)
+    expect_eq("leaks.growth_suspects", describe_suspects(rep), [])
+    check_group(rep, rep["leaks"]["groups"], "gc_cache_grow", bytes=16 * MIB, count=16)
+
+
+@case("growth_warmup")
+def case_growth_warmup(ctx):
+    # The loop leaks in its first 70 % only: a suspect when the whole run is judged
+    # (warm-up 0), none when the warm-up covers the leaking part (0.85 of the run).
+    ctx.run(["growth_leak", "early"], env={"GPUMEMTRACE_GROWTH_WARMUP": "0"})
+    ctx.run(["growth_leak", "early"], env={"GPUMEMTRACE_GROWTH_WARMUP": "0.85"})
+    by_warmup = {r["config"]["GPUMEMTRACE_GROWTH_WARMUP"]: r for r in ctx.final_reports(2)}
+    if sorted(by_warmup) != ["0", "0.85"]:
+        fail(f"config.GPUMEMTRACE_GROWTH_WARMUP should be '0' and '0.85': {sorted(by_warmup)}")
+    if len(suspects_with(by_warmup["0"], "gl_leak_block")) != 1:
+        fail(f"warm-up 0: gl_leak_block should be a suspect: "
+             f"{describe_suspects(by_warmup['0'])}")
+    if suspects_with(by_warmup["0.85"], "gl_leak_block"):
+        fail(f"warm-up 0.85: the leak stopped before the warm-up ended, yet it is a suspect: "
+             f"{describe_suspects(by_warmup['0.85'])}")
+    s = by_warmup["0"]["leaks"]["growth_suspects"][0]
+    if s["samples"][0][0] > 0.3 * by_warmup["0"]["process"]["duration_s"]:
+        fail(f"warm-up 0: the samples should start near the start of the run: {s['samples']}")
+
+
+# ---- strings the report cannot trust ----
+
+@case("argv_utf8")
+def case_argv_utf8(ctx):
+    # argv and a path holding invalid UTF-8 and control characters: the report is still valid
+    # JSON (strict UTF-8) and valid against the schema, each ill-formed part replaced by
+    # U+FFFD as Python's decode(errors="replace") does, control characters escaped.
+    raw = [b"plain", b"bad\xffbyte", b"trunc\xe2\x82x", b"surrogate\xed\xa0\x80",
+           b"overlong\xc0\xaf", b"ctl\x01\x1f\x7f\n\t\"q\"\\", "ünïcödé €".encode()]
+    supp = b"/nonexistent/\xfe\x02dir/supp.txt"
+    argv = [ctx.prog("simple")] + [os.fsdecode(a) for a in raw]
+    ctx.run(argv, env={"GPUMEMTRACE_SUPPRESSIONS": os.fsdecode(supp)})
+    names = [n for n in ctx.files() if n.endswith(".json")]
+    expect_eq("number of reports", len(names), 1)
+    with open(os.path.join(ctx.work, names[0]), "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode("utf-8")  # strict
+    except UnicodeDecodeError as e:
+        fail(f"the report is not valid UTF-8: {e}")
+    rep = json.loads(text)
+    ctx.validator.validate(rep)
+    want = [a.decode("utf-8", "replace") for a in raw]
+    expect_eq("process.argv[1:]", rep["process"]["argv"][1:], want)
+    expect_eq("config.GPUMEMTRACE_SUPPRESSIONS", rep["config"]["GPUMEMTRACE_SUPPRESSIONS"],
+              supp.decode("utf-8", "replace"))
+    if re.search(rb"[\x00-\x1f]", data.rstrip(b"\n")):
+        fail("the report holds a raw control character")
+    ctx.reports()  # the usual checks (schema, sums) on it too
+
+
+@case("suppressions_unsafe")
+def case_suppressions_unsafe(ctx):
+    # A FIFO, a directory and an oversized file as the suppressions file: never read (a FIFO
+    # would hang the report), one line says why, the report is written without suppressions.
+    base = os.path.join(ctx.work, "..", "supp-unsafe")
+    shutil.rmtree(base, ignore_errors=True)
+    os.makedirs(base)
+    fifo = os.path.join(base, "fifo")
+    os.mkfifo(fifo)
+    big = os.path.join(base, "big.txt")
+    with open(big, "w") as f:
+        f.write("alloc_site_a\n" + "#" * (1 << 20))
+    cases = [(fifo, "not a regular file"), (base, "not a regular file"),
+             (big, "larger than 1 MiB")]
+    for path, why in cases:
+        r = ctx.run(["leak_two_sites"], env={"GPUMEMTRACE_SUPPRESSIONS": path}, timeout=30)
+        lines = [l for l in r.stderr.splitlines() if "GPUMEMTRACE_SUPPRESSIONS" in l]
+        if len(lines) != 1 or why not in lines[0]:
+            fail(f"{path}: expected one stderr line saying '{why}', got {lines}")
+    reps = ctx.final_reports(3)
+    for rep in reps:
+        check_leak_two_sites(rep)
+        if any(g["suppressed"] for g in rep["leaks"]["groups"]):
+            fail("a group is suppressed although the suppressions file was refused")
+    shutil.rmtree(base, ignore_errors=True)
 
 
 def check_death(ctx, how, signo, reason, signame):
