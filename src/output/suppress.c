@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <fnmatch.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -78,7 +79,9 @@ int gmt_supp_load(gmt_supp_t *s, const char *path, bool quiet_repeat)
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) {
         int e = errno;
-        return refuse(quiet_repeat, -e, path, strerror(e));
+        char why[128];
+        snprintf(why, sizeof why, "cannot be opened (%s)", strerror(e));
+        return refuse(quiet_repeat, -e, path, why);
     }
     struct stat st;
     if (fstat(fd, &st) != 0) {
