@@ -4,7 +4,9 @@ usage: python3 torch_growth.py MODE OUT.json
   leak: a ~2 s loop keeps one new 6 MiB tensor per iteration (the cache keeps adding segments:
         the tracer should name this as a growth suspect);
   flat: the same loop frees each tensor again (the cache is filled once and reused: no suspect).
-Both start by filling and freeing a 512 MiB block, a cache that grows once and stays flat.
+Both start by filling and freeing a 64 MiB block, a cache that grows once and stays flat (it
+serves the first ten tensors; a 6 MiB request beyond it makes PyTorch cudaMalloc a new 20 MiB
+segment, one every third iteration in "leak").
 Exit 77 (and a GMT_SKIP line) without torch or a GPU.
 """
 import json
@@ -23,7 +25,7 @@ if not torch.cuda.is_available():
 
 mode, out = sys.argv[1], sys.argv[2]
 dev = torch.device("cuda", 0)
-warm = torch.empty(512 * MIB, dtype=torch.uint8, device=dev)
+warm = torch.empty(64 * MIB, dtype=torch.uint8, device=dev)
 del warm  # stays in the cache: grown once, flat afterwards
 kept = []
 ITER = 80

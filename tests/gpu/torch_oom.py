@@ -3,7 +3,7 @@
 usage: python3 torch_oom.py OUT.json
 Keeps a few tensors (no free cached blocks), asks for a tensor larger than the free memory
 (PyTorch's cudaMalloc fails, it frees its cache, retries, fails and raises), records
-torch.cuda.memory_stats() right after, then allocates a small tensor successfully.
+torch.cuda.memory_stats() right after, then allocates a new segment successfully.
 """
 import json
 import sys
@@ -31,7 +31,9 @@ except torch.cuda.OutOfMemoryError:
 st = torch.cuda.memory_stats()
 res["reserved_at_oom"] = st.get("reserved_bytes.all.current")
 res["num_alloc_retries"] = st.get("num_alloc_retries")
-after = torch.ones(4 * MIB, dtype=torch.uint8, device=dev)  # the program goes on
+# The program goes on. 64 MiB fits in no cached block (the 2 MiB tensor's 20 MiB segment has
+# 18 MiB left), so PyTorch has to cudaMalloc: the failure above was recovered from.
+after = torch.ones(64 * MIB, dtype=torch.uint8, device=dev)
 torch.cuda.synchronize()
 res["reserved_at_exit"] = torch.cuda.memory_stats().get("reserved_bytes.all.current")
 with open(sys.argv[1], "w") as f:
