@@ -231,9 +231,10 @@ def check_sums(rep, name):
         for g in p["groups"]:
             if g["kind"] not in MEMORY_KINDS:
                 fail(f"{name} peak[device {p['device']}] holds a {g['kind']} group")
-        got = sum(g["bytes"] for g in p["groups"])
-        if got > p["bytes"] and len(p["groups"]) < p.get("groups_total", 0):
-            fail(f"{name} peak[device {p['device']}]: listed groups {got} > peak {p['bytes']}")
+        # Sums are not asserted here: the peak snapshot is taken at the first release after a
+        # new peak, and with threads allocating and freeing at once the per-stack counters it
+        # reads can differ from the device's exact high-water mark (docs/report.md, `peak[]`;
+        # integration.threads shows it). Single-threaded cases assert the sum themselves.
     proc = rep["process"]
     if proc["end_time_ns"] < proc["start_time_ns"]:
         fail(f"{name}: end_time_ns {proc['end_time_ns']} < start_time_ns")
