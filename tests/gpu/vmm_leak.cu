@@ -18,9 +18,8 @@
         }                                                                                          \
     } while (0)
 
-extern "C" __attribute__((noinline)) CUresult vl_create(CUmemGenericAllocationHandle *h,
-                                                        size_t size,
-                                                        const CUmemAllocationProp *prop)
+extern "C" __attribute__((noinline)) CUresult
+vl_create(CUmemGenericAllocationHandle *h, size_t size, const CUmemAllocationProp *prop)
 {
     return cuMemCreate(h, size, prop, 0);
 }
