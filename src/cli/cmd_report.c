@@ -295,9 +295,10 @@ static void print_leaks(const gmt_report_t *rep, long top)
         if (!cJSON_IsObject(s)) continue;
         if (rank >= top) break;
         printf("  #%-3d", ++rank);
-        if (gmt_json_has_num(s, "bytes"))
+        const char *live = gmt_json_has_num(s, "live_bytes") ? "live_bytes" : "bytes"; /* v2, v1 */
+        if (gmt_json_has_num(s, live))
             printf(" %10s live",
-                   gmt_fmt_bytes((uint64_t)gmt_json_int(s, "bytes", 0), bytes, sizeof bytes));
+                   gmt_fmt_bytes((uint64_t)gmt_json_int(s, live, 0), bytes, sizeof bytes));
         if (gmt_json_has_num(s, "growth_bytes"))
             printf(", grew by %s", gmt_fmt_bytes((uint64_t)gmt_json_int(s, "growth_bytes", 0),
                                                  bytes, sizeof bytes));

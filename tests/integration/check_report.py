@@ -825,6 +825,13 @@ def case_growth_leak(ctx):
     expect_eq("leaks.growth_suspects_total", rep["leaks"].get("growth_suspects_total"), 1)
     # The cache is a leak at exit all the same: the leak list alone cannot tell them apart.
     check_group(rep, rep["leaks"]["groups"], "gl_cache_fill", bytes=8 * MIB, count=8)
+    # `gpumemtrace report` shows the suspect, with its live bytes and growth.
+    path = os.path.join(ctx.work, f"r-{rep['process']['pid']}.json")
+    out = ctx.run([ctx.cli, "report", path], preload=False).stdout
+    tail = out.split("Growth suspects", 1)[-1].split("Peak owners", 1)[0]
+    if "Growth suspects" not in out or " live, grew by " not in tail or "gl_leak_block" not in tail:
+        fail(f"'gpumemtrace report' should list gl_leak_block as a growth suspect with its live "
+             f"bytes:\n{out}")
 
 
 @case("growth_cache")
