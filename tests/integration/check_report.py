@@ -630,6 +630,9 @@ def case_vmm_leak(ctx):
     out = ctx.run([ctx.cli, "report", os.path.join(ctx.work, ctx.files()[0])], preload=False)
     if "1 allocation" not in out.stdout:
         fail(f"'gpumemtrace report' should speak of 1 leaked allocation:\n{out.stdout}")
+    if not re.search(r"Address space \(not memory, not in the total\): .* reserved in 1 "
+                     r"reservation, .* mapped in 1 mapping", out.stdout):
+        fail(f"'gpumemtrace report' should show the address space apart:\n{out.stdout}")
 
 
 @case("no_cuda")
