@@ -40,6 +40,7 @@ static const char *fake_getenv(const char *name)
         "GPUMEMTRACE_TIMELINE_POINTS",
         "GPUMEMTRACE_OOM_REPORTS",
         "GPUMEMTRACE_FSYNC",
+        "GPUMEMTRACE_GROWTH_WARMUP",
         "RANK",
         "OMPI_COMM_WORLD_RANK",
         "SLURM_PROCID",
@@ -81,6 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(c.max_stacks >= 256 && c.max_stacks <= (1ull << 24));
     CHECK(c.timeline_points >= 16 && c.timeline_points <= 65536);
     CHECK(c.oom_reports >= 0 && c.oom_reports <= 100000);
+    CHECK(c.growth_warmup.value >= 0 && c.growth_warmup.value == c.growth_warmup.value);
     int rank = gmt_env_rank(fake_getenv);
     CHECK(rank >= 0 && rank < (1 << 30));
     char value[GMT_PATH_MAX + 64];
