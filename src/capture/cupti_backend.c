@@ -371,7 +371,9 @@ static int start_locked(char *why, size_t why_len)
     /* None loaded: the toolkit's copies, then the loader's search path. A copy that loads but
      * cannot subscribe (e.g. a CUPTI newer than the driver) leaves the next one a chance; such
      * a copy stays loaded, since unloading CUPTI is not known to be safe. */
-    const char *roots[] = {getenv("CUDA_HOME"), getenv("CUDA_PATH"), "/usr/local/cuda"};
+    /* gmt_env (secure_getenv): a set-user-ID program never loads a libcupti named by its
+     * caller. */
+    const char *roots[] = {gmt_env("CUDA_HOME"), gmt_env("CUDA_PATH"), "/usr/local/cuda"};
     const char *subdirs[] = {"/extras/CUPTI/lib64/", "/lib64/"};
     char cand[16][GMT_PATH_MAX];
     size_t n = 0;

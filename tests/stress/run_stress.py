@@ -128,7 +128,8 @@ def case_second_signal(ctx):
 
 @case("fork_storm")
 def case_fork_storm(ctx):
-    """40 forks while 4 threads allocate: no child hangs, each child writes its own report."""
+    """40 forks while 4 threads allocate and snapshots are written: no child hangs, each child
+    writes its own report (none inherits a report in progress)."""
     n = 40
     r = ctx.run(["stress_prog", "forks", str(n)], timeout=200)
     expect_eq("children killed after hanging 10 s", r.fact_int("hung"), 0)

@@ -9,11 +9,11 @@
  *                   "term" ends with SIGTERM raised during the storm, "usr1" returns from main.
  *   exitterm        threads allocate; a thread sends SIGTERM in a loop while main calls exit.
  *   twosig          threads allocate; SIGTERM, then SIGINT 200 us later, during the report.
- *   forks N         4 threads allocate while main forks N children one after another; each
- *                   child leaks 1 MiB and exits. Prints GMT_FACT hung=<children killed after 10 s>.
- *   fsize BYTES     RLIMIT_FSIZE = BYTES (SIGXFSZ ignored), leaks 1 MiB, exits 0: no report fits.
- *   exit _exit|_Exit|exit  leaks 3 MiB in exit_leak, then ends the named way with status 3.
- *   leak            leaks 1 MiB in simple_leak, returns 0.
+ *   forks N         4 threads allocate and SIGUSR1 asks for snapshots every 3 ms while main
+ *                   forks N children one after another; each child leaks 1 MiB and exits. Prints
+ * GMT_FACT hung=<children killed after 10 s>. fsize BYTES     RLIMIT_FSIZE = BYTES (SIGXFSZ
+ * ignored), leaks 1 MiB, exits 0: no report fits. exit _exit|_Exit|exit  leaks 3 MiB in exit_leak,
+ * then ends the named way with status 3. leak            leaks 1 MiB in simple_leak, returns 0.
  *   none            no CUDA call at all.
  */
 #define _GNU_SOURCE
@@ -216,11 +216,22 @@ SITE void child_leak(void)
     CK(cudaMalloc(&p, MIB));
 }
 
+static void *usr1_ticks(void *arg)
+{
+    (void)arg;
+    while (!g_stop) {
+        kill(getpid(), SIGUSR1); /* snapshots being written while the forks happen */
+        usleep(3000);
+    }
+    return NULL;
+}
+
 static void forks(int n)
 {
-    pthread_t th[4];
+    pthread_t th[4], ticks;
     storm_leak();
     start_churn(th, 4);
+    CK(pthread_create(&ticks, NULL, usr1_ticks, NULL));
     int hung = 0;
     for (int i = 0; i < n; i++) {
         pid_t pid = fork();
@@ -242,6 +253,7 @@ static void forks(int n)
         if (!hung) EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     }
     stop_churn(th, 4);
+    pthread_join(ticks, NULL);
     FACT("hung", "%d", hung);
 }
 
