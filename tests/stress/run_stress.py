@@ -111,6 +111,24 @@ def case_exit_term(ctx):
             os.unlink(os.path.join(ctx.work, name))
 
 
+@case("oom_limit")
+def case_oom_limit(ctx):
+    """GPUMEMTRACE_OOM_REPORTS bounds the out-of-memory reports; every failure is still in the
+    final report's errors."""
+    for limit, want in (("3", 3), ("0", 0), (None, 8)):
+        env = {"GMT_STANDIN_MEM_BYTES": str(1 << 30)}
+        if limit is not None:
+            env["GPUMEMTRACE_OOM_REPORTS"] = limit
+        ctx.run(["stress_prog", "ooms", "10"], env=env)
+        reps = ctx.reports()
+        ooms = [n for n, r in reps.items() if r["process"]["reason"] == "oom"]
+        expect_eq(f"oom reports with GPUMEMTRACE_OOM_REPORTS={limit}", len(ooms), want)
+        final = ctx.final_report()
+        expect_eq("final report: failures", final["summary"]["failures"], 10)
+        for name in ctx.files():
+            os.unlink(os.path.join(ctx.work, name))
+
+
 @case("second_signal")
 def case_second_signal(ctx):
     """SIGINT while the SIGTERM report is written: the report is finished, then the process

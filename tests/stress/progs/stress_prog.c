@@ -309,6 +309,12 @@ int main(int argc, char **argv)
         if (strcmp(argv[2], "_exit") == 0) _exit(3);
         if (strcmp(argv[2], "_Exit") == 0) _Exit(3);
         exit(3);
+    } else if (strcmp(cmd, "ooms") == 0 && argc == 3) {
+        simple_leak();
+        for (int i = 0; i < atoi(argv[2]); i++) {
+            void *p = NULL;
+            EXPECT(cudaMalloc(&p, 2048 * MIB) == cudaErrorMemoryAllocation);
+        }
     } else if (strcmp(cmd, "leak") == 0) {
         simple_leak();
     } else if (strcmp(cmd, "none") == 0) {
