@@ -123,7 +123,13 @@ void gmt_capture_quick_exit(void)
 {
     if (getpid() != __atomic_load_n(&my_pid, __ATOMIC_RELAXED)) return;
     if (__atomic_load_n(&gmt_capture_state, __ATOMIC_ACQUIRE) < 0) return;
-    exit_report();
+    /* Written by the writer thread where there is one: _exit is often called from a signal
+     * handler, which may have interrupted anything on this thread. */
+    if (!gmt_capture_writer_final_exit()) gmt_capture_final_report(GMT_REASON_EXIT, NULL);
+    gmt_capture_final_wait(false); /* another thread's final report, if it was first */
+    gmt_guard_enter();
+    gmt_cupti_stop();
+    gmt_guard_leave();
 }
 
 static void oom_report(const gmt_failure_t *f)

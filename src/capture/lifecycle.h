@@ -32,6 +32,9 @@ void gmt_capture_defer_signal(int sig);
 void gmt_capture_final_wait(bool until_done);
 /* Lets a terminating signal take its course as if the tracer had never caught it (writer.c). */
 void gmt_capture_signal_course(int sig, siginfo_t *info, void *uctx);
+/* Has the writer thread write the final (exit) report and waits for it, bounded; false when
+ * there is no writer thread or the caller is that thread. */
+bool gmt_capture_writer_final_exit(void);
 /* _exit / _Exit: the final report, unless this is a vfork child (public_api.c). */
 void gmt_capture_quick_exit(void);
 /* True once this process recorded a CUDA event (async-signal-safe). */

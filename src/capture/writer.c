@@ -22,6 +22,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* How long a terminating signal waits for the writer to finish the report. */
@@ -36,7 +37,9 @@ static int snapshot_queued; /* a snapshot message is in the pipe: signals in a b
 static int first_fatal;     /* the first terminating signal caught; the process dies by it */
 static int final_requested; /* the first one asked the writer for the final report */
 
-enum { MSG_SNAPSHOT = 1, MSG_SIGNAL = 2, MSG_CRASH = 3 };
+enum { MSG_SNAPSHOT = 1, MSG_SIGNAL = 2, MSG_CRASH = 3, MSG_EXIT = 4 };
+
+static int writer_tid; /* the writer thread's id */
 
 typedef struct msg_s {
     int type;
@@ -46,6 +49,7 @@ typedef struct msg_s {
 static void *writer_main(void *arg)
 {
     (void)arg;
+    __atomic_store_n(&writer_tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
     gmt_guard_enter(); /* nothing this thread does is the program's */
     sigset_t all;
     sigfillset(&all);
@@ -67,6 +71,11 @@ static void *writer_main(void *arg)
             __atomic_store_n(&snapshot_queued, 0, __ATOMIC_RELEASE);
             unsigned seq = gmt_capture_next_snapshot_seq();
             gmt_report_write(NULL, GMT_REASON_SNAPSHOT, gmt_signal_name(m.sig), seq);
+        } else if (m.type == MSG_EXIT) {
+            gmt_capture_final_report(GMT_REASON_EXIT, NULL);
+            char ack = 1;
+            ssize_t w = write(ack_pipe[1], &ack, 1);
+            (void)w;
         } else {
             gmt_capture_final_report(m.type == MSG_CRASH ? GMT_REASON_CRASH : GMT_REASON_SIGNAL,
                                      gmt_signal_name(m.sig));
@@ -92,6 +101,21 @@ static void on_snapshot_signal(int sig)
             __atomic_store_n(&snapshot_queued, 0, __ATOMIC_RELEASE);
     }
     errno = saved;
+}
+
+bool gmt_capture_writer_final_exit(void)
+{
+    if (!__atomic_load_n(&writer_started, __ATOMIC_ACQUIRE) || writer_pipe[1] < 0) return false;
+    if ((int)syscall(SYS_gettid) == __atomic_load_n(&writer_tid, __ATOMIC_ACQUIRE)) return false;
+    msg_t m = {MSG_EXIT, 0};
+    if (write(writer_pipe[1], &m, sizeof m) != (ssize_t)sizeof m) return false;
+    struct pollfd p = {.fd = ack_pipe[0], .events = POLLIN};
+    if (poll(&p, 1, WRITER_ACK_TIMEOUT_MS) > 0) {
+        char ack;
+        ssize_t r = read(ack_pipe[0], &ack, 1);
+        (void)r;
+    }
+    return true;
 }
 
 static bool synchronous(int sig)
@@ -229,6 +253,7 @@ void gmt_capture_writer_reset_after_fork(void)
     writer_started = 0;
     writer_pipe[0] = writer_pipe[1] = ack_pipe[0] = ack_pipe[1] = -1;
     snapshot_queued = 0;
+    writer_tid = 0;
     first_fatal = 0;
     final_requested = 0;
 }
