@@ -233,7 +233,7 @@ def case_env_torture(ctx):
 def case_quick_exit(ctx):
     """_exit, _Exit and Python's os._exit (through ctypes on the stand-in runtime) skip atexit:
     the interposed _exit/_Exit still write the final report, and the status is kept."""
-    for how in ("_exit", "_Exit", "exit"):
+    for how in ("_exit", "_Exit", "exit", "handler"):
         ctx.run(["stress_prog", "exit", how], expect_rc=3)
         rep = ctx.final_report()
         cr.check_group(rep, rep["leaks"]["groups"], "exit_leak", bytes=3 * MIB, count=1)

@@ -263,6 +263,12 @@ SITE void simple_leak(void)
     CK(cudaMalloc(&p, MIB));
 }
 
+static void exit_from_handler(int sig)
+{
+    (void)sig;
+    _exit(3);
+}
+
 SITE void exit_leak(void)
 {
     void *p = NULL;
@@ -308,6 +314,10 @@ int main(int argc, char **argv)
         fflush(stdout);
         if (strcmp(argv[2], "_exit") == 0) _exit(3);
         if (strcmp(argv[2], "_Exit") == 0) _Exit(3);
+        if (strcmp(argv[2], "handler") == 0) { /* _exit from the program's own handler */
+            signal(SIGUSR2, exit_from_handler);
+            raise(SIGUSR2);
+        }
         exit(3);
     } else if (strcmp(cmd, "ooms") == 0 && argc == 3) {
         simple_leak();
