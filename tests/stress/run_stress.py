@@ -63,17 +63,16 @@ def case_random_calls(ctx):
 
 @case("signal_storm")
 def case_signal_storm(ctx):
-    """300 x SIGUSR1 while 4 threads allocate: the final report is always there, snapshots
-    coalesce (at least one), nothing temporary is left."""
-    for i in range(3):
+    """A SIGUSR1 storm while 4 threads allocate, going on through the exit: the final report is
+    always there, snapshots coalesce (at least one), nothing temporary is left."""
+    for i in range(5):
         ctx.run(["stress_prog", "storm", "usr1"])
         reps = ctx.reports()
         final = ctx.final_report()
         snaps = [r for r in reps.values() if r["process"]["reason"] == "snapshot"]
         if not snaps:
             fail(f"run {i}: a burst of 300 SIGUSR1 gave no snapshot; files {ctx.files()}")
-        if len(snaps) > 300:
-            fail(f"run {i}: more snapshots ({len(snaps)}) than signals")
+
         cr.check_group(final, final["leaks"]["groups"], "storm_leak", bytes=2 * MIB)
         no_temp_files(ctx)
         for name in ctx.files():

@@ -5,8 +5,9 @@
  *                   return value and what the returned pointer is relative to earlier ones (so
  *                   the output is the same with and without the tracer), then the live set the
  *                   program knows: GMT_FACT live_count / live_bytes.
- *   storm usr1|term threads allocate while another thread sends 300 x SIGUSR1 to the process;
- *                   "term" ends with SIGTERM raised during the storm, "usr1" returns from main.
+ *   storm usr1|term threads allocate while another thread sends SIGUSR1 to the process (300
+ *                   in a burst, then one every 0.5 ms); "term" ends with SIGTERM raised during
+ *                   the storm, "usr1" returns from main while it goes on.
  *   exitterm        threads allocate; a thread sends SIGTERM in a loop while main calls exit.
  *   twosig          threads allocate; SIGTERM, then SIGINT 200 us later, during the report.
  *   forks N         4 threads allocate and SIGUSR1 asks for snapshots every 3 ms while main
@@ -175,6 +176,10 @@ static void *usr1_storm(void *arg)
         kill(getpid(), SIGUSR1);
         if (i % 50 == 0) usleep(2000);
     }
+    for (;;) { /* and on, through the exit report */
+        kill(getpid(), SIGUSR1);
+        usleep(500);
+    }
     return NULL;
 }
 
@@ -194,8 +199,8 @@ static void storm(const char *mode)
         usleep(20000);
         raise(SIGTERM); /* dies here, by SIGTERM */
     }
-    pthread_join(s, NULL);
-    stop_churn(th, 4);
+    usleep(30000);
+    stop_churn(th, 4); /* returns from main while the storm goes on */
 }
 
 static void *term_loop(void *arg)
