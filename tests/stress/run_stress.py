@@ -110,6 +110,27 @@ def case_exit_term(ctx):
             os.unlink(os.path.join(ctx.work, name))
 
 
+@case("hostile_output")
+def case_hostile_output(ctx):
+    """GPUMEMTRACE_OUTPUT with a newline and an escape sequence in it: every message stays one
+    line (control characters shown as '?'), the report is written under that very name; with
+    GPUMEMTRACE_FSYNC=1 too."""
+    name = "r-\n\x1b[31mred-%p.json"
+    r = ctx.run(["stress_prog", "leak"], env={"GPUMEMTRACE_OUTPUT": os.path.join(ctx.work, name),
+                                              "GPUMEMTRACE_FSYNC": "1"})
+    lines = r.stderr.splitlines()
+    if len(lines) != 2 or not all(l.startswith("gpumemtrace: ") for l in lines) or \
+            any("\x1b" in l for l in lines):
+        fail(f"expected two clean gpumemtrace lines, got {lines!r}")
+    files = ctx.files()
+    expect_eq("files", len(files), 1)
+    if not files[0].startswith("r-\n\x1b[31mred-"):
+        fail(f"report name {files[0]!r}")
+    with open(os.path.join(ctx.work, files[0])) as f:
+        rep = __import__("json").load(f)
+    expect_eq("config.GPUMEMTRACE_FSYNC", rep["config"]["GPUMEMTRACE_FSYNC"], "1")
+
+
 @case("oom_limit")
 def case_oom_limit(ctx):
     """GPUMEMTRACE_OOM_REPORTS bounds the out-of-memory reports; every failure is still in the
