@@ -9,6 +9,8 @@ failures and hostile settings. Every case is bounded in time.
 import argparse
 import os
 import stat
+import subprocess
+import tempfile
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
@@ -206,6 +208,35 @@ def case_disk_full(ctx):
     if left:
         fail(f"files left besides old.json: {left}")
     del pid_guess
+    os.unlink(old)
+    # A real full file system (root only: a tiny tmpfs, filled up): ENOSPC at the target, the
+    # report goes to the working directory and the line names it.
+    mnt = tempfile.mkdtemp(prefix="gmt-stress-full-")  # outside the checked output folder
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8k", "tmpfs", mnt],
+                      capture_output=True).returncode != 0:
+        print("SKIPPED the full-tmpfs part (mount not permitted here)")
+        os.rmdir(mnt)
+        return
+    try:
+        try:
+            with open(os.path.join(mnt, "filler"), "wb") as f:
+                f.write(b"x" * 65536)
+        except OSError:
+            pass  # full: as intended
+        r = ctx.run(["stress_prog", "leak"],
+                    env={"GPUMEMTRACE_OUTPUT": os.path.join(mnt, "r-%p.json")})
+        inside = sorted(os.listdir(mnt))
+        expect_eq("files on the full file system", inside, ["filler"])
+        placed = [l for l in r.stderr.splitlines() if "fallback location" in l]
+        if len(placed) != 1 or ctx.work not in placed[0]:
+            fail(f"expected one line naming the fallback in {ctx.work}:\n{r.stderr}")
+        reps = [n for n in os.listdir(ctx.work) if n.startswith("r-") and n.endswith(".json")]
+        expect_eq("reports in the working directory", len(reps), 1)
+        rep = ctx.final_report()
+        cr.check_group(rep, rep["leaks"]["groups"], "simple_leak", bytes=MIB)
+    finally:
+        subprocess.run(["umount", mnt], capture_output=True)
+        os.rmdir(mnt)
 
 
 @case("dlopen_cycle")
