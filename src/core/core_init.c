@@ -43,6 +43,7 @@ static int lay_out(const gmt_config_t *c)
     cs->start_ns = gmt_now_ns();
     h->core_off = off;
     __atomic_store_n(&gmt_cs, cs, __ATOMIC_RELEASE);
+    gmt_peaks_reset();
     gmt_table_t *t = core_block(sizeof *t, &off);
     if (!t || gmt_table_init(t, c->max_live) != 0) return -ENOMEM;
     h->table_off = off;
@@ -85,11 +86,11 @@ int gmt_core_reset_after_fork(void)
     memset(&boot_state.counts, 0, sizeof boot_state.counts);
     memset(boot_state.failures_done, 0, sizeof boot_state.failures_done);
     boot_state.failures_next = 0;
-    memset(boot_state.peaks, 0, sizeof boot_state.peaks);
     memset(boot_state.pools, 0, sizeof boot_state.pools);
     boot_state.pools_dropped = 0;
     boot_state.proc.pid = (int32_t)getpid();
     boot_state.proc.ppid = (int32_t)getppid();
+    boot_state.notes_lock = 0;
     /* The parent's mapping of its state file stays the parent's. */
     gmt_region_destroy();
     gmt_core_table = NULL;

@@ -35,7 +35,7 @@ size_t gmt_stacks_entry_bytes(void)
     return sizeof(gmt_stack_entry_t);
 }
 
-_Static_assert(sizeof(gmt_stack_entry_t) == 64, "one cache line per stack entry");
+_Static_assert(sizeof(gmt_stack_entry_t) == 72, "a stack entry is 72 bytes (docs/state.md)");
 
 static gmt_stack_entry_t *entry_at(uint32_t id)
 {

@@ -23,20 +23,18 @@
 
 /* ---- counters.c ---- */
 typedef struct gmt_core_counts_s {
-    uint64_t unknown_frees;
+    uint64_t unknown_frees, failed_frees;
     uint64_t dropped_table_full, dropped_no_core, dropped_stacks, dropped_failures, dropped_invalid;
     uint64_t dropped_start;
 } gmt_core_counts_t;
 
 /* ---- the core block: every fixed-size store of the core, in the region (region.h) ---- */
-typedef struct gmt_peak_snap_s {
+typedef struct gmt_peak_slot_s {
+    uint64_t epoch; /* atomic: bumped at each new in-use peak (peaks.c) */
+    int dirty;      /* a newer peak exists whose driver reading has not been taken yet */
     int lock;
-    int dirty; /* a newer peak exists whose snapshot has not been taken yet */
-    int n;     /* groups in the snapshot (stack entries' peak_bytes > 0) */
-    int pad;
-    int64_t bytes;
     int64_t driver_used; /* -1: unknown */
-} gmt_peak_snap_t;
+} gmt_peak_slot_t;
 
 typedef struct gmt_core_state_s {
     gmt_config_t cfg;
@@ -46,7 +44,7 @@ typedef struct gmt_core_state_s {
     gmt_failure_t failures[GMT_MAX_FAILURE_RECORDS];
     uint32_t failures_next;
     uint32_t failures_done[GMT_MAX_FAILURE_RECORDS]; /* published flags */
-    gmt_peak_snap_t peaks[GMT_STAT_SLOTS];
+    gmt_peak_slot_t peaks[GMT_STAT_SLOTS];
     struct {
         int used; /* pools.c SLOT_* */
         int32_t device;
@@ -98,15 +96,22 @@ static inline uint8_t gmt_nest_merge(void)
 }
 
 /* ---- peaks.c ---- */
+/* Forgets every peak (a fresh core block, a fork child). */
+void gmt_peaks_reset(void);
 /* A device's in-use bytes reached a new peak: its snapshot is due. */
 void gmt_peaks_mark(int32_t device);
-/* Takes slot's snapshot if a newer peak is pending (before a release lowers in-use bytes). */
+/* Asks the driver's in-use bytes once per new peak (first release after it, or the report). */
 void gmt_peaks_settle(int slot);
+/* Adds dbytes / dcount to a stack's live counters, first saving what it held at its device's
+ * last peak if this is its first change since (O(1)). */
+void gmt_peaks_stack_change(gmt_stack_entry_t *e, int32_t device, int64_t dbytes, int64_t dcount);
 
 /* ---- pools.c ---- */
 void gmt_pools_note(int32_t device, uint64_t pool);
 
 /* ---- providers.c ---- */
+/* In a forked child: the notes' lock starts over. */
+void gmt_providers_reset_after_fork(void);
 gmt_oom_fn gmt_core_oom_hook(void);
 
 #endif
