@@ -165,8 +165,11 @@ int gmt_track_recover(const char *path, char *err, size_t errlen)
     terminate(cs->cfg.output, sizeof cs->cfg.output);
     terminate(cs->cfg.state, sizeof cs->cfg.state);
     terminate(cs->cfg.suppressions, sizeof cs->cfg.suppressions);
-    if (cs->cfg.timeline_points < 0) cs->cfg.timeline_points = 0;
-    if (cs->cfg.top < 0) cs->cfg.top = 0;
+    if (cs->cfg.timeline_points < 0 || cs->cfg.timeline_points > 65536) cs->cfg.timeline_points = 0;
+    if (cs->cfg.top < 1 || cs->cfg.top > 100000) cs->cfg.top = 50;
+    if (cs->cfg.stack_depth < 0 || cs->cfg.stack_depth > GMT_MAX_STACK_DEPTH)
+        cs->cfg.stack_depth = 0;
+    if (cs->failures_next > GMT_MAX_FAILURE_RECORDS) cs->failures_next = GMT_MAX_FAILURE_RECORDS;
     gmt_core_cfg = cs->cfg;
     gmt_cs = cs;
     gmt_core_table = t;

@@ -15,6 +15,7 @@
  */
 #include "table.h"
 
+#include "event.h"
 #include "region.h"
 #include "spin.h"
 
@@ -376,6 +377,10 @@ uint64_t gmt_table_foreach(gmt_table_t *t, gmt_table_visit_fn fn, void *ctx)
                 slot_read(s, g1, &r);
                 __atomic_thread_fence(ACQ);
                 if (LOAD(&s->sg, RLX) != g1) continue;
+                /* Never hand on what no event can produce (a state file may hold anything). */
+                if (r.kind >= GMT_KIND_COUNT || r.api >= GMT_API_COUNT ||
+                    r.layer >= GMT_LAYER_COUNT)
+                    break;
                 fn(&r, ctx);
                 n++;
                 break;

@@ -13,6 +13,7 @@ Adding a case: write a function decorated with @case("name") that takes a Ctx, a
 import argparse
 import json
 import os
+import random
 import re
 import resource
 import shutil
@@ -1101,6 +1102,21 @@ def case_state_corrupt(ctx):
         "bad-version": data[:8] + b"\xff\xff\x00\x00" + data[12:],
         "not-state": b"{}\n" * 100,
     }
+    # Header and core block intact, everything after the first MiB random: the live table's
+    # slots, the stack entries and frames are garbage. Must not crash (exit 0 or 2).
+    rnd = random.Random(7)
+    garbage = data[:1 << 20] + bytes(rnd.getrandbits(8) for _ in range(len(data) - (1 << 20)))
+    gpath = os.path.join(ctx.work, "state", "garbage-body")
+    with open(gpath, "wb") as f:
+        f.write(garbage)
+    for args in (["report", "--recover", gpath, "--json"], ["top", "--once", gpath],
+                 ["report", "--recover", gpath]):
+        r = cli(ctx, args, expect_rc=None)
+        if r.returncode not in (0, 2):
+            fail(f"garbage-body: gpumemtrace {' '.join(args)} ended with {r.returncode}: "
+                 f"{r.stderr[-500:]!r}")
+        if r.returncode == 0 and args[-1] == "--json":
+            validate(ctx, "report from a garbage state", json.loads(r.stdout))
     # a live-table offset pointing far outside the file
     off = data.find(b"GMTSTATE")
     expect_eq("magic at 0", off, 0)
