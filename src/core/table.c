@@ -20,6 +20,7 @@
 #include "spin.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <sched.h>
 #include <string.h>
 
@@ -166,11 +167,15 @@ static int level_insert(gmt_level_t *l, const gmt_record_t *rec, uint64_t h)
     return -ENOSPC;
 }
 
-/* Adds a level after level number n (if nobody did yet). 0 or -ENOSPC. */
-static int grow(gmt_table_t *t, uint32_t n)
+/* Adds a level after level number n (if nobody did yet). 0 or -ENOSPC. With `wait` false a
+ * growth already under way elsewhere is left to its thread. */
+static int grow(gmt_table_t *t, uint32_t n, bool wait)
 {
     int rc = 0;
-    gmt_spin_lock(&t->grow_lock);
+    if (wait)
+        gmt_spin_lock(&t->grow_lock);
+    else if (!gmt_spin_trylock(&t->grow_lock))
+        return 0;
     uint32_t next = LOAD(&t->next, SC);
     if (next - 1 != n) goto out; /* someone else grew it */
     if (next - LOAD(&t->first, ACQ) >= GMT_TABLE_LEVELS - 1) {
@@ -296,14 +301,14 @@ int gmt_table_insert(gmt_table_t *t, const gmt_record_t *rec)
     uint64_t h = hash_key(rec->space, rec->key);
     uint32_t n;
     while (insert_newest(t, rec, h, &n) != 0) {
-        if (grow(t, n) != 0) {
+        if (grow(t, n, true) != 0) {
             __atomic_fetch_add(&t->dropped_full, 1, RLX);
             return -ENOSPC;
         }
     }
     __atomic_fetch_add(&t->live, 1, RLX);
     gmt_level_t *l = lvl(t, n);
-    if (LOAD(&l->used, RLX) * 4 > l->cap * 3) (void)grow(t, n);
+    if (LOAD(&l->used, RLX) * 4 > l->cap * 3) (void)grow(t, n, false);
     migrate_some(t);
     return 0;
 }
