@@ -5,6 +5,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "pyframes.h"
 #include "spin.h"
 #include "tls.h"
 
@@ -136,6 +137,7 @@ int gmt_core_init(const gmt_config_t *c)
         return -ENOMEM;
     }
     gmt_stacks_global_init();
+    gmt_py_init(cfg.python); /* its own messages; native stacks whatever it returns */
     gmt_table_init(table, cfg.max_live);
     gmt_stacks_init(stacks, max_entries, max_frames);
     for (int i = 0; i < GMT_STAT_SLOTS; i++)
@@ -200,10 +202,12 @@ static void count(uint64_t *c)
 /* Capture and intern the stack for an event; 0 when it did not fit. */
 static uint32_t stack_for(const gmt_event_t *ev, uint8_t api)
 {
-    uint64_t frames[GMT_MAX_STACK_DEPTH];
+    uint64_t frames[GMT_MAX_STACK_DEPTH + GMT_PY_MAX_FRAMES];
     uint32_t n = 0;
-    if (cfg.stack_depth > 0 && ev->size >= cfg.min_bytes)
+    if (cfg.stack_depth > 0 && ev->size >= cfg.min_bytes) {
         n = gmt_stacks_capture(frames, (uint32_t)cfg.stack_depth, 2);
+        n = gmt_py_splice(frames, n, GMT_MAX_STACK_DEPTH + GMT_PY_MAX_FRAMES);
+    }
     uint32_t id = gmt_stacks_intern(stacks, frames, n, gmt_stacks_tag(ev->device, ev->kind, api));
     if (!id) count(&counts.dropped_stacks);
     return id;

@@ -12,6 +12,7 @@
 #include "core/tls.h"
 #include "core/track.h"
 #include "json_writer.h"
+#include "report_python.h"
 #include "symbolize.h"
 
 #include <errno.h>
@@ -348,6 +349,7 @@ static void write_capture(ctx_t *c, const gmt_counts_t *k)
         jw_string(w, NULL, names[i]);
     jw_array_end(w);
     jw_string(w, "backend_reason", reason);
+    gmt_report_python_capture(w);
     jw_object_begin(w, "events");
     jw_uint(w, "total", k->events);
     jw_uint(w, "allocs", k->allocs);
@@ -782,6 +784,7 @@ static void write_stacks(ctx_t *c)
         }
         if (f && first == depth) first = 0; /* all internal: show them rather than nothing */
         for (uint32_t i = first; f && i < depth; i++) {
+            if (gmt_report_python_frame(w, f[i])) continue;
             gmt_frame_info_t fi;
             gmt_symbolize(f[i], &fi);
             jw_object_begin(w, NULL);
