@@ -88,6 +88,17 @@ static void print_frame(const cJSON *frame, const char *indent)
     putchar('\n');
 }
 
+/* A native frame of the CPython interpreter (libpython or a python executable): folded when
+ * the stack holds the Python frames it runs, so the user's lines come first. */
+static bool frame_is_interpreter(const cJSON *frame)
+{
+    const char *module = gmt_json_str(frame, "module", NULL);
+    const char *type = gmt_json_str(frame, "type", NULL);
+    if (!module || (type && strcmp(type, "native") != 0)) return false;
+    const char *b = basename_of(module);
+    return strncmp(b, "libpython", 9) == 0 || strncmp(b, "python", 6) == 0;
+}
+
 /* The first FRAMES_SHOWN frames of a stack. Frames that name nothing (no symbol, no file) are
  * left out when the stack has frames that do; a stack of only unnamed frames prints them as
  * module+offset, which addr2line can still resolve. */
@@ -101,16 +112,22 @@ static void print_stack(const gmt_report_t *rep, const cJSON *group, const char 
         printf("%s(no stack recorded)\n", indent);
         return;
     }
-    bool any_named = false;
+    bool any_named = false, any_python = false;
     const cJSON *frame;
     cJSON_ArrayForEach(frame, frames)
     {
         if (cJSON_IsObject(frame) && frame_is_named(frame)) any_named = true;
+        const char *type = gmt_json_str(frame, "type", NULL);
+        if (type && strcmp(type, "python") == 0) any_python = true;
     }
     int shown = 0, left = 0;
     cJSON_ArrayForEach(frame, frames)
     {
         if (!cJSON_IsObject(frame) || (any_named && !frame_is_named(frame))) continue;
+        if (any_python && frame_is_interpreter(frame)) {
+            left++; /* folded, counted below */
+            continue;
+        }
         if (shown < FRAMES_SHOWN) {
             print_frame(frame, indent);
             shown++;

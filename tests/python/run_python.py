@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""run_python.py - one CPython under the tracer, against the stand-in runtime.
+
+  run_python.py --python PY --lib LIB --cudart LIBCUDART --schema SCHEMA --work DIR --case C
+
+Runs alloc_leaks.py with PY (exit 77, a visible ctest skip, when PY is empty: that CPython is
+not installed) and checks the report: case "frames": every leak names alloc_leaks.py, the
+function and the line tagged "# TAG:<function>" there, innermost first, spliced before the
+interpreter's native evaluation frame; the threading.Thread leak too; capture.python says
+"captured" and the version. Case "off": GPUMEMTRACE_PYTHON=0, no Python frame anywhere and
+capture.python.status "off". Case "cli": `gpumemtrace report` prints file:line in function.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROG = os.path.join(HERE, "alloc_leaks.py")
+# size of each leak -> the function that made it (through alloc())
+LEAKS = {1 << 20: "leak_in_main", 2 << 20: "forward", 3 << 20: "worker", 5 << 20: "nested_gen"}
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def tag_lines():
+    tags = {}
+    with open(PROG) as f:
+        for n, line in enumerate(f, 1):
+            if "# TAG:" in line:
+                tags[line.split("# TAG:")[1].strip()] = n
+    return tags
+
+
+def run(args, env_extra):
+    os.makedirs(args.work, exist_ok=True)
+    out = os.path.join(args.work, f"report_{args.case}.json")
+    if os.path.exists(out):
+        os.unlink(out)
+    env = dict(os.environ)
+    env.update({"LD_PRELOAD": args.lib, "GPUMEMTRACE_OUTPUT": out, "GPUMEMTRACE_LOG": "info"})
+    env.pop("PYTHONPATH", None)
+    env.update(env_extra)
+    p = subprocess.run([args.python, PROG, args.cudart], env=env, capture_output=True,
+                       text=True, timeout=60)
+    print(p.stdout, p.stderr)
+    if p.returncode != 0:
+        fail(f"program exited {p.returncode}")
+    with open(out) as f:
+        rep = json.load(f)
+    try:
+        import jsonschema
+        with open(args.schema) as f:
+            jsonschema.validate(rep, json.load(f))
+    except ImportError:
+        print("note: jsonschema not importable here, schema not checked")
+    return rep, out
+
+
+def version_of(python):
+    return subprocess.run([python, "-c", "import platform; print(platform.python_version())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def frames_of(rep, g):
+    return rep["stacks"][str(g["stack_id"])]
+
+
+def group_by_bytes(rep):
+    groups = {g["bytes"]: g for g in rep["leaks"]["groups"]}
+    for size in LEAKS:
+        if size not in groups:
+            fail(f"no leak group of {size} bytes: {sorted(groups)}")
+    return groups
+
+
+def case_frames(args):
+    rep, _ = run(args, {})
+    cap = rep["capture"].get("python")
+    want_version = version_of(args.python)
+    if cap != {"status": "captured", "version": want_version}:
+        fail(f"capture.python is {cap}, want captured {want_version}")
+    tags = tag_lines()
+    groups = group_by_bytes(rep)
+    for size, func in LEAKS.items():
+        frames = frames_of(rep, groups[size])
+        py = [f for f in frames if f.get("type") == "python"]
+        if len(py) < 2:
+            fail(f"{func}: fewer than two Python frames: {frames}")
+        for f, (fn, tag) in zip(py, [("alloc", "alloc"), (func, func)]):
+            if os.path.basename(f["file"] or "") != "alloc_leaks.py":
+                fail(f"{func}: frame file {f['file']}")
+            if not (f["function"] or "").split(".")[-1] == fn:
+                fail(f"{func}: function {f['function']}, want {fn}")
+            if f["line"] != tags[tag]:
+                fail(f"{func}: {fn} at line {f['line']}, want {tags[tag]}")
+        # Innermost first: the CUDA call's native frames (ffi_call) come before the Python ones.
+        first_py = frames.index(py[0])
+        if not any(f.get("symbol") == "ffi_call" for f in frames[:first_py]):
+            fail(f"{func}: ffi_call is not inside the Python frames: {frames}")
+        # Spliced: the interpreter's evaluation frame follows the Python frames it runs.
+        after = [f.get("symbol") for f in frames[frames.index(py[-1]) + 1:]]
+        if "_PyEval_EvalFrameDefault" not in after:
+            fail(f"{func}: no evaluation frame outside the Python frames: {after}")
+        if func == "worker":
+            names = [f["function"] for f in py]
+            if not any((n or "").endswith("_bootstrap") for n in names):
+                fail(f"worker: threading's _bootstrap not in {names}")
+        elif os.path.basename(py[-1]["file"]) != "alloc_leaks.py" or py[-1]["function"] != "<module>":
+            fail(f"{func}: outermost Python frame is {py[-1]}, want alloc_leaks.py <module>")
+        print(f"ok {func}: " + " <- ".join(f"{f['function']}:{f['line']}" for f in py))
+
+
+def case_off(args):
+    rep, _ = run(args, {"GPUMEMTRACE_PYTHON": "0"})
+    cap = rep["capture"].get("python")
+    if not cap or cap["status"] != "off":
+        fail(f"capture.python is {cap}, want off")
+    # Without Python frames, 3.11+ stacks of different Python callers can be the same native
+    # stack, so groups may merge: check the bytes, not the grouping.
+    groups = rep["leaks"]["groups"]
+    if sum(g["bytes"] for g in groups) != sum(LEAKS):
+        fail(f"leaked bytes {sum(g['bytes'] for g in groups)}, want {sum(LEAKS)}")
+    for g in groups:
+        if any(f.get("type") == "python" for f in frames_of(rep, g)):
+            fail("a Python frame with GPUMEMTRACE_PYTHON=0")
+    print("ok: no Python frames, status off")
+
+
+def case_cli(args):
+    _, out = run(args, {})
+    p = subprocess.run([args.cli, "report", out], capture_output=True, text=True, timeout=60)
+    print(p.stdout, p.stderr)
+    tags = tag_lines()
+    want = f"alloc_leaks.py:{tags['forward']}"
+    if want not in p.stdout or "forward" not in p.stdout:
+        fail(f"`gpumemtrace report` does not show {want} in forward")
+    print("ok: terminal names", want)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    for a in ("python", "lib", "cudart", "schema", "work", "case", "cli"):
+        ap.add_argument("--" + a, default="")
+    args = ap.parse_args()
+    if not args.python or not os.path.exists(args.python):
+        print(f"SKIP: CPython not installed ({args.python or 'not found by pyenv'})")
+        sys.exit(77)
+    {"frames": case_frames, "off": case_off, "cli": case_cli}[args.case](args)
+
+
+if __name__ == "__main__":
+    main()
