@@ -17,6 +17,7 @@
 #include "pyframes.h"
 
 #include "log.h"
+#include "pylayout.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -29,27 +30,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#define RLX  __ATOMIC_RELAXED
-#define NONE 0xffff
-
-typedef struct layout_s {
-    int minor;
-    uint16_t ob_type;
-    uint16_t ts_frame, ts_cframe, cf_current;
-    uint16_t fr_back, fr_code, fr_instr, fr_is_entry, fr_owner, fr_size;
-    uint16_t co_filename, co_name, co_qualname, co_code, co_firstlineno, co_linetable;
-    uint16_t bytes_size, bytes_sval;
-    uint16_t str_state, str_length, str_ascii_size, str_compact_size;
-    /* 3.13+: where each field sits in _Py_DebugOffsets */
-    uint16_t dbg_cookie_version, dbg_free_threaded, dbg_ts_frame, dbg_fr_back, dbg_fr_code,
-        dbg_fr_instr, dbg_fr_owner, dbg_co_filename, dbg_co_name, dbg_co_qualname, dbg_co_linetable,
-        dbg_co_firstlineno, dbg_co_code, dbg_ob_type, dbg_bytes_size, dbg_bytes_sval, dbg_str_state,
-        dbg_str_length, dbg_str_ascii_size, dbg_size;
-} layout_t;
-
-static const layout_t layouts[] = {
-#include "pylayouts.inc"
-};
+#define RLX __ATOMIC_RELAXED
 
 #define FRAME_OWNED_BY_CSTACK 3
 #define MAX_WALK_STEPS        (GMT_PY_MAX_FRAMES * 4) /* shims and non-code frames included */
@@ -451,8 +432,8 @@ static void derive_read_sizes(void)
 
 static const layout_t *builtin_layout(int minor)
 {
-    for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++)
-        if (layouts[i].minor == minor) return &layouts[i];
+    for (size_t i = 0; i < sizeof gmt_py_layouts / sizeof gmt_py_layouts[0]; i++)
+        if (gmt_py_layouts[i].minor == minor) return &gmt_py_layouts[i];
     return NULL;
 }
 
@@ -653,16 +634,20 @@ static int linetable310_line(const uint8_t *t, uint32_t len, int line, uint32_t 
     return -1;
 }
 
+/* A 6-bit-chunk varint; a table that ends inside one moves *i past len. */
 static uint32_t varint(const uint8_t *t, uint32_t len, uint32_t *i)
 {
     uint32_t v = 0, shift = 0;
-    while (*i < len && shift < 32) {
+    for (;;) {
+        if (*i >= len) {
+            *i = len + 1;
+            return v;
+        }
         uint8_t b = t[(*i)++];
-        v |= (uint32_t)(b & 63) << shift;
+        if (shift < 32) v |= (uint32_t)(b & 63) << shift;
         shift += 6;
-        if (!(b & 64)) break;
+        if (!(b & 64)) return v;
     }
-    return v;
 }
 
 static int location_line(const uint8_t *t, uint32_t len, int line, uint32_t addrq)
@@ -694,6 +679,7 @@ static int location_line(const uint8_t *t, uint32_t len, int line, uint32_t addr
             i += 1;
             cur = line;
         }
+        if (i > len) return -1; /* truncated entry */
         if (unit >= addr && unit < addr + units) return cur;
         addr += units;
     }
