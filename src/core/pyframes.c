@@ -35,6 +35,7 @@
 #define FRAME_OWNED_BY_CSTACK 3
 #define MAX_WALK_STEPS        (GMT_PY_MAX_FRAMES * 4) /* shims and non-code frames included */
 #define READ_MAX              512                     /* bytes of a frame or code object read */
+#define CODE_READ_MAX         160 /* a code object head: the fields up to its line table */
 #define NAME_MAX_UTF8         1024
 #define TABLE_MAX             (256u << 10)
 
@@ -298,45 +299,122 @@ typedef struct pyframe_s {
     uint8_t seg_end; /* the outermost Python frame run by one native evaluation frame */
 } pyframe_t;
 
+/* A local copy of the memory around the frame last read: in 3.11+ a thread's frames sit
+ * next to each other in its data stack (each caller below its callee), so one read usually
+ * serves several frames. The window is the frame's page up to the frame's end, plus the page
+ * below when it is readable: whole pages, so a read of them succeeds or fails as one. */
+#define PAGE     4096u
+#define WIN_SIZE (2 * PAGE + READ_MAX)
+
+typedef struct window_s {
+    uint64_t base;
+    uint32_t len;
+    uint8_t buf[WIN_SIZE];
+} window_t;
+
+static const uint8_t *window_get(window_t *w, uint64_t addr, uint32_t n)
+{
+    if (w->len && addr >= w->base && addr + n <= w->base + w->len) return w->buf + (addr - w->base);
+    if (addr < 4096 || addr + n < addr || (addr >> 56) != 0) return NULL;
+    uint64_t page = addr & ~(uint64_t)(PAGE - 1);
+    uint32_t own = (uint32_t)(addr + n - page); /* <= PAGE + READ_MAX */
+    struct iovec local[2] = {{w->buf + PAGE, own}, {w->buf, PAGE}};
+    struct iovec remote[2] = {{(void *)(uintptr_t)page, own},
+                              {(void *)(uintptr_t)(page - PAGE), PAGE}};
+    int both = page >= 2 * PAGE;
+    ssize_t got = process_vm_readv(self_pid, local, both ? 2 : 1, remote, both ? 2 : 1, 0);
+    if (got < (ssize_t)own) {
+        w->len = 0;
+        return NULL;
+    }
+    if (got == (ssize_t)own + PAGE) {
+        w->base = page - PAGE;
+        w->len = PAGE + own;
+    } else {
+        memmove(w->buf, w->buf + PAGE, own);
+        w->base = page;
+        w->len = own;
+    }
+    return w->buf + (addr - w->base);
+}
+
+typedef struct rawframe_s {
+    uint64_t code, instr;
+    uint8_t seg_end;
+} rawframe_t;
+
 static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap)
 {
     const layout_t *L = &py.lay;
-    uint64_t frame = 0;
-    uint8_t buf[READ_MAX], head[READ_MAX];
+    uint8_t word[8];
     if (L->ts_cframe != NONE) {
-        if (safe_read(buf, tstate + L->ts_cframe, 8)) return 0;
-        if (safe_read(buf, ld64(buf) + L->cf_current, 8)) return 0;
-    } else if (safe_read(buf, tstate + L->ts_frame, 8)) {
+        if (safe_read(word, tstate + L->ts_cframe, 8)) return 0;
+        if (safe_read(word, ld64(word) + L->cf_current, 8)) return 0;
+    } else if (safe_read(word, tstate + L->ts_frame, 8)) {
         return 0;
     }
-    frame = ld64(buf);
-    uint32_t n = 0;
-    for (uint32_t steps = 0; frame && n < cap && steps < MAX_WALK_STEPS; steps++) {
-        if ((frame & 7) || safe_read(buf, frame, py.frame_read)) break;
-        uint64_t code = ld64(buf + L->fr_code), back = ld64(buf + L->fr_back);
+    uint64_t frame = ld64(word);
+    if (cap > GMT_PY_MAX_FRAMES) cap = GMT_PY_MAX_FRAMES;
+
+    /* 1. The frame chain, innermost first: code pointer and instruction of each. */
+    window_t w;
+    w.len = 0;
+    rawframe_t raw[GMT_PY_MAX_FRAMES];
+    uint32_t nr = 0;
+    for (uint32_t steps = 0; frame && nr < cap && steps < MAX_WALK_STEPS; steps++) {
+        const uint8_t *f = (frame & 7) ? NULL : window_get(&w, frame, py.frame_read);
+        if (!f) break;
+        uint64_t back = ld64(f + L->fr_back);
         if (back == frame) back = 0; /* a loop ends the walk (so does MAX_WALK_STEPS) */
-        if (L->fr_owner != NONE && buf[L->fr_owner] == FRAME_OWNED_BY_CSTACK) {
-            if (n) out[n - 1].seg_end = 1;
-            frame = back;
-            continue;
+        if (L->fr_owner != NONE && f[L->fr_owner] == FRAME_OWNED_BY_CSTACK) {
+            if (nr) raw[nr - 1].seg_end = 1; /* a native evaluation frame's shim */
+        } else {
+            raw[nr].code = ld64(f + L->fr_code);
+            raw[nr].instr = L->minor <= 10 ? ld32(f + L->fr_instr) : ld64(f + L->fr_instr);
+            raw[nr].seg_end = L->minor <= 10 || (L->fr_is_entry != NONE && f[L->fr_is_entry]);
+            nr++;
         }
         frame = back;
-        /* Not a code object (3.13's f_executable may be None): not a frame to show. */
-        if ((code & 7) || safe_read(head, code, py.code_read) ||
-            ld64(head + L->ob_type) != py.code_type)
+    }
+
+    /* 2. Their code objects' heads, in as few reads as the memory allows. */
+    uint8_t heads[GMT_PY_MAX_FRAMES][CODE_READ_MAX];
+    uint8_t ok[GMT_PY_MAX_FRAMES] = {0};
+    uint32_t cr = py.code_read;
+    for (uint32_t start = 0; start < nr;) {
+        struct iovec local[GMT_PY_MAX_FRAMES], remote[GMT_PY_MAX_FRAMES];
+        uint32_t k = 0;
+        for (uint32_t i = start; i < nr; i++, k++) {
+            local[k] = (struct iovec){heads[i], cr};
+            remote[k] = (struct iovec){(void *)(uintptr_t)raw[i].code, cr};
+        }
+        ssize_t got = process_vm_readv(self_pid, local, k, remote, k, 0);
+        uint32_t full = got > 0 ? (uint32_t)((size_t)got / cr) : 0;
+        for (uint32_t i = 0; i < full; i++)
+            ok[start + i] = 1;
+        start += full + 1; /* the one after the readable ones is not readable: skip it */
+    }
+
+    /* 3. Words: type-checked code objects only (3.13's f_executable may be None). */
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < nr; i++) {
+        uint64_t code = raw[i].code;
+        if (!ok[i] || (code & 7) || ld64(heads[i] + L->ob_type) != py.code_type) {
+            if (raw[i].seg_end && n) out[n - 1].seg_end = 1;
             continue;
+        }
         uint64_t off;
         if (L->minor <= 10) {
-            int32_t lasti = (int32_t)ld32(buf + L->fr_instr);
+            int32_t lasti = (int32_t)(uint32_t)raw[i].instr;
             off = lasti < 0 ? 0 : L->minor == 9 ? (uint64_t)lasti : (uint64_t)lasti * 2;
         } else {
-            uint64_t ip = ld64(buf + L->fr_instr), start = code + L->co_code;
-            off = ip >= start ? ip - start : 0;
+            uint64_t start = code + L->co_code;
+            off = raw[i].instr >= start ? raw[i].instr - start : 0;
         }
         if (off > UINT32_MAX) off = UINT32_MAX;
-        uint32_t id = code_id(code, head);
+        uint32_t id = code_id(code, heads[i]);
         out[n].word = (GMT_PY_TAG << GMT_PY_TAG_SHIFT) | ((uint64_t)id << 32) | off;
-        out[n].seg_end = L->minor <= 10 || (L->fr_is_entry != NONE && buf[L->fr_is_entry]);
+        out[n].seg_end = raw[i].seg_end;
         n++;
     }
     if (n) out[n - 1].seg_end = 1;
@@ -415,7 +493,7 @@ gmt_py_status_t gmt_py_stack_status(const uint64_t *frames, uint32_t n)
     return GMT_PY_NO_FRAMES;
 }
 
-static void derive_read_sizes(void)
+static int derive_read_sizes(void)
 {
     const layout_t *L = &py.lay;
     uint32_t f = 0, c = 0;
@@ -428,6 +506,7 @@ static void derive_read_sizes(void)
         if (co[i] != NONE && co[i] + 8u > c) c = co[i] + 8u;
     py.frame_read = f;
     py.code_read = c;
+    return f <= READ_MAX && c <= CODE_READ_MAX && L->str_compact_size <= READ_MAX ? 0 : -EPROTO;
 }
 
 static const layout_t *builtin_layout(int minor)
@@ -576,7 +655,10 @@ int gmt_py_init(bool enabled)
             return rc;
         }
     }
-    derive_read_sizes();
+    if (derive_read_sizes()) {
+        unsupported("its structures are larger than this tracer reads");
+        return -EPROTO;
+    }
     find_eval_range();
     int rc = map_cache();
     if (rc) {
@@ -597,7 +679,7 @@ int gmt_py_test_use_layout(int minor, uint64_t code_type, uint64_t str_type, uin
     py.code_type = code_type;
     py.str_type = str_type;
     py.bytes_type = bytes_type;
-    derive_read_sizes();
+    if (derive_read_sizes()) return -EPROTO;
     snprintf(py.version, sizeof py.version, "3.%d.0", minor);
     int rc = map_cache();
     if (!rc) cache->minor = (uint32_t)minor;
