@@ -758,6 +758,11 @@ def torchrun_nccl(c):
     c.note(f"reports {files}; NCCL bytes {nccl_bytes}; {round(time.time() - t0, 1)} s")
 
 
+import cases_py  # noqa: E402  (Python-frame cases, issue 9)
+
+cases_py.register(CASES, sys.modules[__name__])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case", choices=sorted(CASES))
