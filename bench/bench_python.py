@@ -15,7 +15,7 @@ import subprocess
 import sys
 
 N = 20000
-DEPTH = 10
+DEPTH = int(os.environ.get("BENCH_PY_DEPTH", "10"))
 CHILD = r'''
 import ctypes, sys, time
 rt = ctypes.CDLL(sys.argv[1])

@@ -9,6 +9,7 @@ function and the line tagged "# TAG:<function>" there, innermost first, spliced 
 interpreter's native evaluation frame; the threading.Thread leak too; capture.python says
 "captured" and the version. Case "off": GPUMEMTRACE_PYTHON=0, no Python frame anywhere and
 capture.python.status "off". Case "cli": `gpumemtrace report` prints file:line in function.
+Case "unsupported" (a CPython outside 3.9-3.13): one stderr line, native stacks only.
 """
 import argparse
 import json
@@ -20,6 +21,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PROG = os.path.join(HERE, "alloc_leaks.py")
 # size of each leak -> the function that made it (through alloc())
 LEAKS = {1 << 20: "leak_in_main", 2 << 20: "forward", 3 << 20: "worker", 5 << 20: "nested_gen"}
+
+
+LAST_STDERR = [""]
 
 
 def fail(msg):
@@ -48,6 +52,7 @@ def run(args, env_extra):
     p = subprocess.run([args.python, PROG, args.cudart], env=env, capture_output=True,
                        text=True, timeout=60)
     print(p.stdout, p.stderr)
+    LAST_STDERR[0] = p.stderr
     if p.returncode != 0:
         fail(f"program exited {p.returncode}")
     with open(out) as f:
@@ -131,6 +136,26 @@ def case_off(args):
     print("ok: no Python frames, status off")
 
 
+def case_unsupported(args):
+    """A CPython outside 3.9-3.13: one clear line, native stacks, the leaks still counted."""
+    rep, _ = run(args, {})
+    cap = rep["capture"].get("python")
+    want_version = version_of(args.python)
+    if cap != {"status": "unsupported", "version": want_version}:
+        fail(f"capture.python is {cap}, want unsupported {want_version}")
+    groups = rep["leaks"]["groups"]
+    if sum(g["bytes"] for g in groups) != sum(LEAKS):
+        fail(f"leaked bytes {sum(g['bytes'] for g in groups)}, want {sum(LEAKS)}")
+    for g in groups:
+        frames = frames_of(rep, g)
+        if not frames or any(f.get("type") == "python" for f in frames):
+            fail(f"expected native frames only: {frames}")
+    lines = [l for l in LAST_STDERR[0].splitlines() if "not a supported CPython" in l]
+    if len(lines) != 1 or want_version not in lines[0]:
+        fail(f"expected one line naming Python {want_version} as unsupported: {lines}")
+    print("ok:", lines[0])
+
+
 def case_cli(args):
     _, out = run(args, {})
     p = subprocess.run([args.cli, "report", out], capture_output=True, text=True, timeout=60)
@@ -150,7 +175,8 @@ def main():
     if not args.python or not os.path.exists(args.python):
         print(f"SKIP: CPython not installed ({args.python or 'not found by pyenv'})")
         sys.exit(77)
-    {"frames": case_frames, "off": case_off, "cli": case_cli}[args.case](args)
+    {"frames": case_frames, "off": case_off, "cli": case_cli,
+     "unsupported": case_unsupported}[args.case](args)
 
 
 if __name__ == "__main__":
