@@ -26,9 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef GMT_VERSION_STRING
-#define GMT_VERSION_STRING "0.0.0"
-#endif
+#include "gmt_version.h"
 
 static struct {
     char argv[8192]; /* NUL-separated, as in /proc/self/cmdline */
@@ -836,7 +834,7 @@ int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsign
         int64_t peak_max = 0;
         jw_object_begin(w, NULL);
         jw_string(w, "schema", "gpumemtrace.report");
-        jw_int(w, "version", 1);
+        jw_int(w, "version", GMT_REPORT_VERSION);
         jw_object_begin(w, "tool");
         jw_string(w, "name", "gpumemtrace");
         jw_string(w, "version", GMT_VERSION_STRING);
