@@ -104,10 +104,24 @@ static void put32(uint8_t *base, unsigned off, uint32_t v)
 
 #define U(p) ((uint64_t)(uintptr_t)(p))
 
+/* The fake objects come from one static arena: nothing to free, nothing leaked. */
+static _Alignas(64) uint8_t arena[64 << 10];
+static size_t arena_used;
+
+static uint8_t *zalloc(size_t n)
+{
+    n = (n + 63) & ~(size_t)63;
+    assert_true(arena_used + n <= sizeof arena);
+    uint8_t *p = arena + arena_used;
+    arena_used += n;
+    memset(p, 0, n);
+    return p;
+}
+
 /* A compact ASCII str object holding s. */
 static uint8_t *make_str(const layout_t *L, const char *s)
 {
-    uint8_t *o = calloc(1, 256);
+    uint8_t *o = zalloc(256);
     put64(o, L->ob_type, STR_T);
     put64(o, L->str_length, strlen(s));
     put32(o, L->str_state, (1u << 2) | (1u << 5) | (1u << 6)); /* kind 1, compact, ascii */
@@ -117,7 +131,7 @@ static uint8_t *make_str(const layout_t *L, const char *s)
 
 static uint8_t *make_bytes(const layout_t *L, const uint8_t *b, size_t n)
 {
-    uint8_t *o = calloc(1, 256);
+    uint8_t *o = zalloc(256);
     put64(o, L->ob_type, BYTES_T);
     put64(o, L->bytes_size, n);
     memcpy(o + L->bytes_sval, b, n);
@@ -127,7 +141,7 @@ static uint8_t *make_bytes(const layout_t *L, const uint8_t *b, size_t n)
 static uint8_t *make_code(const layout_t *L, uint8_t *file, uint8_t *name, int first,
                           uint8_t *table)
 {
-    uint8_t *o = calloc(1, 512);
+    uint8_t *o = zalloc(512);
     put64(o, L->ob_type, CODE_T);
     put64(o, L->co_filename, U(file));
     put64(o, L->co_name, U(name));
@@ -146,8 +160,8 @@ static void test_walk_hand_built_312(void **state)
     uint8_t *file = make_str(L, "train.py"), *fwd = make_str(L, "Net.forward"),
             *mod = make_str(L, "<module>"), *tab = make_bytes(L, table, sizeof table);
     uint8_t *code1 = make_code(L, file, fwd, 40, tab), *code2 = make_code(L, file, mod, 1, tab);
-    uint8_t *f1 = calloc(1, 128), *shim = calloc(1, 128), *f2 = calloc(1, 128);
-    uint8_t *cframe = calloc(1, 64), *tstate = calloc(1, 256);
+    uint8_t *f1 = zalloc(128), *shim = zalloc(128), *f2 = zalloc(128);
+    uint8_t *cframe = zalloc(64), *tstate = zalloc(256);
     put64(tstate, L->ts_cframe, U(cframe));
     put64(cframe, L->cf_current, U(f1));
     put64(f1, L->fr_code, U(code1));
