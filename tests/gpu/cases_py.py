@@ -109,14 +109,17 @@ def register(CASES, m):
 
     @case
     def py_torch_compile(c):
-        rep, _ = run_mode(c, "py_compile", "compile", {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"})
+        # Cache off: each compiled call's output is its own cudaMalloc. One compile thread, so
+        # inductor starts no worker processes (time, and reports of their own).
+        rep, _ = run_mode(c, "py_compile", "compile", {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1",
+                                                       "TORCHINDUCTOR_COMPILE_THREADS": "1"})
         f = expect_line(c, rep, "torch.compile", "compile", ["leaks"])
         c.note(f"torch.compile: calling line in {sorted(f)}")
 
     @case
     def py_torch_graph_backward(c):
-        rep, st = run_mode(c, "py_graph_bw", "graph_backward",
-                           {"PYTORCH_NO_CUDA_MEMORY_CACHING": "0"})
+        # The caching allocator stays on: CUDA graphs need it (the graph's private pool).
+        rep, st = run_mode(c, "py_graph_bw", "graph_backward")
         f = expect_line(c, rep, "CUDA graph capture", "graph", ["leaks"])
         # Backward: the gradient (as big as the parameter) is made on an engine thread that
         # runs no Python: native frames, and the stack says so where the report is v2.
