@@ -6,7 +6,7 @@
 For each interpreter (default: this one), runs N cudaMalloc/cudaFree pairs through ctypes
 from a Python call chain DEPTH frames deep, against the stand-in runtime: without the
 tracer, with it and GPUMEMTRACE_PYTHON=0, and with Python frames on. Prints ns per pair, the
-median of 5 runs each. The difference "on - off" is the cost of the Python walk (thread state,
+median of 5 interleaved runs each. The difference "on - off" is the cost of the Python walk (thread state,
 one process_vm_readv per frame and per code object, cache lookups, splice).
 """
 import os
@@ -57,7 +57,11 @@ def main():
                              capture_output=True, text=True, check=True).stdout.strip()
         cases = [{"LD_PRELOAD": None}, {"LD_PRELOAD": lib, "GPUMEMTRACE_PYTHON": "0"},
                  {"LD_PRELOAD": lib, "GPUMEMTRACE_PYTHON": "1"}]
-        med = [statistics.median(one(py, lib, cudart, c) for _ in range(5)) for c in cases]
+        runs = [[] for _ in cases]
+        for _ in range(5):  # interleaved, so machine noise hits every setting alike
+            for i, c in enumerate(cases):
+                runs[i].append(one(py, lib, cudart, c))
+        med = [statistics.median(r) for r in runs]
         print(f"{ver:<10} {med[0]:>10.0f} {med[1]:>10.0f} {med[2]:>10.0f} {med[2] - med[1]:>8.0f}")
 
 

@@ -151,9 +151,8 @@ static uint8_t *make_code(const layout_t *L, uint8_t *file, uint8_t *name, int f
     return o;
 }
 
-static void test_walk_hand_built_312(void **state)
+static void walk_hand_built_312(void)
 {
-    (void)state;
     const layout_t *L = layout(12);
     assert_int_equal(gmt_py_test_use_layout(12, CODE_T, STR_T, BYTES_T), 0);
     const uint8_t table[] = {0xE9, 0x02, 0xD8, 0x01, 0x05, 0x9A, 0x07};
@@ -212,6 +211,21 @@ static void test_walk_hand_built_312(void **state)
     assert_null(pf.file);
 }
 
+static void test_walk_hand_built_312_memfd(void **state)
+{
+    (void)state;
+    gmt_py_test_use_memfd(true);
+    walk_hand_built_312();
+}
+
+static void test_walk_hand_built_312_process_vm_readv(void **state)
+{
+    (void)state;
+    gmt_py_test_use_memfd(false);
+    walk_hand_built_312();
+    gmt_py_test_use_memfd(true);
+}
+
 /* ---- garbage thread states ---------------------------------------------------------------- */
 
 static void test_garbage_tstate_cannot_crash(void **state)
@@ -238,30 +252,33 @@ static void test_garbage_tstate_cannot_crash(void **state)
                               U(unmapped),
                               U(none) + 4088};
     uint64_t w[GMT_PY_MAX_FRAMES] = {0};
-    for (int minor = 9; minor <= 13; minor++) {
-        assert_int_equal(gmt_py_test_use_layout(minor, CODE_T, STR_T, BYTES_T), 0);
-        for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
-            assert_true(gmt_py_test_walk(fixed[i], w, GMT_PY_MAX_FRAMES) <= GMT_PY_MAX_FRAMES);
-        /* Random words that point into the junk itself (chains, loops), at bad pages, or
-         * anywhere; now and then a "code object" with the right type word. */
-        for (int round = 0; round < 200; round++) {
-            for (size_t k = 0; k < junk_len / 8; k++) {
-                int r = rand() % 8;
-                uint64_t v = ((uint64_t)rand() << 32) ^ (uint64_t)rand();
-                junk[k] = r < 4   ? U(junk) + (v % junk_len & ~7ull)
-                          : r < 5 ? U(none) + (v % (uint64_t)page)
-                          : r < 6 ? CODE_T
-                          : r < 7 ? STR_T
-                                  : v;
-            }
-            uint64_t ts = U(junk) + ((uint64_t)rand() % (junk_len - 512) & ~7ull);
-            assert_true(gmt_py_test_walk(ts, w, GMT_PY_MAX_FRAMES) <= GMT_PY_MAX_FRAMES);
-            for (uint32_t i = 0; i < GMT_PY_MAX_FRAMES; i++) {
-                gmt_py_frame_t pf;
-                gmt_py_resolve(w[i], &pf); /* whatever was cached must resolve safely */
+    for (int reader = 0; reader < 2; reader++)
+        for (int minor = 9; minor <= 13; minor++) {
+            gmt_py_test_use_memfd(reader == 0);
+            assert_int_equal(gmt_py_test_use_layout(minor, CODE_T, STR_T, BYTES_T), 0);
+            for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+                assert_true(gmt_py_test_walk(fixed[i], w, GMT_PY_MAX_FRAMES) <= GMT_PY_MAX_FRAMES);
+            /* Random words that point into the junk itself (chains, loops), at bad pages, or
+             * anywhere; now and then a "code object" with the right type word. */
+            for (int round = 0; round < 200; round++) {
+                for (size_t k = 0; k < junk_len / 8; k++) {
+                    int r = rand() % 8;
+                    uint64_t v = ((uint64_t)rand() << 32) ^ (uint64_t)rand();
+                    junk[k] = r < 4   ? U(junk) + (v % junk_len & ~7ull)
+                              : r < 5 ? U(none) + (v % (uint64_t)page)
+                              : r < 6 ? CODE_T
+                              : r < 7 ? STR_T
+                                      : v;
+                }
+                uint64_t ts = U(junk) + ((uint64_t)rand() % (junk_len - 512) & ~7ull);
+                assert_true(gmt_py_test_walk(ts, w, GMT_PY_MAX_FRAMES) <= GMT_PY_MAX_FRAMES);
+                for (uint32_t i = 0; i < GMT_PY_MAX_FRAMES; i++) {
+                    gmt_py_frame_t pf;
+                    gmt_py_resolve(w[i], &pf); /* whatever was cached must resolve safely */
+                }
             }
         }
-    }
+    gmt_py_test_use_memfd(true);
     free(junk);
     munmap(none, (size_t)page);
 }
@@ -272,7 +289,8 @@ int main(void)
         cmocka_unit_test(test_lnotab_39),
         cmocka_unit_test(test_linetable_310),
         cmocka_unit_test(test_location_table_311),
-        cmocka_unit_test(test_walk_hand_built_312),
+        cmocka_unit_test(test_walk_hand_built_312_memfd),
+        cmocka_unit_test(test_walk_hand_built_312_process_vm_readv),
         cmocka_unit_test(test_garbage_tstate_cannot_crash),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
