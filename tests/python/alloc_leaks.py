@@ -40,4 +40,9 @@ t = threading.Thread(target=worker, args=(keep,), name="py-worker")
 t.start()
 t.join()
 keep.extend(nested_gen())
+# A thread that never runs Python (a C++ pool, autograd's engine): native frames only.
+native = ctypes.CDLL(sys.argv[2])
+native.gmt_test_alloc_in_native_thread.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+fn = ctypes.cast(cudart.cudaMalloc, ctypes.c_void_p)
+assert native.gmt_test_alloc_in_native_thread(fn, 7 << 20) == 0
 print("allocated", len(keep))

@@ -21,6 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PROG = os.path.join(HERE, "alloc_leaks.py")
 # size of each leak -> the function that made it (through alloc())
 LEAKS = {1 << 20: "leak_in_main", 2 << 20: "forward", 3 << 20: "worker", 5 << 20: "nested_gen"}
+NATIVE = 7 << 20  # from a pthread that never runs Python (native_thread.c)
 
 
 LAST_STDERR = [""]
@@ -49,7 +50,7 @@ def run(args, env_extra):
     env.update({"LD_PRELOAD": args.lib, "GPUMEMTRACE_OUTPUT": out, "GPUMEMTRACE_LOG": "info"})
     env.pop("PYTHONPATH", None)
     env.update(env_extra)
-    p = subprocess.run([args.python, PROG, args.cudart], env=env, capture_output=True,
+    p = subprocess.run([args.python, PROG, args.cudart, args.native], env=env, capture_output=True,
                        text=True, timeout=60)
     print(p.stdout, p.stderr)
     LAST_STDERR[0] = p.stderr
@@ -71,13 +72,24 @@ def version_of(python):
                           capture_output=True, text=True, check=True).stdout.strip()
 
 
+def stack_of(rep, g):
+    s = rep["stacks"][str(g["stack_id"])]
+    return s if isinstance(s, dict) else {"frames": s, "python": None}  # v2 or v1
+
+
 def frames_of(rep, g):
-    return rep["stacks"][str(g["stack_id"])]
+    return stack_of(rep, g)["frames"]
+
+
+def expect_status(rep, g, want):
+    got = stack_of(rep, g)["python"]
+    if got != want:
+        fail(f"stack {g['stack_id']} says python: {got}, want {want}")
 
 
 def group_by_bytes(rep):
     groups = {g["bytes"]: g for g in rep["leaks"]["groups"]}
-    for size in LEAKS:
+    for size in list(LEAKS) + [NATIVE]:
         if size not in groups:
             fail(f"no leak group of {size} bytes: {sorted(groups)}")
     return groups
@@ -117,7 +129,17 @@ def case_frames(args):
                 fail(f"worker: threading's _bootstrap not in {names}")
         elif os.path.basename(py[-1]["file"]) != "alloc_leaks.py" or py[-1]["function"] != "<module>":
             fail(f"{func}: outermost Python frame is {py[-1]}, want alloc_leaks.py <module>")
+        expect_status(rep, groups[size], "captured")
         print(f"ok {func}: " + " <- ".join(f"{f['function']}:{f['line']}" for f in py))
+    native = groups[NATIVE]
+    frames = frames_of(rep, native)
+    if any(f.get("type") == "python" for f in frames):
+        fail(f"the native thread's stack has Python frames: {frames}")
+    if not any(os.path.basename(f.get("module") or "") == "libgmt_native_thread.so"
+               for f in frames):
+        fail(f"the native thread's stack lacks libgmt_native_thread.so: {frames}")
+    expect_status(rep, native, "no-python-frames")
+    print("ok native thread: native frames only, python: no-python-frames")
 
 
 def case_off(args):
@@ -128,11 +150,12 @@ def case_off(args):
     # Without Python frames, 3.11+ stacks of different Python callers can be the same native
     # stack, so groups may merge: check the bytes, not the grouping.
     groups = rep["leaks"]["groups"]
-    if sum(g["bytes"] for g in groups) != sum(LEAKS):
-        fail(f"leaked bytes {sum(g['bytes'] for g in groups)}, want {sum(LEAKS)}")
+    if sum(g["bytes"] for g in groups) != sum(LEAKS) + NATIVE:
+        fail(f"leaked bytes {sum(g['bytes'] for g in groups)}, want {sum(LEAKS) + NATIVE}")
     for g in groups:
         if any(f.get("type") == "python" for f in frames_of(rep, g)):
             fail("a Python frame with GPUMEMTRACE_PYTHON=0")
+        expect_status(rep, g, "off")
     print("ok: no Python frames, status off")
 
 
@@ -144,12 +167,13 @@ def case_unsupported(args):
     if cap != {"status": "unsupported", "version": want_version}:
         fail(f"capture.python is {cap}, want unsupported {want_version}")
     groups = rep["leaks"]["groups"]
-    if sum(g["bytes"] for g in groups) != sum(LEAKS):
-        fail(f"leaked bytes {sum(g['bytes'] for g in groups)}, want {sum(LEAKS)}")
+    if sum(g["bytes"] for g in groups) != sum(LEAKS) + NATIVE:
+        fail(f"leaked bytes {sum(g['bytes'] for g in groups)}, want {sum(LEAKS) + NATIVE}")
     for g in groups:
         frames = frames_of(rep, g)
         if not frames or any(f.get("type") == "python" for f in frames):
             fail(f"expected native frames only: {frames}")
+        expect_status(rep, g, "unsupported")
     lines = [l for l in LAST_STDERR[0].splitlines() if "not a supported CPython" in l]
     if len(lines) != 1 or want_version not in lines[0]:
         fail(f"expected one line naming Python {want_version} as unsupported: {lines}")
@@ -169,7 +193,7 @@ def case_cli(args):
 
 def main():
     ap = argparse.ArgumentParser()
-    for a in ("python", "lib", "cudart", "schema", "work", "case", "cli"):
+    for a in ("python", "lib", "cudart", "schema", "work", "case", "cli", "native"):
         ap.add_argument("--" + a, default="")
     args = ap.parse_args()
     if not args.python or not os.path.exists(args.python):
