@@ -1,7 +1,9 @@
 """GPU cases of the Python-frames work (issue 9): the report must name the user's .py file and
 line where the allocating thread runs Python. Registered into check.py's CASES by
 register(); each case runs tests/gpu/py_stacks.py in one mode (the TAG marks in that file are
-the expected lines). All together they stay under 3 minutes of GPU time.
+the expected lines). The line is looked for in the peak owners: the script keeps its memory
+until the end, but Python's shutdown may free it before the exit report, so "leaks" is only
+noted. All together they stay under 3 minutes of GPU time.
 """
 import glob
 import os
@@ -95,7 +97,7 @@ def register(CASES, m):
         cudaMalloc: leaks) and cache on (peak owners)."""
         rep, _ = run_mode(c, "py_retain_nocache", "retain",
                           {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"})
-        f1 = expect_line(c, rep, "cache off", "retain", ["leaks", "peak"])
+        f1 = expect_line(c, rep, "cache off", "retain", ["peak"])
         rep, _ = run_mode(c, "py_retain_cache", "retain")
         f2 = expect_line(c, rep, "cache on", "retain", ["peak"])
         c.note(f"retaining line in cache off: {sorted(f1)}, cache on: {sorted(f2)}")
@@ -113,14 +115,14 @@ def register(CASES, m):
         # inductor starts no worker processes (time, and reports of their own).
         rep, _ = run_mode(c, "py_compile", "compile", {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1",
                                                        "TORCHINDUCTOR_COMPILE_THREADS": "1"})
-        f = expect_line(c, rep, "torch.compile", "compile", ["leaks"])
+        f = expect_line(c, rep, "torch.compile", "compile", ["peak"])
         c.note(f"torch.compile: calling line in {sorted(f)}")
 
     @case
     def py_torch_graph_backward(c):
         # The caching allocator stays on: CUDA graphs need it (the graph's private pool).
         rep, st = run_mode(c, "py_graph_bw", "graph_backward")
-        f = expect_line(c, rep, "CUDA graph capture", "graph", ["leaks"])
+        f = expect_line(c, rep, "CUDA graph capture", "graph", ["peak"])
         # Backward: the gradient (as big as the parameter) is made on an engine thread that
         # runs no Python: native frames, and the stack says so where the report is v2.
         grad = st.get("grad_bytes")
@@ -163,13 +165,13 @@ def register(CASES, m):
     def py_jax(c):
         rep, _ = run_mode(c, "py_jax", "jax", {"XLA_PYTHON_CLIENT_PREALLOCATE": "false",
                                               "XLA_PYTHON_CLIENT_ALLOCATOR": "platform"})
-        f = expect_line(c, rep, "JAX", "jax", ["leaks"])
+        f = expect_line(c, rep, "JAX", "jax", ["peak"])
         c.note(f"jax line in {sorted(f)}")
 
     @case
     def py_cupy(c):
         rep, _ = run_mode(c, "py_cupy", "cupy")
-        f = expect_line(c, rep, "CuPy", "cupy", ["leaks"])
+        f = expect_line(c, rep, "CuPy", "cupy", ["peak"])
         c.note(f"cupy line in {sorted(f)}")
 
     return ["py_torch_retain", "py_torch_expandable", "py_torch_compile",
