@@ -96,6 +96,9 @@ def group_by_bytes(rep):
 
 
 def case_frames(args):
+    linked = subprocess.run(["ldd", os.path.realpath(args.python)], capture_output=True,
+                            text=True).stdout
+    print("libpython:", "shared" if "libpython" in linked else "linked into the executable")
     rep, _ = run(args, {})
     cap = rep["capture"].get("python")
     want_version = version_of(args.python)
