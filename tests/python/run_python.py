@@ -183,6 +183,75 @@ def case_unsupported(args):
     print("ok:", lines[0])
 
 
+MORE = os.path.join(HERE, "alloc_more.py")
+
+
+def run_more(args, mode):
+    """alloc_more.py MODE under the tracer; returns {pid: report}."""
+    work = os.path.join(args.work, mode)
+    os.makedirs(work, exist_ok=True)
+    for f in os.listdir(work):
+        os.unlink(os.path.join(work, f))
+    env = dict(os.environ, LD_PRELOAD=args.lib, GPUMEMTRACE_LOG="info",
+               GPUMEMTRACE_OUTPUT=os.path.join(work, "r-%p.json"))
+    p = subprocess.run([args.python, MORE, args.cudart, mode], env=env, capture_output=True,
+                       text=True, timeout=60)
+    print(p.stdout, p.stderr)
+    if p.returncode != 0:
+        fail(f"alloc_more.py {mode} exited {p.returncode}")
+    reps = {}
+    for f in sorted(os.listdir(work)):
+        if f.endswith(".json"):
+            with open(os.path.join(work, f)) as fh:
+                r = json.load(fh)
+            reps[r["process"]["pid"]] = r
+    return reps, p
+
+
+def more_tags():
+    tags = {}
+    with open(MORE) as f:
+        for n, line in enumerate(f, 1):
+            if "# TAG:" in line:
+                tags[line.split("# TAG:")[1].strip()] = n
+    return tags
+
+
+def names_line(rep, g, func, line):
+    return any(f.get("type") == "python" and os.path.basename(f.get("file") or "") ==
+               "alloc_more.py" and (f.get("function") or "").endswith(func) and
+               f.get("line") == line for f in frames_of(rep, g))
+
+
+def case_fork(args):
+    """A forked child's Python frames: its own thread state, read in its own memory."""
+    reps, p = run_more(args, "fork")
+    if len(reps) != 2:
+        fail(f"expected two reports (parent, child) got {sorted(reps)}")
+    tags = more_tags()
+    want = {9 << 20: ("parent_alloc", tags["parent_alloc"]),
+            11 << 20: ("child_alloc", tags["child_alloc"])}
+    for pid, rep in reps.items():
+        for g in rep["leaks"]["groups"]:
+            if g["bytes"] in want and names_line(rep, g, *want[g["bytes"]]):
+                print(f"ok pid {pid}: {want[g['bytes']][0]}:{want[g['bytes']][1]}")
+                del want[g["bytes"]]
+    if want:
+        fail(f"not named: {want}")
+
+
+def case_threads(args):
+    """300 threads at once: every allocation names thread_alloc's line (memfd slots run out
+    after 256 threads; the rest read through process_vm_readv)."""
+    reps, _ = run_more(args, "threads")
+    (rep,) = reps.values()
+    line = more_tags()["thread_alloc"]
+    named = sum(g["count"] for g in rep["leaks"]["groups"] if names_line(rep, g, "thread_alloc", line))
+    if named != 300:
+        fail(f"{named} of 300 thread allocations name thread_alloc:{line}")
+    print(f"ok: 300 of 300 thread allocations name thread_alloc:{line}")
+
+
 def case_cli(args):
     _, out = run(args, {})
     p = subprocess.run([args.cli, "report", out], capture_output=True, text=True, timeout=60)
@@ -203,7 +272,7 @@ def main():
         print(f"SKIP: CPython not installed ({args.python or 'not found by pyenv'})")
         sys.exit(77)
     {"frames": case_frames, "off": case_off, "cli": case_cli,
-     "unsupported": case_unsupported}[args.case](args)
+     "unsupported": case_unsupported, "fork": case_fork, "threads": case_threads}[args.case](args)
 
 
 if __name__ == "__main__":
