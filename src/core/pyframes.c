@@ -574,7 +574,8 @@ const char *gmt_py_version(void)
 gmt_py_status_t gmt_py_stack_status(const uint64_t *frames, uint32_t n)
 {
     if (py.status != GMT_PY_CAPTURED) return py.status;
-    for (uint32_t i = 0; frames && i < n; i++)
+    if (!frames || n == 0) return GMT_PY_OFF; /* no stack taken (depth 0, below MIN_BYTES) */
+    for (uint32_t i = 0; i < n; i++)
         if (gmt_py_is_frame(frames[i])) return GMT_PY_CAPTURED;
     return GMT_PY_NO_FRAMES;
 }

@@ -64,7 +64,8 @@ const char *gmt_py_version(void);
 uint32_t gmt_py_splice(uint64_t *frames, uint32_t n, uint32_t cap);
 
 /* Status of one captured stack: captured when it holds a Python frame, else the process
- * status, with "captured" turned into "no-python-frames". */
+ * status, with "captured" turned into "no-python-frames" — or "off" for an empty stack (none
+ * was taken: GPUMEMTRACE_STACK_DEPTH=0, or below GPUMEMTRACE_MIN_BYTES). */
 gmt_py_status_t gmt_py_stack_status(const uint64_t *frames, uint32_t n);
 
 /* Report time: file, function (NUL-terminated, owned by the cache; NULL when unknown) and line

@@ -252,6 +252,34 @@ def case_threads(args):
     print(f"ok: 300 of 300 thread allocations name thread_alloc:{line}")
 
 
+def case_shallow(args):
+    """GPUMEMTRACE_STACK_DEPTH=3: the native stack ends before the interpreter, the Python
+    frames are appended at its outer end and still name every line; depth 0: no stack, and
+    the stacks say python: off."""
+    rep, _ = run(args, {"GPUMEMTRACE_STACK_DEPTH": "3"})
+    tags = tag_lines()
+    groups = group_by_bytes(rep)
+    for size, func in LEAKS.items():
+        frames = frames_of(rep, groups[size])
+        native = [f for f in frames if f.get("type") != "python"]
+        py = [f for f in frames if f.get("type") == "python"]
+        if len(native) > 3:
+            fail(f"{func}: {len(native)} native frames at depth 3")
+        if frames[:len(native)] != native:
+            fail(f"{func}: Python frames not at the outer end: {frames}")
+        if [(f["function"].split(".")[-1], f["line"]) for f in py[:2]] != \
+                [("alloc", tags["alloc"]), (func, tags[func])]:
+            fail(f"{func}: Python frames {py}")
+        expect_status(rep, groups[size], "captured")
+    print("ok: depth 3, Python frames appended, every line named")
+    rep, _ = run(args, {"GPUMEMTRACE_STACK_DEPTH": "0"})
+    for g in rep["leaks"]["groups"]:
+        if frames_of(rep, g):
+            fail(f"depth 0 but frames: {frames_of(rep, g)}")
+        expect_status(rep, g, "off")
+    print("ok: depth 0, no frames, python: off")
+
+
 def case_cli(args):
     _, out = run(args, {})
     p = subprocess.run([args.cli, "report", out], capture_output=True, text=True, timeout=60)
@@ -272,7 +300,8 @@ def main():
         print(f"SKIP: CPython not installed ({args.python or 'not found by pyenv'})")
         sys.exit(77)
     {"frames": case_frames, "off": case_off, "cli": case_cli,
-     "unsupported": case_unsupported, "fork": case_fork, "threads": case_threads}[args.case](args)
+     "unsupported": case_unsupported, "fork": case_fork, "threads": case_threads,
+     "shallow": case_shallow}[args.case](args)
 
 
 if __name__ == "__main__":
