@@ -280,6 +280,25 @@ def case_shallow(args):
     print("ok: depth 0, no frames, python: off")
 
 
+def case_notpython(args):
+    """A C program (--python names it here): capture.python and every stack say not-python,
+    the stand-in found through its RPATH."""
+    out = os.path.join(args.work, "notpython.json")
+    os.makedirs(args.work, exist_ok=True)
+    env = dict(os.environ, LD_PRELOAD=args.lib, GPUMEMTRACE_OUTPUT=out)
+    p = subprocess.run([args.python], env=env, capture_output=True, text=True, timeout=60)
+    if p.returncode != 0:
+        fail(f"{args.python} exited {p.returncode}: {p.stderr}")
+    with open(out) as f:
+        rep = json.load(f)
+    cap = rep["capture"].get("python")
+    if cap != {"status": "not-python", "version": None}:
+        fail(f"capture.python is {cap}")
+    for g in rep["leaks"]["groups"]:
+        expect_status(rep, g, "not-python")
+    print("ok: not-python everywhere")
+
+
 def case_cli(args):
     _, out = run(args, {})
     p = subprocess.run([args.cli, "report", out], capture_output=True, text=True, timeout=60)
@@ -301,7 +320,7 @@ def main():
         sys.exit(77)
     {"frames": case_frames, "off": case_off, "cli": case_cli,
      "unsupported": case_unsupported, "fork": case_fork, "threads": case_threads,
-     "shallow": case_shallow}[args.case](args)
+     "shallow": case_shallow, "notpython": case_notpython}[args.case](args)
 
 
 if __name__ == "__main__":
