@@ -57,6 +57,11 @@ int main(void)
     P("fr_owner", offsetof(_PyInterpreterFrame, owner));
     P("fr_size", offsetof(_PyInterpreterFrame, localsplus));
 #endif
+#if PY_VERSION_HEX >= 0x030C0000
+    P("owner_cstack", FRAME_OWNED_BY_CSTACK);
+#else
+    P("owner_cstack", NONE);
+#endif
     P("co_filename", offsetof(PyCodeObject, co_filename));
     P("co_name", offsetof(PyCodeObject, co_name));
 #if PY_VERSION_HEX >= 0x030B0000

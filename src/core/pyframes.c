@@ -35,13 +35,12 @@
 
 #define RLX __ATOMIC_RELAXED
 
-#define FRAME_OWNED_BY_CSTACK 3
-#define MAX_WALK_STEPS        (GMT_PY_MAX_FRAMES * 4) /* shims and non-code frames included */
-#define READ_MAX              512                     /* bytes of a frame or code object read */
-#define CODE_BATCH            16
-#define CODE_READ_MAX         160 /* a code object head: the fields up to its line table */
-#define NAME_MAX_UTF8         1024
-#define TABLE_MAX             (256u << 10)
+#define MAX_WALK_STEPS (GMT_PY_MAX_FRAMES * 4) /* shims and non-code frames included */
+#define READ_MAX       512                     /* bytes of a frame or code object read */
+#define CODE_BATCH     16
+#define CODE_READ_MAX  160 /* a code object head: the fields up to its line table */
+#define NAME_MAX_UTF8  1024
+#define TABLE_MAX      (256u << 10)
 
 /* The process's view of its interpreter; written once by gmt_py_init, read-only after. */
 static struct {
@@ -449,7 +448,7 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap)
         if (!f) break;
         uint64_t back = ld64(f + L->fr_back);
         if (back == frame) back = 0; /* a loop ends the walk (so does MAX_WALK_STEPS) */
-        if (L->fr_owner != NONE && f[L->fr_owner] == FRAME_OWNED_BY_CSTACK) {
+        if (L->owner_cstack != NONE && f[L->fr_owner] == L->owner_cstack) {
             if (nr) raw[nr - 1].seg_end = 1; /* a native evaluation frame's shim */
         } else {
             raw[nr].code = ld64(f + L->fr_code);

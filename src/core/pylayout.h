@@ -14,6 +14,7 @@ typedef struct layout_s {
     uint16_t ob_type;
     uint16_t ts_frame, ts_cframe, cf_current;
     uint16_t fr_back, fr_code, fr_instr, fr_is_entry, fr_owner, fr_size;
+    uint16_t owner_cstack; /* 3.12+: FRAME_OWNED_BY_CSTACK, the shim of a native eval frame */
     uint16_t co_filename, co_name, co_qualname, co_code, co_firstlineno, co_linetable;
     uint16_t bytes_size, bytes_sval;
     uint16_t str_state, str_length, str_ascii_size, str_compact_size;

@@ -166,7 +166,7 @@ static void walk_hand_built_312(void)
     put64(f1, L->fr_code, U(code1));
     put64(f1, L->fr_back, U(shim));
     put64(f1, L->fr_instr, U(code1) + L->co_code + 4); /* unit 2: line 40+2 */
-    shim[L->fr_owner] = 3;                             /* a native evaluation frame's shim */
+    shim[L->fr_owner] = (uint8_t)L->owner_cstack;      /* a native evaluation frame's shim */
     put64(shim, L->fr_back, U(f2));
     put64(f2, L->fr_code, U(code2));
     put64(f2, L->fr_instr, U(code2) + L->co_code); /* unit 0: line 1+1 */
