@@ -8,6 +8,7 @@
 #include <frameobject.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 #if PY_VERSION_HEX >= 0x030B0000
 #include <internal/pycore_frame.h>
@@ -18,6 +19,17 @@
 
 #define NONE         0xffff
 #define P(name, val) printf(" .%s = %u,", name, (unsigned)(val))
+
+/* Bit position of a str state bitfield: set it alone and look. */
+#define STATE_BIT(field)                                                                           \
+    do {                                                                                           \
+        PyASCIIObject o;                                                                           \
+        unsigned w = 0;                                                                            \
+        memset(&o, 0, sizeof o);                                                                   \
+        o.state.field = 1;                                                                         \
+        memcpy(&w, (char *)&o + offsetof(PyASCIIObject, state), sizeof w);                         \
+        P("str_" #field "_bit", __builtin_ctz(w));                                                 \
+    } while (0)
 
 int main(void)
 {
@@ -83,6 +95,9 @@ int main(void)
     P("str_length", offsetof(PyASCIIObject, length));
     P("str_ascii_size", sizeof(PyASCIIObject));
     P("str_compact_size", sizeof(PyCompactUnicodeObject));
+    STATE_BIT(kind);
+    STATE_BIT(compact);
+    STATE_BIT(ascii);
 #if PY_VERSION_HEX >= 0x030D0000
     /* Where each offset above sits inside the interpreter's published _Py_DebugOffsets. */
     P("dbg_cookie_version", offsetof(_Py_DebugOffsets, version));

@@ -252,7 +252,8 @@ static size_t copy_str(uint64_t obj, char *dst, size_t cap)
     if (hsize > sizeof head || safe_read(head, obj, hsize)) return 0;
     if (ld64(head + L->ob_type) != py.str_type) return 0;
     uint32_t state = ld32(head + L->str_state);
-    unsigned kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
+    unsigned kind = (state >> L->str_kind_bit) & 7, compact = (state >> L->str_compact_bit) & 1,
+             ascii = (state >> L->str_ascii_bit) & 1;
     if (!compact || (kind != 1 && kind != 2 && kind != 4)) return 0;
     uint64_t len = ld64(head + L->str_length);
     uint64_t data = obj + (ascii ? L->str_ascii_size : L->str_compact_size);

@@ -18,6 +18,7 @@ typedef struct layout_s {
     uint16_t co_filename, co_name, co_qualname, co_code, co_firstlineno, co_linetable;
     uint16_t bytes_size, bytes_sval;
     uint16_t str_state, str_length, str_ascii_size, str_compact_size;
+    uint16_t str_kind_bit, str_compact_bit, str_ascii_bit; /* bit positions in the state word */
     /* 3.13+: where each field sits in _Py_DebugOffsets */
     uint16_t dbg_cookie_version, dbg_free_threaded, dbg_ts_frame, dbg_fr_back, dbg_fr_code,
         dbg_fr_instr, dbg_fr_owner, dbg_co_filename, dbg_co_name, dbg_co_qualname, dbg_co_linetable,

@@ -124,7 +124,8 @@ static uint8_t *make_str(const layout_t *L, const char *s)
     uint8_t *o = zalloc(256);
     put64(o, L->ob_type, STR_T);
     put64(o, L->str_length, strlen(s));
-    put32(o, L->str_state, (1u << 2) | (1u << 5) | (1u << 6)); /* kind 1, compact, ascii */
+    put32(o, L->str_state,
+          (1u << L->str_kind_bit) | (1u << L->str_compact_bit) | (1u << L->str_ascii_bit));
     memcpy(o + L->str_ascii_size, s, strlen(s));
     return o;
 }
