@@ -774,6 +774,9 @@ sys.path.insert(0, HERE)
 import cases_rep  # noqa: E402
 
 cases_rep.register(sys.modules[__name__])
+import cases_rel  # noqa: E402  (issue 6: exit paths, signal storms)
+
+CASES.update(cases_rel.CASES)
 import cases_py  # noqa: E402  (Python-frame cases, issue 9)
 
 cases_py.register(CASES, sys.modules[__name__])
