@@ -61,7 +61,7 @@ static void json_groups(gmt_buf_t *b, const gmt_group_t *g, size_t n, bool skip_
 
 static void card(gmt_buf_t *b, bool *first, const char *label, const char *value)
 {
-    gmt_buf_puts(b, *first ? "[" : ",[");
+    gmt_buf_puts(b, *first ? "[[" : ",[");
     gmt_buf_json_str(b, label);
     gmt_buf_put(b, ",", 1);
     gmt_buf_json_str(b, value);
