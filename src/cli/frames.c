@@ -14,6 +14,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+void gmt_cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("gpumemtrace: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
 const char *gmt_basename(const char *path)
 {
     if (!path) return "?";

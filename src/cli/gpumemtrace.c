@@ -6,7 +6,6 @@
  */
 #include "cli/cli.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -33,16 +32,6 @@ static const verb_t verbs[] = {
 };
 
 #define NVERBS (sizeof verbs / sizeof verbs[0])
-
-void gmt_cli_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("gpumemtrace: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
 
 static void usage(FILE *to)
 {
