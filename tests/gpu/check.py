@@ -758,6 +758,12 @@ def torchrun_nccl(c):
     c.note(f"reports {files}; NCCL bytes {nccl_bytes}; {round(time.time() - t0, 1)} s")
 
 
+sys.path.insert(0, HERE)
+import cases_cli  # noqa: E402  (the CLI's case: cli_verbs)
+
+cases_cli.register(case)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case", choices=sorted(CASES))

@@ -36,7 +36,7 @@ export NCCL_NVLS_ENABLE=0
 PY=${PYTHON:-python3}
 
 ALL_CASES="static_vs_shared mallocasync vmm oom injection sanitizer_leaks torch_default
-torch_expandable torch_nocache profiler_coexist cupy jax two_gpus torchrun_nccl"
+torch_expandable torch_nocache profiler_coexist cupy jax two_gpus torchrun_nccl cli_verbs"
 CASES=${GMT_GPU_CASES:-$ALL_CASES}
 
 say() { echo "$*"; echo "$*" >>"$SUMMARY"; }
