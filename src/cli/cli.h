@@ -111,8 +111,8 @@ typedef struct gmt_frag_s {
 typedef struct gmt_series_s {
     int64_t device, rank;
     size_t n;
-    double *t;        /* seconds since start */
-    uint64_t *bytes;  /* in use at t */
+    double *t;       /* seconds since start */
+    uint64_t *bytes; /* in use at t */
 } gmt_series_t;
 
 typedef struct gmt_error_s {

@@ -72,8 +72,8 @@ static int parse_frag(const char *s, double *out)
 }
 
 /* Apply one key = value; cli says whether it came from an option (then it wins). */
-static int set_limit(limits_t *l, limits_t *from_cli, const char *key, const char *value,
-                     char *why, size_t why_len)
+static int set_limit(limits_t *l, limits_t *from_cli, const char *key, const char *value, char *why,
+                     size_t why_len)
 {
     if (strcmp(key, "max-leak-bytes") == 0) {
         if (from_cli && from_cli->has_leak) return 0;
@@ -185,11 +185,21 @@ static void xml_escape(FILE *f, const char *s)
 {
     for (; *s; s++) {
         switch (*s) {
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '&': fputs("&amp;", f); break;
-        case '"': fputs("&quot;", f); break;
-        case '\'': fputs("&apos;", f); break;
+        case '<':
+            fputs("&lt;", f);
+            break;
+        case '>':
+            fputs("&gt;", f);
+            break;
+        case '&':
+            fputs("&amp;", f);
+            break;
+        case '"':
+            fputs("&quot;", f);
+            break;
+        case '\'':
+            fputs("&apos;", f);
+            break;
         default:
             if ((unsigned char)*s < 0x20 && *s != '\t' && *s != '\n')
                 fputc('?', f);
@@ -250,19 +260,31 @@ int gmt_cli_check(int argc, char **argv)
     while ((c = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
         const char *key = NULL;
         switch (c) {
-        case OPT_LEAK: key = "max-leak-bytes"; break;
-        case OPT_PEAK: key = "max-peak-bytes"; break;
-        case OPT_FRAG: key = "max-fragmentation"; break;
+        case OPT_LEAK:
+            key = "max-leak-bytes";
+            break;
+        case OPT_PEAK:
+            key = "max-peak-bytes";
+            break;
+        case OPT_FRAG:
+            key = "max-fragmentation";
+            break;
         case OPT_NOERR:
             cli.no_errors = cli.no_errors_set = true;
             break;
-        case OPT_LIMITS: limits_file = optarg; break;
+        case OPT_LIMITS:
+            limits_file = optarg;
+            break;
         case OPT_SUPP:
             free(cli.suppressions);
             cli.suppressions = strdup(optarg);
             break;
-        case OPT_JUNIT: junit = optarg; break;
-        case 'h': gmt_cli_check_help(stdout); return GMT_EXIT_OK;
+        case OPT_JUNIT:
+            junit = optarg;
+            break;
+        case 'h':
+            gmt_cli_check_help(stdout);
+            return GMT_EXIT_OK;
         case ':':
             gmt_cli_error("check: option '%s' needs a value", argv[optind - 1]);
             free(cli.suppressions);

@@ -80,8 +80,8 @@ static int add_groups(table_t *t, const gmt_group_t *g, size_t n, bool is_new, b
         entry_t *e = find_or_add(t, key, g[i].stack);
         if (!e) return -ENOMEM;
         if (is_new && !e->stack) e->stack = g[i].stack;
-        uint64_t *slot = leak ? (is_new ? &e->leak_new : &e->leak_old)
-                              : (is_new ? &e->peak_new : &e->peak_old);
+        uint64_t *slot =
+            leak ? (is_new ? &e->leak_new : &e->leak_old) : (is_new ? &e->peak_new : &e->peak_old);
         *slot += g[i].bytes;
         if (is_new) e->stack = g[i].stack ? g[i].stack : e->stack;
     }
@@ -146,8 +146,7 @@ int gmt_cli_diff(int argc, char **argv)
                     return GMT_EXIT_USAGE;
                 }
             } else if (gmt_parse_size(optarg, &lim.bytes)) {
-                gmt_cli_error("diff: bad --max-growth '%s': expected bytes (K/M/G) or P%%",
-                              optarg);
+                gmt_cli_error("diff: bad --max-growth '%s': expected bytes (K/M/G) or P%%", optarg);
                 return GMT_EXIT_USAGE;
             }
             break;
@@ -158,7 +157,9 @@ int gmt_cli_diff(int argc, char **argv)
                 return GMT_EXIT_USAGE;
             }
             break;
-        case 'h': gmt_cli_diff_help(stdout); return GMT_EXIT_OK;
+        case 'h':
+            gmt_cli_diff_help(stdout);
+            return GMT_EXIT_OK;
         case ':':
             gmt_cli_error("diff: option '%s' needs a value", argv[optind - 1]);
             return GMT_EXIT_USAGE;
@@ -207,8 +208,7 @@ int gmt_cli_diff(int argc, char **argv)
            gmt_fmt_bytes(a.leak_bytes, x, sizeof x), gmt_fmt_bytes(b.leak_bytes, y, sizeof y), d,
            a.leak_count, b.leak_count);
     if (broken(&lim, a.leak_bytes, b.leak_bytes) && nfail < 16)
-        snprintf(fails[nfail++], sizeof fails[0], "leaked bytes grew by %s, over --max-growth",
-                 d);
+        snprintf(fails[nfail++], sizeof fails[0], "leaked bytes grew by %s, over --max-growth", d);
     printf("  failures %" PRId64 " -> %" PRId64 "\n", a.failures, b.failures);
 
     table_t t = {0};
@@ -236,8 +236,9 @@ int gmt_cli_diff(int argc, char **argv)
                 gmt_frame_format(uf, fb, sizeof fb);
             else
                 snprintf(fb, sizeof fb, "(no stack)");
-            const char *tag = (e->leak_old || e->peak_old) ? ((e->leak_new || e->peak_new) ? "" : "  [gone]")
-                                                           : "  [new]";
+            const char *tag = (e->leak_old || e->peak_old)
+                                  ? ((e->leak_new || e->peak_new) ? "" : "  [gone]")
+                                  : "  [new]";
             printf("  leak %10s  peak %10s  %s%s\n", dl, dp, fb, tag);
             shown++;
         }

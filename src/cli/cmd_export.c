@@ -184,8 +184,9 @@ static int export_speedscope(const gmt_report_t *rep, gmt_buf_t *b)
         gmt_buf_puts(b, "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\","
                         "\"name\":");
         gmt_buf_json_str(b, rep->path);
-        gmt_buf_printf(b, ",\"exporter\":\"gpumemtrace %s\",\"activeProfileIndex\":0,"
-                          "\"shared\":{\"frames\":[%s]},\"profiles\":[%s]}\n",
+        gmt_buf_printf(b,
+                       ",\"exporter\":\"gpumemtrace %s\",\"activeProfileIndex\":0,"
+                       "\"shared\":{\"frames\":[%s]},\"profiles\":[%s]}\n",
                        GMT_VERSION_STRING, frames.data ? frames.data : "",
                        profiles.data ? profiles.data : "");
     }
@@ -223,18 +224,20 @@ static int export_perfetto(const gmt_report_t *rep, gmt_buf_t *b)
     /* process names: one process per rank (or the one process) */
     if (rep->nranks) {
         for (size_t i = 0; i < rep->nranks; i++) {
-            snprintf(name, sizeof name, "rank %" PRId64 " (%s pid %" PRId64 ")",
-                     rep->ranks[i].rank, rep->ranks[i].hostname, rep->ranks[i].pid);
-            gmt_buf_printf(b, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%" PRId64
-                              ",\"tid\":0,\"args\":{\"name\":",
+            snprintf(name, sizeof name, "rank %" PRId64 " (%s pid %" PRId64 ")", rep->ranks[i].rank,
+                     rep->ranks[i].hostname, rep->ranks[i].pid);
+            gmt_buf_printf(b,
+                           "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%" PRId64
+                           ",\"tid\":0,\"args\":{\"name\":",
                            pid_of(rep, rep->ranks[i].rank));
             gmt_buf_json_str(b, name);
             gmt_buf_puts(b, "}},\n");
         }
     } else {
         snprintf(name, sizeof name, "pid %" PRId64 " on %s", rep->pid, rep->hostname);
-        gmt_buf_printf(b, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%" PRId64
-                          ",\"tid\":0,\"args\":{\"name\":",
+        gmt_buf_printf(b,
+                       "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%" PRId64
+                       ",\"tid\":0,\"args\":{\"name\":",
                        pid_of(rep, -1));
         gmt_buf_json_str(b, name);
         gmt_buf_puts(b, "}},\n");
@@ -246,7 +249,8 @@ static int export_perfetto(const gmt_report_t *rep, gmt_buf_t *b)
         for (size_t k = 0; k < s->n; k++) {
             gmt_buf_puts(b, "{\"name\":");
             gmt_buf_json_str(b, name);
-            gmt_buf_printf(b, ",\"cat\":\"memory\",\"ph\":\"C\",\"pid\":%" PRId64 ",\"tid\":0,\"ts\":",
+            gmt_buf_printf(b,
+                           ",\"cat\":\"memory\",\"ph\":\"C\",\"pid\":%" PRId64 ",\"tid\":0,\"ts\":",
                            pid_of(rep, s->rank));
             us(b, s->t[k]);
             gmt_buf_printf(b, ",\"args\":{\"bytes\":%" PRIu64 "}},\n", s->bytes[k]);
@@ -259,8 +263,9 @@ static int export_perfetto(const gmt_report_t *rep, gmt_buf_t *b)
                  gmt_fmt_bytes(p->bytes, sz, sizeof sz));
         gmt_buf_puts(b, "{\"name\":");
         gmt_buf_json_str(b, name);
-        gmt_buf_printf(b, ",\"cat\":\"peak\",\"ph\":\"i\",\"s\":\"p\",\"pid\":%" PRId64 ",\"tid\":0,\"ts\":",
-                       pid_of(rep, p->rank));
+        gmt_buf_printf(
+            b, ",\"cat\":\"peak\",\"ph\":\"i\",\"s\":\"p\",\"pid\":%" PRId64 ",\"tid\":0,\"ts\":",
+            pid_of(rep, p->rank));
         us(b, p->time);
         gmt_buf_printf(b, ",\"args\":{\"device\":%" PRId64 ",\"bytes\":%" PRIu64 "}},\n", p->device,
                        p->bytes);
@@ -270,32 +275,40 @@ static int export_perfetto(const gmt_report_t *rep, gmt_buf_t *b)
         char fb[1024] = "";
         const gmt_frame_t *uf = gmt_user_frame(e->stack);
         if (uf) gmt_frame_format(uf, fb, sizeof fb);
-        snprintf(name, sizeof name, "%s of %s failed", e->api, gmt_fmt_bytes(e->size, sz, sizeof sz));
+        snprintf(name, sizeof name, "%s of %s failed", e->api,
+                 gmt_fmt_bytes(e->size, sz, sizeof sz));
         gmt_buf_puts(b, "{\"name\":");
         gmt_buf_json_str(b, name);
-        gmt_buf_printf(b, ",\"cat\":\"failure\",\"ph\":\"i\",\"s\":\"p\",\"pid\":%" PRId64 ",\"tid\":0,\"ts\":",
+        gmt_buf_printf(b,
+                       ",\"cat\":\"failure\",\"ph\":\"i\",\"s\":\"p\",\"pid\":%" PRId64
+                       ",\"tid\":0,\"ts\":",
                        pid_of(rep, e->rank));
         us(b, e->time);
         gmt_buf_printf(b, ",\"args\":{\"device\":%" PRId64 ",\"size\":%" PRIu64 ",\"error\":",
                        e->device, e->size);
         gmt_buf_json_str(b, e->error_name ? e->error_name : "?");
         gmt_buf_printf(b, ",\"recovered\":%s,\"where\":",
-                       e->recovered == 1 ? "true" : e->recovered == 0 ? "false" : "null");
+                       e->recovered == 1   ? "true"
+                       : e->recovered == 0 ? "false"
+                                           : "null");
         gmt_buf_json_str(b, fb);
         gmt_buf_puts(b, "}},\n");
     }
     /* the moment this report was taken, when it is a snapshot / OOM report */
     if (strcmp(rep->reason, "snapshot") == 0 || strcmp(rep->reason, "oom") == 0) {
-        gmt_buf_printf(b, "{\"name\":\"%s report\",\"cat\":\"snapshot\",\"ph\":\"i\",\"s\":\"g\","
-                          "\"pid\":%" PRId64 ",\"tid\":0,\"ts\":",
+        gmt_buf_printf(b,
+                       "{\"name\":\"%s report\",\"cat\":\"snapshot\",\"ph\":\"i\",\"s\":\"g\","
+                       "\"pid\":%" PRId64 ",\"tid\":0,\"ts\":",
                        strcmp(rep->reason, "oom") == 0 ? "oom" : "snapshot", pid_of(rep, -1));
         us(b, rep->duration_s);
         gmt_buf_puts(b, ",\"args\":{}},\n");
     }
     /* a last event so that every line above may end in a comma */
-    gmt_buf_printf(b, "{\"name\":\"end of run\",\"cat\":\"run\",\"ph\":\"i\",\"s\":\"g\",\"pid\":%" PRId64
-                      ",\"tid\":0,\"ts\":",
-                   pid_of(rep, -1));
+    gmt_buf_printf(
+        b,
+        "{\"name\":\"end of run\",\"cat\":\"run\",\"ph\":\"i\",\"s\":\"g\",\"pid\":%" PRId64
+        ",\"tid\":0,\"ts\":",
+        pid_of(rep, -1));
     us(b, rep->duration_s);
     gmt_buf_puts(b, ",\"args\":{\"reason\":");
     gmt_buf_json_str(b, rep->reason);
@@ -430,10 +443,18 @@ int gmt_cli_export(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, ":hf:o:", long_opts, NULL)) != -1) {
         switch (c) {
-        case 'f': format = optarg; break;
-        case 'o': out = optarg; break;
-        case 's': stacks = optarg; break;
-        case 'h': gmt_cli_export_help(stdout); return GMT_EXIT_OK;
+        case 'f':
+            format = optarg;
+            break;
+        case 'o':
+            out = optarg;
+            break;
+        case 's':
+            stacks = optarg;
+            break;
+        case 'h':
+            gmt_cli_export_help(stdout);
+            return GMT_EXIT_OK;
         case ':':
             gmt_cli_error("export: option '%s' needs a value", argv[optind - 1]);
             return GMT_EXIT_USAGE;
@@ -468,12 +489,24 @@ int gmt_cli_export(int argc, char **argv)
     gmt_buf_t b = {0};
     int rc;
     switch (fi) {
-    case 0: rc = export_folded(&rep, &b, strcmp(stacks, "peak") == 0); break;
-    case 1: rc = export_speedscope(&rep, &b); break;
-    case 2: rc = export_perfetto(&rep, &b); break;
-    case 3: rc = gmt_export_html(&rep, &b); break;
-    case 4: rc = export_prometheus(&rep, &b); break;
-    default: rc = gmt_export_pprof(&rep, &b); break;
+    case 0:
+        rc = export_folded(&rep, &b, strcmp(stacks, "peak") == 0);
+        break;
+    case 1:
+        rc = export_speedscope(&rep, &b);
+        break;
+    case 2:
+        rc = export_perfetto(&rep, &b);
+        break;
+    case 3:
+        rc = gmt_export_html(&rep, &b);
+        break;
+    case 4:
+        rc = export_prometheus(&rep, &b);
+        break;
+    default:
+        rc = gmt_export_pprof(&rep, &b);
+        break;
     }
     if (!rc && b.failed) rc = -ENOMEM;
     int status = GMT_EXIT_OK;

@@ -121,7 +121,9 @@ int gmt_cli_merge(int argc, char **argv)
             }
             out = optarg;
             break;
-        case 'h': gmt_cli_merge_help(stdout); return GMT_EXIT_OK;
+        case 'h':
+            gmt_cli_merge_help(stdout);
+            return GMT_EXIT_OK;
         case ':':
             gmt_cli_error("merge: option '%s' needs a value", argv[optind - 1]);
             return GMT_EXIT_USAGE;
@@ -238,7 +240,8 @@ int gmt_cli_merge(int argc, char **argv)
             gmt_frame_format(uf, fb, sizeof fb);
         else
             snprintf(fb, sizeof fb, "(no stack)");
-        printf("  %10s total (%s to %s per rank)  %s\n", gmt_fmt_bytes(common[k].total, t, sizeof t),
+        printf("  %10s total (%s to %s per rank)  %s\n",
+               gmt_fmt_bytes(common[k].total, t, sizeof t),
                gmt_fmt_bytes(common[k].min, a, sizeof a), gmt_fmt_bytes(common[k].max, b, sizeof b),
                fb);
     }
@@ -262,7 +265,8 @@ int gmt_cli_merge(int argc, char **argv)
         cJSON *errors = cJSON_AddArrayToObject(doc, "errors");
         cJSON *stacks = cJSON_AddObjectToObject(doc, "stacks");
         cJSON *merged = cJSON_AddObjectToObject(doc, "merged");
-        cJSON_AddStringToObject(leaks, "meaning", gmt_json_str(r0->leaks, "meaning", "live at exit"));
+        cJSON_AddStringToObject(leaks, "meaning",
+                                gmt_json_str(r0->leaks, "meaning", "live at exit"));
         cJSON *lgroups = cJSON_CreateArray(), *sus = cJSON_CreateArray();
         cJSON *as = NULL, *asgroups = NULL;
         double ltot = 0, lsup = 0, lcount = 0, lgt = 0;
@@ -304,7 +308,8 @@ int gmt_cli_merge(int argc, char **argv)
             cJSON_ArrayForEach(st, r->stacks_json)
             {
                 char key[32];
-                snprintf(key, sizeof key, "%" PRId64, (int64_t)strtoll(st->string, NULL, 10) + shift);
+                snprintf(key, sizeof key, "%" PRId64,
+                         (int64_t)strtoll(st->string, NULL, 10) + shift);
                 cJSON_AddItemToObject(stacks, key, cJSON_Duplicate(st, true));
             }
         }

@@ -166,8 +166,8 @@ static void print_header(const view_t *v)
         }
         used += (size_t)w;
     }
-    printf("%sgpumemtrace report %s%s (tool %s, report version %d)\n", BOLD(v), rep->path,
-           RESET(v), rep->tool_version, rep->version);
+    printf("%sgpumemtrace report %s%s (tool %s, report version %d)\n", BOLD(v), rep->path, RESET(v),
+           rep->tool_version, rep->version);
     printf("  program   %s\n", cmd[0] ? cmd : "?");
     printf("  process   pid %" PRId64 ", host %s, rank %" PRId64 "\n", rep->pid, rep->hostname,
            rep->rank);
@@ -348,9 +348,9 @@ static void print_fragmentation(const view_t *v)
         printf("  %s: %.2f %s%s%s  (%" PRId64 " live allocations over %s; %s free in gaps, "
                "largest gap %s)\n",
                gmt_device_label(f->device, f->rank, label, sizeof label),
-               f->fragmentation < 0 ? 0.0 : f->fragmentation,
-               f->fragmentation >= 0.5 ? YEL(v) : "", frag_label(f->fragmentation), RESET(v),
-               f->live_allocations, gmt_fmt_bytes(f->span_bytes, span, sizeof span),
+               f->fragmentation < 0 ? 0.0 : f->fragmentation, f->fragmentation >= 0.5 ? YEL(v) : "",
+               frag_label(f->fragmentation), RESET(v), f->live_allocations,
+               gmt_fmt_bytes(f->span_bytes, span, sizeof span),
                gmt_fmt_bytes(f->free_in_gaps, gaps, sizeof gaps),
                gmt_fmt_bytes(f->largest_gap, largest, sizeof largest));
         if (f->granularity_loss_bytes)
@@ -563,8 +563,7 @@ int gmt_cli_report(int argc, char **argv)
             long d;
             bool neg = optarg[0] == '-';
             if (gmt_parse_int_range(optarg + neg, neg ? 1 : 0, neg ? 1 : 1000000, &d)) {
-                gmt_cli_error("report: bad --device '%s': expected a device number or -1",
-                              optarg);
+                gmt_cli_error("report: bad --device '%s': expected a device number or -1", optarg);
                 return GMT_EXIT_USAGE;
             }
             v.filter = true;

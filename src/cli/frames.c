@@ -33,11 +33,11 @@ const char *gmt_basename(const char *path)
 
 /* Module basenames (prefixes) that are not the user's code. */
 static const char *const internal_modules[] = {
-    "libgpumemtrace", "libcuda.", "libcudart", "libcupti", "libcublas", "libcudnn", "libnccl",
-    "libcufft", "libcurand", "libcusparse", "libcusolver", "libnvrtc", "libnvJitLink", "libnvidia",
-    "libc10", "libtorch", "libpython", "libc.so", "libc-", "ld-linux", "libstdc++", "libgcc_s",
-    "libpthread", "libdl.", "libxla", "libjax", "_C.cpython", "cupy_backends", "libcupy",
-    "libstandin",
+    "libgpumemtrace", "libcuda.",  "libcudart",  "libcupti",      "libcublas",   "libcudnn",
+    "libnccl",        "libcufft",  "libcurand",  "libcusparse",   "libcusolver", "libnvrtc",
+    "libnvJitLink",   "libnvidia", "libc10",     "libtorch",      "libpython",   "libc.so",
+    "libc-",          "ld-linux",  "libstdc++",  "libgcc_s",      "libpthread",  "libdl.",
+    "libxla",         "libjax",    "_C.cpython", "cupy_backends", "libcupy",     "libstandin",
 };
 
 bool gmt_module_is_internal(const char *module)

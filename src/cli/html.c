@@ -42,8 +42,9 @@ static void json_groups(gmt_buf_t *b, const gmt_group_t *g, size_t n, bool skip_
     for (size_t i = 0; i < n; i++) {
         if (skip_supp && g[i].suppressed) continue;
         where_of(g[i].stack, where, sizeof where);
-        gmt_buf_printf(b, "%s{\"bytes\":%" PRIu64 ",\"count\":%" PRIu64 ",\"stack\":\"%" PRId64 "\",\"kind\":",
-                       first ? "" : ",", g[i].bytes, g[i].count, g[i].stack_id);
+        gmt_buf_printf(
+            b, "%s{\"bytes\":%" PRIu64 ",\"count\":%" PRIu64 ",\"stack\":\"%" PRId64 "\",\"kind\":",
+            first ? "" : ",", g[i].bytes, g[i].count, g[i].stack_id);
         gmt_buf_json_str(b, g[i].kind);
         gmt_buf_puts(b, ",\"device\":");
         gmt_buf_json_str(b, gmt_device_label(g[i].device, g[i].rank, dev, sizeof dev));
@@ -87,13 +88,14 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
     card(b, &first, "leaked at exit", gmt_fmt_bytes(rep->leak_bytes, x, sizeof x));
     for (size_t i = 0; i < rep->ndevices; i++) {
         char l2[80];
-        snprintf(l2, sizeof l2, "peak %s",
-                 gmt_device_label(rep->devices[i].device, rep->devices[i].rank, label,
-                                  sizeof label));
+        snprintf(
+            l2, sizeof l2, "peak %s",
+            gmt_device_label(rep->devices[i].device, rep->devices[i].rank, label, sizeof label));
         card(b, &first, l2, gmt_fmt_bytes(rep->devices[i].peak_bytes, x, sizeof x));
         if (rep->devices[i].untracked_bytes > 0) {
             snprintf(l2, sizeof l2, "untracked %s", label);
-            card(b, &first, l2, gmt_fmt_bytes((uint64_t)rep->devices[i].untracked_bytes, x, sizeof x));
+            card(b, &first, l2,
+                 gmt_fmt_bytes((uint64_t)rep->devices[i].untracked_bytes, x, sizeof x));
         }
     }
     snprintf(s, sizeof s, "%zu", rep->nerrors);
@@ -163,8 +165,8 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
     for (size_t i = 0; i < rep->nlibraries; i++) {
         gmt_buf_puts(b, i ? ",{\"library\":" : "{\"library\":");
         gmt_buf_json_str(b, rep->libraries[i].library);
-        gmt_buf_printf(b, ",\"peak\":%" PRIu64 ",\"exit\":%" PRIu64 "}", rep->libraries[i].peak_bytes,
-                       rep->libraries[i].exit_bytes);
+        gmt_buf_printf(b, ",\"peak\":%" PRIu64 ",\"exit\":%" PRIu64 "}",
+                       rep->libraries[i].peak_bytes, rep->libraries[i].exit_bytes);
     }
     gmt_buf_puts(b, "],\"frag\":[");
     for (size_t i = 0; i < rep->nfrag; i++) {
@@ -186,7 +188,9 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
         gmt_buf_puts(b, ",\"error\":");
         gmt_buf_json_str(b, e->error_name ? e->error_name : "?");
         gmt_buf_printf(b, ",\"recovered\":\"%s\",\"where\":",
-                       e->recovered == 1 ? "yes" : e->recovered == 0 ? "no" : "?");
+                       e->recovered == 1   ? "yes"
+                       : e->recovered == 0 ? "no"
+                                           : "?");
         gmt_buf_json_str(b, s);
         gmt_buf_put(b, "}", 1);
     }
@@ -197,11 +201,20 @@ static void html_text(gmt_buf_t *b, const char *s)
 {
     for (; *s; s++) {
         switch (*s) {
-        case '<': gmt_buf_puts(b, "&lt;"); break;
-        case '>': gmt_buf_puts(b, "&gt;"); break;
-        case '&': gmt_buf_puts(b, "&amp;"); break;
-        case '"': gmt_buf_puts(b, "&quot;"); break;
-        default: gmt_buf_put(b, s, 1);
+        case '<':
+            gmt_buf_puts(b, "&lt;");
+            break;
+        case '>':
+            gmt_buf_puts(b, "&gt;");
+            break;
+        case '&':
+            gmt_buf_puts(b, "&amp;");
+            break;
+        case '"':
+            gmt_buf_puts(b, "&quot;");
+            break;
+        default:
+            gmt_buf_put(b, s, 1);
         }
     }
 }

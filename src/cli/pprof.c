@@ -194,8 +194,7 @@ static void add_sample(ctx_t *c, const gmt_group_t *g, bool leak)
     gmt_buf_free(&packed);
 }
 
-static void value_type(ctx_t *c, gmt_buf_t *out, unsigned field, const char *type,
-                       const char *unit)
+static void value_type(ctx_t *c, gmt_buf_t *out, unsigned field, const char *type, const char *unit)
 {
     gmt_buf_t m = {0};
     pb_uint(&m, 1, str_id(&c->s, type));

@@ -208,7 +208,8 @@ static int build_stacks(gmt_report_t *rep, char *why, size_t why_len)
         errno = 0;
         long long id = item->string ? strtoll(item->string, &end, 10) : 0;
         if (!item->string || !*item->string || *end || errno || id < 0)
-            return set_why(why, why_len, -EINVAL, "malformed report: stack id '%.40s' is not a number",
+            return set_why(why, why_len, -EINVAL,
+                           "malformed report: stack id '%.40s' is not a number",
                            item->string ? item->string : "");
         const cJSON *frames = item;
         gmt_stack_t *st = &rep->stacks[k++];
@@ -281,8 +282,8 @@ static int build_groups(gmt_report_t *rep, const cJSON *arr, const char *what, g
 
 #define ALLOC_ARRAY(field, count)                                                                  \
     do {                                                                                           \
-        rep->field = arena_alloc(rep, (count), sizeof *rep->field);                               \
-        if ((count) && !rep->field) return set_why(why, why_len, -ENOMEM, "out of memory");       \
+        rep->field = arena_alloc(rep, (count), sizeof *rep->field);                                \
+        if ((count) && !rep->field) return set_why(why, why_len, -ENOMEM, "out of memory");        \
     } while (0)
 
 static int build_model(gmt_report_t *rep, char *why, size_t why_len)
@@ -319,8 +320,8 @@ static int build_model(gmt_report_t *rep, char *why, size_t why_len)
     rep->leak_bytes = json_u64(l, "total_bytes");
     rep->leak_suppressed_bytes = json_u64(l, "suppressed_bytes");
     rep->leak_count = json_u64(l, "count");
-    rep->groups_total = gmt_json_has_num(l, "groups_total") ? json_u64(l, "groups_total")
-                                                            : rep->nleaks;
+    rep->groups_total =
+        gmt_json_has_num(l, "groups_total") ? json_u64(l, "groups_total") : rep->nleaks;
     const cJSON *as = cJSON_GetObjectItemCaseSensitive(l, "address_space");
     if (cJSON_IsObject(as)) {
         rep->as_reserved_bytes = json_u64(as, "reserved_bytes");
@@ -344,7 +345,7 @@ static int build_model(gmt_report_t *rep, char *why, size_t why_len)
             g->growth_bytes = json_u64(j, "growth_bytes");
             /* v1 called the live bytes "bytes" */
             g->live_bytes = gmt_json_has_num(j, "live_bytes") ? json_u64(j, "live_bytes")
-                                                             : json_u64(j, "bytes");
+                                                              : json_u64(j, "bytes");
             g->kind = gmt_json_str(j, "kind", NULL);
             g->api = gmt_json_str(j, "api", NULL);
             g->library = gmt_json_str(j, "library", NULL);
@@ -417,9 +418,8 @@ static int build_model(gmt_report_t *rep, char *why, size_t why_len)
         f->largest_gap = json_u64(j, "largest_gap");
         f->granularity_loss_bytes = json_u64(j, "granularity_loss_bytes");
         f->live_allocations = gmt_json_int(j, "live_allocations", 0);
-        f->fragmentation = gmt_json_has_num(j, "fragmentation")
-                               ? gmt_json_num(j, "fragmentation", -1)
-                               : -1;
+        f->fragmentation =
+            gmt_json_has_num(j, "fragmentation") ? gmt_json_num(j, "fragmentation", -1) : -1;
         if (!isfinite(f->fragmentation)) f->fragmentation = -1;
     }
 

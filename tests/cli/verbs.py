@@ -258,6 +258,10 @@ def case_merge(c):
     expect(re.search(r"common to all 2 ranks\n.*alloc_site_a", out), out)
     out, _, _ = c.cli_run("merge", r0, r1, r2, "-o", c.path("merged.json"))
     m = c.load(c.path("merged.json"))
+    # the merged file is a valid report
+    import jsonschema
+    with open(c.schema) as f:
+        jsonschema.Draft202012Validator(json.load(f)).validate(m)
     ranks = [x["rank"] for x in m["merged"]["ranks"]]
     expect(ranks == [0, 1, 2], f"ranks {ranks}")
     peaks = [x["peak_bytes"] for x in m["merged"]["ranks"]]
