@@ -264,6 +264,23 @@ void gmt_buf_printf(gmt_buf_t *b, const char *fmt, ...) __attribute__((format(pr
 void gmt_buf_json_str(gmt_buf_t *b, const char *s); /* a JSON string literal, quotes included */
 void gmt_buf_free(gmt_buf_t *b);
 
+/* A string -> index map (open addressing), for the exporters' and diff's tables, which must
+ * stay fast for reports of many thousands of stacks. Keys are copied. */
+typedef struct gmt_strmap_s {
+    char **keys;
+    size_t *vals;
+    size_t n, cap;
+} gmt_strmap_t;
+/* The index stored for key, or SIZE_MAX. */
+size_t gmt_strmap_get(const gmt_strmap_t *m, const char *key);
+/* Store key -> val (key not yet present); 0 or -ENOMEM. */
+int gmt_strmap_put(gmt_strmap_t *m, const char *key, size_t val);
+void gmt_strmap_free(gmt_strmap_t *m);
+
+/* The report in FORMAT (folded, speedscope, perfetto, html, prometheus, pprof) appended to b;
+ * stacks "leaks" or "peak" for folded. 0, -EINVAL for an unknown format, or -ENOMEM. */
+int gmt_export_to(const gmt_report_t *rep, const char *format, const char *stacks, gmt_buf_t *b);
+
 /* Exporters (export.c, pprof.c, html.c): each appends the whole output to b; 0 or -errno. */
 int gmt_export_pprof(const gmt_report_t *rep, gmt_buf_t *b);
 int gmt_export_html(const gmt_report_t *rep, gmt_buf_t *b);

@@ -45,15 +45,20 @@ typedef struct entry_s {
 typedef struct table_s {
     entry_t *v;
     size_t n, cap;
+    gmt_strmap_t map;
 } table_t;
 
 static entry_t *find_or_add(table_t *t, char *key, const gmt_stack_t *stack)
 {
-    for (size_t i = 0; i < t->n; i++)
-        if (strcmp(t->v[i].key, key) == 0) {
-            free(key);
-            return &t->v[i];
-        }
+    size_t have = gmt_strmap_get(&t->map, key);
+    if (have != SIZE_MAX) {
+        free(key);
+        return &t->v[have];
+    }
+    if (gmt_strmap_put(&t->map, key, t->n)) {
+        free(key);
+        return NULL;
+    }
     if (t->n == t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 64;
         entry_t *v = realloc(t->v, cap * sizeof *v);
@@ -247,6 +252,7 @@ int gmt_cli_diff(int argc, char **argv)
     for (size_t i = 0; i < t.n; i++)
         free(t.v[i].key);
     free(t.v);
+    gmt_strmap_free(&t.map);
     for (int i = 0; i < nfail; i++)
         printf("FAIL %s\n", fails[i]);
     if (nfail && status == GMT_EXIT_OK) status = GMT_EXIT_FAIL;

@@ -88,25 +88,17 @@ static int export_folded(const gmt_report_t *rep, gmt_buf_t *b, bool peak)
 /* ---- speedscope ---- */
 
 typedef struct frames_s {
-    char **keys;
-    size_t n, cap;
+    gmt_strmap_t map;
+    size_t n;
 } frames_t;
 
 static long frame_index(frames_t *fr, gmt_buf_t *b, const gmt_frame_t *f)
 {
     char key[700];
     gmt_frame_key(f, key, sizeof key);
-    for (size_t i = 0; i < fr->n; i++)
-        if (strcmp(fr->keys[i], key) == 0) return (long)i;
-    if (fr->n == fr->cap) {
-        size_t cap = fr->cap ? fr->cap * 2 : 128;
-        char **k = realloc(fr->keys, cap * sizeof *k);
-        if (!k) return -1;
-        fr->keys = k;
-        fr->cap = cap;
-    }
-    fr->keys[fr->n] = strdup(key);
-    if (!fr->keys[fr->n]) return -1;
+    size_t have = gmt_strmap_get(&fr->map, key);
+    if (have != SIZE_MAX) return (long)have;
+    if (gmt_strmap_put(&fr->map, key, fr->n)) return -1;
     char name[600];
     gmt_frame_name(f, name, sizeof name);
     if (fr->n) gmt_buf_put(b, ",", 1);
@@ -191,9 +183,7 @@ static int export_speedscope(const gmt_report_t *rep, gmt_buf_t *b)
                        profiles.data ? profiles.data : "");
     }
     if (frames.failed || profiles.failed) rc = -ENOMEM;
-    for (size_t i = 0; i < fr.n; i++)
-        free(fr.keys[i]);
-    free(fr.keys);
+    gmt_strmap_free(&fr.map);
     gmt_buf_free(&frames);
     gmt_buf_free(&profiles);
     return rc;
@@ -435,6 +425,41 @@ static int export_prometheus(const gmt_report_t *rep, gmt_buf_t *b)
     return 0;
 }
 
+static const char *const formats[] = {"folded", "speedscope", "perfetto",
+                                      "html",   "prometheus", "pprof"};
+#define NFORMATS (sizeof formats / sizeof formats[0])
+
+int gmt_export_to(const gmt_report_t *rep, const char *format, const char *stacks, gmt_buf_t *b)
+{
+    size_t fi = 0;
+    while (fi < NFORMATS && strcmp(format, formats[fi]) != 0)
+        fi++;
+    int rc;
+    switch (fi) {
+    case 0:
+        rc = export_folded(rep, b, stacks && strcmp(stacks, "peak") == 0);
+        break;
+    case 1:
+        rc = export_speedscope(rep, b);
+        break;
+    case 2:
+        rc = export_perfetto(rep, b);
+        break;
+    case 3:
+        rc = gmt_export_html(rep, b);
+        break;
+    case 4:
+        rc = export_prometheus(rep, b);
+        break;
+    case 5:
+        rc = gmt_export_pprof(rep, b);
+        break;
+    default:
+        return -EINVAL;
+    }
+    return !rc && b->failed ? -ENOMEM : rc;
+}
+
 int gmt_cli_export(int argc, char **argv)
 {
     const char *format = NULL, *out = NULL, *stacks = "leaks";
@@ -464,12 +489,10 @@ int gmt_cli_export(int argc, char **argv)
             return GMT_EXIT_USAGE;
         }
     }
-    static const char *const formats[] = {"folded", "speedscope", "perfetto",
-                                          "html",   "prometheus", "pprof"};
     size_t fi = 0;
-    while (format && fi < sizeof formats / sizeof formats[0] && strcmp(format, formats[fi]) != 0)
+    while (format && fi < NFORMATS && strcmp(format, formats[fi]) != 0)
         fi++;
-    if (!format || fi == sizeof formats / sizeof formats[0]) {
+    if (!format || fi == NFORMATS) {
         gmt_cli_error("export: %s%s%s (folded, speedscope, perfetto, html, prometheus, pprof)",
                       format ? "unknown format '" : "no --format given", format ? format : "",
                       format ? "'" : "");
@@ -487,27 +510,7 @@ int gmt_cli_export(int argc, char **argv)
     gmt_report_t rep;
     if (gmt_report_open(argv[optind], &rep)) return GMT_EXIT_USAGE;
     gmt_buf_t b = {0};
-    int rc;
-    switch (fi) {
-    case 0:
-        rc = export_folded(&rep, &b, strcmp(stacks, "peak") == 0);
-        break;
-    case 1:
-        rc = export_speedscope(&rep, &b);
-        break;
-    case 2:
-        rc = export_perfetto(&rep, &b);
-        break;
-    case 3:
-        rc = gmt_export_html(&rep, &b);
-        break;
-    case 4:
-        rc = export_prometheus(&rep, &b);
-        break;
-    default:
-        rc = gmt_export_pprof(&rep, &b);
-        break;
-    }
+    int rc = gmt_export_to(&rep, formats[fi], stacks, &b);
     if (!rc && b.failed) rc = -ENOMEM;
     int status = GMT_EXIT_OK;
     if (rc) {

@@ -143,6 +143,7 @@ int gmt_cli_merge(int argc, char **argv)
     int64_t *ranks = calloc(n, sizeof *ranks);
     common_t *common = NULL;
     size_t ncommon = 0, capcommon = 0;
+    gmt_strmap_t cmap = {0};
     cJSON *doc = NULL;
     int status = GMT_EXIT_USAGE;
     if (!reps || !ranks) goto out;
@@ -197,9 +198,13 @@ int gmt_cli_merge(int argc, char **argv)
             char *key = gmt_stack_key(gr->stack);
             if (!key) goto out;
             common_t *e = NULL;
-            for (size_t k = 0; k < ncommon; k++)
-                if (strcmp(common[k].key, key) == 0) e = &common[k];
+            size_t have = gmt_strmap_get(&cmap, key);
+            if (have != SIZE_MAX) e = &common[have];
             if (!e) {
+                if (gmt_strmap_put(&cmap, key, ncommon)) {
+                    free(key);
+                    goto out;
+                }
                 if (ncommon == capcommon) {
                     size_t cap = capcommon ? capcommon * 2 : 32;
                     common_t *v = realloc(common, cap * sizeof *v);
@@ -369,6 +374,7 @@ out:
     for (size_t k = 0; k < ncommon; k++)
         free(common[k].key);
     free(common);
+    gmt_strmap_free(&cmap);
     for (size_t i = 0; reps && i < n; i++)
         gmt_report_free(&reps[i]);
     free(reps);

@@ -325,6 +325,76 @@ void gmt_buf_free(gmt_buf_t *b)
     memset(b, 0, sizeof *b);
 }
 
+/* ---- string map ---- */
+
+static uint64_t str_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+size_t gmt_strmap_get(const gmt_strmap_t *m, const char *key)
+{
+    if (!m->cap) return SIZE_MAX;
+    for (size_t i = str_hash(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+        if (!m->keys[i]) return SIZE_MAX;
+        if (strcmp(m->keys[i], key) == 0) return m->vals[i];
+    }
+}
+
+static int strmap_grow(gmt_strmap_t *m)
+{
+    size_t cap = m->cap ? m->cap * 2 : 256;
+    char **keys = calloc(cap, sizeof *keys);
+    size_t *vals = calloc(cap, sizeof *vals);
+    if (!keys || !vals) {
+        free(keys);
+        free(vals);
+        return -ENOMEM;
+    }
+    for (size_t k = 0; k < m->cap; k++) {
+        if (!m->keys[k]) continue;
+        size_t i = str_hash(m->keys[k]) & (cap - 1);
+        while (keys[i])
+            i = (i + 1) & (cap - 1);
+        keys[i] = m->keys[k];
+        vals[i] = m->vals[k];
+    }
+    free(m->keys);
+    free(m->vals);
+    m->keys = keys;
+    m->vals = vals;
+    m->cap = cap;
+    return 0;
+}
+
+int gmt_strmap_put(gmt_strmap_t *m, const char *key, size_t val)
+{
+    if ((m->n + 1) * 2 > m->cap && strmap_grow(m)) return -ENOMEM;
+    char *copy = strdup(key);
+    if (!copy) return -ENOMEM;
+    size_t i = str_hash(key) & (m->cap - 1);
+    while (m->keys[i])
+        i = (i + 1) & (m->cap - 1);
+    m->keys[i] = copy;
+    m->vals[i] = val;
+    m->n++;
+    return 0;
+}
+
+void gmt_strmap_free(gmt_strmap_t *m)
+{
+    for (size_t i = 0; i < m->cap; i++)
+        free(m->keys[i]);
+    free(m->keys);
+    free(m->vals);
+    memset(m, 0, sizeof *m);
+}
+
 /* ---- output ---- */
 
 int gmt_write_output(const char *path, const void *data, size_t len)

@@ -60,13 +60,14 @@ static void pb_msg(gmt_buf_t *b, unsigned field, gmt_buf_t *m)
 typedef struct strtab_s {
     char **v;
     size_t n, cap;
+    gmt_strmap_t map;
 } strtab_t;
 
 static uint64_t str_id(strtab_t *t, const char *s)
 {
     if (!s) s = "";
-    for (size_t i = 0; i < t->n; i++)
-        if (strcmp(t->v[i], s) == 0) return i;
+    size_t have = gmt_strmap_get(&t->map, s);
+    if (have != SIZE_MAX) return have;
     if (t->n == t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 256;
         char **v = realloc(t->v, cap * sizeof *v);
@@ -75,12 +76,14 @@ static uint64_t str_id(strtab_t *t, const char *s)
         t->cap = cap;
     }
     t->v[t->n] = strdup(s);
-    if (!t->v[t->n]) return 0;
+    if (!t->v[t->n] || gmt_strmap_put(&t->map, s, t->n)) {
+        free(t->v[t->n]);
+        return 0;
+    }
     return t->n++;
 }
 
 typedef struct loc_s {
-    char *key;
     uint64_t function_id, mapping_id, address;
     int64_t line;
 } loc_t;
@@ -89,6 +92,7 @@ typedef struct ctx_s {
     strtab_t s;
     loc_t *locs;
     size_t nlocs, caplocs;
+    gmt_strmap_t locmap, mapmap;
     const char **maps; /* module paths; mapping id = index + 1 */
     size_t nmaps, capmaps;
     gmt_buf_t functions; /* encoded Function messages, ids = location ids */
@@ -99,8 +103,8 @@ typedef struct ctx_s {
 static uint64_t mapping_id(ctx_t *c, const char *module)
 {
     if (!module) return 0;
-    for (size_t i = 0; i < c->nmaps; i++)
-        if (strcmp(c->maps[i], module) == 0) return i + 1;
+    size_t have = gmt_strmap_get(&c->mapmap, module);
+    if (have != SIZE_MAX) return have + 1;
     if (c->nmaps == c->capmaps) {
         size_t cap = c->capmaps ? c->capmaps * 2 : 32;
         const char **v = realloc(c->maps, cap * sizeof *v);
@@ -111,6 +115,10 @@ static uint64_t mapping_id(ctx_t *c, const char *module)
         c->maps = v;
         c->capmaps = cap;
     }
+    if (gmt_strmap_put(&c->mapmap, module, c->nmaps)) {
+        c->oom = true;
+        return 0;
+    }
     c->maps[c->nmaps++] = module;
     return c->nmaps;
 }
@@ -119,8 +127,8 @@ static uint64_t location_id(ctx_t *c, const gmt_frame_t *f)
 {
     char key[700];
     gmt_frame_key(f, key, sizeof key);
-    for (size_t i = 0; i < c->nlocs; i++)
-        if (strcmp(c->locs[i].key, key) == 0) return i + 1;
+    size_t have = gmt_strmap_get(&c->locmap, key);
+    if (have != SIZE_MAX) return have + 1;
     if (c->nlocs == c->caplocs) {
         size_t cap = c->caplocs ? c->caplocs * 2 : 256;
         loc_t *v = realloc(c->locs, cap * sizeof *v);
@@ -132,8 +140,7 @@ static uint64_t location_id(ctx_t *c, const gmt_frame_t *f)
         c->caplocs = cap;
     }
     loc_t *l = &c->locs[c->nlocs];
-    l->key = strdup(key);
-    if (!l->key) {
+    if (gmt_strmap_put(&c->locmap, key, c->nlocs)) {
         c->oom = true;
         return 0;
     }
@@ -207,7 +214,7 @@ static int gzip_into(const gmt_buf_t *in, gmt_buf_t *out)
 {
     z_stream z;
     memset(&z, 0, sizeof z);
-    if (deflateInit2(&z, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
         return -ENOMEM;
     uLong bound = deflateBound(&z, (uLong)in->len);
     unsigned char *buf = malloc(bound);
@@ -283,8 +290,9 @@ int gmt_export_pprof(const gmt_report_t *rep, gmt_buf_t *out)
     gmt_buf_free(&prof);
     gmt_buf_free(&c.functions);
     gmt_buf_free(&c.samples);
-    for (size_t i = 0; i < c.nlocs; i++)
-        free(c.locs[i].key);
+    gmt_strmap_free(&c.locmap);
+    gmt_strmap_free(&c.mapmap);
+    gmt_strmap_free(&c.s.map);
     free(c.locs);
     free(c.maps);
     for (size_t i = 0; i < c.s.n; i++)

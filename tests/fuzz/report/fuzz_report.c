@@ -2,7 +2,8 @@
  *
  * Any byte string goes through gmt_report_parse into the model; when it loads, every stack is
  * walked the way the verbs walk them (cross-run key, nearest user frame, display formats) and
- * every group's stack pointer is dereferenced. Crashes, hangs, leaks (ASan) and undefined
+ * every group's stack pointer is dereferenced, and the report is exported in every format (the
+ * exporters read everything the model holds). Crashes, hangs, leaks (ASan) and undefined
  * behaviour (UBSan) are failures; a refused input is not.
  */
 #include "cli/cli.h"
@@ -42,6 +43,13 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
         for (size_t i = 0; i < rep.nsuspects; i++)
             walk_stack(rep.suspects[i].stack);
         (void)gmt_report_device(&rep, 0, -1);
+        static const char *const formats[] = {"folded", "speedscope", "perfetto",
+                                              "html",   "prometheus", "pprof"};
+        for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
+            gmt_buf_t b = {0};
+            if (gmt_export_to(&rep, formats[i], i ? "leaks" : "peak", &b) != 0) abort();
+            gmt_buf_free(&b);
+        }
     } else if (!memchr(why, '\0', sizeof why) || why[0] == '\0') {
         abort(); /* a refusal always says why */
     }
