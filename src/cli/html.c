@@ -109,21 +109,32 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
     if (first) gmt_buf_put(b, "[", 1);
     gmt_buf_put(b, "]", 1);
 
-    /* timelines */
+    /* timelines; drawn from 0 bytes at the start to the device's bytes at the end, so that a
+     * short run's few points still make a line */
     gmt_buf_puts(b, ",\"series\":[");
     for (size_t i = 0; i < rep->nseries; i++) {
         const gmt_series_t *t = &rep->series[i];
+        const gmt_device_t *d = gmt_report_device(rep, t->device, t->rank);
         uint64_t peak = 0;
+        bool lead = t->n == 0 || t->t[0] > 0;
+        bool tail = t->n == 0 || t->t[t->n - 1] < rep->duration_s;
         gmt_buf_puts(b, i ? ",{\"label\":" : "{\"label\":");
         gmt_buf_json_str(b, gmt_device_label(t->device, t->rank, label, sizeof label));
         gmt_buf_puts(b, ",\"t\":[");
+        if (lead) gmt_buf_puts(b, t->n || tail ? "0," : "0");
         for (size_t k = 0; k < t->n; k++)
             gmt_buf_printf(b, "%s%.6f", k ? "," : "", t->t[k]);
+        if (tail) gmt_buf_printf(b, "%s%.6f", t->n ? "," : "", rep->duration_s);
         gmt_buf_puts(b, "],\"bytes\":[");
+        if (lead) gmt_buf_puts(b, t->n || tail ? "0," : "0");
         for (size_t k = 0; k < t->n; k++) {
             gmt_buf_printf(b, "%s%" PRIu64, k ? "," : "", t->bytes[k]);
             if (t->bytes[k] > peak) peak = t->bytes[k];
         }
+        if (tail)
+            gmt_buf_printf(b, "%s%" PRIu64, t->n ? "," : "",
+                           d ? d->current_bytes : (t->n ? t->bytes[t->n - 1] : 0));
+        if (d && d->peak_bytes > peak) peak = d->peak_bytes;
         gmt_buf_printf(b, "],\"peak\":%" PRIu64 "}", peak);
     }
     gmt_buf_puts(b, "]");

@@ -62,6 +62,7 @@
              { label: 'bytes', size: 80, values: function (u, vals) { return vals.map(fmtBytes); } }],
       series: [{ label: 's' },
                { label: s.label, stroke: '#1e88e5', fill: 'rgba(30,136,229,0.15)',
+                 paths: uPlot.paths.stepped ? uPlot.paths.stepped({ align: 1 }) : undefined,
                  value: function (u, v) { return v == null ? '-' : fmtBytes(v); } }]
     }, [s.t, s.bytes], box);
   });
