@@ -9,6 +9,8 @@
 #ifndef GMT_CLI_CLI_H
 #define GMT_CLI_CLI_H
 
+#include "gmt_version.h" /* GMT_VERSION_STRING, GMT_REPORT_VERSION (the newest report read) */
+
 #include <stdbool.h>
 #include <stdio.h>
 #include <stddef.h>
@@ -20,9 +22,9 @@
 #define GMT_EXIT_FAIL  1
 #define GMT_EXIT_USAGE 2
 
-/* The report versions this tool reads; the writer bumps it on incompatible changes. */
+/* The report versions this tool reads: GMT_REPORT_VERSION_MIN .. GMT_REPORT_VERSION (from
+ * gmt_version.h); the writer bumps it on incompatible changes. */
 #define GMT_REPORT_SCHEMA      "gpumemtrace.report"
-#define GMT_REPORT_VERSION     2
 #define GMT_REPORT_VERSION_MIN 1
 
 /* ---- verbs (gpumemtrace.c dispatches) ---- */

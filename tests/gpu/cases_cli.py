@@ -99,5 +99,6 @@ def cli_verbs(c):
         c.note("no chromium here: screenshot cli_page.html elsewhere")
 
 
-def register(case):
-    case(cli_verbs)
+def register(mod):
+    """mod: check.py's module; its case() decorator adds a function to CASES."""
+    mod.case(cli_verbs)
