@@ -274,7 +274,7 @@ int gmt_cli_merge(int argc, char **argv)
                                 gmt_json_str(r0->leaks, "meaning", "live at exit"));
         cJSON *lgroups = cJSON_CreateArray(), *sus = cJSON_CreateArray();
         cJSON *as = NULL, *asgroups = NULL;
-        double ltot = 0, lsup = 0, lcount = 0, lgt = 0;
+        double ltot = 0, lsup = 0, lcount = 0, lgt = 0, lsus = 0;
         for (size_t i = 0; i < n; i++) {
             const gmt_report_t *r = &reps[i];
             int64_t shift = (int64_t)i * stride;
@@ -304,6 +304,7 @@ int gmt_cli_merge(int argc, char **argv)
             lsup += jnum(r->leaks, "suppressed_bytes");
             lcount += jnum(r->leaks, "count");
             lgt += (double)r->groups_total;
+            lsus += (double)r->suspects_total;
             cJSON *tmp = cJSON_Duplicate(r->summary, true);
             cJSON_DeleteItemFromObjectCaseSensitive(tmp, "peak_bytes");
             cJSON_DeleteItemFromObjectCaseSensitive(tmp, "libraries");
@@ -325,6 +326,7 @@ int gmt_cli_merge(int argc, char **argv)
         cJSON_AddNumberToObject(leaks, "groups_total", lgt);
         cJSON_AddItemToObject(leaks, "groups", lgroups);
         cJSON_AddItemToObject(leaks, "growth_suspects", sus);
+        if (version >= 2) cJSON_AddNumberToObject(leaks, "growth_suspects_total", lsus);
         if (as) {
             cJSON_AddItemToObject(as, "groups", asgroups);
             cJSON_AddItemToObject(leaks, "address_space", as);

@@ -326,6 +326,8 @@ static int build_model(gmt_report_t *rep, char *why, size_t why_len)
     if (cJSON_IsObject(as)) {
         rep->as_reserved_bytes = json_u64(as, "reserved_bytes");
         rep->as_mapped_bytes = json_u64(as, "mapped_bytes");
+        rep->as_reserved_count = json_u64(as, "reserved_count");
+        rep->as_mapped_count = json_u64(as, "mapped_count");
         rc = build_groups(rep, cJSON_GetObjectItemCaseSensitive(as, "groups"),
                           "leaks.address_space.groups", &rep->as_groups, &rep->nas, why, why_len);
         if (rc) return rc;
@@ -353,6 +355,9 @@ static int build_model(gmt_report_t *rep, char *why, size_t why_len)
         }
     }
 
+    rep->suspects_total = gmt_json_has_num(l, "growth_suspects_total")
+                              ? json_u64(l, "growth_suspects_total")
+                              : rep->nsuspects;
     const cJSON *libs = cJSON_GetObjectItemCaseSensitive(s, "libraries");
     if (cJSON_IsArray(libs)) {
         ALLOC_ARRAY(libraries, array_len(libs));
