@@ -462,6 +462,16 @@ def case_html(c):
     for want in ('id="timeline-0"', 'class="uplot', 'id="flame-leaks-graph"', "d3-flame-graph",
                  'id="leaks-table"', 'id="peak-0-table"', 'id="search"', "alloc_site_a"):
         expect(want in dom, f"{want} not in the page's DOM")
+    # the search (#search= in the URL fills the box): leak rows of other sites are hidden
+    p = subprocess.run(flags + ["--dump-dom", url + "#search=alloc_site_b"], capture_output=True,
+                       timeout=90)
+    dom2 = p.stdout.decode("utf-8", "replace")
+    leaks = dom2.split('id="leaks-table"', 1)[-1].split("</table>", 1)[0]
+    rows = re.findall(r"<tr([^>]*)>(.*?)</tr>", leaks, re.S)
+    shown = [r for a, r in rows if "data-text" in a and 'class="hidden"' not in a]
+    hidden = [r for a, r in rows if 'class="hidden"' in a]
+    expect(len(shown) == 1 and "alloc_site_b" in shown[0] and hidden,
+           f"search: shown {len(shown)} rows, hidden {len(hidden)}")
     # requests: the net log names every URL asked for; the page's own carry its origin as
     # initiator ("null" for a file:// page), the browser's housekeeping "not an origin"
     expect(not page_requests(netlog), f"the page made requests: {page_requests(netlog)}")

@@ -159,7 +159,7 @@
   table('errors', 'Failed allocations', [['time (s)', 'num'], ['api'], ['size', 'num'], ['device'], ['error'], ['recovered'], ['nearest user frame', 'where']],
         data.errors.map(function (e) { return [e.time.toFixed(3), e.api, fmtBytes(e.size), e.device, e.error, e.recovered, e.where]; }));
 
-  input.addEventListener('input', function () {
+  function applySearch() {
     var term = input.value.trim().toLowerCase();
     tables.forEach(function (t) {
       Array.prototype.forEach.call(t.querySelectorAll('tr[data-text]'), function (r) {
@@ -167,6 +167,10 @@
       });
     });
     charts.forEach(function (c) { if (term) c.search(term); else c.clear(); });
-  });
+  }
+  input.addEventListener('input', applySearch);
+  /* page.html#search=TERM opens the page with that search (a link to share, and testable) */
+  var m = /[#&]search=([^&]*)/.exec(window.location.hash);
+  if (m) { input.value = decodeURIComponent(m[1]); applySearch(); }
   document.body.setAttribute('data-ready', '1');
 })();
