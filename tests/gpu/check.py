@@ -776,6 +776,9 @@ import cases_cli  # noqa: E402  (the CLI's case: cli_verbs)
 
 cases_rep.register(sys.modules[__name__])
 cases_cli.register(sys.modules[__name__])
+import cases_rel  # noqa: E402  (issue 6: exit paths, signal storms)
+
+CASES.update(cases_rel.CASES)
 
 
 def main():
