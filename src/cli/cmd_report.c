@@ -19,9 +19,10 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#define DEFAULT_TOP    10
-#define FRAMES_SHOWN   4
-#define ARGV_SHOWN_LEN 200
+#define DEFAULT_TOP        10
+#define NATIVE_INNER_SHOWN 2 /* native frames shown inside the innermost Python frame */
+#define FRAMES_SHOWN       4
+#define ARGV_SHOWN_LEN     200
 
 static const struct option long_opts[] = {
     {"top", required_argument, NULL, 't'},
@@ -84,14 +85,6 @@ static void print_line(const view_t *v, const char *indent, const char *text)
     }
 }
 
-/* A native frame of the CPython interpreter (libpython or a python executable). */
-static bool frame_is_interpreter(const gmt_frame_t *f)
-{
-    if (f->python || !f->module) return false;
-    const char *b = gmt_basename(f->module);
-    return strncmp(b, "libpython", 9) == 0 || strncmp(b, "python", 6) == 0;
-}
-
 static void print_stack(const view_t *v, const gmt_stack_t *st, int64_t stack_id,
                         const char *indent)
 {
@@ -110,31 +103,39 @@ static void print_stack(const view_t *v, const gmt_stack_t *st, int64_t stack_id
         snprintf(line, sizeof line, "%s-> %s%s", BOLD(v), buf, RESET(v));
         print_line(v, indent, line);
     }
-    /* With Python frames in the stack, the interpreter's own native frames (libpython or a
-     * python executable) are folded, so the user's lines come first; they are counted. */
-    bool any_python = false;
+    /* With Python frames in the stack the user's lines come first: the native frames inside
+     * the innermost Python frame (the library that allocated) are shown, at most
+     * NATIVE_INNER_SHOWN of them, then the Python frames; the native glue between Python
+     * frames (the interpreter, ctypes, bindings) is folded and counted, never dropped. */
+    size_t first_py = st->n;
     for (size_t i = 0; i < st->n; i++)
-        if (st->frames[i].python) any_python = true;
-    size_t shown = 0, folded = 0, i = 0;
+        if (st->frames[i].python) {
+            first_py = i;
+            break;
+        }
+    bool any_python = first_py < st->n;
+    size_t shown = 0, folded = 0, i = 0; /* shown: Python frames when there are any */
     for (; i < st->n && shown < FRAMES_SHOWN; i++) {
-        if (any_python && frame_is_interpreter(&st->frames[i])) {
+        const gmt_frame_t *f = &st->frames[i];
+        if (any_python && !f->python && (i >= first_py || i >= NATIVE_INNER_SHOWN)) {
             folded++;
             continue;
         }
-        gmt_frame_format(&st->frames[i], buf, sizeof buf);
+        gmt_frame_format(f, buf, sizeof buf);
         snprintf(line, sizeof line, "   at %s", buf);
         print_line(v, indent, line);
-        shown++;
+        if (!any_python || f->python) shown++;
     }
     size_t more = st->n - i;
-    if (more || folded) {
-        if (folded)
-            snprintf(line, sizeof line, "   ... %zu more frame%s (%zu interpreter frame%s folded)",
-                     more, more == 1 ? "" : "s", folded, folded == 1 ? "" : "s");
-        else
-            snprintf(line, sizeof line, "   ... %zu more frame%s", more, more == 1 ? "" : "s");
-        print_line(v, indent, line);
-    }
+    if (more && folded)
+        snprintf(line, sizeof line, "   ... %zu more frame%s (%zu native frame%s folded above)",
+                 more, more == 1 ? "" : "s", folded, folded == 1 ? "" : "s");
+    else if (more)
+        snprintf(line, sizeof line, "   ... %zu more frame%s", more, more == 1 ? "" : "s");
+    else if (folded)
+        snprintf(line, sizeof line, "   (%zu native frame%s folded: interpreter and bindings)",
+                 folded, folded == 1 ? "" : "s");
+    if (more || folded) print_line(v, indent, line);
 }
 
 static void print_share(double share)
