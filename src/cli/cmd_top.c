@@ -3,7 +3,8 @@
  *   gpumemtrace top STATE [--interval S] [--once] [--top N]
  *       live bytes per device and the top call stacks of a running (or killed) job,
  *       refreshed every S seconds;
- *   gmt_cli_recover, which `gpumemtrace report --recover STATE` uses to rebuild the report.
+ *   gmt_cli_recover, which `gpumemtrace report --recover STATE [-o REPORT]` uses to rebuild
+ *       the report.
  *
  * Both attach the file through the core (gmt_track_recover): a private copy-on-write mapping,
  * made again for every refresh, so the owner's later writes show and nothing of ours reaches
@@ -32,11 +33,17 @@
 #define MAX_TOP          1000
 #define DEFAULT_INTERVAL 1.0
 
-int gmt_cli_recover(const char *state, char *out_path, size_t out_len)
+int gmt_cli_recover(const char *state, const char *output, char *out_path, size_t out_len)
 {
     char err[512];
-    int fd = 1;
-    if (out_path) {
+    int fd;
+    if (output) {
+        if ((size_t)snprintf(out_path, out_len, "%s", output) >= out_len) {
+            gmt_cli_error("report: output path too long");
+            return -ENAMETOOLONG;
+        }
+        fd = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    } else {
         const char *dir = getenv("TMPDIR");
         if (!dir || !*dir) dir = "/tmp";
         if ((size_t)snprintf(out_path, out_len, "%s/gpumemtrace-recover-XXXXXX.json", dir) >=
@@ -45,21 +52,21 @@ int gmt_cli_recover(const char *state, char *out_path, size_t out_len)
             return -ENAMETOOLONG;
         }
         fd = mkstemps(out_path, 5);
-        if (fd < 0) {
-            int e = errno;
-            gmt_cli_error("report: cannot create a temporary file in %s: %s", dir, strerror(e));
-            return -e;
-        }
+    }
+    if (fd < 0) {
+        int e = errno;
+        gmt_cli_error("report: cannot create %s: %s", out_path, strerror(e));
+        return -e;
     }
     int rc = gmt_report_recover(state, fd, err, sizeof err);
-    if (out_path) {
-        if (close(fd) != 0 && rc == 0) {
-            rc = -errno;
-            snprintf(err, sizeof err, "writing %s: %s", out_path, strerror(-rc));
-        }
-        if (rc) unlink(out_path);
+    if (close(fd) != 0 && rc == 0) {
+        rc = -errno;
+        snprintf(err, sizeof err, "writing %s: %s", out_path, strerror(-rc));
     }
-    if (rc) gmt_cli_error("report: %s", err);
+    if (rc) {
+        unlink(out_path);
+        gmt_cli_error("report: %s", err);
+    }
     return rc;
 }
 

@@ -6,6 +6,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "pyframes.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -71,6 +72,7 @@ int gmt_core_init(const gmt_config_t *c)
         return rc;
     }
     gmt_stacks_global_init();
+    gmt_py_init(c->python); /* its own messages; native stacks whatever it returns */
     gmt_track_modules_refresh();
     if (*gmt_region_path()) gmt_info("state file: %s", gmt_region_path());
     __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);

@@ -3,6 +3,7 @@
 #include "sections.h"
 
 #include "growth.h"
+#include "report_python.h"
 
 #include <string.h>
 #include <sys/mman.h>
@@ -107,12 +108,7 @@ void gmt_section_capture(gmt_report_ctx_t *c, const gmt_counts_t *k)
     jw_uint(w, "frames_used", __atomic_load_n(&st->frames_used, __ATOMIC_RELAXED));
     jw_uint(w, "bytes", gmt_stacks_bytes_held(st));
     jw_object_end(w);
-    /* Python frames are captured by their own module; until it says otherwise, this is what
-     * the configuration alone tells. */
-    jw_object_begin(w, "python");
-    jw_string(w, "status", c->cfg->python ? "unsupported" : "off");
-    jw_null(w, "version");
-    jw_object_end(w);
+    gmt_report_python_capture(w); /* {status, version}: core/pyframes.c knows */
     jw_string(w, "state_file", *gmt_track_state_path() ? gmt_track_state_path() : NULL);
     jw_object_end(w);
 }

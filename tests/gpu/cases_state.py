@@ -61,15 +61,14 @@ def register(m):
             p.communicate()
             m.CHILDREN.discard(p.pid)
         c.expect("torch job ended by SIGKILL", p.returncode, -9)
-        r = subprocess.run([c.cli, "report", "--recover", state, "--json"], capture_output=True,
-                           text=True, timeout=60)
+        path = os.path.join(c.out, "recovered.json")
+        r = subprocess.run([c.cli, "report", "--recover", state, "-o", path],
+                           capture_output=True, text=True, timeout=60)
         c.expect("report --recover exit status", r.returncode, 0)
         if r.returncode != 0:
             raise m.Fatal(f"expected report --recover to work got {r.stderr.strip()!r}")
-        rep = json.loads(r.stdout)
-        path = os.path.join(c.out, "recovered.json")
-        with open(path, "w") as f:
-            f.write(r.stdout)
+        with open(path) as f:
+            rep = json.load(f)
         if c.schema is not None:
             errs = list(c.jsonschema.Draft202012Validator(c.schema).iter_errors(rep))
             c.expect("schema errors in the recovered report", [e.message for e in errs[:3]], [])

@@ -1046,8 +1046,10 @@ def case_state_kill(ctx):
     with open(snap_path) as f:
         snap = json.load(f)
     validate(ctx, "snapshot", snap)
-    r = cli(ctx, ["report", "--recover", state, "--json"])
-    rec = json.loads(r.stdout)
+    rec_path = os.path.join(ctx.work, "state", "recovered.json")
+    r = cli(ctx, ["report", "--recover", state, "-o", rec_path])
+    with open(rec_path) as f:
+        rec = json.load(f)
     validate(ctx, "recovered report", rec)
     expect_eq("recovered process.recovered", rec["process"].get("recovered"), True)
     expect_eq("recovered process.reason", rec["process"]["reason"], "signal")
@@ -1081,10 +1083,12 @@ def case_state_kill(ctx):
         a = [(os.path.basename(f["module"] or ""), f["offset"]) for f in frames(snap)]
         b = [(os.path.basename(f["module"] or ""), f["offset"]) for f in frames(rec)]
         expect_eq(f"recovered stack {sid} modules and offsets", b, a)
-    # the text summary reads it too
-    t = cli(ctx, ["report", "--recover", state])
-    if "signal" not in t.stdout:
-        fail(f"report --recover summary does not say the run ended by a signal:\n{t.stdout}")
+    # the text summary (printed by the same run) and the JSON summary read it too
+    if "signal" not in r.stdout:
+        fail(f"report --recover summary does not say the run ended by a signal:\n{r.stdout}")
+    j = json.loads(cli(ctx, ["report", "--recover", state, "--json"]).stdout)
+    if not isinstance(j, dict) or not j:
+        fail(f"report --recover --json printed {j!r}")
 
 
 @case("state_corrupt")
@@ -1109,14 +1113,16 @@ def case_state_corrupt(ctx):
     gpath = os.path.join(ctx.work, "state", "garbage-body")
     with open(gpath, "wb") as f:
         f.write(garbage)
-    for args in (["report", "--recover", gpath, "--json"], ["top", "--once", gpath],
-                 ["report", "--recover", gpath]):
+    gout = os.path.join(ctx.work, "state", "garbage.json")
+    for args in (["report", "--recover", gpath, "-o", gout], ["top", "--once", gpath],
+                 ["report", "--recover", gpath, "--json"]):
         r = cli(ctx, args, expect_rc=None)
         if r.returncode not in (0, 2):
             fail(f"garbage-body: gpumemtrace {' '.join(args)} ended with {r.returncode}: "
                  f"{r.stderr[-500:]!r}")
-        if r.returncode == 0 and args[-1] == "--json":
-            validate(ctx, "report from a garbage state", json.loads(r.stdout))
+        if r.returncode == 0 and "-o" in args:
+            with open(gout) as f:
+                validate(ctx, "report from a garbage state", json.load(f))
     # a live-table offset pointing far outside the file
     off = data.find(b"GMTSTATE")
     expect_eq("magic at 0", off, 0)
@@ -1124,7 +1130,9 @@ def case_state_corrupt(ctx):
         path = os.path.join(ctx.work, "state", name)
         with open(path, "wb") as f:
             f.write(content)
-        for args in (["report", "--recover", path, "--json"], ["top", "--once", path]):
+        out = os.path.join(ctx.work, "state", "out.json")
+        for args in (["report", "--recover", path, "-o", out], ["top", "--once", path],
+                     ["report", "--recover", path, "--json"]):
             r = cli(ctx, args, expect_rc=2)
             lines = r.stderr.strip().splitlines()
             if len(lines) != 1 or not lines[0].startswith("gpumemtrace: "):
@@ -1132,8 +1140,10 @@ def case_state_corrupt(ctx):
                      f"{r.stderr!r}")
             if r.stdout:
                 fail(f"{name}: nothing should reach stdout, got {r.stdout[:200]!r}")
+            if os.path.exists(out):
+                fail(f"{name}: a failed recovery left {out} behind")
     cli(ctx, ["report", "--recover", os.path.join(ctx.work, "nonexistent")], expect_rc=2)
-    cli(ctx, ["report", "--json", state], expect_rc=2)
+    cli(ctx, ["report", "-o", "x.json", state], expect_rc=2)  # -o goes with --recover
 
 
 def main():
