@@ -274,6 +274,24 @@ void gmt_region_release(uint64_t off, uint64_t bytes)
         (void)madvise(gmt_region_base_ + lo, hi - lo, MADV_DONTNEED);
 }
 
+int gmt_region_reuse(uint64_t off, uint64_t bytes)
+{
+    if (!gmt_region_base_ || R.recovered) return -EINVAL;
+    if (R.fd < 0) return 0; /* anonymous pages come back zeroed on first touch */
+    gmt_region_header_t *h = hdr();
+    uint32_t n = __atomic_load_n(&h->nchunks, __ATOMIC_ACQUIRE);
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t a = h->chunks[i].va_off, e = a + h->chunks[i].len;
+        uint64_t from = off > a ? off : a, to = off + bytes < e ? off + bytes : e;
+        if (from < to &&
+            fallocate(R.fd, 0, (off_t)(h->chunks[i].file_off + (from - a)), (off_t)(to - from)) !=
+                0 &&
+            errno != EOPNOTSUPP)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
 void gmt_region_mark_clean(void)
 {
     if (gmt_region_base_ && !R.recovered) __atomic_store_n(&hdr()->clean_exit, 1, __ATOMIC_RELEASE);

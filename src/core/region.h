@@ -107,6 +107,9 @@ bool gmt_region_contains(uint64_t off, uint64_t bytes);
 gmt_arena_t *gmt_region_arena(gmt_arena_id_t a);
 /* Gives the pages of [off, off+bytes) back to the host (contents become zero). */
 void gmt_region_release(uint64_t off, uint64_t bytes);
+/* Before released pages are used again: a state file allocates their blocks again (so a full
+ * disk is an error here, not a SIGBUS later). 0 or -ENOMEM. */
+int gmt_region_reuse(uint64_t off, uint64_t bytes);
 
 extern uint8_t *gmt_region_base_;
 /* Pointer to the region's byte at off. */

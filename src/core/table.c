@@ -26,11 +26,12 @@
 
 enum { SLOT_EMPTY = 0, SLOT_BUSY = 1, SLOT_LIVE = 2, SLOT_TOMB = 3 };
 
-#define TABLE_MAGIC 0x676d747461626c32ull /* "gmttabl2" */
-#define MIN_CAP     4096u                 /* slots of the first level: 128 KiB */
-#define PROBE_LIMIT 4096u                 /* an insert never scans more than this */
-#define MIGRATE_PER 16                    /* entries an insert moves out of the oldest level */
-#define SIZE_MASK   ((1ull << 48) - 1)
+#define TABLE_MAGIC    0x676d747461626c32ull /* "gmttabl2" */
+#define MIN_CAP        4096u                 /* slots of the first level: 128 KiB */
+#define PROBE_LIMIT    4096u                 /* an insert never scans more than this */
+#define MIGRATE_PER    16                    /* entries an insert moves out of the oldest level */
+#define SIZE_MASK      ((1ull << 48) - 1)
+#define SLOTS_PER_PAGE (4096 / 32) /* levels are whole pages: given back and reused whole */
 
 #define LOAD(p, o)     __atomic_load_n((p), (o))
 #define STORE(p, v, o) __atomic_store_n((p), (v), (o))
@@ -167,6 +168,8 @@ static int level_insert(gmt_level_t *l, const gmt_record_t *rec, uint64_t h)
     return -ENOSPC;
 }
 
+static uint64_t take_spare(gmt_table_t *t, uint64_t bytes, uint64_t *got);
+
 /* Adds a level after level number n (if nobody did yet). 0 or -ENOSPC. With `wait` false a
  * growth already under way elsewhere is left to its thread. */
 static int grow(gmt_table_t *t, uint32_t n, bool wait)
@@ -190,8 +193,11 @@ static int grow(gmt_table_t *t, uint32_t n, bool wait)
     uint64_t cap = 2 * (live + 1);
     if (cap < MIN_CAP) cap = MIN_CAP;
     if (t->max_live && cap > 2 * t->max_live) cap = 2 * t->max_live;
-    uint64_t off;
-    if (gmt_region_alloc(GMT_ARENA_TABLE, cap * sizeof(gmt_slot_t), 64, &off) != 0) {
+    cap = (cap + SLOTS_PER_PAGE - 1) & ~(uint64_t)(SLOTS_PER_PAGE - 1); /* whole pages */
+    uint64_t got = 0, off = take_spare(t, cap * sizeof(gmt_slot_t), &got);
+    if (off)
+        cap = got / sizeof(gmt_slot_t);
+    else if (gmt_region_alloc(GMT_ARENA_TABLE, cap * sizeof(gmt_slot_t), 4096, &off) != 0) {
         rc = -ENOSPC;
         goto out;
     }
@@ -230,8 +236,43 @@ static void retire(gmt_table_t *t, uint32_t f)
     gmt_level_t *l = lvl(t, f);
     if (l->pinned) return; /* keeps its entries searchable; migration stops here */
     STORE(&t->first, f + 1, REL);
-    __atomic_fetch_sub(&t->bytes, l->cap * sizeof(gmt_slot_t), RLX);
-    gmt_region_release(l->off, l->cap * sizeof(gmt_slot_t));
+    uint64_t bytes = l->cap * sizeof(gmt_slot_t);
+    __atomic_fetch_sub(&t->bytes, bytes, RLX);
+    /* Zero (and give back) first, then offer it for reuse. A search that still holds this
+     * level's descriptor reads zeros (EMPTY) or, once reused, slots of a newer level: it acts
+     * only on a LIVE slot holding its own key, which is the entry wherever it is. */
+    gmt_region_release(l->off, bytes);
+    gmt_spin_lock(&t->grow_lock);
+    uint32_t n = t->nspare, at = n;
+    if (n == GMT_TABLE_SPARES) { /* keep the largest ones */
+        at = 0;
+        for (uint32_t i = 1; i < n; i++)
+            if (t->spare[i].bytes < t->spare[at].bytes) at = i;
+        if (t->spare[at].bytes >= bytes) at = n;
+    }
+    if (at < GMT_TABLE_SPARES) {
+        t->spare[at].off = l->off;
+        t->spare[at].bytes = bytes;
+        if (at == n) t->nspare = n + 1;
+    }
+    gmt_spin_unlock(&t->grow_lock);
+}
+
+/* A spare extent of at least `bytes` and at most 4 x as much; its offset, or 0. Under
+ * grow_lock. */
+static uint64_t take_spare(gmt_table_t *t, uint64_t bytes, uint64_t *got)
+{
+    uint32_t best = GMT_TABLE_SPARES;
+    for (uint32_t i = 0; i < t->nspare; i++)
+        if (t->spare[i].bytes >= bytes && t->spare[i].bytes <= 4 * bytes &&
+            (best == GMT_TABLE_SPARES || t->spare[i].bytes < t->spare[best].bytes))
+            best = i;
+    if (best == GMT_TABLE_SPARES) return 0;
+    uint64_t off = t->spare[best].off;
+    *got = t->spare[best].bytes;
+    t->spare[best] = t->spare[--t->nspare];
+    if (gmt_region_reuse(off, *got) != 0) return 0; /* dropped: the host refused its blocks */
+    return off;
 }
 
 static void migrate_slot(gmt_table_t *t, gmt_level_t *old, gmt_slot_t *s)
@@ -279,9 +320,10 @@ int gmt_table_init(gmt_table_t *t, uint64_t max_live)
     memset(t, 0, sizeof *t);
     t->max_live = max_live;
     uint64_t cap = MIN_CAP;
-    if (max_live && cap > 2 * max_live) cap = 2 * max_live < 64 ? 64 : 2 * max_live;
+    if (max_live && cap > 2 * max_live) cap = 2 * max_live;
+    cap = (cap + SLOTS_PER_PAGE - 1) & ~(uint64_t)(SLOTS_PER_PAGE - 1);
     uint64_t off;
-    int rc = gmt_region_alloc(GMT_ARENA_TABLE, cap * sizeof(gmt_slot_t), 64, &off);
+    int rc = gmt_region_alloc(GMT_ARENA_TABLE, cap * sizeof(gmt_slot_t), 4096, &off);
     if (rc) return rc;
     t->levels[0].off = off;
     t->levels[0].cap = cap;

@@ -44,6 +44,7 @@ typedef struct gmt_slot_s {
 } gmt_slot_t;
 
 #define GMT_TABLE_LEVELS 64 /* ring of level descriptors; a handful are active at once */
+#define GMT_TABLE_SPARES 4
 
 typedef struct gmt_level_s {
     uint64_t off;       /* region offset of the slots */
@@ -67,7 +68,12 @@ typedef struct gmt_table_s {
     uint32_t first;        /* atomic: oldest active level number */
     uint32_t next;         /* atomic: one past the newest level number */
     int grow_lock;
-    uint32_t pad;
+    uint32_t nspare;
+    /* Drained levels' memory (given back to the host, reads as zero), reused by the next
+     * growth that fits, so churn with a steady live set does not use up the reservation. */
+    struct {
+        uint64_t off, bytes;
+    } spare[GMT_TABLE_SPARES];
     gmt_level_t levels[GMT_TABLE_LEVELS]; /* level number n lives at n % GMT_TABLE_LEVELS */
 } gmt_table_t;
 
