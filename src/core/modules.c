@@ -86,7 +86,10 @@ static int record_cb(struct dl_phdr_info *info, size_t size, void *arg)
 
 void gmt_track_modules_refresh(void)
 {
-    if (gmt_track_recovered() || !gmt_spin_trylock(&refresh_lock)) return;
+    /* Only a state file is ever read by another process; without one the map has no reader,
+     * and dl_iterate_phdr contends for the loader's lock with every unwinding thread. */
+    if (gmt_track_recovered() || !*gmt_track_state_path()) return;
+    if (!gmt_spin_trylock(&refresh_lock)) return;
     gmt_modmap_t *mm = &gmt_cs->modules;
     uint64_t c[2] = {0, 0};
     dl_iterate_phdr(counters_cb, c);

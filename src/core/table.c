@@ -241,7 +241,7 @@ static void retire(gmt_table_t *t, uint32_t f)
     /* Zero (and give back) first, then offer it for reuse. A search that still holds this
      * level's descriptor reads zeros (EMPTY) or, once reused, slots of a newer level: it acts
      * only on a LIVE slot holding its own key, which is the entry wherever it is. */
-    gmt_region_release(l->off, bytes);
+    if (bytes > GMT_TABLE_RELEASE_MIN) gmt_region_release(l->off, bytes);
     gmt_spin_lock(&t->grow_lock);
     uint32_t n = t->nspare, at = n;
     if (n == GMT_TABLE_SPARES) { /* keep the largest ones */
@@ -271,7 +271,16 @@ static uint64_t take_spare(gmt_table_t *t, uint64_t bytes, uint64_t *got)
     uint64_t off = t->spare[best].off;
     *got = t->spare[best].bytes;
     t->spare[best] = t->spare[--t->nspare];
-    if (gmt_region_reuse(off, *got) != 0) return 0; /* dropped: the host refused its blocks */
+    if (*got > GMT_TABLE_RELEASE_MIN) {
+        if (gmt_region_reuse(off, *got) != 0) return 0; /* dropped: the host refused its blocks */
+    } else {
+        /* Kept, not given back: zero it. A search holding the old descriptor may still read
+         * it, hence atomic stores (it sees EMPTY slots, which end its probe). */
+        uint64_t *w = GMT_AT(uint64_t, off);
+        for (uint64_t i = 0; i < *got / 8; i++)
+            STORE(&w[i], 0, RLX);
+        __atomic_thread_fence(REL);
+    }
     return off;
 }
 

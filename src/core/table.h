@@ -45,6 +45,9 @@ typedef struct gmt_slot_s {
 
 #define GMT_TABLE_LEVELS 64 /* ring of level descriptors; a handful are active at once */
 #define GMT_TABLE_SPARES 4
+/* Drained levels at most this big are kept (zeroed when reused) rather than given back: churn
+ * with a small live set then costs no page faults or madvise calls. */
+#define GMT_TABLE_RELEASE_MIN (1u << 20)
 
 typedef struct gmt_level_s {
     uint64_t off;       /* region offset of the slots */
@@ -72,7 +75,7 @@ typedef struct gmt_table_s {
     /* Drained levels' memory (given back to the host, reads as zero), reused by the next
      * growth that fits, so churn with a steady live set does not use up the reservation. */
     struct {
-        uint64_t off, bytes;
+        uint64_t off, bytes; /* bytes > GMT_TABLE_RELEASE_MIN: given back, reads as zero */
     } spare[GMT_TABLE_SPARES];
     gmt_level_t levels[GMT_TABLE_LEVELS]; /* level number n lives at n % GMT_TABLE_LEVELS */
 } gmt_table_t;
