@@ -649,7 +649,11 @@ static int use_debug_offsets(const uint8_t *rt)
 
 static int map_cache(void)
 {
-    if (__atomic_load_n(&cache, __ATOMIC_ACQUIRE)) return 0;
+    pycode_t *given = __atomic_load_n(&cache, __ATOMIC_ACQUIRE);
+    if (given) { /* handed over (core_init.c: in the region) before the version was known */
+        given->minor = (uint32_t)py.lay.minor;
+        return 0;
+    }
     uint32_t entries = 1u << 16;
     uint64_t text = 32ull << 20;
     size_t bytes = gmt_pycode_bytes(entries, text);
@@ -870,6 +874,35 @@ int gmt_py_addr2line(int minor, const uint8_t *table, uint32_t len, int firstlin
     if (minor == 10) return linetable310_line(table, len, firstlineno, offset);
     if (minor >= 11) return location_line(table, len, firstlineno, offset);
     return -1;
+}
+
+int gmt_py_attach_recovered(void *mem, size_t bytes, gmt_py_status_t status, const char *version)
+{
+    py.status = status <= GMT_PY_NO_FRAMES ? status : GMT_PY_NOT_PYTHON;
+    snprintf(py.version, sizeof py.version, "%s", version ? version : "");
+    pycode_t *c = mem;
+    if (!c) return 0;
+    if (bytes < sizeof *c || c->magic != PYCODE_MAGIC || c->max_entries < 2 ||
+        c->max_entries > (1u << 27) || c->text_bytes == 0 || c->text_bytes > bytes ||
+        c->index_mask != pow2_at_least((uint64_t)c->max_entries * 2) - 1 ||
+        gmt_pycode_bytes(c->max_entries, c->text_bytes) > bytes)
+        return -EINVAL;
+    char *text = cache_text(c);
+    text[c->text_bytes - 1] = 0; /* every string ends inside the arena */
+    pycode_entry_t *ents = cache_entries(c);
+    for (uint32_t i = 0; i < c->max_entries; i++) {
+        pycode_entry_t *e = &ents[i];
+        if (!e->ready || e->text == UINT64_MAX) continue;
+        if (e->text >= c->text_bytes) {
+            e->ready = 0;
+            continue;
+        }
+        size_t rest = c->text_bytes - e->text, fl = strnlen(text + e->text, rest);
+        size_t nl = fl + 1 < rest ? strnlen(text + e->text + fl + 1, rest - fl - 1) : rest;
+        if (fl + nl + 2 > rest || e->table_len > rest - fl - nl - 2) e->ready = 0;
+    }
+    __atomic_store_n(&cache, c, __ATOMIC_RELEASE);
+    return 0;
 }
 
 int gmt_py_resolve(uint64_t word, gmt_py_frame_t *out)

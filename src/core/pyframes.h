@@ -80,6 +80,10 @@ int gmt_py_resolve(uint64_t word, gmt_py_frame_t *out);
 /* The code cache: header, entries, hash index, text arena; all offsets. */
 size_t gmt_pycode_bytes(uint32_t max_entries, uint64_t text_bytes);
 int gmt_pycode_init(void *mem, size_t bytes, uint32_t max_entries, uint64_t text_bytes);
+/* Recovery (docs/state.md): resolve frames from a dead process's code cache at mem (a private
+ * copy: entries that point outside it are disabled) and report its status and version. mem
+ * NULL: no cache, only the status. 0, or -EINVAL when mem is not a usable cache. */
+int gmt_py_attach_recovered(void *mem, size_t bytes, gmt_py_status_t status, const char *version);
 
 /* Line of a byte offset into a code object's instructions, from its copied line table.
  * minor: CPython 3.minor (9: co_lnotab, 10: co_linetable, 11+: location table). -1: none. */
