@@ -1,8 +1,10 @@
 /* state_kill.c - the SIGKILL recovery case (GPUMEMTRACE_STATE). keep_a holds 3 MiB, keep_b two
  * blocks of 1 MiB, peak_tmp raises the peak to 13 MiB and frees its 8 MiB again, many_small
  * makes 10000 allocations of 4 KiB and frees 4000 of them (so the live table grows in the state
- * file). Then the program writes a snapshot report to argv[1] with gmt_snapshot, prints
- * "READY" and waits to be killed (it gives up with status 3 after 30 s).
+ * file), grow_loop leaks 64 KiB every 25 ms, 16 times (a growth suspect). Then the program
+ * prints "READY" and, when a line comes on stdin, writes a snapshot report to argv[1] with
+ * gmt_snapshot, prints "SNAPPED" and waits to be killed (it gives up with status 3 after 30 s),
+ * so the snapshot is taken just before the kill.
  */
 #include "common.h"
 
@@ -44,6 +46,15 @@ SITE void many_small(void)
         CK(cudaFree(small[i * 2]));
 }
 
+SITE void grow_loop(void)
+{
+    for (int i = 0; i < 16; i++) {
+        void *p = NULL;
+        CK(cudaMalloc(&p, 64 * 1024));
+        usleep(25 * 1000);
+    }
+}
+
 int main(int argc, char **argv)
 {
     EXPECT(argc == 2);
@@ -51,8 +62,13 @@ int main(int argc, char **argv)
     keep_b();
     peak_tmp();
     many_small();
-    EXPECT(gmt_snapshot && gmt_snapshot(argv[1]) == 0);
+    grow_loop();
     printf("READY\n");
+    fflush(stdout);
+    char line[16];
+    EXPECT(fgets(line, sizeof line, stdin) != NULL);
+    EXPECT(gmt_snapshot && gmt_snapshot(argv[1]) == 0);
+    printf("SNAPPED\n");
     fflush(stdout);
     for (int i = 0; i < 300; i++)
         usleep(100 * 1000);
