@@ -310,6 +310,69 @@ def case_cli(args):
     print("ok: terminal names", want)
 
 
+def case_recover(args):
+    """SIGKILL with GPUMEMTRACE_STATE; the recovered report names the Python frames."""
+    prog = os.path.join(HERE, "state_kill.py")
+    os.makedirs(args.work, exist_ok=True)
+    for f in os.listdir(args.work):
+        if f.startswith("recover-"):
+            os.unlink(os.path.join(args.work, f))
+    env = dict(os.environ, LD_PRELOAD=args.lib, GPUMEMTRACE_LOG="info",
+               GPUMEMTRACE_STATE=os.path.join(args.work, "recover-%p.gmt"),
+               GPUMEMTRACE_OUTPUT=os.path.join(args.work, "recover-exit.json"))
+    env.pop("PYTHONPATH", None)
+    p = subprocess.Popen([args.python, prog, args.cudart], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline()
+        if line.strip() != "READY":
+            p.kill()
+            fail(f"state_kill.py did not get ready: {line!r} {p.communicate()[1]}")
+    finally:
+        p.kill()
+        p.communicate()
+    if p.returncode != -9:
+        fail(f"state_kill.py ended with {p.returncode}, not SIGKILL")
+    state = os.path.join(args.work, f"recover-{p.pid}.gmt")
+    out = os.path.join(args.work, "recover-report.json")
+    r = subprocess.run([args.cli, "report", "--recover", state, "-o", out], capture_output=True,
+                       text=True, timeout=60)
+    if r.returncode != 0:
+        fail(f"report --recover: {r.returncode} {r.stderr}")
+    with open(out) as f:
+        rep = json.load(f)
+    try:
+        import jsonschema
+        with open(args.schema) as f:
+            jsonschema.validate(rep, json.load(f))
+    except ImportError:
+        print("note: jsonschema not importable here, schema not checked")
+    if rep["process"].get("recovered") is not True:
+        fail("process.recovered is not true")
+    want = {"status": "captured", "version": version_of(args.python)}
+    if rep["capture"].get("python") != want:
+        fail(f"recovered capture.python is {rep['capture'].get('python')}, want {want}")
+    tag = None
+    with open(prog) as f:
+        for n, text in enumerate(f, 1):
+            if "# TAG:held_by_kill" in text:
+                tag = n
+    groups = {g["bytes"]: g for g in rep["leaks"]["groups"]}
+    if 6 << 20 not in groups:
+        fail(f"no 6 MiB leak group in the recovered report: {sorted(groups)}")
+    py = [f for f in frames_of(rep, groups[6 << 20]) if f.get("type") == "python"]
+    if not py:
+        fail("the recovered stack has no Python frame")
+    f0 = py[0]
+    if (os.path.basename(f0["file"] or "") != "state_kill.py" or
+            (f0["function"] or "").split(".")[-1] != "held_by_kill" or f0["line"] != tag):
+        fail(f"innermost recovered Python frame is {f0}, want state_kill.py held_by_kill:{tag}")
+    if py[-1]["function"] != "<module>":
+        fail(f"outermost recovered Python frame is {py[-1]}, want <module>")
+    expect_status(rep, groups[6 << 20], "captured")
+    print("ok recovered: " + " <- ".join(f"{f['function']}:{f['line']}" for f in py))
+
+
 def main():
     ap = argparse.ArgumentParser()
     for a in ("python", "lib", "cudart", "schema", "work", "case", "cli", "native"):
@@ -320,7 +383,7 @@ def main():
         sys.exit(77)
     {"frames": case_frames, "off": case_off, "cli": case_cli,
      "unsupported": case_unsupported, "fork": case_fork, "threads": case_threads,
-     "shallow": case_shallow, "notpython": case_notpython}[args.case](args)
+     "shallow": case_shallow, "notpython": case_notpython, "recover": case_recover}[args.case](args)
 
 
 if __name__ == "__main__":
