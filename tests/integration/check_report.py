@@ -1079,6 +1079,9 @@ def case_state_kill(ctx):
     expect_eq("snapshot devices[0].peak_bytes", d_snap["peak_bytes"], 5 * MIB + 10000 * 4096)
     for k in ("peak_bytes", "current_bytes", "name", "uuid", "total_bytes"):
         expect_eq(f"recovered devices[0].{k}", d_rec[k], d_snap[k])
+    if "state file" not in (d_rec["audit"].get("note") or ""):
+        fail(f"recovered devices[0].audit.note does not say why the driver was not asked: "
+             f"{d_rec['audit']}")
     if not d_snap["name"] or not d_snap["uuid"] or not d_snap["total_bytes"]:
         fail(f"the snapshot lacks device facts: {d_snap}")
     # the growth samples were in the state file: the same suspects

@@ -321,7 +321,8 @@ def case_recover(args):
                GPUMEMTRACE_STATE=os.path.join(args.work, "recover-%p.gmt"),
                GPUMEMTRACE_OUTPUT=os.path.join(args.work, "recover-exit.json"))
     env.pop("PYTHONPATH", None)
-    p = subprocess.Popen([args.python, prog, args.cudart], env=env, stdout=subprocess.PIPE,
+    p = subprocess.Popen([args.python, prog, args.cudart, args.native], env=env,
+                         stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     try:
         line = p.stdout.readline()
@@ -370,6 +371,11 @@ def case_recover(args):
     if py[-1]["function"] != "<module>":
         fail(f"outermost recovered Python frame is {py[-1]}, want <module>")
     expect_status(rep, groups[6 << 20], "captured")
+    if NATIVE not in groups:
+        fail(f"no 7 MiB leak group (native thread) in the recovered report: {sorted(groups)}")
+    mods = [os.path.basename(f.get("module") or "") for f in frames_of(rep, groups[NATIVE])]
+    if "libgmt_native_thread.so" not in mods:
+        fail(f"a library loaded after the first CUDA call is not in the module map: {mods}")
     print("ok recovered: " + " <- ".join(f"{f['function']}:{f['line']}" for f in py))
 
 
