@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 gmt_config_t gmt_core_cfg;
@@ -70,9 +71,16 @@ static void py_cache(const gmt_config_t *c)
     size_t bytes = gmt_pycode_bytes(entries, text);
     uint64_t off;
     void *m = core_block(bytes, &off);
-    if (!m || gmt_pycode_init(m, bytes, entries, text) != 0) return;
-    gmt_cs->pycode_off = off;
-    gmt_cs->pycode_bytes = bytes;
+    if (m && gmt_pycode_init(m, bytes, entries, text) == 0) {
+        gmt_cs->pycode_off = off;
+        gmt_cs->pycode_bytes = bytes;
+        return;
+    }
+    /* A fork child's cache was in the parent's region, gone now: never leave it pointing there.
+     * Process memory then (not recoverable, frames still named in live reports). */
+    m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+             0);
+    if (m != MAP_FAILED) gmt_pycode_init(m, bytes, entries, text);
 }
 
 static void py_facts(void)

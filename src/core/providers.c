@@ -69,7 +69,8 @@ gmt_devinfo_fn gmt_track_devinfo(void)
 void gmt_track_devfacts_refresh(void)
 {
     gmt_devinfo_fn fn = __atomic_load_n(&devinfo_fn, __ATOMIC_ACQUIRE);
-    if (!fn || !gmt_core_ready() || gmt_track_recovered()) return;
+    static int lock; /* the writer thread and a report may both come here */
+    if (!fn || !gmt_core_ready() || gmt_track_recovered() || !gmt_spin_trylock(&lock)) return;
     for (int s = 0; s < GMT_STAT_SLOTS; s++) {
         gmt_devfacts_t *f = &gmt_cs->devfacts[s];
         if (__atomic_load_n(&f->ready, __ATOMIC_ACQUIRE)) continue;
@@ -88,6 +89,7 @@ void gmt_track_devfacts_refresh(void)
         memcpy(f->uuid, uuid, sizeof uuid);
         __atomic_store_n(&f->ready, 1, __ATOMIC_RELEASE);
     }
+    gmt_spin_unlock(&lock);
 }
 
 void gmt_track_set_oom_hook(gmt_oom_fn fn)

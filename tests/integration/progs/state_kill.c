@@ -1,10 +1,11 @@
-/* state_kill.c - the SIGKILL recovery case (GPUMEMTRACE_STATE). keep_a holds 3 MiB, keep_b two
+/* state_kill.c - the SIGKILL recovery case (GPUMEMTRACE_STATE). keep_a holds 3 MiB (the first
+ * CUDA call: the sampler starts), then after 0.1 s grow_loop leaks 64 KiB every 40 ms, 16 times
+ * (a growth suspect: it rises through most of the run, from 0). keep_b holds two
  * blocks of 1 MiB, peak_tmp raises the peak to 13 MiB and frees its 8 MiB again, many_small
  * makes 10000 allocations of 4 KiB and frees 4000 of them (so the live table grows in the state
- * file), grow_loop leaks 64 KiB every 25 ms, 16 times (a growth suspect). Then the program
- * prints "READY" and, when a line comes on stdin, writes a snapshot report to argv[1] with
- * gmt_snapshot, prints "SNAPPED" and waits to be killed (it gives up with status 3 after 30 s),
- * so the snapshot is taken just before the kill.
+ * file). Then the program prints "READY" and, when a line comes on stdin, writes a snapshot
+ * report to argv[1] with gmt_snapshot, prints "SNAPPED" and waits to be killed (it gives up
+ * with status 3 after 30 s), so the snapshot is taken just before the kill.
  */
 #include "common.h"
 
@@ -51,7 +52,7 @@ SITE void grow_loop(void)
     for (int i = 0; i < 16; i++) {
         void *p = NULL;
         CK(cudaMalloc(&p, 64 * 1024));
-        usleep(25 * 1000);
+        usleep(40 * 1000);
     }
 }
 
@@ -59,10 +60,11 @@ int main(int argc, char **argv)
 {
     EXPECT(argc == 2);
     keep_a();
+    usleep(100 * 1000);
+    grow_loop();
     keep_b();
     peak_tmp();
     many_small();
-    grow_loop();
     printf("READY\n");
     fflush(stdout);
     char line[16];
