@@ -89,7 +89,7 @@ static CUpti_SubscriberHandle subscriber;
 
 /* The one flag the hot paths read: the driver wrappers pass calls through while it is set,
  * and the callback records a call only if it was set when the call entered the driver. */
-static bool active;
+bool gmt_cupti_active_flag;
 
 /* The memory entry points of src/api.def, as CUPTI driver-domain callback ids. Every one must
  * be enabled: while CUPTI is active the driver wrappers record nothing, so a missing id would
@@ -201,7 +201,7 @@ static void CUPTIAPI on_driver_call(void *userdata, CUpti_CallbackDomain domain,
     const CUpti_CallbackData *cb = data;
     gmt_guard_enter();
     if (cb->callbackSite == CUPTI_API_ENTER) {
-        bool rec = __atomic_load_n(&active, __ATOMIC_ACQUIRE);
+        bool rec = __atomic_load_n(&gmt_cupti_active_flag, __ATOMIC_ACQUIRE);
         if (cb->correlationData) *cb->correlationData = CORR_TAG | (rec ? CORR_RECORD : 0);
         if (rec) on_api_enter(cbid, cb);
     } else if (cb->callbackSite == CUPTI_API_EXIT && cb->correlationData) {
@@ -210,11 +210,6 @@ static void CUPTIAPI on_driver_call(void *userdata, CUpti_CallbackDomain domain,
         if (rec) on_api_exit(cbid, cb);
     }
     gmt_guard_leave();
-}
-
-bool gmt_cupti_active(void)
-{
-    return __atomic_load_n(&active, __ATOMIC_RELAXED);
 }
 
 /* ---- Finding and loading libcupti (start-up and hand-over paths only). ---- */
@@ -404,7 +399,7 @@ int gmt_cupti_start(char *why, size_t why_len)
     case ST_IDLE:
         start_rc = start_locked(start_why, sizeof start_why);
         state = start_rc == 0 ? ST_ACTIVE : ST_FAILED;
-        if (start_rc == 0) __atomic_store_n(&active, true, __ATOMIC_RELEASE);
+        if (start_rc == 0) __atomic_store_n(&gmt_cupti_active_flag, true, __ATOMIC_RELEASE);
         break;
     case ST_HANDED_OVER:
         start_rc = -EBUSY;
@@ -427,7 +422,7 @@ int gmt_cupti_start(char *why, size_t why_len)
 /* Clears `active` first, so that from here the driver wrappers record; then unsubscribes. */
 static void stop_locked(state_t next)
 {
-    __atomic_store_n(&active, false, __ATOMIC_RELEASE);
+    __atomic_store_n(&gmt_cupti_active_flag, false, __ATOMIC_RELEASE);
     unsubscribe_locked(N_MEMORY_CBIDS);
     state = next;
 }
@@ -549,7 +544,7 @@ cuptiUnsubscribe(CUpti_SubscriberHandle handle)
      * must follow. Any other handle is the client's, for the client's libcupti. */
     pthread_mutex_lock(&ctl);
     if (state == ST_ACTIVE && handle && handle == subscriber) {
-        __atomic_store_n(&active, false, __ATOMIC_RELEASE);
+        __atomic_store_n(&gmt_cupti_active_flag, false, __ATOMIC_RELEASE);
         CUptiResult r = lib.unsubscribe(handle);
         subscriber = NULL;
         state = ST_STOPPED;

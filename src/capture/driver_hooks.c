@@ -33,6 +33,13 @@ static inline bool recording(void)
     return !gmt_guard_held() && gmt_capture_touch() && !gmt_cupti_active();
 }
 
+/* Inside a runtime release that recorded itself (cudaFree -> cuMemFree): the core would drop
+ * this layer's release anyway (track.h), so it is not even described. */
+static inline bool released_above(void)
+{
+    return gmt_tls.outer_api && gmt_tls.outer_is_free;
+}
+
 /* A recording wrapper holds the guard across the real call, so that CUPTI, should another
  * thread start it meanwhile, skips this call instead of recording it a second time. */
 #define CALL_GUARDED(expr)                                                                         \
@@ -81,7 +88,7 @@ static void record_free(gmt_event_t *ev)
     GMT_EXPORT ret name params                                                                     \
     {                                                                                              \
         REAL_OR_FAIL(name);                                                                        \
-        if (!recording()) return gmt_real.name args;                                               \
+        if (!recording() || released_above()) return gmt_real.name args;                           \
         gmt_event_t ev = describe_##name args;                                                     \
         record_free(&ev);                                                                          \
         return CALL_GUARDED(gmt_real.name args);                                                   \

@@ -21,7 +21,9 @@
 gmt_config_t gmt_core_cfg;
 gmt_table_t *gmt_core_table;
 gmt_stacks_t *gmt_core_stacks;
-static int ready;
+int gmt_core_ready_flag;
+/* Bumped by every init, so per-thread caches of stack ids know when they are stale. */
+uint32_t gmt_core_generation;
 static uint64_t start_ns;
 
 void *gmt_core_map_zeroed(size_t bytes)
@@ -53,7 +55,8 @@ int gmt_core_init(const gmt_config_t *c)
     gmt_stacks_init(gmt_core_stacks, max_entries, max_frames);
     int rc = gmt_stats_init(start_ns, cfg->timeline_points);
     if (rc) return rc;
-    __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&gmt_core_generation, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&gmt_core_ready_flag, 1, __ATOMIC_RELEASE);
     return 0;
 }
 
@@ -61,7 +64,7 @@ int gmt_core_reset_after_fork(void)
 {
     uint32_t max_entries = gmt_core_stacks->max_entries;
     uint64_t max_frames = gmt_core_stacks->max_frames;
-    __atomic_store_n(&ready, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&gmt_core_ready_flag, 0, __ATOMIC_RELEASE);
     munmap(gmt_core_table, gmt_table_bytes(gmt_core_cfg.max_live));
     munmap(gmt_core_stacks, gmt_stacks_bytes(max_entries, max_frames));
     gmt_peaks_reset(max_entries);
@@ -89,11 +92,6 @@ void gmt_core_prefault(void)
     prefault(gmt_core_table, gmt_table_bytes(gmt_core_cfg.max_live));
     /* The stack index is hashed too; entries and frames fill sequentially and need nothing. */
     prefault(gmt_core_stacks, gmt_stacks_bytes(gmt_core_stacks->max_entries, 0));
-}
-
-bool gmt_core_ready(void)
-{
-    return __atomic_load_n(&ready, __ATOMIC_ACQUIRE) != 0;
 }
 
 const gmt_config_t *gmt_track_config(void)

@@ -184,6 +184,13 @@ void gmt_stats_count(gmt_counter_t c)
     bump(&my_shard()->counters[c], 1);
 }
 
+void gmt_stats_count_event(gmt_counter_t what, gmt_layer_t layer)
+{
+    shard_t *sh = my_shard();
+    bump(&sh->counters[what], 1);
+    bump(&sh->counters[GMT_CNT_LAYER0 + layer], 1);
+}
+
 uint64_t gmt_stats_counter(gmt_counter_t c)
 {
     uint64_t v = 0;

@@ -61,8 +61,7 @@ void gmt_stats_on_failure(int32_t device, gmt_api_t api);
 
 /* Event counters every thread bumps: kept in the per-thread shards, summed on read. */
 typedef enum gmt_counter_e {
-    GMT_CNT_EVENTS = 0,
-    GMT_CNT_ALLOCS,
+    GMT_CNT_ALLOCS = 0,
     GMT_CNT_FREES,
     GMT_CNT_FAILURES,
     GMT_CNT_NESTED_MERGED,
@@ -70,6 +69,8 @@ typedef enum gmt_counter_e {
     GMT_CNT_COUNT = GMT_CNT_LAYER0 + GMT_LAYER_COUNT
 } gmt_counter_t;
 void gmt_stats_count(gmt_counter_t c);
+/* One event of `what` (GMT_CNT_ALLOCS / _FREES / _FAILURES) from `layer`: one shard lookup. */
+void gmt_stats_count_event(gmt_counter_t what, gmt_layer_t layer);
 uint64_t gmt_stats_counter(gmt_counter_t c);
 
 /* Summed view, for the report (any thread, any time). */

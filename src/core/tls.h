@@ -19,6 +19,9 @@ typedef struct gmt_tls_s {
     uint8_t has_shard;     /* shard below was assigned */
     uint32_t inner_events; /* events recorded by a lower layer inside the runtime call */
     uint32_t shard;        /* counter shard of this thread */
+    /* The stack id of the last frameless event (stacks off, or below GPUMEMTRACE_MIN_BYTES):
+     * such an id depends on its tag alone. Valid while tag_gen is the core's generation. */
+    uint32_t tag_gen, tag_last, tag_id;
 } gmt_tls_t;
 
 extern __thread gmt_tls_t gmt_tls __attribute__((tls_model("initial-exec")));

@@ -15,11 +15,20 @@ uint32_t gmt_core_stack_for(const gmt_event_t *ev, uint8_t api)
     uint64_t frames[GMT_MAX_STACK_DEPTH];
     uint32_t n = 0;
     const gmt_config_t *cfg = &gmt_core_cfg;
+    uint32_t tag = gmt_stacks_tag(ev->device, ev->kind, api);
     if (cfg->stack_depth > 0 && ev->size >= cfg->min_bytes)
         n = gmt_stacks_capture(frames, (uint32_t)cfg->stack_depth, OWN_FRAMES_SKIPPED);
-    uint32_t id =
-        gmt_stacks_intern(gmt_core_stacks, frames, n, gmt_stacks_tag(ev->device, ev->kind, api));
-    if (!id) gmt_core_count(&gmt_core_counts.dropped_stacks);
+    /* Frameless: the id is the tag's, the same every time; skip hashing and probing. */
+    uint32_t gen = __atomic_load_n(&gmt_core_generation, __ATOMIC_RELAXED);
+    if (n == 0 && gmt_tls.tag_gen == gen && gmt_tls.tag_last == tag) return gmt_tls.tag_id;
+    uint32_t id = gmt_stacks_intern(gmt_core_stacks, frames, n, tag);
+    if (!id) {
+        gmt_core_count(&gmt_core_counts.dropped_stacks);
+    } else if (n == 0) {
+        gmt_tls.tag_gen = gen;
+        gmt_tls.tag_last = tag;
+        gmt_tls.tag_id = id;
+    }
     return id;
 }
 
@@ -40,9 +49,7 @@ void gmt_track_alloc(const gmt_event_t *ev)
     }
     uint8_t api = ev->api;
     if (gmt_nest_inside_runtime(ev)) api = gmt_nest_merge();
-    gmt_stats_count(GMT_CNT_EVENTS);
-    gmt_stats_count(GMT_CNT_ALLOCS);
-    gmt_stats_count((gmt_counter_t)(GMT_CNT_LAYER0 + ev->layer));
+    gmt_stats_count_event(GMT_CNT_ALLOCS, (gmt_layer_t)ev->layer);
     uint64_t now = gmt_now_ns();
     uint64_t seq = now; /* records are ordered by time; no shared counter on the hot path */
     gmt_record_t r = {
@@ -102,9 +109,7 @@ void gmt_track_free(const gmt_event_t *ev)
         gmt_core_count(&gmt_core_counts.dropped_no_core);
         return;
     }
-    gmt_stats_count(GMT_CNT_EVENTS);
-    gmt_stats_count(GMT_CNT_FREES);
-    gmt_stats_count((gmt_counter_t)(GMT_CNT_LAYER0 + ev->layer));
+    gmt_stats_count_event(GMT_CNT_FREES, (gmt_layer_t)ev->layer);
     uint64_t now = gmt_now_ns();
     gmt_record_t r;
     if (gmt_table_remove(gmt_core_table, ev->space, ev->addr, &r) != 0) {

@@ -22,6 +22,7 @@
 #include "stacks.h"
 #include "stats.h"
 #include "table.h"
+#include "tls.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -29,7 +30,11 @@
 /* Maps the table, the stack store and the timelines. 0 or a negative errno (then every
  * track call is a counted drop). */
 int gmt_core_init(const gmt_config_t *cfg);
-bool gmt_core_ready(void);
+extern int gmt_core_ready_flag; /* core_init.c; read through gmt_core_ready() */
+static inline bool gmt_core_ready(void)
+{
+    return __atomic_load_n(&gmt_core_ready_flag, __ATOMIC_ACQUIRE) != 0;
+}
 /* Faults in the live table and the stack index, writable, now: called once a process turns out
  * to use CUDA. Lazily touched, their random-access pages each cost a read fault, a
  * copy-on-write fault and a TLB shootdown across the program's threads on first use, which
@@ -51,9 +56,25 @@ typedef struct gmt_nest_s {
     uint32_t inner;
 } gmt_nest_t;
 
-gmt_nest_t gmt_track_runtime_enter(gmt_api_t api, bool is_free);
+/* Inline: every runtime hook runs them (core/nesting.c owns the state). */
+static inline gmt_nest_t gmt_track_runtime_enter(gmt_api_t api, bool is_free)
+{
+    gmt_nest_t saved = {gmt_tls.outer_api, gmt_tls.outer_is_free, gmt_tls.inner_events};
+    gmt_tls.outer_api = (uint16_t)api;
+    gmt_tls.outer_is_free = is_free;
+    gmt_tls.inner_events = 0;
+    return saved;
+}
+
 /* Restores the previous state; true when a lower layer recorded this call already. */
-bool gmt_track_runtime_leave(gmt_nest_t saved);
+static inline bool gmt_track_runtime_leave(gmt_nest_t saved)
+{
+    bool inner = gmt_tls.inner_events > 0;
+    gmt_tls.outer_api = saved.api;
+    gmt_tls.outer_is_free = saved.is_free;
+    gmt_tls.inner_events = saved.inner;
+    return inner;
+}
 
 typedef struct gmt_counts_s {
     uint64_t events; /* alloc + free + failure events handed to the core */

@@ -24,6 +24,7 @@
 extern gmt_config_t gmt_core_cfg;
 extern gmt_table_t *gmt_core_table;
 extern gmt_stacks_t *gmt_core_stacks;
+extern uint32_t gmt_core_generation;
 
 /* Anonymous zeroed memory, reserved lazily; NULL on failure. */
 void *gmt_core_map_zeroed(size_t bytes);
