@@ -40,6 +40,12 @@ typedef struct timeline_s {
     uint64_t last_end_ns; /* end of the last point's bucket (relative), 0 when empty */
     int64_t missed_max;   /* atomic: highest bytes of updates that found the lock taken */
     gmt_timeline_point_t *pts;
+    /* The open bucket, updated without the lock by every event that falls inside it (nearly
+     * all of them): its end (relative, 0: none yet), and its highest and latest bytes since
+     * the lock holder last folded them into the last point. */
+    uint64_t open_end_ns; /* atomic */
+    int64_t open_max;     /* atomic; INT64_MIN: nothing to fold */
+    int64_t open_last;    /* atomic */
 } timeline_t;
 
 static shard_t shards[NSHARDS];
@@ -77,6 +83,8 @@ int gmt_stats_init(uint64_t start_ns, int timeline_points)
         timelines[i].n = 0;
         timelines[i].last_end_ns = 0;
         timelines[i].missed_max = INT64_MIN;
+        timelines[i].open_end_ns = 0;
+        timelines[i].open_max = INT64_MIN;
         timelines[i].width_ns = 1000000; /* 1 ms to start with */
     }
     return 0;
@@ -90,6 +98,8 @@ void gmt_stats_reset(void)
         timelines[i].n = 0;
         timelines[i].last_end_ns = 0;
         timelines[i].missed_max = INT64_MIN;
+        timelines[i].open_end_ns = 0;
+        timelines[i].open_max = INT64_MIN;
         timelines[i].width_ns = 1000000;
     }
 }
@@ -139,21 +149,30 @@ static void timeline_halve(timeline_t *tl)
 
 static void max_update(int64_t *p, int64_t v);
 
+/* Folds the open bucket's updates into the last point. Called with the lock held. */
+static void timeline_fold_locked(timeline_t *tl)
+{
+    int64_t m = __atomic_exchange_n(&tl->open_max, INT64_MIN, RLX);
+    if (m == INT64_MIN || tl->n == 0) return;
+    gmt_timeline_point_t *p = &tl->pts[tl->n - 1];
+    if (m > p->max) p->max = m;
+    p->last = __atomic_load_n(&tl->open_last, RLX);
+}
+
 /* Never waits: an application thread that finds the lock taken (its holder may have been
  * preempted) leaves its bytes in missed_max, and the next holder folds them in. The point's
  * maximum stays exact; only which bucket a contended update lands in can shift by one. */
-static void timeline_add(int slot, uint64_t now_ns, int64_t bytes)
+__attribute__((noinline)) static void timeline_add_slow(timeline_t *tl, uint64_t rel, int64_t bytes)
 {
-    timeline_t *tl = &timelines[slot];
     if (!tl->pts || tl_cap <= 0) return;
     if (!gmt_spin_trylock(&tl->lock)) {
         max_update(&tl->missed_max, bytes);
         return;
     }
+    timeline_fold_locked(tl);
     int64_t missed = __atomic_exchange_n(&tl->missed_max, INT64_MIN, RLX);
     if (missed > bytes && tl->n > 0 && missed > tl->pts[tl->n - 1].max)
         tl->pts[tl->n - 1].max = missed;
-    uint64_t rel = now_ns > t0_ns ? now_ns - t0_ns : 0;
     /* A thread that read the clock before another one took the lock arrives "late": its
      * bytes fold into the last point, which keeps the points in time order. */
     if (tl->n > 0 && rel < tl->last_end_ns) {
@@ -176,7 +195,23 @@ static void timeline_add(int slot, uint64_t now_ns, int64_t bytes)
             tl->last_end_ns = (bucket + 1) * tl->width_ns;
         }
     }
+    __atomic_store_n(&tl->open_end_ns, tl->last_end_ns, __ATOMIC_RELEASE);
     gmt_spin_unlock(&tl->lock);
+}
+
+static inline void timeline_add(int slot, uint64_t now_ns, int64_t bytes)
+{
+    timeline_t *tl = &timelines[slot];
+    uint64_t rel = now_ns > t0_ns ? now_ns - t0_ns : 0;
+    /* Fast path, no lock: inside the open bucket (never true before the first point, nor
+     * without a timeline). A thread that read the bucket's end just before the holder opened
+     * the next bucket lands in the next one: a shift by one bucket, as below. */
+    if (__builtin_expect(rel < __atomic_load_n(&tl->open_end_ns, __ATOMIC_ACQUIRE), 1)) {
+        __atomic_store_n(&tl->open_last, bytes, RLX);
+        if (bytes > __atomic_load_n(&tl->open_max, RLX)) max_update(&tl->open_max, bytes);
+        return;
+    }
+    timeline_add_slow(tl, rel, bytes);
 }
 
 void gmt_stats_count(gmt_counter_t c)
@@ -289,6 +324,7 @@ int gmt_stats_timeline(int slot, gmt_timeline_point_t *out, int max)
     timeline_t *tl = &timelines[slot];
     if (!tl->pts) return 0;
     gmt_spin_lock(&tl->lock);
+    timeline_fold_locked(tl);
     int n = tl->n < max ? tl->n : max;
     memcpy(out, tl->pts, (size_t)n * sizeof *out);
     gmt_spin_unlock(&tl->lock);
