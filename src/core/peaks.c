@@ -13,7 +13,6 @@
 
 typedef struct peak_snap_s {
     int lock;
-    int dirty; /* a newer peak exists whose snapshot has not been taken yet */
     int n;
     int64_t bytes;
     int64_t driver_used; /* -1: unknown */
@@ -44,20 +43,25 @@ void gmt_peaks_reset(uint32_t max_entries)
     munmap(peak_arena, arena_bytes(max_entries));
     peak_arena = NULL;
     memset(peaks, 0, sizeof peaks);
+    memset(gmt_peaks_dirty, 0, sizeof gmt_peaks_dirty);
 }
 
 void gmt_peaks_mark(int32_t device)
 {
-    __atomic_store_n(&peaks[gmt_stats_slot(device)].dirty, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&gmt_peaks_dirty[gmt_stats_slot(device)], 1, __ATOMIC_RELEASE);
 }
 
-void gmt_peaks_settle(int slot)
+/* Per slot: a newer peak exists whose snapshot has not been taken yet. Apart from the
+ * snapshots so that a release tests it inline (track_internal.h). */
+int gmt_peaks_dirty[GMT_STAT_SLOTS];
+
+void gmt_peaks_settle_slow(int slot)
 {
     peak_snap_t *p = &peaks[slot];
-    if (!__atomic_load_n(&p->dirty, __ATOMIC_RELAXED)) return;
+    if (!__atomic_load_n(&gmt_peaks_dirty[slot], __ATOMIC_RELAXED)) return;
     /* Wait rather than skip: once this release runs, the live set is no longer the peak's. */
     gmt_spin_lock(&p->lock);
-    if (__atomic_exchange_n(&p->dirty, 0, __ATOMIC_ACQ_REL)) {
+    if (__atomic_exchange_n(&gmt_peaks_dirty[slot], 0, __ATOMIC_ACQ_REL)) {
         gmt_stacks_t *stacks = gmt_core_stacks;
         int32_t device = gmt_stats_device_of_slot(slot);
         uint32_t ids = gmt_stacks_count(stacks);
@@ -90,7 +94,7 @@ void gmt_peaks_settle(int slot)
 void gmt_track_settle_peaks(void)
 {
     for (int s = 0; s < GMT_STAT_SLOTS; s++)
-        gmt_peaks_settle(s);
+        gmt_peaks_settle_slow(s);
 }
 
 int gmt_track_peak_groups(int slot, gmt_peak_group_t *out, int max, int64_t *peak_bytes)

@@ -16,12 +16,19 @@ uint32_t gmt_core_stack_for(const gmt_event_t *ev, uint8_t api)
     uint32_t n = 0;
     const gmt_config_t *cfg = &gmt_core_cfg;
     uint32_t tag = gmt_stacks_tag(ev->device, ev->kind, api);
-    if (cfg->stack_depth > 0 && ev->size >= cfg->min_bytes)
-        n = gmt_stacks_capture(frames, (uint32_t)cfg->stack_depth, OWN_FRAMES_SKIPPED);
+    const uint64_t *use = frames;
+    if (cfg->stack_depth > 0 && ev->size >= cfg->min_bytes) {
+        if (gmt_tls.outer_api && gmt_tls.outer_frames) {
+            use = gmt_tls.outer_frames; /* taken by the runtime hook around this event */
+            n = gmt_tls.outer_nframes;
+        } else {
+            n = gmt_stacks_capture(frames, (uint32_t)cfg->stack_depth, OWN_FRAMES_SKIPPED);
+        }
+    }
     /* Frameless: the id is the tag's, the same every time; skip hashing and probing. */
     uint32_t gen = __atomic_load_n(&gmt_core_generation, __ATOMIC_RELAXED);
     if (n == 0 && gmt_tls.tag_gen == gen && gmt_tls.tag_last == tag) return gmt_tls.tag_id;
-    uint32_t id = gmt_stacks_intern(gmt_core_stacks, frames, n, tag);
+    uint32_t id = gmt_stacks_intern(gmt_core_stacks, use, n, tag);
     if (!id) {
         gmt_core_count(&gmt_core_counts.dropped_stacks);
     } else if (n == 0) {
@@ -30,6 +37,17 @@ uint32_t gmt_core_stack_for(const gmt_event_t *ev, uint8_t api)
         gmt_tls.tag_id = id;
     }
     return id;
+}
+
+void gmt_track_runtime_capture_slow(uint64_t *frames)
+{
+    int depth = gmt_core_cfg.stack_depth;
+    if (depth <= 0 || !gmt_core_ready()) return;
+    gmt_guard_enter();
+    /* skip 1: this function; the hook's frame is in the tracer's skip range. */
+    gmt_tls.outer_nframes = gmt_stacks_capture(frames, (uint32_t)depth, 1);
+    gmt_tls.outer_frames = frames;
+    gmt_guard_leave();
 }
 
 bool gmt_core_event_valid(const gmt_event_t *ev)

@@ -54,15 +54,19 @@ typedef struct gmt_nest_s {
     uint16_t api;
     uint8_t is_free;
     uint32_t inner;
+    const uint64_t *frames;
+    uint32_t nframes;
 } gmt_nest_t;
 
 /* Inline: every runtime hook runs them (core/nesting.c owns the state). */
 static inline gmt_nest_t gmt_track_runtime_enter(gmt_api_t api, bool is_free)
 {
-    gmt_nest_t saved = {gmt_tls.outer_api, gmt_tls.outer_is_free, gmt_tls.inner_events};
+    gmt_nest_t saved = {gmt_tls.outer_api, gmt_tls.outer_is_free, gmt_tls.inner_events,
+                        gmt_tls.outer_frames, gmt_tls.outer_nframes};
     gmt_tls.outer_api = (uint16_t)api;
     gmt_tls.outer_is_free = is_free;
     gmt_tls.inner_events = 0;
+    gmt_tls.outer_frames = NULL;
     return saved;
 }
 
@@ -73,7 +77,20 @@ static inline bool gmt_track_runtime_leave(gmt_nest_t saved)
     gmt_tls.outer_api = saved.api;
     gmt_tls.outer_is_free = saved.is_free;
     gmt_tls.inner_events = saved.inner;
+    gmt_tls.outer_frames = saved.frames;
+    gmt_tls.outer_nframes = saved.nframes;
     return inner;
+}
+
+/* Called by a runtime allocation hook right after gmt_track_runtime_enter: captures the
+ * program's stack now, shallow (the hook is the only tracer frame above it), into the hook's
+ * own array `frames` (GMT_MAX_STACK_DEPTH entries, alive until gmt_track_runtime_leave), for
+ * the events of this bracket. Does nothing when stacks are off. */
+void gmt_track_runtime_capture_slow(uint64_t *frames);
+extern int gmt_core_stack_depth; /* the configured depth; 0: stacks off (core_init.c) */
+static inline void gmt_track_runtime_capture(uint64_t *frames)
+{
+    if (gmt_core_stack_depth > 0) gmt_track_runtime_capture_slow(frames);
 }
 
 typedef struct gmt_counts_s {

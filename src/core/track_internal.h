@@ -74,7 +74,12 @@ void gmt_peaks_reset(uint32_t max_entries);
 /* A device's in-use bytes reached a new peak: its snapshot is due. */
 void gmt_peaks_mark(int32_t device);
 /* Takes slot's snapshot if a newer peak is pending (before a release lowers in-use bytes). */
-void gmt_peaks_settle(int slot);
+extern int gmt_peaks_dirty[GMT_STAT_SLOTS];
+void gmt_peaks_settle_slow(int slot);
+static inline void gmt_peaks_settle(int slot)
+{
+    if (__atomic_load_n(&gmt_peaks_dirty[slot], __ATOMIC_RELAXED)) gmt_peaks_settle_slow(slot);
+}
 
 /* ---- pools.c ---- */
 void gmt_pools_note(int32_t device, uint64_t pool);
