@@ -45,7 +45,7 @@ void gmt_track_runtime_capture_slow(uint64_t *frames)
     if (depth <= 0 || !gmt_core_ready()) return;
     gmt_guard_enter();
     /* skip 1: this function; the hook's frame is in the tracer's skip range. */
-    gmt_tls.outer_nframes = gmt_stacks_capture(frames, (uint32_t)depth, 1);
+    gmt_tls.outer_nframes = gmt_stacks_capture_near(frames, (uint32_t)depth, 1);
     gmt_tls.outer_frames = frames;
     gmt_guard_leave();
 }
