@@ -189,6 +189,8 @@ static void on_api_exit(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
     if (!describe_at_exit(cbid, cb->functionParams, res, &ev)) return;
     ev.layer = GMT_LAYER_CUPTI;
     if (ev.device == GMT_DEVICE_CURRENT) ev.device = context_device(cb);
+    /* Inside a runtime hook: recorded by the hook once the driver returned (capture.h). */
+    if (gmt_capture_defer(&ev)) return;
     gmt_capture_alloc(&ev);
 }
 

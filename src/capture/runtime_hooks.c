@@ -60,6 +60,7 @@ static void record_free(gmt_event_t *ev)
         gmt_nest_t saved = gmt_track_runtime_enter(GMT_API_##name, false);                         \
         gmt_track_runtime_capture(frames);                                                         \
         ret r = gmt_real.name args;                                                                \
+        gmt_capture_flush_deferred();                                                              \
         if (!gmt_track_runtime_leave(saved)) {                                                     \
             gmt_event_t ev = describe_##name(GMT_UNPAREN args, r);                                 \
             record_alloc(&ev);                                                                     \
