@@ -9,9 +9,11 @@
 #define _GNU_SOURCE
 #include "lifecycle.h"
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/tls.h"
 #include "core/track.h"
+#include "output/growth.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -46,6 +48,13 @@ static void *writer_main(void *arg)
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     for (;;) {
+        /* Between messages, sample every stack's live bytes for the growth suspects
+         * (output/growth.h): this thread is the sampler, so the hooks pay nothing. */
+        uint64_t wait_ns = gmt_growth_sample_process(gmt_now_ns());
+        int wait_ms = wait_ns >= 1000000000ull ? 1000 : (int)(wait_ns / 1000000) + 1;
+        struct pollfd pf = {.fd = writer_pipe[0], .events = POLLIN};
+        int pr = poll(&pf, 1, wait_ms);
+        if (pr == 0 || (pr < 0 && errno == EINTR)) continue;
         msg_t m;
         ssize_t n = read(writer_pipe[0], &m, sizeof m);
         if (n < 0 && errno == EINTR) continue;
@@ -178,6 +187,7 @@ void gmt_capture_start_writer_locked(void)
 
 void gmt_capture_writer_reset_after_fork(void)
 {
+    gmt_growth_reset_after_fork();
     /* The writer thread did not survive the fork; the child gets its own on first use. */
     writer_started = 0;
     writer_pipe[0] = writer_pipe[1] = ack_pipe[0] = ack_pipe[1] = -1;

@@ -22,8 +22,8 @@
 #define GMT_EXIT_FAIL  1
 #define GMT_EXIT_USAGE 2
 
-/* The only report version this tool reads (GMT_REPORT_VERSION, from gmt_version.h); the writer
- * bumps it on incompatible changes. */
+/* The report versions this tool reads: 1 .. GMT_REPORT_VERSION (from gmt_version.h); the
+ * writer bumps it on incompatible changes. */
 #define GMT_REPORT_SCHEMA "gpumemtrace.report"
 
 /* ---- verbs (gpumemtrace.c dispatches) ---- */

@@ -51,6 +51,10 @@ void gmt_track_failure(const gmt_event_t *ev)
         f.free_bytes = (int64_t)fr;
         f.total_bytes = (int64_t)tot;
     }
+    gmt_dev_totals_t d;
+    gmt_stats_device(gmt_stats_slot(ev->device), &d);
+    for (int k = 0; k < GMT_KIND_COUNT; k++)
+        f.device_allocs += d.allocs[k];
     f.stack_id = gmt_core_stack_for(ev, api);
     uint32_t i = __atomic_fetch_add(&failures_next, 1, __ATOMIC_RELAXED);
     if (i < GMT_MAX_FAILURE_RECORDS) {
