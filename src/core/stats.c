@@ -40,12 +40,14 @@ typedef struct timeline_s {
     uint64_t last_end_ns; /* end of the last point's bucket (relative), 0 when empty */
     int64_t missed_max;   /* atomic: highest bytes of updates that found the lock taken */
     gmt_timeline_point_t *pts;
-    /* The open bucket, updated without the lock by every event that falls inside it (nearly
-     * all of them): its end (relative, 0: none yet), and its highest and latest bytes since
-     * the lock holder last folded them into the last point. */
+    /* The open bucket, updated without the lock by the events that fall inside it (nearly
+     * all of them): its end (relative, 0: none yet) and its highest bytes since the lock
+     * holder last folded them into the last point. Written only when the bucket's maximum
+     * rises, so steady traffic from many threads only reads this line. The bucket's last
+     * bytes are supplied at folding time (the closing event's bytes before it, or the
+     * device's current bytes when the report reads the timeline). */
     uint64_t open_end_ns; /* atomic */
     int64_t open_max;     /* atomic; INT64_MIN: nothing to fold */
-    int64_t open_last;    /* atomic */
 } timeline_t;
 
 static shard_t shards[NSHARDS];
@@ -150,26 +152,27 @@ static void timeline_halve(timeline_t *tl)
 static void max_update(int64_t *p, int64_t v);
 
 /* Folds the open bucket's updates into the last point. Called with the lock held. */
-static void timeline_fold_locked(timeline_t *tl)
+static void timeline_fold_locked(timeline_t *tl, int64_t last)
 {
     int64_t m = __atomic_exchange_n(&tl->open_max, INT64_MIN, RLX);
     if (m == INT64_MIN || tl->n == 0) return;
     gmt_timeline_point_t *p = &tl->pts[tl->n - 1];
     if (m > p->max) p->max = m;
-    p->last = __atomic_load_n(&tl->open_last, RLX);
+    p->last = last;
 }
 
 /* Never waits: an application thread that finds the lock taken (its holder may have been
  * preempted) leaves its bytes in missed_max, and the next holder folds them in. The point's
  * maximum stays exact; only which bucket a contended update lands in can shift by one. */
-__attribute__((noinline)) static void timeline_add_slow(timeline_t *tl, uint64_t rel, int64_t bytes)
+__attribute__((noinline)) static void timeline_add_slow(timeline_t *tl, uint64_t rel, int64_t bytes,
+                                                        int64_t before)
 {
     if (!tl->pts || tl_cap <= 0) return;
     if (!gmt_spin_trylock(&tl->lock)) {
         max_update(&tl->missed_max, bytes);
         return;
     }
-    timeline_fold_locked(tl);
+    timeline_fold_locked(tl, before);
     int64_t missed = __atomic_exchange_n(&tl->missed_max, INT64_MIN, RLX);
     if (missed > bytes && tl->n > 0 && missed > tl->pts[tl->n - 1].max)
         tl->pts[tl->n - 1].max = missed;
@@ -199,7 +202,8 @@ __attribute__((noinline)) static void timeline_add_slow(timeline_t *tl, uint64_t
     gmt_spin_unlock(&tl->lock);
 }
 
-static inline void timeline_add(int slot, uint64_t now_ns, int64_t bytes)
+/* bytes: the device's in-use bytes after this event; before: the same before it. */
+static inline void timeline_add(int slot, uint64_t now_ns, int64_t bytes, int64_t before)
 {
     timeline_t *tl = &timelines[slot];
     uint64_t rel = now_ns > t0_ns ? now_ns - t0_ns : 0;
@@ -207,11 +211,10 @@ static inline void timeline_add(int slot, uint64_t now_ns, int64_t bytes)
      * without a timeline). A thread that read the bucket's end just before the holder opened
      * the next bucket lands in the next one: a shift by one bucket, as below. */
     if (__builtin_expect(rel < __atomic_load_n(&tl->open_end_ns, __ATOMIC_ACQUIRE), 1)) {
-        __atomic_store_n(&tl->open_last, bytes, RLX);
         if (bytes > __atomic_load_n(&tl->open_max, RLX)) max_update(&tl->open_max, bytes);
         return;
     }
-    timeline_add_slow(tl, rel, bytes);
+    timeline_add_slow(tl, rel, bytes, before);
 }
 
 void gmt_stats_count(gmt_counter_t c)
@@ -250,7 +253,7 @@ bool gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, uint64_t
     max_update(&d->peak[kind], cur);
     if (!gmt_kind_in_use(kind)) return false;
     int64_t in_use = __atomic_add_fetch(&d->in_use, (int64_t)size, RLX);
-    timeline_add(slot, now_ns, in_use);
+    timeline_add(slot, now_ns, in_use, in_use - (int64_t)size);
     int64_t pk = __atomic_load_n(&d->in_use_peak, RLX);
     while (in_use > pk) {
         if (__atomic_compare_exchange_n(&d->in_use_peak, &pk, in_use, 1, RLX, RLX)) {
@@ -274,7 +277,7 @@ void gmt_stats_on_free(int32_t device, gmt_kind_t kind, gmt_api_t api, uint64_t 
     __atomic_sub_fetch(&d->current[kind], (int64_t)size, RLX);
     if (!gmt_kind_in_use(kind)) return;
     int64_t in_use = __atomic_sub_fetch(&d->in_use, (int64_t)size, RLX);
-    timeline_add(slot, now_ns, in_use);
+    timeline_add(slot, now_ns, in_use, in_use + (int64_t)size);
 }
 
 void gmt_stats_on_failure(int32_t device, gmt_api_t api)
@@ -324,7 +327,7 @@ int gmt_stats_timeline(int slot, gmt_timeline_point_t *out, int max)
     timeline_t *tl = &timelines[slot];
     if (!tl->pts) return 0;
     gmt_spin_lock(&tl->lock);
-    timeline_fold_locked(tl);
+    timeline_fold_locked(tl, __atomic_load_n(&devs[slot].in_use, RLX));
     int n = tl->n < max ? tl->n : max;
     memcpy(out, tl->pts, (size_t)n * sizeof *out);
     gmt_spin_unlock(&tl->lock);
