@@ -60,7 +60,7 @@ run() { # setting, then the command; prints the command's number
     off) LD_PRELOAD="$lib" GPUMEMTRACE_STACK_DEPTH=0 "$@" ;;
     hooks) LD_PRELOAD="$lib" GPUMEMTRACE_BACKEND=hooks "$@" ;;
     hooks-off) LD_PRELOAD="$lib" GPUMEMTRACE_BACKEND=hooks GPUMEMTRACE_STACK_DEPTH=0 "$@" ;;
-  esac 2>>"$work/stderr.txt" | awk '{print $2}'
+  esac 2>>"$work/stderr.txt" | awk '$1 ~ /^(us_per_pair|us_per_call|ms_per_step)$/ {print $2}'
   rm -f "$work"/r-*.json
 }
 
