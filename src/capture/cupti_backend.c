@@ -118,11 +118,23 @@ static const struct {
 #define CORR_TAG    0x676d740000000000ull /* "gmt" */
 #define CORR_RECORD 1ull
 
+/* The device of the call's context, remembered per thread by the context's unique id (CUPTI
+ * never reuses one, and a context never changes device), so the callback asks CUPTI once per
+ * context and thread rather than at every allocation. */
+static __thread struct {
+    uint32_t uid; /* contextUid + 1; 0: nothing remembered */
+    int32_t device;
+} ctx_cache __attribute__((tls_model("initial-exec")));
+
 static int32_t context_device(const CUpti_CallbackData *cb)
 {
     uint32_t id;
-    if (cb->context && lib.get_device_id(cb->context, &id) == CUPTI_SUCCESS) return (int32_t)id;
-    return GMT_DEVICE_UNKNOWN;
+    if (!cb->context) return GMT_DEVICE_UNKNOWN;
+    if (ctx_cache.uid && ctx_cache.uid == cb->contextUid + 1) return ctx_cache.device;
+    if (lib.get_device_id(cb->context, &id) != CUPTI_SUCCESS) return GMT_DEVICE_UNKNOWN;
+    ctx_cache.uid = cb->contextUid + 1;
+    ctx_cache.device = (int32_t)id;
+    return (int32_t)id;
 }
 
 /* The event of a driver call, from CUPTI's params struct: api.def's DRIVER parameters carry
