@@ -58,7 +58,10 @@ static void record_free(gmt_event_t *ev)
         PASS_THROUGH(name, args);                                                                  \
         uint64_t frames[GMT_MAX_STACK_DEPTH];                                                      \
         gmt_nest_t saved = gmt_track_runtime_enter(GMT_API_##name, false);                         \
-        gmt_track_runtime_capture(frames);                                                         \
+        /* The size asked for, described before the call (a failure result reads no                \
+         * out-parameter; a pitched call's width stands in for its pitch, a lower bound). */       \
+        gmt_track_runtime_capture(frames,                                                          \
+                                  describe_##name(GMT_UNPAREN args, cudaErrorNotReady).size);      \
         ret r = gmt_real.name args;                                                                \
         gmt_capture_flush_deferred();                                                              \
         if (!gmt_track_runtime_leave(saved)) {                                                     \

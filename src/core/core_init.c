@@ -23,6 +23,7 @@ gmt_table_t *gmt_core_table;
 gmt_stacks_t *gmt_core_stacks;
 int gmt_core_ready_flag;
 int gmt_core_stack_depth;
+uint64_t gmt_core_min_bytes;
 /* Bumped by every init, so per-thread caches of stack ids know when they are stale. */
 uint32_t gmt_core_generation;
 static uint64_t start_ns;
@@ -58,6 +59,7 @@ int gmt_core_init(const gmt_config_t *c)
     if (rc) return rc;
     __atomic_add_fetch(&gmt_core_generation, 1, __ATOMIC_RELEASE);
     gmt_core_stack_depth = cfg->stack_depth > 0 ? cfg->stack_depth : 0;
+    gmt_core_min_bytes = cfg->min_bytes;
     __atomic_store_n(&gmt_core_ready_flag, 1, __ATOMIC_RELEASE);
     return 0;
 }

@@ -87,11 +87,16 @@ static inline bool gmt_track_runtime_leave(gmt_nest_t saved)
  * own array `frames` (GMT_MAX_STACK_DEPTH entries, alive until gmt_track_runtime_leave), for
  * the events of this bracket. Does nothing when stacks are off. */
 void gmt_track_runtime_capture_slow(uint64_t *frames);
-extern int gmt_core_stack_depth; /* the configured depth; 0: stacks off (core_init.c) */
-static inline void gmt_track_runtime_capture(uint64_t *frames)
-{
-    if (gmt_core_stack_depth > 0) gmt_track_runtime_capture_slow(frames);
-}
+extern int gmt_core_stack_depth;    /* the configured depth; 0: stacks off (core_init.c) */
+extern uint64_t gmt_core_min_bytes; /* GPUMEMTRACE_MIN_BYTES (core_init.c) */
+/* size: the bytes the call asks for, or a lower bound; taken only when min_bytes is set (an
+ * allocation below it gets no stack, so none is walked for it). */
+#define gmt_track_runtime_capture(frames, size_expr)                                               \
+    do {                                                                                           \
+        if (gmt_core_stack_depth > 0 &&                                                            \
+            (gmt_core_min_bytes == 0 || (size_expr) >= gmt_core_min_bytes))                        \
+            gmt_track_runtime_capture_slow(frames);                                                \
+    } while (0)
 
 typedef struct gmt_counts_s {
     uint64_t events; /* alloc + free + failure events handed to the core */
