@@ -772,8 +772,10 @@ def torchrun_nccl(c):
 # Cases kept in files of their own (one per engineer), registered into CASES.
 sys.path.insert(0, HERE)
 import cases_rep  # noqa: E402
+import cases_cap  # noqa: E402
 
 cases_rep.register(sys.modules[__name__])
+cases_cap.register(sys.modules[__name__])
 
 
 def main():
