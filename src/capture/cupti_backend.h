@@ -33,4 +33,7 @@ static inline bool gmt_cupti_active(void)
     return __atomic_load_n(&gmt_cupti_active_flag, __ATOMIC_RELAXED);
 }
 
+/* In a forked child: the control lock starts over. */
+void gmt_cupti_reset_after_fork(void);
+
 #endif

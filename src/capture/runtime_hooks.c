@@ -8,8 +8,9 @@
  * the hook records it itself. The program's stack is captured here, at the hook's entry, and
  * used for whatever this bracket records: unwinding from inside the driver or a CUPTI
  * callback would first walk through the driver's, CUPTI's and the tracer's own frames
- * (often twenty or more) to reach the same program frames. Releases are recorded here before the
- * real call, and the bracket tells the lower layers not to record them again.
+ * (often twenty or more) to reach the same program frames. Releases are taken out of the
+ * table here before the real call and accounted for (or put back, when the call failed)
+ * after it; the bracket tells the lower layers not to record them again.
  *
  * Programs built with the static cudart (nvcc's default) never reach these hooks; the driver
  * layer sees them instead (SPEC.md).
@@ -45,10 +46,10 @@ static void record_alloc(gmt_event_t *ev)
     gmt_capture_alloc(ev);
 }
 
-static void record_free(gmt_event_t *ev)
+static bool record_free(gmt_event_t *ev)
 {
     ev->layer = GMT_LAYER_RUNTIME;
-    gmt_capture_free(ev);
+    return gmt_capture_free(ev);
 }
 
 #define RUNTIME_HOOK_ALLOC(name, ret, params, args)                                                \
@@ -77,10 +78,11 @@ static void record_free(gmt_event_t *ev)
         REAL_OR_FAIL(name);                                                                        \
         PASS_THROUGH(name, args);                                                                  \
         gmt_event_t ev = describe_##name args;                                                     \
-        record_free(&ev);                                                                          \
+        bool took = record_free(&ev);                                                              \
         gmt_nest_t saved = gmt_track_runtime_enter(GMT_API_##name, true);                          \
         ret r = gmt_real.name args;                                                                \
         gmt_track_runtime_leave(saved);                                                            \
+        gmt_capture_free_done(took, (int)r);                                                       \
         return r;                                                                                  \
     }
 

@@ -776,6 +776,9 @@ import cases_cap  # noqa: E402
 
 cases_rep.register(sys.modules[__name__])
 cases_cap.register(sys.modules[__name__])
+import cases_rel  # noqa: E402  (issue 6: exit paths, signal storms)
+
+CASES.update(cases_rel.CASES)
 
 
 def main():
