@@ -6,29 +6,33 @@
 #include "track_internal.h"
 
 #include "clock.h"
+#include "pyframes.h"
+
+#include <string.h>
 
 /* Frames of the tracer's own (track + capture helper) skipped at the top of every stack. */
 #define OWN_FRAMES_SKIPPED 2
 
 uint32_t gmt_core_stack_for(const gmt_event_t *ev, uint8_t api)
 {
-    uint64_t frames[GMT_MAX_STACK_DEPTH];
+    uint64_t frames[GMT_MAX_STACK_DEPTH + GMT_PY_MAX_FRAMES];
     uint32_t n = 0;
     const gmt_config_t *cfg = &gmt_core_cfg;
     uint32_t tag = gmt_stacks_tag(ev->device, ev->kind, api);
-    const uint64_t *use = frames;
     if (cfg->stack_depth > 0 && ev->size >= cfg->min_bytes) {
         if (gmt_tls.outer_api && gmt_tls.outer_frames) {
-            use = gmt_tls.outer_frames; /* taken by the runtime hook around this event */
+            /* Taken by the runtime hook around this event, without the driver's frames. */
             n = gmt_tls.outer_nframes;
+            memcpy(frames, gmt_tls.outer_frames, (size_t)n * sizeof frames[0]);
         } else {
             n = gmt_stacks_capture(frames, (uint32_t)cfg->stack_depth, OWN_FRAMES_SKIPPED);
         }
+        n = gmt_py_splice(frames, n, GMT_MAX_STACK_DEPTH + GMT_PY_MAX_FRAMES);
     }
     /* Frameless: the id is the tag's, the same every time; skip hashing and probing. */
     uint32_t gen = __atomic_load_n(&gmt_core_generation, __ATOMIC_RELAXED);
     if (n == 0 && gmt_tls.tag_gen == gen && gmt_tls.tag_last == tag) return gmt_tls.tag_id;
-    uint32_t id = gmt_stacks_intern(gmt_core_stacks, use, n, tag);
+    uint32_t id = gmt_stacks_intern(gmt_core_stacks, frames, n, tag);
     if (!id) {
         gmt_core_count(&gmt_core_counts.dropped_stacks);
     } else if (n == 0) {

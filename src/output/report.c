@@ -17,6 +17,7 @@
 #include "growth.h"
 #include "json_writer.h"
 #include "report_file.h"
+#include "report_python.h"
 #include "sections.h"
 #include "suppress.h"
 #include "symbolize.h"
@@ -207,6 +208,7 @@ static void write_stacks(gmt_report_ctx_t *c)
         }
         if (f && first == depth) first = 0; /* all internal: show them rather than nothing */
         for (uint32_t i = first; f && i < depth; i++) {
+            if (gmt_report_python_frame(w, f[i])) continue;
             gmt_frame_info_t fi;
             gmt_symbolize(f[i], &fi);
             jw_object_begin(w, NULL);
@@ -226,7 +228,7 @@ static void write_stacks(gmt_report_ctx_t *c)
             jw_object_end(w);
         }
         jw_array_end(w);
-        jw_string(w, "python", c->cfg->python ? "unsupported" : "off");
+        gmt_report_python_stack_status(w, f, f ? depth : 0);
         jw_object_end(w);
     }
     jw_object_end(w);
