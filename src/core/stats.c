@@ -57,13 +57,6 @@ static uint64_t t0_ns;
 static int tl_cap;
 static uint32_t next_shard;
 
-int gmt_stats_slot(int32_t device)
-{
-    if (device == GMT_DEVICE_HOST) return 0;
-    if (device >= 0 && device < GMT_MAX_DEVICES) return device + 1;
-    return GMT_STAT_SLOTS - 1;
-}
-
 int32_t gmt_stats_device_of_slot(int slot)
 {
     if (slot == 0) return GMT_DEVICE_HOST;

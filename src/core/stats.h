@@ -20,7 +20,13 @@
 /* Device slot for ordinal d: GMT_DEVICE_HOST -> 0, ordinals -> 1 .. GMT_MAX_DEVICES,
  * GMT_DEVICE_UNKNOWN and out-of-range ordinals -> GMT_STAT_SLOTS - 1. */
 #define GMT_STAT_SLOTS (GMT_MAX_DEVICES + 2)
-int gmt_stats_slot(int32_t device);
+/* Inline: several calls per event. */
+static inline int gmt_stats_slot(int32_t device)
+{
+    if (device == GMT_DEVICE_HOST) return 0;
+    if (device >= 0 && device < GMT_MAX_DEVICES) return device + 1;
+    return GMT_STAT_SLOTS - 1;
+}
 int32_t gmt_stats_device_of_slot(int slot);
 
 typedef struct gmt_dev_totals_s {
