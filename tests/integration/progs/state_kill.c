@@ -1,5 +1,5 @@
 /* state_kill.c - the SIGKILL recovery case (GPUMEMTRACE_STATE). keep_a holds 3 MiB (the first
- * CUDA call: the sampler starts), then after 0.1 s grow_loop leaks 64 KiB every 40 ms, 16 times
+ * CUDA call: the sampler starts), then after 0.15 s grow_loop leaks 64 KiB every 40 ms, 24 times
  * (a growth suspect: it rises through most of the run, from 0). keep_b holds two
  * blocks of 1 MiB, peak_tmp raises the peak to 13 MiB and frees its 8 MiB again, many_small
  * makes 10000 allocations of 4 KiB and frees 4000 of them (so the live table grows in the state
@@ -49,7 +49,7 @@ SITE void many_small(void)
 
 SITE void grow_loop(void)
 {
-    for (int i = 0; i < 16; i++) {
+    for (int i = 0; i < 24; i++) {
         void *p = NULL;
         CK(cudaMalloc(&p, 64 * 1024));
         usleep(40 * 1000);
@@ -60,7 +60,7 @@ int main(int argc, char **argv)
 {
     EXPECT(argc == 2);
     keep_a();
-    usleep(100 * 1000);
+    usleep(150 * 1000);
     grow_loop();
     keep_b();
     peak_tmp();
