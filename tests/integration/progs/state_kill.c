@@ -1,15 +1,16 @@
-/* state_kill.c - the SIGKILL recovery case (GPUMEMTRACE_STATE). keep_a holds 3 MiB (the first
- * CUDA call: the sampler starts), then after 0.15 s grow_loop leaks 64 KiB every 40 ms, 24 times
- * (a growth suspect: it rises through most of the run, from 0). keep_b holds two
+/* state_kill.c - the SIGKILL recovery case (GPUMEMTRACE_STATE). keep_a holds 3 MiB, keep_b two
  * blocks of 1 MiB, peak_tmp raises the peak to 13 MiB and frees its 8 MiB again, many_small
  * makes 10000 allocations of 4 KiB and frees 4000 of them (so the live table grows in the state
- * file). Then the program prints "READY" and, when a line comes on stdin, writes a snapshot
- * report to argv[1] with gmt_snapshot, prints "SNAPPED" and waits to be killed (it gives up
- * with status 3 after 30 s), so the snapshot is taken just before the kill.
+ * file). Then the program prints "READY" and waits for a line on stdin; then grow_step leaks
+ * 16 KiB every 40 ms (a growth suspect), for 1.5 times as long as the run so far and at least
+ * 24 times (so the rise outweighs the flat part before it, however slow the machine), writes
+ * a snapshot report to argv[1] with gmt_snapshot, prints "SNAPPED" and waits to be killed (it
+ * gives up with status 3 after 30 s): the snapshot is taken just before the kill.
  */
 #include "common.h"
 
 #include <cuda_runtime_api.h>
+#include <time.h>
 #include <unistd.h>
 
 int gmt_snapshot(const char *path) __attribute__((weak));
@@ -47,21 +48,24 @@ SITE void many_small(void)
         CK(cudaFree(small[i * 2]));
 }
 
-SITE void grow_loop(void)
+SITE void grow_step(void)
 {
-    for (int i = 0; i < 24; i++) {
-        void *p = NULL;
-        CK(cudaMalloc(&p, 64 * 1024));
-        usleep(40 * 1000);
-    }
+    void *p = NULL;
+    CK(cudaMalloc(&p, 16 * 1024));
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 int main(int argc, char **argv)
 {
     EXPECT(argc == 2);
+    double t0 = now_s();
     keep_a();
-    usleep(150 * 1000);
-    grow_loop();
     keep_b();
     peak_tmp();
     many_small();
@@ -69,6 +73,11 @@ int main(int argc, char **argv)
     fflush(stdout);
     char line[16];
     EXPECT(fgets(line, sizeof line, stdin) != NULL);
+    double grow_until = now_s() + 1.5 * (now_s() - t0);
+    for (int i = 0; i < 24 || now_s() < grow_until; i++) {
+        grow_step();
+        usleep(40 * 1000);
+    }
     EXPECT(gmt_snapshot && gmt_snapshot(argv[1]) == 0);
     printf("SNAPPED\n");
     fflush(stdout);
