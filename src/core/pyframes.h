@@ -91,6 +91,14 @@ int gmt_py_addr2line(int minor, const uint8_t *table, uint32_t len, int firstlin
  * only end the walk). Returns the number of Python frames written to words. */
 int gmt_py_test_use_layout(int minor, uint64_t code_type, uint64_t str_type, uint64_t bytes_type);
 uint32_t gmt_py_test_walk(uint64_t tstate, uint64_t *words, uint32_t cap);
+/* Walks (all threads) that needed a kernel copy: 0 per allocation in the steady state on
+ * 3.11+ (the fast path, see pyframes.c); every walk on 3.9/3.10. */
+uint64_t gmt_py_checked_walks(void);
+/* For tests: the calling thread's reads so far, through the kernel and direct. */
+void gmt_py_test_reads(uint64_t *checked, uint64_t *direct);
+/* For tests: allow (true) or forbid the direct reads of the fast path; on allows them
+ * without asking an interpreter whether it finalizes (there is none). */
+void gmt_py_test_use_fast(bool on);
 /* For tests: read memory through the memfd (true, the default) or process_vm_readv only. */
 void gmt_py_test_use_memfd(bool on);
 
