@@ -457,6 +457,24 @@ static const uint8_t *window_get(window_t *w, uint64_t addr, uint32_t n)
 #define STACK_SPAN      (64ull << 20)
 #define TSTATE_HEAD_MAX 512u
 
+/* Per thread slot (MEM_SLOTS of them, the memfd's numbering): addresses at which this thread
+ * has read a code object through the kernel before. Only such an address is loaded directly,
+ * so a frame that is not what it seems can never make us load from an address nothing was
+ * ever read at. Direct-mapped; a collision costs one kernel copy. */
+#define KNOWN_CODE 512
+static uint64_t *known_code_mem; /* [MEM_SLOTS][KNOWN_CODE], mapped by map_cache */
+
+static uint64_t *known_code_of_thread(void)
+{
+    int slot = known_code_mem ? thread_slot() : -1;
+    return slot >= 0 ? known_code_mem + (size_t)slot * KNOWN_CODE : NULL;
+}
+
+static uint32_t known_code_at(uint64_t code)
+{
+    return (uint32_t)((code >> 4) ^ (code >> 13)) & (KNOWN_CODE - 1);
+}
+
 typedef struct fastcache_s {
     uint64_t tstate; /* the thread state the rest was validated for; 0: none */
     uint64_t chunk_lo[KNOWN_CHUNKS], chunk_hi[KNOWN_CHUNKS];
@@ -674,6 +692,7 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap)
     /* 2. Their code objects' heads, CODE_BATCH at a time in as few reads as the memory
      * allows; 3. a word for each type-checked code object (3.13's f_executable may be None). */
     uint8_t heads[CODE_BATCH * CODE_READ_MAX];
+    uint64_t *known = fast ? known_code_of_thread() : NULL;
     uint32_t cr = py.code_read, n = 0;
     for (uint32_t base = 0; base < nr; base += CODE_BATCH) {
         uint32_t cnt = nr - base < CODE_BATCH ? nr - base : CODE_BATCH;
@@ -685,7 +704,8 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap)
         uint32_t idx[CODE_BATCH], nidx = 0;
         for (uint32_t i = 0; i < cnt; i++) {
             const rawframe_t *r = &raw[base + i];
-            if (r->direct && (r->code & 7) == 0 && plausible(r->code, cr)) {
+            if (r->direct && known && known[known_code_at(r->code)] == r->code &&
+                (r->code & 7) == 0 && plausible(r->code, cr)) {
                 const uint8_t *c = (const uint8_t *)(uintptr_t)r->code;
                 n_direct++;
                 if (ld64(c + L->ob_type) == py.code_type) direct_head[i] = c;
@@ -706,8 +726,13 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap)
             start += full + 1; /* the one after the readable ones is not readable: skip it */
         }
         uint32_t batch_pos[CODE_BATCH] = {0};
-        for (uint32_t i = 0; i < nidx; i++)
+        for (uint32_t i = 0; i < nidx; i++) {
             batch_pos[idx[i]] = i;
+            uint64_t code = raw[base + idx[i]].code;
+            if (known && ok[idx[i]] && (code & 7) == 0 &&
+                ld64(heads + (size_t)i * cr + L->ob_type) == py.code_type)
+                known[known_code_at(code)] = code; /* a code object was read there */
+        }
         for (uint32_t j = 0; j < cnt; j++) {
             const rawframe_t *r = &raw[base + j];
             const uint8_t *head =
@@ -888,6 +913,10 @@ static int map_cache(void)
     void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                    -1, 0);
     if (m == MAP_FAILED) return -ENOMEM;
+    /* The fast path's per-thread tables of code addresses (without them it stays off). */
+    void *k = mmap(NULL, (size_t)MEM_SLOTS * KNOWN_CODE * sizeof(uint64_t), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (k != MAP_FAILED) known_code_mem = k;
     return gmt_pycode_init(m, bytes, entries, text);
 }
 
@@ -1020,6 +1049,8 @@ void gmt_py_test_reads(uint64_t *checked, uint64_t *direct)
 void gmt_py_test_use_fast(bool on)
 {
     py.fast = on && py.lay.ts_chunk != NONE;
+    uint64_t *known = known_code_of_thread();
+    if (known) memset(known, 0, KNOWN_CODE * sizeof *known);
     py.is_finalizing = NULL;
     test_fast_no_finalize_check = on;
     memset(&fc, 0, sizeof fc);

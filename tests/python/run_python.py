@@ -102,7 +102,7 @@ def case_frames(args):
     rep, _ = run(args, {})
     cap = rep["capture"].get("python")
     want_version = version_of(args.python)
-    if cap != {"status": "captured", "version": want_version}:
+    if cap.get("status") != "captured" or cap.get("version") != want_version:
         fail(f"capture.python is {cap}, want captured {want_version}")
     tags = tag_lines()
     groups = group_by_bytes(rep)
@@ -186,7 +186,7 @@ def case_unsupported(args):
 MORE = os.path.join(HERE, "alloc_more.py")
 
 
-def run_more(args, mode):
+def run_more(args, mode, env_extra=None):
     """alloc_more.py MODE under the tracer; returns {pid: report}."""
     work = os.path.join(args.work, mode)
     os.makedirs(work, exist_ok=True)
@@ -194,6 +194,7 @@ def run_more(args, mode):
         os.unlink(os.path.join(work, f))
     env = dict(os.environ, LD_PRELOAD=args.lib, GPUMEMTRACE_LOG="info",
                GPUMEMTRACE_OUTPUT=os.path.join(work, "r-%p.json"))
+    env.update(env_extra or {})
     p = subprocess.run([args.python, MORE, args.cudart, mode], env=env, capture_output=True,
                        text=True, timeout=60)
     print(p.stdout, p.stderr)
@@ -250,6 +251,32 @@ def case_threads(args):
     if named != 300:
         fail(f"{named} of 300 thread allocations name thread_alloc:{line}")
     print(f"ok: 300 of 300 thread allocations name thread_alloc:{line}")
+
+
+def case_steady(args):
+    """The fast path is taken (a count, not a time): 2000 allocations 6-23 Python frames deep
+    in two threads; on 3.11+ at most a few walks (first sights) need a kernel copy, on
+    3.9/3.10 every walk does, as with GPUMEMTRACE_PY_CHECKED=1 on any version. Both leaks
+    name steady_alloc's line either way."""
+    minor = int(version_of(args.python).split(".")[1])
+    line = more_tags()["steady_alloc"]
+    for checked_only in (False, True):
+        reps, _ = run_more(args, "steady", {"GPUMEMTRACE_PY_CHECKED": "1"} if checked_only else {})
+        (rep,) = reps.values()
+        cap = rep["capture"]["python"]
+        if cap.get("status") != "captured" or not isinstance(cap.get("checked_walks"), int):
+            fail(f"capture.python is {cap}")
+        walks = cap["checked_walks"]
+        named = sum(g["count"] for g in rep["leaks"]["groups"]
+                    if names_line(rep, g, "steady_alloc", line))
+        if named != 2:
+            fail(f"{named} of 2 steady leaks name steady_alloc:{line}")
+        fast = minor >= 11 and not checked_only
+        if fast and walks > 16:
+            fail(f"3.{minor}: {walks} of 2000 walks needed a kernel copy, want first sights only")
+        if not fast and walks < 2000:
+            fail(f"3.{minor} checked_only={checked_only}: {walks} checked walks, want >= 2000")
+        print(f"ok 3.{minor} checked_only={checked_only}: {walks} of 2000 walks needed a kernel copy")
 
 
 def case_shallow(args):
@@ -320,7 +347,7 @@ def main():
         sys.exit(77)
     {"frames": case_frames, "off": case_off, "cli": case_cli,
      "unsupported": case_unsupported, "fork": case_fork, "threads": case_threads,
-     "shallow": case_shallow, "notpython": case_notpython}[args.case](args)
+     "shallow": case_shallow, "steady": case_steady, "notpython": case_notpython}[args.case](args)
 
 
 if __name__ == "__main__":
