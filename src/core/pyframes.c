@@ -412,10 +412,12 @@ typedef struct window_s {
 
 static const uint8_t *window_get(window_t *w, uint64_t addr, uint32_t n)
 {
+    if (addr < 4096 || addr + n < addr || (addr >> 56) != 0)
+        return NULL; /* before the hit
+test: addr + n must not wrap into the window */
     for (int i = 0, at = 0; i < 2; at += (int)w->len[i], i++)
         if (w->len[i] && addr >= w->base[i] && addr + n <= w->base[i] + w->len[i])
             return w->buf + at + (addr - w->base[i]);
-    if (addr < 4096 || addr + n < addr || (addr >> 56) != 0) return NULL;
     uint64_t page = addr & ~(uint64_t)(PAGE - 1);
     uint32_t own = (uint32_t)(addr + n - page); /* <= PAGE + READ_MAX */
     struct iovec remote[2] = {{(void *)(uintptr_t)page, own},
