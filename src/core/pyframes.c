@@ -49,6 +49,7 @@ static struct {
     layout_t lay;
     uint32_t frame_read, code_read; /* bytes to read of a frame and of a code object */
     uint64_t code_type, str_type, bytes_type;
+    uint64_t frame_type;        /* 3.9, 3.10: PyFrame_Type (the fast path learns frame objects) */
     void *(*this_tstate)(void); /* PyGILState_GetThisThreadState */
     uint64_t eval_lo, eval_hi;  /* _PyEval_EvalFrameDefault */
     int (*is_finalizing)(void); /* _Py_IsFinalizing (3.11, 3.12) / Py_IsFinalizing (3.13) */
@@ -464,12 +465,19 @@ test: addr + n must not wrap into the window */
  * so a frame that is not what it seems can never make us load from an address nothing was
  * ever read at. Direct-mapped; a collision costs one kernel copy. */
 #define KNOWN_CODE 512
-static uint64_t *known_code_mem; /* [MEM_SLOTS][KNOWN_CODE], mapped by map_cache */
+static uint64_t *known_code_mem; /* [MEM_SLOTS][2][KNOWN_CODE], mapped by map_cache */
 
 static uint64_t *known_code_of_thread(void)
 {
     int slot = known_code_mem ? thread_slot() : -1;
-    return slot >= 0 ? known_code_mem + (size_t)slot * KNOWN_CODE : NULL;
+    return slot >= 0 ? known_code_mem + (size_t)slot * 2 * KNOWN_CODE : NULL;
+}
+
+/* 3.9, 3.10: the same for frame objects (PyFrame_Type read there through the kernel). */
+static uint64_t *known_frames_of_thread(void)
+{
+    uint64_t *k = known_code_of_thread();
+    return k ? k + KNOWN_CODE : NULL;
 }
 
 static uint32_t known_code_at(uint64_t code)
@@ -531,7 +539,7 @@ static bool fast_begin(uint64_t tstate, fastwalk_t *fw)
     const layout_t *L = &py.lay;
     fw->n = 0;
     if (!fast_enabled() || (tstate & 7)) return false;
-    uint32_t head = L->ts_chunk > L->ts_top ? L->ts_chunk : L->ts_top;
+    uint32_t head = L->ts_chunk == NONE ? 0 : L->ts_chunk > L->ts_top ? L->ts_chunk : L->ts_top;
     uint16_t tf = L->ts_cframe != NONE ? L->ts_cframe : L->ts_frame;
     if (tf > head) head = tf;
     head += 8;
@@ -543,6 +551,7 @@ static bool fast_begin(uint64_t tstate, fastwalk_t *fw)
         fc.tstate = tstate;
     }
     const uint8_t *ts = (const uint8_t *)(uintptr_t)tstate;
+    if (L->ts_chunk == NONE) return true; /* 3.9, 3.10: heap frame objects, no chunks */
     n_direct++;
     uint64_t chunk = ld64(ts + L->ts_chunk), top = ld64(ts + L->ts_top);
     for (uint32_t i = 0; chunk && i < KNOWN_CHUNKS; i++) {
@@ -652,7 +661,9 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap)
     const layout_t *L = &py.lay;
     fastwalk_t fw = {.n = 0, .sp = (uintptr_t)__builtin_frame_address(0)};
     uint64_t checked_before = n_checked;
-    bool fast = L->ts_chunk != NONE && fast_begin(tstate, &fw);
+    bool fast = fast_begin(tstate, &fw);
+    uint64_t *known_frames =
+        fast && L->minor <= 10 && py.frame_type ? known_frames_of_thread() : NULL;
     uint64_t frame = first_frame(tstate, &fw, fast);
     if (cap > GMT_PY_MAX_FRAMES) cap = GMT_PY_MAX_FRAMES;
 
@@ -672,10 +683,20 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap)
         } else if (fast && stack_known(&fw, frame, py.frame_read)) {
             f = (const uint8_t *)(uintptr_t)frame; /* a shim frame seen before */
             n_direct++;
+        } else if (known_frames && known_frames[known_code_at(frame)] == frame &&
+                   plausible(frame, py.frame_read)) {
+            /* 3.9, 3.10: a frame object this thread read through the kernel before, reached
+             * from its live chain (each frame holds a strong reference to its f_back). */
+            f = (const uint8_t *)(uintptr_t)frame;
+            n_direct++;
+            if (ld64(f + L->ob_type) != py.frame_type) break;
+            direct = 1;
         } else {
             f = window_get(&w, frame, py.frame_read);
             if (!f) break;
             if (fast) stack_learn(&fw, frame, py.frame_read);
+            if (known_frames && ld64(f + L->ob_type) == py.frame_type)
+                known_frames[known_code_at(frame)] = frame;
         }
         uint64_t back = ld64(f + L->fr_back);
         if (back == frame) back = 0; /* a loop ends the walk (so does MAX_WALK_STEPS) */
@@ -916,8 +937,8 @@ static int map_cache(void)
                    -1, 0);
     if (m == MAP_FAILED) return -ENOMEM;
     /* The fast path's per-thread tables of code addresses (without them it stays off). */
-    void *k = mmap(NULL, (size_t)MEM_SLOTS * KNOWN_CODE * sizeof(uint64_t), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *k = mmap(NULL, (size_t)MEM_SLOTS * 2 * KNOWN_CODE * sizeof(uint64_t),
+                   PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (k != MAP_FAILED) known_code_mem = k;
     return gmt_pycode_init(m, bytes, entries, text);
 }
@@ -942,6 +963,7 @@ static int setup_types(void)
     py.code_type = (uint64_t)(uintptr_t)dlsym(RTLD_DEFAULT, "PyCode_Type");
     py.str_type = (uint64_t)(uintptr_t)dlsym(RTLD_DEFAULT, "PyUnicode_Type");
     py.bytes_type = (uint64_t)(uintptr_t)dlsym(RTLD_DEFAULT, "PyBytes_Type");
+    py.frame_type = (uint64_t)(uintptr_t)dlsym(RTLD_DEFAULT, "PyFrame_Type");
     return py.code_type && py.str_type && py.bytes_type ? 0 : -ENOENT;
 }
 
@@ -1025,8 +1047,7 @@ int gmt_py_init(bool enabled)
      * way to see finalization. */
     py.is_finalizing =
         (int (*)(void))dlsym(RTLD_DEFAULT, minor >= 13 ? "Py_IsFinalizing" : "_Py_IsFinalizing");
-    py.fast = py.lay.ts_chunk != NONE && py.is_finalizing && py.lay.ts_frame == header_ts_frame &&
-              !gmt_py_env_checked_only();
+    py.fast = py.is_finalizing && py.lay.ts_frame == header_ts_frame && !gmt_py_env_checked_only();
     int rc = map_cache();
     if (rc) {
         unsupported("no memory for the code cache");
@@ -1048,11 +1069,12 @@ void gmt_py_test_reads(uint64_t *checked, uint64_t *direct)
     *direct = n_direct;
 }
 
-void gmt_py_test_use_fast(bool on)
+void gmt_py_test_use_fast(bool on, uint64_t frame_type)
 {
-    py.fast = on && py.lay.ts_chunk != NONE;
+    py.fast = on;
     uint64_t *known = known_code_of_thread();
-    if (known) memset(known, 0, KNOWN_CODE * sizeof *known);
+    if (known) memset(known, 0, 2 * KNOWN_CODE * sizeof *known);
+    py.frame_type = frame_type;
     py.is_finalizing = NULL;
     test_fast_no_finalize_check = on;
     memset(&fc, 0, sizeof fc);

@@ -98,7 +98,7 @@ uint64_t gmt_py_checked_walks(void);
 void gmt_py_test_reads(uint64_t *checked, uint64_t *direct);
 /* For tests: allow (true) or forbid the direct reads of the fast path; on allows them
  * without asking an interpreter whether it finalizes (there is none). */
-void gmt_py_test_use_fast(bool on);
+void gmt_py_test_use_fast(bool on, uint64_t frame_type); /* frame_type: PyFrame_Type (3.9/3.10) */
 /* For tests: read memory through the memfd (true, the default) or process_vm_readv only. */
 void gmt_py_test_use_memfd(bool on);
 

@@ -5,7 +5,7 @@
            tracer's per-thread read slots (256), so both of its readers serve them
   steady   1000 cudaMalloc/cudaFree pairs 20 Python frames deep in the main thread and 1000
            in a threading.Thread, each loop leaking its last allocation (13 MiB) from
-           steady_alloc(): on 3.11+ these walks must need no kernel copy once warm
+           steady_alloc(): these walks must need no kernel copy once warm
 """
 import ctypes
 import os

@@ -255,8 +255,8 @@ def case_threads(args):
 
 def case_steady(args):
     """The fast path is taken (a count, not a time): 2000 allocations 6-23 Python frames deep
-    in two threads; on 3.11+ at most a few walks (first sights) need a kernel copy, on
-    3.9/3.10 every walk does, as with GPUMEMTRACE_PY_CHECKED=1 on any version. Both leaks
+    in two threads; at most a few walks (first sights) need a kernel copy, while with
+    GPUMEMTRACE_PY_CHECKED=1 every walk does. Both leaks
     name steady_alloc's line either way."""
     minor = int(version_of(args.python).split(".")[1])
     line = more_tags()["steady_alloc"]
@@ -271,7 +271,7 @@ def case_steady(args):
                     if names_line(rep, g, "steady_alloc", line))
         if named != 2:
             fail(f"{named} of 2 steady leaks name steady_alloc:{line}")
-        fast = minor >= 11 and not checked_only
+        fast = not checked_only
         if fast and walks > 16:
             fail(f"3.{minor}: {walks} of 2000 walks needed a kernel copy, want first sights only")
         if not fast and walks < 2000:

@@ -146,7 +146,7 @@ static uint8_t *make_code(const layout_t *L, uint8_t *file, uint8_t *name, int f
     put64(o, L->ob_type, CODE_T);
     put64(o, L->co_filename, U(file));
     put64(o, L->co_name, U(name));
-    put64(o, L->co_qualname, U(name));
+    if (L->co_qualname != NONE) put64(o, L->co_qualname, U(name));
     put32(o, L->co_firstlineno, (uint32_t)first);
     put64(o, L->co_linetable, U(table));
     return o;
@@ -237,7 +237,7 @@ static void fast_walk_hand_built(int minor)
 {
     const layout_t *L = layout(minor);
     assert_int_equal(gmt_py_test_use_layout(minor, CODE_T, STR_T, BYTES_T), 0);
-    gmt_py_test_use_fast(true);
+    gmt_py_test_use_fast(true, 0);
     const uint8_t table[] = {0xE9, 0x02, 0xD8, 0x01, 0x05, 0x9A, 0x07};
     uint8_t *file = make_str(L, "train.py"), *fwd = make_str(L, "Net.forward"),
             *mod = make_str(L, "<module>"), *tab = make_bytes(L, table, sizeof table);
@@ -328,9 +328,46 @@ static void fast_walk_hand_built(int minor)
         assert_true(gmt_py_test_walk(U(tstate), w, 8) <= 8);
         put64(chunk, L->chunk_size, csize);
     }
-    gmt_py_test_use_fast(false);
+    gmt_py_test_use_fast(false, 0);
     munmap(none, (size_t)page);
     munmap(chunk, csize);
+}
+
+/* 3.9/3.10: frame objects on the heap, learnt once read through the kernel with the frame
+ * type; then direct, no kernel copy. A frame object whose type word changed ends the walk. */
+static void fast_walk_heap_frames(int minor)
+{
+    const layout_t *L = layout(minor);
+    assert_int_equal(gmt_py_test_use_layout(minor, CODE_T, STR_T, BYTES_T), 0);
+    gmt_py_test_use_fast(true, BYTES_T + 8); /* a made-up PyFrame_Type */
+    const uint8_t table[] = {0, 1, 6, 1};
+    uint8_t *file = make_str(L, "old.py"), *name = make_str(L, "f"),
+            *tab = make_bytes(L, table, sizeof table);
+    uint8_t *code = make_code(L, file, name, 10, tab);
+    uint8_t *f1 = zalloc(512), *f2 = zalloc(512), *tstate = zalloc(512);
+    put64(tstate, L->ts_frame, U(f1));
+    put64(f1, L->ob_type, BYTES_T + 8);
+    put64(f2, L->ob_type, BYTES_T + 8);
+    put64(f1, L->fr_back, U(f2));
+    put64(f1, L->fr_code, U(code));
+    put64(f2, L->fr_code, U(code));
+    uint64_t w[8], c0, d0, c1, d1;
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 2);
+    gmt_py_test_reads(&c0, &d0);
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 2);
+    gmt_py_test_reads(&c1, &d1);
+    assert_int_equal(c1, c0);
+    assert_true(d1 >= d0 + 4);
+    put64(f2, L->ob_type, STR_T);
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 1);
+    gmt_py_test_use_fast(false, 0);
+}
+
+static void test_fast_path_39_310(void **state)
+{
+    (void)state;
+    fast_walk_heap_frames(9);
+    fast_walk_heap_frames(10);
 }
 
 static void test_fast_path_311(void **state)
@@ -381,7 +418,7 @@ static void test_garbage_tstate_cannot_crash(void **state)
         for (int minor = 9; minor <= 13; minor++) {
             gmt_py_test_use_memfd(reader != 1);
             assert_int_equal(gmt_py_test_use_layout(minor, CODE_T, STR_T, BYTES_T), 0);
-            gmt_py_test_use_fast(reader == 2);
+            gmt_py_test_use_fast(reader == 2, STR_T); /* junk holds it */
             for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
                 assert_true(gmt_py_test_walk(fixed[i], w, GMT_PY_MAX_FRAMES) <= GMT_PY_MAX_FRAMES);
             /* Random words that point into the junk itself (chains, loops), at bad pages, or
@@ -405,7 +442,7 @@ static void test_garbage_tstate_cannot_crash(void **state)
             }
         }
     gmt_py_test_use_memfd(true);
-    gmt_py_test_use_fast(false);
+    gmt_py_test_use_fast(false, 0);
     free(junk);
     munmap(none, (size_t)page);
 }
@@ -418,6 +455,7 @@ int main(void)
         cmocka_unit_test(test_location_table_311),
         cmocka_unit_test(test_walk_hand_built_312_memfd),
         cmocka_unit_test(test_walk_hand_built_312_process_vm_readv),
+        cmocka_unit_test(test_fast_path_39_310),
         cmocka_unit_test(test_fast_path_311),
         cmocka_unit_test(test_fast_path_312),
         cmocka_unit_test(test_fast_path_313),
