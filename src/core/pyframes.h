@@ -7,9 +7,11 @@
  * (PyGILState_GetThisThreadState: a pthread_getspecific, no lock; still set while the thread
  * has released the GIL) and its frame chain is walked with the structure offsets of the
  * running CPython (3.9 to 3.12: pylayouts.inc, generated from each version's headers; 3.13:
- * the _Py_DebugOffsets the interpreter publishes in _PyRuntime). Every read is a kernel copy
- * that fails cleanly (pwritev into a private memfd, or process_vm_readv on the process
- * itself), so a bad pointer is an error code, never a crash.
+ * the _Py_DebugOffsets the interpreter publishes in _PyRuntime). A read is either a kernel
+ * copy that fails cleanly (pwritev into a private memfd, or process_vm_readv on the process
+ * itself) or, on the fast path, a direct load of memory the thread's own live chain proves
+ * alive and that was read through the kernel before (see pyframes.c), so a bad pointer is an
+ * error code, never a crash; once warm a walk makes no system call.
  *
  * A Python frame is captured as one tagged word in the ordinary frame array: tag 0xA in the
  * top four bits (user addresses are below 2^57), a code-cache entry index and the instruction
