@@ -480,9 +480,33 @@ static uint64_t *known_frames_of_thread(void)
     return k ? k + KNOWN_CODE : NULL;
 }
 
-static uint32_t known_code_at(uint64_t code)
+/* 4-way sets: a direct-mapped table would let two hot addresses evict each other on every
+ * walk (25 addresses in 512 slots collide with odds near one half). */
+#define KNOWN_WAYS 4
+static uint64_t *known_set(uint64_t *table, uint64_t a)
 {
-    return (uint32_t)((code >> 4) ^ (code >> 13)) & (KNOWN_CODE - 1);
+    uint64_t h = (a * 0x9e3779b97f4a7c15ull) >> 40;
+    return table + (h & (KNOWN_CODE / KNOWN_WAYS - 1)) * KNOWN_WAYS;
+}
+
+static bool known_has(uint64_t *table, uint64_t a)
+{
+    uint64_t *set = known_set(table, a);
+    for (int i = 0; i < KNOWN_WAYS; i++)
+        if (set[i] == a) return true;
+    return false;
+}
+
+static void known_add(uint64_t *table, uint64_t a)
+{
+    uint64_t *set = known_set(table, a);
+    for (int i = 0; i < KNOWN_WAYS; i++)
+        if (set[i] == a || set[i] == 0) {
+            set[i] = a;
+            return;
+        }
+    memmove(set + 1, set, (KNOWN_WAYS - 1) * sizeof *set); /* the oldest goes */
+    set[0] = a;
 }
 
 typedef struct fastcache_s {
@@ -683,7 +707,7 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap)
         } else if (fast && stack_known(&fw, frame, py.frame_read)) {
             f = (const uint8_t *)(uintptr_t)frame; /* a shim frame seen before */
             n_direct++;
-        } else if (known_frames && known_frames[known_code_at(frame)] == frame &&
+        } else if (known_frames && known_has(known_frames, frame) &&
                    plausible(frame, py.frame_read)) {
             /* 3.9, 3.10: a frame object this thread read through the kernel before, reached
              * from its live chain (each frame holds a strong reference to its f_back). */
@@ -696,7 +720,7 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap)
             if (!f) break;
             if (fast) stack_learn(&fw, frame, py.frame_read);
             if (known_frames && ld64(f + L->ob_type) == py.frame_type)
-                known_frames[known_code_at(frame)] = frame;
+                known_add(known_frames, frame);
         }
         uint64_t back = ld64(f + L->fr_back);
         if (back == frame) back = 0; /* a loop ends the walk (so does MAX_WALK_STEPS) */
@@ -727,8 +751,8 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap)
         uint32_t idx[CODE_BATCH], nidx = 0;
         for (uint32_t i = 0; i < cnt; i++) {
             const rawframe_t *r = &raw[base + i];
-            if (r->direct && known && known[known_code_at(r->code)] == r->code &&
-                (r->code & 7) == 0 && plausible(r->code, cr)) {
+            if (r->direct && known && r->code && known_has(known, r->code) && (r->code & 7) == 0 &&
+                plausible(r->code, cr)) {
                 const uint8_t *c = (const uint8_t *)(uintptr_t)r->code;
                 n_direct++;
                 if (ld64(c + L->ob_type) == py.code_type) direct_head[i] = c;
@@ -754,7 +778,7 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap)
             uint64_t code = raw[base + idx[i]].code;
             if (known && ok[idx[i]] && (code & 7) == 0 &&
                 ld64(heads + (size_t)i * cr + L->ob_type) == py.code_type)
-                known[known_code_at(code)] = code; /* a code object was read there */
+                known_add(known, code); /* a code object was read there */
         }
         for (uint32_t j = 0; j < cnt; j++) {
             const rawframe_t *r = &raw[base + j];
