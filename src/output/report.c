@@ -1,8 +1,8 @@
 /* report.c - builds the JSON report from the core's state. See report.h and docs/report.md.
  *
  * Scratch memory for grouping and sorting comes from mmap and is returned before the call
- * ends, so writing a report never calls malloc. Sections are produced in the order of the
- * schema; each helper below writes one of them.
+ * ends, so writing a report never calls malloc (except libdw symbolization: symbolize/symrep.h).
+ * Sections are produced in the order of the schema; each helper below writes one of them.
  */
 #define _GNU_SOURCE
 #include "report.h"
@@ -13,6 +13,7 @@
 #include "core/track.h"
 #include "json_writer.h"
 #include "symbolize.h"
+#include "symbolize/symrep.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -348,6 +349,7 @@ static void write_capture(ctx_t *c, const gmt_counts_t *k)
         jw_string(w, NULL, names[i]);
     jw_array_end(w);
     jw_string(w, "backend_reason", reason);
+    gmt_symrep_write_status(w);
     jw_object_begin(w, "events");
     jw_uint(w, "total", k->events);
     jw_uint(w, "allocs", k->allocs);
@@ -475,6 +477,7 @@ static void write_group(ctx_t *c, const group_t *g)
     jw_int(w, "device", g->device);
     jw_string(w, "api", gmt_api_name((gmt_api_t)g->api));
     jw_bool(w, "suppressed", g->suppressed);
+    jw_string(w, "library", gmt_symrep_library(g->stack_id));
     jw_object_end(w);
     want(c, g->stack_id);
 }
@@ -569,6 +572,10 @@ static void write_leaks_and_summary(ctx_t *c, live_t *l, const gmt_counts_t *k, 
     jw_int(w, "leaked_bytes", leak_bytes);
     jw_int(w, "leaked_count", leak_count);
     jw_int(w, "peak_bytes", peak_max);
+    for (uint32_t i = 0; i < n; i++)
+        if (is_memory_kind(l->by_stack[i].kind))
+            gmt_symrep_add_exit(l->by_stack[i].stack_id, l->by_stack[i].bytes);
+    gmt_symrep_write_libraries(w);
     jw_object_begin(w, "apis");
     for (int a = 1; a < GMT_API_COUNT; a++) {
         gmt_api_totals_t t;
@@ -781,21 +788,8 @@ static void write_stacks(ctx_t *c)
             if (!fi.internal) break;
         }
         if (f && first == depth) first = 0; /* all internal: show them rather than nothing */
-        for (uint32_t i = first; f && i < depth; i++) {
-            gmt_frame_info_t fi;
-            gmt_symbolize(f[i], &fi);
-            jw_object_begin(w, NULL);
-            jw_hex(w, "address", f[i]);
-            jw_string(w, "module", fi.module);
-            if (fi.module)
-                jw_uint(w, "offset", fi.offset);
-            else
-                jw_null(w, "offset");
-            jw_string(w, "symbol", fi.symbol);
-            jw_null(w, "file");
-            jw_null(w, "line");
-            jw_object_end(w);
-        }
+        for (uint32_t i = first; f && i < depth; i++)
+            gmt_symrep_write_frame(w, f[i]);
         jw_array_end(w);
     }
     jw_object_end(w);
@@ -824,6 +818,9 @@ int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsign
     size_t ranges_bytes = l.max_ranges * sizeof(range_t);
     l.ranges = scratch_alloc(ranges_bytes);
     int rc = -ENOMEM;
+    /* Names from libdw only where allocating is safe: not in a CUDA hook (oom), not while a
+     * thread sits in a crash handler. */
+    gmt_symrep_begin(reason != GMT_REASON_OOM && reason != GMT_REASON_CRASH, c.max_ids);
     if (c.want_stack && l.by_stack && l.ranges) {
         gmt_table_foreach(t, visit_live, &l);
         supp_t supp;
@@ -852,6 +849,7 @@ int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsign
         rc = jw_finish(w);
         scratch_free(supp.text, supp.text_bytes);
     }
+    gmt_symrep_end();
     scratch_free(c.want_stack, bitmap_bytes);
     scratch_free(l.by_stack, groups_bytes);
     scratch_free(l.ranges, ranges_bytes);
