@@ -28,9 +28,11 @@
 
 int gmt_cli_run(int argc, char **argv);
 int gmt_cli_report(int argc, char **argv);
+int gmt_cli_symbolize(int argc, char **argv); /* cmd_symbolize.c (symbols, docs/symbols.md) */
 
 void gmt_cli_run_help(FILE *to);
 void gmt_cli_report_help(FILE *to);
+void gmt_cli_symbolize_help(FILE *to);
 
 /* Print "gpumemtrace: <message>" and a newline on stderr. */
 void gmt_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

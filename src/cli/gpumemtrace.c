@@ -22,6 +22,8 @@ static const verb_t verbs[] = {
      "run a command with the tracer preloaded; exits with the command's status"},
     {"report", gmt_cli_report, gmt_cli_report_help,
      "print a human summary of a report: leaks, peak owners, fragmentation, errors"},
+    {"symbolize", gmt_cli_symbolize, gmt_cli_symbolize_help,
+     "name the frames of a report written without libdw (function, file:line)"},
 };
 
 #define NVERBS (sizeof verbs / sizeof verbs[0])

@@ -8,6 +8,7 @@
  * truncated file, and give one clear line when the file is not usable.
  */
 #include "cli/cli.h"
+#include "symbolize/offline.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -223,8 +224,11 @@ int gmt_report_load(const char *path, gmt_report_t *rep, char *why, size_t why_l
     if (rc) {
         cJSON_Delete(rep->root);
         memset(rep, 0, sizeof *rep);
+        return rc;
     }
-    return rc;
+    /* A report written without libdw gets its names here (symbolize/offline.h); best effort. */
+    gmt_symbolize_report_json(rep->root, NULL, NULL, 0);
+    return 0;
 }
 
 int gmt_report_open(const char *path, gmt_report_t *rep)

@@ -1,0 +1,25 @@
+/* offline.h - naming the frames of a report written without libdw (the CLI side).
+ *
+ * A report written where libdw could not be used (a CUDA hook's out-of-memory report, a crash,
+ * a machine without libdw) holds module path, build id and offset per native frame. Where the
+ * module file is still there and its build id matches, this fills symbol (demangled), file,
+ * line and inlined from it, and marks capture.symbols.resolver "offline". Frames that already
+ * have a file are left alone, as are frames of a module whose build id differs.
+ */
+#ifndef GMT_SYMBOLIZE_OFFLINE_H
+#define GMT_SYMBOLIZE_OFFLINE_H
+
+#include <cJSON.h>
+
+typedef struct gmt_offline_stats_s {
+    unsigned frames;  /* native frames looked at */
+    unsigned named;   /* frames that got file:line or a name */
+    unsigned stale;   /* frames of modules whose build id differs */
+    unsigned missing; /* frames of modules that cannot be read here */
+} gmt_offline_stats_t;
+
+/* Symbolizes root (a parsed report) in place. 0 when done or nothing was needed (a report
+ * symbolized already); -ENOSYS when libdw is not available (why says so). st may be NULL. */
+int gmt_symbolize_report_json(cJSON *root, gmt_offline_stats_t *st, char *why, size_t why_len);
+
+#endif

@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Symbol and library-attribution cases: programs built the ordinary way run under the tracer.
+
+Reuses ../integration/check_report.py (its Ctx runs a program under LD_PRELOAD against the
+stand-in CUDA and validates every report against the schema); the cases here are registered
+into its case table and run through its main().
+"""
+import os
+import re
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+import check_report as cr  # noqa: E402
+from check_report import case, fail, expect_eq  # noqa: E402
+
+MIB = 1 << 20
+
+
+def frames(rep, stack_id):
+    """Native frames of a stack, for the v1 (array) and v2 ({"frames": [...]}) shapes."""
+    s = rep["stacks"].get(str(stack_id))
+    if s is None:
+        fail(f"stack {stack_id} missing from the report")
+    fr = s["frames"] if isinstance(s, dict) else s
+    return [f for f in fr if f.get("type", "native") == "native"]
+
+
+def marker_lines(src):
+    out = {}
+    with open(os.path.join(HERE, "progs", src)) as f:
+        for n, line in enumerate(f, 1):
+            m = re.search(r"LINE:(\w+)", line)
+            if m:
+                out[m.group(1)] = n
+    return out
+
+
+def group_of(rep, bytes_):
+    found = [g for g in rep["leaks"]["groups"] if g["bytes"] == bytes_]
+    if len(found) != 1:
+        fail(f"expected one leak group of {bytes_} bytes, found {rep['leaks']['groups']}")
+    return found[0]
+
+
+def frame_named(rep, g, name):
+    for f in frames(rep, g["stack_id"]):
+        if f.get("symbol") == name:
+            return f
+    fail(f"no frame named {name!r} in stack {g['stack_id']}: "
+         f"{[(f.get('symbol'), f.get('module')) for f in frames(rep, g['stack_id'])]}")
+
+
+def check_every_frame_has_module_offset(rep):
+    for sid in rep["stacks"]:
+        for f in frames(rep, sid):
+            if f.get("module") is None or f.get("offset") is None:
+                fail(f"stack {sid}: frame without module+offset: {f}")
+
+
+def check_static(rep, lines, where):
+    expect_eq(f"{where}: resolver", rep["capture"]["symbols"]["resolver"] in ("libdw", "offline"),
+              True)
+    g = group_of(rep, 5000)
+    f = frame_named(rep, g, "static_plain")
+    expect_eq(f"{where}: static_plain file", os.path.basename(f["file"] or ""), "sym_static.c")
+    expect_eq(f"{where}: static_plain line", f["line"], lines["plain"])
+    if not re.fullmatch(r"[0-9a-f]{40}", f.get("build_id") or ""):
+        fail(f"{where}: frame without a build id: {f}")
+    g = group_of(rep, 2 * MIB)
+    f = frame_named(rep, g, "static_site")
+    expect_eq(f"{where}: static_site line (the inlined call)", f["line"], lines["inline_call"])
+    inl = f.get("inlined") or []
+    if len(inl) != 1 or inl[0].get("symbol") != "grab_inline":
+        fail(f"{where}: expected grab_inline inlined into static_site, got {inl}")
+    expect_eq(f"{where}: inlined line", inl[0]["line"], lines["inline_body"])
+    expect_eq(f"{where}: inlined file", os.path.basename(inl[0]["file"] or ""), "sym_static.c")
+    frame_named(rep, g, "main")
+    check_every_frame_has_module_offset(rep)
+    for g in rep["leaks"]["groups"]:
+        expect_eq(f"{where}: library of {g['bytes']} B", g["library"], "sym_static")
+
+
+@case("static_names")
+def static_names(ctx):
+    """-g without -rdynamic: static functions by name (.symtab), file:line, inlined frames."""
+    ctx.run(["sym_static"], env={"GMT_STANDIN_MEM_BYTES": str(1 << 30),
+                                 "DEBUGINFOD_URLS": "http://127.0.0.1:9/"})
+    rep = ctx.final_report()
+    check_static(rep, marker_lines("sym_static.c"), "exit report")
+    out = subprocess.run([ctx.cli, "report", os.path.join(ctx.work, [
+        n for n in ctx.files() if ".oom" not in n][0])], capture_output=True, text=True)
+    if "static_plain" not in out.stdout:
+        fail(f"gpumemtrace report does not name static_plain:\n{out.stdout}{out.stderr}")
+
+
+@case("offline")
+def offline(ctx):
+    """The oom report is written inside the failing CUDA call, without libdw; the CLI names
+    its frames afterwards (gpumemtrace symbolize), build ids checked."""
+    ctx.run(["sym_static"], env={"GMT_STANDIN_MEM_BYTES": str(1 << 30)})
+    reps = ctx.reports()
+    oom = [n for n in reps if reps[n]["process"]["reason"] == "oom"]
+    if len(oom) != 1:
+        fail(f"expected one oom report, found {sorted(reps)}")
+    path = os.path.join(ctx.work, oom[0])
+    rep = reps[oom[0]]
+    expect_eq("oom resolver", rep["capture"]["symbols"]["resolver"], "dladdr")
+    syms = [f.get("symbol") for sid in rep["stacks"] for f in frames(rep, sid)]
+    if "static_plain" in syms:
+        fail("dladdr named a static function: the test program was built with -rdynamic?")
+    check_every_frame_has_module_offset(rep)
+    out_path = os.path.join(ctx.work, "symbolized.json")
+    r = subprocess.run([ctx.cli, "symbolize", "-o", out_path, path], capture_output=True,
+                       text=True)
+    expect_eq(f"gpumemtrace symbolize status ({r.stderr.strip()})", r.returncode, 0)
+    rep2 = ctx.reports()["symbolized.json"]
+    expect_eq("offline resolver", rep2["capture"]["symbols"]["resolver"], "offline")
+    check_static(rep2, marker_lines("sym_static.c"), "offline")
+    # A module whose build id no longer matches is left alone.
+    rep_bad = dict(rep)
+    import json
+    text = open(path).read()
+    bid = frames(rep, group_of(rep, 5000)["stack_id"])[0]["build_id"]
+    bad_path = os.path.join(ctx.work, "stale.json")
+    with open(bad_path, "w") as f:
+        f.write(text.replace(bid, "0" * 40))
+    r = subprocess.run([ctx.cli, "symbolize", bad_path], capture_output=True, text=True)
+    expect_eq(f"symbolize stale status ({r.stderr.strip()})", r.returncode, 0)
+    stale = json.load(open(bad_path))
+    for f in frames(stale, group_of(stale, 5000)["stack_id"]):
+        if f.get("build_id") == "0" * 40 and f.get("file"):
+            fail(f"a frame of a module with another build id was named: {f}")
+    if "build id" not in r.stderr:
+        fail(f"symbolize did not say that build ids differ: {r.stderr!r}")
+    del rep_bad
+
+
+@case("cxx_names")
+def cxx_names(ctx):
+    ctx.run(["sym_cxx"])
+    rep = ctx.final_report()
+    g = group_of(rep, 3 * 1000 * 8)
+    frame_named(rep, g, "gmt_test::Pool<double>::grab(unsigned long)")
+    frame_named(rep, g, "gmt_test::Trainer::step(int)")
+    expect_eq("library", g["library"], "sym_cxx")
+
+
+@case("libraries")
+def libraries(ctx):
+    ctx.run(["sym_libs"])
+    rep = ctx.final_report()
+    libs = rep["summary"]["libraries"]
+    want = [{"library": "libsym_beta.so", "peak_bytes": 4 * MIB, "exit_bytes": 1 * MIB},
+            {"library": "libsym_alpha.so", "peak_bytes": 3 * MIB, "exit_bytes": 3 * MIB},
+            {"library": "sym_libs", "peak_bytes": MIB // 2, "exit_bytes": MIB // 2}]
+    expect_eq("summary.libraries", libs, want)
+    by_bytes = {g["bytes"]: g["library"] for g in rep["leaks"]["groups"]}
+    expect_eq("leak groups' libraries", by_bytes,
+              {3 * MIB: "libsym_alpha.so", MIB: "libsym_beta.so", MIB // 2: "sym_libs"})
+    peak = [g for p in rep["peak"] for g in p["groups"]]
+    expect_eq("peak groups' libraries", sorted((g["bytes"], g["library"]) for g in peak),
+              [(MIB // 2, "sym_libs"), (3 * MIB, "libsym_alpha.so"),
+               (4 * MIB, "libsym_beta.so")])
+
+
+if __name__ == "__main__":
+    sys.exit(cr.main())
