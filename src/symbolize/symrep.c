@@ -184,22 +184,26 @@ static void resolve(uint64_t addr, frame_t *f)
 {
     memset(f, 0, sizeof *f);
     const mod_t *m = find_mod(addr > 0 ? addr - 1 : addr);
-    gmt_frame_info_t fi;
-    gmt_symbolize(addr, &fi);
     if (m && m->path) {
         f->module = m->path;
         f->offset = addr - m->start;
         f->build_id = m->build_id[0] ? m->build_id : NULL;
-    } else if (fi.module) {
+        /* A return address: name the call instruction before it. */
+        if (S.full && f->module[0] == '/' && f->offset > 0 &&
+            gmt_dwsym_resolve(S.dws, f->module, f->build_id, f->offset - 1, &f->res) == 0 &&
+            f->res->fn.symbol) {
+            f->symbol = f->res->fn.symbol;
+            return;
+        }
+    }
+    /* dladdr: the dynamic symbol table only, but no file I/O and no allocation. */
+    gmt_frame_info_t fi;
+    gmt_symbolize(addr, &fi);
+    if (!f->module && fi.module) {
         f->module = fi.module;
         f->offset = fi.offset;
     }
     f->symbol = fi.symbol;
-    /* A return address: name the call instruction before it. */
-    if (S.full && f->module && f->module[0] == '/' && f->offset > 0 &&
-        gmt_dwsym_resolve(S.dws, f->module, f->build_id, f->offset - 1, &f->res) == 0 &&
-        f->res->fn.symbol)
-        f->symbol = f->res->fn.symbol;
 }
 
 static void write_loc(jw_t *w, const char *file, int line)
