@@ -758,6 +758,9 @@ def torchrun_nccl(c):
     c.note(f"reports {files}; NCCL bytes {nccl_bytes}; {round(time.time() - t0, 1)} s")
 
 
+import cases_sym  # noqa: E402,F401  (registers sym_plain, sym_torch; needs `case` above)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case", choices=sorted(CASES))

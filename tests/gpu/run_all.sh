@@ -36,7 +36,7 @@ export NCCL_NVLS_ENABLE=0
 PY=${PYTHON:-python3}
 
 ALL_CASES="static_vs_shared mallocasync vmm oom injection sanitizer_leaks torch_default
-torch_expandable torch_nocache profiler_coexist cupy jax two_gpus torchrun_nccl"
+torch_expandable torch_nocache profiler_coexist cupy jax two_gpus torchrun_nccl sym_plain sym_torch"
 CASES=${GMT_GPU_CASES:-$ALL_CASES}
 
 say() { echo "$*"; echo "$*" >>"$SUMMARY"; }
@@ -83,6 +83,9 @@ if [ -x "$NVCC" ]; then
     build vmm -o "$B/vmm" "$HERE/vmm.cu" $STUBS -lcuda
     build oom_static -o "$B/oom_static" "$HERE/oom.cu"
     build oom_shared -cudart shared -o "$B/oom_shared" "$HERE/oom.cu"
+    # sym_plain: the ordinary build (plain -g, no --export-dynamic), not NVFLAGS.
+    (timeout 240 "$NVCC" -g -arch="$ARCH" -o "$B/sym_plain" "$HERE/sym_plain.cu" \
+        >"$B/sym_plain.log" 2>&1 || rm -f "$B/sym_plain") &
     wait
     if [ -f "$B/leak_reset_o.o" ]; then
         timeout 240 "$NVCC" $NVFLAGS -cudart shared -o "$B/leak_reset" "$HERE/leak_reset_main.cu" \
@@ -92,7 +95,8 @@ if [ -x "$NVCC" ]; then
     fi
 else
     echo "nvcc not found (NVCC=$NVCC)" | tee "$B/nvcc.log" >&2
-    for n in leak_static leak_shared leak_reset pool_static pool_shared vmm oom_static oom_shared; do
+    for n in leak_static leak_shared leak_reset pool_static pool_shared vmm oom_static oom_shared \
+        sym_plain; do
         echo "nvcc not found at $NVCC" >"$B/$n.log"
     done
 fi
