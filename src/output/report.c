@@ -272,8 +272,10 @@ static bool supp_match(const supp_t *s, uint32_t stack_id)
     for (uint32_t i = 0; f && i < depth; i++) {
         gmt_frame_info_t fi;
         gmt_symbolize(f[i], &fi);
+        const char *named = gmt_symrep_symbol(f[i]); /* libdw's name, as the report shows it */
         for (int k = 0; k < s->n; k++) {
             if (fi.symbol && fnmatch(s->pat[k], fi.symbol, 0) == 0) return true;
+            if (named && fnmatch(s->pat[k], named, 0) == 0) return true;
             if (fi.module && fnmatch(s->pat[k], fi.module, 0) == 0) return true;
         }
     }

@@ -206,6 +206,14 @@ static void resolve(uint64_t addr, frame_t *f)
     f->symbol = fi.symbol;
 }
 
+const char *gmt_symrep_symbol(uint64_t addr)
+{
+    if (!S.active) return NULL;
+    frame_t f;
+    resolve(addr, &f);
+    return f.symbol;
+}
+
 static void write_loc(jw_t *w, const char *file, int line)
 {
     jw_string(w, "file", file);

@@ -25,6 +25,9 @@ void gmt_symrep_write_status(jw_t *w);
 /* One native frame object of the report's stacks (addr is a return address). */
 void gmt_symrep_write_frame(jw_t *w, uint64_t addr);
 
+/* The name the report gives the frame at return address addr, or NULL. */
+const char *gmt_symrep_symbol(uint64_t addr);
+
 /* The library a stack's allocations are charged to (module basename), or NULL. */
 const char *gmt_symrep_library(uint32_t stack_id);
 

@@ -93,6 +93,18 @@ def static_names(ctx):
         n for n in ctx.files() if ".oom" not in n][0])], capture_output=True, text=True)
     if "static_plain" not in out.stdout:
         fail(f"gpumemtrace report does not name static_plain:\n{out.stdout}{out.stderr}")
+    # Suppressions match the names the report shows (a static function, known only to libdw).
+    supp = os.path.join(ctx.work, "..", "sym-suppressions.txt")
+    with open(supp, "w") as f:
+        f.write("# the 5000-byte site\nstatic_plain\n")
+    for n in ctx.files():
+        os.unlink(os.path.join(ctx.work, n))
+    ctx.run(["sym_static"], env={"GMT_STANDIN_MEM_BYTES": str(1 << 30),
+                                 "GPUMEMTRACE_SUPPRESSIONS": supp})
+    rep = ctx.final_report()
+    expect_eq("suppressed by static name", group_of(rep, 5000)["suppressed"], True)
+    expect_eq("other group not suppressed", group_of(rep, 2 * MIB)["suppressed"], False)
+    expect_eq("leaks.suppressed_bytes", rep["leaks"]["suppressed_bytes"], 5000)
 
 
 @case("offline")
@@ -118,6 +130,11 @@ def offline(ctx):
     rep2 = ctx.reports()["symbolized.json"]
     expect_eq("offline resolver", rep2["capture"]["symbols"]["resolver"], "offline")
     check_static(rep2, marker_lines("sym_static.c"), "offline")
+    # gpumemtrace report names them too when it loads the oom report.
+    out = subprocess.run([ctx.cli, "report", path], capture_output=True, text=True)
+    if "static_plain" not in out.stdout:
+        fail(f"gpumemtrace report of the oom report does not name static_plain:\n{out.stdout}"
+             f"{out.stderr}")
     # A module whose build id no longer matches is left alone.
     rep_bad = dict(rep)
     import json
@@ -135,6 +152,59 @@ def offline(ctx):
     if "build id" not in r.stderr:
         fail(f"symbolize did not say that build ids differ: {r.stderr!r}")
     del rep_bad
+
+
+@case("no_network")
+def no_network(ctx):
+    """Debug info is never asked of a debuginfod server, even with DEBUGINFOD_URLS set: a
+    frame in a library without debug info is symbolized offline while a listening socket
+    stands in for the server; nothing may connect to it."""
+    import json
+    import socket
+    ctx.run(["sym_static"], env={"GMT_STANDIN_MEM_BYTES": str(1 << 30)})
+    reps = ctx.reports()
+    name = [n for n in reps if reps[n]["process"]["reason"] == "oom"][0]
+    rep = reps[name]
+    # A real module without DWARF (its debug info is not installed): the symbolizer must look
+    # for separate debug info, locally only.
+    target = None
+    for cand in ("/lib/x86_64-linux-gnu/libz.so.1", "/usr/lib/x86_64-linux-gnu/libz.so.1",
+                 "/lib/x86_64-linux-gnu/libcjson.so.1", "/usr/lib/x86_64-linux-gnu/libcjson.so.1"):
+        if os.path.exists(cand):
+            target = os.path.realpath(cand)
+            break
+    if not target:
+        fail("no libz/libcjson on this machine to stand for a library without debug info")
+    sid = next(iter(rep["stacks"]))
+    stack = rep["stacks"][sid]
+    fr = stack["frames"] if isinstance(stack, dict) else stack
+    fr.insert(0, {"type": "native", "address": "0x1001", "module": target, "offset": 0x1001,
+                  "build_id": None, "symbol": None, "file": None, "line": None, "inlined": []})
+    path = os.path.join(ctx.work, "crafted.json")
+    with open(path, "w") as f:
+        json.dump(rep, f)
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    srv.setblocking(False)
+    port = srv.getsockname()[1]
+    env = dict(os.environ, DEBUGINFOD_URLS=f"http://127.0.0.1:{port}/",
+               DEBUGINFOD_TIMEOUT="2", DEBUGINFOD_CACHE_PATH=os.path.join(ctx.work, "..", "dcache"))
+    r = subprocess.run([ctx.cli, "symbolize", path], capture_output=True, text=True, env=env)
+    expect_eq(f"symbolize status ({r.stderr.strip()})", r.returncode, 0)
+    try:
+        conn, _ = srv.accept()
+        conn.close()
+        fail(f"the symbolizer connected to DEBUGINFOD_URLS (port {port})")
+    except BlockingIOError:
+        pass
+    finally:
+        srv.close()
+    out = json.load(open(path))
+    fr = out["stacks"][sid]
+    fr = fr["frames"] if isinstance(fr, dict) else fr
+    expect_eq("crafted frame module kept", fr[0]["module"], target)
+    os.unlink(path)
 
 
 @case("cxx_names")
