@@ -43,7 +43,7 @@ def sym_plain(c):
     lines = markers("sym_plain.cu")
     c.expect("capture.symbols.resolver", (rep["capture"].get("symbols") or {}).get("resolver"),
              "libdw")
-    want = {8 * MIB: ("load_weights", lines["weights"]),
+    want = {8 * MIB: ("load_weights()", lines["weights"]),
             3 * MIB: ("model::Cache::grow(unsigned long)", lines["grow"])}
     for size, (sym, line) in want.items():
         gs = [g for g in check.groups(rep) if g.get("bytes") == size]
@@ -64,7 +64,7 @@ def sym_plain(c):
     c.expect_true("summary.libraries sym_plain exit_bytes >= 11 MiB",
                   (libs.get("sym_plain") or {}).get("exit_bytes", 0) >= 11 * MIB, libs)
     c.details["libraries"] = libs
-    c.note(f"named load_weights and model::Cache::grow with lines; libraries {sorted(libs)}")
+    c.note(f"named load_weights() and model::Cache::grow with lines; libraries {sorted(libs)}")
 
 
 @case

@@ -3,6 +3,7 @@
 // with file:line (libdw, .symtab) and charge the bytes to this program. Markers LINE:<name>
 // give cases_sym.py the expected lines.
 #include <cstdio>
+#include <cstdlib>
 #include <cuda_runtime.h>
 
 static void *keep[2];
