@@ -43,9 +43,12 @@ static void name_frame(gmt_dwsym_t *s, cJSON *f, gmt_offline_stats_t *st)
     const char *old = cJSON_IsString(sym) ? sym->valuestring : NULL;
     const gmt_symres_t *r = NULL;
     int rc = -EINVAL;
-    if (cJSON_IsString(mod) && mod->valuestring[0] == '/' && cJSON_IsNumber(off) &&
-        off->valuedouble >= 1 && off->valuedouble < 18446744073709551616.0)
-        rc = gmt_dwsym_resolve(s, mod->valuestring, cJSON_IsString(bid) ? bid->valuestring : NULL,
+    /* Only a build id proves that the file here is the one that ran: no id, no lookup. */
+    if (!cJSON_IsString(bid) || !bid->valuestring[0])
+        st->unverified++;
+    else if (cJSON_IsString(mod) && mod->valuestring[0] == '/' && cJSON_IsNumber(off) &&
+             off->valuedouble >= 1 && off->valuedouble < 18446744073709551616.0)
+        rc = gmt_dwsym_resolve(s, mod->valuestring, bid->valuestring,
                                (uint64_t)off->valuedouble - 1, &r);
     if (rc == -ESTALE) st->stale++;
     if (rc == -ENOENT) st->missing++;

@@ -4,7 +4,8 @@
  * a machine without libdw) holds module path, build id and offset per native frame. Where the
  * module file is still there and its build id matches, this fills symbol (demangled), file,
  * line and inlined from it, and marks capture.symbols.resolver "offline". Frames that already
- * have a file are left alone, as are frames of a module whose build id differs.
+ * have a file are left alone, as are frames of a module whose build id differs and frames
+ * without a build id (nothing proves the file here is the one that ran).
  */
 #ifndef GMT_SYMBOLIZE_OFFLINE_H
 #define GMT_SYMBOLIZE_OFFLINE_H
@@ -12,10 +13,11 @@
 #include <cJSON.h>
 
 typedef struct gmt_offline_stats_s {
-    unsigned frames;  /* native frames looked at */
-    unsigned named;   /* frames that got file:line or a name */
-    unsigned stale;   /* frames of modules whose build id differs */
-    unsigned missing; /* frames of modules that cannot be read here */
+    unsigned frames;     /* native frames looked at */
+    unsigned named;      /* frames that got file:line or a name */
+    unsigned stale;      /* frames of modules whose build id differs */
+    unsigned missing;    /* frames of modules that cannot be read here */
+    unsigned unverified; /* frames without a build id (a v1 report): not looked up */
 } gmt_offline_stats_t;
 
 /* Symbolizes root (a parsed report) in place. 0 when done or nothing was needed (a report

@@ -175,11 +175,15 @@ def no_network(ctx):
             break
     if not target:
         fail("no libz/libcjson on this machine to stand for a library without debug info")
+    notes = subprocess.run(["readelf", "-n", target], capture_output=True, text=True).stdout
+    m = re.search(r"Build ID: ([0-9a-f]+)", notes)
+    if not m:
+        fail(f"{target} has no build id (readelf -n: {notes[:300]!r})")
     sid = next(iter(rep["stacks"]))
     stack = rep["stacks"][sid]
     fr = stack["frames"] if isinstance(stack, dict) else stack
     fr.insert(0, {"type": "native", "address": "0x1001", "module": target, "offset": 0x1001,
-                  "build_id": None, "symbol": None, "file": None, "line": None, "inlined": []})
+                  "build_id": m.group(1), "symbol": None, "file": None, "line": None, "inlined": []})
     path = os.path.join(ctx.work, "crafted.json")
     with open(path, "w") as f:
         json.dump(rep, f)
