@@ -211,6 +211,34 @@ def no_network(ctx):
     os.unlink(path)
 
 
+@case("no_libdw")
+def no_libdw(ctx):
+    """Without libdw the report still has module + offset + build id on every frame, dladdr's
+    names, the libraries, and says why; the CLI names the frames later."""
+    shim = os.path.join(ctx.progs, "libsym_no_libdw.so")
+    ctx.run(["sym_libs"], env={"LD_PRELOAD": ":".join(ctx.sanitizer_runtimes() + [shim, ctx.lib])})
+    rep = ctx.final_report()
+    sy = rep["capture"]["symbols"]
+    expect_eq("resolver", sy["resolver"], "dladdr")
+    if "libdw" not in (sy.get("reason") or ""):
+        fail(f"capture.symbols.reason does not say libdw is missing: {sy}")
+    check_every_frame_has_module_offset(rep)
+    for sid in rep["stacks"]:
+        for f in frames(rep, sid):
+            if f.get("file") is not None:
+                fail(f"a frame has a file without libdw: {f}")
+    expect_eq("library bytes without libdw",
+              [(l["library"], l["exit_bytes"]) for l in rep["summary"]["libraries"]],
+              [("libsym_beta.so", MIB), ("libsym_alpha.so", 3 * MIB), ("sym_libs", MIB // 2)])
+    path = os.path.join(ctx.work, [n for n in ctx.files()][0])
+    r = subprocess.run([ctx.cli, "symbolize", path], capture_output=True, text=True)
+    expect_eq(f"symbolize status ({r.stderr.strip()})", r.returncode, 0)
+    rep = ctx.final_report()
+    expect_eq("resolver after symbolize", rep["capture"]["symbols"]["resolver"], "offline")
+    f = frame_named(rep, group_of(rep, MIB // 2), "main")
+    expect_eq("main's file after symbolize", os.path.basename(f["file"] or ""), "sym_libs.c")
+
+
 @case("cxx_names")
 def cxx_names(ctx):
     ctx.run(["sym_cxx"])
