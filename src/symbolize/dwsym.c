@@ -346,6 +346,12 @@ static void open_module(module_t *m)
         m->err = -ENOENT;
         return;
     }
+    unsigned char magic[4];
+    if (pread(fd, magic, 4, 0) != 4 || memcmp(magic, "\177ELF", 4) != 0) {
+        close(fd);
+        m->err = -ENOENT;
+        return;
+    }
     m->dwfl = dw.dwfl_begin(&cb);
     if (!m->dwfl) {
         close(fd);
@@ -357,6 +363,8 @@ static void open_module(module_t *m)
     m->mod = dw.dwfl_report_elf(m->dwfl, m->path, m->path, fd, 0, false);
     dw.dwfl_report_end(m->dwfl, NULL, NULL);
     if (!m->mod) {
+        /* A damaged ELF file. Whether libdwfl closed fd is not documented; closing it again
+         * could hit a descriptor another thread just opened, so it may stay open. */
         m->err = -ENOENT;
         return;
     }
