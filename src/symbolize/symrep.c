@@ -30,8 +30,11 @@ typedef struct lib_s {
     int64_t peak, exit;
 } lib_t;
 
+static const gmt_symrep_module_t *foreign;
+static int nforeign;
+
 static struct {
-    bool active, full;
+    bool active, full, foreign;
     gmt_dwsym_t *dws;
     char why[256];
     mod_t mods[GMT_MAX_MODS];
@@ -135,8 +138,21 @@ void gmt_symrep_begin(bool full, uint32_t max_stack_ids)
     S.dws = NULL;
     S.nmods = 0;
     S.nlibs = 0;
-    int index = 0;
-    dl_iterate_phdr(visit_object, &index);
+    S.foreign = foreign != NULL;
+    if (S.foreign) {
+        for (int i = 0; i < nforeign && S.nmods < GMT_MAX_MODS; i++) {
+            mod_t *m = &S.mods[S.nmods++];
+            memset(m, 0, sizeof *m);
+            m->start = foreign[i].start;
+            m->end = foreign[i].end;
+            m->path = foreign[i].path;
+            if (foreign[i].build_id)
+                snprintf(m->build_id, sizeof m->build_id, "%s", foreign[i].build_id);
+        }
+    } else {
+        int index = 0;
+        dl_iterate_phdr(visit_object, &index);
+    }
     qsort(S.mods, (size_t)S.nmods, sizeof *S.mods, cmp_mod);
     S.max_ids = max_stack_ids;
     size_t bytes = (size_t)max_stack_ids * sizeof *S.lib_of;
@@ -151,6 +167,12 @@ void gmt_symrep_begin(bool full, uint32_t max_stack_ids)
     }
     S.why[0] = 0;
     if (gmt_dwsym_open(&S.dws, S.why, sizeof S.why) == 0) S.full = true;
+}
+
+void gmt_symrep_set_foreign_modules(const gmt_symrep_module_t *mods, int n)
+{
+    foreign = n > 0 ? mods : NULL;
+    nforeign = n > 0 ? n : 0;
 }
 
 void gmt_symrep_end(void)
@@ -196,6 +218,7 @@ static void resolve(uint64_t addr, frame_t *f)
             return;
         }
     }
+    if (S.foreign) return; /* dladdr knows this process, not the one that ran */
     /* dladdr: the dynamic symbol table only, but no file I/O and no allocation. */
     gmt_frame_info_t fi;
     gmt_symbolize(addr, &fi);

@@ -17,6 +17,17 @@
 #include <stdint.h>
 
 void gmt_symrep_begin(bool full, uint32_t max_stack_ids);
+
+/* Stacks of another process (a report rebuilt from a state file): the reports written after
+ * this call resolve addresses against that process's module map instead of this one's, and
+ * never ask dladdr. path and build_id (hex or NULL) must stay valid until the call with
+ * (NULL, 0) that ends it. At most 2048 modules are used. */
+typedef struct gmt_symrep_module_s {
+    uint64_t start, end; /* mapped range: first loadable segment's page to the last one's end */
+    const char *path;
+    const char *build_id;
+} gmt_symrep_module_t;
+void gmt_symrep_set_foreign_modules(const gmt_symrep_module_t *mods, int n);
 void gmt_symrep_end(void);
 
 /* "symbols": {"resolver": "libdw"|"dladdr", "reason": why not libdw or null}. */
