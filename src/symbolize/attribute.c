@@ -28,7 +28,12 @@ static const rule_t rules[] = {
      * caching allocator where a build links it into libtorch_cuda. */
     {"libc10_cuda.so*", {NULL}},
     {"libc10.so*", {NULL}},
-    {"libtorch_cuda*.so*", {"CUDACachingAllocator", "CachingDeviceAllocator", NULL}},
+    /* ... and the tensor-factory glue between an operator and the allocator (at::empty's
+     * implementation), so memory is charged to the operator's library, not to
+     * libtorch_cpu's empty_generic. */
+    {"libtorch_cuda*.so*",
+     {"CUDACachingAllocator", "CachingDeviceAllocator", "empty_cuda", "empty_strided_cuda", NULL}},
+    {"libtorch_cpu*.so*", {"empty_generic", "empty_strided_generic", NULL}},
     /* XLA (JAX): the BFC allocator and the stream executor's device allocation. */
     {"xla_extension*.so*",
      {"BFCAllocator", "DeviceMemAllocator", "DeviceAllocate", "StreamExecutorMemoryAllocator",

@@ -44,6 +44,11 @@ static void by_symbol(void **state)
     assert_false(gmt_attr_frame_internal(torch, "at::native::addmm_out_cuda_impl"));
     /* No symbol: charged to the module. */
     assert_false(gmt_attr_frame_internal(torch, NULL));
+    /* Tensor-factory glue: at::empty's implementation, mangled and demangled. */
+    assert_true(gmt_attr_frame_internal(torch, "_ZN2at6detail10empty_cudaEN3c108ArrayRefIlEE"));
+    assert_true(gmt_attr_frame_internal("/t/libtorch_cpu.so",
+                                        "at::detail::empty_generic(c10::ArrayRef<long>, ...)"));
+    assert_false(gmt_attr_frame_internal("/t/libtorch_cpu.so", "at::native::add_out"));
     const char *xla = "/site-packages/jaxlib/xla_extension.so";
     assert_true(gmt_attr_frame_internal(xla, "tsl::BFCAllocator::AllocateRaw(unsigned long)"));
     assert_false(gmt_attr_frame_internal(xla, "xla::gpu::GemmThunk::ExecuteOnStream"));
@@ -60,7 +65,7 @@ static void picks_first_outside(void **state)
                           NULL,
                           "x",
                           "c10::cuda::CUDACachingAllocator::m",
-                          "at::native::empty_cuda",
+                          "at::native::addmm_out_cuda_impl",
                           "main"};
     assert_int_equal(gmt_attr_pick(mods, syms, 7), 5);
     assert_int_equal(gmt_attr_pick(mods, syms, 5), -1);
