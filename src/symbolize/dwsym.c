@@ -35,14 +35,17 @@
     X(dwfl_module_addrdie)                                                                         \
     X(dwfl_build_id_find_debuginfo)                                                                \
     X(dwfl_offline_section_address)                                                                \
-    X(dwarf_getscopes)                                                                             \
     X(dwarf_tag)                                                                                   \
     X(dwarf_attr)                                                                                  \
     X(dwarf_attr_integrate)                                                                        \
     X(dwarf_formstring)                                                                            \
     X(dwarf_formudata)                                                                             \
     X(dwarf_getsrcfiles)                                                                           \
-    X(dwarf_filesrc)
+    X(dwarf_filesrc)                                                                               \
+    X(dwarf_child)                                                                                 \
+    X(dwarf_siblingof)                                                                             \
+    X(dwarf_haspc)                                                                                 \
+    X(dwarf_hasattr)
 
 static struct {
 #define GMT_DW_PTR(name) __typeof__(&name) name;
@@ -112,10 +115,18 @@ typedef struct chunk_s {
     char data[];
 } chunk_t;
 
+/* The DWARF of one function, found once: later addresses in it walk down from `sub`. */
+typedef struct funcdie_s {
+    int state; /* 1: cu/sub valid; -1: no DWARF for this function */
+    Dwarf_Addr bias;
+    Dwarf_Die cu, sub;
+} funcdie_t;
+
 typedef struct func_s {
     uint64_t lo, size;
     const char *name; /* as in the symbol table; demangled lazily into `pretty` */
     const char *pretty;
+    funcdie_t *die;
     bool global;
 } func_t;
 
@@ -436,41 +447,118 @@ static const char *die_name(gmt_dwsym_t *s, Dwarf_Die *die)
     return NULL;
 }
 
-static void inline_chain(gmt_dwsym_t *s, module_t *m, uint64_t addr, gmt_symres_t *r)
+/* Fills r's inlined[] from the inlined-subroutine DIEs active at the address, innermost
+ * first, and moves r->fn's line to the outermost call site. */
+static void apply_inlines(gmt_dwsym_t *s, Dwarf_Die *cu, Dwarf_Die *inl, int n, gmt_symres_t *r)
 {
-    Dwarf_Addr bias = 0;
-    Dwarf_Die *cu = dw.dwfl_module_addrdie(m->mod, addr, &bias);
-    if (!cu) return;
-    Dwarf_Die *scopes = NULL;
-    int n = dw.dwarf_getscopes(cu, addr - bias, &scopes);
     Dwarf_Files *files = NULL;
     size_t nfiles = 0;
     bool have_files = false;
     for (int i = 0; i < n; i++) {
-        int tag = dw.dwarf_tag(&scopes[i]);
-        if (tag == DW_TAG_subprogram) {
-            if (!r->fn.symbol) r->fn.symbol = die_name(s, &scopes[i]);
-            break;
-        }
-        if (tag != DW_TAG_inlined_subroutine) continue;
         if (r->ninlined < GMT_SYM_MAX_INLINE)
             r->inlined[r->ninlined++] =
-                (gmt_srcloc_t){die_name(s, &scopes[i]), r->fn.file, r->fn.line};
+                (gmt_srcloc_t){die_name(s, &inl[i]), r->fn.file, r->fn.line};
         /* The line we are at in the caller is where this inlined call was made. */
         Dwarf_Attribute a;
         Dwarf_Word v = 0;
-        r->fn.line =
-            dw.dwarf_attr(&scopes[i], DW_AT_call_line, &a) && dw.dwarf_formudata(&a, &v) == 0
-                ? (int)v
-                : 0;
+        r->fn.line = dw.dwarf_attr(&inl[i], DW_AT_call_line, &a) && dw.dwarf_formudata(&a, &v) == 0
+                         ? (int)v
+                         : 0;
         r->fn.file = NULL;
-        if (dw.dwarf_attr(&scopes[i], DW_AT_call_file, &a) && dw.dwarf_formudata(&a, &v) == 0) {
+        if (dw.dwarf_attr(&inl[i], DW_AT_call_file, &a) && dw.dwarf_formudata(&a, &v) == 0) {
             if (!have_files) have_files = dw.dwarf_getsrcfiles(cu, &files, &nfiles) == 0;
             if (have_files && v < nfiles)
                 r->fn.file = dw.dwarf_filesrc(files, (size_t)v, NULL, NULL);
         }
     }
-    free(scopes);
+}
+
+/* Descends from scope into the child scope holding pc, recording the inlined subroutines on
+ * the way (outermost first) in out. A lexical block without addresses is searched through
+ * rather than entered blindly. True when a child scope held pc. */
+static bool descend(Dwarf_Die *scope, Dwarf_Addr pc, Dwarf_Die *out, int *n, int max, int depth)
+{
+    Dwarf_Die child;
+    if (depth > 64 || dw.dwarf_child(scope, &child) != 0) return false;
+    do {
+        int tag = dw.dwarf_tag(&child);
+        if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_lexical_block &&
+            tag != DW_TAG_try_block && tag != DW_TAG_catch_block)
+            continue;
+        bool ranged =
+            dw.dwarf_hasattr(&child, DW_AT_low_pc) || dw.dwarf_hasattr(&child, DW_AT_ranges);
+        if (ranged) {
+            if (dw.dwarf_haspc(&child, pc) != 1) continue;
+            if (tag == DW_TAG_inlined_subroutine && *n < max) out[(*n)++] = child;
+            descend(&child, pc, out, n, max, depth + 1);
+            return true;
+        }
+        if (tag == DW_TAG_lexical_block) {
+            int before = *n;
+            if (descend(&child, pc, out, n, max, depth + 1)) return true;
+            *n = before;
+        }
+    } while (dw.dwarf_siblingof(&child, &child) == 0);
+    return false;
+}
+
+/* The inlined subroutines active at pc inside the function sub, innermost first. */
+static int walk_down(Dwarf_Die *sub, Dwarf_Addr pc, Dwarf_Die *out, int max)
+{
+    int n = 0;
+    descend(sub, pc, out, &n, max, 0);
+    for (int i = 0; i < n / 2; i++) {
+        Dwarf_Die t = out[i];
+        out[i] = out[n - 1 - i];
+        out[n - 1 - i] = t;
+    }
+    return n;
+}
+
+/* The out-of-line function DIE whose code holds pc: a child of the CU, or of a namespace or
+ * class in it (C++ compilers may nest definitions there). */
+static int find_subprogram(Dwarf_Die *parent, Dwarf_Addr pc, Dwarf_Die *out, int depth)
+{
+    Dwarf_Die child;
+    if (depth > 16 || dw.dwarf_child(parent, &child) != 0) return -ENOENT;
+    do {
+        int tag = dw.dwarf_tag(&child);
+        if (tag == DW_TAG_subprogram) {
+            if (dw.dwarf_haspc(&child, pc) == 1) {
+                *out = child;
+                return 0;
+            }
+        } else if (tag == DW_TAG_namespace || tag == DW_TAG_class_type ||
+                   tag == DW_TAG_structure_type || tag == DW_TAG_union_type ||
+                   tag == DW_TAG_module) {
+            if (find_subprogram(&child, pc, out, depth + 1) == 0) return 0;
+        }
+    } while (dw.dwarf_siblingof(&child, &child) == 0);
+    return -ENOENT;
+}
+
+static void inline_chain(gmt_dwsym_t *s, module_t *m, func_t *f, uint64_t addr, gmt_symres_t *r)
+{
+    Dwarf_Die inl[GMT_SYM_MAX_INLINE * 2];
+    const int max = (int)(sizeof inl / sizeof *inl);
+    if (f && f->die) {
+        if (f->die->state != 1) return;
+        int n = walk_down(&f->die->sub, addr - f->die->bias, inl, max);
+        apply_inlines(s, &f->die->cu, inl, n, r);
+        return;
+    }
+    /* First address in this function: find its concrete DIE in the CU once. */
+    funcdie_t *fd = f ? arena(s, sizeof *fd) : NULL;
+    if (f) f->die = fd;
+    if (fd) fd->state = -1;
+    Dwarf_Addr bias = 0;
+    Dwarf_Die *cu = dw.dwfl_module_addrdie(m->mod, addr, &bias);
+    Dwarf_Die sub;
+    if (!cu || find_subprogram(cu, addr - bias, &sub, 0) != 0) return;
+    if (!r->fn.symbol) r->fn.symbol = die_name(s, &sub);
+    if (fd) *fd = (funcdie_t){.state = 1, .bias = bias, .cu = *cu, .sub = sub};
+    int n = walk_down(&sub, addr - bias, inl, max);
+    apply_inlines(s, cu, inl, n, r);
 }
 
 static memo_t *memo_slot(module_t *m, uint64_t offset)
@@ -527,7 +615,7 @@ int gmt_dwsym_resolve(gmt_dwsym_t *s, const char *path, const char *build_id, ui
         r->fn.file = dw.dwfl_lineinfo(line, NULL, &ln, NULL, NULL, NULL);
         r->fn.line = r->fn.file ? ln : 0;
     }
-    inline_chain(s, m, addr, r);
+    inline_chain(s, m, f, addr, r);
     slot->offset = offset;
     slot->res = r;
     m->memo_used++;
