@@ -239,6 +239,76 @@ def no_libdw(ctx):
     expect_eq("main's file after symbolize", os.path.basename(f["file"] or ""), "sym_libs.c")
 
 
+@case("vs_addr2line")
+def vs_addr2line(ctx):
+    """Inline chains and lines agree with binutils' addr2line -i on sampled libc addresses
+    (libc's separate debug info must be installed: skipped, exit 77, where it is not).
+    Offsets come in pairs in one function, so both the first lookup and the cached one of a
+    function are compared."""
+    import json
+    import random
+    libc = None
+    for cand in ("/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib/x86_64-linux-gnu/libc.so.6"):
+        if os.path.exists(cand):
+            libc = os.path.realpath(cand)
+            break
+    if not libc:
+        print("SKIP integration.vs_addr2line: no libc.so.6 at the Debian path")
+        sys.exit(77)
+    bid = re.search(r"Build ID: ([0-9a-f]+)",
+                    subprocess.run(["readelf", "-n", libc], capture_output=True,
+                                   text=True).stdout)
+    loads = re.findall(r"^\s*LOAD\s+\S+\s+(0x[0-9a-f]+)\s+\S+\s+\S+\s+(0x[0-9a-f]+)\s+(.*?)\s+0x",
+                       subprocess.run(["readelf", "-lW", libc], capture_output=True,
+                                      text=True).stdout, re.M)
+    text = [(int(v, 16), int(v, 16) + int(m, 16)) for v, m, fl in loads if "E" in fl]
+    if not bid or not text or int(loads[0][0], 16) != 0:
+        fail(f"cannot read libc's build id or segments: {bid} {loads}")
+    rng = random.Random(20261201)
+    lo, hi = text[0]
+    offs = []
+    for _ in range(250):
+        o = rng.randrange(lo + 8, hi - 8)
+        offs += [o ^ 3, o]
+    ctx.run(["sym_libs"])
+    rep = ctx.final_report()
+    rep["capture"]["symbols"] = {"resolver": "dladdr", "reason": "test"}
+    rep["stacks"] = {"1": [{"type": "native", "address": hex(o + 1), "module": libc,
+                            "offset": o + 1, "build_id": bid.group(1), "symbol": None,
+                            "file": None, "line": None, "inlined": []} for o in offs]}
+    path = os.path.join(ctx.work, "libc-frames.json")
+    with open(path, "w") as f:
+        json.dump(rep, f)
+    r = subprocess.run([ctx.cli, "symbolize", path], capture_output=True, text=True)
+    expect_eq(f"symbolize status ({r.stderr.strip()})", r.returncode, 0)
+    ours = json.load(open(path))["stacks"]["1"]
+    out = subprocess.run(["addr2line", "-i", "-a", "-e", libc] + [hex(o) for o in offs],
+                         capture_output=True, text=True).stdout.splitlines()
+    ref, cur = {}, None
+    for line in out:
+        if line.startswith("0x"):
+            cur = int(line, 16)
+            ref[cur] = []
+        elif cur is not None:
+            n = line.rsplit(":", 1)[-1].split()[0]
+            ref[cur].append(int(n) if n.isdigit() else 0)
+    compared = chained = 0
+    for o, f in zip(offs, ours):
+        want = ref.get(o, [])
+        if not want or not any(want):
+            continue
+        got = [i["line"] for i in f.get("inlined") or []] + [f.get("line")]
+        compared += 1
+        chained += len(want) > 1
+        if got != want:
+            fail(f"libc+{o:#x}: lines innermost first {got}, addr2line -i says {want}")
+    if compared < 50:
+        print(f"SKIP integration.vs_addr2line: addr2line named only {compared} addresses "
+              f"(libc's debug info not installed?)")
+        sys.exit(77)
+    print(f"compared {compared} addresses, {chained} with inline chains")
+
+
 @case("cxx_names")
 def cxx_names(ctx):
     ctx.run(["sym_cxx"])
