@@ -47,6 +47,10 @@ static const rule_t rules[] = {
     /* CuPy: the memory pool module and its thin wrapper of the runtime. */
     {"*/cupy/cuda/memory*.so", {NULL}},
     {"*/cupy_backends/cuda/api/runtime*.so", {NULL}},
+    /* Foreign-function glue: a CUDA call made from Python through ctypes is the program's
+     * (the interpreter's), not libffi's. */
+    {"libffi.so*", {NULL}},
+    {"_ctypes*.so", {NULL}},
 };
 
 const char *gmt_attr_basename(const char *path)

@@ -22,6 +22,10 @@ static void whole_modules(void **state)
         "/site-packages/cupy/cuda/stream.cpython-312-x86_64-linux-gnu.so", NULL));
     assert_false(gmt_attr_frame_internal("/usr/lib/libcublasLt.so.13", "cublasLtMatmul"));
     assert_false(gmt_attr_frame_internal("/usr/lib/libnccl.so.2", NULL));
+    assert_true(gmt_attr_frame_internal("/usr/lib/x86_64-linux-gnu/libffi.so.8", "ffi_call"));
+    assert_true(gmt_attr_frame_internal(
+        "/usr/lib/python3.12/lib-dynload/_ctypes.cpython-312-x86_64-linux-gnu.so", NULL));
+    assert_false(gmt_attr_frame_internal("/usr/lib/x86_64-linux-gnu/libpython3.12.so.1.0", NULL));
     assert_false(gmt_attr_frame_internal("/home/u/train", "main"));
     /* libcudart must not swallow a user library that only starts alike. */
     assert_false(gmt_attr_frame_internal("/home/u/libcudaraptor.so", NULL));
