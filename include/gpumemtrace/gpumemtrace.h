@@ -14,10 +14,9 @@
 extern "C" {
 #endif
 
-#define GPUMEMTRACE_VERSION_MAJOR         0
-#define GPUMEMTRACE_VERSION_MINOR         1
-#define GPUMEMTRACE_VERSION_PATCH         0
-#define GPUMEMTRACE_REPORT_SCHEMA_VERSION 1
+/* GPUMEMTRACE_VERSION_MAJOR/_MINOR/_PATCH/_STRING and GPUMEMTRACE_REPORT_SCHEMA_VERSION,
+ * written by CMake from the project's version. */
+#include "gpumemtrace/version.h"
 
 /* The library's version, "MAJOR.MINOR.PATCH". */
 const char *gmt_version(void);

@@ -32,13 +32,10 @@ int32_t gmt_capture_current_device_driver(void);
 /* Device current for the runtime on this thread, GMT_DEVICE_UNKNOWN if unknown. */
 int32_t gmt_capture_current_device_runtime(void);
 
-/* Record helpers: take the reentrancy guard, fill the event, hand it to the core. */
-void gmt_capture_alloc(gmt_layer_t layer, gmt_api_t api, gmt_kind_t kind, gmt_space_t space,
-                       int32_t device, uint64_t addr, uint64_t size, uint64_t stream,
-                       uint32_t flags);
-void gmt_capture_free(gmt_layer_t layer, gmt_api_t api, gmt_space_t space, uint64_t addr,
-                      uint64_t size);
-void gmt_capture_failure(gmt_layer_t layer, gmt_api_t api, gmt_kind_t kind, int32_t device,
-                         uint64_t size, int result, bool oom);
+/* Record helpers: take the reentrancy guard, mark the process as one that saw CUDA, hand the
+ * event to the core. ev->device must be resolved (never GMT_DEVICE_CURRENT) and ev->layer set.
+ * gmt_capture_alloc records an allocation when ev->result is 0, a failure otherwise. */
+void gmt_capture_alloc(const gmt_event_t *ev);
+void gmt_capture_free(const gmt_event_t *ev);
 
 #endif

@@ -19,6 +19,7 @@
 
 #include "capture.h"
 #include "cupti_backend.h"
+#include "describe.h"
 
 #include "core/event.h"
 #include "core/log.h"
@@ -93,36 +94,18 @@ static bool active;
 /* The memory entry points of src/api.def, as CUPTI driver-domain callback ids. Every one must
  * be enabled: while CUPTI is active the driver wrappers record nothing, so a missing id would
  * be a silent hole. All exist since CUDA 11.2. */
-#define CBID(name)                                                                                 \
-    {                                                                                              \
-        CUPTI_DRIVER_TRACE_CBID_##name, #name                                                      \
-    }
+#define CBID_RUNTIME(name) /* not a driver call */
+#define CBID_DRIVER(name)  {CUPTI_DRIVER_TRACE_CBID_##name, #name},
 static const struct {
     CUpti_CallbackId id;
     const char *name;
 } memory_cbids[] = {
-    CBID(cuMemAlloc_v2),
-    CBID(cuMemAllocPitch_v2),
-    CBID(cuMemFree_v2),
-    CBID(cuMemAllocAsync),
-    CBID(cuMemAllocAsync_ptsz),
-    CBID(cuMemAllocFromPoolAsync),
-    CBID(cuMemAllocFromPoolAsync_ptsz),
-    CBID(cuMemFreeAsync),
-    CBID(cuMemFreeAsync_ptsz),
-    CBID(cuMemAllocManaged),
-    CBID(cuMemHostAlloc),
-    CBID(cuMemAllocHost_v2),
-    CBID(cuMemFreeHost),
-    CBID(cuMemAddressReserve),
-    CBID(cuMemAddressFree),
-    CBID(cuMemCreate),
-    CBID(cuMemRelease),
-    CBID(cuMemMap),
-    CBID(cuMemUnmap),
-    CBID(cuMemImportFromShareableHandle),
+#define GMT_HOOK(name, layer, need, role, ret, params, args) CBID_##layer(name)
+#include "../api.def"
+#undef GMT_HOOK
 };
-#undef CBID
+#undef CBID_RUNTIME
+#undef CBID_DRIVER
 #define N_MEMORY_CBIDS (sizeof memory_cbids / sizeof memory_cbids[0])
 
 /* ---- The callback: runs on the application's thread, inside the driver call. ----
@@ -135,11 +118,6 @@ static const struct {
 #define CORR_TAG    0x676d740000000000ull /* "gmt" */
 #define CORR_RECORD 1ull
 
-static inline uint64_t u64_of_ptr(const void *p)
-{
-    return (uint64_t)(uintptr_t)p;
-}
-
 static int32_t context_device(const CUpti_CallbackData *cb)
 {
     uint32_t id;
@@ -147,217 +125,71 @@ static int32_t context_device(const CUpti_CallbackData *cb)
     return GMT_DEVICE_UNKNOWN;
 }
 
-/* Physical memory made by cuMemCreate lives where prop->location says, which need not be the
- * current context's device. */
-static int32_t location_device(const CUmemAllocationProp *prop, const CUpti_CallbackData *cb)
-{
-    if (!prop) return context_device(cb);
-    /* Every other valid type is a host location (HOST, HOST_NUMA, HOST_NUMA_CURRENT in CUDA
-     * 13; not named here so that older headers build too). */
-    if (prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE) return prop->location.id;
-    if (prop->location.type == CU_MEM_LOCATION_TYPE_INVALID) return context_device(cb);
-    return GMT_DEVICE_HOST;
-}
+/* The event of a driver call, from CUPTI's params struct: api.def's DRIVER parameters carry
+ * the struct's field names, so each case passes p->field for each argument to the call's one
+ * describe_<symbol>. FREE calls are described at API entry (recorded before the driver runs
+ * them, so an address handed out again at once is never attributed to the old owner; the core
+ * takes kind and device from the allocation's record); ALLOC calls at API exit, with the
+ * result (out-parameters are read only on success). False for a call of the other site. */
+#define AT_ENTER_FREE(name, args)                                                                  \
+    case CUPTI_DRIVER_TRACE_CBID_##name: {                                                         \
+        const name##_params *p = params;                                                           \
+        *ev = describe_##name(GMT_PREFIX_ARGS(p, args));                                           \
+        return true;                                                                               \
+    }
+#define AT_ENTER_ALLOC(name, args)
+#define AT_EXIT_ALLOC(name, args)                                                                  \
+    case CUPTI_DRIVER_TRACE_CBID_##name: {                                                         \
+        const name##_params *p = params;                                                           \
+        *ev = describe_##name(GMT_PREFIX_ARGS(p, args), result);                                   \
+        return true;                                                                               \
+    }
+#define AT_EXIT_FREE(name, args)
+#define ENTER_RUNTIME(role, name, args)
+#define ENTER_DRIVER(role, name, args) AT_ENTER_##role(name, args)
+#define EXIT_RUNTIME(role, name, args)
+#define EXIT_DRIVER(role, name, args) AT_EXIT_##role(name, args)
 
-/* Releases are recorded before the driver runs them, so an address the driver hands out again
- * at once can never be attributed to the old owner. The core takes kind and device from the
- * allocation's record. */
-static void on_api_enter(CUpti_CallbackId cbid, const void *params)
+static bool describe_at_enter(CUpti_CallbackId cbid, const void *params, gmt_event_t *ev)
 {
     switch (cbid) {
-    case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2: {
-        const cuMemFree_v2_params *p = params;
-        gmt_capture_free(GMT_LAYER_CUPTI, GMT_API_cuMemFree_v2, GMT_SPACE_VA, p->dptr, 0);
-        break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync: {
-        const cuMemFreeAsync_params *p = params;
-        gmt_capture_free(GMT_LAYER_CUPTI, GMT_API_cuMemFreeAsync, GMT_SPACE_VA, p->dptr, 0);
-        break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz: {
-        const cuMemFreeAsync_ptsz_params *p = params;
-        gmt_capture_free(GMT_LAYER_CUPTI, GMT_API_cuMemFreeAsync_ptsz, GMT_SPACE_VA, p->dptr, 0);
-        break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost: {
-        const cuMemFreeHost_params *p = params;
-        gmt_capture_free(GMT_LAYER_CUPTI, GMT_API_cuMemFreeHost, GMT_SPACE_VA, u64_of_ptr(p->p), 0);
-        break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAddressFree: {
-        const cuMemAddressFree_params *p = params;
-        gmt_capture_free(GMT_LAYER_CUPTI, GMT_API_cuMemAddressFree, GMT_SPACE_RESERVE, p->ptr,
-                         p->size);
-        break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemRelease: {
-        const cuMemRelease_params *p = params;
-        gmt_capture_free(GMT_LAYER_CUPTI, GMT_API_cuMemRelease, GMT_SPACE_HANDLE, p->handle, 0);
-        break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap: {
-        /* The size lets the core release every mapping the range covers. */
-        const cuMemUnmap_params *p = params;
-        gmt_capture_free(GMT_LAYER_CUPTI, GMT_API_cuMemUnmap, GMT_SPACE_MAP, p->ptr, p->size);
-        break;
-    }
+#define GMT_HOOK(name, layer, need, role, ret, params, args) ENTER_##layer(role, name, args)
+#include "../api.def"
+#undef GMT_HOOK
     default:
-        break;
+        return false;
     }
 }
 
-/* Allocations are recorded after the driver returned, and only when it succeeded; a failure
- * becomes a failure record (the out-parameters are not read then: they hold nothing). */
+static bool describe_at_exit(CUpti_CallbackId cbid, const void *params, CUresult result,
+                             gmt_event_t *ev)
+{
+    switch (cbid) {
+#define GMT_HOOK(name, layer, need, role, ret, params, args) EXIT_##layer(role, name, args)
+#include "../api.def"
+#undef GMT_HOOK
+    default:
+        return false;
+    }
+}
+
+static void on_api_enter(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
+{
+    gmt_event_t ev;
+    if (!describe_at_enter(cbid, cb->functionParams, &ev)) return;
+    ev.layer = GMT_LAYER_CUPTI;
+    gmt_capture_free(&ev);
+}
+
 static void on_api_exit(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 {
-    const void *params = cb->functionParams;
     CUresult res =
         cb->functionReturnValue ? *(const CUresult *)cb->functionReturnValue : CUDA_ERROR_UNKNOWN;
-    bool ok = res == CUDA_SUCCESS;
-    struct {
-        gmt_api_t api;
-        gmt_kind_t kind;
-        gmt_space_t space;
-        int32_t device;
-        uint64_t addr, size, stream;
-        uint32_t flags;
-    } ev = {.space = GMT_SPACE_VA};
-
-    switch (cbid) {
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2: {
-        const cuMemAlloc_v2_params *p = params;
-        ev.api = GMT_API_cuMemAlloc_v2;
-        ev.kind = GMT_KIND_DEVICE;
-        ev.addr = ok && p->dptr ? *p->dptr : 0;
-        ev.size = p->bytesize;
-        ev.device = context_device(cb);
-        break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2: {
-        /* The bytes taken are pitch * height; the pitch is known only once the call returned. */
-        const cuMemAllocPitch_v2_params *p = params;
-        uint64_t pitch = ok && p->pPitch ? *p->pPitch : p->WidthInBytes;
-        ev.api = GMT_API_cuMemAllocPitch_v2;
-        ev.kind = GMT_KIND_DEVICE;
-        ev.addr = ok && p->dptr ? *p->dptr : 0;
-        ev.size = pitch * (uint64_t)p->Height;
-        ev.device = context_device(cb);
-        break;
-    }
-    /* Pool allocations carry their pool in `stream` (event.h). cuMemAllocAsync draws from the
-     * device's current pool, which the call does not name: 0 stands for it. */
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz: {
-        const cuMemAllocAsync_params *p = params; /* _ptsz has the same layout */
-        _Static_assert(sizeof(cuMemAllocAsync_params) == sizeof(cuMemAllocAsync_ptsz_params),
-                       "cuMemAllocAsync params layouts differ");
-        ev.api = cbid == CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync ? GMT_API_cuMemAllocAsync
-                                                                 : GMT_API_cuMemAllocAsync_ptsz;
-        ev.kind = GMT_KIND_POOL;
-        ev.addr = ok && p->dptr ? *p->dptr : 0;
-        ev.size = p->bytesize;
-        ev.device = context_device(cb);
-        break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz: {
-        const cuMemAllocFromPoolAsync_params *p = params;
-        _Static_assert(sizeof(cuMemAllocFromPoolAsync_params) ==
-                           sizeof(cuMemAllocFromPoolAsync_ptsz_params),
-                       "cuMemAllocFromPoolAsync params layouts differ");
-        ev.api = cbid == CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync
-                     ? GMT_API_cuMemAllocFromPoolAsync
-                     : GMT_API_cuMemAllocFromPoolAsync_ptsz;
-        ev.kind = GMT_KIND_POOL;
-        ev.addr = ok && p->dptr ? *p->dptr : 0;
-        ev.size = p->bytesize;
-        ev.stream = u64_of_ptr(p->pool);
-        ev.device = context_device(cb);
-        break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged: {
-        const cuMemAllocManaged_params *p = params;
-        ev.api = GMT_API_cuMemAllocManaged;
-        ev.kind = GMT_KIND_MANAGED;
-        ev.addr = ok && p->dptr ? *p->dptr : 0;
-        ev.size = p->bytesize;
-        ev.device = context_device(cb);
-        break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc: {
-        const cuMemHostAlloc_params *p = params;
-        ev.api = GMT_API_cuMemHostAlloc;
-        ev.kind = GMT_KIND_HOST_PINNED;
-        ev.addr = ok && p->pp ? u64_of_ptr(*p->pp) : 0;
-        ev.size = p->bytesize;
-        ev.device = GMT_DEVICE_HOST;
-        break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2: {
-        const cuMemAllocHost_v2_params *p = params;
-        ev.api = GMT_API_cuMemAllocHost_v2;
-        ev.kind = GMT_KIND_HOST_PINNED;
-        ev.addr = ok && p->pp ? u64_of_ptr(*p->pp) : 0;
-        ev.size = p->bytesize;
-        ev.device = GMT_DEVICE_HOST;
-        break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemAddressReserve: {
-        const cuMemAddressReserve_params *p = params;
-        ev.api = GMT_API_cuMemAddressReserve;
-        ev.kind = GMT_KIND_VMM_RESERVE;
-        ev.space = GMT_SPACE_RESERVE;
-        ev.addr = ok && p->ptr ? *p->ptr : 0;
-        ev.size = p->size;
-        ev.device = context_device(cb);
-        break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemCreate: {
-        const cuMemCreate_params *p = params;
-        ev.api = GMT_API_cuMemCreate;
-        ev.kind = GMT_KIND_VMM_PHYSICAL;
-        ev.space = GMT_SPACE_HANDLE;
-        ev.addr = ok && p->handle ? *p->handle : 0;
-        ev.size = p->size;
-        ev.device = location_device(p->prop, cb);
-        break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemMap: {
-        /* A mapping is keyed by its address; `stream` carries the physical handle mapped. */
-        const cuMemMap_params *p = params;
-        ev.api = GMT_API_cuMemMap;
-        ev.kind = GMT_KIND_VMM_MAP;
-        ev.space = GMT_SPACE_MAP;
-        ev.addr = p->ptr;
-        ev.size = p->size;
-        ev.stream = p->handle;
-        ev.device = context_device(cb);
-        break;
-    }
-    case CUPTI_DRIVER_TRACE_CBID_cuMemImportFromShareableHandle: {
-        /* Another process's memory: tracked so its release matches, never charged here. The
-         * call does not say its size, and the memory may sit on any device; the importing
-         * context's device is the best guess and only groups the record. */
-        const cuMemImportFromShareableHandle_params *p = params;
-        ev.api = GMT_API_cuMemImportFromShareableHandle;
-        ev.kind = GMT_KIND_VMM_PHYSICAL;
-        ev.space = GMT_SPACE_HANDLE;
-        ev.addr = ok && p->handle ? *p->handle : 0;
-        ev.flags = GMT_EVENT_NOT_CHARGED;
-        ev.device = context_device(cb);
-        break;
-    }
-    default:
-        return; /* a release: recorded at entry */
-    }
-
-    if (ok)
-        gmt_capture_alloc(GMT_LAYER_CUPTI, ev.api, ev.kind, ev.space, ev.device, ev.addr, ev.size,
-                          ev.stream, ev.flags);
-    else
-        gmt_capture_failure(GMT_LAYER_CUPTI, ev.api, ev.kind, ev.device, ev.size, (int)res,
-                            res == CUDA_ERROR_OUT_OF_MEMORY);
+    gmt_event_t ev;
+    if (!describe_at_exit(cbid, cb->functionParams, res, &ev)) return;
+    ev.layer = GMT_LAYER_CUPTI;
+    if (ev.device == GMT_DEVICE_CURRENT) ev.device = context_device(cb);
+    gmt_capture_alloc(&ev);
 }
 
 static void CUPTIAPI on_driver_call(void *userdata, CUpti_CallbackDomain domain,
@@ -371,7 +203,7 @@ static void CUPTIAPI on_driver_call(void *userdata, CUpti_CallbackDomain domain,
     if (cb->callbackSite == CUPTI_API_ENTER) {
         bool rec = __atomic_load_n(&active, __ATOMIC_ACQUIRE);
         if (cb->correlationData) *cb->correlationData = CORR_TAG | (rec ? CORR_RECORD : 0);
-        if (rec) on_api_enter(cbid, cb->functionParams);
+        if (rec) on_api_enter(cbid, cb);
     } else if (cb->callbackSite == CUPTI_API_EXIT && cb->correlationData) {
         bool rec = *cb->correlationData == (CORR_TAG | CORR_RECORD);
         *cb->correlationData = 0; /* never let a later call read a stale tag */

@@ -6,6 +6,8 @@
  *     replaces any pointer that is one of the real functions we hook by our wrapper;
  *  3. dlsym(handle, "...") on libcuda: the runtime finds cuGetProcAddress itself like this.
  *
+ * Every DRIVER line of src/api.def becomes one wrapper here, described by its
+ * describe_<symbol> (describe.c), the same description the CUPTI callback uses.
  * While the CUPTI backend records (gmt_cupti_active), the wrappers pass calls straight
  * through, so a call is recorded once whichever way it came. Releases are recorded before the
  * real call, allocations after it succeeded.
@@ -13,6 +15,7 @@
 #define _GNU_SOURCE
 #include "capture.h"
 #include "cupti_backend.h"
+#include "describe.h"
 #include "real.h"
 
 #include "core/log.h"
@@ -48,204 +51,48 @@ static inline bool recording(void)
         }                                                                                          \
     } while (0)
 
-static void after(CUresult r, gmt_api_t api, gmt_kind_t kind, gmt_space_t space, int32_t device,
-                  uint64_t addr, uint64_t size, uint64_t stream, uint32_t flags)
+/* Only reached while this layer is the driver-level backend. */
+static void record_alloc(gmt_event_t *ev)
 {
-    if (r == CUDA_SUCCESS)
-        gmt_capture_alloc(GMT_LAYER_DRIVER, api, kind, space, device, addr, size, stream, flags);
-    else
-        gmt_capture_failure(GMT_LAYER_DRIVER, api, kind, device, size, (int)r,
-                            r == CUDA_ERROR_OUT_OF_MEMORY);
+    ev->layer = GMT_LAYER_DRIVER;
+    if (ev->device == GMT_DEVICE_CURRENT) ev->device = gmt_capture_current_device_driver();
+    gmt_capture_alloc(ev);
 }
 
-GMT_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+static void record_free(gmt_event_t *ev)
 {
-    REAL_OR_FAIL(cuMemAlloc_v2);
-    if (!recording()) return gmt_real.cuMemAlloc_v2(dptr, bytesize);
-    CUresult r = CALL_GUARDED(gmt_real.cuMemAlloc_v2(dptr, bytesize));
-    after(r, GMT_API_cuMemAlloc_v2, GMT_KIND_DEVICE, GMT_SPACE_VA,
-          gmt_capture_current_device_driver(), r ? 0 : *dptr, bytesize, 0, 0);
-    return r;
+    ev->layer = GMT_LAYER_DRIVER;
+    gmt_capture_free(ev);
 }
 
-GMT_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t widthInBytes,
-                                       size_t height, unsigned int elementSizeBytes)
-{
-    REAL_OR_FAIL(cuMemAllocPitch_v2);
-    if (!recording())
-        return gmt_real.cuMemAllocPitch_v2(dptr, pPitch, widthInBytes, height, elementSizeBytes);
-    CUresult r = CALL_GUARDED(
-        gmt_real.cuMemAllocPitch_v2(dptr, pPitch, widthInBytes, height, elementSizeBytes));
-    uint64_t size = (r == CUDA_SUCCESS && pPitch ? *pPitch : widthInBytes) * (uint64_t)height;
-    after(r, GMT_API_cuMemAllocPitch_v2, GMT_KIND_DEVICE, GMT_SPACE_VA,
-          gmt_capture_current_device_driver(), r ? 0 : *dptr, size, 0, 0);
-    return r;
-}
-
-GMT_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
-{
-    REAL_OR_FAIL(cuMemFree_v2);
-    if (!recording()) return gmt_real.cuMemFree_v2(dptr);
-    gmt_capture_free(GMT_LAYER_DRIVER, GMT_API_cuMemFree_v2, GMT_SPACE_VA, dptr, 0);
-    return CALL_GUARDED(gmt_real.cuMemFree_v2(dptr));
-}
-
-#define ALLOC_ASYNC(name)                                                                          \
-    GMT_EXPORT CUresult name(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)                 \
+/* One wrapper per DRIVER line of src/api.def, described by its describe_<symbol>. */
+#define DRIVER_WRAP_ALLOC(name, ret, params, args)                                                 \
+    GMT_EXPORT ret name params                                                                     \
     {                                                                                              \
         REAL_OR_FAIL(name);                                                                        \
-        if (!recording()) return gmt_real.name(dptr, bytesize, hStream);                           \
-        CUresult r = CALL_GUARDED(gmt_real.name(dptr, bytesize, hStream));                         \
-        after(r, GMT_API_##name, GMT_KIND_POOL, GMT_SPACE_VA, gmt_capture_current_device_driver(), \
-              r ? 0 : *dptr, bytesize, 0, 0);                                                      \
+        if (!recording()) return gmt_real.name args;                                               \
+        ret r = CALL_GUARDED(gmt_real.name args);                                                  \
+        gmt_event_t ev = describe_##name(GMT_UNPAREN args, r);                                     \
+        record_alloc(&ev);                                                                         \
         return r;                                                                                  \
     }
-ALLOC_ASYNC(cuMemAllocAsync)
-ALLOC_ASYNC(cuMemAllocAsync_ptsz)
 
-#define ALLOC_FROM_POOL(name)                                                                      \
-    GMT_EXPORT CUresult name(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,                \
-                             CUstream hStream)                                                     \
+#define DRIVER_WRAP_FREE(name, ret, params, args)                                                  \
+    GMT_EXPORT ret name params                                                                     \
     {                                                                                              \
         REAL_OR_FAIL(name);                                                                        \
-        if (!recording()) return gmt_real.name(dptr, bytesize, pool, hStream);                     \
-        CUresult r = CALL_GUARDED(gmt_real.name(dptr, bytesize, pool, hStream));                   \
-        after(r, GMT_API_##name, GMT_KIND_POOL, GMT_SPACE_VA, gmt_capture_current_device_driver(), \
-              r ? 0 : *dptr, bytesize, (uint64_t)(uintptr_t)pool, 0);                              \
-        return r;                                                                                  \
+        if (!recording()) return gmt_real.name args;                                               \
+        gmt_event_t ev = describe_##name args;                                                     \
+        record_free(&ev);                                                                          \
+        return CALL_GUARDED(gmt_real.name args);                                                   \
     }
-ALLOC_FROM_POOL(cuMemAllocFromPoolAsync)
-ALLOC_FROM_POOL(cuMemAllocFromPoolAsync_ptsz)
 
-#define FREE_ASYNC(name)                                                                           \
-    GMT_EXPORT CUresult name(CUdeviceptr dptr, CUstream hStream)                                   \
-    {                                                                                              \
-        REAL_OR_FAIL(name);                                                                        \
-        if (!recording()) return gmt_real.name(dptr, hStream);                                     \
-        gmt_capture_free(GMT_LAYER_DRIVER, GMT_API_##name, GMT_SPACE_VA, dptr, 0);                 \
-        return CALL_GUARDED(gmt_real.name(dptr, hStream));                                         \
-    }
-FREE_ASYNC(cuMemFreeAsync)
-FREE_ASYNC(cuMemFreeAsync_ptsz)
-
-GMT_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
-{
-    REAL_OR_FAIL(cuMemAllocManaged);
-    if (!recording()) return gmt_real.cuMemAllocManaged(dptr, bytesize, flags);
-    CUresult r = CALL_GUARDED(gmt_real.cuMemAllocManaged(dptr, bytesize, flags));
-    after(r, GMT_API_cuMemAllocManaged, GMT_KIND_MANAGED, GMT_SPACE_VA,
-          gmt_capture_current_device_driver(), r ? 0 : *dptr, bytesize, 0, 0);
-    return r;
-}
-
-GMT_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flags)
-{
-    REAL_OR_FAIL(cuMemHostAlloc);
-    if (!recording()) return gmt_real.cuMemHostAlloc(pp, bytesize, flags);
-    CUresult r = CALL_GUARDED(gmt_real.cuMemHostAlloc(pp, bytesize, flags));
-    after(r, GMT_API_cuMemHostAlloc, GMT_KIND_HOST_PINNED, GMT_SPACE_VA, GMT_DEVICE_HOST,
-          r ? 0 : (uint64_t)(uintptr_t)*pp, bytesize, 0, 0);
-    return r;
-}
-
-GMT_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
-{
-    REAL_OR_FAIL(cuMemAllocHost_v2);
-    if (!recording()) return gmt_real.cuMemAllocHost_v2(pp, bytesize);
-    CUresult r = CALL_GUARDED(gmt_real.cuMemAllocHost_v2(pp, bytesize));
-    after(r, GMT_API_cuMemAllocHost_v2, GMT_KIND_HOST_PINNED, GMT_SPACE_VA, GMT_DEVICE_HOST,
-          r ? 0 : (uint64_t)(uintptr_t)*pp, bytesize, 0, 0);
-    return r;
-}
-
-GMT_EXPORT CUresult cuMemFreeHost(void *p)
-{
-    REAL_OR_FAIL(cuMemFreeHost);
-    if (!recording()) return gmt_real.cuMemFreeHost(p);
-    gmt_capture_free(GMT_LAYER_DRIVER, GMT_API_cuMemFreeHost, GMT_SPACE_VA, (uint64_t)(uintptr_t)p,
-                     0);
-    return CALL_GUARDED(gmt_real.cuMemFreeHost(p));
-}
-
-GMT_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
-                                        CUdeviceptr addr, unsigned long long flags)
-{
-    REAL_OR_FAIL(cuMemAddressReserve);
-    if (!recording()) return gmt_real.cuMemAddressReserve(ptr, size, alignment, addr, flags);
-    CUresult r = CALL_GUARDED(gmt_real.cuMemAddressReserve(ptr, size, alignment, addr, flags));
-    after(r, GMT_API_cuMemAddressReserve, GMT_KIND_VMM_RESERVE, GMT_SPACE_RESERVE,
-          gmt_capture_current_device_driver(), r ? 0 : *ptr, size, 0, 0);
-    return r;
-}
-
-GMT_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
-{
-    REAL_OR_FAIL(cuMemAddressFree);
-    if (!recording()) return gmt_real.cuMemAddressFree(ptr, size);
-    gmt_capture_free(GMT_LAYER_DRIVER, GMT_API_cuMemAddressFree, GMT_SPACE_RESERVE, ptr, size);
-    return CALL_GUARDED(gmt_real.cuMemAddressFree(ptr, size));
-}
-
-static int32_t location_device(const CUmemAllocationProp *prop)
-{
-    if (!prop) return GMT_DEVICE_UNKNOWN;
-    if (prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE) return prop->location.id;
-    return GMT_DEVICE_HOST;
-}
-
-GMT_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
-                                const CUmemAllocationProp *prop, unsigned long long flags)
-{
-    REAL_OR_FAIL(cuMemCreate);
-    if (!recording()) return gmt_real.cuMemCreate(handle, size, prop, flags);
-    CUresult r = CALL_GUARDED(gmt_real.cuMemCreate(handle, size, prop, flags));
-    after(r, GMT_API_cuMemCreate, GMT_KIND_VMM_PHYSICAL, GMT_SPACE_HANDLE, location_device(prop),
-          r ? 0 : (uint64_t)*handle, size, 0, 0);
-    return r;
-}
-
-GMT_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
-{
-    REAL_OR_FAIL(cuMemRelease);
-    if (!recording()) return gmt_real.cuMemRelease(handle);
-    gmt_capture_free(GMT_LAYER_DRIVER, GMT_API_cuMemRelease, GMT_SPACE_HANDLE, handle, 0);
-    return CALL_GUARDED(gmt_real.cuMemRelease(handle));
-}
-
-GMT_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
-                             CUmemGenericAllocationHandle handle, unsigned long long flags)
-{
-    REAL_OR_FAIL(cuMemMap);
-    if (!recording()) return gmt_real.cuMemMap(ptr, size, offset, handle, flags);
-    CUresult r = CALL_GUARDED(gmt_real.cuMemMap(ptr, size, offset, handle, flags));
-    after(r, GMT_API_cuMemMap, GMT_KIND_VMM_MAP, GMT_SPACE_MAP, gmt_capture_current_device_driver(),
-          ptr, size, (uint64_t)handle, 0);
-    return r;
-}
-
-GMT_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
-{
-    REAL_OR_FAIL(cuMemUnmap);
-    if (!recording()) return gmt_real.cuMemUnmap(ptr, size);
-    gmt_capture_free(GMT_LAYER_DRIVER, GMT_API_cuMemUnmap, GMT_SPACE_MAP, ptr, size);
-    return CALL_GUARDED(gmt_real.cuMemUnmap(ptr, size));
-}
-
-GMT_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle,
-                                                   void *osHandle,
-                                                   CUmemAllocationHandleType shHandleType)
-{
-    REAL_OR_FAIL(cuMemImportFromShareableHandle);
-    if (!recording())
-        return gmt_real.cuMemImportFromShareableHandle(handle, osHandle, shHandleType);
-    CUresult r =
-        CALL_GUARDED(gmt_real.cuMemImportFromShareableHandle(handle, osHandle, shHandleType));
-    /* Another process's memory: tracked (so its release is known) but never charged here. */
-    after(r, GMT_API_cuMemImportFromShareableHandle, GMT_KIND_VMM_PHYSICAL, GMT_SPACE_HANDLE,
-          gmt_capture_current_device_driver(), r ? 0 : (uint64_t)*handle, 0, 0,
-          GMT_EVENT_NOT_CHARGED);
-    return r;
-}
+#define WRAP_RUNTIME(role, name, ret, params, args) /* runtime_hooks.c */
+#define WRAP_DRIVER(role, name, ret, params, args)  DRIVER_WRAP_##role(name, ret, params, args)
+#define GMT_HOOK(name, layer, need, role, ret, params, args)                                       \
+    WRAP_##layer(role, name, ret, params, args)
+#include "../api.def"
+#undef GMT_HOOK
 
 /* ---- handing out wrappers ------------------------------------------------------------- */
 
@@ -261,7 +108,7 @@ typedef struct wrap_s {
 #define LAYER_RUNTIME(name) /* runtime entries are not handed out by the driver */
 #define LAYER_DRIVER(name)  {(void **)&gmt_real.name, (void *)name, #name},
 static const wrap_t wraps[] = {
-#define GMT_HOOK(name, layer, need, ret, params, args) LAYER_##layer(name)
+#define GMT_HOOK(name, layer, need, role, ret, params, args) LAYER_##layer(name)
 #include "../api.def"
 #undef GMT_HOOK
     {(void **)&gmt_real.getProcAddress_v1, (void *)gmt_cuGetProcAddress_v1, "cuGetProcAddress"},

@@ -51,7 +51,7 @@ typedef struct entry_s {
 } entry_t;
 
 static const entry_t entries[] = {
-#define GMT_HOOK(name, layer, need, ret, params, args)                                             \
+#define GMT_HOOK(name, layer, need, role, ret, params, args)                                       \
     {#name, (void **)&gmt_real.name, LAYER_IS_##layer, NEED_##need},
 #include "../api.def"
 #undef GMT_HOOK

@@ -14,7 +14,7 @@
 #include <stdbool.h>
 
 typedef struct gmt_real_s {
-#define GMT_HOOK(name, layer, need, ret, params, args) ret(*name) params;
+#define GMT_HOOK(name, layer, need, role, ret, params, args) ret(*name) params;
 #include "../api.def"
 #undef GMT_HOOK
     gmt_cuGetProcAddress_v1_t getProcAddress_v1; /* "cuGetProcAddress" */

@@ -9,6 +9,8 @@
 #ifndef GMT_CLI_CLI_H
 #define GMT_CLI_CLI_H
 
+#include "gmt_version.h"
+
 #include <stdbool.h>
 #include <stdio.h>
 #include <stddef.h>
@@ -20,9 +22,9 @@
 #define GMT_EXIT_FAIL  1
 #define GMT_EXIT_USAGE 2
 
-/* The only report version this tool reads; the writer bumps it on incompatible changes. */
-#define GMT_REPORT_SCHEMA  "gpumemtrace.report"
-#define GMT_REPORT_VERSION 1
+/* The report versions this tool reads: 1 .. GMT_REPORT_VERSION (from gmt_version.h); the
+ * writer bumps it on incompatible changes. */
+#define GMT_REPORT_SCHEMA "gpumemtrace.report"
 
 /* ---- verbs (gpumemtrace.c dispatches) ---- */
 

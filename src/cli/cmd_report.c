@@ -284,6 +284,22 @@ static void print_leaks(const gmt_report_t *rep, long top)
                              sizeof bytes));
     print_groups(rep, rep->leak_groups, top);
 
+    /* Report v2: reservations and mappings held at exit are address space, not memory; they
+     * are shown apart and never added to the leak total (docs/report.md, the accounting rule). */
+    const cJSON *as = cJSON_GetObjectItemCaseSensitive(rep->leaks, "address_space");
+    if (cJSON_IsObject(as) &&
+        (gmt_json_int(as, "reserved_count", 0) > 0 || gmt_json_int(as, "mapped_count", 0) > 0)) {
+        char mapped[GMT_FMT_BYTES_LEN];
+        int64_t nr = gmt_json_int(as, "reserved_count", 0),
+                nm = gmt_json_int(as, "mapped_count", 0);
+        printf("  Address space (not memory, not in the total): %s reserved in %" PRId64
+               " reservation%s, %s mapped in %" PRId64 " mapping%s\n",
+               gmt_fmt_bytes((uint64_t)gmt_json_int(as, "reserved_bytes", 0), bytes, sizeof bytes),
+               nr, nr == 1 ? "" : "s",
+               gmt_fmt_bytes((uint64_t)gmt_json_int(as, "mapped_bytes", 0), mapped, sizeof mapped),
+               nm, nm == 1 ? "" : "s");
+    }
+
     const cJSON *suspects = cJSON_GetObjectItemCaseSensitive(rep->leaks, "growth_suspects");
     int ns = cJSON_IsArray(suspects) ? cJSON_GetArraySize(suspects) : 0;
     if (ns == 0) return;
@@ -295,9 +311,10 @@ static void print_leaks(const gmt_report_t *rep, long top)
         if (!cJSON_IsObject(s)) continue;
         if (rank >= top) break;
         printf("  #%-3d", ++rank);
-        if (gmt_json_has_num(s, "bytes"))
+        const char *live = gmt_json_has_num(s, "live_bytes") ? "live_bytes" : "bytes"; /* v2, v1 */
+        if (gmt_json_has_num(s, live))
             printf(" %10s live",
-                   gmt_fmt_bytes((uint64_t)gmt_json_int(s, "bytes", 0), bytes, sizeof bytes));
+                   gmt_fmt_bytes((uint64_t)gmt_json_int(s, live, 0), bytes, sizeof bytes));
         if (gmt_json_has_num(s, "growth_bytes"))
             printf(", grew by %s", gmt_fmt_bytes((uint64_t)gmt_json_int(s, "growth_bytes", 0),
                                                  bytes, sizeof bytes));

@@ -135,9 +135,10 @@ static int check_shape(gmt_report_t *rep, char *why, size_t why_len)
         version->valuedouble < 0 || version->valuedouble > INT_MAX)
         return set_why(why, why_len, -EINVAL, "report has no integer \"version\"");
     rep->version = (int)version->valuedouble;
-    if (rep->version != GMT_REPORT_VERSION)
+    if (rep->version < 1 || rep->version > GMT_REPORT_VERSION)
         return set_why(why, why_len, -ENOTSUP,
-                       "report version %d is not supported (this gpumemtrace reads version %d)",
+                       "report version %d is not supported (this gpumemtrace reads versions 1 "
+                       "to %d)",
                        rep->version, GMT_REPORT_VERSION);
 
     for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++) {
@@ -251,6 +252,8 @@ const cJSON *gmt_report_stack(const gmt_report_t *rep, int64_t stack_id)
     char key[24];
     snprintf(key, sizeof key, "%" PRId64, stack_id);
     const cJSON *frames = cJSON_GetObjectItemCaseSensitive(rep->stacks, key);
+    if (cJSON_IsObject(frames)) /* version 2: {"frames": [...], "python": ...} */
+        frames = cJSON_GetObjectItemCaseSensitive(frames, "frames");
     return cJSON_IsArray(frames) ? frames : NULL;
 }
 

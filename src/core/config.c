@@ -24,6 +24,7 @@ typedef enum opt_type_e {
     OPT_BACKEND,
     OPT_SIGNAL,
     OPT_LOGLEVEL,
+    OPT_WARMUP,
 } opt_type_t;
 
 typedef struct opt_s {
@@ -53,6 +54,7 @@ static const opt_t opts[] = {
     {"GPUMEMTRACE_FOLLOW_FORK", OPT_BOOL, OFF(follow_fork), "1", 0, 0},
     {"GPUMEMTRACE_FOLLOW_EXEC", OPT_BOOL, OFF(follow_exec), "1", 0, 0},
     {"GPUMEMTRACE_TIMELINE_POINTS", OPT_INT, OFF(timeline_points), "512", 16, 65536},
+    {"GPUMEMTRACE_GROWTH_WARMUP", OPT_WARMUP, OFF(growth_warmup), "0.2", 0, 0},
 };
 
 #define NOPTS (sizeof opts / sizeof opts[0])
@@ -127,6 +129,38 @@ int gmt_parse_signal(const char *s, int *out)
     return -EINVAL;
 }
 
+int gmt_parse_warmup(const char *s, gmt_warmup_t *out)
+{
+    /* strtod would skip spaces and take signs, hex, "inf" and "nan": digits and one point only. */
+    if (!s || !isdigit((unsigned char)*s)) return -EINVAL;
+    size_t i = 0, points = 0;
+    for (; s[i] && (isdigit((unsigned char)s[i]) || s[i] == '.'); i++)
+        points += s[i] == '.';
+    if (points > 1 || i > 24) return -EINVAL;
+    char num[32];
+    memcpy(num, s, i);
+    num[i] = 0;
+    char *end;
+    double v = strtod(num, &end);
+    if (*end) return -EINVAL;
+    const char *unit = s + i;
+    gmt_warmup_t w = {v, false};
+    if (strcmp(unit, "s") == 0) {
+        w.seconds = true;
+    } else if (strcmp(unit, "%") == 0) {
+        if (v > 100) return -EINVAL;
+        w.value = v / 100;
+        if (w.value >= 1) w.value = 1;
+    } else if (*unit) {
+        return -EINVAL;
+    } else if (v >= 1) {
+        w.seconds = true;
+    }
+    if (w.seconds && v > 1e7) return -EINVAL; /* about 4 months */
+    *out = w;
+    return 0;
+}
+
 const char *gmt_signal_name(int sig)
 {
     if (sig == 0) return "none";
@@ -176,6 +210,8 @@ static int apply(gmt_config_t *cfg, const opt_t *o, const char *s)
         return parse_enum(s, level_names, 3, (int *)field);
     case OPT_SIGNAL:
         return gmt_parse_signal(s, (int *)field);
+    case OPT_WARMUP:
+        return gmt_parse_warmup(s, (gmt_warmup_t *)(void *)field);
     }
     return -EINVAL;
 }
@@ -244,6 +280,11 @@ bool gmt_config_item(const gmt_config_t *cfg, size_t idx, const char **name, cha
             snprintf(value, value_len, "%d", sig);
         else
             snprintf(value, value_len, "%s", gmt_signal_name(sig));
+        break;
+    }
+    case OPT_WARMUP: {
+        const gmt_warmup_t *w = (const gmt_warmup_t *)(const void *)field;
+        snprintf(value, value_len, w->seconds ? "%.15gs" : "%.15g", w->value);
         break;
     }
     }

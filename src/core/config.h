@@ -20,6 +20,13 @@ typedef enum gmt_backend_e {
     GMT_BACKEND_HOOKS = 2,
 } gmt_backend_t;
 
+/* GPUMEMTRACE_GROWTH_WARMUP: the start of the run that growth suspects ignore, either a
+ * fraction of the run (0 <= value < 1) or seconds. */
+typedef struct gmt_warmup_s {
+    double value;
+    bool seconds;
+} gmt_warmup_t;
+
 typedef struct gmt_config_s {
     char output[GMT_PATH_MAX];
     int stack_depth;
@@ -37,6 +44,7 @@ typedef struct gmt_config_s {
     bool follow_fork;
     bool follow_exec;
     int timeline_points;
+    gmt_warmup_t growth_warmup;
 } gmt_config_t;
 
 typedef const char *(*gmt_getenv_fn)(const char *name);
@@ -57,6 +65,8 @@ bool gmt_config_item(const gmt_config_t *cfg, size_t idx, const char **name, cha
 int gmt_parse_bool(const char *s, bool *out);
 int gmt_parse_size(const char *s, uint64_t *out);
 int gmt_parse_signal(const char *s, int *out);
+/* "0.2" (fraction of the run, below 1), "30" or "30s" or "0.5s" (seconds), "20%". */
+int gmt_parse_warmup(const char *s, gmt_warmup_t *out);
 const char *gmt_signal_name(int sig);
 
 #endif

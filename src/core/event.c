@@ -3,7 +3,7 @@
 
 static const char *const api_names[GMT_API_COUNT] = {
     [GMT_API_UNKNOWN] = "unknown",
-#define GMT_HOOK(name, layer, need, ret, params, args) [GMT_API_##name] = #name,
+#define GMT_HOOK(name, layer, need, role, ret, params, args) [GMT_API_##name] = #name,
 #include "../api.def"
 #undef GMT_HOOK
 };

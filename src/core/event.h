@@ -37,7 +37,7 @@ typedef enum gmt_space_e {
  * the capture layer, so the enum, the name table and the hooks never drift apart. */
 typedef enum gmt_api_e {
     GMT_API_UNKNOWN = 0,
-#define GMT_HOOK(name, layer, need, ret, params, args) GMT_API_##name,
+#define GMT_HOOK(name, layer, need, role, ret, params, args) GMT_API_##name,
 #include "../api.def"
 #undef GMT_HOOK
     GMT_API_COUNT

@@ -79,6 +79,9 @@ void gmt_track_count_start_drop(void);
 typedef struct gmt_failure_s {
     uint64_t time_ns;
     uint64_t size;
+    /* Successful allocations on this device before the failure: the report compares it with
+     * the count at report time to say whether the program went on (errors[].recovered). */
+    uint64_t device_allocs;
     int64_t free_bytes;  /* device free memory at the moment, -1 when unknown */
     int64_t total_bytes; /* -1 when unknown */
     int32_t device;

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -47,11 +48,51 @@ static void puts_(jw_t *w, const char *s)
     put(w, s, strlen(s));
 }
 
+/* Length of the well-formed UTF-8 sequence at p (1-4), or minus the length of the ill-formed
+ * one: its "maximal subpart" (the lead byte and the continuation bytes that were still
+ * acceptable), which is replaced by one U+FFFD, as Unicode recommends and as Python's
+ * decode(errors="replace") does. Follows the Unicode table of well-formed byte sequences: no
+ * overlong forms, no surrogates (U+D800..DFFF), nothing past U+10FFFF. The NUL terminator
+ * stops every sequence. */
+static int utf8_len(const unsigned char *p)
+{
+    unsigned char c = p[0];
+    if (c < 0x80) return 1;
+    if (c < 0xc2 || c > 0xf4) return -1;
+    unsigned char lo = 0x80, hi = 0xbf;
+    int n;
+    if (c < 0xe0) {
+        n = 2;
+    } else if (c < 0xf0) {
+        n = 3;
+        if (c == 0xe0) lo = 0xa0;
+        if (c == 0xed) hi = 0x9f;
+    } else {
+        n = 4;
+        if (c == 0xf0) lo = 0x90;
+        if (c == 0xf4) hi = 0x8f;
+    }
+    if (p[1] < lo || p[1] > hi) return -1;
+    for (int i = 2; i < n; i++)
+        if (p[i] < 0x80 || p[i] > 0xbf) return -i;
+    return n;
+}
+
+/* Writes s as a JSON string: quotes, backslashes and control characters escaped, each
+ * ill-formed UTF-8 subpart replaced with U+FFFD, so the output is valid JSON whatever s holds. */
 static void put_escaped(jw_t *w, const char *s)
 {
+    static const char hex[] = "0123456789abcdef";
     put(w, "\"", 1);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        char esc[8];
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        const unsigned char *run = p;
+        int n;
+        /* Copy the longest run that needs no escape in one put. */
+        while (*p >= 0x20 && *p != '"' && *p != '\\' && (n = utf8_len(p)) > 0)
+            p += n;
+        if (p > run) put(w, (const char *)run, (size_t)(p - run));
+        if (!*p) break;
         switch (*p) {
         case '"':
             puts_(w, "\\\"");
@@ -70,12 +111,15 @@ static void put_escaped(jw_t *w, const char *s)
             break;
         default:
             if (*p < 0x20) {
-                snprintf(esc, sizeof esc, "\\u%04x", *p);
-                puts_(w, esc);
+                char esc[6] = {'\\', 'u', '0', '0', hex[*p >> 4], hex[*p & 15]};
+                put(w, esc, sizeof esc);
             } else {
-                put(w, (const char *)p, 1);
+                puts_(w, "\xef\xbf\xbd"); /* U+FFFD for one ill-formed subpart */
+                p += -utf8_len(p);
+                continue;
             }
         }
+        p++;
     }
     put(w, "\"", 1);
 }
@@ -168,7 +212,13 @@ void jw_double(jw_t *w, const char *key, double v)
         puts_(w, "null");
         return;
     }
-    snprintf(b, sizeof b, "%.9g", v);
+    /* The shortest of 15, 16 or 17 significant digits that reads back as the same double:
+     * full precision (a Unix time in seconds keeps its sub-microsecond digits) without
+     * printing 0.1 as 0.10000000000000001. */
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(b, sizeof b, "%.*g", prec, v);
+        if (prec == 17 || strtod(b, NULL) == v) break;
+    }
     puts_(w, b);
 }
 

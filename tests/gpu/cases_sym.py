@@ -10,8 +10,7 @@ import os
 import re
 import sys
 
-check = sys.modules["__main__"]  # check.py, run as a script, imports this file
-case, Fatal, Skip = check.case, check.Fatal, check.Skip
+check = None  # check.py's module, set by register()
 HERE = os.path.dirname(os.path.abspath(__file__))
 MIB = 1 << 20
 MACHINERY = re.compile(r"^(libgpumemtrace|libcuda\.so|libcudart|libcupti|libnvidia-|libc10_cuda|"
@@ -34,7 +33,6 @@ def frames(rep, sid):
     return [f for f in (s or []) if f.get("type", "native") == "native"]
 
 
-@case
 def sym_plain(c):
     exe = c.binary("sym_plain")
     r = c.run("sym_plain", [exe])
@@ -67,7 +65,6 @@ def sym_plain(c):
     c.note(f"named load_weights() and model::Cache::grow with lines; libraries {sorted(libs)}")
 
 
-@case
 def sym_torch(c):
     r = c.run("sym_torch", [sys.executable, os.path.join(HERE, "sym_torch.py")])
     c.program_ok(r)
@@ -93,3 +90,11 @@ def sym_torch(c):
     c.details["snapshot_seconds"] = secs
     c.note(f"libraries {[(l['library'], l['peak_bytes'], l['exit_bytes']) for l in libs[:6]]}; "
            f"snapshot with symbols {secs} s")
+
+
+def register(m):
+    """Called by check.py with itself: registers this file's cases into its CASES."""
+    global check
+    check = m
+    m.case(sym_plain)
+    m.case(sym_torch)

@@ -36,7 +36,8 @@ export NCCL_NVLS_ENABLE=0
 PY=${PYTHON:-python3}
 
 ALL_CASES="static_vs_shared mallocasync vmm oom injection sanitizer_leaks torch_default
-torch_expandable torch_nocache profiler_coexist cupy jax two_gpus torchrun_nccl sym_plain sym_torch"
+torch_expandable torch_nocache profiler_coexist cupy jax two_gpus torchrun_nccl
+vmm_leak_gpu torch_expandable_sums torch_growth torch_oom_recovered sym_plain sym_torch"
 CASES=${GMT_GPU_CASES:-$ALL_CASES}
 
 say() { echo "$*"; echo "$*" >>"$SUMMARY"; }
@@ -81,6 +82,7 @@ if [ -x "$NVCC" ]; then
     build pool_static -o "$B/pool_static" "$HERE/pool.cu"
     build pool_shared -cudart shared -o "$B/pool_shared" "$HERE/pool.cu"
     build vmm -o "$B/vmm" "$HERE/vmm.cu" $STUBS -lcuda
+    build vmm_leak -o "$B/vmm_leak" "$HERE/vmm_leak.cu" $STUBS -lcuda
     build oom_static -o "$B/oom_static" "$HERE/oom.cu"
     build oom_shared -cudart shared -o "$B/oom_shared" "$HERE/oom.cu"
     # sym_plain: the ordinary build (plain -g, no --export-dynamic), not NVFLAGS.
@@ -95,7 +97,7 @@ if [ -x "$NVCC" ]; then
     fi
 else
     echo "nvcc not found (NVCC=$NVCC)" | tee "$B/nvcc.log" >&2
-    for n in leak_static leak_shared leak_reset pool_static pool_shared vmm oom_static oom_shared \
+    for n in leak_static leak_shared leak_reset pool_static pool_shared vmm vmm_leak oom_static oom_shared \
         sym_plain; do
         echo "nvcc not found at $NVCC" >"$B/$n.log"
     done

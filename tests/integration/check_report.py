@@ -119,6 +119,7 @@ class Ctx:
             argv = [self.prog(argv[0])] + list(argv[1:])
         try:
             proc = subprocess.run(argv, cwd=self.work, env=self.env(preload, env), text=True,
+                                  errors="backslashreplace",
                                   capture_output=True, timeout=timeout, preexec_fn=no_core)
         except subprocess.TimeoutExpired:
             fail(f"{' '.join(argv)} did not finish within {timeout} s")
@@ -153,6 +154,7 @@ class Ctx:
                          for e in errors[:8]]
                 fail(f"{name} does not validate against the report schema "
                      f"({len(errors)} errors):\n" + "\n".join(lines))
+            check_sums(rep, name)
             out[name] = rep
         return out
 
@@ -172,11 +174,84 @@ class Ctx:
 
 # ---- report helpers ----
 
-def frame_symbols(rep, stack_id):
+MEMORY_KINDS = {"device", "pool", "managed", "host_pinned", "vmm_physical"}
+ADDRESS_KINDS = {"vmm_reserve", "vmm_map"}
+
+
+def check_listed_sum(what, groups, groups_total, want_bytes, want_count=None):
+    """The listed groups sum to the total when all are listed, else to at most the total."""
+    got = sum(g["bytes"] for g in groups)
+    cnt = sum(g["count"] for g in groups)
+    if groups_total is None or len(groups) >= groups_total:
+        expect_eq(f"{what}: sum of the groups' bytes", got, want_bytes)
+        if want_count is not None:
+            expect_eq(f"{what}: sum of the groups' counts", cnt, want_count)
+    elif got > want_bytes:
+        fail(f"{what}: the {len(groups)} listed groups (of {groups_total}) hold {got} bytes, "
+             f"more than the total {want_bytes}")
+
+
+def check_sums(rep, name):
+    """Run on every report any test reads: leak groups hold memory only and add up to the
+    totals beside them; address space has its own section and totals; peak owners are memory
+    and sum to at most the peak."""
+    if rep.get("version") != 2:
+        fail(f"{name}: version {rep.get('version')!r}, expected 2")
+    leaks = rep["leaks"]
+    where = f"{name} leaks"
+    for g in leaks["groups"]:
+        if g["kind"] not in MEMORY_KINDS:
+            fail(f"{where}.groups holds a {g['kind']} group (address space is not memory)")
+    supp_bytes = leaks.get("suppressed_bytes", 0)
+    supp_count = leaks.get("suppressed_count", 0)
+    check_listed_sum(f"{where}.groups", leaks["groups"], leaks.get("groups_total"),
+                     leaks["total_bytes"] + supp_bytes, leaks["count"] + supp_count)
+    listed_supp = sum(g["bytes"] for g in leaks["groups"] if g.get("suppressed"))
+    check_listed_sum(f"{where}.groups (suppressed)",
+                     [g for g in leaks["groups"] if g.get("suppressed")],
+                     leaks.get("groups_total"), supp_bytes)
+    if listed_supp > supp_bytes:
+        fail(f"{where}: suppressed groups hold {listed_supp} > suppressed_bytes {supp_bytes}")
+    summ = rep["summary"]
+    expect_eq(f"{name} summary.leaked_bytes == leaks.total_bytes", summ["leaked_bytes"],
+              leaks["total_bytes"])
+    expect_eq(f"{name} summary.leaked_count == leaks.count", summ["leaked_count"],
+              leaks["count"])
+    expect_eq(f"{name} summary.live_bytes == leaks.total_bytes + suppressed_bytes",
+              summ["live_bytes"], leaks["total_bytes"] + supp_bytes)
+    asp = leaks["address_space"]
+    for g in asp["groups"]:
+        if g["kind"] not in ADDRESS_KINDS:
+            fail(f"{where}.address_space.groups holds a {g['kind']} group")
+    for kind, key in (("vmm_reserve", "reserved"), ("vmm_map", "mapped")):
+        part = [g for g in asp["groups"] if g["kind"] == kind]
+        check_listed_sum(f"{where}.address_space {kind} groups", part, asp.get("groups_total"),
+                         asp[f"{key}_bytes"], asp[f"{key}_count"])
+    for p in rep["peak"]:
+        for g in p["groups"]:
+            if g["kind"] not in MEMORY_KINDS:
+                fail(f"{name} peak[device {p['device']}] holds a {g['kind']} group")
+        # Sums are not asserted here: the peak snapshot is taken at the first release after a
+        # new peak, and with threads allocating and freeing at once the per-stack counters it
+        # reads can differ from the device's exact high-water mark (docs/report.md, `peak[]`;
+        # integration.threads shows it). Single-threaded cases assert the sum themselves.
+    proc = rep["process"]
+    if proc["end_time_ns"] < proc["start_time_ns"]:
+        fail(f"{name}: end_time_ns {proc['end_time_ns']} < start_time_ns")
+    if abs(proc["start_time"] * 1e9 - proc["start_time_ns"]) > 1e3:
+        fail(f"{name}: start_time {proc['start_time']!r} does not carry the digits of "
+             f"start_time_ns {proc['start_time_ns']}")
+
+
+def stack_frames(rep, stack_id):
     stack = rep["stacks"].get(str(stack_id))
     if stack is None:
         fail(f"stack id {stack_id} is not in report['stacks']")
-    return [f.get("symbol") or "" for f in stack]
+    return stack["frames"] if isinstance(stack, dict) else stack
+
+
+def frame_symbols(rep, stack_id):
+    return [f.get("symbol") or "" for f in stack_frames(rep, stack_id)]
 
 
 def symbol_matches(sym, name):
@@ -210,7 +285,7 @@ TRIMMED_MODULES = re.compile(r"^lib(gpumemtrace|cudart|cuda|cupti)\.so")
 
 def check_trimmed(rep, stack_id, where):
     """Users see their own frames first: the tracer's, CUDA's and CUPTI's are trimmed."""
-    for f in rep["stacks"][str(stack_id)]:
+    for f in stack_frames(rep, stack_id):
         module = os.path.basename(f.get("module") or "")
         if TRIMMED_MODULES.match(module):
             fail(f"{where}: stack {stack_id} still has a frame of {module} "
@@ -421,6 +496,8 @@ def case_oom(ctx):
     expect_eq("errors[0].api", e["api"], "cudaMalloc")
     expect_eq("errors[0].size", e["size"], 2048 * MIB)
     expect_eq("errors[0].device", e["device"], 0)
+    expect_eq("errors[0].recovered (nothing was allocated after the failure)", e["recovered"],
+              False)
     if not any(symbol_matches(s, "alloc_too_big") for s in frame_symbols(rep, e["stack_id"])):
         fail(f"errors[0] stack does not contain alloc_too_big: "
              f"{frame_symbols(rep, e['stack_id'])}")
@@ -432,6 +509,22 @@ def case_oom(ctx):
     expect_eq(f"{name} process.reason", reps[name]["process"]["reason"], "oom")
     expect_eq(f"{name} number of errors", len(reps[name]["errors"]), 1)
     expect_eq("number of report files", len(reps), 2)
+
+
+@case("oom_recovered")
+def case_oom_recovered(ctx):
+    # The program allocates successfully after the failure: the final report says so; the oom
+    # report, written at the failure, cannot know it yet.
+    ctx.run(["oom", "retry"], env={"GMT_STANDIN_MEM_BYTES": str(1 << 30)})
+    reps = ctx.reports()
+    rep = ctx.final_report()
+    check_summary(rep, allocs=2, frees=1, failures=1, leaked_bytes=MIB)
+    expect_eq("number of errors", len(rep["errors"]), 1)
+    expect_eq("errors[0].recovered", rep["errors"][0]["recovered"], True)
+    name = f"r-{rep['process']['pid']}.oom-1.json"
+    if name not in reps:
+        fail(f"no out-of-memory report {name}; files: {ctx.files()}")
+    expect_eq(f"{name} errors[0].recovered", reps[name]["errors"][0]["recovered"], False)
 
 
 @case("driver_only")
@@ -482,21 +575,64 @@ def case_vmm(ctx):
     groups = rep["leaks"]["groups"]
     check_group(rep, groups, "vmm_create_b", api="cuMemCreate", kind="vmm_physical", device=0,
                 bytes=32 * MIB, count=1)
-    check_group(rep, groups, "vmm_reserve_range", api="cuMemAddressReserve",
-                kind="vmm_reserve", bytes=64 * MIB, count=1)
     if groups_with(rep, groups, "vmm_create_a"):
         fail("leaks.groups: handle A was unmapped and released but appears as a leak")
-    maps = [g for g in groups if g["kind"] == "vmm_map"]
+    expect_eq("number of leak groups", len(groups), 1)
+    expect_eq("leaks.total_bytes", rep["leaks"]["total_bytes"], 32 * MIB)
+    asp = rep["leaks"]["address_space"]
+    check_group(rep, asp["groups"], "vmm_reserve_range", "leaks.address_space.groups",
+                api="cuMemAddressReserve", kind="vmm_reserve", bytes=64 * MIB, count=1)
+    maps = [g for g in asp["groups"] if g["kind"] == "vmm_map"]
     if maps:
-        fail(f"leaks.groups: the range was unmapped, yet vmm_map groups remain: "
+        fail(f"leaks.address_space: the range was unmapped, yet vmm_map groups remain: "
              f"{describe_groups(rep, maps)}")
-    expect_eq("number of leak groups", len(groups), 2)
+    expect_eq("leaks.address_space.reserved_bytes", asp["reserved_bytes"], 64 * MIB)
+    expect_eq("leaks.address_space.mapped_bytes", asp["mapped_bytes"], 0)
     # Reservations never count as bytes in use.
     kinds = d0["kinds"]
     if "vmm_physical" not in kinds:
         fail(f"devices[0].kinds has no 'vmm_physical'; has {sorted(kinds)}")
     expect_eq("devices[0].kinds.vmm_physical.peak_bytes", kinds["vmm_physical"]["peak_bytes"],
               64 * MIB)
+
+
+@case("vmm_leak")
+def case_vmm_leak(ctx):
+    # Issue 7: reserve 4 x gran, create 1 x and 2 x gran, map both, unmap and release the
+    # first: one leak of 2 x gran, and the reservation (and B's mapping) as address space.
+    r = ctx.run(["vmm_leak"])
+    gran = r.fact_int("gran")
+    rep = ctx.final_report()
+    check_clean(rep)
+    leaks = rep["leaks"]
+    groups = leaks["groups"]
+    expect_eq("number of leak groups", len(groups), 1)
+    check_group(rep, groups, "vl_create_second", api="cuMemCreate", kind="vmm_physical",
+                device=0, bytes=2 * gran, count=1)
+    expect_eq("leaks.total_bytes", leaks["total_bytes"], 2 * gran)
+    expect_eq("leaks.count", leaks["count"], 1)
+    check_summary(rep, leaked_bytes=2 * gran, leaked_count=1, live_bytes=2 * gran)
+    asp = leaks["address_space"]
+    check_group(rep, asp["groups"], "vl_reserve", "leaks.address_space.groups",
+                api="cuMemAddressReserve", kind="vmm_reserve", bytes=4 * gran, count=1)
+    check_group(rep, asp["groups"], "vl_map", "leaks.address_space.groups", api="cuMemMap",
+                kind="vmm_map", bytes=2 * gran, count=1)
+    expect_eq("leaks.address_space.reserved_bytes", asp["reserved_bytes"], 4 * gran)
+    expect_eq("leaks.address_space.reserved_count", asp["reserved_count"], 1)
+    expect_eq("leaks.address_space.mapped_bytes", asp["mapped_bytes"], 2 * gran)
+    expect_eq("leaks.address_space.mapped_count", asp["mapped_count"], 1)
+    expect_eq("devices[0].current_bytes", device(rep, 0)["current_bytes"], 2 * gran)
+    expect_eq("devices[0].peak_bytes", device(rep, 0)["peak_bytes"], 3 * gran)
+    p0 = peak_entry(rep, 0)
+    expect_eq("sum of peak[device 0].groups bytes", sum(g["bytes"] for g in p0["groups"]),
+              3 * gran)
+    # The CLI says the same: one allocation of 2 x gran.
+    out = ctx.run([ctx.cli, "report", os.path.join(ctx.work, ctx.files()[0])], preload=False)
+    if "1 allocation" not in out.stdout:
+        fail(f"'gpumemtrace report' should speak of 1 leaked allocation:\n{out.stdout}")
+    if not re.search(r"Address space \(not memory, not in the total\): .* reserved in 1 "
+                     r"reservation, .* mapped in 1 mapping", out.stdout):
+        fail(f"'gpumemtrace report' should show the address space apart:\n{out.stdout}")
 
 
 @case("no_cuda")
@@ -646,6 +782,149 @@ def case_suppressions(ctx):
     expect_eq("leaks.suppressed_bytes", rep["leaks"]["suppressed_bytes"], 3 * MIB)
 
 
+# ---- growth suspects ----
+
+def suspects_with(rep, name):
+    return groups_with(rep, rep["leaks"]["growth_suspects"], name)
+
+
+def describe_suspects(rep):
+    return [(frame_symbols(rep, s["stack_id"])[:2], s["growth_bytes"], s["samples"])
+            for s in rep["leaks"]["growth_suspects"]]
+
+
+@case("growth_leak")
+def case_growth_leak(ctx):
+    # A loop that leaks one block per iteration is the one suspect; the cache filled once at
+    # start and the scratch block made and freed every iteration are not.
+    r = ctx.run(["growth_leak"])
+    leaked = r.fact_int("leaked")
+    rep = ctx.final_report()
+    check_clean(rep)
+    sus = rep["leaks"]["growth_suspects"]
+    found = suspects_with(rep, "gl_leak_block")
+    if len(found) != 1:
+        fail(f"expected gl_leak_block as a growth suspect; suspects: {describe_suspects(rep)}")
+    s = found[0]
+    expect_eq("suspect kind", s["kind"], "device")
+    expect_eq("suspect api", s["api"], "cudaMalloc")
+    expect_eq("suspect device", s["device"], 0)
+    expect_eq("suspect live_bytes", s["live_bytes"], leaked * 65536)
+    samples = s["samples"]
+    if len(samples) < 3:
+        fail(f"the suspect should carry at least 3 samples as evidence: {samples}")
+    times = [t for t, _ in samples]
+    if times != sorted(times):
+        fail(f"samples are not in time order: {samples}")
+    expect_eq("growth_bytes = last sample - first sample", s["growth_bytes"],
+              samples[-1][1] - samples[0][1])
+    expect_eq("last sample = live bytes at exit", samples[-1][1], leaked * 65536)
+    if s["growth_bytes"] < 10 * 65536:
+        fail(f"growth_bytes {s['growth_bytes']} is too small for {leaked} leaked blocks")
+    for name in ("gl_cache_fill", "gl_scratch"):
+        if suspects_with(rep, name):
+            fail(f"{name} is not growing but is a growth suspect: {describe_suspects(rep)}")
+    expect_eq("number of growth suspects", len(sus), 1)
+    expect_eq("leaks.growth_suspects_total", rep["leaks"].get("growth_suspects_total"), 1)
+    # The cache is a leak at exit all the same: the leak list alone cannot tell them apart.
+    check_group(rep, rep["leaks"]["groups"], "gl_cache_fill", bytes=8 * MIB, count=8)
+    # `gpumemtrace report` shows the suspect, with its live bytes and growth.
+    path = os.path.join(ctx.work, f"r-{rep['process']['pid']}.json")
+    out = ctx.run([ctx.cli, "report", path], preload=False).stdout
+    tail = out.split("Growth suspects", 1)[-1].split("Peak owners", 1)[0]
+    if "Growth suspects" not in out or " live, grew by " not in tail or "gl_leak_block" not in tail:
+        fail(f"'gpumemtrace report' should list gl_leak_block as a growth suspect with its live "
+             f"bytes:\n{out}")
+
+
+@case("growth_cache")
+def case_growth_cache(ctx):
+    # A cache that grows once (after the warm-up) and then stays flat is no suspect.
+    ctx.run(["growth_cache"])
+    rep = ctx.final_report()
+    check_clean(rep)
+    expect_eq("leaks.growth_suspects", describe_suspects(rep), [])
+    check_group(rep, rep["leaks"]["groups"], "gc_cache_grow", bytes=16 * MIB, count=16)
+
+
+@case("growth_warmup")
+def case_growth_warmup(ctx):
+    # The loop leaks in its first 70 % only: a suspect when the whole run is judged
+    # (warm-up 0), none when the warm-up covers the leaking part (0.85 of the run).
+    ctx.run(["growth_leak", "early"], env={"GPUMEMTRACE_GROWTH_WARMUP": "0"})
+    ctx.run(["growth_leak", "early"], env={"GPUMEMTRACE_GROWTH_WARMUP": "0.85"})
+    by_warmup = {r["config"]["GPUMEMTRACE_GROWTH_WARMUP"]: r for r in ctx.final_reports(2)}
+    if sorted(by_warmup) != ["0", "0.85"]:
+        fail(f"config.GPUMEMTRACE_GROWTH_WARMUP should be '0' and '0.85': {sorted(by_warmup)}")
+    if len(suspects_with(by_warmup["0"], "gl_leak_block")) != 1:
+        fail(f"warm-up 0: gl_leak_block should be a suspect: "
+             f"{describe_suspects(by_warmup['0'])}")
+    if suspects_with(by_warmup["0.85"], "gl_leak_block"):
+        fail(f"warm-up 0.85: the leak stopped before the warm-up ended, yet it is a suspect: "
+             f"{describe_suspects(by_warmup['0.85'])}")
+    s = by_warmup["0"]["leaks"]["growth_suspects"][0]
+    if s["samples"][0][0] > 0.3 * by_warmup["0"]["process"]["duration_s"]:
+        fail(f"warm-up 0: the samples should start near the start of the run: {s['samples']}")
+
+
+# ---- strings the report cannot trust ----
+
+@case("argv_utf8")
+def case_argv_utf8(ctx):
+    # argv and a path holding invalid UTF-8 and control characters: the report is still valid
+    # JSON (strict UTF-8) and valid against the schema, each ill-formed part replaced by
+    # U+FFFD as Python's decode(errors="replace") does, control characters escaped.
+    raw = [b"plain", b"bad\xffbyte", b"trunc\xe2\x82x", b"surrogate\xed\xa0\x80",
+           b"overlong\xc0\xaf", b"ctl\x01\x1f\x7f\n\t\"q\"\\", "ünïcödé €".encode()]
+    supp = b"/nonexistent/\xfe\x02dir/supp.txt"
+    argv = [ctx.prog("simple")] + [os.fsdecode(a) for a in raw]
+    ctx.run(argv, env={"GPUMEMTRACE_SUPPRESSIONS": os.fsdecode(supp)})
+    names = [n for n in ctx.files() if n.endswith(".json")]
+    expect_eq("number of reports", len(names), 1)
+    with open(os.path.join(ctx.work, names[0]), "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode("utf-8")  # strict
+    except UnicodeDecodeError as e:
+        fail(f"the report is not valid UTF-8: {e}")
+    rep = json.loads(text)
+    ctx.validator.validate(rep)
+    want = [a.decode("utf-8", "replace") for a in raw]
+    expect_eq("process.argv[1:]", rep["process"]["argv"][1:], want)
+    expect_eq("config.GPUMEMTRACE_SUPPRESSIONS", rep["config"]["GPUMEMTRACE_SUPPRESSIONS"],
+              supp.decode("utf-8", "replace"))
+    if re.search(rb"[\x00-\x1f]", data.rstrip(b"\n")):
+        fail("the report holds a raw control character")
+    ctx.reports()  # the usual checks (schema, sums) on it too
+
+
+@case("suppressions_unsafe")
+def case_suppressions_unsafe(ctx):
+    # A FIFO, a directory and an oversized file as the suppressions file: never read (a FIFO
+    # would hang the report), one line says why, the report is written without suppressions.
+    base = os.path.join(ctx.work, "..", "supp-unsafe")
+    shutil.rmtree(base, ignore_errors=True)
+    os.makedirs(base)
+    fifo = os.path.join(base, "fifo")
+    os.mkfifo(fifo)
+    big = os.path.join(base, "big.txt")
+    with open(big, "w") as f:
+        f.write("alloc_site_a\n" + "#" * (1 << 20))
+    cases = [(fifo, "not a regular file"), (base, "not a regular file"),
+             (big, "larger than 1 MiB")]
+    for path, why in cases:
+        r = ctx.run(["leak_two_sites"], env={"GPUMEMTRACE_SUPPRESSIONS": path}, timeout=30)
+        lines = [l for l in r.stderr.splitlines() if "GPUMEMTRACE_SUPPRESSIONS" in l]
+        if len(lines) != 1 or why not in lines[0]:
+            fail(f"{path}: expected one stderr line saying '{why}', got {lines}")
+    reps = ctx.final_reports(3)
+    for rep in reps:
+        check_leak_two_sites(rep)
+        if any(g["suppressed"] for g in rep["leaks"]["groups"]):
+            fail("a group is suppressed although the suppressions file was refused")
+    shutil.rmtree(base, ignore_errors=True)
+
+
 def check_death(ctx, how, signo, reason, signame):
     """The report written on a terminating signal, before the signal takes its course."""
     ctx.run(["die", how], expect_rc=-signo)
@@ -695,7 +974,7 @@ NO_PRELOAD = [
     (["leak_two_sites"], {}, 0), (["leak_two_sites"], {"GMT_STANDIN_DLSYM": "1"}, 0),
     (["kinds"], {}, 0), (["threads"], {}, 0), (["peak"], {}, 0), (["two_devices"], {}, 0),
     (["oom"], {"GMT_STANDIN_MEM_BYTES": str(1 << 30)}, 0), (["driver_only"], {}, 0),
-    (["getprocaddress"], {}, 0), (["vmm"], {}, 0), (["no_cuda"], {}, 0),
+    (["getprocaddress"], {}, 0), (["vmm"], {}, 0), (["vmm_leak"], {}, 0), (["no_cuda"], {}, 0),
     (["fork_child"], {}, 0), (["simple", "7"], {}, 7), (["die", "TERM"], {}, -15),
 ]
 

@@ -92,6 +92,7 @@ static const struct {
     {"GPUMEMTRACE_FOLLOW_FORK", "1"},
     {"GPUMEMTRACE_FOLLOW_EXEC", "1"},
     {"GPUMEMTRACE_TIMELINE_POINTS", "512"},
+    {"GPUMEMTRACE_GROWTH_WARMUP", "0.2"},
 };
 #define NDEFAULTS (sizeof defaults / sizeof defaults[0])
 
@@ -168,6 +169,7 @@ static void test_every_variable_good_and_bad(void **state)
         {"GPUMEMTRACE_FOLLOW_FORK", "no", "0", "nope"},
         {"GPUMEMTRACE_FOLLOW_EXEC", "FALSE", "0", ""},
         {"GPUMEMTRACE_TIMELINE_POINTS", "16", "16", "15"},
+        {"GPUMEMTRACE_GROWTH_WARMUP", "30", "30s", "-1"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         gmt_config_t def, cfg;
@@ -452,11 +454,38 @@ static void test_enums_and_strings(void **state)
     assert_string_equal(cfg.state, "/dev/shm/x");
 }
 
+/* GPUMEMTRACE_GROWTH_WARMUP: a fraction of the run below 1, seconds from 1 or with "s", or a
+ * percentage; nothing strtod would take beyond plain digits. */
+static void test_growth_warmup(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        double value;
+        bool seconds;
+    } good[] = {{"0", 0, false}, {"0.25", 0.25, false}, {"0.5s", 0.5, true}, {"2s", 2, true},
+                {"1", 1, true},  {"30", 30, true},      {"20%", 0.2, false}, {"100%", 1, false}};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        gmt_warmup_t w = {-1, false};
+        assert_int_equal(gmt_parse_warmup(good[i].text, &w), 0);
+        assert_true(w.value > good[i].value - 1e-12 && w.value < good[i].value + 1e-12);
+        assert_int_equal(w.seconds, good[i].seconds);
+    }
+    static const char *const bad[] = {"",    "-1", " 1",   "1e3", "0x1", "1.2.3",       "inf",
+                                      "nan", "5m", "101%", "1s ", ".5",  "99999999999s"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        gmt_warmup_t w = {7, true};
+        if (gmt_parse_warmup(bad[i], &w) != -EINVAL) fail_msg("'%s' was accepted", bad[i]);
+        assert_true(w.value == 7 && w.seconds); /* untouched */
+    }
+}
+
 int main(void)
 {
     /* bad values print one line each; keep the test output readable */
     gmt_log_set_level(GMT_LOG_QUIET);
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_growth_warmup),
         cmocka_unit_test_setup(test_defaults, setup),
         cmocka_unit_test_setup(test_every_variable_good_and_bad, setup),
         cmocka_unit_test_setup(test_bad_values_are_counted, setup),

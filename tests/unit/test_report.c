@@ -2,7 +2,8 @@
  *
  * Checks the path pattern (%p %r %h %%, .snapshot-/.oom- insertion), the atomic write (no
  * temporary file left, an unwritable path is an error, not a crash) and the content: totals,
- * leak groups sorted by bytes with their stacks, peak groups, errors, pools, config. The
+ * leak groups sorted by bytes with their stacks, the address space apart from memory, v2
+ * times, peak groups, errors, pools, config. The
  * report written here is also validated against docs/report.schema.json by the ctest
  * unit.report_schema, which runs after this one (argv[1] names the file to leave behind).
  */
@@ -66,6 +67,13 @@ VISIBLE void scratch_site(uint64_t addr, uint64_t size)
 VISIBLE void pool_site(uint64_t addr)
 {
     gmt_event_t e = ev(addr, 2 * MIB, 0, GMT_KIND_POOL, GMT_API_cuMemAllocAsync);
+    gmt_track_alloc(&e);
+}
+
+VISIBLE void reserve_site(uint64_t addr)
+{
+    gmt_event_t e = ev(addr, 64 * MIB, 0, GMT_KIND_VMM_RESERVE, GMT_API_cuMemAddressReserve);
+    e.space = GMT_SPACE_RESERVE;
     gmt_track_alloc(&e);
 }
 
@@ -159,6 +167,7 @@ static void test_content(void **state)
     scratch_site(0x7100000000ull, 3 * MIB);
     scratch_site(0x7200000000ull, 1 * MIB); /* freed below: not a leak, but at the peak */
     pool_site(0x7300000000ull);
+    reserve_site(0x7400000000ull); /* address space: not memory, not a leak */
     free_at(0x7200000000ull);
     free_at(0x7fff00000000ull); /* never allocated */
     failing_site();
@@ -171,15 +180,22 @@ static void test_content(void **state)
 
     cJSON *r = load(report_path);
     assert_string_equal(get(r, "schema")->valuestring, "gpumemtrace.report");
-    assert_int_equal(num(r, "version"), 1);
+    assert_int_equal(num(r, "version"), 2);
     const cJSON *proc = get(r, "process");
     assert_string_equal(get(proc, "reason")->valuestring, "exit");
     assert_int_equal(num(proc, "pid"), getpid());
     assert_int_equal(num(proc, "rank"), 3);
+    /* Integer ns times, and seconds with their digits (a short run: end > start). */
+    int64_t t0 = num(proc, "start_time_ns"), t1 = num(proc, "end_time_ns");
+    assert_true(t0 > 1600000000ll * 1000000000ll && t1 > t0);
+    double s0 = get(proc, "start_time")->valuedouble;
+    assert_true(s0 * 1e9 > (double)t0 - 1e3 && s0 * 1e9 < (double)t0 + 1e3);
+    assert_true(get(proc, "end_time")->valuedouble > s0);
+    assert_true(cJSON_IsFalse(get(proc, "recovered")));
     assert_string_equal(get(get(r, "config"), "GPUMEMTRACE_TOP")->valuestring, "2");
 
     const cJSON *sum = get(r, "summary");
-    assert_int_equal(num(sum, "allocs"), 6);
+    assert_int_equal(num(sum, "allocs"), 7); /* the reservation is an allocation event */
     assert_int_equal(num(sum, "frees"), 2);
     assert_int_equal(num(sum, "failures"), 1);
     assert_int_equal(num(sum, "leaked_bytes"), (int64_t)(24 * MIB + 3 * MIB + 2 * MIB));
@@ -193,6 +209,18 @@ static void test_content(void **state)
     const cJSON *groups = get(leaks, "groups");
     assert_int_equal(cJSON_GetArraySize(groups), 2);
     const cJSON *g0 = cJSON_GetArrayItem(groups, 0), *g1 = cJSON_GetArrayItem(groups, 1);
+    assert_int_equal(num(leaks, "total_bytes"), (int64_t)(24 * MIB + 3 * MIB + 2 * MIB));
+    assert_int_equal(num(leaks, "suppressed_bytes"), 0);
+    /* The reservation is address space, in its own section with its own totals. */
+    const cJSON *as = get(leaks, "address_space");
+    assert_int_equal(num(as, "reserved_bytes"), (int64_t)(64 * MIB));
+    assert_int_equal(num(as, "reserved_count"), 1);
+    assert_int_equal(num(as, "mapped_bytes"), 0);
+    assert_int_equal(num(as, "groups_total"), 1);
+    const cJSON *ag = cJSON_GetArrayItem(get(as, "groups"), 0);
+    assert_string_equal(get(ag, "kind")->valuestring, "vmm_reserve");
+    assert_int_equal(num(ag, "bytes"), (int64_t)(64 * MIB));
+    assert_true(cJSON_IsArray(get(leaks, "growth_suspects")));
     assert_int_equal(num(g0, "bytes"), (int64_t)(24 * MIB));
     assert_int_equal(num(g0, "count"), 3);
     assert_string_equal(get(g0, "kind")->valuestring, "device");
@@ -202,13 +230,15 @@ static void test_content(void **state)
     /* Each listed group's stack is in "stacks" and starts at its call site. */
     char id[16];
     snprintf(id, sizeof id, "%lld", (long long)num(g0, "stack_id"));
-    const cJSON *frames = get(get(r, "stacks"), id);
+    const cJSON *frames = get(get(get(r, "stacks"), id), "frames");
     assert_true(cJSON_GetArraySize(frames) > 0);
     const cJSON *sym = get(cJSON_GetArrayItem(frames, 0), "symbol");
     assert_true(cJSON_IsString(sym));
     assert_string_equal(sym->valuestring, "weights_site");
+    assert_string_equal(get(cJSON_GetArrayItem(frames, 0), "type")->valuestring, "native");
+    assert_true(cJSON_IsString(get(get(get(r, "stacks"), id), "python")));
     snprintf(id, sizeof id, "%lld", (long long)num(g1, "stack_id"));
-    sym = get(cJSON_GetArrayItem(get(get(r, "stacks"), id), 0), "symbol");
+    sym = get(cJSON_GetArrayItem(get(get(get(r, "stacks"), id), "frames"), 0), "symbol");
     assert_string_equal(sym->valuestring, "scratch_site");
 
     /* Peak on device 0 includes the freed 1 MiB. */
@@ -224,6 +254,7 @@ static void test_content(void **state)
     assert_true(cJSON_IsTrue(get(err, "oom")));
     assert_int_equal(num(err, "size"), (int64_t)(64ull << 40));
     assert_string_equal(get(err, "error_name")->valuestring, "CUDA_ERROR_OUT_OF_MEMORY");
+    assert_true(cJSON_IsFalse(get(err, "recovered"))); /* nothing was allocated after it */
 
     /* The device-0 pool seen, with our tracked bytes (no driver here: reserved is null). */
     const cJSON *frag = cJSON_GetArrayItem(get(r, "fragmentation"), 0);

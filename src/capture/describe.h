@@ -1,0 +1,51 @@
+/* describe.h - one description per CUDA call: its arguments and result as a gmt_event_t.
+ *
+ * For every line of src/api.def there is exactly one describe_<symbol> function, and the
+ * three capture paths (runtime hook, driver entry-point wrapper, CUPTI callback) all call it,
+ * so kind, key space, device, pitch arithmetic and the "not charged" rule are written once:
+ *   ALLOC calls: gmt_event_t describe_<symbol>(<parameters>, <return type> result)
+ *                called after the real call; result 0 makes an allocation, anything else a
+ *                failure (out-parameters are read only on success).
+ *   FREE calls:  gmt_event_t describe_<symbol>(<parameters>)
+ *                called before the real call (the result is not known yet).
+ * The caller fills in `layer`, and replaces GMT_DEVICE_CURRENT by the device its own layer
+ * sees (the runtime's current device, the current context's or the CUPTI callback's
+ * context's device). Pure functions: no state, no locks, no allocation.
+ */
+#ifndef GMT_CAPTURE_DESCRIBE_H
+#define GMT_CAPTURE_DESCRIBE_H
+
+#include "cuda_api.h"
+
+#include "core/event.h"
+
+/* "The device the calling layer's context says": resolved by the caller before the event
+ * reaches the core. Never stored. */
+#define GMT_DEVICE_CURRENT (-3)
+
+/* Preprocessor helpers for expanding api.def's parenthesised lists. */
+#define GMT_UNPAREN(...)                    __VA_ARGS__
+#define GMT_NARG(...)                       GMT_NARG_(__VA_ARGS__, 6, 5, 4, 3, 2, 1, 0)
+#define GMT_NARG_(a, b, c, d, e, f, n, ...) n
+#define GMT_CAT(a, b)                       GMT_CAT_(a, b)
+#define GMT_CAT_(a, b)                      a##b
+#define GMT_PFX1(p, a)                      p->a
+#define GMT_PFX2(p, a, ...)                 p->a, GMT_PFX1(p, __VA_ARGS__)
+#define GMT_PFX3(p, a, ...)                 p->a, GMT_PFX2(p, __VA_ARGS__)
+#define GMT_PFX4(p, a, ...)                 p->a, GMT_PFX3(p, __VA_ARGS__)
+#define GMT_PFX5(p, a, ...)                 p->a, GMT_PFX4(p, __VA_ARGS__)
+#define GMT_PFX6(p, a, ...)                 p->a, GMT_PFX5(p, __VA_ARGS__)
+#define GMT_PFX_(p, ...)                    GMT_CAT(GMT_PFX, GMT_NARG(__VA_ARGS__))(p, __VA_ARGS__)
+/* (a, b, c) -> p->a, p->b, p->c */
+#define GMT_PREFIX_ARGS(p, args) GMT_PFX_(p, GMT_UNPAREN args)
+
+#define GMT_DESCRIBE_ALLOC(name, ret, params)                                                      \
+    gmt_event_t describe_##name(GMT_UNPAREN params, ret result);
+#define GMT_DESCRIBE_FREE(name, ret, params)                 gmt_event_t describe_##name params;
+#define GMT_HOOK(name, layer, need, role, ret, params, args) GMT_DESCRIBE_##role(name, ret, params)
+#include "../api.def"
+#undef GMT_HOOK
+#undef GMT_DESCRIBE_ALLOC
+#undef GMT_DESCRIBE_FREE
+
+#endif

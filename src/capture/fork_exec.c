@@ -1,0 +1,75 @@
+/* fork_exec.c - following (or not) a traced program across fork and exec.
+ *
+ * A forked child starts over: empty live set, zero counters, its own report; the parent's
+ * writer thread did not survive the fork, and start-up (writer thread, handlers, prefault)
+ * runs again at the child's first CUDA call, since most children exec or never touch CUDA and
+ * a fork child should start no thread. GPUMEMTRACE_FOLLOW_FORK=0 turns a child's tracing off;
+ * GPUMEMTRACE_FOLLOW_EXEC=0 takes the library out of LD_PRELOAD for programs this one execs.
+ */
+#define _GNU_SOURCE
+#include "capture.h"
+#include "lifecycle.h"
+
+#include "core/track.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Room for the rewritten LD_PRELOAD; a longer value is cut (each kept entry whole). */
+#define LD_PRELOAD_MAX 4096
+static const char self_name[] = "libgpumemtrace";
+
+static void after_fork_child(void)
+{
+    if (!gmt_capture_config.follow_fork) {
+        gmt_capture_disable();
+        return;
+    }
+    gmt_capture_writer_reset_after_fork();
+    gmt_capture_lifecycle_reset_after_fork();
+    if (gmt_core_reset_after_fork() != 0) {
+        __atomic_store_n(&gmt_capture_state, -1, __ATOMIC_RELEASE);
+        return;
+    }
+    if (__atomic_load_n(&gmt_capture_state, __ATOMIC_ACQUIRE) > 0)
+        __atomic_store_n(&gmt_capture_state, 0, __ATOMIC_RELEASE);
+}
+
+void gmt_capture_fork_init(void)
+{
+    pthread_atfork(NULL, NULL, after_fork_child);
+}
+
+/* Done once at start-up, before the program has threads (setenv is not thread-safe). */
+static void drop_from_ld_preload(void)
+{
+    const char *v = getenv("LD_PRELOAD");
+    if (!v) return;
+    char out[LD_PRELOAD_MAX];
+    size_t pos = 0;
+    const char *p = v;
+    while (*p) {
+        size_t n = strcspn(p, ": ");
+        if (n > 0 && !(memmem(p, n, self_name, sizeof self_name - 1))) {
+            if (pos && pos < sizeof out - 1) out[pos++] = ':';
+            if (pos + n < sizeof out - 1) {
+                memcpy(out + pos, p, n);
+                pos += n;
+            }
+        }
+        p += n;
+        while (*p == ':' || *p == ' ')
+            p++;
+    }
+    out[pos] = 0;
+    if (pos)
+        setenv("LD_PRELOAD", out, 1);
+    else
+        unsetenv("LD_PRELOAD");
+}
+
+void gmt_capture_exec_init(void)
+{
+    if (!gmt_capture_config.follow_exec) drop_from_ld_preload();
+}

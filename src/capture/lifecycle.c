@@ -1,0 +1,255 @@
+/* lifecycle.c - the library's start-up, first CUDA use, exit report and event helpers.
+ *
+ * Start-up (constructor, or the CUDA injection entry point) only reads the configuration and
+ * maps the core's memory. The first CUDA call starts the rest: the driver-level backend
+ * (CUPTI where free, else the entry-point wrappers), the report writer thread and the signal
+ * handlers (writer.c). The first recorded event registers the exit report, after the CUDA
+ * runtime's own exit handlers, and marks the process as one that writes a report (a process
+ * that never touches CUDA writes none).
+ */
+#define _GNU_SOURCE
+#include "capture.h"
+#include "cupti_backend.h"
+#include "lifecycle.h"
+#include "real.h"
+
+#include "core/log.h"
+#include "core/tls.h"
+#include "core/track.h"
+#include "output/symbolize.h"
+
+#include <link.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <time.h>
+
+/* How long a CUDA call waits for another thread's start-up before it goes through untraced. */
+#define START_WAIT_SECONDS 2
+/* Out-of-memory failures that each write an oom report; later ones only count. */
+#define MAX_OOM_REPORTS 8
+
+int gmt_capture_state;
+gmt_config_t gmt_capture_config;
+
+static int exit_registered; /* atexit(exit_report) done in this process */
+static int report_done;     /* final report written */
+static int had_events;      /* this process recorded a CUDA event (reset after fork) */
+static unsigned snapshot_seq, oom_seq;
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int gmt_capture_meminfo(int32_t device, uint64_t *free_bytes, uint64_t *total_bytes);
+int gmt_capture_devinfo(int32_t device, char *name, size_t name_len, char *uuid, size_t uuid_len,
+                        uint64_t *total_bytes);
+int gmt_capture_poolinfo(int32_t device, uint64_t pool, gmt_pool_info_t *out);
+
+/* ---- reports ---------------------------------------------------------------------------- */
+
+void gmt_capture_final_report(gmt_reason_t reason, const char *signame)
+{
+    if (__atomic_exchange_n(&report_done, 1, __ATOMIC_ACQ_REL)) return;
+    if (!__atomic_load_n(&had_events, __ATOMIC_ACQUIRE)) return; /* never touched CUDA */
+    gmt_report_write(NULL, reason, signame, 0);
+}
+
+bool gmt_capture_had_events(void)
+{
+    return __atomic_load_n(&had_events, __ATOMIC_RELAXED) != 0;
+}
+
+unsigned gmt_capture_next_snapshot_seq(void)
+{
+    return __atomic_add_fetch(&snapshot_seq, 1, __ATOMIC_RELAXED);
+}
+
+static void exit_report(void)
+{
+    gmt_capture_final_report(GMT_REASON_EXIT, NULL);
+    gmt_guard_enter();
+    gmt_cupti_stop();
+    gmt_guard_leave();
+}
+
+static void oom_report(const gmt_failure_t *f)
+{
+    (void)f;
+    unsigned n = __atomic_add_fetch(&oom_seq, 1, __ATOMIC_RELAXED);
+    if (n > MAX_OOM_REPORTS) {
+        if (n == MAX_OOM_REPORTS + 1)
+            gmt_track_warn("more than %d out-of-memory failures: no further oom reports",
+                           MAX_OOM_REPORTS);
+        return;
+    }
+    gmt_report_write(NULL, GMT_REASON_OOM, NULL, n);
+}
+
+/* ---- internal frames ------------------------------------------------------------------------ */
+
+typedef struct ranges_s {
+    uint64_t r[GMT_MAX_SKIP_RANGES][2];
+    int n;
+} ranges_t;
+
+static int collect_internal(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    ranges_t *rs = data;
+    if (!gmt_module_is_internal(info->dlpi_name)) return 0;
+    for (int i = 0; i < info->dlpi_phnum && rs->n < GMT_MAX_SKIP_RANGES; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
+        rs->r[rs->n][0] = info->dlpi_addr + ph->p_vaddr;
+        rs->r[rs->n][1] = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+        rs->n++;
+    }
+    return 0;
+}
+
+/* Tell the stack capture where the tracer's, libcuda's, libcudart's and libcupti's code is,
+ * so their frames do not use up the depth. Called when those modules may have appeared: at
+ * start-up of capture and at the first event (libcudart loads libcuda lazily). */
+static void refresh_internal_ranges(void)
+{
+    ranges_t rs = {.n = 0};
+    dl_iterate_phdr(collect_internal, &rs);
+    gmt_stacks_set_skip_ranges((const uint64_t(*)[2])rs.r, rs.n);
+}
+
+/* ---- first CUDA use ------------------------------------------------------------------------ */
+
+static void start_backend_locked(void)
+{
+    const gmt_config_t *config = &gmt_capture_config;
+    gmt_real_resolve_driver();
+    gmt_track_note_backend("runtime-hooks", NULL);
+    char why[GMT_NOTE_LEN] = "";
+    if (config->backend == GMT_BACKEND_HOOKS) {
+        gmt_track_note_backend("driver-hooks", "GPUMEMTRACE_BACKEND=hooks");
+    } else if (gmt_cupti_start(why, sizeof why) == 0) {
+        gmt_track_note_backend("cupti", why); /* names the libcupti used */
+    } else {
+        char reason[GMT_NOTE_LEN + 64];
+        snprintf(reason, sizeof reason, "CUPTI not used: %s", why);
+        gmt_track_note_backend("driver-hooks", reason);
+        if (config->backend == GMT_BACKEND_CUPTI)
+            gmt_error("GPUMEMTRACE_BACKEND=cupti but %s; using driver entry-point hooks", why);
+        else
+            gmt_debug("%s; using driver entry-point hooks", reason);
+    }
+}
+
+void gmt_capture_start_slow(void)
+{
+    if (__atomic_load_n(&gmt_capture_state, __ATOMIC_ACQUIRE) != 0) return;
+    if (gmt_guard_held()) return; /* our own start-up reaching CUDA: do not recurse */
+    gmt_guard_enter();
+    /* Start-up loads libcupti (the loader's lock) while holding start_lock. A thread that
+     * holds the loader's lock itself (a library constructor calling CUDA inside dlopen) and
+     * waits here would deadlock with it, so nobody waits forever: after START_WAIT_SECONDS the
+     * call goes through untraced and is counted in capture.dropped.start_stuck. */
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += START_WAIT_SECONDS;
+    if (pthread_mutex_timedlock(&start_lock, &deadline) != 0) {
+        gmt_track_count_start_drop();
+        gmt_guard_leave();
+        return;
+    }
+    if (__atomic_load_n(&gmt_capture_state, __ATOMIC_ACQUIRE) == 0) {
+        start_backend_locked();
+        gmt_capture_start_writer_locked();
+        refresh_internal_ranges();
+        gmt_core_prefault();
+        __atomic_store_n(&gmt_capture_state, 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&start_lock);
+    gmt_guard_leave();
+}
+
+/* The exit report must run before the CUDA runtime tears its contexts down, so it is
+ * registered after the runtime's own exit handler: at the first event, which comes from
+ * inside (or after) the runtime's initialisation. */
+static void note_event(void)
+{
+    if (__builtin_expect(__atomic_load_n(&had_events, __ATOMIC_RELAXED), 1)) return;
+    __atomic_store_n(&had_events, 1, __ATOMIC_RELEASE);
+    refresh_internal_ranges();
+    if (!__atomic_exchange_n(&exit_registered, 1, __ATOMIC_ACQ_REL)) atexit(exit_report);
+}
+
+/* ---- event helpers ----------------------------------------------------------------------- */
+
+void gmt_capture_alloc(const gmt_event_t *ev)
+{
+    gmt_guard_enter();
+    note_event();
+    if (ev->result == 0)
+        gmt_track_alloc(ev);
+    else
+        gmt_track_failure(ev);
+    gmt_guard_leave();
+}
+
+void gmt_capture_free(const gmt_event_t *ev)
+{
+    gmt_guard_enter();
+    note_event();
+    gmt_track_free(ev);
+    gmt_guard_leave();
+}
+
+/* ---- fork -------------------------------------------------------------------------------- */
+
+void gmt_capture_lifecycle_reset_after_fork(void)
+{
+    pthread_mutex_init(&start_lock, NULL);
+    report_done = 0;
+    had_events = 0;
+    snapshot_seq = oom_seq = 0;
+}
+
+void gmt_capture_disable(void)
+{
+    __atomic_store_n(&gmt_capture_state, -1, __ATOMIC_RELEASE);
+    __atomic_store_n(&report_done, 1, __ATOMIC_RELEASE);
+}
+
+/* ---- start-up ---------------------------------------------------------------------------- */
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+static void init_once_fn(void)
+{
+    gmt_guard_enter();
+    gmt_config_load(&gmt_capture_config, NULL);
+    gmt_log_set_level((gmt_log_level_t)gmt_capture_config.log_level);
+    gmt_report_process_init();
+    gmt_capture_exec_init();
+    if (gmt_core_init(&gmt_capture_config) != 0) {
+        __atomic_store_n(&gmt_capture_state, -1, __ATOMIC_RELEASE);
+        gmt_guard_leave();
+        return;
+    }
+    gmt_track_set_meminfo(gmt_capture_meminfo);
+    gmt_track_set_devinfo(gmt_capture_devinfo);
+    gmt_track_set_poolinfo(gmt_capture_poolinfo);
+    gmt_track_set_oom_hook(oom_report);
+    gmt_capture_fork_init();
+    gmt_guard_leave();
+}
+
+void gmt_capture_init_once(void)
+{
+    pthread_once(&init_once, init_once_fn);
+}
+
+__attribute__((constructor)) static void gmt_init(void)
+{
+    gmt_capture_init_once();
+}
+
+__attribute__((destructor)) static void gmt_fini(void)
+{
+    /* Normally exit_report already ran from atexit; this covers dlclose of an injection
+     * library and exits that skipped atexit handlers registered late. */
+    if (__atomic_load_n(&gmt_capture_state, __ATOMIC_ACQUIRE) > 0) exit_report();
+}

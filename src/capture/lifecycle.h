@@ -1,0 +1,45 @@
+/* lifecycle.h - what the pieces of the library's life cycle share (capture/ internal).
+ *
+ * lifecycle.c: the constructor, the first CUDA use, the exit report, the event helpers;
+ * writer.c:    the report writer thread and the signal handlers that wake it;
+ * fork_exec.c: the fork child's fresh start and exec-following;
+ * public_api.c: the CUDA injection entry point and the documented gmt_ API.
+ * Functions return 0 or a negative errno where they can fail.
+ */
+#ifndef GMT_CAPTURE_LIFECYCLE_H
+#define GMT_CAPTURE_LIFECYCLE_H
+
+#include "core/config.h"
+#include "output/report.h"
+
+#include <stdbool.h>
+
+/* The configuration read once at start-up (read-only afterwards). */
+extern gmt_config_t gmt_capture_config;
+
+/* Reads the configuration and maps the core, once per process (constructor and injection). */
+void gmt_capture_init_once(void);
+
+/* Writes the final report once per process, and only if the process recorded CUDA events. */
+void gmt_capture_final_report(gmt_reason_t reason, const char *signame);
+/* True once this process recorded a CUDA event (async-signal-safe). */
+bool gmt_capture_had_events(void);
+/* The next snapshot's sequence number (1, 2, ...). */
+unsigned gmt_capture_next_snapshot_seq(void);
+
+/* Starts the writer thread and installs the signal handlers; called under the start-up lock
+ * at the first CUDA use. Failures are logged: the program runs on without signal reports. */
+void gmt_capture_start_writer_locked(void);
+
+/* In a forked child: forget the parent's writer thread and pipes / start-up state. */
+void gmt_capture_writer_reset_after_fork(void);
+void gmt_capture_lifecycle_reset_after_fork(void);
+/* In a forked child that is not followed: no tracing, no report. */
+void gmt_capture_disable(void);
+
+/* Start-up, before the program has threads: GPUMEMTRACE_FOLLOW_EXEC=0 takes the library out
+ * of LD_PRELOAD (before the core is mapped); the fork handler is registered once it is. */
+void gmt_capture_exec_init(void);
+void gmt_capture_fork_init(void);
+
+#endif

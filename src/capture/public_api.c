@@ -1,0 +1,37 @@
+/* public_api.c - the library's entry points that are not CUDA hooks: the CUDA injection entry
+ * point (CUDA_INJECTION64_PATH) and the documented gmt_ API of include/gpumemtrace.
+ */
+#include "capture.h"
+#include "cuda_api.h"
+#include "lifecycle.h"
+
+#include "core/track.h"
+#include "gmt_version.h"
+#include "gpumemtrace/gpumemtrace.h"
+
+#include <errno.h>
+
+/* CUDA_INJECTION64_PATH: libcuda calls this from cuInit. */
+GMT_EXPORT int InitializeInjection(void)
+{
+    gmt_capture_init_once();
+    gmt_capture_touch();
+    return 1;
+}
+
+GMT_EXPORT const char *gmt_version(void)
+{
+    return GMT_VERSION_STRING;
+}
+
+GMT_EXPORT int gmt_active(void)
+{
+    return gmt_core_ready() && __atomic_load_n(&gmt_capture_state, __ATOMIC_ACQUIRE) >= 0;
+}
+
+GMT_EXPORT int gmt_snapshot(const char *path)
+{
+    if (!gmt_core_ready()) return -ENODEV;
+    unsigned seq = gmt_capture_next_snapshot_seq();
+    return gmt_report_write(path, GMT_REASON_SNAPSHOT, NULL, seq);
+}

@@ -1,0 +1,194 @@
+/* writer.c - the report writer thread and the signals that wake it.
+ *
+ * Reports asked for by a signal are written by this thread, never inside the handler: the
+ * handler only writes one message to a pipe (async-signal-safe) and, for a terminating
+ * signal, waits (bounded) for the thread's answer before letting the signal take its course.
+ * Terminating signals are caught only where the program left the default action, so a
+ * program's own handling (Python's KeyboardInterrupt, say) is never changed.
+ */
+#define _GNU_SOURCE
+#include "lifecycle.h"
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/tls.h"
+#include "core/track.h"
+#include "output/growth.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <string.h>
+#include <unistd.h>
+
+/* How long a terminating signal waits for the writer to finish the report. */
+#define WRITER_ACK_TIMEOUT_MS 20000
+/* The writer's own stack: report writing uses fixed buffers, never deep recursion. */
+#define WRITER_STACK_BYTES (256 * 1024)
+
+static int writer_pipe[2] = {-1, -1};
+static int ack_pipe[2] = {-1, -1};
+static int writer_started;
+
+enum { MSG_SNAPSHOT = 1, MSG_SIGNAL = 2, MSG_CRASH = 3 };
+
+typedef struct msg_s {
+    int type;
+    int sig;
+} msg_t;
+
+static void *writer_main(void *arg)
+{
+    (void)arg;
+    gmt_guard_enter(); /* nothing this thread does is the program's */
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    for (;;) {
+        /* Between messages, sample every stack's live bytes for the growth suspects
+         * (output/growth.h): this thread is the sampler, so the hooks pay nothing. */
+        uint64_t wait_ns = gmt_growth_sample_process(gmt_now_ns());
+        int wait_ms = wait_ns >= 1000000000ull ? 1000 : (int)(wait_ns / 1000000) + 1;
+        struct pollfd pf = {.fd = writer_pipe[0], .events = POLLIN};
+        int pr = poll(&pf, 1, wait_ms);
+        if (pr == 0 || (pr < 0 && errno == EINTR)) continue;
+        msg_t m;
+        ssize_t n = read(writer_pipe[0], &m, sizeof m);
+        if (n < 0 && errno == EINTR) continue;
+        if (n != (ssize_t)sizeof m) break;
+        if (m.type == MSG_SNAPSHOT) {
+            unsigned seq = gmt_capture_next_snapshot_seq();
+            gmt_report_write(NULL, GMT_REASON_SNAPSHOT, gmt_signal_name(m.sig), seq);
+        } else {
+            gmt_capture_final_report(m.type == MSG_CRASH ? GMT_REASON_CRASH : GMT_REASON_SIGNAL,
+                                     gmt_signal_name(m.sig));
+            char ack = 1;
+            ssize_t w = write(ack_pipe[1], &ack, 1);
+            (void)w;
+        }
+    }
+    return NULL;
+}
+
+static struct sigaction old_actions[NSIG];
+static const int fatal_signals[] = {SIGTERM, SIGINT,  SIGHUP, SIGQUIT, SIGSEGV,
+                                    SIGBUS,  SIGABRT, SIGFPE, SIGILL};
+
+static void on_snapshot_signal(int sig)
+{
+    int saved = errno;
+    msg_t m = {MSG_SNAPSHOT, sig};
+    ssize_t w = write(writer_pipe[1], &m, sizeof m);
+    (void)w;
+    errno = saved;
+}
+
+static void on_fatal_signal(int sig, siginfo_t *info, void *uctx)
+{
+    static int entered;
+    if (!__atomic_exchange_n(&entered, 1, __ATOMIC_ACQ_REL) && writer_pipe[1] >= 0 &&
+        gmt_capture_had_events()) {
+        bool crash =
+            sig == SIGSEGV || sig == SIGBUS || sig == SIGABRT || sig == SIGFPE || sig == SIGILL;
+        msg_t m = {crash ? MSG_CRASH : MSG_SIGNAL, sig};
+        if (write(writer_pipe[1], &m, sizeof m) == (ssize_t)sizeof m) {
+            struct pollfd p = {.fd = ack_pipe[0], .events = POLLIN};
+            if (poll(&p, 1, WRITER_ACK_TIMEOUT_MS) > 0) {
+                char ack;
+                ssize_t r = read(ack_pipe[0], &ack, 1);
+                (void)r;
+            }
+        }
+    }
+    /* Let the signal take its course as if we had never been here. */
+    struct sigaction *old = &old_actions[sig];
+    if (old->sa_flags & SA_SIGINFO && old->sa_sigaction) {
+        old->sa_sigaction(sig, info, uctx);
+        return;
+    }
+    if (old->sa_handler == SIG_IGN) return;
+    if (old->sa_handler != SIG_DFL && old->sa_handler) {
+        old->sa_handler(sig);
+        return;
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void install_snapshot_signal(int snapshot_signal)
+{
+    struct sigaction cur;
+    sigaction(snapshot_signal, NULL, &cur);
+    /* A forked child inherits our own handler: that one is fine. */
+    if (cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN &&
+        cur.sa_handler != on_snapshot_signal) {
+        gmt_track_warn("%s is already handled by the program; snapshots by signal are off "
+                       "(set GPUMEMTRACE_SNAPSHOT_SIGNAL to another signal)",
+                       gmt_signal_name(snapshot_signal));
+        return;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_snapshot_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(snapshot_signal, &sa, NULL);
+}
+
+static void install_fatal_signals(int snapshot_signal)
+{
+    for (size_t i = 0; i < sizeof fatal_signals / sizeof fatal_signals[0]; i++) {
+        int sig = fatal_signals[i];
+        if (sig == snapshot_signal) continue;
+        struct sigaction cur;
+        if (sigaction(sig, NULL, &cur) != 0) continue;
+        /* Ours already (inherited across fork): old_actions[] came along with it. */
+        if ((cur.sa_flags & SA_SIGINFO) || cur.sa_handler != SIG_DFL) continue;
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_fatal_signal;
+        sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(sig, &sa, &old_actions[sig]) != 0)
+            memset(&old_actions[sig], 0, sizeof old_actions[sig]);
+    }
+}
+
+void gmt_capture_start_writer_locked(void)
+{
+    if (writer_started) return;
+    if (pipe2(writer_pipe, O_CLOEXEC) != 0 || pipe2(ack_pipe, O_CLOEXEC) != 0) {
+        gmt_error("cannot create the report writer's pipes (%s): no snapshot or signal reports",
+                  strerror(errno));
+        return;
+    }
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, WRITER_STACK_BYTES);
+    int rc = pthread_create(&t, &attr, writer_main, NULL);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        gmt_error("cannot start the report writer thread (%s): no snapshot or signal reports",
+                  strerror(rc));
+        return;
+    }
+    pthread_setname_np(t, "gpumemtrace");
+    writer_started = 1;
+
+    int snapshot_signal = gmt_capture_config.snapshot_signal;
+    if (snapshot_signal) install_snapshot_signal(snapshot_signal);
+    install_fatal_signals(snapshot_signal);
+}
+
+void gmt_capture_writer_reset_after_fork(void)
+{
+    gmt_growth_reset_after_fork();
+    /* The writer thread did not survive the fork; the child gets its own on first use. */
+    writer_started = 0;
+    writer_pipe[0] = writer_pipe[1] = ack_pipe[0] = ack_pipe[1] = -1;
+}

@@ -1,0 +1,64 @@
+/* pools.c - the stream-ordered pools seen so far (pool handle 0: the device's current pool),
+ * for the report's reserved-versus-used view. A fixed array claimed slot by slot with a CAS,
+ * never removed; pools past GMT_MAX_POOLS are counted, not kept.
+ */
+#include "track_internal.h"
+
+#include <string.h>
+
+enum { SLOT_FREE = 0, SLOT_WRITING = 1, SLOT_PUBLISHED = 2 };
+
+static struct {
+    int used; /* SLOT_* */
+    int32_t device;
+    uint64_t pool;
+} pools[GMT_MAX_POOLS];
+static uint64_t pools_dropped;
+static gmt_poolinfo_fn poolinfo_fn;
+
+void gmt_pools_note(int32_t device, uint64_t pool)
+{
+    for (int i = 0; i < GMT_MAX_POOLS; i++) {
+        int u = __atomic_load_n(&pools[i].used, __ATOMIC_ACQUIRE);
+        if (u == SLOT_PUBLISHED && pools[i].device == device && pools[i].pool == pool) return;
+        if (u == SLOT_FREE) {
+            if (!__atomic_compare_exchange_n(&pools[i].used, &u, SLOT_WRITING, 0, __ATOMIC_ACQUIRE,
+                                             __ATOMIC_ACQUIRE)) {
+                i--; /* look at this slot again */
+                continue;
+            }
+            pools[i].device = device;
+            pools[i].pool = pool;
+            __atomic_store_n(&pools[i].used, SLOT_PUBLISHED, __ATOMIC_RELEASE);
+            return;
+        }
+        while (u == SLOT_WRITING)
+            u = __atomic_load_n(&pools[i].used, __ATOMIC_ACQUIRE);
+        if (pools[i].device == device && pools[i].pool == pool) return;
+    }
+    __atomic_fetch_add(&pools_dropped, 1, __ATOMIC_RELAXED);
+}
+
+void gmt_pools_reset(void)
+{
+    memset(pools, 0, sizeof pools);
+}
+
+int gmt_track_pools(gmt_pool_seen_t *out, int max)
+{
+    int n = 0;
+    for (int i = 0; i < GMT_MAX_POOLS && n < max; i++)
+        if (__atomic_load_n(&pools[i].used, __ATOMIC_ACQUIRE) == SLOT_PUBLISHED)
+            out[n++] = (gmt_pool_seen_t){pools[i].device, pools[i].pool};
+    return n;
+}
+
+void gmt_track_set_poolinfo(gmt_poolinfo_fn fn)
+{
+    __atomic_store_n(&poolinfo_fn, fn, __ATOMIC_RELEASE);
+}
+
+gmt_poolinfo_fn gmt_track_poolinfo(void)
+{
+    return __atomic_load_n(&poolinfo_fn, __ATOMIC_ACQUIRE);
+}

@@ -1,0 +1,130 @@
+/* suppress.c - see suppress.h. */
+#define _GNU_SOURCE
+#include "suppress.h"
+
+#include "core/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <fnmatch.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void gmt_supp_parse(gmt_supp_t *s, char *text, size_t len)
+{
+    s->n = 0;
+    s->ignored = 0;
+    size_t i = 0;
+    while (i < len) {
+        size_t start = i;
+        while (i < len && text[i] != '\n' && text[i] != 0)
+            i++;
+        size_t end = i; /* text[end] is '\n', NUL or one past the end */
+        if (i < len) i++;
+        while (start < end && (text[start] == ' ' || text[start] == '\t'))
+            start++;
+        while (end > start &&
+               (text[end - 1] == ' ' || text[end - 1] == '\t' || text[end - 1] == '\r'))
+            end--;
+        if (end == start || text[start] == '#') continue;
+        /* end < len, or end == len and the caller left room for the terminator: callers pass
+         * buffers one byte longer than len (gmt_supp_load does). */
+        text[end] = 0;
+        if (s->n < GMT_SUPP_MAX_PATTERNS)
+            s->pat[s->n++] = text + start;
+        else
+            s->ignored++;
+    }
+}
+
+bool gmt_supp_match_frame(const gmt_supp_t *s, const char *symbol, const char *module)
+{
+    const char *base = NULL;
+    if (module) {
+        base = strrchr(module, '/');
+        base = base ? base + 1 : module;
+    }
+    for (int k = 0; k < s->n; k++) {
+        if (symbol && fnmatch(s->pat[k], symbol, 0) == 0) return true;
+        if (module && fnmatch(s->pat[k], module, 0) == 0) return true;
+        if (base && base != module && fnmatch(s->pat[k], base, 0) == 0) return true;
+    }
+    return false;
+}
+
+void gmt_supp_free(gmt_supp_t *s)
+{
+    if (s->text) munmap(s->text, s->text_bytes);
+    s->text = NULL;
+    s->text_bytes = 0;
+    s->n = 0;
+}
+
+static int warned;
+
+static int refuse(bool quiet_repeat, int rc, const char *path, const char *why)
+{
+    if (!quiet_repeat || !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+        gmt_error("GPUMEMTRACE_SUPPRESSIONS='%s' %s; no suppressions used", path, why);
+    return rc;
+}
+
+int gmt_supp_load(gmt_supp_t *s, const char *path, bool quiet_repeat)
+{
+    memset(s, 0, sizeof *s);
+    if (!path || !*path) return 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) {
+        int e = errno;
+        char why[128];
+        snprintf(why, sizeof why, "cannot be opened (%s)", strerror(e));
+        return refuse(quiet_repeat, -e, path, why);
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return refuse(quiet_repeat, -e, path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return refuse(quiet_repeat, -EINVAL, path, "is not a regular file");
+    }
+    if (st.st_size > (off_t)GMT_SUPP_MAX_FILE) {
+        close(fd);
+        return refuse(quiet_repeat, -EFBIG, path, "is larger than 1 MiB");
+    }
+    size_t want = (size_t)st.st_size;
+    s->text_bytes = want + 1;
+    void *m = mmap(NULL, s->text_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) {
+        close(fd);
+        s->text_bytes = 0;
+        return refuse(quiet_repeat, -ENOMEM, path, "cannot be held in memory");
+    }
+    s->text = m;
+    size_t got = 0;
+    while (got < want) {
+        ssize_t k = read(fd, s->text + got, want - got);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) {
+            int e = errno;
+            close(fd);
+            gmt_supp_free(s);
+            return refuse(quiet_repeat, -e, path, strerror(e));
+        }
+        if (k == 0) break; /* shrank since fstat: use what is there */
+        got += (size_t)k;
+    }
+    close(fd);
+    s->text[got] = 0;
+    gmt_supp_parse(s, s->text, got);
+    if (s->ignored && (!quiet_repeat || !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED)))
+        gmt_error("GPUMEMTRACE_SUPPRESSIONS='%s' has %d patterns past the first %d; those are "
+                  "not used",
+                  path, s->ignored, GMT_SUPP_MAX_PATTERNS);
+    return 0;
+}

@@ -1,0 +1,43 @@
+/* suppress.h - the suppressions file (GPUMEMTRACE_SUPPRESSIONS): fnmatch(3) patterns, one per
+ * line, '#' comments, matched against each frame's symbol and module.
+ *
+ * The file is read only when it is a regular file of at most GMT_SUPP_MAX_FILE bytes. It is
+ * opened with O_NONBLOCK (so a FIFO or a device cannot hang the report) and checked with
+ * fstat on the open descriptor (so a path that changes between a check and the open cannot
+ * smuggle in something else); anything else is refused with one log line saying why and the
+ * report is written without suppressions. Its text lives in memory mapped for the report and
+ * unmapped by gmt_supp_free: no malloc. Functions return 0 or a negative errno.
+ */
+#ifndef GMT_OUTPUT_SUPPRESS_H
+#define GMT_OUTPUT_SUPPRESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define GMT_SUPP_MAX_FILE     (1u << 20)
+#define GMT_SUPP_MAX_PATTERNS 256
+
+typedef struct gmt_supp_s {
+    char *text; /* mapped copy of the file, patterns NUL-separated */
+    size_t text_bytes;
+    const char *pat[GMT_SUPP_MAX_PATTERNS];
+    int n;
+    int ignored; /* patterns past GMT_SUPP_MAX_PATTERNS */
+} gmt_supp_t;
+
+/* Loads path (NULL or "": no suppressions, returns 0). On failure *s holds no patterns, one
+ * line was logged (the first time only, when quiet_repeat is true) and a negative errno is
+ * returned: -EINVAL not a regular file, -EFBIG too large, or open/read's errno. */
+int gmt_supp_load(gmt_supp_t *s, const char *path, bool quiet_repeat);
+
+/* Splits text (len bytes, modified in place: lines become NUL-terminated patterns; a NUL byte
+ * in the file ends a line) into s's patterns. s->text is not touched. */
+void gmt_supp_parse(gmt_supp_t *s, char *text, size_t len);
+
+/* True when a pattern matches symbol or module (either may be NULL). A module matches by its
+ * full path or its base name. */
+bool gmt_supp_match_frame(const gmt_supp_t *s, const char *symbol, const char *module);
+
+void gmt_supp_free(gmt_supp_t *s);
+
+#endif

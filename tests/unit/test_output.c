@@ -1,0 +1,420 @@
+/* test_output.c - the report's pieces without a live process: grouping (memory apart from
+ * address space, sums equal totals, stackless records never merged across kinds), the
+ * suppressions file (parsing, matching, refusing FIFOs, directories and big files without
+ * blocking), fragmentation over synthetic ranges, growth suspects over synthetic series, and
+ * the JSON writer's strings (invalid UTF-8 replaced, control characters escaped) and numbers.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "core/event.h"
+#include "output/fragmentation.h"
+#include "output/group.h"
+#include "output/growth.h"
+#include "output/json_writer.h"
+#include "output/suppress.h"
+
+#define MIB (1024ll * 1024ll)
+
+/* ---- grouping ---- */
+
+static gmt_record_t rec(uint32_t stack, uint64_t size, gmt_kind_t kind, int32_t dev)
+{
+    gmt_record_t r = {
+        .size = size, .stack_id = stack, .device = dev, .kind = (uint8_t)kind, .api = 7};
+    return r;
+}
+
+static bool suppress_stack_2(uint32_t id, void *ctx)
+{
+    (void)ctx;
+    return id == 2;
+}
+
+static void test_group_memory_apart_from_address_space(void **state)
+{
+    (void)state;
+    enum { IDS = 16 };
+    static gmt_group_t slots[IDS + GMT_GROUP_UNSTACKED + 8];
+    static gmt_grouping_t g;
+    memset(slots, 0, sizeof slots);
+    gmt_group_init(&g, slots, IDS);
+    /* The issue's VMM case: reserve 4 x gran, handle 2 x gran, its mapping 2 x gran. */
+    gmt_record_t rs[] = {
+        rec(1, 4 * MIB, GMT_KIND_VMM_RESERVE, 0),
+        rec(3, 2 * MIB, GMT_KIND_VMM_PHYSICAL, 0),
+        rec(4, 2 * MIB, GMT_KIND_VMM_MAP, 0),
+        rec(2, 100, GMT_KIND_DEVICE, 0),
+        rec(2, 200, GMT_KIND_DEVICE, 0),
+        rec(5, 3 * MIB, GMT_KIND_DEVICE, 1),
+        /* no stack: id 0 and an id past the store; one device, one reservation */
+        rec(0, 1000, GMT_KIND_DEVICE, 0),
+        rec(0, 8 * MIB, GMT_KIND_VMM_RESERVE, 0),
+        rec(99, 24, GMT_KIND_DEVICE, 0),
+        rec(0, 50, GMT_KIND_HOST_PINNED, -1),
+    };
+    for (size_t i = 0; i < sizeof rs / sizeof rs[0]; i++)
+        gmt_group_add(&g, &rs[i]);
+    gmt_group_totals_t t;
+    gmt_group_finish(&g, suppress_stack_2, NULL, &t);
+    assert_int_equal(t.nmemory, 5); /* ids 3, 2, 5, stackless device, stackless pinned */
+    assert_int_equal(t.naddress, 3);
+    assert_int_equal(t.live_bytes, 2 * MIB + 300 + 3 * MIB + 1000 + 24 + 50);
+    assert_int_equal(t.live_count, 7);
+    assert_int_equal(t.suppressed_bytes, 300);
+    assert_int_equal(t.suppressed_count, 2);
+    assert_int_equal(t.leaked_bytes, t.live_bytes - 300);
+    assert_int_equal(t.reserved_bytes, 12 * MIB);
+    assert_int_equal(t.reserved_count, 2);
+    assert_int_equal(t.mapped_bytes, 2 * MIB);
+    int64_t mem = 0, sup = 0;
+    for (uint32_t i = 0; i < t.nmemory; i++) {
+        assert_true(gmt_kind_is_memory(slots[i].kind));
+        if (i > 0) assert_true(slots[i - 1].bytes >= slots[i].bytes);
+        mem += slots[i].bytes;
+        if (slots[i].suppressed) sup += slots[i].bytes;
+    }
+    assert_int_equal(mem, t.leaked_bytes + t.suppressed_bytes);
+    assert_int_equal(sup, t.suppressed_bytes);
+    assert_int_equal(slots[0].bytes, 3 * MIB);
+    assert_int_equal(slots[0].device, 1);
+    int64_t as = 0;
+    for (uint32_t i = t.nmemory; i < t.nmemory + t.naddress; i++) {
+        assert_false(gmt_kind_is_memory(slots[i].kind));
+        assert_false(slots[i].suppressed);
+        as += slots[i].bytes;
+    }
+    assert_int_equal(as, t.reserved_bytes + t.mapped_bytes);
+    /* The stackless device records (id 0 and id 99) are one group of 1024 bytes. */
+    bool found = false;
+    for (uint32_t i = 0; i < t.nmemory; i++)
+        if (slots[i].stack_id == 0 && slots[i].kind == GMT_KIND_DEVICE) {
+            assert_int_equal(slots[i].bytes, 1024);
+            assert_int_equal(slots[i].count, 2);
+            found = true;
+        }
+    assert_true(found);
+}
+
+/* ---- suppressions ---- */
+
+static void test_supp_parse_and_match(void **state)
+{
+    (void)state;
+    static char text[] = "# comment\n  cache_*  \r\n\n\tlibfoo.so*\nexact_fn\0after_nul\n   \n#x";
+    gmt_supp_t s;
+    memset(&s, 0, sizeof s);
+    gmt_supp_parse(&s, text, sizeof text - 1);
+    assert_int_equal(s.n, 4);
+    assert_string_equal(s.pat[0], "cache_*");
+    assert_string_equal(s.pat[1], "libfoo.so*");
+    assert_string_equal(s.pat[2], "exact_fn");
+    assert_string_equal(s.pat[3], "after_nul");
+    assert_true(gmt_supp_match_frame(&s, "cache_fill", NULL));
+    assert_false(gmt_supp_match_frame(&s, "my_cache_fill", "/usr/lib/libbar.so"));
+    assert_true(gmt_supp_match_frame(&s, NULL, "/opt/x/libfoo.so.1")); /* by base name */
+    assert_true(gmt_supp_match_frame(&s, "exact_fn", NULL));
+    assert_false(gmt_supp_match_frame(&s, "exact_fn2", NULL));
+    assert_false(gmt_supp_match_frame(&s, NULL, NULL));
+}
+
+static char tmpdir[64];
+
+static void path_in(char *out, size_t len, const char *name)
+{
+    snprintf(out, len, "%s/%s", tmpdir, name);
+}
+
+static void test_supp_load_refuses_unsafe_files(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/gmt-test-output-XXXXXX");
+    assert_non_null(mkdtemp(tmpdir));
+    char p[128], link[128];
+    gmt_supp_t s;
+
+    /* A regular file: read. */
+    path_in(p, sizeof p, "ok.supp");
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs("alloc_site_a\n# no\nlib*.so\n", f);
+    fclose(f);
+    assert_int_equal(gmt_supp_load(&s, p, false), 0);
+    assert_int_equal(s.n, 2);
+    assert_true(gmt_supp_match_frame(&s, "alloc_site_a", NULL));
+    gmt_supp_free(&s);
+    assert_null(s.text);
+
+    /* A FIFO with no writer: refused at once, never blocks. */
+    path_in(p, sizeof p, "fifo");
+    assert_int_equal(mkfifo(p, 0600), 0);
+    assert_int_equal(gmt_supp_load(&s, p, false), -EINVAL);
+    assert_int_equal(s.n, 0);
+    /* The same FIFO behind a symbolic link. */
+    path_in(link, sizeof link, "link-to-fifo");
+    assert_int_equal(symlink(p, link), 0);
+    assert_int_equal(gmt_supp_load(&s, link, false), -EINVAL);
+    unlink(link);
+    unlink(p);
+
+    /* A directory, a device, a missing file. */
+    assert_int_equal(gmt_supp_load(&s, tmpdir, false), -EINVAL);
+    assert_int_equal(gmt_supp_load(&s, "/dev/zero", false), -EINVAL);
+    path_in(p, sizeof p, "missing");
+    assert_int_equal(gmt_supp_load(&s, p, false), -ENOENT);
+
+    /* Exactly 1 MiB is read; one byte more is refused. */
+    path_in(p, sizeof p, "big.supp");
+    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "big_fn\n", 7), 7);
+    assert_int_equal(ftruncate(fd, GMT_SUPP_MAX_FILE), 0);
+    close(fd);
+    assert_int_equal(gmt_supp_load(&s, p, false), 0);
+    assert_int_equal(s.n, 1); /* the NUL bytes of the hole are empty lines */
+    gmt_supp_free(&s);
+    assert_int_equal(truncate(p, GMT_SUPP_MAX_FILE + 1), 0);
+    assert_int_equal(gmt_supp_load(&s, p, false), -EFBIG);
+    unlink(p);
+
+    /* No path: no suppressions, no error. */
+    assert_int_equal(gmt_supp_load(&s, "", false), 0);
+    assert_int_equal(gmt_supp_load(&s, NULL, false), 0);
+    rmdir(tmpdir);
+}
+
+/* ---- fragmentation ---- */
+
+static void test_fragmentation(void **state)
+{
+    (void)state;
+    gmt_range_t r[] = {
+        {.start = 0x10000, .size = 0x1000, .device = 0, .kind = GMT_KIND_DEVICE},
+        {.start = 0x4000, .size = 0x1000, .device = 0, .kind = GMT_KIND_DEVICE},
+        {.start = 0x8000, .size = 100, .device = 0, .kind = GMT_KIND_POOL, .pool = 5},
+        {.start = 0x8010,
+         .size = 0x100,
+         .device = 0,
+         .kind = GMT_KIND_POOL,
+         .pool = 5}, /* overlap */
+        {.start = 0x1000, .size = 0x1000, .device = 1, .kind = GMT_KIND_DEVICE},
+    };
+    uint64_t n = sizeof r / sizeof r[0];
+    gmt_frag_sort(r, n);
+    gmt_frag_t f;
+    gmt_frag_device(r, n, 0, &f);
+    assert_int_equal(f.live_allocations, 4);
+    assert_int_equal(f.span_bytes, 0x11000 - 0x4000);
+    /* holes: 0x5000..0x8000 and 0x8110..0x10000 */
+    assert_int_equal(f.free_in_gaps, 0x3000 + (0x10000 - 0x8110));
+    assert_int_equal(f.largest_gap, 0x10000 - 0x8110);
+    assert_true(f.fragmentation > 0.0 && f.fragmentation < 1.0);
+    assert_int_equal(f.granularity_loss_bytes, (512 - 100) + (512 - 0x100));
+    gmt_frag_device(r, n, 1, &f);
+    assert_int_equal(f.live_allocations, 1);
+    assert_int_equal(f.free_in_gaps, 0);
+    assert_true(f.fragmentation == 0.0);
+    gmt_frag_device(r, n, 2, &f);
+    assert_int_equal(f.live_allocations, 0);
+    uint64_t bytes, count;
+    gmt_frag_pool_use(r, n, 0, 5, &bytes, &count);
+    assert_int_equal(bytes, 100 + 0x100);
+    assert_int_equal(count, 2);
+    gmt_frag_pool_use(r, n, 0, 6, &bytes, &count);
+    assert_int_equal(count, 0);
+}
+
+/* ---- growth ---- */
+
+/* Synthetic stacks: 1 leaks 1000 bytes per tick, 2 grows once at tick 6 and stays flat, 3
+ * goes up and down, 4 leaked only before tick 5, 5 is address space (not judged). */
+static int64_t series[6];
+
+static bool live_of(uint32_t id, int64_t *bytes, void *ctx)
+{
+    (void)ctx;
+    if (id == 5) return false;
+    *bytes = series[id];
+    return true;
+}
+
+static void set_tick(int k)
+{
+    series[1] = 1000 * (k + 1);
+    series[2] = k >= 6 ? 50000 : 0;
+    series[3] = (k % 2) ? 9000 : 1000;
+    series[4] = k < 5 ? 2000 * (k + 1) : 10000;
+    series[5] = 1000000 * (k + 1);
+}
+
+static void test_growth(void **state)
+{
+    (void)state;
+    gmt_growth_t g;
+    assert_int_equal(gmt_growth_init(&g, 8), 0);
+    const uint64_t s = 1000000000ull;
+    uint64_t t = s; /* process start at t = 1 s */
+    /* 40 ticks: the table (16 points) is decimated twice; the points still span the run. */
+    for (int k = 0; k < 40; k++) {
+        set_tick(k);
+        uint64_t next = gmt_growth_tick(&g, t, 6, live_of, NULL);
+        assert_true(next > 0);
+        t += next;
+    }
+    assert_true(g.n >= GMT_GROWTH_POINTS / 2 && g.n <= GMT_GROWTH_POINTS);
+    assert_true(g.interval_ns > GMT_GROWTH_INTERVAL_NS);
+    for (int i = 1; i < g.n; i++)
+        assert_true(g.t_ns[i] > g.t_ns[i - 1]);
+    gmt_growth_suspect_t out[4];
+    int total = -1;
+    gmt_warmup_t none = {0, false};
+    uint64_t end = gmt_growth_warmup_end(&none, s, t);
+    assert_int_equal(end, s);
+    int n = gmt_growth_suspects(&g, end, t, 6, live_of, NULL, out, 4, &total);
+    assert_int_equal(n, 1);
+    assert_int_equal(total, 1);
+    assert_int_equal(out[0].stack_id, 1);
+    assert_int_equal(out[0].live_bytes, series[1]);
+    assert_int_equal(out[0].growth_bytes, out[0].bytes[out[0].npoints - 1] - out[0].bytes[0]);
+    assert_true(out[0].npoints >= 3);
+    /* Not suspects: 2 (grew once), 3 (up and down), 4 (rose in 5 of 40 ticks, then flat), 5
+     * (address space). With room for none, nothing is written. */
+    assert_int_equal(gmt_growth_suspects(&g, end, t, 6, live_of, NULL, out, 0, &total), 0);
+    /* A warm-up past the last point leaves nothing to judge. */
+    gmt_warmup_t all = {1e6, true};
+    assert_int_equal(gmt_growth_suspects(&g, gmt_growth_warmup_end(&all, s, t), t, 6, live_of, NULL,
+                                         out, 4, &total),
+                     0);
+    gmt_warmup_t half = {0.5, false};
+    assert_int_equal(gmt_growth_warmup_end(&half, s, s + 10 * s), s + 5 * s);
+    gmt_warmup_t secs = {2, true};
+    assert_int_equal(gmt_growth_warmup_end(&secs, s, s + 10 * s), s + 2 * s);
+    gmt_growth_destroy(&g);
+}
+
+static void test_growth_ranking(void **state)
+{
+    (void)state;
+    gmt_growth_t g;
+    assert_int_equal(gmt_growth_init(&g, 8), 0);
+    uint64_t t = 1;
+    for (int k = 0; k < 10; k++) {
+        /* ids 1..4 all leak, id i by i*100 per tick */
+        for (int id = 1; id <= 4; id++)
+            series[id] = (int64_t)id * 100 * (k + 1);
+        t += gmt_growth_tick(&g, t, 5, live_of, NULL);
+    }
+    gmt_growth_suspect_t out[2];
+    int total = 0;
+    int n = gmt_growth_suspects(&g, 0, t, 5, live_of, NULL, out, 2, &total);
+    assert_int_equal(n, 2);
+    assert_int_equal(total, 4);
+    assert_int_equal(out[0].stack_id, 4);
+    assert_int_equal(out[1].stack_id, 3);
+    gmt_growth_destroy(&g);
+}
+
+/* ---- JSON writer ---- */
+
+static char *write_json(void (*fn)(jw_t *w), size_t *len)
+{
+    char path[] = "/tmp/gmt-test-json-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    unlink(path);
+    static jw_t w;
+    jw_init(&w, fd);
+    fn(&w);
+    assert_int_equal(jw_finish(&w), 0);
+    static char buf[4096];
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    close(fd);
+    assert_true(n > 0);
+    buf[n] = 0;
+    *len = (size_t)n;
+    return buf;
+}
+
+static void strings(jw_t *w)
+{
+    jw_array_begin(w, NULL);
+    jw_string(w, NULL, "plain \xc3\xbc \xe2\x82\xac \xf0\x9f\x98\x80");
+    jw_string(w, NULL,
+              "bad\xff"
+              "byte");
+    jw_string(w, NULL, "trunc\xe2\x82x");
+    jw_string(w, NULL, "surrogate\xed\xa0\x80!");
+    jw_string(w, NULL, "overlong\xc0\xaf \xe0\x80\xaf");
+    jw_string(w, NULL, "big\xf4\x90\x80\x80 \xf5");
+    jw_string(w, NULL, "ctl\x01\x1f\n\t\r\"\\\x7f");
+    jw_string(w, NULL, "end\xe2");
+    jw_array_end(w);
+}
+
+static void test_json_strings(void **state)
+{
+    (void)state;
+    size_t len;
+    const char *got = write_json(strings, &len);
+    const char *want = "[\"plain \xc3\xbc \xe2\x82\xac \xf0\x9f\x98\x80\","
+                       "\"bad\xef\xbf\xbd"
+                       "byte\","
+                       "\"trunc\xef\xbf\xbdx\","
+                       "\"surrogate\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd!\","
+                       "\"overlong\xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\","
+                       "\"big\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\","
+                       "\"ctl\\u0001\\u001f\\n\\t\\r\\\"\\\\\x7f\","
+                       "\"end\xef\xbf\xbd\"]\n";
+    assert_string_equal(got, want);
+}
+
+static void numbers(jw_t *w)
+{
+    jw_array_begin(w, NULL);
+    jw_double(w, NULL, 1764582000.123456789); /* a Unix time with ns */
+    jw_double(w, NULL, 0.1);
+    jw_double(w, NULL, 2.5);
+    jw_double(w, NULL, 1.0 / 0.0);
+    jw_uint(w, NULL, UINT64_MAX);
+    jw_int(w, NULL, INT64_MIN);
+    jw_array_end(w);
+}
+
+static void test_json_numbers(void **state)
+{
+    (void)state;
+    size_t len;
+    const char *got = write_json(numbers, &len);
+    /* 1764582000.123456789 as the nearest double reads back exactly from 17 digits; 0.1 is
+     * printed as 0.1, not 0.10000000000000001; infinity is null. */
+    double first = strtod(got + 1, NULL);
+    assert_true(first == 1764582000.123456789);
+    assert_non_null(strstr(got, ",0.1,2.5,null,18446744073709551615,-9223372036854775808]"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_group_memory_apart_from_address_space),
+        cmocka_unit_test(test_supp_parse_and_match),
+        cmocka_unit_test(test_supp_load_refuses_unsafe_files),
+        cmocka_unit_test(test_fragmentation),
+        cmocka_unit_test(test_growth),
+        cmocka_unit_test(test_growth_ranking),
+        cmocka_unit_test(test_json_strings),
+        cmocka_unit_test(test_json_numbers),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
