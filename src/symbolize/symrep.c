@@ -10,6 +10,7 @@
 
 #include <elf.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,6 +132,23 @@ static const mod_t *find_mod(uint64_t addr)
 
 /* ---- session ---------------------------------------------------------------------------- */
 
+#define GMT_LIBDW_STACK_ROOM (1024 * 1024)
+
+/* Bytes of stack below this frame on the calling thread (SIZE_MAX when unknown). */
+static size_t stack_room(void)
+{
+    pthread_attr_t attr;
+    void *lo = NULL;
+    size_t size = 0;
+    if (pthread_getattr_np(pthread_self(), &attr) != 0) return SIZE_MAX;
+    int rc = pthread_attr_getstack(&attr, &lo, &size);
+    pthread_attr_destroy(&attr);
+    char here;
+    uintptr_t h = (uintptr_t)&here, l = (uintptr_t)lo;
+    if (rc != 0 || !lo || h < l || h - l > size) return SIZE_MAX;
+    return (size_t)(h - l);
+}
+
 void gmt_symrep_begin(bool full, uint32_t max_stack_ids)
 {
     S.active = true;
@@ -166,6 +184,17 @@ void gmt_symrep_begin(bool full, uint32_t max_stack_ids)
         return;
     }
     S.why[0] = 0;
+    /* libdw keeps large arrays on the stack (its line-table reader ~300 KiB): on a thread
+     * with less room than this (a small application thread asking for a snapshot), names
+     * are left for later rather than risk the guard page. */
+    size_t room = stack_room();
+    if (room < GMT_LIBDW_STACK_ROOM) {
+        snprintf(S.why, sizeof S.why,
+                 "%zu KiB of stack left on the writing thread, libdw needs %d KiB; "
+                 "'gpumemtrace symbolize' names the frames",
+                 room >> 10, GMT_LIBDW_STACK_ROOM >> 10);
+        return;
+    }
     if (gmt_dwsym_open(&S.dws, S.why, sizeof S.why) == 0) S.full = true;
 }
 

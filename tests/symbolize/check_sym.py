@@ -309,6 +309,23 @@ def vs_addr2line(ctx):
     print(f"compared {compared} addresses, {chained} with inline chains")
 
 
+@case("small_stack")
+def small_stack(ctx):
+    """A snapshot asked for on a thread with a small stack falls back to dladdr and says
+    why (libdw would overflow it); the exit report, on the main thread, uses libdw."""
+    ctx.run(["sym_small_stack"])
+    snap = ctx.reports().get("small-stack-snapshot.json")
+    if snap is None:
+        fail(f"no snapshot report; files {ctx.files()}")
+    sy = snap["capture"]["symbols"]
+    expect_eq("snapshot resolver", sy["resolver"], "dladdr")
+    if "stack" not in (sy.get("reason") or ""):
+        fail(f"the snapshot does not say the stack was too small: {sy}")
+    check_every_frame_has_module_offset(snap)
+    expect_eq("exit report resolver", ctx.final_report()["capture"]["symbols"]["resolver"],
+              "libdw")
+
+
 @case("cxx_names")
 def cxx_names(ctx):
     ctx.run(["sym_cxx"])
