@@ -4,7 +4,7 @@
 # or $CUDAToolkit_ROOT; it is not a Debian package here.
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config libunwind-dev libdw-dev libc6-dbg libcjson-dev libcmocka-dev
-      python3 python3-jsonschema)
+      python3 python3-jsonschema clang libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

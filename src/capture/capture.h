@@ -36,6 +36,10 @@ int32_t gmt_capture_current_device_runtime(void);
  * event to the core. ev->device must be resolved (never GMT_DEVICE_CURRENT) and ev->layer set.
  * gmt_capture_alloc records an allocation when ev->result is 0, a failure otherwise. */
 void gmt_capture_alloc(const gmt_event_t *ev);
-void gmt_capture_free(const gmt_event_t *ev);
+/* A release: gmt_capture_free before the real call (the allocation leaves the table; true when
+ * this call took it), then gmt_capture_free_done with what it returned and the call's result
+ * (0: gone; else the record is put back). */
+bool gmt_capture_free(const gmt_event_t *ev);
+void gmt_capture_free_done(bool took, int result);
 
 #endif

@@ -81,6 +81,11 @@ typedef enum state_e {
 } state_t;
 
 static pthread_mutex_t ctl = PTHREAD_MUTEX_INITIALIZER;
+
+void gmt_cupti_reset_after_fork(void)
+{
+    pthread_mutex_init(&ctl, NULL); /* a parent thread may have held it at the fork */
+}
 static state_t state;
 static int start_rc;
 static char start_why[GMT_NOTE_LEN];
@@ -117,6 +122,7 @@ static const struct {
  * driver wrappers when `active` flips in the middle of it. */
 #define CORR_TAG    0x676d740000000000ull /* "gmt" */
 #define CORR_RECORD 1ull
+#define CORR_TOOK   2ull /* a release taken out of the table at entry, to settle at exit */
 
 static int32_t context_device(const CUpti_CallbackData *cb)
 {
@@ -127,9 +133,10 @@ static int32_t context_device(const CUpti_CallbackData *cb)
 
 /* The event of a driver call, from CUPTI's params struct: api.def's DRIVER parameters carry
  * the struct's field names, so each case passes p->field for each argument to the call's one
- * describe_<symbol>. FREE calls are described at API entry (recorded before the driver runs
- * them, so an address handed out again at once is never attributed to the old owner; the core
- * takes kind and device from the allocation's record); ALLOC calls at API exit, with the
+ * describe_<symbol>. FREE calls are described at API entry (taken out of the table before the
+ * driver runs them, so an address handed out again at once is never attributed to the old
+ * owner; the core takes kind and device from the allocation's record) and settled at API exit
+ * with the result (put back when the release failed); ALLOC calls at API exit, with the
  * result (out-parameters are read only on success). False for a call of the other site. */
 #define AT_ENTER_FREE(name, args)                                                                  \
     case CUPTI_DRIVER_TRACE_CBID_##name: {                                                         \
@@ -173,19 +180,23 @@ static bool describe_at_exit(CUpti_CallbackId cbid, const void *params, CUresult
     }
 }
 
-static void on_api_enter(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
+static bool on_api_enter(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 {
     gmt_event_t ev;
-    if (!describe_at_enter(cbid, cb->functionParams, &ev)) return;
+    if (!describe_at_enter(cbid, cb->functionParams, &ev)) return false;
     ev.layer = GMT_LAYER_CUPTI;
-    gmt_capture_free(&ev);
+    return gmt_capture_free(&ev);
 }
 
-static void on_api_exit(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
+static void on_api_exit(CUpti_CallbackId cbid, const CUpti_CallbackData *cb, bool took)
 {
     CUresult res =
         cb->functionReturnValue ? *(const CUresult *)cb->functionReturnValue : CUDA_ERROR_UNKNOWN;
     gmt_event_t ev;
+    if (describe_at_enter(cbid, cb->functionParams, &ev)) {
+        gmt_capture_free_done(took, (int)res); /* accounted for, or put back on failure */
+        return;
+    }
     if (!describe_at_exit(cbid, cb->functionParams, res, &ev)) return;
     ev.layer = GMT_LAYER_CUPTI;
     if (ev.device == GMT_DEVICE_CURRENT) ev.device = context_device(cb);
@@ -202,12 +213,14 @@ static void CUPTIAPI on_driver_call(void *userdata, CUpti_CallbackDomain domain,
     gmt_guard_enter();
     if (cb->callbackSite == CUPTI_API_ENTER) {
         bool rec = __atomic_load_n(&active, __ATOMIC_ACQUIRE);
-        if (cb->correlationData) *cb->correlationData = CORR_TAG | (rec ? CORR_RECORD : 0);
-        if (rec) on_api_enter(cbid, cb);
+        bool took = rec && on_api_enter(cbid, cb);
+        if (cb->correlationData)
+            *cb->correlationData = CORR_TAG | (rec ? CORR_RECORD : 0) | (took ? CORR_TOOK : 0);
     } else if (cb->callbackSite == CUPTI_API_EXIT && cb->correlationData) {
-        bool rec = *cb->correlationData == (CORR_TAG | CORR_RECORD);
+        uint64_t tag = *cb->correlationData;
+        bool rec = (tag & ~CORR_TOOK) == (CORR_TAG | CORR_RECORD);
         *cb->correlationData = 0; /* never let a later call read a stale tag */
-        if (rec) on_api_exit(cbid, cb);
+        if (rec) on_api_exit(cbid, cb, (tag & CORR_TOOK) != 0);
     }
     gmt_guard_leave();
 }
@@ -358,7 +371,9 @@ static int start_locked(char *why, size_t why_len)
     /* None loaded: the toolkit's copies, then the loader's search path. A copy that loads but
      * cannot subscribe (e.g. a CUPTI newer than the driver) leaves the next one a chance; such
      * a copy stays loaded, since unloading CUPTI is not known to be safe. */
-    const char *roots[] = {getenv("CUDA_HOME"), getenv("CUDA_PATH"), "/usr/local/cuda"};
+    /* gmt_env (secure_getenv): a set-user-ID program never loads a libcupti named by its
+     * caller. */
+    const char *roots[] = {gmt_env("CUDA_HOME"), gmt_env("CUDA_PATH"), "/usr/local/cuda"};
     const char *subdirs[] = {"/extras/CUPTI/lib64/", "/lib64/"};
     char cand[16][GMT_PATH_MAX];
     size_t n = 0;

@@ -28,4 +28,7 @@ void gmt_cupti_stop(void);
 /* True while CUPTI callbacks are the recording driver-level backend. Cheap: one relaxed load. */
 bool gmt_cupti_active(void);
 
+/* In a forked child: the control lock starts over. */
+void gmt_cupti_reset_after_fork(void);
+
 #endif

@@ -59,10 +59,10 @@ static void record_alloc(gmt_event_t *ev)
     gmt_capture_alloc(ev);
 }
 
-static void record_free(gmt_event_t *ev)
+static bool record_free(gmt_event_t *ev)
 {
     ev->layer = GMT_LAYER_DRIVER;
-    gmt_capture_free(ev);
+    return gmt_capture_free(ev);
 }
 
 /* One wrapper per DRIVER line of src/api.def, described by its describe_<symbol>. */
@@ -83,8 +83,10 @@ static void record_free(gmt_event_t *ev)
         REAL_OR_FAIL(name);                                                                        \
         if (!recording()) return gmt_real.name args;                                               \
         gmt_event_t ev = describe_##name args;                                                     \
-        record_free(&ev);                                                                          \
-        return CALL_GUARDED(gmt_real.name args);                                                   \
+        bool took = record_free(&ev);                                                              \
+        ret r = CALL_GUARDED(gmt_real.name args);                                                  \
+        gmt_capture_free_done(took, (int)r);                                                       \
+        return r;                                                                                  \
     }
 
 #define WRAP_RUNTIME(role, name, ret, params, args) /* runtime_hooks.c */

@@ -16,24 +16,31 @@
 #include "core/log.h"
 #include "core/tls.h"
 #include "core/track.h"
+#include "output/report_file.h"
 #include "output/symbolize.h"
 
 #include <link.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 /* How long a CUDA call waits for another thread's start-up before it goes through untraced. */
 #define START_WAIT_SECONDS 2
-/* Out-of-memory failures that each write an oom report; later ones only count. */
-#define MAX_OOM_REPORTS 8
+/* How long a terminating signal that arrives during the final report waits for it. */
+#define FINAL_WAIT_MS 20000
 
 int gmt_capture_state;
 gmt_config_t gmt_capture_config;
 
 static int exit_registered; /* atexit(exit_report) done in this process */
-static int report_done;     /* final report written */
+static int report_state;    /* final report: FINAL_NONE / FINAL_WRITING / FINAL_DONE */
+static int report_tid;      /* thread writing the final report */
+static int pending_signal;  /* a terminating signal deferred until the final report is done */
 static int had_events;      /* this process recorded a CUDA event (reset after fork) */
+static int fork_child;      /* this process is a forked child of a traced one */
+static int my_pid;          /* getpid() at start-up / after fork: a vfork child differs */
 static unsigned snapshot_seq, oom_seq;
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -44,11 +51,51 @@ int gmt_capture_poolinfo(int32_t device, uint64_t pool, gmt_pool_info_t *out);
 
 /* ---- reports ---------------------------------------------------------------------------- */
 
+enum { FINAL_NONE = 0, FINAL_WRITING = 1, FINAL_DONE = 2 };
+
+static int my_tid(void)
+{
+    return (int)syscall(SYS_gettid);
+}
+
 void gmt_capture_final_report(gmt_reason_t reason, const char *signame)
 {
-    if (__atomic_exchange_n(&report_done, 1, __ATOMIC_ACQ_REL)) return;
-    if (!__atomic_load_n(&had_events, __ATOMIC_ACQUIRE)) return; /* never touched CUDA */
-    gmt_report_write(NULL, reason, signame, 0);
+    int none = FINAL_NONE;
+    if (!__atomic_compare_exchange_n(&report_state, &none, FINAL_WRITING, false, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE))
+        return;
+    __atomic_store_n(&report_tid, my_tid(), __ATOMIC_RELEASE);
+    if (__atomic_load_n(&had_events, __ATOMIC_ACQUIRE))
+        gmt_report_write(NULL, reason, signame, 0);
+    else if (!fork_child && getpid() == my_pid)
+        gmt_info("no CUDA call was seen; no report written");
+    __atomic_store_n(&report_state, FINAL_DONE, __ATOMIC_RELEASE);
+    /* A terminating signal that arrived on this thread while it wrote: its turn now. */
+    int sig = __atomic_exchange_n(&pending_signal, 0, __ATOMIC_ACQ_REL);
+    if (sig) gmt_capture_signal_course(sig, NULL, NULL);
+}
+
+bool gmt_capture_final_writing_here(void)
+{
+    return __atomic_load_n(&report_state, __ATOMIC_ACQUIRE) == FINAL_WRITING &&
+           __atomic_load_n(&report_tid, __ATOMIC_ACQUIRE) == my_tid();
+}
+
+void gmt_capture_defer_signal(int sig)
+{
+    int none = 0;
+    __atomic_compare_exchange_n(&pending_signal, &none, sig, false, __ATOMIC_ACQ_REL,
+                                __ATOMIC_RELAXED);
+}
+
+void gmt_capture_final_wait(bool until_done)
+{
+    for (int waited = 0; waited < FINAL_WAIT_MS; waited++) {
+        int st = __atomic_load_n(&report_state, __ATOMIC_ACQUIRE);
+        if (st == FINAL_DONE || (st == FINAL_NONE && !until_done)) return;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL); /* async-signal-safe */
+    }
 }
 
 bool gmt_capture_had_events(void)
@@ -69,14 +116,32 @@ static void exit_report(void)
     gmt_guard_leave();
 }
 
+/* _exit and _Exit (and so Python's os._exit): the final report first, then the real exit.
+ * A vfork child (no fork handler ran: the pid differs) shares the parent's memory and must
+ * write nothing. */
+void gmt_capture_quick_exit(void)
+{
+    if (getpid() != __atomic_load_n(&my_pid, __ATOMIC_RELAXED)) return;
+    if (__atomic_load_n(&gmt_capture_state, __ATOMIC_ACQUIRE) < 0) return;
+    /* Written by the writer thread where there is one: _exit is often called from a signal
+     * handler, which may have interrupted anything on this thread. */
+    if (!gmt_capture_writer_final_exit()) gmt_capture_final_report(GMT_REASON_EXIT, NULL);
+    gmt_capture_final_wait(false); /* another thread's final report, if it was first */
+    gmt_guard_enter();
+    gmt_cupti_stop();
+    gmt_guard_leave();
+}
+
 static void oom_report(const gmt_failure_t *f)
 {
     (void)f;
+    unsigned max = (unsigned)gmt_capture_config.oom_reports;
     unsigned n = __atomic_add_fetch(&oom_seq, 1, __ATOMIC_RELAXED);
-    if (n > MAX_OOM_REPORTS) {
-        if (n == MAX_OOM_REPORTS + 1)
-            gmt_track_warn("more than %d out-of-memory failures: no further oom reports",
-                           MAX_OOM_REPORTS);
+    if (n > max) {
+        if (n == max + 1)
+            gmt_track_warn("more than %u out-of-memory failures: no further oom reports "
+                           "(GPUMEMTRACE_OOM_REPORTS)",
+                           max);
         return;
     }
     gmt_report_write(NULL, GMT_REASON_OOM, NULL, n);
@@ -155,6 +220,8 @@ void gmt_capture_start_slow(void)
         return;
     }
     if (__atomic_load_n(&gmt_capture_state, __ATOMIC_ACQUIRE) == 0) {
+        /* Says where the report will go, and finds an unwritable place now, not at exit. */
+        gmt_report_file_check();
         start_backend_locked();
         gmt_capture_start_writer_locked();
         refresh_internal_ranges();
@@ -189,11 +256,20 @@ void gmt_capture_alloc(const gmt_event_t *ev)
     gmt_guard_leave();
 }
 
-void gmt_capture_free(const gmt_event_t *ev)
+bool gmt_capture_free(const gmt_event_t *ev)
 {
     gmt_guard_enter();
     note_event();
-    gmt_track_free(ev);
+    bool took = gmt_track_free_begin(ev);
+    gmt_guard_leave();
+    return took;
+}
+
+void gmt_capture_free_done(bool took, int result)
+{
+    if (!took) return; /* only the layer that took the release settles it */
+    gmt_guard_enter();
+    gmt_track_free_end(result == 0);
     gmt_guard_leave();
 }
 
@@ -202,15 +278,23 @@ void gmt_capture_free(const gmt_event_t *ev)
 void gmt_capture_lifecycle_reset_after_fork(void)
 {
     pthread_mutex_init(&start_lock, NULL);
-    report_done = 0;
+    report_state = FINAL_NONE;
+    report_tid = 0;
+    pending_signal = 0;
     had_events = 0;
+    fork_child = 1;
+    my_pid = getpid();
     snapshot_seq = oom_seq = 0;
+    /* Every lock and flag a parent thread may have held at the fork starts over. */
+    gmt_report_after_fork();
+    gmt_real_reset_after_fork();
+    gmt_cupti_reset_after_fork();
 }
 
 void gmt_capture_disable(void)
 {
     __atomic_store_n(&gmt_capture_state, -1, __ATOMIC_RELEASE);
-    __atomic_store_n(&report_done, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&report_state, FINAL_DONE, __ATOMIC_RELEASE);
 }
 
 /* ---- start-up ---------------------------------------------------------------------------- */
@@ -220,6 +304,7 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static void init_once_fn(void)
 {
     gmt_guard_enter();
+    my_pid = getpid();
     gmt_config_load(&gmt_capture_config, NULL);
     gmt_log_set_level((gmt_log_level_t)gmt_capture_config.log_level);
     gmt_report_process_init();
@@ -251,5 +336,14 @@ __attribute__((destructor)) static void gmt_fini(void)
 {
     /* Normally exit_report already ran from atexit; this covers dlclose of an injection
      * library and exits that skipped atexit handlers registered late. */
-    if (__atomic_load_n(&gmt_capture_state, __ATOMIC_ACQUIRE) > 0) exit_report();
+    if (__atomic_load_n(&gmt_capture_state, __ATOMIC_ACQUIRE) > 0) {
+        exit_report();
+        return;
+    }
+    /* Say that the run ended without a report because nothing was traced (a forked child,
+     * which usually execs or never touches CUDA, stays quiet). */
+    if (!__atomic_load_n(&had_events, __ATOMIC_ACQUIRE) && !fork_child &&
+        __atomic_load_n(&gmt_capture_state, __ATOMIC_ACQUIRE) == 0 &&
+        getpid() == __atomic_load_n(&my_pid, __ATOMIC_RELAXED) && gmt_core_ready())
+        gmt_info("no CUDA call was seen; no report written");
 }

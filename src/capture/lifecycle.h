@@ -12,6 +12,7 @@
 #include "core/config.h"
 #include "output/report.h"
 
+#include <signal.h>
 #include <stdbool.h>
 
 /* The configuration read once at start-up (read-only afterwards). */
@@ -22,6 +23,20 @@ void gmt_capture_init_once(void);
 
 /* Writes the final report once per process, and only if the process recorded CUDA events. */
 void gmt_capture_final_report(gmt_reason_t reason, const char *signame);
+/* The final report is being written by the calling thread (async-signal-safe). */
+bool gmt_capture_final_writing_here(void);
+/* A terminating signal on the thread writing the final report: taken once it is written. */
+void gmt_capture_defer_signal(int sig);
+/* Waits (bounded, async-signal-safe) while another thread writes the final report, or, with
+ * until_done, until it is written (it was asked for but may not have started yet). */
+void gmt_capture_final_wait(bool until_done);
+/* Lets a terminating signal take its course as if the tracer had never caught it (writer.c). */
+void gmt_capture_signal_course(int sig, siginfo_t *info, void *uctx);
+/* Has the writer thread write the final (exit) report and waits for it, bounded; false when
+ * there is no writer thread or the caller is that thread. */
+bool gmt_capture_writer_final_exit(void);
+/* _exit / _Exit: the final report, unless this is a vfork child (public_api.c). */
+void gmt_capture_quick_exit(void);
 /* True once this process recorded a CUDA event (async-signal-safe). */
 bool gmt_capture_had_events(void);
 /* The next snapshot's sequence number (1, 2, ...). */

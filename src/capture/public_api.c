@@ -10,6 +10,9 @@
 #include "gpumemtrace/gpumemtrace.h"
 
 #include <errno.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 /* CUDA_INJECTION64_PATH: libcuda calls this from cuInit. */
 GMT_EXPORT int InitializeInjection(void)
@@ -34,4 +37,21 @@ GMT_EXPORT int gmt_snapshot(const char *path)
     if (!gmt_core_ready()) return -ENODEV;
     unsigned seq = gmt_capture_next_snapshot_seq();
     return gmt_report_write(path, GMT_REASON_SNAPSHOT, NULL, seq);
+}
+
+/* _exit and _Exit skip atexit handlers, so the exit report would be lost (multiprocessing
+ * workers, os._exit in Python, launchers). Interposed: the final report is written first, then
+ * the process ends as the real _exit would (exit_group). Documented in docs/security.md. */
+GMT_EXPORT void _exit(int status)
+{
+    gmt_capture_quick_exit();
+    for (;;)
+        syscall(SYS_exit_group, status);
+}
+
+GMT_EXPORT void _Exit(int status)
+{
+    gmt_capture_quick_exit();
+    for (;;)
+        syscall(SYS_exit_group, status);
 }

@@ -81,12 +81,20 @@ void *gmt_real_libcuda(void)
 
 #define SUPPORT(field, sym) gmt_real.field = (__typeof__(gmt_real.field))gmt_real_dlsym(h, sym)
 
+/* File-scope so that a fork child can start them over (gmt_real_reset_after_fork). */
+static int resolve_lock, missing_lock;
+
+void gmt_real_reset_after_fork(void)
+{
+    __atomic_store_n(&resolve_lock, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&missing_lock, 0, __ATOMIC_RELAXED);
+}
+
 bool gmt_real_resolve_driver(void)
 {
     if (__atomic_load_n(&libcuda, __ATOMIC_ACQUIRE)) return true;
-    static int lock;
     gmt_guard_enter();
-    gmt_spin_lock(&lock);
+    gmt_spin_lock(&resolve_lock);
     void *h = libcuda;
     if (!h) {
         h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
@@ -118,7 +126,7 @@ bool gmt_real_resolve_driver(void)
             __atomic_store_n(&libcuda, h, __ATOMIC_RELEASE);
         }
     }
-    gmt_spin_unlock(&lock);
+    gmt_spin_unlock(&resolve_lock);
     gmt_guard_leave();
     return h != NULL;
 }
@@ -127,8 +135,7 @@ int gmt_real_missing(const char *name, int error)
 {
     static char reported[64][48];
     static int nreported;
-    static int lock;
-    gmt_spin_lock(&lock);
+    gmt_spin_lock(&missing_lock);
     int seen = 0;
     for (int i = 0; i < nreported; i++)
         if (strcmp(reported[i], name) == 0) seen = 1;
@@ -136,7 +143,7 @@ int gmt_real_missing(const char *name, int error)
         strncpy(reported[nreported], name, sizeof reported[0] - 1);
         nreported++;
     }
-    gmt_spin_unlock(&lock);
+    gmt_spin_unlock(&missing_lock);
     if (!seen)
         gmt_error("the real %s cannot be found in this process; the call fails with error %d "
                   "instead of being traced",

@@ -56,4 +56,7 @@ void *(*gmt_real_dlsym_resolve(void))(void *, const char *);
  * caller. */
 int gmt_real_missing(const char *name, int error);
 
+/* In a forked child: the resolver's locks start over (a parent thread may have held one). */
+void gmt_real_reset_after_fork(void);
+
 #endif

@@ -5,8 +5,9 @@
  * gmt_track_runtime_enter/leave: when the driver layer (entry-point wrappers or CUPTI) records
  * the allocation inside, that record carries this runtime API's name and the hook records
  * nothing more; when no lower layer saw it (libcuda reached by a path we do not intercept),
- * the hook records it itself. Releases are recorded here before the real call, and the
- * bracket tells the lower layers not to record them again.
+ * the hook records it itself. Releases are taken out of the table here before the real call
+ * and accounted for (or put back, when the call failed) after it; the bracket tells the lower
+ * layers not to record them again.
  *
  * Programs built with the static cudart (nvcc's default) never reach these hooks; the driver
  * layer sees them instead (SPEC.md).
@@ -42,10 +43,10 @@ static void record_alloc(gmt_event_t *ev)
     gmt_capture_alloc(ev);
 }
 
-static void record_free(gmt_event_t *ev)
+static bool record_free(gmt_event_t *ev)
 {
     ev->layer = GMT_LAYER_RUNTIME;
-    gmt_capture_free(ev);
+    return gmt_capture_free(ev);
 }
 
 #define RUNTIME_HOOK_ALLOC(name, ret, params, args)                                                \
@@ -68,10 +69,11 @@ static void record_free(gmt_event_t *ev)
         REAL_OR_FAIL(name);                                                                        \
         PASS_THROUGH(name, args);                                                                  \
         gmt_event_t ev = describe_##name args;                                                     \
-        record_free(&ev);                                                                          \
+        bool took = record_free(&ev);                                                              \
         gmt_nest_t saved = gmt_track_runtime_enter(GMT_API_##name, true);                          \
         ret r = gmt_real.name args;                                                                \
         gmt_track_runtime_leave(saved);                                                            \
+        gmt_capture_free_done(took, (int)r);                                                       \
         return r;                                                                                  \
     }
 

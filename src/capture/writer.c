@@ -22,6 +22,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* How long a terminating signal waits for the writer to finish the report. */
@@ -34,8 +35,13 @@
 static int writer_pipe[2] = {-1, -1};
 static int ack_pipe[2] = {-1, -1};
 static int writer_started;
+static int snapshot_queued; /* a snapshot message is in the pipe: signals in a burst coalesce */
+static int first_fatal;     /* the first terminating signal caught; the process dies by it */
+static int final_requested; /* the first one asked the writer for the final report */
 
-enum { MSG_SNAPSHOT = 1, MSG_SIGNAL = 2, MSG_CRASH = 3 };
+enum { MSG_SNAPSHOT = 1, MSG_SIGNAL = 2, MSG_CRASH = 3, MSG_EXIT = 4 };
+
+static int writer_tid; /* the writer thread's id */
 
 typedef struct msg_s {
     int type;
@@ -45,6 +51,7 @@ typedef struct msg_s {
 static void *writer_main(void *arg)
 {
     (void)arg;
+    __atomic_store_n(&writer_tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
     gmt_guard_enter(); /* nothing this thread does is the program's */
     sigset_t all;
     sigfillset(&all);
@@ -62,8 +69,15 @@ static void *writer_main(void *arg)
         if (n < 0 && errno == EINTR) continue;
         if (n != (ssize_t)sizeof m) break;
         if (m.type == MSG_SNAPSHOT) {
+            /* Signals arriving from here on ask for a report after this one. */
+            __atomic_store_n(&snapshot_queued, 0, __ATOMIC_RELEASE);
             unsigned seq = gmt_capture_next_snapshot_seq();
             gmt_report_write(NULL, GMT_REASON_SNAPSHOT, gmt_signal_name(m.sig), seq);
+        } else if (m.type == MSG_EXIT) {
+            gmt_capture_final_report(GMT_REASON_EXIT, NULL);
+            char ack = 1;
+            ssize_t w = write(ack_pipe[1], &ack, 1);
+            (void)w;
         } else {
             gmt_capture_final_report(m.type == MSG_CRASH ? GMT_REASON_CRASH : GMT_REASON_SIGNAL,
                                      gmt_signal_name(m.sig));
@@ -82,30 +96,38 @@ static const int fatal_signals[] = {SIGTERM, SIGINT,  SIGHUP, SIGQUIT, SIGSEGV,
 static void on_snapshot_signal(int sig)
 {
     int saved = errno;
-    msg_t m = {MSG_SNAPSHOT, sig};
-    ssize_t w = write(writer_pipe[1], &m, sizeof m);
-    (void)w;
+    /* One message at a time: a burst gives at least one snapshot, never a full pipe. */
+    if (!__atomic_exchange_n(&snapshot_queued, 1, __ATOMIC_ACQ_REL)) {
+        msg_t m = {MSG_SNAPSHOT, sig};
+        if (write(writer_pipe[1], &m, sizeof m) != (ssize_t)sizeof m)
+            __atomic_store_n(&snapshot_queued, 0, __ATOMIC_RELEASE);
+    }
     errno = saved;
 }
 
-static void on_fatal_signal(int sig, siginfo_t *info, void *uctx)
+bool gmt_capture_writer_final_exit(void)
 {
-    static int entered;
-    if (!__atomic_exchange_n(&entered, 1, __ATOMIC_ACQ_REL) && writer_pipe[1] >= 0 &&
-        gmt_capture_had_events()) {
-        bool crash =
-            sig == SIGSEGV || sig == SIGBUS || sig == SIGABRT || sig == SIGFPE || sig == SIGILL;
-        msg_t m = {crash ? MSG_CRASH : MSG_SIGNAL, sig};
-        if (write(writer_pipe[1], &m, sizeof m) == (ssize_t)sizeof m) {
-            struct pollfd p = {.fd = ack_pipe[0], .events = POLLIN};
-            if (poll(&p, 1, WRITER_ACK_TIMEOUT_MS) > 0) {
-                char ack;
-                ssize_t r = read(ack_pipe[0], &ack, 1);
-                (void)r;
-            }
-        }
+    if (!__atomic_load_n(&writer_started, __ATOMIC_ACQUIRE) || writer_pipe[1] < 0) return false;
+    if ((int)syscall(SYS_gettid) == __atomic_load_n(&writer_tid, __ATOMIC_ACQUIRE)) return false;
+    msg_t m = {MSG_EXIT, 0};
+    if (write(writer_pipe[1], &m, sizeof m) != (ssize_t)sizeof m) return false;
+    struct pollfd p = {.fd = ack_pipe[0], .events = POLLIN};
+    if (poll(&p, 1, WRITER_ACK_TIMEOUT_MS) > 0) {
+        char ack;
+        ssize_t r = read(ack_pipe[0], &ack, 1);
+        (void)r;
     }
-    /* Let the signal take its course as if we had never been here. */
+    return true;
+}
+
+static bool synchronous(int sig)
+{
+    return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL;
+}
+
+/* Let the signal take its course as if we had never been here. */
+void gmt_capture_signal_course(int sig, siginfo_t *info, void *uctx)
+{
     struct sigaction *old = &old_actions[sig];
     if (old->sa_flags & SA_SIGINFO && old->sa_sigaction) {
         old->sa_sigaction(sig, info, uctx);
@@ -117,7 +139,46 @@ static void on_fatal_signal(int sig, siginfo_t *info, void *uctx)
         return;
     }
     signal(sig, SIG_DFL);
+    /* raise() would queue it behind a mask; unblock it so it is delivered now. */
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    pthread_sigmask(SIG_UNBLOCK, &one, NULL);
     raise(sig);
+}
+
+static void on_fatal_signal(int sig, siginfo_t *info, void *uctx)
+{
+    int saved = errno;
+    int none = 0;
+    bool first = __atomic_compare_exchange_n(&first_fatal, &none, sig, false, __ATOMIC_ACQ_REL,
+                                             __ATOMIC_ACQUIRE);
+    if (!synchronous(sig) && gmt_capture_final_writing_here()) {
+        /* This thread is writing the final report (exit, _exit, a signal's): the signal is
+         * taken as soon as the report is written. */
+        gmt_capture_defer_signal(first ? sig : none);
+        errno = saved;
+        return;
+    }
+    if (first && writer_pipe[1] >= 0 && gmt_capture_had_events()) {
+        __atomic_store_n(&final_requested, 1, __ATOMIC_RELEASE);
+        msg_t m = {synchronous(sig) || sig == SIGABRT ? MSG_CRASH : MSG_SIGNAL, sig};
+        if (write(writer_pipe[1], &m, sizeof m) == (ssize_t)sizeof m) {
+            struct pollfd p = {.fd = ack_pipe[0], .events = POLLIN};
+            if (poll(&p, 1, WRITER_ACK_TIMEOUT_MS) > 0) {
+                char ack;
+                ssize_t r = read(ack_pipe[0], &ack, 1);
+                (void)r;
+            }
+        }
+    }
+    /* A second signal, or the first while another thread writes the final report (the exit
+     * report): wait for that report, bounded, then die by the first signal. */
+    gmt_capture_final_wait(__atomic_load_n(&final_requested, __ATOMIC_ACQUIRE) != 0);
+    int course = first ? sig : __atomic_load_n(&first_fatal, __ATOMIC_ACQUIRE);
+    errno = saved;
+    if (course != sig && synchronous(sig)) course = sig; /* a fault cannot be put off */
+    gmt_capture_signal_course(course, course == sig ? info : NULL, course == sig ? uctx : NULL);
 }
 
 static void install_snapshot_signal(int snapshot_signal)
@@ -193,4 +254,8 @@ void gmt_capture_writer_reset_after_fork(void)
     /* The writer thread did not survive the fork; the child gets its own on first use. */
     writer_started = 0;
     writer_pipe[0] = writer_pipe[1] = ack_pipe[0] = ack_pipe[1] = -1;
+    snapshot_queued = 0;
+    writer_tid = 0;
+    first_fatal = 0;
+    final_requested = 0;
 }

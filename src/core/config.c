@@ -4,9 +4,12 @@
  * type, its default (as the user would write it) and its limits; docs/configuration.md lists
  * the same variables and must be kept in step with this table.
  */
+#define _GNU_SOURCE
 #include "config.h"
 
 #include "log.h"
+#include "stacks.h"
+#include "table.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -15,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 typedef enum opt_type_e {
     OPT_STRING,
@@ -54,6 +58,8 @@ static const opt_t opts[] = {
     {"GPUMEMTRACE_FOLLOW_FORK", OPT_BOOL, OFF(follow_fork), "1", 0, 0},
     {"GPUMEMTRACE_FOLLOW_EXEC", OPT_BOOL, OFF(follow_exec), "1", 0, 0},
     {"GPUMEMTRACE_TIMELINE_POINTS", OPT_INT, OFF(timeline_points), "512", 16, 65536},
+    {"GPUMEMTRACE_OOM_REPORTS", OPT_INT, OFF(oom_reports), "8", 0, 100000},
+    {"GPUMEMTRACE_FSYNC", OPT_BOOL, OFF(fsync), "0", 0, 0},
     {"GPUMEMTRACE_GROWTH_WARMUP", OPT_WARMUP, OFF(growth_warmup), "0.2", 0, 0},
 };
 
@@ -186,6 +192,7 @@ static int apply(gmt_config_t *cfg, const opt_t *o, const char *s)
     switch (o->type) {
     case OPT_STRING:
         if (strlen(s) >= GMT_PATH_MAX) return -EINVAL;
+        if (!*s && *o->def) return -EINVAL; /* empty where a default exists: say so */
         memcpy(field, s, strlen(s) + 1);
         return 0;
     case OPT_INT: {
@@ -225,26 +232,126 @@ void gmt_config_defaults(gmt_config_t *cfg)
     }
 }
 
-static const char *env_getenv(const char *name)
+const char *gmt_env(const char *name)
 {
-    return getenv(name);
+    /* Under a set-user-ID or set-group-ID program (AT_SECURE), the environment belongs to the
+     * unprivileged caller: nothing from it is used. */
+    return secure_getenv(name);
+}
+
+int gmt_env_rank(gmt_getenv_fn getenv_fn)
+{
+    if (!getenv_fn) getenv_fn = gmt_env;
+    static const char *const rank_vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID",
+                                            "PMI_RANK"};
+    for (size_t i = 0; i < sizeof rank_vars / sizeof rank_vars[0]; i++) {
+        const char *v = getenv_fn(rank_vars[i]);
+        if (!v || !isdigit((unsigned char)*v)) continue;
+        char *end;
+        errno = 0;
+        long r = strtol(v, &end, 10);
+        if (!errno && !*end && r >= 0 && r < 1 << 30) return (int)r;
+    }
+    return 0;
+}
+
+static uint64_t host_memory_override;
+
+void gmt_config_set_host_memory(uint64_t bytes)
+{
+    host_memory_override = bytes;
+}
+
+/* A cgroup's memory limit (v2, then v1), or 0 when there is none or it cannot be read. */
+static uint64_t cgroup_limit(void)
+{
+    static const char *const files[] = {"/sys/fs/cgroup/memory.max",
+                                        "/sys/fs/cgroup/memory/memory.limit_in_bytes"};
+    for (size_t i = 0; i < 2; i++) {
+        FILE *f = fopen(files[i], "re");
+        if (!f) continue;
+        char buf[64] = "";
+        char *ok = fgets(buf, sizeof buf, f);
+        fclose(f);
+        unsigned long long v;
+        if (ok && isdigit((unsigned char)buf[0]) && sscanf(buf, "%llu", &v) == 1 && v > 0) return v;
+    }
+    return 0;
+}
+
+uint64_t gmt_host_memory(void)
+{
+    if (host_memory_override) return host_memory_override;
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    uint64_t phys = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : 0;
+    uint64_t cg = cgroup_limit();
+    if (cg && (!phys || cg < phys)) phys = cg;
+    return phys ? phys : (uint64_t)1 << 32;
+}
+
+/* Writes at most 48 bytes of a hostile value, unprintable bytes as '?', for one log line. */
+static const char *shown_value(const char *v, char *buf, size_t len)
+{
+    size_t n = 0, i = 0;
+    for (; v[i] && n + 4 < len && i < 48; i++)
+        buf[n++] = (v[i] >= 0x20 && v[i] < 0x7f) ? v[i] : '?';
+    if (v[i]) buf[n++] = '.', buf[n++] = '.', buf[n++] = '.';
+    buf[n] = 0;
+    return buf;
+}
+
+/* The live table and the stack index are faulted in at the first CUDA use: each may take at
+ * most an eighth of what the host (or the cgroup) can give. */
+static void bound_by_host(gmt_config_t *cfg, bool live_set, bool stacks_set)
+{
+    uint64_t budget = gmt_host_memory() / 8;
+    uint64_t v = cfg->max_live;
+    while (v > 1024 && gmt_table_bytes(v) > budget)
+        v /= 2;
+    if (v != cfg->max_live) {
+        if (live_set)
+            gmt_error("GPUMEMTRACE_MAX_LIVE=%llu needs %zu bytes, more than this host can give "
+                      "the tracer; using %llu",
+                      (unsigned long long)cfg->max_live, gmt_table_bytes(cfg->max_live),
+                      (unsigned long long)v);
+        cfg->max_live = v;
+    }
+    v = cfg->max_stacks;
+    while (v > 256 && gmt_stacks_bytes((uint32_t)v, 0) > budget)
+        v /= 2;
+    if (v != cfg->max_stacks) {
+        if (stacks_set)
+            gmt_error("GPUMEMTRACE_MAX_STACKS=%llu needs %zu bytes, more than this host can give "
+                      "the tracer; using %llu",
+                      (unsigned long long)cfg->max_stacks,
+                      gmt_stacks_bytes((uint32_t)cfg->max_stacks, 0), (unsigned long long)v);
+        cfg->max_stacks = v;
+    }
 }
 
 int gmt_config_load(gmt_config_t *cfg, gmt_getenv_fn getenv_fn)
 {
-    if (!getenv_fn) getenv_fn = env_getenv;
+    if (!getenv_fn) getenv_fn = gmt_env;
     gmt_config_defaults(cfg);
     /* The log level comes first so that "quiet" also quiets warnings about other values;
      * errors about bad values are still printed (GMT_LOG_ERROR). */
     int bad = 0;
+    bool live_set = false, stacks_set = false;
     for (size_t i = 0; i < NOPTS; i++) {
         const char *v = getenv_fn(opts[i].name);
         if (!v) continue;
         if (apply(cfg, &opts[i], v) != 0) {
-            gmt_error("%s='%s' is not valid; using %s", opts[i].name, v, opts[i].def);
+            char buf[64];
+            gmt_error("%s='%s' is not valid; using %s", opts[i].name,
+                      shown_value(v, buf, sizeof buf), *opts[i].def ? opts[i].def : "(empty)");
             bad++;
+        } else if (opts[i].offset == OFF(max_live)) {
+            live_set = true;
+        } else if (opts[i].offset == OFF(max_stacks)) {
+            stacks_set = true;
         }
     }
+    bound_by_host(cfg, live_set, stacks_set);
     return bad;
 }
 

@@ -44,6 +44,8 @@ typedef struct gmt_config_s {
     bool follow_fork;
     bool follow_exec;
     int timeline_points;
+    int oom_reports; /* out-of-memory reports at most; 0: none */
+    bool fsync;      /* fsync each report before its rename */
     gmt_warmup_t growth_warmup;
 } gmt_config_t;
 
@@ -52,6 +54,20 @@ typedef const char *(*gmt_getenv_fn)(const char *name);
 /* Fill *cfg from the environment through getenv_fn (NULL: the process environment).
  * Returns the number of variables that had a bad value (each already reported). */
 int gmt_config_load(gmt_config_t *cfg, gmt_getenv_fn getenv_fn);
+
+/* A variable of the process environment: secure_getenv(3), so nothing is taken from the
+ * environment of a set-user-ID / set-group-ID program. Every variable the tracer reads goes
+ * through here. */
+const char *gmt_env(const char *name);
+
+/* The process's rank from RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID or PMI_RANK (the first
+ * that holds a number in [0, 2^30)); 0 when none does. getenv_fn NULL: gmt_env. */
+int gmt_env_rank(gmt_getenv_fn getenv_fn);
+
+/* Memory this host (or its cgroup) can give, in bytes: what MAX_LIVE / MAX_STACKS are
+ * bounded by. gmt_config_set_host_memory overrides it (tests; 0: measure again). */
+uint64_t gmt_host_memory(void);
+void gmt_config_set_host_memory(uint64_t bytes);
 
 /* Defaults only, no environment. */
 void gmt_config_defaults(gmt_config_t *cfg);

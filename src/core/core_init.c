@@ -69,6 +69,7 @@ int gmt_core_reset_after_fork(void)
     gmt_failures_reset();
     gmt_pools_reset();
     gmt_stats_reset();
+    gmt_providers_reset_after_fork();
     gmt_core_table = NULL;
     gmt_core_stacks = NULL;
     return gmt_core_init(&gmt_core_cfg);

@@ -20,6 +20,7 @@ void gmt_track_counts(gmt_counts_t *out)
     out->frees = gmt_stats_counter(GMT_CNT_FREES);
     out->failures = gmt_stats_counter(GMT_CNT_FAILURES);
     out->unknown_frees = __atomic_load_n(&c->unknown_frees, __ATOMIC_RELAXED);
+    out->failed_frees = __atomic_load_n(&c->failed_frees, __ATOMIC_RELAXED);
     out->nested_merged = gmt_stats_counter(GMT_CNT_NESTED_MERGED);
     out->dropped_table_full = __atomic_load_n(&c->dropped_table_full, __ATOMIC_RELAXED);
     out->dropped_no_core = __atomic_load_n(&c->dropped_no_core, __ATOMIC_RELAXED);

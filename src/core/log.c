@@ -31,6 +31,10 @@ void gmt_log(int level, const char *fmt, ...)
     if (m < 0) m = 0;
     size_t len = (size_t)n + (size_t)m;
     if (len > sizeof buf - 2) len = sizeof buf - 2;
+    /* One message, one line: a control character from a hostile value or path (a newline,
+     * an escape sequence) is shown as '?'. */
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)buf[i] < 0x20 || buf[i] == 0x7f) buf[i] = '?';
     buf[len++] = '\n';
     const char *p = buf;
     while (len > 0) {

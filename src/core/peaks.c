@@ -1,7 +1,16 @@
-/* peaks.c - per-device peak snapshots: the live set, grouped by stack id, when a device's
- * in-use bytes were last raised to a new peak. Taken lazily: a new peak only marks the slot
- * dirty, and the first release after it (while the live set is still the peak's) or the
- * report takes the snapshot, under the slot's spinlock.
+/* peaks.c - per-device peak composition: the live set, grouped by stack id, when a device's
+ * in-use bytes were last raised to a new peak. O(1) per event whatever the number of stacks:
+ *
+ * Each slot (device) has an epoch, bumped whenever its in-use bytes reach a new peak. Each
+ * stack entry remembers the epoch of its last change and, from before that change, its live
+ * bytes and count. The first change of a stack after a new peak saves the values it had at
+ * that peak (they have not moved since); a stack unchanged since the peak still holds them in
+ * its live counters. The report reads one or the other for every stack (gmt_track_peak_groups).
+ * Under concurrent changes of one stack at the very moment of a peak the saved values may
+ * include a neighbouring change: the composition is as exact as the peak's moment is.
+ *
+ * What the driver says is in use at the peak is asked once per new peak, at the first release
+ * after it (or at report time), for the report's self-audit.
  */
 #include "track_internal.h"
 
@@ -9,80 +18,65 @@
 
 #include <errno.h>
 #include <string.h>
-#include <sys/mman.h>
 
-typedef struct peak_snap_s {
+typedef struct peak_slot_s {
+    uint64_t epoch; /* atomic: bumped at each new in-use peak */
+    int dirty;      /* a newer peak exists whose driver reading has not been taken yet */
     int lock;
-    int dirty; /* a newer peak exists whose snapshot has not been taken yet */
-    int n;
-    int64_t bytes;
     int64_t driver_used; /* -1: unknown */
-    gmt_peak_group_t *groups;
-} peak_snap_t;
+} peak_slot_t;
 
-static peak_snap_t peaks[GMT_STAT_SLOTS];
-static gmt_peak_group_t *peak_arena;
-
-static size_t arena_bytes(uint32_t max_entries)
-{
-    return (size_t)GMT_STAT_SLOTS * max_entries * sizeof(gmt_peak_group_t);
-}
+static peak_slot_t peaks[GMT_STAT_SLOTS];
 
 int gmt_peaks_init(uint32_t max_entries)
 {
-    /* One arena for every slot's peak groups: slots are rarely more than a few devices, and
-     * the pages of unused slots are never touched. */
-    peak_arena = gmt_core_map_zeroed(arena_bytes(max_entries));
-    if (!peak_arena) return -ENOMEM;
+    (void)max_entries;
     for (int i = 0; i < GMT_STAT_SLOTS; i++)
-        peaks[i].groups = peak_arena + (size_t)i * max_entries;
+        peaks[i].driver_used = -1;
     return 0;
 }
 
 void gmt_peaks_reset(uint32_t max_entries)
 {
-    munmap(peak_arena, arena_bytes(max_entries));
-    peak_arena = NULL;
-    memset(peaks, 0, sizeof peaks);
+    (void)max_entries;
+    memset(peaks, 0, sizeof peaks); /* the lock too: a fork child never inherits it held */
 }
 
 void gmt_peaks_mark(int32_t device)
 {
-    __atomic_store_n(&peaks[gmt_stats_slot(device)].dirty, 1, __ATOMIC_RELEASE);
+    peak_slot_t *p = &peaks[gmt_stats_slot(device)];
+    __atomic_add_fetch(&p->epoch, 1, __ATOMIC_ACQ_REL);
+    __atomic_store_n(&p->dirty, 1, __ATOMIC_RELEASE);
+}
+
+void gmt_peaks_stack_change(gmt_stack_entry_t *e, int32_t device, int64_t dbytes, int64_t dcount)
+{
+    uint64_t epoch = __atomic_load_n(&peaks[gmt_stats_slot(device)].epoch, __ATOMIC_ACQUIRE);
+    uint64_t seen = __atomic_load_n(&e->peak_epoch, __ATOMIC_ACQUIRE);
+    if (seen != epoch && __atomic_compare_exchange_n(&e->peak_epoch, &seen, epoch, false,
+                                                     __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&e->peak_bytes, __atomic_load_n(&e->live_bytes, __ATOMIC_RELAXED),
+                         __ATOMIC_RELAXED);
+        __atomic_store_n(&e->peak_count, __atomic_load_n(&e->live_count, __ATOMIC_RELAXED),
+                         __ATOMIC_RELAXED);
+    }
+    __atomic_fetch_add(&e->live_bytes, dbytes, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&e->live_count, dcount, __ATOMIC_RELAXED);
 }
 
 void gmt_peaks_settle(int slot)
 {
-    peak_snap_t *p = &peaks[slot];
+    peak_slot_t *p = &peaks[slot];
     if (!__atomic_load_n(&p->dirty, __ATOMIC_RELAXED)) return;
-    /* Wait rather than skip: once this release runs, the live set is no longer the peak's. */
-    gmt_spin_lock(&p->lock);
+    /* One thread asks the driver; the others go on (never wait on the hot path). */
+    if (!gmt_spin_trylock(&p->lock)) return;
     if (__atomic_exchange_n(&p->dirty, 0, __ATOMIC_ACQ_REL)) {
-        gmt_stacks_t *stacks = gmt_core_stacks;
         int32_t device = gmt_stats_device_of_slot(slot);
-        uint32_t ids = gmt_stacks_count(stacks);
-        int n = 0;
-        int64_t total = 0;
-        for (uint32_t id = 1; id <= ids; id++) {
-            gmt_stack_entry_t *e = gmt_stacks_entry(stacks, id);
-            if (!__atomic_load_n(&e->hash, __ATOMIC_ACQUIRE)) continue;
-            if (gmt_stacks_tag_device(e->tag) != device) continue;
-            if (!gmt_kind_in_use((gmt_kind_t)gmt_stacks_tag_kind(e->tag))) continue;
-            int64_t b = __atomic_load_n(&e->live_bytes, __ATOMIC_RELAXED);
-            if (b <= 0) continue;
-            p->groups[n].stack_id = id;
-            p->groups[n].bytes = b;
-            p->groups[n].count = __atomic_load_n(&e->live_count, __ATOMIC_RELAXED);
-            total += b;
-            n++;
-        }
-        p->n = n;
-        p->bytes = total;
-        /* What the driver says is in use at this moment, for the self-audit at the peak. */
-        p->driver_used = -1;
+        int64_t used = -1;
         gmt_meminfo_fn mi = gmt_track_meminfo();
         uint64_t fr, tot;
-        if (mi && device >= 0 && mi(device, &fr, &tot) == 0) p->driver_used = (int64_t)(tot - fr);
+        if (mi && device >= 0 && mi(device, &fr, &tot) == 0) used = (int64_t)(tot - fr);
+        __atomic_store_n(&p->driver_used, used, __ATOMIC_RELAXED);
     }
     gmt_spin_unlock(&p->lock);
 }
@@ -95,20 +89,31 @@ void gmt_track_settle_peaks(void)
 
 int gmt_track_peak_groups(int slot, gmt_peak_group_t *out, int max, int64_t *peak_bytes)
 {
-    peak_snap_t *p = &peaks[slot];
-    gmt_spin_lock(&p->lock);
-    int n = p->n < max ? p->n : max;
-    if (n > 0) memcpy(out, p->groups, (size_t)n * sizeof *out);
-    if (peak_bytes) *peak_bytes = p->bytes;
-    gmt_spin_unlock(&p->lock);
+    gmt_stacks_t *stacks = gmt_core_stacks;
+    int32_t device = gmt_stats_device_of_slot(slot);
+    uint64_t epoch = __atomic_load_n(&peaks[slot].epoch, __ATOMIC_ACQUIRE);
+    int n = 0;
+    int64_t total = 0;
+    uint32_t ids = stacks ? gmt_stacks_count(stacks) : 0;
+    for (uint32_t id = 1; epoch && id <= ids; id++) {
+        gmt_stack_entry_t *e = gmt_stacks_entry(stacks, id);
+        if (!__atomic_load_n(&e->hash, __ATOMIC_ACQUIRE)) continue;
+        if (gmt_stacks_tag_device(e->tag) != device) continue;
+        if (!gmt_kind_in_use((gmt_kind_t)gmt_stacks_tag_kind(e->tag))) continue;
+        bool changed = __atomic_load_n(&e->peak_epoch, __ATOMIC_ACQUIRE) == epoch;
+        int64_t b = __atomic_load_n(changed ? &e->peak_bytes : &e->live_bytes, __ATOMIC_RELAXED);
+        int64_t c = __atomic_load_n(changed ? &e->peak_count : &e->live_count, __ATOMIC_RELAXED);
+        if (b <= 0) continue;
+        total += b;
+        if (n < max) out[n++] = (gmt_peak_group_t){.stack_id = id, .bytes = b, .count = c};
+    }
+    if (peak_bytes) *peak_bytes = total;
     return n;
 }
 
 int64_t gmt_track_peak_driver_used(int slot)
 {
-    peak_snap_t *p = &peaks[slot];
-    gmt_spin_lock(&p->lock);
-    int64_t v = p->n || p->bytes ? p->driver_used : -1;
-    gmt_spin_unlock(&p->lock);
-    return v;
+    return __atomic_load_n(&peaks[slot].epoch, __ATOMIC_ACQUIRE)
+               ? __atomic_load_n(&peaks[slot].driver_used, __ATOMIC_RELAXED)
+               : -1;
 }

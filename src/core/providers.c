@@ -23,6 +23,11 @@ static char backend_reason[GMT_NOTE_LEN];
 static char warnings[GMT_MAX_WARNINGS][GMT_NOTE_LEN];
 static int nwarnings;
 
+void gmt_providers_reset_after_fork(void)
+{
+    __atomic_store_n(&notes_lock, 0, __ATOMIC_RELAXED);
+}
+
 void gmt_track_set_meminfo(gmt_meminfo_fn fn)
 {
     __atomic_store_n(&meminfo_fn, fn, __ATOMIC_RELEASE);

@@ -27,6 +27,9 @@ typedef struct gmt_stack_entry_s {
     int64_t live_bytes;    /* atomic */
     int64_t live_count;    /* atomic */
     uint64_t total_allocs; /* atomic */
+    uint64_t peak_epoch;   /* atomic: its device's peak epoch at the last change (peaks.c) */
+    int64_t peak_bytes;    /* atomic: live bytes / count before that change */
+    int64_t peak_count;
 } gmt_stack_entry_t;
 
 typedef struct gmt_stacks_s {

@@ -87,6 +87,8 @@ void gmt_stats_reset(void)
     memset(shards, 0, sizeof shards);
     memset(devs, 0, sizeof devs);
     for (int i = 0; i < GMT_STAT_SLOTS; i++) {
+        /* A fork child: another thread of the parent may have held it at the fork. */
+        __atomic_store_n(&timelines[i].lock, 0, __ATOMIC_RELAXED);
         timelines[i].n = 0;
         timelines[i].last_end_ns = 0;
         timelines[i].missed_max = INT64_MIN;

@@ -31,9 +31,21 @@ bool gmt_core_event_valid(const gmt_event_t *ev)
     return false;
 }
 
+/* A release removed from the table before the real call, until that call has returned. */
+typedef struct pending_free_s {
+    int set;
+    gmt_record_t rec;
+    uint64_t addr, size;
+    uint8_t space;
+} pending_free_t;
+
+static __thread pending_free_t pending __attribute__((tls_model("initial-exec")));
+
 void gmt_track_alloc(const gmt_event_t *ev)
 {
     if (!gmt_core_event_valid(ev)) return;
+    /* cudaMalloc(&p, 0) succeeds with NULL: nothing was allocated, nothing will be freed. */
+    if (ev->size == 0 || (ev->addr == 0 && ev->space == GMT_SPACE_VA)) return;
     if (!gmt_core_ready()) {
         gmt_core_count(&gmt_core_counts.dropped_no_core);
         return;
@@ -70,8 +82,7 @@ void gmt_track_alloc(const gmt_event_t *ev)
     }
     if (r.stack_id && charged) {
         gmt_stack_entry_t *e = gmt_stacks_entry(gmt_core_stacks, r.stack_id);
-        __atomic_fetch_add(&e->live_bytes, (int64_t)ev->size, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&e->live_count, 1, __ATOMIC_RELAXED);
+        gmt_peaks_stack_change(e, ev->device, (int64_t)ev->size, 1);
         __atomic_fetch_add(&e->total_allocs, 1, __ATOMIC_RELAXED);
     }
     if (gmt_stats_on_alloc(ev->device, (gmt_kind_t)ev->kind, (gmt_api_t)api, ev->size, seq, now,
@@ -86,38 +97,69 @@ static void release_record(const gmt_record_t *r, uint64_t now)
         gmt_peaks_settle(gmt_stats_slot(r->device));
     if (r->stack_id && charged) {
         gmt_stack_entry_t *e = gmt_stacks_entry(gmt_core_stacks, r->stack_id);
-        __atomic_fetch_sub(&e->live_bytes, (int64_t)r->size, __ATOMIC_RELAXED);
-        __atomic_fetch_sub(&e->live_count, 1, __ATOMIC_RELAXED);
+        gmt_peaks_stack_change(e, r->device, -(int64_t)r->size, -1);
     }
     gmt_stats_on_free(r->device, (gmt_kind_t)r->kind, (gmt_api_t)r->api, r->size, now, charged);
 }
 
-void gmt_track_free(const gmt_event_t *ev)
+static void free_commit(const pending_free_t *p)
 {
-    if (!gmt_core_event_valid(ev)) return;
-    if (ev->addr == 0 && ev->space == GMT_SPACE_VA) return; /* cudaFree(NULL) is a no-op */
-    /* The runtime hook already recorded this release. */
-    if (gmt_nest_inside_runtime(ev) && gmt_tls.outer_is_free) return;
-    if (!gmt_core_ready()) {
-        gmt_core_count(&gmt_core_counts.dropped_no_core);
-        return;
-    }
-    gmt_stats_count(GMT_CNT_EVENTS);
-    gmt_stats_count(GMT_CNT_FREES);
-    gmt_stats_count((gmt_counter_t)(GMT_CNT_LAYER0 + ev->layer));
     uint64_t now = gmt_now_ns();
-    gmt_record_t r;
-    if (gmt_table_remove(gmt_core_table, ev->space, ev->addr, &r) != 0) {
-        gmt_core_count(&gmt_core_counts.unknown_frees);
-        return;
-    }
+    gmt_record_t r = p->rec;
     release_record(&r, now);
     /* cuMemUnmap may cover several mappings made by separate cuMemMap calls. */
-    if (ev->space == GMT_SPACE_MAP && ev->size > r.size) {
-        uint64_t at = ev->addr + r.size, end = ev->addr + ev->size;
+    if (p->space == GMT_SPACE_MAP && p->size > r.size) {
+        uint64_t at = p->addr + r.size, end = p->addr + p->size;
         while (at < end && gmt_table_remove(gmt_core_table, GMT_SPACE_MAP, at, &r) == 0) {
             release_record(&r, now);
             at += r.size ? r.size : end - at;
         }
     }
+}
+
+bool gmt_track_free_begin(const gmt_event_t *ev)
+{
+    if (!gmt_core_event_valid(ev)) return false;
+    if (ev->addr == 0 && ev->space == GMT_SPACE_VA) return false; /* cudaFree(NULL): no-op */
+    /* The runtime hook already took this release: its own end settles it. */
+    if (gmt_nest_inside_runtime(ev) && gmt_tls.outer_is_free) return false;
+    if (pending.set) gmt_track_free_end(true); /* a begin without its end: it went through */
+    if (!gmt_core_ready()) {
+        gmt_core_count(&gmt_core_counts.dropped_no_core);
+        return false;
+    }
+    gmt_stats_count(GMT_CNT_EVENTS);
+    gmt_stats_count(GMT_CNT_FREES); /* every release handed in; failed_frees says which failed */
+    gmt_stats_count((gmt_counter_t)(GMT_CNT_LAYER0 + ev->layer));
+    /* Removed now, before the real release, so that an address the driver hands out again to
+     * another thread is never matched with this allocation; accounted for once it is gone. */
+    if (gmt_table_remove(gmt_core_table, ev->space, ev->addr, &pending.rec) != 0) {
+        gmt_core_count(&gmt_core_counts.unknown_frees);
+        return false;
+    }
+    pending.addr = ev->addr;
+    pending.size = ev->size;
+    pending.space = ev->space;
+    pending.set = 1;
+    return true;
+}
+
+void gmt_track_free_end(bool ok)
+{
+    if (!pending.set) return;
+    pending.set = 0;
+    if (ok) {
+        free_commit(&pending);
+        return;
+    }
+    /* The real release failed (a host pointer given to cudaFree, say): the allocation is still
+     * there, so is its record. */
+    if (gmt_table_insert(gmt_core_table, &pending.rec) != 0)
+        gmt_core_count(&gmt_core_counts.dropped_table_full);
+    gmt_core_count(&gmt_core_counts.failed_frees);
+}
+
+void gmt_track_free(const gmt_event_t *ev)
+{
+    if (gmt_track_free_begin(ev)) gmt_track_free_end(true);
 }

@@ -2,7 +2,8 @@
  *
  * A hook calls the real CUDA function, describes the result as a gmt_event_t and calls:
  *   gmt_track_alloc   after an allocation succeeded
- *   gmt_track_free    before the real release runs (so a reused address is never misowned)
+ *   gmt_track_free_begin / _end  around the real release (removed before, so a reused
+ *                     address is never misowned; restored when the release failed)
  *   gmt_track_failure after an allocation failed
  * The core captures the call stack itself, on the calling thread.
  *
@@ -41,7 +42,15 @@ void gmt_core_prefault(void);
  * is unmapped). 0 or a negative errno. */
 int gmt_core_reset_after_fork(void);
 
+/* A zero-byte request or a NULL result is not an allocation: nothing is recorded. */
 void gmt_track_alloc(const gmt_event_t *ev);
+/* A release in two steps around the real call, on one thread: gmt_track_free_begin removes the
+ * allocation from the table before the call (so an address handed out again at once is never
+ * misattributed) and returns true when it held it; gmt_track_free_end(ok) then accounts for
+ * the release (ok) or puts the record back as it was (the real call failed: the allocation is
+ * still live). gmt_track_free is both at once, for a release known to succeed. */
+bool gmt_track_free_begin(const gmt_event_t *ev);
+void gmt_track_free_end(bool ok);
 void gmt_track_free(const gmt_event_t *ev);
 void gmt_track_failure(const gmt_event_t *ev);
 
@@ -61,6 +70,7 @@ typedef struct gmt_counts_s {
     uint64_t frees;
     uint64_t failures;
     uint64_t unknown_frees; /* frees of addresses the table did not hold */
+    uint64_t failed_frees;  /* releases the real call refused: their records were restored */
     uint64_t nested_merged; /* lower-layer events merged into a runtime call */
     uint64_t dropped_table_full;
     uint64_t dropped_no_core;  /* events before init or after init failed */

@@ -30,7 +30,7 @@ void *gmt_core_map_zeroed(size_t bytes);
 
 /* ---- counters.c ---- */
 typedef struct gmt_core_counts_s {
-    uint64_t unknown_frees;
+    uint64_t unknown_frees, failed_frees;
     uint64_t dropped_table_full, dropped_no_core, dropped_stacks, dropped_failures, dropped_invalid;
     uint64_t dropped_start;
 } gmt_core_counts_t;
@@ -72,14 +72,19 @@ int gmt_peaks_init(uint32_t max_entries);
 void gmt_peaks_reset(uint32_t max_entries);
 /* A device's in-use bytes reached a new peak: its snapshot is due. */
 void gmt_peaks_mark(int32_t device);
-/* Takes slot's snapshot if a newer peak is pending (before a release lowers in-use bytes). */
+/* Asks the driver's in-use bytes once per new peak (first release after it, or the report). */
 void gmt_peaks_settle(int slot);
+/* Adds dbytes / dcount to a stack's live counters, first saving what it held at its device's
+ * last peak if this is its first change since (O(1)). */
+void gmt_peaks_stack_change(gmt_stack_entry_t *e, int32_t device, int64_t dbytes, int64_t dcount);
 
 /* ---- pools.c ---- */
 void gmt_pools_note(int32_t device, uint64_t pool);
 void gmt_pools_reset(void);
 
 /* ---- providers.c ---- */
+/* In a forked child: the notes' lock starts over. */
+void gmt_providers_reset_after_fork(void);
 gmt_oom_fn gmt_core_oom_hook(void);
 
 #endif

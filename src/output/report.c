@@ -16,6 +16,7 @@
 #include "core/track.h"
 #include "growth.h"
 #include "json_writer.h"
+#include "report_file.h"
 #include "sections.h"
 #include "suppress.h"
 #include "symbolize.h"
@@ -60,20 +61,7 @@ void gmt_report_process_init(void)
     }
     if (gethostname(proc.hostname, sizeof proc.hostname) != 0) strcpy(proc.hostname, "unknown");
     proc.hostname[sizeof proc.hostname - 1] = 0;
-    static const char *const rank_vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID",
-                                            "PMI_RANK"};
-    proc.rank = 0;
-    for (size_t i = 0; i < sizeof rank_vars / sizeof rank_vars[0]; i++) {
-        const char *v = getenv(rank_vars[i]);
-        char *end;
-        if (v && *v) {
-            long r = strtol(v, &end, 10);
-            if (!*end && r >= 0 && r < 1 << 30) {
-                proc.rank = (int)r;
-                break;
-            }
-        }
-    }
+    proc.rank = gmt_env_rank(NULL);
 }
 
 /* ---- path ------------------------------------------------------------------------------ */
@@ -231,12 +219,19 @@ static void write_stacks(gmt_report_ctx_t *c)
     jw_object_end(w);
 }
 
+static int busy; /* an emit is running; reset in a fork child (gmt_report_after_fork) */
+
+void gmt_report_after_fork(void)
+{
+    __atomic_store_n(&busy, 0, __ATOMIC_RELAXED);
+    gmt_report_file_after_fork();
+}
+
 int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsigned seq)
 {
     if (!gmt_core_ready()) return -ENODEV;
     static jw_t writer;     /* 64 KiB buffer: static, not on the stack of a hook's thread */
     static gmt_live_t live; /* holds the grouping's fixed arrays: static for the same reason */
-    static int busy;
     if (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE)) return -EBUSY;
     gmt_guard_enter(); /* CUDA calls made for the report (device facts) are not recorded */
     gmt_track_settle_peaks();
@@ -305,31 +300,5 @@ int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsign
 
 int gmt_report_write(const char *path, gmt_reason_t reason, const char *signal_name, unsigned seq)
 {
-    char target[GMT_PATH_MAX];
-    if (!path) {
-        int rc = gmt_report_path(reason, seq, target, sizeof target);
-        if (rc) {
-            gmt_error("report path from GPUMEMTRACE_OUTPUT is too long; report not written");
-            return rc;
-        }
-        path = target;
-    }
-    char tmp[GMT_PATH_MAX + 32];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        int e = errno;
-        gmt_error("cannot write report %s: %s", path, strerror(e));
-        return -e;
-    }
-    int rc = gmt_report_emit(fd, reason, signal_name, seq);
-    if (close(fd) != 0 && rc == 0) rc = -errno;
-    if (rc == 0 && rename(tmp, path) != 0) rc = -errno;
-    if (rc != 0) {
-        unlink(tmp);
-        gmt_error("cannot write report %s: %s", path, strerror(-rc));
-        return rc;
-    }
-    gmt_info("%s report written to %s", gmt_reason_name(reason), path);
-    return 0;
+    return gmt_report_file_write(path, reason, signal_name, seq); /* report_file.c */
 }

@@ -2,7 +2,7 @@
  *
  * Reads the core's state (live table, stack store, counters, peaks, timelines, failures) and
  * writes one report atomically: a temporary file beside the target, then rename(2), so a CI
- * step never reads half a report. Runs on whichever thread asks (exit handler, the tracer's
+ * step never reads half a report (report_file.c: how the file is made, where it goes). Runs on whichever thread asks (exit handler, the tracer's
  * writer thread, an allocation that just failed); it never takes a lock the application
  * might hold. Functions return 0 or a negative errno.
  */
@@ -32,6 +32,9 @@ int gmt_report_path(gmt_reason_t reason, unsigned seq, char *out, size_t len);
 /* Writes a report to path (NULL: gmt_report_path). signal_name may be NULL. On success the
  * path written is logged at info level. */
 int gmt_report_write(const char *path, gmt_reason_t reason, const char *signal_name, unsigned seq);
+
+/* In a forked child: no report is in progress (the writer flags start over). */
+void gmt_report_after_fork(void);
 
 /* Writes the report body to an open descriptor (tests, state recovery). */
 int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsigned seq);

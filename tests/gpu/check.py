@@ -774,6 +774,9 @@ sys.path.insert(0, HERE)
 import cases_rep  # noqa: E402
 
 cases_rep.register(sys.modules[__name__])
+import cases_rel  # noqa: E402  (issue 6: exit paths, signal storms)
+
+CASES.update(cases_rel.CASES)
 import cases_sym  # noqa: E402
 
 cases_sym.register(sys.modules[__name__])

@@ -37,7 +37,8 @@ PY=${PYTHON:-python3}
 
 ALL_CASES="static_vs_shared mallocasync vmm oom injection sanitizer_leaks torch_default
 torch_expandable torch_nocache profiler_coexist cupy jax two_gpus torchrun_nccl
-vmm_leak_gpu torch_expandable_sums torch_growth torch_oom_recovered sym_plain sym_torch"
+vmm_leak_gpu torch_expandable_sums torch_growth torch_oom_recovered
+torch_os_exit torch_signal_storm sym_plain sym_torch"
 CASES=${GMT_GPU_CASES:-$ALL_CASES}
 
 say() { echo "$*"; echo "$*" >>"$SUMMARY"; }

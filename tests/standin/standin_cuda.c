@@ -87,6 +87,18 @@ typedef struct si_pool_s {
 } si_pool_t;
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Fork while another thread allocates (tests/stress fork_storm): the child must not inherit
+ * the stand-in's lock held, or its own first allocation would wait forever. */
+static void si_after_fork_child(void)
+{
+    pthread_mutex_init(&g_lock, NULL);
+}
+
+__attribute__((constructor)) static void si_register_fork(void)
+{
+    pthread_atfork(NULL, NULL, si_after_fork_child);
+}
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static int g_ndev = 2;
 static uint64_t g_mem_bytes = 16ull << 30;

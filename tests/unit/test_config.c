@@ -13,6 +13,10 @@
 
 #include "core/config.h"
 #include "core/log.h"
+#include "core/stacks.h"
+#include "core/table.h"
+
+#include <unistd.h>
 
 /* ---- a fake environment -----------------------------------------------------------------------
  */
@@ -48,6 +52,7 @@ static int setup(void **state)
 {
     (void)state;
     env_clear();
+    gmt_config_set_host_memory((uint64_t)1 << 40); /* a big host: no bound by memory here */
     return 0;
 }
 
@@ -92,6 +97,8 @@ static const struct {
     {"GPUMEMTRACE_FOLLOW_FORK", "1"},
     {"GPUMEMTRACE_FOLLOW_EXEC", "1"},
     {"GPUMEMTRACE_TIMELINE_POINTS", "512"},
+    {"GPUMEMTRACE_OOM_REPORTS", "8"},
+    {"GPUMEMTRACE_FSYNC", "0"},
     {"GPUMEMTRACE_GROWTH_WARMUP", "0.2"},
 };
 #define NDEFAULTS (sizeof defaults / sizeof defaults[0])
@@ -454,6 +461,180 @@ static void test_enums_and_strings(void **state)
     assert_string_equal(cfg.state, "/dev/shm/x");
 }
 
+/* ---- hostile values for every variable ---------------------------------------------------------
+ * Each variable gets an empty, a huge, a negative, a garbage and an over-long value. Each value
+ * is either accepted (and then shown as given) or refused with exactly one short stderr line and
+ * the default kept. The resulting configuration is always inside its bounds. */
+
+static char over_long[8192 + 1];
+
+/* Runs gmt_config_load with stderr captured; returns the number of lines written there. */
+static int load_counting_lines(gmt_config_t *cfg, int *bad, size_t *longest)
+{
+    fflush(stderr);
+    int saved = dup(2);
+    FILE *cap = tmpfile();
+    assert_non_null(cap);
+    dup2(fileno(cap), 2);
+    *bad = gmt_config_load(cfg, fake_getenv);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    rewind(cap);
+    char line[4096];
+    int lines = 0;
+    *longest = 0;
+    while (fgets(line, sizeof line, cap)) {
+        lines++;
+        if (strlen(line) > *longest) *longest = strlen(line);
+    }
+    fclose(cap);
+    return lines;
+}
+
+static void check_bounds(const gmt_config_t *c)
+{
+    assert_true(strlen(c->output) > 0 && strlen(c->output) < GMT_PATH_MAX);
+    assert_in_range(c->stack_depth, 0, GMT_MAX_STACK_DEPTH);
+    assert_in_range(c->backend, 0, 2);
+    assert_true(c->snapshot_signal == 0 ||
+                (c->snapshot_signal > 0 && c->snapshot_signal <= SIGRTMAX));
+    assert_in_range(c->top, 1, 100000);
+    assert_in_range(c->log_level, 0, 2);
+    assert_in_range(c->max_live, 1024, 1ull << 30);
+    assert_in_range(c->max_stacks, 256, 1ull << 24);
+    assert_in_range(c->timeline_points, 16, 65536);
+    assert_in_range(c->oom_reports, 0, 100000);
+}
+
+static void test_hostile_values(void **state)
+{
+    (void)state;
+    memset(over_long, '9', sizeof over_long - 1);
+    over_long[sizeof over_long - 1] = 0;
+    static const char garbage[] = "\x01\x7f\xff%n%s$(rm -rf /)\n\t'\"";
+    /* Strings where the value is a path: garbage is a (strange) valid file name. Empty means
+     * "off" for STATE and SUPPRESSIONS. 'a': accepted, 'r': refused. */
+    static const struct {
+        const char *name;
+        const char *expect; /* for: empty, huge, negative, garbage, over-long */
+    } vars[] = {
+        {"GPUMEMTRACE_OUTPUT", "raaar"},
+        {"GPUMEMTRACE_STACK_DEPTH", "rrrrr"},
+        {"GPUMEMTRACE_PYTHON", "rrrrr"},
+        {"GPUMEMTRACE_BACKEND", "rrrrr"},
+        {"GPUMEMTRACE_SNAPSHOT_SIGNAL", "rrrrr"},
+        {"GPUMEMTRACE_OOM_REPORT", "rrrrr"},
+        {"GPUMEMTRACE_MIN_BYTES", "rrrrr"},
+        {"GPUMEMTRACE_TOP", "rrrrr"},
+        {"GPUMEMTRACE_LOG", "rrrrr"},
+        {"GPUMEMTRACE_STATE", "aaaar"},
+        {"GPUMEMTRACE_SUPPRESSIONS", "aaaar"},
+        {"GPUMEMTRACE_MAX_LIVE", "rrrrr"},
+        {"GPUMEMTRACE_MAX_STACKS", "rrrrr"},
+        {"GPUMEMTRACE_FOLLOW_FORK", "rrrrr"},
+        {"GPUMEMTRACE_FOLLOW_EXEC", "rrrrr"},
+        {"GPUMEMTRACE_TIMELINE_POINTS", "rrrrr"},
+        {"GPUMEMTRACE_OOM_REPORTS", "rrrrr"},
+        {"GPUMEMTRACE_FSYNC", "rrrrr"},
+        {"GPUMEMTRACE_GROWTH_WARMUP", "rrrrr"},
+    };
+    const char *values[] = {"", "99999999999999999999999999", "-5", garbage, over_long};
+    /* every variable of the table is covered here */
+    const char *n;
+    char value[GMT_PATH_MAX];
+    gmt_config_t def;
+    gmt_config_defaults(&def);
+    size_t count = 0;
+    while (gmt_config_item(&def, count, &n, value, sizeof value)) {
+        bool found = false;
+        for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+            found |= strcmp(vars[i].name, n) == 0;
+        if (!found) fail_msg("%s has no hostile-value case", n);
+        count++;
+    }
+    assert_int_equal(count, sizeof vars / sizeof vars[0]);
+
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        for (size_t k = 0; k < 5; k++) {
+            gmt_config_t cfg;
+            env_clear();
+            env_set(vars[i].name, values[k]);
+            int bad;
+            size_t longest;
+            int lines = load_counting_lines(&cfg, &bad, &longest);
+            bool refused = vars[i].expect[k] == 'r';
+            if (bad != (refused ? 1 : 0) || lines != bad)
+                fail_msg("%s value #%zu: %d bad, %d lines; expected %s", vars[i].name, k, bad,
+                         lines, refused ? "one refusal" : "acceptance");
+            assert_true(longest < 200); /* the value is shortened in the message */
+            check_bounds(&cfg);
+            if (refused) assert_memory_equal(&cfg, &def, sizeof cfg);
+        }
+    }
+    /* all of them hostile at once: one line each, and still a sane configuration */
+    env_clear();
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        env_set(vars[i].name, "-1");
+    gmt_config_t cfg;
+    int bad;
+    size_t longest;
+    int lines = load_counting_lines(&cfg, &bad, &longest);
+    assert_int_equal(bad, (int)(sizeof vars / sizeof vars[0]) - 3); /* 3 paths take "-1" */
+    assert_int_equal(lines, bad);
+    check_bounds(&cfg);
+}
+
+/* MAX_LIVE and MAX_STACKS never ask for more than an eighth of the host's memory. */
+static void test_bounded_by_host(void **state)
+{
+    (void)state;
+    gmt_config_set_host_memory(256ull << 20); /* a 256 MiB container */
+    gmt_config_t cfg;
+    int bad;
+    size_t longest;
+    env_clear();
+    env_set("GPUMEMTRACE_MAX_LIVE", "1G");
+    env_set("GPUMEMTRACE_MAX_STACKS", "16M");
+    int lines = load_counting_lines(&cfg, &bad, &longest);
+    assert_int_equal(bad, 0);
+    assert_int_equal(lines, 2); /* one line for each clamped variable */
+    assert_true(gmt_table_bytes(cfg.max_live) <= (256ull << 20) / 8);
+    assert_true(gmt_table_bytes(cfg.max_live * 2) > (256ull << 20) / 8);
+    assert_true(gmt_stacks_bytes((uint32_t)cfg.max_stacks, 0) <= (256ull << 20) / 8);
+    assert_true(cfg.max_live >= 1024 && cfg.max_stacks >= 256);
+    /* defaults on a tiny host: bounded silently (nobody asked for them) */
+    gmt_config_set_host_memory(16ull << 20);
+    env_clear();
+    lines = load_counting_lines(&cfg, &bad, &longest);
+    assert_int_equal(lines, 0);
+    assert_true(gmt_table_bytes(cfg.max_live) <= (16ull << 20) / 8);
+    /* the real host: the defaults fit any machine this runs on with 512 MiB or more */
+    gmt_config_set_host_memory(0);
+    assert_true(gmt_host_memory() >= (64ull << 20));
+    gmt_config_set_host_memory((uint64_t)1 << 40);
+}
+
+static void test_rank(void **state)
+{
+    (void)state;
+    env_clear();
+    assert_int_equal(gmt_env_rank(fake_getenv), 0);
+    env_set("PMI_RANK", "7");
+    assert_int_equal(gmt_env_rank(fake_getenv), 7);
+    env_set("SLURM_PROCID", "x3"); /* garbage: the next variable decides */
+    assert_int_equal(gmt_env_rank(fake_getenv), 7);
+    env_set("RANK", "3");
+    assert_int_equal(gmt_env_rank(fake_getenv), 3);
+    env_clear();
+    env_set("RANK", "-2");
+    assert_int_equal(gmt_env_rank(fake_getenv), 0);
+    env_set("OMPI_COMM_WORLD_RANK", "99999999999999999999");
+    assert_int_equal(gmt_env_rank(fake_getenv), 0);
+    env_set("SLURM_PROCID", " 4");
+    assert_int_equal(gmt_env_rank(fake_getenv), 0);
+}
+
 /* GPUMEMTRACE_GROWTH_WARMUP: a fraction of the run below 1, seconds from 1 or with "s", or a
  * percentage; nothing strtod would take beyond plain digits. */
 static void test_growth_warmup(void **state)
@@ -495,6 +676,9 @@ int main(void)
         cmocka_unit_test_setup(test_signals, setup),
         cmocka_unit_test_setup(test_int_ranges, setup),
         cmocka_unit_test_setup(test_enums_and_strings, setup),
+        cmocka_unit_test_setup(test_hostile_values, setup),
+        cmocka_unit_test_setup(test_bounded_by_host, setup),
+        cmocka_unit_test_setup(test_rank, setup),
     };
     return cmocka_run_group_tests_name("unit.config", tests, NULL, NULL);
 }

@@ -908,6 +908,79 @@ static void test_threads(void **state)
     assert_int_equal(count, NTHREADS * THREAD_OPS);
 }
 
+/* ---- zero-byte and NULL results, failed releases ----------------------------------------------
+ */
+
+static void test_zero_and_null_are_not_allocations(void **state)
+{
+    (void)state;
+    gmt_counts_t c0 = counts();
+    uint64_t live0 = live();
+    gmt_dev_totals_t t0 = dev(5);
+    for (int i = 0; i < 1000; i++) {
+        alloc_dev(0, 0, 5);         /* cudaMalloc(&p, 0): success, p == NULL */
+        alloc_dev(0, 4096, 5);      /* a NULL result of any size */
+        alloc_dev(0x5500000, 0, 5); /* a zero-byte request with a pointer */
+    }
+    gmt_counts_t c1 = counts();
+    assert_int_equal(live(), live0);
+    assert_int_equal(c1.allocs, c0.allocs);
+    assert_int_equal(c1.dropped_table_full, c0.dropped_table_full);
+    assert_int_equal(dev(5).in_use, t0.in_use);
+    assert_true(absent(GMT_SPACE_VA, 0));
+}
+
+static void test_failed_free_is_restored(void **state)
+{
+    (void)state;
+    const int32_t d = 6;
+    alloc_site_a(0x66000000, 5000, d);
+    gmt_record_t before = lookup(GMT_SPACE_VA, 0x66000000);
+    gmt_dev_totals_t t0 = dev(d);
+    gmt_counts_t c0 = counts();
+    gmt_stack_entry_t *e = gmt_stacks_entry(gmt_track_stacks(), before.stack_id);
+    int64_t stack_live = e->live_bytes;
+
+    /* cudaFreeHost of a device pointer: removed before the call, put back when it fails */
+    gmt_event_t f = ev(0x66000000, 0, d, GMT_KIND_HOST_PINNED, GMT_SPACE_VA, GMT_API_cudaFreeHost,
+                       GMT_LAYER_RUNTIME);
+    assert_true(gmt_track_free_begin(&f));
+    assert_true(absent(GMT_SPACE_VA, 0x66000000)); /* gone while the real call runs */
+    gmt_track_free_end(false);
+    gmt_record_t after = lookup(GMT_SPACE_VA, 0x66000000);
+    assert_memory_equal(&after, &before, sizeof before);
+    assert_int_equal(dev(d).in_use, t0.in_use);
+    assert_int_equal(e->live_bytes, stack_live);
+    gmt_counts_t c1 = counts();
+    assert_int_equal(c1.failed_frees - c0.failed_frees, 1);
+    assert_int_equal(c1.unknown_frees, c0.unknown_frees);
+
+    /* the same release succeeding afterwards */
+    assert_true(gmt_track_free_begin(&f));
+    gmt_track_free_end(true);
+    assert_true(absent(GMT_SPACE_VA, 0x66000000));
+    assert_int_equal(dev(d).in_use, t0.in_use - 5000);
+    assert_int_equal(e->live_bytes, stack_live - 5000);
+
+    /* a release of an unknown address: nothing removed, nothing to put back */
+    gmt_event_t u = dev_ev(0x66100000, 0, d);
+    assert_false(gmt_track_free_begin(&u));
+    gmt_track_free_end(false);
+    assert_int_equal(counts().failed_frees, c1.failed_frees);
+
+    /* a begin left without its end (a hook that never returned to us) counts as done */
+    alloc_site_a(0x66200000, 100, d);
+    alloc_site_a(0x66300000, 100, d);
+    gmt_event_t a = dev_ev(0x66200000, 0, d), b = dev_ev(0x66300000, 0, d);
+    assert_true(gmt_track_free_begin(&a));
+    assert_true(gmt_track_free_begin(&b));
+    gmt_track_free_end(false);
+    assert_true(absent(GMT_SPACE_VA, 0x66200000));
+    lookup(GMT_SPACE_VA, 0x66300000);
+    free_dev(0x66300000, d);
+    assert_int_equal(dev(d).in_use, t0.in_use - 5000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -927,6 +1000,8 @@ int main(void)
         cmocka_unit_test(test_not_charged),
         cmocka_unit_test(test_timeline_bounded),
         cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_zero_and_null_are_not_allocations),
+        cmocka_unit_test(test_failed_free_is_restored),
     };
     return cmocka_run_group_tests_name("unit.track", tests, group_setup, NULL);
 }

@@ -1,0 +1,355 @@
+/* report_file.c - safe creation of report files, the fallback location and the writers' turn.
+ * See report_file.h and docs/security.md.
+ *
+ * Nothing here allocates: paths live in fixed buffers (GMT_PATH_MAX), the random part of a
+ * temporary name comes from getrandom(2). The writer lock is a flag taken with a CAS and waited
+ * for with short sleeps, so a writer that never gives it back (a crash inside a report) costs a
+ * bounded wait, never a hang.
+ */
+#define _GNU_SOURCE
+#include "report_file.h"
+
+#include "core/config.h"
+#include "core/log.h"
+#include "core/track.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TMP_SUFFIX_MAX 40
+
+static char fallback_dir[GMT_PATH_MAX]; /* "" : the configured directory is used */
+static char final_path[GMT_PATH_MAX];
+static int writer_tid;    /* 0: free, else the thread id of the writer */
+static int final_waiting; /* final reports waiting for or holding the lock */
+static int final_started; /* a final report was begun in this process */
+static int wait_final_ms = 10000, wait_other_ms = 3000;
+
+void gmt_report_file_set_waits(int final_ms, int other_ms)
+{
+    wait_final_ms = final_ms;
+    wait_other_ms = other_ms;
+}
+
+static bool is_final(gmt_reason_t r)
+{
+    return r == GMT_REASON_EXIT || r == GMT_REASON_SIGNAL || r == GMT_REASON_CRASH;
+}
+
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* ---- paths ------------------------------------------------------------------------------ */
+
+/* Splits path into its directory ("." when none) and base name; -ENAMETOOLONG / -EINVAL. */
+static int split_path(const char *path, char *dir, size_t dir_len, const char **base)
+{
+    const char *slash = strrchr(path, '/');
+    *base = slash ? slash + 1 : path;
+    if (!**base) return -EINVAL; /* "dir/": no file name */
+    if (!slash) {
+        snprintf(dir, dir_len, ".");
+        return 0;
+    }
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    if (n >= dir_len) return -ENAMETOOLONG;
+    memcpy(dir, path, n);
+    dir[n] = 0;
+    return 0;
+}
+
+static int join(char *out, size_t len, const char *dir, const char *base)
+{
+    int n = snprintf(out, len, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", base);
+    return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+static const char *kind_of(mode_t m)
+{
+    if (S_ISDIR(m)) return "a directory";
+    if (S_ISLNK(m)) return "a symbolic link";
+    if (S_ISFIFO(m)) return "a FIFO";
+    if (S_ISCHR(m) || S_ISBLK(m)) return "a device";
+    if (S_ISSOCK(m)) return "a socket";
+    return "not a regular file";
+}
+
+/* 0 when path does not exist or is a regular file; -EEXIST (with *what set) otherwise. */
+static int target_ok(const char *path, const char **what)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0) return 0;
+    if (S_ISREG(st.st_mode)) return 0;
+    *what = kind_of(st.st_mode);
+    return -EEXIST;
+}
+
+/* A fresh temporary name beside the target: "<dir>/.<base>.tmp-<16 hex>". */
+static int temp_name(char *out, size_t len, const char *dir, const char *base)
+{
+    uint64_t r = 0;
+    if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        static uint64_t ctr;
+        r ^= (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid() << 32 ^
+             __atomic_add_fetch(&ctr, 1, __ATOMIC_RELAXED);
+    }
+    int n = snprintf(out, len, "%s%s.%s.tmp-%016llx", dir, dir[strlen(dir) - 1] == '/' ? "" : "/",
+                     base, (unsigned long long)r);
+    return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* Creates a new file exclusively; never follows a symlink, never opens what exists. */
+static int create_temp(const char *dir, const char *base, char *tmp, size_t tmp_len)
+{
+    for (int attempt = 0; attempt < 16; attempt++) {
+        int rc = temp_name(tmp, tmp_len, dir, base);
+        if (rc) return rc;
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (fd >= 0) return fd;
+        if (errno != EEXIST) return -errno;
+    }
+    return -EEXIST;
+}
+
+/* Can a file be created in dir? A probe file is made and removed. */
+static int dir_writable(const char *dir)
+{
+    char tmp[GMT_PATH_MAX + TMP_SUFFIX_MAX];
+    int fd = create_temp(dir, "gpumemtrace-probe", tmp, sizeof tmp);
+    if (fd < 0) return fd;
+    close(fd);
+    unlink(tmp);
+    return 0;
+}
+
+/* The fallback directories in order: the working directory, then $TMPDIR or /tmp. */
+static int fallback_candidate(int i, char *out, size_t len)
+{
+    if (i == 0) return getcwd(out, len) ? 0 : -errno;
+    if (i == 1) {
+        const char *t = gmt_env("TMPDIR");
+        if (!t || t[0] != '/' || strlen(t) >= len) t = "/tmp";
+        snprintf(out, len, "%s", t);
+        return 0;
+    }
+    return -ENOENT;
+}
+
+/* ---- start-up check ------------------------------------------------------------------------ */
+
+int gmt_report_file_check(void)
+{
+    char path[GMT_PATH_MAX], dir[GMT_PATH_MAX];
+    const char *base;
+    fallback_dir[0] = 0;
+    int rc = gmt_report_path(GMT_REASON_EXIT, 0, path, sizeof path);
+    if (rc == 0) rc = split_path(path, dir, sizeof dir, &base);
+    if (rc) {
+        gmt_error("GPUMEMTRACE_OUTPUT='%s' is not a usable file name (%s)",
+                  gmt_track_config()->output, strerror(-rc));
+        snprintf(path, sizeof path, "gpumemtrace-%d.json", (int)getpid());
+        base = path;
+    } else {
+        const char *what = NULL;
+        rc = target_ok(path, &what);
+        if (rc == 0) rc = dir_writable(dir);
+        if (rc == 0) {
+            gmt_info("tracing on; the report will be written to %s", path);
+            return 0;
+        }
+        if (what)
+            gmt_error("report target %s exists and is %s: it is not replaced", path, what);
+        else
+            gmt_error("cannot create files in %s (%s)", dir, strerror(-rc));
+    }
+    for (int i = 0;; i++) {
+        char cand[GMT_PATH_MAX], full[GMT_PATH_MAX];
+        if (fallback_candidate(i, cand, sizeof cand) == -ENOENT) break;
+        if (join(full, sizeof full, cand, base) != 0) continue;
+        const char *what = NULL;
+        if (target_ok(full, &what) != 0 || dir_writable(cand) != 0) continue;
+        snprintf(fallback_dir, sizeof fallback_dir, "%s", cand);
+        gmt_info("tracing on; the report will be written to %s instead", full);
+        return 1;
+    }
+    gmt_error("no writable place for the report (tried the working directory and the "
+              "temporary directory); it will be tried again at exit");
+    return -EACCES;
+}
+
+/* ---- writers' turn --------------------------------------------------------------------------- */
+
+static int lock_writer(bool final)
+{
+    int me = (int)syscall(SYS_gettid);
+    if (__atomic_load_n(&writer_tid, __ATOMIC_ACQUIRE) == me) return -EDEADLK;
+    if (final) __atomic_add_fetch(&final_waiting, 1, __ATOMIC_ACQ_REL);
+    uint64_t deadline = mono_ms() + (uint64_t)(final ? wait_final_ms : wait_other_ms);
+    for (;;) {
+        if (!final && (__atomic_load_n(&final_waiting, __ATOMIC_ACQUIRE) ||
+                       __atomic_load_n(&final_started, __ATOMIC_ACQUIRE)))
+            return -ECANCELED;
+        int free_ = 0;
+        if (__atomic_compare_exchange_n(&writer_tid, &free_, me, false, __ATOMIC_ACQUIRE,
+                                        __ATOMIC_RELAXED)) {
+            if (final) __atomic_store_n(&final_started, 1, __ATOMIC_RELEASE);
+            return 0;
+        }
+        if (mono_ms() >= deadline) break;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    if (final) __atomic_sub_fetch(&final_waiting, 1, __ATOMIC_ACQ_REL);
+    return -ETIMEDOUT;
+}
+
+static void unlock_writer(bool final)
+{
+    if (final) __atomic_sub_fetch(&final_waiting, 1, __ATOMIC_ACQ_REL);
+    __atomic_store_n(&writer_tid, 0, __ATOMIC_RELEASE);
+}
+
+void gmt_report_file_after_fork(void)
+{
+    __atomic_store_n(&writer_tid, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&final_waiting, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&final_started, 0, __ATOMIC_RELAXED);
+    final_path[0] = 0;
+}
+
+bool gmt_report_file_final_started(void)
+{
+    return __atomic_load_n(&final_started, __ATOMIC_ACQUIRE) != 0;
+}
+
+const char *gmt_report_file_final_path(void)
+{
+    return final_path;
+}
+
+/* ---- one attempt ------------------------------------------------------------------------------
+ */
+
+/* Writes the report to target through a temporary file in dir. */
+static int write_at(const char *target, const char *dir, const char *base, gmt_reason_t reason,
+                    const char *signal_name, unsigned seq)
+{
+    char tmp[GMT_PATH_MAX + TMP_SUFFIX_MAX];
+    int fd = create_temp(dir, base, tmp, sizeof tmp);
+    if (fd < 0) return fd;
+    int rc = gmt_report_emit(fd, reason, signal_name, seq);
+    if (rc == 0 && gmt_track_config()->fsync && fsync(fd) != 0) rc = -errno;
+    if (close(fd) != 0 && rc == 0) rc = -errno;
+    /* rename(2) replaces the name itself: a symlink planted after the check is replaced, not
+     * followed. */
+    if (rc == 0 && rename(tmp, target) != 0) rc = -errno;
+    if (rc != 0) unlink(tmp);
+    return rc;
+}
+
+/* Failures worth another place: the place itself is the problem (or its file system). */
+static bool place_error(int rc)
+{
+    return rc == -EACCES || rc == -EPERM || rc == -ENOENT || rc == -ENOTDIR || rc == -EROFS ||
+           rc == -ENOSPC || rc == -EDQUOT || rc == -EFBIG || rc == -EIO || rc == -EEXIST ||
+           rc == -ENAMETOOLONG || rc == -EISDIR || rc == -ELOOP;
+}
+
+int gmt_report_file_write(const char *path, gmt_reason_t reason, const char *signal_name,
+                          unsigned seq)
+{
+    char target[GMT_PATH_MAX], dir[GMT_PATH_MAX], name[GMT_PATH_MAX];
+    const char *base;
+    int rc;
+    bool configured = !path; /* a path the caller chose is not moved elsewhere */
+    if (!path) {
+        rc = gmt_report_path(reason, seq, name, sizeof name);
+        if (rc == 0) rc = split_path(name, dir, sizeof dir, &base);
+        if (rc == 0 && fallback_dir[0])
+            rc = join(target, sizeof target, fallback_dir, base);
+        else if (rc == 0)
+            snprintf(target, sizeof target, "%s", name);
+        if (rc) {
+            gmt_error("report path from GPUMEMTRACE_OUTPUT is not usable (%s); using "
+                      "gpumemtrace-%d.json",
+                      strerror(-rc), (int)getpid());
+            snprintf(target, sizeof target, "gpumemtrace-%d.json", (int)getpid());
+        }
+    } else {
+        if (strlen(path) >= sizeof target) {
+            gmt_error("report path is too long; report not written");
+            return -ENAMETOOLONG;
+        }
+        snprintf(target, sizeof target, "%s", path);
+    }
+    rc = split_path(target, dir, sizeof dir, &base);
+    if (rc) {
+        gmt_error("cannot write report %s: %s", target, strerror(-rc));
+        return rc;
+    }
+    snprintf(name, sizeof name, "%s", base);
+    base = name;
+
+    bool final = is_final(reason);
+    rc = lock_writer(final);
+    if (rc) {
+        if (rc == -ECANCELED)
+            gmt_debug("%s report %s not written: the final report comes first",
+                      gmt_reason_name(reason), target);
+        else
+            gmt_error("%s report %s not written: %s", gmt_reason_name(reason), target,
+                      rc == -ETIMEDOUT ? "another report took too long" : strerror(-rc));
+        return rc;
+    }
+    const char *what = NULL;
+    rc = target_ok(target, &what);
+    if (rc == 0) rc = write_at(target, dir, base, reason, signal_name, seq);
+    if (rc != 0 && configured && place_error(rc)) {
+        if (what)
+            gmt_error("report target %s exists and is %s: it is not replaced", target, what);
+        else
+            gmt_error("cannot write report %s: %s", target, strerror(-rc));
+        char first[GMT_PATH_MAX];
+        snprintf(first, sizeof first, "%s", target);
+        for (int i = 0;; i++) {
+            char cand[GMT_PATH_MAX];
+            if (fallback_candidate(i, cand, sizeof cand) == -ENOENT) break;
+            if (join(target, sizeof target, cand, base) != 0 || strcmp(target, first) == 0)
+                continue;
+            what = NULL;
+            if (target_ok(target, &what) != 0) {
+                gmt_error("fallback %s exists and is %s: not used", target, what);
+                continue;
+            }
+            rc = write_at(target, cand, base, reason, signal_name, seq);
+            if (rc == 0) {
+                gmt_info("%s report written to the fallback location %s instead of %s",
+                         gmt_reason_name(reason), target, first);
+                break;
+            }
+            gmt_error("cannot write report to the fallback %s: %s", target, strerror(-rc));
+        }
+    } else if (rc == 0) {
+        gmt_info("%s report written to %s", gmt_reason_name(reason), target);
+    } else if (what) {
+        gmt_error("report target %s exists and is %s: it is not replaced", target, what);
+    } else {
+        gmt_error("cannot write report %s: %s", target, strerror(-rc));
+    }
+    if (rc == 0 && final) snprintf(final_path, sizeof final_path, "%s", target);
+    unlock_writer(final);
+    return rc;
+}

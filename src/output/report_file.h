@@ -1,0 +1,47 @@
+/* report_file.h - where reports go and how their files are made (docs/security.md).
+ *
+ * A report is written to a temporary file created exclusively (O_CREAT|O_EXCL|O_NOFOLLOW,
+ * random name, mode 0666 minus the umask) in the target's directory, optionally fsynced
+ * (GPUMEMTRACE_FSYNC), then renamed over the target. A target that exists and is not a
+ * regular file (a directory, a device such as /dev/null, a FIFO, a symlink) is refused with
+ * one line and the report goes to the fallback location instead: the working directory, then
+ * $TMPDIR or /tmp, under the target's base name.
+ *
+ * Writers are serialised: a report waits its turn (bounded) instead of failing; a final report
+ * (exit, signal, crash) waits longest, and snapshots or out-of-memory reports give way to a
+ * final report that is waiting or written. Functions return 0 or a negative errno.
+ */
+#ifndef GMT_OUTPUT_REPORT_FILE_H
+#define GMT_OUTPUT_REPORT_FILE_H
+
+#include "report.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* At start-up, after gmt_core_init: expands GPUMEMTRACE_OUTPUT, checks that its directory
+ * can be written (a probe file is created and removed) and that the target is not something
+ * other than a regular file, chooses the fallback directory when needed and says where the
+ * report will go in one info line. Returns 0 when the configured place is used, 1 when a
+ * fallback is, a negative errno when no place could be written. */
+int gmt_report_file_check(void);
+
+/* Writes one report (path NULL: the configured one, redirected to the fallback directory when
+ * the start-up check chose one). What gmt_report_write does. */
+int gmt_report_file_write(const char *path, gmt_reason_t reason, const char *signal_name,
+                          unsigned seq);
+
+/* The path of the last final report written by this process, or "" when none was. */
+const char *gmt_report_file_final_path(void);
+
+/* True when a final report was written (or is being written) in this process. */
+bool gmt_report_file_final_started(void);
+
+/* In a forked child: the writer lock and the final-report flags start over (a report being
+ * written by another thread of the parent at the fork is not the child's). */
+void gmt_report_file_after_fork(void);
+
+/* Tests: the writer lock's wait limits, in milliseconds (final and other reports). */
+void gmt_report_file_set_waits(int final_ms, int other_ms);
+
+#endif
