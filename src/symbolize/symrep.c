@@ -8,6 +8,7 @@
 #include "dwsym.h"
 #include "output/symbolize.h"
 
+#include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
 #include <pthread.h>
@@ -17,8 +18,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define GMT_MAX_MODS 2048
-#define GMT_MAX_LIBS 255
+#define GMT_MAX_MODS  2048
+#define GMT_MOD_SLOTS 4096
+#define GMT_MAX_LIBS  255
 
 typedef struct mod_s {
     uint64_t start, end; /* mapped range: first PT_LOAD's page to the last PT_LOAD's end */
@@ -40,6 +42,7 @@ static struct {
     char why[256];
     mod_t mods[GMT_MAX_MODS];
     int nmods;
+    int16_t slot[GMT_MOD_SLOTS]; /* in process: hash of module start -> 1 + index in mods */
     char exe_path[4096];
     int16_t *lib_of; /* per stack id: 0 unknown, -1 none, else 1 + index into libs */
     uint32_t max_ids;
@@ -76,37 +79,59 @@ static void note_build_id(const ElfW(Phdr) * ph, ElfW(Addr) bias, char *out)
     }
 }
 
-static int visit_object(struct dl_phdr_info *info, size_t size, void *ctx)
+/* The module holding probe in this process, added to S.mods the first time one of its
+ * addresses is seen. dladdr1 takes the loader's dl_load_lock, which fork resets in the child;
+ * dl_iterate_phdr would take dl_load_write_lock, which fork does not reset, so a child forked
+ * while the writer held it would hang in its own exit report. The module's program headers
+ * and build-id note are read from its mapped image (the first page holds the ELF header). */
+static const mod_t *local_mod(uint64_t probe)
 {
-    (void)size;
-    int *index = ctx;
-    if (S.nmods >= GMT_MAX_MODS) return 1;
-    uint64_t lo = UINT64_MAX, hi = 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD) continue;
-        if (ph->p_vaddr < lo) lo = ph->p_vaddr;
-        if (ph->p_vaddr + ph->p_memsz > hi) hi = ph->p_vaddr + ph->p_memsz;
+    Dl_info info;
+    struct link_map *lm = NULL;
+    if (!dladdr1((void *)(uintptr_t)probe, &info, (void **)&lm, RTLD_DL_LINKMAP) ||
+        !info.dli_fbase || !lm)
+        return NULL;
+    uint64_t base = (uint64_t)(uintptr_t)info.dli_fbase;
+    size_t h = (size_t)((base >> 12) * 0x9e3779b97f4a7c15ull >> 52) & (GMT_MOD_SLOTS - 1);
+    for (size_t k = 0; k < GMT_MOD_SLOTS; k++, h = (h + 1) & (GMT_MOD_SLOTS - 1)) {
+        int16_t i = S.slot[h];
+        if (i == 0) break;
+        if (S.mods[i - 1].start == base) return probe < S.mods[i - 1].end ? &S.mods[i - 1] : NULL;
     }
-    if (hi == 0) return 0;
+    if (S.nmods >= GMT_MAX_MODS || S.slot[h] != 0) return NULL;
+    const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)(uintptr_t)base;
     uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_phentsize != sizeof(ElfW(Phdr)) ||
+        eh->e_phoff + (uint64_t)eh->e_phnum * sizeof(ElfW(Phdr)) > page)
+        return NULL;
+    const ElfW(Phdr) *ph = (const ElfW(Phdr) *)(uintptr_t)(base + eh->e_phoff);
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (int i = 0; i < eh->e_phnum; i++) {
+        if (ph[i].p_type != PT_LOAD) continue;
+        if (ph[i].p_vaddr < lo) lo = ph[i].p_vaddr;
+        if (ph[i].p_vaddr + ph[i].p_memsz > hi) hi = ph[i].p_vaddr + ph[i].p_memsz;
+    }
+    if (hi == 0) return NULL;
+    uint64_t bias = base - (lo & ~(page - 1));
     mod_t *m = &S.mods[S.nmods];
     memset(m, 0, sizeof *m);
-    m->start = (info->dlpi_addr + lo) & ~(page - 1);
-    m->end = info->dlpi_addr + hi;
-    if (info->dlpi_name && *info->dlpi_name) {
-        m->path = info->dlpi_name;
-    } else if (*index == 0) {
-        ssize_t n = readlink("/proc/self/exe", S.exe_path, sizeof S.exe_path - 1);
-        S.exe_path[n > 0 ? n : 0] = 0;
-        m->path = n > 0 ? S.exe_path : NULL;
+    m->start = base;
+    m->end = bias + hi;
+    if (lm->l_name && *lm->l_name) {
+        m->path = lm->l_name;
+    } else { /* the main program */
+        if (!S.exe_path[0]) {
+            ssize_t n = readlink("/proc/self/exe", S.exe_path, sizeof S.exe_path - 1);
+            S.exe_path[n > 0 ? n : 0] = 0;
+        }
+        m->path = S.exe_path[0] ? S.exe_path : info.dli_fname;
     }
-    for (int i = 0; i < info->dlpi_phnum; i++)
-        if (info->dlpi_phdr[i].p_type == PT_NOTE && !m->build_id[0])
-            note_build_id(&info->dlpi_phdr[i], info->dlpi_addr, m->build_id);
-    (*index)++;
-    S.nmods++;
-    return 0;
+    for (int i = 0; i < eh->e_phnum && !m->build_id[0]; i++)
+        if (ph[i].p_type == PT_NOTE && bias + ph[i].p_vaddr >= m->start &&
+            bias + ph[i].p_vaddr + ph[i].p_memsz <= m->end)
+            note_build_id(&ph[i], bias, m->build_id);
+    S.slot[h] = (int16_t)(++S.nmods);
+    return probe < m->end ? m : NULL;
 }
 
 static int cmp_mod(const void *a, const void *b)
@@ -156,6 +181,7 @@ void gmt_symrep_begin(bool full, uint32_t max_stack_ids)
     S.dws = NULL;
     S.nmods = 0;
     S.nlibs = 0;
+    memset(S.slot, 0, sizeof S.slot);
     S.foreign = foreign != NULL;
     if (S.foreign) {
         for (int i = 0; i < nforeign && S.nmods < GMT_MAX_MODS; i++) {
@@ -167,11 +193,8 @@ void gmt_symrep_begin(bool full, uint32_t max_stack_ids)
             if (foreign[i].build_id)
                 snprintf(m->build_id, sizeof m->build_id, "%s", foreign[i].build_id);
         }
-    } else {
-        int index = 0;
-        dl_iterate_phdr(visit_object, &index);
+        qsort(S.mods, (size_t)S.nmods, sizeof *S.mods, cmp_mod);
     }
-    qsort(S.mods, (size_t)S.nmods, sizeof *S.mods, cmp_mod);
     S.max_ids = max_stack_ids;
     size_t bytes = (size_t)max_stack_ids * sizeof *S.lib_of;
     void *p = bytes ? mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
@@ -234,7 +257,8 @@ typedef struct frame_s {
 static void resolve(uint64_t addr, frame_t *f)
 {
     memset(f, 0, sizeof *f);
-    const mod_t *m = find_mod(addr > 0 ? addr - 1 : addr);
+    uint64_t probe = addr > 0 ? addr - 1 : addr;
+    const mod_t *m = S.foreign ? find_mod(probe) : local_mod(probe);
     if (m && m->path) {
         f->module = m->path;
         f->offset = addr - m->start;

@@ -1,8 +1,9 @@
 /* symrep.h - native frames and library attribution for the report writer (report.c).
  *
- * One report at a time (the writer is serialised). gmt_symrep_begin takes a snapshot of the
- * loaded modules (path, load address, build id read from the mapped PT_NOTE, no file I/O)
- * and, when `full`, opens a libdw session (dwsym.h) for function names, file:line and
+ * One report at a time (the writer is serialised). Each module met in a stack is looked up
+ * once per report (dladdr1: path, load address; build id from the mapped PT_NOTE; no file
+ * I/O, no dl_iterate_phdr, whose lock fork does not reset) and, when `full` is set at
+ * gmt_symrep_begin, a libdw session (dwsym.h) for function names, file:line and
  * inlined frames. `full` must be false where allocating is unsafe (a report from a CUDA hook,
  * or while a thread is stopped in a crash handler): then frames get module, offset, build id
  * and dladdr's symbol, and `gpumemtrace symbolize` can name them later. Everything the
