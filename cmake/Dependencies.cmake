@@ -24,6 +24,9 @@ gmt_require_header(GMT_LIBDW_INCLUDE elfutils/libdwfl.h libdw-dev)
 gmt_require_lib(GMT_LIBDW_LIB dw libdw-dev)
 gmt_require_header(GMT_CJSON_INCLUDE cJSON.h libcjson-dev)
 gmt_require_lib(GMT_CJSON_LIB cjson libcjson-dev)
+# The CLI's pprof export is gzip-compressed.
+gmt_require_header(GMT_ZLIB_INCLUDE zlib.h zlib1g-dev)
+gmt_require_lib(GMT_ZLIB_LIB z zlib1g-dev)
 
 # The CUDA toolkit: headers (cuda.h, cuda_runtime_api.h, cupti.h) only; nothing CUDA is linked.
 set(_gmt_cuda_hints ${CUDAToolkit_ROOT} $ENV{CUDAToolkit_ROOT} $ENV{CUDA_HOME} $ENV{CUDA_PATH} /usr/local/cuda /usr)

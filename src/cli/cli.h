@@ -9,7 +9,7 @@
 #ifndef GMT_CLI_CLI_H
 #define GMT_CLI_CLI_H
 
-#include "gmt_version.h"
+#include "gmt_version.h" /* GMT_VERSION_STRING, GMT_REPORT_VERSION (the newest report read) */
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -22,9 +22,10 @@
 #define GMT_EXIT_FAIL  1
 #define GMT_EXIT_USAGE 2
 
-/* The report versions this tool reads: 1 .. GMT_REPORT_VERSION (from gmt_version.h); the
- * writer bumps it on incompatible changes. */
-#define GMT_REPORT_SCHEMA "gpumemtrace.report"
+/* The report versions this tool reads: GMT_REPORT_VERSION_MIN .. GMT_REPORT_VERSION (from
+ * gmt_version.h); the writer bumps it on incompatible changes. */
+#define GMT_REPORT_SCHEMA      "gpumemtrace.report"
+#define GMT_REPORT_VERSION_MIN 1
 
 /* ---- verbs (gpumemtrace.c dispatches) ---- */
 
@@ -39,19 +40,137 @@ void gmt_cli_symbolize_help(FILE *to);
 /* Print "gpumemtrace: <message>" and a newline on stderr. */
 void gmt_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* ---- report loading (report_load.c) ---- */
+/* ---- the report model (report_load.c) ---- */
 
-/* A loaded report. root owns the whole document; the section pointers borrow from it and are
- * guaranteed by gmt_report_load to exist with the type the schema gives them (objects or
- * arrays). Elements of the array sections, and leaks.groups, are guaranteed to be objects;
- * fields inside them are not checked: read them with the gmt_json_* accessors below. */
+/* Every verb reads reports through gmt_report_load into this one model. The typed arrays are
+ * built once at load time from the JSON, for report versions 1 and 2 alike (v1 stacks are
+ * plain frame arrays; v2 stacks are {frames, python} with typed frames). Strings borrow from
+ * root, which the model keeps for the few verbs that copy sections verbatim (merge). Numbers
+ * that a report left out read as 0 (or -1 where noted: "unknown"). */
+
+typedef struct gmt_frame_s {
+    bool python;          /* a Python frame (file, function = symbol, line) */
+    const char *module;   /* native: module path, or NULL */
+    const char *symbol;   /* native symbol or Python function, or NULL */
+    const char *file;     /* source file, or NULL */
+    const char *build_id; /* or NULL */
+    int64_t line;         /* -1 unknown */
+    int64_t offset;       /* offset in module, -1 unknown */
+    uint64_t address;
+} gmt_frame_t;
+
+typedef struct gmt_stack_s {
+    int64_t id;
+    size_t n;
+    gmt_frame_t *frames; /* innermost first */
+    const char *python;  /* v2 "python" status, or NULL */
+} gmt_stack_t;
+
+typedef struct gmt_group_s {
+    int64_t stack_id; /* -1: none */
+    uint64_t bytes, count;
+    int64_t device, rank; /* rank: -1 unless the report is a merge */
+    const char *kind, *api, *library;
+    bool suppressed;
+    const gmt_stack_t *stack; /* NULL when the report has no such stack */
+} gmt_group_t;
+
+typedef struct gmt_device_s {
+    int64_t device, rank;
+    const char *name;
+    bool has_total;
+    uint64_t total_bytes, current_bytes, peak_bytes;
+    double peak_time;
+    int64_t allocs, frees, failures;
+    int64_t untracked_bytes; /* -1 unknown */
+} gmt_device_t;
+
+typedef struct gmt_peak_s {
+    int64_t device, rank;
+    uint64_t bytes;
+    double time, share; /* share -1 unknown */
+    size_t ngroups;
+    gmt_group_t *groups;
+} gmt_peak_t;
+
+typedef struct gmt_suspect_s {
+    int64_t stack_id, device, rank;
+    uint64_t growth_bytes, live_bytes;
+    const char *kind, *api, *library;
+    const gmt_stack_t *stack;
+} gmt_suspect_t;
+
+typedef struct gmt_library_s {
+    const char *library;
+    uint64_t peak_bytes, exit_bytes;
+} gmt_library_t;
+
+typedef struct gmt_frag_s {
+    int64_t device, rank;
+    uint64_t span_bytes, free_in_gaps, largest_gap, granularity_loss_bytes;
+    int64_t live_allocations;
+    double fragmentation; /* -1 unknown */
+} gmt_frag_t;
+
+typedef struct gmt_series_s {
+    int64_t device, rank;
+    size_t n;
+    double *t;       /* seconds since start */
+    uint64_t *bytes; /* in use at t */
+} gmt_series_t;
+
+typedef struct gmt_error_s {
+    double time;
+    const char *api, *kind, *error_name;
+    int64_t device, rank, error, stack_id;
+    uint64_t size;
+    int64_t free_bytes, total_bytes; /* -1 unknown */
+    int recovered;                   /* -1 unknown, 0, 1 */
+    bool oom;
+    const gmt_stack_t *stack;
+} gmt_error_t;
+
+typedef struct gmt_rank_s {
+    int64_t rank, pid;
+    const char *file, *hostname;
+    uint64_t peak_bytes, leaked_bytes;
+} gmt_rank_t;
+
 typedef struct gmt_report_s {
     cJSON *root;
     const char *path; /* as given to gmt_report_load; borrowed */
     int version;
-    const cJSON *tool, *process, *config, *capture, *summary, *leaks, *stacks; /* objects */
-    const cJSON *devices, *peak, *fragmentation, *timeline, *errors;           /* arrays */
-    const cJSON *leak_groups;                                                  /* array */
+    const cJSON *tool, *process, *config, *capture, *summary, *leaks, *stacks_json; /* objects */
+    const cJSON *devices_json, *peak_json, *fragmentation_json, *timeline_json, *errors_json;
+
+    /* process */
+    int64_t pid, rank;
+    const char *hostname, *reason, *signal, *tool_version;
+    double start_time, end_time, duration_s;
+    bool recovered;
+    /* summary */
+    int64_t allocs, frees, failures;
+    uint64_t peak_bytes, live_bytes;
+    /* leaks */
+    uint64_t leak_bytes, leak_suppressed_bytes, leak_count, groups_total;
+    uint64_t as_reserved_bytes, as_mapped_bytes, as_reserved_count, as_mapped_count;
+    size_t nleaks, nas, nsuspects, nlibraries;
+    uint64_t suspects_total; /* v2 growth_suspects_total, else nsuspects */
+    gmt_group_t *leak_groups, *as_groups;
+    gmt_suspect_t *suspects;
+    gmt_library_t *libraries;
+
+    size_t ndevices, npeaks, nfrag, nseries, nerrors, nstacks, nranks;
+    gmt_device_t *devices;
+    gmt_peak_t *peaks;
+    gmt_frag_t *frag;
+    gmt_series_t *series;
+    gmt_error_t *errors;
+    gmt_stack_t *stacks; /* sorted by id */
+    gmt_rank_t *ranks;   /* merged reports only (nranks > 0) */
+    double imbalance;    /* merged: max/mean of the ranks' peaks */
+
+    struct gmt_arena_s *arena;
 } gmt_report_t;
 
 /* Read and check the report at path ("-": standard input). On failure *rep is left empty,
@@ -60,17 +179,20 @@ typedef struct gmt_report_s {
  * a gpumemtrace report, -ENOTSUP for a report of another version. */
 int gmt_report_load(const char *path, gmt_report_t *rep, char *why, size_t why_len);
 
+/* The same on a buffer in memory (the fuzz target's entry). */
+int gmt_report_parse(const char *text, size_t len, gmt_report_t *rep, char *why, size_t why_len);
+
 /* gmt_report_load, printing "gpumemtrace: PATH: <why>" on failure. */
 int gmt_report_open(const char *path, gmt_report_t *rep);
 
 /* Free what gmt_report_load allocated; safe on an empty or already freed report. */
 void gmt_report_free(gmt_report_t *rep);
 
-/* The frames array of a stack id, or NULL when the report has no such stack. */
-const cJSON *gmt_report_stack(const gmt_report_t *rep, int64_t stack_id);
+/* The stack of an id, or NULL when the report has no such stack. */
+const gmt_stack_t *gmt_report_stack(const gmt_report_t *rep, int64_t stack_id);
 
-/* The devices[] entry with this device number, or NULL. */
-const cJSON *gmt_report_device(const gmt_report_t *rep, int64_t device);
+/* The devices[] entry with this device (and rank, -1 for any), or NULL. */
+const gmt_device_t *gmt_report_device(const gmt_report_t *rep, int64_t device, int64_t rank);
 
 /* Typed field accessors: the value of obj[key] when it exists with that type, else dflt. */
 int64_t gmt_json_int(const cJSON *obj, const char *key, int64_t dflt);
@@ -78,6 +200,95 @@ double gmt_json_num(const cJSON *obj, const char *key, double dflt);
 const char *gmt_json_str(const cJSON *obj, const char *key, const char *dflt);
 bool gmt_json_bool(const cJSON *obj, const char *key, bool dflt);
 bool gmt_json_has_num(const cJSON *obj, const char *key);
+
+/* ---- frames and stacks (frames.c) ---- */
+
+const char *gmt_basename(const char *path);
+
+/* A module that is not the user's code: the tracer, CUDA and its libraries, frameworks'
+ * native parts, libpython, libc and the loader. */
+bool gmt_module_is_internal(const char *module);
+
+/* The frame a person should look at first: the innermost Python frame outside the standard
+ * library and site-packages, else the innermost Python frame, else the innermost native frame
+ * outside internal modules, else the innermost frame. NULL for an empty stack. */
+const gmt_frame_t *gmt_user_frame(const gmt_stack_t *stack);
+
+/* "alloc_workspace workspace.c:88 [trainer+0x12e10]", "forward model.py:42",
+ * "libpool.so+0x1000": never empty, names first, module+offset always when known. */
+void gmt_frame_format(const gmt_frame_t *f, char *buf, size_t len);
+
+/* A short name for a flame graph node: symbol or function, else module+offset. */
+void gmt_frame_name(const gmt_frame_t *f, char *buf, size_t len);
+
+/* The identity of a frame across runs (no addresses, no ids): "trainer`alloc_workspace",
+ * "trainer`+0x12e10", "py`model.py`forward". */
+void gmt_frame_key(const gmt_frame_t *f, char *buf, size_t len);
+
+/* The key of a whole stack (frame keys joined by ';', innermost first), heap-allocated;
+ * "(no stack)" for NULL. NULL when out of memory. */
+char *gmt_stack_key(const gmt_stack_t *stack);
+
+/* Suppression patterns, as GPUMEMTRACE_SUPPRESSIONS: one fnmatch(3) pattern a line, '#'
+ * comments; matched against frames' symbol, module path and basename, and file. */
+typedef struct gmt_supp_s {
+    char *text;
+    const char **pat;
+    size_t n;
+} gmt_supp_t;
+int gmt_supp_load(const char *path, gmt_supp_t *s, char *why, size_t why_len);
+bool gmt_supp_match(const gmt_supp_t *s, const gmt_stack_t *stack);
+void gmt_supp_free(gmt_supp_t *s);
+
+/* Device label "GPU 0", "host", "rank 1 GPU 0". */
+const char *gmt_device_label(int64_t device, int64_t rank, char *buf, size_t len);
+
+/* Verbs */
+int gmt_cli_check(int argc, char **argv);
+int gmt_cli_diff(int argc, char **argv);
+int gmt_cli_merge(int argc, char **argv);
+int gmt_cli_export(int argc, char **argv);
+void gmt_cli_check_help(FILE *to);
+void gmt_cli_diff_help(FILE *to);
+void gmt_cli_merge_help(FILE *to);
+void gmt_cli_export_help(FILE *to);
+
+/* Write data to path atomically: a temporary file beside it, then rename. "-" or NULL: stdout.
+ * Returns 0 or a negative errno. */
+int gmt_write_output(const char *path, const void *data, size_t len);
+
+/* A growable byte buffer for the exporters. */
+typedef struct gmt_buf_s {
+    char *data;
+    size_t len, cap;
+    bool failed;
+} gmt_buf_t;
+void gmt_buf_put(gmt_buf_t *b, const void *p, size_t n);
+void gmt_buf_puts(gmt_buf_t *b, const char *s);
+void gmt_buf_printf(gmt_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void gmt_buf_json_str(gmt_buf_t *b, const char *s); /* a JSON string literal, quotes included */
+void gmt_buf_free(gmt_buf_t *b);
+
+/* A string -> index map (open addressing), for the exporters' and diff's tables, which must
+ * stay fast for reports of many thousands of stacks. Keys are copied. */
+typedef struct gmt_strmap_s {
+    char **keys;
+    size_t *vals;
+    size_t n, cap;
+} gmt_strmap_t;
+/* The index stored for key, or SIZE_MAX. */
+size_t gmt_strmap_get(const gmt_strmap_t *m, const char *key);
+/* Store key -> val (key not yet present); 0 or -ENOMEM. */
+int gmt_strmap_put(gmt_strmap_t *m, const char *key, size_t val);
+void gmt_strmap_free(gmt_strmap_t *m);
+
+/* The report in FORMAT (folded, speedscope, perfetto, html, prometheus, pprof) appended to b;
+ * stacks "leaks" or "peak" for folded. 0, -EINVAL for an unknown format, or -ENOMEM. */
+int gmt_export_to(const gmt_report_t *rep, const char *format, const char *stacks, gmt_buf_t *b);
+
+/* Exporters (export.c, pprof.c, html.c): each appends the whole output to b; 0 or -errno. */
+int gmt_export_pprof(const gmt_report_t *rep, gmt_buf_t *b);
+int gmt_export_html(const gmt_report_t *rep, gmt_buf_t *b);
 
 /* ---- formatting (report_load.c) ---- */
 

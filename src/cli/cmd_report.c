@@ -1,25 +1,33 @@
 /* cmd_report.c - `gpumemtrace report FILE`: a report summarised for a person at a terminal.
  *
- * Prints, in order: what was traced (program, pid, host, rank, why the report was written,
- * how long it ran, how it was captured), each device's peak and current use, the leaks grouped
- * by call stack, who held memory at each device's peak, fragmentation, failed allocations,
- * and the allocation counts. Stacks are shortened to a few frames that name code a person can
- * recognise. Everything is read through report_load.c's checked accessors, so a report with
- * optional fields missing still prints what it has.
+ * Prints, in order: what was traced, each device's peak and current use (and the bytes the
+ * driver used that no traced call explains), the leaks grouped by call stack, growth suspects,
+ * who held memory at each device's peak, bytes per library, fragmentation with a label, failed
+ * allocations, and the counts. Each group shows its nearest user frame first ("->"), then the
+ * innermost frames; a frame without a name is shown as module+offset, never left out. Colour
+ * and the terminal's width are used only when standard output is a terminal and NO_COLOR is
+ * unset. `--json` prints the same summary as JSON for tools. Everything is read from the
+ * report model (report_load.c).
  */
 #include "cli/cli.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
-#define DEFAULT_TOP    10
-#define FRAMES_SHOWN   4
-#define ARGV_SHOWN_LEN 200
+#define DEFAULT_TOP        10
+#define NATIVE_INNER_SHOWN 2 /* native frames shown inside the innermost Python frame */
+#define FRAMES_SHOWN       4
+#define ARGV_SHOWN_LEN     200
 
 static const struct option long_opts[] = {
     {"top", required_argument, NULL, 't'},
+    {"device", required_argument, NULL, 'd'},
+    {"json", no_argument, NULL, 'j'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -27,143 +35,151 @@ static const struct option long_opts[] = {
 void gmt_cli_report_help(FILE *to)
 {
     fprintf(to,
-            "Usage: gpumemtrace report [--top N] FILE\n"
+            "Usage: gpumemtrace report [--top N] [--device N] [--json] FILE\n"
             "\n"
             "Prints a summary of a gpumemtrace report: the run, each device's peak and\n"
-            "current use, leaks by call stack, peak owners, fragmentation and failed\n"
-            "allocations. FILE '-' reads standard input.\n"
+            "current use, leaks by call stack with the nearest user frame, growth suspects,\n"
+            "peak owners, bytes per library, fragmentation and failed allocations.\n"
+            "FILE '-' reads standard input. Colour only on a terminal (NO_COLOR honoured).\n"
             "\n"
             "  --top N     call-stack groups shown per section (default %d)\n"
+            "  --device N  only device N (-1: host memory)\n"
+            "  --json      the summary as JSON, for tools\n"
             "  -h, --help  this help\n",
             DEFAULT_TOP);
 }
 
-/* Device label: "GPU 0", or "host" for memory that belongs to no device (pinned host). */
-static const char *device_label(int64_t device, char *buf, size_t len)
+typedef struct view_s {
+    const gmt_report_t *rep;
+    long top;
+    bool filter;
+    int64_t device;
+    bool color;
+    int width; /* 0: no limit */
+} view_t;
+
+static const char *c_on(const view_t *v, const char *code)
 {
-    if (device < 0)
-        snprintf(buf, len, "host");
-    else
-        snprintf(buf, len, "GPU %" PRId64, device);
-    return buf;
+    return v->color ? code : "";
+}
+#define BOLD(v)  c_on(v, "\033[1m")
+#define RED(v)   c_on(v, "\033[31m")
+#define YEL(v)   c_on(v, "\033[33m")
+#define CYAN(v)  c_on(v, "\033[36m")
+#define RESET(v) c_on(v, "\033[0m")
+
+static bool wanted(const view_t *v, int64_t device)
+{
+    return !v->filter || device == v->device;
 }
 
-static const char *basename_of(const char *path)
+/* A line, cut to the terminal's width when there is one. */
+static void print_line(const view_t *v, const char *indent, const char *text)
 {
-    const char *slash = strrchr(path, '/');
-    return slash && slash[1] ? slash + 1 : path;
-}
-
-/* What a person can recognise a frame by: a symbol (native) or function (Python), or a source
- * file. */
-static bool frame_is_named(const cJSON *frame)
-{
-    return gmt_json_str(frame, "symbol", NULL) || gmt_json_str(frame, "function", NULL) ||
-           gmt_json_str(frame, "file", NULL);
-}
-
-/* "at NAME FILE:LINE [module+0xOFFSET]": the name first, as a person reads it; the module
- * and offset, which addr2line resolves, only in brackets (or alone when nothing is named). */
-static void print_frame(const cJSON *frame, const char *indent)
-{
-    const char *name = gmt_json_str(frame, "symbol", gmt_json_str(frame, "function", NULL));
-    const char *module = gmt_json_str(frame, "module", NULL);
-    const char *file = gmt_json_str(frame, "file", NULL);
-    char where[512];
-    if (module && gmt_json_has_num(frame, "offset"))
-        snprintf(where, sizeof where, "%s+0x%" PRIx64, basename_of(module),
-                 (uint64_t)gmt_json_int(frame, "offset", 0));
-    else if (module)
-        snprintf(where, sizeof where, "%s %s", basename_of(module),
-                 gmt_json_str(frame, "address", "?"));
-    else
-        snprintf(where, sizeof where, "%s", gmt_json_str(frame, "address", "?"));
-
-    printf("%sat %s", indent, name ? name : file ? "?" : where);
-    if (file) {
-        printf(" %s", file);
-        if (gmt_json_has_num(frame, "line")) printf(":%" PRId64, gmt_json_int(frame, "line", 0));
+    size_t room = v->width > 0 ? (size_t)v->width : SIZE_MAX;
+    size_t il = strlen(indent), tl = strlen(text);
+    if (il + tl > room && room > il + 4) {
+        printf("%s%.*s...\n", indent, (int)(room - il - 3), text);
+    } else {
+        printf("%s%s\n", indent, text);
     }
-    if ((name || file) && module) printf(" [%s]", where);
-    putchar('\n');
 }
 
-/* The first FRAMES_SHOWN frames of a stack. Frames that name nothing (no symbol, no file) are
- * left out when the stack has frames that do; a stack of only unnamed frames prints them as
- * module+offset, which addr2line can still resolve. */
-static void print_stack(const gmt_report_t *rep, const cJSON *group, const char *indent)
+static void print_stack(const view_t *v, const gmt_stack_t *st, int64_t stack_id,
+                        const char *indent)
 {
-    if (!gmt_json_has_num(group, "stack_id")) return;
-    int64_t id = gmt_json_int(group, "stack_id", 0);
-    const cJSON *frames = gmt_report_stack(rep, id);
-    int n = frames ? cJSON_GetArraySize(frames) : 0;
-    if (n == 0) {
-        printf("%s(no stack recorded)\n", indent);
+    char buf[1024], line[1100];
+    if (!st || st->n == 0) {
+        if (stack_id > 0 && !st)
+            snprintf(line, sizeof line, "(stack %" PRId64 " not in the report)", stack_id);
+        else
+            snprintf(line, sizeof line, "(no stack recorded)");
+        print_line(v, indent, line);
         return;
     }
-    bool any_named = false;
-    const cJSON *frame;
-    cJSON_ArrayForEach(frame, frames)
-    {
-        if (cJSON_IsObject(frame) && frame_is_named(frame)) any_named = true;
+    const gmt_frame_t *user = gmt_user_frame(st);
+    if (user) {
+        gmt_frame_format(user, buf, sizeof buf);
+        snprintf(line, sizeof line, "%s-> %s%s", BOLD(v), buf, RESET(v));
+        print_line(v, indent, line);
     }
-    int shown = 0, left = 0;
-    cJSON_ArrayForEach(frame, frames)
-    {
-        if (!cJSON_IsObject(frame) || (any_named && !frame_is_named(frame))) continue;
-        if (shown < FRAMES_SHOWN) {
-            print_frame(frame, indent);
-            shown++;
-        } else {
-            left++;
+    /* With Python frames in the stack the user's lines come first: the native frames inside
+     * the innermost Python frame (the library that allocated) are shown, at most
+     * NATIVE_INNER_SHOWN of them, then the Python frames; the native glue between Python
+     * frames (the interpreter, ctypes, bindings) is folded and counted, never dropped. */
+    size_t first_py = st->n;
+    for (size_t i = 0; i < st->n; i++)
+        if (st->frames[i].python) {
+            first_py = i;
+            break;
         }
+    bool any_python = first_py < st->n;
+    size_t shown = 0, folded = 0, i = 0; /* shown: Python frames when there are any */
+    for (; i < st->n && shown < FRAMES_SHOWN; i++) {
+        const gmt_frame_t *f = &st->frames[i];
+        if (any_python && !f->python && (i >= first_py || i >= NATIVE_INNER_SHOWN)) {
+            folded++;
+            continue;
+        }
+        gmt_frame_format(f, buf, sizeof buf);
+        snprintf(line, sizeof line, "   at %s", buf);
+        print_line(v, indent, line);
+        if (!any_python || f->python) shown++;
     }
-    if (left) printf("%s... %d more frame%s\n", indent, left, left == 1 ? "" : "s");
+    size_t more = st->n - i;
+    if (more && folded)
+        snprintf(line, sizeof line, "   ... %zu more frame%s (%zu native frame%s folded above)",
+                 more, more == 1 ? "" : "s", folded, folded == 1 ? "" : "s");
+    else if (more)
+        snprintf(line, sizeof line, "   ... %zu more frame%s", more, more == 1 ? "" : "s");
+    else if (folded)
+        snprintf(line, sizeof line, "   (%zu native frame%s folded: interpreter and bindings)",
+                 folded, folded == 1 ? "" : "s");
+    if (more || folded) print_line(v, indent, line);
 }
 
-/* share is a fraction of the device's memory (0.25 = 25%). */
 static void print_share(double share)
 {
+    if (share < 0) return;
     if (share > 0 && share < 0.001)
         printf(" (<0.1%% of the device)");
     else
         printf(" (%.1f%% of the device)", 100.0 * share);
 }
 
-/* One call-stack group: "#1  3.00 MiB in 2 allocations  device on GPU 0  cudaMalloc". */
-static void print_group(const gmt_report_t *rep, const cJSON *group, int rank)
+static void print_group(const view_t *v, const gmt_group_t *g, int rank)
 {
-    char bytes[GMT_FMT_BYTES_LEN], dev[32];
-    int64_t count = gmt_json_int(group, "count", 0);
-    printf("  #%-3d %10s in %" PRId64 " allocation%s  %s memory on %s  %s%s\n", rank,
-           gmt_fmt_bytes((uint64_t)gmt_json_int(group, "bytes", 0), bytes, sizeof bytes), count,
-           count == 1 ? "" : "s", gmt_json_str(group, "kind", "?"),
-           device_label(gmt_json_int(group, "device", 0), dev, sizeof dev),
-           gmt_json_str(group, "api", "?"),
-           gmt_json_bool(group, "suppressed", false) ? "  [suppressed]" : "");
-    print_stack(rep, group, "         ");
+    char bytes[GMT_FMT_BYTES_LEN], dev[48];
+    printf("  #%-3d %s%10s%s in %" PRIu64 " allocation%s  %s memory on %s  %s%s%s%s\n", rank,
+           BOLD(v), gmt_fmt_bytes(g->bytes, bytes, sizeof bytes), RESET(v), g->count,
+           g->count == 1 ? "" : "s", g->kind, gmt_device_label(g->device, g->rank, dev, sizeof dev),
+           g->api, g->library ? "  " : "", g->library ? g->library : "",
+           g->suppressed ? "  [suppressed]" : "");
+    print_stack(v, g->stack, g->stack_id, "       ");
 }
 
-static void print_groups(const gmt_report_t *rep, const cJSON *groups, long top)
+static void print_groups(const view_t *v, const gmt_group_t *groups, size_t n)
 {
-    int n = cJSON_GetArraySize(groups), rank = 0;
-    const cJSON *group;
-    cJSON_ArrayForEach(group, groups)
-    {
-        if (rank >= top) break;
-        print_group(rep, group, ++rank);
+    int rank = 0;
+    size_t left = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!wanted(v, groups[i].device)) continue;
+        if (rank >= v->top) {
+            left++;
+            continue;
+        }
+        print_group(v, &groups[i], ++rank);
     }
-    if (n > rank)
-        printf("  ... %d more group%s (--top to show more)\n", n - rank, n - rank == 1 ? "" : "s");
+    if (left) printf("  ... %zu more group%s (--top to show more)\n", left, left == 1 ? "" : "s");
 }
 
-static void print_header(const gmt_report_t *rep)
+static void print_header(const view_t *v)
 {
-    const cJSON *proc = rep->process;
+    const gmt_report_t *rep = v->rep;
     char cmd[ARGV_SHOWN_LEN + 4] = "";
     size_t used = 0;
     const cJSON *arg;
-    cJSON_ArrayForEach(arg, cJSON_GetObjectItemCaseSensitive(proc, "argv"))
+    cJSON_ArrayForEach(arg, cJSON_GetObjectItemCaseSensitive(rep->process, "argv"))
     {
         if (!cJSON_IsString(arg)) continue;
         int w = snprintf(cmd + used, sizeof cmd - used, "%s%s", used ? " " : "", arg->valuestring);
@@ -173,20 +189,18 @@ static void print_header(const gmt_report_t *rep)
         }
         used += (size_t)w;
     }
-
-    printf("gpumemtrace report %s (tool %s, report version %d)\n", rep->path,
-           gmt_json_str(rep->tool, "version", "?"), rep->version);
+    printf("%sgpumemtrace report %s%s (tool %s, report version %d)\n", BOLD(v), rep->path, RESET(v),
+           rep->tool_version, rep->version);
     printf("  program   %s\n", cmd[0] ? cmd : "?");
-    printf("  process   pid %" PRId64 ", host %s, rank %" PRId64 "\n", gmt_json_int(proc, "pid", 0),
-           gmt_json_str(proc, "hostname", "?"), gmt_json_int(proc, "rank", 0));
-
-    const char *reason = gmt_json_str(proc, "reason", "?");
-    const char *signal = gmt_json_str(proc, "signal", NULL);
-    double duration = gmt_json_has_num(proc, "duration_s")
-                          ? gmt_json_num(proc, "duration_s", 0)
-                          : gmt_json_num(proc, "end_time", 0) - gmt_json_num(proc, "start_time", 0);
-    printf("  reason    %s%s%s%s, ran %.3f s\n", reason, signal ? " (" : "", signal ? signal : "",
-           signal ? ")" : "", duration < 0 ? 0.0 : duration);
+    printf("  process   pid %" PRId64 ", host %s, rank %" PRId64 "\n", rep->pid, rep->hostname,
+           rep->rank);
+    printf("  reason    %s%s%s%s, ran %.3f s%s\n", rep->reason, rep->signal ? " (" : "",
+           rep->signal ? rep->signal : "", rep->signal ? ")" : "", rep->duration_s,
+           rep->recovered ? " (recovered from the state file)" : "");
+    if (rep->nranks) {
+        printf("  merged    %zu ranks, peak imbalance %.2f (max/mean)\n", rep->nranks,
+               rep->imbalance);
+    }
 
     const cJSON *cap = rep->capture;
     char backends[256] = "";
@@ -209,8 +223,8 @@ static void print_header(const gmt_report_t *rep)
     int64_t drops = 0;
     cJSON_ArrayForEach(arg, dropped)
     {
-        int64_t v = gmt_json_int(dropped, arg->string, 0);
-        if (v > 0) drops = v > INT64_MAX - drops ? INT64_MAX : drops + v;
+        int64_t d = gmt_json_int(dropped, arg->string, 0);
+        if (d > 0) drops = d > INT64_MAX - drops ? INT64_MAX : drops + d;
     }
     const cJSON *warnings = cJSON_GetObjectItemCaseSensitive(cap, "warnings");
     int nwarn = cJSON_IsArray(warnings) ? cJSON_GetArraySize(warnings) : 0;
@@ -218,10 +232,11 @@ static void print_header(const gmt_report_t *rep)
            gmt_json_int(events, "total", 0), drops, nwarn, nwarn == 1 ? "" : "s");
     cJSON_ArrayForEach(arg, warnings)
     {
-        if (cJSON_IsString(arg)) printf("  warning:  %s\n", arg->valuestring);
+        if (cJSON_IsString(arg)) printf("  %swarning:%s  %s\n", YEL(v), RESET(v), arg->valuestring);
     }
     if (drops) {
-        printf("  note:     dropped events make the numbers below incomplete:");
+        printf("  %snote:%s     dropped events make the numbers below incomplete:", YEL(v),
+               RESET(v));
         cJSON_ArrayForEach(arg, dropped)
         {
             if (gmt_json_int(dropped, arg->string, 0) > 0)
@@ -231,183 +246,363 @@ static void print_header(const gmt_report_t *rep)
     }
 }
 
-static void print_devices(const gmt_report_t *rep)
+static void print_devices(const view_t *v)
 {
-    printf("\nDevices\n");
-    if (cJSON_GetArraySize(rep->devices) == 0) printf("  (no device memory was allocated)\n");
-    const cJSON *dev;
-    cJSON_ArrayForEach(dev, rep->devices)
-    {
-        char label[32], a[GMT_FMT_BYTES_LEN], b[GMT_FMT_BYTES_LEN];
-        int64_t id = gmt_json_int(dev, "device", 0);
-        printf("  %s", device_label(id, label, sizeof label));
-        const char *name = gmt_json_str(dev, "name", NULL);
-        if (name) printf("  %s", name);
-        bool has_total = gmt_json_has_num(dev, "total_bytes");
-        int64_t total = gmt_json_int(dev, "total_bytes", 0);
-        if (has_total) printf(", %s", gmt_fmt_bytes((uint64_t)total, a, sizeof a));
+    const gmt_report_t *rep = v->rep;
+    printf("\n%sDevices%s\n", BOLD(v), RESET(v));
+    if (rep->ndevices == 0) printf("  (no device memory was allocated)\n");
+    for (size_t i = 0; i < rep->ndevices; i++) {
+        const gmt_device_t *d = &rep->devices[i];
+        if (!wanted(v, d->device)) continue;
+        char label[48], a[GMT_FMT_BYTES_LEN];
+        printf("  %s", gmt_device_label(d->device, d->rank, label, sizeof label));
+        if (d->name) printf("  %s", d->name);
+        if (d->has_total) printf(", %s", gmt_fmt_bytes(d->total_bytes, a, sizeof a));
         putchar('\n');
-
-        int64_t peak = gmt_json_int(dev, "peak_bytes", 0);
-        printf("    peak     %s", gmt_fmt_bytes((uint64_t)peak, a, sizeof a));
-        if (gmt_json_has_num(dev, "peak_time"))
-            printf(" at %.3f s", gmt_json_num(dev, "peak_time", 0));
-        if (has_total && total > 0) print_share((double)peak / (double)total);
+        printf("    peak     %s at %.3f s", gmt_fmt_bytes(d->peak_bytes, a, sizeof a),
+               d->peak_time);
+        if (d->has_total && d->total_bytes > 0)
+            print_share((double)d->peak_bytes / (double)d->total_bytes);
         putchar('\n');
-        printf("    current  %s\n",
-               gmt_fmt_bytes((uint64_t)gmt_json_int(dev, "current_bytes", 0), b, sizeof b));
-        printf("    %" PRId64 " allocations, %" PRId64 " frees, %" PRId64 " failures\n",
-               gmt_json_int(dev, "allocs", 0), gmt_json_int(dev, "frees", 0),
-               gmt_json_int(dev, "failures", 0));
-        const cJSON *audit = cJSON_GetObjectItemCaseSensitive(dev, "audit");
-        if (gmt_json_has_num(audit, "untracked_bytes") &&
-            gmt_json_int(audit, "untracked_bytes", 0) > 0)
-            printf("    untracked %s in use on the device outside the traced calls\n",
-                   gmt_fmt_bytes((uint64_t)gmt_json_int(audit, "untracked_bytes", 0), a, sizeof a));
+        printf("    current  %s\n", gmt_fmt_bytes(d->current_bytes, a, sizeof a));
+        printf("    %" PRId64 " allocations, %" PRId64 " frees, %" PRId64 " failures\n", d->allocs,
+               d->frees, d->failures);
+        if (d->untracked_bytes > 0)
+            printf("    untracked %s in use on the device outside the traced calls (CUDA "
+                   "context, modules, other processes; see docs/troubleshooting.md)\n",
+                   gmt_fmt_bytes((uint64_t)d->untracked_bytes, a, sizeof a));
     }
 }
 
-static void print_leaks(const gmt_report_t *rep, long top)
+static void print_leaks(const view_t *v)
 {
+    const gmt_report_t *rep = v->rep;
     char bytes[GMT_FMT_BYTES_LEN];
-    int64_t count = gmt_json_int(rep->leaks, "count", 0);
-    int64_t groups = gmt_json_int(rep->leaks, "groups_total", cJSON_GetArraySize(rep->leak_groups));
-    printf("\nLeaks: %s in %" PRId64 " allocation%s %s",
-           gmt_fmt_bytes((uint64_t)gmt_json_int(rep->leaks, "total_bytes", 0), bytes, sizeof bytes),
-           count, count == 1 ? "" : "s",
+    printf("\n%sLeaks: %s%s%s in %" PRIu64 " allocation%s %s", BOLD(v),
+           rep->leak_bytes ? RED(v) : "", gmt_fmt_bytes(rep->leak_bytes, bytes, sizeof bytes),
+           RESET(v), rep->leak_count, rep->leak_count == 1 ? "" : "s",
            gmt_json_str(rep->leaks, "meaning", "still live at the end"));
-    if (count) printf(", %" PRId64 " call stack%s", groups, groups == 1 ? "" : "s");
+    if (rep->leak_count)
+        printf(", %" PRIu64 " call stack%s", rep->groups_total, rep->groups_total == 1 ? "" : "s");
     printf("\n");
-    if (gmt_json_int(rep->leaks, "suppressed_bytes", 0) > 0)
+    if (rep->leak_suppressed_bytes > 0)
         printf("  not counted: %s in groups that matched a suppression (known caches)\n",
-               gmt_fmt_bytes((uint64_t)gmt_json_int(rep->leaks, "suppressed_bytes", 0), bytes,
-                             sizeof bytes));
-    print_groups(rep, rep->leak_groups, top);
-
-    /* Report v2: reservations and mappings held at exit are address space, not memory; they
-     * are shown apart and never added to the leak total (docs/report.md, the accounting rule). */
-    const cJSON *as = cJSON_GetObjectItemCaseSensitive(rep->leaks, "address_space");
-    if (cJSON_IsObject(as) &&
-        (gmt_json_int(as, "reserved_count", 0) > 0 || gmt_json_int(as, "mapped_count", 0) > 0)) {
-        char mapped[GMT_FMT_BYTES_LEN];
-        int64_t nr = gmt_json_int(as, "reserved_count", 0),
-                nm = gmt_json_int(as, "mapped_count", 0);
-        printf("  Address space (not memory, not in the total): %s reserved in %" PRId64
-               " reservation%s, %s mapped in %" PRId64 " mapping%s\n",
-               gmt_fmt_bytes((uint64_t)gmt_json_int(as, "reserved_bytes", 0), bytes, sizeof bytes),
-               nr, nr == 1 ? "" : "s",
-               gmt_fmt_bytes((uint64_t)gmt_json_int(as, "mapped_bytes", 0), mapped, sizeof mapped),
-               nm, nm == 1 ? "" : "s");
+               gmt_fmt_bytes(rep->leak_suppressed_bytes, bytes, sizeof bytes));
+    print_groups(v, rep->leak_groups, rep->nleaks);
+    /* v2: reservations and mappings held at exit are address space, not memory: shown apart,
+     * never in the leak total (docs/report.md, the accounting rule) */
+    if (rep->as_reserved_count || rep->as_mapped_count || rep->nas) {
+        char m[GMT_FMT_BYTES_LEN];
+        printf("  Address space (not memory, not in the total): %s reserved in %" PRIu64
+               " reservation%s, %s mapped in %" PRIu64 " mapping%s\n",
+               gmt_fmt_bytes(rep->as_reserved_bytes, bytes, sizeof bytes), rep->as_reserved_count,
+               rep->as_reserved_count == 1 ? "" : "s",
+               gmt_fmt_bytes(rep->as_mapped_bytes, m, sizeof m), rep->as_mapped_count,
+               rep->as_mapped_count == 1 ? "" : "s");
+        print_groups(v, rep->as_groups, rep->nas);
     }
 
-    const cJSON *suspects = cJSON_GetObjectItemCaseSensitive(rep->leaks, "growth_suspects");
-    int ns = cJSON_IsArray(suspects) ? cJSON_GetArraySize(suspects) : 0;
-    if (ns == 0) return;
-    printf("  Growth suspects (live bytes kept rising through the run): %d\n", ns);
+    if (rep->nsuspects == 0) return;
+    printf("\n%sGrowth suspects%s (live bytes kept rising through the run): %" PRIu64 "\n", BOLD(v),
+           RESET(v), rep->suspects_total);
     int rank = 0;
-    const cJSON *s;
-    cJSON_ArrayForEach(s, suspects)
-    {
-        if (!cJSON_IsObject(s)) continue;
-        if (rank >= top) break;
-        printf("  #%-3d", ++rank);
-        const char *live = gmt_json_has_num(s, "live_bytes") ? "live_bytes" : "bytes"; /* v2, v1 */
-        if (gmt_json_has_num(s, live))
-            printf(" %10s live",
-                   gmt_fmt_bytes((uint64_t)gmt_json_int(s, live, 0), bytes, sizeof bytes));
-        if (gmt_json_has_num(s, "growth_bytes"))
-            printf(", grew by %s", gmt_fmt_bytes((uint64_t)gmt_json_int(s, "growth_bytes", 0),
-                                                 bytes, sizeof bytes));
-        if (gmt_json_has_num(s, "stack_id"))
-            printf("  (stack %" PRId64 ")", gmt_json_int(s, "stack_id", 0));
-        putchar('\n');
-        print_stack(rep, s, "         ");
-    }
-}
-
-static void print_peaks(const gmt_report_t *rep, long top)
-{
-    printf("\nPeak owners\n");
-    if (cJSON_GetArraySize(rep->peak) == 0) printf("  (none)\n");
-    const cJSON *peak;
-    cJSON_ArrayForEach(peak, rep->peak)
-    {
-        char label[32], bytes[GMT_FMT_BYTES_LEN];
-        printf("  %s: %s at %.3f s",
-               device_label(gmt_json_int(peak, "device", 0), label, sizeof label),
-               gmt_fmt_bytes((uint64_t)gmt_json_int(peak, "bytes", 0), bytes, sizeof bytes),
-               gmt_json_num(peak, "time", 0));
-        if (gmt_json_has_num(peak, "share")) print_share(gmt_json_num(peak, "share", 0));
-        putchar('\n');
-        print_groups(rep, cJSON_GetObjectItemCaseSensitive(peak, "groups"), top);
-    }
-}
-
-static void print_fragmentation(const gmt_report_t *rep)
-{
-    printf("\nFragmentation\n");
-    if (cJSON_GetArraySize(rep->fragmentation) == 0) printf("  (none)\n");
-    const cJSON *f;
-    cJSON_ArrayForEach(f, rep->fragmentation)
-    {
-        char label[32], span[GMT_FMT_BYTES_LEN], gaps[GMT_FMT_BYTES_LEN],
-            largest[GMT_FMT_BYTES_LEN];
-        printf("  %s: %.2f  (%" PRId64 " live allocations over %s; %s free in gaps, largest "
-               "gap %s)\n",
-               device_label(gmt_json_int(f, "device", 0), label, sizeof label),
-               gmt_json_num(f, "fragmentation", 0), gmt_json_int(f, "live_allocations", 0),
-               gmt_fmt_bytes((uint64_t)gmt_json_int(f, "span_bytes", 0), span, sizeof span),
-               gmt_fmt_bytes((uint64_t)gmt_json_int(f, "free_in_gaps", 0), gaps, sizeof gaps),
-               gmt_fmt_bytes((uint64_t)gmt_json_int(f, "largest_gap", 0), largest, sizeof largest));
-    }
-}
-
-static void print_errors(const gmt_report_t *rep, long top)
-{
-    int n = cJSON_GetArraySize(rep->errors);
-    printf("\nErrors: %d failed allocation%s\n", n, n == 1 ? "" : "s");
-    int rank = 0;
-    const cJSON *e;
-    cJSON_ArrayForEach(e, rep->errors)
-    {
-        if (rank >= top) break;
-        char label[32], size[GMT_FMT_BYTES_LEN], fr[GMT_FMT_BYTES_LEN], tot[GMT_FMT_BYTES_LEN];
-        char err[96];
-        const char *name = gmt_json_str(e, "error_name", NULL);
-        if (name)
-            snprintf(err, sizeof err, "%s (%" PRId64 ")", name, gmt_json_int(e, "error", 0));
-        else
-            snprintf(err, sizeof err, "error %" PRId64, gmt_json_int(e, "error", 0));
-        printf("  #%-3d %s of %s on %s at %.3f s: %s", ++rank, gmt_json_str(e, "api", "?"),
-               gmt_fmt_bytes((uint64_t)gmt_json_int(e, "size", 0), size, sizeof size),
-               device_label(gmt_json_int(e, "device", 0), label, sizeof label),
-               gmt_json_num(e, "time", 0), err);
-        if (gmt_json_has_num(e, "free_bytes")) {
-            printf("; %s free",
-                   gmt_fmt_bytes((uint64_t)gmt_json_int(e, "free_bytes", 0), fr, sizeof fr));
-            if (gmt_json_has_num(e, "total_bytes"))
-                printf(" of %s",
-                       gmt_fmt_bytes((uint64_t)gmt_json_int(e, "total_bytes", 0), tot, sizeof tot));
+    for (size_t i = 0; i < rep->nsuspects; i++) {
+        const gmt_suspect_t *s = &rep->suspects[i];
+        if (v->filter && s->device >= 0 && s->device != v->device) continue;
+        if (rank >= v->top) {
+            printf("  ... more (--top to show more)\n");
+            break;
         }
+        char g[GMT_FMT_BYTES_LEN], dev[48];
+        printf("  #%-3d %10s live, %sgrew by %s%s", ++rank,
+               gmt_fmt_bytes(s->live_bytes, bytes, sizeof bytes), YEL(v),
+               gmt_fmt_bytes(s->growth_bytes, g, sizeof g), RESET(v));
+        if (s->device >= 0 || s->rank >= 0)
+            printf("  on %s", gmt_device_label(s->device, s->rank, dev, sizeof dev));
+        if (s->kind) printf("  %s", s->kind);
+        if (s->api) printf("  %s", s->api);
+        if (s->library) printf("  %s", s->library);
+        if (s->stack_id >= 0) printf("  (stack %" PRId64 ")", s->stack_id);
         putchar('\n');
-        print_stack(rep, e, "         ");
+        print_stack(v, s->stack, s->stack_id, "       ");
     }
-    if (n > rank) printf("  ... %d more (--top to show more)\n", n - rank);
+}
+
+static void print_peaks(const view_t *v)
+{
+    const gmt_report_t *rep = v->rep;
+    printf("\n%sPeak owners%s\n", BOLD(v), RESET(v));
+    if (rep->npeaks == 0) printf("  (none)\n");
+    for (size_t i = 0; i < rep->npeaks; i++) {
+        const gmt_peak_t *p = &rep->peaks[i];
+        if (!wanted(v, p->device)) continue;
+        char label[48], bytes[GMT_FMT_BYTES_LEN];
+        printf("  %s: %s at %.3f s", gmt_device_label(p->device, p->rank, label, sizeof label),
+               gmt_fmt_bytes(p->bytes, bytes, sizeof bytes), p->time);
+        print_share(p->share);
+        putchar('\n');
+        print_groups(v, p->groups, p->ngroups);
+    }
+}
+
+static void print_libraries(const view_t *v)
+{
+    const gmt_report_t *rep = v->rep;
+    if (rep->nlibraries == 0) return;
+    printf("\n%sBytes per library%s (at the peak, at exit)\n", BOLD(v), RESET(v));
+    for (size_t i = 0; i < rep->nlibraries && (long)i < v->top; i++) {
+        char a[GMT_FMT_BYTES_LEN], b[GMT_FMT_BYTES_LEN];
+        printf("  %-32s %10s %10s\n", rep->libraries[i].library,
+               gmt_fmt_bytes(rep->libraries[i].peak_bytes, a, sizeof a),
+               gmt_fmt_bytes(rep->libraries[i].exit_bytes, b, sizeof b));
+    }
+    if (rep->nlibraries > (size_t)v->top)
+        printf("  ... %zu more (--top to show more)\n", rep->nlibraries - (size_t)v->top);
+}
+
+static const char *frag_label(double f)
+{
+    return f < 0 ? "unknown" : f < 0.1 ? "low" : f < 0.5 ? "moderate" : "high";
+}
+
+static void print_fragmentation(const view_t *v)
+{
+    const gmt_report_t *rep = v->rep;
+    printf("\n%sFragmentation%s (0 = all free space in one gap, 1 = scattered in small gaps)\n",
+           BOLD(v), RESET(v));
+    if (rep->nfrag == 0) printf("  (none)\n");
+    for (size_t i = 0; i < rep->nfrag; i++) {
+        const gmt_frag_t *f = &rep->frag[i];
+        if (!wanted(v, f->device)) continue;
+        char label[48], span[GMT_FMT_BYTES_LEN], gaps[GMT_FMT_BYTES_LEN],
+            largest[GMT_FMT_BYTES_LEN];
+        printf("  %s: %.2f %s%s%s  (%" PRId64 " live allocations over %s; %s free in gaps, "
+               "largest gap %s)\n",
+               gmt_device_label(f->device, f->rank, label, sizeof label),
+               f->fragmentation < 0 ? 0.0 : f->fragmentation, f->fragmentation >= 0.5 ? YEL(v) : "",
+               frag_label(f->fragmentation), RESET(v), f->live_allocations,
+               gmt_fmt_bytes(f->span_bytes, span, sizeof span),
+               gmt_fmt_bytes(f->free_in_gaps, gaps, sizeof gaps),
+               gmt_fmt_bytes(f->largest_gap, largest, sizeof largest));
+        if (f->granularity_loss_bytes)
+            printf("    %s lost to allocation granularity\n",
+                   gmt_fmt_bytes(f->granularity_loss_bytes, gaps, sizeof gaps));
+    }
+}
+
+static void print_errors(const view_t *v)
+{
+    const gmt_report_t *rep = v->rep;
+    size_t n = 0, recovered = 0, known = 0;
+    for (size_t i = 0; i < rep->nerrors; i++) {
+        if (!wanted(v, rep->errors[i].device)) continue;
+        n++;
+        recovered += rep->errors[i].recovered == 1;
+        known += rep->errors[i].recovered >= 0;
+    }
+    printf("\n%sErrors: %s%zu failed allocation%s%s", BOLD(v), n ? RED(v) : "", n,
+           n == 1 ? "" : "s", RESET(v));
+    if (known) printf(", %zu recovered (the program allocated again afterwards)", recovered);
+    putchar('\n');
+    int rank = 0;
+    size_t left = 0;
+    for (size_t i = 0; i < rep->nerrors; i++) {
+        const gmt_error_t *e = &rep->errors[i];
+        if (!wanted(v, e->device)) continue;
+        if (rank >= v->top) {
+            left++;
+            continue;
+        }
+        char label[48], size[GMT_FMT_BYTES_LEN], fr[GMT_FMT_BYTES_LEN], tot[GMT_FMT_BYTES_LEN];
+        char err[96];
+        if (e->error_name)
+            snprintf(err, sizeof err, "%s (%" PRId64 ")", e->error_name, e->error);
+        else
+            snprintf(err, sizeof err, "error %" PRId64, e->error);
+        printf("  #%-3d %s of %s on %s at %.3f s: %s", ++rank, e->api,
+               gmt_fmt_bytes(e->size, size, sizeof size),
+               gmt_device_label(e->device, e->rank, label, sizeof label), e->time, err);
+        if (e->free_bytes >= 0) {
+            printf("; %s free", gmt_fmt_bytes((uint64_t)e->free_bytes, fr, sizeof fr));
+            if (e->total_bytes >= 0)
+                printf(" of %s", gmt_fmt_bytes((uint64_t)e->total_bytes, tot, sizeof tot));
+        }
+        if (e->recovered == 1) printf("; recovered");
+        if (e->recovered == 0) printf("; %snot recovered%s", RED(v), RESET(v));
+        putchar('\n');
+        print_stack(v, e->stack, e->stack_id, "       ");
+    }
+    if (left) printf("  ... %zu more (--top to show more)\n", left);
+}
+
+/* ---- --json ---- */
+
+static cJSON *frame_json(const gmt_frame_t *f)
+{
+    char buf[1024];
+    if (!f) return cJSON_CreateNull();
+    gmt_frame_format(f, buf, sizeof buf);
+    return cJSON_CreateString(buf);
+}
+
+static cJSON *group_json(const gmt_group_t *g)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "bytes", (double)g->bytes);
+    cJSON_AddNumberToObject(o, "count", (double)g->count);
+    cJSON_AddStringToObject(o, "kind", g->kind);
+    cJSON_AddNumberToObject(o, "device", (double)g->device);
+    if (g->rank >= 0) cJSON_AddNumberToObject(o, "rank", (double)g->rank);
+    cJSON_AddStringToObject(o, "api", g->api);
+    if (g->library)
+        cJSON_AddStringToObject(o, "library", g->library);
+    else
+        cJSON_AddNullToObject(o, "library");
+    cJSON_AddBoolToObject(o, "suppressed", g->suppressed);
+    cJSON_AddNumberToObject(o, "stack_id", (double)g->stack_id);
+    cJSON_AddItemToObject(o, "user_frame", frame_json(gmt_user_frame(g->stack)));
+    return o;
+}
+
+static cJSON *groups_json(const view_t *v, const gmt_group_t *g, size_t n)
+{
+    cJSON *a = cJSON_CreateArray();
+    long shown = 0;
+    for (size_t i = 0; i < n && shown < v->top; i++) {
+        if (!wanted(v, g[i].device)) continue;
+        cJSON_AddItemToArray(a, group_json(&g[i]));
+        shown++;
+    }
+    return a;
+}
+
+static int print_json(const view_t *v)
+{
+    const gmt_report_t *rep = v->rep;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "schema", "gpumemtrace.summary");
+    cJSON_AddNumberToObject(o, "version", 1);
+    cJSON_AddStringToObject(o, "file", rep->path);
+    cJSON_AddNumberToObject(o, "report_version", rep->version);
+    cJSON_AddStringToObject(o, "reason", rep->reason);
+    cJSON_AddNumberToObject(o, "duration_s", rep->duration_s);
+    cJSON_AddNumberToObject(o, "peak_bytes", (double)rep->peak_bytes);
+    cJSON *devs = cJSON_AddArrayToObject(o, "devices");
+    for (size_t i = 0; i < rep->ndevices; i++) {
+        const gmt_device_t *d = &rep->devices[i];
+        if (!wanted(v, d->device)) continue;
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddNumberToObject(x, "device", (double)d->device);
+        if (d->rank >= 0) cJSON_AddNumberToObject(x, "rank", (double)d->rank);
+        cJSON_AddNumberToObject(x, "peak_bytes", (double)d->peak_bytes);
+        cJSON_AddNumberToObject(x, "peak_time", d->peak_time);
+        cJSON_AddNumberToObject(x, "current_bytes", (double)d->current_bytes);
+        if (d->untracked_bytes >= 0)
+            cJSON_AddNumberToObject(x, "untracked_bytes", (double)d->untracked_bytes);
+        cJSON_AddItemToArray(devs, x);
+    }
+    cJSON *leaks = cJSON_AddObjectToObject(o, "leaks");
+    cJSON_AddNumberToObject(leaks, "total_bytes", (double)rep->leak_bytes);
+    cJSON_AddNumberToObject(leaks, "suppressed_bytes", (double)rep->leak_suppressed_bytes);
+    cJSON_AddNumberToObject(leaks, "count", (double)rep->leak_count);
+    cJSON_AddItemToObject(leaks, "groups", groups_json(v, rep->leak_groups, rep->nleaks));
+    cJSON *sus = cJSON_AddArrayToObject(o, "growth_suspects");
+    for (size_t i = 0; i < rep->nsuspects && (long)i < v->top; i++) {
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddNumberToObject(x, "growth_bytes", (double)rep->suspects[i].growth_bytes);
+        cJSON_AddNumberToObject(x, "live_bytes", (double)rep->suspects[i].live_bytes);
+        cJSON_AddItemToObject(x, "user_frame", frame_json(gmt_user_frame(rep->suspects[i].stack)));
+        cJSON_AddItemToArray(sus, x);
+    }
+    cJSON *peaks = cJSON_AddArrayToObject(o, "peak");
+    for (size_t i = 0; i < rep->npeaks; i++) {
+        const gmt_peak_t *p = &rep->peaks[i];
+        if (!wanted(v, p->device)) continue;
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddNumberToObject(x, "device", (double)p->device);
+        if (p->rank >= 0) cJSON_AddNumberToObject(x, "rank", (double)p->rank);
+        cJSON_AddNumberToObject(x, "bytes", (double)p->bytes);
+        cJSON_AddNumberToObject(x, "time", p->time);
+        cJSON_AddItemToObject(x, "groups", groups_json(v, p->groups, p->ngroups));
+        cJSON_AddItemToArray(peaks, x);
+    }
+    cJSON *libs = cJSON_AddArrayToObject(o, "libraries");
+    for (size_t i = 0; i < rep->nlibraries; i++) {
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddStringToObject(x, "library", rep->libraries[i].library);
+        cJSON_AddNumberToObject(x, "peak_bytes", (double)rep->libraries[i].peak_bytes);
+        cJSON_AddNumberToObject(x, "exit_bytes", (double)rep->libraries[i].exit_bytes);
+        cJSON_AddItemToArray(libs, x);
+    }
+    cJSON *frag = cJSON_AddArrayToObject(o, "fragmentation");
+    for (size_t i = 0; i < rep->nfrag; i++) {
+        if (!wanted(v, rep->frag[i].device)) continue;
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddNumberToObject(x, "device", (double)rep->frag[i].device);
+        cJSON_AddNumberToObject(x, "fragmentation", rep->frag[i].fragmentation);
+        cJSON_AddStringToObject(x, "label", frag_label(rep->frag[i].fragmentation));
+        cJSON_AddItemToArray(frag, x);
+    }
+    size_t nerr = 0, nrec = 0;
+    for (size_t i = 0; i < rep->nerrors; i++) {
+        if (!wanted(v, rep->errors[i].device)) continue;
+        nerr++;
+        nrec += rep->errors[i].recovered == 1;
+    }
+    cJSON *errs = cJSON_AddObjectToObject(o, "errors");
+    cJSON_AddNumberToObject(errs, "count", (double)nerr);
+    cJSON_AddNumberToObject(errs, "recovered", (double)nrec);
+    char *text = cJSON_Print(o);
+    cJSON_Delete(o);
+    if (!text) return -ENOMEM;
+    puts(text);
+    cJSON_free(text);
+    return 0;
+}
+
+static bool use_color(void)
+{
+    const char *nc = getenv("NO_COLOR");
+    const char *term = getenv("TERM");
+    return isatty(STDOUT_FILENO) && !(nc && *nc) && !(term && strcmp(term, "dumb") == 0);
+}
+
+static int term_width(void)
+{
+    struct winsize ws;
+    if (!isatty(STDOUT_FILENO)) return 0;
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40) return ws.ws_col;
+    return 80;
 }
 
 int gmt_cli_report(int argc, char **argv)
 {
-    long top = DEFAULT_TOP;
+    view_t v = {.top = DEFAULT_TOP};
+    bool json = false;
     opterr = 0;
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
         switch (c) {
         case 't':
-            if (gmt_parse_int_range(optarg, 1, 1000000, &top)) {
+            if (gmt_parse_int_range(optarg, 1, 1000000, &v.top)) {
                 gmt_cli_error("report: bad --top '%s': expected a number from 1", optarg);
                 return GMT_EXIT_USAGE;
             }
+            break;
+        case 'd': {
+            long d;
+            bool neg = optarg[0] == '-';
+            if (gmt_parse_int_range(optarg + neg, neg ? 1 : 0, neg ? 1 : 1000000, &d)) {
+                gmt_cli_error("report: bad --device '%s': expected a device number or -1", optarg);
+                return GMT_EXIT_USAGE;
+            }
+            v.filter = true;
+            v.device = neg ? -d : d;
+            break;
+        }
+        case 'j':
+            json = true;
             break;
         case 'h':
             gmt_cli_report_help(stdout);
@@ -433,15 +628,27 @@ int gmt_cli_report(int argc, char **argv)
 
     gmt_report_t rep;
     if (gmt_report_open(argv[optind], &rep)) return GMT_EXIT_USAGE;
-    print_header(&rep);
-    print_devices(&rep);
-    print_leaks(&rep, top);
-    print_peaks(&rep, top);
-    print_fragmentation(&rep);
-    print_errors(&rep, top);
-    printf("\n%" PRId64 " allocations, %" PRId64 " frees, %" PRId64 " failures\n",
-           gmt_json_int(rep.summary, "allocs", 0), gmt_json_int(rep.summary, "frees", 0),
-           gmt_json_int(rep.summary, "failures", 0));
+    v.rep = &rep;
+    if (json) {
+        int rc = print_json(&v);
+        gmt_report_free(&rep);
+        if (rc || fflush(stdout) != 0) {
+            gmt_cli_error("report: writing the summary: %s", strerror(rc ? -rc : errno));
+            return GMT_EXIT_FAIL;
+        }
+        return GMT_EXIT_OK;
+    }
+    v.color = use_color();
+    v.width = term_width();
+    print_header(&v);
+    print_devices(&v);
+    print_leaks(&v);
+    print_peaks(&v);
+    print_libraries(&v);
+    print_fragmentation(&v);
+    print_errors(&v);
+    printf("\n%" PRId64 " allocations, %" PRId64 " frees, %" PRId64 " failures\n", rep.allocs,
+           rep.frees, rep.failures);
     gmt_report_free(&rep);
     if (fflush(stdout) != 0) {
         gmt_cli_error("report: writing the summary: %s", strerror(errno));

@@ -6,7 +6,6 @@
  */
 #include "cli/cli.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -22,21 +21,19 @@ static const verb_t verbs[] = {
      "run a command with the tracer preloaded; exits with the command's status"},
     {"report", gmt_cli_report, gmt_cli_report_help,
      "print a human summary of a report: leaks, peak owners, fragmentation, errors"},
+    {"check", gmt_cli_check, gmt_cli_check_help,
+     "CI gate: exit 1 when a report breaks a limit (leaks, peak, fragmentation, errors)"},
+    {"diff", gmt_cli_diff, gmt_cli_diff_help,
+     "what grew between two reports: peak per device, leaks, per call stack"},
+    {"merge", gmt_cli_merge, gmt_cli_merge_help,
+     "one job-level view of per-rank reports: peaks, imbalance, common leaks"},
+    {"export", gmt_cli_export, gmt_cli_export_help,
+     "convert a report: folded, speedscope, perfetto, html, prometheus, pprof"},
     {"symbolize", gmt_cli_symbolize, gmt_cli_symbolize_help,
      "name the frames of a report written without libdw (function, file:line)"},
 };
 
 #define NVERBS (sizeof verbs / sizeof verbs[0])
-
-void gmt_cli_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("gpumemtrace: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
 
 static void usage(FILE *to)
 {
@@ -89,7 +86,8 @@ int main(int argc, char **argv)
     if (strcmp(verb, "--help") == 0 || strcmp(verb, "-h") == 0 || strcmp(verb, "help") == 0)
         return help(argc - 1, argv + 1);
     if (strcmp(verb, "--version") == 0 || strcmp(verb, "-V") == 0 || strcmp(verb, "version") == 0) {
-        printf("gpumemtrace %s (report version %d)\n", GMT_VERSION_STRING, GMT_REPORT_VERSION);
+        printf("gpumemtrace %s (reads report versions %d to %d)\n", GMT_VERSION_STRING,
+               GMT_REPORT_VERSION_MIN, GMT_REPORT_VERSION);
         return GMT_EXIT_OK;
     }
     const verb_t *v = find_verb(verb);

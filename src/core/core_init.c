@@ -5,6 +5,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "pyframes.h"
 
 #include <errno.h>
 #include <sys/mman.h>
@@ -49,6 +50,7 @@ int gmt_core_init(const gmt_config_t *c)
         return -ENOMEM;
     }
     gmt_stacks_global_init();
+    gmt_py_init(cfg->python); /* its own messages; native stacks whatever it returns */
     gmt_table_init(gmt_core_table, cfg->max_live);
     gmt_stacks_init(gmt_core_stacks, max_entries, max_frames);
     int rc = gmt_stats_init(start_ns, cfg->timeline_points);

@@ -6,17 +6,20 @@
 #include "track_internal.h"
 
 #include "clock.h"
+#include "pyframes.h"
 
 /* Frames of the tracer's own (track + capture helper) skipped at the top of every stack. */
 #define OWN_FRAMES_SKIPPED 2
 
 uint32_t gmt_core_stack_for(const gmt_event_t *ev, uint8_t api)
 {
-    uint64_t frames[GMT_MAX_STACK_DEPTH];
+    uint64_t frames[GMT_MAX_STACK_DEPTH + GMT_PY_MAX_FRAMES];
     uint32_t n = 0;
     const gmt_config_t *cfg = &gmt_core_cfg;
-    if (cfg->stack_depth > 0 && ev->size >= cfg->min_bytes)
+    if (cfg->stack_depth > 0 && ev->size >= cfg->min_bytes) {
         n = gmt_stacks_capture(frames, (uint32_t)cfg->stack_depth, OWN_FRAMES_SKIPPED);
+        n = gmt_py_splice(frames, n, GMT_MAX_STACK_DEPTH + GMT_PY_MAX_FRAMES);
+    }
     uint32_t id =
         gmt_stacks_intern(gmt_core_stacks, frames, n, gmt_stacks_tag(ev->device, ev->kind, api));
     if (!id) gmt_core_count(&gmt_core_counts.dropped_stacks);

@@ -17,6 +17,7 @@
 #include "growth.h"
 #include "json_writer.h"
 #include "report_file.h"
+#include "report_python.h"
 #include "sections.h"
 #include "suppress.h"
 #include "symbolize.h"
@@ -210,10 +211,12 @@ static void write_stacks(gmt_report_ctx_t *c)
             if (!fi.internal) break;
         }
         if (f && first == depth) first = 0; /* all internal: show them rather than nothing */
-        for (uint32_t i = first; f && i < depth; i++)
+        for (uint32_t i = first; f && i < depth; i++) {
+            if (gmt_report_python_frame(w, f[i])) continue;
             gmt_symrep_write_frame(w, f[i]);
+        }
         jw_array_end(w);
-        jw_string(w, "python", c->cfg->python ? "unsupported" : "off");
+        gmt_report_python_stack_status(w, f, f ? depth : 0);
         jw_object_end(w);
     }
     jw_object_end(w);

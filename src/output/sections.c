@@ -3,6 +3,7 @@
 #include "sections.h"
 
 #include "growth.h"
+#include "report_python.h"
 #include "symbolize/symrep.h"
 
 #include <string.h>
@@ -107,12 +108,7 @@ void gmt_section_capture(gmt_report_ctx_t *c, const gmt_counts_t *k)
     jw_uint(w, "used", gmt_stacks_count(st));
     jw_uint(w, "frames_used", __atomic_load_n(&st->next_frame, __ATOMIC_RELAXED));
     jw_object_end(w);
-    /* Python frames and the state file are captured by their own modules; until they say
-     * otherwise, this is what the configuration alone tells. */
-    jw_object_begin(w, "python");
-    jw_string(w, "status", c->cfg->python ? "unsupported" : "off");
-    jw_null(w, "version");
-    jw_object_end(w);
+    gmt_report_python_capture(w); /* {status, version}: core/pyframes.c knows */
     jw_string(w, "state_file", c->cfg->state[0] ? c->cfg->state : NULL);
     jw_object_end(w);
 }

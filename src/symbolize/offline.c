@@ -82,6 +82,22 @@ static void name_frame(gmt_dwsym_t *s, cJSON *f, gmt_offline_stats_t *st)
         cJSON_AddItemToObject(f, "inlined", inl);
 }
 
+char *gmt_symbolize_report_text(const char *text, size_t len, size_t *out_len)
+{
+    /* The writer spells it exactly so; anything else was named already (or is not ours). */
+    static const char marker[] = "\"resolver\":\"dladdr\"";
+    if (!memmem(text, len, marker, sizeof marker - 1)) return NULL;
+    cJSON *root = cJSON_ParseWithLength(text, len);
+    if (!root) return NULL;
+    gmt_offline_stats_t st;
+    char *out = NULL;
+    if (gmt_symbolize_report_json(root, &st, NULL, 0) == 0 && st.named > 0)
+        out = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    if (out) *out_len = strlen(out);
+    return out;
+}
+
 int gmt_symbolize_report_json(cJSON *root, gmt_offline_stats_t *st, char *why, size_t why_len)
 {
     gmt_offline_stats_t local;

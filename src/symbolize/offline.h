@@ -24,4 +24,11 @@ typedef struct gmt_offline_stats_s {
  * symbolized already); -ENOSYS when libdw is not available (why says so). st may be NULL. */
 int gmt_symbolize_report_json(cJSON *root, gmt_offline_stats_t *st, char *why, size_t why_len);
 
+/* For the CLI's report loader: when text (len bytes) is a report whose frames were named
+ * without libdw, a malloc'd copy with them named (its length in *out_len); NULL when there is
+ * nothing to do or naming fails. Weak, so that the loader calls it only where it is linked
+ * (the CLI, not the report reader's fuzz target). */
+char *gmt_symbolize_report_text(const char *text, size_t len, size_t *out_len)
+    __attribute__((weak));
+
 #endif

@@ -3,6 +3,7 @@
 #include "symrep.h"
 
 #include "attribute.h"
+#include "core/pyframes.h"
 #include "core/stats.h"
 #include "core/track.h"
 #include "dwsym.h"
@@ -344,6 +345,7 @@ static int attribute_stack(uint32_t id)
     uint32_t depth = 0;
     const uint64_t *fr = gmt_stacks_frames(gmt_track_stacks(), id, &depth);
     for (uint32_t i = 0; fr && i < depth; i++) {
+        if (gmt_py_is_frame(fr[i])) continue; /* a Python frame word, not an address */
         frame_t f;
         resolve(fr[i], &f);
         if (!f.module || !*f.module) continue;

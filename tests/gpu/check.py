@@ -772,11 +772,16 @@ def torchrun_nccl(c):
 # Cases kept in files of their own (one per engineer), registered into CASES.
 sys.path.insert(0, HERE)
 import cases_rep  # noqa: E402
+import cases_cli  # noqa: E402  (the CLI's case: cli_verbs)
 
 cases_rep.register(sys.modules[__name__])
+cases_cli.register(sys.modules[__name__])
 import cases_rel  # noqa: E402  (issue 6: exit paths, signal storms)
 
 CASES.update(cases_rel.CASES)
+import cases_py  # noqa: E402  (Python-frame cases, issue 9)
+
+cases_py.register(CASES, sys.modules[__name__])
 import cases_sym  # noqa: E402
 
 cases_sym.register(sys.modules[__name__])

@@ -38,7 +38,9 @@ PY=${PYTHON:-python3}
 ALL_CASES="static_vs_shared mallocasync vmm oom injection sanitizer_leaks torch_default
 torch_expandable torch_nocache profiler_coexist cupy jax two_gpus torchrun_nccl
 vmm_leak_gpu torch_expandable_sums torch_growth torch_oom_recovered
-torch_os_exit torch_signal_storm sym_plain sym_torch"
+torch_os_exit torch_signal_storm
+py_torch_retain py_torch_expandable py_torch_compile py_torch_graph_backward py_torch_dataloader
+py_jax py_cupy cli_verbs sym_plain sym_torch"
 CASES=${GMT_GPU_CASES:-$ALL_CASES}
 
 say() { echo "$*"; echo "$*" >>"$SUMMARY"; }

@@ -1,0 +1,431 @@
+/* cmd_check.c - `gpumemtrace check FILE [limits]`: the CI gate.
+ *
+ * Exit 0 when every limit holds, 1 when one is broken (each broken limit on its own line on
+ * standard output), 2 for bad usage or a bad input file. Limits are inclusive: a value equal to
+ * the limit passes. Limits come from the options and from a limits file (`--limits FILE`,
+ * `key = value` lines, see docs/cli.md); an option given on the command line wins over the
+ * file. Suppressions given here (patterns as GPUMEMTRACE_SUPPRESSIONS) take leak groups out of
+ * the leaked bytes on top of those the tracer already marked. `--junit FILE` writes the result
+ * as JUnit XML, one test case per limit.
+ */
+#include "cli/cli.h"
+
+#include "core/config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { OPT_LEAK = 1, OPT_PEAK, OPT_FRAG, OPT_NOERR, OPT_LIMITS, OPT_SUPP, OPT_JUNIT };
+
+static const struct option long_opts[] = {
+    {"max-leak-bytes", required_argument, NULL, OPT_LEAK},
+    {"max-peak-bytes", required_argument, NULL, OPT_PEAK},
+    {"max-fragmentation", required_argument, NULL, OPT_FRAG},
+    {"no-errors", no_argument, NULL, OPT_NOERR},
+    {"limits", required_argument, NULL, OPT_LIMITS},
+    {"suppressions", required_argument, NULL, OPT_SUPP},
+    {"junit", required_argument, NULL, OPT_JUNIT},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+void gmt_cli_check_help(FILE *to)
+{
+    fprintf(to, "Usage: gpumemtrace check FILE [--max-leak-bytes N] [--max-peak-bytes N]\n"
+                "         [--max-fragmentation F] [--no-errors] [--limits FILE]\n"
+                "         [--suppressions FILE] [--junit FILE]\n"
+                "\n"
+                "Exit 0 when every limit holds, 1 when one is broken (each printed on its own\n"
+                "line), 2 for bad input. Limits are inclusive. Sizes take K/KiB/M/MiB/G/GiB.\n"
+                "\n"
+                "  --max-leak-bytes N     bytes live at exit (not suppressed)\n"
+                "  --max-peak-bytes N     each GPU's peak bytes in use\n"
+                "  --max-fragmentation F  each GPU's fragmentation, 0 to 1\n"
+                "  --no-errors            no failed allocation at all\n"
+                "  --limits FILE          'key = value' lines: max-leak-bytes, max-peak-bytes,\n"
+                "                         max-fragmentation, no-errors (true/false),\n"
+                "                         suppressions (relative to the file); options win\n"
+                "  --suppressions FILE    patterns (fnmatch) for frames whose leaks don't count\n"
+                "  --junit FILE           also write the result as JUnit XML\n");
+}
+
+typedef struct limits_s {
+    bool has_leak, has_peak, has_frag, no_errors, no_errors_set;
+    uint64_t leak, peak;
+    double frag;
+    char *suppressions;
+} limits_t;
+
+static int parse_frag(const char *s, double *out)
+{
+    char *end;
+    if (!s || !*s) return -EINVAL;
+    errno = 0;
+    double f = strtod(s, &end);
+    if (errno || *end || !isfinite(f) || f < 0 || f > 1) return -EINVAL;
+    *out = f;
+    return 0;
+}
+
+/* Apply one key = value; cli says whether it came from an option (then it wins). */
+static int set_limit(limits_t *l, limits_t *from_cli, const char *key, const char *value, char *why,
+                     size_t why_len)
+{
+    if (strcmp(key, "max-leak-bytes") == 0) {
+        if (from_cli && from_cli->has_leak) return 0;
+        if (gmt_parse_size(value, &l->leak)) goto bad;
+        l->has_leak = true;
+    } else if (strcmp(key, "max-peak-bytes") == 0) {
+        if (from_cli && from_cli->has_peak) return 0;
+        if (gmt_parse_size(value, &l->peak)) goto bad;
+        l->has_peak = true;
+    } else if (strcmp(key, "max-fragmentation") == 0) {
+        if (from_cli && from_cli->has_frag) return 0;
+        if (parse_frag(value, &l->frag)) goto bad;
+        l->has_frag = true;
+    } else if (strcmp(key, "no-errors") == 0) {
+        if (from_cli && from_cli->no_errors_set) return 0;
+        bool b;
+        if (gmt_parse_bool(value, &b)) goto bad;
+        l->no_errors = b;
+        l->no_errors_set = true;
+    } else {
+        snprintf(why, why_len, "unknown key '%.64s'", key);
+        return -EINVAL;
+    }
+    return 0;
+bad:
+    snprintf(why, why_len, "bad value '%.64s' for %s", value, key);
+    return -EINVAL;
+}
+
+/* The limits file: `key = value` lines, '#' comments, blank lines. */
+static int read_limits(const char *path, limits_t *l, limits_t *cli)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        gmt_cli_error("check: --limits %s: %s", path, strerror(errno));
+        return -errno;
+    }
+    char line[1024];
+    unsigned n = 0;
+    int rc = 0;
+    while (fgets(line, sizeof line, f)) {
+        n++;
+        if (!strchr(line, '\n') && !feof(f)) {
+            gmt_cli_error("check: %s:%u: line too long", path, n);
+            rc = -EINVAL;
+            break;
+        }
+        char *p = line;
+        char *hash = strchr(p, '#');
+        if (hash) *hash = '\0';
+        while (*p == ' ' || *p == '\t')
+            p++;
+        size_t len = strlen(p);
+        while (len && strchr(" \t\r\n", p[len - 1]))
+            p[--len] = '\0';
+        if (!*p) continue;
+        char *eq = strchr(p, '=');
+        if (!eq) {
+            gmt_cli_error("check: %s:%u: expected 'key = value'", path, n);
+            rc = -EINVAL;
+            break;
+        }
+        char *key = p, *value = eq + 1;
+        char *ke = eq;
+        while (ke > key && (ke[-1] == ' ' || ke[-1] == '\t'))
+            ke--;
+        *ke = '\0';
+        while (*value == ' ' || *value == '\t')
+            value++;
+        if (strcmp(key, "suppressions") == 0) {
+            if (cli->suppressions) continue;
+            /* relative to the limits file, so the pair can be committed beside a project */
+            free(l->suppressions);
+            if (value[0] == '/') {
+                l->suppressions = strdup(value);
+            } else {
+                const char *slash = strrchr(path, '/');
+                size_t dl = slash ? (size_t)(slash - path + 1) : 0;
+                l->suppressions = malloc(dl + strlen(value) + 1);
+                if (l->suppressions) {
+                    memcpy(l->suppressions, path, dl);
+                    strcpy(l->suppressions + dl, value);
+                }
+            }
+            if (!l->suppressions) {
+                rc = -ENOMEM;
+                break;
+            }
+            continue;
+        }
+        char why[160];
+        if (set_limit(l, cli, key, value, why, sizeof why)) {
+            gmt_cli_error("check: %s:%u: %s", path, n, why);
+            rc = -EINVAL;
+            break;
+        }
+    }
+    fclose(f);
+    return rc;
+}
+
+typedef struct result_s {
+    char name[96];
+    char message[600];
+    bool failed;
+} result_t;
+
+static void xml_escape(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '<':
+            fputs("&lt;", f);
+            break;
+        case '>':
+            fputs("&gt;", f);
+            break;
+        case '&':
+            fputs("&amp;", f);
+            break;
+        case '"':
+            fputs("&quot;", f);
+            break;
+        case '\'':
+            fputs("&apos;", f);
+            break;
+        default:
+            if ((unsigned char)*s < 0x20 && *s != '\t' && *s != '\n')
+                fputc('?', f);
+            else
+                fputc(*s, f);
+        }
+    }
+}
+
+static int write_junit(const char *path, const char *report, const result_t *r, size_t n)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return -ENOMEM;
+    size_t failures = 0;
+    for (size_t i = 0; i < n; i++)
+        failures += r[i].failed;
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    fprintf(f, "<testsuites name=\"gpumemtrace\" tests=\"%zu\" failures=\"%zu\">\n", n, failures);
+    fprintf(f, "  <testsuite name=\"gpumemtrace check ");
+    xml_escape(f, report);
+    fprintf(f, "\" tests=\"%zu\" failures=\"%zu\" errors=\"0\">\n", n, failures);
+    for (size_t i = 0; i < n; i++) {
+        fprintf(f, "    <testcase classname=\"gpumemtrace.check\" name=\"%s\"", r[i].name);
+        if (!r[i].failed) {
+            fprintf(f, "><system-out>");
+            xml_escape(f, r[i].message);
+            fprintf(f, "</system-out></testcase>\n");
+            continue;
+        }
+        fprintf(f, "><failure message=\"");
+        xml_escape(f, r[i].message);
+        fprintf(f, "\" type=\"limit\">");
+        xml_escape(f, r[i].message);
+        fprintf(f, "</failure></testcase>\n");
+    }
+    fprintf(f, "  </testsuite>\n</testsuites>\n");
+    if (fclose(f) != 0) {
+        free(buf);
+        return -EIO;
+    }
+    int rc = gmt_write_output(path, buf, len);
+    free(buf);
+    return rc;
+}
+
+#define MAX_RESULTS 256
+
+int gmt_cli_check(int argc, char **argv)
+{
+    limits_t cli = {0}, lim = {0};
+    const char *limits_file = NULL, *junit = NULL;
+    opterr = 0;
+    optind = 1;
+    int c;
+    char why[160];
+    while ((c = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
+        const char *key = NULL;
+        switch (c) {
+        case OPT_LEAK:
+            key = "max-leak-bytes";
+            break;
+        case OPT_PEAK:
+            key = "max-peak-bytes";
+            break;
+        case OPT_FRAG:
+            key = "max-fragmentation";
+            break;
+        case OPT_NOERR:
+            cli.no_errors = cli.no_errors_set = true;
+            break;
+        case OPT_LIMITS:
+            limits_file = optarg;
+            break;
+        case OPT_SUPP:
+            free(cli.suppressions);
+            cli.suppressions = strdup(optarg);
+            break;
+        case OPT_JUNIT:
+            junit = optarg;
+            break;
+        case 'h':
+            gmt_cli_check_help(stdout);
+            return GMT_EXIT_OK;
+        case ':':
+            gmt_cli_error("check: option '%s' needs a value", argv[optind - 1]);
+            free(cli.suppressions);
+            return GMT_EXIT_USAGE;
+        default:
+            gmt_cli_error("check: unknown option '%s' (see 'gpumemtrace help check')",
+                          argv[optind - 1]);
+            free(cli.suppressions);
+            return GMT_EXIT_USAGE;
+        }
+        if (key && set_limit(&cli, NULL, key, optarg, why, sizeof why)) {
+            gmt_cli_error("check: %s (option --%s)", why, key);
+            free(cli.suppressions);
+            return GMT_EXIT_USAGE;
+        }
+    }
+    int status = GMT_EXIT_USAGE;
+    gmt_supp_t supp = {0};
+    gmt_report_t rep = {0};
+    result_t *res = calloc(MAX_RESULTS, sizeof *res);
+    size_t nres = 0;
+    if (!res) goto out;
+    if (argc - optind != 1) {
+        gmt_cli_error("check: %s (usage: gpumemtrace check FILE [limits])",
+                      optind >= argc ? "no report file given" : "one report file at a time");
+        goto out;
+    }
+    lim = cli;
+    lim.suppressions = cli.suppressions ? strdup(cli.suppressions) : NULL;
+    if (limits_file && read_limits(limits_file, &lim, &cli)) goto out;
+    if (!lim.has_leak && !lim.has_peak && !lim.has_frag && !lim.no_errors) {
+        gmt_cli_error("check: no limit given (see 'gpumemtrace help check')");
+        goto out;
+    }
+    if (lim.suppressions && gmt_supp_load(lim.suppressions, &supp, why, sizeof why)) {
+        gmt_cli_error("check: suppressions %s: %s", lim.suppressions, why);
+        goto out;
+    }
+    const char *path = argv[optind];
+    if (gmt_report_open(path, &rep)) goto out;
+
+    char a[GMT_FMT_BYTES_LEN], b[GMT_FMT_BYTES_LEN], label[48];
+    if (lim.has_leak) {
+        uint64_t leaked = rep.leak_bytes, extra = 0;
+        for (size_t i = 0; i < rep.nleaks; i++) {
+            const gmt_group_t *g = &rep.leak_groups[i];
+            if (!g->suppressed && gmt_supp_match(&supp, g->stack)) extra += g->bytes;
+        }
+        leaked = extra > leaked ? 0 : leaked - extra;
+        result_t *r = &res[nres++];
+        snprintf(r->name, sizeof r->name, "max-leak-bytes");
+        r->failed = leaked > lim.leak;
+        snprintf(r->message, sizeof r->message,
+                 "leaked %s (%" PRIu64 " bytes) %s max-leak-bytes %s (%" PRIu64 ")%s",
+                 gmt_fmt_bytes(leaked, a, sizeof a), leaked, r->failed ? "exceeds" : "within",
+                 gmt_fmt_bytes(lim.leak, b, sizeof b), lim.leak,
+                 extra ? " after suppressions" : "");
+    }
+    if (lim.has_peak) {
+        bool any = false;
+        for (size_t i = 0; i < rep.ndevices && nres < MAX_RESULTS - 4; i++) {
+            const gmt_device_t *d = &rep.devices[i];
+            if (d->device < 0) continue;
+            any = true;
+            result_t *r = &res[nres++];
+            gmt_device_label(d->device, d->rank, label, sizeof label);
+            snprintf(r->name, sizeof r->name, "max-peak-bytes %s", label);
+            r->failed = d->peak_bytes > lim.peak;
+            snprintf(r->message, sizeof r->message,
+                     "%s peak %s (%" PRIu64 " bytes) %s max-peak-bytes %s (%" PRIu64 ")", label,
+                     gmt_fmt_bytes(d->peak_bytes, a, sizeof a), d->peak_bytes,
+                     r->failed ? "exceeds" : "within", gmt_fmt_bytes(lim.peak, b, sizeof b),
+                     lim.peak);
+        }
+        if (!any) {
+            result_t *r = &res[nres++];
+            snprintf(r->name, sizeof r->name, "max-peak-bytes");
+            r->failed = rep.peak_bytes > lim.peak;
+            snprintf(r->message, sizeof r->message,
+                     "peak %s (%" PRIu64 " bytes) %s max-peak-bytes %s (%" PRIu64 ")",
+                     gmt_fmt_bytes(rep.peak_bytes, a, sizeof a), rep.peak_bytes,
+                     r->failed ? "exceeds" : "within", gmt_fmt_bytes(lim.peak, b, sizeof b),
+                     lim.peak);
+        }
+    }
+    if (lim.has_frag) {
+        for (size_t i = 0; i < rep.nfrag && nres < MAX_RESULTS - 2; i++) {
+            const gmt_frag_t *f = &rep.frag[i];
+            if (f->fragmentation < 0) continue;
+            result_t *r = &res[nres++];
+            gmt_device_label(f->device, f->rank, label, sizeof label);
+            snprintf(r->name, sizeof r->name, "max-fragmentation %s", label);
+            r->failed = f->fragmentation > lim.frag;
+            snprintf(r->message, sizeof r->message, "%s fragmentation %.4g %s max-fragmentation %g",
+                     label, f->fragmentation, r->failed ? "exceeds" : "within", lim.frag);
+        }
+        if (rep.nfrag == 0) {
+            result_t *r = &res[nres++];
+            snprintf(r->name, sizeof r->name, "max-fragmentation");
+            snprintf(r->message, sizeof r->message, "no fragmentation measured (no live memory)");
+        }
+    }
+    if (lim.no_errors) {
+        size_t n = 0, recovered = 0;
+        for (size_t i = 0; i < rep.nerrors; i++) {
+            n++;
+            recovered += rep.errors[i].recovered == 1;
+        }
+        if ((int64_t)n < rep.failures) n = (size_t)rep.failures;
+        result_t *r = &res[nres++];
+        snprintf(r->name, sizeof r->name, "no-errors");
+        r->failed = n > 0;
+        if (n)
+            snprintf(r->message, sizeof r->message,
+                     "%zu failed allocation%s (%zu recovered) with --no-errors", n,
+                     n == 1 ? "" : "s", recovered);
+        else
+            snprintf(r->message, sizeof r->message, "no failed allocation");
+    }
+
+    size_t broken = 0;
+    for (size_t i = 0; i < nres; i++)
+        if (res[i].failed) {
+            printf("FAIL %s\n", res[i].message);
+            broken++;
+        }
+    if (!broken) printf("PASS %s: %zu limit%s hold\n", path, nres, nres == 1 ? "" : "s");
+    status = broken ? GMT_EXIT_FAIL : GMT_EXIT_OK;
+    if (junit) {
+        int rc = write_junit(junit, path, res, nres);
+        if (rc) {
+            gmt_cli_error("check: --junit %s: %s", junit, strerror(-rc));
+            status = GMT_EXIT_USAGE;
+        }
+    }
+    if (fflush(stdout) != 0) status = GMT_EXIT_USAGE;
+out:
+    gmt_report_free(&rep);
+    gmt_supp_free(&supp);
+    free(res);
+    free(cli.suppressions);
+    free(lim.suppressions);
+    return status;
+}

@@ -1,0 +1,263 @@
+/* cmd_diff.c - `gpumemtrace diff OLD NEW [--max-growth N]`: what grew between two runs.
+ *
+ * Compares each device's peak, the leaked bytes, and the bytes per call stack at the peak
+ * and at exit. Stacks are matched across the two runs by their frames (module basename and
+ * symbol, or module and offset when there is no symbol; Python file and function), never by
+ * stack id, which differs between runs. Exit 0, or 1 when --max-growth is given and a device's
+ * peak or the leaked bytes grew by more than it (bytes, or a percentage "10%"); 2 bad input.
+ */
+#include "cli/cli.h"
+
+#include "core/config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_TOP 10
+
+static const struct option long_opts[] = {
+    {"max-growth", required_argument, NULL, 'g'},
+    {"top", required_argument, NULL, 't'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+void gmt_cli_diff_help(FILE *to)
+{
+    fprintf(to, "Usage: gpumemtrace diff [--max-growth N|P%%] [--top N] OLD NEW\n"
+                "\n"
+                "What grew from OLD to NEW: each device's peak, the leaked bytes, and the\n"
+                "bytes per call stack (at the peak and at exit), stacks matched by their\n"
+                "frames. Exit 1 when --max-growth is given and a peak or the leaked bytes\n"
+                "grew by more than N bytes (K/M/G suffixes) or P percent; 2 for bad input.\n");
+}
+
+typedef struct entry_s {
+    char *key;
+    const gmt_stack_t *stack;
+    uint64_t leak_old, leak_new, peak_old, peak_new;
+} entry_t;
+
+typedef struct table_s {
+    entry_t *v;
+    size_t n, cap;
+    gmt_strmap_t map;
+} table_t;
+
+static entry_t *find_or_add(table_t *t, char *key, const gmt_stack_t *stack)
+{
+    size_t have = gmt_strmap_get(&t->map, key);
+    if (have != SIZE_MAX) {
+        free(key);
+        return &t->v[have];
+    }
+    if (gmt_strmap_put(&t->map, key, t->n)) {
+        free(key);
+        return NULL;
+    }
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 64;
+        entry_t *v = realloc(t->v, cap * sizeof *v);
+        if (!v) {
+            free(key);
+            return NULL;
+        }
+        t->v = v;
+        t->cap = cap;
+    }
+    entry_t *e = &t->v[t->n++];
+    memset(e, 0, sizeof *e);
+    e->key = key;
+    e->stack = stack;
+    return e;
+}
+
+static int add_groups(table_t *t, const gmt_group_t *g, size_t n, bool is_new, bool leak)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (leak && g[i].suppressed) continue;
+        char *key = gmt_stack_key(g[i].stack);
+        if (!key) return -ENOMEM;
+        entry_t *e = find_or_add(t, key, g[i].stack);
+        if (!e) return -ENOMEM;
+        if (is_new && !e->stack) e->stack = g[i].stack;
+        uint64_t *slot =
+            leak ? (is_new ? &e->leak_new : &e->leak_old) : (is_new ? &e->peak_new : &e->peak_old);
+        *slot += g[i].bytes;
+        if (is_new) e->stack = g[i].stack ? g[i].stack : e->stack;
+    }
+    return 0;
+}
+
+static int64_t delta(uint64_t a, uint64_t b)
+{
+    return b >= a ? (int64_t)(b - a > INT64_MAX ? INT64_MAX : b - a)
+                  : -(int64_t)(a - b > INT64_MAX ? INT64_MAX : a - b);
+}
+
+static void fmt_delta(int64_t d, char *buf, size_t len)
+{
+    char b[GMT_FMT_BYTES_LEN];
+    gmt_fmt_bytes((uint64_t)(d < 0 ? -d : d), b, sizeof b);
+    snprintf(buf, len, "%s%s", d < 0 ? "-" : "+", b);
+}
+
+static int cmp_leak_growth(const void *a, const void *b)
+{
+    const entry_t *x = a, *y = b;
+    int64_t dx = delta(x->leak_old, x->leak_new) + delta(x->peak_old, x->peak_new);
+    int64_t dy = delta(y->leak_old, y->leak_new) + delta(y->peak_old, y->peak_new);
+    return dx < dy ? 1 : dx > dy ? -1 : 0;
+}
+
+typedef struct growth_limit_s {
+    bool set, percent;
+    uint64_t bytes;
+    double pct;
+} growth_limit_t;
+
+static bool broken(const growth_limit_t *g, uint64_t old, uint64_t now)
+{
+    if (!g->set || now <= old) return false;
+    if (g->percent) return old == 0 ? now > 0 : 100.0 * (double)(now - old) / (double)old > g->pct;
+    return now - old > g->bytes;
+}
+
+int gmt_cli_diff(int argc, char **argv)
+{
+    growth_limit_t lim = {0};
+    long top = DEFAULT_TOP;
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
+        switch (c) {
+        case 'g': {
+            size_t n = strlen(optarg);
+            lim.set = true;
+            if (n > 1 && optarg[n - 1] == '%') {
+                char *end;
+                errno = 0;
+                lim.percent = true;
+                lim.pct = strtod(optarg, &end);
+                if (errno || end != optarg + n - 1 || !isfinite(lim.pct) || lim.pct < 0 ||
+                    optarg[0] < '0' || optarg[0] > '9') {
+                    gmt_cli_error("diff: bad --max-growth '%s': expected bytes or a percentage",
+                                  optarg);
+                    return GMT_EXIT_USAGE;
+                }
+            } else if (gmt_parse_size(optarg, &lim.bytes)) {
+                gmt_cli_error("diff: bad --max-growth '%s': expected bytes (K/M/G) or P%%", optarg);
+                return GMT_EXIT_USAGE;
+            }
+            break;
+        }
+        case 't':
+            if (gmt_parse_int_range(optarg, 1, 1000000, &top)) {
+                gmt_cli_error("diff: bad --top '%s'", optarg);
+                return GMT_EXIT_USAGE;
+            }
+            break;
+        case 'h':
+            gmt_cli_diff_help(stdout);
+            return GMT_EXIT_OK;
+        case ':':
+            gmt_cli_error("diff: option '%s' needs a value", argv[optind - 1]);
+            return GMT_EXIT_USAGE;
+        default:
+            gmt_cli_error("diff: unknown option '%s' (see 'gpumemtrace help diff')",
+                          argv[optind - 1]);
+            return GMT_EXIT_USAGE;
+        }
+    }
+    if (argc - optind != 2) {
+        gmt_cli_error("diff: two report files needed (usage: gpumemtrace diff OLD NEW)");
+        return GMT_EXIT_USAGE;
+    }
+    gmt_report_t a, b;
+    if (gmt_report_open(argv[optind], &a)) return GMT_EXIT_USAGE;
+    if (gmt_report_open(argv[optind + 1], &b)) {
+        gmt_report_free(&a);
+        return GMT_EXIT_USAGE;
+    }
+    int status = GMT_EXIT_OK;
+    char x[GMT_FMT_BYTES_LEN], y[GMT_FMT_BYTES_LEN], d[48], label[48];
+    char fails[16][256];
+    int nfail = 0;
+
+    printf("diff %s -> %s\n\nPeak per device\n", a.path, b.path);
+    for (size_t i = 0; i < b.ndevices; i++) {
+        const gmt_device_t *nd = &b.devices[i];
+        const gmt_device_t *od = gmt_report_device(&a, nd->device, nd->rank);
+        uint64_t old = od ? od->peak_bytes : 0;
+        gmt_device_label(nd->device, nd->rank, label, sizeof label);
+        fmt_delta(delta(old, nd->peak_bytes), d, sizeof d);
+        printf("  %-12s %10s -> %10s  %s%s\n", label, gmt_fmt_bytes(old, x, sizeof x),
+               gmt_fmt_bytes(nd->peak_bytes, y, sizeof y), d, od ? "" : "  (new device)");
+        if (broken(&lim, old, nd->peak_bytes) && nfail < 16)
+            snprintf(fails[nfail++], sizeof fails[0], "%s peak grew by %s, over --max-growth",
+                     label, d);
+    }
+    for (size_t i = 0; i < a.ndevices; i++)
+        if (!gmt_report_device(&b, a.devices[i].device, a.devices[i].rank))
+            printf("  %-12s %10s -> (absent)\n",
+                   gmt_device_label(a.devices[i].device, a.devices[i].rank, label, sizeof label),
+                   gmt_fmt_bytes(a.devices[i].peak_bytes, x, sizeof x));
+
+    fmt_delta(delta(a.leak_bytes, b.leak_bytes), d, sizeof d);
+    printf("\nLeaks\n  %10s -> %10s  %s  (%" PRIu64 " -> %" PRIu64 " allocations)\n",
+           gmt_fmt_bytes(a.leak_bytes, x, sizeof x), gmt_fmt_bytes(b.leak_bytes, y, sizeof y), d,
+           a.leak_count, b.leak_count);
+    if (broken(&lim, a.leak_bytes, b.leak_bytes) && nfail < 16)
+        snprintf(fails[nfail++], sizeof fails[0], "leaked bytes grew by %s, over --max-growth", d);
+    printf("  failures %" PRId64 " -> %" PRId64 "\n", a.failures, b.failures);
+
+    table_t t = {0};
+    int rc = add_groups(&t, a.leak_groups, a.nleaks, false, true);
+    rc = rc ? rc : add_groups(&t, b.leak_groups, b.nleaks, true, true);
+    for (size_t i = 0; !rc && i < a.npeaks; i++)
+        rc = add_groups(&t, a.peaks[i].groups, a.peaks[i].ngroups, false, false);
+    for (size_t i = 0; !rc && i < b.npeaks; i++)
+        rc = add_groups(&t, b.peaks[i].groups, b.peaks[i].ngroups, true, false);
+    if (rc) {
+        gmt_cli_error("diff: out of memory");
+        status = GMT_EXIT_USAGE;
+    } else {
+        qsort(t.v, t.n, sizeof *t.v, cmp_leak_growth);
+        printf("\nPer call stack (matched by frames): at exit, at the peak\n");
+        long shown = 0;
+        for (size_t i = 0; i < t.n && shown < top; i++) {
+            entry_t *e = &t.v[i];
+            if (e->leak_old == e->leak_new && e->peak_old == e->peak_new) continue;
+            char dl[48], dp[48], fb[1024];
+            fmt_delta(delta(e->leak_old, e->leak_new), dl, sizeof dl);
+            fmt_delta(delta(e->peak_old, e->peak_new), dp, sizeof dp);
+            const gmt_frame_t *uf = gmt_user_frame(e->stack);
+            if (uf)
+                gmt_frame_format(uf, fb, sizeof fb);
+            else
+                snprintf(fb, sizeof fb, "(no stack)");
+            const char *tag = (e->leak_old || e->peak_old)
+                                  ? ((e->leak_new || e->peak_new) ? "" : "  [gone]")
+                                  : "  [new]";
+            printf("  leak %10s  peak %10s  %s%s\n", dl, dp, fb, tag);
+            shown++;
+        }
+        if (!shown) printf("  (no stack changed)\n");
+    }
+    for (size_t i = 0; i < t.n; i++)
+        free(t.v[i].key);
+    free(t.v);
+    gmt_strmap_free(&t.map);
+    for (int i = 0; i < nfail; i++)
+        printf("FAIL %s\n", fails[i]);
+    if (nfail && status == GMT_EXIT_OK) status = GMT_EXIT_FAIL;
+    gmt_report_free(&a);
+    gmt_report_free(&b);
+    if (fflush(stdout) != 0) status = GMT_EXIT_USAGE;
+    return status;
+}

@@ -1,0 +1,530 @@
+/* cmd_export.c - `gpumemtrace export FILE --format F [-o OUT]`: a report in other tools'
+ * formats.
+ *
+ *   folded      one line per call stack, "outer;...;inner BYTES" (flamegraph.pl, inferno,
+ *               speedscope); --stacks leaks (default) or peak
+ *   speedscope  speedscope's file format: one sampled profile of the leaks and one of each
+ *               device's peak owners, bytes as weights
+ *   perfetto    Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing): one memory counter
+ *               track per device from the timeline, instant events for failed allocations,
+ *               each device's peak, and the report itself when it is a snapshot or OOM report
+ *   prometheus  text exposition format for the node exporter's textfile collector; with -o
+ *               written atomically (temporary file + rename), as the collector requires
+ *   pprof       profile.proto, gzip-compressed (pprof.c), for `go tool pprof`
+ *   html        one self-contained page (html.c)
+ * Output goes to -o OUT (always written atomically) or standard output.
+ */
+#include "cli/cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct option long_opts[] = {
+    {"format", required_argument, NULL, 'f'},
+    {"output", required_argument, NULL, 'o'},
+    {"stacks", required_argument, NULL, 's'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+void gmt_cli_export_help(FILE *to)
+{
+    fprintf(to,
+            "Usage: gpumemtrace export FILE --format FORMAT [-o OUT] [--stacks leaks|peak]\n"
+            "\n"
+            "Formats:\n"
+            "  folded      'outer;...;inner BYTES' lines for flamegraph.pl, inferno, speedscope\n"
+            "  speedscope  speedscope JSON: leaks and each device's peak owners, bytes as weights\n"
+            "  perfetto    Chrome trace-event JSON: memory counter per device, failures, peaks\n"
+            "  html        one self-contained page: timelines, flame graphs, tables, search\n"
+            "  prometheus  text exposition for the node exporter's textfile collector\n"
+            "  pprof       gzip-compressed profile.proto for 'go tool pprof'\n"
+            "\n"
+            "  -o, --output OUT  write OUT atomically (default: standard output)\n"
+            "  --stacks WHICH    folded: 'leaks' (default) or 'peak' owners\n");
+}
+
+/* A frame name as one field of a folded line: no ';' and no line breaks. */
+static void folded_name(const gmt_frame_t *f, char *buf, size_t len)
+{
+    gmt_frame_name(f, buf, len);
+    for (char *p = buf; *p; p++)
+        if (*p == ';' || *p == '\n' || *p == '\r') *p = ':';
+}
+
+static void folded_group(gmt_buf_t *b, const gmt_group_t *g)
+{
+    char name[600];
+    if (g->bytes == 0) return;
+    if (!g->stack || g->stack->n == 0) {
+        gmt_buf_printf(b, "[no stack] %s", g->api);
+    } else {
+        for (size_t i = g->stack->n; i-- > 0;) {
+            folded_name(&g->stack->frames[i], name, sizeof name);
+            gmt_buf_puts(b, name);
+            if (i) gmt_buf_put(b, ";", 1);
+        }
+    }
+    gmt_buf_printf(b, " %" PRIu64 "\n", g->bytes);
+}
+
+static int export_folded(const gmt_report_t *rep, gmt_buf_t *b, bool peak)
+{
+    if (peak) {
+        for (size_t i = 0; i < rep->npeaks; i++)
+            for (size_t k = 0; k < rep->peaks[i].ngroups; k++)
+                folded_group(b, &rep->peaks[i].groups[k]);
+    } else {
+        for (size_t i = 0; i < rep->nleaks; i++)
+            if (!rep->leak_groups[i].suppressed) folded_group(b, &rep->leak_groups[i]);
+    }
+    return 0;
+}
+
+/* ---- speedscope ---- */
+
+typedef struct frames_s {
+    gmt_strmap_t map;
+    size_t n;
+} frames_t;
+
+static long frame_index(frames_t *fr, gmt_buf_t *b, const gmt_frame_t *f)
+{
+    char key[700];
+    gmt_frame_key(f, key, sizeof key);
+    size_t have = gmt_strmap_get(&fr->map, key);
+    if (have != SIZE_MAX) return (long)have;
+    if (gmt_strmap_put(&fr->map, key, fr->n)) return -1;
+    char name[600];
+    gmt_frame_name(f, name, sizeof name);
+    if (fr->n) gmt_buf_put(b, ",", 1);
+    gmt_buf_puts(b, "{\"name\":");
+    gmt_buf_json_str(b, name);
+    if (f->python || f->file) {
+        gmt_buf_puts(b, ",\"file\":");
+        gmt_buf_json_str(b, f->file);
+        if (f->line >= 0) gmt_buf_printf(b, ",\"line\":%" PRId64, f->line);
+    } else if (f->module) {
+        gmt_buf_puts(b, ",\"file\":");
+        gmt_buf_json_str(b, f->module);
+    }
+    gmt_buf_put(b, "}", 1);
+    return (long)fr->n++;
+}
+
+/* The frame table first (shared), then the profiles, which refer to it by index. */
+static int speedscope_samples(frames_t *fr, gmt_buf_t *frames, gmt_buf_t *samples,
+                              gmt_buf_t *weights, const gmt_group_t *g, size_t n, bool skip_supp,
+                              uint64_t *total)
+{
+    bool first = true;
+    for (size_t i = 0; i < n; i++) {
+        if (skip_supp && g[i].suppressed) continue;
+        if (!g[i].stack || g[i].stack->n == 0 || g[i].bytes == 0) continue;
+        gmt_buf_puts(samples, first ? "[" : ",[");
+        for (size_t k = g[i].stack->n; k-- > 0;) {
+            long idx = frame_index(fr, frames, &g[i].stack->frames[k]);
+            if (idx < 0) return -ENOMEM;
+            gmt_buf_printf(samples, "%ld%s", idx, k ? "," : "");
+        }
+        gmt_buf_put(samples, "]", 1);
+        gmt_buf_printf(weights, "%s%" PRIu64, first ? "" : ",", g[i].bytes);
+        *total += g[i].bytes;
+        first = false;
+    }
+    return 0;
+}
+
+static int export_speedscope(const gmt_report_t *rep, gmt_buf_t *b)
+{
+    frames_t fr = {0};
+    gmt_buf_t frames = {0}, profiles = {0};
+    int rc = 0;
+    size_t nprof = 0;
+    for (size_t p = 0; p <= rep->npeaks && !rc; p++) {
+        gmt_buf_t s = {0}, w = {0};
+        uint64_t total = 0;
+        char name[96], label[48];
+        if (p == 0) {
+            rc = speedscope_samples(&fr, &frames, &s, &w, rep->leak_groups, rep->nleaks, true,
+                                    &total);
+            snprintf(name, sizeof name, "leaks (live at exit)");
+        } else {
+            const gmt_peak_t *pk = &rep->peaks[p - 1];
+            rc = speedscope_samples(&fr, &frames, &s, &w, pk->groups, pk->ngroups, false, &total);
+            snprintf(name, sizeof name, "peak owners %s at %.3f s",
+                     gmt_device_label(pk->device, pk->rank, label, sizeof label), pk->time);
+        }
+        if (!rc) {
+            gmt_buf_puts(&profiles, nprof ? ",{" : "{");
+            gmt_buf_puts(&profiles, "\"type\":\"sampled\",\"name\":");
+            gmt_buf_json_str(&profiles, name);
+            gmt_buf_printf(&profiles,
+                           ",\"unit\":\"bytes\",\"startValue\":0,\"endValue\":%" PRIu64
+                           ",\"samples\":[%s],\"weights\":[%s]}",
+                           total, s.data ? s.data : "", w.data ? w.data : "");
+            nprof++;
+        }
+        gmt_buf_free(&s);
+        gmt_buf_free(&w);
+    }
+    if (!rc) {
+        gmt_buf_puts(b, "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\","
+                        "\"name\":");
+        gmt_buf_json_str(b, rep->path);
+        gmt_buf_printf(b,
+                       ",\"exporter\":\"gpumemtrace %s\",\"activeProfileIndex\":0,"
+                       "\"shared\":{\"frames\":[%s]},\"profiles\":[%s]}\n",
+                       GMT_VERSION_STRING, frames.data ? frames.data : "",
+                       profiles.data ? profiles.data : "");
+    }
+    if (frames.failed || profiles.failed) rc = -ENOMEM;
+    gmt_strmap_free(&fr.map);
+    gmt_buf_free(&frames);
+    gmt_buf_free(&profiles);
+    return rc;
+}
+
+/* ---- perfetto / Chrome trace events ---- */
+
+static int64_t pid_of(const gmt_report_t *rep, int64_t rank)
+{
+    if (rank >= 0)
+        for (size_t i = 0; i < rep->nranks; i++)
+            if (rep->ranks[i].rank == rank) return rep->ranks[i].pid ? rep->ranks[i].pid : rank + 1;
+    return rep->pid > 0 ? rep->pid : 1;
+}
+
+static void us(gmt_buf_t *b, double seconds)
+{
+    if (!isfinite(seconds) || seconds < 0) seconds = 0;
+    gmt_buf_printf(b, "%.3f", seconds * 1e6);
+}
+
+static int export_perfetto(const gmt_report_t *rep, gmt_buf_t *b)
+{
+    char label[48], name[256], sz[GMT_FMT_BYTES_LEN];
+    gmt_buf_puts(b, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"report\":");
+    gmt_buf_json_str(b, rep->path);
+    gmt_buf_printf(b, ",\"exporter\":\"gpumemtrace %s\"},\"traceEvents\":[\n", GMT_VERSION_STRING);
+    /* process names: one process per rank (or the one process) */
+    if (rep->nranks) {
+        for (size_t i = 0; i < rep->nranks; i++) {
+            snprintf(name, sizeof name, "rank %" PRId64 " (%s pid %" PRId64 ")", rep->ranks[i].rank,
+                     rep->ranks[i].hostname, rep->ranks[i].pid);
+            gmt_buf_printf(b,
+                           "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%" PRId64
+                           ",\"tid\":0,\"args\":{\"name\":",
+                           pid_of(rep, rep->ranks[i].rank));
+            gmt_buf_json_str(b, name);
+            gmt_buf_puts(b, "}},\n");
+        }
+    } else {
+        snprintf(name, sizeof name, "pid %" PRId64 " on %s", rep->pid, rep->hostname);
+        gmt_buf_printf(b,
+                       "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%" PRId64
+                       ",\"tid\":0,\"args\":{\"name\":",
+                       pid_of(rep, -1));
+        gmt_buf_json_str(b, name);
+        gmt_buf_puts(b, "}},\n");
+    }
+    for (size_t i = 0; i < rep->nseries; i++) {
+        const gmt_series_t *s = &rep->series[i];
+        snprintf(name, sizeof name, "%s bytes in use",
+                 gmt_device_label(s->device, -1, label, sizeof label));
+        for (size_t k = 0; k < s->n; k++) {
+            gmt_buf_puts(b, "{\"name\":");
+            gmt_buf_json_str(b, name);
+            gmt_buf_printf(b,
+                           ",\"cat\":\"memory\",\"ph\":\"C\",\"pid\":%" PRId64 ",\"tid\":0,\"ts\":",
+                           pid_of(rep, s->rank));
+            us(b, s->t[k]);
+            gmt_buf_printf(b, ",\"args\":{\"bytes\":%" PRIu64 "}},\n", s->bytes[k]);
+        }
+    }
+    for (size_t i = 0; i < rep->npeaks; i++) {
+        const gmt_peak_t *p = &rep->peaks[i];
+        snprintf(name, sizeof name, "peak %s %s",
+                 gmt_device_label(p->device, -1, label, sizeof label),
+                 gmt_fmt_bytes(p->bytes, sz, sizeof sz));
+        gmt_buf_puts(b, "{\"name\":");
+        gmt_buf_json_str(b, name);
+        gmt_buf_printf(
+            b, ",\"cat\":\"peak\",\"ph\":\"i\",\"s\":\"p\",\"pid\":%" PRId64 ",\"tid\":0,\"ts\":",
+            pid_of(rep, p->rank));
+        us(b, p->time);
+        gmt_buf_printf(b, ",\"args\":{\"device\":%" PRId64 ",\"bytes\":%" PRIu64 "}},\n", p->device,
+                       p->bytes);
+    }
+    for (size_t i = 0; i < rep->nerrors; i++) {
+        const gmt_error_t *e = &rep->errors[i];
+        char fb[1024] = "";
+        const gmt_frame_t *uf = gmt_user_frame(e->stack);
+        if (uf) gmt_frame_format(uf, fb, sizeof fb);
+        snprintf(name, sizeof name, "%s of %s failed", e->api,
+                 gmt_fmt_bytes(e->size, sz, sizeof sz));
+        gmt_buf_puts(b, "{\"name\":");
+        gmt_buf_json_str(b, name);
+        gmt_buf_printf(b,
+                       ",\"cat\":\"failure\",\"ph\":\"i\",\"s\":\"p\",\"pid\":%" PRId64
+                       ",\"tid\":0,\"ts\":",
+                       pid_of(rep, e->rank));
+        us(b, e->time);
+        gmt_buf_printf(b, ",\"args\":{\"device\":%" PRId64 ",\"size\":%" PRIu64 ",\"error\":",
+                       e->device, e->size);
+        gmt_buf_json_str(b, e->error_name ? e->error_name : "?");
+        gmt_buf_printf(b, ",\"recovered\":%s,\"where\":",
+                       e->recovered == 1   ? "true"
+                       : e->recovered == 0 ? "false"
+                                           : "null");
+        gmt_buf_json_str(b, fb);
+        gmt_buf_puts(b, "}},\n");
+    }
+    /* the moment this report was taken, when it is a snapshot / OOM report */
+    if (strcmp(rep->reason, "snapshot") == 0 || strcmp(rep->reason, "oom") == 0) {
+        gmt_buf_printf(b,
+                       "{\"name\":\"%s report\",\"cat\":\"snapshot\",\"ph\":\"i\",\"s\":\"g\","
+                       "\"pid\":%" PRId64 ",\"tid\":0,\"ts\":",
+                       strcmp(rep->reason, "oom") == 0 ? "oom" : "snapshot", pid_of(rep, -1));
+        us(b, rep->duration_s);
+        gmt_buf_puts(b, ",\"args\":{}},\n");
+    }
+    /* a last event so that every line above may end in a comma */
+    gmt_buf_printf(
+        b,
+        "{\"name\":\"end of run\",\"cat\":\"run\",\"ph\":\"i\",\"s\":\"g\",\"pid\":%" PRId64
+        ",\"tid\":0,\"ts\":",
+        pid_of(rep, -1));
+    us(b, rep->duration_s);
+    gmt_buf_puts(b, ",\"args\":{\"reason\":");
+    gmt_buf_json_str(b, rep->reason);
+    gmt_buf_puts(b, "}}\n]}\n");
+    return 0;
+}
+
+/* ---- prometheus ---- */
+
+static void prom_label_value(gmt_buf_t *b, const char *s)
+{
+    gmt_buf_put(b, "\"", 1);
+    for (const char *p = s ? s : ""; *p; p++) {
+        if (*p == '\\' || *p == '"')
+            gmt_buf_printf(b, "\\%c", *p);
+        else if (*p == '\n')
+            gmt_buf_puts(b, "\\n");
+        else
+            gmt_buf_put(b, p, 1);
+    }
+    gmt_buf_put(b, "\"", 1);
+}
+
+static void prom_head(gmt_buf_t *b, const char *name, const char *help)
+{
+    gmt_buf_printf(b, "# HELP gpumemtrace_%s %s\n# TYPE gpumemtrace_%s gauge\n", name, help, name);
+}
+
+/* name{host="..",rank=".."[,device=".."][,extra=".."]} */
+static void prom_labels(gmt_buf_t *b, const gmt_report_t *rep, int64_t rank, int64_t device,
+                        bool has_device, const char *extra_key, const char *extra)
+{
+    char num[32];
+    gmt_buf_puts(b, "{host=");
+    prom_label_value(b, rep->hostname);
+    snprintf(num, sizeof num, "%" PRId64, rank >= 0 ? rank : rep->rank);
+    gmt_buf_puts(b, ",rank=");
+    prom_label_value(b, num);
+    if (has_device) {
+        snprintf(num, sizeof num, "%" PRId64, device);
+        gmt_buf_puts(b, ",device=");
+        prom_label_value(b, device < 0 ? "host" : num);
+    }
+    if (extra_key) {
+        gmt_buf_printf(b, ",%s=", extra_key);
+        prom_label_value(b, extra);
+    }
+    gmt_buf_puts(b, "}");
+}
+
+static void prom_value(gmt_buf_t *b, double v)
+{
+    if (!isfinite(v)) v = 0;
+    if (v == floor(v) && fabs(v) < 9e15)
+        gmt_buf_printf(b, " %.0f\n", v);
+    else
+        gmt_buf_printf(b, " %.17g\n", v);
+}
+
+static int export_prometheus(const gmt_report_t *rep, gmt_buf_t *b)
+{
+    prom_head(b, "peak_bytes", "Highest bytes in use on a device during the traced run.");
+    for (size_t i = 0; i < rep->ndevices; i++) {
+        gmt_buf_puts(b, "gpumemtrace_peak_bytes");
+        prom_labels(b, rep, rep->devices[i].rank, rep->devices[i].device, true, NULL, NULL);
+        prom_value(b, (double)rep->devices[i].peak_bytes);
+    }
+    prom_head(b, "current_bytes", "Bytes in use on a device when the report was written.");
+    for (size_t i = 0; i < rep->ndevices; i++) {
+        gmt_buf_puts(b, "gpumemtrace_current_bytes");
+        prom_labels(b, rep, rep->devices[i].rank, rep->devices[i].device, true, NULL, NULL);
+        prom_value(b, (double)rep->devices[i].current_bytes);
+    }
+    prom_head(b, "untracked_bytes",
+              "Bytes the driver reported in use on a device that no traced call explains.");
+    for (size_t i = 0; i < rep->ndevices; i++) {
+        if (rep->devices[i].untracked_bytes < 0) continue;
+        gmt_buf_puts(b, "gpumemtrace_untracked_bytes");
+        prom_labels(b, rep, rep->devices[i].rank, rep->devices[i].device, true, NULL, NULL);
+        prom_value(b, (double)rep->devices[i].untracked_bytes);
+    }
+    prom_head(b, "fragmentation_ratio",
+              "1 - largest free gap / free bytes in gaps, over a device's live allocations.");
+    for (size_t i = 0; i < rep->nfrag; i++) {
+        if (rep->frag[i].fragmentation < 0) continue;
+        gmt_buf_puts(b, "gpumemtrace_fragmentation_ratio");
+        prom_labels(b, rep, rep->frag[i].rank, rep->frag[i].device, true, NULL, NULL);
+        prom_value(b, rep->frag[i].fragmentation);
+    }
+    prom_head(b, "leaked_bytes", "Bytes still allocated at exit, not suppressed.");
+    gmt_buf_puts(b, "gpumemtrace_leaked_bytes");
+    prom_labels(b, rep, -1, 0, false, NULL, NULL);
+    prom_value(b, (double)rep->leak_bytes);
+    prom_head(b, "leaked_allocations", "Allocations still live at exit, not suppressed.");
+    gmt_buf_puts(b, "gpumemtrace_leaked_allocations");
+    prom_labels(b, rep, -1, 0, false, NULL, NULL);
+    prom_value(b, (double)rep->leak_count);
+    prom_head(b, "suppressed_leak_bytes", "Bytes live at exit in groups matching a suppression.");
+    gmt_buf_puts(b, "gpumemtrace_suppressed_leak_bytes");
+    prom_labels(b, rep, -1, 0, false, NULL, NULL);
+    prom_value(b, (double)rep->leak_suppressed_bytes);
+    prom_head(b, "allocations", "Allocation calls seen in the traced run.");
+    gmt_buf_puts(b, "gpumemtrace_allocations");
+    prom_labels(b, rep, -1, 0, false, NULL, NULL);
+    prom_value(b, (double)rep->allocs);
+    prom_head(b, "failed_allocations", "Allocation calls that failed in the traced run.");
+    gmt_buf_puts(b, "gpumemtrace_failed_allocations");
+    prom_labels(b, rep, -1, 0, false, NULL, NULL);
+    prom_value(b, (double)rep->failures);
+    prom_head(b, "library_peak_bytes", "Bytes allocated from a library at the peak.");
+    for (size_t i = 0; i < rep->nlibraries; i++) {
+        gmt_buf_puts(b, "gpumemtrace_library_peak_bytes");
+        prom_labels(b, rep, -1, 0, false, "library", rep->libraries[i].library);
+        prom_value(b, (double)rep->libraries[i].peak_bytes);
+    }
+    prom_head(b, "run_duration_seconds", "How long the traced program ran.");
+    gmt_buf_puts(b, "gpumemtrace_run_duration_seconds");
+    prom_labels(b, rep, -1, 0, false, NULL, NULL);
+    prom_value(b, rep->duration_s);
+    prom_head(b, "report_time_seconds", "When the report was written (unix time).");
+    gmt_buf_puts(b, "gpumemtrace_report_time_seconds");
+    prom_labels(b, rep, -1, 0, false, NULL, NULL);
+    prom_value(b, rep->end_time);
+    return 0;
+}
+
+static const char *const formats[] = {"folded", "speedscope", "perfetto",
+                                      "html",   "prometheus", "pprof"};
+#define NFORMATS (sizeof formats / sizeof formats[0])
+
+int gmt_export_to(const gmt_report_t *rep, const char *format, const char *stacks, gmt_buf_t *b)
+{
+    size_t fi = 0;
+    while (fi < NFORMATS && strcmp(format, formats[fi]) != 0)
+        fi++;
+    int rc;
+    switch (fi) {
+    case 0:
+        rc = export_folded(rep, b, stacks && strcmp(stacks, "peak") == 0);
+        break;
+    case 1:
+        rc = export_speedscope(rep, b);
+        break;
+    case 2:
+        rc = export_perfetto(rep, b);
+        break;
+    case 3:
+        rc = gmt_export_html(rep, b);
+        break;
+    case 4:
+        rc = export_prometheus(rep, b);
+        break;
+    case 5:
+        rc = gmt_export_pprof(rep, b);
+        break;
+    default:
+        return -EINVAL;
+    }
+    return !rc && b->failed ? -ENOMEM : rc;
+}
+
+int gmt_cli_export(int argc, char **argv)
+{
+    const char *format = NULL, *out = NULL, *stacks = "leaks";
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, ":hf:o:", long_opts, NULL)) != -1) {
+        switch (c) {
+        case 'f':
+            format = optarg;
+            break;
+        case 'o':
+            out = optarg;
+            break;
+        case 's':
+            stacks = optarg;
+            break;
+        case 'h':
+            gmt_cli_export_help(stdout);
+            return GMT_EXIT_OK;
+        case ':':
+            gmt_cli_error("export: option '%s' needs a value", argv[optind - 1]);
+            return GMT_EXIT_USAGE;
+        default:
+            gmt_cli_error("export: unknown option '%s' (see 'gpumemtrace help export')",
+                          argv[optind - 1]);
+            return GMT_EXIT_USAGE;
+        }
+    }
+    size_t fi = 0;
+    while (format && fi < NFORMATS && strcmp(format, formats[fi]) != 0)
+        fi++;
+    if (!format || fi == NFORMATS) {
+        gmt_cli_error("export: %s%s%s (folded, speedscope, perfetto, html, prometheus, pprof)",
+                      format ? "unknown format '" : "no --format given", format ? format : "",
+                      format ? "'" : "");
+        return GMT_EXIT_USAGE;
+    }
+    if (strcmp(stacks, "leaks") != 0 && strcmp(stacks, "peak") != 0) {
+        gmt_cli_error("export: bad --stacks '%s': 'leaks' or 'peak'", stacks);
+        return GMT_EXIT_USAGE;
+    }
+    if (argc - optind != 1) {
+        gmt_cli_error("export: %s (usage: gpumemtrace export FILE --format F [-o OUT])",
+                      optind >= argc ? "no report file given" : "one report file at a time");
+        return GMT_EXIT_USAGE;
+    }
+    gmt_report_t rep;
+    if (gmt_report_open(argv[optind], &rep)) return GMT_EXIT_USAGE;
+    gmt_buf_t b = {0};
+    int rc = gmt_export_to(&rep, formats[fi], stacks, &b);
+    if (!rc && b.failed) rc = -ENOMEM;
+    int status = GMT_EXIT_OK;
+    if (rc) {
+        gmt_cli_error("export: %s: %s", formats[fi], strerror(-rc));
+        status = GMT_EXIT_USAGE;
+    } else {
+        rc = gmt_write_output(out, b.data ? b.data : "", b.len);
+        if (rc) {
+            gmt_cli_error("export: %s: %s", out ? out : "<stdout>",
+                          rc == -EEXIST ? "exists and is not a regular file" : strerror(-rc));
+            status = GMT_EXIT_USAGE;
+        }
+    }
+    gmt_buf_free(&b);
+    gmt_report_free(&rep);
+    return status;
+}

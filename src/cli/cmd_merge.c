@@ -1,0 +1,385 @@
+/* cmd_merge.c - `gpumemtrace merge FILE... [-o OUT]`: the per-rank reports of one job as one.
+ *
+ * Prints each rank's peak and leaked bytes, the imbalance of the peaks (max / mean: 1.00 is
+ * perfectly even), and the leak groups every rank has (matched by their frames). With -o it
+ * writes one combined report that every verb reads: a valid report whose devices, peak,
+ * fragmentation, timeline, errors and groups entries carry a "rank" field, whose stack ids are
+ * renumbered (rank index * stride + id, so they stay unique), whose summary and leak totals
+ * are sums (peak_bytes the largest rank's), and which has a "merged" object:
+ *   { "ranks": [{rank, file, pid, hostname, peak_bytes, leaked_bytes}], "imbalance",
+ *     "stack_id_stride", "common_leaks": [{stack_id, ranks, min_bytes, max_bytes,
+ *     total_bytes}] }
+ * docs/multirank.md describes it.
+ */
+#include "cli/cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct option long_opts[] = {
+    {"output", required_argument, NULL, 'o'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+void gmt_cli_merge_help(FILE *to)
+{
+    fprintf(to, "Usage: gpumemtrace merge [-o OUT] FILE...\n"
+                "\n"
+                "One view of the per-rank reports of a job: each rank's peak and leaks, the\n"
+                "imbalance of the peaks (max/mean), and the leak groups common to all ranks.\n"
+                "-o OUT also writes one combined report that every other verb reads.\n");
+}
+
+#define MAX_RANKS 4096
+
+static void set_num(cJSON *o, const char *key, double v)
+{
+    if (cJSON_GetObjectItemCaseSensitive(o, key))
+        cJSON_ReplaceItemInObjectCaseSensitive(o, key, cJSON_CreateNumber(v));
+    else
+        cJSON_AddNumberToObject(o, key, v);
+}
+
+/* A copy of an entry with "rank" set and stack ids shifted, groups inside too. */
+static cJSON *dup_ranked(const cJSON *item, int64_t rank, int64_t shift)
+{
+    cJSON *c = cJSON_Duplicate(item, true);
+    if (!c || !cJSON_IsObject(c)) return c;
+    set_num(c, "rank", (double)rank);
+    const cJSON *sid = cJSON_GetObjectItemCaseSensitive(c, "stack_id");
+    if (cJSON_IsNumber(sid) && sid->valuedouble > 0)
+        set_num(c, "stack_id", sid->valuedouble + (double)shift);
+    cJSON *groups = cJSON_GetObjectItemCaseSensitive(c, "groups");
+    cJSON *g;
+    cJSON_ArrayForEach(g, groups)
+    {
+        if (!cJSON_IsObject(g)) continue;
+        set_num(g, "rank", (double)rank);
+        const cJSON *gs = cJSON_GetObjectItemCaseSensitive(g, "stack_id");
+        if (cJSON_IsNumber(gs) && gs->valuedouble > 0)
+            set_num(g, "stack_id", gs->valuedouble + (double)shift);
+    }
+    return c;
+}
+
+static void append_ranked(cJSON *to, const cJSON *from, int64_t rank, int64_t shift)
+{
+    const cJSON *item;
+    cJSON_ArrayForEach(item, from) cJSON_AddItemToArray(to, dup_ranked(item, rank, shift));
+}
+
+/* Sum the numbers of src's object members into dst (apis: {name: {allocs, ...}}). */
+static void sum_into(cJSON *dst, const cJSON *src)
+{
+    const cJSON *m;
+    cJSON_ArrayForEach(m, src)
+    {
+        if (!m->string) continue;
+        cJSON *d = cJSON_GetObjectItemCaseSensitive(dst, m->string);
+        if (cJSON_IsNumber(m)) {
+            if (cJSON_IsNumber(d))
+                cJSON_SetNumberValue(d, d->valuedouble + m->valuedouble);
+            else if (!d)
+                cJSON_AddNumberToObject(dst, m->string, m->valuedouble);
+        } else if (cJSON_IsObject(m)) {
+            if (!d) d = cJSON_AddObjectToObject(dst, m->string);
+            if (cJSON_IsObject(d)) sum_into(d, m);
+        }
+    }
+}
+
+static double jnum(const cJSON *o, const char *k)
+{
+    return gmt_json_num(o, k, 0);
+}
+
+typedef struct common_s {
+    char *key;
+    int64_t stack_id; /* merged id of the first rank's group */
+    size_t nranks;
+    size_t last_rank_idx;
+    uint64_t min, max, total;
+    const gmt_stack_t *stack;
+} common_t;
+
+int gmt_cli_merge(int argc, char **argv)
+{
+    const char *out = NULL;
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, ":ho:", long_opts, NULL)) != -1) {
+        switch (c) {
+        case 'o':
+            if (strcmp(optarg, "-") == 0 || !*optarg) {
+                gmt_cli_error("merge: -o needs a file name (the summary goes to standard output)");
+                return GMT_EXIT_USAGE;
+            }
+            out = optarg;
+            break;
+        case 'h':
+            gmt_cli_merge_help(stdout);
+            return GMT_EXIT_OK;
+        case ':':
+            gmt_cli_error("merge: option '%s' needs a value", argv[optind - 1]);
+            return GMT_EXIT_USAGE;
+        default:
+            gmt_cli_error("merge: unknown option '%s' (see 'gpumemtrace help merge')",
+                          argv[optind - 1]);
+            return GMT_EXIT_USAGE;
+        }
+    }
+    size_t n = (size_t)(argc - optind);
+    if (n < 1 || n > MAX_RANKS) {
+        gmt_cli_error("merge: %s (usage: gpumemtrace merge [-o OUT] FILE...)",
+                      n < 1 ? "no report file given" : "too many files");
+        return GMT_EXIT_USAGE;
+    }
+    gmt_report_t *reps = calloc(n, sizeof *reps);
+    int64_t *ranks = calloc(n, sizeof *ranks);
+    common_t *common = NULL;
+    size_t ncommon = 0, capcommon = 0;
+    gmt_strmap_t cmap = {0};
+    cJSON *doc = NULL;
+    int status = GMT_EXIT_USAGE;
+    if (!reps || !ranks) goto out;
+    size_t loaded = 0;
+    int64_t max_id = 0;
+    int version = GMT_REPORT_VERSION_MIN;
+    for (size_t i = 0; i < n; i++) {
+        if (gmt_report_open(argv[optind + (int)i], &reps[i])) goto out;
+        loaded++;
+        if (reps[i].nranks) {
+            gmt_cli_error("merge: %s is already a merged report; merge the per-rank reports",
+                          reps[i].path);
+            goto out;
+        }
+        if (reps[i].version > version) version = reps[i].version;
+        for (size_t k = 0; k < reps[i].nstacks; k++)
+            if (reps[i].stacks[k].id > max_id) max_id = reps[i].stacks[k].id;
+        ranks[i] = reps[i].rank;
+    }
+    /* ranks as the processes said, unless they collide (all 0 outside a launcher): then the
+     * order of the files */
+    bool distinct = true;
+    for (size_t i = 0; i < n && distinct; i++)
+        for (size_t k = i + 1; k < n; k++)
+            if (ranks[i] == ranks[k]) distinct = false;
+    if (!distinct)
+        for (size_t i = 0; i < n; i++)
+            ranks[i] = (int64_t)i;
+    int64_t stride = max_id + 1;
+
+    /* per-rank table and imbalance */
+    double sum = 0, maxp = 0;
+    char a[GMT_FMT_BYTES_LEN], b[GMT_FMT_BYTES_LEN];
+    printf("merge of %zu report%s\n\n  %-6s %-20s %-8s %12s %12s\n", n, n == 1 ? "" : "s", "rank",
+           "host", "pid", "peak", "leaked");
+    for (size_t i = 0; i < n; i++) {
+        sum += (double)reps[i].peak_bytes;
+        if ((double)reps[i].peak_bytes > maxp) maxp = (double)reps[i].peak_bytes;
+        printf("  %-6" PRId64 " %-20.20s %-8" PRId64 " %12s %12s\n", ranks[i], reps[i].hostname,
+               reps[i].pid, gmt_fmt_bytes(reps[i].peak_bytes, a, sizeof a),
+               gmt_fmt_bytes(reps[i].leak_bytes, b, sizeof b));
+    }
+    double mean = sum / (double)n;
+    double imbalance = mean > 0 ? maxp / mean : 1.0;
+    printf("\npeak imbalance %.2f (largest peak / mean peak; 1.00 is even)\n", imbalance);
+
+    /* leak groups common to all ranks */
+    for (size_t i = 0; i < n; i++) {
+        for (size_t g = 0; g < reps[i].nleaks; g++) {
+            const gmt_group_t *gr = &reps[i].leak_groups[g];
+            if (gr->suppressed) continue;
+            char *key = gmt_stack_key(gr->stack);
+            if (!key) goto out;
+            common_t *e = NULL;
+            size_t have = gmt_strmap_get(&cmap, key);
+            if (have != SIZE_MAX) e = &common[have];
+            if (!e) {
+                if (gmt_strmap_put(&cmap, key, ncommon)) {
+                    free(key);
+                    goto out;
+                }
+                if (ncommon == capcommon) {
+                    size_t cap = capcommon ? capcommon * 2 : 32;
+                    common_t *v = realloc(common, cap * sizeof *v);
+                    if (!v) {
+                        free(key);
+                        goto out;
+                    }
+                    common = v;
+                    capcommon = cap;
+                }
+                e = &common[ncommon++];
+                memset(e, 0, sizeof *e);
+                e->key = key;
+                e->min = UINT64_MAX;
+                e->stack_id = gr->stack_id > 0 ? (int64_t)i * stride + gr->stack_id : -1;
+                e->stack = gr->stack;
+                e->last_rank_idx = SIZE_MAX;
+            } else {
+                free(key);
+            }
+            if (e->last_rank_idx != i) {
+                e->nranks++;
+                e->last_rank_idx = i;
+            }
+            e->total += gr->bytes;
+            if (gr->bytes < e->min) e->min = gr->bytes;
+            if (gr->bytes > e->max) e->max = gr->bytes;
+        }
+    }
+    size_t ncommon_all = 0;
+    printf("\nleak groups common to all %zu ranks\n", n);
+    for (size_t k = 0; k < ncommon; k++) {
+        if (common[k].nranks != n) continue;
+        ncommon_all++;
+        char fb[1024], t[GMT_FMT_BYTES_LEN];
+        const gmt_frame_t *uf = gmt_user_frame(common[k].stack);
+        if (uf)
+            gmt_frame_format(uf, fb, sizeof fb);
+        else
+            snprintf(fb, sizeof fb, "(no stack)");
+        printf("  %10s total (%s to %s per rank)  %s\n",
+               gmt_fmt_bytes(common[k].total, t, sizeof t),
+               gmt_fmt_bytes(common[k].min, a, sizeof a), gmt_fmt_bytes(common[k].max, b, sizeof b),
+               fb);
+    }
+    if (!ncommon_all) printf("  (none)\n");
+
+    if (out) {
+        const gmt_report_t *r0 = &reps[0];
+        doc = cJSON_CreateObject();
+        cJSON_AddStringToObject(doc, "schema", GMT_REPORT_SCHEMA);
+        cJSON_AddNumberToObject(doc, "version", version);
+        cJSON_AddItemToObject(doc, "tool", cJSON_Duplicate(r0->tool, true));
+        cJSON_AddItemToObject(doc, "process", cJSON_Duplicate(r0->process, true));
+        cJSON_AddItemToObject(doc, "config", cJSON_Duplicate(r0->config, true));
+        cJSON_AddItemToObject(doc, "capture", cJSON_Duplicate(r0->capture, true));
+        cJSON *devices = cJSON_AddArrayToObject(doc, "devices");
+        cJSON *summary = cJSON_AddObjectToObject(doc, "summary");
+        cJSON *leaks = cJSON_AddObjectToObject(doc, "leaks");
+        cJSON *peak = cJSON_AddArrayToObject(doc, "peak");
+        cJSON *frag = cJSON_AddArrayToObject(doc, "fragmentation");
+        cJSON *timeline = cJSON_AddArrayToObject(doc, "timeline");
+        cJSON *errors = cJSON_AddArrayToObject(doc, "errors");
+        cJSON *stacks = cJSON_AddObjectToObject(doc, "stacks");
+        cJSON *merged = cJSON_AddObjectToObject(doc, "merged");
+        cJSON_AddStringToObject(leaks, "meaning",
+                                gmt_json_str(r0->leaks, "meaning", "live at exit"));
+        cJSON *lgroups = cJSON_CreateArray(), *sus = cJSON_CreateArray();
+        cJSON *as = NULL, *asgroups = NULL;
+        double ltot = 0, lsup = 0, lcount = 0, lgt = 0, lsus = 0;
+        for (size_t i = 0; i < n; i++) {
+            const gmt_report_t *r = &reps[i];
+            int64_t shift = (int64_t)i * stride;
+            append_ranked(devices, r->devices_json, ranks[i], shift);
+            append_ranked(peak, r->peak_json, ranks[i], shift);
+            append_ranked(frag, r->fragmentation_json, ranks[i], shift);
+            append_ranked(timeline, r->timeline_json, ranks[i], shift);
+            append_ranked(errors, r->errors_json, ranks[i], shift);
+            append_ranked(lgroups, cJSON_GetObjectItemCaseSensitive(r->leaks, "groups"), ranks[i],
+                          shift);
+            append_ranked(sus, cJSON_GetObjectItemCaseSensitive(r->leaks, "growth_suspects"),
+                          ranks[i], shift);
+            const cJSON *ras = cJSON_GetObjectItemCaseSensitive(r->leaks, "address_space");
+            if (cJSON_IsObject(ras)) {
+                if (!as) {
+                    as = cJSON_CreateObject();
+                    asgroups = cJSON_CreateArray();
+                }
+                cJSON *tmp = cJSON_Duplicate(ras, true);
+                cJSON_DeleteItemFromObjectCaseSensitive(tmp, "groups");
+                sum_into(as, tmp);
+                cJSON_Delete(tmp);
+                append_ranked(asgroups, cJSON_GetObjectItemCaseSensitive(ras, "groups"), ranks[i],
+                              shift);
+            }
+            ltot += jnum(r->leaks, "total_bytes");
+            lsup += jnum(r->leaks, "suppressed_bytes");
+            lcount += jnum(r->leaks, "count");
+            lgt += (double)r->groups_total;
+            lsus += (double)r->suspects_total;
+            cJSON *tmp = cJSON_Duplicate(r->summary, true);
+            cJSON_DeleteItemFromObjectCaseSensitive(tmp, "peak_bytes");
+            cJSON_DeleteItemFromObjectCaseSensitive(tmp, "libraries");
+            sum_into(summary, tmp);
+            cJSON_Delete(tmp);
+            const cJSON *st;
+            cJSON_ArrayForEach(st, r->stacks_json)
+            {
+                char key[32];
+                snprintf(key, sizeof key, "%" PRId64,
+                         (int64_t)strtoll(st->string, NULL, 10) + shift);
+                cJSON_AddItemToObject(stacks, key, cJSON_Duplicate(st, true));
+            }
+        }
+        cJSON_AddNumberToObject(summary, "peak_bytes", maxp);
+        cJSON_AddNumberToObject(leaks, "total_bytes", ltot);
+        cJSON_AddNumberToObject(leaks, "suppressed_bytes", lsup);
+        cJSON_AddNumberToObject(leaks, "count", lcount);
+        cJSON_AddNumberToObject(leaks, "groups_total", lgt);
+        cJSON_AddItemToObject(leaks, "groups", lgroups);
+        cJSON_AddItemToObject(leaks, "growth_suspects", sus);
+        if (version >= 2) cJSON_AddNumberToObject(leaks, "growth_suspects_total", lsus);
+        if (as) {
+            cJSON_AddItemToObject(as, "groups", asgroups);
+            cJSON_AddItemToObject(leaks, "address_space", as);
+        }
+        cJSON *rk = cJSON_AddArrayToObject(merged, "ranks");
+        for (size_t i = 0; i < n; i++) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddNumberToObject(o, "rank", (double)ranks[i]);
+            cJSON_AddStringToObject(o, "file", reps[i].path);
+            cJSON_AddNumberToObject(o, "pid", (double)reps[i].pid);
+            cJSON_AddStringToObject(o, "hostname", reps[i].hostname);
+            cJSON_AddNumberToObject(o, "peak_bytes", (double)reps[i].peak_bytes);
+            cJSON_AddNumberToObject(o, "leaked_bytes", (double)reps[i].leak_bytes);
+            cJSON_AddItemToArray(rk, o);
+        }
+        cJSON_AddNumberToObject(merged, "imbalance", imbalance);
+        cJSON_AddNumberToObject(merged, "stack_id_stride", (double)stride);
+        cJSON *cl = cJSON_AddArrayToObject(merged, "common_leaks");
+        for (size_t k = 0; k < ncommon; k++) {
+            if (common[k].nranks != n) continue;
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddNumberToObject(o, "stack_id", (double)common[k].stack_id);
+            cJSON_AddNumberToObject(o, "ranks", (double)common[k].nranks);
+            cJSON_AddNumberToObject(o, "min_bytes", (double)common[k].min);
+            cJSON_AddNumberToObject(o, "max_bytes", (double)common[k].max);
+            cJSON_AddNumberToObject(o, "total_bytes", (double)common[k].total);
+            cJSON_AddItemToArray(cl, o);
+        }
+        char *text = cJSON_Print(doc);
+        if (!text) {
+            gmt_cli_error("merge: out of memory");
+            goto out;
+        }
+        size_t len = strlen(text);
+        int rc = gmt_write_output(out, text, len);
+        cJSON_free(text);
+        if (rc) {
+            gmt_cli_error("merge: -o %s: %s", out, strerror(-rc));
+            goto out;
+        }
+        printf("\nmerged report written to %s\n", out);
+    }
+    status = fflush(stdout) == 0 ? GMT_EXIT_OK : GMT_EXIT_USAGE;
+out:
+    if (status == GMT_EXIT_USAGE && !reps) gmt_cli_error("merge: out of memory");
+    cJSON_Delete(doc);
+    for (size_t k = 0; k < ncommon; k++)
+        free(common[k].key);
+    free(common);
+    gmt_strmap_free(&cmap);
+    for (size_t i = 0; reps && i < n; i++)
+        gmt_report_free(&reps[i]);
+    free(reps);
+    free(ranks);
+    return status;
+}

@@ -1,0 +1,436 @@
+/* frames.c - what the verbs share about frames and stacks: how a frame is shown, which frame
+ * is the user's code, the identity of a stack across runs, suppressions, and output helpers
+ * (a growable buffer, atomic file writing).
+ */
+#include "cli/cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void gmt_cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("gpumemtrace: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+const char *gmt_basename(const char *path)
+{
+    if (!path) return "?";
+    const char *slash = strrchr(path, '/');
+    return slash && slash[1] ? slash + 1 : path;
+}
+
+/* Module basenames (prefixes) that are not the user's code. */
+static const char *const internal_modules[] = {
+    "libgpumemtrace", "libcuda.",  "libcudart",  "libcupti",      "libcublas",   "libcudnn",
+    "libnccl",        "libcufft",  "libcurand",  "libcusparse",   "libcusolver", "libnvrtc",
+    "libnvJitLink",   "libnvidia", "libc10",     "libtorch",      "libpython",   "libc.so",
+    "libc-",          "ld-linux",  "libstdc++",  "libgcc_s",      "libpthread",  "libdl.",
+    "libxla",         "libjax",    "_C.cpython", "cupy_backends", "libcupy",     "libstandin",
+};
+
+bool gmt_module_is_internal(const char *module)
+{
+    if (!module) return false;
+    const char *base = gmt_basename(module);
+    for (size_t i = 0; i < sizeof internal_modules / sizeof internal_modules[0]; i++)
+        if (strncmp(base, internal_modules[i], strlen(internal_modules[i])) == 0) return true;
+    return false;
+}
+
+static bool python_file_is_library(const char *file)
+{
+    return file && (strstr(file, "/site-packages/") || strstr(file, "/dist-packages/") ||
+                    strstr(file, "/lib/python3") || file[0] == '<');
+}
+
+const gmt_frame_t *gmt_user_frame(const gmt_stack_t *stack)
+{
+    if (!stack || stack->n == 0) return NULL;
+    const gmt_frame_t *any_python = NULL;
+    for (size_t i = 0; i < stack->n; i++) {
+        const gmt_frame_t *f = &stack->frames[i];
+        if (!f->python) continue;
+        if (!python_file_is_library(f->file)) return f;
+        if (!any_python) any_python = f;
+    }
+    if (any_python) return any_python;
+    for (size_t i = 0; i < stack->n; i++) {
+        const gmt_frame_t *f = &stack->frames[i];
+        if (f->module && !gmt_module_is_internal(f->module)) return f;
+    }
+    return &stack->frames[0];
+}
+
+static void module_offset(const gmt_frame_t *f, char *buf, size_t len)
+{
+    if (f->module && f->offset >= 0)
+        snprintf(buf, len, "%s+0x%" PRIx64, gmt_basename(f->module), (uint64_t)f->offset);
+    else if (f->module)
+        snprintf(buf, len, "%s 0x%" PRIx64, gmt_basename(f->module), f->address);
+    else
+        snprintf(buf, len, "0x%" PRIx64, f->address);
+}
+
+void gmt_frame_format(const gmt_frame_t *f, char *buf, size_t len)
+{
+    char where[300];
+    module_offset(f, where, sizeof where);
+    const char *name = f->symbol;
+    if (f->python) {
+        snprintf(buf, len, "%s %s:%" PRId64, name ? name : "?", f->file ? f->file : "?",
+                 f->line < 0 ? (int64_t)0 : f->line);
+        return;
+    }
+    if (!name && !f->file) {
+        snprintf(buf, len, "%s", where);
+        return;
+    }
+    char fl[300] = "";
+    if (f->file && f->line >= 0)
+        snprintf(fl, sizeof fl, " %s:%" PRId64, f->file, f->line);
+    else if (f->file)
+        snprintf(fl, sizeof fl, " %s", f->file);
+    if (f->module)
+        snprintf(buf, len, "%s%s [%s]", name ? name : "?", fl, where);
+    else
+        snprintf(buf, len, "%s%s", name ? name : "?", fl);
+}
+
+void gmt_frame_name(const gmt_frame_t *f, char *buf, size_t len)
+{
+    if (f->python) {
+        snprintf(buf, len, "%s (%s:%" PRId64 ")", f->symbol ? f->symbol : "?",
+                 gmt_basename(f->file), f->line < 0 ? (int64_t)0 : f->line);
+    } else if (f->symbol) {
+        snprintf(buf, len, "%s", f->symbol);
+    } else {
+        module_offset(f, buf, len);
+    }
+}
+
+void gmt_frame_key(const gmt_frame_t *f, char *buf, size_t len)
+{
+    if (f->python)
+        snprintf(buf, len, "py`%s`%s", gmt_basename(f->file), f->symbol ? f->symbol : "?");
+    else if (f->symbol)
+        snprintf(buf, len, "%s`%s", f->module ? gmt_basename(f->module) : "?", f->symbol);
+    else if (f->offset >= 0)
+        snprintf(buf, len, "%s`+0x%" PRIx64, gmt_basename(f->module), (uint64_t)f->offset);
+    else
+        snprintf(buf, len, "%s`?", f->module ? gmt_basename(f->module) : "?");
+}
+
+char *gmt_stack_key(const gmt_stack_t *stack)
+{
+    if (!stack || stack->n == 0) return strdup("(no stack)");
+    gmt_buf_t b = {0};
+    char key[600];
+    for (size_t i = 0; i < stack->n; i++) {
+        gmt_frame_key(&stack->frames[i], key, sizeof key);
+        if (i) gmt_buf_put(&b, ";", 1);
+        gmt_buf_puts(&b, key);
+    }
+    gmt_buf_put(&b, "", 1);
+    if (b.failed) {
+        gmt_buf_free(&b);
+        return NULL;
+    }
+    return b.data;
+}
+
+const char *gmt_device_label(int64_t device, int64_t rank, char *buf, size_t len)
+{
+    char r[32] = "";
+    if (rank >= 0) snprintf(r, sizeof r, "rank %" PRId64 " ", rank);
+    if (device < 0)
+        snprintf(buf, len, "%shost", r);
+    else
+        snprintf(buf, len, "%sGPU %" PRId64, r, device);
+    return buf;
+}
+
+/* ---- suppressions ---- */
+
+#define SUPP_MAX_BYTES (1 << 20)
+
+int gmt_supp_load(const char *path, gmt_supp_t *s, char *why, size_t why_len)
+{
+    memset(s, 0, sizeof *s);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        int err = errno;
+        if (fd >= 0) close(fd);
+        snprintf(why, why_len, "%s", strerror(err));
+        return -err;
+    }
+    if (!S_ISREG(st.st_mode) || st.st_size > SUPP_MAX_BYTES) {
+        close(fd);
+        snprintf(why, why_len, "not a regular file of at most 1 MiB");
+        return -EINVAL;
+    }
+    s->text = malloc((size_t)st.st_size + 1);
+    ssize_t n = s->text ? read(fd, s->text, (size_t)st.st_size) : -1;
+    close(fd);
+    if (n < 0) {
+        gmt_supp_free(s);
+        snprintf(why, why_len, "cannot be read");
+        return -EIO;
+    }
+    s->text[n] = '\0';
+    size_t lines = 1;
+    for (ssize_t i = 0; i < n; i++)
+        lines += s->text[i] == '\n';
+    s->pat = calloc(lines, sizeof *s->pat);
+    if (!s->pat) {
+        gmt_supp_free(s);
+        snprintf(why, why_len, "out of memory");
+        return -ENOMEM;
+    }
+    char *line = s->text;
+    while (line) {
+        char *nl = strchr(line, '\n');
+        if (nl) *nl = '\0';
+        while (*line == ' ' || *line == '\t')
+            line++;
+        size_t len = strlen(line);
+        while (len && (line[len - 1] == ' ' || line[len - 1] == '\r' || line[len - 1] == '\t'))
+            line[--len] = '\0';
+        if (*line && *line != '#') s->pat[s->n++] = line;
+        line = nl ? nl + 1 : NULL;
+    }
+    return 0;
+}
+
+static bool supp_one(const gmt_supp_t *s, const char *text)
+{
+    if (!text) return false;
+    for (size_t k = 0; k < s->n; k++)
+        if (fnmatch(s->pat[k], text, 0) == 0) return true;
+    return false;
+}
+
+bool gmt_supp_match(const gmt_supp_t *s, const gmt_stack_t *stack)
+{
+    if (!s || s->n == 0 || !stack) return false;
+    for (size_t i = 0; i < stack->n; i++) {
+        const gmt_frame_t *f = &stack->frames[i];
+        if (supp_one(s, f->symbol) || supp_one(s, f->module) || supp_one(s, f->file) ||
+            (f->module && supp_one(s, gmt_basename(f->module))))
+            return true;
+    }
+    return false;
+}
+
+void gmt_supp_free(gmt_supp_t *s)
+{
+    free(s->text);
+    free(s->pat);
+    memset(s, 0, sizeof *s);
+}
+
+/* ---- buffer ---- */
+
+void gmt_buf_put(gmt_buf_t *b, const void *p, size_t n)
+{
+    if (b->failed) return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + n + 1) {
+            if (cap > SIZE_MAX / 2) {
+                b->failed = true;
+                return;
+            }
+            cap *= 2;
+        }
+        char *d = realloc(b->data, cap);
+        if (!d) {
+            b->failed = true;
+            return;
+        }
+        b->data = d;
+        b->cap = cap;
+    }
+    if (n) memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+}
+
+void gmt_buf_puts(gmt_buf_t *b, const char *s)
+{
+    gmt_buf_put(b, s, strlen(s));
+}
+
+void gmt_buf_printf(gmt_buf_t *b, const char *fmt, ...)
+{
+    char small[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        b->failed = true;
+        return;
+    }
+    if ((size_t)n < sizeof small) {
+        gmt_buf_put(b, small, (size_t)n);
+        return;
+    }
+    char *big = malloc((size_t)n + 1);
+    if (!big) {
+        b->failed = true;
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    gmt_buf_put(b, big, (size_t)n);
+    free(big);
+}
+
+void gmt_buf_json_str(gmt_buf_t *b, const char *s)
+{
+    gmt_buf_put(b, "\"", 1);
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        if (*p == '"' || *p == '\\') {
+            char e[2] = {'\\', (char)*p};
+            gmt_buf_put(b, e, 2);
+        } else if (*p < 0x20 || *p == 0x7f) {
+            gmt_buf_printf(b, "\\u%04x", *p);
+        } else if (*p == '<') {
+            /* so a string never closes a <script> element of the HTML page */
+            gmt_buf_puts(b, "\\u003c");
+        } else {
+            gmt_buf_put(b, p, 1);
+        }
+    }
+    gmt_buf_put(b, "\"", 1);
+}
+
+void gmt_buf_free(gmt_buf_t *b)
+{
+    free(b->data);
+    memset(b, 0, sizeof *b);
+}
+
+/* ---- string map ---- */
+
+static uint64_t str_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+size_t gmt_strmap_get(const gmt_strmap_t *m, const char *key)
+{
+    if (!m->cap) return SIZE_MAX;
+    for (size_t i = str_hash(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+        if (!m->keys[i]) return SIZE_MAX;
+        if (strcmp(m->keys[i], key) == 0) return m->vals[i];
+    }
+}
+
+static int strmap_grow(gmt_strmap_t *m)
+{
+    size_t cap = m->cap ? m->cap * 2 : 256;
+    char **keys = calloc(cap, sizeof *keys);
+    size_t *vals = calloc(cap, sizeof *vals);
+    if (!keys || !vals) {
+        free(keys);
+        free(vals);
+        return -ENOMEM;
+    }
+    for (size_t k = 0; k < m->cap; k++) {
+        if (!m->keys[k]) continue;
+        size_t i = str_hash(m->keys[k]) & (cap - 1);
+        while (keys[i])
+            i = (i + 1) & (cap - 1);
+        keys[i] = m->keys[k];
+        vals[i] = m->vals[k];
+    }
+    free(m->keys);
+    free(m->vals);
+    m->keys = keys;
+    m->vals = vals;
+    m->cap = cap;
+    return 0;
+}
+
+int gmt_strmap_put(gmt_strmap_t *m, const char *key, size_t val)
+{
+    if ((m->n + 1) * 2 > m->cap && strmap_grow(m)) return -ENOMEM;
+    char *copy = strdup(key);
+    if (!copy) return -ENOMEM;
+    size_t i = str_hash(key) & (m->cap - 1);
+    while (m->keys[i])
+        i = (i + 1) & (m->cap - 1);
+    m->keys[i] = copy;
+    m->vals[i] = val;
+    m->n++;
+    return 0;
+}
+
+void gmt_strmap_free(gmt_strmap_t *m)
+{
+    for (size_t i = 0; i < m->cap; i++)
+        free(m->keys[i]);
+    free(m->keys);
+    free(m->vals);
+    memset(m, 0, sizeof *m);
+}
+
+/* ---- output ---- */
+
+int gmt_write_output(const char *path, const void *data, size_t len)
+{
+    if (!path || strcmp(path, "-") == 0) {
+        if (len && fwrite(data, 1, len, stdout) != len) return -EIO;
+        return fflush(stdout) == 0 ? 0 : -EIO;
+    }
+    struct stat st;
+    if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) return -EEXIST;
+    size_t plen = strlen(path);
+    char *tmp = malloc(plen + 32);
+    if (!tmp) return -ENOMEM;
+    snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) {
+        int err = errno;
+        free(tmp);
+        return -err;
+    }
+    const char *p = data;
+    size_t left = len;
+    int rc = 0;
+    while (left) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            rc = -errno;
+            break;
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    if (close(fd) != 0 && !rc) rc = -errno;
+    if (!rc && rename(tmp, path) != 0) rc = -errno;
+    if (rc) unlink(tmp);
+    free(tmp);
+    return rc;
+}

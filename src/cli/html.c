@@ -1,0 +1,260 @@
+/* html.c - `export --format html`: one self-contained page, readable offline.
+ *
+ * The page is the vendored libraries (uPlot for the timelines, d3-flame-graph for the flame
+ * graphs; cli/web/vendor, embedded at build time by cmake/embed.cmake), the page's own script
+ * (cli/web/app.js) and style, and the report's data as one JSON object in a
+ * <script type="application/json"> element. A Content-Security-Policy of default-src 'none'
+ * forbids the page every request: nothing is fetched, even if a library tried.
+ * Every string of the report goes through gmt_buf_json_str, which writes '<' as \u003c, so
+ * no report text can close the script element.
+ */
+#include "cli/cli.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#define ASSET(name)                                                                                \
+    extern const unsigned char gmt_asset_##name[];                                                 \
+    extern const size_t gmt_asset_##name##_len;
+ASSET(flamegraph_js)
+ASSET(flamegraph_css)
+ASSET(uplot_js)
+ASSET(uplot_css)
+ASSET(app_js)
+ASSET(page_css)
+#define PUT_ASSET(b, name) gmt_buf_put((b), gmt_asset_##name, gmt_asset_##name##_len)
+
+static void where_of(const gmt_stack_t *st, char *buf, size_t len)
+{
+    const gmt_frame_t *f = gmt_user_frame(st);
+    if (f)
+        gmt_frame_format(f, buf, len);
+    else
+        snprintf(buf, len, "(no stack)");
+}
+
+static void json_groups(gmt_buf_t *b, const gmt_group_t *g, size_t n, bool skip_supp)
+{
+    char where[1024], dev[48];
+    bool first = true;
+    gmt_buf_put(b, "[", 1);
+    for (size_t i = 0; i < n; i++) {
+        if (skip_supp && g[i].suppressed) continue;
+        where_of(g[i].stack, where, sizeof where);
+        gmt_buf_printf(
+            b, "%s{\"bytes\":%" PRIu64 ",\"count\":%" PRIu64 ",\"stack\":\"%" PRId64 "\",\"kind\":",
+            first ? "" : ",", g[i].bytes, g[i].count, g[i].stack_id);
+        gmt_buf_json_str(b, g[i].kind);
+        gmt_buf_puts(b, ",\"device\":");
+        gmt_buf_json_str(b, gmt_device_label(g[i].device, g[i].rank, dev, sizeof dev));
+        gmt_buf_puts(b, ",\"api\":");
+        gmt_buf_json_str(b, g[i].api);
+        gmt_buf_puts(b, ",\"library\":");
+        gmt_buf_json_str(b, g[i].library ? g[i].library : "");
+        gmt_buf_puts(b, ",\"where\":");
+        gmt_buf_json_str(b, where);
+        gmt_buf_put(b, "}", 1);
+        first = false;
+    }
+    gmt_buf_put(b, "]", 1);
+}
+
+static void card(gmt_buf_t *b, bool *first, const char *label, const char *value)
+{
+    gmt_buf_puts(b, *first ? "[[" : ",[");
+    gmt_buf_json_str(b, label);
+    gmt_buf_put(b, ",", 1);
+    gmt_buf_json_str(b, value);
+    gmt_buf_put(b, "]", 1);
+    *first = false;
+}
+
+static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
+{
+    char s[1200], x[GMT_FMT_BYTES_LEN], label[48];
+    gmt_buf_puts(b, "{\"file\":");
+    gmt_buf_json_str(b, rep->path);
+    snprintf(s, sizeof s,
+             "pid %" PRId64 " on %s, rank %" PRId64 ", %s after %.3f s; report version %d, "
+             "gpumemtrace %s",
+             rep->pid, rep->hostname, rep->rank, rep->reason, rep->duration_s, rep->version,
+             rep->tool_version);
+    gmt_buf_puts(b, ",\"meta\":");
+    gmt_buf_json_str(b, s);
+
+    gmt_buf_puts(b, ",\"cards\":");
+    bool first = true;
+    card(b, &first, "leaked at exit", gmt_fmt_bytes(rep->leak_bytes, x, sizeof x));
+    for (size_t i = 0; i < rep->ndevices; i++) {
+        char l2[80];
+        snprintf(
+            l2, sizeof l2, "peak %s",
+            gmt_device_label(rep->devices[i].device, rep->devices[i].rank, label, sizeof label));
+        card(b, &first, l2, gmt_fmt_bytes(rep->devices[i].peak_bytes, x, sizeof x));
+        if (rep->devices[i].untracked_bytes > 0) {
+            snprintf(l2, sizeof l2, "untracked %s", label);
+            card(b, &first, l2,
+                 gmt_fmt_bytes((uint64_t)rep->devices[i].untracked_bytes, x, sizeof x));
+        }
+    }
+    snprintf(s, sizeof s, "%zu", rep->nerrors);
+    card(b, &first, "failed allocations", s);
+    snprintf(s, sizeof s, "%" PRId64, rep->allocs);
+    card(b, &first, "allocations", s);
+    if (rep->nranks) {
+        snprintf(s, sizeof s, "%zu ranks, %.2f", rep->nranks, rep->imbalance);
+        card(b, &first, "peak imbalance", s);
+    }
+    if (first) gmt_buf_put(b, "[", 1);
+    gmt_buf_put(b, "]", 1);
+
+    /* timelines; drawn from 0 bytes at the start to the device's bytes at the end, so that a
+     * short run's few points still make a line */
+    gmt_buf_puts(b, ",\"series\":[");
+    for (size_t i = 0; i < rep->nseries; i++) {
+        const gmt_series_t *t = &rep->series[i];
+        const gmt_device_t *d = gmt_report_device(rep, t->device, t->rank);
+        uint64_t peak = 0;
+        bool lead = t->n == 0 || t->t[0] > 0;
+        bool tail = t->n == 0 || t->t[t->n - 1] < rep->duration_s;
+        gmt_buf_puts(b, i ? ",{\"label\":" : "{\"label\":");
+        gmt_buf_json_str(b, gmt_device_label(t->device, t->rank, label, sizeof label));
+        gmt_buf_puts(b, ",\"t\":[");
+        if (lead) gmt_buf_puts(b, t->n || tail ? "0," : "0");
+        for (size_t k = 0; k < t->n; k++)
+            gmt_buf_printf(b, "%s%.6f", k ? "," : "", t->t[k]);
+        if (tail) gmt_buf_printf(b, "%s%.6f", t->n ? "," : "", rep->duration_s);
+        gmt_buf_puts(b, "],\"bytes\":[");
+        if (lead) gmt_buf_puts(b, t->n || tail ? "0," : "0");
+        for (size_t k = 0; k < t->n; k++) {
+            gmt_buf_printf(b, "%s%" PRIu64, k ? "," : "", t->bytes[k]);
+            if (t->bytes[k] > peak) peak = t->bytes[k];
+        }
+        if (tail)
+            gmt_buf_printf(b, "%s%" PRIu64, t->n ? "," : "",
+                           d ? d->current_bytes : (t->n ? t->bytes[t->n - 1] : 0));
+        if (d && d->peak_bytes > peak) peak = d->peak_bytes;
+        gmt_buf_printf(b, "],\"peak\":%" PRIu64 "}", peak);
+    }
+    gmt_buf_puts(b, "]");
+
+    /* stacks: frame names outermost first, for the flame graphs */
+    gmt_buf_puts(b, ",\"stacks\":{");
+    for (size_t i = 0; i < rep->nstacks; i++) {
+        const gmt_stack_t *st = &rep->stacks[i];
+        gmt_buf_printf(b, "%s\"%" PRId64 "\":[", i ? "," : "", st->id);
+        for (size_t k = st->n; k-- > 0;) {
+            gmt_frame_name(&st->frames[k], s, sizeof s);
+            gmt_buf_json_str(b, s);
+            if (k) gmt_buf_put(b, ",", 1);
+        }
+        gmt_buf_put(b, "]", 1);
+    }
+    gmt_buf_puts(b, "}");
+
+    gmt_buf_printf(b, ",\"leakBytes\":%" PRIu64 ",\"leakGroups\":", rep->leak_bytes);
+    json_groups(b, rep->leak_groups, rep->nleaks, true);
+    gmt_buf_puts(b, ",\"peaks\":[");
+    for (size_t i = 0; i < rep->npeaks; i++) {
+        const gmt_peak_t *p = &rep->peaks[i];
+        gmt_buf_puts(b, i ? ",{\"label\":" : "{\"label\":");
+        gmt_buf_json_str(b, gmt_device_label(p->device, p->rank, label, sizeof label));
+        gmt_buf_printf(b, ",\"bytes\":%" PRIu64 ",\"time\":%.6f,\"groups\":", p->bytes, p->time);
+        json_groups(b, p->groups, p->ngroups, false);
+        gmt_buf_put(b, "}", 1);
+    }
+    gmt_buf_puts(b, "],\"suspects\":[");
+    for (size_t i = 0; i < rep->nsuspects; i++) {
+        where_of(rep->suspects[i].stack, s, sizeof s);
+        gmt_buf_printf(b, "%s{\"growth\":%" PRIu64 ",\"live\":%" PRIu64 ",\"where\":", i ? "," : "",
+                       rep->suspects[i].growth_bytes, rep->suspects[i].live_bytes);
+        gmt_buf_json_str(b, s);
+        gmt_buf_put(b, "}", 1);
+    }
+    gmt_buf_puts(b, "],\"libraries\":[");
+    for (size_t i = 0; i < rep->nlibraries; i++) {
+        gmt_buf_puts(b, i ? ",{\"library\":" : "{\"library\":");
+        gmt_buf_json_str(b, rep->libraries[i].library);
+        gmt_buf_printf(b, ",\"peak\":%" PRIu64 ",\"exit\":%" PRIu64 "}",
+                       rep->libraries[i].peak_bytes, rep->libraries[i].exit_bytes);
+    }
+    gmt_buf_puts(b, "],\"frag\":[");
+    for (size_t i = 0; i < rep->nfrag; i++) {
+        const gmt_frag_t *f = &rep->frag[i];
+        gmt_buf_puts(b, i ? ",{\"label\":" : "{\"label\":");
+        gmt_buf_json_str(b, gmt_device_label(f->device, f->rank, label, sizeof label));
+        gmt_buf_printf(b, ",\"value\":%.6f,\"gaps\":%" PRIu64 ",\"largest\":%" PRIu64 "}",
+                       f->fragmentation, f->free_in_gaps, f->largest_gap);
+    }
+    gmt_buf_puts(b, "],\"errors\":[");
+    for (size_t i = 0; i < rep->nerrors; i++) {
+        const gmt_error_t *e = &rep->errors[i];
+        where_of(e->stack, s, sizeof s);
+        gmt_buf_printf(b, "%s{\"time\":%.6f,\"size\":%" PRIu64 ",\"api\":", i ? "," : "", e->time,
+                       e->size);
+        gmt_buf_json_str(b, e->api);
+        gmt_buf_puts(b, ",\"device\":");
+        gmt_buf_json_str(b, gmt_device_label(e->device, e->rank, label, sizeof label));
+        gmt_buf_puts(b, ",\"error\":");
+        gmt_buf_json_str(b, e->error_name ? e->error_name : "?");
+        gmt_buf_printf(b, ",\"recovered\":\"%s\",\"where\":",
+                       e->recovered == 1   ? "yes"
+                       : e->recovered == 0 ? "no"
+                                           : "?");
+        gmt_buf_json_str(b, s);
+        gmt_buf_put(b, "}", 1);
+    }
+    gmt_buf_puts(b, "]}");
+}
+
+static void html_text(gmt_buf_t *b, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '<':
+            gmt_buf_puts(b, "&lt;");
+            break;
+        case '>':
+            gmt_buf_puts(b, "&gt;");
+            break;
+        case '&':
+            gmt_buf_puts(b, "&amp;");
+            break;
+        case '"':
+            gmt_buf_puts(b, "&quot;");
+            break;
+        default:
+            gmt_buf_put(b, s, 1);
+        }
+    }
+}
+
+int gmt_export_html(const gmt_report_t *rep, gmt_buf_t *b)
+{
+    gmt_buf_puts(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+                    "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+                    "script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:\">\n"
+                    "<meta name=\"generator\" content=\"gpumemtrace " GMT_VERSION_STRING "\">\n"
+                    "<title>gpumemtrace: ");
+    html_text(b, rep->path);
+    gmt_buf_puts(b, "</title>\n<style>\n");
+    PUT_ASSET(b, uplot_css);
+    gmt_buf_puts(b, "\n</style>\n<style>\n");
+    PUT_ASSET(b, flamegraph_css);
+    gmt_buf_puts(b, "\n</style>\n<style>\n");
+    PUT_ASSET(b, page_css);
+    gmt_buf_puts(b, "\n</style>\n</head>\n<body>\n"
+                    "<header><h1 id=\"title\">gpumemtrace</h1><div class=\"meta\" "
+                    "id=\"meta\"></div></header>\n<main id=\"main\"></main>\n"
+                    "<script type=\"application/json\" id=\"gmt-data\">");
+    page_data(rep, b);
+    gmt_buf_puts(b, "</script>\n<script>\n");
+    PUT_ASSET(b, uplot_js);
+    gmt_buf_puts(b, "\n</script>\n<script>\n");
+    PUT_ASSET(b, flamegraph_js);
+    gmt_buf_puts(b, "\n</script>\n<script>\n");
+    PUT_ASSET(b, app_js);
+    gmt_buf_puts(b, "\n</script>\n</body></html>\n");
+    return b->failed ? -ENOMEM : 0;
+}

@@ -1,0 +1,302 @@
+/* pprof.c - a report as a pprof profile: profile.proto (github.com/google/pprof, proto/
+ * profile.proto) encoded here by hand, gzip-compressed with zlib.
+ *
+ * Sample types: leaked_space/bytes and leaked_objects/count (one sample per leak group not
+ * suppressed) and peak_space/bytes (one sample per peak-owner group). leaked_space is the
+ * default. Each distinct frame (by its cross-run key) is one location with one line and one
+ * function; a native frame's module is its mapping. Samples carry device, kind and api labels.
+ */
+#include "cli/cli.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+/* ---- protobuf wire format ---- */
+
+static void pb_varint(gmt_buf_t *b, uint64_t v)
+{
+    unsigned char tmp[10];
+    size_t n = 0;
+    do {
+        tmp[n] = (unsigned char)(v & 0x7f);
+        v >>= 7;
+        if (v) tmp[n] |= 0x80;
+        n++;
+    } while (v);
+    gmt_buf_put(b, tmp, n);
+}
+
+static void pb_key(gmt_buf_t *b, unsigned field, unsigned wire)
+{
+    pb_varint(b, ((uint64_t)field << 3) | wire);
+}
+
+static void pb_uint(gmt_buf_t *b, unsigned field, uint64_t v)
+{
+    if (!v) return; /* proto3 default */
+    pb_key(b, field, 0);
+    pb_varint(b, v);
+}
+
+static void pb_bytes(gmt_buf_t *b, unsigned field, const void *p, size_t n)
+{
+    pb_key(b, field, 2);
+    pb_varint(b, n);
+    gmt_buf_put(b, p, n);
+}
+
+static void pb_msg(gmt_buf_t *b, unsigned field, gmt_buf_t *m)
+{
+    pb_bytes(b, field, m->data ? m->data : "", m->len);
+    if (m->failed) b->failed = true;
+    m->len = 0;
+}
+
+/* ---- tables ---- */
+
+typedef struct strtab_s {
+    char **v;
+    size_t n, cap;
+    gmt_strmap_t map;
+} strtab_t;
+
+static uint64_t str_id(strtab_t *t, const char *s)
+{
+    if (!s) s = "";
+    size_t have = gmt_strmap_get(&t->map, s);
+    if (have != SIZE_MAX) return have;
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 256;
+        char **v = realloc(t->v, cap * sizeof *v);
+        if (!v) return 0;
+        t->v = v;
+        t->cap = cap;
+    }
+    t->v[t->n] = strdup(s);
+    if (!t->v[t->n] || gmt_strmap_put(&t->map, s, t->n)) {
+        free(t->v[t->n]);
+        return 0;
+    }
+    return t->n++;
+}
+
+typedef struct loc_s {
+    uint64_t function_id, mapping_id, address;
+    int64_t line;
+} loc_t;
+
+typedef struct ctx_s {
+    strtab_t s;
+    loc_t *locs;
+    size_t nlocs, caplocs;
+    gmt_strmap_t locmap, mapmap;
+    const char **maps; /* module paths; mapping id = index + 1 */
+    size_t nmaps, capmaps;
+    gmt_buf_t functions; /* encoded Function messages, ids = location ids */
+    gmt_buf_t samples;
+    bool oom;
+} ctx_t;
+
+static uint64_t mapping_id(ctx_t *c, const char *module)
+{
+    if (!module) return 0;
+    size_t have = gmt_strmap_get(&c->mapmap, module);
+    if (have != SIZE_MAX) return have + 1;
+    if (c->nmaps == c->capmaps) {
+        size_t cap = c->capmaps ? c->capmaps * 2 : 32;
+        const char **v = realloc(c->maps, cap * sizeof *v);
+        if (!v) {
+            c->oom = true;
+            return 0;
+        }
+        c->maps = v;
+        c->capmaps = cap;
+    }
+    if (gmt_strmap_put(&c->mapmap, module, c->nmaps)) {
+        c->oom = true;
+        return 0;
+    }
+    c->maps[c->nmaps++] = module;
+    return c->nmaps;
+}
+
+static uint64_t location_id(ctx_t *c, const gmt_frame_t *f)
+{
+    char key[700];
+    gmt_frame_key(f, key, sizeof key);
+    size_t have = gmt_strmap_get(&c->locmap, key);
+    if (have != SIZE_MAX) return have + 1;
+    if (c->nlocs == c->caplocs) {
+        size_t cap = c->caplocs ? c->caplocs * 2 : 256;
+        loc_t *v = realloc(c->locs, cap * sizeof *v);
+        if (!v) {
+            c->oom = true;
+            return 0;
+        }
+        c->locs = v;
+        c->caplocs = cap;
+    }
+    loc_t *l = &c->locs[c->nlocs];
+    if (gmt_strmap_put(&c->locmap, key, c->nlocs)) {
+        c->oom = true;
+        return 0;
+    }
+    l->function_id = c->nlocs + 1;
+    l->mapping_id = f->python ? 0 : mapping_id(c, f->module);
+    l->address = f->python ? 0 : f->address;
+    l->line = f->line;
+    c->nlocs++;
+    /* the function of this location */
+    char name[600];
+    gmt_frame_name(f, name, sizeof name);
+    if (f->python && f->symbol) snprintf(name, sizeof name, "%s", f->symbol);
+    gmt_buf_t m = {0};
+    pb_uint(&m, 1, l->function_id);
+    pb_uint(&m, 2, str_id(&c->s, name));
+    pb_uint(&m, 3, str_id(&c->s, name));
+    pb_uint(&m, 4, str_id(&c->s, f->file ? f->file : f->module));
+    pb_msg(&c->functions, 5, &m);
+    gmt_buf_free(&m);
+    return c->nlocs;
+}
+
+static void label_str(ctx_t *c, gmt_buf_t *sample, const char *key, const char *value)
+{
+    gmt_buf_t m = {0};
+    pb_uint(&m, 1, str_id(&c->s, key));
+    pb_uint(&m, 2, str_id(&c->s, value));
+    pb_msg(sample, 3, &m);
+    gmt_buf_free(&m);
+}
+
+static void add_sample(ctx_t *c, const gmt_group_t *g, bool leak)
+{
+    gmt_buf_t smp = {0}, packed = {0};
+    if (g->stack && g->stack->n) {
+        for (size_t i = 0; i < g->stack->n; i++)
+            pb_varint(&packed, location_id(c, &g->stack->frames[i]));
+    } else {
+        gmt_frame_t none = {.symbol = "[no stack]", .line = -1, .offset = -1};
+        pb_varint(&packed, location_id(c, &none));
+    }
+    pb_msg(&smp, 1, &packed);
+    pb_varint(&packed, leak ? g->bytes : 0);
+    pb_varint(&packed, leak ? g->count : 0);
+    pb_varint(&packed, leak ? 0 : g->bytes);
+    pb_msg(&smp, 2, &packed);
+    char dev[32];
+    snprintf(dev, sizeof dev, "%" PRId64, g->device);
+    label_str(c, &smp, "device", dev);
+    label_str(c, &smp, "kind", g->kind);
+    label_str(c, &smp, "api", g->api);
+    if (g->rank >= 0) {
+        snprintf(dev, sizeof dev, "%" PRId64, g->rank);
+        label_str(c, &smp, "rank", dev);
+    }
+    pb_msg(&c->samples, 2, &smp);
+    gmt_buf_free(&smp);
+    gmt_buf_free(&packed);
+}
+
+static void value_type(ctx_t *c, gmt_buf_t *out, unsigned field, const char *type, const char *unit)
+{
+    gmt_buf_t m = {0};
+    pb_uint(&m, 1, str_id(&c->s, type));
+    pb_uint(&m, 2, str_id(&c->s, unit));
+    pb_msg(out, field, &m);
+    gmt_buf_free(&m);
+}
+
+static int gzip_into(const gmt_buf_t *in, gmt_buf_t *out)
+{
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+        return -ENOMEM;
+    uLong bound = deflateBound(&z, (uLong)in->len);
+    unsigned char *buf = malloc(bound);
+    if (!buf) {
+        deflateEnd(&z);
+        return -ENOMEM;
+    }
+    z.next_in = (Bytef *)(in->data ? in->data : "");
+    z.avail_in = (uInt)in->len;
+    z.next_out = buf;
+    z.avail_out = (uInt)bound;
+    int zr = deflate(&z, Z_FINISH);
+    size_t n = bound - z.avail_out;
+    deflateEnd(&z);
+    if (zr != Z_STREAM_END) {
+        free(buf);
+        return -EIO;
+    }
+    gmt_buf_put(out, buf, n);
+    free(buf);
+    return 0;
+}
+
+int gmt_export_pprof(const gmt_report_t *rep, gmt_buf_t *out)
+{
+    ctx_t c;
+    memset(&c, 0, sizeof c);
+    str_id(&c.s, ""); /* string_table[0] must be "" */
+    gmt_buf_t prof = {0};
+    value_type(&c, &prof, 1, "leaked_space", "bytes");
+    value_type(&c, &prof, 1, "leaked_objects", "count");
+    value_type(&c, &prof, 1, "peak_space", "bytes");
+    for (size_t i = 0; i < rep->nleaks; i++)
+        if (!rep->leak_groups[i].suppressed) add_sample(&c, &rep->leak_groups[i], true);
+    for (size_t i = 0; i < rep->npeaks; i++)
+        for (size_t k = 0; k < rep->peaks[i].ngroups; k++)
+            add_sample(&c, &rep->peaks[i].groups[k], false);
+    gmt_buf_put(&prof, c.samples.data ? c.samples.data : "", c.samples.len);
+    gmt_buf_t m = {0}, ln = {0};
+    for (size_t i = 0; i < c.nmaps; i++) {
+        pb_uint(&m, 1, i + 1);
+        pb_uint(&m, 2, 0);
+        pb_uint(&m, 3, UINT64_MAX >> 1);
+        pb_uint(&m, 5, str_id(&c.s, c.maps[i]));
+        pb_key(&m, 7, 0);
+        pb_varint(&m, 1); /* has_functions */
+        pb_msg(&prof, 3, &m);
+    }
+    for (size_t i = 0; i < c.nlocs; i++) {
+        loc_t *l = &c.locs[i];
+        pb_uint(&m, 1, i + 1);
+        pb_uint(&m, 2, l->mapping_id);
+        pb_uint(&m, 3, l->address);
+        pb_uint(&ln, 1, l->function_id);
+        if (l->line > 0) pb_uint(&ln, 2, (uint64_t)l->line);
+        pb_msg(&m, 4, &ln);
+        pb_msg(&prof, 4, &m);
+    }
+    gmt_buf_put(&prof, c.functions.data ? c.functions.data : "", c.functions.len);
+    uint64_t dflt = str_id(&c.s, "leaked_space");
+    uint64_t comment = str_id(&c.s, rep->path);
+    for (size_t i = 0; i < c.s.n; i++)
+        pb_bytes(&prof, 6, c.s.v[i], strlen(c.s.v[i]));
+    if (rep->start_time > 0) pb_uint(&prof, 9, (uint64_t)(rep->start_time * 1e9));
+    pb_uint(&prof, 10, (uint64_t)(rep->duration_s * 1e9));
+    pb_key(&prof, 13, 0); /* comment: repeated int64, the report's name */
+    pb_varint(&prof, comment);
+    pb_uint(&prof, 14, dflt);
+    int rc = c.oom || prof.failed || c.functions.failed || c.samples.failed ? -ENOMEM : 0;
+    if (!rc) rc = gzip_into(&prof, out);
+    gmt_buf_free(&m);
+    gmt_buf_free(&ln);
+    gmt_buf_free(&prof);
+    gmt_buf_free(&c.functions);
+    gmt_buf_free(&c.samples);
+    gmt_strmap_free(&c.locmap);
+    gmt_strmap_free(&c.mapmap);
+    gmt_strmap_free(&c.s.map);
+    free(c.locs);
+    free(c.maps);
+    for (size_t i = 0; i < c.s.n; i++)
+        free(c.s.v[i]);
+    free(c.s.v);
+    return rc;
+}

@@ -1,0 +1,176 @@
+/* gpumemtrace HTML page: builds the page from the report data embedded in #gmt-data.
+ * Uses uPlot (timelines: drag to zoom, double-click to reset) and d3-flame-graph (click to
+ * zoom into a frame). Everything is local: no request leaves the page. */
+(function () {
+  'use strict';
+  var data = JSON.parse(document.getElementById('gmt-data').textContent);
+
+  function fmtBytes(b) {
+    var u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'], i = 0;
+    b = Number(b) || 0;
+    while (Math.abs(b) >= 1024 && i < u.length - 1) { b /= 1024; i++; }
+    return (i === 0 ? b.toFixed(0) : b.toFixed(2)) + ' ' + u[i];
+  }
+  function el(tag, attrs, text) {
+    var e = document.createElement(tag);
+    if (attrs) for (var k in attrs) e.setAttribute(k, attrs[k]);
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+  function section(id, title) {
+    var s = el('section', { id: id });
+    s.appendChild(el('h2', null, title));
+    document.getElementById('main').appendChild(s);
+    return s;
+  }
+
+  /* header */
+  document.getElementById('title').textContent = 'gpumemtrace: ' + data.file;
+  document.getElementById('meta').textContent = data.meta;
+
+  /* summary cards */
+  var sum = section('summary', 'Summary');
+  var cards = el('div', { 'class': 'cards' });
+  data.cards.forEach(function (c) {
+    var d = el('div', { 'class': 'card' });
+    d.appendChild(el('span', null, c[0]));
+    d.appendChild(el('b', null, c[1]));
+    cards.appendChild(d);
+  });
+  sum.appendChild(cards);
+
+  /* search */
+  var searchSec = section('find', 'Search');
+  var input = el('input', { id: 'search', type: 'search',
+                            placeholder: 'function, file or library' });
+  searchSec.appendChild(input);
+  searchSec.appendChild(el('span', { 'class': 'hint' },
+                           '  filters the tables and highlights matching frames in the flame graphs'));
+
+  /* timelines */
+  var tl = section('timeline', 'Bytes in use over time (drag to zoom, double-click to reset)');
+  if (!data.series.length) tl.appendChild(el('p', { 'class': 'empty' }, 'no timeline in this report'));
+  data.series.forEach(function (s, i) {
+    var box = el('div', { id: 'timeline-' + i, 'class': 'timeline' });
+    tl.appendChild(box);
+    var width = Math.max(400, (tl.clientWidth || 900) - 30);
+    new uPlot({
+      title: s.label + ' (peak ' + fmtBytes(s.peak) + ')',
+      width: width, height: 220,
+      scales: { x: { time: false } },
+      axes: [{ label: 'seconds' },
+             { label: 'bytes', size: 80, values: function (u, vals) { return vals.map(fmtBytes); } }],
+      series: [{ label: 's' },
+               { label: s.label, stroke: '#1e88e5', fill: 'rgba(30,136,229,0.15)',
+                 paths: uPlot.paths.stepped ? uPlot.paths.stepped({ align: 1 }) : undefined,
+                 value: function (u, v) { return v == null ? '-' : fmtBytes(v); } }]
+    }, [s.t, s.bytes], box);
+  });
+
+  /* flame graphs */
+  var charts = [];
+  function buildTree(groups, rootName) {
+    var root = { name: rootName, value: 0, children: [] };
+    groups.forEach(function (g) {
+      var names = data.stacks[g.stack] || ['[no stack] ' + g.api];
+      root.value += g.bytes;
+      var node = root;
+      names.forEach(function (n) {
+        var next = null;
+        for (var i = 0; i < node.children.length; i++)
+          if (node.children[i].name === n) { next = node.children[i]; break; }
+        if (!next) { next = { name: n, value: 0, children: [] }; node.children.push(next); }
+        next.value += g.bytes;
+        node = next;
+      });
+    });
+    return root;
+  }
+  function flame(id, title, groups, rootName) {
+    var s = section(id, title);
+    if (!groups.length) { s.appendChild(el('p', { 'class': 'empty' }, 'nothing to show')); return; }
+    var box = el('div', { id: id + '-graph', 'class': 'flame' });
+    s.appendChild(box);
+    var chart = flamegraph().width(Math.max(400, (s.clientWidth || 900) - 30))
+      .cellHeight(18).transitionDuration(0).minFrameSize(2)
+      .label(function (d) { return d.data.name + ': ' + fmtBytes(d.value); });
+    box.__data__ = buildTree(groups, rootName);
+    chart(selectionOf(box));
+    charts.push(chart);
+  }
+  /* d3-flame-graph bundles d3-selection but does not export it: the chart needs from the
+   * selection it is called on only each(), datum() and selectAll().remove(). */
+  function selectionOf(node) {
+    return {
+      each: function (f) { f.call(node, node.__data__, 0, [node]); return this; },
+      datum: function (v) {
+        if (!arguments.length) return node.__data__;
+        node.__data__ = typeof v === 'function' ? v.call(node, node.__data__, 0, [node]) : v;
+        return this;
+      },
+      selectAll: function (q) {
+        var list = node.querySelectorAll(q);
+        return { remove: function () { list.forEach(function (n) { n.remove(); }); } };
+      }
+    };
+  }
+  flame('flame-leaks', 'Flame graph: leaks (bytes live at exit, outermost frame at the bottom)',
+        data.leakGroups, 'leaks');
+  data.peaks.forEach(function (p, i) {
+    flame('flame-peak-' + i, 'Flame graph: peak owners on ' + p.label + ' (' + fmtBytes(p.bytes) +
+          ' at ' + p.time.toFixed(3) + ' s)', p.groups, 'peak ' + p.label);
+  });
+
+  /* tables */
+  var tables = [];
+  function table(id, title, head, rows) {
+    var s = section(id, title);
+    if (!rows.length) { s.appendChild(el('p', { 'class': 'empty' }, 'none')); return; }
+    var t = el('table', { id: id + '-table' });
+    var tr = el('tr');
+    head.forEach(function (h) { tr.appendChild(el('th', { 'class': h[1] || '' }, h[0])); });
+    t.appendChild(tr);
+    rows.forEach(function (r) {
+      var row = el('tr');
+      r.forEach(function (v, i) { row.appendChild(el('td', { 'class': head[i][1] || '' }, v)); });
+      row.setAttribute('data-text', r.join(' ').toLowerCase());
+      t.appendChild(row);
+    });
+    s.appendChild(t);
+    tables.push(t);
+  }
+  function groupRows(groups) {
+    return groups.map(function (g) {
+      return [fmtBytes(g.bytes), String(g.count), g.kind, g.device, g.api, g.library || '', g.where];
+    });
+  }
+  var gh = [['bytes', 'num'], ['allocations', 'num'], ['kind'], ['device'], ['api'], ['library'],
+            ['nearest user frame', 'where']];
+  table('leaks', 'Leaks (' + fmtBytes(data.leakBytes) + ' live at exit)', gh, groupRows(data.leakGroups));
+  data.peaks.forEach(function (p, i) {
+    table('peak-' + i, 'Peak owners on ' + p.label, gh, groupRows(p.groups));
+  });
+  table('suspects', 'Growth suspects', [['grew by', 'num'], ['live', 'num'], ['nearest user frame', 'where']],
+        data.suspects.map(function (s) { return [fmtBytes(s.growth), fmtBytes(s.live), s.where]; }));
+  table('libraries', 'Bytes per library', [['library'], ['at the peak', 'num'], ['at exit', 'num']],
+        data.libraries.map(function (l) { return [l.library, fmtBytes(l.peak), fmtBytes(l.exit)]; }));
+  table('fragmentation', 'Fragmentation', [['device'], ['fragmentation', 'num'], ['free in gaps', 'num'], ['largest gap', 'num']],
+        data.frag.map(function (f) { return [f.label, f.value < 0 ? '?' : f.value.toFixed(2), fmtBytes(f.gaps), fmtBytes(f.largest)]; }));
+  table('errors', 'Failed allocations', [['time (s)', 'num'], ['api'], ['size', 'num'], ['device'], ['error'], ['recovered'], ['nearest user frame', 'where']],
+        data.errors.map(function (e) { return [e.time.toFixed(3), e.api, fmtBytes(e.size), e.device, e.error, e.recovered, e.where]; }));
+
+  function applySearch() {
+    var term = input.value.trim().toLowerCase();
+    tables.forEach(function (t) {
+      Array.prototype.forEach.call(t.querySelectorAll('tr[data-text]'), function (r) {
+        r.className = term && r.getAttribute('data-text').indexOf(term) < 0 ? 'hidden' : '';
+      });
+    });
+    charts.forEach(function (c) { if (term) c.search(term); else c.clear(); });
+  }
+  input.addEventListener('input', applySearch);
+  /* page.html#search=TERM opens the page with that search (a link to share, and testable) */
+  var m = /[#&]search=([^&]*)/.exec(window.location.hash);
+  if (m) { input.value = decodeURIComponent(m[1]); applySearch(); }
+  document.body.setAttribute('data-ready', '1');
+})();

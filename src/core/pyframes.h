@@ -1,0 +1,97 @@
+/* pyframes.h - Python frames of the calling thread, read without the GIL, spliced into its
+ * native stack.
+ *
+ * PyTorch's bindings release the GIL before an operator allocates and its caching allocator
+ * holds its own mutex while it calls cudaMalloc, so a hook may never take the GIL. Instead the
+ * calling thread's own thread state is found through the interpreter's GIL-state TSS key
+ * (PyGILState_GetThisThreadState: a pthread_getspecific, no lock; still set while the thread
+ * has released the GIL) and its frame chain is walked with the structure offsets of the
+ * running CPython (3.9 to 3.12: pylayouts.inc, generated from each version's headers; 3.13:
+ * the _Py_DebugOffsets the interpreter publishes in _PyRuntime). Every read is a kernel copy
+ * that fails cleanly (pwritev into a private memfd, or process_vm_readv on the process
+ * itself), so a bad pointer is an error code, never a crash.
+ *
+ * A Python frame is captured as one tagged word in the ordinary frame array: tag 0xA in the
+ * top four bits (user addresses are below 2^57), a code-cache entry index and the instruction
+ * byte offset. The code cache copies each code object's file name, qualified name, first line
+ * and line table the first time it is seen, so file, function and line can be resolved at
+ * report time even after the code object was freed. The cache is one flat region with offsets
+ * rather than pointers (gmt_pycode_init(mem, bytes)), so it can live in a state file.
+ *
+ * Everything here is thread-safe. gmt_py_splice allocates nothing and takes no lock.
+ * Functions return 0 or a negative errno unless stated otherwise.
+ */
+#ifndef GMT_CORE_PYFRAMES_H
+#define GMT_CORE_PYFRAMES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GMT_PY_MAX_FRAMES 64 /* Python frames kept per stack, innermost first */
+
+#define GMT_PY_TAG_SHIFT 60
+#define GMT_PY_TAG       0xAull
+
+static inline bool gmt_py_is_frame(uint64_t word)
+{
+    return (word >> GMT_PY_TAG_SHIFT) == GMT_PY_TAG;
+}
+
+/* Per stack and for the process; names as in the report. */
+typedef enum gmt_py_status_e {
+    GMT_PY_NOT_PYTHON = 0,  /* no CPython in the process */
+    GMT_PY_OFF = 1,         /* GPUMEMTRACE_PYTHON=0 */
+    GMT_PY_UNSUPPORTED = 2, /* a CPython this tracer cannot read */
+    GMT_PY_CAPTURED = 3,    /* frames are captured (process) / this stack has some */
+    GMT_PY_NO_FRAMES = 4,   /* this stack's thread was not running Python */
+} gmt_py_status_t;
+
+const char *gmt_py_status_name(gmt_py_status_t s);
+
+/* Looks the interpreter up (dlsym(RTLD_DEFAULT): libpython or a python executable that
+ * exports its symbols) and maps the code cache. Call once, off the hot path. An unsupported
+ * version gets one error line. enabled=false: status "off", nothing is looked at further. */
+int gmt_py_init(bool enabled);
+
+/* Process status and the interpreter's version ("3.12.1"; NULL when there is none). */
+gmt_py_status_t gmt_py_status(void);
+const char *gmt_py_version(void);
+
+/* Hot path. frames[0..n) are the calling thread's native frames, innermost first; inserts its
+ * Python frames before each native frame of the evaluation loop that runs them (frames beyond
+ * the native depth are appended at the outer end). Returns the new count (<= cap). */
+uint32_t gmt_py_splice(uint64_t *frames, uint32_t n, uint32_t cap);
+
+/* Status of one captured stack: captured when it holds a Python frame, else the process
+ * status, with "captured" turned into "no-python-frames" — or "off" for an empty stack (none
+ * was taken: GPUMEMTRACE_STACK_DEPTH=0, or below GPUMEMTRACE_MIN_BYTES). */
+gmt_py_status_t gmt_py_stack_status(const uint64_t *frames, uint32_t n);
+
+/* Report time: file, function (NUL-terminated, owned by the cache; NULL when unknown) and line
+ * (-1 when unknown) of a Python frame word. */
+typedef struct gmt_py_frame_s {
+    const char *file;
+    const char *function;
+    int line;
+} gmt_py_frame_t;
+int gmt_py_resolve(uint64_t word, gmt_py_frame_t *out);
+
+/* The code cache: header, entries, hash index, text arena; all offsets. */
+size_t gmt_pycode_bytes(uint32_t max_entries, uint64_t text_bytes);
+int gmt_pycode_init(void *mem, size_t bytes, uint32_t max_entries, uint64_t text_bytes);
+
+/* Line of a byte offset into a code object's instructions, from its copied line table.
+ * minor: CPython 3.minor (9: co_lnotab, 10: co_linetable, 11+: location table). -1: none. */
+int gmt_py_addr2line(int minor, const uint8_t *table, uint32_t len, int firstlineno,
+                     uint32_t offset);
+
+/* For tests: use the built-in layout of 3.minor with made-up type pointers, as if that
+ * interpreter were present, and walk the frame chain of tstate (any value: a bad pointer must
+ * only end the walk). Returns the number of Python frames written to words. */
+int gmt_py_test_use_layout(int minor, uint64_t code_type, uint64_t str_type, uint64_t bytes_type);
+uint32_t gmt_py_test_walk(uint64_t tstate, uint64_t *words, uint32_t cap);
+/* For tests: read memory through the memfd (true, the default) or process_vm_readv only. */
+void gmt_py_test_use_memfd(bool on);
+
+#endif

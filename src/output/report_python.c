@@ -1,0 +1,34 @@
+/* report_python.c - see report_python.h. */
+#include "report_python.h"
+
+#include "core/pyframes.h"
+
+bool gmt_report_python_frame(jw_t *w, uint64_t frame)
+{
+    if (!gmt_py_is_frame(frame)) return false;
+    gmt_py_frame_t pf;
+    gmt_py_resolve(frame, &pf); /* unknown parts stay NULL / -1 */
+    jw_object_begin(w, NULL);
+    jw_string(w, "type", "python");
+    jw_string(w, "file", pf.file);
+    jw_string(w, "function", pf.function);
+    if (pf.line >= 0)
+        jw_int(w, "line", pf.line);
+    else
+        jw_null(w, "line");
+    jw_object_end(w);
+    return true;
+}
+
+void gmt_report_python_stack_status(jw_t *w, const uint64_t *frames, uint32_t n)
+{
+    jw_string(w, "python", gmt_py_status_name(gmt_py_stack_status(frames, n)));
+}
+
+void gmt_report_python_capture(jw_t *w)
+{
+    jw_object_begin(w, "python");
+    jw_string(w, "status", gmt_py_status_name(gmt_py_status()));
+    jw_string(w, "version", gmt_py_version());
+    jw_object_end(w);
+}

@@ -1,0 +1,536 @@
+#!/usr/bin/env python3
+"""verbs.py - the CLI's verbs on reports that real programs wrote under the tracer.
+
+Each case runs integration programs (tests/integration/progs, against the stand-in CUDA) with
+`gpumemtrace run`, then runs a verb on the reports and checks exit codes and what it printed or
+wrote. Exit 0 pass, 1 fail (with the reason), 77 skipped (a tool such as chromium, go or
+promtool is absent; the reason is printed as "SKIPPED: ...").
+
+usage: verbs.py --case NAME --cli CLI --lib LIB --progs DIR --standin DIR --work DIR
+                --schema FILE --data DIR
+"""
+import argparse
+import gzip
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+MIB = 1 << 20
+CASES = {}
+
+
+class Failed(Exception):
+    pass
+
+
+class Skipped(Exception):
+    pass
+
+
+def case(fn):
+    CASES[fn.__name__[len("case_"):]] = fn
+    return fn
+
+
+def expect(cond, msg):
+    if not cond:
+        raise Failed(msg)
+
+
+class Ctx:
+    def __init__(self, a):
+        self.cli, self.lib = os.path.abspath(a.cli), os.path.abspath(a.lib)
+        self.progs, self.standin = os.path.abspath(a.progs), os.path.abspath(a.standin)
+        self.work, self.schema, self.data = os.path.abspath(a.work), a.schema, a.data
+        shutil.rmtree(self.work, ignore_errors=True)
+        os.makedirs(self.work)
+
+    def env(self, extra=None):
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("GPUMEMTRACE_", "GMT_STANDIN_")) and k != "LD_PRELOAD"
+               and k not in ("RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK")}
+        env["LD_LIBRARY_PATH"] = self.standin + (
+            ":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+        env["GPUMEMTRACE_LIBRARY"] = self.lib
+        env["GPUMEMTRACE_LOG"] = "quiet"
+        env.pop("NO_COLOR", None)
+        env.update(extra or {})
+        return env
+
+    def trace(self, prog, name, env=None, rc=0):
+        """Runs progs/PROG under the tracer; returns the final report's path."""
+        out = os.path.join(self.work, name + ".json")
+        p = subprocess.run([self.cli, "run", "-o", out, "--", os.path.join(self.progs, prog)],
+                           env=self.env(env), capture_output=True, text=True, timeout=60,
+                           cwd=self.work)
+        expect(p.returncode == rc, f"{prog} under the tracer: status {p.returncode}\n{p.stderr}")
+        expect(os.path.exists(out), f"{prog}: no report {out}; files {os.listdir(self.work)}")
+        return out
+
+    def cli_run(self, *args, rc=0, stdin=None, env=None, timeout=60):
+        p = subprocess.run([self.cli] + [str(a) for a in args], env=self.env(env),
+                           capture_output=True, timeout=timeout, cwd=self.work,
+                           stdin=stdin)
+        out, err = p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+        if rc is not None and p.returncode != rc:
+            raise Failed(f"gpumemtrace {' '.join(map(str, args))}: status {p.returncode}, "
+                         f"expected {rc}\n--- stdout\n{out[-3000:]}\n--- stderr\n{err[-3000:]}")
+        return out, err, p.stdout
+
+    def path(self, name):
+        return os.path.join(self.work, name)
+
+    def load(self, path):
+        with open(path) as f:
+            return json.load(f)
+
+
+def leaked_total():
+    return 3 * MIB + 2 * 3000
+
+
+# ---- report -----------------------------------------------------------------------------
+
+@case
+def case_report(c):
+    r = c.trace("leak_two_sites", "leak")
+    out, _, _ = c.cli_run("report", r)
+    expect("Leaks: 3.01 MiB in 5 allocations" in out, "leak line:\n" + out)
+    # the nearest user frame of each leak group is the program's function, not the runtime's
+    expect(re.search(r"^\s+-> alloc_site_a\b", out, re.M), "user frame alloc_site_a:\n" + out)
+    expect(re.search(r"^\s+-> alloc_site_b\b", out, re.M), "user frame alloc_site_b:\n" + out)
+    expect("\033[" not in out, "colour codes on a pipe")
+    out1, _, _ = c.cli_run("report", "--top", "1", r)
+    expect("-> alloc_site_b" not in out1 and "more group" in out1, "--top 1:\n" + out1)
+    js, _, _ = c.cli_run("report", "--json", r)
+    j = json.loads(js)
+    expect(j["leaks"]["total_bytes"] == leaked_total(), f"--json total {j['leaks']}")
+    wheres = [g["user_frame"] for g in j["leaks"]["groups"]]
+    expect(any(w and w.startswith("alloc_site_a") for w in wheres), f"--json frames {wheres}")
+    out2, _, _ = c.cli_run("report", "--device", "1", r)
+    expect("#1 " not in out2.split("Peak owners")[0], "--device 1 shows device-0 leaks:\n" + out2)
+    c.cli_run("report", "--device", "x", r, rc=2)
+    # on a terminal: colour, unless NO_COLOR is set
+    expect("\033[1m" in on_tty(c, ["report", r], {}), "no colour on a terminal")
+    expect("\033[" not in on_tty(c, ["report", r], {"NO_COLOR": "1"}), "colour with NO_COLOR")
+
+
+def on_tty(c, args, env):
+    import pty
+    pid, fd = pty.fork()
+    if pid == 0:
+        e = c.env(env)
+        os.execve(c.cli, [c.cli] + args, e)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.waitpid(pid, 0)
+    return out.decode("utf-8", "replace")
+
+
+@case
+def case_report_two_devices(c):
+    r = c.trace("two_devices", "two")
+    out, _, _ = c.cli_run("report", r)
+    expect("GPU 0" in out and "GPU 1" in out, out)
+    out1, _, _ = c.cli_run("report", "--device", "1", r)
+    expect("thread_dev1_alloc" in out1 and "dev0_alloc" not in out1, "--device 1:\n" + out1)
+
+
+# ---- check ------------------------------------------------------------------------------
+
+@case
+def case_check(c):
+    r = c.trace("leak_two_sites", "leak")
+    total = leaked_total()
+    out, _, _ = c.cli_run("check", r, "--max-leak-bytes", total)  # inclusive
+    expect(out.startswith("PASS"), out)
+    out, _, _ = c.cli_run("check", r, "--max-leak-bytes", total - 1, rc=1)
+    expect(len([l for l in out.splitlines() if l.startswith("FAIL")]) == 1, out)
+    expect(f"({total} bytes) exceeds" in out, out)
+    c.cli_run("check", r, "--max-leak-bytes", "4MiB")
+    c.cli_run("check", r, "--max-leak-bytes", "3M", rc=1)
+    # two limits broken: two lines
+    out, _, _ = c.cli_run("check", r, "--max-leak-bytes", "1K", "--max-peak-bytes", "1M", rc=1)
+    expect(len([l for l in out.splitlines() if l.startswith("FAIL")]) == 2, out)
+    c.cli_run("check", r, "--max-peak-bytes", "1G", "--max-fragmentation", "1")
+    c.cli_run("check", r, "--no-errors")
+    # bad values are bad usage
+    for bad in (["--max-leak-bytes", "12Q"], ["--max-fragmentation", "1.5"],
+                ["--max-leak-bytes", "-1"], []):
+        _, err, _ = c.cli_run("check", r, *bad, rc=2)
+        expect(len(err.strip().splitlines()) == 1, f"{bad}: {err}")
+    # suppressions: alloc_site_a's 3 MiB no longer count
+    supp = c.path("supp.txt")
+    with open(supp, "w") as f:
+        f.write("# the cache\nalloc_site_a\n")
+    c.cli_run("check", r, "--max-leak-bytes", "6000", rc=1)
+    c.cli_run("check", r, "--max-leak-bytes", "6000", "--suppressions", supp)
+    c.cli_run("check", r, "--max-leak-bytes", "6000", "--suppressions", c.path("nope"), rc=2)
+    # limits file beside the project, suppressions relative to it; options win
+    proj = c.path("proj")
+    os.makedirs(proj)
+    with open(os.path.join(proj, "supp.txt"), "w") as f:
+        f.write("alloc_site_a\n")
+    limits = os.path.join(proj, "gpumemtrace.limits")
+    with open(limits, "w") as f:
+        f.write("# CI limits\nmax-leak-bytes = 6000\nmax-peak-bytes = 1 GiB\n"
+                .replace("1 GiB", "1GiB") + "no-errors = true\nsuppressions = supp.txt\n")
+    c.cli_run("check", r, "--limits", limits)
+    c.cli_run("check", r, "--limits", limits, "--max-leak-bytes", "100", rc=1)
+    with open(limits, "a") as f:
+        f.write("max-lake-bytes = 1\n")
+    _, err, _ = c.cli_run("check", r, "--limits", limits, rc=2)
+    expect("unknown key" in err and len(err.strip().splitlines()) == 1, err)
+    # JUnit
+    junit = c.path("junit.xml")
+    c.cli_run("check", r, "--max-leak-bytes", "1K", "--max-peak-bytes", "1G", "--junit", junit,
+              rc=1)
+    root = ET.parse(junit).getroot()
+    suite = root.find("testsuite")
+    expect(suite is not None and suite.get("tests") == str(len(suite.findall("testcase"))),
+           "junit tests count")
+    fails = [t.get("name") for t in suite.findall("testcase") if t.find("failure") is not None]
+    expect(fails == ["max-leak-bytes"], f"junit failures {fails}")
+
+
+@case
+def case_check_errors(c):
+    r = c.trace("oom", "oom", env={"GMT_STANDIN_MEM_BYTES": str(1 << 30)})
+    out, _, _ = c.cli_run("check", r, "--no-errors", rc=1)
+    expect("1 failed allocation" in out, out)
+    out, _, _ = c.cli_run("report", r)
+    expect("Errors: 1 failed allocation" in out and "alloc_too_big" in out, out)
+
+
+# ---- diff -------------------------------------------------------------------------------
+
+@case
+def case_diff(c):
+    a = c.trace("leak_two_sites", "a")
+    b = c.trace("leak_two_sites", "b")
+    p = c.trace("peak", "p")
+    out, _, _ = c.cli_run("diff", a, b, "--max-growth", "0")
+    expect("(no stack changed)" in out, "same program twice:\n" + out)
+    out, _, _ = c.cli_run("diff", p, a, "--max-growth", "1M", rc=1)
+    expect("FAIL leaked bytes grew" in out, out)
+    expect(re.search(r"leak\s+\+3\.00 MiB.*alloc_site_a.*\[new\]", out), out)
+    c.cli_run("diff", p, a, "--max-growth", "4MiB")
+    c.cli_run("diff", a, p, "--max-growth", "0", rc=1)  # peak grew 3 MiB -> 300 MiB
+    c.cli_run("diff", a, p, "--max-growth", "50000%")
+    c.cli_run("diff", a, b)  # no limit: exit 0 whatever grew
+    c.cli_run("diff", a, rc=2)
+    c.cli_run("diff", a, b, "--max-growth", "lots", rc=2)
+    # stacks match by frames, not ids: renumber every stack of b
+    rb = c.load(b)
+    shift = 1000
+    rb["stacks"] = {str(int(k) + shift): v for k, v in rb["stacks"].items()}
+    for g in rb["leaks"]["groups"]:
+        g["stack_id"] += shift
+    for pk in rb["peak"]:
+        for g in pk["groups"]:
+            g["stack_id"] += shift
+    with open(c.path("b_renumbered.json"), "w") as f:
+        json.dump(rb, f)
+    out, _, _ = c.cli_run("diff", a, c.path("b_renumbered.json"), "--max-growth", "0")
+    expect("(no stack changed)" in out, "renumbered stacks did not match:\n" + out)
+
+
+# ---- merge ------------------------------------------------------------------------------
+
+@case
+def case_merge(c):
+    r0 = c.trace("leak_two_sites", "rank0", env={"RANK": "0"})
+    r1 = c.trace("leak_two_sites", "rank1", env={"RANK": "1"})
+    r2 = c.trace("peak", "rank2", env={"RANK": "2"})
+    out, _, _ = c.cli_run("merge", r0, r1, "-o", c.path("merged2.json"))
+    expect("peak imbalance 1.00" in out, out)
+    expect(re.search(r"common to all 2 ranks\n.*alloc_site_a", out), out)
+    out, _, _ = c.cli_run("merge", r0, r1, r2, "-o", c.path("merged.json"))
+    m = c.load(c.path("merged.json"))
+    # the merged file is a valid report
+    import jsonschema
+    with open(c.schema) as f:
+        jsonschema.Draft202012Validator(json.load(f)).validate(m)
+    ranks = [x["rank"] for x in m["merged"]["ranks"]]
+    expect(ranks == [0, 1, 2], f"ranks {ranks}")
+    peaks = [x["peak_bytes"] for x in m["merged"]["ranks"]]
+    mean = sum(peaks) / 3
+    expect(abs(m["merged"]["imbalance"] - max(peaks) / mean) < 1e-6, "imbalance")
+    expect(f"peak imbalance {max(peaks) / mean:.2f}" in out, out)
+    expect("(none)" in out.split("common to all 3 ranks")[1], "rank 2 leaks nothing:\n" + out)
+    expect(m["leaks"]["total_bytes"] == 2 * leaked_total(), "merged leak total")
+    ids = [g["stack_id"] for g in m["leaks"]["groups"]]
+    expect(len(set(ids)) == len(ids), f"stack ids not unique {ids}")
+    expect(all(str(i) in m["stacks"] for i in ids), "merged groups point at stacks")
+    # every verb reads the merged report
+    out, _, _ = c.cli_run("report", c.path("merged.json"))
+    expect("merged    3 ranks" in out and "rank 1 GPU 0" in out, out)
+    c.cli_run("check", c.path("merged.json"), "--max-leak-bytes", 2 * leaked_total())
+    c.cli_run("check", c.path("merged.json"), "--max-leak-bytes", leaked_total(), rc=1)
+    c.cli_run("diff", r0, c.path("merged.json"))
+    for fmt in ("folded", "speedscope", "perfetto", "prometheus", "pprof", "html"):
+        c.cli_run("export", c.path("merged.json"), "--format", fmt, "-o", c.path("m." + fmt))
+    prom = open(c.path("m.prometheus")).read()
+    expect('rank="2"' in prom, prom)
+    # a merged report is not merged again; bad usage
+    c.cli_run("merge", c.path("merged.json"), r0, rc=2)
+    c.cli_run("merge", rc=2)
+    c.cli_run("merge", r0, "-o", "-", rc=2)
+
+
+# ---- export -----------------------------------------------------------------------------
+
+def check_speedscope(path):
+    s = json.load(open(path))
+    expect(s["$schema"] == "https://www.speedscope.app/file-format-schema.json", "$schema")
+    frames = s["shared"]["frames"]
+    expect(all(isinstance(f.get("name"), str) for f in frames), "frame names")
+    expect(s["profiles"], "no profiles")
+    for p in s["profiles"]:
+        expect(p["type"] == "sampled" and p["unit"] == "bytes", f"profile {p['name']}")
+        expect(len(p["samples"]) == len(p["weights"]), "samples vs weights")
+        expect(all(0 <= i < len(frames) for smp in p["samples"] for i in smp), "frame index")
+        expect(p["endValue"] == sum(p["weights"]), "endValue")
+    return s
+
+
+def check_perfetto(path):
+    t = json.load(open(path))
+    ev = t["traceEvents"]
+    for e in ev:
+        expect(e["ph"] in ("C", "i", "M"), f"phase {e}")
+        expect(isinstance(e["pid"], int) and isinstance(e["name"], str), f"event {e}")
+        if e["ph"] != "M":
+            expect(isinstance(e["ts"], (int, float)) and e["ts"] >= 0, f"ts {e}")
+        if e["ph"] == "C":
+            expect(all(isinstance(v, (int, float)) for v in e["args"].values()), f"counter {e}")
+        if e["ph"] == "i":
+            expect(e["s"] in ("g", "p", "t"), f"instant scope {e}")
+    return ev
+
+
+@case
+def case_export(c):
+    r = c.trace("leak_two_sites", "leak")
+    total = leaked_total()
+    # folded: outermost first, the leaking function innermost, bytes add up
+    out, _, _ = c.cli_run("export", r, "--format", "folded")
+    lines = out.splitlines()
+    expect(sum(int(l.rsplit(" ", 1)[1]) for l in lines) == total, "folded total:\n" + out)
+    expect(any(re.search(r";main;alloc_site_a[ ;]", l) for l in lines), "folded order:\n" + out)
+    out, _, _ = c.cli_run("export", r, "--format", "folded", "--stacks", "peak")
+    expect("churn" in out, "peak folded:\n" + out)
+    # speedscope
+    c.cli_run("export", r, "--format", "speedscope", "-o", c.path("s.json"))
+    s = check_speedscope(c.path("s.json"))
+    expect(s["profiles"][0]["endValue"] == total, "speedscope leak profile")
+    expect(any(f["name"] == "alloc_site_a" for f in s["shared"]["frames"]), "speedscope frames")
+    # perfetto: a counter track per device, the peak as an instant
+    c.cli_run("export", r, "--format", "perfetto", "-o", c.path("t.json"))
+    ev = check_perfetto(c.path("t.json"))
+    counters = [e for e in ev if e["ph"] == "C"]
+    expect(counters and all(e["name"] == "GPU 0 bytes in use" for e in counters), "counters")
+    expect(max(e["args"]["bytes"] for e in counters) > 0, "counter values")
+    expect(any(e["ph"] == "i" and e["name"].startswith("peak GPU 0") for e in ev), "peak event")
+    # failures become instant events
+    o = c.trace("oom", "oom", env={"GMT_STANDIN_MEM_BYTES": str(1 << 30)})
+    c.cli_run("export", o, "--format", "perfetto", "-o", c.path("to.json"))
+    ev = check_perfetto(c.path("to.json"))
+    fails = [e for e in ev if e.get("cat") == "failure"]
+    expect(len(fails) == 1 and fails[0]["args"]["size"] == 2048 * MIB, f"failure event {fails}")
+    expect("alloc_too_big" in fails[0]["args"]["where"], f"failure frame {fails}")
+    # the oom report itself is a snapshot-like instant
+    oomrep = [f for f in os.listdir(c.work) if ".oom-" in f]
+    expect(oomrep, "no oom report")
+    c.cli_run("export", c.path(oomrep[0]), "--format", "perfetto", "-o", c.path("to2.json"))
+    ev = check_perfetto(c.path("to2.json"))
+    expect(any(e.get("cat") == "snapshot" for e in ev), "snapshot instant")
+    # prometheus, atomically: no temporary file left; not over a directory
+    c.cli_run("export", r, "--format", "prometheus", "-o", c.path("m.prom"))
+    prom = open(c.path("m.prom")).read()
+    expect(re.search(r"^gpumemtrace_leaked_bytes\{.*\} %d$" % total, prom, re.M), prom)
+    expect(not [f for f in os.listdir(c.work) if ".tmp." in f], "temporary file left")
+    os.makedirs(c.path("adir"))
+    c.cli_run("export", r, "--format", "prometheus", "-o", c.path("adir"), rc=2)
+    # pprof: gzip of a protobuf
+    c.cli_run("export", r, "--format", "pprof", "-o", c.path("p.pb.gz"))
+    raw = gzip.open(c.path("p.pb.gz")).read()
+    expect(b"leaked_space" in raw and b"alloc_site_a" in raw, "pprof content")
+    # usage
+    c.cli_run("export", r, rc=2)
+    c.cli_run("export", r, "--format", "svg", rc=2)
+    c.cli_run("export", r, "--format", "folded", "--stacks", "all", rc=2)
+
+
+@case
+def case_promtool(c):
+    tool = shutil.which("promtool")
+    if not tool:
+        raise Skipped("promtool not found (Debian: prometheus)")
+    r = c.trace("two_devices", "two")
+    c.cli_run("export", r, "--format", "prometheus", "-o", c.path("m.prom"))
+    p = subprocess.run([tool, "check", "metrics"], stdin=open(c.path("m.prom")),
+                       capture_output=True, text=True, timeout=60)
+    expect(p.returncode == 0, f"promtool: {p.stdout}{p.stderr}")
+    # a merged report's file (several ranks) too
+    r2 = c.trace("leak_two_sites", "r1", env={"RANK": "1"})
+    c.cli_run("merge", r, r2, "-o", c.path("merged.json"))
+    c.cli_run("export", c.path("merged.json"), "--format", "prometheus", "-o", c.path("mm.prom"))
+    p = subprocess.run([tool, "check", "metrics"], stdin=open(c.path("mm.prom")),
+                       capture_output=True, text=True, timeout=60)
+    expect(p.returncode == 0, f"promtool (merged): {p.stdout}{p.stderr}")
+
+
+@case
+def case_pprof_go(c):
+    go = shutil.which("go")
+    if not go:
+        raise Skipped("go not found (Debian: golang-go)")
+    r = c.trace("leak_two_sites", "leak")
+    c.cli_run("export", r, "--format", "pprof", "-o", c.path("p.pb.gz"))
+    env = dict(os.environ, HOME=c.work, GOPATH=c.path("gopath"), GOCACHE=c.path("gocache"),
+               GOFLAGS="-mod=mod", GOTOOLCHAIN="local", GOTELEMETRY="off")
+    p = subprocess.run([go, "tool", "pprof", "-top", "-sample_index=leaked_space",
+                        c.path("p.pb.gz")], capture_output=True, text=True, timeout=90, env=env)
+    expect(p.returncode == 0, f"go tool pprof: {p.stderr}")
+    rows = [l for l in p.stdout.splitlines() if re.search(r"\balloc_site_a\b", l)]
+    expect(rows, "pprof -top does not name alloc_site_a:\n" + p.stdout)
+    expect("Type: leaked_space" in p.stdout, p.stdout)
+    p = subprocess.run([go, "tool", "pprof", "-top", "-sample_index=peak_space",
+                        c.path("p.pb.gz")], capture_output=True, text=True, timeout=90, env=env)
+    expect(p.returncode == 0 and "churn" in p.stdout, "peak_space:\n" + p.stdout)
+
+
+def page_requests(netlog):
+    text = open(netlog, encoding="utf-8", errors="replace").read().rstrip()
+    try:
+        log = json.loads(text)
+    except ValueError:  # the browser was stopped before it closed the log
+        log = json.loads(text.rstrip(",") + "]}")
+    urls = []
+    for e in log.get("events", []):
+        p = e.get("params") or {}
+        if "url" in p and "initiator" in p and p["initiator"] != "not an origin":
+            if not p["url"].startswith(("file:", "data:", "about:", "chrome:")):
+                urls.append(p["url"])
+    return urls
+
+
+def chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+@case
+def case_html(c):
+    r = c.trace("leak_two_sites", "leak")
+    page = c.path("page.html")
+    c.cli_run("export", r, "--format", "html", "-o", page)
+    html = open(page, encoding="utf-8").read()
+    # self-contained: nothing loaded from elsewhere, and the policy forbids any request
+    expect(not re.search(r"""<(script|link|img|iframe)[^>]*\s(src|href)\s*=""", html, re.I),
+           "the page loads a file")
+    expect("default-src 'none'" in html, "no Content-Security-Policy")
+    browser = chromium()
+    if not browser:
+        raise Skipped("chromium not found (Debian: chromium)")
+    profile = c.path("profile")
+    netlog = c.path("netlog.json")
+    flags = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             "--disable-default-apps", "--user-data-dir=" + profile,
+             "--host-resolver-rules=MAP * 0.0.0.0", "--log-net-log=" + netlog,
+             "--virtual-time-budget=5000", "--window-size=1280,1800", "--hide-scrollbars"]
+    url = "file://" + page
+    p = subprocess.run(flags + ["--dump-dom", url], capture_output=True, timeout=90)
+    dom = p.stdout.decode("utf-8", "replace")
+    expect('data-ready="1"' in dom, "the page's script did not finish:\n" + p.stderr.decode()[-2000:])
+    for want in ('id="timeline-0"', 'class="uplot', 'id="flame-leaks-graph"', "d3-flame-graph",
+                 'id="leaks-table"', 'id="peak-0-table"', 'id="search"', "alloc_site_a"):
+        expect(want in dom, f"{want} not in the page's DOM")
+    # the search (#search= in the URL fills the box): leak rows of other sites are hidden
+    p = subprocess.run(flags + ["--dump-dom", url + "#search=alloc_site_b"], capture_output=True,
+                       timeout=90)
+    dom2 = p.stdout.decode("utf-8", "replace")
+    leaks = dom2.split('id="leaks-table"', 1)[-1].split("</table>", 1)[0]
+    rows = re.findall(r"<tr([^>]*)>(.*?)</tr>", leaks, re.S)
+    shown = [r for a, r in rows if "data-text" in a and 'class="hidden"' not in a]
+    hidden = [r for a, r in rows if 'class="hidden"' in a]
+    expect(len(shown) == 1 and "alloc_site_b" in shown[0] and hidden,
+           f"search: shown {len(shown)} rows, hidden {len(hidden)}")
+    # requests: the net log names every URL asked for; the page's own carry its origin as
+    # initiator ("null" for a file:// page), the browser's housekeeping "not an origin"
+    expect(not page_requests(netlog), f"the page made requests: {page_requests(netlog)}")
+    # the same check sees a page that does make one (so the check itself works)
+    probe = c.path("probe.html")
+    with open(probe, "w") as f:
+        f.write('<html><body><img src="http://gmt-probe.invalid/x.png"></body></html>')
+    shutil.rmtree(profile, ignore_errors=True)
+    subprocess.run(flags + ["--dump-dom", "file://" + probe], capture_output=True, timeout=90)
+    expect(any("gmt-probe.invalid" in u for u in page_requests(netlog)),
+           "the request check did not see the probe page's request")
+    shot = c.path("page.png")
+    shutil.rmtree(profile, ignore_errors=True)
+    p = subprocess.run(flags + ["--screenshot=" + shot, url], capture_output=True, timeout=90)
+    expect(os.path.exists(shot) and os.path.getsize(shot) > 10000, "no screenshot")
+    with open(shot, "rb") as f:
+        expect(f.read(8) == b"\x89PNG\r\n\x1a\n", "screenshot is not a PNG")
+    print("screenshot:", shot)
+
+
+# ---- the hand-written v1 and v2 samples -------------------------------------------------
+
+@case
+def case_versions(c):
+    for name in ("valid.json", "valid_v2.json"):
+        path = os.path.join(c.data, name)
+        out, _, _ = c.cli_run("report", path)
+        expect("Leaks: 4.00 MiB" in out and "-> forward model.py:42" in out, name + "\n" + out)
+        c.cli_run("check", path, "--max-leak-bytes", "4MiB")
+        for fmt in ("folded", "speedscope", "perfetto", "prometheus", "pprof", "html"):
+            c.cli_run("export", path, "--format", fmt, "-o", c.path(name + "." + fmt))
+        check_speedscope(c.path(name + ".speedscope"))
+        check_perfetto(c.path(name + ".perfetto"))
+    out, _, _ = c.cli_run("report", os.path.join(c.data, "valid_v2.json"))
+    for want in ("Address space (not memory, not in the total): 2.00 GiB reserved in 1 reservation",
+                 "Bytes per library", "trainer", "1 recovered", "; not recovered"):
+        expect(want in out, f"v2 report lacks {want!r}:\n{out}")
+    out, _, _ = c.cli_run("diff", os.path.join(c.data, "valid.json"),
+                          os.path.join(c.data, "valid_v2.json"), "--max-growth", "0")
+    expect("(no stack changed)" in out, "v1 and v2 frames of one stack should match:\n" + out)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    for k in ("case", "cli", "lib", "progs", "standin", "work", "schema", "data"):
+        ap.add_argument("--" + k, required=True)
+    a = ap.parse_args()
+    c = Ctx(a)
+    try:
+        CASES[a.case](c)
+    except Skipped as e:
+        print(f"SKIPPED: {e}")
+        return 77
+    except Failed as e:
+        print(f"FAIL cli verb case {a.case}: {e}")
+        return 1
+    print(f"ok {a.case}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,327 @@
+#!/usr/bin/env python3
+"""run_python.py - one CPython under the tracer, against the stand-in runtime.
+
+  run_python.py --python PY --lib LIB --cudart LIBCUDART --schema SCHEMA --work DIR --case C
+
+Runs alloc_leaks.py with PY (exit 77, a visible ctest skip, when PY is empty: that CPython is
+not installed) and checks the report: case "frames": every leak names alloc_leaks.py, the
+function and the line tagged "# TAG:<function>" there, innermost first, spliced before the
+interpreter's native evaluation frame; the threading.Thread leak too; capture.python says
+"captured" and the version. Case "off": GPUMEMTRACE_PYTHON=0, no Python frame anywhere and
+capture.python.status "off". Case "cli": `gpumemtrace report` prints file:line in function.
+Case "unsupported" (a CPython outside 3.9-3.13): one stderr line, native stacks only.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROG = os.path.join(HERE, "alloc_leaks.py")
+# size of each leak -> the function that made it (through alloc())
+LEAKS = {1 << 20: "leak_in_main", 2 << 20: "forward", 3 << 20: "worker", 5 << 20: "nested_gen"}
+NATIVE = 7 << 20  # from a pthread that never runs Python (native_thread.c)
+
+
+LAST_STDERR = [""]
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def tag_lines():
+    tags = {}
+    with open(PROG) as f:
+        for n, line in enumerate(f, 1):
+            if "# TAG:" in line:
+                tags[line.split("# TAG:")[1].strip()] = n
+    return tags
+
+
+def run(args, env_extra):
+    os.makedirs(args.work, exist_ok=True)
+    out = os.path.join(args.work, f"report_{args.case}.json")
+    if os.path.exists(out):
+        os.unlink(out)
+    env = dict(os.environ)
+    env.update({"LD_PRELOAD": args.lib, "GPUMEMTRACE_OUTPUT": out, "GPUMEMTRACE_LOG": "info"})
+    env.pop("PYTHONPATH", None)
+    env.update(env_extra)
+    p = subprocess.run([args.python, PROG, args.cudart, args.native], env=env, capture_output=True,
+                       text=True, timeout=60)
+    print(p.stdout, p.stderr)
+    LAST_STDERR[0] = p.stderr
+    if p.returncode != 0:
+        fail(f"program exited {p.returncode}")
+    with open(out) as f:
+        rep = json.load(f)
+    try:
+        import jsonschema
+        with open(args.schema) as f:
+            jsonschema.validate(rep, json.load(f))
+    except ImportError:
+        print("note: jsonschema not importable here, schema not checked")
+    return rep, out
+
+
+def version_of(python):
+    return subprocess.run([python, "-c", "import platform; print(platform.python_version())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def stack_of(rep, g):
+    s = rep["stacks"][str(g["stack_id"])]
+    return s if isinstance(s, dict) else {"frames": s, "python": None}  # v2 or v1
+
+
+def frames_of(rep, g):
+    return stack_of(rep, g)["frames"]
+
+
+def expect_status(rep, g, want):
+    got = stack_of(rep, g)["python"]
+    if got != want:
+        fail(f"stack {g['stack_id']} says python: {got}, want {want}")
+
+
+def group_by_bytes(rep):
+    groups = {g["bytes"]: g for g in rep["leaks"]["groups"]}
+    for size in list(LEAKS) + [NATIVE]:
+        if size not in groups:
+            fail(f"no leak group of {size} bytes: {sorted(groups)}")
+    return groups
+
+
+def case_frames(args):
+    linked = subprocess.run(["ldd", os.path.realpath(args.python)], capture_output=True,
+                            text=True).stdout
+    print("libpython:", "shared" if "libpython" in linked else "linked into the executable")
+    rep, _ = run(args, {})
+    cap = rep["capture"].get("python")
+    want_version = version_of(args.python)
+    if cap != {"status": "captured", "version": want_version}:
+        fail(f"capture.python is {cap}, want captured {want_version}")
+    tags = tag_lines()
+    groups = group_by_bytes(rep)
+    for size, func in LEAKS.items():
+        frames = frames_of(rep, groups[size])
+        py = [f for f in frames if f.get("type") == "python"]
+        if len(py) < 2:
+            fail(f"{func}: fewer than two Python frames: {frames}")
+        for f, (fn, tag) in zip(py, [("alloc", "alloc"), (func, func)]):
+            if os.path.basename(f["file"] or "") != "alloc_leaks.py":
+                fail(f"{func}: frame file {f['file']}")
+            if not (f["function"] or "").split(".")[-1] == fn:
+                fail(f"{func}: function {f['function']}, want {fn}")
+            if f["line"] != tags[tag]:
+                fail(f"{func}: {fn} at line {f['line']}, want {tags[tag]}")
+        # Innermost first: the CUDA call's native frames (ffi_call) come before the Python ones.
+        first_py = frames.index(py[0])
+        if not any(f.get("symbol") == "ffi_call" for f in frames[:first_py]):
+            fail(f"{func}: ffi_call is not inside the Python frames: {frames}")
+        # Spliced: the interpreter's evaluation frame follows the Python frames it runs.
+        after = [f.get("symbol") for f in frames[frames.index(py[-1]) + 1:]]
+        if "_PyEval_EvalFrameDefault" not in after:
+            fail(f"{func}: no evaluation frame outside the Python frames: {after}")
+        if func == "worker":
+            names = [f["function"] for f in py]
+            if not any((n or "").endswith("_bootstrap") for n in names):
+                fail(f"worker: threading's _bootstrap not in {names}")
+        elif os.path.basename(py[-1]["file"]) != "alloc_leaks.py" or py[-1]["function"] != "<module>":
+            fail(f"{func}: outermost Python frame is {py[-1]}, want alloc_leaks.py <module>")
+        expect_status(rep, groups[size], "captured")
+        print(f"ok {func}: " + " <- ".join(f"{f['function']}:{f['line']}" for f in py))
+    native = groups[NATIVE]
+    frames = frames_of(rep, native)
+    if any(f.get("type") == "python" for f in frames):
+        fail(f"the native thread's stack has Python frames: {frames}")
+    if not any(os.path.basename(f.get("module") or "") == "libgmt_native_thread.so"
+               for f in frames):
+        fail(f"the native thread's stack lacks libgmt_native_thread.so: {frames}")
+    expect_status(rep, native, "no-python-frames")
+    print("ok native thread: native frames only, python: no-python-frames")
+
+
+def case_off(args):
+    rep, _ = run(args, {"GPUMEMTRACE_PYTHON": "0"})
+    cap = rep["capture"].get("python")
+    if not cap or cap["status"] != "off":
+        fail(f"capture.python is {cap}, want off")
+    # Without Python frames, 3.11+ stacks of different Python callers can be the same native
+    # stack, so groups may merge: check the bytes, not the grouping.
+    groups = rep["leaks"]["groups"]
+    if sum(g["bytes"] for g in groups) != sum(LEAKS) + NATIVE:
+        fail(f"leaked bytes {sum(g['bytes'] for g in groups)}, want {sum(LEAKS) + NATIVE}")
+    for g in groups:
+        if any(f.get("type") == "python" for f in frames_of(rep, g)):
+            fail("a Python frame with GPUMEMTRACE_PYTHON=0")
+        expect_status(rep, g, "off")
+    print("ok: no Python frames, status off")
+
+
+def case_unsupported(args):
+    """A CPython outside 3.9-3.13: one clear line, native stacks, the leaks still counted."""
+    rep, _ = run(args, {})
+    cap = rep["capture"].get("python")
+    want_version = version_of(args.python)
+    if cap != {"status": "unsupported", "version": want_version}:
+        fail(f"capture.python is {cap}, want unsupported {want_version}")
+    groups = rep["leaks"]["groups"]
+    if sum(g["bytes"] for g in groups) != sum(LEAKS) + NATIVE:
+        fail(f"leaked bytes {sum(g['bytes'] for g in groups)}, want {sum(LEAKS) + NATIVE}")
+    for g in groups:
+        frames = frames_of(rep, g)
+        if not frames or any(f.get("type") == "python" for f in frames):
+            fail(f"expected native frames only: {frames}")
+        expect_status(rep, g, "unsupported")
+    lines = [l for l in LAST_STDERR[0].splitlines() if "not a supported CPython" in l]
+    if len(lines) != 1 or want_version not in lines[0]:
+        fail(f"expected one line naming Python {want_version} as unsupported: {lines}")
+    print("ok:", lines[0])
+
+
+MORE = os.path.join(HERE, "alloc_more.py")
+
+
+def run_more(args, mode):
+    """alloc_more.py MODE under the tracer; returns {pid: report}."""
+    work = os.path.join(args.work, mode)
+    os.makedirs(work, exist_ok=True)
+    for f in os.listdir(work):
+        os.unlink(os.path.join(work, f))
+    env = dict(os.environ, LD_PRELOAD=args.lib, GPUMEMTRACE_LOG="info",
+               GPUMEMTRACE_OUTPUT=os.path.join(work, "r-%p.json"))
+    p = subprocess.run([args.python, MORE, args.cudart, mode], env=env, capture_output=True,
+                       text=True, timeout=60)
+    print(p.stdout, p.stderr)
+    if p.returncode != 0:
+        fail(f"alloc_more.py {mode} exited {p.returncode}")
+    reps = {}
+    for f in sorted(os.listdir(work)):
+        if f.endswith(".json"):
+            with open(os.path.join(work, f)) as fh:
+                r = json.load(fh)
+            reps[r["process"]["pid"]] = r
+    return reps, p
+
+
+def more_tags():
+    tags = {}
+    with open(MORE) as f:
+        for n, line in enumerate(f, 1):
+            if "# TAG:" in line:
+                tags[line.split("# TAG:")[1].strip()] = n
+    return tags
+
+
+def names_line(rep, g, func, line):
+    return any(f.get("type") == "python" and os.path.basename(f.get("file") or "") ==
+               "alloc_more.py" and (f.get("function") or "").endswith(func) and
+               f.get("line") == line for f in frames_of(rep, g))
+
+
+def case_fork(args):
+    """A forked child's Python frames: its own thread state, read in its own memory."""
+    reps, p = run_more(args, "fork")
+    if len(reps) != 2:
+        fail(f"expected two reports (parent, child) got {sorted(reps)}")
+    tags = more_tags()
+    want = {9 << 20: ("parent_alloc", tags["parent_alloc"]),
+            11 << 20: ("child_alloc", tags["child_alloc"])}
+    for pid, rep in reps.items():
+        for g in rep["leaks"]["groups"]:
+            if g["bytes"] in want and names_line(rep, g, *want[g["bytes"]]):
+                print(f"ok pid {pid}: {want[g['bytes']][0]}:{want[g['bytes']][1]}")
+                del want[g["bytes"]]
+    if want:
+        fail(f"not named: {want}")
+
+
+def case_threads(args):
+    """300 threads at once: every allocation names thread_alloc's line (memfd slots run out
+    after 256 threads; the rest read through process_vm_readv)."""
+    reps, _ = run_more(args, "threads")
+    (rep,) = reps.values()
+    line = more_tags()["thread_alloc"]
+    named = sum(g["count"] for g in rep["leaks"]["groups"] if names_line(rep, g, "thread_alloc", line))
+    if named != 300:
+        fail(f"{named} of 300 thread allocations name thread_alloc:{line}")
+    print(f"ok: 300 of 300 thread allocations name thread_alloc:{line}")
+
+
+def case_shallow(args):
+    """GPUMEMTRACE_STACK_DEPTH=3: the native stack ends before the interpreter, the Python
+    frames are appended at its outer end and still name every line; depth 0: no stack, and
+    the stacks say python: off."""
+    rep, _ = run(args, {"GPUMEMTRACE_STACK_DEPTH": "3"})
+    tags = tag_lines()
+    groups = group_by_bytes(rep)
+    for size, func in LEAKS.items():
+        frames = frames_of(rep, groups[size])
+        native = [f for f in frames if f.get("type") != "python"]
+        py = [f for f in frames if f.get("type") == "python"]
+        if len(native) > 3:
+            fail(f"{func}: {len(native)} native frames at depth 3")
+        if frames[:len(native)] != native:
+            fail(f"{func}: Python frames not at the outer end: {frames}")
+        if [(f["function"].split(".")[-1], f["line"]) for f in py[:2]] != \
+                [("alloc", tags["alloc"]), (func, tags[func])]:
+            fail(f"{func}: Python frames {py}")
+        expect_status(rep, groups[size], "captured")
+    print("ok: depth 3, Python frames appended, every line named")
+    rep, _ = run(args, {"GPUMEMTRACE_STACK_DEPTH": "0"})
+    for g in rep["leaks"]["groups"]:
+        if frames_of(rep, g):
+            fail(f"depth 0 but frames: {frames_of(rep, g)}")
+        expect_status(rep, g, "off")
+    print("ok: depth 0, no frames, python: off")
+
+
+def case_notpython(args):
+    """A C program (--python names it here): capture.python and every stack say not-python,
+    the stand-in found through its RPATH."""
+    out = os.path.join(args.work, "notpython.json")
+    os.makedirs(args.work, exist_ok=True)
+    env = dict(os.environ, LD_PRELOAD=args.lib, GPUMEMTRACE_OUTPUT=out)
+    p = subprocess.run([args.python], env=env, capture_output=True, text=True, timeout=60)
+    if p.returncode != 0:
+        fail(f"{args.python} exited {p.returncode}: {p.stderr}")
+    with open(out) as f:
+        rep = json.load(f)
+    cap = rep["capture"].get("python")
+    if cap != {"status": "not-python", "version": None}:
+        fail(f"capture.python is {cap}")
+    for g in rep["leaks"]["groups"]:
+        expect_status(rep, g, "not-python")
+    print("ok: not-python everywhere")
+
+
+def case_cli(args):
+    _, out = run(args, {})
+    p = subprocess.run([args.cli, "report", out], capture_output=True, text=True, timeout=60)
+    print(p.stdout, p.stderr)
+    tags = tag_lines()
+    want = f"alloc_leaks.py:{tags['forward']}"
+    if want not in p.stdout or "forward" not in p.stdout:
+        fail(f"`gpumemtrace report` does not show {want} in forward")
+    print("ok: terminal names", want)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    for a in ("python", "lib", "cudart", "schema", "work", "case", "cli", "native"):
+        ap.add_argument("--" + a, default="")
+    args = ap.parse_args()
+    if not args.python or not os.path.exists(args.python):
+        print(f"SKIP: CPython not installed ({args.python or 'not found by pyenv'})")
+        sys.exit(77)
+    {"frames": case_frames, "off": case_off, "cli": case_cli,
+     "unsupported": case_unsupported, "fork": case_fork, "threads": case_threads,
+     "shallow": case_shallow, "notpython": case_notpython}[args.case](args)
+
+
+if __name__ == "__main__":
+    main()

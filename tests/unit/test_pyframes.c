@@ -1,0 +1,298 @@
+/* test_pyframes.c - Python frame capture (core/pyframes.h) without an interpreter: the line
+ * table decoders of each format, a walk over a frame chain built by hand with a real
+ * version's layout (file, function and line come back; a reused code address is told apart),
+ * and garbage thread states that must only end the walk, never crash it.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "core/pyframes.h"
+#include "core/pylayout.h"
+
+/* Stand-ins for the type objects: only their addresses matter. */
+static uint64_t code_type[4], str_type[4], bytes_type[4];
+#define CODE_T  ((uint64_t)(uintptr_t)code_type)
+#define STR_T   ((uint64_t)(uintptr_t)str_type)
+#define BYTES_T ((uint64_t)(uintptr_t)bytes_type)
+
+static const layout_t *layout(int minor)
+{
+    for (size_t i = 0; i < sizeof gmt_py_layouts / sizeof gmt_py_layouts[0]; i++)
+        if (gmt_py_layouts[i].minor == minor) return &gmt_py_layouts[i];
+    fail_msg("no layout for 3.%d", minor);
+    return NULL;
+}
+
+static void test_lnotab_39(void **state)
+{
+    (void)state;
+    /* (address increment, line increment) pairs from line 10 */
+    const uint8_t t[] = {0, 1, 6, 1, 8, 2};
+    assert_int_equal(gmt_py_addr2line(9, t, sizeof t, 10, 0), 11);
+    assert_int_equal(gmt_py_addr2line(9, t, sizeof t, 10, 5), 11);
+    assert_int_equal(gmt_py_addr2line(9, t, sizeof t, 10, 6), 12);
+    assert_int_equal(gmt_py_addr2line(9, t, sizeof t, 10, 13), 12);
+    assert_int_equal(gmt_py_addr2line(9, t, sizeof t, 10, 14), 14);
+    assert_int_equal(gmt_py_addr2line(9, t, sizeof t, 10, 1000), 14);
+}
+
+static void test_linetable_310(void **state)
+{
+    (void)state;
+    /* (byte range length, line delta; -128: no line) pairs from line 5 */
+    const uint8_t t[] = {4, 1, 2, 0x80, 6, 2};
+    assert_int_equal(gmt_py_addr2line(10, t, sizeof t, 5, 0), 6);
+    assert_int_equal(gmt_py_addr2line(10, t, sizeof t, 5, 3), 6);
+    assert_int_equal(gmt_py_addr2line(10, t, sizeof t, 5, 4), -1);
+    assert_int_equal(gmt_py_addr2line(10, t, sizeof t, 5, 6), 8);
+    assert_int_equal(gmt_py_addr2line(10, t, sizeof t, 5, 11), 8);
+    assert_int_equal(gmt_py_addr2line(10, t, sizeof t, 5, 12), -1);
+}
+
+static void test_location_table_311(void **state)
+{
+    (void)state;
+    /* One entry of every form, from line 20; offsets are bytes (2 per code unit). */
+    const uint8_t t[] = {
+        0xE9, 0x02,                   /* units 0-1: no-column form, line +1 -> 21 */
+        0xD8, 0x01, 0x05,             /* unit 2: one-line form, delta 1 -> 22 */
+        0x9A, 0x07,                   /* units 3-5: short form, same line -> 22 */
+        0xF8,                         /* unit 6: no location */
+        0xF0, 0x03, 0x00, 0x01, 0x02, /* unit 7: long form, line -1 -> 21 */
+        0xE8, 0x48, 0x03,             /* unit 8: no-column form, +100 (two-chunk varint) -> 121 */
+    };
+    for (int minor = 11; minor <= 13; minor++) {
+        assert_int_equal(gmt_py_addr2line(minor, t, sizeof t, 20, 0), 21);
+        assert_int_equal(gmt_py_addr2line(minor, t, sizeof t, 20, 2), 21);
+        assert_int_equal(gmt_py_addr2line(minor, t, sizeof t, 20, 4), 22);
+        assert_int_equal(gmt_py_addr2line(minor, t, sizeof t, 20, 6), 22);
+        assert_int_equal(gmt_py_addr2line(minor, t, sizeof t, 20, 11), 22);
+        assert_int_equal(gmt_py_addr2line(minor, t, sizeof t, 20, 12), -1);
+        assert_int_equal(gmt_py_addr2line(minor, t, sizeof t, 20, 14), 21);
+        assert_int_equal(gmt_py_addr2line(minor, t, sizeof t, 20, 16), 121);
+        assert_int_equal(gmt_py_addr2line(minor, t, sizeof t, 20, 18), -1); /* past the end */
+    }
+    /* A truncated or corrupt table gives "unknown", never a read past its end. */
+    assert_int_equal(gmt_py_addr2line(11, t, 1, 20, 0), -1);
+    assert_int_equal(gmt_py_addr2line(11, t, 2, 20, 0), 21);
+    const uint8_t bad[] = {0x12, 0x34};
+    assert_int_equal(gmt_py_addr2line(11, bad, sizeof bad, 20, 0), -1);
+    assert_int_equal(gmt_py_addr2line(11, NULL, 0, 20, 0), -1);
+}
+
+/* ---- a hand-built 3.12 frame chain ---------------------------------------------------------- */
+
+static void put64(uint8_t *base, unsigned off, uint64_t v)
+{
+    memcpy(base + off, &v, 8);
+}
+
+static void put32(uint8_t *base, unsigned off, uint32_t v)
+{
+    memcpy(base + off, &v, 4);
+}
+
+#define U(p) ((uint64_t)(uintptr_t)(p))
+
+/* The fake objects come from one static arena: nothing to free, nothing leaked. */
+static _Alignas(64) uint8_t arena[64 << 10];
+static size_t arena_used;
+
+static uint8_t *zalloc(size_t n)
+{
+    n = (n + 63) & ~(size_t)63;
+    assert_true(arena_used + n <= sizeof arena);
+    uint8_t *p = arena + arena_used;
+    arena_used += n;
+    memset(p, 0, n);
+    return p;
+}
+
+/* A compact ASCII str object holding s. */
+static uint8_t *make_str(const layout_t *L, const char *s)
+{
+    uint8_t *o = zalloc(256);
+    put64(o, L->ob_type, STR_T);
+    put64(o, L->str_length, strlen(s));
+    put32(o, L->str_state,
+          (1u << L->str_kind_bit) | (1u << L->str_compact_bit) | (1u << L->str_ascii_bit));
+    memcpy(o + L->str_ascii_size, s, strlen(s));
+    return o;
+}
+
+static uint8_t *make_bytes(const layout_t *L, const uint8_t *b, size_t n)
+{
+    uint8_t *o = zalloc(256);
+    put64(o, L->ob_type, BYTES_T);
+    put64(o, L->bytes_size, n);
+    memcpy(o + L->bytes_sval, b, n);
+    return o;
+}
+
+static uint8_t *make_code(const layout_t *L, uint8_t *file, uint8_t *name, int first,
+                          uint8_t *table)
+{
+    uint8_t *o = zalloc(512);
+    put64(o, L->ob_type, CODE_T);
+    put64(o, L->co_filename, U(file));
+    put64(o, L->co_name, U(name));
+    put64(o, L->co_qualname, U(name));
+    put32(o, L->co_firstlineno, (uint32_t)first);
+    put64(o, L->co_linetable, U(table));
+    return o;
+}
+
+static void walk_hand_built_312(void)
+{
+    const layout_t *L = layout(12);
+    assert_int_equal(gmt_py_test_use_layout(12, CODE_T, STR_T, BYTES_T), 0);
+    const uint8_t table[] = {0xE9, 0x02, 0xD8, 0x01, 0x05, 0x9A, 0x07};
+    uint8_t *file = make_str(L, "train.py"), *fwd = make_str(L, "Net.forward"),
+            *mod = make_str(L, "<module>"), *tab = make_bytes(L, table, sizeof table);
+    uint8_t *code1 = make_code(L, file, fwd, 40, tab), *code2 = make_code(L, file, mod, 1, tab);
+    uint8_t *f1 = zalloc(128), *shim = zalloc(128), *f2 = zalloc(128);
+    uint8_t *cframe = zalloc(64), *tstate = zalloc(256);
+    put64(tstate, L->ts_cframe, U(cframe));
+    put64(cframe, L->cf_current, U(f1));
+    put64(f1, L->fr_code, U(code1));
+    put64(f1, L->fr_back, U(shim));
+    put64(f1, L->fr_instr, U(code1) + L->co_code + 4); /* unit 2: line 40+2 */
+    shim[L->fr_owner] = (uint8_t)L->owner_cstack;      /* a native evaluation frame's shim */
+    put64(shim, L->fr_back, U(f2));
+    put64(f2, L->fr_code, U(code2));
+    put64(f2, L->fr_instr, U(code2) + L->co_code); /* unit 0: line 1+1 */
+
+    uint64_t w[8];
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 2);
+    gmt_py_frame_t pf;
+    assert_true(gmt_py_is_frame(w[0]));
+    assert_int_equal(gmt_py_resolve(w[0], &pf), 0);
+    assert_string_equal(pf.file, "train.py");
+    assert_string_equal(pf.function, "Net.forward");
+    assert_int_equal(pf.line, 42);
+    assert_int_equal(gmt_py_resolve(w[1], &pf), 0);
+    assert_string_equal(pf.function, "<module>");
+    assert_int_equal(pf.line, 2);
+
+    /* Same address, another code object (first line differs): a new cache entry, the right
+     * name and line; the old word still resolves to what it captured. */
+    uint64_t old = w[0];
+    put64(code1, L->co_name, U(make_str(L, "other")));
+    put64(code1, L->co_qualname, U(make_str(L, "other")));
+    put32(code1, L->co_firstlineno, 100);
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 2);
+    assert_int_not_equal(w[0], old);
+    assert_int_equal(gmt_py_resolve(w[0], &pf), 0);
+    assert_string_equal(pf.function, "other");
+    assert_int_equal(pf.line, 102);
+    assert_int_equal(gmt_py_resolve(old, &pf), 0);
+    assert_string_equal(pf.function, "Net.forward");
+
+    /* A frame whose code is not a code object is skipped; a loop ends the walk. */
+    put64(code2, L->ob_type, STR_T);
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 1);
+    put64(f2, L->fr_back, U(f1));
+    put64(code2, L->ob_type, CODE_T);
+    uint64_t many[GMT_PY_MAX_FRAMES];
+    assert_int_equal(gmt_py_test_walk(U(tstate), many, GMT_PY_MAX_FRAMES), GMT_PY_MAX_FRAMES);
+    /* Not a Python word, or an unknown entry: no crash, nothing named. */
+    assert_int_equal(gmt_py_resolve(0x401000, &pf), -EINVAL);
+    assert_int_equal(gmt_py_resolve((GMT_PY_TAG << GMT_PY_TAG_SHIFT) | (0x0ffffffull << 32), &pf),
+                     -ENOENT);
+    assert_null(pf.file);
+}
+
+static void test_walk_hand_built_312_memfd(void **state)
+{
+    (void)state;
+    gmt_py_test_use_memfd(true);
+    walk_hand_built_312();
+}
+
+static void test_walk_hand_built_312_process_vm_readv(void **state)
+{
+    (void)state;
+    gmt_py_test_use_memfd(false);
+    walk_hand_built_312();
+    gmt_py_test_use_memfd(true);
+}
+
+/* ---- garbage thread states ---------------------------------------------------------------- */
+
+static void test_garbage_tstate_cannot_crash(void **state)
+{
+    (void)state;
+    long page = sysconf(_SC_PAGESIZE);
+    uint8_t *none = mmap(NULL, (size_t)page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(none != MAP_FAILED);
+    uint8_t *unmapped = mmap(NULL, (size_t)page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(unmapped != MAP_FAILED);
+    munmap(unmapped, (size_t)page);
+    size_t junk_len = 1 << 16;
+    uint64_t *junk = malloc(junk_len);
+    srand(12345);
+    const uint64_t fixed[] = {0,
+                              1,
+                              8,
+                              0x1234,
+                              UINT64_MAX,
+                              UINT64_MAX - 7,
+                              1ull << 47,
+                              0x00007ffffffff000ull,
+                              U(none),
+                              U(unmapped),
+                              U(none) + 4088};
+    uint64_t w[GMT_PY_MAX_FRAMES] = {0};
+    for (int reader = 0; reader < 2; reader++)
+        for (int minor = 9; minor <= 13; minor++) {
+            gmt_py_test_use_memfd(reader == 0);
+            assert_int_equal(gmt_py_test_use_layout(minor, CODE_T, STR_T, BYTES_T), 0);
+            for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+                assert_true(gmt_py_test_walk(fixed[i], w, GMT_PY_MAX_FRAMES) <= GMT_PY_MAX_FRAMES);
+            /* Random words that point into the junk itself (chains, loops), at bad pages, or
+             * anywhere; now and then a "code object" with the right type word. */
+            for (int round = 0; round < 200; round++) {
+                for (size_t k = 0; k < junk_len / 8; k++) {
+                    int r = rand() % 8;
+                    uint64_t v = ((uint64_t)rand() << 32) ^ (uint64_t)rand();
+                    junk[k] = r < 4   ? U(junk) + (v % junk_len & ~7ull)
+                              : r < 5 ? U(none) + (v % (uint64_t)page)
+                              : r < 6 ? CODE_T
+                              : r < 7 ? STR_T
+                                      : v;
+                }
+                uint64_t ts = U(junk) + ((uint64_t)rand() % (junk_len - 512) & ~7ull);
+                assert_true(gmt_py_test_walk(ts, w, GMT_PY_MAX_FRAMES) <= GMT_PY_MAX_FRAMES);
+                for (uint32_t i = 0; i < GMT_PY_MAX_FRAMES; i++) {
+                    gmt_py_frame_t pf;
+                    gmt_py_resolve(w[i], &pf); /* whatever was cached must resolve safely */
+                }
+            }
+        }
+    gmt_py_test_use_memfd(true);
+    free(junk);
+    munmap(none, (size_t)page);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lnotab_39),
+        cmocka_unit_test(test_linetable_310),
+        cmocka_unit_test(test_location_table_311),
+        cmocka_unit_test(test_walk_hand_built_312_memfd),
+        cmocka_unit_test(test_walk_hand_built_312_process_vm_readv),
+        cmocka_unit_test(test_garbage_tstate_cannot_crash),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
