@@ -17,8 +17,8 @@ void gmt_cli_symbolize_help(FILE *to)
                 "Fills function names, file:line and inlined frames into a report written\n"
                 "without libdw (an out-of-memory or crash report, or a machine without libdw),\n"
                 "from the module files named in it, where they are still there with the same\n"
-                "build id. Rewrites FILE unless -o OUT is given. 'gpumemtrace report' does the\n"
-                "same in memory when it reads such a report.\n");
+                "build id. Rewrites FILE unless -o OUT is given. Every verb that reads a\n"
+                "report does the same in memory.\n");
 }
 
 static int write_all(const char *path, const char *text)
