@@ -65,9 +65,10 @@ void gmt_capture_final_report(gmt_reason_t reason, const char *signame)
                                      __ATOMIC_ACQUIRE))
         return;
     __atomic_store_n(&report_tid, my_tid(), __ATOMIC_RELEASE);
-    if (__atomic_load_n(&had_events, __ATOMIC_ACQUIRE))
+    if (__atomic_load_n(&had_events, __ATOMIC_ACQUIRE)) {
+        gmt_capture_writer_take_snapshot();
         gmt_report_write(NULL, reason, signame, 0);
-    else if (!fork_child && getpid() == my_pid)
+    } else if (!fork_child && getpid() == my_pid)
         gmt_info("no CUDA call was seen; no report written");
     __atomic_store_n(&report_state, FINAL_DONE, __ATOMIC_RELEASE);
     /* A terminating signal that arrived on this thread while it wrote: its turn now. */

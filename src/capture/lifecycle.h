@@ -35,6 +35,10 @@ void gmt_capture_signal_course(int sig, siginfo_t *info, void *uctx);
 /* Has the writer thread write the final (exit) report and waits for it, bounded; false when
  * there is no writer thread or the caller is that thread. */
 bool gmt_capture_writer_final_exit(void);
+/* A snapshot that a signal asked for and the writer thread has not begun: written now, by the
+ * caller, so a request made before the process ends is not lost to the final report (which
+ * cancels snapshots once it has begun). Called by the final report's writer just before it. */
+void gmt_capture_writer_take_snapshot(void);
 /* _exit / _Exit: the final report, unless this is a vfork child (public_api.c). */
 void gmt_capture_quick_exit(void);
 /* True once this process recorded a CUDA event (async-signal-safe). */

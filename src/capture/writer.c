@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 /* How long a terminating signal waits for the writer to finish the report. */
@@ -35,7 +36,13 @@
 static int writer_pipe[2] = {-1, -1};
 static int ack_pipe[2] = {-1, -1};
 static int writer_started;
-static int snapshot_queued; /* a snapshot message is in the pipe: signals in a burst coalesce */
+/* A snapshot asked for by signal: SNAP_QUEUED, its message is in the pipe (signals in a burst
+ * coalesce into it, and into one being written); SNAP_WRITING, the writer thread is writing
+ * it; SNAP_TAKEN, the final report's writer wrote it first and the message is stale. */
+enum { SNAP_NONE = 0, SNAP_QUEUED = 1, SNAP_WRITING = 2, SNAP_TAKEN = 3 };
+#define SNAPSHOT_WAIT_MS 3000 /* the final report waits this long for a snapshot under way */
+static int snapshot_queued;
+static int snapshot_sig;    /* the signal that queued it */
 static int first_fatal;     /* the first terminating signal caught; the process dies by it */
 static int final_requested; /* the first one asked the writer for the final report */
 
@@ -69,10 +76,17 @@ static void *writer_main(void *arg)
         if (n < 0 && errno == EINTR) continue;
         if (n != (ssize_t)sizeof m) break;
         if (m.type == MSG_SNAPSHOT) {
-            /* Signals arriving from here on ask for a report after this one. */
-            __atomic_store_n(&snapshot_queued, 0, __ATOMIC_RELEASE);
+            int queued = SNAP_QUEUED;
+            if (!__atomic_compare_exchange_n(&snapshot_queued, &queued, SNAP_WRITING, false,
+                                             __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+                /* already written by the final report's writer */
+                __atomic_store_n(&snapshot_queued, SNAP_NONE, __ATOMIC_RELEASE);
+                continue;
+            }
             unsigned seq = gmt_capture_next_snapshot_seq();
             gmt_report_write(NULL, GMT_REASON_SNAPSHOT, gmt_signal_name(m.sig), seq);
+            /* Signals arriving from here on ask for a report after this one. */
+            __atomic_store_n(&snapshot_queued, SNAP_NONE, __ATOMIC_RELEASE);
         } else if (m.type == MSG_EXIT) {
             gmt_capture_final_report(GMT_REASON_EXIT, NULL);
             char ack = 1;
@@ -97,12 +111,35 @@ static void on_snapshot_signal(int sig)
 {
     int saved = errno;
     /* One message at a time: a burst gives at least one snapshot, never a full pipe. */
-    if (!__atomic_exchange_n(&snapshot_queued, 1, __ATOMIC_ACQ_REL)) {
+    int none = SNAP_NONE;
+    if (__atomic_compare_exchange_n(&snapshot_queued, &none, SNAP_QUEUED, false, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_RELAXED)) {
+        __atomic_store_n(&snapshot_sig, sig, __ATOMIC_RELAXED);
         msg_t m = {MSG_SNAPSHOT, sig};
         if (write(writer_pipe[1], &m, sizeof m) != (ssize_t)sizeof m)
             __atomic_store_n(&snapshot_queued, 0, __ATOMIC_RELEASE);
     }
     errno = saved;
+}
+
+void gmt_capture_writer_take_snapshot(void)
+{
+    int queued = SNAP_QUEUED;
+    if (!__atomic_compare_exchange_n(&snapshot_queued, &queued, SNAP_TAKEN, false, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE)) {
+        /* The writer thread is writing it: let it finish before the final report begins
+         * (which would cancel it), bounded. */
+        for (int ms = 0; ms < SNAPSHOT_WAIT_MS &&
+                         __atomic_load_n(&snapshot_queued, __ATOMIC_ACQUIRE) == SNAP_WRITING;
+             ms++) {
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+        }
+        return;
+    }
+    unsigned seq = gmt_capture_next_snapshot_seq();
+    gmt_report_write(NULL, GMT_REASON_SNAPSHOT,
+                     gmt_signal_name(__atomic_load_n(&snapshot_sig, __ATOMIC_RELAXED)), seq);
 }
 
 bool gmt_capture_writer_final_exit(void)
@@ -254,7 +291,7 @@ void gmt_capture_writer_reset_after_fork(void)
     /* The writer thread did not survive the fork; the child gets its own on first use. */
     writer_started = 0;
     writer_pipe[0] = writer_pipe[1] = ack_pipe[0] = ack_pipe[1] = -1;
-    snapshot_queued = 0;
+    snapshot_queued = SNAP_NONE;
     writer_tid = 0;
     first_fatal = 0;
     final_requested = 0;

@@ -31,11 +31,18 @@
 
 int gmt_cli_run(int argc, char **argv);
 int gmt_cli_report(int argc, char **argv);
+int gmt_cli_top(int argc, char **argv);
 int gmt_cli_symbolize(int argc, char **argv); /* cmd_symbolize.c (symbols, docs/symbols.md) */
 
 void gmt_cli_run_help(FILE *to);
 void gmt_cli_report_help(FILE *to);
+void gmt_cli_top_help(FILE *to);
 void gmt_cli_symbolize_help(FILE *to);
+
+/* Rebuilds the report from a GPUMEMTRACE_STATE file (cmd_top.c) into the file output, or into a
+ * new temporary file when output is NULL; the path written is copied to out_path. Prints one
+ * "gpumemtrace: report: ..." line on failure. 0 or a negative errno. */
+int gmt_cli_recover(const char *state, const char *output, char *out_path, size_t out_len);
 
 /* Print "gpumemtrace: <message>" and a newline on stderr. */
 void gmt_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -207,7 +214,7 @@ const char *gmt_basename(const char *path);
 
 /* A module that is not the user's code: the tracer, CUDA and its libraries, frameworks'
  * native parts, libpython, libc and the loader. */
-bool gmt_module_is_internal(const char *module);
+bool gmt_cli_module_is_internal(const char *module);
 
 /* The frame a person should look at first: the innermost Python frame outside the standard
  * library and site-packages, else the innermost Python frame, else the innermost native frame
@@ -236,9 +243,9 @@ typedef struct gmt_supp_s {
     const char **pat;
     size_t n;
 } gmt_supp_t;
-int gmt_supp_load(const char *path, gmt_supp_t *s, char *why, size_t why_len);
+int gmt_cli_supp_load(const char *path, gmt_supp_t *s, char *why, size_t why_len);
 bool gmt_supp_match(const gmt_supp_t *s, const gmt_stack_t *stack);
-void gmt_supp_free(gmt_supp_t *s);
+void gmt_cli_supp_free(gmt_supp_t *s);
 
 /* Device label "GPU 0", "host", "rank 1 GPU 0". */
 const char *gmt_device_label(int64_t device, int64_t rank, char *buf, size_t len);

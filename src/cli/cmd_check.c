@@ -319,7 +319,7 @@ int gmt_cli_check(int argc, char **argv)
         gmt_cli_error("check: no limit given (see 'gpumemtrace help check')");
         goto out;
     }
-    if (lim.suppressions && gmt_supp_load(lim.suppressions, &supp, why, sizeof why)) {
+    if (lim.suppressions && gmt_cli_supp_load(lim.suppressions, &supp, why, sizeof why)) {
         gmt_cli_error("check: suppressions %s: %s", lim.suppressions, why);
         goto out;
     }
@@ -423,7 +423,7 @@ int gmt_cli_check(int argc, char **argv)
     if (fflush(stdout) != 0) status = GMT_EXIT_USAGE;
 out:
     gmt_report_free(&rep);
-    gmt_supp_free(&supp);
+    gmt_cli_supp_free(&supp);
     free(res);
     free(cli.suppressions);
     free(lim.suppressions);

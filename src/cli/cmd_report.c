@@ -28,25 +28,32 @@ static const struct option long_opts[] = {
     {"top", required_argument, NULL, 't'},
     {"device", required_argument, NULL, 'd'},
     {"json", no_argument, NULL, 'j'},
+    {"recover", required_argument, NULL, 'r'},
+    {"output", required_argument, NULL, 'o'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
 
 void gmt_cli_report_help(FILE *to)
 {
-    fprintf(to,
-            "Usage: gpumemtrace report [--top N] [--device N] [--json] FILE\n"
-            "\n"
-            "Prints a summary of a gpumemtrace report: the run, each device's peak and\n"
-            "current use, leaks by call stack with the nearest user frame, growth suspects,\n"
-            "peak owners, bytes per library, fragmentation and failed allocations.\n"
-            "FILE '-' reads standard input. Colour only on a terminal (NO_COLOR honoured).\n"
-            "\n"
-            "  --top N     call-stack groups shown per section (default %d)\n"
-            "  --device N  only device N (-1: host memory)\n"
-            "  --json      the summary as JSON, for tools\n"
-            "  -h, --help  this help\n",
-            DEFAULT_TOP);
+    fprintf(
+        to,
+        "Usage: gpumemtrace report [--top N] [--device N] [--json] FILE\n"
+        "       gpumemtrace report --recover STATE [-o REPORT] [--top N] [--device N] [--json]\n"
+        "\n"
+        "Prints a summary of a gpumemtrace report: the run, each device's peak and\n"
+        "current use, leaks by call stack with the nearest user frame, growth suspects,\n"
+        "peak owners, bytes per library, fragmentation and failed allocations.\n"
+        "FILE '-' reads standard input. Colour only on a terminal (NO_COLOR honoured).\n"
+        "\n"
+        "  --top N     call-stack groups shown per section (default %d)\n"
+        "  --device N  only device N (-1: host memory)\n"
+        "  --json      the summary as JSON, for tools\n"
+        "  --recover STATE  rebuild the report from a GPUMEMTRACE_STATE file (after the\n"
+        "              process was killed, or while it runs) and summarise it\n"
+        "  -o, --output REPORT  with --recover: also keep the rebuilt JSON report there\n"
+        "  -h, --help  this help\n",
+        DEFAULT_TOP);
 }
 
 typedef struct view_s {
@@ -579,11 +586,18 @@ int gmt_cli_report(int argc, char **argv)
 {
     view_t v = {.top = DEFAULT_TOP};
     bool json = false;
+    const char *recover = NULL, *output = NULL;
     opterr = 0;
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":ho:", long_opts, NULL)) != -1) {
         switch (c) {
+        case 'r':
+            recover = optarg;
+            break;
+        case 'o':
+            output = optarg;
+            break;
         case 't':
             if (gmt_parse_int_range(optarg, 1, 1000000, &v.top)) {
                 gmt_cli_error("report: bad --top '%s': expected a number from 1", optarg);
@@ -620,14 +634,30 @@ int gmt_cli_report(int argc, char **argv)
             return GMT_EXIT_USAGE;
         }
     }
-    if (argc - optind != 1) {
+    char recovered[4096] = "";
+    if (output && !recover) {
+        gmt_cli_error("report: --output goes with --recover STATE");
+        return GMT_EXIT_USAGE;
+    }
+    if (recover) {
+        /* docs/state.md: rebuilt into a report file (a temporary one without -o), then read
+         * like any other. */
+        if (argc != optind) {
+            gmt_cli_error("report: --recover takes the state file; no report FILE with it");
+            return GMT_EXIT_USAGE;
+        }
+        if (gmt_cli_recover(recover, output, recovered, sizeof recovered) != 0)
+            return GMT_EXIT_USAGE;
+    } else if (argc - optind != 1) {
         gmt_cli_error("report: %s (usage: gpumemtrace report [--top N] FILE)",
                       optind >= argc ? "no report file given" : "one report file at a time");
         return GMT_EXIT_USAGE;
     }
 
     gmt_report_t rep;
-    if (gmt_report_open(argv[optind], &rep)) return GMT_EXIT_USAGE;
+    int open_rc = gmt_report_open(recover ? recovered : argv[optind], &rep);
+    if (recover && !output) unlink(recovered);
+    if (open_rc) return GMT_EXIT_USAGE;
     v.rep = &rep;
     if (json) {
         int rc = print_json(&v);

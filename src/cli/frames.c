@@ -40,7 +40,7 @@ static const char *const internal_modules[] = {
     "libxla",         "libjax",    "_C.cpython", "cupy_backends", "libcupy",     "libstandin",
 };
 
-bool gmt_module_is_internal(const char *module)
+bool gmt_cli_module_is_internal(const char *module)
 {
     if (!module) return false;
     const char *base = gmt_basename(module);
@@ -68,7 +68,7 @@ const gmt_frame_t *gmt_user_frame(const gmt_stack_t *stack)
     if (any_python) return any_python;
     for (size_t i = 0; i < stack->n; i++) {
         const gmt_frame_t *f = &stack->frames[i];
-        if (f->module && !gmt_module_is_internal(f->module)) return f;
+        if (f->module && !gmt_cli_module_is_internal(f->module)) return f;
     }
     return &stack->frames[0];
 }
@@ -165,7 +165,7 @@ const char *gmt_device_label(int64_t device, int64_t rank, char *buf, size_t len
 
 #define SUPP_MAX_BYTES (1 << 20)
 
-int gmt_supp_load(const char *path, gmt_supp_t *s, char *why, size_t why_len)
+int gmt_cli_supp_load(const char *path, gmt_supp_t *s, char *why, size_t why_len)
 {
     memset(s, 0, sizeof *s);
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
@@ -185,7 +185,7 @@ int gmt_supp_load(const char *path, gmt_supp_t *s, char *why, size_t why_len)
     ssize_t n = s->text ? read(fd, s->text, (size_t)st.st_size) : -1;
     close(fd);
     if (n < 0) {
-        gmt_supp_free(s);
+        gmt_cli_supp_free(s);
         snprintf(why, why_len, "cannot be read");
         return -EIO;
     }
@@ -195,7 +195,7 @@ int gmt_supp_load(const char *path, gmt_supp_t *s, char *why, size_t why_len)
         lines += s->text[i] == '\n';
     s->pat = calloc(lines, sizeof *s->pat);
     if (!s->pat) {
-        gmt_supp_free(s);
+        gmt_cli_supp_free(s);
         snprintf(why, why_len, "out of memory");
         return -ENOMEM;
     }
@@ -234,7 +234,7 @@ bool gmt_supp_match(const gmt_supp_t *s, const gmt_stack_t *stack)
     return false;
 }
 
-void gmt_supp_free(gmt_supp_t *s)
+void gmt_cli_supp_free(gmt_supp_t *s)
 {
     free(s->text);
     free(s->pat);

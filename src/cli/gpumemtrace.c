@@ -29,6 +29,8 @@ static const verb_t verbs[] = {
      "one job-level view of per-rank reports: peaks, imbalance, common leaks"},
     {"export", gmt_cli_export, gmt_cli_export_help,
      "convert a report: folded, speedscope, perfetto, html, prometheus, pprof"},
+    {"top", gmt_cli_top, gmt_cli_top_help,
+     "live bytes per device and top stacks of a running job, from its state file"},
     {"symbolize", gmt_cli_symbolize, gmt_cli_symbolize_help,
      "name the frames of a report written without libdw (function, file:line)"},
 };

@@ -53,8 +53,8 @@ static const opt_t opts[] = {
     {"GPUMEMTRACE_LOG", OPT_LOGLEVEL, OFF(log_level), "info", 0, 0},
     {"GPUMEMTRACE_STATE", OPT_STRING, OFF(state), "", 0, 0},
     {"GPUMEMTRACE_SUPPRESSIONS", OPT_STRING, OFF(suppressions), "", 0, 0},
-    {"GPUMEMTRACE_MAX_LIVE", OPT_SIZE, OFF(max_live), "524288", 1024, (int64_t)1 << 30},
-    {"GPUMEMTRACE_MAX_STACKS", OPT_SIZE, OFF(max_stacks), "65536", 256, (int64_t)1 << 24},
+    {"GPUMEMTRACE_MAX_LIVE", OPT_SIZE, OFF(max_live), "0", 0, (int64_t)1 << 36},
+    {"GPUMEMTRACE_MAX_STACKS", OPT_SIZE, OFF(max_stacks), "0", 0, (int64_t)1 << 28},
     {"GPUMEMTRACE_FOLLOW_FORK", OPT_BOOL, OFF(follow_fork), "1", 0, 0},
     {"GPUMEMTRACE_FOLLOW_EXEC", OPT_BOOL, OFF(follow_exec), "1", 0, 0},
     {"GPUMEMTRACE_TIMELINE_POINTS", OPT_INT, OFF(timeline_points), "512", 16, 65536},
@@ -300,35 +300,6 @@ static const char *shown_value(const char *v, char *buf, size_t len)
     return buf;
 }
 
-/* The live table and the stack index are faulted in at the first CUDA use: each may take at
- * most an eighth of what the host (or the cgroup) can give. */
-static void bound_by_host(gmt_config_t *cfg, bool live_set, bool stacks_set)
-{
-    uint64_t budget = gmt_host_memory() / 8;
-    uint64_t v = cfg->max_live;
-    while (v > 1024 && gmt_table_bytes(v) > budget)
-        v /= 2;
-    if (v != cfg->max_live) {
-        if (live_set)
-            gmt_error("GPUMEMTRACE_MAX_LIVE=%llu needs %zu bytes, more than this host can give "
-                      "the tracer; using %llu",
-                      (unsigned long long)cfg->max_live, gmt_table_bytes(cfg->max_live),
-                      (unsigned long long)v);
-        cfg->max_live = v;
-    }
-    v = cfg->max_stacks;
-    while (v > 256 && gmt_stacks_bytes((uint32_t)v, 0) > budget)
-        v /= 2;
-    if (v != cfg->max_stacks) {
-        if (stacks_set)
-            gmt_error("GPUMEMTRACE_MAX_STACKS=%llu needs %zu bytes, more than this host can give "
-                      "the tracer; using %llu",
-                      (unsigned long long)cfg->max_stacks,
-                      gmt_stacks_bytes((uint32_t)cfg->max_stacks, 0), (unsigned long long)v);
-        cfg->max_stacks = v;
-    }
-}
-
 int gmt_config_load(gmt_config_t *cfg, gmt_getenv_fn getenv_fn)
 {
     if (!getenv_fn) getenv_fn = gmt_env;
@@ -336,7 +307,6 @@ int gmt_config_load(gmt_config_t *cfg, gmt_getenv_fn getenv_fn)
     /* The log level comes first so that "quiet" also quiets warnings about other values;
      * errors about bad values are still printed (GMT_LOG_ERROR). */
     int bad = 0;
-    bool live_set = false, stacks_set = false;
     for (size_t i = 0; i < NOPTS; i++) {
         const char *v = getenv_fn(opts[i].name);
         if (!v) continue;
@@ -345,13 +315,10 @@ int gmt_config_load(gmt_config_t *cfg, gmt_getenv_fn getenv_fn)
             gmt_error("%s='%s' is not valid; using %s", opts[i].name,
                       shown_value(v, buf, sizeof buf), *opts[i].def ? opts[i].def : "(empty)");
             bad++;
-        } else if (opts[i].offset == OFF(max_live)) {
-            live_set = true;
-        } else if (opts[i].offset == OFF(max_stacks)) {
-            stacks_set = true;
         }
     }
-    bound_by_host(cfg, live_set, stacks_set);
+    /* MAX_LIVE / MAX_STACKS are upper bounds on stores that grow with use (docs/state.md):
+     * nothing is reserved for them, so no bound needs checking against the host. */
     return bad;
 }
 

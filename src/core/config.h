@@ -39,8 +39,8 @@ typedef struct gmt_config_s {
     int log_level; /* gmt_log_level_t */
     char state[GMT_PATH_MAX];
     char suppressions[GMT_PATH_MAX];
-    uint64_t max_live;   /* live-allocation table slots */
-    uint64_t max_stacks; /* distinct call stacks kept */
+    uint64_t max_live;   /* upper bound on tracked live allocations; 0: none */
+    uint64_t max_stacks; /* upper bound on distinct call stacks; 0: none */
     bool follow_fork;
     bool follow_exec;
     int timeline_points;

@@ -1,5 +1,6 @@
-/* core_init.c - the core's stores: mapped once at init, remapped empty in a fork child,
- * prefaulted at the first CUDA use; and the accessors the report reads them through.
+/* core_init.c - the core's stores: laid out in the region (region.h) at init, in a fresh
+ * region in a fork child, attached from a state file for recovery; and the accessors the
+ * report reads them through, whichever of those they are.
  */
 #include "track_internal.h"
 
@@ -8,90 +9,109 @@
 #include "pyframes.h"
 
 #include <errno.h>
-#include <sys/mman.h>
-
-/* Frames reserved per stack entry in the frame store: stacks are usually shallower than the
- * configured depth, so the store is sized for this many and deeper ones share the slack. */
-#define FRAMES_RESERVED_PER_STACK 24
-/* Page size assumed by the prefault fallback (touching one byte per page). */
-#define PREFAULT_PAGE_BYTES 4096
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23 /* Linux 5.14; older headers lack the name */
-#endif
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
 gmt_config_t gmt_core_cfg;
 gmt_table_t *gmt_core_table;
 gmt_stacks_t *gmt_core_stacks;
+/* Before the region exists: start-up drop counters, notes and process facts. */
+static gmt_core_state_t boot_state;
+gmt_core_state_t *gmt_cs = &boot_state;
 static int ready;
-static uint64_t start_ns;
+static bool recovered;
 
-void *gmt_core_map_zeroed(size_t bytes)
+size_t gmt_track_state_bytes(void)
 {
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
-    return p == MAP_FAILED ? NULL : p;
+    return sizeof(gmt_core_state_t);
+}
+
+static void *core_block(size_t bytes, uint64_t *off)
+{
+    if (gmt_region_alloc(GMT_ARENA_CORE, bytes, 64, off) != 0) return NULL;
+    return GMT_AT(void, *off);
+}
+
+static int lay_out(const gmt_config_t *c)
+{
+    gmt_region_header_t *h = gmt_region_header();
+    uint64_t off;
+    gmt_core_state_t *cs = core_block(sizeof *cs, &off);
+    if (!cs) return -ENOMEM;
+    memcpy(cs, &boot_state, sizeof *cs);
+    cs->cfg = *c;
+    cs->start_ns = gmt_now_ns();
+    h->core_off = off;
+    __atomic_store_n(&gmt_cs, cs, __ATOMIC_RELEASE);
+    gmt_peaks_reset();
+    gmt_table_t *t = core_block(sizeof *t, &off);
+    if (!t || gmt_table_init(t, c->max_live) != 0) return -ENOMEM;
+    h->table_off = off;
+    gmt_stacks_t *st = core_block(sizeof *st, &off);
+    uint32_t bound = c->max_stacks > UINT32_MAX - 1 ? UINT32_MAX - 1 : (uint32_t)c->max_stacks;
+    if (!st || gmt_stacks_init(st, bound ? bound + 1 : 0) != 0) return -ENOMEM;
+    h->stacks_off = off;
+    gmt_core_table = t;
+    gmt_core_stacks = st;
+    return gmt_stats_init(cs->start_ns, c->timeline_points);
 }
 
 int gmt_core_init(const gmt_config_t *c)
 {
     gmt_core_cfg = *c;
-    const gmt_config_t *cfg = &gmt_core_cfg;
-    start_ns = gmt_now_ns();
-    uint32_t max_entries = (uint32_t)cfg->max_stacks;
-    uint32_t depth = cfg->stack_depth > 0 ? (uint32_t)cfg->stack_depth : 1;
-    uint64_t max_frames = (uint64_t)max_entries *
-                          (depth < FRAMES_RESERVED_PER_STACK ? depth : FRAMES_RESERVED_PER_STACK);
-    gmt_core_table = gmt_core_map_zeroed(gmt_table_bytes(cfg->max_live));
-    gmt_core_stacks = gmt_core_map_zeroed(gmt_stacks_bytes(max_entries, max_frames));
-    int peaks_rc = gmt_peaks_init(max_entries);
-    if (!gmt_core_table || !gmt_core_stacks || peaks_rc != 0) {
-        gmt_error("cannot map %zu bytes for the live table and stack store; tracing is off",
-                  gmt_table_bytes(cfg->max_live) + gmt_stacks_bytes(max_entries, max_frames));
-        return -ENOMEM;
+    int rc = gmt_region_create(c->state);
+    if (rc != 0 && c->state[0]) {
+        gmt_error("cannot create the state file %s (%s); keeping the state in memory only",
+                  c->state, strerror(-rc));
+        rc = gmt_region_create(NULL);
+    }
+    if (rc == 0) rc = lay_out(c);
+    if (rc != 0) {
+        gmt_error("cannot map memory for the live table and stack store; tracing is off");
+        return rc;
     }
     gmt_stacks_global_init();
-    gmt_py_init(cfg->python); /* its own messages; native stacks whatever it returns */
-    gmt_table_init(gmt_core_table, cfg->max_live);
-    gmt_stacks_init(gmt_core_stacks, max_entries, max_frames);
-    int rc = gmt_stats_init(start_ns, cfg->timeline_points);
-    if (rc) return rc;
+    gmt_py_init(c->python); /* its own messages; native stacks whatever it returns */
+    gmt_track_modules_refresh();
+    if (*gmt_region_path()) gmt_info("state file: %s", gmt_region_path());
     __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
     return 0;
 }
 
 int gmt_core_reset_after_fork(void)
 {
-    uint32_t max_entries = gmt_core_stacks->max_entries;
-    uint64_t max_frames = gmt_core_stacks->max_frames;
     __atomic_store_n(&ready, 0, __ATOMIC_RELEASE);
-    munmap(gmt_core_table, gmt_table_bytes(gmt_core_cfg.max_live));
-    munmap(gmt_core_stacks, gmt_stacks_bytes(max_entries, max_frames));
-    gmt_peaks_reset(max_entries);
-    gmt_core_counts_reset();
-    gmt_failures_reset();
-    gmt_pools_reset();
-    gmt_stats_reset();
-    gmt_providers_reset_after_fork();
+    /* Keep the notes and process facts; start the counters, failures, peaks and pools over. */
+    if (gmt_cs != &boot_state) memcpy(&boot_state, gmt_cs, sizeof boot_state);
+    gmt_cs = &boot_state;
+    memset(&boot_state.counts, 0, sizeof boot_state.counts);
+    memset(boot_state.failures_done, 0, sizeof boot_state.failures_done);
+    boot_state.failures_next = 0;
+    memset(boot_state.pools, 0, sizeof boot_state.pools);
+    boot_state.pools_dropped = 0;
+    boot_state.proc.pid = (int32_t)getpid();
+    boot_state.proc.ppid = (int32_t)getppid();
+    boot_state.notes_lock = 0;
+    /* The parent's mapping of its state file stays the parent's. */
+    gmt_region_destroy();
     gmt_core_table = NULL;
     gmt_core_stacks = NULL;
-    return gmt_core_init(&gmt_core_cfg);
-}
-
-static void prefault(void *p, size_t bytes)
-{
-    if (madvise(p, bytes, MADV_POPULATE_WRITE) == 0) return;
-    /* Kernels before 5.14: write every page. An atomic add of 0 is a write that changes
-     * nothing, so it is safe even if another thread is already inserting. */
-    for (size_t off = 0; off < bytes; off += PREFAULT_PAGE_BYTES)
-        __atomic_fetch_add((char *)p + off, 0, __ATOMIC_RELAXED);
+    gmt_config_t c = gmt_core_cfg;
+    if (c.state[0] && !strstr(c.state, "%p")) {
+        gmt_info("forked child %d keeps its state in memory (put %%p in GPUMEMTRACE_STATE for "
+                 "a file per process)",
+                 (int)getpid());
+        c.state[0] = 0;
+    }
+    return gmt_core_init(&c);
 }
 
 void gmt_core_prefault(void)
 {
-    if (!gmt_core_ready()) return;
-    prefault(gmt_core_table, gmt_table_bytes(gmt_core_cfg.max_live));
-    /* The stack index is hashed too; entries and frames fill sequentially and need nothing. */
-    prefault(gmt_core_stacks, gmt_stacks_bytes(gmt_core_stacks->max_entries, 0));
+    /* The stores grow with use and need no prefault any more; the first CUDA use is when the
+     * CUDA libraries are loaded, so record the module map again. */
+    if (gmt_core_ready()) gmt_track_modules_refresh();
 }
 
 bool gmt_core_ready(void)
@@ -99,9 +119,107 @@ bool gmt_core_ready(void)
     return __atomic_load_n(&ready, __ATOMIC_ACQUIRE) != 0;
 }
 
+/* ---- recovery --------------------------------------------------------------------------- */
+
+static void terminate(char *s, size_t len)
+{
+    s[len - 1] = 0;
+}
+
+#define BAD(what)                                                                                  \
+    do {                                                                                           \
+        snprintf(err, errlen, "corrupt state file %s: %s", path, what);                            \
+        return -EINVAL;                                                                            \
+    } while (0)
+
+int gmt_track_recover(const char *path, char *err, size_t errlen)
+{
+    __atomic_store_n(&ready, 0, __ATOMIC_RELEASE);
+    int rc = gmt_region_attach(path, err, errlen);
+    if (rc) return rc;
+    gmt_region_header_t *h = gmt_region_header();
+    gmt_core_state_t *cs = GMT_AT(gmt_core_state_t, h->core_off);
+    gmt_table_t *t = GMT_AT(gmt_table_t, h->table_off);
+    gmt_stacks_t *st = GMT_AT(gmt_stacks_t, h->stacks_off);
+    if (gmt_table_validate(t) != 0) BAD("live table");
+    if (gmt_stacks_validate(st) != 0) BAD("stack store");
+    const gmt_arena_t *core = gmt_region_arena(GMT_ARENA_CORE);
+    if (gmt_stats_attach(GMT_AT(void, h->stats_off),
+                         core->offset + core->committed - h->stats_off) != 0)
+        BAD("counters");
+    /* Whatever the dead process held, nobody holds now; strings end inside their arrays. */
+    cs->notes_lock = 0;
+    for (int i = 0; i < GMT_STAT_SLOTS; i++)
+        cs->peaks[i].lock = 0;
+    if (cs->nbackends < 0 || cs->nbackends > GMT_MAX_BACKENDS) cs->nbackends = 0;
+    if (cs->nwarnings < 0 || cs->nwarnings > GMT_MAX_WARNINGS) cs->nwarnings = 0;
+    for (int i = 0; i < GMT_MAX_BACKENDS; i++)
+        terminate(cs->backends[i], GMT_NOTE_LEN);
+    for (int i = 0; i < GMT_MAX_WARNINGS; i++)
+        terminate(cs->warnings[i], GMT_NOTE_LEN);
+    terminate(cs->backend_reason, GMT_NOTE_LEN);
+    if (cs->proc.argv_len >= sizeof cs->proc.argv) cs->proc.argv_len = sizeof cs->proc.argv - 1;
+    cs->proc.argv[cs->proc.argv_len] = 0;
+    terminate(cs->proc.hostname, sizeof cs->proc.hostname);
+    if (cs->modules.count > GMT_MAX_MODULES) cs->modules.count = 0;
+    for (int i = 0; i < GMT_MAX_MODULES; i++)
+        terminate(cs->modules.mods[i].path, GMT_MODULE_PATH_LEN);
+    terminate(cs->cfg.output, sizeof cs->cfg.output);
+    terminate(cs->cfg.state, sizeof cs->cfg.state);
+    terminate(cs->cfg.suppressions, sizeof cs->cfg.suppressions);
+    if (cs->cfg.timeline_points < 0 || cs->cfg.timeline_points > 65536) cs->cfg.timeline_points = 0;
+    if (cs->cfg.top < 1 || cs->cfg.top > 100000) cs->cfg.top = 50;
+    if (cs->cfg.stack_depth < 0 || cs->cfg.stack_depth > GMT_MAX_STACK_DEPTH)
+        cs->cfg.stack_depth = 0;
+    if (cs->failures_next > GMT_MAX_FAILURE_RECORDS) cs->failures_next = GMT_MAX_FAILURE_RECORDS;
+    gmt_core_cfg = cs->cfg;
+    gmt_cs = cs;
+    gmt_core_table = t;
+    gmt_core_stacks = st;
+    recovered = true;
+    __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+bool gmt_track_recovered(void)
+{
+    return recovered;
+}
+
+bool gmt_track_clean_exit(void)
+{
+    gmt_region_header_t *h = gmt_region_header();
+    return h && __atomic_load_n(&h->clean_exit, __ATOMIC_ACQUIRE);
+}
+
+void gmt_track_mark_clean_exit(void)
+{
+    gmt_region_mark_clean();
+}
+
+const char *gmt_track_state_path(void)
+{
+    return gmt_region_path();
+}
+
+uint64_t gmt_track_now_ns(void)
+{
+    if (!recovered) return gmt_now_ns();
+    uint64_t last = gmt_stats_last_event_ns();
+    return last > gmt_cs->start_ns ? last : gmt_cs->start_ns;
+}
+
+uint64_t gmt_track_table_bytes(void)
+{
+    if (!gmt_core_table) return 0;
+    return gmt_table_bytes_held(gmt_core_table) + gmt_stacks_bytes_held(gmt_core_stacks);
+}
+
+/* ---- accessors ---------------------------------------------------------------------------- */
+
 const gmt_config_t *gmt_track_config(void)
 {
-    return &gmt_core_cfg;
+    return gmt_cs == &boot_state ? &gmt_core_cfg : &gmt_cs->cfg;
 }
 
 gmt_table_t *gmt_track_table(void)
@@ -116,5 +234,10 @@ gmt_stacks_t *gmt_track_stacks(void)
 
 uint64_t gmt_track_start_ns(void)
 {
-    return start_ns;
+    return gmt_cs->start_ns;
+}
+
+gmt_proc_t *gmt_track_proc(void)
+{
+    return &gmt_cs->proc;
 }

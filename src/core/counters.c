@@ -3,15 +3,6 @@
  */
 #include "track_internal.h"
 
-#include <string.h>
-
-gmt_core_counts_t gmt_core_counts;
-
-void gmt_core_counts_reset(void)
-{
-    memset(&gmt_core_counts, 0, sizeof gmt_core_counts);
-}
-
 void gmt_track_counts(gmt_counts_t *out)
 {
     const gmt_core_counts_t *c = &gmt_core_counts;

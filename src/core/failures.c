@@ -9,15 +9,9 @@
 
 #include <string.h>
 
-static gmt_failure_t failures[GMT_MAX_FAILURE_RECORDS];
-static uint32_t failures_next;
-static uint32_t failures_done[GMT_MAX_FAILURE_RECORDS]; /* published flags */
-
-void gmt_failures_reset(void)
-{
-    memset(failures_done, 0, sizeof failures_done);
-    failures_next = 0;
-}
+#define failures      (gmt_cs->failures)
+#define failures_next (gmt_cs->failures_next)
+#define failures_done (gmt_cs->failures_done)
 
 void gmt_track_failure(const gmt_event_t *ev)
 {

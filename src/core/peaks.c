@@ -16,30 +16,17 @@
 
 #include "spin.h"
 
-#include <errno.h>
 #include <string.h>
 
-typedef struct peak_slot_s {
-    uint64_t epoch; /* atomic: bumped at each new in-use peak */
-    int dirty;      /* a newer peak exists whose driver reading has not been taken yet */
-    int lock;
-    int64_t driver_used; /* -1: unknown */
-} peak_slot_t;
+/* The slots live in the core block (track_internal.h), so a recovered state file has them. */
+typedef gmt_peak_slot_t peak_slot_t;
+#define peaks (gmt_cs->peaks)
 
-static peak_slot_t peaks[GMT_STAT_SLOTS];
-
-int gmt_peaks_init(uint32_t max_entries)
+void gmt_peaks_reset(void)
 {
-    (void)max_entries;
+    memset(peaks, 0, sizeof peaks); /* the lock too: a fork child never inherits it held */
     for (int i = 0; i < GMT_STAT_SLOTS; i++)
         peaks[i].driver_used = -1;
-    return 0;
-}
-
-void gmt_peaks_reset(uint32_t max_entries)
-{
-    (void)max_entries;
-    memset(peaks, 0, sizeof peaks); /* the lock too: a fork child never inherits it held */
 }
 
 void gmt_peaks_mark(int32_t device)

@@ -8,12 +8,8 @@
 
 enum { SLOT_FREE = 0, SLOT_WRITING = 1, SLOT_PUBLISHED = 2 };
 
-static struct {
-    int used; /* SLOT_* */
-    int32_t device;
-    uint64_t pool;
-} pools[GMT_MAX_POOLS];
-static uint64_t pools_dropped;
+#define pools         (gmt_cs->pools)
+#define pools_dropped (gmt_cs->pools_dropped)
 static gmt_poolinfo_fn poolinfo_fn;
 
 void gmt_pools_note(int32_t device, uint64_t pool)
@@ -37,11 +33,6 @@ void gmt_pools_note(int32_t device, uint64_t pool)
         if (pools[i].device == device && pools[i].pool == pool) return;
     }
     __atomic_fetch_add(&pools_dropped, 1, __ATOMIC_RELAXED);
-}
-
-void gmt_pools_reset(void)
-{
-    memset(pools, 0, sizeof pools);
 }
 
 int gmt_track_pools(gmt_pool_seen_t *out, int max)

@@ -16,12 +16,13 @@ static gmt_meminfo_fn meminfo_fn;
 static gmt_devinfo_fn devinfo_fn;
 static gmt_oom_fn oom_fn;
 
-static int notes_lock;
-static char backends[GMT_MAX_BACKENDS][GMT_NOTE_LEN];
-static int nbackends;
-static char backend_reason[GMT_NOTE_LEN];
-static char warnings[GMT_MAX_WARNINGS][GMT_NOTE_LEN];
-static int nwarnings;
+/* The notes live in the core block, so a recovered state file still has them. */
+#define notes_lock     (gmt_cs->notes_lock)
+#define backends       (gmt_cs->backends)
+#define nbackends      (gmt_cs->nbackends)
+#define backend_reason (gmt_cs->backend_reason)
+#define warnings       (gmt_cs->warnings)
+#define nwarnings      (gmt_cs->nwarnings)
 
 void gmt_providers_reset_after_fork(void)
 {

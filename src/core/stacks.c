@@ -1,12 +1,19 @@
 /* stacks.c - see stacks.h.
  *
- * Layout: header | entries | index | frames. An insert reserves an id and arena room once,
- * writes the frames and the entry, then publishes the id into the index with a CAS; a racing
- * thread that published the same frames first wins, and the loser's reservation is counted
- * as wasted. Index slots are never cleared, so a probe that meets a zero slot knows the
- * frames are absent.
+ * An insert reserves an id (its entry sits at id * sizeof(entry) in the entries arena) and
+ * frame room once, writes the frames and the entry, then publishes the id into the newest
+ * index level with a CAS; a racing thread that published the same frames first wins, and the
+ * loser's reservation is counted as wasted. Index slots are never cleared, so a probe that
+ * meets a zero slot knows the frames are absent from that level. When the newest level is half
+ * full the thread that noticed adds one of twice the size, copies the ids into it and makes it
+ * the only one searched; an id published into the old level during the copy is found no more
+ * and its frames get a second id on their next use (counted in `wasted`; the report is still
+ * right, the group is split in two).
  */
 #include "stacks.h"
+
+#include "region.h"
+#include "spin.h"
 
 #include <errno.h>
 #include <string.h>
@@ -14,30 +21,36 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
-#define STACKS_MAGIC 0x676d74737461636bull /* "gmtstack" */
+#define STACKS_MAGIC 0x676d747374616b32ull /* "gmtstak2" */
 #define RLX          __ATOMIC_RELAXED
+#define INDEX_MIN    4096u
 
-static uint32_t round_pow2_32(uint64_t v)
+size_t gmt_stacks_header_bytes(void)
 {
-    uint64_t p = 1;
-    while (p < v)
-        p <<= 1;
-    return (uint32_t)p;
+    return sizeof(gmt_stacks_t);
 }
 
-static gmt_stack_entry_t *entries_of(gmt_stacks_t *st)
+size_t gmt_stacks_entry_bytes(void)
 {
-    return (gmt_stack_entry_t *)(st + 1);
+    return sizeof(gmt_stack_entry_t);
 }
 
-static uint32_t *index_of(gmt_stacks_t *st)
+_Static_assert(sizeof(gmt_stack_entry_t) == 72, "a stack entry is 72 bytes (docs/state.md)");
+
+static gmt_stack_entry_t *entry_at(uint32_t id)
 {
-    return (uint32_t *)(entries_of(st) + st->max_entries);
+    return GMT_AT(gmt_stack_entry_t, gmt_region_arena(GMT_ARENA_STACK_ENTRIES)->offset +
+                                         (uint64_t)id * sizeof(gmt_stack_entry_t));
 }
 
-static uint64_t *frames_of(gmt_stacks_t *st)
+static uint64_t *frames_at(uint32_t off)
 {
-    return (uint64_t *)(index_of(st) + st->index_mask + 1);
+    return GMT_AT(uint64_t, gmt_region_arena(GMT_ARENA_FRAMES)->offset + (uint64_t)off * 8);
+}
+
+static uint32_t *index_at(gmt_stacks_t *st, uint32_t n)
+{
+    return GMT_AT(uint32_t, st->index[n % GMT_STACKS_INDEX_LEVELS].off);
 }
 
 void gmt_stacks_global_init(void)
@@ -45,26 +58,23 @@ void gmt_stacks_global_init(void)
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
 }
 
-size_t gmt_stacks_bytes(uint32_t max_entries, uint64_t max_frames)
+int gmt_stacks_init(gmt_stacks_t *st, uint32_t bound)
 {
-    uint32_t index = round_pow2_32((uint64_t)max_entries * 2);
-    size_t n = sizeof(gmt_stacks_t) + (size_t)max_entries * sizeof(gmt_stack_entry_t) +
-               (size_t)index * sizeof(uint32_t);
-    n = (n + 7) & ~(size_t)7;
-    return n + max_frames * sizeof(uint64_t);
-}
-
-int gmt_stacks_init(gmt_stacks_t *st, uint32_t max_entries, uint64_t max_frames)
-{
-    if (max_entries < 2 || max_frames == 0 || max_frames > UINT32_MAX) return -EINVAL;
-    st->max_entries = max_entries;
-    st->index_mask = round_pow2_32((uint64_t)max_entries * 2) - 1;
-    st->max_frames = max_frames;
+    memset(st, 0, sizeof *st);
+    uint64_t off;
+    int rc = gmt_region_alloc(GMT_ARENA_STACK_INDEX, INDEX_MIN * sizeof(uint32_t), 64, &off);
+    if (rc) return rc;
+    st->index[0].off = off;
+    st->index[0].mask = INDEX_MIN - 1;
+    st->index_next = 1;
+    st->bound = bound;
     st->next_id = 1;
-    st->wasted = 0;
-    st->next_frame = 0;
-    st->dropped = 0;
-    st->magic = STACKS_MAGIC;
+    /* Id 0 is never handed out, but its entry exists so that ids index the arena directly. */
+    rc = gmt_region_ensure(GMT_ARENA_STACK_ENTRIES, sizeof(gmt_stack_entry_t));
+    if (rc) return rc;
+    st->max_entries = (uint32_t)(gmt_region_arena(GMT_ARENA_STACK_ENTRIES)->committed /
+                                 sizeof(gmt_stack_entry_t));
+    __atomic_store_n(&st->magic, STACKS_MAGIC, __ATOMIC_RELEASE);
     return 0;
 }
 
@@ -79,30 +89,43 @@ static uint64_t hash_frames(const uint64_t *f, uint32_t n, uint32_t tag)
     return h | 1; /* 0 means "unpublished" */
 }
 
-static int same(gmt_stacks_t *st, uint32_t id, uint64_t h, const uint64_t *f, uint32_t n,
-                uint32_t tag)
+static int same(uint32_t id, uint64_t h, const uint64_t *f, uint32_t n, uint32_t tag)
 {
-    gmt_stack_entry_t *e = &entries_of(st)[id];
+    gmt_stack_entry_t *e = entry_at(id);
     if (__atomic_load_n(&e->hash, __ATOMIC_ACQUIRE) != h || e->depth != n || e->tag != tag)
         return 0;
-    return n == 0 || memcmp(frames_of(st) + e->offset, f, n * sizeof *f) == 0;
+    return n == 0 || memcmp(frames_at(e->offset), f, n * sizeof *f) == 0;
 }
 
-/* Reserve an id and arena room and fill them in; 0 if the store is full. */
+/* Reserve an id and frame room and fill them in; 0 if there is no room. */
 static uint32_t reserve(gmt_stacks_t *st, uint64_t h, const uint64_t *f, uint32_t n, uint32_t tag)
 {
+    if (st->bound && __atomic_load_n(&st->next_id, RLX) >= st->bound) return 0;
     uint32_t id = __atomic_fetch_add(&st->next_id, 1, RLX);
-    if (id >= st->max_entries) {
-        __atomic_store_n(&st->next_id, st->max_entries, RLX);
-        return 0;
-    }
-    uint64_t off = n ? __atomic_fetch_add(&st->next_frame, n, RLX) : 0;
-    if (off + n > st->max_frames) {
+    if (id == UINT32_MAX || (st->bound && id >= st->bound)) return 0;
+    if (gmt_region_ensure(GMT_ARENA_STACK_ENTRIES,
+                          ((uint64_t)id + 1) * sizeof(gmt_stack_entry_t)) != 0) {
         __atomic_fetch_add(&st->wasted, 1, RLX);
         return 0;
     }
-    gmt_stack_entry_t *e = &entries_of(st)[id];
-    if (n) memcpy(frames_of(st) + off, f, n * sizeof *f);
+    uint64_t have =
+        gmt_region_arena(GMT_ARENA_STACK_ENTRIES)->committed / sizeof(gmt_stack_entry_t);
+    if (have > UINT32_MAX) have = UINT32_MAX;
+    uint32_t cur = __atomic_load_n(&st->max_entries, RLX);
+    while (cur < have && !__atomic_compare_exchange_n(&st->max_entries, &cur, (uint32_t)have, 1,
+                                                      __ATOMIC_RELEASE, RLX)) {
+    }
+    uint64_t off = 0;
+    if (n) {
+        if (gmt_region_alloc(GMT_ARENA_FRAMES, n * sizeof *f, 8, &off) != 0) {
+            __atomic_fetch_add(&st->wasted, 1, RLX);
+            return 0;
+        }
+        off = (off - gmt_region_arena(GMT_ARENA_FRAMES)->offset) / 8;
+        memcpy(frames_at((uint32_t)off), f, n * sizeof *f);
+        __atomic_fetch_add(&st->frames_used, n, RLX);
+    }
+    gmt_stack_entry_t *e = entry_at(id);
     e->offset = (uint32_t)off;
     e->depth = (uint16_t)n;
     e->tag = tag;
@@ -110,51 +133,149 @@ static uint32_t reserve(gmt_stacks_t *st, uint64_t h, const uint64_t *f, uint32_
     return id;
 }
 
+/* Adds an index level of twice the size holding every id, after level n. */
+static void grow_index(gmt_stacks_t *st, uint32_t n)
+{
+    if (!gmt_spin_trylock(&st->grow_lock)) return;
+    uint32_t next = __atomic_load_n(&st->index_next, __ATOMIC_ACQUIRE);
+    uint64_t mask = st->index[n % GMT_STACKS_INDEX_LEVELS].mask;
+    uint64_t nmask = mask * 2 + 1, off;
+    if (next - 1 != n || next - st->index_first >= GMT_STACKS_INDEX_LEVELS - 1 ||
+        gmt_region_alloc(GMT_ARENA_STACK_INDEX, (nmask + 1) * sizeof(uint32_t), 64, &off) != 0)
+        goto out;
+    uint32_t *dst = GMT_AT(uint32_t, off);
+    uint32_t count = 0;
+    for (uint32_t lv = st->index_first; lv < next; lv++) {
+        uint32_t *src = index_at(st, lv);
+        uint64_t m = st->index[lv % GMT_STACKS_INDEX_LEVELS].mask;
+        for (uint64_t i = 0; i <= m; i++) {
+            uint32_t id = __atomic_load_n(&src[i], __ATOMIC_ACQUIRE);
+            if (!id) continue;
+            uint64_t h = __atomic_load_n(&entry_at(id)->hash, __ATOMIC_ACQUIRE);
+            for (uint64_t k = 0; k <= nmask; k++) {
+                uint32_t *slot = &dst[(h + k) & nmask];
+                if (*slot == id) break; /* in two old levels */
+                if (*slot == 0) {
+                    *slot = id;
+                    count++;
+                    break;
+                }
+            }
+        }
+    }
+    st->index[next % GMT_STACKS_INDEX_LEVELS].off = off;
+    st->index[next % GMT_STACKS_INDEX_LEVELS].mask = nmask;
+    __atomic_store_n(&st->index_count, count, RLX);
+    __atomic_store_n(&st->index_next, next + 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&st->index_first, next, __ATOMIC_RELEASE);
+out:
+    gmt_spin_unlock(&st->grow_lock);
+}
+
 uint32_t gmt_stacks_intern(gmt_stacks_t *st, const uint64_t *frames, uint32_t depth, uint32_t tag)
 {
     if (depth > UINT16_MAX) depth = UINT16_MAX;
     uint64_t h = hash_frames(frames, depth, tag);
-    uint32_t *index = index_of(st);
     uint32_t mine = 0;
-    for (uint32_t i = 0; i <= st->index_mask; i++) {
-        uint32_t *slot = &index[(h + i) & st->index_mask];
-        uint32_t id = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-        if (id == 0) {
-            if (!mine) mine = reserve(st, h, frames, depth, tag);
-            if (!mine) break;
-            if (__atomic_compare_exchange_n(slot, &id, mine, 0, __ATOMIC_RELEASE, __ATOMIC_ACQUIRE))
-                return mine;
-            /* lost the slot: id now holds the winner's entry */
+    for (;;) {
+        uint32_t first = __atomic_load_n(&st->index_first, __ATOMIC_ACQUIRE);
+        uint32_t next = __atomic_load_n(&st->index_next, __ATOMIC_ACQUIRE);
+        /* Older levels (only during a growth): look, never insert. */
+        for (uint32_t lv = first; lv + 1 < next; lv++) {
+            uint32_t *index = index_at(st, lv);
+            uint64_t m = st->index[lv % GMT_STACKS_INDEX_LEVELS].mask;
+            for (uint64_t i = 0; i <= m; i++) {
+                uint32_t id = __atomic_load_n(&index[(h + i) & m], __ATOMIC_ACQUIRE);
+                if (id == 0) break;
+                if (same(id, h, frames, depth, tag)) {
+                    if (mine) __atomic_fetch_add(&st->wasted, 1, RLX);
+                    return id;
+                }
+            }
         }
-        if (same(st, id, h, frames, depth, tag)) {
-            if (mine) __atomic_fetch_add(&st->wasted, 1, RLX);
-            return id;
+        uint32_t n = next - 1;
+        uint32_t *index = index_at(st, n);
+        uint64_t m = st->index[n % GMT_STACKS_INDEX_LEVELS].mask;
+        for (uint64_t i = 0; i <= m; i++) {
+            uint32_t *slot = &index[(h + i) & m];
+            uint32_t id = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+            if (id == 0) {
+                if (!mine) mine = reserve(st, h, frames, depth, tag);
+                if (!mine) goto dropped;
+                if (__atomic_compare_exchange_n(slot, &id, mine, 0, __ATOMIC_RELEASE,
+                                                __ATOMIC_ACQUIRE)) {
+                    uint32_t c = __atomic_add_fetch(&st->index_count, 1, RLX);
+                    if ((uint64_t)c * 2 > m + 1) grow_index(st, n);
+                    return mine;
+                }
+                /* lost the slot: id now holds the winner's entry */
+            }
+            if (same(id, h, frames, depth, tag)) {
+                if (mine) __atomic_fetch_add(&st->wasted, 1, RLX);
+                return id;
+            }
         }
+        /* The level is full (its growth could not get memory): try once more if it grew. */
+        if (__atomic_load_n(&st->index_next, __ATOMIC_ACQUIRE) == next) break;
     }
+dropped:
     __atomic_fetch_add(&st->dropped, 1, RLX);
     return 0;
 }
 
 const uint64_t *gmt_stacks_frames(gmt_stacks_t *st, uint32_t id, uint32_t *depth)
 {
-    if (id == 0 || id >= st->max_entries) return NULL;
-    gmt_stack_entry_t *e = &entries_of(st)[id];
+    if (id == 0 || id >= __atomic_load_n(&st->max_entries, __ATOMIC_ACQUIRE)) return NULL;
+    gmt_stack_entry_t *e = entry_at(id);
     if (__atomic_load_n(&e->hash, __ATOMIC_ACQUIRE) == 0) return NULL;
+    /* Bounds-checked: in a recovered file the entry may be anything. */
+    uint64_t end = ((uint64_t)e->offset + e->depth) * 8;
+    if (end > gmt_region_arena(GMT_ARENA_FRAMES)->committed) return NULL;
     *depth = e->depth;
-    return frames_of(st) + e->offset;
+    return frames_at(e->offset);
 }
 
 gmt_stack_entry_t *gmt_stacks_entry(gmt_stacks_t *st, uint32_t id)
 {
-    if (id >= st->max_entries) return NULL;
-    return &entries_of(st)[id];
+    if (id >= __atomic_load_n(&st->max_entries, __ATOMIC_ACQUIRE) || (st->bound && id >= st->bound))
+        return NULL;
+    return entry_at(id);
 }
 
 uint32_t gmt_stacks_count(gmt_stacks_t *st)
 {
     uint32_t n = __atomic_load_n(&st->next_id, RLX);
-    if (n > st->max_entries) n = st->max_entries;
-    return n - 1;
+    uint32_t max = __atomic_load_n(&st->max_entries, RLX);
+    if (n > max) n = max;
+    return n ? n - 1 : 0;
+}
+
+uint64_t gmt_stacks_bytes_held(gmt_stacks_t *st)
+{
+    uint64_t b =
+        sizeof *st + (uint64_t)__atomic_load_n(&st->max_entries, RLX) * sizeof(gmt_stack_entry_t);
+    b += __atomic_load_n(&st->frames_used, RLX) * 8;
+    for (uint32_t lv = 0; lv < st->index_next && lv < GMT_STACKS_INDEX_LEVELS; lv++)
+        b += (st->index[lv].mask + 1) * sizeof(uint32_t);
+    return b;
+}
+
+int gmt_stacks_validate(gmt_stacks_t *st)
+{
+    if (st->magic != STACKS_MAGIC) return -EINVAL;
+    gmt_arena_t *ea = gmt_region_arena(GMT_ARENA_STACK_ENTRIES);
+    if ((uint64_t)st->max_entries * sizeof(gmt_stack_entry_t) > ea->committed) return -EINVAL;
+    if (st->index_next <= st->index_first ||
+        st->index_next - st->index_first >= GMT_STACKS_INDEX_LEVELS)
+        return -EINVAL;
+    for (uint32_t lv = st->index_first; lv < st->index_next; lv++) {
+        uint64_t m = st->index[lv % GMT_STACKS_INDEX_LEVELS].mask;
+        if (m >= (1ull << 32) || (m & (m + 1)) != 0 ||
+            !gmt_region_contains(st->index[lv % GMT_STACKS_INDEX_LEVELS].off, (m + 1) * 4))
+            return -EINVAL;
+    }
+    st->grow_lock = 0;
+    return 0;
 }
 
 static uint64_t skip_ranges[GMT_MAX_SKIP_RANGES][2];

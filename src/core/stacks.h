@@ -2,13 +2,17 @@
  * store, hand out small ids.
  *
  * Capture uses libunwind's unw_backtrace with a per-thread cache; it allocates nothing. The
- * store is one flat region (entries, a hash index and a frame arena, with offsets rather than
- * pointers) sized at init, so it can later be placed in a memory-mapped state file. Inserting
- * is lock-free; an id, once returned, names the same frames for the life of the process.
- * Id 0 means "no stack" (stacks off, below GPUMEMTRACE_MIN_BYTES, or the store was full).
+ * store lives in the region (region.h): entries indexed by id in their own arena, frames in
+ * the frame arena, and a hash index of ids in levels that double when half full (the newest
+ * level gets a copy of the older ones, which are then given back). Everything grows with the
+ * number of distinct stacks, with offsets rather than pointers. Inserting is lock-free except
+ * for the thread that adds an index level; an id, once returned, names the same frames for
+ * the life of the process. Id 0 means "no stack" (stacks off, below GPUMEMTRACE_MIN_BYTES, or
+ * no memory / the GPUMEMTRACE_MAX_STACKS bound).
  *
  * Each entry also carries the bytes and allocations currently live from that stack, so the
- * report can group by stack without walking the table, and peak/growth analysis can sample it.
+ * report can group by stack without walking the table, and the live bytes at its device's
+ * last peak snapshot.
  *
  * Functions return 0 or a negative errno.
  */
@@ -20,10 +24,11 @@
 
 typedef struct gmt_stack_entry_s {
     uint64_t hash;   /* atomic; 0 until the entry is published */
-    uint32_t offset; /* first frame in the arena */
+    uint32_t offset; /* first frame, in frames from the start of the frame arena */
     uint16_t depth;
     uint16_t pad;
-    uint32_t tag;          /* what allocated through these frames: gmt_stacks_tag() */
+    uint32_t tag; /* what allocated through these frames: gmt_stacks_tag() */
+    uint32_t pad2;
     int64_t live_bytes;    /* atomic */
     int64_t live_count;    /* atomic */
     uint64_t total_allocs; /* atomic */
@@ -32,23 +37,38 @@ typedef struct gmt_stack_entry_s {
     int64_t peak_count;
 } gmt_stack_entry_t;
 
+#define GMT_STACKS_INDEX_LEVELS 32
+
 typedef struct gmt_stacks_s {
     uint64_t magic;
-    uint32_t max_entries; /* ids 1 .. max_entries-1 */
-    uint32_t index_mask;
-    uint64_t max_frames;
-    uint32_t next_id;    /* atomic */
-    uint32_t wasted;     /* atomic: ids lost to insert races */
-    uint64_t next_frame; /* atomic */
-    uint64_t dropped;    /* atomic: stacks that did not fit */
-    /* followed by: entries[max_entries], index[index_mask+1] (uint32 ids), frames[max_frames] */
+    uint32_t max_entries; /* atomic: ids below this have memory (grows) */
+    uint32_t bound;       /* GPUMEMTRACE_MAX_STACKS; 0: none */
+    uint32_t next_id;     /* atomic */
+    uint32_t wasted;      /* atomic: ids lost to insert races */
+    uint64_t dropped;     /* atomic: stacks that did not fit */
+    uint64_t frames_used; /* atomic: frames stored */
+    uint32_t index_first; /* atomic: oldest index level searched */
+    uint32_t index_next;  /* atomic: one past the newest index level */
+    uint32_t index_count; /* atomic: ids published in the newest level */
+    int grow_lock;
+    struct {
+        uint64_t off;  /* region offset of uint32 ids */
+        uint64_t mask; /* slots - 1 */
+    } index[GMT_STACKS_INDEX_LEVELS];
 } gmt_stacks_t;
+
+size_t gmt_stacks_header_bytes(void);
+size_t gmt_stacks_entry_bytes(void);
+/* Bytes of memory the store holds now (entries, index, frames). */
+uint64_t gmt_stacks_bytes_held(gmt_stacks_t *st);
 
 /* Sets libunwind's per-thread cache (unw_backtrace then needs no lock); once per process. */
 void gmt_stacks_global_init(void);
 
-size_t gmt_stacks_bytes(uint32_t max_entries, uint64_t max_frames);
-int gmt_stacks_init(gmt_stacks_t *st, uint32_t max_entries, uint64_t max_frames);
+/* Lays the store out in st (in the region); bound 0: no bound on distinct stacks. */
+int gmt_stacks_init(gmt_stacks_t *st, uint32_t bound);
+/* Checks a store read from a state file; 0 or -EINVAL. */
+int gmt_stacks_validate(gmt_stacks_t *st);
 
 /* An id names a sequence of frames together with a tag: the device, kind and API that
  * allocated through them. Per-id live counters are therefore per (stack, device, kind, API),

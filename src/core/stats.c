@@ -1,6 +1,7 @@
 /* stats.c - see stats.h. */
 #include "stats.h"
 
+#include "region.h"
 #include "spin.h"
 #include "tls.h"
 
@@ -39,15 +40,67 @@ typedef struct timeline_s {
     uint64_t width_ns;
     uint64_t last_end_ns; /* end of the last point's bucket (relative), 0 when empty */
     int64_t missed_max;   /* atomic: highest bytes of updates that found the lock taken */
-    gmt_timeline_point_t *pts;
 } timeline_t;
 
-static shard_t shards[NSHARDS];
-static dev_t_ devs[GMT_STAT_SLOTS];
-static timeline_t timelines[GMT_STAT_SLOTS];
-static uint64_t t0_ns;
-static int tl_cap;
-static uint32_t next_shard;
+/* Everything above, in one block of the region (region.h), followed by the timelines' points
+ * (GMT_STAT_SLOTS x tl_cap). No pointers: a recovered state file reads the same way. */
+typedef struct stats_state_s {
+    shard_t s_shards[NSHARDS];
+    dev_t_ s_devs[GMT_STAT_SLOTS];
+    timeline_t s_timelines[GMT_STAT_SLOTS];
+    uint64_t last_ns[NSHARDS * 8]; /* per shard (one cache line each): last event time */
+    uint64_t s_t0_ns;
+    int s_tl_cap;
+    uint32_t s_next_shard;
+} __attribute__((aligned(64))) stats_state_t;
+
+static stats_state_t *S;
+#define shards     (S->s_shards)
+#define devs       (S->s_devs)
+#define timelines  (S->s_timelines)
+#define t0_ns      (S->s_t0_ns)
+#define tl_cap     (S->s_tl_cap)
+#define next_shard (S->s_next_shard)
+
+size_t gmt_stats_state_bytes(void)
+{
+    return sizeof(stats_state_t);
+}
+
+static gmt_timeline_point_t *points_of(int slot)
+{
+    return (gmt_timeline_point_t *)(void *)(S + 1) + (size_t)slot * (size_t)tl_cap;
+}
+
+void *gmt_stats_block(void)
+{
+    return S;
+}
+
+int gmt_stats_attach(void *block, size_t bytes)
+{
+    stats_state_t *st = block;
+    if (bytes < sizeof *st || st->s_tl_cap < 0 ||
+        (uint64_t)st->s_tl_cap * GMT_STAT_SLOTS * sizeof(gmt_timeline_point_t) > bytes - sizeof *st)
+        return -EINVAL;
+    for (int i = 0; i < GMT_STAT_SLOTS; i++) {
+        st->s_timelines[i].lock = 0;
+        if (st->s_timelines[i].n < 0 || st->s_timelines[i].n > st->s_tl_cap)
+            st->s_timelines[i].n = 0;
+    }
+    S = st;
+    return 0;
+}
+
+uint64_t gmt_stats_last_event_ns(void)
+{
+    uint64_t m = 0;
+    for (int i = 0; S && i < NSHARDS; i++) {
+        uint64_t v = __atomic_load_n(&S->last_ns[i * 8], RLX);
+        if (v > m) m = v;
+    }
+    return m;
+}
 
 int gmt_stats_slot(int32_t device)
 {
@@ -65,15 +118,24 @@ int32_t gmt_stats_device_of_slot(int slot)
 
 int gmt_stats_init(uint64_t start_ns, int timeline_points)
 {
+    if (timeline_points < 0) timeline_points = 0;
+    size_t bytes = sizeof(stats_state_t) +
+                   (size_t)GMT_STAT_SLOTS * (size_t)timeline_points * sizeof(gmt_timeline_point_t);
+    void *mem;
+    uint64_t off;
+    if (gmt_region_ready()) {
+        if (gmt_region_alloc(GMT_ARENA_CORE, bytes, 64, &off) != 0) return -ENOMEM;
+        mem = GMT_AT(void, off);
+        gmt_region_header()->stats_off = off;
+    } else {
+        mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+        if (mem == MAP_FAILED) return -ENOMEM;
+    }
+    S = mem;
     t0_ns = start_ns;
     tl_cap = timeline_points;
-    if (timelines[0].pts) return 0; /* after fork: gmt_stats_reset emptied them */
-    size_t bytes = (size_t)GMT_STAT_SLOTS * (size_t)timeline_points * sizeof(gmt_timeline_point_t);
-    void *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (mem == MAP_FAILED) return -ENOMEM;
     for (int i = 0; i < GMT_STAT_SLOTS; i++) {
-        timelines[i].pts = (gmt_timeline_point_t *)mem + (size_t)i * (size_t)timeline_points;
         timelines[i].n = 0;
         timelines[i].last_end_ns = 0;
         timelines[i].missed_max = INT64_MIN;
@@ -84,6 +146,7 @@ int gmt_stats_init(uint64_t start_ns, int timeline_points)
 
 void gmt_stats_reset(void)
 {
+    if (!S) return;
     memset(shards, 0, sizeof shards);
     memset(devs, 0, sizeof devs);
     for (int i = 0; i < GMT_STAT_SLOTS; i++) {
@@ -120,23 +183,23 @@ static void max_update(int64_t *p, int64_t v)
 }
 
 /* Halve the resolution of tl: merge points that share a bucket of twice the width. */
-static void timeline_halve(timeline_t *tl)
+static void timeline_halve(timeline_t *tl, gmt_timeline_point_t *pts)
 {
     tl->width_ns *= 2;
     int w = 0;
     for (int r = 0; r < tl->n; r++) {
-        uint64_t b = tl->pts[r].t_ns / tl->width_ns;
-        if (w > 0 && tl->pts[w - 1].t_ns / tl->width_ns == b) {
-            if (tl->pts[r].max > tl->pts[w - 1].max) tl->pts[w - 1].max = tl->pts[r].max;
-            tl->pts[w - 1].last = tl->pts[r].last;
+        uint64_t b = pts[r].t_ns / tl->width_ns;
+        if (w > 0 && pts[w - 1].t_ns / tl->width_ns == b) {
+            if (pts[r].max > pts[w - 1].max) pts[w - 1].max = pts[r].max;
+            pts[w - 1].last = pts[r].last;
         } else {
-            tl->pts[w] = tl->pts[r];
-            tl->pts[w].t_ns = b * tl->width_ns;
+            pts[w] = pts[r];
+            pts[w].t_ns = b * tl->width_ns;
             w++;
         }
     }
     tl->n = w;
-    tl->last_end_ns = w ? tl->pts[w - 1].t_ns + tl->width_ns : 0;
+    tl->last_end_ns = w ? pts[w - 1].t_ns + tl->width_ns : 0;
 }
 
 static void max_update(int64_t *p, int64_t v);
@@ -147,33 +210,33 @@ static void max_update(int64_t *p, int64_t v);
 static void timeline_add(int slot, uint64_t now_ns, int64_t bytes)
 {
     timeline_t *tl = &timelines[slot];
-    if (!tl->pts || tl_cap <= 0) return;
+    gmt_timeline_point_t *pts = points_of(slot);
+    if (tl_cap <= 0) return;
     if (!gmt_spin_trylock(&tl->lock)) {
         max_update(&tl->missed_max, bytes);
         return;
     }
     int64_t missed = __atomic_exchange_n(&tl->missed_max, INT64_MIN, RLX);
-    if (missed > bytes && tl->n > 0 && missed > tl->pts[tl->n - 1].max)
-        tl->pts[tl->n - 1].max = missed;
+    if (missed > bytes && tl->n > 0 && missed > pts[tl->n - 1].max) pts[tl->n - 1].max = missed;
     uint64_t rel = now_ns > t0_ns ? now_ns - t0_ns : 0;
     /* A thread that read the clock before another one took the lock arrives "late": its
      * bytes fold into the last point, which keeps the points in time order. */
     if (tl->n > 0 && rel < tl->last_end_ns) {
-        gmt_timeline_point_t *p = &tl->pts[tl->n - 1];
+        gmt_timeline_point_t *p = &pts[tl->n - 1];
         if (bytes > p->max) p->max = bytes;
         p->last = bytes;
     } else {
         while (tl->n == tl_cap)
-            timeline_halve(tl);
+            timeline_halve(tl, pts);
         uint64_t bucket = rel / tl->width_ns;
-        if (tl->n > 0 && tl->pts[tl->n - 1].t_ns / tl->width_ns >= bucket) {
-            gmt_timeline_point_t *p = &tl->pts[tl->n - 1];
+        if (tl->n > 0 && pts[tl->n - 1].t_ns / tl->width_ns >= bucket) {
+            gmt_timeline_point_t *p = &pts[tl->n - 1];
             if (bytes > p->max) p->max = bytes;
             p->last = bytes;
         } else {
-            tl->pts[tl->n].t_ns = bucket * tl->width_ns;
-            tl->pts[tl->n].max = bytes;
-            tl->pts[tl->n].last = bytes;
+            pts[tl->n].t_ns = bucket * tl->width_ns;
+            pts[tl->n].max = bytes;
+            pts[tl->n].last = bytes;
             tl->n++;
             tl->last_end_ns = (bucket + 1) * tl->width_ns;
         }
@@ -189,6 +252,7 @@ void gmt_stats_count(gmt_counter_t c)
 uint64_t gmt_stats_counter(gmt_counter_t c)
 {
     uint64_t v = 0;
+    if (!S) return 0; /* before init */
     for (int s = 0; s < NSHARDS; s++)
         v += __atomic_load_n(&shards[s].counters[c], RLX);
     return v;
@@ -200,6 +264,7 @@ bool gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, uint64_t
     int slot = gmt_stats_slot(device);
     shard_t *sh = my_shard();
     dev_t_ *d = &devs[slot];
+    __atomic_store_n(&S->last_ns[gmt_tls.shard * 8], now_ns, RLX);
     bump(&sh->allocs[slot][kind], 1);
     bump(&sh->alloc_bytes[slot][kind], size);
     bump(&sh->api[api][0], 1);
@@ -228,6 +293,7 @@ void gmt_stats_on_free(int32_t device, gmt_kind_t kind, gmt_api_t api, uint64_t 
     int slot = gmt_stats_slot(device);
     shard_t *sh = my_shard();
     dev_t_ *d = &devs[slot];
+    __atomic_store_n(&S->last_ns[gmt_tls.shard * 8], now_ns, RLX);
     bump(&sh->frees[slot][kind], 1);
     bump(&sh->api[api][1], 1);
     if (!charged) return;
@@ -249,6 +315,7 @@ void gmt_stats_on_failure(int32_t device, gmt_api_t api)
 void gmt_stats_device(int slot, gmt_dev_totals_t *out)
 {
     memset(out, 0, sizeof *out);
+    if (!S) return;
     dev_t_ *d = &devs[slot];
     for (int k = 0; k < GMT_KIND_COUNT; k++) {
         out->current[k] = __atomic_load_n(&d->current[k], RLX);
@@ -271,6 +338,7 @@ void gmt_stats_device(int slot, gmt_dev_totals_t *out)
 void gmt_stats_api(gmt_api_t api, gmt_api_totals_t *out)
 {
     memset(out, 0, sizeof *out);
+    if (!S) return;
     for (int s = 0; s < NSHARDS; s++) {
         out->allocs += __atomic_load_n(&shards[s].api[api][0], RLX);
         out->frees += __atomic_load_n(&shards[s].api[api][1], RLX);
@@ -281,11 +349,11 @@ void gmt_stats_api(gmt_api_t api, gmt_api_totals_t *out)
 
 int gmt_stats_timeline(int slot, gmt_timeline_point_t *out, int max)
 {
+    if (!S) return 0;
     timeline_t *tl = &timelines[slot];
-    if (!tl->pts) return 0;
     gmt_spin_lock(&tl->lock);
     int n = tl->n < max ? tl->n : max;
-    memcpy(out, tl->pts, (size_t)n * sizeof *out);
+    memcpy(out, points_of(slot), (size_t)n * sizeof *out);
     gmt_spin_unlock(&tl->lock);
     return n;
 }

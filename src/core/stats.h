@@ -15,6 +15,7 @@
 #include "event.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Device slot for ordinal d: GMT_DEVICE_HOST -> 0, ordinals -> 1 .. GMT_MAX_DEVICES,
@@ -50,6 +51,12 @@ typedef struct gmt_timeline_point_s {
 /* Sets up the timeline (points per device); 0 or -ENOMEM. Call once before any event. */
 int gmt_stats_init(uint64_t start_ns, int timeline_points);
 void gmt_stats_reset(void); /* tests */
+/* The stats block (in the region when one exists): its size, and binding to one read from a
+ * state file (0 or -EINVAL). */
+size_t gmt_stats_state_bytes(void);
+int gmt_stats_attach(void *block, size_t bytes);
+/* Time of the latest alloc or free event seen (monotonic ns), 0 if none. */
+uint64_t gmt_stats_last_event_ns(void);
 
 /* An allocation of `size` bytes succeeded. Returns true when it raised the device's in-use
  * peak (then *peak_out holds the new peak). */

@@ -1,8 +1,14 @@
-/* table.h - lock-free open-addressing table of live allocations.
+/* table.h - lock-free, growable table of live allocations (docs/state.md).
  *
  * Keyed by (space, key): a unified virtual address, a VMM handle, a reservation base. The
- * table is one flat region (a header and power-of-two slots, no pointers inside), so it can
- * live in anonymous memory or, later, in a memory-mapped state file.
+ * table is a chain of open-addressing levels allocated in the region (region.h), with offsets
+ * rather than pointers, so it can live in anonymous memory or in a state file. Inserts go to
+ * the newest level; when it passes its load factor a level of twice the live count is added,
+ * and every insert then moves two entries out of the oldest level, which is given back to the
+ * host once empty. Nothing ever stops the application's threads: a growing thread adds one
+ * level, lookups and removes search the (usually one or two) levels oldest to newest. Memory
+ * follows the live set: a slot is 32 bytes, a level at most 3/4 full and at least 1/2 full
+ * once the older ones are drained, so 43-64 bytes per live allocation.
  *
  * Concurrency contract: any number of threads may insert, remove and iterate at once. For
  * one key, insert and remove are ordered by the application's own allocator (an address is
@@ -19,40 +25,69 @@
 #include <stdint.h>
 
 typedef struct gmt_record_s {
-    uint64_t key;     /* address / handle */
-    uint64_t size;    /* bytes asked for */
-    uint64_t seq;     /* global event sequence number at allocation */
-    uint64_t time_ns; /* monotonic time of the allocation */
-    uint64_t aux;     /* stream, pool or mapped handle */
+    uint64_t key;  /* address / handle */
+    uint64_t size; /* bytes asked for (kept to 48 bits: 256 TiB) */
+    uint64_t aux;  /* stream, pool or mapped handle */
     uint32_t stack_id;
-    int32_t device;
+    int32_t device; /* -2 .. 253 */
     uint8_t kind, space, api, layer;
-    uint32_t flags;
+    uint32_t flags; /* GMT_EVENT_NOT_CHARGED and GMT_EVENT_OOM are kept */
 } gmt_record_t;
 
+/* 32 bytes: what one live allocation costs in a level. */
 typedef struct gmt_slot_s {
-    uint32_t state; /* atomic: SLOT_EMPTY / BUSY / LIVE / TOMB */
-    uint32_t gen;   /* atomic: bumped whenever the slot changes owner */
-    gmt_record_t rec;
+    uint32_t sg; /* atomic: state (2 bits) | kind, space, layer, flags (9 bits) | generation */
+    uint32_t stack_id;
+    uint64_t key;
+    uint64_t meta; /* size (48 bits) | device + 2 (8 bits) | api (8 bits) */
+    uint64_t aux;
 } gmt_slot_t;
+
+#define GMT_TABLE_LEVELS 64 /* ring of level descriptors; a handful are active at once */
+#define GMT_TABLE_SPARES 4
+/* Drained levels at most this big are kept (zeroed when reused) rather than given back: churn
+ * with a small live set then costs no page faults or madvise calls. */
+#define GMT_TABLE_RELEASE_MIN (1u << 20)
+
+typedef struct gmt_level_s {
+    uint64_t off;       /* region offset of the slots */
+    uint64_t cap;       /* slots */
+    uint64_t used;      /* atomic: slots ever taken (live or tombstone) */
+    uint64_t max_probe; /* atomic: longest probe seen */
+    uint64_t cursor;    /* atomic: next slot to migrate */
+    uint64_t moved;     /* atomic: slots migrated (or found empty) */
+    uint64_t writers;   /* atomic: inserters inside this level */
+    uint32_t pinned;    /* an entry could not move: never released */
+    uint32_t pad;
+} gmt_level_t;
 
 typedef struct gmt_table_s {
     uint64_t magic;
-    uint64_t capacity; /* power of two */
-    uint64_t mask;
-    uint64_t live;      /* atomic: live entries */
-    uint64_t tombs;     /* atomic: tombstones (informational) */
-    uint64_t max_probe; /* atomic: longest probe seen (informational) */
-    gmt_slot_t slots[];
+    uint64_t max_live;     /* 0: no bound (GPUMEMTRACE_MAX_LIVE) */
+    uint64_t live;         /* atomic: live entries */
+    uint64_t bytes;        /* atomic: bytes of the levels held now */
+    uint64_t dropped_full; /* atomic: inserts refused (bound reached or no memory) */
+    uint64_t grows;        /* atomic: levels added */
+    uint32_t first;        /* atomic: oldest active level number */
+    uint32_t next;         /* atomic: one past the newest level number */
+    int grow_lock;
+    uint32_t nspare;
+    /* Drained levels' memory (given back to the host, reads as zero), reused by the next
+     * growth that fits, so churn with a steady live set does not use up the reservation. */
+    struct {
+        uint64_t off, bytes; /* bytes > GMT_TABLE_RELEASE_MIN: given back, reads as zero */
+    } spare[GMT_TABLE_SPARES];
+    gmt_level_t levels[GMT_TABLE_LEVELS]; /* level number n lives at n % GMT_TABLE_LEVELS */
 } gmt_table_t;
 
-/* Bytes needed for a table of `capacity` slots (rounded up to a power of two). */
-size_t gmt_table_bytes(uint64_t capacity);
+size_t gmt_table_header_bytes(void);
+size_t gmt_table_slot_bytes(void);
 
-/* Lay a table out in mem (zeroed, gmt_table_bytes(capacity) long). */
-int gmt_table_init(gmt_table_t *t, uint64_t capacity);
+/* Lays a table out in t (in the region) with a first level; max_live 0: unbounded. */
+int gmt_table_init(gmt_table_t *t, uint64_t max_live);
 
-/* -ENOSPC when no slot is free; -EEXIST is never returned (see the contract above). */
+/* -ENOSPC when the bound is reached or the host has no memory for a new level (counted in
+ * t->dropped_full); -EEXIST is never returned (see the contract above). */
 int gmt_table_insert(gmt_table_t *t, const gmt_record_t *rec);
 
 /* Removes (space, key) and copies its record into *out (if out != NULL); -ENOENT if absent. */
@@ -65,5 +100,15 @@ int gmt_table_lookup(gmt_table_t *t, uint8_t space, uint64_t key, gmt_record_t *
  * Returns the number of records visited. */
 typedef void (*gmt_table_visit_fn)(const gmt_record_t *rec, void *ctx);
 uint64_t gmt_table_foreach(gmt_table_t *t, gmt_table_visit_fn fn, void *ctx);
+
+/* Slots of the active levels, and the newest level's longest probe (the report's figures). */
+uint64_t gmt_table_capacity(gmt_table_t *t);
+uint64_t gmt_table_max_probe(gmt_table_t *t);
+
+/* Bytes of memory the table holds now (header and active levels). */
+uint64_t gmt_table_bytes_held(gmt_table_t *t);
+
+/* Checks a table read from a state file; 0 or -EINVAL. */
+int gmt_table_validate(gmt_table_t *t);
 
 #endif

@@ -63,8 +63,6 @@ void gmt_track_alloc(const gmt_event_t *ev)
     gmt_record_t r = {
         .key = ev->addr,
         .size = ev->size,
-        .seq = seq,
-        .time_ns = now,
         .aux = ev->stream,
         .device = ev->device,
         .kind = ev->kind,

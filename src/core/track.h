@@ -167,4 +167,56 @@ gmt_table_t *gmt_track_table(void);
 gmt_stacks_t *gmt_track_stacks(void);
 uint64_t gmt_track_start_ns(void);
 
+/* ---- process facts, module map, state files (docs/state.md) ---- */
+
+/* What the report says about the process; filled by gmt_report_process_init. */
+typedef struct gmt_proc_s {
+    char argv[8192]; /* NUL-separated, as in /proc/self/cmdline */
+    uint64_t argv_len;
+    char hostname[256];
+    int32_t rank;
+    int32_t pid;
+    int32_t ppid;
+    int32_t pad;
+    uint64_t start_wall_ns;
+    uint64_t start_mono_ns;
+} gmt_proc_t;
+gmt_proc_t *gmt_track_proc(void);
+
+/* The modules loaded in the process (path, load base, extent, GNU build id), so that frames of
+ * a recovered state can be named by module and offset. Written under a sequence counter. */
+#define GMT_MAX_MODULES     512
+#define GMT_MODULE_PATH_LEN 232
+typedef struct gmt_module_s {
+    uint64_t base, lo, hi; /* load bias; lowest and highest address of its segments */
+    uint8_t build_id[20];
+    uint32_t build_id_len;
+    char path[GMT_MODULE_PATH_LEN];
+} gmt_module_t;
+typedef struct gmt_modmap_s {
+    uint32_t seq; /* odd while being written */
+    uint32_t count;
+    uint64_t adds, subs; /* dl_iterate_phdr's counters when recorded */
+    gmt_module_t mods[GMT_MAX_MODULES];
+} gmt_modmap_t;
+/* Re-records the module map if modules were loaded or unloaded since (dl_iterate_phdr's
+ * adds/subs). Takes the loader's lock: never call from a hook or a signal handler. */
+void gmt_track_modules_refresh(void);
+/* The module holding addr in the recorded map; false when none. */
+bool gmt_track_module_of(uint64_t addr, const gmt_module_t **mod);
+
+/* Now, for the report: the clock; in a recovered state, the last event's time. */
+uint64_t gmt_track_now_ns(void);
+/* Makes the core's accessors (table, stacks, stats, failures, peaks, notes, process facts,
+ * configuration) read the state file at path. 0 or a negative errno with one line in err. */
+int gmt_track_recover(const char *path, char *err, size_t errlen);
+bool gmt_track_recovered(void);
+/* The state file's owner wrote its exit report (the file was not left by a kill). */
+bool gmt_track_clean_exit(void);
+void gmt_track_mark_clean_exit(void);
+/* The state file in use ("" for none). */
+const char *gmt_track_state_path(void);
+/* Bytes the live table and the stack store hold now. */
+uint64_t gmt_track_table_bytes(void);
+
 #endif

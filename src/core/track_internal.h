@@ -14,19 +14,12 @@
 #ifndef GMT_CORE_TRACK_INTERNAL_H
 #define GMT_CORE_TRACK_INTERNAL_H
 
+#include "region.h"
 #include "tls.h"
 #include "track.h"
 
 #include <stdbool.h>
 #include <stdint.h>
-
-/* ---- core_init.c: the stores, written at init (and fork reset), read-only afterwards ---- */
-extern gmt_config_t gmt_core_cfg;
-extern gmt_table_t *gmt_core_table;
-extern gmt_stacks_t *gmt_core_stacks;
-
-/* Anonymous zeroed memory, reserved lazily; NULL on failure. */
-void *gmt_core_map_zeroed(size_t bytes);
 
 /* ---- counters.c ---- */
 typedef struct gmt_core_counts_s {
@@ -34,13 +27,53 @@ typedef struct gmt_core_counts_s {
     uint64_t dropped_table_full, dropped_no_core, dropped_stacks, dropped_failures, dropped_invalid;
     uint64_t dropped_start;
 } gmt_core_counts_t;
-extern gmt_core_counts_t gmt_core_counts;
+
+/* ---- the core block: every fixed-size store of the core, in the region (region.h) ---- */
+typedef struct gmt_peak_slot_s {
+    uint64_t epoch; /* atomic: bumped at each new in-use peak (peaks.c) */
+    int dirty;      /* a newer peak exists whose driver reading has not been taken yet */
+    int lock;
+    int64_t driver_used; /* -1: unknown */
+} gmt_peak_slot_t;
+
+typedef struct gmt_core_state_s {
+    gmt_config_t cfg;
+    uint64_t start_ns;
+    gmt_proc_t proc;
+    gmt_core_counts_t counts;
+    gmt_failure_t failures[GMT_MAX_FAILURE_RECORDS];
+    uint32_t failures_next;
+    uint32_t failures_done[GMT_MAX_FAILURE_RECORDS]; /* published flags */
+    gmt_peak_slot_t peaks[GMT_STAT_SLOTS];
+    struct {
+        int used; /* pools.c SLOT_* */
+        int32_t device;
+        uint64_t pool;
+    } pools[GMT_MAX_POOLS];
+    uint64_t pools_dropped;
+    int notes_lock;
+    int nbackends;
+    int nwarnings;
+    char backends[GMT_MAX_BACKENDS][GMT_NOTE_LEN];
+    char backend_reason[GMT_NOTE_LEN];
+    char warnings[GMT_MAX_WARNINGS][GMT_NOTE_LEN];
+    gmt_modmap_t modules;
+} gmt_core_state_t;
+
+/* Points into the region once the core is up; before that, at a static block (drop counters
+ * and notes of the start-up path land there and are copied in). */
+extern gmt_core_state_t *gmt_cs;
+#define gmt_core_counts (gmt_cs->counts)
+
+/* ---- core_init.c: the stores, written at init (and fork reset), read-only afterwards ---- */
+extern gmt_config_t gmt_core_cfg;
+extern gmt_table_t *gmt_core_table;
+extern gmt_stacks_t *gmt_core_stacks;
 
 static inline void gmt_core_count(uint64_t *c)
 {
     __atomic_fetch_add(c, 1, __ATOMIC_RELAXED);
 }
-void gmt_core_counts_reset(void);
 
 /* ---- track.c ---- */
 /* Captures and interns the stack for an event under `api`; 0 when it did not fit. */
@@ -62,14 +95,9 @@ static inline uint8_t gmt_nest_merge(void)
     return (uint8_t)gmt_tls.outer_api;
 }
 
-/* ---- failures.c ---- */
-void gmt_failures_reset(void);
-
 /* ---- peaks.c ---- */
-/* Maps the peak groups for max_entries stack ids per slot; 0 or -ENOMEM. */
-int gmt_peaks_init(uint32_t max_entries);
-/* Unmaps and forgets every snapshot (fork child). */
-void gmt_peaks_reset(uint32_t max_entries);
+/* Forgets every peak (a fresh core block, a fork child). */
+void gmt_peaks_reset(void);
 /* A device's in-use bytes reached a new peak: its snapshot is due. */
 void gmt_peaks_mark(int32_t device);
 /* Asks the driver's in-use bytes once per new peak (first release after it, or the report). */
@@ -80,7 +108,6 @@ void gmt_peaks_stack_change(gmt_stack_entry_t *e, int32_t device, int64_t dbytes
 
 /* ---- pools.c ---- */
 void gmt_pools_note(int32_t device, uint64_t pool);
-void gmt_pools_reset(void);
 
 /* ---- providers.c ---- */
 /* In a forked child: the notes' lock starts over. */

@@ -35,14 +35,8 @@
 
 #include "gmt_version.h"
 
-static struct {
-    char argv[8192]; /* NUL-separated, as in /proc/self/cmdline */
-    size_t argv_len;
-    char hostname[256];
-    int rank;
-    uint64_t start_wall_ns;
-    uint64_t start_mono_ns;
-} proc;
+/* The process facts live in the core block (track.h), so a recovered state has them. */
+#define proc (*gmt_track_proc())
 
 const char *gmt_reason_name(gmt_reason_t r)
 {
@@ -52,6 +46,8 @@ const char *gmt_reason_name(gmt_reason_t r)
 
 void gmt_report_process_init(void)
 {
+    proc.pid = (int32_t)getpid();
+    proc.ppid = (int32_t)getppid();
     proc.start_wall_ns = gmt_wall_ns();
     proc.start_mono_ns = gmt_now_ns();
     int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
@@ -166,8 +162,8 @@ static void write_process(gmt_report_ctx_t *c, const char *signal_name, unsigned
 {
     jw_t *w = c->w;
     jw_object_begin(w, "process");
-    jw_int(w, "pid", getpid());
-    jw_int(w, "ppid", getppid());
+    jw_int(w, "pid", proc.pid);
+    jw_int(w, "ppid", proc.ppid);
     jw_string(w, "hostname", proc.hostname);
     jw_array_begin(w, "argv");
     for (size_t i = 0; i < proc.argv_len;) {
@@ -186,7 +182,7 @@ static void write_process(gmt_report_ctx_t *c, const char *signal_name, unsigned
     jw_string(w, "reason", gmt_reason_name(c->reason));
     jw_string(w, "signal", signal_name);
     jw_uint(w, "sequence", seq);
-    jw_bool(w, "recovered", false);
+    jw_bool(w, "recovered", gmt_track_recovered());
     jw_object_end(w);
 }
 
@@ -237,12 +233,15 @@ int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsign
     static gmt_live_t live; /* holds the grouping's fixed arrays: static for the same reason */
     if (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE)) return -EBUSY;
     gmt_guard_enter(); /* CUDA calls made for the report (device facts) are not recorded */
+    /* A state file read after a kill names frames by its module map; not from a signal
+     * handler (dl_iterate_phdr takes the loader's lock). */
+    if (reason != GMT_REASON_SIGNAL && reason != GMT_REASON_CRASH) gmt_track_modules_refresh();
     gmt_track_settle_peaks();
     jw_t *w = &writer;
     jw_init(w, fd);
     gmt_report_ctx_t c = {.w = w,
                           .cfg = gmt_track_config(),
-                          .now_ns = gmt_now_ns(),
+                          .now_ns = gmt_track_now_ns(),
                           .start_mono_ns = proc.start_mono_ns,
                           .reason = reason};
     gmt_stacks_t *st = gmt_track_stacks();

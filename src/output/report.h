@@ -39,4 +39,10 @@ void gmt_report_after_fork(void);
 /* Writes the report body to an open descriptor (tests, state recovery). */
 int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsigned seq);
 
+/* Rebuilds the report of the process whose state file is state_path (GPUMEMTRACE_STATE) and
+ * writes it to fd, marked process.recovered; reason "signal" (signal null) unless the owner
+ * exited cleanly. Replaces this process's own core state. 0 or a negative errno with one line
+ * in err (a corrupt or truncated file is an error, never a crash). */
+int gmt_report_recover(const char *state_path, int fd, char *err, size_t errlen);
+
 #endif

@@ -350,6 +350,7 @@ int gmt_report_file_write(const char *path, gmt_reason_t reason, const char *sig
         gmt_error("cannot write report %s: %s", target, strerror(-rc));
     }
     if (rc == 0 && final) snprintf(final_path, sizeof final_path, "%s", target);
+    if (rc == 0 && reason == GMT_REASON_EXIT) gmt_track_mark_clean_exit(); /* docs/state.md */
     unlock_writer(final);
     return rc;
 }

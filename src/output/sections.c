@@ -98,18 +98,20 @@ void gmt_section_capture(gmt_report_ctx_t *c, const gmt_counts_t *k)
     jw_array_end(w);
     gmt_table_t *t = gmt_track_table();
     jw_object_begin(w, "table");
-    jw_uint(w, "capacity", t->capacity);
+    jw_uint(w, "capacity", gmt_table_capacity(t));
     jw_uint(w, "live", __atomic_load_n(&t->live, __ATOMIC_RELAXED));
-    jw_uint(w, "max_probe", __atomic_load_n(&t->max_probe, __ATOMIC_RELAXED));
+    jw_uint(w, "max_probe", gmt_table_max_probe(t));
+    jw_uint(w, "bytes", gmt_table_bytes_held(t));
     jw_object_end(w);
     gmt_stacks_t *st = gmt_track_stacks();
     jw_object_begin(w, "stack_store");
     jw_uint(w, "capacity", st->max_entries - 1);
     jw_uint(w, "used", gmt_stacks_count(st));
-    jw_uint(w, "frames_used", __atomic_load_n(&st->next_frame, __ATOMIC_RELAXED));
+    jw_uint(w, "frames_used", __atomic_load_n(&st->frames_used, __ATOMIC_RELAXED));
+    jw_uint(w, "bytes", gmt_stacks_bytes_held(st));
     jw_object_end(w);
     gmt_report_python_capture(w); /* {status, version}: core/pyframes.c knows */
-    jw_string(w, "state_file", c->cfg->state[0] ? c->cfg->state : NULL);
+    jw_string(w, "state_file", *gmt_track_state_path() ? gmt_track_state_path() : NULL);
     jw_object_end(w);
 }
 

@@ -2,6 +2,8 @@
 #define _GNU_SOURCE
 #include "symbolize.h"
 
+#include "core/track.h"
+
 #include <dlfcn.h>
 #include <string.h>
 
@@ -20,6 +22,15 @@ bool gmt_module_is_internal(const char *path)
 void gmt_symbolize(uint64_t addr, gmt_frame_info_t *out)
 {
     memset(out, 0, sizeof *out);
+    if (gmt_track_recovered()) {
+        /* A dead process's addresses: name them by its module map, not by our own. */
+        const gmt_module_t *m;
+        if (!gmt_track_module_of(addr > 0 ? addr - 1 : addr, &m)) return;
+        out->module = m->path;
+        out->offset = addr - m->base;
+        out->internal = gmt_module_is_internal(out->module);
+        return;
+    }
     Dl_info info;
     /* A return address points after the call; step back into the calling instruction so
      * that a call at the very end of a function is not attributed to the next one. */

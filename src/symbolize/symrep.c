@@ -38,7 +38,7 @@ static const gmt_symrep_module_t *foreign;
 static int nforeign;
 
 static struct {
-    bool active, full, foreign;
+    bool active, full, foreign, recovered;
     gmt_dwsym_t *dws;
     char why[256];
     mod_t mods[GMT_MAX_MODS];
@@ -135,6 +135,37 @@ static const mod_t *local_mod(uint64_t probe)
     return probe < m->end ? m : NULL;
 }
 
+/* A report rebuilt from a state file (gmt_track_recovered): the dead process's module map,
+ * recorded in the file, stands for this process's loader. */
+static const mod_t *recovered_mod(uint64_t probe)
+{
+    const gmt_module_t *tm = NULL;
+    if (!gmt_track_module_of(probe, &tm) || !tm) return NULL;
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    uint64_t start = tm->lo & ~(page - 1);
+    size_t h = (size_t)((start >> 12) * 0x9e3779b97f4a7c15ull >> 52) & (GMT_MOD_SLOTS - 1);
+    for (size_t k = 0; k < GMT_MOD_SLOTS; k++, h = (h + 1) & (GMT_MOD_SLOTS - 1)) {
+        int16_t i = S.slot[h];
+        if (i == 0) break;
+        if (S.mods[i - 1].start == start) return &S.mods[i - 1];
+    }
+    if (S.nmods >= GMT_MAX_MODS || S.slot[h] != 0) return NULL;
+    mod_t *m = &S.mods[S.nmods];
+    memset(m, 0, sizeof *m);
+    m->start = start;
+    m->end = tm->hi;
+    m->path = tm->path[0] ? tm->path : NULL;
+    static const char hex[] = "0123456789abcdef";
+    uint32_t n = tm->build_id_len < sizeof tm->build_id ? tm->build_id_len : sizeof tm->build_id;
+    for (uint32_t i = 0; i < n; i++) {
+        m->build_id[2 * i] = hex[tm->build_id[i] >> 4];
+        m->build_id[2 * i + 1] = hex[tm->build_id[i] & 15];
+    }
+    m->build_id[2 * n] = 0;
+    S.slot[h] = (int16_t)(++S.nmods);
+    return m;
+}
+
 static int cmp_mod(const void *a, const void *b)
 {
     const mod_t *x = a, *y = b;
@@ -183,7 +214,8 @@ void gmt_symrep_begin(bool full, uint32_t max_stack_ids)
     S.nmods = 0;
     S.nlibs = 0;
     memset(S.slot, 0, sizeof S.slot);
-    S.foreign = foreign != NULL;
+    S.recovered = gmt_track_recovered();
+    S.foreign = foreign != NULL || S.recovered;
     if (S.foreign) {
         for (int i = 0; i < nforeign && S.nmods < GMT_MAX_MODS; i++) {
             mod_t *m = &S.mods[S.nmods++];
@@ -259,7 +291,9 @@ static void resolve(uint64_t addr, frame_t *f)
 {
     memset(f, 0, sizeof *f);
     uint64_t probe = addr > 0 ? addr - 1 : addr;
-    const mod_t *m = S.foreign ? find_mod(probe) : local_mod(probe);
+    const mod_t *m = S.recovered ? recovered_mod(probe)
+                     : S.foreign ? find_mod(probe)
+                                 : local_mod(probe);
     if (m && m->path) {
         f->module = m->path;
         f->offset = addr - m->start;

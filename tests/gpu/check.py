@@ -782,6 +782,9 @@ CASES.update(cases_rel.CASES)
 import cases_py  # noqa: E402  (Python-frame cases, issue 9)
 
 cases_py.register(CASES, sys.modules[__name__])
+import cases_state  # noqa: E402  (the state file: SIGKILL recovery, top)
+
+cases_state.register(sys.modules[__name__])
 import cases_sym  # noqa: E402
 
 cases_sym.register(sys.modules[__name__])

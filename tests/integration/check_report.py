@@ -13,6 +13,7 @@ Adding a case: write a function decorated with @case("name") that takes a Ctx, a
 import argparse
 import json
 import os
+import random
 import re
 import resource
 import shutil
@@ -985,6 +986,164 @@ def no_preload_all(ctx):
         ctx.run(argv, preload=False, env=env, expect_rc=rc)
     if ctx.files():
         fail(f"programs without the tracer wrote files: {ctx.files()}")
+
+
+
+# ---- state file: SIGKILL recovery, top, corrupt files (docs/state.md) ----
+
+def validate(ctx, name, rep):
+    errors = list(ctx.validator.iter_errors(rep))
+    if errors:
+        fail(f"{name} does not validate against the report schema: {errors[0].message[:300]}")
+
+
+def cli(ctx, args, expect_rc=0, timeout=60):
+    proc = subprocess.run([ctx.cli] + args, cwd=ctx.work, env=ctx.env(preload=False),
+                          capture_output=True, text=True, timeout=timeout)
+    if expect_rc is not None and proc.returncode != expect_rc:
+        fail(f"gpumemtrace {' '.join(args)}: status {proc.returncode}, expected {expect_rc}\n"
+             f"stdout: {proc.stdout[-2000:]}\nstderr: {proc.stderr[-2000:]}")
+    return proc
+
+
+def start_state_prog(ctx):
+    """Starts state_kill with a state file; returns (process, state path, snapshot path)."""
+    os.makedirs(os.path.join(ctx.work, "state"), exist_ok=True)
+    snap = os.path.join(ctx.work, "state", "snap.json")
+    env = ctx.env(extra={"GPUMEMTRACE_STATE": os.path.join(ctx.work, "state", "s-%p.gmt")})
+    p = subprocess.Popen([ctx.prog("state_kill"), snap], cwd=ctx.work, env=env, text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=no_core)
+    line = p.stdout.readline()
+    if line.strip() != "READY":
+        p.kill()
+        out, err = p.communicate()
+        fail(f"state_kill did not get ready: {line!r}{out}\n--- stderr ---\n{err}")
+    return p, os.path.join(ctx.work, "state", f"s-{p.pid}.gmt"), snap
+
+
+def group_key(g):
+    return (g["stack_id"], g["bytes"], g["count"], g["kind"], g["device"], g["api"])
+
+
+@case("state_kill")
+def case_state_kill(ctx):
+    p, state, snap_path = start_state_prog(ctx)
+    try:
+        if not os.path.exists(state):
+            fail(f"no state file {state}; files: {os.listdir(os.path.dirname(state))}")
+        # top on the running job
+        t = cli(ctx, ["top", "--once", state])
+        for want in (f"pid {p.pid} (running)", "GPU 0", "28.44 MiB", "44.06 MiB",
+                     "23.44 MiB in 6000 on GPU 0", "top 4 stacks"):
+            if want not in t.stdout:
+                fail(f"top --once output lacks {want!r}:\n{t.stdout}")
+        if "keep_a" in t.stdout or not re.search(r"state_kill\+0x[0-9a-f]+", t.stdout):
+            fail(f"top --once should name frames by module+offset:\n{t.stdout}")
+    finally:
+        p.kill()
+        p.communicate()
+    expect_eq("state_kill end", p.returncode, -9)
+    with open(snap_path) as f:
+        snap = json.load(f)
+    validate(ctx, "snapshot", snap)
+    rec_path = os.path.join(ctx.work, "state", "recovered.json")
+    r = cli(ctx, ["report", "--recover", state, "-o", rec_path])
+    with open(rec_path) as f:
+        rec = json.load(f)
+    validate(ctx, "recovered report", rec)
+    expect_eq("recovered process.recovered", rec["process"].get("recovered"), True)
+    expect_eq("recovered process.reason", rec["process"]["reason"], "signal")
+    expect_eq("recovered process.signal", rec["process"]["signal"], None)
+    expect_eq("recovered process.pid", rec["process"]["pid"], snap["process"]["pid"])
+    expect_eq("recovered process.argv", rec["process"]["argv"], snap["process"]["argv"])
+    expect_eq("recovered capture.state_file", rec["capture"].get("state_file"), state)
+    # the same live set ...
+    for k in ("live_bytes", "live_count", "allocs", "frees", "leaked_bytes", "peak_bytes"):
+        if k in snap["summary"]:
+            expect_eq(f"recovered summary.{k}", rec["summary"].get(k), snap["summary"][k])
+    expect_eq("recovered leak groups", sorted(map(group_key, rec["leaks"]["groups"])),
+              sorted(map(group_key, snap["leaks"]["groups"])))
+    expect_eq("recovered leaks.total_bytes", rec["leaks"]["total_bytes"],
+              snap["leaks"]["total_bytes"])
+    expect_eq("leaked bytes", snap["leaks"]["total_bytes"], 5 * MIB + 6000 * 4096)
+    # ... and the same peak
+    d_snap, d_rec = device(snap, 0), device(rec, 0)
+    expect_eq("snapshot devices[0].peak_bytes", d_snap["peak_bytes"], 5 * MIB + 10000 * 4096)
+    for k in ("peak_bytes", "current_bytes"):
+        expect_eq(f"recovered devices[0].{k}", d_rec[k], d_snap[k])
+    ps, pr = peak_entry(snap, 0), peak_entry(rec, 0)
+    expect_eq("recovered peak bytes", pr["bytes"], ps["bytes"])
+    expect_eq("recovered peak groups", sorted(map(group_key, pr["groups"])),
+              sorted(map(group_key, ps["groups"])))
+    # frames: the dead process's module map names them by the same module and offset
+    for g in rec["leaks"]["groups"]:
+        sid = str(g["stack_id"])
+        frames = lambda r: r["stacks"][sid]["frames"] if isinstance(r["stacks"][sid], dict) \
+            else r["stacks"][sid]
+        a = [(os.path.basename(f["module"] or ""), f["offset"]) for f in frames(snap)]
+        b = [(os.path.basename(f["module"] or ""), f["offset"]) for f in frames(rec)]
+        expect_eq(f"recovered stack {sid} modules and offsets", b, a)
+    # the text summary (printed by the same run) and the JSON summary read it too
+    if "signal" not in r.stdout:
+        fail(f"report --recover summary does not say the run ended by a signal:\n{r.stdout}")
+    j = json.loads(cli(ctx, ["report", "--recover", state, "--json"]).stdout)
+    if not isinstance(j, dict) or not j:
+        fail(f"report --recover --json printed {j!r}")
+
+
+@case("state_corrupt")
+def case_state_corrupt(ctx):
+    p, state, _ = start_state_prog(ctx)
+    p.kill()
+    p.communicate()
+    with open(state, "rb") as f:
+        data = f.read()
+    bad = {
+        "empty": b"",
+        "truncated-header": data[:100],
+        "truncated": data[:len(data) // 3],
+        "bad-magic": b"XXXXXXXX" + data[8:],
+        "bad-version": data[:8] + b"\xff\xff\x00\x00" + data[12:],
+        "not-state": b"{}\n" * 100,
+    }
+    # Header and core block intact, everything after the first MiB random: the live table's
+    # slots, the stack entries and frames are garbage. Must not crash (exit 0 or 2).
+    rnd = random.Random(7)
+    garbage = data[:1 << 20] + bytes(rnd.getrandbits(8) for _ in range(len(data) - (1 << 20)))
+    gpath = os.path.join(ctx.work, "state", "garbage-body")
+    with open(gpath, "wb") as f:
+        f.write(garbage)
+    gout = os.path.join(ctx.work, "state", "garbage.json")
+    for args in (["report", "--recover", gpath, "-o", gout], ["top", "--once", gpath],
+                 ["report", "--recover", gpath, "--json"]):
+        r = cli(ctx, args, expect_rc=None)
+        if r.returncode not in (0, 2):
+            fail(f"garbage-body: gpumemtrace {' '.join(args)} ended with {r.returncode}: "
+                 f"{r.stderr[-500:]!r}")
+        if r.returncode == 0 and "-o" in args:
+            with open(gout) as f:
+                validate(ctx, "report from a garbage state", json.load(f))
+    # a live-table offset pointing far outside the file
+    off = data.find(b"GMTSTATE")
+    expect_eq("magic at 0", off, 0)
+    for name, content in bad.items():
+        path = os.path.join(ctx.work, "state", name)
+        with open(path, "wb") as f:
+            f.write(content)
+        out = os.path.join(ctx.work, "state", "out.json")
+        for args in (["report", "--recover", path, "-o", out], ["top", "--once", path],
+                     ["report", "--recover", path, "--json"]):
+            r = cli(ctx, args, expect_rc=2)
+            lines = r.stderr.strip().splitlines()
+            if len(lines) != 1 or not lines[0].startswith("gpumemtrace: "):
+                fail(f"{name}: gpumemtrace {' '.join(args)} should say one line, said "
+                     f"{r.stderr!r}")
+            if r.stdout:
+                fail(f"{name}: nothing should reach stdout, got {r.stdout[:200]!r}")
+            if os.path.exists(out):
+                fail(f"{name}: a failed recovery left {out} behind")
+    cli(ctx, ["report", "--recover", os.path.join(ctx.work, "nonexistent")], expect_rc=2)
+    cli(ctx, ["report", "-o", "x.json", state], expect_rc=2)  # -o goes with --recover
 
 
 def main():

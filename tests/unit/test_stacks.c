@@ -14,17 +14,25 @@
 
 #include <cmocka.h>
 
+#include "core/region.h"
 #include "core/stacks.h"
 
 #define VISIBLE __attribute__((noinline, visibility("default")))
 
-static gmt_stacks_t *store_new(uint32_t max_entries, uint64_t max_frames)
+/* A fresh anonymous region per store (entries are indexed by id in the region's arena).
+ * bound: ids 1 .. bound-1 (0: no bound). */
+static gmt_stacks_t *store_new(uint32_t bound)
 {
-    gmt_stacks_t *st = calloc(1, gmt_stacks_bytes(max_entries, max_frames));
-    assert_non_null(st);
-    assert_int_equal(gmt_stacks_init(st, max_entries, max_frames), 0);
+    gmt_region_destroy();
+    assert_int_equal(gmt_region_create(NULL), 0);
+    uint64_t off;
+    assert_int_equal(gmt_region_alloc(GMT_ARENA_CORE, sizeof(gmt_stacks_t), 64, &off), 0);
+    gmt_stacks_t *st = GMT_AT(gmt_stacks_t, off);
+    assert_int_equal(gmt_stacks_init(st, bound), 0);
     return st;
 }
+
+#define store_free(st) ((void)(st))
 
 static uint64_t dropped(gmt_stacks_t *st)
 {
@@ -34,16 +42,13 @@ static uint64_t dropped(gmt_stacks_t *st)
 static void test_init_rejects_bad_sizes(void **state)
 {
     (void)state;
-    gmt_stacks_t *st = calloc(1, gmt_stacks_bytes(16, 64));
-    assert_int_equal(gmt_stacks_init(st, 1, 64), -EINVAL);
-    assert_int_equal(gmt_stacks_init(st, 16, 0), -EINVAL);
-    assert_int_equal(gmt_stacks_init(st, 16, 64), 0);
+    gmt_stacks_t *st = store_new(16);
     assert_int_equal(gmt_stacks_count(st), 0);
     uint32_t depth;
     assert_null(gmt_stacks_frames(st, 0, &depth));
-    assert_null(gmt_stacks_frames(st, 1, &depth)); /* not handed out yet */
-    assert_null(gmt_stacks_frames(st, 16, &depth));
-    free(st);
+    assert_null(gmt_stacks_frames(st, 1, &depth));        /* not handed out yet */
+    assert_null(gmt_stacks_frames(st, 1u << 30, &depth)); /* beyond the entries' memory */
+    store_free(st);
 }
 
 static void test_tag_round_trip(void **state)
@@ -64,7 +69,7 @@ static void test_tag_round_trip(void **state)
 static void test_dedup_and_distinct(void **state)
 {
     (void)state;
-    gmt_stacks_t *st = store_new(64, 1024);
+    gmt_stacks_t *st = store_new(64);
     const uint64_t a[] = {0x401000, 0x402000, 0x403000};
     const uint64_t b[] = {0x401000, 0x402000, 0x403004}; /* last frame differs */
     const uint64_t c[] = {0x401000, 0x402000};           /* prefix of a */
@@ -100,13 +105,13 @@ static void test_dedup_and_distinct(void **state)
     assert_int_equal(e->tag, gmt_stacks_tag(1, 0, 1));
     assert_int_equal(e->depth, 3);
     assert_null(gmt_stacks_entry(st, 64));
-    free(st);
+    store_free(st);
 }
 
 static void test_depth_zero_per_tag(void **state)
 {
     (void)state;
-    gmt_stacks_t *st = store_new(64, 64);
+    gmt_stacks_t *st = store_new(64);
     uint32_t t1 = gmt_stacks_tag(0, 0, 1), t2 = gmt_stacks_tag(0, 1, 1);
     uint32_t i1 = gmt_stacks_intern(st, NULL, 0, t1);
     uint32_t i2 = gmt_stacks_intern(st, NULL, 0, t2);
@@ -123,13 +128,13 @@ static void test_depth_zero_per_tag(void **state)
     uint32_t i3 = gmt_stacks_intern(st, f, 1, t1);
     assert_int_not_equal(i3, 0);
     assert_int_not_equal(i3, i1);
-    free(st);
+    store_free(st);
 }
 
 static void test_frames_round_trip(void **state)
 {
     (void)state;
-    gmt_stacks_t *st = store_new(128, 4096);
+    gmt_stacks_t *st = store_new(128);
     uint64_t frames[40][GMT_STACKS_CAPTURE_MAX];
     uint32_t ids[40];
     for (int s = 0; s < 40; s++) {
@@ -147,14 +152,14 @@ static void test_frames_round_trip(void **state)
         assert_memory_equal(f, frames[s], depth * sizeof *f);
         assert_int_equal(gmt_stacks_entry(st, ids[s])->tag, gmt_stacks_tag(s % 3, 0, 1));
     }
-    free(st);
+    store_free(st);
 }
 
 static void test_store_full(void **state)
 {
     (void)state;
     /* entries full: ids 1 .. max_entries-1 */
-    gmt_stacks_t *st = store_new(4, 1024);
+    gmt_stacks_t *st = store_new(4);
     uint64_t f[1];
     for (uint64_t i = 1; i <= 3; i++) {
         f[0] = i;
@@ -170,24 +175,40 @@ static void test_store_full(void **state)
     f[0] = 2; /* known ones are still found */
     assert_int_equal(gmt_stacks_intern(st, f, 1, 0), 2);
     assert_int_equal(dropped(st), 2);
-    free(st);
+    store_free(st);
+}
 
-    /* frame arena full */
-    st = store_new(64, 8);
-    uint64_t big[6] = {1, 2, 3, 4, 5, 6};
-    uint32_t id = gmt_stacks_intern(st, big, 6, 0);
-    assert_int_not_equal(id, 0);
-    big[0] = 100;
-    assert_int_equal(gmt_stacks_intern(st, big, 6, 0), 0); /* 12 frames > 8 */
-    assert_int_equal(dropped(st), 1);
-    big[0] = 1;
-    assert_int_equal(gmt_stacks_intern(st, big, 6, 0), id);
-    uint32_t depth;
-    const uint64_t *fr = gmt_stacks_frames(st, id, &depth);
-    assert_non_null(fr);
-    assert_int_equal(depth, 6);
-    assert_int_equal(fr[5], 6);
-    free(st);
+/* No bound: the entries, the frames and the index grow; every id keeps its frames. */
+static void test_store_grows(void **state)
+{
+    (void)state;
+    gmt_stacks_t *st = store_new(0);
+    const uint32_t n = 50000;
+    uint64_t f[8];
+    for (uint32_t i = 0; i < n; i++) {
+        for (int k = 0; k < 8; k++)
+            f[k] = 0x400000u + (uint64_t)i * 64 + (uint64_t)k;
+        assert_int_equal(gmt_stacks_intern(st, f, 1 + i % 8, 0), i + 1);
+    }
+    assert_true(st->index_next > 4); /* index levels were added */
+    assert_int_equal(st->index_next - st->index_first, 1);
+    assert_int_equal(gmt_stacks_count(st), n);
+    assert_int_equal(dropped(st), 0);
+    for (uint32_t i = 0; i < n; i += 13) {
+        for (int k = 0; k < 8; k++)
+            f[k] = 0x400000u + (uint64_t)i * 64 + (uint64_t)k;
+        assert_int_equal(gmt_stacks_intern(st, f, 1 + i % 8, 0), i + 1); /* found, not new */
+        uint32_t depth;
+        const uint64_t *fr = gmt_stacks_frames(st, i + 1, &depth);
+        assert_non_null(fr);
+        assert_int_equal(depth, 1 + i % 8);
+        assert_int_equal(fr[depth - 1], f[depth - 1]);
+    }
+    assert_int_equal(gmt_stacks_count(st), n);
+    assert_int_equal(gmt_stacks_validate(st), 0);
+    /* entries 64 B, frames 8 B each, index at most 4 x 4 B per id */
+    assert_true(gmt_stacks_bytes_held(st) <=
+                sizeof *st + (uint64_t)n * (64 + 8 * 8 + 16) + 65536 * 64);
 }
 
 /* ---- concurrent interning -------------------------------------------------------------------- */
@@ -239,7 +260,7 @@ static void *interner_main(void *arg)
 static void test_concurrent_intern(void **state)
 {
     (void)state;
-    gmt_stacks_t *st = store_new(4096, 65536);
+    gmt_stacks_t *st = store_new(4096);
     static interner_t w[NTHREADS];
     pthread_t th[NTHREADS];
     for (int i = 0; i < NTHREADS; i++) {
@@ -275,7 +296,7 @@ static void test_concurrent_intern(void **state)
         if (depth) assert_memory_equal(got, f, depth * sizeof *f);
         assert_int_equal(gmt_stacks_entry(st, id)->tag, stack_tag_of(s));
     }
-    free(st);
+    store_free(st);
 }
 
 /* ---- capture -----------------------------------------------------------------------------------
@@ -334,7 +355,7 @@ static void test_capture_finds_caller(void **state)
 
     /* two captures from the same place intern to the same id (a volatile counter keeps the
      * loop from being unrolled into two call sites) */
-    gmt_stacks_t *st = store_new(64, 4096);
+    gmt_stacks_t *st = store_new(64);
     uint32_t ids[2];
     for (volatile int i = 0; i < 2; i++) {
         uint64_t f[GMT_STACKS_CAPTURE_MAX];
@@ -343,7 +364,7 @@ static void test_capture_finds_caller(void **state)
     }
     assert_int_not_equal(ids[0], 0);
     assert_int_equal(ids[0], ids[1]);
-    free(st);
+    store_free(st);
 }
 
 static void *capture_thread(void *arg)
@@ -422,6 +443,7 @@ int main(void)
         cmocka_unit_test(test_depth_zero_per_tag),
         cmocka_unit_test(test_frames_round_trip),
         cmocka_unit_test(test_store_full),
+        cmocka_unit_test(test_store_grows),
         cmocka_unit_test(test_concurrent_intern),
         cmocka_unit_test(test_capture_finds_caller),
         cmocka_unit_test(test_capture_skips_internal_ranges),

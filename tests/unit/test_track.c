@@ -144,7 +144,7 @@ static void test_before_init_dropped(void **state)
     assert_int_equal(before_init.allocs, 0);
     assert_true(gmt_core_ready());
     assert_int_equal(gmt_track_config()->max_live, MAX_LIVE);
-    assert_int_equal(gmt_track_table()->capacity, MAX_LIVE);
+    assert_true(gmt_table_capacity(gmt_track_table()) >= MAX_LIVE);
     assert_true(gmt_track_start_ns() > 0);
 }
 
@@ -180,8 +180,6 @@ static void test_alloc_free_record(void **state)
     assert_int_equal(r.api, GMT_API_cudaMalloc);
     assert_int_equal(r.layer, GMT_LAYER_RUNTIME);
     assert_int_equal(r.aux, 0x77);
-    assert_true(r.seq > 0);
-    assert_true(r.time_ns >= gmt_track_start_ns());
     assert_int_not_equal(r.stack_id, 0);
     assert_int_equal(live(), live0 + 1);
     gmt_stack_entry_t *se = gmt_stacks_entry(gmt_track_stacks(), r.stack_id);

@@ -1,0 +1,259 @@
+/* cmd_top.c - the verbs that read a GPUMEMTRACE_STATE file (docs/state.md):
+ *
+ *   gpumemtrace top STATE [--interval S] [--once] [--top N]
+ *       live bytes per device and the top call stacks of a running (or killed) job,
+ *       refreshed every S seconds;
+ *   gmt_cli_recover, which `gpumemtrace report --recover STATE [-o REPORT]` uses to rebuild
+ *       the report.
+ *
+ * Both attach the file through the core (gmt_track_recover): a private copy-on-write mapping,
+ * made again for every refresh, so the owner's later writes show and nothing of ours reaches
+ * the file. Counters are single 64-bit words read one by one; a refresh that races the owner
+ * can mix values a few events apart, never torn ones.
+ */
+#include "cli/cli.h"
+
+#include "core/stats.h"
+#include "core/track.h"
+#include "output/report.h"
+#include "output/symbolize.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEFAULT_TOP      10
+#define FRAMES_SHOWN     3
+#define MAX_TOP          1000
+#define DEFAULT_INTERVAL 1.0
+
+int gmt_cli_recover(const char *state, const char *output, char *out_path, size_t out_len)
+{
+    char err[512];
+    int fd;
+    if (output) {
+        if ((size_t)snprintf(out_path, out_len, "%s", output) >= out_len) {
+            gmt_cli_error("report: output path too long");
+            return -ENAMETOOLONG;
+        }
+        fd = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    } else {
+        const char *dir = getenv("TMPDIR");
+        if (!dir || !*dir) dir = "/tmp";
+        if ((size_t)snprintf(out_path, out_len, "%s/gpumemtrace-recover-XXXXXX.json", dir) >=
+            out_len) {
+            gmt_cli_error("report: TMPDIR is too long");
+            return -ENAMETOOLONG;
+        }
+        fd = mkstemps(out_path, 5);
+    }
+    if (fd < 0) {
+        int e = errno;
+        gmt_cli_error("report: cannot create %s: %s", out_path, strerror(e));
+        return -e;
+    }
+    int rc = gmt_report_recover(state, fd, err, sizeof err);
+    if (close(fd) != 0 && rc == 0) {
+        rc = -errno;
+        snprintf(err, sizeof err, "writing %s: %s", out_path, strerror(-rc));
+    }
+    if (rc) {
+        unlink(out_path);
+        gmt_cli_error("report: %s", err);
+    }
+    return rc;
+}
+
+void gmt_cli_top_help(FILE *to)
+{
+    fprintf(to,
+            "Usage: gpumemtrace top STATE [--interval S] [--once] [--top N]\n"
+            "\n"
+            "Shows the live bytes per device and the call stacks holding the most live\n"
+            "bytes of the job whose GPUMEMTRACE_STATE file is STATE, refreshed every S\n"
+            "seconds until the job ends (or Ctrl-C). Works while the job runs and after it\n"
+            "was killed.\n"
+            "\n"
+            "  --interval S  seconds between refreshes, 0.1-3600 (default 1)\n"
+            "  --once        print one view and exit\n"
+            "  --top N       call stacks shown (default %d)\n"
+            "  -h, --help    this help\n",
+            DEFAULT_TOP);
+}
+
+static const struct option top_opts[] = {
+    {"interval", required_argument, NULL, 'i'},
+    {"once", no_argument, NULL, 'o'},
+    {"top", required_argument, NULL, 't'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+typedef struct top_stack_s {
+    uint32_t id;
+    int64_t bytes, count;
+} top_stack_t;
+
+static void device_label(int32_t device, char *buf, size_t len)
+{
+    if (device == GMT_DEVICE_HOST)
+        snprintf(buf, len, "host");
+    else if (device < 0)
+        snprintf(buf, len, "unknown");
+    else
+        snprintf(buf, len, "GPU %d", (int)device);
+}
+
+static bool owner_running(int32_t pid)
+{
+    return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+}
+
+static void print_frames(gmt_stacks_t *st, uint32_t id)
+{
+    uint32_t depth = 0;
+    const uint64_t *f = gmt_stacks_frames(st, id, &depth);
+    int shown = 0;
+    for (uint32_t i = 0; f && i < depth && shown < FRAMES_SHOWN; i++) {
+        gmt_frame_info_t fi;
+        gmt_symbolize(f[i], &fi);
+        if (fi.internal) continue;
+        if (fi.module)
+            printf("        %s+0x%" PRIx64 "\n", fi.module, fi.offset);
+        else
+            printf("        0x%" PRIx64 "\n", f[i]);
+        shown++;
+    }
+    if (!shown) printf("        (no frames)\n");
+}
+
+/* One view of the state file; 0, or GMT_EXIT_USAGE after printing why. */
+static int show(const char *path, long top, bool *running)
+{
+    char err[512];
+    if (gmt_track_recover(path, err, sizeof err) != 0) {
+        gmt_cli_error("top: %s", err);
+        return GMT_EXIT_USAGE;
+    }
+    const gmt_proc_t *p = gmt_track_proc();
+    *running = owner_running(p->pid) && !gmt_track_clean_exit();
+    double seen = (double)(gmt_track_now_ns() - gmt_track_start_ns()) / 1e9;
+    printf("gpumemtrace top: %s  pid %d (%s)  %s  last event %.1f s after start\n", path,
+           (int)p->pid,
+           *running                 ? "running"
+           : gmt_track_clean_exit() ? "exited"
+                                    : "gone",
+           p->argv_len ? p->argv : "?", seen);
+    char b1[GMT_FMT_BYTES_LEN], b2[GMT_FMT_BYTES_LEN], b3[GMT_FMT_BYTES_LEN], label[32];
+    printf("%-8s %12s %12s %12s %10s\n", "device", "in use", "peak", "host/managed", "live");
+    for (int s = 0; s < GMT_STAT_SLOTS; s++) {
+        gmt_dev_totals_t d;
+        gmt_stats_device(s, &d);
+        if (!d.seen) continue;
+        int64_t live = 0, other = d.current[GMT_KIND_MANAGED] + d.current[GMT_KIND_HOST_PINNED];
+        for (int k = 0; k < GMT_KIND_COUNT; k++)
+            live += (int64_t)(d.allocs[k] - d.frees[k]);
+        device_label(gmt_stats_device_of_slot(s), label, sizeof label);
+        printf("%-8s %12s %12s %12s %10" PRId64 "\n", label,
+               gmt_fmt_bytes((uint64_t)(d.in_use > 0 ? d.in_use : 0), b1, sizeof b1),
+               gmt_fmt_bytes((uint64_t)(d.in_use_peak > 0 ? d.in_use_peak : 0), b2, sizeof b2),
+               gmt_fmt_bytes((uint64_t)(other > 0 ? other : 0), b3, sizeof b3), live);
+    }
+    /* The top stacks by live bytes: a bounded insertion sort over the entries. */
+    gmt_stacks_t *st = gmt_track_stacks();
+    top_stack_t best[MAX_TOP];
+    int nbest = 0;
+    uint32_t ids = gmt_stacks_count(st);
+    for (uint32_t id = 1; id <= ids; id++) {
+        gmt_stack_entry_t *e = gmt_stacks_entry(st, id);
+        if (!e || !e->hash) continue;
+        int64_t b = __atomic_load_n(&e->live_bytes, __ATOMIC_RELAXED);
+        if (b <= 0) continue;
+        if (nbest == top && b <= best[nbest - 1].bytes) continue;
+        int i = nbest < top ? nbest++ : nbest - 1;
+        while (i > 0 && best[i - 1].bytes < b) {
+            best[i] = best[i - 1];
+            i--;
+        }
+        best[i] = (top_stack_t){id, b, __atomic_load_n(&e->live_count, __ATOMIC_RELAXED)};
+    }
+    printf("top %d stacks by live bytes:\n", nbest);
+    for (int i = 0; i < nbest; i++) {
+        gmt_stack_entry_t *e = gmt_stacks_entry(st, best[i].id);
+        device_label(gmt_stacks_tag_device(e->tag), label, sizeof label);
+        printf("  #%-3d %10s in %" PRId64 " on %s, %s via %s (stack %u)\n", i + 1,
+               gmt_fmt_bytes((uint64_t)best[i].bytes, b1, sizeof b1), best[i].count, label,
+               gmt_kind_name((gmt_kind_t)gmt_stacks_tag_kind(e->tag)),
+               gmt_api_name((gmt_api_t)gmt_stacks_tag_api(e->tag)), best[i].id);
+        print_frames(st, best[i].id);
+    }
+    fflush(stdout);
+    return GMT_EXIT_OK;
+}
+
+int gmt_cli_top(int argc, char **argv)
+{
+    long top = DEFAULT_TOP;
+    double interval = DEFAULT_INTERVAL;
+    bool once = false;
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", top_opts, NULL)) != -1) {
+        switch (c) {
+        case 'i': {
+            char *end;
+            errno = 0;
+            interval = strtod(optarg, &end);
+            if (errno || end == optarg || *end || !(interval >= 0.1 && interval <= 3600)) {
+                gmt_cli_error("top: bad --interval '%s': expected seconds from 0.1 to 3600",
+                              optarg);
+                return GMT_EXIT_USAGE;
+            }
+            break;
+        }
+        case 'o':
+            once = true;
+            break;
+        case 't':
+            if (gmt_parse_int_range(optarg, 1, MAX_TOP, &top)) {
+                gmt_cli_error("top: bad --top '%s': expected a number from 1 to %d", optarg,
+                              MAX_TOP);
+                return GMT_EXIT_USAGE;
+            }
+            break;
+        case 'h':
+            gmt_cli_top_help(stdout);
+            return GMT_EXIT_OK;
+        case ':':
+            gmt_cli_error("top: option '%s' needs a value", argv[optind - 1]);
+            return GMT_EXIT_USAGE;
+        default:
+            gmt_cli_error("top: unknown option '%s' (see 'gpumemtrace help top')",
+                          argv[optind - 1]);
+            return GMT_EXIT_USAGE;
+        }
+    }
+    if (argc - optind != 1) {
+        gmt_cli_error("top: %s (usage: gpumemtrace top STATE [--interval S] [--once])",
+                      optind >= argc ? "no state file given" : "one state file at a time");
+        return GMT_EXIT_USAGE;
+    }
+    const char *path = argv[optind];
+    bool tty = isatty(1);
+    for (;;) {
+        bool running = false;
+        if (tty && !once) fputs("\033[H\033[J", stdout);
+        int rc = show(path, top, &running);
+        if (rc || once || !running) return rc;
+        struct timespec ts = {(time_t)interval,
+                              (long)((interval - (double)(time_t)interval) * 1e9)};
+        nanosleep(&ts, NULL);
+    }
+}

@@ -1,0 +1,453 @@
+/* region.c - see region.h. */
+#define _GNU_SOURCE
+#include "region.h"
+
+#include "log.h"
+#include "spin.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define RLX      __ATOMIC_RELAXED
+#define PAGE     4096ull
+#define MIB      (1024ull * 1024ull)
+#define GIB      (1024ull * MIB)
+#define MIN_GROW (1 * MIB)
+
+/* Address space set aside per arena. Only what is committed costs memory or disk. */
+static const uint64_t arena_reserve[GMT_ARENA_COUNT] = {
+    [GMT_ARENA_CORE] = 256 * MIB,        [GMT_ARENA_STACK_INDEX] = 256 * MIB,
+    [GMT_ARENA_STACK_ENTRIES] = 2 * GIB, [GMT_ARENA_FRAMES] = 4 * GIB,
+    [GMT_ARENA_TABLE] = 24 * GIB,
+};
+
+uint8_t *gmt_region_base_;
+static struct {
+    uint64_t total;
+    int fd; /* -1: anonymous */
+    bool recovered;
+    bool ready;
+    char path[1024];
+} R = {.fd = -1};
+
+static gmt_region_header_t *hdr(void)
+{
+    return (gmt_region_header_t *)(void *)gmt_region_base_;
+}
+
+gmt_region_header_t *gmt_region_header(void)
+{
+    return gmt_region_base_ ? hdr() : NULL;
+}
+
+bool gmt_region_ready(void)
+{
+    return __atomic_load_n(&R.ready, __ATOMIC_ACQUIRE);
+}
+
+bool gmt_region_recovered(void)
+{
+    return R.recovered;
+}
+
+const char *gmt_region_path(void)
+{
+    return R.path;
+}
+
+/* Makes [off, off+len) of the region usable. Called under grow_lock (or before the region
+ * is published). */
+static int commit(uint64_t off, uint64_t len)
+{
+    if (R.fd < 0) {
+        if (mprotect(gmt_region_base_ + off, len, PROT_READ | PROT_WRITE) != 0) return -ENOMEM;
+        return 0;
+    }
+    gmt_region_header_t *h = hdr();
+    /* The header lives in the first chunk: before it is mapped, nothing is recorded yet. */
+    uint64_t file_off = off == 0 ? 0 : h->file_bytes;
+    if (off != 0 && h->nchunks >= GMT_REGION_MAX_CHUNKS) return -ENOMEM;
+    /* Allocate the blocks now: a page fault on a hole of a full disk would be a SIGBUS in the
+     * application. fallocate also moves the end of file. */
+    if (fallocate(R.fd, 0, (off_t)file_off, (off_t)len) != 0) {
+        if (errno != EOPNOTSUPP || ftruncate(R.fd, (off_t)(file_off + len)) != 0) return -ENOMEM;
+    }
+    if (mmap(gmt_region_base_ + off, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, R.fd,
+             (off_t)file_off) == MAP_FAILED)
+        return -ENOMEM;
+    if (off == 0) return 0; /* gmt_region_create records it */
+    uint32_t n = h->nchunks;
+    h->chunks[n].va_off = off;
+    h->chunks[n].file_off = file_off;
+    h->chunks[n].len = len;
+    h->file_bytes = file_off + len;
+    __atomic_store_n(&h->nchunks, n + 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+static void size_table(uint32_t *sizes);
+
+static int expand_path(const char *pat, char *out, size_t len)
+{
+    size_t pos = 0;
+    for (const char *p = pat; *p; p++) {
+        char tmp[32];
+        const char *add = tmp;
+        if (p[0] == '%' && p[1] == 'p') {
+            snprintf(tmp, sizeof tmp, "%d", (int)getpid());
+            p++;
+        } else if (p[0] == '%' && p[1] == '%') {
+            tmp[0] = '%', tmp[1] = 0;
+            p++;
+        } else {
+            tmp[0] = *p, tmp[1] = 0;
+        }
+        size_t n = strlen(add);
+        if (pos + n >= len) return -ENAMETOOLONG;
+        memcpy(out + pos, add, n);
+        pos += n;
+    }
+    out[pos] = 0;
+    return 0;
+}
+
+int gmt_region_create(const char *state_path)
+{
+    if (gmt_region_base_) return -EALREADY;
+    uint64_t total = 0;
+    for (int a = 0; a < GMT_ARENA_COUNT; a++)
+        total += arena_reserve[a];
+    char tmp[sizeof R.path + 32];
+    R.fd = -1;
+    R.path[0] = 0;
+    if (state_path && *state_path) {
+        if (expand_path(state_path, R.path, sizeof R.path) != 0) return -ENAMETOOLONG;
+        snprintf(tmp, sizeof tmp, "%s.tmp.%d", R.path, (int)getpid());
+        R.fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (R.fd < 0) {
+            int e = errno;
+            R.path[0] = 0;
+            return -e;
+        }
+    }
+    void *mem = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (mem == MAP_FAILED) goto fail;
+    gmt_region_base_ = mem;
+    R.total = total;
+    if (commit(0, MIN_GROW) != 0) {
+        munmap(mem, total);
+        gmt_region_base_ = NULL;
+        goto fail;
+    }
+    gmt_region_header_t *h = hdr();
+    memset(h, 0, sizeof *h);
+    uint64_t off = 0;
+    for (int a = 0; a < GMT_ARENA_COUNT; a++) {
+        h->arenas[a].offset = off;
+        h->arenas[a].reserved = arena_reserve[a];
+        off += arena_reserve[a];
+    }
+    h->arenas[GMT_ARENA_CORE].committed = MIN_GROW;
+    if (R.fd >= 0) {
+        h->chunks[0].va_off = 0;
+        h->chunks[0].file_off = 0;
+        h->chunks[0].len = MIN_GROW;
+        h->nchunks = 1;
+        h->file_bytes = MIN_GROW;
+    }
+    h->arenas[GMT_ARENA_CORE].used = (sizeof *h + 63) & ~63ull;
+    h->version = GMT_REGION_VERSION;
+    h->header_bytes = sizeof *h;
+    size_table(h->sizes);
+    h->total_reserved = total;
+    h->pid = (int32_t)getpid();
+    memcpy(h->magic, GMT_REGION_MAGIC, 8);
+    if (R.fd >= 0 && rename(tmp, R.path) != 0) {
+        int e = errno;
+        gmt_region_destroy();
+        unlink(tmp);
+        return -e;
+    }
+    R.recovered = false;
+    __atomic_store_n(&R.ready, true, __ATOMIC_RELEASE);
+    return 0;
+fail:
+    if (R.fd >= 0) {
+        close(R.fd);
+        unlink(tmp);
+        R.fd = -1;
+    }
+    R.path[0] = 0;
+    return -ENOMEM;
+}
+
+void gmt_region_destroy(void)
+{
+    __atomic_store_n(&R.ready, false, __ATOMIC_RELEASE);
+    if (gmt_region_base_) munmap(gmt_region_base_, R.total);
+    gmt_region_base_ = NULL;
+    if (R.fd >= 0) close(R.fd);
+    R.fd = -1;
+    R.path[0] = 0;
+    R.recovered = false;
+}
+
+static int commit_to(gmt_region_header_t *h, gmt_arena_t *ar, uint64_t end)
+{
+    int rc = 0;
+    gmt_spin_lock(&h->grow_lock);
+    uint64_t c = __atomic_load_n(&ar->committed, RLX);
+    if (end > c) {
+        /* Grow by a quarter at least, so commits are logarithmic in the final size. */
+        uint64_t want = c + (c / 4 > MIN_GROW ? c / 4 : MIN_GROW);
+        if (want < end) want = end;
+        want = (want + PAGE - 1) & ~(PAGE - 1);
+        if (want > ar->reserved) want = ar->reserved;
+        rc = end > want ? -ENOMEM : commit(ar->offset + c, want - c);
+        if (rc == 0)
+            __atomic_store_n(&ar->committed, want, __ATOMIC_RELEASE);
+        else
+            __atomic_fetch_add(&h->dropped_commit, 1, RLX);
+    }
+    gmt_spin_unlock(&h->grow_lock);
+    return rc;
+}
+
+gmt_arena_t *gmt_region_arena(gmt_arena_id_t a)
+{
+    gmt_region_header_t *h = gmt_region_header();
+    return h && (unsigned)a < GMT_ARENA_COUNT ? &h->arenas[a] : NULL;
+}
+
+int gmt_region_ensure(gmt_arena_id_t a, uint64_t end)
+{
+    gmt_region_header_t *h = hdr();
+    if (!h || R.recovered || (unsigned)a >= GMT_ARENA_COUNT) return -EINVAL;
+    gmt_arena_t *ar = &h->arenas[a];
+    if (end <= __atomic_load_n(&ar->committed, __ATOMIC_ACQUIRE)) return 0;
+    return commit_to(h, ar, end);
+}
+
+int gmt_region_alloc(gmt_arena_id_t a, uint64_t bytes, uint64_t align, uint64_t *off)
+{
+    gmt_region_header_t *h = hdr();
+    if (!h || R.recovered || (unsigned)a >= GMT_ARENA_COUNT) return -EINVAL;
+    gmt_arena_t *ar = &h->arenas[a];
+    uint64_t cur = __atomic_load_n(&ar->used, RLX), start, end;
+    do {
+        start = (cur + align - 1) & ~(align - 1);
+        end = start + bytes;
+        if (end > ar->reserved || end < start) {
+            __atomic_fetch_add(&h->dropped_commit, 1, RLX);
+            return -ENOMEM;
+        }
+    } while (!__atomic_compare_exchange_n(&ar->used, &cur, end, 1, RLX, RLX));
+    if (end > __atomic_load_n(&ar->committed, __ATOMIC_ACQUIRE)) {
+        int rc = commit_to(h, ar, end);
+        if (rc) return rc;
+    }
+    *off = ar->offset + start;
+    return 0;
+}
+
+void gmt_region_release(uint64_t off, uint64_t bytes)
+{
+    uint64_t lo = (off + PAGE - 1) & ~(PAGE - 1), hi = (off + bytes) & ~(PAGE - 1);
+    if (!gmt_region_base_ || R.recovered || hi <= lo) return;
+    if (R.fd >= 0) {
+        /* The file ranges behind [lo, hi): a hole each, the mapping stays. */
+        gmt_region_header_t *h = hdr();
+        uint32_t n = __atomic_load_n(&h->nchunks, __ATOMIC_ACQUIRE);
+        for (uint32_t i = 0; i < n; i++) {
+            uint64_t a = h->chunks[i].va_off, e = a + h->chunks[i].len;
+            uint64_t from = lo > a ? lo : a, to = hi < e ? hi : e;
+            if (from < to)
+                (void)fallocate(R.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                                (off_t)(h->chunks[i].file_off + (from - a)), (off_t)(to - from));
+        }
+    } else
+        (void)madvise(gmt_region_base_ + lo, hi - lo, MADV_DONTNEED);
+}
+
+int gmt_region_reuse(uint64_t off, uint64_t bytes)
+{
+    if (!gmt_region_base_ || R.recovered) return -EINVAL;
+    if (R.fd < 0) return 0; /* anonymous pages come back zeroed on first touch */
+    gmt_region_header_t *h = hdr();
+    uint32_t n = __atomic_load_n(&h->nchunks, __ATOMIC_ACQUIRE);
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t a = h->chunks[i].va_off, e = a + h->chunks[i].len;
+        uint64_t from = off > a ? off : a, to = off + bytes < e ? off + bytes : e;
+        if (from < to &&
+            fallocate(R.fd, 0, (off_t)(h->chunks[i].file_off + (from - a)), (off_t)(to - from)) !=
+                0 &&
+            errno != EOPNOTSUPP)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+void gmt_region_mark_clean(void)
+{
+    if (gmt_region_base_ && !R.recovered) __atomic_store_n(&hdr()->clean_exit, 1, __ATOMIC_RELEASE);
+}
+
+/* ---- readers ------------------------------------------------------------------------------ */
+
+/* Sizes published by the stores: declared here, defined by their owners. */
+size_t gmt_track_state_bytes(void);
+size_t gmt_stats_state_bytes(void);
+size_t gmt_table_header_bytes(void);
+size_t gmt_table_slot_bytes(void);
+size_t gmt_stacks_header_bytes(void);
+size_t gmt_stacks_entry_bytes(void);
+
+static void size_table(uint32_t *sizes)
+{
+    sizes[GMT_SIZE_HEADER] = sizeof(gmt_region_header_t);
+    sizes[GMT_SIZE_CORE_STATE] = (uint32_t)gmt_track_state_bytes();
+    sizes[GMT_SIZE_STATS_STATE] = (uint32_t)gmt_stats_state_bytes();
+    sizes[GMT_SIZE_TABLE] = (uint32_t)gmt_table_header_bytes();
+    sizes[GMT_SIZE_SLOT] = (uint32_t)gmt_table_slot_bytes();
+    sizes[GMT_SIZE_STACKS] = (uint32_t)gmt_stacks_header_bytes();
+    sizes[GMT_SIZE_STACK_ENTRY] = (uint32_t)gmt_stacks_entry_bytes();
+}
+
+#define FAIL(...)                                                                                  \
+    do {                                                                                           \
+        snprintf(err, errlen, __VA_ARGS__);                                                        \
+        return -EINVAL;                                                                            \
+    } while (0)
+
+/* Checks a header read from a file of `size` bytes: version, sizes, arenas, and that the
+ * chunks cover each arena's committed bytes exactly, in order, inside the file. */
+static int validate(const gmt_region_header_t *h, uint64_t size, char *err, size_t errlen)
+{
+    if (memcmp(h->magic, GMT_REGION_MAGIC, 8) != 0)
+        FAIL("not a gpumemtrace state file (bad magic)");
+    if (h->version != GMT_REGION_VERSION)
+        FAIL("state file version %u, this gpumemtrace reads version %u", h->version,
+             GMT_REGION_VERSION);
+    uint32_t want[GMT_SIZE_COUNT] = {0};
+    size_table(want);
+    if (h->header_bytes != sizeof *h || memcmp(want, h->sizes, sizeof want) != 0)
+        FAIL("state file written by a different build (structure sizes differ)");
+    uint64_t prev_end = 0;
+    for (int a = 0; a < GMT_ARENA_COUNT; a++) {
+        const gmt_arena_t *ar = &h->arenas[a];
+        if (ar->offset != prev_end || ar->reserved > (1ull << 40) || ar->committed > ar->reserved)
+            FAIL("corrupt state file: arena %d out of bounds", a);
+        prev_end = ar->offset + ar->reserved;
+    }
+    if (h->total_reserved != prev_end) FAIL("corrupt state file: bad reservation size");
+    if (h->nchunks == 0 || h->nchunks > GMT_REGION_MAX_CHUNKS)
+        FAIL("corrupt state file: %u chunks", h->nchunks);
+    uint64_t covered[GMT_ARENA_COUNT] = {0};
+    for (uint32_t i = 0; i < h->nchunks; i++) {
+        uint64_t va = h->chunks[i].va_off, fo = h->chunks[i].file_off, len = h->chunks[i].len;
+        int a = 0;
+        while (a < GMT_ARENA_COUNT - 1 && va >= h->arenas[a + 1].offset)
+            a++;
+        const gmt_arena_t *ar = &h->arenas[a];
+        if (len == 0 || len % PAGE || va % PAGE || fo % PAGE || va != ar->offset + covered[a] ||
+            len > ar->committed - covered[a])
+            FAIL("corrupt state file: chunk %u out of place", i);
+        if (fo > size || len > size - fo)
+            FAIL("truncated state file: %llu bytes, chunk %u needs %llu", (unsigned long long)size,
+                 i, (unsigned long long)(fo + len));
+        covered[a] += len;
+    }
+    for (int a = 0; a < GMT_ARENA_COUNT; a++)
+        if (covered[a] != h->arenas[a].committed)
+            FAIL("corrupt state file: arena %d is not covered by its chunks", a);
+    struct {
+        uint64_t off;
+        uint64_t bytes;
+        const char *what;
+    } blocks[] = {
+        {h->core_off, want[GMT_SIZE_CORE_STATE], "core block"},
+        {h->stats_off, want[GMT_SIZE_STATS_STATE], "stats block"},
+        {h->table_off, want[GMT_SIZE_TABLE], "live table"},
+        {h->stacks_off, want[GMT_SIZE_STACKS], "stack store"},
+    };
+    const gmt_arena_t *core = &h->arenas[GMT_ARENA_CORE];
+    for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++)
+        if (blocks[i].off < sizeof *h || blocks[i].bytes > core->committed ||
+            blocks[i].off > core->committed - blocks[i].bytes)
+            FAIL("corrupt state file: %s out of bounds", blocks[i].what);
+    return 0;
+}
+
+/* Bounds of what a recovered store may touch: [off, off+bytes) inside a committed arena. */
+bool gmt_region_contains(uint64_t off, uint64_t bytes)
+{
+    gmt_region_header_t *h = gmt_region_header();
+    if (!h) return false;
+    for (int a = 0; a < GMT_ARENA_COUNT; a++) {
+        const gmt_arena_t *ar = &h->arenas[a];
+        if (off >= ar->offset && bytes <= ar->committed &&
+            off - ar->offset <= ar->committed - bytes)
+            return true;
+    }
+    return false;
+}
+
+int gmt_region_attach(const char *path, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(e));
+        return -e;
+    }
+    struct stat sb;
+    static gmt_region_header_t h; /* 12 KiB: not on the stack */
+    int rc = -EINVAL;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        snprintf(err, errlen, "%s is not a regular file", path);
+        goto out;
+    }
+    if ((uint64_t)sb.st_size < sizeof h || pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h) {
+        snprintf(err, errlen, "truncated state file %s: %lld bytes, no complete header", path,
+                 (long long)sb.st_size);
+        goto out;
+    }
+    rc = validate(&h, (uint64_t)sb.st_size, err, errlen);
+    if (rc) goto out;
+    /* Private: the report writer may settle peaks or reset locks a killed owner held; none of
+     * it reaches the file. Each chunk at its place; the rest of the reservation stays
+     * inaccessible, and every store checks its offsets against what is committed. */
+    uint8_t *m =
+        mmap(NULL, h.total_reserved, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    rc = -ENOMEM;
+    if (m == MAP_FAILED) {
+        snprintf(err, errlen, "cannot reserve address space for %s", path);
+        goto out;
+    }
+    for (uint32_t i = 0; i < h.nchunks; i++)
+        if (mmap(m + h.chunks[i].va_off, h.chunks[i].len, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_FIXED, fd, (off_t)h.chunks[i].file_off) == MAP_FAILED) {
+            snprintf(err, errlen, "cannot map %s: %s", path, strerror(errno));
+            munmap(m, h.total_reserved);
+            goto out;
+        }
+    gmt_region_destroy();
+    gmt_region_base_ = m;
+    /* The mapped header may differ from the validated copy if the owner still runs: use the
+     * copy's view of the chunks and arenas (later growth is simply not seen). */
+    memcpy(m, &h, sizeof h);
+    R.total = h.total_reserved;
+    R.recovered = true;
+    snprintf(R.path, sizeof R.path, "%s", path);
+    hdr()->grow_lock = 0;
+    __atomic_store_n(&R.ready, true, __ATOMIC_RELEASE);
+    rc = 0;
+out:
+    close(fd);
+    return rc;
+}

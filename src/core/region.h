@@ -1,0 +1,125 @@
+/* region.h - one mapping that holds every store of the core (docs/state.md).
+ *
+ * The region is one contiguous reservation of address space, cut into arenas at fixed
+ * offsets: the core block (counters, peaks, failures, pools, notes, process facts, the
+ * configuration, the module map, timelines), the stack index, the stack entries, the frame
+ * arena and the live table. Stores keep offsets, never pointers, so the same bytes can be
+ * read by another process. An arena grows by committing more of its reservation: in anonymous
+ * memory an mprotect, in a state file (GPUMEMTRACE_STATE) an fallocate that makes the file
+ * longer and a mapping of the new chunk at its place (recorded in the header). Growth that the host
+ * refuses (no memory, disk full) fails with -ENOMEM and is counted in the header; it never raises
+ * SIGBUS in the application.
+ *
+ * A state file starts with gmt_region_header_t: magic "GMTSTATE", version, the sizes of the
+ * structures it holds, the arenas' offsets and extents, the owner's pid and a clean-exit flag.
+ * gmt_region_attach maps such a file privately (copy-on-write, never written back), checks
+ * every offset against the file's size and makes the core's accessors point into it, so the
+ * report writer reads a dead process's state through the same code as a live one's.
+ *
+ * Functions return 0 or a negative errno.
+ */
+#ifndef GMT_CORE_REGION_H
+#define GMT_CORE_REGION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GMT_REGION_MAGIC      "GMTSTATE"
+#define GMT_REGION_VERSION    1
+#define GMT_REGION_MAX_CHUNKS 512
+
+typedef enum gmt_arena_id_e {
+    GMT_ARENA_CORE = 0,      /* fixed-size blocks of every module */
+    GMT_ARENA_STACK_INDEX,   /* the stack store's hash index levels */
+    GMT_ARENA_STACK_ENTRIES, /* stack entries, in chunks */
+    GMT_ARENA_FRAMES,        /* the frame arena, in chunks */
+    GMT_ARENA_TABLE,         /* live table levels (last: the largest) */
+    GMT_ARENA_COUNT
+} gmt_arena_id_t;
+
+typedef struct gmt_arena_s {
+    uint64_t offset;    /* from the start of the region */
+    uint64_t reserved;  /* bytes of address space set aside */
+    uint64_t committed; /* atomic: bytes usable (file: allocated on disk) */
+    uint64_t used;      /* atomic: bytes handed out */
+} gmt_arena_t;
+
+/* Sizes of the structures a reader must agree on; a mismatch is a version error. */
+enum {
+    GMT_SIZE_HEADER = 0,
+    GMT_SIZE_CORE_STATE,
+    GMT_SIZE_STATS_STATE,
+    GMT_SIZE_TABLE,
+    GMT_SIZE_SLOT,
+    GMT_SIZE_STACKS,
+    GMT_SIZE_STACK_ENTRY,
+    GMT_SIZE_COUNT = 8
+};
+
+typedef struct gmt_region_header_s {
+    char magic[8]; /* "GMTSTATE" */
+    uint32_t version;
+    uint32_t header_bytes;
+    uint32_t sizes[GMT_SIZE_COUNT];
+    uint64_t total_reserved;
+    int32_t pid;
+    uint32_t clean_exit;     /* set when the owner wrote its exit report */
+    uint64_t dropped_commit; /* atomic: growth the host refused */
+    uint64_t core_off;       /* the core block (track.c) */
+    uint64_t stats_off;      /* the stats block (stats.c) */
+    uint64_t table_off;      /* the live table's header */
+    uint64_t stacks_off;     /* the stack store's header */
+    int grow_lock;
+    uint32_t nchunks; /* atomic: chunks of the file mapped so far */
+    uint64_t file_bytes;
+    gmt_arena_t arenas[GMT_ARENA_COUNT];
+    /* A state file is a sequence of chunks, each mapped at its place in the reservation: the
+     * file stays as long as what is committed, whatever the arenas' offsets. */
+    struct {
+        uint64_t va_off, file_off, len;
+    } chunks[GMT_REGION_MAX_CHUNKS];
+} gmt_region_header_t;
+
+/* Creates the region: anonymous memory when state_path is NULL or empty, else a file there
+ * (created as a temporary file with O_EXCL|O_NOFOLLOW, mode from the umask, then renamed
+ * into place; "%p" in the path becomes the pid). */
+int gmt_region_create(const char *state_path);
+/* Unmaps the region (fork child, tests). A state file is left as it is. */
+void gmt_region_destroy(void);
+bool gmt_region_ready(void);
+/* True when the region was attached from a file rather than created by this process. */
+bool gmt_region_recovered(void);
+/* The state file in use ("" when anonymous). */
+const char *gmt_region_path(void);
+
+gmt_region_header_t *gmt_region_header(void);
+
+/* Hands out `bytes` (rounded to `align`, a power of two) of arena a, committing more of its
+ * reservation when needed. Lock-free unless it must commit (then a short spin lock of the
+ * region's own). -ENOMEM when the reservation is spent or the host refuses. */
+int gmt_region_alloc(gmt_arena_id_t a, uint64_t bytes, uint64_t align, uint64_t *off);
+/* Makes the first end bytes of arena a usable (for stores indexed by position). */
+int gmt_region_ensure(gmt_arena_id_t a, uint64_t end);
+/* True when [off, off+bytes) lies inside the committed part of one arena. */
+bool gmt_region_contains(uint64_t off, uint64_t bytes);
+/* The arena's descriptor (offset, committed...). */
+gmt_arena_t *gmt_region_arena(gmt_arena_id_t a);
+/* Gives the pages of [off, off+bytes) back to the host (contents become zero). */
+void gmt_region_release(uint64_t off, uint64_t bytes);
+/* Before released pages are used again: a state file allocates their blocks again (so a full
+ * disk is an error here, not a SIGBUS later). 0 or -ENOMEM. */
+int gmt_region_reuse(uint64_t off, uint64_t bytes);
+
+extern uint8_t *gmt_region_base_;
+/* Pointer to the region's byte at off. */
+#define GMT_AT(type, off) ((type *)(void *)(gmt_region_base_ + (off)))
+
+/* Marks the state as written by a clean exit. */
+void gmt_region_mark_clean(void);
+
+/* Maps a state file copy-on-write and validates it. On error returns a negative errno and
+ * writes one line saying why into err. Replaces any region of this process. */
+int gmt_region_attach(const char *path, char *err, size_t errlen);
+
+#endif

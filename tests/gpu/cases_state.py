@@ -1,0 +1,85 @@
+"""GPU cases of the state file (docs/state.md), registered into check.py's CASES.
+
+torch_sigkill_state: a PyTorch job with GPUMEMTRACE_STATE set is SIGKILLed after it printed
+torch.cuda.memory_reserved(); `gpumemtrace top --once` reads the state while the job runs and
+`gpumemtrace report --recover` rebuilds the report after the kill. The recovered report's live
+cudaMalloc bytes must equal the reserved bytes torch printed (every reserved byte of the
+caching allocator is a live cudaMalloc segment), and it must say recovered / signal.
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def register(m):
+    @m.case
+    def torch_sigkill_state(c):
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            raise m.Skip("expected PyTorch got none")
+        state_pat = os.path.join(c.out, "state-%p.gmt")
+        env = c.env({"LD_PRELOAD": c.lib, "GPUMEMTRACE_STATE": state_pat,
+                     "GPUMEMTRACE_OUTPUT": os.path.join(c.out, "torch_state-%p.json")})
+        p = subprocess.Popen([sys.executable, os.path.join(HERE, "torch_state_kill.py")],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                             cwd=c.out, start_new_session=True)
+        m.CHILDREN.add(p.pid)
+        facts, lines, t0 = {}, [], time.time()
+        try:
+            while time.time() - t0 < 45:
+                line = p.stdout.readline()
+                if not line:
+                    break
+                lines.append(line)
+                mt = re.match(r"GMT_FACT (\w+)=(\S+)", line)
+                if mt:
+                    facts[mt.group(1)] = int(mt.group(2))
+                if line.strip() == "READY":
+                    break
+            if "reserved" not in facts:
+                p.kill()
+                _, err = p.communicate()
+                raise m.Fatal(f"expected the torch job to print READY got {''.join(lines)!r} "
+                              f"stderr {err[-600:]!r}")
+            state = state_pat.replace("%p", str(p.pid))
+            c.expect_true(f"state file {state} exists", os.path.exists(state), os.listdir(c.out))
+            top = subprocess.run([c.cli, "top", "--once", state], capture_output=True, text=True,
+                                 timeout=30)
+            c.expect("top --once exit status", top.returncode, 0)
+            c.expect_true("top --once shows GPU 0 and the running pid",
+                          "GPU 0" in top.stdout and f"pid {p.pid} (running)" in top.stdout,
+                          top.stdout[:400])
+        finally:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
+            m.CHILDREN.discard(p.pid)
+        c.expect("torch job ended by SIGKILL", p.returncode, -9)
+        path = os.path.join(c.out, "recovered.json")
+        r = subprocess.run([c.cli, "report", "--recover", state, "-o", path],
+                           capture_output=True, text=True, timeout=60)
+        c.expect("report --recover exit status", r.returncode, 0)
+        if r.returncode != 0:
+            raise m.Fatal(f"expected report --recover to work got {r.stderr.strip()!r}")
+        with open(path) as f:
+            rep = json.load(f)
+        if c.schema is not None:
+            errs = list(c.jsonschema.Draft202012Validator(c.schema).iter_errors(rep))
+            c.expect("schema errors in the recovered report", [e.message for e in errs[:3]], [])
+        proc = rep.get("process", {})
+        c.expect("process.recovered", proc.get("recovered"), True)
+        c.expect("process.reason", proc.get("reason"), "signal")
+        c.expect("process.signal", proc.get("signal"), None)
+        c.expect("process.pid", proc.get("pid"), p.pid)
+        live = sum(g.get("bytes", 0) for g in m.groups(rep) if g.get("api") == "cudaMalloc")
+        c.expect("recovered live cudaMalloc bytes == torch.cuda.memory_reserved()", live,
+                 facts["reserved"])
+        c.details["torch"] = facts
+        c.details["recovered_live_cudaMalloc"] = live
+        c.note(f"reserved {facts['reserved']} B, recovered live cudaMalloc {live} B")

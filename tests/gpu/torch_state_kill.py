@@ -1,0 +1,19 @@
+"""A PyTorch job that is SIGKILLed mid-run (tests/gpu/cases_state.py): keeps three tensors
+of 256 MiB, frees a 1 GiB temporary (the cache keeps its segment), prints torch's reserved
+bytes and READY, then waits to be killed."""
+import sys
+import time
+
+import torch
+
+keep = [torch.empty(256 << 20, dtype=torch.uint8, device="cuda") for _ in range(3)]
+tmp = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+del tmp
+x = torch.randn(2048, 2048, device="cuda")
+y = x @ x
+torch.cuda.synchronize()
+print(f"GMT_FACT reserved={torch.cuda.memory_reserved()}")
+print(f"GMT_FACT allocated={torch.cuda.memory_allocated()}")
+print("READY", flush=True)
+time.sleep(60)
+sys.exit(3)

@@ -1,0 +1,60 @@
+/* state_kill.c - the SIGKILL recovery case (GPUMEMTRACE_STATE). keep_a holds 3 MiB, keep_b two
+ * blocks of 1 MiB, peak_tmp raises the peak to 13 MiB and frees its 8 MiB again, many_small
+ * makes 10000 allocations of 4 KiB and frees 4000 of them (so the live table grows in the state
+ * file). Then the program writes a snapshot report to argv[1] with gmt_snapshot, prints
+ * "READY" and waits to be killed (it gives up with status 3 after 30 s).
+ */
+#include "common.h"
+
+#include <cuda_runtime_api.h>
+#include <unistd.h>
+
+int gmt_snapshot(const char *path) __attribute__((weak));
+
+#define SMALL_N    10000
+#define SMALL_FREE 4000
+
+static void *small[SMALL_N];
+
+SITE void keep_a(void)
+{
+    void *p = NULL;
+    CK(cudaMalloc(&p, 3 * MIB));
+}
+
+SITE void keep_b(void)
+{
+    void *p = NULL;
+    CK(cudaMalloc(&p, MIB));
+    CK(cudaMalloc(&p, MIB));
+}
+
+SITE void peak_tmp(void)
+{
+    void *p = NULL;
+    CK(cudaMalloc(&p, 8 * MIB));
+    CK(cudaFree(p));
+}
+
+SITE void many_small(void)
+{
+    for (int i = 0; i < SMALL_N; i++)
+        CK(cudaMalloc(&small[i], 4096));
+    for (int i = 0; i < SMALL_FREE; i++)
+        CK(cudaFree(small[i * 2]));
+}
+
+int main(int argc, char **argv)
+{
+    EXPECT(argc == 2);
+    keep_a();
+    keep_b();
+    peak_tmp();
+    many_small();
+    EXPECT(gmt_snapshot && gmt_snapshot(argv[1]) == 0);
+    printf("READY\n");
+    fflush(stdout);
+    for (int i = 0; i < 300; i++)
+        usleep(100 * 1000);
+    return 3;
+}

@@ -1,0 +1,253 @@
+/* test_region.c - the region that holds every core store (core/region.h): arenas that grow,
+ * the state file (safe creation, chunks, compact size) and attaching one back, with every
+ * kind of bad file refused in one line. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "core/region.h"
+
+#define MIB (1024ull * 1024ull)
+
+static char dir[256];
+
+/* The region checks that the stores' headers lie in the core arena: give it blocks of the
+ * right sizes (the stores themselves are tested in test_table.c, test_stacks.c, test_track.c). */
+size_t gmt_track_state_bytes(void);
+size_t gmt_stats_state_bytes(void);
+size_t gmt_table_header_bytes(void);
+size_t gmt_stacks_header_bytes(void);
+
+static void fake_stores(void)
+{
+    gmt_region_header_t *h = gmt_region_header();
+    assert_int_equal(gmt_region_alloc(GMT_ARENA_CORE, gmt_track_state_bytes(), 64, &h->core_off),
+                     0);
+    assert_int_equal(gmt_region_alloc(GMT_ARENA_CORE, gmt_stats_state_bytes(), 64, &h->stats_off),
+                     0);
+    assert_int_equal(gmt_region_alloc(GMT_ARENA_CORE, gmt_table_header_bytes(), 64, &h->table_off),
+                     0);
+    assert_int_equal(
+        gmt_region_alloc(GMT_ARENA_CORE, gmt_stacks_header_bytes(), 64, &h->stacks_off), 0);
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "%s/gmt-region-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    gmt_region_destroy();
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_anonymous_arenas_grow(void **state)
+{
+    (void)state;
+    gmt_region_destroy();
+    assert_int_equal(gmt_region_create(NULL), 0);
+    assert_true(gmt_region_ready());
+    assert_false(gmt_region_recovered());
+    assert_string_equal(gmt_region_path(), "");
+    gmt_region_header_t *h = gmt_region_header();
+    assert_memory_equal(h->magic, GMT_REGION_MAGIC, 8);
+    gmt_arena_t *ar = gmt_region_arena(GMT_ARENA_TABLE);
+    assert_int_equal(ar->committed, 0);
+    uint64_t off;
+    assert_int_equal(gmt_region_alloc(GMT_ARENA_TABLE, 10 * MIB, 64, &off), 0);
+    assert_int_equal(off, ar->offset);
+    assert_true(ar->committed >= 10 * MIB);
+    memset(GMT_AT(char, off), 0xab, 10 * MIB); /* committed memory is usable */
+    assert_true(gmt_region_contains(off, 10 * MIB));
+    assert_false(gmt_region_contains(off, ar->committed + 1));
+    uint64_t off2;
+    assert_int_equal(gmt_region_alloc(GMT_ARENA_TABLE, 100, 4096, &off2), 0);
+    assert_int_equal(off2 % 4096, 0);
+    assert_true(off2 >= off + 10 * MIB);
+    /* released pages read back as zero */
+    gmt_region_release(off, 10 * MIB);
+    assert_int_equal(*GMT_AT(char, off + 4096), 0);
+    /* a request beyond the reservation fails and is counted */
+    uint64_t before = h->dropped_commit;
+    assert_int_equal(gmt_region_alloc(GMT_ARENA_STACK_INDEX, ar->reserved + 1, 8, &off2), -ENOMEM);
+    assert_int_equal(h->dropped_commit, before + 1);
+    gmt_region_destroy();
+    assert_false(gmt_region_ready());
+}
+
+static void test_state_file_round_trip(void **state)
+{
+    (void)state;
+    gmt_region_destroy();
+    char pat[512], path[512];
+    snprintf(pat, sizeof pat, "%s/s-%%p.gmt", dir);
+    snprintf(path, sizeof path, "%s/s-%d.gmt", dir, (int)getpid());
+    mode_t old = umask(027);
+    int rc = gmt_region_create(pat);
+    umask(old);
+    assert_int_equal(rc, 0);
+    assert_string_equal(gmt_region_path(), path);
+    struct stat sb;
+    assert_int_equal(lstat(path, &sb), 0);
+    assert_true(S_ISREG(sb.st_mode));
+    assert_int_equal(sb.st_mode & 0777, 0640); /* 0666 minus the umask */
+    /* no temporary left behind */
+    char tmp[600];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    assert_int_not_equal(access(tmp, F_OK), 0);
+    fake_stores();
+    /* 5 MiB of frames at an offset of gigabytes: the file stays compact */
+    uint64_t off;
+    assert_int_equal(gmt_region_alloc(GMT_ARENA_FRAMES, 5 * MIB, 8, &off), 0);
+    assert_true(off > (1ull << 30));
+    for (uint64_t i = 0; i < 5 * MIB / 8; i++)
+        GMT_AT(uint64_t, off)[i] = i * 0x9e3779b97f4a7c15ull;
+    gmt_region_header_t *h = gmt_region_header();
+    assert_true(h->nchunks >= 2);
+    assert_int_equal(stat(path, &sb), 0);
+    assert_int_equal((uint64_t)sb.st_size, h->file_bytes);
+    assert_true((uint64_t)sb.st_size < 16 * MIB);
+    gmt_region_mark_clean();
+    gmt_region_destroy();
+
+    char err[256];
+    assert_int_equal(gmt_region_attach(path, err, sizeof err), 0);
+    assert_true(gmt_region_recovered());
+    h = gmt_region_header();
+    assert_int_equal(h->clean_exit, 1);
+    assert_int_equal(h->pid, getpid());
+    for (uint64_t i = 0; i < 5 * MIB / 8; i += 4099)
+        assert_int_equal(GMT_AT(uint64_t, off)[i], i * 0x9e3779b97f4a7c15ull);
+    /* a recovered region is read, never grown; writes stay private */
+    uint64_t off2;
+    assert_int_equal(gmt_region_alloc(GMT_ARENA_FRAMES, 8, 8, &off2), -EINVAL);
+    GMT_AT(uint64_t, off)[0] = 42;
+    gmt_region_destroy();
+    assert_int_equal(gmt_region_attach(path, err, sizeof err), 0);
+    assert_int_equal(GMT_AT(uint64_t, off)[0], 0);
+    gmt_region_destroy();
+}
+
+/* The temporary is created with O_EXCL|O_NOFOLLOW: a symbolic link planted there is never
+ * followed; the target outside stays untouched. */
+static void test_create_refuses_planted_link(void **state)
+{
+    (void)state;
+    gmt_region_destroy();
+    char path[512], tmp[600], target[512];
+    snprintf(path, sizeof path, "%s/planted.gmt", dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    snprintf(target, sizeof target, "%s/victim", dir);
+    assert_int_equal(symlink(target, tmp), 0);
+    assert_int_equal(gmt_region_create(path), -EEXIST);
+    assert_int_not_equal(access(target, F_OK), 0);
+    assert_int_not_equal(access(path, F_OK), 0);
+    assert_false(gmt_region_ready());
+    unlink(tmp);
+    /* an existing state file (or a link) at the final path is replaced, never followed */
+    assert_int_equal(symlink(target, path), 0);
+    assert_int_equal(gmt_region_create(path), 0);
+    struct stat sb;
+    assert_int_equal(lstat(path, &sb), 0);
+    assert_true(S_ISREG(sb.st_mode));
+    assert_int_not_equal(access(target, F_OK), 0);
+    gmt_region_destroy();
+}
+
+static void write_file(const char *path, const void *data, size_t len)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, data, len), (ssize_t)len);
+    close(fd);
+}
+
+static void expect_refused(const char *path, int want_rc, const char *want_text)
+{
+    char err[256] = "";
+    assert_int_equal(gmt_region_attach(path, err, sizeof err), want_rc);
+    if (!strstr(err, want_text))
+        fail_msg("attach %s said '%s', expected '%s'", path, err, want_text);
+    assert_null(strchr(err, '\n'));
+    assert_false(gmt_region_ready());
+}
+
+static void test_attach_refuses_bad_files(void **state)
+{
+    (void)state;
+    gmt_region_destroy();
+    char path[512], bad[600];
+    snprintf(path, sizeof path, "%s/good.gmt", dir);
+    assert_int_equal(gmt_region_create(path), 0);
+    fake_stores();
+    uint64_t off;
+    assert_int_equal(gmt_region_alloc(GMT_ARENA_TABLE, 3 * MIB, 64, &off), 0);
+    gmt_region_destroy();
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    static uint8_t data[32 * MIB];
+    size_t n = fread(data, 1, sizeof data, f);
+    fclose(f);
+    assert_true(n > 3 * MIB);
+    gmt_region_header_t *h = (gmt_region_header_t *)(void *)data;
+
+    snprintf(bad, sizeof bad, "%s/missing", dir);
+    expect_refused(bad, -ENOENT, "cannot open");
+    snprintf(bad, sizeof bad, "%s/bad", dir);
+    write_file(bad, data, 100);
+    expect_refused(bad, -EINVAL, "truncated");
+    write_file(bad, data, n - 4096);
+    expect_refused(bad, -EINVAL, "truncated");
+    memcpy(h->magic, "XXXXXXXX", 8);
+    write_file(bad, data, n);
+    expect_refused(bad, -EINVAL, "bad magic");
+    memcpy(h->magic, GMT_REGION_MAGIC, 8);
+    h->version = 99;
+    write_file(bad, data, n);
+    expect_refused(bad, -EINVAL, "version 99");
+    h->version = GMT_REGION_VERSION;
+    h->sizes[GMT_SIZE_SLOT] = 48;
+    write_file(bad, data, n);
+    expect_refused(bad, -EINVAL, "different build");
+    h->sizes[GMT_SIZE_SLOT] = 32;
+    h->chunks[1].va_off += 4096; /* a hole in the table arena */
+    write_file(bad, data, n);
+    expect_refused(bad, -EINVAL, "chunk 1");
+    h->chunks[1].va_off -= 4096;
+    h->arenas[GMT_ARENA_TABLE].committed *= 2; /* more than the chunks cover */
+    write_file(bad, data, n);
+    expect_refused(bad, -EINVAL, "not covered");
+    h->arenas[GMT_ARENA_TABLE].committed /= 2;
+    h->core_off = 1ull << 40;
+    write_file(bad, data, n);
+    expect_refused(bad, -EINVAL, "core block");
+    snprintf(bad, sizeof bad, "%s", dir);
+    expect_refused(bad, -EINVAL, "not a regular file");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_anonymous_arenas_grow),
+        cmocka_unit_test(test_state_file_round_trip),
+        cmocka_unit_test(test_create_refuses_planted_link),
+        cmocka_unit_test(test_attach_refuses_bad_files),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
