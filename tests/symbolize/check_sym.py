@@ -326,6 +326,25 @@ def small_stack(ctx):
               "libdw")
 
 
+@case("recovered")
+def recovered(ctx):
+    """A report rebuilt from a state file by the CLI (report --recover) names the dead
+    process's frames from its recorded module map, not from the CLI's own modules."""
+    state = os.path.join(ctx.work, "..", "sym-recovered.state")
+    if os.path.exists(state):
+        os.unlink(state)
+    ctx.run(["sym_static"], env={"GMT_STANDIN_MEM_BYTES": str(1 << 30),
+                                 "GPUMEMTRACE_STATE": state})
+    out = os.path.join(ctx.work, "recovered.json")
+    r = subprocess.run([ctx.cli, "report", "--recover", state, "-o", out], capture_output=True,
+                       text=True)
+    expect_eq(f"report --recover status ({r.stderr.strip()[-300:]})", r.returncode, 0)
+    rep = ctx.reports()["recovered.json"]
+    expect_eq("process.recovered", rep["process"].get("recovered"), True)
+    check_static(rep, marker_lines("sym_static.c"), "recovered report")
+    os.unlink(state)
+
+
 @case("cxx_names")
 def cxx_names(ctx):
     ctx.run(["sym_cxx"])
