@@ -9,6 +9,7 @@
 #define GMT_CAPTURE_CAPTURE_H
 
 #include "core/event.h"
+#include "core/tls.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -41,5 +42,34 @@ void gmt_capture_alloc(const gmt_event_t *ev);
  * (0: gone; else the record is put back). */
 bool gmt_capture_free(const gmt_event_t *ev);
 void gmt_capture_free_done(bool took, int result);
+
+/* Work moved out of the driver: an allocation (or failure) that a lower layer sees inside a
+ * runtime hook's bracket is kept here, on the thread, and the runtime hook records it once the
+ * real call returned (gmt_capture_flush_deferred, before gmt_track_runtime_leave), outside
+ * libcuda and outside CUPTI's callback, where the driver may serialise its callers. The
+ * pointer cannot be freed meanwhile: the program has not received it yet. One event at a
+ * time: gmt_capture_defer returns false when one is pending already (record ev directly). */
+typedef struct gmt_deferred_s {
+    gmt_event_t ev;
+    int pending;
+} gmt_deferred_t;
+extern __thread gmt_deferred_t gmt_deferred __attribute__((tls_model("initial-exec")));
+
+static inline bool gmt_capture_defer(const gmt_event_t *ev)
+{
+    /* Only a runtime allocation hook flushes; anywhere else the event is recorded now. */
+    if (!gmt_tls.outer_api || gmt_tls.outer_is_free || gmt_deferred.pending) return false;
+    gmt_deferred.ev = *ev;
+    gmt_deferred.pending = 1;
+    return true;
+}
+
+static inline void gmt_capture_flush_deferred(void)
+{
+    if (__builtin_expect(gmt_deferred.pending, 0)) {
+        gmt_deferred.pending = 0;
+        gmt_capture_alloc(&gmt_deferred.ev);
+    }
+}
 
 #endif

@@ -94,7 +94,7 @@ static CUpti_SubscriberHandle subscriber;
 
 /* The one flag the hot paths read: the driver wrappers pass calls through while it is set,
  * and the callback records a call only if it was set when the call entered the driver. */
-static bool active;
+bool gmt_cupti_active_flag;
 
 /* The memory entry points of src/api.def, as CUPTI driver-domain callback ids. Every one must
  * be enabled: while CUPTI is active the driver wrappers record nothing, so a missing id would
@@ -124,11 +124,23 @@ static const struct {
 #define CORR_RECORD 1ull
 #define CORR_TOOK   2ull /* a release taken out of the table at entry, to settle at exit */
 
+/* The device of the call's context, remembered per thread by the context's unique id (CUPTI
+ * never reuses one, and a context never changes device), so the callback asks CUPTI once per
+ * context and thread rather than at every allocation. */
+static __thread struct {
+    uint32_t uid; /* contextUid + 1; 0: nothing remembered */
+    int32_t device;
+} ctx_cache __attribute__((tls_model("initial-exec")));
+
 static int32_t context_device(const CUpti_CallbackData *cb)
 {
     uint32_t id;
-    if (cb->context && lib.get_device_id(cb->context, &id) == CUPTI_SUCCESS) return (int32_t)id;
-    return GMT_DEVICE_UNKNOWN;
+    if (!cb->context) return GMT_DEVICE_UNKNOWN;
+    if (ctx_cache.uid && ctx_cache.uid == cb->contextUid + 1) return ctx_cache.device;
+    if (lib.get_device_id(cb->context, &id) != CUPTI_SUCCESS) return GMT_DEVICE_UNKNOWN;
+    ctx_cache.uid = cb->contextUid + 1;
+    ctx_cache.device = (int32_t)id;
+    return (int32_t)id;
 }
 
 /* The event of a driver call, from CUPTI's params struct: api.def's DRIVER parameters carry
@@ -200,6 +212,8 @@ static void on_api_exit(CUpti_CallbackId cbid, const CUpti_CallbackData *cb, boo
     if (!describe_at_exit(cbid, cb->functionParams, res, &ev)) return;
     ev.layer = GMT_LAYER_CUPTI;
     if (ev.device == GMT_DEVICE_CURRENT) ev.device = context_device(cb);
+    /* Inside a runtime hook: recorded by the hook once the driver returned (capture.h). */
+    if (gmt_capture_defer(&ev)) return;
     gmt_capture_alloc(&ev);
 }
 
@@ -212,7 +226,7 @@ static void CUPTIAPI on_driver_call(void *userdata, CUpti_CallbackDomain domain,
     const CUpti_CallbackData *cb = data;
     gmt_guard_enter();
     if (cb->callbackSite == CUPTI_API_ENTER) {
-        bool rec = __atomic_load_n(&active, __ATOMIC_ACQUIRE);
+        bool rec = __atomic_load_n(&gmt_cupti_active_flag, __ATOMIC_ACQUIRE);
         bool took = rec && on_api_enter(cbid, cb);
         if (cb->correlationData)
             *cb->correlationData = CORR_TAG | (rec ? CORR_RECORD : 0) | (took ? CORR_TOOK : 0);
@@ -223,11 +237,6 @@ static void CUPTIAPI on_driver_call(void *userdata, CUpti_CallbackDomain domain,
         if (rec) on_api_exit(cbid, cb, (tag & CORR_TOOK) != 0);
     }
     gmt_guard_leave();
-}
-
-bool gmt_cupti_active(void)
-{
-    return __atomic_load_n(&active, __ATOMIC_RELAXED);
 }
 
 /* ---- Finding and loading libcupti (start-up and hand-over paths only). ---- */
@@ -419,7 +428,7 @@ int gmt_cupti_start(char *why, size_t why_len)
     case ST_IDLE:
         start_rc = start_locked(start_why, sizeof start_why);
         state = start_rc == 0 ? ST_ACTIVE : ST_FAILED;
-        if (start_rc == 0) __atomic_store_n(&active, true, __ATOMIC_RELEASE);
+        if (start_rc == 0) __atomic_store_n(&gmt_cupti_active_flag, true, __ATOMIC_RELEASE);
         break;
     case ST_HANDED_OVER:
         start_rc = -EBUSY;
@@ -442,7 +451,7 @@ int gmt_cupti_start(char *why, size_t why_len)
 /* Clears `active` first, so that from here the driver wrappers record; then unsubscribes. */
 static void stop_locked(state_t next)
 {
-    __atomic_store_n(&active, false, __ATOMIC_RELEASE);
+    __atomic_store_n(&gmt_cupti_active_flag, false, __ATOMIC_RELEASE);
     unsubscribe_locked(N_MEMORY_CBIDS);
     state = next;
 }
@@ -564,7 +573,7 @@ cuptiUnsubscribe(CUpti_SubscriberHandle handle)
      * must follow. Any other handle is the client's, for the client's libcupti. */
     pthread_mutex_lock(&ctl);
     if (state == ST_ACTIVE && handle && handle == subscriber) {
-        __atomic_store_n(&active, false, __ATOMIC_RELEASE);
+        __atomic_store_n(&gmt_cupti_active_flag, false, __ATOMIC_RELEASE);
         CUptiResult r = lib.unsubscribe(handle);
         subscriber = NULL;
         state = ST_STOPPED;

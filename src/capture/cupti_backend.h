@@ -26,7 +26,12 @@ int gmt_cupti_start(char *why, size_t why_len);
 void gmt_cupti_stop(void);
 
 /* True while CUPTI callbacks are the recording driver-level backend. Cheap: one relaxed load. */
-bool gmt_cupti_active(void);
+/* The flag the driver wrappers test on every call; written only by cupti_backend.c. */
+extern bool gmt_cupti_active_flag;
+static inline bool gmt_cupti_active(void)
+{
+    return __atomic_load_n(&gmt_cupti_active_flag, __ATOMIC_RELAXED);
+}
 
 /* In a forked child: the control lock starts over. */
 void gmt_cupti_reset_after_fork(void);

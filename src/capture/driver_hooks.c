@@ -33,6 +33,13 @@ static inline bool recording(void)
     return !gmt_guard_held() && gmt_capture_touch() && !gmt_cupti_active();
 }
 
+/* Inside a runtime release that recorded itself (cudaFree -> cuMemFree): the core would drop
+ * this layer's release anyway (track.h), so it is not even described. */
+static inline bool released_above(void)
+{
+    return gmt_tls.outer_api && gmt_tls.outer_is_free;
+}
+
 /* A recording wrapper holds the guard across the real call, so that CUPTI, should another
  * thread start it meanwhile, skips this call instead of recording it a second time. */
 #define CALL_GUARDED(expr)                                                                         \
@@ -56,6 +63,7 @@ static void record_alloc(gmt_event_t *ev)
 {
     ev->layer = GMT_LAYER_DRIVER;
     if (ev->device == GMT_DEVICE_CURRENT) ev->device = gmt_capture_current_device_driver();
+    if (gmt_capture_defer(ev)) return; /* inside a runtime hook: it records the event */
     gmt_capture_alloc(ev);
 }
 
@@ -81,7 +89,7 @@ static bool record_free(gmt_event_t *ev)
     GMT_EXPORT ret name params                                                                     \
     {                                                                                              \
         REAL_OR_FAIL(name);                                                                        \
-        if (!recording()) return gmt_real.name args;                                               \
+        if (!recording() || released_above()) return gmt_real.name args;                           \
         gmt_event_t ev = describe_##name args;                                                     \
         bool took = record_free(&ev);                                                              \
         ret r = CALL_GUARDED(gmt_real.name args);                                                  \

@@ -32,6 +32,7 @@
 #define FINAL_WAIT_MS 20000
 
 int gmt_capture_state;
+__thread gmt_deferred_t gmt_deferred __attribute__((tls_model("initial-exec")));
 gmt_config_t gmt_capture_config;
 
 static int exit_registered; /* atexit(exit_report) done in this process */

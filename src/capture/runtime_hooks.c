@@ -5,9 +5,12 @@
  * gmt_track_runtime_enter/leave: when the driver layer (entry-point wrappers or CUPTI) records
  * the allocation inside, that record carries this runtime API's name and the hook records
  * nothing more; when no lower layer saw it (libcuda reached by a path we do not intercept),
- * the hook records it itself. Releases are taken out of the table here before the real call
- * and accounted for (or put back, when the call failed) after it; the bracket tells the lower
- * layers not to record them again.
+ * the hook records it itself. The program's stack is captured here, at the hook's entry, and
+ * used for whatever this bracket records: unwinding from inside the driver or a CUPTI
+ * callback would first walk through the driver's, CUPTI's and the tracer's own frames
+ * (often twenty or more) to reach the same program frames. Releases are taken out of the
+ * table here before the real call and accounted for (or put back, when the call failed)
+ * after it; the bracket tells the lower layers not to record them again.
  *
  * Programs built with the static cudart (nvcc's default) never reach these hooks; the driver
  * layer sees them instead (SPEC.md).
@@ -54,8 +57,14 @@ static bool record_free(gmt_event_t *ev)
     {                                                                                              \
         REAL_OR_FAIL(name);                                                                        \
         PASS_THROUGH(name, args);                                                                  \
+        uint64_t frames[GMT_MAX_STACK_DEPTH];                                                      \
         gmt_nest_t saved = gmt_track_runtime_enter(GMT_API_##name, false);                         \
+        /* The size asked for, described before the call (a failure result reads no                \
+         * out-parameter; a pitched call's width stands in for its pitch, a lower bound). */       \
+        gmt_track_runtime_capture(frames,                                                          \
+                                  describe_##name(GMT_UNPAREN args, cudaErrorNotReady).size);      \
         ret r = gmt_real.name args;                                                                \
+        gmt_capture_flush_deferred();                                                              \
         if (!gmt_track_runtime_leave(saved)) {                                                     \
             gmt_event_t ev = describe_##name(GMT_UNPAREN args, r);                                 \
             record_alloc(&ev);                                                                     \

@@ -19,7 +19,10 @@ gmt_stacks_t *gmt_core_stacks;
 /* Before the region exists: start-up drop counters, notes and process facts. */
 static gmt_core_state_t boot_state;
 gmt_core_state_t *gmt_cs = &boot_state;
-static int ready;
+int gmt_core_ready_flag; /* read through gmt_core_ready() (track.h) */
+int gmt_core_stack_depth;
+uint64_t gmt_core_min_bytes;
+uint32_t gmt_core_generation;
 static bool recovered;
 
 size_t gmt_track_state_bytes(void)
@@ -75,13 +78,16 @@ int gmt_core_init(const gmt_config_t *c)
     gmt_py_init(c->python); /* its own messages; native stacks whatever it returns */
     gmt_track_modules_refresh();
     if (*gmt_region_path()) gmt_info("state file: %s", gmt_region_path());
-    __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&gmt_core_generation, 1, __ATOMIC_RELEASE);
+    gmt_core_stack_depth = c->stack_depth > 0 ? c->stack_depth : 0;
+    gmt_core_min_bytes = c->min_bytes;
+    __atomic_store_n(&gmt_core_ready_flag, 1, __ATOMIC_RELEASE);
     return 0;
 }
 
 int gmt_core_reset_after_fork(void)
 {
-    __atomic_store_n(&ready, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&gmt_core_ready_flag, 0, __ATOMIC_RELEASE);
     /* Keep the notes and process facts; start the counters, failures, peaks and pools over. */
     if (gmt_cs != &boot_state) memcpy(&boot_state, gmt_cs, sizeof boot_state);
     gmt_cs = &boot_state;
@@ -114,11 +120,6 @@ void gmt_core_prefault(void)
     if (gmt_core_ready()) gmt_track_modules_refresh();
 }
 
-bool gmt_core_ready(void)
-{
-    return __atomic_load_n(&ready, __ATOMIC_ACQUIRE) != 0;
-}
-
 /* ---- recovery --------------------------------------------------------------------------- */
 
 static void terminate(char *s, size_t len)
@@ -134,7 +135,7 @@ static void terminate(char *s, size_t len)
 
 int gmt_track_recover(const char *path, char *err, size_t errlen)
 {
-    __atomic_store_n(&ready, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&gmt_core_ready_flag, 0, __ATOMIC_RELEASE);
     int rc = gmt_region_attach(path, err, errlen);
     if (rc) return rc;
     gmt_region_header_t *h = gmt_region_header();
@@ -177,7 +178,7 @@ int gmt_track_recover(const char *path, char *err, size_t errlen)
     gmt_core_table = t;
     gmt_core_stacks = st;
     recovered = true;
-    __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&gmt_core_ready_flag, 1, __ATOMIC_RELEASE);
     return 0;
 }
 

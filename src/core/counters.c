@@ -6,10 +6,10 @@
 void gmt_track_counts(gmt_counts_t *out)
 {
     const gmt_core_counts_t *c = &gmt_core_counts;
-    out->events = gmt_stats_counter(GMT_CNT_EVENTS);
     out->allocs = gmt_stats_counter(GMT_CNT_ALLOCS);
     out->frees = gmt_stats_counter(GMT_CNT_FREES);
     out->failures = gmt_stats_counter(GMT_CNT_FAILURES);
+    out->events = out->allocs + out->frees + out->failures; /* every event is one of them */
     out->unknown_frees = __atomic_load_n(&c->unknown_frees, __ATOMIC_RELAXED);
     out->failed_frees = __atomic_load_n(&c->failed_frees, __ATOMIC_RELAXED);
     out->nested_merged = gmt_stats_counter(GMT_CNT_NESTED_MERGED);

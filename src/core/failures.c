@@ -25,9 +25,7 @@ void gmt_track_failure(const gmt_event_t *ev)
         gmt_core_count(&gmt_core_counts.dropped_no_core);
         return;
     }
-    gmt_stats_count(GMT_CNT_EVENTS);
-    gmt_stats_count(GMT_CNT_FAILURES);
-    gmt_stats_count((gmt_counter_t)(GMT_CNT_LAYER0 + ev->layer));
+    gmt_stats_count_event(GMT_CNT_FAILURES, (gmt_layer_t)ev->layer);
     gmt_stats_on_failure(ev->device, (gmt_api_t)api);
     gmt_failure_t f = {
         .time_ns = gmt_now_ns(),

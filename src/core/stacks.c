@@ -302,8 +302,13 @@ static int in_skip_range(uint64_t ip, int n)
     return 0;
 }
 
-/* Frames the internal prefix may take on top of the depth the user asked for. */
-#define SKIP_SLACK 64
+/* Frames the internal prefix may take on top of the depth the user asked for. From a runtime
+ * hook (gmt_stacks_capture_near) the prefix is two or three frames: the first walk allows
+ * SKIP_SLACK_FIRST and only a longer prefix walks again with SKIP_SLACK, so a deep program
+ * stack is walked only as deep as the depth asked for. From inside the driver or a CUPTI
+ * callback the prefix is long: one walk with SKIP_SLACK. */
+#define SKIP_SLACK       64
+#define SKIP_SLACK_FIRST 16
 
 #if defined(__SANITIZE_THREAD__)
 /* Under TSan, unw_backtrace's per-thread cache is torn down after TSan's thread state and
@@ -324,20 +329,47 @@ uint32_t gmt_stacks_capture(uint64_t *frames, uint32_t max, uint32_t skip)
     }
     return out;
 }
+
+uint32_t gmt_stacks_capture_near(uint64_t *frames, uint32_t max, uint32_t skip)
+{
+    return gmt_stacks_capture(frames, max, skip + 1); /* +1: this wrapper's frame */
+}
 #else
-uint32_t gmt_stacks_capture(uint64_t *frames, uint32_t max, uint32_t skip)
+/* always_inline: the frame count (skip + 1) must see the public functions' own frames only. */
+__attribute__((always_inline)) static inline uint32_t capture_slack(uint64_t *frames, uint32_t max,
+                                                                    uint32_t skip, uint32_t slack)
 {
     void *buf[GMT_STACKS_CAPTURE_MAX];
     int nr = __atomic_load_n(&nskip, __ATOMIC_ACQUIRE);
-    uint32_t want = max + skip + 1 + (nr ? SKIP_SLACK : 0);
+    uint32_t want = max + skip + 1 + (nr ? slack : 0);
     if (want > GMT_STACKS_CAPTURE_MAX) want = GMT_STACKS_CAPTURE_MAX;
     int n = unw_backtrace(buf, (int)want);
     int i = (int)skip + 1; /* +1: this function */
     while (nr && i < n && in_skip_range((uint64_t)(uintptr_t)buf[i], nr))
         i++;
+    if (slack < SKIP_SLACK && nr && n == (int)want && n - i < (int)max &&
+        want < GMT_STACKS_CAPTURE_MAX) {
+        /* The prefix took more than the first slack and the stack goes on: walk again. */
+        want = max + skip + 1 + SKIP_SLACK;
+        if (want > GMT_STACKS_CAPTURE_MAX) want = GMT_STACKS_CAPTURE_MAX;
+        n = unw_backtrace(buf, (int)want);
+        i = (int)skip + 1;
+        while (i < n && in_skip_range((uint64_t)(uintptr_t)buf[i], nr))
+            i++;
+    }
     uint32_t out = 0;
     for (; i < n && out < max; i++)
         frames[out++] = (uint64_t)(uintptr_t)buf[i];
     return out;
+}
+
+uint32_t gmt_stacks_capture(uint64_t *frames, uint32_t max, uint32_t skip)
+{
+    return capture_slack(frames, max, skip, SKIP_SLACK);
+}
+
+uint32_t gmt_stacks_capture_near(uint64_t *frames, uint32_t max, uint32_t skip)
+{
+    return capture_slack(frames, max, skip, SKIP_SLACK_FIRST);
 }
 #endif

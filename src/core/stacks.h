@@ -113,5 +113,8 @@ void gmt_stacks_set_skip_ranges(const uint64_t (*ranges)[2], int n);
  * nothing. */
 #define GMT_STACKS_CAPTURE_MAX 192
 uint32_t gmt_stacks_capture(uint64_t *frames, uint32_t max, uint32_t skip);
+/* The same, for a caller whose only tracer frames are its own (a runtime hook): walks only as
+ * deep as the depth needs, and walks again only if the internal prefix turns out longer. */
+uint32_t gmt_stacks_capture_near(uint64_t *frames, uint32_t max, uint32_t skip);
 
 #endif

@@ -40,6 +40,14 @@ typedef struct timeline_s {
     uint64_t width_ns;
     uint64_t last_end_ns; /* end of the last point's bucket (relative), 0 when empty */
     int64_t missed_max;   /* atomic: highest bytes of updates that found the lock taken */
+    /* The open bucket, updated without the lock by the events that fall inside it (nearly
+     * all of them): its end (relative, 0: none yet) and its highest bytes since the lock
+     * holder last folded them into the last point. Written only when the bucket's maximum
+     * rises, so steady traffic from many threads only reads this line. The bucket's last
+     * bytes are supplied at folding time (the closing event's bytes before it, or the
+     * device's current bytes when the report reads the timeline). */
+    uint64_t open_end_ns; /* atomic */
+    int64_t open_max;     /* atomic; INT64_MIN: nothing to fold */
 } timeline_t;
 
 /* Everything above, in one block of the region (region.h), followed by the timelines' points
@@ -102,13 +110,6 @@ uint64_t gmt_stats_last_event_ns(void)
     return m;
 }
 
-int gmt_stats_slot(int32_t device)
-{
-    if (device == GMT_DEVICE_HOST) return 0;
-    if (device >= 0 && device < GMT_MAX_DEVICES) return device + 1;
-    return GMT_STAT_SLOTS - 1;
-}
-
 int32_t gmt_stats_device_of_slot(int slot)
 {
     if (slot == 0) return GMT_DEVICE_HOST;
@@ -139,6 +140,8 @@ int gmt_stats_init(uint64_t start_ns, int timeline_points)
         timelines[i].n = 0;
         timelines[i].last_end_ns = 0;
         timelines[i].missed_max = INT64_MIN;
+        timelines[i].open_end_ns = 0;
+        timelines[i].open_max = INT64_MIN;
         timelines[i].width_ns = 1000000; /* 1 ms to start with */
     }
     return 0;
@@ -155,6 +158,8 @@ void gmt_stats_reset(void)
         timelines[i].n = 0;
         timelines[i].last_end_ns = 0;
         timelines[i].missed_max = INT64_MIN;
+        timelines[i].open_end_ns = 0;
+        timelines[i].open_max = INT64_MIN;
         timelines[i].width_ns = 1000000;
     }
 }
@@ -207,7 +212,18 @@ static void max_update(int64_t *p, int64_t v);
 /* Never waits: an application thread that finds the lock taken (its holder may have been
  * preempted) leaves its bytes in missed_max, and the next holder folds them in. The point's
  * maximum stays exact; only which bucket a contended update lands in can shift by one. */
-static void timeline_add(int slot, uint64_t now_ns, int64_t bytes)
+/* Folds the open bucket's updates into the last point. Called with the lock held. */
+static void timeline_fold_locked(timeline_t *tl, gmt_timeline_point_t *pts, int64_t last)
+{
+    int64_t m = __atomic_exchange_n(&tl->open_max, INT64_MIN, RLX);
+    if (m == INT64_MIN || tl->n == 0) return;
+    gmt_timeline_point_t *p = &pts[tl->n - 1];
+    if (m > p->max) p->max = m;
+    p->last = last;
+}
+
+__attribute__((noinline)) static void timeline_add_slow(int slot, uint64_t rel, int64_t bytes,
+                                                        int64_t before)
 {
     timeline_t *tl = &timelines[slot];
     gmt_timeline_point_t *pts = points_of(slot);
@@ -216,9 +232,9 @@ static void timeline_add(int slot, uint64_t now_ns, int64_t bytes)
         max_update(&tl->missed_max, bytes);
         return;
     }
+    timeline_fold_locked(tl, pts, before);
     int64_t missed = __atomic_exchange_n(&tl->missed_max, INT64_MIN, RLX);
     if (missed > bytes && tl->n > 0 && missed > pts[tl->n - 1].max) pts[tl->n - 1].max = missed;
-    uint64_t rel = now_ns > t0_ns ? now_ns - t0_ns : 0;
     /* A thread that read the clock before another one took the lock arrives "late": its
      * bytes fold into the last point, which keeps the points in time order. */
     if (tl->n > 0 && rel < tl->last_end_ns) {
@@ -241,12 +257,35 @@ static void timeline_add(int slot, uint64_t now_ns, int64_t bytes)
             tl->last_end_ns = (bucket + 1) * tl->width_ns;
         }
     }
+    __atomic_store_n(&tl->open_end_ns, tl->last_end_ns, __ATOMIC_RELEASE);
     gmt_spin_unlock(&tl->lock);
+}
+
+/* bytes: the device's in-use bytes after this event; before: the same before it. */
+static inline void timeline_add(int slot, uint64_t now_ns, int64_t bytes, int64_t before)
+{
+    timeline_t *tl = &timelines[slot];
+    uint64_t rel = now_ns > t0_ns ? now_ns - t0_ns : 0;
+    /* Fast path, no lock: inside the open bucket (never true before the first point, nor
+     * without a timeline). A thread that read the bucket's end just before the holder opened
+     * the next bucket lands in the next one: a shift by one bucket, as below. */
+    if (__builtin_expect(rel < __atomic_load_n(&tl->open_end_ns, __ATOMIC_ACQUIRE), 1)) {
+        if (bytes > __atomic_load_n(&tl->open_max, RLX)) max_update(&tl->open_max, bytes);
+        return;
+    }
+    timeline_add_slow(slot, rel, bytes, before);
 }
 
 void gmt_stats_count(gmt_counter_t c)
 {
     bump(&my_shard()->counters[c], 1);
+}
+
+void gmt_stats_count_event(gmt_counter_t what, gmt_layer_t layer)
+{
+    shard_t *sh = my_shard();
+    bump(&sh->counters[what], 1);
+    bump(&sh->counters[GMT_CNT_LAYER0 + layer], 1);
 }
 
 uint64_t gmt_stats_counter(gmt_counter_t c)
@@ -275,7 +314,7 @@ bool gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, uint64_t
     max_update(&d->peak[kind], cur);
     if (!gmt_kind_in_use(kind)) return false;
     int64_t in_use = __atomic_add_fetch(&d->in_use, (int64_t)size, RLX);
-    timeline_add(slot, now_ns, in_use);
+    timeline_add(slot, now_ns, in_use, in_use - (int64_t)size);
     int64_t pk = __atomic_load_n(&d->in_use_peak, RLX);
     while (in_use > pk) {
         if (__atomic_compare_exchange_n(&d->in_use_peak, &pk, in_use, 1, RLX, RLX)) {
@@ -300,7 +339,7 @@ void gmt_stats_on_free(int32_t device, gmt_kind_t kind, gmt_api_t api, uint64_t 
     __atomic_sub_fetch(&d->current[kind], (int64_t)size, RLX);
     if (!gmt_kind_in_use(kind)) return;
     int64_t in_use = __atomic_sub_fetch(&d->in_use, (int64_t)size, RLX);
-    timeline_add(slot, now_ns, in_use);
+    timeline_add(slot, now_ns, in_use, in_use + (int64_t)size);
 }
 
 void gmt_stats_on_failure(int32_t device, gmt_api_t api)
@@ -352,6 +391,7 @@ int gmt_stats_timeline(int slot, gmt_timeline_point_t *out, int max)
     if (!S) return 0;
     timeline_t *tl = &timelines[slot];
     gmt_spin_lock(&tl->lock);
+    timeline_fold_locked(tl, points_of(slot), __atomic_load_n(&devs[slot].in_use, RLX));
     int n = tl->n < max ? tl->n : max;
     memcpy(out, points_of(slot), (size_t)n * sizeof *out);
     gmt_spin_unlock(&tl->lock);

@@ -21,7 +21,13 @@
 /* Device slot for ordinal d: GMT_DEVICE_HOST -> 0, ordinals -> 1 .. GMT_MAX_DEVICES,
  * GMT_DEVICE_UNKNOWN and out-of-range ordinals -> GMT_STAT_SLOTS - 1. */
 #define GMT_STAT_SLOTS (GMT_MAX_DEVICES + 2)
-int gmt_stats_slot(int32_t device);
+/* Inline: several calls per event. */
+static inline int gmt_stats_slot(int32_t device)
+{
+    if (device == GMT_DEVICE_HOST) return 0;
+    if (device >= 0 && device < GMT_MAX_DEVICES) return device + 1;
+    return GMT_STAT_SLOTS - 1;
+}
 int32_t gmt_stats_device_of_slot(int slot);
 
 typedef struct gmt_dev_totals_s {
@@ -68,8 +74,7 @@ void gmt_stats_on_failure(int32_t device, gmt_api_t api);
 
 /* Event counters every thread bumps: kept in the per-thread shards, summed on read. */
 typedef enum gmt_counter_e {
-    GMT_CNT_EVENTS = 0,
-    GMT_CNT_ALLOCS,
+    GMT_CNT_ALLOCS = 0,
     GMT_CNT_FREES,
     GMT_CNT_FAILURES,
     GMT_CNT_NESTED_MERGED,
@@ -77,6 +82,8 @@ typedef enum gmt_counter_e {
     GMT_CNT_COUNT = GMT_CNT_LAYER0 + GMT_LAYER_COUNT
 } gmt_counter_t;
 void gmt_stats_count(gmt_counter_t c);
+/* One event of `what` (GMT_CNT_ALLOCS / _FREES / _FAILURES) from `layer`: one shard lookup. */
+void gmt_stats_count_event(gmt_counter_t what, gmt_layer_t layer);
 uint64_t gmt_stats_counter(gmt_counter_t c);
 
 /* Summed view, for the report (any thread, any time). */

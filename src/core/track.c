@@ -8,6 +8,8 @@
 #include "clock.h"
 #include "pyframes.h"
 
+#include <string.h>
+
 /* Frames of the tracer's own (track + capture helper) skipped at the top of every stack. */
 #define OWN_FRAMES_SKIPPED 2
 
@@ -16,14 +18,40 @@ uint32_t gmt_core_stack_for(const gmt_event_t *ev, uint8_t api)
     uint64_t frames[GMT_MAX_STACK_DEPTH + GMT_PY_MAX_FRAMES];
     uint32_t n = 0;
     const gmt_config_t *cfg = &gmt_core_cfg;
+    uint32_t tag = gmt_stacks_tag(ev->device, ev->kind, api);
     if (cfg->stack_depth > 0 && ev->size >= cfg->min_bytes) {
-        n = gmt_stacks_capture(frames, (uint32_t)cfg->stack_depth, OWN_FRAMES_SKIPPED);
+        if (gmt_tls.outer_api && gmt_tls.outer_frames) {
+            /* Taken by the runtime hook around this event, without the driver's frames. */
+            n = gmt_tls.outer_nframes;
+            memcpy(frames, gmt_tls.outer_frames, (size_t)n * sizeof frames[0]);
+        } else {
+            n = gmt_stacks_capture(frames, (uint32_t)cfg->stack_depth, OWN_FRAMES_SKIPPED);
+        }
         n = gmt_py_splice(frames, n, GMT_MAX_STACK_DEPTH + GMT_PY_MAX_FRAMES);
     }
-    uint32_t id =
-        gmt_stacks_intern(gmt_core_stacks, frames, n, gmt_stacks_tag(ev->device, ev->kind, api));
-    if (!id) gmt_core_count(&gmt_core_counts.dropped_stacks);
+    /* Frameless: the id is the tag's, the same every time; skip hashing and probing. */
+    uint32_t gen = __atomic_load_n(&gmt_core_generation, __ATOMIC_RELAXED);
+    if (n == 0 && gmt_tls.tag_gen == gen && gmt_tls.tag_last == tag) return gmt_tls.tag_id;
+    uint32_t id = gmt_stacks_intern(gmt_core_stacks, frames, n, tag);
+    if (!id) {
+        gmt_core_count(&gmt_core_counts.dropped_stacks);
+    } else if (n == 0) {
+        gmt_tls.tag_gen = gen;
+        gmt_tls.tag_last = tag;
+        gmt_tls.tag_id = id;
+    }
     return id;
+}
+
+void gmt_track_runtime_capture_slow(uint64_t *frames)
+{
+    int depth = gmt_core_cfg.stack_depth;
+    if (depth <= 0 || !gmt_core_ready()) return;
+    gmt_guard_enter();
+    /* skip 1: this function; the hook's frame is in the tracer's skip range. */
+    gmt_tls.outer_nframes = gmt_stacks_capture_near(frames, (uint32_t)depth, 1);
+    gmt_tls.outer_frames = frames;
+    gmt_guard_leave();
 }
 
 bool gmt_core_event_valid(const gmt_event_t *ev)
@@ -55,9 +83,7 @@ void gmt_track_alloc(const gmt_event_t *ev)
     }
     uint8_t api = ev->api;
     if (gmt_nest_inside_runtime(ev)) api = gmt_nest_merge();
-    gmt_stats_count(GMT_CNT_EVENTS);
-    gmt_stats_count(GMT_CNT_ALLOCS);
-    gmt_stats_count((gmt_counter_t)(GMT_CNT_LAYER0 + ev->layer));
+    gmt_stats_count_event(GMT_CNT_ALLOCS, (gmt_layer_t)ev->layer);
     uint64_t now = gmt_now_ns();
     uint64_t seq = now; /* records are ordered by time; no shared counter on the hot path */
     gmt_record_t r = {
@@ -129,9 +155,8 @@ bool gmt_track_free_begin(const gmt_event_t *ev)
         gmt_core_count(&gmt_core_counts.dropped_no_core);
         return false;
     }
-    gmt_stats_count(GMT_CNT_EVENTS);
-    gmt_stats_count(GMT_CNT_FREES); /* every release handed in; failed_frees says which failed */
-    gmt_stats_count((gmt_counter_t)(GMT_CNT_LAYER0 + ev->layer));
+    /* every release handed in; failed_frees says which failed */
+    gmt_stats_count_event(GMT_CNT_FREES, (gmt_layer_t)ev->layer);
     /* Removed now, before the real release, so that an address the driver hands out again to
      * another thread is never matched with this allocation; accounted for once it is gone. */
     if (gmt_table_remove(gmt_core_table, ev->space, ev->addr, &pending.rec) != 0) {

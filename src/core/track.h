@@ -23,6 +23,7 @@
 #include "stacks.h"
 #include "stats.h"
 #include "table.h"
+#include "tls.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -30,7 +31,11 @@
 /* Maps the table, the stack store and the timelines. 0 or a negative errno (then every
  * track call is a counted drop). */
 int gmt_core_init(const gmt_config_t *cfg);
-bool gmt_core_ready(void);
+extern int gmt_core_ready_flag; /* core_init.c; read through gmt_core_ready() */
+static inline bool gmt_core_ready(void)
+{
+    return __atomic_load_n(&gmt_core_ready_flag, __ATOMIC_ACQUIRE) != 0;
+}
 /* Faults in the live table and the stack index, writable, now: called once a process turns out
  * to use CUDA. Lazily touched, their random-access pages each cost a read fault, a
  * copy-on-write fault and a TLB shootdown across the program's threads on first use, which
@@ -58,11 +63,49 @@ typedef struct gmt_nest_s {
     uint16_t api;
     uint8_t is_free;
     uint32_t inner;
+    const uint64_t *frames;
+    uint32_t nframes;
 } gmt_nest_t;
 
-gmt_nest_t gmt_track_runtime_enter(gmt_api_t api, bool is_free);
+/* Inline: every runtime hook runs them (core/nesting.c owns the state). */
+static inline gmt_nest_t gmt_track_runtime_enter(gmt_api_t api, bool is_free)
+{
+    gmt_nest_t saved = {gmt_tls.outer_api, gmt_tls.outer_is_free, gmt_tls.inner_events,
+                        gmt_tls.outer_frames, gmt_tls.outer_nframes};
+    gmt_tls.outer_api = (uint16_t)api;
+    gmt_tls.outer_is_free = is_free;
+    gmt_tls.inner_events = 0;
+    gmt_tls.outer_frames = NULL;
+    return saved;
+}
+
 /* Restores the previous state; true when a lower layer recorded this call already. */
-bool gmt_track_runtime_leave(gmt_nest_t saved);
+static inline bool gmt_track_runtime_leave(gmt_nest_t saved)
+{
+    bool inner = gmt_tls.inner_events > 0;
+    gmt_tls.outer_api = saved.api;
+    gmt_tls.outer_is_free = saved.is_free;
+    gmt_tls.inner_events = saved.inner;
+    gmt_tls.outer_frames = saved.frames;
+    gmt_tls.outer_nframes = saved.nframes;
+    return inner;
+}
+
+/* Called by a runtime allocation hook right after gmt_track_runtime_enter: captures the
+ * program's stack now, shallow (the hook is the only tracer frame above it), into the hook's
+ * own array `frames` (GMT_MAX_STACK_DEPTH entries, alive until gmt_track_runtime_leave), for
+ * the events of this bracket. Does nothing when stacks are off. */
+void gmt_track_runtime_capture_slow(uint64_t *frames);
+extern int gmt_core_stack_depth;    /* the configured depth; 0: stacks off (core_init.c) */
+extern uint64_t gmt_core_min_bytes; /* GPUMEMTRACE_MIN_BYTES (core_init.c) */
+/* size: the bytes the call asks for, or a lower bound; taken only when min_bytes is set (an
+ * allocation below it gets no stack, so none is walked for it). */
+#define gmt_track_runtime_capture(frames, size_expr)                                               \
+    do {                                                                                           \
+        if (gmt_core_stack_depth > 0 &&                                                            \
+            (gmt_core_min_bytes == 0 || (size_expr) >= gmt_core_min_bytes))                        \
+            gmt_track_runtime_capture_slow(frames);                                                \
+    } while (0)
 
 typedef struct gmt_counts_s {
     uint64_t events; /* alloc + free + failure events handed to the core */

@@ -69,6 +69,8 @@ extern gmt_core_state_t *gmt_cs;
 extern gmt_config_t gmt_core_cfg;
 extern gmt_table_t *gmt_core_table;
 extern gmt_stacks_t *gmt_core_stacks;
+/* Bumped by every init, so per-thread caches of stack ids know when they are stale. */
+extern uint32_t gmt_core_generation;
 
 static inline void gmt_core_count(uint64_t *c)
 {

@@ -772,9 +772,11 @@ def torchrun_nccl(c):
 # Cases kept in files of their own (one per engineer), registered into CASES.
 sys.path.insert(0, HERE)
 import cases_rep  # noqa: E402
+import cases_cap  # noqa: E402  (issue 10: capture)
 import cases_cli  # noqa: E402  (the CLI's case: cli_verbs)
 
 cases_rep.register(sys.modules[__name__])
+cases_cap.register(sys.modules[__name__])
 cases_cli.register(sys.modules[__name__])
 import cases_rel  # noqa: E402  (issue 6: exit paths, signal storms)
 

@@ -40,7 +40,7 @@ torch_expandable torch_nocache profiler_coexist cupy jax two_gpus torchrun_nccl
 vmm_leak_gpu torch_expandable_sums torch_growth torch_oom_recovered
 torch_os_exit torch_signal_storm
 py_torch_retain py_torch_expandable py_torch_compile py_torch_graph_backward py_torch_dataloader
-py_jax py_cupy cli_verbs torch_sigkill_state sym_plain sym_torch"
+py_jax py_cupy cli_verbs torch_sigkill_state cap_runtime_stack_cupti sym_plain sym_torch"
 CASES=${GMT_GPU_CASES:-$ALL_CASES}
 
 say() { echo "$*"; echo "$*" >>"$SUMMARY"; }

@@ -176,9 +176,12 @@ static void si_init(void)
         g_dev[d].mem.limit = g_dev[d].mem.base + span;
         g_dev[d].mem.grain = SI_DEVICE_GRAIN;
     }
-    uint64_t rbase = si_reserve_va(SI_RESERVE_REGION + SI_VMM_GRAIN);
+    /* GMT_STANDIN_RESERVE_BYTES: smaller for tools with a small address space (valgrind). */
+    uint64_t region = si_round(si_env_u64("GMT_STANDIN_RESERVE_BYTES", SI_RESERVE_REGION),
+                               SI_VMM_GRAIN);
+    uint64_t rbase = si_reserve_va(region + SI_VMM_GRAIN);
     g_reserve.base = si_round(rbase, SI_VMM_GRAIN);
-    g_reserve.limit = g_reserve.base + SI_RESERVE_REGION;
+    g_reserve.limit = g_reserve.base + region;
     g_reserve.grain = SI_VMM_GRAIN;
 }
 

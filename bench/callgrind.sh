@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Instructions the tracer adds per cudaMalloc+cudaFree pair on the stand-in CUDA, counted by
+# valgrind's callgrind (stable on a noisy shared machine), plus medians of wall time.
+#
+# usage: bench/callgrind.sh [BUILD_DIR] [WALL_REPEATS]
+#
+# Instructions: bench_pairs runs with N1 and N2 pairs under callgrind for each setting; the
+# difference of the two totals divided by N2-N1 is the cost of one pair with start-up and
+# exit (report writing) cancelled out. "added" is that minus the native figure.
+# Settings: native; traced with the default depth (32; the bench's stack is shallow, ~10
+# frames); traced with GPUMEMTRACE_STACK_DEPTH=0 (stacks off).
+# Wall: WALL_REPEATS interleaved runs of 200000 pairs (1 thread) per setting, median ns/pair.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "${1:-$root/build}" && pwd)
+reps=${2:-5}
+bin="$build/bench/bench_pairs"
+lib="$build/src/libgpumemtrace.so"
+command -v valgrind >/dev/null || { echo "callgrind.sh: valgrind not found" >&2; exit 2; }
+[[ -x $bin && -f $lib ]] || { echo "callgrind.sh: build $build first" >&2; exit 2; }
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+# A small stand-in: valgrind cannot reserve the stand-in's default 256 GiB of address space.
+export GMT_STANDIN_DEVICES=1 GMT_STANDIN_MEM_BYTES=$((1 << 30)) GMT_STANDIN_RESERVE_BYTES=$((1 << 30))
+export GPUMEMTRACE_OUTPUT="$out/r-%p.json" GPUMEMTRACE_LOG=quiet
+n1=2000 n2=6000
+settings=(native default off)
+
+run_setting() { # setting, then the command
+  local s=$1
+  shift
+  case $s in
+    native) "$@" ;;
+    default) LD_PRELOAD="$lib" "$@" ;;
+    off) LD_PRELOAD="$lib" GPUMEMTRACE_STACK_DEPTH=0 "$@" ;;
+  esac
+}
+
+instr() { # setting pairs -> total instructions
+  local f="$out/cg-$1-$2.out"
+  run_setting "$1" valgrind --tool=callgrind --callgrind-out-file="$f" "$bin" 1 "$2" \
+    >/dev/null 2>&1
+  awk '/^summary:/ {print $2}' "$f"
+}
+
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+
+declare -A ipp wall
+for s in "${settings[@]}"; do
+  a=$(instr "$s" $n1)
+  b=$(instr "$s" $n2)
+  ipp[$s]=$(((b - a) / (n2 - n1)))
+done
+for ((r = 0; r < reps; r++)); do
+  for s in "${settings[@]}"; do
+    v=$(run_setting "$s" "$bin" 1 200000)
+    wall[$s]+="${v#ns_per_pair } "
+  done
+done
+printf "%-10s %14s %14s %12s %12s\n" setting instr/pair added_instr ns/pair added_ns
+for s in "${settings[@]}"; do
+  m=$(echo ${wall[$s]} | tr ' ' '\n' | median)
+  base=$(echo ${wall[native]} | tr ' ' '\n' | median)
+  awk -v s="$s" -v i="${ipp[$s]}" -v n="${ipp[native]}" -v m="$m" -v b="$base" \
+    'BEGIN {printf "%-10s %14d %14d %12.1f %12.1f\n", s, i, i - n, m, m - b}'
+done

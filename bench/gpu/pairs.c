@@ -1,0 +1,142 @@
+/* pairs.c - the GPU benchmark's allocation workloads (bench/gpu_bench.sh runs them natively
+ * and under the tracer, interleaved).
+ *
+ *   pairs async PAIRS   one thread: cudaMallocAsync + cudaFreeAsync, 64-320 KiB, on one stream,
+ *                       called from STACK_FRAMES nested frames (so a traced run unwinds a
+ *                       stack of depth 32, the issue's goal); prints
+ *                       "us_per_pair <median over batches of 500 pairs>"
+ *   pairs threads T N   T threads x N cudaMalloc + cudaFree pairs, 4-64 KiB, started together;
+ *                       prints "us_per_call <wall time / (2 N)>" (the time one thread sees
+ *                       per call, as in issue 10's table)
+ * Host code only, built by nvcc -x c++ -cudart shared (like PyTorch, a shared libcudart, so the
+ * runtime hooks take part).
+ */
+#include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define BATCH       500
+#define MAX_BATCHES 4096
+#define MAX_THREADS 64
+#define KIB         1024
+
+static double now_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void check(cudaError_t r, const char *what)
+{
+    if (r != cudaSuccess) {
+        fprintf(stderr, "pairs: %s failed: %s\n", what, cudaGetErrorString(r));
+        exit(1);
+    }
+}
+
+/* Frames between main and the CUDA calls in `async` mode. */
+#define STACK_FRAMES 32
+
+static int run_async_batches(long pairs);
+
+__attribute__((noinline)) static int nest(int depth, long pairs)
+{
+    if (depth > 0) {
+        int r = nest(depth - 1, pairs);
+        __asm__ volatile("" ::: "memory"); /* no tail call: keep the frame */
+        return r;
+    }
+    return run_async_batches(pairs);
+}
+
+static int run_async(long pairs)
+{
+    return nest(STACK_FRAMES - 4, pairs); /* main, run_async, run_async_batches, the hook */
+}
+
+static int run_async_batches(long pairs)
+{
+    cudaStream_t s;
+    check(cudaStreamCreate(&s), "cudaStreamCreate");
+    void *p;
+    for (int i = 0; i < 200; i++) { /* warm the pool and the tracer */
+        check(cudaMallocAsync(&p, 64 * KIB, s), "cudaMallocAsync");
+        check(cudaFreeAsync(p, s), "cudaFreeAsync");
+    }
+    check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+    long nb = pairs / BATCH;
+    if (nb < 1) nb = 1;
+    if (nb > MAX_BATCHES) nb = MAX_BATCHES;
+    static double per[MAX_BATCHES];
+    for (long b = 0; b < nb; b++) {
+        double t0 = now_us();
+        for (int i = 0; i < BATCH; i++) {
+            size_t bytes = (size_t)(64 + 64 * (i % 5)) * KIB;
+            check(cudaMallocAsync(&p, bytes, s), "cudaMallocAsync");
+            check(cudaFreeAsync(p, s), "cudaFreeAsync");
+        }
+        per[b] = (now_us() - t0) / BATCH;
+        check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+    }
+    qsort(per, (size_t)nb, sizeof per[0], cmp_double);
+    printf("us_per_pair %.3f\n", per[nb / 2]);
+    return 0;
+}
+
+static long n_pairs;
+static pthread_barrier_t start;
+
+static void *worker(void *arg)
+{
+    (void)arg;
+    void *p;
+    check(cudaFree(0), "cudaFree(0)"); /* this thread's context, outside the timing */
+    pthread_barrier_wait(&start);
+    for (long i = 0; i < n_pairs; i++) {
+        size_t bytes = (size_t)(4 + 4 * (i % 16)) * KIB;
+        check(cudaMalloc(&p, bytes), "cudaMalloc");
+        check(cudaFree(p), "cudaFree");
+    }
+    pthread_barrier_wait(&start);
+    return NULL;
+}
+
+static int run_threads(int threads, long pairs)
+{
+    if (threads < 1 || threads > MAX_THREADS) return 2;
+    n_pairs = pairs;
+    void *p;
+    check(cudaMalloc(&p, 4 * KIB), "cudaMalloc");
+    check(cudaFree(p), "cudaFree");
+    pthread_barrier_init(&start, NULL, (unsigned)threads + 1);
+    pthread_t t[MAX_THREADS];
+    for (int i = 0; i < threads; i++)
+        pthread_create(&t[i], NULL, worker, NULL);
+    pthread_barrier_wait(&start);
+    double t0 = now_us();
+    pthread_barrier_wait(&start);
+    double wall = now_us() - t0;
+    for (int i = 0; i < threads; i++)
+        pthread_join(t[i], NULL);
+    printf("us_per_call %.3f\n", wall / (2.0 * (double)pairs));
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 3 && strcmp(argv[1], "async") == 0) return run_async(atol(argv[2]));
+    if (argc >= 4 && strcmp(argv[1], "threads") == 0)
+        return run_threads(atoi(argv[2]), atol(argv[3]));
+    fprintf(stderr, "usage: pairs async PAIRS | pairs threads T PAIRS_PER_THREAD\n");
+    return 2;
+}

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# gpu_bench.sh - issue 10's cost table on a GPU machine, with the relocatable bundle.
+#
+# usage: bench/gpu_bench.sh BUNDLE [REPS]
+#   BUNDLE  scripts/bundle.sh's output folder (lib/libgpumemtrace.so)
+#   REPS    interleaved repetitions of each C row (default 5; PyTorch rows use 3)
+# Needs nvcc (NVCC, PATH or /usr/local/cuda/bin), python3, and PyTorch for the PyTorch rows
+# (skipped, visibly, without it). Finishes in about 3 minutes; prints a table to stdout.
+# Environment: GMT_BENCH_RAW=FILE keeps every sample ("row setting value" lines).
+#
+# Rows (all medians of interleaved runs: every setting once per repetition):
+#   async   cudaMallocAsync+cudaFreeAsync pair, 64-320 KiB, one thread, stack depth 32 (us/pair)
+#   16thr   16 threads x 5000 cudaMalloc+cudaFree, 4-64 KiB (us per call one thread sees)
+#   torch-nocache / torch-async  a small training loop (ms/step), PYTORCH_NO_CUDA_MEMORY_CACHING=1
+#           and PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync, untraced vs traced (default)
+# Settings: native; cupti-empty (a probe library with an empty CUPTI callback on the same
+# driver calls: the driver plus CUPTI's own dispatch); default (CUPTI backend, depth 32);
+# off (CUPTI, GPUMEMTRACE_STACK_DEPTH=0); hooks (GPUMEMTRACE_BACKEND=hooks); hooks-off.
+# The split at the end: driver = native; CUPTI dispatch = cupti-empty - native; our callback
+# (bookkeeping inside CUPTI) = off - cupti-empty; unwinder = default - off; entry-point path
+# bookkeeping = hooks-off - native.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+bundle=$(cd "${1:?usage: gpu_bench.sh BUNDLE [REPS]}" && pwd)
+reps=${2:-5}
+lib="$bundle/lib/libgpumemtrace.so"
+[[ -f $lib ]] || { echo "gpu_bench.sh: no $lib" >&2; exit 2; }
+nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+[[ -x $nvcc ]] || { echo "gpu_bench.sh: nvcc not found (set NVCC)" >&2; exit 2; }
+cuda_home=${CUDA_HOME:-$(cd "$(dirname "$nvcc")/.." && pwd)}
+start=$(date +%s)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+raw=${GMT_BENCH_RAW:-$work/raw.txt}
+: >"$raw"
+
+# ---- build the workloads and the probe ----
+"$nvcc" -x c++ -O2 -cudart shared -o "$work/pairs" "$here/gpu/pairs.c" -lpthread || exit 1
+cupti_inc=$(dirname "$(find "$cuda_home/" -name cupti.h 2>/dev/null | head -1)")
+cupti_so=$(find "$cuda_home/" -name 'libcupti.so' 2>/dev/null | head -1)
+probe=""
+if [[ -n $cupti_so && -d $cupti_inc ]]; then
+  cupti_dir=$(dirname "$cupti_so")
+  if cc -shared -fPIC -O2 -I"$cuda_home/include" -I"$cupti_inc" -o "$work/cupti_empty.so" \
+    "$here/gpu/cupti_empty.c" -L"$cupti_dir" -lcupti -Wl,-rpath,"$cupti_dir"; then
+    probe="$work/cupti_empty.so"
+  fi
+fi
+[[ -n $probe ]] || echo "gpu_bench.sh: CUPTI probe not built (no cupti.h/libcupti.so under $cuda_home): cupti-empty skipped" >&2
+
+export GPUMEMTRACE_OUTPUT="$work/r-%p.json" GPUMEMTRACE_LOG=quiet
+
+run() { # setting, then the command; prints the command's number
+  local s=$1
+  shift
+  case $s in
+    native) "$@" ;;
+    cupti-empty) LD_PRELOAD="$probe" "$@" ;;
+    default) LD_PRELOAD="$lib" "$@" ;;
+    off) LD_PRELOAD="$lib" GPUMEMTRACE_STACK_DEPTH=0 "$@" ;;
+    hooks) LD_PRELOAD="$lib" GPUMEMTRACE_BACKEND=hooks "$@" ;;
+    hooks-off) LD_PRELOAD="$lib" GPUMEMTRACE_BACKEND=hooks GPUMEMTRACE_STACK_DEPTH=0 "$@" ;;
+  esac 2>>"$work/stderr.txt" | awk '$1 ~ /^(us_per_pair|us_per_call|ms_per_step)$/ {print $2}'
+  rm -f "$work"/r-*.json
+}
+
+settings="native default off hooks hooks-off"
+[[ -n $probe ]] && settings="native cupti-empty default off hooks hooks-off"
+for ((r = 0; r < reps; r++)); do
+  for s in $settings; do
+    echo "async $s $(run "$s" "$work/pairs" async 20000)" >>"$raw"
+    echo "16thr $s $(run "$s" "$work/pairs" threads 16 5000)" >>"$raw"
+  done
+done
+
+# ---- PyTorch: untraced vs traced, interleaved; bounded so the whole run stays short ----
+if python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
+  for ((r = 0; r < 3; r++)); do
+    (($(date +%s) - start > 200)) && { echo "gpu_bench.sh: time budget reached, torch rep $r skipped" >&2; break; }
+    for s in native default; do
+      echo "torch-nocache $s $(PYTORCH_NO_CUDA_MEMORY_CACHING=1 run "$s" python3 "$here/gpu/torch_loop.py" 30)" >>"$raw"
+      echo "torch-async $s $(PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync run "$s" python3 "$here/gpu/torch_loop.py" 30)" >>"$raw"
+    done
+  done
+else
+  echo "torch-nocache skipped no-torch" >>"$raw"
+fi
+
+python3 - "$raw" <<'PY'
+import collections, statistics, sys
+samples = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    parts = line.split()
+    if len(parts) == 3:
+        try:
+            samples[(parts[0], parts[1])].append(float(parts[2]))
+        except ValueError:
+            pass
+med = {k: statistics.median(v) for k, v in samples.items() if v}
+units = {"async": "us/pair", "16thr": "us/call", "torch-nocache": "ms/step", "torch-async": "ms/step"}
+print(f"{'row':<14} {'setting':<12} {'median':>9} {'added':>9} {'ratio':>6} {'n':>3}  unit")
+for row in ["async", "16thr", "torch-nocache", "torch-async"]:
+    base = med.get((row, "native"))
+    for s in ["native", "cupti-empty", "default", "off", "hooks", "hooks-off"]:
+        m = med.get((row, s))
+        if m is None:
+            continue
+        add = m - base if base else float("nan")
+        ratio = m / base if base else float("nan")
+        print(f"{row:<14} {s:<12} {m:9.3f} {add:9.3f} {ratio:6.2f} {len(samples[(row, s)]):3d}  {units[row]}")
+for row in ["async", "16thr"]:
+    g = lambda s: med.get((row, s))
+    if None in (g("native"), g("default"), g("off")):
+        continue
+    parts = [f"driver {g('native'):.3f}"]
+    if g("cupti-empty") is not None:
+        parts += [f"CUPTI dispatch {g('cupti-empty') - g('native'):+.3f}",
+                  f"our callback {g('off') - g('cupti-empty'):+.3f}"]
+    else:
+        parts += [f"CUPTI+callback {g('off') - g('native'):+.3f}"]
+    parts += [f"unwinder(d32) {g('default') - g('off'):+.3f}"]
+    if g("hooks-off") is not None:
+        parts += [f"hooks bookkeeping {g('hooks-off') - g('native'):+.3f}",
+                  f"hooks unwinder {g('hooks') - g('hooks-off'):+.3f}"]
+    print(f"split {row} ({units[row]}): " + " | ".join(parts))
+PY
+echo "gpu_bench.sh: $(($(date +%s) - start)) s; stderr of the runs: $(wc -l <"$work/stderr.txt") lines"
+[[ -s $work/stderr.txt ]] && head -5 "$work/stderr.txt"
+exit 0
