@@ -122,17 +122,20 @@ static const void *self_base(void)
     return dladdr((const void *)&gmt_real, &info) ? info.dli_fbase : NULL;
 }
 
-/* The module that defines fn, when it is a libcudart other than us: opened (pinned by the
- * caller) with RTLD_NOLOAD. */
-static void *cudart_of(void *fn)
+/* The module that defines fn, when it is not us: opened (pinned by the caller) with
+ * RTLD_NOLOAD. Any name: it is what the calling module's own scope binds to (a wheel's
+ * vendored copy may be called libcudart-<hash>.so.12). */
+static void *module_of(void *fn)
 {
     Dl_info info;
-    if (!fn || !dladdr(fn, &info) || !info.dli_fname || info.dli_fbase == self_base()) return NULL;
-    if (!is_cudart_name(info.dli_fname)) return NULL;
+    if (!fn || !dladdr(fn, &info) || !info.dli_fname || !info.dli_fname[0] ||
+        info.dli_fbase == self_base())
+        return NULL;
     return dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
 }
 
-/* The libcudart the module holding caller links (directly or through its dependencies). */
+/* The libcudart the module holding caller links (directly or through its dependencies):
+ * the definition of probe in that module's own scope. */
 static void *cudart_of_caller(const void *caller, const char *probe)
 {
     Dl_info info;
@@ -142,7 +145,7 @@ static void *cudart_of_caller(const void *caller, const char *probe)
     if (!lm->l_name || !lm->l_name[0] || info.dli_fbase == self_base()) return NULL;
     void *mod = dlopen(lm->l_name, RTLD_LAZY | RTLD_NOLOAD);
     if (!mod) return NULL;
-    void *h = cudart_of(gmt_real_dlsym(mod, probe));
+    void *h = module_of(gmt_real_dlsym(mod, probe));
     dlclose(mod);
     return h;
 }
@@ -193,26 +196,22 @@ static void resolve_local(const void *caller, const char *probe)
     pin(h);
 }
 
-static void resolve_runtime_once(void)
-{
-    resolve_runtime();
-    gmt_guard_enter();
-    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
-        if (entries[i].runtime && entries[i].required && !*entries[i].slot) {
-            resolve_local(NULL, entries[i].name);
-            break;
-        }
-    gmt_guard_leave();
-}
-
 void gmt_real_resolve_runtime(void)
 {
-    pthread_once(&runtime_once, resolve_runtime_once);
+    pthread_once(&runtime_once, resolve_runtime);
+    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
+        if (entries[i].runtime && entries[i].required &&
+            !__atomic_load_n(entries[i].slot, __ATOMIC_ACQUIRE)) {
+            gmt_guard_enter();
+            resolve_local(NULL, entries[i].name);
+            gmt_guard_leave();
+            break;
+        }
 }
 
 void gmt_real_resolve_runtime_from(const void *caller, const char *name)
 {
-    gmt_real_resolve_runtime();
+    pthread_once(&runtime_once, resolve_runtime);
     gmt_guard_enter();
     resolve_local(caller, name);
     gmt_guard_leave();

@@ -406,6 +406,15 @@ def case_dlopen_local(ctx):
     check_local_leak(ctx.final_report())
 
 
+@case("dlopen_local_vendored")
+def case_dlopen_local_vendored(ctx):
+    # Its runtime is libcudart-vendored.so.13: found through the calling module's scope only.
+    lib = os.path.join(ctx.progs, "liblocal_vendored_user.so")
+    compare_untraced(ctx, ["dlopen_local", lib],
+                     lambda r: {k: r.fact_int(k) for k in ("rc_leak", "rc_pair")})
+    check_local_leak(ctx.final_report())
+
+
 @case("dlopen_local_ctypes")
 def case_dlopen_local_ctypes(ctx):
     # ctypes.CDLL loads with RTLD_LOCAL by default.
