@@ -787,6 +787,12 @@ cases_py.register(CASES, sys.modules[__name__])
 import cases_state  # noqa: E402  (the state file: SIGKILL recovery, top)
 
 cases_state.register(sys.modules[__name__])
+import cases_multirank  # noqa: E402  (issue 11: torchrun DDP ranks, merge)
+
+cases_multirank.register(sys.modules[__name__])
+import cases_sym  # noqa: E402
+
+cases_sym.register(sys.modules[__name__])
 
 
 def main():
