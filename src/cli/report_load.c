@@ -302,7 +302,7 @@ static int build_model(gmt_report_t *rep, char *why, size_t why_len)
     rep->end_time = json_time(p, "end_time");
     rep->duration_s = gmt_json_has_num(p, "duration_s") ? json_time(p, "duration_s")
                                                         : rep->end_time - rep->start_time;
-    if (rep->duration_s < 0) rep->duration_s = 0;
+    if (!(rep->duration_s >= 0) || !isfinite(rep->duration_s)) rep->duration_s = 0;
     rep->recovered = gmt_json_bool(p, "recovered", false);
 
     const cJSON *s = rep->summary;

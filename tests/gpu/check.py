@@ -793,6 +793,9 @@ cases_multirank.register(sys.modules[__name__])
 import cases_sym  # noqa: E402
 
 cases_sym.register(sys.modules[__name__])
+import cases_soak  # noqa: E402  (issue 10: several million async allocations)
+
+cases_soak.register(sys.modules[__name__])
 
 
 def main():
