@@ -14,6 +14,7 @@ Case "unsupported" (a CPython outside 3.9-3.13): one stderr line, native stacks 
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -102,7 +103,7 @@ def case_frames(args):
     rep, _ = run(args, {})
     cap = rep["capture"].get("python")
     want_version = version_of(args.python)
-    if cap != {"status": "captured", "version": want_version}:
+    if cap.get("status") != "captured" or cap.get("version") != want_version:
         fail(f"capture.python is {cap}, want captured {want_version}")
     tags = tag_lines()
     groups = group_by_bytes(rep)
@@ -186,7 +187,7 @@ def case_unsupported(args):
 MORE = os.path.join(HERE, "alloc_more.py")
 
 
-def run_more(args, mode):
+def run_more(args, mode, env_extra=None):
     """alloc_more.py MODE under the tracer; returns {pid: report}."""
     work = os.path.join(args.work, mode)
     os.makedirs(work, exist_ok=True)
@@ -194,6 +195,7 @@ def run_more(args, mode):
         os.unlink(os.path.join(work, f))
     env = dict(os.environ, LD_PRELOAD=args.lib, GPUMEMTRACE_LOG="info",
                GPUMEMTRACE_OUTPUT=os.path.join(work, "r-%p.json"))
+    env.update(env_extra or {})
     p = subprocess.run([args.python, MORE, args.cudart, mode], env=env, capture_output=True,
                        text=True, timeout=60)
     print(p.stdout, p.stderr)
@@ -252,6 +254,32 @@ def case_threads(args):
     print(f"ok: 300 of 300 thread allocations name thread_alloc:{line}")
 
 
+def case_steady(args):
+    """The fast path is taken (a count, not a time): 2000 allocations 6-23 Python frames deep
+    in two threads; at most a few walks (first sights) need a kernel copy, while with
+    GPUMEMTRACE_PY_CHECKED=1 every walk does. Both leaks
+    name steady_alloc's line either way."""
+    minor = int(version_of(args.python).split(".")[1])
+    line = more_tags()["steady_alloc"]
+    for checked_only in (False, True):
+        reps, _ = run_more(args, "steady", {"GPUMEMTRACE_PY_CHECKED": "1"} if checked_only else {})
+        (rep,) = reps.values()
+        cap = rep["capture"]["python"]
+        if cap.get("status") != "captured" or not isinstance(cap.get("checked_walks"), int):
+            fail(f"capture.python is {cap}")
+        walks = cap["checked_walks"]
+        named = sum(g["count"] for g in rep["leaks"]["groups"]
+                    if names_line(rep, g, "steady_alloc", line))
+        if named != 2:
+            fail(f"{named} of 2 steady leaks name steady_alloc:{line}")
+        fast = not checked_only
+        if fast and walks > 16:
+            fail(f"3.{minor}: {walks} of 2000 walks needed a kernel copy, want first sights only")
+        if not fast and walks < 2000:
+            fail(f"3.{minor} checked_only={checked_only}: {walks} checked walks, want >= 2000")
+        print(f"ok 3.{minor} checked_only={checked_only}: {walks} of 2000 walks needed a kernel copy")
+
+
 def case_shallow(args):
     """GPUMEMTRACE_STACK_DEPTH=3: the native stack ends before the interpreter, the Python
     frames are appended at its outer end and still name every line; depth 0: no stack, and
@@ -282,10 +310,20 @@ def case_shallow(args):
 
 def case_notpython(args):
     """A C program (--python names it here): capture.python and every stack say not-python,
-    the stand-in found through its RPATH."""
+    the stand-in found through its RPATH (in a plain build; see below for sanitizer builds)."""
     out = os.path.join(args.work, "notpython.json")
     os.makedirs(args.work, exist_ok=True)
     env = dict(os.environ, LD_PRELOAD=args.lib, GPUMEMTRACE_OUTPUT=out)
+    # A sanitizer build's dlopen interceptor makes the sanitizer runtime the caller of the
+    # stand-in runtime's dlopen("libcuda.so.1"), so glibc searches the runtime's RUNPATH, not
+    # the stand-in's $ORIGIN: the stand-in folder is put on the search path, as
+    # tests/integration does for every case. A plain build still finds it through the RPATH.
+    linked = subprocess.run(["ldd", args.lib], capture_output=True, text=True).stdout
+    if re.search(r"^\s*lib[at]san\.so", linked, re.M):
+        if not args.standin:
+            fail("a sanitizer build needs --standin (the stand-in CUDA folder)")
+        env["LD_LIBRARY_PATH"] = args.standin + (
+            ":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
     p = subprocess.run([args.python], env=env, capture_output=True, text=True, timeout=60)
     if p.returncode != 0:
         fail(f"{args.python} exited {p.returncode}: {p.stderr}")
@@ -381,7 +419,7 @@ def case_recover(args):
 
 def main():
     ap = argparse.ArgumentParser()
-    for a in ("python", "lib", "cudart", "schema", "work", "case", "cli", "native"):
+    for a in ("python", "lib", "cudart", "schema", "work", "case", "cli", "native", "standin"):
         ap.add_argument("--" + a, default="")
     args = ap.parse_args()
     if not args.python or not os.path.exists(args.python):
@@ -389,7 +427,8 @@ def main():
         sys.exit(77)
     {"frames": case_frames, "off": case_off, "cli": case_cli,
      "unsupported": case_unsupported, "fork": case_fork, "threads": case_threads,
-     "shallow": case_shallow, "notpython": case_notpython, "recover": case_recover}[args.case](args)
+     "shallow": case_shallow, "steady": case_steady, "notpython": case_notpython,
+     "recover": case_recover}[args.case](args)
 
 
 if __name__ == "__main__":
