@@ -953,6 +953,12 @@ static int use_debug_offsets(const uint8_t *rt)
 
 static int map_cache(void)
 {
+    /* The fast path's per-thread tables of code addresses (without them it stays off). */
+    if (!known_code_mem) {
+        void *k = mmap(NULL, (size_t)MEM_SLOTS * 2 * KNOWN_CODE * sizeof(uint64_t),
+                       PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (k != MAP_FAILED) known_code_mem = k;
+    }
     pycode_t *given = __atomic_load_n(&cache, __ATOMIC_ACQUIRE);
     if (given) { /* handed over (core_init.c: in the region) before the version was known */
         given->minor = (uint32_t)py.lay.minor;
@@ -964,10 +970,6 @@ static int map_cache(void)
     void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                    -1, 0);
     if (m == MAP_FAILED) return -ENOMEM;
-    /* The fast path's per-thread tables of code addresses (without them it stays off). */
-    void *k = mmap(NULL, (size_t)MEM_SLOTS * 2 * KNOWN_CODE * sizeof(uint64_t),
-                   PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (k != MAP_FAILED) known_code_mem = k;
     return gmt_pycode_init(m, bytes, entries, text);
 }
 
