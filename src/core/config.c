@@ -150,7 +150,9 @@ int gmt_parse_warmup(const char *s, gmt_warmup_t *out)
     double v = strtod(num, &end);
     if (*end) return -EINVAL;
     const char *unit = s + i;
-    gmt_warmup_t w = {v, false};
+    gmt_warmup_t w;
+    memset(&w, 0, sizeof w); /* the padding too: configurations are compared and stored whole */
+    w.value = v;
     if (strcmp(unit, "s") == 0) {
         w.seconds = true;
     } else if (strcmp(unit, "%") == 0) {
