@@ -6,7 +6,9 @@
 #   REPS    interleaved repetitions of each C row (default 5; PyTorch rows use 3)
 # Needs nvcc (NVCC, PATH or /usr/local/cuda/bin), python3, and PyTorch for the PyTorch rows
 # (skipped, visibly, without it). Finishes in about 3 minutes; prints a table to stdout.
-# Environment: GMT_BENCH_RAW=FILE keeps every sample ("row setting value" lines).
+# Environment: GMT_BENCH_RAW=FILE keeps every sample ("row setting value" lines);
+# GMT_BENCH_OLD_LIB=PATH adds an older libgpumemtrace.so as settings old-default, old-off and
+# old-hooks, interleaved with the others (before/after measured side by side in one run).
 #
 # Rows (all medians of interleaved runs: every setting once per repetition):
 #   async   cudaMallocAsync+cudaFreeAsync pair, 64-320 KiB, one thread, stack depth 32 (us/pair)
@@ -60,12 +62,22 @@ run() { # setting, then the command; prints the command's number
     off) LD_PRELOAD="$lib" GPUMEMTRACE_STACK_DEPTH=0 "$@" ;;
     hooks) LD_PRELOAD="$lib" GPUMEMTRACE_BACKEND=hooks "$@" ;;
     hooks-off) LD_PRELOAD="$lib" GPUMEMTRACE_BACKEND=hooks GPUMEMTRACE_STACK_DEPTH=0 "$@" ;;
+    old-default) LD_PRELOAD="$old" "$@" ;;
+    old-off) LD_PRELOAD="$old" GPUMEMTRACE_STACK_DEPTH=0 "$@" ;;
+    old-hooks) LD_PRELOAD="$old" GPUMEMTRACE_BACKEND=hooks "$@" ;;
   esac 2>>"$work/stderr.txt" | awk '$1 ~ /^(us_per_pair|us_per_call|ms_per_step)$/ {print $2}'
   rm -f "$work"/r-*.json
 }
 
 settings="native default off hooks hooks-off"
 [[ -n $probe ]] && settings="native cupti-empty default off hooks hooks-off"
+old=${GMT_BENCH_OLD_LIB:-}
+old_torch=""
+if [[ -n $old ]]; then
+  [[ -f $old ]] || { echo "gpu_bench.sh: GMT_BENCH_OLD_LIB=$old is not a file" >&2; exit 2; }
+  settings="$settings old-default old-off old-hooks"
+  old_torch="old-default"
+fi
 for ((r = 0; r < reps; r++)); do
   for s in $settings; do
     echo "async $s $(run "$s" "$work/pairs" async 20000)" >>"$raw"
@@ -77,7 +89,7 @@ done
 if python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
   for ((r = 0; r < 3; r++)); do
     (($(date +%s) - start > 200)) && { echo "gpu_bench.sh: time budget reached, torch rep $r skipped" >&2; break; }
-    for s in native default; do
+    for s in native default $old_torch; do
       echo "torch-nocache $s $(PYTORCH_NO_CUDA_MEMORY_CACHING=1 run "$s" python3 "$here/gpu/torch_loop.py" 30)" >>"$raw"
       echo "torch-async $s $(PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync run "$s" python3 "$here/gpu/torch_loop.py" 30)" >>"$raw"
     done
@@ -101,7 +113,8 @@ units = {"async": "us/pair", "16thr": "us/call", "torch-nocache": "ms/step", "to
 print(f"{'row':<14} {'setting':<12} {'median':>9} {'added':>9} {'ratio':>6} {'n':>3}  unit")
 for row in ["async", "16thr", "torch-nocache", "torch-async"]:
     base = med.get((row, "native"))
-    for s in ["native", "cupti-empty", "default", "off", "hooks", "hooks-off"]:
+    for s in ["native", "cupti-empty", "default", "off", "hooks", "hooks-off", "old-default",
+              "old-off", "old-hooks"]:
         m = med.get((row, s))
         if m is None:
             continue

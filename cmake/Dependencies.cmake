@@ -18,6 +18,10 @@ endfunction()
 
 gmt_require_header(GMT_LIBUNWIND_INCLUDE libunwind.h libunwind-dev)
 gmt_require_lib(GMT_LIBUNWIND_LIB unwind libunwind-dev)
+# libdw (elfutils): headers at build time; the library itself is loaded with dlopen when a
+# report is symbolized (docs/symbols.md), so nothing links it.
+gmt_require_header(GMT_LIBDW_INCLUDE elfutils/libdwfl.h libdw-dev)
+gmt_require_lib(GMT_LIBDW_LIB dw libdw-dev)
 gmt_require_header(GMT_CJSON_INCLUDE cJSON.h libcjson-dev)
 gmt_require_lib(GMT_CJSON_LIB cjson libcjson-dev)
 # The CLI's pprof export is gzip-compressed.

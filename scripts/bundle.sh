@@ -34,6 +34,10 @@ copy_deps() {
 }
 copy_deps "$stage/lib/libgpumemtrace.so"
 copy_deps "$stage/bin/gpumemtrace"
+# libdw is dlopened when a report is written (docs/symbols.md), so ldd does not list it: carry
+# it; the loop below carries what it needs (libelf, libz, liblzma, libbz2...).
+libdw=$(ldconfig -p | awk '$1 == "libdw.so.1" && /x86-64/ {print $NF; exit}')
+[ -n "$libdw" ] && cp -L "$libdw" "$stage/lib/libdw.so.1"
 for f in "$stage"/lib/*.so*; do copy_deps "$f"; done
 cp "$root/README.md" "$root/LICENSE" "$stage/" 2>/dev/null || true
 tar -C "$out" -czf "$out/$name.tar.gz" "$name"

@@ -3,7 +3,7 @@
 # for what is missing. The CUDA toolkit (headers, CUPTI, nvcc) is expected at /usr/local/cuda
 # or $CUDAToolkit_ROOT; it is not a Debian package here.
 set -euo pipefail
-pkgs=(build-essential cmake ninja-build pkg-config libunwind-dev libcjson-dev libcmocka-dev
+pkgs=(build-essential cmake ninja-build pkg-config libunwind-dev libdw-dev libc6-dbg libcjson-dev libcmocka-dev
       python3 python3-jsonschema zlib1g-dev clang libclang-rt-14-dev chromium golang-go
       prometheus)
 missing=()

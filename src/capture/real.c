@@ -7,6 +7,8 @@
 #include "core/tls.h"
 
 #include <dlfcn.h>
+#include <limits.h>
+#include <link.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -69,9 +71,150 @@ static void resolve_runtime(void)
     gmt_guard_leave();
 }
 
+/* --- runtime entries outside the global scope ------------------------------------------
+ *
+ * A library loaded with RTLD_LOCAL that links libcudart binds its cudart calls to our exports
+ * (the preload library is first in every scope), yet its libcudart is not in the global scope
+ * that RTLD_NEXT searches. Such entries are filled from a loaded libcudart found here: the one
+ * the calling module depends on (its handle's dependency scope, which holds no preload
+ * library), else the first libcudart.so* of the link map. No lock is taken (the loader's own
+ * locks only): slots are filled with a compare-and-swap from NULL, and racing threads find the
+ * same functions. Every libcudart a slot points into is pinned by a reference that is never
+ * dropped, so a cached pointer cannot outlive its library. */
+
+#define PINNED_MAX 8
+static void *pinned[PINNED_MAX];
+
+/* Keeps one reference per libcudart whose functions are cached; drops a redundant one. */
+static void pin(void *h)
+{
+    for (int i = 0; i < PINNED_MAX; i++) {
+        void *cur = __atomic_load_n(&pinned[i], __ATOMIC_ACQUIRE);
+        if (cur == h) {
+            dlclose(h);
+            return;
+        }
+        if (!cur) {
+            void *expected = NULL;
+            if (__atomic_compare_exchange_n(&pinned[i], &expected, h, false, __ATOMIC_ACQ_REL,
+                                            __ATOMIC_ACQUIRE))
+                return;
+            if (expected == h) {
+                dlclose(h);
+                return;
+            }
+        }
+    }
+    /* More than PINNED_MAX distinct copies: this reference stays, uncounted. */
+}
+
+static bool is_cudart_name(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    return strncmp(base, "libcudart.so", 12) == 0;
+}
+
+/* Base address of this library, to reject a lookup that found our own export. */
+static const void *self_base(void)
+{
+    Dl_info info;
+    return dladdr((const void *)&gmt_real, &info) ? info.dli_fbase : NULL;
+}
+
+/* The module that defines fn, when it is not us: opened (pinned by the caller) with
+ * RTLD_NOLOAD. Any name: it is what the calling module's own scope binds to (a wheel's
+ * vendored copy may be called libcudart-<hash>.so.12). */
+static void *module_of(void *fn)
+{
+    Dl_info info;
+    if (!fn || !dladdr(fn, &info) || !info.dli_fname || !info.dli_fname[0] ||
+        info.dli_fbase == self_base())
+        return NULL;
+    return dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+}
+
+/* The libcudart the module holding caller links (directly or through its dependencies):
+ * the definition of probe in that module's own scope. */
+static void *cudart_of_caller(const void *caller, const char *probe)
+{
+    Dl_info info;
+    struct link_map *lm = NULL;
+    if (!caller || !dladdr1(caller, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm) return NULL;
+    /* The main program's handle is the global scope, where our export comes first. */
+    if (!lm->l_name || !lm->l_name[0] || info.dli_fbase == self_base()) return NULL;
+    void *mod = dlopen(lm->l_name, RTLD_LAZY | RTLD_NOLOAD);
+    if (!mod) return NULL;
+    void *h = module_of(gmt_real_dlsym(mod, probe));
+    dlclose(mod);
+    return h;
+}
+
+typedef struct first_cudart_s {
+    char path[PATH_MAX];
+    int found;
+} first_cudart_t;
+
+static int first_cudart_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    first_cudart_t *f = arg;
+    if (!info->dlpi_name || !is_cudart_name(info->dlpi_name)) return 0;
+    size_t n = strlen(info->dlpi_name);
+    if (n >= sizeof f->path) return 0;
+    memcpy(f->path, info->dlpi_name, n + 1);
+    f->found = 1;
+    return 1;
+}
+
+static void *first_cudart(void)
+{
+    first_cudart_t f = {.found = 0};
+    dl_iterate_phdr(first_cudart_cb, &f);
+    /* Opened outside the iteration, which holds a loader lock. */
+    return f.found ? dlopen(f.path, RTLD_LAZY | RTLD_NOLOAD) : NULL;
+}
+
+static void fill_slot(void **slot, void *fn)
+{
+    void *expected = NULL;
+    if (fn)
+        __atomic_compare_exchange_n(slot, &expected, fn, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+}
+
+/* Fills every empty runtime slot from the libcudart of caller (NULL: any loaded one). */
+static void resolve_local(const void *caller, const char *probe)
+{
+    void *h = cudart_of_caller(caller, probe);
+    if (!h) h = first_cudart();
+    if (!h) return;
+    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
+        if (entries[i].runtime && !__atomic_load_n(entries[i].slot, __ATOMIC_ACQUIRE))
+            fill_slot(entries[i].slot, gmt_real_dlsym(h, entries[i].name));
+    if (!__atomic_load_n(&gmt_real.cudaGetDevice, __ATOMIC_ACQUIRE))
+        fill_slot((void **)&gmt_real.cudaGetDevice, gmt_real_dlsym(h, "cudaGetDevice"));
+    pin(h);
+}
+
 void gmt_real_resolve_runtime(void)
 {
     pthread_once(&runtime_once, resolve_runtime);
+    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
+        if (entries[i].runtime && entries[i].required &&
+            !__atomic_load_n(entries[i].slot, __ATOMIC_ACQUIRE)) {
+            gmt_guard_enter();
+            resolve_local(NULL, entries[i].name);
+            gmt_guard_leave();
+            break;
+        }
+}
+
+void gmt_real_resolve_runtime_from(const void *caller, const char *name)
+{
+    pthread_once(&runtime_once, resolve_runtime);
+    gmt_guard_enter();
+    resolve_local(caller, name);
+    gmt_guard_leave();
 }
 
 void *gmt_real_libcuda(void)

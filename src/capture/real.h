@@ -1,7 +1,8 @@
 /* real.h - pointers to the real CUDA functions behind every hook, resolved once.
  *
  * The table is generated from src/api.def. Runtime entries are found with
- * dlsym(RTLD_NEXT) (the libcudart that comes after the preload library); driver entries
+ * dlsym(RTLD_NEXT) (the libcudart that comes after the preload library), else in a libcudart
+ * loaded with RTLD_LOCAL (the one the calling module links); driver entries
  * from the libcuda.so.1 already loaded in the process. A missing REQUIRED symbol is reported
  * once, loudly; a hook whose real function is missing returns an error instead of calling
  * through NULL. Support functions (device facts, current device) are resolved alongside.
@@ -39,8 +40,13 @@ typedef struct gmt_real_s {
 
 extern gmt_real_t gmt_real;
 
-/* Resolves the runtime entries (once). */
+/* Resolves the runtime entries (once): from the global scope (RTLD_NEXT), and where that has
+ * none, from a libcudart loaded locally (RTLD_LOCAL). */
 void gmt_real_resolve_runtime(void);
+/* Called by a hook whose real function is still missing: looks again (libcudart may have been
+ * loaded since), preferring the libcudart that the module holding caller (the hook's return
+ * address) links, which defines name. Fills every empty runtime entry it can; lock-free. */
+void gmt_real_resolve_runtime_from(const void *caller, const char *name);
 /* Resolves the driver entries from the loaded libcuda.so.1 (once it is loaded); true when
  * libcuda is present. Cheap after the first success. */
 bool gmt_real_resolve_driver(void);

@@ -25,7 +25,7 @@
 #define REAL_OR_FAIL(name)                                                                         \
     do {                                                                                           \
         if (__builtin_expect(!gmt_real.name, 0)) {                                                 \
-            gmt_real_resolve_runtime();                                                            \
+            gmt_real_resolve_runtime_from(__builtin_return_address(0), #name);                     \
             if (!gmt_real.name)                                                                    \
                 return (cudaError_t)gmt_real_missing(#name, cudaErrorNotSupported);                \
         }                                                                                          \

@@ -28,8 +28,10 @@
 
 /* How long a terminating signal waits for the writer to finish the report. */
 #define WRITER_ACK_TIMEOUT_MS 20000
-/* The writer's own stack: report writing uses fixed buffers, never deep recursion. */
-#define WRITER_STACK_BYTES (256 * 1024)
+/* The writer's own stack: report writing uses fixed buffers, never deep recursion, but libdw
+ * (symbolize/symrep.h) reads a line table with ~300 KiB of arrays on the stack. Address space
+ * only: pages are touched as used. */
+#define WRITER_STACK_BYTES (4 * 1024 * 1024)
 
 static int writer_pipe[2] = {-1, -1};
 static int ack_pipe[2] = {-1, -1};

@@ -32,10 +32,12 @@
 int gmt_cli_run(int argc, char **argv);
 int gmt_cli_report(int argc, char **argv);
 int gmt_cli_top(int argc, char **argv);
+int gmt_cli_symbolize(int argc, char **argv); /* cmd_symbolize.c (symbols, docs/symbols.md) */
 
 void gmt_cli_run_help(FILE *to);
 void gmt_cli_report_help(FILE *to);
 void gmt_cli_top_help(FILE *to);
+void gmt_cli_symbolize_help(FILE *to);
 
 /* Rebuilds the report from a GPUMEMTRACE_STATE file (cmd_top.c) into the file output, or into a
  * new temporary file when output is NULL; the path written is copied to out_path. Prints one

@@ -31,6 +31,8 @@ static const verb_t verbs[] = {
      "convert a report: folded, speedscope, perfetto, html, prometheus, pprof"},
     {"top", gmt_cli_top, gmt_cli_top_help,
      "live bytes per device and top stacks of a running job, from its state file"},
+    {"symbolize", gmt_cli_symbolize, gmt_cli_symbolize_help,
+     "name the frames of a report written without libdw (function, file:line)"},
 };
 
 #define NVERBS (sizeof verbs / sizeof verbs[0])

@@ -238,6 +238,15 @@ static int gzip_into(const gmt_buf_t *in, gmt_buf_t *out)
     return 0;
 }
 
+/* A report's seconds as pprof's int64 nanoseconds: a hostile report's value (negative, NaN,
+ * or beyond 2^63 ns) is clamped instead of converted out of range (undefined behaviour). */
+static uint64_t seconds_to_ns(double s)
+{
+    if (!(s > 0)) return 0;
+    if (s >= (double)INT64_MAX / 1e9) return (uint64_t)INT64_MAX;
+    return (uint64_t)(s * 1e9);
+}
+
 int gmt_export_pprof(const gmt_report_t *rep, gmt_buf_t *out)
 {
     ctx_t c;
@@ -278,8 +287,8 @@ int gmt_export_pprof(const gmt_report_t *rep, gmt_buf_t *out)
     uint64_t comment = str_id(&c.s, rep->path);
     for (size_t i = 0; i < c.s.n; i++)
         pb_bytes(&prof, 6, c.s.v[i], strlen(c.s.v[i]));
-    if (rep->start_time > 0) pb_uint(&prof, 9, (uint64_t)(rep->start_time * 1e9));
-    pb_uint(&prof, 10, (uint64_t)(rep->duration_s * 1e9));
+    if (rep->start_time > 0) pb_uint(&prof, 9, seconds_to_ns(rep->start_time));
+    pb_uint(&prof, 10, seconds_to_ns(rep->duration_s));
     pb_key(&prof, 13, 0); /* comment: repeated int64, the report's name */
     pb_varint(&prof, comment);
     pb_uint(&prof, 14, dflt);

@@ -8,6 +8,7 @@
  * truncated file, and give one clear line when the file is not usable.
  */
 #include "cli/cli.h"
+#include "symbolize/offline.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -301,7 +302,7 @@ static int build_model(gmt_report_t *rep, char *why, size_t why_len)
     rep->end_time = json_time(p, "end_time");
     rep->duration_s = gmt_json_has_num(p, "duration_s") ? json_time(p, "duration_s")
                                                         : rep->end_time - rep->start_time;
-    if (rep->duration_s < 0) rep->duration_s = 0;
+    if (!(rep->duration_s >= 0) || !isfinite(rep->duration_s)) rep->duration_s = 0;
     rep->recovered = gmt_json_bool(p, "recovered", false);
 
     const cJSON *s = rep->summary;
@@ -659,7 +660,14 @@ int gmt_report_load(const char *path, gmt_report_t *rep, char *why, size_t why_l
         return set_why(why, why_len, rc, "too large for a report (over %zu MiB)",
                        REPORT_MAX_BYTES >> 20);
     if (rc) return set_why(why, why_len, rc, "%s", strerror(-rc));
-    rc = gmt_report_parse(text, len, rep, why, why_len);
+    /* A report written without libdw gets its frames named first (symbolize/offline.h).
+     * Weak: the CLI links it; the reader's fuzz target does not, and opens no module files. */
+    size_t named_len = 0;
+    char *named =
+        gmt_symbolize_report_text ? gmt_symbolize_report_text(text, len, &named_len) : NULL;
+    rc = named ? gmt_report_parse(named, named_len, rep, why, why_len)
+               : gmt_report_parse(text, len, rep, why, why_len);
+    free(named);
     free(text);
     return rc;
 }

@@ -5,7 +5,7 @@
  * suppressions file, fragmentation and growth suspects are modules of their own (group.c,
  * suppress.c, fragmentation.c, growth.c), each testable without a live process. Scratch
  * memory comes from mmap and is returned before the call ends, so writing a report never
- * calls malloc.
+ * calls malloc, except libdw's symbolization where that is safe (symbolize/symrep.h).
  */
 #define _GNU_SOURCE
 #include "report.h"
@@ -21,6 +21,7 @@
 #include "sections.h"
 #include "suppress.h"
 #include "symbolize.h"
+#include "symbolize/symrep.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -148,6 +149,9 @@ static bool stack_suppressed(uint32_t stack_id, void *ctx)
         gmt_frame_info_t fi;
         gmt_symbolize(f[i], &fi);
         if (gmt_supp_match_frame(s, fi.symbol, fi.module)) return true;
+        /* Also the name the report shows (libdw: static functions, demangled). */
+        const char *named = gmt_symrep_symbol(f[i]);
+        if (named && named != fi.symbol && gmt_supp_match_frame(s, named, NULL)) return true;
     }
     return false;
 }
@@ -205,23 +209,7 @@ static void write_stacks(gmt_report_ctx_t *c)
         if (f && first == depth) first = 0; /* all internal: show them rather than nothing */
         for (uint32_t i = first; f && i < depth; i++) {
             if (gmt_report_python_frame(w, f[i])) continue;
-            gmt_frame_info_t fi;
-            gmt_symbolize(f[i], &fi);
-            jw_object_begin(w, NULL);
-            jw_string(w, "type", "native");
-            jw_hex(w, "address", f[i]);
-            jw_string(w, "module", fi.module);
-            if (fi.module)
-                jw_uint(w, "offset", fi.offset);
-            else
-                jw_null(w, "offset");
-            jw_null(w, "build_id");
-            jw_string(w, "symbol", fi.symbol);
-            jw_null(w, "file");
-            jw_null(w, "line");
-            jw_array_begin(w, "inlined");
-            jw_array_end(w);
-            jw_object_end(w);
+            gmt_symrep_write_frame(w, f[i]);
         }
         jw_array_end(w);
         gmt_report_python_stack_status(w, f, f ? depth : 0);
@@ -269,6 +257,9 @@ int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsign
     size_t ranges_bytes = l->max_ranges * sizeof(gmt_range_t);
     l->ranges = gmt_scratch_alloc(ranges_bytes);
     int rc = -ENOMEM;
+    /* Names from libdw only where allocating is safe: not in a CUDA hook (oom), not while a
+     * thread sits in a crash handler. */
+    gmt_symrep_begin(reason != GMT_REASON_OOM && reason != GMT_REASON_CRASH, c.max_ids);
     if (c.want_stack && l->groups && l->ranges) {
         gmt_group_init(&l->grouping, l->groups, c.max_ids);
         gmt_table_foreach(t, visit_live, l);
@@ -300,6 +291,7 @@ int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsign
         jw_object_end(w);
         rc = jw_finish(w);
     }
+    gmt_symrep_end();
     gmt_scratch_free(c.want_stack, bitmap_bytes);
     gmt_scratch_free(l->groups, groups_bytes);
     gmt_scratch_free(l->ranges, ranges_bytes);

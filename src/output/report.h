@@ -2,9 +2,9 @@
  *
  * Reads the core's state (live table, stack store, counters, peaks, timelines, failures) and
  * writes one report atomically: a temporary file beside the target, then rename(2), so a CI
- * step never reads half a report (report_file.c: how the file is made, where it goes). Runs on whichever thread asks (exit handler, the tracer's
- * writer thread, an allocation that just failed); it never takes a lock the application
- * might hold. Functions return 0 or a negative errno.
+ * step never reads half a report (report_file.c: how the file is made, where it goes). Runs on
+ * whichever thread asks (exit handler, the tracer's writer thread, an allocation that just failed);
+ * it never takes a lock the application might hold. Functions return 0 or a negative errno.
  */
 #ifndef GMT_OUTPUT_REPORT_H
 #define GMT_OUTPUT_REPORT_H

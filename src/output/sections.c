@@ -4,6 +4,7 @@
 
 #include "growth.h"
 #include "report_python.h"
+#include "symbolize/symrep.h"
 
 #include <string.h>
 #include <sys/mman.h>
@@ -41,7 +42,7 @@ void gmt_report_write_group(gmt_report_ctx_t *c, const gmt_group_t *g)
     jw_int(w, "device", g->device);
     jw_string(w, "api", gmt_api_name((gmt_api_t)g->api));
     jw_bool(w, "suppressed", g->suppressed);
-    jw_null(w, "library"); /* module attribution: filled by the symbolizer where it runs */
+    jw_string(w, "library", gmt_symrep_library(g->stack_id));
     jw_object_end(w);
     gmt_report_want(c, g->stack_id);
 }
@@ -69,6 +70,7 @@ void gmt_section_capture(gmt_report_ctx_t *c, const gmt_counts_t *k)
         jw_string(w, NULL, names[i]);
     jw_array_end(w);
     jw_string(w, "backend_reason", reason);
+    gmt_symrep_write_status(w);
     jw_object_begin(w, "events");
     jw_uint(w, "total", k->events);
     jw_uint(w, "allocs", k->allocs);
@@ -378,6 +380,9 @@ void gmt_section_summary(gmt_report_ctx_t *c, const gmt_live_t *l, const gmt_cou
     jw_int(w, "leaked_bytes", t->leaked_bytes);
     jw_int(w, "leaked_count", t->leaked_count);
     jw_int(w, "peak_bytes", peak_max);
+    for (uint32_t i = 0; i < t->nmemory; i++)
+        gmt_symrep_add_exit(l->groups[i].stack_id, l->groups[i].bytes);
+    gmt_symrep_write_libraries(w);
     jw_object_begin(w, "apis");
     for (int a = 1; a < GMT_API_COUNT; a++) {
         gmt_api_totals_t at;
@@ -432,7 +437,7 @@ static void write_growth(gmt_report_ctx_t *c)
         jw_int(w, "device", gmt_stacks_tag_device(e->tag));
         jw_string(w, "kind", gmt_kind_name((gmt_kind_t)gmt_stacks_tag_kind(e->tag)));
         jw_string(w, "api", gmt_api_name((gmt_api_t)gmt_stacks_tag_api(e->tag)));
-        jw_null(w, "library");
+        jw_string(w, "library", gmt_symrep_library(sus[i].stack_id));
         jw_int(w, "growth_bytes", sus[i].growth_bytes);
         jw_int(w, "live_bytes", sus[i].live_bytes);
         jw_array_begin(w, "samples");

@@ -787,6 +787,15 @@ cases_py.register(CASES, sys.modules[__name__])
 import cases_state  # noqa: E402  (the state file: SIGKILL recovery, top)
 
 cases_state.register(sys.modules[__name__])
+import cases_multirank  # noqa: E402  (issue 11: torchrun DDP ranks, merge)
+
+cases_multirank.register(sys.modules[__name__])
+import cases_sym  # noqa: E402
+
+cases_sym.register(sys.modules[__name__])
+import cases_soak  # noqa: E402  (issue 10: several million async allocations)
+
+cases_soak.register(sys.modules[__name__])
 
 
 def main():

@@ -15,6 +15,13 @@ if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; t
     echo "no GPU (nvidia-smi missing or failing): all GPU cases skipped"
     exit 77
 fi
+# GMT_GPU_MIN_GPUS=N (the two-GPU ctest): skipped unless nvidia-smi lists at least N GPUs.
+want=${GMT_GPU_MIN_GPUS:-1}
+have=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+if [ "$have" -lt "$want" ]; then
+    echo "needs $want GPUs, nvidia-smi lists $have: skipped"
+    exit 77
+fi
 HERE=$(cd "$(dirname "$0")" && pwd)
 if [ -z "$BUNDLE" ]; then
     BUNDLE=$(mktemp -d "${TMPDIR:-/tmp}/gmt-bundle.XXXXXX") || exit 1

@@ -72,7 +72,7 @@ def mode_graph_backward():
     torch.cuda.synchronize()
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
-        y = x * 3 + torch.ones(24 * MIB, device="cuda")  # TAG:graph
+        y = torch.ones(24 * MIB, device="cuda") * 3  # TAG:graph
     g.replay()
     # Backward: gradients are made by autograd's engine threads, which run no Python.
     w = torch.ones(12 * MIB, device="cuda", requires_grad=True)  # TAG:param

@@ -40,7 +40,8 @@ torch_expandable torch_nocache profiler_coexist cupy jax two_gpus torchrun_nccl
 vmm_leak_gpu torch_expandable_sums torch_growth torch_oom_recovered
 torch_os_exit torch_signal_storm
 py_torch_retain py_torch_expandable py_torch_compile py_torch_graph_backward py_torch_dataloader
-py_jax py_cupy cli_verbs torch_sigkill_state cap_runtime_stack_cupti"
+py_jax py_cupy cli_verbs torch_sigkill_state cap_runtime_stack_cupti sym_plain sym_torch
+ddp_two_gpus ranks_one_gpu nccl_one_process soak_async"
 CASES=${GMT_GPU_CASES:-$ALL_CASES}
 
 say() { echo "$*"; echo "$*" >>"$SUMMARY"; }
@@ -88,6 +89,9 @@ if [ -x "$NVCC" ]; then
     build vmm_leak -o "$B/vmm_leak" "$HERE/vmm_leak.cu" $STUBS -lcuda
     build oom_static -o "$B/oom_static" "$HERE/oom.cu"
     build oom_shared -cudart shared -o "$B/oom_shared" "$HERE/oom.cu"
+    # sym_plain: the ordinary build (plain -g, no --export-dynamic), not NVFLAGS.
+    (timeout 240 "$NVCC" -g -arch="$ARCH" -o "$B/sym_plain" "$HERE/sym_plain.cu" \
+        >"$B/sym_plain.log" 2>&1 || rm -f "$B/sym_plain") &
     wait
     if [ -f "$B/leak_reset_o.o" ]; then
         timeout 240 "$NVCC" $NVFLAGS -cudart shared -o "$B/leak_reset" "$HERE/leak_reset_main.cu" \
@@ -97,7 +101,8 @@ if [ -x "$NVCC" ]; then
     fi
 else
     echo "nvcc not found (NVCC=$NVCC)" | tee "$B/nvcc.log" >&2
-    for n in leak_static leak_shared leak_reset pool_static pool_shared vmm vmm_leak oom_static oom_shared; do
+    for n in leak_static leak_shared leak_reset pool_static pool_shared vmm vmm_leak oom_static oom_shared \
+        sym_plain; do
         echo "nvcc not found at $NVCC" >"$B/$n.log"
     done
 fi

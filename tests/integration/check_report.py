@@ -376,6 +376,59 @@ def case_leak_two_sites(ctx):
     check_leak_two_sites(ctx.final_report())
 
 
+# ---- a libcudart loaded with RTLD_LOCAL (docs/design.md, "Finding the real functions") ----
+
+def check_local_leak(rep):
+    leaks = [g for g in rep["leaks"]["groups"] if g["api"] == "cudaMalloc"]
+    expect_eq("leaked cudaMalloc groups (bytes)", sorted(g["bytes"] for g in leaks), [3 * MIB])
+    expect_eq("leaks.total_bytes", rep["leaks"]["total_bytes"], 3 * MIB)
+    frames = rep["stacks"][str(leaks[0]["stack_id"])]
+    frames = frames["frames"] if isinstance(frames, dict) else frames
+    if not any((f.get("symbol") or "").startswith("local_leak") for f in frames):
+        fail(f"the leak's stack does not name local_leak: {frames}")
+    check_api_totals(rep, {"cudaMalloc": 2})
+    expect_eq("summary.allocs", rep["summary"]["allocs"], 2)
+
+
+def compare_untraced(ctx, argv, parse):
+    """The statuses the library's calls return are the same with and without the tracer."""
+    untraced = parse(ctx.run(argv, preload=False))
+    traced = parse(ctx.run(argv))
+    expect_eq("CUDA statuses without the tracer", untraced, {"rc_leak": 0, "rc_pair": 0})
+    expect_eq("CUDA statuses under the tracer (same as without)", traced, untraced)
+
+
+@case("dlopen_local")
+def case_dlopen_local(ctx):
+    lib = os.path.join(ctx.progs, "liblocal_cudart_user.so")
+    compare_untraced(ctx, ["dlopen_local", lib],
+                     lambda r: {k: r.fact_int(k) for k in ("rc_leak", "rc_pair")})
+    check_local_leak(ctx.final_report())
+
+
+@case("dlopen_local_vendored")
+def case_dlopen_local_vendored(ctx):
+    # Its runtime is libcudart-vendored.so.13: found through the calling module's scope only.
+    lib = os.path.join(ctx.progs, "liblocal_vendored_user.so")
+    compare_untraced(ctx, ["dlopen_local", lib],
+                     lambda r: {k: r.fact_int(k) for k in ("rc_leak", "rc_pair")})
+    check_local_leak(ctx.final_report())
+
+
+@case("dlopen_local_ctypes")
+def case_dlopen_local_ctypes(ctx):
+    # ctypes.CDLL loads with RTLD_LOCAL by default.
+    lib = os.path.join(ctx.progs, "liblocal_cudart_user.so")
+    script = ("import ctypes, sys\n"
+              "l = ctypes.CDLL(sys.argv[1])\n"
+              "print('GMT_FACT rc_leak=%d' % l.local_leak())\n"
+              "print('GMT_FACT rc_pair=%d' % l.local_pair())\n")
+    # sys.executable: the python3 that runs this script (CMake's GMT_PYTHON).
+    compare_untraced(ctx, [sys.executable, "-c", script, lib],
+                     lambda r: {k: r.fact_int(k) for k in ("rc_leak", "rc_pair")})
+    check_local_leak(ctx.final_report())
+
+
 @case("dlsym_path")
 def case_dlsym_path(ctx):
     # The runtime reaches the driver through plain dlsym instead of cuGetProcAddress.

@@ -14,6 +14,7 @@ Case "unsupported" (a CPython outside 3.9-3.13): one stderr line, native stacks 
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -282,10 +283,20 @@ def case_shallow(args):
 
 def case_notpython(args):
     """A C program (--python names it here): capture.python and every stack say not-python,
-    the stand-in found through its RPATH."""
+    the stand-in found through its RPATH (in a plain build; see below for sanitizer builds)."""
     out = os.path.join(args.work, "notpython.json")
     os.makedirs(args.work, exist_ok=True)
     env = dict(os.environ, LD_PRELOAD=args.lib, GPUMEMTRACE_OUTPUT=out)
+    # A sanitizer build's dlopen interceptor makes the sanitizer runtime the caller of the
+    # stand-in runtime's dlopen("libcuda.so.1"), so glibc searches the runtime's RUNPATH, not
+    # the stand-in's $ORIGIN: the stand-in folder is put on the search path, as
+    # tests/integration does for every case. A plain build still finds it through the RPATH.
+    linked = subprocess.run(["ldd", args.lib], capture_output=True, text=True).stdout
+    if re.search(r"^\s*lib[at]san\.so", linked, re.M):
+        if not args.standin:
+            fail("a sanitizer build needs --standin (the stand-in CUDA folder)")
+        env["LD_LIBRARY_PATH"] = args.standin + (
+            ":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
     p = subprocess.run([args.python], env=env, capture_output=True, text=True, timeout=60)
     if p.returncode != 0:
         fail(f"{args.python} exited {p.returncode}: {p.stderr}")
@@ -312,7 +323,7 @@ def case_cli(args):
 
 def main():
     ap = argparse.ArgumentParser()
-    for a in ("python", "lib", "cudart", "schema", "work", "case", "cli", "native"):
+    for a in ("python", "lib", "cudart", "schema", "work", "case", "cli", "native", "standin"):
         ap.add_argument("--" + a, default="")
     args = ap.parse_args()
     if not args.python or not os.path.exists(args.python):

@@ -177,8 +177,8 @@ static void si_init(void)
         g_dev[d].mem.grain = SI_DEVICE_GRAIN;
     }
     /* GMT_STANDIN_RESERVE_BYTES: smaller for tools with a small address space (valgrind). */
-    uint64_t region = si_round(si_env_u64("GMT_STANDIN_RESERVE_BYTES", SI_RESERVE_REGION),
-                               SI_VMM_GRAIN);
+    uint64_t region =
+        si_round(si_env_u64("GMT_STANDIN_RESERVE_BYTES", SI_RESERVE_REGION), SI_VMM_GRAIN);
     uint64_t rbase = si_reserve_va(region + SI_VMM_GRAIN);
     g_reserve.base = si_round(rbase, SI_VMM_GRAIN);
     g_reserve.limit = g_reserve.base + region;

@@ -1,0 +1,91 @@
+/* attribute.c - see attribute.h. */
+#define _GNU_SOURCE
+#include "attribute.h"
+
+#include <fnmatch.h>
+#include <stddef.h>
+#include <string.h>
+
+/* One row: a module (fnmatch pattern on the basename, or on the whole path when it holds a
+ * '/') and, optionally, symbol substrings. A row without symbols makes the whole module
+ * internal. A row with symbols makes only frames whose symbol contains one of them internal:
+ * such modules also hold real work (libtorch_cuda's operators, XLA's kernels), so a frame
+ * there without a symbol is charged to the module. The substrings are chosen to match both
+ * the mangled and the demangled spelling (no "::"). */
+typedef struct rule_s {
+    const char *module;
+    const char *symbols[8];
+} rule_t;
+
+static const rule_t rules[] = {
+    /* The tracer, CUDA driver, runtime and CUPTI. */
+    {"libgpumemtrace*", {NULL}},
+    {"libcuda.so*", {NULL}},
+    {"libnvidia-*", {NULL}},
+    {"libcudart*", {NULL}},
+    {"libcupti*", {NULL}},
+    /* PyTorch: c10's allocator interface and the CUDA caching allocator (libc10_cuda), and the
+     * caching allocator where a build links it into libtorch_cuda. */
+    {"libc10_cuda.so*", {NULL}},
+    {"libc10.so*", {NULL}},
+    /* ... and the tensor-factory glue between an operator and the allocator (at::empty's
+     * implementation), so memory is charged to the operator's library, not to
+     * libtorch_cpu's empty_generic. */
+    {"libtorch_cuda*.so*",
+     {"CUDACachingAllocator", "CachingDeviceAllocator", "empty_cuda", "empty_strided_cuda", NULL}},
+    {"libtorch_cpu*.so*", {"empty_generic", "empty_strided_generic", NULL}},
+    /* XLA (JAX): the BFC allocator and the stream executor's device allocation. */
+    {"xla_extension*.so*",
+     {"BFCAllocator", "DeviceMemAllocator", "DeviceAllocate", "StreamExecutorMemoryAllocator",
+      "GpuDriver", "CudaExecutor", NULL}},
+    {"xla_cuda_plugin*.so*",
+     {"BFCAllocator", "DeviceMemAllocator", "DeviceAllocate", "StreamExecutorMemoryAllocator",
+      "GpuDriver", "CudaExecutor", NULL}},
+    {"libjax_common*.so*",
+     {"BFCAllocator", "DeviceMemAllocator", "DeviceAllocate", "StreamExecutorMemoryAllocator",
+      "GpuDriver", "CudaExecutor", NULL}},
+    /* CuPy: the memory pool module and its thin wrapper of the runtime. */
+    {"*/cupy/cuda/memory*.so", {NULL}},
+    {"*/cupy_backends/cuda/api/runtime*.so", {NULL}},
+    /* Foreign-function glue: a CUDA call made from Python through ctypes is the program's
+     * (the interpreter's), not libffi's. */
+    {"libffi.so*", {NULL}},
+    {"_ctypes*.so", {NULL}},
+};
+
+const char *gmt_attr_basename(const char *path)
+{
+    if (!path) return NULL;
+    const char *b = strrchr(path, '/');
+    return b ? b + 1 : path;
+}
+
+static bool module_matches(const char *pattern, const char *path)
+{
+    if (strchr(pattern, '/')) return fnmatch(pattern, path, 0) == 0;
+    return fnmatch(pattern, gmt_attr_basename(path), 0) == 0;
+}
+
+bool gmt_attr_frame_internal(const char *module_path, const char *symbol)
+{
+    if (!module_path || !*module_path) return false;
+    for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++) {
+        const rule_t *r = &rules[i];
+        if (!module_matches(r->module, module_path)) continue;
+        if (!r->symbols[0]) return true;
+        if (!symbol) return false;
+        for (size_t k = 0; k < 8 && r->symbols[k]; k++)
+            if (strstr(symbol, r->symbols[k])) return true;
+        return false;
+    }
+    return false;
+}
+
+int gmt_attr_pick(const char *const *modules, const char *const *symbols, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (!modules[i] || !*modules[i]) continue;
+        if (!gmt_attr_frame_internal(modules[i], symbols ? symbols[i] : NULL)) return i;
+    }
+    return -1;
+}

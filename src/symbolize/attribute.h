@@ -1,0 +1,28 @@
+/* attribute.h - which library an allocation is charged to.
+ *
+ * An allocation belongs to the first frame of its stack (innermost first) that is not part of
+ * the machinery between the user and the driver: the CUDA driver and runtime, CUPTI, the
+ * tracer, and the framework allocators' internals (PyTorch's caching allocator, XLA's BFC
+ * allocator, CuPy's memory pool). That frame's module basename is the "library": the user's
+ * binary, libcublasLt, libnccl, libcudnn, libtorch_cuda...
+ *
+ * Which modules and symbols count as internal is the one table in attribute.c, documented in
+ * docs/symbols.md. Pure functions: no allocation, no locks, usable anywhere.
+ */
+#ifndef GMT_SYMBOLIZE_ATTRIBUTE_H
+#define GMT_SYMBOLIZE_ATTRIBUTE_H
+
+#include <stdbool.h>
+
+/* True when a frame in module_path (full path or basename; may be NULL) with symbol (mangled
+ * or demangled; NULL when unknown) is allocator or runtime machinery. */
+bool gmt_attr_frame_internal(const char *module_path, const char *symbol);
+
+/* Index of the frame the allocation is charged to among n frames (innermost first), or -1
+ * when every frame is internal or has no module. */
+int gmt_attr_pick(const char *const *modules, const char *const *symbols, int n);
+
+/* The part of a path after the last '/'. */
+const char *gmt_attr_basename(const char *path);
+
+#endif
