@@ -7,13 +7,16 @@ For each interpreter (default: this one), runs N cudaMalloc/cudaFree pairs throu
 from a Python call chain DEPTH frames deep, against the stand-in runtime: without the
 tracer, with it and GPUMEMTRACE_PYTHON=0, and with Python frames on. Prints ns per pair, the
 median of 5 interleaved runs each. The difference "on - off" is the cost of the Python walk (thread state,
-one process_vm_readv per frame and per code object, cache lookups, splice).
+frames, code-cache lookups, splice; no system call once warm). GPUMEMTRACE_PY_CHECKED=1 in the
+environment measures the kernel-copy reader instead.
 """
 import os
 import statistics
 import subprocess
 import sys
+import tempfile
 
+TMP = tempfile.mkdtemp(prefix="gmt-bench-python-")
 N = 20000
 DEPTH = int(os.environ.get("BENCH_PY_DEPTH", "10"))
 CHILD = r'''
@@ -38,13 +41,18 @@ print(nest(DEPTH) / N)
 
 
 def one(python, lib, cudart, env_extra):
-    env = dict(os.environ, GPUMEMTRACE_OUTPUT="/dev/null", GPUMEMTRACE_LOG="quiet")
+    # A report file in a private temporary directory: /dev/null is not a report path the
+    # tracer accepts (it falls back to a file named "null" in the working directory).
+    env = dict(os.environ, GPUMEMTRACE_OUTPUT=os.path.join(TMP, "r-%p.json"),
+               GPUMEMTRACE_LOG="quiet")
     env.pop("LD_PRELOAD", None)
     env.update(env_extra)
     if env_extra.get("LD_PRELOAD") is None:
         env.pop("LD_PRELOAD", None)
     out = subprocess.run([python, "-c", CHILD, cudart, str(N), str(DEPTH)], env=env,
                          capture_output=True, text=True, check=True).stdout
+    for f in os.listdir(TMP):
+        os.unlink(os.path.join(TMP, f))
     return float(out.split()[-1])
 
 
@@ -66,4 +74,9 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    finally:
+        for f in os.listdir(TMP):
+            os.unlink(os.path.join(TMP, f))
+        os.rmdir(TMP)

@@ -46,7 +46,18 @@ int main(void)
     P("fr_is_entry", NONE);
     P("fr_owner", NONE);
     P("fr_size", sizeof(PyFrameObject));
+    P("ts_chunk", NONE);
+    P("ts_top", NONE);
+    P("chunk_size", NONE);
+    P("chunk_top", NONE);
+    P("chunk_data", NONE);
 #else
+    /* 3.11+: frames live in the thread's data-stack chunks (pycore_frame.h). */
+    P("ts_chunk", offsetof(PyThreadState, datastack_chunk));
+    P("ts_top", offsetof(PyThreadState, datastack_top));
+    P("chunk_size", offsetof(_PyStackChunk, size));
+    P("chunk_top", offsetof(_PyStackChunk, top));
+    P("chunk_data", offsetof(_PyStackChunk, data));
 #if PY_VERSION_HEX < 0x030D0000
     P("ts_frame", NONE);
     P("ts_cframe", offsetof(PyThreadState, cframe));

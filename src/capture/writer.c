@@ -55,8 +55,12 @@ typedef struct msg_s {
     int sig;
 } msg_t;
 
+/* At most this often the writer re-checks device facts and the module map. */
+#define FACTS_INTERVAL_NS (100ull * 1000 * 1000)
+
 static void *writer_main(void *arg)
 {
+    uint64_t last_facts_ns = 0;
     (void)arg;
     __atomic_store_n(&writer_tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
     gmt_guard_enter(); /* nothing this thread does is the program's */
@@ -66,7 +70,15 @@ static void *writer_main(void *arg)
     for (;;) {
         /* Between messages, sample every stack's live bytes for the growth suspects
          * (output/growth.h): this thread is the sampler, so the hooks pay nothing. */
-        uint64_t wait_ns = gmt_growth_sample_process(gmt_now_ns());
+        uint64_t now = gmt_now_ns();
+        uint64_t wait_ns = gmt_growth_sample_process(now);
+        /* Keep the state file's facts current off the hot path (docs/state.md): device facts
+         * once per device, the module map when the loader's counters moved. */
+        if (now - last_facts_ns >= FACTS_INTERVAL_NS) {
+            last_facts_ns = now;
+            gmt_track_devfacts_refresh();
+            gmt_track_modules_refresh();
+        }
         int wait_ms = wait_ns >= 1000000000ull ? 1000 : (int)(wait_ns / 1000000) + 1;
         struct pollfd pf = {.fd = writer_pipe[0], .events = POLLIN};
         int pr = poll(&pf, 1, wait_ms);

@@ -8,9 +8,11 @@
 #include "log.h"
 #include "pyframes.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 gmt_config_t gmt_core_cfg;
@@ -60,6 +62,37 @@ static int lay_out(const gmt_config_t *c)
     return gmt_stats_init(cs->start_ns, c->timeline_points);
 }
 
+/* The Python code cache lives in the core block, so a recovered state resolves its Python
+ * frames (docs/state.md). Only where an interpreter is present: in a state file the cache's
+ * blocks are allocated on disk (tmpfs: memory) up front, so a file gets a smaller one. */
+static void py_cache(const gmt_config_t *c)
+{
+    if (!c->python || !dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState")) return;
+    bool file = *gmt_region_path() != 0;
+    uint32_t entries = file ? 1u << 14 : 1u << 16;
+    uint64_t text = file ? 8ull << 20 : 32ull << 20;
+    size_t bytes = gmt_pycode_bytes(entries, text);
+    uint64_t off;
+    void *m = core_block(bytes, &off);
+    if (m && gmt_pycode_init(m, bytes, entries, text) == 0) {
+        gmt_cs->pycode_off = off;
+        gmt_cs->pycode_bytes = bytes;
+        return;
+    }
+    /* A fork child's cache was in the parent's region, gone now: never leave it pointing there.
+     * Process memory then (not recoverable, frames still named in live reports). */
+    m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+             0);
+    if (m != MAP_FAILED) gmt_pycode_init(m, bytes, entries, text);
+}
+
+static void py_facts(void)
+{
+    gmt_cs->py_status = (int32_t)gmt_py_status();
+    const char *v = gmt_py_version();
+    snprintf(gmt_cs->py_version, sizeof gmt_cs->py_version, "%s", v ? v : "");
+}
+
 int gmt_core_init(const gmt_config_t *c)
 {
     gmt_core_cfg = *c;
@@ -75,7 +108,9 @@ int gmt_core_init(const gmt_config_t *c)
         return rc;
     }
     gmt_stacks_global_init();
+    py_cache(c);
     gmt_py_init(c->python); /* its own messages; native stacks whatever it returns */
+    py_facts();
     gmt_track_modules_refresh();
     if (*gmt_region_path()) gmt_info("state file: %s", gmt_region_path());
     __atomic_add_fetch(&gmt_core_generation, 1, __ATOMIC_RELEASE);
@@ -99,6 +134,10 @@ int gmt_core_reset_after_fork(void)
     boot_state.proc.pid = (int32_t)getpid();
     boot_state.proc.ppid = (int32_t)getppid();
     boot_state.notes_lock = 0;
+    /* The code cache and the growth samples were in the parent's region. */
+    boot_state.pycode_off = boot_state.pycode_bytes = 0;
+    boot_state.growth_off = 0;
+    boot_state.growth_bytes = 0;
     /* The parent's mapping of its state file stays the parent's. */
     gmt_region_destroy();
     gmt_core_table = NULL;
@@ -173,6 +212,21 @@ int gmt_track_recover(const char *path, char *err, size_t errlen)
     if (cs->cfg.stack_depth < 0 || cs->cfg.stack_depth > GMT_MAX_STACK_DEPTH)
         cs->cfg.stack_depth = 0;
     if (cs->failures_next > GMT_MAX_FAILURE_RECORDS) cs->failures_next = GMT_MAX_FAILURE_RECORDS;
+    for (int i = 0; i < GMT_STAT_SLOTS; i++) {
+        terminate(cs->devfacts[i].name, sizeof cs->devfacts[i].name);
+        terminate(cs->devfacts[i].uuid, sizeof cs->devfacts[i].uuid);
+    }
+    terminate(cs->py_version, sizeof cs->py_version);
+    /* The Python code cache, read-only; a bad one leaves Python frames unresolved. */
+    void *pc = NULL;
+    if (cs->pycode_off && gmt_region_contains(cs->pycode_off, cs->pycode_bytes))
+        pc = GMT_AT(void, cs->pycode_off);
+    if (gmt_py_attach_recovered(pc, pc ? cs->pycode_bytes : 0, (gmt_py_status_t)cs->py_status,
+                                cs->py_version) != 0 &&
+        pc)
+        gmt_info("the state file's Python code cache is not usable: Python frames are unnamed");
+    if (cs->growth_off && !gmt_region_contains(cs->growth_off, cs->growth_bytes))
+        cs->growth_off = 0;
     gmt_core_cfg = cs->cfg;
     gmt_cs = cs;
     gmt_core_table = t;
@@ -208,6 +262,34 @@ uint64_t gmt_track_now_ns(void)
     if (!recovered) return gmt_now_ns();
     uint64_t last = gmt_stats_last_event_ns();
     return last > gmt_cs->start_ns ? last : gmt_cs->start_ns;
+}
+
+void *gmt_track_growth_state(size_t bytes)
+{
+    if (!gmt_core_ready() || bytes == 0 || bytes > UINT32_MAX) return NULL;
+    uint64_t off = __atomic_load_n(&gmt_cs->growth_off, __ATOMIC_ACQUIRE);
+    if (recovered) return off && gmt_cs->growth_bytes == bytes ? GMT_AT(void, off) : NULL;
+    if (off) return gmt_cs->growth_bytes == bytes ? GMT_AT(void, off) : NULL;
+    void *p = core_block(bytes, &off);
+    if (!p) return NULL;
+    memset(p, 0, bytes);
+    gmt_cs->growth_bytes = (uint32_t)bytes;
+    __atomic_store_n(&gmt_cs->growth_off, off, __ATOMIC_RELEASE);
+    return p;
+}
+
+int64_t *gmt_track_growth_rows(uint64_t bytes, uint64_t *usable)
+{
+    *usable = 0;
+    gmt_arena_t *ar = gmt_region_arena(GMT_ARENA_GROWTH);
+    if (!gmt_core_ready() || !ar) return NULL;
+    if (!recovered) {
+        uint64_t want = bytes < ar->reserved ? bytes : ar->reserved;
+        if (want > __atomic_load_n(&ar->committed, __ATOMIC_ACQUIRE))
+            gmt_region_ensure(GMT_ARENA_GROWTH, want); /* short of it: fewer ids are sampled */
+    }
+    *usable = __atomic_load_n(&ar->committed, __ATOMIC_ACQUIRE);
+    return GMT_AT(int64_t, ar->offset);
 }
 
 uint64_t gmt_track_table_bytes(void)

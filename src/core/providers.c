@@ -8,6 +8,7 @@
 #include "log.h"
 #include "spin.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -44,9 +45,51 @@ void gmt_track_set_devinfo(gmt_devinfo_fn fn)
     __atomic_store_n(&devinfo_fn, fn, __ATOMIC_RELEASE);
 }
 
+/* A recovered state's provider: the facts the dead process recorded in its core block. */
+static int devinfo_recorded(int32_t device, char *name, size_t name_len, char *uuid,
+                            size_t uuid_len, uint64_t *total_bytes)
+{
+    for (int i = 0; i < GMT_STAT_SLOTS; i++) {
+        const gmt_devfacts_t *f = &gmt_cs->devfacts[i];
+        if (!__atomic_load_n(&f->ready, __ATOMIC_ACQUIRE) || f->device != device) continue;
+        if (name_len) snprintf(name, name_len, "%s", f->name);
+        if (uuid_len) snprintf(uuid, uuid_len, "%s", f->uuid);
+        *total_bytes = f->total_bytes;
+        return 0;
+    }
+    return -ENOENT;
+}
+
 gmt_devinfo_fn gmt_track_devinfo(void)
 {
+    if (gmt_track_recovered()) return devinfo_recorded;
     return __atomic_load_n(&devinfo_fn, __ATOMIC_ACQUIRE);
+}
+
+void gmt_track_devfacts_refresh(void)
+{
+    gmt_devinfo_fn fn = __atomic_load_n(&devinfo_fn, __ATOMIC_ACQUIRE);
+    static int lock; /* the writer thread and a report may both come here */
+    if (!fn || !gmt_core_ready() || gmt_track_recovered() || !gmt_spin_trylock(&lock)) return;
+    for (int s = 0; s < GMT_STAT_SLOTS; s++) {
+        gmt_devfacts_t *f = &gmt_cs->devfacts[s];
+        if (__atomic_load_n(&f->ready, __ATOMIC_ACQUIRE)) continue;
+        int32_t dev = gmt_stats_device_of_slot(s);
+        if (dev < 0) continue;
+        gmt_dev_totals_t d;
+        gmt_stats_device(s, &d);
+        if (!d.seen) continue;
+        char name[sizeof f->name] = "", uuid[sizeof f->uuid] = "";
+        uint64_t total = 0;
+        if (fn(dev, name, sizeof name, uuid, sizeof uuid, &total) != 0) continue;
+        name[sizeof name - 1] = uuid[sizeof uuid - 1] = 0;
+        f->device = dev;
+        f->total_bytes = total;
+        memcpy(f->name, name, sizeof name);
+        memcpy(f->uuid, uuid, sizeof uuid);
+        __atomic_store_n(&f->ready, 1, __ATOMIC_RELEASE);
+    }
+    gmt_spin_unlock(&lock);
 }
 
 void gmt_track_set_oom_hook(gmt_oom_fn fn)

@@ -16,6 +16,7 @@
 #define _GNU_SOURCE
 #include "pyframes.h"
 
+#include "config.h"
 #include "log.h"
 #include "pylayout.h"
 
@@ -48,10 +49,19 @@ static struct {
     layout_t lay;
     uint32_t frame_read, code_read; /* bytes to read of a frame and of a code object */
     uint64_t code_type, str_type, bytes_type;
+    uint64_t frame_type;        /* 3.9, 3.10: PyFrame_Type (the fast path learns frame objects) */
     void *(*this_tstate)(void); /* PyGILState_GetThisThreadState */
     uint64_t eval_lo, eval_hi;  /* _PyEval_EvalFrameDefault */
+    int (*is_finalizing)(void); /* _Py_IsFinalizing (3.11, 3.12) / Py_IsFinalizing (3.13) */
+    int fast;                   /* 3.11+: the direct reads of the fast path may be used */
     char version[32];
 } py;
+
+/* Reads of the calling thread: kernel copies (each one system call or more) and direct loads
+ * (tests look at these); walks that needed a kernel copy, for the report. */
+static __thread uint64_t n_checked __attribute__((tls_model("initial-exec")));
+static __thread uint64_t n_direct __attribute__((tls_model("initial-exec")));
+static uint64_t checked_walks; /* atomic */
 
 /* Checked reads. The kernel copies from any address of ours and fails cleanly (EFAULT or a
  * short count) where nothing readable is mapped, so a bad pointer never faults:
@@ -117,6 +127,7 @@ static size_t gather(uint8_t *dst, const struct iovec *remote, int n, size_t tot
         }
     }
     if (n == 0) return 0;
+    n_checked++;
     /* process_vm_readv is as cheap for one or two ranges and cheaper for whole pages; the
      * memfd wins by far for many small scattered ranges (code-object heads). */
     int slot = use_memfd && n >= 3 && mem_fd >= 0 && total <= MEM_SLOT_BYTES ? thread_slot() : -1;
@@ -390,8 +401,9 @@ typedef struct pyframe_s {
  * next to each other in its data stack (each caller below its callee), so one read usually
  * serves several frames. The window is the frame's page up to the frame's end, plus the page
  * below when it is readable: whole pages, so a read of them succeeds or fails as one. */
-#define PAGE     4096u
-#define WIN_SIZE (2 * PAGE + READ_MAX)
+#define PAGE       4096u
+#define PAGE_BYTES PAGE
+#define WIN_SIZE   (2 * PAGE + READ_MAX)
 
 typedef struct window_s {
     uint64_t base[2]; /* [0]: the frame's page up to its end; [1]: the page below */
@@ -401,10 +413,12 @@ typedef struct window_s {
 
 static const uint8_t *window_get(window_t *w, uint64_t addr, uint32_t n)
 {
+    if (addr < 4096 || addr + n < addr || (addr >> 56) != 0)
+        return NULL; /* before the hit
+test: addr + n must not wrap into the window */
     for (int i = 0, at = 0; i < 2; at += (int)w->len[i], i++)
         if (w->len[i] && addr >= w->base[i] && addr + n <= w->base[i] + w->len[i])
             return w->buf + at + (addr - w->base[i]);
-    if (addr < 4096 || addr + n < addr || (addr >> 56) != 0) return NULL;
     uint64_t page = addr & ~(uint64_t)(PAGE - 1);
     uint32_t own = (uint32_t)(addr + n - page); /* <= PAGE + READ_MAX */
     struct iovec remote[2] = {{(void *)(uintptr_t)page, own},
@@ -421,22 +435,260 @@ static const uint8_t *window_get(window_t *w, uint64_t addr, uint32_t n)
     return w->buf + (addr - page);
 }
 
+/* ---- the fast path (3.11+): direct loads where the memory is proven alive ------------------
+ *
+ * The calling thread is inside our hook, so its own thread state and frame chain cannot change
+ * under us, and CPython keeps alive what that chain references: the thread's data-stack chunks
+ * (linked from tstate->datastack_chunk by `previous`; each one mapping), the frames in their
+ * live part (below datastack_top, or below a previous chunk's top), the code objects those
+ * frames hold strong references to (f_code / f_executable), and the C-stack structures of the
+ * evaluation loops that are our callers (3.11/3.12 _PyCFrame, 3.12+ shim frames). What is
+ * loaded directly is only ever:
+ *  - the thread state's first bytes and the chunk headers and ranges, once each has been read
+ *    through the kernel by this thread (cached per thread, keyed by the thread state);
+ *  - a frame inside the live part of a chunk of the current chunk list;
+ *  - the type word of the code object such a frame references, and its head when that type is
+ *    PyCode_Type;
+ *  - a C-stack structure above this thread's stack pointer that was read through the kernel
+ *    before.
+ * Everything else (generator and coroutine frames, which live inside their heap objects; a
+ * chunk not seen before; a C-stack structure not seen before) goes through the kernel copy.
+ * While the interpreter finalizes (it then frees other threads' states) nothing is direct. */
+#define KNOWN_CHUNKS    8
+#define KNOWN_STACK     16
+#define CHUNK_MAX       (1u << 20) /* larger chunks (rare: huge frames) stay on the checked path */
+#define STACK_SPAN      (64ull << 20)
+#define TSTATE_HEAD_MAX 512u
+
+/* Per thread slot (MEM_SLOTS of them, the memfd's numbering): addresses at which this thread
+ * has read a code object through the kernel before. Only such an address is loaded directly,
+ * so a frame that is not what it seems can never make us load from an address nothing was
+ * ever read at. Direct-mapped; a collision costs one kernel copy. */
+#define KNOWN_CODE 512
+static uint64_t *known_code_mem; /* [MEM_SLOTS][2][KNOWN_CODE], mapped by map_cache */
+
+static uint64_t *known_code_of_thread(void)
+{
+    int slot = known_code_mem ? thread_slot() : -1;
+    return slot >= 0 ? known_code_mem + (size_t)slot * 2 * KNOWN_CODE : NULL;
+}
+
+/* 3.9, 3.10: the same for frame objects (PyFrame_Type read there through the kernel). */
+static uint64_t *known_frames_of_thread(void)
+{
+    uint64_t *k = known_code_of_thread();
+    return k ? k + KNOWN_CODE : NULL;
+}
+
+/* 4-way sets: a direct-mapped table would let two hot addresses evict each other on every
+ * walk (25 addresses in 512 slots collide with odds near one half). */
+#define KNOWN_WAYS 4
+static uint64_t *known_set(uint64_t *table, uint64_t a)
+{
+    uint64_t h = (a * 0x9e3779b97f4a7c15ull) >> 40;
+    return table + (h & (KNOWN_CODE / KNOWN_WAYS - 1)) * KNOWN_WAYS;
+}
+
+static bool known_has(uint64_t *table, uint64_t a)
+{
+    uint64_t *set = known_set(table, a);
+    for (int i = 0; i < KNOWN_WAYS; i++)
+        if (set[i] == a) return true;
+    return false;
+}
+
+static void known_add(uint64_t *table, uint64_t a)
+{
+    uint64_t *set = known_set(table, a);
+    for (int i = 0; i < KNOWN_WAYS; i++)
+        if (set[i] == a || set[i] == 0) {
+            set[i] = a;
+            return;
+        }
+    memmove(set + 1, set, (KNOWN_WAYS - 1) * sizeof *set); /* the oldest goes */
+    set[0] = a;
+}
+
+typedef struct fastcache_s {
+    uint64_t tstate; /* the thread state the rest was validated for; 0: none */
+    uint64_t chunk_lo[KNOWN_CHUNKS], chunk_hi[KNOWN_CHUNKS];
+    uint64_t stack_at[KNOWN_STACK];
+    uint32_t next_chunk, next_stack;
+} fastcache_t;
+
+static __thread fastcache_t fc __attribute__((tls_model("initial-exec")));
+
+/* The live chunks of one walk: frames may be loaded from [live_lo, live_hi), and read up to
+ * hi (the chunk's mapping). */
+typedef struct fastwalk_s {
+    uint32_t n;
+    uint64_t live_lo[KNOWN_CHUNKS], live_hi[KNOWN_CHUNKS], hi[KNOWN_CHUNKS];
+    uintptr_t sp; /* the walk's own frame: the callers' C-stack structures lie above it */
+} fastwalk_t;
+
+static int test_fast_no_finalize_check; /* tests: there is no interpreter to ask */
+
+static bool plausible(uint64_t a, uint64_t n)
+{
+    return a >= 4096 && a + n > a && ((a + n) >> 56) == 0;
+}
+
+/* One kernel copy of a byte of every page of [lo, hi): all mapped and readable, or not. */
+static __attribute__((noinline)) bool range_readable(uint64_t lo, uint64_t hi)
+{
+    uint64_t first = lo & ~(uint64_t)(PAGE_BYTES - 1);
+    uint64_t pages = (hi - 1 - first) / PAGE_BYTES + 1;
+    struct iovec remote[CHUNK_MAX / PAGE_BYTES + 1];
+    uint8_t sink[CHUNK_MAX / PAGE_BYTES + 1];
+    if (hi <= lo || pages > sizeof sink) return false;
+    for (uint64_t i = 0; i < pages; i++)
+        remote[i] = (struct iovec){(void *)(uintptr_t)(i ? first + i * PAGE_BYTES : lo), 1};
+    struct iovec local = {sink, (size_t)pages};
+    n_checked++;
+    ssize_t got = process_vm_readv(self_pid, &local, 1, remote, (unsigned long)pages, 0);
+    return got == (ssize_t)pages;
+}
+
+static bool fast_enabled(void)
+{
+    if (!py.fast) return false;
+    if (py.is_finalizing) return py.is_finalizing() == 0;
+    return test_fast_no_finalize_check;
+}
+
+/* Validates (once) the thread state head and finds the live chunk list. false: no fast path
+ * for this walk. */
+static bool fast_begin(uint64_t tstate, fastwalk_t *fw)
+{
+    const layout_t *L = &py.lay;
+    fw->n = 0;
+    if (!fast_enabled() || (tstate & 7)) return false;
+    uint32_t head = L->ts_chunk == NONE ? 0 : L->ts_chunk > L->ts_top ? L->ts_chunk : L->ts_top;
+    uint16_t tf = L->ts_cframe != NONE ? L->ts_cframe : L->ts_frame;
+    if (tf > head) head = tf;
+    head += 8;
+    if (head > TSTATE_HEAD_MAX || !plausible(tstate, head)) return false;
+    if (fc.tstate != tstate) {
+        uint8_t tmp[TSTATE_HEAD_MAX];
+        memset(&fc, 0, sizeof fc);
+        if (safe_read(tmp, tstate, head)) return false;
+        fc.tstate = tstate;
+    }
+    const uint8_t *ts = (const uint8_t *)(uintptr_t)tstate;
+    if (L->ts_chunk == NONE) return true; /* 3.9, 3.10: heap frame objects, no chunks */
+    n_direct++;
+    uint64_t chunk = ld64(ts + L->ts_chunk), top = ld64(ts + L->ts_top);
+    for (uint32_t i = 0; chunk && i < KNOWN_CHUNKS; i++) {
+        uint32_t k = 0;
+        while (k < KNOWN_CHUNKS && fc.chunk_lo[k] != chunk)
+            k++;
+        uint64_t hdr_end = L->chunk_data;
+        if (k == KNOWN_CHUNKS) {
+            /* First sight: header through the kernel, then every page of its range. */
+            uint8_t hdr[64];
+            if ((chunk & 7) || hdr_end > sizeof hdr || !plausible(chunk, hdr_end) ||
+                safe_read(hdr, chunk, hdr_end))
+                break;
+            uint64_t size = ld64(hdr + L->chunk_size);
+            if (size < hdr_end || size > CHUNK_MAX || !plausible(chunk, size) ||
+                !range_readable(chunk, chunk + size))
+                break;
+            k = fc.next_chunk++ % KNOWN_CHUNKS;
+            fc.chunk_lo[k] = chunk;
+            fc.chunk_hi[k] = chunk + size;
+        }
+        const uint8_t *c = (const uint8_t *)(uintptr_t)chunk;
+        n_direct++;
+        uint64_t size = ld64(c + L->chunk_size);
+        if (chunk + size != fc.chunk_hi[k]) { /* a new chunk at a known address */
+            fc.chunk_lo[k] = fc.chunk_hi[k] = 0;
+            continue; /* validated afresh (not found in the cache any more) */
+        }
+        uint64_t lo = chunk + hdr_end;
+        uint64_t live = i == 0 ? top : lo + ld64(c + L->chunk_top) * 8;
+        if (live < lo || live > chunk + size) break;
+        fw->live_lo[fw->n] = lo;
+        fw->live_hi[fw->n] = live;
+        fw->hi[fw->n] = chunk + size;
+        fw->n++;
+        chunk = ld64(c); /* previous */
+    }
+    return true;
+}
+
+/* A frame of n bytes at a that lies in the live part of a chunk of this walk. */
+static bool in_live_chunk(const fastwalk_t *fw, uint64_t a, uint32_t n)
+{
+    for (uint32_t i = 0; i < fw->n; i++)
+        if (a >= fw->live_lo[i] && a < fw->live_hi[i] && a + n <= fw->hi[i]) return true;
+    return false;
+}
+
+static bool on_stack(const fastwalk_t *fw, uint64_t a, uint32_t n)
+{
+    return a >= fw->sp && a + n > a && a + n - fw->sp < STACK_SPAN;
+}
+
+static bool stack_known(const fastwalk_t *fw, uint64_t a, uint32_t n)
+{
+    if (!on_stack(fw, a, n)) return false;
+    for (uint32_t i = 0; i < KNOWN_STACK; i++)
+        if (fc.stack_at[i] == a) return true;
+    return false;
+}
+
+static void stack_learn(const fastwalk_t *fw, uint64_t a, uint32_t n)
+{
+    if (on_stack(fw, a, n) && !stack_known(fw, a, n))
+        fc.stack_at[fc.next_stack++ % KNOWN_STACK] = a;
+}
+
 typedef struct rawframe_s {
     uint64_t code, instr;
     uint8_t seg_end;
+    uint8_t direct; /* the frame lies in a live chunk: its code object is alive */
 } rawframe_t;
 
-static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap)
+/* The first frame of the chain; 0 when there is none or it cannot be read. */
+static uint64_t first_frame(uint64_t tstate, const fastwalk_t *fw, bool fast)
 {
     const layout_t *L = &py.lay;
     uint8_t word[8];
     if (L->ts_cframe != NONE) {
-        if (safe_read(word, tstate + L->ts_cframe, 8)) return 0;
-        if (safe_read(word, ld64(word) + L->cf_current, 8)) return 0;
-    } else if (safe_read(word, tstate + L->ts_frame, 8)) {
-        return 0;
+        uint64_t cf;
+        if (fast) {
+            n_direct++;
+            cf = ld64((const uint8_t *)(uintptr_t)tstate + L->ts_cframe);
+        } else if (safe_read(word, tstate + L->ts_cframe, 8)) {
+            return 0;
+        } else {
+            cf = ld64(word);
+        }
+        uint64_t at = cf + L->cf_current;
+        if (fast && (at & 7) == 0 && stack_known(fw, at, 8)) {
+            n_direct++;
+            return ld64((const uint8_t *)(uintptr_t)at);
+        }
+        if (safe_read(word, at, 8)) return 0;
+        if (fast && (at & 7) == 0) stack_learn(fw, at, 8);
+        return ld64(word);
     }
-    uint64_t frame = ld64(word);
+    if (fast) {
+        n_direct++;
+        return ld64((const uint8_t *)(uintptr_t)tstate + L->ts_frame);
+    }
+    return safe_read(word, tstate + L->ts_frame, 8) ? 0 : ld64(word);
+}
+
+static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap)
+{
+    const layout_t *L = &py.lay;
+    fastwalk_t fw = {.n = 0, .sp = (uintptr_t)__builtin_frame_address(0)};
+    uint64_t checked_before = n_checked;
+    bool fast = fast_begin(tstate, &fw);
+    uint64_t *known_frames =
+        fast && L->minor <= 10 && py.frame_type ? known_frames_of_thread() : NULL;
+    uint64_t frame = first_frame(tstate, &fw, fast);
     if (cap > GMT_PY_MAX_FRAMES) cap = GMT_PY_MAX_FRAMES;
 
     /* 1. The frame chain, innermost first: code pointer and instruction of each. */
@@ -445,8 +697,31 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap)
     rawframe_t raw[GMT_PY_MAX_FRAMES];
     uint32_t nr = 0;
     for (uint32_t steps = 0; frame && nr < cap && steps < MAX_WALK_STEPS; steps++) {
-        const uint8_t *f = (frame & 7) ? NULL : window_get(&w, frame, py.frame_read);
-        if (!f) break;
+        if (frame & 7) break;
+        const uint8_t *f = NULL;
+        uint8_t direct = 0;
+        if (fast && in_live_chunk(&fw, frame, py.frame_read)) {
+            f = (const uint8_t *)(uintptr_t)frame;
+            direct = 1;
+            n_direct++;
+        } else if (fast && stack_known(&fw, frame, py.frame_read)) {
+            f = (const uint8_t *)(uintptr_t)frame; /* a shim frame seen before */
+            n_direct++;
+        } else if (known_frames && known_has(known_frames, frame) &&
+                   plausible(frame, py.frame_read)) {
+            /* 3.9, 3.10: a frame object this thread read through the kernel before, reached
+             * from its live chain (each frame holds a strong reference to its f_back). */
+            f = (const uint8_t *)(uintptr_t)frame;
+            n_direct++;
+            if (ld64(f + L->ob_type) != py.frame_type) break;
+            direct = 1;
+        } else {
+            f = window_get(&w, frame, py.frame_read);
+            if (!f) break;
+            if (fast) stack_learn(&fw, frame, py.frame_read);
+            if (known_frames && ld64(f + L->ob_type) == py.frame_type)
+                known_add(known_frames, frame);
+        }
         uint64_t back = ld64(f + L->fr_back);
         if (back == frame) back = 0; /* a loop ends the walk (so does MAX_WALK_STEPS) */
         if (L->owner_cstack != NONE && f[L->fr_owner] == L->owner_cstack) {
@@ -455,6 +730,7 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap)
             raw[nr].code = ld64(f + L->fr_code);
             raw[nr].instr = L->minor <= 10 ? ld32(f + L->fr_instr) : ld64(f + L->fr_instr);
             raw[nr].seg_end = L->minor <= 10 || (L->fr_is_entry != NONE && f[L->fr_is_entry]);
+            raw[nr].direct = direct;
             nr++;
         }
         frame = back;
@@ -463,24 +739,51 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap)
     /* 2. Their code objects' heads, CODE_BATCH at a time in as few reads as the memory
      * allows; 3. a word for each type-checked code object (3.13's f_executable may be None). */
     uint8_t heads[CODE_BATCH * CODE_READ_MAX];
+    uint64_t *known = fast ? known_code_of_thread() : NULL;
     uint32_t cr = py.code_read, n = 0;
     for (uint32_t base = 0; base < nr; base += CODE_BATCH) {
         uint32_t cnt = nr - base < CODE_BATCH ? nr - base : CODE_BATCH;
         uint8_t ok[CODE_BATCH] = {0};
-        for (uint32_t start = 0; start < cnt;) {
+        const uint8_t *direct_head[CODE_BATCH] = {0};
+        /* A code object that a frame in a live chunk references is alive: its type word is
+         * loaded directly, and its head when that type is PyCode_Type (3.13's f_executable
+         * may be None, a smaller object). The others go through the kernel in one batch. */
+        uint32_t idx[CODE_BATCH], nidx = 0;
+        for (uint32_t i = 0; i < cnt; i++) {
+            const rawframe_t *r = &raw[base + i];
+            if (r->direct && known && r->code && known_has(known, r->code) && (r->code & 7) == 0 &&
+                plausible(r->code, cr)) {
+                const uint8_t *c = (const uint8_t *)(uintptr_t)r->code;
+                n_direct++;
+                if (ld64(c + L->ob_type) == py.code_type) direct_head[i] = c;
+                ok[i] = direct_head[i] != NULL; /* not a code object: skipped below */
+                continue;
+            }
+            idx[nidx++] = i;
+        }
+        for (uint32_t start = 0; start < nidx;) {
             struct iovec remote[CODE_BATCH];
             uint32_t k = 0;
-            for (uint32_t i = start; i < cnt; i++, k++)
-                remote[k] = (struct iovec){(void *)(uintptr_t)raw[base + i].code, cr};
+            for (uint32_t i = start; i < nidx; i++, k++)
+                remote[k] = (struct iovec){(void *)(uintptr_t)raw[base + idx[i]].code, cr};
             size_t got = gather(heads + (size_t)start * cr, remote, (int)k, (size_t)k * cr);
             uint32_t full = (uint32_t)(got / cr);
             for (uint32_t i = 0; i < full; i++)
-                ok[start + i] = 1;
+                ok[idx[start + i]] = 1;
             start += full + 1; /* the one after the readable ones is not readable: skip it */
+        }
+        uint32_t batch_pos[CODE_BATCH] = {0};
+        for (uint32_t i = 0; i < nidx; i++) {
+            batch_pos[idx[i]] = i;
+            uint64_t code = raw[base + idx[i]].code;
+            if (known && ok[idx[i]] && (code & 7) == 0 &&
+                ld64(heads + (size_t)i * cr + L->ob_type) == py.code_type)
+                known_add(known, code); /* a code object was read there */
         }
         for (uint32_t j = 0; j < cnt; j++) {
             const rawframe_t *r = &raw[base + j];
-            const uint8_t *head = heads + (size_t)j * cr;
+            const uint8_t *head =
+                direct_head[j] ? direct_head[j] : heads + (size_t)batch_pos[j] * cr;
             if (!ok[j] || (r->code & 7) || ld64(head + L->ob_type) != py.code_type) {
                 if (r->seg_end && n) out[n - 1].seg_end = 1;
                 continue;
@@ -501,6 +804,7 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap)
         }
     }
     if (n) out[n - 1].seg_end = 1;
+    if (n_checked != checked_before) __atomic_fetch_add(&checked_walks, 1, RLX);
     return n;
 }
 
@@ -649,7 +953,17 @@ static int use_debug_offsets(const uint8_t *rt)
 
 static int map_cache(void)
 {
-    if (__atomic_load_n(&cache, __ATOMIC_ACQUIRE)) return 0;
+    /* The fast path's per-thread tables of code addresses (without them it stays off). */
+    if (!known_code_mem) {
+        void *k = mmap(NULL, (size_t)MEM_SLOTS * 2 * KNOWN_CODE * sizeof(uint64_t),
+                       PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (k != MAP_FAILED) known_code_mem = k;
+    }
+    pycode_t *given = __atomic_load_n(&cache, __ATOMIC_ACQUIRE);
+    if (given) { /* handed over (core_init.c: in the region) before the version was known */
+        given->minor = (uint32_t)py.lay.minor;
+        return 0;
+    }
     uint32_t entries = 1u << 16;
     uint64_t text = 32ull << 20;
     size_t bytes = gmt_pycode_bytes(entries, text);
@@ -679,6 +993,7 @@ static int setup_types(void)
     py.code_type = (uint64_t)(uintptr_t)dlsym(RTLD_DEFAULT, "PyCode_Type");
     py.str_type = (uint64_t)(uintptr_t)dlsym(RTLD_DEFAULT, "PyUnicode_Type");
     py.bytes_type = (uint64_t)(uintptr_t)dlsym(RTLD_DEFAULT, "PyBytes_Type");
+    py.frame_type = (uint64_t)(uintptr_t)dlsym(RTLD_DEFAULT, "PyFrame_Type");
     return py.code_type && py.str_type && py.bytes_type ? 0 : -ENOENT;
 }
 
@@ -691,6 +1006,14 @@ static void find_eval_range(void)
         py.eval_lo = (uint64_t)(uintptr_t)f;
         py.eval_hi = py.eval_lo + sym->st_size;
     }
+}
+
+/* GPUMEMTRACE_PY_CHECKED=1 (diagnostics, benchmarks): every read through the kernel, as
+ * before the fast path existed. */
+static bool gmt_py_env_checked_only(void)
+{
+    const char *v = gmt_env("GPUMEMTRACE_PY_CHECKED");
+    return v && v[0] == '1' && v[1] == 0;
 }
 
 static void unsupported(const char *why)
@@ -734,6 +1057,7 @@ int gmt_py_init(bool enabled)
         unsupported("neither a memfd nor process_vm_readv can read the process's memory");
         return -EPERM;
     }
+    uint16_t header_ts_frame = py.lay.ts_frame;
     if (minor >= 13) {
         const uint8_t *rt = dlsym(RTLD_DEFAULT, "_PyRuntime");
         int rc = rt ? use_debug_offsets(rt) : -ENOENT;
@@ -748,6 +1072,12 @@ int gmt_py_init(bool enabled)
         return -EPROTO;
     }
     find_eval_range();
+    /* The fast path needs the data-stack offsets of the headers (3.13 does not publish them):
+     * only where the published thread-state offset agrees with the headers', and only with a
+     * way to see finalization. */
+    py.is_finalizing =
+        (int (*)(void))dlsym(RTLD_DEFAULT, minor >= 13 ? "Py_IsFinalizing" : "_Py_IsFinalizing");
+    py.fast = py.is_finalizing && py.lay.ts_frame == header_ts_frame && !gmt_py_env_checked_only();
     int rc = map_cache();
     if (rc) {
         unsupported("no memory for the code cache");
@@ -756,6 +1086,28 @@ int gmt_py_init(bool enabled)
     py.status = GMT_PY_CAPTURED;
     gmt_info("Python %s: Python frames are captured (without the GIL)", py.version);
     return 0;
+}
+
+uint64_t gmt_py_checked_walks(void)
+{
+    return __atomic_load_n(&checked_walks, RLX);
+}
+
+void gmt_py_test_reads(uint64_t *checked, uint64_t *direct)
+{
+    *checked = n_checked;
+    *direct = n_direct;
+}
+
+void gmt_py_test_use_fast(bool on, uint64_t frame_type)
+{
+    py.fast = on;
+    uint64_t *known = known_code_of_thread();
+    if (known) memset(known, 0, 2 * KNOWN_CODE * sizeof *known);
+    py.frame_type = frame_type;
+    py.is_finalizing = NULL;
+    test_fast_no_finalize_check = on;
+    memset(&fc, 0, sizeof fc);
 }
 
 void gmt_py_test_use_memfd(bool on)
@@ -870,6 +1222,35 @@ int gmt_py_addr2line(int minor, const uint8_t *table, uint32_t len, int firstlin
     if (minor == 10) return linetable310_line(table, len, firstlineno, offset);
     if (minor >= 11) return location_line(table, len, firstlineno, offset);
     return -1;
+}
+
+int gmt_py_attach_recovered(void *mem, size_t bytes, gmt_py_status_t status, const char *version)
+{
+    py.status = status <= GMT_PY_NO_FRAMES ? status : GMT_PY_NOT_PYTHON;
+    snprintf(py.version, sizeof py.version, "%s", version ? version : "");
+    pycode_t *c = mem;
+    if (!c) return 0;
+    if (bytes < sizeof *c || c->magic != PYCODE_MAGIC || c->max_entries < 2 ||
+        c->max_entries > (1u << 27) || c->text_bytes == 0 || c->text_bytes > bytes ||
+        c->index_mask != pow2_at_least((uint64_t)c->max_entries * 2) - 1 ||
+        gmt_pycode_bytes(c->max_entries, c->text_bytes) > bytes)
+        return -EINVAL;
+    char *text = cache_text(c);
+    text[c->text_bytes - 1] = 0; /* every string ends inside the arena */
+    pycode_entry_t *ents = cache_entries(c);
+    for (uint32_t i = 0; i < c->max_entries; i++) {
+        pycode_entry_t *e = &ents[i];
+        if (!e->ready || e->text == UINT64_MAX) continue;
+        if (e->text >= c->text_bytes) {
+            e->ready = 0;
+            continue;
+        }
+        size_t rest = c->text_bytes - e->text, fl = strnlen(text + e->text, rest);
+        size_t nl = fl + 1 < rest ? strnlen(text + e->text + fl + 1, rest - fl - 1) : rest;
+        if (fl + nl + 2 > rest || e->table_len > rest - fl - nl - 2) e->ready = 0;
+    }
+    __atomic_store_n(&cache, c, __ATOMIC_RELEASE);
+    return 0;
 }
 
 int gmt_py_resolve(uint64_t word, gmt_py_frame_t *out)

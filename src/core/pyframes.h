@@ -7,9 +7,11 @@
  * (PyGILState_GetThisThreadState: a pthread_getspecific, no lock; still set while the thread
  * has released the GIL) and its frame chain is walked with the structure offsets of the
  * running CPython (3.9 to 3.12: pylayouts.inc, generated from each version's headers; 3.13:
- * the _Py_DebugOffsets the interpreter publishes in _PyRuntime). Every read is a kernel copy
- * that fails cleanly (pwritev into a private memfd, or process_vm_readv on the process
- * itself), so a bad pointer is an error code, never a crash.
+ * the _Py_DebugOffsets the interpreter publishes in _PyRuntime). A read is either a kernel
+ * copy that fails cleanly (pwritev into a private memfd, or process_vm_readv on the process
+ * itself) or, on the fast path, a direct load of memory the thread's own live chain proves
+ * alive and that was read through the kernel before (see pyframes.c), so a bad pointer is an
+ * error code, never a crash; once warm a walk makes no system call.
  *
  * A Python frame is captured as one tagged word in the ordinary frame array: tag 0xA in the
  * top four bits (user addresses are below 2^57), a code-cache entry index and the instruction
@@ -80,6 +82,10 @@ int gmt_py_resolve(uint64_t word, gmt_py_frame_t *out);
 /* The code cache: header, entries, hash index, text arena; all offsets. */
 size_t gmt_pycode_bytes(uint32_t max_entries, uint64_t text_bytes);
 int gmt_pycode_init(void *mem, size_t bytes, uint32_t max_entries, uint64_t text_bytes);
+/* Recovery (docs/state.md): resolve frames from a dead process's code cache at mem (a private
+ * copy: entries that point outside it are disabled) and report its status and version. mem
+ * NULL: no cache, only the status. 0, or -EINVAL when mem is not a usable cache. */
+int gmt_py_attach_recovered(void *mem, size_t bytes, gmt_py_status_t status, const char *version);
 
 /* Line of a byte offset into a code object's instructions, from its copied line table.
  * minor: CPython 3.minor (9: co_lnotab, 10: co_linetable, 11+: location table). -1: none. */
@@ -91,6 +97,14 @@ int gmt_py_addr2line(int minor, const uint8_t *table, uint32_t len, int firstlin
  * only end the walk). Returns the number of Python frames written to words. */
 int gmt_py_test_use_layout(int minor, uint64_t code_type, uint64_t str_type, uint64_t bytes_type);
 uint32_t gmt_py_test_walk(uint64_t tstate, uint64_t *words, uint32_t cap);
+/* Walks (all threads) that needed a kernel copy: 0 per allocation in the steady state on
+ * 3.11+ (the fast path, see pyframes.c); every walk on 3.9/3.10. */
+uint64_t gmt_py_checked_walks(void);
+/* For tests: the calling thread's reads so far, through the kernel and direct. */
+void gmt_py_test_reads(uint64_t *checked, uint64_t *direct);
+/* For tests: allow (true) or forbid the direct reads of the fast path; on allows them
+ * without asking an interpreter whether it finalizes (there is none). */
+void gmt_py_test_use_fast(bool on, uint64_t frame_type); /* frame_type: PyFrame_Type (3.9/3.10) */
 /* For tests: read memory through the memfd (true, the default) or process_vm_readv only. */
 void gmt_py_test_use_memfd(bool on);
 

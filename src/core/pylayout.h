@@ -14,6 +14,8 @@ typedef struct layout_s {
     uint16_t ob_type;
     uint16_t ts_frame, ts_cframe, cf_current;
     uint16_t fr_back, fr_code, fr_instr, fr_is_entry, fr_owner, fr_size;
+    uint16_t ts_chunk, ts_top;                  /* 3.11+: datastack_chunk, datastack_top */
+    uint16_t chunk_size, chunk_top, chunk_data; /* 3.11+: _PyStackChunk */
     uint16_t owner_cstack; /* 3.12+: FRAME_OWNED_BY_CSTACK, the shim of a native eval frame */
     uint16_t co_filename, co_name, co_qualname, co_code, co_firstlineno, co_linetable;
     uint16_t bytes_size, bytes_sval;

@@ -23,7 +23,7 @@
 static const uint64_t arena_reserve[GMT_ARENA_COUNT] = {
     [GMT_ARENA_CORE] = 256 * MIB,        [GMT_ARENA_STACK_INDEX] = 256 * MIB,
     [GMT_ARENA_STACK_ENTRIES] = 2 * GIB, [GMT_ARENA_FRAMES] = 4 * GIB,
-    [GMT_ARENA_TABLE] = 24 * GIB,
+    [GMT_ARENA_TABLE] = 24 * GIB,        [GMT_ARENA_GROWTH] = 4 * GIB,
 };
 
 uint8_t *gmt_region_base_;

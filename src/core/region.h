@@ -26,7 +26,7 @@
 #include <stdint.h>
 
 #define GMT_REGION_MAGIC      "GMTSTATE"
-#define GMT_REGION_VERSION    1
+#define GMT_REGION_VERSION    2
 #define GMT_REGION_MAX_CHUNKS 512
 
 typedef enum gmt_arena_id_e {
@@ -34,7 +34,8 @@ typedef enum gmt_arena_id_e {
     GMT_ARENA_STACK_INDEX,   /* the stack store's hash index levels */
     GMT_ARENA_STACK_ENTRIES, /* stack entries, in chunks */
     GMT_ARENA_FRAMES,        /* the frame arena, in chunks */
-    GMT_ARENA_TABLE,         /* live table levels (last: the largest) */
+    GMT_ARENA_TABLE,         /* live table levels (the largest) */
+    GMT_ARENA_GROWTH,        /* the growth sampler's rows, indexed by stack id */
     GMT_ARENA_COUNT
 } gmt_arena_id_t;
 

@@ -192,7 +192,11 @@ gmt_poolinfo_fn gmt_track_poolinfo(void);
 typedef int (*gmt_devinfo_fn)(int32_t device, char *name, size_t name_len, char *uuid,
                               size_t uuid_len, uint64_t *total_bytes);
 void gmt_track_set_devinfo(gmt_devinfo_fn fn);
+/* The provider; in a recovered state, a reader of the facts the dead process recorded. */
 gmt_devinfo_fn gmt_track_devinfo(void);
+/* Records the facts of every device seen and not yet recorded, through the provider. Off the
+ * hot path (the writer thread calls it at each wake-up). */
+void gmt_track_devfacts_refresh(void);
 
 /* What the capture layer tells the report about itself: the backends in use (a short name
  * each, e.g. "runtime-hooks", "driver-hooks", "cupti"), why, and warnings. Rare path: may
@@ -259,6 +263,14 @@ bool gmt_track_clean_exit(void);
 void gmt_track_mark_clean_exit(void);
 /* The state file in use ("" for none). */
 const char *gmt_track_state_path(void);
+/* Memory in the region for the growth sampler (output/growth.h), so a recovered state has its
+ * samples. gmt_track_growth_state: a block of `bytes` in the core block, allocated (zeroed) on
+ * the first call in a live process; in a recovered state the dead process's block, or NULL when
+ * it had none or of another size. gmt_track_growth_rows: the rows' arena with at least `bytes`
+ * committed (as much as could be; *usable gets the committed bytes); NULL when none. Only the
+ * sampler thread calls these in a live process. */
+void *gmt_track_growth_state(size_t bytes);
+int64_t *gmt_track_growth_rows(uint64_t bytes, uint64_t *usable);
 /* Bytes the live table and the stack store hold now. */
 uint64_t gmt_track_table_bytes(void);
 

@@ -36,6 +36,16 @@ typedef struct gmt_peak_slot_s {
     int64_t driver_used; /* -1: unknown */
 } gmt_peak_slot_t;
 
+/* Device facts, recorded once per device off the hot path (gmt_track_devfacts_refresh), so a
+ * recovered report names the devices of a dead process. */
+typedef struct gmt_devfacts_s {
+    int32_t device;
+    uint32_t ready; /* atomic: 1 once the rest is written */
+    uint64_t total_bytes;
+    char name[256];
+    char uuid[64];
+} gmt_devfacts_t;
+
 typedef struct gmt_core_state_s {
     gmt_config_t cfg;
     uint64_t start_ns;
@@ -58,6 +68,15 @@ typedef struct gmt_core_state_s {
     char backend_reason[GMT_NOTE_LEN];
     char warnings[GMT_MAX_WARNINGS][GMT_NOTE_LEN];
     gmt_modmap_t modules;
+    gmt_devfacts_t devfacts[GMT_STAT_SLOTS];
+    /* The Python code cache (core/pyframes.h) in the core arena (0: none) and the interpreter
+     * as gmt_py_init found it; the growth sampler's state (output/growth.h) in the core arena
+     * (0: none yet), its rows in GMT_ARENA_GROWTH. */
+    uint64_t pycode_off, pycode_bytes;
+    int32_t py_status;
+    uint32_t growth_bytes;
+    char py_version[32];
+    uint64_t growth_off; /* atomic */
 } gmt_core_state_t;
 
 /* Points into the region once the core is up; before that, at a static block (drop counters

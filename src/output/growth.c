@@ -159,8 +159,12 @@ int gmt_growth_suspects(gmt_growth_t *g, uint64_t warmup_end_ns, uint64_t now_ns
 
 /* ---- the process's sampler ----------------------------------------------------------------- */
 
-static gmt_growth_t proc_growth;
-static int proc_ready; /* 0 not yet, 1 mapped, -1 failed */
+/* The sampler's state and rows live in the region (core/track.h), so a state file holds the
+ * samples and a recovered report has the same suspects (docs/state.md). */
+#define ROW_BYTES ((uint64_t)GMT_GROWTH_POINTS * sizeof(int64_t))
+
+static gmt_growth_t *proc_growth;
+static int proc_ready; /* 0 not yet, 1 set up, -1 failed */
 
 static bool stack_live(uint32_t id, int64_t *bytes, void *ctx)
 {
@@ -180,23 +184,52 @@ uint64_t gmt_growth_sample_process(uint64_t now_ns)
     int r = __atomic_load_n(&proc_ready, __ATOMIC_ACQUIRE);
     if (r < 0) return UINT64_MAX;
     if (r == 0) {
-        if (gmt_growth_init(&proc_growth, st->max_entries) != 0) {
+        gmt_growth_t *g = gmt_track_growth_state(sizeof *g); /* zeroed */
+        uint64_t usable;
+        if (!g || !gmt_track_growth_rows(0, &usable)) {
             __atomic_store_n(&proc_ready, -1, __ATOMIC_RELEASE);
             return UINT64_MAX;
         }
+        g->interval_ns = GMT_GROWTH_INTERVAL_NS;
+        g->bytes = gmt_track_growth_rows(0, &usable); /* the arena's start: never moves */
+        proc_growth = g;
         __atomic_store_n(&proc_ready, 1, __ATOMIC_RELEASE);
     }
-    return gmt_growth_tick(&proc_growth, now_ns, gmt_stacks_count(st) + 1, stack_live, st);
+    gmt_growth_t *g = proc_growth;
+    uint32_t nids = gmt_stacks_count(st) + 1;
+    uint64_t usable = 0;
+    int64_t *rows = gmt_track_growth_rows((uint64_t)nids * ROW_BYTES, &usable);
+    uint64_t max = usable / ROW_BYTES;
+    if (max > st->max_entries) max = st->max_entries;
+    /* Only this thread writes max_ids; readers look at ids_seen, never more. */
+    g->max_ids = rows ? (uint32_t)max : 0;
+    if (!g->max_ids) return g->interval_ns;
+    return gmt_growth_tick(g, now_ns, nids, stack_live, st);
+}
+
+/* A recovered state: the dead process's sampler, checked against what the file holds. */
+static gmt_growth_t *recovered_growth(void)
+{
+    gmt_growth_t *g = gmt_track_growth_state(sizeof *g);
+    uint64_t usable = 0;
+    int64_t *rows = gmt_track_growth_rows(0, &usable);
+    if (!g || !rows) return NULL;
+    g->lock = 0; /* whatever the dead sampler held */
+    g->bytes = rows;
+    g->max_ids = (uint32_t)(usable / ROW_BYTES < UINT32_MAX ? usable / ROW_BYTES : UINT32_MAX);
+    if (g->n < 0 || g->n > GMT_GROWTH_POINTS || g->ids_seen > g->max_ids) return NULL;
+    return g;
 }
 
 gmt_growth_t *gmt_growth_process(void)
 {
-    return __atomic_load_n(&proc_ready, __ATOMIC_ACQUIRE) == 1 ? &proc_growth : NULL;
+    if (gmt_track_recovered()) return recovered_growth();
+    return __atomic_load_n(&proc_ready, __ATOMIC_ACQUIRE) == 1 ? proc_growth : NULL;
 }
 
 void gmt_growth_reset_after_fork(void)
 {
-    /* Only this thread exists in the child: no sampler can hold the lock any more. */
-    if (__atomic_load_n(&proc_ready, __ATOMIC_ACQUIRE) == 1) gmt_growth_destroy(&proc_growth);
+    /* The parent's samples were in its region; the child's stack store is new. */
+    proc_growth = NULL;
     __atomic_store_n(&proc_ready, 0, __ATOMIC_RELEASE);
 }

@@ -235,7 +235,10 @@ int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsign
     gmt_guard_enter(); /* CUDA calls made for the report (device facts) are not recorded */
     /* A state file read after a kill names frames by its module map; not from a signal
      * handler (dl_iterate_phdr takes the loader's lock). */
-    if (reason != GMT_REASON_SIGNAL && reason != GMT_REASON_CRASH) gmt_track_modules_refresh();
+    if (reason != GMT_REASON_SIGNAL && reason != GMT_REASON_CRASH) {
+        gmt_track_modules_refresh();
+        gmt_track_devfacts_refresh(); /* the state file then has what this report says */
+    }
     gmt_track_settle_peaks();
     jw_t *w = &writer;
     jw_init(w, fd);

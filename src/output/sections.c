@@ -180,8 +180,11 @@ void gmt_section_devices(gmt_report_ctx_t *c, int64_t *peak_max)
                 jw_int(w, "tracked_bytes", d.in_use);
                 jw_null(w, "untracked_bytes");
                 jw_string(w, "note",
-                          "the driver could not be asked (no context on this device "
-                          "at report time)");
+                          gmt_track_recovered()
+                              ? "recovered from a state file: the dead process's driver "
+                                "cannot be asked (driver used bytes and pool figures are null)"
+                              : "the driver could not be asked (no context on this device "
+                                "at report time)");
             }
             jw_object_end(w);
         }

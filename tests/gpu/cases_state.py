@@ -4,7 +4,9 @@ torch_sigkill_state: a PyTorch job with GPUMEMTRACE_STATE set is SIGKILLed after
 torch.cuda.memory_reserved(); `gpumemtrace top --once` reads the state while the job runs and
 `gpumemtrace report --recover` rebuilds the report after the kill. The recovered report's live
 cudaMalloc bytes must equal the reserved bytes torch printed (every reserved byte of the
-caching allocator is a live cudaMalloc segment), and it must say recovered / signal.
+caching allocator is a live cudaMalloc segment), and it must say recovered / signal, name the
+device as torch does (name, UUID, total memory, recorded in the state file) and name the
+job's Python file and lines in its stacks (the Python code cache is in the state file).
 """
 import json
 import os
@@ -31,13 +33,15 @@ def register(m):
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                              cwd=c.out, start_new_session=True)
         m.CHILDREN.add(p.pid)
-        facts, lines, t0 = {}, [], time.time()
+        facts, lines, t0, name = {}, [], time.time(), None
         try:
             while time.time() - t0 < 45:
                 line = p.stdout.readline()
                 if not line:
                     break
                 lines.append(line)
+                if line.startswith("GMT_NAME "):
+                    name = line[len("GMT_NAME "):].strip()
                 mt = re.match(r"GMT_FACT (\w+)=(\S+)", line)
                 if mt:
                     facts[mt.group(1)] = int(mt.group(2))
@@ -80,6 +84,18 @@ def register(m):
         live = sum(g.get("bytes", 0) for g in m.groups(rep) if g.get("api") == "cudaMalloc")
         c.expect("recovered live cudaMalloc bytes == torch.cuda.memory_reserved()", live,
                  facts["reserved"])
+        dev = next((d for d in rep.get("devices", []) if d.get("device") == 0), {})
+        c.expect("recovered devices[0].name", dev.get("name"), name)
+        c.expect("recovered devices[0].total_bytes", dev.get("total_bytes"), facts.get("total"))
+        c.expect_true("recovered devices[0].uuid", str(dev.get("uuid") or "").startswith("GPU-"),
+                      dev.get("uuid"))
+        pyframes = [f for s in rep.get("stacks", {}).values() if isinstance(s, dict)
+                    for f in s.get("frames", []) if f.get("type") == "python"]
+        named = [f for f in pyframes
+                 if os.path.basename(f.get("file") or "") == "torch_state_kill.py" and
+                 isinstance(f.get("line"), int) and f["line"] > 0]
+        c.expect_true("recovered stacks name torch_state_kill.py and its lines", bool(named),
+                      pyframes[:4])
         c.details["torch"] = facts
         c.details["recovered_live_cudaMalloc"] = live
         c.note(f"reserved {facts['reserved']} B, recovered live cudaMalloc {live} B")

@@ -1,6 +1,6 @@
 """A PyTorch job that is SIGKILLed mid-run (tests/gpu/cases_state.py): keeps three tensors
 of 256 MiB, frees a 1 GiB temporary (the cache keeps its segment), prints torch's reserved
-bytes and READY, then waits to be killed."""
+bytes, the device's name and total memory and READY, then waits to be killed."""
 import sys
 import time
 
@@ -14,6 +14,9 @@ y = x @ x
 torch.cuda.synchronize()
 print(f"GMT_FACT reserved={torch.cuda.memory_reserved()}")
 print(f"GMT_FACT allocated={torch.cuda.memory_allocated()}")
+print(f"GMT_NAME {torch.cuda.get_device_name(0)}")
+print(f"GMT_FACT total={torch.cuda.get_device_properties(0).total_memory}")
+time.sleep(0.5)  # the tracer's writer thread records device facts within 0.1 s
 print("READY", flush=True)
 time.sleep(60)
 sys.exit(3)

@@ -1063,9 +1063,11 @@ def start_state_prog(ctx):
     """Starts state_kill with a state file; returns (process, state path, snapshot path)."""
     os.makedirs(os.path.join(ctx.work, "state"), exist_ok=True)
     snap = os.path.join(ctx.work, "state", "snap.json")
-    env = ctx.env(extra={"GPUMEMTRACE_STATE": os.path.join(ctx.work, "state", "s-%p.gmt")})
+    env = ctx.env(extra={"GPUMEMTRACE_STATE": os.path.join(ctx.work, "state", "s-%p.gmt"),
+                         "GPUMEMTRACE_GROWTH_WARMUP": "0"})
     p = subprocess.Popen([ctx.prog("state_kill"), snap], cwd=ctx.work, env=env, text=True,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=no_core)
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         preexec_fn=no_core)
     line = p.stdout.readline()
     if line.strip() != "READY":
         p.kill()
@@ -1092,6 +1094,12 @@ def case_state_kill(ctx):
                 fail(f"top --once output lacks {want!r}:\n{t.stdout}")
         if "keep_a" in t.stdout or not re.search(r"state_kill\+0x[0-9a-f]+", t.stdout):
             fail(f"top --once should name frames by module+offset:\n{t.stdout}")
+        # grow, then the snapshot just before the kill
+        p.stdin.write("grow\n")
+        p.stdin.flush()
+        line = p.stdout.readline()
+        if line.strip() != "SNAPPED":
+            fail(f"state_kill did not write its snapshot: {line!r}")
     finally:
         p.kill()
         p.communicate()
@@ -1118,12 +1126,31 @@ def case_state_kill(ctx):
               sorted(map(group_key, snap["leaks"]["groups"])))
     expect_eq("recovered leaks.total_bytes", rec["leaks"]["total_bytes"],
               snap["leaks"]["total_bytes"])
-    expect_eq("leaked bytes", snap["leaks"]["total_bytes"], 5 * MIB + 6000 * 4096)
+    grown = snap["leaks"]["total_bytes"] - (5 * MIB + 6000 * 4096)  # by grow_step
+    if grown < 24 * 16384 or grown % 16384:
+        fail(f"leaked bytes {snap['leaks']['total_bytes']}: grow_step's part {grown} is not "
+             f"24 or more blocks of 16 KiB")
     # ... and the same peak
     d_snap, d_rec = device(snap, 0), device(rec, 0)
     expect_eq("snapshot devices[0].peak_bytes", d_snap["peak_bytes"], 5 * MIB + 10000 * 4096)
-    for k in ("peak_bytes", "current_bytes"):
+    for k in ("peak_bytes", "current_bytes", "name", "uuid", "total_bytes"):
         expect_eq(f"recovered devices[0].{k}", d_rec[k], d_snap[k])
+    if "state file" not in (d_rec["audit"].get("note") or ""):
+        fail(f"recovered devices[0].audit.note does not say why the driver was not asked: "
+             f"{d_rec['audit']}")
+    if not d_snap["name"] or not d_snap["uuid"] or not d_snap["total_bytes"]:
+        fail(f"the snapshot lacks device facts: {d_snap}")
+    # the growth samples were in the state file: the same suspects
+    def suspects(r):
+        return [(s["stack_id"], s["device"], s["kind"], s["api"], s["growth_bytes"],
+                 s["live_bytes"]) for s in r["leaks"]["growth_suspects"]]
+    sus = suspects(snap)
+    if [x[4:] for x in sus] != [(grown, grown)]:
+        fail(f"snapshot growth suspects: {sus}, want grow_step's, grown from 0 to {grown}")
+    expect_eq("recovered growth suspects", suspects(rec), suspects(snap))
+    for s in rec["leaks"]["growth_suspects"]:
+        if len(s["samples"]) < 3 or s["samples"][-1][1] != s["live_bytes"]:
+            fail(f"recovered growth suspect's samples: {s['samples']}")
     ps, pr = peak_entry(snap, 0), peak_entry(rec, 0)
     expect_eq("recovered peak bytes", pr["bytes"], ps["bytes"])
     expect_eq("recovered peak groups", sorted(map(group_key, pr["groups"])),

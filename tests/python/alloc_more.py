@@ -3,6 +3,9 @@
            report), the parent from parent_alloc()
   threads  300 threading.Threads allocate at once from thread_alloc(); more threads than the
            tracer's per-thread read slots (256), so both of its readers serve them
+  steady   1000 cudaMalloc/cudaFree pairs 20 Python frames deep in the main thread and 1000
+           in a threading.Thread, each loop leaking its last allocation (13 MiB) from
+           steady_alloc(): these walks must need no kernel copy once warm
 """
 import ctypes
 import os
@@ -11,6 +14,7 @@ import threading
 
 cudart = ctypes.CDLL(sys.argv[1])
 cudart.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
+cudart.cudaFree.argtypes = [ctypes.c_void_p]
 keep = []
 
 
@@ -33,7 +37,27 @@ def thread_alloc(start):
     alloc(64 << 10)  # TAG:thread_alloc
 
 
-if sys.argv[2] == "fork":
+def steady_alloc(n):
+    p = ctypes.c_void_p()
+    for i in range(n):
+        size = 13 << 20 if i == n - 1 else 4096
+        assert cudart.cudaMalloc(ctypes.byref(p), size) == 0  # TAG:steady_alloc
+        if i < n - 1:
+            cudart.cudaFree(p)
+    keep.append(p)
+
+
+class Layer:
+    def run(self, depth, n):
+        return self.run(depth - 1, n) if depth else steady_alloc(n)
+
+
+if sys.argv[2] == "steady":
+    Layer().run(20, 1000)
+    t = threading.Thread(target=Layer().run, args=(5, 1000))
+    t.start()
+    t.join()
+elif sys.argv[2] == "fork":
     parent_alloc()
     pid = os.fork()
     if pid == 0:

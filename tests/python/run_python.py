@@ -103,7 +103,7 @@ def case_frames(args):
     rep, _ = run(args, {})
     cap = rep["capture"].get("python")
     want_version = version_of(args.python)
-    if cap != {"status": "captured", "version": want_version}:
+    if cap.get("status") != "captured" or cap.get("version") != want_version:
         fail(f"capture.python is {cap}, want captured {want_version}")
     tags = tag_lines()
     groups = group_by_bytes(rep)
@@ -187,7 +187,7 @@ def case_unsupported(args):
 MORE = os.path.join(HERE, "alloc_more.py")
 
 
-def run_more(args, mode):
+def run_more(args, mode, env_extra=None):
     """alloc_more.py MODE under the tracer; returns {pid: report}."""
     work = os.path.join(args.work, mode)
     os.makedirs(work, exist_ok=True)
@@ -195,6 +195,7 @@ def run_more(args, mode):
         os.unlink(os.path.join(work, f))
     env = dict(os.environ, LD_PRELOAD=args.lib, GPUMEMTRACE_LOG="info",
                GPUMEMTRACE_OUTPUT=os.path.join(work, "r-%p.json"))
+    env.update(env_extra or {})
     p = subprocess.run([args.python, MORE, args.cudart, mode], env=env, capture_output=True,
                        text=True, timeout=60)
     print(p.stdout, p.stderr)
@@ -251,6 +252,32 @@ def case_threads(args):
     if named != 300:
         fail(f"{named} of 300 thread allocations name thread_alloc:{line}")
     print(f"ok: 300 of 300 thread allocations name thread_alloc:{line}")
+
+
+def case_steady(args):
+    """The fast path is taken (a count, not a time): 2000 allocations 6-23 Python frames deep
+    in two threads; at most a few walks (first sights) need a kernel copy, while with
+    GPUMEMTRACE_PY_CHECKED=1 every walk does. Both leaks
+    name steady_alloc's line either way."""
+    minor = int(version_of(args.python).split(".")[1])
+    line = more_tags()["steady_alloc"]
+    for checked_only in (False, True):
+        reps, _ = run_more(args, "steady", {"GPUMEMTRACE_PY_CHECKED": "1"} if checked_only else {})
+        (rep,) = reps.values()
+        cap = rep["capture"]["python"]
+        if cap.get("status") != "captured" or not isinstance(cap.get("checked_walks"), int):
+            fail(f"capture.python is {cap}")
+        walks = cap["checked_walks"]
+        named = sum(g["count"] for g in rep["leaks"]["groups"]
+                    if names_line(rep, g, "steady_alloc", line))
+        if named != 2:
+            fail(f"{named} of 2 steady leaks name steady_alloc:{line}")
+        fast = not checked_only
+        if fast and walks > 16:
+            fail(f"3.{minor}: {walks} of 2000 walks needed a kernel copy, want first sights only")
+        if not fast and walks < 2000:
+            fail(f"3.{minor} checked_only={checked_only}: {walks} checked walks, want >= 2000")
+        print(f"ok 3.{minor} checked_only={checked_only}: {walks} of 2000 walks needed a kernel copy")
 
 
 def case_shallow(args):
@@ -321,6 +348,76 @@ def case_cli(args):
     print("ok: terminal names", want)
 
 
+def case_recover(args):
+    """SIGKILL with GPUMEMTRACE_STATE; the recovered report names the Python frames."""
+    prog = os.path.join(HERE, "state_kill.py")
+    os.makedirs(args.work, exist_ok=True)
+    for f in os.listdir(args.work):
+        if f.startswith("recover-"):
+            os.unlink(os.path.join(args.work, f))
+    env = dict(os.environ, LD_PRELOAD=args.lib, GPUMEMTRACE_LOG="info",
+               GPUMEMTRACE_STATE=os.path.join(args.work, "recover-%p.gmt"),
+               GPUMEMTRACE_OUTPUT=os.path.join(args.work, "recover-exit.json"))
+    env.pop("PYTHONPATH", None)
+    p = subprocess.Popen([args.python, prog, args.cudart, args.native], env=env,
+                         stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline()
+        if line.strip() != "READY":
+            p.kill()
+            fail(f"state_kill.py did not get ready: {line!r} {p.communicate()[1]}")
+    finally:
+        p.kill()
+        p.communicate()
+    if p.returncode != -9:
+        fail(f"state_kill.py ended with {p.returncode}, not SIGKILL")
+    state = os.path.join(args.work, f"recover-{p.pid}.gmt")
+    out = os.path.join(args.work, "recover-report.json")
+    r = subprocess.run([args.cli, "report", "--recover", state, "-o", out], capture_output=True,
+                       text=True, timeout=60)
+    if r.returncode != 0:
+        fail(f"report --recover: {r.returncode} {r.stderr}")
+    with open(out) as f:
+        rep = json.load(f)
+    try:
+        import jsonschema
+        with open(args.schema) as f:
+            jsonschema.validate(rep, json.load(f))
+    except ImportError:
+        print("note: jsonschema not importable here, schema not checked")
+    if rep["process"].get("recovered") is not True:
+        fail("process.recovered is not true")
+    want = {"status": "captured", "version": version_of(args.python)}
+    cap = rep["capture"].get("python") or {}
+    if {k: cap.get(k) for k in want} != want:
+        fail(f"recovered capture.python is {rep['capture'].get('python')}, want {want}")
+    tag = None
+    with open(prog) as f:
+        for n, text in enumerate(f, 1):
+            if "# TAG:held_by_kill" in text:
+                tag = n
+    groups = {g["bytes"]: g for g in rep["leaks"]["groups"]}
+    if 6 << 20 not in groups:
+        fail(f"no 6 MiB leak group in the recovered report: {sorted(groups)}")
+    py = [f for f in frames_of(rep, groups[6 << 20]) if f.get("type") == "python"]
+    if not py:
+        fail("the recovered stack has no Python frame")
+    f0 = py[0]
+    if (os.path.basename(f0["file"] or "") != "state_kill.py" or
+            (f0["function"] or "").split(".")[-1] != "held_by_kill" or f0["line"] != tag):
+        fail(f"innermost recovered Python frame is {f0}, want state_kill.py held_by_kill:{tag}")
+    if py[-1]["function"] != "<module>":
+        fail(f"outermost recovered Python frame is {py[-1]}, want <module>")
+    expect_status(rep, groups[6 << 20], "captured")
+    if NATIVE not in groups:
+        fail(f"no 7 MiB leak group (native thread) in the recovered report: {sorted(groups)}")
+    mods = [os.path.basename(f.get("module") or "") for f in frames_of(rep, groups[NATIVE])]
+    if "libgmt_native_thread.so" not in mods:
+        fail(f"a library loaded after the first CUDA call is not in the module map: {mods}")
+    print("ok recovered: " + " <- ".join(f"{f['function']}:{f['line']}" for f in py))
+
+
 def main():
     ap = argparse.ArgumentParser()
     for a in ("python", "lib", "cudart", "schema", "work", "case", "cli", "native", "standin"):
@@ -331,7 +428,8 @@ def main():
         sys.exit(77)
     {"frames": case_frames, "off": case_off, "cli": case_cli,
      "unsupported": case_unsupported, "fork": case_fork, "threads": case_threads,
-     "shallow": case_shallow, "notpython": case_notpython}[args.case](args)
+     "shallow": case_shallow, "steady": case_steady, "notpython": case_notpython,
+     "recover": case_recover}[args.case](args)
 
 
 if __name__ == "__main__":

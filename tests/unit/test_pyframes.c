@@ -146,7 +146,7 @@ static uint8_t *make_code(const layout_t *L, uint8_t *file, uint8_t *name, int f
     put64(o, L->ob_type, CODE_T);
     put64(o, L->co_filename, U(file));
     put64(o, L->co_name, U(name));
-    put64(o, L->co_qualname, U(name));
+    if (L->co_qualname != NONE) put64(o, L->co_qualname, U(name));
     put32(o, L->co_firstlineno, (uint32_t)first);
     put64(o, L->co_linetable, U(table));
     return o;
@@ -227,6 +227,167 @@ static void test_walk_hand_built_312_process_vm_readv(void **state)
     gmt_py_test_use_memfd(true);
 }
 
+/* ---- the fast path (3.11+) ---------------------------------------------------------------- */
+
+/* A data-stack chunk of 16 KiB (its own mapping, like CPython's) holding two frames, the outer
+ * one at the chunk's data, with the shim and _PyCFrame on this test's C stack, under layout
+ * minor: the first walk reads through the kernel, the second needs no kernel copy at all and
+ * names the same frames. */
+static void fast_walk_hand_built(int minor)
+{
+    const layout_t *L = layout(minor);
+    assert_int_equal(gmt_py_test_use_layout(minor, CODE_T, STR_T, BYTES_T), 0);
+    gmt_py_test_use_fast(true, 0);
+    const uint8_t table[] = {0xE9, 0x02, 0xD8, 0x01, 0x05, 0x9A, 0x07};
+    uint8_t *file = make_str(L, "train.py"), *fwd = make_str(L, "Net.forward"),
+            *mod = make_str(L, "<module>"), *tab = make_bytes(L, table, sizeof table);
+    uint8_t *code1 = make_code(L, file, fwd, 40, tab), *code2 = make_code(L, file, mod, 1, tab);
+    size_t csize = 16 << 10;
+    uint8_t *chunk = mmap(NULL, csize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(chunk != MAP_FAILED);
+    put64(chunk, L->chunk_size, csize);
+    uint8_t *f2 = chunk + L->chunk_data, *f1 = f2 + 128;
+    uint8_t *tstate = zalloc(512);
+    _Alignas(8) uint8_t shim[128] = {0}, cframe[64] = {0};
+    put64(tstate, L->ts_chunk, U(chunk));
+    put64(tstate, L->ts_top, U(f1 + 128));
+    uint8_t *first = f1;
+    if (L->ts_cframe != NONE) {
+        put64(tstate, L->ts_cframe, U(cframe));
+        put64(cframe, L->cf_current, U(f1));
+    } else {
+        put64(tstate, L->ts_frame, U(f1));
+    }
+    (void)first;
+    put64(f1, L->fr_code, U(code1));
+    put64(f1, L->fr_instr, U(code1) + L->co_code + 4); /* unit 2: line 40+2 */
+    if (L->owner_cstack != NONE) { /* 3.12+: a shim between the two evaluation loops */
+        put64(f1, L->fr_back, U(shim));
+        shim[L->fr_owner] = (uint8_t)L->owner_cstack;
+        put64(shim, L->fr_back, U(f2));
+    } else {
+        put64(f1, L->fr_back, U(f2));
+        f1[L->fr_is_entry] = 1;
+    }
+    put64(f2, L->fr_code, U(code2));
+    put64(f2, L->fr_instr, U(code2) + L->co_code); /* unit 0: line 1+1 */
+
+    uint64_t w[8], checked0, direct0, checked1, direct1, checked2, direct2;
+    gmt_py_test_reads(&checked0, &direct0);
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 2);
+    gmt_py_test_reads(&checked1, &direct1);
+    assert_true(checked1 > checked0); /* first sight: thread state, chunk, codes */
+    uint64_t first_words[2] = {w[0], w[1]};
+    for (int round = 0; round < 3; round++) {
+        assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 2);
+        assert_int_equal(w[0], first_words[0]);
+        assert_int_equal(w[1], first_words[1]);
+    }
+    gmt_py_test_reads(&checked2, &direct2);
+    assert_int_equal(checked2, checked1); /* steady state: no kernel copy */
+    assert_true(direct2 >= direct1 + 3 * 4);
+    gmt_py_frame_t pf;
+    assert_int_equal(gmt_py_resolve(w[0], &pf), 0);
+    assert_string_equal(pf.function, "Net.forward");
+    assert_int_equal(pf.line, 42);
+    assert_int_equal(gmt_py_resolve(w[1], &pf), 0);
+    assert_string_equal(pf.function, "<module>");
+    assert_int_equal(pf.line, 2);
+
+    /* A frame above datastack_top is dead: read through the kernel, not directly. */
+    put64(tstate, L->ts_top, U(f1));
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 2);
+    gmt_py_test_reads(&checked1, &direct1);
+    assert_true(checked1 > checked2);
+    put64(tstate, L->ts_top, U(f1 + 128));
+
+    /* Garbage inside the live chunk: frames whose code and back pointers aim at a PROT_NONE
+     * page, an unmapped page, or anywhere. The walk must end or skip, never load there. */
+    long page = sysconf(_SC_PAGESIZE);
+    uint8_t *none = mmap(NULL, (size_t)page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(none != MAP_FAILED);
+    uint8_t *gone = mmap(NULL, (size_t)page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(gone != MAP_FAILED);
+    munmap(gone, (size_t)page);
+    const uint64_t bad[] = {U(none),           U(none) + 64,         U(gone),     8, UINT64_MAX - 7,
+                            0x7ffffffff000ull, U(chunk) + csize - 8, U(code1) + 8};
+    srand(777);
+    for (int round = 0; round < 2000; round++) {
+        uint8_t *fr = chunk + L->chunk_data + (size_t)(rand() % 64) * 8;
+        uint64_t b1 = bad[rand() % 8], b2 = bad[rand() % 8];
+        if (rand() % 3 == 0) b1 = U(chunk) + L->chunk_data + (uint64_t)(rand() % 128) * 8;
+        if (rand() % 5 == 0) b2 = U(code1);
+        put64(fr, L->fr_code, b2);
+        put64(fr, L->fr_back, b1);
+        if (rand() % 4 == 0) put64(tstate, L->ts_top, U(chunk) + (uint64_t)(rand() % 4096));
+        if (rand() % 16 == 0) put64(chunk, L->chunk_size, (uint64_t)rand());
+        if (L->ts_cframe != NONE)
+            put64(cframe, L->cf_current, U(fr));
+        else
+            put64(tstate, L->ts_frame, U(fr));
+        assert_true(gmt_py_test_walk(U(tstate), w, 8) <= 8);
+        put64(chunk, L->chunk_size, csize);
+    }
+    gmt_py_test_use_fast(false, 0);
+    munmap(none, (size_t)page);
+    munmap(chunk, csize);
+}
+
+/* 3.9/3.10: frame objects on the heap, learnt once read through the kernel with the frame
+ * type; then direct, no kernel copy. A frame object whose type word changed ends the walk. */
+static void fast_walk_heap_frames(int minor)
+{
+    const layout_t *L = layout(minor);
+    assert_int_equal(gmt_py_test_use_layout(minor, CODE_T, STR_T, BYTES_T), 0);
+    gmt_py_test_use_fast(true, BYTES_T + 8); /* a made-up PyFrame_Type */
+    const uint8_t table[] = {0, 1, 6, 1};
+    uint8_t *file = make_str(L, "old.py"), *name = make_str(L, "f"),
+            *tab = make_bytes(L, table, sizeof table);
+    uint8_t *code = make_code(L, file, name, 10, tab);
+    uint8_t *f1 = zalloc(512), *f2 = zalloc(512), *tstate = zalloc(512);
+    put64(tstate, L->ts_frame, U(f1));
+    put64(f1, L->ob_type, BYTES_T + 8);
+    put64(f2, L->ob_type, BYTES_T + 8);
+    put64(f1, L->fr_back, U(f2));
+    put64(f1, L->fr_code, U(code));
+    put64(f2, L->fr_code, U(code));
+    uint64_t w[8], c0, d0, c1, d1;
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 2);
+    gmt_py_test_reads(&c0, &d0);
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 2);
+    gmt_py_test_reads(&c1, &d1);
+    assert_int_equal(c1, c0);
+    assert_true(d1 >= d0 + 4);
+    put64(f2, L->ob_type, STR_T);
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 1);
+    gmt_py_test_use_fast(false, 0);
+}
+
+static void test_fast_path_39_310(void **state)
+{
+    (void)state;
+    fast_walk_heap_frames(9);
+    fast_walk_heap_frames(10);
+}
+
+static void test_fast_path_311(void **state)
+{
+    (void)state;
+    fast_walk_hand_built(11);
+}
+
+static void test_fast_path_312(void **state)
+{
+    (void)state;
+    fast_walk_hand_built(12);
+}
+
+static void test_fast_path_313(void **state)
+{
+    (void)state;
+    fast_walk_hand_built(13);
+}
+
 /* ---- garbage thread states ---------------------------------------------------------------- */
 
 static void test_garbage_tstate_cannot_crash(void **state)
@@ -253,10 +414,11 @@ static void test_garbage_tstate_cannot_crash(void **state)
                               U(unmapped),
                               U(none) + 4088};
     uint64_t w[GMT_PY_MAX_FRAMES] = {0};
-    for (int reader = 0; reader < 2; reader++)
+    for (int reader = 0; reader < 3; reader++) /* memfd, process_vm_readv, fast path */
         for (int minor = 9; minor <= 13; minor++) {
-            gmt_py_test_use_memfd(reader == 0);
+            gmt_py_test_use_memfd(reader != 1);
             assert_int_equal(gmt_py_test_use_layout(minor, CODE_T, STR_T, BYTES_T), 0);
+            gmt_py_test_use_fast(reader == 2, STR_T); /* junk holds it */
             for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
                 assert_true(gmt_py_test_walk(fixed[i], w, GMT_PY_MAX_FRAMES) <= GMT_PY_MAX_FRAMES);
             /* Random words that point into the junk itself (chains, loops), at bad pages, or
@@ -280,6 +442,7 @@ static void test_garbage_tstate_cannot_crash(void **state)
             }
         }
     gmt_py_test_use_memfd(true);
+    gmt_py_test_use_fast(false, 0);
     free(junk);
     munmap(none, (size_t)page);
 }
@@ -292,6 +455,10 @@ int main(void)
         cmocka_unit_test(test_location_table_311),
         cmocka_unit_test(test_walk_hand_built_312_memfd),
         cmocka_unit_test(test_walk_hand_built_312_process_vm_readv),
+        cmocka_unit_test(test_fast_path_39_310),
+        cmocka_unit_test(test_fast_path_311),
+        cmocka_unit_test(test_fast_path_312),
+        cmocka_unit_test(test_fast_path_313),
         cmocka_unit_test(test_garbage_tstate_cannot_crash),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

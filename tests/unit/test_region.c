@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "core/pyframes.h"
 #include "core/region.h"
 
 #define MIB (1024ull * 1024ull)
@@ -241,6 +242,58 @@ static void test_attach_refuses_bad_files(void **state)
     expect_refused(bad, -EINVAL, "not a regular file");
 }
 
+/* A recovered Python code cache (core/pyframes.h) is whatever the file held: a garbage body
+ * must only leave frames unnamed, never make resolving read outside the cache. */
+static void test_recovered_pycode_garbage(void **state)
+{
+    (void)state;
+    enum { ENTRIES = 1024, TEXT = 64 << 10, HEAD = 48 };
+    size_t bytes = gmt_pycode_bytes(ENTRIES, TEXT);
+    uint8_t *mem = malloc(bytes);
+    assert_non_null(mem);
+    assert_int_equal(gmt_pycode_init(mem, bytes, ENTRIES, TEXT), 0);
+    uint8_t head[HEAD];
+    memcpy(head, mem, HEAD);
+    /* A bad header is refused, the status still taken. */
+    mem[0] ^= 1;
+    assert_int_equal(gmt_py_attach_recovered(mem, bytes, GMT_PY_CAPTURED, "3.12.1"), -EINVAL);
+    assert_int_equal(gmt_py_status(), GMT_PY_CAPTURED);
+    assert_string_equal(gmt_py_version(), "3.12.1");
+    mem[0] ^= 1;
+    assert_int_equal(gmt_py_attach_recovered(mem, bytes - 1, GMT_PY_CAPTURED, "3.12.1"), -EINVAL);
+    uint32_t seed = 7;
+    for (int round = 0; round < 20; round++) {
+        for (size_t i = HEAD; i < bytes; i++) {
+            seed = seed * 1103515245u + 12345u;
+            mem[i] = (uint8_t)(seed >> 16);
+        }
+        if (round % 2) /* small offsets and lengths: many entries pass the checks */
+            for (size_t i = HEAD; i + 40 <= HEAD + (size_t)ENTRIES * 40; i += 40) {
+                uint64_t off = (uint64_t)(mem[i] * 251u) % TEXT;
+                memcpy(mem + i + 16, &off, 8);
+                uint32_t len = mem[i + 1];
+                memcpy(mem + i + 24, &len, 4);
+            }
+        memcpy(mem, head, HEAD);
+        assert_int_equal(gmt_py_attach_recovered(mem, bytes, GMT_PY_CAPTURED, "3.12.1"), 0);
+        for (uint64_t id = 0; id < ENTRIES + 4; id++) {
+            gmt_py_frame_t pf;
+            uint64_t w = (GMT_PY_TAG << GMT_PY_TAG_SHIFT) | (id << 32) | (seed & 0xffff);
+            if (gmt_py_resolve(w, &pf) != 0) continue;
+            if (pf.file)
+                assert_true((const uint8_t *)pf.file >= mem &&
+                            (const uint8_t *)pf.file + strlen(pf.file) < mem + bytes);
+            if (pf.function)
+                assert_true((const uint8_t *)pf.function >= mem &&
+                            (const uint8_t *)pf.function + strlen(pf.function) < mem + bytes);
+        }
+    }
+    /* No cache: only the status. */
+    assert_int_equal(gmt_py_attach_recovered(NULL, 0, GMT_PY_NOT_PYTHON, ""), 0);
+    assert_int_equal(gmt_py_status(), GMT_PY_NOT_PYTHON);
+    assert_null(gmt_py_version());
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -248,6 +301,7 @@ int main(void)
         cmocka_unit_test(test_state_file_round_trip),
         cmocka_unit_test(test_create_refuses_planted_link),
         cmocka_unit_test(test_attach_refuses_bad_files),
+        cmocka_unit_test(test_recovered_pycode_garbage),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

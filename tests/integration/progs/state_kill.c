@@ -1,12 +1,16 @@
 /* state_kill.c - the SIGKILL recovery case (GPUMEMTRACE_STATE). keep_a holds 3 MiB, keep_b two
  * blocks of 1 MiB, peak_tmp raises the peak to 13 MiB and frees its 8 MiB again, many_small
  * makes 10000 allocations of 4 KiB and frees 4000 of them (so the live table grows in the state
- * file). Then the program writes a snapshot report to argv[1] with gmt_snapshot, prints
- * "READY" and waits to be killed (it gives up with status 3 after 30 s).
+ * file). Then the program prints "READY" and waits for a line on stdin; then grow_step leaks
+ * 16 KiB every 40 ms (a growth suspect), for 1.5 times as long as the run so far and at least
+ * 24 times (so the rise outweighs the flat part before it, however slow the machine), writes
+ * a snapshot report to argv[1] with gmt_snapshot, prints "SNAPPED" and waits to be killed (it
+ * gives up with status 3 after 30 s): the snapshot is taken just before the kill.
  */
 #include "common.h"
 
 #include <cuda_runtime_api.h>
+#include <time.h>
 #include <unistd.h>
 
 int gmt_snapshot(const char *path) __attribute__((weak));
@@ -44,15 +48,38 @@ SITE void many_small(void)
         CK(cudaFree(small[i * 2]));
 }
 
+SITE void grow_step(void)
+{
+    void *p = NULL;
+    CK(cudaMalloc(&p, 16 * 1024));
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 int main(int argc, char **argv)
 {
     EXPECT(argc == 2);
+    double t0 = now_s();
     keep_a();
     keep_b();
     peak_tmp();
     many_small();
-    EXPECT(gmt_snapshot && gmt_snapshot(argv[1]) == 0);
     printf("READY\n");
+    fflush(stdout);
+    char line[16];
+    EXPECT(fgets(line, sizeof line, stdin) != NULL);
+    double grow_until = now_s() + 1.5 * (now_s() - t0);
+    for (int i = 0; i < 24 || now_s() < grow_until; i++) {
+        grow_step();
+        usleep(40 * 1000);
+    }
+    EXPECT(gmt_snapshot && gmt_snapshot(argv[1]) == 0);
+    printf("SNAPPED\n");
     fflush(stdout);
     for (int i = 0; i < 300; i++)
         usleep(100 * 1000);
