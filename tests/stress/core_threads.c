@@ -8,8 +8,8 @@
  * with failure) and hands in zero-byte and NULL results, which are not allocations. At the end
  * every count must be exact: allocations, releases, the live table, each stack's live bytes,
  * the device's in-use bytes; nothing dropped, no unknown release; and the process's resident
- * memory must not have grown with the number of events (the core allocates nothing after
- * init). Exits 0 when all hold, 1 with a message otherwise.
+ * memory must have grown with the live set only (the leaks kept), never with the number of
+ * events. Exits 0 when all hold, 1 with a message otherwise.
  */
 #define _GNU_SOURCE
 #include "core/track.h"
@@ -107,7 +107,7 @@ int main(int argc, char **argv)
     gmt_config_t cfg;
     gmt_config_defaults(&cfg);
     cfg.stack_depth = 8;
-    cfg.max_live = 1 << 16;
+    cfg.max_live = 0; /* no bound: the live table grows with the leaks kept */
     if (gmt_core_init(&cfg) != 0) return 3;
     gmt_core_prefault();
     long rss0 = rss_kib();
@@ -158,7 +158,11 @@ int main(int argc, char **argv)
     CHECK(stack_bytes == want_bytes && stack_count == want_count,
           "stacks hold %lld bytes in %lld, expected %lld in %ld", (long long)stack_bytes,
           (long long)stack_count, (long long)want_bytes, want_count);
-    CHECK(rss1 - rss0 < 16 * 1024, "resident memory grew by %ld KiB during the run", rss1 - rss0);
+    /* The tracer's memory follows the live set (the leaks kept: at most 112 bytes each in the
+     * live table, even while it moves entries to a larger level), never the event count. */
+    long allowed_kib = 16 * 1024 + want_count * 112 / 1024;
+    CHECK(rss1 - rss0 < allowed_kib, "resident memory grew by %ld KiB during the run (bound %ld)",
+          rss1 - rss0, allowed_kib);
     printf("core_threads: %d threads x %ld events: %ld leaks, rss +%ld KiB%s\n", nthreads, nops,
            want_count, rss1 - rss0, bad ? ": FAILED" : "");
     return bad;
