@@ -180,8 +180,10 @@ GMT_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cuda
  * from its return address, so for those the trampoline below jumps to the real dlsym without
  * a frame of ours in between (RTLD_DEFAULT finds our exported wrappers anyway, since the
  * preload library comes first in the global scope). */
-void *gmt_dlsym_handle(void *handle, const char *name);
-void *gmt_dlsym_handle(void *handle, const char *name)
+/* `used`: only the trampoline's assembly refers to it, which link-time optimisation does not
+ * see. */
+__attribute__((used)) void *gmt_dlsym_handle(void *handle, const char *name);
+__attribute__((used)) void *gmt_dlsym_handle(void *handle, const char *name)
 {
     void *p = gmt_real_dlsym(handle, name);
     if (!p || !name || name[0] != 'c' || name[1] != 'u' || gmt_guard_held()) return p;

@@ -13,7 +13,8 @@
 #define failures_next (gmt_cs->failures_next)
 #define failures_done (gmt_cs->failures_done)
 
-void gmt_track_failure(const gmt_event_t *ev)
+/* noinline: its frame is one of track.c's OWN_FRAMES_SKIPPED. */
+__attribute__((noinline)) void gmt_track_failure(const gmt_event_t *ev)
 {
     if (!gmt_core_event_valid(ev)) return;
     uint8_t api = ev->api;

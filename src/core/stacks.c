@@ -223,6 +223,21 @@ dropped:
     return 0;
 }
 
+bool gmt_stacks_holds(gmt_stacks_t *st, uint32_t id, const uint64_t *frames, uint32_t depth,
+                      uint32_t tag)
+{
+    if (id == 0 || id >= __atomic_load_n(&st->max_entries, __ATOMIC_ACQUIRE) ||
+        (st->bound && id >= st->bound))
+        return false;
+    gmt_stack_entry_t *e = entry_at(id);
+    if (__atomic_load_n(&e->hash, __ATOMIC_ACQUIRE) == 0 || e->depth != depth || e->tag != tag)
+        return false;
+    const uint64_t *f = frames_at(e->offset);
+    for (uint32_t i = 0; i < depth; i++)
+        if (f[i] != frames[i]) return false;
+    return true;
+}
+
 const uint64_t *gmt_stacks_frames(gmt_stacks_t *st, uint32_t id, uint32_t *depth)
 {
     if (id == 0 || id >= __atomic_load_n(&st->max_entries, __ATOMIC_ACQUIRE)) return NULL;
@@ -313,7 +328,7 @@ static int in_skip_range(uint64_t ip, int n)
 #if defined(__SANITIZE_THREAD__)
 /* Under TSan, unw_backtrace's per-thread cache is torn down after TSan's thread state and
  * crashes at thread exit; the plain unw_step walk has no such cache. */
-uint32_t gmt_stacks_capture(uint64_t *frames, uint32_t max, uint32_t skip)
+__attribute__((noinline)) uint32_t gmt_stacks_capture(uint64_t *frames, uint32_t max, uint32_t skip)
 {
     unw_context_t uc;
     unw_cursor_t cur;
@@ -330,12 +345,14 @@ uint32_t gmt_stacks_capture(uint64_t *frames, uint32_t max, uint32_t skip)
     return out;
 }
 
-uint32_t gmt_stacks_capture_near(uint64_t *frames, uint32_t max, uint32_t skip)
+__attribute__((noinline)) uint32_t gmt_stacks_capture_near(uint64_t *frames, uint32_t max,
+                                                           uint32_t skip)
 {
     return gmt_stacks_capture(frames, max, skip + 1); /* +1: this wrapper's frame */
 }
 #else
-/* always_inline: the frame count (skip + 1) must see the public functions' own frames only. */
+/* always_inline, and the public functions noinline: the frame count (skip + 1) must see the
+ * public functions' own frames only, whatever -O3 and link-time optimisation inline. */
 __attribute__((always_inline)) static inline uint32_t capture_slack(uint64_t *frames, uint32_t max,
                                                                     uint32_t skip, uint32_t slack)
 {
@@ -363,12 +380,13 @@ __attribute__((always_inline)) static inline uint32_t capture_slack(uint64_t *fr
     return out;
 }
 
-uint32_t gmt_stacks_capture(uint64_t *frames, uint32_t max, uint32_t skip)
+__attribute__((noinline)) uint32_t gmt_stacks_capture(uint64_t *frames, uint32_t max, uint32_t skip)
 {
     return capture_slack(frames, max, skip, SKIP_SLACK);
 }
 
-uint32_t gmt_stacks_capture_near(uint64_t *frames, uint32_t max, uint32_t skip)
+__attribute__((noinline)) uint32_t gmt_stacks_capture_near(uint64_t *frames, uint32_t max,
+                                                           uint32_t skip)
 {
     return capture_slack(frames, max, skip, SKIP_SLACK_FIRST);
 }

@@ -20,6 +20,7 @@
 #define GMT_CORE_STACKS_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct gmt_stack_entry_s {
@@ -94,6 +95,11 @@ static inline uint8_t gmt_stacks_tag_api(uint32_t tag)
 /* Returns the id of (frames, tag), inserting it if new, or 0 if it did not fit (counted in
  * st->dropped). Lock-free; safe from any thread. */
 uint32_t gmt_stacks_intern(gmt_stacks_t *st, const uint64_t *frames, uint32_t depth, uint32_t tag);
+/* True when id is a published entry holding exactly (frames, tag): a caller that remembers
+ * the id it was last given (per thread) checks it this way instead of hashing and probing
+ * again. Never true for id 0 or an id outside the store. */
+bool gmt_stacks_holds(gmt_stacks_t *st, uint32_t id, const uint64_t *frames, uint32_t depth,
+                      uint32_t tag);
 
 /* The frames of id; NULL when id is unknown. */
 const uint64_t *gmt_stacks_frames(gmt_stacks_t *st, uint32_t id, uint32_t *depth);

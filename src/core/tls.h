@@ -27,6 +27,11 @@ typedef struct gmt_tls_s {
     /* The stack id of the last frameless event (stacks off, or below GPUMEMTRACE_MIN_BYTES):
      * such an id depends on its tag alone. Valid while tag_gen is the core's generation. */
     uint32_t tag_gen, tag_last, tag_id;
+    /* The stack id this thread was last given for an event with frames: a loop allocating
+     * from one call site gets the same frames again, checked against the store's copy
+     * (gmt_stacks_holds) instead of hashed and probed. Valid while hint_gen is the core's
+     * generation. */
+    uint32_t hint_gen, hint_id;
 } gmt_tls_t;
 
 extern __thread gmt_tls_t gmt_tls __attribute__((tls_model("initial-exec")));

@@ -10,10 +10,12 @@
 
 #include <string.h>
 
-/* Frames of the tracer's own (track + capture helper) skipped at the top of every stack. */
+/* Frames of the tracer's own (gmt_core_stack_for and the event function that called it:
+ * gmt_track_alloc or gmt_track_failure) skipped at the top of every stack. Those functions
+ * are noinline so that the count holds with -O3 and link-time optimisation. */
 #define OWN_FRAMES_SKIPPED 2
 
-uint32_t gmt_core_stack_for(const gmt_event_t *ev, uint8_t api)
+__attribute__((noinline)) uint32_t gmt_core_stack_for(const gmt_event_t *ev, uint8_t api)
 {
     uint64_t frames[GMT_MAX_STACK_DEPTH + GMT_PY_MAX_FRAMES];
     uint32_t n = 0;
@@ -32,6 +34,10 @@ uint32_t gmt_core_stack_for(const gmt_event_t *ev, uint8_t api)
     /* Frameless: the id is the tag's, the same every time; skip hashing and probing. */
     uint32_t gen = __atomic_load_n(&gmt_core_generation, __ATOMIC_RELAXED);
     if (n == 0 && gmt_tls.tag_gen == gen && gmt_tls.tag_last == tag) return gmt_tls.tag_id;
+    /* The same frames as this thread's last event with frames: the same id. */
+    if (n > 0 && gmt_tls.hint_gen == gen &&
+        gmt_stacks_holds(gmt_core_stacks, gmt_tls.hint_id, frames, n, tag))
+        return gmt_tls.hint_id;
     uint32_t id = gmt_stacks_intern(gmt_core_stacks, frames, n, tag);
     if (!id) {
         gmt_core_count(&gmt_core_counts.dropped_stacks);
@@ -39,6 +45,9 @@ uint32_t gmt_core_stack_for(const gmt_event_t *ev, uint8_t api)
         gmt_tls.tag_gen = gen;
         gmt_tls.tag_last = tag;
         gmt_tls.tag_id = id;
+    } else {
+        gmt_tls.hint_gen = gen;
+        gmt_tls.hint_id = id;
     }
     return id;
 }
@@ -72,7 +81,7 @@ typedef struct pending_free_s {
 
 static __thread pending_free_t pending __attribute__((tls_model("initial-exec")));
 
-void gmt_track_alloc(const gmt_event_t *ev)
+__attribute__((noinline)) void gmt_track_alloc(const gmt_event_t *ev)
 {
     if (!gmt_core_event_valid(ev)) return;
     /* cudaMalloc(&p, 0) succeeds with NULL: nothing was allocated, nothing will be freed. */
