@@ -11,6 +11,9 @@
 #include <cmocka.h>
 
 #include "core/track.h"
+#include "core/track_internal.h"
+
+#include <string.h>
 
 #define OTHER_STACKS 5000
 #define ROUNDS       3000
@@ -82,13 +85,30 @@ static void test_peak_cost_independent_of_stacks(void **state)
     gmt_track_counts(&c);
     assert_int_equal(c.dropped_stacks, 0);
     assert_true(gmt_stacks_count(gmt_track_stacks()) >= OTHER_STACKS);
+    /* What the events on device 0 may touch: their own stack entry and device 0's slot. The
+     * other stacks' entries must come out of 3 x ROUNDS new peaks and releases unchanged
+     * (no event reads or settles them: a rescan per release was the defect). Counts, not
+     * time: the ns figures are printed for the record (docs/PERFORMANCE.md), not asserted. */
+    gmt_stacks_t *st = gmt_track_stacks();
+    uint32_t ids = gmt_stacks_count(st);
+    static gmt_stack_entry_t before[OTHER_STACKS + 64];
+    assert_true(ids < OTHER_STACKS + 64);
+    for (uint32_t id = 1; id <= ids; id++)
+        before[id] = *gmt_stacks_entry(st, id);
+    uint64_t epoch0 = __atomic_load_n(&gmt_cs->peaks[gmt_stats_slot(0)].epoch, __ATOMIC_ACQUIRE);
     uint64_t many = peak_then_free_ns();
     print_message("ns per peak+free: %llu with 1 stack, %llu with %d stacks\n",
                   (unsigned long long)few, (unsigned long long)many, OTHER_STACKS);
-    /* A rescan of 5000 stacks per release costs tens of microseconds. */
-    if (many > 4 * few + 2000)
-        fail_msg("a release after a new peak costs %llu ns with %d stacks, %llu ns with one",
-                 (unsigned long long)many, OTHER_STACKS, (unsigned long long)few);
+    uint64_t epoch1 = __atomic_load_n(&gmt_cs->peaks[gmt_stats_slot(0)].epoch, __ATOMIC_ACQUIRE);
+    assert_int_equal(epoch1 - epoch0, 3 * ROUNDS); /* every round a new peak */
+    int untouched = 0;
+    for (uint32_t id = 1; id <= ids; id++) {
+        const gmt_stack_entry_t *e = gmt_stacks_entry(st, id);
+        if (gmt_stacks_tag_device(e->tag) == 0) continue;
+        assert_true(memcmp(e, &before[id], sizeof *e) == 0);
+        untouched++;
+    }
+    assert_true(untouched >= OTHER_STACKS);
 
     /* and the composition is right: device 0's peak is the last, largest block */
     gmt_track_settle_peaks();
