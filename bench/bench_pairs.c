@@ -2,8 +2,10 @@
  * CUDA runtime. Run natively and under LD_PRELOAD=libgpumemtrace.so (bench/run.sh does both,
  * interleaved) to get the tracer's added cost per pair.
  *
- * usage: bench_pairs THREADS PAIRS_PER_THREAD [BYTES]   -> prints "ns_per_pair <value>"
- * BYTES (default 4096, varied by up to 3.5 KiB) is the size of each allocation.
+ * usage: bench_pairs THREADS PAIRS_PER_THREAD [BYTES [FRAMES]]  -> prints "ns_per_pair <value>"
+ * BYTES (default 4096, varied by up to 3.5 KiB) is the size of each allocation; FRAMES
+ * (default 0) extra nested calls above the allocating loop, for a deep stack (bench/depth.sh
+ * measures unwinding at depth 16/32/64 with it).
  * Each thread keeps 64 allocations live and recycles them, so the live table is not empty
  * and addresses are reused, as in a real allocator-heavy program.
  */
@@ -15,10 +17,10 @@
 
 static long pairs;
 static size_t base_bytes = 4096;
+static int frames;
 
-static void *worker(void *arg)
+static void loop(void)
 {
-    (void)arg;
     void *live[64] = {0};
     for (long i = 0; i < pairs; i++) {
         int k = (int)(i & 63);
@@ -27,6 +29,24 @@ static void *worker(void *arg)
     }
     for (int k = 0; k < 64; k++)
         if (live[k]) cudaFree(live[k]);
+}
+
+/* One frame per level, kept (not inlined, not a tail call): the stack the unwinder walks. */
+__attribute__((noinline)) static int nest(int level)
+{
+    if (level <= 0) {
+        loop();
+        return 0;
+    }
+    int r = nest(level - 1);
+    __asm__ volatile("" ::: "memory");
+    return r + 1;
+}
+
+static void *worker(void *arg)
+{
+    (void)arg;
+    nest(frames);
     return NULL;
 }
 
@@ -35,7 +55,8 @@ int main(int argc, char **argv)
     int threads = argc > 1 ? atoi(argv[1]) : 1;
     pairs = argc > 2 ? atol(argv[2]) : 200000;
     if (argc > 3) base_bytes = (size_t)atol(argv[3]);
-    if (threads < 1 || threads > 64 || pairs < 1) return 2;
+    if (argc > 4) frames = atoi(argv[4]);
+    if (threads < 1 || threads > 64 || pairs < 1 || frames < 0 || frames > 10000) return 2;
     void *warm;
     cudaMalloc(&warm, 512); /* lazy init of the runtime and the tracer outside the timing */
     cudaFree(warm);

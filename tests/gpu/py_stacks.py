@@ -76,7 +76,9 @@ def mode_graph_backward():
     g.replay()
     # Backward: gradients are made by autograd's engine threads, which run no Python.
     w = torch.ones(12 * MIB, device="cuda", requires_grad=True)  # TAG:param
-    loss = (w * 2).sum()
+    # No forward temporary of w's size (the cache would hand its block to the gradient):
+    # the gradient is a fresh allocation on the engine thread.
+    loss = w.sum() * 2
     loss.backward()
     torch.cuda.synchronize()
     facts["grad_bytes"] = w.grad.numel() * w.grad.element_size()
