@@ -72,7 +72,7 @@ static inline gmt_level_t *lvl(gmt_table_t *t, uint32_t n)
 
 static inline gmt_slot_t *slots(const gmt_level_t *l)
 {
-    return GMT_AT(gmt_slot_t, l->off);
+    return GMT_AT(gmt_slot_t, LOAD(&l->off, RLX));
 }
 
 /* Capacities need not be powers of two: the home slot is the hash scaled onto [0, cap). */
@@ -142,7 +142,7 @@ static void note_probe(gmt_level_t *l, uint64_t n)
 
 static int level_insert(gmt_level_t *l, const gmt_record_t *rec, uint64_t h)
 {
-    uint64_t cap = l->cap, idx = home(h, cap);
+    uint64_t cap = LOAD(&l->cap, RLX), idx = home(h, cap);
     uint64_t limit = cap < PROBE_LIMIT ? cap : PROBE_LIMIT;
     gmt_slot_t *base = slots(l);
     for (uint64_t i = 0; i < limit; i++, idx = idx + 1 == cap ? 0 : idx + 1) {
@@ -201,10 +201,17 @@ static int grow(gmt_table_t *t, uint32_t n, bool wait)
         rc = -ENOSPC;
         goto out;
     }
+    /* The descriptor may still be read by a search that took this ring slot's older level:
+     * every field is written and read atomically (such a search re-checks first/next). */
     gmt_level_t *l = lvl(t, next);
-    memset(l, 0, sizeof *l);
-    l->off = off;
-    l->cap = cap;
+    STORE(&l->used, 0, RLX);
+    STORE(&l->max_probe, 0, RLX);
+    STORE(&l->cursor, 0, RLX);
+    STORE(&l->moved, 0, RLX);
+    STORE(&l->writers, 0, RLX);
+    STORE(&l->pinned, 0, RLX);
+    STORE(&l->off, off, RLX);
+    STORE(&l->cap, cap, RLX);
     __atomic_fetch_add(&t->bytes, cap * sizeof(gmt_slot_t), RLX);
     __atomic_fetch_add(&t->grows, 1, RLX);
     STORE(&t->next, next + 1, SC);
@@ -234,14 +241,14 @@ static int insert_newest(gmt_table_t *t, const gmt_record_t *rec, uint64_t h, ui
 static void retire(gmt_table_t *t, uint32_t f)
 {
     gmt_level_t *l = lvl(t, f);
-    if (l->pinned) return; /* keeps its entries searchable; migration stops here */
+    if (LOAD(&l->pinned, RLX)) return; /* keeps its entries searchable; migration stops here */
     STORE(&t->first, f + 1, REL);
-    uint64_t bytes = l->cap * sizeof(gmt_slot_t);
+    uint64_t bytes = LOAD(&l->cap, RLX) * sizeof(gmt_slot_t), off = LOAD(&l->off, RLX);
     __atomic_fetch_sub(&t->bytes, bytes, RLX);
     /* Zero (and give back) first, then offer it for reuse. A search that still holds this
      * level's descriptor reads zeros (EMPTY) or, once reused, slots of a newer level: it acts
      * only on a LIVE slot holding its own key, which is the entry wherever it is. */
-    if (bytes > GMT_TABLE_RELEASE_MIN) gmt_region_release(l->off, bytes);
+    if (bytes > GMT_TABLE_RELEASE_MIN) gmt_region_release(off, bytes);
     gmt_spin_lock(&t->grow_lock);
     uint32_t n = t->nspare, at = n;
     if (n == GMT_TABLE_SPARES) { /* keep the largest ones */
@@ -251,7 +258,7 @@ static void retire(gmt_table_t *t, uint32_t f)
         if (t->spare[at].bytes >= bytes) at = n;
     }
     if (at < GMT_TABLE_SPARES) {
-        t->spare[at].off = l->off;
+        t->spare[at].off = off;
         t->spare[at].bytes = bytes;
         if (at == n) t->nspare = n + 1;
     }
@@ -302,7 +309,7 @@ static void migrate_slot(gmt_table_t *t, gmt_level_t *old, gmt_slot_t *s)
     slot_read(s, sg, &r);
     uint32_t at;
     if (insert_newest(t, &r, hash_key(r.space, r.key), &at) != 0) {
-        old->pinned = 1;
+        STORE(&old->pinned, 1, RLX);
         STORE(&s->sg, sg, REL); /* stays here, live */
         return;
     }
@@ -318,9 +325,9 @@ static void migrate_some(gmt_table_t *t)
     if (LOAD(&l->writers, SC) != 0) return;
     for (int j = 0; j < MIGRATE_PER; j++) {
         uint64_t i = __atomic_fetch_add(&l->cursor, 1, RLX);
-        if (i >= l->cap) return;
+        if (i >= LOAD(&l->cap, RLX)) return;
         migrate_slot(t, l, &slots(l)[i]);
-        if (__atomic_add_fetch(&l->moved, 1, ACQ) == l->cap) retire(t, f);
+        if (__atomic_add_fetch(&l->moved, 1, ACQ) == LOAD(&l->cap, RLX)) retire(t, f);
     }
 }
 
@@ -359,7 +366,7 @@ int gmt_table_insert(gmt_table_t *t, const gmt_record_t *rec)
     }
     __atomic_fetch_add(&t->live, 1, RLX);
     gmt_level_t *l = lvl(t, n);
-    if (LOAD(&l->used, RLX) * 4 > l->cap * 3) (void)grow(t, n, false);
+    if (LOAD(&l->used, RLX) * 4 > LOAD(&l->cap, RLX) * 3) (void)grow(t, n, false);
     migrate_some(t);
     return 0;
 }
@@ -370,7 +377,7 @@ static int find(gmt_table_t *t, uint8_t space, uint64_t key, gmt_record_t *out, 
     uint64_t h = hash_key(space, key);
     for (uint32_t n = LOAD(&t->first, ACQ); n < LOAD(&t->next, ACQ); n++) {
         gmt_level_t *l = lvl(t, n);
-        uint64_t cap = l->cap, idx = home(h, cap);
+        uint64_t cap = LOAD(&l->cap, RLX), idx = home(h, cap);
         uint64_t limit = LOAD(&l->max_probe, ACQ) + 1;
         if (limit > cap) limit = cap;
         gmt_slot_t *base = slots(l);
@@ -424,7 +431,7 @@ uint64_t gmt_table_foreach(gmt_table_t *t, gmt_table_visit_fn fn, void *ctx)
     for (uint32_t lv = LOAD(&t->first, ACQ); lv < LOAD(&t->next, ACQ); lv++) {
         gmt_level_t *l = lvl(t, lv);
         gmt_slot_t *base = slots(l);
-        for (uint64_t i = 0; i < l->cap; i++) {
+        for (uint64_t i = 0, cap = LOAD(&l->cap, RLX); i < cap; i++) {
             gmt_slot_t *s = &base[i];
             for (int tries = 0; tries < 64; tries++) {
                 uint32_t g1 = LOAD(&s->sg, ACQ);
