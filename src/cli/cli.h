@@ -238,14 +238,15 @@ char *gmt_stack_key(const gmt_stack_t *stack);
 
 /* Suppression patterns, as GPUMEMTRACE_SUPPRESSIONS: one fnmatch(3) pattern a line, '#'
  * comments; matched against frames' symbol, module path and basename, and file. */
-typedef struct gmt_supp_s {
-    char *text;
+typedef struct gmt_cli_supp_s {
+    char *text; /* the file, mapped by gmt_supp_read_file (output/suppress.h) */
+    size_t text_bytes;
     const char **pat;
     size_t n;
-} gmt_supp_t;
-int gmt_cli_supp_load(const char *path, gmt_supp_t *s, char *why, size_t why_len);
-bool gmt_supp_match(const gmt_supp_t *s, const gmt_stack_t *stack);
-void gmt_cli_supp_free(gmt_supp_t *s);
+} gmt_cli_supp_t;
+int gmt_cli_supp_load(const char *path, gmt_cli_supp_t *s, char *why, size_t why_len);
+bool gmt_supp_match(const gmt_cli_supp_t *s, const gmt_stack_t *stack);
+void gmt_cli_supp_free(gmt_cli_supp_t *s);
 
 /* Device label "GPU 0", "host", "rank 1 GPU 0". */
 const char *gmt_device_label(int64_t device, int64_t rank, char *buf, size_t len);

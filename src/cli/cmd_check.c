@@ -302,7 +302,7 @@ int gmt_cli_check(int argc, char **argv)
         }
     }
     int status = GMT_EXIT_USAGE;
-    gmt_supp_t supp = {0};
+    gmt_cli_supp_t supp = {0};
     gmt_report_t rep = {0};
     result_t *res = calloc(MAX_RESULTS, sizeof *res);
     size_t nres = 0;

@@ -3,6 +3,7 @@
  * (a growable buffer, atomic file writing).
  */
 #include "cli/cli.h"
+#include "output/suppress.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,6 +12,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -163,35 +165,14 @@ const char *gmt_device_label(int64_t device, int64_t rank, char *buf, size_t len
 
 /* ---- suppressions ---- */
 
-#define SUPP_MAX_BYTES (1 << 20)
-
-int gmt_cli_supp_load(const char *path, gmt_supp_t *s, char *why, size_t why_len)
+int gmt_cli_supp_load(const char *path, gmt_cli_supp_t *s, char *why, size_t why_len)
 {
     memset(s, 0, sizeof *s);
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        int err = errno;
-        if (fd >= 0) close(fd);
-        snprintf(why, why_len, "%s", strerror(err));
-        return -err;
-    }
-    if (!S_ISREG(st.st_mode) || st.st_size > SUPP_MAX_BYTES) {
-        close(fd);
-        snprintf(why, why_len, "not a regular file of at most 1 MiB");
-        return -EINVAL;
-    }
-    s->text = malloc((size_t)st.st_size + 1);
-    ssize_t n = s->text ? read(fd, s->text, (size_t)st.st_size) : -1;
-    close(fd);
-    if (n < 0) {
-        gmt_cli_supp_free(s);
-        snprintf(why, why_len, "cannot be read");
-        return -EIO;
-    }
-    s->text[n] = '\0';
+    size_t n;
+    int rc = gmt_supp_read_file(path, &s->text, &s->text_bytes, &n, why, why_len);
+    if (rc) return rc;
     size_t lines = 1;
-    for (ssize_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++)
         lines += s->text[i] == '\n';
     s->pat = calloc(lines, sizeof *s->pat);
     if (!s->pat) {
@@ -214,7 +195,7 @@ int gmt_cli_supp_load(const char *path, gmt_supp_t *s, char *why, size_t why_len
     return 0;
 }
 
-static bool supp_one(const gmt_supp_t *s, const char *text)
+static bool supp_one(const gmt_cli_supp_t *s, const char *text)
 {
     if (!text) return false;
     for (size_t k = 0; k < s->n; k++)
@@ -222,7 +203,7 @@ static bool supp_one(const gmt_supp_t *s, const char *text)
     return false;
 }
 
-bool gmt_supp_match(const gmt_supp_t *s, const gmt_stack_t *stack)
+bool gmt_supp_match(const gmt_cli_supp_t *s, const gmt_stack_t *stack)
 {
     if (!s || s->n == 0 || !stack) return false;
     for (size_t i = 0; i < stack->n; i++) {
@@ -234,9 +215,9 @@ bool gmt_supp_match(const gmt_supp_t *s, const gmt_stack_t *stack)
     return false;
 }
 
-void gmt_cli_supp_free(gmt_supp_t *s)
+void gmt_cli_supp_free(gmt_cli_supp_t *s)
 {
-    free(s->text);
+    if (s->text) munmap(s->text, s->text_bytes);
     free(s->pat);
     memset(s, 0, sizeof *s);
 }

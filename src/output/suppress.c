@@ -72,55 +72,71 @@ static int refuse(bool quiet_repeat, int rc, const char *path, const char *why)
     return rc;
 }
 
-int gmt_supp_load(gmt_supp_t *s, const char *path, bool quiet_repeat)
+int gmt_supp_read_file(const char *path, char **text, size_t *mapped, size_t *len, char *why,
+                       size_t why_len)
 {
-    memset(s, 0, sizeof *s);
-    if (!path || !*path) return 0;
+    *text = NULL;
+    *mapped = *len = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) {
         int e = errno;
-        char why[128];
-        snprintf(why, sizeof why, "cannot be opened (%s)", strerror(e));
-        return refuse(quiet_repeat, -e, path, why);
+        snprintf(why, why_len, "cannot be opened (%s)", strerror(e));
+        return -e;
     }
     struct stat st;
+    int rc = 0;
     if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return refuse(quiet_repeat, -e, path, strerror(e));
+        rc = -errno;
+        snprintf(why, why_len, "%s", strerror(-rc));
+    } else if (!S_ISREG(st.st_mode)) {
+        rc = -EINVAL;
+        snprintf(why, why_len, "is not a regular file");
+    } else if (st.st_size > (off_t)GMT_SUPP_MAX_FILE) {
+        rc = -EFBIG;
+        snprintf(why, why_len, "is larger than 1 MiB");
     }
-    if (!S_ISREG(st.st_mode)) {
+    if (rc) {
         close(fd);
-        return refuse(quiet_repeat, -EINVAL, path, "is not a regular file");
+        return rc;
     }
-    if (st.st_size > (off_t)GMT_SUPP_MAX_FILE) {
-        close(fd);
-        return refuse(quiet_repeat, -EFBIG, path, "is larger than 1 MiB");
-    }
-    size_t want = (size_t)st.st_size;
-    s->text_bytes = want + 1;
-    void *m = mmap(NULL, s->text_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    size_t want = (size_t)st.st_size, bytes = want + 1;
+    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED) {
         close(fd);
-        s->text_bytes = 0;
-        return refuse(quiet_repeat, -ENOMEM, path, "cannot be held in memory");
+        snprintf(why, why_len, "cannot be held in memory");
+        return -ENOMEM;
     }
-    s->text = m;
+    char *t = m;
     size_t got = 0;
     while (got < want) {
-        ssize_t k = read(fd, s->text + got, want - got);
+        ssize_t k = read(fd, t + got, want - got);
         if (k < 0 && errno == EINTR) continue;
         if (k < 0) {
             int e = errno;
             close(fd);
-            gmt_supp_free(s);
-            return refuse(quiet_repeat, -e, path, strerror(e));
+            munmap(m, bytes);
+            snprintf(why, why_len, "%s", strerror(e));
+            return -e;
         }
         if (k == 0) break; /* shrank since fstat: use what is there */
         got += (size_t)k;
     }
     close(fd);
-    s->text[got] = 0;
+    t[got] = 0;
+    *text = t;
+    *mapped = bytes;
+    *len = got;
+    return 0;
+}
+
+int gmt_supp_load(gmt_supp_t *s, const char *path, bool quiet_repeat)
+{
+    memset(s, 0, sizeof *s);
+    if (!path || !*path) return 0;
+    char why[160];
+    size_t got;
+    int rc = gmt_supp_read_file(path, &s->text, &s->text_bytes, &got, why, sizeof why);
+    if (rc) return refuse(quiet_repeat, rc, path, why);
     gmt_supp_parse(s, s->text, got);
     if (s->ignored && (!quiet_repeat || !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED)))
         gmt_error("GPUMEMTRACE_SUPPRESSIONS='%s' has %d patterns past the first %d; those are "

@@ -30,6 +30,14 @@ typedef struct gmt_supp_s {
  * returned: -EINVAL not a regular file, -EFBIG too large, or open/read's errno. */
 int gmt_supp_load(gmt_supp_t *s, const char *path, bool quiet_repeat);
 
+/* The one safe way to read a suppressions file (the library's and the CLI's): opened
+ * non-blocking (a FIFO never hangs), only a regular file of at most GMT_SUPP_MAX_FILE bytes,
+ * copied into a fresh private mapping of *mapped bytes, NUL-terminated after its *len bytes;
+ * the caller munmaps *text. 0, or a negative errno with a phrase in why ("is not a regular
+ * file", "is larger than 1 MiB", "cannot be opened (...)", ...). Logs nothing. */
+int gmt_supp_read_file(const char *path, char **text, size_t *mapped, size_t *len, char *why,
+                       size_t why_len);
+
 /* Splits text (len bytes, modified in place: lines become NUL-terminated patterns; a NUL byte
  * in the file ends a line) into s's patterns. s->text is not touched. */
 void gmt_supp_parse(gmt_supp_t *s, char *text, size_t len);
