@@ -3,8 +3,10 @@
  * A forked child starts over: empty live set, zero counters, its own report; the parent's
  * writer thread did not survive the fork, and start-up (writer thread, handlers, prefault)
  * runs again at the child's first CUDA call, since most children exec or never touch CUDA and
- * a fork child should start no thread. GPUMEMTRACE_FOLLOW_FORK=0 turns a child's tracing off;
- * GPUMEMTRACE_FOLLOW_EXEC=0 takes the library out of LD_PRELOAD for programs this one execs.
+ * a fork child should start no thread. fork() itself waits (bounded) for the parent's writer
+ * thread to be idle, so that no lock it holds is inherited (writer.c). GPUMEMTRACE_FOLLOW_FORK=0
+ * turns a child's tracing off; GPUMEMTRACE_FOLLOW_EXEC=0 takes the library out of LD_PRELOAD for
+ * programs this one execs.
  */
 #define _GNU_SOURCE
 #include "capture.h"
@@ -38,7 +40,8 @@ static void after_fork_child(void)
 
 void gmt_capture_fork_init(void)
 {
-    pthread_atfork(NULL, NULL, after_fork_child);
+    pthread_atfork(gmt_capture_writer_fork_prepare, gmt_capture_writer_fork_parent,
+                   after_fork_child);
 }
 
 /* Done once at start-up, before the program has threads (setenv is not thread-safe). */

@@ -50,6 +50,10 @@ unsigned gmt_capture_next_snapshot_seq(void);
  * at the first CUDA use. Failures are logged: the program runs on without signal reports. */
 void gmt_capture_start_writer_locked(void);
 
+/* Around fork(): the prepare handler waits (bounded) for the writer thread to be idle and
+ * holds it there; the parent's handler lets it go on. */
+void gmt_capture_writer_fork_prepare(void);
+void gmt_capture_writer_fork_parent(void);
 /* In a forked child: forget the parent's writer thread and pipes / start-up state. */
 void gmt_capture_writer_reset_after_fork(void);
 void gmt_capture_lifecycle_reset_after_fork(void);

@@ -50,6 +50,30 @@ enum { MSG_SNAPSHOT = 1, MSG_SIGNAL = 2, MSG_CRASH = 3, MSG_EXIT = 4 };
 
 static int writer_tid; /* the writer thread's id */
 
+/* A fork waits for the writer thread to be idle (gmt_capture_writer_fork_prepare): a thread
+ * caught inside malloc, libdw or a report by fork() leaves the child with their locks held,
+ * and the child's own report would hang on them (GCC 12's ASan allocator does no fork
+ * handling at all; libdw's locks are never reset). writer_busy is 1 from the thread's
+ * creation until it first sleeps in poll, and whenever it works; fork_pending holds it in
+ * its sleep while a fork is under way. Both seq_cst: each side sets its flag, then reads the
+ * other's (Dekker), so they never both go ahead. */
+#define FORK_QUIESCE_MS 2000 /* a fork waits at most this long (a report being written) */
+static int writer_busy;
+static int fork_pending;
+
+static void writer_set_busy(void)
+{
+    for (;;) {
+        __atomic_store_n(&writer_busy, 1, __ATOMIC_SEQ_CST);
+        if (!__atomic_load_n(&fork_pending, __ATOMIC_SEQ_CST)) return;
+        __atomic_store_n(&writer_busy, 0, __ATOMIC_SEQ_CST);
+        while (__atomic_load_n(&fork_pending, __ATOMIC_SEQ_CST)) {
+            struct timespec ts = {0, 200000};
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
 typedef struct msg_s {
     int type;
     int sig;
@@ -81,7 +105,9 @@ static void *writer_main(void *arg)
         }
         int wait_ms = wait_ns >= 1000000000ull ? 1000 : (int)(wait_ns / 1000000) + 1;
         struct pollfd pf = {.fd = writer_pipe[0], .events = POLLIN};
+        __atomic_store_n(&writer_busy, 0, __ATOMIC_SEQ_CST);
         int pr = poll(&pf, 1, wait_ms);
+        writer_set_busy();
         if (pr == 0 || (pr < 0 && errno == EINTR)) continue;
         msg_t m;
         ssize_t n = read(writer_pipe[0], &m, sizeof m);
@@ -279,12 +305,14 @@ void gmt_capture_start_writer_locked(void)
     }
     pthread_t t;
     pthread_attr_t attr;
+    __atomic_store_n(&writer_busy, 1, __ATOMIC_SEQ_CST); /* until it first sleeps */
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, WRITER_STACK_BYTES);
     int rc = pthread_create(&t, &attr, writer_main, NULL);
     pthread_attr_destroy(&attr);
     if (rc != 0) {
+        __atomic_store_n(&writer_busy, 0, __ATOMIC_SEQ_CST);
         gmt_error("cannot start the report writer thread (%s): no snapshot or signal reports",
                   strerror(rc));
         return;
@@ -305,6 +333,25 @@ void gmt_capture_writer_reset_after_fork(void)
     writer_pipe[0] = writer_pipe[1] = ack_pipe[0] = ack_pipe[1] = -1;
     snapshot_queued = SNAP_NONE;
     writer_tid = 0;
+    writer_busy = 0;
+    fork_pending = 0;
     first_fatal = 0;
     final_requested = 0;
+}
+
+void gmt_capture_writer_fork_prepare(void)
+{
+    __atomic_store_n(&fork_pending, 1, __ATOMIC_SEQ_CST);
+    /* The writer itself never forks; a fork from a signal handler on it must not wait on it. */
+    if ((int)syscall(SYS_gettid) == __atomic_load_n(&writer_tid, __ATOMIC_ACQUIRE)) return;
+    for (int i = 0; i < FORK_QUIESCE_MS * 10 && __atomic_load_n(&writer_busy, __ATOMIC_SEQ_CST);
+         i++) {
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+void gmt_capture_writer_fork_parent(void)
+{
+    __atomic_store_n(&fork_pending, 0, __ATOMIC_SEQ_CST);
 }

@@ -32,10 +32,21 @@
 #include <unistd.h>
 
 static volatile int g_stop;
+/* Threads that have begun running: the fork storm waits for all, since a thread still being
+ * started (ASan's thread start calls malloc) when fork() is called is the program's own
+ * hazard under GCC 12's ASan, whose allocator lock a child would inherit held. */
+static int g_running;
+
+static void wait_running(int n)
+{
+    while (__atomic_load_n(&g_running, __ATOMIC_ACQUIRE) < n)
+        usleep(1000);
+}
 
 static void *churn(void *arg)
 {
     (void)arg;
+    __atomic_add_fetch(&g_running, 1, __ATOMIC_ACQ_REL);
     while (!g_stop) {
         void *p = NULL;
         if (cudaMalloc(&p, 4096) == cudaSuccess) cudaFree(p);
@@ -224,6 +235,7 @@ SITE void child_leak(void)
 static void *usr1_ticks(void *arg)
 {
     (void)arg;
+    __atomic_add_fetch(&g_running, 1, __ATOMIC_ACQ_REL);
     while (!g_stop) {
         kill(getpid(), SIGUSR1); /* snapshots being written while the forks happen */
         usleep(3000);
@@ -237,6 +249,7 @@ static void forks(int n)
     storm_leak();
     start_churn(th, 4);
     CK(pthread_create(&ticks, NULL, usr1_ticks, NULL));
+    wait_running(5);
     int hung = 0;
     for (int i = 0; i < n; i++) {
         pid_t pid = fork();
