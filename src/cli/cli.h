@@ -212,10 +212,6 @@ bool gmt_json_has_num(const cJSON *obj, const char *key);
 
 const char *gmt_basename(const char *path);
 
-/* A module that is not the user's code: the tracer, CUDA and its libraries, frameworks'
- * native parts, libpython, libc and the loader. */
-bool gmt_cli_module_is_internal(const char *module);
-
 /* The frame a person should look at first: the innermost Python frame outside the standard
  * library and site-packages, else the innermost Python frame, else the innermost native frame
  * outside internal modules, else the innermost frame. NULL for an empty stack. */

@@ -4,6 +4,7 @@
  */
 #include "cli/cli.h"
 #include "output/suppress.h"
+#include "output/module_class.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,24 +34,6 @@ const char *gmt_basename(const char *path)
     return slash && slash[1] ? slash + 1 : path;
 }
 
-/* Module basenames (prefixes) that are not the user's code. */
-static const char *const internal_modules[] = {
-    "libgpumemtrace", "libcuda.",  "libcudart",  "libcupti",      "libcublas",   "libcudnn",
-    "libnccl",        "libcufft",  "libcurand",  "libcusparse",   "libcusolver", "libnvrtc",
-    "libnvJitLink",   "libnvidia", "libc10",     "libtorch",      "libpython",   "libc.so",
-    "libc-",          "ld-linux",  "libstdc++",  "libgcc_s",      "libpthread",  "libdl.",
-    "libxla",         "libjax",    "_C.cpython", "cupy_backends", "libcupy",     "libstandin",
-};
-
-bool gmt_cli_module_is_internal(const char *module)
-{
-    if (!module) return false;
-    const char *base = gmt_basename(module);
-    for (size_t i = 0; i < sizeof internal_modules / sizeof internal_modules[0]; i++)
-        if (strncmp(base, internal_modules[i], strlen(internal_modules[i])) == 0) return true;
-    return false;
-}
-
 static bool python_file_is_library(const char *file)
 {
     return file && (strstr(file, "/site-packages/") || strstr(file, "/dist-packages/") ||
@@ -70,7 +53,7 @@ const gmt_frame_t *gmt_user_frame(const gmt_stack_t *stack)
     if (any_python) return any_python;
     for (size_t i = 0; i < stack->n; i++) {
         const gmt_frame_t *f = &stack->frames[i];
-        if (f->module && !gmt_cli_module_is_internal(f->module)) return f;
+        if (gmt_module_is_user_code(f->module)) return f;
     }
     return &stack->frames[0];
 }

@@ -7,18 +7,6 @@
 #include <dlfcn.h>
 #include <string.h>
 
-bool gmt_module_is_internal(const char *path)
-{
-    if (!path) return false;
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    static const char *const prefixes[] = {"libgpumemtrace", "libcuda.so", "libcudart", "libcupti",
-                                           "libnvidia-"};
-    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
-        if (strncmp(base, prefixes[i], strlen(prefixes[i])) == 0) return true;
-    return false;
-}
-
 void gmt_symbolize(uint64_t addr, gmt_frame_info_t *out)
 {
     memset(out, 0, sizeof *out);

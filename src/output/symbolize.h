@@ -1,12 +1,14 @@
 /* symbolize.h - turning a return address into module, offset and symbol (dladdr).
  *
- * Full symbol tables and file:line come with the stacks work; dladdr gives exported and
- * dynamic symbols, which is what a -rdynamic program or a shared library shows. Frames of the
+ * dladdr gives exported and dynamic symbols at capture time; full symbol tables and file:line
+ * are added when the report is written (src/symbolize/). Frames of the
  * tracer itself, of libcuda, libcudart and libcupti are "internal": the report trims them
  * from the innermost end of each stack so users see their own code first.
  */
 #ifndef GMT_OUTPUT_SYMBOLIZE_H
 #define GMT_OUTPUT_SYMBOLIZE_H
+
+#include "module_class.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -20,8 +22,5 @@ typedef struct gmt_frame_info_s {
 
 /* Never fails: unknown parts are NULL. Returned strings belong to the loader. */
 void gmt_symbolize(uint64_t addr, gmt_frame_info_t *out);
-
-/* True for modules whose frames are trimmed (tracer, CUDA driver/runtime, CUPTI). */
-bool gmt_module_is_internal(const char *path);
 
 #endif

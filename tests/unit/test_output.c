@@ -2,7 +2,8 @@
  * address space, sums equal totals, stackless records never merged across kinds), the
  * suppressions file (parsing, matching, refusing FIFOs, directories and big files without
  * blocking), fragmentation over synthetic ranges, growth suspects over synthetic series, and
- * the JSON writer's strings (invalid UTF-8 replaced, control characters escaped) and numbers.
+ * the JSON writer's strings (invalid UTF-8 replaced, control characters escaped) and numbers,
+ * and which modules are the user's code.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -24,6 +25,7 @@
 #include "output/group.h"
 #include "output/growth.h"
 #include "output/json_writer.h"
+#include "output/module_class.h"
 #include "output/suppress.h"
 
 #define MIB (1024ll * 1024ll)
@@ -404,6 +406,25 @@ static void test_json_numbers(void **state)
     assert_non_null(strstr(got, ",0.1,2.5,null,18446744073709551615,-9223372036854775808]"));
 }
 
+static void test_module_classes(void **state)
+{
+    (void)state;
+    /* The tracer and CUDA's plumbing: trimmed, and not the user's code. */
+    assert_true(gmt_module_is_internal("/usr/lib/x86_64-linux-gnu/libcuda.so.1"));
+    assert_true(gmt_module_is_internal("/opt/gmt/lib/libgpumemtrace.so"));
+    assert_false(gmt_module_is_user_code("/usr/local/cuda/lib64/libcudart.so.13"));
+    /* Frameworks and runtimes: kept in stacks, but never the user's frame. */
+    assert_false(gmt_module_is_internal("/site-packages/torch/lib/libtorch_cuda.so"));
+    assert_false(gmt_module_is_user_code("/site-packages/torch/lib/libtorch_cuda.so"));
+    assert_false(gmt_module_is_user_code("/usr/lib/libpython3.12.so.1.0"));
+    assert_false(gmt_module_is_user_code("/lib/x86_64-linux-gnu/libc.so.6"));
+    assert_false(gmt_module_is_user_code(NULL));
+    /* The program and its own libraries; a prefix matches a basename only. */
+    assert_true(gmt_module_is_user_code("/home/u/train"));
+    assert_true(gmt_module_is_user_code("/home/u/libcuda_kernels_of_mine/libmodel.so"));
+    assert_true(gmt_module_is_user_code("libcontrol.so"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -415,6 +436,7 @@ int main(void)
         cmocka_unit_test(test_growth_ranking),
         cmocka_unit_test(test_json_strings),
         cmocka_unit_test(test_json_numbers),
+        cmocka_unit_test(test_module_classes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
