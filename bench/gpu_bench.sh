@@ -8,7 +8,9 @@
 # (skipped, visibly, without it). Finishes in about 3 minutes; prints a table to stdout.
 # Environment: GMT_BENCH_RAW=FILE keeps every sample ("row setting value" lines);
 # GMT_BENCH_OLD_LIB=PATH adds an older libgpumemtrace.so as settings old-default, old-off and
-# old-hooks, interleaved with the others (before/after measured side by side in one run).
+# old-hooks, interleaved with the others (before/after measured side by side in one run);
+# GMT_BENCH_TORCH=0 leaves out the PyTorch rows (they take most of the time, and a few ms per
+# step on a shared machine does not resolve a few µs per allocation).
 #
 # Rows (all medians of interleaved runs: every setting once per repetition):
 #   async   cudaMallocAsync+cudaFreeAsync pair, 64-320 KiB, one thread, stack depth 32 (us/pair)
@@ -86,7 +88,9 @@ for ((r = 0; r < reps; r++)); do
 done
 
 # ---- PyTorch: untraced vs traced, interleaved; bounded so the whole run stays short ----
-if python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
+if [[ ${GMT_BENCH_TORCH:-1} == 0 ]]; then
+  echo "torch-nocache skipped GMT_BENCH_TORCH=0" >>"$raw"
+elif python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
   for ((r = 0; r < 3; r++)); do
     (($(date +%s) - start > 200)) && { echo "gpu_bench.sh: time budget reached, torch rep $r skipped" >&2; break; }
     for s in native default $old_torch; do

@@ -4,8 +4,8 @@
  * table is a chain of open-addressing levels allocated in the region (region.h), with offsets
  * rather than pointers, so it can live in anonymous memory or in a state file. Inserts go to
  * the newest level; when it passes its load factor a level of twice the live count is added,
- * and every insert then moves two entries out of the oldest level, which is given back to the
- * host once empty. Nothing ever stops the application's threads: a growing thread adds one
+ * and every insert then moves up to 16 entries out of the oldest level, which is given back to
+ * the host once empty. Nothing ever stops the application's threads: a growing thread adds one
  * level, lookups and removes search the (usually one or two) levels oldest to newest. Memory
  * follows the live set: a slot is 32 bytes, a level at most 3/4 full and at least 1/2 full
  * once the older ones are drained, so 43-64 bytes per live allocation.
@@ -56,15 +56,23 @@ typedef struct gmt_level_s {
     uint64_t max_probe; /* atomic: longest probe seen */
     uint64_t cursor;    /* atomic: next slot to migrate */
     uint64_t moved;     /* atomic: slots migrated (or found empty) */
-    uint64_t writers;   /* atomic: inserters inside this level */
     uint32_t pinned;    /* an entry could not move: never released */
-    uint32_t pad;
+    uint32_t pad[3];
 } gmt_level_t;
+
+/* What every insert and remove changes is kept per stripe of threads, each stripe on cache
+ * lines of its own: a single live count and a per-level writers count were two shared lines
+ * that every event of every thread wrote, and the level descriptors that every search reads
+ * sat on the same line as its writers count. A total is the sum over the stripes. */
+#define GMT_TABLE_STRIPES 16
+typedef struct gmt_table_stripe_s {
+    int64_t live;                       /* atomic: inserts minus removes by this stripe */
+    uint64_t writers[GMT_TABLE_LEVELS]; /* atomic: this stripe's inserters inside level n */
+} __attribute__((aligned(64))) gmt_table_stripe_t;
 
 typedef struct gmt_table_s {
     uint64_t magic;
     uint64_t max_live;     /* 0: no bound (GPUMEMTRACE_MAX_LIVE) */
-    uint64_t live;         /* atomic: live entries */
     uint64_t bytes;        /* atomic: bytes of the levels held now */
     uint64_t dropped_full; /* atomic: inserts refused (bound reached or no memory) */
     uint64_t grows;        /* atomic: levels added */
@@ -78,9 +86,12 @@ typedef struct gmt_table_s {
         uint64_t off, bytes; /* bytes > GMT_TABLE_RELEASE_MIN: given back, reads as zero */
     } spare[GMT_TABLE_SPARES];
     gmt_level_t levels[GMT_TABLE_LEVELS]; /* level number n lives at n % GMT_TABLE_LEVELS */
+    gmt_table_stripe_t stripes[GMT_TABLE_STRIPES];
 } gmt_table_t;
 
 size_t gmt_table_header_bytes(void);
+/* Live entries now (the sum over the stripes; exact when no insert or remove is under way). */
+uint64_t gmt_table_live(gmt_table_t *t);
 size_t gmt_table_slot_bytes(void);
 
 /* Lays a table out in t (in the region) with a first level; max_live 0: unbounded. */
