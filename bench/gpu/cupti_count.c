@@ -44,8 +44,8 @@ __attribute__((destructor)) static void probe_fini(void)
     qsort(rows, n, sizeof rows[0], by_count);
     for (size_t i = 0; i < n && i < 40; i++) {
         const char *name = "?";
-        CUpti_CallbackDomain dom = rows[i].domain ? CUPTI_CB_DOMAIN_RUNTIME_API
-                                                  : CUPTI_CB_DOMAIN_DRIVER_API;
+        CUpti_CallbackDomain dom =
+            rows[i].domain ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API;
         if (cuptiGetCallbackName(dom, rows[i].cbid, &name) != CUPTI_SUCCESS) name = "?";
         fprintf(stderr, "calls %s %s %llu\n", rows[i].domain ? "runtime" : "driver", name,
                 rows[i].n);
