@@ -6,13 +6,11 @@
  * makes the slot BUSY (acquire: the stores cannot move above it) and the release store that
  * publishes it; readers re-check the state word after copying, the way a seqlock does.
  *
- * Levels: inserters announce themselves in their stripe's `writers` of the level before
- * re-checking that it is still the newest (sequentially consistent), and migration of a level
- * starts only once every stripe shows no writers in it, so no insert can land in a level
- * behind the migration cursor (an inserter that announces itself after a stripe was read
- * finds the level no longer the newest, in the same total order, and goes to the new one).
- * Migration copies an entry into the newest level before it turns the old slot into a tombstone,
- * and every search goes oldest to newest, so a search that finds the old copy gone finds the new
+ * Levels: inserters announce themselves in the level's `writers` before re-checking that it
+ * is still the newest (sequentially consistent), and migration of a level starts only once it
+ * has no writers, so no insert can land in a level behind the migration cursor. Migration
+ * copies an entry into the newest level before it turns the old slot into a tombstone, and
+ * every search goes oldest to newest, so a search that finds the old copy gone finds the new
  * one; a search that meets the entry BUSY waits for the move (a few stores) to finish.
  */
 #include "table.h"
@@ -20,7 +18,6 @@
 #include "event.h"
 #include "region.h"
 #include "spin.h"
-#include "tls.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -42,35 +39,6 @@ enum { SLOT_EMPTY = 0, SLOT_BUSY = 1, SLOT_LIVE = 2, SLOT_TOMB = 3 };
 #define ACQ            __ATOMIC_ACQUIRE
 #define REL            __ATOMIC_RELEASE
 #define SC             __ATOMIC_SEQ_CST
-
-/* This thread's stripe, given out round-robin at its first insert or remove. */
-static uint32_t stripe_next;
-static __thread uint8_t my_stripe_plus1 __attribute__((tls_model("initial-exec")));
-
-static inline gmt_table_stripe_t *my_stripe(gmt_table_t *t)
-{
-    uint32_t s = my_stripe_plus1;
-    if (__builtin_expect(s == 0, 0)) {
-        s = __atomic_fetch_add(&stripe_next, 1, RLX) % GMT_TABLE_STRIPES + 1;
-        my_stripe_plus1 = (uint8_t)s;
-    }
-    return &t->stripes[s - 1];
-}
-
-uint64_t gmt_table_live(gmt_table_t *t)
-{
-    int64_t n = 0;
-    for (int i = 0; i < GMT_TABLE_STRIPES; i++)
-        n += LOAD(&t->stripes[i].live, RLX);
-    return n > 0 ? (uint64_t)n : 0;
-}
-
-static bool level_has_writers(gmt_table_t *t, uint32_t n)
-{
-    for (int i = 0; i < GMT_TABLE_STRIPES; i++)
-        if (LOAD(&t->stripes[i].writers[n % GMT_TABLE_LEVELS], SC) != 0) return true;
-    return false;
-}
 
 size_t gmt_table_header_bytes(void)
 {
@@ -217,7 +185,7 @@ static int grow(gmt_table_t *t, uint32_t n, bool wait)
         rc = -ENOSPC;
         goto out;
     }
-    uint64_t live = gmt_table_live(t);
+    uint64_t live = LOAD(&t->live, RLX);
     if (t->max_live && live >= t->max_live) {
         rc = -ENOSPC;
         goto out;
@@ -240,6 +208,7 @@ static int grow(gmt_table_t *t, uint32_t n, bool wait)
     STORE(&l->max_probe, 0, RLX);
     STORE(&l->cursor, 0, RLX);
     STORE(&l->moved, 0, RLX);
+    STORE(&l->writers, 0, RLX);
     STORE(&l->pinned, 0, RLX);
     STORE(&l->off, off, RLX);
     STORE(&l->cap, cap, RLX);
@@ -254,17 +223,16 @@ out:
 /* Inserts into the newest level, honouring the writers protocol. No growth. */
 static int insert_newest(gmt_table_t *t, const gmt_record_t *rec, uint64_t h, uint32_t *at)
 {
-    gmt_table_stripe_t *st = my_stripe(t);
     for (;;) {
         uint32_t n = LOAD(&t->next, SC) - 1;
-        uint64_t *writers = &st->writers[n % GMT_TABLE_LEVELS];
-        __atomic_fetch_add(writers, 1, SC);
+        gmt_level_t *l = lvl(t, n);
+        __atomic_fetch_add(&l->writers, 1, SC);
         if (LOAD(&t->next, SC) - 1 != n) {
-            __atomic_fetch_sub(writers, 1, REL);
+            __atomic_fetch_sub(&l->writers, 1, REL);
             continue;
         }
-        int rc = level_insert(lvl(t, n), rec, h);
-        __atomic_fetch_sub(writers, 1, REL);
+        int rc = level_insert(l, rec, h);
+        __atomic_fetch_sub(&l->writers, 1, REL);
         *at = n;
         return rc;
     }
@@ -354,7 +322,7 @@ static void migrate_some(gmt_table_t *t)
     uint32_t f = LOAD(&t->first, ACQ);
     if (f + 1 >= LOAD(&t->next, SC)) return;
     gmt_level_t *l = lvl(t, f);
-    if (level_has_writers(t, f)) return;
+    if (LOAD(&l->writers, SC) != 0) return;
     for (int j = 0; j < MIGRATE_PER; j++) {
         uint64_t i = __atomic_fetch_add(&l->cursor, 1, RLX);
         if (i >= LOAD(&l->cap, RLX)) return;
@@ -384,7 +352,7 @@ int gmt_table_init(gmt_table_t *t, uint64_t max_live)
 
 int gmt_table_insert(gmt_table_t *t, const gmt_record_t *rec)
 {
-    if (t->max_live && gmt_table_live(t) >= t->max_live) {
+    if (t->max_live && LOAD(&t->live, RLX) >= t->max_live) {
         __atomic_fetch_add(&t->dropped_full, 1, RLX);
         return -ENOSPC;
     }
@@ -396,7 +364,7 @@ int gmt_table_insert(gmt_table_t *t, const gmt_record_t *rec)
             return -ENOSPC;
         }
     }
-    __atomic_fetch_add(&my_stripe(t)->live, 1, RLX);
+    __atomic_fetch_add(&t->live, 1, RLX);
     gmt_level_t *l = lvl(t, n);
     if (LOAD(&l->used, RLX) * 4 > LOAD(&l->cap, RLX) * 3) (void)grow(t, n, false);
     migrate_some(t);
@@ -437,7 +405,7 @@ static int find(gmt_table_t *t, uint8_t space, uint64_t key, gmt_record_t *out, 
                     continue;
                 if (out) slot_read(s, sg, out);
                 uint32_t gen = (sg >> GEN_SHIFT) + 1;
-                __atomic_fetch_sub(&my_stripe(t)->live, 1, RLX);
+                __atomic_fetch_sub(&t->live, 1, RLX);
                 STORE(&s->sg, SLOT_TOMB | (sg & ATTR_MASK) | (gen << GEN_SHIFT), REL);
                 return 0;
             }
@@ -513,10 +481,8 @@ int gmt_table_validate(gmt_table_t *t)
             !gmt_region_contains(l->off, l->cap * sizeof(gmt_slot_t)))
             return -EINVAL;
         if (l->max_probe >= l->cap) l->max_probe = l->cap - 1;
+        l->writers = 0;
     }
-    /* A dead process's inserters are gone; its live count is what its stripes add up to. */
-    for (int i = 0; i < GMT_TABLE_STRIPES; i++)
-        memset(t->stripes[i].writers, 0, sizeof t->stripes[i].writers);
     t->grow_lock = 0;
     return 0;
 }

@@ -56,23 +56,15 @@ typedef struct gmt_level_s {
     uint64_t max_probe; /* atomic: longest probe seen */
     uint64_t cursor;    /* atomic: next slot to migrate */
     uint64_t moved;     /* atomic: slots migrated (or found empty) */
+    uint64_t writers;   /* atomic: inserters inside this level */
     uint32_t pinned;    /* an entry could not move: never released */
-    uint32_t pad[3];
+    uint32_t pad;
 } gmt_level_t;
-
-/* What every insert and remove changes is kept per stripe of threads, each stripe on cache
- * lines of its own: a single live count and a per-level writers count were two shared lines
- * that every event of every thread wrote, and the level descriptors that every search reads
- * sat on the same line as its writers count. A total is the sum over the stripes. */
-#define GMT_TABLE_STRIPES 16
-typedef struct gmt_table_stripe_s {
-    int64_t live;                       /* atomic: inserts minus removes by this stripe */
-    uint64_t writers[GMT_TABLE_LEVELS]; /* atomic: this stripe's inserters inside level n */
-} __attribute__((aligned(64))) gmt_table_stripe_t;
 
 typedef struct gmt_table_s {
     uint64_t magic;
     uint64_t max_live;     /* 0: no bound (GPUMEMTRACE_MAX_LIVE) */
+    uint64_t live;         /* atomic: live entries */
     uint64_t bytes;        /* atomic: bytes of the levels held now */
     uint64_t dropped_full; /* atomic: inserts refused (bound reached or no memory) */
     uint64_t grows;        /* atomic: levels added */
@@ -86,12 +78,9 @@ typedef struct gmt_table_s {
         uint64_t off, bytes; /* bytes > GMT_TABLE_RELEASE_MIN: given back, reads as zero */
     } spare[GMT_TABLE_SPARES];
     gmt_level_t levels[GMT_TABLE_LEVELS]; /* level number n lives at n % GMT_TABLE_LEVELS */
-    gmt_table_stripe_t stripes[GMT_TABLE_STRIPES];
 } gmt_table_t;
 
 size_t gmt_table_header_bytes(void);
-/* Live entries now (the sum over the stripes; exact when no insert or remove is under way). */
-uint64_t gmt_table_live(gmt_table_t *t);
 size_t gmt_table_slot_bytes(void);
 
 /* Lays a table out in t (in the region) with a first level; max_live 0: unbounded. */

@@ -54,7 +54,7 @@ static int rec_consistent(const gmt_record_t *r)
 
 static uint64_t table_live(gmt_table_t *t)
 {
-    return gmt_table_live(t);
+    return __atomic_load_n(&t->live, __ATOMIC_RELAXED);
 }
 
 static void count_visit(const gmt_record_t *rec, void *ctx)
