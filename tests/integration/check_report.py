@@ -19,6 +19,7 @@ import resource
 import shutil
 import subprocess
 import sys
+import tempfile
 
 import jsonschema
 
@@ -39,6 +40,15 @@ class CheckFailed(Exception):
 
 def fail(msg):
     raise CheckFailed(msg)
+
+
+class CheckSkipped(Exception):
+    pass
+
+
+def skip(msg):
+    """The case cannot run on this machine: reported as skipped (ctest: exit 77), with why."""
+    raise CheckSkipped(msg)
 
 
 def expect_eq(what, got, want):
@@ -1226,6 +1236,104 @@ def case_state_corrupt(ctx):
     cli(ctx, ["report", "-o", "x.json", state], expect_rc=2)  # -o goes with --recover
 
 
+
+@case("setuid_env")
+def case_setuid_env(ctx):
+    """A set-user-ID root program run by an unprivileged user (nobody) whose environment names
+    where the report should go: the tracer (loaded by the program with dlopen, as the loader
+    ignores LD_PRELOAD there) takes nothing from that environment, and the report goes to the
+    default name in the working directory. The same program without the set-user-ID bit, same
+    user and environment, writes where the variable says: the variable is read otherwise."""
+    if os.geteuid() != 0:
+        skip("needs root, to make a set-user-ID-root program")
+    if ctx.sanitizer_runtimes():
+        skip("sanitizer build: the sanitizer runtime cannot be first in a set-user-ID program "
+             "that dlopens the tracer")
+    import pwd
+    try:
+        nobody = pwd.getpwnam("nobody")
+    except KeyError:
+        skip("no user 'nobody' to run the program as")
+    base = tempfile.mkdtemp(prefix="gmt-setuid-")
+    try:
+        os.chmod(base, 0o755)
+        prog = os.path.join(base, "setuid_probe")
+        lib = os.path.join(base, os.path.basename(ctx.lib))
+        shutil.copy2(ctx.prog("setuid_probe"), prog)
+        shutil.copy2(ctx.lib, lib)
+        os.chmod(lib, 0o755)
+        target = os.path.join(base, "caller")  # the caller's own folder, named by the variable
+        os.mkdir(target)
+        os.chown(target, nobody.pw_uid, nobody.pw_gid)
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+               "LD_LIBRARY_PATH": ctx.standin,
+               "GPUMEMTRACE_OUTPUT": os.path.join(target, "r-%p.json"),
+               "GPUMEMTRACE_STACK_DEPTH": "0"}
+
+        def as_nobody():
+            os.setgroups([])
+            os.setgid(nobody.pw_gid)
+            os.setuid(nobody.pw_uid)
+
+        def run(cwd):
+            proc = subprocess.run([prog, lib], cwd=cwd, env=env, text=True,
+                                  errors="backslashreplace", capture_output=True, timeout=60,
+                                  preexec_fn=as_nobody)
+            r = Run([prog, lib], proc)
+            ctx.runs.append(r)
+            return r
+
+        # Control: no set-user-ID bit; the caller's variable is honoured.
+        os.chmod(prog, 0o755)
+        plain_cwd = os.path.join(base, "plain")
+        os.mkdir(plain_cwd)
+        os.chown(plain_cwd, nobody.pw_uid, nobody.pw_gid)
+        r = run(plain_cwd)
+        if r.rc in (3, 127) or "error while loading shared libraries" in r.stderr:
+            skip(f"user nobody cannot load the program's libraries from this build tree "
+                 f"(exit {r.rc}: {r.stderr.strip()[:200]})")
+        expect_eq("control run: exit status", r.rc, 0)
+        expect_eq("control run: euid", r.fact_int("euid"), nobody.pw_uid)
+        if os.listdir(plain_cwd) or len(os.listdir(target)) != 1:
+            fail(f"control run: expected one report in the folder GPUMEMTRACE_OUTPUT names: "
+                 f"{os.listdir(target)}; in the working folder: {os.listdir(plain_cwd)}")
+        for n in os.listdir(target):
+            os.unlink(os.path.join(target, n))
+
+        # Set-user-ID root.
+        os.chown(prog, 0, 0)
+        os.chmod(prog, 0o4755)
+        suid_cwd = os.path.join(base, "suid")
+        os.mkdir(suid_cwd, 0o755)
+        r = run(suid_cwd)
+        if r.facts.get("euid") not in (None, "0"):
+            skip(f"the set-user-ID bit had no effect here (euid {r.facts['euid']}; a nosuid "
+                 f"mount of {tempfile.gettempdir()}?)")
+        expect_eq("set-user-ID run: exit status", r.rc, 0)
+        expect_eq("set-user-ID run: uid", r.fact_int("uid"), nobody.pw_uid)
+        if os.listdir(target):
+            fail(f"the set-user-ID program wrote where the caller's GPUMEMTRACE_OUTPUT said: "
+                 f"{os.listdir(target)}")
+        names = os.listdir(suid_cwd)
+        reports = [n for n in names if re.fullmatch(r"gpumemtrace-\d+\.json", n)]
+        if len(reports) != 1:
+            fail(f"expected one report under the default name in the working folder: {names}")
+        saved = ctx.work
+        ctx.work = suid_cwd
+        try:
+            rep = ctx.final_reports(1)[0]
+        finally:
+            ctx.work = saved
+        st = os.stat(os.path.join(suid_cwd, reports[0]))
+        expect_eq("the report's owner", st.st_uid, 0)
+        check_summary(rep, leaked_count=1, leaked_bytes=MIB)
+        expect_eq("config.GPUMEMTRACE_STACK_DEPTH (the caller's 0 ignored)",
+                  rep["config"]["GPUMEMTRACE_STACK_DEPTH"], "32")
+        check_group(rep, rep["leaks"]["groups"], "setuid_leak", bytes=MIB, count=1)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--case", choices=sorted(CASES))
@@ -1248,6 +1356,9 @@ def main():
             if not os.path.exists(ctx.lib):
                 fail(f"the preload library {ctx.lib} does not exist (not built?)")
             CASES[args.case](ctx)
+    except CheckSkipped as e:
+        print(f"SKIPPED integration.{name}: {e}")
+        return 77
     except CheckFailed as e:
         print(f"FAIL integration.{name}: {e}", file=sys.stderr)
         for r in ctx.runs:
