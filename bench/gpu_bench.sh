@@ -12,7 +12,7 @@
 # GMT_BENCH_TORCH=0 leaves out the PyTorch rows (they take most of the time, and a few ms per
 # step on a shared machine does not resolve a few µs per allocation).
 #
-# Rows (all medians of interleaved runs: every setting once per repetition):
+# Rows (medians and lower quartiles of interleaved runs: every setting once per repetition):
 #   async   cudaMallocAsync+cudaFreeAsync pair, 64-320 KiB, one thread, stack depth 32 (us/pair)
 #   16thr   16 threads x 5000 cudaMalloc+cudaFree, 4-64 KiB (us per call one thread sees)
 #   torch-nocache / torch-async  a small training loop (ms/step), PYTORCH_NO_CUDA_MEMORY_CACHING=1
@@ -113,8 +113,11 @@ for line in open(sys.argv[1]):
         except ValueError:
             pass
 med = {k: statistics.median(v) for k, v in samples.items() if v}
+# The lower quartile too: on the H200 the async row is bimodal (PERFORMANCE.md), and a median
+# of a few runs lands on either mode; the lower quartile follows the fast one.
+q1 = {k: sorted(v)[len(v) // 4] for k, v in samples.items() if v}
 units = {"async": "us/pair", "16thr": "us/call", "torch-nocache": "ms/step", "torch-async": "ms/step"}
-print(f"{'row':<14} {'setting':<12} {'median':>9} {'added':>9} {'ratio':>6} {'n':>3}  unit")
+print(f"{'row':<14} {'setting':<12} {'median':>9} {'added':>9} {'ratio':>6} {'q1':>9} {'added':>9} {'n':>3}  unit")
 for row in ["async", "16thr", "torch-nocache", "torch-async"]:
     base = med.get((row, "native"))
     for s in ["native", "cupti-empty", "default", "off", "hooks", "hooks-off", "old-default",
@@ -124,7 +127,10 @@ for row in ["async", "16thr", "torch-nocache", "torch-async"]:
             continue
         add = m - base if base else float("nan")
         ratio = m / base if base else float("nan")
-        print(f"{row:<14} {s:<12} {m:9.3f} {add:9.3f} {ratio:6.2f} {len(samples[(row, s)]):3d}  {units[row]}")
+        qb = q1.get((row, "native"))
+        qa = q1[(row, s)] - qb if qb else float("nan")
+        print(f"{row:<14} {s:<12} {m:9.3f} {add:9.3f} {ratio:6.2f} {q1[(row, s)]:9.3f} {qa:9.3f} "
+              f"{len(samples[(row, s)]):3d}  {units[row]}")
 for row in ["async", "16thr"]:
     g = lambda s: med.get((row, s))
     if None in (g("native"), g("default"), g("off")):
