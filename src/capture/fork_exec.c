@@ -24,6 +24,7 @@ static const char self_name[] = "libgpumemtrace";
 
 static void after_fork_child(void)
 {
+    gmt_capture_writer_fork_child();
     if (!gmt_capture_config.follow_fork) {
         gmt_capture_disable();
         return;

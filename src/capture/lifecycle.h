@@ -54,6 +54,8 @@ void gmt_capture_start_writer_locked(void);
  * holds it there; the parent's handler lets it go on. */
 void gmt_capture_writer_fork_prepare(void);
 void gmt_capture_writer_fork_parent(void);
+/* In every forked child, traced or not: no writer thread to wait for at its own forks. */
+void gmt_capture_writer_fork_child(void);
 /* In a forked child: forget the parent's writer thread and pipes / start-up state. */
 void gmt_capture_writer_reset_after_fork(void);
 void gmt_capture_lifecycle_reset_after_fork(void);
