@@ -131,8 +131,8 @@ for row in ["async", "16thr", "torch-nocache", "torch-async"]:
         qa = q1[(row, s)] - qb if qb else float("nan")
         print(f"{row:<14} {s:<12} {m:9.3f} {add:9.3f} {ratio:6.2f} {q1[(row, s)]:9.3f} {qa:9.3f} "
               f"{len(samples[(row, s)]):3d}  {units[row]}")
-for row in ["async", "16thr"]:
-    g = lambda s: med.get((row, s))
+for (row, stat, table) in [(r, st, t) for r in ["async", "16thr"] for st, t in (("median", med), ("q1", q1))]:
+    g = lambda s: table.get((row, s))
     if None in (g("native"), g("default"), g("off")):
         continue
     parts = [f"driver {g('native'):.3f}"]
@@ -145,7 +145,7 @@ for row in ["async", "16thr"]:
     if g("hooks-off") is not None:
         parts += [f"hooks bookkeeping {g('hooks-off') - g('native'):+.3f}",
                   f"hooks unwinder {g('hooks') - g('hooks-off'):+.3f}"]
-    print(f"split {row} ({units[row]}): " + " | ".join(parts))
+    print(f"split {row} {stat} ({units[row]}): " + " | ".join(parts))
 PY
 echo "gpu_bench.sh: $(($(date +%s) - start)) s; stderr of the runs: $(wc -l <"$work/stderr.txt") lines"
 [[ -s $work/stderr.txt ]] && head -5 "$work/stderr.txt"
