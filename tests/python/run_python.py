@@ -42,6 +42,19 @@ def tag_lines():
     return tags
 
 
+def load_report(path, schema):
+    """The report at path, validated against the schema where jsonschema is importable."""
+    with open(path) as f:
+        rep = json.load(f)
+    try:
+        import jsonschema
+        with open(schema) as f:
+            jsonschema.validate(rep, json.load(f))
+    except ImportError:
+        print("note: jsonschema not importable here, schema not checked")
+    return rep
+
+
 def run(args, env_extra):
     os.makedirs(args.work, exist_ok=True)
     out = os.path.join(args.work, f"report_{args.case}.json")
@@ -57,14 +70,7 @@ def run(args, env_extra):
     LAST_STDERR[0] = p.stderr
     if p.returncode != 0:
         fail(f"program exited {p.returncode}")
-    with open(out) as f:
-        rep = json.load(f)
-    try:
-        import jsonschema
-        with open(args.schema) as f:
-            jsonschema.validate(rep, json.load(f))
-    except ImportError:
-        print("note: jsonschema not importable here, schema not checked")
+    rep = load_report(out, args.schema)
     return rep, out
 
 
@@ -378,14 +384,7 @@ def case_recover(args):
                        text=True, timeout=60)
     if r.returncode != 0:
         fail(f"report --recover: {r.returncode} {r.stderr}")
-    with open(out) as f:
-        rep = json.load(f)
-    try:
-        import jsonschema
-        with open(args.schema) as f:
-            jsonschema.validate(rep, json.load(f))
-    except ImportError:
-        print("note: jsonschema not importable here, schema not checked")
+    rep = load_report(out, args.schema)
     if rep["process"].get("recovered") is not True:
         fail("process.recovered is not true")
     want = {"status": "captured", "version": version_of(args.python)}
