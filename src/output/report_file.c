@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include "report_file.h"
 
+#include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "core/track.h"
@@ -26,28 +27,16 @@
 #define TMP_SUFFIX_MAX 40
 
 static char fallback_dir[GMT_PATH_MAX]; /* "" : the configured directory is used */
-static char final_path[GMT_PATH_MAX];
-static int writer_tid;    /* 0: free, else the thread id of the writer */
-static int final_waiting; /* final reports waiting for or holding the lock */
-static int final_started; /* a final report was begun in this process */
-static int wait_final_ms = 10000, wait_other_ms = 3000;
-
-void gmt_report_file_set_waits(int final_ms, int other_ms)
-{
-    wait_final_ms = final_ms;
-    wait_other_ms = other_ms;
-}
+static int writer_tid;                  /* 0: free, else the thread id of the writer */
+static int final_waiting;               /* final reports waiting for or holding the lock */
+static int final_started;               /* a final report was begun in this process */
+/* How long a writer waits for its turn (ms): a final report, any other report. */
+#define WAIT_FINAL_MS 10000
+#define WAIT_OTHER_MS 3000
 
 static bool is_final(gmt_reason_t r)
 {
     return r == GMT_REASON_EXIT || r == GMT_REASON_SIGNAL || r == GMT_REASON_CRASH;
-}
-
-static uint64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
 /* ---- paths ------------------------------------------------------------------------------ */
@@ -197,7 +186,7 @@ static int lock_writer(bool final)
     int me = (int)syscall(SYS_gettid);
     if (__atomic_load_n(&writer_tid, __ATOMIC_ACQUIRE) == me) return -EDEADLK;
     if (final) __atomic_add_fetch(&final_waiting, 1, __ATOMIC_ACQ_REL);
-    uint64_t deadline = mono_ms() + (uint64_t)(final ? wait_final_ms : wait_other_ms);
+    uint64_t deadline = gmt_now_ns() / 1000000u + (final ? WAIT_FINAL_MS : WAIT_OTHER_MS);
     for (;;) {
         if (!final && (__atomic_load_n(&final_waiting, __ATOMIC_ACQUIRE) ||
                        __atomic_load_n(&final_started, __ATOMIC_ACQUIRE)))
@@ -208,7 +197,7 @@ static int lock_writer(bool final)
             if (final) __atomic_store_n(&final_started, 1, __ATOMIC_RELEASE);
             return 0;
         }
-        if (mono_ms() >= deadline) break;
+        if (gmt_now_ns() / 1000000u >= deadline) break;
         struct timespec ts = {0, 1000000};
         nanosleep(&ts, NULL);
     }
@@ -227,17 +216,6 @@ void gmt_report_file_after_fork(void)
     __atomic_store_n(&writer_tid, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&final_waiting, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&final_started, 0, __ATOMIC_RELAXED);
-    final_path[0] = 0;
-}
-
-bool gmt_report_file_final_started(void)
-{
-    return __atomic_load_n(&final_started, __ATOMIC_ACQUIRE) != 0;
-}
-
-const char *gmt_report_file_final_path(void)
-{
-    return final_path;
 }
 
 /* ---- one attempt ------------------------------------------------------------------------------
@@ -349,7 +327,6 @@ int gmt_report_file_write(const char *path, gmt_reason_t reason, const char *sig
     } else {
         gmt_error("cannot write report %s: %s", target, strerror(-rc));
     }
-    if (rc == 0 && final) snprintf(final_path, sizeof final_path, "%s", target);
     if (rc == 0 && reason == GMT_REASON_EXIT) gmt_track_mark_clean_exit(); /* docs/state.md */
     unlock_writer(final);
     return rc;

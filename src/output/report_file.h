@@ -31,17 +31,8 @@ int gmt_report_file_check(void);
 int gmt_report_file_write(const char *path, gmt_reason_t reason, const char *signal_name,
                           unsigned seq);
 
-/* The path of the last final report written by this process, or "" when none was. */
-const char *gmt_report_file_final_path(void);
-
-/* True when a final report was written (or is being written) in this process. */
-bool gmt_report_file_final_started(void);
-
 /* In a forked child: the writer lock and the final-report flags start over (a report being
  * written by another thread of the parent at the fork is not the child's). */
 void gmt_report_file_after_fork(void);
-
-/* Tests: the writer lock's wait limits, in milliseconds (final and other reports). */
-void gmt_report_file_set_waits(int final_ms, int other_ms);
 
 #endif
