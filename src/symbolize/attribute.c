@@ -2,6 +2,8 @@
 #define _GNU_SOURCE
 #include "attribute.h"
 
+#include "output/module_class.h"
+
 #include <fnmatch.h>
 #include <stddef.h>
 #include <string.h>
@@ -17,13 +19,8 @@ typedef struct rule_s {
     const char *symbols[8];
 } rule_t;
 
+/* Beyond the tracer, CUDA driver, runtime and CUPTI (gmt_module_is_internal). */
 static const rule_t rules[] = {
-    /* The tracer, CUDA driver, runtime and CUPTI. */
-    {"libgpumemtrace*", {NULL}},
-    {"libcuda.so*", {NULL}},
-    {"libnvidia-*", {NULL}},
-    {"libcudart*", {NULL}},
-    {"libcupti*", {NULL}},
     /* PyTorch: c10's allocator interface and the CUDA caching allocator (libc10_cuda), and the
      * caching allocator where a build links it into libtorch_cuda. */
     {"libc10_cuda.so*", {NULL}},
@@ -69,6 +66,7 @@ static bool module_matches(const char *pattern, const char *path)
 bool gmt_attr_frame_internal(const char *module_path, const char *symbol)
 {
     if (!module_path || !*module_path) return false;
+    if (gmt_module_is_internal(module_path)) return true;
     for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++) {
         const rule_t *r = &rules[i];
         if (!module_matches(r->module, module_path)) continue;
