@@ -10,7 +10,9 @@
  */
 #define _GNU_SOURCE
 #include "capture.h"
+#include "cupti_backend.h"
 #include "lifecycle.h"
+#include "real.h"
 
 #include "core/track.h"
 
@@ -24,12 +26,17 @@ static const char self_name[] = "libgpumemtrace";
 
 static void after_fork_child(void)
 {
-    gmt_capture_writer_fork_child();
+    /* Traced or not, the child has no writer thread, and the parent's pipes and the locks its
+     * other threads may have held at the fork are not the child's: an untraced child still
+     * reaches the resolver's and CUPTI's locks, and its fatal signals would otherwise be sent
+     * to the parent's writer thread. */
+    gmt_capture_writer_reset_after_fork();
+    gmt_real_reset_after_fork();
+    gmt_cupti_reset_after_fork();
     if (!gmt_capture_config.follow_fork) {
         gmt_capture_disable();
         return;
     }
-    gmt_capture_writer_reset_after_fork();
     gmt_capture_lifecycle_reset_after_fork();
     if (gmt_core_reset_after_fork() != 0) {
         __atomic_store_n(&gmt_capture_state, -1, __ATOMIC_RELEASE);

@@ -287,10 +287,9 @@ void gmt_capture_lifecycle_reset_after_fork(void)
     fork_child = 1;
     my_pid = getpid();
     snapshot_seq = oom_seq = 0;
-    /* Every lock and flag a parent thread may have held at the fork starts over. */
+    /* Every lock and flag a parent thread may have held at the fork starts over (the
+     * resolver's and CUPTI's: fork_exec.c, for untraced children too). */
     gmt_report_after_fork();
-    gmt_real_reset_after_fork();
-    gmt_cupti_reset_after_fork();
 }
 
 void gmt_capture_disable(void)

@@ -54,10 +54,9 @@ void gmt_capture_start_writer_locked(void);
  * holds it there; the parent's handler lets it go on. */
 void gmt_capture_writer_fork_prepare(void);
 void gmt_capture_writer_fork_parent(void);
-/* In every forked child, traced or not: no writer thread to wait for at its own forks. */
-void gmt_capture_writer_fork_child(void);
-/* In a forked child: forget the parent's writer thread and pipes / start-up state. */
+/* In every forked child, traced or not: forget the parent's writer thread and pipes. */
 void gmt_capture_writer_reset_after_fork(void);
+/* In a traced forked child: start-up and final-report state start over. */
 void gmt_capture_lifecycle_reset_after_fork(void);
 /* In a forked child that is not followed: no tracing, no report. */
 void gmt_capture_disable(void);

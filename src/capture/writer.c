@@ -333,6 +333,10 @@ void gmt_capture_writer_reset_after_fork(void)
     writer_pipe[0] = writer_pipe[1] = ack_pipe[0] = ack_pipe[1] = -1;
     snapshot_queued = SNAP_NONE;
     writer_tid = 0;
+    /* No writer thread to wait for at this child's own forks, even if the parent's was still
+     * busy when its wait ran out. */
+    writer_busy = 0;
+    fork_pending = 0;
     first_fatal = 0;
     final_requested = 0;
 }
@@ -351,13 +355,5 @@ void gmt_capture_writer_fork_prepare(void)
 
 void gmt_capture_writer_fork_parent(void)
 {
-    __atomic_store_n(&fork_pending, 0, __ATOMIC_SEQ_CST);
-}
-
-void gmt_capture_writer_fork_child(void)
-{
-    /* No writer thread here (yet): a later fork of this child must not wait for one, even if
-     * the parent's was still busy when its wait ran out. */
-    __atomic_store_n(&writer_busy, 0, __ATOMIC_SEQ_CST);
     __atomic_store_n(&fork_pending, 0, __ATOMIC_SEQ_CST);
 }

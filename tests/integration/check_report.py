@@ -746,6 +746,19 @@ def case_fork_child_nofollow(ctx):
     fork_reports(ctx, follow=False)
 
 
+@case("fork_child_nofollow_term")
+def case_fork_child_nofollow_term(ctx):
+    """An untraced child (GPUMEMTRACE_FOLLOW_FORK=0) that dies by SIGTERM: its signal never
+    reaches the parent's writer thread, whose only report stays its own exit report."""
+    r = ctx.run(["fork_child", "term"], env={"GPUMEMTRACE_FOLLOW_FORK": "0"})
+    parent_pid = r.fact_int("parent_pid")
+    reps = ctx.reports()
+    expect_eq("reports written", sorted(reps), [f"r-{parent_pid}.json"])
+    parent = reps[f"r-{parent_pid}.json"]
+    expect_eq("the parent's report reason", parent["process"]["reason"], "exit")
+    check_summary(parent, allocs=2, frees=1, leaked_count=1, leaked_bytes=2 * MIB)
+
+
 @case("snapshot_signal")
 def case_snapshot_signal(ctx):
     ctx.run(["snapshot_signal"])

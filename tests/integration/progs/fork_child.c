@@ -1,10 +1,14 @@
 /* fork_child.c - pre_fork allocates and frees 4096 bytes, then the process forks; the child
  * leaks 1 MiB from child_leak and exits; the parent waits, leaks 2 MiB from parent_leak.
- * Each process's report holds only its own leak.
+ * Each process's report holds only its own leak. With the argument "term" the child dies by
+ * SIGTERM instead of exiting (run with GPUMEMTRACE_FOLLOW_FORK=0: the untraced child's signal
+ * must not reach the parent's writer thread).
  */
 #include "common.h"
 
 #include <cuda_runtime_api.h>
+#include <signal.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,19 +31,24 @@ SITE void parent_leak(void)
     CK(cudaMalloc(&p, 2 * MIB));
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    int term = argc > 1 && strcmp(argv[1], "term") == 0;
     pre_fork();
     fflush(stdout);
     pid_t pid = fork();
     EXPECT(pid >= 0);
     if (pid == 0) {
         child_leak();
+        if (term) raise(SIGTERM);
         exit(0);
     }
     int status = 0;
     EXPECT(waitpid(pid, &status, 0) == pid);
-    EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    if (term)
+        EXPECT(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+    else
+        EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     FACT("parent_pid", "%d", (int)getpid());
     FACT("child_pid", "%d", (int)pid);
     parent_leak();
