@@ -346,8 +346,8 @@ void gmt_capture_writer_fork_prepare(void)
     __atomic_store_n(&fork_pending, 1, __ATOMIC_SEQ_CST);
     /* The writer itself never forks; a fork from a signal handler on it must not wait on it. */
     if ((int)syscall(SYS_gettid) == __atomic_load_n(&writer_tid, __ATOMIC_ACQUIRE)) return;
-    for (int i = 0; i < FORK_QUIESCE_MS * 10 && __atomic_load_n(&writer_busy, __ATOMIC_SEQ_CST);
-         i++) {
+    uint64_t deadline = gmt_now_ns() + FORK_QUIESCE_MS * 1000000ull;
+    while (__atomic_load_n(&writer_busy, __ATOMIC_SEQ_CST) && gmt_now_ns() < deadline) {
         struct timespec ts = {0, 100000};
         nanosleep(&ts, NULL);
     }
