@@ -196,19 +196,6 @@ static void resolve_local(const void *caller, const char *probe)
     pin(h);
 }
 
-void gmt_real_resolve_runtime(void)
-{
-    pthread_once(&runtime_once, resolve_runtime);
-    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
-        if (entries[i].runtime && entries[i].required &&
-            !__atomic_load_n(entries[i].slot, __ATOMIC_ACQUIRE)) {
-            gmt_guard_enter();
-            resolve_local(NULL, entries[i].name);
-            gmt_guard_leave();
-            break;
-        }
-}
-
 void gmt_real_resolve_runtime_from(const void *caller, const char *name)
 {
     pthread_once(&runtime_once, resolve_runtime);

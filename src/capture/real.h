@@ -40,12 +40,10 @@ typedef struct gmt_real_s {
 
 extern gmt_real_t gmt_real;
 
-/* Resolves the runtime entries (once): from the global scope (RTLD_NEXT), and where that has
- * none, from a libcudart loaded locally (RTLD_LOCAL). */
-void gmt_real_resolve_runtime(void);
-/* Called by a hook whose real function is still missing: looks again (libcudart may have been
- * loaded since), preferring the libcudart that the module holding caller (the hook's return
- * address) links, which defines name. Fills every empty runtime entry it can; lock-free. */
+/* Called by a hook whose real function is still missing: resolves the runtime entries once
+ * from the global scope (RTLD_NEXT), then looks again each time (libcudart may have been loaded
+ * since, perhaps RTLD_LOCAL), preferring the libcudart that the module holding caller (the hook's
+ * return address) links, which defines name. Fills every empty runtime entry it can; lock-free. */
 void gmt_real_resolve_runtime_from(const void *caller, const char *name);
 /* Resolves the driver entries from the loaded libcuda.so.1 (once it is loaded); true when
  * libcuda is present. Cheap after the first success. */

@@ -292,12 +292,6 @@ int64_t *gmt_track_growth_rows(uint64_t bytes, uint64_t *usable)
     return GMT_AT(int64_t, ar->offset);
 }
 
-uint64_t gmt_track_table_bytes(void)
-{
-    if (!gmt_core_table) return 0;
-    return gmt_table_bytes_held(gmt_core_table) + gmt_stacks_bytes_held(gmt_core_stacks);
-}
-
 /* ---- accessors ---------------------------------------------------------------------------- */
 
 const gmt_config_t *gmt_track_config(void)

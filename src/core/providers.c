@@ -25,11 +25,6 @@ static gmt_oom_fn oom_fn;
 #define warnings       (gmt_cs->warnings)
 #define nwarnings      (gmt_cs->nwarnings)
 
-void gmt_providers_reset_after_fork(void)
-{
-    __atomic_store_n(&notes_lock, 0, __ATOMIC_RELAXED);
-}
-
 void gmt_track_set_meminfo(gmt_meminfo_fn fn)
 {
     __atomic_store_n(&meminfo_fn, fn, __ATOMIC_RELEASE);

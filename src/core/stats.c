@@ -80,11 +80,6 @@ static gmt_timeline_point_t *points_of(int slot)
     return (gmt_timeline_point_t *)(void *)(S + 1) + (size_t)slot * (size_t)tl_cap;
 }
 
-void *gmt_stats_block(void)
-{
-    return S;
-}
-
 int gmt_stats_attach(void *block, size_t bytes)
 {
     stats_state_t *st = block;

@@ -271,7 +271,5 @@ const char *gmt_track_state_path(void);
  * sampler thread calls these in a live process. */
 void *gmt_track_growth_state(size_t bytes);
 int64_t *gmt_track_growth_rows(uint64_t bytes, uint64_t *usable);
-/* Bytes the live table and the stack store hold now. */
-uint64_t gmt_track_table_bytes(void);
 
 #endif

@@ -131,8 +131,6 @@ void gmt_peaks_stack_change(gmt_stack_entry_t *e, int32_t device, int64_t dbytes
 void gmt_pools_note(int32_t device, uint64_t pool);
 
 /* ---- providers.c ---- */
-/* In a forked child: the notes' lock starts over. */
-void gmt_providers_reset_after_fork(void);
 gmt_oom_fn gmt_core_oom_hook(void);
 
 #endif
