@@ -204,11 +204,11 @@ static void on_api_exit(CUpti_CallbackId cbid, const CUpti_CallbackData *cb, boo
 {
     CUresult res =
         cb->functionReturnValue ? *(const CUresult *)cb->functionReturnValue : CUDA_ERROR_UNKNOWN;
-    gmt_event_t ev;
-    if (describe_at_enter(cbid, cb->functionParams, &ev)) {
-        gmt_capture_free_done(took, (int)res); /* accounted for, or put back on failure */
+    if (took) { /* a release taken at entry: accounted for, or put back on failure */
+        gmt_capture_free_done(true, (int)res);
         return;
     }
+    gmt_event_t ev; /* a release has no exit description: nothing more to do for it */
     if (!describe_at_exit(cbid, cb->functionParams, res, &ev)) return;
     ev.layer = GMT_LAYER_CUPTI;
     if (ev.device == GMT_DEVICE_CURRENT) ev.device = context_device(cb);
