@@ -22,7 +22,6 @@
 #include <link.h>
 #include <pthread.h>
 #include <stdio.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -54,18 +53,13 @@ int gmt_capture_poolinfo(int32_t device, uint64_t pool, gmt_pool_info_t *out);
 
 enum { FINAL_NONE = 0, FINAL_WRITING = 1, FINAL_DONE = 2 };
 
-static int my_tid(void)
-{
-    return (int)syscall(SYS_gettid);
-}
-
 void gmt_capture_final_report(gmt_reason_t reason, const char *signame)
 {
     int none = FINAL_NONE;
     if (!__atomic_compare_exchange_n(&report_state, &none, FINAL_WRITING, false, __ATOMIC_ACQ_REL,
                                      __ATOMIC_ACQUIRE))
         return;
-    __atomic_store_n(&report_tid, my_tid(), __ATOMIC_RELEASE);
+    __atomic_store_n(&report_tid, gmt_gettid(), __ATOMIC_RELEASE);
     if (__atomic_load_n(&had_events, __ATOMIC_ACQUIRE)) {
         gmt_capture_writer_take_snapshot();
         gmt_report_write(NULL, reason, signame, 0);
@@ -80,7 +74,7 @@ void gmt_capture_final_report(gmt_reason_t reason, const char *signame)
 bool gmt_capture_final_writing_here(void)
 {
     return __atomic_load_n(&report_state, __ATOMIC_ACQUIRE) == FINAL_WRITING &&
-           __atomic_load_n(&report_tid, __ATOMIC_ACQUIRE) == my_tid();
+           __atomic_load_n(&report_tid, __ATOMIC_ACQUIRE) == gmt_gettid();
 }
 
 void gmt_capture_defer_signal(int sig)

@@ -22,7 +22,6 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -86,7 +85,7 @@ static void *writer_main(void *arg)
 {
     uint64_t last_facts_ns = 0;
     (void)arg;
-    __atomic_store_n(&writer_tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
+    __atomic_store_n(&writer_tid, gmt_gettid(), __ATOMIC_RELEASE);
     gmt_guard_enter(); /* nothing this thread does is the program's */
     sigset_t all;
     sigfillset(&all);
@@ -183,7 +182,7 @@ void gmt_capture_writer_take_snapshot(void)
 bool gmt_capture_writer_final_exit(void)
 {
     if (!__atomic_load_n(&writer_started, __ATOMIC_ACQUIRE) || writer_pipe[1] < 0) return false;
-    if ((int)syscall(SYS_gettid) == __atomic_load_n(&writer_tid, __ATOMIC_ACQUIRE)) return false;
+    if (gmt_gettid() == __atomic_load_n(&writer_tid, __ATOMIC_ACQUIRE)) return false;
     msg_t m = {MSG_EXIT, 0};
     if (write(writer_pipe[1], &m, sizeof m) != (ssize_t)sizeof m) return false;
     struct pollfd p = {.fd = ack_pipe[0], .events = POLLIN};
@@ -345,7 +344,7 @@ void gmt_capture_writer_fork_prepare(void)
 {
     __atomic_store_n(&fork_pending, 1, __ATOMIC_SEQ_CST);
     /* The writer itself never forks; a fork from a signal handler on it must not wait on it. */
-    if ((int)syscall(SYS_gettid) == __atomic_load_n(&writer_tid, __ATOMIC_ACQUIRE)) return;
+    if (gmt_gettid() == __atomic_load_n(&writer_tid, __ATOMIC_ACQUIRE)) return;
     uint64_t deadline = gmt_now_ns() + FORK_QUIESCE_MS * 1000000ull;
     while (__atomic_load_n(&writer_busy, __ATOMIC_SEQ_CST) && gmt_now_ns() < deadline) {
         struct timespec ts = {0, 100000};

@@ -11,6 +11,8 @@
 #define GMT_CORE_TLS_H
 
 #include <stdint.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 typedef struct gmt_tls_s {
     int guard;             /* > 0 while the tracer itself runs on this thread */
@@ -35,6 +37,12 @@ typedef struct gmt_tls_s {
 } gmt_tls_t;
 
 extern __thread gmt_tls_t gmt_tls __attribute__((tls_model("initial-exec")));
+
+/* The calling thread's kernel id (async-signal-safe). */
+static inline int gmt_gettid(void)
+{
+    return (int)syscall(SYS_gettid);
+}
 
 /* Returns 1 when the caller may proceed (the guard was free), 0 when already inside. */
 static inline int gmt_guard_enter(void)

@@ -12,6 +12,7 @@
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "core/tls.h"
 #include "core/track.h"
 
 #include <errno.h>
@@ -20,7 +21,6 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -183,7 +183,7 @@ int gmt_report_file_check(void)
 
 static int lock_writer(bool final)
 {
-    int me = (int)syscall(SYS_gettid);
+    int me = gmt_gettid();
     if (__atomic_load_n(&writer_tid, __ATOMIC_ACQUIRE) == me) return -EDEADLK;
     if (final) __atomic_add_fetch(&final_waiting, 1, __ATOMIC_ACQ_REL);
     uint64_t deadline = gmt_now_ns() / 1000000u + (final ? WAIT_FINAL_MS : WAIT_OTHER_MS);
