@@ -84,7 +84,6 @@ static int add_groups(table_t *t, const gmt_group_t *g, size_t n, bool is_new, b
         if (!key) return -ENOMEM;
         entry_t *e = find_or_add(t, key, g[i].stack);
         if (!e) return -ENOMEM;
-        if (is_new && !e->stack) e->stack = g[i].stack;
         uint64_t *slot =
             leak ? (is_new ? &e->leak_new : &e->leak_old) : (is_new ? &e->peak_new : &e->peak_old);
         *slot += g[i].bytes;
