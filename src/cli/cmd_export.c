@@ -429,13 +429,20 @@ static const char *const formats[] = {"folded", "speedscope", "perfetto",
                                       "html",   "prometheus", "pprof"};
 #define NFORMATS (sizeof formats / sizeof formats[0])
 
-int gmt_export_to(const gmt_report_t *rep, const char *format, const char *stacks, gmt_buf_t *b)
+/* The format's index in formats[], NFORMATS when format is NULL or unknown. */
+static size_t format_index(const char *format)
 {
+    if (!format) return NFORMATS;
     size_t fi = 0;
     while (fi < NFORMATS && strcmp(format, formats[fi]) != 0)
         fi++;
+    return fi;
+}
+
+int gmt_export_to(const gmt_report_t *rep, const char *format, const char *stacks, gmt_buf_t *b)
+{
     int rc;
-    switch (fi) {
+    switch (format_index(format)) {
     case 0:
         rc = export_folded(rep, b, stacks && strcmp(stacks, "peak") == 0);
         break;
@@ -489,10 +496,8 @@ int gmt_cli_export(int argc, char **argv)
             return GMT_EXIT_USAGE;
         }
     }
-    size_t fi = 0;
-    while (format && fi < NFORMATS && strcmp(format, formats[fi]) != 0)
-        fi++;
-    if (!format || fi == NFORMATS) {
+    size_t fi = format_index(format);
+    if (fi == NFORMATS) {
         gmt_cli_error("export: %s%s%s (folded, speedscope, perfetto, html, prometheus, pprof)",
                       format ? "unknown format '" : "no --format given", format ? format : "",
                       format ? "'" : "");
@@ -510,8 +515,7 @@ int gmt_cli_export(int argc, char **argv)
     gmt_report_t rep;
     if (gmt_report_open(argv[optind], &rep)) return GMT_EXIT_USAGE;
     gmt_buf_t b = {0};
-    int rc = gmt_export_to(&rep, formats[fi], stacks, &b);
-    if (!rc && b.failed) rc = -ENOMEM;
+    int rc = gmt_export_to(&rep, formats[fi], stacks, &b); /* -ENOMEM when b ran out */
     int status = GMT_EXIT_OK;
     if (rc) {
         gmt_cli_error("export: %s: %s", formats[fi], strerror(-rc));
