@@ -170,6 +170,16 @@ static int level_insert(gmt_level_t *l, const gmt_record_t *rec, uint64_t h)
 
 static uint64_t take_spare(gmt_table_t *t, uint64_t bytes, uint64_t *got);
 
+/* Slots of a new level for `live` entries: twice as many, at least MIN_CAP, at most twice the
+ * bound (when there is one), in whole pages. */
+static uint64_t level_cap(uint64_t max_live, uint64_t live)
+{
+    uint64_t cap = 2 * (live + 1);
+    if (cap < MIN_CAP) cap = MIN_CAP;
+    if (max_live && cap > 2 * max_live) cap = 2 * max_live;
+    return (cap + SLOTS_PER_PAGE - 1) & ~(uint64_t)(SLOTS_PER_PAGE - 1);
+}
+
 /* Adds a level after level number n (if nobody did yet). 0 or -ENOSPC. With `wait` false a
  * growth already under way elsewhere is left to its thread. */
 static int grow(gmt_table_t *t, uint32_t n, bool wait)
@@ -190,10 +200,7 @@ static int grow(gmt_table_t *t, uint32_t n, bool wait)
         rc = -ENOSPC;
         goto out;
     }
-    uint64_t cap = 2 * (live + 1);
-    if (cap < MIN_CAP) cap = MIN_CAP;
-    if (t->max_live && cap > 2 * t->max_live) cap = 2 * t->max_live;
-    cap = (cap + SLOTS_PER_PAGE - 1) & ~(uint64_t)(SLOTS_PER_PAGE - 1); /* whole pages */
+    uint64_t cap = level_cap(t->max_live, live);
     uint64_t got = 0, off = take_spare(t, cap * sizeof(gmt_slot_t), &got);
     if (off)
         cap = got / sizeof(gmt_slot_t);
@@ -335,9 +342,7 @@ int gmt_table_init(gmt_table_t *t, uint64_t max_live)
 {
     memset(t, 0, sizeof *t);
     t->max_live = max_live;
-    uint64_t cap = MIN_CAP;
-    if (max_live && cap > 2 * max_live) cap = 2 * max_live;
-    cap = (cap + SLOTS_PER_PAGE - 1) & ~(uint64_t)(SLOTS_PER_PAGE - 1);
+    uint64_t cap = level_cap(max_live, 0);
     uint64_t off;
     int rc = gmt_region_alloc(GMT_ARENA_TABLE, cap * sizeof(gmt_slot_t), 4096, &off);
     if (rc) return rc;
