@@ -229,13 +229,8 @@ bool gmt_stacks_holds(gmt_stacks_t *st, uint32_t id, const uint64_t *frames, uin
     if (id == 0 || id >= __atomic_load_n(&st->max_entries, __ATOMIC_ACQUIRE) ||
         (st->bound && id >= st->bound))
         return false;
-    gmt_stack_entry_t *e = entry_at(id);
-    if (__atomic_load_n(&e->hash, __ATOMIC_ACQUIRE) == 0 || e->depth != depth || e->tag != tag)
-        return false;
-    const uint64_t *f = frames_at(e->offset);
-    for (uint32_t i = 0; i < depth; i++)
-        if (f[i] != frames[i]) return false;
-    return true;
+    uint64_t h = __atomic_load_n(&entry_at(id)->hash, __ATOMIC_ACQUIRE);
+    return h && same(id, h, frames, depth, tag);
 }
 
 const uint64_t *gmt_stacks_frames(gmt_stacks_t *st, uint32_t id, uint32_t *depth)
