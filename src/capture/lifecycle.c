@@ -221,7 +221,8 @@ void gmt_capture_start_slow(void)
         start_backend_locked();
         gmt_capture_start_writer_locked();
         refresh_internal_ranges();
-        gmt_core_prefault();
+        /* The first CUDA use is when the CUDA libraries are loaded: record the module map. */
+        if (gmt_core_ready()) gmt_track_modules_refresh();
         __atomic_store_n(&gmt_capture_state, 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&start_lock);

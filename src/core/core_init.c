@@ -152,13 +152,6 @@ int gmt_core_reset_after_fork(void)
     return gmt_core_init(&c);
 }
 
-void gmt_core_prefault(void)
-{
-    /* The stores grow with use and need no prefault any more; the first CUDA use is when the
-     * CUDA libraries are loaded, so record the module map again. */
-    if (gmt_core_ready()) gmt_track_modules_refresh();
-}
-
 /* ---- recovery --------------------------------------------------------------------------- */
 
 static void terminate(char *s, size_t len)

@@ -36,12 +36,6 @@ static inline bool gmt_core_ready(void)
 {
     return __atomic_load_n(&gmt_core_ready_flag, __ATOMIC_ACQUIRE) != 0;
 }
-/* Faults in the live table and the stack index, writable, now: called once a process turns out
- * to use CUDA. Lazily touched, their random-access pages each cost a read fault, a
- * copy-on-write fault and a TLB shootdown across the program's threads on first use, which
- * dominated the cost of the first few hundred thousand allocations. Costs their size in RSS
- * (about 33 MiB at the defaults). */
-void gmt_core_prefault(void);
 /* In a forked child: start over with an empty live set and zero counters, so the child's
  * report describes the child alone. Maps fresh memory (the parent's stays copy-on-write and
  * is unmapped). 0 or a negative errno. */

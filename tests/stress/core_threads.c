@@ -109,7 +109,7 @@ int main(int argc, char **argv)
     cfg.stack_depth = 8;
     cfg.max_live = 0; /* no bound: the live table grows with the leaks kept */
     if (gmt_core_init(&cfg) != 0) return 3;
-    gmt_core_prefault();
+    gmt_track_modules_refresh();
     long rss0 = rss_kib();
     pthread_t th[256];
     for (int t = 0; t < nthreads; t++)
