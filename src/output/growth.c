@@ -186,12 +186,13 @@ uint64_t gmt_growth_sample_process(uint64_t now_ns)
     if (r == 0) {
         gmt_growth_t *g = gmt_track_growth_state(sizeof *g); /* zeroed */
         uint64_t usable;
-        if (!g || !gmt_track_growth_rows(0, &usable)) {
+        int64_t *rows = g ? gmt_track_growth_rows(0, &usable) : NULL; /* the arena's start */
+        if (!rows) {
             __atomic_store_n(&proc_ready, -1, __ATOMIC_RELEASE);
             return UINT64_MAX;
         }
         g->interval_ns = GMT_GROWTH_INTERVAL_NS;
-        g->bytes = gmt_track_growth_rows(0, &usable); /* the arena's start: never moves */
+        g->bytes = rows; /* never moves */
         proc_growth = g;
         __atomic_store_n(&proc_ready, 1, __ATOMIC_RELEASE);
     }
