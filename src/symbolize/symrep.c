@@ -411,7 +411,7 @@ void gmt_symrep_add_exit(uint32_t stack_id, int64_t bytes)
 
 static int cmp_lib(const void *a, const void *b)
 {
-    const lib_t *x = a, *y = b;
+    const lib_t *x = *(const lib_t *const *)a, *y = *(const lib_t *const *)b;
     if (x->peak != y->peak) return x->peak > y->peak ? -1 : 1;
     if (x->exit != y->exit) return x->exit > y->exit ? -1 : 1;
     return strcmp(x->name, y->name);
@@ -434,16 +434,20 @@ void gmt_symrep_write_libraries(jw_t *w)
         }
     }
     if (pg) munmap(pg, bytes);
-    /* Sorting moves entries: the per-stack cache is of no further use after this. */
-    qsort(S.libs, (size_t)S.nlibs, sizeof *S.libs, cmp_lib);
-    if (S.lib_of) memset(S.lib_of, 0, (size_t)S.max_ids * sizeof *S.lib_of);
+    /* Sorted through pointers: S.libs keeps its order, so the per-stack cache stays valid for
+     * the sections written after this one. */
+    const lib_t *order[GMT_MAX_LIBS];
+    for (int i = 0; i < S.nlibs; i++)
+        order[i] = &S.libs[i];
+    qsort(order, (size_t)S.nlibs, sizeof *order, cmp_lib);
     jw_array_begin(w, "libraries");
     for (int i = 0; i < S.nlibs; i++) {
-        if (!S.libs[i].peak && !S.libs[i].exit) continue;
+        const lib_t *l = order[i];
+        if (!l->peak && !l->exit) continue;
         jw_object_begin(w, NULL);
-        jw_string(w, "library", S.libs[i].name);
-        jw_int(w, "peak_bytes", S.libs[i].peak);
-        jw_int(w, "exit_bytes", S.libs[i].exit);
+        jw_string(w, "library", l->name);
+        jw_int(w, "peak_bytes", l->peak);
+        jw_int(w, "exit_bytes", l->exit);
         jw_object_end(w);
     }
     jw_array_end(w);
