@@ -220,6 +220,8 @@ const gmt_frame_t *gmt_user_frame(const gmt_stack_t *stack);
 /* "alloc_workspace workspace.c:88 [trainer+0x12e10]", "forward model.py:42",
  * "libpool.so+0x1000": never empty, names first, module+offset always when known. */
 void gmt_frame_format(const gmt_frame_t *f, char *buf, size_t len);
+/* The stack's user frame formatted (gmt_frame_format), or "(no stack)". */
+void gmt_stack_where(const gmt_stack_t *st, char *buf, size_t len);
 
 /* A short name for a flame graph node: symbol or function, else module+offset. */
 void gmt_frame_name(const gmt_frame_t *f, char *buf, size_t len);

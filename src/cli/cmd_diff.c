@@ -235,11 +235,7 @@ int gmt_cli_diff(int argc, char **argv)
             char dl[48], dp[48], fb[1024];
             fmt_delta(delta(e->leak_old, e->leak_new), dl, sizeof dl);
             fmt_delta(delta(e->peak_old, e->peak_new), dp, sizeof dp);
-            const gmt_frame_t *uf = gmt_user_frame(e->stack);
-            if (uf)
-                gmt_frame_format(uf, fb, sizeof fb);
-            else
-                snprintf(fb, sizeof fb, "(no stack)");
+            gmt_stack_where(e->stack, fb, sizeof fb);
             const char *tag = (e->leak_old || e->peak_old)
                                   ? ((e->leak_new || e->peak_new) ? "" : "  [gone]")
                                   : "  [new]";

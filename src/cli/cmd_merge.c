@@ -240,11 +240,7 @@ int gmt_cli_merge(int argc, char **argv)
         if (common[k].nranks != n) continue;
         ncommon_all++;
         char fb[1024], t[GMT_FMT_BYTES_LEN];
-        const gmt_frame_t *uf = gmt_user_frame(common[k].stack);
-        if (uf)
-            gmt_frame_format(uf, fb, sizeof fb);
-        else
-            snprintf(fb, sizeof fb, "(no stack)");
+        gmt_stack_where(common[k].stack, fb, sizeof fb);
         printf("  %10s total (%s to %s per rank)  %s\n",
                gmt_fmt_bytes(common[k].total, t, sizeof t),
                gmt_fmt_bytes(common[k].min, a, sizeof a), gmt_fmt_bytes(common[k].max, b, sizeof b),

@@ -93,6 +93,15 @@ void gmt_frame_format(const gmt_frame_t *f, char *buf, size_t len)
         snprintf(buf, len, "%s%s", name ? name : "?", fl);
 }
 
+void gmt_stack_where(const gmt_stack_t *st, char *buf, size_t len)
+{
+    const gmt_frame_t *f = gmt_user_frame(st);
+    if (f)
+        gmt_frame_format(f, buf, len);
+    else
+        snprintf(buf, len, "(no stack)");
+}
+
 void gmt_frame_name(const gmt_frame_t *f, char *buf, size_t len)
 {
     if (f->python) {

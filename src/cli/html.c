@@ -25,15 +25,6 @@ ASSET(app_js)
 ASSET(page_css)
 #define PUT_ASSET(b, name) gmt_buf_put((b), gmt_asset_##name, gmt_asset_##name##_len)
 
-static void where_of(const gmt_stack_t *st, char *buf, size_t len)
-{
-    const gmt_frame_t *f = gmt_user_frame(st);
-    if (f)
-        gmt_frame_format(f, buf, len);
-    else
-        snprintf(buf, len, "(no stack)");
-}
-
 static void json_groups(gmt_buf_t *b, const gmt_group_t *g, size_t n, bool skip_supp)
 {
     char where[1024], dev[48];
@@ -41,7 +32,7 @@ static void json_groups(gmt_buf_t *b, const gmt_group_t *g, size_t n, bool skip_
     gmt_buf_put(b, "[", 1);
     for (size_t i = 0; i < n; i++) {
         if (skip_supp && g[i].suppressed) continue;
-        where_of(g[i].stack, where, sizeof where);
+        gmt_stack_where(g[i].stack, where, sizeof where);
         gmt_buf_printf(
             b, "%s{\"bytes\":%" PRIu64 ",\"count\":%" PRIu64 ",\"stack\":\"%" PRId64 "\",\"kind\":",
             first ? "" : ",", g[i].bytes, g[i].count, g[i].stack_id);
@@ -166,7 +157,7 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
     }
     gmt_buf_puts(b, "],\"suspects\":[");
     for (size_t i = 0; i < rep->nsuspects; i++) {
-        where_of(rep->suspects[i].stack, s, sizeof s);
+        gmt_stack_where(rep->suspects[i].stack, s, sizeof s);
         gmt_buf_printf(b, "%s{\"growth\":%" PRIu64 ",\"live\":%" PRIu64 ",\"where\":", i ? "," : "",
                        rep->suspects[i].growth_bytes, rep->suspects[i].live_bytes);
         gmt_buf_json_str(b, s);
@@ -190,7 +181,7 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
     gmt_buf_puts(b, "],\"errors\":[");
     for (size_t i = 0; i < rep->nerrors; i++) {
         const gmt_error_t *e = &rep->errors[i];
-        where_of(e->stack, s, sizeof s);
+        gmt_stack_where(e->stack, s, sizeof s);
         gmt_buf_printf(b, "%s{\"time\":%.6f,\"size\":%" PRIu64 ",\"api\":", i ? "," : "", e->time,
                        e->size);
         gmt_buf_json_str(b, e->api);
