@@ -19,6 +19,7 @@
 #include "output/report_file.h"
 #include "output/symbolize.h"
 
+#include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -177,6 +178,22 @@ static void refresh_internal_ranges(void)
 
 /* ---- first CUDA use ------------------------------------------------------------------------ */
 
+/* Whether the program's own driver calls reach the entry-point wrappers: this library comes
+ * before libcuda in the global scope (LD_PRELOAD), so a by-name link to cuMemAlloc_v2, a
+ * `dlsym` and a `cuGetProcAddress` all resolve to it. Loaded as a CUDA injection library or
+ * with dlopen, its exports are not interposed and only CUPTI sees the driver's calls. */
+static bool entry_points_interposed(void)
+{
+    Dl_info self, got;
+    if (!dladdr((void *)entry_points_interposed, &self)) return false;
+    static const char *const names[] = {"cuMemAlloc_v2", "cuGetProcAddress_v2", "dlsym"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        void *p = gmt_real_dlsym(RTLD_DEFAULT, names[i]);
+        if (!p || !dladdr(p, &got) || got.dli_fbase != self.dli_fbase) return false;
+    }
+    return true;
+}
+
 static void start_backend_locked(void)
 {
     const gmt_config_t *config = &gmt_capture_config;
@@ -185,6 +202,12 @@ static void start_backend_locked(void)
     char why[GMT_NOTE_LEN] = "";
     if (config->backend == GMT_BACKEND_HOOKS) {
         gmt_track_note_backend("driver-hooks", "GPUMEMTRACE_BACKEND=hooks");
+    } else if (config->backend == GMT_BACKEND_AUTO && entry_points_interposed()) {
+        /* CUPTI is not free (docs/cupti.md: its dispatch alone costs more per call than the
+         * wrappers' bookkeeping, and x1.18 at 16 threads), and holding it keeps profilers
+         * out: where the wrappers see every call, they record. */
+        gmt_track_note_backend("driver-hooks",
+                               "auto: preloaded, the driver entry points are interposed");
     } else if (gmt_cupti_start(why, sizeof why) == 0) {
         gmt_track_note_backend("cupti", why); /* names the libcupti used */
     } else {

@@ -12,10 +12,10 @@ def register(m):
 
     @case
     def cap_runtime_stack_cupti(c):
-        """examples/leak.cu, shared cudart, default backend: counts as leak.cu's ground truth,
+        """examples/leak.cu, shared cudart, GPUMEMTRACE_BACKEND=cupti: counts as leak.cu's ground truth,
         every allocation recorded once under its runtime name, and every leak group's stack
         starting in the program, never in the driver, CUPTI, the runtime or the tracer."""
-        r = c.run("cap_leak_shared", [c.binary("leak_shared")])
+        r = c.run("cap_leak_shared", [c.binary("leak_shared")], backend="cupti")
         c.program_ok(r)
         rep = c.load(r)
         c.details["report"] = c.facts(rep)

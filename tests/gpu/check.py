@@ -357,7 +357,7 @@ def static_vs_shared(c):
     sums = {}
     for build in ("static", "shared"):
         exe = c.binary(f"leak_{build}")
-        for backend in ("auto", "hooks"):
+        for backend in ("auto", "cupti", "hooks"):
             label = f"{build}/{backend}"
             r = c.run(f"leak_{build}_{backend}", [exe],
                       backend=None if backend == "auto" else backend)
@@ -366,12 +366,12 @@ def static_vs_shared(c):
             sums[label] = check_leak_report(c, rep, label)
             bk = rep.get("capture", {}).get("backends") or []
             c.details[label] = c.facts(rep)
-            if backend == "hooks":
-                c.expect_true(f"{label} capture.backends to contain 'driver-hooks'",
-                              "driver-hooks" in bk, bk)
-            else:
-                c.details[label]["cupti_used"] = "cupti" in bk
-                c.note(f"{build} auto backends={'+'.join(bk)}")
+            # auto, preloaded: the entry-point wrappers record and CUPTI is left alone.
+            want = "cupti" if backend == "cupti" else "driver-hooks"
+            c.expect_true(f"{label} capture.backends to contain {want!r}", want in bk, bk)
+            if backend == "auto":
+                c.expect_true(f"{label} capture.backends without 'cupti'", "cupti" not in bk, bk)
+            c.note(f"{build} {backend} backends={'+'.join(bk)}")
     first = sums.get("static/auto")
     for label, v in sums.items():
         c.expect(f"{label} (allocs, frees, leaked, summary peak, device peak) equal to "
@@ -660,6 +660,9 @@ def profiler_coexist(c):
                   f"{c.details.get('untraced', {}).get('cuda_events', 'not run')})")
     allocs = rep.get("summary", {}).get("allocs", 0)
     c.expect_true("summary.allocs > 0", allocs > 0, allocs)
+    # auto, preloaded: the tracer never held CUPTI, so there was nothing to hand over.
+    c.expect_true("capture.backends without 'cupti' (auto, preloaded)",
+                  "cupti" not in (cap.get("backends") or []), cap.get("backends"))
     c.note(f"cuda_events={n}; backends={cap.get('backends')}; reason={cap.get('backend_reason')!r}"
            f"; warnings={cap.get('warnings')}")
 

@@ -823,6 +823,35 @@ def case_backend_hooks(ctx):
     expect_eq("capture.backend_reason", cap["backend_reason"], "GPUMEMTRACE_BACKEND=hooks")
 
 
+@case("backend_auto")
+def case_backend_auto(ctx):
+    """GPUMEMTRACE_BACKEND unset (auto). Preloaded, the library's exports come before libcuda's
+    in the global scope, so the driver entry-point wrappers record and CUPTI is never loaded
+    (no subscription for a profiler to take over). Loaded by dlopen, its exports interpose
+    nothing: auto then tries CUPTI (which cannot subscribe on the stand-in), and the report
+    says why it was not used."""
+    ctx.run(["leak_two_sites"])
+    rep = ctx.final_report()
+    check_leak_two_sites(rep)
+    cap = rep["capture"]
+    expect_eq("capture.backends", cap["backends"], ["runtime-hooks", "driver-hooks"])
+    if not cap["backend_reason"].startswith("auto: preloaded"):
+        fail(f"capture.backend_reason should say the entry points are interposed: "
+             f"{cap['backend_reason']!r}")
+    for n in ctx.files():
+        os.unlink(os.path.join(ctx.work, n))
+    env = {"GPUMEMTRACE_OUTPUT": os.path.join(ctx.work, "r-%p.json")}
+    if ctx.sanitizer_runtimes():
+        env["LD_PRELOAD"] = ":".join(ctx.sanitizer_runtimes())
+    ctx.run(["setuid_probe", ctx.lib], preload=False, env=env)
+    rep = ctx.final_report()
+    cap = rep["capture"]
+    if not cap["backend_reason"].startswith("CUPTI not used:"):
+        fail(f"dlopen: capture.backend_reason should say why CUPTI was not used: "
+             f"{cap['backend_reason']!r}")
+    check_group(rep, rep["leaks"]["groups"], "setuid_leak", bytes=MIB, count=1)
+
+
 @case("backend_cupti_unavailable")
 def case_backend_cupti_unavailable(ctx):
     # GPUMEMTRACE_BACKEND=cupti where CUPTI cannot subscribe (no real driver here): one error
