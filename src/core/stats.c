@@ -6,11 +6,18 @@
 #include "tls.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #define RLX     __ATOMIC_RELAXED
 #define NSHARDS 32
+/* Shards 0 .. OWN_SHARDS-1 are each written by one thread alone, which claimed it (plain
+ * loads and stores: no locked instruction on the hot path); the others are shared by the
+ * threads that found none free, and by a thread whose own shard was given back at its exit,
+ * with atomic adds. A shard is never written both ways. */
+#define OWN_SHARDS 24
+enum { SHARD_NONE, SHARD_SHARED, SHARD_OWN, SHARD_GONE };
 
 typedef struct shard_s {
     uint64_t allocs[GMT_STAT_SLOTS][GMT_KIND_COUNT];
@@ -60,6 +67,7 @@ typedef struct stats_state_s {
     uint64_t s_t0_ns;
     int s_tl_cap;
     uint32_t s_next_shard;
+    uint32_t s_owned[OWN_SHARDS]; /* atomic: 1 while a thread owns the shard */
 } __attribute__((aligned(64))) stats_state_t;
 
 static stats_state_t *S;
@@ -69,6 +77,22 @@ static stats_state_t *S;
 #define t0_ns      (S->s_t0_ns)
 #define tl_cap     (S->s_tl_cap)
 #define next_shard (S->s_next_shard)
+
+/* Gives an owned shard back when its thread exits (the key's value is the shard + 1). Events
+ * the thread still makes afterwards (another library's thread-exit destructor freeing memory)
+ * go to a shared shard. */
+static pthread_key_t shard_key;
+static int shard_key_made;
+
+static void shard_give_back(void *v)
+{
+    uint32_t i = (uint32_t)(uintptr_t)v - 1;
+    uint32_t n = __atomic_fetch_add(&next_shard, 1, RLX);
+    gmt_tls.shard = OWN_SHARDS + n % (NSHARDS - OWN_SHARDS);
+    gmt_tls.shard_mode = SHARD_GONE;
+    /* release: this thread's last plain stores to the shard come before its next owner's. */
+    if (S && i < OWN_SHARDS) __atomic_store_n(&S->s_owned[i], 0, __ATOMIC_RELEASE);
+}
 
 size_t gmt_stats_state_bytes(void)
 {
@@ -131,6 +155,11 @@ int gmt_stats_init(uint64_t start_ns, int timeline_points)
     S = mem;
     t0_ns = start_ns;
     tl_cap = timeline_points;
+    if (!shard_key_made && pthread_key_create(&shard_key, shard_give_back) == 0)
+        __atomic_store_n(&shard_key_made, 1, __ATOMIC_RELEASE);
+    /* A fork child's one thread keeps the shard it owned in the parent; the new block says so. */
+    if (gmt_tls.shard_mode == SHARD_OWN && gmt_tls.shard < OWN_SHARDS)
+        __atomic_store_n(&S->s_owned[gmt_tls.shard], 1, RLX);
     for (int i = 0; i < GMT_STAT_SLOTS; i++) {
         timelines[i].n = 0;
         timelines[i].last_end_ns = 0;
@@ -159,20 +188,44 @@ void gmt_stats_reset(void)
     }
 }
 
-static shard_t *my_shard(void)
+__attribute__((noinline)) static void pick_shard(void)
 {
-    if (!gmt_tls.has_shard) {
-        gmt_tls.shard = __atomic_fetch_add(&next_shard, 1, RLX) % NSHARDS;
-        gmt_tls.has_shard = 1;
+    uint32_t n = __atomic_fetch_add(&next_shard, 1, RLX);
+    if (gmt_tls.shard_mode == SHARD_NONE && __atomic_load_n(&shard_key_made, __ATOMIC_ACQUIRE)) {
+        for (uint32_t k = 0; k < OWN_SHARDS; k++) {
+            uint32_t i = (n + k) % OWN_SHARDS, zero = 0;
+            if (__atomic_load_n(&S->s_owned[i], RLX) == 0 &&
+                __atomic_compare_exchange_n(&S->s_owned[i], &zero, 1, false, __ATOMIC_ACQUIRE,
+                                            RLX)) {
+                if (pthread_setspecific(shard_key, (void *)(uintptr_t)(i + 1)) != 0) {
+                    __atomic_store_n(&S->s_owned[i], 0, __ATOMIC_RELEASE);
+                    break;
+                }
+                gmt_tls.shard = i;
+                gmt_tls.shard_mode = SHARD_OWN;
+                return;
+            }
+        }
     }
+    gmt_tls.shard = OWN_SHARDS + n % (NSHARDS - OWN_SHARDS);
+    if (gmt_tls.shard_mode == SHARD_NONE) gmt_tls.shard_mode = SHARD_SHARED;
+}
+
+static inline shard_t *my_shard(void)
+{
+    if (__builtin_expect(gmt_tls.shard_mode == SHARD_NONE, 0)) pick_shard();
     return &shards[gmt_tls.shard];
 }
 
-static void bump(uint64_t *p, uint64_t v)
+/* A counter of the calling thread's shard. A signal handler that interrupts an owner between
+ * the load and the store and records an event itself (a CUDA call inside a signal handler,
+ * which CUDA does not allow) would lose that one count. */
+static inline void bump(uint64_t *p, uint64_t v)
 {
-    /* A shard is shared by threads whose count exceeds NSHARDS, so the add stays atomic;
-     * uncontended, it costs about as much as a plain add. */
-    __atomic_fetch_add(p, v, RLX);
+    if (__builtin_expect(gmt_tls.shard_mode == SHARD_OWN, 1))
+        __atomic_store_n(p, __atomic_load_n(p, RLX) + v, RLX);
+    else
+        __atomic_fetch_add(p, v, RLX);
 }
 
 static void max_update(int64_t *p, int64_t v)
@@ -276,7 +329,8 @@ void gmt_stats_count(gmt_counter_t c)
     bump(&my_shard()->counters[c], 1);
 }
 
-void gmt_stats_count_event(gmt_counter_t what, gmt_layer_t layer)
+__attribute__((always_inline)) inline void gmt_stats_count_event(gmt_counter_t what,
+                                                                 gmt_layer_t layer)
 {
     shard_t *sh = my_shard();
     bump(&sh->counters[what], 1);

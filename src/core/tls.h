@@ -18,7 +18,7 @@ typedef struct gmt_tls_s {
     int guard;             /* > 0 while the tracer itself runs on this thread */
     uint16_t outer_api;    /* runtime API whose hook is executing (0: none) */
     uint8_t outer_is_free; /* that runtime call releases memory */
-    uint8_t has_shard;     /* shard below was assigned */
+    uint8_t shard_mode;    /* how this thread writes its counter shard (stats.c SHARD_*) */
     uint32_t inner_events; /* events recorded by a lower layer inside the runtime call */
     /* The stack the runtime hook captured at its entry (its own frame holds the array), used
      * for every event of its bracket instead of unwinding again through the driver, CUPTI

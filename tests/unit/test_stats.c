@@ -14,6 +14,7 @@
 
 #include "core/config.h"
 #include "core/stats.h"
+#include "core/tls.h"
 #include "core/track.h"
 
 #define TL_POINTS 16
@@ -466,6 +467,42 @@ static void test_concurrent_counts_exact(void **state)
     assert_int_equal(a.bytes, 5 * NTHREADS * OPS);
 }
 
+/* Threads come and go in waves of fewer threads than there are owned shards: each thread's
+ * shard is given back at its exit, so every thread of every wave writes one of its own (no
+ * locked adds), and the counts stay exact across owners. */
+#define WAVES     6
+#define WAVE_SIZE 20
+#define WAVE_OPS  500
+
+static void *wave_worker(void *arg)
+{
+    int *owned = arg;
+    for (int i = 0; i < WAVE_OPS; i++)
+        gmt_stats_on_alloc(12, GMT_KIND_DEVICE, GMT_API_cudaMalloc, 7, (uint64_t)i,
+                           gmt_track_start_ns() + (uint64_t)i, true);
+    *owned = gmt_tls.shard_mode == 2; /* stats.c SHARD_OWN */
+    return NULL;
+}
+
+static void test_shards_given_back_at_thread_exit(void **state)
+{
+    (void)state;
+    int owned[WAVES][WAVE_SIZE];
+    for (int w = 0; w < WAVES; w++) {
+        pthread_t th[WAVE_SIZE];
+        for (int i = 0; i < WAVE_SIZE; i++)
+            assert_int_equal(pthread_create(&th[i], NULL, wave_worker, &owned[w][i]), 0);
+        for (int i = 0; i < WAVE_SIZE; i++)
+            assert_int_equal(pthread_join(th[i], NULL), 0);
+    }
+    for (int w = 0; w < WAVES; w++)
+        for (int i = 0; i < WAVE_SIZE; i++)
+            assert_int_equal(owned[w][i], 1);
+    gmt_dev_totals_t t = dev(12);
+    assert_int_equal(t.allocs[GMT_KIND_DEVICE], WAVES * WAVE_SIZE * WAVE_OPS);
+    assert_int_equal(t.alloc_bytes[GMT_KIND_DEVICE], 7 * WAVES * WAVE_SIZE * WAVE_OPS);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -480,6 +517,7 @@ int main(void)
         cmocka_unit_test_setup(test_timeline_sparse_events_stay_bounded, setup),
         cmocka_unit_test_setup(test_timeline_late_arrival_keeps_order, setup),
         cmocka_unit_test_setup(test_concurrent_counts_exact, setup),
+        cmocka_unit_test_setup(test_shards_given_back_at_thread_exit, setup),
     };
     return cmocka_run_group_tests_name("unit.stats", tests, group_setup, NULL);
 }
