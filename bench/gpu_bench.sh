@@ -18,11 +18,12 @@
 #   torch-nocache / torch-async  a small training loop (ms/step), PYTORCH_NO_CUDA_MEMORY_CACHING=1
 #           and PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync, untraced vs traced (default)
 # Settings: native; cupti-empty (a probe library with an empty CUPTI callback on the same
-# driver calls: the driver plus CUPTI's own dispatch); default (CUPTI backend, depth 32);
-# off (CUPTI, GPUMEMTRACE_STACK_DEPTH=0); hooks (GPUMEMTRACE_BACKEND=hooks); hooks-off.
-# The split at the end: driver = native; CUPTI dispatch = cupti-empty - native; our callback
-# (bookkeeping inside CUPTI) = off - cupti-empty; unwinder = default - off; entry-point path
-# bookkeeping = hooks-off - native.
+# driver calls: the driver plus CUPTI's own dispatch); default (GPUMEMTRACE_BACKEND unset:
+# auto, which records with the driver entry-point wrappers in a preloaded process; depth 32);
+# off (default, GPUMEMTRACE_STACK_DEPTH=0); cupti (GPUMEMTRACE_BACKEND=cupti); cupti-off.
+# The split at the end: driver = native; bookkeeping (default) = off - native; unwinder
+# (default) = default - off; CUPTI dispatch = cupti-empty - native; our CUPTI callback =
+# cupti-off - cupti-empty; unwinder under CUPTI = cupti - cupti-off.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bundle=$(cd "${1:?usage: gpu_bench.sh BUNDLE [REPS]}" && pwd)
@@ -62,8 +63,8 @@ run() { # setting, then the command; prints the command's number
     cupti-empty) LD_PRELOAD="$probe" "$@" ;;
     default) LD_PRELOAD="$lib" "$@" ;;
     off) LD_PRELOAD="$lib" GPUMEMTRACE_STACK_DEPTH=0 "$@" ;;
-    hooks) LD_PRELOAD="$lib" GPUMEMTRACE_BACKEND=hooks "$@" ;;
-    hooks-off) LD_PRELOAD="$lib" GPUMEMTRACE_BACKEND=hooks GPUMEMTRACE_STACK_DEPTH=0 "$@" ;;
+    cupti) LD_PRELOAD="$lib" GPUMEMTRACE_BACKEND=cupti "$@" ;;
+    cupti-off) LD_PRELOAD="$lib" GPUMEMTRACE_BACKEND=cupti GPUMEMTRACE_STACK_DEPTH=0 "$@" ;;
     old-default) LD_PRELOAD="$old" "$@" ;;
     old-off) LD_PRELOAD="$old" GPUMEMTRACE_STACK_DEPTH=0 "$@" ;;
     old-hooks) LD_PRELOAD="$old" GPUMEMTRACE_BACKEND=hooks "$@" ;;
@@ -71,8 +72,8 @@ run() { # setting, then the command; prints the command's number
   rm -f "$work"/r-*.json
 }
 
-settings="native default off hooks hooks-off"
-[[ -n $probe ]] && settings="native cupti-empty default off hooks hooks-off"
+settings="native default off cupti cupti-off"
+[[ -n $probe ]] && settings="native cupti-empty default off cupti cupti-off"
 old=${GMT_BENCH_OLD_LIB:-}
 old_torch=""
 if [[ -n $old ]]; then
@@ -120,7 +121,7 @@ units = {"async": "us/pair", "16thr": "us/call", "torch-nocache": "ms/step", "to
 print(f"{'row':<14} {'setting':<12} {'median':>9} {'added':>9} {'ratio':>6} {'q1':>9} {'added':>9} {'n':>3}  unit")
 for row in ["async", "16thr", "torch-nocache", "torch-async"]:
     base = med.get((row, "native"))
-    for s in ["native", "cupti-empty", "default", "off", "hooks", "hooks-off", "old-default",
+    for s in ["native", "cupti-empty", "default", "off", "cupti", "cupti-off", "old-default",
               "old-off", "old-hooks"]:
         m = med.get((row, s))
         if m is None:
@@ -135,16 +136,14 @@ for (row, stat, table) in [(r, st, t) for r in ["async", "16thr"] for st, t in (
     g = lambda s: table.get((row, s))
     if None in (g("native"), g("default"), g("off")):
         continue
-    parts = [f"driver {g('native'):.3f}"]
-    if g("cupti-empty") is not None:
-        parts += [f"CUPTI dispatch {g('cupti-empty') - g('native'):+.3f}",
-                  f"our callback {g('off') - g('cupti-empty'):+.3f}"]
-    else:
-        parts += [f"CUPTI+callback {g('off') - g('native'):+.3f}"]
-    parts += [f"unwinder(d32) {g('default') - g('off'):+.3f}"]
-    if g("hooks-off") is not None:
-        parts += [f"hooks bookkeeping {g('hooks-off') - g('native'):+.3f}",
-                  f"hooks unwinder {g('hooks') - g('hooks-off'):+.3f}"]
+    parts = [f"driver {g('native'):.3f}",
+             f"bookkeeping {g('off') - g('native'):+.3f}",
+             f"unwinder(d32) {g('default') - g('off'):+.3f}"]
+    if None not in (g("cupti"), g("cupti-off")):
+        if g("cupti-empty") is not None:
+            parts += [f"CUPTI dispatch {g('cupti-empty') - g('native'):+.3f}",
+                      f"our CUPTI callback {g('cupti-off') - g('cupti-empty'):+.3f}"]
+        parts += [f"unwinder under CUPTI {g('cupti') - g('cupti-off'):+.3f}"]
     print(f"split {row} {stat} ({units[row]}): " + " | ".join(parts))
 PY
 echo "gpu_bench.sh: $(($(date +%s) - start)) s; stderr of the runs: $(wc -l <"$work/stderr.txt") lines"
