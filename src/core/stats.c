@@ -6,6 +6,7 @@
 #include "tls.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -28,15 +29,20 @@ typedef struct shard_s {
     uint64_t counters[GMT_CNT_COUNT];
 } __attribute__((aligned(64))) shard_t;
 
+/* One device's bytes. Every charged event writes the first cache line alone (its kind's
+ * current bytes and, for the in-use kinds, in_use), so threads of a multi-threaded program
+ * move one shared line per event, not two; the peaks are read by every event and written
+ * only when they rise. */
 typedef struct dev_s {
     int64_t current[GMT_KIND_COUNT];
-    int64_t peak[GMT_KIND_COUNT];
-    int64_t in_use __attribute__((aligned(64)));
-    int64_t in_use_peak;
+    int64_t in_use;
+    int64_t in_use_peak __attribute__((aligned(64)));
     uint64_t peak_time_ns;
     uint64_t peak_seq;
     int seen;
+    int64_t peak[GMT_KIND_COUNT] __attribute__((aligned(64)));
 } __attribute__((aligned(64))) dev_t_;
+_Static_assert(offsetof(dev_t_, in_use) < 64, "current[] and in_use share one cache line");
 
 /* The timeline of one device: at most `cap` points; when full, neighbouring buckets are
  * merged and the bucket width doubles, so any run length fits. Updated under a tiny spinlock
