@@ -35,7 +35,7 @@ ulimit -c 0 2>/dev/null # no core dumps in OUTDIR
 export NCCL_NVLS_ENABLE=0
 PY=${PYTHON:-python3}
 
-ALL_CASES="static_vs_shared mallocasync vmm oom injection sanitizer_leaks torch_default
+ALL_CASES="static_vs_shared auto_vs_cupti mallocasync vmm oom injection sanitizer_leaks torch_default
 torch_expandable torch_nocache profiler_coexist cupy jax two_gpus torchrun_nccl
 vmm_leak_gpu torch_expandable_sums torch_growth torch_oom_recovered
 torch_os_exit torch_signal_storm
