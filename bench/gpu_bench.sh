@@ -10,7 +10,10 @@
 # GMT_BENCH_OLD_LIB=PATH adds an older libgpumemtrace.so as settings old-default, old-off and
 # old-hooks, interleaved with the others (before/after measured side by side in one run);
 # GMT_BENCH_TORCH=0 leaves out the PyTorch rows (they take most of the time, and a few ms per
-# step on a shared machine does not resolve a few µs per allocation).
+# step on a shared machine does not resolve a few µs per allocation); GMT_BENCH_CPU=N pins
+# the one-thread async row to CPU N with taskset (default 2; empty: not pinned): on the H200
+# host that row was bimodal from process to process (0.8-0.9 or 1.4-1.7 us a pair natively),
+# which a fixed CPU is meant to remove.
 #
 # Rows (medians and lower quartiles of interleaved runs: every setting once per repetition):
 #   async   cudaMallocAsync+cudaFreeAsync pair, 64-320 KiB, one thread, stack depth 32 (us/pair)
@@ -81,9 +84,13 @@ if [[ -n $old ]]; then
   settings="$settings old-default old-off old-hooks"
   old_torch="old-default"
 fi
+pin=()
+cpu=${GMT_BENCH_CPU-2}
+if [[ -n $cpu ]] && command -v taskset >/dev/null; then pin=(taskset -c "$cpu"); fi
+echo "gpu_bench.sh: async row ${pin[*]:-not pinned}" >&2
 for ((r = 0; r < reps; r++)); do
   for s in $settings; do
-    echo "async $s $(run "$s" "$work/pairs" async 20000)" >>"$raw"
+    echo "async $s $(run "$s" "${pin[@]}" "$work/pairs" async 20000)" >>"$raw"
     echo "16thr $s $(run "$s" "$work/pairs" threads 16 5000)" >>"$raw"
   done
 done
