@@ -33,11 +33,11 @@ enum { SLOT_EMPTY = 0, SLOT_BUSY = 1, SLOT_LIVE = 2, SLOT_TOMB = 3 };
 #define MIGRATE_PER    16                    /* entries an insert moves out of the oldest level */
 #define SIZE_MASK      ((1ull << 48) - 1)
 #define SLOTS_PER_PAGE (4096 / 32) /* levels are whole pages: given back and reused whole */
-/* A level's `used` is counted by sample, USED_SAMPLE at a time for the keys whose hash has
- * USED_BITS clear, so that inserts rarely write the line every search reads (the count only
- * decides when to grow; a level that fills early still ends an insert at PROBE_LIMIT). */
-#define USED_SAMPLE 8u
-#define USED_BITS   ((uint64_t)(USED_SAMPLE - 1) << 24)
+/* A level's `used` is counted USED_BATCH at a time, by each thread on its 1st, 9th, 17th ...
+ * first use of a slot, so that inserts rarely write the line every search reads. The count
+ * only decides when to grow, and it errs by at most USED_BATCH - 1 per thread, upwards (not
+ * by the keys: hash bits that keys far apart all share would pace growth wrongly). */
+#define USED_BATCH 8u
 
 #define LOAD(p, o)     __atomic_load_n((p), (o))
 #define STORE(p, v, o) __atomic_store_n((p), (v), (o))
@@ -67,6 +67,8 @@ static inline uint64_t hash_key(uint8_t space, uint64_t key)
 }
 
 static __thread uint32_t my_shard __attribute__((tls_model("initial-exec"))); /* index + 1 */
+static __thread uint32_t my_claims
+    __attribute__((tls_model("initial-exec"))); /* EMPTY slots taken */
 static uint32_t next_shard;
 
 static inline gmt_table_shard_t *shard_of(gmt_table_t *t)
@@ -160,18 +162,19 @@ static inline bool takes_insert(uint32_t sg) /* EMPTY or TOMB */
 }
 
 /* Fills slot s of level l, made BUSY from state sg by the caller at probe length i, and
- * publishes it. */
-static inline void slot_fill(gmt_level_t *l, gmt_slot_t *s, uint32_t sg, const gmt_record_t *rec,
-                             uint64_t h, uint64_t i)
+ * publishes it. True when it added to l->used. */
+static inline bool slot_fill(gmt_level_t *l, gmt_slot_t *s, uint32_t sg, const gmt_record_t *rec,
+                             uint64_t i)
 {
-    if (st_of(sg) == SLOT_EMPTY && (h & USED_BITS) == 0)
-        __atomic_fetch_add(&l->used, USED_SAMPLE, RLX);
+    bool counted = st_of(sg) == SLOT_EMPTY && my_claims++ % USED_BATCH == 0;
+    if (counted) __atomic_fetch_add(&l->used, USED_BATCH, RLX);
     /* The probe length is published before the entry, so a search for it never stops short
      * of it (a home slot is always within reach). */
     if (i) note_probe(l, i);
     slot_write(s, rec);
     uint32_t gen = (sg >> GEN_SHIFT) + 1;
     STORE(&s->sg, SLOT_LIVE | attrs(rec) | (gen << GEN_SHIFT), REL);
+    return counted;
 }
 
 /* Turns slot s, made BUSY from the LIVE state sg by the caller, into a tombstone, its record
@@ -200,7 +203,7 @@ level_probe(gmt_level_t *l, const gmt_record_t *rec, uint64_t h)
             idx = idx == 0 ? cap - 1 : idx - 1;
             continue;
         }
-        slot_fill(l, s, sg, rec, h, i);
+        (void)slot_fill(l, s, sg, rec, i);
         return 0;
     }
     return -ENOSPC;
@@ -213,7 +216,7 @@ static inline int level_insert(gmt_level_t *l, const gmt_record_t *rec, uint64_t
     uint32_t sg = LOAD(&s->sg, ACQ);
     if (__builtin_expect(takes_insert(sg), 1) &&
         __atomic_compare_exchange_n(&s->sg, &sg, (sg & ~3u) | SLOT_BUSY, 0, ACQ, RLX)) {
-        slot_fill(l, s, sg, rec, h, 0);
+        (void)slot_fill(l, s, sg, rec, 0);
         return 0;
     }
     return level_probe(l, rec, h);
@@ -422,14 +425,12 @@ static int __attribute__((noinline)) insert_full(gmt_table_t *t)
     return -ENOSPC;
 }
 
-/* After an insert into level n: grows it once it passes 3/4 (only looked at when this key is
- * one of those `used` is counted by, as nothing else changes it), and moves entries while
- * more than one level is active. */
-static void insert_after(gmt_table_t *t, gmt_table_shard_t *sh, uint32_t n, uint64_t h)
+/* After an insert into level n: grows it once it passes 3/4 (the fast path looks only when it
+ * added to `used`), and moves entries while more than one level is active. */
+static void insert_after(gmt_table_t *t, gmt_table_shard_t *sh, uint32_t n)
 {
     gmt_level_t *l = lvl(t, n);
-    if ((h & USED_BITS) == 0 && LOAD(&l->used, RLX) * 4 > LOAD(&l->cap, RLX) * 3)
-        (void)grow(t, n, false);
+    if (LOAD(&l->used, RLX) * 4 > LOAD(&l->cap, RLX) * 3) (void)grow(t, n, false);
     uint32_t f = LOAD(&t->first, ACQ);
     if (f + 1 < LOAD(&t->next, SC)) migrate_some(t, sh, f);
 }
@@ -445,7 +446,7 @@ static int __attribute__((noinline)) insert_slow(gmt_table_t *t, const gmt_recor
     while (insert_newest(t, sh, rec, h, &n) != 0)
         if (grow(t, n, true) != 0) return insert_full(t);
     __atomic_fetch_add(&sh->live, 1, RLX);
-    insert_after(t, sh, n, h);
+    insert_after(t, sh, n);
     return 0;
 }
 
@@ -469,11 +470,11 @@ int gmt_table_insert(gmt_table_t *t, const gmt_record_t *rec)
         __atomic_fetch_sub(w, 1, REL);
         return insert_slow(t, rec);
     }
-    slot_fill(l, s, sg, rec, h, 0);
+    bool counted = slot_fill(l, s, sg, rec, 0);
     __atomic_fetch_sub(w, 1, REL);
     __atomic_fetch_add(&sh->live, 1, RLX);
-    if (__builtin_expect((h & USED_BITS) == 0, 0) || __builtin_expect(LOAD(&t->first, ACQ) != n, 0))
-        insert_after(t, sh, n, h);
+    if (__builtin_expect(counted, 0) || __builtin_expect(LOAD(&t->first, ACQ) != n, 0))
+        insert_after(t, sh, n);
     return 0;
 }
 

@@ -59,7 +59,7 @@ typedef struct gmt_slot_s {
 typedef struct gmt_level_s {
     uint64_t off;       /* region offset of the slots */
     uint64_t cap;       /* slots */
-    uint64_t used;      /* atomic: slots ever taken (live or tombstone), counted by sample */
+    uint64_t used;      /* atomic: slots ever taken (live or tombstone), 8 at a time per thread */
     uint64_t max_probe; /* atomic: longest probe seen */
     uint64_t cursor;    /* atomic: next slot to migrate */
     uint64_t moved;     /* atomic: slots migrated (or found empty) */

@@ -284,6 +284,30 @@ static void test_probe_lengths(void **state)
     assert_true(handle <= 8);
 }
 
+/* Keys far apart (reservation bases 1 GiB apart): how full a level is must not be judged from
+ * hash bits such keys all share, or levels are added far too early (a growth storm that runs
+ * out of level descriptors and drops entries) or far too late (full levels, long probes). */
+static void test_growth_paced_for_aligned_keys(void **state)
+{
+    (void)state;
+    gmt_table_t *t = table_new(0);
+    const uint64_t n = 200000;
+    uint64_t i = 0;
+    for (; i < n || t->next - t->first > 1; i++) {
+        gmt_record_t r = rec_for(0, (i + 1) << 30);
+        assert_int_equal(gmt_table_insert(t, &r), 0);
+        assert_true(i < 2 * n);
+    }
+    print_message("1 GiB apart: %llu live, %llu levels added, %.1f B each, longest probe %llu\n",
+                  (unsigned long long)i, (unsigned long long)t->grows,
+                  (double)gmt_table_bytes_held(t) / (double)i,
+                  (unsigned long long)gmt_table_max_probe(t));
+    assert_int_equal(t->dropped_full, 0);
+    assert_true(t->grows <= 12); /* x 1.5 live a growth from 3,072 to 200k: 11 */
+    assert_true(gmt_table_bytes_held(t) <= 64 * i + sizeof(gmt_table_t));
+    assert_true(gmt_table_max_probe(t) <= 64);
+}
+
 static void test_validate(void **state)
 {
     (void)state;
@@ -564,6 +588,7 @@ int main(void)
         cmocka_unit_test(test_bytes_per_live_allocation),
         cmocka_unit_test(test_bound_counts_drops),
         cmocka_unit_test(test_probe_lengths),
+        cmocka_unit_test(test_growth_paced_for_aligned_keys),
         cmocka_unit_test(test_validate),
         cmocka_unit_test(test_concurrent_insert_remove),
         cmocka_unit_test(test_live_count_across_threads),
