@@ -6,9 +6,10 @@
  * makes the slot BUSY (acquire: the stores cannot move above it) and the release store that
  * publishes it; readers re-check the state word after copying, the way a seqlock does.
  *
- * Levels: inserters announce themselves in the level's `writers` before re-checking that it
- * is still the newest (sequentially consistent), and migration of a level starts only once it
- * has no writers, so no insert can land in a level behind the migration cursor. Migration
+ * Levels: inserters announce themselves in their shard's writers[level % 8] before re-checking
+ * that the level is still the newest (sequentially consistent), and migration of a level
+ * starts only once that count is 0 in every shard, so no insert can land in a level behind the
+ * migration cursor (a count shared with a level 8 newer only delays the migration). Migration
  * copies an entry into the newest level before it turns the old slot into a tombstone, and
  * every search goes oldest to newest, so a search that finds the old copy gone finds the new
  * one; a search that meets the entry BUSY waits for the move (a few stores) to finish.
@@ -26,12 +27,17 @@
 
 enum { SLOT_EMPTY = 0, SLOT_BUSY = 1, SLOT_LIVE = 2, SLOT_TOMB = 3 };
 
-#define TABLE_MAGIC    0x676d747461626c32ull /* "gmttabl2" */
+#define TABLE_MAGIC    0x676d747461626c33ull /* "gmttabl3": sharded live and writers counts */
 #define MIN_CAP        4096u                 /* slots of the first level: 128 KiB */
 #define PROBE_LIMIT    4096u                 /* an insert never scans more than this */
 #define MIGRATE_PER    16                    /* entries an insert moves out of the oldest level */
 #define SIZE_MASK      ((1ull << 48) - 1)
 #define SLOTS_PER_PAGE (4096 / 32) /* levels are whole pages: given back and reused whole */
+/* A level's `used` is counted USED_BATCH at a time, by each thread on its 1st, 9th, 17th ...
+ * first use of a slot, so that inserts rarely write the line every search reads. The count
+ * only decides when to grow, and it errs by at most USED_BATCH - 1 per thread, upwards (not
+ * by the keys: hash bits that keys far apart all share would pace growth wrongly). */
+#define USED_BATCH 8u
 
 #define LOAD(p, o)     __atomic_load_n((p), (o))
 #define STORE(p, v, o) __atomic_store_n((p), (v), (o))
@@ -52,17 +58,27 @@ size_t gmt_table_slot_bytes(void)
 
 _Static_assert(sizeof(gmt_slot_t) == 32, "a live allocation costs 32 bytes of slot");
 
+/* Fibonacci hashing: one multiply by 2^64 / golden ratio. The home slot takes the product's
+ * high bits (home()), which depend on every bit of the key, so device pointers (one high base,
+ * 512-byte aligned, often in runs) spread evenly; the space flips the top bits. */
 static inline uint64_t hash_key(uint8_t space, uint64_t key)
 {
-    /* splitmix64 finaliser: device pointers share high bits and are 512-byte aligned, so the
-     * low bits alone would cluster badly. */
-    uint64_t x = key ^ ((uint64_t)space << 56);
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebull;
-    x ^= x >> 31;
-    return x;
+    return (key ^ ((uint64_t)space << 62)) * 0x9e3779b97f4a7c15ull;
+}
+
+static __thread uint32_t my_shard __attribute__((tls_model("initial-exec"))); /* index + 1 */
+static __thread uint32_t my_claims
+    __attribute__((tls_model("initial-exec"))); /* EMPTY slots taken */
+static uint32_t next_shard;
+
+static inline gmt_table_shard_t *shard_of(gmt_table_t *t)
+{
+    uint32_t s = my_shard;
+    if (__builtin_expect(s == 0, 0)) {
+        s = __atomic_fetch_add(&next_shard, 1, RLX) % GMT_TABLE_SHARDS + 1;
+        my_shard = s;
+    }
+    return &t->shard[s - 1];
 }
 
 static inline gmt_level_t *lvl(gmt_table_t *t, uint32_t n)
@@ -100,7 +116,7 @@ static inline uint32_t attrs(const gmt_record_t *r)
 #define GEN_SHIFT 11
 #define ATTR_MASK (((1u << GEN_SHIFT) - 1) & ~3u)
 
-static void slot_write(gmt_slot_t *s, const gmt_record_t *r)
+static inline void slot_write(gmt_slot_t *s, const gmt_record_t *r)
 {
     uint64_t size = r->size > SIZE_MASK ? SIZE_MASK : r->size;
     uint64_t meta = size | ((uint64_t)(uint8_t)(r->device + 2) << 48) | ((uint64_t)r->api << 56);
@@ -110,7 +126,7 @@ static void slot_write(gmt_slot_t *s, const gmt_record_t *r)
     STORE(&s->aux, r->aux, RLX);
 }
 
-static void slot_read(const gmt_slot_t *s, uint32_t sg, gmt_record_t *r)
+static inline void slot_read(const gmt_slot_t *s, uint32_t sg, gmt_record_t *r)
 {
     uint64_t meta = LOAD(&s->meta, RLX);
     r->key = LOAD(&s->key, RLX);
@@ -118,9 +134,9 @@ static void slot_read(const gmt_slot_t *s, uint32_t sg, gmt_record_t *r)
     r->aux = LOAD(&s->aux, RLX);
     r->stack_id = LOAD(&s->stack_id, RLX);
     r->device = (int32_t)((meta >> 48) & 0xff) - 2;
-    r->api = (uint8_t)(meta >> 56);
     r->kind = (uint8_t)((sg >> 2) & 7);
     r->space = (uint8_t)space_of(sg);
+    r->api = (uint8_t)(meta >> 56);
     r->layer = (uint8_t)((sg >> 7) & 3);
     r->flags = (sg >> 9) & 3u;
 }
@@ -133,14 +149,46 @@ static void relax(unsigned *spins)
         gmt_cpu_relax();
 }
 
-static void note_probe(gmt_level_t *l, uint64_t n)
+static void __attribute__((noinline)) note_probe(gmt_level_t *l, uint64_t n)
 {
     uint64_t cur = LOAD(&l->max_probe, RLX);
     while (n > cur && !__atomic_compare_exchange_n(&l->max_probe, &cur, n, 1, REL, RLX)) {
     }
 }
 
-static int level_insert(gmt_level_t *l, const gmt_record_t *rec, uint64_t h)
+static inline bool takes_insert(uint32_t sg) /* EMPTY or TOMB */
+{
+    return st_of(sg) == SLOT_EMPTY || st_of(sg) == SLOT_TOMB;
+}
+
+/* Fills slot s of level l, made BUSY from state sg by the caller at probe length i, and
+ * publishes it. True when it added to l->used. */
+static inline bool slot_fill(gmt_level_t *l, gmt_slot_t *s, uint32_t sg, const gmt_record_t *rec,
+                             uint64_t i)
+{
+    bool counted = st_of(sg) == SLOT_EMPTY && my_claims++ % USED_BATCH == 0;
+    if (counted) __atomic_fetch_add(&l->used, USED_BATCH, RLX);
+    /* The probe length is published before the entry, so a search for it never stops short
+     * of it (a home slot is always within reach). */
+    if (i) note_probe(l, i);
+    slot_write(s, rec);
+    uint32_t gen = (sg >> GEN_SHIFT) + 1;
+    STORE(&s->sg, SLOT_LIVE | attrs(rec) | (gen << GEN_SHIFT), REL);
+    return counted;
+}
+
+/* Turns slot s, made BUSY from the LIVE state sg by the caller, into a tombstone, its record
+ * copied into *out first. */
+static inline void slot_take(gmt_table_t *t, gmt_slot_t *s, uint32_t sg, gmt_record_t *out)
+{
+    if (out) slot_read(s, sg, out);
+    __atomic_fetch_sub(&shard_of(t)->live, 1, RLX);
+    uint32_t gen = (sg >> GEN_SHIFT) + 1;
+    STORE(&s->sg, SLOT_TOMB | (sg & ATTR_MASK) | (gen << GEN_SHIFT), REL);
+}
+
+static int __attribute__((noinline))
+level_probe(gmt_level_t *l, const gmt_record_t *rec, uint64_t h)
 {
     uint64_t cap = LOAD(&l->cap, RLX), idx = home(h, cap);
     uint64_t limit = cap < PROBE_LIMIT ? cap : PROBE_LIMIT;
@@ -148,24 +196,30 @@ static int level_insert(gmt_level_t *l, const gmt_record_t *rec, uint64_t h)
     for (uint64_t i = 0; i < limit; i++, idx = idx + 1 == cap ? 0 : idx + 1) {
         gmt_slot_t *s = &base[idx];
         uint32_t sg = LOAD(&s->sg, ACQ);
-        uint32_t st = st_of(sg);
-        if (st != SLOT_EMPTY && st != SLOT_TOMB) continue;
+        if (!takes_insert(sg)) continue;
         if (!__atomic_compare_exchange_n(&s->sg, &sg, (sg & ~3u) | SLOT_BUSY, 0, ACQ, RLX)) {
             /* Another inserter took it first; look at this slot again. */
             i--;
             idx = idx == 0 ? cap - 1 : idx - 1;
             continue;
         }
-        if (st == SLOT_EMPTY) __atomic_fetch_add(&l->used, 1, RLX);
-        /* The probe length is published before the entry, so a search for it never stops
-         * short of it. */
-        note_probe(l, i);
-        slot_write(s, rec);
-        uint32_t gen = (sg >> GEN_SHIFT) + 1;
-        STORE(&s->sg, SLOT_LIVE | attrs(rec) | (gen << GEN_SHIFT), REL);
+        (void)slot_fill(l, s, sg, rec, i);
         return 0;
     }
     return -ENOSPC;
+}
+
+/* The home slot when it is free (the usual case at <= 3/4 load), else the probe. */
+static inline int level_insert(gmt_level_t *l, const gmt_record_t *rec, uint64_t h)
+{
+    gmt_slot_t *s = &slots(l)[home(h, LOAD(&l->cap, RLX))];
+    uint32_t sg = LOAD(&s->sg, ACQ);
+    if (__builtin_expect(takes_insert(sg), 1) &&
+        __atomic_compare_exchange_n(&s->sg, &sg, (sg & ~3u) | SLOT_BUSY, 0, ACQ, RLX)) {
+        (void)slot_fill(l, s, sg, rec, 0);
+        return 0;
+    }
+    return level_probe(l, rec, h);
 }
 
 static uint64_t take_spare(gmt_table_t *t, uint64_t bytes, uint64_t *got);
@@ -195,7 +249,7 @@ static int grow(gmt_table_t *t, uint32_t n, bool wait)
         rc = -ENOSPC;
         goto out;
     }
-    uint64_t live = LOAD(&t->live, RLX);
+    uint64_t live = gmt_table_live(t);
     if (t->max_live && live >= t->max_live) {
         rc = -ENOSPC;
         goto out;
@@ -215,7 +269,6 @@ static int grow(gmt_table_t *t, uint32_t n, bool wait)
     STORE(&l->max_probe, 0, RLX);
     STORE(&l->cursor, 0, RLX);
     STORE(&l->moved, 0, RLX);
-    STORE(&l->writers, 0, RLX);
     STORE(&l->pinned, 0, RLX);
     STORE(&l->off, off, RLX);
     STORE(&l->cap, cap, RLX);
@@ -227,22 +280,32 @@ out:
     return rc;
 }
 
-/* Inserts into the newest level, honouring the writers protocol. No growth. */
-static int insert_newest(gmt_table_t *t, const gmt_record_t *rec, uint64_t h, uint32_t *at)
+/* Inserts into the newest level, honouring the writers protocol (counted in shard sh). No
+ * growth. */
+static inline int insert_newest(gmt_table_t *t, gmt_table_shard_t *sh, const gmt_record_t *rec,
+                                uint64_t h, uint32_t *at)
 {
     for (;;) {
         uint32_t n = LOAD(&t->next, SC) - 1;
-        gmt_level_t *l = lvl(t, n);
-        __atomic_fetch_add(&l->writers, 1, SC);
-        if (LOAD(&t->next, SC) - 1 != n) {
-            __atomic_fetch_sub(&l->writers, 1, REL);
+        uint32_t *w = &sh->writers[n % GMT_TABLE_WSLOTS];
+        __atomic_fetch_add(w, 1, SC);
+        if (__builtin_expect(LOAD(&t->next, SC) - 1 != n, 0)) {
+            __atomic_fetch_sub(w, 1, REL);
             continue;
         }
-        int rc = level_insert(l, rec, h);
-        __atomic_fetch_sub(&l->writers, 1, REL);
+        int rc = level_insert(lvl(t, n), rec, h);
+        __atomic_fetch_sub(w, 1, REL);
         *at = n;
         return rc;
     }
+}
+
+/* Whether some shard counts an inserter inside level n (or one 8 levels away). */
+static bool level_has_writers(gmt_table_t *t, uint32_t n)
+{
+    for (int i = 0; i < GMT_TABLE_SHARDS; i++)
+        if (LOAD(&t->shard[i].writers[n % GMT_TABLE_WSLOTS], SC) != 0) return true;
+    return false;
 }
 
 static void retire(gmt_table_t *t, uint32_t f)
@@ -298,7 +361,7 @@ static uint64_t take_spare(gmt_table_t *t, uint64_t bytes, uint64_t *got)
     return off;
 }
 
-static void migrate_slot(gmt_table_t *t, gmt_level_t *old, gmt_slot_t *s)
+static void migrate_slot(gmt_table_t *t, gmt_table_shard_t *sh, gmt_level_t *old, gmt_slot_t *s)
 {
     unsigned spins = 0;
     uint32_t sg;
@@ -315,7 +378,7 @@ static void migrate_slot(gmt_table_t *t, gmt_level_t *old, gmt_slot_t *s)
     gmt_record_t r;
     slot_read(s, sg, &r);
     uint32_t at;
-    if (insert_newest(t, &r, hash_key(r.space, r.key), &at) != 0) {
+    if (insert_newest(t, sh, &r, hash_key(r.space, r.key), &at) != 0) {
         STORE(&old->pinned, 1, RLX);
         STORE(&s->sg, sg, REL); /* stays here, live */
         return;
@@ -324,16 +387,17 @@ static void migrate_slot(gmt_table_t *t, gmt_level_t *old, gmt_slot_t *s)
     STORE(&s->sg, SLOT_TOMB | (sg & ATTR_MASK) | (gen << GEN_SHIFT), REL);
 }
 
-static void migrate_some(gmt_table_t *t)
+/* Moves up to MIGRATE_PER entries out of level f, once it is not the newest (the caller saw
+ * f + 1 < next). */
+static void __attribute__((noinline))
+migrate_some(gmt_table_t *t, gmt_table_shard_t *sh, uint32_t f)
 {
-    uint32_t f = LOAD(&t->first, ACQ);
-    if (f + 1 >= LOAD(&t->next, SC)) return;
     gmt_level_t *l = lvl(t, f);
-    if (LOAD(&l->writers, SC) != 0) return;
+    if (level_has_writers(t, f)) return;
     for (int j = 0; j < MIGRATE_PER; j++) {
         uint64_t i = __atomic_fetch_add(&l->cursor, 1, RLX);
         if (i >= LOAD(&l->cap, RLX)) return;
-        migrate_slot(t, l, &slots(l)[i]);
+        migrate_slot(t, sh, l, &slots(l)[i]);
         if (__atomic_add_fetch(&l->moved, 1, ACQ) == LOAD(&l->cap, RLX)) retire(t, f);
     }
 }
@@ -355,29 +419,68 @@ int gmt_table_init(gmt_table_t *t, uint64_t max_live)
     return 0;
 }
 
-int gmt_table_insert(gmt_table_t *t, const gmt_record_t *rec)
+static int __attribute__((noinline)) insert_full(gmt_table_t *t)
 {
-    if (t->max_live && LOAD(&t->live, RLX) >= t->max_live) {
-        __atomic_fetch_add(&t->dropped_full, 1, RLX);
-        return -ENOSPC;
-    }
-    uint64_t h = hash_key(rec->space, rec->key);
-    uint32_t n;
-    while (insert_newest(t, rec, h, &n) != 0) {
-        if (grow(t, n, true) != 0) {
-            __atomic_fetch_add(&t->dropped_full, 1, RLX);
-            return -ENOSPC;
-        }
-    }
-    __atomic_fetch_add(&t->live, 1, RLX);
+    __atomic_fetch_add(&t->dropped_full, 1, RLX);
+    return -ENOSPC;
+}
+
+/* After an insert into level n: grows it once it passes 3/4 (the fast path looks only when it
+ * added to `used`), and moves entries while more than one level is active. */
+static void insert_after(gmt_table_t *t, gmt_table_shard_t *sh, uint32_t n)
+{
     gmt_level_t *l = lvl(t, n);
     if (LOAD(&l->used, RLX) * 4 > LOAD(&l->cap, RLX) * 3) (void)grow(t, n, false);
-    migrate_some(t);
+    uint32_t f = LOAD(&t->first, ACQ);
+    if (f + 1 < LOAD(&t->next, SC)) migrate_some(t, sh, f);
+}
+
+/* Everything gmt_table_insert's fast path leaves: the bound, a thread's first insert, a taken
+ * home slot, a level added meanwhile, growth. */
+static int __attribute__((noinline)) insert_slow(gmt_table_t *t, const gmt_record_t *rec)
+{
+    if (t->max_live && gmt_table_live(t) >= t->max_live) return insert_full(t);
+    gmt_table_shard_t *sh = shard_of(t);
+    uint64_t h = hash_key(rec->space, rec->key);
+    uint32_t n;
+    while (insert_newest(t, sh, rec, h, &n) != 0)
+        if (grow(t, n, true) != 0) return insert_full(t);
+    __atomic_fetch_add(&sh->live, 1, RLX);
+    insert_after(t, sh, n);
+    return 0;
+}
+
+int gmt_table_insert(gmt_table_t *t, const gmt_record_t *rec)
+{
+    /* The fast path: no bound, the newest level's home slot free, one level active. It is
+     * insert_newest and level_insert with nothing but the home slot; whatever else it meets
+     * it undoes (only the writers count) and leaves to insert_slow. */
+    uint32_t si = my_shard;
+    if (__builtin_expect(t->max_live != 0 || si == 0, 0)) return insert_slow(t, rec);
+    gmt_table_shard_t *sh = &t->shard[si - 1];
+    uint64_t h = hash_key(rec->space, rec->key);
+    uint32_t n = LOAD(&t->next, SC) - 1;
+    uint32_t *w = &sh->writers[n % GMT_TABLE_WSLOTS];
+    __atomic_fetch_add(w, 1, SC);
+    gmt_level_t *l = lvl(t, n);
+    gmt_slot_t *s = &slots(l)[home(h, LOAD(&l->cap, RLX))];
+    uint32_t sg;
+    if (__builtin_expect(LOAD(&t->next, SC) - 1 != n, 0) || !takes_insert(sg = LOAD(&s->sg, ACQ)) ||
+        !__atomic_compare_exchange_n(&s->sg, &sg, (sg & ~3u) | SLOT_BUSY, 0, ACQ, RLX)) {
+        __atomic_fetch_sub(w, 1, REL);
+        return insert_slow(t, rec);
+    }
+    bool counted = slot_fill(l, s, sg, rec, 0);
+    __atomic_fetch_sub(w, 1, REL);
+    __atomic_fetch_add(&sh->live, 1, RLX);
+    if (__builtin_expect(counted, 0) || __builtin_expect(LOAD(&t->first, ACQ) != n, 0))
+        insert_after(t, sh, n);
     return 0;
 }
 
 /* Finds (space, key) oldest level first; with take, removes it. */
-static int find(gmt_table_t *t, uint8_t space, uint64_t key, gmt_record_t *out, int take)
+static int __attribute__((noinline))
+find(gmt_table_t *t, uint8_t space, uint64_t key, gmt_record_t *out, int take)
 {
     uint64_t h = hash_key(space, key);
     for (uint32_t n = LOAD(&t->first, ACQ); n < LOAD(&t->next, ACQ); n++) {
@@ -408,10 +511,7 @@ static int find(gmt_table_t *t, uint8_t space, uint64_t key, gmt_record_t *out, 
                 }
                 if (!__atomic_compare_exchange_n(&s->sg, &sg, (sg & ~3u) | SLOT_BUSY, 0, ACQ, RLX))
                     continue;
-                if (out) slot_read(s, sg, out);
-                uint32_t gen = (sg >> GEN_SHIFT) + 1;
-                __atomic_fetch_sub(&t->live, 1, RLX);
-                STORE(&s->sg, SLOT_TOMB | (sg & ATTR_MASK) | (gen << GEN_SHIFT), REL);
+                slot_take(t, s, sg, out);
                 return 0;
             }
         }
@@ -422,6 +522,18 @@ static int find(gmt_table_t *t, uint8_t space, uint64_t key, gmt_record_t *out, 
 
 int gmt_table_remove(gmt_table_t *t, uint8_t space, uint64_t key, gmt_record_t *out)
 {
+    /* The usual case first: the entry in its home slot of the oldest level. A LIVE slot that
+     * holds the key is the entry, whichever level it is in (see retire), so nothing else needs
+     * checking; anything else goes to the full search. */
+    gmt_level_t *l = lvl(t, LOAD(&t->first, ACQ));
+    gmt_slot_t *s = &slots(l)[home(hash_key(space, key), LOAD(&l->cap, RLX))];
+    uint32_t sg = LOAD(&s->sg, ACQ);
+    if (__builtin_expect(st_of(sg) == SLOT_LIVE && space_of(sg) == space, 1) &&
+        __builtin_expect(LOAD(&s->key, RLX) == key, 1) &&
+        __atomic_compare_exchange_n(&s->sg, &sg, (sg & ~3u) | SLOT_BUSY, 0, ACQ, RLX)) {
+        slot_take(t, s, sg, out);
+        return 0;
+    }
     return find(t, space, key, out, 1);
 }
 
@@ -458,6 +570,14 @@ uint64_t gmt_table_foreach(gmt_table_t *t, gmt_table_visit_fn fn, void *ctx)
     return n;
 }
 
+uint64_t gmt_table_live(gmt_table_t *t)
+{
+    uint64_t sum = 0;
+    for (int i = 0; i < GMT_TABLE_SHARDS; i++)
+        sum += LOAD(&t->shard[i].live, RLX);
+    return (int64_t)sum < 0 ? 0 : sum; /* a remove counted before its insert */
+}
+
 uint64_t gmt_table_capacity(gmt_table_t *t)
 {
     uint64_t c = 0;
@@ -486,8 +606,9 @@ int gmt_table_validate(gmt_table_t *t)
             !gmt_region_contains(l->off, l->cap * sizeof(gmt_slot_t)))
             return -EINVAL;
         if (l->max_probe >= l->cap) l->max_probe = l->cap - 1;
-        l->writers = 0;
     }
+    for (int i = 0; i < GMT_TABLE_SHARDS; i++)
+        memset(t->shard[i].writers, 0, sizeof t->shard[i].writers);
     t->grow_lock = 0;
     return 0;
 }

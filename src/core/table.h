@@ -16,6 +16,13 @@
  * free runs), so the table only has to be correct for concurrent operations on different keys.
  * Iteration gives each slot a consistent copy (a per-slot generation acts as a seqlock).
  *
+ * Cost: an insert whose home slot is free and a remove that finds its entry in its home slot
+ * of the oldest level (the usual cases) touch the slot, the table's first/next word and the
+ * calling thread's own counter shard (live count, writers count), never a line that other
+ * threads write: about 100 instructions each (docs/PERFORMANCE.md, "The live table alone").
+ * Anything else (a taken home slot, growth, a move under way, the GPUMEMTRACE_MAX_LIVE bound,
+ * which sums the shards on every insert) takes the general path.
+ *
  * Functions return 0 or a negative errno.
  */
 #ifndef GMT_CORE_TABLE_H
@@ -52,19 +59,30 @@ typedef struct gmt_slot_s {
 typedef struct gmt_level_s {
     uint64_t off;       /* region offset of the slots */
     uint64_t cap;       /* slots */
-    uint64_t used;      /* atomic: slots ever taken (live or tombstone) */
+    uint64_t used;      /* atomic: slots ever taken (live or tombstone), 8 at a time per thread */
     uint64_t max_probe; /* atomic: longest probe seen */
     uint64_t cursor;    /* atomic: next slot to migrate */
     uint64_t moved;     /* atomic: slots migrated (or found empty) */
-    uint64_t writers;   /* atomic: inserters inside this level */
-    uint32_t pinned;    /* an entry could not move: never released */
+    uint64_t pad0;
+    uint32_t pinned; /* an entry could not move: never released */
     uint32_t pad;
 } gmt_level_t;
+
+/* Counters that every insert or remove changes live in per-thread shards (one cache line
+ * each), so that threads do not pass one line around: a thread keeps the shard it was first
+ * given, and threads beyond GMT_TABLE_SHARDS share one (the updates stay atomic). */
+#define GMT_TABLE_SHARDS 32
+#define GMT_TABLE_WSLOTS 8 /* inserters of level n are counted in writers[n % 8] */
+typedef struct gmt_table_shard_s {
+    _Alignas(64) uint64_t live;         /* atomic: inserts minus removes made here (mod 2^64) */
+    uint32_t writers[GMT_TABLE_WSLOTS]; /* atomic: inserters inside a level, by level % 8 */
+    uint64_t pad[3];
+} gmt_table_shard_t;
 
 typedef struct gmt_table_s {
     uint64_t magic;
     uint64_t max_live;     /* 0: no bound (GPUMEMTRACE_MAX_LIVE) */
-    uint64_t live;         /* atomic: live entries */
+    uint64_t pad0;         /* was the live count: see gmt_table_live */
     uint64_t bytes;        /* atomic: bytes of the levels held now */
     uint64_t dropped_full; /* atomic: inserts refused (bound reached or no memory) */
     uint64_t grows;        /* atomic: levels added */
@@ -78,6 +96,7 @@ typedef struct gmt_table_s {
         uint64_t off, bytes; /* bytes > GMT_TABLE_RELEASE_MIN: given back, reads as zero */
     } spare[GMT_TABLE_SPARES];
     gmt_level_t levels[GMT_TABLE_LEVELS]; /* level number n lives at n % GMT_TABLE_LEVELS */
+    gmt_table_shard_t shard[GMT_TABLE_SHARDS];
 } gmt_table_t;
 
 size_t gmt_table_header_bytes(void);
@@ -100,6 +119,10 @@ int gmt_table_lookup(gmt_table_t *t, uint8_t space, uint64_t key, gmt_record_t *
  * Returns the number of records visited. */
 typedef void (*gmt_table_visit_fn)(const gmt_record_t *rec, void *ctx);
 uint64_t gmt_table_foreach(gmt_table_t *t, gmt_table_visit_fn fn, void *ctx);
+
+/* Live entries: the shards' sum, exact when no insert or remove is under way (a count taken
+ * meanwhile may be off by the operations in flight, never below 0). */
+uint64_t gmt_table_live(gmt_table_t *t);
 
 /* Slots of the active levels, and the newest level's longest probe (the report's figures). */
 uint64_t gmt_table_capacity(gmt_table_t *t);

@@ -256,7 +256,7 @@ int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsign
     size_t groups_bytes = gmt_group_slots(c.max_ids) * sizeof(gmt_group_t);
     l->groups = gmt_scratch_alloc(groups_bytes);
     gmt_table_t *t = gmt_track_table();
-    l->max_ranges = __atomic_load_n(&t->live, __ATOMIC_RELAXED) + 1024;
+    l->max_ranges = gmt_table_live(t) + 1024;
     size_t ranges_bytes = l->max_ranges * sizeof(gmt_range_t);
     l->ranges = gmt_scratch_alloc(ranges_bytes);
     int rc = -ENOMEM;

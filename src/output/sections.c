@@ -99,7 +99,7 @@ void gmt_section_capture(gmt_report_ctx_t *c, const gmt_counts_t *k)
     gmt_table_t *t = gmt_track_table();
     jw_object_begin(w, "table");
     jw_uint(w, "capacity", gmt_table_capacity(t));
-    jw_uint(w, "live", __atomic_load_n(&t->live, __ATOMIC_RELAXED));
+    jw_uint(w, "live", gmt_table_live(t));
     jw_uint(w, "max_probe", gmt_table_max_probe(t));
     jw_uint(w, "bytes", gmt_table_bytes_held(t));
     jw_object_end(w);

@@ -141,7 +141,7 @@ int main(int argc, char **argv)
               c.dropped_invalid == 0,
           "dropped: table %llu stacks %llu", (unsigned long long)c.dropped_table_full,
           (unsigned long long)c.dropped_stacks);
-    uint64_t live = __atomic_load_n(&gmt_track_table()->live, __ATOMIC_RELAXED);
+    uint64_t live = gmt_table_live(gmt_track_table());
     CHECK((long)live == want_count, "live table holds %llu, expected %ld (lost or phantom)",
           (unsigned long long)live, want_count);
     gmt_dev_totals_t d;

@@ -78,7 +78,7 @@ static gmt_dev_totals_t dev(int32_t device)
 
 static uint64_t live(void)
 {
-    return __atomic_load_n(&gmt_track_table()->live, __ATOMIC_RELAXED);
+    return gmt_table_live(gmt_track_table());
 }
 
 static gmt_record_t lookup(gmt_space_t space, uint64_t key)
