@@ -226,13 +226,22 @@ static inline shard_t *my_shard(void)
 /* A counter of the calling thread's shard. A signal handler that interrupts an owner between
  * the load and the store and records an event itself (a CUDA call inside a signal handler,
  * which CUDA does not allow) would lose that one count. */
-static inline void bump(uint64_t *p, uint64_t v)
+static inline void bump_as(bool own, uint64_t *p, uint64_t v)
 {
-    if (__builtin_expect(gmt_tls.shard_mode == SHARD_OWN, 1))
+    if (__builtin_expect(own, 1))
         __atomic_store_n(p, __atomic_load_n(p, RLX) + v, RLX);
     else
         __atomic_fetch_add(p, v, RLX);
 }
+
+/* Whether the calling thread writes its shard alone, read once per function: the compiler
+ * cannot keep the thread-local byte in a register across the counters' stores. */
+static inline bool own_shard(void)
+{
+    return gmt_tls.shard_mode == SHARD_OWN;
+}
+
+#define bump(p, v) bump_as(own, p, v)
 
 static void max_update(int64_t *p, int64_t v)
 {
@@ -332,13 +341,15 @@ static inline void timeline_add(int slot, uint64_t now_ns, int64_t bytes, int64_
 
 void gmt_stats_count(gmt_counter_t c)
 {
-    bump(&my_shard()->counters[c], 1);
+    shard_t *sh = my_shard();
+    bump_as(own_shard(), &sh->counters[c], 1);
 }
 
 __attribute__((always_inline)) inline void gmt_stats_count_event(gmt_counter_t what,
                                                                  gmt_layer_t layer)
 {
     shard_t *sh = my_shard();
+    bool own = own_shard();
     bump(&sh->counters[what], 1);
     bump(&sh->counters[GMT_CNT_LAYER0 + layer], 1);
 }
@@ -357,6 +368,7 @@ bool gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, uint64_t
 {
     int slot = gmt_stats_slot(device);
     shard_t *sh = my_shard();
+    bool own = own_shard();
     dev_t_ *d = &devs[slot];
     __atomic_store_n(&S->last_ns[gmt_tls.shard * 8], now_ns, RLX);
     bump(&sh->allocs[slot][kind], 1);
@@ -386,6 +398,7 @@ void gmt_stats_on_free(int32_t device, gmt_kind_t kind, gmt_api_t api, uint64_t 
 {
     int slot = gmt_stats_slot(device);
     shard_t *sh = my_shard();
+    bool own = own_shard();
     dev_t_ *d = &devs[slot];
     __atomic_store_n(&S->last_ns[gmt_tls.shard * 8], now_ns, RLX);
     bump(&sh->frees[slot][kind], 1);
@@ -401,6 +414,7 @@ void gmt_stats_on_failure(int32_t device, gmt_api_t api)
 {
     int slot = gmt_stats_slot(device);
     shard_t *sh = my_shard();
+    bool own = own_shard();
     bump(&sh->failures[slot], 1);
     bump(&sh->api[api][2], 1);
     if (!__atomic_load_n(&devs[slot].seen, RLX)) __atomic_store_n(&devs[slot].seen, 1, RLX);
