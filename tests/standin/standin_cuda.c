@@ -71,6 +71,7 @@ typedef struct si_arena_s {
     uint32_t root;     /* 0: no block live */
     uint32_t free_idx; /* freed nodes, chained through .left */
     uint32_t seed;     /* xorshift state for the priorities */
+    uint64_t hi_end;   /* end of the highest block, while one is live */
     size_t n;          /* live blocks */
 } si_arena_t;
 
@@ -270,13 +271,36 @@ static void si_set_lowest_gap(si_arena_t *a, uint32_t t, uint64_t below_end)
     si_update(a, t);
 }
 
-/* End of t's highest block, or dflt when t is empty. */
-static uint64_t si_highest_end(const si_arena_t *a, uint32_t t, uint64_t dflt)
+/* Puts x (a node with its addr, gap and priority set, no children) into t: down the search path
+ * to where x's priority belongs, the subtree there split below it. Every node on x's search
+ * path is updated, so a gap changed there beforehand (the block just above x) is counted. */
+static uint32_t si_insert(si_arena_t *a, uint32_t t, uint32_t x)
 {
-    if (!t) return dflt;
-    while (a->v[t].right)
-        t = a->v[t].right;
-    return a->v[t].addr + a->v[t].span;
+    if (!t || a->v[x].prio > a->v[t].prio) {
+        si_split(a, t, a->v[x].addr, &a->v[x].left, &a->v[x].right);
+        si_update(a, x);
+        return x;
+    }
+    if (a->v[x].addr < a->v[t].addr)
+        a->v[t].left = si_insert(a, a->v[t].left, x);
+    else
+        a->v[t].right = si_insert(a, a->v[t].right, x);
+    si_update(a, t);
+    return t;
+}
+
+/* Takes the block at addr (live in t) out, its two subtrees merged in its place; every node on
+ * the way is updated. */
+static uint32_t si_erase(si_arena_t *a, uint32_t t, uint64_t addr)
+{
+    si_node_t *n = &a->v[t];
+    if (n->addr == addr) return si_merge(a, n->left, n->right);
+    if (addr < n->addr)
+        n->left = si_erase(a, n->left, addr);
+    else
+        n->right = si_erase(a, n->right, addr);
+    si_update(a, t);
+    return t;
 }
 
 /* The lowest block whose gap holds span bytes at the alignment, or 0. Subtrees whose largest
@@ -308,34 +332,28 @@ static uint32_t si_node_new(si_arena_t *a)
     return (uint32_t)a->top++;
 }
 
-/* First fit; returns 0 and the address, or -1 when no gap is large enough. */
+/* First fit; returns 0 and the address, or -1 when no gap is large enough. One descent finds
+ * the gap, one puts the block in. */
 static int si_arena_alloc_locked(si_arena_t *a, uint64_t size, uint64_t align, uint64_t *out)
 {
     uint64_t span = si_round(size ? size : 1, a->grain);
     if (align < a->grain) align = a->grain;
     if (!a->seed) a->seed = 0x9e3779b9u;
-    uint32_t fit = si_first_fit(a, a->root, span, align);
-    uint64_t cand;
-    if (fit) {
-        cand = si_round(a->v[fit].addr - a->v[fit].gap, align);
-    } else {
-        cand = si_round(si_highest_end(a, a->root, a->base), align);
-        if (cand > a->limit || a->limit - cand < span) return -1;
-    }
+    uint32_t fit = si_first_fit(a, a->root, span, align); /* the block just above the gap */
+    uint64_t below = fit ? a->v[fit].addr - a->v[fit].gap : a->root ? a->hi_end : a->base;
+    uint64_t cand = si_round(below, align);
+    if (!fit && (cand > a->limit || a->limit - cand < span)) return -1;
     uint32_t x = si_node_new(a); /* may move a->v: no node pointers are held across it */
     a->seed ^= a->seed << 13;
     a->seed ^= a->seed >> 17;
     a->seed ^= a->seed << 5;
-    uint32_t l, r;
-    si_split(a, a->root, cand, &l, &r);
-    a->v[x] = (si_node_t){.addr = cand,
-                          .span = span,
-                          .size = size,
-                          .gap = cand - si_highest_end(a, l, a->base),
-                          .prio = a->seed};
-    si_update(a, x);
-    if (r) si_set_lowest_gap(a, r, cand + span);
-    a->root = si_merge(a, si_merge(a, l, x), r);
+    a->v[x] =
+        (si_node_t){.addr = cand, .span = span, .size = size, .gap = cand - below, .prio = a->seed};
+    if (fit)
+        a->v[fit].gap = a->v[fit].addr - (cand + span); /* on x's search path */
+    else
+        a->hi_end = cand + span;
+    a->root = si_insert(a, a->root, x);
     a->n++;
     *out = cand;
     return 0;
@@ -365,18 +383,32 @@ static uint32_t si_arena_floor_locked(const si_arena_t *a, uint64_t addr)
     return best;
 }
 
-/* Removes the block starting at addr (which is live): its span and the gap below it become
- * the gap below the next block. */
-static void si_arena_remove_locked(si_arena_t *a, uint64_t addr)
+/* Removes the block starting at addr: its span and the gap below it become the gap below the
+ * next block. Returns the block's span, or 0 when no block starts at addr. */
+static uint64_t si_arena_remove_locked(si_arena_t *a, uint64_t addr)
 {
-    uint32_t l, m, r;
-    si_split(a, a->root, addr, &l, &r);
-    si_split(a, r, addr + 1, &m, &r);
-    if (r) si_set_lowest_gap(a, r, si_highest_end(a, l, a->base));
-    a->root = si_merge(a, l, r);
-    a->v[m].left = a->free_idx;
-    a->free_idx = m;
+    uint32_t t = a->root, next = 0; /* next: the lowest block above t's path, so far */
+    while (t && a->v[t].addr != addr) {
+        if (addr < a->v[t].addr) {
+            next = t;
+            t = a->v[t].left;
+        } else {
+            t = a->v[t].right;
+        }
+    }
+    if (!t) return 0;
+    uint64_t span = a->v[t].span, below = a->v[t].addr - a->v[t].gap;
+    if (a->v[t].right)
+        si_set_lowest_gap(a, a->v[t].right, below); /* the next block is the lowest there */
+    else if (next)
+        a->v[next].gap = a->v[next].addr - below; /* an ancestor: updated by the erase */
+    else
+        a->hi_end = below; /* t was the highest block */
+    a->root = si_erase(a, a->root, addr);
+    a->v[t].left = a->free_idx;
+    a->free_idx = t;
     a->n--;
+    return span;
 }
 
 static int si_valid_dev(int dev)
@@ -429,10 +461,9 @@ static CUresult si_free(CUdeviceptr dptr)
     for (int dev = 0; dev < g_ndev; dev++) {
         si_device_t *d = &g_dev[dev];
         if (dptr < d->mem.base || dptr >= d->mem.limit) continue;
-        uint32_t i = si_arena_find_locked(&d->mem, dptr);
-        if (i) {
-            d->used -= d->mem.v[i].span;
-            si_arena_remove_locked(&d->mem, dptr);
+        uint64_t span = si_arena_remove_locked(&d->mem, dptr);
+        if (span) {
+            d->used -= span;
             rc = CUDA_SUCCESS;
         }
         break;
