@@ -5,6 +5,7 @@
 #
 # usage: bench/live_exit.sh [BUILD_DIR] [REPEATS] [COUNT]
 #   BUILD_DIR  a build folder (default build/): src/libgpumemtrace.so, bench/bench_live
+#              ("-" when GMT_LIVE_LIB and GMT_LIVE_PROG name both)
 #   REPEATS    interleaved repetitions, every setting once per repetition (default 5)
 #   COUNT      live allocations at exit (default 1000000)
 # Environment:
