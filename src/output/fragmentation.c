@@ -14,10 +14,6 @@ static int cmp_range(const void *a, const void *b)
     return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* Digits of the radix sort: 2048 counters (8 KiB on the stack) per pass. */
-#define RADIX_BITS 11
-#define RADIX      (1u << RADIX_BITS)
-
 static int bits_of(uint64_t x)
 {
     return x ? 64 - __builtin_clzll(x) : 0;
@@ -37,10 +33,68 @@ static inline uint64_t key_of(const frag_key_t *k, const gmt_range_t *x)
     return (uint64_t)((int64_t)x->device - k->dmin) << k->sbits | (x->start - k->smin) >> k->shift;
 }
 
-/* Least significant digit first, stable, over only the bits that differ between ranges: with
- * a million live allocations a few passes over the array instead of qsort's n log n compares
- * through a function pointer (and the temporary buffer glibc's qsort takes from malloc). */
-void gmt_frag_sort(gmt_range_t *r, uint64_t n, gmt_range_t *tmp)
+/* Digits of the radix sort, and the bucket size below which insertion sort takes over. */
+#define DIGIT_BITS 8
+#define DIGITS     (1u << DIGIT_BITS)
+#define SMALL      32
+
+static void insertion_sort(gmt_range_t *r, uint32_t n, const frag_key_t *k)
+{
+    for (uint32_t i = 1; i < n; i++) {
+        gmt_range_t v = r[i];
+        uint64_t kv = key_of(k, &v);
+        uint32_t j = i;
+        for (; j > 0 && key_of(k, &r[j - 1]) > kv; j--)
+            r[j] = r[j - 1];
+        r[j] = v;
+    }
+}
+
+/* In place, most significant digit first (American flag sort): count the digit at bit `at`,
+ * move every range into its bucket by swaps, then each bucket on the next digit down. 2 KiB of
+ * counters a level, at most 8 levels. */
+static void msd_sort(gmt_range_t *r, uint32_t n, const frag_key_t *k, int at)
+{
+    if (n <= SMALL) {
+        insertion_sort(r, n, k);
+        return;
+    }
+    uint32_t head[DIGITS], end[DIGITS];
+    memset(end, 0, sizeof end);
+    for (uint32_t i = 0; i < n; i++)
+        end[key_of(k, &r[i]) >> at & (DIGITS - 1)]++;
+    uint32_t sum = 0;
+    for (uint32_t d = 0; d < DIGITS; d++) {
+        head[d] = sum;
+        sum += end[d];
+        end[d] = sum;
+    }
+    for (uint32_t d = 0; d < DIGITS; d++) {
+        while (head[d] < end[d]) { /* a cycle of swaps ending in bucket d */
+            gmt_range_t v = r[head[d]];
+            uint32_t b = key_of(k, &v) >> at & (DIGITS - 1);
+            while (b != d) {
+                gmt_range_t t = r[head[b]];
+                r[head[b]++] = v;
+                v = t;
+                b = key_of(k, &v) >> at & (DIGITS - 1);
+            }
+            r[head[d]++] = v;
+        }
+    }
+    if (at == 0) return;
+    uint32_t lo = 0;
+    for (uint32_t d = 0; d < DIGITS; d++) {
+        if (end[d] - lo > 1) msd_sort(r + lo, end[d] - lo, k, at - DIGIT_BITS);
+        lo = end[d];
+    }
+}
+
+/* A radix sort over only the bits that differ between the ranges: with a million live
+ * allocations a few passes over the array instead of qsort's n log n compares through a
+ * function pointer (and the buffer of the array's size that glibc's qsort takes from malloc);
+ * in place, so the report needs no second array. */
+void gmt_frag_sort(gmt_range_t *r, uint64_t n)
 {
     if (n < 2) return;
     int32_t dlo = r[0].device, dhi = r[0].device;
@@ -60,29 +114,11 @@ void gmt_frag_sort(gmt_range_t *r, uint64_t n, gmt_range_t *tmp)
     frag_key_t k = {.dmin = dlo, .smin = slo, .shift = low ? __builtin_ctzll(low) : 0};
     k.sbits = bits_of((shi - slo) >> k.shift);
     int bits = k.sbits + bits_of((uint64_t)((int64_t)dhi - dlo));
-    if (!tmp || n > UINT32_MAX || bits > 63) {
+    if (n > UINT32_MAX || bits > 63) {
         qsort(r, n, sizeof *r, cmp_range);
         return;
     }
-    gmt_range_t *src = r, *dst = tmp;
-    uint32_t count[RADIX];
-    for (int at = 0; at < bits; at += RADIX_BITS) {
-        memset(count, 0, sizeof count);
-        for (uint64_t i = 0; i < n; i++)
-            count[key_of(&k, &src[i]) >> at & (RADIX - 1)]++;
-        uint32_t sum = 0;
-        for (uint32_t d = 0; d < RADIX; d++) {
-            uint32_t c = count[d];
-            count[d] = sum;
-            sum += c;
-        }
-        for (uint64_t i = 0; i < n; i++)
-            dst[count[key_of(&k, &src[i]) >> at & (RADIX - 1)]++] = src[i];
-        gmt_range_t *t = src;
-        src = dst;
-        dst = t;
-    }
-    if (src != r) memcpy(r, src, n * sizeof *r);
+    msd_sort(r, (uint32_t)n, &k, bits > DIGIT_BITS ? (bits - 1) / DIGIT_BITS * DIGIT_BITS : 0);
 }
 
 void gmt_frag_device(const gmt_range_t *r, uint64_t n, int32_t dev, gmt_frag_t *out)

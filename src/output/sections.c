@@ -492,10 +492,7 @@ void gmt_section_leaks(gmt_report_ctx_t *c, const gmt_live_t *l)
 void gmt_section_fragmentation(gmt_report_ctx_t *c, gmt_live_t *l)
 {
     jw_t *w = c->w;
-    size_t tmp_bytes = l->nranges * sizeof(gmt_range_t);
-    gmt_range_t *tmp = l->nranges > 1 ? gmt_scratch_alloc(tmp_bytes) : NULL;
-    gmt_frag_sort(l->ranges, l->nranges, tmp);
-    gmt_scratch_free(tmp, tmp_bytes);
+    gmt_frag_sort(l->ranges, l->nranges);
     jw_array_begin(w, "fragmentation");
     for (int s = 1; s < GMT_STAT_SLOTS - 1; s++) {
         gmt_dev_totals_t d;

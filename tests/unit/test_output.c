@@ -214,8 +214,7 @@ static void test_fragmentation(void **state)
         {.start = 0x1000, .size = 0x1000, .device = 1, .kind = GMT_KIND_DEVICE},
     };
     uint64_t n = sizeof r / sizeof r[0];
-    gmt_range_t tmp[sizeof r / sizeof r[0]];
-    gmt_frag_sort(r, n, tmp);
+    gmt_frag_sort(r, n);
     gmt_frag_t f;
     gmt_frag_device(r, n, 0, &f);
     assert_int_equal(f.live_allocations, 4);
@@ -252,8 +251,8 @@ static int cmp_dev_start(const void *a, const void *b)
 static void test_fragmentation_sort(void **state)
 {
     (void)state;
-    enum { N = 5000 };
-    static gmt_range_t r[N], want[N], tmp[N];
+    enum { N = 60000 }; /* buckets above the insertion sort's size on two levels */
+    static gmt_range_t r[N], want[N];
     uint64_t rng = 0x9e3779b97f4a7c15ull;
     for (int pattern = 0; pattern < 6; pattern++) {
         uint64_t n = pattern == 5 ? 2 : N;
@@ -284,12 +283,12 @@ static void test_fragmentation_sort(void **state)
             want[i] = r[i];
         }
         qsort(want, n, sizeof want[0], cmp_dev_start);
-        gmt_frag_sort(r, n, tmp);
+        gmt_frag_sort(r, n);
         for (uint64_t i = 0; i < n; i++) {
             assert_int_equal(r[i].device, want[i].device);
             assert_int_equal(r[i].start, want[i].start);
         }
-        gmt_frag_sort(r, n, NULL); /* sorted input stays as it is */
+        gmt_frag_sort(r, n); /* sorted input stays as it is */
         for (uint64_t i = 0; i < n; i++)
             assert_int_equal(r[i].start, want[i].start);
     }
