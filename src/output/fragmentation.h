@@ -27,7 +27,8 @@ typedef struct gmt_frag_s {
     double fragmentation;            /* 1 - largest_gap / free_in_gaps; 0 without gaps */
 } gmt_frag_t;
 
-/* Sorts by (device, start). */
+/* Sorts by (device, start), in place (a radix sort; qsort for keys over 63 bits). Ranges
+ * with equal device and start come in either order. */
 void gmt_frag_sort(gmt_range_t *r, uint64_t n);
 /* Statistics of device dev over sorted ranges (overlapping ranges are merged). */
 void gmt_frag_device(const gmt_range_t *r, uint64_t n, int32_t dev, gmt_frag_t *out);

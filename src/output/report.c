@@ -232,6 +232,8 @@ int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsign
     static jw_t writer;     /* 64 KiB buffer: static, not on the stack of a hook's thread */
     static gmt_live_t live; /* holds the grouping's fixed arrays: static for the same reason */
     if (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE)) return -EBUSY;
+    /* report_write_ms: from here to the last member. */
+    uint64_t t0 = gmt_now_ns();
     gmt_guard_enter(); /* CUDA calls made for the report (device facts) are not recorded */
     /* A state file read after a kill names frames by its module map; not from a signal
      * handler (dl_iterate_phdr takes the loader's lock). */
@@ -291,6 +293,9 @@ int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsign
         gmt_section_timeline(&c);
         gmt_section_errors(&c);
         write_stacks(&c);
+        /* Last, so that it covers all the rest: gathering, grouping, sorting, naming the
+         * frames and formatting (docs/report.md); in microseconds, printed short. */
+        jw_double(w, "report_write_ms", (double)((gmt_now_ns() - t0 + 500) / 1000) / 1000.0);
         jw_object_end(w);
         rc = jw_finish(w);
     }

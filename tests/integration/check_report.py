@@ -386,6 +386,48 @@ def case_leak_two_sites(ctx):
     check_leak_two_sites(ctx.final_report())
 
 
+# ---- many live allocations at exit (docs/PERFORMANCE.md; bench/live_exit.sh) ----
+
+MANY_PER_SITE = 50000
+MANY_SIZES = [4096 + 512 * k for k in range(4)]  # live_site_k's block size
+MANY_FREED = MANY_PER_SITE // 10  # every tenth block of live_site_3
+
+
+@case("many_live")
+def case_many_live(ctx):
+    ctx.run(["many_live"])
+    rep = ctx.final_report()
+    check_clean(rep)
+    counts = [MANY_PER_SITE] * 3 + [MANY_PER_SITE - MANY_FREED]
+    live = sum(counts)
+    live_bytes = sum(c * s for c, s in zip(counts, MANY_SIZES))
+    check_summary(rep, allocs=4 * MANY_PER_SITE, frees=MANY_FREED, failures=0,
+                  live_count=live, live_bytes=live_bytes, leaked_count=live,
+                  leaked_bytes=live_bytes)
+    expect_eq("capture.table.live", rep["capture"]["table"]["live"], live)
+    expect_eq("leaks.groups_total", rep["leaks"]["groups_total"], 4)
+    groups = rep["leaks"]["groups"]
+    for k, (count, size) in enumerate(zip(counts, MANY_SIZES)):
+        check_group(rep, groups, f"live_site_{k}", count=count, bytes=count * size,
+                    api="cudaMallocAsync", kind="pool", device=0)
+    check_listed_sum("leaks.groups", groups, 4, live_bytes, live)
+    # Back to back from the stand-in's base: the span is every block ever allocated, the
+    # holes are the freed ones (the radix sort of the ranges, checked end to end).
+    frag = [f for f in rep["fragmentation"] if f["device"] == 0]
+    expect_eq("fragmentation entries of device 0", len(frag), 1)
+    f = frag[0]
+    expect_eq("fragmentation[0].live_allocations", f["live_allocations"], live)
+    expect_eq("fragmentation[0].span_bytes", f["span_bytes"], MANY_PER_SITE * sum(MANY_SIZES))
+    expect_eq("fragmentation[0].free_in_gaps", f["free_in_gaps"], MANY_FREED * MANY_SIZES[3])
+    expect_eq("fragmentation[0].largest_gap", f["largest_gap"], MANY_SIZES[3])
+    expect_eq("fragmentation[0].granularity_loss_bytes", f["granularity_loss_bytes"], 0)
+    ms = rep.get("report_write_ms")
+    if not isinstance(ms, (int, float)) or isinstance(ms, bool) or ms < 0:
+        fail(f"report_write_ms: expected a number of milliseconds >= 0, got {ms!r}")
+    if list(rep)[-1] != "report_write_ms":
+        fail(f"report_write_ms should be the report's last member, got {list(rep)[-3:]}")
+
+
 # ---- a libcudart loaded with RTLD_LOCAL (docs/design.md, "Finding the real functions") ----
 
 def check_local_leak(rep):
@@ -1082,6 +1124,7 @@ NO_PRELOAD = [
     (["oom"], {"GMT_STANDIN_MEM_BYTES": str(1 << 30)}, 0), (["driver_only"], {}, 0),
     (["getprocaddress"], {}, 0), (["vmm"], {}, 0), (["vmm_leak"], {}, 0), (["no_cuda"], {}, 0),
     (["fork_child"], {}, 0), (["simple", "7"], {}, 7), (["die", "TERM"], {}, -15),
+    (["many_live"], {}, 0),
 ]
 
 

@@ -9,7 +9,9 @@
  *    (plain bytes, default 16 GiB).
  *  - Device memory is an address range reserved with PROT_NONE (never backed, never
  *    dereferenced) handed out first-fit with 512-byte granularity, so addresses are reused
- *    after free just as on a real device. A request that does not fit the device's free memory
+ *    after free just as on a real device. Alloc, free and lookup are O(log n) in the live
+ *    blocks (a treap with the free gap below each block), so a million live allocations cost
+ *    the stand-in little. A request that does not fit the device's free memory
  *    fails with CUDA_ERROR_OUT_OF_MEMORY. Stream-ordered pool allocations share it.
  *  - Managed and pinned host memory are real, touchable host memory (mmap); managed memory is
  *    charged to the current device as well.
@@ -18,7 +20,7 @@
  *  - The current device is thread-local, set through fake contexts (CUcontext)(dev + 1).
  *  - cuGetProcAddress maps base names + version + flags to the exported functions through one
  *    static table, like the real driver.
- * All state is behind one mutex; nothing here is meant to be fast, only exact.
+ * All state is behind one mutex; exact first, fast only where a benchmark needs it.
  */
 #include <cuda.h>
 
@@ -47,17 +49,30 @@ CUresult standin_get_uuid_v1(CUuuid *uuid, CUdevice dev) __asm__("cuDeviceGetUui
 #define SI_HANDLE_BASE    0x1000ull
 #define SI_POOL_BASE      0x9000ull
 
-/* A sorted array of [addr, addr + span) blocks inside [base, limit): a first-fit allocator. */
-typedef struct si_block_s {
+/* The live blocks [addr, addr + span) of [base, limit), handed out first fit: a treap keyed by
+ * address. Each node also holds the free gap before its block (from the end of the block
+ * before it, or from base) and the largest gap in its subtree, so the first fit, a lookup and a
+ * free are each one descent, O(log n) expected, however many blocks are live (a sorted array
+ * searched from the start made a run with a million live allocations quadratic). Nodes live in
+ * one array, named by index (0 = none), and freed ones are reused. */
+typedef struct si_node_s {
     uint64_t addr;
-    uint64_t span; /* rounded size actually taken from the range */
-    uint64_t size; /* size the caller asked for */
-} si_block_t;
+    uint64_t span;   /* rounded size actually taken from the range */
+    uint64_t size;   /* size the caller asked for */
+    uint64_t gap;    /* free bytes just below addr */
+    uint64_t maxgap; /* largest gap in this subtree */
+    uint32_t left, right, prio;
+} si_node_t;
 
 typedef struct si_arena_s {
     uint64_t base, limit, grain;
-    si_block_t *v;
-    size_t n, cap;
+    si_node_t *v;      /* v[0] unused: index 0 is "none" */
+    size_t cap, top;   /* nodes allocated, nodes ever used (v[1 .. top)) */
+    uint32_t root;     /* 0: no block live */
+    uint32_t free_idx; /* freed nodes, chained through .left */
+    uint32_t seed;     /* xorshift state for the priorities */
+    uint64_t hi_end;   /* end of the highest block, while one is live */
+    size_t n;          /* live blocks */
 } si_arena_t;
 
 typedef struct si_device_s {
@@ -196,46 +211,204 @@ static void si_unlock(void)
     pthread_mutex_unlock(&g_lock);
 }
 
-/* First fit; returns 0 and the address, or -1 when no gap is large enough. */
+/* ---- the arena: a treap of live blocks with the gap below each ---- */
+
+#define SI_NODE(a, i) (&(a)->v[(i)])
+
+static uint64_t si_max3(uint64_t x, uint64_t y, uint64_t z)
+{
+    uint64_t m = x > y ? x : y;
+    return m > z ? m : z;
+}
+
+static void si_update(si_arena_t *a, uint32_t t)
+{
+    si_node_t *n = SI_NODE(a, t);
+    n->maxgap = si_max3(n->gap, n->left ? SI_NODE(a, n->left)->maxgap : 0,
+                        n->right ? SI_NODE(a, n->right)->maxgap : 0);
+}
+
+/* Splits t into the blocks below key (*l) and the rest (*r). */
+static void si_split(si_arena_t *a, uint32_t t, uint64_t key, uint32_t *l, uint32_t *r)
+{
+    if (!t) {
+        *l = *r = 0;
+        return;
+    }
+    si_node_t *n = SI_NODE(a, t);
+    if (n->addr < key) {
+        si_split(a, n->right, key, &n->right, r);
+        *l = t;
+    } else {
+        si_split(a, n->left, key, l, &n->left);
+        *r = t;
+    }
+    si_update(a, t);
+}
+
+/* Joins l and r, every block of l below every block of r. */
+static uint32_t si_merge(si_arena_t *a, uint32_t l, uint32_t r)
+{
+    if (!l || !r) return l ? l : r;
+    if (SI_NODE(a, l)->prio > SI_NODE(a, r)->prio) {
+        SI_NODE(a, l)->right = si_merge(a, SI_NODE(a, l)->right, r);
+        si_update(a, l);
+        return l;
+    }
+    SI_NODE(a, r)->left = si_merge(a, l, SI_NODE(a, r)->left);
+    si_update(a, r);
+    return r;
+}
+
+/* Sets the gap of t's lowest block to the distance from below_end, updating the path to it. */
+static void si_set_lowest_gap(si_arena_t *a, uint32_t t, uint64_t below_end)
+{
+    si_node_t *n = SI_NODE(a, t);
+    if (n->left)
+        si_set_lowest_gap(a, n->left, below_end);
+    else
+        n->gap = n->addr - below_end;
+    si_update(a, t);
+}
+
+/* Puts x (a node with its addr, gap and priority set, no children) into t: down the search path
+ * to where x's priority belongs, the subtree there split below it. Every node on x's search
+ * path is updated, so a gap changed there beforehand (the block just above x) is counted. */
+static uint32_t si_insert(si_arena_t *a, uint32_t t, uint32_t x)
+{
+    if (!t || a->v[x].prio > a->v[t].prio) {
+        si_split(a, t, a->v[x].addr, &a->v[x].left, &a->v[x].right);
+        si_update(a, x);
+        return x;
+    }
+    if (a->v[x].addr < a->v[t].addr)
+        a->v[t].left = si_insert(a, a->v[t].left, x);
+    else
+        a->v[t].right = si_insert(a, a->v[t].right, x);
+    si_update(a, t);
+    return t;
+}
+
+/* Takes the block at addr (live in t) out, its two subtrees merged in its place; every node on
+ * the way is updated. */
+static uint32_t si_erase(si_arena_t *a, uint32_t t, uint64_t addr)
+{
+    si_node_t *n = &a->v[t];
+    if (n->addr == addr) return si_merge(a, n->left, n->right);
+    if (addr < n->addr)
+        n->left = si_erase(a, n->left, addr);
+    else
+        n->right = si_erase(a, n->right, addr);
+    si_update(a, t);
+    return t;
+}
+
+/* The lowest block whose gap holds span bytes at the alignment, or 0. Subtrees whose largest
+ * gap is too small are skipped; with the arena's own grain as the alignment every gap that is
+ * large enough fits, so this is one descent. */
+static uint32_t si_first_fit(const si_arena_t *a, uint32_t t, uint64_t span, uint64_t align)
+{
+    if (!t || a->v[t].maxgap < span) return 0;
+    uint32_t r = si_first_fit(a, a->v[t].left, span, align);
+    if (r) return r;
+    const si_node_t *n = &a->v[t];
+    if (n->gap >= span && si_round(n->addr - n->gap, align) + span <= n->addr) return t;
+    return si_first_fit(a, n->right, span, align);
+}
+
+static uint32_t si_node_new(si_arena_t *a)
+{
+    uint32_t i = a->free_idx;
+    if (i) {
+        a->free_idx = a->v[i].left;
+        return i;
+    }
+    if (a->top == 0) a->top = 1;
+    if (a->top >= UINT32_MAX) {
+        fprintf(stderr, "standin libcuda: too many live blocks\n");
+        abort();
+    }
+    a->v = si_grow(a->v, &a->cap, a->top + 1, sizeof(*a->v));
+    return (uint32_t)a->top++;
+}
+
+/* First fit; returns 0 and the address, or -1 when no gap is large enough. One descent finds
+ * the gap, one puts the block in. */
 static int si_arena_alloc_locked(si_arena_t *a, uint64_t size, uint64_t align, uint64_t *out)
 {
     uint64_t span = si_round(size ? size : 1, a->grain);
     if (align < a->grain) align = a->grain;
-    uint64_t prev = a->base;
-    size_t i = 0;
-    for (;; i++) {
-        uint64_t cand = si_round(prev, align);
-        uint64_t next = i < a->n ? a->v[i].addr : a->limit;
-        if (cand <= next && next - cand >= span) {
-            a->v = si_grow(a->v, &a->cap, a->n + 1, sizeof(*a->v));
-            memmove(&a->v[i + 1], &a->v[i], (a->n - i) * sizeof(*a->v));
-            a->v[i] = (si_block_t){cand, span, size};
-            a->n++;
-            *out = cand;
-            return 0;
+    if (!a->seed) a->seed = 0x9e3779b9u;
+    uint32_t fit = si_first_fit(a, a->root, span, align); /* the block just above the gap */
+    uint64_t below = fit ? a->v[fit].addr - a->v[fit].gap : a->root ? a->hi_end : a->base;
+    uint64_t cand = si_round(below, align);
+    if (!fit && (cand > a->limit || a->limit - cand < span)) return -1;
+    uint32_t x = si_node_new(a); /* may move a->v: no node pointers are held across it */
+    a->seed ^= a->seed << 13;
+    a->seed ^= a->seed >> 17;
+    a->seed ^= a->seed << 5;
+    a->v[x] =
+        (si_node_t){.addr = cand, .span = span, .size = size, .gap = cand - below, .prio = a->seed};
+    if (fit)
+        a->v[fit].gap = a->v[fit].addr - (cand + span); /* on x's search path */
+    else
+        a->hi_end = cand + span;
+    a->root = si_insert(a, a->root, x);
+    a->n++;
+    *out = cand;
+    return 0;
+}
+
+/* The node of the block starting at addr, or 0. */
+static uint32_t si_arena_find_locked(const si_arena_t *a, uint64_t addr)
+{
+    uint32_t t = a->root;
+    while (t && a->v[t].addr != addr)
+        t = addr < a->v[t].addr ? a->v[t].left : a->v[t].right;
+    return t;
+}
+
+/* The node of the highest block starting at or below addr, or 0. */
+static uint32_t si_arena_floor_locked(const si_arena_t *a, uint64_t addr)
+{
+    uint32_t t = a->root, best = 0;
+    while (t) {
+        if (a->v[t].addr <= addr) {
+            best = t;
+            t = a->v[t].right;
+        } else {
+            t = a->v[t].left;
         }
-        if (i >= a->n) return -1;
-        prev = a->v[i].addr + a->v[i].span;
     }
+    return best;
 }
 
-static ssize_t si_arena_find_locked(const si_arena_t *a, uint64_t addr)
+/* Removes the block starting at addr: its span and the gap below it become the gap below the
+ * next block. Returns the block's span, or 0 when no block starts at addr. */
+static uint64_t si_arena_remove_locked(si_arena_t *a, uint64_t addr)
 {
-    size_t lo = 0, hi = a->n;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (a->v[mid].addr < addr)
-            lo = mid + 1;
-        else
-            hi = mid;
+    uint32_t t = a->root, next = 0; /* next: the lowest block above t's path, so far */
+    while (t && a->v[t].addr != addr) {
+        if (addr < a->v[t].addr) {
+            next = t;
+            t = a->v[t].left;
+        } else {
+            t = a->v[t].right;
+        }
     }
-    return lo < a->n && a->v[lo].addr == addr ? (ssize_t)lo : -1;
-}
-
-static void si_arena_remove_locked(si_arena_t *a, size_t i)
-{
-    memmove(&a->v[i], &a->v[i + 1], (a->n - i - 1) * sizeof(*a->v));
+    if (!t) return 0;
+    uint64_t span = a->v[t].span, below = a->v[t].addr - a->v[t].gap;
+    if (a->v[t].right)
+        si_set_lowest_gap(a, a->v[t].right, below); /* the next block is the lowest there */
+    else if (next)
+        a->v[next].gap = a->v[next].addr - below; /* an ancestor: updated by the erase */
+    else
+        a->hi_end = below; /* t was the highest block */
+    a->root = si_erase(a, a->root, addr);
+    a->v[t].left = a->free_idx;
+    a->free_idx = t;
     a->n--;
+    return span;
 }
 
 static int si_valid_dev(int dev)
@@ -288,10 +461,9 @@ static CUresult si_free(CUdeviceptr dptr)
     for (int dev = 0; dev < g_ndev; dev++) {
         si_device_t *d = &g_dev[dev];
         if (dptr < d->mem.base || dptr >= d->mem.limit) continue;
-        ssize_t i = si_arena_find_locked(&d->mem, dptr);
-        if (i >= 0) {
-            d->used -= d->mem.v[i].span;
-            si_arena_remove_locked(&d->mem, (size_t)i);
+        uint64_t span = si_arena_remove_locked(&d->mem, dptr);
+        if (span) {
+            d->used -= span;
             rc = CUDA_SUCCESS;
         }
         break;
@@ -652,10 +824,10 @@ CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CU
 CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
 {
     si_lock();
-    ssize_t i = si_arena_find_locked(&g_reserve, ptr);
+    uint32_t i = si_arena_find_locked(&g_reserve, ptr);
     CUresult rc = CUDA_ERROR_INVALID_VALUE;
-    if (i >= 0 && g_reserve.v[i].size == size) {
-        si_arena_remove_locked(&g_reserve, (size_t)i);
+    if (i && g_reserve.v[i].size == size) {
+        si_arena_remove_locked(&g_reserve, ptr);
         rc = CUDA_SUCCESS;
     }
     si_unlock();
@@ -720,11 +892,10 @@ CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 /* Whether [ptr, ptr + size) lies inside one reservation. Caller holds the lock. */
 static int si_reserved_locked(uint64_t ptr, uint64_t size)
 {
-    for (size_t i = 0; i < g_reserve.n; i++) {
-        const si_block_t *b = &g_reserve.v[i];
-        if (ptr >= b->addr && ptr + size <= b->addr + b->span) return 1;
-    }
-    return 0;
+    uint32_t i = si_arena_floor_locked(&g_reserve, ptr);
+    if (!i) return 0;
+    const si_node_t *b = &g_reserve.v[i];
+    return ptr + size <= b->addr + b->span;
 }
 
 CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,

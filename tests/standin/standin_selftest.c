@@ -1,6 +1,7 @@
 /* standin_selftest.c - checks the stand-in driver and runtime behave like the real ones in the
  * ways the integration tests rely on: address reuse after free, out-of-memory, unknown frees,
- * cuGetProcAddress mapping, per-thread current device, VMM accounting. Runs without the
+ * cuGetProcAddress mapping, per-thread current device, VMM accounting, and the device
+ * allocator's addresses against a plain first-fit model (test_first_fit_model). Runs without the
  * preload library; exits non-zero with a message on the first mismatch.
  */
 #include <cuda.h>
@@ -165,6 +166,130 @@ static void test_vmm(void)
     CHECK(cuMemAddressFree(va, 64 * mib) == CUDA_ERROR_INVALID_VALUE);
 }
 
+/* The plain first fit the stand-in's allocator must agree with: a sorted array of blocks
+ * searched from the start, as the stand-in itself was written before its treap. */
+typedef struct {
+    uint64_t addr, span;
+} model_block_t;
+
+static model_block_t model_v[4096];
+static size_t model_n;
+
+static int model_alloc(uint64_t base, uint64_t limit, uint64_t mem, uint64_t *used, uint64_t size,
+                       uint64_t *out)
+{
+    uint64_t span = (size + 511) / 512 * 512;
+    if (span > mem - *used) return -1;
+    uint64_t prev = base;
+    for (size_t i = 0;; i++) {
+        uint64_t next = i < model_n ? model_v[i].addr : limit;
+        if (prev <= next && next - prev >= span) {
+            CHECK(model_n < sizeof(model_v) / sizeof(model_v[0]));
+            memmove(&model_v[i + 1], &model_v[i], (model_n - i) * sizeof(model_v[0]));
+            model_v[i] = (model_block_t){prev, span};
+            model_n++;
+            *used += span;
+            *out = prev;
+            return 0;
+        }
+        if (i >= model_n) return -1;
+        prev = model_v[i].addr + model_v[i].span;
+    }
+}
+
+static void model_free(uint64_t addr, uint64_t *used)
+{
+    for (size_t i = 0; i < model_n; i++)
+        if (model_v[i].addr == addr) {
+            *used -= model_v[i].span;
+            memmove(&model_v[i], &model_v[i + 1], (model_n - i - 1) * sizeof(model_v[0]));
+            model_n--;
+            return;
+        }
+    CHECK(!"freed address not in the model");
+}
+
+/* Random allocations and frees on device 1 (1 GiB, empty): every address, every
+ * out-of-memory and every cuMemGetInfo figure as the plain first fit gives them. Sizes mix
+ * small blocks with a few of up to 64 MiB, so holes are reused, split and merged, and the
+ * device runs full. */
+static void test_first_fit_model(void)
+{
+    CHECK(cudaSetDevice(1) == cudaSuccess);
+    size_t free0, total;
+    CHECK(cudaMemGetInfo(&free0, &total) == cudaSuccess && free0 == total);
+    void *first = NULL;
+    CHECK(cudaMalloc(&first, 1) == cudaSuccess); /* an empty arena starts at its base */
+    CHECK(cudaFree(first) == cudaSuccess);
+    const uint64_t base = (uint64_t)(uintptr_t)first, mem = total;
+    const uint64_t limit = base + (2 * mem + (2u << 20) - 1) / (2u << 20) * (2u << 20);
+    uint64_t used = 0, rng = 0x2545f4914f6cdd1dull;
+    void *live[2000];
+    size_t nlive = 0, ooms = 0;
+    for (int op = 0; op < 20000; op++) {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        int do_free = nlive == sizeof(live) / sizeof(live[0]) || (nlive > 0 && rng % 100 < 45);
+        if (do_free) {
+            size_t k = (size_t)(rng >> 20) % nlive;
+            model_free((uint64_t)(uintptr_t)live[k], &used);
+            CHECK(cudaFree(live[k]) == cudaSuccess);
+            live[k] = live[--nlive];
+        } else {
+            uint64_t size = (rng >> 24) % 100 < 3 ? 1 + (rng >> 32) % (64u << 20)
+                                                  : 1 + (rng >> 32) % (64u << 10);
+            uint64_t want = 0;
+            int mrc = model_alloc(base, limit, mem, &used, size, &want);
+            void *p = NULL;
+            cudaError_t e = cudaMalloc(&p, (size_t)size);
+            if (mrc != 0) {
+                CHECK(e == cudaErrorMemoryAllocation);
+                ooms++;
+            } else {
+                CHECK(e == cudaSuccess && (uint64_t)(uintptr_t)p == want);
+                live[nlive++] = p;
+            }
+        }
+        size_t fr = 0;
+        if (op % 97 == 0) CHECK(cudaMemGetInfo(&fr, &total) == cudaSuccess && fr == mem - used);
+    }
+    CHECK(ooms > 0); /* the device did run full */
+    while (nlive > 0) {
+        model_free((uint64_t)(uintptr_t)live[nlive - 1], &used);
+        CHECK(cudaFree(live[--nlive]) == cudaSuccess);
+    }
+    CHECK(cudaMemGetInfo(&free0, &total) == cudaSuccess && free0 == total && used == 0);
+    void *again = NULL;
+    CHECK(cudaMalloc(&again, 1) == cudaSuccess && again == first); /* all gaps merged back */
+    CHECK(cudaFree(again) == cudaSuccess);
+    CHECK(cudaSetDevice(0) == cudaSuccess);
+}
+
+/* Many live blocks: a plain first fit takes minutes here (each allocation scans every block
+ * before it), the stand-in a fraction of a second. Every address distinct and ascending. */
+static void test_many_live(void)
+{
+    enum { N = 200000 };
+    CUdeviceptr *p = malloc(N * sizeof(*p));
+    CHECK(p);
+    for (int i = 0; i < N; i++) {
+        CHECK(cuMemAlloc(&p[i], 4096) == CUDA_SUCCESS);
+        CHECK(i == 0 || p[i] == p[i - 1] + 4096);
+    }
+    for (int i = 0; i < N; i += 2) /* every other one: N/2 holes of one block */
+        CHECK(cuMemFree(p[i]) == CUDA_SUCCESS);
+    CUdeviceptr q = 0;
+    CHECK(cuMemAlloc(&q, 8192) == CUDA_SUCCESS && q == p[N - 1] + 4096);   /* no hole fits */
+    CHECK(cuMemAlloc(&p[0], 4096) == CUDA_SUCCESS && p[0] == p[2] - 8192); /* lowest hole */
+    CHECK(cuMemFree(q) == CUDA_SUCCESS);
+    for (int i = 0; i < N; i++)
+        if (i % 2 || i == 0) CHECK(cuMemFree(p[i]) == CUDA_SUCCESS);
+    size_t fr = 0, total = 0;
+    CHECK(cuMemGetInfo(&fr, &total) == CUDA_SUCCESS && fr == total);
+    free(p);
+}
+
 int main(void)
 {
     test_reuse_and_errors();
@@ -172,6 +297,8 @@ int main(void)
     test_devices();
     test_get_proc_address();
     test_vmm();
+    test_first_fit_model();
+    test_many_live();
     puts("standin_selftest: ok");
     return 0;
 }

@@ -238,6 +238,62 @@ static void test_fragmentation(void **state)
     assert_int_equal(count, 0);
 }
 
+static int cmp_dev_start(const void *a, const void *b)
+{
+    const gmt_range_t *x = a, *y = b;
+    if (x->device != y->device) return x->device < y->device ? -1 : 1;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* The radix sort against qsort: random ranges of a few devices (one negative), aligned and not,
+ * clustered and spread over the whole 64-bit space (more key bits than the radix takes: the
+ * qsort fallback), already sorted, and with repeated starts. */
+static void test_fragmentation_sort(void **state)
+{
+    (void)state;
+    enum { N = 60000 }; /* buckets above the insertion sort's size on two levels */
+    static gmt_range_t r[N], want[N];
+    uint64_t rng = 0x9e3779b97f4a7c15ull;
+    for (int pattern = 0; pattern < 6; pattern++) {
+        uint64_t n = pattern == 5 ? 2 : N;
+        for (uint64_t i = 0; i < n; i++) {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            uint64_t start;
+            switch (pattern) {
+            case 0: /* one device's pool: 4 KiB blocks, 512-aligned, in one 4 GiB window */
+                start = 0x7f0000000000ull + (rng % (1u << 23)) * 512;
+                break;
+            case 1: /* any byte address */
+                start = rng >> 20;
+                break;
+            case 2: /* the whole address space: 64 key bits */
+                start = rng;
+                break;
+            case 3: /* already sorted */
+                start = 0x1000 + i * 4096;
+                break;
+            default: /* few distinct starts: ties */
+                start = 0x10000 + (rng % 16) * 0x200;
+                break;
+            }
+            int32_t dev = pattern == 0 || pattern == 3 ? 0 : (int32_t)(rng >> 60) % 3 - 1;
+            r[i] = (gmt_range_t){.start = start, .size = 1 + (rng >> 40) % 8192, .device = dev};
+            want[i] = r[i];
+        }
+        qsort(want, n, sizeof want[0], cmp_dev_start);
+        gmt_frag_sort(r, n);
+        for (uint64_t i = 0; i < n; i++) {
+            assert_int_equal(r[i].device, want[i].device);
+            assert_int_equal(r[i].start, want[i].start);
+        }
+        gmt_frag_sort(r, n); /* sorted input stays as it is */
+        for (uint64_t i = 0; i < n; i++)
+            assert_int_equal(r[i].start, want[i].start);
+    }
+}
+
 /* ---- growth ---- */
 
 /* Synthetic stacks: 1 leaks 1000 bytes per tick, 2 grows once at tick 6 and stays flat, 3
@@ -432,6 +488,7 @@ int main(void)
         cmocka_unit_test(test_supp_parse_and_match),
         cmocka_unit_test(test_supp_load_refuses_unsafe_files),
         cmocka_unit_test(test_fragmentation),
+        cmocka_unit_test(test_fragmentation_sort),
         cmocka_unit_test(test_growth),
         cmocka_unit_test(test_growth_ranking),
         cmocka_unit_test(test_json_strings),

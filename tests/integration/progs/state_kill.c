@@ -3,7 +3,8 @@
  * makes 10000 allocations of 4 KiB and frees 4000 of them (so the live table grows in the state
  * file). Then the program prints "READY" and waits for a line on stdin; then grow_step leaks
  * 16 KiB every 40 ms (a growth suspect), for 1.5 times as long as the run so far and at least
- * 24 times (so the rise outweighs the flat part before it, however slow the machine), writes
+ * 24 times (so the rise outweighs the flat part before it, however slow the machine) after a
+ * flat part of at least 0.6 s (so the growth warm-up ends before the growth begins), writes
  * a snapshot report to argv[1] with gmt_snapshot, prints "SNAPPED" and waits to be killed (it
  * gives up with status 3 after 30 s): the snapshot is taken just before the kill.
  */
@@ -73,6 +74,12 @@ int main(int argc, char **argv)
     fflush(stdout);
     char line[16];
     EXPECT(fgets(line, sizeof line, stdin) != NULL);
+    /* The growth warm-up (the first 20 % of the run) must end before grow_step starts, so the
+     * flat part must last at least a quarter of the growth, which is 24 steps of 40 ms or more:
+     * at least 0.6 s. (The stand-in's allocator, quadratic until it was a treap, once made
+     * many_small take that long by accident.) */
+    while (now_s() - t0 < 0.6)
+        usleep(10 * 1000);
     double grow_until = now_s() + 1.5 * (now_s() - t0);
     for (int i = 0; i < 24 || now_s() < grow_until; i++) {
         grow_step();
