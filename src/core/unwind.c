@@ -38,11 +38,13 @@
 #endif
 
 /* Rule word: bits 0-1 kind, bit 2 CFA register (0 RSP, 1 RBP), bits 3-7 k where RBP is saved
- * at CFA - 8k (0: RBP unchanged), bits 8-31 CFA offset. */
+ * at CFA - 8k (0: RBP unchanged; the word's bits 0-7 masked with 0xf8 are 8k itself), bits
+ * 8-31 CFA offset. */
 enum { R_EMPTY = 0, R_STD = 1, R_LAST = 2, R_UNSUP = 3 };
 #define R_CFA_RBP   4u
 #define R_RBP_SHIFT 3
 #define R_RBP_MAX   31u
+#define R_RBP_BYTES 0xf8u
 #define R_OFF_SHIFT 8
 #define R_OFF_MAX   ((1u << 24) - 1)
 
@@ -558,15 +560,16 @@ static int find_cb(struct dl_phdr_info *info, size_t size, void *arg)
     return 1;
 }
 
-/* Below 2^ADDR_BITS the key has 32 bits; above, it never matches a word (not cached). */
-static uint64_t key_of(uint64_t a)
+/* Below 2^ADDR_BITS the key has 32 bits; above, it never matches a word (not cached). The
+ * slot is the low bits mixed with the key's, so (slot, key) gives back the address. */
+static inline uint64_t key_of(uint64_t a)
 {
     return a >> TABLE_BITS;
 }
 
-static uint32_t slot_of(uint64_t a, uint64_t key)
+static inline uint32_t slot_of(uint64_t a, uint64_t key)
 {
-    return (uint32_t)((a ^ ((key * 0x9e3779b97f4a7c15ull) >> (64 - TABLE_BITS))) & TABLE_MASK);
+    return (uint32_t)((a ^ key) & TABLE_MASK);
 }
 
 __attribute__((noinline)) static uint32_t rule_miss(uint64_t *t, uint64_t a)
@@ -586,11 +589,13 @@ __attribute__((noinline)) static uint32_t rule_miss(uint64_t *t, uint64_t a)
     return f.rule;
 }
 
+/* The rule for a; an empty word (0) whose key matches (a below 2^TABLE_BITS, never code)
+ * reads as R_EMPTY, which the walk takes as unsupported. */
 static inline uint32_t rule_of(uint64_t *t, uint64_t a)
 {
     uint64_t key = key_of(a);
     uint64_t w = __atomic_load_n(&t[slot_of(a, key)], RLX);
-    if ((w >> 32) == key && (uint32_t)w != R_EMPTY) return (uint32_t)w;
+    if (__builtin_expect((w >> 32) == key, 1)) return (uint32_t)w;
     return rule_miss(t, a);
 }
 
@@ -633,26 +638,25 @@ NO_ASAN __attribute__((noinline, noclone)) int gmt_unwind(void **buf, int max)
     const uintptr_t ra0 = ip, limit = sp + STACK_SPAN;
     uint64_t *t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
     if (!t || __atomic_load_n(&force_libunwind, RLX)) return fallback(buf, max, ra0);
-    int n = 0;
-    buf[n++] = (void *)ip;
-    while (n < max) {
+    void **out = buf, **end = buf + max;
+    *out++ = (void *)ip;
+    while (out < end) {
         uint32_t r = rule_of(t, (uint64_t)ip - 1);
-        if ((r & 3) != R_STD) {
+        if (__builtin_expect((r & 3) != R_STD, 0)) {
             if ((r & 3) == R_LAST) break;
             return fallback(buf, max, ra0);
         }
         uintptr_t cfa = ((r & R_CFA_RBP) ? rbp : sp) + (r >> R_OFF_SHIFT);
-        if (cfa < sp + 8 || cfa > limit) return fallback(buf, max, ra0);
-        uint32_t k = (r >> R_RBP_SHIFT) & R_RBP_MAX;
-        if (k) {
-            uintptr_t at = cfa - 8u * k;
-            if (at < sp) return fallback(buf, max, ra0);
-            rbp = load_word(at);
+        if (__builtin_expect(cfa < sp + 8 || cfa > limit, 0)) return fallback(buf, max, ra0);
+        uintptr_t save = r & R_RBP_BYTES;
+        if (save) {
+            if (cfa - save < sp) return fallback(buf, max, ra0);
+            rbp = load_word(cfa - save);
         }
         ip = load_word(cfa - 8);
         sp = cfa;
-        if (ip < 0x4000) return fallback(buf, max, ra0);
-        buf[n++] = (void *)ip;
+        if (__builtin_expect(ip < 0x4000, 0)) return fallback(buf, max, ra0);
+        *out++ = (void *)ip;
     }
-    return n;
+    return (int)(out - buf);
 }
