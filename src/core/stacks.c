@@ -54,10 +54,10 @@ static uint32_t *index_at(gmt_stacks_t *st, uint32_t n)
     return GMT_AT(uint32_t, st->index[n % GMT_STACKS_INDEX_LEVELS].off);
 }
 
-void gmt_stacks_global_init(void)
+void gmt_stacks_global_init(bool force_libunwind)
 {
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
-    gmt_unwind_init(0);
+    gmt_unwind_init(force_libunwind);
 }
 
 int gmt_stacks_init(gmt_stacks_t *st, uint32_t bound)

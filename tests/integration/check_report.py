@@ -386,6 +386,21 @@ def case_leak_two_sites(ctx):
     check_leak_two_sites(ctx.final_report())
 
 
+@case("unwind_libunwind")
+def case_unwind_libunwind(ctx):
+    # GPUMEMTRACE_UNWIND=libunwind walks every stack with unw_backtrace; the default walker
+    # must give the very same frames (docs/unwind.md).
+    ctx.run(["leak_two_sites"])
+    ctx.run(["leak_two_sites"], env={"GPUMEMTRACE_UNWIND": "libunwind"})
+    by_mode = {r["config"]["GPUMEMTRACE_UNWIND"]: r for r in ctx.final_reports(2)}
+    expect_eq("config.GPUMEMTRACE_UNWIND values", sorted(by_mode), ["libunwind", "native"])
+    stacks = {}
+    for mode, rep in by_mode.items():
+        check_leak_two_sites(rep)
+        stacks[mode] = sorted(frame_symbols(rep, g["stack_id"]) for g in rep["leaks"]["groups"])
+    expect_eq("leak stacks, native walker", stacks["native"], stacks["libunwind"])
+
+
 # ---- a libcudart loaded with RTLD_LOCAL (docs/design.md, "Finding the real functions") ----
 
 def check_local_leak(rep):
