@@ -399,6 +399,12 @@ def case_unwind_libunwind(ctx):
         check_leak_two_sites(rep)
         stacks[mode] = sorted(frame_symbols(rep, g["stack_id"]) for g in rep["leaks"]["groups"])
     expect_eq("leak stacks, native walker", stacks["native"], stacks["libunwind"])
+    # The native walk needed libunwind for none of them; the forced one for every walk.
+    expect_eq("capture.unwind.fallbacks (native)",
+              by_mode["native"]["capture"]["unwind"]["fallbacks"], 0)
+    if by_mode["libunwind"]["capture"]["unwind"]["fallbacks"] < 105:
+        fail(f"GPUMEMTRACE_UNWIND=libunwind: every walk should be libunwind's: "
+             f"{by_mode['libunwind']['capture']['unwind']}")
 
 
 # ---- a libcudart loaded with RTLD_LOCAL (docs/design.md, "Finding the real functions") ----
