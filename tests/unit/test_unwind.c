@@ -2,6 +2,7 @@
  * same place: the same frames, and the fast walk taken wherever it can be (the fallback
  * counter does not move), the fallback wherever it cannot. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -253,6 +254,28 @@ static void test_cache_and_flush(void **state)
     assert_int_equal(st[0].flushes, st[2].flushes);
 }
 
+/* An object unloaded: the next check empties the cache (its rules could name new code). */
+static void test_unload_flushes(void **state)
+{
+    (void)state;
+    gmt_unwind_check_modules(); /* the current unload count is the one seen */
+    gmt_unwind_stats_t s0, s1;
+    gmt_unwind_stats(&s0);
+    void *h = dlopen("libz.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (h) { /* already loaded: closing it would not unload it */
+        dlclose(h);
+        skip();
+    }
+    h = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) skip();
+    same_walk(rec_fp, 3, NMAX);
+    assert_int_equal(dlclose(h), 0);
+    gmt_unwind_check_modules();
+    gmt_unwind_stats(&s1);
+    assert_int_equal(s1.flushes, s0.flushes + 1);
+    same_walk(rec_fp, 3, NMAX); /* looked up again, same frames */
+}
+
 /* force_libunwind: every walk is unw_backtrace's. */
 static void test_forced_libunwind(void **state)
 {
@@ -316,6 +339,7 @@ int main(void)
         cmocka_unit_test(test_signal_handler),
         cmocka_unit_test(test_unsupported_frame_falls_back),
         cmocka_unit_test(test_cache_and_flush),
+        cmocka_unit_test(test_unload_flushes),
         cmocka_unit_test(test_forced_libunwind),
         cmocka_unit_test(test_threads),
     };
