@@ -37,6 +37,14 @@
 #define NO_ASAN
 #endif
 
+/* gmt_unwind's frame must be its own, with no clone or split part (its frame address and return
+ * address are the walk's start). */
+#if defined(__clang__)
+#define NOINLINE_EXACT __attribute__((noinline))
+#else
+#define NOINLINE_EXACT __attribute__((noinline, noclone))
+#endif
+
 /* Rule word: bits 0-1 kind, bit 2 CFA register (0 RSP, 1 RBP), bits 3-7 k where RBP is saved
  * at CFA - 8k (0: RBP unchanged; the word's bits 0-7 masked with 0xf8 are 8k itself), bits
  * 8-31 CFA offset. */
@@ -72,8 +80,8 @@ void gmt_unwind_init(int force)
     void *p = mmap(NULL, TABLE_SIZE * sizeof(uint64_t), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return;
-    void *expect = NULL;
-    if (!__atomic_compare_exchange_n(&table, &expect, p, 0, __ATOMIC_RELEASE, RLX))
+    uint64_t *expect = NULL;
+    if (!__atomic_compare_exchange_n(&table, &expect, (uint64_t *)p, 0, __ATOMIC_RELEASE, RLX))
         munmap(p, TABLE_SIZE * sizeof(uint64_t));
 }
 
@@ -627,7 +635,7 @@ __attribute__((noinline)) static int fallback(void **buf, int max, uintptr_t ra0
     return out;
 }
 
-NO_ASAN __attribute__((noinline, noclone)) int gmt_unwind(void **buf, int max)
+NO_ASAN NOINLINE_EXACT int gmt_unwind(void **buf, int max)
 {
     if (max <= 0) return 0;
     if (max > GMT_UNWIND_MAX) max = GMT_UNWIND_MAX;
