@@ -29,6 +29,7 @@ typedef enum opt_type_e {
     OPT_SIGNAL,
     OPT_LOGLEVEL,
     OPT_WARMUP,
+    OPT_UNWIND,
 } opt_type_t;
 
 typedef struct opt_s {
@@ -61,6 +62,7 @@ static const opt_t opts[] = {
     {"GPUMEMTRACE_OOM_REPORTS", OPT_INT, OFF(oom_reports), "8", 0, 100000},
     {"GPUMEMTRACE_FSYNC", OPT_BOOL, OFF(fsync), "0", 0, 0},
     {"GPUMEMTRACE_GROWTH_WARMUP", OPT_WARMUP, OFF(growth_warmup), "0.2", 0, 0},
+    {"GPUMEMTRACE_UNWIND", OPT_UNWIND, OFF(unwind), "native", 0, 0},
 };
 
 #define NOPTS (sizeof opts / sizeof opts[0])
@@ -179,6 +181,7 @@ const char *gmt_signal_name(int sig)
 
 static const char *const backend_names[] = {"auto", "cupti", "hooks"};
 static const char *const level_names[] = {"quiet", "info", "debug"};
+static const char *const unwind_names[] = {"native", "libunwind"};
 
 static int parse_enum(const char *s, const char *const *names, int n, int *out)
 {
@@ -217,6 +220,8 @@ static int apply(gmt_config_t *cfg, const opt_t *o, const char *s)
         return parse_enum(s, backend_names, 3, (int *)field);
     case OPT_LOGLEVEL:
         return parse_enum(s, level_names, 3, (int *)field);
+    case OPT_UNWIND:
+        return parse_enum(s, unwind_names, 2, (int *)field);
     case OPT_SIGNAL:
         return gmt_parse_signal(s, (int *)field);
     case OPT_WARMUP:
@@ -349,6 +354,9 @@ bool gmt_config_item(const gmt_config_t *cfg, size_t idx, const char **name, cha
         break;
     case OPT_LOGLEVEL:
         snprintf(value, value_len, "%s", level_names[*(const int *)field]);
+        break;
+    case OPT_UNWIND:
+        snprintf(value, value_len, "%s", unwind_names[*(const int *)field]);
         break;
     case OPT_SIGNAL: {
         int sig = *(const int *)field;

@@ -20,6 +20,12 @@ typedef enum gmt_backend_e {
     GMT_BACKEND_HOOKS = 2,
 } gmt_backend_t;
 
+/* GPUMEMTRACE_UNWIND: how native stacks are walked (core/unwind.h). */
+typedef enum gmt_unwind_mode_e {
+    GMT_UNWIND_NATIVE = 0,    /* gmt_unwind, unw_backtrace where it cannot be exact */
+    GMT_UNWIND_LIBUNWIND = 1, /* unw_backtrace for every walk */
+} gmt_unwind_mode_t;
+
 /* GPUMEMTRACE_GROWTH_WARMUP: the start of the run that growth suspects ignore, either a
  * fraction of the run (0 <= value < 1) or seconds. */
 typedef struct gmt_warmup_s {
@@ -47,6 +53,7 @@ typedef struct gmt_config_s {
     int oom_reports; /* out-of-memory reports at most; 0: none */
     bool fsync;      /* fsync each report before its rename */
     gmt_warmup_t growth_warmup;
+    int unwind; /* gmt_unwind_mode_t */
 } gmt_config_t;
 
 typedef const char *(*gmt_getenv_fn)(const char *name);

@@ -107,7 +107,7 @@ int gmt_core_init(const gmt_config_t *c)
         gmt_error("cannot map memory for the live table and stack store; tracing is off");
         return rc;
     }
-    gmt_stacks_global_init();
+    gmt_stacks_global_init(c->unwind == GMT_UNWIND_LIBUNWIND);
     py_cache(c);
     gmt_py_init(c->python); /* its own messages; native stacks whatever it returns */
     py_facts();

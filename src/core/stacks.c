@@ -14,6 +14,7 @@
 
 #include "region.h"
 #include "spin.h"
+#include "unwind.h"
 
 #include <errno.h>
 #include <string.h>
@@ -53,9 +54,10 @@ static uint32_t *index_at(gmt_stacks_t *st, uint32_t n)
     return GMT_AT(uint32_t, st->index[n % GMT_STACKS_INDEX_LEVELS].off);
 }
 
-void gmt_stacks_global_init(void)
+void gmt_stacks_global_init(bool force_libunwind)
 {
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+    gmt_unwind_init(force_libunwind);
 }
 
 int gmt_stacks_init(gmt_stacks_t *st, uint32_t bound)
@@ -355,7 +357,7 @@ __attribute__((always_inline)) static inline uint32_t capture_slack(uint64_t *fr
     int nr = __atomic_load_n(&nskip, __ATOMIC_ACQUIRE);
     uint32_t want = max + skip + 1 + (nr ? slack : 0);
     if (want > GMT_STACKS_CAPTURE_MAX) want = GMT_STACKS_CAPTURE_MAX;
-    int n = unw_backtrace(buf, (int)want);
+    int n = gmt_unwind(buf, (int)want);
     int i = (int)skip + 1; /* +1: this function */
     while (nr && i < n && in_skip_range((uint64_t)(uintptr_t)buf[i], nr))
         i++;
@@ -364,7 +366,7 @@ __attribute__((always_inline)) static inline uint32_t capture_slack(uint64_t *fr
         /* The prefix took more than the first slack and the stack goes on: walk again. */
         want = max + skip + 1 + SKIP_SLACK;
         if (want > GMT_STACKS_CAPTURE_MAX) want = GMT_STACKS_CAPTURE_MAX;
-        n = unw_backtrace(buf, (int)want);
+        n = gmt_unwind(buf, (int)want);
         i = (int)skip + 1;
         while (i < n && in_skip_range((uint64_t)(uintptr_t)buf[i], nr))
             i++;

@@ -1,7 +1,8 @@
 /* stacks.h - native call stacks: capture into fixed arrays, deduplicate into an insert-only
  * store, hand out small ids.
  *
- * Capture uses libunwind's unw_backtrace with a per-thread cache; it allocates nothing. The
+ * Capture uses gmt_unwind (unwind.h: a CFI walker with a global rule cache, falling back to
+ * libunwind's unw_backtrace with a per-thread cache); it allocates nothing. The
  * store lives in the region (region.h): entries indexed by id in their own arena, frames in
  * the frame arena, and a hash index of ids in levels that double when half full (the newest
  * level gets a copy of the older ones, which are then given back). Everything grows with the
@@ -63,8 +64,10 @@ size_t gmt_stacks_entry_bytes(void);
 /* Bytes of memory the store holds now (entries, index, frames). */
 uint64_t gmt_stacks_bytes_held(gmt_stacks_t *st);
 
-/* Sets libunwind's per-thread cache (unw_backtrace then needs no lock); once per process. */
-void gmt_stacks_global_init(void);
+/* Sets libunwind's per-thread cache (unw_backtrace then needs no lock) and maps gmt_unwind's
+ * rule cache; once per process. force_libunwind: every walk by unw_backtrace
+ * (GPUMEMTRACE_UNWIND=libunwind). */
+void gmt_stacks_global_init(bool force_libunwind);
 
 /* Lays the store out in st (in the region); bound 0: no bound on distinct stacks. */
 int gmt_stacks_init(gmt_stacks_t *st, uint32_t bound);

@@ -5,6 +5,7 @@
 #include "growth.h"
 #include "report_python.h"
 #include "symbolize/symrep.h"
+#include "core/unwind.h"
 
 #include <string.h>
 #include <sys/mman.h>
@@ -109,6 +110,13 @@ void gmt_section_capture(gmt_report_ctx_t *c, const gmt_counts_t *k)
     jw_uint(w, "used", gmt_stacks_count(st));
     jw_uint(w, "frames_used", __atomic_load_n(&st->frames_used, __ATOMIC_RELAXED));
     jw_uint(w, "bytes", gmt_stacks_bytes_held(st));
+    jw_object_end(w);
+    gmt_unwind_stats_t us;
+    gmt_unwind_stats(&us);
+    jw_object_begin(w, "unwind"); /* docs/unwind.md */
+    jw_uint(w, "fallbacks", us.fallbacks);
+    jw_uint(w, "rule_misses", us.misses);
+    jw_uint(w, "flushes", us.flushes);
     jw_object_end(w);
     gmt_report_python_capture(w); /* {status, version}: core/pyframes.c knows */
     jw_string(w, "state_file", *gmt_track_state_path() ? gmt_track_state_path() : NULL);

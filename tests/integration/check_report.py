@@ -428,6 +428,27 @@ def case_many_live(ctx):
         fail(f"report_write_ms should be the report's last member, got {list(rep)[-3:]}")
 
 
+@case("unwind_libunwind")
+def case_unwind_libunwind(ctx):
+    # GPUMEMTRACE_UNWIND=libunwind walks every stack with unw_backtrace; the default walker
+    # must give the very same frames (docs/unwind.md).
+    ctx.run(["leak_two_sites"])
+    ctx.run(["leak_two_sites"], env={"GPUMEMTRACE_UNWIND": "libunwind"})
+    by_mode = {r["config"]["GPUMEMTRACE_UNWIND"]: r for r in ctx.final_reports(2)}
+    expect_eq("config.GPUMEMTRACE_UNWIND values", sorted(by_mode), ["libunwind", "native"])
+    stacks = {}
+    for mode, rep in by_mode.items():
+        check_leak_two_sites(rep)
+        stacks[mode] = sorted(frame_symbols(rep, g["stack_id"]) for g in rep["leaks"]["groups"])
+    expect_eq("leak stacks, native walker", stacks["native"], stacks["libunwind"])
+    # The native walk needed libunwind for none of them; the forced one for every walk.
+    expect_eq("capture.unwind.fallbacks (native)",
+              by_mode["native"]["capture"]["unwind"]["fallbacks"], 0)
+    if by_mode["libunwind"]["capture"]["unwind"]["fallbacks"] < 105:
+        fail(f"GPUMEMTRACE_UNWIND=libunwind: every walk should be libunwind's: "
+             f"{by_mode['libunwind']['capture']['unwind']}")
+
+
 # ---- a libcudart loaded with RTLD_LOCAL (docs/design.md, "Finding the real functions") ----
 
 def check_local_leak(rep):

@@ -100,6 +100,7 @@ static const struct {
     {"GPUMEMTRACE_OOM_REPORTS", "8"},
     {"GPUMEMTRACE_FSYNC", "0"},
     {"GPUMEMTRACE_GROWTH_WARMUP", "0.2"},
+    {"GPUMEMTRACE_UNWIND", "native"},
 };
 #define NDEFAULTS (sizeof defaults / sizeof defaults[0])
 
@@ -441,6 +442,13 @@ static void test_enums_and_strings(void **state)
     assert_int_equal(load_one(&cfg, "GPUMEMTRACE_BACKEND", ""), 1);
     assert_int_equal(cfg.backend, GMT_BACKEND_AUTO);
 
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_UNWIND", "libunwind"), 0);
+    assert_int_equal(cfg.unwind, GMT_UNWIND_LIBUNWIND);
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_UNWIND", "Native"), 0);
+    assert_int_equal(cfg.unwind, GMT_UNWIND_NATIVE);
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_UNWIND", "gdb"), 1);
+    assert_int_equal(cfg.unwind, GMT_UNWIND_NATIVE);
+
     assert_int_equal(load_one(&cfg, "GPUMEMTRACE_LOG", "quiet"), 0);
     assert_int_equal(cfg.log_level, GMT_LOG_QUIET);
     assert_int_equal(load_one(&cfg, "GPUMEMTRACE_LOG", "DEBUG"), 0);
@@ -539,6 +547,7 @@ static void test_hostile_values(void **state)
         {"GPUMEMTRACE_OOM_REPORTS", "rrrrr"},
         {"GPUMEMTRACE_FSYNC", "rrrrr"},
         {"GPUMEMTRACE_GROWTH_WARMUP", "rrrrr"},
+        {"GPUMEMTRACE_UNWIND", "rrrrr"},
     };
     const char *values[] = {"", "99999999999999999999999999", "-5", garbage, over_long};
     /* every variable of the table is covered here */

@@ -1,0 +1,670 @@
+/* unwind.c - see unwind.h and docs/unwind.md.
+ *
+ * The rule cache is a direct-mapped table of 64-bit words, one per instruction address
+ * (the call instruction's last byte, return address - 1). A word holds the address's high
+ * bits (its key) and a 32-bit rule; the slot index is the address's low bits mixed with a hash
+ * of the key, so (slot, key) names one address and a reader that sees its key in the word has
+ * that address's rule: one plain load, no torn pair to validate. Words are written once per
+ * miss and cleared by a flush.
+ */
+#define _GNU_SOURCE
+#include "unwind.h"
+
+#include <elf.h>
+#include <link.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#define RLX __ATOMIC_RELAXED
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define GMT_UNWIND_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define GMT_UNWIND_ASAN 1
+#endif
+#ifdef GMT_UNWIND_ASAN
+/* The walk reads other frames' saved registers, which ASan may see as another frame's
+ * variables; the reads are bounds-checked here instead. */
+#define NO_ASAN __attribute__((no_sanitize_address))
+#else
+#define NO_ASAN
+#endif
+
+/* gmt_unwind's frame must be its own, with no clone or split part (its frame address and return
+ * address are the walk's start). */
+#if defined(__clang__)
+#define NOINLINE_EXACT __attribute__((noinline))
+#else
+#define NOINLINE_EXACT __attribute__((noinline, noclone))
+#endif
+
+/* Rule word: bits 0-1 kind, bit 2 CFA register (0 RSP, 1 RBP), bits 3-7 k where RBP is saved
+ * at CFA - 8k (0: RBP unchanged; the word's bits 0-7 masked with 0xf8 are 8k itself), bits
+ * 8-31 CFA offset. */
+enum { R_EMPTY = 0, R_STD = 1, R_LAST = 2, R_UNSUP = 3 };
+#define R_CFA_RBP   4u
+#define R_RBP_SHIFT 3
+#define R_RBP_MAX   31u
+#define R_RBP_BYTES 0xf8u
+#define R_OFF_SHIFT 8
+#define R_OFF_MAX   ((1u << 24) - 1)
+
+#define TABLE_BITS 15
+#define TABLE_SIZE (1u << TABLE_BITS)
+#define TABLE_MASK (TABLE_SIZE - 1)
+/* Addresses above this are not cached (user space is below 2^47 without 5-level paging). */
+#define ADDR_BITS 47
+
+/* A walk whose CFA climbs more than this above the stack pointer it started from is redone by
+ * libunwind: with exact CFI it is a stack deeper than any thread's default (8 MiB), without it
+ * a wrong rule that would read far from the stack. */
+#define STACK_SPAN (16ull << 20)
+
+static uint64_t *table;                      /* TABLE_SIZE words, mmap'd once */
+static int force_libunwind;                  /* GPUMEMTRACE_UNWIND=libunwind */
+static uint32_t flush_gen;                   /* atomic: bumped by every flush */
+static unsigned long long seen_subs = ~0ull; /* atomic: the loader's unload count last seen */
+static uint64_t n_fallbacks, n_misses, n_flushes;
+
+void gmt_unwind_init(int force)
+{
+    __atomic_store_n(&force_libunwind, force, RLX);
+    if (__atomic_load_n(&table, __ATOMIC_ACQUIRE)) return;
+    void *p = mmap(NULL, TABLE_SIZE * sizeof(uint64_t), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return;
+    uint64_t *expect = NULL;
+    if (!__atomic_compare_exchange_n(&table, &expect, (uint64_t *)p, 0, __ATOMIC_RELEASE, RLX))
+        munmap(p, TABLE_SIZE * sizeof(uint64_t));
+}
+
+void gmt_unwind_flush(void)
+{
+    uint64_t *t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
+    __atomic_add_fetch(&flush_gen, 1, __ATOMIC_SEQ_CST);
+    __atomic_fetch_add(&n_flushes, 1, RLX);
+    if (!t) return;
+    for (uint32_t i = 0; i < TABLE_SIZE; i++)
+        __atomic_store_n(&t[i], 0, RLX);
+}
+
+static void note_subs(unsigned long long subs)
+{
+    unsigned long long was = __atomic_load_n(&seen_subs, __ATOMIC_ACQUIRE);
+    if (was == subs) return;
+    if (__atomic_compare_exchange_n(&seen_subs, &was, subs, 0, __ATOMIC_ACQ_REL, RLX) &&
+        was != ~0ull)
+        gmt_unwind_flush();
+}
+
+static int subs_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)arg;
+    if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
+        note_subs(info->dlpi_subs);
+    return 1; /* the counters are the same in every entry */
+}
+
+void gmt_unwind_check_modules(void)
+{
+    dl_iterate_phdr(subs_cb, NULL);
+}
+
+void gmt_unwind_stats(gmt_unwind_stats_t *out)
+{
+    out->fallbacks = __atomic_load_n(&n_fallbacks, RLX);
+    out->misses = __atomic_load_n(&n_misses, RLX);
+    out->flushes = __atomic_load_n(&n_flushes, RLX);
+}
+
+/* ---- reading CFI ------------------------------------------------------------------------ */
+
+typedef struct {
+    const uint8_t *p, *end;
+    int bad;
+} rd_t;
+
+static uint64_t rd_fixed(rd_t *r, unsigned n)
+{
+    if (r->bad || (size_t)(r->end - r->p) < n) {
+        r->bad = 1;
+        return 0;
+    }
+    uint64_t v = 0;
+    memcpy(&v, r->p, n); /* little-endian */
+    r->p += n;
+    return v;
+}
+
+static uint64_t rd_uleb(rd_t *r)
+{
+    uint64_t v = 0;
+    for (unsigned shift = 0; shift < 64; shift += 7) {
+        if (r->bad || r->p >= r->end) break;
+        uint8_t b = *r->p++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) return v;
+    }
+    r->bad = 1;
+    return 0;
+}
+
+static int64_t rd_sleb(rd_t *r)
+{
+    uint64_t v = 0;
+    for (unsigned shift = 0; shift < 64; shift += 7) {
+        if (r->bad || r->p >= r->end) break;
+        uint8_t b = *r->p++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            if (shift + 7 < 64 && (b & 0x40)) v |= ~0ull << (shift + 7);
+            return (int64_t)v;
+        }
+    }
+    r->bad = 1;
+    return 0;
+}
+
+/* A DW_EH_PE-encoded pointer. datarel: the base for DW_EH_PE_datarel (0: not allowed). An
+ * indirect pointer is read as its address (only skipped, never followed). */
+static uint64_t rd_enc(rd_t *r, uint8_t enc, uint64_t datarel)
+{
+    if (enc == 0xff) { /* DW_EH_PE_omit */
+        r->bad = 1;
+        return 0;
+    }
+    uint64_t base;
+    switch (enc & 0x70) {
+    case 0x00:
+        base = 0;
+        break;
+    case 0x10:
+        base = (uint64_t)(uintptr_t)r->p;
+        break;
+    case 0x30:
+        base = datarel;
+        if (!base) r->bad = 1;
+        break;
+    default:
+        r->bad = 1;
+        return 0;
+    }
+    uint64_t v;
+    switch (enc & 0x0f) {
+    case 0x00:
+        v = rd_fixed(r, 8);
+        break;
+    case 0x01:
+        v = rd_uleb(r);
+        break;
+    case 0x02:
+        v = rd_fixed(r, 2);
+        break;
+    case 0x03:
+        v = rd_fixed(r, 4);
+        break;
+    case 0x04:
+        v = rd_fixed(r, 8);
+        break;
+    case 0x09:
+        v = (uint64_t)rd_sleb(r);
+        break;
+    case 0x0a:
+        v = (uint64_t)(int64_t)(int16_t)rd_fixed(r, 2);
+        break;
+    case 0x0b:
+        v = (uint64_t)(int64_t)(int32_t)rd_fixed(r, 4);
+        break;
+    case 0x0c:
+        v = rd_fixed(r, 8);
+        break;
+    default:
+        r->bad = 1;
+        return 0;
+    }
+    return base + v;
+}
+
+/* Register rules of one row. Columns 0-16 (the integer registers and the return address);
+ * a rule for a higher column makes the row unsupported. */
+#define NCOLS     17
+#define COL_RBP   6
+#define COL_RSP   7
+#define COL_RA    16
+#define STACK_MAX 8
+enum { W_SAME = 0, W_UNDEF, W_OFFSET, W_OTHER };
+
+typedef struct {
+    uint8_t where[NCOLS];
+    int64_t off_rbp, off_ra; /* W_OFFSET of columns 6 and 16 */
+    uint8_t cfa_kind;        /* 0: register + offset; 1: expression */
+    uint64_t cfa_reg;
+    int64_t cfa_off;
+} row_t;
+
+typedef struct {
+    uint64_t code_align;
+    int64_t data_align;
+    uint8_t fde_enc;
+    int has_z;
+    const uint8_t *insn, *insn_end;
+} cie_t;
+
+static void set_col(row_t *row, uint64_t reg, uint8_t where, int64_t off, int *bad)
+{
+    if (reg >= NCOLS) {
+        *bad = 1;
+        return;
+    }
+    row->where[reg] = where;
+    if (reg == COL_RBP) row->off_rbp = off;
+    if (reg == COL_RA) row->off_ra = off;
+}
+
+static void restore_col(row_t *row, const row_t *init, uint64_t reg, int *bad)
+{
+    if (reg >= NCOLS) {
+        *bad = 1;
+        return;
+    }
+    row->where[reg] = init->where[reg];
+    if (reg == COL_RBP) row->off_rbp = init->off_rbp;
+    if (reg == COL_RA) row->off_ra = init->off_ra;
+}
+
+/* Runs a CFA program from loc until the row that covers target (target < 0: to the end).
+ * Returns 0, or -1 for anything the compact rule does not follow. init: the CIE's row for
+ * DW_CFA_restore (NULL while running the CIE itself). */
+static int run_cfa(const cie_t *cie, const uint8_t *p, const uint8_t *end, uint64_t loc,
+                   uint64_t target, int to_end, row_t *row, const row_t *init)
+{
+    row_t stack[STACK_MAX];
+    int depth = 0, bad = 0;
+    rd_t r = {p, end, 0};
+    while (!bad && r.p < r.end) {
+        uint8_t op = *r.p++;
+        uint64_t reg, delta = 0;
+        int advance = 0;
+        switch (op & 0xc0) {
+        case 0x40:
+            delta = op & 0x3f;
+            advance = 1;
+            break;
+        case 0x80:
+            set_col(row, op & 0x3f, W_OFFSET, (int64_t)rd_uleb(&r) * cie->data_align, &bad);
+            break;
+        case 0xc0:
+            if (!init) return -1;
+            restore_col(row, init, op & 0x3f, &bad);
+            break;
+        default:
+            switch (op) {
+            case 0x00:
+                break; /* nop */
+            case 0x02:
+                delta = rd_fixed(&r, 1);
+                advance = 1;
+                break;
+            case 0x03:
+                delta = rd_fixed(&r, 2);
+                advance = 1;
+                break;
+            case 0x04:
+                delta = rd_fixed(&r, 4);
+                advance = 1;
+                break;
+            case 0x05: /* offset_extended */
+                reg = rd_uleb(&r);
+                set_col(row, reg, W_OFFSET, (int64_t)rd_uleb(&r) * cie->data_align, &bad);
+                break;
+            case 0x11: /* offset_extended_sf */
+                reg = rd_uleb(&r);
+                set_col(row, reg, W_OFFSET, rd_sleb(&r) * cie->data_align, &bad);
+                break;
+            case 0x06: /* restore_extended */
+                if (!init) return -1;
+                restore_col(row, init, rd_uleb(&r), &bad);
+                break;
+            case 0x07:
+                set_col(row, rd_uleb(&r), W_UNDEF, 0, &bad);
+                break;
+            case 0x08:
+                set_col(row, rd_uleb(&r), W_SAME, 0, &bad);
+                break;
+            case 0x09: /* register */
+                reg = rd_uleb(&r);
+                (void)rd_uleb(&r);
+                set_col(row, reg, W_OTHER, 0, &bad);
+                break;
+            case 0x0a:
+                if (depth == STACK_MAX) return -1;
+                stack[depth++] = *row;
+                break;
+            case 0x0b:
+                if (depth == 0) return -1;
+                /* The CFA rule is part of the state here, as in GCC's and libunwind's
+                 * readers. */
+                *row = stack[--depth];
+                break;
+            case 0x0c: /* def_cfa */
+                row->cfa_reg = rd_uleb(&r);
+                row->cfa_off = (int64_t)rd_uleb(&r);
+                row->cfa_kind = 0;
+                break;
+            case 0x12: /* def_cfa_sf */
+                row->cfa_reg = rd_uleb(&r);
+                row->cfa_off = rd_sleb(&r) * cie->data_align;
+                row->cfa_kind = 0;
+                break;
+            case 0x0d:
+                row->cfa_reg = rd_uleb(&r);
+                break;
+            case 0x0e:
+                row->cfa_off = (int64_t)rd_uleb(&r);
+                break;
+            case 0x13:
+                row->cfa_off = rd_sleb(&r) * cie->data_align;
+                break;
+            case 0x0f: { /* def_cfa_expression */
+                uint64_t len = rd_uleb(&r);
+                if (r.bad || (uint64_t)(r.end - r.p) < len) return -1;
+                r.p += len;
+                row->cfa_kind = 1;
+                break;
+            }
+            case 0x10:   /* expression */
+            case 0x16: { /* val_expression */
+                reg = rd_uleb(&r);
+                uint64_t len = rd_uleb(&r);
+                if (r.bad || (uint64_t)(r.end - r.p) < len) return -1;
+                r.p += len;
+                set_col(row, reg, W_OTHER, 0, &bad);
+                break;
+            }
+            case 0x14: /* val_offset */
+            case 0x15: /* val_offset_sf */
+                reg = rd_uleb(&r);
+                (void)rd_uleb(&r);
+                set_col(row, reg, W_OTHER, 0, &bad);
+                break;
+            case 0x2e:
+                (void)rd_uleb(&r);
+                break; /* GNU_args_size */
+            default:
+                return -1; /* set_loc, negative_offset_extended, ... */
+            }
+        }
+        if (advance) {
+            if (to_end) return -1; /* a CIE's initial instructions do not advance */
+            loc += delta * cie->code_align;
+            if (loc > target) break;
+        }
+    }
+    return bad || r.bad ? -1 : 0;
+}
+
+static int parse_cie(const uint8_t *cie_p, cie_t *cie)
+{
+    rd_t r = {cie_p, cie_p + 16, 0};
+    uint32_t len = (uint32_t)rd_fixed(&r, 4);
+    if (len == 0 || len == 0xffffffffu) return -1;
+    r.end = cie_p + 4 + len;
+    if (rd_fixed(&r, 4) != 0) return -1; /* CIE id */
+    uint8_t version = (uint8_t)rd_fixed(&r, 1);
+    if (version != 1 && version != 3) return -1;
+    const char *aug = (const char *)r.p;
+    size_t alen = strnlen(aug, (size_t)(r.end - r.p));
+    if (r.p + alen >= r.end) return -1;
+    r.p += alen + 1;
+    cie->code_align = rd_uleb(&r);
+    cie->data_align = rd_sleb(&r);
+    uint64_t ra = version == 1 ? rd_fixed(&r, 1) : rd_uleb(&r);
+    if (r.bad || ra != COL_RA || cie->code_align == 0) return -1;
+    cie->fde_enc = 0; /* absptr */
+    cie->has_z = alen != 0;
+    if (alen) {
+        if (aug[0] != 'z') return -1;
+        uint64_t zlen = rd_uleb(&r);
+        if (r.bad || (uint64_t)(r.end - r.p) < zlen) return -1;
+        const uint8_t *zend = r.p + zlen;
+        for (size_t i = 1; i < alen; i++) {
+            switch (aug[i]) {
+            case 'R':
+                cie->fde_enc = (uint8_t)rd_fixed(&r, 1);
+                break;
+            case 'L':
+                (void)rd_fixed(&r, 1);
+                break;
+            case 'P': {
+                uint8_t enc = (uint8_t)rd_fixed(&r, 1);
+                (void)rd_enc(&r, enc & 0x7f, 0);
+                break;
+            }
+            default:
+                return -1; /* 'S' (signal frame) and anything unknown */
+            }
+        }
+        if (r.bad || r.p > zend) return -1;
+        r.p = zend;
+    }
+    cie->insn = r.p;
+    cie->insn_end = r.end;
+    return 0;
+}
+
+/* The rule for address a, from the FDE at fde_p. */
+static uint32_t rule_from_fde(const uint8_t *fde_p, uint64_t a)
+{
+    rd_t r = {fde_p, fde_p + 8, 0};
+    uint32_t len = (uint32_t)rd_fixed(&r, 4);
+    if (len == 0 || len == 0xffffffffu) return R_UNSUP;
+    r.end = fde_p + 4 + len;
+    const uint8_t *idp = r.p;
+    uint32_t cie_off = (uint32_t)rd_fixed(&r, 4);
+    if (r.bad || cie_off == 0) return R_UNSUP;
+    cie_t cie;
+    if (parse_cie(idp - cie_off, &cie) != 0) return R_UNSUP;
+    uint64_t start = rd_enc(&r, cie.fde_enc, 0);
+    uint64_t range = rd_enc(&r, cie.fde_enc & 0x0f, 0);
+    if (r.bad || a < start || a - start >= range) return R_UNSUP;
+    if (cie.has_z) { /* the FDE's augmentation data: its length, then nothing we use */
+        uint64_t zlen = rd_uleb(&r);
+        if (r.bad || (uint64_t)(r.end - r.p) < zlen) return R_UNSUP;
+        r.p += zlen;
+    }
+    row_t init;
+    memset(&init, 0, sizeof init); /* every column "same value" */
+    init.cfa_reg = COL_RSP;
+    if (run_cfa(&cie, cie.insn, cie.insn_end, 0, 0, 1, &init, NULL) != 0) return R_UNSUP;
+    row_t row = init;
+    if (run_cfa(&cie, r.p, r.end, start, a, 0, &row, &init) != 0) return R_UNSUP;
+
+    /* The compact rule, exactly where libunwind's fast trace takes the frame as standard. */
+    if (row.where[COL_RA] == W_UNDEF || row.where[COL_RBP] == W_UNDEF) return R_LAST;
+    if (row.cfa_kind != 0 || (row.cfa_reg != COL_RSP && row.cfa_reg != COL_RBP)) return R_UNSUP;
+    if (row.cfa_off < 8 || row.cfa_off > (int64_t)R_OFF_MAX) return R_UNSUP;
+    if (row.where[COL_RA] != W_OFFSET || row.off_ra != -8) return R_UNSUP;
+    if (row.where[COL_RSP] != W_SAME) return R_UNSUP;
+    for (int i = 0; i < NCOLS; i++)
+        if (row.where[i] == W_OTHER) return R_UNSUP;
+    uint32_t k = 0;
+    if (row.where[COL_RBP] == W_OFFSET) {
+        if (row.off_rbp >= -8 || row.off_rbp % 8 != 0 || -row.off_rbp / 8 > (int64_t)R_RBP_MAX)
+            return R_UNSUP;
+        k = (uint32_t)(-row.off_rbp / 8);
+    }
+    return R_STD | (row.cfa_reg == COL_RBP ? R_CFA_RBP : 0) | (k << R_RBP_SHIFT) |
+           ((uint32_t)row.cfa_off << R_OFF_SHIFT);
+}
+
+/* The FDE covering a in the module whose .eh_frame_hdr is at hdr, or NULL. */
+static const uint8_t *find_fde(const uint8_t *hdr, size_t hdr_size, uint64_t a)
+{
+    rd_t r = {hdr, hdr + hdr_size, 0};
+    uint8_t version = (uint8_t)rd_fixed(&r, 1);
+    uint8_t ptr_enc = (uint8_t)rd_fixed(&r, 1);
+    uint8_t cnt_enc = (uint8_t)rd_fixed(&r, 1);
+    uint8_t tab_enc = (uint8_t)rd_fixed(&r, 1);
+    if (r.bad || version != 1 || tab_enc != 0x3b) return NULL; /* datarel | sdata4 */
+    (void)rd_enc(&r, ptr_enc, (uint64_t)(uintptr_t)hdr);
+    uint64_t count = rd_enc(&r, cnt_enc, (uint64_t)(uintptr_t)hdr);
+    if (r.bad || count == 0 || count > (uint64_t)(r.end - r.p) / 8) return NULL;
+    const int32_t *tab = (const int32_t *)(const void *)r.p;
+    int64_t rel = (int64_t)(a - (uint64_t)(uintptr_t)hdr);
+    /* The last entry whose start is <= a. */
+    uint64_t lo = 0, hi = count;
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        int32_t s;
+        memcpy(&s, &tab[mid * 2], sizeof s);
+        if ((int64_t)s <= rel)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    int32_t s, f;
+    memcpy(&s, &tab[lo * 2], sizeof s);
+    memcpy(&f, &tab[lo * 2 + 1], sizeof f);
+    if ((int64_t)s > rel) return NULL;
+    return hdr + f;
+}
+
+typedef struct {
+    uint64_t a;
+    uint32_t rule;
+    int found; /* a lies in a loaded object */
+} find_t;
+
+static int find_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    find_t *f = arg;
+    if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
+        note_subs(info->dlpi_subs);
+    const ElfW(Phdr) *eh = NULL;
+    int in = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD) {
+            uint64_t lo = info->dlpi_addr + ph->p_vaddr;
+            if (f->a >= lo && f->a - lo < ph->p_memsz) in = 1;
+        } else if (ph->p_type == PT_GNU_EH_FRAME) {
+            eh = ph;
+        }
+    }
+    if (!in) return 0;
+    f->found = 1;
+    if (eh) {
+        const uint8_t *fde =
+            find_fde((const uint8_t *)(info->dlpi_addr + eh->p_vaddr), eh->p_memsz, f->a);
+        if (fde) f->rule = rule_from_fde(fde, f->a);
+    }
+    return 1;
+}
+
+/* Below 2^ADDR_BITS the key has 32 bits; above, it never matches a word (not cached). The
+ * slot is the low bits mixed with the key's, so (slot, key) gives back the address. */
+static inline uint64_t key_of(uint64_t a)
+{
+    return a >> TABLE_BITS;
+}
+
+static inline uint32_t slot_of(uint64_t a, uint64_t key)
+{
+    return (uint32_t)((a ^ key) & TABLE_MASK);
+}
+
+__attribute__((noinline)) static uint32_t rule_miss(uint64_t *t, uint64_t a)
+{
+    uint32_t gen = __atomic_load_n(&flush_gen, __ATOMIC_ACQUIRE);
+    find_t f = {a, R_UNSUP, 0};
+    dl_iterate_phdr(find_cb, &f);
+    __atomic_fetch_add(&n_misses, 1, RLX);
+    if (!f.found || (a >> ADDR_BITS)) return f.rule; /* not cached: no object holds a */
+    uint64_t key = key_of(a);
+    uint64_t *slot = &t[slot_of(a, key)];
+    uint64_t word = key << 32 | f.rule;
+    __atomic_store_n(slot, word, __ATOMIC_RELEASE);
+    /* A flush since the look-up started may have unloaded the object read: take it back. */
+    if (__atomic_load_n(&flush_gen, __ATOMIC_SEQ_CST) != gen)
+        __atomic_compare_exchange_n(slot, &word, 0, 0, RLX, RLX);
+    return f.rule;
+}
+
+/* The rule for a; an empty word (0) whose key matches (a below 2^TABLE_BITS, never code)
+ * reads as R_EMPTY, which the walk takes as unsupported. */
+static inline uint32_t rule_of(uint64_t *t, uint64_t a)
+{
+    uint64_t key = key_of(a);
+    uint64_t w = __atomic_load_n(&t[slot_of(a, key)], RLX);
+    if (__builtin_expect((w >> 32) == key, 1)) return (uint32_t)w;
+    return rule_miss(t, a);
+}
+
+/* ---- the walk --------------------------------------------------------------------------- */
+
+/* A saved register on the stack (the CFA need not be aligned). */
+NO_ASAN static inline uintptr_t load_word(uintptr_t at)
+{
+    uintptr_t v;
+    __builtin_memcpy(&v, (const void *)at, sizeof v);
+    return v;
+}
+
+/* unw_backtrace's answer for the caller of gmt_unwind: its own walk starts in this function
+ * (or wherever the compiler put the call), so its entries up to and including the return
+ * address into gmt_unwind's caller (ra0) are matched, not counted. */
+__attribute__((noinline)) static int fallback(void **buf, int max, uintptr_t ra0)
+{
+    void *tmp[GMT_UNWIND_MAX + 4];
+    __atomic_fetch_add(&n_fallbacks, 1, RLX);
+    int n = unw_backtrace(tmp, max + 4);
+    int i = 0;
+    while (i < n && i < 4 && (uintptr_t)tmp[i] != ra0)
+        i++;
+    if (i == n || i == 4) return 0;
+    int out = 0;
+    for (; i < n && out < max; i++)
+        buf[out++] = tmp[i];
+    return out;
+}
+
+NO_ASAN NOINLINE_EXACT int gmt_unwind(void **buf, int max)
+{
+    if (max <= 0) return 0;
+    if (max > GMT_UNWIND_MAX) max = GMT_UNWIND_MAX;
+    /* This function's frame: [fp] is the caller's RBP, [fp+8] the return address, fp+16 the
+     * caller's stack pointer after the return (its CFA). */
+    const uintptr_t *fp = __builtin_frame_address(0);
+    uintptr_t rbp = fp[0], ip = fp[1], sp = (uintptr_t)(fp + 2);
+    const uintptr_t ra0 = ip, limit = sp + STACK_SPAN;
+    uint64_t *t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
+    if (!t || __atomic_load_n(&force_libunwind, RLX)) return fallback(buf, max, ra0);
+    void **out = buf, **end = buf + max;
+    *out++ = (void *)ip;
+    while (out < end) {
+        uint32_t r = rule_of(t, (uint64_t)ip - 1);
+        if (__builtin_expect((r & 3) != R_STD, 0)) {
+            if ((r & 3) == R_LAST) break;
+            return fallback(buf, max, ra0);
+        }
+        uintptr_t cfa = ((r & R_CFA_RBP) ? rbp : sp) + (r >> R_OFF_SHIFT);
+        if (__builtin_expect(cfa < sp + 8 || cfa > limit, 0)) return fallback(buf, max, ra0);
+        uintptr_t save = r & R_RBP_BYTES;
+        if (save) {
+            if (cfa - save < sp) return fallback(buf, max, ra0);
+            rbp = load_word(cfa - save);
+        }
+        ip = load_word(cfa - 8);
+        sp = cfa;
+        if (__builtin_expect(ip < 0x4000, 0)) return fallback(buf, max, ra0);
+        *out++ = (void *)ip;
+    }
+    return (int)(out - buf);
+}

@@ -1,0 +1,43 @@
+/* unwind.h - native stack walk for x86-64 Linux by DWARF CFI from .eh_frame, with a global
+ * rule cache keyed by instruction address, and libunwind's unw_backtrace as the fallback for
+ * every walk it cannot do exactly as libunwind would (docs/unwind.md).
+ *
+ * gmt_unwind(buf, max) has unw_backtrace's contract: buf[0] is the return address into the
+ * function that called gmt_unwind (the address unw_backtrace's first entry has when called
+ * from that same function), then the return addresses of the frames above, raw (not minus
+ * one), at most max of them. A frame whose rule the cache does not hold is looked up through
+ * dl_iterate_phdr and the module's .eh_frame_hdr (no malloc); a walk that meets a frame
+ * outside the compact rule (CFA = RSP or RBP + offset, return address at CFA-8, RBP unchanged
+ * or saved at CFA-8k), a signal frame, a frame without CFI, or a stack outside the bound is
+ * redone by unw_backtrace as a whole. Hits take no lock and make no system call.
+ */
+#ifndef GMT_CORE_UNWIND_H
+#define GMT_CORE_UNWIND_H
+
+#include <stdint.h>
+
+/* The most frames one walk returns (a larger max is clamped). */
+#define GMT_UNWIND_MAX 256
+
+/* Maps the rule cache; once per process, before the first walk that should be fast (a walk
+ * before it, or after a failed mmap, is unw_backtrace's). force_libunwind: every walk is
+ * unw_backtrace's (GPUMEMTRACE_UNWIND=libunwind). Idempotent. */
+void gmt_unwind_init(int force_libunwind);
+
+int gmt_unwind(void **buf, int max);
+
+/* Empties the rule cache when the loader's unload counter moved since it was last looked at
+ * (an object unloaded: its cached rules may name another object's code now). Called by the
+ * writer thread periodically; each cache miss checks the same. Takes the loader's lock. */
+void gmt_unwind_check_modules(void);
+/* Empties the rule cache unconditionally. */
+void gmt_unwind_flush(void);
+
+typedef struct gmt_unwind_stats_s {
+    uint64_t fallbacks; /* walks redone by unw_backtrace (the fast walk gave up) */
+    uint64_t misses;    /* rules looked up in a module's CFI (cache misses) */
+    uint64_t flushes;   /* times the cache was emptied */
+} gmt_unwind_stats_t;
+void gmt_unwind_stats(gmt_unwind_stats_t *out);
+
+#endif

@@ -1,0 +1,347 @@
+/* test_unwind.c - gmt_unwind (core/unwind.h) against libunwind's unw_backtrace called from the
+ * same place: the same frames, and the fast walk taken wherever it can be (the fallback
+ * counter does not move), the fallback wherever it cannot. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#include "core/unwind.h"
+#include "unwind_frames.h"
+
+#define NMAX GMT_UNWIND_MAX
+
+static volatile int sink;
+
+__attribute__((noinline, visibility("default"))) int walk_at(walk_fn fn, void **buf, int max)
+{
+    int n = fn(buf, max);
+    sink += n; /* not a tail call: the call site is this function's */
+    return n;
+}
+
+static uint64_t fallbacks(void)
+{
+    gmt_unwind_stats_t s;
+    gmt_unwind_stats(&s);
+    return s.fallbacks;
+}
+
+typedef int (*shape_fn)(int arg, walk_fn fn, void **buf, int max);
+
+/* Both walkers, called from one call site (a loop the compiler cannot unroll: its counter is
+ * volatile), so that every frame above them is the same. */
+static walk_fn const walkers[2] = {gmt_unwind, unw_backtrace};
+
+/* Walks by both from the same frames; the entry counts and entries must be equal. */
+static void same_walk(shape_fn shape, int arg, int max)
+{
+    void *buf[2][NMAX];
+    int nr[2];
+    memset(buf, 0, sizeof buf);
+    for (volatile int k = 0; k < 2; k++)
+        nr[k] = shape(arg, walkers[k], buf[k], max);
+    void **a = buf[0], **b = buf[1];
+    int na = nr[0], nb = nr[1];
+    if (na != nb)
+        print_message("shape arg %d max %d: gmt %d frames, libunwind %d\n", arg, max, na, nb);
+    for (int i = 0; i < na && i < nb; i++)
+        if (a[i] != b[i]) print_message("frame %d: gmt %p, libunwind %p\n", i, a[i], b[i]);
+    assert_int_equal(na, nb);
+    assert_memory_equal(a, b, (size_t)na * sizeof a[0]);
+    assert_true(na > 0);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+    gmt_unwind_init(0);
+    return 0;
+}
+
+static void test_recursion_fp(void **state)
+{
+    (void)state;
+    uint64_t f0 = fallbacks();
+    const int depths[] = {0, 5, 40, 200};
+    for (size_t i = 0; i < sizeof depths / sizeof depths[0]; i++)
+        for (int round = 0; round < 2; round++) /* the second walk hits the cache */
+            same_walk(rec_fp, depths[i], NMAX);
+    assert_int_equal(fallbacks(), f0);
+}
+
+static void test_recursion_nofp(void **state)
+{
+    (void)state;
+    uint64_t f0 = fallbacks();
+    const int depths[] = {0, 5, 40, 200};
+    for (size_t i = 0; i < sizeof depths / sizeof depths[0]; i++)
+        for (int round = 0; round < 2; round++)
+            same_walk(rec_nofp, depths[i], NMAX);
+    assert_int_equal(fallbacks(), f0);
+}
+
+static void test_vla(void **state)
+{
+    (void)state;
+    uint64_t f0 = fallbacks();
+    same_walk(vla_nofp, 40, NMAX);
+    same_walk(vla_nofp, 3000, NMAX);
+    assert_int_equal(fallbacks(), f0);
+}
+
+static int mixed(int depth, walk_fn fn, void **buf, int max)
+{
+    /* nofp -> fp -> nofp: frames of both kinds in one walk */
+    (void)depth;
+    return rec_nofp(3, fn, buf, max) + 0 * rec_fp(0, fn, buf, max);
+}
+
+/* A walk truncated by max returns the first max frames, as unw_backtrace does. */
+static void test_truncated(void **state)
+{
+    (void)state;
+    uint64_t f0 = fallbacks();
+    const int maxes[] = {1, 2, 5, 10, 41};
+    for (size_t i = 0; i < sizeof maxes / sizeof maxes[0]; i++) {
+        same_walk(rec_fp, 40, maxes[i]);
+        same_walk(rec_nofp, 40, maxes[i]);
+    }
+    same_walk(mixed, 0, NMAX);
+    assert_int_equal(fallbacks(), f0);
+    void *a[4];
+    assert_int_equal(gmt_unwind(a, 0), 0);
+    assert_int_equal(gmt_unwind(a, -1), 0);
+}
+
+/* Frames inside libc: the walk starts in a qsort comparator. */
+static void *cmp_buf[2][NMAX];
+static int cmp_n[2] = {-1, -1};
+#define cmp_a  cmp_buf[0]
+#define cmp_b  cmp_buf[1]
+#define cmp_na cmp_n[0]
+#define cmp_nb cmp_n[1]
+
+static int comparator(const void *x, const void *y)
+{
+    if (cmp_na < 0)
+        for (volatile int k = 0; k < 2; k++)
+            cmp_n[k] = rec_nofp(2, walkers[k], cmp_buf[k], NMAX);
+    return *(const int *)x - *(const int *)y;
+}
+
+static void test_libc_frames(void **state)
+{
+    (void)state;
+    uint64_t f0 = fallbacks();
+    for (int round = 0; round < 2; round++) {
+        int v[64];
+        for (int i = 0; i < 64; i++)
+            v[i] = (i * 37) % 64;
+        cmp_na = cmp_nb = -1;
+        qsort(v, 64, sizeof v[0], comparator);
+        assert_int_equal(cmp_na, cmp_nb);
+        assert_memory_equal(cmp_a, cmp_b, (size_t)cmp_na * sizeof cmp_a[0]);
+        assert_true(cmp_na > 6);
+    }
+    assert_int_equal(fallbacks(), f0);
+}
+
+/* From a signal handler: libunwind steps through the kernel's signal frame (__restore_rt,
+ * an 'S' CIE), the fast walk gives up there and returns libunwind's answer. */
+static void *sig_buf[2][NMAX];
+static volatile int sig_n[2];
+#define sig_a  sig_buf[0]
+#define sig_b  sig_buf[1]
+#define sig_na sig_n[0]
+#define sig_nb sig_n[1]
+
+static void handler(int sig)
+{
+    (void)sig;
+    for (volatile int k = 0; k < 2; k++)
+        sig_n[k] = rec_fp(3, walkers[k], sig_buf[k], NMAX);
+}
+
+static void test_signal_handler(void **state)
+{
+    (void)state;
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = handler;
+    sigemptyset(&sa.sa_mask);
+    assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
+    uint64_t f0 = fallbacks();
+    for (int round = 0; round < 2; round++) {
+        sig_na = sig_nb = -1;
+        raise(SIGUSR1);
+        assert_int_equal(sig_na, sig_nb);
+        assert_memory_equal(sig_a, sig_b, (size_t)sig_na * sizeof sig_a[0]);
+        assert_true(sig_na > 6); /* through the signal frame into this test */
+    }
+    assert_true(fallbacks() >= f0 + 2);
+    sigaction(SIGUSR1, &old, NULL);
+}
+
+/* A frame whose CFA is a DWARF expression (hand-written CFI): not the compact rule. */
+int expr_frame(walk_fn fn, void **buf, int max);
+__asm__(".text\n"
+        ".globl expr_frame\n"
+        ".type expr_frame,@function\n"
+        "expr_frame:\n"
+        ".cfi_startproc\n"
+        "push %rbp\n"
+        ".cfi_def_cfa_offset 16\n"
+        ".cfi_offset %rbp, -16\n"
+        "mov %rsp, %rbp\n"
+        ".cfi_escape 0x0f, 0x02, 0x76, 0x10\n" /* DW_CFA_def_cfa_expression: DW_OP_breg6 16 */
+        "call walk_at@PLT\n"
+        "pop %rbp\n"
+        ".cfi_def_cfa %rsp, 8\n"
+        "ret\n"
+        ".cfi_endproc\n"
+        ".size expr_frame, .-expr_frame\n");
+
+static int via_expr(int arg, walk_fn fn, void **buf, int max)
+{
+    (void)arg;
+    int n = expr_frame(fn, buf, max);
+    sink += n;
+    return n;
+}
+
+static void test_unsupported_frame_falls_back(void **state)
+{
+    (void)state;
+    uint64_t f0 = fallbacks();
+    same_walk(via_expr, 0, NMAX);
+    uint64_t f1 = fallbacks();
+    assert_int_equal(f1, f0 + 1);
+    same_walk(via_expr, 0, NMAX); /* cached as unsupported: straight to the fallback */
+    assert_int_equal(fallbacks(), f1 + 1);
+    /* Truncated before the unsupported frame: nothing to fall back for. */
+    same_walk(via_expr, 0, 2);
+    assert_int_equal(fallbacks(), f1 + 1);
+}
+
+/* Hits look nothing up; a flush makes the next walk look its frames up again. */
+static void test_cache_and_flush(void **state)
+{
+    (void)state;
+    gmt_unwind_stats_t st[3];
+    for (volatile int k = 0; k < 3; k++) { /* one call site: the same frames each time */
+        if (k == 2) gmt_unwind_flush();
+        same_walk(rec_nofp, 10, NMAX);
+        gmt_unwind_stats(&st[k]);
+    }
+    assert_int_equal(st[1].misses, st[0].misses); /* all hits */
+    assert_true(st[2].misses >= st[1].misses + 10);
+    assert_int_equal(st[2].flushes, st[1].flushes + 1);
+    gmt_unwind_check_modules(); /* nothing unloaded: no flush */
+    gmt_unwind_stats(&st[0]);
+    assert_int_equal(st[0].flushes, st[2].flushes);
+}
+
+/* An object unloaded: the next check empties the cache (its rules could name new code). */
+static void test_unload_flushes(void **state)
+{
+    (void)state;
+    gmt_unwind_check_modules(); /* the current unload count is the one seen */
+    gmt_unwind_stats_t s0, s1;
+    gmt_unwind_stats(&s0);
+    void *h = dlopen("libz.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (h) { /* already loaded: closing it would not unload it */
+        dlclose(h);
+        skip();
+    }
+    h = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) skip();
+    same_walk(rec_fp, 3, NMAX);
+    assert_int_equal(dlclose(h), 0);
+    gmt_unwind_check_modules();
+    gmt_unwind_stats(&s1);
+    assert_int_equal(s1.flushes, s0.flushes + 1);
+    same_walk(rec_fp, 3, NMAX); /* looked up again, same frames */
+}
+
+/* force_libunwind: every walk is unw_backtrace's. */
+static void test_forced_libunwind(void **state)
+{
+    (void)state;
+    gmt_unwind_init(1);
+    uint64_t f0 = fallbacks();
+    same_walk(rec_fp, 5, NMAX);
+    assert_int_equal(fallbacks(), f0 + 1);
+    gmt_unwind_init(0);
+    same_walk(rec_fp, 5, NMAX);
+    assert_int_equal(fallbacks(), f0 + 1);
+}
+
+#define NTHREADS 4
+static void *thread_main(void *arg)
+{
+    intptr_t id = (intptr_t)arg;
+    void *buf[2][NMAX], **a = buf[0], **b = buf[1];
+    for (int i = 0; i < 300; i++) {
+        int depth = (int)((i * 7 + id * 13) % 60);
+        int max = i % 5 == 0 ? 3 + i % 17 : NMAX;
+        int nr[2];
+        for (volatile int k = 0; k < 2; k++)
+            nr[k] = i % 2 ? rec_fp(depth, walkers[k], buf[k], max)
+                          : rec_nofp(depth, walkers[k], buf[k], max);
+        int na = nr[0], nb = nr[1];
+        if (na != nb || memcmp(a, b, (size_t)na * sizeof a[0]) != 0) return (void *)1;
+        if (i == 150 && id == 0) gmt_unwind_flush(); /* while the others walk */
+    }
+    return NULL;
+}
+
+static void test_threads(void **state)
+{
+    (void)state;
+    uint64_t f0 = fallbacks();
+    pthread_t t[NTHREADS];
+    for (intptr_t i = 0; i < NTHREADS; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, thread_main, (void *)i), 0);
+    for (int i = 0; i < NTHREADS; i++) {
+        void *r;
+        assert_int_equal(pthread_join(t[i], &r), 0);
+        assert_null(r);
+    }
+    assert_int_equal(fallbacks(), f0);
+}
+
+int main(void)
+{
+#if defined(__SANITIZE_THREAD__)
+    /* unw_backtrace's per-thread cache crashes at thread exit under TSan (stacks.c), and the
+     * tracer walks with unw_step there, never with gmt_unwind. */
+    return 0;
+#endif
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_recursion_fp),
+        cmocka_unit_test(test_recursion_nofp),
+        cmocka_unit_test(test_vla),
+        cmocka_unit_test(test_truncated),
+        cmocka_unit_test(test_libc_frames),
+        cmocka_unit_test(test_signal_handler),
+        cmocka_unit_test(test_unsupported_frame_falls_back),
+        cmocka_unit_test(test_cache_and_flush),
+        cmocka_unit_test(test_unload_flushes),
+        cmocka_unit_test(test_forced_libunwind),
+        cmocka_unit_test(test_threads),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}

@@ -1,0 +1,18 @@
+/* unwind_frames.h - the recursive frames test_unwind.c walks through, compiled with and
+ * without frame pointers (unwind_fp.c, unwind_nofp.c). */
+#ifndef GMT_TEST_UNWIND_FRAMES_H
+#define GMT_TEST_UNWIND_FRAMES_H
+
+typedef int (*walk_fn)(void **buf, int max);
+
+/* Calls fn(buf, max) from one call site, so that gmt_unwind and unw_backtrace see the same
+ * first frame. */
+int walk_at(walk_fn fn, void **buf, int max);
+
+/* depth frames of recursion, then walk_at. */
+int rec_fp(int depth, walk_fn fn, void **buf, int max);
+int rec_nofp(int depth, walk_fn fn, void **buf, int max);
+/* A frame whose CFA is RBP-based because of a variable-length array (omit-frame-pointer). */
+int vla_nofp(int n, walk_fn fn, void **buf, int max);
+
+#endif
