@@ -4,11 +4,14 @@
 #include "capture.h"
 #include "cuda_api.h"
 #include "lifecycle.h"
+#include "real.h"
 
 #include "core/track.h"
+#include "core/unwind.h"
 #include "gmt_version.h"
 #include "gpumemtrace/gpumemtrace.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
@@ -37,6 +40,24 @@ GMT_EXPORT int gmt_snapshot(const char *path)
     if (!gmt_core_ready()) return -ENODEV;
     unsigned seq = gmt_capture_next_snapshot_seq();
     return gmt_report_write(path, GMT_REASON_SNAPSHOT, NULL, seq);
+}
+
+/* dlclose: an object unloaded takes its code away, and the native walker's cached rules for
+ * those addresses would describe whatever the loader maps there next (docs/unwind.md). The
+ * writer thread checks the loader's unload count every 100 ms; interposed, the cache is
+ * checked at once, before the program can load other code at the same place. */
+GMT_EXPORT int dlclose(void *handle)
+{
+    static int (*real_dlclose)(void *);
+    int (*f)(void *) = __atomic_load_n(&real_dlclose, __ATOMIC_ACQUIRE);
+    if (!f) {
+        f = (int (*)(void *))(void (*)(void))gmt_real_dlsym(RTLD_NEXT, "dlclose");
+        if (!f) return -1; /* no libdl to forward to: nothing was loaded by it either */
+        __atomic_store_n(&real_dlclose, f, __ATOMIC_RELEASE);
+    }
+    int r = f(handle);
+    if (r == 0) gmt_unwind_check_modules();
+    return r;
 }
 
 /* _exit and _Exit skip atexit handlers, so the exit report would be lost (multiprocessing

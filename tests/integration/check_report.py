@@ -449,6 +449,22 @@ def case_unwind_libunwind(ctx):
              f"{by_mode['libunwind']['capture']['unwind']}")
 
 
+@case("dlclose_flush")
+def case_dlclose_flush(ctx):
+    # dlclose is interposed: the native walker's rule cache is checked against the loader's
+    # unload count at once (docs/unwind.md), so a snapshot written right after the dlclose
+    # already counts the flush; without the interposer only the writer thread's check, up to
+    # 100 ms later, would.
+    snap = os.path.join(ctx.work, "snap.json")
+    r = ctx.run(["dlclose_flush", snap])
+    if r.facts.get("libz") == "missing":
+        skip("no libz.so.1 to load and unload here")
+    with open(snap) as f:
+        rep = json.load(f)
+    os.unlink(snap)
+    expect_eq("snapshot: capture.unwind.flushes", rep["capture"]["unwind"]["flushes"], 1)
+
+
 # ---- a libcudart loaded with RTLD_LOCAL (docs/design.md, "Finding the real functions") ----
 
 def check_local_leak(rep):
