@@ -1,11 +1,14 @@
 /* unwind.c - see unwind.h and docs/unwind.md.
  *
- * The rule cache is a direct-mapped table of 64-bit words, one per instruction address
- * (the call instruction's last byte, return address - 1). A word holds the address's high
- * bits (its key) and a 32-bit rule; the slot index is the address's low bits mixed with a hash
- * of the key, so (slot, key) names one address and a reader that sees its key in the word has
- * that address's rule: one plain load, no torn pair to validate. Words are written once per
- * miss and cleared by a flush.
+ * The rule cache is a two-way table of 64-bit words, one per instruction address (the call
+ * instruction's last byte, return address - 1). A word holds the address's high bits (its
+ * key), a way bit and a 31-bit rule; an address's home slot is its low bits mixed with its
+ * key, and its word sits in the home slot (way 0) or the home slot's neighbour (slot ^ 1,
+ * way 1), so (home slot, key) names one address and a reader that sees its key and way in
+ * either word has that address's rule: one or two plain loads, no torn pair to validate. Two
+ * ways, because a direct-mapped table let two addresses of one stack that share a slot evict
+ * each other at every walk (seen on the H200: two misses per allocation in a PyTorch loop).
+ * Words are written once per miss and cleared by a flush.
  */
 #define _GNU_SOURCE
 #include "unwind.h"
@@ -47,14 +50,15 @@
 
 /* Rule word: bits 0-1 kind, bit 2 CFA register (0 RSP, 1 RBP), bits 3-7 k where RBP is saved
  * at CFA - 8k (0: RBP unchanged; the word's bits 0-7 masked with 0xf8 are 8k itself), bits
- * 8-31 CFA offset. */
+ * 8-30 CFA offset; bit 31 of the cached word is its way (not part of the rule). */
 enum { R_EMPTY = 0, R_STD = 1, R_LAST = 2, R_UNSUP = 3 };
 #define R_CFA_RBP   4u
 #define R_RBP_SHIFT 3
 #define R_RBP_MAX   31u
 #define R_RBP_BYTES 0xf8u
 #define R_OFF_SHIFT 8
-#define R_OFF_MAX   ((1u << 24) - 1)
+#define R_OFF_MAX   ((1u << 23) - 1)
+#define W_WAY1      (1u << 31)
 
 #define TABLE_BITS 15
 #define TABLE_SIZE (1u << TABLE_BITS)
@@ -588,8 +592,14 @@ __attribute__((noinline)) static uint32_t rule_miss(uint64_t *t, uint64_t a)
     __atomic_fetch_add(&n_misses, 1, RLX);
     if (!f.found || (a >> ADDR_BITS)) return f.rule; /* not cached: no object holds a */
     uint64_t key = key_of(a);
-    uint64_t *slot = &t[slot_of(a, key)];
-    uint64_t word = key << 32 | f.rule;
+    uint32_t home = slot_of(a, key);
+    /* The home slot if it is free, else its neighbour if that is, else one of the two by the
+     * address's bit 4 (so that a third address meeting a full pair keeps one of them). */
+    uint32_t way = 0;
+    if (__atomic_load_n(&t[home], RLX) != 0)
+        way = __atomic_load_n(&t[home ^ 1], RLX) == 0 ? 1 : (uint32_t)(a >> 4) & 1;
+    uint64_t *slot = &t[home ^ way];
+    uint64_t word = key << 32 | (way ? W_WAY1 : 0) | f.rule;
     __atomic_store_n(slot, word, __ATOMIC_RELEASE);
     /* A flush since the look-up started may have unloaded the object read: take it back. */
     if (__atomic_load_n(&flush_gen, __ATOMIC_SEQ_CST) != gen)
@@ -602,9 +612,23 @@ __attribute__((noinline)) static uint32_t rule_miss(uint64_t *t, uint64_t a)
 static inline uint32_t rule_of(uint64_t *t, uint64_t a)
 {
     uint64_t key = key_of(a);
-    uint64_t w = __atomic_load_n(&t[slot_of(a, key)], RLX);
-    if (__builtin_expect((w >> 32) == key, 1)) return (uint32_t)w;
+    uint32_t home = slot_of(a, key);
+    uint64_t w = __atomic_load_n(&t[home], RLX);
+    if (__builtin_expect((w >> 32) == key && !(w & W_WAY1), 1)) return (uint32_t)w;
+    w = __atomic_load_n(&t[home ^ 1], RLX);
+    if ((w >> 32) == key && (w & W_WAY1)) return (uint32_t)w & ~W_WAY1;
     return rule_miss(t, a);
+}
+
+uint32_t gmt_unwind_rule_probe(uint64_t a)
+{
+    uint64_t *t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
+    return t ? rule_of(t, a) : R_UNSUP;
+}
+
+uint32_t gmt_unwind_home_slot(uint64_t a)
+{
+    return slot_of(a, key_of(a));
 }
 
 /* ---- the walk --------------------------------------------------------------------------- */

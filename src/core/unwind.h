@@ -32,6 +32,11 @@ int gmt_unwind(void **buf, int max);
 void gmt_unwind_check_modules(void);
 /* Empties the rule cache unconditionally. */
 void gmt_unwind_flush(void);
+/* The cached rule word for code address a (return address - 1), looked up as a walk does,
+ * through the cache (a miss counts). For the tests of the cache itself. */
+uint32_t gmt_unwind_rule_probe(uint64_t a);
+/* The cache slot an address is looked up in first (its home; the other way is home ^ 1). */
+uint32_t gmt_unwind_home_slot(uint64_t a);
 
 typedef struct gmt_unwind_stats_s {
     uint64_t fallbacks; /* walks redone by unw_backtrace (the fast walk gave up) */

@@ -323,6 +323,48 @@ static void test_threads(void **state)
     assert_int_equal(fallbacks(), f0);
 }
 
+static uint64_t misses(void)
+{
+    gmt_unwind_stats_t s;
+    gmt_unwind_stats(&s);
+    return s.misses;
+}
+
+/* Two code addresses of one stack that share a home slot both stay cached (two ways): a walk
+ * through both misses once each, not at every walk. A third address on the same pair of slots
+ * evicts one of them, and both of the others are still found or looked up again correctly. */
+static void test_colliding_addresses_both_cached(void **state)
+{
+    (void)state;
+    gmt_unwind_flush();
+    uint64_t a1 = (uint64_t)(uintptr_t)&qsort + 16, a2 = 0, a3 = 0;
+    uint32_t home = gmt_unwind_home_slot(a1);
+    for (uint64_t d = 1; d < (1u << 24) && !(a2 && a3); d++) {
+        uint64_t c = a1 + d;
+        Dl_info di;
+        if (gmt_unwind_home_slot(c) != home) continue;
+        if (!dladdr((void *)(uintptr_t)c, &di) || !di.dli_fname) continue;
+        if (!a2)
+            a2 = c;
+        else
+            a3 = c;
+    }
+    assert_true(a2 && a3);
+    uint32_t r1 = gmt_unwind_rule_probe(a1), r2 = gmt_unwind_rule_probe(a2);
+    uint64_t m = misses();
+    for (int i = 0; i < 10; i++) {
+        assert_int_equal(gmt_unwind_rule_probe(a1), r1);
+        assert_int_equal(gmt_unwind_rule_probe(a2), r2);
+    }
+    assert_int_equal(misses(), m); /* both cached */
+    uint32_t r3 = gmt_unwind_rule_probe(a3);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(gmt_unwind_rule_probe(a1), r1);
+        assert_int_equal(gmt_unwind_rule_probe(a2), r2);
+        assert_int_equal(gmt_unwind_rule_probe(a3), r3);
+    }
+}
+
 int main(void)
 {
 #if defined(__SANITIZE_THREAD__)
@@ -342,6 +384,7 @@ int main(void)
         cmocka_unit_test(test_unload_flushes),
         cmocka_unit_test(test_forced_libunwind),
         cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_colliding_addresses_both_cached),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
