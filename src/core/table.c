@@ -402,6 +402,24 @@ migrate_some(gmt_table_t *t, gmt_table_shard_t *sh, uint32_t f)
     }
 }
 
+uint64_t gmt_table_settle(gmt_table_t *t, uint64_t budget)
+{
+    uint64_t looked = 0;
+    gmt_table_shard_t *sh = NULL;
+    while (looked < budget) {
+        uint32_t f = LOAD(&t->first, ACQ);
+        if (f + 1 >= LOAD(&t->next, SC)) break; /* one level: nothing to move */
+        gmt_level_t *l = lvl(t, f);
+        /* Every slot handed out already (the last moves are other threads' to finish), or an
+         * inserter still inside the level: try again at the next call. */
+        if (LOAD(&l->cursor, RLX) >= LOAD(&l->cap, RLX) || level_has_writers(t, f)) break;
+        if (!sh) sh = shard_of(t);
+        migrate_some(t, sh, f);
+        looked += MIGRATE_PER;
+    }
+    return looked;
+}
+
 int gmt_table_init(gmt_table_t *t, uint64_t max_live)
 {
     memset(t, 0, sizeof *t);
