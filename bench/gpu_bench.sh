@@ -10,7 +10,9 @@
 # GMT_BENCH_OLD_LIB=PATH adds an older libgpumemtrace.so as settings old-default, old-off and
 # old-hooks, interleaved with the others (before/after measured side by side in one run);
 # GMT_BENCH_TORCH=0 leaves out the PyTorch rows (they take most of the time, and a few ms per
-# step on a shared machine does not resolve a few µs per allocation); GMT_BENCH_CPU=N pins
+# step on a shared machine does not resolve a few µs per allocation); GMT_BENCH_TORCH_REPS
+# (default 3) repetitions of the PyTorch rows, started while less than GMT_BENCH_BUDGET
+# seconds (default 200) have passed; GMT_BENCH_CPU=N pins
 # the one-thread async row to CPU N with taskset (default 2; empty: not pinned): on the H200
 # host that row was bimodal from process to process (0.8-0.9 or 1.4-1.7 us a pair natively),
 # which a fixed CPU is meant to remove.
@@ -18,6 +20,9 @@
 # Rows (medians and lower quartiles of interleaved runs: every setting once per repetition):
 #   async   cudaMallocAsync+cudaFreeAsync pair, 64-320 KiB, one thread, stack depth 32 (us/pair)
 #   16thr   16 threads x 5000 cudaMalloc+cudaFree, 4-64 KiB (us per call one thread sees)
+#   16sites the same, each thread from a call chain of its own (a stack id of its own): what
+#           16thr costs beyond it is the threads sharing one stack's live counters
+#           (native, default, off, old-default only)
 #   torch-nocache / torch-async  a small training loop (ms/step), PYTORCH_NO_CUDA_MEMORY_CACHING=1
 #           and PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync, untraced vs traced (default)
 # Settings: native; cupti-empty (a probe library with an empty CUPTI callback on the same
@@ -92,6 +97,9 @@ for ((r = 0; r < reps; r++)); do
   for s in $settings; do
     echo "async $s $(run "$s" "${pin[@]}" "$work/pairs" async 20000)" >>"$raw"
     echo "16thr $s $(run "$s" "$work/pairs" threads 16 5000)" >>"$raw"
+    case $s in native | default | off | old-default)
+      echo "16sites $s $(run "$s" "$work/pairs" threads-sites 16 5000)" >>"$raw" ;;
+    esac
   done
 done
 
@@ -99,8 +107,8 @@ done
 if [[ ${GMT_BENCH_TORCH:-1} == 0 ]]; then
   echo "torch-nocache skipped GMT_BENCH_TORCH=0" >>"$raw"
 elif python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
-  for ((r = 0; r < 3; r++)); do
-    (($(date +%s) - start > 200)) && { echo "gpu_bench.sh: time budget reached, torch rep $r skipped" >&2; break; }
+  for ((r = 0; r < ${GMT_BENCH_TORCH_REPS:-3}; r++)); do
+    (($(date +%s) - start > ${GMT_BENCH_BUDGET:-200})) && { echo "gpu_bench.sh: time budget reached, torch rep $r skipped" >&2; break; }
     for s in native default $old_torch; do
       echo "torch-nocache $s $(PYTORCH_NO_CUDA_MEMORY_CACHING=1 run "$s" python3 "$here/gpu/torch_loop.py" 30)" >>"$raw"
       echo "torch-async $s $(PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync run "$s" python3 "$here/gpu/torch_loop.py" 30)" >>"$raw"
@@ -124,9 +132,10 @@ med = {k: statistics.median(v) for k, v in samples.items() if v}
 # The lower quartile too: on the H200 the async row is bimodal (PERFORMANCE.md), and a median
 # of a few runs lands on either mode; the lower quartile follows the fast one.
 q1 = {k: sorted(v)[len(v) // 4] for k, v in samples.items() if v}
-units = {"async": "us/pair", "16thr": "us/call", "torch-nocache": "ms/step", "torch-async": "ms/step"}
+units = {"async": "us/pair", "16thr": "us/call", "16sites": "us/call", "torch-nocache": "ms/step",
+         "torch-async": "ms/step"}
 print(f"{'row':<14} {'setting':<12} {'median':>9} {'added':>9} {'ratio':>6} {'q1':>9} {'added':>9} {'n':>3}  unit")
-for row in ["async", "16thr", "torch-nocache", "torch-async"]:
+for row in ["async", "16thr", "16sites", "torch-nocache", "torch-async"]:
     base = med.get((row, "native"))
     for s in ["native", "cupti-empty", "default", "off", "cupti", "cupti-off", "old-default",
               "old-off", "old-hooks"]:

@@ -8,10 +8,13 @@
  *   pairs threads T N   T threads x N cudaMalloc + cudaFree pairs, 4-64 KiB, started together;
  *                       prints "us_per_call <wall time / (2 N)>" (the time one thread sees
  *                       per call, as in issue 10's table)
+ *   pairs threads-sites T N   the same, each thread allocating from its own call chain (a
+ *                       stack of its own), so the threads share the device and nothing else
  * Host code only, built by nvcc -x c++ -cudart shared (like PyTorch, a shared libcudart, so the
  * runtime hooks take part).
  */
 #include <cuda_runtime_api.h>
+#include <stdint.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,19 +97,36 @@ static int run_async_batches(long pairs)
 }
 
 static long n_pairs;
+static int distinct_sites;
 static pthread_barrier_t start;
 
-static void *worker(void *arg)
+static void pair_loop(void)
 {
-    (void)arg;
     void *p;
-    check(cudaFree(0), "cudaFree(0)"); /* this thread's context, outside the timing */
-    pthread_barrier_wait(&start);
     for (long i = 0; i < n_pairs; i++) {
         size_t bytes = (size_t)(4 + 4 * (i % 16)) * KIB;
         check(cudaMalloc(&p, bytes), "cudaMalloc");
         check(cudaFree(p), "cudaFree");
     }
+}
+
+/* k frames of its own above the loop: with distinct_sites each thread's stack differs from
+ * the others' (its own stack id), so what the threads share is the device alone. */
+__attribute__((noinline)) static void descend(int k)
+{
+    if (k > 0)
+        descend(k - 1);
+    else
+        pair_loop();
+    __asm__ volatile("" ::: "memory"); /* not a tail call */
+}
+
+static void *worker(void *arg)
+{
+    int index = (int)(intptr_t)arg;
+    check(cudaFree(0), "cudaFree(0)"); /* this thread's context, outside the timing */
+    pthread_barrier_wait(&start);
+    descend(distinct_sites ? index + 1 : 0);
     pthread_barrier_wait(&start);
     return NULL;
 }
@@ -121,7 +141,7 @@ static int run_threads(int threads, long pairs)
     pthread_barrier_init(&start, NULL, (unsigned)threads + 1);
     pthread_t t[MAX_THREADS];
     for (int i = 0; i < threads; i++)
-        pthread_create(&t[i], NULL, worker, NULL);
+        pthread_create(&t[i], NULL, worker, (void *)(intptr_t)i);
     pthread_barrier_wait(&start);
     double t0 = now_us();
     pthread_barrier_wait(&start);
@@ -137,6 +157,10 @@ int main(int argc, char **argv)
     if (argc >= 3 && strcmp(argv[1], "async") == 0) return run_async(atol(argv[2]));
     if (argc >= 4 && strcmp(argv[1], "threads") == 0)
         return run_threads(atoi(argv[2]), atol(argv[3]));
-    fprintf(stderr, "usage: pairs async PAIRS | pairs threads T PAIRS_PER_THREAD\n");
+    if (argc >= 4 && strcmp(argv[1], "threads-sites") == 0) {
+        distinct_sites = 1;
+        return run_threads(atoi(argv[2]), atol(argv[3]));
+    }
+    fprintf(stderr, "usage: pairs async PAIRS | pairs threads|threads-sites T PAIRS_PER_THREAD\n");
     return 2;
 }
