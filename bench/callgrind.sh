@@ -3,6 +3,8 @@
 # valgrind's callgrind (stable on a noisy shared machine), plus medians of wall time.
 #
 # usage: bench/callgrind.sh [BUILD_DIR] [WALL_REPEATS]
+#   GMT_CALLGRIND_LIB=PATH traces with another libgpumemtrace.so (an older build) against
+#   BUILD_DIR's bench and stand-in, so two libraries are compared on the same native figure.
 #
 # Instructions: bench_pairs runs with N1 and N2 pairs under callgrind for each setting; the
 # difference of the two totals divided by N2-N1 is the cost of one pair with start-up and
@@ -19,7 +21,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
 reps=${2:-5}
 bin="$build/bench/bench_pairs"
-lib="$build/src/libgpumemtrace.so"
+lib=${GMT_CALLGRIND_LIB:-$build/src/libgpumemtrace.so} # another build's library, same bench and stand-in
 command -v valgrind >/dev/null || { echo "callgrind.sh: valgrind not found" >&2; exit 2; }
 [[ -x $bin && -f $lib ]] || { echo "callgrind.sh: build $build first" >&2; exit 2; }
 out=$(mktemp -d)
