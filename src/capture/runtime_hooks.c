@@ -65,10 +65,13 @@ static bool record_free(gmt_event_t *ev)
                                   describe_##name(GMT_UNPAREN args, cudaErrorNotReady).size);      \
         ret r = gmt_real.name args;                                                                \
         gmt_capture_flush_deferred();                                                              \
-        if (!gmt_track_runtime_leave(saved)) {                                                     \
+        /* No lower layer saw the call: recorded here, inside the bracket still, so that the       \
+         * stack taken at entry serves it (after leave, the core would walk again). */             \
+        if (!gmt_track_runtime_inner()) {                                                          \
             gmt_event_t ev = describe_##name(GMT_UNPAREN args, r);                                 \
             record_alloc(&ev);                                                                     \
         }                                                                                          \
+        gmt_track_runtime_leave(saved);                                                            \
         return r;                                                                                  \
     }
 

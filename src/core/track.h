@@ -73,6 +73,14 @@ static inline gmt_nest_t gmt_track_runtime_enter(gmt_api_t api, bool is_free)
     return saved;
 }
 
+/* True when a lower layer recorded an event inside the current runtime bracket (so the runtime
+ * hook records nothing more). A runtime-layer event recorded before gmt_track_runtime_leave
+ * is not counted as one: it is the hook's own. */
+static inline bool gmt_track_runtime_inner(void)
+{
+    return gmt_tls.inner_events > 0;
+}
+
 /* Restores the previous state; true when a lower layer recorded this call already. */
 static inline bool gmt_track_runtime_leave(gmt_nest_t saved)
 {

@@ -525,6 +525,30 @@ def case_dlsym_path(ctx):
     check_leak_two_sites(ctx.final_report())
 
 
+@case("runtime_only")
+def case_runtime_only(ctx):
+    # The runtime reaches the driver by a path no interposer sees (GMT_STANDIN_DLSYM=hidden:
+    # libc's own dlsym): only the runtime hooks see the allocations, and they record them
+    # themselves, with the stack they took at their entry: one walk per allocation (counted
+    # here as libunwind walks, GPUMEMTRACE_UNWIND=libunwind), the same leak stacks as a run
+    # where the driver layer records.
+    ctx.run(["leak_two_sites"])
+    normal = ctx.final_report()
+    for n in ctx.files():
+        os.unlink(os.path.join(ctx.work, n))
+    ctx.run(["leak_two_sites"], env={"GMT_STANDIN_DLSYM": "hidden",
+                                     "GPUMEMTRACE_UNWIND": "libunwind"})
+    rep = ctx.final_report()
+    check_leak_two_sites(rep)
+    ev = rep["capture"]["events"]
+    expect_eq("capture.events.by_layer.driver", ev["by_layer"]["driver"], 0)
+    expect_eq("capture.events.by_layer.runtime", ev["by_layer"]["runtime"], ev["total"])
+    expect_eq("walks (capture.unwind.fallbacks, every walk libunwind's) == allocations",
+              rep["capture"]["unwind"]["fallbacks"], rep["summary"]["allocs"])
+    stacks = lambda r: sorted(frame_symbols(r, g["stack_id"]) for g in r["leaks"]["groups"])
+    expect_eq("leak stacks, runtime only against the driver layer", stacks(rep), stacks(normal))
+
+
 @case("kinds")
 def case_kinds(ctx):
     r = ctx.run(["kinds"])

@@ -5,8 +5,13 @@
  * cuGetProcAddress_v2 with dlsym, and fetches every driver function it calls through it by base
  * name (CUDA 13000; the per-thread-default-stream flag for the _ptsz runtime entry points).
  * With GMT_STANDIN_DLSYM=1 it uses plain dlsym of the versioned names instead, the path older
- * runtimes and some frameworks take.
+ * runtimes and some frameworks take. With GMT_STANDIN_DLSYM=hidden it does the same through
+ * libc's own dlsym, found with dlvsym, so an LD_PRELOADed dlsym never sees the look-ups: the
+ * driver calls then reach libcuda by a path no interposer intercepts, as a runtime that
+ * resolved its driver before the tracer was loaded would (the tracer's runtime hooks must
+ * record those allocations themselves).
  */
+#define _GNU_SOURCE
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
@@ -79,16 +84,24 @@ static void si_load_driver(void)
     if (!h) si_die("cannot load libcuda.so.1:", dlerror());
     const char *mode = getenv("GMT_STANDIN_DLSYM");
     void *p;
-    if (mode && strcmp(mode, "1") == 0) {
+    void *(*look)(void *, const char *) = dlsym;
+    if (mode && strcmp(mode, "hidden") == 0) {
+        static const char *const versions[] = {"GLIBC_2.34", "GLIBC_2.2.5"};
+        look = NULL;
+        for (size_t i = 0; i < sizeof versions / sizeof versions[0] && !look; i++)
+            look = (void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", versions[i]);
+        if (!look) si_die("dlvsym found no dlsym in libc", "");
+    }
+    if (mode && (strcmp(mode, "1") == 0 || strcmp(mode, "hidden") == 0)) {
 #define SI_DLSYM(field, base, versioned, type)                                                     \
-    if (!(p = dlsym(h, versioned))) si_die("dlsym failed for", versioned);                         \
+    if (!(p = look(h, versioned))) si_die("dlsym failed for", versioned);                          \
     drv.field = (type)(uintptr_t)p;
         SI_DRIVER_FUNCS(SI_DLSYM)
 #undef SI_DLSYM
 #define SI_DLSYM2(field, base, type)                                                               \
-    if (!(p = dlsym(h, base))) si_die("dlsym failed for", base);                                   \
+    if (!(p = look(h, base))) si_die("dlsym failed for", base);                                    \
     drv.field[0] = (type)(uintptr_t)p;                                                             \
-    if (!(p = dlsym(h, base "_ptsz"))) si_die("dlsym failed for", base "_ptsz");                   \
+    if (!(p = look(h, base "_ptsz"))) si_die("dlsym failed for", base "_ptsz");                    \
     drv.field[1] = (type)(uintptr_t)p;
         SI_STREAM_FUNCS(SI_DLSYM2)
 #undef SI_DLSYM2
