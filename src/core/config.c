@@ -25,11 +25,9 @@ typedef enum opt_type_e {
     OPT_INT,
     OPT_BOOL,
     OPT_SIZE,
-    OPT_BACKEND,
+    OPT_ENUM, /* an int field: the index of its value in names (any case) */
     OPT_SIGNAL,
-    OPT_LOGLEVEL,
     OPT_WARMUP,
-    OPT_UNWIND,
 } opt_type_t;
 
 typedef struct opt_s {
@@ -37,32 +35,38 @@ typedef struct opt_s {
     opt_type_t type;
     size_t offset;
     const char *def;
-    int64_t min, max; /* OPT_INT and OPT_SIZE */
+    int64_t min, max;         /* OPT_INT and OPT_SIZE */
+    const char *const *names; /* OPT_ENUM: the values, NULL-terminated */
 } opt_t;
 
 #define OFF(field) offsetof(gmt_config_t, field)
 
+/* In the order of gmt_backend_t, gmt_log_level_t and gmt_unwind_mode_t. */
+static const char *const backend_names[] = {"auto", "cupti", "hooks", NULL};
+static const char *const level_names[] = {"quiet", "info", "debug", NULL};
+static const char *const unwind_names[] = {"native", "libunwind", NULL};
+
 static const opt_t opts[] = {
-    {"GPUMEMTRACE_OUTPUT", OPT_STRING, OFF(output), "gpumemtrace-%p.json", 0, 0},
-    {"GPUMEMTRACE_STACK_DEPTH", OPT_INT, OFF(stack_depth), "32", 0, GMT_MAX_STACK_DEPTH},
-    {"GPUMEMTRACE_PYTHON", OPT_BOOL, OFF(python), "1", 0, 0},
-    {"GPUMEMTRACE_BACKEND", OPT_BACKEND, OFF(backend), "auto", 0, 0},
-    {"GPUMEMTRACE_SNAPSHOT_SIGNAL", OPT_SIGNAL, OFF(snapshot_signal), "SIGUSR1", 0, 0},
-    {"GPUMEMTRACE_OOM_REPORT", OPT_BOOL, OFF(oom_report), "1", 0, 0},
-    {"GPUMEMTRACE_MIN_BYTES", OPT_SIZE, OFF(min_bytes), "0", 0, INT64_MAX},
-    {"GPUMEMTRACE_TOP", OPT_INT, OFF(top), "50", 1, 100000},
-    {"GPUMEMTRACE_LOG", OPT_LOGLEVEL, OFF(log_level), "info", 0, 0},
-    {"GPUMEMTRACE_STATE", OPT_STRING, OFF(state), "", 0, 0},
-    {"GPUMEMTRACE_SUPPRESSIONS", OPT_STRING, OFF(suppressions), "", 0, 0},
-    {"GPUMEMTRACE_MAX_LIVE", OPT_SIZE, OFF(max_live), "0", 0, (int64_t)1 << 36},
-    {"GPUMEMTRACE_MAX_STACKS", OPT_SIZE, OFF(max_stacks), "0", 0, (int64_t)1 << 28},
-    {"GPUMEMTRACE_FOLLOW_FORK", OPT_BOOL, OFF(follow_fork), "1", 0, 0},
-    {"GPUMEMTRACE_FOLLOW_EXEC", OPT_BOOL, OFF(follow_exec), "1", 0, 0},
-    {"GPUMEMTRACE_TIMELINE_POINTS", OPT_INT, OFF(timeline_points), "512", 16, 65536},
-    {"GPUMEMTRACE_OOM_REPORTS", OPT_INT, OFF(oom_reports), "8", 0, 100000},
-    {"GPUMEMTRACE_FSYNC", OPT_BOOL, OFF(fsync), "0", 0, 0},
-    {"GPUMEMTRACE_GROWTH_WARMUP", OPT_WARMUP, OFF(growth_warmup), "0.2", 0, 0},
-    {"GPUMEMTRACE_UNWIND", OPT_UNWIND, OFF(unwind), "native", 0, 0},
+    {"GPUMEMTRACE_OUTPUT", OPT_STRING, OFF(output), "gpumemtrace-%p.json", 0, 0, NULL},
+    {"GPUMEMTRACE_STACK_DEPTH", OPT_INT, OFF(stack_depth), "32", 0, GMT_MAX_STACK_DEPTH, NULL},
+    {"GPUMEMTRACE_PYTHON", OPT_BOOL, OFF(python), "1", 0, 0, NULL},
+    {"GPUMEMTRACE_BACKEND", OPT_ENUM, OFF(backend), "auto", 0, 0, backend_names},
+    {"GPUMEMTRACE_SNAPSHOT_SIGNAL", OPT_SIGNAL, OFF(snapshot_signal), "SIGUSR1", 0, 0, NULL},
+    {"GPUMEMTRACE_OOM_REPORT", OPT_BOOL, OFF(oom_report), "1", 0, 0, NULL},
+    {"GPUMEMTRACE_MIN_BYTES", OPT_SIZE, OFF(min_bytes), "0", 0, INT64_MAX, NULL},
+    {"GPUMEMTRACE_TOP", OPT_INT, OFF(top), "50", 1, 100000, NULL},
+    {"GPUMEMTRACE_LOG", OPT_ENUM, OFF(log_level), "info", 0, 0, level_names},
+    {"GPUMEMTRACE_STATE", OPT_STRING, OFF(state), "", 0, 0, NULL},
+    {"GPUMEMTRACE_SUPPRESSIONS", OPT_STRING, OFF(suppressions), "", 0, 0, NULL},
+    {"GPUMEMTRACE_MAX_LIVE", OPT_SIZE, OFF(max_live), "0", 0, (int64_t)1 << 36, NULL},
+    {"GPUMEMTRACE_MAX_STACKS", OPT_SIZE, OFF(max_stacks), "0", 0, (int64_t)1 << 28, NULL},
+    {"GPUMEMTRACE_FOLLOW_FORK", OPT_BOOL, OFF(follow_fork), "1", 0, 0, NULL},
+    {"GPUMEMTRACE_FOLLOW_EXEC", OPT_BOOL, OFF(follow_exec), "1", 0, 0, NULL},
+    {"GPUMEMTRACE_TIMELINE_POINTS", OPT_INT, OFF(timeline_points), "512", 16, 65536, NULL},
+    {"GPUMEMTRACE_OOM_REPORTS", OPT_INT, OFF(oom_reports), "8", 0, 100000, NULL},
+    {"GPUMEMTRACE_FSYNC", OPT_BOOL, OFF(fsync), "0", 0, 0, NULL},
+    {"GPUMEMTRACE_GROWTH_WARMUP", OPT_WARMUP, OFF(growth_warmup), "0.2", 0, 0, NULL},
+    {"GPUMEMTRACE_UNWIND", OPT_ENUM, OFF(unwind), "native", 0, 0, unwind_names},
 };
 
 #define NOPTS (sizeof opts / sizeof opts[0])
@@ -179,13 +183,9 @@ const char *gmt_signal_name(int sig)
     return "realtime";
 }
 
-static const char *const backend_names[] = {"auto", "cupti", "hooks"};
-static const char *const level_names[] = {"quiet", "info", "debug"};
-static const char *const unwind_names[] = {"native", "libunwind"};
-
-static int parse_enum(const char *s, const char *const *names, int n, int *out)
+static int parse_enum(const char *s, const char *const *names, int *out)
 {
-    for (int i = 0; i < n; i++)
+    for (int i = 0; names[i]; i++)
         if (strcasecmp(s, names[i]) == 0) return *out = i, 0;
     return -EINVAL;
 }
@@ -216,12 +216,8 @@ static int apply(gmt_config_t *cfg, const opt_t *o, const char *s)
         *(uint64_t *)field = v;
         return 0;
     }
-    case OPT_BACKEND:
-        return parse_enum(s, backend_names, 3, (int *)field);
-    case OPT_LOGLEVEL:
-        return parse_enum(s, level_names, 3, (int *)field);
-    case OPT_UNWIND:
-        return parse_enum(s, unwind_names, 2, (int *)field);
+    case OPT_ENUM:
+        return parse_enum(s, o->names, (int *)field);
     case OPT_SIGNAL:
         return gmt_parse_signal(s, (int *)field);
     case OPT_WARMUP:
@@ -349,14 +345,8 @@ bool gmt_config_item(const gmt_config_t *cfg, size_t idx, const char **name, cha
     case OPT_SIZE:
         snprintf(value, value_len, "%llu", (unsigned long long)*(const uint64_t *)field);
         break;
-    case OPT_BACKEND:
-        snprintf(value, value_len, "%s", backend_names[*(const int *)field]);
-        break;
-    case OPT_LOGLEVEL:
-        snprintf(value, value_len, "%s", level_names[*(const int *)field]);
-        break;
-    case OPT_UNWIND:
-        snprintf(value, value_len, "%s", unwind_names[*(const int *)field]);
+    case OPT_ENUM:
+        snprintf(value, value_len, "%s", o->names[*(const int *)field]);
         break;
     case OPT_SIGNAL: {
         int sig = *(const int *)field;
