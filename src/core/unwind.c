@@ -147,20 +147,8 @@ static uint64_t rd_fixed(rd_t *r, unsigned n)
     return v;
 }
 
-static uint64_t rd_uleb(rd_t *r)
-{
-    uint64_t v = 0;
-    for (unsigned shift = 0; shift < 64; shift += 7) {
-        if (r->bad || r->p >= r->end) break;
-        uint8_t b = *r->p++;
-        v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80)) return v;
-    }
-    r->bad = 1;
-    return 0;
-}
-
-static int64_t rd_sleb(rd_t *r)
+/* A LEB128 number's bits, and in *bits how many were read (7 per byte). */
+static uint64_t rd_leb(rd_t *r, unsigned *bits)
 {
     uint64_t v = 0;
     for (unsigned shift = 0; shift < 64; shift += 7) {
@@ -168,12 +156,38 @@ static int64_t rd_sleb(rd_t *r)
         uint8_t b = *r->p++;
         v |= (uint64_t)(b & 0x7f) << shift;
         if (!(b & 0x80)) {
-            if (shift + 7 < 64 && (b & 0x40)) v |= ~0ull << (shift + 7);
-            return (int64_t)v;
+            *bits = shift + 7;
+            return v;
         }
     }
     r->bad = 1;
+    *bits = 0;
     return 0;
+}
+
+static uint64_t rd_uleb(rd_t *r)
+{
+    unsigned bits;
+    return rd_leb(r, &bits);
+}
+
+static int64_t rd_sleb(rd_t *r)
+{
+    unsigned bits;
+    uint64_t v = rd_leb(r, &bits);
+    if (bits && bits < 64 && (v >> (bits - 1) & 1)) v |= ~0ull << bits; /* sign-extend */
+    return (int64_t)v;
+}
+
+/* Skips a block that starts with its ULEB128 length (an expression, augmentation data). */
+static void rd_skip_block(rd_t *r)
+{
+    uint64_t len = rd_uleb(r);
+    if (r->bad || (uint64_t)(r->end - r->p) < len) {
+        r->bad = 1;
+        return;
+    }
+    r->p += len;
 }
 
 /* A DW_EH_PE-encoded pointer. datarel: the base for DW_EH_PE_datarel (0: not allowed). An
@@ -278,9 +292,7 @@ static void restore_col(row_t *row, const row_t *init, uint64_t reg, int *bad)
         *bad = 1;
         return;
     }
-    row->where[reg] = init->where[reg];
-    if (reg == COL_RBP) row->off_rbp = init->off_rbp;
-    if (reg == COL_RA) row->off_ra = init->off_ra;
+    set_col(row, reg, init->where[reg], reg == COL_RBP ? init->off_rbp : init->off_ra, bad);
 }
 
 /* Runs a CFA program from loc until the row that covers target (target < 0: to the end).
@@ -292,7 +304,7 @@ static int run_cfa(const cie_t *cie, const uint8_t *p, const uint8_t *end, uint6
     row_t stack[STACK_MAX];
     int depth = 0, bad = 0;
     rd_t r = {p, end, 0};
-    while (!bad && r.p < r.end) {
+    while (!bad && !r.bad && r.p < r.end) {
         uint8_t op = *r.p++;
         uint64_t reg, delta = 0;
         int advance = 0;
@@ -376,22 +388,16 @@ static int run_cfa(const cie_t *cie, const uint8_t *p, const uint8_t *end, uint6
             case 0x13:
                 row->cfa_off = rd_sleb(&r) * cie->data_align;
                 break;
-            case 0x0f: { /* def_cfa_expression */
-                uint64_t len = rd_uleb(&r);
-                if (r.bad || (uint64_t)(r.end - r.p) < len) return -1;
-                r.p += len;
+            case 0x0f: /* def_cfa_expression */
+                rd_skip_block(&r);
                 row->cfa_kind = 1;
                 break;
-            }
-            case 0x10:   /* expression */
-            case 0x16: { /* val_expression */
+            case 0x10: /* expression */
+            case 0x16: /* val_expression */
                 reg = rd_uleb(&r);
-                uint64_t len = rd_uleb(&r);
-                if (r.bad || (uint64_t)(r.end - r.p) < len) return -1;
-                r.p += len;
+                rd_skip_block(&r);
                 set_col(row, reg, W_OTHER, 0, &bad);
                 break;
-            }
             case 0x14: /* val_offset */
             case 0x15: /* val_offset_sf */
                 reg = rd_uleb(&r);
@@ -478,11 +484,8 @@ static uint32_t rule_from_fde(const uint8_t *fde_p, uint64_t a)
     uint64_t start = rd_enc(&r, cie.fde_enc, 0);
     uint64_t range = rd_enc(&r, cie.fde_enc & 0x0f, 0);
     if (r.bad || a < start || a - start >= range) return R_UNSUP;
-    if (cie.has_z) { /* the FDE's augmentation data: its length, then nothing we use */
-        uint64_t zlen = rd_uleb(&r);
-        if (r.bad || (uint64_t)(r.end - r.p) < zlen) return R_UNSUP;
-        r.p += zlen;
-    }
+    if (cie.has_z) rd_skip_block(&r); /* the FDE's augmentation data: nothing we use */
+    if (r.bad) return R_UNSUP;
     row_t init;
     memset(&init, 0, sizeof init); /* every column "same value" */
     init.cfa_reg = COL_RSP;
