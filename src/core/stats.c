@@ -90,11 +90,16 @@ static stats_state_t *S;
 static pthread_key_t shard_key;
 static int shard_key_made;
 
+/* One of the shared shards, in turn. */
+static uint32_t shared_shard(uint32_t n)
+{
+    return OWN_SHARDS + n % (NSHARDS - OWN_SHARDS);
+}
+
 static void shard_give_back(void *v)
 {
     uint32_t i = (uint32_t)(uintptr_t)v - 1;
-    uint32_t n = __atomic_fetch_add(&next_shard, 1, RLX);
-    gmt_tls.shard = OWN_SHARDS + n % (NSHARDS - OWN_SHARDS);
+    gmt_tls.shard = shared_shard(__atomic_fetch_add(&next_shard, 1, RLX));
     gmt_tls.shard_mode = SHARD_GONE;
     /* release: this thread's last plain stores to the shard come before its next owner's. */
     if (S && i < OWN_SHARDS) __atomic_store_n(&S->s_owned[i], 0, __ATOMIC_RELEASE);
@@ -213,7 +218,7 @@ __attribute__((noinline)) static void pick_shard(void)
             }
         }
     }
-    gmt_tls.shard = OWN_SHARDS + n % (NSHARDS - OWN_SHARDS);
+    gmt_tls.shard = shared_shard(n);
     if (gmt_tls.shard_mode == SHARD_NONE) gmt_tls.shard_mode = SHARD_SHARED;
 }
 
