@@ -18,7 +18,7 @@
  * threads that found none free, and by a thread whose own shard was given back at its exit,
  * with atomic adds. A shard is never written both ways. */
 #define OWN_SHARDS 24
-enum { SHARD_NONE, SHARD_SHARED, SHARD_OWN, SHARD_GONE };
+enum { SHARD_NONE, SHARD_SHARED, SHARD_OWN };
 
 typedef struct shard_s {
     uint64_t allocs[GMT_STAT_SLOTS][GMT_KIND_COUNT];
@@ -100,7 +100,7 @@ static void shard_give_back(void *v)
 {
     uint32_t i = (uint32_t)(uintptr_t)v - 1;
     gmt_tls.shard = shared_shard(__atomic_fetch_add(&next_shard, 1, RLX));
-    gmt_tls.shard_mode = SHARD_GONE;
+    gmt_tls.shard_mode = SHARD_SHARED; /* for good: a thread picks once */
     /* release: this thread's last plain stores to the shard come before its next owner's. */
     if (S && i < OWN_SHARDS) __atomic_store_n(&S->s_owned[i], 0, __ATOMIC_RELEASE);
 }
@@ -199,10 +199,11 @@ void gmt_stats_reset(void)
     }
 }
 
+/* A thread's first event: an owned shard if one is free, else a shared one. */
 __attribute__((noinline)) static void pick_shard(void)
 {
     uint32_t n = __atomic_fetch_add(&next_shard, 1, RLX);
-    if (gmt_tls.shard_mode == SHARD_NONE && __atomic_load_n(&shard_key_made, __ATOMIC_ACQUIRE)) {
+    if (__atomic_load_n(&shard_key_made, __ATOMIC_ACQUIRE)) {
         for (uint32_t k = 0; k < OWN_SHARDS; k++) {
             uint32_t i = (n + k) % OWN_SHARDS, zero = 0;
             if (__atomic_load_n(&S->s_owned[i], RLX) == 0 &&
@@ -219,7 +220,7 @@ __attribute__((noinline)) static void pick_shard(void)
         }
     }
     gmt_tls.shard = shared_shard(n);
-    if (gmt_tls.shard_mode == SHARD_NONE) gmt_tls.shard_mode = SHARD_SHARED;
+    gmt_tls.shard_mode = SHARD_SHARED;
 }
 
 static inline shard_t *my_shard(void)
