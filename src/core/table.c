@@ -388,34 +388,18 @@ static void migrate_slot(gmt_table_t *t, gmt_table_shard_t *sh, gmt_level_t *old
 }
 
 /* Moves up to MIGRATE_PER entries out of level f, once it is not the newest (the caller saw
- * f + 1 < next). Returns the slots it handled: 0 while an inserter is still inside the level
- * or once every slot was handed out (the last moves are their threads' to finish). */
-static int __attribute__((noinline)) migrate_some(gmt_table_t *t, gmt_table_shard_t *sh, uint32_t f)
+ * f + 1 < next). */
+static void __attribute__((noinline))
+migrate_some(gmt_table_t *t, gmt_table_shard_t *sh, uint32_t f)
 {
     gmt_level_t *l = lvl(t, f);
-    if (level_has_writers(t, f)) return 0;
-    int j = 0;
-    for (; j < MIGRATE_PER; j++) {
+    if (level_has_writers(t, f)) return;
+    for (int j = 0; j < MIGRATE_PER; j++) {
         uint64_t i = __atomic_fetch_add(&l->cursor, 1, RLX);
-        if (i >= LOAD(&l->cap, RLX)) break;
+        if (i >= LOAD(&l->cap, RLX)) return;
         migrate_slot(t, sh, l, &slots(l)[i]);
         if (__atomic_add_fetch(&l->moved, 1, ACQ) == LOAD(&l->cap, RLX)) retire(t, f);
     }
-    return j;
-}
-
-uint64_t gmt_table_settle(gmt_table_t *t, uint64_t budget)
-{
-    uint64_t looked = 0;
-    gmt_table_shard_t *sh = shard_of(t);
-    while (looked < budget) {
-        uint32_t f = LOAD(&t->first, ACQ);
-        if (f + 1 >= LOAD(&t->next, SC)) break; /* one level: nothing to move */
-        int n = migrate_some(t, sh, f);
-        if (n == 0) break; /* try again at the next call */
-        looked += (uint64_t)n;
-    }
-    return looked;
 }
 
 int gmt_table_init(gmt_table_t *t, uint64_t max_live)

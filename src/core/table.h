@@ -130,12 +130,6 @@ uint64_t gmt_table_max_probe(gmt_table_t *t);
 
 /* Bytes of memory the table holds now (header and active levels). */
 uint64_t gmt_table_bytes_held(gmt_table_t *t);
-/* Moves up to `budget` entries out of the oldest level while more than one level is active,
- * as inserts do 16 at a time: a program that stops allocating right after a growth (a burst,
- * then a long steady phase) would otherwise hold the old level and the new one until its next
- * inserts. Safe beside inserts, removes and iteration; the tracer's writer thread calls it.
- * Returns the entries looked at (0: one level, nothing to move). */
-uint64_t gmt_table_settle(gmt_table_t *t, uint64_t budget);
 
 /* Checks a table read from a state file; 0 or -EINVAL. */
 int gmt_table_validate(gmt_table_t *t);

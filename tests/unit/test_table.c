@@ -207,32 +207,6 @@ static void test_bytes_per_live_allocation(void **state)
     assert_true(gmt_region_arena(GMT_ARENA_TABLE)->committed >= bytes - sizeof(gmt_table_t));
 }
 
-/* A burst that stops right after a growth leaves two levels until the next inserts;
- * gmt_table_settle (the writer thread's, every 100 ms) finishes the move without them. */
-static void test_settle_finishes_a_move(void **state)
-{
-    (void)state;
-    gmt_table_t *t = table_new(0);
-    uint64_t n = 0;
-    for (; n < 200000 || t->next - t->first == 1; n++) {
-        gmt_record_t r = rec_for(0, 0x7f0000000000ull + ((n + 1) << 9));
-        assert_int_equal(gmt_table_insert(t, &r), 0);
-    }
-    assert_true(t->next - t->first > 1); /* stopped inside a move */
-    uint64_t during = gmt_table_bytes_held(t);
-    uint64_t looked = 0, step;
-    while ((step = gmt_table_settle(t, 4096)) != 0)
-        looked += step;
-    assert_int_equal(t->next - t->first, 1);
-    assert_true(looked > 0);
-    assert_true(gmt_table_bytes_held(t) < during);
-    assert_true(gmt_table_bytes_held(t) <= 64 * n);
-    assert_int_equal(gmt_table_live(t), n);
-    for (uint64_t k = 0; k < n; k += 997) /* every entry still found */
-        assert_int_equal(gmt_table_lookup(t, 0, 0x7f0000000000ull + ((k + 1) << 9), NULL), 0);
-    assert_int_equal(gmt_table_validate(t), 0);
-}
-
 static void test_bound_counts_drops(void **state)
 {
     (void)state;
@@ -612,7 +586,6 @@ int main(void)
         cmocka_unit_test(test_growth_keeps_everything),
         cmocka_unit_test(test_churn_memory_bounded),
         cmocka_unit_test(test_bytes_per_live_allocation),
-        cmocka_unit_test(test_settle_finishes_a_move),
         cmocka_unit_test(test_bound_counts_drops),
         cmocka_unit_test(test_probe_lengths),
         cmocka_unit_test(test_growth_paced_for_aligned_keys),
