@@ -98,12 +98,14 @@ static void *writer_main(void *arg)
         uint64_t wait_ns = gmt_growth_sample_process(now);
         /* Keep the state file's facts current off the hot path (docs/state.md): device facts
          * once per device, the module map when the loader's counters moved. The unwinder's
-         * rule cache is emptied here when an object was unloaded (docs/unwind.md). */
+         * rule cache is emptied here when an object was unloaded (docs/unwind.md), and a move
+         * of the live table the inserts left unfinished goes on (docs/state.md). */
         if (now - last_facts_ns >= FACTS_INTERVAL_NS) {
             last_facts_ns = now;
             gmt_track_devfacts_refresh();
             gmt_track_modules_refresh();
             gmt_unwind_check_modules();
+            gmt_track_table_settle();
         }
         int wait_ms = wait_ns >= 1000000000ull ? 1000 : (int)(wait_ns / 1000000) + 1;
         struct pollfd pf = {.fd = writer_pipe[0], .events = POLLIN};

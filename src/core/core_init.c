@@ -240,6 +240,11 @@ bool gmt_track_clean_exit(void)
     return h && __atomic_load_n(&h->clean_exit, __ATOMIC_ACQUIRE);
 }
 
+void gmt_track_table_settle(void)
+{
+    if (gmt_core_ready()) gmt_table_settle(gmt_core_table, GMT_TABLE_SETTLE_PER_CALL);
+}
+
 void gmt_track_mark_clean_exit(void)
 {
     gmt_region_mark_clean();

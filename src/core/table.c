@@ -24,10 +24,11 @@
 #include <stdbool.h>
 #include <sched.h>
 #include <string.h>
+#include <time.h>
 
 enum { SLOT_EMPTY = 0, SLOT_BUSY = 1, SLOT_LIVE = 2, SLOT_TOMB = 3 };
 
-#define TABLE_MAGIC    0x676d747461626c33ull /* "gmttabl3": sharded live and writers counts */
+#define TABLE_MAGIC    0x676d747461626c34ull /* "gmttabl4": iteration excludes moves */
 #define MIN_CAP        4096u                 /* slots of the first level: 128 KiB */
 #define PROBE_LIMIT    4096u                 /* an insert never scans more than this */
 #define MIGRATE_PER    16                    /* entries an insert moves out of the oldest level */
@@ -387,19 +388,86 @@ static void migrate_slot(gmt_table_t *t, gmt_table_shard_t *sh, gmt_level_t *old
     STORE(&s->sg, SLOT_TOMB | (sg & ATTR_MASK) | (gen << GEN_SHIFT), REL);
 }
 
+/* Moves and iteration exclude each other (table.h), Dekker-style, both sides seq_cst: a mover
+ * counts itself in `movers`, then backs out if an iteration is under way; an iteration counts
+ * itself in `iterating`, then waits until `movers` is 0. A thread that is itself inside a move
+ * (a report written from a signal handler that interrupted it) does not wait for itself. */
+static __thread int in_move __attribute__((tls_model("initial-exec")));
+
+static bool moves_begin(gmt_table_t *t)
+{
+    __atomic_fetch_add(&t->movers, 1, SC);
+    if (__builtin_expect(LOAD(&t->iterating, SC) != 0, 0)) {
+        __atomic_fetch_sub(&t->movers, 1, REL);
+        return false;
+    }
+    in_move = 1;
+    return true;
+}
+
+static void moves_end(gmt_table_t *t)
+{
+    in_move = 0;
+    __atomic_fetch_sub(&t->movers, 1, REL);
+}
+
+static void iteration_begin(gmt_table_t *t)
+{
+    __atomic_fetch_add(&t->iterating, 1, SC);
+    uint32_t self = in_move ? 1 : 0;
+    if (LOAD(&t->movers, SC) <= self) return;
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    unsigned spins = 0;
+    while (LOAD(&t->movers, SC) > self) {
+        relax(&spins);
+        if (spins % 4096) continue;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        uint64_t ns = (uint64_t)(now.tv_sec - t0.tv_sec) * 1000000000ull + (uint64_t)now.tv_nsec -
+                      (uint64_t)t0.tv_nsec;
+        if (ns >= GMT_TABLE_ITER_WAIT_NS) {
+            __atomic_fetch_add(&t->raced, 1, RLX);
+            return;
+        }
+    }
+}
+
+static void iteration_end(gmt_table_t *t)
+{
+    __atomic_fetch_sub(&t->iterating, 1, REL);
+}
+
 /* Moves up to MIGRATE_PER entries out of level f, once it is not the newest (the caller saw
- * f + 1 < next). */
-static void __attribute__((noinline))
-migrate_some(gmt_table_t *t, gmt_table_shard_t *sh, uint32_t f)
+ * f + 1 < next). Returns the slots it handled: 0 while an inserter is still inside the level,
+ * while an iteration runs, or once every slot was handed out (the last moves are their
+ * threads' to finish). */
+static int __attribute__((noinline)) migrate_some(gmt_table_t *t, gmt_table_shard_t *sh, uint32_t f)
 {
     gmt_level_t *l = lvl(t, f);
-    if (level_has_writers(t, f)) return;
-    for (int j = 0; j < MIGRATE_PER; j++) {
+    if (level_has_writers(t, f) || !moves_begin(t)) return 0;
+    int j = 0;
+    for (; j < MIGRATE_PER; j++) {
         uint64_t i = __atomic_fetch_add(&l->cursor, 1, RLX);
-        if (i >= LOAD(&l->cap, RLX)) return;
+        if (i >= LOAD(&l->cap, RLX)) break;
         migrate_slot(t, sh, l, &slots(l)[i]);
         if (__atomic_add_fetch(&l->moved, 1, ACQ) == LOAD(&l->cap, RLX)) retire(t, f);
     }
+    moves_end(t);
+    return j;
+}
+
+uint64_t gmt_table_settle(gmt_table_t *t, uint64_t budget)
+{
+    uint64_t looked = 0;
+    gmt_table_shard_t *sh = shard_of(t);
+    while (looked < budget) {
+        uint32_t f = LOAD(&t->first, ACQ);
+        if (f + 1 >= LOAD(&t->next, SC)) break; /* one level: nothing to move */
+        int n = migrate_some(t, sh, f);
+        if (n == 0) break; /* try again at the next call */
+        looked += (uint64_t)n;
+    }
+    return looked;
 }
 
 int gmt_table_init(gmt_table_t *t, uint64_t max_live)
@@ -545,6 +613,7 @@ int gmt_table_lookup(gmt_table_t *t, uint8_t space, uint64_t key, gmt_record_t *
 uint64_t gmt_table_foreach(gmt_table_t *t, gmt_table_visit_fn fn, void *ctx)
 {
     uint64_t n = 0;
+    iteration_begin(t);
     for (uint32_t lv = LOAD(&t->first, ACQ); lv < LOAD(&t->next, ACQ); lv++) {
         gmt_level_t *l = lvl(t, lv);
         gmt_slot_t *base = slots(l);
@@ -567,6 +636,7 @@ uint64_t gmt_table_foreach(gmt_table_t *t, gmt_table_visit_fn fn, void *ctx)
             }
         }
     }
+    iteration_end(t);
     return n;
 }
 
@@ -610,5 +680,6 @@ int gmt_table_validate(gmt_table_t *t)
     for (int i = 0; i < GMT_TABLE_SHARDS; i++)
         memset(t->shard[i].writers, 0, sizeof t->shard[i].writers);
     t->grow_lock = 0;
+    t->movers = t->iterating = 0; /* the dead process's, as the writers counts */
     return 0;
 }

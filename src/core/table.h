@@ -14,7 +14,12 @@
  * one key, insert and remove are ordered by the application's own allocator (an address is
  * not handed out again before it was freed, and the tracer records a free before the real
  * free runs), so the table only has to be correct for concurrent operations on different keys.
- * Iteration gives each slot a consistent copy (a per-slot generation acts as a seqlock).
+ * Iteration gives each slot a consistent copy (a per-slot generation acts as a seqlock), and
+ * every live entry exactly once: no move starts while an iteration runs, and an iteration
+ * first waits for the moves under way (a move copies an entry into the newest level before it
+ * empties the old slot, so an iteration beside it could meet the entry twice). A move holds
+ * no lock and takes a few stores per entry; the wait is bounded (GMT_TABLE_ITER_WAIT_NS: a
+ * mover stopped by a debugger), and an iteration that gave up waiting is counted in `raced`.
  *
  * Cost: an insert whose home slot is free and a remove that finds its entry in its home slot
  * of the oldest level (the usual cases) touch the slot, the table's first/next word and the
@@ -82,10 +87,12 @@ typedef struct gmt_table_shard_s {
 typedef struct gmt_table_s {
     uint64_t magic;
     uint64_t max_live;     /* 0: no bound (GPUMEMTRACE_MAX_LIVE) */
-    uint64_t pad0;         /* was the live count: see gmt_table_live */
+    uint32_t movers;       /* atomic: threads inside migrate_some (moves_begin) */
+    uint32_t iterating;    /* atomic: gmt_table_foreach calls under way: no move starts */
     uint64_t bytes;        /* atomic: bytes of the levels held now */
     uint64_t dropped_full; /* atomic: inserts refused (bound reached or no memory) */
     uint64_t grows;        /* atomic: levels added */
+    uint64_t raced;        /* atomic: iterations that gave up waiting for a move (below) */
     uint32_t first;        /* atomic: oldest active level number */
     uint32_t next;         /* atomic: one past the newest level number */
     int grow_lock;
@@ -115,8 +122,9 @@ int gmt_table_remove(gmt_table_t *t, uint8_t space, uint64_t key, gmt_record_t *
 /* Copies the record of (space, key) without removing it; -ENOENT if absent. */
 int gmt_table_lookup(gmt_table_t *t, uint8_t space, uint64_t key, gmt_record_t *out);
 
-/* Calls fn for a consistent copy of every live record. fn must not call into the table.
- * Returns the number of records visited. */
+/* Calls fn for a consistent copy of every live record, each once (the contract above). fn
+ * must not call into the table. Returns the number of records visited. */
+#define GMT_TABLE_ITER_WAIT_NS 1000000000ull
 typedef void (*gmt_table_visit_fn)(const gmt_record_t *rec, void *ctx);
 uint64_t gmt_table_foreach(gmt_table_t *t, gmt_table_visit_fn fn, void *ctx);
 
@@ -130,6 +138,12 @@ uint64_t gmt_table_max_probe(gmt_table_t *t);
 
 /* Bytes of memory the table holds now (header and active levels). */
 uint64_t gmt_table_bytes_held(gmt_table_t *t);
+/* Moves up to `budget` entries out of the oldest level while more than one level is active,
+ * as inserts do 16 at a time: a program that stops allocating right after a growth (a burst,
+ * then a long steady phase) would otherwise hold the old level and the new one until its next
+ * inserts. Safe beside inserts, removes and iteration; the tracer's writer thread calls it.
+ * Returns the entries looked at (0: one level, nothing to move). */
+uint64_t gmt_table_settle(gmt_table_t *t, uint64_t budget);
 
 /* Checks a table read from a state file; 0 or -EINVAL. */
 int gmt_table_validate(gmt_table_t *t);

@@ -251,6 +251,11 @@ typedef struct gmt_modmap_s {
 /* Re-records the module map if modules were loaded or unloaded since (dl_iterate_phdr's
  * adds/subs). Takes the loader's lock: never call from a hook or a signal handler. */
 void gmt_track_modules_refresh(void);
+/* Finishes a move of the live table the inserts left unfinished (gmt_table_settle), at most
+ * GMT_TABLE_SETTLE_PER_CALL entries a call: the writer thread's, every 100 ms, so the table's
+ * memory follows the live set also after the allocations stop. */
+#define GMT_TABLE_SETTLE_PER_CALL 65536
+void gmt_track_table_settle(void);
 /* The module holding addr in the recorded map; false when none. */
 bool gmt_track_module_of(uint64_t addr, const gmt_module_t **mod);
 

@@ -103,6 +103,7 @@ void gmt_section_capture(gmt_report_ctx_t *c, const gmt_counts_t *k)
     jw_uint(w, "live", gmt_table_live(t));
     jw_uint(w, "max_probe", gmt_table_max_probe(t));
     jw_uint(w, "bytes", gmt_table_bytes_held(t));
+    jw_uint(w, "iterations_raced", __atomic_load_n(&t->raced, __ATOMIC_RELAXED));
     jw_object_end(w);
     gmt_stacks_t *st = gmt_track_stacks();
     jw_object_begin(w, "stack_store");
