@@ -9,6 +9,7 @@
 #include "capture.h"
 #include "real.h"
 
+#include "core/probe.h"
 #include "core/tls.h"
 #include "core/track.h"
 
@@ -18,6 +19,7 @@
 int32_t gmt_capture_current_device_driver(void)
 {
     CUdevice d;
+    if (GMT_PROBE_SKIPS(GMT_PROBE_CTXDEV)) return 0;
     if (gmt_real.cuCtxGetDevice && gmt_real.cuCtxGetDevice(&d) == CUDA_SUCCESS) return (int32_t)d;
     return GMT_DEVICE_UNKNOWN;
 }
@@ -25,6 +27,7 @@ int32_t gmt_capture_current_device_driver(void)
 int32_t gmt_capture_current_device_runtime(void)
 {
     int d;
+    if (GMT_PROBE_SKIPS(GMT_PROBE_CTXDEV)) return 0;
     if (gmt_real.cudaGetDevice) {
         gmt_guard_enter();
         cudaError_t r = gmt_real.cudaGetDevice(&d);

@@ -14,6 +14,7 @@
 #include "real.h"
 
 #include "core/log.h"
+#include "core/probe.h"
 #include "core/tls.h"
 #include "core/track.h"
 #include "output/report_file.h"
@@ -267,6 +268,7 @@ static void note_event(void)
 
 void gmt_capture_alloc(const gmt_event_t *ev)
 {
+    if (GMT_PROBE_SKIPS(GMT_PROBE_RECORD)) return;
     gmt_guard_enter();
     note_event();
     if (ev->result == 0)
@@ -278,6 +280,7 @@ void gmt_capture_alloc(const gmt_event_t *ev)
 
 bool gmt_capture_free(const gmt_event_t *ev)
 {
+    if (GMT_PROBE_SKIPS(GMT_PROBE_RECORD)) return false;
     gmt_guard_enter();
     note_event();
     bool took = gmt_track_free_begin(ev);

@@ -38,3 +38,32 @@ const char *gmt_layer_name(gmt_layer_t layer)
 {
     return (unsigned)layer < GMT_LAYER_COUNT ? layer_names[layer] : "unknown";
 }
+
+#ifdef GMT_PROBES
+#include "probe.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+unsigned gmt_probe_skip;
+
+/* A probe build only (probe.h): which pieces GMT_PROBE_SKIP takes out. */
+__attribute__((constructor)) static void probe_read_env(void)
+{
+    static const struct {
+        const char *name;
+        unsigned bit;
+    } names[] = {{"record", GMT_PROBE_RECORD},   {"ctxdev", GMT_PROBE_CTXDEV},
+                 {"devline", GMT_PROBE_DEVLINE}, {"timeline", GMT_PROBE_TIMELINE},
+                 {"table", GMT_PROBE_TABLE},     {"stackent", GMT_PROBE_STACKENT},
+                 {"shards", GMT_PROBE_SHARDS},   {"clock", GMT_PROBE_CLOCK}};
+    const char *v = getenv("GMT_PROBE_SKIP");
+    if (!v) return;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        size_t n = strlen(names[i].name);
+        for (const char *p = strstr(v, names[i].name); p; p = strstr(p + 1, names[i].name))
+            if ((p == v || p[-1] == ',') && (p[n] == 0 || p[n] == ','))
+                gmt_probe_skip |= names[i].bit;
+    }
+}
+#endif

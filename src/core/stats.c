@@ -1,6 +1,7 @@
 /* stats.c - see stats.h. */
 #include "stats.h"
 
+#include "probe.h"
 #include "region.h"
 #include "spin.h"
 #include "tls.h"
@@ -234,6 +235,7 @@ static inline shard_t *my_shard(void)
  * which CUDA does not allow) would lose that one count. */
 static inline void bump_as(bool own, uint64_t *p, uint64_t v)
 {
+    if (GMT_PROBE_SKIPS(GMT_PROBE_SHARDS)) return;
     if (__builtin_expect(own, 1))
         __atomic_store_n(p, __atomic_load_n(p, RLX) + v, RLX);
     else
@@ -382,12 +384,13 @@ bool gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, uint64_t
     bump(&sh->api[api][0], 1);
     bump(&sh->api[api][3], size);
     if (!__atomic_load_n(&d->seen, RLX)) __atomic_store_n(&d->seen, 1, RLX);
-    if (!charged) return false;
+    if (!charged || GMT_PROBE_SKIPS(GMT_PROBE_DEVLINE)) return false;
     int64_t cur = __atomic_add_fetch(&d->current[kind], (int64_t)size, RLX);
     max_update(&d->peak[kind], cur);
     if (!gmt_kind_in_use(kind)) return false;
     int64_t in_use = __atomic_add_fetch(&d->in_use, (int64_t)size, RLX);
-    timeline_add(slot, now_ns, in_use, in_use - (int64_t)size);
+    if (!GMT_PROBE_SKIPS(GMT_PROBE_TIMELINE))
+        timeline_add(slot, now_ns, in_use, in_use - (int64_t)size);
     int64_t pk = __atomic_load_n(&d->in_use_peak, RLX);
     while (in_use > pk) {
         if (__atomic_compare_exchange_n(&d->in_use_peak, &pk, in_use, 1, RLX, RLX)) {
@@ -409,11 +412,12 @@ void gmt_stats_on_free(int32_t device, gmt_kind_t kind, gmt_api_t api, uint64_t 
     __atomic_store_n(&S->last_ns[gmt_tls.shard * 8], now_ns, RLX);
     bump(&sh->frees[slot][kind], 1);
     bump(&sh->api[api][1], 1);
-    if (!charged) return;
+    if (!charged || GMT_PROBE_SKIPS(GMT_PROBE_DEVLINE)) return;
     __atomic_sub_fetch(&d->current[kind], (int64_t)size, RLX);
     if (!gmt_kind_in_use(kind)) return;
     int64_t in_use = __atomic_sub_fetch(&d->in_use, (int64_t)size, RLX);
-    timeline_add(slot, now_ns, in_use, in_use + (int64_t)size);
+    if (!GMT_PROBE_SKIPS(GMT_PROBE_TIMELINE))
+        timeline_add(slot, now_ns, in_use, in_use + (int64_t)size);
 }
 
 void gmt_stats_on_failure(int32_t device, gmt_api_t api)

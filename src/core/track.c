@@ -6,6 +6,7 @@
 #include "track_internal.h"
 
 #include "clock.h"
+#include "probe.h"
 #include "pyframes.h"
 
 #include <string.h>
@@ -81,6 +82,35 @@ typedef struct pending_free_s {
 
 static __thread pending_free_t pending __attribute__((tls_model("initial-exec")));
 
+#ifdef GMT_PROBES
+/* The "table" probe (probe.h): the shared live table replaced by a direct-mapped cache of the
+ * calling thread's own, so that a release still finds its allocation's size and stack (the
+ * benchmarks free on the allocating thread). */
+#define PROBE_SLOTS 4096
+static __thread gmt_record_t probe_recs[PROBE_SLOTS];
+
+static bool probe_table_put(const gmt_record_t *r)
+{
+    probe_recs[(r->key >> 9) % PROBE_SLOTS] = *r;
+    return false;
+}
+
+static void probe_table_take(const gmt_event_t *ev, gmt_record_t *out)
+{
+    gmt_record_t *r = &probe_recs[(ev->addr >> 9) % PROBE_SLOTS];
+    *out = *r;
+    if (r->key != ev->addr) out->size = 0;
+}
+#else
+#define probe_table_put(r)        false
+#define probe_table_take(ev, out) ((void)(ev), (void)(out))
+#endif
+
+static inline uint64_t event_now_ns(void)
+{
+    return GMT_PROBE_SKIPS(GMT_PROBE_CLOCK) ? 0 : gmt_now_ns();
+}
+
 __attribute__((noinline)) void gmt_track_alloc(const gmt_event_t *ev)
 {
     if (!gmt_core_event_valid(ev)) return;
@@ -93,7 +123,7 @@ __attribute__((noinline)) void gmt_track_alloc(const gmt_event_t *ev)
     uint8_t api = ev->api;
     if (gmt_nest_inside_runtime(ev)) api = gmt_nest_merge();
     gmt_stats_count_event(GMT_CNT_ALLOCS, (gmt_layer_t)ev->layer);
-    uint64_t now = gmt_now_ns();
+    uint64_t now = event_now_ns();
     uint64_t seq = now; /* records are ordered by time; no shared counter on the hot path */
     gmt_record_t r = {
         .key = ev->addr,
@@ -109,14 +139,15 @@ __attribute__((noinline)) void gmt_track_alloc(const gmt_event_t *ev)
     r.stack_id = gmt_core_stack_for(ev, api);
     if (ev->kind == GMT_KIND_POOL) gmt_pools_note(ev->device, ev->stream);
     bool charged = !(ev->flags & GMT_EVENT_NOT_CHARGED);
-    if (gmt_table_insert(gmt_core_table, &r) != 0) {
+    if (GMT_PROBE_SKIPS(GMT_PROBE_TABLE) ? probe_table_put(&r)
+                                         : gmt_table_insert(gmt_core_table, &r) != 0) {
         /* Counted in the totals (the bytes are real), but no longer tracked by address. */
         gmt_core_count(&gmt_core_counts.dropped_table_full);
         gmt_stats_on_alloc(ev->device, (gmt_kind_t)ev->kind, (gmt_api_t)api, ev->size, seq, now,
                            false);
         return;
     }
-    if (r.stack_id && charged) {
+    if (r.stack_id && charged && !GMT_PROBE_SKIPS(GMT_PROBE_STACKENT)) {
         gmt_stack_entry_t *e = gmt_stacks_entry(gmt_core_stacks, r.stack_id);
         gmt_peaks_stack_change(e, ev->device, (int64_t)ev->size, 1);
         __atomic_fetch_add(&e->total_allocs, 1, __ATOMIC_RELAXED);
@@ -131,7 +162,7 @@ static void release_record(const gmt_record_t *r, uint64_t now)
     bool charged = !(r->flags & GMT_EVENT_NOT_CHARGED);
     if (charged && gmt_kind_in_use((gmt_kind_t)r->kind))
         gmt_peaks_settle(gmt_stats_slot(r->device));
-    if (r->stack_id && charged) {
+    if (r->stack_id && charged && !GMT_PROBE_SKIPS(GMT_PROBE_STACKENT)) {
         gmt_stack_entry_t *e = gmt_stacks_entry(gmt_core_stacks, r->stack_id);
         gmt_peaks_stack_change(e, r->device, -(int64_t)r->size, -1);
     }
@@ -140,7 +171,7 @@ static void release_record(const gmt_record_t *r, uint64_t now)
 
 static void free_commit(const pending_free_t *p)
 {
-    uint64_t now = gmt_now_ns();
+    uint64_t now = event_now_ns();
     gmt_record_t r = p->rec;
     release_record(&r, now);
     /* cuMemUnmap may cover several mappings made by separate cuMemMap calls. */
@@ -168,7 +199,9 @@ bool gmt_track_free_begin(const gmt_event_t *ev)
     gmt_stats_count_event(GMT_CNT_FREES, (gmt_layer_t)ev->layer);
     /* Removed now, before the real release, so that an address the driver hands out again to
      * another thread is never matched with this allocation; accounted for once it is gone. */
-    if (gmt_table_remove(gmt_core_table, ev->space, ev->addr, &pending.rec) != 0) {
+    if (GMT_PROBE_SKIPS(GMT_PROBE_TABLE)) {
+        probe_table_take(ev, &pending.rec);
+    } else if (gmt_table_remove(gmt_core_table, ev->space, ev->addr, &pending.rec) != 0) {
         gmt_core_count(&gmt_core_counts.unknown_frees);
         return false;
     }

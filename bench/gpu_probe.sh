@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# gpu_probe.sh - where the tracer's cost goes on a GPU machine that has no profiler: the probe
+# build (-DGPUMEMTRACE_PROBES=ON, core/probe.h) takes one piece of the event path out at a
+# time (GMT_PROBE_SKIP), and each setting runs interleaved with the native program and the
+# product library (docs/PERFORMANCE.md, "Probes on the H200").
+#
+# usage: bench/gpu_probe.sh BUNDLE PROBE_LIB [REPS]
+#   BUNDLE     scripts/bundle.sh's output folder (lib/libgpumemtrace.so: the product)
+#   PROBE_LIB  the probe build's libgpumemtrace.so (`bash bench/probe_lib.sh DIR` builds one
+#              into DIR with the bundle's options; put it beside the bundle's libraries so
+#              that its $ORIGIN run path finds them)
+#   REPS       interleaved repetitions (default 7)
+# Rows: 16thr (16 threads x 5000 cudaMalloc+cudaFree, 4-64 KiB, us per call one thread sees)
+# and async (one thread, cudaMallocAsync+cudaFreeAsync, us per pair), all traced settings
+# with stacks off (GPUMEMTRACE_STACK_DEPTH=0): the walk is measured by gpu_bench.sh.
+# Settings: native; off (the product); p-none (the probe build, nothing skipped: what the
+# probe checks cost); p-NAME (p-none without the piece NAME of core/probe.h); p-core (every
+# piece but the hooks: ctxdev, devline, table, stackent, shards, clock); p-record (no event
+# reaches the core: interposition, describe and the nesting bracket alone).
+# Environment: GMT_BENCH_RAW=FILE keeps every sample; NVCC; GMT_PROBE_SETTINGS (a subset).
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+bundle=$(cd "${1:?usage: gpu_probe.sh BUNDLE PROBE_LIB [REPS]}" && pwd)
+probe=${2:?usage: gpu_probe.sh BUNDLE PROBE_LIB [REPS]}
+reps=${3:-7}
+lib="$bundle/lib/libgpumemtrace.so"
+[[ -f $lib ]] || { echo "gpu_probe.sh: no $lib" >&2; exit 2; }
+[[ -f $probe ]] || { echo "gpu_probe.sh: no probe library $probe" >&2; exit 2; }
+nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+[[ -x $nvcc ]] || { echo "gpu_probe.sh: nvcc not found (set NVCC)" >&2; exit 2; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+raw=${GMT_BENCH_RAW:-$work/raw.txt}
+: >"$raw"
+"$nvcc" -x c++ -O2 -cudart shared -o "$work/pairs" "$here/gpu/pairs.c" -lpthread || exit 1
+export GPUMEMTRACE_OUTPUT="$work/r-%p.json" GPUMEMTRACE_LOG=quiet
+
+run() { # setting, then the command; prints the command's number
+  local s=$1
+  shift
+  case $s in
+    native) "$@" ;;
+    off) LD_PRELOAD="$lib" GPUMEMTRACE_STACK_DEPTH=0 "$@" ;;
+    p-none) LD_PRELOAD="$probe" GPUMEMTRACE_STACK_DEPTH=0 "$@" ;;
+    p-core) LD_PRELOAD="$probe" GPUMEMTRACE_STACK_DEPTH=0 \
+      GMT_PROBE_SKIP=ctxdev,devline,table,stackent,shards,clock "$@" ;;
+    p-*) LD_PRELOAD="$probe" GPUMEMTRACE_STACK_DEPTH=0 GMT_PROBE_SKIP="${s#p-}" "$@" ;;
+  esac 2>>"$work/stderr.txt" | awk '$1 ~ /^(us_per_pair|us_per_call)$/ {print $2}'
+  rm -f "$work"/r-*.json
+}
+
+settings=${GMT_PROBE_SETTINGS:-"native off p-none p-record p-core p-ctxdev p-devline p-timeline p-table p-stackent p-shards p-clock"}
+for ((r = 0; r < reps; r++)); do
+  for s in $settings; do
+    echo "16thr $s $(run "$s" "$work/pairs" threads 16 5000)" >>"$raw"
+    echo "async $s $(run "$s" "$work/pairs" async 20000)" >>"$raw"
+  done
+done
+
+python3 - "$raw" $settings <<'PY'
+import collections, statistics, sys
+samples = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    parts = line.split()
+    if len(parts) == 3:
+        try:
+            samples[(parts[0], parts[1])].append(float(parts[2]))
+        except ValueError:
+            pass
+settings = sys.argv[2:]
+print(f"{'row':<6} {'setting':<11} {'median':>9} {'+native':>9} {'vs p-none':>10} {'q1':>9} {'q1 vs p-none':>13} {'n':>3}")
+for row in ["16thr", "async"]:
+    med = {s: statistics.median(samples[(row, s)]) for s in settings if samples[(row, s)]}
+    q1 = {s: sorted(samples[(row, s)])[len(samples[(row, s)]) // 4] for s in med}
+    for s in settings:
+        if s not in med:
+            continue
+        vs = f"{med[s] - med['p-none']:+10.3f}" if "p-none" in med else f"{'-':>10}"
+        vq = f"{q1[s] - q1['p-none']:+13.3f}" if "p-none" in q1 else f"{'-':>13}"
+        print(f"{row:<6} {s:<11} {med[s]:9.3f} {med[s] - med.get('native', float('nan')):+9.3f} {vs} {q1[s]:9.3f} {vq} {len(samples[(row, s)]):3d}")
+PY
+echo "gpu_probe.sh: stderr of the runs: $(wc -l <"$work/stderr.txt") lines"
+[[ -s $work/stderr.txt ]] && head -5 "$work/stderr.txt"
+exit 0

@@ -1,0 +1,32 @@
+/* probe.h - a benchmark build's switches for taking one piece of the event path out at a
+ * time, to see on a GPU machine (which has no profiler) what each piece costs under
+ * contention: bench/gpu_probe.sh, docs/PERFORMANCE.md.
+ *
+ * Only a build configured with -DGPUMEMTRACE_PROBES=ON has them; there GMT_PROBE_SKIP, a
+ * comma-separated list of the names below, is read once at load. In every other build
+ * GMT_PROBE_SKIPS() is the constant 0 and the compiler drops what it guards: the product
+ * never reads the variable. A probe build records wrongly on purpose (a skipped table insert
+ * leaves every release unknown, say): it is for timing, never for reports.
+ */
+#ifndef GMT_CORE_PROBE_H
+#define GMT_CORE_PROBE_H
+
+enum {
+    GMT_PROBE_RECORD = 1 << 0,   /* "record": no event reaches the core (hooks, describe only) */
+    GMT_PROBE_CTXDEV = 1 << 1,   /* "ctxdev": no cuCtxGetDevice / cudaGetDevice (device 0) */
+    GMT_PROBE_DEVLINE = 1 << 2,  /* "devline": no per-device bytes, peaks or timeline */
+    GMT_PROBE_TIMELINE = 1 << 3, /* "timeline": no timeline update (bytes and peaks kept) */
+    GMT_PROBE_TABLE = 1 << 4,    /* "table": no live-table insert or remove */
+    GMT_PROBE_STACKENT = 1 << 5, /* "stackent": no per-stack live bytes or peak epochs */
+    GMT_PROBE_SHARDS = 1 << 6,   /* "shards": no per-thread event counters */
+    GMT_PROBE_CLOCK = 1 << 7,    /* "clock": no clock read (time 0) */
+};
+
+#ifdef GMT_PROBES
+extern unsigned gmt_probe_skip;
+#define GMT_PROBE_SKIPS(bit) __builtin_expect((gmt_probe_skip & (unsigned)(bit)) != 0, 0)
+#else
+#define GMT_PROBE_SKIPS(bit) 0
+#endif
+
+#endif
