@@ -48,7 +48,7 @@ raw=${GMT_BENCH_RAW:-$work/raw.txt}
 : >"$raw"
 
 # ---- build the workloads and the probe ----
-"$nvcc" -x c++ -O2 -cudart shared -o "$work/pairs" "$here/gpu/pairs.c" -lpthread || exit 1
+"$nvcc" -x c++ -O2 -cudart shared -o "$work/pairs" "$here/gpu/pairs.c" -ldl -lpthread || exit 1
 cupti_inc=$(dirname "$(find "$cuda_home/" -name cupti.h 2>/dev/null | head -1)")
 cupti_so=$(find "$cuda_home/" -name 'libcupti.so' 2>/dev/null | head -1)
 probe=""

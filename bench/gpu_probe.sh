@@ -16,8 +16,12 @@
 # Settings: native; off (the product); p-none (the probe build, nothing skipped: what the
 # probe checks cost); p-NAME (p-none without the piece NAME of core/probe.h); p-core (every
 # piece but the hooks: ctxdev, devline, table, stackent, shards, clock); p-record (no event
-# reaches the core: interposition, describe and the nesting bracket alone).
-# Environment: GMT_BENCH_RAW=FILE keeps every sample; NVCC; GMT_PROBE_SETTINGS (a subset).
+# reaches the core: interposition, describe and the nesting bracket alone); native-spinN (the
+# untraced program busy for N ns after every call, outside CUDA: bench/gpu/pairs.c);
+# native-q-Q (the untraced program asking for the current device after every cudaMalloc, Q one
+# of ctxdev, ctxcur, rtdev: what each way of asking costs among 16 threads).
+# Environment: GMT_BENCH_RAW=FILE keeps every sample; NVCC; GMT_PROBE_SETTINGS (a subset);
+# GMT_PROBE_ROWS (default "16thr async").
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bundle=$(cd "${1:?usage: gpu_probe.sh BUNDLE PROBE_LIB [REPS]}" && pwd)
@@ -32,7 +36,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 raw=${GMT_BENCH_RAW:-$work/raw.txt}
 : >"$raw"
-"$nvcc" -x c++ -O2 -cudart shared -o "$work/pairs" "$here/gpu/pairs.c" -lpthread || exit 1
+"$nvcc" -x c++ -O2 -cudart shared -o "$work/pairs" "$here/gpu/pairs.c" -ldl -lpthread || exit 1
 export GPUMEMTRACE_OUTPUT="$work/r-%p.json" GPUMEMTRACE_LOG=quiet
 
 run() { # setting, then the command; prints the command's number
@@ -40,6 +44,8 @@ run() { # setting, then the command; prints the command's number
   shift
   case $s in
     native) "$@" ;;
+    native-spin*) PAIRS_SPIN_NS="${s#native-spin}" "$@" ;;
+    native-q-*) PAIRS_QUERY="${s#native-q-}" "$@" ;;
     off) LD_PRELOAD="$lib" GPUMEMTRACE_STACK_DEPTH=0 "$@" ;;
     p-none) LD_PRELOAD="$probe" GPUMEMTRACE_STACK_DEPTH=0 "$@" ;;
     p-core) LD_PRELOAD="$probe" GPUMEMTRACE_STACK_DEPTH=0 \
@@ -52,13 +58,19 @@ run() { # setting, then the command; prints the command's number
 settings=${GMT_PROBE_SETTINGS:-"native off p-none p-record p-core p-ctxdev p-devline p-timeline p-table p-stackent p-shards p-clock"}
 for ((r = 0; r < reps; r++)); do
   for s in $settings; do
-    echo "16thr $s $(run "$s" "$work/pairs" threads 16 5000)" >>"$raw"
-    echo "async $s $(run "$s" "$work/pairs" async 20000)" >>"$raw"
+    for row in ${GMT_PROBE_ROWS:-16thr async}; do
+      case $row in
+        16thr) echo "16thr $s $(run "$s" "$work/pairs" threads 16 5000)" >>"$raw" ;;
+        async) echo "async $s $(run "$s" "$work/pairs" async 20000)" >>"$raw" ;;
+      esac
+    done
   done
 done
 
 python3 - "$raw" $settings <<'PY'
 import collections, statistics, sys
+# Samples in run order: the n-th sample of every setting belongs to repetition n, so each is
+# also compared with native of its own repetition (the machine drifts between repetitions).
 samples = collections.defaultdict(list)
 for line in open(sys.argv[1]):
     parts = line.split()
@@ -68,16 +80,18 @@ for line in open(sys.argv[1]):
         except ValueError:
             pass
 settings = sys.argv[2:]
-print(f"{'row':<6} {'setting':<11} {'median':>9} {'+native':>9} {'vs p-none':>10} {'q1':>9} {'q1 vs p-none':>13} {'n':>3}")
+print(f"{'row':<6} {'setting':<15} {'median':>9} {'+native':>9} {'q1':>9} {'ratio/rep':>10} {'n':>3}")
 for row in ["16thr", "async"]:
-    med = {s: statistics.median(samples[(row, s)]) for s in settings if samples[(row, s)]}
-    q1 = {s: sorted(samples[(row, s)])[len(samples[(row, s)]) // 4] for s in med}
+    nat = samples.get((row, "native"), [])
     for s in settings:
-        if s not in med:
+        v = samples.get((row, s), [])
+        if not v:
             continue
-        vs = f"{med[s] - med['p-none']:+10.3f}" if "p-none" in med else f"{'-':>10}"
-        vq = f"{q1[s] - q1['p-none']:+13.3f}" if "p-none" in q1 else f"{'-':>13}"
-        print(f"{row:<6} {s:<11} {med[s]:9.3f} {med[s] - med.get('native', float('nan')):+9.3f} {vs} {q1[s]:9.3f} {vq} {len(samples[(row, s)]):3d}")
+        med, q1 = statistics.median(v), sorted(v)[len(v) // 4]
+        add = med - statistics.median(nat) if nat else float("nan")
+        per = [a / b for a, b in zip(v, nat) if b > 0]
+        ratio = f"{statistics.median(per):10.3f}" if per else f"{'-':>10}"
+        print(f"{row:<6} {s:<15} {med:9.3f} {add:+9.3f} {q1:9.3f} {ratio} {len(v):3d}")
 PY
 echo "gpu_probe.sh: stderr of the runs: $(wc -l <"$work/stderr.txt") lines"
 [[ -s $work/stderr.txt ]] && head -5 "$work/stderr.txt"

@@ -10,10 +10,21 @@
  *                       per call, as in issue 10's table)
  *   pairs threads-sites T N   the same, each thread allocating from its own call chain (a
  *                       stack of its own), so the threads share the device and nothing else
+ *   PAIRS_SPIN_NS=N     (threads modes) busy-waits N ns after every call, outside CUDA: an
+ *                       untraced program that does a tracer's amount of work of its own
+ *                       between calls, to tell the driver's reaction to any such work from
+ *                       the tracer's own cost (bench/gpu_probe.sh, settings native-spinN)
+ *   PAIRS_QUERY=Q       (threads modes) after every cudaMalloc, asks what a tracer asks for the
+ *                       event's device: ctxdev (cuCtxGetDevice), ctxcur (cuCtxGetCurrent),
+ *                       rtdev (cudaGetDevice); what each costs among 16 threads
+ *                       (bench/gpu_probe.sh, settings native-q-Q). libcuda's functions are
+ *                       looked up only then, so the program is the same for every row.
  * Host code only, built by nvcc -x c++ -cudart shared (like PyTorch, a shared libcudart, so the
  * runtime hooks take part).
  */
+#include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <stdint.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -100,13 +111,56 @@ static long n_pairs;
 static int distinct_sites;
 static pthread_barrier_t start;
 
+static double spin_us;
+static int query; /* 0 none, 1 cuCtxGetDevice, 2 cuCtxGetCurrent, 3 cudaGetDevice */
+
+static CUresult (*ctx_get_device)(CUdevice *);
+static CUresult (*ctx_get_current)(CUcontext *);
+
+static void ask(void)
+{
+    CUdevice d;
+    CUcontext c;
+    int rd;
+    switch (query) {
+    case 1: (void)ctx_get_device(&d); break;
+    case 2: (void)ctx_get_current(&c); break;
+    case 3: (void)cudaGetDevice(&rd); break;
+    default: break;
+    }
+}
+
+static void query_init(const char *q)
+{
+    query = !q ? 0 : !strcmp(q, "ctxdev") ? 1 : !strcmp(q, "ctxcur") ? 2 : !strcmp(q, "rtdev") ? 3 : 0;
+    if (query != 1 && query != 2) return;
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+    ctx_get_device = h ? (CUresult(*)(CUdevice *))dlsym(h, "cuCtxGetDevice") : NULL;
+    ctx_get_current = h ? (CUresult(*)(CUcontext *))dlsym(h, "cuCtxGetCurrent") : NULL;
+    if (!ctx_get_device || !ctx_get_current) {
+        fprintf(stderr, "pairs: PAIRS_QUERY=%s needs libcuda.so.1\n", q);
+        exit(1);
+    }
+}
+
+static void spin(void)
+{
+    if (spin_us <= 0) return;
+    double until = now_us() + spin_us;
+    while (now_us() < until) {
+    }
+}
+
 static void pair_loop(void)
 {
     void *p;
     for (long i = 0; i < n_pairs; i++) {
         size_t bytes = (size_t)(4 + 4 * (i % 16)) * KIB;
         check(cudaMalloc(&p, bytes), "cudaMalloc");
+        ask();
+        spin();
         check(cudaFree(p), "cudaFree");
+        spin();
     }
 }
 
@@ -154,6 +208,9 @@ static int run_threads(int threads, long pairs)
 
 int main(int argc, char **argv)
 {
+    const char *sp = getenv("PAIRS_SPIN_NS");
+    spin_us = sp ? atof(sp) / 1000.0 : 0;
+    query_init(getenv("PAIRS_QUERY"));
     if (argc >= 3 && strcmp(argv[1], "async") == 0) return run_async(atol(argv[2]));
     if (argc >= 4 && strcmp(argv[1], "threads") == 0)
         return run_threads(atoi(argv[2]), atol(argv[3]));
