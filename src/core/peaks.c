@@ -36,7 +36,8 @@ void gmt_peaks_mark(int32_t device)
     __atomic_store_n(&p->dirty, 1, __ATOMIC_RELEASE);
 }
 
-void gmt_peaks_stack_change(gmt_stack_entry_t *e, int32_t device, int64_t dbytes, int64_t dcount)
+__attribute__((always_inline)) inline void
+gmt_peaks_stack_change(gmt_stack_entry_t *e, int32_t device, int64_t dbytes, int64_t dcount)
 {
     uint64_t epoch = __atomic_load_n(&peaks[gmt_stats_slot(device)].epoch, __ATOMIC_ACQUIRE);
     uint64_t seen = __atomic_load_n(&e->peak_epoch, __ATOMIC_ACQUIRE);
@@ -51,7 +52,7 @@ void gmt_peaks_stack_change(gmt_stack_entry_t *e, int32_t device, int64_t dbytes
     __atomic_fetch_add(&e->live_count, dcount, __ATOMIC_RELAXED);
 }
 
-void gmt_peaks_settle(int slot)
+void gmt_peaks_settle_slow(int slot)
 {
     peak_slot_t *p = &peaks[slot];
     if (!__atomic_load_n(&p->dirty, __ATOMIC_RELAXED)) return;

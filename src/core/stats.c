@@ -371,8 +371,10 @@ uint64_t gmt_stats_counter(gmt_counter_t c)
     return v;
 }
 
-bool gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, uint64_t size, uint64_t seq,
-                        uint64_t now_ns, bool charged)
+__attribute__((always_inline)) inline bool gmt_stats_on_alloc(int32_t device, gmt_kind_t kind,
+                                                              gmt_api_t api, uint64_t size,
+                                                              uint64_t seq, uint64_t now_ns,
+                                                              bool charged)
 {
     int slot = gmt_stats_slot(device);
     shard_t *sh = my_shard();
@@ -402,8 +404,9 @@ bool gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, uint64_t
     return false;
 }
 
-void gmt_stats_on_free(int32_t device, gmt_kind_t kind, gmt_api_t api, uint64_t size,
-                       uint64_t now_ns, bool charged)
+__attribute__((always_inline)) inline void gmt_stats_on_free(int32_t device, gmt_kind_t kind,
+                                                             gmt_api_t api, uint64_t size,
+                                                             uint64_t now_ns, bool charged)
 {
     int slot = gmt_stats_slot(device);
     shard_t *sh = my_shard();

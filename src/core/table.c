@@ -518,7 +518,9 @@ static int __attribute__((noinline)) insert_slow(gmt_table_t *t, const gmt_recor
     return 0;
 }
 
-int gmt_table_insert(gmt_table_t *t, const gmt_record_t *rec)
+/* Inline into the event path (with link-time optimisation): its register saves and restores
+ * were a tenth of its cost. */
+__attribute__((always_inline)) inline int gmt_table_insert(gmt_table_t *t, const gmt_record_t *rec)
 {
     /* The fast path: no bound, the newest level's home slot free, one level active. It is
      * insert_newest and level_insert with nothing but the home slot; whatever else it meets
@@ -588,7 +590,8 @@ find(gmt_table_t *t, uint8_t space, uint64_t key, gmt_record_t *out, int take)
     return -ENOENT;
 }
 
-int gmt_table_remove(gmt_table_t *t, uint8_t space, uint64_t key, gmt_record_t *out)
+__attribute__((always_inline)) inline int gmt_table_remove(gmt_table_t *t, uint8_t space,
+                                                           uint64_t key, gmt_record_t *out)
 {
     /* The usual case first: the entry in its home slot of the oldest level. A LIVE slot that
      * holds the key is the entry, whichever level it is in (see retire), so nothing else needs

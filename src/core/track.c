@@ -53,6 +53,19 @@ __attribute__((noinline)) uint32_t gmt_core_stack_for(const gmt_event_t *ev, uin
     return id;
 }
 
+/* gmt_core_stack_for's frameless case (stacks off, or below GPUMEMTRACE_MIN_BYTES) when this
+ * thread's last frameless event had the same tag: answered here, without the call. */
+static inline uint32_t stack_id_of(const gmt_event_t *ev, uint8_t api)
+{
+    const gmt_config_t *cfg = &gmt_core_cfg;
+    if (cfg->stack_depth <= 0 || ev->size < cfg->min_bytes) {
+        uint32_t gen = __atomic_load_n(&gmt_core_generation, __ATOMIC_RELAXED);
+        if (gmt_tls.tag_gen == gen && gmt_tls.tag_last == gmt_stacks_tag(ev->device, ev->kind, api))
+            return gmt_tls.tag_id;
+    }
+    return gmt_core_stack_for(ev, api);
+}
+
 void gmt_track_runtime_capture_slow(uint64_t *frames)
 {
     int depth = gmt_core_cfg.stack_depth;
@@ -136,7 +149,7 @@ __attribute__((noinline)) void gmt_track_alloc(const gmt_event_t *ev)
         .layer = ev->layer,
         .flags = ev->flags,
     };
-    r.stack_id = gmt_core_stack_for(ev, api);
+    r.stack_id = stack_id_of(ev, api);
     if (ev->kind == GMT_KIND_POOL) gmt_pools_note(ev->device, ev->stream);
     bool charged = !(ev->flags & GMT_EVENT_NOT_CHARGED);
     if (GMT_PROBE_SKIPS(GMT_PROBE_TABLE) ? probe_table_put(&r)
@@ -157,7 +170,8 @@ __attribute__((noinline)) void gmt_track_alloc(const gmt_event_t *ev)
         gmt_peaks_mark(ev->device);
 }
 
-static void release_record(const gmt_record_t *r, uint64_t now)
+__attribute__((always_inline)) static inline void release_record(const gmt_record_t *r,
+                                                                 uint64_t now)
 {
     bool charged = !(r->flags & GMT_EVENT_NOT_CHARGED);
     if (charged && gmt_kind_in_use((gmt_kind_t)r->kind))

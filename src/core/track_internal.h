@@ -121,8 +121,14 @@ static inline uint8_t gmt_nest_merge(void)
 void gmt_peaks_reset(void);
 /* A device's in-use bytes reached a new peak: its snapshot is due. */
 void gmt_peaks_mark(int32_t device);
-/* Asks the driver's in-use bytes once per new peak (first release after it, or the report). */
-void gmt_peaks_settle(int slot);
+/* Asks the driver's in-use bytes once per new peak (first release after it, or the report):
+ * the check inline on the release path, the asking out of line. */
+void gmt_peaks_settle_slow(int slot);
+static inline void gmt_peaks_settle(int slot)
+{
+    if (__builtin_expect(__atomic_load_n(&gmt_cs->peaks[slot].dirty, __ATOMIC_RELAXED) != 0, 0))
+        gmt_peaks_settle_slow(slot);
+}
 /* Adds dbytes / dcount to a stack's live counters, first saving what it held at its device's
  * last peak if this is its first change since (O(1)). */
 void gmt_peaks_stack_change(gmt_stack_entry_t *e, int32_t device, int64_t dbytes, int64_t dcount);
