@@ -3,6 +3,7 @@
  * report reads them through, whichever of those they are.
  */
 #include "track_internal.h"
+#include "unwind.h"
 
 #include "clock.h"
 #include "log.h"
@@ -138,6 +139,7 @@ int gmt_core_reset_after_fork(void)
     boot_state.pycode_off = boot_state.pycode_bytes = 0;
     boot_state.growth_off = 0;
     boot_state.growth_bytes = 0;
+    gmt_unwind_after_fork(); /* the other threads' remembered walks */
     /* The parent's mapping of its state file stays the parent's. */
     gmt_region_destroy();
     gmt_core_table = NULL;

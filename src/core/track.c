@@ -54,8 +54,10 @@ __attribute__((noinline)) uint32_t gmt_core_stack_for(const gmt_event_t *ev, uin
 }
 
 /* gmt_core_stack_for's frameless case (stacks off, or below GPUMEMTRACE_MIN_BYTES) when this
- * thread's last frameless event had the same tag: answered here, without the call. */
-static inline uint32_t stack_id_of(const gmt_event_t *ev, uint8_t api)
+ * thread's last frameless event had the same tag: answered here, without the call. Always
+ * inline: a frame of its own would break OWN_FRAMES_SKIPPED in builds without LTO. */
+__attribute__((always_inline)) static inline uint32_t stack_id_of(const gmt_event_t *ev,
+                                                                  uint8_t api)
 {
     const gmt_config_t *cfg = &gmt_core_cfg;
     if (cfg->stack_depth <= 0 || ev->size < cfg->min_bytes) {

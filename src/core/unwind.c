@@ -17,6 +17,8 @@
 #include <link.h>
 #include <stddef.h>
 #include <string.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <sys/mman.h>
 
 #define UNW_LOCAL_ONLY
@@ -77,9 +79,12 @@ static uint32_t flush_gen;                   /* atomic: bumped by every flush */
 static unsigned long long seen_subs = ~0ull; /* atomic: the loader's unload count last seen */
 static uint64_t n_fallbacks, n_misses, n_flushes;
 
+static void memo_key_init(void);
+
 void gmt_unwind_init(int force)
 {
     __atomic_store_n(&force_libunwind, force, RLX);
+    memo_key_init();
     if (__atomic_load_n(&table, __ATOMIC_ACQUIRE)) return;
     void *p = mmap(NULL, TABLE_SIZE * sizeof(uint64_t), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -662,6 +667,118 @@ __attribute__((noinline)) static int fallback(void **buf, int max, uintptr_t ra0
     return out;
 }
 
+/* ---- the replay of a thread's last walk --------------------------------------------------
+ *
+ * A walk is a function of where it starts (return address, stack pointer, and RBP if a rule
+ * uses it before a frame restores it), of the rules of the addresses it meets (the same until
+ * the rule cache is flushed) and of the stack words it reads (return addresses, saved RBPs).
+ * A thread remembers its last walk with where it read each word: when the next walk starts
+ * at the same place, with no flush since, and every word reads the same again (in walk
+ * order, so each address read is the one a fresh walk would compute), the result is the same
+ * and is copied out: a load and a compare a word instead of a rule look-up a frame. A loop
+ * allocating from one call site (the common case) walks once. Remembered walks live in a
+ * static array of MEMO_SLOTS (a thread claims one at its first walk and gives it back at
+ * exit; threads beyond that walk every time), so the TLS stays a pointer. */
+#define MEMO_FRAMES 64 /* rbp_used has a bit per step */
+#define MEMO_SLOTS  256
+
+typedef struct memo_s {
+    uintptr_t ip0, sp0, rbp0;
+    uint32_t n, max, gen;
+    uint8_t rbp0_used, valid;
+    uint64_t replays;               /* written by the owner alone; summed by gmt_unwind_stats */
+    uintptr_t at[MEMO_FRAMES];      /* where the return address buf[i + 1] was read */
+    uint64_t rbp_used;              /* bit i: a later step's CFA used step i's saved RBP */
+    uintptr_t rbp_at[MEMO_FRAMES];  /* where step i read a saved RBP (0: none) */
+    uintptr_t rbp_val[MEMO_FRAMES]; /* what it read there */
+    void *frames[MEMO_FRAMES];
+} memo_t;
+
+static memo_t memos[MEMO_SLOTS];
+static uint32_t memo_owned[MEMO_SLOTS]; /* atomic: 1 while a thread holds the slot */
+static pthread_key_t memo_key;
+static int memo_key_made; /* atomic: memo_key exists */
+static __thread memo_t *my_memo __attribute__((tls_model("initial-exec")));
+static __thread uint8_t memo_state
+    __attribute__((tls_model("initial-exec"))); /* 0, 1 mine, 2 none */
+static __thread uint8_t memo_busy __attribute__((tls_model("initial-exec")));
+
+static void memo_give_back(void *v)
+{
+    memo_t *m = v;
+    m->valid = 0;
+    __atomic_store_n(&memo_owned[m - memos], 0, __ATOMIC_RELEASE);
+}
+
+static void memo_key_init(void)
+{
+    if (__atomic_load_n(&memo_key_made, __ATOMIC_ACQUIRE)) return;
+    if (pthread_key_create(&memo_key, memo_give_back) == 0)
+        __atomic_store_n(&memo_key_made, 1, __ATOMIC_RELEASE);
+}
+
+__attribute__((noinline)) static memo_t *memo_claim(void)
+{
+    memo_state = 2;
+    if (!__atomic_load_n(&memo_key_made, __ATOMIC_ACQUIRE)) return NULL;
+    for (uint32_t i = 0; i < MEMO_SLOTS; i++) {
+        uint32_t free_ = 0;
+        if (__atomic_load_n(&memo_owned[i], RLX) == 0 &&
+            __atomic_compare_exchange_n(&memo_owned[i], &free_, 1, 0, __ATOMIC_ACQUIRE, RLX)) {
+            memos[i].valid = 0;
+            memos[i].replays = 0;
+            if (pthread_setspecific(memo_key, &memos[i]) != 0) {
+                __atomic_store_n(&memo_owned[i], 0, __ATOMIC_RELEASE);
+                return NULL;
+            }
+            my_memo = &memos[i];
+            memo_state = 1;
+            return my_memo;
+        }
+    }
+    return NULL;
+}
+
+static inline memo_t *memo_mine(void)
+{
+    if (__builtin_expect(memo_state == 1, 1)) return my_memo;
+    return memo_state == 0 ? memo_claim() : NULL;
+}
+
+uint64_t gmt_unwind_replays(void)
+{
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < MEMO_SLOTS; i++)
+        sum += __atomic_load_n(&memos[i].replays, RLX);
+    return sum;
+}
+
+void gmt_unwind_after_fork(void)
+{
+    /* The other threads' slots stay claimed by threads the child does not have. */
+    for (uint32_t i = 0; i < MEMO_SLOTS; i++)
+        if (&memos[i] != my_memo) {
+            memos[i].valid = 0;
+            __atomic_store_n(&memo_owned[i], 0, RLX);
+        }
+}
+
+NO_ASAN static inline int replay(memo_t *m, void **buf, int max, uintptr_t ip, uintptr_t sp,
+                                 uintptr_t rbp, uint32_t gen)
+{
+    if (!m->valid || m->ip0 != ip || m->sp0 != sp || m->max != (uint32_t)max || m->gen != gen ||
+        (m->rbp0_used && m->rbp0 != rbp))
+        return 0;
+    uint32_t n = m->n;
+    for (uint32_t i = 0; i + 1 < n; i++) {
+        if (((m->rbp_used >> i) & 1) && load_word(m->rbp_at[i]) != m->rbp_val[i]) return 0;
+        if (load_word(m->at[i]) != (uintptr_t)m->frames[i + 1]) return 0;
+    }
+    __builtin_memcpy(buf, m->frames, n * sizeof *buf);
+    m->replays++;
+    return (int)n;
+}
+
 NO_ASAN NOINLINE_EXACT int gmt_unwind(void **buf, int max)
 {
     if (max <= 0) return 0;
@@ -670,28 +787,82 @@ NO_ASAN NOINLINE_EXACT int gmt_unwind(void **buf, int max)
      * caller's stack pointer after the return (its CFA). */
     const uintptr_t *fp = __builtin_frame_address(0);
     uintptr_t rbp = fp[0], ip = fp[1], sp = (uintptr_t)(fp + 2);
-    const uintptr_t ra0 = ip, limit = sp + STACK_SPAN;
+    const uintptr_t ra0 = ip, sp0 = sp, rbp0 = rbp, limit = sp + STACK_SPAN;
     uint64_t *t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
     if (!t || __atomic_load_n(&force_libunwind, RLX)) return fallback(buf, max, ra0);
+    uint32_t gen = __atomic_load_n(&flush_gen, __ATOMIC_ACQUIRE);
+    memo_t *m = memo_busy || max > MEMO_FRAMES ? NULL : memo_mine();
+    if (m) {
+        memo_busy = 1;
+        int n = replay(m, buf, max, ip, sp, rbp, gen);
+        if (n > 0) {
+            memo_busy = 0;
+            return n;
+        }
+        m->valid = 0;
+    }
     void **out = buf, **end = buf + max;
     *out++ = (void *)ip;
+    uint32_t i = 0;
+    /* Which saved RBP a later RBP-based CFA uses: only those are checked at a replay (in code
+     * without frame pointers a saved RBP is any value, a loop counter, say). */
+    int rbp_from = -1; /* the step whose read the current RBP came from; -1: the start's */
+    bool rbp0_used = false;
+    uint64_t rbp_used = 0; /* bit i: step i's saved RBP is used (MEMO_FRAMES is 64) */
     while (out < end) {
         uint32_t r = rule_of(t, (uint64_t)ip - 1);
         if (__builtin_expect((r & 3) != R_STD, 0)) {
             if ((r & 3) == R_LAST) break;
+            memo_busy = 0;
             return fallback(buf, max, ra0);
         }
+        if (r & R_CFA_RBP) {
+            if (rbp_from < 0)
+                rbp0_used = true;
+            else if (rbp_from < MEMO_FRAMES) /* deeper steps are never remembered */
+                rbp_used |= 1ull << rbp_from;
+        }
         uintptr_t cfa = ((r & R_CFA_RBP) ? rbp : sp) + (r >> R_OFF_SHIFT);
-        if (__builtin_expect(cfa < sp + 8 || cfa > limit, 0)) return fallback(buf, max, ra0);
+        if (__builtin_expect(cfa < sp + 8 || cfa > limit, 0)) {
+            memo_busy = 0;
+            return fallback(buf, max, ra0);
+        }
         uintptr_t save = r & R_RBP_BYTES;
         if (save) {
-            if (cfa - save < sp) return fallback(buf, max, ra0);
+            if (cfa - save < sp) {
+                memo_busy = 0;
+                return fallback(buf, max, ra0);
+            }
             rbp = load_word(cfa - save);
+            rbp_from = (int)i;
         }
         ip = load_word(cfa - 8);
+        if (m) {
+            m->rbp_at[i] = save ? cfa - save : 0;
+            m->rbp_val[i] = rbp;
+            m->at[i] = cfa - 8;
+        }
+        i++;
         sp = cfa;
-        if (__builtin_expect(ip < 0x4000, 0)) return fallback(buf, max, ra0);
+        if (__builtin_expect(ip < 0x4000, 0)) {
+            memo_busy = 0;
+            return fallback(buf, max, ra0);
+        }
         *out++ = (void *)ip;
     }
-    return (int)(out - buf);
+    int n = (int)(out - buf);
+    if (m) {
+        m->ip0 = ra0;
+        m->sp0 = sp0;
+        m->rbp0 = rbp0;
+        m->rbp0_used = rbp0_used;
+        m->n = (uint32_t)n;
+        m->max = (uint32_t)max;
+        m->gen = gen;
+        m->rbp_used = rbp_used;
+        __builtin_memcpy(m->frames, buf, (size_t)n * sizeof *buf);
+        m->valid = 1;
+        memo_busy = 0;
+    }
+    return n;
 }

@@ -365,6 +365,108 @@ static void test_colliding_addresses_both_cached(void **state)
     }
 }
 
+/* ---- the replay of a thread's last walk (unwind.c) ---------------------------------------- */
+
+static uint64_t replays(void)
+{
+    return gmt_unwind_replays();
+}
+
+/* Walks from one call site again and again are replayed, and equal libunwind's each time, with
+ * and without frame pointers (RBP-based rules read saved RBPs), up to the remembered depth. */
+static void test_replay_same_frames(void **state)
+{
+    (void)state;
+    const int maxes[] = {8, 48, 64};
+    for (size_t m = 0; m < sizeof maxes / sizeof maxes[0]; m++) {
+        uint64_t r0 = replays();
+        for (volatile int k = 0; k < 4; k++)
+            same_walk(rec_nofp, 10, maxes[m]);
+        uint64_t r1 = replays();
+        for (volatile int k = 0; k < 4; k++)
+            same_walk(rec_fp, 10, maxes[m]);
+        uint64_t r2 = replays();
+        assert_true(r1 - r0 >= 3);
+        assert_true(r2 - r1 >= 3);
+    }
+    /* VLAs of different sizes move every frame below: a different start, walked afresh. */
+    for (volatile int k = 0; k < 6; k++)
+        same_walk(vla_nofp, 40 + k % 2, 48);
+}
+
+/* Two callers with the same frame layout reach one function from one call site: the walks
+ * start at the same return address and stack pointer and differ one frame up. A replay must
+ * not hand one caller the other's frames. */
+#if defined(__clang__)
+#define SHAPE_ATTR __attribute__((noinline))
+#else
+#define SHAPE_ATTR __attribute__((noinline, noipa))
+#endif
+SHAPE_ATTR static int common_leaf(void **buf, int max)
+{
+    int n = gmt_unwind(buf, max);
+    sink += n;
+    return n;
+}
+
+SHAPE_ATTR static int caller_a(void **buf, int max)
+{
+    int n = common_leaf(buf, max);
+    sink += n;
+    return n;
+}
+
+SHAPE_ATTR static int caller_b(void **buf, int max)
+{
+    int n = common_leaf(buf, max);
+    sink -= n;
+    return n;
+}
+
+static void test_replay_tells_callers_apart(void **state)
+{
+    (void)state;
+    int (*const callers[2])(void **, int) = {caller_a, caller_b};
+    void *buf[6][48];
+    int n[6];
+    memset(buf, 0, sizeof buf);
+    uint64_t r0 = replays();
+    for (volatile int k = 0; k < 4; k++) /* a b a b: each starts where the last did */
+        n[k] = callers[k % 2](buf[k], 48);
+    assert_int_equal(replays(), r0);     /* every one differed from the walk before it */
+    for (volatile int k = 4; k < 6; k++) /* b b: the second is a replay */
+        n[k] = callers[1](buf[k], 48);
+    assert_int_equal(replays(), r0 + 1);
+    assert_true(n[0] > 2 && n[0] == n[1] && n[0] == n[2] && n[1] == n[3]);
+    assert_ptr_equal(buf[0][0], buf[1][0]);     /* the same return address into common_leaf */
+    assert_ptr_not_equal(buf[0][1], buf[1][1]); /* into caller_a, into caller_b */
+    assert_memory_equal(buf[0], buf[2], (size_t)n[0] * sizeof(void *));
+    assert_memory_equal(buf[1], buf[3], (size_t)n[1] * sizeof(void *));
+    assert_memory_equal(buf[1], buf[4], 2 * sizeof(void *)); /* another call site above */
+    assert_memory_equal(buf[4], buf[5], (size_t)n[4] * sizeof(void *));
+    /* Each return address lies in its own caller: the nearer of the two function starts
+     * below it is that caller's (unsigned differences: a start above it is far). */
+    uintptr_t ra = (uintptr_t)buf[0][1], rb = (uintptr_t)buf[1][1];
+    uintptr_t fa = (uintptr_t)caller_a, fb = (uintptr_t)caller_b;
+    assert_true(ra - fa < ra - fb);
+    assert_true(rb - fb < rb - fa);
+}
+
+/* A flush of the rule cache (an object unloaded) also ends the replay: the next walk is done
+ * afresh. */
+static void test_replay_after_flush(void **state)
+{
+    (void)state;
+    uint64_t r[3];
+    for (volatile int k = 0; k < 3; k++) {
+        if (k == 2) gmt_unwind_flush();
+        same_walk(rec_nofp, 5, 32);
+        r[k] = replays();
+    }
+    assert_int_equal(r[1], r[0] + 1);
+    assert_int_equal(r[2], r[1]);
+}
+
 int main(void)
 {
 #if defined(__SANITIZE_THREAD__)
@@ -385,6 +487,9 @@ int main(void)
         cmocka_unit_test(test_forced_libunwind),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_colliding_addresses_both_cached),
+        cmocka_unit_test(test_replay_same_frames),
+        cmocka_unit_test(test_replay_tells_callers_apart),
+        cmocka_unit_test(test_replay_after_flush),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
