@@ -89,7 +89,7 @@ static bool record_free(gmt_event_t *ev)
     GMT_EXPORT ret name params                                                                     \
     {                                                                                              \
         REAL_OR_FAIL(name);                                                                        \
-        if (!recording() || released_above()) return gmt_real.name args;                           \
+        if (released_above() || !recording()) return gmt_real.name args;                           \
         gmt_event_t ev = describe_##name args;                                                     \
         bool took = record_free(&ev);                                                              \
         ret r = CALL_GUARDED(gmt_real.name args);                                                  \
