@@ -118,16 +118,11 @@ else
   echo "torch-nocache skipped no-torch" >>"$raw"
 fi
 
-python3 - "$raw" <<'PY'
-import collections, statistics, sys
-samples = collections.defaultdict(list)
-for line in open(sys.argv[1]):
-    parts = line.split()
-    if len(parts) == 3:
-        try:
-            samples[(parts[0], parts[1])].append(float(parts[2]))
-        except ValueError:
-            pass
+GMT_BENCH_GPU_DIR="$here/gpu" python3 - "$raw" <<'PY'
+import os, statistics, sys
+sys.path.insert(0, os.environ["GMT_BENCH_GPU_DIR"])
+from samples import load
+samples = load(sys.argv[1])
 med = {k: statistics.median(v) for k, v in samples.items() if v}
 # The lower quartile too: on the H200 the async row is bimodal (PERFORMANCE.md), and a median
 # of a few runs lands on either mode; the lower quartile follows the fast one.

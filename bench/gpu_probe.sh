@@ -67,18 +67,13 @@ for ((r = 0; r < reps; r++)); do
   done
 done
 
-python3 - "$raw" $settings <<'PY'
-import collections, statistics, sys
+GMT_BENCH_GPU_DIR="$here/gpu" python3 - "$raw" $settings <<'PY'
+import os, statistics, sys
+sys.path.insert(0, os.environ["GMT_BENCH_GPU_DIR"])
+from samples import load
 # Samples in run order: the n-th sample of every setting belongs to repetition n, so each is
 # also compared with native of its own repetition (the machine drifts between repetitions).
-samples = collections.defaultdict(list)
-for line in open(sys.argv[1]):
-    parts = line.split()
-    if len(parts) == 3:
-        try:
-            samples[(parts[0], parts[1])].append(float(parts[2]))
-        except ValueError:
-            pass
+samples = load(sys.argv[1])
 settings = sys.argv[2:]
 print(f"{'row':<6} {'setting':<15} {'median':>9} {'+native':>9} {'q1':>9} {'ratio/rep':>10} {'n':>3}")
 for row in ["16thr", "async"]:
