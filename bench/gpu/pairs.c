@@ -123,16 +123,27 @@ static void ask(void)
     CUcontext c;
     int rd;
     switch (query) {
-    case 1: (void)ctx_get_device(&d); break;
-    case 2: (void)ctx_get_current(&c); break;
-    case 3: (void)cudaGetDevice(&rd); break;
-    default: break;
+    case 1:
+        (void)ctx_get_device(&d);
+        break;
+    case 2:
+        (void)ctx_get_current(&c);
+        break;
+    case 3:
+        (void)cudaGetDevice(&rd);
+        break;
+    default:
+        break;
     }
 }
 
 static void query_init(const char *q)
 {
-    query = !q ? 0 : !strcmp(q, "ctxdev") ? 1 : !strcmp(q, "ctxcur") ? 2 : !strcmp(q, "rtdev") ? 3 : 0;
+    query = !q                     ? 0
+            : !strcmp(q, "ctxdev") ? 1
+            : !strcmp(q, "ctxcur") ? 2
+            : !strcmp(q, "rtdev")  ? 3
+                                   : 0;
     if (query != 1 && query != 2) return;
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
     ctx_get_device = h ? (CUresult(*)(CUdevice *))dlsym(h, "cuCtxGetDevice") : NULL;
