@@ -703,9 +703,14 @@ static __thread uint8_t memo_state
     __attribute__((tls_model("initial-exec"))); /* 0, 1 mine, 2 none */
 static __thread uint8_t memo_busy __attribute__((tls_model("initial-exec")));
 
+/* At thread exit (the key's destructor, on the exiting thread): the slot is another thread's
+ * to claim now, so a walk this thread still makes (another destructor freeing memory) must
+ * not touch it. */
 static void memo_give_back(void *v)
 {
     memo_t *m = v;
+    my_memo = NULL;
+    memo_state = 2;
     m->valid = 0;
     __atomic_store_n(&memo_owned[m - memos], 0, __ATOMIC_RELEASE);
 }
