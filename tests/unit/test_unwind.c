@@ -467,6 +467,48 @@ static void test_replay_after_flush(void **state)
     assert_int_equal(r[2], r[1]);
 }
 
+/* A thread's slot is given back at its exit (a key destructor); a walk the thread makes after
+ * that (another key's destructor, run later) must not use the slot, which another thread may
+ * have claimed meanwhile: it walks afresh, not a replay. */
+static pthread_key_t late_key;
+static uint64_t late_replays_before, late_replays_after;
+static int late_frames;
+
+static void late_destructor(void *v)
+{
+    (void)v;
+    void *buf[2][32];
+    late_replays_before = replays();
+    for (volatile int k = 0; k < 2; k++)
+        late_frames += walk_at(gmt_unwind, buf[k], 32);
+    late_replays_after = replays();
+}
+
+static void *late_thread(void *arg)
+{
+    (void)arg;
+    void *buf[2][32];
+    for (volatile int k = 0; k < 2; k++) /* claims a slot; the second walk replays */
+        (void)walk_at(gmt_unwind, buf[k], 32);
+    pthread_setspecific(late_key, (void *)1);
+    return NULL;
+}
+
+static void test_replay_not_after_thread_exit(void **state)
+{
+    (void)state;
+    /* Created after the unwinder's key (setup), so its destructor runs after the give-back. */
+    assert_int_equal(pthread_key_create(&late_key, late_destructor), 0);
+    uint64_t r0 = replays();
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, late_thread, NULL), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_true(late_replays_before >= r0 + 1); /* the thread did replay while it lived */
+    assert_true(late_frames > 2);
+    assert_int_equal(late_replays_after, late_replays_before);
+    pthread_key_delete(late_key);
+}
+
 int main(void)
 {
 #if defined(__SANITIZE_THREAD__)
@@ -490,6 +532,7 @@ int main(void)
         cmocka_unit_test(test_replay_same_frames),
         cmocka_unit_test(test_replay_tells_callers_apart),
         cmocka_unit_test(test_replay_after_flush),
+        cmocka_unit_test(test_replay_not_after_thread_exit),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
