@@ -1,6 +1,7 @@
 /* stats.c - see stats.h. */
 #include "stats.h"
 
+#include "claim.h"
 #include "probe.h"
 #include "region.h"
 #include "spin.h"
@@ -103,7 +104,7 @@ static void shard_give_back(void *v)
     gmt_tls.shard = shared_shard(__atomic_fetch_add(&next_shard, 1, RLX));
     gmt_tls.shard_mode = SHARD_SHARED; /* for good: a thread picks once */
     /* release: this thread's last plain stores to the shard come before its next owner's. */
-    if (S && i < OWN_SHARDS) __atomic_store_n(&S->s_owned[i], 0, __ATOMIC_RELEASE);
+    if (S && i < OWN_SHARDS) gmt_claim_release(&S->s_owned[i]);
 }
 
 size_t gmt_stats_state_bytes(void)
@@ -204,21 +205,16 @@ void gmt_stats_reset(void)
 __attribute__((noinline)) static void pick_shard(void)
 {
     uint32_t n = __atomic_fetch_add(&next_shard, 1, RLX);
-    if (__atomic_load_n(&shard_key_made, __ATOMIC_ACQUIRE)) {
-        for (uint32_t k = 0; k < OWN_SHARDS; k++) {
-            uint32_t i = (n + k) % OWN_SHARDS, zero = 0;
-            if (__atomic_load_n(&S->s_owned[i], RLX) == 0 &&
-                __atomic_compare_exchange_n(&S->s_owned[i], &zero, 1, false, __ATOMIC_ACQUIRE,
-                                            RLX)) {
-                if (pthread_setspecific(shard_key, (void *)(uintptr_t)(i + 1)) != 0) {
-                    __atomic_store_n(&S->s_owned[i], 0, __ATOMIC_RELEASE);
-                    break;
-                }
-                gmt_tls.shard = i;
-                gmt_tls.shard_mode = SHARD_OWN;
-                return;
-            }
+    int i = __atomic_load_n(&shard_key_made, __ATOMIC_ACQUIRE)
+                ? gmt_claim_flag(S->s_owned, OWN_SHARDS, n % OWN_SHARDS)
+                : -1;
+    if (i >= 0) {
+        if (pthread_setspecific(shard_key, (void *)(uintptr_t)(i + 1)) == 0) {
+            gmt_tls.shard = (uint32_t)i;
+            gmt_tls.shard_mode = SHARD_OWN;
+            return;
         }
+        gmt_claim_release(&S->s_owned[i]);
     }
     gmt_tls.shard = shared_shard(n);
     gmt_tls.shard_mode = SHARD_SHARED;

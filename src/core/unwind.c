@@ -13,6 +13,8 @@
 #define _GNU_SOURCE
 #include "unwind.h"
 
+#include "claim.h"
+
 #include <elf.h>
 #include <link.h>
 #include <stddef.h>
@@ -712,7 +714,7 @@ static void memo_give_back(void *v)
     my_memo = NULL;
     memo_state = 2;
     m->valid = 0;
-    __atomic_store_n(&memo_owned[m - memos], 0, __ATOMIC_RELEASE);
+    gmt_claim_release(&memo_owned[m - memos]);
 }
 
 static void memo_key_init(void)
@@ -726,22 +728,17 @@ __attribute__((noinline)) static memo_t *memo_claim(void)
 {
     memo_state = 2;
     if (!__atomic_load_n(&memo_key_made, __ATOMIC_ACQUIRE)) return NULL;
-    for (uint32_t i = 0; i < MEMO_SLOTS; i++) {
-        uint32_t free_ = 0;
-        if (__atomic_load_n(&memo_owned[i], RLX) == 0 &&
-            __atomic_compare_exchange_n(&memo_owned[i], &free_, 1, 0, __ATOMIC_ACQUIRE, RLX)) {
-            memos[i].valid = 0;
-            memos[i].replays = 0;
-            if (pthread_setspecific(memo_key, &memos[i]) != 0) {
-                __atomic_store_n(&memo_owned[i], 0, __ATOMIC_RELEASE);
-                return NULL;
-            }
-            my_memo = &memos[i];
-            memo_state = 1;
-            return my_memo;
-        }
+    int i = gmt_claim_flag(memo_owned, MEMO_SLOTS, 0);
+    if (i < 0) return NULL;
+    memos[i].valid = 0;
+    memos[i].replays = 0;
+    if (pthread_setspecific(memo_key, &memos[i]) != 0) {
+        gmt_claim_release(&memo_owned[i]);
+        return NULL;
     }
-    return NULL;
+    my_memo = &memos[i];
+    memo_state = 1;
+    return my_memo;
 }
 
 static inline memo_t *memo_mine(void)
