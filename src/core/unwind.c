@@ -362,6 +362,8 @@ static int run_cfa(const cie_t *cie, const uint8_t *p, const uint8_t *end, uint6
                 set_col(row, rd_uleb(&r), W_SAME, 0, &bad);
                 break;
             case 0x09: /* register */
+            case 0x14: /* val_offset */
+            case 0x15: /* val_offset_sf: its operand an SLEB, as long as a ULEB of the same bytes */
                 reg = rd_uleb(&r);
                 (void)rd_uleb(&r);
                 set_col(row, reg, W_OTHER, 0, &bad);
@@ -403,12 +405,6 @@ static int run_cfa(const cie_t *cie, const uint8_t *p, const uint8_t *end, uint6
             case 0x16: /* val_expression */
                 reg = rd_uleb(&r);
                 rd_skip_block(&r);
-                set_col(row, reg, W_OTHER, 0, &bad);
-                break;
-            case 0x14: /* val_offset */
-            case 0x15: /* val_offset_sf */
-                reg = rd_uleb(&r);
-                (void)rd_uleb(&r);
                 set_col(row, reg, W_OTHER, 0, &bad);
                 break;
             case 0x2e:
