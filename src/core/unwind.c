@@ -687,7 +687,7 @@ typedef struct memo_s {
     uint64_t replays;               /* written by the owner alone; summed by gmt_unwind_stats */
     uintptr_t at[MEMO_FRAMES];      /* where the return address buf[i + 1] was read */
     uint64_t rbp_used;              /* bit i: a later step's CFA used step i's saved RBP */
-    uintptr_t rbp_at[MEMO_FRAMES];  /* where step i read a saved RBP (0: none) */
+    uintptr_t rbp_at[MEMO_FRAMES];  /* where step i read a saved RBP (set where rbp_used says) */
     uintptr_t rbp_val[MEMO_FRAMES]; /* what it read there */
     void *frames[MEMO_FRAMES];
 } memo_t;
@@ -811,8 +811,7 @@ NO_ASAN NOINLINE_EXACT int gmt_unwind(void **buf, int max)
         uint32_t r = rule_of(t, (uint64_t)ip - 1);
         if (__builtin_expect((r & 3) != R_STD, 0)) {
             if ((r & 3) == R_LAST) break;
-            memo_busy = 0;
-            return fallback(buf, max, ra0);
+            goto give_up;
         }
         if (r & R_CFA_RBP) {
             if (rbp_from < 0)
@@ -821,31 +820,22 @@ NO_ASAN NOINLINE_EXACT int gmt_unwind(void **buf, int max)
                 rbp_used |= 1ull << rbp_from;
         }
         uintptr_t cfa = ((r & R_CFA_RBP) ? rbp : sp) + (r >> R_OFF_SHIFT);
-        if (__builtin_expect(cfa < sp + 8 || cfa > limit, 0)) {
-            memo_busy = 0;
-            return fallback(buf, max, ra0);
-        }
+        if (__builtin_expect(cfa < sp + 8 || cfa > limit, 0)) goto give_up;
         uintptr_t save = r & R_RBP_BYTES;
         if (save) {
-            if (cfa - save < sp) {
-                memo_busy = 0;
-                return fallback(buf, max, ra0);
-            }
+            if (cfa - save < sp) goto give_up;
             rbp = load_word(cfa - save);
             rbp_from = (int)i;
+            if (m) {
+                m->rbp_at[i] = cfa - save;
+                m->rbp_val[i] = rbp;
+            }
         }
         ip = load_word(cfa - 8);
-        if (m) {
-            m->rbp_at[i] = save ? cfa - save : 0;
-            m->rbp_val[i] = rbp;
-            m->at[i] = cfa - 8;
-        }
+        if (m) m->at[i] = cfa - 8;
         i++;
         sp = cfa;
-        if (__builtin_expect(ip < 0x4000, 0)) {
-            memo_busy = 0;
-            return fallback(buf, max, ra0);
-        }
+        if (__builtin_expect(ip < 0x4000, 0)) goto give_up;
         *out++ = (void *)ip;
     }
     int n = (int)(out - buf);
@@ -863,4 +853,7 @@ NO_ASAN NOINLINE_EXACT int gmt_unwind(void **buf, int max)
         memo_busy = 0;
     }
     return n;
+give_up:
+    if (m) memo_busy = 0; /* only the walk that took the slot lets it go (not a nested one) */
+    return fallback(buf, max, ra0);
 }
