@@ -16,13 +16,26 @@
  * are noinline so that the count holds with -O3 and link-time optimisation. */
 #define OWN_FRAMES_SKIPPED 2
 
+/* Whether an event gets frames: stacks on and the event at least GPUMEMTRACE_MIN_BYTES. */
+static inline bool wants_frames(const gmt_config_t *cfg, const gmt_event_t *ev)
+{
+    return cfg->stack_depth > 0 && ev->size >= cfg->min_bytes;
+}
+
+/* A frameless event's id is its tag's, the same every time: this thread's last one when its
+ * tag and the core's generation match (no hashing, no probing); 0 otherwise. */
+static inline uint32_t frameless_hint(uint32_t tag, uint32_t gen)
+{
+    return gmt_tls.tag_gen == gen && gmt_tls.tag_last == tag ? gmt_tls.tag_id : 0;
+}
+
 __attribute__((noinline)) uint32_t gmt_core_stack_for(const gmt_event_t *ev, uint8_t api)
 {
     uint64_t frames[GMT_MAX_STACK_DEPTH + GMT_PY_MAX_FRAMES];
     uint32_t n = 0;
     const gmt_config_t *cfg = &gmt_core_cfg;
     uint32_t tag = gmt_stacks_tag(ev->device, ev->kind, api);
-    if (cfg->stack_depth > 0 && ev->size >= cfg->min_bytes) {
+    if (wants_frames(cfg, ev)) {
         if (gmt_tls.outer_api && gmt_tls.outer_frames) {
             /* Taken by the runtime hook around this event, without the driver's frames. */
             n = gmt_tls.outer_nframes;
@@ -32,9 +45,9 @@ __attribute__((noinline)) uint32_t gmt_core_stack_for(const gmt_event_t *ev, uin
         }
         n = gmt_py_splice(frames, n, GMT_MAX_STACK_DEPTH + GMT_PY_MAX_FRAMES);
     }
-    /* Frameless: the id is the tag's, the same every time; skip hashing and probing. */
     uint32_t gen = __atomic_load_n(&gmt_core_generation, __ATOMIC_RELAXED);
-    if (n == 0 && gmt_tls.tag_gen == gen && gmt_tls.tag_last == tag) return gmt_tls.tag_id;
+    uint32_t hint = n == 0 ? frameless_hint(tag, gen) : 0;
+    if (hint) return hint;
     /* The same frames as this thread's last event with frames: the same id. */
     if (n > 0 && gmt_tls.hint_gen == gen &&
         gmt_stacks_holds(gmt_core_stacks, gmt_tls.hint_id, frames, n, tag))
@@ -59,11 +72,10 @@ __attribute__((noinline)) uint32_t gmt_core_stack_for(const gmt_event_t *ev, uin
 __attribute__((always_inline)) static inline uint32_t stack_id_of(const gmt_event_t *ev,
                                                                   uint8_t api)
 {
-    const gmt_config_t *cfg = &gmt_core_cfg;
-    if (cfg->stack_depth <= 0 || ev->size < cfg->min_bytes) {
-        uint32_t gen = __atomic_load_n(&gmt_core_generation, __ATOMIC_RELAXED);
-        if (gmt_tls.tag_gen == gen && gmt_tls.tag_last == gmt_stacks_tag(ev->device, ev->kind, api))
-            return gmt_tls.tag_id;
+    if (!wants_frames(&gmt_core_cfg, ev)) {
+        uint32_t hint = frameless_hint(gmt_stacks_tag(ev->device, ev->kind, api),
+                                       __atomic_load_n(&gmt_core_generation, __ATOMIC_RELAXED));
+        if (hint) return hint;
     }
     return gmt_core_stack_for(ev, api);
 }
