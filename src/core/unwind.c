@@ -128,11 +128,14 @@ void gmt_unwind_check_modules(void)
     dl_iterate_phdr(subs_cb, NULL);
 }
 
+static uint64_t memo_replays(void);
+
 void gmt_unwind_stats(gmt_unwind_stats_t *out)
 {
     out->fallbacks = __atomic_load_n(&n_fallbacks, RLX);
     out->misses = __atomic_load_n(&n_misses, RLX);
     out->flushes = __atomic_load_n(&n_flushes, RLX);
+    out->replays = memo_replays();
 }
 
 /* ---- reading CFI ------------------------------------------------------------------------ */
@@ -743,7 +746,7 @@ static inline memo_t *memo_mine(void)
     return memo_state == 0 ? memo_claim() : NULL;
 }
 
-uint64_t gmt_unwind_replays(void)
+static uint64_t memo_replays(void)
 {
     uint64_t sum = 0;
     for (uint32_t i = 0; i < MEMO_SLOTS; i++)
