@@ -865,6 +865,11 @@ const char *gmt_py_status_name(gmt_py_status_t s)
     }
 }
 
+bool gmt_py_splicing(void)
+{
+    return __atomic_load_n(&py.status, __ATOMIC_RELAXED) == GMT_PY_CAPTURED;
+}
+
 gmt_py_status_t gmt_py_status(void)
 {
     return py.status;

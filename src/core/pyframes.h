@@ -64,6 +64,9 @@ const char *gmt_py_version(void);
  * Python frames before each native frame of the evaluation loop that runs them (frames beyond
  * the native depth are appended at the outer end). Returns the new count (<= cap). */
 uint32_t gmt_py_splice(uint64_t *frames, uint32_t n, uint32_t cap);
+/* Whether gmt_py_splice may add frames (the process runs a CPython whose frames are read):
+ * then equal native frames do not mean equal stacks. */
+bool gmt_py_splicing(void);
 
 /* Status of one captured stack: captured when it holds a Python frame, else the process
  * status, with "captured" turned into "no-python-frames" — or "off" for an empty stack (none

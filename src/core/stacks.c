@@ -292,17 +292,22 @@ int gmt_stacks_validate(gmt_stacks_t *st)
 
 static uint64_t skip_ranges[GMT_MAX_SKIP_RANGES][2];
 static int nskip;
+/* Counts changes of the skip ranges, odd while one is under way: a capture's token (below)
+ * holds only for the ranges it was made with. */
+static uint32_t skip_gen;
 
 void gmt_stacks_set_skip_ranges(const uint64_t (*ranges)[2], int n)
 {
     if (n > GMT_MAX_SKIP_RANGES) n = GMT_MAX_SKIP_RANGES;
     /* Shrink first, so a reader never sees a count larger than the ranges written. */
+    __atomic_fetch_add(&skip_gen, 1, __ATOMIC_ACQ_REL); /* odd: changing */
     __atomic_store_n(&nskip, 0, __ATOMIC_RELEASE);
     for (int i = 0; i < n; i++) {
         __atomic_store_n(&skip_ranges[i][0], ranges[i][0], RLX);
         __atomic_store_n(&skip_ranges[i][1], ranges[i][1], RLX);
     }
     __atomic_store_n(&nskip, n, __ATOMIC_RELEASE);
+    __atomic_fetch_add(&skip_gen, 1, __ATOMIC_RELEASE);
 }
 
 static int in_skip_range(uint64_t ip, int n)
@@ -325,8 +330,10 @@ static int in_skip_range(uint64_t ip, int n)
 #if defined(__SANITIZE_THREAD__)
 /* Under TSan, unw_backtrace's per-thread cache is torn down after TSan's thread state and
  * crashes at thread exit; the plain unw_step walk has no such cache. */
-__attribute__((noinline)) uint32_t gmt_stacks_capture(uint64_t *frames, uint32_t max, uint32_t skip)
+__attribute__((noinline)) uint32_t gmt_stacks_capture(uint64_t *frames, uint32_t max, uint32_t skip,
+                                                      uint64_t *token)
 {
+    if (token) *token = 0; /* no replay here */
     unw_context_t uc;
     unw_cursor_t cur;
     if (unw_getcontext(&uc) != 0 || unw_init_local(&cur, &uc) != 0) return 0;
@@ -343,21 +350,50 @@ __attribute__((noinline)) uint32_t gmt_stacks_capture(uint64_t *frames, uint32_t
 }
 
 __attribute__((noinline)) uint32_t gmt_stacks_capture_near(uint64_t *frames, uint32_t max,
-                                                           uint32_t skip)
+                                                           uint32_t skip, uint64_t *token)
 {
-    return gmt_stacks_capture(frames, max, skip + 1); /* +1: this wrapper's frame */
+    return gmt_stacks_capture(frames, max, skip + 1, token); /* +1: this wrapper's frame */
 }
 #else
+/* A capture's token (stacks.h). Its frames are a function of the walk's frames (the same when
+ * the unwinder names the same walk: a replay, which also means the same walk depth), of skip,
+ * max and the slack, and of the skip ranges: the thread remembers its last capture's, and a
+ * capture with all of them equal gets the same token. The guard keeps a capture nested in
+ * another on this thread (a signal handler's) off the record. */
+static __thread struct {
+    uint64_t walk, how, token, serial; /* how: max, skip, slack and skip_gen in one word */
+    uint8_t busy;
+} cap_memo __attribute__((tls_model("initial-exec")));
+
+static inline uint64_t capture_token(uint64_t walk, uint32_t max, uint32_t skip, uint32_t slack,
+                                     uint32_t gen)
+{
+    _Static_assert(SKIP_SLACK < 256 && SKIP_SLACK_FIRST < 256, "one byte each");
+    if (!walk || cap_memo.busy || skip > 255 || max > 255) return 0;
+    uint64_t how = (uint64_t)gen << 32 | max << 16 | skip << 8 | slack;
+    cap_memo.busy = 1;
+    if (cap_memo.walk != walk || cap_memo.how != how) {
+        cap_memo.walk = walk;
+        cap_memo.how = how;
+        cap_memo.token = ++cap_memo.serial;
+    }
+    uint64_t t = cap_memo.token;
+    cap_memo.busy = 0;
+    return t;
+}
+
 /* always_inline, and the public functions noinline: the frame count (skip + 1) must see the
  * public functions' own frames only, whatever -O3 and link-time optimisation inline. */
-__attribute__((always_inline)) static inline uint32_t capture_slack(uint64_t *frames, uint32_t max,
-                                                                    uint32_t skip, uint32_t slack)
+__attribute__((always_inline)) static inline uint32_t
+capture_slack(uint64_t *frames, uint32_t max, uint32_t skip, uint32_t slack, uint64_t *token)
 {
     void *buf[GMT_STACKS_CAPTURE_MAX];
+    uint32_t gen = __atomic_load_n(&skip_gen, __ATOMIC_ACQUIRE);
     int nr = __atomic_load_n(&nskip, __ATOMIC_ACQUIRE);
     uint32_t want = max + skip + 1 + (nr ? slack : 0);
     if (want > GMT_STACKS_CAPTURE_MAX) want = GMT_STACKS_CAPTURE_MAX;
-    int n = gmt_unwind(buf, (int)want);
+    uint64_t walk;
+    int n = gmt_unwind_walk(buf, (int)want, &walk);
     int i = (int)skip + 1; /* +1: this function */
     while (nr && i < n && in_skip_range((uint64_t)(uintptr_t)buf[i], nr))
         i++;
@@ -366,25 +402,32 @@ __attribute__((always_inline)) static inline uint32_t capture_slack(uint64_t *fr
         /* The prefix took more than the first slack and the stack goes on: walk again. */
         want = max + skip + 1 + SKIP_SLACK;
         if (want > GMT_STACKS_CAPTURE_MAX) want = GMT_STACKS_CAPTURE_MAX;
-        n = gmt_unwind(buf, (int)want);
+        n = gmt_unwind_walk(buf, (int)want, &walk);
+        walk = 0; /* two walks: not named (the next capture walks twice again) */
         i = (int)skip + 1;
         while (i < n && in_skip_range((uint64_t)(uintptr_t)buf[i], nr))
             i++;
     }
-    uint32_t out = 0;
-    for (; i < n && out < max; i++)
-        frames[out++] = (uint64_t)(uintptr_t)buf[i];
+    uint32_t out = i < n ? (uint32_t)(n - i) : 0;
+    if (out > max) out = max;
+    _Static_assert(sizeof(void *) == sizeof(uint64_t), "frames are copied as they are");
+    memcpy(frames, buf + i, (size_t)out * sizeof *frames);
+    if (token)
+        *token = (gen & 1) || __atomic_load_n(&skip_gen, __ATOMIC_ACQUIRE) != gen
+                     ? 0
+                     : capture_token(walk, max, skip, slack, gen);
     return out;
 }
 
-__attribute__((noinline)) uint32_t gmt_stacks_capture(uint64_t *frames, uint32_t max, uint32_t skip)
+__attribute__((noinline)) uint32_t gmt_stacks_capture(uint64_t *frames, uint32_t max, uint32_t skip,
+                                                      uint64_t *token)
 {
-    return capture_slack(frames, max, skip, SKIP_SLACK);
+    return capture_slack(frames, max, skip, SKIP_SLACK, token);
 }
 
 __attribute__((noinline)) uint32_t gmt_stacks_capture_near(uint64_t *frames, uint32_t max,
-                                                           uint32_t skip)
+                                                           uint32_t skip, uint64_t *token)
 {
-    return capture_slack(frames, max, skip, SKIP_SLACK_FIRST);
+    return capture_slack(frames, max, skip, SKIP_SLACK_FIRST, token);
 }
 #endif

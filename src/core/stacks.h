@@ -119,11 +119,14 @@ void gmt_stacks_set_skip_ranges(const uint64_t (*ranges)[2], int n);
 
 /* Native frames of the calling thread, innermost first, skipping `skip` frames of the caller
  * and then any frames inside the skip ranges. Returns the number written (<= max). Allocates
- * nothing. */
+ * nothing. token (may be NULL) names the result: a nonzero token the calling thread was given
+ * before by the same function means the same frames as then (the unwinder replayed that walk,
+ * with the same max, skip and skip ranges), so whatever was derived from those frames holds
+ * again; 0 when that is not known. Tokens are per thread and never reused by it. */
 #define GMT_STACKS_CAPTURE_MAX 192
-uint32_t gmt_stacks_capture(uint64_t *frames, uint32_t max, uint32_t skip);
+uint32_t gmt_stacks_capture(uint64_t *frames, uint32_t max, uint32_t skip, uint64_t *token);
 /* The same, for a caller whose only tracer frames are its own (a runtime hook): walks only as
  * deep as the depth needs, and walks again only if the internal prefix turns out longer. */
-uint32_t gmt_stacks_capture_near(uint64_t *frames, uint32_t max, uint32_t skip);
+uint32_t gmt_stacks_capture_near(uint64_t *frames, uint32_t max, uint32_t skip, uint64_t *token);
 
 #endif

@@ -25,7 +25,8 @@ typedef struct gmt_tls_s {
      * and the tracer; NULL when it captured none. */
     const uint64_t *outer_frames;
     uint32_t outer_nframes;
-    uint32_t shard; /* counter shard of this thread */
+    uint64_t outer_token; /* the capture's token (stacks.h), 0: none */
+    uint32_t shard;       /* counter shard of this thread */
     /* The stack id of the last frameless event (stacks off, or below GPUMEMTRACE_MIN_BYTES):
      * such an id depends on its tag alone. Valid while tag_gen is the core's generation. */
     uint32_t tag_gen, tag_last, tag_id;
@@ -34,6 +35,11 @@ typedef struct gmt_tls_s {
      * (gmt_stacks_holds) instead of hashed and probed. Valid while hint_gen is the core's
      * generation. */
     uint32_t hint_gen, hint_id;
+    /* What the hint was derived from, when Python frames were not spliced in: the capture's
+     * token (stacks.h) and the tag. The same token and tag again give the hint with no copy
+     * and no compare of the frames. 0: none. */
+    uint64_t hint_token;
+    uint32_t hint_tag;
 } gmt_tls_t;
 
 extern __thread gmt_tls_t gmt_tls __attribute__((tls_model("initial-exec")));

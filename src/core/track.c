@@ -29,29 +29,50 @@ static inline uint32_t frameless_hint(uint32_t tag, uint32_t gen)
     return gmt_tls.tag_gen == gen && gmt_tls.tag_last == tag ? gmt_tls.tag_id : 0;
 }
 
+/* The hint's id when this capture's token and tag are the hint's (the same frames: no copy,
+ * no compare), 0 otherwise. Not while Python frames are spliced in: the interpreter's native
+ * frames stay the same from one Python line to the next. */
+static inline uint32_t token_hint(uint64_t token, uint32_t tag, uint32_t gen)
+{
+    return token && gmt_tls.hint_token == token && gmt_tls.hint_tag == tag &&
+                   gmt_tls.hint_gen == gen && !gmt_py_splicing()
+               ? gmt_tls.hint_id
+               : 0;
+}
+
 __attribute__((noinline)) uint32_t gmt_core_stack_for(const gmt_event_t *ev, uint8_t api)
 {
     uint64_t frames[GMT_MAX_STACK_DEPTH + GMT_PY_MAX_FRAMES];
     uint32_t n = 0;
+    uint64_t token = 0;
     const gmt_config_t *cfg = &gmt_core_cfg;
     uint32_t tag = gmt_stacks_tag(ev->device, ev->kind, api);
+    uint32_t gen = __atomic_load_n(&gmt_core_generation, __ATOMIC_RELAXED);
     if (wants_frames(cfg, ev)) {
         if (gmt_tls.outer_api && gmt_tls.outer_frames) {
             /* Taken by the runtime hook around this event, without the driver's frames. */
+            token = gmt_tls.outer_token;
+            uint32_t hint = token_hint(token, tag, gen);
+            if (hint) return hint;
             n = gmt_tls.outer_nframes;
             memcpy(frames, gmt_tls.outer_frames, (size_t)n * sizeof frames[0]);
         } else {
-            n = gmt_stacks_capture(frames, (uint32_t)cfg->stack_depth, OWN_FRAMES_SKIPPED);
+            n = gmt_stacks_capture(frames, (uint32_t)cfg->stack_depth, OWN_FRAMES_SKIPPED, &token);
+            uint32_t hint = token_hint(token, tag, gen);
+            if (hint) return hint;
         }
+        if (gmt_py_splicing()) token = 0;
         n = gmt_py_splice(frames, n, GMT_MAX_STACK_DEPTH + GMT_PY_MAX_FRAMES);
     }
-    uint32_t gen = __atomic_load_n(&gmt_core_generation, __ATOMIC_RELAXED);
     uint32_t hint = n == 0 ? frameless_hint(tag, gen) : 0;
     if (hint) return hint;
     /* The same frames as this thread's last event with frames: the same id. */
     if (n > 0 && gmt_tls.hint_gen == gen &&
-        gmt_stacks_holds(gmt_core_stacks, gmt_tls.hint_id, frames, n, tag))
+        gmt_stacks_holds(gmt_core_stacks, gmt_tls.hint_id, frames, n, tag)) {
+        gmt_tls.hint_token = token;
+        gmt_tls.hint_tag = tag;
         return gmt_tls.hint_id;
+    }
     uint32_t id = gmt_stacks_intern(gmt_core_stacks, frames, n, tag);
     if (!id) {
         gmt_core_count(&gmt_core_counts.dropped_stacks);
@@ -62,6 +83,8 @@ __attribute__((noinline)) uint32_t gmt_core_stack_for(const gmt_event_t *ev, uin
     } else {
         gmt_tls.hint_gen = gen;
         gmt_tls.hint_id = id;
+        gmt_tls.hint_token = token;
+        gmt_tls.hint_tag = tag;
     }
     return id;
 }
@@ -86,7 +109,8 @@ void gmt_track_runtime_capture_slow(uint64_t *frames)
     if (depth <= 0 || !gmt_core_ready()) return;
     gmt_guard_enter();
     /* skip 1: this function; the hook's frame is in the tracer's skip range. */
-    gmt_tls.outer_nframes = gmt_stacks_capture_near(frames, (uint32_t)depth, 1);
+    gmt_tls.outer_nframes =
+        gmt_stacks_capture_near(frames, (uint32_t)depth, 1, &gmt_tls.outer_token);
     gmt_tls.outer_frames = frames;
     gmt_guard_leave();
 }

@@ -90,6 +90,7 @@ static inline bool gmt_track_runtime_leave(gmt_nest_t saved)
     gmt_tls.inner_events = saved.inner;
     gmt_tls.outer_frames = saved.frames;
     gmt_tls.outer_nframes = saved.nframes;
+    gmt_tls.outer_token = 0; /* an enclosing bracket's frames, without their token: no carry */
     return inner;
 }
 

@@ -687,6 +687,7 @@ typedef struct memo_s {
     uintptr_t ip0, sp0, rbp0;
     uint32_t n, max, gen;
     uint8_t rbp0_used, valid;
+    uint64_t walk;                  /* the walk's number (gmt_unwind's *walk), per thread */
     uint64_t replays;               /* written by the owner alone; summed by gmt_unwind_stats */
     uintptr_t at[MEMO_FRAMES];      /* where the return address buf[i + 1] was read */
     uint64_t rbp_used;              /* bit i: a later step's CFA used step i's saved RBP */
@@ -703,6 +704,8 @@ static __thread memo_t *my_memo __attribute__((tls_model("initial-exec")));
 static __thread uint8_t memo_state
     __attribute__((tls_model("initial-exec"))); /* 0, 1 mine, 2 none */
 static __thread uint8_t memo_busy __attribute__((tls_model("initial-exec")));
+/* Numbers the thread's remembered walks (only under memo_busy: no nested increment). */
+static __thread uint64_t walk_serial __attribute__((tls_model("initial-exec")));
 
 /* At thread exit (the key's destructor, on the exiting thread): the slot is another thread's
  * to claim now, so a walk this thread still makes (another destructor freeing memory) must
@@ -780,13 +783,15 @@ NO_ASAN static inline int replay(memo_t *m, void **buf, int max, uintptr_t ip, u
     return (int)n;
 }
 
-NO_ASAN NOINLINE_EXACT int gmt_unwind(void **buf, int max)
+/* The walk from the frame fp of the public function it is inlined into: [fp] is the caller's
+ * RBP, [fp+8] the return address, fp+16 the caller's stack pointer after the return (its
+ * CFA). */
+NO_ASAN __attribute__((always_inline)) static inline int
+unwind_from(const uintptr_t *fp, void **buf, int max, uint64_t *walk)
 {
+    *walk = 0;
     if (max <= 0) return 0;
     if (max > GMT_UNWIND_MAX) max = GMT_UNWIND_MAX;
-    /* This function's frame: [fp] is the caller's RBP, [fp+8] the return address, fp+16 the
-     * caller's stack pointer after the return (its CFA). */
-    const uintptr_t *fp = __builtin_frame_address(0);
     uintptr_t rbp = fp[0], ip = fp[1], sp = (uintptr_t)(fp + 2);
     const uintptr_t ra0 = ip, sp0 = sp, rbp0 = rbp, limit = sp + STACK_SPAN;
     uint64_t *t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
@@ -797,6 +802,7 @@ NO_ASAN NOINLINE_EXACT int gmt_unwind(void **buf, int max)
         memo_busy = 1;
         int n = replay(m, buf, max, ip, sp, rbp, gen);
         if (n > 0) {
+            *walk = m->walk;
             memo_busy = 0;
             return n;
         }
@@ -852,6 +858,7 @@ NO_ASAN NOINLINE_EXACT int gmt_unwind(void **buf, int max)
         m->gen = gen;
         m->rbp_used = rbp_used;
         __builtin_memcpy(m->frames, buf, (size_t)n * sizeof *buf);
+        m->walk = *walk = ++walk_serial;
         m->valid = 1;
         memo_busy = 0;
     }
@@ -859,4 +866,15 @@ NO_ASAN NOINLINE_EXACT int gmt_unwind(void **buf, int max)
 give_up:
     if (m) memo_busy = 0; /* only the walk that took the slot lets it go (not a nested one) */
     return fallback(buf, max, ra0);
+}
+
+NO_ASAN NOINLINE_EXACT int gmt_unwind(void **buf, int max)
+{
+    uint64_t walk;
+    return unwind_from(__builtin_frame_address(0), buf, max, &walk);
+}
+
+NO_ASAN NOINLINE_EXACT int gmt_unwind_walk(void **buf, int max, uint64_t *walk)
+{
+    return unwind_from(__builtin_frame_address(0), buf, max, walk);
 }

@@ -25,6 +25,11 @@
 void gmt_unwind_init(int force_libunwind);
 
 int gmt_unwind(void **buf, int max);
+/* gmt_unwind, and *walk tells which of the thread's remembered walks gave the frames: a
+ * nonzero value the calling thread was given before means the same frames again (a replay of
+ * that walk, for the same max); 0 when the walk was not remembered (a fallback, a walk nested
+ * in another, a thread without a replay slot). */
+int gmt_unwind_walk(void **buf, int max, uint64_t *walk);
 
 /* Empties the rule cache when the loader's unload counter moved since it was last looked at
  * (an object unloaded: its cached rules may name another object's code now). Called by the

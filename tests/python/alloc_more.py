@@ -6,6 +6,8 @@
   steady   1000 cudaMalloc/cudaFree pairs 20 Python frames deep in the main thread and 1000
            in a threading.Thread, each loop leaking its last allocation (13 MiB) from
            steady_alloc(): these walks must need no kernel copy once warm
+  lines    200 cudaMalloc calls alternating between two lines of one function (the same
+           native frames each time), leaking the last of each line (17 and 19 MiB)
 """
 import ctypes
 import os
@@ -47,6 +49,21 @@ def steady_alloc(n):
     keep.append(p)
 
 
+def two_lines(n):
+    p = ctypes.c_void_p()
+    for i in range(n):
+        if i % 2 == 0:
+            size = 17 << 20 if i == n - 2 else 4096
+            assert cudart.cudaMalloc(ctypes.byref(p), size) == 0  # TAG:line_a
+        else:
+            size = 19 << 20 if i == n - 1 else 4096
+            assert cudart.cudaMalloc(ctypes.byref(p), size) == 0  # TAG:line_b
+        if size == 4096:
+            cudart.cudaFree(p)
+        else:
+            keep.append(ctypes.c_void_p(p.value))
+
+
 class Layer:
     def run(self, depth, n):
         return self.run(depth - 1, n) if depth else steady_alloc(n)
@@ -57,6 +74,8 @@ if sys.argv[2] == "steady":
     t = threading.Thread(target=Layer().run, args=(5, 1000))
     t.start()
     t.join()
+elif sys.argv[2] == "lines":
+    two_lines(200)
 elif sys.argv[2] == "fork":
     parent_alloc()
     pid = os.fork()

@@ -286,6 +286,23 @@ def case_steady(args):
         print(f"ok 3.{minor} checked_only={checked_only}: {walks} of 2000 walks needed a kernel copy")
 
 
+def case_lines(args):
+    """Two lines of one function reach cudaMalloc through the same native frames: each leak
+    still names its own line (native frames that are the same do not make the stacks the
+    same when Python frames are read)."""
+    tags = more_tags()
+    reps, _ = run_more(args, "lines")
+    (rep,) = reps.values()
+    groups = {g["bytes"]: g for g in rep["leaks"]["groups"]}
+    for size, tag in ((17 << 20, "line_a"), (19 << 20, "line_b")):
+        if size not in groups:
+            fail(f"no {size >> 20} MiB leak group: {sorted(groups)}")
+        if not names_line(rep, groups[size], "two_lines", tags[tag]):
+            fail(f"the {size >> 20} MiB leak does not name two_lines:{tags[tag]}: "
+                 f"{frames_of(rep, groups[size])}")
+    print(f"ok: each leak names its own line ({tags['line_a']}, {tags['line_b']})")
+
+
 def case_shallow(args):
     """GPUMEMTRACE_STACK_DEPTH=3: the native stack ends before the interpreter, the Python
     frames are appended at its outer end and still name every line; depth 0: no stack, and
@@ -427,7 +444,7 @@ def main():
         sys.exit(77)
     {"frames": case_frames, "off": case_off, "cli": case_cli,
      "unsupported": case_unsupported, "fork": case_fork, "threads": case_threads,
-     "shallow": case_shallow, "steady": case_steady, "notpython": case_notpython,
+     "shallow": case_shallow, "steady": case_steady, "lines": case_lines, "notpython": case_notpython,
      "recover": case_recover}[args.case](args)
 
 

@@ -16,6 +16,7 @@
 
 #include "core/region.h"
 #include "core/stacks.h"
+#include "core/unwind.h"
 
 #define VISIBLE __attribute__((noinline, visibility("default")))
 
@@ -311,7 +312,7 @@ static int frame_in(uint64_t pc, void *fn, const char *name)
 
 VISIBLE uint32_t capture_here(uint64_t *frames, uint32_t max, uint32_t skip)
 {
-    uint32_t n = gmt_stacks_capture(frames, max, skip);
+    uint32_t n = gmt_stacks_capture(frames, max, skip, NULL);
     __asm__ __volatile__("" ::: "memory"); /* keep the call from being a tail call */
     return n;
 }
@@ -367,6 +368,73 @@ static void test_capture_finds_caller(void **state)
     store_free(st);
 }
 
+/* A capture's token (stacks.h): the same walk from the same place with the same max, skip and
+ * skip ranges gets the same nonzero token and the same frames; anything else another one. */
+VISIBLE uint32_t token_here(uint64_t *f, uint32_t max, uint32_t skip, uint64_t *token)
+{
+    uint32_t n = gmt_stacks_capture(f, max, skip, token);
+    __asm__ __volatile__("" ::: "memory");
+    return n;
+}
+
+VISIBLE uint32_t token_site_a(uint64_t *f, uint32_t max, uint32_t skip, uint64_t *token)
+{
+    uint32_t n = token_here(f, max, skip, token);
+    __asm__ __volatile__("" ::: "memory");
+    return n;
+}
+
+VISIBLE uint32_t token_site_b(uint64_t *f, uint32_t max, uint32_t skip, uint64_t *token)
+{
+    uint32_t n = token_here(f, max, skip, token);
+    __asm__ __volatile__("" ::: "memory");
+    return n;
+}
+
+static void test_capture_token(void **state)
+{
+    (void)state;
+    gmt_unwind_init(0); /* the walker that remembers walks (the tracer's start-up does this) */
+    uint64_t f[4][GMT_STACKS_CAPTURE_MAX], t[4];
+    uint32_t n[4];
+    for (volatile int i = 0; i < 3; i++) /* one call site, three times */
+        n[i] = token_site_a(f[i], 16, 0, &t[i]);
+#if defined(__SANITIZE_THREAD__)
+    assert_int_equal(t[0] | t[1] | t[2], 0); /* unw_step there: never named */
+    return;
+#endif
+    assert_int_not_equal(t[1], 0);
+    assert_int_equal(t[1], t[2]);
+    assert_int_equal(n[1], n[2]);
+    assert_memory_equal(f[1], f[2], n[1] * sizeof f[1][0]);
+    assert_memory_equal(f[0], f[1], n[1] * sizeof f[1][0]);
+
+    /* The same function reached from elsewhere: other frames, another token. */
+    n[3] = token_site_b(f[3], 16, 0, &t[3]);
+    assert_int_not_equal(t[3], 0);
+    assert_int_not_equal(t[3], t[1]);
+    assert_int_equal(f[3][0], f[1][0]);
+    assert_int_not_equal(f[3][1], f[1][1]);
+
+    /* From one call site: the same parameters twice give one token; another max, another
+     * skip, and new skip ranges (even equal ones) each a token never given before. */
+    uint64_t g[GMT_STACKS_CAPTURE_MAX], tk[6];
+    for (volatile int k = 0; k < 6; k++) {
+        if (k == 4) gmt_stacks_set_skip_ranges(NULL, 0);
+        (void)token_site_b(g, k == 2 ? 8 : 16, k >= 3 ? 1 : 0, &tk[k]);
+    }
+    assert_int_equal(tk[1], tk[0]);
+    assert_int_equal(tk[5], tk[4]);
+    const uint64_t fresh[] = {tk[0], tk[2], tk[3], tk[4], t[1], t[3]};
+    for (int a = 0; a < 6; a++) {
+        assert_int_not_equal(fresh[a], 0);
+        for (int b = a + 1; b < 6; b++)
+            assert_int_not_equal(fresh[a], fresh[b]);
+    }
+    /* A null token is allowed. */
+    assert_true(token_site_b(g, 16, 0, NULL) > 0);
+}
+
 static void *capture_thread(void *arg)
 {
     uint64_t frames[16];
@@ -381,7 +449,7 @@ static void *capture_thread(void *arg)
  * then starts at the skipped function's caller. */
 static __attribute__((noinline)) uint32_t skip_capture_here(uint64_t *f, uint32_t max)
 {
-    uint32_t n = gmt_stacks_capture(f, max, 0);
+    uint32_t n = gmt_stacks_capture(f, max, 0, NULL);
     __asm__ volatile("" ::: "memory"); /* keep the call from becoming a tail call */
     return n;
 }
@@ -446,6 +514,7 @@ int main(void)
         cmocka_unit_test(test_store_grows),
         cmocka_unit_test(test_concurrent_intern),
         cmocka_unit_test(test_capture_finds_caller),
+        cmocka_unit_test(test_capture_token),
         cmocka_unit_test(test_capture_skips_internal_ranges),
         cmocka_unit_test(test_capture_in_exiting_thread),
     };

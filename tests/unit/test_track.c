@@ -234,6 +234,49 @@ static void test_stack_starts_at_caller(void **state)
     assert_int_not_equal(ids[0], b.stack_id); /* called from elsewhere: another stack */
 }
 
+/* One call site, the same frames every time: the id follows the tag (another device, another
+ * id) and the call site, whether the frames were carried from the thread's last walk or not. */
+static void test_same_frames_other_tag(void **state)
+{
+    (void)state;
+    uint32_t ids[8];
+    for (volatile int i = 0; i < 8; i++) { /* devices 1 1 2 2 1 2 1 1 */
+        int32_t d = (i == 2 || i == 3 || i == 5) ? 2 : 1;
+        alloc_site_b(0x14000000, 8192, d);
+        ids[i] = lookup(GMT_SPACE_VA, 0x14000000).stack_id;
+        assert_int_equal(gmt_stacks_tag_device(gmt_stacks_entry(gmt_track_stacks(), ids[i])->tag),
+                         d);
+        free_dev(0x14000000, d);
+    }
+    assert_int_not_equal(ids[0], 0);
+    assert_int_equal(ids[1], ids[0]);
+    assert_int_not_equal(ids[2], ids[0]);
+    assert_int_equal(ids[3], ids[2]);
+    assert_int_equal(ids[4], ids[0]);
+    assert_int_equal(ids[5], ids[2]);
+    assert_int_equal(ids[6], ids[0]);
+    assert_int_equal(ids[7], ids[0]);
+    /* The same through a runtime bracket (the hook's capture, a driver event inside). */
+    uint32_t rid[4];
+    for (volatile int i = 0; i < 4; i++) {
+        int32_t d = i == 2 ? 2 : 1;
+        uint64_t frames[GMT_MAX_STACK_DEPTH];
+        gmt_nest_t saved = gmt_track_runtime_enter(GMT_API_cudaMalloc, false);
+        gmt_track_runtime_capture_slow(frames);
+        gmt_event_t inner = ev(0x14100000, 8192, d, GMT_KIND_DEVICE, GMT_SPACE_VA,
+                               GMT_API_cuMemAlloc_v2, GMT_LAYER_DRIVER);
+        gmt_track_alloc(&inner);
+        assert_true(gmt_track_runtime_leave(saved));
+        rid[i] = lookup(GMT_SPACE_VA, 0x14100000).stack_id;
+        free_dev(0x14100000, d);
+    }
+    assert_int_not_equal(rid[0], 0);
+    assert_int_equal(rid[1], rid[0]);
+    assert_int_not_equal(rid[2], rid[0]);
+    assert_int_equal(rid[3], rid[0]);
+    assert_int_not_equal(rid[0], ids[0]); /* another stack than alloc_site_b's */
+}
+
 static void test_min_bytes_gives_tag_only_stack(void **state)
 {
     (void)state;
@@ -985,6 +1028,7 @@ int main(void)
         cmocka_unit_test(test_before_init_dropped),
         cmocka_unit_test(test_alloc_free_record),
         cmocka_unit_test(test_stack_starts_at_caller),
+        cmocka_unit_test(test_same_frames_other_tag),
         cmocka_unit_test(test_min_bytes_gives_tag_only_stack),
         cmocka_unit_test(test_unknown_and_null_free),
         cmocka_unit_test(test_peak_groups),
