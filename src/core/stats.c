@@ -56,7 +56,8 @@ typedef struct timeline_s {
     uint64_t last_end_ns; /* end of the last point's bucket (relative), 0 when empty */
     int64_t missed_max;   /* atomic: highest bytes of updates that found the lock taken */
     /* The open bucket, updated without the lock by the events that fall inside it (nearly
-     * all of them): its end (relative, 0: none yet) and its highest bytes since the lock
+     * all of them): its end (absolute, monotonic ns, so the event's own clock reading is
+     * compared as it is; 0: none yet) and its highest bytes since the lock
      * holder last folded them into the last point. Written only when the bucket's maximum
      * rises, so steady traffic from many threads only reads this line. The bucket's last
      * bytes are supplied at folding time (the closing event's bytes before it, or the
@@ -324,7 +325,8 @@ __attribute__((noinline)) static void timeline_add_slow(int slot, uint64_t rel, 
             tl->last_end_ns = (bucket + 1) * tl->width_ns;
         }
     }
-    __atomic_store_n(&tl->open_end_ns, tl->last_end_ns, __ATOMIC_RELEASE);
+    __atomic_store_n(&tl->open_end_ns, tl->last_end_ns ? t0_ns + tl->last_end_ns : 0,
+                     __ATOMIC_RELEASE);
     gmt_spin_unlock(&tl->lock);
 }
 
@@ -332,15 +334,14 @@ __attribute__((noinline)) static void timeline_add_slow(int slot, uint64_t rel, 
 static inline void timeline_add(int slot, uint64_t now_ns, int64_t bytes, int64_t before)
 {
     timeline_t *tl = &timelines[slot];
-    uint64_t rel = now_ns > t0_ns ? now_ns - t0_ns : 0;
     /* Fast path, no lock: inside the open bucket (never true before the first point, nor
      * without a timeline). A thread that read the bucket's end just before the holder opened
      * the next bucket lands in the next one: a shift by one bucket, as below. */
-    if (__builtin_expect(rel < __atomic_load_n(&tl->open_end_ns, __ATOMIC_ACQUIRE), 1)) {
+    if (__builtin_expect(now_ns < __atomic_load_n(&tl->open_end_ns, __ATOMIC_ACQUIRE), 1)) {
         if (bytes > __atomic_load_n(&tl->open_max, RLX)) max_update(&tl->open_max, bytes);
         return;
     }
-    timeline_add_slow(slot, rel, bytes, before);
+    timeline_add_slow(slot, now_ns > t0_ns ? now_ns - t0_ns : 0, bytes, before);
 }
 
 void gmt_stats_count(gmt_counter_t c)
@@ -368,15 +369,17 @@ uint64_t gmt_stats_counter(gmt_counter_t c)
 }
 
 __attribute__((always_inline)) inline bool gmt_stats_on_alloc(int32_t device, gmt_kind_t kind,
-                                                              gmt_api_t api, uint64_t size,
-                                                              uint64_t seq, uint64_t now_ns,
-                                                              bool charged)
+                                                              gmt_api_t api, gmt_layer_t layer,
+                                                              uint64_t size, uint64_t seq,
+                                                              uint64_t now_ns, bool charged)
 {
     int slot = gmt_stats_slot(device);
     shard_t *sh = my_shard();
     bool own = own_shard();
     dev_t_ *d = &devs[slot];
     __atomic_store_n(&S->last_ns[gmt_tls.shard * 8], now_ns, RLX);
+    bump(&sh->counters[GMT_CNT_ALLOCS], 1);
+    bump(&sh->counters[GMT_CNT_LAYER0 + layer], 1);
     bump(&sh->allocs[slot][kind], 1);
     bump(&sh->alloc_bytes[slot][kind], size);
     bump(&sh->api[api][0], 1);

@@ -22,11 +22,12 @@
  * GMT_DEVICE_UNKNOWN and out-of-range ordinals -> GMT_STAT_SLOTS - 1. */
 #define GMT_STAT_SLOTS (GMT_MAX_DEVICES + 2)
 /* Inline: several calls per event. */
+_Static_assert(GMT_DEVICE_HOST == -1, "the host's slot is its device + 1, as an ordinal's");
 static inline int gmt_stats_slot(int32_t device)
 {
-    if (device == GMT_DEVICE_HOST) return 0;
-    if (device >= 0 && device < GMT_MAX_DEVICES) return device + 1;
-    return GMT_STAT_SLOTS - 1;
+    /* One compare: device + 1 in 0 .. GMT_MAX_DEVICES (host and ordinals) is the slot. */
+    uint32_t s = (uint32_t)device + 1u;
+    return s <= GMT_MAX_DEVICES ? (int)s : GMT_STAT_SLOTS - 1;
 }
 int32_t gmt_stats_device_of_slot(int slot);
 
@@ -64,10 +65,11 @@ int gmt_stats_attach(void *block, size_t bytes);
 /* Time of the latest alloc or free event seen (monotonic ns), 0 if none. */
 uint64_t gmt_stats_last_event_ns(void);
 
-/* An allocation of `size` bytes succeeded. Returns true when it raised the device's in-use
- * peak (then *peak_out holds the new peak). */
-bool gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, uint64_t size, uint64_t seq,
-                        uint64_t now_ns, bool charged);
+/* An allocation event from `layer` (counted in GMT_CNT_ALLOCS and the layer's counter, the
+ * same shard access as the rest): `size` bytes succeeded. Returns true when it raised the
+ * device's in-use peak. */
+bool gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, gmt_layer_t layer,
+                        uint64_t size, uint64_t seq, uint64_t now_ns, bool charged);
 void gmt_stats_on_free(int32_t device, gmt_kind_t kind, gmt_api_t api, uint64_t size,
                        uint64_t now_ns, bool charged);
 void gmt_stats_on_failure(int32_t device, gmt_api_t api);

@@ -173,7 +173,6 @@ __attribute__((noinline)) void gmt_track_alloc(const gmt_event_t *ev)
     }
     uint8_t api = ev->api;
     if (gmt_nest_inside_runtime(ev)) api = gmt_nest_merge();
-    gmt_stats_count_event(GMT_CNT_ALLOCS, (gmt_layer_t)ev->layer);
     uint64_t now = event_now_ns();
     uint64_t seq = now; /* records are ordered by time; no shared counter on the hot path */
     gmt_record_t r = {
@@ -194,8 +193,8 @@ __attribute__((noinline)) void gmt_track_alloc(const gmt_event_t *ev)
                                          : gmt_table_insert(gmt_core_table, &r) != 0) {
         /* Counted in the totals (the bytes are real), but no longer tracked by address. */
         gmt_core_count(&gmt_core_counts.dropped_table_full);
-        gmt_stats_on_alloc(ev->device, (gmt_kind_t)ev->kind, (gmt_api_t)api, ev->size, seq, now,
-                           false);
+        gmt_stats_on_alloc(ev->device, (gmt_kind_t)ev->kind, (gmt_api_t)api, (gmt_layer_t)ev->layer,
+                           ev->size, seq, now, false);
         return;
     }
     if (r.stack_id && charged && !GMT_PROBE_SKIPS(GMT_PROBE_STACKENT)) {
@@ -203,8 +202,8 @@ __attribute__((noinline)) void gmt_track_alloc(const gmt_event_t *ev)
         gmt_peaks_stack_change(e, ev->device, (int64_t)ev->size, 1);
         __atomic_fetch_add(&e->total_allocs, 1, __ATOMIC_RELAXED);
     }
-    if (gmt_stats_on_alloc(ev->device, (gmt_kind_t)ev->kind, (gmt_api_t)api, ev->size, seq, now,
-                           charged))
+    if (gmt_stats_on_alloc(ev->device, (gmt_kind_t)ev->kind, (gmt_api_t)api, (gmt_layer_t)ev->layer,
+                           ev->size, seq, now, charged))
         gmt_peaks_mark(ev->device);
 }
 
