@@ -223,11 +223,11 @@ __attribute__((always_inline)) static inline void release_record(const gmt_recor
 static void free_commit(const pending_free_t *p)
 {
     uint64_t now = event_now_ns();
-    gmt_record_t r = p->rec;
-    release_record(&r, now);
+    release_record(&p->rec, now);
     /* cuMemUnmap may cover several mappings made by separate cuMemMap calls. */
-    if (p->space == GMT_SPACE_MAP && p->size > r.size) {
-        uint64_t at = p->addr + r.size, end = p->addr + p->size;
+    if (p->space == GMT_SPACE_MAP && p->size > p->rec.size) {
+        gmt_record_t r;
+        uint64_t at = p->addr + p->rec.size, end = p->addr + p->size;
         while (at < end && gmt_table_remove(gmt_core_table, GMT_SPACE_MAP, at, &r) == 0) {
             release_record(&r, now);
             at += r.size ? r.size : end - at;
