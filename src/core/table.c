@@ -42,7 +42,6 @@ enum { SLOT_EMPTY = 0, SLOT_BUSY = 1, SLOT_LIVE = 2, SLOT_TOMB = 3 };
 #define TABLE_MAGIC    0x676d747461626c34ull /* "gmttabl4": iteration excludes moves */
 #define MIN_CAP        4096u                 /* slots of the first level: 128 KiB */
 #define PROBE_LIMIT    4096u                 /* an insert never scans more than this */
-#define MIGRATE_PER    16                    /* entries an insert moves out of the oldest level */
 #define SIZE_MASK      ((1ull << 48) - 1)
 #define SLOTS_PER_PAGE (4096 / 32) /* levels are whole pages: given back and reused whole */
 /* A level's `used` is counted USED_BATCH at a time, by each thread on its 1st, 9th, 17th ...
@@ -50,6 +49,19 @@ enum { SLOT_EMPTY = 0, SLOT_BUSY = 1, SLOT_LIVE = 2, SLOT_TOMB = 3 };
  * only decides when to grow, and it errs by at most USED_BATCH - 1 per thread, upwards (not
  * by the keys: hash bits that keys far apart all share would pace growth wrongly). */
 #define USED_BATCH 8u
+/* Entries an insert moves out of the oldest level. The move's total work is the same at any
+ * value (every slot of the old level is moved once); this sets how long both levels are held
+ * and what one insert during a move costs (~MIGRATE_PER x the ~100 instructions of a move).
+ * With the release behind the cursor the old level shrinks as the move goes, but the new
+ * level's pages are touched at random by the application's inserts (the moves themselves
+ * touch it in order: hash order), so the high water is reached where the random inserts
+ * have touched most of the new level while part of the old one is still held. The new level
+ * has live / 64 pages and the move takes 4/3 x live / MIGRATE_PER inserts; at 64 the move is
+ * done after 1.3 x as many inserts as the new level has pages. bench_table filling to 1.03M
+ * (the growth at 944k: old 40 MB, new 60 MB), max RSS: 102 MB without the release, then at
+ * 16 / 32 / 64 / 128: 90 / 79 / 70 / 65 MB (the new level alone: ~62). 64 takes most of the
+ * gain; 128 doubles the insert's cost again for 5 MB. */
+#define MIGRATE_PER 64
 
 #define LOAD(p, o)     __atomic_load_n((p), (o))
 #define STORE(p, v, o) __atomic_store_n((p), (v), (o))
@@ -471,8 +483,9 @@ static void __attribute__((noinline)) release_moved(gmt_table_t *t, gmt_level_t 
     uint64_t r = LOAD(&l->released, ACQ);
     if (b <= r) return;
     gmt_slot_t *base = slots(l);
-    /* [0, r + mp] was found clear when r was released, and EMPTY and TOMB are final here. */
-    for (uint64_t i = r; i <= b + mp; i++) {
+    /* [0, r + mp] was found clear when r was released, and EMPTY and TOMB are final here:
+     * the scan starts past it (at 0 for the first release). */
+    for (uint64_t i = r ? r + mp + 1 : 0; i <= b + mp; i++) {
         uint32_t st = st_of(LOAD(&base[i].sg, ACQ));
         if (st == SLOT_LIVE || st == SLOT_BUSY) { /* not moved yet, being removed, or pinned */
             b = i <= mp ? 0 : (i - mp - 1) & ~(page - 1);
