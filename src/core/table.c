@@ -469,10 +469,11 @@ static void iteration_end(gmt_table_t *t)
 
 /* Gives back the pages of level l that no search can need any more (see the top of the
  * file): the largest prefix [0, b), b a whole number of pages, with no LIVE or BUSY slot in
- * [0, b + max_probe]. Only slots the cursor has passed are considered (the others are still
- * to be read by a mover). The state words are read in order from `released`, at most a page
- * and max_probe past it, once per page of progress. Inside moves_begin/moves_end, on a level
- * that is not the newest and has no inserter inside (migrate_some checked). */
+ * [0, b + max_probe], once it is GMT_TABLE_RELEASE_STEP past what was released (one madvise
+ * costs a few microseconds: one a page was ~10% of a 1M-allocation run's inserting time).
+ * Only slots the cursor has passed are considered (the others are still to be read by a
+ * mover). The state words are read in order, each about once. Inside moves_begin/moves_end, on a
+ * level that is not the newest and has no inserter inside (migrate_some checked). */
 static void __attribute__((noinline)) release_moved(gmt_table_t *t, gmt_level_t *l)
 {
     uint64_t cap = LOAD(&l->cap, RLX), cur = LOAD(&l->cursor, RLX);
@@ -480,8 +481,8 @@ static void __attribute__((noinline)) release_moved(gmt_table_t *t, gmt_level_t 
     if (cur > cap) cur = cap;
     if (cur <= mp + 1) return;
     uint64_t page = SLOTS_PER_PAGE, b = (cur - mp - 1) & ~(page - 1); /* b + mp < cur */
-    uint64_t r = LOAD(&l->released, ACQ);
-    if (b <= r) return;
+    uint64_t r = LOAD(&l->released, ACQ), step = GMT_TABLE_RELEASE_STEP / sizeof(gmt_slot_t);
+    if (b < r + step) return;
     gmt_slot_t *base = slots(l);
     /* [0, r + mp] was found clear when r was released, and EMPTY and TOMB are final here:
      * the scan starts past it (at 0 for the first release). */
@@ -492,7 +493,7 @@ static void __attribute__((noinline)) release_moved(gmt_table_t *t, gmt_level_t 
             break;
         }
     }
-    if (b <= r || !__atomic_compare_exchange_n(&l->released, &r, b, 0, ACQ_REL, RLX)) return;
+    if (b < r + step || !__atomic_compare_exchange_n(&l->released, &r, b, 0, ACQ_REL, RLX)) return;
     gmt_region_release(LOAD(&l->off, RLX) + r * sizeof(gmt_slot_t), (b - r) * sizeof(gmt_slot_t));
     __atomic_fetch_sub(&t->bytes, (b - r) * sizeof(gmt_slot_t), RLX);
 }

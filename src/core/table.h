@@ -61,6 +61,9 @@ typedef struct gmt_slot_s {
 /* Drained levels at most this big are kept (zeroed when reused) rather than given back: churn
  * with a small live set then costs no page faults or madvise calls. */
 #define GMT_TABLE_RELEASE_MIN (1u << 20)
+/* A level being moved gives its moved prefix back in steps of at least this many bytes: one
+ * madvise (or hole punch) each, a few microseconds, so not one a page (docs/state.md). */
+#define GMT_TABLE_RELEASE_STEP (256u << 10)
 
 typedef struct gmt_level_s {
     uint64_t off;       /* region offset of the slots */

@@ -185,15 +185,16 @@ static void test_churn_memory_bounded(void **state)
  * moved, 16 per insert) the table holds at most 64 bytes per live allocation; during a move
  * the old level is held too (about 107 bytes at worst): asserted <= 112. */
 #define PAGE_SLOTS (4096 / 32)
+#define STEP_SLOTS (GMT_TABLE_RELEASE_STEP / 32)
 
 /* Memory follows the live set, during a move too. What the design guarantees is a count: one
  * thread inserting, after each insert the old level holds at most the slots the move's cursor
- * has not passed, plus max_probe (the margin of the release, table.c) and one page (release
- * is page by page); so its share falls linearly over the move, and the move ends within
- * old capacity / MIGRATE_PER inserts. At the instant of a growth both levels are held whole
- * (4/3 + 2 slots per live entry: ~107 B), which bytes_held still shows as the worst; what the
- * release changes is the rest of the move: averaged over the inserts of a move the table holds
- * new + half the old level, (2 + 2/3) x 32 = 85 B (was ~107: both levels to the end). */
+ * has not passed, plus max_probe (the margin of the release, table.c), a page (whole pages)
+ * and GMT_TABLE_RELEASE_STEP (released in steps); so its share falls linearly over the move, and
+ * the move ends within old capacity / MIGRATE_PER inserts. At the instant of a growth both levels
+ * are held whole (4/3 + 2 slots per live entry: ~107 B), which bytes_held still shows as the worst;
+ * what the release changes is the rest of the move: averaged over the inserts of a move the table
+ * holds new + half the old level, (2 + 2/3) x 32 = 85 B (was ~107: both levels to the end). */
 static void test_bytes_per_live_allocation(void **state)
 {
     (void)state;
@@ -209,7 +210,7 @@ static void test_bytes_per_live_allocation(void **state)
             uint64_t old_slots = (t->bytes - nw->cap * sizeof(gmt_slot_t)) / sizeof(gmt_slot_t);
             uint64_t passed = o->cursor < o->cap ? o->cursor : o->cap;
             if (o->cap * sizeof(gmt_slot_t) > GMT_TABLE_RELEASE_MIN)
-                assert_true(old_slots <= o->cap - passed + o->max_probe + PAGE_SLOTS);
+                assert_true(old_slots <= o->cap - passed + o->max_probe + PAGE_SLOTS + STEP_SLOTS);
             if (n >= 100000) {
                 uint64_t b = gmt_table_bytes_held(t) / (n + 1);
                 if (b > worst) worst = b;
@@ -319,12 +320,13 @@ static void check_all_found(gmt_table_t *t, const uint64_t *keys, uint64_t n, ui
 }
 
 /* The release behind a move (table.c): a level big enough to be released piecewise, with a
- * run of entries homed just before a page boundary and pushed far past it (longer than a
- * settle step, so a release without the max_probe margin gives back their home page while
- * they are still live past it, and they are lost), and a run homed at the end that wraps
- * round to slot 0. The move is stepped MIGRATE_PER slots at a time (gmt_table_settle); after
- * every step each key is found, iteration meets each once, and at the end every remove finds
- * its entry exactly once. */
+ * run of entries homed just before the first release step's boundary and pushed far past it
+ * (longer than a settle step, so a release without the max_probe margin gives back their home
+ * page while they are still live past it, and they are lost), and a run homed at the end that
+ * wraps round to slot 0. The move is stepped MIGRATE_PER slots at a time (gmt_table_settle);
+ * after every step the runs' keys are found, after every release (and every 32 steps) every
+ * key is and iteration meets each once, and at the end every remove finds its entry exactly
+ * once. */
 static void test_partial_release_finds_everything(void **state)
 {
     (void)state;
@@ -343,8 +345,8 @@ static void test_partial_release_finds_everything(void **state)
     uint64_t cap = l->cap;
     assert_true(cap * sizeof(gmt_slot_t) > GMT_TABLE_RELEASE_MIN);
     uint64_t grows = t->grows;
-    /* 150 entries homed 4 slots before the boundary of pages 3 and 4, 40 at the last slots. */
-    uint64_t run_home = 4 * PAGE_SLOTS - 4;
+    /* 150 entries homed 4 slots before the first release step ends, 40 at the last slots. */
+    uint64_t run_home = STEP_SLOTS - 4, first_run = n;
     for (uint64_t j = 0; j < 150; j++, n++) {
         keys[n] = key_homed(run_home, cap, j);
         gmt_record_t r = rec_for(0, keys[n]);
@@ -367,17 +369,22 @@ static void test_partial_release_finds_everything(void **state)
     assert_int_equal(t->next - t->first, 2);
     assert_true(&t->levels[t->first % GMT_TABLE_LEVELS] == l && l->cap == cap);
     check_all_found(t, keys, n, seen);
-    uint64_t steps = 0, held0 = gmt_table_bytes_held(t);
-    while (t->next - t->first > 1 && l->cursor < 20 * PAGE_SLOTS) {
+    uint64_t steps = 0, held0 = gmt_table_bytes_held(t), released = 0;
+    while (t->next - t->first > 1 && l->cursor < 3 * STEP_SLOTS) {
         assert_true(gmt_table_settle(t, 1) > 0);
-        check_all_found(t, keys, n, seen);
-        steps++;
+        for (uint64_t i = first_run; i < first_run + 190; i++)
+            if (gmt_table_lookup(t, 0, keys[i], NULL) != 0)
+                fail_msg("run key %llu lost (released %llu, cursor %llu, max_probe %llu)",
+                         (unsigned long long)(i - first_run), (unsigned long long)l->released,
+                         (unsigned long long)l->cursor, (unsigned long long)l->max_probe);
+        if (l->released != released || ++steps % 32 == 0) check_all_found(t, keys, n, seen);
+        released = l->released;
     }
     print_message("partial release: %llu slots, max_probe %llu, %llu settle steps, %llu slots "
                   "released\n",
                   (unsigned long long)cap, (unsigned long long)l->max_probe,
                   (unsigned long long)steps, (unsigned long long)l->released);
-    assert_true(l->released >= 12 * PAGE_SLOTS && l->released % PAGE_SLOTS == 0);
+    assert_true(l->released >= STEP_SLOTS && l->released % PAGE_SLOTS == 0);
     assert_true(l->released + l->max_probe < l->cursor);
     assert_int_equal(gmt_table_bytes_held(t), held0 - l->released * sizeof(gmt_slot_t));
     assert_int_equal(gmt_table_validate(t), 0);
