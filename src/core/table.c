@@ -474,7 +474,7 @@ static void iteration_end(gmt_table_t *t)
  * Only slots the cursor has passed are considered (the others are still to be read by a
  * mover). The state words are read in order, each about once. Inside moves_begin/moves_end, on a
  * level that is not the newest and has no inserter inside (migrate_some checked). */
-static void __attribute__((noinline)) release_moved(gmt_table_t *t, gmt_level_t *l)
+static void __attribute__((noinline)) release_moved(gmt_table_t *t, uint32_t f, gmt_level_t *l)
 {
     uint64_t cap = LOAD(&l->cap, RLX), cur = LOAD(&l->cursor, RLX);
     uint64_t mp = LOAD(&l->max_probe, ACQ);
@@ -493,9 +493,20 @@ static void __attribute__((noinline)) release_moved(gmt_table_t *t, gmt_level_t 
             break;
         }
     }
-    if (b < r + step || !__atomic_compare_exchange_n(&l->released, &r, b, 0, ACQ_REL, RLX)) return;
-    gmt_region_release(LOAD(&l->off, RLX) + r * sizeof(gmt_slot_t), (b - r) * sizeof(gmt_slot_t));
-    __atomic_fetch_sub(&t->bytes, (b - r) * sizeof(gmt_slot_t), RLX);
+    if (b < r + step) return;
+    /* The give-back runs under grow_lock, and only while the level is still active: retire
+     * offers a level's memory for reuse under the same lock, so pages given back here can
+     * never be another level's by then (a mover stopped between its check and its madvise
+     * would otherwise zero a newer level that took the spare). trylock: a busy lock means a
+     * growth or a retire under way; the next batch tries again. */
+    if (!gmt_spin_trylock(&t->grow_lock)) return;
+    if (LOAD(&t->first, ACQ) == f &&
+        __atomic_compare_exchange_n(&l->released, &r, b, 0, ACQ_REL, RLX)) {
+        gmt_region_release(LOAD(&l->off, RLX) + r * sizeof(gmt_slot_t),
+                           (b - r) * sizeof(gmt_slot_t));
+        __atomic_fetch_sub(&t->bytes, (b - r) * sizeof(gmt_slot_t), RLX);
+    }
+    gmt_spin_unlock(&t->grow_lock);
 }
 
 /* Moves up to MIGRATE_PER entries out of level f, once it is not the newest (the caller saw
@@ -518,7 +529,7 @@ static int __attribute__((noinline)) migrate_some(gmt_table_t *t, gmt_table_shar
         }
     }
     if (j > 0 && !retired && LOAD(&l->cap, RLX) * sizeof(gmt_slot_t) > GMT_TABLE_RELEASE_MIN)
-        release_moved(t, l);
+        release_moved(t, f, l);
     moves_end(t);
     return j;
 }
