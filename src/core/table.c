@@ -13,6 +13,17 @@
  * copies an entry into the newest level before it turns the old slot into a tombstone, and
  * every search goes oldest to newest, so a search that finds the old copy gone finds the new
  * one; a search that meets the entry BUSY waits for the move (a few stores) to finish.
+ *
+ * Release behind the move: home() is monotone in the hash, so slot order is hash order in
+ * every level and the cursor moves entries in hash order. A level that is not the newest gets
+ * no inserts (the writers protocol), so its EMPTY and TOMB slots stay so and its max_probe is
+ * final. An entry LIVE at slot p has its home in [p - max_probe, p] (or wrapped from the end
+ * into [0, max_probe)); so once no slot of [0, b + max_probe] is LIVE or BUSY, no entry of the
+ * level has its home below b, and [0, b) is given back (release_moved) and skipped by every
+ * search (a home below `released`, or a probe that would wrap round to slot 0: not in this
+ * level) and by iteration. A search that read `released` before it advanced reads zeros
+ * there, EMPTY, and goes on to the next level, which is right: only slots whose entries had
+ * moved (or been removed) were released. A pinned level's LIVE entries stop the release.
  */
 #include "table.h"
 
@@ -31,7 +42,6 @@ enum { SLOT_EMPTY = 0, SLOT_BUSY = 1, SLOT_LIVE = 2, SLOT_TOMB = 3 };
 #define TABLE_MAGIC    0x676d747461626c34ull /* "gmttabl4": iteration excludes moves */
 #define MIN_CAP        4096u                 /* slots of the first level: 128 KiB */
 #define PROBE_LIMIT    4096u                 /* an insert never scans more than this */
-#define MIGRATE_PER    16                    /* entries an insert moves out of the oldest level */
 #define SIZE_MASK      ((1ull << 48) - 1)
 #define SLOTS_PER_PAGE (4096 / 32) /* levels are whole pages: given back and reused whole */
 /* A level's `used` is counted USED_BATCH at a time, by each thread on its 1st, 9th, 17th ...
@@ -39,11 +49,25 @@ enum { SLOT_EMPTY = 0, SLOT_BUSY = 1, SLOT_LIVE = 2, SLOT_TOMB = 3 };
  * only decides when to grow, and it errs by at most USED_BATCH - 1 per thread, upwards (not
  * by the keys: hash bits that keys far apart all share would pace growth wrongly). */
 #define USED_BATCH 8u
+/* Entries an insert moves out of the oldest level. The move's total work is the same at any
+ * value (every slot of the old level is moved once); this sets how long both levels are held
+ * and what one insert during a move costs (~MIGRATE_PER x the ~100 instructions of a move).
+ * With the release behind the cursor the old level shrinks as the move goes, but the new
+ * level's pages are touched at random by the application's inserts (the moves themselves
+ * touch it in order: hash order), so the high water is reached where the random inserts
+ * have touched most of the new level while part of the old one is still held. The new level
+ * has live / 64 pages and the move takes 4/3 x live / MIGRATE_PER inserts; at 64 the move is
+ * done after 1.3 x as many inserts as the new level has pages. bench_table filling to 1.03M
+ * (the growth at 944k: old 40 MB, new 60 MB), max RSS: 102 MB without the release, then at
+ * 16 / 32 / 64 / 128: 90 / 79 / 70 / 65 MB (the new level alone: ~62). 64 takes most of the
+ * gain; 128 doubles the insert's cost again for 5 MB. */
+#define MIGRATE_PER 64
 
 #define LOAD(p, o)     __atomic_load_n((p), (o))
 #define STORE(p, v, o) __atomic_store_n((p), (v), (o))
 #define RLX            __ATOMIC_RELAXED
 #define ACQ            __ATOMIC_ACQUIRE
+#define ACQ_REL        __ATOMIC_ACQ_REL
 #define REL            __ATOMIC_RELEASE
 #define SC             __ATOMIC_SEQ_CST
 
@@ -270,6 +294,7 @@ static int grow(gmt_table_t *t, uint32_t n, bool wait)
     STORE(&l->max_probe, 0, RLX);
     STORE(&l->cursor, 0, RLX);
     STORE(&l->moved, 0, RLX);
+    STORE(&l->released, 0, RLX);
     STORE(&l->pinned, 0, RLX);
     STORE(&l->off, off, RLX);
     STORE(&l->cap, cap, RLX);
@@ -314,11 +339,16 @@ static void retire(gmt_table_t *t, uint32_t f)
     gmt_level_t *l = lvl(t, f);
     if (LOAD(&l->pinned, RLX)) return; /* keeps its entries searchable; migration stops here */
     STORE(&t->first, f + 1, REL);
-    uint64_t bytes = LOAD(&l->cap, RLX) * sizeof(gmt_slot_t), off = LOAD(&l->off, RLX);
-    __atomic_fetch_sub(&t->bytes, bytes, RLX);
+    uint64_t cap = LOAD(&l->cap, RLX), bytes = cap * sizeof(gmt_slot_t), off = LOAD(&l->off, RLX);
+    /* What release_moved gave back is no longer counted; claiming the rest with an exchange
+     * keeps t->bytes exact beside a mover still inside release_moved (its CAS then fails). */
+    uint64_t gone = __atomic_exchange_n(&l->released, cap, ACQ_REL);
+    __atomic_fetch_sub(&t->bytes, (cap - (gone < cap ? gone : cap)) * sizeof(gmt_slot_t), RLX);
     /* Zero (and give back) first, then offer it for reuse. A search that still holds this
      * level's descriptor reads zeros (EMPTY) or, once reused, slots of a newer level: it acts
-     * only on a LIVE slot holding its own key, which is the entry wherever it is. */
+     * only on a LIVE slot holding its own key, which is the entry wherever it is. The whole
+     * level, the released prefix too: a stray read there (a mover's last look at a slot) may
+     * have brought a page of a state file back. */
     if (bytes > GMT_TABLE_RELEASE_MIN) gmt_region_release(off, bytes);
     gmt_spin_lock(&t->grow_lock);
     uint32_t n = t->nspare, at = n;
@@ -437,6 +467,48 @@ static void iteration_end(gmt_table_t *t)
     __atomic_fetch_sub(&t->iterating, 1, REL);
 }
 
+/* Gives back the pages of level l that no search can need any more (see the top of the
+ * file): the largest prefix [0, b), b a whole number of pages, with no LIVE or BUSY slot in
+ * [0, b + max_probe], once it is GMT_TABLE_RELEASE_STEP past what was released (one madvise
+ * costs a few microseconds: one a page was ~10% of a 1M-allocation run's inserting time).
+ * Only slots the cursor has passed are considered (the others are still to be read by a
+ * mover). The state words are read in order, each about once. Inside moves_begin/moves_end, on a
+ * level that is not the newest and has no inserter inside (migrate_some checked). */
+static void __attribute__((noinline)) release_moved(gmt_table_t *t, uint32_t f, gmt_level_t *l)
+{
+    uint64_t cap = LOAD(&l->cap, RLX), cur = LOAD(&l->cursor, RLX);
+    uint64_t mp = LOAD(&l->max_probe, ACQ);
+    if (cur > cap) cur = cap;
+    if (cur <= mp + 1) return;
+    uint64_t page = SLOTS_PER_PAGE, b = (cur - mp - 1) & ~(page - 1); /* b + mp < cur */
+    uint64_t r = LOAD(&l->released, ACQ), step = GMT_TABLE_RELEASE_STEP / sizeof(gmt_slot_t);
+    if (b < r + step) return;
+    gmt_slot_t *base = slots(l);
+    /* [0, r + mp] was found clear when r was released, and EMPTY and TOMB are final here:
+     * the scan starts past it (at 0 for the first release). */
+    for (uint64_t i = r ? r + mp + 1 : 0; i <= b + mp; i++) {
+        uint32_t st = st_of(LOAD(&base[i].sg, ACQ));
+        if (st == SLOT_LIVE || st == SLOT_BUSY) { /* not moved yet, being removed, or pinned */
+            b = i <= mp ? 0 : (i - mp - 1) & ~(page - 1);
+            break;
+        }
+    }
+    if (b < r + step) return;
+    /* The give-back runs under grow_lock, and only while the level is still active: retire
+     * offers a level's memory for reuse under the same lock, so pages given back here can
+     * never be another level's by then (a mover stopped between its check and its madvise
+     * would otherwise zero a newer level that took the spare). trylock: a busy lock means a
+     * growth or a retire under way; the next batch tries again. */
+    if (!gmt_spin_trylock(&t->grow_lock)) return;
+    if (LOAD(&t->first, ACQ) == f &&
+        __atomic_compare_exchange_n(&l->released, &r, b, 0, ACQ_REL, RLX)) {
+        gmt_region_release(LOAD(&l->off, RLX) + r * sizeof(gmt_slot_t),
+                           (b - r) * sizeof(gmt_slot_t));
+        __atomic_fetch_sub(&t->bytes, (b - r) * sizeof(gmt_slot_t), RLX);
+    }
+    gmt_spin_unlock(&t->grow_lock);
+}
+
 /* Moves up to MIGRATE_PER entries out of level f, once it is not the newest (the caller saw
  * f + 1 < next). Returns the slots it handled: 0 while an inserter is still inside the level,
  * while an iteration runs, or once every slot was handed out (the last moves are their
@@ -446,12 +518,18 @@ static int __attribute__((noinline)) migrate_some(gmt_table_t *t, gmt_table_shar
     gmt_level_t *l = lvl(t, f);
     if (level_has_writers(t, f) || !moves_begin(t)) return 0;
     int j = 0;
+    bool retired = false;
     for (; j < MIGRATE_PER; j++) {
         uint64_t i = __atomic_fetch_add(&l->cursor, 1, RLX);
         if (i >= LOAD(&l->cap, RLX)) break;
         migrate_slot(t, sh, l, &slots(l)[i]);
-        if (__atomic_add_fetch(&l->moved, 1, ACQ) == LOAD(&l->cap, RLX)) retire(t, f);
+        if (__atomic_add_fetch(&l->moved, 1, ACQ) == LOAD(&l->cap, RLX)) {
+            retire(t, f);
+            retired = true;
+        }
     }
+    if (j > 0 && !retired && LOAD(&l->cap, RLX) * sizeof(gmt_slot_t) > GMT_TABLE_RELEASE_MIN)
+        release_moved(t, f, l);
     moves_end(t);
     return j;
 }
@@ -558,8 +636,16 @@ find(gmt_table_t *t, uint8_t space, uint64_t key, gmt_record_t *out, int take)
         uint64_t cap = LOAD(&l->cap, RLX), idx = home(h, cap);
         uint64_t limit = LOAD(&l->max_probe, ACQ) + 1;
         if (limit > cap) limit = cap;
+        /* Released slots are never read: an entry homed there, or wrapped round to slot 0,
+         * is not in this level any more (the top of the file). */
+        uint64_t rel = LOAD(&l->released, ACQ);
+        if (idx < rel) continue;
         gmt_slot_t *base = slots(l);
-        for (uint64_t i = 0; i < limit; i++, idx = idx + 1 == cap ? 0 : idx + 1) {
+        for (uint64_t i = 0; i < limit; i++) {
+            if (i && ++idx == cap) {
+                if (rel) goto next_level;
+                idx = 0;
+            }
             gmt_slot_t *s = &base[idx];
             unsigned spins = 0;
             for (;;) {
@@ -597,7 +683,11 @@ __attribute__((always_inline)) inline int gmt_table_remove(gmt_table_t *t, uint8
      * holds the key is the entry, whichever level it is in (see retire), so nothing else needs
      * checking; anything else goes to the full search. */
     gmt_level_t *l = lvl(t, LOAD(&t->first, ACQ));
-    gmt_slot_t *s = &slots(l)[home(hash_key(space, key), LOAD(&l->cap, RLX))];
+    uint64_t idx = home(hash_key(space, key), LOAD(&l->cap, RLX));
+    /* One load more, from the descriptor's line the cap came from: a home in the prefix given
+     * back during a move (only then is it non-zero) is find's to skip. */
+    if (__builtin_expect(idx < LOAD(&l->released, RLX), 0)) return find(t, space, key, out, 1);
+    gmt_slot_t *s = &slots(l)[idx];
     uint32_t sg = LOAD(&s->sg, ACQ);
     if (__builtin_expect(st_of(sg) == SLOT_LIVE && space_of(sg) == space, 1) &&
         __builtin_expect(LOAD(&s->key, RLX) == key, 1) &&
@@ -620,7 +710,8 @@ uint64_t gmt_table_foreach(gmt_table_t *t, gmt_table_visit_fn fn, void *ctx)
     for (uint32_t lv = LOAD(&t->first, ACQ); lv < LOAD(&t->next, ACQ); lv++) {
         gmt_level_t *l = lvl(t, lv);
         gmt_slot_t *base = slots(l);
-        for (uint64_t i = 0, cap = LOAD(&l->cap, RLX); i < cap; i++) {
+        /* Moves are excluded, so `released` stands still meanwhile. */
+        for (uint64_t i = LOAD(&l->released, ACQ), cap = LOAD(&l->cap, RLX); i < cap; i++) {
             gmt_slot_t *s = &base[i];
             for (int tries = 0; tries < 64; tries++) {
                 uint32_t g1 = LOAD(&s->sg, ACQ);
@@ -679,6 +770,7 @@ int gmt_table_validate(gmt_table_t *t)
             !gmt_region_contains(l->off, l->cap * sizeof(gmt_slot_t)))
             return -EINVAL;
         if (l->max_probe >= l->cap) l->max_probe = l->cap - 1;
+        if (l->released > l->cap) l->released = l->cap; /* zeros there read as EMPTY anyway */
     }
     for (int i = 0; i < GMT_TABLE_SHARDS; i++)
         memset(t->shard[i].writers, 0, sizeof t->shard[i].writers);

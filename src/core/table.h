@@ -4,11 +4,12 @@
  * table is a chain of open-addressing levels allocated in the region (region.h), with offsets
  * rather than pointers, so it can live in anonymous memory or in a state file. Inserts go to
  * the newest level; when it passes its load factor a level of twice the live count is added,
- * and every insert then moves up to 16 entries out of the oldest level, which is given back to
- * the host once empty. Nothing ever stops the application's threads: a growing thread adds one
- * level, lookups and removes search the (usually one or two) levels oldest to newest. Memory
- * follows the live set: a slot is 32 bytes, a level at most 3/4 full and at least 1/2 full
- * once the older ones are drained, so 43-64 bytes per live allocation.
+ * and every insert then moves up to MIGRATE_PER entries out of the oldest level (table.c),
+ * whose pages are given back behind the move as soon as no search can need them. Nothing ever
+ * stops the application's threads: a growing thread adds one level, lookups and removes search
+ * the (usually one or two) levels oldest to newest. Memory follows the live set: a slot is 32
+ * bytes, a level at most 3/4 full and at least 1/2 full once the older ones are drained, so
+ * 43-64 bytes per live allocation.
  *
  * Concurrency contract: any number of threads may insert, remove and iterate at once. For
  * one key, insert and remove are ordered by the application's own allocator (an address is
@@ -60,6 +61,9 @@ typedef struct gmt_slot_s {
 /* Drained levels at most this big are kept (zeroed when reused) rather than given back: churn
  * with a small live set then costs no page faults or madvise calls. */
 #define GMT_TABLE_RELEASE_MIN (1u << 20)
+/* A level being moved gives its moved prefix back in steps of at least this many bytes: one
+ * madvise (or hole punch) each, a few microseconds, so not one a page (docs/state.md). */
+#define GMT_TABLE_RELEASE_STEP (256u << 10)
 
 typedef struct gmt_level_s {
     uint64_t off;       /* region offset of the slots */
@@ -68,7 +72,9 @@ typedef struct gmt_level_s {
     uint64_t max_probe; /* atomic: longest probe seen */
     uint64_t cursor;    /* atomic: next slot to migrate */
     uint64_t moved;     /* atomic: slots migrated (or found empty) */
-    uint64_t pad0;
+    /* atomic: slots [0, released) were given back during the level's move (whole pages, levels
+     * over GMT_TABLE_RELEASE_MIN only): searches and iteration never look there. */
+    uint64_t released;
     uint32_t pinned; /* an entry could not move: never released */
     uint32_t pad;
 } gmt_level_t;
@@ -139,10 +145,10 @@ uint64_t gmt_table_max_probe(gmt_table_t *t);
 /* Bytes of memory the table holds now (header and active levels). */
 uint64_t gmt_table_bytes_held(gmt_table_t *t);
 /* Moves up to `budget` entries out of the oldest level while more than one level is active,
- * as inserts do 16 at a time: a program that stops allocating right after a growth (a burst,
- * then a long steady phase) would otherwise hold the old level and the new one until its next
- * inserts. Safe beside inserts, removes and iteration; the tracer's writer thread calls it.
- * Returns the entries looked at (0: one level, nothing to move). */
+ * as inserts do MIGRATE_PER (table.c) at a time: a program that stops allocating right after
+ * a growth (a burst, then a long steady phase) would otherwise hold the old level and the new
+ * one until its next inserts. Safe beside inserts, removes and iteration; the tracer's writer
+ * thread calls it. Returns the entries looked at (0: one level, nothing to move). */
 uint64_t gmt_table_settle(gmt_table_t *t, uint64_t budget);
 
 /* Checks a table read from a state file; 0 or -EINVAL. */

@@ -10,7 +10,8 @@
 static int cmp_range(const void *a, const void *b)
 {
     const gmt_range_t *x = a, *y = b;
-    if (x->device != y->device) return x->device < y->device ? -1 : 1;
+    int32_t dx = gmt_range_device(x), dy = gmt_range_device(y);
+    if (dx != dy) return dx < dy ? -1 : 1;
     return x->start < y->start ? -1 : x->start > y->start;
 }
 
@@ -30,7 +31,8 @@ typedef struct frag_key_s {
 
 static inline uint64_t key_of(const frag_key_t *k, const gmt_range_t *x)
 {
-    return (uint64_t)((int64_t)x->device - k->dmin) << k->sbits | (x->start - k->smin) >> k->shift;
+    return (uint64_t)((int64_t)gmt_range_device(x) - k->dmin) << k->sbits |
+           (x->start - k->smin) >> k->shift;
 }
 
 /* Digits of the radix sort, and the bucket size below which insertion sort takes over. */
@@ -97,14 +99,15 @@ static void msd_sort(gmt_range_t *r, uint32_t n, const frag_key_t *k, int at)
 void gmt_frag_sort(gmt_range_t *r, uint64_t n)
 {
     if (n < 2) return;
-    int32_t dlo = r[0].device, dhi = r[0].device;
+    int32_t dlo = gmt_range_device(&r[0]), dhi = dlo;
     uint64_t slo = r[0].start, shi = r[0].start;
     uint64_t low = 0; /* the starts' differences or-ed: their common alignment */
     bool sorted = true;
     for (uint64_t i = 1; i < n; i++) {
         const gmt_range_t *x = &r[i];
-        if (x->device < dlo) dlo = x->device;
-        if (x->device > dhi) dhi = x->device;
+        int32_t d = gmt_range_device(x);
+        if (d < dlo) dlo = d;
+        if (d > dhi) dhi = d;
         if (x->start < slo) slo = x->start;
         if (x->start > shi) shi = x->start;
         low |= x->start - r[0].start; /* as 2-adic as the differences from slo */
@@ -125,12 +128,12 @@ void gmt_frag_device(const gmt_range_t *r, uint64_t n, int32_t dev, gmt_frag_t *
 {
     memset(out, 0, sizeof *out);
     uint64_t i = 0;
-    while (i < n && r[i].device < dev)
+    while (i < n && gmt_range_device(&r[i]) < dev)
         i++;
-    if (i >= n || r[i].device != dev) return;
+    if (i >= n || gmt_range_device(&r[i]) != dev) return;
     uint64_t first = r[i].start, end = first, j;
-    for (j = i; j < n && r[j].device == dev; j++) {
-        uint64_t st = r[j].start, sz = r[j].size;
+    for (j = i; j < n && gmt_range_device(&r[j]) == dev; j++) {
+        uint64_t st = r[j].start, sz = gmt_range_size(&r[j]);
         if (j > i && st > end) {
             out->free_in_gaps += st - end;
             if (st - end > out->largest_gap) out->largest_gap = st - end;
@@ -146,14 +149,52 @@ void gmt_frag_device(const gmt_range_t *r, uint64_t n, int32_t dev, gmt_frag_t *
         out->free_in_gaps ? 1.0 - (double)out->largest_gap / (double)out->free_in_gaps : 0.0;
 }
 
-void gmt_frag_pool_use(const gmt_range_t *r, uint64_t n, int32_t dev, uint64_t pool,
-                       uint64_t *bytes, uint64_t *count)
+void gmt_frag_pools_init(gmt_frag_pools_t *p)
+{
+    memset(p, 0, sizeof *p);
+}
+
+static gmt_pool_use_t *pool_entry(gmt_frag_pools_t *p, int32_t dev, uint64_t pool, bool take)
+{
+    gmt_pool_use_t *u = &p->use[p->last];
+    if (p->n && u->device == dev && u->pool == pool) return u;
+    for (uint32_t i = 0; i < p->n; i++)
+        if (p->use[i].device == dev && p->use[i].pool == pool) {
+            p->last = i;
+            return &p->use[i];
+        }
+    if (!take || p->n == GMT_FRAG_POOLS) return NULL;
+    p->last = p->n++;
+    u = &p->use[p->last];
+    *u = (gmt_pool_use_t){.pool = pool, .device = dev};
+    return u;
+}
+
+bool gmt_frag_pools_reserve(gmt_frag_pools_t *p, int32_t dev, uint64_t pool)
+{
+    return pool_entry(p, dev, pool, true) != NULL;
+}
+
+void gmt_frag_pools_add(gmt_frag_pools_t *p, int32_t dev, uint64_t pool, uint64_t size)
+{
+    gmt_pool_use_t *u = pool_entry(p, dev, pool, true);
+    if (!u) {
+        p->unplaced++;
+        return;
+    }
+    u->bytes += size;
+    u->count++;
+}
+
+void gmt_frag_pool_use(const gmt_frag_pools_t *p, int32_t dev, uint64_t pool, uint64_t *bytes,
+                       uint64_t *count)
 {
     *bytes = 0;
     *count = 0;
-    for (uint64_t i = 0; i < n; i++)
-        if (r[i].device == dev && r[i].kind == GMT_KIND_POOL && r[i].pool == pool) {
-            *bytes += r[i].size;
-            (*count)++;
+    for (uint32_t i = 0; i < p->n; i++)
+        if (p->use[i].device == dev && p->use[i].pool == pool) {
+            *bytes = p->use[i].bytes;
+            *count = p->use[i].count;
+            return;
         }
 }

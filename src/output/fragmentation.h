@@ -6,17 +6,41 @@
 #ifndef GMT_OUTPUT_FRAGMENTATION_H
 #define GMT_OUTPUT_FRAGMENTATION_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Bytes a device allocation occupies at least: the driver hands out 512-byte aligned blocks
  * (large ones in 2 MiB pages, which the driver does not report). */
 #define GMT_MIN_GRANULARITY 512u
 
+/* 16 bytes a live allocation: the report's scratch holds one per live device and pool
+ * allocation. The word packs size (48 bits: what the live table keeps, larger sizes come
+ * clamped to GMT_RANGE_SIZE_MAX), device + 2 (8 bits: -2 .. 253, the table's range; others
+ * wrap as they do there) and kind (8 bits). Build and read it with the functions below. */
+#define GMT_RANGE_SIZE_MAX ((1ull << 48) - 1)
 typedef struct gmt_range_s {
-    uint64_t start, size, pool;
-    int32_t device;
-    uint8_t kind;
+    uint64_t start;
+    uint64_t word; /* size | (device + 2) << 48 | kind << 56 */
 } gmt_range_t;
+
+static inline gmt_range_t gmt_range_make(uint64_t start, uint64_t size, int32_t device,
+                                         uint8_t kind)
+{
+    uint64_t sz = size > GMT_RANGE_SIZE_MAX ? GMT_RANGE_SIZE_MAX : size;
+    return (gmt_range_t){start, sz | (uint64_t)(uint8_t)(device + 2) << 48 | (uint64_t)kind << 56};
+}
+static inline uint64_t gmt_range_size(const gmt_range_t *r)
+{
+    return r->word & GMT_RANGE_SIZE_MAX;
+}
+static inline int32_t gmt_range_device(const gmt_range_t *r)
+{
+    return (int32_t)(r->word >> 48 & 0xff) - 2;
+}
+static inline uint8_t gmt_range_kind(const gmt_range_t *r)
+{
+    return (uint8_t)(r->word >> 56);
+}
 
 typedef struct gmt_frag_s {
     uint64_t live_allocations;
@@ -32,8 +56,28 @@ typedef struct gmt_frag_s {
 void gmt_frag_sort(gmt_range_t *r, uint64_t n);
 /* Statistics of device dev over sorted ranges (overlapping ranges are merged). */
 void gmt_frag_device(const gmt_range_t *r, uint64_t n, int32_t dev, gmt_frag_t *out);
-/* Live bytes and allocations of the pool allocations of (dev, pool). */
-void gmt_frag_pool_use(const gmt_range_t *r, uint64_t n, int32_t dev, uint64_t pool,
-                       uint64_t *bytes, uint64_t *count);
+/* Live bytes and allocations per (device, pool), summed while the report visits the live
+ * table (the ranges do not keep the pool). A fixed array: the pools the report lists are
+ * reserved first (gmt_frag_pools_reserve), so their sums are always whole; allocations of a
+ * pool that finds no entry left are counted in `unplaced`, never dropped unseen. */
+#define GMT_FRAG_POOLS 128
+typedef struct gmt_pool_use_s {
+    uint64_t pool, bytes, count;
+    int32_t device;
+} gmt_pool_use_t;
+typedef struct gmt_frag_pools_s {
+    gmt_pool_use_t use[GMT_FRAG_POOLS];
+    uint32_t n, last;  /* entries in use; the last one added to (runs of one pool) */
+    uint64_t unplaced; /* pool allocations whose (device, pool) had no entry */
+} gmt_frag_pools_t;
+
+void gmt_frag_pools_init(gmt_frag_pools_t *p);
+/* An entry for (dev, pool), taken now; false when the array is full. */
+bool gmt_frag_pools_reserve(gmt_frag_pools_t *p, int32_t dev, uint64_t pool);
+/* Adds one live allocation of `size` bytes to (dev, pool). */
+void gmt_frag_pools_add(gmt_frag_pools_t *p, int32_t dev, uint64_t pool, uint64_t size);
+/* Live bytes and allocations of the pool allocations of (dev, pool): 0 and 0 when none. */
+void gmt_frag_pool_use(const gmt_frag_pools_t *p, int32_t dev, uint64_t pool, uint64_t *bytes,
+                       uint64_t *count);
 
 #endif

@@ -203,15 +203,11 @@ static void test_fragmentation(void **state)
 {
     (void)state;
     gmt_range_t r[] = {
-        {.start = 0x10000, .size = 0x1000, .device = 0, .kind = GMT_KIND_DEVICE},
-        {.start = 0x4000, .size = 0x1000, .device = 0, .kind = GMT_KIND_DEVICE},
-        {.start = 0x8000, .size = 100, .device = 0, .kind = GMT_KIND_POOL, .pool = 5},
-        {.start = 0x8010,
-         .size = 0x100,
-         .device = 0,
-         .kind = GMT_KIND_POOL,
-         .pool = 5}, /* overlap */
-        {.start = 0x1000, .size = 0x1000, .device = 1, .kind = GMT_KIND_DEVICE},
+        gmt_range_make(0x10000, 0x1000, 0, GMT_KIND_DEVICE),
+        gmt_range_make(0x4000, 0x1000, 0, GMT_KIND_DEVICE),
+        gmt_range_make(0x8000, 100, 0, GMT_KIND_POOL),
+        gmt_range_make(0x8010, 0x100, 0, GMT_KIND_POOL), /* overlap */
+        gmt_range_make(0x1000, 0x1000, 1, GMT_KIND_DEVICE),
     };
     uint64_t n = sizeof r / sizeof r[0];
     gmt_frag_sort(r, n);
@@ -230,18 +226,90 @@ static void test_fragmentation(void **state)
     assert_true(f.fragmentation == 0.0);
     gmt_frag_device(r, n, 2, &f);
     assert_int_equal(f.live_allocations, 0);
+}
+
+/* 16 bytes a range; the packed word gives back what went in, sizes over 48 bits clamped
+ * (what the live table keeps anyway), every device of the table's range -2 .. 253. */
+static void test_range_packing(void **state)
+{
+    (void)state;
+    assert_int_equal(sizeof(gmt_range_t), 16);
+    for (int32_t dev = -2; dev <= 253; dev++)
+        for (uint8_t kind = 0; kind < GMT_KIND_COUNT; kind++) {
+            gmt_range_t r = gmt_range_make(0xfffffffffffff000ull - (uint64_t)dev, 12345, dev, kind);
+            assert_int_equal(r.start, 0xfffffffffffff000ull - (uint64_t)dev);
+            assert_int_equal(gmt_range_size(&r), 12345);
+            assert_int_equal(gmt_range_device(&r), dev);
+            assert_int_equal(gmt_range_kind(&r), kind);
+        }
+    gmt_range_t big = gmt_range_make(0x1000, GMT_RANGE_SIZE_MAX, 3, GMT_KIND_POOL);
+    assert_int_equal(gmt_range_size(&big), GMT_RANGE_SIZE_MAX);
+    big = gmt_range_make(0x1000, GMT_RANGE_SIZE_MAX + 1, 3, GMT_KIND_POOL);
+    assert_int_equal(gmt_range_size(&big), GMT_RANGE_SIZE_MAX); /* clamped, not wrapped */
+    assert_int_equal(gmt_range_device(&big), 3);                /* and no spill into device */
+    assert_int_equal(gmt_range_kind(&big), GMT_KIND_POOL);
+    big = gmt_range_make(0x1000, UINT64_MAX, -2, GMT_KIND_DEVICE);
+    assert_int_equal(gmt_range_size(&big), GMT_RANGE_SIZE_MAX);
+    assert_int_equal(gmt_range_device(&big), -2);
+    assert_int_equal(gmt_range_kind(&big), GMT_KIND_DEVICE);
+    /* A clamped size still ends the range where the table's size says. */
+    gmt_range_t r[] = {gmt_range_make(0, UINT64_MAX, 0, GMT_KIND_DEVICE)};
+    gmt_frag_t f;
+    gmt_frag_device(r, 1, 0, &f);
+    assert_int_equal(f.span_bytes, GMT_RANGE_SIZE_MAX);
+}
+
+/* Per-pool sums filled while the live set is visited: per (device, pool), the reserved pools
+ * keep their entries whatever comes after, and what finds no entry is counted. */
+static void test_pool_use(void **state)
+{
+    (void)state;
+    static gmt_frag_pools_t p;
+    gmt_frag_pools_init(&p);
     uint64_t bytes, count;
-    gmt_frag_pool_use(r, n, 0, 5, &bytes, &count);
-    assert_int_equal(bytes, 100 + 0x100);
-    assert_int_equal(count, 2);
-    gmt_frag_pool_use(r, n, 0, 6, &bytes, &count);
+    gmt_frag_pool_use(&p, 0, 5, &bytes, &count);
+    assert_int_equal(bytes, 0);
     assert_int_equal(count, 0);
+    assert_true(gmt_frag_pools_reserve(&p, 1, 5)); /* listed by the report, no allocation */
+    gmt_frag_pools_add(&p, 0, 5, 100);
+    gmt_frag_pools_add(&p, 0, 5, 0x100);
+    gmt_frag_pools_add(&p, 0, 6, 7);
+    gmt_frag_pools_add(&p, 0, 5, 1);
+    gmt_frag_pools_add(&p, -1, 5, 9); /* same pool handle, other device */
+    gmt_frag_pool_use(&p, 0, 5, &bytes, &count);
+    assert_int_equal(bytes, 100 + 0x100 + 1);
+    assert_int_equal(count, 3);
+    gmt_frag_pool_use(&p, 0, 6, &bytes, &count);
+    assert_int_equal(bytes, 7);
+    assert_int_equal(count, 1);
+    gmt_frag_pool_use(&p, -1, 5, &bytes, &count);
+    assert_int_equal(bytes, 9);
+    gmt_frag_pool_use(&p, 1, 5, &bytes, &count);
+    assert_int_equal(count, 0);
+    assert_int_equal(p.unplaced, 0);
+    /* Fill the array with other pools; one more finds no entry and is counted. */
+    for (uint64_t pool = 100; p.n < GMT_FRAG_POOLS; pool++)
+        gmt_frag_pools_add(&p, 2, pool, 1);
+    assert_false(gmt_frag_pools_reserve(&p, 3, 1));
+    gmt_frag_pools_add(&p, 3, 1, 4096);
+    gmt_frag_pools_add(&p, 3, 1, 4096);
+    assert_int_equal(p.unplaced, 2);
+    gmt_frag_pool_use(&p, 3, 1, &bytes, &count);
+    assert_int_equal(count, 0);
+    gmt_frag_pools_add(&p, 0, 5, 10); /* the ones in the array still add up */
+    gmt_frag_pool_use(&p, 0, 5, &bytes, &count);
+    assert_int_equal(bytes, 100 + 0x100 + 1 + 10);
+    assert_int_equal(count, 4);
+    gmt_frag_pool_use(&p, 1, 5, &bytes, &count); /* the reserved one kept its entry */
+    assert_int_equal(count, 0);
+    assert_int_equal(p.unplaced, 2);
 }
 
 static int cmp_dev_start(const void *a, const void *b)
 {
     const gmt_range_t *x = a, *y = b;
-    if (x->device != y->device) return x->device < y->device ? -1 : 1;
+    int32_t dx = gmt_range_device(x), dy = gmt_range_device(y);
+    if (dx != dy) return dx < dy ? -1 : 1;
     return x->start < y->start ? -1 : x->start > y->start;
 }
 
@@ -279,13 +347,13 @@ static void test_fragmentation_sort(void **state)
                 break;
             }
             int32_t dev = pattern == 0 || pattern == 3 ? 0 : (int32_t)(rng >> 60) % 3 - 1;
-            r[i] = (gmt_range_t){.start = start, .size = 1 + (rng >> 40) % 8192, .device = dev};
+            r[i] = gmt_range_make(start, 1 + (rng >> 40) % 8192, dev, GMT_KIND_DEVICE);
             want[i] = r[i];
         }
         qsort(want, n, sizeof want[0], cmp_dev_start);
         gmt_frag_sort(r, n);
         for (uint64_t i = 0; i < n; i++) {
-            assert_int_equal(r[i].device, want[i].device);
+            assert_int_equal(gmt_range_device(&r[i]), gmt_range_device(&want[i]));
             assert_int_equal(r[i].start, want[i].start);
         }
         gmt_frag_sort(r, n); /* sorted input stays as it is */
@@ -488,6 +556,8 @@ int main(void)
         cmocka_unit_test(test_supp_parse_and_match),
         cmocka_unit_test(test_supp_load_refuses_unsafe_files),
         cmocka_unit_test(test_fragmentation),
+        cmocka_unit_test(test_range_packing),
+        cmocka_unit_test(test_pool_use),
         cmocka_unit_test(test_fragmentation_sort),
         cmocka_unit_test(test_growth),
         cmocka_unit_test(test_growth_ranking),
