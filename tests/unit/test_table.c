@@ -796,6 +796,81 @@ static void test_concurrent_insert_remove(void **state)
     assert_int_equal(t->next - t->first, 1);
 }
 
+/* The release behind the move beside removes and lookups on other threads: levels past
+ * GMT_TABLE_RELEASE_MIN give their moved prefix back while every thread removes every third
+ * key it inserted (many of them homed in a released prefix of the old level by then) and a
+ * settler moves too; afterwards every key is where its thread left it, exactly once. */
+#define RB_THREADS 4
+#define RB_KEYS    100000
+
+typedef struct rel_worker_s {
+    gmt_table_t *t;
+    int id;
+    uint64_t errors;
+} rel_worker_t;
+
+static uint64_t rel_key(int id, uint64_t k)
+{
+    return ((uint64_t)(id + 1) << 40) + ((k + 1) << 9);
+}
+
+static void *rel_worker(void *arg)
+{
+    rel_worker_t *w = arg;
+    for (uint64_t k = 0; k < RB_KEYS; k++) {
+        gmt_record_t r = rec_for(0, rel_key(w->id, k));
+        if (gmt_table_insert(w->t, &r) != 0) w->errors++;
+        if (k % 3 == 2) {
+            gmt_record_t out;
+            if (gmt_table_remove(w->t, 0, rel_key(w->id, k - 1), &out) != 0 ||
+                out.key != rel_key(w->id, k - 1) || !rec_consistent(&out))
+                w->errors++;
+            if (gmt_table_lookup(w->t, 0, rel_key(w->id, k - 2), NULL) != 0) w->errors++;
+        }
+    }
+    return NULL;
+}
+
+static void rel_count(const gmt_record_t *rec, void *ctx)
+{
+    uint64_t *n = ctx;
+    uint64_t k = ((rec->key & ((1ull << 40) - 1)) >> 9) - 1;
+    if (rec_consistent(rec) && k % 3 != 1) (*n)++;
+}
+
+static void test_release_beside_removes(void **state)
+{
+    (void)state;
+    gmt_table_t *t = table_new(0);
+    static rel_worker_t w[RB_THREADS];
+    pthread_t th[RB_THREADS], st;
+    moves_t settle = {.t = t};
+    assert_int_equal(pthread_create(&st, NULL, move_settler, &settle), 0);
+    for (int i = 0; i < RB_THREADS; i++) {
+        w[i] = (rel_worker_t){.t = t, .id = i};
+        assert_int_equal(pthread_create(&th[i], NULL, rel_worker, &w[i]), 0);
+    }
+    for (int i = 0; i < RB_THREADS; i++)
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+    __atomic_store_n(&settle.stop, 1, __ATOMIC_RELEASE);
+    assert_int_equal(pthread_join(st, NULL), 0);
+    for (int i = 0; i < RB_THREADS; i++)
+        assert_int_equal(w[i].errors, 0);
+    /* Levels big enough to be given back piecewise came and went. */
+    assert_true(t->grows >= 6);
+    uint64_t per = RB_KEYS - RB_KEYS / 3, expect = RB_THREADS * per, n = 0;
+    assert_int_equal(table_live(t), expect);
+    assert_int_equal(gmt_table_foreach(t, rel_count, &n), expect);
+    assert_int_equal(n, expect);
+    for (int i = 0; i < RB_THREADS; i++)
+        for (uint64_t k = 0; k < RB_KEYS; k++) {
+            int rc = gmt_table_remove(t, 0, rel_key(i, k), NULL);
+            if (rc != (k % 3 == 1 ? -ENOENT : 0))
+                fail_msg("thread %d key %llu: remove gave %d", i, (unsigned long long)k, rc);
+        }
+    assert_int_equal(table_live(t), 0);
+}
+
 /* Entries inserted by one thread and removed by another: the live count is the sum of the
  * per-thread shards, each of which goes "negative" here; the sum is exact once the threads
  * are done and is never read as a huge number meanwhile. Also more threads than shards, so
@@ -901,6 +976,7 @@ int main(void)
         cmocka_unit_test(test_growth_paced_for_aligned_keys),
         cmocka_unit_test(test_validate),
         cmocka_unit_test(test_concurrent_insert_remove),
+        cmocka_unit_test(test_release_beside_removes),
         cmocka_unit_test(test_live_count_across_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
