@@ -61,7 +61,8 @@ static struct {
  * (tests look at these); walks that needed a kernel copy, for the report. */
 static __thread uint64_t n_checked __attribute__((tls_model("initial-exec")));
 static __thread uint64_t n_direct __attribute__((tls_model("initial-exec")));
-static uint64_t checked_walks; /* atomic */
+static __thread uint64_t n_replayed __attribute__((tls_model("initial-exec"))); /* walks */
+static uint64_t checked_walks;                                                  /* atomic */
 
 /* Checked reads. The kernel copies from any address of ours and fails cleanly (EFAULT or a
  * short count) where nothing readable is mapped, so a bad pointer never faults:
@@ -205,6 +206,9 @@ typedef struct pycode_s {
 } pycode_t;
 
 static pycode_t *cache;
+/* Bumped at every store of `cache`: an entry id is only meaningful in the cache that gave it
+ * (a walk's replay below checks it). */
+static uint32_t cache_gen;
 
 static uint32_t pow2_at_least(uint64_t v)
 {
@@ -250,6 +254,7 @@ int gmt_pycode_init(void *mem, size_t bytes, uint32_t max_entries, uint64_t text
     c->minor = (uint32_t)py.lay.minor;
     c->magic = PYCODE_MAGIC;
     __atomic_store_n(&cache, c, __ATOMIC_RELEASE);
+    __atomic_fetch_add(&cache_gen, 1, __ATOMIC_RELEASE);
     return 0;
 }
 
@@ -348,16 +353,24 @@ static uint64_t code_hash(uint64_t code, uint64_t ident)
     return h ^ (h >> 32);
 }
 
-/* Entry id of a code object (head: its first bytes, already type-checked); 0 when the cache
- * is full or absent. Lock-free. */
-static uint32_t code_id(uint64_t code, const uint8_t *head)
+/* What tells one code object from another at the same address: its file and name objects
+ * and its first line (head: its first bytes, already type-checked). */
+static inline uint64_t code_ident(const uint8_t *head)
+{
+    const layout_t *L = &py.lay;
+    int32_t first = (int32_t)ld32(head + L->co_firstlineno);
+    return ld64(head + L->co_filename) ^ (ld64(head + L->co_name) << 1) ^
+           ((uint64_t)(uint32_t)first << 40);
+}
+
+/* Entry id of a code object (head: its first bytes, already type-checked; ident: its
+ * code_ident); 0 when the cache is full or absent. Lock-free. */
+static uint32_t code_id(uint64_t code, const uint8_t *head, uint64_t ident)
 {
     pycode_t *c = __atomic_load_n(&cache, __ATOMIC_ACQUIRE);
     if (!c) return 0;
     const layout_t *L = &py.lay;
     int32_t first = (int32_t)ld32(head + L->co_firstlineno);
-    uint64_t ident = ld64(head + L->co_filename) ^ (ld64(head + L->co_name) << 1) ^
-                     ((uint64_t)(uint32_t)first << 40);
     uint64_t h = code_hash(code, ident);
     uint32_t *index = cache_index(c);
     pycode_entry_t *ents = cache_entries(c);
@@ -478,6 +491,26 @@ static uint64_t *known_frames_of_thread(void)
 {
     uint64_t *k = known_code_of_thread();
     return k ? k + KNOWN_CODE : NULL;
+}
+
+/* The thread's last walk, for its replay (walk(), step 1b): per raw frame its code object,
+ * the identity words read from it (code_ident), its entry id and whether it ended a native
+ * evaluation frame's run. In the per-thread slot's numbering (a slot is one thread's for good,
+ * and threads beyond MEM_SLOTS have none), mapped by map_cache. */
+typedef struct walkmemo_s {
+    uint32_t gen; /* cache_gen when recorded */
+    uint32_t nr;  /* raw frames; 0: nothing to replay */
+    uint8_t busy; /* a walk of this thread is using it (one nested in it goes without) */
+    uint8_t seg[GMT_PY_MAX_FRAMES];
+    uint32_t id[GMT_PY_MAX_FRAMES];
+    uint64_t code[GMT_PY_MAX_FRAMES], ident[GMT_PY_MAX_FRAMES];
+} walkmemo_t;
+static walkmemo_t *walk_memo_mem; /* [MEM_SLOTS] */
+
+static walkmemo_t *walk_memo_of_thread(void)
+{
+    int slot = walk_memo_mem ? thread_slot() : -1;
+    return slot >= 0 ? &walk_memo_mem[slot] : NULL;
 }
 
 /* 4-way sets: a direct-mapped table would let two hot addresses evict each other on every
@@ -680,6 +713,47 @@ static uint64_t first_frame(uint64_t tstate, const fastwalk_t *fw, bool fast)
     return safe_read(word, tstate + L->ts_frame, 8) ? 0 : ld64(word);
 }
 
+/* A frame's word: its code object's entry id and the instruction's offset in its code. */
+static inline uint64_t frame_word(const rawframe_t *r, uint32_t id)
+{
+    const layout_t *L = &py.lay;
+    uint64_t off;
+    if (L->minor <= 10) {
+        int32_t lasti = (int32_t)(uint32_t)r->instr;
+        off = lasti < 0 ? 0 : L->minor == 9 ? (uint64_t)lasti : (uint64_t)lasti * 2;
+    } else {
+        uint64_t start = r->code + L->co_code;
+        off = r->instr >= start ? r->instr - start : 0;
+    }
+    if (off > UINT32_MAX) off = UINT32_MAX;
+    return (GMT_PY_TAG << GMT_PY_TAG_SHIFT) | ((uint64_t)id << 32) | off;
+}
+
+/* The replay of the thread's last walk: when the chain just read has the same frames' code
+ * objects (every frame in a live chunk, so every code object is alive: the frame holds it)
+ * and the same runs, in the same cache, each code object needs only its type and identity
+ * words checked (an object freed and another made at its address differs in them) instead
+ * of the lookups of step 2 and 3; the instructions are the new ones. Returns the frames
+ * written, 0 when anything differs (the caller walks on as if there were no memo). */
+static uint32_t replay_walk(const walkmemo_t *m, const rawframe_t *raw, uint32_t nr, uint32_t gen,
+                            pyframe_t *out)
+{
+    const layout_t *L = &py.lay;
+    if (m->nr == 0 || m->nr != nr || m->gen != gen) return 0;
+    for (uint32_t i = 0; i < nr; i++)
+        if (!raw[i].direct || raw[i].code != m->code[i] || raw[i].seg_end != m->seg[i]) return 0;
+    for (uint32_t i = 0; i < nr; i++) {
+        /* Loaded before at this address (the memo records only code objects read there) and
+         * alive now: direct loads, as step 2's. */
+        const uint8_t *head = (const uint8_t *)(uintptr_t)raw[i].code;
+        n_direct++;
+        if (ld64(head + L->ob_type) != py.code_type || code_ident(head) != m->ident[i]) return 0;
+        out[i].word = frame_word(&raw[i], m->id[i]);
+        out[i].seg_end = raw[i].seg_end;
+    }
+    return nr;
+}
+
 static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap)
 {
     const layout_t *L = &py.lay;
@@ -736,6 +810,24 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap)
         frame = back;
     }
 
+    /* 1b. The same chain as the thread's last walk: its words again (replay_walk). */
+    uint32_t gen = __atomic_load_n(&cache_gen, __ATOMIC_ACQUIRE);
+    walkmemo_t *m = fast ? walk_memo_of_thread() : NULL;
+    if (m && m->busy) m = NULL;
+    if (m) {
+        m->busy = 1;
+        uint32_t n = replay_walk(m, raw, nr, gen, out);
+        if (n) {
+            out[n - 1].seg_end = 1;
+            m->busy = 0;
+            n_replayed++;
+            if (n_checked != checked_before) __atomic_fetch_add(&checked_walks, 1, RLX);
+            return n;
+        }
+    }
+    uint64_t idents[GMT_PY_MAX_FRAMES];
+    uint32_t ids[GMT_PY_MAX_FRAMES];
+
     /* 2. Their code objects' heads, CODE_BATCH at a time in as few reads as the memory
      * allows; 3. a word for each type-checked code object (3.13's f_executable may be None). */
     uint8_t heads[CODE_BATCH * CODE_READ_MAX];
@@ -788,22 +880,34 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap)
                 if (r->seg_end && n) out[n - 1].seg_end = 1;
                 continue;
             }
-            uint64_t off;
-            if (L->minor <= 10) {
-                int32_t lasti = (int32_t)(uint32_t)r->instr;
-                off = lasti < 0 ? 0 : L->minor == 9 ? (uint64_t)lasti : (uint64_t)lasti * 2;
-            } else {
-                uint64_t start = r->code + L->co_code;
-                off = r->instr >= start ? r->instr - start : 0;
-            }
-            if (off > UINT32_MAX) off = UINT32_MAX;
-            uint32_t id = code_id(r->code, head);
-            out[n].word = (GMT_PY_TAG << GMT_PY_TAG_SHIFT) | ((uint64_t)id << 32) | off;
+            uint64_t ident = code_ident(head);
+            uint32_t id = code_id(r->code, head, ident);
+            idents[n] = ident;
+            ids[n] = id;
+            out[n].word = frame_word(r, id);
             out[n].seg_end = r->seg_end;
             n++;
         }
     }
     if (n) out[n - 1].seg_end = 1;
+    if (m) {
+        /* Remembered when every raw frame gave a word with an id, all in live chunks. */
+        bool keep = n == nr && n > 0;
+        for (uint32_t i = 0; keep && i < nr; i++)
+            keep = raw[i].direct && ids[i] != 0;
+        m->nr = 0;
+        if (keep) {
+            for (uint32_t i = 0; i < nr; i++) {
+                m->code[i] = raw[i].code;
+                m->ident[i] = idents[i];
+                m->id[i] = ids[i];
+                m->seg[i] = raw[i].seg_end;
+            }
+            m->gen = gen;
+            m->nr = nr;
+        }
+        m->busy = 0;
+    }
     if (n_checked != checked_before) __atomic_fetch_add(&checked_walks, 1, RLX);
     return n;
 }
@@ -964,6 +1068,11 @@ static int map_cache(void)
                        PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (k != MAP_FAILED) known_code_mem = k;
     }
+    if (!walk_memo_mem) { /* without it walks are not replayed */
+        void *k = mmap(NULL, (size_t)MEM_SLOTS * sizeof(walkmemo_t), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (k != MAP_FAILED) walk_memo_mem = k;
+    }
     pycode_t *given = __atomic_load_n(&cache, __ATOMIC_ACQUIRE);
     if (given) { /* handed over (core_init.c: in the region) before the version was known */
         given->minor = (uint32_t)py.lay.minor;
@@ -1104,11 +1213,18 @@ void gmt_py_test_reads(uint64_t *checked, uint64_t *direct)
     *direct = n_direct;
 }
 
+uint64_t gmt_py_test_replays(void)
+{
+    return n_replayed;
+}
+
 void gmt_py_test_use_fast(bool on, uint64_t frame_type)
 {
     py.fast = on;
     uint64_t *known = known_code_of_thread();
     if (known) memset(known, 0, 2 * KNOWN_CODE * sizeof *known);
+    walkmemo_t *m = walk_memo_of_thread();
+    if (m) m->nr = 0; /* a new fixture may sit where the last one's objects were */
     py.frame_type = frame_type;
     py.is_finalizing = NULL;
     test_fast_no_finalize_check = on;
@@ -1255,6 +1371,7 @@ int gmt_py_attach_recovered(void *mem, size_t bytes, gmt_py_status_t status, con
         if (fl + nl + 2 > rest || e->table_len > rest - fl - nl - 2) e->ready = 0;
     }
     __atomic_store_n(&cache, c, __ATOMIC_RELEASE);
+    __atomic_fetch_add(&cache_gen, 1, __ATOMIC_RELEASE);
     return 0;
 }
 

@@ -105,6 +105,8 @@ uint32_t gmt_py_test_walk(uint64_t tstate, uint64_t *words, uint32_t cap);
 uint64_t gmt_py_checked_walks(void);
 /* For tests: the calling thread's reads so far, through the kernel and direct. */
 void gmt_py_test_reads(uint64_t *checked, uint64_t *direct);
+/* For tests: the calling thread's walks answered by replaying its last one (pyframes.c). */
+uint64_t gmt_py_test_replays(void);
 /* For tests: allow (true) or forbid the direct reads of the fast path; on allows them
  * without asking an interpreter whether it finalizes (there is none). */
 void gmt_py_test_use_fast(bool on, uint64_t frame_type); /* frame_type: PyFrame_Type (3.9/3.10) */

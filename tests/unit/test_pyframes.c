@@ -294,6 +294,32 @@ static void fast_walk_hand_built(int minor)
     assert_string_equal(pf.function, "<module>");
     assert_int_equal(pf.line, 2);
 
+    /* The steady rounds replayed the thread's last walk (the same chain, the same code
+     * objects). A replay reads each frame's instruction anew; a code object whose identity
+     * words changed at the same address is looked up again, not given its old entry. */
+    uint64_t r0 = gmt_py_test_replays();
+    put64(f1, L->fr_instr, U(code1) + L->co_code); /* unit 0: line 40+1 */
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 2);
+    assert_int_equal(gmt_py_test_replays(), r0 + 1);
+    assert_int_equal(w[0] >> 32, first_words[0] >> 32); /* the same entry */
+    assert_int_equal(w[1], first_words[1]);
+    assert_int_equal(gmt_py_resolve(w[0], &pf), 0);
+    assert_string_equal(pf.function, "Net.forward");
+    assert_int_equal(pf.line, 41);
+    put32(code1, L->co_firstlineno, 100); /* another code object at code1's address */
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 2);
+    assert_int_equal(gmt_py_test_replays(), r0 + 1); /* not a replay */
+    assert_int_not_equal(w[0] >> 32, first_words[0] >> 32);
+    assert_int_equal(gmt_py_resolve(w[0], &pf), 0);
+    assert_int_equal(pf.line, 101);
+    uint64_t again[2] = {w[0], w[1]};
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 2); /* the new one, remembered */
+    assert_int_equal(gmt_py_test_replays(), r0 + 2);
+    assert_int_equal(w[0], again[0]);
+    assert_int_equal(w[1], again[1]);
+    put32(code1, L->co_firstlineno, 40);
+    put64(f1, L->fr_instr, U(code1) + L->co_code + 4);
+
     /* A frame above datastack_top is dead: read through the kernel, not directly. */
     put64(tstate, L->ts_top, U(f1));
     assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 2);
