@@ -498,9 +498,10 @@ static uint64_t *known_frames_of_thread(void)
  * evaluation frame's run. In the per-thread slot's numbering (a slot is one thread's for good,
  * and threads beyond MEM_SLOTS have none), mapped by map_cache. */
 typedef struct walkmemo_s {
-    uint32_t gen; /* cache_gen when recorded */
-    uint32_t nr;  /* raw frames; 0: nothing to replay */
-    uint8_t busy; /* a walk of this thread is using it (one nested in it goes without) */
+    uint32_t gen;     /* cache_gen when recorded */
+    uint32_t nr;      /* raw frames; 0: nothing to replay */
+    uint8_t busy;     /* a walk of this thread is using it (one nested in it goes without) */
+    uint64_t replays; /* walks answered by the replay: written by the owner, summed on read */
     uint8_t seg[GMT_PY_MAX_FRAMES];
     uint32_t id[GMT_PY_MAX_FRAMES];
     uint64_t code[GMT_PY_MAX_FRAMES], ident[GMT_PY_MAX_FRAMES];
@@ -821,6 +822,7 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap)
             out[n - 1].seg_end = 1;
             m->busy = 0;
             n_replayed++;
+            __atomic_store_n(&m->replays, m->replays + 1, RLX);
             if (n_checked != checked_before) __atomic_fetch_add(&checked_walks, 1, RLX);
             return n;
         }
@@ -1205,6 +1207,14 @@ int gmt_py_init(bool enabled)
 uint64_t gmt_py_checked_walks(void)
 {
     return __atomic_load_n(&checked_walks, RLX);
+}
+
+uint64_t gmt_py_replayed_walks(void)
+{
+    uint64_t sum = 0;
+    for (uint32_t i = 0; walk_memo_mem && i < MEM_SLOTS; i++)
+        sum += __atomic_load_n(&walk_memo_mem[i].replays, RLX);
+    return sum;
 }
 
 void gmt_py_test_reads(uint64_t *checked, uint64_t *direct)

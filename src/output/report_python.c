@@ -30,6 +30,9 @@ void gmt_report_python_capture(jw_t *w)
     jw_object_begin(w, "python");
     jw_string(w, "status", gmt_py_status_name(gmt_py_status()));
     jw_string(w, "version", gmt_py_version());
-    if (gmt_py_status() == GMT_PY_CAPTURED) jw_uint(w, "checked_walks", gmt_py_checked_walks());
+    if (gmt_py_status() == GMT_PY_CAPTURED) {
+        jw_uint(w, "checked_walks", gmt_py_checked_walks());
+        jw_uint(w, "replayed_walks", gmt_py_replayed_walks());
+    }
     jw_object_end(w);
 }

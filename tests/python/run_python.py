@@ -274,6 +274,9 @@ def case_steady(args):
         if cap.get("status") != "captured" or not isinstance(cap.get("checked_walks"), int):
             fail(f"capture.python is {cap}")
         walks = cap["checked_walks"]
+        replayed = cap.get("replayed_walks")
+        if not isinstance(replayed, int):
+            fail(f"capture.python has no replayed_walks: {cap}")
         named = sum(g["count"] for g in rep["leaks"]["groups"]
                     if names_line(rep, g, "steady_alloc", line))
         if named != 2:
@@ -283,7 +286,14 @@ def case_steady(args):
             fail(f"3.{minor}: {walks} of 2000 walks needed a kernel copy, want first sights only")
         if not fast and walks < 2000:
             fail(f"3.{minor} checked_only={checked_only}: {walks} checked walks, want >= 2000")
-        print(f"ok 3.{minor} checked_only={checked_only}: {walks} of 2000 walks needed a kernel copy")
+        # One call site each loop: every walk after a loop's first is its thread's last again
+        # (only with the fast path: a replay loads code objects directly).
+        if fast and replayed < 1980:
+            fail(f"3.{minor}: {replayed} of 2000 walks replayed, want all but the first few")
+        if not fast and replayed:
+            fail(f"3.{minor}: {replayed} walks replayed with the fast path off")
+        print(f"ok 3.{minor} checked_only={checked_only}: {walks} of 2000 walks needed a kernel copy, "
+              f"{replayed} replayed")
 
 
 def case_lines(args):
