@@ -154,30 +154,37 @@ void gmt_frag_pools_init(gmt_frag_pools_t *p)
     memset(p, 0, sizeof *p);
 }
 
-static gmt_pool_use_t *pool_entry(gmt_frag_pools_t *p, int32_t dev, uint64_t pool, bool take)
+/* Index of the entry of (dev, pool), or -1. */
+static int pool_find(const gmt_frag_pools_t *p, int32_t dev, uint64_t pool)
+{
+    for (uint32_t i = 0; i < p->n; i++)
+        if (p->use[i].device == dev && p->use[i].pool == pool) return (int)i;
+    return -1;
+}
+
+/* The entry of (dev, pool), taken when there is none yet; NULL when the array is full. */
+static gmt_pool_use_t *pool_entry(gmt_frag_pools_t *p, int32_t dev, uint64_t pool)
 {
     gmt_pool_use_t *u = &p->use[p->last];
     if (p->n && u->device == dev && u->pool == pool) return u;
-    for (uint32_t i = 0; i < p->n; i++)
-        if (p->use[i].device == dev && p->use[i].pool == pool) {
-            p->last = i;
-            return &p->use[i];
-        }
-    if (!take || p->n == GMT_FRAG_POOLS) return NULL;
-    p->last = p->n++;
-    u = &p->use[p->last];
-    *u = (gmt_pool_use_t){.pool = pool, .device = dev};
-    return u;
+    int i = pool_find(p, dev, pool);
+    if (i < 0) {
+        if (p->n == GMT_FRAG_POOLS) return NULL;
+        i = (int)p->n++;
+        p->use[i] = (gmt_pool_use_t){.pool = pool, .device = dev};
+    }
+    p->last = (uint32_t)i;
+    return &p->use[i];
 }
 
 bool gmt_frag_pools_reserve(gmt_frag_pools_t *p, int32_t dev, uint64_t pool)
 {
-    return pool_entry(p, dev, pool, true) != NULL;
+    return pool_entry(p, dev, pool) != NULL;
 }
 
 void gmt_frag_pools_add(gmt_frag_pools_t *p, int32_t dev, uint64_t pool, uint64_t size)
 {
-    gmt_pool_use_t *u = pool_entry(p, dev, pool, true);
+    gmt_pool_use_t *u = pool_entry(p, dev, pool);
     if (!u) {
         p->unplaced++;
         return;
@@ -189,12 +196,7 @@ void gmt_frag_pools_add(gmt_frag_pools_t *p, int32_t dev, uint64_t pool, uint64_
 void gmt_frag_pool_use(const gmt_frag_pools_t *p, int32_t dev, uint64_t pool, uint64_t *bytes,
                        uint64_t *count)
 {
-    *bytes = 0;
-    *count = 0;
-    for (uint32_t i = 0; i < p->n; i++)
-        if (p->use[i].device == dev && p->use[i].pool == pool) {
-            *bytes = p->use[i].bytes;
-            *count = p->use[i].count;
-            return;
-        }
+    int i = pool_find(p, dev, pool);
+    *bytes = i < 0 ? 0 : p->use[i].bytes;
+    *count = i < 0 ? 0 : p->use[i].count;
 }
