@@ -61,8 +61,7 @@ static struct {
  * (tests look at these); walks that needed a kernel copy, for the report. */
 static __thread uint64_t n_checked __attribute__((tls_model("initial-exec")));
 static __thread uint64_t n_direct __attribute__((tls_model("initial-exec")));
-static __thread uint64_t n_replayed __attribute__((tls_model("initial-exec"))); /* walks */
-static uint64_t checked_walks;                                                  /* atomic */
+static uint64_t checked_walks; /* atomic */
 
 /* Checked reads. The kernel copies from any address of ours and fails cleanly (EFAULT or a
  * short count) where nothing readable is mapped, so a bad pointer never faults:
@@ -821,7 +820,6 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap)
         if (n) {
             out[n - 1].seg_end = 1;
             m->busy = 0;
-            n_replayed++;
             __atomic_store_n(&m->replays, m->replays + 1, RLX);
             if (n_checked != checked_before) __atomic_fetch_add(&checked_walks, 1, RLX);
             return n;
@@ -1225,7 +1223,8 @@ void gmt_py_test_reads(uint64_t *checked, uint64_t *direct)
 
 uint64_t gmt_py_test_replays(void)
 {
-    return n_replayed;
+    const walkmemo_t *m = walk_memo_of_thread(); /* the thread's own for good */
+    return m ? __atomic_load_n(&m->replays, RLX) : 0;
 }
 
 void gmt_py_test_use_fast(bool on, uint64_t frame_type)
