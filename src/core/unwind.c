@@ -779,7 +779,7 @@ NO_ASAN static inline int replay(memo_t *m, void **buf, int max, uintptr_t ip, u
         if (load_word(m->at[i]) != (uintptr_t)m->frames[i + 1]) return 0;
     }
     __builtin_memcpy(buf, m->frames, n * sizeof *buf);
-    m->replays++;
+    __atomic_store_n(&m->replays, m->replays + 1, RLX); /* owner only; summed on read */
     return (int)n;
 }
 
