@@ -13,6 +13,7 @@
 #include "lifecycle.h"
 #include "real.h"
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/probe.h"
 #include "core/tls.h"
@@ -36,13 +37,13 @@ int gmt_capture_state;
 __thread gmt_deferred_t gmt_deferred __attribute__((tls_model("initial-exec")));
 gmt_config_t gmt_capture_config;
 
-static int exit_registered; /* atexit(exit_report) done in this process */
-static int report_state;    /* final report: FINAL_NONE / FINAL_WRITING / FINAL_DONE */
-static int report_tid;      /* thread writing the final report */
-static int pending_signal;  /* a terminating signal deferred until the final report is done */
-static int had_events;      /* this process recorded a CUDA event (reset after fork) */
-static int fork_child;      /* this process is a forked child of a traced one */
-static int my_pid;          /* getpid() at start-up / after fork: a vfork child differs */
+static int exit_registered;      /* atexit(exit_report) done in this process */
+static int report_state;         /* final report: FINAL_NONE / FINAL_WRITING / FINAL_DONE */
+static int pending_signal;       /* a terminating signal deferred until the final report is done */
+static uint64_t report_start_ns; /* when the final report began (0: just now, or not yet) */
+static int had_events;           /* this process recorded a CUDA event (reset after fork) */
+static int fork_child;           /* this process is a forked child of a traced one */
+static int my_pid;               /* getpid() at start-up / after fork: a vfork child differs */
 static unsigned snapshot_seq, oom_seq;
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -61,29 +62,32 @@ void gmt_capture_final_report(gmt_reason_t reason, const char *signame)
     if (!__atomic_compare_exchange_n(&report_state, &none, FINAL_WRITING, false, __ATOMIC_ACQ_REL,
                                      __ATOMIC_ACQUIRE))
         return;
-    __atomic_store_n(&report_tid, gmt_gettid(), __ATOMIC_RELEASE);
+    __atomic_store_n(&report_start_ns, gmt_now_ns(), __ATOMIC_RELEASE);
     if (__atomic_load_n(&had_events, __ATOMIC_ACQUIRE)) {
         gmt_capture_writer_take_snapshot();
         gmt_report_write(NULL, reason, signame, 0);
     } else if (!fork_child && getpid() == my_pid)
         gmt_info("no CUDA call was seen; no report written");
-    __atomic_store_n(&report_state, FINAL_DONE, __ATOMIC_RELEASE);
-    /* A terminating signal that arrived on this thread while it wrote: its turn now. */
-    int sig = __atomic_exchange_n(&pending_signal, 0, __ATOMIC_ACQ_REL);
+    /* seq_cst, as gmt_capture_defer_signal: a signal deferred while this wrote is seen here, or
+     * its thread sees the report done and takes it itself. */
+    __atomic_store_n(&report_state, FINAL_DONE, __ATOMIC_SEQ_CST);
+    /* A terminating signal that arrived while this wrote (on any thread): its turn now. */
+    int sig = __atomic_exchange_n(&pending_signal, 0, __ATOMIC_SEQ_CST);
     if (sig) gmt_capture_signal_course(sig, NULL, NULL);
 }
 
-bool gmt_capture_final_writing_here(void)
+bool gmt_capture_defer_signal(int sig)
 {
-    return __atomic_load_n(&report_state, __ATOMIC_ACQUIRE) == FINAL_WRITING &&
-           __atomic_load_n(&report_tid, __ATOMIC_ACQUIRE) == gmt_gettid();
-}
-
-void gmt_capture_defer_signal(int sig)
-{
-    int none = 0;
-    __atomic_compare_exchange_n(&pending_signal, &none, sig, false, __ATOMIC_ACQ_REL,
-                                __ATOMIC_RELAXED);
+    if (__atomic_load_n(&report_state, __ATOMIC_SEQ_CST) != FINAL_WRITING) return false;
+    uint64_t start = __atomic_load_n(&report_start_ns, __ATOMIC_ACQUIRE);
+    if (start && gmt_now_ns() - start > (uint64_t)FINAL_WAIT_MS * 1000000u)
+        return false; /* a report that does not end: the signal takes its course */
+    int none = 0;     /* one pending signal stands for all: the first is the one taken */
+    __atomic_compare_exchange_n(&pending_signal, &none, sig, false, __ATOMIC_SEQ_CST,
+                                __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&report_state, __ATOMIC_SEQ_CST) == FINAL_WRITING) return true;
+    /* Written meanwhile: whichever of the writer and this thread exchanges it takes it. */
+    return __atomic_exchange_n(&pending_signal, 0, __ATOMIC_SEQ_CST) == 0;
 }
 
 void gmt_capture_final_wait(bool until_done)
@@ -302,7 +306,6 @@ void gmt_capture_lifecycle_reset_after_fork(void)
 {
     pthread_mutex_init(&start_lock, NULL);
     report_state = FINAL_NONE;
-    report_tid = 0;
     pending_signal = 0;
     had_events = 0;
     fork_child = 1;

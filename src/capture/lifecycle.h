@@ -23,10 +23,12 @@ void gmt_capture_init_once(void);
 
 /* Writes the final report once per process, and only if the process recorded CUDA events. */
 void gmt_capture_final_report(gmt_reason_t reason, const char *signame);
-/* The final report is being written by the calling thread (async-signal-safe). */
-bool gmt_capture_final_writing_here(void);
-/* A terminating signal on the thread writing the final report: taken once it is written. */
-void gmt_capture_defer_signal(int sig);
+/* An asynchronous terminating signal while a final report is being written, on any thread:
+ * put off until that report is written (its writer then lets it take its course), so the
+ * interrupted thread goes on and lets go of what it holds (a driver's lock the report may need).
+ * True when put off; false when no report is being written, when it has been written for
+ * longer than the final wait (it may never end), or when it ended meanwhile (async-signal-safe). */
+bool gmt_capture_defer_signal(int sig);
 /* Waits (bounded, async-signal-safe) while another thread writes the final report, or, with
  * until_done, until it is written (it was asked for but may not have started yet). */
 void gmt_capture_final_wait(bool until_done);

@@ -232,10 +232,10 @@ static void on_fatal_signal(int sig, siginfo_t *info, void *uctx)
     int none = 0;
     bool first = __atomic_compare_exchange_n(&first_fatal, &none, sig, false, __ATOMIC_ACQ_REL,
                                              __ATOMIC_ACQUIRE);
-    if (!synchronous(sig) && gmt_capture_final_writing_here()) {
-        /* This thread is writing the final report (exit, _exit, a signal's): the signal is
-         * taken as soon as the report is written. */
-        gmt_capture_defer_signal(first ? sig : none);
+    /* A final report (exit, _exit, a signal's) is being written, by this thread or another:
+     * the signal is taken as soon as it is written. The thread does not wait here: it may hold
+     * a lock the report needs (a driver's, interrupted inside a CUDA call). */
+    if (!synchronous(sig) && gmt_capture_defer_signal(first ? sig : none)) {
         errno = saved;
         return;
     }
@@ -251,8 +251,8 @@ static void on_fatal_signal(int sig, siginfo_t *info, void *uctx)
             }
         }
     }
-    /* A second signal, or the first while another thread writes the final report (the exit
-     * report): wait for that report, bounded, then die by the first signal. */
+    /* A second signal while the report is asked for but not begun, a fault, or a report that
+     * does not end: wait for it, bounded, then die by the first signal. */
     gmt_capture_final_wait(__atomic_load_n(&final_requested, __ATOMIC_ACQUIRE) != 0);
     int course = first ? sig : __atomic_load_n(&first_fatal, __ATOMIC_ACQUIRE);
     errno = saved;
