@@ -362,22 +362,44 @@ __attribute__((noinline)) uint32_t gmt_stacks_capture_near(uint64_t *frames, uin
  * another on this thread (a signal handler's) off the record. */
 static __thread struct {
     uint64_t walk, how, token, serial; /* how: max, skip, slack and skip_gen in one word */
+    int32_t first; /* the index of the walk's first program frame (past the tracer's) */
     uint8_t busy;
 } cap_memo __attribute__((tls_model("initial-exec")));
 
-static inline uint64_t capture_token(uint64_t walk, uint32_t max, uint32_t skip, uint32_t slack,
-                                     uint32_t gen)
+/* `how` of a capture; 0 when it cannot be remembered (skip or max past a byte). */
+static inline uint64_t capture_how(uint32_t max, uint32_t skip, uint32_t slack, uint32_t gen)
 {
     _Static_assert(SKIP_SLACK < 256 && SKIP_SLACK_FIRST < 256, "one byte each");
-    if (!walk || cap_memo.busy || skip > 255 || max > 255) return 0;
-    uint64_t how = (uint64_t)gen << 32 | max << 16 | skip << 8 | slack;
+    if (skip > 255 || max > 255 || (gen & 1)) return 0;
+    return (uint64_t)gen << 32 | max << 16 | skip << 8 | slack;
+}
+
+/* The first program frame of the thread's last capture when this one replays the same walk
+ * with the same `how` (the same frames, skip and skip ranges: the same prefix), else -1. */
+static inline int capture_first(uint64_t walk, uint64_t how)
+{
+    if (!walk || !how || cap_memo.busy) return -1;
     cap_memo.busy = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    int first = cap_memo.walk == walk && cap_memo.how == how ? cap_memo.first : -1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    cap_memo.busy = 0;
+    return first;
+}
+
+static inline uint64_t capture_token(uint64_t walk, uint64_t how, int first)
+{
+    if (!walk || !how || cap_memo.busy) return 0;
+    cap_memo.busy = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
     if (cap_memo.walk != walk || cap_memo.how != how) {
         cap_memo.walk = walk;
         cap_memo.how = how;
+        cap_memo.first = first;
         cap_memo.token = ++cap_memo.serial;
     }
     uint64_t t = cap_memo.token;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
     cap_memo.busy = 0;
     return t;
 }
@@ -392,9 +414,13 @@ capture_slack(uint64_t *frames, uint32_t max, uint32_t skip, uint32_t slack, uin
     int nr = __atomic_load_n(&nskip, __ATOMIC_ACQUIRE);
     uint32_t want = max + skip + 1 + (nr ? slack : 0);
     if (want > GMT_STACKS_CAPTURE_MAX) want = GMT_STACKS_CAPTURE_MAX;
-    uint64_t walk;
+    uint64_t walk, how = capture_how(max, skip, slack, gen);
     int n = gmt_unwind_walk(buf, (int)want, &walk);
-    int i = (int)skip + 1; /* +1: this function */
+    /* A replay of the walk this thread's last capture made, with the same skip ranges: its
+     * prefix is known (the frames are the same), so neither scanned nor walked again. */
+    int i = capture_first(walk, how);
+    if (i >= 0 && i <= n) goto prefix_known;
+    i = (int)skip + 1; /* +1: this function */
     while (nr && i < n && in_skip_range((uint64_t)(uintptr_t)buf[i], nr))
         i++;
     if (slack < SKIP_SLACK && nr && n == (int)want && n - i < (int)max &&
@@ -408,14 +434,16 @@ capture_slack(uint64_t *frames, uint32_t max, uint32_t skip, uint32_t slack, uin
         while (i < n && in_skip_range((uint64_t)(uintptr_t)buf[i], nr))
             i++;
     }
+prefix_known:;
     uint32_t out = i < n ? (uint32_t)(n - i) : 0;
     if (out > max) out = max;
     _Static_assert(sizeof(void *) == sizeof(uint64_t), "frames are copied as they are");
     memcpy(frames, buf + i, (size_t)out * sizeof *frames);
-    if (token)
-        *token = (gen & 1) || __atomic_load_n(&skip_gen, __ATOMIC_ACQUIRE) != gen
-                     ? 0
-                     : capture_token(walk, max, skip, slack, gen);
+    /* The prefix (and the token) are remembered only when the skip ranges did not change
+     * meanwhile: gen then describes what the scan saw. */
+    uint64_t t =
+        __atomic_load_n(&skip_gen, __ATOMIC_ACQUIRE) != gen ? 0 : capture_token(walk, how, i);
+    if (token) *token = t;
     return out;
 }
 

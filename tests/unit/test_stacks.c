@@ -480,6 +480,54 @@ static void test_capture_skips_internal_ranges(void **state)
     assert_int_equal(b[1], a[2]);
 }
 
+static __attribute__((noinline)) uint32_t near_capture_here(uint64_t *f, uint32_t max)
+{
+    uint32_t n = gmt_stacks_capture_near(f, max, 0, NULL); /* a walk short enough to replay */
+    __asm__ volatile("" ::: "memory");
+    return n;
+}
+
+/* One call site captured again and again (the unwinder replays its walk, and the capture
+ * reuses the prefix it found), with a skip range set and cleared between captures: each
+ * capture's prefix follows the ranges in force, never the remembered one. */
+static __attribute__((noinline)) void skip_capture_loop(uint64_t (*f)[8], uint32_t *n, int rounds)
+{
+    /* One range all along (so every walk is as deep), covering no frame but from round 3 to
+     * round 5 the innermost one. */
+    const uint64_t none[1][2] = {{1, 2}};
+    gmt_stacks_set_skip_ranges(none, 1);
+    for (volatile int i = 0; i < rounds; i++) {
+        if (i == 3) {
+            const uint64_t range[1][2] = {{f[0][0] - 1, f[0][0] + 1}};
+            gmt_stacks_set_skip_ranges(range, 1);
+        }
+        if (i == 6) gmt_stacks_set_skip_ranges(none, 1);
+        n[i] = near_capture_here(f[i], 8);
+    }
+    gmt_stacks_set_skip_ranges(NULL, 0);
+    __asm__ volatile("" ::: "memory");
+}
+
+static void test_capture_prefix_follows_ranges(void **state)
+{
+    (void)state;
+    gmt_unwind_init(0);
+    uint64_t f[9][8];
+    uint32_t n[9];
+    skip_capture_loop(f, n, 9);
+    for (int i = 1; i < 9; i++) {
+        bool skipped = i >= 3 && i < 6;
+        if (!skipped) {
+            assert_int_equal(n[i], n[0]);
+            assert_memory_equal(f[i], f[0], n[0] * sizeof f[0][0]);
+            continue;
+        }
+        /* starts one frame out, at near_capture_here's caller: f[0] from its second frame */
+        assert_true(n[i] >= n[0] - 1 && n[0] >= 3);
+        assert_memory_equal(f[i], f[0] + 1, (n[0] - 1) * sizeof f[0][0]);
+    }
+}
+
 static void test_capture_in_exiting_thread(void **state)
 {
     (void)state;
@@ -516,6 +564,7 @@ int main(void)
         cmocka_unit_test(test_capture_finds_caller),
         cmocka_unit_test(test_capture_token),
         cmocka_unit_test(test_capture_skips_internal_ranges),
+        cmocka_unit_test(test_capture_prefix_follows_ranges),
         cmocka_unit_test(test_capture_in_exiting_thread),
     };
     /* clang-format on */
