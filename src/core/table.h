@@ -38,14 +38,18 @@
 #include <stdint.h>
 
 typedef struct gmt_record_s {
-    uint64_t key;  /* address / handle */
-    uint64_t size; /* bytes asked for (kept to 48 bits: 256 TiB) */
-    uint64_t aux;  /* stream, pool or mapped handle */
-    uint32_t stack_id;
-    int32_t device; /* -2 .. 253 */
+    uint64_t key;      /* address / handle */
+    uint64_t size;     /* bytes asked for (kept to 48 bits: 256 TiB) */
+    uint64_t aux;      /* stream, pool or mapped handle */
+    uint32_t stack_id; /* below 2^GMT_TABLE_STACK_BITS (asserted in track.c) */
+    int32_t device;    /* -2 .. 253 */
     uint8_t kind, space, api, layer;
     uint32_t flags; /* GMT_EVENT_NOT_CHARGED and GMT_EVENT_OOM are kept */
 } gmt_record_t;
+
+/* Stack ids are below 2^25 by the size of their arena (a _Static_assert in track.c says so),
+ * so a slot needs no more bits than these for one. */
+#define GMT_TABLE_STACK_BITS 25
 
 /* 32 bytes: what one live allocation costs in a level. */
 typedef struct gmt_slot_s {

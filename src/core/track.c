@@ -11,6 +11,13 @@
 
 #include <string.h>
 
+/* A record's stack id is kept in GMT_TABLE_STACK_BITS of the table's slot: no id may reach
+ * 2^25. An id is an entry's index in an arena of GMT_ARENA_STACK_ENTRIES_BYTES (2 GiB: 29.8M
+ * entries of 72 bytes), and reserve() (stacks.c) hands out no id whose entry is past it. */
+_Static_assert(GMT_ARENA_STACK_ENTRIES_BYTES / sizeof(gmt_stack_entry_t) <=
+                   (1ull << GMT_TABLE_STACK_BITS),
+               "every stack id fits the live table's slot");
+
 /* Frames of the tracer's own (gmt_core_stack_for and the event function that called it:
  * gmt_track_alloc or gmt_track_failure) skipped at the top of every stack. Those functions
  * are noinline so that the count holds with -O3 and link-time optimisation. */
