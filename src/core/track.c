@@ -185,16 +185,16 @@ __attribute__((noinline)) void gmt_track_alloc(const gmt_event_t *ev)
     gmt_record_t r = {
         .key = ev->addr,
         .size = ev->size,
-        .aux = ev->stream,
         .device = ev->device,
         .kind = ev->kind,
         .space = ev->space,
         .api = api,
         .layer = ev->layer,
         .flags = ev->flags,
+        .pool = GMT_POOL_NONE,
     };
     r.stack_id = stack_id_of(ev, api);
-    if (ev->kind == GMT_KIND_POOL) gmt_pools_note(ev->device, ev->stream);
+    if (ev->kind == GMT_KIND_POOL) r.pool = gmt_pools_note(ev->device, ev->stream);
     bool charged = !(ev->flags & GMT_EVENT_NOT_CHARGED);
     if (GMT_PROBE_SKIPS(GMT_PROBE_TABLE) ? probe_table_put(&r)
                                          : gmt_table_insert(gmt_core_table, &r) != 0) {
