@@ -991,7 +991,17 @@ static void test_failed_free_is_restored(void **state)
     assert_true(absent(GMT_SPACE_VA, 0x66000000)); /* gone while the real call runs */
     gmt_track_free_end(false);
     gmt_record_t after = lookup(GMT_SPACE_VA, 0x66000000);
-    assert_memory_equal(&after, &before, sizeof before);
+    /* Field by field: the record has padding, which a copy need not keep. */
+    assert_int_equal(after.key, before.key);
+    assert_int_equal(after.size, before.size);
+    assert_int_equal(after.stack_id, before.stack_id);
+    assert_int_equal(after.device, before.device);
+    assert_int_equal(after.kind, before.kind);
+    assert_int_equal(after.space, before.space);
+    assert_int_equal(after.api, before.api);
+    assert_int_equal(after.layer, before.layer);
+    assert_int_equal(after.flags, before.flags);
+    assert_int_equal(after.pool, before.pool);
     assert_int_equal(dev(d).in_use, t0.in_use);
     assert_int_equal(e->live_bytes, stack_live);
     gmt_counts_t c1 = counts();
