@@ -59,7 +59,9 @@ static const opt_t opts[] = {
     {"GPUMEMTRACE_STATE", OPT_STRING, OFF(state), "", 0, 0, NULL},
     {"GPUMEMTRACE_SUPPRESSIONS", OPT_STRING, OFF(suppressions), "", 0, 0, NULL},
     {"GPUMEMTRACE_MAX_LIVE", OPT_SIZE, OFF(max_live), "0", 0, (int64_t)1 << 36, NULL},
-    {"GPUMEMTRACE_MAX_STACKS", OPT_SIZE, OFF(max_stacks), "0", 0, (int64_t)1 << 28, NULL},
+    /* Stack ids are kept in GMT_TABLE_STACK_BITS of the live table's slot (ids below the bound). */
+    {"GPUMEMTRACE_MAX_STACKS", OPT_SIZE, OFF(max_stacks), "0", 0,
+     (int64_t)1 << GMT_TABLE_STACK_BITS, NULL},
     {"GPUMEMTRACE_FOLLOW_FORK", OPT_BOOL, OFF(follow_fork), "1", 0, 0, NULL},
     {"GPUMEMTRACE_FOLLOW_EXEC", OPT_BOOL, OFF(follow_exec), "1", 0, 0, NULL},
     {"GPUMEMTRACE_TIMELINE_POINTS", OPT_INT, OFF(timeline_points), "512", 16, 65536, NULL},

@@ -1,6 +1,7 @@
 /* pools.c - the stream-ordered pools seen so far (pool handle 0: the device's current pool),
  * for the report's reserved-versus-used view. A fixed array claimed slot by slot with a CAS,
- * never removed; pools past GMT_MAX_POOLS are counted, not kept.
+ * never removed, so a pool's index in it names the pool in the live table's records (track.h);
+ * pools past GMT_MAX_POOLS are counted, not kept, and their records say GMT_POOL_UNLISTED.
  */
 #include "track_internal.h"
 
@@ -12,11 +13,18 @@ enum { SLOT_FREE = 0, SLOT_WRITING = 1, SLOT_PUBLISHED = 2 };
 #define pools_dropped (gmt_cs->pools_dropped)
 static gmt_poolinfo_fn poolinfo_fn;
 
-void gmt_pools_note(int32_t device, uint64_t pool)
+_Static_assert(GMT_MAX_POOLS <= GMT_POOL_NONE && GMT_MAX_POOLS <= GMT_POOL_UNLISTED &&
+                   GMT_POOL_NONE != GMT_POOL_UNLISTED,
+               "the reserved indices are no list index");
+_Static_assert(GMT_POOL_NONE <= GMT_TABLE_POOL_MASK && GMT_POOL_UNLISTED <= GMT_TABLE_POOL_MASK,
+               "every pool index fits the table's slot");
+
+uint8_t gmt_pools_note(int32_t device, uint64_t pool)
 {
     for (int i = 0; i < GMT_MAX_POOLS; i++) {
         int u = __atomic_load_n(&pools[i].used, __ATOMIC_ACQUIRE);
-        if (u == SLOT_PUBLISHED && pools[i].device == device && pools[i].pool == pool) return;
+        if (u == SLOT_PUBLISHED && pools[i].device == device && pools[i].pool == pool)
+            return (uint8_t)i;
         if (u == SLOT_FREE) {
             if (!__atomic_compare_exchange_n(&pools[i].used, &u, SLOT_WRITING, 0, __ATOMIC_ACQUIRE,
                                              __ATOMIC_ACQUIRE)) {
@@ -26,13 +34,14 @@ void gmt_pools_note(int32_t device, uint64_t pool)
             pools[i].device = device;
             pools[i].pool = pool;
             __atomic_store_n(&pools[i].used, SLOT_PUBLISHED, __ATOMIC_RELEASE);
-            return;
+            return (uint8_t)i;
         }
         while (u == SLOT_WRITING)
             u = __atomic_load_n(&pools[i].used, __ATOMIC_ACQUIRE);
-        if (pools[i].device == device && pools[i].pool == pool) return;
+        if (pools[i].device == device && pools[i].pool == pool) return (uint8_t)i;
     }
     __atomic_fetch_add(&pools_dropped, 1, __ATOMIC_RELAXED);
+    return GMT_POOL_UNLISTED;
 }
 
 int gmt_track_pools(gmt_pool_seen_t *out, int max)
@@ -40,7 +49,7 @@ int gmt_track_pools(gmt_pool_seen_t *out, int max)
     int n = 0;
     for (int i = 0; i < GMT_MAX_POOLS && n < max; i++)
         if (__atomic_load_n(&pools[i].used, __ATOMIC_ACQUIRE) == SLOT_PUBLISHED)
-            out[n++] = (gmt_pool_seen_t){pools[i].device, pools[i].pool};
+            out[n++] = (gmt_pool_seen_t){pools[i].device, (uint8_t)i, pools[i].pool};
     return n;
 }
 

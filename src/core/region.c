@@ -21,9 +21,12 @@
 
 /* Address space set aside per arena. Only what is committed costs memory or disk. */
 static const uint64_t arena_reserve[GMT_ARENA_COUNT] = {
-    [GMT_ARENA_CORE] = 256 * MIB,        [GMT_ARENA_STACK_INDEX] = 256 * MIB,
-    [GMT_ARENA_STACK_ENTRIES] = 2 * GIB, [GMT_ARENA_FRAMES] = 4 * GIB,
-    [GMT_ARENA_TABLE] = 24 * GIB,        [GMT_ARENA_GROWTH] = 4 * GIB,
+    [GMT_ARENA_CORE] = 256 * MIB,
+    [GMT_ARENA_STACK_INDEX] = 256 * MIB,
+    [GMT_ARENA_STACK_ENTRIES] = GMT_ARENA_STACK_ENTRIES_BYTES,
+    [GMT_ARENA_FRAMES] = 4 * GIB,
+    [GMT_ARENA_TABLE] = 24 * GIB,
+    [GMT_ARENA_GROWTH] = 4 * GIB,
 };
 
 uint8_t *gmt_region_base_;

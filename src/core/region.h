@@ -39,6 +39,10 @@ typedef enum gmt_arena_id_e {
     GMT_ARENA_COUNT
 } gmt_arena_id_t;
 
+/* Address space of the stack entries' arena: it bounds the stack ids (an id is an entry's
+ * index), which the live table keeps in 25 bits (table.h; asserted in track.c). */
+#define GMT_ARENA_STACK_ENTRIES_BYTES (2ull << 30)
+
 typedef struct gmt_arena_s {
     uint64_t offset;    /* from the start of the region */
     uint64_t reserved;  /* bytes of address space set aside */

@@ -39,11 +39,11 @@
 
 enum { SLOT_EMPTY = 0, SLOT_BUSY = 1, SLOT_LIVE = 2, SLOT_TOMB = 3 };
 
-#define TABLE_MAGIC    0x676d747461626c34ull /* "gmttabl4": iteration excludes moves */
-#define MIN_CAP        4096u                 /* slots of the first level: 128 KiB */
-#define PROBE_LIMIT    4096u                 /* an insert never scans more than this */
-#define SIZE_MASK      ((1ull << 48) - 1)
-#define SLOTS_PER_PAGE (4096 / 32) /* levels are whole pages: given back and reused whole */
+#define TABLE_MAGIC 0x676d747461626c35ull /* "gmttabl5": 24-byte slots, stack id | pool index */
+#define MIN_CAP     4096u                 /* slots of the first level: 96 KiB */
+#define PROBE_LIMIT 4096u                 /* an insert never scans more than this */
+#define SIZE_MASK   ((1ull << 48) - 1)
+#define UNIT        ((uint64_t)GMT_TABLE_UNIT_SLOTS) /* levels and released prefixes: table.h */
 /* A level's `used` is counted USED_BATCH at a time, by each thread on its 1st, 9th, 17th ...
  * first use of a slot, so that inserts rarely write the line every search reads. The count
  * only decides when to grow, and it errs by at most USED_BATCH - 1 per thread, upwards (not
@@ -56,11 +56,12 @@ enum { SLOT_EMPTY = 0, SLOT_BUSY = 1, SLOT_LIVE = 2, SLOT_TOMB = 3 };
  * level's pages are touched at random by the application's inserts (the moves themselves
  * touch it in order: hash order), so the high water is reached where the random inserts
  * have touched most of the new level while part of the old one is still held. The new level
- * has live / 64 pages and the move takes 4/3 x live / MIGRATE_PER inserts; at 64 the move is
- * done after 1.3 x as many inserts as the new level has pages. bench_table filling to 1.03M
- * (the growth at 944k: old 40 MB, new 60 MB), max RSS: 102 MB without the release, then at
- * 16 / 32 / 64 / 128: 90 / 79 / 70 / 65 MB (the new level alone: ~62). 64 takes most of the
- * gain; 128 doubles the insert's cost again for 5 MB. */
+ * has live / 85 pages (2 x 24 bytes an entry) and the move takes 4/3 x live / MIGRATE_PER
+ * inserts; at 64 the move is done after 1.8 x as many inserts as the new level has pages.
+ * bench_table filling to 1.03M, measured with the 32-byte slots of then (the growth at 944k:
+ * old 40 MB, new 60 MB), max RSS: 102 MB without the release, then at 16 / 32 / 64 / 128:
+ * 90 / 79 / 70 / 65 MB (the new level alone: ~62). 64 takes most of the gain; 128 doubles the
+ * insert's cost again for 5 MB. */
 #define MIGRATE_PER 64
 
 #define LOAD(p, o)     __atomic_load_n((p), (o))
@@ -81,7 +82,8 @@ size_t gmt_table_slot_bytes(void)
     return sizeof(gmt_slot_t);
 }
 
-_Static_assert(sizeof(gmt_slot_t) == 32, "a live allocation costs 32 bytes of slot");
+_Static_assert(sizeof(gmt_slot_t) == 24, "a live allocation costs 24 bytes of slot");
+_Static_assert(MIN_CAP % GMT_TABLE_UNIT_SLOTS == 0, "the first level is whole pages");
 
 /* Fibonacci hashing: one multiply by 2^64 / golden ratio. The home slot takes the product's
  * high bits (home()), which depend on every bit of the key, so device pointers (one high base,
@@ -145,10 +147,11 @@ static inline void slot_write(gmt_slot_t *s, const gmt_record_t *r)
 {
     uint64_t size = r->size > SIZE_MASK ? SIZE_MASK : r->size;
     uint64_t meta = size | ((uint64_t)(uint8_t)(r->device + 2) << 48) | ((uint64_t)r->api << 56);
-    STORE(&s->stack_id, r->stack_id, RLX);
+    uint32_t id_pool = (r->stack_id & GMT_TABLE_STACK_MASK) |
+                       ((uint32_t)(r->pool & GMT_TABLE_POOL_MASK) << GMT_TABLE_STACK_BITS);
+    STORE(&s->id_pool, id_pool, RLX);
     STORE(&s->key, r->key, RLX);
     STORE(&s->meta, meta, RLX);
-    STORE(&s->aux, r->aux, RLX);
 }
 
 static inline void slot_read(const gmt_slot_t *s, uint32_t sg, gmt_record_t *r)
@@ -156,8 +159,9 @@ static inline void slot_read(const gmt_slot_t *s, uint32_t sg, gmt_record_t *r)
     uint64_t meta = LOAD(&s->meta, RLX);
     r->key = LOAD(&s->key, RLX);
     r->size = meta & SIZE_MASK;
-    r->aux = LOAD(&s->aux, RLX);
-    r->stack_id = LOAD(&s->stack_id, RLX);
+    uint32_t id_pool = LOAD(&s->id_pool, RLX);
+    r->stack_id = id_pool & GMT_TABLE_STACK_MASK;
+    r->pool = (uint8_t)(id_pool >> GMT_TABLE_STACK_BITS);
     r->device = (int32_t)((meta >> 48) & 0xff) - 2;
     r->kind = (uint8_t)((sg >> 2) & 7);
     r->space = (uint8_t)space_of(sg);
@@ -250,13 +254,13 @@ static inline int level_insert(gmt_level_t *l, const gmt_record_t *rec, uint64_t
 static uint64_t take_spare(gmt_table_t *t, uint64_t bytes, uint64_t *got);
 
 /* Slots of a new level for `live` entries: twice as many, at least MIN_CAP, at most twice the
- * bound (when there is one), in whole pages. */
+ * bound (when there is one), in whole units (whole pages). */
 static uint64_t level_cap(uint64_t max_live, uint64_t live)
 {
     uint64_t cap = 2 * (live + 1);
     if (cap < MIN_CAP) cap = MIN_CAP;
     if (max_live && cap > 2 * max_live) cap = 2 * max_live;
-    return (cap + SLOTS_PER_PAGE - 1) & ~(uint64_t)(SLOTS_PER_PAGE - 1);
+    return (cap + UNIT - 1) & ~(UNIT - 1);
 }
 
 /* Adds a level after level number n (if nobody did yet). 0 or -ENOSPC. With `wait` false a
@@ -468,7 +472,8 @@ static void iteration_end(gmt_table_t *t)
 }
 
 /* Gives back the pages of level l that no search can need any more (see the top of the
- * file): the largest prefix [0, b), b a whole number of pages, with no LIVE or BUSY slot in
+ * file): the largest prefix [0, b), b a whole number of units (whole pages: table.h, the
+ * smallest prefix whose end is both a slot's and a page's), with no LIVE or BUSY slot in
  * [0, b + max_probe], once it is GMT_TABLE_RELEASE_STEP past what was released (one madvise
  * costs a few microseconds: one a page was ~10% of a 1M-allocation run's inserting time).
  * Only slots the cursor has passed are considered (the others are still to be read by a
@@ -480,7 +485,7 @@ static void __attribute__((noinline)) release_moved(gmt_table_t *t, uint32_t f, 
     uint64_t mp = LOAD(&l->max_probe, ACQ);
     if (cur > cap) cur = cap;
     if (cur <= mp + 1) return;
-    uint64_t page = SLOTS_PER_PAGE, b = (cur - mp - 1) & ~(page - 1); /* b + mp < cur */
+    uint64_t b = (cur - mp - 1) & ~(UNIT - 1); /* b + mp < cur */
     uint64_t r = LOAD(&l->released, ACQ), step = GMT_TABLE_RELEASE_STEP / sizeof(gmt_slot_t);
     if (b < r + step) return;
     gmt_slot_t *base = slots(l);
@@ -489,7 +494,7 @@ static void __attribute__((noinline)) release_moved(gmt_table_t *t, uint32_t f, 
     for (uint64_t i = r ? r + mp + 1 : 0; i <= b + mp; i++) {
         uint32_t st = st_of(LOAD(&base[i].sg, ACQ));
         if (st == SLOT_LIVE || st == SLOT_BUSY) { /* not moved yet, being removed, or pinned */
-            b = i <= mp ? 0 : (i - mp - 1) & ~(page - 1);
+            b = i <= mp ? 0 : (i - mp - 1) & ~(UNIT - 1);
             break;
         }
     }
@@ -766,7 +771,7 @@ int gmt_table_validate(gmt_table_t *t)
     if (t->next <= t->first || t->next - t->first >= GMT_TABLE_LEVELS) return -EINVAL;
     for (uint32_t n = t->first; n < t->next; n++) {
         gmt_level_t *l = lvl(t, n);
-        if (l->cap == 0 || l->cap > (1ull << 40) ||
+        if (l->cap == 0 || l->cap > (1ull << 40) || l->cap % UNIT != 0 ||
             !gmt_region_contains(l->off, l->cap * sizeof(gmt_slot_t)))
             return -EINVAL;
         if (l->max_probe >= l->cap) l->max_probe = l->cap - 1;

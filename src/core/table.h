@@ -7,9 +7,9 @@
  * and every insert then moves up to MIGRATE_PER entries out of the oldest level (table.c),
  * whose pages are given back behind the move as soon as no search can need them. Nothing ever
  * stops the application's threads: a growing thread adds one level, lookups and removes search
- * the (usually one or two) levels oldest to newest. Memory follows the live set: a slot is 32
+ * the (usually one or two) levels oldest to newest. Memory follows the live set: a slot is 24
  * bytes, a level at most 3/4 full and at least 1/2 full once the older ones are drained, so
- * 43-64 bytes per live allocation.
+ * 32-48 bytes per live allocation.
  *
  * Concurrency contract: any number of threads may insert, remove and iterate at once. For
  * one key, insert and remove are ordered by the application's own allocator (an address is
@@ -38,23 +38,42 @@
 #include <stdint.h>
 
 typedef struct gmt_record_s {
-    uint64_t key;  /* address / handle */
-    uint64_t size; /* bytes asked for (kept to 48 bits: 256 TiB) */
-    uint64_t aux;  /* stream, pool or mapped handle */
-    uint32_t stack_id;
-    int32_t device; /* -2 .. 253 */
+    uint64_t key;      /* address / handle */
+    uint64_t size;     /* bytes asked for (kept to 48 bits: 256 TiB) */
+    uint32_t stack_id; /* below 2^GMT_TABLE_STACK_BITS (asserted in track.c) */
+    int32_t device;    /* -2 .. 253 */
     uint8_t kind, space, api, layer;
     uint32_t flags; /* GMT_EVENT_NOT_CHARGED and GMT_EVENT_OOM are kept */
+    /* Pool allocations: the index of (device, pool) in the core's list of pools seen, or
+     * GMT_POOL_UNLISTED; other records GMT_POOL_NONE (track.h). Kept to GMT_TABLE_POOL_BITS. */
+    uint8_t pool;
 } gmt_record_t;
 
-/* 32 bytes: what one live allocation costs in a level. */
+/* A slot's id_pool word: the stack id in the low bits, the pool index above it. Stack ids are
+ * below 2^25 by the size of their arena (a _Static_assert in track.c says so). */
+#define GMT_TABLE_STACK_BITS 25
+#define GMT_TABLE_POOL_BITS  7
+#define GMT_TABLE_STACK_MASK ((1u << GMT_TABLE_STACK_BITS) - 1)
+#define GMT_TABLE_POOL_MASK  ((1u << GMT_TABLE_POOL_BITS) - 1)
+_Static_assert(GMT_TABLE_STACK_BITS + GMT_TABLE_POOL_BITS == 32, "id_pool is one 32-bit word");
+
+/* 24 bytes: what one live allocation costs in a level. */
 typedef struct gmt_slot_s {
-    uint32_t sg; /* atomic: state (2 bits) | kind, space, layer, flags (9 bits) | generation */
-    uint32_t stack_id;
+    uint32_t sg;      /* atomic: state (2 bits) | kind, space, layer, flags (9 bits) | generation */
+    uint32_t id_pool; /* stack id (GMT_TABLE_STACK_BITS) | pool index << GMT_TABLE_STACK_BITS */
     uint64_t key;
     uint64_t meta; /* size (48 bits) | device + 2 (8 bits) | api (8 bits) */
-    uint64_t aux;
 } gmt_slot_t;
+
+/* Levels are whole pages, given back and reused whole, and a move gives its moved prefix back
+ * in whole pages too: both count in units of GMT_TABLE_UNIT_SLOTS slots, the fewest slots that
+ * end on a page boundary (512 slots of 24 bytes: 3 pages). */
+#define GMT_TABLE_PAGE       4096u
+#define GMT_TABLE_UNIT_SLOTS 512u
+_Static_assert(GMT_TABLE_UNIT_SLOTS * sizeof(gmt_slot_t) % GMT_TABLE_PAGE == 0,
+               "a unit of slots is whole pages");
+_Static_assert((GMT_TABLE_UNIT_SLOTS & (GMT_TABLE_UNIT_SLOTS - 1)) == 0,
+               "capacities and prefixes are rounded with a mask");
 
 #define GMT_TABLE_LEVELS 64 /* ring of level descriptors; a handful are active at once */
 #define GMT_TABLE_SPARES 4

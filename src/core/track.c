@@ -11,6 +11,13 @@
 
 #include <string.h>
 
+/* A record's stack id is kept in GMT_TABLE_STACK_BITS of the table's slot: no id may reach
+ * 2^25. An id is an entry's index in an arena of GMT_ARENA_STACK_ENTRIES_BYTES (2 GiB: 29.8M
+ * entries of 72 bytes), and reserve() (stacks.c) hands out no id whose entry is past it. */
+_Static_assert(GMT_ARENA_STACK_ENTRIES_BYTES / sizeof(gmt_stack_entry_t) <=
+                   (1ull << GMT_TABLE_STACK_BITS),
+               "every stack id fits the live table's slot");
+
 /* Frames of the tracer's own (gmt_core_stack_for and the event function that called it:
  * gmt_track_alloc or gmt_track_failure) skipped at the top of every stack. Those functions
  * are noinline so that the count holds with -O3 and link-time optimisation. */
@@ -178,16 +185,16 @@ __attribute__((noinline)) void gmt_track_alloc(const gmt_event_t *ev)
     gmt_record_t r = {
         .key = ev->addr,
         .size = ev->size,
-        .aux = ev->stream,
         .device = ev->device,
         .kind = ev->kind,
         .space = ev->space,
         .api = api,
         .layer = ev->layer,
         .flags = ev->flags,
+        .pool = GMT_POOL_NONE,
     };
     r.stack_id = stack_id_of(ev, api);
-    if (ev->kind == GMT_KIND_POOL) gmt_pools_note(ev->device, ev->stream);
+    if (ev->kind == GMT_KIND_POOL) r.pool = gmt_pools_note(ev->device, ev->stream);
     bool charged = !(ev->flags & GMT_EVENT_NOT_CHARGED);
     if (GMT_PROBE_SKIPS(GMT_PROBE_TABLE) ? probe_table_put(&r)
                                          : gmt_table_insert(gmt_core_table, &r) != 0) {

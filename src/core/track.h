@@ -163,10 +163,17 @@ int gmt_track_peak_groups(int slot, gmt_peak_group_t *out, int max, int64_t *pea
 void gmt_track_settle_peaks(void);
 
 /* Stream-ordered pools seen so far (pool handle 0: the device's current pool), for the
- * report's reserved-versus-used view. Returns how many were copied. */
-#define GMT_MAX_POOLS 64
+ * report's reserved-versus-used view. Returns how many were copied. A pool allocation's record
+ * keeps the index of its (device, pool) in this list (gmt_record_t.pool, 7 bits of the table's
+ * slot): 0 .. GMT_MAX_POOLS - 1, or GMT_POOL_UNLISTED once the list was full when it was made.
+ * Other records keep GMT_POOL_NONE. Entries are never removed, so an index stays valid for the
+ * life of the process (and of its state file). */
+#define GMT_MAX_POOLS     64
+#define GMT_POOL_NONE     126 /* not a pool allocation */
+#define GMT_POOL_UNLISTED 127 /* a pool allocation whose pool found the list full */
 typedef struct gmt_pool_seen_s {
     int32_t device;
+    uint8_t index; /* in the list: what the records of this pool keep */
     uint64_t pool;
 } gmt_pool_seen_t;
 int gmt_track_pools(gmt_pool_seen_t *out, int max);

@@ -134,7 +134,8 @@ static inline void gmt_peaks_settle(int slot)
 void gmt_peaks_stack_change(gmt_stack_entry_t *e, int32_t device, int64_t dbytes, int64_t dcount);
 
 /* ---- pools.c ---- */
-void gmt_pools_note(int32_t device, uint64_t pool);
+/* The index of (device, pool) in the list, added if new; GMT_POOL_UNLISTED when full. */
+uint8_t gmt_pools_note(int32_t device, uint64_t pool);
 
 /* ---- providers.c ---- */
 gmt_oom_fn gmt_core_oom_hook(void);

@@ -154,49 +154,18 @@ void gmt_frag_pools_init(gmt_frag_pools_t *p)
     memset(p, 0, sizeof *p);
 }
 
-/* Index of the entry of (dev, pool), or -1. */
-static int pool_find(const gmt_frag_pools_t *p, int32_t dev, uint64_t pool)
+void gmt_frag_pools_add(gmt_frag_pools_t *p, uint8_t pool, uint64_t size)
 {
-    for (uint32_t i = 0; i < p->n; i++)
-        if (p->use[i].device == dev && p->use[i].pool == pool) return (int)i;
-    return -1;
-}
-
-/* The entry of (dev, pool), taken when there is none yet; NULL when the array is full. */
-static gmt_pool_use_t *pool_entry(gmt_frag_pools_t *p, int32_t dev, uint64_t pool)
-{
-    gmt_pool_use_t *u = &p->use[p->last];
-    if (p->n && u->device == dev && u->pool == pool) return u;
-    int i = pool_find(p, dev, pool);
-    if (i < 0) {
-        if (p->n == GMT_FRAG_POOLS) return NULL;
-        i = (int)p->n++;
-        p->use[i] = (gmt_pool_use_t){.pool = pool, .device = dev};
-    }
-    p->last = (uint32_t)i;
-    return &p->use[i];
-}
-
-bool gmt_frag_pools_reserve(gmt_frag_pools_t *p, int32_t dev, uint64_t pool)
-{
-    return pool_entry(p, dev, pool) != NULL;
-}
-
-void gmt_frag_pools_add(gmt_frag_pools_t *p, int32_t dev, uint64_t pool, uint64_t size)
-{
-    gmt_pool_use_t *u = pool_entry(p, dev, pool);
-    if (!u) {
+    if (pool >= GMT_FRAG_POOLS) {
         p->unplaced++;
         return;
     }
-    u->bytes += size;
-    u->count++;
+    p->use[pool].bytes += size;
+    p->use[pool].count++;
 }
 
-void gmt_frag_pool_use(const gmt_frag_pools_t *p, int32_t dev, uint64_t pool, uint64_t *bytes,
-                       uint64_t *count)
+void gmt_frag_pool_use(const gmt_frag_pools_t *p, uint8_t pool, uint64_t *bytes, uint64_t *count)
 {
-    int i = pool_find(p, dev, pool);
-    *bytes = i < 0 ? 0 : p->use[i].bytes;
-    *count = i < 0 ? 0 : p->use[i].count;
+    *bytes = pool < GMT_FRAG_POOLS ? p->use[pool].bytes : 0;
+    *count = pool < GMT_FRAG_POOLS ? p->use[pool].count : 0;
 }

@@ -56,28 +56,24 @@ typedef struct gmt_frag_s {
 void gmt_frag_sort(gmt_range_t *r, uint64_t n);
 /* Statistics of device dev over sorted ranges (overlapping ranges are merged). */
 void gmt_frag_device(const gmt_range_t *r, uint64_t n, int32_t dev, gmt_frag_t *out);
-/* Live bytes and allocations per (device, pool), summed while the report visits the live
- * table (the ranges do not keep the pool). A fixed array: the pools the report lists are
- * reserved first (gmt_frag_pools_reserve), so their sums are always whole; allocations of a
- * pool that finds no entry left are counted in `unplaced`, never dropped unseen. */
-#define GMT_FRAG_POOLS 128
+/* Live bytes and allocations per pool, summed while the report visits the live table (the
+ * ranges do not keep the pool). Indexed by the pool's index in the core's list of pools seen
+ * (gmt_record_t.pool, core/track.h), so every pool the report lists has its sums; an
+ * allocation whose index has no entry (GMT_POOL_UNLISTED: its pool found the list full) is
+ * counted in `unplaced`, never dropped unseen. */
+#define GMT_FRAG_POOLS 64
 typedef struct gmt_pool_use_s {
-    uint64_t pool, bytes, count;
-    int32_t device;
+    uint64_t bytes, count;
 } gmt_pool_use_t;
 typedef struct gmt_frag_pools_s {
     gmt_pool_use_t use[GMT_FRAG_POOLS];
-    uint32_t n, last;  /* entries in use; the last one added to (runs of one pool) */
-    uint64_t unplaced; /* pool allocations whose (device, pool) had no entry */
+    uint64_t unplaced; /* pool allocations whose index had no entry */
 } gmt_frag_pools_t;
 
 void gmt_frag_pools_init(gmt_frag_pools_t *p);
-/* An entry for (dev, pool), taken now; false when the array is full. */
-bool gmt_frag_pools_reserve(gmt_frag_pools_t *p, int32_t dev, uint64_t pool);
-/* Adds one live allocation of `size` bytes to (dev, pool). */
-void gmt_frag_pools_add(gmt_frag_pools_t *p, int32_t dev, uint64_t pool, uint64_t size);
-/* Live bytes and allocations of the pool allocations of (dev, pool): 0 and 0 when none. */
-void gmt_frag_pool_use(const gmt_frag_pools_t *p, int32_t dev, uint64_t pool, uint64_t *bytes,
-                       uint64_t *count);
+/* Adds one live allocation of `size` bytes to the pool of index `pool`. */
+void gmt_frag_pools_add(gmt_frag_pools_t *p, uint8_t pool, uint64_t size);
+/* Live bytes and allocations of the pool of index `pool`: 0 and 0 when none. */
+void gmt_frag_pool_use(const gmt_frag_pools_t *p, uint8_t pool, uint64_t *bytes, uint64_t *count);
 
 #endif

@@ -130,13 +130,17 @@ int gmt_report_path(gmt_reason_t reason, unsigned seq, char *out, size_t len)
 
 /* ---- gathering ----------------------------------------------------------------------- */
 
-_Static_assert(GMT_FRAG_POOLS >= GMT_MAX_POOLS, "every pool the report lists has its sums");
+/* A record's pool is its index in the list of pools seen: every list index has its sums, the
+ * reserved values (no pool, the list was full) none. */
+_Static_assert(GMT_FRAG_POOLS == GMT_MAX_POOLS, "every pool the report lists has its sums");
+_Static_assert(GMT_POOL_NONE >= GMT_FRAG_POOLS && GMT_POOL_UNLISTED >= GMT_FRAG_POOLS,
+               "what no listed pool holds is counted as unplaced");
 
 static void visit_live(const gmt_record_t *r, void *ctx)
 {
     gmt_live_t *l = ctx;
     gmt_group_add(&l->grouping, r);
-    if (r->kind == GMT_KIND_POOL) gmt_frag_pools_add(&l->pools, r->device, r->aux, r->size);
+    if (r->kind == GMT_KIND_POOL) gmt_frag_pools_add(&l->pools, r->pool, r->size);
     if ((r->kind == GMT_KIND_DEVICE || r->kind == GMT_KIND_POOL) && l->nranges < l->max_ranges)
         l->ranges[l->nranges++] = gmt_range_make(r->key, r->size, r->device, r->kind);
 }
@@ -270,13 +274,7 @@ int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsign
     gmt_symrep_begin(reason != GMT_REASON_OOM && reason != GMT_REASON_CRASH, c.max_ids);
     if (c.want_stack && l->groups && l->ranges) {
         gmt_group_init(&l->grouping, l->groups, c.max_ids);
-        /* The pools the report lists first, so that their sums are whole whatever else the
-         * live set holds (GMT_FRAG_POOLS > GMT_MAX_POOLS). */
         gmt_frag_pools_init(&l->pools);
-        gmt_pool_seen_t seen[GMT_MAX_POOLS];
-        int nseen = gmt_track_pools(seen, GMT_MAX_POOLS);
-        for (int i = 0; i < nseen; i++)
-            (void)gmt_frag_pools_reserve(&l->pools, seen[i].device, seen[i].pool);
         gmt_table_foreach(t, visit_live, l);
         if (l->pools.unplaced)
             gmt_info("report: %llu live pool allocations in pools the report does not list",

@@ -273,7 +273,7 @@ static void write_pools(gmt_report_ctx_t *c, gmt_live_t *l, int32_t dev)
     for (int i = 0; i < n; i++) {
         if (seen[i].device != dev) continue;
         uint64_t tracked = 0, live = 0;
-        gmt_frag_pool_use(&l->pools, dev, seen[i].pool, &tracked, &live);
+        gmt_frag_pool_use(&l->pools, seen[i].index, &tracked, &live);
         gmt_pool_info_t pi;
         bool have = info && info(dev, seen[i].pool, &pi) == 0;
         jw_object_begin(w, NULL);

@@ -35,7 +35,7 @@ typedef struct gmt_live_s {
     gmt_group_totals_t totals;
     gmt_range_t *ranges; /* live device and pool allocations, for fragmentation */
     uint64_t nranges, max_ranges;
-    gmt_frag_pools_t pools; /* live bytes and count per (device, pool), for "pools" */
+    gmt_frag_pools_t pools; /* live bytes and count per pool seen (by index), for "pools" */
 } gmt_live_t;
 
 void *gmt_scratch_alloc(size_t bytes);

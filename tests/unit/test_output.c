@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "core/event.h"
+#include "core/track.h" /* the pool indices */
 #include "output/fragmentation.h"
 #include "output/group.h"
 #include "output/growth.h"
@@ -259,50 +260,52 @@ static void test_range_packing(void **state)
     assert_int_equal(f.span_bytes, GMT_RANGE_SIZE_MAX);
 }
 
-/* Per-pool sums filled while the live set is visited: per (device, pool), the reserved pools
- * keep their entries whatever comes after, and what finds no entry is counted. */
+/* Per-pool sums filled while the live set is visited: per pool index (the list of pools
+ * seen, core/track.h), every index of the list has its sums, and what has none (the list was
+ * full, or a record of no pool) is counted in `unplaced`. */
 static void test_pool_use(void **state)
 {
     (void)state;
     static gmt_frag_pools_t p;
     gmt_frag_pools_init(&p);
     uint64_t bytes, count;
-    gmt_frag_pool_use(&p, 0, 5, &bytes, &count);
+    gmt_frag_pool_use(&p, 0, &bytes, &count);
     assert_int_equal(bytes, 0);
     assert_int_equal(count, 0);
-    assert_true(gmt_frag_pools_reserve(&p, 1, 5)); /* listed by the report, no allocation */
-    gmt_frag_pools_add(&p, 0, 5, 100);
-    gmt_frag_pools_add(&p, 0, 5, 0x100);
-    gmt_frag_pools_add(&p, 0, 6, 7);
-    gmt_frag_pools_add(&p, 0, 5, 1);
-    gmt_frag_pools_add(&p, -1, 5, 9); /* same pool handle, other device */
-    gmt_frag_pool_use(&p, 0, 5, &bytes, &count);
+    gmt_frag_pools_add(&p, 0, 100);
+    gmt_frag_pools_add(&p, 0, 0x100);
+    gmt_frag_pools_add(&p, 1, 7);
+    gmt_frag_pools_add(&p, 0, 1);
+    gmt_frag_pools_add(&p, GMT_MAX_POOLS - 1, 9); /* the last index of the list */
+    gmt_frag_pool_use(&p, 0, &bytes, &count);
     assert_int_equal(bytes, 100 + 0x100 + 1);
     assert_int_equal(count, 3);
-    gmt_frag_pool_use(&p, 0, 6, &bytes, &count);
+    gmt_frag_pool_use(&p, 1, &bytes, &count);
     assert_int_equal(bytes, 7);
     assert_int_equal(count, 1);
-    gmt_frag_pool_use(&p, -1, 5, &bytes, &count);
+    gmt_frag_pool_use(&p, GMT_MAX_POOLS - 1, &bytes, &count);
     assert_int_equal(bytes, 9);
-    gmt_frag_pool_use(&p, 1, 5, &bytes, &count);
+    assert_int_equal(count, 1);
+    gmt_frag_pool_use(&p, 2, &bytes, &count);
     assert_int_equal(count, 0);
     assert_int_equal(p.unplaced, 0);
-    /* Fill the array with other pools; one more finds no entry and is counted. */
-    for (uint64_t pool = 100; p.n < GMT_FRAG_POOLS; pool++)
-        gmt_frag_pools_add(&p, 2, pool, 1);
-    assert_false(gmt_frag_pools_reserve(&p, 3, 1));
-    gmt_frag_pools_add(&p, 3, 1, 4096);
-    gmt_frag_pools_add(&p, 3, 1, 4096);
+    /* A pool that found the list full has no sums of its own: counted, not dropped unseen,
+     * and given to no listed pool. So is whatever else no index of the list names. */
+    gmt_frag_pools_add(&p, GMT_POOL_UNLISTED, 4096);
+    gmt_frag_pools_add(&p, GMT_POOL_UNLISTED, 4096);
     assert_int_equal(p.unplaced, 2);
-    gmt_frag_pool_use(&p, 3, 1, &bytes, &count);
+    gmt_frag_pools_add(&p, GMT_POOL_NONE, 1);
+    gmt_frag_pools_add(&p, GMT_MAX_POOLS, 1);
+    assert_int_equal(p.unplaced, 4);
+    gmt_frag_pool_use(&p, GMT_POOL_UNLISTED, &bytes, &count);
+    assert_int_equal(bytes, 0);
     assert_int_equal(count, 0);
-    gmt_frag_pools_add(&p, 0, 5, 10); /* the ones in the array still add up */
-    gmt_frag_pool_use(&p, 0, 5, &bytes, &count);
-    assert_int_equal(bytes, 100 + 0x100 + 1 + 10);
-    assert_int_equal(count, 4);
-    gmt_frag_pool_use(&p, 1, 5, &bytes, &count); /* the reserved one kept its entry */
-    assert_int_equal(count, 0);
-    assert_int_equal(p.unplaced, 2);
+    uint64_t total = 0;
+    for (int i = 0; i < GMT_MAX_POOLS; i++) {
+        gmt_frag_pool_use(&p, (uint8_t)i, &bytes, &count);
+        total += bytes;
+    }
+    assert_int_equal(total, 100 + 0x100 + 1 + 7 + 9);
 }
 
 static int cmp_dev_start(const void *a, const void *b)

@@ -70,6 +70,13 @@ VISIBLE void pool_site(uint64_t addr)
     gmt_track_alloc(&e);
 }
 
+VISIBLE void pool_from_site(uint64_t addr, uint64_t size, int32_t device, uint64_t pool)
+{
+    gmt_event_t e = ev(addr, size, device, GMT_KIND_POOL, GMT_API_cuMemAllocFromPoolAsync);
+    e.stream = pool;
+    gmt_track_alloc(&e);
+}
+
 VISIBLE void reserve_site(uint64_t addr)
 {
     gmt_event_t e = ev(addr, 64 * MIB, 0, GMT_KIND_VMM_RESERVE, GMT_API_cuMemAddressReserve);
@@ -266,6 +273,104 @@ static void test_content(void **state)
     cJSON_Delete(r);
 }
 
+/* The fragmentation entry of device dev. */
+static const cJSON *frag_of(const cJSON *r, int64_t dev)
+{
+    const cJSON *f;
+    cJSON_ArrayForEach(f, get(r, "fragmentation")) if (num(f, "device") == dev) return f;
+    fail_msg("no fragmentation entry for device %lld", (long long)dev);
+    return NULL;
+}
+
+/* Device dev's entry of pool handle `pool` in "pools": its tracked bytes and live count. */
+static void pool_sums(const cJSON *r, int64_t dev, uint64_t pool, int64_t *bytes, int64_t *live)
+{
+    char want[24];
+    snprintf(want, sizeof want, "0x%llx", (unsigned long long)pool);
+    const cJSON *p;
+    cJSON_ArrayForEach(p, get(frag_of(r, dev), "pools"))
+    {
+        if (strcmp(get(p, "pool")->valuestring, want) != 0) continue;
+        *bytes = num(p, "tracked_used_bytes");
+        *live = num(p, "live_allocations");
+        return;
+    }
+    fail_msg("device %lld lists no pool %s", (long long)dev, want);
+}
+
+/* Writes a report to path with stderr kept in `log` (the report's info lines). */
+static void write_report_logged(const char *path, char *log, size_t len)
+{
+    char tmpl[] = "/tmp/gmt-report-log-XXXXXX";
+    int fd = mkstemp(tmpl);
+    assert_true(fd >= 0);
+    unlink(tmpl);
+    int saved = dup(2);
+    assert_true(saved >= 0);
+    assert_true(dup2(fd, 2) == 2);
+    int rc = gmt_report_write(path, GMT_REASON_EXIT, NULL, 0);
+    dup2(saved, 2);
+    close(saved);
+    assert_int_equal(rc, 0);
+    ssize_t n = pread(fd, log, len - 1, 0);
+    close(fd);
+    log[n > 0 ? n : 0] = 0;
+}
+
+/* Live pool bytes land in their own pool's sums: two pools of one device, the same handle on
+ * another device. Pools past the list of pools seen (GMT_MAX_POOLS) have no entry: their
+ * allocations are counted and said, never given to another pool or dropped unseen. */
+static void test_pools(void **state)
+{
+    (void)state;
+    const char *path = "test_report_pools.json";
+    pool_from_site(0x7500000000ull, 1 * MIB, 1, 0); /* device 1's current pool */
+    pool_from_site(0x7501000000ull, 2 * MIB, 1, 0);
+    pool_from_site(0x7502000000ull, 4 * MIB, 1, 0x9001);
+    pool_from_site(0x7503000000ull, 8 * MIB, 2, 0x9001);
+    char log[8192];
+    write_report_logged(path, log, sizeof log);
+    cJSON *r = load(path);
+    int64_t bytes = 0, live = 0;
+    pool_sums(r, 1, 0, &bytes, &live);
+    assert_int_equal(bytes, (int64_t)(3 * MIB));
+    assert_int_equal(live, 2);
+    pool_sums(r, 1, 0x9001, &bytes, &live);
+    assert_int_equal(bytes, (int64_t)(4 * MIB));
+    assert_int_equal(live, 1);
+    pool_sums(r, 2, 0x9001, &bytes, &live);
+    assert_int_equal(bytes, (int64_t)(8 * MIB));
+    assert_int_equal(live, 1);
+    assert_int_equal(cJSON_GetArraySize(get(frag_of(r, 1), "pools")), 2);
+    assert_null(strstr(log, "pools the report does not list"));
+    cJSON_Delete(r);
+
+    /* Fill the list with device 3's pools, one allocation each, then three allocations in two
+     * pools it has no room for. */
+    gmt_pool_seen_t seen[GMT_MAX_POOLS];
+    uint64_t pool = 0xa000, addr = 0x7600000000ull;
+    for (; gmt_track_pools(seen, GMT_MAX_POOLS) < GMT_MAX_POOLS; pool++, addr += MIB)
+        pool_from_site(addr, 4096, 3, pool);
+    uint64_t listed = pool - 0xa000;
+    pool_from_site(addr, 1 * MIB, 3, 0xb000);
+    pool_from_site(addr + 1 * MIB, 1 * MIB, 3, 0xb000);
+    pool_from_site(addr + 2 * MIB, 1 * MIB, 3, 0xb001);
+    write_report_logged(path, log, sizeof log);
+    r = load(path);
+    assert_non_null(strstr(log, "report: 3 live pool allocations in pools the report does not "
+                                "list"));
+    assert_int_equal(cJSON_GetArraySize(get(frag_of(r, 3), "pools")), (int)listed);
+    for (uint64_t p = 0xa000; p < 0xa000 + listed; p++) {
+        pool_sums(r, 3, p, &bytes, &live);
+        assert_int_equal(bytes, 4096);
+        assert_int_equal(live, 1);
+    }
+    pool_sums(r, 1, 0x9001, &bytes, &live); /* the listed ones keep their own */
+    assert_int_equal(bytes, (int64_t)(4 * MIB));
+    cJSON_Delete(r);
+    unlink(path);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1) report_path = argv[1];
@@ -274,6 +379,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_path_pattern),
         cmocka_unit_test(test_unwritable_path_is_an_error),
         cmocka_unit_test(test_content),
+        cmocka_unit_test(test_pools),
     };
     return cmocka_run_group_tests(tests, group_setup, NULL);
 }
