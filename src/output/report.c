@@ -276,6 +276,13 @@ int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsign
         gmt_group_init(&l->grouping, l->groups, c.max_ids);
         gmt_frag_pools_init(&l->pools);
         gmt_table_foreach(t, visit_live, l);
+        /* The ranges serve the fragmentation figures alone: computed now and given back, so
+         * that their 16 bytes per live allocation and the symbolizer's memory (naming the
+         * frames, later) are not held at once. */
+        gmt_live_fragmentation(l);
+        gmt_scratch_free(l->ranges, ranges_bytes);
+        l->ranges = NULL;
+        l->nranges = 0;
         if (l->pools.unplaced)
             gmt_info("report: %llu live pool allocations in pools the report does not list",
                      (unsigned long long)l->pools.unplaced);
@@ -313,7 +320,7 @@ int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsign
     gmt_symrep_end();
     gmt_scratch_free(c.want_stack, bitmap_bytes);
     gmt_scratch_free(l->groups, groups_bytes);
-    gmt_scratch_free(l->ranges, ranges_bytes);
+    if (l->ranges) gmt_scratch_free(l->ranges, ranges_bytes);
     gmt_guard_leave();
     __atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
     return rc;

@@ -499,18 +499,27 @@ void gmt_section_leaks(gmt_report_ctx_t *c, const gmt_live_t *l)
     jw_object_end(w);
 }
 
+void gmt_live_fragmentation(gmt_live_t *l)
+{
+    gmt_frag_sort(l->ranges, l->nranges);
+    for (int s = 1; s < GMT_STAT_SLOTS - 1; s++) {
+        gmt_dev_totals_t d;
+        gmt_stats_device(s, &d);
+        if (d.seen)
+            gmt_frag_device(l->ranges, l->nranges, gmt_stats_device_of_slot(s), &l->frag[s]);
+    }
+}
+
 void gmt_section_fragmentation(gmt_report_ctx_t *c, gmt_live_t *l)
 {
     jw_t *w = c->w;
-    gmt_frag_sort(l->ranges, l->nranges);
     jw_array_begin(w, "fragmentation");
     for (int s = 1; s < GMT_STAT_SLOTS - 1; s++) {
         gmt_dev_totals_t d;
         gmt_stats_device(s, &d);
         if (!d.seen) continue;
         int32_t dev = gmt_stats_device_of_slot(s);
-        gmt_frag_t f;
-        gmt_frag_device(l->ranges, l->nranges, dev, &f);
+        const gmt_frag_t f = l->frag[s];
         jw_object_begin(w, NULL);
         jw_int(w, "device", dev);
         jw_uint(w, "live_allocations", f.live_allocations);

@@ -36,7 +36,13 @@ typedef struct gmt_live_s {
     gmt_range_t *ranges; /* live device and pool allocations, for fragmentation */
     uint64_t nranges, max_ranges;
     gmt_frag_pools_t pools; /* live bytes and count per pool seen (by index), for "pools" */
+    /* Each device slot's fragmentation, computed from the ranges (gmt_live_fragmentation),
+     * so that their array is given back before the frames are named. */
+    gmt_frag_t frag[GMT_STAT_SLOTS];
 } gmt_live_t;
+
+/* Sorts l's ranges and fills l->frag for every device slot seen. */
+void gmt_live_fragmentation(gmt_live_t *l);
 
 void *gmt_scratch_alloc(size_t bytes);
 void gmt_scratch_free(void *p, size_t bytes);

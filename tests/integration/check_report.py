@@ -428,6 +428,52 @@ def case_many_live(ctx):
         fail(f"report_write_ms should be the report's last member, got {list(rep)[-3:]}")
 
 
+# The tracer's memory per live allocation (issue 10's bound: 64 bytes besides the stacks),
+# as what the tracer adds to the process's peak RSS growing from one live count to another:
+# the slope cancels what does not grow with the live set (the symbolizer reading debug
+# information at exit, the rule cache, the stack store). Peak RSS: the table's growths and the
+# exit report (its scratch, then the frames' names) included. A count, not a time.
+RSS_LIVE = (200000, 1000000)
+RSS_BOUND = 64
+
+
+@case("rss_per_live")
+def case_rss_per_live(ctx):
+    if ctx.sanitizer_runtimes():
+        skip("sanitizer build: the sanitizer's allocator and shadow memory change the RSS")
+    added = {}
+    for n in RSS_LIVE:
+        rss = {}
+        for preload in (False, True):
+            p = subprocess.Popen([ctx.prog("hold_live"), str(n)], cwd=ctx.work,
+                                 env=ctx.env(preload, {"GPUMEMTRACE_LOG": "quiet"}),
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                 preexec_fn=no_core)
+            _, status, ru = os.wait4(p.pid, 0)
+            err = p.stderr.read().decode(errors="replace")
+            p.stderr.close()
+            if os.waitstatus_to_exitcode(status) != 0:
+                fail(f"hold_live {n} (preload {preload}) ended with status {status}: {err[-500:]}")
+            rss[preload] = ru.ru_maxrss * 1024
+        added[n] = rss[True] - rss[False]
+        print(f"rss_per_live: {n} live: native {rss[False] >> 20} MiB, traced {rss[True] >> 20} "
+              f"MiB, added {added[n] >> 20} MiB ({added[n] / n:.1f} B per live allocation)")
+    lo, hi = RSS_LIVE
+    slope = (added[hi] - added[lo]) / (hi - lo)
+    print(f"rss_per_live: {slope:.1f} B per live allocation from {lo} to {hi} (bound {RSS_BOUND})")
+    if slope > RSS_BOUND:
+        fail(f"the tracer adds {slope:.1f} bytes of peak RSS per live allocation from {lo} to "
+             f"{hi} live allocations (bound {RSS_BOUND})")
+    if slope <= 0:
+        fail(f"peak RSS per live allocation {slope:.1f}: the tracer's table did not grow with "
+             f"the live set, or the programs did not run as expected")
+    reps = sorted(ctx.final_reports(len(RSS_LIVE)), key=lambda r: r["capture"]["table"]["live"])
+    expect_eq("capture.table.live", [r["capture"]["table"]["live"] for r in reps], list(RSS_LIVE))
+    t = reps[-1]["capture"]["table"]
+    if t["bytes"] > 48 * hi:
+        fail(f"capture.table.bytes {t['bytes']} for {hi} live: over 48 bytes each")
+
+
 @case("unwind_libunwind")
 def case_unwind_libunwind(ctx):
     # GPUMEMTRACE_UNWIND=libunwind walks every stack with unw_backtrace; the default walker
