@@ -6,7 +6,7 @@ usage: ddp_train.py BACKEND DEVICES OUT_DIR
            NCCL refuses two ranks on one GPU)
 
 Each rank trains a small MLP for a few steps under DistributedDataParallel, keeps
-(rank + 1) x 8 MiB in a list at the line tagged TAG:retain (so the ranks are uneven and every
+64 MiB + rank x 8 MiB in a list at the line tagged TAG:retain (so the ranks are uneven and every
 rank holds memory from the same line), and writes OUT_DIR/rank-R.torch.json with its
 torch.cuda.memory_stats() numbers. Standard library and PyTorch only.
 """
@@ -33,13 +33,18 @@ model = torch.nn.Sequential(torch.nn.Linear(1024, 2048), torch.nn.ReLU(),
 ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[dev.index])
 opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
 keep = []
+# Larger than any segment the training leaves in the caching allocator (32 MiB at most), so the
+# retained tensor always gets a cudaMalloc of its own at its line. An 8 MiB one can be served
+# from the free part of a 20 MiB segment made elsewhere, and its line then holds no segment:
+# the likely cause of the one nccl_one_process failure in 7 runs on the H200 (session 6).
+RETAIN = 64 * MIB + rank * 8 * MIB
 for step in range(6):
     x = torch.randn(256, 1024, device=dev)
     loss = ddp(x).square().mean()
     opt.zero_grad()
     loss.backward()
     opt.step()
-keep.append(torch.empty((rank + 1) * 8 * MIB, dtype=torch.uint8, device=dev))  # TAG:retain
+keep.append(torch.empty(RETAIN, dtype=torch.uint8, device=dev))  # TAG:retain
 torch.cuda.synchronize()
 stats = torch.cuda.memory_stats(dev)
 facts = {
