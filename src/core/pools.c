@@ -40,7 +40,11 @@ uint8_t gmt_pools_note(int32_t device, uint64_t pool)
             u = __atomic_load_n(&pools[i].used, __ATOMIC_ACQUIRE);
         if (pools[i].device == device && pools[i].pool == pool) return (uint8_t)i;
     }
-    __atomic_fetch_add(&pools_dropped, 1, __ATOMIC_RELAXED);
+    /* Said once (the report counts them all: capture.pool_list.unlisted_allocations). */
+    if (__atomic_fetch_add(&pools_dropped, 1, __ATOMIC_RELAXED) == 0)
+        gmt_track_warn("more than %d stream-ordered pools: allocations in the others are in the "
+                       "totals and the leaks but in no pool's figures (capture.pool_list)",
+                       GMT_MAX_POOLS);
     return GMT_POOL_UNLISTED;
 }
 

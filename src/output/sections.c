@@ -92,6 +92,13 @@ void gmt_section_capture(gmt_report_ctx_t *c, const gmt_counts_t *k)
     jw_uint(w, "failure_records", k->dropped_failures);
     jw_uint(w, "invalid_events", k->dropped_invalid);
     jw_object_end(w);
+    /* Not a drop: those allocations are recorded; only their pools go unnamed. */
+    gmt_pool_seen_t seen[GMT_MAX_POOLS];
+    jw_object_begin(w, "pool_list");
+    jw_int(w, "listed", gmt_track_pools(seen, GMT_MAX_POOLS));
+    jw_int(w, "max", GMT_MAX_POOLS);
+    jw_uint(w, "unlisted_allocations", k->dropped_pools);
+    jw_object_end(w);
     int nw = gmt_track_warnings(warns, GMT_MAX_WARNINGS);
     jw_array_begin(w, "warnings");
     for (int i = 0; i < nw; i++)

@@ -343,6 +343,7 @@ static void test_pools(void **state)
     assert_int_equal(live, 1);
     assert_int_equal(cJSON_GetArraySize(get(frag_of(r, 1), "pools")), 2);
     assert_null(strstr(log, "pools the report does not list"));
+    assert_int_equal(num(get(get(r, "capture"), "pool_list"), "unlisted_allocations"), 0);
     cJSON_Delete(r);
 
     /* Fill the list with device 3's pools, one allocation each, then three allocations in two
@@ -360,6 +361,18 @@ static void test_pools(void **state)
     assert_non_null(strstr(log, "report: 3 live pool allocations in pools the report does not "
                                 "list"));
     assert_int_equal(cJSON_GetArraySize(get(frag_of(r, 3), "pools")), (int)listed);
+    /* Counted in the report itself, with one warning, not only in a log line. */
+    const cJSON *cap = get(r, "capture");
+    assert_int_equal(num(get(cap, "pool_list"), "unlisted_allocations"), 3);
+    assert_int_equal(num(get(cap, "pool_list"), "listed"), GMT_MAX_POOLS);
+    assert_int_equal(num(get(cap, "dropped"), "table_full"), 0);
+    assert_null(cJSON_GetObjectItemCaseSensitive(get(cap, "dropped"), "pools")); /* not a drop */
+    int said = 0;
+    const cJSON *wn;
+    cJSON_ArrayForEach(wn, get(cap, "warnings")) said +=
+        strstr(wn->valuestring, "more than 64 "
+                                "stream-ordered pools") != NULL;
+    assert_int_equal(said, 1);
     for (uint64_t p = 0xa000; p < 0xa000 + listed; p++) {
         pool_sums(r, 3, p, &bytes, &live);
         assert_int_equal(bytes, 4096);
