@@ -64,5 +64,6 @@ void gmt_track_set_poolinfo(gmt_poolinfo_fn fn)
 
 gmt_poolinfo_fn gmt_track_poolinfo(void)
 {
+    if (gmt_track_driver_is_off()) return NULL;
     return __atomic_load_n(&poolinfo_fn, __ATOMIC_ACQUIRE);
 }

@@ -16,6 +16,17 @@
 static gmt_meminfo_fn meminfo_fn;
 static gmt_devinfo_fn devinfo_fn;
 static gmt_oom_fn oom_fn;
+static int driver_off; /* atomic: gmt_track_driver_off */
+
+void gmt_track_driver_off(bool off)
+{
+    __atomic_store_n(&driver_off, off ? 1 : 0, __ATOMIC_RELEASE);
+}
+
+bool gmt_track_driver_is_off(void)
+{
+    return __atomic_load_n(&driver_off, __ATOMIC_ACQUIRE) != 0;
+}
 
 /* The notes live in the core block, so a recovered state file still has them. */
 #define notes_lock     (gmt_cs->notes_lock)
@@ -32,6 +43,7 @@ void gmt_track_set_meminfo(gmt_meminfo_fn fn)
 
 gmt_meminfo_fn gmt_track_meminfo(void)
 {
+    if (gmt_track_driver_is_off()) return NULL;
     return __atomic_load_n(&meminfo_fn, __ATOMIC_ACQUIRE);
 }
 
@@ -57,7 +69,7 @@ static int devinfo_recorded(int32_t device, char *name, size_t name_len, char *u
 
 gmt_devinfo_fn gmt_track_devinfo(void)
 {
-    if (gmt_track_recovered()) return devinfo_recorded;
+    if (gmt_track_recovered() || gmt_track_driver_is_off()) return devinfo_recorded;
     return __atomic_load_n(&devinfo_fn, __ATOMIC_ACQUIRE);
 }
 

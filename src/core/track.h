@@ -201,6 +201,14 @@ typedef int (*gmt_poolinfo_fn)(int32_t device, uint64_t pool, gmt_pool_info_t *o
 void gmt_track_set_poolinfo(gmt_poolinfo_fn fn);
 gmt_poolinfo_fn gmt_track_poolinfo(void);
 
+/* While off, the providers that call the driver (meminfo, poolinfo) are NULL and devinfo
+ * reads the facts recorded earlier (gmt_track_devfacts_refresh): a report written for a
+ * signal or a crash must not call the driver, which the signalled thread may be inside,
+ * holding its locks (docs/security.md). Every thread sees it: one that settles a peak meanwhile
+ * records the driver's bytes there as unknown. */
+void gmt_track_driver_off(bool off);
+bool gmt_track_driver_is_off(void);
+
 /* Device facts for the report (name, UUID, total memory); 0 or a negative errno. */
 typedef int (*gmt_devinfo_fn)(int32_t device, char *name, size_t name_len, char *uuid,
                               size_t uuid_len, uint64_t *total_bytes);

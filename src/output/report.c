@@ -244,10 +244,15 @@ int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsign
     gmt_guard_enter(); /* CUDA calls made for the report (device facts) are not recorded */
     /* A state file read after a kill names frames by its module map; not from a signal
      * handler (dl_iterate_phdr takes the loader's lock). */
-    if (reason != GMT_REASON_SIGNAL && reason != GMT_REASON_CRASH) {
+    /* A signal's or a crash's report asks the driver nothing: the thread the signal stopped may
+     * be inside the driver, holding a lock a query would wait for, while that thread waits for
+     * this report. The device facts come from the writer thread's earlier refresh. */
+    bool no_driver = reason == GMT_REASON_SIGNAL || reason == GMT_REASON_CRASH;
+    if (!no_driver) {
         gmt_track_modules_refresh();
         gmt_track_devfacts_refresh(); /* the state file then has what this report says */
     }
+    if (no_driver) gmt_track_driver_off(true);
     gmt_track_settle_peaks();
     jw_t *w = &writer;
     jw_init(w, fd);
@@ -318,6 +323,7 @@ int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsign
         rc = jw_finish(w);
     }
     gmt_symrep_end();
+    if (no_driver) gmt_track_driver_off(false);
     gmt_scratch_free(c.want_stack, bitmap_bytes);
     gmt_scratch_free(l->groups, groups_bytes);
     if (l->ranges) gmt_scratch_free(l->ranges, ranges_bytes);

@@ -1198,6 +1198,33 @@ def case_signal_term(ctx):
     check_death(ctx, "TERM", 15, "signal", "SIGTERM")
 
 
+# The stand-in keeps its lock through this allocation (GMT_STANDIN_HOLD_*) for longer than
+# the signal handler would wait; the program is stopped inside it by SIGTERM. A report that
+# asked the driver anything would wait for that lock, held by the thread that waits for the
+# report: the program would hang until the handler gave up (20 s) and die without a report.
+HOLD_BYTES = 7777 * 512
+HOLD_MS = 60000
+
+
+@case("signal_in_driver")
+def case_signal_in_driver(ctx):
+    env = {"GMT_STANDIN_HOLD_BYTES": str(HOLD_BYTES), "GMT_STANDIN_HOLD_MS": str(HOLD_MS)}
+    ctx.run(["signal_in_driver", str(HOLD_BYTES)], env=env, expect_rc=-15, timeout=15)
+    reps = ctx.reports()
+    expect_eq("number of report files", len(reps), 1)
+    rep = next(iter(reps.values()))
+    expect_eq("process.reason", rep["process"]["reason"], "signal")
+    expect_eq("process.signal", rep["process"]["signal"], "SIGTERM")
+    check_summary(rep, allocs=1, frees=0, leaked_count=1, leaked_bytes=3 * MIB)
+    check_group(rep, rep["leaks"]["groups"], "kept_buffer", bytes=3 * MIB, count=1)
+    dev = [d for d in rep["devices"] if d["device"] == 0]
+    expect_eq("devices of device 0", len(dev), 1)
+    audit = dev[0]["audit"]
+    expect_eq("devices[0].audit.driver_used_bytes", audit["driver_used_bytes"], None)
+    if "not asked" not in (audit.get("note") or ""):
+        fail(f"devices[0].audit.note should say the driver was not asked: {audit.get('note')!r}")
+
+
 @case("crash_abort")
 def case_crash_abort(ctx):
     check_death(ctx, "ABRT", 6, "crash", "SIGABRT")

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 /* Entry points cuda.h does not declare without CUDA_API_PER_THREAD_DEFAULT_STREAM, and the
  * unversioned names hidden behind cuda.h's #defines. */
@@ -128,6 +129,10 @@ static si_map_t *g_maps;
 static size_t g_nmaps, g_capmaps;
 static si_pool_t g_pools[256];
 static size_t g_npools;
+/* GMT_STANDIN_HOLD_BYTES / GMT_STANDIN_HOLD_MS: an allocation of exactly that many bytes keeps
+ * the stand-in's lock for that long, as a driver stopped inside a call holds its own (the
+ * tracer's reports for a signal must not wait for it: integration.signal_in_driver). */
+static uint64_t g_hold_bytes, g_hold_ms;
 static __thread int t_cur_dev; /* current device of this thread */
 
 static void *si_grow(void *v, size_t *cap, size_t need, size_t elem)
@@ -181,6 +186,8 @@ static void si_init(void)
     g_ndev = (int)si_env_u64("GMT_STANDIN_DEVICES", 2);
     if (g_ndev > SI_MAX_DEVICES) g_ndev = SI_MAX_DEVICES;
     g_mem_bytes = si_env_u64("GMT_STANDIN_MEM_BYTES", 16ull << 30);
+    g_hold_bytes = si_env_u64("GMT_STANDIN_HOLD_BYTES", 0);
+    g_hold_ms = si_env_u64("GMT_STANDIN_HOLD_MS", 0);
     /* Twice the memory in address space, so fragmentation alone rarely fails a request that
      * fits the free bytes. PROT_NONE + MAP_NORESERVE costs nothing and keeps real mappings
      * (pinned and managed memory) from ever landing on a fake device address. */
@@ -421,6 +428,16 @@ static CUresult si_device_alloc(int dev, CUdeviceptr *dptr, size_t size)
     if (!dptr) return CUDA_ERROR_INVALID_VALUE;
     if (size == 0) return CUDA_ERROR_INVALID_VALUE;
     si_lock();
+    if (g_hold_bytes && size == g_hold_bytes) {
+        /* The whole time, even across a signal handler's interruption. */
+        struct timespec end;
+        clock_gettime(CLOCK_MONOTONIC, &end);
+        end.tv_sec += (time_t)(g_hold_ms / 1000);
+        end.tv_nsec += (long)(g_hold_ms % 1000) * 1000000L;
+        if (end.tv_nsec >= 1000000000L) end.tv_sec++, end.tv_nsec -= 1000000000L;
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &end, NULL) == EINTR) {
+        }
+    }
     CUresult rc = CUDA_SUCCESS;
     uint64_t addr = 0;
     if (!si_valid_dev(dev)) {
