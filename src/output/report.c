@@ -242,11 +242,11 @@ int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsign
     /* report_write_ms: from here to the last member. */
     uint64_t t0 = gmt_now_ns();
     gmt_guard_enter(); /* CUDA calls made for the report (device facts) are not recorded */
-    /* A state file read after a kill names frames by its module map; not from a signal
-     * handler (dl_iterate_phdr takes the loader's lock). */
-    /* A signal's or a crash's report asks the driver nothing: the thread the signal stopped may
-     * be inside the driver, holding a lock a query would wait for, while that thread waits for
-     * this report. The device facts come from the writer thread's earlier refresh. */
+    /* A signal's or a crash's report takes no lock the stopped thread may hold: no module map
+     * refresh (dl_iterate_phdr takes the loader's lock; a state file read after a kill names
+     * frames by that map) and no driver query (the thread may be inside a CUDA call, holding
+     * a lock the query would wait for, while it waits for this report). The device facts then
+     * come from the writer thread's earlier refresh. */
     bool no_driver = reason == GMT_REASON_SIGNAL || reason == GMT_REASON_CRASH;
     if (!no_driver) {
         gmt_track_modules_refresh();
