@@ -131,7 +131,7 @@ int gmt_core_reset_after_fork(void)
     memset(boot_state.failures_done, 0, sizeof boot_state.failures_done);
     boot_state.failures_next = 0;
     memset(boot_state.pools, 0, sizeof boot_state.pools);
-    boot_state.pools_dropped = 0;
+    boot_state.pools_unlisted = 0;
     boot_state.proc.pid = (int32_t)getpid();
     boot_state.proc.ppid = (int32_t)getppid();
     boot_state.notes_lock = 0;

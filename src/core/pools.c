@@ -9,8 +9,8 @@
 
 enum { SLOT_FREE = 0, SLOT_WRITING = 1, SLOT_PUBLISHED = 2 };
 
-#define pools         (gmt_cs->pools)
-#define pools_dropped (gmt_cs->pools_dropped)
+#define pools          (gmt_cs->pools)
+#define pools_unlisted (gmt_cs->pools_unlisted)
 static gmt_poolinfo_fn poolinfo_fn;
 
 _Static_assert(GMT_MAX_POOLS <= GMT_POOL_NONE && GMT_MAX_POOLS <= GMT_POOL_UNLISTED &&
@@ -41,7 +41,7 @@ uint8_t gmt_pools_note(int32_t device, uint64_t pool)
         if (pools[i].device == device && pools[i].pool == pool) return (uint8_t)i;
     }
     /* Said once (the report counts them all: capture.pool_list.unlisted_allocations). */
-    if (__atomic_fetch_add(&pools_dropped, 1, __ATOMIC_RELAXED) == 0)
+    if (__atomic_fetch_add(&pools_unlisted, 1, __ATOMIC_RELAXED) == 0)
         gmt_track_warn("more than %d stream-ordered pools: allocations in the others are in the "
                        "totals and the leaks but in no pool's figures (capture.pool_list)",
                        GMT_MAX_POOLS);

@@ -126,7 +126,7 @@ typedef struct gmt_counts_s {
     uint64_t dropped_start;    /* CUDA calls passed through untraced while start-up was stuck */
     /* pool allocations whose pool found the list of GMT_MAX_POOLS full: recorded (totals,
      * leaks), in no pool's figures (the report's capture.pool_list) */
-    uint64_t dropped_pools;
+    uint64_t unlisted_pool_allocs;
     uint64_t per_layer[GMT_LAYER_COUNT];
 } gmt_counts_t;
 

@@ -60,7 +60,7 @@ typedef struct gmt_core_state_s {
         int32_t device;
         uint64_t pool;
     } pools[GMT_MAX_POOLS];
-    uint64_t pools_dropped;
+    uint64_t pools_unlisted; /* allocations in pools past the list (GMT_POOL_UNLISTED) */
     int notes_lock;
     int nbackends;
     int nwarnings;

@@ -6,7 +6,6 @@
 #ifndef GMT_OUTPUT_FRAGMENTATION_H
 #define GMT_OUTPUT_FRAGMENTATION_H
 
-#include <stdbool.h>
 #include <stdint.h>
 
 /* Bytes a device allocation occupies at least: the driver hands out 512-byte aligned blocks

@@ -97,7 +97,7 @@ void gmt_section_capture(gmt_report_ctx_t *c, const gmt_counts_t *k)
     jw_object_begin(w, "pool_list");
     jw_int(w, "listed", gmt_track_pools(seen, GMT_MAX_POOLS));
     jw_int(w, "max", GMT_MAX_POOLS);
-    jw_uint(w, "unlisted_allocations", k->dropped_pools);
+    jw_uint(w, "unlisted_allocations", k->unlisted_pool_allocs);
     jw_object_end(w);
     int nw = gmt_track_warnings(warns, GMT_MAX_WARNINGS);
     jw_array_begin(w, "warnings");
