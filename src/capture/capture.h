@@ -58,7 +58,7 @@ extern __thread gmt_deferred_t gmt_deferred __attribute__((tls_model("initial-ex
 static inline bool gmt_capture_defer(const gmt_event_t *ev)
 {
     /* Only a runtime allocation hook flushes; anywhere else the event is recorded now. */
-    if (!gmt_tls.outer_api || gmt_tls.outer_is_free || gmt_deferred.pending) return false;
+    if (!gmt_tls.nest || gmt_tls.nest->is_free || gmt_deferred.pending) return false;
     gmt_deferred.ev = *ev;
     gmt_deferred.pending = 1;
     return true;

@@ -37,7 +37,7 @@ static inline bool recording(void)
  * this layer's release anyway (track.h), so it is not even described. */
 static inline bool released_above(void)
 {
-    return gmt_tls.outer_api && gmt_tls.outer_is_free;
+    return gmt_tls.nest && gmt_tls.nest->is_free;
 }
 
 /* A recording wrapper holds the guard across the real call, so that CUPTI, should another

@@ -58,20 +58,21 @@ static bool record_free(gmt_event_t *ev)
         REAL_OR_FAIL(name);                                                                        \
         PASS_THROUGH(name, args);                                                                  \
         uint64_t frames[GMT_MAX_STACK_DEPTH];                                                      \
-        gmt_nest_t saved = gmt_track_runtime_enter(GMT_API_##name, false);                         \
+        gmt_nest_t nest;                                                                           \
+        gmt_track_runtime_enter(&nest, GMT_API_##name, false);                                     \
         /* The size asked for, described before the call (a failure result reads no                \
          * out-parameter; a pitched call's width stands in for its pitch, a lower bound). */       \
-        gmt_track_runtime_capture(frames,                                                          \
+        gmt_track_runtime_capture(&nest, frames,                                                   \
                                   describe_##name(GMT_UNPAREN args, cudaErrorNotReady).size);      \
         ret r = gmt_real.name args;                                                                \
         gmt_capture_flush_deferred();                                                              \
         /* No lower layer saw the call: recorded here, inside the bracket still, so that the       \
          * stack taken at entry serves it (after leave, the core would walk again). */             \
-        if (!gmt_track_runtime_inner()) {                                                          \
+        if (!gmt_track_runtime_inner(&nest)) {                                                     \
             gmt_event_t ev = describe_##name(GMT_UNPAREN args, r);                                 \
             record_alloc(&ev);                                                                     \
         }                                                                                          \
-        gmt_track_runtime_leave(saved);                                                            \
+        gmt_track_runtime_leave(&nest);                                                            \
         return r;                                                                                  \
     }
 
@@ -82,9 +83,10 @@ static bool record_free(gmt_event_t *ev)
         PASS_THROUGH(name, args);                                                                  \
         gmt_event_t ev = describe_##name args;                                                     \
         bool took = record_free(&ev);                                                              \
-        gmt_nest_t saved = gmt_track_runtime_enter(GMT_API_##name, true);                          \
+        gmt_nest_t nest;                                                                           \
+        gmt_track_runtime_enter(&nest, GMT_API_##name, true);                                      \
         ret r = gmt_real.name args;                                                                \
-        gmt_track_runtime_leave(saved);                                                            \
+        gmt_track_runtime_leave(&nest);                                                            \
         gmt_capture_free_done(took, (int)r);                                                       \
         return r;                                                                                  \
     }

@@ -20,7 +20,7 @@ __attribute__((noinline)) void gmt_track_failure(const gmt_event_t *ev)
     uint8_t api = ev->api;
     if (gmt_nest_inside_runtime(ev)) {
         api = gmt_nest_merge();
-        if (gmt_tls.outer_is_free) return;
+        if (gmt_tls.nest->is_free) return;
     }
     if (!gmt_core_ready()) {
         gmt_core_count(&gmt_core_counts.dropped_no_core);

@@ -247,6 +247,11 @@ const uint64_t *gmt_stacks_frames(gmt_stacks_t *st, uint32_t id, uint32_t *depth
     return frames_at(e->offset);
 }
 
+gmt_stack_entry_t *gmt_stacks_entry_held(uint32_t id)
+{
+    return entry_at(id);
+}
+
 gmt_stack_entry_t *gmt_stacks_entry(gmt_stacks_t *st, uint32_t id)
 {
     if (id >= __atomic_load_n(&st->max_entries, __ATOMIC_ACQUIRE) || (st->bound && id >= st->bound))
@@ -374,17 +379,22 @@ static inline uint64_t capture_how(uint32_t max, uint32_t skip, uint32_t slack, 
     return (uint64_t)gen << 32 | max << 16 | skip << 8 | slack;
 }
 
-/* The first program frame of the thread's last capture when this one replays the same walk
- * with the same `how` (the same frames, skip and skip ranges: the same prefix), else -1. */
-static inline int capture_first(uint64_t walk, uint64_t how)
+/* When this capture replays the walk of the thread's last capture with the same `how` (the
+ * same frames, skip and skip ranges: the same prefix), that capture's first program frame and
+ * token, and true; else false. */
+static inline bool capture_recall(uint64_t walk, uint64_t how, int *first, uint64_t *token)
 {
-    if (!walk || !how || cap_memo.busy) return -1;
+    if (!walk || !how || cap_memo.busy) return false;
     cap_memo.busy = 1;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    int first = cap_memo.walk == walk && cap_memo.how == how ? cap_memo.first : -1;
+    bool hit = cap_memo.walk == walk && cap_memo.how == how;
+    if (hit) {
+        *first = cap_memo.first;
+        *token = cap_memo.token;
+    }
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     cap_memo.busy = 0;
-    return first;
+    return hit;
 }
 
 static inline uint64_t capture_token(uint64_t walk, uint64_t how, int first)
@@ -417,9 +427,12 @@ capture_slack(uint64_t *frames, uint32_t max, uint32_t skip, uint32_t slack, uin
     uint64_t walk, how = capture_how(max, skip, slack, gen);
     int n = gmt_unwind_walk(buf, (int)want, &walk);
     /* A replay of the walk this thread's last capture made, with the same skip ranges: its
-     * prefix is known (the frames are the same), so neither scanned nor walked again. */
-    int i = capture_first(walk, how);
-    if (i >= 0 && i <= n) goto prefix_known;
+     * prefix is known (the frames are the same), so neither scanned nor walked again, and so
+     * is its token. */
+    int i;
+    uint64_t t;
+    if (capture_recall(walk, how, &i, &t) && i >= 0 && i <= n) goto prefix_known;
+    t = 0;
     i = (int)skip + 1; /* +1: this function */
     while (nr && i < n && in_skip_range((uint64_t)(uintptr_t)buf[i], nr))
         i++;
@@ -441,8 +454,10 @@ prefix_known:;
     memcpy(frames, buf + i, (size_t)out * sizeof *frames);
     /* The prefix (and the token) are remembered only when the skip ranges did not change
      * meanwhile: gen then describes what the scan saw. */
-    uint64_t t =
-        __atomic_load_n(&skip_gen, __ATOMIC_ACQUIRE) != gen ? 0 : capture_token(walk, how, i);
+    if (__atomic_load_n(&skip_gen, __ATOMIC_ACQUIRE) != gen)
+        t = 0;
+    else if (!t)
+        t = capture_token(walk, how, i);
     if (token) *token = t;
     return out;
 }

@@ -107,6 +107,9 @@ bool gmt_stacks_holds(gmt_stacks_t *st, uint32_t id, const uint64_t *frames, uin
 /* The frames of id; NULL when id is unknown. */
 const uint64_t *gmt_stacks_frames(gmt_stacks_t *st, uint32_t id, uint32_t *depth);
 gmt_stack_entry_t *gmt_stacks_entry(gmt_stacks_t *st, uint32_t id);
+/* The entry of an id the store handed out (a live record's): no bounds check, for the event
+ * path. */
+gmt_stack_entry_t *gmt_stacks_entry_held(uint32_t id);
 /* Number of ids handed out so far (ids are 1 .. count). */
 uint32_t gmt_stacks_count(gmt_stacks_t *st);
 

@@ -14,19 +14,26 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-typedef struct gmt_tls_s {
-    int guard;             /* > 0 while the tracer itself runs on this thread */
-    uint16_t outer_api;    /* runtime API whose hook is executing (0: none) */
-    uint8_t outer_is_free; /* that runtime call releases memory */
-    uint8_t shard_mode;    /* how this thread writes its counter shard (stats.c SHARD_*) */
-    uint32_t inner_events; /* events recorded by a lower layer inside the runtime call */
+/* One runtime hook's bracket (track.h: gmt_track_runtime_enter/leave), on the hook's own
+ * stack; the innermost is gmt_tls.nest, and each points at the one it is nested in. */
+typedef struct gmt_nest_s {
+    struct gmt_nest_s *up;
     /* The stack the runtime hook captured at its entry (its own frame holds the array), used
      * for every event of its bracket instead of unwinding again through the driver, CUPTI
      * and the tracer; NULL when it captured none. */
-    const uint64_t *outer_frames;
-    uint32_t outer_nframes;
-    uint64_t outer_token; /* the capture's token (stacks.h), 0: none */
-    uint32_t shard;       /* counter shard of this thread */
+    const uint64_t *frames;
+    uint64_t token; /* the capture's token (stacks.h), 0: none */
+    uint32_t nframes;
+    uint32_t inner;  /* events recorded by a lower layer inside the runtime call */
+    uint16_t api;    /* the runtime API whose hook is executing */
+    uint8_t is_free; /* that runtime call releases memory */
+} gmt_nest_t;
+
+typedef struct gmt_tls_s {
+    int guard;          /* > 0 while the tracer itself runs on this thread */
+    uint8_t shard_mode; /* how this thread writes its counter shard (stats.c SHARD_*) */
+    gmt_nest_t *nest;   /* the innermost runtime bracket; NULL outside any */
+    uint32_t shard;     /* counter shard of this thread */
     /* The stack id of the last frameless event (stacks off, or below GPUMEMTRACE_MIN_BYTES):
      * such an id depends on its tag alone. Valid while tag_gen is the core's generation. */
     uint32_t tag_gen, tag_last, tag_id;

@@ -56,13 +56,14 @@ __attribute__((noinline)) uint32_t gmt_core_stack_for(const gmt_event_t *ev, uin
     uint32_t tag = gmt_stacks_tag(ev->device, ev->kind, api);
     uint32_t gen = __atomic_load_n(&gmt_core_generation, __ATOMIC_RELAXED);
     if (wants_frames(cfg, ev)) {
-        if (gmt_tls.outer_api && gmt_tls.outer_frames) {
+        const gmt_nest_t *outer = gmt_tls.nest;
+        if (outer && outer->frames) {
             /* Taken by the runtime hook around this event, without the driver's frames. */
-            token = gmt_tls.outer_token;
+            token = outer->token;
             uint32_t hint = token_hint(token, tag, gen);
             if (hint) return hint;
-            n = gmt_tls.outer_nframes;
-            memcpy(frames, gmt_tls.outer_frames, (size_t)n * sizeof frames[0]);
+            n = outer->nframes;
+            memcpy(frames, outer->frames, (size_t)n * sizeof frames[0]);
         } else {
             n = gmt_stacks_capture(frames, (uint32_t)cfg->stack_depth, OWN_FRAMES_SKIPPED, &token);
             uint32_t hint = token_hint(token, tag, gen);
@@ -102,23 +103,28 @@ __attribute__((noinline)) uint32_t gmt_core_stack_for(const gmt_event_t *ev, uin
 __attribute__((always_inline)) static inline uint32_t stack_id_of(const gmt_event_t *ev,
                                                                   uint8_t api)
 {
-    if (!wants_frames(&gmt_core_cfg, ev)) {
-        uint32_t hint = frameless_hint(gmt_stacks_tag(ev->device, ev->kind, api),
-                                       __atomic_load_n(&gmt_core_generation, __ATOMIC_RELAXED));
-        if (hint) return hint;
-    }
-    return gmt_core_stack_for(ev, api);
+    uint32_t tag = gmt_stacks_tag(ev->device, ev->kind, api);
+    uint32_t gen = __atomic_load_n(&gmt_core_generation, __ATOMIC_RELAXED);
+    uint32_t hint;
+    if (!wants_frames(&gmt_core_cfg, ev))
+        hint = frameless_hint(tag, gen);
+    else if (gmt_tls.nest && gmt_tls.nest->frames)
+        /* The runtime hook's capture replayed this thread's last walk: its id, with no call
+         * (gmt_core_stack_for checks the same first). */
+        hint = token_hint(gmt_tls.nest->token, tag, gen);
+    else
+        hint = 0;
+    return hint ? hint : gmt_core_stack_for(ev, api);
 }
 
-void gmt_track_runtime_capture_slow(uint64_t *frames)
+void gmt_track_runtime_capture_slow(gmt_nest_t *f, uint64_t *frames)
 {
     int depth = gmt_core_cfg.stack_depth;
     if (depth <= 0 || !gmt_core_ready()) return;
     gmt_guard_enter();
     /* skip 1: this function; the hook's frame is in the tracer's skip range. */
-    gmt_tls.outer_nframes =
-        gmt_stacks_capture_near(frames, (uint32_t)depth, 1, &gmt_tls.outer_token);
-    gmt_tls.outer_frames = frames;
+    f->nframes = gmt_stacks_capture_near(frames, (uint32_t)depth, 1, &f->token);
+    f->frames = frames;
     gmt_guard_leave();
 }
 
@@ -205,7 +211,7 @@ __attribute__((noinline)) void gmt_track_alloc(const gmt_event_t *ev)
         return;
     }
     if (r.stack_id && charged && !GMT_PROBE_SKIPS(GMT_PROBE_STACKENT)) {
-        gmt_stack_entry_t *e = gmt_stacks_entry(gmt_core_stacks, r.stack_id);
+        gmt_stack_entry_t *e = gmt_stacks_entry_held(r.stack_id);
         gmt_peaks_stack_change(e, ev->device, (int64_t)ev->size, 1);
         __atomic_fetch_add(&e->total_allocs, 1, __ATOMIC_RELAXED);
     }
@@ -221,7 +227,7 @@ __attribute__((always_inline)) static inline void release_record(const gmt_recor
     if (charged && gmt_kind_in_use((gmt_kind_t)r->kind))
         gmt_peaks_settle(gmt_stats_slot(r->device));
     if (r->stack_id && charged && !GMT_PROBE_SKIPS(GMT_PROBE_STACKENT)) {
-        gmt_stack_entry_t *e = gmt_stacks_entry(gmt_core_stacks, r->stack_id);
+        gmt_stack_entry_t *e = gmt_stacks_entry_held(r->stack_id);
         gmt_peaks_stack_change(e, r->device, -(int64_t)r->size, -1);
     }
     gmt_stats_on_free(r->device, (gmt_kind_t)r->kind, (gmt_api_t)r->api, r->size, now, charged);
@@ -247,7 +253,7 @@ bool gmt_track_free_begin(const gmt_event_t *ev)
     if (!gmt_core_event_valid(ev)) return false;
     if (ev->addr == 0 && ev->space == GMT_SPACE_VA) return false; /* cudaFree(NULL): no-op */
     /* The runtime hook already took this release: its own end settles it. */
-    if (gmt_nest_inside_runtime(ev) && gmt_tls.outer_is_free) return false;
+    if (gmt_nest_inside_runtime(ev) && gmt_tls.nest->is_free) return false;
     if (pending.set) gmt_track_free_end(true); /* a begin without its end: it went through */
     if (!gmt_core_ready()) {
         gmt_core_count(&gmt_core_counts.dropped_no_core);

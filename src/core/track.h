@@ -53,61 +53,57 @@ void gmt_track_free_end(bool ok);
 void gmt_track_free(const gmt_event_t *ev);
 void gmt_track_failure(const gmt_event_t *ev);
 
-typedef struct gmt_nest_s {
-    uint16_t api;
-    uint8_t is_free;
-    uint32_t inner;
-    const uint64_t *frames;
-    uint32_t nframes;
-} gmt_nest_t;
-
-/* Inline: every runtime hook runs them (core/nesting.c owns the state). */
-static inline gmt_nest_t gmt_track_runtime_enter(gmt_api_t api, bool is_free)
+/* Inline: every runtime hook runs them (core/nesting.c owns the state). The bracket `f` lives
+ * in the hook's frame until gmt_track_runtime_leave; brackets nest (a signal handler's CUDA
+ * call inside a hook's real call opens and closes its own). */
+static inline void gmt_track_runtime_enter(gmt_nest_t *f, gmt_api_t api, bool is_free)
 {
-    gmt_nest_t saved = {gmt_tls.outer_api, gmt_tls.outer_is_free, gmt_tls.inner_events,
-                        gmt_tls.outer_frames, gmt_tls.outer_nframes};
-    gmt_tls.outer_api = (uint16_t)api;
-    gmt_tls.outer_is_free = is_free;
-    gmt_tls.inner_events = 0;
-    gmt_tls.outer_frames = NULL;
-    return saved;
+    f->up = gmt_tls.nest;
+    f->frames = NULL;
+    f->token = 0;
+    f->nframes = 0;
+    f->inner = 0;
+    f->api = (uint16_t)api;
+    f->is_free = is_free;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST); /* filled before a signal handler can see it */
+    gmt_tls.nest = f;
+}
+
+/* The runtime API whose bracket is innermost on this thread; 0 outside any. */
+static inline gmt_api_t gmt_track_runtime_api(void)
+{
+    return gmt_tls.nest ? (gmt_api_t)gmt_tls.nest->api : (gmt_api_t)0;
 }
 
 /* True when a lower layer recorded an event inside the current runtime bracket (so the runtime
  * hook records nothing more). A runtime-layer event recorded before gmt_track_runtime_leave
  * is not counted as one: it is the hook's own. */
-static inline bool gmt_track_runtime_inner(void)
+static inline bool gmt_track_runtime_inner(const gmt_nest_t *f)
 {
-    return gmt_tls.inner_events > 0;
+    return f->inner > 0;
 }
 
-/* Restores the previous state; true when a lower layer recorded this call already. */
-static inline bool gmt_track_runtime_leave(gmt_nest_t saved)
+/* Closes bracket f (the innermost); true when a lower layer recorded this call already. */
+static inline bool gmt_track_runtime_leave(gmt_nest_t *f)
 {
-    bool inner = gmt_tls.inner_events > 0;
-    gmt_tls.outer_api = saved.api;
-    gmt_tls.outer_is_free = saved.is_free;
-    gmt_tls.inner_events = saved.inner;
-    gmt_tls.outer_frames = saved.frames;
-    gmt_tls.outer_nframes = saved.nframes;
-    gmt_tls.outer_token = 0; /* an enclosing bracket's frames, without their token: no carry */
-    return inner;
+    gmt_tls.nest = f->up;
+    return f->inner > 0;
 }
 
 /* Called by a runtime allocation hook right after gmt_track_runtime_enter: captures the
  * program's stack now, shallow (the hook is the only tracer frame above it), into the hook's
  * own array `frames` (GMT_MAX_STACK_DEPTH entries, alive until gmt_track_runtime_leave), for
  * the events of this bracket. Does nothing when stacks are off. */
-void gmt_track_runtime_capture_slow(uint64_t *frames);
+void gmt_track_runtime_capture_slow(gmt_nest_t *f, uint64_t *frames);
 extern int gmt_core_stack_depth;    /* the configured depth; 0: stacks off (core_init.c) */
 extern uint64_t gmt_core_min_bytes; /* GPUMEMTRACE_MIN_BYTES (core_init.c) */
 /* size: the bytes the call asks for, or a lower bound; taken only when min_bytes is set (an
  * allocation below it gets no stack, so none is walked for it). */
-#define gmt_track_runtime_capture(frames, size_expr)                                               \
+#define gmt_track_runtime_capture(f, frames, size_expr)                                            \
     do {                                                                                           \
         if (gmt_core_stack_depth > 0 &&                                                            \
             (gmt_core_min_bytes == 0 || (size_expr) >= gmt_core_min_bytes))                        \
-            gmt_track_runtime_capture_slow(frames);                                                \
+            gmt_track_runtime_capture_slow(f, frames);                                             \
     } while (0)
 
 typedef struct gmt_counts_s {

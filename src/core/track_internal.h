@@ -105,15 +105,15 @@ bool gmt_core_event_valid(const gmt_event_t *ev);
 /* ---- nesting.c: a lower layer's event inside a runtime hook's bracket ---- */
 static inline bool gmt_nest_inside_runtime(const gmt_event_t *ev)
 {
-    return ev->layer != GMT_LAYER_RUNTIME && gmt_tls.outer_api;
+    return ev->layer != GMT_LAYER_RUNTIME && gmt_tls.nest;
 }
 /* A lower layer recorded the runtime call's own event: counted once, under the runtime
  * API's name (returned). */
 static inline uint8_t gmt_nest_merge(void)
 {
-    gmt_tls.inner_events++;
+    gmt_tls.nest->inner++;
     gmt_stats_count(GMT_CNT_NESTED_MERGED);
-    return (uint8_t)gmt_tls.outer_api;
+    return (uint8_t)gmt_tls.nest->api;
 }
 
 /* ---- peaks.c ---- */

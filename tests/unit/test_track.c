@@ -261,12 +261,13 @@ static void test_same_frames_other_tag(void **state)
     for (volatile int i = 0; i < 4; i++) {
         int32_t d = i == 2 ? 2 : 1;
         uint64_t frames[GMT_MAX_STACK_DEPTH];
-        gmt_nest_t saved = gmt_track_runtime_enter(GMT_API_cudaMalloc, false);
-        gmt_track_runtime_capture_slow(frames);
+        gmt_nest_t saved;
+        gmt_track_runtime_enter(&saved, GMT_API_cudaMalloc, false);
+        gmt_track_runtime_capture_slow(&saved, frames);
         gmt_event_t inner = ev(0x14100000, 8192, d, GMT_KIND_DEVICE, GMT_SPACE_VA,
                                GMT_API_cuMemAlloc_v2, GMT_LAYER_DRIVER);
         gmt_track_alloc(&inner);
-        assert_true(gmt_track_runtime_leave(saved));
+        assert_true(gmt_track_runtime_leave(&saved));
         rid[i] = lookup(GMT_SPACE_VA, 0x14100000).stack_id;
         free_dev(0x14100000, d);
     }
@@ -620,15 +621,16 @@ static void test_nested_alloc_recorded_once(void **state)
     gmt_stats_api(GMT_API_cudaMalloc, &rt0);
     gmt_stats_api(GMT_API_cuMemAlloc_v2, &drv0);
 
-    gmt_nest_t saved = gmt_track_runtime_enter(GMT_API_cudaMalloc, false);
-    assert_int_equal(gmt_tls.outer_api, GMT_API_cudaMalloc);
+    gmt_nest_t saved;
+    gmt_track_runtime_enter(&saved, GMT_API_cudaMalloc, false);
+    assert_int_equal(gmt_track_runtime_api(), GMT_API_cudaMalloc);
     gmt_event_t inner = ev(0x80000000, 2048, d, GMT_KIND_DEVICE, GMT_SPACE_VA,
                            GMT_API_cuMemAlloc_v2, GMT_LAYER_DRIVER);
     gmt_track_alloc(&inner);
-    bool recorded = gmt_track_runtime_leave(saved);
+    bool recorded = gmt_track_runtime_leave(&saved);
     assert_true(recorded); /* the runtime hook must not record again */
-    assert_int_equal(gmt_tls.outer_api, 0);
-    assert_int_equal(gmt_tls.inner_events, 0);
+    assert_int_equal(gmt_track_runtime_api(), 0);
+    assert_null(gmt_tls.nest);
 
     gmt_record_t r = lookup(GMT_SPACE_VA, 0x80000000);
     assert_int_equal(r.api, GMT_API_cudaMalloc);
@@ -647,16 +649,16 @@ static void test_nested_alloc_recorded_once(void **state)
     assert_int_equal(dev(d).in_use, 2048);
 
     /* a runtime call whose lower layers saw nothing: leave says so, the hook records */
-    saved = gmt_track_runtime_enter(GMT_API_cudaMalloc, false);
-    assert_false(gmt_track_runtime_leave(saved));
+    gmt_track_runtime_enter(&saved, GMT_API_cudaMalloc, false);
+    assert_false(gmt_track_runtime_leave(&saved));
     alloc_dev(0x81000000, 100, d);
 
     /* CUPTI is a lower layer too */
-    saved = gmt_track_runtime_enter(GMT_API_cudaMallocManaged, false);
+    gmt_track_runtime_enter(&saved, GMT_API_cudaMallocManaged, false);
     gmt_event_t cupti = ev(0x82000000, 300, d, GMT_KIND_MANAGED, GMT_SPACE_VA,
                            GMT_API_cuMemAllocManaged, GMT_LAYER_CUPTI);
     gmt_track_alloc(&cupti);
-    assert_true(gmt_track_runtime_leave(saved));
+    assert_true(gmt_track_runtime_leave(&saved));
     assert_int_equal(lookup(GMT_SPACE_VA, 0x82000000).api, GMT_API_cudaMallocManaged);
 
     /* a driver call outside any runtime call keeps its own name */
@@ -666,18 +668,20 @@ static void test_nested_alloc_recorded_once(void **state)
     assert_int_equal(lookup(GMT_SPACE_VA, 0x83000000).api, GMT_API_cuMemAlloc_v2);
 
     /* brackets nest and restore */
-    gmt_nest_t outer = gmt_track_runtime_enter(GMT_API_cudaMallocHost, false);
-    gmt_nest_t in2 = gmt_track_runtime_enter(GMT_API_cudaMalloc, false);
+    gmt_nest_t outer;
+    gmt_track_runtime_enter(&outer, GMT_API_cudaMallocHost, false);
+    gmt_nest_t in2;
+    gmt_track_runtime_enter(&in2, GMT_API_cudaMalloc, false);
     gmt_event_t inner2 = inner;
     inner2.addr = 0x84000000;
     gmt_track_alloc(&inner2);
     assert_int_equal(lookup(GMT_SPACE_VA, 0x84000000).api, GMT_API_cudaMalloc);
     gmt_track_free(&inner2); /* a driver free inside an allocating call is recorded */
     assert_true(absent(GMT_SPACE_VA, 0x84000000));
-    assert_true(gmt_track_runtime_leave(in2));
-    assert_int_equal(gmt_tls.outer_api, GMT_API_cudaMallocHost);
-    assert_false(gmt_track_runtime_leave(outer));
-    assert_int_equal(gmt_tls.outer_api, 0);
+    assert_true(gmt_track_runtime_leave(&in2));
+    assert_int_equal(gmt_track_runtime_api(), GMT_API_cudaMallocHost);
+    assert_false(gmt_track_runtime_leave(&outer));
+    assert_int_equal(gmt_track_runtime_api(), 0);
 
     free_dev(0x80000000, d);
     free_dev(0x81000000, d);
@@ -698,12 +702,13 @@ static void test_nested_free_suppressed(void **state)
     gmt_counts_t c0 = counts();
 
     /* the runtime hook records the release, then the driver's own release is a no-op */
-    gmt_nest_t saved = gmt_track_runtime_enter(GMT_API_cudaFree, true);
+    gmt_nest_t saved;
+    gmt_track_runtime_enter(&saved, GMT_API_cudaFree, true);
     free_dev(0x90000000, d);
     gmt_event_t drv =
         ev(0x90000000, 0, d, GMT_KIND_DEVICE, GMT_SPACE_VA, GMT_API_cuMemFree_v2, GMT_LAYER_DRIVER);
     gmt_track_free(&drv);
-    gmt_track_runtime_leave(saved);
+    gmt_track_runtime_leave(&saved);
     gmt_counts_t c1 = counts();
     assert_int_equal(c1.frees - c0.frees, 1);
     assert_int_equal(c1.unknown_frees, c0.unknown_frees);
@@ -711,10 +716,10 @@ static void test_nested_free_suppressed(void **state)
     assert_int_equal(dev(d).in_use, 7000);
 
     /* inside a releasing runtime call, a lower layer's release is never recorded itself */
-    saved = gmt_track_runtime_enter(GMT_API_cudaFree, true);
+    gmt_track_runtime_enter(&saved, GMT_API_cudaFree, true);
     drv.addr = 0x91000000;
     gmt_track_free(&drv);
-    gmt_track_runtime_leave(saved);
+    gmt_track_runtime_leave(&saved);
     gmt_counts_t c2 = counts();
     assert_int_equal(c2.frees, c1.frees);
     assert_int_equal(lookup(GMT_SPACE_VA, 0x91000000).size, 7000);
@@ -733,13 +738,14 @@ static void test_nested_failure(void **state)
     (void)state;
     const int32_t d = 10;
     gmt_counts_t c0 = counts();
-    gmt_nest_t saved = gmt_track_runtime_enter(GMT_API_cudaMallocAsync, false);
+    gmt_nest_t saved;
+    gmt_track_runtime_enter(&saved, GMT_API_cudaMallocAsync, false);
     gmt_event_t drv = ev(0, 1ull << 40, d, GMT_KIND_POOL, GMT_SPACE_VA, GMT_API_cuMemAllocAsync,
                          GMT_LAYER_DRIVER);
     drv.result = 2;
     drv.flags = GMT_EVENT_OOM;
     gmt_track_failure(&drv);
-    assert_true(gmt_track_runtime_leave(saved));
+    assert_true(gmt_track_runtime_leave(&saved));
     gmt_counts_t c1 = counts();
     assert_int_equal(c1.failures - c0.failures, 1);
     assert_int_equal(c1.nested_merged - c0.nested_merged, 1);
