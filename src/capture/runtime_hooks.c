@@ -57,7 +57,7 @@ static bool record_free(gmt_event_t *ev)
     {                                                                                              \
         REAL_OR_FAIL(name);                                                                        \
         PASS_THROUGH(name, args);                                                                  \
-        uint64_t frames[GMT_MAX_STACK_DEPTH];                                                      \
+        uint64_t frames[GMT_STACKS_CAPTURE_MAX];                                                   \
         gmt_nest_t nest;                                                                           \
         gmt_track_runtime_enter(&nest, GMT_API_##name, false);                                     \
         /* The size asked for, described before the call (a failure result reads no                \

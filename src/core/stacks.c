@@ -354,10 +354,12 @@ __attribute__((noinline)) uint32_t gmt_stacks_capture(uint64_t *frames, uint32_t
     return out;
 }
 
-__attribute__((noinline)) uint32_t gmt_stacks_capture_near(uint64_t *frames, uint32_t max,
-                                                           uint32_t skip, uint64_t *token)
+__attribute__((noinline)) uint32_t gmt_stacks_capture_near(uint64_t *buf, uint32_t max,
+                                                           uint32_t skip, uint64_t *token,
+                                                           uint32_t *first)
 {
-    return gmt_stacks_capture(frames, max, skip + 1, token); /* +1: this wrapper's frame */
+    *first = 0;
+    return gmt_stacks_capture(buf, max, skip + 1, token); /* +1: this wrapper's frame */
 }
 #else
 /* A capture's token (stacks.h). Its frames are a function of the walk's frames (the same when
@@ -416,10 +418,15 @@ static inline uint64_t capture_token(uint64_t walk, uint64_t how, int first)
 
 /* always_inline, and the public functions noinline: the frame count (skip + 1) must see the
  * public functions' own frames only, whatever -O3 and link-time optimisation inline. */
-__attribute__((always_inline)) static inline uint32_t
-capture_slack(uint64_t *frames, uint32_t max, uint32_t skip, uint32_t slack, uint64_t *token)
+__attribute__((always_inline)) static inline uint32_t capture_slack(uint64_t *frames, uint32_t max,
+                                                                    uint32_t skip, uint32_t slack,
+                                                                    uint64_t *token,
+                                                                    uint32_t *first_out)
 {
-    void *buf[GMT_STACKS_CAPTURE_MAX];
+    /* With first_out, frames is the walk's own buffer and the result stays where the walk
+     * put it; otherwise it is copied to frames from a buffer of its own. */
+    void *own_buf[first_out ? 1 : GMT_STACKS_CAPTURE_MAX];
+    void **buf = first_out ? (void **)(void *)frames : own_buf;
     uint32_t gen = __atomic_load_n(&skip_gen, __ATOMIC_ACQUIRE);
     int nr = __atomic_load_n(&nskip, __ATOMIC_ACQUIRE);
     uint32_t want = max + skip + 1 + (nr ? slack : 0);
@@ -451,7 +458,10 @@ prefix_known:;
     uint32_t out = i < n ? (uint32_t)(n - i) : 0;
     if (out > max) out = max;
     _Static_assert(sizeof(void *) == sizeof(uint64_t), "frames are copied as they are");
-    memcpy(frames, buf + i, (size_t)out * sizeof *frames);
+    if (first_out)
+        *first_out = (uint32_t)i;
+    else
+        memcpy(frames, buf + i, (size_t)out * sizeof *frames);
     /* The prefix (and the token) are remembered only when the skip ranges did not change
      * meanwhile: gen then describes what the scan saw. */
     if (__atomic_load_n(&skip_gen, __ATOMIC_ACQUIRE) != gen)
@@ -465,12 +475,13 @@ prefix_known:;
 __attribute__((noinline)) uint32_t gmt_stacks_capture(uint64_t *frames, uint32_t max, uint32_t skip,
                                                       uint64_t *token)
 {
-    return capture_slack(frames, max, skip, SKIP_SLACK, token);
+    return capture_slack(frames, max, skip, SKIP_SLACK, token, NULL);
 }
 
-__attribute__((noinline)) uint32_t gmt_stacks_capture_near(uint64_t *frames, uint32_t max,
-                                                           uint32_t skip, uint64_t *token)
+__attribute__((noinline)) uint32_t gmt_stacks_capture_near(uint64_t *buf, uint32_t max,
+                                                           uint32_t skip, uint64_t *token,
+                                                           uint32_t *first)
 {
-    return capture_slack(frames, max, skip, SKIP_SLACK_FIRST, token);
+    return capture_slack(buf, max, skip, SKIP_SLACK_FIRST, token, first);
 }
 #endif

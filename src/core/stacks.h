@@ -129,7 +129,10 @@ void gmt_stacks_set_skip_ranges(const uint64_t (*ranges)[2], int n);
 #define GMT_STACKS_CAPTURE_MAX 192
 uint32_t gmt_stacks_capture(uint64_t *frames, uint32_t max, uint32_t skip, uint64_t *token);
 /* The same, for a caller whose only tracer frames are its own (a runtime hook): walks only as
- * deep as the depth needs, and walks again only if the internal prefix turns out longer. */
-uint32_t gmt_stacks_capture_near(uint64_t *frames, uint32_t max, uint32_t skip, uint64_t *token);
+ * deep as the depth needs, and walks again only if the internal prefix turns out longer. buf
+ * (GMT_STACKS_CAPTURE_MAX entries) is the walk's own: the frames are left where the walk put
+ * them, from buf[*first] on, not copied. */
+uint32_t gmt_stacks_capture_near(uint64_t *buf, uint32_t max, uint32_t skip, uint64_t *token,
+                                 uint32_t *first);
 
 #endif

@@ -123,8 +123,9 @@ void gmt_track_runtime_capture_slow(gmt_nest_t *f, uint64_t *frames)
     if (depth <= 0 || !gmt_core_ready()) return;
     gmt_guard_enter();
     /* skip 1: this function; the hook's frame is in the tracer's skip range. */
-    f->nframes = gmt_stacks_capture_near(frames, (uint32_t)depth, 1, &f->token);
-    f->frames = frames;
+    uint32_t first;
+    f->nframes = gmt_stacks_capture_near(frames, (uint32_t)depth, 1, &f->token, &first);
+    f->frames = frames + first;
     gmt_guard_leave();
 }
 

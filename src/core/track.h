@@ -92,8 +92,9 @@ static inline bool gmt_track_runtime_leave(gmt_nest_t *f)
 
 /* Called by a runtime allocation hook right after gmt_track_runtime_enter: captures the
  * program's stack now, shallow (the hook is the only tracer frame above it), into the hook's
- * own array `frames` (GMT_MAX_STACK_DEPTH entries, alive until gmt_track_runtime_leave), for
- * the events of this bracket. Does nothing when stacks are off. */
+ * own array `frames` (GMT_STACKS_CAPTURE_MAX entries, alive until gmt_track_runtime_leave:
+ * the walk's own buffer, the frames left where it put them), for the events of this bracket.
+ * Does nothing when stacks are off. */
 void gmt_track_runtime_capture_slow(gmt_nest_t *f, uint64_t *frames);
 extern int gmt_core_stack_depth;    /* the configured depth; 0: stacks off (core_init.c) */
 extern uint64_t gmt_core_min_bytes; /* GPUMEMTRACE_MIN_BYTES (core_init.c) */

@@ -774,11 +774,21 @@ NO_ASAN static inline int replay(memo_t *m, void **buf, int max, uintptr_t ip, u
         (m->rbp0_used && m->rbp0 != rbp))
         return 0;
     uint32_t n = m->n;
-    for (uint32_t i = 0; i + 1 < n; i++) {
-        if (((m->rbp_used >> i) & 1) && load_word(m->rbp_at[i]) != m->rbp_val[i]) return 0;
-        if (load_word(m->at[i]) != (uintptr_t)m->frames[i + 1]) return 0;
+    /* The saved RBPs a later step used, in the order the walk read them (each before the
+     * return address of its step), then every return address: code without frame pointers
+     * uses few or none, so the loop over the steps tests no bit. */
+    for (uint64_t u = m->rbp_used; u; u &= u - 1) {
+        uint32_t i = (uint32_t)__builtin_ctzll(u);
+        if (i + 1 >= n) break;
+        if (load_word(m->rbp_at[i]) != m->rbp_val[i]) return 0;
     }
-    __builtin_memcpy(buf, m->frames, n * sizeof *buf);
+    /* Checked and copied in one pass (a walk that differs is written over by the full one). */
+    buf[0] = m->frames[0];
+    for (uint32_t i = 0; i + 1 < n; i++) {
+        uintptr_t ra = load_word(m->at[i]);
+        if (ra != (uintptr_t)m->frames[i + 1]) return 0;
+        buf[i + 1] = (void *)ra;
+    }
     __atomic_store_n(&m->replays, m->replays + 1, RLX); /* owner only; summed on read */
     return (int)n;
 }

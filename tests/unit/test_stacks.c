@@ -482,8 +482,13 @@ static void test_capture_skips_internal_ranges(void **state)
 
 static __attribute__((noinline)) uint32_t near_capture_here(uint64_t *f, uint32_t max)
 {
-    uint32_t n = gmt_stacks_capture_near(f, max, 0, NULL); /* a walk short enough to replay */
+    uint64_t buf[GMT_STACKS_CAPTURE_MAX];
+    uint32_t first = GMT_STACKS_CAPTURE_MAX;
+    /* a walk short enough to replay */
+    uint32_t n = gmt_stacks_capture_near(buf, max, 0, NULL, &first);
     __asm__ volatile("" ::: "memory");
+    assert_true(first + n <= GMT_STACKS_CAPTURE_MAX);
+    memcpy(f, buf + first, n * sizeof *f);
     return n;
 }
 

@@ -260,7 +260,7 @@ static void test_same_frames_other_tag(void **state)
     uint32_t rid[4];
     for (volatile int i = 0; i < 4; i++) {
         int32_t d = i == 2 ? 2 : 1;
-        uint64_t frames[GMT_MAX_STACK_DEPTH];
+        uint64_t frames[GMT_STACKS_CAPTURE_MAX];
         gmt_nest_t saved;
         gmt_track_runtime_enter(&saved, GMT_API_cudaMalloc, false);
         gmt_track_runtime_capture_slow(&saved, frames);
