@@ -270,7 +270,9 @@ static void note_event(void)
 
 /* ---- event helpers ----------------------------------------------------------------------- */
 
-void gmt_capture_alloc(const gmt_event_t *ev)
+/* Inline into the hooks (with link-time optimisation): the call and its frame were a tenth of
+ * what a runtime hook adds. */
+__attribute__((always_inline)) inline void gmt_capture_alloc(const gmt_event_t *ev)
 {
     if (GMT_PROBE_SKIPS(GMT_PROBE_RECORD)) return;
     gmt_guard_enter();
@@ -282,7 +284,7 @@ void gmt_capture_alloc(const gmt_event_t *ev)
     gmt_guard_leave();
 }
 
-bool gmt_capture_free(const gmt_event_t *ev)
+__attribute__((always_inline)) inline bool gmt_capture_free(const gmt_event_t *ev)
 {
     if (GMT_PROBE_SKIPS(GMT_PROBE_RECORD)) return false;
     gmt_guard_enter();
@@ -292,7 +294,7 @@ bool gmt_capture_free(const gmt_event_t *ev)
     return took;
 }
 
-void gmt_capture_free_done(bool took, int result)
+__attribute__((always_inline)) inline void gmt_capture_free_done(bool took, int result)
 {
     if (!took) return; /* only the layer that took the release settles it */
     gmt_guard_enter();
