@@ -5,6 +5,11 @@ Imported by check.py (CASES.update(cases_rel.CASES)); each case takes check.py's
                         _exit still writes the final report, and it holds the tensor's memory.
     torch_signal_storm  PyTorch allocates in a loop while 300 SIGUSR1 arrive, then exits: the
                         final report is always written, at least one snapshot, no temp file.
+    torch_sigterm_busy  PyTorch with caching off (every tensor a cudaMalloc and cudaFree) gets
+                        SIGTERM on its allocating thread, five times: each dies by SIGTERM
+                        within seconds (the report asks the driver nothing, so a thread stopped
+                        inside the driver cannot hold it up), with its report, the GPU named
+                        from recorded facts and the audit's driver figure null, saying why.
 """
 import glob
 import os
@@ -75,3 +80,50 @@ def torch_signal_storm(c):
     c.expect_true("at least one snapshot from 300 SIGUSR1", len(snaps) >= 1, len(snaps))
     c.expect("temporary files left", temp_files(c), [])
     c.note(f"{len(snaps)} snapshots from 300 signals; final report present")
+
+
+BUSY = r"""
+import os, signal, threading, time, torch
+keep = [torch.empty(1, device="cuda")]  # CUDA (and the tracer's handlers) up before the timer
+held = torch.empty(24 << 20, dtype=torch.uint8, device="cuda")  # live at the signal
+main = threading.get_ident()
+def term():
+    time.sleep(%s)
+    signal.pthread_kill(main, signal.SIGTERM)  # the main thread: in or near cudaMalloc/cudaFree
+threading.Thread(target=term, daemon=True).start()
+print("GMT_FACT ready=1", flush=True)
+i = 0
+while True:
+    x = torch.empty((1 + i %% 5) << 18, dtype=torch.uint8, device="cuda")
+    del x
+    i += 1
+"""
+
+
+@case
+def torch_sigterm_busy(c):
+    runs = 5
+    slow = []
+    for k in range(runs):
+        r = c.run(f"term{k}", [sys.executable, "-c", BUSY % (1.0 + 0.13 * k)],
+                  extra_env={"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}, timeout=60)
+        c.expect(f"run {k}: the process died by SIGTERM", r.rc, -15)
+        rep = c.load(r)
+        c.expect(f"run {k}: process.reason", rep["process"]["reason"], "signal")
+        c.expect(f"run {k}: process.signal", rep["process"]["signal"], "SIGTERM")
+        dev = [d for d in rep.get("devices", []) if d.get("device") == 0]
+        if not c.expect(f"run {k}: entries for device 0", len(dev), 1):
+            continue
+        c.expect_true(f"run {k}: device 0 named from recorded facts", bool(dev[0].get("name")),
+                      dev[0].get("name"))
+        audit = dev[0].get("audit") or {}
+        c.expect(f"run {k}: audit.driver_used_bytes", audit.get("driver_used_bytes"), None)
+        c.expect_true(f"run {k}: the audit note says the driver was not asked",
+                      "not asked" in (audit.get("note") or ""), audit.get("note"))
+        held = [g for g in rep["leaks"]["groups"] if g.get("kind") == "device" and
+                g.get("bytes", 0) >= 24 << 20]
+        c.expect_true(f"run {k}: the 24 MiB tensor is live in the report", bool(held),
+                      [g.get("bytes") for g in rep["leaks"]["groups"]][:8])
+        slow.append(r.seconds)
+    c.expect("temporary files left", temp_files(c), [])
+    c.note(f"{runs} SIGTERMs on the allocating thread; seconds per run {slow}")

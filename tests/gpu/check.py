@@ -625,6 +625,26 @@ def mallocasync(c):
 
 
 @case
+def pools_many(c):
+    r = c.run("pools_many", [c.binary("pools_many")])
+    c.program_ok(r)
+    rep = c.load(r)
+    c.details["report"] = c.facts(rep)
+    pl = (rep.get("capture") or {}).get("pool_list") or {}
+    c.expect("capture.pool_list.max", pl.get("max"), 64)
+    c.expect("capture.pool_list.listed", pl.get("listed"), 64)
+    c.expect("capture.pool_list.unlisted_allocations", pl.get("unlisted_allocations"), 7)
+    pk = kind(rep, 0, "pool")
+    c.expect("devices[0].kinds.pool.allocs", pk.get("allocs"), 71)
+    pg = [g for g in groups(rep) if g.get("kind") == "pool"]
+    c.expect("bytes of leak groups of kind pool", sum(g.get("bytes", 0) for g in pg), 71 * MIB)
+    f0 = [f for f in rep.get("fragmentation", []) if f.get("device") == 0]
+    named = [p for p in (f0[0].get("pools") or []) if not p.get("current_pool")] if f0 else []
+    c.expect("pools[] entries named", len(named), 64)
+    c.expect("pools[] tracked bytes", sorted({p.get("tracked_used_bytes") for p in named}), [MIB])
+
+
+@case
 def vmm(c):
     r = c.run("vmm", [c.binary("vmm")])
     c.program_ok(r)
