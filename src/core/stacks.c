@@ -361,6 +361,12 @@ __attribute__((noinline)) uint32_t gmt_stacks_capture_near(uint64_t *buf, uint32
     *first = 0;
     return gmt_stacks_capture(buf, max, skip + 1, token); /* +1: this wrapper's frame */
 }
+
+__attribute__((noinline)) uint32_t gmt_stacks_capture_short(uint64_t *frames, uint32_t max,
+                                                            uint32_t skip, uint64_t *token)
+{
+    return gmt_stacks_capture(frames, max, skip + 1, token); /* +1: this wrapper's frame */
+}
 #else
 /* A capture's token (stacks.h). Its frames are a function of the walk's frames (the same when
  * the unwinder names the same walk: a replay, which also means the same walk depth), of skip,
@@ -483,5 +489,11 @@ __attribute__((noinline)) uint32_t gmt_stacks_capture_near(uint64_t *buf, uint32
                                                            uint32_t *first)
 {
     return capture_slack(buf, max, skip, SKIP_SLACK_FIRST, token, first);
+}
+
+__attribute__((noinline)) uint32_t gmt_stacks_capture_short(uint64_t *frames, uint32_t max,
+                                                            uint32_t skip, uint64_t *token)
+{
+    return capture_slack(frames, max, skip, SKIP_SLACK_FIRST, token, NULL);
 }
 #endif

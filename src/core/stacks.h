@@ -134,5 +134,10 @@ uint32_t gmt_stacks_capture(uint64_t *frames, uint32_t max, uint32_t skip, uint6
  * them, from buf[*first] on, not copied. */
 uint32_t gmt_stacks_capture_near(uint64_t *buf, uint32_t max, uint32_t skip, uint64_t *token,
                                  uint32_t *first);
+/* gmt_stacks_capture for a caller whose internal prefix is usually short but may be long (the
+ * driver's entry-point wrappers, below a program's own or a static runtime's frames): the
+ * first walk allows the short slack and, being short enough, is remembered and replayed (a
+ * walk deeper than the unwinder remembers never is); a longer prefix walks again. */
+uint32_t gmt_stacks_capture_short(uint64_t *frames, uint32_t max, uint32_t skip, uint64_t *token);
 
 #endif

@@ -65,7 +65,14 @@ __attribute__((noinline)) uint32_t gmt_core_stack_for(const gmt_event_t *ev, uin
             n = outer->nframes;
             memcpy(frames, outer->frames, (size_t)n * sizeof frames[0]);
         } else {
-            n = gmt_stacks_capture(frames, (uint32_t)cfg->stack_depth, OWN_FRAMES_SKIPPED, &token);
+            /* From a CUPTI callback the driver's and CUPTI's frames come first (twenty or
+             * more): one walk with the long slack. From an entry-point wrapper, two or three
+             * of the tracer's own: a short walk that the unwinder can replay. */
+            n = ev->layer == GMT_LAYER_CUPTI
+                    ? gmt_stacks_capture(frames, (uint32_t)cfg->stack_depth, OWN_FRAMES_SKIPPED,
+                                         &token)
+                    : gmt_stacks_capture_short(frames, (uint32_t)cfg->stack_depth,
+                                               OWN_FRAMES_SKIPPED, &token);
             uint32_t hint = token_hint(token, tag, gen);
             if (hint) return hint;
         }

@@ -21,6 +21,7 @@
 #include "core/stats.h"
 #include "core/tls.h"
 #include "core/track.h"
+#include "core/unwind.h"
 
 #define VISIBLE   __attribute__((noinline, visibility("default")))
 #define MAX_LIVE  64
@@ -232,6 +233,47 @@ static void test_stack_starts_at_caller(void **state)
     }
     assert_int_equal(ids[0], ids[1]);
     assert_int_not_equal(ids[0], b.stack_id); /* called from elsewhere: another stack */
+}
+
+/* An event from the driver's entry-point wrappers (below the program's or a static runtime's
+ * frames, the tracer's own two or three above) is captured with a walk short enough for the
+ * unwinder to replay: a call site allocating again walks once. With skip ranges set, the
+ * long slack that a CUPTI callback's prefix needs would make every walk too deep to replay. */
+VISIBLE void driver_alloc_here(uint64_t addr, int32_t d, gmt_layer_t layer);
+VISIBLE void driver_alloc_here(uint64_t addr, int32_t d, gmt_layer_t layer)
+{
+    gmt_event_t e = ev(addr, 8192, d, GMT_KIND_DEVICE, GMT_SPACE_VA, GMT_API_cuMemAlloc_v2, layer);
+    gmt_track_alloc(&e);
+    __asm__ volatile("" ::: "memory");
+}
+
+static void test_driver_capture_replays(void **state)
+{
+    (void)state;
+    const int32_t d = 1;
+    const uint64_t ranges[1][2] = {{0x1000, 0x2000}}; /* no frame of ours: it only counts */
+    gmt_stacks_set_skip_ranges(ranges, 1);
+    gmt_unwind_stats_t s0, s1, s2;
+    gmt_unwind_stats(&s0);
+    uint32_t ids[4];
+    for (volatile int i = 0; i < 4; i++) {
+        driver_alloc_here(0x13100000, d, GMT_LAYER_DRIVER);
+        ids[i] = lookup(GMT_SPACE_VA, 0x13100000).stack_id;
+        free_dev(0x13100000, d);
+    }
+    gmt_unwind_stats(&s1);
+    assert_true(s1.replays - s0.replays >= 3);
+    for (int i = 1; i < 4; i++)
+        assert_int_equal(ids[i], ids[0]);
+    assert_true(stack_starts_in(ids[0], (void *)driver_alloc_here, "driver_alloc_here"));
+    /* CUPTI's layer keeps the long slack: walked every time. */
+    for (volatile int i = 0; i < 3; i++) {
+        driver_alloc_here(0x13200000, d, GMT_LAYER_CUPTI);
+        free_dev(0x13200000, d);
+    }
+    gmt_unwind_stats(&s2);
+    assert_int_equal(s2.replays, s1.replays);
+    gmt_stacks_set_skip_ranges(NULL, 0);
 }
 
 /* One call site, the same frames every time: the id follows the tag (another device, another
@@ -1098,6 +1140,7 @@ int main(void)
         cmocka_unit_test(test_before_init_dropped),
         cmocka_unit_test(test_alloc_free_record),
         cmocka_unit_test(test_stack_starts_at_caller),
+        cmocka_unit_test(test_driver_capture_replays),
         cmocka_unit_test(test_same_frames_other_tag),
         cmocka_unit_test(test_min_bytes_gives_tag_only_stack),
         cmocka_unit_test(test_unknown_and_null_free),
