@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Instructions per cudaMalloc+cudaFree pair made from Python through ctypes, on the stand-in,
+# counted by valgrind's callgrind on the calling thread (Python's main thread), with the
+# native stack and Python frames on: the driver-path capture (ctypes calls the stand-in
+# cudart's own cudaMalloc, so no runtime hook brackets it) and the Python walk.
+#
+# usage: bench/python_callgrind.sh [BUILD_DIR] [RUNS] [LIB ...]
+#   LIB: libgpumemtrace.so files to compare (default BUILD_DIR's); "native" runs untraced.
+#   Each setting runs RUNS times (default 3) with 2,000 and with 6,000 pairs in a call chain
+#   ten Python frames deep; the difference of the calling thread's totals divided by 4,000 is
+#   one pair, start-up and exit cancelled out. A whole-process count is not used: the writer
+#   thread's share of it follows wall time, which valgrind stretches.
+# PYTHON (default python3 resolved to the interpreter itself: valgrind must not trace a
+# launcher script such as a pyenv shim).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "${1:-$root/build}" && pwd)
+runs=${2:-3}
+shift $(($# > 2 ? 2 : $#))
+libs=("$@")
+((${#libs[@]})) || libs=(native "$build/src/libgpumemtrace.so")
+cudart="$build/standin/libcudart.so"
+command -v valgrind >/dev/null || { echo "python_callgrind.sh: valgrind not found" >&2; exit 2; }
+[[ -f $cudart ]] || { echo "python_callgrind.sh: build $build first (no $cudart)" >&2; exit 2; }
+py=${PYTHON:-$(python3 -c 'import sys; print(sys.executable)')}
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+cat >"$out/loop.py" <<'PY'
+import ctypes, sys
+rt = ctypes.CDLL(sys.argv[1])
+rt.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
+rt.cudaFree.argtypes = [ctypes.c_void_p]
+N = int(sys.argv[2])
+def loop():
+    p = ctypes.c_void_p()
+    ref = ctypes.byref(p)
+    for i in range(N):
+        rt.cudaMalloc(ref, 4096)
+        rt.cudaFree(p)
+def nest(d):
+    if d == 0:
+        loop()
+    else:
+        nest(d - 1)
+nest(10)
+PY
+export GMT_STANDIN_DEVICES=1 GMT_STANDIN_MEM_BYTES=$((1 << 30)) GMT_STANDIN_RESERVE_BYTES=$((1 << 30))
+export GPUMEMTRACE_OUTPUT="$out/r-%p.json" GPUMEMTRACE_LOG=quiet PYTHONHASHSEED=0
+
+main_thread() { # lib pairs -> the calling thread's instruction total
+  local f="$out/cg-$2"
+  rm -f "$f"*
+  if [[ $1 == native ]]; then
+    valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$f" \
+      "$py" "$out/loop.py" "$cudart" "$2" >/dev/null 2>&1
+  else
+    LD_PRELOAD="$1" valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$f" \
+      "$py" "$out/loop.py" "$cudart" "$2" >/dev/null 2>&1
+  fi
+  awk '/^totals:/ {print $2; exit}' "$f-01"
+}
+
+echo "python $("$py" -c 'import platform; print(platform.python_version())'), $runs runs a setting"
+printf '%-60s %s\n' "setting" "instructions a pair (calling thread), each run"
+for lib in "${libs[@]}"; do
+  vals=()
+  for ((r = 0; r < runs; r++)); do
+    a=$(main_thread "$lib" 2000)
+    b=$(main_thread "$lib" 6000)
+    vals+=($(((b - a) / 4000)))
+    rm -f "$out"/r-*.json
+  done
+  printf '%-60s %s\n' "$lib" "${vals[*]}"
+done
