@@ -3,17 +3,7 @@
 // cudaMallocFromPoolAsync from an explicitly created pool that is left allocated (and the pool
 // never destroyed). Expected: 4 pool allocations, 1 pool free, 1+4+8 = 13 MiB of kind "pool"
 // live at exit, pool peak 13 MiB (1+2+4 = 7, -2 = 5, +8 = 13).
-#include <cstdio>
-#include <cuda_runtime.h>
-
-#define CHECK(x)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (x);                                                                      \
-        if (e_ != cudaSuccess) {                                                                   \
-            std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));                          \
-            return 1;                                                                              \
-        }                                                                                          \
-    } while (0)
+#include "pool_common.h"
 
 __global__ void touch(char *p, size_t n)
 {
@@ -23,13 +13,8 @@ __global__ void touch(char *p, size_t n)
 
 int main()
 {
-    int dev = 0, supported = 0;
-    CHECK(cudaSetDevice(dev));
-    CHECK(cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, dev));
-    if (!supported) {
-        std::printf("GMT_SKIP memory pools not supported on this device\n");
-        return 77;
-    }
+    const int dev = 0;
+    SET_DEVICE_WITH_POOLS(dev);
     cudaStream_t s;
     CHECK(cudaStreamCreate(&s));
     void *a = nullptr, *b = nullptr, *c = nullptr, *d = nullptr;
@@ -39,11 +24,7 @@ int main()
     touch<<<(2u << 20) / 256, 256, 0, s>>>((char *)b, 2u << 20);
     CHECK(cudaFreeAsync(b, s));
 
-    cudaMemPoolProps props = {};
-    props.allocType = cudaMemAllocationTypePinned;
-    props.handleTypes = cudaMemHandleTypeNone;
-    props.location.type = cudaMemLocationTypeDevice;
-    props.location.id = dev;
+    const cudaMemPoolProps props = device_pool_props(dev);
     cudaMemPool_t pool;
     CHECK(cudaMemPoolCreate(&pool, &props));
     CHECK(cudaMallocFromPoolAsync(&d, 8u << 20, pool, s));

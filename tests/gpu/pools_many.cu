@@ -3,36 +3,18 @@
 // cudaMallocFromPoolAsync in each, then a second one in the last pool; all are left
 // allocated. Expected: 71 pool allocations (71 MiB of kind "pool" live at exit);
 // capture.pool_list listed 64 of max 64 (the first 64 pools seen) and 7 unlisted
-// allocations (the 6 pools past them: 6 + 1); pools[] names 64 pools of 1 MiB tracked each.
-#include <cstdio>
-#include <cuda_runtime.h>
-
-#define CHECK(x)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (x);                                                                      \
-        if (e_ != cudaSuccess) {                                                                   \
-            std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));                          \
-            return 1;                                                                              \
-        }                                                                                          \
-    } while (0)
+// allocations (the 6 pools past them: 6 + 1); fragmentation[].pools names 64 pools of 1 MiB
+// tracked each.
+#include "pool_common.h"
 
 int main()
 {
     const int n = 70;
-    int dev = 0, supported = 0;
-    CHECK(cudaSetDevice(dev));
-    CHECK(cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, dev));
-    if (!supported) {
-        std::printf("GMT_SKIP memory pools not supported on this device\n");
-        return 77;
-    }
+    const int dev = 0;
+    SET_DEVICE_WITH_POOLS(dev);
     cudaStream_t s;
     CHECK(cudaStreamCreate(&s));
-    cudaMemPoolProps props = {};
-    props.allocType = cudaMemAllocationTypePinned;
-    props.handleTypes = cudaMemHandleTypeNone;
-    props.location.type = cudaMemLocationTypeDevice;
-    props.location.id = dev;
+    const cudaMemPoolProps props = device_pool_props(dev);
     cudaMemPool_t pools[n];
     void *p[n + 1];
     for (int i = 0; i < n; i++) {
