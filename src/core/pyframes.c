@@ -461,14 +461,18 @@ test: addr + n must not wrap into the window */
  *  - a frame inside the live part of a chunk of the current chunk list;
  *  - the type word of the code object such a frame references, and its head when that type is
  *    PyCode_Type;
- *  - a C-stack structure above this thread's stack pointer that was read through the kernel
- *    before.
+ *  - a C-stack structure above this thread's stack pointer, inside the run of whole pages of
+ *    its stack that this thread has proven readable through the kernel (a page with one
+ *    readable byte is readable; the pages between two proven ones are checked when the run
+ *    grows over them). A model's modules re-enter the interpreter from C at every level of
+ *    nesting, each entry with its structures at another place of the stack: a run of pages
+ *    serves them all, where a list of addresses read before would be too short.
  * Everything else (generator and coroutine frames, which live inside their heap objects; a
- * chunk not seen before; a C-stack structure not seen before) goes through the kernel copy.
+ * chunk not seen before; a C-stack structure outside the run) goes through the kernel copy.
  * While the interpreter finalizes (it then frees other threads' states) nothing is direct. */
 #define KNOWN_CHUNKS    8
-#define KNOWN_STACK     16
 #define CHUNK_MAX       (1u << 20) /* larger chunks (rare: huge frames) stay on the checked path */
+#define STACK_RUN_MAX   CHUNK_MAX  /* the proven run of stack pages: what range_readable checks */
 #define STACK_SPAN      (64ull << 20)
 #define TSTATE_HEAD_MAX 512u
 
@@ -545,8 +549,8 @@ static void known_add(uint64_t *table, uint64_t a)
 typedef struct fastcache_s {
     uint64_t tstate; /* the thread state the rest was validated for; 0: none */
     uint64_t chunk_lo[KNOWN_CHUNKS], chunk_hi[KNOWN_CHUNKS];
-    uint64_t stack_at[KNOWN_STACK];
-    uint32_t next_chunk, next_stack;
+    uint64_t stack_lo, stack_hi; /* whole pages of this thread's stack proven readable */
+    uint32_t next_chunk;
 } fastcache_t;
 
 static __thread fastcache_t fc __attribute__((tls_model("initial-exec")));
@@ -664,16 +668,30 @@ static bool on_stack(const fastwalk_t *fw, uint64_t a, uint32_t n)
 
 static bool stack_known(const fastwalk_t *fw, uint64_t a, uint32_t n)
 {
-    if (!on_stack(fw, a, n)) return false;
-    for (uint32_t i = 0; i < KNOWN_STACK; i++)
-        if (fc.stack_at[i] == a) return true;
-    return false;
+    return on_stack(fw, a, n) && a >= fc.stack_lo && a + n <= fc.stack_hi;
 }
 
+/* [a, a + n) has just been read through the kernel: its pages join the proven run, and so do
+ * the pages between it and the run, once checked (one kernel copy). A place too far from the
+ * run, or a gap that is not readable, starts a new run. */
 static void stack_learn(const fastwalk_t *fw, uint64_t a, uint32_t n)
 {
-    if (on_stack(fw, a, n) && !stack_known(fw, a, n))
-        fc.stack_at[fc.next_stack++ % KNOWN_STACK] = a;
+    if (!on_stack(fw, a, n) || stack_known(fw, a, n)) return;
+    uint64_t lo = a & ~(uint64_t)(PAGE_BYTES - 1);
+    uint64_t hi = (a + n + PAGE_BYTES - 1) & ~(uint64_t)(PAGE_BYTES - 1);
+    if (fc.stack_hi > fc.stack_lo) {
+        uint64_t nlo = lo < fc.stack_lo ? lo : fc.stack_lo;
+        uint64_t nhi = hi > fc.stack_hi ? hi : fc.stack_hi;
+        bool ok = nhi - nlo <= STACK_RUN_MAX;
+        if (ok && hi < fc.stack_lo) ok = range_readable(hi, fc.stack_lo);
+        if (ok && lo > fc.stack_hi) ok = range_readable(fc.stack_hi, lo);
+        if (ok) {
+            lo = nlo;
+            hi = nhi;
+        }
+    }
+    fc.stack_lo = lo;
+    fc.stack_hi = hi;
 }
 
 typedef struct rawframe_s {

@@ -8,6 +8,10 @@
            steady_alloc(): these walks must need no kernel copy once warm
   lines    200 cudaMalloc calls alternating between two lines of one function (the same
            native frames each time), leaking the last of each line (17 and 19 MiB)
+  nested   callable objects nested 24 deep, as a PyTorch model's modules are: each call
+           enters the interpreter again from C (type slot __call__), so each level has its own
+           evaluation-loop structures on the C stack; every level allocates and frees, 40
+           rounds, and the last round leaks 23 MiB from nested_alloc() at the deepest level
 """
 import ctypes
 import os
@@ -64,6 +68,26 @@ def two_lines(n):
             keep.append(ctypes.c_void_p(p.value))
 
 
+def nested_alloc(size):
+    p = ctypes.c_void_p()
+    assert cudart.cudaMalloc(ctypes.byref(p), size) == 0  # TAG:nested_alloc
+    if size == 4096:
+        cudart.cudaFree(p)
+    else:
+        keep.append(p)
+
+
+class Module:
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __call__(self, last):
+        nested_alloc(4096)
+        if self.inner:
+            return self.inner(last)
+        nested_alloc(23 << 20 if last else 4096)
+
+
 class Layer:
     def run(self, depth, n):
         return self.run(depth - 1, n) if depth else steady_alloc(n)
@@ -76,6 +100,12 @@ if sys.argv[2] == "steady":
     t.join()
 elif sys.argv[2] == "lines":
     two_lines(200)
+elif sys.argv[2] == "nested":
+    model = None
+    for _ in range(24):
+        model = Module(model)
+    for r in range(40):
+        model(r == 39)
 elif sys.argv[2] == "fork":
     parent_alloc()
     pid = os.fork()

@@ -296,6 +296,33 @@ def case_steady(args):
               f"{replayed} replayed")
 
 
+def case_nested(args):
+    """Python frames re-entered from C at 24 depths (a model's modules): once each depth has
+    been seen, a walk needs no kernel copy, though every depth puts its own evaluation-loop
+    structures at another place of the C stack (3.11+; 3.9 and 3.10 keep frames on the heap)."""
+    minor = int(version_of(args.python).split(".")[1])
+    line = more_tags()["nested_alloc"]
+    reps, _ = run_more(args, "nested")
+    (rep,) = reps.values()
+    cap = rep["capture"]["python"]
+    if cap.get("status") != "captured" or not isinstance(cap.get("checked_walks"), int):
+        fail(f"capture.python is {cap}")
+    walks = 40 * 25
+    named = [g for g in rep["leaks"]["groups"] if names_line(rep, g, "nested_alloc", line)]
+    if len(named) != 1 or named[0]["bytes"] != 23 << 20:
+        fail(f"want the 23 MiB leak named nested_alloc:{line}, got {named}")
+    depth = sum(1 for f in frames_of(rep, named[0]) if f.get("type") == "python" and
+                (f.get("function") or "").endswith("__call__"))
+    if depth < 24:
+        fail(f"the leak's stack has {depth} of 24 __call__ frames")
+    # First sights: each of the 25 call sites' first walk may read through the kernel.
+    if cap["checked_walks"] > 50:
+        fail(f"3.{minor}: {cap['checked_walks']} of {walks} walks needed a kernel copy, "
+             "want first sights only")
+    print(f"ok 3.{minor}: {cap['checked_walks']} of {walks} walks needed a kernel copy, "
+          f"{cap.get('replayed_walks')} replayed")
+
+
 def case_lines(args):
     """Two lines of one function reach cudaMalloc through the same native frames: each leak
     still names its own line (native frames that are the same do not make the stacks the
@@ -454,7 +481,7 @@ def main():
         sys.exit(77)
     {"frames": case_frames, "off": case_off, "cli": case_cli,
      "unsupported": case_unsupported, "fork": case_fork, "threads": case_threads,
-     "shallow": case_shallow, "steady": case_steady, "lines": case_lines, "notpython": case_notpython,
+     "shallow": case_shallow, "steady": case_steady, "lines": case_lines, "nested": case_nested, "notpython": case_notpython,
      "recover": case_recover}[args.case](args)
 
 
