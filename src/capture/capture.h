@@ -9,6 +9,7 @@
 #define GMT_CAPTURE_CAPTURE_H
 
 #include "core/event.h"
+#include "core/probe.h"
 #include "core/tls.h"
 
 #include <stdbool.h>
@@ -20,6 +21,7 @@ void gmt_capture_start_slow(void);
 
 static inline bool gmt_capture_touch(void)
 {
+    if (GMT_PROBE_SKIPS(GMT_PROBE_PASS)) return false; /* a probe build only (core/probe.h) */
     int s = __atomic_load_n(&gmt_capture_state, __ATOMIC_ACQUIRE);
     if (__builtin_expect(s == 0, 0)) {
         gmt_capture_start_slow();

@@ -20,6 +20,22 @@ int32_t gmt_capture_current_device_driver(void)
 {
     CUdevice d;
     if (GMT_PROBE_SKIPS(GMT_PROBE_CTXDEV)) return 0;
+#ifdef GMT_PROBES
+    if (GMT_PROBE_SKIPS(GMT_PROBE_CTXCUR) && gmt_real.cuCtxGetCurrent) {
+        static __thread CUcontext last_ctx;
+        static __thread int32_t last_dev;
+        CUcontext c;
+        if (gmt_real.cuCtxGetCurrent(&c) == CUDA_SUCCESS && c) {
+            if (c == last_ctx) return last_dev;
+            if (gmt_real.cuCtxGetDevice && gmt_real.cuCtxGetDevice(&d) == CUDA_SUCCESS) {
+                last_ctx = c;
+                last_dev = (int32_t)d;
+                return (int32_t)d;
+            }
+        }
+        return GMT_DEVICE_UNKNOWN;
+    }
+#endif
     if (gmt_real.cuCtxGetDevice && gmt_real.cuCtxGetDevice(&d) == CUDA_SUCCESS) return (int32_t)d;
     return GMT_DEVICE_UNKNOWN;
 }

@@ -47,6 +47,11 @@ const char *gmt_layer_name(gmt_layer_t layer)
 
 unsigned gmt_probe_skip;
 
+__attribute__((visibility("default"))) unsigned gmt_probe_set(unsigned skip)
+{
+    return __atomic_exchange_n(&gmt_probe_skip, skip, __ATOMIC_RELAXED);
+}
+
 /* A probe build only (probe.h): which pieces GMT_PROBE_SKIP takes out. */
 __attribute__((constructor)) static void probe_read_env(void)
 {
@@ -56,7 +61,8 @@ __attribute__((constructor)) static void probe_read_env(void)
     } names[] = {{"record", GMT_PROBE_RECORD},   {"ctxdev", GMT_PROBE_CTXDEV},
                  {"devline", GMT_PROBE_DEVLINE}, {"timeline", GMT_PROBE_TIMELINE},
                  {"table", GMT_PROBE_TABLE},     {"stackent", GMT_PROBE_STACKENT},
-                 {"shards", GMT_PROBE_SHARDS},   {"clock", GMT_PROBE_CLOCK}};
+                 {"shards", GMT_PROBE_SHARDS},   {"clock", GMT_PROBE_CLOCK},
+                 {"ctxcur", GMT_PROBE_CTXCUR},   {"pass", GMT_PROBE_PASS}};
     const char *v = getenv("GMT_PROBE_SKIP");
     if (!v) return;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {

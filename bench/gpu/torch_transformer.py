@@ -1,0 +1,93 @@
+"""torch_transformer.py - a small transformer language model's training loop, the PyTorch
+workload of issue 10's table, for bench/gpu_torch_loop.sh.
+
+usage: python3 torch_transformer.py STEPS [WARMUP]  -> "ms_per_step <median>" and more lines
+GMT_TL_AB=BITS (under a probe build of the tracer, bench/probe_lib.sh): after the warm-up,
+blocks of GMT_TL_AB_BLOCK steps (default 5) alternate between the tracer passing every call
+straight through (probe switch "pass") and the tracer with the probe switches BITS (0: all of
+it); prints "ms_pass", "ms_traced" (medians of their steps) and "ab_ratio" (the median over
+block pairs of traced / pass): the same process, so the host's per-process modes cancel.
+The allocator mode comes from the environment (PYTORCH_NO_CUDA_MEMORY_CACHING=1: every tensor
+a cudaMalloc; PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync: the stream-ordered pool).
+Six pre-norm encoder layers (d_model 512, 8 heads, feed-forward 2048, dropout 0.1), a
+vocabulary of 8192, batch 16 x 256 tokens, AdamW: thousands of tensors a step, each
+allocated from Python through nn.Module calls (Python frames ten or more deep).
+"""
+import ctypes
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+steps = int(sys.argv[1]) if len(sys.argv) > 1 else 60
+warmup = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+torch.manual_seed(0)
+dev = torch.device("cuda")
+vocab, d, heads, ff, nlayers, batch, seq = 8192, 512, 8, 2048, 6, 16, 256
+
+
+class LM(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(vocab, d)
+        self.pos = torch.nn.Parameter(torch.zeros(1, seq, d))
+        layer = torch.nn.TransformerEncoderLayer(d, heads, ff, dropout=0.1, batch_first=True,
+                                                 norm_first=True)
+        self.enc = torch.nn.TransformerEncoder(layer, nlayers, enable_nested_tensor=False)
+        self.norm = torch.nn.LayerNorm(d)
+        self.head = torch.nn.Linear(d, vocab)
+
+    def forward(self, tokens):
+        mask = torch.nn.Transformer.generate_square_subsequent_mask(seq, device=tokens.device)
+        h = self.enc(self.emb(tokens) + self.pos, mask=mask, is_causal=True)
+        return self.head(self.norm(h))
+
+
+model = LM().to(dev)
+opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+tokens = torch.randint(0, vocab, (batch, seq), device=dev)
+targets = torch.randint(0, vocab, (batch, seq), device=dev)
+ab = os.environ.get("GMT_TL_AB")
+probe_set = None
+if ab is not None:
+    try:
+        probe_set = ctypes.CDLL(None).gmt_probe_set
+    except AttributeError:
+        sys.exit("torch_transformer.py: GMT_TL_AB needs the tracer's probe build preloaded")
+    probe_set.restype = ctypes.c_uint
+    probe_set.argtypes = [ctypes.c_uint]
+PASS = 1 << 9  # GMT_PROBE_PASS, src/core/probe.h
+block = int(os.environ.get("GMT_TL_AB_BLOCK", "5"))
+times = []
+blocks = []  # (traced?, [ms...])
+for i in range(steps + warmup):
+    if probe_set and i >= warmup and (i - warmup) % block == 0:
+        traced = ((i - warmup) // block) % 2 == 1
+        probe_set(int(ab) if traced else PASS)
+        blocks.append((traced, []))
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    opt.zero_grad(set_to_none=True)
+    logits = model(tokens)
+    loss = torch.nn.functional.cross_entropy(logits.view(-1, vocab), targets.view(-1))
+    loss.backward()
+    opt.step()
+    torch.cuda.synchronize()
+    if i >= warmup:  # warm-up: kernels, the allocator, cuBLAS handles
+        times.append((time.perf_counter() - t0) * 1e3)
+        if blocks:
+            blocks[-1][1].append(times[-1])
+if probe_set:
+    probe_set(int(ab))
+    p = [x for t, b in blocks if not t for x in b]
+    t = [x for t, b in blocks if t for x in b]
+    pairs = [statistics.median(blocks[k + 1][1]) / statistics.median(blocks[k][1])
+             for k in range(0, len(blocks) - 1, 2) if blocks[k][1] and blocks[k + 1][1]]
+    print(f"ms_pass {statistics.median(p):.3f}")
+    print(f"ms_traced {statistics.median(t):.3f}")
+    print(f"ab_ratio {statistics.median(pairs):.4f}")
+print(f"ms_per_step {statistics.median(times):.3f}")
+print(f"ms_fastest {min(times):.3f}")
+print(f"steps {steps + warmup}")
