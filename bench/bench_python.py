@@ -9,6 +9,11 @@ tracer, with it and GPUMEMTRACE_PYTHON=0, and with Python frames on. Prints ns p
 median of 5 interleaved runs each. The difference "on - off" is the cost of the Python walk (thread state,
 frames, code-cache lookups, splice; no system call once warm). GPUMEMTRACE_PY_CHECKED=1 in the
 environment measures the kernel-copy reader instead.
+
+BENCH_PY_SHAPE=nested: instead of one call site DEPTH frames deep, callable objects nested 24
+deep allocate at every level (N/24 rounds), as a PyTorch model's modules do: each call enters
+the interpreter again from C, consecutive walks differ (no replay), and each level's
+evaluation-loop structures sit at another place of the C stack.
 """
 import os
 import statistics
@@ -38,6 +43,36 @@ def nest(d):
 nest(DEPTH)  # warm-up: first sight of each code object fills the cache
 print(nest(DEPTH) / N)
 '''
+CHILD_NESTED = r'''
+import ctypes, sys, time
+rt = ctypes.CDLL(sys.argv[1])
+rt.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
+rt.cudaFree.argtypes = [ctypes.c_void_p]
+N = int(sys.argv[2])
+p = ctypes.c_void_p()
+ref = ctypes.byref(p)
+def alloc():
+    rt.cudaMalloc(ref, 4096)
+    rt.cudaFree(p)
+class Module:
+    def __init__(self, inner):
+        self.inner = inner
+    def __call__(self):
+        alloc()
+        if self.inner:
+            self.inner()
+model = None
+for _ in range(24):
+    model = Module(model)
+for _ in range(5):
+    model()  # warm-up: first sight of each code object and stack place
+rounds = N // 24
+t = time.perf_counter_ns()
+for _ in range(rounds):
+    model()
+print((time.perf_counter_ns() - t) / (rounds * 24))
+'''
+SHAPE = os.environ.get("BENCH_PY_SHAPE", "chain")
 
 
 def one(python, lib, cudart, env_extra):
@@ -49,7 +84,8 @@ def one(python, lib, cudart, env_extra):
     env.update(env_extra)
     if env_extra.get("LD_PRELOAD") is None:
         env.pop("LD_PRELOAD", None)
-    out = subprocess.run([python, "-c", CHILD, cudart, str(N), str(DEPTH)], env=env,
+    child = CHILD_NESTED if SHAPE == "nested" else CHILD
+    out = subprocess.run([python, "-c", child, cudart, str(N), str(DEPTH)], env=env,
                          capture_output=True, text=True, check=True).stdout
     for f in os.listdir(TMP):
         os.unlink(os.path.join(TMP, f))
@@ -57,6 +93,8 @@ def one(python, lib, cudart, env_extra):
 
 
 def main():
+    if SHAPE not in ("chain", "nested"):
+        sys.exit(f"bench_python.py: BENCH_PY_SHAPE={SHAPE}: want chain or nested")
     lib, cudart = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     pythons = sys.argv[3:] or [sys.executable]
     print(f"{'python':<10} {'no tracer':>10} {'python=0':>10} {'python=1':>10} {'added':>8}  ns/pair")
