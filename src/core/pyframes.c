@@ -61,6 +61,8 @@ static struct {
  * (tests look at these); walks that needed a kernel copy, for the report. */
 static __thread uint64_t n_checked __attribute__((tls_model("initial-exec")));
 static __thread uint64_t n_direct __attribute__((tls_model("initial-exec")));
+/* Frames whose entry came from the last walk's outer frames (memo_suffix; tests). */
+static __thread uint64_t n_outer __attribute__((tls_model("initial-exec")));
 static uint64_t checked_walks; /* atomic */
 
 /* Checked reads. The kernel copies from any address of ours and fails cleanly (EFAULT or a
@@ -772,6 +774,24 @@ static uint32_t replay_walk(const walkmemo_t *m, const rawframe_t *raw, uint32_t
     return nr;
 }
 
+/* When the whole chain is not the last walk's: how many of its outermost frames hold, frame
+ * by frame from the outer end, the code objects of the last walk's outermost frames (in live
+ * chunks, the same runs). A model's consecutive allocations share their outer frames (the
+ * training loop, the enclosing modules' calls) and differ in the innermost few; those outer
+ * frames need only replay_walk's checks. 0 when the memo does not belong to this cache. */
+static uint32_t memo_suffix(const walkmemo_t *m, const rawframe_t *raw, uint32_t nr, uint32_t gen)
+{
+    if (m->nr == 0 || m->gen != gen) return 0;
+    uint32_t k = 0;
+    while (k < nr && k < m->nr) {
+        const rawframe_t *r = &raw[nr - 1 - k];
+        uint32_t mi = m->nr - 1 - k;
+        if (!r->direct || r->code != m->code[mi] || r->seg_end != m->seg[mi]) break;
+        k++;
+    }
+    return k;
+}
+
 static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap)
 {
     const layout_t *L = &py.lay;
@@ -845,14 +865,32 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap)
     }
     uint64_t idents[GMT_PY_MAX_FRAMES];
     uint32_t ids[GMT_PY_MAX_FRAMES];
+    /* 1c. The outer frames that the last walk had too: their ids from the memo, checked as a
+     * replay checks them (a frame that fails goes back to the lookups below). */
+    uint32_t outer = m ? memo_suffix(m, raw, nr, gen) : 0;
+    uint32_t inner = nr - outer; /* the frames of steps 2 and 3 */
+    uint64_t outer_word[GMT_PY_MAX_FRAMES];
+    for (uint32_t k = 0; k < outer; k++) {
+        uint32_t i = nr - 1 - k, mi = m->nr - 1 - k;
+        const uint8_t *head = (const uint8_t *)(uintptr_t)raw[i].code;
+        n_direct++;
+        if (ld64(head + L->ob_type) != py.code_type || code_ident(head) != m->ident[mi]) {
+            inner = nr - k; /* this one and the inner ones are looked up */
+            break;
+        }
+        outer_word[i] = frame_word(&raw[i], m->id[mi]);
+        idents[i] = m->ident[mi]; /* by raw index until the outer frames are placed below */
+        ids[i] = m->id[mi];
+        n_outer++;
+    }
 
     /* 2. Their code objects' heads, CODE_BATCH at a time in as few reads as the memory
      * allows; 3. a word for each type-checked code object (3.13's f_executable may be None). */
     uint8_t heads[CODE_BATCH * CODE_READ_MAX];
     uint64_t *known = fast ? known_code_of_thread() : NULL;
     uint32_t cr = py.code_read, n = 0;
-    for (uint32_t base = 0; base < nr; base += CODE_BATCH) {
-        uint32_t cnt = nr - base < CODE_BATCH ? nr - base : CODE_BATCH;
+    for (uint32_t base = 0; base < inner; base += CODE_BATCH) {
+        uint32_t cnt = inner - base < CODE_BATCH ? inner - base : CODE_BATCH;
         uint8_t ok[CODE_BATCH] = {0};
         const uint8_t *direct_head[CODE_BATCH] = {0};
         /* A code object that a frame in a live chunk references is alive: its type word is
@@ -906,6 +944,15 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap)
             out[n].seg_end = r->seg_end;
             n++;
         }
+    }
+    /* The outer frames, each a word: n < inner only when an inner frame gave none, and then
+     * n <= i, so no outer frame's id is overwritten before it is moved. */
+    for (uint32_t i = inner; i < nr; i++) {
+        idents[n] = idents[i];
+        ids[n] = ids[i];
+        out[n].word = outer_word[i];
+        out[n].seg_end = raw[i].seg_end;
+        n++;
     }
     if (n) out[n - 1].seg_end = 1;
     if (m) {
@@ -1237,6 +1284,11 @@ void gmt_py_test_reads(uint64_t *checked, uint64_t *direct)
 {
     *checked = n_checked;
     *direct = n_direct;
+}
+
+uint64_t gmt_py_test_outer_reused(void)
+{
+    return n_outer;
 }
 
 uint64_t gmt_py_test_replays(void)

@@ -109,6 +109,9 @@ uint64_t gmt_py_replayed_walks(void);
 void gmt_py_test_reads(uint64_t *checked, uint64_t *direct);
 /* For tests: the calling thread's walks answered by replaying its last one (pyframes.c). */
 uint64_t gmt_py_test_replays(void);
+/* For tests: the calling thread's frames whose code object's entry came from its last walk's
+ * outer frames (a walk that was not a whole replay). */
+uint64_t gmt_py_test_outer_reused(void);
 /* For tests: allow (true) or forbid the direct reads of the fast path; on allows them
  * without asking an interpreter whether it finalizes (there is none). */
 void gmt_py_test_use_fast(bool on, uint64_t frame_type); /* frame_type: PyFrame_Type (3.9/3.10) */

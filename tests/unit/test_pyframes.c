@@ -319,6 +319,47 @@ static void fast_walk_hand_built(int minor)
     assert_int_equal(w[1], again[1]);
     put32(code1, L->co_firstlineno, 40);
     put64(f1, L->fr_instr, U(code1) + L->co_code + 4);
+    assert_int_equal(gmt_py_test_walk(U(tstate), first_words, 2), 2); /* code1's entry again */
+
+    /* A frame called on top (another allocation site inside the same outer calls): the two
+     * outer frames keep their entries from the last walk, without the lookups; only the new
+     * innermost one is looked up. An outer code object whose identity changed is looked up
+     * again, as in a replay. */
+    uint8_t *code3 = make_code(L, file, make_str(L, "Net.inner"), 60, tab);
+    uint8_t *f0 = f1 + 128;
+    put64(f0, L->fr_code, U(code3));
+    put64(f0, L->fr_instr, U(code3) + L->co_code + 2); /* unit 1: line 60+1 */
+    put64(f0, L->fr_back, U(f1));
+    if (L->ts_cframe != NONE)
+        put64(cframe, L->cf_current, U(f0));
+    else
+        put64(tstate, L->ts_frame, U(f0));
+    put64(tstate, L->ts_top, U(f0 + 128));
+    /* (3.11: f0 runs in f1's evaluation loop, is_entry 0; f1 still ends its run) */
+    uint64_t o0 = gmt_py_test_outer_reused(), r1 = gmt_py_test_replays();
+    uint64_t w3[8];
+    assert_int_equal(gmt_py_test_walk(U(tstate), w3, 8), 3);
+    assert_int_equal(gmt_py_test_replays(), r1); /* not the whole last walk */
+    assert_int_equal(gmt_py_test_outer_reused(), o0 + 2);
+    assert_int_equal(w3[1], first_words[0]);
+    assert_int_equal(w3[2], first_words[1]);
+    assert_int_equal(gmt_py_resolve(w3[0], &pf), 0);
+    assert_string_equal(pf.function, "Net.inner");
+    assert_int_equal(pf.line, 61);
+    if (L->ts_cframe != NONE)
+        put64(cframe, L->cf_current, U(f1));
+    else
+        put64(tstate, L->ts_frame, U(f1));
+    put64(tstate, L->ts_top, U(f1 + 128));
+    put32(code2, L->co_firstlineno, 7); /* another code object at code2's address */
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 2);
+    assert_int_equal(gmt_py_test_outer_reused(), o0 + 2); /* code2 failed, code1 is inside it */
+    assert_int_not_equal(w[1] >> 32, first_words[1] >> 32);
+    assert_int_equal(w[0], first_words[0]);
+    assert_int_equal(gmt_py_resolve(w[1], &pf), 0);
+    assert_string_equal(pf.function, "<module>");
+    assert_int_equal(pf.line, 8);
+    put32(code2, L->co_firstlineno, 1);
 
     /* A frame above datastack_top is dead: read through the kernel, not directly. */
     put64(tstate, L->ts_top, U(f1));
