@@ -367,6 +367,11 @@ __attribute__((noinline)) uint32_t gmt_stacks_capture_short(uint64_t *frames, ui
 {
     return gmt_stacks_capture(frames, max, skip + 1, token); /* +1: this wrapper's frame */
 }
+
+uint32_t gmt_stacks_test_last_want(void)
+{
+    return 0;
+}
 #else
 /* A capture's token (stacks.h). Its frames are a function of the walk's frames (the same when
  * the unwinder names the same walk: a replay, which also means the same walk depth), of skip,
@@ -377,7 +382,42 @@ static __thread struct {
     uint64_t walk, how, token, serial; /* how: max, skip, slack and skip_gen in one word */
     int32_t first; /* the index of the walk's first program frame (past the tracer's) */
     uint8_t busy;
+    /* The longest internal prefix (frames in the skip ranges, past skip) that this thread's
+     * short-slack captures have met under the skip ranges of generation pre_gen: their slack
+     * is that plus one, not SKIP_SLACK_FIRST, so that a deep stack is walked only as deep as
+     * the depth asked for (a runtime hook's prefix is usually empty: 16 frames fewer of 49 at
+     * depth 32). A longer prefix still walks again, and is remembered. A heuristic only:
+     * a capture nested in another (a signal handler's) may change it, never the frames. */
+    uint32_t pre_gen;
+    uint8_t pre_most, pre_valid;
+    uint32_t want; /* the last walk's depth (tests) */
 } cap_memo __attribute__((tls_model("initial-exec")));
+
+uint32_t gmt_stacks_test_last_want(void)
+{
+    return cap_memo.want;
+}
+
+static inline uint32_t prefix_slack(uint32_t slack, uint32_t gen)
+{
+    if (slack < SKIP_SLACK && cap_memo.pre_valid && cap_memo.pre_gen == gen &&
+        cap_memo.pre_most + 1u < slack)
+        return cap_memo.pre_most + 1u;
+    return slack;
+}
+
+static inline void prefix_seen(uint32_t slack, uint32_t gen, int prefix)
+{
+    if (slack >= SKIP_SLACK || prefix < 0) return;
+    uint8_t q = prefix > 255 ? 255 : (uint8_t)prefix;
+    if (!cap_memo.pre_valid || cap_memo.pre_gen != gen) {
+        cap_memo.pre_gen = gen;
+        cap_memo.pre_most = q;
+        cap_memo.pre_valid = 1;
+    } else if (q > cap_memo.pre_most) {
+        cap_memo.pre_most = q;
+    }
+}
 
 /* `how` of a capture; 0 when it cannot be remembered (skip or max past a byte). */
 static inline uint64_t capture_how(uint32_t max, uint32_t skip, uint32_t slack, uint32_t gen)
@@ -435,9 +475,11 @@ __attribute__((always_inline)) static inline uint32_t capture_slack(uint64_t *fr
     void **buf = first_out ? (void **)(void *)frames : own_buf;
     uint32_t gen = __atomic_load_n(&skip_gen, __ATOMIC_ACQUIRE);
     int nr = __atomic_load_n(&nskip, __ATOMIC_ACQUIRE);
-    uint32_t want = max + skip + 1 + (nr ? slack : 0);
+    uint32_t pre = nr ? prefix_slack(slack, gen) : 0;
+    uint32_t want = max + skip + 1 + pre;
     if (want > GMT_STACKS_CAPTURE_MAX) want = GMT_STACKS_CAPTURE_MAX;
-    uint64_t walk, how = capture_how(max, skip, slack, gen);
+    uint64_t walk, how = capture_how(max, skip, pre, gen);
+    cap_memo.want = want;
     int n = gmt_unwind_walk(buf, (int)want, &walk);
     /* A replay of the walk this thread's last capture made, with the same skip ranges: its
      * prefix is known (the frames are the same), so neither scanned nor walked again, and so
@@ -454,12 +496,14 @@ __attribute__((always_inline)) static inline uint32_t capture_slack(uint64_t *fr
         /* The prefix took more than the first slack and the stack goes on: walk again. */
         want = max + skip + 1 + SKIP_SLACK;
         if (want > GMT_STACKS_CAPTURE_MAX) want = GMT_STACKS_CAPTURE_MAX;
+        cap_memo.want = want;
         n = gmt_unwind_walk(buf, (int)want, &walk);
-        walk = 0; /* two walks: not named (the next capture walks twice again) */
+        walk = 0; /* two walks: not named (the next capture, its slack raised, walks once) */
         i = (int)skip + 1;
         while (i < n && in_skip_range((uint64_t)(uintptr_t)buf[i], nr))
             i++;
     }
+    if (nr) prefix_seen(slack, gen, i - (int)skip - 1);
 prefix_known:;
     uint32_t out = i < n ? (uint32_t)(n - i) : 0;
     if (out > max) out = max;

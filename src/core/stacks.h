@@ -139,5 +139,8 @@ uint32_t gmt_stacks_capture_near(uint64_t *buf, uint32_t max, uint32_t skip, uin
  * first walk allows the short slack and, being short enough, is remembered and replayed (a
  * walk deeper than the unwinder remembers never is); a longer prefix walks again. */
 uint32_t gmt_stacks_capture_short(uint64_t *frames, uint32_t max, uint32_t skip, uint64_t *token);
+/* For tests: how many frames the calling thread's last capture asked the unwinder for (0
+ * under TSan, whose captures are plain walks). */
+uint32_t gmt_stacks_test_last_want(void);
 
 #endif

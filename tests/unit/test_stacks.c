@@ -533,6 +533,64 @@ static void test_capture_prefix_follows_ranges(void **state)
     }
 }
 
+/* A capture 40 frames deep from the thread's own function: once the thread has seen its
+ * (empty) prefix, the walk asks for the depth, the skipped frames and one more, not the 16 of
+ * the first slack; a prefix longer than that walks again, and the frames are right each time. */
+static __attribute__((noinline)) uint32_t deep_capture(int d, uint64_t *f, uint32_t *want)
+{
+    if (d > 0) {
+        uint32_t n = deep_capture(d - 1, f, want);
+        __asm__ volatile("" ::: "memory"); /* not a tail call: each level keeps its frame */
+        return n;
+    }
+    uint32_t n = near_capture_here(f, 8);
+    *want = gmt_stacks_test_last_want();
+    return n;
+}
+
+static void test_capture_walks_as_deep_as_needed(void **state)
+{
+    (void)state;
+    gmt_unwind_init(0);
+    const uint64_t none[1][2] = {{1, 2}};
+    gmt_stacks_set_skip_ranges(none, 1);
+    uint64_t a[8], b[8], c[8];
+    uint32_t wa, wb, wc;
+    assert_int_equal(deep_capture(40, a, &wa), 8);
+    assert_int_equal(deep_capture(40, b, &wb), 8);
+    assert_memory_equal(a, b, sizeof a);
+#if !defined(__SANITIZE_THREAD__)
+    assert_int_equal(wa, 8 + 0 + 1 + 16); /* max, skip, this function, the first slack */
+    assert_int_equal(wb, 8 + 0 + 1 + 1);  /* the prefix seen (none) and one */
+#endif
+    /* The capture's own call sites and the recursion's in skip ranges (a[2] is the recursion's
+     * return address, a[2] to a[40] alike): the prefix is the capture's depth plus two. New
+     * ranges, the first slack; then a prefix longer than the slack it learnt walks again with
+     * the long slack, and the next capture's slack covers it. */
+    const uint64_t three[3][2] = {{a[0] - 1, a[0] + 1}, {a[1] - 1, a[1] + 1}, {a[2] - 1, a[2] + 1}};
+    gmt_stacks_set_skip_ranges(three, 3);
+    uint64_t d[8];
+    uint32_t wd;
+    /* (past the prefix the test's own callers: cmocka, main, libc, maybe fewer than 8) */
+    assert_true(deep_capture(2, c, &wc) >= 4); /* prefix 4 */
+#if !defined(__SANITIZE_THREAD__)
+    assert_int_equal(wc, 8 + 0 + 1 + 16);
+#endif
+    uint32_t nc = deep_capture(12, c, &wc); /* prefix 14 > 4 + 1 */
+    assert_true(nc >= 4);
+    assert_int_equal(deep_capture(12, d, &wd), nc);
+    /* the same frames past the test's two call sites (c[0], d[0]) */
+    assert_true(c[0] != d[0]);
+    assert_memory_equal(d + 1, c + 1, (nc - 1) * sizeof c[0]);
+    for (int i = 0; i < 3; i++)
+        assert_true(c[0] != a[i]);
+#if !defined(__SANITIZE_THREAD__)
+    assert_int_equal(wc, 8 + 0 + 1 + 64);
+    assert_int_equal(wd, 8 + 0 + 1 + 15);
+#endif
+    gmt_stacks_set_skip_ranges(NULL, 0);
+}
+
 static void test_capture_in_exiting_thread(void **state)
 {
     (void)state;
@@ -570,6 +628,7 @@ int main(void)
         cmocka_unit_test(test_capture_token),
         cmocka_unit_test(test_capture_skips_internal_ranges),
         cmocka_unit_test(test_capture_prefix_follows_ranges),
+        cmocka_unit_test(test_capture_walks_as_deep_as_needed),
         cmocka_unit_test(test_capture_in_exiting_thread),
     };
     /* clang-format on */
