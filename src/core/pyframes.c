@@ -977,6 +977,39 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap)
     return n;
 }
 
+/* frames (n native frames, innermost first) with the Python frames pf spliced in: each run
+ * before the evaluation frame (in [eval_lo, eval_lo + eval_span)) that runs it, the runs left
+ * after the last native frame; at most cap in all. */
+static uint32_t splice_runs(uint64_t *frames, uint32_t n, uint32_t cap, const pyframe_t *pf,
+                            uint32_t np, uint64_t eval_lo, uint64_t eval_span)
+{
+    uint64_t native[GMT_PY_MAX_FRAMES * 4];
+    if (n > sizeof native / sizeof native[0]) n = sizeof native / sizeof native[0];
+    memcpy(native, frames, n * sizeof *frames);
+    uint32_t out = 0, p = 0, i = 0;
+    for (; i < n && p < np && out < cap; i++) {
+        uint64_t f = native[i];
+        if (f - eval_lo < eval_span) {
+            /* This evaluation frame runs the next run of Python frames. */
+            do {
+                frames[out++] = pf[p].word;
+            } while (!pf[p++].seg_end && p < np && out < cap);
+            if (out == cap) break;
+        }
+        frames[out++] = f;
+    }
+    /* Every Python frame placed: the rest of the native frames as they are; or the native
+     * frames used up: the Python frames left. */
+    if (p == np && i < n && out < cap) {
+        uint32_t k = n - i < cap - out ? n - i : cap - out;
+        memcpy(frames + out, native + i, (size_t)k * sizeof *frames);
+        out += k;
+    }
+    while (p < np && out < cap)
+        frames[out++] = pf[p++].word;
+    return out;
+}
+
 uint32_t gmt_py_splice(uint64_t *frames, uint32_t n, uint32_t cap)
 {
     if (py.status != GMT_PY_CAPTURED || n > cap) return n;
@@ -987,22 +1020,19 @@ uint32_t gmt_py_splice(uint64_t *frames, uint32_t n, uint32_t cap)
     uint32_t np = walk((uint64_t)(uintptr_t)ts, pf, GMT_PY_MAX_FRAMES);
     errno = saved_errno;
     if (!np) return n;
-    uint64_t native[GMT_PY_MAX_FRAMES * 4];
-    if (n > sizeof native / sizeof native[0]) n = sizeof native / sizeof native[0];
-    memcpy(native, frames, n * sizeof *frames);
-    uint32_t out = 0, p = 0;
-    for (uint32_t i = 0; i < n && out < cap; i++) {
-        if (p < np && native[i] >= py.eval_lo && native[i] < py.eval_hi) {
-            /* This evaluation frame runs the next run of Python frames. */
-            do {
-                frames[out++] = pf[p].word;
-            } while (!pf[p++].seg_end && p < np && out < cap);
-        }
-        if (out < cap) frames[out++] = native[i];
-    }
-    while (p < np && out < cap)
-        frames[out++] = pf[p++].word;
-    return out;
+    /* In locals: the stores to frames could alias the globals for the compiler. */
+    uint64_t span = py.eval_hi > py.eval_lo ? py.eval_hi - py.eval_lo : 0;
+    return splice_runs(frames, n, cap, pf, np, py.eval_lo, span);
+}
+
+uint32_t gmt_py_test_splice(uint64_t *frames, uint32_t n, uint32_t cap, const uint64_t *words,
+                            const uint8_t *seg_end, uint32_t np, uint64_t eval_lo, uint64_t eval_hi)
+{
+    pyframe_t pf[GMT_PY_MAX_FRAMES];
+    if (np > GMT_PY_MAX_FRAMES) np = GMT_PY_MAX_FRAMES;
+    for (uint32_t i = 0; i < np; i++)
+        pf[i] = (pyframe_t){words[i], seg_end[i]};
+    return splice_runs(frames, n, cap, pf, np, eval_lo, eval_hi > eval_lo ? eval_hi - eval_lo : 0);
 }
 
 uint32_t gmt_py_test_walk(uint64_t tstate, uint64_t *words, uint32_t cap)

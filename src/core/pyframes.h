@@ -112,6 +112,11 @@ uint64_t gmt_py_test_replays(void);
 /* For tests: the calling thread's frames whose code object's entry came from its last walk's
  * outer frames (a walk that was not a whole replay). */
 uint64_t gmt_py_test_outer_reused(void);
+/* For tests: gmt_py_splice's merge of n native frames with np Python frames (words, and
+ * whether each ends its run), evaluation frames in [eval_lo, eval_hi); at most cap. */
+uint32_t gmt_py_test_splice(uint64_t *frames, uint32_t n, uint32_t cap, const uint64_t *words,
+                            const uint8_t *seg_end, uint32_t np, uint64_t eval_lo,
+                            uint64_t eval_hi);
 /* For tests: allow (true) or forbid the direct reads of the fast path; on allows them
  * without asking an interpreter whether it finalizes (there is none). */
 void gmt_py_test_use_fast(bool on, uint64_t frame_type); /* frame_type: PyFrame_Type (3.9/3.10) */

@@ -212,6 +212,52 @@ static void walk_hand_built_312(void)
     assert_null(pf.file);
 }
 
+/* The splice, against the plain loop it replaced (each run before the evaluation frame that
+ * runs it, the runs left at the end, at most cap): random stacks, runs and caps. */
+static uint32_t splice_reference(uint64_t *frames, uint32_t n, uint32_t cap, const uint64_t *words,
+                                 const uint8_t *seg_end, uint32_t np, uint64_t lo, uint64_t hi)
+{
+    uint64_t native[256];
+    memcpy(native, frames, n * sizeof *frames);
+    uint32_t out = 0, p = 0;
+    for (uint32_t i = 0; i < n && out < cap; i++) {
+        if (p < np && native[i] >= lo && native[i] < hi) {
+            do {
+                frames[out++] = words[p];
+            } while (!seg_end[p++] && p < np && out < cap);
+        }
+        if (out < cap) frames[out++] = native[i];
+    }
+    while (p < np && out < cap)
+        frames[out++] = words[p++];
+    return out;
+}
+
+static void test_splice_matches_reference(void **state)
+{
+    (void)state;
+    srand(4242);
+    for (int round = 0; round < 20000; round++) {
+        uint32_t n = (uint32_t)(rand() % 40), np = (uint32_t)(rand() % 12);
+        uint32_t cap = n + np == 0 ? 0 : (uint32_t)(rand() % (n + np + 3));
+        if (cap < n) cap = n; /* gmt_py_splice returns early when n > cap */
+        uint64_t a[256], b[256], words[GMT_PY_MAX_FRAMES];
+        uint8_t seg[GMT_PY_MAX_FRAMES];
+        uint64_t lo = 1000, hi = rand() % 8 ? 1100 : 1000; /* sometimes no evaluation range */
+        for (uint32_t i = 0; i < n; i++)
+            a[i] = b[i] =
+                rand() % 3 ? 2000 + (uint64_t)rand() % 500 : lo + (uint64_t)(rand() % 100);
+        for (uint32_t i = 0; i < np; i++) {
+            words[i] = 1u << 20 | i;
+            seg[i] = rand() % 3 == 0;
+        }
+        uint32_t want = splice_reference(a, n, cap, words, seg, np, lo, hi);
+        uint32_t got = gmt_py_test_splice(b, n, cap, words, seg, np, lo, hi);
+        assert_int_equal(got, want);
+        assert_memory_equal(b, a, want * sizeof a[0]);
+    }
+}
+
 static void test_walk_hand_built_312_memfd(void **state)
 {
     (void)state;
@@ -520,6 +566,7 @@ int main(void)
         cmocka_unit_test(test_lnotab_39),
         cmocka_unit_test(test_linetable_310),
         cmocka_unit_test(test_location_table_311),
+        cmocka_unit_test(test_splice_matches_reference),
         cmocka_unit_test(test_walk_hand_built_312_memfd),
         cmocka_unit_test(test_walk_hand_built_312_process_vm_readv),
         cmocka_unit_test(test_fast_path_39_310),
