@@ -12,6 +12,11 @@
 #   thread's share of it follows wall time, which valgrind stretches.
 # PYTHON (default python3 resolved to the interpreter itself: valgrind must not trace a
 # launcher script such as a pyenv shim).
+# GMT_PYCG_SHAPE=nested: instead of the loop, callables nested 24 deep allocating at every
+# level (a model's module calls; consecutive walks differ, none is replayed whole), 480 and
+# 1,440 pairs; besides the thread's total it prints the self cost a pair of the tracer's Python
+# walk (pyframes.c) and native unwinder (unwind.c), which the exit report's share (written on
+# this thread, following wall time under valgrind) does not blur.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
@@ -44,6 +49,35 @@ def nest(d):
         nest(d - 1)
 nest(10)
 PY
+cat >"$out/nested.py" <<'PY'
+import ctypes, sys
+rt = ctypes.CDLL(sys.argv[1])
+rt.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
+rt.cudaFree.argtypes = [ctypes.c_void_p]
+p = ctypes.c_void_p()
+ref = ctypes.byref(p)
+def alloc():
+    rt.cudaMalloc(ref, 4096)
+    rt.cudaFree(p)
+class Module:
+    def __init__(self, inner):
+        self.inner = inner
+    def __call__(self):
+        alloc()
+        if self.inner:
+            self.inner()
+model = None
+for _ in range(24):
+    model = Module(model)
+for _ in range(int(sys.argv[2]) // 24):
+    model()
+PY
+shape=${GMT_PYCG_SHAPE:-loop}
+case $shape in
+  loop) prog="$out/loop.py" n1=2000 n2=6000 ;;
+  nested) prog="$out/nested.py" n1=480 n2=1440 ;;
+  *) echo "python_callgrind.sh: GMT_PYCG_SHAPE=$shape: want loop or nested" >&2; exit 2 ;;
+esac
 export GMT_STANDIN_DEVICES=1 GMT_STANDIN_MEM_BYTES=$((1 << 30)) GMT_STANDIN_RESERVE_BYTES=$((1 << 30))
 export GPUMEMTRACE_OUTPUT="$out/r-%p.json" GPUMEMTRACE_LOG=quiet PYTHONHASHSEED=0
 
@@ -52,22 +86,34 @@ main_thread() { # lib pairs -> the calling thread's instruction total
   rm -f "$f"*
   if [[ $1 == native ]]; then
     valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$f" \
-      "$py" "$out/loop.py" "$cudart" "$2" >/dev/null 2>&1
+      "$py" "$prog" "$cudart" "$2" >/dev/null 2>&1
   else
     LD_PRELOAD="$1" valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$f" \
-      "$py" "$out/loop.py" "$cudart" "$2" >/dev/null 2>&1
+      "$py" "$prog" "$cudart" "$2" >/dev/null 2>&1
   fi
   awk '/^totals:/ {print $2; exit}' "$f-01"
 }
 
-echo "python $("$py" -c 'import platform; print(platform.python_version())'), $runs runs a setting"
+self_cost() { # file -> "pyframes unwind": self instructions of those source files
+  callgrind_annotate --inclusive=no --auto=no --threshold=100 "$1" 2>/dev/null |
+    awk '/^ *[0-9,]+ / {c = $1; gsub(",", "", c)
+      if ($0 ~ /core\/pyframes\.c:/) p += c; else if ($0 ~ /core\/unwind\.c:/) u += c}
+      END {printf "%d %d", p, u}'
+}
+
+echo "python $("$py" -c 'import platform; print(platform.python_version())'), shape $shape, $runs runs a setting"
 printf '%-60s %s\n' "setting" "instructions a pair (calling thread), each run"
 for lib in "${libs[@]}"; do
   vals=()
   for ((r = 0; r < runs; r++)); do
-    a=$(main_thread "$lib" 2000)
-    b=$(main_thread "$lib" 6000)
-    vals+=($(((b - a) / 4000)))
+    a=$(main_thread "$lib" $n1)
+    read -r pa ua <<<"$(self_cost "$out/cg-$n1-01")"
+    b=$(main_thread "$lib" $n2)
+    read -r pb ub <<<"$(self_cost "$out/cg-$n2-01")"
+    v=$(((b - a) / (n2 - n1)))
+    [[ $shape == nested && $lib != native ]] &&
+      v+=" (walk $(((pb - pa) / (n2 - n1))), unwinder $(((ub - ua) / (n2 - n1))))"
+    vals+=("$v")
     rm -f "$out"/r-*.json
   done
   printf '%-60s %s\n' "$lib" "${vals[*]}"
