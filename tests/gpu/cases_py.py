@@ -169,6 +169,24 @@ def register(CASES, m):
         c.note(f"jax line in {sorted(f)}")
 
     @case
+    def py_torch_modules(c):
+        """Modules nested 12 deep, each allocating in forward (cache off): the walks read the
+        C stack's evaluation-loop structures directly once seen (c311b8f; before it, 8,714 of
+        a transformer's 14,245 walks read through the kernel)."""
+        rep, st = run_mode(c, "py_modules", "modules", {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"})
+        cap = rep.get("capture") or {}
+        py = cap.get("python") or {}
+        allocs = (cap.get("events") or {}).get("allocs") or 0
+        checked = py.get("checked_walks")
+        c.expect_true("at least 12 x 30 allocations traced", allocs >= 360, allocs)
+        # First sights: each module level, code object and stack place once; a few dozen.
+        c.expect_true(f"checked_walks {checked} of {allocs} allocations: first sights only",
+                      isinstance(checked, int) and checked <= 60, checked)
+        f = expect_line(c, rep, "nested modules", "modules", ["peak"])
+        c.note(f"{checked} of {allocs} walks read through the kernel, "
+               f"{py.get('replayed_walks')} replayed; line in {sorted(f)}")
+
+    @case
     def py_cupy(c):
         rep, _ = run_mode(c, "py_cupy", "cupy")
         f = expect_line(c, rep, "CuPy", "cupy", ["peak"])

@@ -1,7 +1,7 @@
 """GPU workloads whose allocations must be named by their Python line (tests/gpu/cases_py.py).
 
 usage: python3 py_stacks.py MODE OUT.json
-MODE: retain | expandable | compile | graph_backward | dataloader | jax | cupy
+MODE: retain | expandable | compile | graph_backward | dataloader | jax | cupy | modules
 Each allocating line is marked "# TAG:<name>"; cases_py.py reads this file for the line
 numbers, so the marks are the ground truth. Writes facts to OUT.json; exits 77 with a GMT_SKIP
 line when the framework or the GPU is missing.
@@ -152,9 +152,38 @@ def mode_cupy():
     return keep
 
 
+def mode_modules():
+    """Modules nested 12 deep, each making a tensor in forward, 30 steps (run with caching off:
+    every tensor a cudaMalloc). Each module call enters the interpreter again from C, with its
+    own evaluation-loop structures at another place of the C stack (c311b8f): once each place
+    has been seen, a walk must need no kernel copy."""
+    torch = need_torch()
+
+    class Level(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, x):
+            y = x + 1  # TAG:modules
+            return self.inner(y) if self.inner is not None else y
+
+    model = None
+    for _ in range(12):
+        model = Level(model)
+    x = torch.zeros(1 << 16, device="cuda")
+    keep = None
+    for _ in range(30):
+        keep = model(x)
+    torch.cuda.synchronize()
+    facts["steps"] = 30
+    facts["depth"] = 12
+    return keep
+
+
 MODES = {"retain": mode_retain, "expandable": mode_retain, "compile": mode_compile,
          "graph_backward": mode_graph_backward, "dataloader": mode_dataloader, "jax": mode_jax,
-         "cupy": mode_cupy}
+         "cupy": mode_cupy, "modules": mode_modules}
 kept = MODES[MODE]()
 with open(OUT, "w") as f:
     json.dump(facts, f, indent=1)
