@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -275,6 +276,58 @@ static void test_walk_hand_built_312_process_vm_readv(void **state)
 
 /* ---- the fast path (3.11+) ---------------------------------------------------------------- */
 
+/* The end of this thread's (the main thread's) stack mapping, from /proc/self/maps; 0 if not
+ * found. */
+static uint64_t main_stack_top(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f) return 0;
+    char line[512];
+    unsigned long lo, hi, top = 0;
+    while (fgets(line, sizeof line, f))
+        if (strstr(line, "[stack]") && sscanf(line, "%lx-%lx", &lo, &hi) == 2) top = hi;
+    fclose(f);
+    return top;
+}
+
+/* The C-stack run must grow only over pages it has checked: a readable page mapped beyond
+ * the stack's top, with an unmapped gap between, is learnt as a run of its own, and an address
+ * in the gap is then read through the kernel (and fails), never loaded. Merging the two
+ * without checking the gap would load from an unmapped page: this test would die by SIGSEGV. */
+static void stack_run_gap(const layout_t *L, uint8_t *tstate, uint64_t *w)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    uint64_t top = main_stack_top();
+    if (!top || L->ts_cframe == NONE) return;
+    uint64_t at_p = top + 16 * (uint64_t)page;
+    uint8_t *p = mmap((void *)(uintptr_t)at_p, (size_t)page, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (p == MAP_FAILED || U(p) != at_p) {
+        if (p != MAP_FAILED) munmap(p, (size_t)page);
+        print_message("stack_run_gap: no page could be placed above the stack; not checked\n");
+        return;
+    }
+    unsigned char vec;
+    uint64_t gap = top + 4 * (uint64_t)page;
+    if (mincore((void *)(uintptr_t)gap, (size_t)page, &vec) == 0 || errno != ENOMEM) {
+        munmap(p, (size_t)page);
+        print_message("stack_run_gap: the gap above the stack is mapped; not checked\n");
+        return;
+    }
+    volatile uint64_t here = 0; /* a word on this thread's stack: its page is learnt first */
+    uint64_t checked0, direct0, checked1, direct1;
+    put64(tstate, L->ts_cframe, U(&here) - L->cf_current);
+    gmt_py_test_walk(U(tstate), w, 8);
+    put64(tstate, L->ts_cframe, at_p - L->cf_current);
+    gmt_py_test_walk(U(tstate), w, 8);
+    gmt_py_test_reads(&checked0, &direct0);
+    put64(tstate, L->ts_cframe, gap - L->cf_current);
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 0); /* nothing readable there */
+    gmt_py_test_reads(&checked1, &direct1);
+    assert_true(checked1 > checked0); /* asked the kernel */
+    munmap(p, (size_t)page);
+}
+
 /* A data-stack chunk of 16 KiB (its own mapping, like CPython's) holding two frames, the outer
  * one at the chunk's data, with the shim and _PyCFrame on this test's C stack, under layout
  * minor: the first walk reads through the kernel, the second needs no kernel copy at all and
@@ -440,6 +493,21 @@ static void fast_walk_hand_built(int minor)
             put64(tstate, L->ts_frame, U(fr));
         assert_true(gmt_py_test_walk(U(tstate), w, 8) <= 8);
         put64(chunk, L->chunk_size, csize);
+    }
+
+    /* The C-stack run (c311b8f): a _PyCFrame pointer anywhere in the 16 MiB above this frame,
+     * through this thread's stack, its top and what lies beyond (mostly unmapped). The walk
+     * learns runs of proven pages and merges them over checked gaps; it must never load from a
+     * page it has not proven, whatever it was handed. */
+    if (L->ts_cframe != NONE) {
+        uint64_t base = U(__builtin_frame_address(0));
+        for (int round = 0; round < 3000; round++) {
+            uint64_t cf = (base + (uint64_t)rand() % (16u << 20)) & ~(uint64_t)7;
+            put64(tstate, L->ts_cframe, cf);
+            assert_true(gmt_py_test_walk(U(tstate), w, 8) <= 8);
+        }
+        stack_run_gap(L, tstate, w);
+        put64(tstate, L->ts_cframe, U(cframe));
     }
     gmt_py_test_use_fast(false, 0);
     munmap(none, (size_t)page);
