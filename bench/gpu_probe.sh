@@ -24,6 +24,8 @@
 # GMT_PROBE_ROWS (default "16thr async").
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/gpu/settings.sh
+. "$here/gpu/settings.sh"
 bundle=$(cd "${1:?usage: gpu_probe.sh BUNDLE PROBE_LIB [REPS]}" && pwd)
 probe=${2:?usage: gpu_probe.sh BUNDLE PROBE_LIB [REPS]}
 reps=${3:-7}
@@ -40,18 +42,14 @@ raw=${GMT_BENCH_RAW:-$work/raw.txt}
 export GPUMEMTRACE_OUTPUT="$work/r-%p.json" GPUMEMTRACE_LOG=quiet
 
 run() { # setting, then the command; prints the command's number
-  local s=$1
+  local s=$1 pre=()
   shift
   case $s in
-    native) "$@" ;;
-    native-spin*) PAIRS_SPIN_NS="${s#native-spin}" "$@" ;;
-    native-q-*) PAIRS_QUERY="${s#native-q-}" "$@" ;;
-    off) LD_PRELOAD="$lib" GPUMEMTRACE_STACK_DEPTH=0 "$@" ;;
-    p-none) LD_PRELOAD="$probe" GPUMEMTRACE_STACK_DEPTH=0 "$@" ;;
-    p-core) LD_PRELOAD="$probe" GPUMEMTRACE_STACK_DEPTH=0 \
-      GMT_PROBE_SKIP=ctxdev,devline,table,stackent,shards,clock "$@" ;;
-    p-*) LD_PRELOAD="$probe" GPUMEMTRACE_STACK_DEPTH=0 GMT_PROBE_SKIP="${s#p-}" "$@" ;;
-  esac 2>>"$work/stderr.txt" | awk '$1 ~ /^(us_per_pair|us_per_call)$/ {print $2}'
+    native-spin*) pre=(PAIRS_SPIN_NS="${s#native-spin}") ;;
+    native-q-*) pre=(PAIRS_QUERY="${s#native-q-}") ;;
+    *) gmt_setting_env "$s" || { echo "gpu_probe.sh: unknown setting $s" >&2; exit 2; } ;;
+  esac
+  env "${pre[@]}" "$@" 2>>"$work/stderr.txt" | awk '$1 ~ /^(us_per_pair|us_per_call)$/ {print $2}'
   rm -f "$work"/r-*.json
 }
 

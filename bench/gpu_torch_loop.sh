@@ -28,6 +28,8 @@
 # warm-up included), and "us/pair" is the median added time a step divided by it.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/gpu/settings.sh
+. "$here/gpu/settings.sh"
 bundle=$(cd "${1:?usage: gpu_torch_loop.sh BUNDLE [REPS] [STEPS]}" && pwd)
 reps=${2:-6}
 steps=${3:-60}
@@ -63,28 +65,9 @@ for ((r = 0; r < reps; r++)); do
     break
   fi
   for mode in $modes; do
-    case $mode in
-      nocache) alloc=(PYTORCH_NO_CUDA_MEMORY_CACHING=1) ;;
-      async) alloc=(PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync) ;;
-      *) echo "gpu_torch_loop.sh: unknown mode $mode" >&2; exit 2 ;;
-    esac
+    gmt_alloc_env "$mode" || { echo "gpu_torch_loop.sh: unknown mode $mode" >&2; exit 2; }
     for s in "${settings[@]}"; do
-      case $s in
-        native) pre=() ;;
-        default) pre=(LD_PRELOAD="$lib") ;;
-        off) pre=(LD_PRELOAD="$lib" GPUMEMTRACE_STACK_DEPTH=0) ;;
-        old) pre=(LD_PRELOAD="$old") ;;
-        nopy) pre=(LD_PRELOAD="$lib" GPUMEMTRACE_PYTHON=0) ;;
-        d8) pre=(LD_PRELOAD="$lib" GPUMEMTRACE_STACK_DEPTH=8) ;;
-        p-none) pre=(LD_PRELOAD="$probe" GPUMEMTRACE_STACK_DEPTH=0) ;;
-        p-core) pre=(LD_PRELOAD="$probe" GPUMEMTRACE_STACK_DEPTH=0
-          GMT_PROBE_SKIP=ctxdev,devline,table,stackent,shards,clock) ;;
-        p-*) pre=(LD_PRELOAD="$probe" GPUMEMTRACE_STACK_DEPTH=0 GMT_PROBE_SKIP="${s#p-}") ;;
-        ab-default) pre=(LD_PRELOAD="$probe" GMT_TL_AB=0) ;;
-        ab-off) pre=(LD_PRELOAD="$probe" GMT_TL_AB=0 GPUMEMTRACE_STACK_DEPTH=0) ;;
-        ab-nopy) pre=(LD_PRELOAD="$probe" GMT_TL_AB=0 GPUMEMTRACE_PYTHON=0) ;;
-        *) echo "gpu_torch_loop.sh: unknown setting $s" >&2; exit 2 ;;
-      esac
+      gmt_setting_env "$s" || { echo "gpu_torch_loop.sh: unknown setting $s" >&2; exit 2; }
       v=$(env "${alloc[@]}" "${pre[@]}" taskset -c "${GMT_TL_CPUS:-2-5}" python3 "$script" "$steps" 2>>"$work/stderr.txt")
       if [[ $s == ab-* ]]; then
         echo "$mode $s $(echo "$v" | awk '$1 == "ab_ratio" {print $2}')" >>"$raw"

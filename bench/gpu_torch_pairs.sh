@@ -17,6 +17,8 @@
 # as the medians.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/gpu/settings.sh
+. "$here/gpu/settings.sh"
 bundle=$(cd "${1:?usage: gpu_torch_pairs.sh BUNDLE [REPS] [PAIRS]}" && pwd)
 reps=${2:-10}
 pairs=${3:-20000}
@@ -35,18 +37,9 @@ settings=(native default off)
 export GPUMEMTRACE_LOG=quiet GPUMEMTRACE_OUTPUT="$work/r-%p.json"
 for ((r = 0; r < reps; r++)); do
   for mode in ${GMT_TP_MODES:-nocache async}; do
-    case $mode in
-      nocache) alloc=(PYTORCH_NO_CUDA_MEMORY_CACHING=1) ;;
-      async) alloc=(PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync) ;;
-      *) echo "gpu_torch_pairs.sh: unknown mode $mode" >&2; exit 2 ;;
-    esac
+    gmt_alloc_env "$mode" || { echo "gpu_torch_pairs.sh: unknown mode $mode" >&2; exit 2; }
     for s in "${settings[@]}"; do
-      case $s in
-        native) pre=() ;;
-        default) pre=(LD_PRELOAD="$lib") ;;
-        off) pre=(LD_PRELOAD="$lib" GPUMEMTRACE_STACK_DEPTH=0) ;;
-        old) pre=(LD_PRELOAD="$old") ;;
-      esac
+      gmt_setting_env "$s"
       v=$(env "${alloc[@]}" "${pre[@]}" taskset -c "${GMT_TP_CPUS:-2-5}" python3 "$here/gpu/torch_pairs.py" "$pairs" 2>>"$work/stderr.txt")
       echo "$mode $s $(echo "$v" | awk '$1 == "us_per_pair" {print $2}')" >>"$raw"
       rm -f "$work"/r-*.json
