@@ -24,54 +24,7 @@ import tempfile
 TMP = tempfile.mkdtemp(prefix="gmt-bench-python-")
 N = 20000
 DEPTH = int(os.environ.get("BENCH_PY_DEPTH", "10"))
-CHILD = r'''
-import ctypes, sys, time
-rt = ctypes.CDLL(sys.argv[1])
-rt.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
-rt.cudaFree.argtypes = [ctypes.c_void_p]
-N, DEPTH = int(sys.argv[2]), int(sys.argv[3])
-def loop():
-    p = ctypes.c_void_p()
-    ref = ctypes.byref(p)
-    t = time.perf_counter_ns()
-    for _ in range(N):
-        rt.cudaMalloc(ref, 4096)
-        rt.cudaFree(p)
-    return time.perf_counter_ns() - t
-def nest(d):
-    return nest(d - 1) if d else loop()
-nest(DEPTH)  # warm-up: first sight of each code object fills the cache
-print(nest(DEPTH) / N)
-'''
-CHILD_NESTED = r'''
-import ctypes, sys, time
-rt = ctypes.CDLL(sys.argv[1])
-rt.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
-rt.cudaFree.argtypes = [ctypes.c_void_p]
-N = int(sys.argv[2])
-p = ctypes.c_void_p()
-ref = ctypes.byref(p)
-def alloc():
-    rt.cudaMalloc(ref, 4096)
-    rt.cudaFree(p)
-class Module:
-    def __init__(self, inner):
-        self.inner = inner
-    def __call__(self):
-        alloc()
-        if self.inner:
-            self.inner()
-model = None
-for _ in range(24):
-    model = Module(model)
-for _ in range(5):
-    model()  # warm-up: first sight of each code object and stack place
-rounds = N // 24
-t = time.perf_counter_ns()
-for _ in range(rounds):
-    model()
-print((time.perf_counter_ns() - t) / (rounds * 24))
-'''
+SHAPES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "python_shapes.py")
 SHAPE = os.environ.get("BENCH_PY_SHAPE", "chain")
 
 
@@ -84,8 +37,10 @@ def one(python, lib, cudart, env_extra):
     env.update(env_extra)
     if env_extra.get("LD_PRELOAD") is None:
         env.pop("LD_PRELOAD", None)
-    child = CHILD_NESTED if SHAPE == "nested" else CHILD
-    out = subprocess.run([python, "-c", child, cudart, str(N), str(DEPTH)], env=env,
+    # warm-up: the chain once through (first sight of each code object fills the cache), the
+    # nested shape 5 rounds (and each stack place)
+    warm = N if SHAPE == "chain" else 5
+    out = subprocess.run([python, SHAPES, cudart, SHAPE, str(N), str(DEPTH), str(warm)], env=env,
                          capture_output=True, text=True, check=True).stdout
     for f in os.listdir(TMP):
         os.unlink(os.path.join(TMP, f))

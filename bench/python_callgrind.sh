@@ -11,7 +11,7 @@
 #   one pair, start-up and exit cancelled out. A whole-process count is not used: the writer
 #   thread's share of it follows wall time, which valgrind stretches.
 # PYTHON (default python3 resolved to the interpreter itself: valgrind must not trace a
-# launcher script such as a pyenv shim).
+# launcher script such as a pyenv shim). The programs are bench/python_shapes.py's (chain, nested).
 # GMT_PYCG_SHAPE=nested: instead of the loop, callables nested 24 deep allocating at every
 # level (a model's module calls; consecutive walks differ, none is replayed whole), 480 and
 # 1,440 pairs; besides the thread's total it prints the self cost a pair of the tracer's Python
@@ -30,52 +30,10 @@ command -v valgrind >/dev/null || { echo "python_callgrind.sh: valgrind not foun
 py=${PYTHON:-$(python3 -c 'import sys; print(sys.executable)')}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-cat >"$out/loop.py" <<'PY'
-import ctypes, sys
-rt = ctypes.CDLL(sys.argv[1])
-rt.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
-rt.cudaFree.argtypes = [ctypes.c_void_p]
-N = int(sys.argv[2])
-def loop():
-    p = ctypes.c_void_p()
-    ref = ctypes.byref(p)
-    for i in range(N):
-        rt.cudaMalloc(ref, 4096)
-        rt.cudaFree(p)
-def nest(d):
-    if d == 0:
-        loop()
-    else:
-        nest(d - 1)
-nest(10)
-PY
-cat >"$out/nested.py" <<'PY'
-import ctypes, sys
-rt = ctypes.CDLL(sys.argv[1])
-rt.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
-rt.cudaFree.argtypes = [ctypes.c_void_p]
-p = ctypes.c_void_p()
-ref = ctypes.byref(p)
-def alloc():
-    rt.cudaMalloc(ref, 4096)
-    rt.cudaFree(p)
-class Module:
-    def __init__(self, inner):
-        self.inner = inner
-    def __call__(self):
-        alloc()
-        if self.inner:
-            self.inner()
-model = None
-for _ in range(24):
-    model = Module(model)
-for _ in range(int(sys.argv[2]) // 24):
-    model()
-PY
 shape=${GMT_PYCG_SHAPE:-loop}
 case $shape in
-  loop) prog="$out/loop.py" n1=2000 n2=6000 ;;
-  nested) prog="$out/nested.py" n1=480 n2=1440 ;;
+  loop) shape_arg=chain n1=2000 n2=6000 ;;
+  nested) shape_arg=nested n1=480 n2=1440 ;;
   *) echo "python_callgrind.sh: GMT_PYCG_SHAPE=$shape: want loop or nested" >&2; exit 2 ;;
 esac
 export GMT_STANDIN_DEVICES=1 GMT_STANDIN_MEM_BYTES=$((1 << 30)) GMT_STANDIN_RESERVE_BYTES=$((1 << 30))
@@ -86,10 +44,10 @@ main_thread() { # lib pairs -> the calling thread's instruction total
   rm -f "$f"*
   if [[ $1 == native ]]; then
     valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$f" \
-      "$py" "$prog" "$cudart" "$2" >/dev/null 2>&1
+      "$py" "$root/bench/python_shapes.py" "$cudart" "$shape_arg" "$2" >/dev/null 2>&1
   else
     LD_PRELOAD="$1" valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$f" \
-      "$py" "$prog" "$cudart" "$2" >/dev/null 2>&1
+      "$py" "$root/bench/python_shapes.py" "$cudart" "$shape_arg" "$2" >/dev/null 2>&1
   fi
   awk '/^totals:/ {print $2; exit}' "$f-01"
 }
