@@ -869,7 +869,6 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap)
      * replay checks them (a frame that fails goes back to the lookups below). */
     uint32_t outer = m ? memo_suffix(m, raw, nr, gen) : 0;
     uint32_t inner = nr - outer; /* the frames of steps 2 and 3 */
-    uint64_t outer_word[GMT_PY_MAX_FRAMES];
     for (uint32_t k = 0; k < outer; k++) {
         uint32_t i = nr - 1 - k, mi = m->nr - 1 - k;
         const uint8_t *head = (const uint8_t *)(uintptr_t)raw[i].code;
@@ -878,7 +877,6 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap)
             inner = nr - k; /* this one and the inner ones are looked up */
             break;
         }
-        outer_word[i] = frame_word(&raw[i], m->id[mi]);
         idents[i] = m->ident[mi]; /* by raw index until the outer frames are placed below */
         ids[i] = m->id[mi];
         n_outer++;
@@ -950,7 +948,7 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap)
     for (uint32_t i = inner; i < nr; i++) {
         idents[n] = idents[i];
         ids[n] = ids[i];
-        out[n].word = outer_word[i];
+        out[n].word = frame_word(&raw[i], ids[n]);
         out[n].seg_end = raw[i].seg_end;
         n++;
     }
