@@ -39,6 +39,7 @@ int main(void)
     /* 3.9, 3.10: the thread state points at a chain of PyFrameObject. */
     P("ts_frame", offsetof(PyThreadState, frame));
     P("ts_cframe", NONE);
+    P("ts_root_cframe", NONE);
     P("cf_current", NONE);
     P("fr_back", offsetof(PyFrameObject, f_back));
     P("fr_code", offsetof(PyFrameObject, f_code));
@@ -61,12 +62,15 @@ int main(void)
 #if PY_VERSION_HEX < 0x030D0000
     P("ts_frame", NONE);
     P("ts_cframe", offsetof(PyThreadState, cframe));
+    /* A thread state that runs no Python code points at its own root C frame. */
+    P("ts_root_cframe", offsetof(PyThreadState, root_cframe));
     P("cf_current", offsetof(_PyCFrame, current_frame));
     P("fr_code", offsetof(_PyInterpreterFrame, f_code));
     P("fr_instr", offsetof(_PyInterpreterFrame, prev_instr));
 #else
     P("ts_frame", offsetof(PyThreadState, current_frame));
     P("ts_cframe", NONE);
+    P("ts_root_cframe", NONE);
     P("cf_current", NONE);
     P("fr_code", offsetof(_PyInterpreterFrame, f_executable));
     P("fr_instr", offsetof(_PyInterpreterFrame, instr_ptr));

@@ -605,6 +605,8 @@ static bool fast_begin(uint64_t tstate, fastwalk_t *fw)
     uint32_t head = L->ts_chunk == NONE ? 0 : L->ts_chunk > L->ts_top ? L->ts_chunk : L->ts_top;
     uint16_t tf = L->ts_cframe != NONE ? L->ts_cframe : L->ts_frame;
     if (tf > head) head = tf;
+    if (L->ts_root_cframe != NONE && L->ts_root_cframe + L->cf_current > head)
+        head = L->ts_root_cframe + L->cf_current; /* read directly by first_frame */
     head += 8;
     if (head > TSTATE_HEAD_MAX || !plausible(tstate, head)) return false;
     if (fc.tstate != tstate) {
@@ -718,7 +720,11 @@ static uint64_t first_frame(uint64_t tstate, const fastwalk_t *fw, bool fast)
             cf = ld64(word);
         }
         uint64_t at = cf + L->cf_current;
-        if (fast && (at & 7) == 0 && stack_known(fw, at, 8)) {
+        /* A thread state that runs no Python code (an autograd engine thread: its state made
+         * once, the GIL released) points at its own root C frame, in the head fast_begin
+         * validated. */
+        bool own_root = L->ts_root_cframe != NONE && cf == tstate + L->ts_root_cframe;
+        if (fast && (at & 7) == 0 && (own_root || stack_known(fw, at, 8))) {
             n_direct++;
             return ld64((const uint8_t *)(uintptr_t)at);
         }

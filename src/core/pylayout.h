@@ -12,7 +12,7 @@
 typedef struct layout_s {
     int minor;
     uint16_t ob_type;
-    uint16_t ts_frame, ts_cframe, cf_current;
+    uint16_t ts_frame, ts_cframe, ts_root_cframe, cf_current;
     uint16_t fr_back, fr_code, fr_instr, fr_is_entry, fr_owner, fr_size;
     uint16_t ts_chunk, ts_top;                  /* 3.11+: datastack_chunk, datastack_top */
     uint16_t chunk_size, chunk_top, chunk_data; /* 3.11+: _PyStackChunk */

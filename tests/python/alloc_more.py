@@ -12,6 +12,9 @@
            enters the interpreter again from C (type slot __call__), so each level has its own
            evaluation-loop structures on the C stack; every level allocates and frees, 40
            rounds, and the last round leaks 23 MiB from nested_alloc() at the deepest level
+  idle     (third argument: native_thread.c's library) a pthread holding a Python thread
+           state that runs no Python code, as PyTorch's autograd engine threads do, makes
+           1000 cudaMalloc/cudaFree pairs and leaks its last allocation (29 MiB)
 """
 import ctypes
 import os
@@ -106,6 +109,13 @@ elif sys.argv[2] == "nested":
         model = Module(model)
     for r in range(40):
         model(r == 39)
+elif sys.argv[2] == "idle":
+    native = ctypes.CDLL(sys.argv[3])  # CDLL: the GIL is released while it runs
+    native.gmt_test_alloc_in_idle_tstate.argtypes = [ctypes.c_void_p, ctypes.c_void_p,
+                                                     ctypes.c_int, ctypes.c_size_t]
+    fm = ctypes.cast(cudart.cudaMalloc, ctypes.c_void_p)
+    ff = ctypes.cast(cudart.cudaFree, ctypes.c_void_p)
+    assert native.gmt_test_alloc_in_idle_tstate(fm, ff, 1000, 29 << 20) == 0
 elif sys.argv[2] == "fork":
     parent_alloc()
     pid = os.fork()

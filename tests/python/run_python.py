@@ -202,8 +202,8 @@ def run_more(args, mode, env_extra=None):
     env = dict(os.environ, LD_PRELOAD=args.lib, GPUMEMTRACE_LOG="info",
                GPUMEMTRACE_OUTPUT=os.path.join(work, "r-%p.json"))
     env.update(env_extra or {})
-    p = subprocess.run([args.python, MORE, args.cudart, mode], env=env, capture_output=True,
-                       text=True, timeout=60)
+    p = subprocess.run([args.python, MORE, args.cudart, mode, args.native or ""], env=env,
+                       capture_output=True, text=True, timeout=60)
     print(p.stdout, p.stderr)
     if p.returncode != 0:
         fail(f"alloc_more.py {mode} exited {p.returncode}")
@@ -321,6 +321,31 @@ def case_nested(args):
              "want first sights only")
     print(f"ok 3.{minor}: {cap['checked_walks']} of {walks} walks needed a kernel copy, "
           f"{cap.get('replayed_walks')} replayed")
+
+
+def case_idle(args):
+    """A thread that holds a Python thread state and runs no Python code (PyTorch's autograd
+    engine threads, where backward allocates): its stacks have no Python frames, and its
+    walks find that without a kernel copy each (3.11, 3.12: the state's own root C frame)."""
+    minor = int(version_of(args.python).split(".")[1])
+    reps, _ = run_more(args, "idle")
+    (rep,) = reps.values()
+    cap = rep["capture"]["python"]
+    if cap.get("status") != "captured" or not isinstance(cap.get("checked_walks"), int):
+        fail(f"capture.python is {cap}")
+    groups = [g for g in rep["leaks"]["groups"] if g["bytes"] == 29 << 20]
+    if len(groups) != 1:
+        fail(f"want one 29 MiB leak, got {[g['bytes'] for g in rep['leaks']['groups']]}")
+    frames = frames_of(rep, groups[0])
+    if any(f.get("type") == "python" for f in frames):
+        fail(f"the idle thread's stack has Python frames: {frames}")
+    if not any(os.path.basename(f.get("module") or "") == "libgmt_native_thread.so"
+               for f in frames):
+        fail(f"the idle thread's stack lacks libgmt_native_thread.so: {frames}")
+    if cap["checked_walks"] > 10:
+        fail(f"3.{minor}: {cap['checked_walks']} of 1000 walks needed a kernel copy, "
+             "want first sights only")
+    print(f"ok 3.{minor}: {cap['checked_walks']} of 1000 walks needed a kernel copy")
 
 
 def case_lines(args):
@@ -481,7 +506,8 @@ def main():
         sys.exit(77)
     {"frames": case_frames, "off": case_off, "cli": case_cli,
      "unsupported": case_unsupported, "fork": case_fork, "threads": case_threads,
-     "shallow": case_shallow, "steady": case_steady, "lines": case_lines, "nested": case_nested, "notpython": case_notpython,
+     "shallow": case_shallow, "steady": case_steady, "lines": case_lines, "nested": case_nested,
+     "idle": case_idle, "notpython": case_notpython,
      "recover": case_recover}[args.case](args)
 
 
