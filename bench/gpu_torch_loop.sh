@@ -17,7 +17,8 @@
 # between the tracer passing every call through and the tracer recording (default, stacks off,
 # Python frames off; GMT_TL_AB in torch_transformer.py), its sample the process's ab_ratio:
 # traced over pass-through in the same process, so the host's per-process modes cancel;
-# GMT_TL_RAW=FILE keeps every sample; GMT_TL_BUDGET=SECONDS starts no repetition after that
+# each ab-* process also prints the probe build's timers (torch_transformer.py's probe_*
+# lines: what each piece of the event path took a traced step); GMT_TL_RAW=FILE keeps every sample; GMT_TL_BUDGET=SECONDS starts no repetition after that
 # long (default: no limit). Needs python3 with PyTorch and a GPU.
 #
 # Settings: native; default (Python and native stacks on, depth 32); off (stacks off); old.
@@ -72,6 +73,7 @@ for ((r = 0; r < reps; r++)); do
       if [[ $s == ab-* ]]; then
         echo "$mode $s $(echo "$v" | awk '$1 == "ab_ratio" {print $2}')" >>"$raw"
         echo "$mode $s-pass $(echo "$v" | awk '$1 == "ms_pass" {print $2}')" >>"$raw"
+        echo "$v" | awk -v m="$mode" -v s="$s" '$1 ~ /^probe_/ {print m, s, $0}' >>"$work/probes.txt"
       else
         echo "$mode $s $(echo "$v" | awk '$1 == "ms_per_step" {print $2}')" >>"$raw"
       fi
@@ -134,6 +136,10 @@ for mode in sys.argv[3].split():
         print(f"{mode:<8} {s:<11} {med:9.4f} {100 * (med - 1):+7.2f} {min(v):8.4f}..{max(v):<8.4f} "
               f"{msp:8.3f} {us} {len(v):3d}")
 PY
+if [[ -s $work/probes.txt ]]; then
+  echo "the probe build's timers, each in-process sample (traced steps only):"
+  sort -s -k1,2 "$work/probes.txt"
+fi
 echo "gpu_torch_loop.sh: stderr of the runs: $(wc -l <"$work/stderr.txt") lines"
 [[ -s $work/stderr.txt ]] && tail -5 "$work/stderr.txt"
 exit 0

@@ -7,6 +7,8 @@ blocks of GMT_TL_AB_BLOCK steps (default 5) alternate between the tracer passing
 straight through (probe switch "pass") and the tracer with the probe switches BITS (0: all of
 it); prints "ms_pass", "ms_traced" (medians of their steps) and "ab_ratio" (the median over
 block pairs of traced / pass): the same process, so the host's per-process modes cancel.
+It also prints "probe_<piece>" lines: the time each piece of the event path took a traced
+step and a call (the probe build's timers: alloc, free, stack, unwind, pywalk).
 The allocator mode comes from the environment (PYTORCH_NO_CUDA_MEMORY_CACHING=1: every tensor
 a cudaMalloc; PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync: the stream-ordered pool).
 Six pre-norm encoder layers (d_model 512, 8 heads, feed-forward 2048, dropout 0.1), a
@@ -59,6 +61,24 @@ if ab is not None:
     probe_set.restype = ctypes.c_uint
     probe_set.argtypes = [ctypes.c_uint]
 PASS = 1 << 9  # GMT_PROBE_PASS, src/core/probe.h
+# The probe build's timers (gmt_probe_times, src/core/probe.h), in their order there.
+PHASES = ["alloc", "free", "stack", "unwind", "pywalk"]
+probe_times = None
+if probe_set:
+    probe_times = ctypes.CDLL(None).gmt_probe_times
+    probe_times.restype = ctypes.c_uint
+    probe_times.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64),
+                            ctypes.c_uint]
+
+
+def read_times():
+    ns = (ctypes.c_uint64 * len(PHASES))()
+    calls = (ctypes.c_uint64 * len(PHASES))()
+    probe_times(ns, calls, len(PHASES))
+    return list(ns), list(calls)
+
+
+times0 = None
 block = int(os.environ.get("GMT_TL_AB_BLOCK", "5"))
 times = []
 blocks = []  # (traced?, [ms...])
@@ -67,6 +87,8 @@ for i in range(steps + warmup):
         traced = ((i - warmup) // block) % 2 == 1
         probe_set(int(ab) if traced else PASS)
         blocks.append((traced, []))
+        if times0 is None:
+            times0 = read_times()  # after the warm-up: only the traced blocks add to them
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     opt.zero_grad(set_to_none=True)
@@ -88,6 +110,13 @@ if probe_set:
     print(f"ms_pass {statistics.median(p):.3f}")
     print(f"ms_traced {statistics.median(t):.3f}")
     print(f"ab_ratio {statistics.median(pairs):.4f}")
+    # Each piece's time a traced step (nested: alloc holds stack, stack holds unwind and
+    # pywalk), and a call's.
+    ns1, calls1 = read_times()
+    for k, name in enumerate(PHASES):
+        dns, dc = ns1[k] - times0[0][k], calls1[k] - times0[1][k]
+        print(f"probe_{name} {dns / 1e3 / max(len(t), 1):.1f} us/step {dc / max(len(t), 1):.0f} "
+              f"calls/step {dns / max(dc, 1):.0f} ns/call")
 print(f"ms_per_step {statistics.median(times):.3f}")
 print(f"ms_fastest {min(times):.3f}")
 print(f"steps {steps + warmup}")

@@ -275,6 +275,7 @@ static void note_event(void)
 __attribute__((always_inline)) inline void gmt_capture_alloc(const gmt_event_t *ev)
 {
     if (GMT_PROBE_SKIPS(GMT_PROBE_RECORD)) return;
+    GMT_PROBE_T0(t0);
     gmt_guard_enter();
     note_event();
     if (ev->result == 0)
@@ -282,24 +283,29 @@ __attribute__((always_inline)) inline void gmt_capture_alloc(const gmt_event_t *
     else
         gmt_track_failure(ev);
     gmt_guard_leave();
+    GMT_PROBE_T1(GMT_PT_ALLOC, t0);
 }
 
 __attribute__((always_inline)) inline bool gmt_capture_free(const gmt_event_t *ev)
 {
     if (GMT_PROBE_SKIPS(GMT_PROBE_RECORD)) return false;
+    GMT_PROBE_T0(t0);
     gmt_guard_enter();
     note_event();
     bool took = gmt_track_free_begin(ev);
     gmt_guard_leave();
+    GMT_PROBE_T1(GMT_PT_FREE, t0);
     return took;
 }
 
 __attribute__((always_inline)) inline void gmt_capture_free_done(bool took, int result)
 {
     if (!took) return; /* only the layer that took the release settles it */
+    GMT_PROBE_T0(t0);
     gmt_guard_enter();
     gmt_track_free_end(result == 0);
     gmt_guard_leave();
+    GMT_PROBE_T1_0(GMT_PT_FREE, t0);
 }
 
 /* ---- fork -------------------------------------------------------------------------------- */

@@ -44,8 +44,32 @@ const char *gmt_layer_name(gmt_layer_t layer)
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 unsigned gmt_probe_skip;
+uint64_t gmt_probe_ticks[GMT_PT_COUNT], gmt_probe_calls[GMT_PT_COUNT];
+static uint64_t probe_tick0, probe_ns0;
+
+static uint64_t probe_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The ticks' rate from the clock since the load (seconds of it by the time a benchmark reads). */
+__attribute__((visibility("default"))) unsigned gmt_probe_times(uint64_t *ns, uint64_t *calls,
+                                                                unsigned n)
+{
+    uint64_t dt = gmt_probe_tick() - probe_tick0, dns = probe_now_ns() - probe_ns0;
+    double per_tick = dt ? (double)dns / (double)dt : 0;
+    for (unsigned i = 0; i < n && i < GMT_PT_COUNT; i++) {
+        ns[i] =
+            (uint64_t)((double)__atomic_load_n(&gmt_probe_ticks[i], __ATOMIC_RELAXED) * per_tick);
+        calls[i] = __atomic_load_n(&gmt_probe_calls[i], __ATOMIC_RELAXED);
+    }
+    return GMT_PT_COUNT;
+}
 
 __attribute__((visibility("default"))) unsigned gmt_probe_set(unsigned skip)
 {
@@ -63,6 +87,8 @@ __attribute__((constructor)) static void probe_read_env(void)
                  {"table", GMT_PROBE_TABLE},     {"stackent", GMT_PROBE_STACKENT},
                  {"shards", GMT_PROBE_SHARDS},   {"clock", GMT_PROBE_CLOCK},
                  {"ctxcur", GMT_PROBE_CTXCUR},   {"pass", GMT_PROBE_PASS}};
+    probe_tick0 = gmt_probe_tick();
+    probe_ns0 = probe_now_ns();
     const char *v = getenv("GMT_PROBE_SKIP");
     if (!v) return;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {

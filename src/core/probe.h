@@ -27,15 +27,59 @@ enum {
                                   * tracing off (what interposition alone costs) */
 };
 
+/* A probe build's timers: the cycles each piece of the event path took, summed over every
+ * thread, read in-process by gmt_probe_times (bench/gpu/torch_transformer.py). Nested: an
+ * allocation's time holds its stack's, a stack's its unwinder walks and its Python walk. */
+enum {
+    GMT_PT_ALLOC,  /* "alloc": gmt_capture_alloc, the core's whole allocation (or failure) */
+    GMT_PT_FREE,   /* "free": gmt_capture_free and gmt_capture_free_done (one call) */
+    GMT_PT_STACK,  /* "stack": gmt_core_stack_for and a runtime hook's own capture */
+    GMT_PT_UNWIND, /* "unwind": the native unwinder's walks */
+    GMT_PT_PYWALK, /* "pywalk": the Python frames read and spliced in */
+    GMT_PT_COUNT
+};
+
 #ifdef GMT_PROBES
+#include <stdint.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 extern unsigned gmt_probe_skip;
+extern uint64_t gmt_probe_ticks[GMT_PT_COUNT], gmt_probe_calls[GMT_PT_COUNT];
+static inline uint64_t gmt_probe_tick(void)
+{
+#if defined(__x86_64__)
+    return __rdtsc();
+#elif defined(__aarch64__)
+    uint64_t v;
+    __asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
+    return v;
+#else
+    return 0;
+#endif
+}
+static inline void gmt_probe_time(unsigned slot, uint64_t t0, uint64_t calls)
+{
+    __atomic_fetch_add(&gmt_probe_ticks[slot], gmt_probe_tick() - t0, __ATOMIC_RELAXED);
+    if (calls) __atomic_fetch_add(&gmt_probe_calls[slot], calls, __ATOMIC_RELAXED);
+}
+/* Exported by a probe build only: the nanoseconds and the calls of each timer (n of them at
+ * most, in the order above) since the load; returns GMT_PT_COUNT. */
+unsigned gmt_probe_times(uint64_t *ns, uint64_t *calls, unsigned n);
+#define GMT_PROBE_T0(v)       uint64_t v = gmt_probe_tick()
+#define GMT_PROBE_T1(slot, v) gmt_probe_time(slot, v, 1)
+/* Time that belongs to a call already counted (a release's second half). */
+#define GMT_PROBE_T1_0(slot, v) gmt_probe_time(slot, v, 0)
 /* Exported by a probe build only: replaces the switches while the program runs and returns
  * the old ones, so that a benchmark can alternate settings inside one process (the per-process
  * modes of a GPU host are wider than what it measures: bench/gpu_torch_loop.sh, GMT_TL_AB). */
 unsigned gmt_probe_set(unsigned skip);
 #define GMT_PROBE_SKIPS(bit) __builtin_expect((gmt_probe_skip & (unsigned)(bit)) != 0, 0)
 #else
-#define GMT_PROBE_SKIPS(bit) 0
+#define GMT_PROBE_SKIPS(bit)    0
+#define GMT_PROBE_T0(v)         ((void)0)
+#define GMT_PROBE_T1(slot, v)   ((void)0)
+#define GMT_PROBE_T1_0(slot, v) ((void)0)
 #endif
 
 #endif

@@ -12,6 +12,7 @@
  */
 #include "stacks.h"
 
+#include "probe.h"
 #include "region.h"
 #include "spin.h"
 #include "unwind.h"
@@ -480,7 +481,9 @@ __attribute__((always_inline)) static inline uint32_t capture_slack(uint64_t *fr
     if (want > GMT_STACKS_CAPTURE_MAX) want = GMT_STACKS_CAPTURE_MAX;
     uint64_t walk, how = capture_how(max, skip, pre, gen);
     cap_memo.want = want;
+    GMT_PROBE_T0(t0);
     int n = gmt_unwind_walk(buf, (int)want, &walk);
+    GMT_PROBE_T1(GMT_PT_UNWIND, t0);
     /* A replay of the walk this thread's last capture made, with the same skip ranges: its
      * prefix is known (the frames are the same), so neither scanned nor walked again, and so
      * is its token. */
@@ -497,7 +500,9 @@ __attribute__((always_inline)) static inline uint32_t capture_slack(uint64_t *fr
         want = max + skip + 1 + SKIP_SLACK;
         if (want > GMT_STACKS_CAPTURE_MAX) want = GMT_STACKS_CAPTURE_MAX;
         cap_memo.want = want;
+        GMT_PROBE_T0(t1);
         n = gmt_unwind_walk(buf, (int)want, &walk);
+        GMT_PROBE_T1_0(GMT_PT_UNWIND, t1);
         walk = 0; /* two walks: not named (the next capture, its slack raised, walks once) */
         i = (int)skip + 1;
         while (i < n && in_skip_range((uint64_t)(uintptr_t)buf[i], nr))

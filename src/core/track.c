@@ -77,7 +77,9 @@ __attribute__((noinline)) uint32_t gmt_core_stack_for(const gmt_event_t *ev, uin
             if (hint) return hint;
         }
         if (gmt_py_splicing()) token = 0;
+        GMT_PROBE_T0(t0);
         n = gmt_py_splice(frames, n, GMT_MAX_STACK_DEPTH + GMT_PY_MAX_FRAMES);
+        GMT_PROBE_T1(GMT_PT_PYWALK, t0);
     }
     uint32_t hint = n == 0 ? frameless_hint(tag, gen) : 0;
     if (hint) return hint;
@@ -121,7 +123,11 @@ __attribute__((always_inline)) static inline uint32_t stack_id_of(const gmt_even
         hint = token_hint(gmt_tls.nest->token, tag, gen);
     else
         hint = 0;
-    return hint ? hint : gmt_core_stack_for(ev, api);
+    if (hint) return hint;
+    GMT_PROBE_T0(t0);
+    uint32_t id = gmt_core_stack_for(ev, api);
+    GMT_PROBE_T1(GMT_PT_STACK, t0);
+    return id;
 }
 
 void gmt_track_runtime_capture_slow(gmt_nest_t *f, uint64_t *frames)
@@ -131,7 +137,9 @@ void gmt_track_runtime_capture_slow(gmt_nest_t *f, uint64_t *frames)
     gmt_guard_enter();
     /* skip 1: this function; the hook's frame is in the tracer's skip range. */
     uint32_t first;
+    GMT_PROBE_T0(t0);
     f->nframes = gmt_stacks_capture_near(frames, (uint32_t)depth, 1, &f->token, &first);
+    GMT_PROBE_T1(GMT_PT_STACK, t0);
     f->frames = frames + first;
     gmt_guard_leave();
 }
