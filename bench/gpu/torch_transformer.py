@@ -64,7 +64,7 @@ PASS = 1 << 9  # GMT_PROBE_PASS, src/core/probe.h
 # The probe build's timers (gmt_probe_times, src/core/probe.h), in their order there.
 PHASES = ["alloc", "free", "stack", "unwind", "pywalk"]
 probe_times = None
-if probe_set:
+if probe_set and hasattr(ctypes.CDLL(None), "gmt_probe_times"):  # probe builds since 241dc51
     probe_times = ctypes.CDLL(None).gmt_probe_times
     probe_times.restype = ctypes.c_uint
     probe_times.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64),
@@ -87,7 +87,7 @@ for i in range(steps + warmup):
         traced = ((i - warmup) // block) % 2 == 1
         probe_set(int(ab) if traced else PASS)
         blocks.append((traced, []))
-        if times0 is None:
+        if times0 is None and probe_times:
             times0 = read_times()  # after the warm-up: only the traced blocks add to them
     torch.cuda.synchronize()
     t0 = time.perf_counter()
@@ -112,8 +112,8 @@ if probe_set:
     print(f"ab_ratio {statistics.median(pairs):.4f}")
     # Each piece's time a traced step (nested: alloc holds stack, stack holds unwind and
     # pywalk), and a call's.
-    ns1, calls1 = read_times()
-    for k, name in enumerate(PHASES):
+    ns1, calls1 = read_times() if probe_times else ([], [])
+    for k, name in enumerate(PHASES if probe_times else []):
         dns, dc = ns1[k] - times0[0][k], calls1[k] - times0[1][k]
         print(f"probe_{name} {dns / 1e3 / max(len(t), 1):.1f} us/step {dc / max(len(t), 1):.0f} "
               f"calls/step {dns / max(dc, 1):.0f} ns/call")
