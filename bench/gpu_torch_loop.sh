@@ -46,6 +46,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 raw=${GMT_TL_RAW:-$work/raw.txt}
 : >"$raw"
+: >"$work/pairs.txt" # stays empty when no default or off setting runs (no us/pair then)
 probe=${GMT_TL_PROBE_LIB:-}
 if [[ -n ${GMT_TL_SETTINGS:-} ]]; then
   read -r -a settings <<<"$GMT_TL_SETTINGS"

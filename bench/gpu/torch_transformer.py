@@ -62,7 +62,7 @@ if ab is not None:
     probe_set.argtypes = [ctypes.c_uint]
 PASS = 1 << 9  # GMT_PROBE_PASS, src/core/probe.h
 # The probe build's timers (gmt_probe_times, src/core/probe.h), in their order there.
-PHASES = ["alloc", "free", "stack", "unwind", "pywalk"]
+PHASES = ["alloc", "free", "stack", "unwind", "pywalk", "runtime", "driver"]
 probe_times = None
 if probe_set and hasattr(ctypes.CDLL(None), "gmt_probe_times"):  # probe builds since 241dc51
     probe_times = ctypes.CDLL(None).gmt_probe_times

@@ -79,9 +79,13 @@ static bool record_free(gmt_event_t *ev)
     {                                                                                              \
         REAL_OR_FAIL(name);                                                                        \
         if (!recording()) return gmt_real.name args;                                               \
+        GMT_PROBE_T0(h0_);                                                                         \
+        GMT_PROBE_T0(r0_);                                                                         \
         ret r = CALL_GUARDED(gmt_real.name args);                                                  \
+        GMT_PROBE_REAL(r0_);                                                                       \
         gmt_event_t ev = describe_##name(GMT_UNPAREN args, r);                                     \
         record_alloc(&ev);                                                                         \
+        GMT_PROBE_HOOK(GMT_PT_DRIVER, h0_, r0_);                                                   \
         return r;                                                                                  \
     }
 
@@ -90,10 +94,14 @@ static bool record_free(gmt_event_t *ev)
     {                                                                                              \
         REAL_OR_FAIL(name);                                                                        \
         if (released_above() || !recording()) return gmt_real.name args;                           \
+        GMT_PROBE_T0(h0_);                                                                         \
         gmt_event_t ev = describe_##name args;                                                     \
         bool took = record_free(&ev);                                                              \
+        GMT_PROBE_T0(r0_);                                                                         \
         ret r = CALL_GUARDED(gmt_real.name args);                                                  \
+        GMT_PROBE_REAL(r0_);                                                                       \
         gmt_capture_free_done(took, (int)r);                                                       \
+        GMT_PROBE_HOOK(GMT_PT_DRIVER, h0_, r0_);                                                   \
         return r;                                                                                  \
     }
 

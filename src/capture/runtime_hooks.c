@@ -57,6 +57,7 @@ static bool record_free(gmt_event_t *ev)
     {                                                                                              \
         REAL_OR_FAIL(name);                                                                        \
         PASS_THROUGH(name, args);                                                                  \
+        GMT_PROBE_T0(h0_);                                                                         \
         uint64_t frames[GMT_STACKS_CAPTURE_MAX];                                                   \
         gmt_nest_t nest;                                                                           \
         gmt_track_runtime_enter(&nest, GMT_API_##name, false);                                     \
@@ -64,7 +65,9 @@ static bool record_free(gmt_event_t *ev)
          * out-parameter; a pitched call's width stands in for its pitch, a lower bound). */       \
         gmt_track_runtime_capture(&nest, frames,                                                   \
                                   describe_##name(GMT_UNPAREN args, cudaErrorNotReady).size);      \
+        GMT_PROBE_T0(r0_);                                                                         \
         ret r = gmt_real.name args;                                                                \
+        GMT_PROBE_REAL(r0_);                                                                       \
         gmt_capture_flush_deferred();                                                              \
         /* No lower layer saw the call: recorded here, inside the bracket still, so that the       \
          * stack taken at entry serves it (after leave, the core would walk again). */             \
@@ -73,6 +76,7 @@ static bool record_free(gmt_event_t *ev)
             record_alloc(&ev);                                                                     \
         }                                                                                          \
         gmt_track_runtime_leave(&nest);                                                            \
+        GMT_PROBE_HOOK(GMT_PT_RUNTIME, h0_, r0_);                                                  \
         return r;                                                                                  \
     }
 
@@ -81,13 +85,17 @@ static bool record_free(gmt_event_t *ev)
     {                                                                                              \
         REAL_OR_FAIL(name);                                                                        \
         PASS_THROUGH(name, args);                                                                  \
+        GMT_PROBE_T0(h0_);                                                                         \
         gmt_event_t ev = describe_##name args;                                                     \
         bool took = record_free(&ev);                                                              \
         gmt_nest_t nest;                                                                           \
         gmt_track_runtime_enter(&nest, GMT_API_##name, true);                                      \
+        GMT_PROBE_T0(r0_);                                                                         \
         ret r = gmt_real.name args;                                                                \
+        GMT_PROBE_REAL(r0_);                                                                       \
         gmt_track_runtime_leave(&nest);                                                            \
         gmt_capture_free_done(took, (int)r);                                                       \
+        GMT_PROBE_HOOK(GMT_PT_RUNTIME, h0_, r0_);                                                  \
         return r;                                                                                  \
     }
 

@@ -31,11 +31,14 @@ enum {
  * thread, read in-process by gmt_probe_times (bench/gpu/torch_transformer.py). Nested: an
  * allocation's time holds its stack's, a stack's its unwinder walks and its Python walk. */
 enum {
-    GMT_PT_ALLOC,  /* "alloc": gmt_capture_alloc, the core's whole allocation (or failure) */
-    GMT_PT_FREE,   /* "free": gmt_capture_free and gmt_capture_free_done (one call) */
-    GMT_PT_STACK,  /* "stack": gmt_core_stack_for and a runtime hook's own capture */
-    GMT_PT_UNWIND, /* "unwind": the native unwinder's walks */
-    GMT_PT_PYWALK, /* "pywalk": the Python frames read and spliced in */
+    GMT_PT_ALLOC,   /* "alloc": gmt_capture_alloc, the core's whole allocation (or failure) */
+    GMT_PT_FREE,    /* "free": gmt_capture_free and gmt_capture_free_done (one call) */
+    GMT_PT_STACK,   /* "stack": gmt_core_stack_for and a runtime hook's own capture */
+    GMT_PT_UNWIND,  /* "unwind": the native unwinder's walks */
+    GMT_PT_PYWALK,  /* "pywalk": the Python frames read and spliced in */
+    GMT_PT_RUNTIME, /* "runtime": a recording runtime hook, less its real call */
+    GMT_PT_DRIVER,  /* "driver": a recording driver entry-point wrapper, less its real call
+                     * (inside a runtime hook's real call: the two add up to the tracer's time) */
     GMT_PT_COUNT
 };
 
@@ -70,16 +73,22 @@ unsigned gmt_probe_times(uint64_t *ns, uint64_t *calls, unsigned n);
 #define GMT_PROBE_T1(slot, v) gmt_probe_time(slot, v, 1)
 /* Time that belongs to a call already counted (a release's second half). */
 #define GMT_PROBE_T1_0(slot, v) gmt_probe_time(slot, v, 0)
+/* A hook's time less the real call's: GMT_PROBE_T0(h) at its start, GMT_PROBE_T0(r) before
+ * the real call, GMT_PROBE_REAL(r) after it, GMT_PROBE_HOOK(slot, h, r) at its end. */
+#define GMT_PROBE_REAL(r)          r = gmt_probe_tick() - r
+#define GMT_PROBE_HOOK(slot, h, r) gmt_probe_time(slot, h + r, 1)
 /* Exported by a probe build only: replaces the switches while the program runs and returns
  * the old ones, so that a benchmark can alternate settings inside one process (the per-process
  * modes of a GPU host are wider than what it measures: bench/gpu_torch_loop.sh, GMT_TL_AB). */
 unsigned gmt_probe_set(unsigned skip);
 #define GMT_PROBE_SKIPS(bit) __builtin_expect((gmt_probe_skip & (unsigned)(bit)) != 0, 0)
 #else
-#define GMT_PROBE_SKIPS(bit)    0
-#define GMT_PROBE_T0(v)         ((void)0)
-#define GMT_PROBE_T1(slot, v)   ((void)0)
-#define GMT_PROBE_T1_0(slot, v) ((void)0)
+#define GMT_PROBE_SKIPS(bit)       0
+#define GMT_PROBE_T0(v)            ((void)0)
+#define GMT_PROBE_T1(slot, v)      ((void)0)
+#define GMT_PROBE_T1_0(slot, v)    ((void)0)
+#define GMT_PROBE_REAL(r)          ((void)0)
+#define GMT_PROBE_HOOK(slot, h, r) ((void)0)
 #endif
 
 #endif
