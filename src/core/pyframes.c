@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE
 #include "pyframes.h"
+#include "unwind.h"
 
 #include "config.h"
 #include "log.h"
@@ -1297,6 +1298,9 @@ int gmt_py_init(bool enabled)
         return rc;
     }
     py.status = GMT_PY_CAPTURED;
+    /* Beyond the innermost evaluation frame the Python frames say more than the interpreter's
+     * own native frames: the native walk ends there (docs/unwind.md). */
+    if (py.eval_hi > py.eval_lo) gmt_unwind_stop_at(py.eval_lo, py.eval_hi);
     gmt_info("Python %s: Python frames are captured (without the GIL)", py.version);
     return 0;
 }

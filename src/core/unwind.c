@@ -80,6 +80,12 @@ static int force_libunwind;                  /* GPUMEMTRACE_UNWIND=libunwind */
 static uint32_t flush_gen;                   /* atomic: bumped by every flush */
 static unsigned long long seen_subs = ~0ull; /* atomic: the loader's unload count last seen */
 static uint64_t n_fallbacks, n_misses, n_flushes;
+/* gmt_unwind_stop_at's range: a frame at an address a with a - 1 - stop_lo < stop_span ends
+ * the walk (stop_span 0: none). Read once a walk, and remembered with it. It is set once a
+ * process (when Python frames start to be captured): a walk at that moment may pair one
+ * range's low end with the other's span and end at a frame too early or not at all, which
+ * only shortens or lengthens that one stack. */
+static uint64_t stop_lo, stop_span;
 
 static void memo_key_init(void);
 
@@ -685,6 +691,7 @@ __attribute__((noinline)) static int fallback(void **buf, int max, uintptr_t ra0
 
 typedef struct memo_s {
     uintptr_t ip0, sp0, rbp0;
+    uint64_t stop_lo; /* the stop range the walk ended at (or not) */
     uint32_t n, max, gen;
     uint8_t rbp0_used, valid;
     uint64_t walk;                  /* the walk's number (gmt_unwind's *walk), per thread */
@@ -757,6 +764,13 @@ static uint64_t memo_replays(void)
     return sum;
 }
 
+void gmt_unwind_stop_at(uint64_t lo, uint64_t hi)
+{
+    __atomic_store_n(&stop_span, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&stop_lo, lo, RLX);
+    __atomic_store_n(&stop_span, hi > lo ? hi - lo : 0, __ATOMIC_RELEASE);
+}
+
 void gmt_unwind_after_fork(void)
 {
     /* The other threads' slots stay claimed by threads the child does not have. */
@@ -768,10 +782,10 @@ void gmt_unwind_after_fork(void)
 }
 
 NO_ASAN static inline int replay(memo_t *m, void **buf, int max, uintptr_t ip, uintptr_t sp,
-                                 uintptr_t rbp, uint32_t gen)
+                                 uintptr_t rbp, uint32_t gen, uint64_t slo)
 {
     if (!m->valid || m->ip0 != ip || m->sp0 != sp || m->max != (uint32_t)max || m->gen != gen ||
-        (m->rbp0_used && m->rbp0 != rbp))
+        m->stop_lo != slo || (m->rbp0_used && m->rbp0 != rbp))
         return 0;
     uint32_t n = m->n;
     /* The saved RBPs a later step used, in the order the walk read them (each before the
@@ -807,10 +821,12 @@ unwind_from(const uintptr_t *fp, void **buf, int max, uint64_t *walk)
     uint64_t *t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
     if (!t || __atomic_load_n(&force_libunwind, RLX)) return fallback(buf, max, ra0);
     uint32_t gen = __atomic_load_n(&flush_gen, __ATOMIC_ACQUIRE);
+    uint64_t sspan = __atomic_load_n(&stop_span, __ATOMIC_ACQUIRE);
+    uint64_t slo = sspan ? __atomic_load_n(&stop_lo, RLX) : 0;
     memo_t *m = memo_busy || max > MEMO_FRAMES ? NULL : memo_mine();
     if (m) {
         memo_busy = 1;
-        int n = replay(m, buf, max, ip, sp, rbp, gen);
+        int n = replay(m, buf, max, ip, sp, rbp, gen, slo);
         if (n > 0) {
             *walk = m->walk;
             memo_busy = 0;
@@ -856,6 +872,7 @@ unwind_from(const uintptr_t *fp, void **buf, int max, uint64_t *walk)
         sp = cfa;
         if (__builtin_expect(ip < 0x4000, 0)) goto give_up;
         *out++ = (void *)ip;
+        if (ip - 1 - slo < sspan) break; /* the interpreter: Python frames go on from here */
     }
     int n = (int)(out - buf);
     if (m) {
@@ -863,6 +880,7 @@ unwind_from(const uintptr_t *fp, void **buf, int max, uint64_t *walk)
         m->sp0 = sp0;
         m->rbp0 = rbp0;
         m->rbp0_used = rbp0_used;
+        m->stop_lo = slo;
         m->n = (uint32_t)n;
         m->max = (uint32_t)max;
         m->gen = gen;

@@ -31,6 +31,12 @@ int gmt_unwind(void **buf, int max);
  * in another, a thread without a replay slot). */
 int gmt_unwind_walk(void **buf, int max, uint64_t *walk);
 
+/* A walk ends at the first frame whose return address lies in [lo, hi), that frame included
+ * (the Python interpreter's evaluation function, once Python frames are captured: they
+ * replace what lies beyond it, docs/unwind.md); lo == hi: none. Replaces the last range;
+ * walks under way finish with the one they read. The libunwind fallback does not stop. */
+void gmt_unwind_stop_at(uint64_t lo, uint64_t hi);
+
 /* Empties the rule cache when the loader's unload counter moved since it was last looked at
  * (an object unloaded: its cached rules may name another object's code now). Called by the
  * writer thread periodically; each cache miss checks the same. Takes the loader's lock. */

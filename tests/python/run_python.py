@@ -129,10 +129,15 @@ def case_frames(args):
         first_py = frames.index(py[0])
         if not any(f.get("symbol") == "ffi_call" for f in frames[:first_py]):
             fail(f"{func}: ffi_call is not inside the Python frames: {frames}")
-        # Spliced: the interpreter's evaluation frame follows the Python frames it runs.
-        after = [f.get("symbol") for f in frames[frames.index(py[-1]) + 1:]]
-        if "_PyEval_EvalFrameDefault" not in after:
-            fail(f"{func}: no evaluation frame outside the Python frames: {after}")
+        # Spliced: the innermost evaluation frame follows the innermost run of Python frames,
+        # and ends the native walk: beyond it the Python frames alone (docs/unwind.md).
+        syms = [f.get("symbol") if f.get("type") != "python" else None for f in frames]
+        if "_PyEval_EvalFrameDefault" not in syms[first_py:]:
+            fail(f"{func}: no evaluation frame outside the Python frames: {frames}")
+        ev = syms.index("_PyEval_EvalFrameDefault", first_py)
+        beyond = [f for f in frames[ev + 1:] if f.get("type") != "python"]
+        if beyond:
+            fail(f"{func}: native frames beyond the innermost evaluation frame: {beyond}")
         if func == "worker":
             names = [f["function"] for f in py]
             if not any((n or "").endswith("_bootstrap") for n in names):
@@ -162,11 +167,19 @@ def case_off(args):
     groups = rep["leaks"]["groups"]
     if sum(g["bytes"] for g in groups) != sum(LEAKS) + NATIVE:
         fail(f"leaked bytes {sum(g['bytes'] for g in groups)}, want {sum(LEAKS) + NATIVE}")
+    beyond = 0
     for g in groups:
-        if any(f.get("type") == "python" for f in frames_of(rep, g)):
+        frames = frames_of(rep, g)
+        if any(f.get("type") == "python" for f in frames):
             fail("a Python frame with GPUMEMTRACE_PYTHON=0")
         expect_status(rep, g, "off")
-    print("ok: no Python frames, status off")
+        syms = [f.get("symbol") for f in frames]
+        if "_PyEval_EvalFrameDefault" in syms[:-1]:
+            beyond += 1
+    # Nothing replaces the native frames beyond the interpreter: the walk goes on past it.
+    if not beyond:
+        fail("no stack goes on past an evaluation frame with GPUMEMTRACE_PYTHON=0")
+    print("ok: no Python frames, status off, native frames past the interpreter")
 
 
 def case_unsupported(args):

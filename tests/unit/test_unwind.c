@@ -454,6 +454,34 @@ static void test_replay_tells_callers_apart(void **state)
     assert_true(rb - fb < rb - fa);
 }
 
+/* gmt_unwind_stop_at: a walk ends at the first frame in the range, that frame included; other
+ * walks go on; a walk remembered with one range is not replayed under another. */
+static void test_stop_at(void **state)
+{
+    (void)state;
+    void *full[48], *b[48], *s1[48], *s2[48], *after[48];
+    int n_full = caller_a(full, 48);
+    assert_true(n_full > 3);
+    uintptr_t ra_a = (uintptr_t)full[1]; /* the return address into caller_a */
+    gmt_unwind_stop_at(ra_a - 1, ra_a);
+    int nb = caller_b(b, 48);
+    int n1 = caller_a(s1, 48);
+    uint64_t r0 = replays();
+    int n2 = caller_a(s2, 48);
+    assert_int_equal(replays(), r0 + 1); /* the stopped walk is replayed as it is */
+    gmt_unwind_stop_at(0, 0); /* the next walk starts where the last did */
+    int n_after = caller_a(after, 48);
+    assert_int_equal(n1, 2);
+    assert_int_equal(n2, 2);
+    assert_memory_equal(s1, full, 2 * sizeof(void *));
+    assert_memory_equal(s2, full, 2 * sizeof(void *));
+    assert_int_equal(nb, n_full);      /* caller_b's frame is not in the range */
+    assert_int_equal(n_after, n_full); /* the range gone: not the short walk replayed */
+    /* The same frames but the call site in this test (frame 2). */
+    assert_memory_equal(after, full, 2 * sizeof(void *));
+    assert_memory_equal(after + 3, full + 3, (size_t)(n_full - 3) * sizeof(void *));
+}
+
 /* A flush of the rule cache (an object unloaded) also ends the replay: the next walk is done
  * afresh. */
 static void test_replay_after_flush(void **state)
@@ -533,6 +561,7 @@ int main(void)
         cmocka_unit_test(test_colliding_addresses_both_cached),
         cmocka_unit_test(test_replay_same_frames),
         cmocka_unit_test(test_replay_tells_callers_apart),
+        cmocka_unit_test(test_stop_at),
         cmocka_unit_test(test_replay_after_flush),
         cmocka_unit_test(test_replay_not_after_thread_exit),
     };
