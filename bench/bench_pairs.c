@@ -7,7 +7,8 @@
  * (default 0) extra nested calls above the allocating loop, for a deep stack (bench/depth.sh
  * measures unwinding at depth 16/32/64 with it).
  * Each thread keeps 64 allocations live and recycles them, so the live table is not empty
- * and addresses are reused, as in a real allocator-heavy program.
+ * and addresses are reused, as in a real allocator-heavy program. BENCH_THRASH_KIB=N: after
+ * each pair, N KiB are written, a cache line at a time (the tracer's memory starts cold).
  */
 #include <cuda_runtime_api.h>
 #include <pthread.h>
@@ -18,6 +19,16 @@
 static long pairs;
 static size_t base_bytes = 4096;
 static int frames;
+/* BENCH_THRASH_KIB: after each pair, a write to every cache line of a buffer that large, as a
+ * real program's work between allocations evicts the tracer's memory (bench/cache_pairs.sh). */
+static volatile unsigned char *thrash;
+static size_t thrash_bytes;
+
+static void evict(void)
+{
+    for (size_t i = 0; i < thrash_bytes; i += 64)
+        thrash[i]++;
+}
 
 static void loop(void)
 {
@@ -26,6 +37,7 @@ static void loop(void)
         int k = (int)(i & 63);
         if (live[k]) cudaFree(live[k]);
         if (cudaMalloc(&live[k], base_bytes + (size_t)(i & 7) * 512) != cudaSuccess) live[k] = NULL;
+        if (thrash_bytes) evict();
     }
     for (int k = 0; k < 64; k++)
         if (live[k]) cudaFree(live[k]);
@@ -57,6 +69,9 @@ int main(int argc, char **argv)
     if (argc > 3) base_bytes = (size_t)atol(argv[3]);
     if (argc > 4) frames = atoi(argv[4]);
     if (threads < 1 || threads > 64 || pairs < 1 || frames < 0 || frames > 10000) return 2;
+    const char *tk = getenv("BENCH_THRASH_KIB");
+    thrash_bytes = tk ? (size_t)atol(tk) << 10 : 0;
+    if (thrash_bytes && !(thrash = calloc(1, thrash_bytes))) return 2;
     void *warm;
     cudaMalloc(&warm, 512); /* lazy init of the runtime and the tracer outside the timing */
     cudaFree(warm);
