@@ -54,7 +54,7 @@ for i in "${!libs[@]}"; do
 done
 
 python3 - "$out" "$n1" "$n2" "${#libs[@]}" "${settings[@]}" <<'PY'
-import glob, re, subprocess, sys
+import glob, os, re, subprocess, sys
 out, n1, n2, nlibs, settings = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5:]
 
 def totals(f):
@@ -107,7 +107,7 @@ def self_misses(f):
         key = ours.group(1)
         d[key] = d.get(key, 0) + num(m.group(1)) + num(m.group(2))
     return d
-_, f1, f2 = rows[f"default{nlibs - 1}"]
+_, f1, f2 = rows[os.environ.get("GMT_CACHE_FUNCS", "default") + str(nlibs - 1)]
 a, b = self_misses(f1), self_misses(f2)
 diff = sorted(((b[k] - a.get(k, 0)) / (n2 - n1), k) for k in b)
 print("the tracer's functions (last library, stacks on), own last-level misses a pair:")
