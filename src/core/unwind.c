@@ -674,33 +674,44 @@ __attribute__((noinline)) static int fallback(void **buf, int max, uintptr_t ra0
     return out;
 }
 
-/* ---- the replay of a thread's last walk --------------------------------------------------
+/* ---- the replay of a thread's remembered walks -------------------------------------------
  *
  * A walk is a function of where it starts (return address, stack pointer, and RBP if a rule
  * uses it before a frame restores it), of the rules of the addresses it meets (the same until
  * the rule cache is flushed) and of the stack words it reads (return addresses, saved RBPs).
- * A thread remembers its last walk with where it read each word: when the next walk starts
- * at the same place, with no flush since, and every word reads the same again (in walk
+ * A thread remembers its walks with where it read each word: when a walk starts at the same
+ * place as a remembered one, with no flush since, and every word reads the same again (in walk
  * order, so each address read is the one a fresh walk would compute), the result is the same
- * and is copied out: a load and a compare a word instead of a rule look-up a frame. A loop
- * allocating from one call site (the common case) walks once. Remembered walks live in a
- * static array of MEMO_SLOTS (a thread claims one at its first walk and gives it back at
- * exit; threads beyond that walk every time), so the TLS stays a pointer. */
-#define MEMO_FRAMES 64 /* rbp_used has a bit per step */
-#define MEMO_SLOTS  256
+ * and is copied out: a load and a compare a word instead of a rule look-up a frame, and no
+ * rule's cache line touched (in a PyTorch step the program's work evicts them between
+ * allocations: docs/PERFORMANCE.md, "Session 9"). A thread keeps MEMO_WAYS walks, one per
+ * place by a hash of where it starts (its call sites repeat every step). They live in slots
+ * of MEMO_SLOTS (a thread claims one at its first walk and gives it back at exit; threads
+ * beyond that walk every time), each slot's walks mapped at its first claim and kept for the
+ * next thread, so the TLS stays a pointer. */
+#define MEMO_FRAMES   64 /* rbp_used has a bit per step */
+#define MEMO_SLOTS    256
+#define MEMO_WAY_BITS 6
+#define MEMO_WAYS     (1u << MEMO_WAY_BITS) /* remembered walks a thread */
 
-typedef struct memo_s {
+typedef struct way_s {
     uintptr_t ip0, sp0, rbp0;
-    uint64_t stop_lo; /* the stop range the walk ended at (or not) */
+    uint64_t stop_lo;  /* the stop range the walk ended at (or not) */
+    uint64_t walk;     /* the walk's number (gmt_unwind's *walk), per thread */
+    uint64_t rbp_used; /* bit i: a later step's CFA used step i's saved RBP */
     uint32_t n, max, gen;
     uint8_t rbp0_used, valid;
-    uint64_t walk;                  /* the walk's number (gmt_unwind's *walk), per thread */
-    uint64_t replays;               /* written by the owner alone; summed by gmt_unwind_stats */
-    uintptr_t at[MEMO_FRAMES];      /* where the return address buf[i + 1] was read */
-    uint64_t rbp_used;              /* bit i: a later step's CFA used step i's saved RBP */
-    uintptr_t rbp_at[MEMO_FRAMES];  /* where step i read a saved RBP (set where rbp_used says) */
+    /* Offsets from sp0 (a walk stays within STACK_SPAN of it): a frame's words in 24 bytes. */
+    uint32_t at[MEMO_FRAMES];       /* where the return address frames[i + 1] was read */
+    uint32_t rbp_at[MEMO_FRAMES];   /* where step i read a saved RBP (set where rbp_used says) */
     uintptr_t rbp_val[MEMO_FRAMES]; /* what it read there */
     void *frames[MEMO_FRAMES];
+} way_t;
+_Static_assert(STACK_SPAN < (1ull << 32), "a word's offset from the start fits 32 bits");
+
+typedef struct memo_s {
+    way_t *ways;      /* MEMO_WAYS, mapped at the slot's first claim; NULL: none */
+    uint64_t replays; /* written by the owner alone; summed by gmt_unwind_stats */
 } memo_t;
 
 static memo_t memos[MEMO_SLOTS];
@@ -715,14 +726,13 @@ static __thread uint8_t memo_busy __attribute__((tls_model("initial-exec")));
 static __thread uint64_t walk_serial __attribute__((tls_model("initial-exec")));
 
 /* At thread exit (the key's destructor, on the exiting thread): the slot is another thread's
- * to claim now, so a walk this thread still makes (another destructor freeing memory) must
- * not touch it. */
+ * to claim now (its walks are forgotten at that claim), so a walk this thread still makes
+ * (another destructor freeing memory) must not touch it. */
 static void memo_give_back(void *v)
 {
     memo_t *m = v;
     my_memo = NULL;
     memo_state = 2;
-    m->valid = 0;
     gmt_claim_release(&memo_owned[m - memos]);
 }
 
@@ -733,19 +743,33 @@ static void memo_key_init(void)
         __atomic_store_n(&memo_key_made, 1, __ATOMIC_RELEASE);
 }
 
+/* A thread's first walk: a slot, its walks mapped once (about 100 KiB, touched as used) and
+ * forgotten. */
 __attribute__((noinline)) static memo_t *memo_claim(void)
 {
     memo_state = 2;
     if (!__atomic_load_n(&memo_key_made, __ATOMIC_ACQUIRE)) return NULL;
     int i = gmt_claim_flag(memo_owned, MEMO_SLOTS, 0);
     if (i < 0) return NULL;
-    memos[i].valid = 0;
-    memos[i].replays = 0;
-    if (pthread_setspecific(memo_key, &memos[i]) != 0) {
+    memo_t *m = &memos[i];
+    if (!m->ways) {
+        void *p = mmap(NULL, MEMO_WAYS * sizeof(way_t), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) {
+            gmt_claim_release(&memo_owned[i]);
+            return NULL;
+        }
+        m->ways = p; /* zero: nothing remembered */
+    } else {
+        for (uint32_t k = 0; k < MEMO_WAYS; k++)
+            m->ways[k].valid = 0;
+    }
+    m->replays = 0;
+    if (pthread_setspecific(memo_key, m) != 0) {
         gmt_claim_release(&memo_owned[i]);
         return NULL;
     }
-    my_memo = &memos[i];
+    my_memo = m;
     memo_state = 1;
     return my_memo;
 }
@@ -754,6 +778,14 @@ static inline memo_t *memo_mine(void)
 {
     if (__builtin_expect(memo_state == 1, 1)) return my_memo;
     return memo_state == 0 ? memo_claim() : NULL;
+}
+
+/* The way a walk from (ip, sp) is remembered in: by the stack pointer mostly (a capture's
+ * start is one return address; its depth differs by call path). */
+static inline way_t *way_of(memo_t *m, uintptr_t ip, uintptr_t sp)
+{
+    uint64_t h = ((uint64_t)(sp >> 4) ^ ((uint64_t)ip << 7)) * 0x9e3779b97f4a7c15ull;
+    return &m->ways[h >> (64 - MEMO_WAY_BITS)];
 }
 
 static uint64_t memo_replays(void)
@@ -773,37 +805,34 @@ void gmt_unwind_stop_at(uint64_t lo, uint64_t hi)
 
 void gmt_unwind_after_fork(void)
 {
-    /* The other threads' slots stay claimed by threads the child does not have. */
+    /* The other threads' slots stay claimed by threads the child does not have; their walks
+     * are forgotten when a thread of the child claims them. */
     for (uint32_t i = 0; i < MEMO_SLOTS; i++)
-        if (&memos[i] != my_memo) {
-            memos[i].valid = 0;
-            __atomic_store_n(&memo_owned[i], 0, RLX);
-        }
+        if (&memos[i] != my_memo) __atomic_store_n(&memo_owned[i], 0, RLX);
 }
 
-NO_ASAN static inline int replay(memo_t *m, void **buf, int max, uintptr_t ip, uintptr_t sp,
+NO_ASAN static inline int replay(const way_t *w, void **buf, int max, uintptr_t ip, uintptr_t sp,
                                  uintptr_t rbp, uint32_t gen, uint64_t slo)
 {
-    if (!m->valid || m->ip0 != ip || m->sp0 != sp || m->max != (uint32_t)max || m->gen != gen ||
-        m->stop_lo != slo || (m->rbp0_used && m->rbp0 != rbp))
+    if (!w->valid || w->ip0 != ip || w->sp0 != sp || w->max != (uint32_t)max || w->gen != gen ||
+        w->stop_lo != slo || (w->rbp0_used && w->rbp0 != rbp))
         return 0;
-    uint32_t n = m->n;
+    uint32_t n = w->n;
     /* The saved RBPs a later step used, in the order the walk read them (each before the
      * return address of its step), then every return address: code without frame pointers
      * uses few or none, so the loop over the steps tests no bit. */
-    for (uint64_t u = m->rbp_used; u; u &= u - 1) {
+    for (uint64_t u = w->rbp_used; u; u &= u - 1) {
         uint32_t i = (uint32_t)__builtin_ctzll(u);
         if (i + 1 >= n) break;
-        if (load_word(m->rbp_at[i]) != m->rbp_val[i]) return 0;
+        if (load_word(sp + w->rbp_at[i]) != w->rbp_val[i]) return 0;
     }
     /* Checked and copied in one pass (a walk that differs is written over by the full one). */
-    buf[0] = m->frames[0];
+    buf[0] = w->frames[0];
     for (uint32_t i = 0; i + 1 < n; i++) {
-        uintptr_t ra = load_word(m->at[i]);
-        if (ra != (uintptr_t)m->frames[i + 1]) return 0;
+        uintptr_t ra = load_word(sp + w->at[i]);
+        if (ra != (uintptr_t)w->frames[i + 1]) return 0;
         buf[i + 1] = (void *)ra;
     }
-    __atomic_store_n(&m->replays, m->replays + 1, RLX); /* owner only; summed on read */
     return (int)n;
 }
 
@@ -824,15 +853,18 @@ unwind_from(const uintptr_t *fp, void **buf, int max, uint64_t *walk)
     uint64_t sspan = __atomic_load_n(&stop_span, __ATOMIC_ACQUIRE);
     uint64_t slo = sspan ? __atomic_load_n(&stop_lo, RLX) : 0;
     memo_t *m = memo_busy || max > MEMO_FRAMES ? NULL : memo_mine();
+    way_t *w = NULL;
     if (m) {
         memo_busy = 1;
-        int n = replay(m, buf, max, ip, sp, rbp, gen, slo);
+        w = way_of(m, ip, sp);
+        int n = replay(w, buf, max, ip, sp, rbp, gen, slo);
         if (n > 0) {
-            *walk = m->walk;
+            __atomic_store_n(&m->replays, m->replays + 1, RLX); /* owner only; summed on read */
+            *walk = w->walk;
             memo_busy = 0;
             return n;
         }
-        m->valid = 0;
+        w->valid = 0;
     }
     void **out = buf, **end = buf + max;
     *out++ = (void *)ip;
@@ -861,13 +893,13 @@ unwind_from(const uintptr_t *fp, void **buf, int max, uint64_t *walk)
             if (cfa - save < sp) goto give_up;
             rbp = load_word(cfa - save);
             rbp_from = (int)i;
-            if (m) {
-                m->rbp_at[i] = cfa - save;
-                m->rbp_val[i] = rbp;
+            if (w) {
+                w->rbp_at[i] = (uint32_t)(cfa - save - sp0);
+                w->rbp_val[i] = rbp;
             }
         }
         ip = load_word(cfa - 8);
-        if (m) m->at[i] = cfa - 8;
+        if (w) w->at[i] = (uint32_t)(cfa - 8 - sp0); /* below limit: within 32 bits */
         i++;
         sp = cfa;
         if (__builtin_expect(ip < 0x4000, 0)) goto give_up;
@@ -875,19 +907,19 @@ unwind_from(const uintptr_t *fp, void **buf, int max, uint64_t *walk)
         if (ip - 1 - slo < sspan) break; /* the interpreter: Python frames go on from here */
     }
     int n = (int)(out - buf);
-    if (m) {
-        m->ip0 = ra0;
-        m->sp0 = sp0;
-        m->rbp0 = rbp0;
-        m->rbp0_used = rbp0_used;
-        m->stop_lo = slo;
-        m->n = (uint32_t)n;
-        m->max = (uint32_t)max;
-        m->gen = gen;
-        m->rbp_used = rbp_used;
-        __builtin_memcpy(m->frames, buf, (size_t)n * sizeof *buf);
-        m->walk = *walk = ++walk_serial;
-        m->valid = 1;
+    if (w) {
+        w->ip0 = ra0;
+        w->sp0 = sp0;
+        w->rbp0 = rbp0;
+        w->rbp0_used = rbp0_used;
+        w->stop_lo = slo;
+        w->n = (uint32_t)n;
+        w->max = (uint32_t)max;
+        w->gen = gen;
+        w->rbp_used = rbp_used;
+        __builtin_memcpy(w->frames, buf, (size_t)n * sizeof *buf);
+        w->walk = *walk = ++walk_serial;
+        w->valid = 1;
         memo_busy = 0;
     }
     return n;

@@ -454,6 +454,23 @@ static void test_replay_tells_callers_apart(void **state)
     assert_true(rb - fb < rb - fa);
 }
 
+/* Walks from places at other depths in turn (a model's call sites, each allocating in turn):
+ * each is remembered in its own way and replayed, equal to libunwind's, where one remembered
+ * walk would be written over every time. Two places share a way by their hash rarely (1 in
+ * 64): of four pairs, three must replay. */
+static void test_replay_places_in_turn(void **state)
+{
+    (void)state;
+    int pairs_replayed = 0;
+    for (int d = 2; d < 6; d++) {
+        uint64_t r0 = replays();
+        for (volatile int k = 0; k < 10; k++)
+            same_walk(rec_nofp, 3 * d + (k & 1), 48);
+        if (replays() - r0 >= 8) pairs_replayed++;
+    }
+    assert_true(pairs_replayed >= 3);
+}
+
 /* gmt_unwind_stop_at: a walk ends at the first frame in the range, that frame included; other
  * walks go on; a walk remembered with one range is not replayed under another. */
 static void test_stop_at(void **state)
@@ -469,7 +486,7 @@ static void test_stop_at(void **state)
     uint64_t r0 = replays();
     int n2 = caller_a(s2, 48);
     assert_int_equal(replays(), r0 + 1); /* the stopped walk is replayed as it is */
-    gmt_unwind_stop_at(0, 0); /* the next walk starts where the last did */
+    gmt_unwind_stop_at(0, 0);            /* the next walk starts where the last did */
     int n_after = caller_a(after, 48);
     assert_int_equal(n1, 2);
     assert_int_equal(n2, 2);
@@ -562,6 +579,7 @@ int main(void)
         cmocka_unit_test(test_replay_same_frames),
         cmocka_unit_test(test_replay_tells_callers_apart),
         cmocka_unit_test(test_stop_at),
+        cmocka_unit_test(test_replay_places_in_turn),
         cmocka_unit_test(test_replay_after_flush),
         cmocka_unit_test(test_replay_not_after_thread_exit),
     };
