@@ -499,18 +499,27 @@ static uint64_t *known_frames_of_thread(void)
     return k ? k + KNOWN_CODE : NULL;
 }
 
-/* The thread's last walk, for its replay (walk(), step 1b): per raw frame its code object,
- * the identity words read from it (code_ident), its entry id and whether it ended a native
- * evaluation frame's run. In the per-thread slot's numbering (a slot is one thread's for good,
- * and threads beyond MEM_SLOTS have none), mapped by map_cache. */
-typedef struct walkmemo_s {
-    uint32_t gen;     /* cache_gen when recorded */
-    uint32_t nr;      /* raw frames; 0: nothing to replay */
-    uint8_t busy;     /* a walk of this thread is using it (one nested in it goes without) */
-    uint64_t replays; /* walks answered by the replay: written by the owner, summed on read */
+/* The thread's remembered walks, for their replay (walk(), step 1b): per raw frame its code
+ * object, the identity words read from it (code_ident), its entry id and whether it ended a
+ * native evaluation frame's run. PY_WAYS chains a thread, one per way by a hash of the chain's
+ * innermost and outermost code objects and its length (a model's call sites allocate in turn,
+ * every step: one remembered walk was written over by each of them). In the per-thread slot's
+ * numbering (a slot is one thread's for good, and threads beyond MEM_SLOTS have none), mapped
+ * by map_cache (touched as used). */
+#define PY_WAY_BITS 4
+#define PY_WAYS     (1u << PY_WAY_BITS)
+typedef struct walkway_s {
+    uint32_t gen; /* cache_gen when recorded */
+    uint32_t nr;  /* raw frames; 0: nothing to replay */
     uint8_t seg[GMT_PY_MAX_FRAMES];
     uint32_t id[GMT_PY_MAX_FRAMES];
     uint64_t code[GMT_PY_MAX_FRAMES], ident[GMT_PY_MAX_FRAMES];
+} walkway_t;
+typedef struct walkmemo_s {
+    uint8_t busy;     /* a walk of this thread is using it (one nested in it goes without) */
+    uint8_t last;     /* the way of the thread's last remembered walk (memo_suffix's) */
+    uint64_t replays; /* walks answered by the replay: written by the owner, summed on read */
+    walkway_t way[PY_WAYS];
 } walkmemo_t;
 static walkmemo_t *walk_memo_mem; /* [MEM_SLOTS] */
 
@@ -756,13 +765,27 @@ static inline uint64_t frame_word(const rawframe_t *r, uint32_t id)
     return (GMT_PY_TAG << GMT_PY_TAG_SHIFT) | ((uint64_t)id << 32) | off;
 }
 
-/* The replay of the thread's last walk: when the chain just read has the same frames' code
+/* The way a chain of nr raw frames is remembered in: by its innermost and outermost code
+ * objects and its length (consecutive allocations of a model share the outer frames and
+ * differ inside). */
+static inline uint32_t way_index(uint64_t inner, uint64_t outer, uint32_t nr)
+{
+    uint64_t h = (inner ^ (outer << 1) ^ nr) * 0x9e3779b97f4a7c15ull;
+    return (uint32_t)(h >> (64 - PY_WAY_BITS));
+}
+
+static inline walkway_t *way_of_chain(walkmemo_t *m, const rawframe_t *raw, uint32_t nr)
+{
+    return &m->way[way_index(raw[0].code, raw[nr - 1].code, nr)];
+}
+
+/* The replay of a remembered walk: when the chain just read has the same frames' code
  * objects (every frame in a live chunk, so every code object is alive: the frame holds it)
  * and the same runs, in the same cache, each code object needs only its type and identity
  * words checked (an object freed and another made at its address differs in them) instead
  * of the lookups of step 2 and 3; the instructions are the new ones. Returns the frames
  * written, 0 when anything differs (the caller walks on as if there were no memo). */
-static uint32_t replay_walk(const walkmemo_t *m, const rawframe_t *raw, uint32_t nr, uint32_t gen,
+static uint32_t replay_walk(const walkway_t *m, const rawframe_t *raw, uint32_t nr, uint32_t gen,
                             pyframe_t *out)
 {
     const layout_t *L = &py.lay;
@@ -786,7 +809,7 @@ static uint32_t replay_walk(const walkmemo_t *m, const rawframe_t *raw, uint32_t
  * chunks, the same runs). A model's consecutive allocations share their outer frames (the
  * training loop, the enclosing modules' calls) and differ in the innermost few; those outer
  * frames need only replay_walk's checks. 0 when the memo does not belong to this cache. */
-static uint32_t memo_suffix(const walkmemo_t *m, const rawframe_t *raw, uint32_t nr, uint32_t gen)
+static uint32_t memo_suffix(const walkway_t *m, const rawframe_t *raw, uint32_t nr, uint32_t gen)
 {
     if (m->nr == 0 || m->gen != gen) return 0;
     uint32_t k = 0;
@@ -855,15 +878,17 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap)
         frame = back;
     }
 
-    /* 1b. The same chain as the thread's last walk: its words again (replay_walk). */
+    /* 1b. The same chain as one the thread remembers: its words again (replay_walk). */
     uint32_t gen = __atomic_load_n(&cache_gen, __ATOMIC_ACQUIRE);
     walkmemo_t *m = fast ? walk_memo_of_thread() : NULL;
     if (m && m->busy) m = NULL;
+    walkway_t *way = m && nr ? way_of_chain(m, raw, nr) : NULL;
     if (m) {
         m->busy = 1;
-        uint32_t n = replay_walk(m, raw, nr, gen, out);
+        uint32_t n = way ? replay_walk(way, raw, nr, gen, out) : 0;
         if (n) {
             out[n - 1].seg_end = 1;
+            m->last = (uint8_t)(way - m->way);
             m->busy = 0;
             __atomic_store_n(&m->replays, m->replays + 1, RLX);
             if (n_checked != checked_before) __atomic_fetch_add(&checked_walks, 1, RLX);
@@ -874,18 +899,19 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap)
     uint32_t ids[GMT_PY_MAX_FRAMES];
     /* 1c. The outer frames that the last walk had too: their ids from the memo, checked as a
      * replay checks them (a frame that fails goes back to the lookups below). */
-    uint32_t outer = m ? memo_suffix(m, raw, nr, gen) : 0;
+    const walkway_t *lw = m ? &m->way[m->last % PY_WAYS] : NULL;
+    uint32_t outer = lw ? memo_suffix(lw, raw, nr, gen) : 0;
     uint32_t inner = nr - outer; /* the frames of steps 2 and 3 */
     for (uint32_t k = 0; k < outer; k++) {
-        uint32_t i = nr - 1 - k, mi = m->nr - 1 - k;
+        uint32_t i = nr - 1 - k, mi = lw->nr - 1 - k;
         const uint8_t *head = (const uint8_t *)(uintptr_t)raw[i].code;
         n_direct++;
-        if (ld64(head + L->ob_type) != py.code_type || code_ident(head) != m->ident[mi]) {
+        if (ld64(head + L->ob_type) != py.code_type || code_ident(head) != lw->ident[mi]) {
             inner = nr - k; /* this one and the inner ones are looked up */
             break;
         }
-        idents[i] = m->ident[mi]; /* by raw index until the outer frames are placed below */
-        ids[i] = m->id[mi];
+        idents[i] = lw->ident[mi]; /* by raw index until the outer frames are placed below */
+        ids[i] = lw->id[mi];
         n_outer++;
     }
 
@@ -965,16 +991,17 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap)
         bool keep = n == nr && n > 0;
         for (uint32_t i = 0; keep && i < nr; i++)
             keep = raw[i].direct && ids[i] != 0;
-        m->nr = 0;
-        if (keep) {
+        if (keep) { /* into its chain's way (another chain there is written over) */
+            way->nr = 0;
             for (uint32_t i = 0; i < nr; i++) {
-                m->code[i] = raw[i].code;
-                m->ident[i] = idents[i];
-                m->id[i] = ids[i];
-                m->seg[i] = raw[i].seg_end;
+                way->code[i] = raw[i].code;
+                way->ident[i] = idents[i];
+                way->id[i] = ids[i];
+                way->seg[i] = raw[i].seg_end;
             }
-            m->gen = gen;
-            m->nr = nr;
+            way->gen = gen;
+            way->nr = nr;
+            m->last = (uint8_t)(way - m->way);
         }
         m->busy = 0;
     }
@@ -1329,6 +1356,12 @@ uint64_t gmt_py_test_outer_reused(void)
     return n_outer;
 }
 
+bool gmt_py_test_same_way(uint64_t inner_a, uint64_t outer_a, uint32_t nr_a, uint64_t inner_b,
+                          uint64_t outer_b, uint32_t nr_b)
+{
+    return way_index(inner_a, outer_a, nr_a) == way_index(inner_b, outer_b, nr_b);
+}
+
 uint64_t gmt_py_test_replays(void)
 {
     const walkmemo_t *m = walk_memo_of_thread(); /* the thread's own for good */
@@ -1341,7 +1374,8 @@ void gmt_py_test_use_fast(bool on, uint64_t frame_type)
     uint64_t *known = known_code_of_thread();
     if (known) memset(known, 0, 2 * KNOWN_CODE * sizeof *known);
     walkmemo_t *m = walk_memo_of_thread();
-    if (m) m->nr = 0; /* a new fixture may sit where the last one's objects were */
+    for (uint32_t k = 0; m && k < PY_WAYS; k++)
+        m->way[k].nr = 0; /* a new fixture may sit where the last one's objects were */
     py.frame_type = frame_type;
     py.is_finalizing = NULL;
     test_fast_no_finalize_check = on;

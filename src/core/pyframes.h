@@ -103,11 +103,15 @@ uint32_t gmt_py_test_walk(uint64_t tstate, uint64_t *words, uint32_t cap);
 /* Walks (all threads) that needed a kernel copy: 0 per allocation in the steady state on
  * 3.11+ (the fast path, see pyframes.c); every walk on 3.9/3.10. */
 uint64_t gmt_py_checked_walks(void);
-/* Walks (all threads) answered by replaying the thread's last one (pyframes.c). */
+/* Walks (all threads) answered by replaying one their thread remembers (pyframes.c). */
 uint64_t gmt_py_replayed_walks(void);
 /* For tests: the calling thread's reads so far, through the kernel and direct. */
 void gmt_py_test_reads(uint64_t *checked, uint64_t *direct);
-/* For tests: the calling thread's walks answered by replaying its last one (pyframes.c). */
+/* Tests: whether two chains (innermost and outermost code object, frames) share a way of the
+ * thread's remembered walks. */
+bool gmt_py_test_same_way(uint64_t inner_a, uint64_t outer_a, uint32_t nr_a, uint64_t inner_b,
+                          uint64_t outer_b, uint32_t nr_b);
+/* For tests: the calling thread's walks answered by replaying one it remembers (pyframes.c). */
 uint64_t gmt_py_test_replays(void);
 /* For tests: the calling thread's frames whose code object's entry came from its last walk's
  * outer frames (a walk that was not a whole replay). */

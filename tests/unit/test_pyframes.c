@@ -460,6 +460,36 @@ static void fast_walk_hand_built(int minor)
     assert_int_equal(pf.line, 8);
     put32(code2, L->co_firstlineno, 1);
 
+    /* Two chains in turn (two allocation sites of one model, every step): each is remembered
+     * in its own way and replayed, unless their ways are the same (then each writes the
+     * other's over and neither is replayed: asserted as well, so the test holds either way). */
+    bool same = gmt_py_test_same_way(U(code1), U(code2), 2, U(code3), U(code2), 3);
+    int spread = 0; /* eight chains of one outer frame in more than one way */
+    for (uint64_t k = 1; k < 8; k++)
+        spread += !gmt_py_test_same_way(U(code1), U(code2), 2, U(code1) + 64 * k, U(code2), 2);
+    assert_true(spread > 0);
+    uint64_t r2 = 0;
+    for (int round = 0; round < 4; round++) {
+        if (round == 1) r2 = gmt_py_test_replays(); /* both seen once */
+        if (L->ts_cframe != NONE)
+            put64(cframe, L->cf_current, U(f0));
+        else
+            put64(tstate, L->ts_frame, U(f0));
+        put64(tstate, L->ts_top, U(f0 + 128));
+        assert_int_equal(gmt_py_test_walk(U(tstate), w3, 8), 3);
+        if (L->ts_cframe != NONE)
+            put64(cframe, L->cf_current, U(f1));
+        else
+            put64(tstate, L->ts_frame, U(f1));
+        put64(tstate, L->ts_top, U(f1 + 128));
+        assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 2);
+        assert_int_equal(w[0], first_words[0]);
+        assert_int_equal(w[1], first_words[1]);
+    }
+    assert_int_equal(gmt_py_test_replays(), r2 + (same ? 0 : 6));
+    assert_int_equal(gmt_py_resolve(w3[0], &pf), 0);
+    assert_string_equal(pf.function, "Net.inner");
+
     /* A frame above datastack_top is dead: read through the kernel, not directly. */
     put64(tstate, L->ts_top, U(f1));
     assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 2);
