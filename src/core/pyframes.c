@@ -506,7 +506,7 @@ static uint64_t *known_frames_of_thread(void)
  * every step: one remembered walk was written over by each of them). In the per-thread slot's
  * numbering (a slot is one thread's for good, and threads beyond MEM_SLOTS have none), mapped
  * by map_cache (touched as used). */
-#define PY_WAY_BITS 4
+#define PY_WAY_BITS 6
 #define PY_WAYS     (1u << PY_WAY_BITS)
 typedef struct walkway_s {
     uint32_t gen; /* cache_gen when recorded */
