@@ -110,8 +110,9 @@ if probe_set:
     print(f"ms_pass {statistics.median(p):.3f}")
     print(f"ms_traced {statistics.median(t):.3f}")
     print(f"ab_ratio {statistics.median(pairs):.4f}")
-    # Each piece's time a traced step (nested: alloc holds stack, stack holds unwind and
-    # pywalk), and a call's.
+    # Each piece's time a traced step and a call's (nested: stack holds unwind and pywalk;
+    # alloc the stack taken inside it, not a runtime hook's walk before its real call;
+    # runtime and driver everything their hooks do but the real calls: the tracer's time).
     ns1, calls1 = read_times() if probe_times else ([], [])
     for k, name in enumerate(PHASES if probe_times else []):
         dns, dc = ns1[k] - times0[0][k], calls1[k] - times0[1][k]

@@ -28,8 +28,10 @@ enum {
 };
 
 /* A probe build's timers: the cycles each piece of the event path took, summed over every
- * thread, read in-process by gmt_probe_times (bench/gpu/torch_transformer.py). Nested: an
- * allocation's time holds its stack's, a stack's its unwinder walks and its Python walk. */
+ * thread, read in-process by gmt_probe_times (bench/gpu/torch_transformer.py). Nested: a stack
+ * holds its unwinder walks and its Python walk, an allocation the stack taken inside it (a
+ * runtime hook walks the native stack before its real call, outside the allocation), and a
+ * hook everything it does but its real call. */
 enum {
     GMT_PT_ALLOC,   /* "alloc": gmt_capture_alloc, the core's whole allocation (or failure) */
     GMT_PT_FREE,    /* "free": gmt_capture_free and gmt_capture_free_done (one call) */
