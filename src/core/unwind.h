@@ -53,7 +53,7 @@ typedef struct gmt_unwind_stats_s {
     uint64_t fallbacks; /* walks redone by unw_backtrace (the fast walk gave up) */
     uint64_t misses;    /* rules looked up in a module's CFI (cache misses) */
     uint64_t flushes;   /* times the cache was emptied */
-    uint64_t replays;   /* walks answered by replaying the thread's last walk */
+    uint64_t replays;   /* walks answered by replaying one the thread remembers */
 } gmt_unwind_stats_t;
 void gmt_unwind_stats(gmt_unwind_stats_t *out);
 /* In a fork child: the remembered walks of the threads the child does not have are given up. */
