@@ -112,6 +112,24 @@ def case_exit_term(ctx):
             os.unlink(os.path.join(ctx.work, name))
 
 
+@case("term_then_exit")
+def case_term_then_exit(ctx):
+    """SIGTERM to a thread, and exit() on main once the signal's report is being written: the
+    process ends after that report, not under it (one final report, no temporary file)."""
+    for i in range(3):
+        r = ctx.run(["stress_prog", "termexit"], expect_rc=None)
+        if r.rc not in (0, -15):
+            fail(f"run {i}: ended with {r.rc}, expected 0 or SIGTERM")
+        reps = ctx.reports()
+        finals = [x for x in reps.values() if x["process"]["reason"] in ("exit", "signal")]
+        if len(finals) != 1:
+            fail(f"run {i} (status {r.rc}): expected one final report, files {ctx.files()}\n"
+                 f"{r.stderr[-2000:]}")
+        no_temp_files(ctx)
+        for name in ctx.files():
+            os.unlink(os.path.join(ctx.work, name))
+
+
 @case("hostile_output")
 def case_hostile_output(ctx):
     """GPUMEMTRACE_OUTPUT with a newline and an escape sequence in it: every message stays one

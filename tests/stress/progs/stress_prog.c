@@ -9,6 +9,9 @@
  *                   in a burst, then one every 0.5 ms); "term" ends with SIGTERM raised during
  *                   the storm, "usr1" returns from main while it goes on.
  *   exitterm        threads allocate; a thread sends SIGTERM in a loop while main calls exit.
+ *   termexit        threads allocate; one of them gets SIGTERM, and once the signal's report
+ *                   is being written (its temporary file is in GPUMEMTRACE_OUTPUT's folder)
+ *                   main calls exit(0).
  *   twosig          threads allocate; SIGTERM, then SIGINT 200 us later, during the report.
  *   forks N         4 threads allocate and SIGUSR1 asks for snapshots every 3 ms while main
  *                   forks N children one after another; each child leaks 1 MiB and exits. Prints
@@ -21,6 +24,7 @@
 #include "../../integration/progs/common.h"
 
 #include <cuda_runtime_api.h>
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -224,6 +228,18 @@ static void *term_loop(void *arg)
     return NULL;
 }
 
+/* Whether a report's temporary file (".NAME.tmp-...") is in dir. */
+static int temp_file_in(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int found = 0;
+    for (struct dirent *e; !found && (e = readdir(d));)
+        found = e->d_name[0] == '.' && strstr(e->d_name, ".tmp-") != NULL;
+    closedir(d);
+    return found;
+}
+
 /* ---- forks ---- */
 
 SITE void child_leak(void)
@@ -309,6 +325,25 @@ int main(int argc, char **argv)
         start_churn(th, 2);
         usleep(10000);
         CK(pthread_create(&t, NULL, term_loop, NULL));
+        exit(0);
+    } else if (strcmp(cmd, "termexit") == 0) {
+        /* The signal goes to a churning thread (its handler waits for the writer thread's
+         * report), so that main is free to call exit while that report is written. */
+        pthread_t th[2];
+        storm_leak();
+        start_churn(th, 2);
+        usleep(10000);
+        const char *out = getenv("GPUMEMTRACE_OUTPUT");
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s", out ? out : "./x");
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            *slash = 0;
+        else
+            snprintf(dir, sizeof dir, ".");
+        CK(pthread_kill(th[0], SIGTERM));
+        for (int i = 0; i < 50000 && !temp_file_in(dir); i++)
+            usleep(100);
         exit(0);
     } else if (strcmp(cmd, "twosig") == 0) {
         pthread_t th[2];
