@@ -95,11 +95,11 @@ def case_term_storm(ctx):
             os.unlink(os.path.join(ctx.work, name))
 
 
-@case("exit_term")
-def case_exit_term(ctx):
-    """SIGTERM again and again while the exit report is written: the report is complete."""
-    for i in range(5):
-        r = ctx.run(["stress_prog", "exitterm"], expect_rc=None)
+def exit_or_term_runs(ctx, mode, runs):
+    """stress_prog MODE, RUNS times: each ends by exit (0) or SIGTERM with exactly one final
+    report and no temporary file."""
+    for i in range(runs):
+        r = ctx.run(["stress_prog", mode], expect_rc=None)
         if r.rc not in (0, -15):
             fail(f"run {i}: ended with {r.rc}, expected 0 or SIGTERM")
         reps = ctx.reports()
@@ -110,24 +110,19 @@ def case_exit_term(ctx):
         no_temp_files(ctx)
         for name in ctx.files():
             os.unlink(os.path.join(ctx.work, name))
+
+
+@case("exit_term")
+def case_exit_term(ctx):
+    """SIGTERM again and again while the exit report is written: the report is complete."""
+    exit_or_term_runs(ctx, "exitterm", 5)
 
 
 @case("term_then_exit")
 def case_term_then_exit(ctx):
     """SIGTERM to a thread, and exit() on main once the signal's report is being written: the
     process ends after that report, not under it (one final report, no temporary file)."""
-    for i in range(3):
-        r = ctx.run(["stress_prog", "termexit"], expect_rc=None)
-        if r.rc not in (0, -15):
-            fail(f"run {i}: ended with {r.rc}, expected 0 or SIGTERM")
-        reps = ctx.reports()
-        finals = [x for x in reps.values() if x["process"]["reason"] in ("exit", "signal")]
-        if len(finals) != 1:
-            fail(f"run {i} (status {r.rc}): expected one final report, files {ctx.files()}\n"
-                 f"{r.stderr[-2000:]}")
-        no_temp_files(ctx)
-        for name in ctx.files():
-            os.unlink(os.path.join(ctx.work, name))
+    exit_or_term_runs(ctx, "termexit", 3)
 
 
 @case("hostile_output")

@@ -120,6 +120,15 @@ static uint8_t *zalloc(size_t n)
 }
 
 /* A compact ASCII str object holding s. */
+/* The thread state's innermost frame: through its _PyCFrame (3.11, 3.12) or directly. */
+static void set_current_frame(const layout_t *L, uint8_t *tstate, uint8_t *cframe, uint8_t *f)
+{
+    if (L->ts_cframe != NONE)
+        put64(cframe, L->cf_current, (uint64_t)(uintptr_t)f);
+    else
+        put64(tstate, L->ts_frame, (uint64_t)(uintptr_t)f);
+}
+
 static uint8_t *make_str(const layout_t *L, const char *s)
 {
     uint8_t *o = zalloc(256);
@@ -429,10 +438,7 @@ static void fast_walk_hand_built(int minor)
     put64(f0, L->fr_code, U(code3));
     put64(f0, L->fr_instr, U(code3) + L->co_code + 2); /* unit 1: line 60+1 */
     put64(f0, L->fr_back, U(f1));
-    if (L->ts_cframe != NONE)
-        put64(cframe, L->cf_current, U(f0));
-    else
-        put64(tstate, L->ts_frame, U(f0));
+    set_current_frame(L, tstate, cframe, f0);
     put64(tstate, L->ts_top, U(f0 + 128));
     /* (3.11: f0 runs in f1's evaluation loop, is_entry 0; f1 still ends its run) */
     uint64_t o0 = gmt_py_test_outer_reused(), r1 = gmt_py_test_replays();
@@ -445,10 +451,7 @@ static void fast_walk_hand_built(int minor)
     assert_int_equal(gmt_py_resolve(w3[0], &pf), 0);
     assert_string_equal(pf.function, "Net.inner");
     assert_int_equal(pf.line, 61);
-    if (L->ts_cframe != NONE)
-        put64(cframe, L->cf_current, U(f1));
-    else
-        put64(tstate, L->ts_frame, U(f1));
+    set_current_frame(L, tstate, cframe, f1);
     put64(tstate, L->ts_top, U(f1 + 128));
     put32(code2, L->co_firstlineno, 7); /* another code object at code2's address */
     assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 2);
@@ -471,16 +474,10 @@ static void fast_walk_hand_built(int minor)
     uint64_t r2 = 0;
     for (int round = 0; round < 4; round++) {
         if (round == 1) r2 = gmt_py_test_replays(); /* both seen once */
-        if (L->ts_cframe != NONE)
-            put64(cframe, L->cf_current, U(f0));
-        else
-            put64(tstate, L->ts_frame, U(f0));
+        set_current_frame(L, tstate, cframe, f0);
         put64(tstate, L->ts_top, U(f0 + 128));
         assert_int_equal(gmt_py_test_walk(U(tstate), w3, 8), 3);
-        if (L->ts_cframe != NONE)
-            put64(cframe, L->cf_current, U(f1));
-        else
-            put64(tstate, L->ts_frame, U(f1));
+        set_current_frame(L, tstate, cframe, f1);
         put64(tstate, L->ts_top, U(f1 + 128));
         assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 2);
         assert_int_equal(w[0], first_words[0]);
@@ -517,10 +514,7 @@ static void fast_walk_hand_built(int minor)
         put64(fr, L->fr_back, b1);
         if (rand() % 4 == 0) put64(tstate, L->ts_top, U(chunk) + (uint64_t)(rand() % 4096));
         if (rand() % 16 == 0) put64(chunk, L->chunk_size, (uint64_t)rand());
-        if (L->ts_cframe != NONE)
-            put64(cframe, L->cf_current, U(fr));
-        else
-            put64(tstate, L->ts_frame, U(fr));
+        set_current_frame(L, tstate, cframe, fr);
         assert_true(gmt_py_test_walk(U(tstate), w, 8) <= 8);
         put64(chunk, L->chunk_size, csize);
     }
