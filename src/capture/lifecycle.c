@@ -110,17 +110,23 @@ unsigned gmt_capture_next_snapshot_seq(void)
     return __atomic_add_fetch(&snapshot_seq, 1, __ATOMIC_RELAXED);
 }
 
-static void exit_report(void)
+/* The end of both exit paths, once their own final report is written or was not theirs to
+ * write: another thread's final report begun first (a signal's, on the writer thread) must not
+ * have the process end under it (its temporary file left, no final report: stress.exit_term
+ * under ASan, 2026-12-02; stress.term_then_exit). Bounded, as every wait for the final report;
+ * the signal takes its course once it is written, or the exit goes on. */
+static void exit_after_report(void)
 {
-    gmt_capture_final_report(GMT_REASON_EXIT, NULL);
-    /* A signal's final report begun first, on the writer thread: exit must not end the
-     * process under it (its temporary file left, no final report: stress.exit_term under
-     * ASan, 2026-12-02). Bounded, as every wait for the final report; the signal takes its
-     * course once it is written, or exit goes on. */
     gmt_capture_final_wait(false);
     gmt_guard_enter();
     gmt_cupti_stop();
     gmt_guard_leave();
+}
+
+static void exit_report(void)
+{
+    gmt_capture_final_report(GMT_REASON_EXIT, NULL);
+    exit_after_report();
 }
 
 /* _exit and _Exit (and so Python's os._exit): the final report first, then the real exit.
@@ -133,10 +139,7 @@ void gmt_capture_quick_exit(void)
     /* Written by the writer thread where there is one: _exit is often called from a signal
      * handler, which may have interrupted anything on this thread. */
     if (!gmt_capture_writer_final_exit()) gmt_capture_final_report(GMT_REASON_EXIT, NULL);
-    gmt_capture_final_wait(false); /* another thread's final report, if it was first */
-    gmt_guard_enter();
-    gmt_cupti_stop();
-    gmt_guard_leave();
+    exit_after_report();
 }
 
 static void oom_report(const gmt_failure_t *f)
