@@ -64,8 +64,9 @@ PASS = 1 << 9  # GMT_PROBE_PASS, src/core/probe.h
 # The probe build's timers (gmt_probe_times, src/core/probe.h), in their order there.
 PHASES = ["alloc", "free", "stack", "unwind", "pywalk", "runtime", "driver"]
 probe_times = None
-if probe_set and hasattr(ctypes.CDLL(None), "gmt_probe_times"):  # probe builds since 241dc51
-    probe_times = ctypes.CDLL(None).gmt_probe_times
+if probe_set:
+    probe_times = getattr(ctypes.CDLL(None), "gmt_probe_times", None)  # probe builds since 241dc51
+if probe_times:
     probe_times.restype = ctypes.c_uint
     probe_times.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64),
                             ctypes.c_uint]

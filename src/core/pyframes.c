@@ -899,7 +899,7 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap)
     uint32_t ids[GMT_PY_MAX_FRAMES];
     /* 1c. The outer frames that the last walk had too: their ids from the memo, checked as a
      * replay checks them (a frame that fails goes back to the lookups below). */
-    const walkway_t *lw = m ? &m->way[m->last % PY_WAYS] : NULL;
+    const walkway_t *lw = m ? &m->way[m->last] : NULL;
     uint32_t outer = lw ? memo_suffix(lw, raw, nr, gen) : 0;
     uint32_t inner = nr - outer; /* the frames of steps 2 and 3 */
     for (uint32_t k = 0; k < outer; k++) {
