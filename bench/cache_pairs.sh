@@ -79,11 +79,11 @@ def thread(name):
 
 rows = {s: thread(s) for s in settings}
 nat = rows["native"][0]
-print(f"{'setting':<10} {'instr':>9} {'LL rd miss':>11} {'LL wr miss':>11} {'LL added':>9}")
+print(f"{'setting':<10} {'instr':>9} {'LL rd miss':>11} {'LL wr miss':>11} {'LL i miss':>10} {'LL added':>9}")
 for s in settings:
     d = rows[s][0]
     added = d["DLmr"] + d["DLmw"] + d["ILmr"] - nat["DLmr"] - nat["DLmw"] - nat["ILmr"]
-    print(f"{s:<10} {d['Ir']:9.0f} {d['DLmr']:11.1f} {d['DLmw']:11.1f} {added if s != 'native' else 0:9.1f}")
+    print(f"{s:<10} {d['Ir']:9.0f} {d['DLmr']:11.1f} {d['DLmw']:11.1f} {d['ILmr']:10.1f} {added if s != 'native' else 0:9.1f}")
 
 # The last library's functions (stacks on), by their own last-level misses a pair.
 def self_misses(f):

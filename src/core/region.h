@@ -21,12 +21,14 @@
 #ifndef GMT_CORE_REGION_H
 #define GMT_CORE_REGION_H
 
+#include "hot.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #define GMT_REGION_MAGIC      "GMTSTATE"
-#define GMT_REGION_VERSION    2
+#define GMT_REGION_VERSION    3
 #define GMT_REGION_MAX_CHUNKS 512
 
 typedef enum gmt_arena_id_e {
@@ -116,7 +118,7 @@ void gmt_region_release(uint64_t off, uint64_t bytes);
  * disk is an error here, not a SIGBUS later). 0 or -ENOMEM. */
 int gmt_region_reuse(uint64_t off, uint64_t bytes);
 
-extern uint8_t *gmt_region_base_;
+#define gmt_region_base_ (gmt_hot.region_base) /* region.c writes it */
 /* Pointer to the region's byte at off. */
 #define GMT_AT(type, off) ((type *)(void *)(gmt_region_base_ + (off)))
 

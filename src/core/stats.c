@@ -22,29 +22,41 @@
 #define OWN_SHARDS 24
 enum { SHARD_NONE, SHARD_SHARED, SHARD_OWN };
 
+/* A thread's counters, laid out by what one event touches: an allocation or a release writes
+ * the first line (its counters and the time), its (device, kind) cell and its API's cell,
+ * three cache lines in all. A program's work between allocations evicts them (a PyTorch
+ * step does), so each line an event touches is a miss: docs/PERFORMANCE.md "Session 10". */
+typedef struct cell_s {
+    uint64_t allocs, frees, alloc_bytes, unused;
+} cell_t;
 typedef struct shard_s {
-    uint64_t allocs[GMT_STAT_SLOTS][GMT_KIND_COUNT];
-    uint64_t frees[GMT_STAT_SLOTS][GMT_KIND_COUNT];
-    uint64_t alloc_bytes[GMT_STAT_SLOTS][GMT_KIND_COUNT];
-    uint64_t failures[GMT_STAT_SLOTS];
-    uint64_t api[GMT_API_COUNT][4]; /* allocs, frees, failures, bytes */
     uint64_t counters[GMT_CNT_COUNT];
+    uint64_t last_ns; /* the time of this shard's last event */
+    cell_t cells[GMT_STAT_SLOTS][GMT_KIND_COUNT];
+    uint64_t api[GMT_API_COUNT][4]; /* allocs, frees, failures, bytes */
+    uint64_t failures[GMT_STAT_SLOTS];
 } __attribute__((aligned(64))) shard_t;
+_Static_assert(offsetof(shard_t, last_ns) < 64, "the counters and the time share one line");
+_Static_assert(sizeof(cell_t) == 32 && offsetof(shard_t, cells) % 32 == 0 &&
+                   offsetof(shard_t, api) % 32 == 0,
+               "a cell, and an API's counters, each in one line");
 
 /* One device's bytes. Every charged event writes the first cache line alone (its kind's
  * current bytes and, for the in-use kinds, in_use), so threads of a multi-threaded program
- * move one shared line per event, not two; the peaks are read by every event and written
- * only when they rise. */
+ * move one shared line per event, not two; the peaks are read by every allocation and written
+ * only when they rise; the peak's time only with a new peak. Whether a device was seen is
+ * read from the shards' counts (an allocation or a failure), not kept here. */
 typedef struct dev_s {
     int64_t current[GMT_KIND_COUNT];
     int64_t in_use;
-    int64_t in_use_peak __attribute__((aligned(64)));
-    uint64_t peak_time_ns;
-    uint64_t peak_seq;
-    int seen;
     int64_t peak[GMT_KIND_COUNT] __attribute__((aligned(64)));
+    int64_t in_use_peak;
+    uint64_t peak_time_ns __attribute__((aligned(64)));
+    uint64_t peak_seq;
 } __attribute__((aligned(64))) dev_t_;
 _Static_assert(offsetof(dev_t_, in_use) < 64, "current[] and in_use share one cache line");
+_Static_assert(offsetof(dev_t_, in_use_peak) - offsetof(dev_t_, peak) < 64,
+               "peak[] and in_use_peak share one cache line");
 
 /* The timeline of one device: at most `cap` points; when full, neighbouring buckets are
  * merged and the bucket width doubles, so any run length fits. Updated under a tiny spinlock
@@ -72,7 +84,6 @@ typedef struct stats_state_s {
     shard_t s_shards[NSHARDS];
     dev_t_ s_devs[GMT_STAT_SLOTS];
     timeline_t s_timelines[GMT_STAT_SLOTS];
-    uint64_t last_ns[NSHARDS * 8]; /* per shard (one cache line each): last event time */
     uint64_t s_t0_ns;
     int s_tl_cap;
     uint32_t s_next_shard;
@@ -137,7 +148,7 @@ uint64_t gmt_stats_last_event_ns(void)
 {
     uint64_t m = 0;
     for (int i = 0; S && i < NSHARDS; i++) {
-        uint64_t v = __atomic_load_n(&S->last_ns[i * 8], RLX);
+        uint64_t v = __atomic_load_n(&shards[i].last_ns, RLX);
         if (v > m) m = v;
     }
     return m;
@@ -377,14 +388,14 @@ __attribute__((always_inline)) inline bool gmt_stats_on_alloc(int32_t device, gm
     shard_t *sh = my_shard();
     bool own = own_shard();
     dev_t_ *d = &devs[slot];
-    __atomic_store_n(&S->last_ns[gmt_tls.shard * 8], now_ns, RLX);
+    cell_t *c = &sh->cells[slot][kind];
+    __atomic_store_n(&sh->last_ns, now_ns, RLX);
     bump(&sh->counters[GMT_CNT_ALLOCS], 1);
     bump(&sh->counters[GMT_CNT_LAYER0 + layer], 1);
-    bump(&sh->allocs[slot][kind], 1);
-    bump(&sh->alloc_bytes[slot][kind], size);
+    bump(&c->allocs, 1);
+    bump(&c->alloc_bytes, size);
     bump(&sh->api[api][0], 1);
     bump(&sh->api[api][3], size);
-    if (!__atomic_load_n(&d->seen, RLX)) __atomic_store_n(&d->seen, 1, RLX);
     if (!charged || GMT_PROBE_SKIPS(GMT_PROBE_DEVLINE)) return false;
     int64_t cur = __atomic_add_fetch(&d->current[kind], (int64_t)size, RLX);
     max_update(&d->peak[kind], cur);
@@ -411,8 +422,8 @@ __attribute__((always_inline)) inline void gmt_stats_on_free(int32_t device, gmt
     shard_t *sh = my_shard();
     bool own = own_shard();
     dev_t_ *d = &devs[slot];
-    __atomic_store_n(&S->last_ns[gmt_tls.shard * 8], now_ns, RLX);
-    bump(&sh->frees[slot][kind], 1);
+    __atomic_store_n(&sh->last_ns, now_ns, RLX);
+    bump(&sh->cells[slot][kind].frees, 1);
     bump(&sh->api[api][1], 1);
     if (!charged || GMT_PROBE_SKIPS(GMT_PROBE_DEVLINE)) return;
     __atomic_sub_fetch(&d->current[kind], (int64_t)size, RLX);
@@ -429,7 +440,6 @@ void gmt_stats_on_failure(int32_t device, gmt_api_t api)
     bool own = own_shard();
     bump(&sh->failures[slot], 1);
     bump(&sh->api[api][2], 1);
-    if (!__atomic_load_n(&devs[slot].seen, RLX)) __atomic_store_n(&devs[slot].seen, 1, RLX);
 }
 
 void gmt_stats_device(int slot, gmt_dev_totals_t *out)
@@ -441,9 +451,10 @@ void gmt_stats_device(int slot, gmt_dev_totals_t *out)
         out->current[k] = __atomic_load_n(&d->current[k], RLX);
         out->peak[k] = __atomic_load_n(&d->peak[k], RLX);
         for (int s = 0; s < NSHARDS; s++) {
-            out->allocs[k] += __atomic_load_n(&shards[s].allocs[slot][k], RLX);
-            out->frees[k] += __atomic_load_n(&shards[s].frees[slot][k], RLX);
-            out->alloc_bytes[k] += __atomic_load_n(&shards[s].alloc_bytes[slot][k], RLX);
+            const cell_t *c = &shards[s].cells[slot][k];
+            out->allocs[k] += __atomic_load_n(&c->allocs, RLX);
+            out->frees[k] += __atomic_load_n(&c->frees, RLX);
+            out->alloc_bytes[k] += __atomic_load_n(&c->alloc_bytes, RLX);
         }
     }
     for (int s = 0; s < NSHARDS; s++)
@@ -452,7 +463,10 @@ void gmt_stats_device(int slot, gmt_dev_totals_t *out)
     out->in_use_peak = __atomic_load_n(&d->in_use_peak, RLX);
     out->peak_time_ns = __atomic_load_n(&d->peak_time_ns, RLX);
     out->peak_seq = __atomic_load_n(&d->peak_seq, RLX);
-    out->seen = __atomic_load_n(&d->seen, RLX) != 0;
+    /* Seen: an allocation (charged or not, tracked or not) or a failure on it. */
+    out->seen = out->failures > 0;
+    for (int k = 0; k < GMT_KIND_COUNT; k++)
+        out->seen = out->seen || out->allocs[k] > 0;
 }
 
 void gmt_stats_api(gmt_api_t api, gmt_api_totals_t *out)
