@@ -9,13 +9,15 @@
 #define GMT_CAPTURE_CAPTURE_H
 
 #include "core/event.h"
+#include "core/hot.h"
 #include "core/probe.h"
 #include "core/tls.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 
-extern int gmt_capture_state; /* 0: not started, 1: running, -1: off (init failed/no follow) */
+/* 0: not started, 1: running, -1: off (init failed/no follow); lifecycle.c writes it. */
+#define gmt_capture_state (gmt_hot.capture_state)
 
 void gmt_capture_start_slow(void);
 

@@ -94,7 +94,6 @@ static CUpti_SubscriberHandle subscriber;
 
 /* The one flag the hot paths read: the driver wrappers pass calls through while it is set,
  * and the callback records a call only if it was set when the call entered the driver. */
-bool gmt_cupti_active_flag;
 
 /* The memory entry points of src/api.def, as CUPTI driver-domain callback ids. Every one must
  * be enabled: while CUPTI is active the driver wrappers record nothing, so a missing id would

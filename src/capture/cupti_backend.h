@@ -13,6 +13,8 @@
 #ifndef GMT_CAPTURE_CUPTI_BACKEND_H
 #define GMT_CAPTURE_CUPTI_BACKEND_H
 
+#include "core/hot.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -27,7 +29,7 @@ void gmt_cupti_stop(void);
 
 /* True while CUPTI callbacks are the recording driver-level backend. Cheap: one relaxed load. */
 /* The flag the driver wrappers test on every call; written only by cupti_backend.c. */
-extern bool gmt_cupti_active_flag;
+#define gmt_cupti_active_flag (gmt_hot.cupti_active) /* cupti_backend.c writes it */
 static inline bool gmt_cupti_active(void)
 {
     return __atomic_load_n(&gmt_cupti_active_flag, __ATOMIC_RELAXED);

@@ -15,14 +15,16 @@
 #include <stdbool.h>
 
 typedef struct gmt_real_s {
+    /* Read by every event (its device), so on the hooks' first line: cudaMalloc, cudaFree and
+     * the async pair share it (api.def lists the hottest calls first). Never hooked. */
+    cudaError_t (*cudaGetDevice)(int *device);
+    CUresult (*cuCtxGetDevice)(CUdevice *device);
 #define GMT_HOOK(name, layer, need, role, ret, params, args) ret(*name) params;
 #include "../api.def"
 #undef GMT_HOOK
     gmt_cuGetProcAddress_v1_t getProcAddress_v1; /* "cuGetProcAddress" */
     gmt_cuGetProcAddress_v2_t cuGetProcAddress_v2;
     /* support functions, never hooked */
-    cudaError_t (*cudaGetDevice)(int *device);
-    CUresult (*cuCtxGetDevice)(CUdevice *device);
     CUresult (*cuDeviceGet)(CUdevice *device, int ordinal);
     CUresult (*cuDeviceGetName)(char *name, int len, CUdevice dev);
     CUresult (*cuDeviceGetUuid)(CUuuid *uuid, CUdevice dev);

@@ -17,15 +17,8 @@
 #include <unistd.h>
 
 gmt_config_t gmt_core_cfg;
-gmt_table_t *gmt_core_table;
-gmt_stacks_t *gmt_core_stacks;
-/* Before the region exists: start-up drop counters, notes and process facts. */
-static gmt_core_state_t boot_state;
-gmt_core_state_t *gmt_cs = &boot_state;
-int gmt_core_ready_flag; /* read through gmt_core_ready() (track.h) */
-int gmt_core_stack_depth;
-uint64_t gmt_core_min_bytes;
-uint32_t gmt_core_generation;
+/* gmt_core_table, gmt_core_stacks, gmt_cs (at first the boot block), the ready flag, the
+ * stack settings and the generation are words of hot.h's line. */
 static bool recovered;
 
 size_t gmt_track_state_bytes(void)
@@ -45,7 +38,7 @@ static int lay_out(const gmt_config_t *c)
     uint64_t off;
     gmt_core_state_t *cs = core_block(sizeof *cs, &off);
     if (!cs) return -ENOMEM;
-    memcpy(cs, &boot_state, sizeof *cs);
+    memcpy(cs, &gmt_boot_state, sizeof *cs);
     cs->cfg = *c;
     cs->start_ns = gmt_now_ns();
     h->core_off = off;
@@ -125,20 +118,20 @@ int gmt_core_reset_after_fork(void)
 {
     __atomic_store_n(&gmt_core_ready_flag, 0, __ATOMIC_RELEASE);
     /* Keep the notes and process facts; start the counters, failures, peaks and pools over. */
-    if (gmt_cs != &boot_state) memcpy(&boot_state, gmt_cs, sizeof boot_state);
-    gmt_cs = &boot_state;
-    memset(&boot_state.counts, 0, sizeof boot_state.counts);
-    memset(boot_state.failures_done, 0, sizeof boot_state.failures_done);
-    boot_state.failures_next = 0;
-    memset(boot_state.pools, 0, sizeof boot_state.pools);
-    boot_state.pools_unlisted = 0;
-    boot_state.proc.pid = (int32_t)getpid();
-    boot_state.proc.ppid = (int32_t)getppid();
-    boot_state.notes_lock = 0;
+    if (gmt_cs != &gmt_boot_state) memcpy(&gmt_boot_state, gmt_cs, sizeof gmt_boot_state);
+    gmt_cs = &gmt_boot_state;
+    memset(&gmt_boot_state.counts, 0, sizeof gmt_boot_state.counts);
+    memset(gmt_boot_state.failures_done, 0, sizeof gmt_boot_state.failures_done);
+    gmt_boot_state.failures_next = 0;
+    memset(gmt_boot_state.pools, 0, sizeof gmt_boot_state.pools);
+    gmt_boot_state.pools_unlisted = 0;
+    gmt_boot_state.proc.pid = (int32_t)getpid();
+    gmt_boot_state.proc.ppid = (int32_t)getppid();
+    gmt_boot_state.notes_lock = 0;
     /* The code cache and the growth samples were in the parent's region. */
-    boot_state.pycode_off = boot_state.pycode_bytes = 0;
-    boot_state.growth_off = 0;
-    boot_state.growth_bytes = 0;
+    gmt_boot_state.pycode_off = gmt_boot_state.pycode_bytes = 0;
+    gmt_boot_state.growth_off = 0;
+    gmt_boot_state.growth_bytes = 0;
     gmt_unwind_after_fork(); /* the other threads' remembered walks */
     /* The parent's mapping of its state file stays the parent's. */
     gmt_region_destroy();
@@ -296,7 +289,7 @@ int64_t *gmt_track_growth_rows(uint64_t bytes, uint64_t *usable)
 
 const gmt_config_t *gmt_track_config(void)
 {
-    return gmt_cs == &boot_state ? &gmt_core_cfg : &gmt_cs->cfg;
+    return gmt_cs == &gmt_boot_state ? &gmt_core_cfg : &gmt_cs->cfg;
 }
 
 gmt_table_t *gmt_track_table(void)

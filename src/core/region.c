@@ -29,7 +29,6 @@ static const uint64_t arena_reserve[GMT_ARENA_COUNT] = {
     [GMT_ARENA_GROWTH] = 4 * GIB,
 };
 
-uint8_t *gmt_region_base_;
 static struct {
     uint64_t total;
     int fd; /* -1: anonymous */

@@ -90,7 +90,7 @@ typedef struct stats_state_s {
     uint32_t s_owned[OWN_SHARDS]; /* atomic: 1 while a thread owns the shard */
 } __attribute__((aligned(64))) stats_state_t;
 
-static stats_state_t *S;
+#define S          (gmt_hot.stats) /* hot.h */
 #define shards     (S->s_shards)
 #define devs       (S->s_devs)
 #define timelines  (S->s_timelines)

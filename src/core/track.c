@@ -23,10 +23,11 @@ _Static_assert(GMT_ARENA_STACK_ENTRIES_BYTES / sizeof(gmt_stack_entry_t) <=
  * are noinline so that the count holds with -O3 and link-time optimisation. */
 #define OWN_FRAMES_SKIPPED 2
 
-/* Whether an event gets frames: stacks on and the event at least GPUMEMTRACE_MIN_BYTES. */
-static inline bool wants_frames(const gmt_config_t *cfg, const gmt_event_t *ev)
+/* Whether an event gets frames: stacks on and the event at least GPUMEMTRACE_MIN_BYTES. The
+ * settings' copies in hot.h's line, not gmt_core_cfg's own line. */
+static inline bool wants_frames(const gmt_event_t *ev)
 {
-    return cfg->stack_depth > 0 && ev->size >= cfg->min_bytes;
+    return gmt_core_stack_depth > 0 && ev->size >= gmt_core_min_bytes;
 }
 
 /* A frameless event's id is its tag's, the same every time: this thread's last one when its
@@ -52,10 +53,10 @@ __attribute__((noinline)) uint32_t gmt_core_stack_for(const gmt_event_t *ev, uin
     uint64_t frames[GMT_MAX_STACK_DEPTH + GMT_PY_MAX_FRAMES];
     uint32_t n = 0;
     uint64_t token = 0;
-    const gmt_config_t *cfg = &gmt_core_cfg;
+    uint32_t depth = (uint32_t)gmt_core_stack_depth;
     uint32_t tag = gmt_stacks_tag(ev->device, ev->kind, api);
     uint32_t gen = __atomic_load_n(&gmt_core_generation, __ATOMIC_RELAXED);
-    if (wants_frames(cfg, ev)) {
+    if (wants_frames(ev)) {
         const gmt_nest_t *outer = gmt_tls.nest;
         if (outer && outer->frames) {
             /* Taken by the runtime hook around this event, without the driver's frames. */
@@ -69,10 +70,8 @@ __attribute__((noinline)) uint32_t gmt_core_stack_for(const gmt_event_t *ev, uin
              * more): one walk with the long slack. From an entry-point wrapper, two or three
              * of the tracer's own: a short walk that the unwinder can replay. */
             n = ev->layer == GMT_LAYER_CUPTI
-                    ? gmt_stacks_capture(frames, (uint32_t)cfg->stack_depth, OWN_FRAMES_SKIPPED,
-                                         &token)
-                    : gmt_stacks_capture_short(frames, (uint32_t)cfg->stack_depth,
-                                               OWN_FRAMES_SKIPPED, &token);
+                    ? gmt_stacks_capture(frames, depth, OWN_FRAMES_SKIPPED, &token)
+                    : gmt_stacks_capture_short(frames, depth, OWN_FRAMES_SKIPPED, &token);
             uint32_t hint = token_hint(token, tag, gen);
             if (hint) return hint;
         }
@@ -115,7 +114,7 @@ __attribute__((always_inline)) static inline uint32_t stack_id_of(const gmt_even
     uint32_t tag = gmt_stacks_tag(ev->device, ev->kind, api);
     uint32_t gen = __atomic_load_n(&gmt_core_generation, __ATOMIC_RELAXED);
     uint32_t hint;
-    if (!wants_frames(&gmt_core_cfg, ev))
+    if (!wants_frames(ev))
         hint = frameless_hint(tag, gen);
     else if (gmt_tls.nest && gmt_tls.nest->frames)
         /* The runtime hook's capture replayed this thread's last walk: its id, with no call
@@ -132,7 +131,7 @@ __attribute__((always_inline)) static inline uint32_t stack_id_of(const gmt_even
 
 void gmt_track_runtime_capture_slow(gmt_nest_t *f, uint64_t *frames)
 {
-    int depth = gmt_core_cfg.stack_depth;
+    int depth = gmt_core_stack_depth;
     if (depth <= 0 || !gmt_core_ready()) return;
     gmt_guard_enter();
     /* skip 1: this function; the hook's frame is in the tracer's skip range. */

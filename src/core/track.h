@@ -22,6 +22,7 @@
 #include "event.h"
 #include "stacks.h"
 #include "stats.h"
+#include "hot.h"
 #include "table.h"
 #include "tls.h"
 
@@ -31,7 +32,7 @@
 /* Maps the table, the stack store and the timelines. 0 or a negative errno (then every
  * track call is a counted drop). */
 int gmt_core_init(const gmt_config_t *cfg);
-extern int gmt_core_ready_flag; /* core_init.c; read through gmt_core_ready() */
+#define gmt_core_ready_flag (gmt_hot.core_ready) /* core_init.c; read through gmt_core_ready() */
 static inline bool gmt_core_ready(void)
 {
     return __atomic_load_n(&gmt_core_ready_flag, __ATOMIC_ACQUIRE) != 0;
@@ -96,8 +97,8 @@ static inline bool gmt_track_runtime_leave(gmt_nest_t *f)
  * the walk's own buffer, the frames left where it put them), for the events of this bracket.
  * Does nothing when stacks are off. */
 void gmt_track_runtime_capture_slow(gmt_nest_t *f, uint64_t *frames);
-extern int gmt_core_stack_depth;    /* the configured depth; 0: stacks off (core_init.c) */
-extern uint64_t gmt_core_min_bytes; /* GPUMEMTRACE_MIN_BYTES (core_init.c) */
+#define gmt_core_stack_depth (gmt_hot.stack_depth) /* the configured depth; 0: stacks off */
+#define gmt_core_min_bytes   (gmt_hot.min_bytes)   /* GPUMEMTRACE_MIN_BYTES */
 /* size: the bytes the call asks for, or a lower bound; taken only when min_bytes is set (an
  * allocation below it gets no stack, so none is walked for it). */
 #define gmt_track_runtime_capture(f, frames, size_expr)                                            \

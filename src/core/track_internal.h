@@ -81,15 +81,16 @@ typedef struct gmt_core_state_s {
 
 /* Points into the region once the core is up; before that, at a static block (drop counters
  * and notes of the start-up path land there and are copied in). */
-extern gmt_core_state_t *gmt_cs;
+extern gmt_core_state_t gmt_boot_state; /* hot.c */
+#define gmt_cs          (gmt_hot.cs)
 #define gmt_core_counts (gmt_cs->counts)
 
 /* ---- core_init.c: the stores, written at init (and fork reset), read-only afterwards ---- */
 extern gmt_config_t gmt_core_cfg;
-extern gmt_table_t *gmt_core_table;
-extern gmt_stacks_t *gmt_core_stacks;
+#define gmt_core_table  (gmt_hot.table)
+#define gmt_core_stacks (gmt_hot.stacks)
 /* Bumped by every init, so per-thread caches of stack ids know when they are stale. */
-extern uint32_t gmt_core_generation;
+#define gmt_core_generation (gmt_hot.core_generation)
 
 static inline void gmt_core_count(uint64_t *c)
 {
