@@ -134,14 +134,14 @@ void gmt_unwind_check_modules(void)
     dl_iterate_phdr(subs_cb, NULL);
 }
 
-static uint64_t memo_replays(void);
+static void memo_sums(gmt_unwind_stats_t *out);
 
 void gmt_unwind_stats(gmt_unwind_stats_t *out)
 {
     out->fallbacks = __atomic_load_n(&n_fallbacks, RLX);
     out->misses = __atomic_load_n(&n_misses, RLX);
     out->flushes = __atomic_load_n(&n_flushes, RLX);
-    out->replays = memo_replays();
+    memo_sums(out);
 }
 
 /* ---- reading CFI ------------------------------------------------------------------------ */
@@ -684,15 +684,20 @@ __attribute__((noinline)) static int fallback(void **buf, int max, uintptr_t ra0
  * order, so each address read is the one a fresh walk would compute), the result is the same
  * and is copied out: a load and a compare a word instead of a rule look-up a frame, and no
  * rule's cache line touched (in a PyTorch step the program's work evicts them between
- * allocations: docs/PERFORMANCE.md, "Session 9"). A thread keeps MEMO_WAYS walks, one per
- * place by a hash of where it starts (its call sites repeat every step). They live in slots
+ * allocations: docs/PERFORMANCE.md, "Session 9"). A thread keeps MEMO_WAYS walks in sets of
+ * MEMO_SET_WAYS, the set by a hash of where the walk starts (its call sites repeat every step),
+ * so that a place reached by several call paths (an allocator's frame under every operator:
+ * the same return address and stack pointer, other callers above) keeps a walk for each, the
+ * least recently used given up for a new one ("Session 10"). They live in slots
  * of MEMO_SLOTS (a thread claims one at its first walk and gives it back at exit; threads
  * beyond that walk every time), each slot's walks mapped at its first claim and kept for the
  * next thread, so the TLS stays a pointer. */
 #define MEMO_FRAMES   64 /* rbp_used has a bit per step */
 #define MEMO_SLOTS    256
-#define MEMO_WAY_BITS 6
-#define MEMO_WAYS     (1u << MEMO_WAY_BITS) /* remembered walks a thread */
+#define MEMO_SET_BITS 5
+#define MEMO_SETS     (1u << MEMO_SET_BITS)
+#define MEMO_SET_WAYS 4
+#define MEMO_WAYS     (MEMO_SETS * MEMO_SET_WAYS) /* remembered walks a thread */
 
 typedef struct way_s {
     uintptr_t ip0, sp0, rbp0;
@@ -709,9 +714,22 @@ typedef struct way_s {
 } way_t;
 _Static_assert(STACK_SPAN < (1ull << 32), "a word's offset from the start fits 32 bits");
 
+/* A set's ways by their start's hash (one cache line, read before any way's): the key of the
+ * walk each way holds (0: none) and when it was last written or replayed. */
+typedef struct set_s {
+    uint64_t key[MEMO_SET_WAYS];
+    uint64_t used[MEMO_SET_WAYS];
+} set_t;
+_Static_assert(sizeof(set_t) == 64, "a set's keys in one line");
+
 typedef struct memo_s {
-    way_t *ways;      /* MEMO_WAYS, mapped at the slot's first claim; NULL: none */
-    uint64_t replays; /* written by the owner alone; summed by gmt_unwind_stats */
+    set_t *sets;   /* MEMO_SETS, then the ways: mapped at the slot's first claim; NULL: none */
+    way_t *ways;   /* MEMO_WAYS, set by set */
+    uint64_t tick; /* the sets' clock */
+    /* Written by the owner alone; summed by gmt_unwind_stats. */
+    uint64_t replays;
+    uint64_t missed_new;   /* walks from a start the set did not hold */
+    uint64_t missed_other; /* walks from a start it held, with other frames (or settings) */
 } memo_t;
 
 static memo_t memos[MEMO_SLOTS];
@@ -752,19 +770,22 @@ __attribute__((noinline)) static memo_t *memo_claim(void)
     int i = gmt_claim_flag(memo_owned, MEMO_SLOTS, 0);
     if (i < 0) return NULL;
     memo_t *m = &memos[i];
-    if (!m->ways) {
-        void *p = mmap(NULL, MEMO_WAYS * sizeof(way_t), PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (!m->sets) {
+        void *p = mmap(NULL, MEMO_SETS * sizeof(set_t) + MEMO_WAYS * sizeof(way_t),
+                       PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) {
             gmt_claim_release(&memo_owned[i]);
             return NULL;
         }
-        m->ways = p; /* zero: nothing remembered */
+        m->ways = (way_t *)(void *)((set_t *)p + MEMO_SETS);
+        m->sets = p; /* zero: nothing remembered */
     } else {
+        memset(m->sets, 0, MEMO_SETS * sizeof(set_t));
         for (uint32_t k = 0; k < MEMO_WAYS; k++)
             m->ways[k].valid = 0;
     }
-    m->replays = 0;
+    m->tick = 0;
+    m->replays = m->missed_new = m->missed_other = 0;
     if (pthread_setspecific(memo_key, m) != 0) {
         gmt_claim_release(&memo_owned[i]);
         return NULL;
@@ -780,20 +801,33 @@ static inline memo_t *memo_mine(void)
     return memo_state == 0 ? memo_claim() : NULL;
 }
 
-/* The way a walk from (ip, sp) is remembered in: by the stack pointer mostly (a capture's
- * start is one return address; its depth differs by call path). */
-static inline way_t *way_of(memo_t *m, uintptr_t ip, uintptr_t sp)
+/* The hash of a walk's start (ip, sp): by the stack pointer mostly (a capture's start is one
+ * return address; its depth differs by call path). Its top bits name the set, and with the
+ * low bit set it is the key a way of the set holds (never 0). */
+static inline uint64_t start_hash(uintptr_t ip, uintptr_t sp)
 {
-    uint64_t h = ((uint64_t)(sp >> 4) ^ ((uint64_t)ip << 7)) * 0x9e3779b97f4a7c15ull;
-    return &m->ways[h >> (64 - MEMO_WAY_BITS)];
+    return ((uint64_t)(sp >> 4) ^ ((uint64_t)ip << 7)) * 0x9e3779b97f4a7c15ull;
 }
 
-static uint64_t memo_replays(void)
+/* The way of a set to write a new walk in: an empty one, else the least recently used. */
+static inline uint32_t set_victim(const set_t *s)
 {
-    uint64_t sum = 0;
-    for (uint32_t i = 0; i < MEMO_SLOTS; i++)
-        sum += __atomic_load_n(&memos[i].replays, RLX);
-    return sum;
+    uint32_t v = 0;
+    for (uint32_t k = 0; k < MEMO_SET_WAYS; k++) {
+        if (!s->key[k]) return k;
+        if (s->used[k] < s->used[v]) v = k;
+    }
+    return v;
+}
+
+static void memo_sums(gmt_unwind_stats_t *out)
+{
+    out->replays = out->missed_new = out->missed_other = 0;
+    for (uint32_t i = 0; i < MEMO_SLOTS; i++) {
+        out->replays += __atomic_load_n(&memos[i].replays, RLX);
+        out->missed_new += __atomic_load_n(&memos[i].missed_new, RLX);
+        out->missed_other += __atomic_load_n(&memos[i].missed_other, RLX);
+    }
 }
 
 void gmt_unwind_stop_at(uint64_t lo, uint64_t hi)
@@ -854,16 +888,35 @@ unwind_from(const uintptr_t *fp, void **buf, int max, uint64_t *walk)
     uint64_t slo = sspan ? __atomic_load_n(&stop_lo, RLX) : 0;
     memo_t *m = memo_busy || max > MEMO_FRAMES ? NULL : memo_mine();
     way_t *w = NULL;
+    set_t *set = NULL;
+    uint32_t victim = 0;
+    uint64_t key = 0;
     if (m) {
         memo_busy = 1;
-        w = way_of(m, ip, sp);
-        int n = replay(w, buf, max, ip, sp, rbp, gen, slo);
-        if (n > 0) {
-            __atomic_store_n(&m->replays, m->replays + 1, RLX); /* owner only; summed on read */
-            *walk = w->walk;
-            memo_busy = 0;
-            return n;
+        uint64_t h = start_hash(ra0, sp0);
+        uint32_t si = (uint32_t)(h >> (64 - MEMO_SET_BITS));
+        way_t *ways = &m->ways[si * MEMO_SET_WAYS];
+        set = &m->sets[si];
+        key = h | 1;
+        bool held = false;
+        for (uint32_t k = 0; k < MEMO_SET_WAYS; k++) {
+            if (set->key[k] != key) continue;
+            held = true;
+            int n = replay(&ways[k], buf, max, ip, sp, rbp, gen, slo);
+            if (n > 0) {
+                set->used[k] = ++m->tick;
+                /* owner only; summed on read */
+                __atomic_store_n(&m->replays, m->replays + 1, RLX);
+                *walk = ways[k].walk;
+                memo_busy = 0;
+                return n;
+            }
         }
+        uint64_t *missed = held ? &m->missed_other : &m->missed_new;
+        __atomic_store_n(missed, *missed + 1, RLX);
+        victim = set_victim(set);
+        set->key[victim] = 0; /* empty until the walk below is written in */
+        w = &ways[victim];
         w->valid = 0;
     }
     void **out = buf, **end = buf + max;
@@ -920,6 +973,8 @@ unwind_from(const uintptr_t *fp, void **buf, int max, uint64_t *walk)
         __builtin_memcpy(w->frames, buf, (size_t)n * sizeof *buf);
         w->walk = *walk = ++walk_serial;
         w->valid = 1;
+        set->key[victim] = key;
+        set->used[victim] = ++m->tick;
         memo_busy = 0;
     }
     return n;

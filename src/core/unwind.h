@@ -54,6 +54,10 @@ typedef struct gmt_unwind_stats_s {
     uint64_t misses;    /* rules looked up in a module's CFI (cache misses) */
     uint64_t flushes;   /* times the cache was emptied */
     uint64_t replays;   /* walks answered by replaying one the thread remembers */
+    /* The walks that were not: from a place the thread remembered no walk from (the first
+     * from there, or given up for another place's), and from a place it remembered walks
+     * from, all with other frames (or settings). */
+    uint64_t missed_new, missed_other;
 } gmt_unwind_stats_t;
 void gmt_unwind_stats(gmt_unwind_stats_t *out);
 /* In a fork child: the remembered walks of the threads the child does not have are given up. */

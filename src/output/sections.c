@@ -125,6 +125,8 @@ void gmt_section_capture(gmt_report_ctx_t *c, const gmt_counts_t *k)
     jw_uint(w, "fallbacks", us.fallbacks);
     jw_uint(w, "rule_misses", us.misses);
     jw_uint(w, "replays", us.replays);
+    jw_uint(w, "missed_new", us.missed_new);
+    jw_uint(w, "missed_other", us.missed_other);
     jw_uint(w, "flushes", us.flushes);
     jw_object_end(w);
     gmt_report_python_capture(w); /* {status, version}: core/pyframes.c knows */

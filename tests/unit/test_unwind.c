@@ -432,11 +432,19 @@ static void test_replay_tells_callers_apart(void **state)
     void *buf[6][48];
     int n[6];
     memset(buf, 0, sizeof buf);
-    uint64_t r0 = replays();
-    for (volatile int k = 0; k < 4; k++) /* a b a b: each starts where the last did */
+    gmt_unwind_stats_t s0, s1;
+    gmt_unwind_stats(&s0);
+    /* a b a b: each starts where the last did. The place's set keeps a walk for each caller:
+     * the first a and b are walked (the second's start is held, with other frames), the
+     * second a and b replayed, each checked against its own caller's words. */
+    for (volatile int k = 0; k < 4; k++)
         n[k] = callers[k % 2](buf[k], 48);
-    assert_int_equal(replays(), r0);     /* every one differed from the walk before it */
-    for (volatile int k = 4; k < 6; k++) /* b b: the second is a replay */
+    gmt_unwind_stats(&s1);
+    assert_int_equal(s1.replays, s0.replays + 2);
+    assert_true(s1.missed_other >= s0.missed_other + 1);
+    assert_int_equal(s1.missed_new + s1.missed_other, s0.missed_new + s0.missed_other + 2);
+    uint64_t r0 = replays();
+    for (volatile int k = 4; k < 6; k++) /* b b from another call site: the second replays */
         n[k] = callers[1](buf[k], 48);
     assert_int_equal(replays(), r0 + 1);
     assert_true(n[0] > 2 && n[0] == n[1] && n[0] == n[2] && n[1] == n[3]);
