@@ -1042,8 +1042,9 @@ static uint32_t splice_runs(uint64_t *frames, uint32_t n, uint32_t cap, const py
     return out;
 }
 
-uint32_t gmt_py_splice(uint64_t *frames, uint32_t n, uint32_t cap)
+uint32_t gmt_py_splice(uint64_t *frames, uint32_t n, uint32_t cap, uint32_t *python)
 {
+    *python = 0;
     if (py.status != GMT_PY_CAPTURED || n > cap) return n;
     void *ts = py.this_tstate();
     if (!ts) return n;
@@ -1051,6 +1052,7 @@ uint32_t gmt_py_splice(uint64_t *frames, uint32_t n, uint32_t cap)
     int saved_errno = errno; /* the program's errno survives the failed reads of a walk */
     uint32_t np = walk((uint64_t)(uintptr_t)ts, pf, GMT_PY_MAX_FRAMES);
     errno = saved_errno;
+    *python = np;
     if (!np) return n;
     /* In locals: the stores to frames could alias the globals for the compiler. */
     uint64_t span = py.eval_hi > py.eval_lo ? py.eval_hi - py.eval_lo : 0;

@@ -62,8 +62,9 @@ const char *gmt_py_version(void);
 
 /* Hot path. frames[0..n) are the calling thread's native frames, innermost first; inserts its
  * Python frames before each native frame of the evaluation loop that runs them (frames beyond
- * the native depth are appended at the outer end). Returns the new count (<= cap). */
-uint32_t gmt_py_splice(uint64_t *frames, uint32_t n, uint32_t cap);
+ * the native depth are appended at the outer end). Returns the new count (<= cap); *python:
+ * the Python frames the thread had (0: frames[0..n) were left as they were). */
+uint32_t gmt_py_splice(uint64_t *frames, uint32_t n, uint32_t cap, uint32_t *python);
 /* Whether gmt_py_splice may add frames (the process runs a CPython whose frames are read):
  * then equal native frames do not mean equal stacks. */
 bool gmt_py_splicing(void);

@@ -373,15 +373,28 @@ uint32_t gmt_stacks_test_last_want(void)
 {
     return 0;
 }
+
+void gmt_stacks_note_id(uint64_t token, uint32_t tag, uint32_t gen, uint32_t id)
+{
+    (void)token, (void)tag, (void)gen, (void)id;
+}
 #else
 /* A capture's token (stacks.h). Its frames are a function of the walk's frames (the same when
  * the unwinder names the same walk: a replay, which also means the same walk depth), of skip,
- * max and the slack, and of the skip ranges: the thread remembers its last capture's, and a
- * capture with all of them equal gets the same token. The guard keeps a capture nested in
- * another on this thread (a signal handler's) off the record. */
+ * max and the slack, and of the skip ranges. Each remembered walk keeps, in its note
+ * (unwind.h), the last capture made of it: its `how` (max, skip, slack and skip_gen in one
+ * word), the index of its first program frame (past the tracer's) and its token, and a capture
+ * with all of them equal gets the same token. A thread's call sites allocate in turn, each
+ * its own remembered walk, so each keeps its token (and the stack id noted with it, below).
+ * The guard keeps a capture nested in another on this thread (a signal handler's) off the
+ * record. */
+#define NOTE_HOW     GMT_NOTE_HOW
+#define NOTE_TOKEN   GMT_NOTE_TOKEN
+#define NOTE_FIRST   GMT_NOTE_FIRST
+#define NOTE_TAG_GEN GMT_NOTE_TAG_GEN
+#define NOTE_ID      GMT_NOTE_ID
 static __thread struct {
-    uint64_t walk, how, token, serial; /* how: max, skip, slack and skip_gen in one word */
-    int32_t first; /* the index of the walk's first program frame (past the tracer's) */
+    uint64_t serial; /* the thread's tokens */
     uint8_t busy;
     /* The longest internal prefix (frames in the skip ranges, past skip) that this thread's
      * short-slack captures have met under the skip ranges of generation pre_gen: their slack
@@ -428,39 +441,61 @@ static inline uint64_t capture_how(uint32_t max, uint32_t skip, uint32_t slack, 
     return (uint64_t)gen << 32 | max << 16 | skip << 8 | slack;
 }
 
-/* When this capture replays the walk of the thread's last capture with the same `how` (the
- * same frames, skip and skip ranges: the same prefix), that capture's first program frame and
- * token, and true; else false. */
-static inline bool capture_recall(uint64_t walk, uint64_t how, int *first, uint64_t *token)
+/* When this capture's walk is one the thread remembers and its note holds a capture with the
+ * same `how` (the same frames, skip and skip ranges: the same prefix), that capture's first
+ * program frame and token, and true; else false. */
+static inline bool capture_recall(gmt_walk_note_t *nt, uint64_t how, int *first, uint64_t *token)
 {
-    if (!walk || !how || cap_memo.busy) return false;
+    if (!nt || !how || cap_memo.busy) return false;
     cap_memo.busy = 1;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    bool hit = cap_memo.walk == walk && cap_memo.how == how;
+    bool hit = nt->w[NOTE_TOKEN] && nt->w[NOTE_HOW] == how;
     if (hit) {
-        *first = cap_memo.first;
-        *token = cap_memo.token;
+        *first = (int)nt->w[NOTE_FIRST];
+        *token = nt->w[NOTE_TOKEN];
+        gmt_tls.cap_note = nt;
+        gmt_tls.cap_walk = nt->walk;
     }
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     cap_memo.busy = 0;
     return hit;
 }
 
-static inline uint64_t capture_token(uint64_t walk, uint64_t how, int first)
+static inline uint64_t capture_token(gmt_walk_note_t *nt, uint64_t how, int first)
 {
-    if (!walk || !how || cap_memo.busy) return 0;
+    if (!nt || !how || cap_memo.busy) return 0;
     cap_memo.busy = 1;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    if (cap_memo.walk != walk || cap_memo.how != how) {
-        cap_memo.walk = walk;
-        cap_memo.how = how;
-        cap_memo.first = first;
-        cap_memo.token = ++cap_memo.serial;
+    uint64_t t = 0;
+    {
+        if (!nt->w[NOTE_TOKEN] || nt->w[NOTE_HOW] != how) {
+            nt->w[NOTE_HOW] = how;
+            nt->w[NOTE_FIRST] = (uint64_t)(uint32_t)first;
+            nt->w[NOTE_TOKEN] = ++cap_memo.serial;
+            nt->w[NOTE_TAG_GEN] = nt->w[NOTE_ID] = 0; /* no stack id for the new token */
+        }
+        t = nt->w[NOTE_TOKEN];
+        gmt_tls.cap_note = nt;
+        gmt_tls.cap_walk = nt->walk;
     }
-    uint64_t t = cap_memo.token;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     cap_memo.busy = 0;
     return t;
+}
+
+void gmt_stacks_note_id(uint64_t token, uint32_t tag, uint32_t gen, uint32_t id)
+{
+    if (cap_memo.busy) return;
+    cap_memo.busy = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    /* The note of token when it is the thread's last capture's, still its walk's. */
+    gmt_walk_note_t *nt = (gmt_walk_note_t *)gmt_tls.cap_note;
+    if (token && nt && nt->walk == gmt_tls.cap_walk && nt->w[NOTE_TOKEN] == token) {
+        nt->w[NOTE_TAG_GEN] = (uint64_t)gen << 32 | tag;
+        nt->w[NOTE_ID] = id;
+    }
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    cap_memo.busy = 0;
 }
 
 /* always_inline, and the public functions noinline: the frame count (skip + 1) must see the
@@ -479,7 +514,8 @@ __attribute__((always_inline)) static inline uint32_t capture_slack(uint64_t *fr
     uint32_t pre = nr ? prefix_slack(slack, gen) : 0;
     uint32_t want = max + skip + 1 + pre;
     if (want > GMT_STACKS_CAPTURE_MAX) want = GMT_STACKS_CAPTURE_MAX;
-    uint64_t walk, how = capture_how(max, skip, pre, gen);
+    uint64_t how = capture_how(max, skip, pre, gen);
+    gmt_walk_note_t *walk; /* the remembered walk's note; NULL: not remembered */
     cap_memo.want = want;
     GMT_PROBE_T0(t0);
     int n = gmt_unwind_walk(buf, (int)want, &walk);
@@ -503,7 +539,7 @@ __attribute__((always_inline)) static inline uint32_t capture_slack(uint64_t *fr
         GMT_PROBE_T0(t1);
         n = gmt_unwind_walk(buf, (int)want, &walk);
         GMT_PROBE_T1_0(GMT_PT_UNWIND, t1);
-        walk = 0; /* two walks: not named (the next capture, its slack raised, walks once) */
+        walk = NULL; /* two walks: not named (the next capture, its slack raised, walks once) */
         i = (int)skip + 1;
         while (i < n && in_skip_range((uint64_t)(uintptr_t)buf[i], nr))
             i++;

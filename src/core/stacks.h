@@ -20,6 +20,9 @@
 #ifndef GMT_CORE_STACKS_H
 #define GMT_CORE_STACKS_H
 
+#include "tls.h"
+#include "unwind.h"
+
 #include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -139,6 +142,29 @@ uint32_t gmt_stacks_capture_near(uint64_t *buf, uint32_t max, uint32_t skip, uin
  * first walk allows the short slack and, being short enough, is remembered and replayed (a
  * walk deeper than the unwinder remembers never is); a longer prefix walks again. */
 uint32_t gmt_stacks_capture_short(uint64_t *frames, uint32_t max, uint32_t skip, uint64_t *token);
+/* The words a capture keeps in its walk's note (unwind.h): its how (max, skip, slack, skip
+ * ranges' generation), token and first program frame (stacks.c), and the stack id noted for
+ * the token, under a tag and the core's generation. */
+enum { GMT_NOTE_HOW, GMT_NOTE_TOKEN, GMT_NOTE_FIRST, GMT_NOTE_TAG_GEN, GMT_NOTE_ID };
+/* The stack id noted (gmt_stacks_note_id) for token, the calling thread's last capture's, under
+ * tag and the core's generation gen; 0 when none is. Each walk the unwinder remembers keeps
+ * its own, so call sites that allocate in turn each find theirs. Inline, on the event path: the
+ * note's words are loaded before its token (a capture in a signal handler that gives the note
+ * to another walk between the loads changes the token, so that is caught). */
+static inline uint32_t gmt_stacks_noted_id(uint64_t token, uint32_t tag, uint32_t gen)
+{
+    const gmt_walk_note_t *nt = gmt_tls.cap_note;
+    if (!token || !nt) return 0;
+    uint64_t id = nt->w[GMT_NOTE_ID], tg = nt->w[GMT_NOTE_TAG_GEN];
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    uint64_t tk = nt->w[GMT_NOTE_TOKEN];
+    return tk == token && nt->walk == gmt_tls.cap_walk && tg == ((uint64_t)gen << 32 | tag)
+               ? (uint32_t)id
+               : 0;
+}
+/* Notes id for token (when it is the calling thread's last capture's), tag and gen. The caller
+ * vouches that the frames of the capture are what id holds. */
+void gmt_stacks_note_id(uint64_t token, uint32_t tag, uint32_t gen, uint32_t id);
 /* For tests: how many frames the calling thread's last capture asked the unwinder for (0
  * under TSan, whose captures are plain walks). */
 uint32_t gmt_stacks_test_last_want(void);

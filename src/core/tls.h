@@ -42,11 +42,10 @@ typedef struct gmt_tls_s {
      * (gmt_stacks_holds) instead of hashed and probed. Valid while hint_gen is the core's
      * generation. */
     uint32_t hint_gen, hint_id;
-    /* What the hint was derived from, when Python frames were not spliced in: the capture's
-     * token (stacks.h) and the tag. The same token and tag again give the hint with no copy
-     * and no compare of the frames. 0: none. */
-    uint64_t hint_token;
-    uint32_t hint_tag;
+    /* The note (unwind.h) of this thread's last capture with a token, and its walk's number
+     * then: stacks.c writes them, gmt_stacks_noted_id reads them. */
+    const struct gmt_walk_note_s *cap_note;
+    uint64_t cap_walk;
 } gmt_tls_t;
 
 extern __thread gmt_tls_t gmt_tls __attribute__((tls_model("initial-exec")));

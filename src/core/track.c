@@ -37,15 +37,13 @@ static inline uint32_t frameless_hint(uint32_t tag, uint32_t gen)
     return gmt_tls.tag_gen == gen && gmt_tls.tag_last == tag ? gmt_tls.tag_id : 0;
 }
 
-/* The hint's id when this capture's token and tag are the hint's (the same frames: no copy,
- * no compare), 0 otherwise. Not while Python frames are spliced in: the interpreter's native
- * frames stay the same from one Python line to the next. */
+/* The id noted with this capture's token for its tag (the same frames: no copy, no compare;
+ * each walk the unwinder remembers keeps its own), 0 otherwise. Not while Python frames may be
+ * spliced in: the interpreter's native frames stay the same from one Python line to the next
+ * (gmt_core_stack_for asks again once the splice has added none). */
 static inline uint32_t token_hint(uint64_t token, uint32_t tag, uint32_t gen)
 {
-    return token && gmt_tls.hint_token == token && gmt_tls.hint_tag == tag &&
-                   gmt_tls.hint_gen == gen && !gmt_py_splicing()
-               ? gmt_tls.hint_id
-               : 0;
+    return token && !gmt_py_splicing() ? gmt_stacks_noted_id(token, tag, gen) : 0;
 }
 
 __attribute__((noinline)) uint32_t gmt_core_stack_for(const gmt_event_t *ev, uint8_t api)
@@ -75,18 +73,24 @@ __attribute__((noinline)) uint32_t gmt_core_stack_for(const gmt_event_t *ev, uin
             uint32_t hint = token_hint(token, tag, gen);
             if (hint) return hint;
         }
-        if (gmt_py_splicing()) token = 0;
-        GMT_PROBE_T0(t0);
-        n = gmt_py_splice(frames, n, GMT_MAX_STACK_DEPTH + GMT_PY_MAX_FRAMES);
-        GMT_PROBE_T1(GMT_PT_PYWALK, t0);
+        if (gmt_py_splicing()) {
+            uint32_t np = 0;
+            GMT_PROBE_T0(t0);
+            n = gmt_py_splice(frames, n, GMT_MAX_STACK_DEPTH + GMT_PY_MAX_FRAMES, &np);
+            GMT_PROBE_T1(GMT_PT_PYWALK, t0);
+            /* No Python frame (a thread that runs no Python code, PyTorch's autograd engine's):
+             * the native frames alone, which the token names. */
+            uint32_t hint = !np && token ? gmt_stacks_noted_id(token, tag, gen) : 0;
+            if (hint) return hint;
+            if (np) token = 0;
+        }
     }
     uint32_t hint = n == 0 ? frameless_hint(tag, gen) : 0;
     if (hint) return hint;
     /* The same frames as this thread's last event with frames: the same id. */
     if (n > 0 && gmt_tls.hint_gen == gen &&
         gmt_stacks_holds(gmt_core_stacks, gmt_tls.hint_id, frames, n, tag)) {
-        gmt_tls.hint_token = token;
-        gmt_tls.hint_tag = tag;
+        gmt_stacks_note_id(token, tag, gen, gmt_tls.hint_id);
         return gmt_tls.hint_id;
     }
     uint32_t id = gmt_stacks_intern(gmt_core_stacks, frames, n, tag);
@@ -99,8 +103,7 @@ __attribute__((noinline)) uint32_t gmt_core_stack_for(const gmt_event_t *ev, uin
     } else {
         gmt_tls.hint_gen = gen;
         gmt_tls.hint_id = id;
-        gmt_tls.hint_token = token;
-        gmt_tls.hint_tag = tag;
+        gmt_stacks_note_id(token, tag, gen, id);
     }
     return id;
 }

@@ -688,7 +688,7 @@ __attribute__((noinline)) static int fallback(void **buf, int max, uintptr_t ra0
  * MEMO_SET_WAYS, the set by a hash of where the walk starts (its call sites repeat every step),
  * so that a place reached by several call paths (an allocator's frame under every operator:
  * the same return address and stack pointer, other callers above) keeps a walk for each, the
- * least recently used given up for a new one ("Session 10"). They live in slots
+ * oldest given up for a new one ("Session 10"). They live in slots
  * of MEMO_SLOTS (a thread claims one at its first walk and gives it back at exit; threads
  * beyond that walk every time), each slot's walks mapped at its first claim and kept for the
  * next thread, so the TLS stays a pointer. */
@@ -702,10 +702,10 @@ __attribute__((noinline)) static int fallback(void **buf, int max, uintptr_t ra0
 typedef struct way_s {
     uintptr_t ip0, sp0, rbp0;
     uint64_t stop_lo;  /* the stop range the walk ended at (or not) */
-    uint64_t walk;     /* the walk's number (gmt_unwind's *walk), per thread */
     uint64_t rbp_used; /* bit i: a later step's CFA used step i's saved RBP */
     uint32_t n, max, gen;
-    uint8_t rbp0_used, valid;
+    uint8_t rbp0_used;
+    gmt_walk_note_t note; /* the walk's number and the caller's words (gmt_unwind_walk) */
     /* Offsets from sp0 (a walk stays within STACK_SPAN of it): a frame's words in 24 bytes. */
     uint32_t at[MEMO_FRAMES];       /* where the return address frames[i + 1] was read */
     uint32_t rbp_at[MEMO_FRAMES];   /* where step i read a saved RBP (set where rbp_used says) */
@@ -714,18 +714,17 @@ typedef struct way_s {
 } way_t;
 _Static_assert(STACK_SPAN < (1ull << 32), "a word's offset from the start fits 32 bits");
 
-/* A set's ways by their start's hash (one cache line, read before any way's): the key of the
- * walk each way holds (0: none) and when it was last written or replayed. */
+/* A set's ways by their start's hash (read before any way's): the key of the walk each way
+ * holds (0: none) and the way the next new walk is written in when none is empty (in turn:
+ * nothing is written at a replay). */
 typedef struct set_s {
     uint64_t key[MEMO_SET_WAYS];
-    uint64_t used[MEMO_SET_WAYS];
+    uint32_t next;
 } set_t;
-_Static_assert(sizeof(set_t) == 64, "a set's keys in one line");
 
 typedef struct memo_s {
-    set_t *sets;   /* MEMO_SETS, then the ways: mapped at the slot's first claim; NULL: none */
-    way_t *ways;   /* MEMO_WAYS, set by set */
-    uint64_t tick; /* the sets' clock */
+    set_t *sets; /* MEMO_SETS, then the ways: mapped at the slot's first claim; NULL: none */
+    way_t *ways; /* MEMO_WAYS, set by set */
     /* Written by the owner alone; summed by gmt_unwind_stats. */
     uint64_t replays;
     uint64_t missed_new;   /* walks from a start the set did not hold */
@@ -761,7 +760,7 @@ static void memo_key_init(void)
         __atomic_store_n(&memo_key_made, 1, __ATOMIC_RELEASE);
 }
 
-/* A thread's first walk: a slot, its walks mapped once (about 100 KiB, touched as used) and
+/* A thread's first walk: a slot, its walks mapped once (about 200 KiB, touched as used) and
  * forgotten. */
 __attribute__((noinline)) static memo_t *memo_claim(void)
 {
@@ -780,11 +779,8 @@ __attribute__((noinline)) static memo_t *memo_claim(void)
         m->ways = (way_t *)(void *)((set_t *)p + MEMO_SETS);
         m->sets = p; /* zero: nothing remembered */
     } else {
-        memset(m->sets, 0, MEMO_SETS * sizeof(set_t));
-        for (uint32_t k = 0; k < MEMO_WAYS; k++)
-            m->ways[k].valid = 0;
+        memset(m->sets, 0, MEMO_SETS * sizeof(set_t)); /* no way holds a walk */
     }
-    m->tick = 0;
     m->replays = m->missed_new = m->missed_other = 0;
     if (pthread_setspecific(memo_key, m) != 0) {
         gmt_claim_release(&memo_owned[i]);
@@ -809,14 +805,12 @@ static inline uint64_t start_hash(uintptr_t ip, uintptr_t sp)
     return ((uint64_t)(sp >> 4) ^ ((uint64_t)ip << 7)) * 0x9e3779b97f4a7c15ull;
 }
 
-/* The way of a set to write a new walk in: an empty one, else the least recently used. */
-static inline uint32_t set_victim(const set_t *s)
+/* The way of a set to write a new walk in: an empty one, else the next in turn. */
+static inline uint32_t set_victim(set_t *s)
 {
-    uint32_t v = 0;
-    for (uint32_t k = 0; k < MEMO_SET_WAYS; k++) {
+    for (uint32_t k = 0; k < MEMO_SET_WAYS; k++)
         if (!s->key[k]) return k;
-        if (s->used[k] < s->used[v]) v = k;
-    }
+    uint32_t v = s->next++ % MEMO_SET_WAYS;
     return v;
 }
 
@@ -845,10 +839,12 @@ void gmt_unwind_after_fork(void)
         if (&memos[i] != my_memo) __atomic_store_n(&memo_owned[i], 0, RLX);
 }
 
+/* w: a way whose set holds the start's key (a walk written in whole: the key is cleared
+ * while a way is written). */
 NO_ASAN static inline int replay(const way_t *w, void **buf, int max, uintptr_t ip, uintptr_t sp,
                                  uintptr_t rbp, uint32_t gen, uint64_t slo)
 {
-    if (!w->valid || w->ip0 != ip || w->sp0 != sp || w->max != (uint32_t)max || w->gen != gen ||
+    if (w->ip0 != ip || w->sp0 != sp || w->max != (uint32_t)max || w->gen != gen ||
         w->stop_lo != slo || (w->rbp0_used && w->rbp0 != rbp))
         return 0;
     uint32_t n = w->n;
@@ -874,9 +870,9 @@ NO_ASAN static inline int replay(const way_t *w, void **buf, int max, uintptr_t 
  * RBP, [fp+8] the return address, fp+16 the caller's stack pointer after the return (its
  * CFA). */
 NO_ASAN __attribute__((always_inline)) static inline int
-unwind_from(const uintptr_t *fp, void **buf, int max, uint64_t *walk)
+unwind_from(const uintptr_t *fp, void **buf, int max, gmt_walk_note_t **note)
 {
-    *walk = 0;
+    *note = NULL;
     if (max <= 0) return 0;
     if (max > GMT_UNWIND_MAX) max = GMT_UNWIND_MAX;
     uintptr_t rbp = fp[0], ip = fp[1], sp = (uintptr_t)(fp + 2);
@@ -898,16 +894,19 @@ unwind_from(const uintptr_t *fp, void **buf, int max, uint64_t *walk)
         way_t *ways = &m->ways[si * MEMO_SET_WAYS];
         set = &m->sets[si];
         key = h | 1;
+        /* Each way holding a walk from this start's hash, in turn (one call site: the
+         * first, checked once). */
         bool held = false;
-        for (uint32_t k = 0; k < MEMO_SET_WAYS; k++) {
-            if (set->key[k] != key) continue;
+        for (uint32_t k = 0;; k++) {
+            while (k < MEMO_SET_WAYS && set->key[k] != key)
+                k++;
+            if (k == MEMO_SET_WAYS) break;
             held = true;
             int n = replay(&ways[k], buf, max, ip, sp, rbp, gen, slo);
             if (n > 0) {
-                set->used[k] = ++m->tick;
                 /* owner only; summed on read */
                 __atomic_store_n(&m->replays, m->replays + 1, RLX);
-                *walk = ways[k].walk;
+                *note = &ways[k].note;
                 memo_busy = 0;
                 return n;
             }
@@ -917,7 +916,7 @@ unwind_from(const uintptr_t *fp, void **buf, int max, uint64_t *walk)
         victim = set_victim(set);
         set->key[victim] = 0; /* empty until the walk below is written in */
         w = &ways[victim];
-        w->valid = 0;
+        w->note.walk = 0;
     }
     void **out = buf, **end = buf + max;
     *out++ = (void *)ip;
@@ -971,10 +970,9 @@ unwind_from(const uintptr_t *fp, void **buf, int max, uint64_t *walk)
         w->gen = gen;
         w->rbp_used = rbp_used;
         __builtin_memcpy(w->frames, buf, (size_t)n * sizeof *buf);
-        w->walk = *walk = ++walk_serial;
-        w->valid = 1;
+        w->note = (gmt_walk_note_t){.walk = ++walk_serial};
+        *note = &w->note;
         set->key[victim] = key;
-        set->used[victim] = ++m->tick;
         memo_busy = 0;
     }
     return n;
@@ -985,11 +983,11 @@ give_up:
 
 NO_ASAN NOINLINE_EXACT int gmt_unwind(void **buf, int max)
 {
-    uint64_t walk;
-    return unwind_from(__builtin_frame_address(0), buf, max, &walk);
+    gmt_walk_note_t *note;
+    return unwind_from(__builtin_frame_address(0), buf, max, &note);
 }
 
-NO_ASAN NOINLINE_EXACT int gmt_unwind_walk(void **buf, int max, uint64_t *walk)
+NO_ASAN NOINLINE_EXACT int gmt_unwind_walk(void **buf, int max, gmt_walk_note_t **note)
 {
-    return unwind_from(__builtin_frame_address(0), buf, max, walk);
+    return unwind_from(__builtin_frame_address(0), buf, max, note);
 }

@@ -25,11 +25,20 @@
 void gmt_unwind_init(int force_libunwind);
 
 int gmt_unwind(void **buf, int max);
-/* gmt_unwind, and *walk tells which of the thread's remembered walks gave the frames: a
- * nonzero value the calling thread was given before means the same frames again (a replay of
- * that walk, for the same max); 0 when the walk was not remembered (a fallback, a walk nested
- * in another, a thread without a replay slot). */
-int gmt_unwind_walk(void **buf, int max, uint64_t *walk);
+/* Words a caller keeps with one of the thread's remembered walks (the stack capture: what it
+ * derived from the walk's frames, and the stack id they were given), so that each remembered
+ * walk has its own and a replay finds them again. The unwinder numbers the walk (`walk`,
+ * never reused by the thread) and zeroes the words whenever it writes a new walk there. */
+typedef struct gmt_walk_note_s {
+    uint64_t walk; /* the walk's number; the note is that walk's only while it is unchanged */
+    uint64_t w[5]; /* the caller's */
+} gmt_walk_note_t;
+/* gmt_unwind, and *note is the note of the thread's remembered walk that gave the frames: a
+ * walk number the calling thread was given before means the same frames again (a replay of
+ * that walk, for the same max). NULL when the walk was not remembered (a fallback, a walk
+ * nested in another, a thread without a replay slot). The note's memory stays the thread's
+ * slot's; a later walk may give it to another walk (check note->walk against the number). */
+int gmt_unwind_walk(void **buf, int max, gmt_walk_note_t **note);
 
 /* A walk ends at the first frame whose return address lies in [lo, hi), that frame included
  * (the Python interpreter's evaluation function, once Python frames are captured: they

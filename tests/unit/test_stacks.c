@@ -435,6 +435,44 @@ static void test_capture_token(void **state)
     assert_true(token_site_b(g, 16, 0, NULL) > 0);
 }
 
+/* Two call sites in turn (a model's operators allocating in turn, from one place in the
+ * allocator): each walk the unwinder remembers keeps its capture's token and the stack id
+ * noted with it, where a thread's one remembered capture was written over by the other's. */
+static void test_capture_token_sites_in_turn(void **state)
+{
+    (void)state;
+    gmt_unwind_init(0);
+    uint64_t f[GMT_STACKS_CAPTURE_MAX], t[10];
+    uint32_t got[10] = {0};
+    /* a, b, a, b ... from one line, so that each site's frames are the same every time */
+    for (volatile int i = 0; i < 10; i++) {
+        (void)(i % 2 ? token_site_b : token_site_a)(f, 16, 0, &t[i]);
+        got[i] = gmt_stacks_noted_id(t[i], 9, 1);
+        if (i == 5) gmt_stacks_note_id(t[5], 9, 1, 77); /* b's */
+        if (i == 6) gmt_stacks_note_id(t[6], 9, 1, 55); /* a's */
+        if (i == 7) gmt_stacks_note_id(t[6], 9, 1, 66); /* not the last capture's: ignored */
+    }
+#if defined(__SANITIZE_THREAD__)
+    assert_int_equal(t[2] | t[3] | t[9], 0); /* unw_step there: never named */
+    return;
+#endif
+    assert_int_not_equal(t[2], 0);
+    assert_int_not_equal(t[3], 0);
+    assert_int_not_equal(t[2], t[3]);
+    for (int i = 4; i < 10; i++) /* each its own token again */
+        assert_int_equal(t[i], t[i - 2]);
+    for (int i = 0; i < 7; i++)
+        assert_int_equal(got[i], 0);
+    assert_int_equal(got[7], 77); /* b's own, kept through a's capture and note */
+    assert_int_equal(got[8], 55); /* a's, kept through b's and the ignored note */
+    assert_int_equal(got[9], 77);
+    /* Only under its tag and generation, and only for the last capture's token. */
+    assert_int_equal(gmt_stacks_noted_id(t[9], 9, 1), 77);
+    assert_int_equal(gmt_stacks_noted_id(t[9], 8, 1), 0);
+    assert_int_equal(gmt_stacks_noted_id(t[9], 9, 2), 0);
+    assert_int_equal(gmt_stacks_noted_id(t[8], 9, 1), 0);
+}
+
 static void *capture_thread(void *arg)
 {
     uint64_t frames[16];
@@ -626,6 +664,7 @@ int main(void)
         cmocka_unit_test(test_concurrent_intern),
         cmocka_unit_test(test_capture_finds_caller),
         cmocka_unit_test(test_capture_token),
+        cmocka_unit_test(test_capture_token_sites_in_turn),
         cmocka_unit_test(test_capture_skips_internal_ranges),
         cmocka_unit_test(test_capture_prefix_follows_ranges),
         cmocka_unit_test(test_capture_walks_as_deep_as_needed),
