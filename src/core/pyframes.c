@@ -508,17 +508,33 @@ static uint64_t *known_frames_of_thread(void)
  * by map_cache (touched as used). */
 #define PY_WAY_BITS 6
 #define PY_WAYS     (1u << PY_WAY_BITS)
+/* A way's replays come out with other words when the chain's frames are at other lines (a
+ * function that allocates at several): a way keeps PY_NOTE_WAYS of the word lists its replays
+ * gave, each with the stack id the event path noted for it and the native frames' token
+ * (gmt_py_splice_t), written in turn. Chains longer than PY_NOTE_FRAMES keep none. */
+#define PY_NOTE_WAYS   4
+#define PY_NOTE_FRAMES 32
+typedef struct pynote_s {
+    uint32_t nr;             /* words held; 0: none */
+    uint32_t stamp;          /* changed whenever the words are written: a handle's check */
+    uint64_t token, tag_gen; /* the noted id's key (0: none) */
+    uint32_t id;
+    uint64_t word[PY_NOTE_FRAMES];
+} pynote_t;
 typedef struct walkway_s {
     uint32_t gen; /* cache_gen when recorded */
     uint32_t nr;  /* raw frames; 0: nothing to replay */
     uint8_t seg[GMT_PY_MAX_FRAMES];
     uint32_t id[GMT_PY_MAX_FRAMES];
     uint64_t code[GMT_PY_MAX_FRAMES], ident[GMT_PY_MAX_FRAMES];
+    uint32_t note_next; /* the note written next when none holds the words */
+    pynote_t note[PY_NOTE_WAYS];
 } walkway_t;
 typedef struct walkmemo_s {
     uint8_t busy;     /* a walk of this thread is using it (one nested in it goes without) */
     uint8_t last;     /* the way of the thread's last remembered walk (memo_suffix's) */
     uint64_t replays; /* walks answered by the replay: written by the owner, summed on read */
+    uint64_t noted;   /* of them, answered with a noted stack id (same) */
     walkway_t way[PY_WAYS];
 } walkmemo_t;
 static walkmemo_t *walk_memo_mem; /* [MEM_SLOTS] */
@@ -822,7 +838,45 @@ static uint32_t memo_suffix(const walkway_t *m, const rawframe_t *raw, uint32_t 
     return k;
 }
 
-static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap)
+/* After a replay of way w gave out[0..n): the note that holds these words under sp's key
+ * (its id in sp->noted), else one that holds them with no id yet, else one written with them
+ * in turn; sp->note is where the caller's id goes. The same words may stand under several keys
+ * (one Python line reaching the allocation by two native paths): a note each. */
+static void note_find(walkmemo_t *m, walkway_t *w, const pyframe_t *out, uint32_t n,
+                      gmt_py_splice_t *sp)
+{
+    if (n > PY_NOTE_FRAMES || !sp->key_token) return;
+    pynote_t *fresh = NULL;
+    for (uint32_t v = 0; v < PY_NOTE_WAYS; v++) {
+        pynote_t *pn = &w->note[v];
+        if (pn->nr != n) continue;
+        uint32_t i = 0;
+        while (i < n && pn->word[i] == out[i].word)
+            i++;
+        if (i < n) continue;
+        if (pn->token == sp->key_token && pn->tag_gen == sp->key_tag_gen) {
+            sp->note = pn;
+            sp->stamp = pn->stamp;
+            sp->noted = pn->id;
+            __atomic_store_n(&m->noted, m->noted + 1, RLX);
+            return;
+        }
+        if (!pn->token && !fresh) fresh = pn;
+    }
+    pynote_t *pn = fresh;
+    if (!pn) {
+        pn = &w->note[w->note_next++ % PY_NOTE_WAYS];
+        pn->stamp++;
+        pn->token = 0;
+        for (uint32_t i = 0; i < n; i++)
+            pn->word[i] = out[i].word;
+        pn->nr = n;
+    }
+    sp->note = pn;
+    sp->stamp = pn->stamp;
+}
+
+static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap, gmt_py_splice_t *sp)
 {
     const layout_t *L = &py.lay;
     fastwalk_t fw = {.n = 0, .sp = (uintptr_t)__builtin_frame_address(0)};
@@ -888,6 +942,7 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap)
         uint32_t n = way ? replay_walk(way, raw, nr, gen, out) : 0;
         if (n) {
             out[n - 1].seg_end = 1;
+            if (sp) note_find(m, way, out, n, sp);
             m->last = (uint8_t)(way - m->way);
             m->busy = 0;
             __atomic_store_n(&m->replays, m->replays + 1, RLX);
@@ -991,7 +1046,10 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap)
         bool keep = n == nr && n > 0;
         for (uint32_t i = 0; keep && i < nr; i++)
             keep = raw[i].direct && ids[i] != 0;
-        if (keep) { /* into its chain's way (another chain there is written over) */
+        if (keep) {              /* into its chain's way (another chain there is written over) */
+            if (way->gen != gen) /* ids of another cache: no note's words stand for them */
+                for (uint32_t v = 0; v < PY_NOTE_WAYS; v++)
+                    way->note[v].nr = 0;
             way->nr = 0;
             for (uint32_t i = 0; i < nr; i++) {
                 way->code[i] = raw[i].code;
@@ -1042,18 +1100,20 @@ static uint32_t splice_runs(uint64_t *frames, uint32_t n, uint32_t cap, const py
     return out;
 }
 
-uint32_t gmt_py_splice(uint64_t *frames, uint32_t n, uint32_t cap, uint32_t *python)
+uint32_t gmt_py_splice(uint64_t *frames, uint32_t n, uint32_t cap, gmt_py_splice_t *sp)
 {
-    *python = 0;
+    sp->python = sp->noted = 0;
+    sp->note = NULL;
     if (py.status != GMT_PY_CAPTURED || n > cap) return n;
     void *ts = py.this_tstate();
     if (!ts) return n;
     pyframe_t pf[GMT_PY_MAX_FRAMES];
     int saved_errno = errno; /* the program's errno survives the failed reads of a walk */
-    uint32_t np = walk((uint64_t)(uintptr_t)ts, pf, GMT_PY_MAX_FRAMES);
+    uint32_t np = walk((uint64_t)(uintptr_t)ts, pf, GMT_PY_MAX_FRAMES, sp);
     errno = saved_errno;
-    *python = np;
+    sp->python = np;
     if (!np) return n;
+    if (sp->noted) return n; /* the caller takes the id: the frames are not needed */
     /* In locals: the stores to frames could alias the globals for the compiler. */
     uint64_t span = py.eval_hi > py.eval_lo ? py.eval_hi - py.eval_lo : 0;
     return splice_runs(frames, n, cap, pf, np, py.eval_lo, span);
@@ -1074,7 +1134,7 @@ uint32_t gmt_py_test_walk(uint64_t tstate, uint64_t *words, uint32_t cap)
     if (use_memfd && mem_fd < 0) open_memfd();
     pyframe_t pf[GMT_PY_MAX_FRAMES];
     if (cap > GMT_PY_MAX_FRAMES) cap = GMT_PY_MAX_FRAMES;
-    uint32_t n = walk(tstate, pf, cap);
+    uint32_t n = walk(tstate, pf, cap, NULL);
     for (uint32_t i = 0; i < n; i++)
         words[i] = pf[i].word;
     return n;
@@ -1337,6 +1397,30 @@ int gmt_py_init(bool enabled)
 uint64_t gmt_py_checked_walks(void)
 {
     return __atomic_load_n(&checked_walks, RLX);
+}
+
+void gmt_py_note_id(const gmt_py_splice_t *sp, uint32_t id)
+{
+    walkmemo_t *m = sp->note && sp->key_token ? walk_memo_of_thread() : NULL;
+    if (!m || m->busy) return;
+    m->busy = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    pynote_t *pn = sp->note;
+    if (pn->stamp == sp->stamp) { /* still the words the splice found */
+        pn->token = sp->key_token;
+        pn->tag_gen = sp->key_tag_gen;
+        pn->id = id;
+    }
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    m->busy = 0;
+}
+
+uint64_t gmt_py_noted_walks(void)
+{
+    uint64_t sum = 0;
+    for (uint32_t i = 0; walk_memo_mem && i < MEM_SLOTS; i++)
+        sum += __atomic_load_n(&walk_memo_mem[i].noted, RLX);
+    return sum;
 }
 
 uint64_t gmt_py_replayed_walks(void)

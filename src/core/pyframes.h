@@ -60,11 +60,25 @@ int gmt_py_init(bool enabled);
 gmt_py_status_t gmt_py_status(void);
 const char *gmt_py_version(void);
 
+/* gmt_py_splice's key in, its findings out, and its handle for gmt_py_note_id. */
+typedef struct gmt_py_splice_s {
+    /* In: the native frames' capture token (stacks.h; 0: not named) and the event's tag and
+     * the core's generation (tag | gen << 32), under which a stack id is noted. */
+    uint64_t key_token, key_tag_gen;
+    uint32_t python; /* out: the Python frames the thread had (0: frames left as they were) */
+    /* Out: the stack id noted for these Python frames (a replay of a remembered walk that gave
+     * the same words as a noted one) under the key; frames are then left as they were. */
+    uint32_t noted;
+    void *note; /* the note the id is written to (NULL: none), and its stamp then */
+    uint32_t stamp;
+} gmt_py_splice_t;
 /* Hot path. frames[0..n) are the calling thread's native frames, innermost first; inserts its
  * Python frames before each native frame of the evaluation loop that runs them (frames beyond
- * the native depth are appended at the outer end). Returns the new count (<= cap); *python:
- * the Python frames the thread had (0: frames[0..n) were left as they were). */
-uint32_t gmt_py_splice(uint64_t *frames, uint32_t n, uint32_t cap, uint32_t *python);
+ * the native depth are appended at the outer end). Returns the new count (<= cap). */
+uint32_t gmt_py_splice(uint64_t *frames, uint32_t n, uint32_t cap, gmt_py_splice_t *sp);
+/* The stack id the caller gave the frames of sp's splice (the native frames sp's key token
+ * names, with its Python frames): noted for the next replay with the same words and key. */
+void gmt_py_note_id(const gmt_py_splice_t *sp, uint32_t id);
 /* Whether gmt_py_splice may add frames (the process runs a CPython whose frames are read):
  * then equal native frames do not mean equal stacks. */
 bool gmt_py_splicing(void);
@@ -106,6 +120,8 @@ uint32_t gmt_py_test_walk(uint64_t tstate, uint64_t *words, uint32_t cap);
 uint64_t gmt_py_checked_walks(void);
 /* Walks (all threads) answered by replaying one their thread remembers (pyframes.c). */
 uint64_t gmt_py_replayed_walks(void);
+/* Of them, those whose stack id was noted (gmt_py_splice_t.noted). */
+uint64_t gmt_py_noted_walks(void);
 /* For tests: the calling thread's reads so far, through the kernel and direct. */
 void gmt_py_test_reads(uint64_t *checked, uint64_t *direct);
 /* Tests: whether two chains (innermost and outermost code object, frames) share a way of the

@@ -51,6 +51,7 @@ __attribute__((noinline)) uint32_t gmt_core_stack_for(const gmt_event_t *ev, uin
     uint64_t frames[GMT_MAX_STACK_DEPTH + GMT_PY_MAX_FRAMES];
     uint32_t n = 0;
     uint64_t token = 0;
+    gmt_py_splice_t py = {0}; /* what the splice found: its note for this event's id */
     uint32_t depth = (uint32_t)gmt_core_stack_depth;
     uint32_t tag = gmt_stacks_tag(ev->device, ev->kind, api);
     uint32_t gen = __atomic_load_n(&gmt_core_generation, __ATOMIC_RELAXED);
@@ -74,15 +75,19 @@ __attribute__((noinline)) uint32_t gmt_core_stack_for(const gmt_event_t *ev, uin
             if (hint) return hint;
         }
         if (gmt_py_splicing()) {
-            uint32_t np = 0;
+            py.key_token = token;
+            py.key_tag_gen = (uint64_t)gen << 32 | tag;
             GMT_PROBE_T0(t0);
-            n = gmt_py_splice(frames, n, GMT_MAX_STACK_DEPTH + GMT_PY_MAX_FRAMES, &np);
+            n = gmt_py_splice(frames, n, GMT_MAX_STACK_DEPTH + GMT_PY_MAX_FRAMES, &py);
             GMT_PROBE_T1(GMT_PT_PYWALK, t0);
+            /* The native frames the token names and Python frames a replay gave with the same
+             * words as a noted walk: that walk's id. */
+            if (py.noted) return py.noted;
             /* No Python frame (a thread that runs no Python code, PyTorch's autograd engine's):
              * the native frames alone, which the token names. */
-            uint32_t hint = !np && token ? gmt_stacks_noted_id(token, tag, gen) : 0;
+            uint32_t hint = !py.python && token ? gmt_stacks_noted_id(token, tag, gen) : 0;
             if (hint) return hint;
-            if (np) token = 0;
+            if (py.python) token = 0; /* it names the native frames only: noted with py */
         }
     }
     uint32_t hint = n == 0 ? frameless_hint(tag, gen) : 0;
@@ -91,6 +96,7 @@ __attribute__((noinline)) uint32_t gmt_core_stack_for(const gmt_event_t *ev, uin
     if (n > 0 && gmt_tls.hint_gen == gen &&
         gmt_stacks_holds(gmt_core_stacks, gmt_tls.hint_id, frames, n, tag)) {
         gmt_stacks_note_id(token, tag, gen, gmt_tls.hint_id);
+        if (py.python) gmt_py_note_id(&py, gmt_tls.hint_id);
         return gmt_tls.hint_id;
     }
     uint32_t id = gmt_stacks_intern(gmt_core_stacks, frames, n, tag);
@@ -104,6 +110,7 @@ __attribute__((noinline)) uint32_t gmt_core_stack_for(const gmt_event_t *ev, uin
         gmt_tls.hint_gen = gen;
         gmt_tls.hint_id = id;
         gmt_stacks_note_id(token, tag, gen, id);
+        if (py.python) gmt_py_note_id(&py, id);
     }
     return id;
 }

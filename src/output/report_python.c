@@ -33,6 +33,7 @@ void gmt_report_python_capture(jw_t *w)
     if (gmt_py_status() == GMT_PY_CAPTURED) {
         jw_uint(w, "checked_walks", gmt_py_checked_walks());
         jw_uint(w, "replayed_walks", gmt_py_replayed_walks());
+        jw_uint(w, "noted_walks", gmt_py_noted_walks());
     }
     jw_object_end(w);
 }

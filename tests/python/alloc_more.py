@@ -71,6 +71,20 @@ def two_lines(n):
             keep.append(ctypes.c_void_p(p.value))
 
 
+def two_paths(n, via, fm):
+    """One line reaches cudaMalloc directly and through a native function, in turn."""
+    p = ctypes.c_void_p()
+    for i in range(n):
+        last = i >= n - 2
+        size = (21 << 20 if i % 2 == 0 else 27 << 20) if last else 4096
+        fn, args = (cudart.cudaMalloc, ()) if i % 2 == 0 else (via, (fm,))
+        assert fn(*args, ctypes.byref(p), size) == 0  # TAG:path_alloc
+        if last:
+            keep.append(ctypes.c_void_p(p.value))
+        else:
+            cudart.cudaFree(p)
+
+
 def nested_alloc(size):
     p = ctypes.c_void_p()
     assert cudart.cudaMalloc(ctypes.byref(p), size) == 0  # TAG:nested_alloc
@@ -109,6 +123,10 @@ elif sys.argv[2] == "nested":
         model = Module(model)
     for r in range(40):
         model(r == 39)
+elif sys.argv[2] == "paths":
+    native = ctypes.CDLL(sys.argv[3])
+    native.gmt_test_call_alloc.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+    two_paths(200, native.gmt_test_call_alloc, ctypes.cast(cudart.cudaMalloc, ctypes.c_void_p))
 elif sys.argv[2] == "idle":
     native = ctypes.CDLL(sys.argv[3])  # CDLL: the GIL is released while it runs
     native.gmt_test_alloc_in_idle_tstate.argtypes = [ctypes.c_void_p, ctypes.c_void_p,

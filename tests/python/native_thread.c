@@ -1,7 +1,8 @@
 /* native_thread.c - a library alloc_leaks.py and alloc_more.py call through ctypes: one
  * allocation from a pthread that never runs Python, so its stack must say "no-python-frames";
  * and many from a pthread that holds a Python thread state but runs no Python code (PyTorch's
- * autograd engine threads do: PyGILState_Ensure, then PyEval_SaveThread). The allocating
+ * autograd engine threads do: PyGILState_Ensure, then PyEval_SaveThread); and a call of the
+ * allocating function through one more frame of its own. The allocating
  * function is handed in (the stand-in's cudaMalloc as ctypes found it), so this library
  * allocates exactly the way the Python code beside it does. */
 #include <dlfcn.h>
@@ -76,4 +77,14 @@ gmt_test_alloc_in_idle_tstate(alloc_fn alloc, free_fn free, int n, size_t leak)
     if (pthread_create(&t, NULL, idle_tstate_alloc, &j) != 0) return -1;
     pthread_join(t, NULL);
     return j.rc;
+}
+
+/* Calls alloc through one more native frame: alloc_more.py's "paths" reaches cudaMalloc from
+ * one Python line both directly and through this function. */
+__attribute__((visibility("default"), noinline)) int gmt_test_call_alloc(alloc_fn alloc, void **p,
+                                                                         size_t size)
+{
+    int rc = alloc(p, size);
+    __asm__ volatile("" ::: "memory"); /* not a tail call: this frame stays on the stack */
+    return rc;
 }

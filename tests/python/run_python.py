@@ -337,8 +337,13 @@ def case_nested(args):
     if cap.get("replayed_walks", 0) < 900:
         fail(f"3.{minor}: {cap.get('replayed_walks')} of {walks} walks replayed, want all but "
              "the first round's")
+    # Each call site's words are the same every round: from the third on, its replay finds the
+    # stack id noted with them (one note a chain, or none, would not).
+    if cap.get("noted_walks", 0) < 850:
+        fail(f"3.{minor}: {cap.get('noted_walks')} of {walks} walks took a noted stack id, want "
+             "all but the first two rounds'")
     print(f"ok 3.{minor}: {cap['checked_walks']} of {walks} walks needed a kernel copy, "
-          f"{cap.get('replayed_walks')} replayed")
+          f"{cap.get('replayed_walks')} replayed, {cap.get('noted_walks')} noted")
 
 
 def case_idle(args):
@@ -380,7 +385,38 @@ def case_lines(args):
         if not names_line(rep, groups[size], "two_lines", tags[tag]):
             fail(f"the {size >> 20} MiB leak does not name two_lines:{tags[tag]}: "
                  f"{frames_of(rep, groups[size])}")
-    print(f"ok: each leak names its own line ({tags['line_a']}, {tags['line_b']})")
+    # The two lines' walks replay one remembered chain, with other words: each line's stack id
+    # is noted with its own words (one noted id a chain would name one line for both).
+    noted = rep["capture"]["python"].get("noted_walks")
+    if rep["capture"]["python"].get("status") == "captured" and (noted or 0) < 150:
+        fail(f"{noted} of 200 walks took a noted stack id, want all but the first few")
+    print(f"ok: each leak names its own line ({tags['line_a']}, {tags['line_b']}), "
+          f"{noted} walks noted")
+
+
+def case_paths(args):
+    """One Python line reaches cudaMalloc directly and through a native function, in turn: the
+    same Python frames, other native ones. Each path keeps its own stack (a stack id noted
+    for the Python frames alone would give the second path's allocations the first's)."""
+    tags = more_tags()
+    reps, _ = run_more(args, "paths")
+    (rep,) = reps.values()
+    groups = {g["bytes"]: g for g in rep["leaks"]["groups"]}
+    for size, via in ((21 << 20, False), (27 << 20, True)):
+        if size not in groups:
+            fail(f"no {size >> 20} MiB leak group: {sorted(groups)}")
+        frames = frames_of(rep, groups[size])
+        if not names_line(rep, groups[size], "two_paths", tags["path_alloc"]):
+            fail(f"the {size >> 20} MiB leak does not name two_paths:{tags['path_alloc']}")
+        has = any(os.path.basename(f.get("module") or "") == "libgmt_native_thread.so"
+                  for f in frames)
+        if has != via:
+            fail(f"the {size >> 20} MiB leak's stack {'lacks' if via else 'has'} "
+                 f"libgmt_native_thread.so: {frames}")
+    noted = rep["capture"]["python"].get("noted_walks")
+    if (noted or 0) < 150:
+        fail(f"{noted} of 200 walks took a noted stack id, want all but the first few")
+    print(f"ok: each path keeps its own stack at line {tags['path_alloc']}, {noted} walks noted")
 
 
 def case_shallow(args):
@@ -524,7 +560,7 @@ def main():
         sys.exit(77)
     {"frames": case_frames, "off": case_off, "cli": case_cli,
      "unsupported": case_unsupported, "fork": case_fork, "threads": case_threads,
-     "shallow": case_shallow, "steady": case_steady, "lines": case_lines, "nested": case_nested,
+     "shallow": case_shallow, "steady": case_steady, "lines": case_lines, "nested": case_nested, "paths": case_paths,
      "idle": case_idle, "notpython": case_notpython,
      "recover": case_recover}[args.case](args)
 
