@@ -801,20 +801,10 @@ static inline walkway_t *way_of_chain(walkmemo_t *m, const rawframe_t *raw, uint
  * words checked (an object freed and another made at its address differs in them) instead
  * of the lookups of step 2 and 3; the instructions are the new ones. Returns the frames
  * written, 0 when anything differs (the caller walks on as if there were no memo). */
-/* Whether the code object a live frame names, loaded before at its address, is that object
- * still: its identity words (a code object freed and another made at its address differs in
- * them). Its type word is loaded too only on 3.13, whose f_executable may be another object;
- * before 3.13 a frame's f_code is always a code object (the frame holds it alive), and the
- * type word is often a cache line of its own (3.12's identity words lie 68-127 bytes in). */
-static inline bool same_code(const uint8_t *head, uint64_t ident)
-{
-    if (py.lay.minor >= 13 && ld64(head + py.lay.ob_type) != py.code_type) return false;
-    return code_ident(head) == ident;
-}
-
 static uint32_t replay_walk(const walkway_t *m, const rawframe_t *raw, uint32_t nr, uint32_t gen,
                             pyframe_t *out)
 {
+    const layout_t *L = &py.lay;
     if (m->nr == 0 || m->nr != nr || m->gen != gen) return 0;
     for (uint32_t i = 0; i < nr; i++)
         if (!raw[i].direct || raw[i].code != m->code[i] || raw[i].seg_end != m->seg[i]) return 0;
@@ -823,7 +813,7 @@ static uint32_t replay_walk(const walkway_t *m, const rawframe_t *raw, uint32_t 
          * alive now: direct loads, as step 2's. */
         const uint8_t *head = (const uint8_t *)(uintptr_t)raw[i].code;
         n_direct++;
-        if (!same_code(head, m->ident[i])) return 0;
+        if (ld64(head + L->ob_type) != py.code_type || code_ident(head) != m->ident[i]) return 0;
         out[i].word = frame_word(&raw[i], m->id[i]);
         out[i].seg_end = raw[i].seg_end;
     }
@@ -971,7 +961,7 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap, gmt_py_splic
         uint32_t i = nr - 1 - k, mi = lw->nr - 1 - k;
         const uint8_t *head = (const uint8_t *)(uintptr_t)raw[i].code;
         n_direct++;
-        if (!same_code(head, lw->ident[mi])) {
+        if (ld64(head + L->ob_type) != py.code_type || code_ident(head) != lw->ident[mi]) {
             inner = nr - k; /* this one and the inner ones are looked up */
             break;
         }
