@@ -17,8 +17,9 @@
 #include <unistd.h>
 
 gmt_config_t gmt_core_cfg;
-/* gmt_core_table, gmt_core_stacks, gmt_cs (at first the boot block), the ready flag, the
- * stack settings and the generation are words of hot.h's line. */
+gmt_stacks_t *gmt_core_stacks;
+/* gmt_core_table, gmt_cs (at first the boot block), the ready flag, the stack settings and
+ * the generation are words of hot.h's line. */
 static bool recovered;
 
 size_t gmt_track_state_bytes(void)

@@ -1,10 +1,10 @@
 /* hot.h - the read-mostly words every traced call reads, in one cache line.
  *
  * A traced cudaMalloc+cudaFree pair reads whether capture runs, whether the core is ready,
- * the core's pointers (state, table, stacks, stats), the region's base and the stack
- * settings. As each module's own variables they lay on seven cache lines, and a program's
- * work between allocations evicts them (a PyTorch step does), so each was a miss on every
- * pair: docs/PERFORMANCE.md "Session 10". Here they share one line. Each word stays its
+ * the core's pointers (state, table, stats), the region's base and where its stack entries
+ * begin, and the stack settings. As each module's own variables they lay on seven cache lines, and
+ * a program's work between allocations evicts them (a PyTorch step does), so each was a miss on
+ * every pair: docs/PERFORMANCE.md "Session 10". Here they share one line. Each word stays its
  * module's: the modules name them through the macros in their own headers (track.h,
  * track_internal.h, region.h, capture.h, cupti_backend.h), and only that module writes it.
  * Written at start-up, init, fork and shutdown only, so the line is never contended.
@@ -17,14 +17,13 @@
 
 struct gmt_core_state_s;
 struct gmt_table_s;
-struct gmt_stacks_s;
 struct stats_state_s;
 
 typedef struct gmt_hot_s {
     uint8_t *region_base;        /* region.c: gmt_region_base_ */
     struct gmt_core_state_s *cs; /* core_init.c: gmt_cs */
     struct gmt_table_s *table;   /* core_init.c: gmt_core_table */
-    struct gmt_stacks_s *stacks; /* core_init.c: gmt_core_stacks */
+    uint8_t *stack_entries;      /* region.c: its stack entries arena (stacks.c's entries) */
     struct stats_state_s *stats; /* stats.c: its block */
     uint64_t min_bytes;          /* core_init.c: gmt_core_min_bytes */
     uint32_t core_generation;    /* core_init.c: gmt_core_generation */

@@ -42,6 +42,14 @@ static gmt_region_header_t *hdr(void)
     return (gmt_region_header_t *)(void *)gmt_region_base_;
 }
 
+/* Where the stack entries begin, in hot.h's line: every event's stack entry is found from it,
+ * without the header's line (the arenas' offsets are fixed once the header is written). */
+static void publish_bases(void)
+{
+    uint8_t *b = gmt_region_base_;
+    gmt_hot.stack_entries = b ? b + hdr()->arenas[GMT_ARENA_STACK_ENTRIES].offset : NULL;
+}
+
 gmt_region_header_t *gmt_region_header(void)
 {
     return gmt_region_base_ ? hdr() : NULL;
@@ -169,6 +177,7 @@ int gmt_region_create(const char *state_path)
     h->total_reserved = total;
     h->pid = (int32_t)getpid();
     memcpy(h->magic, GMT_REGION_MAGIC, 8);
+    publish_bases();
     if (R.fd >= 0 && rename(tmp, R.path) != 0) {
         int e = errno;
         gmt_region_destroy();
@@ -193,6 +202,7 @@ void gmt_region_destroy(void)
     __atomic_store_n(&R.ready, false, __ATOMIC_RELEASE);
     if (gmt_region_base_) munmap(gmt_region_base_, R.total);
     gmt_region_base_ = NULL;
+    publish_bases();
     if (R.fd >= 0) close(R.fd);
     R.fd = -1;
     R.path[0] = 0;
@@ -443,6 +453,7 @@ int gmt_region_attach(const char *path, char *err, size_t errlen)
     /* The mapped header may differ from the validated copy if the owner still runs: use the
      * copy's view of the chunks and arenas (later growth is simply not seen). */
     memcpy(m, &h, sizeof h);
+    publish_bases();
     R.total = h.total_reserved;
     R.recovered = true;
     snprintf(R.path, sizeof R.path, "%s", path);

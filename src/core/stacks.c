@@ -41,8 +41,7 @@ _Static_assert(sizeof(gmt_stack_entry_t) == 72, "a stack entry is 72 bytes (docs
 
 static gmt_stack_entry_t *entry_at(uint32_t id)
 {
-    return GMT_AT(gmt_stack_entry_t, gmt_region_arena(GMT_ARENA_STACK_ENTRIES)->offset +
-                                         (uint64_t)id * sizeof(gmt_stack_entry_t));
+    return (gmt_stack_entry_t *)(void *)gmt_hot.stack_entries + id; /* region.c sets it */
 }
 
 static uint64_t *frames_at(uint32_t off)

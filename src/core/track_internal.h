@@ -87,8 +87,8 @@ extern gmt_core_state_t gmt_boot_state; /* hot.c */
 
 /* ---- core_init.c: the stores, written at init (and fork reset), read-only afterwards ---- */
 extern gmt_config_t gmt_core_cfg;
-#define gmt_core_table  (gmt_hot.table)
-#define gmt_core_stacks (gmt_hot.stacks)
+#define gmt_core_table (gmt_hot.table)
+extern gmt_stacks_t *gmt_core_stacks; /* read with the store's own lines, not per event */
 /* Bumped by every init, so per-thread caches of stack ids know when they are stale. */
 #define gmt_core_generation (gmt_hot.core_generation)
 
