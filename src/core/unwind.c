@@ -694,7 +694,7 @@ __attribute__((noinline)) static int fallback(void **buf, int max, uintptr_t ra0
  * next thread, so the TLS stays a pointer. */
 #define MEMO_FRAMES   64 /* rbp_used has a bit per step */
 #define MEMO_SLOTS    256
-#define MEMO_SET_BITS 6
+#define MEMO_SET_BITS 5
 #define MEMO_SETS     (1u << MEMO_SET_BITS)
 #define MEMO_SET_WAYS 4
 #define MEMO_WAYS     (MEMO_SETS * MEMO_SET_WAYS) /* remembered walks a thread */
@@ -760,7 +760,7 @@ static void memo_key_init(void)
         __atomic_store_n(&memo_key_made, 1, __ATOMIC_RELEASE);
 }
 
-/* A thread's first walk: a slot, its walks mapped once (about 400 KiB, touched as used) and
+/* A thread's first walk: a slot, its walks mapped once (about 200 KiB, touched as used) and
  * forgotten. */
 __attribute__((noinline)) static memo_t *memo_claim(void)
 {
@@ -802,12 +802,7 @@ static inline memo_t *memo_mine(void)
  * low bit set it is the key a way of the set holds (never 0). */
 static inline uint64_t start_hash(uintptr_t ip, uintptr_t sp)
 {
-    /* One multiply left the top bits of nearby stack pointers in step: under ASan's larger
-     * frames 25 call sites of one allocation filled some sets past four ways (python.nested,
-     * up to 531 of 1,000 walks afresh). A second round mixes every bit into the top ones. */
-    uint64_t h = ((uint64_t)(sp >> 4) ^ ((uint64_t)ip << 7)) * 0x9e3779b97f4a7c15ull;
-    h ^= h >> 29;
-    return h * 0xbf58476d1ce4e5b9ull;
+    return ((uint64_t)(sp >> 4) ^ ((uint64_t)ip << 7)) * 0x9e3779b97f4a7c15ull;
 }
 
 /* The way of a set to write a new walk in: an empty one, else the next in turn. */

@@ -338,13 +338,15 @@ def case_nested(args):
         fail(f"3.{minor}: {cap.get('replayed_walks')} of {walks} walks replayed, want all but "
              "the first round's")
     # Each call site's words are the same every round: from the third on, its replay finds the
-    # stack id noted with them (927-951 of 1,000). Its native walk must replay as well: five
-    # call sites whose starts hash to one set of four ways walk afresh every round (about 190
-    # walks; once in a few hundred runs with 64 sets, every other run under ASan before the
-    # start's hash mixed its bits, session 10). Without notes: 0.
-    if cap.get("noted_walks", 0) < 650:
-        fail(f"3.{minor}: {cap.get('noted_walks')} of {walks} walks took a noted stack id, want "
-             "most after the first two rounds")
+    # stack id noted with them (927-951 of 1,000), when its native walk replays too. Under ASan
+    # some of the 25 call sites' starts fill one set of the native memo past its four ways in
+    # about half the runs, and those walk afresh every round (native replays 468-975): so the
+    # notes are asserted against the native replays. Without notes: 0.
+    native = rep["capture"]["unwind"]["replays"]
+    if cap.get("noted_walks", 0) < 0.9 * min(native, cap.get("replayed_walks", 0)) or \
+            cap.get("noted_walks", 0) < 300:
+        fail(f"3.{minor}: {cap.get('noted_walks')} of {walks} walks took a noted stack id, "
+             f"{native} native walks replayed")
     print(f"ok 3.{minor}: {cap['checked_walks']} of {walks} walks needed a kernel copy, "
           f"{cap.get('replayed_walks')} replayed, {cap.get('noted_walks')} noted")
 
