@@ -1415,20 +1415,23 @@ void gmt_py_note_id(const gmt_py_splice_t *sp, uint32_t id)
     m->busy = 0;
 }
 
-uint64_t gmt_py_noted_walks(void)
+/* The threads' replays (or, noted: those of them answered with a noted id), summed. */
+static uint64_t memo_sum(bool noted)
 {
     uint64_t sum = 0;
     for (uint32_t i = 0; walk_memo_mem && i < MEM_SLOTS; i++)
-        sum += __atomic_load_n(&walk_memo_mem[i].noted, RLX);
+        sum += __atomic_load_n(noted ? &walk_memo_mem[i].noted : &walk_memo_mem[i].replays, RLX);
     return sum;
+}
+
+uint64_t gmt_py_noted_walks(void)
+{
+    return memo_sum(true);
 }
 
 uint64_t gmt_py_replayed_walks(void)
 {
-    uint64_t sum = 0;
-    for (uint32_t i = 0; walk_memo_mem && i < MEM_SLOTS; i++)
-        sum += __atomic_load_n(&walk_memo_mem[i].replays, RLX);
-    return sum;
+    return memo_sum(false);
 }
 
 void gmt_py_test_reads(uint64_t *checked, uint64_t *direct)

@@ -387,11 +387,6 @@ void gmt_stacks_note_id(uint64_t token, uint32_t tag, uint32_t gen, uint32_t id)
  * its own remembered walk, so each keeps its token (and the stack id noted with it, below).
  * The guard keeps a capture nested in another on this thread (a signal handler's) off the
  * record. */
-#define NOTE_HOW     GMT_NOTE_HOW
-#define NOTE_TOKEN   GMT_NOTE_TOKEN
-#define NOTE_FIRST   GMT_NOTE_FIRST
-#define NOTE_TAG_GEN GMT_NOTE_TAG_GEN
-#define NOTE_ID      GMT_NOTE_ID
 static __thread struct {
     uint64_t serial; /* the thread's tokens */
     uint8_t busy;
@@ -448,10 +443,10 @@ static inline bool capture_recall(gmt_walk_note_t *nt, uint64_t how, int *first,
     if (!nt || !how || cap_memo.busy) return false;
     cap_memo.busy = 1;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    bool hit = nt->w[NOTE_TOKEN] && nt->w[NOTE_HOW] == how;
+    bool hit = nt->w[GMT_NOTE_TOKEN] && nt->w[GMT_NOTE_HOW] == how;
     if (hit) {
-        *first = (int)nt->w[NOTE_FIRST];
-        *token = nt->w[NOTE_TOKEN];
+        *first = (int)nt->w[GMT_NOTE_FIRST];
+        *token = nt->w[GMT_NOTE_TOKEN];
         gmt_tls.cap_note = nt;
         gmt_tls.cap_walk = nt->walk;
     }
@@ -465,18 +460,15 @@ static inline uint64_t capture_token(gmt_walk_note_t *nt, uint64_t how, int firs
     if (!nt || !how || cap_memo.busy) return 0;
     cap_memo.busy = 1;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    uint64_t t = 0;
-    {
-        if (!nt->w[NOTE_TOKEN] || nt->w[NOTE_HOW] != how) {
-            nt->w[NOTE_HOW] = how;
-            nt->w[NOTE_FIRST] = (uint64_t)(uint32_t)first;
-            nt->w[NOTE_TOKEN] = ++cap_memo.serial;
-            nt->w[NOTE_TAG_GEN] = nt->w[NOTE_ID] = 0; /* no stack id for the new token */
-        }
-        t = nt->w[NOTE_TOKEN];
-        gmt_tls.cap_note = nt;
-        gmt_tls.cap_walk = nt->walk;
+    if (!nt->w[GMT_NOTE_TOKEN] || nt->w[GMT_NOTE_HOW] != how) {
+        nt->w[GMT_NOTE_HOW] = how;
+        nt->w[GMT_NOTE_FIRST] = (uint64_t)(uint32_t)first;
+        nt->w[GMT_NOTE_TOKEN] = ++cap_memo.serial;
+        nt->w[GMT_NOTE_TAG_GEN] = nt->w[GMT_NOTE_ID] = 0; /* no stack id for the new token */
     }
+    uint64_t t = nt->w[GMT_NOTE_TOKEN];
+    gmt_tls.cap_note = nt;
+    gmt_tls.cap_walk = nt->walk;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     cap_memo.busy = 0;
     return t;
@@ -487,11 +479,10 @@ void gmt_stacks_note_id(uint64_t token, uint32_t tag, uint32_t gen, uint32_t id)
     if (cap_memo.busy) return;
     cap_memo.busy = 1;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    /* The note of token when it is the thread's last capture's, still its walk's. */
     gmt_walk_note_t *nt = (gmt_walk_note_t *)gmt_tls.cap_note;
-    if (token && nt && nt->walk == gmt_tls.cap_walk && nt->w[NOTE_TOKEN] == token) {
-        nt->w[NOTE_TAG_GEN] = (uint64_t)gen << 32 | tag;
-        nt->w[NOTE_ID] = id;
+    if (token && nt && gmt_stacks_note_is(nt, token)) {
+        nt->w[GMT_NOTE_TAG_GEN] = (uint64_t)gen << 32 | tag;
+        nt->w[GMT_NOTE_ID] = id;
     }
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     cap_memo.busy = 0;
@@ -519,7 +510,7 @@ __attribute__((always_inline)) static inline uint32_t capture_slack(uint64_t *fr
     GMT_PROBE_T0(t0);
     int n = gmt_unwind_walk(buf, (int)want, &walk);
     GMT_PROBE_T1(GMT_PT_UNWIND, t0);
-    /* A replay of the walk this thread's last capture made, with the same skip ranges: its
+    /* A replay of a walk this thread remembers, captured before with the same skip ranges: its
      * prefix is known (the frames are the same), so neither scanned nor walked again, and so
      * is its token. */
     int i;

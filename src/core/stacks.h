@@ -146,6 +146,12 @@ uint32_t gmt_stacks_capture_short(uint64_t *frames, uint32_t max, uint32_t skip,
  * ranges' generation), token and first program frame (stacks.c), and the stack id noted for
  * the token, under a tag and the core's generation. */
 enum { GMT_NOTE_HOW, GMT_NOTE_TOKEN, GMT_NOTE_FIRST, GMT_NOTE_TAG_GEN, GMT_NOTE_ID };
+/* Whether nt, the calling thread's last capture's note, is still token's: its walk's (the way
+ * not written with another walk since) and token's. */
+static inline bool gmt_stacks_note_is(const gmt_walk_note_t *nt, uint64_t token)
+{
+    return nt->w[GMT_NOTE_TOKEN] == token && nt->walk == gmt_tls.cap_walk;
+}
 /* The stack id noted (gmt_stacks_note_id) for token, the calling thread's last capture's, under
  * tag and the core's generation gen; 0 when none is. Each walk the unwinder remembers keeps
  * its own, so call sites that allocate in turn each find theirs. Inline, on the event path: the
@@ -157,10 +163,7 @@ static inline uint32_t gmt_stacks_noted_id(uint64_t token, uint32_t tag, uint32_
     if (!token || !nt) return 0;
     uint64_t id = nt->w[GMT_NOTE_ID], tg = nt->w[GMT_NOTE_TAG_GEN];
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    uint64_t tk = nt->w[GMT_NOTE_TOKEN];
-    return tk == token && nt->walk == gmt_tls.cap_walk && tg == ((uint64_t)gen << 32 | tag)
-               ? (uint32_t)id
-               : 0;
+    return gmt_stacks_note_is(nt, token) && tg == ((uint64_t)gen << 32 | tag) ? (uint32_t)id : 0;
 }
 /* Notes id for token (when it is the calling thread's last capture's), tag and gen. The caller
  * vouches that the frames of the capture are what id holds. */

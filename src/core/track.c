@@ -93,13 +93,10 @@ __attribute__((noinline)) uint32_t gmt_core_stack_for(const gmt_event_t *ev, uin
     uint32_t hint = n == 0 ? frameless_hint(tag, gen) : 0;
     if (hint) return hint;
     /* The same frames as this thread's last event with frames: the same id. */
-    if (n > 0 && gmt_tls.hint_gen == gen &&
-        gmt_stacks_holds(gmt_core_stacks, gmt_tls.hint_id, frames, n, tag)) {
-        gmt_stacks_note_id(token, tag, gen, gmt_tls.hint_id);
-        if (py.python) gmt_py_note_id(&py, gmt_tls.hint_id);
-        return gmt_tls.hint_id;
-    }
-    uint32_t id = gmt_stacks_intern(gmt_core_stacks, frames, n, tag);
+    uint32_t id = n > 0 && gmt_tls.hint_gen == gen &&
+                          gmt_stacks_holds(gmt_core_stacks, gmt_tls.hint_id, frames, n, tag)
+                      ? gmt_tls.hint_id
+                      : gmt_stacks_intern(gmt_core_stacks, frames, n, tag);
     if (!id) {
         gmt_core_count(&gmt_core_counts.dropped_stacks);
     } else if (n == 0) {
@@ -127,8 +124,8 @@ __attribute__((always_inline)) static inline uint32_t stack_id_of(const gmt_even
     if (!wants_frames(ev))
         hint = frameless_hint(tag, gen);
     else if (gmt_tls.nest && gmt_tls.nest->frames)
-        /* The runtime hook's capture replayed this thread's last walk: its id, with no call
-         * (gmt_core_stack_for checks the same first). */
+        /* The runtime hook's capture replayed a walk this thread remembers: the id noted with
+         * it, with no call (gmt_core_stack_for checks the same first). */
         hint = token_hint(gmt_tls.nest->token, tag, gen);
     else
         hint = 0;

@@ -810,8 +810,7 @@ static inline uint32_t set_victim(set_t *s)
 {
     for (uint32_t k = 0; k < MEMO_SET_WAYS; k++)
         if (!s->key[k]) return k;
-    uint32_t v = s->next++ % MEMO_SET_WAYS;
-    return v;
+    return s->next++ % MEMO_SET_WAYS;
 }
 
 static void memo_sums(gmt_unwind_stats_t *out)
