@@ -781,7 +781,8 @@ __attribute__((noinline)) static memo_t *memo_claim(void)
     } else {
         memset(m->sets, 0, MEMO_SETS * sizeof(set_t)); /* no way holds a walk */
     }
-    m->replays = m->missed_new = m->missed_other = 0;
+    /* The counts go on from the last owner's: they are summed over the slots, and a thread's
+     * walks stay counted after it exits. */
     if (pthread_setspecific(memo_key, m) != 0) {
         gmt_claim_release(&memo_owned[i]);
         return NULL;
@@ -823,6 +824,16 @@ static void memo_sums(gmt_unwind_stats_t *out)
     }
 }
 
+uint32_t gmt_unwind_test_ways_held(void)
+{
+    uint32_t n = 0;
+    if (memo_state != 1 || !my_memo->sets) return 0;
+    for (uint32_t i = 0; i < MEMO_SETS; i++)
+        for (uint32_t k = 0; k < MEMO_SET_WAYS; k++)
+            n += my_memo->sets[i].key[k] != 0;
+    return n;
+}
+
 void gmt_unwind_stop_at(uint64_t lo, uint64_t hi)
 {
     __atomic_store_n(&stop_span, 0, __ATOMIC_RELEASE);
@@ -839,13 +850,17 @@ void gmt_unwind_after_fork(void)
 }
 
 /* w: a way whose set holds the start's key (a walk written in whole: the key is cleared
- * while a way is written). */
+ * while a way is written). Returns the frames replayed; 0 when the stack differs from the
+ * walk's, or the way holds another start; STALE when it holds this start walked under other
+ * settings (another depth, a flushed rule cache, another stop range), which no later walk
+ * from here asks for again: the way a new walk from this start is written in. */
+#define STALE (-1)
 NO_ASAN static inline int replay(const way_t *w, void **buf, int max, uintptr_t ip, uintptr_t sp,
                                  uintptr_t rbp, uint32_t gen, uint64_t slo)
 {
-    if (w->ip0 != ip || w->sp0 != sp || w->max != (uint32_t)max || w->gen != gen ||
-        w->stop_lo != slo || (w->rbp0_used && w->rbp0 != rbp))
-        return 0;
+    if (w->ip0 != ip || w->sp0 != sp) return 0;
+    if (w->max != (uint32_t)max || w->gen != gen || w->stop_lo != slo) return STALE;
+    if (w->rbp0_used && w->rbp0 != rbp) return 0;
     uint32_t n = w->n;
     /* The saved RBPs a later step used, in the order the walk read them (each before the
      * return address of its step), then every return address: code without frame pointers
@@ -896,6 +911,7 @@ unwind_from(const uintptr_t *fp, void **buf, int max, gmt_walk_note_t **note)
         /* Each way holding a walk from this start's hash, in turn (one call site: the
          * first, checked once). */
         bool held = false;
+        uint32_t stale = MEMO_SET_WAYS;
         for (uint32_t k = 0;; k++) {
             while (k < MEMO_SET_WAYS && set->key[k] != key)
                 k++;
@@ -909,10 +925,14 @@ unwind_from(const uintptr_t *fp, void **buf, int max, gmt_walk_note_t **note)
                 memo_busy = 0;
                 return n;
             }
+            if (n == STALE) stale = k;
         }
         uint64_t *missed = held ? &m->missed_other : &m->missed_new;
         __atomic_store_n(missed, *missed + 1, RLX);
-        victim = set_victim(set);
+        /* A way of this start walked under other settings is written over first: kept, it
+         * would take one of the start's ways (which tell its callers apart) for good, and be
+         * checked in vain before them at every replay. */
+        victim = stale < MEMO_SET_WAYS ? stale : set_victim(set);
         set->key[victim] = 0; /* empty until the walk below is written in */
         w = &ways[victim];
         w->note.walk = 0;

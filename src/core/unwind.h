@@ -69,6 +69,8 @@ typedef struct gmt_unwind_stats_s {
     uint64_t missed_new, missed_other;
 } gmt_unwind_stats_t;
 void gmt_unwind_stats(gmt_unwind_stats_t *out);
+/* Walks the calling thread remembers now (for the tests of the memo). */
+uint32_t gmt_unwind_test_ways_held(void);
 /* In a fork child: the remembered walks of the threads the child does not have are given up. */
 void gmt_unwind_after_fork(void);
 

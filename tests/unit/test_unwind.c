@@ -462,6 +462,46 @@ static void test_replay_tells_callers_apart(void **state)
     assert_true(rb - fb < rb - fa);
 }
 
+/* A start walked under new settings (a capture's depth learnt after its first walk, the rule
+ * cache flushed): its walk takes the way of the start's walk under the old settings, which no
+ * later capture asks for, instead of another of the set's ways (they tell the start's callers
+ * apart), and a replay no longer checks the stale way first. On a thread of its own, so that
+ * its walks begin from an empty memo; every walk from one call site below. */
+static void *stale_way_thread(void *arg)
+{
+    int (*const callers[2])(void **, int) = {caller_a, caller_b};
+    /* (caller, depth) in turn */
+    static const int seq[6][2] = {{0, 40}, {0, 48}, {0, 48}, {1, 48}, {0, 48}, {1, 48}};
+    void *buf[48];
+    uint64_t *out = arg;
+    gmt_unwind_stats_t s0, s1;
+    gmt_unwind_stats(&s0);
+    for (volatile int k = 0; k < 6; k++) {
+        callers[seq[k][0]](buf, seq[k][1]);
+        out[k] = gmt_unwind_test_ways_held();
+    }
+    gmt_unwind_stats(&s1);
+    out[6] = s1.replays - s0.replays;
+    return NULL;
+}
+
+static void test_replay_stale_way_reused(void **state)
+{
+    (void)state;
+    uint64_t out[7];
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, stale_way_thread, out), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    /* the walks of the thread's own start-up (its entry point's) hold none: it walks nothing
+     * but these */
+    assert_int_equal(out[0], 1);
+    assert_int_equal(out[1], 1); /* a at 48 over a at 40 */
+    assert_int_equal(out[2], 1); /* a at 48 replayed */
+    assert_int_equal(out[3], 2); /* b beside a */
+    assert_int_equal(out[5], 2);
+    assert_int_equal(out[6], 3); /* a, a, b */
+}
+
 /* Walks from places at other depths in turn (a model's call sites, each allocating in turn):
  * each is remembered in its own way and replayed, equal to libunwind's, where one remembered
  * walk would be written over every time. Two places share a way by their hash rarely (1 in
@@ -586,6 +626,7 @@ int main(void)
         cmocka_unit_test(test_colliding_addresses_both_cached),
         cmocka_unit_test(test_replay_same_frames),
         cmocka_unit_test(test_replay_tells_callers_apart),
+        cmocka_unit_test(test_replay_stale_way_reused),
         cmocka_unit_test(test_stop_at),
         cmocka_unit_test(test_replay_places_in_turn),
         cmocka_unit_test(test_replay_after_flush),
