@@ -379,10 +379,9 @@ uint64_t gmt_stats_counter(gmt_counter_t c)
     return v;
 }
 
-__attribute__((always_inline)) inline bool gmt_stats_on_alloc(int32_t device, gmt_kind_t kind,
-                                                              gmt_api_t api, gmt_layer_t layer,
-                                                              uint64_t size, uint64_t seq,
-                                                              uint64_t now_ns, bool charged)
+__attribute__((always_inline)) inline bool
+gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, gmt_layer_t layer, bool merged,
+                   uint64_t size, uint64_t seq, uint64_t now_ns, bool charged)
 {
     int slot = gmt_stats_slot(device);
     shard_t *sh = my_shard();
@@ -392,6 +391,7 @@ __attribute__((always_inline)) inline bool gmt_stats_on_alloc(int32_t device, gm
     __atomic_store_n(&sh->last_ns, now_ns, RLX);
     bump(&sh->counters[GMT_CNT_ALLOCS], 1);
     bump(&sh->counters[GMT_CNT_LAYER0 + layer], 1);
+    if (merged) bump(&sh->counters[GMT_CNT_NESTED_MERGED], 1);
     bump(&c->allocs, 1);
     bump(&c->alloc_bytes, size);
     bump(&sh->api[api][0], 1);

@@ -66,10 +66,11 @@ int gmt_stats_attach(void *block, size_t bytes);
 uint64_t gmt_stats_last_event_ns(void);
 
 /* An allocation event from `layer` (counted in GMT_CNT_ALLOCS and the layer's counter, the
- * same shard access as the rest): `size` bytes succeeded. Returns true when it raised the
+ * same shard access as the rest, and in GMT_CNT_NESTED_MERGED when `merged`: a lower layer's
+ * event inside a runtime call): `size` bytes succeeded. Returns true when it raised the
  * device's in-use peak. */
 bool gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, gmt_layer_t layer,
-                        uint64_t size, uint64_t seq, uint64_t now_ns, bool charged);
+                        bool merged, uint64_t size, uint64_t seq, uint64_t now_ns, bool charged);
 void gmt_stats_on_free(int32_t device, gmt_kind_t kind, gmt_api_t api, uint64_t size,
                        uint64_t now_ns, bool charged);
 void gmt_stats_on_failure(int32_t device, gmt_api_t api);

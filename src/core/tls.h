@@ -22,7 +22,9 @@ typedef struct gmt_nest_s {
      * for every event of its bracket instead of unwinding again through the driver, CUPTI
      * and the tracer; NULL when it captured none. */
     const uint64_t *frames;
-    uint64_t token; /* the capture's token (stacks.h), 0: none */
+    /* The capture's token (stacks.h; 0: none) and its frames' count: set only while frames
+     * is (gmt_track_runtime_capture_slow writes them before frames). */
+    uint64_t token;
     uint32_t nframes;
     uint32_t inner;  /* events recorded by a lower layer inside the runtime call */
     uint16_t api;    /* the runtime API whose hook is executing */

@@ -136,16 +136,19 @@ __attribute__((always_inline)) static inline uint32_t stack_id_of(const gmt_even
     return id;
 }
 
+/* Reached through gmt_track_runtime_capture, which saw a depth above 0. */
 void gmt_track_runtime_capture_slow(gmt_nest_t *f, uint64_t *frames)
 {
-    int depth = gmt_core_stack_depth;
-    if (depth <= 0 || !gmt_core_ready()) return;
+    if (!gmt_core_ready()) return;
     gmt_guard_enter();
     /* skip 1: this function; the hook's frame is in the tracer's skip range. */
     uint32_t first;
     GMT_PROBE_T0(t0);
-    f->nframes = gmt_stacks_capture_near(frames, (uint32_t)depth, 1, &f->token, &first);
+    f->nframes =
+        gmt_stacks_capture_near(frames, (uint32_t)gmt_core_stack_depth, 1, &f->token, &first);
     GMT_PROBE_T1(GMT_PT_STACK, t0);
+    /* token and nframes before frames, for a signal handler's event inside the bracket */
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
     f->frames = frames + first;
     gmt_guard_leave();
 }
@@ -207,7 +210,8 @@ __attribute__((noinline)) void gmt_track_alloc(const gmt_event_t *ev)
         return;
     }
     uint8_t api = ev->api;
-    if (gmt_nest_inside_runtime(ev)) api = gmt_nest_merge();
+    bool merged = gmt_nest_inside_runtime(ev);
+    if (merged) api = gmt_nest_merge();
     uint64_t now = event_now_ns();
     uint64_t seq = now; /* records are ordered by time; no shared counter on the hot path */
     gmt_record_t r = {
@@ -229,7 +233,7 @@ __attribute__((noinline)) void gmt_track_alloc(const gmt_event_t *ev)
         /* Counted in the totals (the bytes are real), but no longer tracked by address. */
         gmt_core_count(&gmt_core_counts.dropped_table_full);
         gmt_stats_on_alloc(ev->device, (gmt_kind_t)ev->kind, (gmt_api_t)api, (gmt_layer_t)ev->layer,
-                           ev->size, seq, now, false);
+                           merged, ev->size, seq, now, false);
         return;
     }
     if (r.stack_id && charged && !GMT_PROBE_SKIPS(GMT_PROBE_STACKENT)) {
@@ -238,7 +242,7 @@ __attribute__((noinline)) void gmt_track_alloc(const gmt_event_t *ev)
         __atomic_fetch_add(&e->total_allocs, 1, __ATOMIC_RELAXED);
     }
     if (gmt_stats_on_alloc(ev->device, (gmt_kind_t)ev->kind, (gmt_api_t)api, (gmt_layer_t)ev->layer,
-                           ev->size, seq, now, charged))
+                           merged, ev->size, seq, now, charged))
         gmt_peaks_mark(ev->device);
 }
 

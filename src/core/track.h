@@ -60,9 +60,7 @@ void gmt_track_failure(const gmt_event_t *ev);
 static inline void gmt_track_runtime_enter(gmt_nest_t *f, gmt_api_t api, bool is_free)
 {
     f->up = gmt_tls.nest;
-    f->frames = NULL;
-    f->token = 0;
-    f->nframes = 0;
+    f->frames = NULL; /* token and nframes are read only beside frames, written before it */
     f->inner = 0;
     f->api = (uint16_t)api;
     f->is_free = is_free;

@@ -257,17 +257,17 @@ static void test_peak_and_seq(void **state)
     assert_int_equal(dev(d).in_use, 0);
 
     /* the direct API reports whether an allocation raised the peak */
-    assert_true(gmt_stats_on_alloc(4, GMT_KIND_DEVICE, GMT_API_cudaMalloc, GMT_LAYER_RUNTIME, 10, 1,
-                                   0, true));
-    assert_false(gmt_stats_on_alloc(4, GMT_KIND_MANAGED, GMT_API_cudaMalloc, GMT_LAYER_RUNTIME, 99,
-                                    2, 0, true));
-    assert_false(gmt_stats_on_alloc(4, GMT_KIND_DEVICE, GMT_API_cudaMalloc, GMT_LAYER_RUNTIME, 99,
-                                    3, 0, false));
+    assert_true(gmt_stats_on_alloc(4, GMT_KIND_DEVICE, GMT_API_cudaMalloc, GMT_LAYER_RUNTIME, false,
+                                   10, 1, 0, true));
+    assert_false(gmt_stats_on_alloc(4, GMT_KIND_MANAGED, GMT_API_cudaMalloc, GMT_LAYER_RUNTIME,
+                                    false, 99, 2, 0, true));
+    assert_false(gmt_stats_on_alloc(4, GMT_KIND_DEVICE, GMT_API_cudaMalloc, GMT_LAYER_RUNTIME,
+                                    false, 99, 3, 0, false));
     gmt_stats_on_free(4, GMT_KIND_DEVICE, GMT_API_cudaMalloc, 10, 0, true);
-    assert_false(gmt_stats_on_alloc(4, GMT_KIND_DEVICE, GMT_API_cudaMalloc, GMT_LAYER_RUNTIME, 5, 4,
-                                    0, true));
-    assert_true(gmt_stats_on_alloc(4, GMT_KIND_DEVICE, GMT_API_cudaMalloc, GMT_LAYER_RUNTIME, 6, 5,
-                                   0, true));
+    assert_false(gmt_stats_on_alloc(4, GMT_KIND_DEVICE, GMT_API_cudaMalloc, GMT_LAYER_RUNTIME,
+                                    false, 5, 4, 0, true));
+    assert_true(gmt_stats_on_alloc(4, GMT_KIND_DEVICE, GMT_API_cudaMalloc, GMT_LAYER_RUNTIME, false,
+                                   6, 5, 0, true));
     assert_int_equal(dev(4).in_use_peak, 11);
     assert_int_equal(dev(4).peak_seq, 5);
 }
@@ -377,8 +377,8 @@ static void test_timeline_dense_merges(void **state)
         uint64_t now = t0 + (uint64_t)i * 37000; /* every 37 us, ~185 ms */
         uint64_t size = (uint64_t)(i * 7919 % 1000) + 1;
         if (i % 2 == 0 || in_use < (int64_t)size) {
-            gmt_stats_on_alloc(d, GMT_KIND_DEVICE, GMT_API_cudaMalloc, GMT_LAYER_RUNTIME, size,
-                               (uint64_t)i, now, true);
+            gmt_stats_on_alloc(d, GMT_KIND_DEVICE, GMT_API_cudaMalloc, GMT_LAYER_RUNTIME, false,
+                               size, (uint64_t)i, now, true);
             in_use += (int64_t)size;
         } else {
             gmt_stats_on_free(d, GMT_KIND_DEVICE, GMT_API_cudaFree, size, now, true);
@@ -398,7 +398,7 @@ static void test_timeline_sparse_events_stay_bounded(void **state)
     uint64_t t0 = gmt_track_start_ns();
     int64_t in_use = 0;
     for (int i = 0; i < 3 * TL_POINTS; i++) {
-        gmt_stats_on_alloc(d, GMT_KIND_DEVICE, GMT_API_cudaMalloc, GMT_LAYER_RUNTIME, 10,
+        gmt_stats_on_alloc(d, GMT_KIND_DEVICE, GMT_API_cudaMalloc, GMT_LAYER_RUNTIME, false, 10,
                            (uint64_t)i, t0 + (uint64_t)i * 2 * MS + MS / 2, true);
         in_use += 10;
     }
@@ -412,11 +412,11 @@ static void test_timeline_late_arrival_keeps_order(void **state)
     (void)state;
     const int32_t d = 11;
     uint64_t t0 = gmt_track_start_ns();
-    gmt_stats_on_alloc(d, GMT_KIND_DEVICE, GMT_API_cudaMalloc, GMT_LAYER_RUNTIME, 100, 1,
+    gmt_stats_on_alloc(d, GMT_KIND_DEVICE, GMT_API_cudaMalloc, GMT_LAYER_RUNTIME, false, 100, 1,
                        t0 + 5 * MS + 10, true);
-    gmt_stats_on_alloc(d, GMT_KIND_DEVICE, GMT_API_cudaMalloc, GMT_LAYER_RUNTIME, 100, 2,
+    gmt_stats_on_alloc(d, GMT_KIND_DEVICE, GMT_API_cudaMalloc, GMT_LAYER_RUNTIME, false, 100, 2,
                        t0 + 3 * MS + 10, true);
-    gmt_stats_on_alloc(d, GMT_KIND_DEVICE, GMT_API_cudaMalloc, GMT_LAYER_RUNTIME, 100, 3,
+    gmt_stats_on_alloc(d, GMT_KIND_DEVICE, GMT_API_cudaMalloc, GMT_LAYER_RUNTIME, false, 100, 3,
                        t0 + 6 * MS + 10, true);
     check_timeline(gmt_stats_slot(d), 300, 300);
 }
@@ -432,10 +432,10 @@ static void *stats_worker(void *arg)
     int id = (int)(intptr_t)arg;
     for (int i = 0; i < OPS; i++) {
         uint64_t now = gmt_track_start_ns() + (uint64_t)i * 1000;
-        gmt_stats_on_alloc(12, GMT_KIND_DEVICE, GMT_API_cudaMalloc, GMT_LAYER_RUNTIME, 3,
+        gmt_stats_on_alloc(12, GMT_KIND_DEVICE, GMT_API_cudaMalloc, GMT_LAYER_RUNTIME, false, 3,
                            (uint64_t)i, now, true);
-        gmt_stats_on_alloc(12, GMT_KIND_MANAGED, GMT_API_cudaMallocManaged, GMT_LAYER_RUNTIME, 5,
-                           (uint64_t)i, now, true);
+        gmt_stats_on_alloc(12, GMT_KIND_MANAGED, GMT_API_cudaMallocManaged, GMT_LAYER_RUNTIME,
+                           false, 5, (uint64_t)i, now, true);
         if (i % 2) {
             gmt_stats_on_free(12, GMT_KIND_DEVICE, GMT_API_cudaFree, 3, now, true);
             gmt_stats_on_free(12, GMT_KIND_MANAGED, GMT_API_cudaFree, 5, now, true);
@@ -487,7 +487,7 @@ static void *wave_worker(void *arg)
 {
     int *owned = arg;
     for (int i = 0; i < WAVE_OPS; i++)
-        gmt_stats_on_alloc(12, GMT_KIND_DEVICE, GMT_API_cudaMalloc, GMT_LAYER_RUNTIME, 7,
+        gmt_stats_on_alloc(12, GMT_KIND_DEVICE, GMT_API_cudaMalloc, GMT_LAYER_RUNTIME, false, 7,
                            (uint64_t)i, gmt_track_start_ns() + (uint64_t)i, true);
     *owned = gmt_tls.shard_mode == 2; /* stats.c SHARD_OWN */
     return NULL;
