@@ -32,6 +32,13 @@ static inline bool gmt_capture_touch(void)
     return s > 0;
 }
 
+/* Whether capture has started and runs (a hook's first check; gmt_capture_touch starts it). */
+static inline bool gmt_capture_running(void)
+{
+    if (GMT_PROBE_SKIPS(GMT_PROBE_PASS)) return false;
+    return __atomic_load_n(&gmt_capture_state, __ATOMIC_ACQUIRE) > 0;
+}
+
 /* Device of the calling thread's current context (driver), GMT_DEVICE_UNKNOWN if none. */
 int32_t gmt_capture_current_device_driver(void);
 /* Device current for the runtime on this thread, GMT_DEVICE_UNKNOWN if unknown. */

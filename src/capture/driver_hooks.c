@@ -89,11 +89,19 @@ static bool record_free(gmt_event_t *ev)
         return r;                                                                                  \
     }
 
+/* The recording half of a release wrapper is a function of its own, so that the exported one
+ * passes a call through (as inside a runtime release, cudaFree -> cuMemFree) without saving
+ * the registers the recording needs. */
 #define DRIVER_WRAP_FREE(name, ret, params, args)                                                  \
+    __attribute__((noinline)) static ret name##_recorded params;                                   \
     GMT_EXPORT ret name params                                                                     \
     {                                                                                              \
         REAL_OR_FAIL(name);                                                                        \
         if (released_above() || !recording()) return gmt_real.name args;                           \
+        return name##_recorded args;                                                               \
+    }                                                                                              \
+    static ret name##_recorded params                                                              \
+    {                                                                                              \
         GMT_PROBE_T0(h0_);                                                                         \
         gmt_event_t ev = describe_##name args;                                                     \
         bool took = record_free(&ev);                                                              \

@@ -22,20 +22,31 @@
 #include "core/tls.h"
 #include "core/track.h"
 
-#define REAL_OR_FAIL(name)                                                                         \
-    do {                                                                                           \
-        if (__builtin_expect(!gmt_real.name, 0)) {                                                 \
-            gmt_real_resolve_runtime_from(__builtin_return_address(0), #name);                     \
+/* A hook is three functions. The exported one only checks that tracing runs (the real function
+ * resolved, not the tracer's own call, capture started) and goes on to name##_recorded, with
+ * no registers to save; anything else goes to name##_first, which resolves the real function
+ * (from the program's libcudart: the caller's address), starts capture at the first CUDA call,
+ * or passes the call straight through (the tracer's own calls, tracing off). */
+#define RUNTIME_HOOK_ENTRY(name, ret, params, args)                                                \
+    __attribute__((noinline)) static ret name##_recorded params;                                   \
+    __attribute__((noinline, cold)) static ret name##_first(const void *caller_,                   \
+                                                            GMT_UNPAREN params);                   \
+    GMT_EXPORT ret name params                                                                     \
+    {                                                                                              \
+        if (__builtin_expect(gmt_real.name && !gmt_guard_held() && gmt_capture_running(), 1))      \
+            return name##_recorded args;                                                           \
+        return name##_first(__builtin_return_address(0), GMT_UNPAREN args);                        \
+    }                                                                                              \
+    static ret name##_first(const void *caller_, GMT_UNPAREN params)                               \
+    {                                                                                              \
+        if (!gmt_real.name) {                                                                      \
+            gmt_real_resolve_runtime_from(caller_, #name);                                         \
             if (!gmt_real.name)                                                                    \
                 return (cudaError_t)gmt_real_missing(#name, cudaErrorNotSupported);                \
         }                                                                                          \
-    } while (0)
-
-/* Passes straight through for the tracer's own calls and when tracing is off. */
-#define PASS_THROUGH(name, args)                                                                   \
-    do {                                                                                           \
         if (gmt_guard_held() || !gmt_capture_touch()) return gmt_real.name args;                   \
-    } while (0)
+        return name##_recorded args;                                                               \
+    }
 
 /* Only reached when no lower layer recorded the call: the runtime's current device is asked
  * then and only then. */
@@ -53,10 +64,9 @@ static bool record_free(gmt_event_t *ev)
 }
 
 #define RUNTIME_HOOK_ALLOC(name, ret, params, args)                                                \
-    GMT_EXPORT ret name params                                                                     \
+    RUNTIME_HOOK_ENTRY(name, ret, params, args)                                                    \
+    static ret name##_recorded params                                                              \
     {                                                                                              \
-        REAL_OR_FAIL(name);                                                                        \
-        PASS_THROUGH(name, args);                                                                  \
         GMT_PROBE_T0(h0_);                                                                         \
         uint64_t frames[GMT_STACKS_CAPTURE_MAX];                                                   \
         gmt_nest_t nest;                                                                           \
@@ -81,10 +91,9 @@ static bool record_free(gmt_event_t *ev)
     }
 
 #define RUNTIME_HOOK_FREE(name, ret, params, args)                                                 \
-    GMT_EXPORT ret name params                                                                     \
+    RUNTIME_HOOK_ENTRY(name, ret, params, args)                                                    \
+    static ret name##_recorded params                                                              \
     {                                                                                              \
-        REAL_OR_FAIL(name);                                                                        \
-        PASS_THROUGH(name, args);                                                                  \
         GMT_PROBE_T0(h0_);                                                                         \
         gmt_event_t ev = describe_##name args;                                                     \
         bool took = record_free(&ev);                                                              \
