@@ -6,7 +6,8 @@ GMT_TL_AB=BITS (under a probe build of the tracer, bench/probe_lib.sh): after th
 blocks of GMT_TL_AB_BLOCK steps (default 5) alternate between the tracer passing every call
 straight through (probe switch "pass") and the tracer with the probe switches BITS (0: all of
 it); prints "ms_pass", "ms_traced" (medians of their steps) and "ab_ratio" (the median over
-block pairs of traced / pass): the same process, so the host's per-process modes cancel.
+block pairs of traced / pass; "ab_pairs" their number and quartiles): the same process, so the
+host's per-process modes cancel.
 It also prints "probe_<piece>" lines: the time each piece of the event path took a traced
 step and a call (the probe build's timers: alloc, free, stack, unwind, pywalk).
 The allocator mode comes from the environment (PYTORCH_NO_CUDA_MEMORY_CACHING=1: every tensor
@@ -111,6 +112,9 @@ if probe_set:
     print(f"ms_pass {statistics.median(p):.3f}")
     print(f"ms_traced {statistics.median(t):.3f}")
     print(f"ab_ratio {statistics.median(pairs):.4f}")
+    if len(pairs) >= 4:  # the spread of the block pairs: how far one ratio can be trusted
+        q = statistics.quantiles(pairs, n=4)
+        print(f"ab_pairs {len(pairs)} q1 {q[0]:.4f} q3 {q[2]:.4f}")
     # Each piece's time a traced step and a call's (nested: stack holds unwind and pywalk;
     # alloc the stack taken inside it, not a runtime hook's walk before its real call;
     # runtime and driver everything their hooks do but the real calls: the tracer's time).
