@@ -15,7 +15,8 @@
 # off, without the piece NAME of src/core/probe.h; "p-core": every piece of the core), and
 # "ab-default", "ab-off", "ab-nopy": one probe-build process alternating blocks of steps
 # between the tracer passing every call through and the tracer recording (default, stacks off,
-# Python frames off; GMT_TL_AB in torch_transformer.py), its sample the process's ab_ratio:
+# Python frames off; GMT_TL_AB in torch_transformer.py; "ab-wall": the default with the probe's
+# timers off, blocks of two steps), its sample the process's ab_ratio:
 # traced over pass-through in the same process, so the host's per-process modes cancel;
 # each ab-* process also prints the probe build's timers (torch_transformer.py's probe_*
 # lines: what each piece of the event path took a traced step); GMT_TL_RAW=FILE keeps every sample; GMT_TL_BUDGET=SECONDS starts no repetition after that

@@ -9,7 +9,9 @@
 #   (Python frames off); d8 (depth 8); p-none, p-core and p-NAME (the probe build with stacks
 #   off: nothing, every piece of the core, the piece NAME of src/core/probe.h skipped);
 #   ab-default, ab-off, ab-nopy (the probe build, GMT_TL_AB=0: bench/gpu/torch_transformer.py
-#   alternates pass-through and recording inside one process).
+#   alternates pass-through and recording inside one process, timing each piece); ab-wall (the
+#   same as ab-default with the probe's timers off and blocks of two steps: the wall time the
+#   tracer adds, without the timers' own; docs/PERFORMANCE.md, "Session 11").
 # gmt_alloc_env MODE  sets the array alloc to PyTorch's allocator environment: nocache
 #   (PYTORCH_NO_CUDA_MEMORY_CACHING=1) or async (backend:cudaMallocAsync); returns 1 else.
 
@@ -30,6 +32,7 @@ gmt_setting_env() {
     ab-default) pre=(LD_PRELOAD="$probe" GMT_TL_AB=0) ;;
     ab-off) pre=(LD_PRELOAD="$probe" GMT_TL_AB=0 GPUMEMTRACE_STACK_DEPTH=0) ;;
     ab-nopy) pre=(LD_PRELOAD="$probe" GMT_TL_AB=0 GPUMEMTRACE_PYTHON=0) ;;
+    ab-wall) pre=(LD_PRELOAD="$probe" GMT_TL_AB=1024 GMT_TL_AB_BLOCK=2) ;; # 1024: "notimers"
     *) return 1 ;;
   esac
 }

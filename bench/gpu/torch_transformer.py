@@ -9,7 +9,10 @@ it); prints "ms_pass", "ms_traced" (medians of their steps) and "ab_ratio" (the 
 block pairs of traced / pass; "ab_pairs" their number and quartiles): the same process, so the
 host's per-process modes cancel.
 It also prints "probe_<piece>" lines: the time each piece of the event path took a traced
-step and a call (the probe build's timers: alloc, free, stack, unwind, pywalk).
+step and a call (the probe build's timers: alloc, free, stack, unwind, pywalk). The timers
+cost time of their own (two clock reads each, and adds to a line every thread writes):
+GMT_TL_AB=1024 (the probe switch "notimers") leaves them out of the traced blocks, for the
+wall-time A/B of the tracer alone (the probe lines then read 0).
 The allocator mode comes from the environment (PYTORCH_NO_CUDA_MEMORY_CACHING=1: every tensor
 a cudaMalloc; PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync: the stream-ordered pool).
 Six pre-norm encoder layers (d_model 512, 8 heads, feed-forward 2048, dropout 0.1), a

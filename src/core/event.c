@@ -61,7 +61,7 @@ static uint64_t probe_now_ns(void)
 __attribute__((visibility("default"))) unsigned gmt_probe_times(uint64_t *ns, uint64_t *calls,
                                                                 unsigned n)
 {
-    uint64_t dt = gmt_probe_tick() - probe_tick0, dns = probe_now_ns() - probe_ns0;
+    uint64_t dt = gmt_probe_clock() - probe_tick0, dns = probe_now_ns() - probe_ns0;
     double per_tick = dt ? (double)dns / (double)dt : 0;
     for (unsigned i = 0; i < n && i < GMT_PT_COUNT; i++) {
         ns[i] =
@@ -82,12 +82,13 @@ __attribute__((constructor)) static void probe_read_env(void)
     static const struct {
         const char *name;
         unsigned bit;
-    } names[] = {{"record", GMT_PROBE_RECORD},   {"ctxdev", GMT_PROBE_CTXDEV},
-                 {"devline", GMT_PROBE_DEVLINE}, {"timeline", GMT_PROBE_TIMELINE},
-                 {"table", GMT_PROBE_TABLE},     {"stackent", GMT_PROBE_STACKENT},
-                 {"shards", GMT_PROBE_SHARDS},   {"clock", GMT_PROBE_CLOCK},
-                 {"ctxcur", GMT_PROBE_CTXCUR},   {"pass", GMT_PROBE_PASS}};
-    probe_tick0 = gmt_probe_tick();
+    } names[] = {{"record", GMT_PROBE_RECORD},    {"ctxdev", GMT_PROBE_CTXDEV},
+                 {"devline", GMT_PROBE_DEVLINE},  {"timeline", GMT_PROBE_TIMELINE},
+                 {"table", GMT_PROBE_TABLE},      {"stackent", GMT_PROBE_STACKENT},
+                 {"shards", GMT_PROBE_SHARDS},    {"clock", GMT_PROBE_CLOCK},
+                 {"ctxcur", GMT_PROBE_CTXCUR},    {"pass", GMT_PROBE_PASS},
+                 {"notimers", GMT_PROBE_NOTIMERS}};
+    probe_tick0 = gmt_probe_clock();
     probe_ns0 = probe_now_ns();
     const char *v = getenv("GMT_PROBE_SKIP");
     if (!v) return;

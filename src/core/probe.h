@@ -13,18 +13,22 @@
 #define GMT_CORE_PROBE_H
 
 enum {
-    GMT_PROBE_RECORD = 1 << 0,   /* "record": no event reaches the core (hooks, describe only) */
-    GMT_PROBE_CTXDEV = 1 << 1,   /* "ctxdev": no cuCtxGetDevice / cudaGetDevice (device 0) */
-    GMT_PROBE_DEVLINE = 1 << 2,  /* "devline": no per-device bytes, peaks or timeline */
-    GMT_PROBE_TIMELINE = 1 << 3, /* "timeline": no timeline update (bytes and peaks kept) */
-    GMT_PROBE_TABLE = 1 << 4,    /* "table": no live-table insert or remove */
-    GMT_PROBE_STACKENT = 1 << 5, /* "stackent": no per-stack live bytes or peak epochs */
-    GMT_PROBE_SHARDS = 1 << 6,   /* "shards": no per-thread event counters */
-    GMT_PROBE_CLOCK = 1 << 7,    /* "clock": no clock read (time 0) */
-    GMT_PROBE_CTXCUR = 1 << 8,   /* "ctxcur": not a skip: the device from cuCtxGetCurrent and
-                                  * the thread's last (context, device) pair */
-    GMT_PROBE_PASS = 1 << 9,     /* "pass": every hook passes straight through, as with
-                                  * tracing off (what interposition alone costs) */
+    GMT_PROBE_RECORD = 1 << 0,    /* "record": no event reaches the core (hooks, describe only) */
+    GMT_PROBE_CTXDEV = 1 << 1,    /* "ctxdev": no cuCtxGetDevice / cudaGetDevice (device 0) */
+    GMT_PROBE_DEVLINE = 1 << 2,   /* "devline": no per-device bytes, peaks or timeline */
+    GMT_PROBE_TIMELINE = 1 << 3,  /* "timeline": no timeline update (bytes and peaks kept) */
+    GMT_PROBE_TABLE = 1 << 4,     /* "table": no live-table insert or remove */
+    GMT_PROBE_STACKENT = 1 << 5,  /* "stackent": no per-stack live bytes or peak epochs */
+    GMT_PROBE_SHARDS = 1 << 6,    /* "shards": no per-thread event counters */
+    GMT_PROBE_CLOCK = 1 << 7,     /* "clock": no clock read (time 0) */
+    GMT_PROBE_CTXCUR = 1 << 8,    /* "ctxcur": not a skip: the device from cuCtxGetCurrent and
+                                   * the thread's last (context, device) pair */
+    GMT_PROBE_PASS = 1 << 9,      /* "pass": every hook passes straight through, as with
+                                   * tracing off (what interposition alone costs) */
+    GMT_PROBE_NOTIMERS = 1 << 10, /* "notimers": not a skip of the tracer's: the timers below
+                                   * read no clock and add nothing (each timer's clock reads and
+                                   * its adds to one line that every thread writes are not the
+                                   * product's cost: an A/B run for the wall time sets it) */
 };
 
 /* A probe build's timers: the cycles each piece of the event path took, summed over every
@@ -51,7 +55,7 @@ enum {
 #endif
 extern unsigned gmt_probe_skip;
 extern uint64_t gmt_probe_ticks[GMT_PT_COUNT], gmt_probe_calls[GMT_PT_COUNT];
-static inline uint64_t gmt_probe_tick(void)
+static inline uint64_t gmt_probe_clock(void)
 {
 #if defined(__x86_64__)
     return __rdtsc();
@@ -63,8 +67,15 @@ static inline uint64_t gmt_probe_tick(void)
     return 0;
 #endif
 }
+/* A timer's clock: 0 while "notimers" is set. */
+static inline uint64_t gmt_probe_tick(void)
+{
+    if (__atomic_load_n(&gmt_probe_skip, __ATOMIC_RELAXED) & GMT_PROBE_NOTIMERS) return 0;
+    return gmt_probe_clock();
+}
 static inline void gmt_probe_time(unsigned slot, uint64_t t0, uint64_t calls)
 {
+    if (__atomic_load_n(&gmt_probe_skip, __ATOMIC_RELAXED) & GMT_PROBE_NOTIMERS) return;
     __atomic_fetch_add(&gmt_probe_ticks[slot], gmt_probe_tick() - t0, __ATOMIC_RELAXED);
     if (calls) __atomic_fetch_add(&gmt_probe_calls[slot], calls, __ATOMIC_RELAXED);
 }
