@@ -844,9 +844,12 @@ void gmt_unwind_stop_at(uint64_t lo, uint64_t hi)
 void gmt_unwind_after_fork(void)
 {
     /* The other threads' slots stay claimed by threads the child does not have; their walks
-     * are forgotten when a thread of the child claims them. */
-    for (uint32_t i = 0; i < MEMO_SLOTS; i++)
+     * are forgotten when a thread of the child claims them. The counts start over: the child's
+     * report counts the child's walks. */
+    for (uint32_t i = 0; i < MEMO_SLOTS; i++) {
         if (&memos[i] != my_memo) __atomic_store_n(&memo_owned[i], 0, RLX);
+        memos[i].replays = memos[i].missed_new = memos[i].missed_other = 0;
+    }
 }
 
 /* w: a way whose set holds the start's key (a walk written in whole: the key is cleared

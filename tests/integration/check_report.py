@@ -881,6 +881,11 @@ def fork_reports(ctx, follow):
     groups = child["leaks"]["groups"]
     expect_eq("child: number of leak groups", len(groups), 1)
     check_group(child, groups, "child_leak", bytes=MIB, count=1, api="cudaMalloc")
+    # The unwinder's counts start over in the child: its one allocation's walk, not the
+    # parent's walk before the fork as well.
+    uw = child["capture"]["unwind"]
+    expect_eq("child: walks counted (capture.unwind replays + missed_new + missed_other)",
+              uw["replays"] + uw["missed_new"] + uw["missed_other"], 1)
     if f"r-{child_pid}.json" not in ctx.files():
         fail(f"the child's report is not named after its pid: files {ctx.files()}")
 
