@@ -76,7 +76,7 @@ static inline uint64_t gmt_probe_tick(void)
 static inline void gmt_probe_time(unsigned slot, uint64_t t0, uint64_t calls)
 {
     if (__atomic_load_n(&gmt_probe_skip, __ATOMIC_RELAXED) & GMT_PROBE_NOTIMERS) return;
-    __atomic_fetch_add(&gmt_probe_ticks[slot], gmt_probe_tick() - t0, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&gmt_probe_ticks[slot], gmt_probe_clock() - t0, __ATOMIC_RELAXED);
     if (calls) __atomic_fetch_add(&gmt_probe_calls[slot], calls, __ATOMIC_RELAXED);
 }
 /* Exported by a probe build only: the nanoseconds and the calls of each timer (n of them at
