@@ -379,24 +379,11 @@ uint64_t gmt_stats_counter(gmt_counter_t c)
     return v;
 }
 
-__attribute__((always_inline)) inline bool
-gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, gmt_layer_t layer, bool merged,
-                   uint64_t size, uint64_t seq, uint64_t now_ns, bool charged)
+/* size bytes more of (slot, kind) in use: the device's current, its peaks and its timeline.
+ * True when it raised the device's in-use peak. */
+__attribute__((always_inline)) static inline bool
+charge(dev_t_ *d, int slot, gmt_kind_t kind, uint64_t size, uint64_t seq, uint64_t now_ns)
 {
-    int slot = gmt_stats_slot(device);
-    shard_t *sh = my_shard();
-    bool own = own_shard();
-    dev_t_ *d = &devs[slot];
-    cell_t *c = &sh->cells[slot][kind];
-    __atomic_store_n(&sh->last_ns, now_ns, RLX);
-    bump(&sh->counters[GMT_CNT_ALLOCS], 1);
-    bump(&sh->counters[GMT_CNT_LAYER0 + layer], 1);
-    if (merged) bump(&sh->counters[GMT_CNT_NESTED_MERGED], 1);
-    bump(&c->allocs, 1);
-    bump(&c->alloc_bytes, size);
-    bump(&sh->api[api][0], 1);
-    bump(&sh->api[api][3], size);
-    if (!charged || GMT_PROBE_SKIPS(GMT_PROBE_DEVLINE)) return false;
     int64_t cur = __atomic_add_fetch(&d->current[kind], (int64_t)size, RLX);
     max_update(&d->peak[kind], cur);
     if (!gmt_kind_in_use(kind)) return false;
@@ -412,6 +399,39 @@ gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, gmt_layer_t l
         }
     }
     return false;
+}
+
+__attribute__((always_inline)) inline bool
+gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, gmt_layer_t layer, bool merged,
+                   uint64_t size, uint64_t seq, uint64_t now_ns, bool charged)
+{
+    int slot = gmt_stats_slot(device);
+    shard_t *sh = my_shard();
+    bool own = own_shard();
+    cell_t *c = &sh->cells[slot][kind];
+    __atomic_store_n(&sh->last_ns, now_ns, RLX);
+    bump(&sh->counters[GMT_CNT_ALLOCS], 1);
+    bump(&sh->counters[GMT_CNT_LAYER0 + layer], 1);
+    if (merged) bump(&sh->counters[GMT_CNT_NESTED_MERGED], 1);
+    bump(&c->allocs, 1);
+    bump(&c->alloc_bytes, size);
+    bump(&sh->api[api][0], 1);
+    bump(&sh->api[api][3], size);
+    if (!charged || GMT_PROBE_SKIPS(GMT_PROBE_DEVLINE)) return false;
+    return charge(&devs[slot], slot, kind, size, seq, now_ns);
+}
+
+bool gmt_stats_on_unfree(int32_t device, gmt_kind_t kind, gmt_api_t api, uint64_t size,
+                         uint64_t now_ns, bool charged)
+{
+    int slot = gmt_stats_slot(device);
+    shard_t *sh = my_shard();
+    bool own = own_shard();
+    __atomic_store_n(&sh->last_ns, now_ns, RLX);
+    bump(&sh->cells[slot][kind].frees, (uint64_t)-1); /* modular: one release fewer */
+    bump(&sh->api[api][1], (uint64_t)-1);
+    if (!charged || GMT_PROBE_SKIPS(GMT_PROBE_DEVLINE)) return false;
+    return charge(&devs[slot], slot, kind, size, now_ns, now_ns);
 }
 
 __attribute__((always_inline)) inline void gmt_stats_on_free(int32_t device, gmt_kind_t kind,

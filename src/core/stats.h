@@ -73,6 +73,11 @@ bool gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, gmt_laye
                         bool merged, uint64_t size, uint64_t seq, uint64_t now_ns, bool charged);
 void gmt_stats_on_free(int32_t device, gmt_kind_t kind, gmt_api_t api, uint64_t size,
                        uint64_t now_ns, bool charged);
+/* gmt_stats_on_free undone, for a release whose real call failed after it was accounted: the
+ * release uncounted and the bytes in use again (the peak may rise: they never went away).
+ * Returns true when it raised the device's in-use peak. */
+bool gmt_stats_on_unfree(int32_t device, gmt_kind_t kind, gmt_api_t api, uint64_t size,
+                         uint64_t now_ns, bool charged);
 void gmt_stats_on_failure(int32_t device, gmt_api_t api);
 
 /* Event counters every thread bumps: kept in the per-thread shards, summed on read. */

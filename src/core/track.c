@@ -259,18 +259,30 @@ __attribute__((always_inline)) static inline void release_record(const gmt_recor
     gmt_stats_on_free(r->device, (gmt_kind_t)r->kind, (gmt_api_t)r->api, r->size, now, charged);
 }
 
-static void free_commit(const pending_free_t *p)
+/* release_record undone: the real release failed, the bytes were never given back. */
+static void restore_record(const gmt_record_t *r)
 {
+    bool charged = !(r->flags & GMT_EVENT_NOT_CHARGED);
+    if (r->stack_id && charged && !GMT_PROBE_SKIPS(GMT_PROBE_STACKENT)) {
+        gmt_stack_entry_t *e = gmt_stacks_entry_held(r->stack_id);
+        gmt_peaks_stack_change(e, r->device, (int64_t)r->size, 1);
+    }
     uint64_t now = event_now_ns();
-    release_record(&p->rec, now);
-    /* cuMemUnmap may cover several mappings made by separate cuMemMap calls. */
-    if (p->space == GMT_SPACE_MAP && p->size > p->rec.size) {
-        gmt_record_t r;
-        uint64_t at = p->addr + p->rec.size, end = p->addr + p->size;
-        while (at < end && gmt_table_remove(gmt_core_table, GMT_SPACE_MAP, at, &r) == 0) {
-            release_record(&r, now);
-            at += r.size ? r.size : end - at;
-        }
+    if (gmt_stats_on_unfree(r->device, (gmt_kind_t)r->kind, (gmt_api_t)r->api, r->size, now,
+                            charged))
+        gmt_peaks_mark(r->device);
+}
+
+/* cuMemUnmap may cover several mappings made by separate cuMemMap calls: the ones after the
+ * first go once the real call has succeeded. */
+static void unmap_rest(const pending_free_t *p)
+{
+    gmt_record_t r;
+    uint64_t now = event_now_ns();
+    uint64_t at = p->addr + p->rec.size, end = p->addr + p->size;
+    while (at < end && gmt_table_remove(gmt_core_table, GMT_SPACE_MAP, at, &r) == 0) {
+        release_record(&r, now);
+        at += r.size ? r.size : end - at;
     }
 }
 
@@ -288,7 +300,11 @@ bool gmt_track_free_begin(const gmt_event_t *ev)
     /* every release handed in; failed_frees says which failed */
     gmt_stats_count_event(GMT_CNT_FREES, (gmt_layer_t)ev->layer);
     /* Removed now, before the real release, so that an address the driver hands out again to
-     * another thread is never matched with this allocation; accounted for once it is gone. */
+     * another thread is never matched with this allocation; accounted for now as well, so that
+     * the live set and the bytes in use agree while the call runs, and so that the work is
+     * done while a synchronizing release (cudaFree, cuMemFree) waits for the device rather
+     * than after it, when the device is idle until the program's next launch. The release is
+     * linearized at the start of its call; a failed one is put back (gmt_track_free_end). */
     if (GMT_PROBE_SKIPS(GMT_PROBE_TABLE)) {
         probe_table_take(ev, &pending.rec);
     } else if (gmt_table_remove(gmt_core_table, ev->space, ev->addr, &pending.rec) != 0) {
@@ -299,6 +315,7 @@ bool gmt_track_free_begin(const gmt_event_t *ev)
     pending.size = ev->size;
     pending.space = ev->space;
     pending.set = 1;
+    release_record(&pending.rec, event_now_ns());
     return true;
 }
 
@@ -308,11 +325,12 @@ __attribute__((always_inline)) inline void gmt_track_free_end(bool ok)
     if (!pending.set) return;
     pending.set = 0;
     if (ok) {
-        free_commit(&pending);
+        if (pending.space == GMT_SPACE_MAP && pending.size > pending.rec.size) unmap_rest(&pending);
         return;
     }
     /* The real release failed (a host pointer given to cudaFree, say): the allocation is still
-     * there, so is its record. */
+     * there, so are its record and its bytes. */
+    restore_record(&pending.rec);
     if (gmt_table_insert(gmt_core_table, &pending.rec) != 0)
         gmt_core_count(&gmt_core_counts.dropped_table_full);
     gmt_core_count(&gmt_core_counts.failed_frees);

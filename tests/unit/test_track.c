@@ -1042,6 +1042,11 @@ static void test_failed_free_is_restored(void **state)
                        GMT_LAYER_RUNTIME);
     assert_true(gmt_track_free_begin(&f));
     assert_true(absent(GMT_SPACE_VA, 0x66000000)); /* gone while the real call runs */
+    /* and accounted for: the bytes in use agree with the live set during the call */
+    assert_int_equal(dev(d).in_use, t0.in_use - 5000);
+    assert_int_equal(dev(d).current[GMT_KIND_DEVICE], t0.current[GMT_KIND_DEVICE] - 5000);
+    assert_int_equal(dev(d).frees[GMT_KIND_DEVICE], t0.frees[GMT_KIND_DEVICE] + 1);
+    assert_int_equal(e->live_bytes, stack_live - 5000);
     gmt_track_free_end(false);
     gmt_record_t after = lookup(GMT_SPACE_VA, 0x66000000);
     /* Field by field: the record has padding, which a copy need not keep. */
@@ -1056,6 +1061,8 @@ static void test_failed_free_is_restored(void **state)
     assert_int_equal(after.flags, before.flags);
     assert_int_equal(after.pool, before.pool);
     assert_int_equal(dev(d).in_use, t0.in_use);
+    assert_int_equal(dev(d).current[GMT_KIND_DEVICE], t0.current[GMT_KIND_DEVICE]);
+    assert_int_equal(dev(d).frees[GMT_KIND_DEVICE], t0.frees[GMT_KIND_DEVICE]);
     assert_int_equal(e->live_bytes, stack_live);
     gmt_counts_t c1 = counts();
     assert_int_equal(c1.failed_frees - c0.failed_frees, 1);
