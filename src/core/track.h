@@ -2,8 +2,9 @@
  *
  * A hook calls the real CUDA function, describes the result as a gmt_event_t and calls:
  *   gmt_track_alloc   after an allocation succeeded
- *   gmt_track_free_begin / _end  around the real release (removed before, so a reused
- *                     address is never misowned; restored when the release failed)
+ *   gmt_track_free_begin / _end  around the real release (removed and accounted for before,
+ *                     so a reused address is never misowned and a synchronizing release's
+ *                     bookkeeping overlaps the device's work; restored when it failed)
  *   gmt_track_failure after an allocation failed
  * The core captures the call stack itself, on the calling thread.
  *
@@ -46,9 +47,11 @@ int gmt_core_reset_after_fork(void);
 void gmt_track_alloc(const gmt_event_t *ev);
 /* A release in two steps around the real call, on one thread: gmt_track_free_begin removes the
  * allocation from the table before the call (so an address handed out again at once is never
- * misattributed) and returns true when it held it; gmt_track_free_end(ok) then accounts for
- * the release (ok) or puts the record back as it was (the real call failed: the allocation is
- * still live). gmt_track_free is both at once, for a release known to succeed. */
+ * misattributed) and accounts for the release, and returns true when it held it;
+ * gmt_track_free_end(ok) then settles what the call covered beyond its first record (ok:
+ * cuMemUnmap of several mappings) or puts the record and its bytes back as they were (the real
+ * call failed: the allocation is still live). gmt_track_free is both at once, for a release known
+ * to succeed. */
 bool gmt_track_free_begin(const gmt_event_t *ev);
 void gmt_track_free_end(bool ok);
 void gmt_track_free(const gmt_event_t *ev);
