@@ -19,6 +19,9 @@
 #
 # Rows (medians and lower quartiles of interleaved runs: every setting once per repetition):
 #   async   cudaMallocAsync+cudaFreeAsync pair, 64-320 KiB, one thread, stack depth 32 (us/pair)
+#   sync    one thread: cudaMalloc, a 20 us kernel, cudaFree of the previous buffer (which waits
+#           for the kernel), PyTorch's order with caching off: the tracer's time the device
+#           waits for (us/iteration; pinned as the async row)
 #   16thr   16 threads x 5000 cudaMalloc+cudaFree, 4-64 KiB (us per call one thread sees)
 #   16sites the same, each thread from a call chain of its own (a stack id of its own): what
 #           16thr costs beyond it is the threads sharing one stack's live counters
@@ -96,6 +99,7 @@ echo "gpu_bench.sh: async row ${pin[*]:-not pinned}" >&2
 for ((r = 0; r < reps; r++)); do
   for s in $settings; do
     echo "async $s $(run "$s" "${pin[@]}" "$work/pairs" async 20000)" >>"$raw"
+    echo "sync $s $(run "$s" "${pin[@]}" "$work/pairs" sync 10000)" >>"$raw"
     echo "16thr $s $(run "$s" "$work/pairs" threads 16 5000)" >>"$raw"
     case $s in native | default | off | old-default)
       echo "16sites $s $(run "$s" "$work/pairs" threads-sites 16 5000)" >>"$raw" ;;
@@ -127,10 +131,10 @@ med = {k: statistics.median(v) for k, v in samples.items() if v}
 # The lower quartile too: on the H200 the async row is bimodal (PERFORMANCE.md), and a median
 # of a few runs lands on either mode; the lower quartile follows the fast one.
 q1 = {k: sorted(v)[len(v) // 4] for k, v in samples.items() if v}
-units = {"async": "us/pair", "16thr": "us/call", "16sites": "us/call", "torch-nocache": "ms/step",
+units = {"async": "us/pair", "sync": "us/iter", "16thr": "us/call", "16sites": "us/call", "torch-nocache": "ms/step",
          "torch-async": "ms/step"}
 print(f"{'row':<14} {'setting':<12} {'median':>9} {'added':>9} {'ratio':>6} {'q1':>9} {'added':>9} {'n':>3}  unit")
-for row in ["async", "16thr", "16sites", "torch-nocache", "torch-async"]:
+for row in ["async", "sync", "16thr", "16sites", "torch-nocache", "torch-async"]:
     base = med.get((row, "native"))
     for s in ["native", "cupti-empty", "default", "off", "cupti", "cupti-off", "old-default",
               "old-off", "old-hooks"]:

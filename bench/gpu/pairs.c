@@ -10,6 +10,14 @@
  *                       per call, as in issue 10's table)
  *   pairs threads-sites T N   the same, each thread allocating from its own call chain (a
  *                       stack of its own), so the threads share the device and nothing else
+ *   pairs sync PAIRS    one thread: cudaMalloc of the next buffer (4-64 KiB), a kernel that
+ *                       keeps the device busy PAIRS_KERNEL_US (default 20) microseconds, then
+ *                       cudaFree of the previous buffer, which waits for the kernel: PyTorch's
+ *                       order with its caching allocator off. What a tracer does before the
+ *                       release's real call hides behind the kernel; what it does after it, and
+ *                       the next allocation's work, the device waits for. Prints
+ *                       "us_per_pair <median over batches of 500 iterations>". The kernel is
+ *                       PTX loaded through the driver API, so this file stays host code.
  *   PAIRS_SPIN_NS=N     (threads modes) busy-waits N ns after every call, outside CUDA: an
  *                       untraced program that does a tracer's amount of work of its own
  *                       between calls, to tell the driver's reaction to any such work from
@@ -102,6 +110,73 @@ static int run_async_batches(long pairs)
         per[b] = (now_us() - t0) / BATCH;
         check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
     }
+    qsort(per, (size_t)nb, sizeof per[0], cmp_double);
+    printf("us_per_pair %.3f\n", per[nb / 2]);
+    return 0;
+}
+
+/* A kernel that spins until the device's global timer has advanced by `ns`. */
+static const char spin_ptx[] = ".version 8.0\n"
+                               ".target sm_80\n"
+                               ".address_size 64\n"
+                               ".visible .entry spin(.param .u64 ns)\n"
+                               "{\n"
+                               "  .reg .u64 %t0, %t1, %d, %n;\n"
+                               "  .reg .pred %p;\n"
+                               "  ld.param.u64 %n, [ns];\n"
+                               "  mov.u64 %t0, %globaltimer;\n"
+                               "WAIT:\n"
+                               "  mov.u64 %t1, %globaltimer;\n"
+                               "  sub.u64 %d, %t1, %t0;\n"
+                               "  setp.lt.u64 %p, %d, %n;\n"
+                               "  @%p bra WAIT;\n"
+                               "  ret;\n"
+                               "}\n";
+
+static int run_sync(long pairs)
+{
+    const char *k = getenv("PAIRS_KERNEL_US");
+    unsigned long long ns = (unsigned long long)((k ? atof(k) : 20.0) * 1000.0);
+    check(cudaFree(0), "cudaFree(0)"); /* the primary context, current for the driver calls */
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+    CUresult (*load)(CUmodule *, const void *) =
+        h ? (CUresult(*)(CUmodule *, const void *))dlsym(h, "cuModuleLoadData") : NULL;
+    CUresult (*get)(CUfunction *, CUmodule, const char *) =
+        h ? (CUresult(*)(CUfunction *, CUmodule, const char *))dlsym(h, "cuModuleGetFunction")
+          : NULL;
+    CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                       unsigned, CUstream, void **, void **) =
+        h ? (CUresult(*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                         unsigned, CUstream, void **, void **))dlsym(h, "cuLaunchKernel")
+          : NULL;
+    CUmodule mod;
+    CUfunction fn;
+    if (!load || !get || !launch || load(&mod, spin_ptx) != CUDA_SUCCESS ||
+        get(&fn, mod, "spin") != CUDA_SUCCESS) {
+        fprintf(stderr, "pairs: sync mode: the spin kernel did not load\n");
+        return 1;
+    }
+    void *args[] = {&ns};
+    void *prev = NULL, *p;
+    long nb = pairs / BATCH;
+    if (nb < 1) nb = 1;
+    if (nb > MAX_BATCHES) nb = MAX_BATCHES;
+    static double per[MAX_BATCHES];
+    for (long b = -1; b < nb; b++) { /* batch -1 warms the driver and the tracer */
+        double t0 = now_us();
+        for (int i = 0; i < BATCH; i++) {
+            size_t bytes = (size_t)(4 + 4 * (i % 16)) * KIB;
+            check(cudaMalloc(&p, bytes), "cudaMalloc");
+            if (launch(fn, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL) != CUDA_SUCCESS) {
+                fprintf(stderr, "pairs: sync mode: cuLaunchKernel failed\n");
+                return 1;
+            }
+            if (prev) check(cudaFree(prev), "cudaFree");
+            prev = p;
+        }
+        if (b >= 0) per[b] = (now_us() - t0) / BATCH;
+    }
+    check(cudaFree(prev), "cudaFree");
     qsort(per, (size_t)nb, sizeof per[0], cmp_double);
     printf("us_per_pair %.3f\n", per[nb / 2]);
     return 0;
@@ -223,12 +298,14 @@ int main(int argc, char **argv)
     spin_us = sp ? atof(sp) / 1000.0 : 0;
     query_init(getenv("PAIRS_QUERY"));
     if (argc >= 3 && strcmp(argv[1], "async") == 0) return run_async(atol(argv[2]));
+    if (argc >= 3 && strcmp(argv[1], "sync") == 0) return run_sync(atol(argv[2]));
     if (argc >= 4 && strcmp(argv[1], "threads") == 0)
         return run_threads(atoi(argv[2]), atol(argv[3]));
     if (argc >= 4 && strcmp(argv[1], "threads-sites") == 0) {
         distinct_sites = 1;
         return run_threads(atoi(argv[2]), atol(argv[3]));
     }
-    fprintf(stderr, "usage: pairs async PAIRS | pairs threads|threads-sites T PAIRS_PER_THREAD\n");
+    fprintf(stderr,
+            "usage: pairs async|sync PAIRS | pairs threads|threads-sites T PAIRS_PER_THREAD\n");
     return 2;
 }
