@@ -18,6 +18,13 @@
  *                       the next allocation's work, the device waits for. Prints
  *                       "us_per_pair <median over batches of 500 iterations>". The kernel is
  *                       PTX loaded through the driver API, so this file stays host code.
+ *                       PAIRS_AB=BITS, under the tracer's probe build (bench/probe_lib.sh):
+ *                       batches of PAIRS_BATCH iterations (default 100) alternate between
+ *                       the tracer passing every call through (probe switch "pass") and the
+ *                       tracer with the probe switches BITS (1024: all of it, timers off), as
+ *                       torch_transformer.py's GMT_TL_AB; prints "ab_added_us <median over
+ *                       batch pairs of traced - pass>" and its quartiles: the same process,
+ *                       so the host's and the device's per-process modes cancel.
  *   PAIRS_SPIN_NS=N     (threads modes) busy-waits N ns after every call, outside CUDA: an
  *                       untraced program that does a tracer's amount of work of its own
  *                       between calls, to tell the driver's reaction to any such work from
@@ -30,6 +37,9 @@
  * Host code only, built by nvcc -x c++ -cudart shared (like PyTorch, a shared libcudart, so the
  * runtime hooks take part).
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* RTLD_DEFAULT */
+#endif
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
@@ -156,15 +166,25 @@ static int run_sync(long pairs)
         fprintf(stderr, "pairs: sync mode: the spin kernel did not load\n");
         return 1;
     }
+    const char *ab = getenv("PAIRS_AB"), *bs = getenv("PAIRS_BATCH");
+    unsigned (*probe_set)(unsigned) =
+        ab ? (unsigned (*)(unsigned))dlsym(RTLD_DEFAULT, "gmt_probe_set") : NULL;
+    if (ab && !probe_set) {
+        fprintf(stderr, "pairs: PAIRS_AB needs the tracer's probe build preloaded\n");
+        return 1;
+    }
+    int batch = bs ? atoi(bs) : ab ? 100 : BATCH;
+    if (batch < 1) batch = 1;
     void *args[] = {&ns};
     void *prev = NULL, *p;
-    long nb = pairs / BATCH;
-    if (nb < 1) nb = 1;
+    long nb = pairs / batch;
+    if (nb < 2) nb = 2;
     if (nb > MAX_BATCHES) nb = MAX_BATCHES;
     static double per[MAX_BATCHES];
     for (long b = -1; b < nb; b++) { /* batch -1 warms the driver and the tracer */
+        if (probe_set) probe_set(b % 2 != 0 ? (unsigned)atoi(ab) : 1u << 9); /* 1 << 9: pass */
         double t0 = now_us();
-        for (int i = 0; i < BATCH; i++) {
+        for (int i = 0; i < batch; i++) {
             size_t bytes = (size_t)(4 + 4 * (i % 16)) * KIB;
             check(cudaMalloc(&p, bytes), "cudaMalloc");
             if (launch(fn, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL) != CUDA_SUCCESS) {
@@ -174,9 +194,18 @@ static int run_sync(long pairs)
             if (prev) check(cudaFree(prev), "cudaFree");
             prev = p;
         }
-        if (b >= 0) per[b] = (now_us() - t0) / BATCH;
+        if (b >= 0) per[b] = (now_us() - t0) / batch;
     }
     check(cudaFree(prev), "cudaFree");
+    if (probe_set) { /* even batches passed through, odd ones traced */
+        static double diff[MAX_BATCHES / 2];
+        long np = nb / 2;
+        for (long k = 0; k < np; k++)
+            diff[k] = per[2 * k + 1] - per[2 * k];
+        qsort(diff, (size_t)np, sizeof diff[0], cmp_double);
+        printf("ab_added_us %.3f\n", diff[np / 2]);
+        printf("ab_pairs %ld q1 %.3f q3 %.3f\n", np, diff[np / 4], diff[(3 * np) / 4]);
+    }
     qsort(per, (size_t)nb, sizeof per[0], cmp_double);
     printf("us_per_pair %.3f\n", per[nb / 2]);
     return 0;
