@@ -25,11 +25,6 @@
  *                       torch_transformer.py's GMT_TL_AB; prints "ab_added_us <median over
  *                       batch pairs of traced - pass>" and its quartiles: the same process,
  *                       so the host's and the device's per-process modes cancel.
- *                       With PAIRS_AB=BITS (threads modes, under the probe build), every
- *                       thread's N pairs are cut into batches of PAIRS_BATCH (default 250)
- *                       that all threads start together; batches alternate between the
- *                       tracer passing calls through and BITS, and "ab_ratio <median over
- *                       batch pairs of traced / pass>" is printed with its quartiles.
  *   PAIRS_SPIN_NS=N     (threads modes) busy-waits N ns after every call, outside CUDA: an
  *                       untraced program that does a tracer's amount of work of its own
  *                       between calls, to tell the driver's reaction to any such work from
@@ -271,19 +266,10 @@ static void spin(void)
     }
 }
 
-/* PAIRS_AB in the threads modes: the batches' length, and a barrier that every batch starts
- * and ends on (the main thread sets the probe switches and reads the clock between them). */
-static long ab_batch;
-static pthread_barrier_t ab_edge;
-
 static void pair_loop(void)
 {
     void *p;
     for (long i = 0; i < n_pairs; i++) {
-        if (ab_batch && i % ab_batch == 0) {
-            if (i) pthread_barrier_wait(&ab_edge); /* the previous batch's end */
-            pthread_barrier_wait(&ab_edge);        /* this batch's start */
-        }
         size_t bytes = (size_t)(4 + 4 * (i % 16)) * KIB;
         check(cudaMalloc(&p, bytes), "cudaMalloc");
         ask();
@@ -291,7 +277,6 @@ static void pair_loop(void)
         check(cudaFree(p), "cudaFree");
         spin();
     }
-    if (ab_batch && n_pairs > 0) pthread_barrier_wait(&ab_edge); /* the last batch's end */
 }
 
 /* k frames of its own above the loop: with distinct_sites each thread's stack differs from
@@ -317,26 +302,8 @@ static void *worker(void *arg)
 
 static int run_threads(int threads, long pairs)
 {
-    if (threads < 1 || threads > MAX_THREADS || pairs < 1) return 2;
+    if (threads < 1 || threads > MAX_THREADS) return 2;
     n_pairs = pairs;
-    const char *ab = getenv("PAIRS_AB"), *bs = getenv("PAIRS_BATCH");
-    unsigned (*probe_set)(unsigned) =
-        ab ? (unsigned (*)(unsigned))dlsym(RTLD_DEFAULT, "gmt_probe_set") : NULL;
-    if (ab && !probe_set) {
-        fprintf(stderr, "pairs: PAIRS_AB needs the tracer's probe build preloaded\n");
-        return 1;
-    }
-    long nb = 0;
-    if (probe_set) {
-        ab_batch = bs ? atol(bs) : 250;
-        if (ab_batch < 1) ab_batch = 1;
-        nb = (pairs + ab_batch - 1) / ab_batch;
-        if (nb > MAX_BATCHES) {
-            fprintf(stderr, "pairs: more than %d batches\n", MAX_BATCHES);
-            return 2;
-        }
-        pthread_barrier_init(&ab_edge, NULL, (unsigned)threads + 1);
-    }
     void *p;
     check(cudaMalloc(&p, 4 * KIB), "cudaMalloc");
     check(cudaFree(p), "cudaFree");
@@ -346,27 +313,10 @@ static int run_threads(int threads, long pairs)
         pthread_create(&t[i], NULL, worker, (void *)(intptr_t)i);
     pthread_barrier_wait(&start);
     double t0 = now_us();
-    static double per[MAX_BATCHES];
-    for (long b = 0; b < nb; b++) { /* even batches passed through, odd ones traced */
-        probe_set(b % 2 ? (unsigned)atoi(ab) : 1u << 9); /* 1 << 9: the probe switch "pass" */
-        pthread_barrier_wait(&ab_edge);
-        double b0 = now_us();
-        pthread_barrier_wait(&ab_edge);
-        per[b] = now_us() - b0;
-    }
     pthread_barrier_wait(&start);
     double wall = now_us() - t0;
     for (int i = 0; i < threads; i++)
         pthread_join(t[i], NULL);
-    if (nb >= 2) {
-        static double ratio[MAX_BATCHES / 2];
-        long np = nb / 2;
-        for (long k = 0; k < np; k++)
-            ratio[k] = per[2 * k + 1] / per[2 * k];
-        qsort(ratio, (size_t)np, sizeof ratio[0], cmp_double);
-        printf("ab_ratio %.4f\n", ratio[np / 2]);
-        printf("ab_pairs %ld q1 %.4f q3 %.4f\n", np, ratio[np / 4], ratio[(3 * np) / 4]);
-    }
     printf("us_per_call %.3f\n", wall / (2.0 * (double)pairs));
     return 0;
 }
