@@ -1094,6 +1094,37 @@ static void test_failed_free_is_restored(void **state)
     assert_int_equal(dev(d).in_use, t0.in_use - 5000);
 }
 
+/* A release whose real call fails after another allocation came in meanwhile: its bytes were
+ * never given back, so the device held both at once, a new peak that the undo records. */
+static void test_failed_free_raises_the_peak(void **state)
+{
+    (void)state;
+    const int32_t d = 7;
+    alloc_site_a(0x67000000, 5000, d);
+    gmt_dev_totals_t t0 = dev(d);
+    gmt_event_t f = dev_ev(0x67000000, 0, d);
+    assert_true(gmt_track_free_begin(&f));
+    assert_int_equal(dev(d).in_use, t0.in_use - 5000);
+    alloc_site_b(0x67100000, 3000, d); /* another thread's, say, while the release runs */
+    assert_int_equal(dev(d).in_use_peak, t0.in_use_peak); /* 3000 under what it was */
+    gmt_track_free_end(false);
+    gmt_dev_totals_t t1 = dev(d);
+    assert_int_equal(t1.in_use, t0.in_use + 3000);
+    assert_int_equal(t1.in_use_peak, t0.in_use + 3000);
+    assert_int_equal(t1.current[GMT_KIND_DEVICE], t0.current[GMT_KIND_DEVICE] + 3000);
+    assert_int_equal(t1.peak[GMT_KIND_DEVICE], t0.current[GMT_KIND_DEVICE] + 3000);
+    assert_int_equal(t1.frees[GMT_KIND_DEVICE], t0.frees[GMT_KIND_DEVICE]);
+    /* the peak's composition holds both allocations */
+    gmt_peak_group_t g[16];
+    int64_t pb = 0;
+    int n = gmt_track_peak_groups(gmt_stats_slot(d), g, 16, &pb);
+    assert_true(n >= 1);
+    assert_int_equal(pb, t0.in_use + 3000);
+    free_dev(0x67000000, d);
+    free_dev(0x67100000, d);
+    assert_int_equal(dev(d).in_use, t0.in_use - 5000);
+}
+
 /* The index the list of pools seen gives (device, pool), or -1. */
 static int pool_index(int32_t device, uint64_t pool)
 {
@@ -1169,6 +1200,7 @@ int main(void)
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_zero_and_null_are_not_allocations),
         cmocka_unit_test(test_failed_free_is_restored),
+        cmocka_unit_test(test_failed_free_raises_the_peak),
         cmocka_unit_test(test_pool_index),
     };
     return cmocka_run_group_tests_name("unit.track", tests, group_setup, NULL);
