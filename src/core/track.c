@@ -304,18 +304,23 @@ bool gmt_track_free_begin(const gmt_event_t *ev)
      * the live set and the bytes in use agree while the call runs, and so that the work is
      * done while a synchronizing release (cudaFree, cuMemFree) waits for the device rather
      * than after it, when the device is idle until the program's next launch. The release is
-     * linearized at the start of its call; a failed one is put back (gmt_track_free_end). */
+     * linearized at the start of its call; a failed one is put back (gmt_track_free_end).
+     * The record stays in this frame until it is accounted for: a signal handler's release on
+     * this thread before `pending` is set uses `pending` for its own and leaves it unset. */
+    gmt_record_t rec;
     if (GMT_PROBE_SKIPS(GMT_PROBE_TABLE)) {
-        probe_table_take(ev, &pending.rec);
-    } else if (gmt_table_remove(gmt_core_table, ev->space, ev->addr, &pending.rec) != 0) {
+        probe_table_take(ev, &rec);
+    } else if (gmt_table_remove(gmt_core_table, ev->space, ev->addr, &rec) != 0) {
         gmt_core_count(&gmt_core_counts.unknown_frees);
         return false;
     }
+    release_record(&rec, event_now_ns());
+    pending.rec = rec;
     pending.addr = ev->addr;
     pending.size = ev->size;
     pending.space = ev->space;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST); /* filled before a handler can see it set */
     pending.set = 1;
-    release_record(&pending.rec, event_now_ns());
     return true;
 }
 
