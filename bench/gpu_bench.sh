@@ -21,7 +21,9 @@
 #   async   cudaMallocAsync+cudaFreeAsync pair, 64-320 KiB, one thread, stack depth 32 (us/pair)
 #   sync    one thread: cudaMalloc, a 20 us kernel, cudaFree of the previous buffer (which waits
 #           for the kernel), PyTorch's order with caching off: the tracer's time the device
-#           waits for (us/iteration; pinned as the async row)
+#           waits for (us/iteration; pinned as the async row). Between processes it
+#           scatters by about +-2 us on the H200, more than the tracer costs: the tracer's
+#           share is pairs.c's in-process A/B (PAIRS_AB, docs/PERFORMANCE.md "Session 12")
 #   16thr   16 threads x 5000 cudaMalloc+cudaFree, 4-64 KiB (us per call one thread sees)
 #   16sites the same, each thread from a call chain of its own (a stack id of its own): what
 #           16thr costs beyond it is the threads sharing one stack's live counters
