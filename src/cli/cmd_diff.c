@@ -226,7 +226,7 @@ int gmt_cli_diff(int argc, char **argv)
         gmt_cli_error("diff: out of memory");
         status = GMT_EXIT_USAGE;
     } else {
-        qsort(t.v, t.n, sizeof *t.v, cmp_leak_growth);
+        if (t.n > 1) qsort(t.v, t.n, sizeof *t.v, cmp_leak_growth); /* none: NULL */
         printf("\nPer call stack (matched by frames): at exit, at the peak\n");
         long shown = 0;
         for (size_t i = 0; i < t.n && shown < top; i++) {

@@ -235,7 +235,7 @@ static int build_stacks(gmt_report_t *rep, char *why, size_t why_len)
         }
     }
     rep->nstacks = k;
-    qsort(rep->stacks, k, sizeof *rep->stacks, cmp_stack);
+    if (k > 1) qsort(rep->stacks, k, sizeof *rep->stacks, cmp_stack); /* none: NULL */
     for (size_t i = 1; i < k; i++)
         if (rep->stacks[i].id == rep->stacks[i - 1].id)
             return set_why(why, why_len, -EINVAL, "malformed report: stack %" PRId64 " twice",

@@ -246,6 +246,34 @@ def case_diff(c):
     expect("(no stack changed)" in out, "renumbered stacks did not match:\n" + out)
 
 
+
+@case
+def case_no_stacks(c):
+    """A report that holds no call stack and no group (nothing live at exit, no peak owner: a
+    program whose allocations were all freed before a report, or one that allocated nothing)
+    goes through every verb. The loader sorted its empty stack list and diff its empty list of
+    groups as NULL arrays, which the ASan+UBSan build stops on."""
+    r = c.load(os.path.join(c.data, "valid.json"))
+    r["stacks"] = {}
+    r["leaks"].update(total_bytes=0, suppressed_bytes=0, count=0, groups_total=0, groups=[])
+    for pk in r["peak"]:
+        pk["groups"] = []
+    path = c.path("no_stacks.json")
+    with open(path, "w") as f:
+        json.dump(r, f)
+    runs = [("report", path), ("report", "--json", path),
+            ("check", path, "--max-leak-bytes", "0"), ("diff", path, path, "--max-growth", "0"),
+            ("merge", path, path)]
+    runs += [("export", path, "--format", fmt, "-o", c.path("no_stacks." + fmt))
+             for fmt in ("folded", "speedscope", "perfetto", "html", "prometheus", "pprof")]
+    for args in runs:
+        out, err, _ = c.cli_run(*args)
+        expect(not err.strip(), f"gpumemtrace {' '.join(args)}: said {err[-1500:]!r}")
+    out, _, _ = c.cli_run("report", path)
+    expect("Leaks: 0 B in 0 allocations live at exit" in out, "report of no stacks:\n" + out)
+    expect("(stack 1 not in the report)" in out, "a suspect's missing stack:\n" + out)
+
+
 # ---- merge ------------------------------------------------------------------------------
 
 @case
