@@ -246,7 +246,6 @@ def case_diff(c):
     expect("(no stack changed)" in out, "renumbered stacks did not match:\n" + out)
 
 
-
 @case
 def case_no_stacks(c):
     """A report that holds no call stack and no group (nothing live at exit, no peak owner: a
