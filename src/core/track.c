@@ -200,6 +200,17 @@ static inline uint64_t event_now_ns(void)
     return GMT_PROBE_SKIPS(GMT_PROBE_CLOCK) ? 0 : gmt_now_ns();
 }
 
+/* A charged record's stack entry moved by dbytes and dcount (its live bytes and count, saved at
+ * the device's last peak first: peaks.c). The entry, or NULL when the record has none to move. */
+__attribute__((always_inline)) static inline gmt_stack_entry_t *
+stack_change(const gmt_record_t *r, bool charged, int64_t dbytes, int64_t dcount)
+{
+    if (!r->stack_id || !charged || GMT_PROBE_SKIPS(GMT_PROBE_STACKENT)) return NULL;
+    gmt_stack_entry_t *e = gmt_stacks_entry_held(r->stack_id);
+    gmt_peaks_stack_change(e, r->device, dbytes, dcount);
+    return e;
+}
+
 __attribute__((noinline)) void gmt_track_alloc(const gmt_event_t *ev)
 {
     if (!gmt_core_event_valid(ev)) return;
@@ -236,11 +247,8 @@ __attribute__((noinline)) void gmt_track_alloc(const gmt_event_t *ev)
                            merged, ev->size, seq, now, false);
         return;
     }
-    if (r.stack_id && charged && !GMT_PROBE_SKIPS(GMT_PROBE_STACKENT)) {
-        gmt_stack_entry_t *e = gmt_stacks_entry_held(r.stack_id);
-        gmt_peaks_stack_change(e, ev->device, (int64_t)ev->size, 1);
-        __atomic_fetch_add(&e->total_allocs, 1, __ATOMIC_RELAXED);
-    }
+    gmt_stack_entry_t *e = stack_change(&r, charged, (int64_t)ev->size, 1);
+    if (e) __atomic_fetch_add(&e->total_allocs, 1, __ATOMIC_RELAXED);
     if (gmt_stats_on_alloc(ev->device, (gmt_kind_t)ev->kind, (gmt_api_t)api, (gmt_layer_t)ev->layer,
                            merged, ev->size, seq, now, charged))
         gmt_peaks_mark(ev->device);
@@ -252,10 +260,7 @@ __attribute__((always_inline)) static inline void release_record(const gmt_recor
     bool charged = !(r->flags & GMT_EVENT_NOT_CHARGED);
     if (charged && gmt_kind_in_use((gmt_kind_t)r->kind))
         gmt_peaks_settle(gmt_stats_slot(r->device));
-    if (r->stack_id && charged && !GMT_PROBE_SKIPS(GMT_PROBE_STACKENT)) {
-        gmt_stack_entry_t *e = gmt_stacks_entry_held(r->stack_id);
-        gmt_peaks_stack_change(e, r->device, -(int64_t)r->size, -1);
-    }
+    stack_change(r, charged, -(int64_t)r->size, -1);
     gmt_stats_on_free(r->device, (gmt_kind_t)r->kind, (gmt_api_t)r->api, r->size, now, charged);
 }
 
@@ -263,10 +268,7 @@ __attribute__((always_inline)) static inline void release_record(const gmt_recor
 static void restore_record(const gmt_record_t *r)
 {
     bool charged = !(r->flags & GMT_EVENT_NOT_CHARGED);
-    if (r->stack_id && charged && !GMT_PROBE_SKIPS(GMT_PROBE_STACKENT)) {
-        gmt_stack_entry_t *e = gmt_stacks_entry_held(r->stack_id);
-        gmt_peaks_stack_change(e, r->device, (int64_t)r->size, 1);
-    }
+    stack_change(r, charged, (int64_t)r->size, 1);
     uint64_t now = event_now_ns();
     if (gmt_stats_on_unfree(r->device, (gmt_kind_t)r->kind, (gmt_api_t)r->api, r->size, now,
                             charged))
