@@ -44,6 +44,20 @@ int32_t gmt_capture_current_device_driver(void);
 /* Device current for the runtime on this thread, GMT_DEVICE_UNKNOWN if unknown. */
 int32_t gmt_capture_current_device_runtime(void);
 
+/* Whether the process sees exactly one device (CUDA_VISIBLE_DEVICES, one MIG instance, a
+ * one-GPU machine), asked of the driver once (devinfo.c). A call described on the current
+ * device that succeeded ran in a context, and with one device every context is on ordinal 0:
+ * its device needs no question, which costs some 130 instructions a call in the H200's driver
+ * (docs/PERFORMANCE.md, "Session 13"). A failed call (perhaps made with no context at all)
+ * still asks. */
+uint8_t gmt_capture_one_device_slow(void);
+static inline bool gmt_capture_one_device(void)
+{
+    uint8_t s = __atomic_load_n(&gmt_hot.one_device, __ATOMIC_RELAXED);
+    if (__builtin_expect(s == 0, 0)) s = gmt_capture_one_device_slow();
+    return s == 1;
+}
+
 /* Record helpers: take the reentrancy guard, mark the process as one that saw CUDA, hand the
  * event to the core. ev->device must be resolved (never GMT_DEVICE_CURRENT) and ev->layer set.
  * gmt_capture_alloc records an allocation when ev->result is 0, a failure otherwise. */

@@ -40,6 +40,21 @@ int32_t gmt_capture_current_device_driver(void)
     return GMT_DEVICE_UNKNOWN;
 }
 
+/* 1: one device, 2: several (or the count could not be read: every event asks). The count
+ * cannot change while the process runs; threads that race here write the same answer. */
+uint8_t gmt_capture_one_device_slow(void)
+{
+    uint8_t s = 2;
+    int n = 0;
+    if (gmt_real_resolve_driver() && gmt_real.cuDeviceGetCount) {
+        gmt_guard_enter();
+        if (gmt_real.cuDeviceGetCount(&n) == CUDA_SUCCESS && n == 1) s = 1;
+        gmt_guard_leave();
+    }
+    __atomic_store_n(&gmt_hot.one_device, s, __ATOMIC_RELAXED);
+    return s;
+}
+
 int32_t gmt_capture_current_device_runtime(void)
 {
     int d;

@@ -235,6 +235,7 @@ bool gmt_real_resolve_driver(void)
             SUPPORT(cuGetProcAddress_v2, "cuGetProcAddress_v2");
             SUPPORT(cuCtxGetDevice, "cuCtxGetDevice");
             SUPPORT(cuDeviceGet, "cuDeviceGet");
+            SUPPORT(cuDeviceGetCount, "cuDeviceGetCount");
             SUPPORT(cuDeviceGetName, "cuDeviceGetName");
             SUPPORT(cuDeviceGetUuid, "cuDeviceGetUuid_v2");
             if (!gmt_real.cuDeviceGetUuid) SUPPORT(cuDeviceGetUuid, "cuDeviceGetUuid");

@@ -26,6 +26,7 @@ typedef struct gmt_real_s {
     gmt_cuGetProcAddress_v2_t cuGetProcAddress_v2;
     /* support functions, never hooked */
     CUresult (*cuDeviceGet)(CUdevice *device, int ordinal);
+    CUresult (*cuDeviceGetCount)(int *count);
     CUresult (*cuDeviceGetName)(char *name, int len, CUdevice dev);
     CUresult (*cuDeviceGetUuid)(CUuuid *uuid, CUdevice dev);
     CUresult (*cuDeviceTotalMem_v2)(size_t *bytes, CUdevice dev);

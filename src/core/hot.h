@@ -31,6 +31,7 @@ typedef struct gmt_hot_s {
     int capture_state;           /* capture/lifecycle.c: gmt_capture_state */
     uint8_t core_ready;          /* core_init.c: gmt_core_ready_flag */
     bool cupti_active;           /* capture/cupti_backend.c: gmt_cupti_active_flag */
+    uint8_t one_device;          /* capture/devinfo.c: the process sees one device (capture.h) */
 } __attribute__((aligned(64))) gmt_hot_t;
 _Static_assert(sizeof(gmt_hot_t) == 64, "the hot words fill one cache line");
 

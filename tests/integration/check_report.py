@@ -638,6 +638,58 @@ def case_kinds(ctx):
               9 * MIB)
 
 
+def ctx_get_device_calls(run):
+    m = re.search(r"^standin: cuCtxGetDevice calls (\d+)$", run.stderr, re.M)
+    if not m:
+        fail(f"no cuCtxGetDevice count on stderr: {run.stderr[-2000:]}")
+    return int(m.group(1))
+
+
+@case("one_device")
+def case_one_device(ctx):
+    # With one device the tracer does not ask the driver for each allocation's device (every
+    # context is on ordinal 0: capture.h, gmt_capture_one_device); with two it asks at every
+    # allocation. Both the driver layer's path (threads: 160,008 allocations through the
+    # entry-point wrappers) and the runtime hooks' own (leak_two_sites, 105 allocations, with
+    # the driver hidden). The stand-in counts cuCtxGetDevice calls; the program's own (the
+    # stand-in runtime asks at each release) are counted untraced and taken off. What is left
+    # with one device is the free-memory reading after each new peak (peaks.c), a few dozen.
+    def asked(prog, devices, env, allocs):
+        env = dict(env, GMT_STANDIN_DEVICES=devices, GMT_STANDIN_COUNT_QUERIES="1")
+        for n in ctx.files():
+            os.unlink(os.path.join(ctx.work, n))
+        base = ctx_get_device_calls(ctx.run([prog], preload=False, env=env))
+        r = ctx.run([prog], env=env)
+        rep = ctx.final_report()
+        check_clean(rep)
+        expect_eq(f"{prog}, {devices} device(s): devices[0].allocs", device(rep, 0)["allocs"],
+                  allocs)
+        return rep, ctx_get_device_calls(r) - base
+
+    counts = {}
+    for devices in ("1", "2"):
+        rep, counts[devices] = asked("threads", devices, {}, 160008)
+        check_summary(rep, allocs=160008, frees=160000, failures=0, leaked_count=8,
+                      leaked_bytes=8 * 4096)
+        check_group(rep, rep["leaks"]["groups"], "thread_leak", count=8, bytes=32768,
+                    api="cudaMalloc", kind="device", device=0)
+        rep, counts["rt" + devices] = asked("leak_two_sites", devices,
+                                            {"GMT_STANDIN_DLSYM": "hidden"}, 105)
+        check_leak_two_sites(rep)
+        expect_eq("capture.events.by_layer.runtime",
+                  rep["capture"]["events"]["by_layer"]["runtime"], rep["capture"]["events"]["total"])
+    print(f"cuCtxGetDevice asked by the tracer: {counts}")
+    # Two devices ask at every allocation; one device only for the peaks' readings (their
+    # number moves with the threads' timing: a few dozen). Single-threaded, the readings are
+    # the same in both runs, and two devices ask once an allocation more.
+    if counts["1"] > 1000 or counts["2"] < 160008:
+        fail(f"threads (driver layer): the tracer asked cuCtxGetDevice {counts['1']} times with "
+             f"one device and {counts['2']} with two, for 160,008 allocations")
+    if counts["rt2"] - counts["rt1"] < 105:
+        fail(f"leak_two_sites (runtime hooks): the tracer asked cuCtxGetDevice {counts['rt1']} "
+             f"times with one device and {counts['rt2']} with two, for 105 allocations")
+
+
 @case("threads")
 def case_threads(ctx):
     ctx.run(["threads"])

@@ -18,6 +18,8 @@
  *  - Virtual memory management: reservations come from a separate PROT_NONE region; physical
  *    handles are small integers charged to their device until released and unmapped.
  *  - The current device is thread-local, set through fake contexts (CUcontext)(dev + 1).
+ *    GMT_STANDIN_COUNT_QUERIES=1 prints how often cuCtxGetDevice was called at exit
+ *    ("standin: cuCtxGetDevice calls N" on stderr), so tests see how often a tracer asks.
  *  - cuGetProcAddress maps base names + version + flags to the exported functions through one
  *    static table, like the real driver.
  * All state is behind one mutex; exact first, fast only where a benchmark needs it.
@@ -598,8 +600,19 @@ CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
     return CUDA_SUCCESS;
 }
 
+static unsigned long g_ctx_get_device_calls;
+
+__attribute__((destructor)) static void si_print_queries(void)
+{
+    const char *s = getenv("GMT_STANDIN_COUNT_QUERIES");
+    if (s && s[0] == '1')
+        fprintf(stderr, "standin: cuCtxGetDevice calls %lu\n",
+                __atomic_load_n(&g_ctx_get_device_calls, __ATOMIC_RELAXED));
+}
+
 CUresult cuCtxGetDevice(CUdevice *device)
 {
+    __atomic_fetch_add(&g_ctx_get_device_calls, 1, __ATOMIC_RELAXED);
     if (!device) return CUDA_ERROR_INVALID_VALUE;
     *device = t_cur_dev;
     return CUDA_SUCCESS;
