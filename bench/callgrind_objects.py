@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""callgrind_objects.py - instructions a pair, by shared object, of the thread that made the
+pairs, from two callgrind runs of one program (N1 and N2 pairs, --separate-threads=yes).
+
+usage: callgrind_objects.py PREFIX1 PREFIX2 PAIRS [FUNCS_OBJECT]
+  PREFIXn  --callgrind-out-file of each run (its threads are PREFIXn-01, PREFIXn-02, ...)
+  PAIRS    N2 - N1
+  FUNCS_OBJECT  also list the functions of the objects whose path contains this string
+Prints "total T" (the thread's instructions a pair: start-up, exit and report writing cancel
+out in the difference), then "object O N" lines, largest first. The thread that made the pairs
+is the one whose count grew most from N1 to N2 (thread files are numbered in creation order,
+and a traced run has the tracer's writer thread besides the program's).
+"""
+import collections
+import glob
+import re
+import sys
+
+NAME = re.compile(r"(ob|cob|fl|fi|fe|cfi|cfl|fn|cfn)=\((\d+)\)(?: (.*))?$")
+COST = re.compile(r"^(?:[+-]?\d+|\*)\s+(\d+)")
+
+
+def totals(path):
+    with open(path) as f:
+        for line in f:
+            if line.startswith("totals:"):
+                return int(line.split()[1])
+    return 0
+
+
+def parse(path):
+    """Self cost by object and by (object, function). Costs after a calls= line are the
+    callee's inclusive cost, counted in the callee: skipped here."""
+    names, by_obj, by_fn = {}, collections.Counter(), collections.Counter()
+    ob = fn_ob = fn = None
+    skip = False
+    with open(path) as f:
+        for line in f:
+            if skip:
+                skip = False
+                continue
+            m = NAME.match(line)
+            if m:
+                kind, idx, name = m.groups()
+                space = "ob" if kind in ("ob", "cob") else "fn" if kind in ("fn", "cfn") else "fl"
+                if name is not None:
+                    names[space + idx] = name.strip()
+                if kind == "ob":
+                    ob = names.get(space + idx)
+                elif kind == "fn":
+                    fn, fn_ob = names.get(space + idx), ob
+                continue
+            if line.startswith("calls="):
+                skip = True
+                continue
+            m = COST.match(line)
+            if m and fn is not None:
+                c = int(m.group(1))
+                by_obj[fn_ob or "?"] += c
+                by_fn[(fn_ob or "?", fn)] += c
+    return by_obj, by_fn
+
+
+def threads(prefix):
+    return {p[len(prefix) + 1:]: p for p in glob.glob(prefix + "-[0-9]*")}
+
+
+def main():
+    if len(sys.argv) < 4:
+        sys.exit(__doc__)
+    p1, p2, pairs = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    t1, t2 = threads(p1), threads(p2)
+    if not t1 or not t2:
+        sys.exit("callgrind_objects.py: no thread files for %s or %s" % (p1, p2))
+    grow = {k: totals(t2[k]) - totals(t1.get(k, "")) if k in t1 else 0 for k in t2}
+    k = max(grow, key=grow.get)
+    a, af = parse(t1[k])
+    b, bf = parse(t2[k])
+    print("total %.0f" % (grow[k] / pairs))
+    rows = sorted(((b[o] - a.get(o, 0)) / pairs, o) for o in b)
+    for d, o in reversed(rows):
+        if abs(d) >= 1:
+            print("object %s %.0f" % (o.rsplit("/", 1)[-1], d))
+    if len(sys.argv) > 4:
+        rows = sorted(((bf[x] - af.get(x, 0)) / pairs, x) for x in bf if sys.argv[4] in x[0])
+        for d, x in reversed(rows):
+            if abs(d) >= 1:
+                print("function %s %.0f" % (x[1], d))
+
+
+if __name__ == "__main__":
+    main()
