@@ -101,8 +101,10 @@ one() { # row setting pairs
   local f="$work/cg-$1-$2-$3"
   # shellcheck disable=SC2046 # the setting's assignments split on purpose
   env $(setting_env "$2") "$vg" --tool=callgrind --separate-threads=yes \
-    --callgrind-out-file="$f" "$work/pairs" ${args[$1]} "$3" >"$f.log" 2>&1 ||
-    echo "gpu_callgrind.sh: $1 $2 $3 failed: $(tail -2 "$f.log")" >&2
+    --callgrind-out-file="$f" "$work/pairs" ${args[$1]} "$3" >"$f.log" 2>&1
+  # A run that ended early still leaves its counts: only one that printed its result counts.
+  grep -q '^us_per_' "$f.log" || { echo "gpu_callgrind.sh: $1 $2 $3 failed:" \
+    "$(grep -v '^==' "$f.log" | tail -2)" >&2; touch "$f.failed"; }
 }
 for r in $rows; do
   for s in $settings q-ctxdev q-ctxcur q-rtdev; do
@@ -118,6 +120,10 @@ declare -A base
 for r in $rows; do
   for s in $settings q-ctxdev q-ctxcur q-rtdev; do
     [[ $r == async && $s == q-* ]] && continue
+    if [[ -e $work/cg-$r-$s-$n1.failed || -e $work/cg-$r-$s-$n2.failed ]]; then
+      printf "%-6s %-12s %9s\n" "$r" "$s" failed
+      continue
+    fi
     out=$(python3 "$here/callgrind_objects.py" "$work/cg-$r-$s-$n1" "$work/cg-$r-$s-$n2" \
       $((n2 - n1)) libgpumemtrace 2>&1) || { echo "$r $s: $out" >&2; continue; }
     echo "$out" | sed "s/^/$r $s /" >>"$work/all.txt"
