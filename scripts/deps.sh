@@ -5,7 +5,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config libunwind-dev libdw-dev libc6-dbg libcjson-dev libcmocka-dev
       python3 python3-jsonschema zlib1g-dev clang libclang-rt-14-dev chromium golang-go
-      prometheus)
+      prometheus valgrind)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
