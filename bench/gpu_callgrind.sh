@@ -16,9 +16,10 @@
 #
 # Rows: pair   one thread, cudaMalloc + cudaFree, 4-64 KiB (pairs.c "threads 1 N": the 16-thread
 #              row's call, alone)
-#       async  cudaMallocAsync + cudaFreeAsync, 64-320 KiB, from 32 frames (pairs.c "async N").
-#              The driver's own count moves between runs here (its pool's work is not the same
-#              every time); the tracer's column does not.
+#       async  cudaMallocAsync + cudaFreeAsync, 64-320 KiB, from 32 frames, on a thread started
+#              once main made the context (pairs.c "async-worker N"). The driver's own count
+#              moves between runs here (its pool's work is not the same every time); the
+#              tracer's column does not.
 # Settings: native; default; off (stacks off); cupti and cupti-off (GPUMEMTRACE_BACKEND=cupti);
 # cupti-empty (an empty CUPTI callback: the driver's and CUPTI's dispatch alone); q-ctxdev,
 # q-ctxcur, q-rtdev (native, asking cuCtxGetDevice, cuCtxGetCurrent or cudaGetDevice once a
@@ -94,7 +95,7 @@ setting_env() { # setting -> env assignments
 settings="native default off cupti cupti-off"
 [[ -n $probe ]] && settings="$settings cupti-empty"
 [[ -n $old ]] && settings="$settings old-default old-off"
-declare -A args=([pair]="threads 1" [async]="async")
+declare -A args=([pair]="threads 1" [async]="async-worker")
 rows="pair async"
 
 one() { # row setting pairs
