@@ -7,7 +7,8 @@
  * every pair: docs/PERFORMANCE.md "Session 10". Here they share one line. Each word stays its
  * module's: the modules name them through the macros in their own headers (track.h,
  * track_internal.h, region.h, capture.h, cupti_backend.h), and only that module writes it.
- * Written at start-up, init, fork and shutdown only, so the line is never contended.
+ * Written at start-up, init, fork and shutdown only (one_device: once, at the first event that
+ * asks), so the line is never contended.
  */
 #ifndef GMT_CORE_HOT_H
 #define GMT_CORE_HOT_H
