@@ -66,42 +66,40 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 "$nvcc" -x c++ -O2 -cudart shared -o "$work/pairs" "$here/gpu/pairs.c" -ldl -lpthread || exit 1
-probe=""
+cupti_probe=""
 cupti_inc=$(dirname "$(find "$cuda_home/" -name cupti.h 2>/dev/null | head -1)")
 cupti_so=$(find "$cuda_home/" -name 'libcupti.so' 2>/dev/null | head -1)
 if [[ -n $cupti_so && -d $cupti_inc ]] &&
   cc -shared -fPIC -O2 -I"$cuda_home/include" -I"$cupti_inc" -o "$work/cupti_empty.so" \
     "$here/gpu/cupti_empty.c" -L"$(dirname "$cupti_so")" -lcupti \
     -Wl,-rpath,"$(dirname "$cupti_so")"; then
-  probe="$work/cupti_empty.so"
+  cupti_probe="$work/cupti_empty.so"
 else
   echo "gpu_callgrind.sh: CUPTI probe not built: cupti-empty skipped" >&2
 fi
 export GPUMEMTRACE_OUTPUT="$work/r-%p.json" GPUMEMTRACE_LOG=quiet
 
-setting_env() { # setting -> env assignments
+# shellcheck source=bench/gpu/settings.sh
+. "$here/gpu/settings.sh"
+setting_pre() { # setting -> the array pre (its environment)
   case $1 in
-    native) echo "GMT_CG=1" ;;
-    default) echo "LD_PRELOAD=$lib" ;;
-    off) echo "LD_PRELOAD=$lib GPUMEMTRACE_STACK_DEPTH=0" ;;
-    cupti) echo "LD_PRELOAD=$lib GPUMEMTRACE_BACKEND=cupti" ;;
-    cupti-off) echo "LD_PRELOAD=$lib GPUMEMTRACE_BACKEND=cupti GPUMEMTRACE_STACK_DEPTH=0" ;;
-    cupti-empty) echo "LD_PRELOAD=$probe" ;;
-    q-*) echo "PAIRS_QUERY=${1#q-}" ;;
-    old-default) echo "LD_PRELOAD=$old" ;;
-    old-off) echo "LD_PRELOAD=$old GPUMEMTRACE_STACK_DEPTH=0" ;;
+    cupti-empty) pre=(LD_PRELOAD="$cupti_probe") ;;
+    q-*) pre=(PAIRS_QUERY="${1#q-}") ;;
+    old-default) gmt_setting_env old ;;
+    old-off) pre=(LD_PRELOAD="$old" GPUMEMTRACE_STACK_DEPTH=0) ;;
+    *) gmt_setting_env "$1" ;;
   esac
 }
 settings="native default off cupti cupti-off"
-[[ -n $probe ]] && settings="$settings cupti-empty"
+[[ -n $cupti_probe ]] && settings="$settings cupti-empty"
 [[ -n $old ]] && settings="$settings old-default old-off"
 declare -A args=([pair]="threads 1" [async]="async-worker")
 rows="pair async"
 
 one() { # row setting pairs
-  local f="$work/cg-$1-$2-$3"
-  # shellcheck disable=SC2046 # the setting's assignments split on purpose
-  env $(setting_env "$2") "$vg" --tool=callgrind --separate-threads=yes \
+  local f="$work/cg-$1-$2-$3" pre=()
+  setting_pre "$2"
+  env "${pre[@]}" "$vg" --tool=callgrind --separate-threads=yes \
     --callgrind-out-file="$f" "$work/pairs" ${args[$1]} "$3" >"$f.log" 2>&1
   # A run that ended early still leaves its counts: only one that printed its result counts.
   grep -q '^us_per_' "$f.log" || { echo "gpu_callgrind.sh: $1 $2 $3 failed:" \

@@ -1,11 +1,12 @@
 # settings.sh - sourced by the GPU benchmarks (gpu_torch_loop.sh, gpu_torch_pairs.sh,
-# gpu_probe.sh): the environment of each tracer setting and of each PyTorch allocator mode,
+# gpu_probe.sh, gpu_callgrind.sh): the environment of each tracer setting and of each PyTorch allocator mode,
 # written once.
 #
 # gmt_setting_env SETTING  sets the array pre to the environment that setting runs with, from
 #   the caller's $lib (the bundle's library), $old (an older library) and $probe (the probe
 #   build, bench/probe_lib.sh); returns 1 for a setting it does not know. Settings:
-#   native; default (stacks and Python frames on, depth 32); off (stacks off); old; nopy
+#   native; default (stacks and Python frames on, depth 32); off (stacks off); cupti and
+#   cupti-off (GPUMEMTRACE_BACKEND=cupti, stacks on and off); old; nopy
 #   (Python frames off); d8 (depth 8); p-none, p-core and p-NAME (the probe build with stacks
 #   off: nothing, every piece of the core, the piece NAME of src/core/probe.h skipped);
 #   ab-default, ab-off, ab-nopy (the probe build, GMT_TL_AB=0: bench/gpu/torch_transformer.py
@@ -24,6 +25,8 @@ gmt_setting_env() {
     default) pre=(LD_PRELOAD="$lib") ;;
     off) pre=(LD_PRELOAD="$lib" GPUMEMTRACE_STACK_DEPTH=0) ;;
     old) pre=(LD_PRELOAD="$old") ;;
+    cupti) pre=(LD_PRELOAD="$lib" GPUMEMTRACE_BACKEND=cupti) ;;
+    cupti-off) pre=(LD_PRELOAD="$lib" GPUMEMTRACE_BACKEND=cupti GPUMEMTRACE_STACK_DEPTH=0) ;;
     nopy) pre=(LD_PRELOAD="$lib" GPUMEMTRACE_PYTHON=0) ;;
     d8) pre=(LD_PRELOAD="$lib" GPUMEMTRACE_STACK_DEPTH=8) ;;
     p-none) pre=(LD_PRELOAD="$probe" GPUMEMTRACE_STACK_DEPTH=0) ;;
