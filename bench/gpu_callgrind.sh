@@ -116,6 +116,9 @@ wait
 printf "%-6s %-12s %9s %8s %8s %8s %8s %8s %8s\n" row setting total added tracer libcuda \
   libc cudart cupti
 declare -A base
+obj() { # object name prefix -> its instructions a pair in $out
+  awk -v k="$1" '$1 == "object" && index($2, k) == 1 {s += $3} END {print s + 0}' <<<"$out"
+}
 for r in $rows; do
   for s in $settings q-ctxdev q-ctxcur q-rtdev; do
     [[ $r == async && $s == q-* ]] && continue
@@ -128,7 +131,6 @@ for r in $rows; do
     echo "$out" | sed "s/^/$r $s /" >>"$work/all.txt"
     tot=$(awk '$1 == "total" {print $2}' <<<"$out")
     [[ $s == native ]] && base[$r]=$tot
-    obj() { awk -v k="$1" '$1 == "object" && index($2, k) == 1 {s += $3} END {print s + 0}' <<<"$out"; }
     printf "%-6s %-12s %9d %8d %8d %8d %8d %8d %8d\n" "$r" "$s" "$tot" $((tot - ${base[$r]:-tot})) \
       "$(obj libgpumemtrace)" "$(obj libcuda)" "$(obj libc.so)" "$(obj libcudart)" "$(obj libcupti)"
   done

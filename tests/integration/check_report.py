@@ -676,8 +676,8 @@ def case_one_device(ctx):
         rep, counts["rt" + devices] = asked("leak_two_sites", devices,
                                             {"GMT_STANDIN_DLSYM": "hidden"}, 105)
         check_leak_two_sites(rep)
-        expect_eq("capture.events.by_layer.runtime",
-                  rep["capture"]["events"]["by_layer"]["runtime"], rep["capture"]["events"]["total"])
+        events = rep["capture"]["events"]
+        expect_eq("capture.events.by_layer.runtime", events["by_layer"]["runtime"], events["total"])
     print(f"cuCtxGetDevice asked by the tracer: {counts}")
     # Two devices ask at every allocation; one device only for the peaks' readings (their
     # number moves with the threads' timing: a few dozen). Single-threaded, the readings are
