@@ -2,14 +2,17 @@
 """callgrind_objects.py - instructions a pair, by shared object, of the thread that made the
 pairs, from two callgrind runs of one program (N1 and N2 pairs, --separate-threads=yes).
 
-usage: callgrind_objects.py PREFIX1 PREFIX2 PAIRS [FUNCS_OBJECT]
+usage: callgrind_objects.py [--thread-fn NAME] PREFIX1 PREFIX2 PAIRS [FUNCS_OBJECT]
   PREFIXn  --callgrind-out-file of each run (its threads are PREFIXn-01, PREFIXn-02, ...)
   PAIRS    N2 - N1
   FUNCS_OBJECT  also list the functions of the objects whose path contains this string
+  --thread-fn NAME  the thread that made the pairs is the one that ran the function NAME
 Prints "total T" (the thread's instructions a pair: start-up, exit and report writing cancel
-out in the difference), then "object O N" lines, largest first. The thread that made the pairs
-is the one whose count grew most from N1 to N2 (thread files are numbered in creation order,
-and a traced run has the tracer's writer thread besides the program's).
+out in the difference), then "object O N" lines, largest first. Without --thread-fn the thread
+that made the pairs is the one whose count grew most from N1 to N2 (thread files are numbered
+in creation order, and a traced run has the tracer's writer thread besides the program's); a
+main thread whose CUDA start-up moves by more than the pairs cost can win that, so name a
+function only the pairs' thread runs where there is one.
 """
 import collections
 import glob
@@ -65,14 +68,32 @@ def threads(prefix):
     return {p[len(prefix) + 1:]: p for p in glob.glob(prefix + "-[0-9]*")}
 
 
+def ran(path, fn):
+    """Whether the thread of this file ran the function fn (a fn= or cfn= line names it; a
+    C++ name carries its parameters, a recursive call a 'N suffix)."""
+    pat = re.compile(r"^c?fn=\(\d+\) %s(\(|'|$)" % re.escape(fn))
+    with open(path) as f:
+        return any(pat.match(line) for line in f)
+
+
 def main():
-    if len(sys.argv) < 4:
+    args = sys.argv[1:]
+    fn = None
+    if args[:1] == ["--thread-fn"] and len(args) > 1:
+        fn, args = args[1], args[2:]
+    if len(args) < 3:
         sys.exit(__doc__)
-    p1, p2, pairs = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    p1, p2, pairs = args[0], args[1], float(args[2])
     t1, t2 = threads(p1), threads(p2)
     if not t1 or not t2:
         sys.exit("callgrind_objects.py: no thread files for %s or %s" % (p1, p2))
-    grow = {k: totals(t2[k]) - totals(t1.get(k, "")) if k in t1 else 0 for k in t2}
+    grow = {k: totals(t2[k]) - totals(t1[k]) for k in t2 if k in t1}
+    if fn:
+        grow = {k: v for k, v in grow.items() if ran(t1[k], fn) and ran(t2[k], fn)}
+        if len(grow) != 1:
+            sys.exit("callgrind_objects.py: %d threads ran %s in both runs" % (len(grow), fn))
+    if not grow:
+        sys.exit("callgrind_objects.py: no thread in both runs")
     k = max(grow, key=grow.get)
     a, af = parse(t1[k])
     b, bf = parse(t2[k])
@@ -81,8 +102,8 @@ def main():
     for d, o in reversed(rows):
         if abs(d) >= 1:
             print("object %s %.0f" % (o.rsplit("/", 1)[-1], d))
-    if len(sys.argv) > 4:
-        rows = sorted(((bf[x] - af.get(x, 0)) / pairs, x) for x in bf if sys.argv[4] in x[0])
+    if len(args) > 3:
+        rows = sorted(((bf[x] - af.get(x, 0)) / pairs, x) for x in bf if args[3] in x[0])
         for d, x in reversed(rows):
             if abs(d) >= 1:
                 print("function %s %.0f" % (x[1], d))

@@ -23,6 +23,12 @@ for n in 200 600; do
 done
 nat=$(python3 "$here/callgrind_objects.py" "$work/nat-200" "$work/nat-600" 400) || exit 1
 tr=$(python3 "$here/callgrind_objects.py" "$work/tr-200" "$work/tr-600" 400 libgpumemtrace) || exit 1
+# The same thread named by a function only it runs (bench_pairs.c's worker).
+by_fn=$(python3 "$here/callgrind_objects.py" --thread-fn worker "$work/tr-200" "$work/tr-600" 400 \
+  libgpumemtrace) || exit 1
+[[ $by_fn == "$tr" ]] || { printf "FAIL: --thread-fn worker picked another thread:\n%s\n" "$by_fn"; exit 1; }
+python3 "$here/callgrind_objects.py" --thread-fn no_such_function "$work/tr-200" "$work/tr-600" \
+  400 >/dev/null 2>&1 && { echo "FAIL: --thread-fn accepted a function no thread ran"; exit 1; }
 printf "native:\n%s\ntraced, stacks off:\n%s\n" "$nat" "$tr"
 python3 - "$nat" "$tr" <<'PY'
 import sys

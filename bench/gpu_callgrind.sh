@@ -94,6 +94,8 @@ settings="native default off cupti cupti-off"
 [[ -n $cupti_probe ]] && settings="$settings cupti-empty"
 [[ -n $old ]] && settings="$settings old-default old-off"
 declare -A args=([pair]="threads 1" [async]="async-worker")
+# A function only the pairs' thread runs (pairs.c), which tells it from main and the writer.
+declare -A thread_fn=([pair]=descend [async]=nest)
 rows="pair async"
 
 one() { # row setting pairs
@@ -126,7 +128,8 @@ for r in $rows; do
       printf "%-6s %-12s %9s\n" "$r" "$s" failed
       continue
     fi
-    out=$(python3 "$here/callgrind_objects.py" "$work/cg-$r-$s-$n1" "$work/cg-$r-$s-$n2" \
+    out=$(python3 "$here/callgrind_objects.py" --thread-fn "${thread_fn[$r]}" \
+      "$work/cg-$r-$s-$n1" "$work/cg-$r-$s-$n2" \
       $((n2 - n1)) libgpumemtrace 2>&1) || { echo "$r $s: $out" >&2; continue; }
     echo "$out" | sed "s/^/$r $s /" >>"$work/all.txt"
     tot=$(awk '$1 == "total" {print $2}' <<<"$out")
