@@ -10,9 +10,9 @@
 #        bench/gpu_callgrind.sh BUNDLE [VG_DIR]   on the GPU machine: VG_DIR is carry's DIR
 #                                             (default: valgrind on PATH)
 # Environment: GMT_BENCH_OLD_LIB=PATH adds settings old-default and old-off (an older
-# libgpumemtrace.so, counted in the same run); GMT_CG_PAIRS="N1 N2" (default "1000 3000").
-# Needs nvcc and python3. Every run goes at once (one process per CPU would be as good):
-# about 15 seconds on the H200 host.
+# libgpumemtrace.so, counted in the same run); GMT_CG_PAIRS="N1 N2" (default "1000 3000";
+# the async row runs batches of 500 pairs); GMT_CG_JOBS runs at once (default: the CPUs).
+# Needs nvcc and python3. About 15 seconds on the H200 host.
 #
 # Rows: pair   one thread, cudaMalloc + cudaFree, 4-64 KiB (pairs.c "threads 1 N": the 16-thread
 #              row's call, alone)
@@ -107,10 +107,14 @@ one() { # row setting pairs
   grep -q '^us_per_' "$f.log" || { echo "gpu_callgrind.sh: $1 $2 $3 failed:" \
     "$(grep -v '^==' "$f.log" | tail -2)" >&2; touch "$f.failed"; }
 }
+jobs_max=${GMT_CG_JOBS:-$(nproc 2>/dev/null || echo 4)}
 for r in $rows; do
   for s in $settings q-ctxdev q-ctxcur q-rtdev; do
     [[ $r == async && $s == q-* ]] && continue
-    for n in "$n1" "$n2"; do one "$r" "$s" "$n" & done
+    for n in "$n1" "$n2"; do
+      while (($(jobs -rp | wc -l) >= jobs_max)); do wait -n; done
+      one "$r" "$s" "$n" &
+    done
   done
 done
 wait
