@@ -17,9 +17,8 @@
 # Rows: pair   one thread, cudaMalloc + cudaFree, 4-64 KiB (pairs.c "threads 1 N": the 16-thread
 #              row's call, alone)
 #       async  cudaMallocAsync + cudaFreeAsync, 64-320 KiB, from 32 frames, on a thread started
-#              once main made the context (pairs.c "async-worker N"). The driver's own count
-#              moves between runs here (its pool's work is not the same every time); the
-#              tracer's column does not.
+#              once main made the context (pairs.c "async-worker N": on the main thread, CUDA's
+#              start-up would move the count by millions between runs).
 # Settings: native; default; off (stacks off); cupti and cupti-off (GPUMEMTRACE_BACKEND=cupti);
 # cupti-empty (an empty CUPTI callback: the driver's and CUPTI's dispatch alone); q-ctxdev,
 # q-ctxcur, q-rtdev (native, asking cuCtxGetDevice, cuCtxGetCurrent or cudaGetDevice once a
