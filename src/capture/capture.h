@@ -57,6 +57,12 @@ static inline bool gmt_capture_one_device(void)
     if (__builtin_expect(s == 0, 0)) s = gmt_capture_one_device_slow();
     return s == 1;
 }
+/* The device of an event described on the current device: ordinal 0 for a call that succeeded
+ * in a one-device process, else what the layer's own question (`ask`) says. */
+static inline int32_t gmt_capture_current_device(const gmt_event_t *ev, int32_t (*ask)(void))
+{
+    return ev->result == 0 && gmt_capture_one_device() ? 0 : ask();
+}
 
 /* Record helpers: take the reentrancy guard, mark the process as one that saw CUDA, hand the
  * event to the core. ev->device must be resolved (never GMT_DEVICE_CURRENT) and ev->layer set.

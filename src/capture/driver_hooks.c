@@ -63,8 +63,7 @@ static void record_alloc(gmt_event_t *ev)
 {
     ev->layer = GMT_LAYER_DRIVER;
     if (ev->device == GMT_DEVICE_CURRENT)
-        ev->device =
-            ev->result == 0 && gmt_capture_one_device() ? 0 : gmt_capture_current_device_driver();
+        ev->device = gmt_capture_current_device(ev, gmt_capture_current_device_driver);
     if (gmt_capture_defer(ev)) return; /* inside a runtime hook: it records the event */
     gmt_capture_alloc(ev);
 }

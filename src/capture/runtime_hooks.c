@@ -54,8 +54,7 @@ static void record_alloc(gmt_event_t *ev)
 {
     ev->layer = GMT_LAYER_RUNTIME;
     if (ev->device == GMT_DEVICE_CURRENT)
-        ev->device =
-            ev->result == 0 && gmt_capture_one_device() ? 0 : gmt_capture_current_device_runtime();
+        ev->device = gmt_capture_current_device(ev, gmt_capture_current_device_runtime);
     gmt_capture_alloc(ev);
 }
 
