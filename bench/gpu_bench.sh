@@ -54,16 +54,11 @@ raw=${GMT_BENCH_RAW:-$work/raw.txt}
 
 # ---- build the workloads and the probe ----
 "$nvcc" -x c++ -O2 -cudart shared -o "$work/pairs" "$here/gpu/pairs.c" -ldl -lpthread || exit 1
-cupti_inc=$(dirname "$(find "$cuda_home/" -name cupti.h 2>/dev/null | head -1)")
-cupti_so=$(find "$cuda_home/" -name 'libcupti.so' 2>/dev/null | head -1)
+# shellcheck source=bench/gpu/settings.sh
+. "$here/gpu/settings.sh"
 probe=""
-if [[ -n $cupti_so && -d $cupti_inc ]]; then
-  cupti_dir=$(dirname "$cupti_so")
-  if cc -shared -fPIC -O2 -I"$cuda_home/include" -I"$cupti_inc" -o "$work/cupti_empty.so" \
-    "$here/gpu/cupti_empty.c" -L"$cupti_dir" -lcupti -Wl,-rpath,"$cupti_dir"; then
-    probe="$work/cupti_empty.so"
-  fi
-fi
+gmt_build_cupti_empty "$cuda_home" "$here/gpu/cupti_empty.c" "$work/cupti_empty.so" &&
+  probe="$work/cupti_empty.so"
 [[ -n $probe ]] || echo "gpu_bench.sh: CUPTI probe not built (no cupti.h/libcupti.so under $cuda_home): cupti-empty skipped" >&2
 
 export GPUMEMTRACE_OUTPUT="$work/r-%p.json" GPUMEMTRACE_LOG=quiet

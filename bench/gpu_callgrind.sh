@@ -65,21 +65,16 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 "$nvcc" -x c++ -O2 -cudart shared -o "$work/pairs" "$here/gpu/pairs.c" -ldl -lpthread || exit 1
+# shellcheck source=bench/gpu/settings.sh
+. "$here/gpu/settings.sh"
 cupti_probe=""
-cupti_inc=$(dirname "$(find "$cuda_home/" -name cupti.h 2>/dev/null | head -1)")
-cupti_so=$(find "$cuda_home/" -name 'libcupti.so' 2>/dev/null | head -1)
-if [[ -n $cupti_so && -d $cupti_inc ]] &&
-  cc -shared -fPIC -O2 -I"$cuda_home/include" -I"$cupti_inc" -o "$work/cupti_empty.so" \
-    "$here/gpu/cupti_empty.c" -L"$(dirname "$cupti_so")" -lcupti \
-    -Wl,-rpath,"$(dirname "$cupti_so")"; then
+if gmt_build_cupti_empty "$cuda_home" "$here/gpu/cupti_empty.c" "$work/cupti_empty.so"; then
   cupti_probe="$work/cupti_empty.so"
 else
   echo "gpu_callgrind.sh: CUPTI probe not built: cupti-empty skipped" >&2
 fi
 export GPUMEMTRACE_OUTPUT="$work/r-%p.json" GPUMEMTRACE_LOG=quiet
 
-# shellcheck source=bench/gpu/settings.sh
-. "$here/gpu/settings.sh"
 setting_pre() { # setting -> the array pre (its environment)
   case $1 in
     cupti-empty) pre=(LD_PRELOAD="$cupti_probe") ;;
@@ -96,6 +91,10 @@ declare -A args=([pair]="threads 1" [async]="async-worker")
 # A function only the pairs' thread runs (pairs.c), which tells it from main and the writer.
 declare -A thread_fn=([pair]=descend [async]=nest)
 rows="pair async"
+row_settings() { # row -> its settings (the native queries belong to the pair row)
+  echo "$settings"
+  [[ $1 == pair ]] && echo q-ctxdev q-ctxcur q-rtdev
+}
 
 one() { # row setting pairs
   local f="$work/cg-$1-$2-$3" pre=()
@@ -108,8 +107,7 @@ one() { # row setting pairs
 }
 jobs_max=${GMT_CG_JOBS:-$(nproc 2>/dev/null || echo 4)}
 for r in $rows; do
-  for s in $settings q-ctxdev q-ctxcur q-rtdev; do
-    [[ $r == async && $s == q-* ]] && continue
+  for s in $(row_settings "$r"); do
     for n in "$n1" "$n2"; do
       while (($(jobs -rp | wc -l) >= jobs_max)); do wait -n; done
       one "$r" "$s" "$n" &
@@ -125,8 +123,7 @@ obj() { # object name prefix -> its instructions a pair in $out
   awk -v k="$1" '$1 == "object" && index($2, k) == 1 {s += $3} END {print s + 0}' <<<"$out"
 }
 for r in $rows; do
-  for s in $settings q-ctxdev q-ctxcur q-rtdev; do
-    [[ $r == async && $s == q-* ]] && continue
+  for s in $(row_settings "$r"); do
     if [[ -e $work/cg-$r-$s-$n1.failed || -e $work/cg-$r-$s-$n2.failed ]]; then
       printf "%-6s %-12s %9s\n" "$r" "$s" failed
       continue

@@ -1,6 +1,6 @@
 # settings.sh - sourced by the GPU benchmarks (gpu_torch_loop.sh, gpu_torch_pairs.sh,
-# gpu_probe.sh, gpu_callgrind.sh): the environment of each tracer setting and of each PyTorch allocator mode,
-# written once.
+# gpu_probe.sh, gpu_bench.sh, gpu_callgrind.sh): the environment of each tracer setting and of
+# each PyTorch allocator mode, and the empty CUPTI probe, written once.
 #
 # gmt_setting_env SETTING  sets the array pre to the environment that setting runs with, from
 #   the caller's $lib (the bundle's library), $old (an older library) and $probe (the probe
@@ -46,4 +46,16 @@ gmt_alloc_env() {
     async) alloc=(PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync) ;;
     *) return 1 ;;
   esac
+}
+
+# gmt_build_cupti_empty CUDA_HOME SRC OUT  builds bench/gpu/cupti_empty.c (SRC), an empty CUPTI
+#   callback on the driver calls the tracer hooks (the driver's and CUPTI's dispatch alone),
+#   into OUT; returns 1 without cupti.h and libcupti.so under CUDA_HOME or when it fails.
+gmt_build_cupti_empty() {
+  local inc so
+  inc=$(dirname "$(find "$1/" -name cupti.h 2>/dev/null | head -1)")
+  so=$(find "$1/" -name 'libcupti.so' 2>/dev/null | head -1)
+  [[ -n $so && -d $inc ]] || return 1
+  cc -shared -fPIC -O2 -I"$1/include" -I"$inc" -o "$3" "$2" -L"$(dirname "$so")" -lcupti \
+    -Wl,-rpath,"$(dirname "$so")"
 }
