@@ -685,10 +685,12 @@ __attribute__((noinline)) static int fallback(void **buf, int max, uintptr_t ra0
  * and is copied out: a load and a compare a word instead of a rule look-up a frame, and no
  * rule's cache line touched (in a PyTorch step the program's work evicts them between
  * allocations: docs/PERFORMANCE.md, "Session 9"). A thread keeps MEMO_WAYS walks in sets of
- * MEMO_SET_WAYS, the set by a hash of where the walk starts (its call sites repeat every step),
- * so that a place reached by several call paths (an allocator's frame under every operator:
- * the same return address and stack pointer, other callers above) keeps a walk for each, the
- * oldest given up for a new one ("Session 10"). They live in slots
+ * MEMO_SET_WAYS, a walk in either of two sets that a hash of where it starts picks (its call
+ * sites repeat every step), so that a place reached by several call paths (an allocator's frame
+ * under every operator: the same return address and stack pointer, other callers above) keeps
+ * a walk for each in up to 2 * MEMO_SET_WAYS ways, and places whose first sets meet spill into
+ * their second ones; the least recently used of the eight is given up for a new walk
+ * ("Session 10", "Session 14"). They live in slots
  * of MEMO_SLOTS (a thread claims one at its first walk and gives it back at exit; threads
  * beyond that walk every time), each slot's walks mapped at its first claim and kept for the
  * next thread, so the TLS stays a pointer. */
@@ -715,11 +717,10 @@ typedef struct way_s {
 _Static_assert(STACK_SPAN < (1ull << 32), "a word's offset from the start fits 32 bits");
 
 /* A set's ways by their start's hash (read before any way's): the key of the walk each way
- * holds (0: none) and the way the next new walk is written in when none is empty (in turn:
- * nothing is written at a replay). */
+ * holds (0: none) and when each was last walked or replayed (the memo's replays then). */
 typedef struct set_s {
     uint64_t key[MEMO_SET_WAYS];
-    uint32_t next;
+    uint32_t used[MEMO_SET_WAYS];
 } set_t;
 
 typedef struct memo_s {
@@ -799,19 +800,40 @@ static inline memo_t *memo_mine(void)
 }
 
 /* The hash of a walk's start (ip, sp): by the stack pointer mostly (a capture's start is one
- * return address; its depth differs by call path). Its top bits name the set, and with the
- * low bit set it is the key a way of the set holds (never 0). */
+ * return address; its depth differs by call path), every bit mixed into the top ones (one
+ * multiply left nearby stack pointers' top bits in step: under ASan's larger frames
+ * python.nested's 25 call sites filled one set past its ways in most runs, session 13). Its
+ * top bits name the two sets, and with the low bit set it is the key a way holds (never 0). */
 static inline uint64_t start_hash(uintptr_t ip, uintptr_t sp)
 {
-    return ((uint64_t)(sp >> 4) ^ ((uint64_t)ip << 7)) * 0x9e3779b97f4a7c15ull;
+    uint64_t h = ((uint64_t)(sp >> 4) ^ ((uint64_t)ip << 7)) * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 29;
+    return h * 0xbf58476d1ce4e5b9ull;
 }
 
-/* The way of a set to write a new walk in: an empty one, else the next in turn. */
-static inline uint32_t set_victim(set_t *s)
+/* The start's second set, by the hash's next bits (the first's neighbour when they name the
+ * first again): its walks have 2 * MEMO_SET_WAYS ways. */
+static inline uint32_t second_set(uint64_t h)
 {
-    for (uint32_t k = 0; k < MEMO_SET_WAYS; k++)
-        if (!s->key[k]) return k;
-    return s->next++ % MEMO_SET_WAYS;
+    uint32_t s0 = (uint32_t)(h >> (64 - MEMO_SET_BITS));
+    uint32_t s1 = (uint32_t)(h >> (64 - 2 * MEMO_SET_BITS)) & (MEMO_SETS - 1);
+    return s1 == s0 ? s1 ^ 1 : s1;
+}
+
+/* Where a new walk is written, of the start's two sets' ways (c * MEMO_SET_WAYS + k): an empty
+ * one (the first set's first), else the one least recently walked or replayed. */
+static inline uint32_t sets_victim(set_t *const set[2])
+{
+    uint32_t best = 0, oldest = UINT32_MAX;
+    for (uint32_t c = 0; c < 2; c++)
+        for (uint32_t k = 0; k < MEMO_SET_WAYS; k++) {
+            if (!set[c]->key[k]) return c * MEMO_SET_WAYS + k;
+            if (set[c]->used[k] < oldest) {
+                oldest = set[c]->used[k];
+                best = c * MEMO_SET_WAYS + k;
+            }
+        }
+    return best;
 }
 
 static void memo_sums(gmt_unwind_stats_t *out)
@@ -883,6 +905,63 @@ NO_ASAN static inline int replay(const way_t *w, void **buf, int max, uintptr_t 
     return (int)n;
 }
 
+/* What a lookup that missed its first candidate way leaves for the walk: the way to write the
+ * walk in, emptied (its set's key cleared until the walk is written in whole). */
+typedef struct memo_pick_s {
+    way_t *w;
+    set_t *set;
+    uint32_t victim; /* in set */
+} memo_pick_t;
+
+/* The rest of a lookup of the start hashed h, past its first set's way k0 (checked by the
+ * caller: MEMO_SET_WAYS when the set held no way with the key; stale0 when that way held the
+ * start walked under other settings): the first set's other ways with the key, then the second
+ * set's. Returns the frames of a replay (and *note), or 0 with the way the walk goes in. */
+NO_ASAN __attribute__((noinline)) static int memo_rest(memo_t *m, uint64_t h, uint32_t k0,
+                                                       bool stale0, void **buf, int max,
+                                                       uintptr_t ip, uintptr_t sp, uintptr_t rbp,
+                                                       uint32_t gen, uint64_t slo,
+                                                       gmt_walk_note_t **note, memo_pick_t *pick)
+{
+    uint64_t key = h | 1;
+    uint32_t si[2] = {(uint32_t)(h >> (64 - MEMO_SET_BITS)), second_set(h)};
+    set_t *const sets[2] = {&m->sets[si[0]], &m->sets[si[1]]};
+    bool held = k0 < MEMO_SET_WAYS;
+    uint32_t stale = stale0 ? k0 : 2 * MEMO_SET_WAYS;
+    for (uint32_t c = 0; c < 2; c++) {
+        way_t *ways = &m->ways[si[c] * MEMO_SET_WAYS];
+        for (uint32_t k = c == 0 ? k0 + 1 : 0;; k++) {
+            while (k < MEMO_SET_WAYS && sets[c]->key[k] != key)
+                k++;
+            if (k >= MEMO_SET_WAYS) break;
+            held = true;
+            int n = replay(&ways[k], buf, max, ip, sp, rbp, gen, slo);
+            if (n > 0) {
+                uint64_t r = m->replays + 1; /* owner only; summed on read */
+                __atomic_store_n(&m->replays, r, RLX);
+                sets[c]->used[k] = (uint32_t)r;
+                *note = &ways[k].note;
+                return n;
+            }
+            if (n == STALE) stale = c * MEMO_SET_WAYS + k;
+        }
+    }
+    uint64_t *missed = held ? &m->missed_other : &m->missed_new;
+    __atomic_store_n(missed, *missed + 1, RLX);
+    /* A way of this start walked under other settings is written over first: kept, it would
+     * take one of the start's ways (which tell its callers apart) for good, and be checked in
+     * vain before them at every replay. */
+    uint32_t v = stale < 2 * MEMO_SET_WAYS ? stale : sets_victim(sets);
+    uint32_t c = v / MEMO_SET_WAYS;
+    pick->set = sets[c];
+    pick->victim = v % MEMO_SET_WAYS;
+    pick->set->key[pick->victim] = 0; /* empty until the walk is written in */
+    pick->set->used[pick->victim] = (uint32_t)m->replays;
+    pick->w = &m->ways[si[c] * MEMO_SET_WAYS + pick->victim];
+    pick->w->note.walk = 0;
+    return 0;
+}
+
 /* The walk from the frame fp of the public function it is inlined into: [fp] is the caller's
  * RBP, [fp+8] the return address, fp+16 the caller's stack pointer after the return (its
  * CFA). */
@@ -907,38 +986,33 @@ unwind_from(const uintptr_t *fp, void **buf, int max, gmt_walk_note_t **note)
     if (m) {
         memo_busy = 1;
         uint64_t h = start_hash(ra0, sp0);
-        uint32_t si = (uint32_t)(h >> (64 - MEMO_SET_BITS));
-        way_t *ways = &m->ways[si * MEMO_SET_WAYS];
-        set = &m->sets[si];
         key = h | 1;
-        /* Each way holding a walk from this start's hash, in turn (one call site: the
-         * first, checked once). */
-        bool held = false;
-        uint32_t stale = MEMO_SET_WAYS;
-        for (uint32_t k = 0;; k++) {
-            while (k < MEMO_SET_WAYS && set->key[k] != key)
-                k++;
-            if (k == MEMO_SET_WAYS) break;
-            held = true;
-            int n = replay(&ways[k], buf, max, ip, sp, rbp, gen, slo);
+        /* The first way of the start's first set that holds its key (one call site: the only
+         * one); the other ways and the second set in memo_rest. */
+        uint32_t s0 = (uint32_t)(h >> (64 - MEMO_SET_BITS)), k = 0;
+        while (k < MEMO_SET_WAYS && m->sets[s0].key[k] != key)
+            k++;
+        int n = 0;
+        if (k < MEMO_SET_WAYS) {
+            n = replay(&m->ways[s0 * MEMO_SET_WAYS + k], buf, max, ip, sp, rbp, gen, slo);
             if (n > 0) {
-                /* owner only; summed on read */
-                __atomic_store_n(&m->replays, m->replays + 1, RLX);
-                *note = &ways[k].note;
+                uint64_t r = m->replays + 1; /* owner only; summed on read */
+                __atomic_store_n(&m->replays, r, RLX);
+                m->sets[s0].used[k] = (uint32_t)r;
+                *note = &m->ways[s0 * MEMO_SET_WAYS + k].note;
                 memo_busy = 0;
                 return n;
             }
-            if (n == STALE) stale = k;
         }
-        uint64_t *missed = held ? &m->missed_other : &m->missed_new;
-        __atomic_store_n(missed, *missed + 1, RLX);
-        /* A way of this start walked under other settings is written over first: kept, it
-         * would take one of the start's ways (which tell its callers apart) for good, and be
-         * checked in vain before them at every replay. */
-        victim = stale < MEMO_SET_WAYS ? stale : set_victim(set);
-        set->key[victim] = 0; /* empty until the walk below is written in */
-        w = &ways[victim];
-        w->note.walk = 0;
+        memo_pick_t pick;
+        n = memo_rest(m, h, k, n == STALE, buf, max, ip, sp, rbp, gen, slo, note, &pick);
+        if (n > 0) {
+            memo_busy = 0;
+            return n;
+        }
+        w = pick.w;
+        set = pick.set;
+        victim = pick.victim;
     }
     void **out = buf, **end = buf + max;
     *out++ = (void *)ip;

@@ -425,6 +425,35 @@ SHAPE_ATTR static int caller_b(void **buf, int max)
     return n;
 }
 
+/* Four more callers of the same shape: six call paths through one start. */
+SHAPE_ATTR static int caller_c(void **buf, int max)
+{
+    int n = common_leaf(buf, max);
+    sink ^= n;
+    return n;
+}
+
+SHAPE_ATTR static int caller_d(void **buf, int max)
+{
+    int n = common_leaf(buf, max);
+    sink += 3 * n;
+    return n;
+}
+
+SHAPE_ATTR static int caller_e(void **buf, int max)
+{
+    int n = common_leaf(buf, max);
+    sink -= 5 * n;
+    return n;
+}
+
+SHAPE_ATTR static int caller_f(void **buf, int max)
+{
+    int n = common_leaf(buf, max);
+    sink |= n;
+    return n;
+}
+
 static void test_replay_tells_callers_apart(void **state)
 {
     (void)state;
@@ -500,6 +529,47 @@ static void test_replay_stale_way_reused(void **state)
     assert_int_equal(out[3], 2); /* b beside a */
     assert_int_equal(out[5], 2);
     assert_int_equal(out[6], 3); /* a, a, b */
+}
+
+/* Six call paths through one start in turn (an allocator's frame under each of a model's
+ * operators): more than one set's four ways hold. The start's walks spill into its second set,
+ * so from the second round on every walk replays; with one set of four ways written in turn
+ * (sessions 10-13) each new walk gave up the one needed next and none replayed. On a thread of
+ * its own: its memo starts empty. */
+static void *six_callers_thread(void *arg)
+{
+    int (*const callers[6])(void **, int) = {caller_a, caller_b, caller_c,
+                                             caller_d, caller_e, caller_f};
+    void *buf[3][6][48];
+    int n[3][6];
+    uint64_t *out = arg;
+    gmt_unwind_stats_t s0, s1;
+    gmt_unwind_stats(&s0);
+    for (volatile int r = 0; r < 3; r++)
+        for (volatile int k = 0; k < 6; k++)
+            n[r][k] = callers[k](buf[r][k], 48);
+    gmt_unwind_stats(&s1);
+    out[0] = s1.replays - s0.replays;
+    out[1] = 1; /* every round's walks equal the first's, each its own caller's */
+    for (int r = 1; r < 3; r++)
+        for (int k = 0; k < 6; k++)
+            if (n[r][k] != n[0][k] || n[0][k] < 3 ||
+                memcmp(buf[r][k], buf[0][k], (size_t)n[0][k] * sizeof(void *)) != 0)
+                out[1] = 0;
+    for (int k = 1; k < 6; k++)
+        if (buf[0][k][1] == buf[0][0][1]) out[1] = 0; /* the callers' return addresses differ */
+    return NULL;
+}
+
+static void test_replay_six_callers_of_one_start(void **state)
+{
+    (void)state;
+    uint64_t out[2];
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, six_callers_thread, out), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_int_equal(out[0], 12);
+    assert_int_equal(out[1], 1);
 }
 
 /* Walks from places at other depths in turn (a model's call sites, each allocating in turn):
@@ -626,6 +696,7 @@ int main(void)
         cmocka_unit_test(test_colliding_addresses_both_cached),
         cmocka_unit_test(test_replay_same_frames),
         cmocka_unit_test(test_replay_tells_callers_apart),
+        cmocka_unit_test(test_replay_six_callers_of_one_start),
         cmocka_unit_test(test_replay_stale_way_reused),
         cmocka_unit_test(test_stop_at),
         cmocka_unit_test(test_replay_places_in_turn),
