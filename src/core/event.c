@@ -82,12 +82,12 @@ __attribute__((constructor)) static void probe_read_env(void)
     static const struct {
         const char *name;
         unsigned bit;
-    } names[] = {{"record", GMT_PROBE_RECORD},    {"ctxdev", GMT_PROBE_CTXDEV},
-                 {"devline", GMT_PROBE_DEVLINE},  {"timeline", GMT_PROBE_TIMELINE},
-                 {"table", GMT_PROBE_TABLE},      {"stackent", GMT_PROBE_STACKENT},
-                 {"shards", GMT_PROBE_SHARDS},    {"clock", GMT_PROBE_CLOCK},
-                 {"ctxcur", GMT_PROBE_CTXCUR},    {"pass", GMT_PROBE_PASS},
-                 {"notimers", GMT_PROBE_NOTIMERS}};
+    } names[] = {{"record", GMT_PROBE_RECORD},     {"ctxdev", GMT_PROBE_CTXDEV},
+                 {"devline", GMT_PROBE_DEVLINE},   {"timeline", GMT_PROBE_TIMELINE},
+                 {"table", GMT_PROBE_TABLE},       {"stackent", GMT_PROBE_STACKENT},
+                 {"shards", GMT_PROBE_SHARDS},     {"clock", GMT_PROBE_CLOCK},
+                 {"ctxcur", GMT_PROBE_CTXCUR},     {"pass", GMT_PROBE_PASS},
+                 {"notimers", GMT_PROBE_NOTIMERS}, {"pyident", GMT_PROBE_PYIDENT}};
     probe_tick0 = gmt_probe_clock();
     probe_ns0 = probe_now_ns();
     const char *v = getenv("GMT_PROBE_SKIP");

@@ -29,6 +29,9 @@ enum {
                                    * read no clock and add nothing (each timer's clock reads and
                                    * its adds to one line that every thread writes are not the
                                    * product's cost: an A/B run for the wall time sets it) */
+    GMT_PROBE_PYIDENT = 1 << 11,  /* "pyident": a Python walk's replay checks no code object's
+                                   * type and identity words (its frames' code objects are not
+                                   * touched: what those cold lines cost) */
 };
 
 /* A probe build's timers: the cycles each piece of the event path took, summed over every

@@ -19,6 +19,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "probe.h"
 #include "pylayout.h"
 
 #include <dlfcn.h>
@@ -813,7 +814,9 @@ static uint32_t replay_walk(const walkway_t *m, const rawframe_t *raw, uint32_t 
          * alive now: direct loads, as step 2's. */
         const uint8_t *head = (const uint8_t *)(uintptr_t)raw[i].code;
         n_direct++;
-        if (ld64(head + L->ob_type) != py.code_type || code_ident(head) != m->ident[i]) return 0;
+        if (!GMT_PROBE_SKIPS(GMT_PROBE_PYIDENT) &&
+            (ld64(head + L->ob_type) != py.code_type || code_ident(head) != m->ident[i]))
+            return 0;
         out[i].word = frame_word(&raw[i], m->id[i]);
         out[i].seg_end = raw[i].seg_end;
     }
@@ -961,7 +964,8 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap, gmt_py_splic
         uint32_t i = nr - 1 - k, mi = lw->nr - 1 - k;
         const uint8_t *head = (const uint8_t *)(uintptr_t)raw[i].code;
         n_direct++;
-        if (ld64(head + L->ob_type) != py.code_type || code_ident(head) != lw->ident[mi]) {
+        if (!GMT_PROBE_SKIPS(GMT_PROBE_PYIDENT) &&
+            (ld64(head + L->ob_type) != py.code_type || code_ident(head) != lw->ident[mi])) {
             inner = nr - k; /* this one and the inner ones are looked up */
             break;
         }
