@@ -717,10 +717,13 @@ typedef struct way_s {
 _Static_assert(STACK_SPAN < (1ull << 32), "a word's offset from the start fits 32 bits");
 
 /* A set's ways by their start's hash (read before any way's): the key of the walk each way
- * holds (0: none) and when each was last walked or replayed (the memo's replays then). */
+ * holds (0: none), when each was last walked or replayed (the memo's replays then) and the
+ * way last walked or replayed (checked first: a start reached by several callers, one of them
+ * in a loop, replays the loop's walk without checking the others' first). */
 typedef struct set_s {
     uint64_t key[MEMO_SET_WAYS];
     uint32_t used[MEMO_SET_WAYS];
+    uint32_t mru;
 } set_t;
 
 typedef struct memo_s {
@@ -913,10 +916,11 @@ typedef struct memo_pick_s {
     uint32_t victim; /* in set */
 } memo_pick_t;
 
-/* The rest of a lookup of the start hashed h, past its first set's way k0 (checked by the
- * caller: MEMO_SET_WAYS when the set held no way with the key; stale0 when that way held the
- * start walked under other settings): the first set's other ways with the key, then the second
- * set's. Returns the frames of a replay (and *note), or 0 with the way the walk goes in. */
+/* The rest of a lookup of the start hashed h, past its first set's way k0 (its last used,
+ * checked by the caller: MEMO_SET_WAYS when it held another start's walk; stale0 when it held
+ * this start walked under other settings): the first set's other ways with the key, then the
+ * second set's. Returns the frames of a replay (and *note), or 0 with the way the walk goes
+ * in. */
 NO_ASAN __attribute__((noinline)) static int memo_rest(memo_t *m, uint64_t h, uint32_t k0,
                                                        bool stale0, void **buf, int max,
                                                        uintptr_t ip, uintptr_t sp, uintptr_t rbp,
@@ -930,8 +934,8 @@ NO_ASAN __attribute__((noinline)) static int memo_rest(memo_t *m, uint64_t h, ui
     uint32_t stale = stale0 ? k0 : 2 * MEMO_SET_WAYS;
     for (uint32_t c = 0; c < 2; c++) {
         way_t *ways = &m->ways[si[c] * MEMO_SET_WAYS];
-        for (uint32_t k = c == 0 ? k0 + 1 : 0;; k++) {
-            while (k < MEMO_SET_WAYS && sets[c]->key[k] != key)
+        for (uint32_t k = 0;; k++) {
+            while (k < MEMO_SET_WAYS && (sets[c]->key[k] != key || (c == 0 && k == k0)))
                 k++;
             if (k >= MEMO_SET_WAYS) break;
             held = true;
@@ -940,6 +944,7 @@ NO_ASAN __attribute__((noinline)) static int memo_rest(memo_t *m, uint64_t h, ui
                 uint64_t r = m->replays + 1; /* owner only; summed on read */
                 __atomic_store_n(&m->replays, r, RLX);
                 sets[c]->used[k] = (uint32_t)r;
+                sets[c]->mru = k;
                 *note = &ways[k].note;
                 return n;
             }
@@ -957,6 +962,7 @@ NO_ASAN __attribute__((noinline)) static int memo_rest(memo_t *m, uint64_t h, ui
     pick->victim = v % MEMO_SET_WAYS;
     pick->set->key[pick->victim] = 0; /* empty until the walk is written in */
     pick->set->used[pick->victim] = (uint32_t)m->replays;
+    pick->set->mru = pick->victim;
     pick->w = &m->ways[si[c] * MEMO_SET_WAYS + pick->victim];
     pick->w->note.walk = 0;
     return 0;
@@ -987,11 +993,11 @@ unwind_from(const uintptr_t *fp, void **buf, int max, gmt_walk_note_t **note)
         memo_busy = 1;
         uint64_t h = start_hash(ra0, sp0);
         key = h | 1;
-        /* The first way of the start's first set that holds its key (one call site: the only
-         * one); the other ways and the second set in memo_rest. */
-        uint32_t s0 = (uint32_t)(h >> (64 - MEMO_SET_BITS)), k = 0;
-        while (k < MEMO_SET_WAYS && m->sets[s0].key[k] != key)
-            k++;
+        /* The way of the start's first set last walked or replayed, when it holds the start's
+         * key (one call site, or one in a loop: the walk it needs); the other ways and the
+         * second set in memo_rest. */
+        uint32_t s0 = (uint32_t)(h >> (64 - MEMO_SET_BITS)), k = m->sets[s0].mru;
+        if (m->sets[s0].key[k] != key) k = MEMO_SET_WAYS;
         int n = 0;
         if (k < MEMO_SET_WAYS) {
             n = replay(&m->ways[s0 * MEMO_SET_WAYS + k], buf, max, ip, sp, rbp, gen, slo);
