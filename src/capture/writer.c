@@ -106,6 +106,7 @@ static void *writer_main(void *arg)
             gmt_track_modules_refresh();
             gmt_unwind_check_modules();
             gmt_track_table_settle();
+            gmt_clock_recalibrate(); /* the events' clock kept on CLOCK_MONOTONIC (clock.h) */
         }
         int wait_ms = wait_ns >= 1000000000ull ? 1000 : (int)(wait_ns / 1000000) + 1;
         struct pollfd pf = {.fd = writer_pipe[0], .events = POLLIN};

@@ -1,9 +1,25 @@
-/* clock.h - monotonic and wall-clock time in nanoseconds (vDSO, no syscall, signal-safe). */
+/* clock.h - monotonic and wall-clock time in nanoseconds (vDSO, no syscall, signal-safe), and
+ * the event clock: CLOCK_MONOTONIC's nanoseconds read from the CPU's time-stamp counter.
+ *
+ * Every traced allocation and release reads the time once (its record's order, the peak's
+ * time, the timeline). clock_gettime(CLOCK_MONOTONIC) through the vDSO takes 48 ns on the
+ * H200's host and 18 ns here; the counter itself 25 and 8 (docs/PERFORMANCE.md, "Session 14").
+ * Where the kernel keeps its own clock on the counter (clocksource "tsc": synchronised across
+ * CPUs, constant rate), gmt_event_ns reads the counter and scales it by a rate the writer
+ * thread keeps calibrated against CLOCK_MONOTONIC (clock.c), so that its readings stay within
+ * microseconds of gmt_now_ns's and never go backwards. Elsewhere, and whenever the calibration
+ * is older than a few seconds (a writer thread that stopped, a fork child), it is gmt_now_ns.
+ */
 #ifndef GMT_CORE_CLOCK_H
 #define GMT_CORE_CLOCK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
+
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 static inline uint64_t gmt_now_ns(void)
 {
@@ -17,6 +33,53 @@ static inline uint64_t gmt_wall_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The counter's scale, published by clock.c under a sequence count (odd while written): at
+ * counter base_tsc the time was base_ns, and each tick since is mult / 2^32 ns, for at most
+ * max_ticks ticks. On a line of its own: written about ten times a second. */
+typedef struct gmt_tsc_clock_s {
+    uint32_t seq;
+    uint32_t on; /* 0: gmt_event_ns is gmt_now_ns (and max_ticks is 0) */
+    uint64_t base_tsc, base_ns, mult, max_ticks;
+} __attribute__((aligned(64))) gmt_tsc_clock_t;
+extern gmt_tsc_clock_t gmt_tsc_clock;
+
+/* Calibrates the counter against CLOCK_MONOTONIC (about half a millisecond) where the kernel's
+ * clock source is the counter; idempotent. */
+void gmt_clock_init(void);
+/* The writer thread's correction, at most every 100 ms: the rate measured since init, and the
+ * difference from CLOCK_MONOTONIC spread over the next second. */
+void gmt_clock_recalibrate(void);
+/* Tests: the counter off (false) or on again where the clock source allows it; the scale
+ * made older than it may be used (as after a writer thread that stopped); whether the kernel's
+ * clock source is the counter. */
+void gmt_clock_test_use_tsc(bool on);
+void gmt_clock_test_expire(void);
+bool gmt_clock_test_source_is_tsc(void);
+
+/* gmt_event_ns's less common cases: a scale being written, a counter read a little before
+ * the scale's base, too old a scale or none. */
+uint64_t gmt_event_ns_slow(void);
+
+static inline uint64_t gmt_event_ns(void)
+{
+#if defined(__x86_64__)
+    /* Without a scale (off, or not set up) max_ticks is 0, and every reading goes below. */
+    uint32_t s = __atomic_load_n(&gmt_tsc_clock.seq, __ATOMIC_ACQUIRE);
+    uint64_t bt = __atomic_load_n(&gmt_tsc_clock.base_tsc, __ATOMIC_RELAXED);
+    uint64_t bn = __atomic_load_n(&gmt_tsc_clock.base_ns, __ATOMIC_RELAXED);
+    uint64_t m = __atomic_load_n(&gmt_tsc_clock.mult, __ATOMIC_RELAXED);
+    uint64_t max = __atomic_load_n(&gmt_tsc_clock.max_ticks, __ATOMIC_RELAXED);
+    uint64_t d = __rdtsc() - bt;
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (__builtin_expect(
+            d < max && !(s & 1) && __atomic_load_n(&gmt_tsc_clock.seq, __ATOMIC_RELAXED) == s, 1))
+        return bn + (uint64_t)(((unsigned __int128)d * m) >> 32);
+    return gmt_event_ns_slow();
+#else
+    return gmt_now_ns();
+#endif
 }
 
 #endif

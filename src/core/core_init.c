@@ -91,6 +91,7 @@ static void py_facts(void)
 int gmt_core_init(const gmt_config_t *c)
 {
     gmt_core_cfg = *c;
+    gmt_clock_init(); /* the events' clock (clock.h) */
     int rc = gmt_region_create(c->state);
     if (rc != 0 && c->state[0]) {
         gmt_error("cannot create the state file %s (%s); keeping the state in memory only",

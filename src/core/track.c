@@ -197,7 +197,7 @@ static void probe_table_take(const gmt_event_t *ev, gmt_record_t *out)
 
 static inline uint64_t event_now_ns(void)
 {
-    return GMT_PROBE_SKIPS(GMT_PROBE_CLOCK) ? 0 : gmt_now_ns();
+    return GMT_PROBE_SKIPS(GMT_PROBE_CLOCK) ? 0 : gmt_event_ns();
 }
 
 /* A charged record's stack entry moved by dbytes and dcount (its live bytes and count, saved at

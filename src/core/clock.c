@@ -1,0 +1,220 @@
+/* clock.c - the event clock's calibration (clock.h): the time-stamp counter scaled to
+ * CLOCK_MONOTONIC's nanoseconds.
+ *
+ * Used only where the kernel's own clock source is "tsc": the kernel then has checked that the
+ * counter runs at a constant rate, through idle states, and in step on every CPU, so one scale
+ * serves every thread. The first scale is measured over half a millisecond at init; the writer
+ * thread then measures the rate over everything since init (the error of two clock reads
+ * spread over seconds, then hours) and spreads what the scaled counter is ahead or behind
+ * CLOCK_MONOTONIC over the next second, so the event clock stays within microseconds of it
+ * without a step back. A difference of more than a millisecond (a counter that jumped, a
+ * machine suspended) turns the counter off for good: gmt_event_ns is then clock_gettime.
+ */
+#include "clock.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+gmt_tsc_clock_t gmt_tsc_clock;
+
+static int state;      /* atomic: 0 not tried, 1 being set up, 2 set up */
+static int forced_off; /* tests */
+
+#if defined(__x86_64__)
+#define CALIBRATE_NS 500000ull     /* the first scale's interval */
+#define HORIZON_NS   1000000000ull /* a difference is spread over this much time */
+#define GIVE_UP_NS   1000000ll     /* a difference this large turns the counter off */
+#define VALID_NS     4000000000ull /* a scale is used this long after its base at most */
+#define MIN_MULT     (1ull << 28)  /* 1/16 ns a tick: a 16 GHz counter */
+#define MAX_MULT     (1ull << 36)  /* 16 ns a tick: 62.5 MHz */
+
+static int busy;                     /* atomic: a calibration runs (the writer thread's) */
+static uint64_t first_tsc, first_ns; /* the long baseline's start */
+
+static bool clocksource_is_tsc(void)
+{
+    int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource",
+                  O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    char buf[16] = {0};
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    return n >= 3 && strncmp(buf, "tsc", 3) == 0 && (n == 3 || buf[3] == '\n');
+}
+
+/* A counter reading and the clock's, the counter read on both sides (the narrowest of three). */
+static void read_pair(uint64_t *tsc, uint64_t *ns)
+{
+    uint64_t best = UINT64_MAX;
+    for (int i = 0; i < 3; i++) {
+        uint64_t a = __rdtsc();
+        uint64_t n = gmt_now_ns();
+        uint64_t b = __rdtsc();
+        if (b >= a && b - a < best) {
+            best = b - a;
+            *tsc = a + (b - a) / 2;
+            *ns = n;
+        }
+    }
+    if (best == UINT64_MAX) { /* never (the counter went back each time): no scale */
+        *tsc = 0;
+        *ns = 0;
+    }
+}
+
+/* ns / ticks in 32.32 fixed point, 0 when out of any plausible counter's range. */
+static uint64_t rate_of(uint64_t ns, uint64_t ticks)
+{
+    if (!ticks) return 0;
+    unsigned __int128 m = ((unsigned __int128)ns << 32) / ticks;
+    return m < MIN_MULT || m > MAX_MULT ? 0 : (uint64_t)m;
+}
+
+static void publish(uint64_t base_tsc, uint64_t base_ns, uint64_t mult)
+{
+    uint32_t s = __atomic_load_n(&gmt_tsc_clock.seq, __ATOMIC_RELAXED);
+    __atomic_store_n(&gmt_tsc_clock.seq, s + 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE); /* odd before the words change */
+    __atomic_store_n(&gmt_tsc_clock.base_tsc, base_tsc, __ATOMIC_RELAXED);
+    __atomic_store_n(&gmt_tsc_clock.base_ns, base_ns, __ATOMIC_RELAXED);
+    __atomic_store_n(&gmt_tsc_clock.mult, mult, __ATOMIC_RELAXED);
+    __atomic_store_n(&gmt_tsc_clock.max_ticks,
+                     (uint64_t)(((unsigned __int128)VALID_NS << 32) / mult), __ATOMIC_RELAXED);
+    __atomic_store_n(&gmt_tsc_clock.seq, s + 2, __ATOMIC_RELEASE);
+}
+
+static void turn_off(void)
+{
+    __atomic_store_n(&gmt_tsc_clock.on, 0, __ATOMIC_RELAXED);
+    uint32_t s = __atomic_load_n(&gmt_tsc_clock.seq, __ATOMIC_RELAXED);
+    __atomic_store_n(&gmt_tsc_clock.seq, s + 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    __atomic_store_n(&gmt_tsc_clock.max_ticks, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&gmt_tsc_clock.seq, s + 2, __ATOMIC_RELEASE);
+}
+
+uint64_t gmt_event_ns_slow(void)
+{
+    /* A scale being written (the writer thread's few stores) is waited for: clock_gettime
+     * instead could read behind a reading this thread just made. */
+    for (int tries = 0; tries < 1000 && __atomic_load_n(&gmt_tsc_clock.on, __ATOMIC_RELAXED);
+         tries++) {
+        uint32_t s = __atomic_load_n(&gmt_tsc_clock.seq, __ATOMIC_ACQUIRE);
+        uint64_t bt = __atomic_load_n(&gmt_tsc_clock.base_tsc, __ATOMIC_RELAXED);
+        uint64_t bn = __atomic_load_n(&gmt_tsc_clock.base_ns, __ATOMIC_RELAXED);
+        uint64_t m = __atomic_load_n(&gmt_tsc_clock.mult, __ATOMIC_RELAXED);
+        uint64_t max = __atomic_load_n(&gmt_tsc_clock.max_ticks, __ATOMIC_RELAXED);
+        int64_t d = (int64_t)(__rdtsc() - bt);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if ((s & 1) || __atomic_load_n(&gmt_tsc_clock.seq, __ATOMIC_RELAXED) != s) {
+            __builtin_ia32_pause();
+            continue;
+        }
+        /* A counter read a little before the base (it is not ordered with the loads above):
+         * the base itself, which no reading under the last scale passed. */
+        if (d < 0) d = 0;
+        if ((uint64_t)d >= max) break; /* too old a scale */
+        return bn + (uint64_t)(((unsigned __int128)(uint64_t)d * m) >> 32);
+    }
+    return gmt_now_ns();
+}
+
+void gmt_clock_init(void)
+{
+    int expect = 0;
+    if (!__atomic_compare_exchange_n(&state, &expect, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return;
+    if (!forced_off && clocksource_is_tsc()) {
+        uint64_t t0, n0, t1, n1;
+        read_pair(&t0, &n0);
+        while (gmt_now_ns() - n0 < CALIBRATE_NS) {
+        }
+        read_pair(&t1, &n1);
+        uint64_t mult = t1 > t0 && n1 > n0 ? rate_of(n1 - n0, t1 - t0) : 0;
+        if (mult) {
+            first_tsc = t0;
+            first_ns = n0;
+            publish(t1, n1, mult);
+            __atomic_store_n(&gmt_tsc_clock.on, 1, __ATOMIC_RELEASE);
+        }
+    }
+    __atomic_store_n(&state, 2, __ATOMIC_RELEASE);
+}
+
+void gmt_clock_recalibrate(void)
+{
+    if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != 2 ||
+        !__atomic_load_n(&gmt_tsc_clock.on, __ATOMIC_RELAXED))
+        return;
+    int expect = 0;
+    if (!__atomic_compare_exchange_n(&busy, &expect, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+        return;
+    uint64_t t, n;
+    read_pair(&t, &n);
+    uint64_t bt = __atomic_load_n(&gmt_tsc_clock.base_tsc, __ATOMIC_RELAXED);
+    uint64_t bn = __atomic_load_n(&gmt_tsc_clock.base_ns, __ATOMIC_RELAXED);
+    uint64_t m = __atomic_load_n(&gmt_tsc_clock.mult, __ATOMIC_RELAXED);
+    uint64_t max = __atomic_load_n(&gmt_tsc_clock.max_ticks, __ATOMIC_RELAXED);
+    uint64_t rate = t > first_tsc && n > first_ns ? rate_of(n - first_ns, t - first_tsc) : 0;
+    if (!rate || t < bt) {
+        turn_off();
+    } else if (t - bt >= max) {
+        /* Not calibrated for longer than a scale is used: readers have read clock_gettime
+         * meanwhile, so the new base is its reading. */
+        publish(t, n, rate);
+    } else {
+        uint64_t cur = bn + (uint64_t)(((unsigned __int128)(t - bt) * m) >> 32);
+        int64_t diff = (int64_t)(cur - n); /* > 0: the event clock is ahead */
+        if (diff > GIVE_UP_NS || diff < -GIVE_UP_NS) {
+            turn_off();
+        } else {
+            /* Over the next second, advance HORIZON_NS - diff: the difference is gone by then,
+             * and the rate stays positive (|diff| is far below the horizon). */
+            unsigned __int128 adj =
+                (unsigned __int128)rate * (uint64_t)((int64_t)HORIZON_NS - diff) / HORIZON_NS;
+            publish(t, cur, (uint64_t)adj);
+        }
+    }
+    __atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
+}
+#else
+uint64_t gmt_event_ns_slow(void)
+{
+    return gmt_now_ns();
+}
+
+void gmt_clock_init(void)
+{
+    __atomic_store_n(&state, 2, __ATOMIC_RELEASE);
+}
+
+void gmt_clock_recalibrate(void) {}
+#endif
+
+void gmt_clock_test_expire(void)
+{
+    __atomic_store_n(&gmt_tsc_clock.max_ticks, 0, __ATOMIC_RELAXED);
+}
+
+bool gmt_clock_test_source_is_tsc(void)
+{
+#if defined(__x86_64__)
+    return clocksource_is_tsc();
+#else
+    return false;
+#endif
+}
+
+void gmt_clock_test_use_tsc(bool on)
+{
+    forced_off = !on;
+    if (!on) {
+#if defined(__x86_64__)
+        turn_off();
+#endif
+        return;
+    }
+    __atomic_store_n(&state, 0, __ATOMIC_RELEASE);
+    gmt_clock_init();
+}
