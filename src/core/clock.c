@@ -6,9 +6,11 @@
  * serves every thread. The first scale is measured over half a millisecond at init; the writer
  * thread then measures the rate over everything since init (the error of two clock reads
  * spread over seconds, then hours) and spreads what the scaled counter is ahead or behind
- * CLOCK_MONOTONIC over the next second, so the event clock stays within microseconds of it
- * without a step back. A difference of more than a millisecond (a counter that jumped, a
- * machine suspended) turns the counter off for good: gmt_event_ns is then clock_gettime.
+ * CLOCK_MONOTONIC over the next second, so the event clock follows it without a step back:
+ * within microseconds while the kernel's own rate is steady, within about the rate's change
+ * times a second while NTP slews CLOCK_MONOTONIC (at most 500 ppm: half a millisecond). A
+ * difference of more than a millisecond (a counter that jumped, a machine suspended) turns the
+ * counter off for good: gmt_event_ns is then clock_gettime.
  */
 #include "clock.h"
 
@@ -94,6 +96,11 @@ static void turn_off(void)
     __atomic_store_n(&gmt_tsc_clock.seq, s + 2, __ATOMIC_RELEASE);
 }
 
+void gmt_clock_reset_after_fork(void)
+{
+    __atomic_store_n(&busy, 0, __ATOMIC_RELAXED);
+}
+
 uint64_t gmt_event_ns_slow(void)
 {
     /* A scale being written (the writer thread's few stores) is waited for: clock_gettime
@@ -157,8 +164,10 @@ void gmt_clock_recalibrate(void)
     uint64_t m = __atomic_load_n(&gmt_tsc_clock.mult, __ATOMIC_RELAXED);
     uint64_t max = __atomic_load_n(&gmt_tsc_clock.max_ticks, __ATOMIC_RELAXED);
     uint64_t rate = t > first_tsc && n > first_ns ? rate_of(n - first_ns, t - first_tsc) : 0;
-    if (!rate || t < bt) {
+    if (!rate) {
         turn_off();
+    } else if (t < bt) {
+        /* the base read later than now: never with one counter for all CPUs; left as it is */
     } else if (t - bt >= max) {
         /* Not calibrated for longer than a scale is used: readers have read clock_gettime
          * meanwhile, so the new base is its reading. */
@@ -183,6 +192,8 @@ uint64_t gmt_event_ns_slow(void)
 {
     return gmt_now_ns();
 }
+
+void gmt_clock_reset_after_fork(void) {}
 
 void gmt_clock_init(void)
 {

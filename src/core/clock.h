@@ -51,6 +51,9 @@ void gmt_clock_init(void);
 /* The writer thread's correction, at most every 100 ms: the rate measured since init, and the
  * difference from CLOCK_MONOTONIC spread over the next second. */
 void gmt_clock_recalibrate(void);
+/* In a fork child: a calibration the parent's writer thread had under way is not the child's
+ * (the child's writer thread goes on with the scale it inherited). */
+void gmt_clock_reset_after_fork(void);
 /* Tests: the counter off (false) or on again where the clock source allows it; the scale
  * made older than it may be used (as after a writer thread that stopped); whether the kernel's
  * clock source is the counter. */

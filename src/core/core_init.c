@@ -119,6 +119,7 @@ int gmt_core_init(const gmt_config_t *c)
 int gmt_core_reset_after_fork(void)
 {
     __atomic_store_n(&gmt_core_ready_flag, 0, __ATOMIC_RELEASE);
+    gmt_clock_reset_after_fork();
     /* Keep the notes and process facts; start the counters, failures, peaks and pools over. */
     if (gmt_cs != &gmt_boot_state) memcpy(&gmt_boot_state, gmt_cs, sizeof gmt_boot_state);
     gmt_cs = &gmt_boot_state;
