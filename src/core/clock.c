@@ -107,22 +107,11 @@ uint64_t gmt_event_ns_slow(void)
      * instead could read behind a reading this thread just made. */
     for (int tries = 0; tries < 1000 && __atomic_load_n(&gmt_tsc_clock.on, __ATOMIC_RELAXED);
          tries++) {
-        uint32_t s = __atomic_load_n(&gmt_tsc_clock.seq, __ATOMIC_ACQUIRE);
-        uint64_t bt = __atomic_load_n(&gmt_tsc_clock.base_tsc, __ATOMIC_RELAXED);
-        uint64_t bn = __atomic_load_n(&gmt_tsc_clock.base_ns, __ATOMIC_RELAXED);
-        uint64_t m = __atomic_load_n(&gmt_tsc_clock.mult, __ATOMIC_RELAXED);
-        uint64_t max = __atomic_load_n(&gmt_tsc_clock.max_ticks, __ATOMIC_RELAXED);
-        int64_t d = (int64_t)(__rdtsc() - bt);
-        __atomic_thread_fence(__ATOMIC_ACQUIRE);
-        if ((s & 1) || __atomic_load_n(&gmt_tsc_clock.seq, __ATOMIC_RELAXED) != s) {
-            __builtin_ia32_pause();
-            continue;
-        }
-        /* A counter read a little before the base (it is not ordered with the loads above):
-         * the base itself, which no reading under the last scale passed. */
-        if (d < 0) d = 0;
-        if ((uint64_t)d >= max) break; /* too old a scale */
-        return bn + (uint64_t)(((unsigned __int128)(uint64_t)d * m) >> 32);
+        uint64_t ns;
+        int r = gmt_tsc_read(&ns, true);
+        if (r > 0) return ns;
+        if (r < 0) break; /* too old a scale, or none */
+        __builtin_ia32_pause();
     }
     return gmt_now_ns();
 }

@@ -65,10 +65,14 @@ bool gmt_clock_test_source_is_tsc(void);
  * the scale's base, too old a scale or none. */
 uint64_t gmt_event_ns_slow(void);
 
-static inline uint64_t gmt_event_ns(void)
-{
 #if defined(__x86_64__)
-    /* Without a scale (off, or not set up) max_ticks is 0, and every reading goes below. */
+/* One reading of the scaled counter into *ns: 1 when the scale was whole (not being written)
+ * and young enough, 0 when it was being written, -1 when too old or absent (off, or not set
+ * up: max_ticks is 0). A counter read before the scale's base (it is not ordered with the
+ * loads) is refused (-1), or with `clamp` read as the base itself, which no reading under the
+ * last scale passed. */
+__attribute__((always_inline)) static inline int gmt_tsc_read(uint64_t *ns, bool clamp)
+{
     uint32_t s = __atomic_load_n(&gmt_tsc_clock.seq, __ATOMIC_ACQUIRE);
     uint64_t bt = __atomic_load_n(&gmt_tsc_clock.base_tsc, __ATOMIC_RELAXED);
     uint64_t bn = __atomic_load_n(&gmt_tsc_clock.base_ns, __ATOMIC_RELAXED);
@@ -76,9 +80,19 @@ static inline uint64_t gmt_event_ns(void)
     uint64_t max = __atomic_load_n(&gmt_tsc_clock.max_ticks, __ATOMIC_RELAXED);
     uint64_t d = __rdtsc() - bt;
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    if (__builtin_expect(
-            d < max && !(s & 1) && __atomic_load_n(&gmt_tsc_clock.seq, __ATOMIC_RELAXED) == s, 1))
-        return bn + (uint64_t)(((unsigned __int128)d * m) >> 32);
+    if ((s & 1) || __atomic_load_n(&gmt_tsc_clock.seq, __ATOMIC_RELAXED) != s) return 0;
+    if (clamp && (int64_t)d < 0) d = 0;
+    if (d >= max) return -1;
+    *ns = bn + (uint64_t)(((unsigned __int128)d * m) >> 32);
+    return 1;
+}
+#endif
+
+static inline uint64_t gmt_event_ns(void)
+{
+#if defined(__x86_64__)
+    uint64_t ns;
+    if (__builtin_expect(gmt_tsc_read(&ns, false) == 1, 1)) return ns;
     return gmt_event_ns_slow();
 #else
     return gmt_now_ns();
