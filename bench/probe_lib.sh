@@ -11,5 +11,18 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DGPUMEMTRACE_BUILD_TESTS=OFF -DGMT_BUNDLE_RPATH=ON -DGPUMEMTRACE_PROBES=ON \
   -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON >/dev/null
 cmake --build "$build" --target gpumemtrace >/dev/null
+# Its run path is $ORIGIN: DIR must hold the libraries it needs beyond libc (a bundle's lib/
+# does). Carried alone, it loads nowhere that lacks them, and a preload that fails to load
+# leaves the program untraced with one line of the loader's on stderr (session 14, run 3).
+missing=()
+while read -r need; do
+  case $need in libc.so.* | libm.so.* | libdl.so.* | libpthread.so.* | librt.so.* | ld-linux*) ;;
+    *) [[ -e $dest/$need ]] || missing+=("$need") ;;
+  esac
+done < <(readelf -d "$build/src/libgpumemtrace.so" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+if ((${#missing[@]})); then
+  echo "probe_lib.sh: $dest lacks ${missing[*]}, which the probe library loads from beside it" >&2
+  exit 2
+fi
 cp "$build/src/libgpumemtrace.so" "$dest/libgpumemtrace-probes.so"
 echo "$dest/libgpumemtrace-probes.so"
