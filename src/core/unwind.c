@@ -908,6 +908,18 @@ NO_ASAN static inline int replay(const way_t *w, void **buf, int max, uintptr_t 
     return (int)n;
 }
 
+/* A replay from way k of set: counted (owner only; summed on read), the way marked last used,
+ * its note handed out. */
+static inline void memo_replayed(memo_t *m, set_t *set, uint32_t k, way_t *way,
+                                 gmt_walk_note_t **note)
+{
+    uint64_t r = m->replays + 1;
+    __atomic_store_n(&m->replays, r, RLX);
+    set->used[k] = (uint32_t)r;
+    set->mru = k;
+    *note = &way->note;
+}
+
 /* What a lookup that missed its first candidate way leaves for the walk: the way to write the
  * walk in, emptied (its set's key cleared until the walk is written in whole). */
 typedef struct memo_pick_s {
@@ -941,11 +953,7 @@ NO_ASAN __attribute__((noinline)) static int memo_rest(memo_t *m, uint64_t h, ui
             held = true;
             int n = replay(&ways[k], buf, max, ip, sp, rbp, gen, slo);
             if (n > 0) {
-                uint64_t r = m->replays + 1; /* owner only; summed on read */
-                __atomic_store_n(&m->replays, r, RLX);
-                sets[c]->used[k] = (uint32_t)r;
-                sets[c]->mru = k;
-                *note = &ways[k].note;
+                memo_replayed(m, sets[c], k, &ways[k], note);
                 return n;
             }
             if (n == STALE) stale = c * MEMO_SET_WAYS + k;
@@ -1000,12 +1008,10 @@ unwind_from(const uintptr_t *fp, void **buf, int max, gmt_walk_note_t **note)
         if (m->sets[s0].key[k] != key) k = MEMO_SET_WAYS;
         int n = 0;
         if (k < MEMO_SET_WAYS) {
-            n = replay(&m->ways[s0 * MEMO_SET_WAYS + k], buf, max, ip, sp, rbp, gen, slo);
+            way_t *way = &m->ways[s0 * MEMO_SET_WAYS + k];
+            n = replay(way, buf, max, ip, sp, rbp, gen, slo);
             if (n > 0) {
-                uint64_t r = m->replays + 1; /* owner only; summed on read */
-                __atomic_store_n(&m->replays, r, RLX);
-                m->sets[s0].used[k] = (uint32_t)r;
-                *note = &m->ways[s0 * MEMO_SET_WAYS + k].note;
+                memo_replayed(m, &m->sets[s0], k, way, note);
                 memo_busy = 0;
                 return n;
             }
