@@ -73,7 +73,8 @@ static uint64_t rate_of(uint64_t ns, uint64_t ticks)
     return m < MIN_MULT || m > MAX_MULT ? 0 : (uint64_t)m;
 }
 
-static void publish(uint64_t base_tsc, uint64_t base_ns, uint64_t mult)
+/* A scale written under the sequence count; max_ticks 0: none to use (off, or expired). */
+static void publish_scale(uint64_t base_tsc, uint64_t base_ns, uint64_t mult, uint64_t max_ticks)
 {
     uint32_t s = __atomic_load_n(&gmt_tsc_clock.seq, __ATOMIC_RELAXED);
     __atomic_store_n(&gmt_tsc_clock.seq, s + 1, __ATOMIC_RELAXED);
@@ -81,19 +82,28 @@ static void publish(uint64_t base_tsc, uint64_t base_ns, uint64_t mult)
     __atomic_store_n(&gmt_tsc_clock.base_tsc, base_tsc, __ATOMIC_RELAXED);
     __atomic_store_n(&gmt_tsc_clock.base_ns, base_ns, __ATOMIC_RELAXED);
     __atomic_store_n(&gmt_tsc_clock.mult, mult, __ATOMIC_RELAXED);
-    __atomic_store_n(&gmt_tsc_clock.max_ticks,
-                     (uint64_t)(((unsigned __int128)VALID_NS << 32) / mult), __ATOMIC_RELAXED);
+    __atomic_store_n(&gmt_tsc_clock.max_ticks, max_ticks, __ATOMIC_RELAXED);
     __atomic_store_n(&gmt_tsc_clock.seq, s + 2, __ATOMIC_RELEASE);
+}
+
+/* A new scale, used for VALID_NS from its base. */
+static void publish(uint64_t base_tsc, uint64_t base_ns, uint64_t mult)
+{
+    publish_scale(base_tsc, base_ns, mult, (uint64_t)(((unsigned __int128)VALID_NS << 32) / mult));
+}
+
+/* The present scale, used no more. */
+static void withdraw(void)
+{
+    publish_scale(__atomic_load_n(&gmt_tsc_clock.base_tsc, __ATOMIC_RELAXED),
+                  __atomic_load_n(&gmt_tsc_clock.base_ns, __ATOMIC_RELAXED),
+                  __atomic_load_n(&gmt_tsc_clock.mult, __ATOMIC_RELAXED), 0);
 }
 
 static void turn_off(void)
 {
     __atomic_store_n(&gmt_tsc_clock.on, 0, __ATOMIC_RELAXED);
-    uint32_t s = __atomic_load_n(&gmt_tsc_clock.seq, __ATOMIC_RELAXED);
-    __atomic_store_n(&gmt_tsc_clock.seq, s + 1, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_RELEASE);
-    __atomic_store_n(&gmt_tsc_clock.max_ticks, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&gmt_tsc_clock.seq, s + 2, __ATOMIC_RELEASE);
+    withdraw();
 }
 
 void gmt_clock_reset_after_fork(void)
@@ -194,7 +204,9 @@ void gmt_clock_recalibrate(void) {}
 
 void gmt_clock_test_expire(void)
 {
-    __atomic_store_n(&gmt_tsc_clock.max_ticks, 0, __ATOMIC_RELAXED);
+#if defined(__x86_64__)
+    withdraw();
+#endif
 }
 
 bool gmt_clock_test_source_is_tsc(void)

@@ -6,9 +6,10 @@
  * H200's host and 18 ns here; the counter itself 25 and 8 (docs/PERFORMANCE.md, "Session 14").
  * Where the kernel keeps its own clock on the counter (clocksource "tsc": synchronised across
  * CPUs, constant rate), gmt_event_ns reads the counter and scales it by a rate the writer
- * thread keeps calibrated against CLOCK_MONOTONIC (clock.c), so that its readings stay within
- * microseconds of gmt_now_ns's and never go backwards. Elsewhere, and whenever the calibration
- * is older than a few seconds (a writer thread that stopped, a fork child), it is gmt_now_ns.
+ * thread keeps calibrated against CLOCK_MONOTONIC (clock.c, which says how closely they
+ * agree), so that its readings follow gmt_now_ns's and never go backwards. Elsewhere, and whenever
+ * the calibration is older than a few seconds (a writer thread that stopped, a fork child), it is
+ * gmt_now_ns.
  */
 #ifndef GMT_CORE_CLOCK_H
 #define GMT_CORE_CLOCK_H
