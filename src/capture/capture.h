@@ -25,7 +25,8 @@ static inline bool gmt_capture_touch(void)
 {
     if (GMT_PROBE_SKIPS(GMT_PROBE_PASS)) return false; /* a probe build only (core/probe.h) */
     int s = __atomic_load_n(&gmt_capture_state, __ATOMIC_ACQUIRE);
-    if (__builtin_expect(s == 0, 0)) {
+    if (__builtin_expect(s > 0, 1)) return true; /* running: one test */
+    if (s == 0) {
         gmt_capture_start_slow();
         s = __atomic_load_n(&gmt_capture_state, __ATOMIC_ACQUIRE);
     }
@@ -54,7 +55,8 @@ uint8_t gmt_capture_one_device_slow(void);
 static inline bool gmt_capture_one_device(void)
 {
     uint8_t s = __atomic_load_n(&gmt_hot.one_device, __ATOMIC_RELAXED);
-    if (__builtin_expect(s == 0, 0)) s = gmt_capture_one_device_slow();
+    if (__builtin_expect(s == 1, 1)) return true; /* one test on a one-device machine */
+    if (s == 0) s = gmt_capture_one_device_slow();
     return s == 1;
 }
 /* The device of an event described on the current device: ordinal 0 for a call that succeeded
