@@ -100,12 +100,25 @@ static bool record_free(gmt_event_t *ev)
         return r;                                                                                  \
     }
 
-/* The recording half of a release wrapper is a function of its own, so that the exported one
- * passes a call through (as inside a runtime release, cudaFree -> cuMemFree) without saving
- * the registers the recording needs. */
+/* A release wrapper is three functions, as a runtime hook. The exported one only checks, with
+ * no frame and no call of its own: it passes a call through inside a runtime release that
+ * recorded itself (cudaFree -> cuMemFree_v2), and goes on to name##_recorded while this layer
+ * records (capture running). Anything else (the real function not resolved yet, capture not
+ * started, the tracer's own call, CUPTI recording) goes to name##_first, which checks again
+ * in the full order, starting capture or resolving the driver as needed. */
 #define DRIVER_WRAP_FREE(name, ret, params, args)                                                  \
     __attribute__((noinline)) static ret name##_recorded params;                                   \
+    __attribute__((noinline, cold)) static ret name##_first params;                                \
     GMT_EXPORT ret name params                                                                     \
+    {                                                                                              \
+        if (__builtin_expect(gmt_real.name != NULL, 1)) {                                          \
+            if (released_above()) return gmt_real.name args;                                       \
+            if (!gmt_guard_held() && gmt_capture_running() && !gmt_cupti_active())                 \
+                return name##_recorded args;                                                       \
+        }                                                                                          \
+        return name##_first args;                                                                  \
+    }                                                                                              \
+    static ret name##_first params                                                                 \
     {                                                                                              \
         REAL_OR_FAIL(name);                                                                        \
         if (released_above() || !recording()) return gmt_real.name args;                           \
