@@ -41,7 +41,10 @@ typedef struct gmt_real_s {
     CUresult (*cuMemPoolGetAttribute)(CUmemoryPool pool, CUmemPool_attribute attr, void *value);
 } gmt_real_t;
 
-extern gmt_real_t gmt_real;
+/* Hidden, as every symbol of the library but its exports: real.c is built without link-time
+ * optimisation, so without the attribute the other files would reach the table through the
+ * GOT (an address load before every hook's first check). */
+extern gmt_real_t gmt_real __attribute__((visibility("hidden")));
 
 /* Called by a hook whose real function is still missing: resolves the runtime entries once
  * from the global scope (RTLD_NEXT), then looks again each time (libcudart may have been loaded
