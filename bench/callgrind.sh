@@ -12,7 +12,7 @@
 # count every thread, so they include work that grows with wall time rather than with pairs
 # (the writer thread's periodic sampling, a longer timeline in the exit report), and valgrind
 # slows wall time down: the "caller" columns count the thread that made the pairs alone, the
-# per-pair cost of the hooks themselves, without the event rings' drains (below).
+# per-pair cost of the hooks themselves.
 # Settings: native; traced with the default depth (32; the bench's stack is shallow, ~10
 # frames); traced with GPUMEMTRACE_STACK_DEPTH=0 (stacks off).
 # Wall: WALL_REPEATS interleaved runs of 200000 pairs (1 thread) per setting, median ns/pair.
@@ -42,13 +42,6 @@ run_setting() { # setting, then the command
   esac
 }
 
-# The event rings' drains (core/events.c drain_locked) apply every thread's accounting on
-# whichever thread drains: the writer thread, woken when a ring is half full, or the calling
-# thread itself when its ring is full. Under valgrind, which runs one thread at a time, the
-# writer seldom gets there first, so the calling thread's count would depend on scheduling:
-# the caller columns leave out the calls to drain_locked, callees included
-# (callgrind_objects.py --exclude-calls), and are the calling thread's own work, with the
-# accounting done elsewhere. The instr columns count everything, drains included.
 instr() { # setting pairs -> "total t1 t2 ...": all threads' instructions, then each thread's
   local f="$out/cg-$1-$2.out"
   run_setting "$1" valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$f" \
@@ -79,8 +72,7 @@ for s in "${settings[@]}"; do
   a=$(instr "$s" $n1)
   b=$(instr "$s" $n2)
   ipp[$s]=$(((${b%% *} - ${a%% *}) / (n2 - n1)))
-  tpp[$s]=$(python3 "$root/bench/callgrind_objects.py" --exclude-calls drain_locked \
-    "$out/cg-$s-$n1.out" "$out/cg-$s-$n2.out" $((n2 - n1)) | awk '$1 == "total" {print $2}')
+  tpp[$s]=$(($(calling_thread_growth "$a" "$b") / (n2 - n1)))
 done
 for ((r = 0; r < reps; r++)); do
   for s in "${settings[@]}"; do

@@ -2,16 +2,11 @@
 """callgrind_objects.py - instructions a pair, by shared object, of the thread that made the
 pairs, from two callgrind runs of one program (N1 and N2 pairs, --separate-threads=yes).
 
-usage: callgrind_objects.py [--thread-fn NAME] [--exclude-calls NAME] PREFIX1 PREFIX2 PAIRS
-                           [FUNCS_OBJECT]
+usage: callgrind_objects.py [--thread-fn NAME] PREFIX1 PREFIX2 PAIRS [FUNCS_OBJECT]
   PREFIXn  --callgrind-out-file of each run (its threads are PREFIXn-01, PREFIXn-02, ...)
   PAIRS    N2 - N1
   FUNCS_OBJECT  also list the functions of the objects whose path contains this string
   --thread-fn NAME  the thread that made the pairs is the one that ran the function NAME
-  --exclude-calls NAME  leave out of the thread's count every call to a function whose name
-                   starts with NAME, callees included (its inclusive cost), and out of its
-                   object's: the event rings' drains (drain_locked), which apply every
-                   thread's accounting on whichever thread drains (bench/callgrind.sh)
 Prints "total T" (the thread's instructions a pair: start-up, exit and report writing cancel
 out in the difference), then "object O N" lines, largest first. Without --thread-fn the thread
 that made the pairs is the one whose count grew most from N1 to N2 (thread files are numbered
@@ -36,22 +31,16 @@ def totals(path):
     return 0
 
 
-def parse(path, exclude=None):
-    """Self cost by object and by (object, function), and the inclusive cost of the calls to
-    functions whose name starts with `exclude` (by the object of the callee). Costs after a
-    calls= line are the callee's inclusive cost, counted in the callee: skipped here."""
+def parse(path):
+    """Self cost by object and by (object, function). Costs after a calls= line are the
+    callee's inclusive cost, counted in the callee: skipped here."""
     names, by_obj, by_fn = {}, collections.Counter(), collections.Counter()
-    excluded = collections.Counter()
-    ob = fn_ob = fn = cfn = cob = None
+    ob = fn_ob = fn = None
     skip = False
     with open(path) as f:
         for line in f:
             if skip:
                 skip = False
-                m = COST.match(line)
-                if m and exclude and cfn and cfn.startswith(exclude) and not (
-                        fn and fn.startswith(exclude)):
-                    excluded[cob or ob or "?"] += int(m.group(1))
                 continue
             m = NAME.match(line)
             if m:
@@ -62,24 +51,17 @@ def parse(path, exclude=None):
                 if kind == "ob":
                     ob = names.get(space + idx)
                 elif kind == "fn":
-                    fn, fn_ob, cob = names.get(space + idx), ob, None
-                elif kind == "cob":
-                    cob = names.get(space + idx)
-                elif kind == "cfn":
-                    cfn = names.get(space + idx)
+                    fn, fn_ob = names.get(space + idx), ob
                 continue
             if line.startswith("calls="):
                 skip = True
                 continue
-            cob = None  # a cob= line names the object of the next call only
             m = COST.match(line)
             if m and fn is not None:
                 c = int(m.group(1))
                 by_obj[fn_ob or "?"] += c
                 by_fn[(fn_ob or "?", fn)] += c
-    for o, c in excluded.items():
-        by_obj[o] -= c
-    return by_obj, by_fn, sum(excluded.values())
+    return by_obj, by_fn
 
 
 def threads(prefix):
@@ -96,13 +78,9 @@ def ran(path, fn):
 
 def main():
     args = sys.argv[1:]
-    fn = exclude = None
-    while args[:1] in (["--thread-fn"], ["--exclude-calls"]) and len(args) > 1:
-        if args[0] == "--thread-fn":
-            fn = args[1]
-        else:
-            exclude = args[1]
-        args = args[2:]
+    fn = None
+    if args[:1] == ["--thread-fn"] and len(args) > 1:
+        fn, args = args[1], args[2:]
     if len(args) < 3:
         sys.exit(__doc__)
     p1, p2, pairs = args[0], args[1], float(args[2])
@@ -117,9 +95,9 @@ def main():
     if not grow:
         sys.exit("callgrind_objects.py: no thread in both runs")
     k = max(grow, key=grow.get)
-    a, af, ax = parse(t1[k], exclude)
-    b, bf, bx = parse(t2[k], exclude)
-    print("total %.0f" % ((grow[k] - (bx - ax)) / pairs))
+    a, af = parse(t1[k])
+    b, bf = parse(t2[k])
+    print("total %.0f" % (grow[k] / pairs))
     rows = sorted(((b[o] - a.get(o, 0)) / pairs, o) for o in b)
     for d, o in reversed(rows):
         if abs(d) >= 1:

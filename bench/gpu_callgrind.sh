@@ -24,8 +24,7 @@
 # q-ctxcur, q-rtdev (native, asking cuCtxGetDevice, cuCtxGetCurrent or cudaGetDevice once a
 # pair, as a tracer may: what the query costs); old-default, old-off.
 # Columns: instructions a pair of the thread that made the pairs (start-up and exit cancel out
-# in the difference of two runs), over native, and by object; the event rings' drains are not
-# counted, whichever thread runs them (the accounting the writer thread does: bench/callgrind.sh).
+# in the difference of two runs), over native, and by object.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 if [[ ${1:-} == carry ]]; then
@@ -129,10 +128,7 @@ for r in $rows; do
       printf "%-6s %-12s %9s\n" "$r" "$s" failed
       continue
     fi
-    # Not counted: the event rings' drains, which apply every thread's accounting on whichever
-    # thread gets there first (bench/callgrind.sh says why).
     out=$(python3 "$here/callgrind_objects.py" --thread-fn "${thread_fn[$r]}" \
-      --exclude-calls drain_locked \
       "$work/cg-$r-$s-$n1" "$work/cg-$r-$s-$n2" \
       $((n2 - n1)) libgpumemtrace 2>&1) || { echo "$r $s: $out" >&2; continue; }
     echo "$out" | sed "s/^/$r $s /" >>"$work/all.txt"

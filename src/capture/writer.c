@@ -19,7 +19,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/eventfd.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -35,9 +34,6 @@
 #define WRITER_STACK_BYTES (4 * 1024 * 1024)
 
 static int writer_pipe[2] = {-1, -1};
-/* An eventfd a thread whose event ring is half full writes to (core/events.h): the writer
- * drains at once rather than at its next 2 ms wake-up. -1: none. */
-static int drain_fd = -1;
 static int ack_pipe[2] = {-1, -1};
 static int writer_started;
 /* A snapshot asked for by signal: SNAP_QUEUED, its message is in the pipe (signals in a burst
@@ -83,25 +79,12 @@ typedef struct msg_s {
     int sig;
 } msg_t;
 
-static void wake_for_drain(void)
-{
-    int fd = __atomic_load_n(&drain_fd, __ATOMIC_RELAXED);
-    uint64_t one = 1;
-    if (fd >= 0) {
-        ssize_t w = write(fd, &one, sizeof one);
-        (void)w;
-    }
-}
-
 /* At most this often the writer re-checks device facts and the module map. */
 #define FACTS_INTERVAL_NS (100ull * 1000 * 1000)
-/* While events arrive, the writer applies them this often (core/events.h): a ring of 1,024
- * events then fills only past half a million events a second on one thread. */
-#define DRAIN_INTERVAL_MS 2
 
 static void *writer_main(void *arg)
 {
-    uint64_t last_facts_ns = 0, applied = 0;
+    uint64_t last_facts_ns = 0;
     (void)arg;
     __atomic_store_n(&writer_tid, gmt_gettid(), __ATOMIC_RELEASE);
     gmt_guard_enter(); /* nothing this thread does is the program's */
@@ -111,11 +94,6 @@ static void *writer_main(void *arg)
     for (;;) {
         /* Between messages, sample every stack's live bytes for the growth suspects
          * (output/growth.h): this thread is the sampler, so the hooks pay nothing. */
-        /* First the events the threads' rings hold: the counts, bytes, peaks, timeline and
-         * stacks' live bytes that everything below reads. */
-        gmt_track_drain();
-        uint64_t was = applied;
-        applied = gmt_track_events_applied();
         uint64_t now = gmt_now_ns();
         uint64_t wait_ns = gmt_growth_sample_process(now);
         /* Keep the state file's facts current off the hot path (docs/state.md): device facts
@@ -131,18 +109,11 @@ static void *writer_main(void *arg)
             gmt_clock_recalibrate(); /* the events' clock kept on CLOCK_MONOTONIC (clock.h) */
         }
         int wait_ms = wait_ns >= 1000000000ull ? 1000 : (int)(wait_ns / 1000000) + 1;
-        if (applied != was && wait_ms > DRAIN_INTERVAL_MS) wait_ms = DRAIN_INTERVAL_MS;
-        struct pollfd pf[2] = {{.fd = writer_pipe[0], .events = POLLIN},
-                               {.fd = drain_fd, .events = POLLIN}};
+        struct pollfd pf = {.fd = writer_pipe[0], .events = POLLIN};
         __atomic_store_n(&writer_busy, 0, __ATOMIC_SEQ_CST);
-        int pr = poll(pf, drain_fd >= 0 ? 2 : 1, wait_ms);
+        int pr = poll(&pf, 1, wait_ms);
         writer_set_busy();
-        if (pr > 0 && (pf[1].revents & POLLIN)) {
-            uint64_t asked;
-            ssize_t r = read(drain_fd, &asked, sizeof asked); /* nonblocking: resets it */
-            (void)r;
-        }
-        if (pr == 0 || (pr < 0 && errno == EINTR) || (pr > 0 && !pf[0].revents)) continue;
+        if (pr == 0 || (pr < 0 && errno == EINTR)) continue;
         msg_t m;
         ssize_t n = read(writer_pipe[0], &m, sizeof m);
         if (n < 0 && errno == EINTR) continue;
@@ -353,8 +324,6 @@ void gmt_capture_start_writer_locked(void)
     }
     pthread_setname_np(t, "gpumemtrace");
     writer_started = 1;
-    drain_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); /* none: the 2 ms drains alone */
-    if (drain_fd >= 0) gmt_track_set_drain_waker(wake_for_drain);
 
     int snapshot_signal = gmt_capture_config.snapshot_signal;
     if (snapshot_signal) install_snapshot_signal(snapshot_signal);
@@ -367,7 +336,6 @@ void gmt_capture_writer_reset_after_fork(void)
     /* The writer thread did not survive the fork; the child gets its own on first use. */
     writer_started = 0;
     writer_pipe[0] = writer_pipe[1] = ack_pipe[0] = ack_pipe[1] = -1;
-    drain_fd = -1; /* the parent's; the child's writer makes its own */
     snapshot_queued = SNAP_NONE;
     writer_tid = 0;
     /* No writer thread to wait for at this child's own forks, even if the parent's was still

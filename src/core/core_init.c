@@ -6,7 +6,6 @@
 #include "unwind.h"
 
 #include "clock.h"
-#include "events.h"
 #include "log.h"
 #include "pyframes.h"
 
@@ -224,8 +223,6 @@ int gmt_track_recover(const char *path, char *err, size_t errlen)
     gmt_core_table = t;
     gmt_core_stacks = st;
     recovered = true;
-    /* What the threads' rings held when the process died: complete events, applied now. */
-    gmt_events_drain_recovered();
     __atomic_store_n(&gmt_core_ready_flag, 1, __ATOMIC_RELEASE);
     return 0;
 }

@@ -3,8 +3,6 @@
  */
 #include "track_internal.h"
 
-#include "events.h"
-
 void gmt_track_counts(gmt_counts_t *out)
 {
     const gmt_core_counts_t *c = &gmt_core_counts;
@@ -21,7 +19,6 @@ void gmt_track_counts(gmt_counts_t *out)
     out->dropped_failures = __atomic_load_n(&c->dropped_failures, __ATOMIC_RELAXED);
     out->dropped_invalid = __atomic_load_n(&c->dropped_invalid, __ATOMIC_RELAXED);
     out->dropped_start = __atomic_load_n(&c->dropped_start, __ATOMIC_RELAXED);
-    out->dropped_events = gmt_events_unapplied();
     out->unlisted_pool_allocs = __atomic_load_n(&gmt_cs->pools_unlisted, __ATOMIC_RELAXED);
     for (int i = 0; i < GMT_LAYER_COUNT; i++)
         out->per_layer[i] = gmt_stats_counter((gmt_counter_t)(GMT_CNT_LAYER0 + i));

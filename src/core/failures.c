@@ -48,7 +48,6 @@ __attribute__((noinline)) void gmt_track_failure(const gmt_event_t *ev)
         f.total_bytes = (int64_t)tot;
     }
     gmt_dev_totals_t d;
-    gmt_track_drain(); /* the allocations before this failure, counted */
     gmt_stats_device(gmt_stats_slot(ev->device), &d);
     for (int k = 0; k < GMT_KIND_COUNT; k++)
         f.device_allocs += d.allocs[k];

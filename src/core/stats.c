@@ -2,7 +2,6 @@
 #include "stats.h"
 
 #include "claim.h"
-#include "events.h"
 #include "probe.h"
 #include "region.h"
 #include "spin.h"
@@ -89,11 +88,6 @@ typedef struct stats_state_s {
     int s_tl_cap;
     uint32_t s_next_shard;
     uint32_t s_owned[OWN_SHARDS]; /* atomic: 1 while a thread owns the shard */
-    /* The event rings (events.h): one per owned shard, held with it; the lock their drains
-     * take; events applied, and events a signal handler could not apply. */
-    int s_events_lock;
-    uint64_t s_events_applied, s_events_dropped; /* atomic */
-    gmt_ring_t s_rings[OWN_SHARDS] __attribute__((aligned(64)));
 } __attribute__((aligned(64))) stats_state_t;
 
 #define S          (gmt_hot.stats) /* hot.h */
@@ -121,7 +115,6 @@ static void shard_give_back(void *v)
     uint32_t i = (uint32_t)(uintptr_t)v - 1;
     gmt_tls.shard = shared_shard(__atomic_fetch_add(&next_shard, 1, RLX));
     gmt_tls.shard_mode = SHARD_SHARED; /* for good: a thread picks once */
-    gmt_events_forget_thread();        /* its ring goes with the shard */
     /* release: this thread's last plain stores to the shard come before its next owner's. */
     if (S && i < OWN_SHARDS) gmt_claim_release(&S->s_owned[i]);
 }
@@ -142,7 +135,6 @@ int gmt_stats_attach(void *block, size_t bytes)
     if (bytes < sizeof *st || st->s_tl_cap < 0 ||
         (uint64_t)st->s_tl_cap * GMT_STAT_SLOTS * sizeof(gmt_timeline_point_t) > bytes - sizeof *st)
         return -EINVAL;
-    st->s_events_lock = 0; /* whoever held it is gone */
     for (int i = 0; i < GMT_STAT_SLOTS; i++) {
         st->s_timelines[i].lock = 0;
         if (st->s_timelines[i].n < 0 || st->s_timelines[i].n > st->s_tl_cap)
@@ -209,10 +201,6 @@ void gmt_stats_reset(void)
     if (!S) return;
     memset(shards, 0, sizeof shards);
     memset(devs, 0, sizeof devs);
-    memset(S->s_rings, 0, sizeof S->s_rings);
-    S->s_events_lock = 0;
-    S->s_events_applied = S->s_events_dropped = 0;
-    gmt_events_forget_thread();
     for (int i = 0; i < GMT_STAT_SLOTS; i++) {
         /* A fork child: another thread of the parent may have held it at the fork. */
         __atomic_store_n(&timelines[i].lock, 0, __ATOMIC_RELAXED);
@@ -248,40 +236,6 @@ static inline shard_t *my_shard(void)
 {
     if (__builtin_expect(gmt_tls.shard_mode == SHARD_NONE, 0)) pick_shard();
     return &shards[gmt_tls.shard];
-}
-
-gmt_ring_t *gmt_stats_my_ring(void)
-{
-    if (!S) return NULL;
-    my_shard();
-    return gmt_tls.shard_mode == SHARD_OWN && gmt_tls.shard < OWN_SHARDS
-               ? &S->s_rings[gmt_tls.shard]
-               : NULL;
-}
-
-int gmt_stats_nrings(void)
-{
-    return S ? OWN_SHARDS : 0;
-}
-
-gmt_ring_t *gmt_stats_ring(int i)
-{
-    return &S->s_rings[i];
-}
-
-int *gmt_stats_events_lock(void)
-{
-    return &S->s_events_lock;
-}
-
-uint64_t *gmt_stats_events_applied(void)
-{
-    return &S->s_events_applied;
-}
-
-uint64_t *gmt_stats_events_dropped(void)
-{
-    return &S->s_events_dropped;
 }
 
 /* A counter of the calling thread's shard. A signal handler that interrupts an owner between

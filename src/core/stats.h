@@ -101,15 +101,6 @@ void gmt_stats_api(gmt_api_t api, gmt_api_totals_t *out);
 /* Copies at most max points of the slot's timeline; returns how many. */
 int gmt_stats_timeline(int slot, gmt_timeline_point_t *out, int max);
 
-/* The event rings (events.h), kept in this block with the shards: a thread's ring is its
- * owned shard's (NULL: it writes a shared shard, and has none); every ring by index; the
- * lock of their drains and its two counters (applied; dropped by a signal handler). */
-struct gmt_ring_s *gmt_stats_my_ring(void);
-int gmt_stats_nrings(void);
-struct gmt_ring_s *gmt_stats_ring(int i);
-int *gmt_stats_events_lock(void);
-uint64_t *gmt_stats_events_applied(void);
-uint64_t *gmt_stats_events_dropped(void);
 /* True for the kinds that count toward a device's bytes in use. */
 static inline bool gmt_kind_in_use(gmt_kind_t k)
 {

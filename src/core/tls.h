@@ -48,14 +48,6 @@ typedef struct gmt_tls_s {
      * then: stacks.c writes them, gmt_stacks_noted_id reads them. */
     const struct gmt_walk_note_s *cap_note;
     uint64_t cap_walk;
-    /* This thread's event ring (events.h): bound while ring_gen is the core's generation (0:
-     * unbound, or no ring); the owner's copy of its head, and the head up to which the ring
-     * has room as of the drainer's tail last read. */
-    struct gmt_ring_s *ring;
-    uint64_t ring_head, ring_limit;
-    uint32_t ring_gen;
-    uint8_t ring_busy; /* writing an event: a signal handler's event goes the slow way */
-    uint8_t in_drain;  /* holds the event lock: a signal handler's event must not wait on it */
 } gmt_tls_t;
 
 extern __thread gmt_tls_t gmt_tls __attribute__((tls_model("initial-exec")));

@@ -6,7 +6,6 @@
 #include "track_internal.h"
 
 #include "clock.h"
-#include "events.h"
 #include "probe.h"
 #include "pyframes.h"
 
@@ -167,7 +166,7 @@ typedef struct pending_free_s {
     int set;
     gmt_record_t rec;
     uint64_t addr, size;
-    uint8_t space, layer;
+    uint8_t space;
 } pending_free_t;
 
 static __thread pending_free_t pending __attribute__((tls_model("initial-exec")));
@@ -201,6 +200,17 @@ static inline uint64_t event_now_ns(void)
     return GMT_PROBE_SKIPS(GMT_PROBE_CLOCK) ? 0 : gmt_event_ns();
 }
 
+/* A charged record's stack entry moved by dbytes and dcount (its live bytes and count, saved at
+ * the device's last peak first: peaks.c). The entry, or NULL when the record has none to move. */
+__attribute__((always_inline)) static inline gmt_stack_entry_t *
+stack_change(const gmt_record_t *r, bool charged, int64_t dbytes, int64_t dcount)
+{
+    if (!r->stack_id || !charged || GMT_PROBE_SKIPS(GMT_PROBE_STACKENT)) return NULL;
+    gmt_stack_entry_t *e = gmt_stacks_entry_held(r->stack_id);
+    gmt_peaks_stack_change(e, r->device, dbytes, dcount);
+    return e;
+}
+
 __attribute__((noinline)) void gmt_track_alloc(const gmt_event_t *ev)
 {
     if (!gmt_core_event_valid(ev)) return;
@@ -214,7 +224,7 @@ __attribute__((noinline)) void gmt_track_alloc(const gmt_event_t *ev)
     bool merged = gmt_nest_inside_runtime(ev);
     if (merged) api = gmt_nest_merge();
     uint64_t now = event_now_ns();
-    uint32_t gen = __atomic_load_n(&gmt_core_generation, __ATOMIC_RELAXED);
+    uint64_t seq = now; /* records are ordered by time; no shared counter on the hot path */
     gmt_record_t r = {
         .key = ev->addr,
         .size = ev->size,
@@ -233,50 +243,36 @@ __attribute__((noinline)) void gmt_track_alloc(const gmt_event_t *ev)
                                          : gmt_table_insert(gmt_core_table, &r) != 0) {
         /* Counted in the totals (the bytes are real), but no longer tracked by address. */
         gmt_core_count(&gmt_core_counts.dropped_table_full);
-        charged = false;
+        gmt_stats_on_alloc(ev->device, (gmt_kind_t)ev->kind, (gmt_api_t)api, (gmt_layer_t)ev->layer,
+                           merged, ev->size, seq, now, false);
+        return;
     }
-    /* The rest (counts, bytes, peaks, timeline, the stack's live bytes) is the drainer's. */
-    gmt_ev_t e = {
-        .ns = now,
-        .size = ev->size,
-        .stack_id = r.stack_id,
-        .device = ev->device,
-        .op = GMT_EV_ALLOC,
-        .flags = (uint8_t)((charged ? GMT_EVF_CHARGED : 0) | (merged ? GMT_EVF_MERGED : 0)),
-        .kind = ev->kind,
-        .api = api,
-        .layer = ev->layer,
-    };
-    gmt_events_push(&e, gen);
+    gmt_stack_entry_t *e = stack_change(&r, charged, (int64_t)ev->size, 1);
+    if (e) __atomic_fetch_add(&e->total_allocs, 1, __ATOMIC_RELAXED);
+    if (gmt_stats_on_alloc(ev->device, (gmt_kind_t)ev->kind, (gmt_api_t)api, (gmt_layer_t)ev->layer,
+                           merged, ev->size, seq, now, charged))
+        gmt_peaks_mark(ev->device);
 }
 
-/* A release's event for record r: its bytes out of use as of `now` (counted in the releases
- * when `counted`: the first record of a release, not the rest of an unmap). The check of a
- * new peak's driver reading stays here: it asks the driver on the application's thread. */
-__attribute__((always_inline)) static inline void
-release_record(const gmt_record_t *r, uint64_t now, uint8_t layer, bool counted, gmt_ev_op_t op)
+__attribute__((always_inline)) static inline void release_record(const gmt_record_t *r,
+                                                                 uint64_t now)
 {
     bool charged = !(r->flags & GMT_EVENT_NOT_CHARGED);
-    if (op == GMT_EV_FREE && charged && gmt_kind_in_use((gmt_kind_t)r->kind))
+    if (charged && gmt_kind_in_use((gmt_kind_t)r->kind))
         gmt_peaks_settle(gmt_stats_slot(r->device));
-    gmt_ev_t e = {
-        .ns = now,
-        .size = r->size,
-        .stack_id = r->stack_id,
-        .device = r->device,
-        .op = (uint8_t)op,
-        .flags = (uint8_t)((charged ? GMT_EVF_CHARGED : 0) | (counted ? GMT_EVF_COUNTED : 0)),
-        .kind = r->kind,
-        .api = r->api,
-        .layer = layer,
-    };
-    gmt_events_push(&e, __atomic_load_n(&gmt_core_generation, __ATOMIC_RELAXED));
+    stack_change(r, charged, -(int64_t)r->size, -1);
+    gmt_stats_on_free(r->device, (gmt_kind_t)r->kind, (gmt_api_t)r->api, r->size, now, charged);
 }
 
 /* release_record undone: the real release failed, the bytes were never given back. */
 static void restore_record(const gmt_record_t *r)
 {
-    release_record(r, event_now_ns(), r->layer, false, GMT_EV_UNFREE);
+    bool charged = !(r->flags & GMT_EVENT_NOT_CHARGED);
+    stack_change(r, charged, (int64_t)r->size, 1);
+    uint64_t now = event_now_ns();
+    if (gmt_stats_on_unfree(r->device, (gmt_kind_t)r->kind, (gmt_api_t)r->api, r->size, now,
+                            charged))
+        gmt_peaks_mark(r->device);
 }
 
 /* cuMemUnmap may cover several mappings made by separate cuMemMap calls: the ones after the
@@ -287,7 +283,7 @@ static void unmap_rest(const pending_free_t *p)
     uint64_t now = event_now_ns();
     uint64_t at = p->addr + p->rec.size, end = p->addr + p->size;
     while (at < end && gmt_table_remove(gmt_core_table, GMT_SPACE_MAP, at, &r) == 0) {
-        release_record(&r, now, p->layer, false, GMT_EV_FREE);
+        release_record(&r, now);
         at += r.size ? r.size : end - at;
     }
 }
@@ -303,31 +299,28 @@ bool gmt_track_free_begin(const gmt_event_t *ev)
         gmt_core_count(&gmt_core_counts.dropped_no_core);
         return false;
     }
+    /* every release handed in; failed_frees says which failed */
+    gmt_stats_count_event(GMT_CNT_FREES, (gmt_layer_t)ev->layer);
     /* Removed now, before the real release, so that an address the driver hands out again to
-     * another thread is never matched with this allocation; its event is stamped and written
-     * now as well, so that the live set and the bytes in use agree while the call runs, and so
-     * that this thread's work is done while a synchronizing release (cudaFree, cuMemFree)
-     * waits for the device rather than after it, when the device is idle until the program's
-     * next launch. The release is linearized at the start of its call; a failed one is put
-     * back (gmt_track_free_end). The record stays in this frame until its event is written: a
-     * signal handler's release on this thread before `pending` is set uses `pending` for its
-     * own and leaves it unset. */
+     * another thread is never matched with this allocation; accounted for now as well, so that
+     * the live set and the bytes in use agree while the call runs, and so that the work is
+     * done while a synchronizing release (cudaFree, cuMemFree) waits for the device rather
+     * than after it, when the device is idle until the program's next launch. The release is
+     * linearized at the start of its call; a failed one is put back (gmt_track_free_end).
+     * The record stays in this frame until it is accounted for: a signal handler's release on
+     * this thread before `pending` is set uses `pending` for its own and leaves it unset. */
     gmt_record_t rec;
     if (GMT_PROBE_SKIPS(GMT_PROBE_TABLE)) {
         probe_table_take(ev, &rec);
     } else if (gmt_table_remove(gmt_core_table, ev->space, ev->addr, &rec) != 0) {
-        /* every release handed in; failed_frees says which failed */
-        gmt_stats_count_event(GMT_CNT_FREES, (gmt_layer_t)ev->layer);
         gmt_core_count(&gmt_core_counts.unknown_frees);
         return false;
     }
-    /* counted with its event */
-    release_record(&rec, event_now_ns(), ev->layer, true, GMT_EV_FREE);
+    release_record(&rec, event_now_ns());
     pending.rec = rec;
     pending.addr = ev->addr;
     pending.size = ev->size;
     pending.space = ev->space;
-    pending.layer = ev->layer;
     __atomic_signal_fence(__ATOMIC_SEQ_CST); /* filled before a handler can see it set */
     pending.set = 1;
     return true;

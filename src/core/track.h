@@ -123,10 +123,6 @@ typedef struct gmt_counts_s {
     uint64_t dropped_failures; /* failure records past the error ring */
     uint64_t dropped_invalid;  /* events with an out-of-range kind, API or layer */
     uint64_t dropped_start;    /* CUDA calls passed through untraced while start-up was stuck */
-    /* events whose accounting is not in the report: a signal handler's that could not be
-     * applied, and those still in the threads' rings when the report could not drain them
-     * (core/events.h) */
-    uint64_t dropped_events;
     /* pool allocations whose pool found the list of GMT_MAX_POOLS full: recorded (totals,
      * leaks), in no pool's figures (the report's capture.pool_list) */
     uint64_t unlisted_pool_allocs;
@@ -167,17 +163,6 @@ typedef struct gmt_peak_group_s {
 int gmt_track_peak_groups(int slot, gmt_peak_group_t *out, int max, int64_t *peak_bytes);
 /* Makes sure every device's peak snapshot is current (call before reading them). */
 void gmt_track_settle_peaks(void);
-/* Applies what the threads' event rings hold (core/events.h), so that the counts, bytes,
- * peaks, timeline and stacks' live bytes are current: every reader calls it first. _for_report
- * may run in a signal handler: it gives up after 200 ms, and what it left is counted
- * (gmt_counts_t.dropped_events). */
-void gmt_track_drain(void);
-void gmt_track_drain_for_report(void);
-/* Events applied so far (the writer drains more often while it moves). */
-uint64_t gmt_track_events_applied(void);
-/* fn asks the writer thread for a drain: called by a thread whose ring is half full
- * (async-signal-safe, never blocks). NULL: none. */
-void gmt_track_set_drain_waker(void (*fn)(void));
 
 /* Stream-ordered pools seen so far (pool handle 0: the device's current pool), for the
  * report's reserved-versus-used view. Returns how many were copied. A pool allocation's record

@@ -242,7 +242,6 @@ int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsign
     /* report_write_ms: from here to the last member. */
     uint64_t t0 = gmt_now_ns();
     gmt_guard_enter(); /* CUDA calls made for the report (device facts) are not recorded */
-    gmt_track_drain_for_report(); /* the events' accounting, current (core/events.h) */
     /* A signal's or a crash's report takes no lock the stopped thread may hold: no module map
      * refresh (dl_iterate_phdr takes the loader's lock; a state file read after a kill names
      * frames by that map) and no driver query (the thread may be inside a CUDA call, holding

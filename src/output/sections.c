@@ -91,7 +91,6 @@ void gmt_section_capture(gmt_report_ctx_t *c, const gmt_counts_t *k)
     jw_uint(w, "start_stuck", k->dropped_start);
     jw_uint(w, "failure_records", k->dropped_failures);
     jw_uint(w, "invalid_events", k->dropped_invalid);
-    jw_uint(w, "events", k->dropped_events);
     jw_object_end(w);
     /* Not a drop: those allocations are recorded; only their pools go unnamed. */
     gmt_pool_seen_t seen[GMT_MAX_POOLS];

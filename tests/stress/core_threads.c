@@ -125,7 +125,6 @@ int main(int argc, char **argv)
         want_bytes += leaked_bytes[t], want_count += leaked_count[t];
     long per_thread_allocs = nops + (nops + 999) / 1000;
     gmt_counts_t c;
-    gmt_track_drain();
     gmt_track_counts(&c);
     CHECK((long)c.allocs == nthreads * per_thread_allocs, "allocs %llu, expected %ld",
           (unsigned long long)c.allocs, nthreads * per_thread_allocs);
@@ -146,7 +145,6 @@ int main(int argc, char **argv)
     CHECK((long)live == want_count, "live table holds %llu, expected %ld (lost or phantom)",
           (unsigned long long)live, want_count);
     gmt_dev_totals_t d;
-    gmt_track_drain();
     gmt_stats_device(gmt_stats_slot(DEVICE), &d);
     CHECK(d.in_use == want_bytes, "in-use bytes %lld, expected %lld", (long long)d.in_use,
           (long long)want_bytes);

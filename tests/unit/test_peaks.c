@@ -82,7 +82,6 @@ static void test_peak_cost_independent_of_stacks(void **state)
         }
     assert_int_equal(made, OTHER_STACKS);
     gmt_counts_t c;
-    gmt_track_drain();
     gmt_track_counts(&c);
     assert_int_equal(c.dropped_stacks, 0);
     assert_true(gmt_stacks_count(gmt_track_stacks()) >= OTHER_STACKS);
@@ -96,12 +95,10 @@ static void test_peak_cost_independent_of_stacks(void **state)
     assert_true(ids < OTHER_STACKS + 64);
     for (uint32_t id = 1; id <= ids; id++)
         before[id] = *gmt_stacks_entry(st, id);
-    gmt_track_drain();
     uint64_t epoch0 = __atomic_load_n(&gmt_cs->peaks[gmt_stats_slot(0)].epoch, __ATOMIC_ACQUIRE);
     uint64_t many = peak_then_free_ns();
     print_message("ns per peak+free: %llu with 1 stack, %llu with %d stacks\n",
                   (unsigned long long)few, (unsigned long long)many, OTHER_STACKS);
-    gmt_track_drain();
     uint64_t epoch1 = __atomic_load_n(&gmt_cs->peaks[gmt_stats_slot(0)].epoch, __ATOMIC_ACQUIRE);
     assert_int_equal(epoch1 - epoch0, 3 * ROUNDS); /* every round a new peak */
     int untouched = 0;
@@ -114,7 +111,6 @@ static void test_peak_cost_independent_of_stacks(void **state)
     assert_true(untouched >= OTHER_STACKS);
 
     /* and the composition is right: device 0's peak is the last, largest block */
-    gmt_track_drain();
     gmt_track_settle_peaks();
     gmt_peak_group_t g[8];
     int64_t pb = 0;
@@ -138,13 +134,11 @@ static void test_composition_after_changes(void **state)
     gmt_track_alloc(&a2); /* 3000: below the peak */
     gmt_peak_group_t g[8];
     int64_t pb = 0;
-    gmt_track_drain();
     int n = gmt_track_peak_groups(gmt_stats_slot(d), g, 8, &pb);
     assert_int_equal(n, 2);
     assert_int_equal(pb, 4000);
     gmt_event_t b2 = ev(0x200300000ull, 2500, d, GMT_API_cudaMallocAsync);
     gmt_track_alloc(&b2); /* 5500: a new peak, a 3000 and b 2500 */
-    gmt_track_drain();
     n = gmt_track_peak_groups(gmt_stats_slot(d), g, 8, &pb);
     assert_int_equal(n, 2);
     assert_int_equal(pb, 5500);

@@ -82,7 +82,6 @@ static void release(uint64_t addr, uint64_t size, int32_t device, gmt_kind_t kin
 static gmt_dev_totals_t dev(int32_t device)
 {
     gmt_dev_totals_t t;
-    gmt_track_drain();
     gmt_stats_device(gmt_stats_slot(device), &t);
     return t;
 }
@@ -146,13 +145,11 @@ static void test_alloc_free_per_device_and_kind(void **state)
     assert_int_equal(d0.alloc_bytes[GMT_KIND_DEVICE], 3000); /* cumulative */
 
     gmt_api_totals_t a;
-    gmt_track_drain();
     gmt_stats_api(GMT_API_cudaMalloc, &a);
     assert_int_equal(a.allocs, 3);
     assert_int_equal(a.frees, 1);
     assert_int_equal(a.bytes, 3040);
     assert_int_equal(a.failures, 0);
-    gmt_track_drain();
     gmt_stats_api(GMT_API_cudaMallocAsync, &a);
     assert_int_equal(a.allocs, 1);
     assert_int_equal(a.bytes, 300);
@@ -202,13 +199,11 @@ static void test_in_use_excludes_reservations_maps_managed_pinned(void **state)
 
     /* the timeline follows in-use bytes only */
     gmt_timeline_point_t pts[64];
-    gmt_track_drain();
     int n = gmt_stats_timeline(gmt_stats_slot(d), pts, 64);
     assert_true(n >= 1);
     for (int i = 0; i < n; i++)
         assert_true(pts[i].max <= 700);
     assert_int_equal(pts[n - 1].last, 700);
-    gmt_track_drain();
     assert_int_equal(gmt_stats_timeline(gmt_stats_slot(GMT_DEVICE_HOST), pts, 64), 0);
 
     release(0x7f0000000000, 0, d, GMT_KIND_VMM_MAP);
@@ -291,7 +286,6 @@ static void test_failures_counted(void **state)
     assert_int_equal(t.in_use, 0);
     assert_int_equal(t.allocs[GMT_KIND_DEVICE], 0);
     gmt_api_totals_t a;
-    gmt_track_drain();
     gmt_stats_api(GMT_API_cudaMalloc, &a);
     assert_int_equal(a.failures, 2);
     assert_int_equal(a.allocs, 0);
@@ -332,7 +326,6 @@ static void test_not_charged(void **state)
 static void check_timeline(int slot, int64_t final_in_use, int64_t peak)
 {
     gmt_timeline_point_t pts[4 * TL_POINTS];
-    gmt_track_drain();
     int n = gmt_stats_timeline(slot, pts, 4 * TL_POINTS);
     if (n > TL_POINTS) fail_msg("timeline has %d points, the cap is %d", n, TL_POINTS);
     assert_true(n >= 1);
@@ -476,10 +469,8 @@ static void test_concurrent_counts_exact(void **state)
     assert_true(t.in_use_peak <= 3 * (live + NTHREADS));
     assert_int_equal(t.failures, NTHREADS * (OPS / 100));
     gmt_api_totals_t a;
-    gmt_track_drain();
     gmt_stats_api(GMT_API_cudaFree, &a);
     assert_int_equal(a.frees, NTHREADS * OPS);
-    gmt_track_drain();
     gmt_stats_api(GMT_API_cudaMallocManaged, &a);
     assert_int_equal(a.allocs, NTHREADS * OPS);
     assert_int_equal(a.bytes, 5 * NTHREADS * OPS);

@@ -66,7 +66,6 @@ static void free_dev(uint64_t addr, int32_t device)
 static gmt_counts_t counts(void)
 {
     gmt_counts_t c;
-    gmt_track_drain();
     gmt_track_counts(&c);
     return c;
 }
@@ -74,7 +73,6 @@ static gmt_counts_t counts(void)
 static gmt_dev_totals_t dev(int32_t device)
 {
     gmt_dev_totals_t t;
-    gmt_track_drain();
     gmt_stats_device(gmt_stats_slot(device), &t);
     return t;
 }
@@ -186,7 +184,6 @@ static void test_alloc_free_record(void **state)
     assert_int_not_equal(r.stack_id, 0);
     assert_int_equal(live(), live0 + 1);
     gmt_stack_entry_t *se = gmt_stacks_entry(gmt_track_stacks(), r.stack_id);
-    gmt_track_drain();
     assert_int_equal(se->live_bytes, 4096);
     assert_int_equal(se->live_count, 1);
     assert_int_equal(gmt_stacks_tag_device(se->tag), d);
@@ -203,7 +200,6 @@ static void test_alloc_free_record(void **state)
     free_dev(0x10000000, d);
     assert_true(absent(GMT_SPACE_VA, 0x10000000));
     assert_int_equal(live(), live0);
-    gmt_track_drain();
     assert_int_equal(se->live_bytes, 0);
     assert_int_equal(se->live_count, 0);
     assert_int_equal(se->total_allocs, 1);
@@ -417,7 +413,6 @@ static void test_peak_groups(void **state)
     void *site_a = (void *)peak_alloc_a, *site_b = (void *)peak_alloc_b;
     gmt_peak_group_t g[16];
     int64_t pb = -1, cnt;
-    gmt_track_drain();
     assert_int_equal(gmt_track_peak_groups(slot, g, 16, &pb), 0);
     assert_int_equal(pb, 0);
 
@@ -430,7 +425,6 @@ static void test_peak_groups(void **state)
     assert_true(stack_starts_in(idb, site_b, "peak_alloc_b"));
 
     free_dev(0x20000000, 0); /* the first release after the peak takes the snapshot */
-    gmt_track_drain();
     int n = gmt_track_peak_groups(slot, g, 16, &pb);
     assert_int_equal(n, 2);
     assert_int_equal(pb, 4000);
@@ -442,12 +436,10 @@ static void test_peak_groups(void **state)
     assert_int_equal(site_bytes(g, n, site_b, &cnt), 3000);
     assert_int_equal(cnt, 1);
     /* max limits the copy */
-    gmt_track_drain();
     assert_int_equal(gmt_track_peak_groups(slot, g, 1, NULL), 1);
 
     /* below the peak: settling changes nothing */
     peak_alloc_a(0x20000000, 500);
-    gmt_track_drain();
     gmt_track_settle_peaks();
     n = gmt_track_peak_groups(slot, g, 16, &pb);
     assert_int_equal(n, 2);
@@ -456,7 +448,6 @@ static void test_peak_groups(void **state)
     /* a new peak, read at report time: settle first */
     peak_alloc_a(0x22000000, 700); /* 4200 */
     assert_int_equal(dev(0).in_use_peak, 4200);
-    gmt_track_drain();
     gmt_track_settle_peaks();
     n = gmt_track_peak_groups(slot, g, 16, &pb);
     assert_int_equal(pb, 4200);
@@ -471,7 +462,6 @@ static void test_peak_groups(void **state)
     alloc_dev(0x24000000, 100000, 2);
     peak_alloc_b(0x25000000, 100); /* 4300: new peak */
     free_dev(0x25000000, 0);
-    gmt_track_drain();
     n = gmt_track_peak_groups(slot, g, 16, &pb);
     assert_int_equal(pb, 4300);
     assert_int_equal(site_bytes(g, n, site_a, &cnt), 1200);
@@ -489,7 +479,6 @@ static void test_peak_groups(void **state)
     free_dev(0x22000000, 0);
     assert_int_equal(dev(0).in_use, 0);
     /* the snapshot of the peak survives the frees */
-    gmt_track_drain();
     gmt_track_settle_peaks();
     n = gmt_track_peak_groups(slot, g, 16, &pb);
     assert_int_equal(pb, 4300);
@@ -513,7 +502,6 @@ static void test_peak_groups_exclude_not_charged(void **state)
     free_dev(0x44000000, d);
     gmt_peak_group_t g[16];
     int64_t pb = -1;
-    gmt_track_drain();
     int n = gmt_track_peak_groups(slot, g, 16, &pb);
     assert_int_equal(dev(d).in_use_peak, 1000);
     int64_t sum = 0;
@@ -536,7 +524,6 @@ static void test_table_full(void **state)
     gmt_counts_t c0 = counts();
     gmt_dev_totals_t t0 = dev(d);
     gmt_api_totals_t a0, a1;
-    gmt_track_drain();
     gmt_stats_api(GMT_API_cudaMalloc, &a0);
     uint64_t free_slots = MAX_LIVE - live();
     const uint64_t extra = 6, n = free_slots + extra;
@@ -544,7 +531,6 @@ static void test_table_full(void **state)
         alloc_dev(0x50000000 + i * 0x1000, 10, d);
     gmt_counts_t c1 = counts();
     gmt_dev_totals_t t1 = dev(d);
-    gmt_track_drain();
     gmt_stats_api(GMT_API_cudaMalloc, &a1);
     assert_int_equal(live(), MAX_LIVE);
     assert_int_equal(c1.dropped_table_full - c0.dropped_table_full, extra);
@@ -679,9 +665,7 @@ static void test_nested_alloc_recorded_once(void **state)
     const int32_t d = 8;
     gmt_counts_t c0 = counts();
     gmt_api_totals_t rt0, drv0, rt1, drv1;
-    gmt_track_drain();
     gmt_stats_api(GMT_API_cudaMalloc, &rt0);
-    gmt_track_drain();
     gmt_stats_api(GMT_API_cuMemAlloc_v2, &drv0);
 
     gmt_nest_t saved;
@@ -704,9 +688,7 @@ static void test_nested_alloc_recorded_once(void **state)
     assert_int_equal(c1.allocs - c0.allocs, 1);
     assert_int_equal(c1.nested_merged - c0.nested_merged, 1);
     assert_int_equal(c1.per_layer[GMT_LAYER_DRIVER] - c0.per_layer[GMT_LAYER_DRIVER], 1);
-    gmt_track_drain();
     gmt_stats_api(GMT_API_cudaMalloc, &rt1);
-    gmt_track_drain();
     gmt_stats_api(GMT_API_cuMemAlloc_v2, &drv1);
     assert_int_equal(rt1.allocs - rt0.allocs, 1);
     assert_int_equal(rt1.bytes - rt0.bytes, 2048);
@@ -945,7 +927,6 @@ static void test_timeline_bounded(void **state)
         if (i % 4 == 0) nanosleep(&pause, NULL);
     }
     gmt_timeline_point_t pts[256];
-    gmt_track_drain();
     int n = gmt_stats_timeline(gmt_stats_slot(d), pts, 256);
     assert_true(n >= 1);
     assert_true(n <= cap);
@@ -1017,7 +998,6 @@ static void test_threads(void **state)
         if (!__atomic_load_n(&e->hash, __ATOMIC_ACQUIRE)) continue;
         if (gmt_stacks_tag_device(e->tag) != 14) continue;
         assert_int_equal(e->live_bytes, 0);
-        gmt_track_drain();
         assert_int_equal(e->live_count, 0);
         count += (int64_t)e->total_allocs;
     }
@@ -1055,7 +1035,6 @@ static void test_failed_free_is_restored(void **state)
     gmt_dev_totals_t t0 = dev(d);
     gmt_counts_t c0 = counts();
     gmt_stack_entry_t *e = gmt_stacks_entry(gmt_track_stacks(), before.stack_id);
-    gmt_track_drain();
     int64_t stack_live = e->live_bytes;
 
     /* cudaFreeHost of a device pointer: removed before the call, put back when it fails */
@@ -1067,7 +1046,6 @@ static void test_failed_free_is_restored(void **state)
     assert_int_equal(dev(d).in_use, t0.in_use - 5000);
     assert_int_equal(dev(d).current[GMT_KIND_DEVICE], t0.current[GMT_KIND_DEVICE] - 5000);
     assert_int_equal(dev(d).frees[GMT_KIND_DEVICE], t0.frees[GMT_KIND_DEVICE] + 1);
-    gmt_track_drain();
     assert_int_equal(e->live_bytes, stack_live - 5000);
     gmt_track_free_end(false);
     gmt_record_t after = lookup(GMT_SPACE_VA, 0x66000000);
@@ -1085,7 +1063,6 @@ static void test_failed_free_is_restored(void **state)
     assert_int_equal(dev(d).in_use, t0.in_use);
     assert_int_equal(dev(d).current[GMT_KIND_DEVICE], t0.current[GMT_KIND_DEVICE]);
     assert_int_equal(dev(d).frees[GMT_KIND_DEVICE], t0.frees[GMT_KIND_DEVICE]);
-    gmt_track_drain();
     assert_int_equal(e->live_bytes, stack_live);
     gmt_counts_t c1 = counts();
     assert_int_equal(c1.failed_frees - c0.failed_frees, 1);
@@ -1096,7 +1073,6 @@ static void test_failed_free_is_restored(void **state)
     gmt_track_free_end(true);
     assert_true(absent(GMT_SPACE_VA, 0x66000000));
     assert_int_equal(dev(d).in_use, t0.in_use - 5000);
-    gmt_track_drain();
     assert_int_equal(e->live_bytes, stack_live - 5000);
 
     /* a release of an unknown address: nothing removed, nothing to put back */
@@ -1141,7 +1117,6 @@ static void test_failed_free_raises_the_peak(void **state)
     /* the peak's composition holds both allocations */
     gmt_peak_group_t g[16];
     int64_t pb = 0;
-    gmt_track_drain();
     int n = gmt_track_peak_groups(gmt_stats_slot(d), g, 16, &pb);
     assert_true(n >= 1);
     assert_int_equal(pb, t0.in_use + 3000);
