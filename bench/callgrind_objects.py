@@ -20,7 +20,17 @@ import re
 import sys
 
 NAME = re.compile(r"(ob|cob|fl|fi|fe|cfi|cfl|fn|cfn)=\((\d+)\)(?: (.*))?$")
-COST = re.compile(r"^(?:[+-]?\d+|\*)\s+(\d+)")
+# A cost line: its positions (as many as the file's "positions:" line names: "line", or
+# "instr line" with --dump-instr=yes; each a number, +N, -N, * or 0x...), then the costs.
+POSITION = re.compile(r"^(?:[+-]?\d+|\*|0x[0-9a-fA-F]+)$")
+
+
+def cost(line, npos):
+    """The first event's cost of a cost line, None for any other line."""
+    f = line.split()
+    if len(f) <= npos or not all(POSITION.match(p) for p in f[:npos]) or not f[npos].isdigit():
+        return None
+    return int(f[npos])
 
 
 def totals(path):
@@ -37,10 +47,14 @@ def parse(path):
     names, by_obj, by_fn = {}, collections.Counter(), collections.Counter()
     ob = fn_ob = fn = None
     skip = False
+    npos = 1
     with open(path) as f:
         for line in f:
             if skip:
                 skip = False
+                continue
+            if line.startswith("positions:"):
+                npos = len(line.split()) - 1
                 continue
             m = NAME.match(line)
             if m:
@@ -56,9 +70,8 @@ def parse(path):
             if line.startswith("calls="):
                 skip = True
                 continue
-            m = COST.match(line)
-            if m and fn is not None:
-                c = int(m.group(1))
+            c = cost(line, npos)
+            if c is not None and fn is not None:
                 by_obj[fn_ob or "?"] += c
                 by_fn[(fn_ob or "?", fn)] += c
     return by_obj, by_fn

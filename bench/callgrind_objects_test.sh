@@ -20,6 +20,10 @@ for n in 200 600; do
   LD_PRELOAD=$lib GPUMEMTRACE_STACK_DEPTH=0 valgrind --tool=callgrind --separate-threads=yes \
     --callgrind-out-file="$work/tr-$n" "$bin" 1 "$n" >/dev/null 2>&1 ||
     { echo "FAIL: traced run under callgrind"; exit 1; }
+  # The same with instruction addresses among the positions ("positions: instr line").
+  LD_PRELOAD=$lib GPUMEMTRACE_STACK_DEPTH=0 valgrind --tool=callgrind --separate-threads=yes \
+    --dump-instr=yes --callgrind-out-file="$work/ti-$n" "$bin" 1 "$n" >/dev/null 2>&1 ||
+    { echo "FAIL: traced run under callgrind --dump-instr=yes"; exit 1; }
 done
 nat=$(python3 "$here/callgrind_objects.py" "$work/nat-200" "$work/nat-600" 400) || exit 1
 tr=$(python3 "$here/callgrind_objects.py" "$work/tr-200" "$work/tr-600" 400 libgpumemtrace) || exit 1
@@ -29,8 +33,9 @@ by_fn=$(python3 "$here/callgrind_objects.py" --thread-fn worker "$work/tr-200" "
 [[ $by_fn == "$tr" ]] || { printf "FAIL: --thread-fn worker picked another thread:\n%s\n" "$by_fn"; exit 1; }
 python3 "$here/callgrind_objects.py" --thread-fn no_such_function "$work/tr-200" "$work/tr-600" \
   400 >/dev/null 2>&1 && { echo "FAIL: --thread-fn accepted a function no thread ran"; exit 1; }
-printf "native:\n%s\ntraced, stacks off:\n%s\n" "$nat" "$tr"
-python3 - "$nat" "$tr" <<'PY'
+ti=$(python3 "$here/callgrind_objects.py" "$work/ti-200" "$work/ti-600" 400 libgpumemtrace) || exit 1
+printf "native:\n%s\ntraced, stacks off:\n%s\nthe same, --dump-instr=yes:\n%s\n" "$nat" "$tr" "$ti"
+python3 - "$nat" "$tr" "$ti" <<'PY'
 import sys
 def read(text):
     total, objs, fns = None, {}, {}
@@ -44,8 +49,8 @@ def read(text):
             fns[rest[0]] = int(rest[1])
     return total, objs, fns
 bad = []
-nat, tr = read(sys.argv[1]), read(sys.argv[2])
-for name, (total, objs, _) in (("native", nat), ("traced", tr)):
+nat, tr, ti = read(sys.argv[1]), read(sys.argv[2]), read(sys.argv[3])
+for name, (total, objs, _) in (("native", nat), ("traced", tr), ("traced, --dump-instr", ti)):
     # Each object's count is rounded a pair: the sum may miss the total by one an object.
     if total is None or abs(sum(objs.values()) - total) > len(objs):
         bad.append(f"{name}: objects sum to {sum(objs.values())}, the thread's total is {total}")
@@ -60,6 +65,14 @@ if not 200 <= tr[0] - nat[0] <= 3000:
     bad.append(f"traced adds {tr[0] - nat[0]} instructions a pair (200-3000 expected)")
 if tr[2].get("gmt_track_alloc", 0) < 50 or sum(tr[2].values()) > own + len(tr[2]):
     bad.append(f"traced: the tracer's functions {tr[2]} against its library's {own}")
+# Instruction addresses among the positions change nothing a pair: the same objects and
+# functions, within a few instructions (the writer thread's work moves the thread's count).
+for o, v in tr[1].items():
+    if abs(ti[1].get(o, 0) - v) > 5:
+        bad.append(f"--dump-instr: object {o} {ti[1].get(o)} a pair, {v} without")
+if abs(ti[2].get("gmt_track_alloc", 0) - tr[2].get("gmt_track_alloc", 0)) > 5:
+    bad.append(f"--dump-instr: gmt_track_alloc {ti[2].get('gmt_track_alloc')}, "
+               f"{tr[2].get('gmt_track_alloc')} without")
 for b in bad:
     print("FAIL:", b)
 sys.exit(1 if bad else 0)
