@@ -24,7 +24,8 @@ enum {
     GMT_PROBE_CTXCUR = 1 << 8,    /* "ctxcur": not a skip: the device from cuCtxGetCurrent and
                                    * the thread's last (context, device) pair */
     GMT_PROBE_PASS = 1 << 9,      /* "pass": every hook passes straight through, as with
-                                   * tracing off (what interposition alone costs) */
+                                   * tracing off (what interposition alone costs); by number
+                                   * in bench/gpu/pairs.c and torch_transformer.py */
     GMT_PROBE_NOTIMERS = 1 << 10, /* "notimers": not a skip of the tracer's: the timers below
                                    * read no clock and add nothing (each timer's clock reads and
                                    * its adds to one line that every thread writes are not the
