@@ -21,23 +21,24 @@
 
 void gmt_capture_start_slow(void);
 
-static inline bool gmt_capture_touch(void)
+/* Whether capture has started and runs (a hook's first check; gmt_capture_touch starts it). */
+static inline bool gmt_capture_running(void)
 {
     if (GMT_PROBE_SKIPS(GMT_PROBE_PASS)) return false; /* a probe build only (core/probe.h) */
+    return __atomic_load_n(&gmt_capture_state, __ATOMIC_ACQUIRE) > 0;
+}
+
+/* gmt_capture_running, starting capture at the process's first CUDA call. */
+static inline bool gmt_capture_touch(void)
+{
+    if (__builtin_expect(gmt_capture_running(), 1)) return true; /* running: one test */
+    if (GMT_PROBE_SKIPS(GMT_PROBE_PASS)) return false;
     int s = __atomic_load_n(&gmt_capture_state, __ATOMIC_ACQUIRE);
-    if (__builtin_expect(s > 0, 1)) return true; /* running: one test */
     if (s == 0) {
         gmt_capture_start_slow();
         s = __atomic_load_n(&gmt_capture_state, __ATOMIC_ACQUIRE);
     }
     return s > 0;
-}
-
-/* Whether capture has started and runs (a hook's first check; gmt_capture_touch starts it). */
-static inline bool gmt_capture_running(void)
-{
-    if (GMT_PROBE_SKIPS(GMT_PROBE_PASS)) return false;
-    return __atomic_load_n(&gmt_capture_state, __ATOMIC_ACQUIRE) > 0;
 }
 
 /* Device of the calling thread's current context (driver), GMT_DEVICE_UNKNOWN if none. */
