@@ -814,11 +814,17 @@ static inline uint64_t start_hash(uintptr_t ip, uintptr_t sp)
     return h * 0xbf58476d1ce4e5b9ull;
 }
 
+/* The start's first set, by the hash's top bits. */
+static inline uint32_t first_set(uint64_t h)
+{
+    return (uint32_t)(h >> (64 - MEMO_SET_BITS));
+}
+
 /* The start's second set, by the hash's next bits (the first's neighbour when they name the
  * first again): its walks have 2 * MEMO_SET_WAYS ways. */
 static inline uint32_t second_set(uint64_t h)
 {
-    uint32_t s0 = (uint32_t)(h >> (64 - MEMO_SET_BITS));
+    uint32_t s0 = first_set(h);
     uint32_t s1 = (uint32_t)(h >> (64 - 2 * MEMO_SET_BITS)) & (MEMO_SETS - 1);
     return s1 == s0 ? s1 ^ 1 : s1;
 }
@@ -940,7 +946,7 @@ NO_ASAN __attribute__((noinline)) static int memo_rest(memo_t *m, uint64_t h, ui
                                                        gmt_walk_note_t **note, memo_pick_t *pick)
 {
     uint64_t key = h | 1;
-    uint32_t si[2] = {(uint32_t)(h >> (64 - MEMO_SET_BITS)), second_set(h)};
+    uint32_t si[2] = {first_set(h), second_set(h)};
     set_t *const sets[2] = {&m->sets[si[0]], &m->sets[si[1]]};
     bool held = k0 < MEMO_SET_WAYS;
     uint32_t stale = stale0 ? k0 : 2 * MEMO_SET_WAYS;
@@ -1004,7 +1010,7 @@ unwind_from(const uintptr_t *fp, void **buf, int max, gmt_walk_note_t **note)
         /* The way of the start's first set last walked or replayed, when it holds the start's
          * key (one call site, or one in a loop: the walk it needs); the other ways and the
          * second set in memo_rest. */
-        uint32_t s0 = (uint32_t)(h >> (64 - MEMO_SET_BITS)), k = m->sets[s0].mru;
+        uint32_t s0 = first_set(h), k = m->sets[s0].mru;
         if (m->sets[s0].key[k] != key) k = MEMO_SET_WAYS;
         int n = 0;
         if (k < MEMO_SET_WAYS) {
