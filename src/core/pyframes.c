@@ -366,6 +366,15 @@ static inline uint64_t code_ident(const uint8_t *head)
            ((uint64_t)(uint32_t)first << 40);
 }
 
+/* Whether the code object at head is no longer the one a remembered walk saw there (its type
+ * and identity words; ident: code_ident's then). A probe build's "pyident" switch checks
+ * neither (core/probe.h). */
+static inline bool code_changed(const uint8_t *head, uint64_t ident)
+{
+    if (GMT_PROBE_SKIPS(GMT_PROBE_PYIDENT)) return false;
+    return ld64(head + py.lay.ob_type) != py.code_type || code_ident(head) != ident;
+}
+
 /* Entry id of a code object (head: its first bytes, already type-checked; ident: its
  * code_ident); 0 when the cache is full or absent. Lock-free. */
 static uint32_t code_id(uint64_t code, const uint8_t *head, uint64_t ident)
@@ -805,7 +814,6 @@ static inline walkway_t *way_of_chain(walkmemo_t *m, const rawframe_t *raw, uint
 static uint32_t replay_walk(const walkway_t *m, const rawframe_t *raw, uint32_t nr, uint32_t gen,
                             pyframe_t *out)
 {
-    const layout_t *L = &py.lay;
     if (m->nr == 0 || m->nr != nr || m->gen != gen) return 0;
     for (uint32_t i = 0; i < nr; i++)
         if (!raw[i].direct || raw[i].code != m->code[i] || raw[i].seg_end != m->seg[i]) return 0;
@@ -814,9 +822,7 @@ static uint32_t replay_walk(const walkway_t *m, const rawframe_t *raw, uint32_t 
          * alive now: direct loads, as step 2's. */
         const uint8_t *head = (const uint8_t *)(uintptr_t)raw[i].code;
         n_direct++;
-        if (!GMT_PROBE_SKIPS(GMT_PROBE_PYIDENT) &&
-            (ld64(head + L->ob_type) != py.code_type || code_ident(head) != m->ident[i]))
-            return 0;
+        if (code_changed(head, m->ident[i])) return 0;
         out[i].word = frame_word(&raw[i], m->id[i]);
         out[i].seg_end = raw[i].seg_end;
     }
@@ -964,8 +970,7 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap, gmt_py_splic
         uint32_t i = nr - 1 - k, mi = lw->nr - 1 - k;
         const uint8_t *head = (const uint8_t *)(uintptr_t)raw[i].code;
         n_direct++;
-        if (!GMT_PROBE_SKIPS(GMT_PROBE_PYIDENT) &&
-            (ld64(head + L->ob_type) != py.code_type || code_ident(head) != lw->ident[mi])) {
+        if (code_changed(head, lw->ident[mi])) {
             inner = nr - k; /* this one and the inner ones are looked up */
             break;
         }
