@@ -172,7 +172,7 @@ void gmt_clock_recalibrate(void)
          * meanwhile, so the new base is its reading. */
         publish(t, n, rate);
     } else {
-        uint64_t cur = bn + (uint64_t)(((unsigned __int128)(t - bt) * m) >> 32);
+        uint64_t cur = gmt_tsc_scaled(bn, t - bt, m);
         int64_t diff = (int64_t)(cur - n); /* > 0: the event clock is ahead */
         if (diff > GIVE_UP_NS || diff < -GIVE_UP_NS) {
             turn_off();

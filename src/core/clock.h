@@ -66,6 +66,12 @@ bool gmt_clock_test_source_is_tsc(void);
  * the scale's base, too old a scale or none. */
 uint64_t gmt_event_ns_slow(void);
 
+/* The time `ticks` after a scale's base: base_ns plus ticks at mult / 2^32 ns each. */
+static inline uint64_t gmt_tsc_scaled(uint64_t base_ns, uint64_t ticks, uint64_t mult)
+{
+    return base_ns + (uint64_t)(((unsigned __int128)ticks * mult) >> 32);
+}
+
 #if defined(__x86_64__)
 /* One reading of the scaled counter into *ns: 1 when the scale was whole (not being written)
  * and young enough, 0 when it was being written, -1 when too old or absent (off, or not set
@@ -84,7 +90,7 @@ __attribute__((always_inline)) static inline int gmt_tsc_read(uint64_t *ns, bool
     if ((s & 1) || __atomic_load_n(&gmt_tsc_clock.seq, __ATOMIC_RELAXED) != s) return 0;
     if (clamp && (int64_t)d < 0) d = 0;
     if (d >= max) return -1;
-    *ns = bn + (uint64_t)(((unsigned __int128)d * m) >> 32);
+    *ns = gmt_tsc_scaled(bn, d, m);
     return 1;
 }
 #endif
