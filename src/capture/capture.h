@@ -53,18 +53,20 @@ int32_t gmt_capture_current_device_runtime(void);
  * (docs/PERFORMANCE.md, "Session 13"). A failed call (perhaps made with no context at all)
  * still asks. */
 uint8_t gmt_capture_one_device_slow(void);
-static inline bool gmt_capture_one_device(void)
+__attribute__((always_inline)) static inline bool gmt_capture_one_device(void)
 {
     uint8_t s = __atomic_load_n(&gmt_hot.one_device, __ATOMIC_RELAXED);
     if (__builtin_expect(s == 1, 1)) return true; /* one test on a one-device machine */
     if (s == 0) s = gmt_capture_one_device_slow();
     return s == 1;
 }
-/* The device of an event described on the current device: ordinal 0 for a call that succeeded
- * in a one-device process, else what the layer's own question (`ask`) says. */
-static inline int32_t gmt_capture_current_device(const gmt_event_t *ev, int32_t (*ask)(void))
+/* The device of an event described on the current device, whose call returned `result`:
+ * ordinal 0 for a call that succeeded in a one-device process, else what the layer's own
+ * question (`ask`) says. */
+__attribute__((always_inline)) static inline int32_t
+gmt_capture_current_device(int32_t result, int32_t (*ask)(void))
 {
-    return ev->result == 0 && gmt_capture_one_device() ? 0 : ask();
+    return result == 0 && gmt_capture_one_device() ? 0 : ask();
 }
 
 /* Record helpers: take the reentrancy guard, mark the process as one that saw CUDA, hand the
@@ -78,32 +80,57 @@ bool gmt_capture_free(const gmt_event_t *ev);
 void gmt_capture_free_done(bool took, int result);
 
 /* Work moved out of the driver: an allocation (or failure) that a lower layer sees inside a
- * runtime hook's bracket is kept here, on the thread, and the runtime hook records it once the
- * real call returned (gmt_capture_flush_deferred, before gmt_track_runtime_leave), outside
- * libcuda and outside CUPTI's callback, where the driver may serialise its callers. The
- * pointer cannot be freed meanwhile: the program has not received it yet. One event at a
- * time: gmt_capture_defer returns false when one is pending already (record ev directly). */
-typedef struct gmt_deferred_s {
-    gmt_event_t ev;
-    int pending;
-} gmt_deferred_t;
-extern __thread gmt_deferred_t gmt_deferred __attribute__((tls_model("initial-exec")));
+ * runtime allocation hook's bracket is kept in the bracket itself (gmt_nest_t.ev, in the hook's
+ * frame), and the runtime hook records it once the real call returned
+ * (gmt_capture_flush_deferred, before gmt_track_runtime_leave), outside libcuda and outside
+ * CUPTI's callback, where the driver may serialise its callers. The pointer cannot be freed
+ * meanwhile: the program has not received it yet. One event per bracket: a lower layer that
+ * finds the slot taken records its event directly.
+ *
+ * gmt_capture_defer_slot claims the slot before the event is written into it (the driver
+ * wrappers describe the event in place): a signal handler's CUDA call on this thread meanwhile
+ * finds it taken and records its own event directly, never writing over one half written. It
+ * returns NULL (record the event directly) outside a runtime allocation hook's bracket or when
+ * the slot is taken; the caller fills the whole event it returns. */
+static inline gmt_event_t *gmt_capture_defer_slot(void)
+{
+    gmt_nest_t *f = gmt_tls.nest;
+    /* Only a runtime allocation hook flushes; anywhere else the event is recorded now. */
+    if (!f || f->is_free || f->deferred) return NULL;
+    f->deferred = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST); /* claimed before it is written */
+    return &f->ev;
+}
 
+/* *dst = ev, field by field: an event described by an inlined describe_<symbol> is written
+ * straight into dst (a copy of the whole struct had it built on the stack first and copied). */
+static inline void gmt_event_put(gmt_event_t *dst, gmt_event_t ev)
+{
+    dst->addr = ev.addr;
+    dst->size = ev.size;
+    dst->stream = ev.stream;
+    dst->device = ev.device;
+    dst->result = ev.result;
+    dst->kind = ev.kind;
+    dst->space = ev.space;
+    dst->api = ev.api;
+    dst->layer = ev.layer;
+    dst->flags = ev.flags;
+}
+
+/* The same for an event already described: false when it is to be recorded directly. */
 static inline bool gmt_capture_defer(const gmt_event_t *ev)
 {
-    /* Only a runtime allocation hook flushes; anywhere else the event is recorded now. */
-    if (!gmt_tls.nest || gmt_tls.nest->is_free || gmt_deferred.pending) return false;
-    gmt_deferred.ev = *ev;
-    gmt_deferred.pending = 1;
+    gmt_event_t *slot = gmt_capture_defer_slot();
+    if (!slot) return false;
+    *slot = *ev;
     return true;
 }
 
-static inline void gmt_capture_flush_deferred(void)
+/* Records what a lower layer kept in bracket f (the calling runtime hook's own). */
+static inline void gmt_capture_flush_deferred(gmt_nest_t *f)
 {
-    if (__builtin_expect(gmt_deferred.pending, 0)) {
-        gmt_deferred.pending = 0;
-        gmt_capture_alloc(&gmt_deferred.ev);
-    }
+    if (__builtin_expect(f->deferred, 0)) gmt_capture_alloc(&f->ev);
 }
 
 #endif

@@ -58,24 +58,13 @@ static inline bool released_above(void)
         }                                                                                          \
     } while (0)
 
-/* An allocation recorded by this layer itself (no runtime bracket defers it: a program on the
- * driver API, the static cudart). */
-__attribute__((noinline)) static void record_alloc_now(const gmt_event_t *ev)
-{
-    gmt_capture_alloc(ev);
-}
-
-/* Only reached while this layer is the driver-level backend. Inline into each wrapper: inside a
- * runtime hook (cudaMalloc -> cuMemAlloc_v2) the event is only described and kept for it, and
- * a call to a function of its own, with its frame, was 23 of the 97 instructions the wrapper
- * took for that on the stand-in. */
-__attribute__((always_inline)) static inline void record_alloc(gmt_event_t *ev)
+/* Only reached while this layer is the driver-level backend: the wrapper's event, described
+ * where it is kept, gets its layer and device. */
+__attribute__((always_inline)) static inline void driver_event(gmt_event_t *ev)
 {
     ev->layer = GMT_LAYER_DRIVER;
     if (ev->device == GMT_DEVICE_CURRENT)
-        ev->device = gmt_capture_current_device(ev, gmt_capture_current_device_driver);
-    if (gmt_capture_defer(ev)) return; /* inside a runtime hook: it records the event */
-    record_alloc_now(ev);
+        ev->device = gmt_capture_current_device(ev->result, gmt_capture_current_device_driver);
 }
 
 static bool record_free(gmt_event_t *ev)
@@ -86,6 +75,15 @@ static bool record_free(gmt_event_t *ev)
 
 /* One wrapper per DRIVER line of src/api.def, described by its describe_<symbol>. */
 #define DRIVER_WRAP_ALLOC(name, ret, params, args)                                                 \
+    /* Recorded by this layer itself (no runtime bracket defers it: a program on the driver API,   \
+     * the static cudart); out of line, so that the wrapper's frame does not grow by the event     \
+     * and the core call. */                                                                       \
+    __attribute__((noinline)) static void name##_now(GMT_UNPAREN params, ret r)                    \
+    {                                                                                              \
+        gmt_event_t ev = describe_##name(GMT_UNPAREN args, r);                                     \
+        driver_event(&ev);                                                                         \
+        gmt_capture_alloc(&ev);                                                                    \
+    }                                                                                              \
     GMT_EXPORT ret name params                                                                     \
     {                                                                                              \
         REAL_OR_FAIL(name);                                                                        \
@@ -94,8 +92,15 @@ static bool record_free(gmt_event_t *ev)
         GMT_PROBE_T0(r0_);                                                                         \
         ret r = CALL_GUARDED(gmt_real.name args);                                                  \
         GMT_PROBE_REAL(r0_);                                                                       \
-        gmt_event_t ev = describe_##name(GMT_UNPAREN args, r);                                     \
-        record_alloc(&ev);                                                                         \
+        /* Described where it is kept: inside a runtime hook (cudaMalloc -> cuMemAlloc_v2), in     \
+         * the hook's bracket, for the hook to record; else recorded here, now. */                 \
+        gmt_event_t *slot_ = gmt_capture_defer_slot();                                             \
+        if (slot_) {                                                                               \
+            gmt_event_put(slot_, describe_##name(GMT_UNPAREN args, r));                            \
+            driver_event(slot_);                                                                   \
+        } else {                                                                                   \
+            name##_now(GMT_UNPAREN args, r);                                                       \
+        }                                                                                          \
         GMT_PROBE_HOOK(GMT_PT_DRIVER, h0_, r0_);                                                   \
         return r;                                                                                  \
     }

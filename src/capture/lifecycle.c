@@ -33,7 +33,6 @@
 /* How long a terminating signal that arrives during the final report waits for it. */
 #define FINAL_WAIT_MS 20000
 
-__thread gmt_deferred_t gmt_deferred __attribute__((tls_model("initial-exec")));
 gmt_config_t gmt_capture_config;
 
 static int exit_registered;      /* atexit(exit_report) done in this process */

@@ -54,7 +54,7 @@ static void record_alloc(gmt_event_t *ev)
 {
     ev->layer = GMT_LAYER_RUNTIME;
     if (ev->device == GMT_DEVICE_CURRENT)
-        ev->device = gmt_capture_current_device(ev, gmt_capture_current_device_runtime);
+        ev->device = gmt_capture_current_device(ev->result, gmt_capture_current_device_runtime);
     gmt_capture_alloc(ev);
 }
 
@@ -79,7 +79,7 @@ static bool record_free(gmt_event_t *ev)
         GMT_PROBE_T0(r0_);                                                                         \
         ret r = gmt_real.name args;                                                                \
         GMT_PROBE_REAL(r0_);                                                                       \
-        gmt_capture_flush_deferred();                                                              \
+        gmt_capture_flush_deferred(&nest);                                                         \
         /* No lower layer saw the call: recorded here, inside the bracket still, so that the       \
          * stack taken at entry serves it (after leave, the core would walk again). */             \
         if (!gmt_track_runtime_inner(&nest)) {                                                     \

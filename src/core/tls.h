@@ -10,6 +10,8 @@
 #ifndef GMT_CORE_TLS_H
 #define GMT_CORE_TLS_H
 
+#include "event.h"
+
 #include <stdint.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -25,10 +27,16 @@ typedef struct gmt_nest_s {
     /* The capture's token (stacks.h; 0: none) and its frames' count: set only while frames
      * is (gmt_track_runtime_capture_slow writes them before frames). */
     uint64_t token;
+    /* api, is_free, deferred and inner share one aligned word, so that the bracket's entry
+     * writes them with one store (the first three are constants in each hook). */
+    uint16_t api;     /* the runtime API whose hook is executing */
+    uint8_t is_free;  /* that runtime call releases memory */
+    uint8_t deferred; /* ev holds a lower layer's event for the hook to record (capture.h) */
+    uint32_t inner;   /* events recorded by a lower layer inside the runtime call */
     uint32_t nframes;
-    uint32_t inner;  /* events recorded by a lower layer inside the runtime call */
-    uint16_t api;    /* the runtime API whose hook is executing */
-    uint8_t is_free; /* that runtime call releases memory */
+    /* The allocation a lower layer saw inside an allocation hook's real call, kept here for
+     * the hook to record (capture.h: gmt_capture_defer); valid while deferred is set. */
+    gmt_event_t ev;
 } gmt_nest_t;
 
 typedef struct gmt_tls_s {

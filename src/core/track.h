@@ -63,10 +63,11 @@ void gmt_track_failure(const gmt_event_t *ev);
 static inline void gmt_track_runtime_enter(gmt_nest_t *f, gmt_api_t api, bool is_free)
 {
     f->up = gmt_tls.nest;
-    f->frames = NULL; /* token and nframes are read only beside frames, written before it */
-    f->inner = 0;
-    f->api = (uint16_t)api;
+    f->frames = NULL;       /* token and nframes are read only beside frames, written before it */
+    f->api = (uint16_t)api; /* with the next three: one store (tls.h) */
     f->is_free = is_free;
+    f->deferred = 0;
+    f->inner = 0;
     __atomic_signal_fence(__ATOMIC_SEQ_CST); /* filled before a signal handler can see it */
     gmt_tls.nest = f;
 }
