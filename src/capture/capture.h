@@ -130,7 +130,7 @@ static inline bool gmt_capture_defer(const gmt_event_t *ev)
 /* Records what a lower layer kept in bracket f (the calling runtime hook's own). */
 static inline void gmt_capture_flush_deferred(gmt_nest_t *f)
 {
-    if (__builtin_expect(f->deferred, 0)) gmt_capture_alloc(&f->ev);
+    if (__builtin_expect(f->deferred, 1)) gmt_capture_alloc(&f->ev);
 }
 
 #endif

@@ -38,6 +38,42 @@
 #define GMT_PFX_(p, ...)                    GMT_CAT(GMT_PFX, GMT_NARG(__VA_ARGS__))(p, __VA_ARGS__)
 /* (a, b, c) -> p->a, p->b, p->c */
 #define GMT_PREFIX_ARGS(p, args) GMT_PFX_(p, GMT_UNPAREN args)
+#define GMT_MOP1(a)              "+m"(a)
+#define GMT_MOP2(a, ...)         "+m"(a), GMT_MOP1(__VA_ARGS__)
+#define GMT_MOP3(a, ...)         "+m"(a), GMT_MOP2(__VA_ARGS__)
+#define GMT_MOP4(a, ...)         "+m"(a), GMT_MOP3(__VA_ARGS__)
+#define GMT_MOP5(a, ...)         "+m"(a), GMT_MOP4(__VA_ARGS__)
+#define GMT_MOP6(a, ...)         "+m"(a), GMT_MOP5(__VA_ARGS__)
+#define GMT_MOP_(...)            GMT_CAT(GMT_MOP, GMT_NARG(__VA_ARGS__))(__VA_ARGS__)
+/* Keeps a function's parameters (a, b, c) in its frame from here on, not in registers it must
+ * save: for parameters read only on a rare path after a call. */
+#define GMT_ARGS_IN_FRAME(args) __asm__("" : GMT_MOP_(GMT_UNPAREN args))
+#define GMT_FLD1(a)             __typeof__(a) a;
+#define GMT_FLD2(a, ...)                                                                           \
+    __typeof__(a) a;                                                                               \
+    GMT_FLD1(__VA_ARGS__)
+#define GMT_FLD3(a, ...)                                                                           \
+    __typeof__(a) a;                                                                               \
+    GMT_FLD2(__VA_ARGS__)
+#define GMT_FLD4(a, ...)                                                                           \
+    __typeof__(a) a;                                                                               \
+    GMT_FLD3(__VA_ARGS__)
+#define GMT_FLD5(a, ...)                                                                           \
+    __typeof__(a) a;                                                                               \
+    GMT_FLD4(__VA_ARGS__)
+#define GMT_FLD6(a, ...)                                                                           \
+    __typeof__(a) a;                                                                               \
+    GMT_FLD5(__VA_ARGS__)
+#define GMT_FLD_(...) GMT_CAT(GMT_FLD, GMT_NARG(__VA_ARGS__))(__VA_ARGS__)
+/* A struct `var` holding a copy of the parameters (a, b, c) in the frame, for after a call
+ * that takes the parameters themselves: read back with GMT_PREFIX_ARGS((&var), args) once
+ * GMT_FRAME_COPY_BARRIER(var) (after the call) has made the compiler keep it in memory rather
+ * than in registers it must save across the call. */
+#define GMT_FRAME_COPY(var, args)                                                                  \
+    struct {                                                                                       \
+        GMT_FLD_(GMT_UNPAREN args)                                                                 \
+    } var = {GMT_UNPAREN args}
+#define GMT_FRAME_COPY_BARRIER(var) __asm__("" : "+m"(var))
 
 #define GMT_DESCRIBE_ALLOC(name, ret, params)                                                      \
     gmt_event_t describe_##name(GMT_UNPAREN params, ret result);

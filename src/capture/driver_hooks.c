@@ -73,7 +73,12 @@ static bool record_free(gmt_event_t *ev)
     return gmt_capture_free(ev);
 }
 
-/* One wrapper per DRIVER line of src/api.def, described by its describe_<symbol>. */
+/* One wrapper per DRIVER line of src/api.def, described by its describe_<symbol>.
+ *
+ * An allocation wrapper is three functions, as a release wrapper (below), and for the same
+ * reason: the exported one only checks, with no frame, and passes the call through (the
+ * tracer's own call, CUPTI recording) with a jump or goes on to name##_recorded while this
+ * layer records; anything else goes to name##_first, which checks again in the full order. */
 #define DRIVER_WRAP_ALLOC(name, ret, params, args)                                                 \
     /* Recorded by this layer itself (no runtime bracket defers it: a program on the driver API,   \
      * the static cudart); out of line, so that the wrapper's frame does not grow by the event     \
@@ -84,22 +89,39 @@ static bool record_free(gmt_event_t *ev)
         driver_event(&ev);                                                                         \
         gmt_capture_alloc(&ev);                                                                    \
     }                                                                                              \
+    __attribute__((noinline)) static ret name##_recorded params;                                   \
+    __attribute__((noinline, cold)) static ret name##_first params;                                \
     GMT_EXPORT ret name params                                                                     \
+    {                                                                                              \
+        if (__builtin_expect(gmt_real.name != NULL, 1)) {                                          \
+            if (gmt_guard_held()) return gmt_real.name args;                                       \
+            if (gmt_capture_running() && !gmt_cupti_active()) return name##_recorded args;         \
+        }                                                                                          \
+        return name##_first args;                                                                  \
+    }                                                                                              \
+    static ret name##_first params                                                                 \
     {                                                                                              \
         REAL_OR_FAIL(name);                                                                        \
         if (!recording()) return gmt_real.name args;                                               \
+        return name##_recorded args;                                                               \
+    }                                                                                              \
+    static ret name##_recorded params                                                              \
+    {                                                                                              \
         GMT_PROBE_T0(h0_);                                                                         \
         GMT_PROBE_T0(r0_);                                                                         \
+        /* The parameters wait in the frame, not in registers saved for them. */                   \
+        GMT_FRAME_COPY(a_, args);                                                                  \
         ret r = CALL_GUARDED(gmt_real.name args);                                                  \
+        GMT_FRAME_COPY_BARRIER(a_);                                                                \
         GMT_PROBE_REAL(r0_);                                                                       \
         /* Described where it is kept: inside a runtime hook (cudaMalloc -> cuMemAlloc_v2), in     \
          * the hook's bracket, for the hook to record; else recorded here, now. */                 \
         gmt_event_t *slot_ = gmt_capture_defer_slot();                                             \
         if (slot_) {                                                                               \
-            gmt_event_put(slot_, describe_##name(GMT_UNPAREN args, r));                            \
+            gmt_event_put(slot_, describe_##name(GMT_PREFIX_ARGS((&a_), args), r));                \
             driver_event(slot_);                                                                   \
         } else {                                                                                   \
-            name##_now(GMT_UNPAREN args, r);                                                       \
+            name##_now(GMT_PREFIX_ARGS((&a_), args), r);                                           \
         }                                                                                          \
         GMT_PROBE_HOOK(GMT_PT_DRIVER, h0_, r0_);                                                   \
         return r;                                                                                  \

@@ -284,7 +284,7 @@ __attribute__((always_inline)) inline void gmt_capture_alloc(const gmt_event_t *
     GMT_PROBE_T0(t0);
     gmt_guard_enter();
     note_event();
-    if (ev->result == 0)
+    if (__builtin_expect(ev->result == 0, 1))
         gmt_track_alloc(ev);
     else
         gmt_track_failure(ev);

@@ -78,6 +78,7 @@ static bool record_free(gmt_event_t *ev)
                                   describe_##name(GMT_UNPAREN args, cudaErrorNotReady).size);      \
         GMT_PROBE_T0(r0_);                                                                         \
         ret r = gmt_real.name args;                                                                \
+        GMT_ARGS_IN_FRAME(args);                                                                   \
         GMT_PROBE_REAL(r0_);                                                                       \
         gmt_capture_flush_deferred(&nest);                                                         \
         /* No lower layer saw the call: recorded here, inside the bracket still, so that the       \
