@@ -22,13 +22,16 @@
 #include "core/tls.h"
 #include "core/track.h"
 
-/* A hook is three functions. The exported one only checks that tracing runs (the real function
- * resolved, not the tracer's own call, capture started) and goes on to name##_recorded, with
- * no registers to save; anything else goes to name##_first, which resolves the real function
- * (from the program's libcudart: the caller's address), starts capture at the first CUDA call,
- * or passes the call straight through (the tracer's own calls, tracing off). */
+/* A hook is the exported function and name##_first. The exported one checks that tracing runs
+ * (the real function resolved, not the tracer's own call, capture started) and records the call
+ * (name##_recorded, inlined into it: the jump to a function of its own and that function's
+ * second GOT load were two instructions a call, a frame made before the checks is a few on the
+ * rare paths); anything else goes to name##_first, which resolves the real function (from the
+ * program's libcudart: the caller's address), starts capture at the first CUDA call, or passes
+ * the call straight through (the tracer's own calls, tracing off), and once the real function
+ * is resolved and capture runs goes back to the exported one, which then records. */
 #define RUNTIME_HOOK_ENTRY(name, ret, params, args)                                                \
-    __attribute__((noinline)) static ret name##_recorded params;                                   \
+    __attribute__((always_inline)) static inline ret name##_recorded params;                       \
     __attribute__((noinline, cold)) static ret name##_first(const void *caller_,                   \
                                                             GMT_UNPAREN params);                   \
     GMT_EXPORT ret name params                                                                     \
@@ -37,6 +40,8 @@
             return name##_recorded args;                                                           \
         return name##_first(__builtin_return_address(0), GMT_UNPAREN args);                        \
     }                                                                                              \
+    /* The exported function by a local name: called directly, never another object's. */          \
+    extern __typeof__(name) name##_self __attribute__((alias(#name), visibility("hidden")));       \
     static ret name##_first(const void *caller_, GMT_UNPAREN params)                               \
     {                                                                                              \
         if (!gmt_real.name) {                                                                      \
@@ -45,7 +50,7 @@
                 return (cudaError_t)gmt_real_missing(#name, cudaErrorNotSupported);                \
         }                                                                                          \
         if (gmt_guard_held() || !gmt_capture_touch()) return gmt_real.name args;                   \
-        return name##_recorded args;                                                               \
+        return name##_self args;                                                                   \
     }
 
 /* Only reached when no lower layer recorded the call: the runtime's current device is asked
