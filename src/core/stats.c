@@ -21,6 +21,7 @@
  * with atomic adds. A shard is never written both ways. */
 #define OWN_SHARDS 24
 enum { SHARD_NONE, SHARD_SHARED, SHARD_OWN };
+#define SHARD_MODE_MASK 63u
 
 /* A thread's counters, laid out by what one event touches: an allocation or a release writes
  * the first line (its counters and the time), its (device, kind) cell and its API's cell,
@@ -104,6 +105,16 @@ typedef struct stats_state_s {
 static pthread_key_t shard_key;
 static int shard_key_made;
 
+/* A thread's shard as gmt_tls.shard holds it: the shard's byte offset in shards[] (a multiple
+ * of 64) with its SHARD_* mode in the low bits, 0 before the thread picked one. One
+ * thread-local load gives both the shard and how to write it, with no multiply. */
+_Static_assert(sizeof(shard_t) % 64 == 0 && (uint64_t)NSHARDS * sizeof(shard_t) < (1ull << 32),
+               "a shard's offset is a multiple of 64 that fits gmt_tls.shard");
+static uint32_t shard_code(uint32_t i, uint32_t mode)
+{
+    return (uint32_t)(i * sizeof(shard_t)) | mode;
+}
+
 /* One of the shared shards, in turn. */
 static uint32_t shared_shard(uint32_t n)
 {
@@ -113,7 +124,7 @@ static uint32_t shared_shard(uint32_t n)
 static void shard_give_back(void *v)
 {
     uint32_t i = (uint32_t)(uintptr_t)v - 1;
-    gmt_tls.shard = shared_shard(__atomic_fetch_add(&next_shard, 1, RLX));
+    gmt_tls.shard = shard_code(shared_shard(__atomic_fetch_add(&next_shard, 1, RLX)), SHARD_SHARED);
     gmt_tls.shard_mode = SHARD_SHARED; /* for good: a thread picks once */
     /* release: this thread's last plain stores to the shard come before its next owner's. */
     if (S && i < OWN_SHARDS) gmt_claim_release(&S->s_owned[i]);
@@ -183,8 +194,9 @@ int gmt_stats_init(uint64_t start_ns, int timeline_points)
     if (!shard_key_made && pthread_key_create(&shard_key, shard_give_back) == 0)
         __atomic_store_n(&shard_key_made, 1, __ATOMIC_RELEASE);
     /* A fork child's one thread keeps the shard it owned in the parent; the new block says so. */
-    if (gmt_tls.shard_mode == SHARD_OWN && gmt_tls.shard < OWN_SHARDS)
-        __atomic_store_n(&S->s_owned[gmt_tls.shard], 1, RLX);
+    uint32_t own_i = (gmt_tls.shard & ~SHARD_MODE_MASK) / (uint32_t)sizeof(shard_t);
+    if ((gmt_tls.shard & SHARD_MODE_MASK) == SHARD_OWN && own_i < OWN_SHARDS)
+        __atomic_store_n(&S->s_owned[own_i], 1, RLX);
     for (int i = 0; i < GMT_STAT_SLOTS; i++) {
         timelines[i].n = 0;
         timelines[i].last_end_ns = 0;
@@ -214,7 +226,7 @@ void gmt_stats_reset(void)
 }
 
 /* A thread's first event: an owned shard if one is free, else a shared one. */
-__attribute__((noinline)) static void pick_shard(void)
+__attribute__((noinline)) static uint32_t pick_shard(void)
 {
     uint32_t n = __atomic_fetch_add(&next_shard, 1, RLX);
     int i = __atomic_load_n(&shard_key_made, __ATOMIC_ACQUIRE)
@@ -222,20 +234,24 @@ __attribute__((noinline)) static void pick_shard(void)
                 : -1;
     if (i >= 0) {
         if (pthread_setspecific(shard_key, (void *)(uintptr_t)(i + 1)) == 0) {
-            gmt_tls.shard = (uint32_t)i;
+            gmt_tls.shard = shard_code((uint32_t)i, SHARD_OWN);
             gmt_tls.shard_mode = SHARD_OWN;
-            return;
+            return gmt_tls.shard;
         }
         gmt_claim_release(&S->s_owned[i]);
     }
-    gmt_tls.shard = shared_shard(n);
+    gmt_tls.shard = shard_code(shared_shard(n), SHARD_SHARED);
     gmt_tls.shard_mode = SHARD_SHARED;
+    return gmt_tls.shard;
 }
 
-static inline shard_t *my_shard(void)
+/* The calling thread's shard, and whether it writes it alone (*own). */
+static inline shard_t *my_shard(bool *own)
 {
-    if (__builtin_expect(gmt_tls.shard_mode == SHARD_NONE, 0)) pick_shard();
-    return &shards[gmt_tls.shard];
+    uint32_t v = gmt_tls.shard;
+    if (__builtin_expect(v == 0, 0)) v = pick_shard();
+    *own = (v & SHARD_MODE_MASK) == SHARD_OWN;
+    return (shard_t *)(void *)((char *)shards + (v & ~SHARD_MODE_MASK));
 }
 
 /* A counter of the calling thread's shard. A signal handler that interrupts an owner between
@@ -248,13 +264,6 @@ static inline void bump_as(bool own, uint64_t *p, uint64_t v)
         __atomic_store_n(p, __atomic_load_n(p, RLX) + v, RLX);
     else
         __atomic_fetch_add(p, v, RLX);
-}
-
-/* Whether the calling thread writes its shard alone, read once per function: the compiler
- * cannot keep the thread-local byte in a register across the counters' stores. */
-static inline bool own_shard(void)
-{
-    return gmt_tls.shard_mode == SHARD_OWN;
 }
 
 #define bump(p, v) bump_as(own, p, v)
@@ -357,15 +366,16 @@ static inline void timeline_add(int slot, uint64_t now_ns, int64_t bytes, int64_
 
 void gmt_stats_count(gmt_counter_t c)
 {
-    shard_t *sh = my_shard();
-    bump_as(own_shard(), &sh->counters[c], 1);
+    bool own;
+    shard_t *sh = my_shard(&own);
+    bump(&sh->counters[c], 1);
 }
 
 __attribute__((always_inline)) inline void gmt_stats_count_event(gmt_counter_t what,
                                                                  gmt_layer_t layer)
 {
-    shard_t *sh = my_shard();
-    bool own = own_shard();
+    bool own;
+    shard_t *sh = my_shard(&own);
     bump(&sh->counters[what], 1);
     bump(&sh->counters[GMT_CNT_LAYER0 + layer], 1);
 }
@@ -406,8 +416,8 @@ gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, gmt_layer_t l
                    uint64_t size, uint64_t seq, uint64_t now_ns, bool charged)
 {
     int slot = gmt_stats_slot(device);
-    shard_t *sh = my_shard();
-    bool own = own_shard();
+    bool own;
+    shard_t *sh = my_shard(&own);
     cell_t *c = &sh->cells[slot][kind];
     __atomic_store_n(&sh->last_ns, now_ns, RLX);
     bump(&sh->counters[GMT_CNT_ALLOCS], 1);
@@ -425,8 +435,8 @@ bool gmt_stats_on_unfree(int32_t device, gmt_kind_t kind, gmt_api_t api, uint64_
                          uint64_t now_ns, bool charged)
 {
     int slot = gmt_stats_slot(device);
-    shard_t *sh = my_shard();
-    bool own = own_shard();
+    bool own;
+    shard_t *sh = my_shard(&own);
     __atomic_store_n(&sh->last_ns, now_ns, RLX);
     bump(&sh->cells[slot][kind].frees, (uint64_t)-1); /* modular: one release fewer */
     bump(&sh->api[api][1], (uint64_t)-1);
@@ -439,8 +449,8 @@ __attribute__((always_inline)) inline void gmt_stats_on_free(int32_t device, gmt
                                                              uint64_t now_ns, bool charged)
 {
     int slot = gmt_stats_slot(device);
-    shard_t *sh = my_shard();
-    bool own = own_shard();
+    bool own;
+    shard_t *sh = my_shard(&own);
     dev_t_ *d = &devs[slot];
     __atomic_store_n(&sh->last_ns, now_ns, RLX);
     bump(&sh->cells[slot][kind].frees, 1);
@@ -456,8 +466,8 @@ __attribute__((always_inline)) inline void gmt_stats_on_free(int32_t device, gmt
 void gmt_stats_on_failure(int32_t device, gmt_api_t api)
 {
     int slot = gmt_stats_slot(device);
-    shard_t *sh = my_shard();
-    bool own = own_shard();
+    bool own;
+    shard_t *sh = my_shard(&own);
     bump(&sh->failures[slot], 1);
     bump(&sh->api[api][2], 1);
 }
