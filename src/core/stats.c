@@ -24,23 +24,40 @@ enum { SHARD_NONE, SHARD_SHARED, SHARD_OWN };
 #define SHARD_MODE_MASK 63u
 
 /* A thread's counters, laid out by what one event touches: an allocation or a release writes
- * the first line (its counters and the time), its (device, kind) cell and its API's cell,
- * three cache lines in all. A program's work between allocations evicts them (a PyTorch
- * step does), so each line an event touches is a miss: docs/PERFORMANCE.md "Session 10". */
+ * its API's line (its count by layer, the bytes, the time) and its (device, kind) cell, two
+ * cache lines in all. A program's work between allocations evicts them (a PyTorch step does),
+ * so each line an event touches is a miss: docs/PERFORMANCE.md "Session 10". The event
+ * counters (gmt_counter_t) are not kept apart: they are sums of these (gmt_stats_counter). */
 typedef struct cell_s {
-    uint64_t allocs, frees, alloc_bytes, unused;
+    uint64_t allocs, frees, alloc_bytes;
+    uint64_t merged; /* allocations counted in GMT_CNT_NESTED_MERGED */
 } cell_t;
+typedef struct api_cell_s {
+    uint64_t allocs[GMT_LAYER_COUNT]; /* allocations by the event's layer */
+    /* Releases handed in of this API's allocations, by the release's layer (GMT_CNT_FREES);
+     * the API's frees are these plus its frees_adjust. */
+    uint64_t frees[GMT_LAYER_COUNT];
+    uint64_t bytes;
+    uint64_t last_ns; /* the time of this shard's last event of the API */
+} __attribute__((aligned(64))) api_cell_t;
 typedef struct shard_s {
-    uint64_t counters[GMT_CNT_COUNT];
-    uint64_t last_ns; /* the time of this shard's last event */
+    api_cell_t api[GMT_API_COUNT];
     cell_t cells[GMT_STAT_SLOTS][GMT_KIND_COUNT];
-    uint64_t api[GMT_API_COUNT][4]; /* allocs, frees, failures, bytes */
+    /* Rare events. */
+    /* The API's releases not counted in frees[] (modular): + those that were not handed in
+     * themselves (a cuMemUnmap's further mappings), - those undone (gmt_stats_on_unfree). */
+    uint64_t frees_adjust[GMT_API_COUNT];
+    uint64_t api_failures[GMT_API_COUNT];
     uint64_t failures[GMT_STAT_SLOTS];
+    /* Releases of no known allocation ([GMT_CNT_FREES]) and failures by layer; [GMT_CNT_ALLOCS]
+     * unused. */
+    uint64_t events[GMT_CNT_FAILURES + 1][GMT_LAYER_COUNT];
+    uint64_t nested_merged; /* failures counted in GMT_CNT_NESTED_MERGED */
 } __attribute__((aligned(64))) shard_t;
-_Static_assert(offsetof(shard_t, last_ns) < 64, "the counters and the time share one line");
-_Static_assert(sizeof(cell_t) == 32 && offsetof(shard_t, cells) % 32 == 0 &&
-                   offsetof(shard_t, api) % 32 == 0,
-               "a cell, and an API's counters, each in one line");
+_Static_assert(sizeof(api_cell_t) == 64, "an API's counters in one line");
+_Static_assert(GMT_CNT_ALLOCS == 0 && GMT_CNT_FREES == 1 && GMT_CNT_FAILURES == 2,
+               "events[] is indexed by the event counters");
+_Static_assert(sizeof(cell_t) == 32 && offsetof(shard_t, cells) % 32 == 0, "a cell in one line");
 
 /* One device's bytes. Every charged event writes the first cache line alone (its kind's
  * current bytes and, for the in-use kinds, in_use), so threads of a multi-threaded program
@@ -158,10 +175,11 @@ int gmt_stats_attach(void *block, size_t bytes)
 uint64_t gmt_stats_last_event_ns(void)
 {
     uint64_t m = 0;
-    for (int i = 0; S && i < NSHARDS; i++) {
-        uint64_t v = __atomic_load_n(&shards[i].last_ns, RLX);
-        if (v > m) m = v;
-    }
+    for (int i = 0; S && i < NSHARDS; i++)
+        for (int a = 0; a < GMT_API_COUNT; a++) {
+            uint64_t v = __atomic_load_n(&shards[i].api[a].last_ns, RLX);
+            if (v > m) m = v;
+        }
     return m;
 }
 
@@ -364,28 +382,48 @@ static inline void timeline_add(int slot, uint64_t now_ns, int64_t bytes, int64_
     timeline_add_slow(slot, now_ns > t0_ns ? now_ns - t0_ns : 0, bytes, before);
 }
 
-void gmt_stats_count(gmt_counter_t c)
+void gmt_stats_count_merged(void)
 {
     bool own;
     shard_t *sh = my_shard(&own);
-    bump(&sh->counters[c], 1);
+    bump(&sh->nested_merged, 1);
 }
 
-__attribute__((always_inline)) inline void gmt_stats_count_event(gmt_counter_t what,
-                                                                 gmt_layer_t layer)
+void gmt_stats_count_event(gmt_counter_t what, gmt_layer_t layer)
 {
     bool own;
     shard_t *sh = my_shard(&own);
-    bump(&sh->counters[what], 1);
-    bump(&sh->counters[GMT_CNT_LAYER0 + layer], 1);
+    bump(&sh->events[what][layer], 1);
 }
 
 uint64_t gmt_stats_counter(gmt_counter_t c)
 {
     uint64_t v = 0;
     if (!S) return 0; /* before init */
-    for (int s = 0; s < NSHARDS; s++)
-        v += __atomic_load_n(&shards[s].counters[c], RLX);
+    for (int s = 0; s < NSHARDS; s++) {
+        const shard_t *sh = &shards[s];
+        if (c == GMT_CNT_NESTED_MERGED) {
+            v += __atomic_load_n(&sh->nested_merged, RLX);
+            for (int i = 0; i < GMT_STAT_SLOTS; i++)
+                for (int k = 0; k < GMT_KIND_COUNT; k++)
+                    v += __atomic_load_n(&sh->cells[i][k].merged, RLX);
+            continue;
+        }
+        /* The layers counted: one (a layer's counter) or all (a kind of event's). */
+        int l0 = c >= GMT_CNT_LAYER0 ? (int)c - GMT_CNT_LAYER0 : 0;
+        int l1 = c >= GMT_CNT_LAYER0 ? l0 + 1 : GMT_LAYER_COUNT;
+        bool allocs = c == GMT_CNT_ALLOCS || c >= GMT_CNT_LAYER0;
+        bool frees = c == GMT_CNT_FREES || c >= GMT_CNT_LAYER0;
+        bool fails = c == GMT_CNT_FAILURES || c >= GMT_CNT_LAYER0;
+        for (int l = l0; l < l1; l++) {
+            for (int a = 0; a < GMT_API_COUNT; a++) {
+                if (allocs) v += __atomic_load_n(&sh->api[a].allocs[l], RLX);
+                if (frees) v += __atomic_load_n(&sh->api[a].frees[l], RLX);
+            }
+            if (frees) v += __atomic_load_n(&sh->events[GMT_CNT_FREES][l], RLX);
+            if (fails) v += __atomic_load_n(&sh->events[GMT_CNT_FAILURES][l], RLX);
+        }
+    }
     return v;
 }
 
@@ -419,14 +457,13 @@ gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, gmt_layer_t l
     bool own;
     shard_t *sh = my_shard(&own);
     cell_t *c = &sh->cells[slot][kind];
-    __atomic_store_n(&sh->last_ns, now_ns, RLX);
-    bump(&sh->counters[GMT_CNT_ALLOCS], 1);
-    bump(&sh->counters[GMT_CNT_LAYER0 + layer], 1);
-    if (merged) bump(&sh->counters[GMT_CNT_NESTED_MERGED], 1);
+    api_cell_t *a = &sh->api[api];
+    __atomic_store_n(&a->last_ns, now_ns, RLX);
+    bump(&a->allocs[layer], 1);
+    bump(&a->bytes, size);
     bump(&c->allocs, 1);
     bump(&c->alloc_bytes, size);
-    bump(&sh->api[api][0], 1);
-    bump(&sh->api[api][3], size);
+    if (merged) bump(&c->merged, 1);
     if (!charged || GMT_PROBE_SKIPS(GMT_PROBE_DEVLINE)) return false;
     return charge(&devs[slot], slot, kind, size, seq, now_ns);
 }
@@ -437,24 +474,29 @@ bool gmt_stats_on_unfree(int32_t device, gmt_kind_t kind, gmt_api_t api, uint64_
     int slot = gmt_stats_slot(device);
     bool own;
     shard_t *sh = my_shard(&own);
-    __atomic_store_n(&sh->last_ns, now_ns, RLX);
+    __atomic_store_n(&sh->api[api].last_ns, now_ns, RLX);
     bump(&sh->cells[slot][kind].frees, (uint64_t)-1); /* modular: one release fewer */
-    bump(&sh->api[api][1], (uint64_t)-1);
+    bump(&sh->frees_adjust[api], (uint64_t)-1);
     if (!charged || GMT_PROBE_SKIPS(GMT_PROBE_DEVLINE)) return false;
     return charge(&devs[slot], slot, kind, size, now_ns, now_ns);
 }
 
 __attribute__((always_inline)) inline void gmt_stats_on_free(int32_t device, gmt_kind_t kind,
-                                                             gmt_api_t api, uint64_t size,
+                                                             gmt_api_t api, gmt_layer_t layer,
+                                                             bool handed, uint64_t size,
                                                              uint64_t now_ns, bool charged)
 {
     int slot = gmt_stats_slot(device);
     bool own;
     shard_t *sh = my_shard(&own);
     dev_t_ *d = &devs[slot];
-    __atomic_store_n(&sh->last_ns, now_ns, RLX);
+    api_cell_t *a = &sh->api[api];
+    __atomic_store_n(&a->last_ns, now_ns, RLX);
+    if (__builtin_expect(handed, 1))
+        bump(&a->frees[layer], 1);
+    else
+        bump(&sh->frees_adjust[api], 1);
     bump(&sh->cells[slot][kind].frees, 1);
-    bump(&sh->api[api][1], 1);
     if (!charged || GMT_PROBE_SKIPS(GMT_PROBE_DEVLINE)) return;
     __atomic_sub_fetch(&d->current[kind], (int64_t)size, RLX);
     if (!gmt_kind_in_use(kind)) return;
@@ -469,7 +511,7 @@ void gmt_stats_on_failure(int32_t device, gmt_api_t api)
     bool own;
     shard_t *sh = my_shard(&own);
     bump(&sh->failures[slot], 1);
-    bump(&sh->api[api][2], 1);
+    bump(&sh->api_failures[api], 1);
 }
 
 void gmt_stats_device(int slot, gmt_dev_totals_t *out)
@@ -504,10 +546,14 @@ void gmt_stats_api(gmt_api_t api, gmt_api_totals_t *out)
     memset(out, 0, sizeof *out);
     if (!S) return;
     for (int s = 0; s < NSHARDS; s++) {
-        out->allocs += __atomic_load_n(&shards[s].api[api][0], RLX);
-        out->frees += __atomic_load_n(&shards[s].api[api][1], RLX);
-        out->failures += __atomic_load_n(&shards[s].api[api][2], RLX);
-        out->bytes += __atomic_load_n(&shards[s].api[api][3], RLX);
+        const api_cell_t *a = &shards[s].api[api];
+        for (int l = 0; l < GMT_LAYER_COUNT; l++) {
+            out->allocs += __atomic_load_n(&a->allocs[l], RLX);
+            out->frees += __atomic_load_n(&a->frees[l], RLX);
+        }
+        out->frees += __atomic_load_n(&shards[s].frees_adjust[api], RLX);
+        out->failures += __atomic_load_n(&shards[s].api_failures[api], RLX);
+        out->bytes += __atomic_load_n(&a->bytes, RLX);
     }
 }
 
