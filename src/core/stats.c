@@ -263,13 +263,19 @@ __attribute__((noinline)) static uint32_t pick_shard(void)
     return gmt_tls.shard;
 }
 
-/* The calling thread's shard, and whether it writes it alone (*own). */
-static inline shard_t *my_shard(bool *own)
+/* The calling thread's shard in st, and whether it writes it alone (*own). The event path
+ * reads S once and passes it on: its counters' stores would make the compiler read it again. */
+static inline shard_t *shard_in(stats_state_t *st, bool *own)
 {
     uint32_t v = gmt_tls.shard;
     if (__builtin_expect(v == 0, 0)) v = pick_shard();
     *own = (v & SHARD_MODE_MASK) == SHARD_OWN;
-    return (shard_t *)(void *)((char *)shards + (v & ~SHARD_MODE_MASK));
+    return (shard_t *)(void *)((char *)st->s_shards + (v & ~SHARD_MODE_MASK));
+}
+
+static inline shard_t *my_shard(bool *own)
+{
+    return shard_in(S, own);
 }
 
 /* A counter of the calling thread's shard. A signal handler that interrupts an owner between
@@ -369,9 +375,10 @@ __attribute__((noinline)) static void timeline_add_slow(int slot, uint64_t rel, 
 }
 
 /* bytes: the device's in-use bytes after this event; before: the same before it. */
-static inline void timeline_add(int slot, uint64_t now_ns, int64_t bytes, int64_t before)
+static inline void timeline_add(stats_state_t *st, int slot, uint64_t now_ns, int64_t bytes,
+                                int64_t before)
 {
-    timeline_t *tl = &timelines[slot];
+    timeline_t *tl = &st->s_timelines[slot];
     /* Fast path, no lock: inside the open bucket (never true before the first point, nor
      * without a timeline). A thread that read the bucket's end just before the holder opened
      * the next bucket lands in the next one: a shift by one bucket, as below. */
@@ -430,14 +437,15 @@ uint64_t gmt_stats_counter(gmt_counter_t c)
 /* size bytes more of (slot, kind) in use: the device's current, its peaks and its timeline.
  * True when it raised the device's in-use peak. */
 __attribute__((always_inline)) static inline bool
-charge(dev_t_ *d, int slot, gmt_kind_t kind, uint64_t size, uint64_t seq, uint64_t now_ns)
+charge(stats_state_t *st, int slot, gmt_kind_t kind, uint64_t size, uint64_t seq, uint64_t now_ns)
 {
+    dev_t_ *d = &st->s_devs[slot];
     int64_t cur = __atomic_add_fetch(&d->current[kind], (int64_t)size, RLX);
     max_update(&d->peak[kind], cur);
     if (!gmt_kind_in_use(kind)) return false;
     int64_t in_use = __atomic_add_fetch(&d->in_use, (int64_t)size, RLX);
     if (!GMT_PROBE_SKIPS(GMT_PROBE_TIMELINE))
-        timeline_add(slot, now_ns, in_use, in_use - (int64_t)size);
+        timeline_add(st, slot, now_ns, in_use, in_use - (int64_t)size);
     int64_t pk = __atomic_load_n(&d->in_use_peak, RLX);
     while (in_use > pk) {
         if (__atomic_compare_exchange_n(&d->in_use_peak, &pk, in_use, 1, RLX, RLX)) {
@@ -454,8 +462,9 @@ gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, gmt_layer_t l
                    uint64_t size, uint64_t seq, uint64_t now_ns, bool charged)
 {
     int slot = gmt_stats_slot(device);
+    stats_state_t *st = S;
     bool own;
-    shard_t *sh = my_shard(&own);
+    shard_t *sh = shard_in(st, &own);
     cell_t *c = &sh->cells[slot][kind];
     api_cell_t *a = &sh->api[api];
     __atomic_store_n(&a->last_ns, now_ns, RLX);
@@ -465,20 +474,21 @@ gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, gmt_layer_t l
     bump(&c->alloc_bytes, size);
     if (merged) bump(&c->merged, 1);
     if (!charged || GMT_PROBE_SKIPS(GMT_PROBE_DEVLINE)) return false;
-    return charge(&devs[slot], slot, kind, size, seq, now_ns);
+    return charge(st, slot, kind, size, seq, now_ns);
 }
 
 bool gmt_stats_on_unfree(int32_t device, gmt_kind_t kind, gmt_api_t api, uint64_t size,
                          uint64_t now_ns, bool charged)
 {
     int slot = gmt_stats_slot(device);
+    stats_state_t *st = S;
     bool own;
-    shard_t *sh = my_shard(&own);
+    shard_t *sh = shard_in(st, &own);
     __atomic_store_n(&sh->api[api].last_ns, now_ns, RLX);
     bump(&sh->cells[slot][kind].frees, (uint64_t)-1); /* modular: one release fewer */
     bump(&sh->frees_adjust[api], (uint64_t)-1);
     if (!charged || GMT_PROBE_SKIPS(GMT_PROBE_DEVLINE)) return false;
-    return charge(&devs[slot], slot, kind, size, now_ns, now_ns);
+    return charge(st, slot, kind, size, now_ns, now_ns);
 }
 
 __attribute__((always_inline)) inline void gmt_stats_on_free(int32_t device, gmt_kind_t kind,
@@ -487,9 +497,10 @@ __attribute__((always_inline)) inline void gmt_stats_on_free(int32_t device, gmt
                                                              uint64_t now_ns, bool charged)
 {
     int slot = gmt_stats_slot(device);
+    stats_state_t *st = S;
     bool own;
-    shard_t *sh = my_shard(&own);
-    dev_t_ *d = &devs[slot];
+    shard_t *sh = shard_in(st, &own);
+    dev_t_ *d = &st->s_devs[slot];
     api_cell_t *a = &sh->api[api];
     __atomic_store_n(&a->last_ns, now_ns, RLX);
     if (__builtin_expect(handed, 1))
@@ -502,7 +513,7 @@ __attribute__((always_inline)) inline void gmt_stats_on_free(int32_t device, gmt
     if (!gmt_kind_in_use(kind)) return;
     int64_t in_use = __atomic_sub_fetch(&d->in_use, (int64_t)size, RLX);
     if (!GMT_PROBE_SKIPS(GMT_PROBE_TIMELINE))
-        timeline_add(slot, now_ns, in_use, in_use + (int64_t)size);
+        timeline_add(st, slot, now_ns, in_use, in_use + (int64_t)size);
 }
 
 void gmt_stats_on_failure(int32_t device, gmt_api_t api)
