@@ -28,6 +28,10 @@ enum { SHARD_NONE, SHARD_SHARED, SHARD_OWN };
  * cache lines in all. A program's work between allocations evicts them (a PyTorch step does),
  * so each line an event touches is a miss: docs/PERFORMANCE.md "Session 10". The event
  * counters (gmt_counter_t) are not kept apart: they are sums of these (gmt_stats_counter). */
+/* A slot's cells, one per kind, padded to a power of two: an event's cell is found with a
+ * shift and an add. */
+#define KIND_STRIDE 8
+_Static_assert(GMT_KIND_COUNT <= KIND_STRIDE, "a slot's cells hold every kind");
 typedef struct cell_s {
     uint64_t allocs, frees, alloc_bytes;
     uint64_t merged; /* allocations counted in GMT_CNT_NESTED_MERGED */
@@ -42,7 +46,7 @@ typedef struct api_cell_s {
 } __attribute__((aligned(64))) api_cell_t;
 typedef struct shard_s {
     api_cell_t api[GMT_API_COUNT];
-    cell_t cells[GMT_STAT_SLOTS][GMT_KIND_COUNT];
+    cell_t cells[GMT_STAT_SLOTS][KIND_STRIDE];
     /* Rare events. */
     /* The API's releases not counted in frees[] (modular): + those that were not handed in
      * themselves (a cuMemUnmap's further mappings), - those undone (gmt_stats_on_unfree). */
