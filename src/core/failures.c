@@ -20,7 +20,7 @@ __attribute__((noinline)) void gmt_track_failure(const gmt_event_t *ev)
     uint8_t api = ev->api;
     if (gmt_nest_inside_runtime(ev)) {
         api = gmt_nest_merge();
-        gmt_stats_count(GMT_CNT_NESTED_MERGED);
+        gmt_stats_count_merged();
         if (gmt_tls.nest->is_free) return;
     }
     if (!gmt_core_ready()) {

@@ -21,25 +21,47 @@
  * with atomic adds. A shard is never written both ways. */
 #define OWN_SHARDS 24
 enum { SHARD_NONE, SHARD_SHARED, SHARD_OWN };
+#define SHARD_MODE_MASK 63u
 
 /* A thread's counters, laid out by what one event touches: an allocation or a release writes
- * the first line (its counters and the time), its (device, kind) cell and its API's cell,
- * three cache lines in all. A program's work between allocations evicts them (a PyTorch
- * step does), so each line an event touches is a miss: docs/PERFORMANCE.md "Session 10". */
+ * its API's line (its count by layer, the bytes, the time) and its (device, kind) cell, two
+ * cache lines in all. A program's work between allocations evicts them (a PyTorch step does),
+ * so each line an event touches is a miss: docs/PERFORMANCE.md "Session 10". The event
+ * counters (gmt_counter_t) are not kept apart: they are sums of these (gmt_stats_counter). */
+/* A slot's cells, one per kind, padded to a power of two: an event's cell is found with a
+ * shift and an add. */
+#define KIND_STRIDE 8
+_Static_assert(GMT_KIND_COUNT <= KIND_STRIDE, "a slot's cells hold every kind");
 typedef struct cell_s {
-    uint64_t allocs, frees, alloc_bytes, unused;
+    uint64_t allocs, frees, alloc_bytes;
+    uint64_t merged; /* allocations counted in GMT_CNT_NESTED_MERGED */
 } cell_t;
+typedef struct api_cell_s {
+    uint64_t allocs[GMT_LAYER_COUNT]; /* allocations by the event's layer */
+    /* Releases handed in of this API's allocations, by the release's layer (GMT_CNT_FREES);
+     * the API's frees are these plus its frees_adjust. */
+    uint64_t frees[GMT_LAYER_COUNT];
+    uint64_t bytes;
+    uint64_t last_ns; /* the time of this shard's last event of the API */
+} __attribute__((aligned(64))) api_cell_t;
 typedef struct shard_s {
-    uint64_t counters[GMT_CNT_COUNT];
-    uint64_t last_ns; /* the time of this shard's last event */
-    cell_t cells[GMT_STAT_SLOTS][GMT_KIND_COUNT];
-    uint64_t api[GMT_API_COUNT][4]; /* allocs, frees, failures, bytes */
+    api_cell_t api[GMT_API_COUNT];
+    cell_t cells[GMT_STAT_SLOTS][KIND_STRIDE];
+    /* Rare events. */
+    /* The API's releases not counted in frees[] (modular): + those that were not handed in
+     * themselves (a cuMemUnmap's further mappings), - those undone (gmt_stats_on_unfree). */
+    uint64_t frees_adjust[GMT_API_COUNT];
+    uint64_t api_failures[GMT_API_COUNT];
     uint64_t failures[GMT_STAT_SLOTS];
+    /* Releases of no known allocation ([GMT_CNT_FREES]) and failures by layer; [GMT_CNT_ALLOCS]
+     * unused. */
+    uint64_t events[GMT_CNT_FAILURES + 1][GMT_LAYER_COUNT];
+    uint64_t nested_merged; /* failures counted in GMT_CNT_NESTED_MERGED */
 } __attribute__((aligned(64))) shard_t;
-_Static_assert(offsetof(shard_t, last_ns) < 64, "the counters and the time share one line");
-_Static_assert(sizeof(cell_t) == 32 && offsetof(shard_t, cells) % 32 == 0 &&
-                   offsetof(shard_t, api) % 32 == 0,
-               "a cell, and an API's counters, each in one line");
+_Static_assert(sizeof(api_cell_t) == 64, "an API's counters in one line");
+_Static_assert(GMT_CNT_ALLOCS == 0 && GMT_CNT_FREES == 1 && GMT_CNT_FAILURES == 2,
+               "events[] is indexed by the event counters");
+_Static_assert(sizeof(cell_t) == 32 && offsetof(shard_t, cells) % 32 == 0, "a cell in one line");
 
 /* One device's bytes. Every charged event writes the first cache line alone (its kind's
  * current bytes and, for the in-use kinds, in_use), so threads of a multi-threaded program
@@ -104,6 +126,16 @@ typedef struct stats_state_s {
 static pthread_key_t shard_key;
 static int shard_key_made;
 
+/* A thread's shard as gmt_tls.shard holds it: the shard's byte offset in shards[] (a multiple
+ * of 64) with its SHARD_* mode in the low bits, 0 before the thread picked one. One
+ * thread-local load gives both the shard and how to write it, with no multiply. */
+_Static_assert(sizeof(shard_t) % 64 == 0 && (uint64_t)NSHARDS * sizeof(shard_t) < (1ull << 32),
+               "a shard's offset is a multiple of 64 that fits gmt_tls.shard");
+static uint32_t shard_code(uint32_t i, uint32_t mode)
+{
+    return (uint32_t)(i * sizeof(shard_t)) | mode;
+}
+
 /* One of the shared shards, in turn. */
 static uint32_t shared_shard(uint32_t n)
 {
@@ -113,7 +145,7 @@ static uint32_t shared_shard(uint32_t n)
 static void shard_give_back(void *v)
 {
     uint32_t i = (uint32_t)(uintptr_t)v - 1;
-    gmt_tls.shard = shared_shard(__atomic_fetch_add(&next_shard, 1, RLX));
+    gmt_tls.shard = shard_code(shared_shard(__atomic_fetch_add(&next_shard, 1, RLX)), SHARD_SHARED);
     gmt_tls.shard_mode = SHARD_SHARED; /* for good: a thread picks once */
     /* release: this thread's last plain stores to the shard come before its next owner's. */
     if (S && i < OWN_SHARDS) gmt_claim_release(&S->s_owned[i]);
@@ -147,10 +179,11 @@ int gmt_stats_attach(void *block, size_t bytes)
 uint64_t gmt_stats_last_event_ns(void)
 {
     uint64_t m = 0;
-    for (int i = 0; S && i < NSHARDS; i++) {
-        uint64_t v = __atomic_load_n(&shards[i].last_ns, RLX);
-        if (v > m) m = v;
-    }
+    for (int i = 0; S && i < NSHARDS; i++)
+        for (int a = 0; a < GMT_API_COUNT; a++) {
+            uint64_t v = __atomic_load_n(&shards[i].api[a].last_ns, RLX);
+            if (v > m) m = v;
+        }
     return m;
 }
 
@@ -183,8 +216,9 @@ int gmt_stats_init(uint64_t start_ns, int timeline_points)
     if (!shard_key_made && pthread_key_create(&shard_key, shard_give_back) == 0)
         __atomic_store_n(&shard_key_made, 1, __ATOMIC_RELEASE);
     /* A fork child's one thread keeps the shard it owned in the parent; the new block says so. */
-    if (gmt_tls.shard_mode == SHARD_OWN && gmt_tls.shard < OWN_SHARDS)
-        __atomic_store_n(&S->s_owned[gmt_tls.shard], 1, RLX);
+    uint32_t own_i = (gmt_tls.shard & ~SHARD_MODE_MASK) / (uint32_t)sizeof(shard_t);
+    if ((gmt_tls.shard & SHARD_MODE_MASK) == SHARD_OWN && own_i < OWN_SHARDS)
+        __atomic_store_n(&S->s_owned[own_i], 1, RLX);
     for (int i = 0; i < GMT_STAT_SLOTS; i++) {
         timelines[i].n = 0;
         timelines[i].last_end_ns = 0;
@@ -214,7 +248,7 @@ void gmt_stats_reset(void)
 }
 
 /* A thread's first event: an owned shard if one is free, else a shared one. */
-__attribute__((noinline)) static void pick_shard(void)
+__attribute__((noinline)) static uint32_t pick_shard(void)
 {
     uint32_t n = __atomic_fetch_add(&next_shard, 1, RLX);
     int i = __atomic_load_n(&shard_key_made, __ATOMIC_ACQUIRE)
@@ -222,20 +256,30 @@ __attribute__((noinline)) static void pick_shard(void)
                 : -1;
     if (i >= 0) {
         if (pthread_setspecific(shard_key, (void *)(uintptr_t)(i + 1)) == 0) {
-            gmt_tls.shard = (uint32_t)i;
+            gmt_tls.shard = shard_code((uint32_t)i, SHARD_OWN);
             gmt_tls.shard_mode = SHARD_OWN;
-            return;
+            return gmt_tls.shard;
         }
         gmt_claim_release(&S->s_owned[i]);
     }
-    gmt_tls.shard = shared_shard(n);
+    gmt_tls.shard = shard_code(shared_shard(n), SHARD_SHARED);
     gmt_tls.shard_mode = SHARD_SHARED;
+    return gmt_tls.shard;
 }
 
-static inline shard_t *my_shard(void)
+/* The calling thread's shard in st, and whether it writes it alone (*own). The event path
+ * reads S once and passes it on: its counters' stores would make the compiler read it again. */
+static inline shard_t *shard_in(stats_state_t *st, bool *own)
 {
-    if (__builtin_expect(gmt_tls.shard_mode == SHARD_NONE, 0)) pick_shard();
-    return &shards[gmt_tls.shard];
+    uint32_t v = gmt_tls.shard;
+    if (__builtin_expect(v == 0, 0)) v = pick_shard();
+    *own = (v & SHARD_MODE_MASK) == SHARD_OWN;
+    return (shard_t *)(void *)((char *)st->s_shards + (v & ~SHARD_MODE_MASK));
+}
+
+static inline shard_t *my_shard(bool *own)
+{
+    return shard_in(S, own);
 }
 
 /* A counter of the calling thread's shard. A signal handler that interrupts an owner between
@@ -248,13 +292,6 @@ static inline void bump_as(bool own, uint64_t *p, uint64_t v)
         __atomic_store_n(p, __atomic_load_n(p, RLX) + v, RLX);
     else
         __atomic_fetch_add(p, v, RLX);
-}
-
-/* Whether the calling thread writes its shard alone, read once per function: the compiler
- * cannot keep the thread-local byte in a register across the counters' stores. */
-static inline bool own_shard(void)
-{
-    return gmt_tls.shard_mode == SHARD_OWN;
 }
 
 #define bump(p, v) bump_as(own, p, v)
@@ -342,9 +379,10 @@ __attribute__((noinline)) static void timeline_add_slow(int slot, uint64_t rel, 
 }
 
 /* bytes: the device's in-use bytes after this event; before: the same before it. */
-static inline void timeline_add(int slot, uint64_t now_ns, int64_t bytes, int64_t before)
+static inline void timeline_add(stats_state_t *st, int slot, uint64_t now_ns, int64_t bytes,
+                                int64_t before)
 {
-    timeline_t *tl = &timelines[slot];
+    timeline_t *tl = &st->s_timelines[slot];
     /* Fast path, no lock: inside the open bucket (never true before the first point, nor
      * without a timeline). A thread that read the bucket's end just before the holder opened
      * the next bucket lands in the next one: a shift by one bucket, as below. */
@@ -355,41 +393,63 @@ static inline void timeline_add(int slot, uint64_t now_ns, int64_t bytes, int64_
     timeline_add_slow(slot, now_ns > t0_ns ? now_ns - t0_ns : 0, bytes, before);
 }
 
-void gmt_stats_count(gmt_counter_t c)
+void gmt_stats_count_merged(void)
 {
-    shard_t *sh = my_shard();
-    bump_as(own_shard(), &sh->counters[c], 1);
+    bool own;
+    shard_t *sh = my_shard(&own);
+    bump(&sh->nested_merged, 1);
 }
 
-__attribute__((always_inline)) inline void gmt_stats_count_event(gmt_counter_t what,
-                                                                 gmt_layer_t layer)
+void gmt_stats_count_event(gmt_counter_t what, gmt_layer_t layer)
 {
-    shard_t *sh = my_shard();
-    bool own = own_shard();
-    bump(&sh->counters[what], 1);
-    bump(&sh->counters[GMT_CNT_LAYER0 + layer], 1);
+    bool own;
+    shard_t *sh = my_shard(&own);
+    bump(&sh->events[what][layer], 1);
 }
 
 uint64_t gmt_stats_counter(gmt_counter_t c)
 {
     uint64_t v = 0;
     if (!S) return 0; /* before init */
-    for (int s = 0; s < NSHARDS; s++)
-        v += __atomic_load_n(&shards[s].counters[c], RLX);
+    for (int s = 0; s < NSHARDS; s++) {
+        const shard_t *sh = &shards[s];
+        if (c == GMT_CNT_NESTED_MERGED) {
+            v += __atomic_load_n(&sh->nested_merged, RLX);
+            for (int i = 0; i < GMT_STAT_SLOTS; i++)
+                for (int k = 0; k < GMT_KIND_COUNT; k++)
+                    v += __atomic_load_n(&sh->cells[i][k].merged, RLX);
+            continue;
+        }
+        /* The layers counted: one (a layer's counter) or all (a kind of event's). */
+        int l0 = c >= GMT_CNT_LAYER0 ? (int)c - GMT_CNT_LAYER0 : 0;
+        int l1 = c >= GMT_CNT_LAYER0 ? l0 + 1 : GMT_LAYER_COUNT;
+        bool allocs = c == GMT_CNT_ALLOCS || c >= GMT_CNT_LAYER0;
+        bool frees = c == GMT_CNT_FREES || c >= GMT_CNT_LAYER0;
+        bool fails = c == GMT_CNT_FAILURES || c >= GMT_CNT_LAYER0;
+        for (int l = l0; l < l1; l++) {
+            for (int a = 0; a < GMT_API_COUNT; a++) {
+                if (allocs) v += __atomic_load_n(&sh->api[a].allocs[l], RLX);
+                if (frees) v += __atomic_load_n(&sh->api[a].frees[l], RLX);
+            }
+            if (frees) v += __atomic_load_n(&sh->events[GMT_CNT_FREES][l], RLX);
+            if (fails) v += __atomic_load_n(&sh->events[GMT_CNT_FAILURES][l], RLX);
+        }
+    }
     return v;
 }
 
 /* size bytes more of (slot, kind) in use: the device's current, its peaks and its timeline.
  * True when it raised the device's in-use peak. */
 __attribute__((always_inline)) static inline bool
-charge(dev_t_ *d, int slot, gmt_kind_t kind, uint64_t size, uint64_t seq, uint64_t now_ns)
+charge(stats_state_t *st, int slot, gmt_kind_t kind, uint64_t size, uint64_t seq, uint64_t now_ns)
 {
+    dev_t_ *d = &st->s_devs[slot];
     int64_t cur = __atomic_add_fetch(&d->current[kind], (int64_t)size, RLX);
     max_update(&d->peak[kind], cur);
     if (!gmt_kind_in_use(kind)) return false;
     int64_t in_use = __atomic_add_fetch(&d->in_use, (int64_t)size, RLX);
     if (!GMT_PROBE_SKIPS(GMT_PROBE_TIMELINE))
-        timeline_add(slot, now_ns, in_use, in_use - (int64_t)size);
+        timeline_add(st, slot, now_ns, in_use, in_use - (int64_t)size);
     int64_t pk = __atomic_load_n(&d->in_use_peak, RLX);
     while (in_use > pk) {
         if (__atomic_compare_exchange_n(&d->in_use_peak, &pk, in_use, 1, RLX, RLX)) {
@@ -406,60 +466,67 @@ gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, gmt_layer_t l
                    uint64_t size, uint64_t seq, uint64_t now_ns, bool charged)
 {
     int slot = gmt_stats_slot(device);
-    shard_t *sh = my_shard();
-    bool own = own_shard();
+    stats_state_t *st = S;
+    bool own;
+    shard_t *sh = shard_in(st, &own);
     cell_t *c = &sh->cells[slot][kind];
-    __atomic_store_n(&sh->last_ns, now_ns, RLX);
-    bump(&sh->counters[GMT_CNT_ALLOCS], 1);
-    bump(&sh->counters[GMT_CNT_LAYER0 + layer], 1);
-    if (merged) bump(&sh->counters[GMT_CNT_NESTED_MERGED], 1);
+    api_cell_t *a = &sh->api[api];
+    __atomic_store_n(&a->last_ns, now_ns, RLX);
+    bump(&a->allocs[layer], 1);
+    bump(&a->bytes, size);
     bump(&c->allocs, 1);
     bump(&c->alloc_bytes, size);
-    bump(&sh->api[api][0], 1);
-    bump(&sh->api[api][3], size);
+    if (merged) bump(&c->merged, 1);
     if (!charged || GMT_PROBE_SKIPS(GMT_PROBE_DEVLINE)) return false;
-    return charge(&devs[slot], slot, kind, size, seq, now_ns);
+    return charge(st, slot, kind, size, seq, now_ns);
 }
 
 bool gmt_stats_on_unfree(int32_t device, gmt_kind_t kind, gmt_api_t api, uint64_t size,
                          uint64_t now_ns, bool charged)
 {
     int slot = gmt_stats_slot(device);
-    shard_t *sh = my_shard();
-    bool own = own_shard();
-    __atomic_store_n(&sh->last_ns, now_ns, RLX);
+    stats_state_t *st = S;
+    bool own;
+    shard_t *sh = shard_in(st, &own);
+    __atomic_store_n(&sh->api[api].last_ns, now_ns, RLX);
     bump(&sh->cells[slot][kind].frees, (uint64_t)-1); /* modular: one release fewer */
-    bump(&sh->api[api][1], (uint64_t)-1);
+    bump(&sh->frees_adjust[api], (uint64_t)-1);
     if (!charged || GMT_PROBE_SKIPS(GMT_PROBE_DEVLINE)) return false;
-    return charge(&devs[slot], slot, kind, size, now_ns, now_ns);
+    return charge(st, slot, kind, size, now_ns, now_ns);
 }
 
 __attribute__((always_inline)) inline void gmt_stats_on_free(int32_t device, gmt_kind_t kind,
-                                                             gmt_api_t api, uint64_t size,
+                                                             gmt_api_t api, gmt_layer_t layer,
+                                                             bool handed, uint64_t size,
                                                              uint64_t now_ns, bool charged)
 {
     int slot = gmt_stats_slot(device);
-    shard_t *sh = my_shard();
-    bool own = own_shard();
-    dev_t_ *d = &devs[slot];
-    __atomic_store_n(&sh->last_ns, now_ns, RLX);
+    stats_state_t *st = S;
+    bool own;
+    shard_t *sh = shard_in(st, &own);
+    dev_t_ *d = &st->s_devs[slot];
+    api_cell_t *a = &sh->api[api];
+    __atomic_store_n(&a->last_ns, now_ns, RLX);
+    if (__builtin_expect(handed, 1))
+        bump(&a->frees[layer], 1);
+    else
+        bump(&sh->frees_adjust[api], 1);
     bump(&sh->cells[slot][kind].frees, 1);
-    bump(&sh->api[api][1], 1);
     if (!charged || GMT_PROBE_SKIPS(GMT_PROBE_DEVLINE)) return;
     __atomic_sub_fetch(&d->current[kind], (int64_t)size, RLX);
     if (!gmt_kind_in_use(kind)) return;
     int64_t in_use = __atomic_sub_fetch(&d->in_use, (int64_t)size, RLX);
     if (!GMT_PROBE_SKIPS(GMT_PROBE_TIMELINE))
-        timeline_add(slot, now_ns, in_use, in_use + (int64_t)size);
+        timeline_add(st, slot, now_ns, in_use, in_use + (int64_t)size);
 }
 
 void gmt_stats_on_failure(int32_t device, gmt_api_t api)
 {
     int slot = gmt_stats_slot(device);
-    shard_t *sh = my_shard();
-    bool own = own_shard();
+    bool own;
+    shard_t *sh = my_shard(&own);
     bump(&sh->failures[slot], 1);
-    bump(&sh->api[api][2], 1);
+    bump(&sh->api_failures[api], 1);
 }
 
 void gmt_stats_device(int slot, gmt_dev_totals_t *out)
@@ -494,10 +561,14 @@ void gmt_stats_api(gmt_api_t api, gmt_api_totals_t *out)
     memset(out, 0, sizeof *out);
     if (!S) return;
     for (int s = 0; s < NSHARDS; s++) {
-        out->allocs += __atomic_load_n(&shards[s].api[api][0], RLX);
-        out->frees += __atomic_load_n(&shards[s].api[api][1], RLX);
-        out->failures += __atomic_load_n(&shards[s].api[api][2], RLX);
-        out->bytes += __atomic_load_n(&shards[s].api[api][3], RLX);
+        const api_cell_t *a = &shards[s].api[api];
+        for (int l = 0; l < GMT_LAYER_COUNT; l++) {
+            out->allocs += __atomic_load_n(&a->allocs[l], RLX);
+            out->frees += __atomic_load_n(&a->frees[l], RLX);
+        }
+        out->frees += __atomic_load_n(&shards[s].frees_adjust[api], RLX);
+        out->failures += __atomic_load_n(&shards[s].api_failures[api], RLX);
+        out->bytes += __atomic_load_n(&a->bytes, RLX);
     }
 }
 

@@ -65,14 +65,17 @@ int gmt_stats_attach(void *block, size_t bytes);
 /* Time of the latest alloc or free event seen (monotonic ns), 0 if none. */
 uint64_t gmt_stats_last_event_ns(void);
 
-/* An allocation event from `layer` (counted in GMT_CNT_ALLOCS and the layer's counter, the
- * same shard access as the rest, and in GMT_CNT_NESTED_MERGED when `merged`: a lower layer's
- * event inside a runtime call): `size` bytes succeeded. Returns true when it raised the
- * device's in-use peak. */
+/* An allocation event from `layer` (counted in GMT_CNT_ALLOCS and the layer's counter, and
+ * in GMT_CNT_NESTED_MERGED when `merged`: a lower layer's event inside a runtime call):
+ * `size` bytes succeeded. Returns true when it raised the device's in-use peak. */
 bool gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, gmt_layer_t layer,
                         bool merged, uint64_t size, uint64_t seq, uint64_t now_ns, bool charged);
-void gmt_stats_on_free(int32_t device, gmt_kind_t kind, gmt_api_t api, uint64_t size,
-                       uint64_t now_ns, bool charged);
+/* A release of an allocation made by `api`. `handed`: the release handed in from `layer`,
+ * counted in GMT_CNT_FREES and the layer's counter (false: a further allocation that one
+ * release let go, a cuMemUnmap's later mappings); a release of no known allocation is counted
+ * by gmt_stats_count_event instead. */
+void gmt_stats_on_free(int32_t device, gmt_kind_t kind, gmt_api_t api, gmt_layer_t layer,
+                       bool handed, uint64_t size, uint64_t now_ns, bool charged);
 /* gmt_stats_on_free undone, for a release whose real call failed after it was accounted: the
  * release uncounted and the bytes in use again (the peak may rise: they never went away).
  * Returns true when it raised the device's in-use peak. */
@@ -89,8 +92,11 @@ typedef enum gmt_counter_e {
     GMT_CNT_LAYER0, /* + gmt_layer_t */
     GMT_CNT_COUNT = GMT_CNT_LAYER0 + GMT_LAYER_COUNT
 } gmt_counter_t;
-void gmt_stats_count(gmt_counter_t c);
-/* One event of `what` (GMT_CNT_ALLOCS / _FREES / _FAILURES) from `layer`: one shard lookup. */
+/* One more in GMT_CNT_NESTED_MERGED: a failure's (an allocation's comes with the rest). */
+void gmt_stats_count_merged(void);
+/* One event of `what` (GMT_CNT_FREES of no known allocation, GMT_CNT_FAILURES) from `layer`.
+ * The counters are sums of the per-thread cells that the events write (an allocation's and a
+ * known release's: their API's), summed on read. */
 void gmt_stats_count_event(gmt_counter_t what, gmt_layer_t layer);
 uint64_t gmt_stats_counter(gmt_counter_t c);
 

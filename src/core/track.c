@@ -254,14 +254,16 @@ __attribute__((noinline)) void gmt_track_alloc(const gmt_event_t *ev)
         gmt_peaks_mark(ev->device);
 }
 
-__attribute__((always_inline)) static inline void release_record(const gmt_record_t *r,
-                                                                 uint64_t now)
+/* handed: the release handed in from layer (counted as such), not a further record it let go */
+__attribute__((always_inline)) static inline void
+release_record(const gmt_record_t *r, uint64_t now, gmt_layer_t layer, bool handed)
 {
     bool charged = !(r->flags & GMT_EVENT_NOT_CHARGED);
     if (charged && gmt_kind_in_use((gmt_kind_t)r->kind))
         gmt_peaks_settle(gmt_stats_slot(r->device));
     stack_change(r, charged, -(int64_t)r->size, -1);
-    gmt_stats_on_free(r->device, (gmt_kind_t)r->kind, (gmt_api_t)r->api, r->size, now, charged);
+    gmt_stats_on_free(r->device, (gmt_kind_t)r->kind, (gmt_api_t)r->api, layer, handed, r->size,
+                      now, charged);
 }
 
 /* release_record undone: the real release failed, the bytes were never given back. */
@@ -283,7 +285,7 @@ static void unmap_rest(const pending_free_t *p)
     uint64_t now = event_now_ns();
     uint64_t at = p->addr + p->rec.size, end = p->addr + p->size;
     while (at < end && gmt_table_remove(gmt_core_table, GMT_SPACE_MAP, at, &r) == 0) {
-        release_record(&r, now);
+        release_record(&r, now, GMT_LAYER_RUNTIME, false);
         at += r.size ? r.size : end - at;
     }
 }
@@ -299,8 +301,6 @@ bool gmt_track_free_begin(const gmt_event_t *ev)
         gmt_core_count(&gmt_core_counts.dropped_no_core);
         return false;
     }
-    /* every release handed in; failed_frees says which failed */
-    gmt_stats_count_event(GMT_CNT_FREES, (gmt_layer_t)ev->layer);
     /* Removed now, before the real release, so that an address the driver hands out again to
      * another thread is never matched with this allocation; accounted for now as well, so that
      * the live set and the bytes in use agree while the call runs, and so that the work is
@@ -313,10 +313,13 @@ bool gmt_track_free_begin(const gmt_event_t *ev)
     if (GMT_PROBE_SKIPS(GMT_PROBE_TABLE)) {
         probe_table_take(ev, &rec);
     } else if (gmt_table_remove(gmt_core_table, ev->space, ev->addr, &rec) != 0) {
+        /* Every release handed in is counted (here, or with its record's accounting);
+         * failed_frees says which failed. */
+        gmt_stats_count_event(GMT_CNT_FREES, (gmt_layer_t)ev->layer);
         gmt_core_count(&gmt_core_counts.unknown_frees);
         return false;
     }
-    release_record(&rec, event_now_ns());
+    release_record(&rec, event_now_ns(), (gmt_layer_t)ev->layer, true);
     pending.rec = rec;
     pending.addr = ev->addr;
     pending.size = ev->size;

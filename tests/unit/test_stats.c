@@ -263,7 +263,7 @@ static void test_peak_and_seq(void **state)
                                     false, 99, 2, 0, true));
     assert_false(gmt_stats_on_alloc(4, GMT_KIND_DEVICE, GMT_API_cudaMalloc, GMT_LAYER_RUNTIME,
                                     false, 99, 3, 0, false));
-    gmt_stats_on_free(4, GMT_KIND_DEVICE, GMT_API_cudaMalloc, 10, 0, true);
+    gmt_stats_on_free(4, GMT_KIND_DEVICE, GMT_API_cudaMalloc, GMT_LAYER_RUNTIME, true, 10, 0, true);
     assert_false(gmt_stats_on_alloc(4, GMT_KIND_DEVICE, GMT_API_cudaMalloc, GMT_LAYER_RUNTIME,
                                     false, 5, 4, 0, true));
     assert_true(gmt_stats_on_alloc(4, GMT_KIND_DEVICE, GMT_API_cudaMalloc, GMT_LAYER_RUNTIME, false,
@@ -381,7 +381,8 @@ static void test_timeline_dense_merges(void **state)
                                size, (uint64_t)i, now, true);
             in_use += (int64_t)size;
         } else {
-            gmt_stats_on_free(d, GMT_KIND_DEVICE, GMT_API_cudaFree, size, now, true);
+            gmt_stats_on_free(d, GMT_KIND_DEVICE, GMT_API_cudaFree, GMT_LAYER_RUNTIME, true, size,
+                              now, true);
             in_use -= (int64_t)size;
         }
         if (in_use > peak) peak = in_use;
@@ -437,8 +438,10 @@ static void *stats_worker(void *arg)
         gmt_stats_on_alloc(12, GMT_KIND_MANAGED, GMT_API_cudaMallocManaged, GMT_LAYER_RUNTIME,
                            false, 5, (uint64_t)i, now, true);
         if (i % 2) {
-            gmt_stats_on_free(12, GMT_KIND_DEVICE, GMT_API_cudaFree, 3, now, true);
-            gmt_stats_on_free(12, GMT_KIND_MANAGED, GMT_API_cudaFree, 5, now, true);
+            gmt_stats_on_free(12, GMT_KIND_DEVICE, GMT_API_cudaFree, GMT_LAYER_RUNTIME, true, 3,
+                              now, true);
+            gmt_stats_on_free(12, GMT_KIND_MANAGED, GMT_API_cudaFree, GMT_LAYER_RUNTIME, true, 5,
+                              now, true);
         }
         if (i % 100 == id % 100) gmt_stats_on_failure(12, GMT_API_cudaMalloc);
     }
