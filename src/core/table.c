@@ -93,20 +93,29 @@ static inline uint64_t hash_key(uint8_t space, uint64_t key)
     return (key ^ ((uint64_t)space << 62)) * 0x9e3779b97f4a7c15ull;
 }
 
-static __thread uint32_t my_shard __attribute__((tls_model("initial-exec"))); /* index + 1 */
+/* This thread's shard as its byte offset in the table (0: none given yet), so that the shard's
+ * address is one add from the table's. */
+static __thread uint32_t my_shard __attribute__((tls_model("initial-exec")));
 static __thread uint32_t my_claims
     __attribute__((tls_model("initial-exec"))); /* EMPTY slots taken */
 static uint32_t next_shard;
 
+static inline gmt_table_shard_t *shard_at(gmt_table_t *t, uint32_t off)
+{
+    return (gmt_table_shard_t *)((char *)t + off);
+}
+
 static inline gmt_table_shard_t *shard_of(gmt_table_t *t)
 {
-    uint32_t s = my_shard;
-    if (__builtin_expect(s == 0, 0)) {
-        s = __atomic_fetch_add(&next_shard, 1, RLX) % GMT_TABLE_SHARDS + 1;
-        my_shard = s;
+    uint32_t off = my_shard;
+    if (__builtin_expect(off == 0, 0)) {
+        uint32_t i = __atomic_fetch_add(&next_shard, 1, RLX) % GMT_TABLE_SHARDS;
+        off = (uint32_t)(offsetof(gmt_table_t, shard) + i * sizeof(gmt_table_shard_t));
+        my_shard = off;
     }
-    return &t->shard[s - 1];
+    return shard_at(t, off);
 }
+_Static_assert(offsetof(gmt_table_t, shard) > 0, "a shard's offset is never 0");
 
 static inline gmt_level_t *lvl(gmt_table_t *t, uint32_t n)
 {
@@ -138,6 +147,19 @@ static inline uint32_t space_of(uint32_t sg)
 #define ATTR_MASK (((1u << GEN_SHIFT) - 1) & ~3u)
 _Static_assert(ATTR_MASK == GMT_ENTRY_ATTR_MASK, "an entry's attrs are the state word's");
 _Static_assert(SIZE_MASK == GMT_ENTRY_SIZE_MAX, "an entry's size is the slot's");
+
+/* State words of the life cycle's steps from a LIVE word, as sums: the generation is the word's
+ * top bits, so adding 1 << GEN_SHIFT bumps it (wrapping as (gen + 1) << GEN_SHIFT does), and
+ * the attribute bits stay. */
+static inline uint32_t busy_from_live(uint32_t sg)
+{
+    return sg - (SLOT_LIVE - SLOT_BUSY);
+}
+
+static inline uint32_t tomb_from_live(uint32_t sg)
+{
+    return sg + (SLOT_TOMB - SLOT_LIVE) + (1u << GEN_SHIFT);
+}
 
 static inline uint64_t hash_entry(const gmt_entry_t *e)
 {
@@ -191,8 +213,9 @@ static inline bool slot_fill(gmt_level_t *l, gmt_slot_t *s, uint32_t sg, const g
      * of it (a home slot is always within reach). */
     if (i) note_probe(l, i);
     slot_write(s, e);
-    uint32_t gen = (sg >> GEN_SHIFT) + 1;
-    STORE(&s->sg, SLOT_LIVE | e->attrs | (gen << GEN_SHIFT), REL);
+    /* The generation bumped, the new attributes, LIVE. */
+    STORE(&s->sg, (sg & ~((1u << GEN_SHIFT) - 1)) + ((1u << GEN_SHIFT) | e->attrs | SLOT_LIVE),
+          REL);
     return counted;
 }
 
@@ -202,8 +225,7 @@ static inline void slot_take(gmt_table_t *t, gmt_slot_t *s, uint32_t sg, gmt_ent
 {
     if (out) slot_read(s, sg, out);
     __atomic_fetch_sub(&shard_of(t)->live, 1, RLX);
-    uint32_t gen = (sg >> GEN_SHIFT) + 1;
-    STORE(&s->sg, SLOT_TOMB | (sg & ATTR_MASK) | (gen << GEN_SHIFT), REL);
+    STORE(&s->sg, tomb_from_live(sg), REL);
 }
 
 static int __attribute__((noinline)) level_probe(gmt_level_t *l, const gmt_entry_t *e, uint64_t h)
@@ -397,7 +419,7 @@ static void migrate_slot(gmt_table_t *t, gmt_table_shard_t *sh, gmt_level_t *old
             relax(&spins);
             continue;
         }
-        if (__atomic_compare_exchange_n(&s->sg, &sg, (sg & ~3u) | SLOT_BUSY, 0, ACQ, RLX)) break;
+        if (__atomic_compare_exchange_n(&s->sg, &sg, busy_from_live(sg), 0, ACQ, RLX)) break;
     }
     gmt_entry_t e;
     slot_read(s, sg, &e);
@@ -407,8 +429,7 @@ static void migrate_slot(gmt_table_t *t, gmt_table_shard_t *sh, gmt_level_t *old
         STORE(&s->sg, sg, REL); /* stays here, live */
         return;
     }
-    uint32_t gen = (sg >> GEN_SHIFT) + 1;
-    STORE(&s->sg, SLOT_TOMB | (sg & ATTR_MASK) | (gen << GEN_SHIFT), REL);
+    STORE(&s->sg, tomb_from_live(sg), REL);
 }
 
 /* Moves and iteration exclude each other (table.h), Dekker-style, both sides seq_cst: a mover
@@ -602,10 +623,10 @@ __attribute__((always_inline)) inline int gmt_table_put(gmt_table_t *t, const gm
     /* The fast path: no bound, the newest level's home slot free, one level active. It is
      * insert_newest and level_insert with nothing but the home slot; whatever else it meets
      * it undoes (only the writers count) and leaves to insert_slow. */
-    uint32_t si = my_shard;
-    if (__builtin_expect(t->max_live != 0, 0) || __builtin_expect(si == 0, 0))
+    uint32_t off = my_shard;
+    if (__builtin_expect(t->max_live != 0, 0) || __builtin_expect(off == 0, 0))
         return insert_slow(t, e->attrs, e->id_pool, e->key, e->meta);
-    gmt_table_shard_t *sh = &t->shard[si - 1];
+    gmt_table_shard_t *sh = shard_at(t, off);
     uint64_t h = hash_entry(e);
     uint32_t n = LOAD(&t->next, SC) - 1;
     uint32_t *w = &sh->writers[n % GMT_TABLE_WSLOTS];
@@ -672,7 +693,7 @@ find(gmt_table_t *t, uint8_t space, uint64_t key, gmt_entry_t *out, int take)
                     if (out) *out = r;
                     return 0;
                 }
-                if (!__atomic_compare_exchange_n(&s->sg, &sg, (sg & ~3u) | SLOT_BUSY, 0, ACQ, RLX))
+                if (!__atomic_compare_exchange_n(&s->sg, &sg, busy_from_live(sg), 0, ACQ, RLX))
                     continue;
                 slot_take(t, s, sg, out);
                 return 0;
@@ -696,9 +717,10 @@ __attribute__((always_inline)) inline int gmt_table_take(gmt_table_t *t, uint8_t
     if (__builtin_expect(idx < LOAD(&l->released, RLX), 0)) return find(t, space, key, out, 1);
     gmt_slot_t *s = &slots(l)[idx];
     uint32_t sg = LOAD(&s->sg, ACQ);
-    if (__builtin_expect(st_of(sg) == SLOT_LIVE && space_of(sg) == space, 1) &&
+    /* LIVE and in this space, one compare (a space past 3 matches no slot, as in find). */
+    if (__builtin_expect((sg & (3u | 3u << 5)) == (SLOT_LIVE | (uint32_t)space << 5), 1) &&
         __builtin_expect(LOAD(&s->key, RLX) == key, 1) &&
-        __atomic_compare_exchange_n(&s->sg, &sg, (sg & ~3u) | SLOT_BUSY, 0, ACQ, RLX)) {
+        __atomic_compare_exchange_n(&s->sg, &sg, busy_from_live(sg), 0, ACQ, RLX)) {
         slot_take(t, s, sg, out);
         return 0;
     }
