@@ -93,20 +93,29 @@ static inline uint64_t hash_key(uint8_t space, uint64_t key)
     return (key ^ ((uint64_t)space << 62)) * 0x9e3779b97f4a7c15ull;
 }
 
-static __thread uint32_t my_shard __attribute__((tls_model("initial-exec"))); /* index + 1 */
+/* This thread's shard as its byte offset in the table (0: none given yet), so that the shard's
+ * address is one add from the table's. */
+static __thread uint32_t my_shard __attribute__((tls_model("initial-exec")));
 static __thread uint32_t my_claims
     __attribute__((tls_model("initial-exec"))); /* EMPTY slots taken */
 static uint32_t next_shard;
 
+static inline gmt_table_shard_t *shard_at(gmt_table_t *t, uint32_t off)
+{
+    return (gmt_table_shard_t *)((char *)t + off);
+}
+
 static inline gmt_table_shard_t *shard_of(gmt_table_t *t)
 {
-    uint32_t s = my_shard;
-    if (__builtin_expect(s == 0, 0)) {
-        s = __atomic_fetch_add(&next_shard, 1, RLX) % GMT_TABLE_SHARDS + 1;
-        my_shard = s;
+    uint32_t off = my_shard;
+    if (__builtin_expect(off == 0, 0)) {
+        uint32_t i = __atomic_fetch_add(&next_shard, 1, RLX) % GMT_TABLE_SHARDS;
+        off = (uint32_t)(offsetof(gmt_table_t, shard) + i * sizeof(gmt_table_shard_t));
+        my_shard = off;
     }
-    return &t->shard[s - 1];
+    return shard_at(t, off);
 }
+_Static_assert(offsetof(gmt_table_t, shard) > 0, "a shard's offset is never 0");
 
 static inline gmt_level_t *lvl(gmt_table_t *t, uint32_t n)
 {
@@ -134,40 +143,43 @@ static inline uint32_t space_of(uint32_t sg)
     return (sg >> 5) & 3u;
 }
 
-static inline uint32_t attrs(const gmt_record_t *r)
-{
-    return ((uint32_t)(r->kind & 7) << 2) | ((uint32_t)(r->space & 3) << 5) |
-           ((uint32_t)(r->layer & 3) << 7) | ((r->flags & 3u) << 9);
-}
-
 #define GEN_SHIFT 11
 #define ATTR_MASK (((1u << GEN_SHIFT) - 1) & ~3u)
+_Static_assert(ATTR_MASK == GMT_ENTRY_ATTR_MASK, "an entry's attrs are the state word's");
+_Static_assert(SIZE_MASK == GMT_ENTRY_SIZE_MAX, "an entry's size is the slot's");
 
-static inline void slot_write(gmt_slot_t *s, const gmt_record_t *r)
+/* State words of the life cycle's steps from a LIVE word, as sums: the generation is the word's
+ * top bits, so adding 1 << GEN_SHIFT bumps it (wrapping as (gen + 1) << GEN_SHIFT does), and
+ * the attribute bits stay. */
+static inline uint32_t busy_from_live(uint32_t sg)
 {
-    uint64_t size = r->size > SIZE_MASK ? SIZE_MASK : r->size;
-    uint64_t meta = size | ((uint64_t)(uint8_t)(r->device + 2) << 48) | ((uint64_t)r->api << 56);
-    uint32_t id_pool = (r->stack_id & GMT_TABLE_STACK_MASK) |
-                       ((uint32_t)(r->pool & GMT_TABLE_POOL_MASK) << GMT_TABLE_STACK_BITS);
-    STORE(&s->id_pool, id_pool, RLX);
-    STORE(&s->key, r->key, RLX);
-    STORE(&s->meta, meta, RLX);
+    return sg - (SLOT_LIVE - SLOT_BUSY);
 }
 
-static inline void slot_read(const gmt_slot_t *s, uint32_t sg, gmt_record_t *r)
+static inline uint32_t tomb_from_live(uint32_t sg)
 {
-    uint64_t meta = LOAD(&s->meta, RLX);
-    r->key = LOAD(&s->key, RLX);
-    r->size = meta & SIZE_MASK;
-    uint32_t id_pool = LOAD(&s->id_pool, RLX);
-    r->stack_id = id_pool & GMT_TABLE_STACK_MASK;
-    r->pool = (uint8_t)(id_pool >> GMT_TABLE_STACK_BITS);
-    r->device = (int32_t)((meta >> 48) & 0xff) - 2;
-    r->kind = (uint8_t)((sg >> 2) & 7);
-    r->space = (uint8_t)space_of(sg);
-    r->api = (uint8_t)(meta >> 56);
-    r->layer = (uint8_t)((sg >> 7) & 3);
-    r->flags = (sg >> 9) & 3u;
+    return sg + (SLOT_TOMB - SLOT_LIVE) + (1u << GEN_SHIFT);
+}
+
+static inline uint64_t hash_entry(const gmt_entry_t *e)
+{
+    return hash_key(gmt_entry_space(e), e->key);
+}
+
+static inline void slot_write(gmt_slot_t *s, const gmt_entry_t *e)
+{
+    STORE(&s->id_pool, e->id_pool, RLX);
+    STORE(&s->key, e->key, RLX);
+    STORE(&s->meta, e->meta, RLX);
+}
+
+/* The entry of slot s, whose state word read sg. */
+static inline void slot_read(const gmt_slot_t *s, uint32_t sg, gmt_entry_t *e)
+{
+    e->attrs = sg & ATTR_MASK;
+    e->id_pool = LOAD(&s->id_pool, RLX);
+    e->key = LOAD(&s->key, RLX);
+    e->meta = LOAD(&s->meta, RLX);
 }
 
 static void relax(unsigned *spins)
@@ -192,7 +204,7 @@ static inline bool takes_insert(uint32_t sg) /* EMPTY or TOMB */
 
 /* Fills slot s of level l, made BUSY from state sg by the caller at probe length i, and
  * publishes it. True when it added to l->used. */
-static inline bool slot_fill(gmt_level_t *l, gmt_slot_t *s, uint32_t sg, const gmt_record_t *rec,
+static inline bool slot_fill(gmt_level_t *l, gmt_slot_t *s, uint32_t sg, const gmt_entry_t *e,
                              uint64_t i)
 {
     bool counted = st_of(sg) == SLOT_EMPTY && my_claims++ % USED_BATCH == 0;
@@ -200,24 +212,23 @@ static inline bool slot_fill(gmt_level_t *l, gmt_slot_t *s, uint32_t sg, const g
     /* The probe length is published before the entry, so a search for it never stops short
      * of it (a home slot is always within reach). */
     if (i) note_probe(l, i);
-    slot_write(s, rec);
-    uint32_t gen = (sg >> GEN_SHIFT) + 1;
-    STORE(&s->sg, SLOT_LIVE | attrs(rec) | (gen << GEN_SHIFT), REL);
+    slot_write(s, e);
+    /* The generation bumped, the new attributes, LIVE. */
+    STORE(&s->sg, (sg & ~((1u << GEN_SHIFT) - 1)) + ((1u << GEN_SHIFT) | e->attrs | SLOT_LIVE),
+          REL);
     return counted;
 }
 
 /* Turns slot s, made BUSY from the LIVE state sg by the caller, into a tombstone, its record
  * copied into *out first. */
-static inline void slot_take(gmt_table_t *t, gmt_slot_t *s, uint32_t sg, gmt_record_t *out)
+static inline void slot_take(gmt_table_t *t, gmt_slot_t *s, uint32_t sg, gmt_entry_t *out)
 {
     if (out) slot_read(s, sg, out);
     __atomic_fetch_sub(&shard_of(t)->live, 1, RLX);
-    uint32_t gen = (sg >> GEN_SHIFT) + 1;
-    STORE(&s->sg, SLOT_TOMB | (sg & ATTR_MASK) | (gen << GEN_SHIFT), REL);
+    STORE(&s->sg, tomb_from_live(sg), REL);
 }
 
-static int __attribute__((noinline))
-level_probe(gmt_level_t *l, const gmt_record_t *rec, uint64_t h)
+static int __attribute__((noinline)) level_probe(gmt_level_t *l, const gmt_entry_t *e, uint64_t h)
 {
     uint64_t cap = LOAD(&l->cap, RLX), idx = home(h, cap);
     uint64_t limit = cap < PROBE_LIMIT ? cap : PROBE_LIMIT;
@@ -232,23 +243,23 @@ level_probe(gmt_level_t *l, const gmt_record_t *rec, uint64_t h)
             idx = idx == 0 ? cap - 1 : idx - 1;
             continue;
         }
-        (void)slot_fill(l, s, sg, rec, i);
+        (void)slot_fill(l, s, sg, e, i);
         return 0;
     }
     return -ENOSPC;
 }
 
 /* The home slot when it is free (the usual case at <= 3/4 load), else the probe. */
-static inline int level_insert(gmt_level_t *l, const gmt_record_t *rec, uint64_t h)
+static inline int level_insert(gmt_level_t *l, const gmt_entry_t *e, uint64_t h)
 {
     gmt_slot_t *s = &slots(l)[home(h, LOAD(&l->cap, RLX))];
     uint32_t sg = LOAD(&s->sg, ACQ);
     if (__builtin_expect(takes_insert(sg), 1) &&
         __atomic_compare_exchange_n(&s->sg, &sg, (sg & ~3u) | SLOT_BUSY, 0, ACQ, RLX)) {
-        (void)slot_fill(l, s, sg, rec, 0);
+        (void)slot_fill(l, s, sg, e, 0);
         return 0;
     }
-    return level_probe(l, rec, h);
+    return level_probe(l, e, h);
 }
 
 static uint64_t take_spare(gmt_table_t *t, uint64_t bytes, uint64_t *got);
@@ -312,7 +323,7 @@ out:
 
 /* Inserts into the newest level, honouring the writers protocol (counted in shard sh). No
  * growth. */
-static inline int insert_newest(gmt_table_t *t, gmt_table_shard_t *sh, const gmt_record_t *rec,
+static inline int insert_newest(gmt_table_t *t, gmt_table_shard_t *sh, const gmt_entry_t *e,
                                 uint64_t h, uint32_t *at)
 {
     for (;;) {
@@ -323,7 +334,7 @@ static inline int insert_newest(gmt_table_t *t, gmt_table_shard_t *sh, const gmt
             __atomic_fetch_sub(w, 1, REL);
             continue;
         }
-        int rc = level_insert(lvl(t, n), rec, h);
+        int rc = level_insert(lvl(t, n), e, h);
         __atomic_fetch_sub(w, 1, REL);
         *at = n;
         return rc;
@@ -408,18 +419,17 @@ static void migrate_slot(gmt_table_t *t, gmt_table_shard_t *sh, gmt_level_t *old
             relax(&spins);
             continue;
         }
-        if (__atomic_compare_exchange_n(&s->sg, &sg, (sg & ~3u) | SLOT_BUSY, 0, ACQ, RLX)) break;
+        if (__atomic_compare_exchange_n(&s->sg, &sg, busy_from_live(sg), 0, ACQ, RLX)) break;
     }
-    gmt_record_t r;
-    slot_read(s, sg, &r);
+    gmt_entry_t e;
+    slot_read(s, sg, &e);
     uint32_t at;
-    if (insert_newest(t, sh, &r, hash_key(r.space, r.key), &at) != 0) {
+    if (insert_newest(t, sh, &e, hash_entry(&e), &at) != 0) {
         STORE(&old->pinned, 1, RLX);
         STORE(&s->sg, sg, REL); /* stays here, live */
         return;
     }
-    uint32_t gen = (sg >> GEN_SHIFT) + 1;
-    STORE(&s->sg, SLOT_TOMB | (sg & ATTR_MASK) | (gen << GEN_SHIFT), REL);
+    STORE(&s->sg, tomb_from_live(sg), REL);
 }
 
 /* Moves and iteration exclude each other (table.h), Dekker-style, both sides seq_cst: a mover
@@ -588,13 +598,18 @@ static void insert_after(gmt_table_t *t, gmt_table_shard_t *sh, uint32_t n)
 
 /* Everything gmt_table_insert's fast path leaves: the bound, a thread's first insert, a taken
  * home slot, a level added meanwhile, growth. */
-static int __attribute__((noinline)) insert_slow(gmt_table_t *t, const gmt_record_t *rec)
+/* The entry comes word by word: the caller's copy then never has its address taken, and can
+ * stay in registers on the fast path. */
+static int __attribute__((noinline))
+insert_slow(gmt_table_t *t, uint32_t attrs, uint32_t id_pool, uint64_t key, uint64_t meta)
 {
+    gmt_entry_t entry = {.attrs = attrs, .id_pool = id_pool, .key = key, .meta = meta};
+    const gmt_entry_t *e = &entry;
     if (t->max_live && gmt_table_live(t) >= t->max_live) return insert_full(t);
     gmt_table_shard_t *sh = shard_of(t);
-    uint64_t h = hash_key(rec->space, rec->key);
+    uint64_t h = hash_entry(e);
     uint32_t n;
-    while (insert_newest(t, sh, rec, h, &n) != 0)
+    while (insert_newest(t, sh, e, h, &n) != 0)
         if (grow(t, n, true) != 0) return insert_full(t);
     __atomic_fetch_add(&sh->live, 1, RLX);
     insert_after(t, sh, n);
@@ -603,15 +618,16 @@ static int __attribute__((noinline)) insert_slow(gmt_table_t *t, const gmt_recor
 
 /* Inline into the event path (with link-time optimisation): its register saves and restores
  * were a tenth of its cost. */
-__attribute__((always_inline)) inline int gmt_table_insert(gmt_table_t *t, const gmt_record_t *rec)
+__attribute__((always_inline)) inline int gmt_table_put(gmt_table_t *t, const gmt_entry_t *e)
 {
     /* The fast path: no bound, the newest level's home slot free, one level active. It is
      * insert_newest and level_insert with nothing but the home slot; whatever else it meets
      * it undoes (only the writers count) and leaves to insert_slow. */
-    uint32_t si = my_shard;
-    if (__builtin_expect(t->max_live != 0 || si == 0, 0)) return insert_slow(t, rec);
-    gmt_table_shard_t *sh = &t->shard[si - 1];
-    uint64_t h = hash_key(rec->space, rec->key);
+    uint32_t off = my_shard;
+    if (__builtin_expect(t->max_live != 0, 0) || __builtin_expect(off == 0, 0))
+        return insert_slow(t, e->attrs, e->id_pool, e->key, e->meta);
+    gmt_table_shard_t *sh = shard_at(t, off);
+    uint64_t h = hash_entry(e);
     uint32_t n = LOAD(&t->next, SC) - 1;
     uint32_t *w = &sh->writers[n % GMT_TABLE_WSLOTS];
     __atomic_fetch_add(w, 1, SC);
@@ -621,9 +637,9 @@ __attribute__((always_inline)) inline int gmt_table_insert(gmt_table_t *t, const
     if (__builtin_expect(LOAD(&t->next, SC) - 1 != n, 0) || !takes_insert(sg = LOAD(&s->sg, ACQ)) ||
         !__atomic_compare_exchange_n(&s->sg, &sg, (sg & ~3u) | SLOT_BUSY, 0, ACQ, RLX)) {
         __atomic_fetch_sub(w, 1, REL);
-        return insert_slow(t, rec);
+        return insert_slow(t, e->attrs, e->id_pool, e->key, e->meta);
     }
-    bool counted = slot_fill(l, s, sg, rec, 0);
+    bool counted = slot_fill(l, s, sg, e, 0);
     __atomic_fetch_sub(w, 1, REL);
     __atomic_fetch_add(&sh->live, 1, RLX);
     if (__builtin_expect(counted, 0) || __builtin_expect(LOAD(&t->first, ACQ) != n, 0))
@@ -631,9 +647,16 @@ __attribute__((always_inline)) inline int gmt_table_insert(gmt_table_t *t, const
     return 0;
 }
 
+int gmt_table_insert(gmt_table_t *t, const gmt_record_t *rec)
+{
+    gmt_entry_t e;
+    gmt_entry_pack(rec, &e);
+    return gmt_table_put(t, &e);
+}
+
 /* Finds (space, key) oldest level first; with take, removes it. */
 static int __attribute__((noinline))
-find(gmt_table_t *t, uint8_t space, uint64_t key, gmt_record_t *out, int take)
+find(gmt_table_t *t, uint8_t space, uint64_t key, gmt_entry_t *out, int take)
 {
     uint64_t h = hash_key(space, key);
     for (uint32_t n = LOAD(&t->first, ACQ); n < LOAD(&t->next, ACQ); n++) {
@@ -663,14 +686,14 @@ find(gmt_table_t *t, uint8_t space, uint64_t key, gmt_record_t *out, int take)
                     continue;
                 }
                 if (!take) {
-                    gmt_record_t r;
+                    gmt_entry_t r;
                     slot_read(s, sg, &r);
                     __atomic_thread_fence(ACQ);
                     if (LOAD(&s->sg, RLX) != sg) continue;
                     if (out) *out = r;
                     return 0;
                 }
-                if (!__atomic_compare_exchange_n(&s->sg, &sg, (sg & ~3u) | SLOT_BUSY, 0, ACQ, RLX))
+                if (!__atomic_compare_exchange_n(&s->sg, &sg, busy_from_live(sg), 0, ACQ, RLX))
                     continue;
                 slot_take(t, s, sg, out);
                 return 0;
@@ -681,8 +704,8 @@ find(gmt_table_t *t, uint8_t space, uint64_t key, gmt_record_t *out, int take)
     return -ENOENT;
 }
 
-__attribute__((always_inline)) inline int gmt_table_remove(gmt_table_t *t, uint8_t space,
-                                                           uint64_t key, gmt_record_t *out)
+__attribute__((always_inline)) inline int gmt_table_take(gmt_table_t *t, uint8_t space,
+                                                         uint64_t key, gmt_entry_t *out)
 {
     /* The usual case first: the entry in its home slot of the oldest level. A LIVE slot that
      * holds the key is the entry, whichever level it is in (see retire), so nothing else needs
@@ -694,18 +717,30 @@ __attribute__((always_inline)) inline int gmt_table_remove(gmt_table_t *t, uint8
     if (__builtin_expect(idx < LOAD(&l->released, RLX), 0)) return find(t, space, key, out, 1);
     gmt_slot_t *s = &slots(l)[idx];
     uint32_t sg = LOAD(&s->sg, ACQ);
-    if (__builtin_expect(st_of(sg) == SLOT_LIVE && space_of(sg) == space, 1) &&
+    /* LIVE and in this space, one compare (a space past 3 matches no slot, as in find). */
+    if (__builtin_expect((sg & (3u | 3u << 5)) == (SLOT_LIVE | (uint32_t)space << 5), 1) &&
         __builtin_expect(LOAD(&s->key, RLX) == key, 1) &&
-        __atomic_compare_exchange_n(&s->sg, &sg, (sg & ~3u) | SLOT_BUSY, 0, ACQ, RLX)) {
+        __atomic_compare_exchange_n(&s->sg, &sg, busy_from_live(sg), 0, ACQ, RLX)) {
         slot_take(t, s, sg, out);
         return 0;
     }
     return find(t, space, key, out, 1);
 }
 
+int gmt_table_remove(gmt_table_t *t, uint8_t space, uint64_t key, gmt_record_t *out)
+{
+    gmt_entry_t e;
+    int rc = gmt_table_take(t, space, key, &e);
+    if (rc == 0 && out) gmt_entry_unpack(&e, out);
+    return rc;
+}
+
 int gmt_table_lookup(gmt_table_t *t, uint8_t space, uint64_t key, gmt_record_t *out)
 {
-    return find(t, space, key, out, 0);
+    gmt_entry_t e;
+    int rc = find(t, space, key, &e, 0);
+    if (rc == 0 && out) gmt_entry_unpack(&e, out);
+    return rc;
 }
 
 uint64_t gmt_table_foreach(gmt_table_t *t, gmt_table_visit_fn fn, void *ctx)
@@ -721,10 +756,12 @@ uint64_t gmt_table_foreach(gmt_table_t *t, gmt_table_visit_fn fn, void *ctx)
             for (int tries = 0; tries < 64; tries++) {
                 uint32_t g1 = LOAD(&s->sg, ACQ);
                 if (st_of(g1) != SLOT_LIVE) break;
-                gmt_record_t r;
-                slot_read(s, g1, &r);
+                gmt_entry_t e;
+                slot_read(s, g1, &e);
                 __atomic_thread_fence(ACQ);
                 if (LOAD(&s->sg, RLX) != g1) continue;
+                gmt_record_t r;
+                gmt_entry_unpack(&e, &r);
                 /* Never hand on what no event can produce (a state file may hold anything). */
                 if (r.kind >= GMT_KIND_COUNT || r.api >= GMT_API_COUNT ||
                     r.layer >= GMT_LAYER_COUNT)

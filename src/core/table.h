@@ -65,6 +65,99 @@ typedef struct gmt_slot_s {
     uint64_t meta; /* size (48 bits) | device + 2 (8 bits) | api (8 bits) */
 } gmt_slot_t;
 
+/* A record packed the way its slot keeps it: the slot's words, with the state word's attribute
+ * bits alone in attrs (no state, no generation). The event path builds one straight from the
+ * event and reads a removed one's fields where it uses them (gmt_table_put, gmt_table_take), so
+ * a record is never laid out field by field and packed again on the way in, nor unpacked in
+ * full on the way out. gmt_entry_pack and gmt_entry_unpack convert; packing keeps exactly what
+ * the slot keeps (size clamped to 48 bits, the low 25 bits of the stack id, ...). */
+typedef struct gmt_entry_s {
+    uint32_t attrs; /* kind << 2 | space << 5 | layer << 7 | flags << 9 (GMT_ENTRY_ATTR_MASK) */
+    uint32_t id_pool;
+    uint64_t key;
+    uint64_t meta;
+} gmt_entry_t;
+
+#define GMT_ENTRY_ATTR_MASK 0x7fcu
+#define GMT_ENTRY_SIZE_MAX  ((1ull << 48) - 1)
+
+static inline uint32_t gmt_entry_attrs(uint8_t kind, uint8_t space, uint8_t layer, uint32_t flags)
+{
+    return ((uint32_t)(kind & 7) << 2) | ((uint32_t)(space & 3) << 5) |
+           ((uint32_t)(layer & 3) << 7) | ((flags & 3u) << 9);
+}
+
+static inline uint64_t gmt_entry_meta(uint64_t size, int32_t device, uint8_t api)
+{
+    uint64_t sz = size > GMT_ENTRY_SIZE_MAX ? GMT_ENTRY_SIZE_MAX : size;
+    return sz | ((uint64_t)(uint8_t)(device + 2) << 48) | ((uint64_t)api << 56);
+}
+
+static inline uint32_t gmt_entry_id_pool(uint32_t stack_id, uint8_t pool)
+{
+    return (stack_id & GMT_TABLE_STACK_MASK) |
+           ((uint32_t)(pool & GMT_TABLE_POOL_MASK) << GMT_TABLE_STACK_BITS);
+}
+
+static inline uint64_t gmt_entry_size(const gmt_entry_t *e)
+{
+    return e->meta & GMT_ENTRY_SIZE_MAX;
+}
+static inline int32_t gmt_entry_device(const gmt_entry_t *e)
+{
+    return (int32_t)((e->meta >> 48) & 0xff) - 2;
+}
+static inline uint8_t gmt_entry_api(const gmt_entry_t *e)
+{
+    return (uint8_t)(e->meta >> 56);
+}
+static inline uint8_t gmt_entry_kind(const gmt_entry_t *e)
+{
+    return (uint8_t)((e->attrs >> 2) & 7);
+}
+static inline uint8_t gmt_entry_space(const gmt_entry_t *e)
+{
+    return (uint8_t)((e->attrs >> 5) & 3);
+}
+static inline uint8_t gmt_entry_layer(const gmt_entry_t *e)
+{
+    return (uint8_t)((e->attrs >> 7) & 3);
+}
+static inline uint32_t gmt_entry_flags(const gmt_entry_t *e)
+{
+    return (e->attrs >> 9) & 3u;
+}
+static inline uint32_t gmt_entry_stack_id(const gmt_entry_t *e)
+{
+    return e->id_pool & GMT_TABLE_STACK_MASK;
+}
+static inline uint8_t gmt_entry_pool(const gmt_entry_t *e)
+{
+    return (uint8_t)(e->id_pool >> GMT_TABLE_STACK_BITS);
+}
+
+static inline void gmt_entry_pack(const gmt_record_t *r, gmt_entry_t *e)
+{
+    e->attrs = gmt_entry_attrs(r->kind, r->space, r->layer, r->flags);
+    e->id_pool = gmt_entry_id_pool(r->stack_id, r->pool);
+    e->key = r->key;
+    e->meta = gmt_entry_meta(r->size, r->device, r->api);
+}
+
+static inline void gmt_entry_unpack(const gmt_entry_t *e, gmt_record_t *r)
+{
+    r->key = e->key;
+    r->size = gmt_entry_size(e);
+    r->stack_id = gmt_entry_stack_id(e);
+    r->device = gmt_entry_device(e);
+    r->kind = gmt_entry_kind(e);
+    r->space = gmt_entry_space(e);
+    r->api = gmt_entry_api(e);
+    r->layer = gmt_entry_layer(e);
+    r->flags = gmt_entry_flags(e);
+    r->pool = gmt_entry_pool(e);
+}
+
 /* Levels are whole pages, given back and reused whole, and a move gives its moved prefix back
  * in whole pages too: both count in units of GMT_TABLE_UNIT_SLOTS slots, the fewest slots that
  * end on a page boundary (512 slots of 24 bytes: 3 pages). */
@@ -140,9 +233,13 @@ int gmt_table_init(gmt_table_t *t, uint64_t max_live);
 /* -ENOSPC when the bound is reached or the host has no memory for a new level (counted in
  * t->dropped_full); -EEXIST is never returned (see the contract above). */
 int gmt_table_insert(gmt_table_t *t, const gmt_record_t *rec);
+/* The same with the record packed (the event path's). */
+int gmt_table_put(gmt_table_t *t, const gmt_entry_t *e);
 
 /* Removes (space, key) and copies its record into *out (if out != NULL); -ENOENT if absent. */
 int gmt_table_remove(gmt_table_t *t, uint8_t space, uint64_t key, gmt_record_t *out);
+/* The same with the record packed (the event path's). */
+int gmt_table_take(gmt_table_t *t, uint8_t space, uint64_t key, gmt_entry_t *out);
 
 /* Copies the record of (space, key) without removing it; -ENOENT if absent. */
 int gmt_table_lookup(gmt_table_t *t, uint8_t space, uint64_t key, gmt_record_t *out);

@@ -161,10 +161,11 @@ bool gmt_core_event_valid(const gmt_event_t *ev)
     return false;
 }
 
-/* A release removed from the table before the real call, until that call has returned. */
+/* A release removed from the table before the real call, until that call has returned. The
+ * record is kept packed, as the table had it (table.h). */
 typedef struct pending_free_s {
     int set;
-    gmt_record_t rec;
+    gmt_entry_t rec;
     uint64_t addr, size;
     uint8_t space;
 } pending_free_t;
@@ -176,24 +177,44 @@ static __thread pending_free_t pending __attribute__((tls_model("initial-exec"))
  * calling thread's own, so that a release still finds its allocation's size and stack (the
  * benchmarks free on the allocating thread). */
 #define PROBE_SLOTS 4096
-static __thread gmt_record_t probe_recs[PROBE_SLOTS];
+static __thread gmt_entry_t probe_recs[PROBE_SLOTS];
 
-static bool probe_table_put(const gmt_record_t *r)
+static bool probe_table_put(const gmt_entry_t *e)
 {
-    probe_recs[(r->key >> 9) % PROBE_SLOTS] = *r;
+    probe_recs[(e->key >> 9) % PROBE_SLOTS] = *e;
     return false;
 }
 
-static void probe_table_take(const gmt_event_t *ev, gmt_record_t *out)
+static void probe_table_take(const gmt_event_t *ev, gmt_entry_t *out)
 {
-    gmt_record_t *r = &probe_recs[(ev->addr >> 9) % PROBE_SLOTS];
-    *out = *r;
-    if (r->key != ev->addr) out->size = 0;
+    gmt_entry_t *e = &probe_recs[(ev->addr >> 9) % PROBE_SLOTS];
+    *out = *e;
+    if (e->key != ev->addr) out->meta &= ~GMT_ENTRY_SIZE_MAX; /* size 0 */
 }
 #else
 #define probe_table_put(r)        false
 #define probe_table_take(ev, out) ((void)(ev), (void)(out))
 #endif
+
+/* gmt_entry_attrs of an event, with its kind, space and layer taken in one load: the event's
+ * four bytes kind, space, api, layer as one word w, masked to the bits kept (kind 3, space 2,
+ * layer 2), then gathered by one multiply. w * (2^19 + 2^14 + 1) holds kind (bits 0-2) << 19,
+ * space (bits 8-9) << 14 and layer (bits 24-25) << 0 side by side at bits 19-25, the slot's
+ * attribute bits 2-8 once shifted down by 17; the three shifted copies of w share no bit, so
+ * no carry crosses them. */
+_Static_assert(offsetof(gmt_event_t, space) == offsetof(gmt_event_t, kind) + 1 &&
+                   offsetof(gmt_event_t, api) == offsetof(gmt_event_t, kind) + 2 &&
+                   offsetof(gmt_event_t, layer) == offsetof(gmt_event_t, kind) + 3,
+               "kind, space, api and layer are one word");
+static inline uint32_t event_attrs(const gmt_event_t *ev)
+{
+    uint32_t w;
+    memcpy(&w, &ev->kind, sizeof w);
+    if (__BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__)
+        return gmt_entry_attrs(ev->kind, ev->space, ev->layer, ev->flags);
+    uint64_t m = w & 0x03000307u; /* layer & 3 << 24 | space & 3 << 8 | kind & 7 */
+    return ((uint32_t)((m * 0x84001u) >> 17) & 0x1fcu) | ((ev->flags & 3u) << 9);
+}
 
 static inline uint64_t event_now_ns(void)
 {
@@ -203,11 +224,11 @@ static inline uint64_t event_now_ns(void)
 /* A charged record's stack entry moved by dbytes and dcount (its live bytes and count, saved at
  * the device's last peak first: peaks.c). The entry, or NULL when the record has none to move. */
 __attribute__((always_inline)) static inline gmt_stack_entry_t *
-stack_change(const gmt_record_t *r, bool charged, int64_t dbytes, int64_t dcount)
+stack_change(uint32_t stack_id, int32_t device, bool charged, int64_t dbytes, int64_t dcount)
 {
-    if (!r->stack_id || !charged || GMT_PROBE_SKIPS(GMT_PROBE_STACKENT)) return NULL;
-    gmt_stack_entry_t *e = gmt_stacks_entry_held(r->stack_id);
-    gmt_peaks_stack_change(e, r->device, dbytes, dcount);
+    if (!stack_id || !charged || GMT_PROBE_SKIPS(GMT_PROBE_STACKENT)) return NULL;
+    gmt_stack_entry_t *e = gmt_stacks_entry_held(stack_id);
+    gmt_peaks_stack_change(e, device, dbytes, dcount);
     return e;
 }
 
@@ -225,68 +246,71 @@ __attribute__((noinline)) void gmt_track_alloc(const gmt_event_t *ev)
     if (merged) api = gmt_nest_merge();
     uint64_t now = event_now_ns();
     uint64_t seq = now; /* records are ordered by time; no shared counter on the hot path */
-    gmt_record_t r = {
+    uint32_t stack_id = stack_id_of(ev, api);
+    uint8_t pool =
+        ev->kind == GMT_KIND_POOL ? gmt_pools_note(ev->device, ev->stream) : GMT_POOL_NONE;
+    /* Packed straight from the event, as the table's slot keeps it (table.h); after the calls
+     * above, so that it can stay in registers. */
+    gmt_entry_t r = {
+        .attrs = event_attrs(ev),
+        .id_pool = gmt_entry_id_pool(stack_id, pool),
         .key = ev->addr,
-        .size = ev->size,
-        .device = ev->device,
-        .kind = ev->kind,
-        .space = ev->space,
-        .api = api,
-        .layer = ev->layer,
-        .flags = ev->flags,
-        .pool = GMT_POOL_NONE,
+        .meta = gmt_entry_meta(ev->size, ev->device, api),
     };
-    r.stack_id = stack_id_of(ev, api);
-    if (ev->kind == GMT_KIND_POOL) r.pool = gmt_pools_note(ev->device, ev->stream);
     bool charged = !(ev->flags & GMT_EVENT_NOT_CHARGED);
     if (GMT_PROBE_SKIPS(GMT_PROBE_TABLE) ? probe_table_put(&r)
-                                         : gmt_table_insert(gmt_core_table, &r) != 0) {
+                                         : gmt_table_put(gmt_core_table, &r) != 0) {
         /* Counted in the totals (the bytes are real), but no longer tracked by address. */
         gmt_core_count(&gmt_core_counts.dropped_table_full);
         gmt_stats_on_alloc(ev->device, (gmt_kind_t)ev->kind, (gmt_api_t)api, (gmt_layer_t)ev->layer,
                            merged, ev->size, seq, now, false);
         return;
     }
-    gmt_stack_entry_t *e = stack_change(&r, charged, (int64_t)ev->size, 1);
+    gmt_stack_entry_t *e = stack_change(stack_id, ev->device, charged, (int64_t)ev->size, 1);
     if (e) __atomic_fetch_add(&e->total_allocs, 1, __ATOMIC_RELAXED);
     if (gmt_stats_on_alloc(ev->device, (gmt_kind_t)ev->kind, (gmt_api_t)api, (gmt_layer_t)ev->layer,
                            merged, ev->size, seq, now, charged))
         gmt_peaks_mark(ev->device);
 }
 
-/* handed: the release handed in from layer (counted as such), not a further record it let go */
-__attribute__((always_inline)) static inline void
-release_record(const gmt_record_t *r, uint64_t now, gmt_layer_t layer, bool handed)
+/* The fields of a removed entry that its release uses, read where they are used. handed: the
+ * release handed in from layer (counted as such), not a further record it let go. */
+__attribute__((always_inline)) static inline void release_record(const gmt_entry_t *r, uint64_t now,
+                                                                 gmt_layer_t layer, bool handed)
 {
-    bool charged = !(r->flags & GMT_EVENT_NOT_CHARGED);
-    if (charged && gmt_kind_in_use((gmt_kind_t)r->kind))
-        gmt_peaks_settle(gmt_stats_slot(r->device));
-    stack_change(r, charged, -(int64_t)r->size, -1);
-    gmt_stats_on_free(r->device, (gmt_kind_t)r->kind, (gmt_api_t)r->api, layer, handed, r->size,
-                      now, charged);
+    bool charged = !(gmt_entry_flags(r) & GMT_EVENT_NOT_CHARGED);
+    int32_t device = gmt_entry_device(r);
+    gmt_kind_t kind = (gmt_kind_t)gmt_entry_kind(r);
+    uint64_t size = gmt_entry_size(r);
+    if (charged && gmt_kind_in_use(kind)) gmt_peaks_settle(gmt_stats_slot(device));
+    stack_change(gmt_entry_stack_id(r), device, charged, -(int64_t)size, -1);
+    gmt_stats_on_free(device, kind, (gmt_api_t)gmt_entry_api(r), layer, handed, size, now, charged);
 }
 
 /* release_record undone: the real release failed, the bytes were never given back. */
-static void restore_record(const gmt_record_t *r)
+static void restore_record(const gmt_entry_t *r)
 {
-    bool charged = !(r->flags & GMT_EVENT_NOT_CHARGED);
-    stack_change(r, charged, (int64_t)r->size, 1);
+    bool charged = !(gmt_entry_flags(r) & GMT_EVENT_NOT_CHARGED);
+    int32_t device = gmt_entry_device(r);
+    uint64_t size = gmt_entry_size(r);
+    stack_change(gmt_entry_stack_id(r), device, charged, (int64_t)size, 1);
     uint64_t now = event_now_ns();
-    if (gmt_stats_on_unfree(r->device, (gmt_kind_t)r->kind, (gmt_api_t)r->api, r->size, now,
-                            charged))
-        gmt_peaks_mark(r->device);
+    if (gmt_stats_on_unfree(device, (gmt_kind_t)gmt_entry_kind(r), (gmt_api_t)gmt_entry_api(r),
+                            size, now, charged))
+        gmt_peaks_mark(device);
 }
 
 /* cuMemUnmap may cover several mappings made by separate cuMemMap calls: the ones after the
  * first go once the real call has succeeded. */
 static void unmap_rest(const pending_free_t *p)
 {
-    gmt_record_t r;
+    gmt_entry_t r;
     uint64_t now = event_now_ns();
-    uint64_t at = p->addr + p->rec.size, end = p->addr + p->size;
-    while (at < end && gmt_table_remove(gmt_core_table, GMT_SPACE_MAP, at, &r) == 0) {
+    uint64_t at = p->addr + gmt_entry_size(&p->rec), end = p->addr + p->size;
+    while (at < end && gmt_table_take(gmt_core_table, GMT_SPACE_MAP, at, &r) == 0) {
         release_record(&r, now, GMT_LAYER_RUNTIME, false);
-        at += r.size ? r.size : end - at;
+        uint64_t size = gmt_entry_size(&r);
+        at += size ? size : end - at;
     }
 }
 
@@ -309,10 +333,10 @@ bool gmt_track_free_begin(const gmt_event_t *ev)
      * linearized at the start of its call; a failed one is put back (gmt_track_free_end).
      * The record stays in this frame until it is accounted for: a signal handler's release on
      * this thread before `pending` is set uses `pending` for its own and leaves it unset. */
-    gmt_record_t rec;
+    gmt_entry_t rec;
     if (GMT_PROBE_SKIPS(GMT_PROBE_TABLE)) {
         probe_table_take(ev, &rec);
-    } else if (gmt_table_remove(gmt_core_table, ev->space, ev->addr, &rec) != 0) {
+    } else if (gmt_table_take(gmt_core_table, ev->space, ev->addr, &rec) != 0) {
         /* Every release handed in is counted (here, or with its record's accounting);
          * failed_frees says which failed. */
         gmt_stats_count_event(GMT_CNT_FREES, (gmt_layer_t)ev->layer);
@@ -335,13 +359,14 @@ __attribute__((always_inline)) inline void gmt_track_free_end(bool ok)
     if (!pending.set) return;
     pending.set = 0;
     if (ok) {
-        if (pending.space == GMT_SPACE_MAP && pending.size > pending.rec.size) unmap_rest(&pending);
+        if (pending.space == GMT_SPACE_MAP && pending.size > gmt_entry_size(&pending.rec))
+            unmap_rest(&pending);
         return;
     }
     /* The real release failed (a host pointer given to cudaFree, say): the allocation is still
      * there, so are its record and its bytes. */
     restore_record(&pending.rec);
-    if (gmt_table_insert(gmt_core_table, &pending.rec) != 0)
+    if (gmt_table_put(gmt_core_table, &pending.rec) != 0)
         gmt_core_count(&gmt_core_counts.dropped_table_full);
     gmt_core_count(&gmt_core_counts.failed_frees);
 }
