@@ -1564,8 +1564,15 @@ def case_setuid_env(ctx):
             os.chown(target, nobody.pw_uid, nobody.pw_gid)
         except OSError as e:
             skip(f"cannot give a folder to user nobody here ({e})")
+        # The stand-in CUDA libraries beside the program: user nobody may not be able to
+        # enter the build tree (a checkout under a private folder).
+        standin = os.path.join(base, "standin")
+        os.mkdir(standin)
+        for n in os.listdir(ctx.standin):
+            if ".so" in n:
+                shutil.copy2(os.path.join(ctx.standin, n), os.path.join(standin, n))
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-               "LD_LIBRARY_PATH": ctx.standin,
+               "LD_LIBRARY_PATH": standin,
                "GPUMEMTRACE_OUTPUT": os.path.join(target, "r-%p.json"),
                "GPUMEMTRACE_STACK_DEPTH": "0"}
 
