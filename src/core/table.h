@@ -25,7 +25,8 @@
  * Cost: an insert whose home slot is free and a remove that finds its entry in its home slot
  * of the oldest level (the usual cases) touch the slot, the table's first/next word and the
  * calling thread's own counter shard (live count, writers count), never a line that other
- * threads write: about 100 instructions each (docs/PERFORMANCE.md, "The live table alone").
+ * threads write: about 80 instructions an insert and 60 a remove inside the event path, with
+ * the entry already packed (docs/PERFORMANCE.md, "Session 16").
  * Anything else (a taken home slot, growth, a move under way, the GPUMEMTRACE_MAX_LIVE bound,
  * which sums the shards on every insert) takes the general path.
  *
