@@ -22,6 +22,9 @@
 #define OWN_SHARDS 24
 enum { SHARD_NONE, SHARD_SHARED, SHARD_OWN };
 #define SHARD_MODE_MASK 63u
+/* The mode's bits apart: an owned shard is one bit test, its offset the word less SHARD_OWN. */
+_Static_assert((SHARD_OWN & SHARD_SHARED) == 0 && SHARD_OWN <= SHARD_MODE_MASK,
+               "SHARD_OWN is a bit of its own");
 
 /* A thread's counters, laid out by what one event touches: an allocation or a release writes
  * its API's line (its count by layer, the bytes, the time) and its (device, kind) cell, two
@@ -273,7 +276,22 @@ static inline shard_t *shard_in(stats_state_t *st, bool *own)
 {
     uint32_t v = gmt_tls.shard;
     if (__builtin_expect(v == 0, 0)) v = pick_shard();
-    *own = (v & SHARD_MODE_MASK) == SHARD_OWN;
+    *own = (v & SHARD_OWN) != 0;
+    return (shard_t *)(void *)((char *)st->s_shards + (v & ~SHARD_MODE_MASK));
+}
+
+/* The event path's two halves, on gmt_tls.shard's word v: an owned shard (v & SHARD_OWN),
+ * whose offset is v less SHARD_OWN (a displacement, no mask), and the rest: a shared shard, or
+ * none picked yet (v == 0; the shard picked then is written with atomic adds this once, which
+ * an owned one allows too). Each half's counters are written with `own` a constant. */
+static inline shard_t *own_shard_at(stats_state_t *st, uint32_t v)
+{
+    return (shard_t *)(void *)((char *)st->s_shards + (size_t)v - SHARD_OWN);
+}
+
+static inline shard_t *other_shard_at(stats_state_t *st, uint32_t v)
+{
+    if (__builtin_expect(v == 0, 0)) v = pick_shard();
     return (shard_t *)(void *)((char *)st->s_shards + (v & ~SHARD_MODE_MASK));
 }
 
@@ -471,14 +489,11 @@ charge(stats_state_t *st, int slot, gmt_kind_t kind, uint64_t size, uint64_t seq
     return false;
 }
 
-__attribute__((always_inline)) inline bool
-gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, gmt_layer_t layer, bool merged,
-                   uint64_t size, uint64_t seq, uint64_t now_ns, bool charged)
+__attribute__((always_inline)) static inline void alloc_counts(shard_t *sh, bool own, int slot,
+                                                               gmt_kind_t kind, gmt_api_t api,
+                                                               gmt_layer_t layer, bool merged,
+                                                               uint64_t size, uint64_t now_ns)
 {
-    int slot = gmt_stats_slot(device);
-    stats_state_t *st = S;
-    bool own;
-    shard_t *sh = shard_in(st, &own);
     cell_t *c = &sh->cells[slot][kind];
     api_cell_t *a = &sh->api[api];
     __atomic_store_n(&a->last_ns, now_ns, RLX);
@@ -487,6 +502,33 @@ gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, gmt_layer_t l
     bump(&c->allocs, 1);
     bump(&c->alloc_bytes, size);
     if (merged) bump(&c->merged, 1);
+}
+
+__attribute__((always_inline)) static inline void free_counts(shard_t *sh, bool own, int slot,
+                                                              gmt_kind_t kind, gmt_api_t api,
+                                                              gmt_layer_t layer, bool handed,
+                                                              uint64_t now_ns)
+{
+    api_cell_t *a = &sh->api[api];
+    __atomic_store_n(&a->last_ns, now_ns, RLX);
+    if (__builtin_expect(handed, 1))
+        bump(&a->frees[layer], 1);
+    else
+        bump(&sh->frees_adjust[api], 1);
+    bump(&sh->cells[slot][kind].frees, 1);
+}
+
+__attribute__((always_inline)) inline bool
+gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, gmt_layer_t layer, bool merged,
+                   uint64_t size, uint64_t seq, uint64_t now_ns, bool charged)
+{
+    int slot = gmt_stats_slot(device);
+    stats_state_t *st = S;
+    uint32_t v = gmt_tls.shard;
+    if (__builtin_expect(v & SHARD_OWN, 1))
+        alloc_counts(own_shard_at(st, v), true, slot, kind, api, layer, merged, size, now_ns);
+    else
+        alloc_counts(other_shard_at(st, v), false, slot, kind, api, layer, merged, size, now_ns);
     if (!charged || GMT_PROBE_SKIPS(GMT_PROBE_DEVLINE)) return false;
     return charge(st, slot, kind, size, seq, now_ns);
 }
@@ -512,16 +554,12 @@ __attribute__((always_inline)) inline void gmt_stats_on_free(int32_t device, gmt
 {
     int slot = gmt_stats_slot(device);
     stats_state_t *st = S;
-    bool own;
-    shard_t *sh = shard_in(st, &own);
     dev_t_ *d = &st->s_devs[slot];
-    api_cell_t *a = &sh->api[api];
-    __atomic_store_n(&a->last_ns, now_ns, RLX);
-    if (__builtin_expect(handed, 1))
-        bump(&a->frees[layer], 1);
+    uint32_t v = gmt_tls.shard;
+    if (__builtin_expect(v & SHARD_OWN, 1))
+        free_counts(own_shard_at(st, v), true, slot, kind, api, layer, handed, now_ns);
     else
-        bump(&sh->frees_adjust[api], 1);
-    bump(&sh->cells[slot][kind].frees, 1);
+        free_counts(other_shard_at(st, v), false, slot, kind, api, layer, handed, now_ns);
     if (!charged || GMT_PROBE_SKIPS(GMT_PROBE_DEVLINE)) return;
     __atomic_sub_fetch(&d->current[kind], (int64_t)size, RLX);
     if (!gmt_kind_in_use(kind)) return;
