@@ -69,8 +69,10 @@ _Static_assert(sizeof(cell_t) == 32 && offsetof(shard_t, cells) % 32 == 0, "a ce
 /* One device's bytes. Every charged event writes the first cache line alone (its kind's
  * current bytes and, for the in-use kinds, in_use), so threads of a multi-threaded program
  * move one shared line per event, not two; the peaks are read by every allocation and written
- * only when they rise; the peak's time only with a new peak. Whether a device was seen is
- * read from the shards' counts (an allocation or a failure), not kept here. */
+ * only when they rise; the peak's time only with a new peak. The third line also holds the
+ * timeline's open bucket (timeline_t), which every charged event of an in-use kind reads:
+ * found from the device's own address, in the line beside the two others. Whether a device
+ * was seen is read from the shards' counts (an allocation or a failure), not kept here. */
 typedef struct dev_s {
     int64_t current[GMT_KIND_COUNT];
     int64_t in_use;
@@ -78,10 +80,13 @@ typedef struct dev_s {
     int64_t in_use_peak;
     uint64_t peak_time_ns __attribute__((aligned(64)));
     uint64_t peak_seq;
+    uint64_t open_end_ns; /* the timeline's (timeline_t); atomic */
+    int64_t open_max;     /* the timeline's (timeline_t); atomic; INT64_MIN: nothing to fold */
 } __attribute__((aligned(64))) dev_t_;
 _Static_assert(offsetof(dev_t_, in_use) < 64, "current[] and in_use share one cache line");
 _Static_assert(offsetof(dev_t_, in_use_peak) - offsetof(dev_t_, peak) < 64,
                "peak[] and in_use_peak share one cache line");
+_Static_assert(sizeof(dev_t_) == 192, "the open bucket in the peak time's line");
 
 /* The timeline of one device: at most `cap` points; when full, neighbouring buckets are
  * merged and the bucket width doubles, so any run length fits. Updated under a tiny spinlock
@@ -92,15 +97,13 @@ typedef struct timeline_s {
     uint64_t width_ns;
     uint64_t last_end_ns; /* end of the last point's bucket (relative), 0 when empty */
     int64_t missed_max;   /* atomic: highest bytes of updates that found the lock taken */
-    /* The open bucket, updated without the lock by the events that fall inside it (nearly
-     * all of them): its end (absolute, monotonic ns, so the event's own clock reading is
-     * compared as it is; 0: none yet) and its highest bytes since the lock
-     * holder last folded them into the last point. Written only when the bucket's maximum
-     * rises, so steady traffic from many threads only reads this line. The bucket's last
-     * bytes are supplied at folding time (the closing event's bytes before it, or the
-     * device's current bytes when the report reads the timeline). */
-    uint64_t open_end_ns; /* atomic */
-    int64_t open_max;     /* atomic; INT64_MIN: nothing to fold */
+    /* The open bucket, kept in the device's dev_t_ (open_end_ns, open_max), updated without
+     * the lock by the events that fall inside it (nearly all of them): its end (absolute,
+     * monotonic ns, so the event's own clock reading is compared as it is; 0: none yet) and
+     * its highest bytes since the lock holder last folded them into the last point. Written
+     * only when the bucket's maximum rises, so steady traffic from many threads only reads
+     * its line. The bucket's last bytes are supplied at folding time (the closing event's
+     * bytes before it, or the device's current bytes when the report reads the timeline). */
 } timeline_t;
 
 /* Everything above, in one block of the region (region.h), followed by the timelines' points
@@ -226,8 +229,8 @@ int gmt_stats_init(uint64_t start_ns, int timeline_points)
         timelines[i].n = 0;
         timelines[i].last_end_ns = 0;
         timelines[i].missed_max = INT64_MIN;
-        timelines[i].open_end_ns = 0;
-        timelines[i].open_max = INT64_MIN;
+        devs[i].open_end_ns = 0;
+        devs[i].open_max = INT64_MIN;
         timelines[i].width_ns = 1000000; /* 1 ms to start with */
     }
     return 0;
@@ -244,8 +247,8 @@ void gmt_stats_reset(void)
         timelines[i].n = 0;
         timelines[i].last_end_ns = 0;
         timelines[i].missed_max = INT64_MIN;
-        timelines[i].open_end_ns = 0;
-        timelines[i].open_max = INT64_MIN;
+        devs[i].open_end_ns = 0;
+        devs[i].open_max = INT64_MIN;
         timelines[i].width_ns = 1000000;
     }
 }
@@ -357,9 +360,10 @@ static void max_update(int64_t *p, int64_t v);
  * preempted) leaves its bytes in missed_max, and the next holder folds them in. The point's
  * maximum stays exact; only which bucket a contended update lands in can shift by one. */
 /* Folds the open bucket's updates into the last point. Called with the lock held. */
-static void timeline_fold_locked(timeline_t *tl, gmt_timeline_point_t *pts, int64_t last)
+static void timeline_fold_locked(int slot, gmt_timeline_point_t *pts, int64_t last)
 {
-    int64_t m = __atomic_exchange_n(&tl->open_max, INT64_MIN, RLX);
+    timeline_t *tl = &timelines[slot];
+    int64_t m = __atomic_exchange_n(&devs[slot].open_max, INT64_MIN, RLX);
     if (m == INT64_MIN || tl->n == 0) return;
     gmt_timeline_point_t *p = &pts[tl->n - 1];
     if (m > p->max) p->max = m;
@@ -376,7 +380,7 @@ __attribute__((noinline)) static void timeline_add_slow(int slot, uint64_t rel, 
         max_update(&tl->missed_max, bytes);
         return;
     }
-    timeline_fold_locked(tl, pts, before);
+    timeline_fold_locked(slot, pts, before);
     int64_t missed = __atomic_exchange_n(&tl->missed_max, INT64_MIN, RLX);
     if (missed > bytes && tl->n > 0 && missed > pts[tl->n - 1].max) pts[tl->n - 1].max = missed;
     /* A thread that read the clock before another one took the lock arrives "late": its
@@ -401,7 +405,7 @@ __attribute__((noinline)) static void timeline_add_slow(int slot, uint64_t rel, 
             tl->last_end_ns = (bucket + 1) * tl->width_ns;
         }
     }
-    __atomic_store_n(&tl->open_end_ns, tl->last_end_ns ? t0_ns + tl->last_end_ns : 0,
+    __atomic_store_n(&devs[slot].open_end_ns, tl->last_end_ns ? t0_ns + tl->last_end_ns : 0,
                      __ATOMIC_RELEASE);
     gmt_spin_unlock(&tl->lock);
 }
@@ -410,12 +414,12 @@ __attribute__((noinline)) static void timeline_add_slow(int slot, uint64_t rel, 
 static inline void timeline_add(stats_state_t *st, int slot, uint64_t now_ns, int64_t bytes,
                                 int64_t before)
 {
-    timeline_t *tl = &st->s_timelines[slot];
+    dev_t_ *d = &st->s_devs[slot];
     /* Fast path, no lock: inside the open bucket (never true before the first point, nor
      * without a timeline). A thread that read the bucket's end just before the holder opened
      * the next bucket lands in the next one: a shift by one bucket, as below. */
-    if (__builtin_expect(now_ns < __atomic_load_n(&tl->open_end_ns, __ATOMIC_ACQUIRE), 1)) {
-        if (bytes > __atomic_load_n(&tl->open_max, RLX)) max_update(&tl->open_max, bytes);
+    if (__builtin_expect(now_ns < __atomic_load_n(&d->open_end_ns, __ATOMIC_ACQUIRE), 1)) {
+        if (bytes > __atomic_load_n(&d->open_max, RLX)) max_update(&d->open_max, bytes);
         return;
     }
     timeline_add_slow(slot, now_ns > t0_ns ? now_ns - t0_ns : 0, bytes, before);
@@ -625,7 +629,7 @@ int gmt_stats_timeline(int slot, gmt_timeline_point_t *out, int max)
     if (!S) return 0;
     timeline_t *tl = &timelines[slot];
     gmt_spin_lock(&tl->lock);
-    timeline_fold_locked(tl, points_of(slot), __atomic_load_n(&devs[slot].in_use, RLX));
+    timeline_fold_locked(slot, points_of(slot), __atomic_load_n(&devs[slot].in_use, RLX));
     int n = tl->n < max ? tl->n : max;
     memcpy(out, points_of(slot), (size_t)n * sizeof *out);
     gmt_spin_unlock(&tl->lock);
