@@ -22,6 +22,9 @@
 #define OWN_SHARDS 24
 enum { SHARD_NONE, SHARD_SHARED, SHARD_OWN };
 #define SHARD_MODE_MASK 63u
+/* The mode's bits apart: an owned shard is one bit test, its offset the word less SHARD_OWN. */
+_Static_assert((SHARD_OWN & SHARD_SHARED) == 0 && SHARD_OWN <= SHARD_MODE_MASK,
+               "SHARD_OWN is a bit of its own");
 
 /* A thread's counters, laid out by what one event touches: an allocation or a release writes
  * its API's line (its count by layer, the bytes, the time) and its (device, kind) cell, two
@@ -66,8 +69,10 @@ _Static_assert(sizeof(cell_t) == 32 && offsetof(shard_t, cells) % 32 == 0, "a ce
 /* One device's bytes. Every charged event writes the first cache line alone (its kind's
  * current bytes and, for the in-use kinds, in_use), so threads of a multi-threaded program
  * move one shared line per event, not two; the peaks are read by every allocation and written
- * only when they rise; the peak's time only with a new peak. Whether a device was seen is
- * read from the shards' counts (an allocation or a failure), not kept here. */
+ * only when they rise; the peak's time only with a new peak. The third line also holds the
+ * timeline's open bucket (timeline_t), which every charged event of an in-use kind reads:
+ * found from the device's own address, in the line beside the two others. Whether a device
+ * was seen is read from the shards' counts (an allocation or a failure), not kept here. */
 typedef struct dev_s {
     int64_t current[GMT_KIND_COUNT];
     int64_t in_use;
@@ -75,10 +80,13 @@ typedef struct dev_s {
     int64_t in_use_peak;
     uint64_t peak_time_ns __attribute__((aligned(64)));
     uint64_t peak_seq;
+    uint64_t open_end_ns; /* the timeline's (timeline_t); atomic */
+    int64_t open_max;     /* the timeline's (timeline_t); atomic; INT64_MIN: nothing to fold */
 } __attribute__((aligned(64))) dev_t_;
 _Static_assert(offsetof(dev_t_, in_use) < 64, "current[] and in_use share one cache line");
 _Static_assert(offsetof(dev_t_, in_use_peak) - offsetof(dev_t_, peak) < 64,
                "peak[] and in_use_peak share one cache line");
+_Static_assert(sizeof(dev_t_) == 192, "the open bucket in the peak time's line");
 
 /* The timeline of one device: at most `cap` points; when full, neighbouring buckets are
  * merged and the bucket width doubles, so any run length fits. Updated under a tiny spinlock
@@ -89,15 +97,13 @@ typedef struct timeline_s {
     uint64_t width_ns;
     uint64_t last_end_ns; /* end of the last point's bucket (relative), 0 when empty */
     int64_t missed_max;   /* atomic: highest bytes of updates that found the lock taken */
-    /* The open bucket, updated without the lock by the events that fall inside it (nearly
-     * all of them): its end (absolute, monotonic ns, so the event's own clock reading is
-     * compared as it is; 0: none yet) and its highest bytes since the lock
-     * holder last folded them into the last point. Written only when the bucket's maximum
-     * rises, so steady traffic from many threads only reads this line. The bucket's last
-     * bytes are supplied at folding time (the closing event's bytes before it, or the
-     * device's current bytes when the report reads the timeline). */
-    uint64_t open_end_ns; /* atomic */
-    int64_t open_max;     /* atomic; INT64_MIN: nothing to fold */
+    /* The open bucket, kept in the device's dev_t_ (open_end_ns, open_max), updated without
+     * the lock by the events that fall inside it (nearly all of them): its end (absolute,
+     * monotonic ns, so the event's own clock reading is compared as it is; 0: none yet) and
+     * its highest bytes since the lock holder last folded them into the last point. Written
+     * only when the bucket's maximum rises, so steady traffic from many threads only reads
+     * its line. The bucket's last bytes are supplied at folding time (the closing event's
+     * bytes before it, or the device's current bytes when the report reads the timeline). */
 } timeline_t;
 
 /* Everything above, in one block of the region (region.h), followed by the timelines' points
@@ -223,8 +229,8 @@ int gmt_stats_init(uint64_t start_ns, int timeline_points)
         timelines[i].n = 0;
         timelines[i].last_end_ns = 0;
         timelines[i].missed_max = INT64_MIN;
-        timelines[i].open_end_ns = 0;
-        timelines[i].open_max = INT64_MIN;
+        devs[i].open_end_ns = 0;
+        devs[i].open_max = INT64_MIN;
         timelines[i].width_ns = 1000000; /* 1 ms to start with */
     }
     return 0;
@@ -241,8 +247,8 @@ void gmt_stats_reset(void)
         timelines[i].n = 0;
         timelines[i].last_end_ns = 0;
         timelines[i].missed_max = INT64_MIN;
-        timelines[i].open_end_ns = 0;
-        timelines[i].open_max = INT64_MIN;
+        devs[i].open_end_ns = 0;
+        devs[i].open_max = INT64_MIN;
         timelines[i].width_ns = 1000000;
     }
 }
@@ -273,7 +279,22 @@ static inline shard_t *shard_in(stats_state_t *st, bool *own)
 {
     uint32_t v = gmt_tls.shard;
     if (__builtin_expect(v == 0, 0)) v = pick_shard();
-    *own = (v & SHARD_MODE_MASK) == SHARD_OWN;
+    *own = (v & SHARD_OWN) != 0;
+    return (shard_t *)(void *)((char *)st->s_shards + (v & ~SHARD_MODE_MASK));
+}
+
+/* The event path's two halves, on gmt_tls.shard's word v: an owned shard (v & SHARD_OWN),
+ * whose offset is v less SHARD_OWN (a displacement, no mask), and the rest: a shared shard, or
+ * none picked yet (v == 0; the shard picked then is written with atomic adds this once, which
+ * an owned one allows too). Each half's counters are written with `own` a constant. */
+static inline shard_t *own_shard_at(stats_state_t *st, uint32_t v)
+{
+    return (shard_t *)(void *)((char *)st->s_shards + (size_t)v - SHARD_OWN);
+}
+
+static inline shard_t *other_shard_at(stats_state_t *st, uint32_t v)
+{
+    if (__builtin_expect(v == 0, 0)) v = pick_shard();
     return (shard_t *)(void *)((char *)st->s_shards + (v & ~SHARD_MODE_MASK));
 }
 
@@ -282,16 +303,26 @@ static inline shard_t *my_shard(bool *own)
     return shard_in(S, own);
 }
 
-/* A counter of the calling thread's shard. A signal handler that interrupts an owner between
- * the load and the store and records an event itself (a CUDA call inside a signal handler,
- * which CUDA does not allow) would lose that one count. */
+/* A counter of the calling thread's shard. An owned shard's counter on x86-64 is one add to
+ * memory without a lock: the atomic load and store it replaces were three instructions (GCC
+ * does not fuse them, nor a volatile add), and its store is one aligned 8-byte write that the
+ * readers' atomic loads see whole. Being one instruction, no signal handler can come between
+ * its load and its store. Elsewhere (and under TSan, which does not see asm) the atomic load
+ * and store: a signal handler that interrupts an owner between them and records an event
+ * itself (a CUDA call inside a signal handler, which CUDA does not allow) would lose that one
+ * count. */
 static inline void bump_as(bool own, uint64_t *p, uint64_t v)
 {
     if (GMT_PROBE_SKIPS(GMT_PROBE_SHARDS)) return;
-    if (__builtin_expect(own, 1))
+    if (__builtin_expect(own, 1)) {
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+        __asm__("addq %1, %0" : "+m"(*p) : "er"(v));
+#else
         __atomic_store_n(p, __atomic_load_n(p, RLX) + v, RLX);
-    else
+#endif
+    } else {
         __atomic_fetch_add(p, v, RLX);
+    }
 }
 
 #define bump(p, v) bump_as(own, p, v)
@@ -329,9 +360,10 @@ static void max_update(int64_t *p, int64_t v);
  * preempted) leaves its bytes in missed_max, and the next holder folds them in. The point's
  * maximum stays exact; only which bucket a contended update lands in can shift by one. */
 /* Folds the open bucket's updates into the last point. Called with the lock held. */
-static void timeline_fold_locked(timeline_t *tl, gmt_timeline_point_t *pts, int64_t last)
+static void timeline_fold_locked(int slot, gmt_timeline_point_t *pts, int64_t last)
 {
-    int64_t m = __atomic_exchange_n(&tl->open_max, INT64_MIN, RLX);
+    timeline_t *tl = &timelines[slot];
+    int64_t m = __atomic_exchange_n(&devs[slot].open_max, INT64_MIN, RLX);
     if (m == INT64_MIN || tl->n == 0) return;
     gmt_timeline_point_t *p = &pts[tl->n - 1];
     if (m > p->max) p->max = m;
@@ -348,7 +380,7 @@ __attribute__((noinline)) static void timeline_add_slow(int slot, uint64_t rel, 
         max_update(&tl->missed_max, bytes);
         return;
     }
-    timeline_fold_locked(tl, pts, before);
+    timeline_fold_locked(slot, pts, before);
     int64_t missed = __atomic_exchange_n(&tl->missed_max, INT64_MIN, RLX);
     if (missed > bytes && tl->n > 0 && missed > pts[tl->n - 1].max) pts[tl->n - 1].max = missed;
     /* A thread that read the clock before another one took the lock arrives "late": its
@@ -373,7 +405,7 @@ __attribute__((noinline)) static void timeline_add_slow(int slot, uint64_t rel, 
             tl->last_end_ns = (bucket + 1) * tl->width_ns;
         }
     }
-    __atomic_store_n(&tl->open_end_ns, tl->last_end_ns ? t0_ns + tl->last_end_ns : 0,
+    __atomic_store_n(&devs[slot].open_end_ns, tl->last_end_ns ? t0_ns + tl->last_end_ns : 0,
                      __ATOMIC_RELEASE);
     gmt_spin_unlock(&tl->lock);
 }
@@ -382,12 +414,12 @@ __attribute__((noinline)) static void timeline_add_slow(int slot, uint64_t rel, 
 static inline void timeline_add(stats_state_t *st, int slot, uint64_t now_ns, int64_t bytes,
                                 int64_t before)
 {
-    timeline_t *tl = &st->s_timelines[slot];
+    dev_t_ *d = &st->s_devs[slot];
     /* Fast path, no lock: inside the open bucket (never true before the first point, nor
      * without a timeline). A thread that read the bucket's end just before the holder opened
      * the next bucket lands in the next one: a shift by one bucket, as below. */
-    if (__builtin_expect(now_ns < __atomic_load_n(&tl->open_end_ns, __ATOMIC_ACQUIRE), 1)) {
-        if (bytes > __atomic_load_n(&tl->open_max, RLX)) max_update(&tl->open_max, bytes);
+    if (__builtin_expect(now_ns < __atomic_load_n(&d->open_end_ns, __ATOMIC_ACQUIRE), 1)) {
+        if (bytes > __atomic_load_n(&d->open_max, RLX)) max_update(&d->open_max, bytes);
         return;
     }
     timeline_add_slow(slot, now_ns > t0_ns ? now_ns - t0_ns : 0, bytes, before);
@@ -461,14 +493,11 @@ charge(stats_state_t *st, int slot, gmt_kind_t kind, uint64_t size, uint64_t seq
     return false;
 }
 
-__attribute__((always_inline)) inline bool
-gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, gmt_layer_t layer, bool merged,
-                   uint64_t size, uint64_t seq, uint64_t now_ns, bool charged)
+__attribute__((always_inline)) static inline void alloc_counts(shard_t *sh, bool own, int slot,
+                                                               gmt_kind_t kind, gmt_api_t api,
+                                                               gmt_layer_t layer, bool merged,
+                                                               uint64_t size, uint64_t now_ns)
 {
-    int slot = gmt_stats_slot(device);
-    stats_state_t *st = S;
-    bool own;
-    shard_t *sh = shard_in(st, &own);
     cell_t *c = &sh->cells[slot][kind];
     api_cell_t *a = &sh->api[api];
     __atomic_store_n(&a->last_ns, now_ns, RLX);
@@ -476,7 +505,35 @@ gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, gmt_layer_t l
     bump(&a->bytes, size);
     bump(&c->allocs, 1);
     bump(&c->alloc_bytes, size);
-    if (merged) bump(&c->merged, 1);
+    /* Owned: an add of 0 or 1 costs less than the branch; shared: no locked add of 0. */
+    if (own || merged) bump(&c->merged, merged);
+}
+
+__attribute__((always_inline)) static inline void free_counts(shard_t *sh, bool own, int slot,
+                                                              gmt_kind_t kind, gmt_api_t api,
+                                                              gmt_layer_t layer, bool handed,
+                                                              uint64_t now_ns)
+{
+    api_cell_t *a = &sh->api[api];
+    __atomic_store_n(&a->last_ns, now_ns, RLX);
+    if (__builtin_expect(handed, 1))
+        bump(&a->frees[layer], 1);
+    else
+        bump(&sh->frees_adjust[api], 1);
+    bump(&sh->cells[slot][kind].frees, 1);
+}
+
+__attribute__((always_inline)) inline bool
+gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, gmt_layer_t layer, bool merged,
+                   uint64_t size, uint64_t seq, uint64_t now_ns, bool charged)
+{
+    int slot = gmt_stats_slot(device);
+    stats_state_t *st = S;
+    uint32_t v = gmt_tls.shard;
+    if (__builtin_expect(v & SHARD_OWN, 1))
+        alloc_counts(own_shard_at(st, v), true, slot, kind, api, layer, merged, size, now_ns);
+    else
+        alloc_counts(other_shard_at(st, v), false, slot, kind, api, layer, merged, size, now_ns);
     if (!charged || GMT_PROBE_SKIPS(GMT_PROBE_DEVLINE)) return false;
     return charge(st, slot, kind, size, seq, now_ns);
 }
@@ -502,16 +559,12 @@ __attribute__((always_inline)) inline void gmt_stats_on_free(int32_t device, gmt
 {
     int slot = gmt_stats_slot(device);
     stats_state_t *st = S;
-    bool own;
-    shard_t *sh = shard_in(st, &own);
     dev_t_ *d = &st->s_devs[slot];
-    api_cell_t *a = &sh->api[api];
-    __atomic_store_n(&a->last_ns, now_ns, RLX);
-    if (__builtin_expect(handed, 1))
-        bump(&a->frees[layer], 1);
+    uint32_t v = gmt_tls.shard;
+    if (__builtin_expect(v & SHARD_OWN, 1))
+        free_counts(own_shard_at(st, v), true, slot, kind, api, layer, handed, now_ns);
     else
-        bump(&sh->frees_adjust[api], 1);
-    bump(&sh->cells[slot][kind].frees, 1);
+        free_counts(other_shard_at(st, v), false, slot, kind, api, layer, handed, now_ns);
     if (!charged || GMT_PROBE_SKIPS(GMT_PROBE_DEVLINE)) return;
     __atomic_sub_fetch(&d->current[kind], (int64_t)size, RLX);
     if (!gmt_kind_in_use(kind)) return;
@@ -577,7 +630,7 @@ int gmt_stats_timeline(int slot, gmt_timeline_point_t *out, int max)
     if (!S) return 0;
     timeline_t *tl = &timelines[slot];
     gmt_spin_lock(&tl->lock);
-    timeline_fold_locked(tl, points_of(slot), __atomic_load_n(&devs[slot].in_use, RLX));
+    timeline_fold_locked(slot, points_of(slot), __atomic_load_n(&devs[slot].in_use, RLX));
     int n = tl->n < max ? tl->n : max;
     memcpy(out, points_of(slot), (size_t)n * sizeof *out);
     gmt_spin_unlock(&tl->lock);
