@@ -216,7 +216,7 @@ static inline uint32_t event_attrs(const gmt_event_t *ev)
     return ((uint32_t)((m * 0x84001u) >> 17) & 0x1fcu) | ((ev->flags & 3u) << 9);
 }
 
-static inline uint64_t event_now_ns(void)
+__attribute__((always_inline)) static inline uint64_t event_now_ns(void)
 {
     return GMT_PROBE_SKIPS(GMT_PROBE_CLOCK) ? 0 : gmt_event_ns();
 }
