@@ -9,8 +9,25 @@
  * Each thread keeps 64 allocations live and recycles them, so the live table is not empty
  * and addresses are reused, as in a real allocator-heavy program. BENCH_THRASH_KIB=N: after
  * each pair, N KiB are written, a cache line at a time (the tracer's memory starts cold).
+ *
+ * Built a second time with BENCH_DRIVER as bench_driver_pairs: the same loop on cuMemAlloc_v2 +
+ * cuMemFree_v2 against the stand-in libcuda, as a program on the driver API or on the static
+ * cudart calls them (no runtime hook, no bracket: the driver wrappers record each call
+ * themselves). bench/callgrind.sh measures it with GMT_CALLGRIND_BENCH=driver.
  */
+#ifdef BENCH_DRIVER
+#include <cuda.h>
+typedef CUdeviceptr dptr_t;
+#define BENCH_ALLOC(p, n) (cuMemAlloc_v2((p), (n)) == CUDA_SUCCESS)
+#define BENCH_FREE(p)     cuMemFree_v2(p)
+#define BENCH_INIT()      cuInit(0)
+#else
 #include <cuda_runtime_api.h>
+typedef void *dptr_t;
+#define BENCH_ALLOC(p, n) (cudaMalloc((p), (n)) == cudaSuccess)
+#define BENCH_FREE(p)     cudaFree(p)
+#define BENCH_INIT()      cudaSuccess
+#endif
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,15 +49,15 @@ static void evict(void)
 
 static void loop(void)
 {
-    void *live[64] = {0};
+    dptr_t live[64] = {0};
     for (long i = 0; i < pairs; i++) {
         int k = (int)(i & 63);
-        if (live[k]) cudaFree(live[k]);
-        if (cudaMalloc(&live[k], base_bytes + (size_t)(i & 7) * 512) != cudaSuccess) live[k] = NULL;
+        if (live[k]) BENCH_FREE(live[k]);
+        if (!BENCH_ALLOC(&live[k], base_bytes + (size_t)(i & 7) * 512)) live[k] = 0;
         if (thrash_bytes) evict();
     }
     for (int k = 0; k < 64; k++)
-        if (live[k]) cudaFree(live[k]);
+        if (live[k]) BENCH_FREE(live[k]);
 }
 
 /* One frame per level, kept (not inlined, not a tail call): the stack the unwinder walks. */
@@ -72,9 +89,10 @@ int main(int argc, char **argv)
     const char *tk = getenv("BENCH_THRASH_KIB");
     thrash_bytes = tk ? (size_t)atol(tk) << 10 : 0;
     if (thrash_bytes && !(thrash = calloc(1, thrash_bytes))) return 2;
-    void *warm;
-    cudaMalloc(&warm, 512); /* lazy init of the runtime and the tracer outside the timing */
-    cudaFree(warm);
+    dptr_t warm = 0;
+    (void)BENCH_INIT();
+    /* lazy init of the runtime and the tracer outside the timing */
+    if (BENCH_ALLOC(&warm, 512)) BENCH_FREE(warm);
     pthread_t t[64];
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);

@@ -5,6 +5,9 @@
 # usage: bench/callgrind.sh [BUILD_DIR] [WALL_REPEATS]
 #   GMT_CALLGRIND_LIB=PATH traces with another libgpumemtrace.so (an older build) against
 #   BUILD_DIR's bench and stand-in, so two libraries are compared on the same native figure.
+#   GMT_CALLGRIND_BENCH=driver measures cuMemAlloc_v2+cuMemFree_v2 pairs instead
+#   (bench_driver_pairs: the driver API called directly, as a program on the static cudart
+#   does, so the driver wrappers record each call themselves with no runtime hook above).
 #
 # Instructions: bench_pairs runs with N1 and N2 pairs under callgrind for each setting; the
 # difference of the two totals divided by N2-N1 is the cost of one pair with start-up and
@@ -20,7 +23,11 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
 reps=${2:-5}
-bin="$build/bench/bench_pairs"
+case ${GMT_CALLGRIND_BENCH:-runtime} in
+  runtime) bin="$build/bench/bench_pairs" ;;
+  driver) bin="$build/bench/bench_driver_pairs" ;;
+  *) echo "callgrind.sh: GMT_CALLGRIND_BENCH is runtime or driver" >&2; exit 2 ;;
+esac
 lib=${GMT_CALLGRIND_LIB:-$build/src/libgpumemtrace.so} # another build's library, same bench and stand-in
 command -v valgrind >/dev/null || { echo "callgrind.sh: valgrind not found" >&2; exit 2; }
 [[ -x $bin && -f $lib ]] || { echo "callgrind.sh: build $build first" >&2; exit 2; }

@@ -28,6 +28,19 @@ static inline bool gmt_capture_running(void)
     return __atomic_load_n(&gmt_capture_state, __ATOMIC_ACQUIRE) > 0;
 }
 
+/* gmt_capture_running() && !gmt_cupti_active() in one compare (hot.h: the two flags share a
+ * word): whether the driver wrappers record. capture_state 1 and cupti_active 0 as one word. */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define GMT_DRIVER_GATE_RECORDS 0x0001
+#else
+#define GMT_DRIVER_GATE_RECORDS 0x0100
+#endif
+static inline bool gmt_capture_driver_records(void)
+{
+    if (GMT_PROBE_SKIPS(GMT_PROBE_PASS)) return false; /* a probe build only (core/probe.h) */
+    return __atomic_load_n(&gmt_hot.driver_gate, __ATOMIC_ACQUIRE) == GMT_DRIVER_GATE_RECORDS;
+}
+
 /* gmt_capture_running, starting capture at the process's first CUDA call. */
 static inline bool gmt_capture_touch(void)
 {

@@ -95,7 +95,7 @@ static bool record_free(gmt_event_t *ev)
     {                                                                                              \
         if (__builtin_expect(gmt_real.name != NULL, 1)) {                                          \
             if (gmt_guard_held()) return gmt_real.name args;                                       \
-            if (gmt_capture_running() && !gmt_cupti_active()) return name##_recorded args;         \
+            if (gmt_capture_driver_records()) return name##_recorded args;                         \
         }                                                                                          \
         return name##_first args;                                                                  \
     }                                                                                              \
@@ -140,8 +140,7 @@ static bool record_free(gmt_event_t *ev)
     {                                                                                              \
         if (__builtin_expect(gmt_real.name != NULL, 1)) {                                          \
             if (released_above()) return gmt_real.name args;                                       \
-            if (!gmt_guard_held() && gmt_capture_running() && !gmt_cupti_active())                 \
-                return name##_recorded args;                                                       \
+            if (!gmt_guard_held() && gmt_capture_driver_records()) return name##_recorded args;    \
         }                                                                                          \
         return name##_first args;                                                                  \
     }                                                                                              \

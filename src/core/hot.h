@@ -29,10 +29,17 @@ typedef struct gmt_hot_s {
     uint64_t min_bytes;          /* core_init.c: gmt_core_min_bytes */
     uint32_t core_generation;    /* core_init.c: gmt_core_generation */
     int stack_depth;             /* core_init.c: gmt_core_stack_depth */
-    int capture_state;           /* capture/lifecycle.c: gmt_capture_state */
-    uint8_t core_ready;          /* core_init.c: gmt_core_ready_flag */
-    bool cupti_active;           /* capture/cupti_backend.c: gmt_cupti_active_flag */
-    uint8_t one_device;          /* capture/devinfo.c: the process sees one device (capture.h) */
+    /* Side by side, so that a driver wrapper asks "capture runs and CUPTI does not record"
+     * with one compare of both (capture.h: gmt_capture_driver_records). */
+    union {
+        struct {
+            int8_t capture_state; /* capture/lifecycle.c: gmt_capture_state */
+            bool cupti_active;    /* capture/cupti_backend.c: gmt_cupti_active_flag */
+        };
+        uint16_t driver_gate; /* read only, never written as such */
+    };
+    uint8_t core_ready; /* core_init.c: gmt_core_ready_flag */
+    uint8_t one_device; /* capture/devinfo.c: the process sees one device (capture.h) */
 } __attribute__((aligned(64))) gmt_hot_t;
 _Static_assert(sizeof(gmt_hot_t) == 64, "the hot words fill one cache line");
 
