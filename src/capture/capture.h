@@ -13,6 +13,8 @@
 #include "core/probe.h"
 #include "core/tls.h"
 
+#include <stddef.h>
+
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -116,7 +118,11 @@ static inline gmt_event_t *gmt_capture_defer_slot(void)
 }
 
 /* *dst = ev, field by field: an event described by an inlined describe_<symbol> is written
- * straight into dst (a copy of the whole struct had it built on the stack first and copied). */
+ * straight into dst (a copy of the whole struct had it built on the stack first and copied).
+ * A field added to gmt_event_t must be added here too: */
+_Static_assert(sizeof(gmt_event_t) == 40 &&
+                   offsetof(gmt_event_t, flags) + sizeof(uint32_t) == sizeof(gmt_event_t),
+               "gmt_event_put copies gmt_event_t's ten fields: update it with the struct");
 static inline void gmt_event_put(gmt_event_t *dst, gmt_event_t ev)
 {
     dst->addr = ev.addr;
