@@ -29,25 +29,21 @@
 #define GMT_NARG_(a, b, c, d, e, f, n, ...) n
 #define GMT_CAT(a, b)                       GMT_CAT_(a, b)
 #define GMT_CAT_(a, b)                      a##b
-#define GMT_PFX1(p, a)                      p->a
-#define GMT_PFX2(p, a, ...)                 p->a, GMT_PFX1(p, __VA_ARGS__)
-#define GMT_PFX3(p, a, ...)                 p->a, GMT_PFX2(p, __VA_ARGS__)
-#define GMT_PFX4(p, a, ...)                 p->a, GMT_PFX3(p, __VA_ARGS__)
-#define GMT_PFX5(p, a, ...)                 p->a, GMT_PFX4(p, __VA_ARGS__)
-#define GMT_PFX6(p, a, ...)                 p->a, GMT_PFX5(p, __VA_ARGS__)
-#define GMT_PFX_(p, ...)                    GMT_CAT(GMT_PFX, GMT_NARG(__VA_ARGS__))(p, __VA_ARGS__)
+/* (a, b, c) -> m(x, a), m(x, b), m(x, c): one list of a hook's parameters, each through m. */
+#define GMT_MAP1(m, x, a)      m(x, a)
+#define GMT_MAP2(m, x, a, ...) m(x, a), GMT_MAP1(m, x, __VA_ARGS__)
+#define GMT_MAP3(m, x, a, ...) m(x, a), GMT_MAP2(m, x, __VA_ARGS__)
+#define GMT_MAP4(m, x, a, ...) m(x, a), GMT_MAP3(m, x, __VA_ARGS__)
+#define GMT_MAP5(m, x, a, ...) m(x, a), GMT_MAP4(m, x, __VA_ARGS__)
+#define GMT_MAP6(m, x, a, ...) m(x, a), GMT_MAP5(m, x, __VA_ARGS__)
+#define GMT_MAP_(m, x, ...)    GMT_CAT(GMT_MAP, GMT_NARG(__VA_ARGS__))(m, x, __VA_ARGS__)
+#define GMT_PFX_ONE(p, a)      p->a
+#define GMT_MOP_ONE(x_, a)     "+m"(a)
 /* (a, b, c) -> p->a, p->b, p->c */
-#define GMT_PREFIX_ARGS(p, args) GMT_PFX_(p, GMT_UNPAREN args)
-#define GMT_MOP1(a)              "+m"(a)
-#define GMT_MOP2(a, ...)         "+m"(a), GMT_MOP1(__VA_ARGS__)
-#define GMT_MOP3(a, ...)         "+m"(a), GMT_MOP2(__VA_ARGS__)
-#define GMT_MOP4(a, ...)         "+m"(a), GMT_MOP3(__VA_ARGS__)
-#define GMT_MOP5(a, ...)         "+m"(a), GMT_MOP4(__VA_ARGS__)
-#define GMT_MOP6(a, ...)         "+m"(a), GMT_MOP5(__VA_ARGS__)
-#define GMT_MOP_(...)            GMT_CAT(GMT_MOP, GMT_NARG(__VA_ARGS__))(__VA_ARGS__)
+#define GMT_PREFIX_ARGS(p, args) GMT_MAP_(GMT_PFX_ONE, p, GMT_UNPAREN args)
 /* Keeps a function's parameters (a, b, c) in its frame from here on, not in registers it must
  * save: for parameters read only on a rare path after a call. */
-#define GMT_ARGS_IN_FRAME(args) __asm__("" : GMT_MOP_(GMT_UNPAREN args))
+#define GMT_ARGS_IN_FRAME(args) __asm__("" : GMT_MAP_(GMT_MOP_ONE, _, GMT_UNPAREN args))
 #define GMT_FLD1(a)             __typeof__(a) a;
 #define GMT_FLD2(a, ...)                                                                           \
     __typeof__(a) a;                                                                               \
