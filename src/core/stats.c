@@ -151,8 +151,8 @@ static uint32_t shared_shard(uint32_t n)
 static void shard_give_back(void *v)
 {
     uint32_t i = (uint32_t)(uintptr_t)v - 1;
+    /* for good: a thread picks once */
     gmt_tls.shard = shard_code(shared_shard(__atomic_fetch_add(&next_shard, 1, RLX)), SHARD_SHARED);
-    gmt_tls.shard_mode = SHARD_SHARED; /* for good: a thread picks once */
     /* release: this thread's last plain stores to the shard come before its next owner's. */
     if (S && i < OWN_SHARDS) gmt_claim_release(&S->s_owned[i]);
 }
@@ -200,6 +200,21 @@ int32_t gmt_stats_device_of_slot(int slot)
     return slot - 1;
 }
 
+/* Every device's timeline empty, its open bucket none, its lock free (a fork child: another
+ * thread of the parent may have held it at the fork). */
+static void timelines_clear(void)
+{
+    for (int i = 0; i < GMT_STAT_SLOTS; i++) {
+        __atomic_store_n(&timelines[i].lock, 0, __ATOMIC_RELAXED);
+        timelines[i].n = 0;
+        timelines[i].last_end_ns = 0;
+        timelines[i].missed_max = INT64_MIN;
+        devs[i].open_end_ns = 0;
+        devs[i].open_max = INT64_MIN;
+        timelines[i].width_ns = 1000000; /* 1 ms to start with */
+    }
+}
+
 int gmt_stats_init(uint64_t start_ns, int timeline_points)
 {
     if (timeline_points < 0) timeline_points = 0;
@@ -225,14 +240,7 @@ int gmt_stats_init(uint64_t start_ns, int timeline_points)
     uint32_t own_i = (gmt_tls.shard & ~SHARD_MODE_MASK) / (uint32_t)sizeof(shard_t);
     if ((gmt_tls.shard & SHARD_MODE_MASK) == SHARD_OWN && own_i < OWN_SHARDS)
         __atomic_store_n(&S->s_owned[own_i], 1, RLX);
-    for (int i = 0; i < GMT_STAT_SLOTS; i++) {
-        timelines[i].n = 0;
-        timelines[i].last_end_ns = 0;
-        timelines[i].missed_max = INT64_MIN;
-        devs[i].open_end_ns = 0;
-        devs[i].open_max = INT64_MIN;
-        timelines[i].width_ns = 1000000; /* 1 ms to start with */
-    }
+    timelines_clear();
     return 0;
 }
 
@@ -241,16 +249,7 @@ void gmt_stats_reset(void)
     if (!S) return;
     memset(shards, 0, sizeof shards);
     memset(devs, 0, sizeof devs);
-    for (int i = 0; i < GMT_STAT_SLOTS; i++) {
-        /* A fork child: another thread of the parent may have held it at the fork. */
-        __atomic_store_n(&timelines[i].lock, 0, __ATOMIC_RELAXED);
-        timelines[i].n = 0;
-        timelines[i].last_end_ns = 0;
-        timelines[i].missed_max = INT64_MIN;
-        devs[i].open_end_ns = 0;
-        devs[i].open_max = INT64_MIN;
-        timelines[i].width_ns = 1000000;
-    }
+    timelines_clear();
 }
 
 /* A thread's first event: an owned shard if one is free, else a shared one. */
@@ -263,24 +262,27 @@ __attribute__((noinline)) static uint32_t pick_shard(void)
     if (i >= 0) {
         if (pthread_setspecific(shard_key, (void *)(uintptr_t)(i + 1)) == 0) {
             gmt_tls.shard = shard_code((uint32_t)i, SHARD_OWN);
-            gmt_tls.shard_mode = SHARD_OWN;
             return gmt_tls.shard;
         }
         gmt_claim_release(&S->s_owned[i]);
     }
     gmt_tls.shard = shard_code(shared_shard(n), SHARD_SHARED);
-    gmt_tls.shard_mode = SHARD_SHARED;
     return gmt_tls.shard;
 }
 
 /* The calling thread's shard in st, and whether it writes it alone (*own). The event path
  * reads S once and passes it on: its counters' stores would make the compiler read it again. */
+static inline shard_t *shard_at(stats_state_t *st, uint32_t v)
+{
+    return (shard_t *)(void *)((char *)st->s_shards + (v & ~SHARD_MODE_MASK));
+}
+
 static inline shard_t *shard_in(stats_state_t *st, bool *own)
 {
     uint32_t v = gmt_tls.shard;
     if (__builtin_expect(v == 0, 0)) v = pick_shard();
     *own = (v & SHARD_OWN) != 0;
-    return (shard_t *)(void *)((char *)st->s_shards + (v & ~SHARD_MODE_MASK));
+    return shard_at(st, v);
 }
 
 /* The event path's two halves, on gmt_tls.shard's word v: an owned shard (v & SHARD_OWN),
@@ -295,7 +297,7 @@ static inline shard_t *own_shard_at(stats_state_t *st, uint32_t v)
 static inline shard_t *other_shard_at(stats_state_t *st, uint32_t v)
 {
     if (__builtin_expect(v == 0, 0)) v = pick_shard();
-    return (shard_t *)(void *)((char *)st->s_shards + (v & ~SHARD_MODE_MASK));
+    return shard_at(st, v);
 }
 
 static inline shard_t *my_shard(bool *own)

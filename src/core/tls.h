@@ -40,10 +40,9 @@ typedef struct gmt_nest_s {
 } gmt_nest_t;
 
 typedef struct gmt_tls_s {
-    int guard;          /* > 0 while the tracer itself runs on this thread */
-    uint8_t shard_mode; /* how this thread writes its counter shard (stats.c SHARD_*) */
-    gmt_nest_t *nest;   /* the innermost runtime bracket; NULL outside any */
-    uint32_t shard;     /* counter shard of this thread (stats.c shard_code; 0: none yet) */
+    int guard;        /* > 0 while the tracer itself runs on this thread */
+    gmt_nest_t *nest; /* the innermost runtime bracket; NULL outside any */
+    uint32_t shard;   /* counter shard of this thread (stats.c shard_code; 0: none yet) */
     /* The stack id of the last frameless event (stacks off, or below GPUMEMTRACE_MIN_BYTES):
      * such an id depends on its tag alone. Valid while tag_gen is the core's generation. */
     uint32_t tag_gen, tag_last, tag_id;

@@ -492,7 +492,7 @@ static void *wave_worker(void *arg)
     for (int i = 0; i < WAVE_OPS; i++)
         gmt_stats_on_alloc(12, GMT_KIND_DEVICE, GMT_API_cudaMalloc, GMT_LAYER_RUNTIME, false, 7,
                            (uint64_t)i, gmt_track_start_ns() + (uint64_t)i, true);
-    *owned = gmt_tls.shard_mode == 2; /* stats.c SHARD_OWN */
+    *owned = (gmt_tls.shard & 63u) == 2; /* the shard word's mode bits: stats.c SHARD_OWN */
     return NULL;
 }
 
