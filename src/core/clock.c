@@ -73,17 +73,41 @@ static uint64_t rate_of(uint64_t ns, uint64_t ticks)
     return m < MIN_MULT || m > MAX_MULT ? 0 : (uint64_t)m;
 }
 
-/* A scale written under the sequence count; max_ticks 0: none to use (off, or expired). */
+/* A scale written under the sequence count; max_ticks 0: none to use (off, or expired).
+ * max_ticks is 0 while the words change, and stored last (clock.h: gmt_tsc_clock_t). */
 static void publish_scale(uint64_t base_tsc, uint64_t base_ns, uint64_t mult, uint64_t max_ticks)
 {
     uint32_t s = __atomic_load_n(&gmt_tsc_clock.seq, __ATOMIC_RELAXED);
-    __atomic_store_n(&gmt_tsc_clock.seq, s + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&gmt_tsc_clock.max_ticks, 0, __ATOMIC_RELAXED);
+    /* A reader that sees the count odd sees max_ticks 0 or the new one. */
+    __atomic_store_n(&gmt_tsc_clock.seq, s + 1, __ATOMIC_RELEASE);
     __atomic_thread_fence(__ATOMIC_RELEASE); /* odd before the words change */
     __atomic_store_n(&gmt_tsc_clock.base_tsc, base_tsc, __ATOMIC_RELAXED);
     __atomic_store_n(&gmt_tsc_clock.base_ns, base_ns, __ATOMIC_RELAXED);
     __atomic_store_n(&gmt_tsc_clock.mult, mult, __ATOMIC_RELAXED);
-    __atomic_store_n(&gmt_tsc_clock.max_ticks, max_ticks, __ATOMIC_RELAXED);
+    /* Last, with release: a reader that sees it sees the words above. */
+    __atomic_store_n(&gmt_tsc_clock.max_ticks, max_ticks, __ATOMIC_RELEASE);
     __atomic_store_n(&gmt_tsc_clock.seq, s + 2, __ATOMIC_RELEASE);
+}
+
+/* One reading of the scaled counter into *ns for the slow path, telling its cases apart: 1
+ * when the scale was whole (not being written) and young enough, 0 when it was being written,
+ * -1 when too old or absent (off, or not set up: max_ticks is 0). A counter read before the
+ * scale's base is read as the base itself, which no reading under the last scale passed. */
+static int tsc_read_clamped(uint64_t *ns)
+{
+    uint32_t s = __atomic_load_n(&gmt_tsc_clock.seq, __ATOMIC_ACQUIRE);
+    uint64_t max = __atomic_load_n(&gmt_tsc_clock.max_ticks, __ATOMIC_ACQUIRE);
+    uint64_t bt = __atomic_load_n(&gmt_tsc_clock.base_tsc, __ATOMIC_RELAXED);
+    uint64_t bn = __atomic_load_n(&gmt_tsc_clock.base_ns, __ATOMIC_RELAXED);
+    uint64_t m = __atomic_load_n(&gmt_tsc_clock.mult, __ATOMIC_RELAXED);
+    uint64_t d = __rdtsc() - bt;
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if ((s & 1) || __atomic_load_n(&gmt_tsc_clock.seq, __ATOMIC_RELAXED) != s) return 0;
+    if ((int64_t)d < 0) d = 0;
+    if (d >= max) return -1;
+    *ns = gmt_tsc_scaled(bn, d, m);
+    return 1;
 }
 
 /* A new scale, used for VALID_NS from its base. */
@@ -118,7 +142,7 @@ uint64_t gmt_event_ns_slow(void)
     for (int tries = 0; tries < 1000 && __atomic_load_n(&gmt_tsc_clock.on, __ATOMIC_RELAXED);
          tries++) {
         uint64_t ns;
-        int r = gmt_tsc_read(&ns, true);
+        int r = tsc_read_clamped(&ns);
         if (r > 0) return ns;
         if (r < 0) break; /* too old a scale, or none */
         __builtin_ia32_pause();

@@ -38,11 +38,15 @@ static inline uint64_t gmt_wall_ns(void)
 
 /* The counter's scale, published by clock.c under a sequence count (odd while written): at
  * counter base_tsc the time was base_ns, and each tick since is mult / 2^32 ns, for at most
- * max_ticks ticks. On a line of its own: written about ten times a second. */
+ * max_ticks ticks. A write sets max_ticks to 0 before the count turns odd and stores it last,
+ * with release, after the other words: a reader that loads it (acquire) after the count and
+ * finds the count unchanged afterwards has a whole scale or max_ticks 0, so it needs no test
+ * of the count's odd bit (gmt_tsc_read_fast). On a line of its own: written about ten times a
+ * second. */
 typedef struct gmt_tsc_clock_s {
     uint32_t seq;
     uint32_t on; /* 0: gmt_event_ns is gmt_now_ns (and max_ticks is 0) */
-    uint64_t base_tsc, base_ns, mult, max_ticks;
+    uint64_t max_ticks, base_tsc, base_ns, mult;
 } __attribute__((aligned(64))) gmt_tsc_clock_t;
 extern gmt_tsc_clock_t gmt_tsc_clock;
 
@@ -73,35 +77,37 @@ static inline uint64_t gmt_tsc_scaled(uint64_t base_ns, uint64_t ticks, uint64_t
 }
 
 #if defined(__x86_64__)
-/* One reading of the scaled counter into *ns: 1 when the scale was whole (not being written)
- * and young enough, 0 when it was being written, -1 when too old or absent (off, or not set
- * up: max_ticks is 0). A counter read before the scale's base (it is not ordered with the
- * loads) is refused (-1), or with `clamp` read as the base itself, which no reading under the
- * last scale passed. */
-__attribute__((always_inline)) static inline int gmt_tsc_read(uint64_t *ns, bool clamp)
+/* One reading of the scaled counter into *ns: true when the scale was whole and young enough.
+ * False (gmt_event_ns_slow tells the cases apart) when it was being written (max_ticks 0, or
+ * the count changed), too old or absent (off, or not set up: max_ticks is 0), or when the
+ * counter was read before the scale's base (it is not ordered with the loads). One compare of
+ * the count and one of the ticks: a scale being written reads as max_ticks 0, or whole
+ * (gmt_tsc_clock_t), so the count's odd bit needs no test of its own. */
+__attribute__((always_inline)) static inline bool gmt_tsc_read_fast(uint64_t *ns)
 {
     uint32_t s = __atomic_load_n(&gmt_tsc_clock.seq, __ATOMIC_ACQUIRE);
+    /* After the count and before the words: a max_ticks stored with release brings the words
+     * stored before it. */
+    uint64_t max = __atomic_load_n(&gmt_tsc_clock.max_ticks, __ATOMIC_ACQUIRE);
     uint64_t bt = __atomic_load_n(&gmt_tsc_clock.base_tsc, __ATOMIC_RELAXED);
     uint64_t bn = __atomic_load_n(&gmt_tsc_clock.base_ns, __ATOMIC_RELAXED);
     uint64_t m = __atomic_load_n(&gmt_tsc_clock.mult, __ATOMIC_RELAXED);
-    uint64_t max = __atomic_load_n(&gmt_tsc_clock.max_ticks, __ATOMIC_RELAXED);
     uint64_t d = __rdtsc() - bt;
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    if ((s & 1) || __atomic_load_n(&gmt_tsc_clock.seq, __ATOMIC_RELAXED) != s) return 0;
-    if (clamp && (int64_t)d < 0) d = 0;
-    if (d >= max) return -1;
+    if (__atomic_load_n(&gmt_tsc_clock.seq, __ATOMIC_RELAXED) != s) return false;
+    if (d >= max) return false;
     *ns = gmt_tsc_scaled(bn, d, m);
-    return 1;
+    return true;
 }
 #endif
 
 /* Inlined: called twice a traced pair, where a call (~20 instructions, the sequence count's
- * checks included) is as long as the read itself. */
+ * check included) is as long as the read itself. */
 __attribute__((always_inline)) static inline uint64_t gmt_event_ns(void)
 {
 #if defined(__x86_64__)
     uint64_t ns;
-    if (__builtin_expect(gmt_tsc_read(&ns, false) == 1, 1)) return ns;
+    if (__builtin_expect(gmt_tsc_read_fast(&ns), 1)) return ns;
     return gmt_event_ns_slow();
 #else
     return gmt_now_ns();
