@@ -18,8 +18,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* 0: not started, 1: running, -1: off (init failed/no follow); lifecycle.c writes it. */
+/* 0: not started, 1: running, GMT_CAPTURE_NOTED: running and the process's first event noted
+ * (lifecycle.c: the exit report registered), -1: off (init failed/no follow); lifecycle.c
+ * writes it. */
 #define gmt_capture_state (gmt_hot.capture_state)
+#define GMT_CAPTURE_NOTED 2
 
 void gmt_capture_start_slow(void);
 
@@ -30,12 +33,22 @@ static inline bool gmt_capture_running(void)
     return __atomic_load_n(&gmt_capture_state, __ATOMIC_ACQUIRE) > 0;
 }
 
+/* Whether capture runs and the process's first event was noted (a runtime hook's first check:
+ * its records then skip the question, gmt_capture_alloc_noted). Where capture runs but this is
+ * false, the hook goes its slow way, which records with the question asked. */
+static inline bool gmt_capture_running_noted(void)
+{
+    if (GMT_PROBE_SKIPS(GMT_PROBE_PASS)) return false; /* a probe build only (core/probe.h) */
+    return __atomic_load_n(&gmt_capture_state, __ATOMIC_ACQUIRE) == GMT_CAPTURE_NOTED;
+}
+
 /* gmt_capture_running() && !gmt_cupti_active() in one compare (hot.h: the two flags share a
- * word): whether the driver wrappers record. capture_state 1 and cupti_active 0 as one word. */
+ * word): whether the driver wrappers record. capture_state GMT_CAPTURE_NOTED and cupti_active 0
+ * as one word; capture_state 1 (no event yet) takes the wrappers' slow way, which asks again. */
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define GMT_DRIVER_GATE_RECORDS 0x0001
+#define GMT_DRIVER_GATE_RECORDS GMT_CAPTURE_NOTED
 #else
-#define GMT_DRIVER_GATE_RECORDS 0x0100
+#define GMT_DRIVER_GATE_RECORDS (GMT_CAPTURE_NOTED << 8)
 #endif
 static inline bool gmt_capture_driver_records(void)
 {
@@ -88,6 +101,14 @@ gmt_capture_current_device(int32_t result, int32_t (*ask)(void))
  * event to the core. ev->device must be resolved (never GMT_DEVICE_CURRENT) and ev->layer set.
  * gmt_capture_alloc records an allocation when ev->result is 0, a failure otherwise. */
 void gmt_capture_alloc(const gmt_event_t *ev);
+/* The same, for a caller that found gmt_capture_running_noted() at its entry (noted true): the
+ * first-event check is left out. gmt_capture_alloc is noted false. */
+void gmt_capture_alloc_noted(const gmt_event_t *ev, bool noted);
+/* What a record with noted false does first: notes the process's first event where that was
+ * not done (then gmt_capture_running_noted() holds while capture runs; runtime_hooks.c calls
+ * it before a release is recorded). */
+void gmt_capture_note_first(void);
+
 /* A release: gmt_capture_free before the real call (the allocation leaves the table; true when
  * this call took it), then gmt_capture_free_done with what it returned and the call's result
  * (0: gone; else the record is put back). */
@@ -146,10 +167,11 @@ static inline bool gmt_capture_defer(const gmt_event_t *ev)
     return true;
 }
 
-/* Records what a lower layer kept in bracket f (the calling runtime hook's own). */
-static inline void gmt_capture_flush_deferred(gmt_nest_t *f)
+/* Records what a lower layer kept in bracket f (the calling runtime hook's own); noted as in
+ * gmt_capture_alloc_noted. */
+static inline void gmt_capture_flush_deferred(gmt_nest_t *f, bool noted)
 {
-    if (__builtin_expect(f->deferred, 1)) gmt_capture_alloc(&f->ev);
+    if (__builtin_expect(f->deferred, 1)) gmt_capture_alloc_noted(&f->ev, noted);
 }
 
 #endif

@@ -130,9 +130,10 @@ static bool record_free(gmt_event_t *ev)
 /* A release wrapper is three functions, as a runtime hook. The exported one only checks, with
  * no frame and no call of its own: it passes a call through inside a runtime release that
  * recorded itself (cudaFree -> cuMemFree_v2), and goes on to name##_recorded while this layer
- * records (capture running). Anything else (the real function not resolved yet, capture not
- * started, the tracer's own call, CUPTI recording) goes to name##_first, which checks again
- * in the full order, starting capture or resolving the driver as needed. */
+ * records (capture running, its first event noted: capture.h, GMT_DRIVER_GATE_RECORDS).
+ * Anything else (the real function not resolved yet, capture not started or no event yet, the
+ * tracer's own call, CUPTI recording) goes to name##_first, which checks again in the full
+ * order, starting capture or resolving the driver as needed. */
 #define DRIVER_WRAP_FREE(name, ret, params, args)                                                  \
     __attribute__((noinline)) static ret name##_recorded params;                                   \
     __attribute__((noinline, cold)) static ret name##_first params;                                \

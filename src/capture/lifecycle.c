@@ -257,7 +257,10 @@ void gmt_capture_start_slow(void)
         refresh_internal_ranges();
         /* The first CUDA use is when the CUDA libraries are loaded: record the module map. */
         if (gmt_core_ready()) gmt_track_modules_refresh();
-        __atomic_store_n(&gmt_capture_state, 1, __ATOMIC_RELEASE);
+        /* Running; noted already where an event was (capture.h: GMT_CAPTURE_NOTED). */
+        __atomic_store_n(&gmt_capture_state,
+                         __atomic_load_n(&had_events, __ATOMIC_ACQUIRE) ? GMT_CAPTURE_NOTED : 1,
+                         __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&start_lock);
     gmt_guard_leave();
@@ -265,25 +268,59 @@ void gmt_capture_start_slow(void)
 
 /* The exit report must run before the CUDA runtime tears its contexts down, so it is
  * registered after the runtime's own exit handler: at the first event, which comes from
- * inside (or after) the runtime's initialisation. */
-static void note_event(void)
+ * inside (or after) the runtime's initialisation. Then capture_state goes from 1 to 2
+ * (capture.h: GMT_CAPTURE_NOTED), so that the hooks' first check also says that this was done
+ * and the events after it skip the question. */
+static void mark_noted(void)
 {
-    if (__builtin_expect(__atomic_load_n(&had_events, __ATOMIC_RELAXED), 1)) return;
-    __atomic_store_n(&had_events, 1, __ATOMIC_RELEASE);
-    refresh_internal_ranges();
-    if (!__atomic_exchange_n(&exit_registered, 1, __ATOMIC_ACQ_REL)) atexit(exit_report);
+    int8_t running = 1; /* never over a capture turned off (-1) or not started (0) */
+    __atomic_compare_exchange_n(&gmt_capture_state, &running, GMT_CAPTURE_NOTED, false,
+                                __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+}
+
+__attribute__((noinline, cold)) static void note_event_slow(void)
+{
+    if (!__atomic_load_n(&had_events, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&had_events, 1, __ATOMIC_RELEASE);
+        refresh_internal_ranges();
+        if (!__atomic_exchange_n(&exit_registered, 1, __ATOMIC_ACQ_REL)) atexit(exit_report);
+    }
+    mark_noted();
+}
+
+/* noted: the caller found capture_state GMT_CAPTURE_NOTED at its entry (a constant where
+ * inlined), so there is nothing to note; else the state is asked. */
+__attribute__((always_inline)) static inline void note_event(bool noted)
+{
+    if (noted) return;
+    if (__builtin_expect(__atomic_load_n(&gmt_capture_state, __ATOMIC_RELAXED) == GMT_CAPTURE_NOTED,
+                         1))
+        return;
+    note_event_slow();
+}
+
+void gmt_capture_note_first(void)
+{
+    if (GMT_PROBE_SKIPS(GMT_PROBE_RECORD)) { /* records nothing: no event to note */
+        mark_noted();
+        return;
+    }
+    gmt_guard_enter();
+    note_event(false);
+    gmt_guard_leave();
 }
 
 /* ---- event helpers ----------------------------------------------------------------------- */
 
 /* Inline into the hooks (with link-time optimisation): the call and its frame were a tenth of
  * what a runtime hook adds. */
-__attribute__((always_inline)) inline void gmt_capture_alloc(const gmt_event_t *ev)
+__attribute__((always_inline)) inline void gmt_capture_alloc_noted(const gmt_event_t *ev,
+                                                                   bool noted)
 {
     if (GMT_PROBE_SKIPS(GMT_PROBE_RECORD)) return;
     GMT_PROBE_T0(t0);
     gmt_guard_enter();
-    note_event();
+    note_event(noted);
     if (__builtin_expect(ev->result == 0, 1))
         gmt_track_alloc(ev);
     else
@@ -292,12 +329,17 @@ __attribute__((always_inline)) inline void gmt_capture_alloc(const gmt_event_t *
     GMT_PROBE_T1(GMT_PT_ALLOC, t0);
 }
 
+__attribute__((always_inline)) inline void gmt_capture_alloc(const gmt_event_t *ev)
+{
+    gmt_capture_alloc_noted(ev, false);
+}
+
 __attribute__((always_inline)) inline bool gmt_capture_free(const gmt_event_t *ev)
 {
     if (GMT_PROBE_SKIPS(GMT_PROBE_RECORD)) return false;
     GMT_PROBE_T0(t0);
     gmt_guard_enter();
-    note_event();
+    note_event(false);
     bool took = gmt_track_free_begin(ev);
     gmt_guard_leave();
     GMT_PROBE_T1(GMT_PT_FREE, t0);

@@ -23,21 +23,25 @@
 #include "core/track.h"
 
 /* A hook is the exported function and name##_first. The exported one checks that tracing runs
- * (the real function resolved, not the tracer's own call, capture started) and records the call
- * (name##_recorded, inlined into it: the jump to a function of its own and that function's
- * second GOT load were two instructions a call, a frame made before the checks is a few on the
- * rare paths); anything else goes to name##_first, which resolves the real function (from the
- * program's libcudart: the caller's address), starts capture at the first CUDA call, or passes
- * the call straight through (the tracer's own calls, tracing off), and once the real function
- * is resolved and capture runs goes back to the exported one, which then records. */
-#define RUNTIME_HOOK_ENTRY(name, ret, params, args)                                                \
-    __attribute__((always_inline)) static inline ret name##_recorded params;                       \
+ * (the real function resolved, not the tracer's own call, capture started and its first event
+ * noted) and records the call (name##_recorded, inlined into it: the jump to a function of its
+ * own and that function's second GOT load were two instructions a call, a frame made before
+ * the checks is a few on the rare paths), knowing that the process's first event was noted
+ * (lifecycle.c), so its records skip that question; anything else goes to name##_first,
+ * which resolves the real function (from the program's libcudart: the caller's address),
+ * starts capture at the first CUDA call, or passes the call straight through (the tracer's own
+ * calls, tracing off), and once the real function is resolved and capture runs records the
+ * call itself, asking whether it is the process's first event. */
+#define RUNTIME_HOOK_ENTRY(role, name, ret, params, args)                                          \
+    __attribute__((always_inline)) static inline ret name##_recorded(bool noted_,                  \
+                                                                     GMT_UNPAREN params);          \
     __attribute__((noinline, cold)) static ret name##_first(const void *caller_,                   \
                                                             GMT_UNPAREN params);                   \
     GMT_EXPORT ret name params                                                                     \
     {                                                                                              \
-        if (__builtin_expect(gmt_real.name && !gmt_guard_held() && gmt_capture_running(), 1))      \
-            return name##_recorded args;                                                           \
+        if (__builtin_expect(gmt_real.name && !gmt_guard_held() && gmt_capture_running_noted(),    \
+                             1))                                                                   \
+            return name##_recorded(true, GMT_UNPAREN args);                                        \
         return name##_first(__builtin_return_address(0), GMT_UNPAREN args);                        \
     }                                                                                              \
     /* The exported function by a local name: called directly, never another object's. */          \
@@ -50,8 +54,19 @@
                 return (cudaError_t)gmt_real_missing(#name, cudaErrorNotSupported);                \
         }                                                                                          \
         if (gmt_guard_held() || !gmt_capture_touch()) return gmt_real.name args;                   \
-        return name##_self args;                                                                   \
+        RUNTIME_FIRST_##role(name, args)                                                           \
     }
+
+/* The end of name##_first once the call is to be recorded. An allocation is recorded there,
+ * asking whether it is the process's first event (the note registers the exit report, which
+ * must come after the runtime's initialisation: inside the real call). A release is recorded
+ * before its real call, so its note may come first: it is made here and the exported hook
+ * records the call, so that the release path (with the core's release inlined) is made once. */
+#define RUNTIME_FIRST_ALLOC(name, args) return name##_recorded(false, GMT_UNPAREN args);
+#define RUNTIME_FIRST_FREE(name, args)                                                             \
+    gmt_capture_note_first();                                                                      \
+    if (gmt_capture_running_noted()) return name##_self args;                                      \
+    return gmt_real.name args; /* capture turned off meanwhile */
 
 /* Only reached when no lower layer recorded the call: the runtime's current device is asked
  * then and only then. */
@@ -63,6 +78,9 @@ static void record_alloc(gmt_event_t *ev)
     gmt_capture_alloc(ev);
 }
 
+/* The exported hook found the first event noted; the question is asked all the same (it is
+ * one compare of the hot line): with it left out, the compiler no longer inlines the core's
+ * release into the hooks, 40 instructions a release. */
 static bool record_free(gmt_event_t *ev)
 {
     ev->layer = GMT_LAYER_RUNTIME;
@@ -70,8 +88,8 @@ static bool record_free(gmt_event_t *ev)
 }
 
 #define RUNTIME_HOOK_ALLOC(name, ret, params, args)                                                \
-    RUNTIME_HOOK_ENTRY(name, ret, params, args)                                                    \
-    static ret name##_recorded params                                                              \
+    RUNTIME_HOOK_ENTRY(ALLOC, name, ret, params, args)                                             \
+    static ret name##_recorded(bool noted_, GMT_UNPAREN params)                                    \
     {                                                                                              \
         GMT_PROBE_T0(h0_);                                                                         \
         uint64_t frames[GMT_STACKS_CAPTURE_MAX];                                                   \
@@ -85,7 +103,7 @@ static bool record_free(gmt_event_t *ev)
         ret r = gmt_real.name args;                                                                \
         GMT_ARGS_IN_FRAME(args);                                                                   \
         GMT_PROBE_REAL(r0_);                                                                       \
-        gmt_capture_flush_deferred(&nest);                                                         \
+        gmt_capture_flush_deferred(&nest, noted_);                                                 \
         /* No lower layer saw the call: recorded here, inside the bracket still, so that the       \
          * stack taken at entry serves it (after leave, the core would walk again). */             \
         if (!gmt_track_runtime_inner(&nest)) {                                                     \
@@ -98,9 +116,10 @@ static bool record_free(gmt_event_t *ev)
     }
 
 #define RUNTIME_HOOK_FREE(name, ret, params, args)                                                 \
-    RUNTIME_HOOK_ENTRY(name, ret, params, args)                                                    \
-    static ret name##_recorded params                                                              \
+    RUNTIME_HOOK_ENTRY(FREE, name, ret, params, args)                                              \
+    static ret name##_recorded(bool noted_, GMT_UNPAREN params)                                    \
     {                                                                                              \
+        (void)noted_; /* always true: RUNTIME_FIRST_FREE */                                        \
         GMT_PROBE_T0(h0_);                                                                         \
         gmt_event_t ev = describe_##name args;                                                     \
         bool took = record_free(&ev);                                                              \
