@@ -526,10 +526,9 @@ __attribute__((always_inline)) static inline void free_counts(shard_t *sh, bool 
 }
 
 __attribute__((always_inline)) inline bool
-gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, gmt_layer_t layer, bool merged,
+gmt_stats_alloc_at(int slot, gmt_kind_t kind, gmt_api_t api, gmt_layer_t layer, bool merged,
                    uint64_t size, uint64_t seq, uint64_t now_ns, bool charged)
 {
-    int slot = gmt_stats_slot(device);
     stats_state_t *st = S;
     uint32_t v = gmt_tls.shard;
     if (__builtin_expect(v & SHARD_OWN, 1))
@@ -554,12 +553,11 @@ bool gmt_stats_on_unfree(int32_t device, gmt_kind_t kind, gmt_api_t api, uint64_
     return charge(st, slot, kind, size, now_ns, now_ns);
 }
 
-__attribute__((always_inline)) inline void gmt_stats_on_free(int32_t device, gmt_kind_t kind,
+__attribute__((always_inline)) inline void gmt_stats_free_at(int slot, gmt_kind_t kind,
                                                              gmt_api_t api, gmt_layer_t layer,
                                                              bool handed, uint64_t size,
                                                              uint64_t now_ns, bool charged)
 {
-    int slot = gmt_stats_slot(device);
     stats_state_t *st = S;
     dev_t_ *d = &st->s_devs[slot];
     uint32_t v = gmt_tls.shard;
@@ -573,6 +571,19 @@ __attribute__((always_inline)) inline void gmt_stats_on_free(int32_t device, gmt
     int64_t in_use = __atomic_sub_fetch(&d->in_use, (int64_t)size, RLX);
     if (!GMT_PROBE_SKIPS(GMT_PROBE_TIMELINE))
         timeline_add(st, slot, now_ns, in_use, in_use + (int64_t)size);
+}
+
+bool gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, gmt_layer_t layer,
+                        bool merged, uint64_t size, uint64_t seq, uint64_t now_ns, bool charged)
+{
+    return gmt_stats_alloc_at(gmt_stats_slot(device), kind, api, layer, merged, size, seq, now_ns,
+                              charged);
+}
+
+void gmt_stats_on_free(int32_t device, gmt_kind_t kind, gmt_api_t api, gmt_layer_t layer,
+                       bool handed, uint64_t size, uint64_t now_ns, bool charged)
+{
+    gmt_stats_free_at(gmt_stats_slot(device), kind, api, layer, handed, size, now_ns, charged);
 }
 
 void gmt_stats_on_failure(int32_t device, gmt_api_t api)

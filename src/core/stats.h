@@ -76,6 +76,12 @@ bool gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, gmt_laye
  * by gmt_stats_count_event instead. */
 void gmt_stats_on_free(int32_t device, gmt_kind_t kind, gmt_api_t api, gmt_layer_t layer,
                        bool handed, uint64_t size, uint64_t now_ns, bool charged);
+/* The same two on the device's slot (gmt_stats_slot), for the event path, which computes the
+ * slot once per event and hands it to stats and peaks alike. */
+bool gmt_stats_alloc_at(int slot, gmt_kind_t kind, gmt_api_t api, gmt_layer_t layer, bool merged,
+                        uint64_t size, uint64_t seq, uint64_t now_ns, bool charged);
+void gmt_stats_free_at(int slot, gmt_kind_t kind, gmt_api_t api, gmt_layer_t layer, bool handed,
+                       uint64_t size, uint64_t now_ns, bool charged);
 /* gmt_stats_on_free undone, for a release whose real call failed after it was accounted: the
  * release uncounted and the bytes in use again (the peak may rise: they never went away).
  * Returns true when it raised the device's in-use peak. */

@@ -136,8 +136,12 @@ __attribute__((always_inline)) static inline uint32_t stack_id_of(const gmt_even
     return id;
 }
 
-/* Reached through gmt_track_runtime_capture, which saw a depth above 0. */
-void gmt_track_runtime_capture_slow(gmt_nest_t *f, uint64_t *frames)
+/* Reached through gmt_track_runtime_capture, which saw a depth above 0. Inline into the
+ * runtime hooks (with link-time optimisation), as gmt_track_free_end: left to itself the
+ * inliner drops it as the event path's code changes, and its own frame is then one more for
+ * every walk to go through. */
+__attribute__((always_inline)) inline void gmt_track_runtime_capture_slow(gmt_nest_t *f,
+                                                                          uint64_t *frames)
 {
     if (!gmt_core_ready()) return;
     gmt_guard_enter();
@@ -222,55 +226,62 @@ __attribute__((always_inline)) static inline uint64_t event_now_ns(void)
 }
 
 /* A charged record's stack entry moved by dbytes and dcount (its live bytes and count, saved at
- * the device's last peak first: peaks.c). The entry, or NULL when the record has none to move. */
+ * the device's last peak first: peaks.c). The entry, or NULL when the record has none to move.
+ * p: the device's peak slot. */
 __attribute__((always_inline)) static inline gmt_stack_entry_t *
-stack_change(uint32_t stack_id, int32_t device, bool charged, int64_t dbytes, int64_t dcount)
+stack_change(uint32_t stack_id, const gmt_peak_slot_t *p, bool charged, int64_t dbytes,
+             int64_t dcount)
 {
     if (!stack_id || !charged || GMT_PROBE_SKIPS(GMT_PROBE_STACKENT)) return NULL;
     gmt_stack_entry_t *e = gmt_stacks_entry_held(stack_id);
-    gmt_peaks_stack_change(e, device, dbytes, dcount);
+    gmt_peaks_stack_change(e, p, dbytes, dcount);
     return e;
 }
 
 __attribute__((noinline)) void gmt_track_alloc(const gmt_event_t *ev)
 {
     if (!gmt_core_event_valid(ev)) return;
+    /* The event's fields once, in locals: the calls and atomics below would have them loaded
+     * again each time they are used. */
+    uint64_t size = ev->size;
+    int32_t device = ev->device;
     /* cudaMalloc(&p, 0) succeeds with NULL: nothing was allocated, nothing will be freed. */
-    if (ev->size == 0 || (ev->addr == 0 && ev->space == GMT_SPACE_VA)) return;
+    if (size == 0 || (ev->addr == 0 && ev->space == GMT_SPACE_VA)) return;
     if (!gmt_core_ready()) {
         gmt_core_count(&gmt_core_counts.dropped_no_core);
         return;
     }
+    gmt_kind_t kind = (gmt_kind_t)ev->kind;
+    gmt_layer_t layer = (gmt_layer_t)ev->layer;
     uint8_t api = ev->api;
     bool merged = gmt_nest_inside_runtime(ev);
     if (merged) api = gmt_nest_merge();
     uint64_t now = event_now_ns();
     uint64_t seq = now; /* records are ordered by time; no shared counter on the hot path */
     uint32_t stack_id = stack_id_of(ev, api);
-    uint8_t pool =
-        ev->kind == GMT_KIND_POOL ? gmt_pools_note(ev->device, ev->stream) : GMT_POOL_NONE;
+    uint8_t pool = kind == GMT_KIND_POOL ? gmt_pools_note(device, ev->stream) : GMT_POOL_NONE;
     /* Packed straight from the event, as the table's slot keeps it (table.h); after the calls
      * above, so that it can stay in registers. */
     gmt_entry_t r = {
         .attrs = event_attrs(ev),
         .id_pool = gmt_entry_id_pool(stack_id, pool),
         .key = ev->addr,
-        .meta = gmt_entry_meta(ev->size, ev->device, api),
+        .meta = gmt_entry_meta(size, device, api),
     };
     bool charged = !(ev->flags & GMT_EVENT_NOT_CHARGED);
+    /* The device's slot once, for stats and peaks alike. */
+    int slot = gmt_stats_slot(device);
     if (GMT_PROBE_SKIPS(GMT_PROBE_TABLE) ? probe_table_put(&r)
                                          : gmt_table_put(gmt_core_table, &r) != 0) {
         /* Counted in the totals (the bytes are real), but no longer tracked by address. */
         gmt_core_count(&gmt_core_counts.dropped_table_full);
-        gmt_stats_on_alloc(ev->device, (gmt_kind_t)ev->kind, (gmt_api_t)api, (gmt_layer_t)ev->layer,
-                           merged, ev->size, seq, now, false);
+        gmt_stats_alloc_at(slot, kind, (gmt_api_t)api, layer, merged, size, seq, now, false);
         return;
     }
-    gmt_stack_entry_t *e = stack_change(stack_id, ev->device, charged, (int64_t)ev->size, 1);
+    gmt_stack_entry_t *e = stack_change(stack_id, &gmt_cs->peaks[slot], charged, (int64_t)size, 1);
     if (e) __atomic_fetch_add(&e->total_allocs, 1, __ATOMIC_RELAXED);
-    if (gmt_stats_on_alloc(ev->device, (gmt_kind_t)ev->kind, (gmt_api_t)api, (gmt_layer_t)ev->layer,
-                           merged, ev->size, seq, now, charged))
-        gmt_peaks_mark(ev->device);
+    if (gmt_stats_alloc_at(slot, kind, (gmt_api_t)api, layer, merged, size, seq, now, charged))
+        gmt_peaks_mark(slot);
 }
 
 /* The fields of a removed entry that its release uses, read where they are used. handed: the
@@ -279,12 +290,15 @@ __attribute__((always_inline)) static inline void release_record(const gmt_entry
                                                                  gmt_layer_t layer, bool handed)
 {
     bool charged = !(gmt_entry_flags(r) & GMT_EVENT_NOT_CHARGED);
-    int32_t device = gmt_entry_device(r);
+    int slot = gmt_stats_slot(gmt_entry_device(r));
+    const gmt_peak_slot_t *p = &gmt_cs->peaks[slot];
     gmt_kind_t kind = (gmt_kind_t)gmt_entry_kind(r);
     uint64_t size = gmt_entry_size(r);
-    if (charged && gmt_kind_in_use(kind)) gmt_peaks_settle(gmt_stats_slot(device));
-    stack_change(gmt_entry_stack_id(r), device, charged, -(int64_t)size, -1);
-    gmt_stats_on_free(device, kind, (gmt_api_t)gmt_entry_api(r), layer, handed, size, now, charged);
+    if (charged && gmt_kind_in_use(kind) &&
+        __builtin_expect(__atomic_load_n(&p->dirty, __ATOMIC_RELAXED) != 0, 0))
+        gmt_peaks_settle_slow(slot);
+    stack_change(gmt_entry_stack_id(r), p, charged, -(int64_t)size, -1);
+    gmt_stats_free_at(slot, kind, (gmt_api_t)gmt_entry_api(r), layer, handed, size, now, charged);
 }
 
 /* release_record undone: the real release failed, the bytes were never given back. */
@@ -293,11 +307,12 @@ static void restore_record(const gmt_entry_t *r)
     bool charged = !(gmt_entry_flags(r) & GMT_EVENT_NOT_CHARGED);
     int32_t device = gmt_entry_device(r);
     uint64_t size = gmt_entry_size(r);
-    stack_change(gmt_entry_stack_id(r), device, charged, (int64_t)size, 1);
+    int slot = gmt_stats_slot(device);
+    stack_change(gmt_entry_stack_id(r), &gmt_cs->peaks[slot], charged, (int64_t)size, 1);
     uint64_t now = event_now_ns();
     if (gmt_stats_on_unfree(device, (gmt_kind_t)gmt_entry_kind(r), (gmt_api_t)gmt_entry_api(r),
                             size, now, charged))
-        gmt_peaks_mark(device);
+        gmt_peaks_mark(slot);
 }
 
 /* cuMemUnmap may cover several mappings made by separate cuMemMap calls: the ones after the
