@@ -412,8 +412,13 @@ __attribute__((noinline)) static void timeline_add_slow(int slot, uint64_t rel, 
     gmt_spin_unlock(&tl->lock);
 }
 
-/* bytes: the device's in-use bytes after this event; before: the same before it. */
-static inline void timeline_add(stats_state_t *st, int slot, uint64_t now_ns, int64_t bytes,
+/* bytes: the device's in-use bytes after this event; before: the same before it. False when
+ * the open bucket already held bytes as high: an event with as many bytes came before this
+ * one, and the device's in-use peak is (or, by the thread that raised it, is being) at least
+ * that high, so the caller need not compare it (every in-use value is at most one that an
+ * allocation compared: a release only lowers them). Only whether a tie at the peak counts as
+ * this event's or the other's can differ, as it did with the two racing. */
+static inline bool timeline_add(stats_state_t *st, int slot, uint64_t now_ns, int64_t bytes,
                                 int64_t before)
 {
     dev_t_ *d = &st->s_devs[slot];
@@ -421,10 +426,12 @@ static inline void timeline_add(stats_state_t *st, int slot, uint64_t now_ns, in
      * without a timeline). A thread that read the bucket's end just before the holder opened
      * the next bucket lands in the next one: a shift by one bucket, as below. */
     if (__builtin_expect(now_ns < __atomic_load_n(&d->open_end_ns, __ATOMIC_ACQUIRE), 1)) {
-        if (bytes > __atomic_load_n(&d->open_max, RLX)) max_update(&d->open_max, bytes);
-        return;
+        if (__builtin_expect(bytes <= __atomic_load_n(&d->open_max, RLX), 1)) return false;
+        max_update(&d->open_max, bytes);
+        return true;
     }
     timeline_add_slow(slot, now_ns > t0_ns ? now_ns - t0_ns : 0, bytes, before);
+    return true;
 }
 
 void gmt_stats_count_merged(void)
@@ -482,8 +489,9 @@ charge(stats_state_t *st, int slot, gmt_kind_t kind, uint64_t size, uint64_t seq
     max_update(&d->peak[kind], cur);
     if (!gmt_kind_in_use(kind)) return false;
     int64_t in_use = __atomic_add_fetch(&d->in_use, (int64_t)size, RLX);
-    if (!GMT_PROBE_SKIPS(GMT_PROBE_TIMELINE))
-        timeline_add(st, slot, now_ns, in_use, in_use - (int64_t)size);
+    if (!GMT_PROBE_SKIPS(GMT_PROBE_TIMELINE) &&
+        !timeline_add(st, slot, now_ns, in_use, in_use - (int64_t)size))
+        return false; /* not above the open bucket's highest: not above the peak */
     int64_t pk = __atomic_load_n(&d->in_use_peak, RLX);
     while (in_use > pk) {
         if (__atomic_compare_exchange_n(&d->in_use_peak, &pk, in_use, 1, RLX, RLX)) {

@@ -25,9 +25,9 @@ _Static_assert(GMT_ARENA_STACK_ENTRIES_BYTES / sizeof(gmt_stack_entry_t) <=
 
 /* Whether an event gets frames: stacks on and the event at least GPUMEMTRACE_MIN_BYTES. The
  * settings' copies in hot.h's line, not gmt_core_cfg's own line. */
-static inline bool wants_frames(const gmt_event_t *ev)
+static inline bool wants_frames(uint64_t size)
 {
-    return gmt_core_stack_depth > 0 && ev->size >= gmt_core_min_bytes;
+    return gmt_core_stack_depth > 0 && size >= gmt_core_min_bytes;
 }
 
 /* A frameless event's id is its tag's, the same every time: this thread's last one when its
@@ -55,7 +55,7 @@ __attribute__((noinline)) uint32_t gmt_core_stack_for(const gmt_event_t *ev, uin
     uint32_t depth = (uint32_t)gmt_core_stack_depth;
     uint32_t tag = gmt_stacks_tag(ev->device, ev->kind, api);
     uint32_t gen = __atomic_load_n(&gmt_core_generation, __ATOMIC_RELAXED);
-    if (wants_frames(ev)) {
+    if (wants_frames(ev->size)) {
         const gmt_nest_t *outer = gmt_tls.nest;
         if (outer && outer->frames) {
             /* Taken by the runtime hook around this event, without the driver's frames. */
@@ -115,13 +115,13 @@ __attribute__((noinline)) uint32_t gmt_core_stack_for(const gmt_event_t *ev, uin
 /* gmt_core_stack_for's frameless case (stacks off, or below GPUMEMTRACE_MIN_BYTES) when this
  * thread's last frameless event had the same tag: answered here, without the call. Always
  * inline: a frame of its own would break OWN_FRAMES_SKIPPED in builds without LTO. */
-__attribute__((always_inline)) static inline uint32_t stack_id_of(const gmt_event_t *ev,
-                                                                  uint8_t api)
+__attribute__((always_inline)) static inline uint32_t
+stack_id_of(const gmt_event_t *ev, int32_t device, uint8_t kind, uint64_t size, uint8_t api)
 {
-    uint32_t tag = gmt_stacks_tag(ev->device, ev->kind, api);
+    uint32_t tag = gmt_stacks_tag(device, kind, api);
     uint32_t gen = __atomic_load_n(&gmt_core_generation, __ATOMIC_RELAXED);
     uint32_t hint;
-    if (!wants_frames(ev))
+    if (!wants_frames(size))
         hint = frameless_hint(tag, gen);
     else if (gmt_tls.nest && gmt_tls.nest->frames)
         /* The runtime hook's capture replayed a walk this thread remembers: the id noted with
@@ -169,9 +169,8 @@ bool gmt_core_event_valid(const gmt_event_t *ev)
  * record is kept packed, as the table had it (table.h). */
 typedef struct pending_free_s {
     int set;
-    gmt_entry_t rec;
-    uint64_t addr, size;
-    uint8_t space;
+    gmt_entry_t rec; /* its key is the address released, its attributes the space */
+    uint64_t size;   /* the bytes the release asked for (a cuMemUnmap's may cover more records) */
 } pending_free_t;
 
 static __thread pending_free_t pending __attribute__((tls_model("initial-exec")));
@@ -193,7 +192,10 @@ static void probe_table_take(const gmt_event_t *ev, gmt_entry_t *out)
 {
     gmt_entry_t *e = &probe_recs[(ev->addr >> 9) % PROBE_SLOTS];
     *out = *e;
-    if (e->key != ev->addr) out->meta &= ~GMT_ENTRY_SIZE_MAX; /* size 0 */
+    if (e->key != ev->addr) {
+        out->key = ev->addr;              /* the address released, as the table's own take gives */
+        out->meta &= ~GMT_ENTRY_SIZE_MAX; /* size 0 */
+    }
 }
 #else
 #define probe_table_put(r)        false
@@ -253,12 +255,13 @@ __attribute__((noinline)) void gmt_track_alloc(const gmt_event_t *ev)
     }
     gmt_kind_t kind = (gmt_kind_t)ev->kind;
     gmt_layer_t layer = (gmt_layer_t)ev->layer;
+    uint32_t flags = ev->flags;
     uint8_t api = ev->api;
     bool merged = gmt_nest_inside_runtime(ev);
     if (merged) api = gmt_nest_merge();
     uint64_t now = event_now_ns();
     uint64_t seq = now; /* records are ordered by time; no shared counter on the hot path */
-    uint32_t stack_id = stack_id_of(ev, api);
+    uint32_t stack_id = stack_id_of(ev, device, kind, size, api);
     uint8_t pool = kind == GMT_KIND_POOL ? gmt_pools_note(device, ev->stream) : GMT_POOL_NONE;
     /* Packed straight from the event, as the table's slot keeps it (table.h); after the calls
      * above, so that it can stay in registers. */
@@ -268,7 +271,7 @@ __attribute__((noinline)) void gmt_track_alloc(const gmt_event_t *ev)
         .key = ev->addr,
         .meta = gmt_entry_meta(size, device, api),
     };
-    bool charged = !(ev->flags & GMT_EVENT_NOT_CHARGED);
+    bool charged = !(flags & GMT_EVENT_NOT_CHARGED);
     /* The device's slot once, for stats and peaks alike. */
     int slot = gmt_stats_slot(device);
     if (GMT_PROBE_SKIPS(GMT_PROBE_TABLE) ? probe_table_put(&r)
@@ -321,7 +324,7 @@ static void unmap_rest(const pending_free_t *p)
 {
     gmt_entry_t r;
     uint64_t now = event_now_ns();
-    uint64_t at = p->addr + gmt_entry_size(&p->rec), end = p->addr + p->size;
+    uint64_t at = p->rec.key + gmt_entry_size(&p->rec), end = p->rec.key + p->size;
     while (at < end && gmt_table_take(gmt_core_table, GMT_SPACE_MAP, at, &r) == 0) {
         release_record(&r, now, GMT_LAYER_RUNTIME, false);
         uint64_t size = gmt_entry_size(&r);
@@ -360,9 +363,7 @@ bool gmt_track_free_begin(const gmt_event_t *ev)
     }
     release_record(&rec, event_now_ns(), (gmt_layer_t)ev->layer, true);
     pending.rec = rec;
-    pending.addr = ev->addr;
     pending.size = ev->size;
-    pending.space = ev->space;
     __atomic_signal_fence(__ATOMIC_SEQ_CST); /* filled before a handler can see it set */
     pending.set = 1;
     return true;
@@ -374,7 +375,8 @@ __attribute__((always_inline)) inline void gmt_track_free_end(bool ok)
     if (!pending.set) return;
     pending.set = 0;
     if (ok) {
-        if (pending.space == GMT_SPACE_MAP && pending.size > gmt_entry_size(&pending.rec))
+        if (gmt_entry_space(&pending.rec) == GMT_SPACE_MAP &&
+            pending.size > gmt_entry_size(&pending.rec))
             unmap_rest(&pending);
         return;
     }
