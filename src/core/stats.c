@@ -481,13 +481,15 @@ uint64_t gmt_stats_counter(gmt_counter_t c)
 
 /* size bytes more of (slot, kind) in use: the device's current, its peaks and its timeline.
  * True when it raised the device's in-use peak. */
-__attribute__((always_inline)) static inline bool
-charge(stats_state_t *st, int slot, gmt_kind_t kind, uint64_t size, uint64_t seq, uint64_t now_ns)
+__attribute__((always_inline)) static inline bool charge(stats_state_t *st, int slot,
+                                                         gmt_kind_t kind, uint64_t size,
+                                                         uint64_t seq, uint64_t now_ns,
+                                                         gmt_charge_t how)
 {
     dev_t_ *d = &st->s_devs[slot];
     int64_t cur = __atomic_add_fetch(&d->current[kind], (int64_t)size, RLX);
     max_update(&d->peak[kind], cur);
-    if (!gmt_kind_in_use(kind)) return false;
+    if (how != GMT_CHARGE_IN_USE) return false;
     int64_t in_use = __atomic_add_fetch(&d->in_use, (int64_t)size, RLX);
     if (!GMT_PROBE_SKIPS(GMT_PROBE_TIMELINE) &&
         !timeline_add(st, slot, now_ns, in_use, in_use - (int64_t)size))
@@ -535,7 +537,7 @@ __attribute__((always_inline)) static inline void free_counts(shard_t *sh, bool 
 
 __attribute__((always_inline)) inline bool
 gmt_stats_alloc_at(int slot, gmt_kind_t kind, gmt_api_t api, gmt_layer_t layer, bool merged,
-                   uint64_t size, uint64_t seq, uint64_t now_ns, bool charged)
+                   uint64_t size, uint64_t seq, uint64_t now_ns, gmt_charge_t how)
 {
     stats_state_t *st = S;
     uint32_t v = gmt_tls.shard;
@@ -543,8 +545,8 @@ gmt_stats_alloc_at(int slot, gmt_kind_t kind, gmt_api_t api, gmt_layer_t layer, 
         alloc_counts(own_shard_at(st, v), true, slot, kind, api, layer, merged, size, now_ns);
     else
         alloc_counts(other_shard_at(st, v), false, slot, kind, api, layer, merged, size, now_ns);
-    if (!charged || GMT_PROBE_SKIPS(GMT_PROBE_DEVLINE)) return false;
-    return charge(st, slot, kind, size, seq, now_ns);
+    if (how == GMT_CHARGE_NONE || GMT_PROBE_SKIPS(GMT_PROBE_DEVLINE)) return false;
+    return charge(st, slot, kind, size, seq, now_ns, how);
 }
 
 bool gmt_stats_on_unfree(int32_t device, gmt_kind_t kind, gmt_api_t api, uint64_t size,
@@ -558,13 +560,13 @@ bool gmt_stats_on_unfree(int32_t device, gmt_kind_t kind, gmt_api_t api, uint64_
     bump(&sh->cells[slot][kind].frees, (uint64_t)-1); /* modular: one release fewer */
     bump(&sh->frees_adjust[api], (uint64_t)-1);
     if (!charged || GMT_PROBE_SKIPS(GMT_PROBE_DEVLINE)) return false;
-    return charge(st, slot, kind, size, now_ns, now_ns);
+    return charge(st, slot, kind, size, now_ns, now_ns, gmt_charge_of(true, kind));
 }
 
 __attribute__((always_inline)) inline void gmt_stats_free_at(int slot, gmt_kind_t kind,
                                                              gmt_api_t api, gmt_layer_t layer,
                                                              bool handed, uint64_t size,
-                                                             uint64_t now_ns, bool charged)
+                                                             uint64_t now_ns, gmt_charge_t how)
 {
     stats_state_t *st = S;
     dev_t_ *d = &st->s_devs[slot];
@@ -573,9 +575,9 @@ __attribute__((always_inline)) inline void gmt_stats_free_at(int slot, gmt_kind_
         free_counts(own_shard_at(st, v), true, slot, kind, api, layer, handed, now_ns);
     else
         free_counts(other_shard_at(st, v), false, slot, kind, api, layer, handed, now_ns);
-    if (!charged || GMT_PROBE_SKIPS(GMT_PROBE_DEVLINE)) return;
+    if (how == GMT_CHARGE_NONE || GMT_PROBE_SKIPS(GMT_PROBE_DEVLINE)) return;
     __atomic_sub_fetch(&d->current[kind], (int64_t)size, RLX);
-    if (!gmt_kind_in_use(kind)) return;
+    if (how != GMT_CHARGE_IN_USE) return;
     int64_t in_use = __atomic_sub_fetch(&d->in_use, (int64_t)size, RLX);
     if (!GMT_PROBE_SKIPS(GMT_PROBE_TIMELINE))
         timeline_add(st, slot, now_ns, in_use, in_use + (int64_t)size);
@@ -585,13 +587,14 @@ bool gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, gmt_laye
                         bool merged, uint64_t size, uint64_t seq, uint64_t now_ns, bool charged)
 {
     return gmt_stats_alloc_at(gmt_stats_slot(device), kind, api, layer, merged, size, seq, now_ns,
-                              charged);
+                              gmt_charge_of(charged, kind));
 }
 
 void gmt_stats_on_free(int32_t device, gmt_kind_t kind, gmt_api_t api, gmt_layer_t layer,
                        bool handed, uint64_t size, uint64_t now_ns, bool charged)
 {
-    gmt_stats_free_at(gmt_stats_slot(device), kind, api, layer, handed, size, now_ns, charged);
+    gmt_stats_free_at(gmt_stats_slot(device), kind, api, layer, handed, size, now_ns,
+                      gmt_charge_of(charged, kind));
 }
 
 void gmt_stats_on_failure(int32_t device, gmt_api_t api)

@@ -240,6 +240,20 @@ stack_change(uint32_t stack_id, const gmt_peak_slot_t *p, bool charged, int64_t 
     return e;
 }
 
+/* An allocation the table took: its stack entry, its counters and bytes, charged as `how`
+ * says (gmt_track_alloc passes its common case as a constant, so that the checks fold). */
+__attribute__((always_inline)) static inline void
+alloc_account(uint32_t stack_id, int slot, gmt_kind_t kind, gmt_api_t api, gmt_layer_t layer,
+              bool merged, uint64_t size, uint64_t now, gmt_charge_t how)
+{
+    gmt_stack_entry_t *e =
+        stack_change(stack_id, &gmt_cs->peaks[slot], how != GMT_CHARGE_NONE, (int64_t)size, 1);
+    if (e) __atomic_fetch_add(&e->total_allocs, 1, __ATOMIC_RELAXED);
+    /* records are ordered by time (seq): no shared counter on the hot path */
+    if (gmt_stats_alloc_at(slot, kind, api, layer, merged, size, now, now, how))
+        gmt_peaks_mark(slot);
+}
+
 __attribute__((noinline)) void gmt_track_alloc(const gmt_event_t *ev)
 {
     if (!gmt_core_event_valid(ev)) return;
@@ -260,7 +274,6 @@ __attribute__((noinline)) void gmt_track_alloc(const gmt_event_t *ev)
     bool merged = gmt_nest_inside_runtime(ev);
     if (merged) api = gmt_nest_merge();
     uint64_t now = event_now_ns();
-    uint64_t seq = now; /* records are ordered by time; no shared counter on the hot path */
     uint32_t stack_id = stack_id_of(ev, device, kind, size, api);
     uint8_t pool = kind == GMT_KIND_POOL ? gmt_pools_note(device, ev->stream) : GMT_POOL_NONE;
     /* Packed straight from the event, as the table's slot keeps it (table.h); after the calls
@@ -278,13 +291,31 @@ __attribute__((noinline)) void gmt_track_alloc(const gmt_event_t *ev)
                                          : gmt_table_put(gmt_core_table, &r) != 0) {
         /* Counted in the totals (the bytes are real), but no longer tracked by address. */
         gmt_core_count(&gmt_core_counts.dropped_table_full);
-        gmt_stats_alloc_at(slot, kind, (gmt_api_t)api, layer, merged, size, seq, now, false);
+        gmt_stats_alloc_at(slot, kind, (gmt_api_t)api, layer, merged, size, now, now,
+                           GMT_CHARGE_NONE);
         return;
     }
-    gmt_stack_entry_t *e = stack_change(stack_id, &gmt_cs->peaks[slot], charged, (int64_t)size, 1);
-    if (e) __atomic_fetch_add(&e->total_allocs, 1, __ATOMIC_RELAXED);
-    if (gmt_stats_alloc_at(slot, kind, (gmt_api_t)api, layer, merged, size, seq, now, charged))
-        gmt_peaks_mark(slot);
+    gmt_charge_t how = gmt_charge_of(charged, kind);
+    if (__builtin_expect(how == GMT_CHARGE_IN_USE, 1))
+        alloc_account(stack_id, slot, kind, (gmt_api_t)api, layer, merged, size, now,
+                      GMT_CHARGE_IN_USE);
+    else
+        alloc_account(stack_id, slot, kind, (gmt_api_t)api, layer, merged, size, now, how);
+}
+
+/* A removed entry's release accounted: its stack entry, counters and bytes, charged as `how`
+ * says (release_record passes its common case as a constant, so that the checks fold). */
+__attribute__((always_inline)) static inline void release_account(const gmt_entry_t *r, int slot,
+                                                                  gmt_kind_t kind, uint64_t size,
+                                                                  uint64_t now, gmt_layer_t layer,
+                                                                  bool handed, gmt_charge_t how)
+{
+    const gmt_peak_slot_t *p = &gmt_cs->peaks[slot];
+    if (how == GMT_CHARGE_IN_USE &&
+        __builtin_expect(__atomic_load_n(&p->dirty, __ATOMIC_RELAXED) != 0, 0))
+        gmt_peaks_settle_slow(slot);
+    stack_change(gmt_entry_stack_id(r), p, how != GMT_CHARGE_NONE, -(int64_t)size, -1);
+    gmt_stats_free_at(slot, kind, (gmt_api_t)gmt_entry_api(r), layer, handed, size, now, how);
 }
 
 /* The fields of a removed entry that its release uses, read where they are used. handed: the
@@ -294,14 +325,13 @@ __attribute__((always_inline)) static inline void release_record(const gmt_entry
 {
     bool charged = !(gmt_entry_flags(r) & GMT_EVENT_NOT_CHARGED);
     int slot = gmt_stats_slot(gmt_entry_device(r));
-    const gmt_peak_slot_t *p = &gmt_cs->peaks[slot];
     gmt_kind_t kind = (gmt_kind_t)gmt_entry_kind(r);
     uint64_t size = gmt_entry_size(r);
-    if (charged && gmt_kind_in_use(kind) &&
-        __builtin_expect(__atomic_load_n(&p->dirty, __ATOMIC_RELAXED) != 0, 0))
-        gmt_peaks_settle_slow(slot);
-    stack_change(gmt_entry_stack_id(r), p, charged, -(int64_t)size, -1);
-    gmt_stats_free_at(slot, kind, (gmt_api_t)gmt_entry_api(r), layer, handed, size, now, charged);
+    gmt_charge_t how = gmt_charge_of(charged, kind);
+    if (__builtin_expect(how == GMT_CHARGE_IN_USE, 1))
+        release_account(r, slot, kind, size, now, layer, handed, GMT_CHARGE_IN_USE);
+    else
+        release_account(r, slot, kind, size, now, layer, handed, how);
 }
 
 /* release_record undone: the real release failed, the bytes were never given back. */
@@ -332,7 +362,9 @@ static void unmap_rest(const pending_free_t *p)
     }
 }
 
-bool gmt_track_free_begin(const gmt_event_t *ev)
+/* Inline into the hooks' release path (with link-time optimisation), as gmt_track_free_end:
+ * left to itself the inliner keeps it or not as the path's size changes by a few bytes. */
+__attribute__((always_inline)) inline bool gmt_track_free_begin(const gmt_event_t *ev)
 {
     if (!gmt_core_event_valid(ev)) return false;
     if (ev->addr == 0 && ev->space == GMT_SPACE_VA) return false; /* cudaFree(NULL): no-op */
