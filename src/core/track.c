@@ -120,16 +120,15 @@ stack_id_of(const gmt_event_t *ev, int32_t device, uint8_t kind, uint64_t size, 
 {
     uint32_t tag = gmt_stacks_tag(device, kind, api);
     uint32_t gen = __atomic_load_n(&gmt_core_generation, __ATOMIC_RELAXED);
-    uint32_t hint;
-    if (!wants_frames(size))
-        hint = frameless_hint(tag, gen);
-    else if (gmt_tls.nest && gmt_tls.nest->frames)
+    if (!wants_frames(size)) {
+        uint32_t hint = frameless_hint(tag, gen);
+        if (__builtin_expect(hint != 0, 1)) return hint;
+    } else if (gmt_tls.nest && gmt_tls.nest->frames) {
         /* The runtime hook's capture replayed a walk this thread remembers: the id noted with
          * it, with no call (gmt_core_stack_for checks the same first). */
-        hint = token_hint(gmt_tls.nest->token, tag, gen);
-    else
-        hint = 0;
-    if (hint) return hint;
+        uint32_t hint = token_hint(gmt_tls.nest->token, tag, gen);
+        if (hint) return hint;
+    }
     GMT_PROBE_T0(t0);
     uint32_t id = gmt_core_stack_for(ev, api);
     GMT_PROBE_T1(GMT_PT_STACK, t0);
