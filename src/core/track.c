@@ -166,10 +166,13 @@ bool gmt_core_event_valid(const gmt_event_t *ev)
 
 /* A release removed from the table before the real call, until that call has returned. The
  * record is kept packed, as the table had it (table.h). */
+enum { PENDING_NONE, PENDING_ONE, PENDING_UNMAP };
 typedef struct pending_free_s {
+    /* PENDING_ONE, or PENDING_UNMAP: a cuMemUnmap over more than its record, whose further
+     * mappings go at its end (decided at its begin, where a hook's constant space folds it) */
     int set;
-    gmt_entry_t rec; /* its key is the address released, its attributes the space */
-    uint64_t size;   /* the bytes the release asked for (a cuMemUnmap's may cover more records) */
+    gmt_entry_t rec; /* its key is the address released */
+    uint64_t size;   /* with PENDING_UNMAP: the bytes the release asked for */
 } pending_free_t;
 
 static __thread pending_free_t pending __attribute__((tls_model("initial-exec")));
@@ -393,22 +396,23 @@ __attribute__((always_inline)) inline bool gmt_track_free_begin(const gmt_event_
         return false;
     }
     release_record(&rec, event_now_ns(), (gmt_layer_t)ev->layer, true);
+    int set =
+        ev->space == GMT_SPACE_MAP && ev->size > gmt_entry_size(&rec) ? PENDING_UNMAP : PENDING_ONE;
     pending.rec = rec;
-    pending.size = ev->size;
+    if (set == PENDING_UNMAP) pending.size = ev->size;
     __atomic_signal_fence(__ATOMIC_SEQ_CST); /* filled before a handler can see it set */
-    pending.set = 1;
+    pending.set = set;
     return true;
 }
 
 /* Inline into the hooks' release path (with link-time optimisation), as gmt_table_insert. */
 __attribute__((always_inline)) inline void gmt_track_free_end(bool ok)
 {
-    if (!pending.set) return;
-    pending.set = 0;
+    int set = pending.set;
+    if (set == PENDING_NONE) return;
+    pending.set = PENDING_NONE;
     if (ok) {
-        if (gmt_entry_space(&pending.rec) == GMT_SPACE_MAP &&
-            pending.size > gmt_entry_size(&pending.rec))
-            unmap_rest(&pending);
+        if (set == PENDING_UNMAP) unmap_rest(&pending);
         return;
     }
     /* The real release failed (a host pointer given to cudaFree, say): the allocation is still
