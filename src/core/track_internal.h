@@ -110,7 +110,7 @@ static inline bool gmt_nest_inside_runtime(const gmt_event_t *ev)
 }
 /* A lower layer recorded the runtime call's own event: counted once, under the runtime
  * API's name (returned). The caller counts it in GMT_CNT_NESTED_MERGED (an allocation with
- * its other counters: gmt_stats_on_alloc's `merged`). */
+ * its other counters: gmt_stats_alloc_at's `merged`). */
 static inline uint8_t gmt_nest_merge(void)
 {
     gmt_tls.nest->inner++;
