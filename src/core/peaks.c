@@ -29,27 +29,11 @@ void gmt_peaks_reset(void)
         peaks[i].driver_used = -1;
 }
 
-void gmt_peaks_mark(int32_t device)
+void gmt_peaks_mark(int slot)
 {
-    peak_slot_t *p = &peaks[gmt_stats_slot(device)];
+    peak_slot_t *p = &peaks[slot];
     __atomic_add_fetch(&p->epoch, 1, __ATOMIC_ACQ_REL);
     __atomic_store_n(&p->dirty, 1, __ATOMIC_RELEASE);
-}
-
-__attribute__((always_inline)) inline void
-gmt_peaks_stack_change(gmt_stack_entry_t *e, int32_t device, int64_t dbytes, int64_t dcount)
-{
-    uint64_t epoch = __atomic_load_n(&peaks[gmt_stats_slot(device)].epoch, __ATOMIC_ACQUIRE);
-    uint64_t seen = __atomic_load_n(&e->peak_epoch, __ATOMIC_ACQUIRE);
-    if (seen != epoch && __atomic_compare_exchange_n(&e->peak_epoch, &seen, epoch, false,
-                                                     __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
-        __atomic_store_n(&e->peak_bytes, __atomic_load_n(&e->live_bytes, __ATOMIC_RELAXED),
-                         __ATOMIC_RELAXED);
-        __atomic_store_n(&e->peak_count, __atomic_load_n(&e->live_count, __ATOMIC_RELAXED),
-                         __ATOMIC_RELAXED);
-    }
-    __atomic_fetch_add(&e->live_bytes, dbytes, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&e->live_count, dcount, __ATOMIC_RELAXED);
 }
 
 void gmt_peaks_settle_slow(int slot)

@@ -412,8 +412,13 @@ __attribute__((noinline)) static void timeline_add_slow(int slot, uint64_t rel, 
     gmt_spin_unlock(&tl->lock);
 }
 
-/* bytes: the device's in-use bytes after this event; before: the same before it. */
-static inline void timeline_add(stats_state_t *st, int slot, uint64_t now_ns, int64_t bytes,
+/* bytes: the device's in-use bytes after this event; before: the same before it. False when
+ * the open bucket already held bytes as high: an event with as many bytes came before this
+ * one, and the device's in-use peak is (or, by the thread that raised it, is being) at least
+ * that high, so the caller need not compare it (every in-use value is at most one that an
+ * allocation compared: a release only lowers them). Only whether a tie at the peak counts as
+ * this event's or the other's can differ, as it did with the two racing. */
+static inline bool timeline_add(stats_state_t *st, int slot, uint64_t now_ns, int64_t bytes,
                                 int64_t before)
 {
     dev_t_ *d = &st->s_devs[slot];
@@ -421,10 +426,12 @@ static inline void timeline_add(stats_state_t *st, int slot, uint64_t now_ns, in
      * without a timeline). A thread that read the bucket's end just before the holder opened
      * the next bucket lands in the next one: a shift by one bucket, as below. */
     if (__builtin_expect(now_ns < __atomic_load_n(&d->open_end_ns, __ATOMIC_ACQUIRE), 1)) {
-        if (bytes > __atomic_load_n(&d->open_max, RLX)) max_update(&d->open_max, bytes);
-        return;
+        if (__builtin_expect(bytes <= __atomic_load_n(&d->open_max, RLX), 1)) return false;
+        max_update(&d->open_max, bytes);
+        return true;
     }
     timeline_add_slow(slot, now_ns > t0_ns ? now_ns - t0_ns : 0, bytes, before);
+    return true;
 }
 
 void gmt_stats_count_merged(void)
@@ -474,16 +481,19 @@ uint64_t gmt_stats_counter(gmt_counter_t c)
 
 /* size bytes more of (slot, kind) in use: the device's current, its peaks and its timeline.
  * True when it raised the device's in-use peak. */
-__attribute__((always_inline)) static inline bool
-charge(stats_state_t *st, int slot, gmt_kind_t kind, uint64_t size, uint64_t seq, uint64_t now_ns)
+__attribute__((always_inline)) static inline bool charge(stats_state_t *st, int slot,
+                                                         gmt_kind_t kind, uint64_t size,
+                                                         uint64_t seq, uint64_t now_ns,
+                                                         gmt_charge_t how)
 {
     dev_t_ *d = &st->s_devs[slot];
     int64_t cur = __atomic_add_fetch(&d->current[kind], (int64_t)size, RLX);
     max_update(&d->peak[kind], cur);
-    if (!gmt_kind_in_use(kind)) return false;
+    if (how != GMT_CHARGE_IN_USE) return false;
     int64_t in_use = __atomic_add_fetch(&d->in_use, (int64_t)size, RLX);
-    if (!GMT_PROBE_SKIPS(GMT_PROBE_TIMELINE))
-        timeline_add(st, slot, now_ns, in_use, in_use - (int64_t)size);
+    if (!GMT_PROBE_SKIPS(GMT_PROBE_TIMELINE) &&
+        !timeline_add(st, slot, now_ns, in_use, in_use - (int64_t)size))
+        return false; /* not above the open bucket's highest: not above the peak */
     int64_t pk = __atomic_load_n(&d->in_use_peak, RLX);
     while (in_use > pk) {
         if (__atomic_compare_exchange_n(&d->in_use_peak, &pk, in_use, 1, RLX, RLX)) {
@@ -526,18 +536,17 @@ __attribute__((always_inline)) static inline void free_counts(shard_t *sh, bool 
 }
 
 __attribute__((always_inline)) inline bool
-gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, gmt_layer_t layer, bool merged,
-                   uint64_t size, uint64_t seq, uint64_t now_ns, bool charged)
+gmt_stats_alloc_at(int slot, gmt_kind_t kind, gmt_api_t api, gmt_layer_t layer, bool merged,
+                   uint64_t size, uint64_t seq, uint64_t now_ns, gmt_charge_t how)
 {
-    int slot = gmt_stats_slot(device);
     stats_state_t *st = S;
     uint32_t v = gmt_tls.shard;
     if (__builtin_expect(v & SHARD_OWN, 1))
         alloc_counts(own_shard_at(st, v), true, slot, kind, api, layer, merged, size, now_ns);
     else
         alloc_counts(other_shard_at(st, v), false, slot, kind, api, layer, merged, size, now_ns);
-    if (!charged || GMT_PROBE_SKIPS(GMT_PROBE_DEVLINE)) return false;
-    return charge(st, slot, kind, size, seq, now_ns);
+    if (how == GMT_CHARGE_NONE || GMT_PROBE_SKIPS(GMT_PROBE_DEVLINE)) return false;
+    return charge(st, slot, kind, size, seq, now_ns, how);
 }
 
 bool gmt_stats_on_unfree(int32_t device, gmt_kind_t kind, gmt_api_t api, uint64_t size,
@@ -551,15 +560,14 @@ bool gmt_stats_on_unfree(int32_t device, gmt_kind_t kind, gmt_api_t api, uint64_
     bump(&sh->cells[slot][kind].frees, (uint64_t)-1); /* modular: one release fewer */
     bump(&sh->frees_adjust[api], (uint64_t)-1);
     if (!charged || GMT_PROBE_SKIPS(GMT_PROBE_DEVLINE)) return false;
-    return charge(st, slot, kind, size, now_ns, now_ns);
+    return charge(st, slot, kind, size, now_ns, now_ns, gmt_charge_of(true, kind));
 }
 
-__attribute__((always_inline)) inline void gmt_stats_on_free(int32_t device, gmt_kind_t kind,
+__attribute__((always_inline)) inline void gmt_stats_free_at(int slot, gmt_kind_t kind,
                                                              gmt_api_t api, gmt_layer_t layer,
                                                              bool handed, uint64_t size,
-                                                             uint64_t now_ns, bool charged)
+                                                             uint64_t now_ns, gmt_charge_t how)
 {
-    int slot = gmt_stats_slot(device);
     stats_state_t *st = S;
     dev_t_ *d = &st->s_devs[slot];
     uint32_t v = gmt_tls.shard;
@@ -567,12 +575,26 @@ __attribute__((always_inline)) inline void gmt_stats_on_free(int32_t device, gmt
         free_counts(own_shard_at(st, v), true, slot, kind, api, layer, handed, now_ns);
     else
         free_counts(other_shard_at(st, v), false, slot, kind, api, layer, handed, now_ns);
-    if (!charged || GMT_PROBE_SKIPS(GMT_PROBE_DEVLINE)) return;
+    if (how == GMT_CHARGE_NONE || GMT_PROBE_SKIPS(GMT_PROBE_DEVLINE)) return;
     __atomic_sub_fetch(&d->current[kind], (int64_t)size, RLX);
-    if (!gmt_kind_in_use(kind)) return;
+    if (how != GMT_CHARGE_IN_USE) return;
     int64_t in_use = __atomic_sub_fetch(&d->in_use, (int64_t)size, RLX);
     if (!GMT_PROBE_SKIPS(GMT_PROBE_TIMELINE))
         timeline_add(st, slot, now_ns, in_use, in_use + (int64_t)size);
+}
+
+bool gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, gmt_layer_t layer,
+                        bool merged, uint64_t size, uint64_t seq, uint64_t now_ns, bool charged)
+{
+    return gmt_stats_alloc_at(gmt_stats_slot(device), kind, api, layer, merged, size, seq, now_ns,
+                              gmt_charge_of(charged, kind));
+}
+
+void gmt_stats_on_free(int32_t device, gmt_kind_t kind, gmt_api_t api, gmt_layer_t layer,
+                       bool handed, uint64_t size, uint64_t now_ns, bool charged)
+{
+    gmt_stats_free_at(gmt_stats_slot(device), kind, api, layer, handed, size, now_ns,
+                      gmt_charge_of(charged, kind));
 }
 
 void gmt_stats_on_failure(int32_t device, gmt_api_t api)

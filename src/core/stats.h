@@ -76,6 +76,16 @@ bool gmt_stats_on_alloc(int32_t device, gmt_kind_t kind, gmt_api_t api, gmt_laye
  * by gmt_stats_count_event instead. */
 void gmt_stats_on_free(int32_t device, gmt_kind_t kind, gmt_api_t api, gmt_layer_t layer,
                        bool handed, uint64_t size, uint64_t now_ns, bool charged);
+/* How an event's bytes count: not at all (not charged), in their kind's current bytes, or in
+ * the device's bytes in use as well (a charged event of a kind gmt_kind_in_use). */
+typedef enum gmt_charge_e { GMT_CHARGE_NONE, GMT_CHARGE_KIND, GMT_CHARGE_IN_USE } gmt_charge_t;
+/* The same two on the device's slot (gmt_stats_slot) and with the charge decided, for the
+ * event path: it computes the slot once per event and hands it to stats and peaks alike, and
+ * passes GMT_CHARGE_IN_USE, its common case, as a constant, so that the checks fold away. */
+bool gmt_stats_alloc_at(int slot, gmt_kind_t kind, gmt_api_t api, gmt_layer_t layer, bool merged,
+                        uint64_t size, uint64_t seq, uint64_t now_ns, gmt_charge_t charge);
+void gmt_stats_free_at(int slot, gmt_kind_t kind, gmt_api_t api, gmt_layer_t layer, bool handed,
+                       uint64_t size, uint64_t now_ns, gmt_charge_t charge);
 /* gmt_stats_on_free undone, for a release whose real call failed after it was accounted: the
  * release uncounted and the bytes in use again (the peak may rise: they never went away).
  * Returns true when it raised the device's in-use peak. */
@@ -111,6 +121,10 @@ int gmt_stats_timeline(int slot, gmt_timeline_point_t *out, int max);
 static inline bool gmt_kind_in_use(gmt_kind_t k)
 {
     return k == GMT_KIND_DEVICE || k == GMT_KIND_POOL || k == GMT_KIND_VMM_PHYSICAL;
+}
+static inline gmt_charge_t gmt_charge_of(bool charged, gmt_kind_t k)
+{
+    return !charged ? GMT_CHARGE_NONE : gmt_kind_in_use(k) ? GMT_CHARGE_IN_USE : GMT_CHARGE_KIND;
 }
 
 #endif

@@ -25,9 +25,9 @@ _Static_assert(GMT_ARENA_STACK_ENTRIES_BYTES / sizeof(gmt_stack_entry_t) <=
 
 /* Whether an event gets frames: stacks on and the event at least GPUMEMTRACE_MIN_BYTES. The
  * settings' copies in hot.h's line, not gmt_core_cfg's own line. */
-static inline bool wants_frames(const gmt_event_t *ev)
+static inline bool wants_frames(uint64_t size)
 {
-    return gmt_core_stack_depth > 0 && ev->size >= gmt_core_min_bytes;
+    return gmt_core_stack_depth > 0 && size >= gmt_core_min_bytes;
 }
 
 /* A frameless event's id is its tag's, the same every time: this thread's last one when its
@@ -55,7 +55,7 @@ __attribute__((noinline)) uint32_t gmt_core_stack_for(const gmt_event_t *ev, uin
     uint32_t depth = (uint32_t)gmt_core_stack_depth;
     uint32_t tag = gmt_stacks_tag(ev->device, ev->kind, api);
     uint32_t gen = __atomic_load_n(&gmt_core_generation, __ATOMIC_RELAXED);
-    if (wants_frames(ev)) {
+    if (wants_frames(ev->size)) {
         const gmt_nest_t *outer = gmt_tls.nest;
         if (outer && outer->frames) {
             /* Taken by the runtime hook around this event, without the driver's frames. */
@@ -115,29 +115,32 @@ __attribute__((noinline)) uint32_t gmt_core_stack_for(const gmt_event_t *ev, uin
 /* gmt_core_stack_for's frameless case (stacks off, or below GPUMEMTRACE_MIN_BYTES) when this
  * thread's last frameless event had the same tag: answered here, without the call. Always
  * inline: a frame of its own would break OWN_FRAMES_SKIPPED in builds without LTO. */
-__attribute__((always_inline)) static inline uint32_t stack_id_of(const gmt_event_t *ev,
-                                                                  uint8_t api)
+__attribute__((always_inline)) static inline uint32_t
+stack_id_of(const gmt_event_t *ev, int32_t device, uint8_t kind, uint64_t size, uint8_t api)
 {
-    uint32_t tag = gmt_stacks_tag(ev->device, ev->kind, api);
+    uint32_t tag = gmt_stacks_tag(device, kind, api);
     uint32_t gen = __atomic_load_n(&gmt_core_generation, __ATOMIC_RELAXED);
-    uint32_t hint;
-    if (!wants_frames(ev))
-        hint = frameless_hint(tag, gen);
-    else if (gmt_tls.nest && gmt_tls.nest->frames)
+    if (!wants_frames(size)) {
+        uint32_t hint = frameless_hint(tag, gen);
+        if (__builtin_expect(hint != 0, 1)) return hint;
+    } else if (gmt_tls.nest && gmt_tls.nest->frames) {
         /* The runtime hook's capture replayed a walk this thread remembers: the id noted with
          * it, with no call (gmt_core_stack_for checks the same first). */
-        hint = token_hint(gmt_tls.nest->token, tag, gen);
-    else
-        hint = 0;
-    if (hint) return hint;
+        uint32_t hint = token_hint(gmt_tls.nest->token, tag, gen);
+        if (hint) return hint;
+    }
     GMT_PROBE_T0(t0);
     uint32_t id = gmt_core_stack_for(ev, api);
     GMT_PROBE_T1(GMT_PT_STACK, t0);
     return id;
 }
 
-/* Reached through gmt_track_runtime_capture, which saw a depth above 0. */
-void gmt_track_runtime_capture_slow(gmt_nest_t *f, uint64_t *frames)
+/* Reached through gmt_track_runtime_capture, which saw a depth above 0. Inline into the
+ * runtime hooks (with link-time optimisation), as gmt_track_free_end: left to itself the
+ * inliner drops it as the event path's code changes, and its own frame is then one more for
+ * every walk to go through. */
+__attribute__((always_inline)) inline void gmt_track_runtime_capture_slow(gmt_nest_t *f,
+                                                                          uint64_t *frames)
 {
     if (!gmt_core_ready()) return;
     gmt_guard_enter();
@@ -163,11 +166,13 @@ bool gmt_core_event_valid(const gmt_event_t *ev)
 
 /* A release removed from the table before the real call, until that call has returned. The
  * record is kept packed, as the table had it (table.h). */
+enum { PENDING_NONE, PENDING_ONE, PENDING_UNMAP };
 typedef struct pending_free_s {
+    /* PENDING_ONE, or PENDING_UNMAP: a cuMemUnmap over more than its record, whose further
+     * mappings go at its end (decided at its begin, where a hook's constant space folds it) */
     int set;
-    gmt_entry_t rec;
-    uint64_t addr, size;
-    uint8_t space;
+    gmt_entry_t rec; /* its key is the address released */
+    uint64_t size;   /* with PENDING_UNMAP: the bytes the release asked for */
 } pending_free_t;
 
 static __thread pending_free_t pending __attribute__((tls_model("initial-exec")));
@@ -189,7 +194,10 @@ static void probe_table_take(const gmt_event_t *ev, gmt_entry_t *out)
 {
     gmt_entry_t *e = &probe_recs[(ev->addr >> 9) % PROBE_SLOTS];
     *out = *e;
-    if (e->key != ev->addr) out->meta &= ~GMT_ENTRY_SIZE_MAX; /* size 0 */
+    if (e->key != ev->addr) {
+        out->key = ev->addr;              /* the address released, as the table's own take gives */
+        out->meta &= ~GMT_ENTRY_SIZE_MAX; /* size 0 */
+    }
 }
 #else
 #define probe_table_put(r)        false
@@ -222,55 +230,94 @@ __attribute__((always_inline)) static inline uint64_t event_now_ns(void)
 }
 
 /* A charged record's stack entry moved by dbytes and dcount (its live bytes and count, saved at
- * the device's last peak first: peaks.c). The entry, or NULL when the record has none to move. */
+ * the device's last peak first: peaks.c). The entry, or NULL when the record has none to move.
+ * p: the device's peak slot. */
 __attribute__((always_inline)) static inline gmt_stack_entry_t *
-stack_change(uint32_t stack_id, int32_t device, bool charged, int64_t dbytes, int64_t dcount)
+stack_change(uint32_t stack_id, const gmt_peak_slot_t *p, bool charged, int64_t dbytes,
+             int64_t dcount)
 {
     if (!stack_id || !charged || GMT_PROBE_SKIPS(GMT_PROBE_STACKENT)) return NULL;
     gmt_stack_entry_t *e = gmt_stacks_entry_held(stack_id);
-    gmt_peaks_stack_change(e, device, dbytes, dcount);
+    gmt_peaks_stack_change(e, p, dbytes, dcount);
     return e;
+}
+
+/* An allocation the table took: its stack entry, its counters and bytes, charged as `how`
+ * says (gmt_track_alloc passes its common case as a constant, so that the checks fold). */
+__attribute__((always_inline)) static inline void
+alloc_account(uint32_t stack_id, int slot, gmt_kind_t kind, gmt_api_t api, gmt_layer_t layer,
+              bool merged, uint64_t size, uint64_t now, gmt_charge_t how)
+{
+    gmt_stack_entry_t *e =
+        stack_change(stack_id, &gmt_cs->peaks[slot], how != GMT_CHARGE_NONE, (int64_t)size, 1);
+    if (e) __atomic_fetch_add(&e->total_allocs, 1, __ATOMIC_RELAXED);
+    /* records are ordered by time (seq): no shared counter on the hot path */
+    if (gmt_stats_alloc_at(slot, kind, api, layer, merged, size, now, now, how))
+        gmt_peaks_mark(slot);
 }
 
 __attribute__((noinline)) void gmt_track_alloc(const gmt_event_t *ev)
 {
     if (!gmt_core_event_valid(ev)) return;
+    /* The event's fields once, in locals: the calls and atomics below would have them loaded
+     * again each time they are used. */
+    uint64_t size = ev->size;
+    int32_t device = ev->device;
     /* cudaMalloc(&p, 0) succeeds with NULL: nothing was allocated, nothing will be freed. */
-    if (ev->size == 0 || (ev->addr == 0 && ev->space == GMT_SPACE_VA)) return;
+    if (size == 0 || (ev->addr == 0 && ev->space == GMT_SPACE_VA)) return;
     if (!gmt_core_ready()) {
         gmt_core_count(&gmt_core_counts.dropped_no_core);
         return;
     }
+    gmt_kind_t kind = (gmt_kind_t)ev->kind;
+    gmt_layer_t layer = (gmt_layer_t)ev->layer;
+    uint32_t flags = ev->flags;
     uint8_t api = ev->api;
     bool merged = gmt_nest_inside_runtime(ev);
     if (merged) api = gmt_nest_merge();
     uint64_t now = event_now_ns();
-    uint64_t seq = now; /* records are ordered by time; no shared counter on the hot path */
-    uint32_t stack_id = stack_id_of(ev, api);
-    uint8_t pool =
-        ev->kind == GMT_KIND_POOL ? gmt_pools_note(ev->device, ev->stream) : GMT_POOL_NONE;
+    uint32_t stack_id = stack_id_of(ev, device, kind, size, api);
+    uint8_t pool = kind == GMT_KIND_POOL ? gmt_pools_note(device, ev->stream) : GMT_POOL_NONE;
     /* Packed straight from the event, as the table's slot keeps it (table.h); after the calls
      * above, so that it can stay in registers. */
     gmt_entry_t r = {
         .attrs = event_attrs(ev),
         .id_pool = gmt_entry_id_pool(stack_id, pool),
         .key = ev->addr,
-        .meta = gmt_entry_meta(ev->size, ev->device, api),
+        .meta = gmt_entry_meta(size, device, api),
     };
-    bool charged = !(ev->flags & GMT_EVENT_NOT_CHARGED);
+    bool charged = !(flags & GMT_EVENT_NOT_CHARGED);
+    /* The device's slot once, for stats and peaks alike. */
+    int slot = gmt_stats_slot(device);
     if (GMT_PROBE_SKIPS(GMT_PROBE_TABLE) ? probe_table_put(&r)
                                          : gmt_table_put(gmt_core_table, &r) != 0) {
         /* Counted in the totals (the bytes are real), but no longer tracked by address. */
         gmt_core_count(&gmt_core_counts.dropped_table_full);
-        gmt_stats_on_alloc(ev->device, (gmt_kind_t)ev->kind, (gmt_api_t)api, (gmt_layer_t)ev->layer,
-                           merged, ev->size, seq, now, false);
+        gmt_stats_alloc_at(slot, kind, (gmt_api_t)api, layer, merged, size, now, now,
+                           GMT_CHARGE_NONE);
         return;
     }
-    gmt_stack_entry_t *e = stack_change(stack_id, ev->device, charged, (int64_t)ev->size, 1);
-    if (e) __atomic_fetch_add(&e->total_allocs, 1, __ATOMIC_RELAXED);
-    if (gmt_stats_on_alloc(ev->device, (gmt_kind_t)ev->kind, (gmt_api_t)api, (gmt_layer_t)ev->layer,
-                           merged, ev->size, seq, now, charged))
-        gmt_peaks_mark(ev->device);
+    gmt_charge_t how = gmt_charge_of(charged, kind);
+    if (__builtin_expect(how == GMT_CHARGE_IN_USE, 1))
+        alloc_account(stack_id, slot, kind, (gmt_api_t)api, layer, merged, size, now,
+                      GMT_CHARGE_IN_USE);
+    else
+        alloc_account(stack_id, slot, kind, (gmt_api_t)api, layer, merged, size, now, how);
+}
+
+/* A removed entry's release accounted: its stack entry, counters and bytes, charged as `how`
+ * says (release_record passes its common case as a constant, so that the checks fold). */
+__attribute__((always_inline)) static inline void release_account(const gmt_entry_t *r, int slot,
+                                                                  gmt_kind_t kind, uint64_t size,
+                                                                  uint64_t now, gmt_layer_t layer,
+                                                                  bool handed, gmt_charge_t how)
+{
+    const gmt_peak_slot_t *p = &gmt_cs->peaks[slot];
+    if (how == GMT_CHARGE_IN_USE &&
+        __builtin_expect(__atomic_load_n(&p->dirty, __ATOMIC_RELAXED) != 0, 0))
+        gmt_peaks_settle_slow(slot);
+    stack_change(gmt_entry_stack_id(r), p, how != GMT_CHARGE_NONE, -(int64_t)size, -1);
+    gmt_stats_free_at(slot, kind, (gmt_api_t)gmt_entry_api(r), layer, handed, size, now, how);
 }
 
 /* The fields of a removed entry that its release uses, read where they are used. handed: the
@@ -279,12 +326,14 @@ __attribute__((always_inline)) static inline void release_record(const gmt_entry
                                                                  gmt_layer_t layer, bool handed)
 {
     bool charged = !(gmt_entry_flags(r) & GMT_EVENT_NOT_CHARGED);
-    int32_t device = gmt_entry_device(r);
+    int slot = gmt_stats_slot(gmt_entry_device(r));
     gmt_kind_t kind = (gmt_kind_t)gmt_entry_kind(r);
     uint64_t size = gmt_entry_size(r);
-    if (charged && gmt_kind_in_use(kind)) gmt_peaks_settle(gmt_stats_slot(device));
-    stack_change(gmt_entry_stack_id(r), device, charged, -(int64_t)size, -1);
-    gmt_stats_on_free(device, kind, (gmt_api_t)gmt_entry_api(r), layer, handed, size, now, charged);
+    gmt_charge_t how = gmt_charge_of(charged, kind);
+    if (__builtin_expect(how == GMT_CHARGE_IN_USE, 1))
+        release_account(r, slot, kind, size, now, layer, handed, GMT_CHARGE_IN_USE);
+    else
+        release_account(r, slot, kind, size, now, layer, handed, how);
 }
 
 /* release_record undone: the real release failed, the bytes were never given back. */
@@ -293,11 +342,12 @@ static void restore_record(const gmt_entry_t *r)
     bool charged = !(gmt_entry_flags(r) & GMT_EVENT_NOT_CHARGED);
     int32_t device = gmt_entry_device(r);
     uint64_t size = gmt_entry_size(r);
-    stack_change(gmt_entry_stack_id(r), device, charged, (int64_t)size, 1);
+    int slot = gmt_stats_slot(device);
+    stack_change(gmt_entry_stack_id(r), &gmt_cs->peaks[slot], charged, (int64_t)size, 1);
     uint64_t now = event_now_ns();
     if (gmt_stats_on_unfree(device, (gmt_kind_t)gmt_entry_kind(r), (gmt_api_t)gmt_entry_api(r),
                             size, now, charged))
-        gmt_peaks_mark(device);
+        gmt_peaks_mark(slot);
 }
 
 /* cuMemUnmap may cover several mappings made by separate cuMemMap calls: the ones after the
@@ -306,7 +356,7 @@ static void unmap_rest(const pending_free_t *p)
 {
     gmt_entry_t r;
     uint64_t now = event_now_ns();
-    uint64_t at = p->addr + gmt_entry_size(&p->rec), end = p->addr + p->size;
+    uint64_t at = p->rec.key + gmt_entry_size(&p->rec), end = p->rec.key + p->size;
     while (at < end && gmt_table_take(gmt_core_table, GMT_SPACE_MAP, at, &r) == 0) {
         release_record(&r, now, GMT_LAYER_RUNTIME, false);
         uint64_t size = gmt_entry_size(&r);
@@ -314,7 +364,9 @@ static void unmap_rest(const pending_free_t *p)
     }
 }
 
-bool gmt_track_free_begin(const gmt_event_t *ev)
+/* Inline into the hooks' release path (with link-time optimisation), as gmt_track_free_end:
+ * left to itself the inliner keeps it or not as the path's size changes by a few bytes. */
+__attribute__((always_inline)) inline bool gmt_track_free_begin(const gmt_event_t *ev)
 {
     if (!gmt_core_event_valid(ev)) return false;
     if (ev->addr == 0 && ev->space == GMT_SPACE_VA) return false; /* cudaFree(NULL): no-op */
@@ -344,23 +396,23 @@ bool gmt_track_free_begin(const gmt_event_t *ev)
         return false;
     }
     release_record(&rec, event_now_ns(), (gmt_layer_t)ev->layer, true);
+    int set =
+        ev->space == GMT_SPACE_MAP && ev->size > gmt_entry_size(&rec) ? PENDING_UNMAP : PENDING_ONE;
     pending.rec = rec;
-    pending.addr = ev->addr;
-    pending.size = ev->size;
-    pending.space = ev->space;
+    if (set == PENDING_UNMAP) pending.size = ev->size;
     __atomic_signal_fence(__ATOMIC_SEQ_CST); /* filled before a handler can see it set */
-    pending.set = 1;
+    pending.set = set;
     return true;
 }
 
 /* Inline into the hooks' release path (with link-time optimisation), as gmt_table_insert. */
 __attribute__((always_inline)) inline void gmt_track_free_end(bool ok)
 {
-    if (!pending.set) return;
-    pending.set = 0;
+    int set = pending.set;
+    if (set == PENDING_NONE) return;
+    pending.set = PENDING_NONE;
     if (ok) {
-        if (pending.space == GMT_SPACE_MAP && pending.size > gmt_entry_size(&pending.rec))
-            unmap_rest(&pending);
+        if (set == PENDING_UNMAP) unmap_rest(&pending);
         return;
     }
     /* The real release failed (a host pointer given to cudaFree, say): the allocation is still

@@ -110,7 +110,7 @@ static inline bool gmt_nest_inside_runtime(const gmt_event_t *ev)
 }
 /* A lower layer recorded the runtime call's own event: counted once, under the runtime
  * API's name (returned). The caller counts it in GMT_CNT_NESTED_MERGED (an allocation with
- * its other counters: gmt_stats_on_alloc's `merged`). */
+ * its other counters: gmt_stats_alloc_at's `merged`). */
 static inline uint8_t gmt_nest_merge(void)
 {
     gmt_tls.nest->inner++;
@@ -120,8 +120,9 @@ static inline uint8_t gmt_nest_merge(void)
 /* ---- peaks.c ---- */
 /* Forgets every peak (a fresh core block, a fork child). */
 void gmt_peaks_reset(void);
-/* A device's in-use bytes reached a new peak: its snapshot is due. */
-void gmt_peaks_mark(int32_t device);
+/* A device's in-use bytes reached a new peak: its snapshot is due. slot: the device's
+ * gmt_stats_slot, which the event path computes once and passes to stats and peaks alike. */
+void gmt_peaks_mark(int slot);
 /* Asks the driver's in-use bytes once per new peak (first release after it, or the report):
  * the check inline on the release path, the asking out of line. */
 void gmt_peaks_settle_slow(int slot);
@@ -131,8 +132,26 @@ static inline void gmt_peaks_settle(int slot)
         gmt_peaks_settle_slow(slot);
 }
 /* Adds dbytes / dcount to a stack's live counters, first saving what it held at its device's
- * last peak if this is its first change since (O(1)). */
-void gmt_peaks_stack_change(gmt_stack_entry_t *e, int32_t device, int64_t dbytes, int64_t dcount);
+ * last peak if this is its first change since (O(1)). p: the device's peak slot. Inline, on
+ * the event path. */
+__attribute__((always_inline)) static inline void gmt_peaks_stack_change(gmt_stack_entry_t *e,
+                                                                         const gmt_peak_slot_t *p,
+                                                                         int64_t dbytes,
+                                                                         int64_t dcount)
+{
+    uint64_t epoch = __atomic_load_n(&p->epoch, __ATOMIC_ACQUIRE);
+    uint64_t seen = __atomic_load_n(&e->peak_epoch, __ATOMIC_ACQUIRE);
+    if (__builtin_expect(seen != epoch, 0) &&
+        __atomic_compare_exchange_n(&e->peak_epoch, &seen, epoch, false, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_RELAXED)) {
+        __atomic_store_n(&e->peak_bytes, __atomic_load_n(&e->live_bytes, __ATOMIC_RELAXED),
+                         __ATOMIC_RELAXED);
+        __atomic_store_n(&e->peak_count, __atomic_load_n(&e->live_count, __ATOMIC_RELAXED),
+                         __ATOMIC_RELAXED);
+    }
+    __atomic_fetch_add(&e->live_bytes, dbytes, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&e->live_count, dcount, __ATOMIC_RELAXED);
+}
 
 /* ---- pools.c ---- */
 /* The index of (device, pool) in the list, added if new; GMT_POOL_UNLISTED when full. */
