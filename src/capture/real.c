@@ -10,9 +10,12 @@
 #include <limits.h>
 #include <link.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 
 gmt_real_t gmt_real;
+_Static_assert(offsetof(gmt_real_t, cuMemFreeAsync) + sizeof(void *) <= 64,
+               "a traced pair's real functions share the first cache line (api.def's order)");
 
 /* Read by the dlsym trampoline in driver_hooks.c. */
 void *(*gmt_real_dlsym_ptr)(void *, const char *);

@@ -15,13 +15,16 @@
 #include <stdbool.h>
 
 typedef struct gmt_real_s {
-    /* Read by every event (its device), so on the hooks' first line: cudaMalloc, cudaFree and
-     * the async pair share it (api.def lists the hottest calls first). Never hooked. */
-    cudaError_t (*cudaGetDevice)(int *device);
-    CUresult (*cuCtxGetDevice)(CUdevice *device);
+    /* api.def lists the calls of a traced pair first (cudaMalloc, cudaFree and the driver calls
+     * beneath them; the async four): their eight pointers are the struct's first cache line,
+     * the only line of it a pair reads on a machine that sees one device. */
 #define GMT_HOOK(name, layer, need, role, ret, params, args) ret(*name) params;
 #include "../api.def"
 #undef GMT_HOOK
+    /* An event's device, asked where the process sees several devices (capture.h). Never
+     * hooked. */
+    CUresult (*cuCtxGetDevice)(CUdevice *device);
+    cudaError_t (*cudaGetDevice)(int *device);
     gmt_cuGetProcAddress_v1_t getProcAddress_v1; /* "cuGetProcAddress" */
     gmt_cuGetProcAddress_v2_t cuGetProcAddress_v2;
     /* support functions, never hooked */
@@ -39,7 +42,7 @@ typedef struct gmt_real_s {
     CUresult (*cuCtxGetCurrent)(CUcontext *ctx);
     CUresult (*cuDeviceGetMemPool)(CUmemoryPool *pool, CUdevice dev);
     CUresult (*cuMemPoolGetAttribute)(CUmemoryPool pool, CUmemPool_attribute attr, void *value);
-} gmt_real_t;
+} __attribute__((aligned(64))) gmt_real_t;
 
 /* Hidden, as every symbol of the library but its exports: real.c is built without link-time
  * optimisation, so without the attribute the other files would reach the table through the
