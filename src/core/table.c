@@ -6,13 +6,18 @@
  * makes the slot BUSY (acquire: the stores cannot move above it) and the release store that
  * publishes it; readers re-check the state word after copying, the way a seqlock does.
  *
- * Levels: inserters announce themselves in their shard's writers[level % 8] before re-checking
+ * Levels: inserters announce themselves in their shard's words[level % 8] before re-checking
  * that the level is still the newest (sequentially consistent), and migration of a level
  * starts only once that count is 0 in every shard, so no insert can land in a level behind the
  * migration cursor (a count shared with a level 8 newer only delays the migration). Migration
  * copies an entry into the newest level before it turns the old slot into a tombstone, and
  * every search goes oldest to newest, so a search that finds the old copy gone finds the new
  * one; a search that meets the entry BUSY waits for the move (a few stores) to finish.
+ * The count is the low bits of a word whose high bits count live entries (table.h): an insert
+ * leaves the level with one release add that takes 1 from its writers count and adds 1 to the
+ * live share. That is the release its announcement always ended with, the count's bits read
+ * as before (migration masks the live share off), so the protocol is unchanged, and counting
+ * the insert live costs no atomic of its own.
  *
  * Release behind the move: home() is monotone in the hash, so slot order is hash order in
  * every level and the cursor moves entries in hash order. A level that is not the newest gets
@@ -39,9 +44,10 @@
 
 enum { SLOT_EMPTY = 0, SLOT_BUSY = 1, SLOT_LIVE = 2, SLOT_TOMB = 3 };
 
-#define TABLE_MAGIC 0x676d747461626c35ull /* "gmttabl5": 24-byte slots, stack id | pool index */
-#define MIN_CAP     4096u                 /* slots of the first level: 96 KiB */
-#define PROBE_LIMIT 4096u                 /* an insert never scans more than this */
+/* "gmttabl6": 24-byte slots, stack id | pool index, writers and live shares in one word */
+#define TABLE_MAGIC 0x676d747461626c36ull
+#define MIN_CAP     4096u /* slots of the first level: 96 KiB */
+#define PROBE_LIMIT 4096u /* an insert never scans more than this */
 #define SIZE_MASK   ((1ull << 48) - 1)
 #define UNIT        ((uint64_t)GMT_TABLE_UNIT_SLOTS) /* levels and released prefixes: table.h */
 /* A level's `used` is counted USED_BATCH at a time, by each thread on its 1st, 9th, 17th ...
@@ -224,7 +230,7 @@ static inline bool slot_fill(gmt_level_t *l, gmt_slot_t *s, uint32_t sg, const g
 static inline void slot_take(gmt_table_t *t, gmt_slot_t *s, uint32_t sg, gmt_entry_t *out)
 {
     if (out) slot_read(s, sg, out);
-    __atomic_fetch_sub(&shard_of(t)->live, 1, RLX);
+    __atomic_fetch_sub(&shard_of(t)->words[0], GMT_TABLE_LIVE_ONE, RLX);
     STORE(&s->sg, tomb_from_live(sg), REL);
 }
 
@@ -322,20 +328,21 @@ out:
 }
 
 /* Inserts into the newest level, honouring the writers protocol (counted in shard sh). No
- * growth. */
+ * growth. Leaving the level adds `done` to the shard's word when the insert succeeded
+ * (GMT_TABLE_LIVE_ONE - 1: counted live; -1: a move, no change to the count). */
 static inline int insert_newest(gmt_table_t *t, gmt_table_shard_t *sh, const gmt_entry_t *e,
-                                uint64_t h, uint32_t *at)
+                                uint64_t h, uint32_t *at, uint64_t done)
 {
     for (;;) {
         uint32_t n = LOAD(&t->next, SC) - 1;
-        uint32_t *w = &sh->writers[n % GMT_TABLE_WSLOTS];
+        uint64_t *w = &sh->words[n % GMT_TABLE_WSLOTS];
         __atomic_fetch_add(w, 1, SC);
         if (__builtin_expect(LOAD(&t->next, SC) - 1 != n, 0)) {
             __atomic_fetch_sub(w, 1, REL);
             continue;
         }
         int rc = level_insert(lvl(t, n), e, h);
-        __atomic_fetch_sub(w, 1, REL);
+        __atomic_fetch_add(w, rc == 0 ? done : (uint64_t)-1, REL);
         *at = n;
         return rc;
     }
@@ -345,7 +352,8 @@ static inline int insert_newest(gmt_table_t *t, gmt_table_shard_t *sh, const gmt
 static bool level_has_writers(gmt_table_t *t, uint32_t n)
 {
     for (int i = 0; i < GMT_TABLE_SHARDS; i++)
-        if (LOAD(&t->shard[i].writers[n % GMT_TABLE_WSLOTS], SC) != 0) return true;
+        if ((LOAD(&t->shard[i].words[n % GMT_TABLE_WSLOTS], SC) & GMT_TABLE_WRITER_MASK) != 0)
+            return true;
     return false;
 }
 
@@ -424,7 +432,7 @@ static void migrate_slot(gmt_table_t *t, gmt_table_shard_t *sh, gmt_level_t *old
     gmt_entry_t e;
     slot_read(s, sg, &e);
     uint32_t at;
-    if (insert_newest(t, sh, &e, hash_entry(&e), &at) != 0) {
+    if (insert_newest(t, sh, &e, hash_entry(&e), &at, (uint64_t)-1) != 0) {
         STORE(&old->pinned, 1, RLX);
         STORE(&s->sg, sg, REL); /* stays here, live */
         return;
@@ -609,9 +617,8 @@ insert_slow(gmt_table_t *t, uint32_t attrs, uint32_t id_pool, uint64_t key, uint
     gmt_table_shard_t *sh = shard_of(t);
     uint64_t h = hash_entry(e);
     uint32_t n;
-    while (insert_newest(t, sh, e, h, &n) != 0)
+    while (insert_newest(t, sh, e, h, &n, GMT_TABLE_LIVE_ONE - 1) != 0)
         if (grow(t, n, true) != 0) return insert_full(t);
-    __atomic_fetch_add(&sh->live, 1, RLX);
     insert_after(t, sh, n);
     return 0;
 }
@@ -629,7 +636,7 @@ __attribute__((always_inline)) inline int gmt_table_put(gmt_table_t *t, const gm
     gmt_table_shard_t *sh = shard_at(t, off);
     uint64_t h = hash_entry(e);
     uint32_t n = LOAD(&t->next, SC) - 1;
-    uint32_t *w = &sh->writers[n % GMT_TABLE_WSLOTS];
+    uint64_t *w = &sh->words[n % GMT_TABLE_WSLOTS];
     __atomic_fetch_add(w, 1, SC);
     gmt_level_t *l = lvl(t, n);
     gmt_slot_t *s = &slots(l)[home(h, LOAD(&l->cap, RLX))];
@@ -640,8 +647,8 @@ __attribute__((always_inline)) inline int gmt_table_put(gmt_table_t *t, const gm
         return insert_slow(t, e->attrs, e->id_pool, e->key, e->meta);
     }
     bool counted = slot_fill(l, s, sg, e, 0);
-    __atomic_fetch_sub(w, 1, REL);
-    __atomic_fetch_add(&sh->live, 1, RLX);
+    /* Out of the level and counted live: one add (table.h, the shard). */
+    __atomic_fetch_add(w, GMT_TABLE_LIVE_ONE - 1, REL);
     if (__builtin_expect(counted, 0) || __builtin_expect(LOAD(&t->first, ACQ) != n, 0))
         insert_after(t, sh, n);
     return 0;
@@ -778,10 +785,14 @@ uint64_t gmt_table_foreach(gmt_table_t *t, gmt_table_visit_fn fn, void *ctx)
 
 uint64_t gmt_table_live(gmt_table_t *t)
 {
+    /* The live shares are counted mod 2^40 (table.h): summed, then read as signed. */
     uint64_t sum = 0;
     for (int i = 0; i < GMT_TABLE_SHARDS; i++)
-        sum += LOAD(&t->shard[i].live, RLX);
-    return (int64_t)sum < 0 ? 0 : sum; /* a remove counted before its insert */
+        for (int j = 0; j < GMT_TABLE_WSLOTS; j++)
+            sum += LOAD(&t->shard[i].words[j], RLX) >> GMT_TABLE_WRITER_BITS;
+    sum &= (1ull << (64 - GMT_TABLE_WRITER_BITS)) - 1;
+    /* a remove counted before its insert */
+    return sum >> (63 - GMT_TABLE_WRITER_BITS) ? 0 : sum;
 }
 
 uint64_t gmt_table_capacity(gmt_table_t *t)
@@ -815,7 +826,8 @@ int gmt_table_validate(gmt_table_t *t)
         if (l->released > l->cap) l->released = l->cap; /* zeros there read as EMPTY anyway */
     }
     for (int i = 0; i < GMT_TABLE_SHARDS; i++)
-        memset(t->shard[i].writers, 0, sizeof t->shard[i].writers);
+        for (int j = 0; j < GMT_TABLE_WSLOTS; j++) /* the live shares stay */
+            t->shard[i].words[j] &= ~GMT_TABLE_WRITER_MASK;
     t->grow_lock = 0;
     t->movers = t->iterating = 0; /* the dead process's, as the writers counts */
     return 0;

@@ -194,14 +194,23 @@ typedef struct gmt_level_s {
 
 /* Counters that every insert or remove changes live in per-thread shards (one cache line
  * each), so that threads do not pass one line around: a thread keeps the shard it was first
- * given, and threads beyond GMT_TABLE_SHARDS share one (the updates stay atomic). */
-#define GMT_TABLE_SHARDS 32
-#define GMT_TABLE_WSLOTS 8 /* inserters of level n are counted in writers[n % 8] */
+ * given, and threads beyond GMT_TABLE_SHARDS share one (the updates stay atomic).
+ * A shard is eight words, one for the levels n with n % 8 == i: the inserters inside such a
+ * level in its low GMT_TABLE_WRITER_BITS bits, and above them a share of the live count
+ * (inserts minus removes, mod 2^40). Sharing the word lets an insert leave its level and
+ * count itself live in one atomic add (table.c); a remove subtracts from word 0. Subtracting
+ * GMT_TABLE_LIVE_ONE never borrows from the writers bits, 2^24 inserters of one shard
+ * inside a level at once is more threads than a process has, and the shares' sum read as a
+ * signed 40-bit number is exact: no table holds 2^39 entries. */
+#define GMT_TABLE_SHARDS      32
+#define GMT_TABLE_WSLOTS      8 /* inserters of level n are counted in words[n % 8] */
+#define GMT_TABLE_WRITER_BITS 24
+#define GMT_TABLE_WRITER_MASK ((1ull << GMT_TABLE_WRITER_BITS) - 1)
+#define GMT_TABLE_LIVE_ONE    (1ull << GMT_TABLE_WRITER_BITS)
 typedef struct gmt_table_shard_s {
-    _Alignas(64) uint64_t live;         /* atomic: inserts minus removes made here (mod 2^64) */
-    uint32_t writers[GMT_TABLE_WSLOTS]; /* atomic: inserters inside a level, by level % 8 */
-    uint64_t pad[3];
+    _Alignas(64) uint64_t words[GMT_TABLE_WSLOTS]; /* atomic: live share << 24 | writers */
 } gmt_table_shard_t;
+_Static_assert(sizeof(gmt_table_shard_t) == 64, "a shard is one cache line");
 
 typedef struct gmt_table_s {
     uint64_t magic;
