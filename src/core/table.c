@@ -203,9 +203,13 @@ static void __attribute__((noinline)) note_probe(gmt_level_t *l, uint64_t n)
     }
 }
 
-static inline bool takes_insert(uint32_t sg) /* EMPTY or TOMB */
+/* EMPTY or TOMB: the two states whose successor (1 or 4) has bit 1 clear (BUSY: 2, LIVE: 3),
+ * one add and one test where the two compares took a bit test against a mask. */
+static inline bool takes_insert(uint32_t sg)
 {
-    return st_of(sg) == SLOT_EMPTY || st_of(sg) == SLOT_TOMB;
+    _Static_assert(SLOT_EMPTY == 0 && SLOT_BUSY == 1 && SLOT_LIVE == 2 && SLOT_TOMB == 3,
+                   "takes_insert's arithmetic");
+    return ((sg + 1) & 2u) == 0;
 }
 
 /* Fills slot s of level l, made BUSY from state sg by the caller at probe length i, and
@@ -595,13 +599,14 @@ static int __attribute__((noinline)) insert_full(gmt_table_t *t)
 }
 
 /* After an insert into level n: grows it once it passes 3/4 (the fast path looks only when it
- * added to `used`), and moves entries while more than one level is active. */
-static void insert_after(gmt_table_t *t, gmt_table_shard_t *sh, uint32_t n)
+ * added to `used`), and moves entries while more than one level is active. Out of line, on
+ * the table and the level number alone: the fast path then keeps nothing for it. */
+static void __attribute__((noinline)) insert_after(gmt_table_t *t, uint32_t n)
 {
     gmt_level_t *l = lvl(t, n);
     if (LOAD(&l->used, RLX) * 4 > LOAD(&l->cap, RLX) * 3) (void)grow(t, n, false);
     uint32_t f = LOAD(&t->first, ACQ);
-    if (f + 1 < LOAD(&t->next, SC)) migrate_some(t, sh, f);
+    if (f + 1 < LOAD(&t->next, SC)) migrate_some(t, shard_of(t), f);
 }
 
 /* Everything gmt_table_insert's fast path leaves: the bound, a thread's first insert, a taken
@@ -619,7 +624,7 @@ insert_slow(gmt_table_t *t, uint32_t attrs, uint32_t id_pool, uint64_t key, uint
     uint32_t n;
     while (insert_newest(t, sh, e, h, &n, GMT_TABLE_LIVE_ONE - 1) != 0)
         if (grow(t, n, true) != 0) return insert_full(t);
-    insert_after(t, sh, n);
+    insert_after(t, n);
     return 0;
 }
 
@@ -650,7 +655,7 @@ __attribute__((always_inline)) inline int gmt_table_put(gmt_table_t *t, const gm
     /* Out of the level and counted live: one add (table.h, the shard). */
     __atomic_fetch_add(w, GMT_TABLE_LIVE_ONE - 1, REL);
     if (__builtin_expect(counted, 0) || __builtin_expect(LOAD(&t->first, ACQ) != n, 0))
-        insert_after(t, sh, n);
+        insert_after(t, n);
     return 0;
 }
 
@@ -721,17 +726,23 @@ __attribute__((always_inline)) inline int gmt_table_take(gmt_table_t *t, uint8_t
     uint64_t idx = home(hash_key(space, key), LOAD(&l->cap, RLX));
     /* One load more, from the descriptor's line the cap came from: a home in the prefix given
      * back during a move (only then is it non-zero) is find's to skip. */
-    if (__builtin_expect(idx < LOAD(&l->released, RLX), 0)) return find(t, space, key, out, 1);
-    gmt_slot_t *s = &slots(l)[idx];
-    uint32_t sg = LOAD(&s->sg, ACQ);
-    /* LIVE and in this space, one compare (a space past 3 matches no slot, as in find). */
-    if (__builtin_expect((sg & (3u | 3u << 5)) == (SLOT_LIVE | (uint32_t)space << 5), 1) &&
-        __builtin_expect(LOAD(&s->key, RLX) == key, 1) &&
-        __atomic_compare_exchange_n(&s->sg, &sg, busy_from_live(sg), 0, ACQ, RLX)) {
-        slot_take(t, s, sg, out);
-        return 0;
+    if (__builtin_expect(idx >= LOAD(&l->released, RLX), 1)) {
+        gmt_slot_t *s = &slots(l)[idx];
+        uint32_t sg = LOAD(&s->sg, ACQ);
+        /* LIVE and in this space, one compare (a space past 3 matches no slot, as in find). */
+        if (__builtin_expect((sg & (3u | 3u << 5)) == (SLOT_LIVE | (uint32_t)space << 5), 1) &&
+            __builtin_expect(LOAD(&s->key, RLX) == key, 1) &&
+            __atomic_compare_exchange_n(&s->sg, &sg, busy_from_live(sg), 0, ACQ, RLX)) {
+            slot_take(t, s, sg, out);
+            return 0;
+        }
     }
-    return find(t, space, key, out, 1);
+    /* find fills a copy of its own: the caller's entry then never has its address taken and
+     * can stay in registers on the fast path (as insert_slow's words). */
+    gmt_entry_t e;
+    int rc = find(t, space, key, &e, 1);
+    if (rc == 0 && out) *out = e;
+    return rc;
 }
 
 int gmt_table_remove(gmt_table_t *t, uint8_t space, uint64_t key, gmt_record_t *out)
