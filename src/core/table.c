@@ -42,10 +42,13 @@
 #include <string.h>
 #include <time.h>
 
-enum { SLOT_EMPTY = 0, SLOT_BUSY = 1, SLOT_LIVE = 2, SLOT_TOMB = 3 };
+/* Numbered so that the two states an insert takes (EMPTY, TOMB) have bit 1 clear and BUSY
+ * has both bits set: an inserter's test is one bit and its BUSY word one OR (takes_insert). */
+enum { SLOT_EMPTY = 0, SLOT_TOMB = 1, SLOT_LIVE = 2, SLOT_BUSY = 3 };
 
-/* "gmttabl6": 24-byte slots, stack id | pool index, writers and live shares in one word */
-#define TABLE_MAGIC 0x676d747461626c36ull
+/* "gmttabl7": 24-byte slots, stack id | pool index, writers and live shares in one word, the
+ * slot states numbered as below */
+#define TABLE_MAGIC 0x676d747461626c37ull
 #define MIN_CAP     4096u /* slots of the first level: 96 KiB */
 #define PROBE_LIMIT 4096u /* an insert never scans more than this */
 #define SIZE_MASK   ((1ull << 48) - 1)
@@ -159,12 +162,12 @@ _Static_assert(SIZE_MASK == GMT_ENTRY_SIZE_MAX, "an entry's size is the slot's")
  * the attribute bits stay. */
 static inline uint32_t busy_from_live(uint32_t sg)
 {
-    return sg - (SLOT_LIVE - SLOT_BUSY);
+    return sg + (uint32_t)(SLOT_BUSY - SLOT_LIVE);
 }
 
 static inline uint32_t tomb_from_live(uint32_t sg)
 {
-    return sg + (SLOT_TOMB - SLOT_LIVE) + (1u << GEN_SHIFT);
+    return sg + (1u << GEN_SHIFT) - (uint32_t)(SLOT_LIVE - SLOT_TOMB);
 }
 
 static inline uint64_t hash_entry(const gmt_entry_t *e)
@@ -203,13 +206,19 @@ static void __attribute__((noinline)) note_probe(gmt_level_t *l, uint64_t n)
     }
 }
 
-/* EMPTY or TOMB: the two states whose successor (1 or 4) has bit 1 clear (BUSY: 2, LIVE: 3),
- * one add and one test where the two compares took a bit test against a mask. */
+/* EMPTY or TOMB: bit 1 clear (the numbering above). */
 static inline bool takes_insert(uint32_t sg)
 {
-    _Static_assert(SLOT_EMPTY == 0 && SLOT_BUSY == 1 && SLOT_LIVE == 2 && SLOT_TOMB == 3,
-                   "takes_insert's arithmetic");
-    return ((sg + 1) & 2u) == 0;
+    _Static_assert((SLOT_EMPTY & 2) == 0 && (SLOT_TOMB & 2) == 0 && (SLOT_LIVE & 2) != 0 &&
+                       SLOT_BUSY == 3,
+                   "takes_insert's test, busy_from_free's OR");
+    return (sg & 2u) == 0;
+}
+
+/* The BUSY word an inserter CASes in from EMPTY or TOMB: the attributes and generation stay. */
+static inline uint32_t busy_from_free(uint32_t sg)
+{
+    return sg | SLOT_BUSY;
 }
 
 /* Fills slot s of level l, made BUSY from state sg by the caller at probe length i, and
@@ -247,7 +256,7 @@ static int __attribute__((noinline)) level_probe(gmt_level_t *l, const gmt_entry
         gmt_slot_t *s = &base[idx];
         uint32_t sg = LOAD(&s->sg, ACQ);
         if (!takes_insert(sg)) continue;
-        if (!__atomic_compare_exchange_n(&s->sg, &sg, (sg & ~3u) | SLOT_BUSY, 0, ACQ, RLX)) {
+        if (!__atomic_compare_exchange_n(&s->sg, &sg, busy_from_free(sg), 0, ACQ, RLX)) {
             /* Another inserter took it first; look at this slot again. */
             i--;
             idx = idx == 0 ? cap - 1 : idx - 1;
@@ -265,7 +274,7 @@ static inline int level_insert(gmt_level_t *l, const gmt_entry_t *e, uint64_t h)
     gmt_slot_t *s = &slots(l)[home(h, LOAD(&l->cap, RLX))];
     uint32_t sg = LOAD(&s->sg, ACQ);
     if (__builtin_expect(takes_insert(sg), 1) &&
-        __atomic_compare_exchange_n(&s->sg, &sg, (sg & ~3u) | SLOT_BUSY, 0, ACQ, RLX)) {
+        __atomic_compare_exchange_n(&s->sg, &sg, busy_from_free(sg), 0, ACQ, RLX)) {
         (void)slot_fill(l, s, sg, e, 0);
         return 0;
     }
@@ -647,7 +656,7 @@ __attribute__((always_inline)) inline int gmt_table_put(gmt_table_t *t, const gm
     gmt_slot_t *s = &slots(l)[home(h, LOAD(&l->cap, RLX))];
     uint32_t sg;
     if (__builtin_expect(LOAD(&t->next, SC) - 1 != n, 0) || !takes_insert(sg = LOAD(&s->sg, ACQ)) ||
-        !__atomic_compare_exchange_n(&s->sg, &sg, (sg & ~3u) | SLOT_BUSY, 0, ACQ, RLX)) {
+        !__atomic_compare_exchange_n(&s->sg, &sg, busy_from_free(sg), 0, ACQ, RLX)) {
         __atomic_fetch_sub(w, 1, REL);
         return insert_slow(t, e->attrs, e->id_pool, e->key, e->meta);
     }
