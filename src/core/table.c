@@ -102,9 +102,12 @@ static inline uint64_t hash_key(uint8_t space, uint64_t key)
     return (key ^ ((uint64_t)space << 62)) * 0x9e3779b97f4a7c15ull;
 }
 
-/* This thread's shard as its byte offset in the table (0: none given yet), so that the shard's
- * address is one add from the table's. */
-static __thread uint32_t my_shard __attribute__((tls_model("initial-exec")));
+/* This thread's shard as its byte offset in the table, so that the shard's address is one add
+ * from the table's. Until its first insert gives it one of its own (shard_of), a thread counts
+ * in the spare shard after the others (table.h): a remove then needs no check. */
+#define SHARD_NONE                                                                                 \
+    ((uint32_t)(offsetof(gmt_table_t, shard) + GMT_TABLE_SHARDS * sizeof(gmt_table_shard_t)))
+static __thread uint32_t my_shard __attribute__((tls_model("initial-exec"))) = SHARD_NONE;
 static __thread uint32_t my_claims
     __attribute__((tls_model("initial-exec"))); /* EMPTY slots taken */
 static uint32_t next_shard;
@@ -117,14 +120,19 @@ static inline gmt_table_shard_t *shard_at(gmt_table_t *t, uint32_t off)
 static inline gmt_table_shard_t *shard_of(gmt_table_t *t)
 {
     uint32_t off = my_shard;
-    if (__builtin_expect(off == 0, 0)) {
+    if (__builtin_expect(off == SHARD_NONE, 0)) {
         uint32_t i = __atomic_fetch_add(&next_shard, 1, RLX) % GMT_TABLE_SHARDS;
         off = (uint32_t)(offsetof(gmt_table_t, shard) + i * sizeof(gmt_table_shard_t));
         my_shard = off;
     }
     return shard_at(t, off);
 }
-_Static_assert(offsetof(gmt_table_t, shard) > 0, "a shard's offset is never 0");
+
+/* The shard that counts a remove: the thread's own, or the spare one (above). */
+static inline gmt_table_shard_t *shard_any(gmt_table_t *t)
+{
+    return shard_at(t, my_shard);
+}
 
 static inline gmt_level_t *lvl(gmt_table_t *t, uint32_t n)
 {
@@ -243,7 +251,7 @@ static inline bool slot_fill(gmt_level_t *l, gmt_slot_t *s, uint32_t sg, const g
 static inline void slot_take(gmt_table_t *t, gmt_slot_t *s, uint32_t sg, gmt_entry_t *out)
 {
     if (out) slot_read(s, sg, out);
-    __atomic_fetch_sub(&shard_of(t)->words[0], GMT_TABLE_LIVE_ONE, RLX);
+    __atomic_fetch_sub(&shard_any(t)->words[0], GMT_TABLE_LIVE_ONE, RLX);
     STORE(&s->sg, tomb_from_live(sg), REL);
 }
 
@@ -364,7 +372,7 @@ static inline int insert_newest(gmt_table_t *t, gmt_table_shard_t *sh, const gmt
 /* Whether some shard counts an inserter inside level n (or one 8 levels away). */
 static bool level_has_writers(gmt_table_t *t, uint32_t n)
 {
-    for (int i = 0; i < GMT_TABLE_SHARDS; i++)
+    for (int i = 0; i <= GMT_TABLE_SHARDS; i++)
         if ((LOAD(&t->shard[i].words[n % GMT_TABLE_WSLOTS], SC) & GMT_TABLE_WRITER_MASK) != 0)
             return true;
     return false;
@@ -645,7 +653,7 @@ __attribute__((always_inline)) inline int gmt_table_put(gmt_table_t *t, const gm
      * insert_newest and level_insert with nothing but the home slot; whatever else it meets
      * it undoes (only the writers count) and leaves to insert_slow. */
     uint32_t off = my_shard;
-    if (__builtin_expect(t->max_live != 0, 0) || __builtin_expect(off == 0, 0))
+    if (__builtin_expect(t->max_live != 0, 0) || __builtin_expect(off == SHARD_NONE, 0))
         return insert_slow(t, e->attrs, e->id_pool, e->key, e->meta);
     gmt_table_shard_t *sh = shard_at(t, off);
     uint64_t h = hash_entry(e);
@@ -807,7 +815,7 @@ uint64_t gmt_table_live(gmt_table_t *t)
 {
     /* The live shares are counted mod 2^40 (table.h): summed, then read as signed. */
     uint64_t sum = 0;
-    for (int i = 0; i < GMT_TABLE_SHARDS; i++)
+    for (int i = 0; i <= GMT_TABLE_SHARDS; i++)
         for (int j = 0; j < GMT_TABLE_WSLOTS; j++)
             sum += LOAD(&t->shard[i].words[j], RLX) >> GMT_TABLE_WRITER_BITS;
     sum &= (1ull << (64 - GMT_TABLE_WRITER_BITS)) - 1;
@@ -845,7 +853,7 @@ int gmt_table_validate(gmt_table_t *t)
         if (l->max_probe >= l->cap) l->max_probe = l->cap - 1;
         if (l->released > l->cap) l->released = l->cap; /* zeros there read as EMPTY anyway */
     }
-    for (int i = 0; i < GMT_TABLE_SHARDS; i++)
+    for (int i = 0; i <= GMT_TABLE_SHARDS; i++)
         for (int j = 0; j < GMT_TABLE_WSLOTS; j++) /* the live shares stay */
             t->shard[i].words[j] &= ~GMT_TABLE_WRITER_MASK;
     t->grow_lock = 0;

@@ -194,7 +194,8 @@ typedef struct gmt_level_s {
 
 /* Counters that every insert or remove changes live in per-thread shards (one cache line
  * each), so that threads do not pass one line around: a thread keeps the shard it was first
- * given, and threads beyond GMT_TABLE_SHARDS share one (the updates stay atomic).
+ * given at its first insert, threads beyond GMT_TABLE_SHARDS share one (the updates stay
+ * atomic), and a thread that has not inserted yet counts its removes in a spare shard.
  * A shard is eight words, one for the levels n with n % 8 == i: the inserters inside such a
  * level in its low GMT_TABLE_WRITER_BITS bits, and above them a share of the live count
  * (inserts minus removes, mod 2^40). Sharing the word lets an insert leave its level and
@@ -231,7 +232,8 @@ typedef struct gmt_table_s {
         uint64_t off, bytes; /* bytes > GMT_TABLE_RELEASE_MIN: given back, reads as zero */
     } spare[GMT_TABLE_SPARES];
     gmt_level_t levels[GMT_TABLE_LEVELS]; /* level number n lives at n % GMT_TABLE_LEVELS */
-    gmt_table_shard_t shard[GMT_TABLE_SHARDS];
+    /* shard[GMT_TABLE_SHARDS]: the threads that have not inserted yet (their removes) */
+    gmt_table_shard_t shard[GMT_TABLE_SHARDS + 1];
 } gmt_table_t;
 
 size_t gmt_table_header_bytes(void);

@@ -722,6 +722,43 @@ static void test_validate(void **state)
     assert_int_equal(gmt_table_validate(t), -EINVAL);
 }
 
+/* A thread that never inserted counts its removes in the spare shard (table.h): the live
+ * count stays exact, and a later insert of that thread takes a shard of its own. */
+struct remover {
+    gmt_table_t *t;
+    uint64_t first, n;
+    int errors;
+};
+
+static void *remove_only(void *arg)
+{
+    struct remover *rm = arg;
+    gmt_record_t out;
+    for (uint64_t k = rm->first; k < rm->first + rm->n; k++)
+        if (gmt_table_remove(rm->t, 0, k * 512, &out) != 0 || out.key != k * 512) rm->errors++;
+    return NULL;
+}
+
+static void test_remove_before_first_insert(void **state)
+{
+    (void)state;
+    gmt_table_t *t = table_new(0);
+    for (uint64_t k = 1; k <= 100; k++) {
+        gmt_record_t r = rec_for(0, k * 512);
+        assert_int_equal(gmt_table_insert(t, &r), 0);
+    }
+    struct remover rm = {.t = t, .first = 1, .n = 60};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, remove_only, &rm), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(rm.errors, 0);
+    assert_int_equal(table_live(t), 40);
+    assert_true(t->shard[GMT_TABLE_SHARDS].words[0] != 0); /* the spare shard counted them */
+    for (uint64_t k = 61; k <= 100; k++)
+        assert_int_equal(gmt_table_remove(t, 0, k * 512, NULL), 0);
+    assert_int_equal(table_live(t), 0);
+}
+
 /* ---- concurrency ---------------------------------------------------------------------------- */
 
 #define NTHREADS        8
@@ -1071,6 +1108,7 @@ int main(void)
         cmocka_unit_test(test_probe_lengths),
         cmocka_unit_test(test_growth_paced_for_aligned_keys),
         cmocka_unit_test(test_validate),
+        cmocka_unit_test(test_remove_before_first_insert),
         cmocka_unit_test(test_concurrent_insert_remove),
         cmocka_unit_test(test_release_beside_removes),
         cmocka_unit_test(test_live_count_across_threads),
