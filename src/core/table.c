@@ -17,7 +17,8 @@
  * leaves the level with one release add that takes 1 from its writers count and adds 1 to the
  * live share. That is the release its announcement always ended with, the count's bits read
  * as before (migration masks the live share off), so the protocol is unchanged, and counting
- * the insert live costs no atomic of its own.
+ * the insert live costs no atomic of its own. The event path's insert reads the table's
+ * `solo` word where the protocol reads `next` (gmt_table_put says why that is the same).
  *
  * Release behind the move: home() is monotone in the hash, so slot order is hash order in
  * every level and the cursor moves entries in hash order. A level that is not the newest gets
@@ -291,6 +292,15 @@ static inline int level_insert(gmt_level_t *l, const gmt_entry_t *e, uint64_t h)
 
 static uint64_t take_spare(gmt_table_t *t, uint64_t bytes, uint64_t *got);
 
+/* `solo` again after the oldest level retired, under grow_lock: with `next` changed only there
+ * too, and 0 stored before it moves (grow), `solo` is always 0 or the current `next`. */
+static void set_solo(gmt_table_t *t)
+{
+    uint32_t next = LOAD(&t->next, SC);
+    bool one = !t->max_live && LOAD(&t->first, ACQ) + 1 == next;
+    STORE(&t->solo, one ? next : 0, SC);
+}
+
 /* Slots of a new level for `live` entries: twice as many, at least MIN_CAP, at most twice the
  * bound (when there is one), in whole units (whole pages). */
 static uint64_t level_cap(uint64_t max_live, uint64_t live)
@@ -342,6 +352,7 @@ static int grow(gmt_table_t *t, uint32_t n, bool wait)
     STORE(&l->cap, cap, RLX);
     __atomic_fetch_add(&t->bytes, cap * sizeof(gmt_slot_t), RLX);
     __atomic_fetch_add(&t->grows, 1, RLX);
+    STORE(&t->solo, 0, SC); /* two levels from here on: before `next` moves (set_solo) */
     STORE(&t->next, next + 1, SC);
 out:
     gmt_spin_unlock(&t->grow_lock);
@@ -395,6 +406,7 @@ static void retire(gmt_table_t *t, uint32_t f)
      * have brought a page of a state file back. */
     if (bytes > GMT_TABLE_RELEASE_MIN) gmt_region_release(off, bytes);
     gmt_spin_lock(&t->grow_lock);
+    set_solo(t);
     uint32_t n = t->nspare, at = n;
     if (n == GMT_TABLE_SPARES) { /* keep the largest ones */
         at = 0;
@@ -605,6 +617,7 @@ int gmt_table_init(gmt_table_t *t, uint64_t max_live)
     t->bytes = cap * sizeof(gmt_slot_t);
     t->first = 0;
     t->next = 1;
+    t->solo = max_live ? 0 : 1;
     STORE(&t->magic, TABLE_MAGIC, REL);
     return 0;
 }
@@ -649,21 +662,23 @@ insert_slow(gmt_table_t *t, uint32_t attrs, uint32_t id_pool, uint64_t key, uint
  * were a tenth of its cost. */
 __attribute__((always_inline)) inline int gmt_table_put(gmt_table_t *t, const gmt_entry_t *e)
 {
-    /* The fast path: no bound, the newest level's home slot free, one level active. It is
+    /* The fast path: no bound, one level active (both in `solo`), the home slot free. It is
      * insert_newest and level_insert with nothing but the home slot; whatever else it meets
-     * it undoes (only the writers count) and leaves to insert_slow. */
-    uint32_t off = my_shard;
-    if (__builtin_expect(t->max_live != 0, 0) || __builtin_expect(off == SHARD_NONE, 0))
+     * it undoes (only the writers count) and leaves to insert_slow. `solo` stands for `next`
+     * in the writers protocol (the top of the file): it is 0 or `next`, and 0 before a level
+     * is added, so reading it unchanged after the announcement is reading `next` unchanged. */
+    uint32_t off = my_shard, v = LOAD(&t->solo, SC);
+    if (__builtin_expect(v == 0, 0) || __builtin_expect(off == SHARD_NONE, 0))
         return insert_slow(t, e->attrs, e->id_pool, e->key, e->meta);
     gmt_table_shard_t *sh = shard_at(t, off);
     uint64_t h = hash_entry(e);
-    uint32_t n = LOAD(&t->next, SC) - 1;
+    uint32_t n = v - 1;
     uint64_t *w = &sh->words[n % GMT_TABLE_WSLOTS];
     __atomic_fetch_add(w, 1, SC);
     gmt_level_t *l = lvl(t, n);
     gmt_slot_t *s = &slots(l)[home(h, LOAD(&l->cap, RLX))];
     uint32_t sg;
-    if (__builtin_expect(LOAD(&t->next, SC) - 1 != n, 0) || !takes_insert(sg = LOAD(&s->sg, ACQ)) ||
+    if (__builtin_expect(LOAD(&t->solo, SC) != v, 0) || !takes_insert(sg = LOAD(&s->sg, ACQ)) ||
         !__atomic_compare_exchange_n(&s->sg, &sg, busy_from_free(sg), 0, ACQ, RLX)) {
         __atomic_fetch_sub(w, 1, REL);
         return insert_slow(t, e->attrs, e->id_pool, e->key, e->meta);
@@ -671,8 +686,8 @@ __attribute__((always_inline)) inline int gmt_table_put(gmt_table_t *t, const gm
     bool counted = slot_fill(l, s, sg, e, 0);
     /* Out of the level and counted live: one add (table.h, the shard). */
     __atomic_fetch_add(w, GMT_TABLE_LIVE_ONE - 1, REL);
-    if (__builtin_expect(counted, 0) || __builtin_expect(LOAD(&t->first, ACQ) != n, 0))
-        insert_after(t, n);
+    /* One level: nothing to move; growth is looked at when `used` grew. */
+    if (__builtin_expect(counted, 0)) insert_after(t, n);
     return 0;
 }
 
@@ -857,6 +872,7 @@ int gmt_table_validate(gmt_table_t *t)
         for (int j = 0; j < GMT_TABLE_WSLOTS; j++) /* the live shares stay */
             t->shard[i].words[j] &= ~GMT_TABLE_WRITER_MASK;
     t->grow_lock = 0;
+    set_solo(t);
     t->movers = t->iterating = 0; /* the dead process's, as the writers counts */
     return 0;
 }

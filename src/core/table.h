@@ -23,10 +23,10 @@
  * mover stopped by a debugger), and an iteration that gave up waiting is counted in `raced`.
  *
  * Cost: an insert whose home slot is free and a remove that finds its entry in its home slot
- * of the oldest level (the usual cases) touch the slot, the table's first/next word and the
- * calling thread's own counter shard (live count, writers count), never a line that other
- * threads write: about 80 instructions an insert and 60 a remove inside the event path, with
- * the entry already packed (docs/PERFORMANCE.md, "Session 16").
+ * of the oldest level (the usual cases) touch the slot, the table's first/next/solo words
+ * (one line) and the calling thread's own counter shard (live count, writers count), never a
+ * line that other threads write: about 80 instructions an insert and 60 a remove inside the
+ * event path, with the entry already packed (docs/PERFORMANCE.md, "Session 16").
  * Anything else (a taken home slot, growth, a move under way, the GPUMEMTRACE_MAX_LIVE bound,
  * which sums the shards on every insert) takes the general path.
  *
@@ -224,6 +224,9 @@ typedef struct gmt_table_s {
     uint64_t raced;        /* atomic: iterations that gave up waiting for a move (below) */
     uint32_t first;        /* atomic: oldest active level number */
     uint32_t next;         /* atomic: one past the newest level number */
+    /* atomic: `next` while one level is active and there is no bound, else 0 (set under
+     * grow_lock): what the fast insert checks, before and after its announcement (table.c). */
+    uint32_t solo;
     int grow_lock;
     uint32_t nspare;
     /* Drained levels' memory (given back to the host, reads as zero), reused by the next

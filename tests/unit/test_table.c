@@ -759,6 +759,34 @@ static void test_remove_before_first_insert(void **state)
     assert_int_equal(table_live(t), 0);
 }
 
+/* `solo` (the fast insert's check) is `next` exactly while one level is active and there is no
+ * bound, else 0: across a growth, the move that drains the old level, and validate. */
+static void test_solo_follows_levels(void **state)
+{
+    (void)state;
+    gmt_table_t *t = table_new(0);
+    assert_int_equal(t->solo, t->next);
+    uint32_t grows = (uint32_t)t->grows;
+    uint64_t k = 1;
+    while (t->grows == grows) {
+        gmt_record_t r = rec_for(0, k++ * 512);
+        assert_int_equal(gmt_table_insert(t, &r), 0);
+        if (t->next - t->first > 1) assert_int_equal(t->solo, 0);
+    }
+    while (gmt_table_settle(t, 1u << 20) != 0) {
+    }
+    assert_int_equal(t->first + 1, t->next);
+    assert_int_equal(t->solo, t->next);
+    t->solo = 0; /* a state file's word is recomputed */
+    assert_int_equal(gmt_table_validate(t), 0);
+    assert_int_equal(t->solo, t->next);
+    for (uint64_t i = 1; i < k; i++)
+        assert_int_equal(gmt_table_remove(t, 0, i * 512, NULL), 0);
+    assert_int_equal(table_live(t), 0);
+    t = table_new(100);
+    assert_int_equal(t->solo, 0); /* a bound: every insert sums the shards */
+}
+
 /* ---- concurrency ---------------------------------------------------------------------------- */
 
 #define NTHREADS        8
@@ -1109,6 +1137,7 @@ int main(void)
         cmocka_unit_test(test_growth_paced_for_aligned_keys),
         cmocka_unit_test(test_validate),
         cmocka_unit_test(test_remove_before_first_insert),
+        cmocka_unit_test(test_solo_follows_levels),
         cmocka_unit_test(test_concurrent_insert_remove),
         cmocka_unit_test(test_release_beside_removes),
         cmocka_unit_test(test_live_count_across_threads),
