@@ -6,13 +6,19 @@
  * makes the slot BUSY (acquire: the stores cannot move above it) and the release store that
  * publishes it; readers re-check the state word after copying, the way a seqlock does.
  *
- * Levels: inserters announce themselves in their shard's writers[level % 8] before re-checking
+ * Levels: inserters announce themselves in their shard's words[level % 8] before re-checking
  * that the level is still the newest (sequentially consistent), and migration of a level
  * starts only once that count is 0 in every shard, so no insert can land in a level behind the
  * migration cursor (a count shared with a level 8 newer only delays the migration). Migration
  * copies an entry into the newest level before it turns the old slot into a tombstone, and
  * every search goes oldest to newest, so a search that finds the old copy gone finds the new
  * one; a search that meets the entry BUSY waits for the move (a few stores) to finish.
+ * The count is the low bits of a word whose high bits count live entries (table.h): an insert
+ * leaves the level with one release add that takes 1 from its writers count and adds 1 to the
+ * live share. That is the release its announcement always ended with, the count's bits read
+ * as before (migration masks the live share off), so the protocol is unchanged, and counting
+ * the insert live costs no atomic of its own. The event path's insert reads the table's
+ * `solo` word where the protocol reads `next` (gmt_table_put says why that is the same).
  *
  * Release behind the move: home() is monotone in the hash, so slot order is hash order in
  * every level and the cursor moves entries in hash order. A level that is not the newest gets
@@ -37,11 +43,15 @@
 #include <string.h>
 #include <time.h>
 
-enum { SLOT_EMPTY = 0, SLOT_BUSY = 1, SLOT_LIVE = 2, SLOT_TOMB = 3 };
+/* Numbered so that the two states an insert takes (EMPTY, TOMB) have bit 1 clear and BUSY
+ * has both bits set: an inserter's test is one bit and its BUSY word one OR (takes_insert). */
+enum { SLOT_EMPTY = 0, SLOT_TOMB = 1, SLOT_LIVE = 2, SLOT_BUSY = 3 };
 
-#define TABLE_MAGIC 0x676d747461626c35ull /* "gmttabl5": 24-byte slots, stack id | pool index */
-#define MIN_CAP     4096u                 /* slots of the first level: 96 KiB */
-#define PROBE_LIMIT 4096u                 /* an insert never scans more than this */
+/* "gmttabl7": 24-byte slots, stack id | pool index, writers and live shares in one word, the
+ * slot states numbered as below */
+#define TABLE_MAGIC 0x676d747461626c37ull
+#define MIN_CAP     4096u /* slots of the first level: 96 KiB */
+#define PROBE_LIMIT 4096u /* an insert never scans more than this */
 #define SIZE_MASK   ((1ull << 48) - 1)
 #define UNIT        ((uint64_t)GMT_TABLE_UNIT_SLOTS) /* levels and released prefixes: table.h */
 /* A level's `used` is counted USED_BATCH at a time, by each thread on its 1st, 9th, 17th ...
@@ -93,9 +103,12 @@ static inline uint64_t hash_key(uint8_t space, uint64_t key)
     return (key ^ ((uint64_t)space << 62)) * 0x9e3779b97f4a7c15ull;
 }
 
-/* This thread's shard as its byte offset in the table (0: none given yet), so that the shard's
- * address is one add from the table's. */
-static __thread uint32_t my_shard __attribute__((tls_model("initial-exec")));
+/* This thread's shard as its byte offset in the table, so that the shard's address is one add
+ * from the table's. Until its first insert gives it one of its own (shard_of), a thread counts
+ * in the spare shard after the others (table.h): a remove then needs no check. */
+#define SHARD_NONE                                                                                 \
+    ((uint32_t)(offsetof(gmt_table_t, shard) + GMT_TABLE_SHARDS * sizeof(gmt_table_shard_t)))
+static __thread uint32_t my_shard __attribute__((tls_model("initial-exec"))) = SHARD_NONE;
 static __thread uint32_t my_claims
     __attribute__((tls_model("initial-exec"))); /* EMPTY slots taken */
 static uint32_t next_shard;
@@ -108,14 +121,19 @@ static inline gmt_table_shard_t *shard_at(gmt_table_t *t, uint32_t off)
 static inline gmt_table_shard_t *shard_of(gmt_table_t *t)
 {
     uint32_t off = my_shard;
-    if (__builtin_expect(off == 0, 0)) {
+    if (__builtin_expect(off == SHARD_NONE, 0)) {
         uint32_t i = __atomic_fetch_add(&next_shard, 1, RLX) % GMT_TABLE_SHARDS;
         off = (uint32_t)(offsetof(gmt_table_t, shard) + i * sizeof(gmt_table_shard_t));
         my_shard = off;
     }
     return shard_at(t, off);
 }
-_Static_assert(offsetof(gmt_table_t, shard) > 0, "a shard's offset is never 0");
+
+/* The shard that counts a remove: the thread's own, or the spare one (above). */
+static inline gmt_table_shard_t *shard_any(gmt_table_t *t)
+{
+    return shard_at(t, my_shard);
+}
 
 static inline gmt_level_t *lvl(gmt_table_t *t, uint32_t n)
 {
@@ -153,12 +171,12 @@ _Static_assert(SIZE_MASK == GMT_ENTRY_SIZE_MAX, "an entry's size is the slot's")
  * the attribute bits stay. */
 static inline uint32_t busy_from_live(uint32_t sg)
 {
-    return sg - (SLOT_LIVE - SLOT_BUSY);
+    return sg + (uint32_t)(SLOT_BUSY - SLOT_LIVE);
 }
 
 static inline uint32_t tomb_from_live(uint32_t sg)
 {
-    return sg + (SLOT_TOMB - SLOT_LIVE) + (1u << GEN_SHIFT);
+    return sg + (1u << GEN_SHIFT) - (uint32_t)(SLOT_LIVE - SLOT_TOMB);
 }
 
 static inline uint64_t hash_entry(const gmt_entry_t *e)
@@ -197,9 +215,19 @@ static void __attribute__((noinline)) note_probe(gmt_level_t *l, uint64_t n)
     }
 }
 
-static inline bool takes_insert(uint32_t sg) /* EMPTY or TOMB */
+/* EMPTY or TOMB: bit 1 clear (the numbering above). */
+static inline bool takes_insert(uint32_t sg)
 {
-    return st_of(sg) == SLOT_EMPTY || st_of(sg) == SLOT_TOMB;
+    _Static_assert((SLOT_EMPTY & 2) == 0 && (SLOT_TOMB & 2) == 0 && (SLOT_LIVE & 2) != 0 &&
+                       SLOT_BUSY == 3,
+                   "takes_insert's test, busy_from_free's OR");
+    return (sg & 2u) == 0;
+}
+
+/* The BUSY word an inserter CASes in from EMPTY or TOMB: the attributes and generation stay. */
+static inline uint32_t busy_from_free(uint32_t sg)
+{
+    return sg | SLOT_BUSY;
 }
 
 /* Fills slot s of level l, made BUSY from state sg by the caller at probe length i, and
@@ -224,7 +252,7 @@ static inline bool slot_fill(gmt_level_t *l, gmt_slot_t *s, uint32_t sg, const g
 static inline void slot_take(gmt_table_t *t, gmt_slot_t *s, uint32_t sg, gmt_entry_t *out)
 {
     if (out) slot_read(s, sg, out);
-    __atomic_fetch_sub(&shard_of(t)->live, 1, RLX);
+    __atomic_fetch_sub(&shard_any(t)->words[0], GMT_TABLE_LIVE_ONE, RLX);
     STORE(&s->sg, tomb_from_live(sg), REL);
 }
 
@@ -237,7 +265,7 @@ static int __attribute__((noinline)) level_probe(gmt_level_t *l, const gmt_entry
         gmt_slot_t *s = &base[idx];
         uint32_t sg = LOAD(&s->sg, ACQ);
         if (!takes_insert(sg)) continue;
-        if (!__atomic_compare_exchange_n(&s->sg, &sg, (sg & ~3u) | SLOT_BUSY, 0, ACQ, RLX)) {
+        if (!__atomic_compare_exchange_n(&s->sg, &sg, busy_from_free(sg), 0, ACQ, RLX)) {
             /* Another inserter took it first; look at this slot again. */
             i--;
             idx = idx == 0 ? cap - 1 : idx - 1;
@@ -255,7 +283,7 @@ static inline int level_insert(gmt_level_t *l, const gmt_entry_t *e, uint64_t h)
     gmt_slot_t *s = &slots(l)[home(h, LOAD(&l->cap, RLX))];
     uint32_t sg = LOAD(&s->sg, ACQ);
     if (__builtin_expect(takes_insert(sg), 1) &&
-        __atomic_compare_exchange_n(&s->sg, &sg, (sg & ~3u) | SLOT_BUSY, 0, ACQ, RLX)) {
+        __atomic_compare_exchange_n(&s->sg, &sg, busy_from_free(sg), 0, ACQ, RLX)) {
         (void)slot_fill(l, s, sg, e, 0);
         return 0;
     }
@@ -263,6 +291,15 @@ static inline int level_insert(gmt_level_t *l, const gmt_entry_t *e, uint64_t h)
 }
 
 static uint64_t take_spare(gmt_table_t *t, uint64_t bytes, uint64_t *got);
+
+/* `solo` again after the oldest level retired, under grow_lock: with `next` changed only there
+ * too, and 0 stored before it moves (grow), `solo` is always 0 or the current `next`. */
+static void set_solo(gmt_table_t *t)
+{
+    uint32_t next = LOAD(&t->next, SC);
+    bool one = !t->max_live && LOAD(&t->first, ACQ) + 1 == next;
+    STORE(&t->solo, one ? next : 0, SC);
+}
 
 /* Slots of a new level for `live` entries: twice as many, at least MIN_CAP, at most twice the
  * bound (when there is one), in whole units (whole pages). */
@@ -315,6 +352,7 @@ static int grow(gmt_table_t *t, uint32_t n, bool wait)
     STORE(&l->cap, cap, RLX);
     __atomic_fetch_add(&t->bytes, cap * sizeof(gmt_slot_t), RLX);
     __atomic_fetch_add(&t->grows, 1, RLX);
+    STORE(&t->solo, 0, SC); /* two levels from here on: before `next` moves (set_solo) */
     STORE(&t->next, next + 1, SC);
 out:
     gmt_spin_unlock(&t->grow_lock);
@@ -322,20 +360,21 @@ out:
 }
 
 /* Inserts into the newest level, honouring the writers protocol (counted in shard sh). No
- * growth. */
+ * growth. Leaving the level adds `done` to the shard's word when the insert succeeded
+ * (GMT_TABLE_LIVE_ONE - 1: counted live; -1: a move, no change to the count). */
 static inline int insert_newest(gmt_table_t *t, gmt_table_shard_t *sh, const gmt_entry_t *e,
-                                uint64_t h, uint32_t *at)
+                                uint64_t h, uint32_t *at, uint64_t done)
 {
     for (;;) {
         uint32_t n = LOAD(&t->next, SC) - 1;
-        uint32_t *w = &sh->writers[n % GMT_TABLE_WSLOTS];
+        uint64_t *w = &sh->words[n % GMT_TABLE_WSLOTS];
         __atomic_fetch_add(w, 1, SC);
         if (__builtin_expect(LOAD(&t->next, SC) - 1 != n, 0)) {
             __atomic_fetch_sub(w, 1, REL);
             continue;
         }
         int rc = level_insert(lvl(t, n), e, h);
-        __atomic_fetch_sub(w, 1, REL);
+        __atomic_fetch_add(w, rc == 0 ? done : (uint64_t)-1, REL);
         *at = n;
         return rc;
     }
@@ -344,8 +383,9 @@ static inline int insert_newest(gmt_table_t *t, gmt_table_shard_t *sh, const gmt
 /* Whether some shard counts an inserter inside level n (or one 8 levels away). */
 static bool level_has_writers(gmt_table_t *t, uint32_t n)
 {
-    for (int i = 0; i < GMT_TABLE_SHARDS; i++)
-        if (LOAD(&t->shard[i].writers[n % GMT_TABLE_WSLOTS], SC) != 0) return true;
+    for (int i = 0; i <= GMT_TABLE_SHARDS; i++)
+        if ((LOAD(&t->shard[i].words[n % GMT_TABLE_WSLOTS], SC) & GMT_TABLE_WRITER_MASK) != 0)
+            return true;
     return false;
 }
 
@@ -366,6 +406,7 @@ static void retire(gmt_table_t *t, uint32_t f)
      * have brought a page of a state file back. */
     if (bytes > GMT_TABLE_RELEASE_MIN) gmt_region_release(off, bytes);
     gmt_spin_lock(&t->grow_lock);
+    set_solo(t);
     uint32_t n = t->nspare, at = n;
     if (n == GMT_TABLE_SPARES) { /* keep the largest ones */
         at = 0;
@@ -424,7 +465,7 @@ static void migrate_slot(gmt_table_t *t, gmt_table_shard_t *sh, gmt_level_t *old
     gmt_entry_t e;
     slot_read(s, sg, &e);
     uint32_t at;
-    if (insert_newest(t, sh, &e, hash_entry(&e), &at) != 0) {
+    if (insert_newest(t, sh, &e, hash_entry(&e), &at, (uint64_t)-1) != 0) {
         STORE(&old->pinned, 1, RLX);
         STORE(&s->sg, sg, REL); /* stays here, live */
         return;
@@ -576,6 +617,7 @@ int gmt_table_init(gmt_table_t *t, uint64_t max_live)
     t->bytes = cap * sizeof(gmt_slot_t);
     t->first = 0;
     t->next = 1;
+    t->solo = max_live ? 0 : 1;
     STORE(&t->magic, TABLE_MAGIC, REL);
     return 0;
 }
@@ -587,13 +629,14 @@ static int __attribute__((noinline)) insert_full(gmt_table_t *t)
 }
 
 /* After an insert into level n: grows it once it passes 3/4 (the fast path looks only when it
- * added to `used`), and moves entries while more than one level is active. */
-static void insert_after(gmt_table_t *t, gmt_table_shard_t *sh, uint32_t n)
+ * added to `used`), and moves entries while more than one level is active. Out of line, on
+ * the table and the level number alone: the fast path then keeps nothing for it. */
+static void __attribute__((noinline)) insert_after(gmt_table_t *t, uint32_t n)
 {
     gmt_level_t *l = lvl(t, n);
     if (LOAD(&l->used, RLX) * 4 > LOAD(&l->cap, RLX) * 3) (void)grow(t, n, false);
     uint32_t f = LOAD(&t->first, ACQ);
-    if (f + 1 < LOAD(&t->next, SC)) migrate_some(t, sh, f);
+    if (f + 1 < LOAD(&t->next, SC)) migrate_some(t, shard_of(t), f);
 }
 
 /* Everything gmt_table_insert's fast path leaves: the bound, a thread's first insert, a taken
@@ -609,10 +652,9 @@ insert_slow(gmt_table_t *t, uint32_t attrs, uint32_t id_pool, uint64_t key, uint
     gmt_table_shard_t *sh = shard_of(t);
     uint64_t h = hash_entry(e);
     uint32_t n;
-    while (insert_newest(t, sh, e, h, &n) != 0)
+    while (insert_newest(t, sh, e, h, &n, GMT_TABLE_LIVE_ONE - 1) != 0)
         if (grow(t, n, true) != 0) return insert_full(t);
-    __atomic_fetch_add(&sh->live, 1, RLX);
-    insert_after(t, sh, n);
+    insert_after(t, n);
     return 0;
 }
 
@@ -620,30 +662,32 @@ insert_slow(gmt_table_t *t, uint32_t attrs, uint32_t id_pool, uint64_t key, uint
  * were a tenth of its cost. */
 __attribute__((always_inline)) inline int gmt_table_put(gmt_table_t *t, const gmt_entry_t *e)
 {
-    /* The fast path: no bound, the newest level's home slot free, one level active. It is
+    /* The fast path: no bound, one level active (both in `solo`), the home slot free. It is
      * insert_newest and level_insert with nothing but the home slot; whatever else it meets
-     * it undoes (only the writers count) and leaves to insert_slow. */
-    uint32_t off = my_shard;
-    if (__builtin_expect(t->max_live != 0, 0) || __builtin_expect(off == 0, 0))
+     * it undoes (only the writers count) and leaves to insert_slow. `solo` stands for `next`
+     * in the writers protocol (the top of the file): it is 0 or `next`, and 0 before a level
+     * is added, so reading it unchanged after the announcement is reading `next` unchanged. */
+    uint32_t off = my_shard, v = LOAD(&t->solo, SC);
+    if (__builtin_expect(v == 0, 0) || __builtin_expect(off == SHARD_NONE, 0))
         return insert_slow(t, e->attrs, e->id_pool, e->key, e->meta);
     gmt_table_shard_t *sh = shard_at(t, off);
     uint64_t h = hash_entry(e);
-    uint32_t n = LOAD(&t->next, SC) - 1;
-    uint32_t *w = &sh->writers[n % GMT_TABLE_WSLOTS];
+    uint32_t n = v - 1;
+    uint64_t *w = &sh->words[n % GMT_TABLE_WSLOTS];
     __atomic_fetch_add(w, 1, SC);
     gmt_level_t *l = lvl(t, n);
     gmt_slot_t *s = &slots(l)[home(h, LOAD(&l->cap, RLX))];
     uint32_t sg;
-    if (__builtin_expect(LOAD(&t->next, SC) - 1 != n, 0) || !takes_insert(sg = LOAD(&s->sg, ACQ)) ||
-        !__atomic_compare_exchange_n(&s->sg, &sg, (sg & ~3u) | SLOT_BUSY, 0, ACQ, RLX)) {
+    if (__builtin_expect(LOAD(&t->solo, SC) != v, 0) || !takes_insert(sg = LOAD(&s->sg, ACQ)) ||
+        !__atomic_compare_exchange_n(&s->sg, &sg, busy_from_free(sg), 0, ACQ, RLX)) {
         __atomic_fetch_sub(w, 1, REL);
         return insert_slow(t, e->attrs, e->id_pool, e->key, e->meta);
     }
     bool counted = slot_fill(l, s, sg, e, 0);
-    __atomic_fetch_sub(w, 1, REL);
-    __atomic_fetch_add(&sh->live, 1, RLX);
-    if (__builtin_expect(counted, 0) || __builtin_expect(LOAD(&t->first, ACQ) != n, 0))
-        insert_after(t, sh, n);
+    /* Out of the level and counted live: one add (table.h, the shard). */
+    __atomic_fetch_add(w, GMT_TABLE_LIVE_ONE - 1, REL);
+    /* One level: nothing to move; growth is looked at when `used` grew. */
+    if (__builtin_expect(counted, 0)) insert_after(t, n);
     return 0;
 }
 
@@ -714,17 +758,23 @@ __attribute__((always_inline)) inline int gmt_table_take(gmt_table_t *t, uint8_t
     uint64_t idx = home(hash_key(space, key), LOAD(&l->cap, RLX));
     /* One load more, from the descriptor's line the cap came from: a home in the prefix given
      * back during a move (only then is it non-zero) is find's to skip. */
-    if (__builtin_expect(idx < LOAD(&l->released, RLX), 0)) return find(t, space, key, out, 1);
-    gmt_slot_t *s = &slots(l)[idx];
-    uint32_t sg = LOAD(&s->sg, ACQ);
-    /* LIVE and in this space, one compare (a space past 3 matches no slot, as in find). */
-    if (__builtin_expect((sg & (3u | 3u << 5)) == (SLOT_LIVE | (uint32_t)space << 5), 1) &&
-        __builtin_expect(LOAD(&s->key, RLX) == key, 1) &&
-        __atomic_compare_exchange_n(&s->sg, &sg, busy_from_live(sg), 0, ACQ, RLX)) {
-        slot_take(t, s, sg, out);
-        return 0;
+    if (__builtin_expect(idx >= LOAD(&l->released, RLX), 1)) {
+        gmt_slot_t *s = &slots(l)[idx];
+        uint32_t sg = LOAD(&s->sg, ACQ);
+        /* LIVE and in this space, one compare (a space past 3 matches no slot, as in find). */
+        if (__builtin_expect((sg & (3u | 3u << 5)) == (SLOT_LIVE | (uint32_t)space << 5), 1) &&
+            __builtin_expect(LOAD(&s->key, RLX) == key, 1) &&
+            __atomic_compare_exchange_n(&s->sg, &sg, busy_from_live(sg), 0, ACQ, RLX)) {
+            slot_take(t, s, sg, out);
+            return 0;
+        }
     }
-    return find(t, space, key, out, 1);
+    /* find fills a copy of its own: the caller's entry then never has its address taken and
+     * can stay in registers on the fast path (as insert_slow's words). */
+    gmt_entry_t e;
+    int rc = find(t, space, key, &e, 1);
+    if (rc == 0 && out) *out = e;
+    return rc;
 }
 
 int gmt_table_remove(gmt_table_t *t, uint8_t space, uint64_t key, gmt_record_t *out)
@@ -778,10 +828,14 @@ uint64_t gmt_table_foreach(gmt_table_t *t, gmt_table_visit_fn fn, void *ctx)
 
 uint64_t gmt_table_live(gmt_table_t *t)
 {
+    /* The live shares are counted mod 2^40 (table.h): summed, then read as signed. */
     uint64_t sum = 0;
-    for (int i = 0; i < GMT_TABLE_SHARDS; i++)
-        sum += LOAD(&t->shard[i].live, RLX);
-    return (int64_t)sum < 0 ? 0 : sum; /* a remove counted before its insert */
+    for (int i = 0; i <= GMT_TABLE_SHARDS; i++)
+        for (int j = 0; j < GMT_TABLE_WSLOTS; j++)
+            sum += LOAD(&t->shard[i].words[j], RLX) >> GMT_TABLE_WRITER_BITS;
+    sum &= (1ull << (64 - GMT_TABLE_WRITER_BITS)) - 1;
+    /* a remove counted before its insert */
+    return sum >> (63 - GMT_TABLE_WRITER_BITS) ? 0 : sum;
 }
 
 uint64_t gmt_table_capacity(gmt_table_t *t)
@@ -814,9 +868,11 @@ int gmt_table_validate(gmt_table_t *t)
         if (l->max_probe >= l->cap) l->max_probe = l->cap - 1;
         if (l->released > l->cap) l->released = l->cap; /* zeros there read as EMPTY anyway */
     }
-    for (int i = 0; i < GMT_TABLE_SHARDS; i++)
-        memset(t->shard[i].writers, 0, sizeof t->shard[i].writers);
+    for (int i = 0; i <= GMT_TABLE_SHARDS; i++)
+        for (int j = 0; j < GMT_TABLE_WSLOTS; j++) /* the live shares stay */
+            t->shard[i].words[j] &= ~GMT_TABLE_WRITER_MASK;
     t->grow_lock = 0;
+    set_solo(t);
     t->movers = t->iterating = 0; /* the dead process's, as the writers counts */
     return 0;
 }

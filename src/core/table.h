@@ -23,10 +23,10 @@
  * mover stopped by a debugger), and an iteration that gave up waiting is counted in `raced`.
  *
  * Cost: an insert whose home slot is free and a remove that finds its entry in its home slot
- * of the oldest level (the usual cases) touch the slot, the table's first/next word and the
- * calling thread's own counter shard (live count, writers count), never a line that other
- * threads write: about 80 instructions an insert and 60 a remove inside the event path, with
- * the entry already packed (docs/PERFORMANCE.md, "Session 16").
+ * of the oldest level (the usual cases) touch the slot, the table's first/next/solo words
+ * (one line) and the calling thread's own counter shard (live count, writers count), never a
+ * line that other threads write: about 80 instructions an insert and 60 a remove inside the
+ * event path, with the entry already packed (docs/PERFORMANCE.md, "Session 16").
  * Anything else (a taken home slot, growth, a move under way, the GPUMEMTRACE_MAX_LIVE bound,
  * which sums the shards on every insert) takes the general path.
  *
@@ -194,14 +194,24 @@ typedef struct gmt_level_s {
 
 /* Counters that every insert or remove changes live in per-thread shards (one cache line
  * each), so that threads do not pass one line around: a thread keeps the shard it was first
- * given, and threads beyond GMT_TABLE_SHARDS share one (the updates stay atomic). */
-#define GMT_TABLE_SHARDS 32
-#define GMT_TABLE_WSLOTS 8 /* inserters of level n are counted in writers[n % 8] */
+ * given at its first insert, threads beyond GMT_TABLE_SHARDS share one (the updates stay
+ * atomic), and a thread that has not inserted yet counts its removes in a spare shard.
+ * A shard is eight words, one for the levels n with n % 8 == i: the inserters inside such a
+ * level in its low GMT_TABLE_WRITER_BITS bits, and above them a share of the live count
+ * (inserts minus removes, mod 2^40). Sharing the word lets an insert leave its level and
+ * count itself live in one atomic add (table.c); a remove subtracts from word 0. Subtracting
+ * GMT_TABLE_LIVE_ONE never borrows from the writers bits, 2^24 inserters of one shard
+ * inside a level at once is more threads than a process has, and the shares' sum read as a
+ * signed 40-bit number is exact: no table holds 2^39 entries. */
+#define GMT_TABLE_SHARDS      32
+#define GMT_TABLE_WSLOTS      8 /* inserters of level n are counted in words[n % 8] */
+#define GMT_TABLE_WRITER_BITS 24
+#define GMT_TABLE_WRITER_MASK ((1ull << GMT_TABLE_WRITER_BITS) - 1)
+#define GMT_TABLE_LIVE_ONE    (1ull << GMT_TABLE_WRITER_BITS)
 typedef struct gmt_table_shard_s {
-    _Alignas(64) uint64_t live;         /* atomic: inserts minus removes made here (mod 2^64) */
-    uint32_t writers[GMT_TABLE_WSLOTS]; /* atomic: inserters inside a level, by level % 8 */
-    uint64_t pad[3];
+    _Alignas(64) uint64_t words[GMT_TABLE_WSLOTS]; /* atomic: live share << 24 | writers */
 } gmt_table_shard_t;
+_Static_assert(sizeof(gmt_table_shard_t) == 64, "a shard is one cache line");
 
 typedef struct gmt_table_s {
     uint64_t magic;
@@ -214,6 +224,9 @@ typedef struct gmt_table_s {
     uint64_t raced;        /* atomic: iterations that gave up waiting for a move (below) */
     uint32_t first;        /* atomic: oldest active level number */
     uint32_t next;         /* atomic: one past the newest level number */
+    /* atomic: `next` while one level is active and there is no bound, else 0 (set under
+     * grow_lock): what the fast insert checks, before and after its announcement (table.c). */
+    uint32_t solo;
     int grow_lock;
     uint32_t nspare;
     /* Drained levels' memory (given back to the host, reads as zero), reused by the next
@@ -222,7 +235,8 @@ typedef struct gmt_table_s {
         uint64_t off, bytes; /* bytes > GMT_TABLE_RELEASE_MIN: given back, reads as zero */
     } spare[GMT_TABLE_SPARES];
     gmt_level_t levels[GMT_TABLE_LEVELS]; /* level number n lives at n % GMT_TABLE_LEVELS */
-    gmt_table_shard_t shard[GMT_TABLE_SHARDS];
+    /* shard[GMT_TABLE_SHARDS]: the threads that have not inserted yet (their removes) */
+    gmt_table_shard_t shard[GMT_TABLE_SHARDS + 1];
 } gmt_table_t;
 
 size_t gmt_table_header_bytes(void);

@@ -713,11 +713,78 @@ static void test_validate(void **state)
     t->levels[0].cap = cap;
     /* A state file of a process that died inside an insert: its writer count is cleared, or
      * the level could never be moved. */
-    t->shard[3].writers[t->next % GMT_TABLE_WSLOTS] = 1;
+    t->shard[3].words[t->next % GMT_TABLE_WSLOTS] += 1;
+    uint64_t live = gmt_table_live(t);
     assert_int_equal(gmt_table_validate(t), 0);
-    assert_int_equal(t->shard[3].writers[t->next % GMT_TABLE_WSLOTS], 0);
-    t->next = t->first; /* no level */
+    assert_int_equal(t->shard[3].words[t->next % GMT_TABLE_WSLOTS] & GMT_TABLE_WRITER_MASK, 0);
+    assert_int_equal(gmt_table_live(t), live); /* the live shares stay */
+    t->next = t->first;                        /* no level */
     assert_int_equal(gmt_table_validate(t), -EINVAL);
+}
+
+/* A thread that never inserted counts its removes in the spare shard (table.h): the live
+ * count stays exact, and a later insert of that thread takes a shard of its own. */
+struct remover {
+    gmt_table_t *t;
+    uint64_t first, n;
+    int errors;
+};
+
+static void *remove_only(void *arg)
+{
+    struct remover *rm = arg;
+    gmt_record_t out;
+    for (uint64_t k = rm->first; k < rm->first + rm->n; k++)
+        if (gmt_table_remove(rm->t, 0, k * 512, &out) != 0 || out.key != k * 512) rm->errors++;
+    return NULL;
+}
+
+static void test_remove_before_first_insert(void **state)
+{
+    (void)state;
+    gmt_table_t *t = table_new(0);
+    for (uint64_t k = 1; k <= 100; k++) {
+        gmt_record_t r = rec_for(0, k * 512);
+        assert_int_equal(gmt_table_insert(t, &r), 0);
+    }
+    struct remover rm = {.t = t, .first = 1, .n = 60};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, remove_only, &rm), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(rm.errors, 0);
+    assert_int_equal(table_live(t), 40);
+    assert_true(t->shard[GMT_TABLE_SHARDS].words[0] != 0); /* the spare shard counted them */
+    for (uint64_t k = 61; k <= 100; k++)
+        assert_int_equal(gmt_table_remove(t, 0, k * 512, NULL), 0);
+    assert_int_equal(table_live(t), 0);
+}
+
+/* `solo` (the fast insert's check) is `next` exactly while one level is active and there is no
+ * bound, else 0: across a growth, the move that drains the old level, and validate. */
+static void test_solo_follows_levels(void **state)
+{
+    (void)state;
+    gmt_table_t *t = table_new(0);
+    assert_int_equal(t->solo, t->next);
+    uint32_t grows = (uint32_t)t->grows;
+    uint64_t k = 1;
+    while (t->grows == grows) {
+        gmt_record_t r = rec_for(0, k++ * 512);
+        assert_int_equal(gmt_table_insert(t, &r), 0);
+        if (t->next - t->first > 1) assert_int_equal(t->solo, 0);
+    }
+    while (gmt_table_settle(t, 1u << 20) != 0) {
+    }
+    assert_int_equal(t->first + 1, t->next);
+    assert_int_equal(t->solo, t->next);
+    t->solo = 0; /* a state file's word is recomputed */
+    assert_int_equal(gmt_table_validate(t), 0);
+    assert_int_equal(t->solo, t->next);
+    for (uint64_t i = 1; i < k; i++)
+        assert_int_equal(gmt_table_remove(t, 0, i * 512, NULL), 0);
+    assert_int_equal(table_live(t), 0);
+    t = table_new(100);
+    assert_int_equal(t->solo, 0); /* a bound: every insert sums the shards */
 }
 
 /* ---- concurrency ---------------------------------------------------------------------------- */
@@ -1048,7 +1115,7 @@ static void test_live_count_across_threads(void **state)
     /* no writer is left counted anywhere, so the next move can start */
     for (int s = 0; s < GMT_TABLE_SHARDS; s++)
         for (int l = 0; l < GMT_TABLE_WSLOTS; l++)
-            assert_int_equal(t->shard[s].writers[l], 0);
+            assert_int_equal(t->shard[s].words[l] & GMT_TABLE_WRITER_MASK, 0);
 }
 
 int main(void)
@@ -1069,6 +1136,8 @@ int main(void)
         cmocka_unit_test(test_probe_lengths),
         cmocka_unit_test(test_growth_paced_for_aligned_keys),
         cmocka_unit_test(test_validate),
+        cmocka_unit_test(test_remove_before_first_insert),
+        cmocka_unit_test(test_solo_follows_levels),
         cmocka_unit_test(test_concurrent_insert_remove),
         cmocka_unit_test(test_release_beside_removes),
         cmocka_unit_test(test_live_count_across_threads),
