@@ -6,4 +6,6 @@
  */
 #include "track_internal.h"
 
-__thread gmt_tls_t gmt_tls __attribute__((tls_model("initial-exec")));
+__thread gmt_tls_t gmt_tls __attribute__((tls_model("initial-exec"))) = {
+    .table_shard = GMT_TABLE_SHARD_NONE,
+};

@@ -32,6 +32,7 @@
  * moved (or been removed) were released. A pinned level's LIVE entries stop the release.
  */
 #include "table.h"
+#include "tls.h"
 
 #include "event.h"
 #include "region.h"
@@ -103,14 +104,14 @@ static inline uint64_t hash_key(uint8_t space, uint64_t key)
     return (key ^ ((uint64_t)space << 62)) * 0x9e3779b97f4a7c15ull;
 }
 
-/* This thread's shard as its byte offset in the table, so that the shard's address is one add
- * from the table's. Until its first insert gives it one of its own (shard_of), a thread counts
- * in the spare shard after the others (table.h): a remove then needs no check. */
-#define SHARD_NONE                                                                                 \
-    ((uint32_t)(offsetof(gmt_table_t, shard) + GMT_TABLE_SHARDS * sizeof(gmt_table_shard_t)))
-static __thread uint32_t my_shard __attribute__((tls_model("initial-exec"))) = SHARD_NONE;
-static __thread uint32_t my_claims
-    __attribute__((tls_model("initial-exec"))); /* EMPTY slots taken */
+/* This thread's shard as its byte offset in the table (gmt_tls.table_shard: tls.h keeps the
+ * words a pair touches on one line), so that the shard's address is one add from the table's.
+ * Until its first insert gives it one of its own (shard_of), a thread counts in the spare
+ * shard after the others (table.h: GMT_TABLE_SHARD_NONE, gmt_tls's initial value): a remove
+ * then needs no check. gmt_tls.table_claims: the EMPTY slots this thread has taken. */
+#define SHARD_NONE GMT_TABLE_SHARD_NONE
+#define my_shard   (gmt_tls.table_shard)
+#define my_claims  (gmt_tls.table_claims)
 static uint32_t next_shard;
 
 static inline gmt_table_shard_t *shard_at(gmt_table_t *t, uint32_t off)

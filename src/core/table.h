@@ -239,6 +239,11 @@ typedef struct gmt_table_s {
     gmt_table_shard_t shard[GMT_TABLE_SHARDS + 1];
 } gmt_table_t;
 
+/* A thread's table shard as its byte offset in the table (gmt_tls.table_shard, table.c):
+ * until its first insert gives it one of its own, the spare shard after the others. */
+#define GMT_TABLE_SHARD_NONE                                                                       \
+    ((uint32_t)(offsetof(gmt_table_t, shard) + GMT_TABLE_SHARDS * sizeof(gmt_table_shard_t)))
+
 size_t gmt_table_header_bytes(void);
 size_t gmt_table_slot_bytes(void);
 

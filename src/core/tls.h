@@ -11,7 +11,9 @@
 #define GMT_CORE_TLS_H
 
 #include "event.h"
+#include "table.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -39,13 +41,29 @@ typedef struct gmt_nest_s {
     gmt_event_t ev;
 } gmt_nest_t;
 
+/* The first cache line holds every word a traced pair reads or writes with stacks off: the
+ * guard, the bracket, the counter shard, the frameless hint, the pending release (track.c)
+ * and the live table's shard (table.c). Each word stays its module's, written by it alone;
+ * they share a line because each, on a line of its own, was a miss a pair where the
+ * program's work between allocations evicts the tracer's memory (docs/PERFORMANCE.md,
+ * "Session 17"). The second line holds what only an event with frames or a cuMemUnmap reads. */
 typedef struct gmt_tls_s {
     int guard;        /* > 0 while the tracer itself runs on this thread */
-    gmt_nest_t *nest; /* the innermost runtime bracket; NULL outside any */
     uint32_t shard;   /* counter shard of this thread (stats.c shard_code; 0: none yet) */
+    gmt_nest_t *nest; /* the innermost runtime bracket; NULL outside any */
     /* The stack id of the last frameless event (stacks off, or below GPUMEMTRACE_MIN_BYTES):
      * such an id depends on its tag alone. Valid while tag_gen is the core's generation. */
     uint32_t tag_gen, tag_last, tag_id;
+    /* A release taken out of the table before its real call, until that call has returned
+     * (track.c: gmt_track_free_begin/end): pending_set says whether and how (written last),
+     * pending_rec is its record as the table kept it (its key the address released). */
+    int pending_set;
+    gmt_entry_t pending_rec;
+    /* table.c: this thread's shard as its byte offset in the table (0: none given yet), and
+     * the EMPTY slots it has taken (the level's use is counted in batches of them). */
+    uint32_t table_shard, table_claims;
+    /* (second line) With a pending cuMemUnmap over more than its record: the bytes asked. */
+    uint64_t pending_size;
     /* The stack id this thread was last given for an event with frames: a loop allocating
      * from one call site gets the same frames again, checked against the store's copy
      * (gmt_stacks_holds) instead of hashed and probed. Valid while hint_gen is the core's
@@ -55,7 +73,9 @@ typedef struct gmt_tls_s {
      * then: stacks.c writes them, gmt_stacks_noted_id reads them. */
     const struct gmt_walk_note_s *cap_note;
     uint64_t cap_walk;
-} gmt_tls_t;
+} __attribute__((aligned(64))) gmt_tls_t;
+_Static_assert(offsetof(gmt_tls_t, table_claims) + sizeof(uint32_t) == 64,
+               "a pair's per-thread words fill the first line");
 
 extern __thread gmt_tls_t gmt_tls __attribute__((tls_model("initial-exec")));
 

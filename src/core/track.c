@@ -164,18 +164,10 @@ bool gmt_core_event_valid(const gmt_event_t *ev)
     return false;
 }
 
-/* A release removed from the table before the real call, until that call has returned. The
- * record is kept packed, as the table had it (table.h). */
+/* A release removed from the table before the real call, until that call has returned: in
+ * gmt_tls (pending_set, pending_rec, pending_size), on the line of the thread's words that every
+ * pair touches (tls.h). The record is kept packed, as the table had it (table.h). */
 enum { PENDING_NONE, PENDING_ONE, PENDING_UNMAP };
-typedef struct pending_free_s {
-    /* PENDING_ONE, or PENDING_UNMAP: a cuMemUnmap over more than its record, whose further
-     * mappings go at its end (decided at its begin, where a hook's constant space folds it) */
-    int set;
-    gmt_entry_t rec; /* its key is the address released */
-    uint64_t size;   /* with PENDING_UNMAP: the bytes the release asked for */
-} pending_free_t;
-
-static __thread pending_free_t pending __attribute__((tls_model("initial-exec")));
 
 #ifdef GMT_PROBES
 /* The "table" probe (probe.h): the shared live table replaced by a direct-mapped cache of the
@@ -352,11 +344,11 @@ static void restore_record(const gmt_entry_t *r)
 
 /* cuMemUnmap may cover several mappings made by separate cuMemMap calls: the ones after the
  * first go once the real call has succeeded. */
-static void unmap_rest(const pending_free_t *p)
+static void unmap_rest(const gmt_entry_t *rec, uint64_t asked)
 {
     gmt_entry_t r;
     uint64_t now = event_now_ns();
-    uint64_t at = p->rec.key + gmt_entry_size(&p->rec), end = p->rec.key + p->size;
+    uint64_t at = rec->key + gmt_entry_size(rec), end = rec->key + asked;
     while (at < end && gmt_table_take(gmt_core_table, GMT_SPACE_MAP, at, &r) == 0) {
         release_record(&r, now, GMT_LAYER_RUNTIME, false);
         uint64_t size = gmt_entry_size(&r);
@@ -372,7 +364,7 @@ __attribute__((always_inline)) inline bool gmt_track_free_begin(const gmt_event_
     if (ev->addr == 0 && ev->space == GMT_SPACE_VA) return false; /* cudaFree(NULL): no-op */
     /* The runtime hook already took this release: its own end settles it. */
     if (gmt_nest_inside_runtime(ev) && gmt_tls.nest->is_free) return false;
-    if (pending.set) gmt_track_free_end(true); /* a begin without its end: it went through */
+    if (gmt_tls.pending_set) gmt_track_free_end(true); /* a begin without its end: it went through */
     if (!gmt_core_ready()) {
         gmt_core_count(&gmt_core_counts.dropped_no_core);
         return false;
@@ -384,7 +376,8 @@ __attribute__((always_inline)) inline bool gmt_track_free_begin(const gmt_event_
      * than after it, when the device is idle until the program's next launch. The release is
      * linearized at the start of its call; a failed one is put back (gmt_track_free_end).
      * The record stays in this frame until it is accounted for: a signal handler's release on
-     * this thread before `pending` is set uses `pending` for its own and leaves it unset. */
+     * this thread before pending_set is set uses the pending release for its own and leaves it
+     * unset. */
     gmt_entry_t rec;
     if (GMT_PROBE_SKIPS(GMT_PROBE_TABLE)) {
         probe_table_take(ev, &rec);
@@ -398,27 +391,27 @@ __attribute__((always_inline)) inline bool gmt_track_free_begin(const gmt_event_
     release_record(&rec, event_now_ns(), (gmt_layer_t)ev->layer, true);
     int set =
         ev->space == GMT_SPACE_MAP && ev->size > gmt_entry_size(&rec) ? PENDING_UNMAP : PENDING_ONE;
-    pending.rec = rec;
-    if (set == PENDING_UNMAP) pending.size = ev->size;
+    gmt_tls.pending_rec = rec;
+    if (set == PENDING_UNMAP) gmt_tls.pending_size = ev->size;
     __atomic_signal_fence(__ATOMIC_SEQ_CST); /* filled before a handler can see it set */
-    pending.set = set;
+    gmt_tls.pending_set = set;
     return true;
 }
 
 /* Inline into the hooks' release path (with link-time optimisation), as gmt_table_insert. */
 __attribute__((always_inline)) inline void gmt_track_free_end(bool ok)
 {
-    int set = pending.set;
+    int set = gmt_tls.pending_set;
     if (set == PENDING_NONE) return;
-    pending.set = PENDING_NONE;
+    gmt_tls.pending_set = PENDING_NONE;
     if (ok) {
-        if (set == PENDING_UNMAP) unmap_rest(&pending);
+        if (set == PENDING_UNMAP) unmap_rest(&gmt_tls.pending_rec, gmt_tls.pending_size);
         return;
     }
     /* The real release failed (a host pointer given to cudaFree, say): the allocation is still
      * there, so are its record and its bytes. */
-    restore_record(&pending.rec);
-    if (gmt_table_put(gmt_core_table, &pending.rec) != 0)
+    restore_record(&gmt_tls.pending_rec);
+    if (gmt_table_put(gmt_core_table, &gmt_tls.pending_rec) != 0)
         gmt_core_count(&gmt_core_counts.dropped_table_full);
     gmt_core_count(&gmt_core_counts.failed_frees);
 }
