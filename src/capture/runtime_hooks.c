@@ -87,18 +87,27 @@ static bool record_free(gmt_event_t *ev)
     return gmt_capture_free(ev);
 }
 
+/* An allocation hook's body: with frames (the walk's array, GMT_STACKS_CAPTURE_MAX entries) it
+ * captures the program's stack, with NULL it captures none. name##_recorded picks: stacks off,
+ * the body inlined with no array, so the hook's frame is a few lines and the real call's stack
+ * sits where the program's own calls put theirs (with the 1.5 KiB array above it, a pair
+ * touched cold stack lines the program never does: six of the 37 lines a stacks-off pair
+ * missed in bench/cache_pairs.sh, docs/PERFORMANCE.md "Session 17"); stacks on, name##_framed,
+ * whose frame holds the array. A variable-length array did the same with a frame pointer and
+ * dynamic adjustments that cost 30 instructions a pair with stacks on. */
 #define RUNTIME_HOOK_ALLOC(name, ret, params, args)                                                \
     RUNTIME_HOOK_ENTRY(ALLOC, name, ret, params, args)                                             \
-    static ret name##_recorded(bool noted_, GMT_UNPAREN params)                                    \
+    __attribute__((always_inline)) static inline ret name##_body(bool noted_, uint64_t *frames,    \
+                                                                 GMT_UNPAREN params)               \
     {                                                                                              \
         GMT_PROBE_T0(h0_);                                                                         \
-        uint64_t frames[GMT_STACKS_CAPTURE_MAX];                                                   \
         gmt_nest_t nest;                                                                           \
         gmt_track_runtime_enter(&nest, GMT_API_##name, false);                                     \
         /* The size asked for, described before the call (a failure result reads no                \
          * out-parameter; a pitched call's width stands in for its pitch, a lower bound). */       \
-        gmt_track_runtime_capture(&nest, frames,                                                   \
-                                  describe_##name(GMT_UNPAREN args, cudaErrorNotReady).size);      \
+        if (frames)                                                                                \
+            gmt_track_runtime_capture(&nest, frames,                                               \
+                                      describe_##name(GMT_UNPAREN args, cudaErrorNotReady).size);  \
         GMT_PROBE_T0(r0_);                                                                         \
         ret r = gmt_real.name args;                                                                \
         GMT_ARGS_IN_FRAME(args);                                                                   \
@@ -113,6 +122,16 @@ static bool record_free(gmt_event_t *ev)
         gmt_track_runtime_leave(&nest);                                                            \
         GMT_PROBE_HOOK(GMT_PT_RUNTIME, h0_, r0_);                                                  \
         return r;                                                                                  \
+    }                                                                                              \
+    __attribute__((noinline)) static ret name##_framed(bool noted_, GMT_UNPAREN params)            \
+    {                                                                                              \
+        uint64_t frames[GMT_STACKS_CAPTURE_MAX];                                                   \
+        return name##_body(noted_, frames, GMT_UNPAREN args);                                      \
+    }                                                                                              \
+    static ret name##_recorded(bool noted_, GMT_UNPAREN params)                                    \
+    {                                                                                              \
+        if (gmt_core_stack_depth > 0) return name##_framed(noted_, GMT_UNPAREN args);              \
+        return name##_body(noted_, NULL, GMT_UNPAREN args);                                        \
     }
 
 #define RUNTIME_HOOK_FREE(name, ret, params, args)                                                 \
