@@ -18,7 +18,8 @@
 
 #include <string.h>
 
-/* The slots live in the core block (track_internal.h), so a recovered state file has them. */
+/* The slots live in the core block (track_internal.h), their epoch and dirty flag in the stats
+ * block (stats.h: gmt_stats_peak_words), so a recovered state file has them. */
 typedef gmt_peak_slot_t peak_slot_t;
 #define peaks (gmt_cs->peaks)
 
@@ -31,7 +32,7 @@ void gmt_peaks_reset(void)
 
 void gmt_peaks_mark(int slot)
 {
-    peak_slot_t *p = &peaks[slot];
+    gmt_peak_words_t *p = gmt_stats_peak_words(slot);
     __atomic_add_fetch(&p->epoch, 1, __ATOMIC_ACQ_REL);
     __atomic_store_n(&p->dirty, 1, __ATOMIC_RELEASE);
 }
@@ -39,10 +40,11 @@ void gmt_peaks_mark(int slot)
 void gmt_peaks_settle_slow(int slot)
 {
     peak_slot_t *p = &peaks[slot];
-    if (!__atomic_load_n(&p->dirty, __ATOMIC_RELAXED)) return;
+    gmt_peak_words_t *w = gmt_stats_peak_words(slot);
+    if (!__atomic_load_n(&w->dirty, __ATOMIC_RELAXED)) return;
     /* One thread asks the driver; the others go on (never wait on the hot path). */
     if (!gmt_spin_trylock(&p->lock)) return;
-    if (__atomic_exchange_n(&p->dirty, 0, __ATOMIC_ACQ_REL)) {
+    if (__atomic_exchange_n(&w->dirty, 0, __ATOMIC_ACQ_REL)) {
         int32_t device = gmt_stats_device_of_slot(slot);
         int64_t used = -1;
         gmt_meminfo_fn mi = gmt_track_meminfo();
@@ -63,7 +65,8 @@ int gmt_track_peak_groups(int slot, gmt_peak_group_t *out, int max, int64_t *pea
 {
     gmt_stacks_t *stacks = gmt_core_stacks;
     int32_t device = gmt_stats_device_of_slot(slot);
-    uint64_t epoch = __atomic_load_n(&peaks[slot].epoch, __ATOMIC_ACQUIRE);
+    uint64_t epoch =
+        gmt_hot.stats ? __atomic_load_n(&gmt_stats_peak_words(slot)->epoch, __ATOMIC_ACQUIRE) : 0;
     int n = 0;
     int64_t total = 0;
     uint32_t ids = stacks ? gmt_stacks_count(stacks) : 0;
@@ -85,7 +88,7 @@ int gmt_track_peak_groups(int slot, gmt_peak_group_t *out, int max, int64_t *pea
 
 int64_t gmt_track_peak_driver_used(int slot)
 {
-    return __atomic_load_n(&peaks[slot].epoch, __ATOMIC_ACQUIRE)
+    return gmt_hot.stats && __atomic_load_n(&gmt_stats_peak_words(slot)->epoch, __ATOMIC_ACQUIRE)
                ? __atomic_load_n(&peaks[slot].driver_used, __ATOMIC_RELAXED)
                : -1;
 }

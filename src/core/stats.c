@@ -66,26 +66,36 @@ _Static_assert(GMT_CNT_ALLOCS == 0 && GMT_CNT_FREES == 1 && GMT_CNT_FAILURES == 
                "events[] is indexed by the event counters");
 _Static_assert(sizeof(cell_t) == 32 && offsetof(shard_t, cells) % 32 == 0, "a cell in one line");
 
-/* One device's bytes. Every charged event writes the first cache line alone (its kind's
- * current bytes and, for the in-use kinds, in_use), so threads of a multi-threaded program
- * move one shared line per event, not two; the peaks are read by every allocation and written
- * only when they rise; the peak's time only with a new peak. The third line also holds the
- * timeline's open bucket (timeline_t), which every charged event of an in-use kind reads:
- * found from the device's own address, in the line beside the two others. Whether a device
- * was seen is read from the shards' counts (an allocation or a failure), not kept here. */
+/* One device's bytes. Every charged event writes the first cache line (its kind's current
+ * bytes and, for the in-use kinds, in_use), so threads of a multi-threaded program move one
+ * shared line per event, not two; a kind's peak sits beside its current bytes, and the in-use
+ * peak beside in_use, so an allocation that reads them (every one, for its kind's peak; one
+ * above the open bucket's highest, for in_use's) reads the line it writes anyway: the kinds of
+ * cudaMalloc, cudaMallocAsync and cudaMallocManaged (device, pool, managed: enum order) share
+ * the first line, the others the second (session 17: the peaks had a line of their own, a miss
+ * an allocation where the program's work evicts the tracer's memory). The peak's time is
+ * written only with a new peak. The third line also holds the timeline's open bucket
+ * (timeline_t), which every charged event of an in-use kind reads: found from the device's
+ * own address, in the line beside the two others. Whether a device was seen is read from the
+ * shards' counts (an allocation or a failure), not kept here. */
+typedef struct dev_kind_s {
+    int64_t current, peak;
+} dev_kind_t;
 typedef struct dev_s {
-    int64_t current[GMT_KIND_COUNT];
     int64_t in_use;
-    int64_t peak[GMT_KIND_COUNT] __attribute__((aligned(64)));
     int64_t in_use_peak;
+    dev_kind_t kinds[GMT_KIND_COUNT];
     uint64_t peak_time_ns __attribute__((aligned(64)));
     uint64_t peak_seq;
     uint64_t open_end_ns; /* the timeline's (timeline_t); atomic */
     int64_t open_max;     /* the timeline's (timeline_t); atomic; INT64_MIN: nothing to fold */
+    gmt_peak_words_t peak_words; /* peaks.c's (stats.h) */
 } __attribute__((aligned(64))) dev_t_;
-_Static_assert(offsetof(dev_t_, in_use) < 64, "current[] and in_use share one cache line");
-_Static_assert(offsetof(dev_t_, in_use_peak) - offsetof(dev_t_, peak) < 64,
-               "peak[] and in_use_peak share one cache line");
+_Static_assert(offsetof(dev_t_, kinds[GMT_KIND_MANAGED + 1]) <= 64,
+               "in_use and the device, pool and managed kinds share the first line");
+_Static_assert(sizeof(dev_t_) == GMT_STATS_DEV_BYTES &&
+                   offsetof(dev_t_, peak_words) == GMT_STATS_DEV_PEAK_WORDS,
+               "stats.h's gmt_stats_peak_words finds the peak words in the third line");
 _Static_assert(sizeof(dev_t_) == 192, "the open bucket in the peak time's line");
 
 /* The timeline of one device: at most `cap` points; when full, neighbouring buckets are
@@ -109,14 +119,16 @@ typedef struct timeline_s {
 /* Everything above, in one block of the region (region.h), followed by the timelines' points
  * (GMT_STAT_SLOTS x tl_cap). No pointers: a recovered state file reads the same way. */
 typedef struct stats_state_s {
+    dev_t_ s_devs[GMT_STAT_SLOTS]; /* first: stats.h's gmt_stats_peak_words */
     shard_t s_shards[NSHARDS];
-    dev_t_ s_devs[GMT_STAT_SLOTS];
     timeline_t s_timelines[GMT_STAT_SLOTS];
     uint64_t s_t0_ns;
     int s_tl_cap;
     uint32_t s_next_shard;
     uint32_t s_owned[OWN_SHARDS]; /* atomic: 1 while a thread owns the shard */
 } __attribute__((aligned(64))) stats_state_t;
+
+_Static_assert(offsetof(stats_state_t, s_devs) == 0, "the device lines begin the block");
 
 #define S          (gmt_hot.stats) /* hot.h */
 #define shards     (S->s_shards)
@@ -487,8 +499,8 @@ __attribute__((always_inline)) static inline bool charge(stats_state_t *st, int 
                                                          gmt_charge_t how)
 {
     dev_t_ *d = &st->s_devs[slot];
-    int64_t cur = __atomic_add_fetch(&d->current[kind], (int64_t)size, RLX);
-    max_update(&d->peak[kind], cur);
+    int64_t cur = __atomic_add_fetch(&d->kinds[kind].current, (int64_t)size, RLX);
+    max_update(&d->kinds[kind].peak, cur);
     if (how != GMT_CHARGE_IN_USE) return false;
     int64_t in_use = __atomic_add_fetch(&d->in_use, (int64_t)size, RLX);
     if (!GMT_PROBE_SKIPS(GMT_PROBE_TIMELINE) &&
@@ -576,7 +588,7 @@ __attribute__((always_inline)) inline void gmt_stats_free_at(int slot, gmt_kind_
     else
         free_counts(other_shard_at(st, v), false, slot, kind, api, layer, handed, now_ns);
     if (how == GMT_CHARGE_NONE || GMT_PROBE_SKIPS(GMT_PROBE_DEVLINE)) return;
-    __atomic_sub_fetch(&d->current[kind], (int64_t)size, RLX);
+    __atomic_sub_fetch(&d->kinds[kind].current, (int64_t)size, RLX);
     if (how != GMT_CHARGE_IN_USE) return;
     int64_t in_use = __atomic_sub_fetch(&d->in_use, (int64_t)size, RLX);
     if (!GMT_PROBE_SKIPS(GMT_PROBE_TIMELINE))
@@ -612,8 +624,8 @@ void gmt_stats_device(int slot, gmt_dev_totals_t *out)
     if (!S) return;
     dev_t_ *d = &devs[slot];
     for (int k = 0; k < GMT_KIND_COUNT; k++) {
-        out->current[k] = __atomic_load_n(&d->current[k], RLX);
-        out->peak[k] = __atomic_load_n(&d->peak[k], RLX);
+        out->current[k] = __atomic_load_n(&d->kinds[k].current, RLX);
+        out->peak[k] = __atomic_load_n(&d->kinds[k].peak, RLX);
         for (int s = 0; s < NSHARDS; s++) {
             const cell_t *c = &shards[s].cells[slot][k];
             out->allocs[k] += __atomic_load_n(&c->allocs, RLX);

@@ -13,6 +13,7 @@
 #define GMT_CORE_STATS_H
 
 #include "event.h"
+#include "hot.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -78,6 +79,26 @@ void gmt_stats_on_free(int32_t device, gmt_kind_t kind, gmt_api_t api, gmt_layer
                        bool handed, uint64_t size, uint64_t now_ns, bool charged);
 /* How an event's bytes count: not at all (not charged), in their kind's current bytes, or in
  * the device's bytes in use as well (a charged event of a kind gmt_kind_in_use). */
+/* A device's peak words, peaks.c's own (its epoch and whether its driver reading is due), kept
+ * in the device's third line of the stats block, beside the peak's time and the timeline's open
+ * bucket that the same events read: on a line of their own (the core block's peak slot) they
+ * were a miss an event where the program's work evicts the tracer's memory (session 17). */
+typedef struct gmt_peak_words_s {
+    uint64_t epoch; /* atomic: bumped at each new in-use peak (peaks.c) */
+    int dirty;      /* atomic: a newer peak exists whose driver reading has not been taken yet */
+    int unused_;
+} gmt_peak_words_t;
+/* stats.c's device lines (dev_t_, the stats block's first member): their size and where the
+ * peak words sit in them (static assertions there hold both). */
+#define GMT_STATS_DEV_BYTES      192
+#define GMT_STATS_DEV_PEAK_WORDS 160
+/* The peak words of a device's slot (gmt_stats_slot); the stats block must exist. */
+static inline gmt_peak_words_t *gmt_stats_peak_words(int slot)
+{
+    return (gmt_peak_words_t *)(void *)((char *)gmt_hot.stats + (size_t)slot * GMT_STATS_DEV_BYTES +
+                                        GMT_STATS_DEV_PEAK_WORDS);
+}
+
 typedef enum gmt_charge_e { GMT_CHARGE_NONE, GMT_CHARGE_KIND, GMT_CHARGE_IN_USE } gmt_charge_t;
 /* The same two on the device's slot (gmt_stats_slot) and with the charge decided, for the
  * event path: it computes the slot once per event and hands it to stats and peaks alike, and

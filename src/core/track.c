@@ -225,7 +225,7 @@ __attribute__((always_inline)) static inline uint64_t event_now_ns(void)
  * the device's last peak first: peaks.c). The entry, or NULL when the record has none to move.
  * p: the device's peak slot. */
 __attribute__((always_inline)) static inline gmt_stack_entry_t *
-stack_change(uint32_t stack_id, const gmt_peak_slot_t *p, bool charged, int64_t dbytes,
+stack_change(uint32_t stack_id, const gmt_peak_words_t *p, bool charged, int64_t dbytes,
              int64_t dcount)
 {
     if (!stack_id || !charged || GMT_PROBE_SKIPS(GMT_PROBE_STACKENT)) return NULL;
@@ -240,8 +240,8 @@ __attribute__((always_inline)) static inline void
 alloc_account(uint32_t stack_id, int slot, gmt_kind_t kind, gmt_api_t api, gmt_layer_t layer,
               bool merged, uint64_t size, uint64_t now, gmt_charge_t how)
 {
-    gmt_stack_entry_t *e =
-        stack_change(stack_id, &gmt_cs->peaks[slot], how != GMT_CHARGE_NONE, (int64_t)size, 1);
+    gmt_stack_entry_t *e = stack_change(stack_id, gmt_stats_peak_words(slot),
+                                        how != GMT_CHARGE_NONE, (int64_t)size, 1);
     if (e) __atomic_fetch_add(&e->total_allocs, 1, __ATOMIC_RELAXED);
     /* records are ordered by time (seq): no shared counter on the hot path */
     if (gmt_stats_alloc_at(slot, kind, api, layer, merged, size, now, now, how))
@@ -304,7 +304,7 @@ __attribute__((always_inline)) static inline void release_account(const gmt_entr
                                                                   uint64_t now, gmt_layer_t layer,
                                                                   bool handed, gmt_charge_t how)
 {
-    const gmt_peak_slot_t *p = &gmt_cs->peaks[slot];
+    const gmt_peak_words_t *p = gmt_stats_peak_words(slot);
     if (how == GMT_CHARGE_IN_USE &&
         __builtin_expect(__atomic_load_n(&p->dirty, __ATOMIC_RELAXED) != 0, 0))
         gmt_peaks_settle_slow(slot);
@@ -335,7 +335,7 @@ static void restore_record(const gmt_entry_t *r)
     int32_t device = gmt_entry_device(r);
     uint64_t size = gmt_entry_size(r);
     int slot = gmt_stats_slot(device);
-    stack_change(gmt_entry_stack_id(r), &gmt_cs->peaks[slot], charged, (int64_t)size, 1);
+    stack_change(gmt_entry_stack_id(r), gmt_stats_peak_words(slot), charged, (int64_t)size, 1);
     uint64_t now = event_now_ns();
     if (gmt_stats_on_unfree(device, (gmt_kind_t)gmt_entry_kind(r), (gmt_api_t)gmt_entry_api(r),
                             size, now, charged))
@@ -364,7 +364,8 @@ __attribute__((always_inline)) inline bool gmt_track_free_begin(const gmt_event_
     if (ev->addr == 0 && ev->space == GMT_SPACE_VA) return false; /* cudaFree(NULL): no-op */
     /* The runtime hook already took this release: its own end settles it. */
     if (gmt_nest_inside_runtime(ev) && gmt_tls.nest->is_free) return false;
-    if (gmt_tls.pending_set) gmt_track_free_end(true); /* a begin without its end: it went through */
+    if (gmt_tls.pending_set)
+        gmt_track_free_end(true); /* a begin without its end: it went through */
     if (!gmt_core_ready()) {
         gmt_core_count(&gmt_core_counts.dropped_no_core);
         return false;
