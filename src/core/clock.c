@@ -96,17 +96,11 @@ static void publish_scale(uint64_t base_tsc, uint64_t base_ns, uint64_t mult, ui
  * scale's base is read as the base itself, which no reading under the last scale passed. */
 static int tsc_read_clamped(uint64_t *ns)
 {
-    uint32_t s = __atomic_load_n(&gmt_tsc_clock.seq, __ATOMIC_ACQUIRE);
-    uint64_t max = __atomic_load_n(&gmt_tsc_clock.max_ticks, __ATOMIC_ACQUIRE);
-    uint64_t bt = __atomic_load_n(&gmt_tsc_clock.base_tsc, __ATOMIC_RELAXED);
-    uint64_t bn = __atomic_load_n(&gmt_tsc_clock.base_ns, __ATOMIC_RELAXED);
-    uint64_t m = __atomic_load_n(&gmt_tsc_clock.mult, __ATOMIC_RELAXED);
-    uint64_t d = __rdtsc() - bt;
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    if ((s & 1) || __atomic_load_n(&gmt_tsc_clock.seq, __ATOMIC_RELAXED) != s) return 0;
-    if ((int64_t)d < 0) d = 0;
-    if (d >= max) return -1;
-    *ns = gmt_tsc_scaled(bn, d, m);
+    gmt_tsc_reading_t r;
+    if (!gmt_tsc_load(&r) || (r.seq & 1)) return 0;
+    if ((int64_t)r.ticks < 0) r.ticks = 0;
+    if (r.ticks >= r.max_ticks) return -1;
+    *ns = gmt_tsc_scaled(r.base_ns, r.ticks, r.mult);
     return 1;
 }
 

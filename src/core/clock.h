@@ -77,26 +77,37 @@ static inline uint64_t gmt_tsc_scaled(uint64_t base_ns, uint64_t ticks, uint64_t
 }
 
 #if defined(__x86_64__)
+/* The scale's words and the counter, read once: seq the sequence count before, max_ticks
+ * right after it (a max_ticks stored with release brings the words stored before it), then
+ * the words, and ticks the counter less the scale's base (not ordered with the loads: it may
+ * read a little before the base). True when the count was the same after. */
+typedef struct gmt_tsc_reading_s {
+    uint32_t seq;
+    uint64_t max_ticks, base_ns, mult, ticks;
+} gmt_tsc_reading_t;
+__attribute__((always_inline)) static inline bool gmt_tsc_load(gmt_tsc_reading_t *r)
+{
+    r->seq = __atomic_load_n(&gmt_tsc_clock.seq, __ATOMIC_ACQUIRE);
+    r->max_ticks = __atomic_load_n(&gmt_tsc_clock.max_ticks, __ATOMIC_ACQUIRE);
+    uint64_t bt = __atomic_load_n(&gmt_tsc_clock.base_tsc, __ATOMIC_RELAXED);
+    r->base_ns = __atomic_load_n(&gmt_tsc_clock.base_ns, __ATOMIC_RELAXED);
+    r->mult = __atomic_load_n(&gmt_tsc_clock.mult, __ATOMIC_RELAXED);
+    r->ticks = __rdtsc() - bt;
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    return __atomic_load_n(&gmt_tsc_clock.seq, __ATOMIC_RELAXED) == r->seq;
+}
+
 /* One reading of the scaled counter into *ns: true when the scale was whole and young enough.
  * False (gmt_event_ns_slow tells the cases apart) when it was being written (max_ticks 0, or
  * the count changed), too old or absent (off, or not set up: max_ticks is 0), or when the
- * counter was read before the scale's base (it is not ordered with the loads). One compare of
- * the count and one of the ticks: a scale being written reads as max_ticks 0, or whole
- * (gmt_tsc_clock_t), so the count's odd bit needs no test of its own. */
+ * counter was read before the scale's base. One compare of the count and one of the ticks: a
+ * scale being written reads as max_ticks 0, or whole (gmt_tsc_clock_t), so the count's odd
+ * bit needs no test of its own. */
 __attribute__((always_inline)) static inline bool gmt_tsc_read_fast(uint64_t *ns)
 {
-    uint32_t s = __atomic_load_n(&gmt_tsc_clock.seq, __ATOMIC_ACQUIRE);
-    /* After the count and before the words: a max_ticks stored with release brings the words
-     * stored before it. */
-    uint64_t max = __atomic_load_n(&gmt_tsc_clock.max_ticks, __ATOMIC_ACQUIRE);
-    uint64_t bt = __atomic_load_n(&gmt_tsc_clock.base_tsc, __ATOMIC_RELAXED);
-    uint64_t bn = __atomic_load_n(&gmt_tsc_clock.base_ns, __ATOMIC_RELAXED);
-    uint64_t m = __atomic_load_n(&gmt_tsc_clock.mult, __ATOMIC_RELAXED);
-    uint64_t d = __rdtsc() - bt;
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    if (__atomic_load_n(&gmt_tsc_clock.seq, __ATOMIC_RELAXED) != s) return false;
-    if (d >= max) return false;
-    *ns = gmt_tsc_scaled(bn, d, m);
+    gmt_tsc_reading_t r;
+    if (!gmt_tsc_load(&r) || r.ticks >= r.max_ticks) return false;
+    *ns = gmt_tsc_scaled(r.base_ns, r.ticks, r.mult);
     return true;
 }
 #endif
