@@ -52,9 +52,9 @@ static inline bool released_above(void)
 
 #define REAL_OR_FAIL(name)                                                                         \
     do {                                                                                           \
-        if (__builtin_expect(!gmt_real.name, 0)) {                                                 \
+        if (__builtin_expect(!GMT_REAL(name), 0)) {                                                \
             gmt_real_resolve_driver();                                                             \
-            if (!gmt_real.name) return (CUresult)gmt_real_missing(#name, CUDA_ERROR_NOT_FOUND);    \
+            if (!GMT_REAL(name)) return (CUresult)gmt_real_missing(#name, CUDA_ERROR_NOT_FOUND);   \
         }                                                                                          \
     } while (0)
 
@@ -93,7 +93,7 @@ static bool record_free(gmt_event_t *ev)
     __attribute__((noinline, cold)) static ret name##_first params;                                \
     GMT_EXPORT ret name params                                                                     \
     {                                                                                              \
-        if (__builtin_expect(gmt_real.name != NULL, 1)) {                                          \
+        if (__builtin_expect(GMT_REAL(name) != NULL, 1)) {                                         \
             if (gmt_guard_held()) return gmt_real.name args;                                       \
             if (gmt_capture_driver_records()) return name##_recorded args;                         \
         }                                                                                          \
@@ -139,7 +139,7 @@ static bool record_free(gmt_event_t *ev)
     __attribute__((noinline, cold)) static ret name##_first params;                                \
     GMT_EXPORT ret name params                                                                     \
     {                                                                                              \
-        if (__builtin_expect(gmt_real.name != NULL, 1)) {                                          \
+        if (__builtin_expect(GMT_REAL(name) != NULL, 1)) {                                         \
             if (released_above()) return gmt_real.name args;                                       \
             if (!gmt_guard_held() && gmt_capture_driver_records()) return name##_recorded args;    \
         }                                                                                          \

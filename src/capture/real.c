@@ -69,8 +69,12 @@ static void resolve_runtime(void)
 {
     gmt_guard_enter();
     for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
-        if (entries[i].runtime) *entries[i].slot = gmt_real_dlsym(RTLD_NEXT, entries[i].name);
-    gmt_real.cudaGetDevice = (cudaError_t(*)(int *))gmt_real_dlsym(RTLD_NEXT, "cudaGetDevice");
+        if (entries[i].runtime) /* release: a hook on another thread reads it (GMT_REAL) */
+            __atomic_store_n(entries[i].slot, gmt_real_dlsym(RTLD_NEXT, entries[i].name),
+                             __ATOMIC_RELEASE);
+    __atomic_store_n(&gmt_real.cudaGetDevice,
+                     (cudaError_t(*)(int *))gmt_real_dlsym(RTLD_NEXT, "cudaGetDevice"),
+                     __ATOMIC_RELEASE);
     gmt_guard_leave();
 }
 
@@ -233,7 +237,9 @@ bool gmt_real_resolve_driver(void)
         h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
         if (h) {
             for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
-                if (!entries[i].runtime) *entries[i].slot = gmt_real_dlsym(h, entries[i].name);
+                if (!entries[i].runtime) /* release: read by the wrappers (GMT_REAL) */
+                    __atomic_store_n(entries[i].slot, gmt_real_dlsym(h, entries[i].name),
+                                     __ATOMIC_RELEASE);
             SUPPORT(getProcAddress_v1, "cuGetProcAddress");
             SUPPORT(cuGetProcAddress_v2, "cuGetProcAddress_v2");
             SUPPORT(cuCtxGetDevice, "cuCtxGetDevice");

@@ -39,7 +39,7 @@
                                                             GMT_UNPAREN params);                   \
     GMT_EXPORT ret name params                                                                     \
     {                                                                                              \
-        if (__builtin_expect(gmt_real.name && !gmt_guard_held() && gmt_capture_running_noted(),    \
+        if (__builtin_expect(GMT_REAL(name) && !gmt_guard_held() && gmt_capture_running_noted(),   \
                              1))                                                                   \
             return name##_recorded(true, GMT_UNPAREN args);                                        \
         return name##_first(__builtin_return_address(0), GMT_UNPAREN args);                        \
@@ -48,9 +48,9 @@
     extern __typeof__(name) name##_self __attribute__((alias(#name), visibility("hidden")));       \
     static ret name##_first(const void *caller_, GMT_UNPAREN params)                               \
     {                                                                                              \
-        if (!gmt_real.name) {                                                                      \
+        if (!GMT_REAL(name)) {                                                                     \
             gmt_real_resolve_runtime_from(caller_, #name);                                         \
-            if (!gmt_real.name)                                                                    \
+            if (!GMT_REAL(name))                                                                   \
                 return (cudaError_t)gmt_real_missing(#name, cudaErrorNotSupported);                \
         }                                                                                          \
         if (gmt_guard_held() || !gmt_capture_touch()) return gmt_real.name args;                   \
