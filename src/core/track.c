@@ -223,7 +223,7 @@ __attribute__((always_inline)) static inline uint64_t event_now_ns(void)
 
 /* A charged record's stack entry moved by dbytes and dcount (its live bytes and count, saved at
  * the device's last peak first: peaks.c). The entry, or NULL when the record has none to move.
- * p: the device's peak slot. */
+ * p: the device's peak words (stats.h). */
 __attribute__((always_inline)) static inline gmt_stack_entry_t *
 stack_change(uint32_t stack_id, const gmt_peak_words_t *p, bool charged, int64_t dbytes,
              int64_t dcount)
