@@ -13,6 +13,9 @@
 #   over native; and for the last LIB, the tracer's functions by their own misses a pair.
 #   LIB: libgpumemtrace.so files (default BUILD_DIR's); settings native, then each LIB with
 #   stacks on (default) and off.
+# Environment: GMT_CACHE_FUNCS=off lists the last LIB's functions with stacks off (default:
+#   on); GMT_CACHE_LINES=1 also lists the same run's source lines by their misses a pair (0.3
+#   or more), which names each cache line a pair misses (docs/PERFORMANCE.md, "Session 17").
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
@@ -110,8 +113,35 @@ def self_misses(f):
 _, f1, f2 = rows[os.environ.get("GMT_CACHE_FUNCS", "default") + str(nlibs - 1)]
 a, b = self_misses(f1), self_misses(f2)
 diff = sorted(((b[k] - a.get(k, 0)) / (n2 - n1), k) for k in b)
-print("the tracer's functions (last library, stacks on), own last-level misses a pair:")
+which = os.environ.get("GMT_CACHE_FUNCS", "default")
+print(f"the tracer's functions (last library, stacks {'off' if which == 'off' else 'on'}), "
+      "own last-level misses a pair:")
 for v, k in reversed(diff):
     if v >= 0.5:
         print(f"  {v:6.1f}  {k}")
+
+# GMT_CACHE_LINES=1: the same run's source lines of the tracer, by their misses a pair (reads,
+# writes), from the larger run's counts alone (start-up and exit misses are spread over its
+# 3,000 pairs: a line missed once a pair reads 1.0, give or take that).
+if os.environ.get("GMT_CACHE_LINES") == "1":
+    txt = subprocess.run(["callgrind_annotate", "--auto=yes", "--show=DLmr,DLmw",
+                          "--show-percs=no", "--threshold=100", f2],
+                         capture_output=True, text=True).stdout
+    print("the tracer's source lines (same run), last-level misses a pair, reads and writes:")
+    src = None
+    num = lambda x: 0 if x == "." else int(x.replace(",", ""))
+    for line in txt.splitlines():
+        if "Auto-annotated source" in line:
+            src = line.split()[-1]
+            continue
+        m = re.match(r"^\s*([\d,]+|\.)\s+([\d,]+|\.)\s+(.*)$", line)
+        ours = src and re.search(r"(?:^|/)src/(.*)", src)  # relative to the cwd, or absolute
+        if not m or not ours or "tests/" in src:
+            continue
+        code = m.group(3).strip()
+        if code.startswith("=>") or "events annotated" in code:
+            continue
+        r, w = num(m.group(1)) / n2, num(m.group(2)) / n2
+        if r + w >= 0.3:
+            print(f"  {r:5.2f} {w:5.2f}  {ours.group(1):24s} {code[:90]}")
 PY
