@@ -19,7 +19,7 @@
 #include <string.h>
 
 /* The slots live in the core block (track_internal.h), their epoch and dirty flag in the stats
- * block (stats.h: gmt_stats_peak_words), so a recovered state file has them. */
+ * block (stats.h: gmt_stats_peak_words, one word), so a recovered state file has them. */
 typedef gmt_peak_slot_t peak_slot_t;
 #define peaks (gmt_cs->peaks)
 
@@ -33,18 +33,18 @@ void gmt_peaks_reset(void)
 void gmt_peaks_mark(int slot)
 {
     gmt_peak_words_t *p = gmt_stats_peak_words(slot);
-    __atomic_add_fetch(&p->epoch, 1, __ATOMIC_ACQ_REL);
-    __atomic_store_n(&p->dirty, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&p->word, 2, __ATOMIC_ACQ_REL); /* the epoch, above bit 0 */
+    __atomic_or_fetch(&p->word, 1, __ATOMIC_RELEASE);  /* its driver reading due */
 }
 
 void gmt_peaks_settle_slow(int slot)
 {
     peak_slot_t *p = &peaks[slot];
     gmt_peak_words_t *w = gmt_stats_peak_words(slot);
-    if (!__atomic_load_n(&w->dirty, __ATOMIC_RELAXED)) return;
+    if (!gmt_peak_dirty(w)) return;
     /* One thread asks the driver; the others go on (never wait on the hot path). */
     if (!gmt_spin_trylock(&p->lock)) return;
-    if (__atomic_exchange_n(&w->dirty, 0, __ATOMIC_ACQ_REL)) {
+    if (__atomic_fetch_and(&w->word, ~(uint64_t)1, __ATOMIC_ACQ_REL) & 1) {
         int32_t device = gmt_stats_device_of_slot(slot);
         int64_t used = -1;
         gmt_meminfo_fn mi = gmt_track_meminfo();
@@ -65,8 +65,7 @@ int gmt_track_peak_groups(int slot, gmt_peak_group_t *out, int max, int64_t *pea
 {
     gmt_stacks_t *stacks = gmt_core_stacks;
     int32_t device = gmt_stats_device_of_slot(slot);
-    uint64_t epoch =
-        gmt_hot.stats ? __atomic_load_n(&gmt_stats_peak_words(slot)->epoch, __ATOMIC_ACQUIRE) : 0;
+    uint64_t epoch = gmt_hot.stats ? gmt_peak_epoch(gmt_stats_peak_words(slot)) : 0;
     int n = 0;
     int64_t total = 0;
     uint32_t ids = stacks ? gmt_stacks_count(stacks) : 0;
@@ -88,7 +87,7 @@ int gmt_track_peak_groups(int slot, gmt_peak_group_t *out, int max, int64_t *pea
 
 int64_t gmt_track_peak_driver_used(int slot)
 {
-    return gmt_hot.stats && __atomic_load_n(&gmt_stats_peak_words(slot)->epoch, __ATOMIC_ACQUIRE)
+    return gmt_hot.stats && gmt_peak_epoch(gmt_stats_peak_words(slot))
                ? __atomic_load_n(&peaks[slot].driver_used, __ATOMIC_RELAXED)
                : -1;
 }

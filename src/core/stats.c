@@ -66,37 +66,35 @@ _Static_assert(GMT_CNT_ALLOCS == 0 && GMT_CNT_FREES == 1 && GMT_CNT_FAILURES == 
                "events[] is indexed by the event counters");
 _Static_assert(sizeof(cell_t) == 32 && offsetof(shard_t, cells) % 32 == 0, "a cell in one line");
 
-/* One device's bytes. Every charged event writes the first cache line (its kind's current
- * bytes and, for the in-use kinds, in_use), so threads of a multi-threaded program move one
- * shared line per event, not two; a kind's peak sits beside its current bytes, and the in-use
- * peak beside in_use, so an allocation that reads them (every one, for its kind's peak; one
- * above the open bucket's highest, for in_use's) reads the line it writes anyway: the kinds of
- * cudaMalloc, cudaMallocAsync and cudaMallocManaged (device, pool, managed: enum order) share
- * the first line, the others the second (session 17: the peaks had a line of their own, a miss
- * an allocation where the program's work evicts the tracer's memory). The peak's time is
- * written only with a new peak. The third line also holds the timeline's open bucket
- * (timeline_t), which every charged event of an in-use kind reads: found from the device's
- * own address, in the line beside the two others. Whether a device was seen is read from the
- * shards' counts (an allocation or a failure), not kept here. */
+/* One device's bytes. Every charged event of the device and pool kinds (cudaMalloc's and
+ * cudaMallocAsync's, the first two of the enum) touches the first cache line alone: in_use,
+ * the timeline's open bucket (timeline_t: its end and highest bytes, which such an event
+ * reads), the peak words (peaks.c's epoch and dirty flag, which its stack change and its
+ * release read) and the two kinds' current bytes beside their peaks, so threads of a
+ * multi-threaded program move one shared line per event and an event that the program's work
+ * has evicted misses one line (session 17: two, then three lines before). The other kinds
+ * continue on the second line; the in-use peak and its time, read only by an allocation above
+ * the open bucket's highest and written with a new peak, on the third. Whether a device was
+ * seen is read from the shards' counts (an allocation or a failure), not kept here. */
 typedef struct dev_kind_s {
     int64_t current, peak;
 } dev_kind_t;
 typedef struct dev_s {
     int64_t in_use;
-    int64_t in_use_peak;
-    dev_kind_t kinds[GMT_KIND_COUNT];
-    uint64_t peak_time_ns __attribute__((aligned(64)));
-    uint64_t peak_seq;
     uint64_t open_end_ns; /* the timeline's (timeline_t); atomic */
     int64_t open_max;     /* the timeline's (timeline_t); atomic; INT64_MIN: nothing to fold */
     gmt_peak_words_t peak_words; /* peaks.c's (stats.h) */
+    dev_kind_t kinds[GMT_KIND_COUNT];
+    int64_t in_use_peak;
+    uint64_t peak_time_ns;
+    uint64_t peak_seq;
 } __attribute__((aligned(64))) dev_t_;
-_Static_assert(offsetof(dev_t_, kinds[GMT_KIND_MANAGED + 1]) <= 64,
-               "in_use and the device, pool and managed kinds share the first line");
+_Static_assert(offsetof(dev_t_, kinds[GMT_KIND_POOL + 1]) <= 64,
+               "in_use, the open bucket, the peak words and the device and pool kinds share the "
+               "first line");
 _Static_assert(sizeof(dev_t_) == GMT_STATS_DEV_BYTES &&
                    offsetof(dev_t_, peak_words) == GMT_STATS_DEV_PEAK_WORDS,
-               "stats.h's gmt_stats_peak_words finds the peak words in the third line");
-_Static_assert(sizeof(dev_t_) == 192, "the open bucket in the peak time's line");
+               "stats.h's gmt_stats_peak_words finds the peak words in the first line");
 
 /* The timeline of one device: at most `cap` points; when full, neighbouring buckets are
  * merged and the bucket width doubles, so any run length fits. Updated under a tiny spinlock

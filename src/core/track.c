@@ -305,8 +305,7 @@ __attribute__((always_inline)) static inline void release_account(const gmt_entr
                                                                   bool handed, gmt_charge_t how)
 {
     const gmt_peak_words_t *p = gmt_stats_peak_words(slot);
-    if (how == GMT_CHARGE_IN_USE &&
-        __builtin_expect(__atomic_load_n(&p->dirty, __ATOMIC_RELAXED) != 0, 0))
+    if (how == GMT_CHARGE_IN_USE && __builtin_expect(gmt_peak_dirty(p), 0))
         gmt_peaks_settle_slow(slot);
     stack_change(gmt_entry_stack_id(r), p, how != GMT_CHARGE_NONE, -(int64_t)size, -1);
     gmt_stats_free_at(slot, kind, (gmt_api_t)gmt_entry_api(r), layer, handed, size, now, how);

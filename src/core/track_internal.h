@@ -128,8 +128,7 @@ void gmt_peaks_mark(int slot);
 void gmt_peaks_settle_slow(int slot);
 static inline void gmt_peaks_settle(int slot)
 {
-    if (__builtin_expect(__atomic_load_n(&gmt_stats_peak_words(slot)->dirty, __ATOMIC_RELAXED) != 0,
-                         0))
+    if (__builtin_expect(gmt_peak_dirty(gmt_stats_peak_words(slot)), 0))
         gmt_peaks_settle_slow(slot);
 }
 /* Adds dbytes / dcount to a stack's live counters, first saving what it held at its device's
@@ -140,7 +139,7 @@ __attribute__((always_inline)) static inline void gmt_peaks_stack_change(gmt_sta
                                                                          int64_t dbytes,
                                                                          int64_t dcount)
 {
-    uint64_t epoch = __atomic_load_n(&p->epoch, __ATOMIC_ACQUIRE);
+    uint64_t epoch = gmt_peak_epoch(p);
     uint64_t seen = __atomic_load_n(&e->peak_epoch, __ATOMIC_ACQUIRE);
     if (__builtin_expect(seen != epoch, 0) &&
         __atomic_compare_exchange_n(&e->peak_epoch, &seen, epoch, false, __ATOMIC_ACQ_REL,
