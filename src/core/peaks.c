@@ -19,7 +19,7 @@
 #include <string.h>
 
 /* The slots live in the core block (track_internal.h), their epoch and dirty flag in the stats
- * block (stats.h: gmt_stats_peak_words, one word), so a recovered state file has them. */
+ * block (stats.h: gmt_stats_peak_word), so a recovered state file has them. */
 typedef gmt_peak_slot_t peak_slot_t;
 #define peaks (gmt_cs->peaks)
 
@@ -32,7 +32,7 @@ void gmt_peaks_reset(void)
 
 void gmt_peaks_mark(int slot)
 {
-    gmt_peak_words_t *p = gmt_stats_peak_words(slot);
+    gmt_peak_word_t *p = gmt_stats_peak_word(slot);
     __atomic_add_fetch(&p->word, 2, __ATOMIC_ACQ_REL); /* the epoch, above bit 0 */
     __atomic_or_fetch(&p->word, 1, __ATOMIC_RELEASE);  /* its driver reading due */
 }
@@ -40,7 +40,7 @@ void gmt_peaks_mark(int slot)
 void gmt_peaks_settle_slow(int slot)
 {
     peak_slot_t *p = &peaks[slot];
-    gmt_peak_words_t *w = gmt_stats_peak_words(slot);
+    gmt_peak_word_t *w = gmt_stats_peak_word(slot);
     if (!gmt_peak_dirty(w)) return;
     /* One thread asks the driver; the others go on (never wait on the hot path). */
     if (!gmt_spin_trylock(&p->lock)) return;
@@ -65,7 +65,7 @@ int gmt_track_peak_groups(int slot, gmt_peak_group_t *out, int max, int64_t *pea
 {
     gmt_stacks_t *stacks = gmt_core_stacks;
     int32_t device = gmt_stats_device_of_slot(slot);
-    uint64_t epoch = gmt_hot.stats ? gmt_peak_epoch(gmt_stats_peak_words(slot)) : 0;
+    uint64_t epoch = gmt_hot.stats ? gmt_peak_epoch(gmt_stats_peak_word(slot)) : 0;
     int n = 0;
     int64_t total = 0;
     uint32_t ids = stacks ? gmt_stacks_count(stacks) : 0;
@@ -87,7 +87,7 @@ int gmt_track_peak_groups(int slot, gmt_peak_group_t *out, int max, int64_t *pea
 
 int64_t gmt_track_peak_driver_used(int slot)
 {
-    return gmt_hot.stats && gmt_peak_epoch(gmt_stats_peak_words(slot))
+    return gmt_hot.stats && gmt_peak_epoch(gmt_stats_peak_word(slot))
                ? __atomic_load_n(&peaks[slot].driver_used, __ATOMIC_RELAXED)
                : -1;
 }

@@ -69,7 +69,7 @@ _Static_assert(sizeof(cell_t) == 32 && offsetof(shard_t, cells) % 32 == 0, "a ce
 /* One device's bytes. Every charged event of the device and pool kinds (cudaMalloc's and
  * cudaMallocAsync's, the first two of the enum) touches the first cache line alone: in_use,
  * the timeline's open bucket (timeline_t: its end and highest bytes, which such an event
- * reads), the peak words (peaks.c's epoch and dirty flag, which its stack change and its
+ * reads), the peak word (peaks.c's epoch and dirty flag, which its stack change and its
  * release read) and the two kinds' current bytes beside their peaks, so threads of a
  * multi-threaded program move one shared line per event and an event that the program's work
  * has evicted misses one line (session 17: two, then three lines before). The other kinds
@@ -81,20 +81,20 @@ typedef struct dev_kind_s {
 } dev_kind_t;
 typedef struct dev_s {
     int64_t in_use;
-    uint64_t open_end_ns; /* the timeline's (timeline_t); atomic */
-    int64_t open_max;     /* the timeline's (timeline_t); atomic; INT64_MIN: nothing to fold */
-    gmt_peak_words_t peak_words; /* peaks.c's (stats.h) */
+    uint64_t open_end_ns;      /* the timeline's (timeline_t); atomic */
+    int64_t open_max;          /* the timeline's (timeline_t); atomic; INT64_MIN: nothing to fold */
+    gmt_peak_word_t peak_word; /* peaks.c's (stats.h) */
     dev_kind_t kinds[GMT_KIND_COUNT];
     int64_t in_use_peak;
     uint64_t peak_time_ns;
     uint64_t peak_seq;
 } __attribute__((aligned(64))) dev_t_;
 _Static_assert(offsetof(dev_t_, kinds[GMT_KIND_POOL + 1]) <= 64,
-               "in_use, the open bucket, the peak words and the device and pool kinds share the "
+               "in_use, the open bucket, the peak word and the device and pool kinds share the "
                "first line");
 _Static_assert(sizeof(dev_t_) == GMT_STATS_DEV_BYTES &&
-                   offsetof(dev_t_, peak_words) == GMT_STATS_DEV_PEAK_WORDS,
-               "stats.h's gmt_stats_peak_words finds the peak words in the first line");
+                   offsetof(dev_t_, peak_word) == GMT_STATS_DEV_PEAK_WORD,
+               "stats.h's gmt_stats_peak_word finds the peak word in the first line");
 
 /* The timeline of one device: at most `cap` points; when full, neighbouring buckets are
  * merged and the bucket width doubles, so any run length fits. Updated under a tiny spinlock
@@ -117,7 +117,7 @@ typedef struct timeline_s {
 /* Everything above, in one block of the region (region.h), followed by the timelines' points
  * (GMT_STAT_SLOTS x tl_cap). No pointers: a recovered state file reads the same way. */
 typedef struct stats_state_s {
-    dev_t_ s_devs[GMT_STAT_SLOTS]; /* first: stats.h's gmt_stats_peak_words */
+    dev_t_ s_devs[GMT_STAT_SLOTS]; /* first: stats.h's gmt_stats_peak_word */
     shard_t s_shards[NSHARDS];
     timeline_t s_timelines[GMT_STAT_SLOTS];
     uint64_t s_t0_ns;

@@ -79,34 +79,6 @@ void gmt_stats_on_free(int32_t device, gmt_kind_t kind, gmt_api_t api, gmt_layer
                        bool handed, uint64_t size, uint64_t now_ns, bool charged);
 /* How an event's bytes count: not at all (not charged), in their kind's current bytes, or in
  * the device's bytes in use as well (a charged event of a kind gmt_kind_in_use). */
-/* A device's peak word, peaks.c's own: its epoch (bumped at each new in-use peak) shifted up
- * by one, and whether its driver reading is due (a newer peak whose reading was not taken) in
- * bit 0. Kept in the device's first line of the stats block, beside its bytes in use and the
- * timeline's open bucket, which the same events read and write: on a line of their own (the
- * core block's peak slot) the two were a miss an event where the program's work evicts the
- * tracer's memory (session 17). */
-typedef struct gmt_peak_words_s {
-    uint64_t word; /* atomic: epoch << 1 | dirty */
-} gmt_peak_words_t;
-static inline uint64_t gmt_peak_epoch(const gmt_peak_words_t *p)
-{
-    return __atomic_load_n(&p->word, __ATOMIC_ACQUIRE) >> 1;
-}
-static inline bool gmt_peak_dirty(const gmt_peak_words_t *p)
-{
-    return (__atomic_load_n(&p->word, __ATOMIC_RELAXED) & 1) != 0;
-}
-/* stats.c's device lines (dev_t_, the stats block's first member): their size and where the
- * peak words sit in them (static assertions there hold both). */
-#define GMT_STATS_DEV_BYTES      192
-#define GMT_STATS_DEV_PEAK_WORDS 24
-/* The peak words of a device's slot (gmt_stats_slot); the stats block must exist. */
-static inline gmt_peak_words_t *gmt_stats_peak_words(int slot)
-{
-    return (gmt_peak_words_t *)(void *)((char *)gmt_hot.stats + (size_t)slot * GMT_STATS_DEV_BYTES +
-                                        GMT_STATS_DEV_PEAK_WORDS);
-}
-
 typedef enum gmt_charge_e { GMT_CHARGE_NONE, GMT_CHARGE_KIND, GMT_CHARGE_IN_USE } gmt_charge_t;
 /* The same two on the device's slot (gmt_stats_slot) and with the charge decided, for the
  * event path: it computes the slot once per event and hands it to stats and peaks alike, and
@@ -115,6 +87,35 @@ bool gmt_stats_alloc_at(int slot, gmt_kind_t kind, gmt_api_t api, gmt_layer_t la
                         uint64_t size, uint64_t seq, uint64_t now_ns, gmt_charge_t charge);
 void gmt_stats_free_at(int slot, gmt_kind_t kind, gmt_api_t api, gmt_layer_t layer, bool handed,
                        uint64_t size, uint64_t now_ns, gmt_charge_t charge);
+
+/* A device's peak word, peaks.c's own: its epoch (bumped at each new in-use peak) shifted up
+ * by one, and whether its driver reading is due (a newer peak whose reading was not taken) in
+ * bit 0. Kept in the device's first line of the stats block, beside its bytes in use and the
+ * timeline's open bucket, which the same events read and write: on a line of their own (the
+ * core block's peak slot) the two were a miss an event where the program's work evicts the
+ * tracer's memory (session 17). */
+typedef struct gmt_peak_word_s {
+    uint64_t word; /* atomic: epoch << 1 | dirty */
+} gmt_peak_word_t;
+static inline uint64_t gmt_peak_epoch(const gmt_peak_word_t *p)
+{
+    return __atomic_load_n(&p->word, __ATOMIC_ACQUIRE) >> 1;
+}
+static inline bool gmt_peak_dirty(const gmt_peak_word_t *p)
+{
+    return (__atomic_load_n(&p->word, __ATOMIC_RELAXED) & 1) != 0;
+}
+/* stats.c's device lines (dev_t_, the stats block's first member): their size and where the
+ * peak word sits in them (static assertions there hold both). */
+#define GMT_STATS_DEV_BYTES     192
+#define GMT_STATS_DEV_PEAK_WORD 24
+/* The peak word of a device's slot (gmt_stats_slot); the stats block must exist. */
+static inline gmt_peak_word_t *gmt_stats_peak_word(int slot)
+{
+    return (gmt_peak_word_t *)(void *)((char *)gmt_hot.stats + (size_t)slot * GMT_STATS_DEV_BYTES +
+                                       GMT_STATS_DEV_PEAK_WORD);
+}
+
 /* gmt_stats_on_free undone, for a release whose real call failed after it was accounted: the
  * release uncounted and the bytes in use again (the peak may rise: they never went away).
  * Returns true when it raised the device's in-use peak. */

@@ -618,7 +618,7 @@ int gmt_table_init(gmt_table_t *t, uint64_t max_live)
     t->bytes = cap * sizeof(gmt_slot_t);
     t->first = 0;
     t->next = 1;
-    t->solo = max_live ? 0 : 1;
+    set_solo(t);
     STORE(&t->magic, TABLE_MAGIC, REL);
     return 0;
 }

@@ -30,7 +30,7 @@ typedef struct gmt_core_counts_s {
 
 /* ---- the core block: every fixed-size store of the core, in the region (region.h) ---- */
 /* A device's peak: its epoch and whether its driver reading is due are in the stats block
- * (stats.h: gmt_stats_peak_words), on the device's line that the same events read. */
+ * (stats.h: gmt_stats_peak_word), on the device's line that the same events read. */
 typedef struct gmt_peak_slot_s {
     int lock;
     int64_t driver_used; /* -1: unknown */
@@ -128,14 +128,13 @@ void gmt_peaks_mark(int slot);
 void gmt_peaks_settle_slow(int slot);
 static inline void gmt_peaks_settle(int slot)
 {
-    if (__builtin_expect(gmt_peak_dirty(gmt_stats_peak_words(slot)), 0))
-        gmt_peaks_settle_slow(slot);
+    if (__builtin_expect(gmt_peak_dirty(gmt_stats_peak_word(slot)), 0)) gmt_peaks_settle_slow(slot);
 }
 /* Adds dbytes / dcount to a stack's live counters, first saving what it held at its device's
- * last peak if this is its first change since (O(1)). p: the device's peak words. Inline, on
+ * last peak if this is its first change since (O(1)). p: the device's peak word. Inline, on
  * the event path. */
 __attribute__((always_inline)) static inline void gmt_peaks_stack_change(gmt_stack_entry_t *e,
-                                                                         const gmt_peak_words_t *p,
+                                                                         const gmt_peak_word_t *p,
                                                                          int64_t dbytes,
                                                                          int64_t dcount)
 {

@@ -95,11 +95,11 @@ static void test_peak_cost_independent_of_stacks(void **state)
     assert_true(ids < OTHER_STACKS + 64);
     for (uint32_t id = 1; id <= ids; id++)
         before[id] = *gmt_stacks_entry(st, id);
-    uint64_t epoch0 = gmt_peak_epoch(gmt_stats_peak_words(gmt_stats_slot(0)));
+    uint64_t epoch0 = gmt_peak_epoch(gmt_stats_peak_word(gmt_stats_slot(0)));
     uint64_t many = peak_then_free_ns();
     print_message("ns per peak+free: %llu with 1 stack, %llu with %d stacks\n",
                   (unsigned long long)few, (unsigned long long)many, OTHER_STACKS);
-    uint64_t epoch1 = gmt_peak_epoch(gmt_stats_peak_words(gmt_stats_slot(0)));
+    uint64_t epoch1 = gmt_peak_epoch(gmt_stats_peak_word(gmt_stats_slot(0)));
     assert_int_equal(epoch1 - epoch0, 3 * ROUNDS); /* every round a new peak */
     int untouched = 0;
     for (uint32_t id = 1; id <= ids; id++) {
