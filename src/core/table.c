@@ -48,9 +48,9 @@
  * has both bits set: an inserter's test is one bit and its BUSY word one OR (takes_insert). */
 enum { SLOT_EMPTY = 0, SLOT_TOMB = 1, SLOT_LIVE = 2, SLOT_BUSY = 3 };
 
-/* "gmttabl7": 24-byte slots, stack id | pool index, writers and live shares in one word, the
- * slot states numbered as below */
-#define TABLE_MAGIC 0x676d747461626c37ull
+/* "gmttabl8": 24-byte slots, stack id | pool index, writers and live shares in one word, the
+ * slot states numbered as below, the header's first line read-mostly with `where` */
+#define TABLE_MAGIC 0x676d747461626c38ull
 #define MIN_CAP     4096u /* slots of the first level: 96 KiB */
 #define PROBE_LIMIT 4096u /* an insert never scans more than this */
 #define SIZE_MASK   ((1ull << 48) - 1)
@@ -150,6 +150,30 @@ static inline gmt_slot_t *slots(const gmt_level_t *l)
 static inline uint64_t home(uint64_t h, uint64_t cap)
 {
     return (uint64_t)(((unsigned __int128)h * cap) >> 64);
+}
+
+/* The table's `where` word: a level's slots as its offset in pages (high half) and its
+ * capacity (low half), one word so that a reader never pairs one level's offset with another's
+ * capacity (a capacity larger than its slots would index past them). 0 when the level does not
+ * fit the word (an offset not page-aligned or past 2^44, 2^32 slots or more): the fast paths
+ * are then left to the slow ones. */
+#define WHERE_CAP_BITS 32
+#define WHERE_PAGE     4096u
+static inline uint64_t where_of(uint64_t off, uint64_t cap)
+{
+    if (off % WHERE_PAGE || off / WHERE_PAGE >> (64 - WHERE_CAP_BITS) || cap >> WHERE_CAP_BITS)
+        return 0;
+    return off / WHERE_PAGE << WHERE_CAP_BITS | cap;
+}
+
+static inline uint64_t where_cap(uint64_t w)
+{
+    return w & ((1ull << WHERE_CAP_BITS) - 1);
+}
+
+static inline gmt_slot_t *where_slots(uint64_t w)
+{
+    return GMT_AT(gmt_slot_t, (w >> WHERE_CAP_BITS) * WHERE_PAGE);
 }
 
 static inline uint32_t st_of(uint32_t sg)
@@ -293,13 +317,20 @@ static inline int level_insert(gmt_level_t *l, const gmt_entry_t *e, uint64_t h)
 
 static uint64_t take_spare(gmt_table_t *t, uint64_t bytes, uint64_t *got);
 
-/* `solo` again after the oldest level retired, under grow_lock: with `next` changed only there
- * too, and 0 stored before it moves (grow), `solo` is always 0 or the current `next`. */
+/* `solo` and `where` again after the oldest level retired, under grow_lock: with `next`
+ * changed only there too, and 0 stored before it moves (grow), `solo` is always 0 or the
+ * current `next`. `where` is stored first, and zeroed first (grow): a reader that sees `solo`
+ * not 0 and then `where` not 0 has the slots of that level or of a later one, and a later one
+ * means `solo` changed, which the fast insert checks after its announcement. */
 static void set_solo(gmt_table_t *t)
 {
     uint32_t next = LOAD(&t->next, SC);
-    bool one = !t->max_live && LOAD(&t->first, ACQ) + 1 == next;
-    STORE(&t->solo, one ? next : 0, SC);
+    const gmt_level_t *l = lvl(t, next - 1);
+    uint64_t w = !t->max_live && LOAD(&t->first, ACQ) + 1 == next
+                     ? where_of(LOAD(&l->off, RLX), LOAD(&l->cap, RLX))
+                     : 0;
+    STORE(&t->where, w, REL);
+    STORE(&t->solo, w ? next : 0, SC);
 }
 
 /* Slots of a new level for `live` entries: twice as many, at least MIN_CAP, at most twice the
@@ -353,7 +384,11 @@ static int grow(gmt_table_t *t, uint32_t n, bool wait)
     STORE(&l->cap, cap, RLX);
     __atomic_fetch_add(&t->bytes, cap * sizeof(gmt_slot_t), RLX);
     __atomic_fetch_add(&t->grows, 1, RLX);
-    STORE(&t->solo, 0, SC); /* two levels from here on: before `next` moves (set_solo) */
+    /* Two levels from here on: before `next` moves (set_solo). The remove's fast path stops
+     * at once too: it looks in the oldest level, and once that moves, its slots are given back
+     * behind the cursor (find skips them). */
+    STORE(&t->where, 0, REL);
+    STORE(&t->solo, 0, SC);
     STORE(&t->next, next + 1, SC);
 out:
     gmt_spin_unlock(&t->grow_lock);
@@ -669,7 +704,11 @@ __attribute__((always_inline)) inline int gmt_table_put(gmt_table_t *t, const gm
      * in the writers protocol (the top of the file): it is 0 or `next`, and 0 before a level
      * is added, so reading it unchanged after the announcement is reading `next` unchanged. */
     uint32_t off = my_shard, v = LOAD(&t->solo, SC);
-    if (__builtin_expect(v == 0, 0) || __builtin_expect(off == SHARD_NONE, 0))
+    /* After `solo` (set_solo says why that order); both on the header's first line, so the
+     * level's own line is read only when `used` is counted (slot_fill). */
+    uint64_t where = LOAD(&t->where, ACQ);
+    if (__builtin_expect(v == 0, 0) || __builtin_expect(where == 0, 0) ||
+        __builtin_expect(off == SHARD_NONE, 0))
         return insert_slow(t, e->attrs, e->id_pool, e->key, e->meta);
     gmt_table_shard_t *sh = shard_at(t, off);
     uint64_t h = hash_entry(e);
@@ -677,7 +716,7 @@ __attribute__((always_inline)) inline int gmt_table_put(gmt_table_t *t, const gm
     uint64_t *w = &sh->words[n % GMT_TABLE_WSLOTS];
     __atomic_fetch_add(w, 1, SC);
     gmt_level_t *l = lvl(t, n);
-    gmt_slot_t *s = &slots(l)[home(h, LOAD(&l->cap, RLX))];
+    gmt_slot_t *s = &where_slots(where)[home(h, where_cap(where))];
     uint32_t sg;
     if (__builtin_expect(LOAD(&t->solo, SC) != v, 0) || !takes_insert(sg = LOAD(&s->sg, ACQ)) ||
         !__atomic_compare_exchange_n(&s->sg, &sg, busy_from_free(sg), 0, ACQ, RLX)) {
@@ -749,18 +788,28 @@ find(gmt_table_t *t, uint8_t space, uint64_t key, gmt_entry_t *out, int take)
     return -ENOENT;
 }
 
+/* find fills a copy of its own: the caller's entry then never has its address taken and can
+ * stay in registers on the fast path (as insert_slow's words). */
+static int __attribute__((noinline))
+take_slow(gmt_table_t *t, uint8_t space, uint64_t key, gmt_entry_t *out)
+{
+    gmt_entry_t e;
+    int rc = find(t, space, key, &e, 1);
+    if (rc == 0 && out) *out = e;
+    return rc;
+}
+
 __attribute__((always_inline)) inline int gmt_table_take(gmt_table_t *t, uint8_t space,
                                                          uint64_t key, gmt_entry_t *out)
 {
-    /* The usual case first: the entry in its home slot of the oldest level. A LIVE slot that
-     * holds the key is the entry, whichever level it is in (see retire), so nothing else needs
-     * checking; anything else goes to the full search. */
-    gmt_level_t *l = lvl(t, LOAD(&t->first, ACQ));
-    uint64_t idx = home(hash_key(space, key), LOAD(&l->cap, RLX));
-    /* One load more, from the descriptor's line the cap came from: a home in the prefix given
-     * back during a move (only then is it non-zero) is find's to skip. */
-    if (__builtin_expect(idx >= LOAD(&l->released, RLX), 1)) {
-        gmt_slot_t *s = &slots(l)[idx];
+    /* The usual case first: one level (`where`, on the header's first line), the entry in its
+     * home slot. A LIVE slot that holds the key is the entry, whichever level it is in (see
+     * retire), so a `where` gone stale since it was read needs no check; anything else goes to
+     * the full search. While levels are moved `where` is 0: the slots of the oldest level are
+     * given back behind the cursor, which find knows to skip. */
+    uint64_t where = LOAD(&t->where, ACQ);
+    if (__builtin_expect(where != 0, 1)) {
+        gmt_slot_t *s = &where_slots(where)[home(hash_key(space, key), where_cap(where))];
         uint32_t sg = LOAD(&s->sg, ACQ);
         /* LIVE and in this space, one compare (a space past 3 matches no slot, as in find). */
         if (__builtin_expect((sg & (3u | 3u << 5)) == (SLOT_LIVE | (uint32_t)space << 5), 1) &&
@@ -770,12 +819,7 @@ __attribute__((always_inline)) inline int gmt_table_take(gmt_table_t *t, uint8_t
             return 0;
         }
     }
-    /* find fills a copy of its own: the caller's entry then never has its address taken and
-     * can stay in registers on the fast path (as insert_slow's words). */
-    gmt_entry_t e;
-    int rc = find(t, space, key, &e, 1);
-    if (rc == 0 && out) *out = e;
-    return rc;
+    return take_slow(t, space, key, out);
 }
 
 int gmt_table_remove(gmt_table_t *t, uint8_t space, uint64_t key, gmt_record_t *out)

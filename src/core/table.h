@@ -213,20 +213,28 @@ typedef struct gmt_table_shard_s {
 } gmt_table_shard_t;
 _Static_assert(sizeof(gmt_table_shard_t) == 64, "a shard is one cache line");
 
+/* The first line is read-mostly: everything the event path's insert and remove read of the
+ * header (`solo` and `where`), and the level numbers, written only when a level is added or
+ * retired. The counters written by moves, growth and iteration start the second line: on the
+ * first, each write took the line from every thread's cache (docs/PERFORMANCE.md, "Session 18"). */
 typedef struct gmt_table_s {
     uint64_t magic;
-    uint64_t max_live;     /* 0: no bound (GPUMEMTRACE_MAX_LIVE) */
-    uint32_t movers;       /* atomic: threads inside migrate_some (moves_begin) */
-    uint32_t iterating;    /* atomic: gmt_table_foreach calls under way: no move starts */
-    uint64_t bytes;        /* atomic: bytes of the levels held now */
-    uint64_t dropped_full; /* atomic: inserts refused (bound reached or no memory) */
-    uint64_t grows;        /* atomic: levels added */
-    uint64_t raced;        /* atomic: iterations that gave up waiting for a move (below) */
-    uint32_t first;        /* atomic: oldest active level number */
-    uint32_t next;         /* atomic: one past the newest level number */
+    uint64_t max_live; /* 0: no bound (GPUMEMTRACE_MAX_LIVE) */
+    /* atomic: while `solo` is not 0, that level's slots in one word (table.c: where_of): the
+     * fast insert and remove read them here instead of on the level's own line; 0 otherwise
+     * (set under grow_lock, before `solo`; zeroed before a level is added). */
+    uint64_t where;
+    uint32_t first; /* atomic: oldest active level number */
+    uint32_t next;  /* atomic: one past the newest level number */
     /* atomic: `next` while one level is active and there is no bound, else 0 (set under
      * grow_lock): what the fast insert checks, before and after its announcement (table.c). */
     uint32_t solo;
+    _Alignas(64) uint32_t movers; /* atomic: threads inside migrate_some (moves_begin) */
+    uint32_t iterating;           /* atomic: gmt_table_foreach calls under way: no move starts */
+    uint64_t bytes;               /* atomic: bytes of the levels held now */
+    uint64_t dropped_full;        /* atomic: inserts refused (bound reached or no memory) */
+    uint64_t grows;               /* atomic: levels added */
+    uint64_t raced;               /* atomic: iterations that gave up waiting for a move (below) */
     int grow_lock;
     uint32_t nspare;
     /* Drained levels' memory (given back to the host, reads as zero), reused by the next
