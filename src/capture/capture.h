@@ -116,8 +116,8 @@ bool gmt_capture_free(const gmt_event_t *ev);
 void gmt_capture_free_done(bool took, int result);
 
 /* Work moved out of the driver: an allocation (or failure) that a lower layer sees inside a
- * runtime allocation hook's bracket is kept in the bracket itself (gmt_nest_t.ev, in the hook's
- * frame), and the runtime hook records it once the real call returned
+ * runtime allocation hook's bracket is kept in the bracket itself (gmt_nest_alloc_t.ev, in the
+ * hook's frame), and the runtime hook records it once the real call returned
  * (gmt_capture_flush_deferred, before gmt_track_runtime_leave), outside libcuda and outside
  * CUPTI's callback, where the driver may serialise its callers. The pointer cannot be freed
  * meanwhile: the program has not received it yet. One event per bracket: a lower layer that
@@ -134,8 +134,8 @@ static inline gmt_event_t *gmt_capture_defer_slot(void)
     /* Only a runtime allocation hook flushes; anywhere else the event is recorded now. */
     if (!f || f->is_free || f->deferred) return NULL;
     f->deferred = 1;
-    __atomic_signal_fence(__ATOMIC_SEQ_CST); /* claimed before it is written */
-    return &f->ev;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);     /* claimed before it is written */
+    return &((gmt_nest_alloc_t *)(void *)f)->ev; /* not is_free: an allocation hook's (tls.h) */
 }
 
 /* *dst = ev, field by field: an event described by an inlined describe_<symbol> is written
@@ -169,9 +169,9 @@ static inline bool gmt_capture_defer(const gmt_event_t *ev)
 
 /* Records what a lower layer kept in bracket f (the calling runtime hook's own); noted as in
  * gmt_capture_alloc_noted. */
-static inline void gmt_capture_flush_deferred(gmt_nest_t *f, bool noted)
+static inline void gmt_capture_flush_deferred(gmt_nest_alloc_t *f, bool noted)
 {
-    if (__builtin_expect(f->deferred, 1)) gmt_capture_alloc_noted(&f->ev, noted);
+    if (__builtin_expect(f->n.deferred, 1)) gmt_capture_alloc_noted(&f->ev, noted);
 }
 
 #endif

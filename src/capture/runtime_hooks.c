@@ -101,12 +101,12 @@ static bool record_free(gmt_event_t *ev)
                                                                  GMT_UNPAREN params)               \
     {                                                                                              \
         GMT_PROBE_T0(h0_);                                                                         \
-        gmt_nest_t nest;                                                                           \
-        gmt_track_runtime_enter(&nest, GMT_API_##name, false);                                     \
+        gmt_nest_alloc_t nest;                                                                     \
+        gmt_track_runtime_enter(&nest.n, GMT_API_##name, false);                                   \
         /* The size asked for, described before the call (a failure result reads no                \
          * out-parameter; a pitched call's width stands in for its pitch, a lower bound). */       \
         if (frames)                                                                                \
-            gmt_track_runtime_capture(&nest, frames,                                               \
+            gmt_track_runtime_capture(&nest.n, frames,                                             \
                                       describe_##name(GMT_UNPAREN args, cudaErrorNotReady).size);  \
         GMT_PROBE_T0(r0_);                                                                         \
         ret r = gmt_real.name args;                                                                \
@@ -115,11 +115,13 @@ static bool record_free(gmt_event_t *ev)
         gmt_capture_flush_deferred(&nest, noted_);                                                 \
         /* No lower layer saw the call: recorded here, inside the bracket still, so that the       \
          * stack taken at entry serves it (after leave, the core would walk again). */             \
-        if (!gmt_track_runtime_inner(&nest)) {                                                     \
-            gmt_event_t ev = describe_##name(GMT_UNPAREN args, r);                                 \
-            record_alloc(&ev);                                                                     \
+        /* Its event in the bracket's slot, unused then (a deferred event counts as inner once     \
+         * flushed): one event's room in the frame, not two. */                                    \
+        if (!gmt_track_runtime_inner(&nest.n)) {                                                   \
+            gmt_event_put(&nest.ev, describe_##name(GMT_UNPAREN args, r));                         \
+            record_alloc(&nest.ev);                                                                \
         }                                                                                          \
-        gmt_track_runtime_leave(&nest);                                                            \
+        gmt_track_runtime_leave(&nest.n);                                                          \
         GMT_PROBE_HOOK(GMT_PT_RUNTIME, h0_, r0_);                                                  \
         return r;                                                                                  \
     }                                                                                              \

@@ -36,10 +36,17 @@ typedef struct gmt_nest_s {
     uint8_t deferred; /* ev holds a lower layer's event for the hook to record (capture.h) */
     uint32_t inner;   /* events recorded by a lower layer inside the runtime call */
     uint32_t nframes;
-    /* The allocation a lower layer saw inside an allocation hook's real call, kept here for
-     * the hook to record (capture.h: gmt_capture_defer); valid while deferred is set. */
-    gmt_event_t ev;
 } gmt_nest_t;
+
+/* An allocation hook's bracket: the allocation a lower layer saw inside the hook's real call,
+ * kept here for the hook to record (capture.h: gmt_capture_defer_slot); valid while deferred
+ * is set. A release hook's bracket (is_free) is the gmt_nest_t alone: the event's 40 bytes
+ * less in its frame put the real call's stack 40 bytes less deep, below lines the program's
+ * own calls leave warm (docs/PERFORMANCE.md, "Session 18"). */
+typedef struct gmt_nest_alloc_s {
+    gmt_nest_t n; /* first: gmt_tls.nest points at it */
+    gmt_event_t ev;
+} gmt_nest_alloc_t;
 
 /* The first cache line holds every word a traced pair reads or writes with stacks off: the
  * guard, the bracket, the counter shard, the frameless hint, the pending release (track.c)
