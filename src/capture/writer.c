@@ -77,6 +77,20 @@ static void writer_set_busy(void)
     }
 }
 
+/* The report's yield points (output/report.h): on the writer thread, while a fork is under
+ * way, it stops there as in its sleep, holding no lock, and the fork goes ahead without
+ * waiting for the rest of the report (a snapshot under ASan on a loaded machine took over the
+ * 2 s the fork waits, and the child then hung on the loader's lock the writer held). The
+ * child starts its reports over (gmt_report_after_fork); the parent's goes on after the
+ * fork. */
+static void writer_yield(void)
+{
+    if (!__atomic_load_n(&fork_pending, __ATOMIC_SEQ_CST)) return;
+    if (gmt_gettid() != __atomic_load_n(&writer_tid, __ATOMIC_ACQUIRE)) return;
+    __atomic_store_n(&writer_busy, 0, __ATOMIC_SEQ_CST);
+    writer_set_busy();
+}
+
 typedef struct msg_s {
     int type;
     int sig;
@@ -327,6 +341,7 @@ void gmt_capture_start_writer_locked(void)
     }
     pthread_setname_np(t, "gpumemtrace");
     writer_started = 1;
+    gmt_report_set_yield(writer_yield);
 
     int snapshot_signal = gmt_capture_config.snapshot_signal;
     if (snapshot_signal) install_snapshot_signal(snapshot_signal);
