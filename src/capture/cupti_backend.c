@@ -22,6 +22,7 @@
 #include "describe.h"
 
 #include "core/event.h"
+#include "core/loader.h"
 #include "core/log.h"
 #include "core/tls.h"
 #include "core/track.h"
@@ -399,7 +400,9 @@ static int start_locked(char *why, size_t why_len)
     int rc = -ENOENT;
     char last[GMT_NOTE_LEN] = "";
     for (size_t i = 0; i < n; i++) {
+        gmt_loader_enter(); /* loading an object takes the loader's write lock (loader.h) */
         void *h = dlopen(cand[i], RTLD_NOW | RTLD_LOCAL);
+        gmt_loader_leave();
         if (!h) continue;
         bool seen = false;
         for (size_t k = 0; k < ntried; k++)
@@ -521,7 +524,7 @@ static void *client_function(const char *name, const void *caller)
         f = lookup_in(di.dli_fname, name, self);
     if (!f) {
         phdr_pick_t pick = {.skip_base = lib.handle ? lib.base : 0};
-        dl_iterate_phdr(pick_cupti, &pick);
+        gmt_dl_iterate_phdr(pick_cupti, &pick);
         if (pick.path[0]) f = lookup_in(pick.path, name, self);
     }
     if (!f && lib.handle) f = gmt_real_dlsym(lib.handle, name);

@@ -4,7 +4,8 @@
  * writer thread did not survive the fork, and start-up (writer thread, handlers, prefault)
  * runs again at the child's first CUDA call, since most children exec or never touch CUDA and
  * a fork child should start no thread. fork() itself waits (bounded) for the parent's writer
- * thread to be idle, so that no lock it holds is inherited (writer.c). GPUMEMTRACE_FOLLOW_FORK=0
+ * thread to be idle, so that no lock it holds is inherited (writer.c), and for the tracer's
+ * loader calls on every thread to end (core/loader.h). GPUMEMTRACE_FOLLOW_FORK=0
  * turns a child's tracing off; GPUMEMTRACE_FOLLOW_EXEC=0 takes the library out of LD_PRELOAD for
  * programs this one execs.
  */
@@ -14,6 +15,7 @@
 #include "lifecycle.h"
 #include "real.h"
 
+#include "core/loader.h"
 #include "core/track.h"
 
 #include <pthread.h>
@@ -29,7 +31,8 @@ static void after_fork_child(void)
     /* Traced or not, the child has no writer thread, and the parent's pipes and the locks its
      * other threads may have held at the fork are not the child's: an untraced child still
      * reaches the resolver's and CUPTI's locks, and its fatal signals would otherwise be sent
-     * to the parent's writer thread. */
+     * to the parent's writer thread. The loader gate first: nothing below may wait at it. */
+    gmt_loader_after_fork_child();
     gmt_capture_writer_reset_after_fork();
     gmt_real_reset_after_fork();
     gmt_cupti_reset_after_fork();

@@ -14,6 +14,7 @@
 #include "real.h"
 
 #include "core/clock.h"
+#include "core/loader.h"
 #include "core/log.h"
 #include "core/probe.h"
 #include "core/tls.h"
@@ -183,7 +184,7 @@ static int collect_internal(struct dl_phdr_info *info, size_t size, void *data)
 static void refresh_internal_ranges(void)
 {
     ranges_t rs = {.n = 0};
-    dl_iterate_phdr(collect_internal, &rs);
+    gmt_dl_iterate_phdr(collect_internal, &rs);
     gmt_stacks_set_skip_ranges((const uint64_t(*)[2])rs.r, rs.n);
 }
 

@@ -3,6 +3,7 @@
 #include "real.h"
 
 #include "core/log.h"
+#include "core/loader.h"
 #include "core/spin.h"
 #include "core/tls.h"
 
@@ -177,7 +178,7 @@ static int first_cudart_cb(struct dl_phdr_info *info, size_t size, void *arg)
 static void *first_cudart(void)
 {
     first_cudart_t f = {.found = 0};
-    dl_iterate_phdr(first_cudart_cb, &f);
+    gmt_dl_iterate_phdr(first_cudart_cb, &f);
     /* Opened outside the iteration, which holds a loader lock. */
     return f.found ? dlopen(f.path, RTLD_LAZY | RTLD_NOLOAD) : NULL;
 }

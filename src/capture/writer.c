@@ -10,6 +10,7 @@
 #include "lifecycle.h"
 
 #include "core/clock.h"
+#include "core/loader.h"
 #include "core/log.h"
 #include "core/tls.h"
 #include "core/track.h"
@@ -56,7 +57,9 @@ static int writer_tid; /* the writer thread's id */
  * handling at all; libdw's locks are never reset). writer_busy is 1 from the thread's
  * creation until it first sleeps in poll, and whenever it works; fork_pending holds it in
  * its sleep while a fork is under way. Both seq_cst: each side sets its flag, then reads the
- * other's (Dekker), so they never both go ahead. */
+ * other's (Dekker), so they never both go ahead. Then, within the same bound, the fork waits
+ * for every thread's loader calls (the program's threads make them inside the CUDA hooks:
+ * core/loader.h). */
 #define FORK_QUIESCE_MS 2000 /* a fork waits at most this long (a report being written) */
 static int writer_busy;
 static int fork_pending;
@@ -72,6 +75,20 @@ static void writer_set_busy(void)
             nanosleep(&ts, NULL);
         }
     }
+}
+
+/* The report's yield points (output/report.h): on the writer thread, while a fork is under
+ * way, it stops there as in its sleep, holding no lock, and the fork goes ahead without
+ * waiting for the rest of the report (a snapshot under ASan on a loaded machine took over the
+ * 2 s the fork waits, and the child then hung on the loader's lock the writer held). The
+ * child starts its reports over (gmt_report_after_fork); the parent's goes on after the
+ * fork. */
+static void writer_yield(void)
+{
+    if (!__atomic_load_n(&fork_pending, __ATOMIC_SEQ_CST)) return;
+    if (gmt_gettid() != __atomic_load_n(&writer_tid, __ATOMIC_ACQUIRE)) return;
+    __atomic_store_n(&writer_busy, 0, __ATOMIC_SEQ_CST);
+    writer_set_busy();
 }
 
 typedef struct msg_s {
@@ -324,6 +341,7 @@ void gmt_capture_start_writer_locked(void)
     }
     pthread_setname_np(t, "gpumemtrace");
     writer_started = 1;
+    gmt_report_set_yield(writer_yield);
 
     int snapshot_signal = gmt_capture_config.snapshot_signal;
     if (snapshot_signal) install_snapshot_signal(snapshot_signal);
@@ -348,17 +366,22 @@ void gmt_capture_writer_reset_after_fork(void)
 
 void gmt_capture_writer_fork_prepare(void)
 {
+    uint64_t deadline = gmt_now_ns() + FORK_QUIESCE_MS * 1000000ull;
     __atomic_store_n(&fork_pending, 1, __ATOMIC_SEQ_CST);
     /* The writer itself never forks; a fork from a signal handler on it must not wait on it. */
-    if (gmt_gettid() == __atomic_load_n(&writer_tid, __ATOMIC_ACQUIRE)) return;
-    uint64_t deadline = gmt_now_ns() + FORK_QUIESCE_MS * 1000000ull;
-    while (__atomic_load_n(&writer_busy, __ATOMIC_SEQ_CST) && gmt_now_ns() < deadline) {
-        struct timespec ts = {0, 100000};
-        nanosleep(&ts, NULL);
+    if (gmt_gettid() != __atomic_load_n(&writer_tid, __ATOMIC_ACQUIRE)) {
+        while (__atomic_load_n(&writer_busy, __ATOMIC_SEQ_CST) && gmt_now_ns() < deadline) {
+            struct timespec ts = {0, 100000};
+            nanosleep(&ts, NULL);
+        }
     }
+    /* Then every thread's loader calls (the program's threads in the CUDA hooks too): the
+     * writer first, since its own checks pass the gate while it finishes what it does. */
+    gmt_loader_fork_close(deadline);
 }
 
 void gmt_capture_writer_fork_parent(void)
 {
+    gmt_loader_fork_open();
     __atomic_store_n(&fork_pending, 0, __ATOMIC_SEQ_CST);
 }

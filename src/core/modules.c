@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "track_internal.h"
 
+#include "loader.h"
 #include "spin.h"
 
 #include <elf.h>
@@ -92,14 +93,14 @@ void gmt_track_modules_refresh(void)
     if (!gmt_spin_trylock(&refresh_lock)) return;
     gmt_modmap_t *mm = &gmt_cs->modules;
     uint64_t c[2] = {0, 0};
-    dl_iterate_phdr(counters_cb, c);
+    gmt_dl_iterate_phdr(counters_cb, c);
     if (mm->count && c[0] == mm->adds && c[1] == mm->subs) {
         gmt_spin_unlock(&refresh_lock);
         return;
     }
     __atomic_store_n(&mm->seq, mm->seq + 1, __ATOMIC_RELEASE); /* odd: being written */
     mm->count = 0;
-    dl_iterate_phdr(record_cb, mm);
+    gmt_dl_iterate_phdr(record_cb, mm);
     mm->adds = c[0];
     mm->subs = c[1];
     __atomic_store_n(&mm->seq, mm->seq + 1, __ATOMIC_RELEASE);

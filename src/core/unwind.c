@@ -14,6 +14,7 @@
 #include "unwind.h"
 
 #include "claim.h"
+#include "loader.h"
 
 #include <elf.h>
 #include <link.h>
@@ -131,7 +132,7 @@ static int subs_cb(struct dl_phdr_info *info, size_t size, void *arg)
 
 void gmt_unwind_check_modules(void)
 {
-    dl_iterate_phdr(subs_cb, NULL);
+    gmt_dl_iterate_phdr(subs_cb, NULL);
 }
 
 static void memo_sums(gmt_unwind_stats_t *out);
@@ -603,7 +604,7 @@ __attribute__((noinline)) static uint32_t rule_miss(uint64_t *t, uint64_t a)
 {
     uint32_t gen = __atomic_load_n(&flush_gen, __ATOMIC_ACQUIRE);
     find_t f = {a, R_UNSUP, 0};
-    dl_iterate_phdr(find_cb, &f);
+    gmt_dl_iterate_phdr(find_cb, &f);
     __atomic_fetch_add(&n_misses, 1, RLX);
     if (!f.found || (a >> ADDR_BITS)) return f.rule; /* not cached: no object holds a */
     uint64_t key = key_of(a);
@@ -663,7 +664,9 @@ __attribute__((noinline)) static int fallback(void **buf, int max, uintptr_t ra0
 {
     void *tmp[GMT_UNWIND_MAX + 4];
     __atomic_fetch_add(&n_fallbacks, 1, RLX);
+    gmt_loader_enter(); /* libunwind finds each frame's object with dl_iterate_phdr */
     int n = unw_backtrace(tmp, max + 4);
+    gmt_loader_leave();
     int i = 0;
     while (i < n && i < 4 && (uintptr_t)tmp[i] != ra0)
         i++;

@@ -193,6 +193,19 @@ static void write_process(gmt_report_ctx_t *c, const char *signal_name, unsigned
     jw_object_end(w);
 }
 
+static void (*yield_fn)(void);
+
+void gmt_report_set_yield(void (*fn)(void))
+{
+    __atomic_store_n(&yield_fn, fn, __ATOMIC_RELEASE);
+}
+
+static void yield(void)
+{
+    void (*fn)(void) = __atomic_load_n(&yield_fn, __ATOMIC_ACQUIRE);
+    if (fn) fn();
+}
+
 static void write_stacks(gmt_report_ctx_t *c)
 {
     jw_t *w = c->w;
@@ -201,6 +214,7 @@ static void write_stacks(gmt_report_ctx_t *c)
     char key[16];
     for (uint32_t id = 0; id < c->max_ids; id++) {
         if (!(c->want_stack[id >> 3] & (1u << (id & 7)))) continue;
+        yield();
         uint32_t depth = 0;
         const uint64_t *f = gmt_stacks_frames(st, id, &depth);
         snprintf(key, sizeof key, "%u", id);
@@ -215,6 +229,7 @@ static void write_stacks(gmt_report_ctx_t *c)
         }
         if (f && first == depth) first = 0; /* all internal: show them rather than nothing */
         for (uint32_t i = first; f && i < depth; i++) {
+            if (i > first) yield();
             if (gmt_report_python_frame(w, f[i])) continue;
             gmt_symrep_write_frame(w, f[i]);
         }
@@ -281,6 +296,7 @@ int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsign
         gmt_group_init(&l->grouping, l->groups, c.max_ids);
         gmt_frag_pools_init(&l->pools);
         gmt_table_foreach(t, visit_live, l);
+        yield();
         /* The ranges serve the fragmentation figures alone: computed now and given back, so
          * that their 16 bytes per live allocation and the symbolizer's memory (naming the
          * frames, later) are not held at once. */
@@ -295,6 +311,7 @@ int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsign
         gmt_supp_load(&supp, c.cfg->suppressions, true);
         gmt_group_finish(&l->grouping, stack_suppressed, &supp, &l->totals);
         gmt_supp_free(&supp);
+        yield();
         gmt_counts_t k;
         gmt_track_counts(&k);
         int64_t peak_max = 0;
@@ -311,6 +328,7 @@ int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsign
         gmt_section_devices(&c, &peak_max);
         gmt_section_summary(&c, l, &k, peak_max);
         gmt_section_leaks(&c, l);
+        yield();
         gmt_section_peaks(&c);
         gmt_section_fragmentation(&c, l);
         gmt_section_timeline(&c);

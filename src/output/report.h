@@ -36,6 +36,12 @@ int gmt_report_write(const char *path, gmt_reason_t reason, const char *signal_n
 /* In a forked child: no report is in progress (the writer flags start over). */
 void gmt_report_after_fork(void);
 
+/* fn is called between the report's sections and between its stacks, points where the
+ * writing thread holds no lock (no malloc, libdw or loader call under way): the capture layer
+ * stops its writer thread there while a fork is under way, so that a fork need not wait for a
+ * whole report (capture/writer.c). NULL: none. */
+void gmt_report_set_yield(void (*fn)(void));
+
 /* Writes the report body to an open descriptor (tests, state recovery). */
 int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsigned seq);
 

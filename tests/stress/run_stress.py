@@ -181,11 +181,17 @@ def case_second_signal(ctx):
 
 @case("fork_storm")
 def case_fork_storm(ctx):
-    """40 forks while 4 threads allocate and snapshots are written: no child hangs, each child
-    writes its own report (none inherits a report in progress)."""
+    """40 forks while 4 threads allocate (2 from JIT-like code, whose every stack walk asks
+    the loader) and snapshots are written: no child hangs, each child writes its own report
+    (none inherits a report in progress)."""
     n = 40
     r = ctx.run(["stress_prog", "forks", str(n)], timeout=200)
-    expect_eq("children killed after hanging 10 s", r.fact_int("hung"), 0)
+    hung = r.fact_int("hung")
+    if hung:
+        # stress_prog described each hung child (its threads' stacks, the parent's threads):
+        # a wait inside the sanitizer's runtime or the loader, or one in the tracer.
+        at = r.stderr.find("== hung fork child")
+        fail(f"children killed after hanging 10 s: {hung}, expected 0\n{r.stderr[at:]}")
     finals = ctx.final_reports(n + 1)
     children = [x for x in finals if x["process"]["pid"] != finals[0]["process"]["ppid"]
                 and groups_named(x, "child_leak")]

@@ -13,11 +13,13 @@
  *                   is being written (its temporary file is in GPUMEMTRACE_OUTPUT's folder)
  *                   main calls exit(0).
  *   twosig          threads allocate; SIGTERM, then SIGINT 200 us later, during the report.
- *   forks N         4 threads allocate and SIGUSR1 asks for snapshots every 3 ms while main
- *                   forks N children one after another; each child leaks 1 MiB and exits. Prints
- * GMT_FACT hung=<children killed after 10 s>. fsize BYTES     RLIMIT_FSIZE = BYTES (SIGXFSZ
- * ignored), leaks 1 MiB, exits 0: no report fits. exit _exit|_Exit|exit  leaks 3 MiB in exit_leak,
- * then ends the named way with status 3. leak            leaks 1 MiB in simple_leak, returns 0.
+ *   forks N         4 threads allocate (2 of them from code no loaded object holds, as a JIT's,
+ *                   whose every stack walk asks the loader) and SIGUSR1 asks for snapshots every
+ *                   3 ms while main forks N children one after another; each child leaks 1 MiB
+ *                   and exits. Prints GMT_FACT hung=<children killed after 10 s>.
+ *   fsize BYTES     RLIMIT_FSIZE = BYTES (SIGXFSZ ignored), leaks 1 MiB, exits 0: no report fits.
+ *   exit _exit|_Exit|exit  leaks 3 MiB in exit_leak, then ends the named way with status 3.
+ *   leak            leaks 1 MiB in simple_leak, returns 0.
  *   none            no CUDA call at all.
  */
 #define _GNU_SOURCE
@@ -30,6 +32,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -62,6 +65,45 @@ static void start_churn(pthread_t *th, int n)
 {
     for (int i = 0; i < n; i++)
         CK(pthread_create(&th[i], NULL, churn, NULL));
+}
+
+/* ---- allocations from code no loaded object holds (a JIT's) ---- */
+
+typedef cudaError_t (*thunk_fn)(void **p, size_t size, cudaError_t (*fn)(void **, size_t));
+static thunk_fn g_thunk;
+
+/* x86-64: fn(p, size) called from anonymous executable memory, so the walk of every such
+ * allocation meets a return address that no loaded object holds: the tracer's unwinder
+ * cannot cache a rule for it and asks the loader (dl_iterate_phdr) at each one. */
+static void make_thunk(void)
+{
+    static const unsigned char code[] = {
+        0x48, 0x83, 0xec, 0x08, /* sub $8, %rsp (the call's stack aligned) */
+        0xff, 0xd2,             /* call *%rdx */
+        0x48, 0x83, 0xc4, 0x08, /* add $8, %rsp */
+        0xc3,                   /* ret */
+    };
+    void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    EXPECT(m != MAP_FAILED);
+    memcpy(m, code, sizeof code);
+    CK(mprotect(m, 4096, PROT_READ | PROT_EXEC));
+    g_thunk = (thunk_fn)m;
+}
+
+static cudaError_t malloc_4k(void **p, size_t size)
+{
+    return cudaMalloc(p, size);
+}
+
+static void *churn_jit(void *arg)
+{
+    (void)arg;
+    __atomic_add_fetch(&g_running, 1, __ATOMIC_ACQ_REL);
+    while (!g_stop) {
+        void *p = NULL;
+        if (g_thunk(&p, 4096, malloc_4k) == cudaSuccess) cudaFree(p);
+    }
+    return NULL;
 }
 
 static void stop_churn(pthread_t *th, int n)
@@ -259,11 +301,33 @@ static void *usr1_ticks(void *arg)
     return NULL;
 }
 
+/* Where a hung child waits, on stderr (run_stress.py shows it): the parent's threads by id
+ * (a lock's owner in the child is one of them), then each thread of the child by gdb where
+ * there is one, and the owner of the loader's lock that fork() leaves held (docs/security.md,
+ * "Fork"): a wait inside the sanitizer's runtime shows as __sanitizer frames, one in the
+ * tracer as gpumemtrace's. */
+static void describe_hung(pid_t pid)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "{ echo '== hung fork child %d; the threads of its parent %d:'; "
+             "for t in /proc/%d/task/*; do echo \"  ${t##*/} $(cat $t/comm)\"; done; "
+             "command -v gdb >/dev/null && env -u LD_PRELOAD timeout 60 gdb -p %d -batch "
+             "-ex 'thread apply all bt 40' "
+             "-ex 'p _rtld_global._dl_load_write_lock.mutex.__data.__owner'; "
+             "echo '== end of hung child %d'; } >&2 2>/dev/null",
+             (int)pid, (int)getpid(), (int)getpid(), (int)pid, (int)pid);
+    if (system(cmd) != 0) fprintf(stderr, "stress_prog: could not describe child %d\n", (int)pid);
+}
+
 static void forks(int n)
 {
     pthread_t th[4], ticks;
     storm_leak();
-    start_churn(th, 4);
+    make_thunk();
+    start_churn(th, 2);
+    for (int i = 2; i < 4; i++)
+        CK(pthread_create(&th[i], NULL, churn_jit, NULL));
     CK(pthread_create(&ticks, NULL, usr1_ticks, NULL));
     wait_running(5);
     int hung = 0;
@@ -277,6 +341,7 @@ static void forks(int n)
         int status = 0, waited = 0;
         while (waitpid(pid, &status, WNOHANG) == 0) {
             if (++waited > 1000) { /* 10 s */
+                describe_hung(pid);
                 kill(pid, SIGKILL);
                 waitpid(pid, &status, 0);
                 hung++;
