@@ -326,11 +326,12 @@ static void set_solo(gmt_table_t *t)
 {
     uint32_t next = LOAD(&t->next, SC);
     const gmt_level_t *l = lvl(t, next - 1);
-    uint64_t w = !t->max_live && LOAD(&t->first, ACQ) + 1 == next
-                     ? where_of(LOAD(&l->off, RLX), LOAD(&l->cap, RLX))
-                     : 0;
+    /* `where` with a bound too: the remove's fast path needs one level, not the absence of a
+     * bound (which only the insert's skipped bound check does). */
+    uint64_t w =
+        LOAD(&t->first, ACQ) + 1 == next ? where_of(LOAD(&l->off, RLX), LOAD(&l->cap, RLX)) : 0;
     STORE(&t->where, w, REL);
-    STORE(&t->solo, w ? next : 0, SC);
+    STORE(&t->solo, w && !t->max_live ? next : 0, SC);
 }
 
 /* Slots of a new level for `live` entries: twice as many, at least MIN_CAP, at most twice the

@@ -220,9 +220,10 @@ _Static_assert(sizeof(gmt_table_shard_t) == 64, "a shard is one cache line");
 typedef struct gmt_table_s {
     uint64_t magic;
     uint64_t max_live; /* 0: no bound (GPUMEMTRACE_MAX_LIVE) */
-    /* atomic: while `solo` is not 0, that level's slots in one word (table.c: where_of): the
-     * fast insert and remove read them here instead of on the level's own line; 0 otherwise
-     * (set under grow_lock, before `solo`; zeroed before a level is added). */
+    /* atomic: while one level is active, its slots in one word (table.c: where_of): the fast
+     * insert (when `solo` is not 0 too) and the fast remove read them here instead of on the
+     * level's own line; 0 otherwise (set under grow_lock, before `solo`; zeroed before a level
+     * is added). */
     uint64_t where;
     uint32_t first; /* atomic: oldest active level number */
     uint32_t next;  /* atomic: one past the newest level number */
