@@ -30,6 +30,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -48,23 +49,6 @@ static void wait_running(int n)
 {
     while (__atomic_load_n(&g_running, __ATOMIC_ACQUIRE) < n)
         usleep(1000);
-}
-
-static void *churn(void *arg)
-{
-    (void)arg;
-    __atomic_add_fetch(&g_running, 1, __ATOMIC_ACQ_REL);
-    while (!g_stop) {
-        void *p = NULL;
-        if (cudaMalloc(&p, 4096) == cudaSuccess) cudaFree(p);
-    }
-    return NULL;
-}
-
-static void start_churn(pthread_t *th, int n)
-{
-    for (int i = 0; i < n; i++)
-        CK(pthread_create(&th[i], NULL, churn, NULL));
 }
 
 /* ---- allocations from code no loaded object holds (a JIT's) ---- */
@@ -95,15 +79,23 @@ static cudaError_t malloc_4k(void **p, size_t size)
     return cudaMalloc(p, size);
 }
 
-static void *churn_jit(void *arg)
+/* arg NULL: cudaMalloc called from here; else through the thunk (make_thunk first). */
+static void *churn(void *arg)
 {
-    (void)arg;
+    bool jit = arg != NULL;
     __atomic_add_fetch(&g_running, 1, __ATOMIC_ACQ_REL);
     while (!g_stop) {
         void *p = NULL;
-        if (g_thunk(&p, 4096, malloc_4k) == cudaSuccess) cudaFree(p);
+        cudaError_t rc = jit ? g_thunk(&p, 4096, malloc_4k) : cudaMalloc(&p, 4096);
+        if (rc == cudaSuccess) cudaFree(p);
     }
     return NULL;
+}
+
+static void start_churn(pthread_t *th, int n)
+{
+    for (int i = 0; i < n; i++)
+        CK(pthread_create(&th[i], NULL, churn, NULL));
 }
 
 static void stop_churn(pthread_t *th, int n)
@@ -327,7 +319,7 @@ static void forks(int n)
     make_thunk();
     start_churn(th, 2);
     for (int i = 2; i < 4; i++)
-        CK(pthread_create(&th[i], NULL, churn_jit, NULL));
+        CK(pthread_create(&th[i], NULL, churn, &g_thunk));
     CK(pthread_create(&ticks, NULL, usr1_ticks, NULL));
     wait_running(5);
     int hung = 0;
