@@ -806,10 +806,11 @@ static uint64_t first_frame(uint64_t tstate, const fastwalk_t *fw, bool fast)
 }
 
 /* A frame's word: its code object's entry id and the instruction's offset in its code. */
-static inline uint64_t frame_word(const walk_offs_t *o, const rawframe_t *r, uint32_t id)
+__attribute__((always_inline)) static inline uint64_t
+frame_word_of(const walk_offs_t *o, const rawframe_t *r, uint32_t id, bool old)
 {
     uint64_t off;
-    if (o->minor <= 10) {
+    if (old) {
         int32_t lasti = (int32_t)(uint32_t)r->instr;
         off = lasti < 0 ? 0 : o->minor == 9 ? (uint64_t)lasti : (uint64_t)lasti * 2;
     } else {
@@ -818,6 +819,11 @@ static inline uint64_t frame_word(const walk_offs_t *o, const rawframe_t *r, uin
     }
     if (off > UINT32_MAX) off = UINT32_MAX;
     return (GMT_PY_TAG << GMT_PY_TAG_SHIFT) | ((uint64_t)id << 32) | off;
+}
+
+static inline uint64_t frame_word(const walk_offs_t *o, const rawframe_t *r, uint32_t id)
+{
+    return frame_word_of(o, r, id, o->minor <= 10);
 }
 
 /* Step 1 (walk) for the frames that lie in the live part of the walk's first chunk, the
@@ -879,6 +885,30 @@ static inline walkway_t *way_of_chain(walkmemo_t *m, const rawframe_t *raw, uint
     return &m->way[way_index(raw[0].code, raw[nr - 1].code, nr)];
 }
 
+/* replay_walk's loop, for the versions `old` says. */
+__attribute__((always_inline)) static inline uint32_t
+replay_loop(const walk_offs_t *o, const walkway_t *m, const rawframe_t *raw, uint32_t nr,
+            pyframe_t *out, uint32_t *direct, bool old)
+{
+    for (uint32_t i = 0; i < nr; i++) {
+        if (!raw[i].direct || raw[i].code != m->code[i] || raw[i].seg_end != m->seg[i]) {
+            *direct += i;
+            return 0;
+        }
+        /* Loaded before at this address (the memo records only code objects read there) and
+         * alive now: direct loads, as step 2's. */
+        const uint8_t *head = (const uint8_t *)(uintptr_t)raw[i].code;
+        if (code_changed(o, head, m->ident[i])) {
+            *direct += i + 1;
+            return 0;
+        }
+        out[i].word = frame_word_of(o, &raw[i], m->id[i], old);
+        out[i].seg_end = raw[i].seg_end;
+    }
+    *direct += nr;
+    return nr;
+}
+
 /* The replay of a remembered walk: when the chain just read has the same frames' code
  * objects (every frame in a live chunk, so every code object is alive: the frame holds it)
  * and the same runs, in the same cache, each code object needs only its type and identity
@@ -892,27 +922,13 @@ __attribute__((noinline)) static uint32_t replay_walk(const walk_offs_t *o, cons
 {
     if (m->nr == 0 || m->nr != nr || m->gen != gen) return 0;
     /* A call of its own, with the offsets in registers for its loop (inlined into walk(),
-     * they were loaded from its frame for every frame). One pass: a chain that differs from
-     * the memo's reads the code objects of the frames before the first that differs, which
-     * the full walk then reads again. */
+     * they were loaded from its frame for every frame), and a loop for 3.9-3.10 and one for
+     * 3.11+ (frame_word_of). One pass: a chain that differs from the memo's reads the code
+     * objects of the frames before the first that differs, which the full walk then reads
+     * again. */
     const walk_offs_t oc = *o;
-    for (uint32_t i = 0; i < nr; i++) {
-        if (!raw[i].direct || raw[i].code != m->code[i] || raw[i].seg_end != m->seg[i]) {
-            *direct += i;
-            return 0;
-        }
-        /* Loaded before at this address (the memo records only code objects read there) and
-         * alive now: direct loads, as step 2's. */
-        const uint8_t *head = (const uint8_t *)(uintptr_t)raw[i].code;
-        if (code_changed(&oc, head, m->ident[i])) {
-            *direct += i + 1;
-            return 0;
-        }
-        out[i].word = frame_word(&oc, &raw[i], m->id[i]);
-        out[i].seg_end = raw[i].seg_end;
-    }
-    *direct += nr;
-    return nr;
+    return oc.minor <= 10 ? replay_loop(&oc, m, raw, nr, out, direct, true)
+                          : replay_loop(&oc, m, raw, nr, out, direct, false);
 }
 
 /* When the whole chain is not the last walk's: how many of its outermost frames hold, frame
