@@ -827,12 +827,13 @@ static inline uint64_t frame_word(const walk_offs_t *o, const rawframe_t *r, uin
 }
 
 /* Step 1 (walk) for the frames that lie in the live part of the walk's first chunk, the
- * innermost, where a program's frames mostly are (the fast path, 3.11+): the general loop's
- * work for each such frame, in a function of its own that keeps the offsets in registers
- * (inside walk() they were loaded from its frame again for every frame): 39 instructions a
- * frame against the general loop's 53 (3.11, callgrind). Returns the raw frames written;
- * *framep and *stepsp are where the general loop goes on (the first frame outside that
- * chunk, or the walk's end). */
+ * innermost, where a program's frames mostly are, and for the 3.12+ shim frames in the run of
+ * the C stack this thread has proven readable (the fast path, 3.11+): the general loop's work
+ * for each such frame, in a function of its own that keeps the offsets in registers (inside
+ * walk() they were loaded from its frame again for every frame): 39 instructions a frame
+ * against the general loop's 53 (3.11, callgrind). Returns the raw frames written; *framep
+ * and *stepsp are where the general loop goes on (the first frame in neither place, or the
+ * walk's end). */
 __attribute__((noinline)) static uint32_t chain_in_chunk(const walk_offs_t *o, const fastwalk_t *fw,
                                                          rawframe_t *raw, uint32_t cap,
                                                          uint32_t frame_read, uint64_t *framep,
@@ -845,11 +846,21 @@ __attribute__((noinline)) static uint32_t chain_in_chunk(const walk_offs_t *o, c
     if (hi < frame_read || lo == 0) return 0;
     if (end > hi - frame_read + 1) end = hi - frame_read + 1;
     const uint64_t span = end > lo ? end - lo : 0;
+    /* stack_known's test (on_stack, and within fc's proven run) as one compare the same way:
+     * slo <= frame < send */
+    uint64_t slo = fw->sp > fc.stack_lo ? fw->sp : fc.stack_lo, send = 0;
+    if (fc.stack_hi > fc.stack_lo && fc.stack_hi >= frame_read) {
+        send = fc.stack_hi - frame_read + 1;
+        if (fw->sp + STACK_SPAN - frame_read < send) send = fw->sp + STACK_SPAN - frame_read;
+    }
+    const uint64_t sspan = send > slo ? send - slo : 0;
     const uint32_t off_back = o->fr_back, off_code = o->fr_code, off_instr = o->fr_instr;
     const uint32_t off_owner = o->fr_owner, cstack = o->owner_cstack, off_entry = o->fr_is_entry;
     uint64_t frame = *framep;
     uint32_t steps = *stepsp, steps0 = steps, nr = 0;
-    while (nr < cap && steps < MAX_WALK_STEPS && !(frame & 7) && frame - lo < span) {
+    while (nr < cap && steps < MAX_WALK_STEPS && !(frame & 7)) {
+        uint8_t in_chunk = frame - lo < span;
+        if (!in_chunk && frame - slo >= sspan) break;
         const uint8_t *f = (const uint8_t *)(uintptr_t)frame;
         uint64_t back = ld64(f + off_back);
         if (back == frame) back = 0; /* a loop ends the walk (so does MAX_WALK_STEPS) */
@@ -859,7 +870,7 @@ __attribute__((noinline)) static uint32_t chain_in_chunk(const walk_offs_t *o, c
             raw[nr].code = ld64(f + off_code);
             raw[nr].instr = ld64(f + off_instr);
             raw[nr].seg_end = off_entry != NONE && f[off_entry];
-            raw[nr].direct = 1;
+            raw[nr].direct = in_chunk; /* as the general loop: in a live chunk only */
             nr++;
         }
         frame = back;
