@@ -13,10 +13,11 @@
 # PYTHON (default python3 resolved to the interpreter itself: valgrind must not trace a
 # launcher script such as a pyenv shim). The programs are bench/python_shapes.py's (chain, nested).
 # GMT_PYCG_SHAPE=nested: instead of the loop, callables nested 24 deep allocating at every
-# level (a model's module calls; consecutive walks differ, none is replayed whole), 480 and
-# 1,440 pairs; besides the thread's total it prints the self cost a pair of the tracer's Python
-# walk (pyframes.c) and native unwinder (unwind.c), which the exit report's share (written on
-# this thread, following wall time under valgrind) does not blur.
+# level (a model's module calls, each entered from C), 480 and 1,440 pairs. Besides the
+# thread's total, each traced run prints the self cost a pair of the tracer's Python walk
+# (pyframes.c) and native unwinder (unwind.c), which the exit report's share (written on this
+# thread, following wall time under valgrind) does not blur: the total moves by some 200
+# between runs of one library, these by some 30.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
@@ -69,7 +70,7 @@ for lib in "${libs[@]}"; do
     b=$(main_thread "$lib" $n2)
     read -r pb ub <<<"$(self_cost "$out/cg-$n2-01")"
     v=$(((b - a) / (n2 - n1)))
-    [[ $shape == nested && $lib != native ]] &&
+    [[ $lib != native ]] &&
       v+=" (walk $(((pb - pa) / (n2 - n1))), unwinder $(((ub - ua) / (n2 - n1))))"
     vals+=("$v")
     rm -f "$out"/r-*.json
