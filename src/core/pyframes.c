@@ -559,7 +559,12 @@ typedef struct pynote_s {
     uint32_t stamp;          /* changed whenever the words are written: a handle's check */
     uint64_t token, tag_gen; /* the noted id's key (0: none) */
     uint32_t id;
+    /* The frames' instructions the words were made from, under the way's content `content`:
+     * while the way holds that content (the same code objects and entry ids), the same
+     * instructions make the same words, so a replay compares these and builds no word. */
+    uint32_t content;
     uint64_t word[PY_NOTE_FRAMES];
+    uint64_t instr[PY_NOTE_FRAMES];
 } pynote_t;
 typedef struct walkway_s {
     uint32_t gen; /* cache_gen when recorded */
@@ -568,6 +573,8 @@ typedef struct walkway_s {
     uint32_t id[GMT_PY_MAX_FRAMES];
     uint64_t code[GMT_PY_MAX_FRAMES], ident[GMT_PY_MAX_FRAMES];
     uint32_t note_next; /* the note written next when none holds the words */
+    uint32_t content;   /* changed whenever the way is written (pynote_t's instr) */
+    uint32_t note_hit;  /* the note the last replay found or wrote */
     pynote_t note[PY_NOTE_WAYS];
 } walkway_t;
 typedef struct walkmemo_s {
@@ -934,11 +941,13 @@ static inline walkway_t *way_of_chain(walkmemo_t *m, const rawframe_t *raw, uint
     return &m->way[way_index(raw[0].code, raw[nr - 1].code, nr)];
 }
 
-/* replay_walk's loop, for the versions `old` says. */
+/* replay_walk's loop, for the versions `old` says. With a hint (note_hint), the words are
+ * built only when an instruction differs from the hint's: *noted says they were not. */
 __attribute__((always_inline)) static inline uint32_t
 replay_loop(const walk_offs_t *o, const walkway_t *m, const rawframe_t *raw, uint32_t nr,
-            pyframe_t *out, uint32_t *direct, bool old)
+            pyframe_t *out, uint32_t *direct, bool old, const pynote_t *hint, bool *noted)
 {
+    uint64_t differ = 0;
     for (uint32_t i = 0; i < nr; i++) {
         if (!raw[i].direct || raw[i].code != m->code[i] || raw[i].seg_end != m->seg[i]) {
             *direct += i;
@@ -951,10 +960,22 @@ replay_loop(const walk_offs_t *o, const walkway_t *m, const rawframe_t *raw, uin
             *direct += i + 1;
             return 0;
         }
+        if (hint) {
+            differ |= raw[i].instr ^ hint->instr[i];
+            continue;
+        }
         out[i].word = frame_word_of(o, &raw[i], m->id[i], old);
         out[i].seg_end = raw[i].seg_end;
     }
     *direct += nr;
+    if (hint && !differ) {
+        *noted = true;
+        return nr;
+    }
+    for (uint32_t i = 0; hint && i < nr; i++) {
+        out[i].word = frame_word_of(o, &raw[i], m->id[i], old);
+        out[i].seg_end = raw[i].seg_end;
+    }
     return nr;
 }
 
@@ -964,10 +985,9 @@ replay_loop(const walk_offs_t *o, const walkway_t *m, const rawframe_t *raw, uin
  * words checked (an object freed and another made at its address differs in them) instead
  * of the lookups of step 2 and 3; the instructions are the new ones. Returns the frames
  * written, 0 when anything differs (the caller walks on as if there were no memo). */
-__attribute__((noinline)) static uint32_t replay_walk(const walk_offs_t *o, const walkway_t *m,
-                                                      const rawframe_t *raw, uint32_t nr,
-                                                      uint32_t gen, pyframe_t *out,
-                                                      uint32_t *direct)
+__attribute__((noinline)) static uint32_t
+replay_walk(const walk_offs_t *o, const walkway_t *m, const rawframe_t *raw, uint32_t nr,
+            uint32_t gen, pyframe_t *out, uint32_t *direct, const pynote_t *hint, bool *noted)
 {
     if (m->nr == 0 || m->nr != nr || m->gen != gen) return 0;
     /* A call of its own, with the offsets in registers for its loop (inlined into walk(),
@@ -976,8 +996,9 @@ __attribute__((noinline)) static uint32_t replay_walk(const walk_offs_t *o, cons
      * objects of the frames before the first that differs, which the full walk then reads
      * again. */
     const walk_offs_t oc = *o;
-    return oc.minor <= 10 ? replay_loop(&oc, m, raw, nr, out, direct, true)
-                          : replay_loop(&oc, m, raw, nr, out, direct, false);
+    *noted = false;
+    return oc.minor <= 10 ? replay_loop(&oc, m, raw, nr, out, direct, true, hint, noted)
+                          : replay_loop(&oc, m, raw, nr, out, direct, false, hint, noted);
 }
 
 /* When the whole chain is not the last walk's: how many of its outermost frames hold, frame
@@ -998,12 +1019,21 @@ static uint32_t memo_suffix(const walkway_t *m, const rawframe_t *raw, uint32_t 
     return k;
 }
 
+/* pn now stands for raw's instructions under w's content (pynote_t), and is w's note_hit. */
+static void note_instrs(walkway_t *w, pynote_t *pn, const rawframe_t *raw, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        pn->instr[i] = raw[i].instr;
+    pn->content = w->content;
+    w->note_hit = (uint32_t)(pn - w->note);
+}
+
 /* After a replay of way w gave out[0..n): the note that holds these words under sp's key
  * (its id in sp->noted), else one that holds them with no id yet, else one written with them
  * in turn; sp->note is where the caller's id goes. The same words may stand under several keys
  * (one Python line reaching the allocation by two native paths): a note each. */
-static void note_find(walkmemo_t *m, walkway_t *w, const pyframe_t *out, uint32_t n,
-                      gmt_py_splice_t *sp)
+static void note_find(walkmemo_t *m, walkway_t *w, const pyframe_t *out, const rawframe_t *raw,
+                      uint32_t n, gmt_py_splice_t *sp)
 {
     if (n > PY_NOTE_FRAMES || !sp->key_token) return;
     pynote_t *fresh = NULL;
@@ -1015,6 +1045,7 @@ static void note_find(walkmemo_t *m, walkway_t *w, const pyframe_t *out, uint32_
             i++;
         if (i < n) continue;
         if (pn->token == sp->key_token && pn->tag_gen == sp->key_tag_gen) {
+            note_instrs(w, pn, raw, n);
             sp->note = pn;
             sp->stamp = pn->stamp;
             sp->noted = pn->id;
@@ -1032,8 +1063,22 @@ static void note_find(walkmemo_t *m, walkway_t *w, const pyframe_t *out, uint32_
             pn->word[i] = out[i].word;
         pn->nr = n;
     }
+    note_instrs(w, pn, raw, n);
     sp->note = pn;
     sp->stamp = pn->stamp;
+}
+
+/* The note a replay of w's chain of n frames may answer from without building its words (the
+ * one the last replay found or wrote, for this content, key and length, with an id); NULL
+ * when there is none. note_find's answer when the instructions match too: its words match. */
+static pynote_t *note_hint(walkway_t *w, uint32_t n, const gmt_py_splice_t *sp)
+{
+    if (!sp || n > PY_NOTE_FRAMES || !sp->key_token || w->note_hit >= PY_NOTE_WAYS) return NULL;
+    pynote_t *pn = &w->note[w->note_hit];
+    if (pn->nr != n || pn->content != w->content || !pn->id || pn->token != sp->key_token ||
+        pn->tag_gen != sp->key_tag_gen)
+        return NULL;
+    return pn;
 }
 
 static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap, gmt_py_splice_t *sp)
@@ -1109,10 +1154,20 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap, gmt_py_splic
     walkway_t *way = m && nr ? way_of_chain(m, raw, nr) : NULL;
     if (m) {
         m->busy = 1;
-        uint32_t n = way ? replay_walk(&o, way, raw, nr, gen, out, &direct_reads) : 0;
-        if (n) {
+        pynote_t *hint = way ? note_hint(way, nr, sp) : NULL;
+        bool noted = false;
+        uint32_t n = way ? replay_walk(&o, way, raw, nr, gen, out, &direct_reads, hint, &noted) : 0;
+        if (n && noted) {
+            /* note_find's answer, from the instructions alone (note_hint): no word built */
+            sp->note = hint;
+            sp->stamp = hint->stamp;
+            sp->noted = hint->id;
+            __atomic_store_n(&m->noted, m->noted + 1, RLX);
+        } else if (n) {
             out[n - 1].seg_end = 1;
-            if (sp) note_find(m, way, out, n, sp);
+            if (sp) note_find(m, way, out, raw, n, sp);
+        }
+        if (n) {
             m->last = (uint8_t)(way - m->way);
             m->busy = 0;
             __atomic_store_n(&m->replays, m->replays + 1, RLX);
@@ -1222,6 +1277,7 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap, gmt_py_splic
                 for (uint32_t v = 0; v < PY_NOTE_WAYS; v++)
                     way->note[v].nr = 0;
             way->nr = 0;
+            way->content++; /* no note's instructions stand for the new content */
             for (uint32_t i = 0; i < nr; i++) {
                 way->code[i] = raw[i].code;
                 way->ident[i] = idents[i];
