@@ -1028,6 +1028,15 @@ static void note_instrs(walkway_t *w, pynote_t *pn, const rawframe_t *raw, uint3
     w->note_hit = (uint32_t)(pn - w->note);
 }
 
+/* A replay answered by note pn, which holds its words under sp's key: pn's id, counted. */
+static void note_answer(walkmemo_t *m, pynote_t *pn, gmt_py_splice_t *sp)
+{
+    sp->note = pn;
+    sp->stamp = pn->stamp;
+    sp->noted = pn->id;
+    __atomic_store_n(&m->noted, m->noted + 1, RLX);
+}
+
 /* After a replay of way w gave out[0..n): the note that holds these words under sp's key
  * (its id in sp->noted), else one that holds them with no id yet, else one written with them
  * in turn; sp->note is where the caller's id goes. The same words may stand under several keys
@@ -1046,10 +1055,7 @@ static void note_find(walkmemo_t *m, walkway_t *w, const pyframe_t *out, const r
         if (i < n) continue;
         if (pn->token == sp->key_token && pn->tag_gen == sp->key_tag_gen) {
             note_instrs(w, pn, raw, n);
-            sp->note = pn;
-            sp->stamp = pn->stamp;
-            sp->noted = pn->id;
-            __atomic_store_n(&m->noted, m->noted + 1, RLX);
+            note_answer(m, pn, sp);
             return;
         }
         if (!pn->token && !fresh) fresh = pn;
@@ -1158,11 +1164,7 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap, gmt_py_splic
         bool noted = false;
         uint32_t n = way ? replay_walk(&o, way, raw, nr, gen, out, &direct_reads, hint, &noted) : 0;
         if (n && noted) {
-            /* note_find's answer, from the instructions alone (note_hint): no word built */
-            sp->note = hint;
-            sp->stamp = hint->stamp;
-            sp->noted = hint->id;
-            __atomic_store_n(&m->noted, m->noted + 1, RLX);
+            note_answer(m, hint, sp); /* from the instructions alone (note_hint): no word built */
         } else if (n) {
             out[n - 1].seg_end = 1;
             if (sp) note_find(m, way, out, raw, n, sp);
