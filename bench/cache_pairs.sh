@@ -16,6 +16,11 @@
 # Environment: GMT_CACHE_FUNCS=off lists the last LIB's functions with stacks off (default:
 #   on); GMT_CACHE_LINES=1 also lists the same run's source lines by their misses a pair (0.3
 #   or more), which names each cache line a pair misses (docs/PERFORMANCE.md, "Session 17").
+#   GMT_CACHE_PY=INTERPRETER: the pairs are made from Python instead, by
+#   bench/python_shapes.py through ctypes (GMT_CACHE_SHAPE chain, the default, FRAMES Python
+#   frames deep; or nested, 24 callables), with GMT_SHAPES_THRASH_KIB=2048 between pairs: the
+#   Python walk's and the replays' lines too. The interpreter itself, not a launcher script
+#   such as a pyenv shim (valgrind must not trace a shell).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
@@ -32,13 +37,26 @@ trap 'rm -rf "$out"' EXIT
 export GMT_STANDIN_DEVICES=1 GMT_STANDIN_MEM_BYTES=$((1 << 30)) GMT_STANDIN_RESERVE_BYTES=$((1 << 30))
 export GPUMEMTRACE_OUTPUT="$out/r-%p.json" GPUMEMTRACE_LOG=quiet BENCH_THRASH_KIB=2048
 n1=1000 n2=3000
+pre=("$bin" 1) post=(4096 "$frames") # the command: pre, the pairs, post
+if [[ -n ${GMT_CACHE_PY:-} ]]; then
+  shape=${GMT_CACHE_SHAPE:-chain}
+  case $shape in
+    chain) ;;
+    nested) n1=480 n2=1440 ;;
+    *) echo "cache_pairs.sh: GMT_CACHE_SHAPE=$shape: want chain or nested" >&2; exit 2 ;;
+  esac
+  [[ -x $GMT_CACHE_PY ]] || { echo "cache_pairs.sh: GMT_CACHE_PY: no $GMT_CACHE_PY" >&2; exit 2; }
+  pre=("$GMT_CACHE_PY" "$root/bench/python_shapes.py" "$build/standin/libcudart.so" "$shape")
+  post=("$frames")
+  export GMT_SHAPES_THRASH_KIB=2048 PYTHONHASHSEED=0
+fi
 
 # run NAME PAIRS [ENV...]: one callgrind run; its per-thread files are $out/NAME-PAIRS-NN
 run() {
   local name=$1 n=$2
   shift 2
   env "$@" valgrind --tool=callgrind --cache-sim=yes --D1=49152,12,64 --LL=1048576,16,64 \
-    --separate-threads=yes --callgrind-out-file="$out/$name-$n" "$bin" 1 "$n" 4096 "$frames" \
+    --separate-threads=yes --callgrind-out-file="$out/$name-$n" "${pre[@]}" "$n" "${post[@]}" \
     >/dev/null 2>&1
 }
 

@@ -12,8 +12,12 @@ usage: python_shapes.py LIBCUDART SHAPE PAIRS [DEPTH] [WARM]
   WARM    run first, untimed (default 0): pairs for chain (first sight of each code object),
           rounds for nested (and of each stack place)
 Prints the timed part's ns a pair.
+GMT_SHAPES_THRASH_KIB=N (chain and nested): after each pair, one byte of every 64 written in
+an N KiB buffer, so that the next pair finds its memory evicted from the caches, as a model's
+work between two allocations does (bench/python_cache.sh). Unset, the loops are unchanged.
 """
 import ctypes
+import os
 import sys
 import time
 
@@ -25,6 +29,9 @@ DEPTH = int(sys.argv[4]) if len(sys.argv) > 4 else 10
 WARM = int(sys.argv[5]) if len(sys.argv) > 5 else 0
 p = ctypes.c_void_p()
 ref = ctypes.byref(p)
+THRASH_KIB = int(os.environ.get("GMT_SHAPES_THRASH_KIB", "0"))
+junk = bytearray(THRASH_KIB * 1024)
+fill = bytes(len(junk[::64]))
 
 
 def loop(n):
@@ -37,13 +44,30 @@ def loop(n):
     return time.perf_counter_ns() - t
 
 
+def loop_thrash(n):
+    q = ctypes.c_void_p()
+    r = ctypes.byref(q)
+    t = time.perf_counter_ns()
+    for _ in range(n):
+        rt.cudaMalloc(r, 4096)
+        rt.cudaFree(q)
+        junk[::64] = fill
+    return time.perf_counter_ns() - t
+
+
 def nest(d, n):
-    return nest(d - 1, n) if d else loop(n)
+    return nest(d - 1, n) if d else (loop_thrash(n) if THRASH_KIB else loop(n))
 
 
 def alloc():
     rt.cudaMalloc(ref, 4096)
     rt.cudaFree(p)
+
+
+def alloc_thrash():
+    rt.cudaMalloc(ref, 4096)
+    rt.cudaFree(p)
+    junk[::64] = fill
 
 
 class Module:
@@ -56,6 +80,13 @@ class Module:
             self.inner()
 
 
+class ModuleThrash(Module):
+    def __call__(self):
+        alloc_thrash()
+        if self.inner:
+            self.inner()
+
+
 if SHAPE == "chain":
     if WARM:
         nest(DEPTH, WARM)
@@ -63,7 +94,7 @@ if SHAPE == "chain":
 elif SHAPE == "nested":
     model = None
     for _ in range(24):
-        model = Module(model)
+        model = (ModuleThrash if THRASH_KIB else Module)(model)
     for _ in range(WARM):
         model()
     rounds = PAIRS // 24
