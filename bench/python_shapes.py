@@ -14,7 +14,8 @@ usage: python_shapes.py LIBCUDART SHAPE PAIRS [DEPTH] [WARM]
 Prints the timed part's ns a pair.
 GMT_SHAPES_THRASH_KIB=N (chain and nested): after each pair, one byte of every 64 written in
 an N KiB buffer, so that the next pair finds its memory evicted from the caches, as a model's
-work between two allocations does (bench/python_cache.sh). Unset, the loops are unchanged.
+work between two allocations does (bench/cache_pairs.sh, GMT_CACHE_PY). Unset, the loops are
+unchanged.
 """
 import ctypes
 import os
@@ -29,7 +30,10 @@ DEPTH = int(sys.argv[4]) if len(sys.argv) > 4 else 10
 WARM = int(sys.argv[5]) if len(sys.argv) > 5 else 0
 p = ctypes.c_void_p()
 ref = ctypes.byref(p)
-THRASH_KIB = int(os.environ.get("GMT_SHAPES_THRASH_KIB", "0"))
+try:
+    THRASH_KIB = int(os.environ.get("GMT_SHAPES_THRASH_KIB", "0"))
+except ValueError:
+    sys.exit("python_shapes.py: GMT_SHAPES_THRASH_KIB is a number of KiB")
 junk = bytearray(THRASH_KIB * 1024)
 fill = bytes(len(junk[::64]))
 
