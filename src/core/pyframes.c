@@ -1089,7 +1089,6 @@ static pynote_t *note_hint(walkway_t *w, uint32_t n, const gmt_py_splice_t *sp)
 
 static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap, gmt_py_splice_t *sp)
 {
-    const layout_t *L = &py.lay;
     fastwalk_t fw; /* its chunks' words are written before they are counted in n */
     fw.n = 0;
     fw.sp = (uintptr_t)__builtin_frame_address(0);
@@ -1099,7 +1098,7 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap, gmt_py_splic
     uint64_t checked_before = n_checked;
     bool fast = fast_begin(tstate, &fw);
     uint64_t *known_frames =
-        fast && L->minor <= 10 && py.frame_type ? known_frames_of_thread() : NULL;
+        fast && o.minor <= 10 && py.frame_type ? known_frames_of_thread() : NULL;
     uint64_t frame = first_frame(tstate, &fw, fast);
     if (cap > GMT_PY_MAX_FRAMES) cap = GMT_PY_MAX_FRAMES;
 
@@ -1239,14 +1238,14 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap, gmt_py_splic
             batch_pos[idx[i]] = i;
             uint64_t code = raw[base + idx[i]].code;
             if (known && ok[idx[i]] && (code & 7) == 0 &&
-                ld64(heads + (size_t)i * cr + L->ob_type) == py.code_type)
+                ld64(heads + (size_t)i * cr + o.ob_type) == o.code_type)
                 known_add(known, code); /* a code object was read there */
         }
         for (uint32_t j = 0; j < cnt; j++) {
             const rawframe_t *r = &raw[base + j];
             const uint8_t *head =
                 direct_head[j] ? direct_head[j] : heads + (size_t)batch_pos[j] * cr;
-            if (!ok[j] || (r->code & 7) || ld64(head + L->ob_type) != py.code_type) {
+            if (!ok[j] || (r->code & 7) || ld64(head + o.ob_type) != o.code_type) {
                 if (r->seg_end && n) out[n - 1].seg_end = 1;
                 continue;
             }
