@@ -1087,41 +1087,30 @@ static pynote_t *note_hint(walkway_t *w, uint32_t n, const gmt_py_splice_t *sp)
     return pn;
 }
 
-static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap, gmt_py_splice_t *sp)
+/* walk() step 1 for the frames that chain_in_chunk or chain_known left: each read directly
+ * where it is known to be readable, else through the kernel. A call of its own, apart from
+ * walk()'s replayed path: inlined, its code lay between that path's blocks, which then took
+ * more code lines than their bytes fill (session 21). Returns the raw frames now in raw. */
+__attribute__((noinline)) static uint32_t chain_rest(const walk_offs_t *op, fastwalk_t *fw,
+                                                     uint64_t *known_frames, rawframe_t *raw,
+                                                     uint32_t nr, uint32_t cap, uint64_t frame,
+                                                     uint32_t steps, uint32_t *direct_reads_out,
+                                                     bool fast)
 {
-    fastwalk_t fw; /* its chunks' words are written before they are counted in n */
-    fw.n = 0;
-    fw.sp = (uintptr_t)__builtin_frame_address(0);
-    walk_offs_t o;
-    walk_offs_load(&o);
-    uint32_t direct_reads = 0; /* added to n_direct once, at the end */
-    uint64_t checked_before = n_checked;
-    bool fast = fast_begin(tstate, &fw);
-    uint64_t *known_frames =
-        fast && o.minor <= 10 && py.frame_type ? known_frames_of_thread() : NULL;
-    uint64_t frame = first_frame(tstate, &fw, fast);
-    if (cap > GMT_PY_MAX_FRAMES) cap = GMT_PY_MAX_FRAMES;
-
-    /* 1. The frame chain, innermost first: code pointer and instruction of each. */
+    const walk_offs_t o = *op;
+    const uint32_t frame_read = py.frame_read;
+    uint32_t direct_reads = *direct_reads_out;
     window_t w;
     w.len[0] = w.len[1] = 0;
-    rawframe_t raw[GMT_PY_MAX_FRAMES];
-    uint32_t nr = 0, steps = 0;
-    const uint32_t frame_read = py.frame_read;
-    if (fast && fw.n && o.minor >= 11)
-        nr = chain_in_chunk(&o, &fw, raw, cap, frame_read, &frame, &steps, &direct_reads);
-    else if (known_frames)
-        nr =
-            chain_known(&o, &fw, known_frames, raw, cap, frame_read, &frame, &steps, &direct_reads);
     for (; frame && nr < cap && steps < MAX_WALK_STEPS; steps++) {
         if (frame & 7) break;
         const uint8_t *f = NULL;
         uint8_t direct = 0;
-        if (fast && in_live_chunk(&fw, frame, frame_read)) {
+        if (fast && in_live_chunk(fw, frame, frame_read)) {
             f = (const uint8_t *)(uintptr_t)frame;
             direct = 1;
             direct_reads++;
-        } else if (fast && stack_known(&fw, frame, frame_read)) {
+        } else if (fast && stack_known(fw, frame, frame_read)) {
             f = (const uint8_t *)(uintptr_t)frame; /* a shim frame seen before */
             direct_reads++;
         } else if (known_frames && known_has(known_frames, frame) && plausible(frame, frame_read)) {
@@ -1134,7 +1123,7 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap, gmt_py_splic
         } else {
             f = window_get(&w, frame, frame_read);
             if (!f) break;
-            if (fast) stack_learn(&fw, frame, frame_read);
+            if (fast) stack_learn(fw, frame, frame_read);
             if (known_frames && ld64(f + o.ob_type) == py.frame_type)
                 known_add(known_frames, frame);
         }
@@ -1152,31 +1141,20 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap, gmt_py_splic
         frame = back;
     }
 
-    /* 1b. The same chain as one the thread remembers: its words again (replay_walk). */
-    uint32_t gen = __atomic_load_n(&cache_gen, __ATOMIC_ACQUIRE);
-    walkmemo_t *m = fast ? walk_memo_of_thread() : NULL;
-    if (m && m->busy) m = NULL;
-    walkway_t *way = m && nr ? way_of_chain(m, raw, nr) : NULL;
-    if (m) {
-        m->busy = 1;
-        pynote_t *hint = way ? note_hint(way, nr, sp) : NULL;
-        bool noted = false;
-        uint32_t n = way ? replay_walk(&o, way, raw, nr, gen, out, &direct_reads, hint, &noted) : 0;
-        if (n && noted) {
-            note_answer(m, hint, sp); /* from the instructions alone (note_hint): no word built */
-        } else if (n) {
-            out[n - 1].seg_end = 1;
-            if (sp) note_find(m, way, out, raw, n, sp);
-        }
-        if (n) {
-            m->last = (uint8_t)(way - m->way);
-            m->busy = 0;
-            __atomic_store_n(&m->replays, m->replays + 1, RLX);
-            if (n_checked != checked_before) __atomic_fetch_add(&checked_walks, 1, RLX);
-            n_direct += direct_reads;
-            return n;
-        }
-    }
+    *direct_reads_out = direct_reads;
+    return nr;
+}
+
+/* walk() when the chain was not replayed: steps 1c, 2 and 3 (the frames' code objects looked
+ * up), and the chain remembered for its next replay. A call of its own, for the reason
+ * chain_rest is one. m, way: the thread's memo and the chain's way in it, or NULL. */
+__attribute__((noinline)) static uint32_t walk_lookup(const walk_offs_t *op, walkmemo_t *m,
+                                                      walkway_t *way, const rawframe_t *raw,
+                                                      uint32_t nr, uint32_t gen, pyframe_t *out,
+                                                      bool fast, uint32_t direct_reads,
+                                                      uint64_t checked_before)
+{
+    const walk_offs_t o = *op;
     uint64_t idents[GMT_PY_MAX_FRAMES];
     uint32_t ids[GMT_PY_MAX_FRAMES];
     /* 1c. The outer frames that the last walk had too: their ids from the memo, checked as a
@@ -1294,6 +1272,61 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap, gmt_py_splic
     if (n_checked != checked_before) __atomic_fetch_add(&checked_walks, 1, RLX);
     n_direct += direct_reads;
     return n;
+}
+
+static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap, gmt_py_splice_t *sp)
+{
+    fastwalk_t fw; /* its chunks' words are written before they are counted in n */
+    fw.n = 0;
+    fw.sp = (uintptr_t)__builtin_frame_address(0);
+    walk_offs_t o;
+    walk_offs_load(&o);
+    uint32_t direct_reads = 0; /* added to n_direct once, at the end */
+    uint64_t checked_before = n_checked;
+    bool fast = fast_begin(tstate, &fw);
+    uint64_t *known_frames =
+        fast && o.minor <= 10 && py.frame_type ? known_frames_of_thread() : NULL;
+    uint64_t frame = first_frame(tstate, &fw, fast);
+    if (cap > GMT_PY_MAX_FRAMES) cap = GMT_PY_MAX_FRAMES;
+
+    /* 1. The frame chain, innermost first: code pointer and instruction of each. */
+    rawframe_t raw[GMT_PY_MAX_FRAMES];
+    uint32_t nr = 0, steps = 0;
+    const uint32_t frame_read = py.frame_read;
+    if (fast && fw.n && o.minor >= 11)
+        nr = chain_in_chunk(&o, &fw, raw, cap, frame_read, &frame, &steps, &direct_reads);
+    else if (known_frames)
+        nr =
+            chain_known(&o, &fw, known_frames, raw, cap, frame_read, &frame, &steps, &direct_reads);
+    if (frame && nr < cap && steps < MAX_WALK_STEPS)
+        nr = chain_rest(&o, &fw, known_frames, raw, nr, cap, frame, steps, &direct_reads, fast);
+
+    /* 1b. The same chain as one the thread remembers: its words again (replay_walk). */
+    uint32_t gen = __atomic_load_n(&cache_gen, __ATOMIC_ACQUIRE);
+    walkmemo_t *m = fast ? walk_memo_of_thread() : NULL;
+    if (m && m->busy) m = NULL;
+    walkway_t *way = m && nr ? way_of_chain(m, raw, nr) : NULL;
+    if (m) {
+        m->busy = 1;
+        pynote_t *hint = way ? note_hint(way, nr, sp) : NULL;
+        bool noted = false;
+        uint32_t n = way ? replay_walk(&o, way, raw, nr, gen, out, &direct_reads, hint, &noted) : 0;
+        if (n && noted) {
+            note_answer(m, hint, sp); /* from the instructions alone (note_hint): no word built */
+        } else if (n) {
+            out[n - 1].seg_end = 1;
+            if (sp) note_find(m, way, out, raw, n, sp);
+        }
+        if (n) {
+            m->last = (uint8_t)(way - m->way);
+            m->busy = 0;
+            __atomic_store_n(&m->replays, m->replays + 1, RLX);
+            if (n_checked != checked_before) __atomic_fetch_add(&checked_walks, 1, RLX);
+            n_direct += direct_reads;
+            return n;
+        }
+    }
+    return walk_lookup(&o, m, way, raw, nr, gen, out, fast, direct_reads, checked_before);
 }
 
 /* frames (n native frames, innermost first) with the Python frames pf spliced in: each run
