@@ -15,6 +15,7 @@
 #include "clock.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -24,12 +25,14 @@ static int state;      /* atomic: 0 not tried, 1 being set up, 2 set up */
 static int forced_off; /* tests */
 
 #if defined(__x86_64__)
-#define CALIBRATE_NS 500000ull     /* the first scale's interval */
-#define HORIZON_NS   1000000000ull /* a difference is spread over this much time */
-#define GIVE_UP_NS   1000000ll     /* a difference this large turns the counter off */
-#define VALID_NS     4000000000ull /* a scale is used this long after its base at most */
-#define MIN_MULT     (1ull << 28)  /* 1/16 ns a tick: a 16 GHz counter */
-#define MAX_MULT     (1ull << 36)  /* 16 ns a tick: 62.5 MHz */
+#define CALIBRATE_NS  500000ull     /* the first scale's interval */
+#define HORIZON_NS    1000000000ull /* a difference is spread over this much time */
+#define GIVE_UP_NS    1000000ll     /* a difference this large turns the counter off */
+#define VALID_NS      4000000000ull /* a scale is used this long after its base at most */
+#define MIN_MULT      (1ull << 28)  /* 1/16 ns a tick: a 16 GHz counter */
+#define MAX_MULT      (1ull << 36)  /* 16 ns a tick: 62.5 MHz */
+#define SPIN_TRIES    1000          /* pauses before a reader waiting for a scale yields */
+#define WRITE_WAIT_NS 20000000ull   /* then, how long it waits at most (20 ms) */
 
 static int busy;                     /* atomic: a calibration runs (the writer thread's) */
 static uint64_t first_tsc, first_ns; /* the long baseline's start */
@@ -104,10 +107,42 @@ static int tsc_read_clamped(uint64_t *ns)
     return 1;
 }
 
+static uint64_t valid_ticks(uint64_t mult)
+{
+    return (uint64_t)(((unsigned __int128)VALID_NS << 32) / mult);
+}
+
 /* A new scale, used for VALID_NS from its base. */
 static void publish(uint64_t base_tsc, uint64_t base_ns, uint64_t mult)
 {
-    publish_scale(base_tsc, base_ns, mult, (uint64_t)(((unsigned __int128)VALID_NS << 32) / mult));
+    publish_scale(base_tsc, base_ns, mult, valid_ticks(mult));
+}
+
+/* A new rate from now on, its base the present scale's reading of the counter read once the
+ * count is odd (readers wait from then on): a reading under the present scale is never ahead
+ * of the new one's. A base read before (the calibration's own pair) would be stale by however
+ * long this thread was kept from running since: readers meanwhile read the present scale
+ * further on, and a slower new rate applied from that older base would then read behind
+ * them. */
+static void publish_rate_from_now(uint64_t mult)
+{
+    uint32_t s = __atomic_load_n(&gmt_tsc_clock.seq, __ATOMIC_RELAXED);
+    uint64_t bt = __atomic_load_n(&gmt_tsc_clock.base_tsc, __ATOMIC_RELAXED);
+    uint64_t bn = __atomic_load_n(&gmt_tsc_clock.base_ns, __ATOMIC_RELAXED);
+    uint64_t m = __atomic_load_n(&gmt_tsc_clock.mult, __ATOMIC_RELAXED);
+    __atomic_store_n(&gmt_tsc_clock.max_ticks, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&gmt_tsc_clock.seq, s + 1, __ATOMIC_RELEASE);
+    /* The odd count visible to every reader before the counter is read (mfence), and the
+     * counter read after it (lfence: rdtsc is not ordered with the instructions before it). */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    __builtin_ia32_lfence();
+    uint64_t t = __rdtsc();
+    uint64_t now = t > bt ? gmt_tsc_scaled(bn, t - bt, m) : bn;
+    __atomic_store_n(&gmt_tsc_clock.base_tsc, t, __ATOMIC_RELAXED);
+    __atomic_store_n(&gmt_tsc_clock.base_ns, now, __ATOMIC_RELAXED);
+    __atomic_store_n(&gmt_tsc_clock.mult, mult, __ATOMIC_RELAXED);
+    __atomic_store_n(&gmt_tsc_clock.max_ticks, valid_ticks(mult), __ATOMIC_RELEASE);
+    __atomic_store_n(&gmt_tsc_clock.seq, s + 2, __ATOMIC_RELEASE);
 }
 
 /* The present scale, used no more. */
@@ -127,19 +162,37 @@ static void turn_off(void)
 void gmt_clock_reset_after_fork(void)
 {
     __atomic_store_n(&busy, 0, __ATOMIC_RELAXED);
+    /* A scale the parent's writer thread was writing at the fork is never finished here: its
+     * readers would wait at every reading. None is used; the child's writer thread makes the
+     * next one from its clock_gettime reading. */
+    if (__atomic_load_n(&gmt_tsc_clock.seq, __ATOMIC_RELAXED) & 1) {
+        __atomic_store_n(&gmt_tsc_clock.seq,
+                         __atomic_load_n(&gmt_tsc_clock.seq, __ATOMIC_RELAXED) + 1,
+                         __ATOMIC_RELEASE);
+        withdraw();
+    }
 }
 
 uint64_t gmt_event_ns_slow(void)
 {
     /* A scale being written (the writer thread's few stores) is waited for: clock_gettime
-     * instead could read behind a reading this thread just made. */
-    for (int tries = 0; tries < 1000 && __atomic_load_n(&gmt_tsc_clock.on, __ATOMIC_RELAXED);
-         tries++) {
+     * instead could read behind a reading this thread just made. The writer may have been
+     * kept from running in the middle of them (a loaded machine; a sanitizer's slow atomics):
+     * after a short spin the wait yields, for up to WRITE_WAIT_NS. */
+    uint64_t deadline = 0;
+    for (int tries = 0; __atomic_load_n(&gmt_tsc_clock.on, __ATOMIC_RELAXED); tries++) {
         uint64_t ns;
         int r = tsc_read_clamped(&ns);
         if (r > 0) return ns;
         if (r < 0) break; /* too old a scale, or none */
-        __builtin_ia32_pause();
+        if (tries < SPIN_TRIES) {
+            __builtin_ia32_pause();
+            continue;
+        }
+        uint64_t now = gmt_now_ns();
+        if (!deadline) deadline = now + WRITE_WAIT_NS;
+        if (now >= deadline) break;
+        sched_yield();
     }
     return gmt_now_ns();
 }
@@ -199,7 +252,7 @@ void gmt_clock_recalibrate(void)
              * and the rate stays positive (|diff| is far below the horizon). */
             unsigned __int128 adj =
                 (unsigned __int128)rate * (uint64_t)((int64_t)HORIZON_NS - diff) / HORIZON_NS;
-            publish(t, cur, (uint64_t)adj);
+            publish_rate_from_now((uint64_t)adj);
         }
     }
     __atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
