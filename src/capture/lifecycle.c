@@ -65,7 +65,7 @@ void gmt_capture_final_report(gmt_reason_t reason, const char *signame)
     if (__atomic_load_n(&had_events, __ATOMIC_ACQUIRE)) {
         gmt_capture_writer_take_snapshot();
         gmt_report_write(NULL, reason, signame, 0);
-    } else if (!fork_child && getpid() == my_pid)
+    } else if (!fork_child && getpid() == my_pid && !gmt_report_parent_traced())
         gmt_info("no CUDA call was seen; no report written");
     /* seq_cst, as gmt_capture_defer_signal: a signal deferred while this wrote is seen here, or
      * its thread sees the report done and takes it itself. */
@@ -206,26 +206,32 @@ static bool entry_points_interposed(void)
     return true;
 }
 
+/* A backend noted in the report (capture.backends), and said at debug level. */
+static void note_backend(const char *name, const char *why)
+{
+    gmt_track_note_backend(name, why);
+    gmt_debug("capture backend %s%s%s", name, why ? ": " : "", why ? why : "");
+}
+
 static void start_backend_locked(void)
 {
     const gmt_config_t *config = &gmt_capture_config;
     gmt_real_resolve_driver();
-    gmt_track_note_backend("runtime-hooks", NULL);
+    note_backend("runtime-hooks", NULL);
     char why[GMT_NOTE_LEN] = "";
     if (config->backend == GMT_BACKEND_HOOKS) {
-        gmt_track_note_backend("driver-hooks", "GPUMEMTRACE_BACKEND=hooks");
+        note_backend("driver-hooks", "GPUMEMTRACE_BACKEND=hooks");
     } else if (config->backend == GMT_BACKEND_AUTO && entry_points_interposed()) {
         /* CUPTI is not free (docs/cupti.md: its dispatch alone costs more per call than the
          * wrappers' bookkeeping, and x1.18 at 16 threads), and holding it keeps profilers
          * out: where the wrappers see every call, they record. */
-        gmt_track_note_backend("driver-hooks",
-                               "auto: preloaded, the driver entry points are interposed");
+        note_backend("driver-hooks", "auto: preloaded, the driver entry points are interposed");
     } else if (gmt_cupti_start(why, sizeof why) == 0) {
-        gmt_track_note_backend("cupti", why); /* names the libcupti used */
+        note_backend("cupti", why); /* names the libcupti used */
     } else {
         char reason[GMT_NOTE_LEN + 64];
         snprintf(reason, sizeof reason, "CUPTI not used: %s", why);
-        gmt_track_note_backend("driver-hooks", reason);
+        note_backend("driver-hooks", reason);
         if (config->backend == GMT_BACKEND_CUPTI)
             gmt_error("GPUMEMTRACE_BACKEND=cupti but %s; using driver entry-point hooks", why);
         else
@@ -396,6 +402,7 @@ static void init_once_fn(void)
         gmt_guard_leave();
         return;
     }
+    gmt_report_output_init(); /* before the program can change its working directory */
     gmt_track_set_meminfo(gmt_capture_meminfo);
     gmt_track_set_devinfo(gmt_capture_devinfo);
     gmt_track_set_poolinfo(gmt_capture_poolinfo);
@@ -422,10 +429,13 @@ __attribute__((destructor)) static void gmt_fini(void)
         exit_report();
         return;
     }
-    /* Say that the run ended without a report because nothing was traced (a forked child,
-     * which usually execs or never touches CUDA, stays quiet). */
+    /* Say that the run ended without a report because nothing was traced. A child of a traced
+     * process stays quiet: a forked one usually execs or never touches CUDA, and a program
+     * started under a traced one is a helper (a launcher script's, a compiler's) far more
+     * often than not; its report, had it used CUDA, says where it went as it starts. */
     if (!__atomic_load_n(&had_events, __ATOMIC_ACQUIRE) && !fork_child &&
         __atomic_load_n(&gmt_capture_state, __ATOMIC_ACQUIRE) == 0 &&
-        getpid() == __atomic_load_n(&my_pid, __ATOMIC_RELAXED) && gmt_core_ready())
+        getpid() == __atomic_load_n(&my_pid, __ATOMIC_RELAXED) && gmt_core_ready() &&
+        !gmt_report_parent_traced())
         gmt_info("no CUDA call was seen; no report written");
 }

@@ -164,8 +164,15 @@ static void *writer_main(void *arg)
 }
 
 static struct sigaction old_actions[NSIG];
-static const int fatal_signals[] = {SIGTERM, SIGINT,  SIGHUP, SIGQUIT, SIGSEGV,
-                                    SIGBUS,  SIGABRT, SIGFPE, SIGILL};
+/* Every signal whose default action ends the process, where the program left that action in
+ * place (install_fatal_signals), but three: SIGTRAP (debuggers'), SIGSYS (seccomp's trap: a
+ * program that survives it does so by its handler, which there is none of, and a deferred one
+ * would let the refused call return) and SIGXFSZ (raised by a write past the file size limit,
+ * the report's own included: a program that would have gone on would die). SIGPROF and the
+ * real-time signals are left to their users (profilers, the C library). */
+static const int fatal_signals[] = {SIGTERM, SIGINT,  SIGHUP,  SIGQUIT, SIGSEGV,
+                                    SIGBUS,  SIGABRT, SIGFPE,  SIGILL,  SIGPIPE,
+                                    SIGALRM, SIGUSR1, SIGUSR2, SIGXCPU, SIGVTALRM};
 
 static void on_snapshot_signal(int sig)
 {

@@ -124,7 +124,8 @@ static const struct {
     {"SIGQUIT", SIGQUIT, true},  {"SIGWINCH", SIGWINCH, true}, {"SIGPWR", SIGPWR, true},
     {"SIGTTIN", SIGTTIN, true},  {"SIGTERM", SIGTERM, false},  {"SIGINT", SIGINT, false},
     {"SIGSEGV", SIGSEGV, false}, {"SIGBUS", SIGBUS, false},    {"SIGABRT", SIGABRT, false},
-    {"SIGFPE", SIGFPE, false},   {"SIGILL", SIGILL, false},
+    {"SIGFPE", SIGFPE, false},   {"SIGILL", SIGILL, false},    {"SIGPIPE", SIGPIPE, false},
+    {"SIGALRM", SIGALRM, false}, {"SIGXCPU", SIGXCPU, false},  {"SIGVTALRM", SIGVTALRM, false},
 };
 
 int gmt_parse_signal(const char *s, int *out)
@@ -244,20 +245,33 @@ const char *gmt_env(const char *name)
     return secure_getenv(name);
 }
 
+/* The rank of rank_vars[i]'s value, or -1 when it names none. */
+static const char *const rank_vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK"};
+static int rank_of(gmt_getenv_fn getenv_fn, size_t i)
+{
+    const char *v = getenv_fn(rank_vars[i]);
+    if (!v || !isdigit((unsigned char)*v)) return -1;
+    char *end;
+    errno = 0;
+    long r = strtol(v, &end, 10);
+    return !errno && !*end && r >= 0 && r < 1 << 30 ? (int)r : -1;
+}
+
 int gmt_env_rank(gmt_getenv_fn getenv_fn)
 {
     if (!getenv_fn) getenv_fn = gmt_env;
-    static const char *const rank_vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID",
-                                            "PMI_RANK"};
     for (size_t i = 0; i < sizeof rank_vars / sizeof rank_vars[0]; i++) {
-        const char *v = getenv_fn(rank_vars[i]);
-        if (!v || !isdigit((unsigned char)*v)) continue;
-        char *end;
-        errno = 0;
-        long r = strtol(v, &end, 10);
-        if (!errno && !*end && r >= 0 && r < 1 << 30) return (int)r;
+        int r = rank_of(getenv_fn, i);
+        if (r >= 0) return r;
     }
     return 0;
+}
+
+bool gmt_env_has_rank(void)
+{
+    for (size_t i = 0; i < sizeof rank_vars / sizeof rank_vars[0]; i++)
+        if (rank_of(gmt_env, i) >= 0) return true;
+    return false;
 }
 
 static uint64_t host_memory_override;

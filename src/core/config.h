@@ -70,6 +70,8 @@ const char *gmt_env(const char *name);
 /* The process's rank from RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID or PMI_RANK (the first
  * that holds a number in [0, 2^30)); 0 when none does. getenv_fn NULL: gmt_env. */
 int gmt_env_rank(gmt_getenv_fn getenv_fn);
+/* Whether one of the variables gmt_env_rank reads names a rank (gmt_env_rank says 0 otherwise). */
+bool gmt_env_has_rank(void);
 
 /* Memory this host (or its cgroup) can give, in bytes: what MAX_LIVE / MAX_STACKS are
  * bounded by. gmt_config_set_host_memory overrides it (tests; 0: measure again). */

@@ -73,10 +73,127 @@ static int append(char *out, size_t len, size_t *pos, const char *s)
     return 0;
 }
 
-int gmt_report_path(gmt_reason_t reason, unsigned seq, char *out, size_t len)
+/* The output pattern, fixed at start-up (gmt_report_output_init): absolute where the
+ * working directory could be prefixed, a directory target given its file name. Which
+ * processes add their pid to a name without %p (a traced program's children: forked, or
+ * started under a traced parent): LINEAGE_*. */
+static char out_pattern[GMT_PATH_MAX];
+static bool pat_pid, pat_rank; /* the pattern has %p, %r */
+enum { LINEAGE_ROOT, LINEAGE_FORKED, LINEAGE_EXECED };
+static int lineage;
+static int parent_traced = -1; /* gmt_report_parent_traced's answer, once asked */
+
+#define DEFAULT_PATTERN "gpumemtrace-%p.json"
+/* Room a report's file name keeps for its temporary name (".<base>.tmp-<16 hex>", 22 more
+ * bytes: report_file.c) within a file system's 255-byte name. */
+#define BASE_MAX (255 - 22)
+
+static void scan_pattern(const char *pat)
+{
+    pat_pid = pat_rank = false;
+    for (const char *p = pat; *p; p++) {
+        if (*p != '%' || !p[1]) continue;
+        p++;
+        if (*p == 'p') pat_pid = true;
+        if (*p == 'r') pat_rank = true;
+    }
+}
+
+bool gmt_report_parent_traced(void)
+{
+    int known = __atomic_load_n(&parent_traced, __ATOMIC_ACQUIRE);
+    if (known >= 0) return known;
+    bool traced = false;
+    pid_t pp = getppid();
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)pp);
+    int fd = pp > 1 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    if (fd >= 0) {
+        /* The parent maps this library: it is traced (a stale pid is not: its maps are not
+         * ours to read, or they do not name it). Read in pieces, each kept with the end of
+         * the one before, so that a name cut between two reads is still found. */
+        static const char needle[] = "libgpumemtrace";
+        char buf[8192];
+        size_t keep = 0;
+        for (;;) {
+            ssize_t n = read(fd, buf + keep, sizeof buf - 1 - keep);
+            if (n <= 0) break;
+            size_t len = keep + (size_t)n;
+            buf[len] = 0;
+            if (memmem(buf, len, needle, sizeof needle - 1)) {
+                traced = true;
+                break;
+            }
+            keep = sizeof needle - 2;
+            memmove(buf, buf + len - keep, keep);
+        }
+        close(fd);
+    }
+    __atomic_store_n(&parent_traced, traced, __ATOMIC_RELEASE);
+    return traced;
+}
+
+void gmt_report_output_init(void)
 {
     const char *pat = gmt_track_config()->output;
-    if (!*pat) pat = "gpumemtrace-%p.json";
+    if (!*pat) pat = DEFAULT_PATTERN;
+    char p[GMT_PATH_MAX];
+    snprintf(p, sizeof p, "%s", pat);
+    size_t n = strlen(p);
+    /* A directory (a name ending in '/', or an existing directory whose name does not end in
+     * ".json": one that does is a file's name, and a directory there is not replaced, as
+     * report_file.c says): the default name inside it. */
+    struct stat st;
+    bool json = n >= 5 && strcmp(p + n - 5, ".json") == 0;
+    bool dir = n > 0 && (p[n - 1] == '/' ||
+                         (!json && !strchr(p, '%') && stat(p, &st) == 0 && S_ISDIR(st.st_mode)));
+    if (dir && n + 1 + sizeof DEFAULT_PATTERN <= sizeof p)
+        snprintf(p + n, sizeof p - n, "%s%s", p[n - 1] == '/' ? "" : "/", DEFAULT_PATTERN);
+    /* Relative: against the working directory now, so that a program that changes it later
+     * (Hydra does) still writes where it was started. A '%' in the directory is escaped. */
+    char abs[GMT_PATH_MAX], cwd[GMT_PATH_MAX];
+    size_t pos = 0;
+    if (p[0] != '/' && getcwd(cwd, sizeof cwd)) {
+        bool fits = true;
+        for (const char *c = cwd; *c && fits; c++) {
+            fits = pos + 2 < sizeof abs;
+            if (*c == '%' && fits) abs[pos++] = '%';
+            if (fits) abs[pos++] = *c;
+        }
+        int w = fits ? snprintf(abs + pos, sizeof abs - pos, "%s%s", pos > 1 ? "/" : "", p) : -1;
+        if (w >= 0 && (size_t)w < sizeof abs - pos) snprintf(p, sizeof p, "%s", abs);
+    }
+    snprintf(out_pattern, sizeof out_pattern, "%s", p);
+    scan_pattern(out_pattern);
+    lineage = !pat_pid && gmt_report_parent_traced() ? LINEAGE_EXECED : LINEAGE_ROOT;
+}
+
+/* A child of a traced process adds its pid to a name without %p: two processes never write
+ * one file. A rank in the name is enough for a process started with one (a launcher's
+ * workers); a forked child has its parent's rank. */
+static bool adds_pid(void)
+{
+    if (pat_pid || lineage == LINEAGE_ROOT) return false;
+    return !(lineage == LINEAGE_EXECED && pat_rank && gmt_env_has_rank());
+}
+
+/* Inserts s before a trailing ".json" of out (or appends it). */
+static int insert_before_ext(char *out, size_t len, size_t *pos, const char *s)
+{
+    size_t n = strlen(out);
+    bool ext = n >= 5 && strcmp(out + n - 5, ".json") == 0;
+    if (ext) out[n - 5] = 0;
+    *pos = strlen(out);
+    if (append(out, len, pos, s) || (ext && append(out, len, pos, ".json"))) return -ENAMETOOLONG;
+    return 0;
+}
+
+int gmt_report_path_noted(gmt_reason_t reason, unsigned seq, char *out, size_t len, unsigned *notes)
+{
+    const char *pat = out_pattern[0] ? out_pattern : gmt_track_config()->output;
+    if (!*pat) pat = DEFAULT_PATTERN;
+    if (!out_pattern[0]) scan_pattern(pat);
+    if (notes) *notes = 0;
     size_t pos = 0;
     out[0] = 0;
     char tmp[64];
@@ -117,15 +234,34 @@ int gmt_report_path(gmt_reason_t reason, unsigned seq, char *out, size_t len)
         }
         if (rc) return rc;
     }
+    if (adds_pid()) {
+        snprintf(tmp, sizeof tmp, "-%d", (int)getpid());
+        if (insert_before_ext(out, len, &pos, tmp)) return -ENAMETOOLONG;
+        if (notes) *notes |= GMT_PATH_PID_ADDED;
+    }
     if (reason == GMT_REASON_SNAPSHOT || reason == GMT_REASON_OOM) {
         snprintf(tmp, sizeof tmp, ".%s-%u", reason == GMT_REASON_OOM ? "oom" : "snapshot", seq);
-        size_t n = strlen(out);
-        const char *ext = n >= 5 && strcmp(out + n - 5, ".json") == 0 ? ".json" : "";
-        if (*ext) out[n - 5] = 0;
-        pos = strlen(out);
-        if (append(out, len, &pos, tmp) || append(out, len, &pos, ext)) return -ENAMETOOLONG;
+        if (insert_before_ext(out, len, &pos, tmp)) return -ENAMETOOLONG;
+    }
+    /* A file name longer than a file system takes: the default one in the same directory. */
+    const char *slash = strrchr(out, '/');
+    const char *base = slash ? slash + 1 : out;
+    if (strlen(base) > BASE_MAX) {
+        size_t at = (size_t)(base - out);
+        char suffix[48] = "";
+        if (reason == GMT_REASON_SNAPSHOT || reason == GMT_REASON_OOM)
+            snprintf(suffix, sizeof suffix, ".%s-%u", reason == GMT_REASON_OOM ? "oom" : "snapshot",
+                     seq);
+        int w = snprintf(out + at, len - at, "gpumemtrace-%d%s.json", (int)getpid(), suffix);
+        if (w < 0 || (size_t)w >= len - at) return -ENAMETOOLONG;
+        if (notes) *notes |= GMT_PATH_NAME_SHORTENED;
     }
     return 0;
+}
+
+int gmt_report_path(gmt_reason_t reason, unsigned seq, char *out, size_t len)
+{
+    return gmt_report_path_noted(reason, seq, out, len, NULL);
 }
 
 /* ---- gathering ----------------------------------------------------------------------- */
@@ -245,6 +381,7 @@ static int busy; /* an emit is running; reset in a fork child (gmt_report_after_
 void gmt_report_after_fork(void)
 {
     __atomic_store_n(&busy, 0, __ATOMIC_RELAXED);
+    lineage = LINEAGE_FORKED;
     gmt_report_file_after_fork();
 }
 

@@ -9,6 +9,7 @@
 #ifndef GMT_OUTPUT_REPORT_H
 #define GMT_OUTPUT_REPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef enum gmt_reason_e {
@@ -25,9 +26,26 @@ const char *gmt_reason_name(gmt_reason_t r);
  * environment, which is why it is not done later). */
 void gmt_report_process_init(void);
 
-/* Expands GPUMEMTRACE_OUTPUT (%p pid, %r rank, %h host, %t unix time) for this process; a
- * snapshot or out-of-memory report gets ".snapshot-<seq>" / ".oom-<seq>" before ".json". */
+/* Fixes GPUMEMTRACE_OUTPUT's pattern at start-up (call once, after the core is up, before
+ * the program can change its working directory): a relative one is taken against the working
+ * directory now, a directory (existing, or a name ending in '/') gets gpumemtrace-%p.json in
+ * it, and a process under a traced parent is told apart (docs/configuration.md). */
+void gmt_report_output_init(void);
+/* Whether the parent process has this library loaded (its /proc maps name it); asked once. */
+bool gmt_report_parent_traced(void);
+
+/* Expands the pattern (%p pid, %r rank, %h host, %t unix time) for this process. A child of
+ * a traced process (forked, or started under a traced parent) whose pattern has no %p gets
+ * "-<pid>" before ".json" (not an exec'd one with %r and a rank: a launcher's workers); a
+ * snapshot or out-of-memory report gets ".snapshot-<seq>" / ".oom-<seq>" before ".json"; a
+ * file name too long for a file system becomes gpumemtrace-<pid>[suffix].json in the same
+ * directory. */
 int gmt_report_path(gmt_reason_t reason, unsigned seq, char *out, size_t len);
+/* The same, saying in *notes (GMT_PATH_* bits) what was changed from the pattern. */
+#define GMT_PATH_PID_ADDED      1u
+#define GMT_PATH_NAME_SHORTENED 2u
+int gmt_report_path_noted(gmt_reason_t reason, unsigned seq, char *out, size_t len,
+                          unsigned *notes);
 
 /* Writes a report to path (NULL: gmt_report_path). signal_name may be NULL. On success the
  * path written is logged at info level. */

@@ -113,11 +113,12 @@ static int create_temp(const char *dir, const char *base, char *tmp, size_t tmp_
     return -EEXIST;
 }
 
-/* Can a file be created in dir? A probe file is made and removed. */
-static int dir_writable(const char *dir)
+/* Can the report's temporary file be created in dir? A probe file of that name (base's:
+ * a name too long for the file system shows here) is made and removed. */
+static int dir_writable(const char *dir, const char *base)
 {
     char tmp[GMT_PATH_MAX + TMP_SUFFIX_MAX];
-    int fd = create_temp(dir, "gpumemtrace-probe", tmp, sizeof tmp);
+    int fd = create_temp(dir, base, tmp, sizeof tmp);
     if (fd < 0) return fd;
     close(fd);
     unlink(tmp);
@@ -144,8 +145,15 @@ int gmt_report_file_check(void)
     char path[GMT_PATH_MAX], dir[GMT_PATH_MAX];
     const char *base;
     fallback_dir[0] = 0;
-    int rc = gmt_report_path(GMT_REASON_EXIT, 0, path, sizeof path);
+    unsigned notes = 0;
+    int rc = gmt_report_path_noted(GMT_REASON_EXIT, 0, path, sizeof path, &notes);
     if (rc == 0) rc = split_path(path, dir, sizeof dir, &base);
+    /* What the name owes to something else than the pattern, said where the name is. */
+    const char *why = notes & GMT_PATH_NAME_SHORTENED
+                          ? " (the name given is too long for a file name)"
+                      : notes & GMT_PATH_PID_ADDED
+                          ? " (a child of a traced process: its pid added, as the name has no %p)"
+                          : "";
     if (rc) {
         gmt_error("GPUMEMTRACE_OUTPUT='%s' is not a usable file name (%s)",
                   gmt_track_config()->output, strerror(-rc));
@@ -154,9 +162,9 @@ int gmt_report_file_check(void)
     } else {
         const char *what = NULL;
         rc = target_ok(path, &what);
-        if (rc == 0) rc = dir_writable(dir);
+        if (rc == 0) rc = dir_writable(dir, base);
         if (rc == 0) {
-            gmt_info("tracing on; the report will be written to %s", path);
+            gmt_info("tracing on; the report will be written to %s%s", path, why);
             return 0;
         }
         if (what)
@@ -169,9 +177,9 @@ int gmt_report_file_check(void)
         if (fallback_candidate(i, cand, sizeof cand) == -ENOENT) break;
         if (join(full, sizeof full, cand, base) != 0) continue;
         const char *what = NULL;
-        if (target_ok(full, &what) != 0 || dir_writable(cand) != 0) continue;
+        if (target_ok(full, &what) != 0 || dir_writable(cand, base) != 0) continue;
         snprintf(fallback_dir, sizeof fallback_dir, "%s", cand);
-        gmt_info("tracing on; the report will be written to %s instead", full);
+        gmt_info("tracing on; the report will be written to %s instead%s", full, why);
         return 1;
     }
     gmt_error("no writable place for the report (tried the working directory and the "

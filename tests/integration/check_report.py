@@ -1255,6 +1255,136 @@ def case_signal_term(ctx):
     check_death(ctx, "TERM", 15, "signal", "SIGTERM")
 
 
+# Signals whose default action ends the process, beyond TERM/INT/HUP/QUIT and the crashes: the
+# report is written (reason "signal", the signal named) and the program still dies by it.
+@case("signal_pipe")
+def case_signal_pipe(ctx):
+    check_death(ctx, "PIPE", 13, "signal", "SIGPIPE")
+
+
+@case("signal_alrm")
+def case_signal_alrm(ctx):
+    check_death(ctx, "ALRM", 14, "signal", "SIGALRM")
+
+
+@case("signal_usr2")
+def case_signal_usr2(ctx):
+    check_death(ctx, "USR2", 12, "signal", "SIGUSR2")
+
+
+@case("signal_xcpu")
+def case_signal_xcpu(ctx):
+    check_death(ctx, "XCPU", 24, "signal", "SIGXCPU")
+
+
+@case("signal_vtalrm")
+def case_signal_vtalrm(ctx):
+    check_death(ctx, "VTALRM", 26, "signal", "SIGVTALRM")
+
+
+def one_name_reports(ctx, argv, env, parent_name, child_name):
+    """fork_child run with an output name: the parent's report under parent_name, the child's
+    under child_name ("{child}" stands for its pid), each its own."""
+    r = ctx.run(["fork_child"] + argv, env=env)
+    parent_pid, child_pid = r.fact_int("parent_pid"), r.fact_int("child_pid")
+    want = sorted([parent_name, child_name.format(child=child_pid)])
+    reps = ctx.reports()
+    expect_eq("report files", sorted(reps), want)
+    expect_eq("the parent's report's pid", reps[parent_name]["process"]["pid"], parent_pid)
+    child = reps[child_name.format(child=child_pid)]
+    expect_eq("the child's report's pid", child["process"]["pid"], child_pid)
+    return r, reps[parent_name], child
+
+
+@case("output_one_name_fork")
+def case_output_one_name_fork(ctx):
+    """A name without %p: the forked child adds its pid and says so; nothing is written over."""
+    env = {"GPUMEMTRACE_OUTPUT": os.path.join(ctx.work, "r.json")}
+    r, parent, child = one_name_reports(ctx, [], env, "r.json", "r-{child}.json")
+    check_summary(parent, allocs=2, frees=1, leaked_count=1, leaked_bytes=2 * MIB)
+    check_group(child, child["leaks"]["groups"], "child_leak", bytes=MIB, count=1)
+    if "its pid added" not in r.stderr:
+        fail(f"the child did not say that its pid was added to the name:\n{r.stderr}")
+
+
+@case("output_one_name_exec")
+def case_output_one_name_exec(ctx):
+    """A program started (fork and exec) under a traced one is its child too."""
+    env = {"GPUMEMTRACE_OUTPUT": os.path.join(ctx.work, "r.json")}
+    _, parent, child = one_name_reports(ctx, ["exec", ctx.prog("simple")], env, "r.json",
+                                        "r-{child}.json")
+    check_summary(parent, allocs=2, frees=1, leaked_count=1, leaked_bytes=2 * MIB)
+    check_group(child, child["leaks"]["groups"], "simple_leak", bytes=MIB, count=1)
+
+
+@case("output_rank_exec")
+def case_output_rank_exec(ctx):
+    """%r without %p: a program started with a rank of its own (a launcher's worker) keeps the
+    name the rank gives it."""
+    env = {"GPUMEMTRACE_OUTPUT": os.path.join(ctx.work, "rank-%r.json"), "RANK": "0"}
+    _, _, child = one_name_reports(ctx, ["exec", ctx.prog("simple"), "3"], env, "rank-0.json",
+                                   "rank-3.json")
+    check_group(child, child["leaks"]["groups"], "simple_leak", bytes=MIB, count=1)
+
+
+@case("output_relative")
+def case_output_relative(ctx):
+    """A relative name is taken against the working directory at start: a program that moves
+    elsewhere later still writes there, and the start line names the full path."""
+    elsewhere = tempfile.mkdtemp(prefix="gmt-elsewhere-")
+    try:
+        r = ctx.run(["chdir_after", elsewhere], env={"GPUMEMTRACE_OUTPUT": "rel.json"})
+        left = os.listdir(elsewhere)
+    finally:
+        shutil.rmtree(elsewhere, ignore_errors=True)
+    if left:
+        fail(f"the report went to the directory the program moved to: {left}")
+    reps = ctx.reports()
+    expect_eq("report files", sorted(reps), ["rel.json"])
+    check_summary(reps["rel.json"], allocs=2, frees=0, leaked_count=2, leaked_bytes=3 * MIB)
+    if os.path.join(ctx.work, "rel.json") not in r.stderr:
+        fail(f"the start line does not name the full path:\n{r.stderr}")
+
+
+@case("output_directory")
+def case_output_directory(ctx):
+    """A directory as the output (existing, or a name ending in '/'): the default name in it."""
+    for out in (ctx.work, ctx.work + "/"):
+        before = set(ctx.files())
+        r = ctx.run(["simple"], env={"GPUMEMTRACE_OUTPUT": out})
+        new = sorted(set(ctx.files()) - before)
+        expect_eq(f"GPUMEMTRACE_OUTPUT={out}: number of files written", len(new), 1)
+        pid = ctx.reports()[new[0]]["process"]["pid"]
+        expect_eq(f"GPUMEMTRACE_OUTPUT={out}: the report's name", new[0], f"gpumemtrace-{pid}.json")
+        for complaint in ("not replaced", "instead", "not a usable"):
+            if complaint in r.stderr:
+                fail(f"GPUMEMTRACE_OUTPUT={out}: a complaint on stderr:\n{r.stderr}")
+
+
+@case("output_long_name")
+def case_output_long_name(ctx):
+    """A file name longer than a file system takes: the default name in the same directory,
+    said at start."""
+    r = ctx.run(["simple"], env={"GPUMEMTRACE_OUTPUT": os.path.join(ctx.work, "x" * 300 + ".json")})
+    reps = ctx.reports()
+    expect_eq("number of report files", len(reps), 1)
+    name, rep = next(iter(reps.items()))
+    expect_eq("the report's name", name, f"gpumemtrace-{rep['process']['pid']}.json")
+    if "too long" not in r.stderr:
+        fail(f"nothing said about the name being too long:\n{r.stderr}")
+
+
+@case("no_cuda_children_quiet")
+def case_no_cuda_children_quiet(ctx):
+    """Programs started under a traced one that never touch CUDA (a launcher script's helpers)
+    say nothing; the program started first says once that it wrote no report."""
+    prog = ctx.prog("no_cuda")
+    r = ctx.run(["/bin/sh", "-c", f"{prog} a; {prog} b; {prog} c"])
+    expect_eq("'no CUDA call was seen' lines", r.stderr.count("no CUDA call was seen"), 1)
+    if ctx.files():
+        fail(f"processes that never touched CUDA left files behind: {ctx.files()}")
+
+
 # The stand-in keeps its lock through this allocation (GMT_STANDIN_HOLD_*) for longer than
 # the signal handler would wait; the program is stopped inside it by SIGTERM. A report that
 # asked the driver anything would wait for that lock, held by the thread that waits for the

@@ -1,5 +1,6 @@
 /* die.c - die_leak leaks 1 MiB, then the program ends by the signal named in argv[1]
- * ("TERM": raise(SIGTERM), "ABRT": abort(), "SEGV": raise(SIGSEGV)). The
+ * ("TERM": raise(SIGTERM), "ABRT": abort(), "SEGV": raise(SIGSEGV); "PIPE", "ALRM", "USR2",
+ * "XCPU", "VTALRM": that signal raised, each one whose default action ends the process). The
  * tracer must write the report (reason "signal" or "crash") before the signal takes its
  * course, and the exit status must still be the signal's.
  */
@@ -22,5 +23,15 @@ int main(int argc, char **argv)
     if (strcmp(how, "TERM") == 0) raise(SIGTERM);
     if (strcmp(how, "ABRT") == 0) abort();
     if (strcmp(how, "SEGV") == 0) raise(SIGSEGV);
+    static const struct {
+        const char *name;
+        int sig;
+    } others[] = {{"PIPE", SIGPIPE},
+                  {"ALRM", SIGALRM},
+                  {"USR2", SIGUSR2},
+                  {"XCPU", SIGXCPU},
+                  {"VTALRM", SIGVTALRM}};
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
+        if (strcmp(how, others[i].name) == 0) raise(others[i].sig);
     return 0;
 }

@@ -2,7 +2,8 @@
  * leaks 1 MiB from child_leak and exits; the parent waits, leaks 2 MiB from parent_leak.
  * Each process's report holds only its own leak. With the argument "term" the child dies by
  * SIGTERM instead of exiting (run with GPUMEMTRACE_FOLLOW_FORK=0: the untraced child's signal
- * must not reach the parent's writer thread).
+ * must not reach the parent's writer thread). With "exec PROG [RANK]" the child runs PROG
+ * instead (with RANK in its environment when given): a program started under a traced one.
  */
 #include "common.h"
 
@@ -34,11 +35,17 @@ SITE void parent_leak(void)
 int main(int argc, char **argv)
 {
     int term = argc > 1 && strcmp(argv[1], "term") == 0;
+    const char *exec_prog = argc > 2 && strcmp(argv[1], "exec") == 0 ? argv[2] : NULL;
     pre_fork();
     fflush(stdout);
     pid_t pid = fork();
     EXPECT(pid >= 0);
     if (pid == 0) {
+        if (exec_prog) {
+            if (argc > 3) setenv("RANK", argv[3], 1);
+            execl(exec_prog, exec_prog, (char *)NULL);
+            _exit(127);
+        }
         child_leak();
         if (term) raise(SIGTERM);
         exit(0);
