@@ -69,6 +69,7 @@ static const opt_t opts[] = {
     {"GPUMEMTRACE_FSYNC", OPT_BOOL, OFF(fsync), "0", 0, 0, NULL},
     {"GPUMEMTRACE_GROWTH_WARMUP", OPT_WARMUP, OFF(growth_warmup), "0.2", 0, 0, NULL},
     {"GPUMEMTRACE_UNWIND", OPT_ENUM, OFF(unwind), "native", 0, 0, unwind_names},
+    {"GPUMEMTRACE_PY_CHECKED", OPT_BOOL, OFF(py_checked), "0", 0, 0, NULL},
 };
 
 #define NOPTS (sizeof opts / sizeof opts[0])
@@ -204,6 +205,9 @@ static int apply(gmt_config_t *cfg, const opt_t *o, const char *s)
         memcpy(field, s, strlen(s) + 1);
         return 0;
     case OPT_INT: {
+        /* Digits only, as sizes (gmt_parse_size): no sign, no leading space (strtol takes
+         * both), so that ' 5' is said to be bad rather than read as 5 here and refused there. */
+        if (!isdigit((unsigned char)*s)) return -EINVAL;
         char *end;
         errno = 0;
         long v = strtol(s, &end, 10);

@@ -52,6 +52,7 @@ typedef struct gmt_config_s {
     int timeline_points;
     int oom_reports; /* out-of-memory reports at most; 0: none */
     bool fsync;      /* fsync each report before its rename */
+    bool py_checked; /* every Python read through the kernel (diagnostics; in fsync's padding) */
     gmt_warmup_t growth_warmup;
     int unwind; /* gmt_unwind_mode_t */
 } gmt_config_t;

@@ -105,7 +105,7 @@ int gmt_core_init(const gmt_config_t *c)
     }
     gmt_stacks_global_init(c->unwind == GMT_UNWIND_LIBUNWIND);
     py_cache(c);
-    gmt_py_init(c->python); /* its own messages; native stacks whatever it returns */
+    gmt_py_init(c->python, c->py_checked); /* its own messages; native stacks whatever it returns */
     py_facts();
     gmt_track_modules_refresh();
     if (*gmt_region_path()) gmt_info("state file: %s", gmt_region_path());

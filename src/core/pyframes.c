@@ -1573,21 +1573,13 @@ static void find_eval_range(void)
     }
 }
 
-/* GPUMEMTRACE_PY_CHECKED=1 (diagnostics, benchmarks): every read through the kernel, as
- * before the fast path existed. */
-static bool gmt_py_env_checked_only(void)
-{
-    const char *v = gmt_env("GPUMEMTRACE_PY_CHECKED");
-    return v && v[0] == '1' && v[1] == 0;
-}
-
 static void unsupported(const char *why)
 {
     py.status = GMT_PY_UNSUPPORTED;
     gmt_error("Python %s: %s; stacks are native only", py.version, why);
 }
 
-int gmt_py_init(bool enabled)
+int gmt_py_init(bool enabled, bool checked_only)
 {
     static int atfork_done;
     refresh_pid();
@@ -1642,7 +1634,7 @@ int gmt_py_init(bool enabled)
      * way to see finalization. */
     py.is_finalizing =
         (int (*)(void))dlsym(RTLD_DEFAULT, minor >= 13 ? "Py_IsFinalizing" : "_Py_IsFinalizing");
-    py.fast = py.is_finalizing && py.lay.ts_frame == header_ts_frame && !gmt_py_env_checked_only();
+    py.fast = py.is_finalizing && py.lay.ts_frame == header_ts_frame && !checked_only;
     int rc = map_cache();
     if (rc) {
         unsupported("no memory for the code cache");

@@ -53,8 +53,10 @@ const char *gmt_py_status_name(gmt_py_status_t s);
 
 /* Looks the interpreter up (dlsym(RTLD_DEFAULT): libpython or a python executable that
  * exports its symbols) and maps the code cache. Call once, off the hot path. An unsupported
- * version gets one error line. enabled=false: status "off", nothing is looked at further. */
-int gmt_py_init(bool enabled);
+ * version gets one error line. enabled=false: status "off", nothing is looked at further.
+ * checked_only (GPUMEMTRACE_PY_CHECKED: diagnostics, benchmarks): every read through the
+ * kernel, as before the fast path existed. */
+int gmt_py_init(bool enabled, bool checked_only);
 
 /* Process status and the interpreter's version ("3.12.1"; NULL when there is none). */
 gmt_py_status_t gmt_py_status(void);

@@ -101,6 +101,7 @@ static const struct {
     {"GPUMEMTRACE_FSYNC", "0"},
     {"GPUMEMTRACE_GROWTH_WARMUP", "0.2"},
     {"GPUMEMTRACE_UNWIND", "native"},
+    {"GPUMEMTRACE_PY_CHECKED", "0"},
 };
 #define NDEFAULTS (sizeof defaults / sizeof defaults[0])
 
@@ -402,6 +403,13 @@ static void test_int_ranges(void **state)
     assert_int_equal(cfg.stack_depth, 0);
     assert_int_equal(load_one(&cfg, "GPUMEMTRACE_STACK_DEPTH", "-1"), 1);
     assert_int_equal(load_one(&cfg, "GPUMEMTRACE_STACK_DEPTH", "12abc"), 1);
+    /* digits only, as sizes are: strtol would take a leading space or sign */
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_STACK_DEPTH", " 5"), 1);
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_STACK_DEPTH", "+5"), 1);
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_TOP", "\t7"), 1);
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_PY_CHECKED", "yes"), 0);
+    assert_true(cfg.py_checked);
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_PY_CHECKED", "banana"), 1);
     assert_int_equal(load_one(&cfg, "GPUMEMTRACE_STACK_DEPTH", ""), 1);
     assert_int_equal(load_one(&cfg, "GPUMEMTRACE_STACK_DEPTH", "99999999999999999999"), 1);
     assert_int_equal(cfg.stack_depth, 32);
@@ -550,6 +558,7 @@ static void test_hostile_values(void **state)
         {"GPUMEMTRACE_FSYNC", "rrrrr"},
         {"GPUMEMTRACE_GROWTH_WARMUP", "rrrrr"},
         {"GPUMEMTRACE_UNWIND", "rrrrr"},
+        {"GPUMEMTRACE_PY_CHECKED", "rrrrr"},
     };
     const char *values[] = {"", "99999999999999999999999999", "-5", garbage, over_long};
     /* every variable of the table is covered here */
