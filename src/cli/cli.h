@@ -186,6 +186,10 @@ typedef struct gmt_report_s {
  * a gpumemtrace report, -ENOTSUP for a report of another version. */
 int gmt_report_load(const char *path, gmt_report_t *rep, char *why, size_t why_len);
 
+/* gmt_report_load without naming the frames of a report written without libdw: rep->root is
+ * the report as written, for `symbolize`, which names them in rep->root and writes it back. */
+int gmt_report_load_as_written(const char *path, gmt_report_t *rep, char *why, size_t why_len);
+
 /* The same on a buffer in memory (the fuzz target's entry). */
 int gmt_report_parse(const char *text, size_t len, gmt_report_t *rep, char *why, size_t why_len);
 

@@ -711,7 +711,7 @@ int gmt_report_parse(const char *text, size_t len, gmt_report_t *rep, char *why,
     return rc;
 }
 
-int gmt_report_load(const char *path, gmt_report_t *rep, char *why, size_t why_len)
+static int load(const char *path, gmt_report_t *rep, char *why, size_t why_len, bool name_frames)
 {
     memset(rep, 0, sizeof *rep);
     rep->path = path;
@@ -743,13 +743,24 @@ int gmt_report_load(const char *path, gmt_report_t *rep, char *why, size_t why_l
     /* A report written without libdw gets its frames named first (symbolize/offline.h).
      * Weak: the CLI links it; the reader's fuzz target does not, and opens no module files. */
     size_t named_len = 0;
-    char *named =
-        gmt_symbolize_report_text ? gmt_symbolize_report_text(text, len, &named_len) : NULL;
+    char *named = name_frames && gmt_symbolize_report_text
+                      ? gmt_symbolize_report_text(text, len, &named_len)
+                      : NULL;
     rc = named ? gmt_report_parse(named, named_len, rep, why, why_len)
                : gmt_report_parse(text, len, rep, why, why_len);
     free(named);
     free(text);
     return rc;
+}
+
+int gmt_report_load(const char *path, gmt_report_t *rep, char *why, size_t why_len)
+{
+    return load(path, rep, why, why_len, true);
+}
+
+int gmt_report_load_as_written(const char *path, gmt_report_t *rep, char *why, size_t why_len)
+{
+    return load(path, rep, why, why_len, false);
 }
 
 int gmt_report_open(const char *path, gmt_report_t *rep)

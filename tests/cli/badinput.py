@@ -99,6 +99,7 @@ def main():
         "merge": lambda p: ["merge", valid, p],
         "export": lambda p: ["export", p, "--format", "folded"],
         "export-html": lambda p: ["export", p, "--format", "html"],
+        "symbolize": lambda p: ["symbolize", "-o", os.path.join(work, "symbolized.json"), p],
     }
     failures = []
     env = dict(os.environ)

@@ -519,6 +519,54 @@ def case_html(c):
     print("screenshot:", shot)
 
 
+# ---- symbolize --------------------------------------------------------------------------
+
+def one_line(err):
+    lines = err.strip().splitlines()
+    return len(lines) == 1 and lines[0].startswith("gpumemtrace: ")
+
+
+@case
+def case_symbolize(c):
+    """symbolize reads reports through the shared loader and says what is wrong in one line;
+    a valid report written without libdw is still named in place."""
+    c.trace("oom", "oom", env={"GMT_STANDIN_MEM_BYTES": str(1 << 30)})
+    oom = c.path([f for f in os.listdir(c.work) if ".oom-" in f][0])
+    expect(c.load(oom)["capture"]["symbols"]["resolver"] == "dladdr", "oom report resolver")
+    # wrong invocations: one line each, exit 2, no usage text
+    for args in ([], ["-o"], ["-"], ["--frobnicate", oom], [oom, oom]):
+        _, err, _ = c.cli_run("symbolize", *args, rc=2, stdin=subprocess.DEVNULL)
+        expect(one_line(err), f"symbolize {args}: {err!r}")
+    _, err, _ = c.cli_run("symbolize", "-", rc=2, stdin=open(oom, "rb"))
+    expect("-o" in err, "standard input without -o: " + err)
+    # a report this version does not read is refused, and not rewritten
+    r = c.load(oom)
+    r["version"] = 3
+    newer = c.path("v3.json")
+    with open(newer, "w") as f:
+        json.dump(r, f)
+    before = open(newer, "rb").read()
+    _, err, _ = c.cli_run("symbolize", newer, rc=2)
+    expect(one_line(err) and "newer than this gpumemtrace reads" in err, err)
+    expect(open(newer, "rb").read() == before, "a refused report was rewritten")
+    # cannot write: exit 2 (1 means a broken limit), one line
+    _, err, _ = c.cli_run("symbolize", "-o", c.path("no/such/dir/x.json"), oom, rc=2)
+    expect(one_line(err), err)
+    os.makedirs(c.path("adir"))
+    _, err, _ = c.cli_run("symbolize", "-o", c.path("adir"), oom, rc=2)
+    expect(one_line(err) and "not a regular file" in err, err)
+    # -o -: standard output, from a file or standard input
+    out, _, _ = c.cli_run("symbolize", "-o", "-", oom)
+    expect(json.loads(out)["capture"]["symbols"]["resolver"] == "offline", "-o - output")
+    out, _, _ = c.cli_run("symbolize", "-o", "-", "-", stdin=open(oom, "rb"))
+    expect(json.loads(out)["capture"]["symbols"]["resolver"] == "offline", "stdin to stdout")
+    # in place, as before
+    _, err, _ = c.cli_run("symbolize", oom)
+    expect(err.startswith("gpumemtrace: named "), err)
+    expect(c.load(oom)["capture"]["symbols"]["resolver"] == "offline", "not rewritten in place")
+    c.cli_run("report", oom)
+
+
 # ---- the hand-written v1 and v2 samples -------------------------------------------------
 
 @case
