@@ -97,6 +97,7 @@ typedef struct gmt_peak_s {
     uint64_t bytes;
     double time, share; /* share -1 unknown */
     size_t ngroups;
+    uint64_t groups_total; /* groups there were; ngroups lists the largest (GPUMEMTRACE_TOP) */
     gmt_group_t *groups;
 } gmt_peak_t;
 

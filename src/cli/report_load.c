@@ -411,6 +411,8 @@ static int build_model(gmt_report_t *rep, char *why, size_t why_len)
                            "malformed report: a \"peak\" entry has no array of groups");
         rc = build_groups(rep, groups, "peak[].groups", &pk->groups, &pk->ngroups, why, why_len);
         if (rc) return rc;
+        pk->groups_total =
+            gmt_json_has_num(j, "groups_total") ? json_u64(j, "groups_total") : pk->ngroups;
     }
 
     ALLOC_ARRAY(frag, array_len(rep->fragmentation_json));

@@ -111,8 +111,10 @@ def case_report(c):
     expect(j["leaks"]["total_bytes"] == leaked_total(), f"--json total {j['leaks']}")
     wheres = [g["user_frame"] for g in j["leaks"]["groups"]]
     expect(any(w and w.startswith("alloc_site_a") for w in wheres), f"--json frames {wheres}")
-    out2, _, _ = c.cli_run("report", "--device", "1", r)
-    expect("#1 " not in out2.split("Peak owners")[0], "--device 1 shows device-0 leaks:\n" + out2)
+    # the program used GPU 0 only: --device 1 is a device the report does not have
+    _, err2, _ = c.cli_run("report", "--device", "1", r, rc=2)
+    expect(err2.strip() == f"gpumemtrace: report: no device 1 in {r} (devices: 0)",
+           "--device 1 of a GPU-0 report: " + err2)
     c.cli_run("report", "--device", "x", r, rc=2)
     # on a terminal: colour, unless NO_COLOR is set
     expect("\033[1m" in on_tty(c, ["report", r], {}), "no colour on a terminal")
@@ -145,6 +147,33 @@ def case_report_two_devices(c):
     expect("GPU 0" in out and "GPU 1" in out, out)
     out1, _, _ = c.cli_run("report", "--device", "1", r)
     expect("thread_dev1_alloc" in out1 and "dev0_alloc" not in out1, "--device 1:\n" + out1)
+    # the headline, the bytes per library and the last line are GPU 1's, not the report's
+    rep = c.load(r)
+    dev1 = [g for g in rep["leaks"]["groups"] if g["device"] == 1]
+    total1 = sum(g["bytes"] for g in dev1)
+    expect(0 < total1 < rep["leaks"]["total_bytes"], f"test program: GPU 1 leaks {total1}")
+    head = [l for l in out1.splitlines() if l.startswith("Leaks")]
+    want = f"Leaks on GPU 1: {total1 / MIB:.2f} MiB in {len(dev1)} allocations live at exit"
+    expect(head and head[0].startswith(want), f"--device 1 headline {head}, expected {want!r}")
+    peak1 = [p for p in rep["peak"] if p["device"] == 1][0]["bytes"]
+    libs = out1.split("Bytes per library on GPU 1 (at the peak, at exit)\n", 1)
+    expect(len(libs) == 2 and re.match(r"\s+two_devices\s+%.2f MiB\s+%.2f MiB\n"
+                                       % (peak1 / MIB, total1 / MIB), libs[1]),
+           "--device 1 bytes per library:\n" + out1)
+    d1 = [d for d in rep["devices"] if d["device"] == 1][0]
+    expect(f"\n{d1['allocs']} allocations, {d1['frees']} frees, {d1['failures']} failures on this "
+           "device\n" in out1, "--device 1 last line:\n" + out1)
+    j = json.loads(c.cli_run("report", "--json", "--device", "1", r)[0])
+    expect(j["device"] == 1 and j["leaks"]["total_bytes"] == total1
+           and j["leaks"]["count"] == len(dev1) and j["peak_bytes"] == d1["peak_bytes"]
+           and [(x["library"], x["peak_bytes"], x["exit_bytes"]) for x in j["libraries"]]
+           == [("two_devices", peak1, total1)], f"--json --device 1: {j}")
+    # a device the report does not have: one line naming the ones it has, exit 2
+    for args in (["--device", "5"], ["--json", "--device", "5"], ["--device", "-1"]):
+        out5, err5, _ = c.cli_run("report", *args, r, rc=2)
+        expect(not out5 and err5.strip() ==
+               f"gpumemtrace: report: no device {args[-1]} in {r} (devices: 0, 1)",
+               f"report {args}: {err5!r}")
 
 
 # ---- check ------------------------------------------------------------------------------
