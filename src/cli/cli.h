@@ -90,6 +90,10 @@ typedef struct gmt_device_s {
     double peak_time;
     int64_t allocs, frees, failures;
     int64_t untracked_bytes; /* -1 unknown */
+    /* Memory that is not part of the bytes in use above (docs/report.md, "Kinds"), from the
+     * device's kinds: pinned host memory (device -1) and managed memory. */
+    bool has_pinned, has_managed;
+    uint64_t pinned_current, pinned_peak, managed_current, managed_peak;
 } gmt_device_t;
 
 typedef struct gmt_peak_s {

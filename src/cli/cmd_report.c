@@ -371,12 +371,27 @@ static void print_devices(const view_t *v)
         if (d->name) printf("  %s", d->name);
         if (d->has_total) printf(", %s", gmt_fmt_bytes(d->total_bytes, a, sizeof a));
         putchar('\n');
-        printf("    peak     %s at %.3f s", gmt_fmt_bytes(d->peak_bytes, a, sizeof a),
-               d->peak_time);
-        if (d->has_total && d->total_bytes > 0)
-            print_share((double)d->peak_bytes / (double)d->total_bytes);
-        putchar('\n');
-        printf("    current  %s\n", gmt_fmt_bytes(d->current_bytes, a, sizeof a));
+        /* Pinned host and managed memory are never bytes in use (docs/report.md, "Kinds"), so
+         * pinned memory alone left the host at "peak 0 B": its own lines say what it held. */
+        bool other = (d->has_pinned && d->pinned_peak) || (d->has_managed && d->managed_peak);
+        if (d->peak_bytes || d->current_bytes || !other) {
+            printf("    peak     %s at %.3f s", gmt_fmt_bytes(d->peak_bytes, a, sizeof a),
+                   d->peak_time);
+            if (d->has_total && d->total_bytes > 0)
+                print_share((double)d->peak_bytes / (double)d->total_bytes);
+            putchar('\n');
+            printf("    current  %s\n", gmt_fmt_bytes(d->current_bytes, a, sizeof a));
+        }
+        char b[GMT_FMT_BYTES_LEN];
+        if (d->has_pinned && d->pinned_peak)
+            printf("    pinned   current %s, peak %s (pinned host memory; not part of bytes in "
+                   "use)\n",
+                   gmt_fmt_bytes(d->pinned_current, a, sizeof a),
+                   gmt_fmt_bytes(d->pinned_peak, b, sizeof b));
+        if (d->has_managed && d->managed_peak)
+            printf("    managed  current %s, peak %s (managed memory; not part of bytes in use)\n",
+                   gmt_fmt_bytes(d->managed_current, a, sizeof a),
+                   gmt_fmt_bytes(d->managed_peak, b, sizeof b));
         printf("    %" PRId64 " allocations, %" PRId64 " frees, %" PRId64 " failures\n", d->allocs,
                d->frees, d->failures);
         if (d->untracked_bytes > 0)
@@ -641,6 +656,16 @@ static int print_json(const view_t *v)
         cJSON_AddNumberToObject(x, "current_bytes", (double)d->current_bytes);
         if (d->untracked_bytes >= 0)
             cJSON_AddNumberToObject(x, "untracked_bytes", (double)d->untracked_bytes);
+        if (d->has_pinned) {
+            cJSON *k = cJSON_AddObjectToObject(x, "host_pinned");
+            cJSON_AddNumberToObject(k, "current_bytes", (double)d->pinned_current);
+            cJSON_AddNumberToObject(k, "peak_bytes", (double)d->pinned_peak);
+        }
+        if (d->has_managed) {
+            cJSON *k = cJSON_AddObjectToObject(x, "managed");
+            cJSON_AddNumberToObject(k, "current_bytes", (double)d->managed_current);
+            cJSON_AddNumberToObject(k, "peak_bytes", (double)d->managed_peak);
+        }
         cJSON_AddItemToArray(devs, x);
     }
     leak_totals_t t = leak_totals(v);

@@ -394,6 +394,17 @@ static int build_model(gmt_report_t *rep, char *why, size_t why_len)
         d->untracked_bytes = gmt_json_has_num(audit, "untracked_bytes")
                                  ? (int64_t)json_u64(audit, "untracked_bytes")
                                  : -1;
+        const cJSON *kinds = cJSON_GetObjectItemCaseSensitive(j, "kinds");
+        const cJSON *pinned = cJSON_GetObjectItemCaseSensitive(kinds, "host_pinned");
+        const cJSON *managed = cJSON_GetObjectItemCaseSensitive(kinds, "managed");
+        if ((d->has_pinned = cJSON_IsObject(pinned))) {
+            d->pinned_current = json_u64(pinned, "current_bytes");
+            d->pinned_peak = json_u64(pinned, "peak_bytes");
+        }
+        if ((d->has_managed = cJSON_IsObject(managed))) {
+            d->managed_current = json_u64(managed, "current_bytes");
+            d->managed_peak = json_u64(managed, "peak_bytes");
+        }
     }
 
     ALLOC_ARRAY(peaks, array_len(rep->peak_json));

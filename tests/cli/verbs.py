@@ -176,6 +176,43 @@ def case_report_two_devices(c):
                f"report {args}: {err5!r}")
 
 
+def fmt_size(n):
+    """gmt_fmt_bytes: '512 B', '3.00 MiB'."""
+    if n < 1024:
+        return f"{n} B"
+    v, units = n / 1024, ["KiB", "MiB", "GiB", "TiB"]
+    u = 0
+    while v >= 1024 and u + 1 < len(units):
+        v /= 1024
+        u += 1
+    return f"{v:.2f} {units[u]}"
+
+
+@case
+def case_report_kinds(c):
+    """Pinned host and managed memory are not bytes in use: the Devices section shows their
+    own current and peak (devices[].kinds), never the host's 'peak 0 B'."""
+    r = c.trace("kinds", "kinds")
+    rep = c.load(r)
+    out, _, _ = c.cli_run("report", r)
+    devices = out.split("\nDevices\n", 1)[1].split("\nLeaks", 1)[0]
+    host = devices.split("  host  host\n", 1)[1].split("\n  GPU 0", 1)[0]
+    pinned = [d for d in rep["devices"] if d["device"] == -1][0]["kinds"]["host_pinned"]
+    expect(pinned["peak_bytes"] > 0, f"test program: pinned {pinned}")
+    want = (f"    pinned   current {fmt_size(pinned['current_bytes'])}, peak "
+            f"{fmt_size(pinned['peak_bytes'])} (pinned host memory; not part of bytes in use)")
+    expect(want in host.splitlines(), f"host lacks {want!r}:\n{devices}")
+    expect("peak     0 B" not in host, "host shows 'peak 0 B':\n" + devices)
+    managed = [d for d in rep["devices"] if d["device"] == 0][0]["kinds"]["managed"]
+    want = (f"    managed  current {fmt_size(managed['current_bytes'])}, peak "
+            f"{fmt_size(managed['peak_bytes'])} (managed memory; not part of bytes in use)")
+    expect(want in devices.splitlines(), f"GPU 0 lacks {want!r}:\n{devices}")
+    j = json.loads(c.cli_run("report", "--json", r)[0])
+    jhost = [d for d in j["devices"] if d["device"] == -1][0]
+    expect(jhost.get("host_pinned") == {"current_bytes": pinned["current_bytes"],
+                                        "peak_bytes": pinned["peak_bytes"]}, f"--json {jhost}")
+
+
 # ---- check ------------------------------------------------------------------------------
 
 @case
