@@ -185,16 +185,55 @@ static ssize_t device_libraries(const view_t *v, gmt_library_t **out, bool *part
     return (ssize_t)n;
 }
 
-/* A line, cut to the terminal's width when there is one. */
+/* Bytes of the escape sequence at s (ESC [ parameters final), or 1 for a lone ESC. */
+static size_t escape_len(const char *s)
+{
+    if (s[1] != '[') return 1;
+    size_t i = 2;
+    while (s[i] >= 0x20 && s[i] <= 0x3f)
+        i++;
+    return s[i] >= 0x40 && s[i] <= 0x7e ? i + 1 : i;
+}
+
+/* Bytes of the character at s: a UTF-8 lead byte and its continuation bytes. */
+static size_t char_len(const char *s)
+{
+    size_t n = 1;
+    while (n < 4 && ((unsigned char)s[n] & 0xc0) == 0x80)
+        n++;
+    return n;
+}
+
+/* Bytes of text that fill at most cols columns; *width gets the columns of the whole text. */
+static size_t fit(const char *text, size_t cols, size_t *width)
+{
+    size_t used = 0, cut = SIZE_MAX, i = 0;
+    while (text[i]) {
+        if (text[i] == '\033') {
+            i += escape_len(text + i);
+            continue;
+        }
+        if (used == cols && cut == SIZE_MAX) cut = i;
+        used++;
+        i += char_len(text + i);
+    }
+    *width = used;
+    return cut == SIZE_MAX ? i : cut;
+}
+
+/* A line, cut to the terminal's width when there is one. Columns are counted without the
+ * colour codes, one a character, so a cut falls between characters, never inside a UTF-8
+ * sequence (a wide character counts as one: such a line may still wrap, never break). A cut
+ * line ends with the reset, since the cut may drop the one that closed a bold or a colour. */
 static void print_line(const view_t *v, const char *indent, const char *text)
 {
     size_t room = v->width > 0 ? (size_t)v->width : SIZE_MAX;
-    size_t il = strlen(indent), tl = strlen(text);
-    if (il + tl > room && room > il + 4) {
-        printf("%s%.*s...\n", indent, (int)(room - il - 3), text);
-    } else {
+    size_t il = strlen(indent), width;
+    size_t keep = fit(text, room > il + 3 ? room - il - 3 : 0, &width);
+    if (il + width > room && room > il + 4)
+        printf("%s%.*s...%s\n", indent, (int)keep, text, RESET(v));
+    else
         printf("%s%s\n", indent, text);
-    }
 }
 
 static void print_stack(const view_t *v, const gmt_stack_t *st, int64_t stack_id,

@@ -119,9 +119,38 @@ def case_report(c):
     # on a terminal: colour, unless NO_COLOR is set
     expect("\033[1m" in on_tty(c, ["report", r], {}), "no colour on a terminal")
     expect("\033[" not in on_tty(c, ["report", r], {"NO_COLOR": "1"}), "colour with NO_COLOR")
+    check_tty_cut(c)
 
 
-def on_tty(c, args, env):
+def check_tty_cut(c):
+    """On a terminal (a new pty: 80 columns) lines are cut to its width counted in characters
+    without the colour codes, never inside a UTF-8 character, and a cut line ends with the
+    reset so that bold does not run on into the next lines."""
+    rep = c.load(os.path.join(c.data, "valid_v2.json"))
+    for f in rep["stacks"]["1"]["frames"]:
+        if f["type"] == "python" and f["file"] == "model.py":
+            f["file"] = "/srv/" + "é" * 200 + "/model.py"  # the user frame, shown bold
+    path = c.path("accented.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(rep, f, ensure_ascii=False)
+    raw = tty_bytes(c, ["report", path], {"TERM": "xterm"})
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise Failed(f"a cut line broke a UTF-8 character: {e}: {raw[e.start - 20:e.end + 20]!r}")
+    plain = tty_bytes(c, ["report", path], {"TERM": "xterm", "NO_COLOR": "1"}).decode("utf-8")
+    strip = lambda s: re.sub(r"\033\[[0-9;]*m", "", s)
+    lines = text.splitlines()
+    cut = [l for l in lines if strip(l).endswith("...")]
+    expect(any("\033[1m-> forward" in l for l in cut), "the bold user frame was not cut:\n" + text)
+    for l in cut:
+        expect(len(strip(l)) == 80, f"cut line of {len(strip(l))} columns, not 80: {l!r}")
+        expect(l.endswith("\033[0m"), f"cut line does not end with the reset: {l!r}")
+    expect(all(len(strip(l)) <= 80 for l in lines if "é" in l), "a line over 80 columns")
+    expect(strip(text) == plain, "colour changed where lines were cut")
+
+
+def tty_bytes(c, args, env):
     import pty
     pid, fd = pty.fork()
     if pid == 0:
@@ -137,7 +166,11 @@ def on_tty(c, args, env):
             break
         out += chunk
     os.waitpid(pid, 0)
-    return out.decode("utf-8", "replace")
+    return out
+
+
+def on_tty(c, args, env):
+    return tty_bytes(c, args, env).decode("utf-8", "replace")
 
 
 @case
