@@ -618,6 +618,29 @@ def case_html(c):
     print("screenshot:", shot)
 
 
+# ---- state files: top and report --recover ----------------------------------------------
+
+@case
+def case_recover(c):
+    """A file that is not a state file (the report, given by mistake) is called that, not a
+    truncated state file; an output that cannot be read back is named as the problem."""
+    state = c.path("leak.gmt")
+    r = c.trace("leak_two_sites", "leak", env={"GPUMEMTRACE_STATE": state})
+    expect(os.path.getsize(r) < 64 << 10, "the report should be smaller than a state header")
+    for args in (["top", "--once", r], ["report", "--recover", r]):
+        out, err, _ = c.cli_run(*args, rc=2)
+        expect(one_line(err) and "not a gpumemtrace state file" in err and not out,
+               f"{args}: {err!r}")
+    empty = c.path("empty.gmt")
+    open(empty, "w").close()
+    _, err, _ = c.cli_run("top", "--once", empty, rc=2)
+    expect(one_line(err) and "empty file, not a gpumemtrace state file" in err, err)
+    _, err, _ = c.cli_run("report", "--recover", state, "-o", "/dev/null", rc=2)
+    expect(one_line(err) and "--output /dev/null is not a regular file" in err, err)
+    out, _, _ = c.cli_run("report", "--recover", state, "-o", c.path("rec.json"))
+    expect("Leaks: 3.01 MiB in 5 allocations" in out, "recovered summary:\n" + out)
+
+
 # ---- symbolize --------------------------------------------------------------------------
 
 def one_line(err):
