@@ -163,6 +163,20 @@ int gmt_cli_merge(int argc, char **argv)
             if (reps[i].stacks[k].id > max_id) max_id = reps[i].stacks[k].id;
         ranks[i] = reps[i].rank;
     }
+    /* The same run given twice (a file and its copy, or a glob that matched both) would count
+     * every leak twice and look like a perfectly even job: said, once per repeated file, and
+     * merged as asked. One process writes its reports with one pid, host and start time. */
+    for (size_t k = 1; k < n; k++)
+        for (size_t i = 0; i < k; i++) {
+            const gmt_report_t *x = &reps[i], *y = &reps[k];
+            if (x->pid != y->pid || x->start_time <= 0 || x->start_time != y->start_time ||
+                strcmp(x->hostname, y->hostname) != 0)
+                continue;
+            gmt_cli_error("merge: warning: %s and %s are reports of one process (pid %" PRId64
+                          " on %s, same start time); it is merged as two ranks",
+                          x->path, y->path, x->pid, x->hostname);
+            break;
+        }
     /* ranks as the processes said, unless they collide (all 0 outside a launcher): then the
      * order of the files */
     bool distinct = true;

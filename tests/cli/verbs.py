@@ -328,6 +328,15 @@ def case_diff(c):
     c.cli_run("diff", a, p, "--max-growth", "0", rc=1)  # peak grew 3 MiB -> 300 MiB
     c.cli_run("diff", a, p, "--max-growth", "50000%")
     c.cli_run("diff", a, b)  # no limit: exit 0 whatever grew
+    # --top N shows N changed stacks and counts the rest, as report does
+    out, _, _ = c.cli_run("diff", p, a)
+    rows = [l for l in out.splitlines() if l.startswith("  leak ")]
+    expect(len(rows) > 1, "the test needs several changed stacks:\n" + out)
+    out1, _, _ = c.cli_run("diff", "--top", "1", p, a)
+    rows1 = [l for l in out1.splitlines() if l.startswith("  leak ")]
+    expect(rows1 == rows[:1], f"--top 1 rows {rows1}, expected {rows[:1]}")
+    expect(f"  ... {len(rows) - 1} more (--top to show more)\n" in out1, "--top 1:\n" + out1)
+    expect(" more (--top" not in out, "without --top:\n" + out)
     c.cli_run("diff", a, rc=2)
     c.cli_run("diff", a, b, "--max-growth", "lots", rc=2)
     # stacks match by frames, not ids: renumber every stack of b
@@ -359,9 +368,14 @@ def case_no_stacks(c):
     path = c.path("no_stacks.json")
     with open(path, "w") as f:
         json.dump(r, f)
+    # a second rank (another process: merging one with itself is warned about)
+    r["process"].update(pid=r["process"]["pid"] + 1, rank=1)
+    path1 = c.path("no_stacks_rank1.json")
+    with open(path1, "w") as f:
+        json.dump(r, f)
     runs = [("report", path), ("report", "--json", path),
             ("check", path, "--max-leak-bytes", "0"), ("diff", path, path, "--max-growth", "0"),
-            ("merge", path, path)]
+            ("merge", path, path1)]
     runs += [("export", path, "--format", fmt, "-o", c.path("no_stacks." + fmt))
              for fmt in ("folded", "speedscope", "perfetto", "html", "prometheus", "pprof")]
     for args in runs:
@@ -379,8 +393,12 @@ def case_merge(c):
     r0 = c.trace("leak_two_sites", "rank0", env={"RANK": "0"})
     r1 = c.trace("leak_two_sites", "rank1", env={"RANK": "1"})
     r2 = c.trace("peak", "rank2", env={"RANK": "2"})
-    out, _, _ = c.cli_run("merge", r0, r1, "-o", c.path("merged2.json"))
+    out, err, _ = c.cli_run("merge", r0, r1, "-o", c.path("merged2.json"))
     expect("peak imbalance 1.00" in out, out)
+    expect(not err, "merge of two ranks warned: " + err)
+    # one report given twice (same pid, host and start time): merged, with one warning line
+    _, err, _ = c.cli_run("merge", r0, r0)
+    expect(one_line(err) and "warning" in err and "one process" in err, "merge r0 r0: " + err)
     expect(re.search(r"common to all 2 ranks\n.*alloc_site_a", out), out)
     out, _, _ = c.cli_run("merge", r0, r1, r2, "-o", c.path("merged.json"))
     m = c.load(c.path("merged.json"))
@@ -497,6 +515,13 @@ def case_export(c):
     c.cli_run("export", r, rc=2)
     c.cli_run("export", r, "--format", "svg", rc=2)
     c.cli_run("export", r, "--format", "folded", "--stacks", "all", rc=2)
+    # --stacks chooses between folded outputs only; elsewhere it would be accepted and ignored
+    c.cli_run("export", r, "--format", "folded", "--stacks", "leaks")
+    for fmt in ("speedscope", "perfetto", "html", "prometheus", "pprof"):
+        for which in ("peak", "leaks"):
+            out, err, _ = c.cli_run("export", r, "--format", fmt, "--stacks", which, rc=2)
+            expect(one_line(err) and "--stacks goes with --format folded" in err and not out,
+                   f"export --format {fmt} --stacks {which}: {err!r}")
 
 
 @case
