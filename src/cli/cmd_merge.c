@@ -249,12 +249,19 @@ int gmt_cli_merge(int argc, char **argv)
         }
     }
     size_t ncommon_all = 0;
-    printf("\nleak groups common to all %zu ranks\n", n);
+    if (n == 1)
+        printf("\nleak groups of the one rank (nothing to compare)\n");
+    else
+        printf("\nleak groups common to all %zu ranks\n", n);
     for (size_t k = 0; k < ncommon; k++) {
         if (common[k].nranks != n) continue;
         ncommon_all++;
         char fb[1024], t[GMT_FMT_BYTES_LEN];
         gmt_stack_where(common[k].stack, fb, sizeof fb);
+        if (n == 1) {
+            printf("  %10s  %s\n", gmt_fmt_bytes(common[k].total, t, sizeof t), fb);
+            continue;
+        }
         printf("  %10s total (%s to %s per rank)  %s\n",
                gmt_fmt_bytes(common[k].total, t, sizeof t),
                gmt_fmt_bytes(common[k].min, a, sizeof a), gmt_fmt_bytes(common[k].max, b, sizeof b),

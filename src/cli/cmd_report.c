@@ -298,12 +298,25 @@ static void print_share(double share)
         printf(" (%.1f%% of the device)", 100.0 * share);
 }
 
+/* What a group holds and what its unit is called. The address-space kinds are listed under
+ * "Address space (not memory, not in the total)": "1 reservation  address space", never
+ * "vmm_reserve memory". */
+static const char *group_what(const gmt_group_t *g, const char **unit, char *buf, size_t len)
+{
+    bool reserve = strcmp(g->kind, "vmm_reserve") == 0, map = strcmp(g->kind, "vmm_map") == 0;
+    *unit = reserve ? "reservation" : map ? "mapping" : "allocation";
+    if (reserve || map) return "address space";
+    snprintf(buf, len, "%s memory", g->kind);
+    return buf;
+}
+
 static void print_group(const view_t *v, const gmt_group_t *g, int rank)
 {
-    char bytes[GMT_FMT_BYTES_LEN], dev[48];
-    printf("  #%-3d %s%10s%s in %" PRIu64 " allocation%s  %s memory on %s  %s%s%s%s\n", rank,
-           BOLD(v), gmt_fmt_bytes(g->bytes, bytes, sizeof bytes), RESET(v), g->count,
-           g->count == 1 ? "" : "s", g->kind, gmt_device_label(g->device, g->rank, dev, sizeof dev),
+    char bytes[GMT_FMT_BYTES_LEN], dev[48], buf[64];
+    const char *unit, *what = group_what(g, &unit, buf, sizeof buf);
+    printf("  #%-3d %s%10s%s in %" PRIu64 " %s%s  %s on %s  %s%s%s%s\n", rank, BOLD(v),
+           gmt_fmt_bytes(g->bytes, bytes, sizeof bytes), RESET(v), g->count, unit,
+           g->count == 1 ? "" : "s", what, gmt_device_label(g->device, g->rank, dev, sizeof dev),
            g->api, g->library ? "  " : "", g->library ? g->library : "",
            g->suppressed ? "  [suppressed]" : "");
     print_stack(v, g->stack, g->stack_id, "       ");

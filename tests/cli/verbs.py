@@ -396,6 +396,8 @@ def case_merge(c):
     out, err, _ = c.cli_run("merge", r0, r1, "-o", c.path("merged2.json"))
     expect("peak imbalance 1.00" in out, out)
     expect(not err, "merge of two ranks warned: " + err)
+    one, _, _ = c.cli_run("merge", r0)
+    expect("leak groups of the one rank" in one and "all 1 ranks" not in one, "one rank:\n" + one)
     # one report given twice (same pid, host and start time): merged, with one warning line
     _, err, _ = c.cli_run("merge", r0, r0)
     expect(one_line(err) and "warning" in err and "one process" in err, "merge r0 r0: " + err)
