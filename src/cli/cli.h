@@ -90,6 +90,10 @@ typedef struct gmt_device_s {
     double peak_time;
     int64_t allocs, frees, failures;
     int64_t untracked_bytes; /* -1 unknown */
+    /* Memory that is not part of the bytes in use above (docs/report.md, "Kinds"), from the
+     * device's kinds: pinned host memory (device -1) and managed memory. */
+    bool has_pinned, has_managed;
+    uint64_t pinned_current, pinned_peak, managed_current, managed_peak;
 } gmt_device_t;
 
 typedef struct gmt_peak_s {
@@ -97,6 +101,7 @@ typedef struct gmt_peak_s {
     uint64_t bytes;
     double time, share; /* share -1 unknown */
     size_t ngroups;
+    uint64_t groups_total; /* groups there were; ngroups lists the largest (GPUMEMTRACE_TOP) */
     gmt_group_t *groups;
 } gmt_peak_t;
 
@@ -185,6 +190,10 @@ typedef struct gmt_report_s {
  * -ENOENT/-EACCES/... for a file that cannot be read, -EINVAL for one that is not JSON or not
  * a gpumemtrace report, -ENOTSUP for a report of another version. */
 int gmt_report_load(const char *path, gmt_report_t *rep, char *why, size_t why_len);
+
+/* gmt_report_load without naming the frames of a report written without libdw: rep->root is
+ * the report as written, for `symbolize`, which names them in rep->root and writes it back. */
+int gmt_report_load_as_written(const char *path, gmt_report_t *rep, char *why, size_t why_len);
 
 /* The same on a buffer in memory (the fuzz target's entry). */
 int gmt_report_parse(const char *text, size_t len, gmt_report_t *rep, char *why, size_t why_len);

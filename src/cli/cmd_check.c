@@ -411,7 +411,7 @@ int gmt_cli_check(int argc, char **argv)
             printf("FAIL %s\n", res[i].message);
             broken++;
         }
-    if (!broken) printf("PASS %s: %zu limit%s hold\n", path, nres, nres == 1 ? "" : "s");
+    if (!broken) printf("PASS %s: %zu %s\n", path, nres, nres == 1 ? "limit holds" : "limits hold");
     status = broken ? GMT_EXIT_FAIL : GMT_EXIT_OK;
     if (junit) {
         int rc = write_junit(junit, path, res, nres);

@@ -229,9 +229,14 @@ int gmt_cli_diff(int argc, char **argv)
         if (t.n > 1) qsort(t.v, t.n, sizeof *t.v, cmp_leak_growth); /* none: NULL */
         printf("\nPer call stack (matched by frames): at exit, at the peak\n");
         long shown = 0;
-        for (size_t i = 0; i < t.n && shown < top; i++) {
+        size_t left = 0;
+        for (size_t i = 0; i < t.n; i++) {
             entry_t *e = &t.v[i];
             if (e->leak_old == e->leak_new && e->peak_old == e->peak_new) continue;
+            if (shown >= top) { /* counted, as report counts what --top leaves out */
+                left++;
+                continue;
+            }
             char dl[48], dp[48], fb[1024];
             fmt_delta(delta(e->leak_old, e->leak_new), dl, sizeof dl);
             fmt_delta(delta(e->peak_old, e->peak_new), dp, sizeof dp);
@@ -242,6 +247,7 @@ int gmt_cli_diff(int argc, char **argv)
             printf("  leak %10s  peak %10s  %s%s\n", dl, dp, fb, tag);
             shown++;
         }
+        if (left) printf("  ... %zu more (--top to show more)\n", left);
         if (!shown) printf("  (no stack changed)\n");
     }
     for (size_t i = 0; i < t.n; i++)

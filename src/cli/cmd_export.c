@@ -45,7 +45,7 @@ void gmt_cli_export_help(FILE *to)
             "  pprof       gzip-compressed profile.proto for 'go tool pprof'\n"
             "\n"
             "  -o, --output OUT  write OUT atomically (default: standard output)\n"
-            "  --stacks WHICH    folded: 'leaks' (default) or 'peak' owners\n");
+            "  --stacks WHICH    folded only: 'leaks' (default) or 'peak' owners\n");
 }
 
 /* A frame name as one field of a folded line: no ';' and no line breaks. */
@@ -470,6 +470,7 @@ int gmt_export_to(const gmt_report_t *rep, const char *format, const char *stack
 int gmt_cli_export(int argc, char **argv)
 {
     const char *format = NULL, *out = NULL, *stacks = "leaks";
+    bool stacks_given = false;
     opterr = 0;
     optind = 1;
     int c;
@@ -483,6 +484,7 @@ int gmt_cli_export(int argc, char **argv)
             break;
         case 's':
             stacks = optarg;
+            stacks_given = true;
             break;
         case 'h':
             gmt_cli_export_help(stdout);
@@ -505,6 +507,15 @@ int gmt_cli_export(int argc, char **argv)
     }
     if (strcmp(stacks, "leaks") != 0 && strcmp(stacks, "peak") != 0) {
         gmt_cli_error("export: bad --stacks '%s': 'leaks' or 'peak'", stacks);
+        return GMT_EXIT_USAGE;
+    }
+    /* speedscope, pprof and html hold the leaks and every device's peak owners side by side
+     * (profiles, sample types, flame graphs), perfetto and prometheus no stacks: anywhere but
+     * folded the choice would be accepted and ignored. */
+    if (stacks_given && fi != 0) {
+        gmt_cli_error("export: --stacks goes with --format folded only, not %s (speedscope, "
+                      "pprof and html hold both the leaks and the peak owners)",
+                      formats[fi]);
         return GMT_EXIT_USAGE;
     }
     if (argc - optind != 1) {

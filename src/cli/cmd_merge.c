@@ -163,6 +163,20 @@ int gmt_cli_merge(int argc, char **argv)
             if (reps[i].stacks[k].id > max_id) max_id = reps[i].stacks[k].id;
         ranks[i] = reps[i].rank;
     }
+    /* The same run given twice (a file and its copy, or a glob that matched both) would count
+     * every leak twice and look like a perfectly even job: said, once per repeated file, and
+     * merged as asked. One process writes its reports with one pid, host and start time. */
+    for (size_t k = 1; k < n; k++)
+        for (size_t i = 0; i < k; i++) {
+            const gmt_report_t *x = &reps[i], *y = &reps[k];
+            if (x->pid != y->pid || x->start_time <= 0 || x->start_time != y->start_time ||
+                strcmp(x->hostname, y->hostname) != 0)
+                continue;
+            gmt_cli_error("merge: warning: %s and %s are reports of one process (pid %" PRId64
+                          " on %s, same start time); it is merged as two ranks",
+                          x->path, y->path, x->pid, x->hostname);
+            break;
+        }
     /* ranks as the processes said, unless they collide (all 0 outside a launcher): then the
      * order of the files */
     bool distinct = true;
@@ -235,12 +249,19 @@ int gmt_cli_merge(int argc, char **argv)
         }
     }
     size_t ncommon_all = 0;
-    printf("\nleak groups common to all %zu ranks\n", n);
+    if (n == 1)
+        printf("\nleak groups of the one rank (nothing to compare)\n");
+    else
+        printf("\nleak groups common to all %zu ranks\n", n);
     for (size_t k = 0; k < ncommon; k++) {
         if (common[k].nranks != n) continue;
         ncommon_all++;
         char fb[1024], t[GMT_FMT_BYTES_LEN];
         gmt_stack_where(common[k].stack, fb, sizeof fb);
+        if (n == 1) {
+            printf("  %10s  %s\n", gmt_fmt_bytes(common[k].total, t, sizeof t), fb);
+            continue;
+        }
         printf("  %10s total (%s to %s per rank)  %s\n",
                gmt_fmt_bytes(common[k].total, t, sizeof t),
                gmt_fmt_bytes(common[k].min, a, sizeof a), gmt_fmt_bytes(common[k].max, b, sizeof b),

@@ -80,16 +80,160 @@ static bool wanted(const view_t *v, int64_t device)
     return !v->filter || device == v->device;
 }
 
-/* A line, cut to the terminal's width when there is one. */
+/* " on GPU 1" with --device, else "": for the headings whose numbers it filters. */
+static const char *on_device(const view_t *v, char *buf, size_t len)
+{
+    char label[48];
+    buf[0] = '\0';
+    if (v->filter)
+        snprintf(buf, len, " on %s", gmt_device_label(v->device, -1, label, sizeof label));
+    return buf;
+}
+
+/* The leak totals the view shows. With --device they are summed from the groups the report
+ * lists on that device, since the report keeps totals for all devices only; partial says that
+ * the report listed only its largest groups (GPUMEMTRACE_TOP), so the sums may fall short. */
+typedef struct leak_totals_s {
+    uint64_t bytes, count, suppressed_bytes, groups;
+    uint64_t reserved_bytes, reserved_count, mapped_bytes, mapped_count;
+    bool partial;
+} leak_totals_t;
+
+static leak_totals_t leak_totals(const view_t *v)
+{
+    const gmt_report_t *rep = v->rep;
+    leak_totals_t t = {0};
+    if (!v->filter) {
+        t.bytes = rep->leak_bytes;
+        t.count = rep->leak_count;
+        t.suppressed_bytes = rep->leak_suppressed_bytes;
+        t.groups = rep->groups_total;
+        t.reserved_bytes = rep->as_reserved_bytes;
+        t.reserved_count = rep->as_reserved_count;
+        t.mapped_bytes = rep->as_mapped_bytes;
+        t.mapped_count = rep->as_mapped_count;
+        return t;
+    }
+    for (size_t i = 0; i < rep->nleaks; i++) {
+        const gmt_group_t *g = &rep->leak_groups[i];
+        if (!wanted(v, g->device)) continue;
+        t.groups++;
+        if (g->suppressed) {
+            t.suppressed_bytes += g->bytes;
+        } else {
+            t.bytes += g->bytes;
+            t.count += g->count;
+        }
+    }
+    for (size_t i = 0; i < rep->nas; i++) {
+        const gmt_group_t *g = &rep->as_groups[i];
+        if (!wanted(v, g->device)) continue;
+        bool map = strcmp(g->kind, "vmm_map") == 0;
+        *(map ? &t.mapped_bytes : &t.reserved_bytes) += g->bytes;
+        *(map ? &t.mapped_count : &t.reserved_count) += g->count;
+    }
+    t.partial = rep->nleaks < rep->groups_total;
+    return t;
+}
+
+static int cmp_library(const void *a, const void *b)
+{
+    const gmt_library_t *x = a, *y = b;
+    if (x->peak_bytes != y->peak_bytes) return x->peak_bytes < y->peak_bytes ? 1 : -1;
+    if (x->exit_bytes != y->exit_bytes) return x->exit_bytes < y->exit_bytes ? 1 : -1;
+    return strcmp(x->library, y->library);
+}
+
+static gmt_library_t *add_library(gmt_library_t *rows, size_t *n, const char *library)
+{
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp(rows[i].library, library) == 0) return &rows[i];
+    rows[*n] = (gmt_library_t){.library = library};
+    return &rows[(*n)++];
+}
+
+/* Bytes per library on the view's device, summed as the writer sums summary.libraries (the
+ * peak owners, and the memory live at the end, suppressed groups included) but from the
+ * groups the report lists on that device: the report has the rows for all devices only.
+ * Rows are malloc'd into *out, sorted as the report's; the count, or -ENOMEM. */
+static ssize_t device_libraries(const view_t *v, gmt_library_t **out, bool *partial)
+{
+    const gmt_report_t *rep = v->rep;
+    size_t cap = rep->nleaks, n = 0;
+    *partial = rep->nleaks < rep->groups_total;
+    for (size_t i = 0; i < rep->npeaks; i++) {
+        if (!wanted(v, rep->peaks[i].device)) continue;
+        cap += rep->peaks[i].ngroups;
+        if (rep->peaks[i].ngroups < rep->peaks[i].groups_total) *partial = true;
+    }
+    gmt_library_t *rows = malloc((cap ? cap : 1) * sizeof *rows);
+    if (!rows) return -ENOMEM;
+    for (size_t i = 0; i < rep->npeaks; i++) {
+        const gmt_peak_t *p = &rep->peaks[i];
+        if (!wanted(v, p->device)) continue;
+        for (size_t k = 0; k < p->ngroups; k++)
+            if (p->groups[k].library)
+                add_library(rows, &n, p->groups[k].library)->peak_bytes += p->groups[k].bytes;
+    }
+    for (size_t i = 0; i < rep->nleaks; i++) {
+        const gmt_group_t *g = &rep->leak_groups[i];
+        if (wanted(v, g->device) && g->library)
+            add_library(rows, &n, g->library)->exit_bytes += g->bytes;
+    }
+    if (n > 1) qsort(rows, n, sizeof *rows, cmp_library);
+    *out = rows;
+    return (ssize_t)n;
+}
+
+/* Bytes of the escape sequence at s (ESC [ parameters final), or 1 for a lone ESC. */
+static size_t escape_len(const char *s)
+{
+    if (s[1] != '[') return 1;
+    size_t i = 2;
+    while (s[i] >= 0x20 && s[i] <= 0x3f)
+        i++;
+    return s[i] >= 0x40 && s[i] <= 0x7e ? i + 1 : i;
+}
+
+/* Bytes of the character at s: a UTF-8 lead byte and its continuation bytes. */
+static size_t char_len(const char *s)
+{
+    size_t n = 1;
+    while (n < 4 && ((unsigned char)s[n] & 0xc0) == 0x80)
+        n++;
+    return n;
+}
+
+/* Bytes of text that fill at most cols columns; *width gets the columns of the whole text. */
+static size_t fit(const char *text, size_t cols, size_t *width)
+{
+    size_t used = 0, cut = SIZE_MAX, i = 0;
+    while (text[i]) {
+        if (text[i] == '\033') {
+            i += escape_len(text + i);
+            continue;
+        }
+        if (used == cols && cut == SIZE_MAX) cut = i;
+        used++;
+        i += char_len(text + i);
+    }
+    *width = used;
+    return cut == SIZE_MAX ? i : cut;
+}
+
+/* A line, cut to the terminal's width when there is one. Columns are counted without the
+ * colour codes, one a character, so a cut falls between characters, never inside a UTF-8
+ * sequence (a wide character counts as one: such a line may still wrap, never break). A cut
+ * line ends with the reset, since the cut may drop the one that closed a bold or a colour. */
 static void print_line(const view_t *v, const char *indent, const char *text)
 {
     size_t room = v->width > 0 ? (size_t)v->width : SIZE_MAX;
-    size_t il = strlen(indent), tl = strlen(text);
-    if (il + tl > room && room > il + 4) {
-        printf("%s%.*s...\n", indent, (int)(room - il - 3), text);
-    } else {
+    size_t il = strlen(indent), width;
+    size_t keep = fit(text, room > il + 3 ? room - il - 3 : 0, &width);
+    if (il + width > room && room > il + 4)
+        printf("%s%.*s...%s\n", indent, (int)keep, text, RESET(v));
+    else
         printf("%s%s\n", indent, text);
-    }
 }
 
 static void print_stack(const view_t *v, const gmt_stack_t *st, int64_t stack_id,
@@ -154,12 +298,25 @@ static void print_share(double share)
         printf(" (%.1f%% of the device)", 100.0 * share);
 }
 
+/* What a group holds and what its unit is called. The address-space kinds are listed under
+ * "Address space (not memory, not in the total)": "1 reservation  address space", never
+ * "vmm_reserve memory". */
+static const char *group_what(const gmt_group_t *g, const char **unit, char *buf, size_t len)
+{
+    bool reserve = strcmp(g->kind, "vmm_reserve") == 0, map = strcmp(g->kind, "vmm_map") == 0;
+    *unit = reserve ? "reservation" : map ? "mapping" : "allocation";
+    if (reserve || map) return "address space";
+    snprintf(buf, len, "%s memory", g->kind);
+    return buf;
+}
+
 static void print_group(const view_t *v, const gmt_group_t *g, int rank)
 {
-    char bytes[GMT_FMT_BYTES_LEN], dev[48];
-    printf("  #%-3d %s%10s%s in %" PRIu64 " allocation%s  %s memory on %s  %s%s%s%s\n", rank,
-           BOLD(v), gmt_fmt_bytes(g->bytes, bytes, sizeof bytes), RESET(v), g->count,
-           g->count == 1 ? "" : "s", g->kind, gmt_device_label(g->device, g->rank, dev, sizeof dev),
+    char bytes[GMT_FMT_BYTES_LEN], dev[48], buf[64];
+    const char *unit, *what = group_what(g, &unit, buf, sizeof buf);
+    printf("  #%-3d %s%10s%s in %" PRIu64 " %s%s  %s on %s  %s%s%s%s\n", rank, BOLD(v),
+           gmt_fmt_bytes(g->bytes, bytes, sizeof bytes), RESET(v), g->count, unit,
+           g->count == 1 ? "" : "s", what, gmt_device_label(g->device, g->rank, dev, sizeof dev),
            g->api, g->library ? "  " : "", g->library ? g->library : "",
            g->suppressed ? "  [suppressed]" : "");
     print_stack(v, g->stack, g->stack_id, "       ");
@@ -266,12 +423,27 @@ static void print_devices(const view_t *v)
         if (d->name) printf("  %s", d->name);
         if (d->has_total) printf(", %s", gmt_fmt_bytes(d->total_bytes, a, sizeof a));
         putchar('\n');
-        printf("    peak     %s at %.3f s", gmt_fmt_bytes(d->peak_bytes, a, sizeof a),
-               d->peak_time);
-        if (d->has_total && d->total_bytes > 0)
-            print_share((double)d->peak_bytes / (double)d->total_bytes);
-        putchar('\n');
-        printf("    current  %s\n", gmt_fmt_bytes(d->current_bytes, a, sizeof a));
+        /* Pinned host and managed memory are never bytes in use (docs/report.md, "Kinds"), so
+         * pinned memory alone left the host at "peak 0 B": its own lines say what it held. */
+        bool other = (d->has_pinned && d->pinned_peak) || (d->has_managed && d->managed_peak);
+        if (d->peak_bytes || d->current_bytes || !other) {
+            printf("    peak     %s at %.3f s", gmt_fmt_bytes(d->peak_bytes, a, sizeof a),
+                   d->peak_time);
+            if (d->has_total && d->total_bytes > 0)
+                print_share((double)d->peak_bytes / (double)d->total_bytes);
+            putchar('\n');
+            printf("    current  %s\n", gmt_fmt_bytes(d->current_bytes, a, sizeof a));
+        }
+        char b[GMT_FMT_BYTES_LEN];
+        if (d->has_pinned && d->pinned_peak)
+            printf("    pinned   current %s, peak %s (pinned host memory; not part of bytes in "
+                   "use)\n",
+                   gmt_fmt_bytes(d->pinned_current, a, sizeof a),
+                   gmt_fmt_bytes(d->pinned_peak, b, sizeof b));
+        if (d->has_managed && d->managed_peak)
+            printf("    managed  current %s, peak %s (managed memory; not part of bytes in use)\n",
+                   gmt_fmt_bytes(d->managed_current, a, sizeof a),
+                   gmt_fmt_bytes(d->managed_peak, b, sizeof b));
         printf("    %" PRId64 " allocations, %" PRId64 " frees, %" PRId64 " failures\n", d->allocs,
                d->frees, d->failures);
         if (d->untracked_bytes > 0)
@@ -284,34 +456,41 @@ static void print_devices(const view_t *v)
 static void print_leaks(const view_t *v)
 {
     const gmt_report_t *rep = v->rep;
-    char bytes[GMT_FMT_BYTES_LEN];
-    printf("\n%sLeaks: %s%s%s in %" PRIu64 " allocation%s %s", BOLD(v),
-           rep->leak_bytes ? RED(v) : "", gmt_fmt_bytes(rep->leak_bytes, bytes, sizeof bytes),
-           RESET(v), rep->leak_count, rep->leak_count == 1 ? "" : "s",
-           gmt_json_str(rep->leaks, "meaning", "still live at the end"));
-    if (rep->leak_count)
-        printf(", %" PRIu64 " call stack%s", rep->groups_total, rep->groups_total == 1 ? "" : "s");
+    char bytes[GMT_FMT_BYTES_LEN], dev[64];
+    leak_totals_t t = leak_totals(v);
+    on_device(v, dev, sizeof dev);
+    printf("\n%sLeaks%s: %s%s%s in %" PRIu64 " allocation%s %s", BOLD(v), dev,
+           t.bytes ? RED(v) : "", gmt_fmt_bytes(t.bytes, bytes, sizeof bytes), RESET(v), t.count,
+           t.count == 1 ? "" : "s", gmt_json_str(rep->leaks, "meaning", "still live at the end"));
+    if (t.count) printf(", %" PRIu64 " call stack%s", t.groups, t.groups == 1 ? "" : "s");
     printf("\n");
-    if (rep->leak_suppressed_bytes > 0)
+    if (t.partial)
+        printf("  (summed over the groups the report lists: its largest %zu of %" PRIu64
+               ", GPUMEMTRACE_TOP)\n",
+               rep->nleaks, rep->groups_total);
+    if (t.suppressed_bytes > 0)
         printf("  not counted: %s in groups that matched a suppression (known caches)\n",
-               gmt_fmt_bytes(rep->leak_suppressed_bytes, bytes, sizeof bytes));
+               gmt_fmt_bytes(t.suppressed_bytes, bytes, sizeof bytes));
     print_groups(v, rep->leak_groups, rep->nleaks);
     /* v2: reservations and mappings held at exit are address space, not memory: shown apart,
      * never in the leak total (docs/report.md, the accounting rule) */
-    if (rep->as_reserved_count || rep->as_mapped_count || rep->nas) {
+    if (t.reserved_count || t.mapped_count || (!v->filter && rep->nas)) {
         char m[GMT_FMT_BYTES_LEN];
         printf("  Address space (not memory, not in the total): %s reserved in %" PRIu64
                " reservation%s, %s mapped in %" PRIu64 " mapping%s\n",
-               gmt_fmt_bytes(rep->as_reserved_bytes, bytes, sizeof bytes), rep->as_reserved_count,
-               rep->as_reserved_count == 1 ? "" : "s",
-               gmt_fmt_bytes(rep->as_mapped_bytes, m, sizeof m), rep->as_mapped_count,
-               rep->as_mapped_count == 1 ? "" : "s");
+               gmt_fmt_bytes(t.reserved_bytes, bytes, sizeof bytes), t.reserved_count,
+               t.reserved_count == 1 ? "" : "s", gmt_fmt_bytes(t.mapped_bytes, m, sizeof m),
+               t.mapped_count, t.mapped_count == 1 ? "" : "s");
         print_groups(v, rep->as_groups, rep->nas);
     }
 
-    if (rep->nsuspects == 0) return;
+    size_t nsuspects = 0;
+    for (size_t i = 0; i < rep->nsuspects; i++)
+        nsuspects +=
+            !v->filter || rep->suspects[i].device < 0 || rep->suspects[i].device == v->device;
+    if (nsuspects == 0) return;
     printf("\n%sGrowth suspects%s (live bytes kept rising through the run): %" PRIu64 "\n", BOLD(v),
-           RESET(v), rep->suspects_total);
+           RESET(v), v->filter ? (uint64_t)nsuspects : rep->suspects_total);
     int rank = 0;
     for (size_t i = 0; i < rep->nsuspects; i++) {
         const gmt_suspect_t *s = &rep->suspects[i];
@@ -356,15 +535,29 @@ static void print_libraries(const view_t *v)
 {
     const gmt_report_t *rep = v->rep;
     if (rep->nlibraries == 0) return;
-    printf("\n%sBytes per library%s (at the peak, at exit)\n", BOLD(v), RESET(v));
-    for (size_t i = 0; i < rep->nlibraries && (long)i < v->top; i++) {
-        char a[GMT_FMT_BYTES_LEN], b[GMT_FMT_BYTES_LEN];
-        printf("  %-32s %10s %10s\n", rep->libraries[i].library,
-               gmt_fmt_bytes(rep->libraries[i].peak_bytes, a, sizeof a),
-               gmt_fmt_bytes(rep->libraries[i].exit_bytes, b, sizeof b));
+    const gmt_library_t *rows = rep->libraries;
+    size_t n = rep->nlibraries;
+    gmt_library_t *own = NULL;
+    bool partial = false;
+    char dev[64];
+    if (v->filter) {
+        ssize_t got = device_libraries(v, &own, &partial);
+        n = got > 0 ? (size_t)got : 0;
+        rows = own;
     }
-    if (rep->nlibraries > (size_t)v->top)
-        printf("  ... %zu more (--top to show more)\n", rep->nlibraries - (size_t)v->top);
+    on_device(v, dev, sizeof dev);
+    printf("\n%sBytes per library%s%s (at the peak, at exit)\n", BOLD(v), dev, RESET(v));
+    if (partial)
+        printf("  (summed over the groups the report lists: its largest, GPUMEMTRACE_TOP)\n");
+    if (n == 0) printf("  (none)\n");
+    for (size_t i = 0; i < n && (long)i < v->top; i++) {
+        char a[GMT_FMT_BYTES_LEN], b[GMT_FMT_BYTES_LEN];
+        printf("  %-32s %10s %10s\n", rows[i].library,
+               gmt_fmt_bytes(rows[i].peak_bytes, a, sizeof a),
+               gmt_fmt_bytes(rows[i].exit_bytes, b, sizeof b));
+    }
+    if (n > (size_t)v->top) printf("  ... %zu more (--top to show more)\n", n - (size_t)v->top);
+    free(own);
 }
 
 static const char *frag_label(double f)
@@ -493,7 +686,16 @@ static int print_json(const view_t *v)
     cJSON_AddNumberToObject(o, "report_version", rep->version);
     cJSON_AddStringToObject(o, "reason", rep->reason);
     cJSON_AddNumberToObject(o, "duration_s", rep->duration_s);
-    cJSON_AddNumberToObject(o, "peak_bytes", (double)rep->peak_bytes);
+    uint64_t peak = rep->peak_bytes;
+    if (v->filter) {
+        /* the numbers below are the device's: its peak, its leaks, its libraries */
+        cJSON_AddNumberToObject(o, "device", (double)v->device);
+        peak = 0;
+        for (size_t i = 0; i < rep->ndevices; i++)
+            if (wanted(v, rep->devices[i].device) && rep->devices[i].peak_bytes > peak)
+                peak = rep->devices[i].peak_bytes;
+    }
+    cJSON_AddNumberToObject(o, "peak_bytes", (double)peak);
     cJSON *devs = cJSON_AddArrayToObject(o, "devices");
     for (size_t i = 0; i < rep->ndevices; i++) {
         const gmt_device_t *d = &rep->devices[i];
@@ -506,15 +708,31 @@ static int print_json(const view_t *v)
         cJSON_AddNumberToObject(x, "current_bytes", (double)d->current_bytes);
         if (d->untracked_bytes >= 0)
             cJSON_AddNumberToObject(x, "untracked_bytes", (double)d->untracked_bytes);
+        if (d->has_pinned) {
+            cJSON *k = cJSON_AddObjectToObject(x, "host_pinned");
+            cJSON_AddNumberToObject(k, "current_bytes", (double)d->pinned_current);
+            cJSON_AddNumberToObject(k, "peak_bytes", (double)d->pinned_peak);
+        }
+        if (d->has_managed) {
+            cJSON *k = cJSON_AddObjectToObject(x, "managed");
+            cJSON_AddNumberToObject(k, "current_bytes", (double)d->managed_current);
+            cJSON_AddNumberToObject(k, "peak_bytes", (double)d->managed_peak);
+        }
         cJSON_AddItemToArray(devs, x);
     }
+    leak_totals_t t = leak_totals(v);
     cJSON *leaks = cJSON_AddObjectToObject(o, "leaks");
-    cJSON_AddNumberToObject(leaks, "total_bytes", (double)rep->leak_bytes);
-    cJSON_AddNumberToObject(leaks, "suppressed_bytes", (double)rep->leak_suppressed_bytes);
-    cJSON_AddNumberToObject(leaks, "count", (double)rep->leak_count);
+    cJSON_AddNumberToObject(leaks, "total_bytes", (double)t.bytes);
+    cJSON_AddNumberToObject(leaks, "suppressed_bytes", (double)t.suppressed_bytes);
+    cJSON_AddNumberToObject(leaks, "count", (double)t.count);
+    if (t.partial) cJSON_AddBoolToObject(leaks, "partial", true);
     cJSON_AddItemToObject(leaks, "groups", groups_json(v, rep->leak_groups, rep->nleaks));
     cJSON *sus = cJSON_AddArrayToObject(o, "growth_suspects");
-    for (size_t i = 0; i < rep->nsuspects && (long)i < v->top; i++) {
+    long nsus = 0;
+    for (size_t i = 0; i < rep->nsuspects && nsus < v->top; i++) {
+        if (v->filter && rep->suspects[i].device >= 0 && rep->suspects[i].device != v->device)
+            continue;
+        nsus++;
         cJSON *x = cJSON_CreateObject();
         cJSON_AddNumberToObject(x, "growth_bytes", (double)rep->suspects[i].growth_bytes);
         cJSON_AddNumberToObject(x, "live_bytes", (double)rep->suspects[i].live_bytes);
@@ -534,13 +752,27 @@ static int print_json(const view_t *v)
         cJSON_AddItemToArray(peaks, x);
     }
     cJSON *libs = cJSON_AddArrayToObject(o, "libraries");
-    for (size_t i = 0; i < rep->nlibraries; i++) {
+    const gmt_library_t *rows = rep->libraries;
+    size_t nrows = rep->nlibraries;
+    gmt_library_t *own = NULL;
+    if (v->filter && nrows) {
+        bool partial;
+        ssize_t got = device_libraries(v, &own, &partial);
+        if (got < 0) {
+            cJSON_Delete(o);
+            return (int)got;
+        }
+        rows = own;
+        nrows = (size_t)got;
+    }
+    for (size_t i = 0; i < nrows; i++) {
         cJSON *x = cJSON_CreateObject();
-        cJSON_AddStringToObject(x, "library", rep->libraries[i].library);
-        cJSON_AddNumberToObject(x, "peak_bytes", (double)rep->libraries[i].peak_bytes);
-        cJSON_AddNumberToObject(x, "exit_bytes", (double)rep->libraries[i].exit_bytes);
+        cJSON_AddStringToObject(x, "library", rows[i].library);
+        cJSON_AddNumberToObject(x, "peak_bytes", (double)rows[i].peak_bytes);
+        cJSON_AddNumberToObject(x, "exit_bytes", (double)rows[i].exit_bytes);
         cJSON_AddItemToArray(libs, x);
     }
+    free(own);
     cJSON *frag = cJSON_AddArrayToObject(o, "fragmentation");
     for (size_t i = 0; i < rep->nfrag; i++) {
         if (!wanted(v, rep->frag[i].device)) continue;
@@ -565,6 +797,25 @@ static int print_json(const view_t *v)
     puts(text);
     cJSON_free(text);
     return 0;
+}
+
+/* "0, 1, -1 (host)": the devices a report has, each once (a merged report has them per rank). */
+static void device_list(const gmt_report_t *rep, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < rep->ndevices; i++) {
+        int64_t d = rep->devices[i].device;
+        bool seen = false;
+        for (size_t k = 0; k < i && !seen; k++)
+            seen = rep->devices[k].device == d;
+        if (seen) continue;
+        int w = snprintf(buf + used, len - used, "%s%" PRId64 "%s", used ? ", " : "", d,
+                         d == -1 ? " (host)" : "");
+        if (w < 0 || (size_t)w >= len - used) break;
+        used += (size_t)w;
+    }
+    if (!used) snprintf(buf, len, "none");
 }
 
 static bool use_color(void)
@@ -659,6 +910,14 @@ int gmt_cli_report(int argc, char **argv)
     if (recover && !output) unlink(recovered);
     if (open_rc) return GMT_EXIT_USAGE;
     v.rep = &rep;
+    if (v.filter && !gmt_report_device(&rep, v.device, -1)) {
+        char list[256];
+        device_list(&rep, list, sizeof list);
+        gmt_cli_error("report: no device %" PRId64 " in %s (devices: %s)", v.device,
+                      recover ? recover : argv[optind], list);
+        gmt_report_free(&rep);
+        return GMT_EXIT_USAGE;
+    }
     if (json) {
         int rc = print_json(&v);
         gmt_report_free(&rep);
@@ -677,8 +936,18 @@ int gmt_cli_report(int argc, char **argv)
     print_libraries(&v);
     print_fragmentation(&v);
     print_errors(&v);
-    printf("\n%" PRId64 " allocations, %" PRId64 " frees, %" PRId64 " failures\n", rep.allocs,
-           rep.frees, rep.failures);
+    int64_t allocs = rep.allocs, frees = rep.frees, failures = rep.failures;
+    if (v.filter) {
+        allocs = frees = failures = 0;
+        for (size_t i = 0; i < rep.ndevices; i++)
+            if (wanted(&v, rep.devices[i].device)) {
+                allocs += rep.devices[i].allocs;
+                frees += rep.devices[i].frees;
+                failures += rep.devices[i].failures;
+            }
+    }
+    printf("\n%" PRId64 " allocations, %" PRId64 " frees, %" PRId64 " failures%s\n", allocs, frees,
+           failures, v.filter ? " on this device" : "");
     gmt_report_free(&rep);
     if (fflush(stdout) != 0) {
         gmt_cli_error("report: writing the summary: %s", strerror(errno));

@@ -222,6 +222,9 @@ static int parse_options(int argc, char **argv, int *cmd_index)
         switch (c) {
         case 'o':
             if (!*v) return usage_error("--output needs a non-empty path");
+            /* "--" as the value is the separator, the path forgotten before it (run --output
+             * -- CMD): taken as a file name, the report would be a file called "--". */
+            if (strcmp(v, "--") == 0) return usage_error("--output needs a path before '--'");
             rc = set_env("GPUMEMTRACE_OUTPUT", v);
             break;
         case OPT_DEPTH:
@@ -250,6 +253,7 @@ static int parse_options(int argc, char **argv, int *cmd_index)
             break;
         case OPT_STATE:
             if (!*v) return usage_error("--state needs a non-empty path");
+            if (strcmp(v, "--") == 0) return usage_error("--state needs a path before '--'");
             rc = set_env("GPUMEMTRACE_STATE", v);
             break;
         case OPT_SUPPRESSIONS: {

@@ -25,6 +25,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,6 +42,16 @@ int gmt_cli_recover(const char *state, const char *output, char *out_path, size_
         if ((size_t)snprintf(out_path, out_len, "%s", output) >= out_len) {
             gmt_cli_error("report: output path too long");
             return -ENAMETOOLONG;
+        }
+        /* The rebuilt report is read back from the output to be summarised: a device or a
+         * pipe (-o /dev/null) would take it and give nothing back, and the reader would then
+         * blame the report. */
+        struct stat st;
+        if (stat(output, &st) == 0 && !S_ISREG(st.st_mode)) {
+            gmt_cli_error("report: --output %s is not a regular file (the rebuilt report is "
+                          "written there and read back; without -o a temporary file is used)",
+                          output);
+            return -EINVAL;
         }
         fd = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     } else {

@@ -46,8 +46,11 @@ static void usage(FILE *to)
                 "owners, fragmentation and failed allocations.\n"
                 "\n"
                 "Verbs:\n");
+    int width = 0; /* the longest name, so that every summary starts in one column */
     for (size_t i = 0; i < NVERBS; i++)
-        fprintf(to, "  %-8s %s\n", verbs[i].name, verbs[i].summary);
+        if ((int)strlen(verbs[i].name) > width) width = (int)strlen(verbs[i].name);
+    for (size_t i = 0; i < NVERBS; i++)
+        fprintf(to, "  %-*s  %s\n", width, verbs[i].name, verbs[i].summary);
     fprintf(to, "\n"
                 "Example:\n"
                 "  gpumemtrace run -o train.json -- python train.py\n"

@@ -394,6 +394,17 @@ static int build_model(gmt_report_t *rep, char *why, size_t why_len)
         d->untracked_bytes = gmt_json_has_num(audit, "untracked_bytes")
                                  ? (int64_t)json_u64(audit, "untracked_bytes")
                                  : -1;
+        const cJSON *kinds = cJSON_GetObjectItemCaseSensitive(j, "kinds");
+        const cJSON *pinned = cJSON_GetObjectItemCaseSensitive(kinds, "host_pinned");
+        const cJSON *managed = cJSON_GetObjectItemCaseSensitive(kinds, "managed");
+        if ((d->has_pinned = cJSON_IsObject(pinned))) {
+            d->pinned_current = json_u64(pinned, "current_bytes");
+            d->pinned_peak = json_u64(pinned, "peak_bytes");
+        }
+        if ((d->has_managed = cJSON_IsObject(managed))) {
+            d->managed_current = json_u64(managed, "current_bytes");
+            d->managed_peak = json_u64(managed, "peak_bytes");
+        }
     }
 
     ALLOC_ARRAY(peaks, array_len(rep->peak_json));
@@ -411,6 +422,8 @@ static int build_model(gmt_report_t *rep, char *why, size_t why_len)
                            "malformed report: a \"peak\" entry has no array of groups");
         rc = build_groups(rep, groups, "peak[].groups", &pk->groups, &pk->ngroups, why, why_len);
         if (rc) return rc;
+        pk->groups_total =
+            gmt_json_has_num(j, "groups_total") ? json_u64(j, "groups_total") : pk->ngroups;
     }
 
     ALLOC_ARRAY(frag, array_len(rep->fragmentation_json));
@@ -579,6 +592,77 @@ static size_t utf8_invalid_at(const unsigned char *s, size_t len)
     return len;
 }
 
+/* True when s[0..len) is the start of a UTF-8 sequence that the end of the text cut short: a
+ * lead byte followed by fewer continuation bytes than it announces, and nothing else. */
+static bool utf8_cut_at_end(const unsigned char *s, size_t len)
+{
+    size_t need = s[0] >= 0xc2 && s[0] <= 0xdf   ? 2
+                  : s[0] >= 0xe0 && s[0] <= 0xef ? 3
+                  : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4
+                                                 : 0;
+    if (len >= need) return false;
+    for (size_t k = 1; k < len; k++)
+        if ((s[k] & 0xc0) != 0x80) return false;
+    return true;
+}
+
+/* Whether a text cJSON refused is a report cut short (a writer killed mid-write, a partial
+ * copy) rather than one with a syntax error. cJSON cannot say: when the input runs out it
+ * reports the last byte (len - 1) as the error's place, inside an unterminated string it
+ * reports the string's start, and in a cut literal ("tru") the literal's start. So the text is
+ * scanned for what a cut leaves: brackets still open, none closed by the wrong kind, or a
+ * string still open; and cJSON's error must lie at the cut, not before it. off is cJSON's
+ * error offset. Deeper nesting than cJSON takes is its own error, never a cut. */
+static bool json_ends_early(const char *text, size_t len, size_t off)
+{
+    enum { MAX_DEPTH = CJSON_NESTING_LIMIT + 1 };
+    unsigned char open_kind[MAX_DEPTH]; /* '{' or '[' per level */
+    size_t depth = 0, string_start = 0;
+    bool in_string = false, escaped = false;
+    for (size_t i = 0; i < len; i++) {
+        char c = text[i];
+        if (in_string) {
+            if (escaped)
+                escaped = false;
+            else if (c == '\\')
+                escaped = true;
+            else if (c == '"')
+                in_string = false;
+            continue;
+        }
+        if (c == '"') {
+            in_string = true;
+            string_start = i;
+        } else if (c == '{' || c == '[') {
+            if (depth == MAX_DEPTH) return false;
+            open_kind[depth++] = (unsigned char)c;
+        } else if (c == '}' || c == ']') {
+            if (depth == 0 || open_kind[depth - 1] != (c == '}' ? '{' : '[')) return false;
+            depth--;
+        }
+    }
+    if (in_string) return off >= string_start;
+    if (depth == 0) return false;
+    size_t end = len;
+    while (end > 0 && strchr(" \t\r\n", text[end - 1]))
+        end--;
+    if (off < end) {
+        /* a cut literal: cJSON points at its start */
+        static const char *const literals[] = {"true", "false", "null"};
+        for (size_t k = 0; k < 3; k++)
+            if (end - off < strlen(literals[k]) && strncmp(text + off, literals[k], end - off) == 0)
+                return true;
+        /* a number cut in its exponent ("8.34e-"): strtod took the digits before it */
+        if (off > 0 && text[off - 1] >= '0' && text[off - 1] <= '9' &&
+            (text[off] == 'e' || text[off] == 'E') &&
+            (end - off == 1 || (end - off == 2 && (text[off + 1] == '-' || text[off + 1] == '+'))))
+            return true;
+    }
+    /* Input ran out after a complete token, or inside a number; a stray byte at the very end
+     * is a syntax error even there. */
+    return off + 1 >= len && end > 0 && strchr("0123456789.+-eE\"{}[],:l", text[end - 1]);
+}
+
 int gmt_report_parse(const char *text, size_t len, gmt_report_t *rep, char *why, size_t why_len)
 {
     const char *path = rep->path;
@@ -592,38 +676,47 @@ int gmt_report_parse(const char *text, size_t len, gmt_report_t *rep, char *why,
     if (memchr(text, '\0', len))
         return set_why(why, why_len, -EINVAL, "binary file (contains NUL bytes), not JSON");
     size_t bad = utf8_invalid_at((const unsigned char *)text, len);
-    if (bad < len) {
-        unsigned line, col;
+    /* A sequence cut by the end of the file is what a truncated report ends with as often as
+     * a cut string: the JSON before it decides whether the file ends early. */
+    bool cut = bad < len && utf8_cut_at_end((const unsigned char *)text + bad, len - bad);
+    unsigned line, col;
+    if (bad < len && !cut) {
         position_of(text, bad, &line, &col);
         return set_why(why, why_len, -EINVAL, "not valid UTF-8 at line %u, column %u", line, col);
     }
+    size_t text_len = cut ? bad : len;
     const char *end = NULL;
     /* cJSON refuses nesting deeper than CJSON_NESTING_LIMIT (1000), so a hostile file cannot
      * exhaust the stack in the parser or in cJSON_Delete. */
-    rep->root = cJSON_ParseWithLengthOpts(text, len, &end, false);
+    rep->root = cJSON_ParseWithLengthOpts(text, text_len, &end, false);
     if (rep->root && end) {
         size_t off = (size_t)(end - text);
-        while (off < len && strchr(" \t\r\n", text[off]))
+        while (off < text_len && strchr(" \t\r\n", text[off]))
             off++;
         if (off < len) {
-            unsigned line, col;
-            position_of(text, off, &line, &col);
             gmt_report_free(rep);
             rep->path = path;
+            if (off == bad) { /* a whole document, then the start of a character */
+                position_of(text, bad, &line, &col);
+                return set_why(why, why_len, -EINVAL, "not valid UTF-8 at line %u, column %u", line,
+                               col);
+            }
+            position_of(text, off, &line, &col);
             return set_why(why, why_len, -EINVAL,
                            "not valid JSON: text after the end at line %u, column %u", line, col);
         }
     }
     if (!rep->root) {
         size_t off = end && end >= text ? (size_t)(end - text) : 0;
-        unsigned line, col;
-        position_of(text, off < len ? off : len, &line, &col);
-        return off >= len ? set_why(why, why_len, -EINVAL,
-                                    "not valid JSON: ends early (truncated?) at line %u", line)
-                          : set_why(why, why_len, -EINVAL,
-                                    "not valid JSON: syntax error (or nesting too deep) at line "
-                                    "%u, column %u",
-                                    line, col);
+        if (json_ends_early(text, text_len, off)) {
+            position_of(text, len, &line, &col);
+            return set_why(why, why_len, -EINVAL,
+                           "not valid JSON: ends early (truncated?) at line %u", line);
+        }
+        position_of(text, off < text_len ? off : text_len, &line, &col);
+        return set_why(why, why_len, -EINVAL,
+                       "not valid JSON: syntax error (or nesting too deep) at line %u, column %u",
+                       line, col);
     }
     int rc = check_shape(rep, why, why_len);
     if (rc) gmt_report_free(rep);
@@ -631,7 +724,7 @@ int gmt_report_parse(const char *text, size_t len, gmt_report_t *rep, char *why,
     return rc;
 }
 
-int gmt_report_load(const char *path, gmt_report_t *rep, char *why, size_t why_len)
+static int load(const char *path, gmt_report_t *rep, char *why, size_t why_len, bool name_frames)
 {
     memset(rep, 0, sizeof *rep);
     rep->path = path;
@@ -663,13 +756,24 @@ int gmt_report_load(const char *path, gmt_report_t *rep, char *why, size_t why_l
     /* A report written without libdw gets its frames named first (symbolize/offline.h).
      * Weak: the CLI links it; the reader's fuzz target does not, and opens no module files. */
     size_t named_len = 0;
-    char *named =
-        gmt_symbolize_report_text ? gmt_symbolize_report_text(text, len, &named_len) : NULL;
+    char *named = name_frames && gmt_symbolize_report_text
+                      ? gmt_symbolize_report_text(text, len, &named_len)
+                      : NULL;
     rc = named ? gmt_report_parse(named, named_len, rep, why, why_len)
                : gmt_report_parse(text, len, rep, why, why_len);
     free(named);
     free(text);
     return rc;
+}
+
+int gmt_report_load(const char *path, gmt_report_t *rep, char *why, size_t why_len)
+{
+    return load(path, rep, why, why_len, true);
+}
+
+int gmt_report_load_as_written(const char *path, gmt_report_t *rep, char *why, size_t why_len)
+{
+    return load(path, rep, why, why_len, false);
 }
 
 int gmt_report_open(const char *path, gmt_report_t *rep)

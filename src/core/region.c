@@ -424,6 +424,25 @@ int gmt_region_attach(const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "%s is not a regular file", path);
         goto out;
     }
+    /* The magic first: a file that is no state file at all (a report given by mistake) is
+     * told so whatever its size; only a file that starts as one and is too short for the
+     * header is a truncated state file. A state file is renamed into place only once its
+     * header is written, so an empty file never was one. */
+    char magic[8];
+    ssize_t got = pread(fd, magic, sizeof magic, 0);
+    if (got < 0) {
+        rc = -errno;
+        snprintf(err, errlen, "cannot read %s: %s", path, strerror(-rc));
+        goto out;
+    }
+    if (got == 0) {
+        snprintf(err, errlen, "%s: empty file, not a gpumemtrace state file", path);
+        goto out;
+    }
+    if (memcmp(magic, GMT_REGION_MAGIC, (size_t)got) != 0) {
+        snprintf(err, errlen, "%s: not a gpumemtrace state file (bad magic)", path);
+        goto out;
+    }
     if ((uint64_t)sb.st_size < sizeof h || pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h) {
         snprintf(err, errlen, "truncated state file %s: %lld bytes, no complete header", path,
                  (long long)sb.st_size);

@@ -34,8 +34,22 @@ def main():
     write("array.json", b"[1, 2, 3]")
     write("other_schema.json", json.dumps({"schema": "something.else", "version": 1}).encode())
     write("no_schema.json", json.dumps({"version": 1, "leaks": {}}).encode())
-    write("truncated.json", good[: len(good) // 2])
-    write("truncated_end.json", good[:-2])
+    # Cut reports (a writer killed mid-write, a partial copy). Their names must not say
+    # "truncated": the message is checked for that word below.
+    write("half.json", good[: len(good) // 2])
+    write("cut_end.json", good[:-2])
+
+    def cut_in(name, marker, keep):  # cut `keep` bytes into the first `marker`
+        at = good.index(marker) + keep
+        write(name, good[:at])
+
+    cut_in("cut_in_string.json", b'"node07"', 5)
+    cut_in("cut_in_literal.json", b'"signal": null', len('"signal": nu'))
+    cut_in("cut_in_exponent.json", b"8.34e-", len("8.34e-"))
+    accented = good.replace(b'"node07"', '"nodé07"'.encode(), 1)
+    write("cut_in_utf8.json", accented[: accented.index("é".encode()) + 1])
+    # a syntax error at the very end is not a cut: the object closed by "]"
+    write("wrong_close.json", good.rstrip()[:-1] + b"]")
     write("trailing.json", good + b"\n}garbage")
     write("deep_array.json", b"[" * 200000 + b"]" * 200000)
     write("deep_object.json", b'{"a":' * 100000 + b"1" + b"}" * 100000)
@@ -85,6 +99,7 @@ def main():
         "merge": lambda p: ["merge", valid, p],
         "export": lambda p: ["export", p, "--format", "folded"],
         "export-html": lambda p: ["export", p, "--format", "html"],
+        "symbolize": lambda p: ["symbolize", "-o", os.path.join(work, "symbolized.json"), p],
     }
     failures = []
     env = dict(os.environ)
@@ -111,7 +126,13 @@ def main():
     # the messages themselves say what is wrong
     want = {
         "future.json": "newer than this gpumemtrace reads",
-        "truncated.json": "truncated",
+        "half.json": "ends early (truncated?)",
+        "cut_end.json": "ends early (truncated?)",
+        "cut_in_string.json": "ends early (truncated?)",
+        "cut_in_literal.json": "ends early (truncated?)",
+        "cut_in_exponent.json": "ends early (truncated?)",
+        "cut_in_utf8.json": "ends early (truncated?)",
+        "wrong_close.json": "syntax error",
         "bad_utf8.json": "not valid UTF-8",
         "deep_array.json": "nesting too deep",
         "huge.json": "too large",

@@ -111,15 +111,46 @@ def case_report(c):
     expect(j["leaks"]["total_bytes"] == leaked_total(), f"--json total {j['leaks']}")
     wheres = [g["user_frame"] for g in j["leaks"]["groups"]]
     expect(any(w and w.startswith("alloc_site_a") for w in wheres), f"--json frames {wheres}")
-    out2, _, _ = c.cli_run("report", "--device", "1", r)
-    expect("#1 " not in out2.split("Peak owners")[0], "--device 1 shows device-0 leaks:\n" + out2)
+    # the program used GPU 0 only: --device 1 is a device the report does not have
+    _, err2, _ = c.cli_run("report", "--device", "1", r, rc=2)
+    expect(err2.strip() == f"gpumemtrace: report: no device 1 in {r} (devices: 0)",
+           "--device 1 of a GPU-0 report: " + err2)
     c.cli_run("report", "--device", "x", r, rc=2)
     # on a terminal: colour, unless NO_COLOR is set
     expect("\033[1m" in on_tty(c, ["report", r], {}), "no colour on a terminal")
     expect("\033[" not in on_tty(c, ["report", r], {"NO_COLOR": "1"}), "colour with NO_COLOR")
+    check_tty_cut(c)
 
 
-def on_tty(c, args, env):
+def check_tty_cut(c):
+    """On a terminal (a new pty: 80 columns) lines are cut to its width counted in characters
+    without the colour codes, never inside a UTF-8 character, and a cut line ends with the
+    reset so that bold does not run on into the next lines."""
+    rep = c.load(os.path.join(c.data, "valid_v2.json"))
+    for f in rep["stacks"]["1"]["frames"]:
+        if f["type"] == "python" and f["file"] == "model.py":
+            f["file"] = "/srv/" + "é" * 200 + "/model.py"  # the user frame, shown bold
+    path = c.path("accented.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(rep, f, ensure_ascii=False)
+    raw = tty_bytes(c, ["report", path], {"TERM": "xterm"})
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise Failed(f"a cut line broke a UTF-8 character: {e}: {raw[e.start - 20:e.end + 20]!r}")
+    plain = tty_bytes(c, ["report", path], {"TERM": "xterm", "NO_COLOR": "1"}).decode("utf-8")
+    strip = lambda s: re.sub(r"\033\[[0-9;]*m", "", s)
+    lines = text.splitlines()
+    cut = [l for l in lines if strip(l).endswith("...")]
+    expect(any("\033[1m-> forward" in l for l in cut), "the bold user frame was not cut:\n" + text)
+    for l in cut:
+        expect(len(strip(l)) == 80, f"cut line of {len(strip(l))} columns, not 80: {l!r}")
+        expect(l.endswith("\033[0m"), f"cut line does not end with the reset: {l!r}")
+    expect(all(len(strip(l)) <= 80 for l in lines if "é" in l), "a line over 80 columns")
+    expect(strip(text) == plain, "colour changed where lines were cut")
+
+
+def tty_bytes(c, args, env):
     import pty
     pid, fd = pty.fork()
     if pid == 0:
@@ -135,7 +166,11 @@ def on_tty(c, args, env):
             break
         out += chunk
     os.waitpid(pid, 0)
-    return out.decode("utf-8", "replace")
+    return out
+
+
+def on_tty(c, args, env):
+    return tty_bytes(c, args, env).decode("utf-8", "replace")
 
 
 @case
@@ -145,6 +180,70 @@ def case_report_two_devices(c):
     expect("GPU 0" in out and "GPU 1" in out, out)
     out1, _, _ = c.cli_run("report", "--device", "1", r)
     expect("thread_dev1_alloc" in out1 and "dev0_alloc" not in out1, "--device 1:\n" + out1)
+    # the headline, the bytes per library and the last line are GPU 1's, not the report's
+    rep = c.load(r)
+    dev1 = [g for g in rep["leaks"]["groups"] if g["device"] == 1]
+    total1 = sum(g["bytes"] for g in dev1)
+    expect(0 < total1 < rep["leaks"]["total_bytes"], f"test program: GPU 1 leaks {total1}")
+    head = [l for l in out1.splitlines() if l.startswith("Leaks")]
+    want = f"Leaks on GPU 1: {total1 / MIB:.2f} MiB in {len(dev1)} allocations live at exit"
+    expect(head and head[0].startswith(want), f"--device 1 headline {head}, expected {want!r}")
+    peak1 = [p for p in rep["peak"] if p["device"] == 1][0]["bytes"]
+    libs = out1.split("Bytes per library on GPU 1 (at the peak, at exit)\n", 1)
+    expect(len(libs) == 2 and re.match(r"\s+two_devices\s+%.2f MiB\s+%.2f MiB\n"
+                                       % (peak1 / MIB, total1 / MIB), libs[1]),
+           "--device 1 bytes per library:\n" + out1)
+    d1 = [d for d in rep["devices"] if d["device"] == 1][0]
+    expect(f"\n{d1['allocs']} allocations, {d1['frees']} frees, {d1['failures']} failures on this "
+           "device\n" in out1, "--device 1 last line:\n" + out1)
+    j = json.loads(c.cli_run("report", "--json", "--device", "1", r)[0])
+    expect(j["device"] == 1 and j["leaks"]["total_bytes"] == total1
+           and j["leaks"]["count"] == len(dev1) and j["peak_bytes"] == d1["peak_bytes"]
+           and [(x["library"], x["peak_bytes"], x["exit_bytes"]) for x in j["libraries"]]
+           == [("two_devices", peak1, total1)], f"--json --device 1: {j}")
+    # a device the report does not have: one line naming the ones it has, exit 2
+    for args in (["--device", "5"], ["--json", "--device", "5"], ["--device", "-1"]):
+        out5, err5, _ = c.cli_run("report", *args, r, rc=2)
+        expect(not out5 and err5.strip() ==
+               f"gpumemtrace: report: no device {args[-1]} in {r} (devices: 0, 1)",
+               f"report {args}: {err5!r}")
+
+
+def fmt_size(n):
+    """gmt_fmt_bytes: '512 B', '3.00 MiB'."""
+    if n < 1024:
+        return f"{n} B"
+    v, units = n / 1024, ["KiB", "MiB", "GiB", "TiB"]
+    u = 0
+    while v >= 1024 and u + 1 < len(units):
+        v /= 1024
+        u += 1
+    return f"{v:.2f} {units[u]}"
+
+
+@case
+def case_report_kinds(c):
+    """Pinned host and managed memory are not bytes in use: the Devices section shows their
+    own current and peak (devices[].kinds), never the host's 'peak 0 B'."""
+    r = c.trace("kinds", "kinds")
+    rep = c.load(r)
+    out, _, _ = c.cli_run("report", r)
+    devices = out.split("\nDevices\n", 1)[1].split("\nLeaks", 1)[0]
+    host = devices.split("  host  host\n", 1)[1].split("\n  GPU 0", 1)[0]
+    pinned = [d for d in rep["devices"] if d["device"] == -1][0]["kinds"]["host_pinned"]
+    expect(pinned["peak_bytes"] > 0, f"test program: pinned {pinned}")
+    want = (f"    pinned   current {fmt_size(pinned['current_bytes'])}, peak "
+            f"{fmt_size(pinned['peak_bytes'])} (pinned host memory; not part of bytes in use)")
+    expect(want in host.splitlines(), f"host lacks {want!r}:\n{devices}")
+    expect("peak     0 B" not in host, "host shows 'peak 0 B':\n" + devices)
+    managed = [d for d in rep["devices"] if d["device"] == 0][0]["kinds"]["managed"]
+    want = (f"    managed  current {fmt_size(managed['current_bytes'])}, peak "
+            f"{fmt_size(managed['peak_bytes'])} (managed memory; not part of bytes in use)")
+    expect(want in devices.splitlines(), f"GPU 0 lacks {want!r}:\n{devices}")
+    j = json.loads(c.cli_run("report", "--json", r)[0])
+    jhost = [d for d in j["devices"] if d["device"] == -1][0]
+    expect(jhost.get("host_pinned") == {"current_bytes": pinned["current_bytes"],
+                                        "peak_bytes": pinned["peak_bytes"]}, f"--json {jhost}")
 
 
 # ---- check ------------------------------------------------------------------------------
@@ -229,6 +328,15 @@ def case_diff(c):
     c.cli_run("diff", a, p, "--max-growth", "0", rc=1)  # peak grew 3 MiB -> 300 MiB
     c.cli_run("diff", a, p, "--max-growth", "50000%")
     c.cli_run("diff", a, b)  # no limit: exit 0 whatever grew
+    # --top N shows N changed stacks and counts the rest, as report does
+    out, _, _ = c.cli_run("diff", p, a)
+    rows = [l for l in out.splitlines() if l.startswith("  leak ")]
+    expect(len(rows) > 1, "the test needs several changed stacks:\n" + out)
+    out1, _, _ = c.cli_run("diff", "--top", "1", p, a)
+    rows1 = [l for l in out1.splitlines() if l.startswith("  leak ")]
+    expect(rows1 == rows[:1], f"--top 1 rows {rows1}, expected {rows[:1]}")
+    expect(f"  ... {len(rows) - 1} more (--top to show more)\n" in out1, "--top 1:\n" + out1)
+    expect(" more (--top" not in out, "without --top:\n" + out)
     c.cli_run("diff", a, rc=2)
     c.cli_run("diff", a, b, "--max-growth", "lots", rc=2)
     # stacks match by frames, not ids: renumber every stack of b
@@ -260,9 +368,14 @@ def case_no_stacks(c):
     path = c.path("no_stacks.json")
     with open(path, "w") as f:
         json.dump(r, f)
+    # a second rank (another process: merging one with itself is warned about)
+    r["process"].update(pid=r["process"]["pid"] + 1, rank=1)
+    path1 = c.path("no_stacks_rank1.json")
+    with open(path1, "w") as f:
+        json.dump(r, f)
     runs = [("report", path), ("report", "--json", path),
             ("check", path, "--max-leak-bytes", "0"), ("diff", path, path, "--max-growth", "0"),
-            ("merge", path, path)]
+            ("merge", path, path1)]
     runs += [("export", path, "--format", fmt, "-o", c.path("no_stacks." + fmt))
              for fmt in ("folded", "speedscope", "perfetto", "html", "prometheus", "pprof")]
     for args in runs:
@@ -280,8 +393,14 @@ def case_merge(c):
     r0 = c.trace("leak_two_sites", "rank0", env={"RANK": "0"})
     r1 = c.trace("leak_two_sites", "rank1", env={"RANK": "1"})
     r2 = c.trace("peak", "rank2", env={"RANK": "2"})
-    out, _, _ = c.cli_run("merge", r0, r1, "-o", c.path("merged2.json"))
+    out, err, _ = c.cli_run("merge", r0, r1, "-o", c.path("merged2.json"))
     expect("peak imbalance 1.00" in out, out)
+    expect(not err, "merge of two ranks warned: " + err)
+    one, _, _ = c.cli_run("merge", r0)
+    expect("leak groups of the one rank" in one and "all 1 ranks" not in one, "one rank:\n" + one)
+    # one report given twice (same pid, host and start time): merged, with one warning line
+    _, err, _ = c.cli_run("merge", r0, r0)
+    expect(one_line(err) and "warning" in err and "one process" in err, "merge r0 r0: " + err)
     expect(re.search(r"common to all 2 ranks\n.*alloc_site_a", out), out)
     out, _, _ = c.cli_run("merge", r0, r1, r2, "-o", c.path("merged.json"))
     m = c.load(c.path("merged.json"))
@@ -398,6 +517,13 @@ def case_export(c):
     c.cli_run("export", r, rc=2)
     c.cli_run("export", r, "--format", "svg", rc=2)
     c.cli_run("export", r, "--format", "folded", "--stacks", "all", rc=2)
+    # --stacks chooses between folded outputs only; elsewhere it would be accepted and ignored
+    c.cli_run("export", r, "--format", "folded", "--stacks", "leaks")
+    for fmt in ("speedscope", "perfetto", "html", "prometheus", "pprof"):
+        for which in ("peak", "leaks"):
+            out, err, _ = c.cli_run("export", r, "--format", fmt, "--stacks", which, rc=2)
+            expect(one_line(err) and "--stacks goes with --format folded" in err and not out,
+                   f"export --format {fmt} --stacks {which}: {err!r}")
 
 
 @case
@@ -517,6 +643,77 @@ def case_html(c):
     with open(shot, "rb") as f:
         expect(f.read(8) == b"\x89PNG\r\n\x1a\n", "screenshot is not a PNG")
     print("screenshot:", shot)
+
+
+# ---- state files: top and report --recover ----------------------------------------------
+
+@case
+def case_recover(c):
+    """A file that is not a state file (the report, given by mistake) is called that, not a
+    truncated state file; an output that cannot be read back is named as the problem."""
+    state = c.path("leak.gmt")
+    r = c.trace("leak_two_sites", "leak", env={"GPUMEMTRACE_STATE": state})
+    expect(os.path.getsize(r) < 64 << 10, "the report should be smaller than a state header")
+    for args in (["top", "--once", r], ["report", "--recover", r]):
+        out, err, _ = c.cli_run(*args, rc=2)
+        expect(one_line(err) and "not a gpumemtrace state file" in err and not out,
+               f"{args}: {err!r}")
+    empty = c.path("empty.gmt")
+    open(empty, "w").close()
+    _, err, _ = c.cli_run("top", "--once", empty, rc=2)
+    expect(one_line(err) and "empty file, not a gpumemtrace state file" in err, err)
+    _, err, _ = c.cli_run("report", "--recover", state, "-o", "/dev/null", rc=2)
+    expect(one_line(err) and "--output /dev/null is not a regular file" in err, err)
+    out, _, _ = c.cli_run("report", "--recover", state, "-o", c.path("rec.json"))
+    expect("Leaks: 3.01 MiB in 5 allocations" in out, "recovered summary:\n" + out)
+
+
+# ---- symbolize --------------------------------------------------------------------------
+
+def one_line(err):
+    lines = err.strip().splitlines()
+    return len(lines) == 1 and lines[0].startswith("gpumemtrace: ")
+
+
+@case
+def case_symbolize(c):
+    """symbolize reads reports through the shared loader and says what is wrong in one line;
+    a valid report written without libdw is still named in place."""
+    c.trace("oom", "oom", env={"GMT_STANDIN_MEM_BYTES": str(1 << 30)})
+    oom = c.path([f for f in os.listdir(c.work) if ".oom-" in f][0])
+    expect(c.load(oom)["capture"]["symbols"]["resolver"] == "dladdr", "oom report resolver")
+    # wrong invocations: one line each, exit 2, no usage text
+    for args in ([], ["-o"], ["-"], ["--frobnicate", oom], [oom, oom]):
+        _, err, _ = c.cli_run("symbolize", *args, rc=2, stdin=subprocess.DEVNULL)
+        expect(one_line(err), f"symbolize {args}: {err!r}")
+    _, err, _ = c.cli_run("symbolize", "-", rc=2, stdin=open(oom, "rb"))
+    expect("-o" in err, "standard input without -o: " + err)
+    # a report this version does not read is refused, and not rewritten
+    r = c.load(oom)
+    r["version"] = 3
+    newer = c.path("v3.json")
+    with open(newer, "w") as f:
+        json.dump(r, f)
+    before = open(newer, "rb").read()
+    _, err, _ = c.cli_run("symbolize", newer, rc=2)
+    expect(one_line(err) and "newer than this gpumemtrace reads" in err, err)
+    expect(open(newer, "rb").read() == before, "a refused report was rewritten")
+    # cannot write: exit 2 (1 means a broken limit), one line
+    _, err, _ = c.cli_run("symbolize", "-o", c.path("no/such/dir/x.json"), oom, rc=2)
+    expect(one_line(err), err)
+    os.makedirs(c.path("adir"))
+    _, err, _ = c.cli_run("symbolize", "-o", c.path("adir"), oom, rc=2)
+    expect(one_line(err) and "not a regular file" in err, err)
+    # -o -: standard output, from a file or standard input
+    out, _, _ = c.cli_run("symbolize", "-o", "-", oom)
+    expect(json.loads(out)["capture"]["symbols"]["resolver"] == "offline", "-o - output")
+    out, _, _ = c.cli_run("symbolize", "-o", "-", "-", stdin=open(oom, "rb"))
+    expect(json.loads(out)["capture"]["symbols"]["resolver"] == "offline", "stdin to stdout")
+    # in place, as before
+    _, err, _ = c.cli_run("symbolize", oom)
+    expect(err.startswith("gpumemtrace: named "), err)
+    expect(c.load(oom)["capture"]["symbols"]["resolver"] == "offline", "not rewritten in place")
+    c.cli_run("report", oom)
 
 
 # ---- the hand-written v1 and v2 samples -------------------------------------------------

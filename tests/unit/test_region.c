@@ -213,6 +213,14 @@ static void test_attach_refuses_bad_files(void **state)
     snprintf(bad, sizeof bad, "%s/bad", dir);
     write_file(bad, data, 100);
     expect_refused(bad, -EINVAL, "truncated");
+    /* a small file that is no state file (a report given by mistake) is not "truncated" */
+    static const char report[] = "{\"schema\": \"gpumemtrace.report\"}\n";
+    write_file(bad, report, sizeof report - 1);
+    expect_refused(bad, -EINVAL, "not a gpumemtrace state file (bad magic)");
+    write_file(bad, "GMTS", 4);
+    expect_refused(bad, -EINVAL, "truncated");
+    write_file(bad, "", 0);
+    expect_refused(bad, -EINVAL, "empty file, not a gpumemtrace state file");
     write_file(bad, data, n - 4096);
     expect_refused(bad, -EINVAL, "truncated");
     memcpy(h->magic, "XXXXXXXX", 8);
