@@ -146,6 +146,12 @@ static size_t array_len(const cJSON *a)
     return cJSON_IsArray(a) ? (size_t)cJSON_GetArraySize(a) : 0;
 }
 
+/* The elements of a, when it is an array (none otherwise): with array_len, the only way the
+ * loops below walk what they were sized for. cJSON_ArrayForEach alone walks an object's
+ * members too, where array_len says 0 (a report with "points": {...} wrote past the end of a
+ * zero-length allocation; found by fuzz.report_reader). */
+#define EACH_ELEMENT(el, a) cJSON_ArrayForEach(el, (cJSON_IsArray(a) ? (a) : NULL))
+
 /* A byte count or count: a non-negative finite number, else 0. */
 static uint64_t json_u64(const cJSON *obj, const char *key)
 {
@@ -227,7 +233,7 @@ static int build_stacks(gmt_report_t *rep, char *why, size_t why_len)
         if (st->n && !st->frames) return set_why(why, why_len, -ENOMEM, "out of memory");
         size_t i = 0;
         const cJSON *fj;
-        cJSON_ArrayForEach(fj, frames)
+        EACH_ELEMENT(fj, frames)
         {
             if (frame_from_json(fj, &st->frames[i++], rep->version))
                 return set_why(why, why_len, -EINVAL,
@@ -276,7 +282,7 @@ static int build_groups(gmt_report_t *rep, const cJSON *arr, const char *what, g
     if (n && !*out) return set_why(why, why_len, -ENOMEM, "out of memory");
     size_t i = 0;
     const cJSON *j;
-    cJSON_ArrayForEach(j, arr) group_from_json(rep, j, &(*out)[i++]);
+    EACH_ELEMENT(j, arr) group_from_json(rep, j, &(*out)[i++]);
     *nout = n;
     return 0;
 }
@@ -338,7 +344,7 @@ static int build_model(gmt_report_t *rep, char *why, size_t why_len)
     if (cJSON_IsArray(sus)) {
         ALLOC_ARRAY(suspects, array_len(sus));
         const cJSON *j;
-        cJSON_ArrayForEach(j, sus)
+        EACH_ELEMENT(j, sus)
         {
             if (!cJSON_IsObject(j)) continue;
             gmt_suspect_t *g = &rep->suspects[rep->nsuspects++];
@@ -363,7 +369,7 @@ static int build_model(gmt_report_t *rep, char *why, size_t why_len)
     if (cJSON_IsArray(libs)) {
         ALLOC_ARRAY(libraries, array_len(libs));
         const cJSON *j;
-        cJSON_ArrayForEach(j, libs)
+        EACH_ELEMENT(j, libs)
         {
             if (!cJSON_IsObject(j)) continue;
             gmt_library_t *g = &rep->libraries[rep->nlibraries++];
@@ -376,7 +382,7 @@ static int build_model(gmt_report_t *rep, char *why, size_t why_len)
 
     const cJSON *j;
     ALLOC_ARRAY(devices, array_len(rep->devices_json));
-    cJSON_ArrayForEach(j, rep->devices_json)
+    EACH_ELEMENT(j, rep->devices_json)
     {
         gmt_device_t *d = &rep->devices[rep->ndevices++];
         d->device = gmt_json_int(j, "device", 0);
@@ -408,7 +414,7 @@ static int build_model(gmt_report_t *rep, char *why, size_t why_len)
     }
 
     ALLOC_ARRAY(peaks, array_len(rep->peak_json));
-    cJSON_ArrayForEach(j, rep->peak_json)
+    EACH_ELEMENT(j, rep->peak_json)
     {
         gmt_peak_t *pk = &rep->peaks[rep->npeaks++];
         pk->device = gmt_json_int(j, "device", 0);
@@ -427,7 +433,7 @@ static int build_model(gmt_report_t *rep, char *why, size_t why_len)
     }
 
     ALLOC_ARRAY(frag, array_len(rep->fragmentation_json));
-    cJSON_ArrayForEach(j, rep->fragmentation_json)
+    EACH_ELEMENT(j, rep->fragmentation_json)
     {
         gmt_frag_t *f = &rep->frag[rep->nfrag++];
         f->device = gmt_json_int(j, "device", 0);
@@ -443,18 +449,21 @@ static int build_model(gmt_report_t *rep, char *why, size_t why_len)
     }
 
     ALLOC_ARRAY(series, array_len(rep->timeline_json));
-    cJSON_ArrayForEach(j, rep->timeline_json)
+    EACH_ELEMENT(j, rep->timeline_json)
     {
         gmt_series_t *t = &rep->series[rep->nseries++];
         t->device = gmt_json_int(j, "device", 0);
         t->rank = json_rank(j);
         const cJSON *pts = cJSON_GetObjectItemCaseSensitive(j, "points");
+        if (pts && !cJSON_IsArray(pts))
+            return set_why(why, why_len, -EINVAL,
+                           "malformed report: a timeline's \"points\" is not an array");
         size_t n = array_len(pts);
         t->t = arena_alloc(rep, n, sizeof *t->t);
         t->bytes = arena_alloc(rep, n, sizeof *t->bytes);
         if (n && (!t->t || !t->bytes)) return set_why(why, why_len, -ENOMEM, "out of memory");
         const cJSON *pt;
-        cJSON_ArrayForEach(pt, pts)
+        EACH_ELEMENT(pt, pts)
         {
             const cJSON *a = cJSON_GetArrayItem(pt, 0), *b = cJSON_GetArrayItem(pt, 1);
             if (!cJSON_IsArray(pt) || !cJSON_IsNumber(a) || !cJSON_IsNumber(b) ||
@@ -468,7 +477,7 @@ static int build_model(gmt_report_t *rep, char *why, size_t why_len)
     }
 
     ALLOC_ARRAY(errors, array_len(rep->errors_json));
-    cJSON_ArrayForEach(j, rep->errors_json)
+    EACH_ELEMENT(j, rep->errors_json)
     {
         gmt_error_t *e = &rep->errors[rep->nerrors++];
         e->time = json_time(j, "time");
@@ -492,8 +501,11 @@ static int build_model(gmt_report_t *rep, char *why, size_t why_len)
     const cJSON *merged = cJSON_GetObjectItemCaseSensitive(rep->root, "merged");
     if (cJSON_IsObject(merged)) {
         const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(merged, "ranks");
+        if (ranks && !cJSON_IsArray(ranks))
+            return set_why(why, why_len, -EINVAL,
+                           "malformed report: \"merged.ranks\" is not an array");
         ALLOC_ARRAY(ranks, array_len(ranks));
-        cJSON_ArrayForEach(j, ranks)
+        EACH_ELEMENT(j, ranks)
         {
             if (!cJSON_IsObject(j)) continue;
             gmt_rank_t *r = &rep->ranks[rep->nranks++];

@@ -80,6 +80,12 @@ def main():
     write("bad_point.json", json.dumps(r).encode())
     r = dict(rep, peak=[{"device": 0}])
     write("peak_no_groups.json", json.dumps(r).encode())
+    # An object where an array goes: the loader sized its arrays by the element count (0 for
+    # an object) and then walked the object's members past the end (found by fuzzing).
+    r = dict(rep, timeline=[{"device": 0, "points": {"a": [1, 2], "b": [3, 4]}}])
+    write("points_object.json", json.dumps(r).encode())
+    r = dict(rep, merged={"ranks": {"a": {}, "b": {}}})
+    write("merged_ranks_object.json", json.dumps(r).encode())
     r = dict(rep, leaks=dict(rep["leaks"], groups=[1, 2]))
     write("groups_not_objects.json", json.dumps(r).encode())
     # huge: a sparse file far over the size limit costs no disk and must be refused at once
@@ -133,6 +139,8 @@ def main():
         "cut_in_exponent.json": "ends early (truncated?)",
         "cut_in_utf8.json": "ends early (truncated?)",
         "wrong_close.json": "syntax error",
+        "points_object.json": "\"points\" is not an array",
+        "merged_ranks_object.json": "\"merged.ranks\" is not an array",
         "bad_utf8.json": "not valid UTF-8",
         "deep_array.json": "nesting too deep",
         "huge.json": "too large",
