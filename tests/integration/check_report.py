@@ -1256,30 +1256,14 @@ def case_signal_term(ctx):
 
 
 # Signals whose default action ends the process, beyond TERM/INT/HUP/QUIT and the crashes: the
-# report is written (reason "signal", the signal named) and the program still dies by it.
-@case("signal_pipe")
-def case_signal_pipe(ctx):
-    check_death(ctx, "PIPE", 13, "signal", "SIGPIPE")
+# report is written (reason "signal", the signal named) and the program still dies by it. One
+# case each: signal_pipe, signal_alrm, signal_usr2, signal_xcpu, signal_vtalrm.
+def register_signal_case(how, signo):
+    case(f"signal_{how.lower()}")(lambda ctx: check_death(ctx, how, signo, "signal", f"SIG{how}"))
 
 
-@case("signal_alrm")
-def case_signal_alrm(ctx):
-    check_death(ctx, "ALRM", 14, "signal", "SIGALRM")
-
-
-@case("signal_usr2")
-def case_signal_usr2(ctx):
-    check_death(ctx, "USR2", 12, "signal", "SIGUSR2")
-
-
-@case("signal_xcpu")
-def case_signal_xcpu(ctx):
-    check_death(ctx, "XCPU", 24, "signal", "SIGXCPU")
-
-
-@case("signal_vtalrm")
-def case_signal_vtalrm(ctx):
-    check_death(ctx, "VTALRM", 26, "signal", "SIGVTALRM")
+for _how, _signo in (("PIPE", 13), ("ALRM", 14), ("USR2", 12), ("XCPU", 24), ("VTALRM", 26)):
+    register_signal_case(_how, _signo)
 
 
 def one_name_reports(ctx, argv, env, parent_name, child_name):
