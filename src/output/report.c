@@ -124,7 +124,7 @@ bool gmt_report_parent_traced(void)
                 traced = true;
                 break;
             }
-            keep = sizeof needle - 2;
+            keep = len < sizeof needle - 2 ? len : sizeof needle - 2;
             memmove(buf, buf + len - keep, keep);
         }
         close(fd);
