@@ -45,6 +45,9 @@ static const char *fake_getenv(const char *name)
         "OMPI_COMM_WORLD_RANK",
         "SLURM_PROCID",
         "PMI_RANK",
+        /* after the rank variables, so that existing corpus entries keep their meaning */
+        "GPUMEMTRACE_UNWIND",
+        "GPUMEMTRACE_PY_CHECKED",
     };
     for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
         if (strcmp(names[i], name) == 0) return i < nvalues ? values[i] : NULL;
@@ -83,6 +86,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(c.timeline_points >= 16 && c.timeline_points <= 65536);
     CHECK(c.oom_reports >= 0 && c.oom_reports <= 100000);
     CHECK(c.growth_warmup.value >= 0 && c.growth_warmup.value == c.growth_warmup.value);
+    CHECK(c.unwind >= 0 && c.unwind <= 1);
     int rank = gmt_env_rank(fake_getenv);
     CHECK(rank >= 0 && rank < (1 << 30));
     char value[GMT_PATH_MAX + 64];
