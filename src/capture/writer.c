@@ -120,7 +120,13 @@ static void *writer_main(void *arg)
         if (now - last_facts_ns >= FACTS_INTERVAL_NS) {
             last_facts_ns = now;
             gmt_track_devfacts_refresh();
+            /* No loader call begun while a fork waits: one under way when the fork's bounded
+             * wait ran out left the child the loader's lock held (stress.fork_storm hung once
+             * on a machine loaded forty deep). Each is optional work: after the fork it goes
+             * on. */
+            writer_yield();
             gmt_track_modules_refresh();
+            writer_yield();
             gmt_unwind_check_modules();
             gmt_track_table_settle();
             gmt_clock_recalibrate(); /* the events' clock kept on CLOCK_MONOTONIC (clock.h) */
