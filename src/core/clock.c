@@ -78,19 +78,32 @@ static uint64_t rate_of(uint64_t ns, uint64_t ticks)
 
 /* A scale written under the sequence count; max_ticks 0: none to use (off, or expired).
  * max_ticks is 0 while the words change, and stored last (clock.h: gmt_tsc_clock_t). */
-static void publish_scale(uint64_t base_tsc, uint64_t base_ns, uint64_t mult, uint64_t max_ticks)
+/* Its two halves: scale_write_begin makes the count odd (returning the even count it was),
+ * scale_write_end stores the words and makes it even again. */
+static uint32_t scale_write_begin(void)
 {
     uint32_t s = __atomic_load_n(&gmt_tsc_clock.seq, __ATOMIC_RELAXED);
     __atomic_store_n(&gmt_tsc_clock.max_ticks, 0, __ATOMIC_RELAXED);
     /* A reader that sees the count odd sees max_ticks 0 or the new one. */
     __atomic_store_n(&gmt_tsc_clock.seq, s + 1, __ATOMIC_RELEASE);
     __atomic_thread_fence(__ATOMIC_RELEASE); /* odd before the words change */
+    return s;
+}
+
+static void scale_write_end(uint32_t s, uint64_t base_tsc, uint64_t base_ns, uint64_t mult,
+                            uint64_t max_ticks)
+{
     __atomic_store_n(&gmt_tsc_clock.base_tsc, base_tsc, __ATOMIC_RELAXED);
     __atomic_store_n(&gmt_tsc_clock.base_ns, base_ns, __ATOMIC_RELAXED);
     __atomic_store_n(&gmt_tsc_clock.mult, mult, __ATOMIC_RELAXED);
     /* Last, with release: a reader that sees it sees the words above. */
     __atomic_store_n(&gmt_tsc_clock.max_ticks, max_ticks, __ATOMIC_RELEASE);
     __atomic_store_n(&gmt_tsc_clock.seq, s + 2, __ATOMIC_RELEASE);
+}
+
+static void publish_scale(uint64_t base_tsc, uint64_t base_ns, uint64_t mult, uint64_t max_ticks)
+{
+    scale_write_end(scale_write_begin(), base_tsc, base_ns, mult, max_ticks);
 }
 
 /* One reading of the scaled counter into *ns for the slow path, telling its cases apart: 1
@@ -126,23 +139,16 @@ static void publish(uint64_t base_tsc, uint64_t base_ns, uint64_t mult)
  * them. */
 static void publish_rate_from_now(uint64_t mult)
 {
-    uint32_t s = __atomic_load_n(&gmt_tsc_clock.seq, __ATOMIC_RELAXED);
     uint64_t bt = __atomic_load_n(&gmt_tsc_clock.base_tsc, __ATOMIC_RELAXED);
     uint64_t bn = __atomic_load_n(&gmt_tsc_clock.base_ns, __ATOMIC_RELAXED);
     uint64_t m = __atomic_load_n(&gmt_tsc_clock.mult, __ATOMIC_RELAXED);
-    __atomic_store_n(&gmt_tsc_clock.max_ticks, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&gmt_tsc_clock.seq, s + 1, __ATOMIC_RELEASE);
+    uint32_t s = scale_write_begin();
     /* The odd count visible to every reader before the counter is read (mfence), and the
      * counter read after it (lfence: rdtsc is not ordered with the instructions before it). */
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     __builtin_ia32_lfence();
     uint64_t t = __rdtsc();
-    uint64_t now = t > bt ? gmt_tsc_scaled(bn, t - bt, m) : bn;
-    __atomic_store_n(&gmt_tsc_clock.base_tsc, t, __ATOMIC_RELAXED);
-    __atomic_store_n(&gmt_tsc_clock.base_ns, now, __ATOMIC_RELAXED);
-    __atomic_store_n(&gmt_tsc_clock.mult, mult, __ATOMIC_RELAXED);
-    __atomic_store_n(&gmt_tsc_clock.max_ticks, valid_ticks(mult), __ATOMIC_RELEASE);
-    __atomic_store_n(&gmt_tsc_clock.seq, s + 2, __ATOMIC_RELEASE);
+    scale_write_end(s, t, t > bt ? gmt_tsc_scaled(bn, t - bt, m) : bn, mult, valid_ticks(mult));
 }
 
 /* The present scale, used no more. */
@@ -165,10 +171,9 @@ void gmt_clock_reset_after_fork(void)
     /* A scale the parent's writer thread was writing at the fork is never finished here: its
      * readers would wait at every reading. None is used; the child's writer thread makes the
      * next one from its clock_gettime reading. */
-    if (__atomic_load_n(&gmt_tsc_clock.seq, __ATOMIC_RELAXED) & 1) {
-        __atomic_store_n(&gmt_tsc_clock.seq,
-                         __atomic_load_n(&gmt_tsc_clock.seq, __ATOMIC_RELAXED) + 1,
-                         __ATOMIC_RELEASE);
+    uint32_t s = __atomic_load_n(&gmt_tsc_clock.seq, __ATOMIC_RELAXED);
+    if (s & 1) {
+        __atomic_store_n(&gmt_tsc_clock.seq, s + 1, __ATOMIC_RELEASE);
         withdraw();
     }
 }
