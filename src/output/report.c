@@ -133,6 +133,11 @@ bool gmt_report_parent_traced(void)
     return traced;
 }
 
+static bool ends_json(const char *s, size_t n)
+{
+    return n >= 5 && strcmp(s + n - 5, ".json") == 0;
+}
+
 void gmt_report_output_init(void)
 {
     const char *pat = gmt_track_config()->output;
@@ -144,9 +149,8 @@ void gmt_report_output_init(void)
      * ".json": one that does is a file's name, and a directory there is not replaced, as
      * report_file.c says): the default name inside it. */
     struct stat st;
-    bool json = n >= 5 && strcmp(p + n - 5, ".json") == 0;
-    bool dir = n > 0 && (p[n - 1] == '/' ||
-                         (!json && !strchr(p, '%') && stat(p, &st) == 0 && S_ISDIR(st.st_mode)));
+    bool dir = n > 0 && (p[n - 1] == '/' || (!ends_json(p, n) && !strchr(p, '%') &&
+                                             stat(p, &st) == 0 && S_ISDIR(st.st_mode)));
     if (dir && n + 1 + sizeof DEFAULT_PATTERN <= sizeof p)
         snprintf(p + n, sizeof p - n, "%s%s", p[n - 1] == '/' ? "" : "/", DEFAULT_PATTERN);
     /* Relative: against the working directory now, so that a program that changes it later
@@ -181,7 +185,7 @@ static bool adds_pid(void)
 static int insert_before_ext(char *out, size_t len, size_t *pos, const char *s)
 {
     size_t n = strlen(out);
-    bool ext = n >= 5 && strcmp(out + n - 5, ".json") == 0;
+    bool ext = ends_json(out, n);
     if (ext) out[n - 5] = 0;
     *pos = strlen(out);
     if (append(out, len, pos, s) || (ext && append(out, len, pos, ".json"))) return -ENAMETOOLONG;
@@ -239,19 +243,17 @@ int gmt_report_path_noted(gmt_reason_t reason, unsigned seq, char *out, size_t l
         if (insert_before_ext(out, len, &pos, tmp)) return -ENAMETOOLONG;
         if (notes) *notes |= GMT_PATH_PID_ADDED;
     }
-    if (reason == GMT_REASON_SNAPSHOT || reason == GMT_REASON_OOM) {
-        snprintf(tmp, sizeof tmp, ".%s-%u", reason == GMT_REASON_OOM ? "oom" : "snapshot", seq);
-        if (insert_before_ext(out, len, &pos, tmp)) return -ENAMETOOLONG;
-    }
+    /* A snapshot's or an out-of-memory report's suffix, "" for the others. */
+    char suffix[48] = "";
+    if (reason == GMT_REASON_SNAPSHOT || reason == GMT_REASON_OOM)
+        snprintf(suffix, sizeof suffix, ".%s-%u", reason == GMT_REASON_OOM ? "oom" : "snapshot",
+                 seq);
+    if (*suffix && insert_before_ext(out, len, &pos, suffix)) return -ENAMETOOLONG;
     /* A file name longer than a file system takes: the default one in the same directory. */
     const char *slash = strrchr(out, '/');
     const char *base = slash ? slash + 1 : out;
     if (strlen(base) > BASE_MAX) {
         size_t at = (size_t)(base - out);
-        char suffix[48] = "";
-        if (reason == GMT_REASON_SNAPSHOT || reason == GMT_REASON_OOM)
-            snprintf(suffix, sizeof suffix, ".%s-%u", reason == GMT_REASON_OOM ? "oom" : "snapshot",
-                     seq);
         int w = snprintf(out + at, len - at, "gpumemtrace-%d%s.json", (int)getpid(), suffix);
         if (w < 0 || (size_t)w >= len - at) return -ENAMETOOLONG;
         if (notes) *notes |= GMT_PATH_NAME_SHORTENED;
