@@ -1145,6 +1145,15 @@ __attribute__((noinline)) static uint32_t chain_rest(const walk_offs_t *op, fast
     return nr;
 }
 
+/* A walk's end, replayed or not: counted as checked when it read through the kernel, its
+ * direct reads added to the thread's count once. Returns n. */
+static inline uint32_t walk_done(uint32_t n, uint64_t checked_before, uint32_t direct_reads)
+{
+    if (n_checked != checked_before) __atomic_fetch_add(&checked_walks, 1, RLX);
+    n_direct += direct_reads;
+    return n;
+}
+
 /* walk() when the chain was not replayed: steps 1c, 2 and 3 (the frames' code objects looked
  * up), and the chain remembered for its next replay. A call of its own, for the reason
  * chain_rest is one. m, way: the thread's memo and the chain's way in it, or NULL. */
@@ -1269,9 +1278,7 @@ __attribute__((noinline)) static uint32_t walk_lookup(const walk_offs_t *op, wal
         }
         m->busy = 0;
     }
-    if (n_checked != checked_before) __atomic_fetch_add(&checked_walks, 1, RLX);
-    n_direct += direct_reads;
-    return n;
+    return walk_done(n, checked_before, direct_reads);
 }
 
 static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap, gmt_py_splice_t *sp)
@@ -1321,9 +1328,7 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap, gmt_py_splic
             m->last = (uint8_t)(way - m->way);
             m->busy = 0;
             __atomic_store_n(&m->replays, m->replays + 1, RLX);
-            if (n_checked != checked_before) __atomic_fetch_add(&checked_walks, 1, RLX);
-            n_direct += direct_reads;
-            return n;
+            return walk_done(n, checked_before, direct_reads);
         }
     }
     return walk_lookup(&o, m, way, raw, nr, gen, out, fast, direct_reads, checked_before);
