@@ -14,6 +14,9 @@
  * cuMemFree_v2 against the stand-in libcuda, as a program on the driver API or on the static
  * cudart calls them (no runtime hook, no bracket: the driver wrappers record each call
  * themselves). bench/callgrind.sh measures it with GMT_CALLGRIND_BENCH=driver.
+ * Built a third time with BENCH_ASYNC as bench_async_pairs: cudaMallocAsync + cudaFreeAsync on
+ * the default stream, the stream-ordered path PyTorch's async allocator takes (scripts/pgo.sh
+ * trains the profile-guided build on it).
  */
 #ifdef BENCH_DRIVER
 #include <cuda.h>
@@ -21,6 +24,12 @@ typedef CUdeviceptr dptr_t;
 #define BENCH_ALLOC(p, n) (cuMemAlloc_v2((p), (n)) == CUDA_SUCCESS)
 #define BENCH_FREE(p)     cuMemFree_v2(p)
 #define BENCH_INIT()      cuInit(0)
+#elif defined(BENCH_ASYNC)
+#include <cuda_runtime_api.h>
+typedef void *dptr_t;
+#define BENCH_ALLOC(p, n) (cudaMallocAsync((p), (n), 0) == cudaSuccess)
+#define BENCH_FREE(p)     cudaFreeAsync((p), 0)
+#define BENCH_INIT()      cudaSuccess
 #else
 #include <cuda_runtime_api.h>
 typedef void *dptr_t;
