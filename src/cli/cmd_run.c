@@ -21,9 +21,10 @@
 
 #define LIB_NAME "libgpumemtrace.so"
 
-/* Where an installed or unpacked tool finds the library, relative to its own directory. The
- * build tree puts both in one directory; install() puts the CLI in bin/ and the library in
- * lib/ (or lib64/, or lib/<multiarch>/ under a Debian-style prefix). */
+/* Where an installed or unpacked tool finds the library, relative to its own directory, in the
+ * order they are tried. The build tree puts both in one directory; install() puts the CLI in
+ * bin/ and the library in lib/ (or lib64/, or lib/<multiarch>/ under a Debian-style prefix).
+ * The help and the not-found error print this list, so neither can drift from it. */
 static const char *const lib_dirs[] = {
     "../lib",
     ".",
@@ -34,6 +35,7 @@ static const char *const lib_dirs[] = {
     "../lib/aarch64-linux-gnu",
 #endif
 };
+#define NLIB_DIRS (sizeof lib_dirs / sizeof lib_dirs[0])
 
 enum {
     OPT_DEPTH = 256,
@@ -98,9 +100,14 @@ void gmt_cli_run_help(FILE *to)
             "                            every tensor gets its own stack\n"
             "  -h, --help                this help\n"
             "\n"
-            "The library is GPUMEMTRACE_LIBRARY when set, else found next to this tool\n"
-            "(../lib, the same directory, ../lib64).\n",
+            "The library is GPUMEMTRACE_LIBRARY when set (and not empty). Otherwise the first\n"
+            "readable " LIB_NAME " found in these directories, relative to the one this\n"
+            "tool's executable is in (/proc/self/exe, links resolved), in this order:\n"
+            "  ",
             GMT_MAX_STACK_DEPTH);
+    for (size_t i = 0; i < NLIB_DIRS; i++)
+        fprintf(to, "%s%s/", i ? ", " : "", lib_dirs[i]);
+    fputs("\n", to);
 }
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -152,7 +159,7 @@ static int find_library(char *buf, size_t len)
     char *slash = strrchr(exe, '/');
     if (slash) *slash = '\0';
 
-    for (size_t i = 0; i < sizeof lib_dirs / sizeof lib_dirs[0]; i++) {
+    for (size_t i = 0; i < NLIB_DIRS; i++) {
         char cand[PATH_MAX + 64], resolved[PATH_MAX];
         snprintf(cand, sizeof cand, "%s/%s/" LIB_NAME, exe, lib_dirs[i]);
         if (realpath(cand, resolved) && access(resolved, R_OK) == 0) {
@@ -160,9 +167,17 @@ static int find_library(char *buf, size_t len)
             return 0;
         }
     }
-    gmt_cli_error("run: " LIB_NAME " not found in %s/../lib, %s or %s/../lib64; set "
+    /* One line naming every place tried, in the order tried. */
+    char tried[1024] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < NLIB_DIRS && used < sizeof tried; i++) {
+        int w = snprintf(tried + used, sizeof tried - used, "%s%s/", i ? ", " : "", lib_dirs[i]);
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+    gmt_cli_error("run: " LIB_NAME " not found relative to %s (tried, in order: %s); set "
                   "GPUMEMTRACE_LIBRARY to its path",
-                  exe, exe, exe);
+                  exe, tried);
     return -ENOENT;
 }
 
