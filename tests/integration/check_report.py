@@ -1210,6 +1210,47 @@ def case_argv_utf8(ctx):
     ctx.reports()  # the usual checks (schema, sums) on it too
 
 
+@case("argv_control")
+def case_argv_control(ctx):
+    # An argument holding a newline (python -c $'print(1)\nprint(2)'), a tab, an escape
+    # sequence, a C1 control, a byte that is not UTF-8: the report keeps them exactly (JSON
+    # escapes), and `report` and `top` show the command line on one line, each control character
+    # as an escape, never sent raw to the terminal; a long command line is cut between
+    # characters, with "...".
+    raw = [b"0", b"-c", b"print(1)\nprint(2)", b"tab\there", b"esc\x1b[31mred", b"c1\xc2\x85x",
+           b"bad\xffbyte", "\u00e9".encode() * 150]
+    state = os.path.join(ctx.work, "..", "argv_control.gmt")
+    if os.path.exists(state):
+        os.unlink(state)
+    ctx.run([ctx.prog("simple")] + [os.fsdecode(a) for a in raw],
+            env={"GPUMEMTRACE_STATE": state})
+    rep = ctx.final_report()
+    expect_eq("process.argv[1:]", rep["process"]["argv"][1:],
+              [a.decode("utf-8", "replace") for a in raw])
+    shown = ("0 -c print(1)\\nprint(2) tab\\there esc\\x1b[31mred c1\\u0085x")
+    report = [n for n in ctx.files() if n.endswith(".json")][0]
+    for verb, args in (("report", [os.path.join(ctx.work, report)]), ("top", ["--once", state])):
+        proc = subprocess.run([ctx.cli, verb] + args, cwd=ctx.work, env=ctx.env(preload=False),
+                              capture_output=True, timeout=60)
+        if proc.returncode != 0:
+            fail(f"gpumemtrace {verb}: status {proc.returncode}: {proc.stderr!r}")
+        out = proc.stdout.decode("utf-8")  # strict: nothing cut inside a character
+        if re.search(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]", out):
+            fail(f"gpumemtrace {verb} printed a raw control character:\n{out!r}")
+        lines = [ln for ln in out.splitlines() if ctx.prog("simple") + " 0 -c" in ln]
+        if len(lines) != 1:
+            fail(f"gpumemtrace {verb}: the command line is not on one line:\n{out}")
+        line = lines[0]
+        if shown not in line:
+            fail(f"gpumemtrace {verb}: the command line does not show {shown!r}:\n{line}")
+        # The report holds U+FFFD for the stray byte; the state file holds the byte itself.
+        bad = "bad\ufffdbyte" if verb == "report" else "bad\\xffbyte"
+        if bad not in line:
+            fail(f"gpumemtrace {verb}: the command line does not show {bad!r}:\n{line}")
+        if not re.search("\u00e9{10}\\.\\.\\.", line):
+            fail(f"gpumemtrace {verb}: the long command line is not cut with '...':\n{line}")
+
+
 @case("suppressions_unsafe")
 def case_suppressions_unsafe(ctx):
     # A FIFO, a directory and an oversized file as the suppressions file: never read (a FIFO
