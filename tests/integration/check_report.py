@@ -759,6 +759,11 @@ def case_oom(ctx):
     e = errors[0]
     expect_eq("errors[0].oom", e["oom"], True)
     expect_eq("errors[0].api", e["api"], "cudaMalloc")
+    # Named as the runtime names what cudaMalloc returned, although the tracer saw the failure
+    # in the driver's cuMemAlloc beneath it (CUDA_ERROR_OUT_OF_MEMORY, the same code).
+    expect_eq("errors[0].error", e["error"], 2)
+    expect_eq("errors[0].layer", e.get("layer"), "runtime")
+    expect_eq("errors[0].error_name", e.get("error_name"), "cudaErrorMemoryAllocation")
     expect_eq("errors[0].size", e["size"], 2048 * MIB)
     expect_eq("errors[0].device", e["device"], 0)
     expect_eq("errors[0].recovered (nothing was allocated after the failure)", e["recovered"],
@@ -773,7 +778,48 @@ def case_oom(ctx):
         fail(f"no out-of-memory report {name}; files: {ctx.files()}")
     expect_eq(f"{name} process.reason", reps[name]["process"]["reason"], "oom")
     expect_eq(f"{name} number of errors", len(reps[name]["errors"]), 1)
+    expect_eq(f"{name} errors[0].error_name", reps[name]["errors"][0].get("error_name"),
+              "cudaErrorMemoryAllocation")
     expect_eq("number of report files", len(reps), 2)
+    check_error_display(ctx, rep)
+
+
+def check_error_display(ctx, rep):
+    """`gpumemtrace report` names a failure's code in the layer of the API the program called,
+    from the report's layer, or from the API's name in a report without one; a name of the
+    other layer (reports written before "layer" existed called cudaMalloc's failure
+    CUDA_ERROR_OUT_OF_MEMORY) is not shown."""
+    variants = [  # (what, changes to errors[0], the name shown)
+        ("as written", {}, "cudaErrorMemoryAllocation (2)"),
+        ("code and layer only", {"error_name": None}, "cudaErrorMemoryAllocation (2)"),
+        ("an older report", {"layer": None, "error_name": "CUDA_ERROR_OUT_OF_MEMORY"},
+         "cudaErrorMemoryAllocation (2)"),
+        ("a driver call, code and layer only",
+         {"api": "cuMemAlloc_v2", "layer": "driver", "error_name": None},
+         "CUDA_ERROR_OUT_OF_MEMORY (2)"),
+        ("a driver call in an older report",
+         {"api": "cuMemAlloc_v2", "layer": None, "error_name": "CUDA_ERROR_OUT_OF_MEMORY"},
+         "CUDA_ERROR_OUT_OF_MEMORY (2)"),
+        ("a code without a name", {"error": 123456, "error_name": None}, "error 123456"),
+        ("a code without a name, named in the other layer",
+         {"error": 123456, "error_name": "CUDA_ERROR_OTHER"}, "error 123456"),
+    ]
+    for i, (what, changes, shown) in enumerate(variants):
+        r = json.loads(json.dumps(rep))
+        e = r["errors"][0]
+        for k, v in changes.items():
+            if v is None:
+                e.pop(k, None)
+            else:
+                e[k] = v
+        path = os.path.join(ctx.work, "..", f"oom-display-{i}.json")
+        with open(path, "w") as f:
+            json.dump(r, f)
+        out = cli(ctx, ["report", path]).stdout
+        line = next((ln for ln in out.splitlines() if "of 2.00 GiB on GPU 0" in ln), None)
+        if line is None or f": {shown};" not in line:
+            fail(f"report of a failure ({what}): expected {shown!r} in the error line, got:\n"
+                 f"{line or out}")
 
 
 @case("oom_recovered")
