@@ -220,6 +220,15 @@ bool gmt_json_has_num(const cJSON *obj, const char *key);
 /* ---- frames and stacks (frames.c) ---- */
 
 const char *gmt_basename(const char *path);
+/* Appends the n bytes at s to out (capacity cap, *used bytes in it, kept NUL-terminated) in a
+ * form that stays on one terminal line and cannot drive the terminal: control characters (C0,
+ * DEL, and C1 written as UTF-8) become C escapes (\n, \r, \t, else \xHH, and \u0080 to
+ * \u009f), a byte that is not part of well-formed UTF-8 becomes \xHH, everything else is
+ * copied. Nothing is cut inside a character or an escape. Returns false, with what fitted, when
+ * the whole did not fit in cap - 1 bytes. */
+/* Bytes of a program's command line that report and top show, before "...". */
+#define GMT_ARGV_SHOWN_LEN 200
+bool gmt_cli_append_escaped(char *out, size_t cap, size_t *used, const char *s, size_t n);
 
 /* The frame a person should look at first: the innermost Python frame outside the standard
  * library and site-packages, else the innermost Python frame, else the innermost native frame

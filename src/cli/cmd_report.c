@@ -22,7 +22,6 @@
 #define DEFAULT_TOP        10
 #define NATIVE_INNER_SHOWN 2 /* native frames shown inside the innermost Python frame */
 #define FRAMES_SHOWN       4
-#define ARGV_SHOWN_LEN     200
 
 static const struct option long_opts[] = {
     {"top", required_argument, NULL, 't'},
@@ -340,18 +339,20 @@ static void print_groups(const view_t *v, const gmt_group_t *groups, size_t n)
 static void print_header(const view_t *v)
 {
     const gmt_report_t *rep = v->rep;
-    char cmd[ARGV_SHOWN_LEN + 4] = "";
+    /* The arguments joined by spaces on one line: a newline or another control character in
+     * one is shown escaped (\n), never sent to the terminal. */
+    char cmd[GMT_ARGV_SHOWN_LEN + 4] = "";
     size_t used = 0;
     const cJSON *arg;
     cJSON_ArrayForEach(arg, cJSON_GetObjectItemCaseSensitive(rep->process, "argv"))
     {
         if (!cJSON_IsString(arg)) continue;
-        int w = snprintf(cmd + used, sizeof cmd - used, "%s%s", used ? " " : "", arg->valuestring);
-        if (w < 0 || (size_t)w >= sizeof cmd - used) {
-            snprintf(cmd + ARGV_SHOWN_LEN, 4, "...");
+        if ((used && !gmt_cli_append_escaped(cmd, GMT_ARGV_SHOWN_LEN + 1, &used, " ", 1)) ||
+            !gmt_cli_append_escaped(cmd, GMT_ARGV_SHOWN_LEN + 1, &used, arg->valuestring,
+                                    strlen(arg->valuestring))) {
+            memcpy(cmd + used, "...", 4);
             break;
         }
-        used += (size_t)w;
     }
     printf("%sgpumemtrace report %s%s (tool %s, report version %d)\n", BOLD(v), rep->path, RESET(v),
            rep->tool_version, rep->version);

@@ -14,6 +14,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -21,9 +22,10 @@
 
 #define LIB_NAME "libgpumemtrace.so"
 
-/* Where an installed or unpacked tool finds the library, relative to its own directory. The
- * build tree puts both in one directory; install() puts the CLI in bin/ and the library in
- * lib/ (or lib64/, or lib/<multiarch>/ under a Debian-style prefix). */
+/* Where an installed or unpacked tool finds the library, relative to its own directory, in the
+ * order they are tried. The build tree puts both in one directory; install() puts the CLI in
+ * bin/ and the library in lib/ (or lib64/, or lib/<multiarch>/ under a Debian-style prefix).
+ * The help and the not-found error print this list, so neither can drift from it. */
 static const char *const lib_dirs[] = {
     "../lib",
     ".",
@@ -34,6 +36,7 @@ static const char *const lib_dirs[] = {
     "../lib/aarch64-linux-gnu",
 #endif
 };
+#define NLIB_DIRS (sizeof lib_dirs / sizeof lib_dirs[0])
 
 enum {
     OPT_DEPTH = 256,
@@ -98,9 +101,14 @@ void gmt_cli_run_help(FILE *to)
             "                            every tensor gets its own stack\n"
             "  -h, --help                this help\n"
             "\n"
-            "The library is GPUMEMTRACE_LIBRARY when set, else found next to this tool\n"
-            "(../lib, the same directory, ../lib64).\n",
+            "The library is GPUMEMTRACE_LIBRARY when set (and not empty). Otherwise the first\n"
+            "readable " LIB_NAME " found in these directories, relative to the one this\n"
+            "tool's executable is in (/proc/self/exe, links resolved), in this order:\n"
+            "  ",
             GMT_MAX_STACK_DEPTH);
+    for (size_t i = 0; i < NLIB_DIRS; i++)
+        fprintf(to, "%s%s/", i ? ", " : "", lib_dirs[i]);
+    fputs("\n", to);
 }
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -152,7 +160,7 @@ static int find_library(char *buf, size_t len)
     char *slash = strrchr(exe, '/');
     if (slash) *slash = '\0';
 
-    for (size_t i = 0; i < sizeof lib_dirs / sizeof lib_dirs[0]; i++) {
+    for (size_t i = 0; i < NLIB_DIRS; i++) {
         char cand[PATH_MAX + 64], resolved[PATH_MAX];
         snprintf(cand, sizeof cand, "%s/%s/" LIB_NAME, exe, lib_dirs[i]);
         if (realpath(cand, resolved) && access(resolved, R_OK) == 0) {
@@ -160,14 +168,79 @@ static int find_library(char *buf, size_t len)
             return 0;
         }
     }
-    gmt_cli_error("run: " LIB_NAME " not found in %s/../lib, %s or %s/../lib64; set "
+    /* One line naming every place tried, in the order tried. */
+    char tried[1024] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < NLIB_DIRS && used < sizeof tried; i++) {
+        int w = snprintf(tried + used, sizeof tried - used, "%s%s/", i ? ", " : "", lib_dirs[i]);
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+    gmt_cli_error("run: " LIB_NAME " not found relative to %s (tried, in order: %s); set "
                   "GPUMEMTRACE_LIBRARY to its path",
-                  exe, exe, exe);
+                  exe, tried);
     return -ENOENT;
 }
 
-/* LD_PRELOAD = lib, then whatever was there, unless lib is already in it. ld.so splits the
- * list on spaces and colons, so a library path holding either cannot be preloaded. */
+/* The basename of an LD_PRELOAD entry of n bytes at p, and its length in *bn. */
+static const char *entry_base(const char *p, size_t n, size_t *bn)
+{
+    const char *b = p;
+    for (size_t i = 0; i < n; i++)
+        if (p[i] == '/') b = p + i + 1;
+    *bn = n - (size_t)(b - p);
+    return b;
+}
+
+static bool base_starts(const char *b, size_t bn, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    return bn >= n && memcmp(b, prefix, n) == 0;
+}
+
+/* A sanitizer runtime (GCC's libasan.so.8, clang's libclang_rt.asan-x86_64.so, ...): it must
+ * be the first library loaded, or an instrumented program aborts at start ("ASan runtime does
+ * not come first in initial library list"). It interposes no CUDA call and not dlsym. */
+static bool is_sanitizer_runtime(const char *p, size_t n)
+{
+    static const char *const names[] = {"libasan.so", "libtsan.so", "libubsan.so", "libhwasan.so",
+                                        "libmsan.so", "liblsan.so", "libclang_rt."};
+    size_t bn;
+    const char *b = entry_base(p, n, &bn);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (base_starts(b, bn, names[i])) return true;
+    return false;
+}
+
+/* 1 when the entry is lib itself (the same path, or another path to the same file), 2 when it
+ * is another copy of the tracer (a file named libgpumemtrace.so*), else 0. */
+static int tracer_entry(const char *p, size_t n, const char *lib)
+{
+    if (n == strlen(lib) && memcmp(p, lib, n) == 0) return 1;
+    char path[PATH_MAX], resolved[PATH_MAX];
+    if (n < sizeof path) {
+        memcpy(path, p, n);
+        path[n] = '\0';
+        if (strchr(path, '/') && realpath(path, resolved) && strcmp(resolved, lib) == 0) return 1;
+    }
+    size_t bn;
+    const char *b = entry_base(p, n, &bn);
+    return base_starts(b, bn, LIB_NAME) ? 2 : 0;
+}
+
+static bool log_quiet(void)
+{
+    const char *lvl = getenv("GPUMEMTRACE_LOG");
+    return lvl && strcasecmp(lvl, "quiet") == 0;
+}
+
+/* LD_PRELOAD becomes: the sanitizer runtimes it held (they must come first), then lib, then
+ * every other entry it held, in their order. lib is there exactly once: entries naming it (by
+ * any path) are dropped, and so are other copies of the tracer (a second tracer in the process
+ * would record every call twice), each said in one line unless GPUMEMTRACE_LOG is quiet. The
+ * tracer comes before every other preloaded library, so its cuda*, cu* and dlsym definitions
+ * are the ones the program's calls reach. ld.so splits the list on spaces and colons, so a
+ * library path holding either cannot be preloaded; the new list is joined with colons. */
 static int prepend_preload(const char *lib)
 {
     if (strpbrk(lib, " :")) {
@@ -179,17 +252,33 @@ static int prepend_preload(const char *lib)
     const char *old = getenv("LD_PRELOAD");
     if (!old || !*old) return set_env("LD_PRELOAD", lib);
 
-    size_t lib_len = strlen(lib);
-    for (const char *p = old; *p;) {
-        size_t tok = strcspn(p, " :");
-        if (tok == lib_len && strncmp(p, lib, tok) == 0) return 0;
-        p += tok;
-        p += strspn(p, " :");
-    }
-    size_t len = lib_len + 1 + strlen(old) + 1;
-    char *joined = malloc(len);
+    size_t cap = strlen(lib) + 1 + strlen(old) + 1, used = 0;
+    char *joined = malloc(cap);
     if (!joined) return -ENOMEM;
-    snprintf(joined, len, "%s:%s", lib, old);
+    joined[0] = '\0';
+    /* Pass 0: sanitizer runtimes; then lib; pass 1: the others. */
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1)
+            used += (size_t)snprintf(joined + used, cap - used, "%s%s", used ? ":" : "", lib);
+        for (const char *p = old + strspn(old, " :"); *p;) {
+            size_t n = strcspn(p, " :");
+            bool first = is_sanitizer_runtime(p, n);
+            int self = first ? 0 : tracer_entry(p, n, lib);
+            if (self == 2 && pass == 1 && !log_quiet())
+                fprintf(stderr,
+                        "gpumemtrace: run: LD_PRELOAD held another copy of the tracer, %.*s: "
+                        "left out (%s is preloaded instead)\n",
+                        (int)n, p, lib);
+            if (!self && first == (pass == 0)) {
+                if (used) joined[used++] = ':';
+                memcpy(joined + used, p, n);
+                used += n;
+                joined[used] = '\0';
+            }
+            p += n;
+            p += strspn(p, " :");
+        }
+    }
     int rc = set_env("LD_PRELOAD", joined);
     free(joined);
     return rc;

@@ -155,12 +155,27 @@ static int show(const char *path, long top, bool *running)
     const gmt_proc_t *p = gmt_track_proc();
     *running = owner_running(p->pid) && !gmt_track_clean_exit();
     double seen = (double)(gmt_track_now_ns() - gmt_track_start_ns()) / 1e9;
+    /* The command line (NUL-separated in the state file) joined by spaces, on one line: control
+     * characters and bytes that are not UTF-8 shown escaped, as `report` shows them. */
+    char cmd[GMT_ARGV_SHOWN_LEN + 4] = "";
+    size_t used = 0, len = p->argv_len < sizeof p->argv ? p->argv_len : sizeof p->argv;
+    while (len && p->argv[len - 1] == '\0')
+        len--;
+    for (size_t i = 0; i < len;) {
+        size_t n = strnlen(p->argv + i, len - i);
+        if ((used && !gmt_cli_append_escaped(cmd, GMT_ARGV_SHOWN_LEN + 1, &used, " ", 1)) ||
+            !gmt_cli_append_escaped(cmd, GMT_ARGV_SHOWN_LEN + 1, &used, p->argv + i, n)) {
+            memcpy(cmd + used, "...", 4);
+            break;
+        }
+        i += n + 1;
+    }
     printf("gpumemtrace top: %s  pid %d (%s)  %s  last event %.1f s after start\n", path,
            (int)p->pid,
            *running                 ? "running"
            : gmt_track_clean_exit() ? "exited"
                                     : "gone",
-           p->argv_len ? p->argv : "?", seen);
+           used ? cmd : "?", seen);
     char b1[GMT_FMT_BYTES_LEN], b2[GMT_FMT_BYTES_LEN], b3[GMT_FMT_BYTES_LEN], label[32];
     printf("%-8s %12s %12s %12s %10s\n", "device", "in use", "peak", "host/managed", "live");
     for (int s = 0; s < GMT_STAT_SLOTS; s++) {

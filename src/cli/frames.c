@@ -34,6 +34,66 @@ const char *gmt_basename(const char *path)
     return slash && slash[1] ? slash + 1 : path;
 }
 
+/* Length of the well-formed UTF-8 sequence of at most n bytes at p (2-4), or 0. */
+static size_t utf8_seq(const unsigned char *p, size_t n)
+{
+    unsigned char lo = 0x80, hi = 0xBF;
+    size_t len;
+    if (p[0] >= 0xC2 && p[0] <= 0xDF)
+        len = 2;
+    else if (p[0] >= 0xE0 && p[0] <= 0xEF) {
+        len = 3;
+        if (p[0] == 0xE0) lo = 0xA0;
+        if (p[0] == 0xED) hi = 0x9F; /* no surrogates */
+    } else if (p[0] >= 0xF0 && p[0] <= 0xF4) {
+        len = 4;
+        if (p[0] == 0xF0) lo = 0x90;
+        if (p[0] == 0xF4) hi = 0x8F; /* nothing past U+10FFFF */
+    } else
+        return 0;
+    if (n < len || p[1] < lo || p[1] > hi) return 0;
+    for (size_t i = 2; i < len; i++)
+        if (p[i] < 0x80 || p[i] > 0xBF) return 0;
+    return len;
+}
+
+bool gmt_cli_append_escaped(char *out, size_t cap, size_t *used, const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        char esc[8];
+        const char *piece = (const char *)p + i;
+        size_t len = 1, adv = 1;
+        if (p[i] == '\n' || p[i] == '\r' || p[i] == '\t') {
+            snprintf(esc, sizeof esc, "\\%c", p[i] == '\n' ? 'n' : p[i] == '\r' ? 'r' : 't');
+            piece = esc;
+            len = 2;
+        } else if (p[i] < 0x20 || p[i] == 0x7F) {
+            snprintf(esc, sizeof esc, "\\x%02x", p[i]);
+            piece = esc;
+            len = 4;
+        } else if (p[i] >= 0x80) {
+            len = adv = utf8_seq(p + i, n - i);
+            if (len == 2 && p[i] == 0xC2 && p[i + 1] < 0xA0) { /* C1: U+0080 to U+009F */
+                snprintf(esc, sizeof esc, "\\u%04x", p[i + 1]);
+                piece = esc;
+                len = 6;
+            } else if (len == 0) {
+                snprintf(esc, sizeof esc, "\\x%02x", p[i]);
+                piece = esc;
+                len = 4;
+                adv = 1;
+            }
+        }
+        if (*used + len >= cap) return false;
+        memcpy(out + *used, piece, len);
+        *used += len;
+        out[*used] = '\0';
+        i += adv;
+    }
+    return true;
+}
+
 static bool python_file_is_library(const char *file)
 {
     return file && (strstr(file, "/site-packages/") || strstr(file, "/dist-packages/") ||

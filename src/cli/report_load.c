@@ -8,6 +8,7 @@
  * truncated file, and give one clear line when the file is not usable.
  */
 #include "cli/cli.h"
+#include "core/event.h"
 #include "symbolize/offline.h"
 
 #include <errno.h>
@@ -293,6 +294,33 @@ static int build_groups(gmt_report_t *rep, const cJSON *arr, const char *what, g
         if ((count) && !rep->field) return set_why(why, why_len, -ENOMEM, "out of memory");        \
     } while (0)
 
+/* The name shown for a failure's error code: the one it has in the layer of the API the
+ * program called (the report's "layer", else the API's name: cuda* runtime, cu* driver), which
+ * reports written before "layer" existed may have named in the driver's terms
+ * (CUDA_ERROR_OUT_OF_MEMORY for a cudaMalloc). A code the list does not hold keeps the report's
+ * name when it is of that layer's form, else none (shown as "error N"). */
+static const char *error_name(const cJSON *j, const char *api, int64_t code)
+{
+    const char *layer = gmt_json_str(j, "layer", NULL);
+    const char *name = gmt_json_str(j, "error_name", NULL);
+    int lay = -1;
+    if (layer && strcmp(layer, "runtime") == 0)
+        lay = GMT_LAYER_RUNTIME;
+    else if (layer && (strcmp(layer, "driver") == 0 || strcmp(layer, "cupti") == 0))
+        lay = GMT_LAYER_DRIVER;
+    else if (strncmp(api, "cuda", 4) == 0)
+        lay = GMT_LAYER_RUNTIME;
+    else if (strncmp(api, "cu", 2) == 0)
+        lay = GMT_LAYER_DRIVER;
+    if (lay < 0) return name;
+    const char *known = gmt_cuda_error_name(code, (gmt_layer_t)lay);
+    if (known) return known;
+    if (!name || strcmp(name, "CUDA_ERROR_OTHER") == 0) return NULL; /* a stand-in, not a name */
+    bool drv_form = strncmp(name, "CUDA_ERROR_", 11) == 0;
+    bool rt_form = strncmp(name, "cudaError", 9) == 0;
+    return (lay == GMT_LAYER_RUNTIME ? rt_form : drv_form) ? name : NULL;
+}
+
 static int build_model(gmt_report_t *rep, char *why, size_t why_len)
 {
     int rc = build_stacks(rep, why, why_len);
@@ -483,10 +511,10 @@ static int build_model(gmt_report_t *rep, char *why, size_t why_len)
         e->time = json_time(j, "time");
         e->api = gmt_json_str(j, "api", "?");
         e->kind = gmt_json_str(j, "kind", "?");
-        e->error_name = gmt_json_str(j, "error_name", NULL);
         e->device = gmt_json_int(j, "device", 0);
         e->rank = json_rank(j);
         e->error = gmt_json_int(j, "error", 0);
+        e->error_name = error_name(j, e->api, e->error);
         e->size = json_u64(j, "size");
         e->free_bytes = gmt_json_has_num(j, "free_bytes") ? (int64_t)json_u64(j, "free_bytes") : -1;
         e->total_bytes =

@@ -1,6 +1,8 @@
 /* event.c - printable names for the event vocabulary (event.h). */
 #include "event.h"
 
+#include <stddef.h>
+
 static const char *const api_names[GMT_API_COUNT] = {
     [GMT_API_UNKNOWN] = "unknown",
 #define GMT_HOOK(name, layer, need, role, ret, params, args) [GMT_API_##name] = #name,
@@ -23,6 +25,39 @@ static const char *const layer_names[GMT_LAYER_COUNT] = {
     [GMT_LAYER_DRIVER] = "driver",
     [GMT_LAYER_CUPTI] = "cupti",
 };
+
+static const uint8_t api_layers[GMT_API_COUNT] = {
+#define GMT_HOOK(name, layer, need, role, ret, params, args) [GMT_API_##name] = GMT_LAYER_##layer,
+#include "../api.def"
+#undef GMT_HOOK
+};
+
+typedef struct cuda_error_s {
+    int32_t code;
+    const char *driver, *runtime; /* driver NULL: the runtime's own code */
+} cuda_error_t;
+
+static const cuda_error_t cuda_errors[] = {
+#define GMT_CUDA_ERROR(code, drv, rt)    {code, #drv, #rt},
+#define GMT_CUDA_ERROR_RUNTIME(code, rt) {code, NULL, #rt},
+#include "cuda_errors.def"
+#undef GMT_CUDA_ERROR
+#undef GMT_CUDA_ERROR_RUNTIME
+};
+
+gmt_layer_t gmt_api_layer(gmt_api_t api)
+{
+    return (unsigned)api < GMT_API_COUNT && api != GMT_API_UNKNOWN ? (gmt_layer_t)api_layers[api]
+                                                                   : GMT_LAYER_DRIVER;
+}
+
+const char *gmt_cuda_error_name(int64_t code, gmt_layer_t layer)
+{
+    for (size_t i = 0; i < sizeof cuda_errors / sizeof cuda_errors[0]; i++)
+        if (cuda_errors[i].code == code)
+            return layer == GMT_LAYER_RUNTIME ? cuda_errors[i].runtime : cuda_errors[i].driver;
+    return NULL;
+}
 
 const char *gmt_api_name(gmt_api_t api)
 {

@@ -77,5 +77,12 @@ typedef struct gmt_event_s {
 const char *gmt_api_name(gmt_api_t api);
 const char *gmt_kind_name(gmt_kind_t kind);
 const char *gmt_layer_name(gmt_layer_t layer);
+/* The layer an API belongs to (src/api.def): GMT_LAYER_RUNTIME for cuda*, GMT_LAYER_DRIVER for
+ * cu* (the layer the program called, whichever layer saw the call). */
+gmt_layer_t gmt_api_layer(gmt_api_t api);
+/* The name of CUDA error `code` in `layer`'s API (src/core/cuda_errors.def): runtime,
+ * cudaErrorMemoryAllocation; driver or CUPTI, CUDA_ERROR_OUT_OF_MEMORY. NULL for a code the
+ * list does not hold. */
+const char *gmt_cuda_error_name(int64_t code, gmt_layer_t layer);
 
 #endif

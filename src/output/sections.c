@@ -339,22 +339,6 @@ void gmt_section_timeline(gmt_report_ctx_t *c)
     gmt_scratch_free(pts, bytes);
 }
 
-static const char *cuda_error_name(int e)
-{
-    switch (e) {
-    case 1:
-        return "CUDA_ERROR_INVALID_VALUE";
-    case 2:
-        return "CUDA_ERROR_OUT_OF_MEMORY";
-    case 3:
-        return "CUDA_ERROR_NOT_INITIALIZED";
-    case 801:
-        return "CUDA_ERROR_NOT_SUPPORTED";
-    default:
-        return "CUDA_ERROR_OTHER";
-    }
-}
-
 void gmt_section_errors(gmt_report_ctx_t *c)
 {
     jw_t *w = c->w;
@@ -368,8 +352,14 @@ void gmt_section_errors(gmt_report_ctx_t *c)
         jw_string(w, "kind", gmt_kind_name((gmt_kind_t)fs[i].kind));
         jw_int(w, "device", fs[i].device);
         jw_uint(w, "size", fs[i].size);
+        /* Named in the layer of the API the program called: a cudaMalloc whose failure the
+         * tracer saw in the cuMemAlloc beneath it is cudaErrorMemoryAllocation, the error the
+         * call returned (the runtime numbers it as the driver does: core/cuda_errors.def). */
+        gmt_layer_t layer = gmt_api_layer((gmt_api_t)fs[i].api);
+        const char *name = gmt_cuda_error_name(fs[i].result, layer);
         jw_int(w, "error", fs[i].result);
-        jw_string(w, "error_name", cuda_error_name(fs[i].result));
+        jw_string(w, "layer", gmt_layer_name(layer));
+        if (name) jw_string(w, "error_name", name);
         jw_bool(w, "oom", fs[i].oom);
         if (fs[i].free_bytes >= 0)
             jw_int(w, "free_bytes", fs[i].free_bytes);

@@ -128,6 +128,39 @@ static void pools_maps_imports_and_releases(void **state)
     assert_int_equal(ev.addr, 0xd000);
 }
 
+/* Every line of src/core/cuda_errors.def against the toolkit's headers, at compile time: the
+ * code is the driver's and the runtime's value of the names given. */
+#define GMT_CUDA_ERROR(code, drv, rt)                                                              \
+    _Static_assert((int)drv == (code) && (int)rt == (code), #drv " / " #rt " are not " #code);
+#define GMT_CUDA_ERROR_RUNTIME(code, rt) _Static_assert((int)rt == (code), #rt " is not " #code);
+#include "core/cuda_errors.def"
+#undef GMT_CUDA_ERROR
+#undef GMT_CUDA_ERROR_RUNTIME
+
+/* A failure is named in the layer of the API the program called. */
+static void error_names_by_layer(void **state)
+{
+    (void)state;
+    assert_int_equal(gmt_api_layer(GMT_API_cudaMalloc), GMT_LAYER_RUNTIME);
+    assert_int_equal(gmt_api_layer(GMT_API_cudaMallocAsync), GMT_LAYER_RUNTIME);
+    assert_int_equal(gmt_api_layer(GMT_API_cuMemAlloc_v2), GMT_LAYER_DRIVER);
+    assert_int_equal(gmt_api_layer(GMT_API_cuMemCreate), GMT_LAYER_DRIVER);
+    assert_string_equal(gmt_cuda_error_name(cudaErrorMemoryAllocation, GMT_LAYER_RUNTIME),
+                        "cudaErrorMemoryAllocation");
+    assert_string_equal(gmt_cuda_error_name(CUDA_ERROR_OUT_OF_MEMORY, GMT_LAYER_DRIVER),
+                        "CUDA_ERROR_OUT_OF_MEMORY");
+    assert_string_equal(gmt_cuda_error_name(CUDA_ERROR_OUT_OF_MEMORY, GMT_LAYER_CUPTI),
+                        "CUDA_ERROR_OUT_OF_MEMORY");
+    assert_string_equal(gmt_cuda_error_name(1, GMT_LAYER_RUNTIME), "cudaErrorInvalidValue");
+    assert_string_equal(gmt_cuda_error_name(201, GMT_LAYER_RUNTIME),
+                        "cudaErrorDeviceUninitialized");
+    assert_null(gmt_cuda_error_name(cudaErrorInsufficientDriver, GMT_LAYER_DRIVER));
+    assert_string_equal(gmt_cuda_error_name(cudaErrorInsufficientDriver, GMT_LAYER_RUNTIME),
+                        "cudaErrorInsufficientDriver");
+    assert_null(gmt_cuda_error_name(123456, GMT_LAYER_RUNTIME));
+    assert_null(gmt_cuda_error_name(0, GMT_LAYER_DRIVER));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -136,6 +169,7 @@ int main(void)
         cmocka_unit_test(pitch_arithmetic),
         cmocka_unit_test(cumemcreate_device),
         cmocka_unit_test(pools_maps_imports_and_releases),
+        cmocka_unit_test(error_names_by_layer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

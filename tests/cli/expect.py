@@ -5,7 +5,8 @@ ctest's own checks cannot test an exact exit code (WILL_FAIL accepts any failure
 lines at once, so each cli.* test runs its command through this script:
 
   expect.py [--rc N | --signal N] [--has TEXT]... [--lacks TEXT]... [--stdout RE]...
-            [--stderr RE]... [--stderr-one-line] [--stdout-line-realpath PATH]
+            [--stderr RE]... [--stderr-lacks TEXT]... [--stderr-one-line]
+            [--stdout-line-realpath PATH]
             [--unset VAR]... [--set VAR=VALUE]... [--stdin FILE] [--copy-exe]
             -- CMD [ARGS...]
 
@@ -30,6 +31,7 @@ def main():
     ap.add_argument("--lacks", action="append", default=[])
     ap.add_argument("--stdout", action="append", default=[])
     ap.add_argument("--stderr", action="append", default=[])
+    ap.add_argument("--stderr-lacks", action="append", default=[])
     ap.add_argument("--stderr-one-line", action="store_true")
     ap.add_argument("--stdout-line-realpath", action="append", default=[])
     ap.add_argument("--unset", action="append", default=[])
@@ -85,6 +87,9 @@ def main():
     for rx in args.stderr:
         if not re.search(rx, err, re.M):
             problems.append(f"stderr does not match /{rx}/")
+    for text in args.stderr_lacks:
+        if text in err:
+            problems.append(f"stderr has {text!r}")
     if args.stderr_one_line:
         lines = err.splitlines()
         if len(lines) != 1 or not lines[0].startswith("gpumemtrace: "):

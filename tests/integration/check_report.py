@@ -759,6 +759,11 @@ def case_oom(ctx):
     e = errors[0]
     expect_eq("errors[0].oom", e["oom"], True)
     expect_eq("errors[0].api", e["api"], "cudaMalloc")
+    # Named as the runtime names what cudaMalloc returned, although the tracer saw the failure
+    # in the driver's cuMemAlloc beneath it (CUDA_ERROR_OUT_OF_MEMORY, the same code).
+    expect_eq("errors[0].error", e["error"], 2)
+    expect_eq("errors[0].layer", e.get("layer"), "runtime")
+    expect_eq("errors[0].error_name", e.get("error_name"), "cudaErrorMemoryAllocation")
     expect_eq("errors[0].size", e["size"], 2048 * MIB)
     expect_eq("errors[0].device", e["device"], 0)
     expect_eq("errors[0].recovered (nothing was allocated after the failure)", e["recovered"],
@@ -773,7 +778,48 @@ def case_oom(ctx):
         fail(f"no out-of-memory report {name}; files: {ctx.files()}")
     expect_eq(f"{name} process.reason", reps[name]["process"]["reason"], "oom")
     expect_eq(f"{name} number of errors", len(reps[name]["errors"]), 1)
+    expect_eq(f"{name} errors[0].error_name", reps[name]["errors"][0].get("error_name"),
+              "cudaErrorMemoryAllocation")
     expect_eq("number of report files", len(reps), 2)
+    check_error_display(ctx, rep)
+
+
+def check_error_display(ctx, rep):
+    """`gpumemtrace report` names a failure's code in the layer of the API the program called,
+    from the report's layer, or from the API's name in a report without one; a name of the
+    other layer (reports written before "layer" existed called cudaMalloc's failure
+    CUDA_ERROR_OUT_OF_MEMORY) is not shown."""
+    variants = [  # (what, changes to errors[0], the name shown)
+        ("as written", {}, "cudaErrorMemoryAllocation (2)"),
+        ("code and layer only", {"error_name": None}, "cudaErrorMemoryAllocation (2)"),
+        ("an older report", {"layer": None, "error_name": "CUDA_ERROR_OUT_OF_MEMORY"},
+         "cudaErrorMemoryAllocation (2)"),
+        ("a driver call, code and layer only",
+         {"api": "cuMemAlloc_v2", "layer": "driver", "error_name": None},
+         "CUDA_ERROR_OUT_OF_MEMORY (2)"),
+        ("a driver call in an older report",
+         {"api": "cuMemAlloc_v2", "layer": None, "error_name": "CUDA_ERROR_OUT_OF_MEMORY"},
+         "CUDA_ERROR_OUT_OF_MEMORY (2)"),
+        ("a code without a name", {"error": 123456, "error_name": None}, "error 123456"),
+        ("a code without a name, named in the other layer",
+         {"error": 123456, "error_name": "CUDA_ERROR_OTHER"}, "error 123456"),
+    ]
+    for i, (what, changes, shown) in enumerate(variants):
+        r = json.loads(json.dumps(rep))
+        e = r["errors"][0]
+        for k, v in changes.items():
+            if v is None:
+                e.pop(k, None)
+            else:
+                e[k] = v
+        path = os.path.join(ctx.work, "..", f"oom-display-{i}.json")
+        with open(path, "w") as f:
+            json.dump(r, f)
+        out = cli(ctx, ["report", path]).stdout
+        line = next((ln for ln in out.splitlines() if "of 2.00 GiB on GPU 0" in ln), None)
+        if line is None or f": {shown};" not in line:
+            fail(f"report of a failure ({what}): expected {shown!r} in the error line, got:\n"
+                 f"{line or out}")
 
 
 @case("oom_recovered")
@@ -1208,6 +1254,47 @@ def case_argv_utf8(ctx):
     if re.search(rb"[\x00-\x1f]", data.rstrip(b"\n")):
         fail("the report holds a raw control character")
     ctx.reports()  # the usual checks (schema, sums) on it too
+
+
+@case("argv_control")
+def case_argv_control(ctx):
+    # An argument holding a newline (python -c $'print(1)\nprint(2)'), a tab, an escape
+    # sequence, a C1 control, a byte that is not UTF-8: the report keeps them exactly (JSON
+    # escapes), and `report` and `top` show the command line on one line, each control character
+    # as an escape, never sent raw to the terminal; a long command line is cut between
+    # characters, with "...".
+    raw = [b"0", b"-c", b"print(1)\nprint(2)", b"tab\there", b"esc\x1b[31mred", b"c1\xc2\x85x",
+           b"bad\xffbyte", "\u00e9".encode() * 150]
+    state = os.path.join(ctx.work, "..", "argv_control.gmt")
+    if os.path.exists(state):
+        os.unlink(state)
+    ctx.run([ctx.prog("simple")] + [os.fsdecode(a) for a in raw],
+            env={"GPUMEMTRACE_STATE": state})
+    rep = ctx.final_report()
+    expect_eq("process.argv[1:]", rep["process"]["argv"][1:],
+              [a.decode("utf-8", "replace") for a in raw])
+    shown = ("0 -c print(1)\\nprint(2) tab\\there esc\\x1b[31mred c1\\u0085x")
+    report = [n for n in ctx.files() if n.endswith(".json")][0]
+    for verb, args in (("report", [os.path.join(ctx.work, report)]), ("top", ["--once", state])):
+        proc = subprocess.run([ctx.cli, verb] + args, cwd=ctx.work, env=ctx.env(preload=False),
+                              capture_output=True, timeout=60)
+        if proc.returncode != 0:
+            fail(f"gpumemtrace {verb}: status {proc.returncode}: {proc.stderr!r}")
+        out = proc.stdout.decode("utf-8")  # strict: nothing cut inside a character
+        if re.search(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]", out):
+            fail(f"gpumemtrace {verb} printed a raw control character:\n{out!r}")
+        lines = [ln for ln in out.splitlines() if ctx.prog("simple") + " 0 -c" in ln]
+        if len(lines) != 1:
+            fail(f"gpumemtrace {verb}: the command line is not on one line:\n{out}")
+        line = lines[0]
+        if shown not in line:
+            fail(f"gpumemtrace {verb}: the command line does not show {shown!r}:\n{line}")
+        # The report holds U+FFFD for the stray byte; the state file holds the byte itself.
+        bad = "bad\ufffdbyte" if verb == "report" else "bad\\xffbyte"
+        if bad not in line:
+            fail(f"gpumemtrace {verb}: the command line does not show {bad!r}:\n{line}")
+        if not re.search("\u00e9{10}\\.\\.\\.", line):
+            fail(f"gpumemtrace {verb}: the long command line is not cut with '...':\n{line}")
 
 
 @case("suppressions_unsafe")

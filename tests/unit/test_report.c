@@ -261,6 +261,7 @@ static void test_content(void **state)
     assert_true(cJSON_IsTrue(get(err, "oom")));
     assert_int_equal(num(err, "size"), (int64_t)(64ull << 40));
     assert_string_equal(get(err, "error_name")->valuestring, "CUDA_ERROR_OUT_OF_MEMORY");
+    assert_string_equal(get(err, "layer")->valuestring, "driver"); /* cuMemAlloc_v2's names */
     assert_true(cJSON_IsFalse(get(err, "recovered"))); /* nothing was allocated after it */
 
     /* The device-0 pool seen, with our tracked bytes (no driver here: reserved is null). */
