@@ -685,6 +685,11 @@ def oom(c):
         c.details[name]["error0"] = e0
         c.expect(f"{name} errors[0].oom", e0.get("oom"), True)
         c.expect(f"{name} errors[0].size", e0.get("size"), 1 << 40)
+        # Named in the layer of the API the program called (docs/report.md, "errors").
+        layer = "runtime" if str(e0.get("api", "")).startswith("cuda") else "driver"
+        c.expect(f"{name} errors[0].layer", e0.get("layer"), layer)
+        c.expect(f"{name} errors[0].error_name", e0.get("error_name"),
+                 "cudaErrorMemoryAllocation" if layer == "runtime" else "CUDA_ERROR_OUT_OF_MEMORY")
         c.expect_true(f"{name} errors[0].free_bytes non-null", e0.get("free_bytes") is not None,
                       e0.get("free_bytes"))
         oom_path = r.report_path[:-len(".json")] + ".oom-1.json"
