@@ -33,8 +33,11 @@ static int forced_off; /* tests */
 #define MAX_MULT      (1ull << 36)  /* 16 ns a tick: 62.5 MHz */
 #define SPIN_TRIES    1000          /* pauses before a reader waiting for a scale yields */
 #define WRITE_WAIT_NS 20000000ull   /* then, how long it waits at most (20 ms) */
+#define PAIR_MAX_NS   20000ull      /* a counter and clock pair read further apart is not used */
+#define INIT_TRIES    4             /* calibrations tried at start for two such pairs */
 
 static int busy;                     /* atomic: a calibration runs (the writer thread's) */
+static uint64_t gave_up;             /* atomic: readers that stopped waiting for a scale */
 static uint64_t first_tsc, first_ns; /* the long baseline's start */
 
 static bool clocksource_is_tsc(void)
@@ -48,8 +51,11 @@ static bool clocksource_is_tsc(void)
     return n >= 3 && strncmp(buf, "tsc", 3) == 0 && (n == 3 || buf[3] == '\n');
 }
 
-/* A counter reading and the clock's, the counter read on both sides (the narrowest of three). */
-static void read_pair(uint64_t *tsc, uint64_t *ns)
+/* A counter reading and the clock's, the counter read on both sides (the narrowest of three);
+ * returns that narrowest width in ticks (UINT64_MAX: none). A thread kept from running
+ * between the readings (a loaded machine; a sanitizer) makes every pair wide and the clock's
+ * reading anywhere inside it: pair_ok tells such a pair, which is not used. */
+static uint64_t read_pair(uint64_t *tsc, uint64_t *ns)
 {
     uint64_t best = UINT64_MAX;
     for (int i = 0; i < 3; i++) {
@@ -66,6 +72,7 @@ static void read_pair(uint64_t *tsc, uint64_t *ns)
         *tsc = 0;
         *ns = 0;
     }
+    return best;
 }
 
 /* ns / ticks in 32.32 fixed point, 0 when out of any plausible counter's range. */
@@ -76,15 +83,25 @@ static uint64_t rate_of(uint64_t ns, uint64_t ticks)
     return m < MIN_MULT || m > MAX_MULT ? 0 : (uint64_t)m;
 }
 
+/* A pair read within PAIR_MAX_NS by the rate mult. Under the tests' load (two TSan runs of
+ * unit.clock on two CPUs) a wide pair put the clock's reading a millisecond off: the
+ * difference then turned the counter off, and readers went from the scaled counter, ahead, to
+ * clock_gettime, behind (3 of 30 runs read a clock that went back). */
+static bool pair_ok(uint64_t width, uint64_t mult)
+{
+    return width != UINT64_MAX && mult && gmt_tsc_scaled(0, width, mult) <= PAIR_MAX_NS;
+}
+
 /* A scale written under the sequence count; max_ticks 0: none to use (off, or expired).
- * max_ticks is 0 while the words change, and stored last (clock.h: gmt_tsc_clock_t). */
+ * max_ticks is GMT_TSC_WRITING while the words change, and stored last (clock.h:
+ * gmt_tsc_clock_t). */
 /* Its two halves: scale_write_begin makes the count odd (returning the even count it was),
  * scale_write_end stores the words and makes it even again. */
 static uint32_t scale_write_begin(void)
 {
     uint32_t s = __atomic_load_n(&gmt_tsc_clock.seq, __ATOMIC_RELAXED);
-    __atomic_store_n(&gmt_tsc_clock.max_ticks, 0, __ATOMIC_RELAXED);
-    /* A reader that sees the count odd sees max_ticks 0 or the new one. */
+    __atomic_store_n(&gmt_tsc_clock.max_ticks, GMT_TSC_WRITING, __ATOMIC_RELAXED);
+    /* A reader that sees the count odd sees GMT_TSC_WRITING or the new max_ticks. */
     __atomic_store_n(&gmt_tsc_clock.seq, s + 1, __ATOMIC_RELEASE);
     __atomic_thread_fence(__ATOMIC_RELEASE); /* odd before the words change */
     return s;
@@ -109,11 +126,15 @@ static void publish_scale(uint64_t base_tsc, uint64_t base_ns, uint64_t mult, ui
 /* One reading of the scaled counter into *ns for the slow path, telling its cases apart: 1
  * when the scale was whole (not being written) and young enough, 0 when it was being written,
  * -1 when too old or absent (off, or not set up: max_ticks is 0). A counter read before the
- * scale's base is read as the base itself, which no reading under the last scale passed. */
+ * scale's base is read as the base itself, which no reading under the last scale passed.
+ * A write's first store (GMT_TSC_WRITING) can be seen before its odd count: that is a scale
+ * being written too. Read as "absent" (max_ticks 0, as it once was), it sent the reader to
+ * clock_gettime, up to a microsecond behind its last reading (unit.clock under
+ * ThreadSanitizer, whose slow atomics widen the gap between those two stores). */
 static int tsc_read_clamped(uint64_t *ns)
 {
     gmt_tsc_reading_t r;
-    if (!gmt_tsc_load(&r) || (r.seq & 1)) return 0;
+    if (!gmt_tsc_load(&r) || (r.seq & 1) || r.max_ticks == GMT_TSC_WRITING) return 0;
     if ((int64_t)r.ticks < 0) r.ticks = 0;
     if (r.ticks >= r.max_ticks) return -1;
     *ns = gmt_tsc_scaled(r.base_ns, r.ticks, r.mult);
@@ -172,10 +193,9 @@ void gmt_clock_reset_after_fork(void)
      * readers would wait at every reading. None is used; the child's writer thread makes the
      * next one from its clock_gettime reading. */
     uint32_t s = __atomic_load_n(&gmt_tsc_clock.seq, __ATOMIC_RELAXED);
-    if (s & 1) {
-        __atomic_store_n(&gmt_tsc_clock.seq, s + 1, __ATOMIC_RELEASE);
+    if (s & 1) __atomic_store_n(&gmt_tsc_clock.seq, s + 1, __ATOMIC_RELEASE);
+    if ((s & 1) || __atomic_load_n(&gmt_tsc_clock.max_ticks, __ATOMIC_RELAXED) == GMT_TSC_WRITING)
         withdraw();
-    }
 }
 
 uint64_t gmt_event_ns_slow(void)
@@ -196,7 +216,13 @@ uint64_t gmt_event_ns_slow(void)
         }
         uint64_t now = gmt_now_ns();
         if (!deadline) deadline = now + WRITE_WAIT_NS;
-        if (now >= deadline) break;
+        if (now >= deadline) {
+            /* The writer was kept from running for all of WRITE_WAIT_NS in the middle of its
+             * few stores: clock_gettime, which may read behind this thread's last reading by
+             * the scaled counter's difference from it (a microsecond or so). Counted. */
+            __atomic_fetch_add(&gave_up, 1, __ATOMIC_RELAXED);
+            break;
+        }
         sched_yield();
     }
     return gmt_now_ns();
@@ -208,13 +234,16 @@ void gmt_clock_init(void)
     if (!__atomic_compare_exchange_n(&state, &expect, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return;
     if (!forced_off && clocksource_is_tsc()) {
-        uint64_t t0, n0, t1, n1;
-        read_pair(&t0, &n0);
-        while (gmt_now_ns() - n0 < CALIBRATE_NS) {
+        uint64_t t0 = 0, n0 = 0, t1 = 0, n1 = 0, mult = 0;
+        for (int i = 0; i < INIT_TRIES && !mult; i++) {
+            uint64_t w0 = read_pair(&t0, &n0);
+            while (gmt_now_ns() - n0 < CALIBRATE_NS) {
+            }
+            uint64_t w1 = read_pair(&t1, &n1);
+            uint64_t m = t1 > t0 && n1 > n0 ? rate_of(n1 - n0, t1 - t0) : 0;
+            if (pair_ok(w0, m) && pair_ok(w1, m)) mult = m;
         }
-        read_pair(&t1, &n1);
-        uint64_t mult = t1 > t0 && n1 > n0 ? rate_of(n1 - n0, t1 - t0) : 0;
-        if (mult) {
+        if (mult) { /* else clock_gettime: no two narrow pairs in INIT_TRIES tries */
             first_tsc = t0;
             first_ns = n0;
             publish(t1, n1, mult);
@@ -233,11 +262,15 @@ void gmt_clock_recalibrate(void)
     if (!__atomic_compare_exchange_n(&busy, &expect, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
         return;
     uint64_t t, n;
-    read_pair(&t, &n);
+    uint64_t w = read_pair(&t, &n);
     uint64_t bt = __atomic_load_n(&gmt_tsc_clock.base_tsc, __ATOMIC_RELAXED);
     uint64_t bn = __atomic_load_n(&gmt_tsc_clock.base_ns, __ATOMIC_RELAXED);
     uint64_t m = __atomic_load_n(&gmt_tsc_clock.mult, __ATOMIC_RELAXED);
     uint64_t max = __atomic_load_n(&gmt_tsc_clock.max_ticks, __ATOMIC_RELAXED);
+    if (!pair_ok(w, m)) { /* read across a preemption: the next call (100 ms on) tries again */
+        __atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
+        return;
+    }
     uint64_t rate = t > first_tsc && n > first_ns ? rate_of(n - first_ns, t - first_tsc) : 0;
     if (!rate) {
         turn_off();
@@ -277,6 +310,15 @@ void gmt_clock_init(void)
 
 void gmt_clock_recalibrate(void) {}
 #endif
+
+uint64_t gmt_clock_gave_up(void)
+{
+#if defined(__x86_64__)
+    return __atomic_load_n(&gave_up, __ATOMIC_RELAXED);
+#else
+    return 0;
+#endif
+}
 
 void gmt_clock_test_expire(void)
 {

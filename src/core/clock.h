@@ -38,11 +38,15 @@ static inline uint64_t gmt_wall_ns(void)
 
 /* The counter's scale, published by clock.c under a sequence count (odd while written): at
  * counter base_tsc the time was base_ns, and each tick since is mult / 2^32 ns, for at most
- * max_ticks ticks. A write sets max_ticks to 0 before the count turns odd and stores it last,
- * with release, after the other words: a reader that loads it (acquire) after the count and
- * finds the count unchanged afterwards has a whole scale or max_ticks 0, so it needs no test
+ * max_ticks ticks. A write sets max_ticks to GMT_TSC_WRITING before the count turns odd and stores
+ * it last, with release, after the other words: a reader that loads it (acquire) after the count
+ * and finds the count unchanged afterwards has a whole scale or max_ticks of at most
+ * GMT_TSC_WRITING, so it needs no test
  * of the count's odd bit (gmt_tsc_read_fast). On a line of its own: written about ten times a
  * second. */
+/* max_ticks while a scale is written (its first store): no reading is that close to a base,
+ * so the fast path sends the reader to gmt_event_ns_slow, which waits for the write. */
+#define GMT_TSC_WRITING 1u
 typedef struct gmt_tsc_clock_s {
     uint32_t seq;
     uint32_t on; /* 0: gmt_event_ns is gmt_now_ns (and max_ticks is 0) */
@@ -66,6 +70,9 @@ void gmt_clock_test_use_tsc(bool on);
 void gmt_clock_test_expire(void);
 bool gmt_clock_test_source_is_tsc(void);
 
+/* Readings that stopped waiting for a scale being written (its writer kept from running for
+ * 20 ms) and read clock_gettime instead, which may be behind the thread's last reading. */
+uint64_t gmt_clock_gave_up(void);
 /* gmt_event_ns's less common cases: a scale being written, a counter read a little before
  * the scale's base, too old a scale or none. */
 uint64_t gmt_event_ns_slow(void);
@@ -98,11 +105,11 @@ __attribute__((always_inline)) static inline bool gmt_tsc_load(gmt_tsc_reading_t
 }
 
 /* One reading of the scaled counter into *ns: true when the scale was whole and young enough.
- * False (gmt_event_ns_slow tells the cases apart) when it was being written (max_ticks 0, or
- * the count changed), too old or absent (off, or not set up: max_ticks is 0), or when the
- * counter was read before the scale's base. One compare of the count and one of the ticks: a
- * scale being written reads as max_ticks 0, or whole (gmt_tsc_clock_t), so the count's odd
- * bit needs no test of its own. */
+ * False (gmt_event_ns_slow tells the cases apart) when it was being written (max_ticks
+ * GMT_TSC_WRITING, or the count changed), too old or absent (off, or not set up: max_ticks is 0),
+ * or when the counter was read before the scale's base. One compare of the count and one of the
+ * ticks: a scale being written reads as max_ticks GMT_TSC_WRITING, or whole (gmt_tsc_clock_t), so
+ * the count's odd bit needs no test of its own. */
 __attribute__((always_inline)) static inline bool gmt_tsc_read_fast(uint64_t *ns)
 {
     gmt_tsc_reading_t r;
