@@ -58,10 +58,11 @@ enum { FINAL_NONE = 0, FINAL_WRITING = 1, FINAL_DONE = 2 };
 void gmt_capture_final_report(gmt_reason_t reason, const char *signame)
 {
     int none = FINAL_NONE;
-    if (!__atomic_compare_exchange_n(&report_state, &none, FINAL_WRITING, false, __ATOMIC_ACQ_REL,
+    if (!__atomic_compare_exchange_n(&report_state, &none, FINAL_WRITING, false, __ATOMIC_SEQ_CST,
                                      __ATOMIC_ACQUIRE))
         return;
     __atomic_store_n(&report_start_ns, gmt_now_ns(), __ATOMIC_RELEASE);
+    gmt_capture_writer_loader_quiesce();
     if (__atomic_load_n(&had_events, __ATOMIC_ACQUIRE)) {
         gmt_capture_writer_take_snapshot();
         gmt_report_write(NULL, reason, signame, 0);
@@ -73,6 +74,11 @@ void gmt_capture_final_report(gmt_reason_t reason, const char *signame)
     /* A terminating signal that arrived while this wrote (on any thread): its turn now. */
     int sig = __atomic_exchange_n(&pending_signal, 0, __ATOMIC_SEQ_CST);
     if (sig) gmt_capture_signal_course(sig, NULL, NULL);
+}
+
+bool gmt_capture_final_begun(void)
+{
+    return __atomic_load_n(&report_state, __ATOMIC_SEQ_CST) != FINAL_NONE;
 }
 
 bool gmt_capture_defer_signal(int sig)

@@ -41,6 +41,11 @@ bool gmt_capture_writer_final_exit(void);
  * caller, so a request made before the process ends is not lost to the final report (which
  * cancels snapshots once it has begun). Called by the final report's writer just before it. */
 void gmt_capture_writer_take_snapshot(void);
+/* True once a final report has begun (seq_cst: writer.c pairs it with its loader flag). */
+bool gmt_capture_final_begun(void);
+/* Called by the final report's writer once it has begun: waits (bounded) until the writer
+ * thread is out of its periodic loader calls, which it begins no more from then on (writer.c). */
+void gmt_capture_writer_loader_quiesce(void);
 /* _exit / _Exit: the final report, unless this is a vfork child (public_api.c). */
 void gmt_capture_quick_exit(void);
 /* True once this process recorded a CUDA event (async-signal-safe). */

@@ -91,6 +91,40 @@ static void writer_yield(void)
     writer_set_busy();
 }
 
+/* The writer's periodic loader calls (the module map's refresh, the unwinder's module check:
+ * dl_iterate_phdr) and the final report's (it loads libdw and walks the loader's list): none is
+ * begun once the final report has, and the report waits, bounded, for one under way (Dekker on
+ * writer_in_loader and the report's state, both seq_cst). The loader's own lock makes the two
+ * safe already; this leaves the writer nothing to do in the loader while the process ends,
+ * and gives ThreadSanitizer, which does not see that lock, the order it does see (integration
+ * tests under TSan reported the report's dlopen of libdw against record_cb's read of the new
+ * object's name, once in CI). */
+#define LOADER_QUIESCE_MS 2000
+static int writer_in_loader;
+
+static bool writer_loader_begin(void)
+{
+    __atomic_store_n(&writer_in_loader, 1, __ATOMIC_SEQ_CST);
+    if (!gmt_capture_final_begun()) return true;
+    __atomic_store_n(&writer_in_loader, 0, __ATOMIC_RELEASE);
+    return false;
+}
+
+static void writer_loader_end(void)
+{
+    __atomic_store_n(&writer_in_loader, 0, __ATOMIC_RELEASE);
+}
+
+void gmt_capture_writer_loader_quiesce(void)
+{
+    if (gmt_gettid() == __atomic_load_n(&writer_tid, __ATOMIC_ACQUIRE)) return;
+    for (int ms = 0; ms < LOADER_QUIESCE_MS && __atomic_load_n(&writer_in_loader, __ATOMIC_ACQUIRE);
+         ms++) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL); /* async-signal-safe: a signal's final report may be here */
+    }
+}
+
 typedef struct msg_s {
     int type;
     int sig;
@@ -125,9 +159,15 @@ static void *writer_main(void *arg)
              * on a machine loaded forty deep). Each is optional work: after the fork it goes
              * on. */
             writer_yield();
-            gmt_track_modules_refresh();
+            if (writer_loader_begin()) {
+                gmt_track_modules_refresh();
+                writer_loader_end();
+            }
             writer_yield();
-            gmt_unwind_check_modules();
+            if (writer_loader_begin()) {
+                gmt_unwind_check_modules();
+                writer_loader_end();
+            }
             gmt_track_table_settle();
             gmt_clock_recalibrate(); /* the events' clock kept on CLOCK_MONOTONIC (clock.h) */
         }
