@@ -1297,6 +1297,39 @@ def case_argv_control(ctx):
             fail(f"gpumemtrace {verb}: the long command line is not cut with '...':\n{line}")
 
 
+@case("log_control")
+def case_log_control(ctx):
+    # GPUMEMTRACE_OUTPUT holding a newline, an escape sequence, the C1 control CSI (U+009B) as
+    # UTF-8, a raw C1 byte and a byte that is not UTF-8: the report is written under that very
+    # name, and the library's lines that name it (at start and at exit) stay one line each,
+    # valid UTF-8 without a control character, the name shown escaped as the gpumemtrace
+    # command shows report text (docs/security.md).
+    raw = b"r-\n\x1b[31mred\xc2\x9b\x9b\xff-%p.json"
+    shown = "r-\\n\\x1b[31mred\\u009b\\x9b\\xff-"
+    env = ctx.env(extra={"GPUMEMTRACE_OUTPUT": os.path.join(ctx.work, os.fsdecode(raw)),
+                         "GPUMEMTRACE_LOG": "info"})
+    proc = subprocess.run([ctx.prog("simple")], cwd=ctx.work, env=env, capture_output=True,
+                          timeout=60)
+    if proc.returncode != 0:
+        fail(f"simple: status {proc.returncode}: {proc.stderr!r}")
+    names = [n for n in os.listdir(os.fsencode(ctx.work)) if n.endswith(b".json")]
+    if len(names) != 1 or not names[0].startswith(raw[:raw.index(b"%p")]):
+        fail(f"the report is not written under the name asked for: {names!r}")
+    try:
+        err = proc.stderr.decode("utf-8")
+    except UnicodeDecodeError as e:
+        fail(f"stderr is not valid UTF-8 ({e}): {proc.stderr!r}")
+    if re.search(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]", err):
+        fail(f"a raw control character on stderr: {proc.stderr!r}")
+    lines = err.splitlines()
+    if not lines or not all(ln.startswith("gpumemtrace: ") for ln in lines):
+        fail(f"every stderr line should be one of the library's: {lines!r}")
+    for what in ("tracing on; the report will be written to ", "exit report written to "):
+        if not any(what in ln and shown in ln for ln in lines):
+            fail(f"no line {what!r}... with the name shown as {shown!r}: {lines!r}")
+    ctx.reports()  # the usual checks on it
+
+
 @case("suppressions_unsafe")
 def case_suppressions_unsafe(ctx):
     # A FIFO, a directory and an oversized file as the suppressions file: never read (a FIFO
