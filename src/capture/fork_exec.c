@@ -7,7 +7,8 @@
  * thread to be idle, so that no lock it holds is inherited (writer.c), and for the tracer's
  * loader calls on every thread to end (core/loader.h). GPUMEMTRACE_FOLLOW_FORK=0
  * turns a child's tracing off; GPUMEMTRACE_FOLLOW_EXEC=0 takes the library out of LD_PRELOAD for
- * programs this one execs.
+ * programs this one execs: the entries that are the tracer (by file name, or the very file this
+ * library was loaded from), every other entry kept whole and in order.
  */
 #define _GNU_SOURCE
 #include "capture.h"
@@ -15,16 +16,23 @@
 #include "lifecycle.h"
 #include "real.h"
 
+#include "preload_list.h"
+
 #include "core/loader.h"
+#include "core/log.h"
 #include "core/track.h"
 
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 
-/* Room for the rewritten LD_PRELOAD; a longer value is cut (each kept entry whole). */
-#define LD_PRELOAD_MAX 4096
-static const char self_name[] = "libgpumemtrace";
+/* LD_PRELOAD values up to this size are rewritten on the stack; longer ones in a mapping. */
+#define LD_PRELOAD_STACK 4096
 
 static void after_fork_child(void)
 {
@@ -55,32 +63,56 @@ void gmt_capture_fork_init(void)
                    after_fork_child);
 }
 
-/* Done once at start-up, before the program has threads (setenv is not thread-safe). */
+/* An LD_PRELOAD entry that is the tracer: named libgpumemtrace.so* (preload_list.h), or another
+ * name of the very file this library was loaded from (a link, a renamed path), told by device
+ * and inode. An entry without a '/' is found by ld.so in its search path: only its name counts. */
+static bool self_entry(const char *p, size_t n, void *arg)
+{
+    if (gmt_preload_names_tracer(p, n)) return true;
+    const struct stat *self = arg;
+    char path[PATH_MAX];
+    if (!self || n >= sizeof path || !memchr(p, '/', n)) return false;
+    memcpy(path, p, n);
+    path[n] = '\0';
+    struct stat st;
+    return stat(path, &st) == 0 && st.st_dev == self->st_dev && st.st_ino == self->st_ino;
+}
+
+/* Done once at start-up, before the program has threads (setenv is not thread-safe). The list
+ * is rewritten whole or not at all: into a stack buffer, or an anonymous mapping of its own
+ * size when it is longer (the result is never longer than the list), never malloc'd here; a
+ * list that cannot be rewritten stays as it is, said in one line. */
 static void drop_from_ld_preload(void)
 {
     const char *v = getenv("LD_PRELOAD");
-    if (!v) return;
-    char out[LD_PRELOAD_MAX];
-    size_t pos = 0;
-    const char *p = v;
-    while (*p) {
-        size_t n = strcspn(p, ": ");
-        if (n > 0 && !(memmem(p, n, self_name, sizeof self_name - 1))) {
-            if (pos && pos < sizeof out - 1) out[pos++] = ':';
-            if (pos + n < sizeof out - 1) {
-                memcpy(out + pos, p, n);
-                pos += n;
-            }
+    if (!v || !*v) return;
+    struct stat self_st;
+    Dl_info info;
+    bool have_self = dladdr((void *)&drop_from_ld_preload, &info) && info.dli_fname &&
+                     stat(info.dli_fname, &self_st) == 0;
+    char small[LD_PRELOAD_STACK];
+    char *out = small;
+    size_t len = strlen(v), cap = sizeof small;
+    void *map = NULL;
+    if (len >= cap) {
+        cap = len + 1;
+        map = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (map == MAP_FAILED) {
+            gmt_error("GPUMEMTRACE_FOLLOW_EXEC=0: LD_PRELOAD (%zu bytes) left as it is (no memory "
+                      "to rewrite it): the programs this one starts are traced too",
+                      len);
+            return;
         }
-        p += n;
-        while (*p == ':' || *p == ' ')
-            p++;
+        out = map;
     }
-    out[pos] = 0;
-    if (pos)
-        setenv("LD_PRELOAD", out, 1);
-    else
-        unsetenv("LD_PRELOAD");
+    int dropped = gmt_preload_without(v, out, cap, self_entry, have_self ? &self_st : NULL);
+    int rc = 0;
+    if (dropped > 0) rc = *out ? setenv("LD_PRELOAD", out, 1) : unsetenv("LD_PRELOAD");
+    if (dropped < 0 || rc != 0)
+        gmt_error("GPUMEMTRACE_FOLLOW_EXEC=0: LD_PRELOAD (%zu bytes) left as it is (%s): the "
+                  "programs this one starts are traced too",
+                  len, dropped < 0 ? "the list without the tracer does not fit" : strerror(errno));
+    if (map) munmap(map, cap);
 }
 
 void gmt_capture_exec_init(void)

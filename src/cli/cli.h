@@ -11,6 +11,8 @@
 
 #include "gmt_version.h" /* GMT_VERSION_STRING, GMT_REPORT_VERSION (the newest report read) */
 
+#include "core/log.h" /* gmt_escape_append: the rule gmt_tty applies */
+
 #include <stdbool.h>
 #include <stdio.h>
 #include <stddef.h>
@@ -220,15 +222,24 @@ bool gmt_json_has_num(const cJSON *obj, const char *key);
 /* ---- frames and stacks (frames.c) ---- */
 
 const char *gmt_basename(const char *path);
-/* Appends the n bytes at s to out (capacity cap, *used bytes in it, kept NUL-terminated) in a
- * form that stays on one terminal line and cannot drive the terminal: control characters (C0,
- * DEL, and C1 written as UTF-8) become C escapes (\n, \r, \t, else \xHH, and \u0080 to
- * \u009f), a byte that is not part of well-formed UTF-8 becomes \xHH, everything else is
- * copied. Nothing is cut inside a character or an escape. Returns false, with what fitted, when
- * the whole did not fit in cap - 1 bytes. */
+
+/* Report text on a terminal (docs/security.md, "Reports read back"). Every string the text
+ * verbs print that comes from a report, a state file or a file name goes through these, so a
+ * crafted or corrupt report cannot put a newline, an escape sequence or a byte that is not
+ * UTF-8 on the user's terminal: they show as gmt_escape_append (core/log.h) writes them, \n,
+ * \x1b, \u009b, \xff, like the library's own log lines. JSON and HTML output escape by their
+ * own rules and do not use them. */
+
+/* s as shown: s itself when nothing in it needs escaping, else an escaped copy that stays
+ * valid for the next 15 calls of gmt_tty and gmt_tty_cols (a ring of buffers: enough for
+ * the arguments of one printf). NULL for NULL; "?" when out of memory. */
+const char *gmt_tty(const char *s);
+/* gmt_tty(s) ("" for NULL) padded with spaces to cols characters, and with cut cut after cols
+ * characters: a column of a table ("%-20.20s" counts bytes, so it could cut a character or
+ * leave a column short). A character is a code point; an escape counts one a byte. */
+const char *gmt_tty_cols(const char *s, size_t cols, bool cut);
 /* Bytes of a program's command line that report and top show, before "...". */
 #define GMT_ARGV_SHOWN_LEN 200
-bool gmt_cli_append_escaped(char *out, size_t cap, size_t *used, const char *s, size_t n);
 
 /* The frame a person should look at first: the innermost Python frame outside the standard
  * library and site-packages, else the innermost Python frame, else the innermost native frame
@@ -240,6 +251,9 @@ const gmt_frame_t *gmt_user_frame(const gmt_stack_t *stack);
 void gmt_frame_format(const gmt_frame_t *f, char *buf, size_t len);
 /* The stack's user frame formatted (gmt_frame_format), or "(no stack)". */
 void gmt_stack_where(const gmt_stack_t *st, char *buf, size_t len);
+/* The same for a terminal: escaped as gmt_tty, cut (when len is short) between characters. */
+void gmt_frame_format_tty(const gmt_frame_t *f, char *buf, size_t len);
+void gmt_stack_where_tty(const gmt_stack_t *st, char *buf, size_t len);
 
 /* A short name for a flame graph node: symbol or function, else module+offset. */
 void gmt_frame_name(const gmt_frame_t *f, char *buf, size_t len);

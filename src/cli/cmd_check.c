@@ -166,7 +166,7 @@ static int read_limits(const char *path, limits_t *l, limits_t *cli)
         }
         char why[160];
         if (set_limit(l, cli, key, value, why, sizeof why)) {
-            gmt_cli_error("check: %s:%u: %s", path, n, why);
+            gmt_cli_error("check: %s:%u: %s", gmt_tty(path), n, gmt_tty(why)); /* quotes the file */
             rc = -EINVAL;
             break;
         }
@@ -411,7 +411,8 @@ int gmt_cli_check(int argc, char **argv)
             printf("FAIL %s\n", res[i].message);
             broken++;
         }
-    if (!broken) printf("PASS %s: %zu %s\n", path, nres, nres == 1 ? "limit holds" : "limits hold");
+    if (!broken)
+        printf("PASS %s: %zu %s\n", gmt_tty(path), nres, nres == 1 ? "limit holds" : "limits hold");
     status = broken ? GMT_EXIT_FAIL : GMT_EXIT_OK;
     if (junit) {
         int rc = write_junit(junit, path, res, nres);

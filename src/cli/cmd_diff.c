@@ -188,7 +188,7 @@ int gmt_cli_diff(int argc, char **argv)
     char fails[16][256];
     int nfail = 0;
 
-    printf("diff %s -> %s\n\nPeak per device\n", a.path, b.path);
+    printf("diff %s -> %s\n\nPeak per device\n", gmt_tty(a.path), gmt_tty(b.path));
     for (size_t i = 0; i < b.ndevices; i++) {
         const gmt_device_t *nd = &b.devices[i];
         const gmt_device_t *od = gmt_report_device(&a, nd->device, nd->rank);
@@ -240,7 +240,7 @@ int gmt_cli_diff(int argc, char **argv)
             char dl[48], dp[48], fb[1024];
             fmt_delta(delta(e->leak_old, e->leak_new), dl, sizeof dl);
             fmt_delta(delta(e->peak_old, e->peak_new), dp, sizeof dp);
-            gmt_stack_where(e->stack, fb, sizeof fb);
+            gmt_stack_where_tty(e->stack, fb, sizeof fb);
             const char *tag = (e->leak_old || e->peak_old)
                                   ? ((e->leak_new || e->peak_new) ? "" : "  [gone]")
                                   : "  [new]";

@@ -48,12 +48,17 @@ void gmt_cli_export_help(FILE *to)
             "  --stacks WHICH    folded only: 'leaks' (default) or 'peak' owners\n");
 }
 
-/* A frame name as one field of a folded line: no ';' and no line breaks. */
+/* A frame name as one field of a folded line: no ';', and escaped as the terminal verbs show
+ * report text (gmt_tty), so no line break, escape sequence or byte that is not UTF-8. */
 static void folded_name(const gmt_frame_t *f, char *buf, size_t len)
 {
-    gmt_frame_name(f, buf, len);
-    for (char *p = buf; *p; p++)
-        if (*p == ';' || *p == '\n' || *p == '\r') *p = ':';
+    char raw[600];
+    size_t used = 0;
+    gmt_frame_name(f, raw, sizeof raw);
+    for (char *p = raw; *p; p++)
+        if (*p == ';') *p = ':';
+    buf[0] = '\0';
+    gmt_escape_append(buf, len, &used, raw, strlen(raw));
 }
 
 static void folded_group(gmt_buf_t *b, const gmt_group_t *g)
@@ -61,7 +66,7 @@ static void folded_group(gmt_buf_t *b, const gmt_group_t *g)
     char name[600];
     if (g->bytes == 0) return;
     if (!g->stack || g->stack->n == 0) {
-        gmt_buf_printf(b, "[no stack] %s", g->api);
+        gmt_buf_printf(b, "[no stack] %s", gmt_tty(g->api));
     } else {
         for (size_t i = g->stack->n; i-- > 0;) {
             folded_name(&g->stack->frames[i], name, sizeof name);
@@ -308,10 +313,13 @@ static int export_perfetto(const gmt_report_t *rep, gmt_buf_t *b)
 
 /* ---- prometheus ---- */
 
+/* A label value: the text as the terminal verbs show it (gmt_tty: a control character as \n,
+ * \x1b, ...), then escaped as the exposition format wants (\\, \", \n), so the file holds no
+ * control character, and a parser reads back the text the terminal would show. */
 static void prom_label_value(gmt_buf_t *b, const char *s)
 {
     gmt_buf_put(b, "\"", 1);
-    for (const char *p = s ? s : ""; *p; p++) {
+    for (const char *p = gmt_tty(s ? s : ""); *p; p++) {
         if (*p == '\\' || *p == '"')
             gmt_buf_printf(b, "\\%c", *p);
         else if (*p == '\n')

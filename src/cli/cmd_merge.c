@@ -155,7 +155,7 @@ int gmt_cli_merge(int argc, char **argv)
         loaded++;
         if (reps[i].nranks) {
             gmt_cli_error("merge: %s is already a merged report; merge the per-rank reports",
-                          reps[i].path);
+                          gmt_tty(reps[i].path));
             goto out;
         }
         if (reps[i].version > version) version = reps[i].version;
@@ -174,7 +174,7 @@ int gmt_cli_merge(int argc, char **argv)
                 continue;
             gmt_cli_error("merge: warning: %s and %s are reports of one process (pid %" PRId64
                           " on %s, same start time); it is merged as two ranks",
-                          x->path, y->path, x->pid, x->hostname);
+                          gmt_tty(x->path), gmt_tty(y->path), x->pid, gmt_tty(x->hostname));
             break;
         }
     /* ranks as the processes said, unless they collide (all 0 outside a launcher): then the
@@ -196,8 +196,9 @@ int gmt_cli_merge(int argc, char **argv)
     for (size_t i = 0; i < n; i++) {
         sum += (double)reps[i].peak_bytes;
         if ((double)reps[i].peak_bytes > maxp) maxp = (double)reps[i].peak_bytes;
-        printf("  %-6" PRId64 " %-20.20s %-8" PRId64 " %12s %12s\n", ranks[i], reps[i].hostname,
-               reps[i].pid, gmt_fmt_bytes(reps[i].peak_bytes, a, sizeof a),
+        printf("  %-6" PRId64 " %s %-8" PRId64 " %12s %12s\n", ranks[i],
+               gmt_tty_cols(reps[i].hostname, 20, true), reps[i].pid,
+               gmt_fmt_bytes(reps[i].peak_bytes, a, sizeof a),
                gmt_fmt_bytes(reps[i].leak_bytes, b, sizeof b));
     }
     double mean = sum / (double)n;
@@ -257,7 +258,7 @@ int gmt_cli_merge(int argc, char **argv)
         if (common[k].nranks != n) continue;
         ncommon_all++;
         char fb[1024], t[GMT_FMT_BYTES_LEN];
-        gmt_stack_where(common[k].stack, fb, sizeof fb);
+        gmt_stack_where_tty(common[k].stack, fb, sizeof fb);
         if (n == 1) {
             printf("  %10s  %s\n", gmt_fmt_bytes(common[k].total, t, sizeof t), fb);
             continue;

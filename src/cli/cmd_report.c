@@ -249,7 +249,7 @@ static void print_stack(const view_t *v, const gmt_stack_t *st, int64_t stack_id
     }
     const gmt_frame_t *user = gmt_user_frame(st);
     if (user) {
-        gmt_frame_format(user, buf, sizeof buf);
+        gmt_frame_format_tty(user, buf, sizeof buf);
         snprintf(line, sizeof line, "%s-> %s%s", BOLD(v), buf, RESET(v));
         print_line(v, indent, line);
     }
@@ -271,7 +271,7 @@ static void print_stack(const view_t *v, const gmt_stack_t *st, int64_t stack_id
             folded++;
             continue;
         }
-        gmt_frame_format(f, buf, sizeof buf);
+        gmt_frame_format_tty(f, buf, sizeof buf);
         snprintf(line, sizeof line, "   at %s", buf);
         print_line(v, indent, line);
         if (!any_python || f->python) shown++;
@@ -300,23 +300,23 @@ static void print_share(double share)
 /* What a group holds and what its unit is called. The address-space kinds are listed under
  * "Address space (not memory, not in the total)": "1 reservation  address space", never
  * "vmm_reserve memory". */
-static const char *group_what(const gmt_group_t *g, const char **unit, char *buf, size_t len)
+static const char *group_what(const gmt_group_t *g, const char **unit, const char **memory)
 {
     bool reserve = strcmp(g->kind, "vmm_reserve") == 0, map = strcmp(g->kind, "vmm_map") == 0;
     *unit = reserve ? "reservation" : map ? "mapping" : "allocation";
-    if (reserve || map) return "address space";
-    snprintf(buf, len, "%s memory", g->kind);
-    return buf;
+    *memory = reserve || map ? "" : " memory";
+    return reserve || map ? "address space" : gmt_tty(g->kind);
 }
 
 static void print_group(const view_t *v, const gmt_group_t *g, int rank)
 {
-    char bytes[GMT_FMT_BYTES_LEN], dev[48], buf[64];
-    const char *unit, *what = group_what(g, &unit, buf, sizeof buf);
-    printf("  #%-3d %s%10s%s in %" PRIu64 " %s%s  %s on %s  %s%s%s%s\n", rank, BOLD(v),
+    char bytes[GMT_FMT_BYTES_LEN], dev[48];
+    const char *unit, *memory, *what = group_what(g, &unit, &memory);
+    printf("  #%-3d %s%10s%s in %" PRIu64 " %s%s  %s%s on %s  %s%s%s%s\n", rank, BOLD(v),
            gmt_fmt_bytes(g->bytes, bytes, sizeof bytes), RESET(v), g->count, unit,
-           g->count == 1 ? "" : "s", what, gmt_device_label(g->device, g->rank, dev, sizeof dev),
-           g->api, g->library ? "  " : "", g->library ? g->library : "",
+           g->count == 1 ? "" : "s", what, memory,
+           gmt_device_label(g->device, g->rank, dev, sizeof dev), gmt_tty(g->api),
+           g->library ? "  " : "", g->library ? gmt_tty(g->library) : "",
            g->suppressed ? "  [suppressed]" : "");
     print_stack(v, g->stack, g->stack_id, "       ");
 }
@@ -347,20 +347,20 @@ static void print_header(const view_t *v)
     cJSON_ArrayForEach(arg, cJSON_GetObjectItemCaseSensitive(rep->process, "argv"))
     {
         if (!cJSON_IsString(arg)) continue;
-        if ((used && !gmt_cli_append_escaped(cmd, GMT_ARGV_SHOWN_LEN + 1, &used, " ", 1)) ||
-            !gmt_cli_append_escaped(cmd, GMT_ARGV_SHOWN_LEN + 1, &used, arg->valuestring,
-                                    strlen(arg->valuestring))) {
+        if ((used && !gmt_escape_append(cmd, GMT_ARGV_SHOWN_LEN + 1, &used, " ", 1)) ||
+            !gmt_escape_append(cmd, GMT_ARGV_SHOWN_LEN + 1, &used, arg->valuestring,
+                               strlen(arg->valuestring))) {
             memcpy(cmd + used, "...", 4);
             break;
         }
     }
-    printf("%sgpumemtrace report %s%s (tool %s, report version %d)\n", BOLD(v), rep->path, RESET(v),
-           rep->tool_version, rep->version);
+    printf("%sgpumemtrace report %s%s (tool %s, report version %d)\n", BOLD(v), gmt_tty(rep->path),
+           RESET(v), gmt_tty(rep->tool_version), rep->version);
     printf("  program   %s\n", cmd[0] ? cmd : "?");
-    printf("  process   pid %" PRId64 ", host %s, rank %" PRId64 "\n", rep->pid, rep->hostname,
-           rep->rank);
-    printf("  reason    %s%s%s%s, ran %.3f s%s\n", rep->reason, rep->signal ? " (" : "",
-           rep->signal ? rep->signal : "", rep->signal ? ")" : "", rep->duration_s,
+    printf("  process   pid %" PRId64 ", host %s, rank %" PRId64 "\n", rep->pid,
+           gmt_tty(rep->hostname), rep->rank);
+    printf("  reason    %s%s%s%s, ran %.3f s%s\n", gmt_tty(rep->reason), rep->signal ? " (" : "",
+           rep->signal ? gmt_tty(rep->signal) : "", rep->signal ? ")" : "", rep->duration_s,
            rep->recovered ? " (recovered from the state file)" : "");
     if (rep->nranks) {
         printf("  merged    %zu ranks, peak imbalance %.2f (max/mean)\n", rep->nranks,
@@ -374,13 +374,16 @@ static void print_header(const view_t *v)
     {
         if (!cJSON_IsString(arg)) continue;
         int w = snprintf(backends + used, sizeof backends - used, "%s%s", used ? ", " : "",
-                         arg->valuestring);
-        if (w < 0 || (size_t)w >= sizeof backends - used) break;
+                         gmt_tty(arg->valuestring));
+        if (w < 0 || (size_t)w >= sizeof backends - used) {
+            backends[used] = '\0'; /* never a name cut inside a character */
+            break;
+        }
         used += (size_t)w;
     }
     const char *why = gmt_json_str(cap, "backend_reason", NULL);
     printf("  capture   %s%s%s%s\n", backends[0] ? backends : "none", why ? " (" : "",
-           why ? why : "", why ? ")" : "");
+           why ? gmt_tty(why) : "", why ? ")" : "");
 
     const cJSON *events = cJSON_GetObjectItemCaseSensitive(cap, "events");
     const cJSON *dropped = cJSON_GetObjectItemCaseSensitive(cap, "dropped");
@@ -397,7 +400,8 @@ static void print_header(const view_t *v)
            gmt_json_int(events, "total", 0), drops, nwarn, nwarn == 1 ? "" : "s");
     cJSON_ArrayForEach(arg, warnings)
     {
-        if (cJSON_IsString(arg)) printf("  %swarning:%s  %s\n", YEL(v), RESET(v), arg->valuestring);
+        if (cJSON_IsString(arg))
+            printf("  %swarning:%s  %s\n", YEL(v), RESET(v), gmt_tty(arg->valuestring));
     }
     if (drops) {
         printf("  %snote:%s     dropped events make the numbers below incomplete:", YEL(v),
@@ -405,7 +409,7 @@ static void print_header(const view_t *v)
         cJSON_ArrayForEach(arg, dropped)
         {
             if (gmt_json_int(dropped, arg->string, 0) > 0)
-                printf(" %s %" PRId64, arg->string, gmt_json_int(dropped, arg->string, 0));
+                printf(" %s %" PRId64, gmt_tty(arg->string), gmt_json_int(dropped, arg->string, 0));
         }
         putchar('\n');
     }
@@ -421,7 +425,7 @@ static void print_devices(const view_t *v)
         if (!wanted(v, d->device)) continue;
         char label[48], a[GMT_FMT_BYTES_LEN];
         printf("  %s", gmt_device_label(d->device, d->rank, label, sizeof label));
-        if (d->name) printf("  %s", d->name);
+        if (d->name) printf("  %s", gmt_tty(d->name));
         if (d->has_total) printf(", %s", gmt_fmt_bytes(d->total_bytes, a, sizeof a));
         putchar('\n');
         /* Pinned host and managed memory are never bytes in use (docs/report.md, "Kinds"), so
@@ -462,7 +466,8 @@ static void print_leaks(const view_t *v)
     on_device(v, dev, sizeof dev);
     printf("\n%sLeaks%s: %s%s%s in %" PRIu64 " allocation%s %s", BOLD(v), dev,
            t.bytes ? RED(v) : "", gmt_fmt_bytes(t.bytes, bytes, sizeof bytes), RESET(v), t.count,
-           t.count == 1 ? "" : "s", gmt_json_str(rep->leaks, "meaning", "still live at the end"));
+           t.count == 1 ? "" : "s",
+           gmt_tty(gmt_json_str(rep->leaks, "meaning", "still live at the end")));
     if (t.count) printf(", %" PRIu64 " call stack%s", t.groups, t.groups == 1 ? "" : "s");
     printf("\n");
     if (t.partial)
@@ -506,9 +511,9 @@ static void print_leaks(const view_t *v)
                gmt_fmt_bytes(s->growth_bytes, g, sizeof g), RESET(v));
         if (s->device >= 0 || s->rank >= 0)
             printf("  on %s", gmt_device_label(s->device, s->rank, dev, sizeof dev));
-        if (s->kind) printf("  %s", s->kind);
-        if (s->api) printf("  %s", s->api);
-        if (s->library) printf("  %s", s->library);
+        if (s->kind) printf("  %s", gmt_tty(s->kind));
+        if (s->api) printf("  %s", gmt_tty(s->api));
+        if (s->library) printf("  %s", gmt_tty(s->library));
         if (s->stack_id >= 0) printf("  (stack %" PRId64 ")", s->stack_id);
         putchar('\n');
         print_stack(v, s->stack, s->stack_id, "       ");
@@ -553,7 +558,7 @@ static void print_libraries(const view_t *v)
     if (n == 0) printf("  (none)\n");
     for (size_t i = 0; i < n && (long)i < v->top; i++) {
         char a[GMT_FMT_BYTES_LEN], b[GMT_FMT_BYTES_LEN];
-        printf("  %-32s %10s %10s\n", rows[i].library,
+        printf("  %s %10s %10s\n", gmt_tty_cols(rows[i].library, 32, false),
                gmt_fmt_bytes(rows[i].peak_bytes, a, sizeof a),
                gmt_fmt_bytes(rows[i].exit_bytes, b, sizeof b));
     }
@@ -615,14 +620,15 @@ static void print_errors(const view_t *v)
             continue;
         }
         char label[48], size[GMT_FMT_BYTES_LEN], fr[GMT_FMT_BYTES_LEN], tot[GMT_FMT_BYTES_LEN];
-        char err[96];
+        char err[48];
         if (e->error_name)
-            snprintf(err, sizeof err, "%s (%" PRId64 ")", e->error_name, e->error);
+            snprintf(err, sizeof err, " (%" PRId64 ")", e->error);
         else
             snprintf(err, sizeof err, "error %" PRId64, e->error);
-        printf("  #%-3d %s of %s on %s at %.3f s: %s", ++rank, e->api,
+        printf("  #%-3d %s of %s on %s at %.3f s: %s%s", ++rank, gmt_tty(e->api),
                gmt_fmt_bytes(e->size, size, sizeof size),
-               gmt_device_label(e->device, e->rank, label, sizeof label), e->time, err);
+               gmt_device_label(e->device, e->rank, label, sizeof label), e->time,
+               e->error_name ? gmt_tty(e->error_name) : "", err);
         if (e->free_bytes >= 0) {
             printf("; %s free", gmt_fmt_bytes((uint64_t)e->free_bytes, fr, sizeof fr));
             if (e->total_bytes >= 0)
@@ -915,7 +921,7 @@ int gmt_cli_report(int argc, char **argv)
         char list[256];
         device_list(&rep, list, sizeof list);
         gmt_cli_error("report: no device %" PRId64 " in %s (devices: %s)", v.device,
-                      recover ? recover : argv[optind], list);
+                      gmt_tty(recover ? recover : argv[optind]), list);
         gmt_report_free(&rep);
         return GMT_EXIT_USAGE;
     }

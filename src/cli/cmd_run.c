@@ -264,11 +264,16 @@ static int prepend_preload(const char *lib)
             size_t n = strcspn(p, " :");
             bool first = is_sanitizer_runtime(p, n);
             int self = first ? 0 : tracer_entry(p, n, lib);
-            if (self == 2 && pass == 1 && !log_quiet())
+            if (self == 2 && pass == 1 && !log_quiet()) {
+                char shown[1024];
+                size_t sn = 0;
+                shown[0] = '\0';
+                gmt_escape_append(shown, sizeof shown, &sn, p, n);
                 fprintf(stderr,
-                        "gpumemtrace: run: LD_PRELOAD held another copy of the tracer, %.*s: "
+                        "gpumemtrace: run: LD_PRELOAD held another copy of the tracer, %s: "
                         "left out (%s is preloaded instead)\n",
-                        (int)n, p, lib);
+                        shown, gmt_tty(lib));
+            }
             if (!self && first == (pass == 0)) {
                 if (used) joined[used++] = ':';
                 memcpy(joined + used, p, n);
@@ -415,8 +420,8 @@ int gmt_cli_run(int argc, char **argv)
     /* Like a shell: 127 when there is no such command, 126 when it cannot be run. */
     int err = errno;
     if (err == ENOENT)
-        gmt_cli_error("run: %s: command not found", cmd[0]);
+        gmt_cli_error("run: %s: command not found", gmt_tty(cmd[0]));
     else
-        gmt_cli_error("run: %s: %s", cmd[0], strerror(err));
+        gmt_cli_error("run: %s: %s", gmt_tty(cmd[0]), strerror(err));
     return err == ENOENT ? 127 : 126;
 }

@@ -61,7 +61,7 @@ int gmt_cli_symbolize(int argc, char **argv)
     gmt_report_t rep;
     char why[256];
     if (gmt_report_load_as_written(in, &rep, why, sizeof why)) {
-        gmt_cli_error("%s: %s", strcmp(in, "-") == 0 ? "<stdin>" : in, why);
+        gmt_cli_error("%s: %s", strcmp(in, "-") == 0 ? "<stdin>" : gmt_tty(in), why);
         return GMT_EXIT_USAGE;
     }
     /* The model borrows strings from rep.root; naming the frames replaces some of them, so

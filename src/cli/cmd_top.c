@@ -76,7 +76,7 @@ int gmt_cli_recover(const char *state, const char *output, char *out_path, size_
     }
     if (rc) {
         unlink(out_path);
-        gmt_cli_error("report: %s", err);
+        gmt_cli_error("report: %s", gmt_tty(err)); /* names the state file */
     }
     return rc;
 }
@@ -135,8 +135,8 @@ static void print_frames(gmt_stacks_t *st, uint32_t id)
         gmt_frame_info_t fi;
         gmt_symbolize(f[i], &fi);
         if (fi.internal) continue;
-        if (fi.module)
-            printf("        %s+0x%" PRIx64 "\n", fi.module, fi.offset);
+        if (fi.module) /* a path from the state file */
+            printf("        %s+0x%" PRIx64 "\n", gmt_tty(fi.module), fi.offset);
         else
             printf("        0x%" PRIx64 "\n", f[i]);
         shown++;
@@ -149,7 +149,7 @@ static int show(const char *path, long top, bool *running)
 {
     char err[512];
     if (gmt_track_recover(path, err, sizeof err) != 0) {
-        gmt_cli_error("top: %s", err);
+        gmt_cli_error("top: %s", gmt_tty(err)); /* names the state file */
         return GMT_EXIT_USAGE;
     }
     const gmt_proc_t *p = gmt_track_proc();
@@ -163,14 +163,14 @@ static int show(const char *path, long top, bool *running)
         len--;
     for (size_t i = 0; i < len;) {
         size_t n = strnlen(p->argv + i, len - i);
-        if ((used && !gmt_cli_append_escaped(cmd, GMT_ARGV_SHOWN_LEN + 1, &used, " ", 1)) ||
-            !gmt_cli_append_escaped(cmd, GMT_ARGV_SHOWN_LEN + 1, &used, p->argv + i, n)) {
+        if ((used && !gmt_escape_append(cmd, GMT_ARGV_SHOWN_LEN + 1, &used, " ", 1)) ||
+            !gmt_escape_append(cmd, GMT_ARGV_SHOWN_LEN + 1, &used, p->argv + i, n)) {
             memcpy(cmd + used, "...", 4);
             break;
         }
         i += n + 1;
     }
-    printf("gpumemtrace top: %s  pid %d (%s)  %s  last event %.1f s after start\n", path,
+    printf("gpumemtrace top: %s  pid %d (%s)  %s  last event %.1f s after start\n", gmt_tty(path),
            (int)p->pid,
            *running                 ? "running"
            : gmt_track_clean_exit() ? "exited"

@@ -34,64 +34,69 @@ const char *gmt_basename(const char *path)
     return slash && slash[1] ? slash + 1 : path;
 }
 
-/* Length of the well-formed UTF-8 sequence of at most n bytes at p (2-4), or 0. */
-static size_t utf8_seq(const unsigned char *p, size_t n)
+/* ---- report text on a terminal ---- */
+
+#define TTY_SLOTS 16
+static struct {
+    char *p;
+    size_t cap;
+} tty_ring[TTY_SLOTS];
+static unsigned tty_next;
+
+/* A buffer of at least need bytes from the ring, or NULL. */
+static char *tty_slot(size_t need)
 {
-    unsigned char lo = 0x80, hi = 0xBF;
-    size_t len;
-    if (p[0] >= 0xC2 && p[0] <= 0xDF)
-        len = 2;
-    else if (p[0] >= 0xE0 && p[0] <= 0xEF) {
-        len = 3;
-        if (p[0] == 0xE0) lo = 0xA0;
-        if (p[0] == 0xED) hi = 0x9F; /* no surrogates */
-    } else if (p[0] >= 0xF0 && p[0] <= 0xF4) {
-        len = 4;
-        if (p[0] == 0xF0) lo = 0x90;
-        if (p[0] == 0xF4) hi = 0x8F; /* nothing past U+10FFFF */
-    } else
-        return 0;
-    if (n < len || p[1] < lo || p[1] > hi) return 0;
-    for (size_t i = 2; i < len; i++)
-        if (p[i] < 0x80 || p[i] > 0xBF) return 0;
-    return len;
+    unsigned i = tty_next++ % TTY_SLOTS;
+    if (tty_ring[i].cap < need) {
+        char *p = realloc(tty_ring[i].p, need);
+        if (!p) return NULL;
+        tty_ring[i].p = p;
+        tty_ring[i].cap = need;
+    }
+    return tty_ring[i].p;
 }
 
-bool gmt_cli_append_escaped(char *out, size_t cap, size_t *used, const char *s, size_t n)
+const char *gmt_tty(const char *s)
 {
-    const unsigned char *p = (const unsigned char *)s;
-    for (size_t i = 0; i < n;) {
-        char esc[8];
-        const char *piece = (const char *)p + i;
-        size_t len = 1, adv = 1;
-        if (p[i] == '\n' || p[i] == '\r' || p[i] == '\t') {
-            snprintf(esc, sizeof esc, "\\%c", p[i] == '\n' ? 'n' : p[i] == '\r' ? 'r' : 't');
-            piece = esc;
-            len = 2;
-        } else if (p[i] < 0x20 || p[i] == 0x7F) {
-            snprintf(esc, sizeof esc, "\\x%02x", p[i]);
-            piece = esc;
-            len = 4;
-        } else if (p[i] >= 0x80) {
-            len = adv = utf8_seq(p + i, n - i);
-            if (len == 2 && p[i] == 0xC2 && p[i + 1] < 0xA0) { /* C1: U+0080 to U+009F */
-                snprintf(esc, sizeof esc, "\\u%04x", p[i + 1]);
-                piece = esc;
-                len = 6;
-            } else if (len == 0) {
-                snprintf(esc, sizeof esc, "\\x%02x", p[i]);
-                piece = esc;
-                len = 4;
-                adv = 1;
-            }
-        }
-        if (*used + len >= cap) return false;
-        memcpy(out + *used, piece, len);
-        *used += len;
-        out[*used] = '\0';
-        i += adv;
+    if (!s) return NULL;
+    size_t n = strlen(s);
+    if (!gmt_escape_needed(s, n)) return s;
+    /* an escape is at most 4 bytes a byte (\xHH; \u0080 is 6 for 2) */
+    char *out = n < (SIZE_MAX - 1) / 4 ? tty_slot(4 * n + 1) : NULL;
+    if (!out) return "?";
+    size_t used = 0;
+    out[0] = '\0';
+    gmt_escape_append(out, 4 * n + 1, &used, s, n);
+    return out;
+}
+
+/* Bytes of the first cols characters of s (UTF-8: a character is a lead byte and its
+ * continuation bytes); *chars gets how many characters that is. */
+static size_t first_chars(const char *s, size_t cols, size_t *chars)
+{
+    size_t i = 0, c = 0;
+    while (s[i] && c < cols) {
+        i++;
+        while (((unsigned char)s[i] & 0xC0) == 0x80)
+            i++;
+        c++;
     }
-    return true;
+    *chars = c;
+    return i;
+}
+
+const char *gmt_tty_cols(const char *s, size_t cols, bool cut)
+{
+    const char *e = gmt_tty(s ? s : "");
+    size_t chars, keep = first_chars(e, cut ? cols : SIZE_MAX, &chars);
+    if (chars >= cols && e[keep] == '\0') return e; /* nothing to cut, nothing to pad */
+    size_t pad = chars < cols ? cols - chars : 0;
+    char *out = keep < SIZE_MAX - pad - 1 ? tty_slot(keep + pad + 1) : NULL;
+    if (!out) return "?";
+    memcpy(out, e, keep); /* e is s or another slot of the ring */
+    memset(out + keep, ' ', pad);
+    out[keep + pad] = '\0';
+    return out;
 }
 
 static bool python_file_is_library(const char *file)
@@ -158,6 +163,25 @@ void gmt_stack_where(const gmt_stack_t *st, char *buf, size_t len)
     const gmt_frame_t *f = gmt_user_frame(st);
     if (f)
         gmt_frame_format(f, buf, len);
+    else
+        snprintf(buf, len, "(no stack)");
+}
+
+void gmt_frame_format_tty(const gmt_frame_t *f, char *buf, size_t len)
+{
+    char raw[1024];
+    size_t used = 0;
+    gmt_frame_format(f, raw, sizeof raw);
+    if (len == 0) return;
+    buf[0] = '\0';
+    gmt_escape_append(buf, len, &used, raw, strlen(raw));
+}
+
+void gmt_stack_where_tty(const gmt_stack_t *st, char *buf, size_t len)
+{
+    const gmt_frame_t *f = gmt_user_frame(st);
+    if (f)
+        gmt_frame_format_tty(f, buf, len);
     else
         snprintf(buf, len, "(no stack)");
 }

@@ -820,7 +820,7 @@ int gmt_report_open(const char *path, gmt_report_t *rep)
 {
     char why[256];
     int rc = gmt_report_load(path, rep, why, sizeof why);
-    if (rc) gmt_cli_error("%s: %s", strcmp(path, "-") == 0 ? "<stdin>" : path, why);
+    if (rc) gmt_cli_error("%s: %s", strcmp(path, "-") == 0 ? "<stdin>" : gmt_tty(path), why);
     return rc;
 }
 

@@ -2,9 +2,14 @@
  *
  * Formats into a stack buffer and write(2)s it, so it allocates nothing and can be used from
  * hooks and from the report writer. Nothing is logged per allocation at the default level.
+ * A message is always one line: control characters and bytes that are not UTF-8 in it (from a
+ * path or a value of the environment) are shown escaped, by the rule of gmt_escape_append.
  */
 #ifndef GMT_CORE_LOG_H
 #define GMT_CORE_LOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
 
 typedef enum gmt_log_level_e {
     GMT_LOG_QUIET = 0,
@@ -18,6 +23,18 @@ typedef enum gmt_log_level_e {
 void gmt_log_set_level(gmt_log_level_t level);
 gmt_log_level_t gmt_log_get_level(void);
 void gmt_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The one rule for showing untrusted text (a path, a value, a report's strings) on one terminal
+ * line, shared by the log and the gpumemtrace command: appends the n bytes at s to out (capacity
+ * cap, *used bytes in it, kept NUL-terminated), with control characters (C0, DEL, and C1 written
+ * as UTF-8) as C escapes (\n, \r, \t, else \xHH, and \u0080 to \u009f) and each byte that is
+ * not part of well-formed UTF-8 as \xHH; everything else, backslashes included, is copied.
+ * Nothing is cut inside a character or an escape: returns false, with what fitted, when the
+ * whole did not fit in cap - 1 bytes. Allocates nothing and calls nothing but memcpy, so it may
+ * run in a signal handler. */
+bool gmt_escape_append(char *out, size_t cap, size_t *used, const char *s, size_t n);
+/* Whether gmt_escape_append would change the n bytes at s. */
+bool gmt_escape_needed(const char *s, size_t n);
 
 #define gmt_error(...) gmt_log(GMT_LOG_ERROR, __VA_ARGS__)
 #define gmt_info(...)  gmt_log(GMT_LOG_INFO, __VA_ARGS__)

@@ -1297,6 +1297,39 @@ def case_argv_control(ctx):
             fail(f"gpumemtrace {verb}: the long command line is not cut with '...':\n{line}")
 
 
+@case("log_control")
+def case_log_control(ctx):
+    # GPUMEMTRACE_OUTPUT holding a newline, an escape sequence, the C1 control CSI (U+009B) as
+    # UTF-8, a raw C1 byte and a byte that is not UTF-8: the report is written under that very
+    # name, and the library's lines that name it (at start and at exit) stay one line each,
+    # valid UTF-8 without a control character, the name shown escaped as the gpumemtrace
+    # command shows report text (docs/security.md).
+    raw = b"r-\n\x1b[31mred\xc2\x9b\x9b\xff-%p.json"
+    shown = "r-\\n\\x1b[31mred\\u009b\\x9b\\xff-"
+    env = ctx.env(extra={"GPUMEMTRACE_OUTPUT": os.path.join(ctx.work, os.fsdecode(raw)),
+                         "GPUMEMTRACE_LOG": "info"})
+    proc = subprocess.run([ctx.prog("simple")], cwd=ctx.work, env=env, capture_output=True,
+                          timeout=60)
+    if proc.returncode != 0:
+        fail(f"simple: status {proc.returncode}: {proc.stderr!r}")
+    names = [n for n in os.listdir(os.fsencode(ctx.work)) if n.endswith(b".json")]
+    if len(names) != 1 or not names[0].startswith(raw[:raw.index(b"%p")]):
+        fail(f"the report is not written under the name asked for: {names!r}")
+    try:
+        err = proc.stderr.decode("utf-8")
+    except UnicodeDecodeError as e:
+        fail(f"stderr is not valid UTF-8 ({e}): {proc.stderr!r}")
+    if re.search(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]", err):
+        fail(f"a raw control character on stderr: {proc.stderr!r}")
+    lines = err.splitlines()
+    if not lines or not all(ln.startswith("gpumemtrace: ") for ln in lines):
+        fail(f"every stderr line should be one of the library's: {lines!r}")
+    for what in ("tracing on; the report will be written to ", "exit report written to "):
+        if not any(what in ln and shown in ln for ln in lines):
+            fail(f"no line {what!r}... with the name shown as {shown!r}: {lines!r}")
+    ctx.reports()  # the usual checks on it
+
+
 @case("suppressions_unsafe")
 def case_suppressions_unsafe(ctx):
     # A FIFO, a directory and an oversized file as the suppressions file: never read (a FIFO
@@ -1365,6 +1398,83 @@ def one_name_reports(ctx, argv, env, parent_name, child_name):
     child = reps[child_name.format(child=child_pid)]
     expect_eq("the child's report's pid", child["process"]["pid"], child_pid)
     return r, reps[parent_name], child
+
+
+def libc_path():
+    """The C library this interpreter runs on: a library every program has loaded anyway, so
+    preloading it (under any name) changes nothing."""
+    with open("/proc/self/maps") as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) >= 6 and re.search(r"/libc(\.so\.6|-[0-9.]+\.so)$", fields[-1]):
+                return fields[-1]
+    skip("no libc.so.6 in /proc/self/maps")
+
+
+def preload_files(ctx):
+    """A folder beside the output folder (which must hold reports only) for the files the
+    LD_PRELOAD cases name."""
+    d = ctx.work + ".files"
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    return d
+
+
+@case("follow_exec_off")
+def case_follow_exec_off(ctx):
+    """GPUMEMTRACE_FOLLOW_EXEC=0 takes the tracer out of LD_PRELOAD for the programs this one
+    starts: the entries that are the tracer (its path, and another name of the same file) and
+    nothing else. A library in a folder named after the tracer (/opt/libgpumemtrace-tools/,
+    which the check used to match anywhere in the path) stays, and so does the order; ' ' and
+    ':' separators both count, the result is joined by ':'. A program started (fork and exec)
+    then writes no report; its parent does."""
+    libc, d = libc_path(), preload_files(ctx)
+    tools = os.path.join(d, "libgpumemtrace-tools")
+    os.makedirs(tools)
+    foo = os.path.join(tools, "libfoo.so")
+    os.symlink(libc, foo)
+    alias = os.path.join(d, "tracer-alias.so")  # the tracer under another name
+    os.symlink(ctx.lib, alias)
+    san = ctx.sanitizer_runtimes()
+    preload = ":".join(san + [ctx.lib]) + " " + foo + "::" + alias + " " + libc + ":"
+    want = ":".join(san + [foo, libc])
+    env = {"LD_PRELOAD": preload, "GPUMEMTRACE_FOLLOW_EXEC": "0"}
+    r = ctx.run(["/bin/sh", "-c", 'printf "%s" "$LD_PRELOAD"'], env=env)
+    expect_eq("LD_PRELOAD in the traced shell (what its children get)", r.stdout, want)
+    if "left as it is" in r.stderr:
+        fail(f"the tracer said it could not rewrite LD_PRELOAD:\n{r.stderr}")
+    r = ctx.run(["/bin/sh", "-c", 'printf "%s" "$LD_PRELOAD"'],
+                env={"LD_PRELOAD": preload, "GPUMEMTRACE_FOLLOW_EXEC": "1"})
+    expect_eq("LD_PRELOAD with GPUMEMTRACE_FOLLOW_EXEC=1 (untouched)", r.stdout, preload)
+    for name in ctx.files():
+        os.unlink(os.path.join(ctx.work, name))
+    # fork + exec under a traced parent: the exec'd program is not traced.
+    r = ctx.run(["fork_child", "exec", ctx.prog("simple")], env=env)
+    reps = ctx.reports()
+    expect_eq("report files (the parent's only)", list(reps), [f"r-{r.fact_int('parent_pid')}.json"])
+    check_summary(next(iter(reps.values())), allocs=2, frees=1, leaked_count=1,
+                  leaked_bytes=2 * MIB)
+
+
+@case("follow_exec_off_long")
+def case_follow_exec_off_long(ctx):
+    """An LD_PRELOAD over 4 KiB (the size the rewrite had on the stack, past which it used to
+    drop entries and could leave a trailing ':'): with GPUMEMTRACE_FOLLOW_EXEC=0 every other
+    entry is kept, whole and in order."""
+    libc = libc_path()
+    san = ctx.sanitizer_runtimes()
+    entries = [libc] * 300 + [ctx.lib] + [libc.replace("/", "//")] * 100
+    preload = ":".join(san + entries)
+    if len(preload) <= 8192:
+        fail(f"the list should be well over 4 KiB: {len(preload)} bytes")
+    want = ":".join(san + [e for e in entries if e != ctx.lib])
+    r = ctx.run(["/bin/sh", "-c", 'printf "%s" "$LD_PRELOAD"'],
+                env={"LD_PRELOAD": preload, "GPUMEMTRACE_FOLLOW_EXEC": "0"})
+    if r.stdout != want:
+        fail(f"LD_PRELOAD of {len(preload)} bytes became {len(r.stdout)} bytes, expected "
+             f"{len(want)}: ...{r.stdout[-200:]!r}")
+    if "left as it is" in r.stderr:
+        fail(f"the tracer said it could not rewrite LD_PRELOAD:\n{r.stderr}")
 
 
 @case("output_one_name_fork")

@@ -128,8 +128,8 @@ def case_term_then_exit(ctx):
 @case("hostile_output")
 def case_hostile_output(ctx):
     """GPUMEMTRACE_OUTPUT with a newline and an escape sequence in it: every message stays one
-    line (control characters shown as '?'), the report is written under that very name; with
-    GPUMEMTRACE_FSYNC=1 too."""
+    line (control characters shown escaped, \\n and \\x1b), the report is written under that
+    very name; with GPUMEMTRACE_FSYNC=1 too."""
     name = "r-\n\x1b[31mred-%p.json"
     r = ctx.run(["stress_prog", "leak"], env={"GPUMEMTRACE_OUTPUT": os.path.join(ctx.work, name),
                                               "GPUMEMTRACE_FSYNC": "1"})
