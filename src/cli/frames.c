@@ -167,23 +167,27 @@ void gmt_stack_where(const gmt_stack_t *st, char *buf, size_t len)
         snprintf(buf, len, "(no stack)");
 }
 
-void gmt_frame_format_tty(const gmt_frame_t *f, char *buf, size_t len)
+/* raw, escaped for the terminal (gmt_escape_append), into buf. */
+static void escape_into(char *buf, size_t len, const char *raw)
 {
-    char raw[1024];
     size_t used = 0;
-    gmt_frame_format(f, raw, sizeof raw);
     if (len == 0) return;
     buf[0] = '\0';
     gmt_escape_append(buf, len, &used, raw, strlen(raw));
 }
 
+void gmt_frame_format_tty(const gmt_frame_t *f, char *buf, size_t len)
+{
+    char raw[1024];
+    gmt_frame_format(f, raw, sizeof raw);
+    escape_into(buf, len, raw);
+}
+
 void gmt_stack_where_tty(const gmt_stack_t *st, char *buf, size_t len)
 {
-    const gmt_frame_t *f = gmt_user_frame(st);
-    if (f)
-        gmt_frame_format_tty(f, buf, len);
-    else
-        snprintf(buf, len, "(no stack)");
+    char raw[1024];
+    gmt_stack_where(st, raw, sizeof raw);
+    escape_into(buf, len, raw);
 }
 
 void gmt_frame_name(const gmt_frame_t *f, char *buf, size_t len)
