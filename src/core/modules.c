@@ -50,11 +50,25 @@ static int counters_cb(struct dl_phdr_info *info, size_t size, void *arg)
     return 1; /* the counters are the same for every object: one is enough */
 }
 
+/* A re-recording in place: the n-th object goes over the map's n-th entry, and count is
+ * lowered only at the end. The map read meanwhile (a report of this process, or a recovery
+ * after a SIGKILL that came in the middle: the state file keeps what was stored) holds
+ * every module, each entry whole: an entry being written reads as none (hi 0 first, hi last),
+ * and an entry that already holds the same object at the same place is not written at all.
+ * Before, the map was emptied first and a kill then left a recovered report no module at all
+ * (integration.state_kill under ThreadSanitizer: the kill came right after a snapshot had
+ * loaded libdw, while the writer thread re-recorded). */
+typedef struct record_s {
+    gmt_modmap_t *mm;
+    uint32_t n; /* entries of this recording so far */
+} record_t;
+
 static int record_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size;
-    gmt_modmap_t *mm = arg;
-    if (mm->count >= GMT_MAX_MODULES) return 1;
+    record_t *rec = arg;
+    gmt_modmap_t *mm = rec->mm;
+    if (rec->n >= GMT_MAX_MODULES) return 1;
     uint64_t lo = UINT64_MAX, hi = 0;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -64,24 +78,35 @@ static int record_cb(struct dl_phdr_info *info, size_t size, void *arg)
         if (a + ph->p_memsz > hi) hi = a + ph->p_memsz;
     }
     if (hi == 0) return 0;
-    gmt_module_t *m = &mm->mods[mm->count];
-    memset(m, 0, sizeof *m);
+    gmt_module_t *m = &mm->mods[rec->n];
+    const char *path = info->dlpi_name;
+    if (rec->n < mm->count && m->hi == hi && m->lo == lo && m->base == info->dlpi_addr &&
+        (!path || !*path || strncmp(m->path, path, sizeof m->path - 1) == 0)) {
+        rec->n++; /* the same object at the same place: left as it is, never unfindable */
+        return 0;
+    }
+    __atomic_store_n(&m->hi, 0, __ATOMIC_RELAXED); /* no address is in [lo, 0) */
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
     m->base = info->dlpi_addr;
     m->lo = lo;
-    m->hi = hi;
-    const char *path = info->dlpi_name;
+    memset(m->build_id, 0, sizeof m->build_id);
+    m->build_id_len = 0;
+    memset(m->path, 0, sizeof m->path);
     if (!path || !*path) {
         /* The main program has no name in the list: its path is /proc/self/exe. */
-        ssize_t n = mm->count == 0 ? readlink("/proc/self/exe", m->path, sizeof m->path - 1) : -1;
+        ssize_t n = rec->n == 0 ? readlink("/proc/self/exe", m->path, sizeof m->path - 1) : -1;
         if (n > 0)
             m->path[n] = 0;
         else
-            snprintf(m->path, sizeof m->path, "%s", mm->count == 0 ? "[main]" : "[unknown]");
+            snprintf(m->path, sizeof m->path, "%s", rec->n == 0 ? "[main]" : "[unknown]");
     } else {
         snprintf(m->path, sizeof m->path, "%s", path);
     }
     build_id_of(info, m);
-    mm->count++;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    __atomic_store_n(&m->hi, hi, __ATOMIC_RELEASE);
+    rec->n++;
+    if (rec->n > mm->count) __atomic_store_n(&mm->count, rec->n, __ATOMIC_RELEASE);
     return 0;
 }
 
@@ -99,8 +124,9 @@ void gmt_track_modules_refresh(void)
         return;
     }
     __atomic_store_n(&mm->seq, mm->seq + 1, __ATOMIC_RELEASE); /* odd: being written */
-    mm->count = 0;
-    gmt_dl_iterate_phdr(record_cb, mm);
+    record_t rec = {mm, 0};
+    gmt_dl_iterate_phdr(record_cb, &rec);
+    __atomic_store_n(&mm->count, rec.n, __ATOMIC_RELEASE); /* the entries past it: unloaded */
     mm->adds = c[0];
     mm->subs = c[1];
     __atomic_store_n(&mm->seq, mm->seq + 1, __ATOMIC_RELEASE);
@@ -110,9 +136,10 @@ void gmt_track_modules_refresh(void)
 bool gmt_track_module_of(uint64_t addr, const gmt_module_t **mod)
 {
     const gmt_modmap_t *mm = &gmt_cs->modules;
-    uint32_t n = mm->count < GMT_MAX_MODULES ? mm->count : GMT_MAX_MODULES;
+    uint32_t n = __atomic_load_n(&mm->count, __ATOMIC_ACQUIRE);
+    if (n > GMT_MAX_MODULES) n = GMT_MAX_MODULES;
     for (uint32_t i = 0; i < n; i++)
-        if (addr >= mm->mods[i].lo && addr < mm->mods[i].hi) {
+        if (addr < __atomic_load_n(&mm->mods[i].hi, __ATOMIC_ACQUIRE) && addr >= mm->mods[i].lo) {
             *mod = &mm->mods[i];
             return true;
         }
