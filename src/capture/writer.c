@@ -413,6 +413,7 @@ void gmt_capture_writer_reset_after_fork(void)
      * busy when its wait ran out. */
     writer_busy = 0;
     fork_pending = 0;
+    writer_in_loader = 0; /* the parent's writer thread, not the child's */
     first_fatal = 0;
     final_requested = 0;
 }

@@ -83,10 +83,10 @@ static uint64_t rate_of(uint64_t ns, uint64_t ticks)
     return m < MIN_MULT || m > MAX_MULT ? 0 : (uint64_t)m;
 }
 
-/* A pair read within PAIR_MAX_NS by the rate mult. Under the tests' load (two TSan runs of
- * unit.clock on two CPUs) a wide pair put the clock's reading a millisecond off: the
- * difference then turned the counter off, and readers went from the scaled counter, ahead, to
- * clock_gettime, behind (3 of 30 runs read a clock that went back). */
+/* A pair read within PAIR_MAX_NS by the rate mult. A wider one (its thread kept from running
+ * between the readings) leaves the clock's reading anywhere inside it: as the first scale, a
+ * wrong rate; later, a wrong difference, which from GIVE_UP_NS on turns the counter off for
+ * the rest of the process. */
 static bool pair_ok(uint64_t width, uint64_t mult)
 {
     return width != UINT64_MAX && mult && gmt_tsc_scaled(0, width, mult) <= PAIR_MAX_NS;
