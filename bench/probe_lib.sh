@@ -9,19 +9,9 @@ dest=${1:?usage: probe_lib.sh DIR}
 build="$root/build-probe-bundle"
 opts=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUMEMTRACE_BUILD_TESTS=OFF -DGMT_BUNDLE_RPATH=ON
   -DGPUMEMTRACE_PROBES=ON -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON)
-# Profile-guided as the bundle is (scripts/bundle.sh: GMT_BUNDLE_PGO, GMT_BUNDLE_TRAIN), so
-# that the probes time the code the bundle ships.
-train=${GMT_BUNDLE_TRAIN:-$root/build}
-pgo=${GMT_BUNDLE_PGO:-auto}
-if [[ $pgo == auto ]]; then
-  [[ -x $train/bench/bench_async_pairs && -f $train/standin/libcudart.so ]] && pgo=1 || pgo=0
-fi
-if [[ $pgo == 1 ]]; then
-  bash "$root/scripts/pgo.sh" "$build" "$train" gpumemtrace -- "${opts[@]}"
-else
-  cmake -S "$root" -B "$build" -G Ninja "${opts[@]}" -DGPUMEMTRACE_PGO= >/dev/null
-  cmake --build "$build" --target gpumemtrace >/dev/null
-fi
+# Profile-guided as the bundle is (scripts/pgo.sh: GMT_BUNDLE_PGO, GMT_BUNDLE_TRAIN), so that
+# the probes time the code the bundle ships.
+bash "$root/scripts/pgo.sh" "$build" "${GMT_BUNDLE_TRAIN:-$root/build}" gpumemtrace -- "${opts[@]}"
 # Its run path is $ORIGIN: DIR must hold the libraries it needs beyond libc (a bundle's lib/
 # does). Carried alone, it loads nowhere that lacks them, and a preload that fails to load
 # leaves the program untraced with one line of the loader's on stderr (session 14, run 3).

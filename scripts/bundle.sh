@@ -12,22 +12,8 @@ out=$(cd "$out" && pwd)
 build="$root/build-bundle"
 opts=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUMEMTRACE_BUILD_TESTS=OFF -DGMT_BUNDLE_RPATH=ON)
 # The library is built profile-guided (scripts/pgo.sh) when a test build to train with is at
-# hand: GMT_BUNDLE_PGO=auto (the default) uses build/ when it has the stand-in and benchmarks,
-# 1 requires it, 0 builds without a profile.
-train=${GMT_BUNDLE_TRAIN:-$root/build}
-pgo=${GMT_BUNDLE_PGO:-auto}
-if [[ $pgo == auto ]]; then
-  if [[ -x $train/bench/bench_async_pairs && -f $train/standin/libcudart.so ]]; then pgo=1; else
-    echo "bundle.sh: no test build at $train to train a profile with: built without one" >&2
-    pgo=0
-  fi
-fi
-case $pgo in
-  1) bash "$root/scripts/pgo.sh" "$build" "$train" -- "${opts[@]}" ;;
-  0) cmake -S "$root" -B "$build" -G Ninja "${opts[@]}" -DGPUMEMTRACE_PGO= >/dev/null
-     cmake --build "$build" >/dev/null ;;
-  *) echo "bundle.sh: GMT_BUNDLE_PGO is auto, 1 or 0" >&2; exit 2 ;;
-esac
+# hand: build/, or GMT_BUNDLE_TRAIN; GMT_BUNDLE_PGO=auto (the default), 1 or 0 (pgo.sh).
+bash "$root/scripts/pgo.sh" "$build" "${GMT_BUNDLE_TRAIN:-$root/build}" all -- "${opts[@]}"
 version=$(sed -n 's/^project(gpumemtrace VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")
 name="gpumemtrace-$version-linux-x86_64"
 stage="$out/$name"

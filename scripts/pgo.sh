@@ -15,6 +15,10 @@
 # (bench/python_shapes.py: one call site, and modules nested 24 deep) on every CPython 3.10-3.13
 # that pyenv or PATH has: the paths a PyTorch or C program's allocations take. The profile
 # belongs to this compiler and this source, so it is made here each time and never committed.
+#
+# GMT_BUNDLE_PGO (scripts/bundle.sh and bench/probe_lib.sh build through this script): auto
+# (the default) builds without a profile, saying so, when TRAIN_BUILD lacks the training's
+# programs; 1 requires them; 0 always builds without a profile.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 usage() { echo "usage: scripts/pgo.sh BUILD TRAIN_BUILD [TARGET] -- [CMAKE_ARGS...]" >&2; exit 2; }
@@ -26,10 +30,23 @@ if (($#)) && [[ $1 != -- ]]; then target=$1; shift; fi
 if (($#)); then [[ $1 == -- ]] || usage; shift; fi
 mkdir -p "$build"
 build=$(cd "$build" && pwd)
-train=$(cd "$train" && pwd)
+mode=${GMT_BUNDLE_PGO:-auto}
+case $mode in auto | 0 | 1) ;; *) echo "pgo.sh: GMT_BUNDLE_PGO is auto, 1 or 0" >&2; exit 2 ;; esac
+missing=""
 for f in bench/bench_pairs bench/bench_async_pairs bench/bench_driver_pairs standin/libcudart.so; do
-  [[ -e $train/$f ]] || { echo "pgo.sh: $train has no $f (build it: scripts/setup.sh)" >&2; exit 2; }
+  [[ -e $train/$f ]] || { missing="$train/$f"; break; }
 done
+if [[ $mode == 1 && -n $missing ]]; then
+  echo "pgo.sh: no $missing to train with (build it: scripts/setup.sh)" >&2
+  exit 2
+fi
+if [[ $mode == 0 || -n $missing ]]; then
+  [[ $mode == 0 ]] || echo "pgo.sh: no $missing to train a profile with: built without one" >&2
+  cmake -S "$root" -B "$build" -G Ninja "$@" -DGPUMEMTRACE_PGO= >/dev/null
+  cmake --build "$build" --target "$target" >/dev/null
+  exit 0
+fi
+train=$(cd "$train" && pwd)
 
 cmake -S "$root" -B "$build" -G Ninja "$@" -DGPUMEMTRACE_PGO=generate >/dev/null
 cmake --build "$build" --target "$target" >/dev/null
