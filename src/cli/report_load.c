@@ -596,38 +596,15 @@ static int check_shape(gmt_report_t *rep, char *why, size_t why_len)
     return build_model(rep, why, why_len);
 }
 
-/* Byte offset of the first invalid UTF-8 sequence, or len when all is valid. */
+/* Byte offset of the first invalid UTF-8 sequence, or len when all is valid (gmt_utf8_seq's
+ * rule, the one the terminal's escaping applies). */
 static size_t utf8_invalid_at(const unsigned char *s, size_t len)
 {
     size_t i = 0;
     while (i < len) {
-        unsigned char c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t n;
-        uint32_t cp;
-        if (c >= 0xc2 && c <= 0xdf) {
-            n = 1;
-            cp = c & 0x1f;
-        } else if (c >= 0xe0 && c <= 0xef) {
-            n = 2;
-            cp = c & 0x0f;
-        } else if (c >= 0xf0 && c <= 0xf4) {
-            n = 3;
-            cp = c & 0x07;
-        } else {
-            return i;
-        }
-        for (size_t k = 1; k <= n; k++) {
-            if (i + k >= len || (s[i + k] & 0xc0) != 0x80) return i;
-            cp = (cp << 6) | (s[i + k] & 0x3f);
-        }
-        if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
-            (cp >= 0xd800 && cp <= 0xdfff))
-            return i;
-        i += n + 1;
+        size_t n = s[i] < 0x80 ? 1 : gmt_utf8_seq(s + i, len - i);
+        if (!n) return i;
+        i += n;
     }
     return len;
 }

@@ -21,8 +21,7 @@ gmt_log_level_t gmt_log_get_level(void)
 
 /* ---- one line of untrusted text ---- */
 
-/* Length of the well-formed UTF-8 sequence of at most n bytes at p (2-4), or 0. */
-static size_t utf8_seq(const unsigned char *p, size_t n)
+size_t gmt_utf8_seq(const unsigned char *p, size_t n)
 {
     unsigned char lo = 0x80, hi = 0xBF;
     size_t len;
@@ -66,7 +65,7 @@ static size_t escape_piece(const unsigned char *p, size_t n, char esc[8], const 
         return 4;
     }
     if (p[0] < 0x80) return 1;
-    size_t len = utf8_seq(p, n);
+    size_t len = gmt_utf8_seq(p, n);
     if (len == 2 && p[0] == 0xC2 && p[1] < 0xA0) { /* C1: U+0080 to U+009F */
         memcpy(esc, "\\u00", 4);
         esc[4] = hex[p[1] >> 4];
@@ -134,7 +133,7 @@ void gmt_log(int level, const char *fmt, ...)
         while (k > 0 && mlen - k < 3 && ((unsigned char)msg[k - 1] & 0xC0) == 0x80)
             k--;
         if (k > 0 && (unsigned char)msg[k - 1] >= 0xC2 &&
-            utf8_seq((const unsigned char *)msg + k - 1, mlen - k + 1) == 0)
+            gmt_utf8_seq((const unsigned char *)msg + k - 1, mlen - k + 1) == 0)
             mlen = k - 1;
     }
     /* One message, one line that cannot drive the terminal: a newline, an escape sequence or a

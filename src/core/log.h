@@ -33,6 +33,10 @@ void gmt_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3
  * whole did not fit in cap - 1 bytes. Allocates nothing and calls nothing but memcpy, so it may
  * run in a signal handler. */
 bool gmt_escape_append(char *out, size_t cap, size_t *used, const char *s, size_t n);
+/* Bytes of the well-formed UTF-8 sequence of two to four bytes at p (at most n bytes read):
+ * no overlong form, no surrogate, nothing past U+10FFFF; 0 when p does not start one (ASCII
+ * included). The rule of gmt_escape_append, and of the report reader's check (cli). */
+size_t gmt_utf8_seq(const unsigned char *p, size_t n);
 /* Whether gmt_escape_append would change the n bytes at s. */
 bool gmt_escape_needed(const char *s, size_t n);
 
