@@ -16,7 +16,7 @@
 #include "lifecycle.h"
 #include "real.h"
 
-#include "preload_list.h"
+#include "core/preload_list.h"
 
 #include "core/loader.h"
 #include "core/log.h"

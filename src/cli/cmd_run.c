@@ -9,6 +9,7 @@
  */
 #include "cli/cli.h"
 #include "core/config.h"
+#include "core/preload_list.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -213,7 +214,8 @@ static bool is_sanitizer_runtime(const char *p, size_t n)
 }
 
 /* 1 when the entry is lib itself (the same path, or another path to the same file), 2 when it
- * is another copy of the tracer (a file named libgpumemtrace.so*), else 0. */
+ * is another copy of the tracer (a file named libgpumemtrace.so*, as GPUMEMTRACE_FOLLOW_EXEC=0
+ * tells it), else 0. */
 static int tracer_entry(const char *p, size_t n, const char *lib)
 {
     if (n == strlen(lib) && memcmp(p, lib, n) == 0) return 1;
@@ -223,9 +225,8 @@ static int tracer_entry(const char *p, size_t n, const char *lib)
         path[n] = '\0';
         if (strchr(path, '/') && realpath(path, resolved) && strcmp(resolved, lib) == 0) return 1;
     }
-    size_t bn;
-    const char *b = entry_base(p, n, &bn);
-    return base_starts(b, bn, LIB_NAME) ? 2 : 0;
+    /* another copy: the library's own rule (core/preload_list.h) */
+    return gmt_preload_names_tracer(p, n) ? 2 : 0;
 }
 
 static bool log_quiet(void)

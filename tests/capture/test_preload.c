@@ -1,4 +1,4 @@
-/* test_preload.c - LD_PRELOAD without the tracer (capture/preload_list.c), for
+/* test_preload.c - LD_PRELOAD without the tracer (core/preload_list.c), for
  * GPUMEMTRACE_FOLLOW_EXEC=0: only the entries whose file is the tracer go, every other entry
  * stays whole and in order, joined by ':' whatever separated them, and a result that does not
  * fit is never written cut short. Pure functions: no process, no environment. */
@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "capture/preload_list.h"
+#include "core/preload_list.h"
 
 static bool by_name(const char *p, size_t n, void *arg)
 {

@@ -1,10 +1,12 @@
-/* preload_list.h - LD_PRELOAD without the tracer, for GPUMEMTRACE_FOLLOW_EXEC=0 (fork_exec.c).
+/* preload_list.h - LD_PRELOAD without the tracer, for GPUMEMTRACE_FOLLOW_EXEC=0
+ * (capture/fork_exec.c), and the rule that names the tracer, shared with `gpumemtrace run`
+ * (cli/cmd_run.c).
  *
  * Pure string work on caller-given memory: no allocation, no system call, so it can be tested
  * on its own (tests/capture/test_preload.c) and run wherever the caller runs.
  */
-#ifndef GMT_CAPTURE_PRELOAD_LIST_H
-#define GMT_CAPTURE_PRELOAD_LIST_H
+#ifndef GMT_CORE_PRELOAD_LIST_H
+#define GMT_CORE_PRELOAD_LIST_H
 
 #include <stdbool.h>
 #include <stddef.h>
