@@ -238,6 +238,9 @@ const char *gmt_tty(const char *s);
  * characters: a column of a table ("%-20.20s" counts bytes, so it could cut a character or
  * leave a column short). A character is a code point; an escape counts one a byte. */
 const char *gmt_tty_cols(const char *s, size_t cols, bool cut);
+/* Bytes of the character at s (not at its end): a UTF-8 lead byte and its continuation bytes,
+ * four at most. */
+size_t gmt_char_len(const char *s);
 /* Bytes of a program's command line that report and top show, before "...". */
 #define GMT_ARGV_SHOWN_LEN 200
 

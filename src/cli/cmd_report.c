@@ -194,15 +194,6 @@ static size_t escape_len(const char *s)
     return s[i] >= 0x40 && s[i] <= 0x7e ? i + 1 : i;
 }
 
-/* Bytes of the character at s: a UTF-8 lead byte and its continuation bytes. */
-static size_t char_len(const char *s)
-{
-    size_t n = 1;
-    while (n < 4 && ((unsigned char)s[n] & 0xc0) == 0x80)
-        n++;
-    return n;
-}
-
 /* Bytes of text that fill at most cols columns; *width gets the columns of the whole text. */
 static size_t fit(const char *text, size_t cols, size_t *width)
 {
@@ -214,7 +205,7 @@ static size_t fit(const char *text, size_t cols, size_t *width)
         }
         if (used == cols && cut == SIZE_MAX) cut = i;
         used++;
-        i += char_len(text + i);
+        i += gmt_char_len(text + i);
     }
     *width = used;
     return cut == SIZE_MAX ? i : cut;

@@ -70,15 +70,20 @@ const char *gmt_tty(const char *s)
     return out;
 }
 
-/* Bytes of the first cols characters of s (UTF-8: a character is a lead byte and its
- * continuation bytes); *chars gets how many characters that is. */
+size_t gmt_char_len(const char *s)
+{
+    size_t n = 1;
+    while (n < 4 && ((unsigned char)s[n] & 0xc0) == 0x80)
+        n++;
+    return n;
+}
+
+/* Bytes of the first cols characters of s (gmt_char_len); *chars gets how many that is. */
 static size_t first_chars(const char *s, size_t cols, size_t *chars)
 {
     size_t i = 0, c = 0;
     while (s[i] && c < cols) {
-        i++;
-        while (((unsigned char)s[i] & 0xC0) == 0x80)
-            i++;
+        i += gmt_char_len(s + i);
         c++;
     }
     *chars = c;
