@@ -241,8 +241,14 @@ const char *gmt_tty_cols(const char *s, size_t cols, bool cut);
 /* Bytes of the character at s (not at its end): a UTF-8 lead byte and its continuation bytes,
  * four at most. */
 size_t gmt_char_len(const char *s);
+/* raw escaped as gmt_tty into buf (len bytes; cut, when short, between characters). */
+void gmt_tty_copy(char *buf, size_t len, const char *raw);
 /* Bytes of a program's command line that report and top show, before "...". */
 #define GMT_ARGV_SHOWN_LEN 200
+/* Appends one argument (n bytes) to the command line report and top show, cmd (room for
+ * GMT_ARGV_SHOWN_LEN + 4 bytes, *used of them used), after a space, escaped as gmt_tty: false
+ * once it is full, with "..." at its end. */
+bool gmt_argv_shown_append(char *cmd, size_t *used, const char *arg, size_t n);
 
 /* The frame a person should look at first: the innermost Python frame outside the standard
  * library and site-packages, else the innermost Python frame, else the innermost native frame

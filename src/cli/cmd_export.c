@@ -53,12 +53,10 @@ void gmt_cli_export_help(FILE *to)
 static void folded_name(const gmt_frame_t *f, char *buf, size_t len)
 {
     char raw[600];
-    size_t used = 0;
     gmt_frame_name(f, raw, sizeof raw);
     for (char *p = raw; *p; p++)
         if (*p == ';') *p = ':';
-    buf[0] = '\0';
-    gmt_escape_append(buf, len, &used, raw, strlen(raw));
+    gmt_tty_copy(buf, len, raw);
 }
 
 static void folded_group(gmt_buf_t *b, const gmt_group_t *g)

@@ -338,12 +338,7 @@ static void print_header(const view_t *v)
     cJSON_ArrayForEach(arg, cJSON_GetObjectItemCaseSensitive(rep->process, "argv"))
     {
         if (!cJSON_IsString(arg)) continue;
-        if ((used && !gmt_escape_append(cmd, GMT_ARGV_SHOWN_LEN + 1, &used, " ", 1)) ||
-            !gmt_escape_append(cmd, GMT_ARGV_SHOWN_LEN + 1, &used, arg->valuestring,
-                               strlen(arg->valuestring))) {
-            memcpy(cmd + used, "...", 4);
-            break;
-        }
+        if (!gmt_argv_shown_append(cmd, &used, arg->valuestring, strlen(arg->valuestring))) break;
     }
     printf("%sgpumemtrace report %s%s (tool %s, report version %d)\n", BOLD(v), gmt_tty(rep->path),
            RESET(v), gmt_tty(rep->tool_version), rep->version);

@@ -163,11 +163,7 @@ static int show(const char *path, long top, bool *running)
         len--;
     for (size_t i = 0; i < len;) {
         size_t n = strnlen(p->argv + i, len - i);
-        if ((used && !gmt_escape_append(cmd, GMT_ARGV_SHOWN_LEN + 1, &used, " ", 1)) ||
-            !gmt_escape_append(cmd, GMT_ARGV_SHOWN_LEN + 1, &used, p->argv + i, n)) {
-            memcpy(cmd + used, "...", 4);
-            break;
-        }
+        if (!gmt_argv_shown_append(cmd, &used, p->argv + i, n)) break;
         i += n + 1;
     }
     printf("gpumemtrace top: %s  pid %d (%s)  %s  last event %.1f s after start\n", gmt_tty(path),

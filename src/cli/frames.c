@@ -172,8 +172,7 @@ void gmt_stack_where(const gmt_stack_t *st, char *buf, size_t len)
         snprintf(buf, len, "(no stack)");
 }
 
-/* raw, escaped for the terminal (gmt_escape_append), into buf. */
-static void escape_into(char *buf, size_t len, const char *raw)
+void gmt_tty_copy(char *buf, size_t len, const char *raw)
 {
     size_t used = 0;
     if (len == 0) return;
@@ -181,18 +180,28 @@ static void escape_into(char *buf, size_t len, const char *raw)
     gmt_escape_append(buf, len, &used, raw, strlen(raw));
 }
 
+bool gmt_argv_shown_append(char *cmd, size_t *used, const char *arg, size_t n)
+{
+    if ((*used && !gmt_escape_append(cmd, GMT_ARGV_SHOWN_LEN + 1, used, " ", 1)) ||
+        !gmt_escape_append(cmd, GMT_ARGV_SHOWN_LEN + 1, used, arg, n)) {
+        memcpy(cmd + *used, "...", 4);
+        return false;
+    }
+    return true;
+}
+
 void gmt_frame_format_tty(const gmt_frame_t *f, char *buf, size_t len)
 {
     char raw[1024];
     gmt_frame_format(f, raw, sizeof raw);
-    escape_into(buf, len, raw);
+    gmt_tty_copy(buf, len, raw);
 }
 
 void gmt_stack_where_tty(const gmt_stack_t *st, char *buf, size_t len)
 {
     char raw[1024];
     gmt_stack_where(st, raw, sizeof raw);
-    escape_into(buf, len, raw);
+    gmt_tty_copy(buf, len, raw);
 }
 
 void gmt_frame_name(const gmt_frame_t *f, char *buf, size_t len)
