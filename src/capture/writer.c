@@ -132,10 +132,16 @@ typedef struct msg_s {
 
 /* At most this often the writer re-checks device facts and the module map. */
 #define FACTS_INTERVAL_NS (100ull * 1000 * 1000)
+/* Every this many of those checks, devices with no charged allocation are looked at too (a
+ * device with only failures or uncharged allocations, whose facts a state file read after a
+ * SIGKILL would otherwise lack): that look sums every shard's counters of every device slot,
+ * 1 MiB read, where the others read each device's first lines. */
+#define FACTS_THOROUGH_EVERY 10
 
 static void *writer_main(void *arg)
 {
     uint64_t last_facts_ns = 0;
+    unsigned facts_passes = 0;
     (void)arg;
     __atomic_store_n(&writer_tid, gmt_gettid(), __ATOMIC_RELEASE);
     gmt_guard_enter(); /* nothing this thread does is the program's */
@@ -153,7 +159,7 @@ static void *writer_main(void *arg)
          * of the live table the inserts left unfinished goes on (docs/state.md). */
         if (now - last_facts_ns >= FACTS_INTERVAL_NS) {
             last_facts_ns = now;
-            gmt_track_devfacts_refresh();
+            gmt_track_devfacts_refresh(facts_passes++ % FACTS_THOROUGH_EVERY == 0);
             /* No loader call begun while a fork waits: one under way when the fork's bounded
              * wait ran out left the child the loader's lock held (stress.fork_storm hung once
              * on a machine loaded forty deep). Each is optional work: after the fork it goes

@@ -73,7 +73,7 @@ gmt_devinfo_fn gmt_track_devinfo(void)
     return __atomic_load_n(&devinfo_fn, __ATOMIC_ACQUIRE);
 }
 
-void gmt_track_devfacts_refresh(void)
+void gmt_track_devfacts_refresh(bool thorough)
 {
     gmt_devinfo_fn fn = __atomic_load_n(&devinfo_fn, __ATOMIC_ACQUIRE);
     static int lock; /* the writer thread and a report may both come here */
@@ -82,7 +82,7 @@ void gmt_track_devfacts_refresh(void)
         gmt_devfacts_t *f = &gmt_cs->devfacts[s];
         if (__atomic_load_n(&f->ready, __ATOMIC_ACQUIRE)) continue;
         int32_t dev = gmt_stats_device_of_slot(s);
-        if (dev < 0) continue;
+        if (dev < 0 || (!thorough && !gmt_stats_slot_charged(s))) continue;
         gmt_dev_totals_t d;
         gmt_stats_device(s, &d);
         if (!d.seen) continue;

@@ -203,6 +203,15 @@ uint64_t gmt_stats_last_event_ns(void)
     return m;
 }
 
+bool gmt_stats_slot_charged(int slot)
+{
+    if (!S) return false;
+    const dev_t_ *d = &devs[slot];
+    for (int k = 0; k < GMT_KIND_COUNT; k++)
+        if (__atomic_load_n(&d->kinds[k].peak, RLX) != 0) return true;
+    return false;
+}
+
 int32_t gmt_stats_device_of_slot(int slot)
 {
     if (slot == 0) return GMT_DEVICE_HOST;

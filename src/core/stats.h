@@ -31,6 +31,10 @@ static inline int gmt_stats_slot(int32_t device)
     return s <= GMT_MAX_DEVICES ? (int)s : GMT_STAT_SLOTS - 1;
 }
 int32_t gmt_stats_device_of_slot(int slot);
+/* Whether a charged allocation of any kind was ever made on the slot (a peak above 0): a few
+ * loads of the device's own lines, where gmt_stats_device's `seen` (uncharged allocations and
+ * failures too) sums every shard's counters. */
+bool gmt_stats_slot_charged(int slot);
 
 typedef struct gmt_dev_totals_s {
     int64_t current[GMT_KIND_COUNT];

@@ -216,8 +216,10 @@ void gmt_track_set_devinfo(gmt_devinfo_fn fn);
 /* The provider; in a recovered state, a reader of the facts the dead process recorded. */
 gmt_devinfo_fn gmt_track_devinfo(void);
 /* Records the facts of every device seen and not yet recorded, through the provider. Off the
- * hot path (the writer thread calls it at each wake-up). */
-void gmt_track_devfacts_refresh(void);
+ * hot path. Not `thorough`: only devices with a charged allocation (gmt_stats_slot_charged,
+ * a few loads each) are looked at; thorough: every device seen, by summing its counters
+ * across the threads' shards (1 MiB read for 64 unseen devices), as a report does. */
+void gmt_track_devfacts_refresh(bool thorough);
 
 /* What the capture layer tells the report about itself: the backends in use (a short name
  * each, e.g. "runtime-hooks", "driver-hooks", "cupti"), why, and warnings. Rare path: may

@@ -404,7 +404,7 @@ int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsign
     bool no_driver = reason == GMT_REASON_SIGNAL || reason == GMT_REASON_CRASH;
     if (!no_driver) {
         gmt_track_modules_refresh();
-        gmt_track_devfacts_refresh(); /* the state file then has what this report says */
+        gmt_track_devfacts_refresh(true); /* the state file then has what this report says */
     }
     if (no_driver) gmt_track_driver_off(true);
     gmt_track_settle_peaks();
