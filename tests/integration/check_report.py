@@ -1477,6 +1477,34 @@ def case_follow_exec_off_long(ctx):
         fail(f"the tracer said it could not rewrite LD_PRELOAD:\n{r.stderr}")
 
 
+@case("follow_exec_late")
+def case_follow_exec_late(ctx):
+    """The tracer loaded by dlopen, with GPUMEMTRACE_FOLLOW_EXEC=0: while the program has one
+    thread its start-up takes the tracer out of LD_PRELOAD as a preloaded one does; once the
+    program runs threads of its own (which may read the environment), LD_PRELOAD is left as it
+    is, said in one line, and the program goes on. The list names the tracer by a path that
+    does not exist, which ld.so skips at start-up, so that the tracer is loaded only by the
+    dlopen."""
+    libc = libc_path()
+    ghost = os.path.join(ctx.work, "gone", "libgpumemtrace.so")
+    preload = ":".join(ctx.sanitizer_runtimes() + [ghost, libc])
+    kept = ":".join(ctx.sanitizer_runtimes() + [libc])
+    env = {"LD_PRELOAD": preload, "GPUMEMTRACE_FOLLOW_EXEC": "0"}
+    r = ctx.run(["dlopen_late", ctx.lib, "0"], preload=False, env=env)
+    expect_eq("LD_PRELOAD after a load in a one-thread program", r.facts.get("preload"),
+              f"[{kept}]")
+    if "left as it is" in r.stderr:
+        fail(f"the tracer said it could not rewrite LD_PRELOAD:\n{r.stderr}")
+    r = ctx.run(["dlopen_late", ctx.lib, "3"], preload=False, env=env)
+    expect_eq("LD_PRELOAD after a load in a program running threads", r.facts.get("preload"),
+              f"[{preload}]")
+    said = [l for l in r.stderr.splitlines() if "left as it is" in l]
+    # 4 threads, or more where a sanitizer runs one of its own (TSan: one, once a thread is)
+    m = re.search(r"already runs (\d+) threads", said[0]) if len(said) == 1 else None
+    if not m or int(m.group(1)) < 4:
+        fail(f"expected one line saying LD_PRELOAD was left (4 threads):\n{r.stderr}")
+
+
 @case("output_one_name_fork")
 def case_output_one_name_fork(ctx):
     """A name without %p: the forked child adds its pid and says so; nothing is written over."""
