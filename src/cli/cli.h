@@ -13,6 +13,7 @@
 
 #include "core/log.h" /* gmt_escape_append: the rule gmt_tty applies */
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stddef.h>
@@ -46,8 +47,12 @@ void gmt_cli_symbolize_help(FILE *to);
  * "gpumemtrace: report: ..." line on failure. 0 or a negative errno. */
 int gmt_cli_recover(const char *state, const char *output, char *out_path, size_t out_len);
 
-/* Print "gpumemtrace: <message>" and a newline on stderr. */
+/* Print "gpumemtrace: <message>" and a newline on stderr, the message escaped as gmt_tty
+ * shows report text (a typed argument's control characters, say, show as \x1b). */
 void gmt_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same with a prefix and a suffix (NULL for none) kept as they are. */
+void gmt_cli_verror(const char *prefix, const char *suffix, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 
 /* ---- the report model (report_load.c) ---- */
 

@@ -119,9 +119,7 @@ static int usage_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("gpumemtrace: run: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputs(" (see 'gpumemtrace help run')\n", stderr);
+    gmt_cli_verror("run: ", " (see 'gpumemtrace help run')", fmt, ap);
     va_end(ap);
     return -EINVAL;
 }

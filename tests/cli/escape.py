@@ -198,6 +198,29 @@ def main():
                 fail(f"{what}: {text.count(chr(10))} lines, {want} for the clean report:\n"
                      f"{text}\n--- clean:\n{getattr(cp, stream).decode(errors='replace')}")
 
+    # What the user typed, echoed in a usage error or a file error: one escaped line on
+    # standard error, whatever the verb (an option, a value, a missing file's name).
+    bad = "x" + PAYLOAD
+    typed = [["report", "--" + bad, c1], ["report", "--top", bad, c1], ["check", "--" + bad, c1],
+             ["check", c1, "--max-leak-bytes", bad], ["diff", "--" + bad, c1, c2],
+             ["export", c1, "--format", bad], ["merge", "--" + bad, c1], ["top", "--" + bad],
+             ["run", "--" + bad, "true"], ["run", "--output", "", "true"],
+             ["symbolize", "--" + bad, c1], ["report", os.path.join(work, bad)], [bad]]
+    for args in typed:
+        p = run(cli, args, work)
+        # the same typed without the payload: as many lines (an unknown verb adds the usage)
+        plain = run(cli, [a.replace(PAYLOAD, "") for a in args], work)
+        what = f"gpumemtrace {ascii(args)} (stderr)"
+        text = decoded(what, p.stderr)
+        check_clean(what, text)
+        first = text.split("\n")[0]
+        if (p.returncode == 0 or text.count("\n") != plain.stderr.decode().count("\n") or
+                not first.startswith("gpumemtrace: ")):
+            fail(f"{what}: expected an error line and a failure status, got "
+                 f"{p.returncode}:\n{text}")
+        elif "" not in args and "x" + SHOWN not in first:
+            fail(f"{what}: the argument is not shown escaped on the error line:\n{text}")
+
     # The merged report, read back by report (its ranks) and symbolize (stderr only: its
     # output is JSON).
     for hargs, cargs in ((["report", os.path.join(work, "hm.json")],
