@@ -181,10 +181,22 @@ typedef struct result_s {
     bool failed;
 } result_t;
 
+/* s in an XML attribute or text: first shown as on the terminal (gmt_escape_append: control
+ * characters, DEL, C1 and bytes that are not UTF-8 as \x1b, \u009b, \xff; a report's file
+ * name may hold any byte, and a byte that is not UTF-8 would make the file malformed XML),
+ * then the five characters XML gives a meaning escaped. */
 static void xml_escape(FILE *f, const char *s)
 {
-    for (; *s; s++) {
-        switch (*s) {
+    size_t n = strlen(s), cap = 4 * n + 1, used = 0;
+    char *shown = malloc(cap);
+    if (!shown) {
+        fputc('?', f);
+        return;
+    }
+    shown[0] = '\0';
+    gmt_escape_append(shown, cap, &used, s, n);
+    for (const char *p = shown; *p; p++) {
+        switch (*p) {
         case '<':
             fputs("&lt;", f);
             break;
@@ -201,12 +213,10 @@ static void xml_escape(FILE *f, const char *s)
             fputs("&apos;", f);
             break;
         default:
-            if ((unsigned char)*s < 0x20 && *s != '\t' && *s != '\n')
-                fputc('?', f);
-            else
-                fputc(*s, f);
+            fputc(*p, f);
         }
     }
+    free(shown);
 }
 
 static int write_junit(const char *path, const char *report, const result_t *r, size_t n)

@@ -301,6 +301,18 @@ def case_check(c):
            "junit tests count")
     fails = [t.get("name") for t in suite.findall("testcase") if t.find("failure") is not None]
     expect(fails == ["max-leak-bytes"], f"junit failures {fails}")
+    # A report under a name holding an ESC, DEL, a C1 control and a byte that is not UTF-8:
+    # the JUnit file is still well-formed XML, the name shown escaped as on the terminal.
+    odd = os.fsencode(c.path("r")) + b"\x1b[31m\x7f\xc2\x9b\xff.json"
+    shutil.copy(r, odd)
+    c.cli_run("check", os.fsdecode(odd), "--max-leak-bytes", "1G", "--junit", junit)
+    with open(junit, "rb") as f:
+        data = f.read()
+    expect(not re.search(rb"[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]", data),
+           f"junit holds a raw control character: {data[:300]!r}")
+    suite = ET.fromstring(data).find("testsuite")
+    expect(suite is not None and suite.get("name", "").endswith(
+        "r\\x1b[31m\\x7f\\u009b\\xff.json"), f"junit suite name {suite.get('name')!r}")
 
 
 @case
