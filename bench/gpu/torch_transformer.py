@@ -13,6 +13,11 @@ step and a call (the probe build's timers: alloc, free, stack, unwind, pywalk). 
 cost time of their own (two clock reads each, and adds to a line every thread writes):
 GMT_TL_AB=1024 (the probe switch "notimers") leaves them out of the traced blocks, for the
 wall-time A/B of the tracer alone (the probe lines then read 0).
+GMT_TL_AB_OTHER=BITS: the other blocks run the tracer with the probe switches BITS instead of
+passing every call through (an in-process A/B of two settings of the tracer, say with and
+without the prefetches: "pfslot,pfentry" = 12288); ms_pass and ab_ratio then stand for those blocks, and their timers
+print as "probeB_<piece>" lines beside the traced blocks' "probe_<piece>" (each block's timer
+deltas go to its own setting).
 The allocator mode comes from the environment (PYTORCH_NO_CUDA_MEMORY_CACHING=1: every tensor
 a cudaMalloc; PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync: the stream-ordered pool).
 Six pre-norm encoder layers (d_model 512, 8 heads, feed-forward 2048, dropout 0.1), a
@@ -65,6 +70,8 @@ if ab is not None:
     probe_set.restype = ctypes.c_uint
     probe_set.argtypes = [ctypes.c_uint]
 PASS = 1 << 9  # GMT_PROBE_PASS, src/core/probe.h
+other = os.environ.get("GMT_TL_AB_OTHER")
+OTHER = int(other) if other is not None else PASS
 # The probe build's timers (gmt_probe_times, src/core/probe.h), in their order there.
 PHASES = ["alloc", "free", "stack", "unwind", "pywalk", "runtime", "driver"]
 probe_times = None
@@ -87,13 +94,28 @@ times0 = None
 block = int(os.environ.get("GMT_TL_AB_BLOCK", "5"))
 times = []
 blocks = []  # (traced?, [ms...])
+# Each setting's timer deltas, summed over its blocks: {traced?: ([ns...], [calls...])}.
+per = {True: ([0] * len(PHASES), [0] * len(PHASES)), False: ([0] * len(PHASES), [0] * len(PHASES))}
+
+
+def attribute(now):
+    """The timers' change since the last reading goes to the block that just ended."""
+    global times0
+    if times0 is not None and blocks:
+        ns, calls = per[blocks[-1][0]]
+        for k in range(len(PHASES)):
+            ns[k] += now[0][k] - times0[0][k]
+            calls[k] += now[1][k] - times0[1][k]
+    times0 = now
+
+
 for i in range(steps + warmup):
     if probe_set and i >= warmup and (i - warmup) % block == 0:
         traced = ((i - warmup) // block) % 2 == 1
-        probe_set(int(ab) if traced else PASS)
+        if probe_times:
+            attribute(read_times())  # after the warm-up: each block's to its setting
+        probe_set(int(ab) if traced else OTHER)
         blocks.append((traced, []))
-        if times0 is None and probe_times:
-            times0 = read_times()  # after the warm-up: only the traced blocks add to them
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     opt.zero_grad(set_to_none=True)
@@ -121,11 +143,15 @@ if probe_set:
     # Each piece's time a traced step and a call's (nested: stack holds unwind and pywalk;
     # alloc the stack taken inside it, not a runtime hook's walk before its real call;
     # runtime and driver everything their hooks do but the real calls: the tracer's time).
-    ns1, calls1 = read_times() if probe_times else ([], [])
-    for k, name in enumerate(PHASES if probe_times else []):
-        dns, dc = ns1[k] - times0[0][k], calls1[k] - times0[1][k]
-        print(f"probe_{name} {dns / 1e3 / max(len(t), 1):.1f} us/step {dc / max(len(t), 1):.0f} "
-              f"calls/step {dns / max(dc, 1):.0f} ns/call")
+    if probe_times:
+        attribute(read_times())
+    for prefix, kind, n in (("probe", True, len(t)), ("probeB", False, len(p))):
+        if kind is False and other is None:
+            break  # pass-through blocks: their timers read nothing
+        for k, name in enumerate(PHASES if probe_times else []):
+            dns, dc = per[kind][0][k], per[kind][1][k]
+            print(f"{prefix}_{name} {dns / 1e3 / max(n, 1):.1f} us/step {dc / max(n, 1):.0f} "
+                  f"calls/step {dns / max(dc, 1):.0f} ns/call")
 print(f"ms_per_step {statistics.median(times):.3f}")
 print(f"ms_fastest {min(times):.3f}")
 print(f"steps {steps + warmup}")

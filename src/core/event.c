@@ -122,7 +122,8 @@ __attribute__((constructor)) static void probe_read_env(void)
                  {"table", GMT_PROBE_TABLE},       {"stackent", GMT_PROBE_STACKENT},
                  {"shards", GMT_PROBE_SHARDS},     {"clock", GMT_PROBE_CLOCK},
                  {"ctxcur", GMT_PROBE_CTXCUR},     {"pass", GMT_PROBE_PASS},
-                 {"notimers", GMT_PROBE_NOTIMERS}, {"pyident", GMT_PROBE_PYIDENT}};
+                 {"notimers", GMT_PROBE_NOTIMERS}, {"pyident", GMT_PROBE_PYIDENT},
+                 {"pfslot", GMT_PROBE_PFSLOT},     {"pfentry", GMT_PROBE_PFENTRY}};
     probe_tick0 = gmt_probe_clock();
     probe_ns0 = probe_now_ns();
     const char *v = getenv("GMT_PROBE_SKIP");

@@ -33,6 +33,9 @@ enum {
     GMT_PROBE_PYIDENT = 1 << 11,  /* "pyident": a Python walk's replay checks no code object's
                                    * type and identity words (its frames' code objects are not
                                    * touched: what those cold lines cost) */
+    /* What each line the event path fetches ahead wins or costs (track.c): */
+    GMT_PROBE_PFSLOT = 1 << 12,  /* "pfslot": the table's home slot not fetched ahead */
+    GMT_PROBE_PFENTRY = 1 << 13, /* "pfentry": the stack entry's counters not */
 };
 
 /* A probe build's timers: the cycles each piece of the event path took, summed over every

@@ -732,6 +732,14 @@ __attribute__((always_inline)) inline int gmt_table_put(gmt_table_t *t, const gm
     return 0;
 }
 
+__attribute__((always_inline)) inline void gmt_table_prefetch(const gmt_table_t *t, uint8_t space,
+                                                              uint64_t key)
+{
+    uint64_t where = LOAD(&t->where, RLX);
+    if (__builtin_expect(where != 0, 1))
+        __builtin_prefetch(&where_slots(where)[home(hash_key(space, key), where_cap(where))], 1);
+}
+
 int gmt_table_insert(gmt_table_t *t, const gmt_record_t *rec)
 {
     gmt_entry_t e;

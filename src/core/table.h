@@ -264,6 +264,11 @@ int gmt_table_init(gmt_table_t *t, uint64_t max_live);
 int gmt_table_insert(gmt_table_t *t, const gmt_record_t *rec);
 /* The same with the record packed (the event path's). */
 int gmt_table_put(gmt_table_t *t, const gmt_entry_t *e);
+/* A hint: the line of (space, key)'s home slot fetched ahead (space as the entry keeps it,
+ * 0-3), nothing read or written. An event that knows its key before its other work (an
+ * allocation before its stack is taken) then finds the slot in the cache where a table evicted
+ * by the program's work would be a miss that the insert's locked operations wait for. */
+void gmt_table_prefetch(const gmt_table_t *t, uint8_t space, uint64_t key);
 
 /* Removes (space, key) and copies its record into *out (if out != NULL); -ENOENT if absent. */
 int gmt_table_remove(gmt_table_t *t, uint8_t space, uint64_t key, gmt_record_t *out);
