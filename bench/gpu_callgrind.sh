@@ -32,7 +32,7 @@ if [[ ${1:-} == carry ]]; then
   bin=$(command -v valgrind.bin || true)
   [[ -n $bin ]] || bin=$(command -v valgrind)
   lib=$(dirname "$(find /usr/libexec/valgrind /usr/lib/x86_64-linux-gnu/valgrind \
-    -name 'callgrind-amd64-linux' 2>/dev/null | head -1)")
+    -name 'callgrind-amd64-linux' -print -quit 2>/dev/null)")
   [[ -x $bin && -d $lib ]] || { echo "gpu_callgrind.sh: valgrind not found" >&2; exit 2; }
   # Debian's valgrind is a shell script around valgrind.bin; the binary finds its tools
   # through VALGRIND_LIB.
