@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -515,6 +516,49 @@ static void test_shards_given_back_at_thread_exit(void **state)
     assert_int_equal(t.alloc_bytes[GMT_KIND_DEVICE], 7 * WAVES * WAVE_SIZE * WAVE_OPS);
 }
 
+/* ---- device facts: the writer's cheap pass and the thorough one -------------------------- */
+
+static int asked[GMT_MAX_DEVICES];
+
+static int count_devinfo(int32_t device, char *name, size_t name_len, char *uuid, size_t uuid_len,
+                         uint64_t *total_bytes)
+{
+    if (device >= 0 && device < GMT_MAX_DEVICES) asked[device]++;
+    snprintf(name, name_len, "dev%d", device);
+    snprintf(uuid, uuid_len, "GPU-%d", device);
+    *total_bytes = 1ull << 30;
+    return 0;
+}
+
+/* The writer's periodic pass looks only at devices with a charged allocation (a few loads
+ * each); a thorough pass (every tenth, and each report) at every device seen, one with only a
+ * failure or an uncharged allocation too. Devices 41-43, which no other test uses: the facts
+ * are recorded once per process. */
+static void test_devfacts_cheap_then_thorough(void **state)
+{
+    (void)state;
+    memset(asked, 0, sizeof asked);
+    gmt_track_set_devinfo(count_devinfo);
+    gmt_stats_on_failure(41, GMT_API_cudaMalloc); /* seen, never charged */
+    gmt_event_t e = ev(0x4100000, 4096, 42, GMT_KIND_DEVICE);
+    e.flags = GMT_EVENT_NOT_CHARGED; /* seen, not charged */
+    gmt_track_alloc(&e);
+    alloc(0x4300000, 4096, 43, GMT_KIND_DEVICE);
+    assert_false(gmt_stats_slot_charged(gmt_stats_slot(41)));
+    assert_false(gmt_stats_slot_charged(gmt_stats_slot(42)));
+    assert_true(gmt_stats_slot_charged(gmt_stats_slot(43)));
+    gmt_track_devfacts_refresh(false);
+    assert_int_equal(asked[41], 0);
+    assert_int_equal(asked[42], 0);
+    assert_int_equal(asked[43], 1);
+    gmt_track_devfacts_refresh(true);
+    assert_int_equal(asked[41], 1);
+    assert_int_equal(asked[42], 1);
+    assert_int_equal(asked[43], 1); /* recorded once */
+    assert_int_equal(asked[40], 0); /* never seen: never asked */
+    gmt_track_set_devinfo(NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -530,6 +574,7 @@ int main(void)
         cmocka_unit_test_setup(test_timeline_late_arrival_keeps_order, setup),
         cmocka_unit_test_setup(test_concurrent_counts_exact, setup),
         cmocka_unit_test_setup(test_shards_given_back_at_thread_exit, setup),
+        cmocka_unit_test_setup(test_devfacts_cheap_then_thorough, setup),
     };
     return cmocka_run_group_tests_name("unit.stats", tests, group_setup, NULL);
 }
