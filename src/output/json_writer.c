@@ -78,8 +78,18 @@ static int utf8_len(const unsigned char *p)
     return n;
 }
 
-/* Writes s as a JSON string: quotes, backslashes and control characters escaped, each
- * ill-formed UTF-8 subpart replaced with U+FFFD, so the output is valid JSON whatever s holds. */
+/* Whether the character at p (well-formed, not NUL) is written as itself: not a quote, a
+ * backslash or a control character. DEL and the C1 controls (U+0080-U+009F, c2 80-c2 9f) are
+ * valid raw in JSON but are escaped like C0, so that a report shown with cat cannot drive a
+ * terminal (a frame's name holding a CSI, U+009B). */
+static inline bool plain_char(const unsigned char *p)
+{
+    return *p >= 0x20 && *p != '"' && *p != '\\' && *p != 0x7f && (*p != 0xc2 || p[1] >= 0xa0);
+}
+
+/* Writes s as a JSON string: quotes, backslashes and control characters (C0, DEL, C1)
+ * escaped, each ill-formed UTF-8 subpart replaced with U+FFFD, so the output is valid JSON
+ * whatever s holds. */
 static void put_escaped(jw_t *w, const char *s)
 {
     static const char hex[] = "0123456789abcdef";
@@ -89,7 +99,7 @@ static void put_escaped(jw_t *w, const char *s)
         const unsigned char *run = p;
         int n;
         /* Copy the longest run that needs no escape in one put. */
-        while (*p >= 0x20 && *p != '"' && *p != '\\' && (n = utf8_len(p)) > 0)
+        while (plain_char(p) && (n = utf8_len(p)) > 0)
             p += n;
         if (p > run) put(w, (const char *)run, (size_t)(p - run));
         if (!*p) break;
@@ -110,9 +120,13 @@ static void put_escaped(jw_t *w, const char *s)
             puts_(w, "\\t");
             break;
         default:
-            if (*p < 0x20) {
+            if (*p < 0x20 || *p == 0x7f) {
                 char esc[6] = {'\\', 'u', '0', '0', hex[*p >> 4], hex[*p & 15]};
                 put(w, esc, sizeof esc);
+            } else if (*p == 0xc2 && p[1] >= 0x80 && p[1] < 0xa0) { /* C1: U+0080-U+009F */
+                char esc[6] = {'\\', 'u', '0', '0', hex[p[1] >> 4], hex[p[1] & 15]};
+                put(w, esc, sizeof esc);
+                p++;
             } else {
                 puts_(w, "\xef\xbf\xbd"); /* U+FFFD for one ill-formed subpart */
                 p += -utf8_len(p);

@@ -488,6 +488,7 @@ static void strings(jw_t *w)
     jw_string(w, NULL, "overlong\xc0\xaf \xe0\x80\xaf");
     jw_string(w, NULL, "big\xf4\x90\x80\x80 \xf5");
     jw_string(w, NULL, "ctl\x01\x1f\n\t\r\"\\\x7f");
+    jw_string(w, NULL, "c1\xc2\x80\xc2\x9b\xc2\x9f\xc2\xa0\xc2\xbf");
     jw_string(w, NULL, "end\xe2");
     jw_array_end(w);
 }
@@ -504,7 +505,8 @@ static void test_json_strings(void **state)
                        "\"surrogate\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd!\","
                        "\"overlong\xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\","
                        "\"big\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\","
-                       "\"ctl\\u0001\\u001f\\n\\t\\r\\\"\\\\\x7f\","
+                       "\"ctl\\u0001\\u001f\\n\\t\\r\\\"\\\\\\u007f\","
+                       "\"c1\\u0080\\u009b\\u009f\xc2\xa0\xc2\xbf\","
                        "\"end\xef\xbf\xbd\"]\n";
     assert_string_equal(got, want);
 }
