@@ -233,7 +233,7 @@ const char *gmt_basename(const char *path);
  * crafted or corrupt report cannot put a newline, an escape sequence or a byte that is not
  * UTF-8 on the user's terminal: they show as gmt_escape_append (core/log.h) writes them, \n,
  * \x1b, \u009b, \xff, like the library's own log lines. JSON and HTML output escape by their
- * own rules and do not use them. */
+ * own rules (gmt_buf_json_str, gmt_json_controls_escaped) and do not use them. */
 
 /* s as shown: s itself when nothing in it needs escaping, else an escaped copy that stays
  * valid for the next 15 calls of gmt_tty and gmt_tty_cols (a ring of buffers: enough for
@@ -318,7 +318,12 @@ typedef struct gmt_buf_s {
 void gmt_buf_put(gmt_buf_t *b, const void *p, size_t n);
 void gmt_buf_puts(gmt_buf_t *b, const char *s);
 void gmt_buf_printf(gmt_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void gmt_buf_json_str(gmt_buf_t *b, const char *s); /* a JSON string literal, quotes included */
+/* A JSON string literal, quotes included: control characters (C0, DEL, C1) and '<' as \u. */
+void gmt_buf_json_str(gmt_buf_t *b, const char *s);
+/* A copy of JSON text (cJSON's printing) with DEL and the C1 controls, which cJSON leaves raw
+ * inside strings, written as \u escapes, as the library's report has them (docs/report.md);
+ * NULL when out of memory. Free it with free(). */
+char *gmt_json_controls_escaped(const char *text);
 void gmt_buf_free(gmt_buf_t *b);
 
 /* A string -> index map (open addressing), for the exporters' and diff's tables, which must

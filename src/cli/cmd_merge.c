@@ -373,14 +373,16 @@ int gmt_cli_merge(int argc, char **argv)
             cJSON_AddNumberToObject(o, "total_bytes", (double)common[k].total);
             cJSON_AddItemToArray(cl, o);
         }
-        char *text = cJSON_Print(doc);
+        char *printed = cJSON_Print(doc);
+        char *text = printed ? gmt_json_controls_escaped(printed) : NULL;
+        cJSON_free(printed);
         if (!text) {
             gmt_cli_error("merge: out of memory");
             goto out;
         }
         size_t len = strlen(text);
         int rc = gmt_write_output(out, text, len);
-        cJSON_free(text);
+        free(text);
         if (rc) {
             gmt_cli_error("merge: -o %s: %s", out, strerror(-rc));
             goto out;

@@ -784,11 +784,13 @@ static int print_json(const view_t *v)
     cJSON *errs = cJSON_AddObjectToObject(o, "errors");
     cJSON_AddNumberToObject(errs, "count", (double)nerr);
     cJSON_AddNumberToObject(errs, "recovered", (double)nrec);
-    char *text = cJSON_Print(o);
+    char *printed = cJSON_Print(o);
     cJSON_Delete(o);
+    char *text = printed ? gmt_json_controls_escaped(printed) : NULL;
+    cJSON_free(printed);
     if (!text) return -ENOMEM;
     puts(text);
-    cJSON_free(text);
+    free(text);
     return 0;
 }
 

@@ -73,8 +73,10 @@ int gmt_cli_symbolize(int argc, char **argv)
         gmt_report_free(&rep);
         return GMT_EXIT_USAGE;
     }
-    char *text = cJSON_PrintUnformatted(rep.root);
+    char *printed = cJSON_PrintUnformatted(rep.root);
     gmt_report_free(&rep);
+    char *text = printed ? gmt_json_controls_escaped(printed) : NULL;
+    free(printed);
     const char *target = out ? out : in;
     rc = text ? gmt_write_output(target, text, strlen(text)) : -ENOMEM;
     free(text);

@@ -389,6 +389,32 @@ void gmt_buf_printf(gmt_buf_t *b, const char *fmt, ...)
     free(big);
 }
 
+/* A C1 control written as UTF-8 (U+0080-U+009F: c2 80 to c2 9f) at p. */
+static bool c1_at(const unsigned char *p)
+{
+    return p[0] == 0xc2 && p[1] >= 0x80 && p[1] < 0xa0;
+}
+
+char *gmt_json_controls_escaped(const char *text)
+{
+    size_t n = strlen(text), extra = 0;
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+        extra += *p == 0x7f ? 5 : c1_at(p) ? 4 : 0;
+    char *out = malloc(n + extra + 1), *o = out;
+    if (!out) return NULL;
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+        if (*p == 0x7f || c1_at(p)) {
+            unsigned c = *p == 0x7f ? 0x7f : p[1];
+            o += sprintf(o, "\\u%04x", c);
+            p += *p != 0x7f;
+        } else {
+            *o++ = (char)*p;
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
 void gmt_buf_json_str(gmt_buf_t *b, const char *s)
 {
     gmt_buf_put(b, "\"", 1);
@@ -398,6 +424,9 @@ void gmt_buf_json_str(gmt_buf_t *b, const char *s)
             gmt_buf_put(b, e, 2);
         } else if (*p < 0x20 || *p == 0x7f) {
             gmt_buf_printf(b, "\\u%04x", *p);
+        } else if (c1_at(p)) { /* valid raw, but a terminal may take it for a control */
+            gmt_buf_printf(b, "\\u%04x", p[1]);
+            p++;
         } else if (*p == '<') {
             /* so a string never closes a <script> element of the HTML page */
             gmt_buf_puts(b, "\\u003c");

@@ -302,6 +302,38 @@ def main():
                 if len(ln) > 80:
                     fail(f"report on a terminal: a stack line of {len(ln)} characters: {ln!r}")
 
+    # JSON outputs hold the hostile strings as \u escapes: no raw control character (C0, DEL,
+    # C1) anywhere but the layout's newlines, and a parser reads the strings back whole.
+    hs = os.path.join(work, "hs.json")
+    outs = {"report --json": run(cli, ["report", "--json", h1], work, 0).stdout,
+            "merge -o": open(os.path.join(work, "hm.json"), "rb").read(),
+            "symbolize -o": open(hs, "rb").read()}
+    for fmt in ("speedscope", "perfetto"):
+        outs[f"export {fmt}"] = run(cli, ["export", h1, "--format", fmt], work, 0).stdout
+    def strings_of(v):
+        if isinstance(v, str):
+            yield v
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                yield k
+                yield from strings_of(x)
+        elif isinstance(v, list):
+            for x in v:
+                yield from strings_of(x)
+
+    for what, data in outs.items():
+        text = decoded(what, data)
+        m = re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", text)  # tabs and newlines: layout
+        if m:
+            fail(f"{what}: raw control character {m.group()!r} at {m.start()}")
+        try:
+            doc = json.loads(text)
+        except ValueError as e:
+            fail(f"{what}: not JSON: {e}")
+            continue
+        if not any(PAYLOAD in x for x in strings_of(doc)):
+            fail(f"{what}: no string holds the hostile text whole")
+
     # A report that is not UTF-8 (a raw \xff, a raw C1 byte, a cut sequence): refused by every
     # verb in one line, and that line is clean.
     raw = open(h1, "rb").read()
