@@ -429,8 +429,14 @@ int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsign
     l->ranges = gmt_scratch_alloc(ranges_bytes);
     int rc = -ENOMEM;
     /* Names from libdw only where allocating is safe: not in a CUDA hook (oom), not while a
-     * thread sits in a crash handler. */
-    gmt_symrep_begin(reason != GMT_REASON_OOM && reason != GMT_REASON_CRASH, c.max_ids);
+     * thread sits in a crash handler or a terminating signal's handler. That thread may have
+     * been stopped inside malloc holding the allocator's lock, and it waits for this report:
+     * libdw's first malloc then waited for it in turn until the handler's 20 s ran out, and the
+     * report was lost (stress.term_then_exit under ASan, 2 runs in 230, 41 s each). The CLI
+     * names such a report's frames when it reads it (docs/symbols.md). */
+    gmt_symrep_begin(reason != GMT_REASON_OOM && reason != GMT_REASON_CRASH &&
+                         reason != GMT_REASON_SIGNAL,
+                     c.max_ids);
     if (c.want_stack && l->groups && l->ranges) {
         gmt_group_init(&l->grouping, l->groups, c.max_ids);
         gmt_frag_pools_init(&l->pools);
