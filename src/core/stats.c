@@ -14,7 +14,6 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 
 #define RLX     __ATOMIC_RELAXED
 #define NSHARDS 32
@@ -701,11 +700,7 @@ int gmt_stats_timeline(int slot, gmt_timeline_point_t *out, int max)
      * read as they stand, without the open bucket folded in, up to the first that is not
      * later than the one before it (a merge the holder left half done), and one line says
      * so. */
-    bool locked = false;
-    for (int ms = 0; ms <= TIMELINE_READ_WAIT_MS && !(locked = gmt_spin_trylock(&tl->lock)); ms++) {
-        struct timespec ts = {0, 1000000};
-        nanosleep(&ts, NULL); /* async-signal-safe */
-    }
+    bool locked = gmt_spin_lock_within(&tl->lock, TIMELINE_READ_WAIT_MS + 1, 1000000);
     if (locked)
         timeline_fold_locked(slot, points_of(slot), __atomic_load_n(&devs[slot].in_use, RLX));
     int n = tl->n < max ? tl->n : max;

@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 
 #define RLX __ATOMIC_RELAXED
 
@@ -87,17 +86,11 @@ uint64_t gmt_growth_warmup_end(const gmt_warmup_t *w, uint64_t start_ns, uint64_
     return start_ns + (uint64_t)off;
 }
 
-/* Bounded wait for the lock: a report must never hang on the sampler. */
+/* Bounded wait for the lock: a report must never hang on the sampler (0.1 ms apart, ~50 ms in
+ * all). */
 static bool lock_briefly(int *lock)
 {
-    struct timespec d = {0, 100 * 1000}; /* 0.1 ms, up to ~50 ms in all */
-    for (int i = 0; i < 500; i++) {
-        int expected = 0;
-        if (__atomic_compare_exchange_n(lock, &expected, 1, false, __ATOMIC_ACQUIRE, RLX))
-            return true;
-        nanosleep(&d, NULL);
-    }
-    return false;
+    return gmt_spin_lock_within(lock, 500, 100 * 1000);
 }
 
 static void judge(const gmt_growth_t *g, uint32_t id, int first, uint64_t now_ns, int64_t now_b,
