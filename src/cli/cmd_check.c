@@ -181,21 +181,13 @@ typedef struct result_s {
     bool failed;
 } result_t;
 
-/* s in an XML attribute or text: first shown as on the terminal (gmt_escape_append: control
+/* s in an XML attribute or text: first shown as on the terminal (gmt_tty: control
  * characters, DEL, C1 and bytes that are not UTF-8 as \x1b, \u009b, \xff; a report's file
  * name may hold any byte, and a byte that is not UTF-8 would make the file malformed XML),
  * then the five characters XML gives a meaning escaped. */
 static void xml_escape(FILE *f, const char *s)
 {
-    size_t n = strlen(s), cap = 4 * n + 1, used = 0;
-    char *shown = malloc(cap);
-    if (!shown) {
-        fputc('?', f);
-        return;
-    }
-    shown[0] = '\0';
-    gmt_escape_append(shown, cap, &used, s, n);
-    for (const char *p = shown; *p; p++) {
+    for (const char *p = gmt_tty(s); *p; p++) {
         switch (*p) {
         case '<':
             fputs("&lt;", f);
@@ -216,7 +208,6 @@ static void xml_escape(FILE *f, const char *s)
             fputc(*p, f);
         }
     }
-    free(shown);
 }
 
 static int write_junit(const char *path, const char *report, const result_t *r, size_t n)

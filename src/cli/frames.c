@@ -20,15 +20,13 @@
 void gmt_cli_verror(const char *prefix, const char *suffix, const char *fmt, va_list ap)
 {
     /* The message is formatted whole, then escaped whole: an argument the user typed or a
-     * path read from a report shows its control characters as escapes (gmt_escape_append),
+     * path read from a report shows its control characters as escapes (gmt_tty_copy),
      * never as a second line or a terminal sequence. Text already escaped (gmt_tty) stays as
      * it is: an escape holds no control character. */
     char msg[2048], out[4 * sizeof msg];
     int n = vsnprintf(msg, sizeof msg, fmt, ap);
-    size_t len = n < 0 ? 0 : (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1;
-    size_t used = 0;
-    out[0] = '\0';
-    gmt_escape_append(out, sizeof out, &used, msg, len);
+    if (n < 0) msg[0] = '\0';
+    gmt_tty_copy(out, sizeof out, msg);
     fprintf(stderr, "gpumemtrace: %s%s%s%s\n", prefix ? prefix : "", out,
             n >= 0 && (size_t)n >= sizeof msg ? "..." : "", suffix ? suffix : "");
 }
