@@ -15,9 +15,9 @@ GMT_TL_AB=1024 (the probe switch "notimers") leaves them out of the traced block
 wall-time A/B of the tracer alone (the probe lines then read 0).
 GMT_TL_AB_OTHER=BITS: the other blocks run the tracer with the probe switches BITS instead of
 passing every call through (an in-process A/B of two settings of the tracer, say with and
-without the prefetches: "pfslot,pfentry" = 12288); ms_pass and ab_ratio then stand for those blocks, and their timers
-print as "probeB_<piece>" lines beside the traced blocks' "probe_<piece>" (each block's timer
-deltas go to its own setting).
+without the prefetches: "pfslot,pfentry" = 12288); ms_pass and ab_ratio then stand for those
+blocks, and their timers print as "probeB_<piece>" lines beside the traced blocks'
+"probe_<piece>" (each block's timer deltas go to its own setting).
 The allocator mode comes from the environment (PYTORCH_NO_CUDA_MEMORY_CACHING=1: every tensor
 a cudaMalloc; PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync: the stream-ordered pool).
 Six pre-norm encoder layers (d_model 512, 8 heads, feed-forward 2048, dropout 0.1), a
