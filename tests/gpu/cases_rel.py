@@ -10,9 +10,13 @@ Imported by check.py (CASES.update(cases_rel.CASES)); each case takes check.py's
                         within seconds (the report asks the driver nothing, so a thread stopped
                         inside the driver cannot hold it up), with its report, the GPU named
                         from recorded facts and the audit's driver figure null, saying why.
+                        Run 0's report names frames by dladdr only (`capture.symbols.resolver`)
+                        and `gpumemtrace symbolize` names its libtorch/libc10 frames.
 """
 import glob
+import json
 import os
+import subprocess
 import sys
 
 MIB = 1 << 20
@@ -100,6 +104,42 @@ while True:
 """
 
 
+def native_named(rep, stack_id):
+    """(frames of libtorch*/libc10* in the stack, how many of them carry a symbol)."""
+    st = (rep.get("stacks") or {}).get(str(stack_id)) or {}
+    frames = st.get("frames") or [] if isinstance(st, dict) else st
+    ours = [f for f in frames if os.path.basename(f.get("module") or "").startswith(
+        ("libtorch", "libc10"))]
+    return len(ours), sum(1 for f in ours if f.get("symbol"))
+
+
+def named_after_read(c, r, rep, group):
+    """A terminating signal's report names frames by dladdr only (no allocation while a thread
+    may hold malloc's lock); `gpumemtrace symbolize` names them afterwards from the files."""
+    c.expect("run 0: capture.symbols.resolver", (rep["capture"].get("symbols") or {})
+             .get("resolver"), "dladdr")
+    sid = group.get("stack_id")
+    n, before = native_named(rep, sid)
+    c.expect_true("run 0: the held tensor's stack has libtorch/libc10 frames", n > 0, n)
+    out = r.report_path[:-len(".json")] + ".symbolized.json"
+    p = subprocess.run([c.cli, "symbolize", "-o", out, r.report_path], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, env=c.env(),
+                       timeout=max(5, min(60, c.remaining())))
+    c.save("term0.symbolize.txt", p.stdout.decode("utf-8", "replace"))
+    c.expect("run 0: gpumemtrace symbolize exit status", p.returncode, 0)
+    if p.returncode != 0:
+        return
+    with open(out) as f:
+        sym = json.load(f)
+    c.expect("run 0: symbolized capture.symbols.resolver",
+             (sym["capture"].get("symbols") or {}).get("resolver"), "offline")
+    n2, after = native_named(sym, sid)
+    c.expect_true(f"run 0: libtorch/libc10 frames named after symbolize ({after} of {n2}; "
+                  f"dladdr named {before})", n2 == n and after >= before and after > 0,
+                  (n2, after, before))
+    c.details["sigterm_named"] = {"frames": n, "dladdr": before, "symbolized": after}
+
+
 @case
 def torch_sigterm_busy(c):
     runs = 5
@@ -125,5 +165,7 @@ def torch_sigterm_busy(c):
         c.expect_true(f"run {k}: the 24 MiB tensor is live in the report", bool(held),
                       [g.get("bytes") for g in rep["leaks"]["groups"]][:8])
         slow.append(r.seconds)
+        if k == 0 and held:
+            named_after_read(c, r, rep, held[0])
     c.expect("temporary files left", temp_files(c), [])
     c.note(f"{runs} SIGTERMs on the allocating thread; seconds per run {slow}")
