@@ -433,9 +433,12 @@ int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsign
      * been stopped inside malloc holding the allocator's lock, and it waits for this report:
      * libdw's first malloc then waited for it in turn until the handler's 20 s ran out, and the
      * report was lost (stress.term_then_exit under ASan, 2 runs in 230, 41 s each). The CLI
-     * names such a report's frames when it reads it (docs/symbols.md). */
-    gmt_symrep_begin(reason != GMT_REASON_OOM && reason != GMT_REASON_CRASH &&
-                         reason != GMT_REASON_SIGNAL,
+     * names such a report's frames when it reads it (docs/symbols.md). A report rebuilt from
+     * a state file is written by the CLI, in no handler, whatever its reason says: a killed
+     * process's reads "signal". */
+    gmt_symrep_begin(gmt_track_recovered() ||
+                         (reason != GMT_REASON_OOM && reason != GMT_REASON_CRASH &&
+                          reason != GMT_REASON_SIGNAL),
                      c.max_ids);
     if (c.want_stack && l->groups && l->ranges) {
         gmt_group_init(&l->grouping, l->groups, c.max_ids);

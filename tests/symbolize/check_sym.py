@@ -343,6 +343,19 @@ def recovered(ctx):
     expect_eq("process.recovered", rep["process"].get("recovered"), True)
     check_static(rep, marker_lines("sym_static.c"), "recovered report")
     os.unlink(state)
+    # A killed process's state file (no clean-exit mark): the report says "signal", and the
+    # CLI, which is not in a signal handler, still names the frames with libdw.
+    ctx.run(["sym_static", "kill"], env={"GMT_STANDIN_MEM_BYTES": str(1 << 30),
+                                         "GPUMEMTRACE_STATE": state}, expect_rc=-9)
+    out = os.path.join(ctx.work, "recovered-killed.json")
+    r = subprocess.run([ctx.cli, "report", "--recover", state, "-o", out], capture_output=True,
+                       text=True)
+    expect_eq(f"report --recover status, killed ({r.stderr.strip()[-300:]})", r.returncode, 0)
+    rep = ctx.reports()["recovered-killed.json"]
+    expect_eq("killed: process.reason", rep["process"].get("reason"), "signal")
+    expect_eq("killed: capture.symbols.resolver", rep["capture"]["symbols"]["resolver"], "libdw")
+    check_static(rep, marker_lines("sym_static.c"), "recovered report of a killed process")
+    os.unlink(state)
 
 
 @case("cxx_names")

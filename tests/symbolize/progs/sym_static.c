@@ -2,11 +2,14 @@
  * name them; libdw must (from .symtab), with file:line and the always-inlined helper as an
  * inlined frame. Markers "LINE:<name>" give check_sym.py the expected line numbers.
  * Run with GMT_STANDIN_MEM_BYTES=1073741824: the last allocation fails, so an oom report
- * (written without libdw) is there for offline symbolization too.
+ * (written without libdw) is there for offline symbolization too. With the argument "kill"
+ * it ends by SIGKILL instead of returning: a state file left without its clean-exit mark.
  */
 #include <cuda_runtime_api.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static void *keep[4];
 
@@ -39,10 +42,11 @@ static __attribute__((noinline)) void static_too_big(void)
     check(cudaMalloc(&p, (size_t)4 << 30), 0); /* LINE:too_big */
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     static_site();
     static_plain();
     static_too_big();
+    if (argc > 1 && strcmp(argv[1], "kill") == 0) raise(SIGKILL);
     return 0;
 }
