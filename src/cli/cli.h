@@ -124,6 +124,10 @@ typedef struct gmt_library_s {
     uint64_t peak_bytes, exit_bytes;
 } gmt_library_t;
 
+/* qsort order of summary.libraries, as the writer sorts them: peak bytes, then bytes at exit,
+ * both largest first, then the name. */
+int gmt_library_cmp(const void *a, const void *b);
+
 typedef struct gmt_frag_s {
     int64_t device, rank;
     uint64_t span_bytes, free_in_gaps, largest_gap, granularity_loss_bytes;

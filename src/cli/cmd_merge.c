@@ -292,7 +292,18 @@ int gmt_cli_merge(int argc, char **argv)
                                 gmt_json_str(r0->leaks, "meaning", "live at exit"));
         cJSON *lgroups = cJSON_CreateArray(), *sus = cJSON_CreateArray();
         cJSON *as = NULL, *asgroups = NULL;
-        double ltot = 0, lsup = 0, lcount = 0, lgt = 0, lsus = 0;
+        double ltot = 0, lsup = 0, lsupc = 0, lcount = 0, lgt = 0, lsus = 0;
+        bool has_supc = false;
+        size_t nlibs_all = 0;
+        for (size_t i = 0; i < n; i++)
+            nlibs_all += reps[i].nlibraries;
+        gmt_library_t *libs = malloc((nlibs_all ? nlibs_all : 1) * sizeof *libs);
+        if (!libs) {
+            gmt_cli_error("merge: out of memory");
+            goto out;
+        }
+        size_t nlibs = 0;
+        bool any_libs = false;
         for (size_t i = 0; i < n; i++) {
             const gmt_report_t *r = &reps[i];
             int64_t shift = (int64_t)i * stride;
@@ -320,6 +331,23 @@ int gmt_cli_merge(int argc, char **argv)
             }
             ltot += jnum(r->leaks, "total_bytes");
             lsup += jnum(r->leaks, "suppressed_bytes");
+            if (gmt_json_has_num(r->leaks, "suppressed_count")) {
+                has_supc = true;
+                lsupc += jnum(r->leaks, "suppressed_count");
+            }
+            /* Bytes per library, summed over the ranks as one process's report sums them over
+             * its devices (each device's peak owners; what is live at exit). */
+            any_libs |= cJSON_IsArray(
+                cJSON_GetObjectItemCaseSensitive(r->summary, "libraries"));
+            for (size_t k = 0; k < r->nlibraries; k++) {
+                const gmt_library_t *g = &r->libraries[k];
+                size_t j = 0;
+                while (j < nlibs && strcmp(libs[j].library, g->library) != 0)
+                    j++;
+                if (j == nlibs) libs[nlibs++] = (gmt_library_t){.library = g->library};
+                libs[j].peak_bytes += g->peak_bytes;
+                libs[j].exit_bytes += g->exit_bytes;
+            }
             lcount += jnum(r->leaks, "count");
             lgt += (double)r->groups_total;
             lsus += (double)r->suspects_total;
@@ -338,6 +366,19 @@ int gmt_cli_merge(int argc, char **argv)
             }
         }
         cJSON_AddNumberToObject(summary, "peak_bytes", maxp);
+        if (any_libs) {
+            if (nlibs > 1) qsort(libs, nlibs, sizeof *libs, gmt_library_cmp);
+            cJSON *arr = cJSON_AddArrayToObject(summary, "libraries");
+            for (size_t k = 0; k < nlibs; k++) {
+                cJSON *o = cJSON_CreateObject();
+                cJSON_AddStringToObject(o, "library", libs[k].library);
+                cJSON_AddNumberToObject(o, "peak_bytes", (double)libs[k].peak_bytes);
+                cJSON_AddNumberToObject(o, "exit_bytes", (double)libs[k].exit_bytes);
+                cJSON_AddItemToArray(arr, o);
+            }
+        }
+        free(libs);
+        if (has_supc) cJSON_AddNumberToObject(leaks, "suppressed_count", lsupc);
         cJSON_AddNumberToObject(leaks, "total_bytes", ltot);
         cJSON_AddNumberToObject(leaks, "suppressed_bytes", lsup);
         cJSON_AddNumberToObject(leaks, "count", lcount);

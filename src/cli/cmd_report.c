@@ -135,14 +135,6 @@ static leak_totals_t leak_totals(const view_t *v)
     return t;
 }
 
-static int cmp_library(const void *a, const void *b)
-{
-    const gmt_library_t *x = a, *y = b;
-    if (x->peak_bytes != y->peak_bytes) return x->peak_bytes < y->peak_bytes ? 1 : -1;
-    if (x->exit_bytes != y->exit_bytes) return x->exit_bytes < y->exit_bytes ? 1 : -1;
-    return strcmp(x->library, y->library);
-}
-
 static gmt_library_t *add_library(gmt_library_t *rows, size_t *n, const char *library)
 {
     for (size_t i = 0; i < *n; i++)
@@ -179,7 +171,7 @@ static ssize_t device_libraries(const view_t *v, gmt_library_t **out, bool *part
         if (wanted(v, g->device) && g->library)
             add_library(rows, &n, g->library)->exit_bytes += g->bytes;
     }
-    if (n > 1) qsort(rows, n, sizeof *rows, cmp_library);
+    if (n > 1) qsort(rows, n, sizeof *rows, gmt_library_cmp);
     *out = rows;
     return (ssize_t)n;
 }
@@ -918,7 +910,7 @@ int gmt_cli_report(int argc, char **argv)
         gmt_report_free(&rep);
         if (rc || fflush(stdout) != 0) {
             gmt_cli_error("report: writing the summary: %s", strerror(rc ? -rc : errno));
-            return GMT_EXIT_FAIL;
+            return GMT_EXIT_USAGE; /* an error, as every verb's unwritable output */
         }
         return GMT_EXIT_OK;
     }
@@ -946,7 +938,7 @@ int gmt_cli_report(int argc, char **argv)
     gmt_report_free(&rep);
     if (fflush(stdout) != 0) {
         gmt_cli_error("report: writing the summary: %s", strerror(errno));
-        return GMT_EXIT_FAIL;
+        return GMT_EXIT_USAGE;
     }
     return GMT_EXIT_OK;
 }

@@ -196,6 +196,14 @@ static int frame_from_json(const cJSON *j, gmt_frame_t *f, int version)
     return 0;
 }
 
+int gmt_library_cmp(const void *a, const void *b)
+{
+    const gmt_library_t *x = a, *y = b;
+    if (x->peak_bytes != y->peak_bytes) return x->peak_bytes < y->peak_bytes ? 1 : -1;
+    if (x->exit_bytes != y->exit_bytes) return x->exit_bytes < y->exit_bytes ? 1 : -1;
+    return strcmp(x->library, y->library);
+}
+
 static int cmp_stack(const void *a, const void *b)
 {
     int64_t x = ((const gmt_stack_t *)a)->id, y = ((const gmt_stack_t *)b)->id;

@@ -120,6 +120,16 @@ def case_report(c):
     expect("\033[1m" in on_tty(c, ["report", r], {}), "no colour on a terminal")
     expect("\033[" not in on_tty(c, ["report", r], {"NO_COLOR": "1"}), "colour with NO_COLOR")
     check_tty_cut(c)
+    # a summary that cannot be written is an error (2, one line), not a broken limit (1)
+    if os.path.exists("/dev/full"):
+        for args in (["report", r], ["report", "--json", r]):
+            with open("/dev/full", "w") as full:
+                p = subprocess.run([c.cli] + args, env=c.env(), stdout=full,
+                                   stderr=subprocess.PIPE, timeout=60, cwd=c.work)
+            err = p.stderr.decode("utf-8", "replace")
+            expect(p.returncode == 2 and err.count("\n") == 1 and
+                   "writing the summary" in err,
+                   f"{' '.join(args)} > /dev/full: status {p.returncode}, stderr {err!r}")
 
 
 def check_tty_cut(c):
@@ -431,9 +441,25 @@ def case_merge(c):
     ids = [g["stack_id"] for g in m["leaks"]["groups"]]
     expect(len(set(ids)) == len(ids), f"stack ids not unique {ids}")
     expect(all(str(i) in m["stacks"] for i in ids), "merged groups point at stacks")
+    # bytes per library and the suppressed count: summed over the ranks, as a process's report
+    # sums them over its devices
+    libs = {}
+    supc = 0
+    for r in (r0, r1, r2):
+        rep = c.load(r)
+        supc += rep["leaks"]["suppressed_count"]
+        for l in rep["summary"]["libraries"]:
+            x = libs.setdefault(l["library"], [0, 0])
+            x[0] += l["peak_bytes"]
+            x[1] += l["exit_bytes"]
+    got = {l["library"]: [l["peak_bytes"], l["exit_bytes"]] for l in m["summary"]["libraries"]}
+    expect(libs and got == libs, f"merged summary.libraries {got}, ranks' sums {libs}")
+    expect(m["leaks"]["suppressed_count"] == supc, f"merged suppressed_count {m['leaks']}")
     # every verb reads the merged report
     out, _, _ = c.cli_run("report", c.path("merged.json"))
     expect("merged    3 ranks" in out and "rank 1 GPU 0" in out, out)
+    expect("Bytes per library" in out, "no bytes per library in the merged report's summary:\n"
+           + out)
     c.cli_run("check", c.path("merged.json"), "--max-leak-bytes", 2 * leaked_total())
     c.cli_run("check", c.path("merged.json"), "--max-leak-bytes", leaked_total(), rc=1)
     c.cli_run("diff", r0, c.path("merged.json"))
