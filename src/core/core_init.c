@@ -108,7 +108,6 @@ int gmt_core_init(const gmt_config_t *c)
     gmt_py_init(c->python, c->py_checked); /* its own messages; native stacks whatever it returns */
     py_facts();
     gmt_track_modules_refresh();
-    if (*gmt_region_path()) gmt_info("state file: %s", gmt_region_path());
     __atomic_add_fetch(&gmt_core_generation, 1, __ATOMIC_RELEASE);
     gmt_core_stack_depth = c->stack_depth > 0 ? c->stack_depth : 0;
     gmt_core_min_bytes = c->min_bytes;
@@ -246,6 +245,11 @@ void gmt_track_table_settle(void)
 void gmt_track_mark_clean_exit(void)
 {
     gmt_region_mark_clean();
+}
+
+void gmt_track_state_discard(void)
+{
+    gmt_region_discard();
 }
 
 const char *gmt_track_state_path(void)

@@ -197,6 +197,16 @@ fail:
     return -ENOMEM;
 }
 
+void gmt_region_discard(void)
+{
+    if (R.fd < 0 || R.recovered || !R.path[0]) return;
+    struct stat mine, there;
+    /* lstat: a name replaced since (by a link, another file) is not ours to remove. */
+    if (fstat(R.fd, &mine) == 0 && lstat(R.path, &there) == 0 && S_ISREG(there.st_mode) &&
+        mine.st_dev == there.st_dev && mine.st_ino == there.st_ino && unlink(R.path) == 0)
+        R.path[0] = 0;
+}
+
 void gmt_region_destroy(void)
 {
     __atomic_store_n(&R.ready, false, __ATOMIC_RELEASE);

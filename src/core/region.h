@@ -99,6 +99,10 @@ bool gmt_region_ready(void);
 bool gmt_region_recovered(void);
 /* The state file in use ("" when anonymous). */
 const char *gmt_region_path(void);
+/* Removes this process's state file (not a recovered one) when its name still refers to the
+ * file this process made: for a process that ends having traced nothing, so that the helpers
+ * a traced job starts (a shell, a compiler) leave no file behind. The mapping stays. */
+void gmt_region_discard(void);
 
 gmt_region_header_t *gmt_region_header(void);
 

@@ -291,6 +291,8 @@ bool gmt_track_clean_exit(void);
 void gmt_track_mark_clean_exit(void);
 /* The state file in use ("" for none). */
 const char *gmt_track_state_path(void);
+/* The state file removed (gmt_region_discard): for a process that ends having traced nothing. */
+void gmt_track_state_discard(void);
 /* Memory in the region for the growth sampler (output/growth.h), so a recovered state has its
  * samples. gmt_track_growth_state: a block of `bytes` in the core block, allocated (zeroed) on
  * the first call in a live process; in a recovered state the dead process's block, or NULL when

@@ -140,7 +140,19 @@ static int fallback_candidate(int i, char *out, size_t len)
 
 /* ---- start-up check ------------------------------------------------------------------------ */
 
+static int report_file_check(void);
+
+/* At the first CUDA call: where the report will go, and the state file in use (said here, not
+ * as the library loads, so that the helpers a traced job starts stay quiet). */
 int gmt_report_file_check(void)
+{
+    int rc = report_file_check();
+    const char *state = gmt_track_state_path();
+    if (state && *state) gmt_info("state file: %s", state);
+    return rc;
+}
+
+static int report_file_check(void)
 {
     char path[GMT_PATH_MAX], dir[GMT_PATH_MAX];
     const char *base;

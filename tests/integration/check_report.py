@@ -1597,6 +1597,32 @@ def case_no_cuda_children_quiet(ctx):
         fail(f"processes that never touched CUDA left files behind: {ctx.files()}")
 
 
+@case("state_helpers")
+def case_state_helpers(ctx):
+    """With a state file per process (GPUMEMTRACE_STATE=DIR/s-%p.gmt, as docs/state.md
+    suggests), the helpers a traced job starts that never touch CUDA leave no state file and
+    say nothing about one; a program that traced allocations keeps its file and says where it
+    is, once."""
+    d = os.path.join(ctx.work, "states")
+    os.makedirs(d)
+    env = {"GPUMEMTRACE_STATE": os.path.join(d, "s-%p.gmt")}
+    prog = ctx.prog("no_cuda")
+    r = ctx.run(["/bin/sh", "-c", f"{prog} a; {prog} b; {prog} c"], env=env)
+    expect_eq("state files left by processes that never touched CUDA", os.listdir(d), [])
+    expect_eq("'state file:' lines from them", r.stderr.count("state file:"), 0)
+    r = ctx.run(["leak_two_sites"], env=env)
+    left = os.listdir(d)
+    expect_eq("state files left by a traced program", len(left), 1)
+    expect_eq("'state file:' lines from it", r.stderr.count("state file:"), 1)
+    out = os.path.join(ctx.work, "from-state.json")
+    cli(ctx, ["report", "--recover", os.path.join(d, left[0]), "-o", out])
+    with open(out) as f:
+        rec = json.load(f)
+    expect_eq("its recovered report's reason", rec["process"]["reason"], "exit")
+    shutil.rmtree(d)
+    os.unlink(out)
+
+
 # The stand-in keeps its lock through this allocation (GMT_STANDIN_HOLD_*) for longer than
 # the signal handler would wait; the program is stopped inside it by SIGTERM. A report that
 # asked the driver anything would wait for that lock, held by the thread that waits for the
