@@ -33,7 +33,11 @@ void gmt_cli_diff_help(FILE *to)
                 "What grew from OLD to NEW: each device's peak, the leaked bytes, and the\n"
                 "bytes per call stack (at the peak and at exit), stacks matched by their\n"
                 "frames. Exit 1 when --max-growth is given and a peak or the leaked bytes\n"
-                "grew by more than N bytes (K/M/G suffixes) or P percent; 2 for bad input.\n");
+                "grew by more than N bytes (K/M/G suffixes) or P percent; 2 for bad input.\n"
+                "\n"
+                "  --max-growth N|P%%  the growth allowed (bytes, or percent of OLD's figure)\n"
+                "  --top N            call stacks listed (default %d; the rest are counted)\n",
+            DEFAULT_TOP);
 }
 
 typedef struct entry_s {
@@ -117,6 +121,7 @@ typedef struct growth_limit_s {
     bool set, percent;
     uint64_t bytes;
     double pct;
+    const char *text; /* as given, for the FAIL lines */
 } growth_limit_t;
 
 static bool broken(const growth_limit_t *g, uint64_t old, uint64_t now)
@@ -138,6 +143,7 @@ int gmt_cli_diff(int argc, char **argv)
         case 'g': {
             size_t n = strlen(optarg);
             lim.set = true;
+            lim.text = optarg;
             if (n > 1 && optarg[n - 1] == '%') {
                 char *end;
                 errno = 0;
@@ -198,8 +204,8 @@ int gmt_cli_diff(int argc, char **argv)
         printf("  %-12s %10s -> %10s  %s%s\n", label, gmt_fmt_bytes(old, x, sizeof x),
                gmt_fmt_bytes(nd->peak_bytes, y, sizeof y), d, od ? "" : "  (new device)");
         if (broken(&lim, old, nd->peak_bytes) && nfail < 16)
-            snprintf(fails[nfail++], sizeof fails[0], "%s peak grew by %s, over --max-growth",
-                     label, d);
+            snprintf(fails[nfail++], sizeof fails[0], "%s peak grew by %s, over --max-growth %s",
+                     label, d, gmt_tty(lim.text));
     }
     for (size_t i = 0; i < a.ndevices; i++)
         if (!gmt_report_device(&b, a.devices[i].device, a.devices[i].rank))
@@ -212,7 +218,8 @@ int gmt_cli_diff(int argc, char **argv)
            gmt_fmt_bytes(a.leak_bytes, x, sizeof x), gmt_fmt_bytes(b.leak_bytes, y, sizeof y), d,
            a.leak_count, b.leak_count);
     if (broken(&lim, a.leak_bytes, b.leak_bytes) && nfail < 16)
-        snprintf(fails[nfail++], sizeof fails[0], "leaked bytes grew by %s, over --max-growth", d);
+        snprintf(fails[nfail++], sizeof fails[0], "leaked bytes grew by %s, over --max-growth %s",
+                 d, gmt_tty(lim.text));
     printf("  failures %" PRId64 " -> %" PRId64 "\n", a.failures, b.failures);
 
     table_t t = {0};

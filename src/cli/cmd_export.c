@@ -237,16 +237,22 @@ static int export_perfetto(const gmt_report_t *rep, gmt_buf_t *b)
     }
     for (size_t i = 0; i < rep->nseries; i++) {
         const gmt_series_t *s = &rep->series[i];
+        const gmt_device_t *d = gmt_report_device(rep, s->device, s->rank);
         snprintf(name, sizeof name, "%s bytes in use",
                  gmt_device_label(s->device, -1, label, sizeof label));
-        for (size_t k = 0; k < s->n; k++) {
+        /* Each bucket's highest value at its start, then, as the HTML page draws it, the
+         * device's bytes in use when the report was written: a counter holds its last value,
+         * and the last bucket's highest is not what was held at the end. */
+        bool tail = d && s->n && s->t[s->n - 1] < rep->duration_s;
+        for (size_t k = 0; k < s->n + tail; k++) {
             gmt_buf_puts(b, "{\"name\":");
             gmt_buf_json_str(b, name);
             gmt_buf_printf(b,
                            ",\"cat\":\"memory\",\"ph\":\"C\",\"pid\":%" PRId64 ",\"tid\":0,\"ts\":",
                            pid_of(rep, s->rank));
-            us(b, s->t[k]);
-            gmt_buf_printf(b, ",\"args\":{\"bytes\":%" PRIu64 "}},\n", s->bytes[k]);
+            us(b, k < s->n ? s->t[k] : rep->duration_s);
+            gmt_buf_printf(b, ",\"args\":{\"bytes\":%" PRIu64 "}},\n",
+                           k < s->n ? s->bytes[k] : d->current_bytes);
         }
     }
     for (size_t i = 0; i < rep->npeaks; i++) {
@@ -358,10 +364,17 @@ static void prom_labels(gmt_buf_t *b, const gmt_report_t *rep, int64_t rank, int
 static void prom_value(gmt_buf_t *b, double v)
 {
     if (!isfinite(v)) v = 0;
-    if (v == floor(v) && fabs(v) < 9e15)
+    if (v == floor(v) && fabs(v) < 9e15) {
         gmt_buf_printf(b, " %.0f\n", v);
-    else
-        gmt_buf_printf(b, " %.17g\n", v);
+        return;
+    }
+    /* The shortest of %.15g-%.17g that reads back as v: 0.002357262, not 0.0023572620000000002. */
+    char t[40];
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(t, sizeof t, "%.*g", prec, v);
+        if (strtod(t, NULL) == v) break;
+    }
+    gmt_buf_printf(b, " %s\n", t);
 }
 
 static int export_prometheus(const gmt_report_t *rep, gmt_buf_t *b)

@@ -31,7 +31,9 @@ void gmt_cli_merge_help(FILE *to)
                 "\n"
                 "One view of the per-rank reports of a job: each rank's peak and leaks, the\n"
                 "imbalance of the peaks (max/mean), and the leak groups common to all ranks.\n"
-                "-o OUT also writes one combined report that every other verb reads.\n");
+                "-o OUT also writes one combined report that every other verb reads.\n"
+                "\n"
+                "  -o OUT   also write the combined report to the file OUT\n");
 }
 
 #define MAX_RANKS 4096

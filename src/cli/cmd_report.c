@@ -74,6 +74,11 @@ static const char *c_on(const view_t *v, const char *code)
 #define CYAN(v)  c_on(v, "\033[36m")
 #define RESET(v) c_on(v, "\033[0m")
 
+static const char *plural(int64_t n)
+{
+    return n == 1 ? "" : "s";
+}
+
 static bool wanted(const view_t *v, int64_t device)
 {
     return !v->filter || device == v->device;
@@ -427,8 +432,9 @@ static void print_devices(const view_t *v)
             printf("    managed  current %s, peak %s (managed memory; not part of bytes in use)\n",
                    gmt_fmt_bytes(d->managed_current, a, sizeof a),
                    gmt_fmt_bytes(d->managed_peak, b, sizeof b));
-        printf("    %" PRId64 " allocations, %" PRId64 " frees, %" PRId64 " failures\n", d->allocs,
-               d->frees, d->failures);
+        printf("    %" PRId64 " allocation%s, %" PRId64 " free%s, %" PRId64 " failure%s\n",
+               d->allocs, plural(d->allocs), d->frees, plural(d->frees), d->failures,
+               plural(d->failures));
         if (d->untracked_bytes > 0)
             printf("    untracked %s in use on the device outside the traced calls (CUDA "
                    "context, modules, other processes; see docs/troubleshooting.md)\n",
@@ -560,11 +566,12 @@ static void print_fragmentation(const view_t *v)
         if (!wanted(v, f->device)) continue;
         char label[48], span[GMT_FMT_BYTES_LEN], gaps[GMT_FMT_BYTES_LEN],
             largest[GMT_FMT_BYTES_LEN];
-        printf("  %s: %.2f %s%s%s  (%" PRId64 " live allocations over %s; %s free in gaps, "
+        printf("  %s: %.2f %s%s%s  (%" PRId64 " live allocation%s over %s; %s free in gaps, "
                "largest gap %s)\n",
                gmt_device_label(f->device, f->rank, label, sizeof label),
                f->fragmentation < 0 ? 0.0 : f->fragmentation, f->fragmentation >= 0.5 ? YEL(v) : "",
                frag_label(f->fragmentation), RESET(v), f->live_allocations,
+               plural(f->live_allocations),
                gmt_fmt_bytes(f->span_bytes, span, sizeof span),
                gmt_fmt_bytes(f->free_in_gaps, gaps, sizeof gaps),
                gmt_fmt_bytes(f->largest_gap, largest, sizeof largest));
@@ -586,7 +593,8 @@ static void print_errors(const view_t *v)
     }
     printf("\n%sErrors: %s%zu failed allocation%s%s", BOLD(v), n ? RED(v) : "", n,
            n == 1 ? "" : "s", RESET(v));
-    if (known) printf(", %zu recovered (the program allocated again afterwards)", recovered);
+    if (known)
+        printf(", %zu recovered from (the program allocated successfully afterwards)", recovered);
     putchar('\n');
     int rank = 0;
     size_t left = 0;
@@ -933,8 +941,9 @@ int gmt_cli_report(int argc, char **argv)
                 failures += rep.devices[i].failures;
             }
     }
-    printf("\n%" PRId64 " allocations, %" PRId64 " frees, %" PRId64 " failures%s\n", allocs, frees,
-           failures, v.filter ? " on this device" : "");
+    printf("\n%" PRId64 " allocation%s, %" PRId64 " free%s, %" PRId64 " failure%s%s\n", allocs,
+           plural(allocs), frees, plural(frees), failures, plural(failures),
+           v.filter ? " on this device" : "");
     gmt_report_free(&rep);
     if (fflush(stdout) != 0) {
         gmt_cli_error("report: writing the summary: %s", strerror(errno));

@@ -204,8 +204,11 @@ def case_report_two_devices(c):
                                        % (peak1 / MIB, total1 / MIB), libs[1]),
            "--device 1 bytes per library:\n" + out1)
     d1 = [d for d in rep["devices"] if d["device"] == 1][0]
-    expect(f"\n{d1['allocs']} allocations, {d1['frees']} frees, {d1['failures']} failures on this "
-           "device\n" in out1, "--device 1 last line:\n" + out1)
+    def n_of(n, what):
+        return f"{n} {what}" + ("" if n == 1 else "s")
+    expect(f"\n{n_of(d1['allocs'], 'allocation')}, {n_of(d1['frees'], 'free')}, "
+           f"{n_of(d1['failures'], 'failure')} on this device\n" in out1,
+           "--device 1 last line:\n" + out1)
     j = json.loads(c.cli_run("report", "--json", "--device", "1", r)[0])
     expect(j["device"] == 1 and j["leaks"]["total_bytes"] == total1
            and j["leaks"]["count"] == len(dev1) and j["peak_bytes"] == d1["peak_bytes"]
@@ -344,7 +347,10 @@ def case_diff(c):
     out, _, _ = c.cli_run("diff", a, b, "--max-growth", "0")
     expect("(no stack changed)" in out, "same program twice:\n" + out)
     out, _, _ = c.cli_run("diff", p, a, "--max-growth", "1M", rc=1)
-    expect("FAIL leaked bytes grew" in out, out)
+    expect("FAIL leaked bytes grew" in out and "over --max-growth 1M\n" in out, out)
+    for verb, opts in (("diff", ("--max-growth N|P%", "--top N")), ("merge", ("-o OUT",))):
+        h, _, _ = c.cli_run(verb, "--help")
+        expect(all(f"\n  {o} " in h for o in opts), f"{verb} --help lists {opts}:\n{h}")
     expect(re.search(r"leak\s+\+3\.00 MiB.*alloc_site_a.*\[new\]", out), out)
     c.cli_run("diff", p, a, "--max-growth", "4MiB")
     c.cli_run("diff", a, p, "--max-growth", "0", rc=1)  # peak grew 3 MiB -> 300 MiB
@@ -526,6 +532,14 @@ def case_export(c):
     counters = [e for e in ev if e["ph"] == "C"]
     expect(counters and all(e["name"] == "GPU 0 bytes in use" for e in counters), "counters")
     expect(max(e["args"]["bytes"] for e in counters) > 0, "counter values")
+    # the track ends at the bytes live when the report was written, at its end time
+    rj = c.load(r)
+    d0 = [d for d in rj["devices"] if d["device"] == 0][0]
+    last = max(counters, key=lambda e: e["ts"])
+    expect(last["args"]["bytes"] == d0["current_bytes"] == total and
+           abs(last["ts"] - rj["process"]["duration_s"] * 1e6) < 1,
+           f"last counter {last}, device current {d0['current_bytes']}, "
+           f"duration {rj['process']['duration_s']}")
     expect(any(e["ph"] == "i" and e["name"].startswith("peak GPU 0") for e in ev), "peak event")
     # failures become instant events
     o = c.trace("oom", "oom", env={"GMT_STANDIN_MEM_BYTES": str(1 << 30)})
@@ -534,6 +548,10 @@ def case_export(c):
     fails = [e for e in ev if e.get("cat") == "failure"]
     expect(len(fails) == 1 and fails[0]["args"]["size"] == 2048 * MIB, f"failure event {fails}")
     expect("alloc_too_big" in fails[0]["args"]["where"], f"failure frame {fails}")
+    # one of a thing is singular in the summary
+    out, _, _ = c.cli_run("report", o)
+    expect("\n1 allocation, 0 frees, 1 failure\n" in out and "1 live allocation over" in out
+           and "1 failed allocation, 0 recovered from" in out, "singular counts:\n" + out)
     # the oom report itself is a snapshot-like instant
     oomrep = [f for f in os.listdir(c.work) if ".oom-" in f]
     expect(oomrep, "no oom report")
@@ -544,6 +562,11 @@ def case_export(c):
     c.cli_run("export", r, "--format", "prometheus", "-o", c.path("m.prom"))
     prom = open(c.path("m.prom")).read()
     expect(re.search(r"^gpumemtrace_leaked_bytes\{.*\} %d$" % total, prom, re.M), prom)
+    # a value that is not whole: the shortest text that reads back as the report's number
+    dur = c.load(r)["process"]["duration_s"]
+    m_dur = re.search(r"^gpumemtrace_run_duration_seconds\{.*\} (\S+)$", prom, re.M)
+    expect(m_dur and float(m_dur.group(1)) == dur and len(m_dur.group(1)) <= len(repr(dur)),
+           f"run_duration_seconds {m_dur and m_dur.group(1)!r}, the report's {dur!r}")
     expect(not [f for f in os.listdir(c.work) if ".tmp." in f], "temporary file left")
     os.makedirs(c.path("adir"))
     c.cli_run("export", r, "--format", "prometheus", "-o", c.path("adir"), rc=2)
