@@ -28,15 +28,16 @@ static const struct option long_opts[] = {
 
 void gmt_cli_diff_help(FILE *to)
 {
-    fprintf(to, "Usage: gpumemtrace diff [--max-growth N|P%%] [--top N] OLD NEW\n"
-                "\n"
-                "What grew from OLD to NEW: each device's peak, the leaked bytes, and the\n"
-                "bytes per call stack (at the peak and at exit), stacks matched by their\n"
-                "frames. Exit 1 when --max-growth is given and a peak or the leaked bytes\n"
-                "grew by more than N bytes (K/M/G suffixes) or P percent; 2 for bad input.\n"
-                "\n"
-                "  --max-growth N|P%%  the growth allowed (bytes, or percent of OLD's figure)\n"
-                "  --top N            call stacks listed (default %d; the rest are counted)\n",
+    fprintf(to,
+            "Usage: gpumemtrace diff [--max-growth N|P%%] [--top N] OLD NEW\n"
+            "\n"
+            "What grew from OLD to NEW: each device's peak, the leaked bytes, and the\n"
+            "bytes per call stack (at the peak and at exit), stacks matched by their\n"
+            "frames. Exit 1 when --max-growth is given and a peak or the leaked bytes\n"
+            "grew by more than N bytes (K/M/G suffixes) or P percent; 2 for bad input.\n"
+            "\n"
+            "  --max-growth N|P%%  the growth allowed (bytes, or percent of OLD's figure)\n"
+            "  --top N            call stacks listed (default %d; the rest are counted)\n",
             DEFAULT_TOP);
 }
 
