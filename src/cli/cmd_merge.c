@@ -339,8 +339,7 @@ int gmt_cli_merge(int argc, char **argv)
             }
             /* Bytes per library, summed over the ranks as one process's report sums them over
              * its devices (each device's peak owners; what is live at exit). */
-            any_libs |= cJSON_IsArray(
-                cJSON_GetObjectItemCaseSensitive(r->summary, "libraries"));
+            any_libs |= cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(r->summary, "libraries"));
             for (size_t k = 0; k < r->nlibraries; k++) {
                 const gmt_library_t *g = &r->libraries[k];
                 size_t j = 0;

@@ -571,8 +571,7 @@ static void print_fragmentation(const view_t *v)
                gmt_device_label(f->device, f->rank, label, sizeof label),
                f->fragmentation < 0 ? 0.0 : f->fragmentation, f->fragmentation >= 0.5 ? YEL(v) : "",
                frag_label(f->fragmentation), RESET(v), f->live_allocations,
-               plural(f->live_allocations),
-               gmt_fmt_bytes(f->span_bytes, span, sizeof span),
+               plural(f->live_allocations), gmt_fmt_bytes(f->span_bytes, span, sizeof span),
                gmt_fmt_bytes(f->free_in_gaps, gaps, sizeof gaps),
                gmt_fmt_bytes(f->largest_gap, largest, sizeof largest));
         if (f->granularity_loss_bytes)

@@ -436,10 +436,10 @@ int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsign
      * names such a report's frames when it reads it (docs/symbols.md). A report rebuilt from
      * a state file is written by the CLI, in no handler, whatever its reason says: a killed
      * process's reads "signal". */
-    gmt_symrep_begin(gmt_track_recovered() ||
-                         (reason != GMT_REASON_OOM && reason != GMT_REASON_CRASH &&
-                          reason != GMT_REASON_SIGNAL),
-                     c.max_ids);
+    gmt_symrep_begin(
+        gmt_track_recovered() ||
+            (reason != GMT_REASON_OOM && reason != GMT_REASON_CRASH && reason != GMT_REASON_SIGNAL),
+        c.max_ids);
     if (c.want_stack && l->groups && l->ranges) {
         gmt_group_init(&l->grouping, l->groups, c.max_ids);
         gmt_frag_pools_init(&l->pools);
