@@ -45,6 +45,7 @@ static void after_fork_child(void)
     gmt_loader_after_fork_child();
     gmt_capture_writer_reset_after_fork();
     gmt_real_reset_after_fork();
+    gmt_capture_nvml_after_fork();
     gmt_cupti_reset_after_fork();
     if (!gmt_capture_config.follow_fork) {
         gmt_capture_disable();

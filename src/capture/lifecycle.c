@@ -413,6 +413,7 @@ static void init_once_fn(void)
     }
     gmt_report_output_init(); /* before the program can change its working directory */
     gmt_track_set_meminfo(gmt_capture_meminfo);
+    gmt_track_set_procmem(gmt_capture_procmem);
     gmt_track_set_devinfo(gmt_capture_devinfo);
     gmt_track_set_poolinfo(gmt_capture_poolinfo);
     gmt_track_set_oom_hook(oom_report);

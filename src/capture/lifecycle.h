@@ -63,6 +63,9 @@ void gmt_capture_writer_fork_prepare(void);
 void gmt_capture_writer_fork_parent(void);
 /* In every forked child, traced or not: forget the parent's writer thread and pipes. */
 void gmt_capture_writer_reset_after_fork(void);
+/* nvml.c: NVML asked afresh in a forked child; this process's bytes as NVML counts them. */
+void gmt_capture_nvml_after_fork(void);
+int gmt_capture_procmem(const char *uuid, uint64_t *used, char *why, size_t why_len);
 /* In a traced forked child: start-up and final-report state start over. */
 void gmt_capture_lifecycle_reset_after_fork(void);
 /* In a forked child that is not followed: no tracing, no report. */

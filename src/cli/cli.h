@@ -97,6 +97,11 @@ typedef struct gmt_device_s {
     double peak_time;
     int64_t allocs, frees, failures;
     int64_t untracked_bytes; /* -1 unknown */
+    /* audit.process_used_bytes / process_untracked_bytes: this process's bytes per NVML and
+     * the part of them outside the traced calls; has_process false when unknown. */
+    bool has_process;
+    uint64_t process_used_bytes;
+    int64_t process_untracked_bytes;
     /* Memory that is not part of the bytes in use above (docs/report.md, "Kinds"), from the
      * device's kinds: pinned host memory (device -1) and managed memory. */
     bool has_pinned, has_managed;

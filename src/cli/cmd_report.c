@@ -439,6 +439,13 @@ static void print_devices(const view_t *v)
             printf("    untracked %s in use on the device outside the traced calls (CUDA "
                    "context, modules, other processes; see docs/troubleshooting.md)\n",
                    gmt_fmt_bytes((uint64_t)d->untracked_bytes, a, sizeof a));
+        if (d->has_process) {
+            int64_t u = d->process_untracked_bytes;
+            printf("    this process %s per NVML, %s%s of it outside the traced calls (its CUDA "
+                   "context, allocations before the tracer loaded)\n",
+                   gmt_fmt_bytes(d->process_used_bytes, a, sizeof a), u < 0 ? "-" : "",
+                   gmt_fmt_bytes((uint64_t)(u < 0 ? -u : u), b, sizeof b));
+        }
     }
 }
 
@@ -700,6 +707,11 @@ static int print_json(const view_t *v)
         cJSON_AddNumberToObject(x, "current_bytes", (double)d->current_bytes);
         if (d->untracked_bytes >= 0)
             cJSON_AddNumberToObject(x, "untracked_bytes", (double)d->untracked_bytes);
+        if (d->has_process) {
+            cJSON_AddNumberToObject(x, "process_used_bytes", (double)d->process_used_bytes);
+            cJSON_AddNumberToObject(x, "process_untracked_bytes",
+                                    (double)d->process_untracked_bytes);
+        }
         if (d->has_pinned) {
             cJSON *k = cJSON_AddObjectToObject(x, "host_pinned");
             cJSON_AddNumberToObject(k, "current_bytes", (double)d->pinned_current);

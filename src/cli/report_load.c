@@ -436,6 +436,10 @@ static int build_model(gmt_report_t *rep, char *why, size_t why_len)
         d->untracked_bytes = gmt_json_has_num(audit, "untracked_bytes")
                                  ? (int64_t)json_u64(audit, "untracked_bytes")
                                  : -1;
+        if ((d->has_process = gmt_json_has_num(audit, "process_used_bytes"))) {
+            d->process_used_bytes = json_u64(audit, "process_used_bytes");
+            d->process_untracked_bytes = gmt_json_int(audit, "process_untracked_bytes", 0);
+        }
         const cJSON *kinds = cJSON_GetObjectItemCaseSensitive(j, "kinds");
         const cJSON *pinned = cJSON_GetObjectItemCaseSensitive(kinds, "host_pinned");
         const cJSON *managed = cJSON_GetObjectItemCaseSensitive(kinds, "managed");

@@ -14,6 +14,7 @@
 #include <string.h>
 
 static gmt_meminfo_fn meminfo_fn;
+static gmt_procmem_fn procmem_fn;
 static gmt_devinfo_fn devinfo_fn;
 static gmt_oom_fn oom_fn;
 static int driver_off; /* atomic: gmt_track_driver_off */
@@ -45,6 +46,17 @@ gmt_meminfo_fn gmt_track_meminfo(void)
 {
     if (gmt_track_driver_is_off()) return NULL;
     return __atomic_load_n(&meminfo_fn, __ATOMIC_ACQUIRE);
+}
+
+void gmt_track_set_procmem(gmt_procmem_fn fn)
+{
+    __atomic_store_n(&procmem_fn, fn, __ATOMIC_RELEASE);
+}
+
+gmt_procmem_fn gmt_track_procmem(void)
+{
+    if (gmt_track_driver_is_off() || gmt_track_recovered()) return NULL;
+    return __atomic_load_n(&procmem_fn, __ATOMIC_ACQUIRE);
 }
 
 void gmt_track_set_devinfo(gmt_devinfo_fn fn)

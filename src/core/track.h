@@ -189,6 +189,12 @@ typedef int (*gmt_meminfo_fn)(int32_t device, uint64_t *free_bytes, uint64_t *to
 void gmt_track_set_meminfo(gmt_meminfo_fn fn);
 gmt_meminfo_fn gmt_track_meminfo(void);
 
+/* The bytes NVML counts for this process on the device with this UUID; 0, or a negative errno
+ * with why saying what. NULL while the driver is off (below) and in a recovered state. */
+typedef int (*gmt_procmem_fn)(const char *uuid, uint64_t *used, char *why, size_t why_len);
+void gmt_track_set_procmem(gmt_procmem_fn fn);
+gmt_procmem_fn gmt_track_procmem(void);
+
 /* Called (outside any lock) after an out-of-memory failure was recorded. */
 typedef void (*gmt_oom_fn)(const gmt_failure_t *f);
 void gmt_track_set_oom_hook(gmt_oom_fn fn);

@@ -139,6 +139,8 @@ void gmt_section_devices(gmt_report_ctx_t *c, int64_t *peak_max)
     jw_t *w = c->w;
     gmt_devinfo_fn info = gmt_track_devinfo();
     gmt_meminfo_fn mem = gmt_track_meminfo();
+    /* Not inside the failing CUDA call of an out-of-memory report (loading NVML there). */
+    gmt_procmem_fn procmem = c->reason == GMT_REASON_OOM ? NULL : gmt_track_procmem();
     *peak_max = 0;
     jw_array_begin(w, "devices");
     for (int s = 0; s < GMT_STAT_SLOTS; s++) {
@@ -208,6 +210,28 @@ void gmt_section_devices(gmt_report_ctx_t *c, int64_t *peak_max)
                                 "(driver used bytes and pool figures are null)"
                               : "the driver could not be asked (no context on this device "
                                 "at report time)");
+            }
+            /* This process's own bytes as NVML counts them (context included), beside the
+             * device-wide figure above (other processes included). */
+            char why[256] = "";
+            uint64_t pu = 0;
+            if (procmem && procmem(uuid, &pu, why, sizeof why) == 0) {
+                jw_uint(w, "process_used_bytes", pu);
+                jw_int(w, "process_untracked_bytes", (int64_t)pu - d.in_use);
+                jw_string(w, "process_note",
+                          "process_used = NVML's bytes for this process on the device; "
+                          "untracked = that - tracked: its CUDA context, allocations made "
+                          "before the tracer loaded, allocation granularity");
+            } else {
+                jw_null(w, "process_used_bytes");
+                jw_null(w, "process_untracked_bytes");
+                jw_string(w, "process_note",
+                          procmem ? why
+                          : gmt_track_recovered()
+                              ? "recovered from a state file: NVML cannot be asked for the "
+                                "dead process"
+                              : "not asked: a report written for a signal, a crash or an "
+                                "allocation failure does not call the driver or NVML");
             }
             jw_object_end(w);
         }

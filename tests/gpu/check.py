@@ -464,9 +464,28 @@ def torch_default(c):
     cm_live = sum(g.get("bytes", 0) for g in groups(rep) if g.get("api") == "cudaMalloc")
     c.expect("leak groups with api cudaMalloc, summed bytes == reserved_bytes.all.current",
              cm_live, st.get("reserved_bytes.all.current"))
+    # the audit's NVML figure for this process against nvidia-smi's, read by the program
+    # just before it exited (the caching allocator still holds its segments at the report)
+    audit = (device(rep, 0) or {}).get("audit") or {}
+    pu, smi = audit.get("process_used_bytes"), st.get("nvidia_smi_used_mib")
+    c.details["nvml_audit"] = {"process_used_bytes": pu, "nvidia_smi_used_mib": smi,
+                               "process_note": audit.get("process_note"),
+                               "driver_used_bytes": audit.get("driver_used_bytes"),
+                               "tracked_bytes": audit.get("tracked_bytes")}
+    if smi is None:
+        c.expect_true("nvidia-smi does not list the process: the audit says NVML does not",
+                      pu is None and "not in NVML's list" in (audit.get("process_note") or ""),
+                      audit)
+    else:
+        c.expect_true(f"audit.process_used_bytes within 64 MiB of nvidia-smi's {smi} MiB, at "
+                      f"least the tracked bytes, at most the device's used bytes",
+                      pu is not None and abs(pu - smi * MIB) <= 64 * MIB and
+                      pu >= audit.get("tracked_bytes", 0) and
+                      pu <= (audit.get("driver_used_bytes") or 0), audit)
     c.note(f"cudaMalloc={api(rep, 'cudaMalloc')} num_device_alloc={nda}; "
            f"non-PyTorch device allocs={other_n} ({other_b} B, SPEC says 3: {other}); "
-           f"device peak {kpeak} - reserved peak {rpeak} = {diff}")
+           f"device peak {kpeak} - reserved peak {rpeak} = {diff}; NVML process bytes {pu} "
+           f"(nvidia-smi {smi} MiB)")
 
 
 @case

@@ -46,6 +46,16 @@ out = {
 for k in ("num_device_alloc", "num_device_free", "reserved_bytes.all.peak",
           "reserved_bytes.all.current", "allocated_bytes.all.peak", "allocated_bytes.all.current"):
     out[k] = stats.get(k)
+# this process's GPU memory as nvidia-smi (NVML) lists it now, for the report's audit
+try:
+    import subprocess
+    q = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory",
+                        "--format=csv,noheader,nounits"], capture_output=True, text=True,
+                       timeout=20).stdout
+    mine = [l.split(",") for l in q.splitlines() if l.split(",")[0].strip() == str(os.getpid())]
+    out["nvidia_smi_used_mib"] = int(mine[0][1]) if mine else None
+except (OSError, ValueError, subprocess.SubprocessError):
+    out["nvidia_smi_used_mib"] = None
 with open(sys.argv[1], "w") as f:
     json.dump(out, f, indent=1)
 print("torch_alloc:", json.dumps(out))

@@ -1597,6 +1597,32 @@ def case_no_cuda_children_quiet(ctx):
         fail(f"processes that never touched CUDA left files behind: {ctx.files()}")
 
 
+@case("nvml_audit")
+def case_nvml_audit(ctx):
+    """devices[].audit sets NVML's bytes for this process beside the tracked bytes (the
+    stand-in libnvidia-ml.so.1 lists it with GMT_STANDIN_NVML_USED bytes, and another process
+    with 111); each way of not knowing them gives null and says why."""
+    want = 700 * MIB + 12345
+    for env, used, note in (({"GMT_STANDIN_NVML_USED": str(want)}, want, "NVML's bytes"),
+                            ({"GMT_STANDIN_NVML_USED": "na"}, None, "without its memory"),
+                            ({}, None, "is not in NVML's list of 1"),
+                            ({"GMT_STANDIN_NVML_INIT_FAIL": "1"}, None, "nvmlInit_v2 failed")):
+        for f in ctx.files():
+            os.unlink(os.path.join(ctx.work, f))
+        ctx.run(["leak_two_sites"], env=env)
+        a = device(ctx.final_report(), 0)["audit"]
+        expect_eq(f"{env}: audit.process_used_bytes", a.get("process_used_bytes"), used)
+        expect_eq(f"{env}: audit.process_untracked_bytes", a.get("process_untracked_bytes"),
+                  None if used is None else used - a["tracked_bytes"])
+        if note not in (a.get("process_note") or ""):
+            fail(f"{env}: audit.process_note {a.get('process_note')!r} lacks {note!r}")
+        if used is not None:  # the summary says it too
+            name = [n for n, r in ctx.reports().items() if r["process"]["reason"] == "exit"][0]
+            out = cli(ctx, ["report", name]).stdout
+            if "this process 700.01 MiB per NVML" not in out:
+                fail(f"gpumemtrace report does not give NVML's bytes:\n{out}")
+
+
 @case("state_helpers")
 def case_state_helpers(ctx):
     """With a state file per process (GPUMEMTRACE_STATE=DIR/s-%p.gmt, as docs/state.md
