@@ -132,6 +132,8 @@ typedef struct gmt_library_s {
 /* qsort order of summary.libraries, as the writer sorts them: peak bytes, then bytes at exit,
  * both largest first, then the name. */
 int gmt_library_cmp(const void *a, const void *b);
+/* Appends rows as summary.libraries' objects ({library, peak_bytes, exit_bytes}) to arr. */
+void gmt_libraries_json(cJSON *arr, const gmt_library_t *rows, size_t n);
 
 typedef struct gmt_frag_s {
     int64_t device, rank;

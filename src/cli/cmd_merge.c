@@ -369,14 +369,7 @@ int gmt_cli_merge(int argc, char **argv)
         cJSON_AddNumberToObject(summary, "peak_bytes", maxp);
         if (any_libs) {
             if (nlibs > 1) qsort(libs, nlibs, sizeof *libs, gmt_library_cmp);
-            cJSON *arr = cJSON_AddArrayToObject(summary, "libraries");
-            for (size_t k = 0; k < nlibs; k++) {
-                cJSON *o = cJSON_CreateObject();
-                cJSON_AddStringToObject(o, "library", libs[k].library);
-                cJSON_AddNumberToObject(o, "peak_bytes", (double)libs[k].peak_bytes);
-                cJSON_AddNumberToObject(o, "exit_bytes", (double)libs[k].exit_bytes);
-                cJSON_AddItemToArray(arr, o);
-            }
+            gmt_libraries_json(cJSON_AddArrayToObject(summary, "libraries"), libs, nlibs);
         }
         free(libs);
         if (has_supc) cJSON_AddNumberToObject(leaks, "suppressed_count", lsupc);

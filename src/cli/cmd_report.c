@@ -769,13 +769,7 @@ static int print_json(const view_t *v)
         rows = own;
         nrows = (size_t)got;
     }
-    for (size_t i = 0; i < nrows; i++) {
-        cJSON *x = cJSON_CreateObject();
-        cJSON_AddStringToObject(x, "library", rows[i].library);
-        cJSON_AddNumberToObject(x, "peak_bytes", (double)rows[i].peak_bytes);
-        cJSON_AddNumberToObject(x, "exit_bytes", (double)rows[i].exit_bytes);
-        cJSON_AddItemToArray(libs, x);
-    }
+    gmt_libraries_json(libs, rows, nrows);
     free(own);
     cJSON *frag = cJSON_AddArrayToObject(o, "fragmentation");
     for (size_t i = 0; i < rep->nfrag; i++) {

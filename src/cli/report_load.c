@@ -204,6 +204,17 @@ int gmt_library_cmp(const void *a, const void *b)
     return strcmp(x->library, y->library);
 }
 
+void gmt_libraries_json(cJSON *arr, const gmt_library_t *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddStringToObject(x, "library", rows[i].library);
+        cJSON_AddNumberToObject(x, "peak_bytes", (double)rows[i].peak_bytes);
+        cJSON_AddNumberToObject(x, "exit_bytes", (double)rows[i].exit_bytes);
+        cJSON_AddItemToArray(arr, x);
+    }
+}
+
 static int cmp_stack(const void *a, const void *b)
 {
     int64_t x = ((const gmt_stack_t *)a)->id, y = ((const gmt_stack_t *)b)->id;
