@@ -96,7 +96,10 @@ typedef struct gmt_device_s {
     uint64_t total_bytes, current_bytes, peak_bytes;
     double peak_time;
     int64_t allocs, frees, failures;
-    int64_t untracked_bytes; /* -1 unknown */
+    /* audit.untracked_bytes: the driver's used bytes less the tracked ones (negative when
+     * the tracker counts more than the driver says is used); has_untracked false: unknown. */
+    bool has_untracked;
+    int64_t untracked_bytes;
     /* audit.process_used_bytes / process_untracked_bytes: this process's bytes per NVML and
      * the part of them outside the traced calls; has_process false when unknown. */
     bool has_process;

@@ -394,7 +394,7 @@ static int export_prometheus(const gmt_report_t *rep, gmt_buf_t *b)
     prom_head(b, "untracked_bytes",
               "Bytes the driver reported in use on a device that no traced call explains.");
     for (size_t i = 0; i < rep->ndevices; i++) {
-        if (rep->devices[i].untracked_bytes < 0) continue;
+        if (!rep->devices[i].has_untracked) continue;
         gmt_buf_puts(b, "gpumemtrace_untracked_bytes");
         prom_labels(b, rep, rep->devices[i].rank, rep->devices[i].device, true, NULL, NULL);
         prom_value(b, (double)rep->devices[i].untracked_bytes);

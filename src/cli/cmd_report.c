@@ -435,7 +435,11 @@ static void print_devices(const view_t *v)
         printf("    %" PRId64 " allocation%s, %" PRId64 " free%s, %" PRId64 " failure%s\n",
                d->allocs, plural(d->allocs), d->frees, plural(d->frees), d->failures,
                plural(d->failures));
-        if (d->untracked_bytes > 0)
+        if (d->has_untracked && d->untracked_bytes < 0)
+            printf("    the tracer counts %s more in use than the driver reports (allocations "
+                   "freed behind the tracer's back?)\n",
+                   gmt_fmt_bytes((uint64_t)-d->untracked_bytes, a, sizeof a));
+        if (d->has_untracked && d->untracked_bytes > 0)
             printf("    untracked %s in use on the device outside the traced calls (CUDA "
                    "context, modules, other processes; see docs/troubleshooting.md)\n",
                    gmt_fmt_bytes((uint64_t)d->untracked_bytes, a, sizeof a));
@@ -705,7 +709,7 @@ static int print_json(const view_t *v)
         cJSON_AddNumberToObject(x, "peak_bytes", (double)d->peak_bytes);
         cJSON_AddNumberToObject(x, "peak_time", d->peak_time);
         cJSON_AddNumberToObject(x, "current_bytes", (double)d->current_bytes);
-        if (d->untracked_bytes >= 0)
+        if (d->has_untracked)
             cJSON_AddNumberToObject(x, "untracked_bytes", (double)d->untracked_bytes);
         if (d->has_process) {
             cJSON_AddNumberToObject(x, "process_used_bytes", (double)d->process_used_bytes);

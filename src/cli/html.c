@@ -83,7 +83,7 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
             l2, sizeof l2, "peak %s",
             gmt_device_label(rep->devices[i].device, rep->devices[i].rank, label, sizeof label));
         card(b, &first, l2, gmt_fmt_bytes(rep->devices[i].peak_bytes, x, sizeof x));
-        if (rep->devices[i].untracked_bytes > 0) {
+        if (rep->devices[i].has_untracked && rep->devices[i].untracked_bytes > 0) {
             snprintf(l2, sizeof l2, "untracked %s", label);
             card(b, &first, l2,
                  gmt_fmt_bytes((uint64_t)rep->devices[i].untracked_bytes, x, sizeof x));

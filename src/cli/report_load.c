@@ -444,9 +444,8 @@ static int build_model(gmt_report_t *rep, char *why, size_t why_len)
         d->frees = gmt_json_int(j, "frees", 0);
         d->failures = gmt_json_int(j, "failures", 0);
         const cJSON *audit = cJSON_GetObjectItemCaseSensitive(j, "audit");
-        d->untracked_bytes = gmt_json_has_num(audit, "untracked_bytes")
-                                 ? (int64_t)json_u64(audit, "untracked_bytes")
-                                 : -1;
+        if ((d->has_untracked = gmt_json_has_num(audit, "untracked_bytes")))
+            d->untracked_bytes = gmt_json_int(audit, "untracked_bytes", 0);
         if ((d->has_process = gmt_json_has_num(audit, "process_used_bytes"))) {
             d->process_used_bytes = json_u64(audit, "process_used_bytes");
             d->process_untracked_bytes = gmt_json_int(audit, "process_untracked_bytes", 0);

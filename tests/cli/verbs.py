@@ -120,6 +120,16 @@ def case_report(c):
     expect("\033[1m" in on_tty(c, ["report", r], {}), "no colour on a terminal")
     expect("\033[" not in on_tty(c, ["report", r], {"NO_COLOR": "1"}), "colour with NO_COLOR")
     check_tty_cut(c)
+    # a negative untracked figure (the tracer counts more than the driver says is used) is kept
+    neg = c.load(r)
+    neg["devices"][0]["audit"].update(driver_used_bytes=1000, untracked_bytes=-5 * MIB)
+    with open(c.path("neg.json"), "w") as f:
+        json.dump(neg, f)
+    out, _, _ = c.cli_run("report", c.path("neg.json"))
+    expect("the tracer counts 5.00 MiB more in use than the driver reports" in out,
+           "negative untracked:\n" + out)
+    js, _, _ = c.cli_run("report", "--json", c.path("neg.json"))
+    expect(json.loads(js)["devices"][0].get("untracked_bytes") == -5 * MIB, "--json " + js[:600])
     # a summary that cannot be written is an error (2, one line), not a broken limit (1)
     if os.path.exists("/dev/full"):
         for args in (["report", r], ["report", "--json", r]):
