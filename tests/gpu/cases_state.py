@@ -96,6 +96,19 @@ def register(m):
                  isinstance(f.get("line"), int) and f["line"] > 0]
         c.expect_true("recovered stacks name torch_state_kill.py and its lines", bool(named),
                       pyframes[:4])
+        # written by the CLI, not in a handler: native names from libdw although the reason
+        # is "signal" (session 23's dladdr-only rule for signal reports had left them null)
+        c.expect("recovered capture.symbols.resolver",
+                 (rep.get("capture", {}).get("symbols") or {}).get("resolver"), "libdw")
+        torch_frames = [f for s in rep.get("stacks", {}).values() if isinstance(s, dict)
+                        for f in s.get("frames", []) if f.get("type") != "python" and
+                        os.path.basename(f.get("module") or "").startswith(("libtorch", "libc10"))]
+        named_n = sum(1 for f in torch_frames if f.get("symbol"))
+        c.expect_true(f"recovered libtorch/libc10 frames carry symbols ({named_n} of "
+                      f"{len(torch_frames)}; at least 90 %)",
+                      torch_frames and named_n * 10 >= len(torch_frames) * 9,
+                      [(f.get("module"), f.get("symbol")) for f in torch_frames[:4]])
+        c.details["recovered_named_torch_frames"] = [named_n, len(torch_frames)]
         c.details["torch"] = facts
         c.details["recovered_live_cudaMalloc"] = live
         c.note(f"reserved {facts['reserved']} B, recovered live cudaMalloc {live} B")
