@@ -135,6 +135,9 @@ typedef struct gmt_library_s {
 /* qsort order of summary.libraries, as the writer sorts them: peak bytes, then bytes at exit,
  * both largest first, then the name. */
 int gmt_library_cmp(const void *a, const void *b);
+/* The row of `library` among rows[0..*n), appended (zeroed, *n one more) when there is none;
+ * rows must have room for it. */
+gmt_library_t *gmt_library_row(gmt_library_t *rows, size_t *n, const char *library);
 /* Appends rows as summary.libraries' objects ({library, peak_bytes, exit_bytes}) to arr. */
 void gmt_libraries_json(cJSON *arr, const gmt_library_t *rows, size_t n);
 

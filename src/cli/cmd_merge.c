@@ -342,12 +342,9 @@ int gmt_cli_merge(int argc, char **argv)
             any_libs |= cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(r->summary, "libraries"));
             for (size_t k = 0; k < r->nlibraries; k++) {
                 const gmt_library_t *g = &r->libraries[k];
-                size_t j = 0;
-                while (j < nlibs && strcmp(libs[j].library, g->library) != 0)
-                    j++;
-                if (j == nlibs) libs[nlibs++] = (gmt_library_t){.library = g->library};
-                libs[j].peak_bytes += g->peak_bytes;
-                libs[j].exit_bytes += g->exit_bytes;
+                gmt_library_t *row = gmt_library_row(libs, &nlibs, g->library);
+                row->peak_bytes += g->peak_bytes;
+                row->exit_bytes += g->exit_bytes;
             }
             lcount += jnum(r->leaks, "count");
             lgt += (double)r->groups_total;

@@ -140,14 +140,6 @@ static leak_totals_t leak_totals(const view_t *v)
     return t;
 }
 
-static gmt_library_t *add_library(gmt_library_t *rows, size_t *n, const char *library)
-{
-    for (size_t i = 0; i < *n; i++)
-        if (strcmp(rows[i].library, library) == 0) return &rows[i];
-    rows[*n] = (gmt_library_t){.library = library};
-    return &rows[(*n)++];
-}
-
 /* Bytes per library on the view's device, summed as the writer sums summary.libraries (the
  * peak owners, and the memory live at the end, suppressed groups included) but from the
  * groups the report lists on that device: the report has the rows for all devices only.
@@ -169,12 +161,12 @@ static ssize_t device_libraries(const view_t *v, gmt_library_t **out, bool *part
         if (!wanted(v, p->device)) continue;
         for (size_t k = 0; k < p->ngroups; k++)
             if (p->groups[k].library)
-                add_library(rows, &n, p->groups[k].library)->peak_bytes += p->groups[k].bytes;
+                gmt_library_row(rows, &n, p->groups[k].library)->peak_bytes += p->groups[k].bytes;
     }
     for (size_t i = 0; i < rep->nleaks; i++) {
         const gmt_group_t *g = &rep->leak_groups[i];
         if (wanted(v, g->device) && g->library)
-            add_library(rows, &n, g->library)->exit_bytes += g->bytes;
+            gmt_library_row(rows, &n, g->library)->exit_bytes += g->bytes;
     }
     if (n > 1) qsort(rows, n, sizeof *rows, gmt_library_cmp);
     *out = rows;

@@ -204,6 +204,14 @@ int gmt_library_cmp(const void *a, const void *b)
     return strcmp(x->library, y->library);
 }
 
+gmt_library_t *gmt_library_row(gmt_library_t *rows, size_t *n, const char *library)
+{
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp(rows[i].library, library) == 0) return &rows[i];
+    rows[*n] = (gmt_library_t){.library = library};
+    return &rows[(*n)++];
+}
+
 void gmt_libraries_json(cJSON *arr, const gmt_library_t *rows, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
