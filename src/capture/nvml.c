@@ -18,9 +18,6 @@
 #include "capture.h"
 #include "lifecycle.h"
 
-#include "core/log.h"
-#include "core/track.h"
-
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
