@@ -443,12 +443,11 @@ __attribute__((destructor)) static void gmt_fini(void)
      * process stays quiet: a forked one usually execs or never touches CUDA, and a program
      * started under a traced one is a helper (a launcher script's, a compiler's) far more
      * often than not; its report, had it used CUDA, says where it went as it starts. */
-    if (!__atomic_load_n(&had_events, __ATOMIC_ACQUIRE) &&
-        __atomic_load_n(&gmt_capture_state, __ATOMIC_ACQUIRE) == 0 && gmt_core_ready())
-        gmt_track_state_discard(); /* nothing traced: no state file left behind either */
-    if (!__atomic_load_n(&had_events, __ATOMIC_ACQUIRE) && !fork_child &&
-        __atomic_load_n(&gmt_capture_state, __ATOMIC_ACQUIRE) == 0 &&
-        getpid() == __atomic_load_n(&my_pid, __ATOMIC_RELAXED) && gmt_core_ready() &&
+    if (__atomic_load_n(&had_events, __ATOMIC_ACQUIRE) ||
+        __atomic_load_n(&gmt_capture_state, __ATOMIC_ACQUIRE) != 0 || !gmt_core_ready())
+        return;
+    gmt_track_state_discard(); /* nothing traced: no state file left behind either */
+    if (!fork_child && getpid() == __atomic_load_n(&my_pid, __ATOMIC_RELAXED) &&
         !gmt_report_parent_traced())
         gmt_info("no CUDA call was seen; no report written");
 }
