@@ -23,7 +23,9 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -130,6 +132,53 @@ typedef struct msg_s {
     int sig;
 } msg_t;
 
+/* The program's last thread gone. glibc ends a process with exit(0) when its last thread ends
+ * (a main that called pthread_exit, a fork child whose one thread returned from its start
+ * routine), and it counts every thread, this one too: a traced process would live on with the
+ * writer alone, forever. So each pass the writer looks whether every other task of the process
+ * has ended: /proc/self/task's link count is 2 plus the number of tasks, and a thread group's
+ * leader that ended stays there as a zombie while any other thread lives (the writer is never
+ * the leader: pthread_create made it). Seen ALONE_PASSES passes in a row (FACTS_INTERVAL_NS
+ * apart), the writer calls exit(0), as glibc would have on the last thread: the exit report is
+ * written (on this thread, lifecycle.c) and the program's exit handlers run. A process whose
+ * other threads live (the CUDA driver's own, for one) is left as it would be untraced.
+ * Without /proc nothing is looked at. docs/design.md, "The writer thread". */
+#define ALONE_PASSES 2
+static int alone_passes;
+
+static bool only_writer_left(void)
+{
+    struct stat st;
+    if (stat("/proc/self/task", &st) != 0 || st.st_nlink < 3) return false;
+    nlink_t tasks = st.st_nlink - 2;
+    if (tasks == 1) return true; /* this thread alone */
+    if (tasks != 2) return false;
+    /* This thread and the leader: has the leader ended? */
+    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    char buf[1024];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return false;
+    buf[n] = 0;
+    const char *close_paren = strrchr(buf, ')'); /* the name may hold ')' itself */
+    if (!close_paren || close_paren[1] != ' ') return false;
+    char state = close_paren[2];
+    return state == 'Z' || state == 'X';
+}
+
+static void exit_if_only_writer_left(void)
+{
+    if (!only_writer_left()) {
+        alone_passes = 0;
+        return;
+    }
+    if (++alone_passes < ALONE_PASSES) return;
+    gmt_info("every thread of the program has ended: the process exits with status 0, as it "
+             "would without the tracer's thread");
+    exit(0);
+}
+
 /* At most this often the writer re-checks device facts and the module map. */
 #define FACTS_INTERVAL_NS (100ull * 1000 * 1000)
 /* Every this many of those checks, devices with no charged allocation are looked at too (a
@@ -176,6 +225,7 @@ static void *writer_main(void *arg)
             }
             gmt_track_table_settle();
             gmt_clock_recalibrate(); /* the events' clock kept on CLOCK_MONOTONIC (clock.h) */
+            exit_if_only_writer_left();
         }
         int wait_ms = wait_ns >= 1000000000ull ? 1000 : (int)(wait_ns / 1000000) + 1;
         struct pollfd pf = {.fd = writer_pipe[0], .events = POLLIN};
@@ -422,6 +472,7 @@ void gmt_capture_writer_reset_after_fork(void)
     writer_in_loader = 0; /* the parent's writer thread, not the child's */
     first_fatal = 0;
     final_requested = 0;
+    alone_passes = 0;
 }
 
 void gmt_capture_writer_fork_prepare(void)

@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 import jsonschema
 
@@ -991,6 +992,42 @@ def fork_reports(ctx, follow):
 @case("fork_child")
 def case_fork_child(ctx):
     fork_reports(ctx, follow=True)
+
+
+@case("thread_exit_main")
+def case_thread_exit_main(ctx):
+    """main calls pthread_exit and its worker returns: glibc ends the process with exit(0) when
+    its last thread ends, and the tracer's writer thread must not keep it alive (it did, for
+    ever, before the writer looked for it: writer.c, only_writer_left)."""
+    t0 = time.monotonic()
+    r = ctx.run(["thread_exit", "main"], timeout=30)
+    took = time.monotonic() - t0
+    final = ctx.final_report()
+    expect_eq("report pid", final["process"]["pid"], r.fact_int("parent_pid"))
+    expect_eq("report reason", final["process"]["reason"], "exit")
+    check_clean(final)
+    check_summary(final, allocs=2, frees=0, leaked_count=2, leaked_bytes=3 * MIB)
+    check_group(final, final["leaks"]["groups"], "worker_leak", bytes=2 * MIB, count=1)
+    check_group(final, final["leaks"]["groups"], "main_leak", bytes=MIB, count=1)
+    if took > 20:
+        fail(f"the process took {took:.1f} s to end after its last thread (bounded: 20 s)")
+
+
+@case("thread_exit_fork")
+def case_thread_exit_fork(ctx):
+    """A thread forks; the child's only thread returns from its start routine. Untraced, the
+    child exits 0 at once; traced, it must too, with its report."""
+    r = ctx.run(["thread_exit", "fork"], timeout=60)
+    expect_eq("the child's end, as the parent saw it", r.facts.get("child"), "exit0")
+    child_pid = r.fact_int("child_pid")
+    finals = ctx.final_reports(2)
+    by_pid = {rep["process"]["pid"]: rep for rep in finals}
+    if child_pid not in by_pid:
+        fail(f"no report of the child (pid {child_pid}); report pids: {sorted(by_pid)}")
+    child = by_pid[child_pid]
+    check_clean(child)
+    check_summary(child, leaked_count=1, leaked_bytes=MIB)
+    check_group(child, child["leaks"]["groups"], "child_leak", bytes=MIB, count=1)
 
 
 @case("fork_child_nofollow")
