@@ -104,6 +104,16 @@ int main(void)
 #else
     P("co_linetable", offsetof(PyCodeObject, co_lnotab));
 #endif
+#if PY_VERSION_HEX >= 0x030C0000
+    P("co_version", offsetof(PyCodeObject, co_version));
+#else
+    P("co_version", NONE);
+#endif
+#if PY_VERSION_HEX < 0x030B0000
+    P("co_codeobj", offsetof(PyCodeObject, co_code));
+#else
+    P("co_codeobj", NONE);
+#endif
     P("bytes_size", offsetof(PyVarObject, ob_size));
     P("bytes_sval", offsetof(PyBytesObject, ob_sval));
     P("str_state", offsetof(PyASCIIObject, state));

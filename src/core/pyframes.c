@@ -363,6 +363,7 @@ static uint64_t code_hash(uint64_t code, uint64_t ident)
 typedef struct walk_offs_s {
     uint32_t fr_back, fr_code, fr_instr, fr_is_entry, fr_owner, owner_cstack;
     uint32_t ob_type, co_filename, co_name, co_firstlineno, co_code;
+    uint32_t co_linetable, co_version, co_codeobj, bytes_size, bytes_sval;
     int minor;
     uint64_t code_type;
 } walk_offs_t;
@@ -382,27 +383,87 @@ static inline void walk_offs_load(walk_offs_t *o)
         .co_name = L->co_name,
         .co_firstlineno = L->co_firstlineno,
         .co_code = L->co_code,
+        .co_linetable = L->co_linetable,
+        .co_version = L->co_version,
+        .co_codeobj = L->co_codeobj,
+        .bytes_size = L->bytes_size,
+        .bytes_sval = L->bytes_sval,
         .minor = L->minor,
         .code_type = py.code_type,
     };
 }
 
-/* What tells one code object from another at the same address: its file and name objects
- * and its first line (head: its first bytes, already type-checked). */
-static inline uint64_t code_ident(const walk_offs_t *o, const uint8_t *head)
+/* 3.9-3.11: a print of the line table's content: its length and its first (up to) 8 and last 8
+ * bytes (what a line moved by blank lines or statements changes in the tables of 3.9-3.11: the
+ * first entries' line deltas, or the length). Loaded directly (direct: the head was, so the
+ * code object is alive, a live frame holds it, and so is its table) or through the kernel. 0
+ * when the table's address is not plausible or its read fails. */
+static bool plausible(uint64_t a, uint64_t n);
+__attribute__((noinline, cold)) static uint64_t table_words_read(const walk_offs_t *o,
+                                                                 uint64_t tobj, uint64_t *w)
 {
-    int32_t first = (int32_t)ld32(head + o->co_firstlineno);
-    return ld64(head + o->co_filename) ^ (ld64(head + o->co_name) << 1) ^
-           ((uint64_t)(uint32_t)first << 40);
+    uint8_t b[READ_MAX];
+    if ((size_t)o->bytes_sval + 8 > sizeof b || safe_read(b, tobj, o->bytes_sval + 8u)) return 0;
+    uint64_t len = ld64(b + o->bytes_size);
+    if (len > TABLE_MAX) return 0;
+    w[0] = ld64(b + o->bytes_sval);
+    if (len < 8) w[0] &= (1ull << (8 * len)) - 1;
+    uint8_t last[8] = {0};
+    if (len >= 16 && safe_read(last, tobj + o->bytes_sval + len - 8, 8)) return 0;
+    w[1] = ld64(last);
+    return len;
 }
 
-/* Whether the code object at head is no longer the one a remembered walk saw there (its type
- * and identity words; ident: code_ident's then). A probe build's "pyident" switch checks
- * neither (core/probe.h). */
+static inline uint64_t table_print(const walk_offs_t *o, uint64_t tobj, bool direct)
+{
+    if ((tobj & 7) || !plausible(tobj, o->bytes_sval + TABLE_MAX)) return 0;
+    uint64_t w[2] = {0, 0}, len;
+    if (direct) {
+        const uint8_t *t = (const uint8_t *)(uintptr_t)tobj;
+        len = ld64(t + o->bytes_size);
+        if (len > TABLE_MAX) return 0;
+        /* A table shorter than 8 bytes is loaded as 8 and masked to its length: ob_sval is
+         * 16-byte aligned in a block rounded up to 16 bytes (pymalloc's and malloc's), so the
+         * load stays inside the object's block. */
+        w[0] = ld64(t + o->bytes_sval);
+        if (len < 8) w[0] &= (1ull << (8 * len)) - 1;
+        if (len >= 16) w[1] = ld64(t + o->bytes_sval + len - 8);
+    } else {
+        len = table_words_read(o, tobj, w);
+    }
+    uint64_t h = (len * 0x9e3779b97f4a7c15ull ^ w[0]) * 0xff51afd7ed558ccdull;
+    return (h ^ w[1]) * 0xc4ceb9fe1a85ec53ull;
+}
+
+/* What tells one code object from another at the same address (head: its first bytes, already
+ * type-checked, of a code object a live frame holds): its file and name objects, its first
+ * line and its line table's address; and, since a code object made at a freed one's address
+ * often gets all of those at the freed one's addresses too (exec of one string after another:
+ * every "<string>" code object's file, name and first line are the same), 3.12+'s co_version
+ * (each new code object takes the next number of a counter), or before 3.12, where there is
+ * none, the line table's print (table_print) and the bytecode's length (3.11: inline) or
+ * object (3.9-3.10). An audit found lines and names of freed code objects given to new ones
+ * (session 25): docs/python.md, "Code objects that reuse an address". */
+static inline uint64_t code_ident(const walk_offs_t *o, const uint8_t *head, bool direct)
+{
+    int32_t first = (int32_t)ld32(head + o->co_firstlineno);
+    uint64_t tobj = ld64(head + o->co_linetable);
+    uint64_t id = ld64(head + o->co_filename) ^ (ld64(head + o->co_name) << 1) ^
+                  ((uint64_t)(uint32_t)first << 40) ^ (tobj * 0x9e3779b97f4a7c15ull);
+    if (o->co_version != NONE)
+        return id ^ ((uint64_t)ld32(head + o->co_version) * 0xff51afd7ed558ccdull);
+    uint64_t code_words = o->co_codeobj != NONE ? ld64(head + o->co_codeobj)
+                                                : ld64(head + o->bytes_size); /* 3.11: units */
+    return id ^ ((code_words ^ table_print(o, tobj, direct)) * 0xc4ceb9fe1a85ec53ull);
+}
+
+/* Whether the code object at head (loaded directly: a live frame holds it) is no longer the
+ * one a remembered walk saw there (its type and identity words; ident: code_ident's then). A
+ * probe build's "pyident" switch checks neither (core/probe.h). */
 static inline bool code_changed(const walk_offs_t *o, const uint8_t *head, uint64_t ident)
 {
     if (GMT_PROBE_SKIPS(GMT_PROBE_PYIDENT)) return false;
-    return ld64(head + o->ob_type) != o->code_type || code_ident(o, head) != ident;
+    return ld64(head + o->ob_type) != o->code_type || code_ident(o, head, true) != ident;
 }
 
 /* Entry id of a code object (head: its first bytes, already type-checked; ident: its
@@ -1236,7 +1297,7 @@ __attribute__((noinline)) static uint32_t walk_lookup(const walk_offs_t *op, wal
                 if (r->seg_end && n) out[n - 1].seg_end = 1;
                 continue;
             }
-            uint64_t ident = code_ident(&o, head);
+            uint64_t ident = code_ident(&o, head, direct_head[j] != NULL);
             uint32_t id = code_id(r->code, head, ident);
             idents[n] = ident;
             ids[n] = id;
@@ -1454,8 +1515,9 @@ static int derive_read_sizes(void)
     const layout_t *L = &py.lay;
     uint32_t f = 0, c = 0;
     uint16_t fr[] = {L->fr_back, L->fr_code, L->fr_instr, L->fr_is_entry, L->fr_owner};
-    uint16_t co[] = {L->ob_type,     L->co_filename,    L->co_name,
-                     L->co_qualname, L->co_firstlineno, L->co_linetable};
+    uint16_t co[] = {L->ob_type,        L->co_filename,  L->co_name,    L->co_qualname,
+                     L->co_firstlineno, L->co_linetable, L->co_version, L->co_codeobj,
+                     L->bytes_size /* 3.11: the code object's own length */};
     for (size_t i = 0; i < sizeof fr / sizeof fr[0]; i++)
         if (fr[i] != NONE && fr[i] + 8u > f) f = fr[i] + 8u;
     for (size_t i = 0; i < sizeof co / sizeof co[0]; i++)
@@ -1511,8 +1573,16 @@ static int use_debug_offsets(const uint8_t *rt)
         if (v >= READ_MAX - 8) return -EPROTO; /* not a plausible offset */
         vals[i] = (uint16_t)v;
     }
+    /* co_version is not published: it sits a fixed distance before co_filename (two pointers
+     * and itself between them), so it moves with it. */
+    uint16_t built_filename = L->co_filename;
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
         *map[i].field = vals[i];
+    if (L->co_version != NONE) {
+        int v = (int)L->co_version + (int)L->co_filename - (int)built_filename;
+        if (v < 0 || v >= READ_MAX - 8) return -EPROTO;
+        L->co_version = (uint16_t)v;
+    }
     return 0;
 }
 

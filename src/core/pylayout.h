@@ -18,6 +18,8 @@ typedef struct layout_s {
     uint16_t chunk_size, chunk_top, chunk_data; /* 3.11+: _PyStackChunk */
     uint16_t owner_cstack; /* 3.12+: FRAME_OWNED_BY_CSTACK, the shim of a native eval frame */
     uint16_t co_filename, co_name, co_qualname, co_code, co_firstlineno, co_linetable;
+    uint16_t co_version; /* 3.12+: a number each new code object takes from a counter */
+    uint16_t co_codeobj; /* 3.9-3.10: the bytecode's bytes object (co_code) */
     uint16_t bytes_size, bytes_sval;
     uint16_t str_state, str_length, str_ascii_size, str_compact_size;
     uint16_t str_kind_bit, str_compact_bit, str_ascii_bit; /* bit positions in the state word */

@@ -12,6 +12,12 @@
            enters the interpreter again from C (type slot __call__), so each level has its own
            evaluation-loop structures on the C stack; every level allocates and frees, 40
            rounds, and the last round leaks 23 MiB from nested_alloc() at the deepest level
+  reuse    code objects made one after another at the addresses of freed ones: 8 exec'd
+           strings ("<string>", first line 1) with k blank lines before alloc((k + 1) * 4 KiB),
+           then 8 functions f compiled from text with file "reuse_def" and k blank lines
+           before alloc((k + 9) * 4 KiB), 8 exec'd strings of k lines "x = 0" before
+           alloc((k + 17) * 4 KiB), 8 eval'd ones of k blank lines before alloc((k + 25) * 4
+           KiB): only the allocation's line tells them apart
   idle     (third argument: native_thread.c's library) a pthread holding a Python thread
            state that runs no Python code, as PyTorch's autograd engine threads do, makes
            1000 cudaMalloc/cudaFree pairs and leaks its last allocation (29 MiB)
@@ -105,6 +111,22 @@ class Module:
         nested_alloc(23 << 20 if last else 4096)
 
 
+def reuse(n):
+    for k in range(n):
+        exec("\n" * k + f"alloc({(k + 1) << 12})\n", {"alloc": alloc})
+    for k in range(n):
+        g = {"alloc": alloc}
+        exec(compile("def f():\n" + "\n" * k + f"    alloc({(k + 1 + n) << 12})\n", "reuse_def",
+                     "exec"), g)
+        g["f"]()
+        del g
+    for k in range(n):
+        exec("x = 0\n" * k + f"alloc({(k + 1 + 2 * n) << 12})\n", {"alloc": alloc})
+    for k in range(n):
+        eval(compile("\n" * k + f"alloc({(k + 1 + 3 * n) << 12})", "<string>", "eval"),
+             {"alloc": alloc})
+
+
 class Layer:
     def run(self, depth, n):
         return self.run(depth - 1, n) if depth else steady_alloc(n)
@@ -134,6 +156,8 @@ elif sys.argv[2] == "idle":
     fm = ctypes.cast(cudart.cudaMalloc, ctypes.c_void_p)
     ff = ctypes.cast(cudart.cudaFree, ctypes.c_void_p)
     assert native.gmt_test_alloc_in_idle_tstate(fm, ff, 1000, 29 << 20) == 0
+elif sys.argv[2] == "reuse":
+    reuse(8)
 elif sys.argv[2] == "fork":
     parent_alloc()
     pid = os.fork()

@@ -430,6 +430,34 @@ def case_paths(args):
     print(f"ok: each path keeps its own stack at line {tags['path_alloc']}, {noted} walks noted")
 
 
+def case_reuse(args):
+    """Code objects made at the addresses of freed ones, with the same file, name and first
+    line (exec of one string after another; a function compiled again with a line moved):
+    each allocation names its own line. The tracer gave the freed code object's lines and
+    names to the new one before session 25 (3.12, 8 exec'd lines: two groups, lines 1 and 2)."""
+    reps, _ = run_more(args, "reuse")
+    (rep,) = reps.values()
+    groups = {g["bytes"]: g for g in rep["leaks"]["groups"]}
+    bad = []
+    for k in range(32):
+        size = (k + 1) << 12
+        want = ("reuse_def", "f", k - 8 + 2) if 8 <= k < 16 else ("<string>", "<module>",
+                                                                  k % 8 + 1)
+        g = groups.get(size)
+        if g is None:
+            bad.append(f"{size} B: no group of its own")
+            continue
+        py = [f for f in frames_of(rep, g) if f.get("type") == "python"]
+        # the frame after alloc(): the exec'd code's
+        got = [(f.get("file"), (f.get("function") or "").split(".")[-1], f.get("line"))
+               for f in py[1:2]]
+        if got != [want]:
+            bad.append(f"{size} B: {got}, want {want}")
+    if bad:
+        fail("allocations named with another code object's lines: " + "; ".join(bad))
+    print("ok: 32 code objects at reused addresses, each allocation names its own line")
+
+
 def case_shallow(args):
     """GPUMEMTRACE_STACK_DEPTH=3: the native stack ends before the interpreter, the Python
     frames are appended at its outer end and still name every line; depth 0: no stack, and
@@ -573,7 +601,7 @@ def main():
      "unsupported": case_unsupported, "fork": case_fork, "threads": case_threads,
      "shallow": case_shallow, "steady": case_steady, "lines": case_lines, "nested": case_nested, "paths": case_paths,
      "idle": case_idle, "notpython": case_notpython,
-     "recover": case_recover}[args.case](args)
+     "recover": case_recover, "reuse": case_reuse}[args.case](args)
 
 
 if __name__ == "__main__":
