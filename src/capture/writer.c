@@ -10,6 +10,7 @@
 #include "lifecycle.h"
 
 #include "core/clock.h"
+#include "core/fdutil.h"
 #include "core/loader.h"
 #include "core/log.h"
 #include "core/tls.h"
@@ -38,6 +39,13 @@
 
 static int writer_pipe[2] = {-1, -1};
 static int ack_pipe[2] = {-1, -1};
+static gmt_fd_id_t pipe_ids[2]; /* the two pipes' identities (core/fdutil.h) */
+/* Set when a pipe's descriptor was found to be no longer the tracer's (the program closed it,
+ * and perhaps opened a file at its number): no message is written or read through the pipes
+ * from then on; the final report is written by the exiting thread, and a signal's report is
+ * lost with one line saying so (the state file, when there is one, keeps the numbers). */
+static int pipes_lost;
+static unsigned snapshots_lost; /* snapshot signals that found the pipes lost */
 static int writer_started;
 /* A snapshot asked for by signal: SNAP_QUEUED, its message is in the pipe (signals in a burst
  * coalesce into it, and into one being written); SNAP_WRITING, the writer thread is writing
@@ -167,6 +175,30 @@ static bool only_writer_left(void)
     return state == 'Z' || state == 'X';
 }
 
+/* Whether the writer's pipes are still the tracer's (async-signal-safe: fstat). */
+static bool pipes_ours(void)
+{
+    if (__atomic_load_n(&pipes_lost, __ATOMIC_ACQUIRE)) return false;
+    if (gmt_fd_is(writer_pipe[0], &pipe_ids[0]) && gmt_fd_is(writer_pipe[1], &pipe_ids[0]) &&
+        gmt_fd_is(ack_pipe[0], &pipe_ids[1]) && gmt_fd_is(ack_pipe[1], &pipe_ids[1]))
+        return true;
+    __atomic_store_n(&pipes_lost, 1, __ATOMIC_RELEASE);
+    return false;
+}
+
+/* One line on standard error from a signal handler (write(2) only). */
+static void say_in_handler(const char *a, const char *b, const char *c)
+{
+    char line[256];
+    size_t n = 0;
+    const char *parts[] = {"gpumemtrace: ", a, b, c, "\n"};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        for (const char *p = parts[i]; p && *p && n < sizeof line - 1; p++)
+            line[n++] = *p;
+    ssize_t w = write(2, line, n);
+    (void)w;
+}
+
 static void exit_if_only_writer_left(void)
 {
     if (!only_writer_left()) {
@@ -228,15 +260,21 @@ static void *writer_main(void *arg)
             exit_if_only_writer_left();
         }
         int wait_ms = wait_ns >= 1000000000ull ? 1000 : (int)(wait_ns / 1000000) + 1;
+        /* With the pipes lost the writer only samples and looks (above): it sleeps. */
+        bool listen = !__atomic_load_n(&pipes_lost, __ATOMIC_ACQUIRE);
         struct pollfd pf = {.fd = writer_pipe[0], .events = POLLIN};
         __atomic_store_n(&writer_busy, 0, __ATOMIC_SEQ_CST);
-        int pr = poll(&pf, 1, wait_ms);
+        int pr = poll(&pf, listen ? 1 : 0, wait_ms);
         writer_set_busy();
-        if (pr == 0 || (pr < 0 && errno == EINTR)) continue;
+        if (pr == 0 || (pr < 0 && errno == EINTR) || !listen) continue;
+        if (!pipes_ours()) continue; /* closed, or another file at its number: never read */
         msg_t m;
         ssize_t n = read(writer_pipe[0], &m, sizeof m);
         if (n < 0 && errno == EINTR) continue;
-        if (n != (ssize_t)sizeof m) break;
+        if (n != (ssize_t)sizeof m) {
+            __atomic_store_n(&pipes_lost, 1, __ATOMIC_RELEASE);
+            continue;
+        }
         if (m.type == MSG_SNAPSHOT) {
             int queued = SNAP_QUEUED;
             if (!__atomic_compare_exchange_n(&snapshot_queued, &queued, SNAP_WRITING, false,
@@ -252,13 +290,13 @@ static void *writer_main(void *arg)
         } else if (m.type == MSG_EXIT) {
             gmt_capture_final_report(GMT_REASON_EXIT, NULL);
             char ack = 1;
-            ssize_t w = write(ack_pipe[1], &ack, 1);
+            ssize_t w = pipes_ours() ? write(ack_pipe[1], &ack, 1) : 0;
             (void)w;
         } else {
             gmt_capture_final_report(m.type == MSG_CRASH ? GMT_REASON_CRASH : GMT_REASON_SIGNAL,
                                      gmt_signal_name(m.sig));
             char ack = 1;
-            ssize_t w = write(ack_pipe[1], &ack, 1);
+            ssize_t w = pipes_ours() ? write(ack_pipe[1], &ack, 1) : 0;
             (void)w;
         }
     }
@@ -285,8 +323,10 @@ static void on_snapshot_signal(int sig)
                                     __ATOMIC_RELAXED)) {
         __atomic_store_n(&snapshot_sig, sig, __ATOMIC_RELAXED);
         msg_t m = {MSG_SNAPSHOT, sig};
-        if (write(writer_pipe[1], &m, sizeof m) != (ssize_t)sizeof m)
+        if (!pipes_ours() || write(writer_pipe[1], &m, sizeof m) != (ssize_t)sizeof m) {
             __atomic_store_n(&snapshot_queued, 0, __ATOMIC_RELEASE);
+            __atomic_add_fetch(&snapshots_lost, 1, __ATOMIC_RELAXED);
+        }
     }
     errno = saved;
 }
@@ -313,8 +353,13 @@ void gmt_capture_writer_take_snapshot(void)
 
 bool gmt_capture_writer_final_exit(void)
 {
+    unsigned lost = __atomic_load_n(&snapshots_lost, __ATOMIC_RELAXED);
+    if (lost)
+        gmt_track_warn("%u snapshot signal%s not written: the program closed the tracer's pipe",
+                       lost, lost == 1 ? " was" : "s were");
     if (!__atomic_load_n(&writer_started, __ATOMIC_ACQUIRE) || writer_pipe[1] < 0) return false;
     if (gmt_gettid() == __atomic_load_n(&writer_tid, __ATOMIC_ACQUIRE)) return false;
+    if (!pipes_ours()) return false; /* the exiting thread writes it */
     msg_t m = {MSG_EXIT, 0};
     if (write(writer_pipe[1], &m, sizeof m) != (ssize_t)sizeof m) return false;
     struct pollfd p = {.fd = ack_pipe[0], .events = POLLIN};
@@ -366,7 +411,11 @@ static void on_fatal_signal(int sig, siginfo_t *info, void *uctx)
         errno = saved;
         return;
     }
-    if (first && writer_pipe[1] >= 0 && gmt_capture_had_events()) {
+    if (first && writer_pipe[1] >= 0 && gmt_capture_had_events() && !pipes_ours()) {
+        say_in_handler("no report for ", gmt_signal_name(sig),
+                       ": the program closed the tracer's pipe (a state file, where there is "
+                       "one, keeps the numbers)");
+    } else if (first && writer_pipe[1] >= 0 && gmt_capture_had_events()) {
         __atomic_store_n(&final_requested, 1, __ATOMIC_RELEASE);
         msg_t m = {synchronous(sig) || sig == SIGABRT ? MSG_CRASH : MSG_SIGNAL, sig};
         if (write(writer_pipe[1], &m, sizeof m) == (ssize_t)sizeof m) {
@@ -434,6 +483,17 @@ void gmt_capture_start_writer_locked(void)
                   strerror(errno));
         return;
     }
+    for (int i = 0; i < 2; i++) { /* away from the program's numbers (core/fdutil.h) */
+        writer_pipe[i] = gmt_fd_move_high(writer_pipe[i]);
+        ack_pipe[i] = gmt_fd_move_high(ack_pipe[i]);
+    }
+    if (!gmt_fd_id_take(writer_pipe[0], &pipe_ids[0]) ||
+        !gmt_fd_id_take(ack_pipe[0], &pipe_ids[1])) {
+        gmt_error("cannot read the report writer's pipes (%s): no snapshot or signal reports",
+                  strerror(errno));
+        return;
+    }
+    pipes_lost = 0;
     pthread_t t;
     pthread_attr_t attr;
     __atomic_store_n(&writer_busy, 1, __ATOMIC_SEQ_CST); /* until it first sleeps */
@@ -463,6 +523,8 @@ void gmt_capture_writer_reset_after_fork(void)
     /* The writer thread did not survive the fork; the child gets its own on first use. */
     writer_started = 0;
     writer_pipe[0] = writer_pipe[1] = ack_pipe[0] = ack_pipe[1] = -1;
+    pipes_lost = 0;
+    snapshots_lost = 0;
     snapshot_queued = SNAP_NONE;
     writer_tid = 0;
     /* No writer thread to wait for at this child's own forks, even if the parent's was still

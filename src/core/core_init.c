@@ -93,7 +93,12 @@ int gmt_core_init(const gmt_config_t *c)
     gmt_core_cfg = *c;
     gmt_clock_init(); /* the events' clock (clock.h) */
     int rc = gmt_region_create(c->state);
-    if (rc != 0 && c->state[0]) {
+    if (rc == -EEXIST && c->state[0]) {
+        gmt_error("%s exists and is not a state file (a device, link, directory or another "
+                  "file is never replaced); keeping the state in memory only",
+                  c->state);
+        rc = gmt_region_create(NULL);
+    } else if (rc != 0 && c->state[0]) {
         gmt_error("cannot create the state file %s (%s); keeping the state in memory only",
                   c->state, strerror(-rc));
         rc = gmt_region_create(NULL);

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "region.h"
 
+#include "fdutil.h"
 #include "log.h"
 #include "spin.h"
 
@@ -31,11 +32,53 @@ static const uint64_t arena_reserve[GMT_ARENA_COUNT] = {
 
 static struct {
     uint64_t total;
-    int fd; /* -1: anonymous */
+    int fd;         /* -1: anonymous; used through region_fd() */
+    gmt_fd_id_t id; /* the state file's identity */
+    bool fd_lost;   /* the descriptor was taken by the program and the file not found again */
     bool recovered;
     bool ready;
     char path[1024];
 } R = {.fd = -1};
+
+/* The state file's descriptor, checked (fdutil.h): -1 when the region is anonymous or the
+ * descriptor is no longer the state file's (the program closed it and reused its number:
+ * close_range then open, dup2) and the file could not be opened again by its name as the same
+ * file. Then the file stays as it is (what it holds was mapped before and stays mapped), grows
+ * no more (a growth refused is counted: dropped_commit) and one line says so. */
+static int region_fd(void)
+{
+    if (R.fd < 0 || R.fd_lost) return -1;
+    if (gmt_fd_is(R.fd, &R.id)) return R.fd;
+    int fd = R.path[0] ? open(R.path, O_RDWR | O_NOFOLLOW | O_CLOEXEC) : -1;
+    if (fd >= 0 && gmt_fd_is(fd, &R.id)) {
+        R.fd = gmt_fd_move_high(fd); /* the old number is the program's now: not closed */
+        return R.fd;
+    }
+    if (fd >= 0) close(fd);
+    R.fd_lost = true;
+    gmt_error("the program closed the state file's descriptor and %s is no longer that file: "
+              "the state file grows no more",
+              R.path[0] ? R.path : "its name");
+    return -1;
+}
+
+/* Whether the state file may be written at path: nothing there, an empty regular file (made by
+ * mktemp, say) or an earlier state file. A device, a link, a directory or another file is never
+ * replaced (a state file is renamed into place: as root, GPUMEMTRACE_STATE=/dev/null replaced
+ * the device with a file, and an unrelated file's content was lost). -EEXIST otherwise. */
+static int state_target_ok(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0) return errno == ENOENT ? 0 : -errno;
+    if (!S_ISREG(st.st_mode)) return -EEXIST;
+    if (st.st_size == 0) return 0;
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return -errno;
+    char magic[8];
+    ssize_t n = read(fd, magic, sizeof magic);
+    close(fd);
+    return n == (ssize_t)sizeof magic && memcmp(magic, GMT_REGION_MAGIC, 8) == 0 ? 0 : -EEXIST;
+}
 
 static gmt_region_header_t *hdr(void)
 {
@@ -78,16 +121,18 @@ static int commit(uint64_t off, uint64_t len)
         if (mprotect(gmt_region_base_ + off, len, PROT_READ | PROT_WRITE) != 0) return -ENOMEM;
         return 0;
     }
+    int fd = region_fd();
+    if (fd < 0) return -ENOMEM;
     gmt_region_header_t *h = hdr();
     /* The header lives in the first chunk: before it is mapped, nothing is recorded yet. */
     uint64_t file_off = off == 0 ? 0 : h->file_bytes;
     if (off != 0 && h->nchunks >= GMT_REGION_MAX_CHUNKS) return -ENOMEM;
     /* Allocate the blocks now: a page fault on a hole of a full disk would be a SIGBUS in the
      * application. fallocate also moves the end of file. */
-    if (fallocate(R.fd, 0, (off_t)file_off, (off_t)len) != 0) {
-        if (errno != EOPNOTSUPP || ftruncate(R.fd, (off_t)(file_off + len)) != 0) return -ENOMEM;
+    if (fallocate(fd, 0, (off_t)file_off, (off_t)len) != 0) {
+        if (errno != EOPNOTSUPP || ftruncate(fd, (off_t)(file_off + len)) != 0) return -ENOMEM;
     }
-    if (mmap(gmt_region_base_ + off, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, R.fd,
+    if (mmap(gmt_region_base_ + off, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
              (off_t)file_off) == MAP_FAILED)
         return -ENOMEM;
     if (off == 0) return 0; /* gmt_region_create records it */
@@ -137,10 +182,25 @@ int gmt_region_create(const char *state_path)
     R.path[0] = 0;
     if (state_path && *state_path) {
         if (expand_path(state_path, R.path, sizeof R.path) != 0) return -ENAMETOOLONG;
+        int ok = state_target_ok(R.path);
+        if (ok != 0) {
+            R.path[0] = 0;
+            return ok;
+        }
         snprintf(tmp, sizeof tmp, "%s.tmp.%d", R.path, (int)getpid());
         R.fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
         if (R.fd < 0) {
             int e = errno;
+            R.path[0] = 0;
+            return -e;
+        }
+        R.fd = gmt_fd_move_high(R.fd);
+        R.fd_lost = false;
+        if (!gmt_fd_id_take(R.fd, &R.id)) {
+            int e = errno;
+            close(R.fd);
+            unlink(tmp);
+            R.fd = -1;
             R.path[0] = 0;
             return -e;
         }
@@ -200,10 +260,10 @@ fail:
 void gmt_region_discard(void)
 {
     if (R.fd < 0 || R.recovered || !R.path[0]) return;
-    struct stat mine, there;
+    struct stat there;
     /* lstat: a name replaced since (by a link, another file) is not ours to remove. */
-    if (fstat(R.fd, &mine) == 0 && lstat(R.path, &there) == 0 && S_ISREG(there.st_mode) &&
-        mine.st_dev == there.st_dev && mine.st_ino == there.st_ino && unlink(R.path) == 0)
+    if (lstat(R.path, &there) == 0 && S_ISREG(there.st_mode) && R.id.dev == there.st_dev &&
+        R.id.ino == there.st_ino && unlink(R.path) == 0)
         R.path[0] = 0;
 }
 
@@ -213,8 +273,9 @@ void gmt_region_destroy(void)
     if (gmt_region_base_) munmap(gmt_region_base_, R.total);
     gmt_region_base_ = NULL;
     publish_bases();
-    if (R.fd >= 0) close(R.fd);
+    if (R.fd >= 0 && gmt_fd_is(R.fd, &R.id)) close(R.fd); /* a number the program reused stays */
     R.fd = -1;
+    R.fd_lost = false;
     R.path[0] = 0;
     R.recovered = false;
 }
@@ -283,13 +344,15 @@ void gmt_region_release(uint64_t off, uint64_t bytes)
     if (!gmt_region_base_ || R.recovered || hi <= lo) return;
     if (R.fd >= 0) {
         /* The file ranges behind [lo, hi): a hole each, the mapping stays. */
+        int fd = region_fd();
+        if (fd < 0) return; /* the pages stay: nothing is lost but their room */
         gmt_region_header_t *h = hdr();
         uint32_t n = __atomic_load_n(&h->nchunks, __ATOMIC_ACQUIRE);
         for (uint32_t i = 0; i < n; i++) {
             uint64_t a = h->chunks[i].va_off, e = a + h->chunks[i].len;
             uint64_t from = lo > a ? lo : a, to = hi < e ? hi : e;
             if (from < to)
-                (void)fallocate(R.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                (void)fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
                                 (off_t)(h->chunks[i].file_off + (from - a)), (off_t)(to - from));
         }
     } else
@@ -300,13 +363,15 @@ int gmt_region_reuse(uint64_t off, uint64_t bytes)
 {
     if (!gmt_region_base_ || R.recovered) return -EINVAL;
     if (R.fd < 0) return 0; /* anonymous pages come back zeroed on first touch */
+    int fd = region_fd();
+    if (fd < 0) return -ENOMEM;
     gmt_region_header_t *h = hdr();
     uint32_t n = __atomic_load_n(&h->nchunks, __ATOMIC_ACQUIRE);
     for (uint32_t i = 0; i < n; i++) {
         uint64_t a = h->chunks[i].va_off, e = a + h->chunks[i].len;
         uint64_t from = off > a ? off : a, to = off + bytes < e ? off + bytes : e;
         if (from < to &&
-            fallocate(R.fd, 0, (off_t)(h->chunks[i].file_off + (from - a)), (off_t)(to - from)) !=
+            fallocate(fd, 0, (off_t)(h->chunks[i].file_off + (from - a)), (off_t)(to - from)) !=
                 0 &&
             errno != EOPNOTSUPP)
             return -ENOMEM;

@@ -1030,6 +1030,100 @@ def case_thread_exit_fork(ctx):
     check_group(child, child["leaks"]["groups"], "child_leak", bytes=MIB, count=1)
 
 
+def close_fds_run(ctx, how, expect_rc):
+    """close_fds.c in a folder of its own files (beside the output folder), with a state file
+    there too; returns the run, the files' folder and the state file's path."""
+    files = ctx.work + "-files"
+    shutil.rmtree(files, ignore_errors=True)
+    os.makedirs(files)
+    state = os.path.join(files, "state.gmt")
+    r = ctx.run(["close_fds", how, files], env={"GPUMEMTRACE_STATE": state},
+                expect_rc=expect_rc, timeout=60)
+    expect_eq("the program's first descriptor after closing", r.fact_int("first_fd"), 3)
+    for i in range(16):
+        with open(os.path.join(files, f"app-{i}.txt"), "rb") as f:
+            got = f.read()
+        if got != b"app-data\n":
+            fail(f"app-{i}.txt holds {len(got)} bytes ({got[:40]!r}...), not the program's one "
+                 f"line: the tracer wrote through a descriptor number the program reused")
+    return r, files, state
+
+
+@case("close_fds_exit")
+def case_close_fds_exit(ctx):
+    """A program closes every descriptor it did not open, opens 16 files (numbers 3-18) and
+    allocates on: the tracer's pipes and state file must not touch those files (before session
+    25 the state file's growth was mapped onto one and the exit message written into
+    another), the exit report is written, and the state file still grows and recovers."""
+    r, files, state = close_fds_run(ctx, "exit", 0)
+    final = ctx.final_report()
+    check_clean(final)
+    check_summary(final, allocs=20001, leaked_count=20001, leaked_bytes=MIB + 20000 * 4096)
+    rec_path = os.path.join(files, "recovered.json")
+    cli(ctx, ["report", "--recover", state, "-o", rec_path])
+    with open(rec_path) as f:
+        rec = json.load(f)
+    expect_eq("recovered live count", rec["summary"].get("live_count"), 20001)
+
+
+@case("close_fds_term")
+def case_close_fds_term(ctx):
+    """The same, ended by SIGTERM: the writer's pipe is gone, so the signal's report cannot be
+    asked of it; one line says so (the state file keeps the numbers) and the program dies by
+    its signal as untraced, its files untouched."""
+    r, files, state = close_fds_run(ctx, "term", -15)
+    lines = [l for l in r.stderr.splitlines() if "no report for SIGTERM" in l]
+    expect_eq("lines saying the signal's report is lost", len(lines), 1)
+    rec_path = os.path.join(files, "recovered.json")
+    cli(ctx, ["report", "--recover", state, "-o", rec_path])
+    with open(rec_path) as f:
+        rec = json.load(f)
+    expect_eq("recovered live count", rec["summary"].get("live_count"), 20001)
+
+
+@case("state_target")
+def case_state_target(ctx):
+    """GPUMEMTRACE_STATE naming something that is not a state file (a link, a directory, a
+    FIFO, another file with content): it is never replaced, one line says so, the program runs
+    traced with its state in memory. An earlier state file and an empty file are replaced."""
+    files = ctx.work + "-files"
+    shutil.rmtree(files, ignore_errors=True)
+    os.makedirs(files)
+    precious = os.path.join(files, "precious.conf")
+    with open(precious, "w") as f:
+        f.write("keep me\n")
+    link = os.path.join(files, "link.gmt")
+    os.symlink(precious, link)
+    fifo = os.path.join(files, "fifo.gmt")
+    os.mkfifo(fifo)
+    folder = os.path.join(files, "dir.gmt")
+    os.mkdir(folder)
+    for target in (precious, link, fifo, folder):
+        before = os.lstat(target)
+        r = ctx.run(["simple"], env={"GPUMEMTRACE_STATE": target}, timeout=30)
+        lines = [l for l in r.stderr.splitlines() if "is not a state file" in l]
+        expect_eq(f"lines refusing {os.path.basename(target)}", len(lines), 1)
+        after = os.lstat(target)
+        expect_eq(f"{os.path.basename(target)}: same file", (after.st_ino, after.st_mode),
+                  (before.st_ino, before.st_mode))
+        check_summary(ctx.final_report(), allocs=2, frees=1)
+        for f in ctx.files():
+            os.unlink(os.path.join(ctx.work, f))
+    with open(precious) as f:
+        expect_eq("precious.conf's content", f.read(), "keep me\n")
+    # an empty file (mktemp's) and an earlier state file are replaced
+    empty = os.path.join(files, "empty.gmt")
+    open(empty, "w").close()
+    for _ in range(2):
+        r = ctx.run(["simple"], env={"GPUMEMTRACE_STATE": empty}, timeout=30)
+        if "is not a state file" in r.stderr:
+            fail(f"a state file was refused: {r.stderr}")
+        with open(empty, "rb") as f:
+            expect_eq("the state file's magic", f.read(8), b"GMTSTATE")
+        for f in ctx.files():
+            os.unlink(os.path.join(ctx.work, f))
+
+
 @case("fork_child_nofollow")
 def case_fork_child_nofollow(ctx):
     fork_reports(ctx, follow=False)

@@ -1,0 +1,57 @@
+/* fdutil.h - the tracer's own file descriptors, kept apart from the program's.
+ *
+ * A program may close every descriptor it did not open itself (close_range, closefrom, a
+ * daemon's loop over all numbers) and then open its own files, which take the freed numbers,
+ * or dup2 a file onto any number. A descriptor the tracer keeps open (the state file, the
+ * writer's pipes) is therefore moved to GMT_FD_HIGH or above, where the program's next open
+ * does not land (so its numbers are the ones it would get untraced), and its identity (device
+ * and inode) is checked before the tracer writes, maps or closes through it again: a
+ * descriptor number the program reused is never the tracer's to touch. fstat is
+ * async-signal-safe. Until session 25, a program that closed its descriptors and opened a
+ * file had the state file's growth mapped onto that file and the writer's messages written
+ * into it (docs/security.md).
+ */
+#ifndef GMT_CORE_FDUTIL_H
+#define GMT_CORE_FDUTIL_H
+
+#include <fcntl.h>
+#include <stdbool.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define GMT_FD_HIGH 900
+
+typedef struct gmt_fd_id_s {
+    dev_t dev;
+    ino_t ino;
+} gmt_fd_id_t;
+
+/* fd moved to GMT_FD_HIGH or above (close-on-exec), or fd itself where the descriptor limit
+ * is lower than that. */
+static inline int gmt_fd_move_high(int fd)
+{
+    if (fd < 0 || fd >= GMT_FD_HIGH) return fd;
+    int high = fcntl(fd, F_DUPFD_CLOEXEC, GMT_FD_HIGH);
+    if (high < 0) return fd;
+    close(fd);
+    return high;
+}
+
+/* Records fd's identity; false when it cannot be read. */
+static inline bool gmt_fd_id_take(int fd, gmt_fd_id_t *id)
+{
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) return false;
+    id->dev = st.st_dev;
+    id->ino = st.st_ino;
+    return true;
+}
+
+/* Whether fd still refers to the file or pipe whose identity was taken. */
+static inline bool gmt_fd_is(int fd, const gmt_fd_id_t *id)
+{
+    struct stat st;
+    return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == id->dev && st.st_ino == id->ino;
+}
+
+#endif
