@@ -323,8 +323,24 @@ void gmt_cli_merge_help(FILE *to);
 void gmt_cli_export_help(FILE *to);
 
 /* Write data to path atomically: a temporary file beside it, then rename. "-" or NULL: stdout.
- * Returns 0 or a negative errno. */
+ * Returns 0 or a negative errno (-EEXIST: path exists and is not a regular file; a failed
+ * write on stdout gives its own errno: -ENOSPC, -EPIPE). An existing target keeps its
+ * permission bits (and owner and group, as far as this user may set them); a new one gets
+ * 0666 less the umask (docs/security.md). */
 int gmt_write_output(const char *path, const void *data, size_t len);
+
+/* The same in steps, for an output written by others through a file descriptor: open makes
+ * the temporary file (fd) beside path, with the mode gmt_write_output gives; commit closes it
+ * and renames it over path; abort (and a failed commit) closes and removes it, and nothing
+ * else. open: 0, -EEXIST when path exists and is not a regular file, or a negative errno. */
+typedef struct gmt_out_s {
+    int fd;
+    char *tmp;
+    const char *path;
+} gmt_out_t;
+int gmt_out_open(gmt_out_t *o, const char *path);
+int gmt_out_commit(gmt_out_t *o);
+void gmt_out_abort(gmt_out_t *o);
 
 /* A growable byte buffer for the exporters. */
 typedef struct gmt_buf_s {

@@ -14,7 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 void gmt_cli_verror(const char *prefix, const char *suffix, const char *fmt, va_list ap)
@@ -513,29 +515,103 @@ void gmt_strmap_free(gmt_strmap_t *m)
 
 /* ---- output ---- */
 
+/* The target's owner, group and permission bits on the new file (fd) that replaces it, as far
+ * as this user may set them: a group that cannot be kept takes the group's bits with it, so
+ * a rewrite never opens a file to more people than could read it before. */
+static int keep_mode(int fd, const struct stat *target)
+{
+    mode_t mode = target->st_mode & 0777;
+    struct stat now;
+    if (fstat(fd, &now) != 0) return -errno;
+    if (now.st_gid != target->st_gid && fchown(fd, (uid_t)-1, target->st_gid) != 0)
+        mode &= ~(mode_t)070;
+    if (now.st_uid != target->st_uid && fchown(fd, target->st_uid, (gid_t)-1) != 0) {
+        /* only root may give a file away: it stays this user's */
+    }
+    return fchmod(fd, mode) == 0 ? 0 : -errno;
+}
+
+int gmt_out_open(gmt_out_t *o, const char *path)
+{
+    memset(o, 0, sizeof *o);
+    o->fd = -1;
+    struct stat st;
+    bool exists = false;
+    if (lstat(path, &st) == 0) {
+        if (!S_ISREG(st.st_mode)) return -EEXIST;
+        exists = true;
+    } else if (errno != ENOENT) {
+        return -errno;
+    }
+    size_t plen = strlen(path);
+    o->tmp = malloc(plen + 48);
+    if (!o->tmp) return -ENOMEM;
+    int err = EEXIST;
+    for (int tries = 0; tries < 100 && err == EEXIST; tries++) {
+        unsigned r = 0;
+        if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
+            r = (unsigned)tries * 2654435761u ^ (unsigned)time(NULL);
+        snprintf(o->tmp, plen + 48, "%s.tmp.%ld.%08x", path, (long)getpid(), r);
+        /* a new file only (never an existing one, never through a symlink); private until
+         * it has the target's mode, else 0666 less the umask, as any new file */
+        o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+                     exists ? 0600 : 0666);
+        err = o->fd < 0 ? errno : 0;
+    }
+    if (!err && exists) err = -keep_mode(o->fd, &st);
+    if (err) {
+        if (o->fd >= 0) {
+            close(o->fd);
+            unlink(o->tmp);
+        }
+        free(o->tmp);
+        memset(o, 0, sizeof *o);
+        o->fd = -1;
+        return -err;
+    }
+    o->path = path;
+    return 0;
+}
+
+void gmt_out_abort(gmt_out_t *o)
+{
+    if (o->fd >= 0) close(o->fd);
+    if (o->tmp) unlink(o->tmp);
+    free(o->tmp);
+    memset(o, 0, sizeof *o);
+    o->fd = -1;
+}
+
+int gmt_out_commit(gmt_out_t *o)
+{
+    int rc = close(o->fd) == 0 ? 0 : -errno;
+    o->fd = -1;
+    if (!rc && rename(o->tmp, o->path) != 0) rc = -errno;
+    if (rc) {
+        gmt_out_abort(o);
+        return rc;
+    }
+    free(o->tmp);
+    memset(o, 0, sizeof *o);
+    o->fd = -1;
+    return 0;
+}
+
 int gmt_write_output(const char *path, const void *data, size_t len)
 {
     if (!path || strcmp(path, "-") == 0) {
-        if (len && fwrite(data, 1, len, stdout) != len) return -EIO;
-        return fflush(stdout) == 0 ? 0 : -EIO;
+        errno = 0;
+        if ((len && fwrite(data, 1, len, stdout) != len) || fflush(stdout) != 0 || ferror(stdout))
+            return errno ? -errno : -EIO; /* ENOSPC, EPIPE, ... as the write saw it */
+        return 0;
     }
-    struct stat st;
-    if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) return -EEXIST;
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 32);
-    if (!tmp) return -ENOMEM;
-    snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0) {
-        int err = errno;
-        free(tmp);
-        return -err;
-    }
+    gmt_out_t o;
+    int rc = gmt_out_open(&o, path);
+    if (rc) return rc;
     const char *p = data;
     size_t left = len;
-    int rc = 0;
     while (left) {
-        ssize_t w = write(fd, p, left);
+        ssize_t w = write(o.fd, p, left);
         if (w < 0) {
             if (errno == EINTR) continue;
             rc = -errno;
@@ -544,9 +620,9 @@ int gmt_write_output(const char *path, const void *data, size_t len)
         p += w;
         left -= (size_t)w;
     }
-    if (close(fd) != 0 && !rc) rc = -errno;
-    if (!rc && rename(tmp, path) != 0) rc = -errno;
-    if (rc) unlink(tmp);
-    free(tmp);
-    return rc;
+    if (rc) {
+        gmt_out_abort(&o);
+        return rc;
+    }
+    return gmt_out_commit(&o);
 }

@@ -780,11 +780,32 @@ def case_symbolize(c):
     expect(json.loads(out)["capture"]["symbols"]["resolver"] == "offline", "-o - output")
     out, _, _ = c.cli_run("symbolize", "-o", "-", "-", stdin=open(oom, "rb"))
     expect(json.loads(out)["capture"]["symbols"]["resolver"] == "offline", "stdin to stdout")
-    # in place, as before
+    # in place, as before; a private report stays private (the rewrite keeps its mode)
+    os.chmod(oom, 0o600)
     _, err, _ = c.cli_run("symbolize", oom)
     expect(err.startswith("gpumemtrace: named "), err)
     expect(c.load(oom)["capture"]["symbols"]["resolver"] == "offline", "not rewritten in place")
+    expect(os.stat(oom).st_mode & 0o777 == 0o600,
+           f"symbolize widened 0600 to {os.stat(oom).st_mode & 0o777:o}")
     c.cli_run("report", oom)
+    # every -o: an existing target keeps its mode, a new one gets 0666 less the umask
+    old_umask = os.umask(0o027)
+    try:
+        for mode in (0o600, 0o640, 0o444):
+            target = c.path(f"mode{mode:o}.json")
+            with open(target, "w") as f:
+                f.write("{}")
+            os.chmod(target, mode)
+            c.cli_run("export", oom, "--format", "speedscope", "-o", target)
+            c.cli_run("symbolize", "-o", target, oom)
+            got = os.stat(target).st_mode & 0o777
+            expect(got == mode, f"-o over a {mode:o} file left it {got:o}")
+        fresh = c.path("fresh.json")
+        c.cli_run("symbolize", "-o", fresh, oom)
+        got = os.stat(fresh).st_mode & 0o777
+        expect(got == 0o640, f"a new -o file under umask 027 is {got:o}, not 640")
+    finally:
+        os.umask(old_umask)
 
 
 # ---- the hand-written v1 and v2 samples -------------------------------------------------
