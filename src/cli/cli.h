@@ -42,10 +42,18 @@ void gmt_cli_report_help(FILE *to);
 void gmt_cli_top_help(FILE *to);
 void gmt_cli_symbolize_help(FILE *to);
 
-/* Rebuilds the report from a GPUMEMTRACE_STATE file (cmd_top.c) into the file output, or into a
- * new temporary file when output is NULL; the path written is copied to out_path. Prints one
- * "gpumemtrace: report: ..." line on failure. 0 or a negative errno. */
+/* Rebuilds the report from a GPUMEMTRACE_STATE file (cmd_top.c) into the file output (through
+ * a temporary file beside it, renamed over it once whole; never the state file itself), or into
+ * a new temporary file when output is NULL; the path written is copied to out_path. Prints one
+ * "gpumemtrace: report: ..." line on failure, after which no file it did not create is gone.
+ * 0 or a negative errno. */
 int gmt_cli_recover(const char *state, const char *output, char *out_path, size_t out_len);
+/* False, after one line "gpumemtrace: VERB: ...", when path exists and is not a regular file
+ * (a FIFO would block the core's open). */
+bool gmt_cli_state_usable(const char *verb, const char *path);
+/* The core's line about a state file that cannot be read, with the file's name where the
+ * line has none. */
+void gmt_cli_state_error(const char *verb, const char *path, const char *err);
 
 /* Print "gpumemtrace: <message>" and a newline on stderr, the message escaped as gmt_tty
  * shows report text (a typed argument's control characters, say, show as \x1b). */

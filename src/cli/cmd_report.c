@@ -902,9 +902,21 @@ int gmt_cli_report(int argc, char **argv)
     }
 
     gmt_report_t rep;
-    int open_rc = gmt_report_open(recover ? recovered : argv[optind], &rep);
-    if (recover && !output) unlink(recovered);
-    if (open_rc) return GMT_EXIT_USAGE;
+    if (recover) {
+        char why[256];
+        int open_rc = gmt_report_load(recovered, &rep, why, sizeof why);
+        if (!output) {
+            unlink(recovered); /* the temporary file: the summary names the state file */
+            rep.path = recover;
+        }
+        if (open_rc) {
+            gmt_cli_error("report: the report rebuilt from %s%s%s: %s", recover,
+                          output ? " into " : "", output ? output : "", why);
+            return GMT_EXIT_USAGE;
+        }
+    } else if (gmt_report_open(argv[optind], &rep)) {
+        return GMT_EXIT_USAGE;
+    }
     v.rep = &rep;
     if (v.filter && !gmt_report_device(&rep, v.device, -1)) {
         char list[256];

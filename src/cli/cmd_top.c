@@ -34,10 +34,46 @@
 #define MAX_TOP          1000
 #define DEFAULT_INTERVAL 1.0
 
+bool gmt_cli_state_usable(const char *verb, const char *path)
+{
+    /* The core opens the state file blocking: a FIFO would hang it until a writer came. A
+     * path that does not exist is left to the core, whose line says so. */
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        gmt_cli_error("%s: %s is not a regular file (%s), not a gpumemtrace state file", verb, path,
+                      S_ISDIR(st.st_mode)    ? "a directory"
+                      : S_ISFIFO(st.st_mode) ? "a FIFO"
+                      : S_ISSOCK(st.st_mode) ? "a socket"
+                                             : "a device");
+        return false;
+    }
+    return true;
+}
+
+void gmt_cli_state_error(const char *verb, const char *path, const char *err)
+{
+    /* The core's checks of the header (region.c) name no file: "truncated state file: 100000
+     * bytes, chunk 3 needs ...", "state file version 5, ...". Its other lines do. */
+    static const char *const unnamed[] = {"truncated state file: ", "corrupt state file: "};
+    for (size_t i = 0; i < sizeof unnamed / sizeof unnamed[0]; i++) {
+        size_t n = strlen(unnamed[i]) - 2;
+        if (strncmp(err, unnamed[i], n + 2) == 0) {
+            gmt_cli_error("%s: %.*s %s: %s", verb, (int)n, err, path, err + n + 2);
+            return;
+        }
+    }
+    if (strncmp(err, "state file ", 11) == 0 ||
+        strncmp(err, "not a gpumemtrace state file", 28) == 0)
+        gmt_cli_error("%s: %s: %s", verb, path, err);
+    else
+        gmt_cli_error("%s: %s", verb, err);
+}
+
 int gmt_cli_recover(const char *state, const char *output, char *out_path, size_t out_len)
 {
     char err[512];
-    int fd;
+    if (!gmt_cli_state_usable("report", state)) return -EINVAL;
+    int rc;
     if (output) {
         if ((size_t)snprintf(out_path, out_len, "%s", output) >= out_len) {
             gmt_cli_error("report: output path too long");
@@ -45,38 +81,61 @@ int gmt_cli_recover(const char *state, const char *output, char *out_path, size_
         }
         /* The rebuilt report is read back from the output to be summarised: a device or a
          * pipe (-o /dev/null) would take it and give nothing back, and the reader would then
-         * blame the report. */
-        struct stat st;
-        if (stat(output, &st) == 0 && !S_ISREG(st.st_mode)) {
+         * blame the report. A symbolic link would be replaced by the report, not followed. */
+        struct stat ost, sst;
+        if (lstat(output, &ost) == 0 && !S_ISREG(ost.st_mode)) {
             gmt_cli_error("report: --output %s is not a regular file (the rebuilt report is "
                           "written there and read back; without -o a temporary file is used)",
                           output);
             return -EINVAL;
         }
-        fd = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    } else {
-        const char *dir = getenv("TMPDIR");
-        if (!dir || !*dir) dir = "/tmp";
-        if ((size_t)snprintf(out_path, out_len, "%s/gpumemtrace-recover-XXXXXX.json", dir) >=
-            out_len) {
-            gmt_cli_error("report: TMPDIR is too long");
-            return -ENAMETOOLONG;
+        /* The state file is the only record of a killed job: never written over. */
+        if (lstat(output, &ost) == 0 && stat(state, &sst) == 0 && ost.st_dev == sst.st_dev &&
+            ost.st_ino == sst.st_ino) {
+            gmt_cli_error("report: --output %s is the state file %s: give the rebuilt report "
+                          "another name",
+                          output, state);
+            return -EINVAL;
         }
-        fd = mkstemps(out_path, 5);
+        /* Written as every -o is: a temporary file beside the target, renamed over it once
+         * the report is whole, so a failed recovery leaves an existing file as it was. */
+        gmt_out_t o;
+        rc = gmt_out_open(&o, output);
+        if (rc) {
+            gmt_cli_error("report: cannot create a temporary file beside %s: %s", output,
+                          strerror(-rc));
+            return rc;
+        }
+        rc = gmt_report_recover(state, o.fd, err, sizeof err);
+        if (rc) {
+            gmt_out_abort(&o);
+            gmt_cli_state_error("report", state, err);
+            return rc;
+        }
+        rc = gmt_out_commit(&o);
+        if (rc) gmt_cli_error("report: writing %s: %s", output, strerror(-rc));
+        return rc;
     }
+    const char *dir = getenv("TMPDIR");
+    if (!dir || !*dir) dir = "/tmp";
+    if ((size_t)snprintf(out_path, out_len, "%s/gpumemtrace-recover-XXXXXX.json", dir) >= out_len) {
+        gmt_cli_error("report: TMPDIR is too long");
+        return -ENAMETOOLONG;
+    }
+    int fd = mkstemps(out_path, 5);
     if (fd < 0) {
         int e = errno;
         gmt_cli_error("report: cannot create %s: %s", out_path, strerror(e));
         return -e;
     }
-    int rc = gmt_report_recover(state, fd, err, sizeof err);
+    rc = gmt_report_recover(state, fd, err, sizeof err);
     if (close(fd) != 0 && rc == 0) {
         rc = -errno;
         snprintf(err, sizeof err, "writing %s: %s", out_path, strerror(-rc));
     }
     if (rc) {
-        unlink(out_path);
-        gmt_cli_error("report: %s", gmt_tty(err)); /* names the state file */
+        unlink(out_path); /* our own temporary file */
+        gmt_cli_state_error("report", state, err);
     }
     return rc;
 }
@@ -148,8 +207,9 @@ static void print_frames(gmt_stacks_t *st, uint32_t id)
 static int show(const char *path, long top, bool *running)
 {
     char err[512];
+    if (!gmt_cli_state_usable("top", path)) return GMT_EXIT_USAGE;
     if (gmt_track_recover(path, err, sizeof err) != 0) {
-        gmt_cli_error("top: %s", gmt_tty(err)); /* names the state file */
+        gmt_cli_state_error("top", path, err);
         return GMT_EXIT_USAGE;
     }
     const gmt_proc_t *p = gmt_track_proc();

@@ -737,6 +737,62 @@ def case_recover(c):
     expect(one_line(err) and "--output /dev/null is not a regular file" in err, err)
     out, _, _ = c.cli_run("report", "--recover", state, "-o", c.path("rec.json"))
     expect("Leaks: 3.01 MiB in 5 allocations" in out, "recovered summary:\n" + out)
+    recover_keeps_files(c, state, r)
+
+
+def recover_keeps_files(c, state, report):
+    """report --recover deletes nothing it did not create: not the state file given as -o (a
+    copy, a hard link), not an existing -o target when the recovery fails; it writes -o as
+    every verb does (a temporary file, renamed), and without -o names the state file, not
+    its own temporary file. A FIFO is refused at once, by top too."""
+    with open(state, "rb") as f:
+        whole = f.read()
+    tmpdir = c.path("tmp")
+    os.makedirs(tmpdir)
+    env = {"TMPDIR": tmpdir}
+    victim = c.path("victim.gmt")
+    with open(victim, "wb") as f:
+        f.write(whole)
+    os.link(victim, c.path("victim_link.json"))
+    for out in (victim, c.path("victim_link.json")):
+        _, err, _ = c.cli_run("report", "--recover", victim, "-o", out, rc=2, env=env)
+        expect(one_line(err) and f"--output {out} is the state file {victim}" in err, err)
+        expect(open(victim, "rb").read() == whole, f"-o {out}: the state file was changed")
+    # a state file cut short: exit 2, the line names it, an existing -o target stays as it was
+    keep = c.path("keep.json")
+    shutil.copy(report, keep)
+    kept = open(keep, "rb").read()
+    for size, want in ((4096, "no complete header"), (100000, ": 100000 bytes, chunk")):
+        trunc = c.path(f"trunc{size}.gmt")
+        with open(trunc, "wb") as f:
+            f.write(whole[:size])
+        _, err, _ = c.cli_run("report", "--recover", trunc, "-o", keep, rc=2, env=env)
+        expect(one_line(err) and f"truncated state file {trunc}" in err and want in err,
+               f"{size} bytes: {err!r}")
+        expect(os.path.exists(keep) and open(keep, "rb").read() == kept,
+               f"{size} bytes: the existing -o target was changed or removed")
+        _, err, _ = c.cli_run("top", "--once", trunc, rc=2)
+        expect(one_line(err) and f"truncated state file {trunc}" in err, f"top: {err!r}")
+    expect(not [f for f in os.listdir(c.work) if ".tmp." in f], "a temporary file was left")
+    # a private target keeps its mode when the recovery replaces it
+    os.chmod(keep, 0o600)
+    c.cli_run("report", "--recover", state, "-o", keep, env=env)
+    expect(os.stat(keep).st_mode & 0o777 == 0o600, f"-o widened 0600 to "
+           f"{os.stat(keep).st_mode & 0o777:o}")
+    expect(c.load(keep)["process"]["recovered"] is True, "-o does not hold the recovered report")
+    # without -o: the heading and --json name the state file, not a temporary file
+    out, _, _ = c.cli_run("report", "--recover", state, env=env)
+    expect(out.startswith(f"gpumemtrace report {state} ("), "heading:\n" + out[:300])
+    js, _, _ = c.cli_run("report", "--json", "--recover", state, env=env)
+    expect(json.loads(js)["file"] == state, f"--json file {json.loads(js)['file']!r}")
+    # a FIFO: refused at once, not waited on, no temporary file left
+    fifo = c.path("fifo.gmt")
+    os.mkfifo(fifo)
+    for args in (["report", "--recover", fifo], ["report", "--recover", fifo, "-o", keep],
+                 ["top", "--once", fifo]):
+        _, err, _ = c.cli_run(*args, rc=2, env=env, timeout=10)
+        expect(one_line(err) and "is not a regular file (a FIFO)" in err, f"{args}: {err!r}")
+    expect(not os.listdir(tmpdir), f"left in TMPDIR: {os.listdir(tmpdir)}")
 
 
 # ---- symbolize --------------------------------------------------------------------------
