@@ -248,7 +248,28 @@ static int write_junit(const char *path, const char *report, const result_t *r, 
     return rc;
 }
 
-#define MAX_RESULTS 256
+/* One result per limit checked: a merged report of many ranks has a peak limit per GPU of
+ * every rank, so the list grows as needed (a fixed list once stopped at 252 GPUs and passed
+ * the rest unchecked). */
+typedef struct results_s {
+    result_t *r;
+    size_t n, cap;
+} results_t;
+
+/* A new zeroed result, or NULL when out of memory. */
+static result_t *add_result(results_t *rs)
+{
+    if (rs->n == rs->cap) {
+        size_t cap = rs->cap ? rs->cap * 2 : 16;
+        result_t *r = realloc(rs->r, cap * sizeof *r);
+        if (!r) return NULL;
+        rs->r = r;
+        rs->cap = cap;
+    }
+    result_t *r = &rs->r[rs->n++];
+    memset(r, 0, sizeof *r);
+    return r;
+}
 
 int gmt_cli_check(int argc, char **argv)
 {
@@ -305,9 +326,7 @@ int gmt_cli_check(int argc, char **argv)
     int status = GMT_EXIT_USAGE;
     gmt_cli_supp_t supp = {0};
     gmt_report_t rep = {0};
-    result_t *res = calloc(MAX_RESULTS, sizeof *res);
-    size_t nres = 0;
-    if (!res) goto out;
+    results_t rs = {0};
     if (argc - optind != 1) {
         gmt_cli_error("check: %s (usage: gpumemtrace check FILE [limits])",
                       optind >= argc ? "no report file given" : "one report file at a time");
@@ -328,6 +347,14 @@ int gmt_cli_check(int argc, char **argv)
     if (gmt_report_open(path, &rep)) goto out;
 
     char a[GMT_FMT_BYTES_LEN], b[GMT_FMT_BYTES_LEN], label[48];
+    result_t *r;
+#define NEW_RESULT()                                                                               \
+    do {                                                                                           \
+        if (!(r = add_result(&rs))) {                                                              \
+            gmt_cli_error("check: out of memory");                                                 \
+            goto out;                                                                              \
+        }                                                                                          \
+    } while (0)
     if (lim.has_leak) {
         uint64_t leaked = rep.leak_bytes, extra = 0;
         for (size_t i = 0; i < rep.nleaks; i++) {
@@ -335,7 +362,7 @@ int gmt_cli_check(int argc, char **argv)
             if (!g->suppressed && gmt_supp_match(&supp, g->stack)) extra += g->bytes;
         }
         leaked = extra > leaked ? 0 : leaked - extra;
-        result_t *r = &res[nres++];
+        NEW_RESULT();
         snprintf(r->name, sizeof r->name, "max-leak-bytes");
         r->failed = leaked > lim.leak;
         snprintf(r->message, sizeof r->message,
@@ -346,11 +373,11 @@ int gmt_cli_check(int argc, char **argv)
     }
     if (lim.has_peak) {
         bool any = false;
-        for (size_t i = 0; i < rep.ndevices && nres < MAX_RESULTS - 4; i++) {
+        for (size_t i = 0; i < rep.ndevices; i++) {
             const gmt_device_t *d = &rep.devices[i];
             if (d->device < 0) continue;
             any = true;
-            result_t *r = &res[nres++];
+            NEW_RESULT();
             gmt_device_label(d->device, d->rank, label, sizeof label);
             snprintf(r->name, sizeof r->name, "max-peak-bytes %s", label);
             r->failed = d->peak_bytes > lim.peak;
@@ -361,7 +388,7 @@ int gmt_cli_check(int argc, char **argv)
                      lim.peak);
         }
         if (!any) {
-            result_t *r = &res[nres++];
+            NEW_RESULT();
             snprintf(r->name, sizeof r->name, "max-peak-bytes");
             r->failed = rep.peak_bytes > lim.peak;
             snprintf(r->message, sizeof r->message,
@@ -372,10 +399,10 @@ int gmt_cli_check(int argc, char **argv)
         }
     }
     if (lim.has_frag) {
-        for (size_t i = 0; i < rep.nfrag && nres < MAX_RESULTS - 2; i++) {
+        for (size_t i = 0; i < rep.nfrag; i++) {
             const gmt_frag_t *f = &rep.frag[i];
             if (f->fragmentation < 0) continue;
-            result_t *r = &res[nres++];
+            NEW_RESULT();
             gmt_device_label(f->device, f->rank, label, sizeof label);
             snprintf(r->name, sizeof r->name, "max-fragmentation %s", label);
             r->failed = f->fragmentation > lim.frag;
@@ -383,7 +410,7 @@ int gmt_cli_check(int argc, char **argv)
                      label, f->fragmentation, r->failed ? "exceeds" : "within", lim.frag);
         }
         if (rep.nfrag == 0) {
-            result_t *r = &res[nres++];
+            NEW_RESULT();
             snprintf(r->name, sizeof r->name, "max-fragmentation");
             snprintf(r->message, sizeof r->message, "no fragmentation measured (no live memory)");
         }
@@ -395,7 +422,7 @@ int gmt_cli_check(int argc, char **argv)
             recovered += rep.errors[i].recovered == 1;
         }
         if ((int64_t)n < rep.failures) n = (size_t)rep.failures;
-        result_t *r = &res[nres++];
+        NEW_RESULT();
         snprintf(r->name, sizeof r->name, "no-errors");
         r->failed = n > 0;
         if (n)
@@ -406,17 +433,18 @@ int gmt_cli_check(int argc, char **argv)
             snprintf(r->message, sizeof r->message, "no failed allocation");
     }
 
-    size_t broken = 0;
+#undef NEW_RESULT
+    size_t broken = 0, nres = rs.n;
     for (size_t i = 0; i < nres; i++)
-        if (res[i].failed) {
-            printf("FAIL %s\n", res[i].message);
+        if (rs.r[i].failed) {
+            printf("FAIL %s\n", rs.r[i].message);
             broken++;
         }
     if (!broken)
         printf("PASS %s: %zu %s\n", gmt_tty(path), nres, nres == 1 ? "limit holds" : "limits hold");
     status = broken ? GMT_EXIT_FAIL : GMT_EXIT_OK;
     if (junit) {
-        int rc = write_junit(junit, path, res, nres);
+        int rc = write_junit(junit, path, rs.r, nres);
         if (rc) {
             gmt_cli_error("check: --junit %s: %s", junit, strerror(-rc));
             status = GMT_EXIT_USAGE;
@@ -426,7 +454,7 @@ int gmt_cli_check(int argc, char **argv)
 out:
     gmt_report_free(&rep);
     gmt_cli_supp_free(&supp);
-    free(res);
+    free(rs.r);
     free(cli.suppressions);
     free(lim.suppressions);
     return status;

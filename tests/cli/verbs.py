@@ -347,6 +347,53 @@ def case_check_errors(c):
     expect("Errors: 1 failed allocation" in out and "alloc_too_big" in out, out)
 
 
+def many_devices(c, n, over):
+    """A report of n GPUs (0..n-1), each peaking at 1 MiB but those in `over` at 16 MiB."""
+    rep = c.load(os.path.join(c.data, "valid.json"))
+    base = rep["devices"][0]
+    rep["devices"] = [dict(base, device=i, peak_bytes=(16 if i in over else 1) * MIB)
+                      for i in range(n)]
+    rep["fragmentation"] = []
+    path = c.path(f"devices{n}.json")
+    with open(path, "w") as f:
+        json.dump(rep, f)
+    return path
+
+
+@case
+def case_check_limits(c):
+    """check evaluates every limit it is given: one per GPU however many the report has (a
+    merged report of 40 ranks x 8 GPUs), never passing the ones it did not look at."""
+    last = many_devices(c, 320, {319})
+    out, _, _ = c.cli_run("check", "--max-peak-bytes", "8M", last, rc=1)
+    fails = [l for l in out.splitlines() if l.startswith("FAIL")]
+    expect(len(fails) == 1 and fails[0].startswith("FAIL GPU 319 peak 16.00 MiB"),
+           "the 320th GPU over the limit:\n" + out[-500:])
+    junit = c.path("many.xml")
+    c.cli_run("check", "--max-peak-bytes", "8M", "--max-leak-bytes", "1G", "--junit", junit,
+              last, rc=1)
+    suite = ET.parse(junit).getroot().find("testsuite")
+    expect(suite.get("tests") == "321" and suite.get("failures") == "1",
+           f"junit of 320 GPUs: tests {suite.get('tests')}, failures {suite.get('failures')}")
+    out, _, _ = c.cli_run("check", "--max-peak-bytes", "16M", last)
+    expect(out == f"PASS {last}: 320 limits hold\n", out)
+    # a merged report made by merge: 40 ranks of 8 GPUs, the last rank's over the limit
+    ranks = []
+    for k in range(40):
+        rep = c.load(many_devices(c, 8, set(range(8)) if k == 39 else set()))
+        rep["process"].update(rank=k, pid=1000 + k)
+        path = c.path(f"rank{k}.json")
+        with open(path, "w") as f:
+            json.dump(rep, f)
+        ranks.append(path)
+    merged = c.path("merged.json")
+    c.cli_run("merge", "-o", merged, *ranks)
+    out, _, _ = c.cli_run("check", "--max-peak-bytes", "8M", merged, rc=1)
+    fails = [l for l in out.splitlines() if l.startswith("FAIL")]
+    expect(len(fails) == 8 and all(l.startswith("FAIL rank 39 GPU ") for l in fails),
+           "merged, rank 39's GPUs over the limit:\n" + out[-800:])
+
+
 # ---- diff -------------------------------------------------------------------------------
 
 @case
