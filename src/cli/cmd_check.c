@@ -18,6 +18,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 enum { OPT_LEAK = 1, OPT_PEAK, OPT_FRAG, OPT_NOERR, OPT_LIMITS, OPT_SUPP, OPT_JUNIT };
 
@@ -108,8 +109,17 @@ static int read_limits(const char *path, limits_t *l, limits_t *cli)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
-        gmt_cli_error("check: --limits %s: %s", path, strerror(errno));
-        return -errno;
+        int e = errno;
+        gmt_cli_error("check: --limits %s: %s", path, strerror(e));
+        return -e;
+    }
+    /* fopen opens a directory, and reading it then fails: it read as an empty file, and the
+     * line said no limit was given. */
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        gmt_cli_error("check: --limits %s: is a directory, not a limits file", path);
+        fclose(f);
+        return -EISDIR;
     }
     char line[1024];
     unsigned n = 0;
@@ -170,6 +180,11 @@ static int read_limits(const char *path, limits_t *l, limits_t *cli)
             rc = -EINVAL;
             break;
         }
+    }
+    if (!rc && ferror(f)) {
+        int e = errno ? errno : EIO;
+        gmt_cli_error("check: --limits %s: %s", path, strerror(e));
+        rc = -e;
     }
     fclose(f);
     return rc;
@@ -401,10 +416,19 @@ int gmt_cli_check(int argc, char **argv)
     if (lim.has_frag) {
         for (size_t i = 0; i < rep.nfrag; i++) {
             const gmt_frag_t *f = &rep.frag[i];
-            if (f->fragmentation < 0) continue;
             NEW_RESULT();
             gmt_device_label(f->device, f->rank, label, sizeof label);
             snprintf(r->name, sizeof r->name, "max-fragmentation %s", label);
+            if (f->fragmentation < 0) {
+                /* no ratio (null, negative, not a number): the limit cannot be shown to hold,
+                 * so it does not pass */
+                r->failed = true;
+                snprintf(r->message, sizeof r->message,
+                         "%s fragmentation unknown (the report has no ratio for it): "
+                         "max-fragmentation %g cannot be checked",
+                         label, lim.frag);
+                continue;
+            }
             r->failed = f->fragmentation > lim.frag;
             snprintf(r->message, sizeof r->message, "%s fragmentation %.4g %s max-fragmentation %g",
                      label, f->fragmentation, r->failed ? "exceeds" : "within", lim.frag);

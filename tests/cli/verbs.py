@@ -392,6 +392,23 @@ def case_check_limits(c):
     fails = [l for l in out.splitlines() if l.startswith("FAIL")]
     expect(len(fails) == 8 and all(l.startswith("FAIL rank 39 GPU ") for l in fails),
            "merged, rank 39's GPUs over the limit:\n" + out[-800:])
+    # a limit that cannot be evaluated does not pass: a GPU whose fragmentation ratio is
+    # unknown (-1, null, left out: a hand-edited report) under --max-fragmentation
+    for value in (-1, None, "absent"):
+        rep = c.load(os.path.join(c.data, "valid.json"))
+        if value == "absent":
+            del rep["fragmentation"][0]["fragmentation"]
+        else:
+            rep["fragmentation"][0]["fragmentation"] = value
+        path = c.path("frag_unknown.json")
+        with open(path, "w") as f:
+            json.dump(rep, f)
+        out, _, _ = c.cli_run("check", "--max-fragmentation", "0.5", path, rc=1)
+        expect(out == "FAIL GPU 0 fragmentation unknown (the report has no ratio for it): "
+               "max-fragmentation 0.5 cannot be checked\n", f"fragmentation {value}: {out!r}")
+    # a directory given as the limits file is called one (it read as an empty file)
+    _, err, _ = c.cli_run("check", "--limits", c.work, last, rc=2)
+    expect(one_line(err) and f"--limits {c.work}: is a directory" in err, err)
 
 
 # ---- diff -------------------------------------------------------------------------------
