@@ -192,8 +192,10 @@ int gmt_cli_diff(int argc, char **argv)
     }
     int status = GMT_EXIT_OK;
     char x[GMT_FMT_BYTES_LEN], y[GMT_FMT_BYTES_LEN], d[48], label[48];
-    char fails[16][256];
-    int nfail = 0;
+    /* Every broken limit, printed at the end: one per device of a merged report of many
+     * ranks, and the leaked bytes always among them. */
+    gmt_buf_t fails = {0};
+    size_t nfail = 0;
 
     printf("diff %s -> %s\n\nPeak per device\n", gmt_tty(a.path), gmt_tty(b.path));
     for (size_t i = 0; i < b.ndevices; i++) {
@@ -204,9 +206,11 @@ int gmt_cli_diff(int argc, char **argv)
         fmt_delta(delta(old, nd->peak_bytes), d, sizeof d);
         printf("  %-12s %10s -> %10s  %s%s\n", label, gmt_fmt_bytes(old, x, sizeof x),
                gmt_fmt_bytes(nd->peak_bytes, y, sizeof y), d, od ? "" : "  (new device)");
-        if (broken(&lim, old, nd->peak_bytes) && nfail < 16)
-            snprintf(fails[nfail++], sizeof fails[0], "%s peak grew by %s, over --max-growth %s",
-                     label, d, gmt_tty(lim.text));
+        if (broken(&lim, old, nd->peak_bytes)) {
+            gmt_buf_printf(&fails, "FAIL %s peak grew by %s, over --max-growth %s\n", label, d,
+                           gmt_tty(lim.text));
+            nfail++;
+        }
     }
     for (size_t i = 0; i < a.ndevices; i++)
         if (!gmt_report_device(&b, a.devices[i].device, a.devices[i].rank))
@@ -218,9 +222,11 @@ int gmt_cli_diff(int argc, char **argv)
     printf("\nLeaks\n  %10s -> %10s  %s  (%" PRIu64 " -> %" PRIu64 " allocations)\n",
            gmt_fmt_bytes(a.leak_bytes, x, sizeof x), gmt_fmt_bytes(b.leak_bytes, y, sizeof y), d,
            a.leak_count, b.leak_count);
-    if (broken(&lim, a.leak_bytes, b.leak_bytes) && nfail < 16)
-        snprintf(fails[nfail++], sizeof fails[0], "leaked bytes grew by %s, over --max-growth %s",
-                 d, gmt_tty(lim.text));
+    if (broken(&lim, a.leak_bytes, b.leak_bytes)) {
+        gmt_buf_printf(&fails, "FAIL leaked bytes grew by %s, over --max-growth %s\n", d,
+                       gmt_tty(lim.text));
+        nfail++;
+    }
     printf("  failures %" PRId64 " -> %" PRId64 "\n", a.failures, b.failures);
 
     table_t t = {0};
@@ -262,8 +268,13 @@ int gmt_cli_diff(int argc, char **argv)
         free(t.v[i].key);
     free(t.v);
     gmt_strmap_free(&t.map);
-    for (int i = 0; i < nfail; i++)
-        printf("FAIL %s\n", fails[i]);
+    if (fails.failed) {
+        gmt_cli_error("diff: out of memory");
+        status = GMT_EXIT_USAGE;
+    } else if (fails.len) {
+        fputs(fails.data, stdout);
+    }
+    gmt_buf_free(&fails);
     if (nfail && status == GMT_EXIT_OK) status = GMT_EXIT_FAIL;
     gmt_report_free(&a);
     gmt_report_free(&b);

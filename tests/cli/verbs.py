@@ -347,14 +347,16 @@ def case_check_errors(c):
     expect("Errors: 1 failed allocation" in out and "alloc_too_big" in out, out)
 
 
-def many_devices(c, n, over):
+def many_devices(c, n, over, name=None, leaked=None):
     """A report of n GPUs (0..n-1), each peaking at 1 MiB but those in `over` at 16 MiB."""
     rep = c.load(os.path.join(c.data, "valid.json"))
     base = rep["devices"][0]
     rep["devices"] = [dict(base, device=i, peak_bytes=(16 if i in over else 1) * MIB)
                       for i in range(n)]
     rep["fragmentation"] = []
-    path = c.path(f"devices{n}.json")
+    if leaked is not None:
+        rep["leaks"]["total_bytes"] = leaked
+    path = c.path(name or f"devices{n}.json")
     with open(path, "w") as f:
         json.dump(rep, f)
     return path
@@ -454,6 +456,19 @@ def case_diff(c):
         json.dump(rb, f)
     out, _, _ = c.cli_run("diff", a, c.path("b_renumbered.json"), "--max-growth", "0")
     expect("(no stack changed)" in out, "renumbered stacks did not match:\n" + out)
+
+
+@case
+def case_diff_limits(c):
+    """diff --max-growth prints every broken limit: a FAIL line per device whose peak grew
+    (however many: a merged report of many ranks) and the leaked bytes' line, never cut."""
+    old = many_devices(c, 40, set(), name="old.json", leaked=MIB)
+    new = many_devices(c, 40, set(range(40)), name="new.json", leaked=2 * MIB)
+    out, _, _ = c.cli_run("diff", "--max-growth", "0", old, new, rc=1)
+    fails = [l for l in out.splitlines() if l.startswith("FAIL")]
+    want = [f"FAIL GPU {i} peak grew by +15.00 MiB, over --max-growth 0" for i in range(40)]
+    want.append("FAIL leaked bytes grew by +1.00 MiB, over --max-growth 0")
+    expect(fails == want, f"{len(fails)} FAIL lines:\n" + "\n".join(fails[-5:]))
 
 
 @case
