@@ -350,6 +350,10 @@ int gmt_out_open(gmt_out_t *o, const char *path);
 int gmt_out_commit(gmt_out_t *o);
 void gmt_out_abort(gmt_out_t *o);
 
+/* Flushes standard output: true when everything written to it so far was written; else one
+ * line "gpumemtrace: VERB: writing WHAT: <why>" (VERB NULL: none) and false. */
+bool gmt_stdout_ok(const char *verb, const char *what);
+
 /* A growable byte buffer for the exporters. */
 typedef struct gmt_buf_s {
     char *data;

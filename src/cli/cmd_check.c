@@ -474,7 +474,7 @@ int gmt_cli_check(int argc, char **argv)
             status = GMT_EXIT_USAGE;
         }
     }
-    if (fflush(stdout) != 0) status = GMT_EXIT_USAGE;
+    if (!gmt_stdout_ok("check", "the result")) status = GMT_EXIT_USAGE;
 out:
     gmt_report_free(&rep);
     gmt_cli_supp_free(&supp);

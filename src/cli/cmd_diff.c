@@ -278,6 +278,6 @@ int gmt_cli_diff(int argc, char **argv)
     if (nfail && status == GMT_EXIT_OK) status = GMT_EXIT_FAIL;
     gmt_report_free(&a);
     gmt_report_free(&b);
-    if (fflush(stdout) != 0) status = GMT_EXIT_USAGE;
+    if (!gmt_stdout_ok("diff", "the result")) status = GMT_EXIT_USAGE;
     return status;
 }

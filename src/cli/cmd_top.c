@@ -334,6 +334,8 @@ int gmt_cli_top(int argc, char **argv)
         if (tty && !once) fputs("\033[H\033[J", stdout);
         int rc = show(path, top, &running);
         if (rc || once || !running) return rc;
+        /* a closed pipe (`top STATE | head`) or a full disk ends the refreshes */
+        if (!gmt_stdout_ok("top", "the view")) return GMT_EXIT_USAGE;
         struct timespec ts = {(time_t)interval,
                               (long)((interval - (double)(time_t)interval) * 1e9)};
         nanosleep(&ts, NULL);

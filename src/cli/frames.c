@@ -515,6 +515,22 @@ void gmt_strmap_free(gmt_strmap_t *m)
 
 /* ---- output ---- */
 
+bool gmt_stdout_ok(const char *verb, const char *what)
+{
+    /* A write that failed earlier (a printf into a full disk or a closed pipe: SIGPIPE is
+     * ignored, gpumemtrace.c) leaves the stream's error flag and its errno; the flush catches
+     * what is still buffered. */
+    int e = errno;
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout)) {
+        errno = e;
+        return true;
+    }
+    e = errno ? errno : e ? e : EIO;
+    gmt_cli_error("%s%swriting %s: %s", verb ? verb : "", verb ? ": " : "", what, strerror(e));
+    return false;
+}
+
 /* The target's owner, group and permission bits on the new file (fd) that replaces it, as far
  * as this user may set them: a group that cannot be kept takes the group's bits with it, so
  * a rewrite never opens a file to more people than could read it before. */

@@ -6,6 +6,7 @@
  */
 #include "cli/cli.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -81,6 +82,14 @@ static int help(int argc, char **argv)
     return GMT_EXIT_OK;
 }
 
+/* The verb's status, made 2 with one line when what it wrote to standard output was not all
+ * written (a full disk, a closed pipe) and it did not say so itself. */
+static int finish(int status)
+{
+    if (status == GMT_EXIT_USAGE) return status; /* it has said what went wrong */
+    return gmt_stdout_ok(NULL, "standard output") ? status : GMT_EXIT_USAGE;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -88,12 +97,17 @@ int main(int argc, char **argv)
         return GMT_EXIT_USAGE;
     }
     const char *verb = argv[1];
+    /* A closed pipe (`gpumemtrace report r.json | head -1`) is a write error like a full
+     * disk: exit 2 and one line, as docs/cli.md says, not death by SIGPIPE. `run` keeps the
+     * disposition it was given: an ignored signal stays ignored across exec, and CMD must
+     * start as it would without the tool. */
+    if (strcmp(verb, "run") != 0) signal(SIGPIPE, SIG_IGN);
     if (strcmp(verb, "--help") == 0 || strcmp(verb, "-h") == 0 || strcmp(verb, "help") == 0)
-        return help(argc - 1, argv + 1);
+        return finish(help(argc - 1, argv + 1));
     if (strcmp(verb, "--version") == 0 || strcmp(verb, "-V") == 0 || strcmp(verb, "version") == 0) {
         printf("gpumemtrace %s (reads report versions %d to %d)\n", GMT_VERSION_STRING,
                GMT_REPORT_VERSION_MIN, GMT_REPORT_VERSION);
-        return GMT_EXIT_OK;
+        return finish(GMT_EXIT_OK);
     }
     const verb_t *v = find_verb(verb);
     if (!v) {
@@ -104,5 +118,5 @@ int main(int argc, char **argv)
         usage(stderr);
         return GMT_EXIT_USAGE;
     }
-    return v->fn(argc - 1, argv + 1);
+    return finish(v->fn(argc - 1, argv + 1));
 }

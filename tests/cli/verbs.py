@@ -142,6 +142,36 @@ def case_report(c):
                    f"{' '.join(args)} > /dev/full: status {p.returncode}, stderr {err!r}")
 
 
+@case
+def case_stdout_errors(c):
+    """Output that cannot be written to standard output (a full disk, a closed pipe) is exit 2
+    with one line saying why, for every verb and for the help, never a silent 2, a 0, a
+    generic 'Input/output error' or death by SIGPIPE (the caller's default disposition)."""
+    v1 = os.path.join(c.data, "valid.json")
+    runs = [["check", "--max-leak-bytes", "1", v1], ["check", "--max-leak-bytes", "1G", v1],
+            ["diff", v1, v1], ["diff", "--max-growth", "0", v1, v1], ["report", v1],
+            ["export", v1, "--format", "folded"], ["export", v1, "--format", "html"],
+            ["symbolize", "-o", "-", v1],
+            ["--help"], ["help", "check"], ["check", "--help"], ["--version"]]
+    for args in runs:
+        with open("/dev/full", "w") as full:
+            p = subprocess.run([c.cli] + args, env=c.env(), stdout=full,
+                               stderr=subprocess.PIPE, timeout=60, cwd=c.work)
+        err = p.stderr.decode("utf-8", "replace")
+        expect(p.returncode == 2 and one_line(err) and "No space left on device" in err,
+               f"{' '.join(args)} > /dev/full: status {p.returncode}, stderr {err!r}")
+        r, w = os.pipe()
+        os.close(r)  # the reader is gone, as after `| head -1`
+        try:
+            p = subprocess.run([c.cli] + args, env=c.env(), stdout=w, stderr=subprocess.PIPE,
+                               timeout=60, cwd=c.work)
+        finally:
+            os.close(w)
+        err = p.stderr.decode("utf-8", "replace")
+        expect(p.returncode == 2 and one_line(err) and "Broken pipe" in err,
+               f"{' '.join(args)} into a closed pipe: status {p.returncode}, stderr {err!r}")
+
+
 def check_tty_cut(c):
     """On a terminal (a new pty: 80 columns) lines are cut to its width counted in characters
     without the colour codes, never inside a UTF-8 character, and a cut line ends with the
