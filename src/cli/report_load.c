@@ -12,6 +12,7 @@
 #include "symbolize/offline.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* Reports are text of a few MiB at most; this bound only stops a wrong path (a disk image,
  * /dev/zero) from eating memory. */
@@ -771,6 +773,15 @@ int gmt_report_parse(const char *text, size_t len, gmt_report_t *rep, char *why,
     return rc;
 }
 
+/* A pipe the shell passes by name: process substitution, <(cat r.json), gives /dev/fd/N (or
+ * /proc/self/fd/N); /dev/stdin is standard input. A FIFO made with mkfifo anywhere else is
+ * refused, since opening it waits for a writer that may never come. */
+static bool passed_pipe(const char *path)
+{
+    return strncmp(path, "/dev/fd/", 8) == 0 || strncmp(path, "/proc/self/fd/", 14) == 0 ||
+           strcmp(path, "/dev/stdin") == 0;
+}
+
 static int load(const char *path, gmt_report_t *rep, char *why, size_t why_len, bool name_frames)
 {
     memset(rep, 0, sizeof *rep);
@@ -778,19 +789,44 @@ static int load(const char *path, gmt_report_t *rep, char *why, size_t why_len, 
     if (why && why_len) why[0] = '\0';
 
     bool use_stdin = strcmp(path, "-") == 0;
-    FILE *f = use_stdin ? stdin : fopen(path, "rb");
-    if (!f) return set_why(why, why_len, -errno, "%s", strerror(errno));
-    struct stat st;
-    if (fstat(fileno(f), &st) == 0) {
-        if (S_ISDIR(st.st_mode)) {
-            if (!use_stdin) fclose(f);
-            return set_why(why, why_len, -EISDIR, "is a directory, not a report");
+    FILE *f = stdin;
+    if (!use_stdin) {
+        /* O_NONBLOCK: opening a FIFO for reading would wait for a writer, and reading a
+         * device (a terminal, /dev/zero) would wait or run on; only a regular file is a
+         * report file. A pipe passed by the shell (<(...): /dev/fd/63) is read, blocking. */
+        int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0) return set_why(why, why_len, -errno, "%s", strerror(errno));
+        struct stat st;
+        int rc = fstat(fd, &st) == 0 ? 0 : -errno;
+        if (!rc && S_ISDIR(st.st_mode)) {
+            rc = set_why(why, why_len, -EISDIR, "is a directory, not a report");
+        } else if (!rc && !S_ISREG(st.st_mode) &&
+                   !((S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) && passed_pipe(path))) {
+            bool pipe = S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
+            rc = set_why(why, why_len, -EINVAL, "is %s, not a report file%s",
+                         S_ISFIFO(st.st_mode)   ? "a FIFO"
+                         : S_ISSOCK(st.st_mode) ? "a socket"
+                                                : "a device",
+                         pipe ? " (a pipe is read as '-' or as <(...))" : "");
+        } else if (!rc && S_ISREG(st.st_mode) && (uint64_t)st.st_size > REPORT_MAX_BYTES) {
+            rc = set_why(why, why_len, -EFBIG, "too large for a report (over %zu MiB)",
+                         REPORT_MAX_BYTES >> 20);
+        } else if (!rc) {
+            int fl = fcntl(fd, F_GETFL);
+            if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) rc = -errno;
         }
-        if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > REPORT_MAX_BYTES) {
-            if (!use_stdin) fclose(f);
+        if (!rc && !(f = fdopen(fd, "rb"))) rc = -errno;
+        if (rc) {
+            close(fd);
+            if (why && why_len && !why[0]) set_why(why, why_len, rc, "%s", strerror(-rc));
+            return rc;
+        }
+    } else {
+        struct stat st;
+        if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) &&
+            (uint64_t)st.st_size > REPORT_MAX_BYTES)
             return set_why(why, why_len, -EFBIG, "too large for a report (over %zu MiB)",
                            REPORT_MAX_BYTES >> 20);
-        }
     }
     char *text = NULL;
     size_t len = 0;

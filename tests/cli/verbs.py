@@ -172,6 +172,36 @@ def case_stdout_errors(c):
                f"{' '.join(args)} into a closed pipe: status {p.returncode}, stderr {err!r}")
 
 
+@case
+def case_special_files(c):
+    """A FIFO or a device named as a report is refused at once with one line, by every verb
+    that reads reports (opening a FIFO waited for a writer forever); a pipe the shell passes
+    by name (<(cat r.json): /dev/fd/N, and /dev/stdin) is still read."""
+    v1 = os.path.join(c.data, "valid.json")
+    fifo = c.path("report.fifo")
+    os.mkfifo(fifo)
+    for bad, what in ((fifo, "is a FIFO, not a report file"),
+                      ("/dev/null", "is a device, not a report file")):
+        for args in (["report", bad], ["report", "--json", bad], ["check", bad, "--no-errors"],
+                     ["diff", v1, bad], ["diff", bad, v1], ["export", bad, "--format", "folded"],
+                     ["symbolize", "-o", "-", bad], ["merge", v1, bad]):
+            out, err, _ = c.cli_run(*args, rc=2, timeout=10)
+            expect(one_line(err) and f"{bad}: {what}" in err and not out,
+                   f"{' '.join(args)}: {err!r}")
+    bash = shutil.which("bash")
+    if bash:
+        p = subprocess.run([bash, "-c", '"$0" report <(cat "$1")', c.cli, v1], env=c.env(),
+                           capture_output=True, text=True, timeout=30)
+        expect(p.returncode == 0 and "1024 allocations, 510 frees" in p.stdout,
+               f"report <(cat r.json): {p.returncode} {p.stderr!r}")
+    with open(v1, "rb") as f:
+        data = f.read()
+    p = subprocess.run([c.cli, "report", "/dev/stdin"], env=c.env(), input=data,
+                       capture_output=True, timeout=30)
+    expect(p.returncode == 0 and b"1024 allocations, 510 frees" in p.stdout,
+           f"report /dev/stdin from a pipe: {p.returncode} {p.stderr!r}")
+
+
 def check_tty_cut(c):
     """On a terminal (a new pty: 80 columns) lines are cut to its width counted in characters
     without the colour codes, never inside a UTF-8 character, and a cut line ends with the
