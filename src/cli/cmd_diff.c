@@ -164,7 +164,7 @@ int gmt_cli_diff(int argc, char **argv)
         }
         case 't':
             if (gmt_parse_int_range(optarg, 1, 1000000, &top)) {
-                gmt_cli_error("diff: bad --top '%s'", optarg);
+                gmt_cli_error("diff: bad --top '%s': expected a number from 1 to 1000000", optarg);
                 return GMT_EXIT_USAGE;
             }
             break;

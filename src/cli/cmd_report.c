@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #define DEFAULT_TOP        10
+#define MAX_TOP            1000000
 #define NATIVE_INNER_SHOWN 2 /* native frames shown inside the innermost Python frame */
 #define FRAMES_SHOWN       4
 
@@ -846,8 +847,9 @@ int gmt_cli_report(int argc, char **argv)
             output = optarg;
             break;
         case 't':
-            if (gmt_parse_int_range(optarg, 1, 1000000, &v.top)) {
-                gmt_cli_error("report: bad --top '%s': expected a number from 1", optarg);
+            if (gmt_parse_int_range(optarg, 1, MAX_TOP, &v.top)) {
+                gmt_cli_error("report: bad --top '%s': expected a number from 1 to %d", optarg,
+                              MAX_TOP);
                 return GMT_EXIT_USAGE;
             }
             break;

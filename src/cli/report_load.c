@@ -592,7 +592,7 @@ static int check_shape(gmt_report_t *rep, char *why, size_t why_len)
                        GMT_REPORT_SCHEMA);
     const cJSON *version = cJSON_GetObjectItemCaseSensitive(root, "version");
     if (!cJSON_IsNumber(version) || version->valuedouble != floor(version->valuedouble) ||
-        version->valuedouble < 0 || version->valuedouble > INT_MAX)
+        version->valuedouble < INT_MIN || version->valuedouble > INT_MAX)
         return set_why(why, why_len, -EINVAL, "report has no integer \"version\"");
     rep->version = (int)version->valuedouble;
     if (rep->version > GMT_REPORT_VERSION)

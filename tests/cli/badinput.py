@@ -70,6 +70,10 @@ def main():
     write("future.json", json.dumps(r).encode())
     r = dict(rep, version=0)
     write("v0.json", json.dumps(r).encode())
+    r = dict(rep, version=-1)
+    write("v_minus1.json", json.dumps(r).encode())
+    r = dict(rep, version=1.5)
+    write("v_fraction.json", json.dumps(r).encode())
     r = dict(rep, version="1")
     write("version_string.json", json.dumps(r).encode())
     r = dict(rep, stacks={"1": "frames"})
@@ -132,6 +136,10 @@ def main():
     # the messages themselves say what is wrong
     want = {
         "future.json": "newer than this gpumemtrace reads",
+        "v0.json": "report version 0 is not supported",
+        "v_minus1.json": "report version -1 is not supported",
+        "v_fraction.json": "no integer \"version\"",
+        "version_string.json": "no integer \"version\"",
         "half.json": "ends early (truncated?)",
         "cut_end.json": "ends early (truncated?)",
         "cut_in_string.json": "ends early (truncated?)",
