@@ -835,6 +835,24 @@ def case_html(c):
     hidden = [r for a, r in rows if 'class="hidden"' in a]
     expect(len(shown) == 1 and "alloc_site_b" in shown[0] and hidden,
            f"search: shown {len(shown)} rows, hidden {len(hidden)}")
+    # search terms that are not plain words: regular-expression characters are text (the
+    # flame graph's own matcher threw "Invalid regular expression" on each), a bad %-escape in
+    # the URL is taken as it is (decodeURIComponent threw "URI malformed"), and the match is a
+    # case-insensitive substring in the tables and the flame graphs alike. The page's script
+    # runs to its end (data-ready) and logs no error to the console.
+    for term, shown_want in (("libstdc%2B%2B", 0), ("(", 0), ("[", 2), ("*", 0), ("a+b", 0),
+                             ("%E0%A4%A", 0), ("%", 0), ("ALLOC_SITE_B", 1), ("alloc_site_", 2)):
+        p = subprocess.run(flags + ["--enable-logging=stderr", "--v=0", "--dump-dom",
+                                    url + "#search=" + term], capture_output=True, timeout=90)
+        dom3, log = p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+        errors = [l for l in log.splitlines() if ":CONSOLE" in l or "Uncaught" in l]
+        expect('data-ready="1"' in dom3 and not errors,
+               f"#search={term}: the page's script failed: {errors}")
+        leaks = dom3.split('id="leaks-table"', 1)[-1].split("</table>", 1)[0]
+        rows = re.findall(r"<tr([^>]*)>", leaks)
+        shown = [a for a in rows if "data-text" in a and 'class="hidden"' not in a]
+        expect(len(shown) == shown_want, f"#search={term}: {len(shown)} leak rows shown, "
+               f"expected {shown_want}")
     # requests: the net log names every URL asked for; the page's own carry its origin as
     # initiator ("null" for a file:// page), the browser's housekeeping "not an origin"
     expect(not page_requests(netlog), f"the page made requests: {page_requests(netlog)}")

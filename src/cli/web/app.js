@@ -94,6 +94,13 @@
     var chart = flamegraph().width(Math.max(400, (s.clientWidth || 900) - 30))
       .cellHeight(18).transitionDuration(0).minFrameSize(2)
       .label(function (d) { return d.data.name + ': ' + fmtBytes(d.value); });
+    /* The search matches frame names as the tables match rows: a case-insensitive substring,
+     * never a regular expression (the chart's own matcher made the term one, so "libstdc++"
+     * or "(" threw on every keystroke). */
+    chart.setSearchMatch(function (d, term) {
+      var name = d && d.data ? d.data.name : null;
+      return !!term && typeof name === 'string' && name.toLowerCase().indexOf(term) >= 0;
+    });
     box.__data__ = buildTree(groups, rootName);
     chart(selectionOf(box));
     charts.push(chart);
@@ -171,6 +178,11 @@
   input.addEventListener('input', applySearch);
   /* page.html#search=TERM opens the page with that search (a link to share, and testable) */
   var m = /[#&]search=([^&]*)/.exec(window.location.hash);
-  if (m) { input.value = decodeURIComponent(m[1]); applySearch(); }
+  if (m) {
+    var text = m[1];
+    try { text = decodeURIComponent(text); } catch (e) { /* bad %-escapes: the text as it is */ }
+    input.value = text;
+    applySearch();
+  }
   document.body.setAttribute('data-ready', '1');
 })();
