@@ -104,9 +104,28 @@ typedef struct common_s {
     int64_t stack_id; /* merged id of the first rank's group */
     size_t nranks;
     size_t last_rank_idx;
-    uint64_t min, max, total;
+    uint64_t rank_bytes;      /* the bytes of the rank last_rank_idx so far */
+    uint64_t min, max, total; /* min, max: of the ranks' sums (a rank may have several groups
+                                 with these frames: one per device, kind or API) */
     const gmt_stack_t *stack;
 } common_t;
+
+/* The range per rank takes the bytes of the rank last seen, all its groups summed. */
+static void common_rank_done(common_t *e)
+{
+    if (e->last_rank_idx == SIZE_MAX) return;
+    if (e->rank_bytes < e->min) e->min = e->rank_bytes;
+    if (e->rank_bytes > e->max) e->max = e->rank_bytes;
+    e->rank_bytes = 0;
+}
+
+/* Largest total first, then the order the ranks list them in (the merged stack id). */
+static int common_cmp(const void *a, const void *b)
+{
+    const common_t *x = a, *y = b;
+    if (x->total != y->total) return x->total > y->total ? -1 : 1;
+    return (x->stack_id > y->stack_id) - (x->stack_id < y->stack_id);
+}
 
 int gmt_cli_merge(int argc, char **argv)
 {
@@ -243,14 +262,17 @@ int gmt_cli_merge(int argc, char **argv)
                 free(key);
             }
             if (e->last_rank_idx != i) {
+                common_rank_done(e);
                 e->nranks++;
                 e->last_rank_idx = i;
             }
             e->total += gr->bytes;
-            if (gr->bytes < e->min) e->min = gr->bytes;
-            if (gr->bytes > e->max) e->max = gr->bytes;
+            e->rank_bytes += gr->bytes;
         }
     }
+    for (size_t k = 0; k < ncommon; k++)
+        common_rank_done(&common[k]);
+    if (ncommon > 1) qsort(common, ncommon, sizeof *common, common_cmp);
     size_t ncommon_all = 0;
     if (n == 1)
         printf("\nleak groups of the one rank (nothing to compare)\n");

@@ -628,6 +628,69 @@ def case_merge(c):
     c.cli_run("merge", r0, "-o", "-", rc=2)
 
 
+def rank_reports(c, base, n, edit=None, name="rank"):
+    """n copies of the report `base` as ranks 0..n-1 of one job run in containers: one pid and
+    host, start times one second apart (so they are not one process given twice); edit(i, r)
+    changes rank i's copy. Returns their paths."""
+    src = c.load(base)
+    paths = []
+    for i in range(n):
+        r = json.loads(json.dumps(src))
+        r["process"]["rank"] = i
+        r["process"]["start_time"] = src["process"]["start_time"] + i
+        if "start_time_ns" in r["process"]:
+            r["process"]["start_time_ns"] = src["process"]["start_time_ns"] + i * 10**9
+        if edit:
+            edit(i, r)
+        p = c.path(f"{name}{i}.json")
+        with open(p, "w") as f:
+            json.dump(r, f)
+        paths.append(p)
+    return paths
+
+
+def site_group(r, name):
+    """The leak group of r whose stack's innermost frame is the function `name`."""
+    for g in r["leaks"]["groups"]:
+        st = r["stacks"].get(str(g["stack_id"]))
+        frames = st["frames"] if isinstance(st, dict) else st
+        if frames and frames[0].get("symbol") == name:
+            return g
+    raise Failed(f"no leak group at {name}")
+
+
+@case
+def case_merge_common_range(c):
+    """A common leak's range is per rank (a rank's groups at those frames summed), not per
+    group: ranks holding 3 MiB and 6 MiB at alloc_site_a, each in two groups (GPU 0 and 1)."""
+    base = c.trace("leak_two_sites", "base")
+
+    def split(i, r):
+        g = site_group(r, "alloc_site_a")
+        g["bytes"], g["count"] = (i + 1) * MIB, 1
+        other = dict(g, device=1, bytes=2 * (i + 1) * MIB)
+        r["leaks"]["groups"].insert(0, other)
+    r0, r1 = rank_reports(c, base, 2, split)
+    out, _, _ = c.cli_run("merge", r0, r1, "-o", c.path("m.json"))
+    line = [l for l in out.splitlines() if "alloc_site_a" in l]
+    expect(len(line) == 1 and "9.00 MiB total (3.00 MiB to 6.00 MiB per rank)" in line[0],
+           "common leak at alloc_site_a:\n" + out)
+    cl = c.load(c.path("m.json"))["merged"]["common_leaks"]
+    got = sorted((x["min_bytes"], x["max_bytes"], x["total_bytes"]) for x in cl)
+    expect(got == [(6000, 6000, 12000), (3 * MIB, 6 * MIB, 9 * MIB)], f"common_leaks {cl}")
+    # largest total first
+    expect(cl[0]["total_bytes"] == 9 * MIB, f"common_leaks order {cl}")
+    # 40 ranks of 36 MiB each (4 groups of 6, 8, 10, 12 MiB): 36 MiB per rank every time
+    def four(i, r):
+        g = site_group(r, "alloc_site_a")
+        r["leaks"]["groups"].remove(g)
+        for d, b in enumerate((6, 8, 10, 12)):
+            r["leaks"]["groups"].insert(0, dict(g, device=d, bytes=b * MIB, count=1))
+    paths = rank_reports(c, base, 40, four, name="big")
+    out, _, _ = c.cli_run("merge", *paths)
+    expect("1.41 GiB total (36.00 MiB to 36.00 MiB per rank)" in out, out)
+
+
 # ---- export -----------------------------------------------------------------------------
 
 def check_speedscope(path):
