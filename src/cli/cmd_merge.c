@@ -443,7 +443,14 @@ int gmt_cli_merge(int argc, char **argv)
         }
         printf("\nmerged report written to %s\n", out);
     }
-    status = fflush(stdout) == 0 ? GMT_EXIT_OK : GMT_EXIT_USAGE;
+    /* The summary is the verb's output: one that could not be written (a full disk, a closed
+     * pipe) is an error, said in one line, as every verb's unwritable output. */
+    errno = 0;
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        gmt_cli_error("merge: writing the summary: %s", strerror(errno ? errno : EIO));
+        goto out;
+    }
+    status = GMT_EXIT_OK;
 out:
     if (status == GMT_EXIT_USAGE && !reps) gmt_cli_error("merge: out of memory");
     cJSON_Delete(doc);

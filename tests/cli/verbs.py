@@ -691,6 +691,19 @@ def case_merge_common_range(c):
     expect("1.41 GiB total (36.00 MiB to 36.00 MiB per rank)" in out, out)
 
 
+@case
+def case_merge_output_error(c):
+    """merge's summary that cannot be written (standard output on /dev/full): one line on
+    standard error and exit 2, as every verb's unwritable output."""
+    r = c.trace("leak_two_sites", "r")
+    with open("/dev/full", "w") as full:
+        p = subprocess.run([c.cli, "merge", r], env=c.env(), stdout=full, stderr=subprocess.PIPE,
+                           timeout=60, cwd=c.work, text=True)
+    expect(p.returncode == 2 and one_line(p.stderr) and
+           p.stderr.startswith("gpumemtrace: merge: writing the summary: No space left"),
+           f"merge >/dev/full: status {p.returncode}, stderr {p.stderr!r}")
+
+
 # ---- export -----------------------------------------------------------------------------
 
 def check_speedscope(path):
