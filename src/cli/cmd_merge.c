@@ -119,6 +119,18 @@ static void common_rank_done(common_t *e)
     e->rank_bytes = 0;
 }
 
+typedef struct rank_ord_s {
+    int64_t rank;
+    size_t idx; /* the file's position */
+} rank_ord_t;
+
+static int rank_ord_cmp(const void *a, const void *b)
+{
+    const rank_ord_t *x = a, *y = b;
+    if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+    return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
 /* Largest total first, then the order the ranks list them in (the merged stack id). */
 static int common_cmp(const void *a, const void *b)
 {
@@ -162,12 +174,13 @@ int gmt_cli_merge(int argc, char **argv)
     }
     gmt_report_t *reps = calloc(n, sizeof *reps);
     int64_t *ranks = calloc(n, sizeof *ranks);
+    rank_ord_t *ord = calloc(n, sizeof *ord);
     common_t *common = NULL;
     size_t ncommon = 0, capcommon = 0;
     gmt_strmap_t cmap = {0};
     cJSON *doc = NULL;
     int status = GMT_EXIT_USAGE;
-    if (!reps || !ranks) goto out;
+    if (!reps || !ranks || !ord) goto out;
     size_t loaded = 0;
     int64_t max_id = 0;
     int version = GMT_REPORT_VERSION_MIN;
@@ -200,13 +213,31 @@ int gmt_cli_merge(int argc, char **argv)
         }
     /* ranks as the processes said, unless they collide (all 0 outside a launcher): then the
      * order of the files */
+    size_t same_a = 0, same_b = 0;
     bool distinct = true;
     for (size_t i = 0; i < n && distinct; i++)
-        for (size_t k = i + 1; k < n; k++)
-            if (ranks[i] == ranks[k]) distinct = false;
-    if (!distinct)
+        for (size_t k = i + 1; k < n && distinct; k++)
+            if (ranks[i] == ranks[k]) {
+                distinct = false;
+                same_a = i;
+                same_b = k;
+            }
+    if (!distinct) {
+        /* Said once: every rank is renumbered, not only the colliding ones, so the numbers
+         * the processes gave are gone from the table and the merged report. */
+        gmt_cli_error("merge: %s and %s are both rank %" PRId64 ": the ranks are numbered in the "
+                      "order of the files instead, 0 to %zu",
+                      gmt_tty(reps[same_a].path), gmt_tty(reps[same_b].path), ranks[same_a], n - 1);
         for (size_t i = 0; i < n; i++)
             ranks[i] = (int64_t)i;
+    }
+    /* Everything is listed in rank order (0, 1, 2, ..., 10), whatever the order of the files
+     * (a glob's is 0, 1, 10, 11, ..., 2); stack ids keep the files' positions. */
+    for (size_t i = 0; i < n; i++) {
+        ord[i].rank = ranks[i];
+        ord[i].idx = i;
+    }
+    qsort(ord, n, sizeof *ord, rank_ord_cmp);
     int64_t stride = max_id + 1;
 
     /* per-rank table and imbalance */
@@ -214,7 +245,8 @@ int gmt_cli_merge(int argc, char **argv)
     char a[GMT_FMT_BYTES_LEN], b[GMT_FMT_BYTES_LEN];
     printf("merge of %zu report%s\n\n  %-6s %-20s %-8s %12s %12s\n", n, n == 1 ? "" : "s", "rank",
            "host", "pid", "peak", "leaked");
-    for (size_t i = 0; i < n; i++) {
+    for (size_t at = 0; at < n; at++) {
+        size_t i = ord[at].idx;
         sum += (double)reps[i].peak_bytes;
         if ((double)reps[i].peak_bytes > maxp) maxp = (double)reps[i].peak_bytes;
         printf("  %-6" PRId64 " %s %-8" PRId64 " %12s %12s\n", ranks[i],
@@ -227,7 +259,8 @@ int gmt_cli_merge(int argc, char **argv)
     printf("\npeak imbalance %.2f (largest peak / mean peak; 1.00 is even)\n", imbalance);
 
     /* leak groups common to all ranks */
-    for (size_t i = 0; i < n; i++) {
+    for (size_t at = 0; at < n; at++) {
+        size_t i = ord[at].idx;
         for (size_t g = 0; g < reps[i].nleaks; g++) {
             const gmt_group_t *gr = &reps[i].leak_groups[g];
             if (gr->suppressed) continue;
@@ -295,7 +328,7 @@ int gmt_cli_merge(int argc, char **argv)
     if (!ncommon_all) printf("  (none)\n");
 
     if (out) {
-        const gmt_report_t *r0 = &reps[0];
+        const gmt_report_t *r0 = &reps[ord[0].idx]; /* the lowest rank */
         doc = cJSON_CreateObject();
         cJSON_AddStringToObject(doc, "schema", GMT_REPORT_SCHEMA);
         cJSON_AddNumberToObject(doc, "version", version);
@@ -328,7 +361,8 @@ int gmt_cli_merge(int argc, char **argv)
         }
         size_t nlibs = 0;
         bool any_libs = false;
-        for (size_t i = 0; i < n; i++) {
+        for (size_t at = 0; at < n; at++) {
+            size_t i = ord[at].idx;
             const gmt_report_t *r = &reps[i];
             int64_t shift = (int64_t)i * stride;
             append_ranked(devices, r->devices_json, ranks[i], shift);
@@ -404,7 +438,8 @@ int gmt_cli_merge(int argc, char **argv)
             cJSON_AddItemToObject(leaks, "address_space", as);
         }
         cJSON *rk = cJSON_AddArrayToObject(merged, "ranks");
-        for (size_t i = 0; i < n; i++) {
+        for (size_t at = 0; at < n; at++) {
+            size_t i = ord[at].idx;
             cJSON *o = cJSON_CreateObject();
             cJSON_AddNumberToObject(o, "rank", (double)ranks[i]);
             cJSON_AddStringToObject(o, "file", reps[i].path);
@@ -452,7 +487,8 @@ int gmt_cli_merge(int argc, char **argv)
     }
     status = GMT_EXIT_OK;
 out:
-    if (status == GMT_EXIT_USAGE && !reps) gmt_cli_error("merge: out of memory");
+    if (status == GMT_EXIT_USAGE && (!reps || !ranks || !ord))
+        gmt_cli_error("merge: out of memory");
     cJSON_Delete(doc);
     for (size_t k = 0; k < ncommon; k++)
         free(common[k].key);
@@ -462,5 +498,6 @@ out:
         gmt_report_free(&reps[i]);
     free(reps);
     free(ranks);
+    free(ord);
     return status;
 }

@@ -576,8 +576,11 @@ def case_merge(c):
     one, _, _ = c.cli_run("merge", r0)
     expect("leak groups of the one rank" in one and "all 1 ranks" not in one, "one rank:\n" + one)
     # one report given twice (same pid, host and start time): merged, with one warning line
+    # (and the two are one rank: renumbered, said in a line of its own)
     _, err, _ = c.cli_run("merge", r0, r0)
-    expect(one_line(err) and "warning" in err and "one process" in err, "merge r0 r0: " + err)
+    lines = err.splitlines()
+    expect(len(lines) == 2 and "warning" in lines[0] and "one process" in lines[0] and
+           "are both rank 0" in lines[1], "merge r0 r0: " + err)
     expect(re.search(r"common to all 2 ranks\n.*alloc_site_a", out), out)
     out, _, _ = c.cli_run("merge", r0, r1, r2, "-o", c.path("merged.json"))
     m = c.load(c.path("merged.json"))
@@ -702,6 +705,33 @@ def case_merge_output_error(c):
     expect(p.returncode == 2 and one_line(p.stderr) and
            p.stderr.startswith("gpumemtrace: merge: writing the summary: No space left"),
            f"merge >/dev/full: status {p.returncode}, stderr {p.stderr!r}")
+
+
+def merge_table_ranks(out):
+    """The rank column of merge's table."""
+    rows = out.split("peak       leaked\n", 1)[1].split("\n\n", 1)[0]
+    return [int(l.split()[0]) for l in rows.splitlines()]
+
+
+@case
+def case_merge_rank_order(c):
+    """merge lists ranks in numeric order whatever the files' order (a glob's is 0, 1, 10,
+    11, 2, ...), and says on standard error, in one line, when it renumbers colliding ranks."""
+    base = c.trace("leak_two_sites", "base")
+    paths = sorted(rank_reports(c, base, 12))  # rank0, rank1, rank10, rank11, rank2, ...
+    out, err, _ = c.cli_run("merge", *paths, "-o", c.path("m.json"))
+    expect(merge_table_ranks(out) == list(range(12)) and not err, f"table:\n{out}\n{err}")
+    m = c.load(c.path("m.json"))
+    expect([x["rank"] for x in m["merged"]["ranks"]] == list(range(12)),
+           f"merged.ranks {[x['rank'] for x in m['merged']['ranks']]}")
+    # the job's process is the lowest rank's, not the first file's
+    expect(m["process"]["rank"] == 0, f"process {m['process']['rank']}")
+    # ranks that collide (all 0 outside a launcher): numbered in the files' order, said once
+    r0, r1 = rank_reports(c, base, 2, lambda i, r: r["process"].update(rank=0), name="zero")
+    out, err, _ = c.cli_run("merge", r1, r0)
+    expect(one_line(err) and "are both rank 0" in err and "order of the files" in err,
+           f"collision: {err!r}")
+    expect(merge_table_ranks(out) == [0, 1], out)
 
 
 # ---- export -----------------------------------------------------------------------------
