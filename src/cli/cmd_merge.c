@@ -68,6 +68,45 @@ static cJSON *dup_ranked(const cJSON *item, int64_t rank, int64_t shift)
     return c;
 }
 
+static double jnum(const cJSON *o, const char *k)
+{
+    return gmt_json_num(o, k, 0);
+}
+
+typedef struct ranked_item_s {
+    cJSON *item;
+    double bytes, rank;
+    size_t idx;
+} ranked_item_t;
+
+static int ranked_item_cmp(const void *a, const void *b)
+{
+    const ranked_item_t *x = a, *y = b;
+    if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
+    if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+    return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* Sorts the entries of arr by their number key, largest first, as one process's report lists
+ * them; ties by rank, then as they were (each rank's own order): stable. Appended rank after
+ * rank, rank 0's smallest group came before rank 39's largest. 0 or -ENOMEM. */
+static int sort_ranked(cJSON *arr, const char *key)
+{
+    int n = cJSON_GetArraySize(arr);
+    if (n < 2) return 0;
+    ranked_item_t *v = malloc((size_t)n * sizeof *v);
+    if (!v) return -ENOMEM;
+    for (int i = 0; i < n; i++) {
+        cJSON *it = cJSON_DetachItemFromArray(arr, 0);
+        v[i] = (ranked_item_t){it, jnum(it, key), jnum(it, "rank"), (size_t)i};
+    }
+    qsort(v, (size_t)n, sizeof *v, ranked_item_cmp);
+    for (int i = 0; i < n; i++)
+        cJSON_AddItemToArray(arr, v[i].item);
+    free(v);
+    return 0;
+}
+
 static void append_ranked(cJSON *to, const cJSON *from, int64_t rank, int64_t shift)
 {
     const cJSON *item;
@@ -92,11 +131,6 @@ static void sum_into(cJSON *dst, const cJSON *src)
             if (cJSON_IsObject(d)) sum_into(d, m);
         }
     }
-}
-
-static double jnum(const cJSON *o, const char *k)
-{
-    return gmt_json_num(o, k, 0);
 }
 
 typedef struct common_s {
@@ -418,6 +452,16 @@ int gmt_cli_merge(int argc, char **argv)
                          (int64_t)strtoll(st->string, NULL, 10) + shift);
                 cJSON_AddItemToObject(stacks, key, cJSON_Duplicate(st, true));
             }
+        }
+        if (sort_ranked(lgroups, "bytes") || sort_ranked(sus, "growth_bytes") ||
+            (asgroups && sort_ranked(asgroups, "bytes"))) {
+            cJSON_Delete(lgroups);
+            cJSON_Delete(sus);
+            cJSON_Delete(as);
+            cJSON_Delete(asgroups);
+            free(libs);
+            gmt_cli_error("merge: out of memory");
+            goto out;
         }
         cJSON_AddNumberToObject(summary, "peak_bytes", maxp);
         if (any_libs) {

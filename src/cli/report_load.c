@@ -279,6 +279,25 @@ static int build_stacks(gmt_report_t *rep, char *why, size_t why_len)
     return 0;
 }
 
+/* The order of a merged report's groups: bytes, largest first, then rank, stack id, device. */
+static int merged_group_cmp(const void *a, const void *b)
+{
+    const gmt_group_t *x = a, *y = b;
+    if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
+    if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+    if (x->stack_id != y->stack_id) return x->stack_id < y->stack_id ? -1 : 1;
+    return (x->device > y->device) - (x->device < y->device);
+}
+
+static int merged_suspect_cmp(const void *a, const void *b)
+{
+    const gmt_suspect_t *x = a, *y = b;
+    if (x->growth_bytes != y->growth_bytes) return x->growth_bytes > y->growth_bytes ? -1 : 1;
+    if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+    if (x->stack_id != y->stack_id) return x->stack_id < y->stack_id ? -1 : 1;
+    return (x->device > y->device) - (x->device < y->device);
+}
+
 static int64_t json_rank(const cJSON *obj)
 {
     return gmt_json_has_num(obj, "rank") ? gmt_json_int(obj, "rank", -1) : -1;
@@ -577,6 +596,14 @@ static int build_model(gmt_report_t *rep, char *why, size_t why_len)
             r->leaked_bytes = json_u64(j, "leaked_bytes");
         }
         rep->imbalance = gmt_json_num(merged, "imbalance", 0);
+        /* Largest first, as one process's report lists them, whatever wrote the file (merge
+         * once appended each rank's groups after the other's, and report showed rank 0's
+         * small groups above rank 39's large ones). */
+        if (rep->nleaks > 1)
+            qsort(rep->leak_groups, rep->nleaks, sizeof *rep->leak_groups, merged_group_cmp);
+        if (rep->nas > 1) qsort(rep->as_groups, rep->nas, sizeof *rep->as_groups, merged_group_cmp);
+        if (rep->nsuspects > 1)
+            qsort(rep->suspects, rep->nsuspects, sizeof *rep->suspects, merged_suspect_cmp);
     }
     return 0;
 }

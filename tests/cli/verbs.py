@@ -734,6 +734,45 @@ def case_merge_rank_order(c):
     expect(merge_table_ranks(out) == [0, 1], out)
 
 
+def report_groups(out, heading="Leaks"):
+    """(n, bytes text, where) of the groups `report` lists under the heading."""
+    part = out.split("\n" + heading, 1)[1].split("\n\n", 1)[0]
+    return re.findall(r"^  #(\d+) +(\S+ \S+) in .* on (rank \d+ GPU \d+)", part, re.M)
+
+
+@case
+def case_merge_group_order(c):
+    """A merged report lists leak groups largest first across ranks (ties by rank), so
+    `report --top 3` shows rank 39's 16, 14 and 12 MiB groups, not rank 0's 8 MiB one; report
+    sorts a merged file written by an older merge too."""
+    base = c.trace("leak_two_sites", "base")
+
+    def sizes(i, r):
+        g = site_group(r, "alloc_site_a")
+        g["bytes"] = {0: 8, 39: 16}.get(i, 1) * MIB
+        if i == 39:
+            for d, b in ((1, 14), (2, 12)):
+                r["leaks"]["groups"].append(dict(g, device=d, bytes=b * MIB))
+    paths = rank_reports(c, base, 40, sizes)
+    c.cli_run("merge", *paths, "-o", c.path("m.json"))
+    m = c.load(c.path("m.json"))
+    key = [(-g["bytes"], g["rank"]) for g in m["leaks"]["groups"]]
+    expect(key == sorted(key), f"merged leaks.groups order {key[:8]}...")
+    out, _, _ = c.cli_run("report", "--top", "3", c.path("m.json"))
+    want = [("1", "16.00 MiB", "rank 39 GPU 0"), ("2", "14.00 MiB", "rank 39 GPU 1"),
+            ("3", "12.00 MiB", "rank 39 GPU 2")]
+    expect(report_groups(out) == want, "report --top 3:\n" + out)
+    # ties by rank: the 1 MiB groups of ranks 1..38 in rank order
+    ones = [g["rank"] for g in m["leaks"]["groups"] if g["bytes"] == MIB]
+    expect(ones == list(range(1, 39)), f"1 MiB groups' ranks {ones}")
+    # a merged file in the old order (rank after rank): report still shows the largest first
+    m["leaks"]["groups"].sort(key=lambda g: (g["rank"], -g["bytes"]))
+    with open(c.path("old.json"), "w") as f:
+        json.dump(m, f)
+    out, _, _ = c.cli_run("report", "--top", "3", c.path("old.json"))
+    expect(report_groups(out) == want, "report --top 3 of an old merged file:\n" + out)
+
+
 # ---- export -----------------------------------------------------------------------------
 
 def check_speedscope(path):
