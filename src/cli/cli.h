@@ -178,6 +178,11 @@ typedef struct gmt_rank_s {
     int64_t rank, pid;
     const char *file, *hostname;
     uint64_t peak_bytes, leaked_bytes;
+    /* The rank's own process.reason, times and capture.dropped (summed): NULL and -1 in a
+     * merged report of a merge that did not write them. */
+    const char *reason;
+    double start_time, end_time, duration_s;
+    int64_t dropped;
 } gmt_rank_t;
 
 typedef struct gmt_report_s {

@@ -144,15 +144,6 @@ typedef struct common_s {
     const gmt_stack_t *stack;
 } common_t;
 
-/* The range per rank takes the bytes of the rank last seen, all its groups summed. */
-static void common_rank_done(common_t *e)
-{
-    if (e->last_rank_idx == SIZE_MAX) return;
-    if (e->rank_bytes < e->min) e->min = e->rank_bytes;
-    if (e->rank_bytes > e->max) e->max = e->rank_bytes;
-    e->rank_bytes = 0;
-}
-
 typedef struct rank_ord_s {
     int64_t rank;
     size_t idx; /* the file's position */
@@ -163,6 +154,70 @@ static int rank_ord_cmp(const void *a, const void *b)
     const rank_ord_t *x = a, *y = b;
     if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
     return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* The events a report's capture.dropped counts, all reasons summed. */
+static double dropped_sum(const cJSON *capture)
+{
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(capture, "dropped"), *m;
+    double sum = 0;
+    cJSON_ArrayForEach(m, (cJSON_IsObject(d) ? d : NULL))
+    {
+        if (cJSON_IsNumber(m) && m->valuedouble > 0) sum += m->valuedouble;
+    }
+    return sum;
+}
+
+/* The job's capture section: the lowest rank's (backends, symbols, table, ...), with events and
+ * dropped summed over the ranks, so no rank's dropped events go unsaid, and every rank's
+ * warnings, each starting "rank R: ". */
+static cJSON *merged_capture(const gmt_report_t *reps, const rank_ord_t *ord, size_t n)
+{
+    cJSON *cap = cJSON_IsObject(reps[ord[0].idx].capture)
+                     ? cJSON_Duplicate(reps[ord[0].idx].capture, true)
+                     : cJSON_CreateObject();
+    if (!cap) return NULL;
+    cJSON_DeleteItemFromObjectCaseSensitive(cap, "events");
+    cJSON_DeleteItemFromObjectCaseSensitive(cap, "dropped");
+    cJSON_DeleteItemFromObjectCaseSensitive(cap, "warnings");
+    cJSON *events = cJSON_AddObjectToObject(cap, "events");
+    cJSON *dropped = cJSON_AddObjectToObject(cap, "dropped");
+    cJSON *warnings = cJSON_AddArrayToObject(cap, "warnings");
+    if (!events || !dropped || !warnings) {
+        cJSON_Delete(cap);
+        return NULL;
+    }
+    for (size_t at = 0; at < n; at++) {
+        const cJSON *c = reps[ord[at].idx].capture, *w;
+        const cJSON *e = cJSON_GetObjectItemCaseSensitive(c, "events");
+        const cJSON *d = cJSON_GetObjectItemCaseSensitive(c, "dropped");
+        if (cJSON_IsObject(e)) sum_into(events, e);
+        if (cJSON_IsObject(d)) sum_into(dropped, d);
+        const cJSON *ws = cJSON_GetObjectItemCaseSensitive(c, "warnings");
+        cJSON_ArrayForEach(w, (cJSON_IsArray(ws) ? ws : NULL))
+        {
+            if (!cJSON_IsString(w)) continue;
+            size_t len = strlen(w->valuestring) + 32;
+            char *line = malloc(len);
+            if (!line) {
+                cJSON_Delete(cap);
+                return NULL;
+            }
+            snprintf(line, len, "rank %" PRId64 ": %s", ord[at].rank, w->valuestring);
+            cJSON_AddItemToArray(warnings, cJSON_CreateString(line));
+            free(line);
+        }
+    }
+    return cap;
+}
+
+/* The range per rank takes the bytes of the rank last seen, all its groups summed. */
+static void common_rank_done(common_t *e)
+{
+    if (e->last_rank_idx == SIZE_MAX) return;
+    if (e->rank_bytes < e->min) e->min = e->rank_bytes;
+    if (e->rank_bytes > e->max) e->max = e->rank_bytes;
+    e->rank_bytes = 0;
 }
 
 /* Largest total first, then the order the ranks list them in (the merged stack id). */
@@ -369,7 +424,12 @@ int gmt_cli_merge(int argc, char **argv)
         cJSON_AddItemToObject(doc, "tool", cJSON_Duplicate(r0->tool, true));
         cJSON_AddItemToObject(doc, "process", cJSON_Duplicate(r0->process, true));
         cJSON_AddItemToObject(doc, "config", cJSON_Duplicate(r0->config, true));
-        cJSON_AddItemToObject(doc, "capture", cJSON_Duplicate(r0->capture, true));
+        cJSON *cap = merged_capture(reps, ord, n);
+        if (!cap) {
+            gmt_cli_error("merge: out of memory");
+            goto out;
+        }
+        cJSON_AddItemToObject(doc, "capture", cap);
         cJSON *devices = cJSON_AddArrayToObject(doc, "devices");
         cJSON *summary = cJSON_AddObjectToObject(doc, "summary");
         cJSON *leaks = cJSON_AddObjectToObject(doc, "leaks");
@@ -491,6 +551,12 @@ int gmt_cli_merge(int argc, char **argv)
             cJSON_AddStringToObject(o, "hostname", reps[i].hostname);
             cJSON_AddNumberToObject(o, "peak_bytes", (double)reps[i].peak_bytes);
             cJSON_AddNumberToObject(o, "leaked_bytes", (double)reps[i].leak_bytes);
+            /* what the job-wide process section cannot say for each rank */
+            cJSON_AddStringToObject(o, "reason", reps[i].reason);
+            cJSON_AddNumberToObject(o, "start_time", reps[i].start_time);
+            cJSON_AddNumberToObject(o, "end_time", reps[i].end_time);
+            cJSON_AddNumberToObject(o, "duration_s", reps[i].duration_s);
+            cJSON_AddNumberToObject(o, "dropped", dropped_sum(reps[i].capture));
             cJSON_AddItemToArray(rk, o);
         }
         cJSON_AddNumberToObject(merged, "imbalance", imbalance);

@@ -317,6 +317,29 @@ static void print_groups(const view_t *v, const gmt_group_t *groups, size_t n)
     if (left) printf("  ... %zu more group%s (--top to show more)\n", left, left == 1 ? "" : "s");
 }
 
+/* A merged report's ranks, one line each (--top of them): pid, host, how and when it ended,
+ * and the events it dropped. A merge that wrote no reason or times leaves them out. */
+static void print_ranks(const view_t *v)
+{
+    const gmt_report_t *rep = v->rep;
+    for (size_t i = 0; i < rep->nranks; i++) {
+        const gmt_rank_t *r = &rep->ranks[i];
+        if ((long)i >= v->top) {
+            size_t left = rep->nranks - i;
+            printf("    ... %zu more rank%s (--top to show more)\n", left, left == 1 ? "" : "s");
+            break;
+        }
+        printf("    rank %-4" PRId64 " pid %" PRId64 ", host %s", r->rank, r->pid,
+               gmt_tty(r->hostname));
+        if (r->reason) printf(", %s", gmt_tty(r->reason));
+        if (r->duration_s >= 0) printf(", ran %.3f s", r->duration_s);
+        if (r->dropped > 0)
+            printf(", %s%" PRId64 " event%s dropped%s", YEL(v), r->dropped, plural(r->dropped),
+                   RESET(v));
+        putchar('\n');
+    }
+}
+
 static void print_header(const view_t *v)
 {
     const gmt_report_t *rep = v->rep;
@@ -332,15 +355,22 @@ static void print_header(const view_t *v)
     }
     printf("%sgpumemtrace report %s%s (tool %s, report version %d)\n", BOLD(v), gmt_tty(rep->path),
            RESET(v), gmt_tty(rep->tool_version), rep->version);
-    printf("  program   %s\n", cmd[0] ? cmd : "?");
-    printf("  process   pid %" PRId64 ", host %s, rank %" PRId64 "\n", rep->pid,
-           gmt_tty(rep->hostname), rep->rank);
-    printf("  reason    %s%s%s%s, ran %.3f s%s\n", gmt_tty(rep->reason), rep->signal ? " (" : "",
-           rep->signal ? gmt_tty(rep->signal) : "", rep->signal ? ")" : "", rep->duration_s,
-           rep->recovered ? " (recovered from the state file)" : "");
+    /* A merged report's process section is one rank's (the lowest, merged.ranks[0]): said as
+     * that rank's, never as the job's; each rank's own pid, host, reason and drops follow. */
+    char whose[64] = "";
+    if (rep->nranks) snprintf(whose, sizeof whose, " (rank %" PRId64 "'s)", rep->ranks[0].rank);
+    printf("  program   %s%s\n", cmd[0] ? cmd : "?", whose);
     if (rep->nranks) {
         printf("  merged    %zu ranks, peak imbalance %.2f (max/mean)\n", rep->nranks,
                rep->imbalance);
+        print_ranks(v);
+    } else {
+        printf("  process   pid %" PRId64 ", host %s, rank %" PRId64 "\n", rep->pid,
+               gmt_tty(rep->hostname), rep->rank);
+        printf("  reason    %s%s%s%s, ran %.3f s%s\n", gmt_tty(rep->reason),
+               rep->signal ? " (" : "", rep->signal ? gmt_tty(rep->signal) : "",
+               rep->signal ? ")" : "", rep->duration_s,
+               rep->recovered ? " (recovered from the state file)" : "");
     }
 
     const cJSON *cap = rep->capture;
@@ -358,8 +388,8 @@ static void print_header(const view_t *v)
         used += (size_t)w;
     }
     const char *why = gmt_json_str(cap, "backend_reason", NULL);
-    printf("  capture   %s%s%s%s\n", backends[0] ? backends : "none", why ? " (" : "",
-           why ? gmt_tty(why) : "", why ? ")" : "");
+    printf("  capture   %s%s%s%s%s\n", backends[0] ? backends : "none", why ? " (" : "",
+           why ? gmt_tty(why) : "", why ? ")" : "", whose);
 
     const cJSON *events = cJSON_GetObjectItemCaseSensitive(cap, "events");
     const cJSON *dropped = cJSON_GetObjectItemCaseSensitive(cap, "dropped");
@@ -372,8 +402,9 @@ static void print_header(const view_t *v)
     }
     const cJSON *warnings = cJSON_GetObjectItemCaseSensitive(cap, "warnings");
     int nwarn = cJSON_IsArray(warnings) ? cJSON_GetArraySize(warnings) : 0;
-    printf("  events    %" PRId64 " seen, %" PRId64 " dropped, %d warning%s\n",
-           gmt_json_int(events, "total", 0), drops, nwarn, nwarn == 1 ? "" : "s");
+    printf("  events    %" PRId64 " seen, %" PRId64 " dropped, %d warning%s%s\n",
+           gmt_json_int(events, "total", 0), drops, nwarn, nwarn == 1 ? "" : "s",
+           rep->nranks ? " (all ranks)" : "");
     cJSON_ArrayForEach(arg, warnings)
     {
         if (cJSON_IsString(arg))

@@ -594,6 +594,14 @@ static int build_model(gmt_report_t *rep, char *why, size_t why_len)
             r->hostname = gmt_json_str(j, "hostname", "?");
             r->peak_bytes = json_u64(j, "peak_bytes");
             r->leaked_bytes = json_u64(j, "leaked_bytes");
+            r->reason = gmt_json_str(j, "reason", NULL);
+            r->start_time = gmt_json_has_num(j, "start_time") ? json_time(j, "start_time") : -1;
+            r->end_time = gmt_json_has_num(j, "end_time") ? json_time(j, "end_time") : -1;
+            r->duration_s = gmt_json_has_num(j, "duration_s") ? json_time(j, "duration_s") : -1;
+            uint64_t dropped = json_u64(j, "dropped");
+            r->dropped = !gmt_json_has_num(j, "dropped") ? -1
+                         : dropped > INT64_MAX           ? INT64_MAX
+                                                         : (int64_t)dropped;
         }
         rep->imbalance = gmt_json_num(merged, "imbalance", 0);
         /* Largest first, as one process's report lists them, whatever wrote the file (merge

@@ -773,6 +773,52 @@ def case_merge_group_order(c):
     expect(report_groups(out) == want, "report --top 3 of an old merged file:\n" + out)
 
 
+@case
+def case_merge_capture(c):
+    """Every rank's dropped events and warnings reach the merged report: capture.dropped summed,
+    warnings kept with their rank; `report` of it says the events are incomplete, shows each
+    rank's pid, host, end and drops, and calls the program line rank 0's, not the job's."""
+    base = c.trace("leak_two_sites", "base")
+    src = c.load(base)
+    drops0 = sum(src["capture"]["dropped"].values())
+    expect(drops0 == 0, f"the base report dropped events: {src['capture']['dropped']}")
+
+    def edit(i, r):
+        r["capture"]["warnings"] = [f"warning of rank {i}"]
+        if i == 1:
+            r["capture"]["dropped"]["table_full"] = 7
+            r["capture"]["dropped"]["stacks"] = 2
+            r["process"]["argv"] = ["other-program"]
+            r["process"]["duration_s"] = 42.5
+    r0, r1 = rank_reports(c, base, 2, edit)
+    out, _, _ = c.cli_run("report", r1)
+    expect("9 dropped" in out and "numbers below incomplete" in out, "rank 1 alone:\n" + out)
+    c.cli_run("merge", r0, r1, "-o", c.path("m.json"))
+    m = c.load(c.path("m.json"))
+    cap = m["capture"]
+    expect(cap["dropped"]["table_full"] == 7 and cap["dropped"]["stacks"] == 2,
+           f"merged capture.dropped {cap['dropped']}")
+    expect(cap["warnings"] == ["rank 0: warning of rank 0", "rank 1: warning of rank 1"],
+           f"merged capture.warnings {cap['warnings']}")
+    expect(cap["events"]["total"] == 2 * src["capture"]["events"]["total"], "events summed")
+    rk = m["merged"]["ranks"]
+    expect([x["dropped"] for x in rk] == [0, 9] and rk[1]["duration_s"] == 42.5 and
+           rk[1]["reason"] == "exit", f"merged.ranks {rk}")
+    import jsonschema
+    with open(c.schema) as f:
+        jsonschema.Draft202012Validator(json.load(f)).validate(m)
+    out, _, _ = c.cli_run("report", c.path("m.json"))
+    for want in (" 9 dropped, 2 warnings (all ranks)", "numbers below incomplete: table_full 7",
+                 "stacks 2", "warning:  rank 1: warning of rank 1", "(rank 0's)\n",
+                 ", exit, ran 42.500 s, 9 events dropped\n"):
+        expect(want in out, f"merged report lacks {want!r}:\n{out}")
+    expect("other-program" not in out and "  process   pid" not in out,
+           "merged report shows one rank's process as the job's:\n" + out)
+    pid, host = src["process"]["pid"], src["process"]["hostname"]
+    expect(re.search(rf"^    rank 0 +pid {pid}, host {re.escape(host)}, exit, ran", out, re.M),
+           "rank 0's line:\n" + out)
+
+
 # ---- export -----------------------------------------------------------------------------
 
 def check_speedscope(path):
