@@ -194,18 +194,56 @@ static int export_speedscope(const gmt_report_t *rep, gmt_buf_t *b)
 
 /* ---- perfetto / Chrome trace events ---- */
 
-static int64_t pid_of(const gmt_report_t *rep, int64_t rank)
-{
-    if (rank >= 0)
-        for (size_t i = 0; i < rep->nranks; i++)
-            if (rep->ranks[i].rank == rank) return rep->ranks[i].pid ? rep->ranks[i].pid : rank + 1;
-    return rep->pid > 0 ? rep->pid : 1;
-}
-
 static void us(gmt_buf_t *b, double seconds)
 {
     if (!isfinite(seconds) || seconds < 0) seconds = 0;
     gmt_buf_printf(b, "%.3f", seconds * 1e6);
+}
+
+/* The trace's process of an entry: the report's pid, or in a merged report the rank's own
+ * process, pid rank + 1 (ranks in containers share real pids, and one process in the trace
+ * would interleave their counters on one track; the name says the real pid). */
+static int64_t pid_of(const gmt_report_t *rep, int64_t rank)
+{
+    if (rep->nranks) {
+        int64_t r = rank >= 0 ? rank : rep->ranks[0].rank;
+        return r < INT64_MAX ? r + 1 : r; /* a crafted rank: no overflow */
+    }
+    return rep->pid > 0 ? rep->pid : 1;
+}
+
+/* When the report of a rank (-1: of the report) was written, in seconds since its start: a
+ * rank's own duration_s, the report's for a merged file of a merge that did not write it. */
+static double end_of(const gmt_report_t *rep, int64_t rank)
+{
+    for (size_t i = 0; rank >= 0 && i < rep->nranks; i++)
+        if (rep->ranks[i].rank == rank && rep->ranks[i].duration_s >= 0)
+            return rep->ranks[i].duration_s;
+    return rep->duration_s;
+}
+
+/* The instants at a process's end: its snapshot or oom report, and the end of its run; last:
+ * the trace's last event, without the comma. */
+static void end_events(gmt_buf_t *b, int64_t pid, double end, const char *reason, bool last)
+{
+    bool oom = strcmp(reason, "oom") == 0;
+    if (oom || strcmp(reason, "snapshot") == 0) {
+        gmt_buf_printf(b,
+                       "{\"name\":\"%s report\",\"cat\":\"snapshot\",\"ph\":\"i\",\"s\":\"g\","
+                       "\"pid\":%" PRId64 ",\"tid\":0,\"ts\":",
+                       oom ? "oom" : "snapshot", pid);
+        us(b, end);
+        gmt_buf_puts(b, ",\"args\":{}},\n");
+    }
+    gmt_buf_printf(
+        b,
+        "{\"name\":\"end of run\",\"cat\":\"run\",\"ph\":\"i\",\"s\":\"g\",\"pid\":%" PRId64
+        ",\"tid\":0,\"ts\":",
+        pid);
+    us(b, end);
+    gmt_buf_puts(b, ",\"args\":{\"reason\":");
+    gmt_buf_json_str(b, reason);
+    gmt_buf_puts(b, last ? "}}\n" : "}},\n");
 }
 
 static int export_perfetto(const gmt_report_t *rep, gmt_buf_t *b)
@@ -243,14 +281,15 @@ static int export_perfetto(const gmt_report_t *rep, gmt_buf_t *b)
         /* Each bucket's highest value at its start, then, as the HTML page draws it, the
          * device's bytes in use when the report was written: a counter holds its last value,
          * and the last bucket's highest is not what was held at the end. */
-        bool tail = d && s->n && s->t[s->n - 1] < rep->duration_s;
+        double end = end_of(rep, s->rank);
+        bool tail = d && s->n && s->t[s->n - 1] < end;
         for (size_t k = 0; k < s->n + tail; k++) {
             gmt_buf_puts(b, "{\"name\":");
             gmt_buf_json_str(b, name);
             gmt_buf_printf(b,
                            ",\"cat\":\"memory\",\"ph\":\"C\",\"pid\":%" PRId64 ",\"tid\":0,\"ts\":",
                            pid_of(rep, s->rank));
-            us(b, k < s->n ? s->t[k] : rep->duration_s);
+            us(b, k < s->n ? s->t[k] : end);
             gmt_buf_printf(b, ",\"args\":{\"bytes\":%" PRIu64 "}},\n",
                            k < s->n ? s->bytes[k] : d->current_bytes);
         }
@@ -293,25 +332,15 @@ static int export_perfetto(const gmt_report_t *rep, gmt_buf_t *b)
         gmt_buf_json_str(b, fb);
         gmt_buf_puts(b, "}},\n");
     }
-    /* the moment this report was taken, when it is a snapshot / OOM report */
-    if (strcmp(rep->reason, "snapshot") == 0 || strcmp(rep->reason, "oom") == 0) {
-        gmt_buf_printf(b,
-                       "{\"name\":\"%s report\",\"cat\":\"snapshot\",\"ph\":\"i\",\"s\":\"g\","
-                       "\"pid\":%" PRId64 ",\"tid\":0,\"ts\":",
-                       strcmp(rep->reason, "oom") == 0 ? "oom" : "snapshot", pid_of(rep, -1));
-        us(b, rep->duration_s);
-        gmt_buf_puts(b, ",\"args\":{}},\n");
+    /* each process's end (and its report, when a snapshot or OOM report): the last event has
+     * no comma after it */
+    for (size_t i = 0; i < rep->nranks; i++) {
+        const gmt_rank_t *r = &rep->ranks[i];
+        end_events(b, pid_of(rep, r->rank), end_of(rep, r->rank), r->reason ? r->reason : "?",
+                   i + 1 == rep->nranks);
     }
-    /* a last event so that every line above may end in a comma */
-    gmt_buf_printf(
-        b,
-        "{\"name\":\"end of run\",\"cat\":\"run\",\"ph\":\"i\",\"s\":\"g\",\"pid\":%" PRId64
-        ",\"tid\":0,\"ts\":",
-        pid_of(rep, -1));
-    us(b, rep->duration_s);
-    gmt_buf_puts(b, ",\"args\":{\"reason\":");
-    gmt_buf_json_str(b, rep->reason);
-    gmt_buf_puts(b, "}}\n]}\n");
+    if (!rep->nranks) end_events(b, pid_of(rep, -1), rep->duration_s, rep->reason, true);
+    gmt_buf_puts(b, "]}\n");
     return 0;
 }
 

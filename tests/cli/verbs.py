@@ -819,6 +819,32 @@ def case_merge_capture(c):
            "rank 0's line:\n" + out)
 
 
+@case
+def case_merge_perfetto(c):
+    """Perfetto export of a merged report whose ranks share a pid (containers): one process
+    per rank (pid rank + 1, named with the real pid), each rank's counters on its own track,
+    each track closed at its own rank's end time."""
+    base = c.trace("leak_two_sites", "base")
+    r0, r1 = rank_reports(c, base, 2,
+                          lambda i, r: r["process"].update(duration_s=[3.0, 7.5][i]))
+    c.cli_run("merge", r0, r1, "-o", c.path("m.json"))
+    c.cli_run("export", c.path("m.json"), "--format", "perfetto", "-o", c.path("t.json"))
+    ev = check_perfetto(c.path("t.json"))
+    pid, host = c.load(base)["process"]["pid"], c.load(base)["process"]["hostname"]
+    names = {e["pid"]: e["args"]["name"] for e in ev if e["name"] == "process_name"}
+    expect(len([e for e in ev if e["name"] == "process_name"]) == 2 and
+           names == {1: f"rank 0 ({host} pid {pid})", 2: f"rank 1 ({host} pid {pid})"},
+           f"process names {names}")
+    for p, end in ((1, 3.0), (2, 7.5)):
+        cs = [e for e in ev if e["ph"] == "C" and e["pid"] == p]
+        ts = [e["ts"] for e in cs]
+        expect(cs and ts == sorted(ts), f"rank {p - 1}'s counter track {ts}")
+        expect(abs(ts[-1] - end * 1e6) < 1, f"rank {p - 1}'s track ends at {ts[-1]}, not {end} s")
+        runs = [e for e in ev if e["name"] == "end of run" and e["pid"] == p]
+        expect(len(runs) == 1 and abs(runs[0]["ts"] - end * 1e6) < 1, f"end of run {runs}")
+    expect({e["pid"] for e in ev} == {1, 2}, f"pids {sorted({e['pid'] for e in ev})}")
+
+
 # ---- export -----------------------------------------------------------------------------
 
 def check_speedscope(path):
