@@ -368,26 +368,56 @@ static void prom_head(gmt_buf_t *b, const char *name, const char *help)
     gmt_buf_printf(b, "# HELP gpumemtrace_%s %s\n# TYPE gpumemtrace_%s gauge\n", name, help, name);
 }
 
-/* name{host="..",rank=".."[,device=".."][,extra=".."]} */
+/* The host of a merged report's job totals: the ranks' one host, or NULL when they ran on
+ * several (the totals then carry no host label). */
+static const char *job_host(const gmt_report_t *rep)
+{
+    for (size_t i = 1; i < rep->nranks; i++)
+        if (strcmp(rep->ranks[i].hostname, rep->ranks[0].hostname) != 0) return NULL;
+    return rep->nranks ? rep->ranks[0].hostname : rep->hostname;
+}
+
+/* name{host="..",rank=".."[,device=".."][,extra=".."]}. rank -1: the report's numbers, which
+ * in a merged report are the job's totals: no rank label, and the ranks' host when they share
+ * one. A rank's numbers carry that rank's own host. */
 static void prom_labels(gmt_buf_t *b, const gmt_report_t *rep, int64_t rank, int64_t device,
                         bool has_device, const char *extra_key, const char *extra)
 {
     char num[32];
-    gmt_buf_puts(b, "{host=");
-    prom_label_value(b, rep->hostname);
-    snprintf(num, sizeof num, "%" PRId64, rank >= 0 ? rank : rep->rank);
-    gmt_buf_puts(b, ",rank=");
-    prom_label_value(b, num);
+    const char *host = rep->hostname, *sep = "{";
+    bool has_rank = true;
+    if (rep->nranks && rank < 0) {
+        host = job_host(rep);
+        has_rank = false;
+    } else if (rep->nranks) {
+        for (size_t i = 0; i < rep->nranks; i++)
+            if (rep->ranks[i].rank == rank) host = rep->ranks[i].hostname;
+    } else {
+        rank = rep->rank;
+    }
+    if (host) {
+        gmt_buf_printf(b, "%shost=", sep);
+        prom_label_value(b, host);
+        sep = ",";
+    }
+    if (has_rank) {
+        snprintf(num, sizeof num, "%" PRId64, rank);
+        gmt_buf_printf(b, "%srank=", sep);
+        prom_label_value(b, num);
+        sep = ",";
+    }
     if (has_device) {
         snprintf(num, sizeof num, "%" PRId64, device);
-        gmt_buf_puts(b, ",device=");
+        gmt_buf_printf(b, "%sdevice=", sep);
         prom_label_value(b, device < 0 ? "host" : num);
+        sep = ",";
     }
     if (extra_key) {
-        gmt_buf_printf(b, ",%s=", extra_key);
+        gmt_buf_printf(b, "%s%s=", sep, extra_key);
         prom_label_value(b, extra);
+        sep = ",";
     }
-    gmt_buf_puts(b, "}");
+    if (*sep == ',') gmt_buf_puts(b, "}");
 }
 
 static void prom_value(gmt_buf_t *b, double v)
@@ -462,14 +492,32 @@ static int export_prometheus(const gmt_report_t *rep, gmt_buf_t *b)
         prom_labels(b, rep, -1, 0, false, "library", rep->libraries[i].library);
         prom_value(b, (double)rep->libraries[i].peak_bytes);
     }
+    /* how long a process ran and when its report was written: each rank's own in a merged
+     * report (a merge that did not keep them in merged.ranks leaves them out) */
     prom_head(b, "run_duration_seconds", "How long the traced program ran.");
-    gmt_buf_puts(b, "gpumemtrace_run_duration_seconds");
-    prom_labels(b, rep, -1, 0, false, NULL, NULL);
-    prom_value(b, rep->duration_s);
+    for (size_t i = 0; i < rep->nranks; i++) {
+        if (rep->ranks[i].duration_s < 0) continue;
+        gmt_buf_puts(b, "gpumemtrace_run_duration_seconds");
+        prom_labels(b, rep, rep->ranks[i].rank, 0, false, NULL, NULL);
+        prom_value(b, rep->ranks[i].duration_s);
+    }
+    if (!rep->nranks) {
+        gmt_buf_puts(b, "gpumemtrace_run_duration_seconds");
+        prom_labels(b, rep, -1, 0, false, NULL, NULL);
+        prom_value(b, rep->duration_s);
+    }
     prom_head(b, "report_time_seconds", "When the report was written (unix time).");
-    gmt_buf_puts(b, "gpumemtrace_report_time_seconds");
-    prom_labels(b, rep, -1, 0, false, NULL, NULL);
-    prom_value(b, rep->end_time);
+    for (size_t i = 0; i < rep->nranks; i++) {
+        if (rep->ranks[i].end_time < 0) continue;
+        gmt_buf_puts(b, "gpumemtrace_report_time_seconds");
+        prom_labels(b, rep, rep->ranks[i].rank, 0, false, NULL, NULL);
+        prom_value(b, rep->ranks[i].end_time);
+    }
+    if (!rep->nranks) {
+        gmt_buf_puts(b, "gpumemtrace_report_time_seconds");
+        prom_labels(b, rep, -1, 0, false, NULL, NULL);
+        prom_value(b, rep->end_time);
+    }
     return 0;
 }
 

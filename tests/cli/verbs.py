@@ -845,6 +845,66 @@ def case_merge_perfetto(c):
     expect({e["pid"] for e in ev} == {1, 2}, f"pids {sorted({e['pid'] for e in ev})}")
 
 
+def prom_series(text):
+    """{(name, frozenset of label pairs): value} of an exposition text."""
+    out = {}
+    for l in text.splitlines():
+        if not l or l.startswith("#"):
+            continue
+        m = re.match(r'^(\w+)(?:\{(.*)\})? (\S+)$', l)
+        expect(m, f"exposition line {l!r}")
+        labels = frozenset(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2) or ""))
+        out[(m.group(1), labels)] = float(m.group(3))
+    return out
+
+
+@case
+def case_merge_prometheus(c):
+    """Prometheus export of a merged report: the job's totals carry no rank label (not rank
+    0's), and the ranks' host only when they share one; each rank's numbers (devices, run time,
+    report time) carry its rank and its own host."""
+    base = c.trace("leak_two_sites", "base")
+    src = c.load(base)
+    hosts = ["node-a", "node-b"]
+
+    def edit(i, r):
+        r["process"]["hostname"] = hosts[i]
+        r["process"]["duration_s"] = [3.0, 7.5][i]
+    paths = rank_reports(c, base, 2, edit)
+    c.cli_run("merge", *paths, "-o", c.path("m.json"))
+    c.cli_run("export", c.path("m.json"), "--format", "prometheus", "-o", c.path("m.prom"))
+    text = open(c.path("m.prom")).read()
+    got = prom_series(text)
+    for name in ("leaked_bytes", "leaked_allocations", "allocations", "failed_allocations",
+                 "suppressed_leak_bytes"):
+        keys = [k for k in got if k[0] == "gpumemtrace_" + name]
+        expect(keys == [("gpumemtrace_" + name, frozenset())], f"{name}: {keys}\n{text}")
+    expect(got[("gpumemtrace_leaked_bytes", frozenset())] == 2 * src["leaks"]["total_bytes"],
+           "job leaked bytes")
+    libs = [k for k in got if k[0] == "gpumemtrace_library_peak_bytes"]
+    expect(libs and all({l for l, _ in k[1]} == {"library"} for k in libs), f"libraries {libs}")
+    for i in (0, 1):
+        lab = frozenset({("host", hosts[i]), ("rank", str(i))})
+        expect(got.get(("gpumemtrace_run_duration_seconds", lab)) == [3.0, 7.5][i],
+               f"rank {i}'s run_duration_seconds\n{text}")
+        expect(("gpumemtrace_report_time_seconds", lab) in got, f"rank {i}'s report time\n{text}")
+        expect(("gpumemtrace_peak_bytes", lab | {("device", "0")}) in got,
+               f"rank {i}'s peak on its own host\n{text}")
+    # ranks on one host: the job's totals carry it
+    paths = rank_reports(c, base, 2, name="same")
+    c.cli_run("merge", *paths, "-o", c.path("s.json"))
+    c.cli_run("export", c.path("s.json"), "--format", "prometheus", "-o", c.path("s.prom"))
+    got = prom_series(open(c.path("s.prom")).read())
+    lab = frozenset({("host", src["process"]["hostname"])})
+    expect(("gpumemtrace_leaked_bytes", lab) in got, f"one host's job totals {list(got)[:6]}")
+    tool = shutil.which("promtool")
+    for f in ("m.prom", "s.prom"):
+        if tool:
+            p = subprocess.run([tool, "check", "metrics"], stdin=open(c.path(f)),
+                               capture_output=True, text=True, timeout=60)
+            expect(p.returncode == 0, f"promtool {f}: {p.stdout}{p.stderr}")
+
+
 # ---- export -----------------------------------------------------------------------------
 
 def check_speedscope(path):
