@@ -477,6 +477,16 @@ static void print_devices(const view_t *v)
     }
 }
 
+/* The growth suspects the report lists that the view shows (one with no device on every). */
+static size_t count_suspects(const view_t *v)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < v->rep->nsuspects; i++)
+        n +=
+            !v->filter || v->rep->suspects[i].device < 0 || v->rep->suspects[i].device == v->device;
+    return n;
+}
+
 static void print_leaks(const view_t *v)
 {
     const gmt_report_t *rep = v->rep;
@@ -509,10 +519,7 @@ static void print_leaks(const view_t *v)
         print_groups(v, rep->as_groups, rep->nas);
     }
 
-    size_t nsuspects = 0;
-    for (size_t i = 0; i < rep->nsuspects; i++)
-        nsuspects +=
-            !v->filter || rep->suspects[i].device < 0 || rep->suspects[i].device == v->device;
+    size_t nsuspects = count_suspects(v);
     if (nsuspects == 0) return;
     printf("\n%sGrowth suspects%s (live bytes kept rising through the run): %" PRIu64 "\n", BOLD(v),
            RESET(v), v->filter ? (uint64_t)nsuspects : rep->suspects_total);
@@ -758,7 +765,12 @@ static int print_json(const view_t *v)
     cJSON_AddNumberToObject(leaks, "suppressed_bytes", (double)t.suppressed_bytes);
     cJSON_AddNumberToObject(leaks, "count", (double)t.count);
     if (t.partial) cJSON_AddBoolToObject(leaks, "partial", true);
+    /* how many groups there were: "groups" holds --top of them (and the report the largest
+     * GPUMEMTRACE_TOP) */
+    cJSON_AddNumberToObject(leaks, "groups_total", (double)t.groups);
     cJSON_AddItemToObject(leaks, "groups", groups_json(v, rep->leak_groups, rep->nleaks));
+    cJSON_AddNumberToObject(o, "growth_suspects_total",
+                            (double)(v->filter ? count_suspects(v) : rep->suspects_total));
     cJSON *sus = cJSON_AddArrayToObject(o, "growth_suspects");
     long nsus = 0;
     for (size_t i = 0; i < rep->nsuspects && nsus < v->top; i++) {
@@ -768,6 +780,10 @@ static int print_json(const view_t *v)
         cJSON *x = cJSON_CreateObject();
         cJSON_AddNumberToObject(x, "growth_bytes", (double)rep->suspects[i].growth_bytes);
         cJSON_AddNumberToObject(x, "live_bytes", (double)rep->suspects[i].live_bytes);
+        if (rep->suspects[i].device >= 0)
+            cJSON_AddNumberToObject(x, "device", (double)rep->suspects[i].device);
+        if (rep->suspects[i].rank >= 0)
+            cJSON_AddNumberToObject(x, "rank", (double)rep->suspects[i].rank);
         cJSON_AddItemToObject(x, "user_frame", frame_json(gmt_user_frame(rep->suspects[i].stack)));
         cJSON_AddItemToArray(sus, x);
     }
@@ -780,6 +796,9 @@ static int print_json(const view_t *v)
         if (p->rank >= 0) cJSON_AddNumberToObject(x, "rank", (double)p->rank);
         cJSON_AddNumberToObject(x, "bytes", (double)p->bytes);
         cJSON_AddNumberToObject(x, "time", p->time);
+        cJSON_AddNumberToObject(
+            x, "groups_total",
+            (double)(p->groups_total > p->ngroups ? p->groups_total : (uint64_t)p->ngroups));
         cJSON_AddItemToObject(x, "groups", groups_json(v, p->groups, p->ngroups));
         cJSON_AddItemToArray(peaks, x);
     }
@@ -804,6 +823,7 @@ static int print_json(const view_t *v)
         if (!wanted(v, rep->frag[i].device)) continue;
         cJSON *x = cJSON_CreateObject();
         cJSON_AddNumberToObject(x, "device", (double)rep->frag[i].device);
+        if (rep->frag[i].rank >= 0) cJSON_AddNumberToObject(x, "rank", (double)rep->frag[i].rank);
         cJSON_AddNumberToObject(x, "fragmentation", rep->frag[i].fragmentation);
         cJSON_AddStringToObject(x, "label", frag_label(rep->frag[i].fragmentation));
         cJSON_AddItemToArray(frag, x);

@@ -905,6 +905,31 @@ def case_merge_prometheus(c):
             expect(p.returncode == 0, f"promtool {f}: {p.stdout}{p.stderr}")
 
 
+@case
+def case_merge_report_json(c):
+    """report --json of a merged report: fragmentation entries carry their rank (two device
+    0 entries are told apart), and a list cut by --top says how many there were
+    (leaks.groups_total, peak[].groups_total, growth_suspects_total)."""
+    base = c.trace("leak_two_sites", "base")
+    r0, r1 = rank_reports(c, base, 2)
+    c.cli_run("merge", r0, r1, "-o", c.path("m.json"))
+    m = c.load(c.path("m.json"))
+    out, _, _ = c.cli_run("report", "--json", "--top", "1", c.path("m.json"))
+    j = json.loads(out)
+    frag = [(x["device"], x.get("rank")) for x in j["fragmentation"]]
+    expect(sorted(frag) == [(0, 0), (0, 1)], f"fragmentation {j['fragmentation']}")
+    lk = j["leaks"]
+    expect(len(lk["groups"]) == 1 and lk["groups_total"] == m["leaks"]["groups_total"] == 4,
+           f"leaks {lk}")
+    for p in j["peak"]:
+        expect(len(p["groups"]) == 1 and p["groups_total"] > 1, f"peak {p}")
+    expect(j["growth_suspects_total"] == len(m["leaks"]["growth_suspects"]),
+           f"growth_suspects_total {j['growth_suspects_total']}")
+    # with --device: the device's groups
+    out, _, _ = c.cli_run("report", "--json", "--top", "1", "--device", "0", c.path("m.json"))
+    expect(json.loads(out)["leaks"]["groups_total"] == 4, out)
+
+
 # ---- export -----------------------------------------------------------------------------
 
 def check_speedscope(path):
