@@ -6,7 +6,8 @@
  * fragmentation, timeline, errors and groups entries carry a "rank" field, whose stack ids are
  * renumbered (rank index * stride + id, so they stay unique), whose summary and leak totals
  * are sums (peak_bytes the largest rank's), and which has a "merged" object:
- *   { "ranks": [{rank, file, pid, hostname, peak_bytes, leaked_bytes}], "imbalance",
+ *   { "ranks": [{rank, file, pid, hostname, peak_bytes, leaked_bytes, reason, start_time,
+ *                end_time, duration_s, dropped}], "imbalance",
  *     "stack_id_stride", "common_leaks": [{stack_id, ranks, min_bytes, max_bytes,
  *     total_bytes}] }
  * docs/multirank.md describes it.
