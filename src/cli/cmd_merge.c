@@ -591,11 +591,7 @@ int gmt_cli_merge(int argc, char **argv)
     }
     /* The summary is the verb's output: one that could not be written (a full disk, a closed
      * pipe) is an error, said in one line, as every verb's unwritable output. */
-    errno = 0;
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        gmt_cli_error("merge: writing the summary: %s", strerror(errno ? errno : EIO));
-        goto out;
-    }
+    if (!gmt_stdout_ok("merge", "the summary")) goto out;
     status = GMT_EXIT_OK;
 out:
     if (status == GMT_EXIT_USAGE && (!reps || !ranks || !ord))
