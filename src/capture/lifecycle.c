@@ -23,6 +23,7 @@
 #include "output/symbolize.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -162,7 +163,9 @@ static void oom_report(const gmt_failure_t *f)
                            max);
         return;
     }
+    int saved = errno; /* the program's (gmt_capture_start_slow) */
     gmt_report_write(NULL, GMT_REASON_OOM, NULL, n);
+    errno = saved;
 }
 
 /* ---- internal frames ------------------------------------------------------------------------ */
@@ -248,7 +251,20 @@ static void start_backend_locked(void)
     }
 }
 
+static void start_slow(void);
+
+/* errno is the program's: the start-up (the report name's checks, the backend, the writer),
+ * the first event's note and an out-of-memory report each run inside a CUDA call the program
+ * made, and leave errno as they found it (integration.errno_kept: both set ENOENT before
+ * session 25). */
 void gmt_capture_start_slow(void)
+{
+    int saved = errno;
+    start_slow();
+    errno = saved;
+}
+
+static void start_slow(void)
 {
     if (__atomic_load_n(&gmt_capture_state, __ATOMIC_ACQUIRE) != 0) return;
     if (gmt_guard_held()) return; /* our own start-up reaching CUDA: do not recurse */
@@ -296,12 +312,19 @@ static void mark_noted(void)
 
 __attribute__((noinline, cold)) static void note_event_slow(void)
 {
+    int saved = errno; /* the program's (gmt_capture_start_slow) */
     if (!__atomic_load_n(&had_events, __ATOMIC_RELAXED)) {
         __atomic_store_n(&had_events, 1, __ATOMIC_RELEASE);
         refresh_internal_ranges();
-        if (!__atomic_exchange_n(&exit_registered, 1, __ATOMIC_ACQ_REL)) atexit(exit_report);
+        /* quick_exit runs at_quick_exit handlers, not atexit ones, and ends in the C library's
+         * own _exit (not the interposed one): its report is registered there too. */
+        if (!__atomic_exchange_n(&exit_registered, 1, __ATOMIC_ACQ_REL)) {
+            atexit(exit_report);
+            at_quick_exit(gmt_capture_quick_exit);
+        }
     }
     mark_noted();
+    errno = saved;
 }
 
 /* noted: the caller found capture_state GMT_CAPTURE_NOTED at its entry (a constant where

@@ -440,9 +440,17 @@ static void install_snapshot_signal(int snapshot_signal)
 {
     struct sigaction cur;
     sigaction(snapshot_signal, NULL, &cur);
+    /* A program that ignores the signal keeps it ignored: a handler of ours would end that
+     * (a program it execs inherits SIG_IGN, not a handler: an audit's child was killed by the
+     * SIGUSR1 it sent itself). */
+    if (!(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_IGN) {
+        gmt_track_warn("%s is ignored by the program; snapshots by signal are off (set "
+                       "GPUMEMTRACE_SNAPSHOT_SIGNAL to another signal)",
+                       gmt_signal_name(snapshot_signal));
+        return;
+    }
     /* A forked child inherits our own handler: that one is fine. */
-    if (cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN &&
-        cur.sa_handler != on_snapshot_signal) {
+    if (cur.sa_handler != SIG_DFL && cur.sa_handler != on_snapshot_signal) {
         gmt_track_warn("%s is already handled by the program; snapshots by signal are off "
                        "(set GPUMEMTRACE_SNAPSHOT_SIGNAL to another signal)",
                        gmt_signal_name(snapshot_signal));

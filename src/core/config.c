@@ -139,9 +139,11 @@ int gmt_parse_signal(const char *s, int *out)
     for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++)
         if (signals[i].snapshot && strcasecmp(bare, signals[i].name + 3) == 0)
             return *out = signals[i].sig, 0;
+    /* Digits only, no leading zero: strtol would take spaces and a sign. */
+    if (*s < '1' || *s > '9' || strlen(s) > 4) return -EINVAL;
     char *end;
     long v = strtol(s, &end, 10);
-    if (*s && !*end && v >= SIGRTMIN && v <= SIGRTMAX) return *out = (int)v, 0;
+    if (!*end && v >= SIGRTMIN && v <= SIGRTMAX) return *out = (int)v, 0;
     return -EINVAL;
 }
 

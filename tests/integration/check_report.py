@@ -1124,6 +1124,38 @@ def case_state_target(ctx):
             os.unlink(os.path.join(ctx.work, f))
 
 
+@case("exit_quick")
+def case_exit_quick(ctx):
+    """quick_exit(7): the exit report is written (before session 25 none was, and nothing said
+    so) and the status stays 7."""
+    ctx.run(["exit_ways", "quick"], expect_rc=7, timeout=30)
+    final = ctx.final_report()
+    expect_eq("report reason", final["process"]["reason"], "exit")
+    check_summary(final, allocs=1, leaked_count=1, leaked_bytes=MIB)
+    check_group(final, final["leaks"]["groups"], "quick_leak", bytes=MIB, count=1)
+
+
+@case("snapshot_ignored")
+def case_snapshot_ignored(ctx):
+    """A program that ignores SIGUSR1 keeps it ignored (a program it execs inherits SIG_IGN):
+    snapshots by that signal are off, and the report's warnings say so."""
+    r = ctx.run(["exit_ways", "ignored"], timeout=30)
+    expect_eq("SIGUSR1's disposition after the first CUDA call", r.facts.get("usr1"), "ignored")
+    final = ctx.final_report()
+    warns = [w for w in final["capture"].get("warnings", []) if "SIGUSR1 is ignored" in w]
+    expect_eq("warnings about the ignored SIGUSR1", len(warns), 1)
+
+
+@case("errno_kept")
+def case_errno_kept(ctx):
+    """errno is the program's: the process's first CUDA call (which starts the tracer and
+    checks the report's name) and a failed allocation (whose out-of-memory report is written
+    inside the call) leave it as it was; before session 25 both set ENOENT."""
+    r = ctx.run(["exit_ways", "errno"], timeout=30)
+    for k in ("errno_first", "errno_oom", "errno_ok"):
+        expect_eq(k, r.fact_int(k), 4242)
+
+
 @case("fork_child_nofollow")
 def case_fork_child_nofollow(ctx):
     fork_reports(ctx, follow=False)

@@ -365,8 +365,14 @@ static void test_signals(void **state)
     assert_int_equal(gmt_parse_signal(buf, &sig), 0);
     assert_int_equal(sig, rt);
 
-    static const char *const bad[] = {"",   "SIG",  "SIGKILL", "KILL",    "9",
-                                      "15", "usr3", "-1",      "SIGUSR1x"};
+    /* The real-time numbers as digits only, as every other number variable takes them (an
+     * audit found " 34", "+34" and "034" accepted, "34 " not). */
+    char pad[3][16];
+    snprintf(pad[0], sizeof pad[0], " %d", rt);
+    snprintf(pad[1], sizeof pad[1], "+%d", rt);
+    snprintf(pad[2], sizeof pad[2], "0%d", rt);
+    const char *const bad[] = {"",     "SIG", "SIGKILL",  "KILL", "9",    "15",
+                               "usr3", "-1",  "SIGUSR1x", pad[0], pad[1], pad[2]};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         sig = -1;
         if (gmt_parse_signal(bad[i], &sig) != -EINVAL) fail_msg("'%s' accepted as %d", bad[i], sig);
