@@ -66,6 +66,12 @@ static __thread uint64_t n_direct __attribute__((tls_model("initial-exec")));
 /* Frames whose entry came from the last walk's outer frames (memo_suffix; tests). */
 static __thread uint64_t n_outer __attribute__((tls_model("initial-exec")));
 static uint64_t checked_walks; /* atomic */
+/* Atomic, for the report (capture.python): frames whose code object could not be read, each
+ * kept as an unknown frame (file, function and line null) in its place rather than left out,
+ * which made a caller look like it called its callee's callee; and walks that reached
+ * GMT_PY_MAX_FRAMES (the frames further out are not kept). */
+static uint64_t unreadable_frames;
+static uint64_t cut_walks;
 
 /* Checked reads. The kernel copies from any address of ours and fails cleanly (EFAULT or a
  * short count) where nothing readable is mapped, so a bad pointer never faults:
@@ -1252,7 +1258,7 @@ __attribute__((noinline)) static uint32_t walk_lookup(const walk_offs_t *op, wal
     uint32_t cr = py.code_read, n = 0;
     for (uint32_t base = 0; base < inner; base += CODE_BATCH) {
         uint32_t cnt = inner - base < CODE_BATCH ? inner - base : CODE_BATCH;
-        uint8_t ok[CODE_BATCH] = {0};
+        uint8_t ok[CODE_BATCH] = {0}, unread[CODE_BATCH] = {0};
         const uint8_t *direct_head[CODE_BATCH] = {0};
         /* A code object that a frame in a live chunk references is alive: its type word is
          * loaded directly, and its head when that type is PyCode_Type (3.13's f_executable
@@ -1284,6 +1290,8 @@ __attribute__((noinline)) static uint32_t walk_lookup(const walk_offs_t *op, wal
         uint32_t batch_pos[CODE_BATCH] = {0};
         for (uint32_t i = 0; i < nidx; i++) {
             batch_pos[idx[i]] = i;
+            uint64_t c = raw[base + idx[i]].code;
+            unread[idx[i]] = !ok[idx[i]] && c && (c & 7) == 0 && plausible(c, cr);
             uint64_t code = raw[base + idx[i]].code;
             if (known && ok[idx[i]] && (code & 7) == 0 &&
                 ld64(heads + (size_t)i * cr + o.ob_type) == o.code_type)
@@ -1293,6 +1301,15 @@ __attribute__((noinline)) static uint32_t walk_lookup(const walk_offs_t *op, wal
             const rawframe_t *r = &raw[base + j];
             const uint8_t *head =
                 direct_head[j] ? direct_head[j] : heads + (size_t)batch_pos[j] * cr;
+            if (unread[j]) { /* its place kept: an unknown frame (id 0, offset 0) */
+                __atomic_fetch_add(&unreadable_frames, 1, RLX);
+                idents[n] = 0;
+                ids[n] = 0;
+                out[n].word = GMT_PY_TAG << GMT_PY_TAG_SHIFT;
+                out[n].seg_end = r->seg_end;
+                n++;
+                continue;
+            }
             if (!ok[j] || (r->code & 7) || ld64(head + o.ob_type) != o.code_type) {
                 if (r->seg_end && n) out[n - 1].seg_end = 1;
                 continue;
@@ -1368,6 +1385,7 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap, gmt_py_splic
             chain_known(&o, &fw, known_frames, raw, cap, frame_read, &frame, &steps, &direct_reads);
     if (frame && nr < cap && steps < MAX_WALK_STEPS)
         nr = chain_rest(&o, &fw, known_frames, raw, nr, cap, frame, steps, &direct_reads, fast);
+    if (nr == cap) __atomic_fetch_add(&cut_walks, 1, RLX);
 
     /* 1b. The same chain as one the thread remembers: its words again (replay_walk). */
     uint32_t gen = __atomic_load_n(&cache_gen, __ATOMIC_ACQUIRE);
@@ -1726,6 +1744,22 @@ int gmt_py_init(bool enabled, bool checked_only)
 uint64_t gmt_py_checked_walks(void)
 {
     return __atomic_load_n(&checked_walks, RLX);
+}
+
+uint64_t gmt_py_unreadable_frames(void)
+{
+    return __atomic_load_n(&unreadable_frames, RLX);
+}
+
+uint64_t gmt_py_cut_walks(void)
+{
+    return __atomic_load_n(&cut_walks, RLX);
+}
+
+uint64_t gmt_py_code_dropped(void)
+{
+    pycode_t *c = __atomic_load_n(&cache, __ATOMIC_ACQUIRE);
+    return c ? __atomic_load_n(&c->dropped, RLX) : 0;
 }
 
 void gmt_py_note_id(const gmt_py_splice_t *sp, uint32_t id)

@@ -120,6 +120,12 @@ uint32_t gmt_py_test_walk(uint64_t tstate, uint64_t *words, uint32_t cap);
 /* Walks (all threads) that needed a kernel copy: 0 per allocation in the steady state on
  * 3.11+ (the fast path, see pyframes.c); every walk on 3.9/3.10. */
 uint64_t gmt_py_checked_walks(void);
+/* Frames whose code object could not be read (kept as unknown frames), walks that reached
+ * GMT_PY_MAX_FRAMES (outer frames not kept), and code objects the code cache had no room for
+ * (their frames resolve to unknown), all threads. */
+uint64_t gmt_py_unreadable_frames(void);
+uint64_t gmt_py_cut_walks(void);
+uint64_t gmt_py_code_dropped(void);
 /* Walks (all threads) answered by replaying one their thread remembers (pyframes.c). */
 uint64_t gmt_py_replayed_walks(void);
 /* Of them, those whose stack id was noted (gmt_py_splice_t.noted). */

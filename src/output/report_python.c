@@ -34,6 +34,9 @@ void gmt_report_python_capture(jw_t *w)
         jw_uint(w, "checked_walks", gmt_py_checked_walks());
         jw_uint(w, "replayed_walks", gmt_py_replayed_walks());
         jw_uint(w, "noted_walks", gmt_py_noted_walks());
+        jw_uint(w, "unreadable_frames", gmt_py_unreadable_frames());
+        jw_uint(w, "cut_walks", gmt_py_cut_walks());
+        jw_uint(w, "code_cache_dropped", gmt_py_code_dropped());
     }
     jw_object_end(w);
 }

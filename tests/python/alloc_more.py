@@ -18,6 +18,9 @@
            before alloc((k + 9) * 4 KiB), 8 exec'd strings of k lines "x = 0" before
            alloc((k + 17) * 4 KiB), 8 eval'd ones of k blank lines before alloc((k + 25) * 4
            KiB): only the allocation's line tells them apart
+  limits   (run with a state file: a code cache of 16384 entries) a leak of 31 MiB from 100
+           frames of recursion (more than the 64 Python frames kept), then 17000 exec'd
+           strings each allocating and freeing (more code objects than the cache holds)
   idle     (third argument: native_thread.c's library) a pthread holding a Python thread
            state that runs no Python code, as PyTorch's autograd engine threads do, makes
            1000 cudaMalloc/cudaFree pairs and leaks its last allocation (29 MiB)
@@ -127,6 +130,18 @@ def reuse(n):
              {"alloc": alloc})
 
 
+def deep(n):
+    if n:
+        return deep(n - 1)
+    alloc(31 << 20)
+
+
+def alloc_free():
+    p = ctypes.c_void_p()
+    assert cudart.cudaMalloc(ctypes.byref(p), 256) == 0
+    cudart.cudaFree(p)
+
+
 class Layer:
     def run(self, depth, n):
         return self.run(depth - 1, n) if depth else steady_alloc(n)
@@ -156,6 +171,11 @@ elif sys.argv[2] == "idle":
     fm = ctypes.cast(cudart.cudaMalloc, ctypes.c_void_p)
     ff = ctypes.cast(cudart.cudaFree, ctypes.c_void_p)
     assert native.gmt_test_alloc_in_idle_tstate(fm, ff, 1000, 29 << 20) == 0
+elif sys.argv[2] == "limits":
+    deep(100)
+    code = compile("alloc_free()", "limits_gen", "exec")
+    for k in range(17000):  # each a code object of its own, by its first line
+        exec(code.replace(co_firstlineno=k + 1), {"alloc_free": alloc_free})
 elif sys.argv[2] == "reuse":
     reuse(8)
 elif sys.argv[2] == "fork":

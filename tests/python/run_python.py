@@ -458,6 +458,33 @@ def case_reuse(args):
     print("ok: 32 code objects at reused addresses, each allocation names its own line")
 
 
+def case_limits(args):
+    """What the Python frames cannot hold is counted in capture.python, never silent: a walk
+    cut at 64 frames (cut_walks), code objects the code cache has no room for
+    (code_cache_dropped: 16384 entries with a state file), frames whose code could not be read
+    (unreadable_frames: none here)."""
+    work = os.path.join(args.work, "limits")
+    reps, _ = run_more(args, "limits", {"GPUMEMTRACE_STATE": work + "-state.gmt"})
+    (rep,) = reps.values()
+    py = rep["capture"]["python"]
+    if py.get("status") != "captured":
+        fail(f"capture.python: {py}")
+    if (py.get("cut_walks") or 0) < 1:
+        fail(f"a walk 100 frames deep was not counted as cut: {py}")
+    if not 600 <= (py.get("code_cache_dropped") or 0) <= 17000:
+        fail(f"17000 code objects into a cache of 16384: code_cache_dropped {py}")
+    if py.get("unreadable_frames") != 0:
+        fail(f"unreadable frames where every code object is readable: {py}")
+    groups = {g["bytes"]: g for g in rep["leaks"]["groups"]}
+    g = groups.get(31 << 20)
+    if g is None:
+        fail(f"no 31 MiB leak group: {sorted(groups)}")
+    n = len([f for f in frames_of(rep, g) if f.get("type") == "python"])
+    if n != 64:
+        fail(f"the deep leak has {n} Python frames, want the 64 kept")
+    print(f"ok: {py['cut_walks']} cut walks, {py['code_cache_dropped']} code objects not cached")
+
+
 def case_shallow(args):
     """GPUMEMTRACE_STACK_DEPTH=3: the native stack ends before the interpreter, the Python
     frames are appended at its outer end and still name every line; depth 0: no stack, and
@@ -601,7 +628,8 @@ def main():
      "unsupported": case_unsupported, "fork": case_fork, "threads": case_threads,
      "shallow": case_shallow, "steady": case_steady, "lines": case_lines, "nested": case_nested, "paths": case_paths,
      "idle": case_idle, "notpython": case_notpython,
-     "recover": case_recover, "reuse": case_reuse}[args.case](args)
+     "recover": case_recover, "reuse": case_reuse,
+     "limits": case_limits}[args.case](args)
 
 
 if __name__ == "__main__":

@@ -146,7 +146,7 @@ static void test_state_file_round_trip(void **state)
 }
 
 /* The temporary is created with O_EXCL|O_NOFOLLOW: a symbolic link planted there is never
- * followed; the target outside stays untouched. */
+ * followed; the target outside stays untouched. A link planted at the final path is refused. */
 static void test_create_refuses_planted_link(void **state)
 {
     (void)state;
@@ -161,14 +161,24 @@ static void test_create_refuses_planted_link(void **state)
     assert_int_not_equal(access(path, F_OK), 0);
     assert_false(gmt_region_ready());
     unlink(tmp);
-    /* an existing state file (or a link) at the final path is replaced, never followed */
+    /* a link at the final path is neither followed nor replaced (session 25: only nothing, an
+     * empty file or an earlier state file is replaced) */
     assert_int_equal(symlink(target, path), 0);
-    assert_int_equal(gmt_region_create(path), 0);
+    assert_int_equal(gmt_region_create(path), -EEXIST);
     struct stat sb;
     assert_int_equal(lstat(path, &sb), 0);
-    assert_true(S_ISREG(sb.st_mode));
+    assert_true(S_ISLNK(sb.st_mode));
     assert_int_not_equal(access(target, F_OK), 0);
+    assert_false(gmt_region_ready());
+    unlink(path);
+    /* an earlier state file is replaced */
+    assert_int_equal(gmt_region_create(path), 0);
     gmt_region_destroy();
+    assert_int_equal(gmt_region_create(path), 0);
+    assert_int_equal(lstat(path, &sb), 0);
+    assert_true(S_ISREG(sb.st_mode));
+    gmt_region_destroy();
+    unlink(path);
 }
 
 static void write_file(const char *path, const void *data, size_t len)
