@@ -211,6 +211,21 @@ static void walk_hand_built_312(void)
     /* A frame whose code is not a code object is skipped; a loop ends the walk. */
     put64(code2, L->ob_type, STR_T);
     assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 1);
+    /* A frame whose code object cannot be read keeps its place, unknown (session 25: it was
+     * left out, so the caller seemed to call its callee's callee), and is counted. */
+    void *none = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(none != MAP_FAILED);
+    uint64_t unread_before = gmt_py_unreadable_frames();
+    put64(f2, L->fr_code, U(none));
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 2);
+    assert_int_equal(gmt_py_resolve(w[0], &pf), 0);
+    assert_string_equal(pf.function, "other");
+    assert_true(gmt_py_is_frame(w[1]));
+    assert_int_equal(gmt_py_resolve(w[1], &pf), -ENOENT);
+    assert_null(pf.function);
+    assert_int_equal(gmt_py_unreadable_frames(), unread_before + 1);
+    put64(f2, L->fr_code, U(code2));
+    munmap(none, 4096);
     put64(f2, L->fr_back, U(f1));
     put64(code2, L->ob_type, CODE_T);
     uint64_t many[GMT_PY_MAX_FRAMES];
