@@ -345,6 +345,7 @@ __attribute__((noinline)) uint32_t gmt_stacks_capture(uint64_t *frames, uint32_t
     if (unw_getcontext(&uc) != 0 || unw_init_local(&cur, &uc) != 0) return 0;
     int n = __atomic_load_n(&nskip, __ATOMIC_ACQUIRE);
     uint32_t seen = 0, out = 0, budget = max + skip + SKIP_SLACK;
+    int saved = errno;  /* libunwind's address checks read a pipe and leave EAGAIN behind */
     gmt_loader_enter(); /* unw_step finds each frame's object with dl_iterate_phdr */
     while (out < max && seen < budget && unw_step(&cur) > 0) {
         unw_word_t ip;
@@ -354,6 +355,7 @@ __attribute__((noinline)) uint32_t gmt_stacks_capture(uint64_t *frames, uint32_t
         frames[out++] = (uint64_t)ip;
     }
     gmt_loader_leave();
+    errno = saved;
     return out;
 }
 

@@ -16,6 +16,7 @@
 #include "claim.h"
 #include "loader.h"
 
+#include <errno.h>
 #include <elf.h>
 #include <link.h>
 #include <stddef.h>
@@ -664,9 +665,11 @@ __attribute__((noinline)) static int fallback(void **buf, int max, uintptr_t ra0
 {
     void *tmp[GMT_UNWIND_MAX + 4];
     __atomic_fetch_add(&n_fallbacks, 1, RLX);
+    int saved = errno;  /* libunwind's address checks read a pipe and leave EAGAIN behind */
     gmt_loader_enter(); /* libunwind finds each frame's object with dl_iterate_phdr */
     int n = unw_backtrace(tmp, max + 4);
     gmt_loader_leave();
+    errno = saved;
     int i = 0;
     while (i < n && i < 4 && (uintptr_t)tmp[i] != ra0)
         i++;
