@@ -21,6 +21,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 static const struct option long_opts[] = {
@@ -436,6 +437,27 @@ static void prom_value(gmt_buf_t *b, double v)
     gmt_buf_printf(b, " %s\n", t);
 }
 
+/* One metric per rank of a merged report (the double at `field` of each gmt_rank_t; a rank
+ * without it, negative, is left out), or the report's own `value` for a single process. */
+static void prom_rank_times(gmt_buf_t *b, const gmt_report_t *rep, const char *name,
+                            const char *help, size_t field, double value)
+{
+    prom_head(b, name, help);
+    for (size_t i = 0; i < rep->nranks; i++) {
+        double v;
+        memcpy(&v, (const char *)&rep->ranks[i] + field, sizeof v);
+        if (v < 0) continue;
+        gmt_buf_printf(b, "gpumemtrace_%s", name);
+        prom_labels(b, rep, rep->ranks[i].rank, 0, false, NULL, NULL);
+        prom_value(b, v);
+    }
+    if (!rep->nranks) {
+        gmt_buf_printf(b, "gpumemtrace_%s", name);
+        prom_labels(b, rep, -1, 0, false, NULL, NULL);
+        prom_value(b, value);
+    }
+}
+
 static int export_prometheus(const gmt_report_t *rep, gmt_buf_t *b)
 {
     prom_head(b, "peak_bytes", "Highest bytes in use on a device during the traced run.");
@@ -494,30 +516,10 @@ static int export_prometheus(const gmt_report_t *rep, gmt_buf_t *b)
     }
     /* how long a process ran and when its report was written: each rank's own in a merged
      * report (a merge that did not keep them in merged.ranks leaves them out) */
-    prom_head(b, "run_duration_seconds", "How long the traced program ran.");
-    for (size_t i = 0; i < rep->nranks; i++) {
-        if (rep->ranks[i].duration_s < 0) continue;
-        gmt_buf_puts(b, "gpumemtrace_run_duration_seconds");
-        prom_labels(b, rep, rep->ranks[i].rank, 0, false, NULL, NULL);
-        prom_value(b, rep->ranks[i].duration_s);
-    }
-    if (!rep->nranks) {
-        gmt_buf_puts(b, "gpumemtrace_run_duration_seconds");
-        prom_labels(b, rep, -1, 0, false, NULL, NULL);
-        prom_value(b, rep->duration_s);
-    }
-    prom_head(b, "report_time_seconds", "When the report was written (unix time).");
-    for (size_t i = 0; i < rep->nranks; i++) {
-        if (rep->ranks[i].end_time < 0) continue;
-        gmt_buf_puts(b, "gpumemtrace_report_time_seconds");
-        prom_labels(b, rep, rep->ranks[i].rank, 0, false, NULL, NULL);
-        prom_value(b, rep->ranks[i].end_time);
-    }
-    if (!rep->nranks) {
-        gmt_buf_puts(b, "gpumemtrace_report_time_seconds");
-        prom_labels(b, rep, -1, 0, false, NULL, NULL);
-        prom_value(b, rep->end_time);
-    }
+    prom_rank_times(b, rep, "run_duration_seconds", "How long the traced program ran.",
+                    offsetof(gmt_rank_t, duration_s), rep->duration_s);
+    prom_rank_times(b, rep, "report_time_seconds", "When the report was written (unix time).",
+                    offsetof(gmt_rank_t, end_time), rep->end_time);
     return 0;
 }
 
