@@ -24,9 +24,11 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -154,14 +156,48 @@ typedef struct msg_s {
 #define ALONE_PASSES 2
 static int alone_passes;
 
+/* The task list itself (getdents64 into a stack buffer), read only when the link count says
+ * two: exactly this thread and the leader. */
+static bool task_list_is_me_and_leader(void)
+{
+    int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return false;
+    long me = gmt_gettid(), leader = getpid();
+    int tasks = 0, known = 0;
+    char buf[4096];
+    for (;;) {
+        long n = syscall(SYS_getdents64, fd, buf, sizeof buf);
+        if (n <= 0) {
+            if (n < 0) tasks = -1;
+            break;
+        }
+        for (long off = 0; off < n;) {
+            struct {
+                uint64_t ino;
+                int64_t off;
+                unsigned short reclen;
+                unsigned char type;
+                char name[];
+            } *d = (void *)(buf + off);
+            off += d->reclen;
+            if (d->name[0] < '0' || d->name[0] > '9') continue;
+            long tid = strtol(d->name, NULL, 10);
+            tasks++;
+            known += tid == me || tid == leader;
+        }
+    }
+    close(fd);
+    return tasks == 2 && known == 2;
+}
+
 static bool only_writer_left(void)
 {
     struct stat st;
     if (stat("/proc/self/task", &st) != 0 || st.st_nlink < 3) return false;
-    nlink_t tasks = st.st_nlink - 2;
-    if (tasks == 1) return true; /* this thread alone */
-    if (tasks != 2) return false;
-    /* This thread and the leader: has the leader ended? */
+    /* This thread and the leader, alive or ended, are always there: fewer means a count that
+     * cannot be trusted (not procfs as Linux has it), and nothing is done on it. */
+    if (st.st_nlink - 2 != 2) return false;
+    /* This thread and the leader: has the leader ended? (Then the list says who the two are.) */
     int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
     if (fd < 0) return false;
     char buf[1024];
@@ -172,7 +208,7 @@ static bool only_writer_left(void)
     const char *close_paren = strrchr(buf, ')'); /* the name may hold ')' itself */
     if (!close_paren || close_paren[1] != ' ') return false;
     char state = close_paren[2];
-    return state == 'Z' || state == 'X';
+    return (state == 'Z' || state == 'X') && task_list_is_me_and_leader();
 }
 
 /* Whether the writer's pipes are still the tracer's (async-signal-safe: fstat). */
