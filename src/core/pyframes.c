@@ -68,8 +68,8 @@ static __thread uint64_t n_outer __attribute__((tls_model("initial-exec")));
 static uint64_t checked_walks; /* atomic */
 /* Atomic, for the report (capture.python): frames whose code object could not be read, each
  * kept as an unknown frame (file, function and line null) in its place rather than left out,
- * which made a caller look like it called its callee's callee; and walks that reached
- * GMT_PY_MAX_FRAMES (the frames further out are not kept). */
+ * which made a caller look like it called its callee's callee; and walks whose outer frames
+ * are not kept: they reached GMT_PY_MAX_FRAMES, or a frame that could not be read. */
 static uint64_t unreadable_frames;
 static uint64_t cut_walks;
 
@@ -1170,7 +1170,10 @@ __attribute__((noinline)) static uint32_t chain_rest(const walk_offs_t *op, fast
     window_t w;
     w.len[0] = w.len[1] = 0;
     for (; frame && nr < cap && steps < MAX_WALK_STEPS; steps++) {
-        if (frame & 7) break;
+        if (frame & 7) {
+            __atomic_fetch_add(&cut_walks, 1, RLX); /* the frames beyond are not kept */
+            break;
+        }
         const uint8_t *f = NULL;
         uint8_t direct = 0;
         if (fast && in_live_chunk(fw, frame, frame_read)) {
@@ -1189,7 +1192,10 @@ __attribute__((noinline)) static uint32_t chain_rest(const walk_offs_t *op, fast
             direct = 1;
         } else {
             f = window_get(&w, frame, frame_read);
-            if (!f) break;
+            if (!f) { /* a frame that cannot be read: the frames beyond are not kept */
+                __atomic_fetch_add(&cut_walks, 1, RLX);
+                break;
+            }
             if (fast) stack_learn(fw, frame, frame_read);
             if (known_frames && ld64(f + o.ob_type) == py.frame_type)
                 known_add(known_frames, frame);

@@ -225,6 +225,12 @@ static void walk_hand_built_312(void)
     assert_null(pf.function);
     assert_int_equal(gmt_py_unreadable_frames(), unread_before + 1);
     put64(f2, L->fr_code, U(code2));
+    /* A frame that cannot be read ends the walk, counted: its outer frames are not kept. */
+    uint64_t cut_before = gmt_py_cut_walks();
+    put64(f1, L->fr_back, U(none));
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 1);
+    assert_int_equal(gmt_py_cut_walks(), cut_before + 1);
+    put64(f1, L->fr_back, U(shim));
     munmap(none, 4096);
     put64(f2, L->fr_back, U(f1));
     put64(code2, L->ob_type, CODE_T);
