@@ -101,6 +101,9 @@ typedef struct gmt_device_s {
     int64_t device, rank;
     const char *name;
     bool has_total;
+    /* has_peak false: peak_bytes absent, negative or not a number (read as 0): a peak limit
+     * cannot be checked against it */
+    bool has_peak;
     uint64_t total_bytes, current_bytes, peak_bytes;
     double peak_time;
     int64_t allocs, frees, failures;

@@ -13,12 +13,14 @@
 #include "core/config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 enum { OPT_LEAK = 1, OPT_PEAK, OPT_FRAG, OPT_NOERR, OPT_LIMITS, OPT_SUPP, OPT_JUNIT };
 
@@ -107,19 +109,28 @@ bad:
 /* The limits file: `key = value` lines, '#' comments, blank lines. */
 static int read_limits(const char *path, limits_t *l, limits_t *cli)
 {
-    FILE *f = fopen(path, "r");
+    /* Opened without blocking and looked at first: a directory read as an empty file (the line
+     * said no limit was given), and a FIFO with no writer blocked the open for ever. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        int e = errno;
+        gmt_cli_error("check: --limits %s: %s", path, strerror(e));
+        if (fd >= 0) close(fd);
+        return -e;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        gmt_cli_error("check: --limits %s: %s, not a limits file", path,
+                      S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file");
+        close(fd);
+        return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+    }
+    FILE *f = fdopen(fd, "r");
     if (!f) {
         int e = errno;
         gmt_cli_error("check: --limits %s: %s", path, strerror(e));
+        close(fd);
         return -e;
-    }
-    /* fopen opens a directory, and reading it then fails: it read as an empty file, and the
-     * line said no limit was given. */
-    struct stat st;
-    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-        gmt_cli_error("check: --limits %s: is a directory, not a limits file", path);
-        fclose(f);
-        return -EISDIR;
     }
     char line[1024];
     unsigned n = 0;
@@ -395,6 +406,14 @@ int gmt_cli_check(int argc, char **argv)
             NEW_RESULT();
             gmt_device_label(d->device, d->rank, label, sizeof label);
             snprintf(r->name, sizeof r->name, "max-peak-bytes %s", label);
+            if (!d->has_peak) { /* as an unknown fragmentation: it cannot be shown to hold */
+                r->failed = true;
+                snprintf(r->message, sizeof r->message,
+                         "%s peak unknown (the report has no peak_bytes for it): "
+                         "max-peak-bytes %s cannot be checked",
+                         label, gmt_fmt_bytes(lim.peak, b, sizeof b));
+                continue;
+            }
             r->failed = d->peak_bytes > lim.peak;
             snprintf(r->message, sizeof r->message,
                      "%s peak %s (%" PRIu64 " bytes) %s max-peak-bytes %s (%" PRIu64 ")", label,

@@ -468,6 +468,8 @@ static int build_model(gmt_report_t *rep, char *why, size_t why_len)
         d->total_bytes = json_u64(j, "total_bytes");
         d->current_bytes = json_u64(j, "current_bytes");
         d->peak_bytes = json_u64(j, "peak_bytes");
+        const cJSON *pk = cJSON_GetObjectItemCaseSensitive(j, "peak_bytes");
+        d->has_peak = cJSON_IsNumber(pk) && pk->valuedouble >= 0;
         d->peak_time = json_time(j, "peak_time");
         d->allocs = gmt_json_int(j, "allocs", 0);
         d->frees = gmt_json_int(j, "frees", 0);

@@ -468,9 +468,31 @@ def case_check_limits(c):
         out, _, _ = c.cli_run("check", "--max-fragmentation", "0.5", path, rc=1)
         expect(out == "FAIL GPU 0 fragmentation unknown (the report has no ratio for it): "
                "max-fragmentation 0.5 cannot be checked\n", f"fragmentation {value}: {out!r}")
+    # the same for a peak: a device whose peak_bytes is negative, null or left out (read as 0,
+    # it passed any --max-peak-bytes)
+    for value in (-5, None, "absent"):
+        rep = c.load(os.path.join(c.data, "valid.json"))
+        if value == "absent":
+            del rep["devices"][0]["peak_bytes"]
+        else:
+            rep["devices"][0]["peak_bytes"] = value
+        path = c.path("peak_unknown.json")
+        with open(path, "w") as f:
+            json.dump(rep, f)
+        out, _, _ = c.cli_run("check", "--max-peak-bytes", "1G", path, rc=1)
+        fails = [l for l in out.splitlines() if l.startswith("FAIL")]
+        expect(len(fails) == 1 and "peak unknown (the report has no peak_bytes for it): "
+               "max-peak-bytes 1.00 GiB cannot be checked" in fails[0], f"peak {value}: {out!r}")
     # a directory given as the limits file is called one (it read as an empty file)
     _, err, _ = c.cli_run("check", "--limits", c.work, last, rc=2)
     expect(one_line(err) and f"--limits {c.work}: is a directory" in err, err)
+    # a FIFO with no writer: refused at once (the open blocked for ever)
+    fifo = c.path("limits.fifo")
+    if os.path.exists(fifo):
+        os.unlink(fifo)
+    os.mkfifo(fifo)
+    _, err, _ = c.cli_run("check", "--limits", fifo, last, rc=2)
+    expect(one_line(err) and "not a regular file" in err, err)
 
 
 # ---- diff -------------------------------------------------------------------------------
