@@ -156,17 +156,41 @@ typedef struct msg_s {
 #define ALONE_PASSES 2
 static int alone_passes;
 
-/* The task list itself (getdents64 into a stack buffer), read only when the link count says
- * two: exactly this thread and the leader. */
+/* The two files the look reads are opened once, when the writer starts, and kept at 900+ with
+ * their identities (core/fdutil.h): a look every 100 ms that opened and closed a descriptor
+ * would race with a program closing every descriptor it did not open on another thread (the
+ * program could close ours and give its number to one of its files, which our close would then
+ * close: integration.close_fds_exit caught that). pread at offset 0 reads /proc/self/stat
+ * afresh; the task list is read again from its start. A descriptor found not to be ours any
+ * more turns the look off (nothing is reopened). */
+static int self_stat_fd = -1, self_task_fd = -1;
+static gmt_fd_id_t self_stat_id, self_task_id;
+
+static void open_self_files(void)
+{
+    int s = gmt_fd_move_high(open("/proc/self/stat", O_RDONLY | O_CLOEXEC));
+    int t = gmt_fd_move_high(open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (s >= 0 && t >= 0 && gmt_fd_id_take(s, &self_stat_id) && gmt_fd_id_take(t, &self_task_id)) {
+        self_stat_fd = s;
+        self_task_fd = t;
+        return;
+    }
+    if (s >= 0) close(s);
+    if (t >= 0) close(t);
+}
+
+/* The task list (getdents64 into a stack buffer): exactly this thread and the leader. */
 static bool task_list_is_me_and_leader(void)
 {
-    int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return false;
+    if (!gmt_fd_is(self_task_fd, &self_task_id) || lseek(self_task_fd, 0, SEEK_SET) != 0) {
+        self_task_fd = self_stat_fd = -1; /* not ours any more: never used again, never closed */
+        return false;
+    }
     long me = gmt_gettid(), leader = getpid();
     int tasks = 0, known = 0;
     char buf[4096];
     for (;;) {
-        long n = syscall(SYS_getdents64, fd, buf, sizeof buf);
+        long n = syscall(SYS_getdents64, self_task_fd, buf, sizeof buf);
         if (n <= 0) {
             if (n < 0) tasks = -1;
             break;
@@ -186,23 +210,24 @@ static bool task_list_is_me_and_leader(void)
             known += tid == me || tid == leader;
         }
     }
-    close(fd);
     return tasks == 2 && known == 2;
 }
 
 static bool only_writer_left(void)
 {
+    if (self_stat_fd < 0) return false;
     struct stat st;
     if (stat("/proc/self/task", &st) != 0 || st.st_nlink < 3) return false;
     /* This thread and the leader, alive or ended, are always there: fewer means a count that
      * cannot be trusted (not procfs as Linux has it), and nothing is done on it. */
     if (st.st_nlink - 2 != 2) return false;
     /* This thread and the leader: has the leader ended? (Then the list says who the two are.) */
-    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return false;
+    if (!gmt_fd_is(self_stat_fd, &self_stat_id)) {
+        self_task_fd = self_stat_fd = -1;
+        return false;
+    }
     char buf[1024];
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
+    ssize_t n = pread(self_stat_fd, buf, sizeof buf - 1, 0);
     if (n <= 0) return false;
     buf[n] = 0;
     const char *close_paren = strrchr(buf, ')'); /* the name may hold ')' itself */
@@ -262,6 +287,7 @@ static void *writer_main(void *arg)
     (void)arg;
     __atomic_store_n(&writer_tid, gmt_gettid(), __ATOMIC_RELEASE);
     gmt_guard_enter(); /* nothing this thread does is the program's */
+    open_self_files();
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
@@ -579,6 +605,11 @@ void gmt_capture_writer_reset_after_fork(void)
     first_fatal = 0;
     final_requested = 0;
     alone_passes = 0;
+    /* The parent's /proc/self files (its pid's): ours to close, the child's writer opens its own.
+     */
+    if (gmt_fd_is(self_stat_fd, &self_stat_id)) close(self_stat_fd);
+    if (gmt_fd_is(self_task_fd, &self_task_id)) close(self_task_fd);
+    self_stat_fd = self_task_fd = -1;
 }
 
 void gmt_capture_writer_fork_prepare(void)

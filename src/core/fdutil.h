@@ -54,4 +54,22 @@ static inline bool gmt_fd_is(int fd, const gmt_fd_id_t *id)
     return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == id->dev && st.st_ino == id->ino;
 }
 
+/* gmt_fd_move_high for a descriptor whose identity is known, opened while the program may be
+ * closing and opening descriptors on another thread (a daemon's close-everything loop): the
+ * number it got may be closed by the program and given to one of the program's files at any
+ * moment. The duplicate is checked before it is used and the old number before it is closed:
+ * a number that is no longer the tracer's is never closed (the window left is the one between
+ * that check and the close). Returns the descriptor to use, or -1 when neither is the file any
+ * more (nothing of the program's is touched). */
+static inline int gmt_fd_move_high_checked(int fd, const gmt_fd_id_t *id)
+{
+    int high = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, GMT_FD_HIGH) : -1;
+    if (high >= 0 && gmt_fd_is(high, id)) {
+        if (gmt_fd_is(fd, id)) close(fd);
+        return high;
+    }
+    if (high >= 0) close(high); /* a duplicate of another file, made just now: ours to close */
+    return gmt_fd_is(fd, id) ? fd : -1;
+}
+
 #endif

@@ -51,10 +51,14 @@ static int region_fd(void)
     if (gmt_fd_is(R.fd, &R.id)) return R.fd;
     int fd = R.path[0] ? open(R.path, O_RDWR | O_NOFOLLOW | O_CLOEXEC) : -1;
     if (fd >= 0 && gmt_fd_is(fd, &R.id)) {
-        R.fd = gmt_fd_move_high(fd); /* the old number is the program's now: not closed */
-        return R.fd;
+        /* The old number is the program's now: never closed. The new one is moved high with
+         * checks: the program may be closing and opening descriptors meanwhile. */
+        int high = gmt_fd_move_high_checked(fd, &R.id);
+        if (high >= 0) return R.fd = high;
     }
-    if (fd >= 0) close(fd);
+    /* A descriptor opened here that is not the state file is left open, once: another file at
+     * the name, or a number the program closed and reused meanwhile, which cannot be told
+     * apart (closing it could close the program's file). */
     R.fd_lost = true;
     gmt_error("the program closed the state file's descriptor and %s is no longer that file: "
               "the state file grows no more",
