@@ -121,8 +121,8 @@ uint32_t gmt_py_test_walk(uint64_t tstate, uint64_t *words, uint32_t cap);
  * 3.11+ (the fast path, see pyframes.c); every walk on 3.9/3.10. */
 uint64_t gmt_py_checked_walks(void);
 /* Frames whose code object could not be read (kept as unknown frames), walks whose outer
- * frames are not kept (they reached GMT_PY_MAX_FRAMES or a frame that could not be read), and code objects the code cache had no room for
- * (their frames resolve to unknown), all threads. */
+ * frames are not kept (they reached GMT_PY_MAX_FRAMES or a frame that could not be read), and code
+ * objects the code cache had no room for (their frames resolve to unknown), all threads. */
 uint64_t gmt_py_unreadable_frames(void);
 uint64_t gmt_py_cut_walks(void);
 uint64_t gmt_py_code_dropped(void);
