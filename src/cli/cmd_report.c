@@ -420,6 +420,30 @@ static void print_header(const view_t *v)
         }
         putchar('\n');
     }
+    /* What the Python frames could not hold (capture.python): stacks shorter or vaguer than
+     * the program's, said where the stacks are read. */
+    const cJSON *py = cJSON_GetObjectItemCaseSensitive(cap, "python");
+    int64_t cut = gmt_json_int(py, "cut_walks", 0),
+            unread = gmt_json_int(py, "unreadable_frames", 0),
+            uncached = gmt_json_int(py, "code_cache_dropped", 0);
+    if (cut > 0 || unread > 0 || uncached > 0) {
+        printf("  %snote:%s     Python frames:", YEL(v), RESET(v));
+        const char *sep = "";
+        if (cut > 0) {
+            printf(" %" PRId64 " stack%s cut short (64 frames, or a frame that could not be read)",
+                   cut, plural(cut));
+            sep = ";";
+        }
+        if (unread > 0) {
+            printf("%s %" PRId64 " frame%s whose code could not be read, shown as '?'", sep, unread,
+                   plural(unread));
+            sep = ";";
+        }
+        if (uncached > 0)
+            printf("%s %" PRId64 " code object%s not named (the code cache was full)", sep,
+                   uncached, plural(uncached));
+        putchar('\n');
+    }
 }
 
 static void print_devices(const view_t *v)

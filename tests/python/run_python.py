@@ -482,6 +482,12 @@ def case_limits(args):
     n = len([f for f in frames_of(rep, g) if f.get("type") == "python"])
     if n != 64:
         fail(f"the deep leak has {n} Python frames, want the 64 kept")
+    # the text report says so where the stacks are read
+    path = [os.path.join(work, f) for f in os.listdir(work) if f.endswith(".json")][0]
+    out = subprocess.run([args.cli, "report", path], capture_output=True, text=True).stdout
+    note = [l for l in out.splitlines() if "Python frames:" in l]
+    if len(note) != 1 or "cut short" not in note[0] or "not named" not in note[0]:
+        fail(f"report's Python note: {note}")
     print(f"ok: {py['cut_walks']} cut walks, {py['code_cache_dropped']} code objects not cached")
 
 
