@@ -16,6 +16,7 @@
 #include "lifecycle.h"
 #include "real.h"
 
+#include "core/proc_self.h"
 #include "core/preload_list.h"
 
 #include "core/loader.h"
@@ -81,27 +82,6 @@ static bool self_entry(const char *p, size_t n, void *arg)
     return stat(path, &st) == 0 && st.st_dev == self->st_dev && st.st_ino == self->st_ino;
 }
 
-/* The process's threads (/proc/self/stat's 20th field), or -1 when it cannot be read. */
-static long process_threads(void)
-{
-    char buf[1024];
-    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) return -1;
-    buf[n] = '\0';
-    /* The name (field 2) is in parentheses and may hold spaces and ')': fields 3 on follow the
-     * last ')'. num_threads is field 20, the 18th after it. */
-    char *p = strrchr(buf, ')');
-    for (int field = 2; p && field < 20; field++)
-        p = strchr(p + 1, ' ');
-    if (!p) return -1;
-    char *end;
-    long t = strtol(p + 1, &end, 10);
-    return end != p + 1 && t > 0 ? t : -1;
-}
-
 /* Done once at start-up, before the program has threads (setenv is not thread-safe). The list
  * is rewritten whole or not at all: into a stack buffer, or an anonymous mapping of its own
  * size when it is longer (the result is never longer than the list), never malloc'd here; a
@@ -112,7 +92,7 @@ static void drop_from_ld_preload(void)
     if (!v || !*v) return;
     /* Loaded later (dlopen), or after another library's constructor started a thread: another
      * thread may read the environment while setenv moves it. */
-    long threads = process_threads();
+    long threads = gmt_process_threads();
     if (threads > 1) {
         gmt_error("GPUMEMTRACE_FOLLOW_EXEC=0: LD_PRELOAD left as it is (the program already runs "
                   "%ld threads, and changing the environment is not safe then): the programs "

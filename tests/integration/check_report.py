@@ -1151,6 +1151,20 @@ def case_snapshot_ignored(ctx):
     expect_eq("warnings about the ignored SIGUSR1", len(warns), 1)
 
 
+@case("fds_as_untraced")
+def case_fds_as_untraced(ctx):
+    """The program's open() gets the numbers it gets untraced, before and after its first CUDA
+    call: the tracer's descriptors (libunwind's pipe, the writer's pipes, the state file) sit at
+    900+. Before session 25 libunwind's pipe took 3 and 4 as the library loaded."""
+    want = ctx.run(["exit_ways", "fds"], preload=False, timeout=30)
+    for env in ({}, {"GPUMEMTRACE_STATE": os.path.join(ctx.work, "s.gmt")}):
+        got = ctx.run(["exit_ways", "fds"], env=env, timeout=30)
+        for k in ("fd_before", "fd_after"):
+            expect_eq(f"{k} {env}", got.fact_int(k), want.fact_int(k))
+    for f in ctx.files():
+        os.unlink(os.path.join(ctx.work, f))
+
+
 @case("errno_kept")
 def case_errno_kept(ctx):
     """errno is the program's: the process's first CUDA call (which starts the tracer and

@@ -5,6 +5,8 @@
  * _exit) and the status stays 7.
  * "ignored": SIGUSR1 (the default snapshot signal) is set to SIG_IGN before the first CUDA
  * call; after it, the disposition must still be SIG_IGN (GMT_FACT usr1=ignored).
+ * "fds": the numbers the program's open() gets before and after its first CUDA call
+ * (GMT_FACT fd_before=, fd_after=): the same as untraced (the tracer's descriptors sit at 900+).
  * "errno": errno set to 4242 before the process's first CUDA call, before a failing
  * cudaMalloc (out of memory: an oom report is written) and before a good one: each call must
  * leave errno as it was (GMT_FACT errno_first=, errno_oom=, errno_ok=).
@@ -13,6 +15,7 @@
 
 #include <cuda_runtime_api.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
@@ -38,6 +41,14 @@ int main(int argc, char **argv)
         struct sigaction cur;
         EXPECT(sigaction(SIGUSR1, NULL, &cur) == 0);
         FACT("usr1", "%s", cur.sa_handler == SIG_IGN ? "ignored" : "changed");
+        return 0;
+    }
+    if (strcmp(argv[1], "fds") == 0) {
+        int a = open("/dev/null", O_RDONLY);
+        CK(cudaMalloc(&p, MIB));
+        int b = open("/dev/null", O_RDONLY);
+        FACT("fd_before", "%d", a);
+        FACT("fd_after", "%d", b);
         return 0;
     }
     EXPECT(strcmp(argv[1], "errno") == 0);
