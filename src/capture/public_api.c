@@ -6,6 +6,8 @@
 #include "lifecycle.h"
 #include "real.h"
 
+#include "core/fdutil.h"
+#include "core/stacks.h"
 #include "core/track.h"
 #include "core/unwind.h"
 #include "gmt_version.h"
@@ -57,6 +59,30 @@ GMT_EXPORT int dlclose(void *handle)
     }
     int r = f(handle);
     if (r == 0) gmt_unwind_check_modules();
+    return r;
+}
+
+/* pipe2: transparent, but for the pipe libunwind opens while the tracer sets it up (core/stacks.c:
+ * gmt_unwind_pipe_setup), which is moved to GMT_FD_HIGH or above before libunwind keeps its
+ * numbers, so that it takes none of the numbers the program's own files get untraced
+ * (integration.fds_as_untraced; docs/security.md). */
+GMT_EXPORT int pipe2(int fds[2], int flags)
+{
+    static int (*real_pipe2)(int *, int);
+    int (*f)(int *, int) = __atomic_load_n(&real_pipe2, __ATOMIC_ACQUIRE);
+    if (!f) {
+        f = (int (*)(int *, int))(void (*)(void))gmt_real_dlsym(RTLD_NEXT, "pipe2");
+        if (!f) {
+            errno = ENOSYS;
+            return -1;
+        }
+        __atomic_store_n(&real_pipe2, f, __ATOMIC_RELEASE);
+    }
+    int r = f(fds, flags);
+    if (r == 0 && gmt_unwind_pipe_setup && (flags & O_CLOEXEC)) {
+        fds[0] = gmt_fd_move_high(fds[0]); /* F_DUPFD_CLOEXEC: the flags libunwind asked for */
+        fds[1] = gmt_fd_move_high(fds[1]);
+    }
     return r;
 }
 

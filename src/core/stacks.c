@@ -12,16 +12,13 @@
  */
 #include "stacks.h"
 
-#include "fdutil.h"
 #include "loader.h"
 #include "probe.h"
-#include "proc_self.h"
 #include "region.h"
 #include "spin.h"
 #include "unwind.h"
 
 #include <errno.h>
-#include <sys/resource.h>
 #include <string.h>
 
 #define UNW_LOCAL_ONLY
@@ -58,42 +55,19 @@ static uint32_t *index_at(gmt_stacks_t *st, uint32_t n)
     return GMT_AT(uint32_t, st->index[n % GMT_STACKS_INDEX_LEVELS].off);
 }
 
-/* libunwind opens a pipe of its own (it checks addresses by writing a byte from them into it)
- * when it is first set up, here as the library loads: at the lowest free numbers, 3 and 4 in
- * most programs, the numbers the program's own first open() would get untraced, and numbers a
- * program may dup2 a file onto (libunwind would then write into that file). While it is set
- * up, placeholders (one /dev/null, duplicated) hold every free number below GMT_FD_HIGH, so the
- * pipe lands above; they are closed right after. Only where the descriptor limit leaves room
- * above (else the pipe could not be made at all), and only while the process has one thread
- * (the constructor's case): another thread's open() would get a high number meanwhile. */
-static void unwind_setup_high(void)
-{
-    struct rlimit rl;
-    bool room = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > GMT_FD_HIGH + 64;
-    int held[GMT_FD_HIGH], n = 0;
-    int base = room && gmt_process_threads() == 1 ? open("/dev/null", O_RDONLY | O_CLOEXEC) : -1;
-    if (base >= 0 && base < GMT_FD_HIGH) {
-        held[n++] = base;
-        for (;;) {
-            int d = fcntl(base, F_DUPFD_CLOEXEC, 0);
-            if (d < 0) break;
-            if (d >= GMT_FD_HIGH || n == GMT_FD_HIGH) {
-                close(d);
-                break;
-            }
-            held[n++] = d;
-        }
-    } else if (base >= 0) {
-        close(base);
-    }
-    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
-    for (int i = 0; i < n; i++)
-        close(held[i]);
-}
+/* libunwind opens a pipe of its own (it checks an address by writing a byte from it into the
+ * pipe) when it is first set up, here as the library loads: at the lowest free numbers, 3 and 4
+ * in most programs, the numbers the program's own first open() would get untraced, and numbers
+ * a program may dup2 a file onto (libunwind would then write into that file). While it is set
+ * up on this thread, gmt_unwind_pipe_setup asks the tracer's pipe2 (public_api.c) to move the
+ * pipe to GMT_FD_HIGH or above before libunwind keeps its numbers. */
+__thread int gmt_unwind_pipe_setup __attribute__((tls_model("initial-exec")));
 
 void gmt_stacks_global_init(bool force_libunwind)
 {
-    unwind_setup_high();
+    gmt_unwind_pipe_setup = 1;
+    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+    gmt_unwind_pipe_setup = 0;
     gmt_unwind_init(force_libunwind);
 }
 

@@ -71,6 +71,9 @@ uint64_t gmt_stacks_bytes_held(gmt_stacks_t *st);
  * rule cache; once per process. force_libunwind: every walk by unw_backtrace
  * (GPUMEMTRACE_UNWIND=libunwind). */
 void gmt_stacks_global_init(bool force_libunwind);
+/* 1 on the thread setting libunwind up (gmt_stacks_global_init): the pipe libunwind opens then
+ * is moved to GMT_FD_HIGH or above by the tracer's pipe2 (capture/public_api.c). */
+extern __thread int gmt_unwind_pipe_setup __attribute__((tls_model("initial-exec")));
 
 /* Lays the store out in st (in the region); bound 0: no bound on distinct stacks. */
 int gmt_stacks_init(gmt_stacks_t *st, uint32_t bound);
