@@ -454,31 +454,28 @@ def case_check_limits(c):
     fails = [l for l in out.splitlines() if l.startswith("FAIL")]
     expect(len(fails) == 8 and all(l.startswith("FAIL rank 39 GPU ") for l in fails),
            "merged, rank 39's GPUs over the limit:\n" + out[-800:])
-    # a limit that cannot be evaluated does not pass: a GPU whose fragmentation ratio is
-    # unknown (-1, null, left out: a hand-edited report) under --max-fragmentation
-    for value in (-1, None, "absent"):
-        rep = c.load(os.path.join(c.data, "valid.json"))
-        if value == "absent":
-            del rep["fragmentation"][0]["fragmentation"]
-        else:
-            rep["fragmentation"][0]["fragmentation"] = value
-        path = c.path("frag_unknown.json")
-        with open(path, "w") as f:
-            json.dump(rep, f)
+    # a limit that cannot be evaluated does not pass: a GPU whose fragmentation ratio or peak
+    # is unknown (negative, null, left out: a hand-edited report; a peak read as 0 passed any
+    # --max-peak-bytes)
+    def unknown(section, key, bad, name):
+        """valid.json with the first SECTION entry's KEY set to each BAD value (or left out):
+        the FAIL lines `check` prints for each."""
+        for value in bad + ["absent"]:
+            rep = c.load(os.path.join(c.data, "valid.json"))
+            if value == "absent":
+                del rep[section][0][key]
+            else:
+                rep[section][0][key] = value
+            path = c.path(name)
+            with open(path, "w") as f:
+                json.dump(rep, f)
+            yield value, path
+
+    for value, path in unknown("fragmentation", "fragmentation", [-1, None], "frag_unknown.json"):
         out, _, _ = c.cli_run("check", "--max-fragmentation", "0.5", path, rc=1)
         expect(out == "FAIL GPU 0 fragmentation unknown (the report has no ratio for it): "
                "max-fragmentation 0.5 cannot be checked\n", f"fragmentation {value}: {out!r}")
-    # the same for a peak: a device whose peak_bytes is negative, null or left out (read as 0,
-    # it passed any --max-peak-bytes)
-    for value in (-5, None, "absent"):
-        rep = c.load(os.path.join(c.data, "valid.json"))
-        if value == "absent":
-            del rep["devices"][0]["peak_bytes"]
-        else:
-            rep["devices"][0]["peak_bytes"] = value
-        path = c.path("peak_unknown.json")
-        with open(path, "w") as f:
-            json.dump(rep, f)
+    for value, path in unknown("devices", "peak_bytes", [-5, None], "peak_unknown.json"):
         out, _, _ = c.cli_run("check", "--max-peak-bytes", "1G", path, rc=1)
         fails = [l for l in out.splitlines() if l.startswith("FAIL")]
         expect(len(fails) == 1 and "peak unknown (the report has no peak_bytes for it): "
