@@ -413,7 +413,6 @@ __attribute__((noinline, cold)) static uint64_t table_words_read(const walk_offs
     uint64_t len = ld64(b + o->bytes_size);
     if (len > TABLE_MAX) return 0;
     w[0] = ld64(b + o->bytes_sval);
-    if (len < 8) w[0] &= (1ull << (8 * len)) - 1;
     uint8_t last[8] = {0};
     if (len >= 16 && safe_read(last, tobj + o->bytes_sval + len - 8, 8)) return 0;
     w[1] = ld64(last);
@@ -428,15 +427,15 @@ static inline uint64_t table_print(const walk_offs_t *o, uint64_t tobj, bool dir
         const uint8_t *t = (const uint8_t *)(uintptr_t)tobj;
         len = ld64(t + o->bytes_size);
         if (len > TABLE_MAX) return 0;
-        /* A table shorter than 8 bytes is loaded as 8 and masked to its length: ob_sval is
+        /* A table shorter than 8 bytes is loaded as 8 (masked to its length below): ob_sval is
          * 16-byte aligned in a block rounded up to 16 bytes (pymalloc's and malloc's), so the
          * load stays inside the object's block. */
         w[0] = ld64(t + o->bytes_sval);
-        if (len < 8) w[0] &= (1ull << (8 * len)) - 1;
         if (len >= 16) w[1] = ld64(t + o->bytes_sval + len - 8);
     } else {
         len = table_words_read(o, tobj, w);
     }
+    if (len < 8) w[0] &= (1ull << (8 * len)) - 1;
     uint64_t h = (len * 0x9e3779b97f4a7c15ull ^ w[0]) * 0xff51afd7ed558ccdull;
     return (h ^ w[1]) * 0xc4ceb9fe1a85ec53ull;
 }
