@@ -11,6 +11,7 @@
 
 #include "core/clock.h"
 #include "core/fdutil.h"
+#include "core/proc_self.h"
 #include "core/loader.h"
 #include "core/log.h"
 #include "core/tls.h"
@@ -230,10 +231,8 @@ static bool only_writer_left(void)
     ssize_t n = pread(self_stat_fd, buf, sizeof buf - 1, 0);
     if (n <= 0) return false;
     buf[n] = 0;
-    const char *close_paren = strrchr(buf, ')'); /* the name may hold ')' itself */
-    if (!close_paren || close_paren[1] != ' ') return false;
-    char state = close_paren[2];
-    return (state == 'Z' || state == 'X') && task_list_is_me_and_leader();
+    const char *state = gmt_proc_stat_field(buf, 3);
+    return state && (*state == 'Z' || *state == 'X') && task_list_is_me_and_leader();
 }
 
 /* Whether the writer's pipes are still the tracer's (async-signal-safe: fstat). */

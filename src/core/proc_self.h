@@ -7,6 +7,17 @@
 #include <string.h>
 #include <unistd.h>
 
+/* Field `field` (3 on: the state, the parent's pid, ...) of a /proc/.../stat line in buf, or
+ * NULL when the line has fewer. The name (field 2) is in parentheses and may hold spaces and
+ * ')': fields 3 on follow the last ')'. */
+static inline const char *gmt_proc_stat_field(const char *buf, int field)
+{
+    const char *p = strrchr(buf, ')');
+    for (int f = 2; p && f < field; f++)
+        p = strchr(p + 1, ' ');
+    return p && p[1] ? p + 1 : NULL;
+}
+
 /* The process's threads (/proc/self/stat's 20th field), or -1 when it cannot be read. */
 static inline long gmt_process_threads(void)
 {
@@ -17,15 +28,11 @@ static inline long gmt_process_threads(void)
     close(fd);
     if (n <= 0) return -1;
     buf[n] = '\0';
-    /* The name (field 2) is in parentheses and may hold spaces and ')': fields 3 on follow the
-     * last ')'. num_threads is field 20, the 18th after it. */
-    char *p = strrchr(buf, ')');
-    for (int field = 2; p && field < 20; field++)
-        p = strchr(p + 1, ' ');
+    const char *p = gmt_proc_stat_field(buf, 20);
     if (!p) return -1;
     char *end;
-    long t = strtol(p + 1, &end, 10);
-    return end != p + 1 && t > 0 ? t : -1;
+    long t = strtol(p, &end, 10);
+    return end != p && t > 0 ? t : -1;
 }
 
 #endif
