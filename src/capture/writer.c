@@ -412,6 +412,20 @@ void gmt_capture_writer_take_snapshot(void)
                      gmt_signal_name(__atomic_load_n(&snapshot_sig, __ATOMIC_RELAXED)), seq);
 }
 
+/* A final report asked of the writer thread: the message, then its answer awaited (bounded).
+ * False when the message could not be written. Async-signal-safe. */
+static bool ask_writer(msg_t m)
+{
+    if (write(writer_pipe[1], &m, sizeof m) != (ssize_t)sizeof m) return false;
+    struct pollfd p = {.fd = ack_pipe[0], .events = POLLIN};
+    if (poll(&p, 1, WRITER_ACK_TIMEOUT_MS) > 0) {
+        char ack;
+        ssize_t r = read(ack_pipe[0], &ack, 1);
+        (void)r;
+    }
+    return true;
+}
+
 bool gmt_capture_writer_final_exit(void)
 {
     unsigned lost = __atomic_load_n(&snapshots_lost, __ATOMIC_RELAXED);
@@ -421,15 +435,7 @@ bool gmt_capture_writer_final_exit(void)
     if (!__atomic_load_n(&writer_started, __ATOMIC_ACQUIRE) || writer_pipe[1] < 0) return false;
     if (gmt_gettid() == __atomic_load_n(&writer_tid, __ATOMIC_ACQUIRE)) return false;
     if (!pipes_ours()) return false; /* the exiting thread writes it */
-    msg_t m = {MSG_EXIT, 0};
-    if (write(writer_pipe[1], &m, sizeof m) != (ssize_t)sizeof m) return false;
-    struct pollfd p = {.fd = ack_pipe[0], .events = POLLIN};
-    if (poll(&p, 1, WRITER_ACK_TIMEOUT_MS) > 0) {
-        char ack;
-        ssize_t r = read(ack_pipe[0], &ack, 1);
-        (void)r;
-    }
-    return true;
+    return ask_writer((msg_t){MSG_EXIT, 0});
 }
 
 static bool synchronous(int sig)
@@ -472,20 +478,14 @@ static void on_fatal_signal(int sig, siginfo_t *info, void *uctx)
         errno = saved;
         return;
     }
-    if (first && writer_pipe[1] >= 0 && gmt_capture_had_events() && !pipes_ours()) {
-        say_in_handler("no report for ", gmt_signal_name(sig),
-                       ": the program closed the tracer's pipe (a state file, where there is "
-                       "one, keeps the numbers)");
-    } else if (first && writer_pipe[1] >= 0 && gmt_capture_had_events()) {
-        __atomic_store_n(&final_requested, 1, __ATOMIC_RELEASE);
-        msg_t m = {synchronous(sig) || sig == SIGABRT ? MSG_CRASH : MSG_SIGNAL, sig};
-        if (write(writer_pipe[1], &m, sizeof m) == (ssize_t)sizeof m) {
-            struct pollfd p = {.fd = ack_pipe[0], .events = POLLIN};
-            if (poll(&p, 1, WRITER_ACK_TIMEOUT_MS) > 0) {
-                char ack;
-                ssize_t r = read(ack_pipe[0], &ack, 1);
-                (void)r;
-            }
+    if (first && writer_pipe[1] >= 0 && gmt_capture_had_events()) {
+        if (!pipes_ours()) {
+            say_in_handler("no report for ", gmt_signal_name(sig),
+                           ": the program closed the tracer's pipe (a state file, where there "
+                           "is one, keeps the numbers)");
+        } else {
+            __atomic_store_n(&final_requested, 1, __ATOMIC_RELEASE);
+            ask_writer((msg_t){synchronous(sig) || sig == SIGABRT ? MSG_CRASH : MSG_SIGNAL, sig});
         }
     }
     /* A second signal while the report is asked for but not begun, a fault, or a report that
