@@ -120,8 +120,8 @@ static int read_limits(const char *path, limits_t *l, limits_t *cli)
         return -e;
     }
     if (!S_ISREG(st.st_mode)) {
-        gmt_cli_error("check: --limits %s: %s, not a limits file", path,
-                      S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file");
+        gmt_cli_error("check: --limits %s: is %s, not a regular file", path,
+                      gmt_file_kind(st.st_mode));
         close(fd);
         return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
     }

@@ -41,10 +41,7 @@ bool gmt_cli_state_usable(const char *verb, const char *path)
     struct stat st;
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
         gmt_cli_error("%s: %s is not a regular file (%s), not a gpumemtrace state file", verb, path,
-                      S_ISDIR(st.st_mode)    ? "a directory"
-                      : S_ISFIFO(st.st_mode) ? "a FIFO"
-                      : S_ISSOCK(st.st_mode) ? "a socket"
-                                             : "a device");
+                      gmt_file_kind(st.st_mode));
         return false;
     }
     return true;

@@ -515,6 +515,14 @@ void gmt_strmap_free(gmt_strmap_t *m)
 
 /* ---- output ---- */
 
+const char *gmt_file_kind(unsigned mode)
+{
+    return S_ISDIR(mode)    ? "a directory"
+           : S_ISFIFO(mode) ? "a FIFO"
+           : S_ISSOCK(mode) ? "a socket"
+                            : "a device";
+}
+
 bool gmt_stdout_ok(const char *verb, const char *what)
 {
     /* A write that failed earlier (a printf into a full disk or a closed pipe: SIGPIPE is

@@ -841,9 +841,7 @@ static int load(const char *path, gmt_report_t *rep, char *why, size_t why_len, 
                    !((S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) && passed_pipe(path))) {
             bool pipe = S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
             rc = set_why(why, why_len, -EINVAL, "is %s, not a report file%s",
-                         S_ISFIFO(st.st_mode)   ? "a FIFO"
-                         : S_ISSOCK(st.st_mode) ? "a socket"
-                                                : "a device",
+                         gmt_file_kind(st.st_mode),
                          pipe ? " (a pipe is read as '-' or as <(...))" : "");
         } else if (!rc && S_ISREG(st.st_mode) && (uint64_t)st.st_size > REPORT_MAX_BYTES) {
             rc = set_why(why, why_len, -EFBIG, "too large for a report (over %zu MiB)",
