@@ -252,6 +252,9 @@ const gmt_device_t *gmt_report_device(const gmt_report_t *rep, int64_t device, i
 
 /* Typed field accessors: the value of obj[key] when it exists with that type, else dflt. */
 int64_t gmt_json_int(const cJSON *obj, const char *key, int64_t dflt);
+/* The events a report's capture section counts as dropped, every reason summed (saturating at
+ * INT64_MAX; a reason that is not a positive integer counts nothing): 0 when there is none. */
+int64_t gmt_capture_dropped(const cJSON *capture);
 double gmt_json_num(const cJSON *obj, const char *key, double dflt);
 const char *gmt_json_str(const cJSON *obj, const char *key, const char *dflt);
 bool gmt_json_bool(const cJSON *obj, const char *key, bool dflt);

@@ -157,18 +157,6 @@ static int rank_ord_cmp(const void *a, const void *b)
     return (x->idx > y->idx) - (x->idx < y->idx);
 }
 
-/* The events a report's capture.dropped counts, all reasons summed. */
-static double dropped_sum(const cJSON *capture)
-{
-    const cJSON *d = cJSON_GetObjectItemCaseSensitive(capture, "dropped"), *m;
-    double sum = 0;
-    cJSON_ArrayForEach(m, (cJSON_IsObject(d) ? d : NULL))
-    {
-        if (cJSON_IsNumber(m) && m->valuedouble > 0) sum += m->valuedouble;
-    }
-    return sum;
-}
-
 /* The job's capture section: the lowest rank's (backends, symbols, table, ...), with events and
  * dropped summed over the ranks, so no rank's dropped events go unsaid, and every rank's
  * warnings, each starting "rank R: ". */
@@ -557,7 +545,7 @@ int gmt_cli_merge(int argc, char **argv)
             cJSON_AddNumberToObject(o, "start_time", reps[i].start_time);
             cJSON_AddNumberToObject(o, "end_time", reps[i].end_time);
             cJSON_AddNumberToObject(o, "duration_s", reps[i].duration_s);
-            cJSON_AddNumberToObject(o, "dropped", dropped_sum(reps[i].capture));
+            cJSON_AddNumberToObject(o, "dropped", (double)gmt_capture_dropped(reps[i].capture));
             cJSON_AddItemToArray(rk, o);
         }
         cJSON_AddNumberToObject(merged, "imbalance", imbalance);

@@ -394,12 +394,7 @@ static void print_header(const view_t *v)
     const cJSON *events = cJSON_GetObjectItemCaseSensitive(cap, "events");
     const cJSON *dropped = cJSON_GetObjectItemCaseSensitive(cap, "dropped");
     if (!cJSON_IsObject(dropped)) dropped = NULL;
-    int64_t drops = 0;
-    cJSON_ArrayForEach(arg, dropped)
-    {
-        int64_t d = gmt_json_int(dropped, arg->string, 0);
-        if (d > 0) drops = d > INT64_MAX - drops ? INT64_MAX : drops + d;
-    }
+    int64_t drops = gmt_capture_dropped(cap);
     const cJSON *warnings = cJSON_GetObjectItemCaseSensitive(cap, "warnings");
     int nwarn = cJSON_IsArray(warnings) ? cJSON_GetArraySize(warnings) : 0;
     printf("  events    %" PRId64 " seen, %" PRId64 " dropped, %d warning%s%s\n",

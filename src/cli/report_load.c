@@ -944,6 +944,19 @@ int64_t gmt_json_int(const cJSON *obj, const char *key, int64_t dflt)
     return (int64_t)v->valuedouble;
 }
 
+int64_t gmt_capture_dropped(const cJSON *capture)
+{
+    const cJSON *dropped = cJSON_GetObjectItemCaseSensitive(capture, "dropped"), *m;
+    if (!cJSON_IsObject(dropped)) return 0;
+    int64_t sum = 0;
+    cJSON_ArrayForEach(m, dropped)
+    {
+        int64_t d = gmt_json_int(dropped, m->string, 0);
+        if (d > 0) sum = d > INT64_MAX - sum ? INT64_MAX : sum + d;
+    }
+    return sum;
+}
+
 double gmt_json_num(const cJSON *obj, const char *key, double dflt)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
