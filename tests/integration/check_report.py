@@ -147,6 +147,11 @@ class Ctx:
     def files(self):
         return sorted(os.listdir(self.work))
 
+    def clear_output(self):
+        """Empties the output folder between runs of one case."""
+        for name in self.files():
+            os.unlink(os.path.join(self.work, name))
+
     def reports(self):
         """All report files in the work dir, each parsed and validated: {name: report}."""
         out = {}
@@ -1112,8 +1117,7 @@ def case_state_target(ctx):
         expect_eq(f"{os.path.basename(target)}: same file", (after.st_ino, after.st_mode),
                   (before.st_ino, before.st_mode))
         check_summary(ctx.final_report(), allocs=2, frees=1)
-        for f in ctx.files():
-            os.unlink(os.path.join(ctx.work, f))
+        ctx.clear_output()
     with open(precious) as f:
         expect_eq("precious.conf's content", f.read(), "keep me\n")
     # an empty file (mktemp's) and an earlier state file are replaced
@@ -1125,8 +1129,7 @@ def case_state_target(ctx):
             fail(f"a state file was refused: {r.stderr}")
         with open(empty, "rb") as f:
             expect_eq("the state file's magic", f.read(8), b"GMTSTATE")
-        for f in ctx.files():
-            os.unlink(os.path.join(ctx.work, f))
+        ctx.clear_output()
 
 
 @case("exit_quick")
@@ -1161,8 +1164,7 @@ def case_fds_as_untraced(ctx):
         got = ctx.run(["exit_ways", "fds"], env=env, timeout=30)
         for k in ("fd_before", "fd_after"):
             expect_eq(f"{k} {env}", got.fact_int(k), want.fact_int(k))
-    for f in ctx.files():
-        os.unlink(os.path.join(ctx.work, f))
+    ctx.clear_output()
 
 
 @case("errno_kept")
@@ -1174,8 +1176,7 @@ def case_errno_kept(ctx):
         r = ctx.run(["exit_ways", "errno"], env={"GPUMEMTRACE_UNWIND": unwind}, timeout=30)
         for k in ("errno_first", "errno_oom", "errno_ok"):
             expect_eq(f"{k} ({unwind})", r.fact_int(k), 4242)
-        for f in ctx.files():
-            os.unlink(os.path.join(ctx.work, f))
+        ctx.clear_output()
 
 
 @case("fork_child_nofollow")
@@ -1792,8 +1793,7 @@ def case_nvml_audit(ctx):
                             ({"GMT_STANDIN_NVML_USED": "na"}, None, "without its memory"),
                             ({}, None, "is not in NVML's list of 1"),
                             ({"GMT_STANDIN_NVML_INIT_FAIL": "1"}, None, "nvmlInit_v2 failed")):
-        for f in ctx.files():
-            os.unlink(os.path.join(ctx.work, f))
+        ctx.clear_output()
         ctx.run(["leak_two_sites"], env=env)
         a = device(ctx.final_report(), 0)["audit"]
         expect_eq(f"{env}: audit.process_used_bytes", a.get("process_used_bytes"), used)
