@@ -12,6 +12,7 @@
  */
 #define _GNU_SOURCE
 #include "capture.h"
+#include "cuda_api.h"
 #include "cupti_backend.h"
 #include "lifecycle.h"
 #include "real.h"
@@ -28,6 +29,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -129,7 +131,175 @@ static void drop_from_ld_preload(void)
     if (map) munmap(map, cap);
 }
 
+/* ---- exec --------------------------------------------------------------------------------
+ * The image a process leaves by exec writes its report first (reason "exec", written beside the
+ * exit report's name as .exec-<n>: the new image, same pid, writes its own under the name
+ * itself). Every exec function of the C library is interposed: each reaches the kernel through
+ * the library's internal calls, not through the exported execve. An exec sure to fail (no file
+ * the caller may run: Python's os.execvp tries each PATH entry with execv) writes nothing; one
+ * that fails after its report was written leaves the program traced as before, its exit report
+ * still to come (lifecycle.c). vfork children and processes that traced nothing write nothing.
+ * docs/security.md. */
+
+enum { EXEC_VE, EXEC_V, EXEC_VP, EXEC_VPE, EXEC_F, EXEC_AT, EXEC_FUNCS };
+static const char *const exec_names[EXEC_FUNCS] = {"execve",  "execv",   "execvp",
+                                                   "execvpe", "fexecve", "execveat"};
+static void *exec_real[EXEC_FUNCS];
+
+/* The C library's function, looked up at start-up (a vfork child calling exec must not be the
+ * first to ask the loader) or else now; NULL with errno ENOSYS where there is none. */
+static void *exec_next(int which)
+{
+    void *f = __atomic_load_n(&exec_real[which], __ATOMIC_ACQUIRE);
+    if (!f) {
+        f = gmt_real_dlsym(RTLD_NEXT, exec_names[which]);
+        if (f) __atomic_store_n(&exec_real[which], f, __ATOMIC_RELEASE);
+    }
+    if (!f) errno = ENOSYS;
+    return f;
+}
+
+/* Whether file names something the caller may run: itself when it holds a '/' or no search is
+ * made, else one of PATH's entries (the C library's default where PATH is unset; an empty entry
+ * is the working directory). */
+static bool runnable(const char *file, bool search)
+{
+    if (!*file) return false;
+    if (!search || strchr(file, '/')) return faccessat(AT_FDCWD, file, X_OK, AT_EACCESS) == 0;
+    const char *path = getenv("PATH");
+    if (!path) path = "/bin:/usr/bin";
+    size_t flen = strlen(file);
+    char buf[PATH_MAX];
+    for (const char *p = path;;) {
+        const char *end = strchrnul(p, ':');
+        size_t dlen = (size_t)(end - p);
+        if (dlen + 1 + flen < sizeof buf) {
+            memcpy(buf, p, dlen);
+            size_t at = dlen;
+            if (dlen) buf[at++] = '/';
+            memcpy(buf + at, file, flen + 1);
+            if (faccessat(AT_FDCWD, buf, X_OK, AT_EACCESS) == 0) return true;
+        }
+        if (!*end) return false;
+        p = end + 1;
+    }
+}
+
+typedef int (*exec_ve_fn)(const char *, char *const[], char *const[]);
+typedef int (*exec_v_fn)(const char *, char *const[]);
+typedef int (*exec_f_fn)(int, char *const[], char *const[]);
+typedef int (*exec_at_fn)(int, const char *, char *const[], char *const[], int);
+
+GMT_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+    exec_ve_fn f = (exec_ve_fn)exec_next(EXEC_VE);
+    if (!f) return -1;
+    bool wrote = gmt_capture_before_exec(runnable(path, false));
+    int r = f(path, argv, envp);
+    gmt_capture_exec_failed(wrote);
+    return r;
+}
+
+GMT_EXPORT int execv(const char *path, char *const argv[])
+{
+    exec_v_fn f = (exec_v_fn)exec_next(EXEC_V);
+    if (!f) return -1;
+    bool wrote = gmt_capture_before_exec(runnable(path, false));
+    int r = f(path, argv);
+    gmt_capture_exec_failed(wrote);
+    return r;
+}
+
+GMT_EXPORT int execvp(const char *file, char *const argv[])
+{
+    exec_v_fn f = (exec_v_fn)exec_next(EXEC_VP);
+    if (!f) return -1;
+    bool wrote = gmt_capture_before_exec(runnable(file, true));
+    int r = f(file, argv);
+    gmt_capture_exec_failed(wrote);
+    return r;
+}
+
+GMT_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+    exec_ve_fn f = (exec_ve_fn)exec_next(EXEC_VPE);
+    if (!f) return -1;
+    bool wrote = gmt_capture_before_exec(runnable(file, true));
+    int r = f(file, argv, envp);
+    gmt_capture_exec_failed(wrote);
+    return r;
+}
+
+GMT_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+    exec_f_fn f = (exec_f_fn)exec_next(EXEC_F);
+    if (!f) return -1;
+    bool wrote = gmt_capture_before_exec(fd >= 0);
+    int r = f(fd, argv, envp);
+    gmt_capture_exec_failed(wrote);
+    return r;
+}
+
+GMT_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
+                        int flags)
+{
+    exec_at_fn f = (exec_at_fn)exec_next(EXEC_AT);
+    if (!f) return -1;
+    bool wrote = gmt_capture_before_exec(true);
+    int r = f(dirfd, path, argv, envp, flags);
+    gmt_capture_exec_failed(wrote);
+    return r;
+}
+
+/* The list forms, as the C library makes them: the arguments gathered into an array on the
+ * stack, then the vector form above (so the report is written once). */
+#define EXEC_GATHER(first, ap, argv)                                                               \
+    const char *first_ = first; /* declared nonnull, yet NULL ends the list as in the C library */ \
+    __asm__("" : "+r"(first_));                                                                    \
+    size_t argc_ = first_ ? 1 : 0;                                                                 \
+    va_list count_;                                                                                \
+    va_copy(count_, ap);                                                                           \
+    while (argc_ && va_arg(count_, const char *))                                                  \
+        argc_++;                                                                                   \
+    va_end(count_);                                                                                \
+    const char *argv[argc_ + 1];                                                                   \
+    argv[0] = first_;                                                                              \
+    for (size_t i_ = 1; i_ <= argc_; i_++)                                                         \
+        argv[i_] = va_arg(ap, const char *);
+
+GMT_EXPORT int execl(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    EXEC_GATHER(arg, ap, argv)
+    va_end(ap);
+    return execv(path, (char *const *)argv);
+}
+
+GMT_EXPORT int execlp(const char *file, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    EXEC_GATHER(arg, ap, argv)
+    va_end(ap);
+    return execvp(file, (char *const *)argv);
+}
+
+GMT_EXPORT int execle(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    EXEC_GATHER(arg, ap, argv)
+    char *const *envp = va_arg(ap, char *const *);
+    va_end(ap);
+    return execve(path, (char *const *)argv, envp);
+}
+
 void gmt_capture_exec_init(void)
 {
     if (!gmt_capture_config.follow_exec) drop_from_ld_preload();
+    int saved = errno;
+    for (int i = 0; i < EXEC_FUNCS; i++)
+        exec_next(i);
+    errno = saved;
 }

@@ -27,6 +27,7 @@
 #include <link.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,6 +35,8 @@
 #define START_WAIT_SECONDS 2
 /* How long a terminating signal that arrives during the final report waits for it. */
 #define FINAL_WAIT_MS 20000
+/* Exec reports of one pid looked for before a number is taken (images exec'ing one another). */
+#define EXEC_REPORTS_MAX 1000
 
 gmt_config_t gmt_capture_config;
 
@@ -149,6 +152,43 @@ void gmt_capture_quick_exit(void)
      * handler, which may have interrupted anything on this thread. */
     if (!gmt_capture_writer_final_exit()) gmt_capture_final_report(GMT_REASON_EXIT, NULL);
     exit_after_report();
+}
+
+/* The first exec report number whose file is not there: the images one pid runs one after
+ * another (each exec'ing the next) each keep their report. */
+static unsigned exec_seq(void)
+{
+    char path[GMT_PATH_MAX];
+    struct stat st;
+    unsigned n = 1;
+    for (; n < EXEC_REPORTS_MAX; n++)
+        if (gmt_report_path(GMT_REASON_EXEC, n, path, sizeof path) != 0 || lstat(path, &st) != 0)
+            break;
+    return n;
+}
+
+bool gmt_capture_before_exec(bool runnable)
+{
+    if (!runnable || getpid() != __atomic_load_n(&my_pid, __ATOMIC_RELAXED)) return false;
+    if (__atomic_load_n(&gmt_capture_state, __ATOMIC_ACQUIRE) < 0 ||
+        !__atomic_load_n(&had_events, __ATOMIC_ACQUIRE) || gmt_capture_final_begun())
+        return false;
+    int saved = errno;
+    unsigned seq = exec_seq();
+    /* Written by the writer thread where there is one, as _exit's: exec may be called from a
+     * signal handler, which may have interrupted anything on this thread. */
+    if (!gmt_capture_writer_exec_report(seq)) gmt_report_write(NULL, GMT_REASON_EXEC, NULL, seq);
+    errno = saved;
+    return true;
+}
+
+void gmt_capture_exec_failed(bool wrote)
+{
+    /* The image runs on: its state file is live again, and its exit report is still to come. */
+    if (!wrote) return;
+    int saved = errno;
+    gmt_track_mark_end(GMT_REGION_END_NONE);
+    errno = saved;
 }
 
 static void oom_report(const gmt_failure_t *f)

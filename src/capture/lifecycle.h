@@ -48,6 +48,15 @@ bool gmt_capture_final_begun(void);
 void gmt_capture_writer_loader_quiesce(void);
 /* _exit / _Exit: the final report, unless this is a vfork child (public_api.c). */
 void gmt_capture_quick_exit(void);
+/* Has the writer thread write the report of an image about to exec (number seq) and waits
+ * for it, bounded; false when there is no writer thread or the caller is that thread. */
+bool gmt_capture_writer_exec_report(unsigned seq);
+/* exec (fork_exec.c): before the call, the image's report (reason "exec") where this process
+ * traced something, is not a vfork child and no final report has begun; runnable false skips it
+ * (the call is sure to fail). True when a report was written: the exec's failure must then be
+ * told to gmt_capture_exec_failed, which clears the state file's mark (errno kept). */
+bool gmt_capture_before_exec(bool runnable);
+void gmt_capture_exec_failed(bool wrote);
 /* True once this process recorded a CUDA event (async-signal-safe). */
 bool gmt_capture_had_events(void);
 /* The next snapshot's sequence number (1, 2, ...). */

@@ -60,7 +60,7 @@ static int snapshot_sig;    /* the signal that queued it */
 static int first_fatal;     /* the first terminating signal caught; the process dies by it */
 static int final_requested; /* the first one asked the writer for the final report */
 
-enum { MSG_SNAPSHOT = 1, MSG_SIGNAL = 2, MSG_CRASH = 3, MSG_EXIT = 4 };
+enum { MSG_SNAPSHOT = 1, MSG_SIGNAL = 2, MSG_CRASH = 3, MSG_EXIT = 4, MSG_EXEC = 5 };
 
 static int writer_tid; /* the writer thread's id */
 
@@ -348,8 +348,11 @@ static void *writer_main(void *arg)
             gmt_report_write(NULL, GMT_REASON_SNAPSHOT, gmt_signal_name(m.sig), seq);
             /* Signals arriving from here on ask for a report after this one. */
             __atomic_store_n(&snapshot_queued, SNAP_NONE, __ATOMIC_RELEASE);
-        } else if (m.type == MSG_EXIT) {
-            gmt_capture_final_report(GMT_REASON_EXIT, NULL);
+        } else if (m.type == MSG_EXIT || m.type == MSG_EXEC) {
+            if (m.type == MSG_EXIT)
+                gmt_capture_final_report(GMT_REASON_EXIT, NULL);
+            else /* the exec report's number rides in the signal's place */
+                gmt_report_write(NULL, GMT_REASON_EXEC, NULL, (unsigned)m.sig);
             char ack = 1;
             ssize_t w = pipes_ours() ? write(ack_pipe[1], &ack, 1) : 0;
             (void)w;
@@ -436,6 +439,14 @@ bool gmt_capture_writer_final_exit(void)
     if (gmt_gettid() == __atomic_load_n(&writer_tid, __ATOMIC_ACQUIRE)) return false;
     if (!pipes_ours()) return false; /* the exiting thread writes it */
     return ask_writer((msg_t){MSG_EXIT, 0});
+}
+
+bool gmt_capture_writer_exec_report(unsigned seq)
+{
+    if (!__atomic_load_n(&writer_started, __ATOMIC_ACQUIRE) || writer_pipe[1] < 0) return false;
+    if (gmt_gettid() == __atomic_load_n(&writer_tid, __ATOMIC_ACQUIRE)) return false;
+    if (!pipes_ours()) return false; /* the exec'ing thread writes it */
+    return ask_writer((msg_t){MSG_EXEC, (int)seq});
 }
 
 static bool synchronous(int sig)

@@ -210,7 +210,10 @@ static int show(const char *path, long top, bool *running)
         return GMT_EXIT_USAGE;
     }
     const gmt_proc_t *p = gmt_track_proc();
-    *running = owner_running(p->pid) && !gmt_track_clean_exit();
+    /* An image that wrote its report before exec left the pid to another program: the pid
+     * runs on, the traced image does not. */
+    unsigned end = gmt_track_end_mark();
+    *running = owner_running(p->pid) && end == GMT_REGION_END_NONE;
     double seen = (double)(gmt_track_now_ns() - gmt_track_start_ns()) / 1e9;
     /* The command line (NUL-separated in the state file) joined by spaces, on one line: control
      * characters and bytes that are not UTF-8 shown escaped, as `report` shows them. */
@@ -225,9 +228,10 @@ static int show(const char *path, long top, bool *running)
     }
     printf("gpumemtrace top: %s  pid %d (%s)  %s  last event %.1f s after start\n", gmt_tty(path),
            (int)p->pid,
-           *running                 ? "running"
-           : gmt_track_clean_exit() ? "exited"
-                                    : "gone",
+           *running                     ? "running"
+           : end == GMT_REGION_END_EXIT ? "exited"
+           : end == GMT_REGION_END_EXEC ? "exec'd"
+                                        : "gone",
            used ? cmd : "?", seen);
     char b1[GMT_FMT_BYTES_LEN], b2[GMT_FMT_BYTES_LEN], b3[GMT_FMT_BYTES_LEN], label[32];
     printf("%-8s %12s %12s %12s %10s\n", "device", "in use", "peak", "host/managed", "live");

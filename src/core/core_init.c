@@ -238,8 +238,13 @@ bool gmt_track_recovered(void)
 
 bool gmt_track_clean_exit(void)
 {
+    return gmt_track_end_mark() == GMT_REGION_END_EXIT;
+}
+
+unsigned gmt_track_end_mark(void)
+{
     gmt_region_header_t *h = gmt_region_header();
-    return h && __atomic_load_n(&h->clean_exit, __ATOMIC_ACQUIRE);
+    return h ? __atomic_load_n(&h->clean_exit, __ATOMIC_ACQUIRE) : GMT_REGION_END_NONE;
 }
 
 void gmt_track_table_settle(void)
@@ -247,9 +252,9 @@ void gmt_track_table_settle(void)
     if (gmt_core_ready()) gmt_table_settle(gmt_core_table, GMT_TABLE_SETTLE_PER_CALL);
 }
 
-void gmt_track_mark_clean_exit(void)
+void gmt_track_mark_end(unsigned how)
 {
-    gmt_region_mark_clean();
+    gmt_region_mark_end(how);
 }
 
 void gmt_track_state_discard(void)

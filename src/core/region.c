@@ -383,9 +383,10 @@ int gmt_region_reuse(uint64_t off, uint64_t bytes)
     return 0;
 }
 
-void gmt_region_mark_clean(void)
+void gmt_region_mark_end(uint32_t how)
 {
-    if (gmt_region_base_ && !R.recovered) __atomic_store_n(&hdr()->clean_exit, 1, __ATOMIC_RELEASE);
+    if (gmt_region_base_ && !R.recovered)
+        __atomic_store_n(&hdr()->clean_exit, how, __ATOMIC_RELEASE);
 }
 
 /* ---- readers ------------------------------------------------------------------------------ */

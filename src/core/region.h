@@ -71,7 +71,7 @@ typedef struct gmt_region_header_s {
     uint32_t sizes[GMT_SIZE_COUNT];
     uint64_t total_reserved;
     int32_t pid;
-    uint32_t clean_exit;     /* set when the owner wrote its exit report */
+    uint32_t clean_exit;     /* GMT_REGION_END_*: how the owner's image ended, if it said */
     uint64_t dropped_commit; /* atomic: growth the host refused */
     uint64_t core_off;       /* the core block (track.c) */
     uint64_t stats_off;      /* the stats block (stats.c) */
@@ -126,8 +126,12 @@ int gmt_region_reuse(uint64_t off, uint64_t bytes);
 /* Pointer to the region's byte at off. */
 #define GMT_AT(type, off) ((type *)(void *)(gmt_region_base_ + (off)))
 
-/* Marks the state as written by a clean exit. */
-void gmt_region_mark_clean(void);
+/* How the owner's image ended (the header's clean_exit): nothing said (killed, or running),
+ * its exit report written, or its report written before an exec (0 again if the exec failed). */
+#define GMT_REGION_END_NONE 0u
+#define GMT_REGION_END_EXIT 1u
+#define GMT_REGION_END_EXEC 2u
+void gmt_region_mark_end(uint32_t how);
 
 /* Maps a state file copy-on-write and validates it. On error returns a negative errno and
  * writes one line saying why into err. Replaces any region of this process. */

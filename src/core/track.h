@@ -24,6 +24,7 @@
 #include "stacks.h"
 #include "stats.h"
 #include "hot.h"
+#include "region.h" /* GMT_REGION_END_* */
 #include "table.h"
 #include "tls.h"
 
@@ -294,7 +295,9 @@ int gmt_track_recover(const char *path, char *err, size_t errlen);
 bool gmt_track_recovered(void);
 /* The state file's owner wrote its exit report (the file was not left by a kill). */
 bool gmt_track_clean_exit(void);
-void gmt_track_mark_clean_exit(void);
+/* How the state's owner ended: GMT_REGION_END_* (core/region.h), docs/state.md. */
+unsigned gmt_track_end_mark(void);
+void gmt_track_mark_end(unsigned how);
 /* The state file in use ("" for none). */
 const char *gmt_track_state_path(void);
 /* The state file removed (gmt_region_discard): for a process that ends having traced nothing. */

@@ -40,8 +40,8 @@
 
 const char *gmt_reason_name(gmt_reason_t r)
 {
-    static const char *const names[] = {"exit", "signal", "snapshot", "oom", "crash"};
-    return (unsigned)r < 5 ? names[r] : "exit";
+    static const char *const names[] = {"exit", "signal", "snapshot", "oom", "crash", "exec"};
+    return (unsigned)r < sizeof names / sizeof names[0] ? names[r] : "exit";
 }
 
 void gmt_report_process_init(void)
@@ -245,9 +245,8 @@ int gmt_report_path_noted(gmt_reason_t reason, unsigned seq, char *out, size_t l
     }
     /* A snapshot's or an out-of-memory report's suffix, "" for the others. */
     char suffix[48] = "";
-    if (reason == GMT_REASON_SNAPSHOT || reason == GMT_REASON_OOM)
-        snprintf(suffix, sizeof suffix, ".%s-%u", reason == GMT_REASON_OOM ? "oom" : "snapshot",
-                 seq);
+    if (reason == GMT_REASON_SNAPSHOT || reason == GMT_REASON_OOM || reason == GMT_REASON_EXEC)
+        snprintf(suffix, sizeof suffix, ".%s-%u", gmt_reason_name(reason), seq);
     if (*suffix && insert_before_ext(out, len, &pos, suffix)) return -ENAMETOOLONG;
     /* A file name longer than a file system takes: the default one in the same directory. */
     const char *slash = strrchr(out, '/');

@@ -18,6 +18,7 @@ typedef enum gmt_reason_e {
     GMT_REASON_SNAPSHOT,
     GMT_REASON_OOM,
     GMT_REASON_CRASH,
+    GMT_REASON_EXEC, /* the image's report just before it calls exec */
 } gmt_reason_t;
 
 const char *gmt_reason_name(gmt_reason_t r);
@@ -37,7 +38,8 @@ bool gmt_report_parent_traced(void);
 /* Expands the pattern (%p pid, %r rank, %h host, %t unix time) for this process. A child of
  * a traced process (forked, or started under a traced parent) whose pattern has no %p gets
  * "-<pid>" before ".json" (not an exec'd one with %r and a rank: a launcher's workers); a
- * snapshot or out-of-memory report gets ".snapshot-<seq>" / ".oom-<seq>" before ".json"; a
+ * snapshot, out-of-memory or exec report gets ".snapshot-<seq>" / ".oom-<seq>" / ".exec-<seq>"
+ * before ".json"; a
  * file name too long for a file system becomes gpumemtrace-<pid>[suffix].json in the same
  * directory. */
 int gmt_report_path(gmt_reason_t reason, unsigned seq, char *out, size_t len);

@@ -347,7 +347,8 @@ int gmt_report_file_write(const char *path, gmt_reason_t reason, const char *sig
     } else {
         gmt_error("cannot write report %s: %s", target, strerror(-rc));
     }
-    if (rc == 0 && reason == GMT_REASON_EXIT) gmt_track_mark_clean_exit(); /* docs/state.md */
+    if (rc == 0 && (reason == GMT_REASON_EXIT || reason == GMT_REASON_EXEC)) /* docs/state.md */
+        gmt_track_mark_end(reason == GMT_REASON_EXIT ? GMT_REGION_END_EXIT : GMT_REGION_END_EXEC);
     unlock_writer(final);
     return rc;
 }

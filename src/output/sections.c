@@ -501,7 +501,10 @@ void gmt_section_leaks(gmt_report_ctx_t *c, const gmt_live_t *l)
     const gmt_group_totals_t *t = &l->totals;
     uint32_t top = (uint32_t)c->cfg->top;
     jw_object_begin(w, "leaks");
-    jw_string(w, "meaning", c->reason == GMT_REASON_EXIT ? "live at exit" : "live when written");
+    jw_string(w, "meaning",
+              c->reason == GMT_REASON_EXIT   ? "live at exit"
+              : c->reason == GMT_REASON_EXEC ? "live at exec"
+                                             : "live when written");
     jw_int(w, "total_bytes", t->leaked_bytes);
     jw_int(w, "count", t->leaked_count);
     jw_int(w, "suppressed_bytes", t->suppressed_bytes);

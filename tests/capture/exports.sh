@@ -5,7 +5,8 @@
 set -euo pipefail
 lib=$1 def=$2
 explicit="cuGetProcAddress cuGetProcAddress_v2 dlsym dlclose cuptiSubscribe cuptiSubscribe_v2
-cuptiUnsubscribe InitializeInjection gmt_version gmt_snapshot gmt_active _exit _Exit pipe2"
+cuptiUnsubscribe InitializeInjection gmt_version gmt_snapshot gmt_active _exit _Exit pipe2
+execve execv execvp execvpe execl execlp execle fexecve execveat"
 want=$( (sed -n 's/^GMT_HOOK(\([A-Za-z0-9_]*\),.*/\1/p' "$def"; printf '%s\n' $explicit) | sort -u)
 have=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TtWi]$/ {print $3}' | sed 's/@.*//' | sort -u)
 [[ $(sed -n 's/^GMT_HOOK(\([A-Za-z0-9_]*\),.*/\1/p' "$def" | wc -l) -ge 30 ]] || {

@@ -12,6 +12,9 @@ Imported by check.py (CASES.update(cases_rel.CASES)); each case takes check.py's
                         from recorded facts and the audit's driver figure null, saying why.
                         Run 0's report names frames by dladdr only (`capture.symbols.resolver`)
                         and `gpumemtrace symbolize` names its libtorch/libc10 frames.
+    torch_exec          PyTorch holds 64 MiB, then os.execv's a new Python (same pid) that holds
+                        96 MiB: the first image's report (reason "exec", NAME.exec-1.json) holds
+                        its 64 MiB, the new image's (the report's own name) its 96 MiB.
 """
 import glob
 import json
@@ -52,6 +55,22 @@ for i in range(200):
         keep.pop(0)
 t.join()
 torch.cuda.synchronize()
+"""
+
+
+EXEC_FIRST = r"""
+import os, sys, torch
+x = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")
+torch.cuda.synchronize()
+print("GMT_FACT first_pid=%d" % os.getpid(), flush=True)
+os.execv(sys.executable, [sys.executable, "-c", sys.argv[1]])
+"""
+
+EXEC_SECOND = r"""
+import os, torch
+y = torch.empty(96 << 20, dtype=torch.uint8, device="cuda")
+torch.cuda.synchronize()
+print("GMT_FACT second_pid=%d" % os.getpid(), flush=True)
 """
 
 
@@ -169,3 +188,26 @@ def torch_sigterm_busy(c):
             named_after_read(c, r, rep, held[0])
     c.expect("temporary files left", temp_files(c), [])
     c.note(f"{runs} SIGTERMs on the allocating thread; seconds per run {slow}")
+
+
+@case
+def torch_exec(c):
+    r = c.run("exec", [sys.executable, "-c", EXEC_FIRST, EXEC_SECOND], timeout=100)
+    c.program_ok(r)
+    c.expect("one pid for both images", r.facts.get("first_pid"), r.facts.get("second_pid"))
+    rep = c.load(r)
+    c.expect("process.reason", rep["process"]["reason"], "exit")
+    exec_path = r.report_path[:-len(".json")] + ".exec-1.json"
+    first = c.load(r, exec_path)
+    c.expect("exec report process.reason", first["process"]["reason"], "exec")
+    c.expect("exec report leaks.meaning", first["leaks"]["meaning"], "live at exec")
+
+    def device_live(report):
+        return sum(g.get("bytes", 0) for g in report["leaks"]["groups"]
+                   if g.get("kind") == "device")
+    a, b = device_live(first), device_live(rep)
+    c.expect_true(f"first image's device bytes live at exec ({a}) >= 64 MiB", a >= 64 * MIB, a)
+    c.expect_true(f"second image's device bytes live at exit ({b}) >= 96 MiB", b >= 96 * MIB, b)
+    c.expect("temporary files left", temp_files(c), [])
+    c.note(f"exec report: {a} B live at exec; new image's report: {b} B live at exit")
+

@@ -11,6 +11,7 @@ Adding a case: write a function decorated with @case("name") that takes a Ctx, a
 "name" in CMakeLists.txt (GMT_INTEGRATION_CASES). Uses only the standard library and jsonschema.
 """
 import argparse
+import errno
 import json
 import os
 import random
@@ -1177,6 +1178,90 @@ def case_errno_kept(ctx):
         for k in ("errno_first", "errno_oom", "errno_ok"):
             expect_eq(f"{k} ({unwind})", r.fact_int(k), 4242)
         ctx.clear_output()
+
+
+@case("exec_report")
+def case_exec_report(ctx):
+    """An image that calls exec writes its report first (reason "exec", ".exec-<n>" beside the
+    exit report's name), and the new image, same pid, its own under the name itself. An exec
+    sure to fail (no such file) writes nothing; one that fails in the kernel (ENOEXEC) after
+    its report leaves the program traced, errno as the C library set it. Before session 26
+    the first image's report was never written, and nothing said so."""
+    r = ctx.run(["exit_ways", "exec"], timeout=60)
+    expect_eq("errno of the exec of a missing file", r.fact_int("errno_missing"), errno.ENOENT)
+    expect_eq("errno of execvp of a name not on PATH", r.fact_int("errno_search"), errno.ENOENT)
+    expect_eq("errno of the exec of a file that is no image", r.fact_int("errno_noexec"),
+              errno.ENOEXEC)
+    reps = ctx.reports()
+    final = ctx.final_report()
+    pid = final["process"]["pid"]
+    expect_eq("report files", sorted(reps),
+              sorted([f"r-{pid}.json", f"r-{pid}.exec-1.json", f"r-{pid}.exec-2.json"]))
+    expect_eq("the exec'd image's argv", final["process"]["argv"][1:], ["exec_child"])
+    check_summary(final, allocs=1, leaked_count=1, leaked_bytes=2 * MIB)
+    check_group(final, final["leaks"]["groups"], "child_leak", bytes=2 * MIB, count=1)
+    for n in (1, 2):
+        rep = reps[f"r-{pid}.exec-{n}.json"]
+        expect_eq(f"exec-{n} reason", rep["process"]["reason"], "exec")
+        expect_eq(f"exec-{n} pid", rep["process"]["pid"], pid)
+        expect_eq(f"exec-{n} argv", rep["process"]["argv"][1:], ["exec"])
+        expect_eq(f"exec-{n} leaks.meaning", rep["leaks"]["meaning"], "live at exec")
+        check_summary(rep, allocs=1, leaked_count=1, leaked_bytes=MIB)
+        check_group(rep, rep["leaks"]["groups"], "exec_leak", bytes=MIB, count=1)
+    t = cli(ctx, ["report", os.path.join(ctx.work, f"r-{pid}.exec-2.json")])
+    for want in ("reason    exec", "live at exec"):
+        if want not in t.stdout:
+            fail(f"report of the exec report lacks {want!r}:\n{t.stdout}")
+
+
+@case("exec_vfork")
+def case_exec_vfork(ctx):
+    """A vfork child shares its parent's memory until it execs: it writes no exec report (nor
+    touches the parent's state); the parent's exit report is whole. And execlp, which searches
+    PATH, writes the image's report when the name is found there."""
+    ctx.run(["exit_ways", "vfork"], timeout=60)
+    reps = ctx.reports()
+    final = ctx.final_report()
+    expect_eq("report files", sorted(reps), [f"r-{final['process']['pid']}.json"])
+    check_summary(final, allocs=1, leaked_count=1, leaked_bytes=MIB)
+    # execlp along PATH: the image's exec report, and none from true (it traced nothing)
+    ctx.clear_output()
+    ctx.run(["exit_ways", "execlp"], timeout=60)
+    names = ctx.files()
+    if len(names) != 1 or not re.fullmatch(r"r-\d+\.exec-1\.json", names[0]):
+        fail(f"execlp: expected one exec report; files: {names}")
+    rep = ctx.reports()[names[0]]
+    expect_eq("execlp report reason", rep["process"]["reason"], "exec")
+    check_summary(rep, allocs=1, leaked_count=1, leaked_bytes=MIB)
+
+
+@case("exec_state")
+def case_exec_state(ctx):
+    """GPUMEMTRACE_FOLLOW_EXEC=0 and a state file: the image that exec'd an untraced program
+    leaves its state marked, so `report --recover` says "exec" (not "signal", a kill) and
+    `top` says the traced image exec'd; a failed exec took the mark back."""
+    sdir = os.path.join(ctx.work, "state")
+    os.makedirs(sdir, exist_ok=True)
+    state = os.path.join(sdir, "s.gmt")
+    ctx.run(["exit_ways", "exec"], timeout=60,
+            env={"GPUMEMTRACE_FOLLOW_EXEC": "0", "GPUMEMTRACE_STATE": state,
+                 "GMT_EXEC_TARGET": "/bin/true"})
+    names = sorted(n for n in ctx.files() if n != "state")
+    m = re.fullmatch(r"r-(\d+)\.exec-1\.json", names[0]) if names else None
+    if not m:
+        fail(f"no exec report; files: {ctx.files()}")
+    pid = int(m.group(1))
+    expect_eq("report files", names, [f"r-{pid}.exec-1.json", f"r-{pid}.exec-2.json"])
+    rec_path = os.path.join(sdir, "recovered.json")
+    cli(ctx, ["report", "--recover", state, "-o", rec_path])
+    with open(rec_path) as f:
+        rec = json.load(f)
+    validate(ctx, "recovered report", rec)
+    expect_eq("recovered process.reason", rec["process"]["reason"], "exec")
+    check_summary(rec, allocs=1, leaked_count=1, leaked_bytes=MIB)
+    t = cli(ctx, ["top", "--once", state])
+    if f"pid {pid} (exec'd)" not in t.stdout:
+        fail(f"top --once should say the image exec'd:\n{t.stdout}")
 
 
 @case("fork_child_nofollow")

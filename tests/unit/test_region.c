@@ -124,7 +124,7 @@ static void test_state_file_round_trip(void **state)
     assert_int_equal(stat(path, &sb), 0);
     assert_int_equal((uint64_t)sb.st_size, h->file_bytes);
     assert_true((uint64_t)sb.st_size < 16 * MIB);
-    gmt_region_mark_clean();
+    gmt_region_mark_end(GMT_REGION_END_EXIT);
     gmt_region_destroy();
 
     char err[256];

@@ -10,6 +10,13 @@
  * "errno": errno set to 4242 before the process's first CUDA call, before a failing
  * cudaMalloc (out of memory: an oom report is written) and before a good one: each call must
  * leave errno as it was (GMT_FACT errno_first=, errno_oom=, errno_ok=).
+ * "exec": exec_leak leaks 1 MiB; an execv of a missing file fails (GMT_FACT errno_missing=), as
+ * does an execvp of a name no PATH entry holds (GMT_FACT errno_search=);
+ * one of an executable file the kernel cannot run fails after the image's exec report
+ * (GMT_FACT errno_noexec=), then execl runs this program again as "exec_child", which leaks
+ * 2 MiB in child_leak and exits 0 (or, with GMT_EXEC_TARGET set, execle runs that instead).
+ * "execlp": 1 MiB leaked, then execlp runs true, found along PATH.
+ * "vfork": 1 MiB leaked, then a vfork child execs /bin/true: the child writes nothing.
  */
 #include "common.h"
 
@@ -19,6 +26,11 @@
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
 
 SITE void quick_leak(void)
 {
@@ -26,10 +38,69 @@ SITE void quick_leak(void)
     CK(cudaMalloc(&p, MIB));
 }
 
+SITE void exec_leak(void)
+{
+    void *p = NULL;
+    CK(cudaMalloc(&p, MIB));
+}
+
+SITE void child_leak(void)
+{
+    void *p = NULL;
+    CK(cudaMalloc(&p, 2 * MIB));
+}
+
+static int exec_ways(const char *self)
+{
+    exec_leak();
+    errno = 0;
+    EXPECT(execv("/nonexistent/gmt-no-such-program", (char *const[]){"x", NULL}) == -1);
+    FACT("errno_missing", "%d", errno);
+    errno = 0;
+    EXPECT(execvp("gmt-no-such-program", (char *const[]){"x", NULL}) == -1);
+    FACT("errno_search", "%d", errno);
+    int fd = open("not-a-program", O_WRONLY | O_CREAT | O_TRUNC, 0755);
+    static const char junk[] = "\x7f\x01\x02\x03 not an image\n";
+    EXPECT(fd >= 0 && write(fd, junk, sizeof junk - 1) == (ssize_t)(sizeof junk - 1));
+    EXPECT(close(fd) == 0);
+    errno = 0;
+    EXPECT(execv("./not-a-program", (char *const[]){"not-a-program", NULL}) == -1);
+    FACT("errno_noexec", "%d", errno);
+    EXPECT(unlink("not-a-program") == 0);
+    fflush(stdout);
+    const char *target = getenv("GMT_EXEC_TARGET");
+    if (target)
+        execle(target, target, (char *)NULL, environ);
+    else
+        execl(self, self, "exec_child", (char *)NULL);
+    return 99;
+}
+
 int main(int argc, char **argv)
 {
     EXPECT(argc == 2);
     void *p = NULL;
+    if (strcmp(argv[1], "exec") == 0) return exec_ways(argv[0]);
+    if (strcmp(argv[1], "execlp") == 0) { /* found along PATH */
+        exec_leak();
+        execlp("true", "true", (char *)NULL);
+        return 99;
+    }
+    if (strcmp(argv[1], "exec_child") == 0) {
+        child_leak();
+        return 0;
+    }
+    if (strcmp(argv[1], "vfork") == 0) {
+        exec_leak();
+        pid_t c = vfork();
+        if (c == 0) {
+            execl("/bin/true", "true", (char *)NULL);
+            _exit(127);
+        }
+        int st = 0;
+        EXPECT(c > 0 && waitpid(c, &st, 0) == c && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        return 0;
+    }
     if (strcmp(argv[1], "quick") == 0) {
         quick_leak();
         fflush(stdout);
