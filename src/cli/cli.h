@@ -250,6 +250,20 @@ const gmt_stack_t *gmt_report_stack(const gmt_report_t *rep, int64_t stack_id);
 /* The devices[] entry with this device (and rank, -1 for any), or NULL. */
 const gmt_device_t *gmt_report_device(const gmt_report_t *rep, int64_t device, int64_t rank);
 
+/* A merged report's ranks on one clock: true when every rank of merged.ranks has its start
+ * (unix time, > 0) and its run time (duration_s, >= 0), with *start the earliest start and
+ * *end the latest end (a rank's start + duration_s) of them, all finite; false for a report
+ * that is not a merge or whose ranks lack them (a merge that did not write them). Either
+ * pointer may be NULL. */
+bool gmt_report_job_span(const gmt_report_t *rep, double *start, double *end);
+/* Seconds from the job's earliest start to the start of the rank: where its own times (seconds
+ * since its start) lie on the job's clock. 0 when gmt_report_job_span is false or the report
+ * has no such rank. */
+double gmt_report_rank_offset(const gmt_report_t *rep, int64_t rank);
+/* The reason every rank of a merged report gives for its report (merged.ranks[].reason), or
+ * NULL when they differ, one is not known, or the report is not a merge. */
+const char *gmt_report_job_reason(const gmt_report_t *rep);
+
 /* Typed field accessors: the value of obj[key] when it exists with that type, else dflt. */
 int64_t gmt_json_int(const cJSON *obj, const char *key, int64_t dflt);
 /* The events a report's capture section counts as dropped, every reason summed (saturating at

@@ -252,12 +252,23 @@ static int export_perfetto(const gmt_report_t *rep, gmt_buf_t *b)
     char label[48], name[256], sz[GMT_FMT_BYTES_LEN];
     gmt_buf_puts(b, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"report\":");
     gmt_buf_json_str(b, rep->path);
-    gmt_buf_printf(b, ",\"exporter\":\"gpumemtrace %s\"},\"traceEvents\":[\n", GMT_VERSION_STRING);
+    gmt_buf_printf(b, ",\"exporter\":\"gpumemtrace %s\"", GMT_VERSION_STRING);
+    /* A merged report's ranks on one clock, ts 0 at the earliest rank's start, when every rank
+     * says when it started (unix time): what happened at one moment lines up across ranks.
+     * Without start times each rank's times count from its own start, and its name says so. */
+    double job_start = 0;
+    bool one_clock = gmt_report_job_span(rep, &job_start, NULL);
+    if (one_clock)
+        gmt_buf_printf(b, ",\"clock\":\"job\",\"start_time\":%.6f", job_start);
+    else if (rep->nranks)
+        gmt_buf_puts(b, ",\"clock\":\"rank\"");
+    gmt_buf_puts(b, "},\"traceEvents\":[\n");
     /* process names: one process per rank (or the one process) */
     if (rep->nranks) {
         for (size_t i = 0; i < rep->nranks; i++) {
-            snprintf(name, sizeof name, "rank %" PRId64 " (%s pid %" PRId64 ")", rep->ranks[i].rank,
-                     rep->ranks[i].hostname, rep->ranks[i].pid);
+            snprintf(name, sizeof name, "rank %" PRId64 " (%s pid %" PRId64 ")%s",
+                     rep->ranks[i].rank, rep->ranks[i].hostname, rep->ranks[i].pid,
+                     one_clock ? "" : ", times from its own start");
             gmt_buf_printf(b,
                            "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%" PRId64
                            ",\"tid\":0,\"args\":{\"name\":",
@@ -282,7 +293,7 @@ static int export_perfetto(const gmt_report_t *rep, gmt_buf_t *b)
         /* Each bucket's highest value at its start, then, as the HTML page draws it, the
          * device's bytes in use when the report was written: a counter holds its last value,
          * and the last bucket's highest is not what was held at the end. */
-        double end = end_of(rep, s->rank);
+        double end = end_of(rep, s->rank), at = gmt_report_rank_offset(rep, s->rank);
         bool tail = d && s->n && s->t[s->n - 1] < end;
         for (size_t k = 0; k < s->n + tail; k++) {
             gmt_buf_puts(b, "{\"name\":");
@@ -290,7 +301,7 @@ static int export_perfetto(const gmt_report_t *rep, gmt_buf_t *b)
             gmt_buf_printf(b,
                            ",\"cat\":\"memory\",\"ph\":\"C\",\"pid\":%" PRId64 ",\"tid\":0,\"ts\":",
                            pid_of(rep, s->rank));
-            us(b, k < s->n ? s->t[k] : end);
+            us(b, at + (k < s->n ? s->t[k] : end));
             gmt_buf_printf(b, ",\"args\":{\"bytes\":%" PRIu64 "}},\n",
                            k < s->n ? s->bytes[k] : d->current_bytes);
         }
@@ -305,7 +316,7 @@ static int export_perfetto(const gmt_report_t *rep, gmt_buf_t *b)
         gmt_buf_printf(
             b, ",\"cat\":\"peak\",\"ph\":\"i\",\"s\":\"p\",\"pid\":%" PRId64 ",\"tid\":0,\"ts\":",
             pid_of(rep, p->rank));
-        us(b, p->time);
+        us(b, gmt_report_rank_offset(rep, p->rank) + p->time);
         gmt_buf_printf(b, ",\"args\":{\"device\":%" PRId64 ",\"bytes\":%" PRIu64 "}},\n", p->device,
                        p->bytes);
     }
@@ -322,7 +333,7 @@ static int export_perfetto(const gmt_report_t *rep, gmt_buf_t *b)
                        ",\"cat\":\"failure\",\"ph\":\"i\",\"s\":\"p\",\"pid\":%" PRId64
                        ",\"tid\":0,\"ts\":",
                        pid_of(rep, e->rank));
-        us(b, e->time);
+        us(b, gmt_report_rank_offset(rep, e->rank) + e->time);
         gmt_buf_printf(b, ",\"args\":{\"device\":%" PRId64 ",\"size\":%" PRIu64 ",\"error\":",
                        e->device, e->size);
         gmt_buf_json_str(b, e->error_name ? e->error_name : "?");
@@ -337,8 +348,9 @@ static int export_perfetto(const gmt_report_t *rep, gmt_buf_t *b)
      * no comma after it */
     for (size_t i = 0; i < rep->nranks; i++) {
         const gmt_rank_t *r = &rep->ranks[i];
-        end_events(b, pid_of(rep, r->rank), end_of(rep, r->rank), r->reason ? r->reason : "?",
-                   i + 1 == rep->nranks);
+        end_events(b, pid_of(rep, r->rank),
+                   gmt_report_rank_offset(rep, r->rank) + end_of(rep, r->rank),
+                   r->reason ? r->reason : "?", i + 1 == rep->nranks);
     }
     if (!rep->nranks) end_events(b, pid_of(rep, -1), rep->duration_s, rep->reason, true);
     gmt_buf_puts(b, "]}\n");

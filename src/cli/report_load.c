@@ -935,6 +935,42 @@ const gmt_device_t *gmt_report_device(const gmt_report_t *rep, int64_t device, i
     return NULL;
 }
 
+bool gmt_report_job_span(const gmt_report_t *rep, double *start, double *end)
+{
+    double first = INFINITY, last = -INFINITY;
+    for (size_t i = 0; i < rep->nranks; i++) {
+        const gmt_rank_t *r = &rep->ranks[i];
+        double e = r->start_time + r->duration_s;
+        if (!(r->start_time > 0) || !(r->duration_s >= 0) || !isfinite(e)) return false;
+        if (r->start_time < first) first = r->start_time;
+        if (e > last) last = e;
+    }
+    if (!rep->nranks) return false;
+    if (start) *start = first;
+    if (end) *end = last;
+    return true;
+}
+
+double gmt_report_rank_offset(const gmt_report_t *rep, int64_t rank)
+{
+    double first;
+    if (!gmt_report_job_span(rep, &first, NULL)) return 0;
+    for (size_t i = 0; i < rep->nranks; i++)
+        if (rep->ranks[i].rank == rank) return rep->ranks[i].start_time - first;
+    return 0;
+}
+
+const char *gmt_report_job_reason(const gmt_report_t *rep)
+{
+    const char *reason = NULL;
+    for (size_t i = 0; i < rep->nranks; i++) {
+        const char *r = rep->ranks[i].reason;
+        if (!r || (reason && strcmp(r, reason) != 0)) return NULL;
+        reason = r;
+    }
+    return reason;
+}
+
 int64_t gmt_json_int(const cJSON *obj, const char *key, int64_t dflt)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);

@@ -842,26 +842,57 @@ def case_merge_capture(c):
 def case_merge_perfetto(c):
     """Perfetto export of a merged report whose ranks share a pid (containers): one process
     per rank (pid rank + 1, named with the real pid), each rank's counters on its own track,
-    each track closed at its own rank's end time."""
+    each track closed at its own rank's end time. The ranks are on one clock: rank 1 started
+    2.25 s after rank 0, so its events are 2.25 s later than the same times of rank 0's (ts 0
+    is rank 0's start, otherData.start_time its unix time); a merged file whose ranks have no
+    start times keeps each rank on its own clock and says so in the process names."""
     base = c.trace("leak_two_sites", "base")
-    r0, r1 = rank_reports(c, base, 2,
-                          lambda i, r: r["process"].update(duration_s=[3.0, 7.5][i]))
-    c.cli_run("merge", r0, r1, "-o", c.path("m.json"))
+    src = c.load(base)
+    start = src["process"]["start_time"]
+
+    def edit(i, r):
+        r["process"].update(duration_s=[3.0, 7.5][i], start_time=start + [0, 2.25][i])
+    r0, r1 = rank_reports(c, base, 2, edit)
+    c.cli_run("merge", r1, r0, "-o", c.path("m.json"))
     c.cli_run("export", c.path("m.json"), "--format", "perfetto", "-o", c.path("t.json"))
     ev = check_perfetto(c.path("t.json"))
-    pid, host = c.load(base)["process"]["pid"], c.load(base)["process"]["hostname"]
+    other = json.load(open(c.path("t.json")))["otherData"]
+    expect(other.get("clock") == "job" and abs(other.get("start_time", 0) - start) < 1e-5,
+           f"otherData {other}")
+    pid, host = src["process"]["pid"], src["process"]["hostname"]
     names = {e["pid"]: e["args"]["name"] for e in ev if e["name"] == "process_name"}
     expect(len([e for e in ev if e["name"] == "process_name"]) == 2 and
            names == {1: f"rank 0 ({host} pid {pid})", 2: f"rank 1 ({host} pid {pid})"},
            f"process names {names}")
-    for p, end in ((1, 3.0), (2, 7.5)):
+    first_t = src["timeline"][0]["points"][0][0]
+    for p, at, end in ((1, 0, 3.0), (2, 2.25, 7.5)):
         cs = [e for e in ev if e["ph"] == "C" and e["pid"] == p]
         ts = [e["ts"] for e in cs]
         expect(cs and ts == sorted(ts), f"rank {p - 1}'s counter track {ts}")
-        expect(abs(ts[-1] - end * 1e6) < 1, f"rank {p - 1}'s track ends at {ts[-1]}, not {end} s")
+        expect(abs(ts[0] - (at + first_t) * 1e6) < 1,
+               f"rank {p - 1}'s first counter at {ts[0]}, not {at + first_t} s on the job's clock")
+        expect(abs(ts[-1] - (at + end) * 1e6) < 1,
+               f"rank {p - 1}'s track ends at {ts[-1]}, not {at + end} s")
         runs = [e for e in ev if e["name"] == "end of run" and e["pid"] == p]
-        expect(len(runs) == 1 and abs(runs[0]["ts"] - end * 1e6) < 1, f"end of run {runs}")
+        expect(len(runs) == 1 and abs(runs[0]["ts"] - (at + end) * 1e6) < 1, f"end of run {runs}")
+        peaks = [e for e in ev if e.get("cat") == "peak" and e["pid"] == p]
+        want = at + src["peak"][0]["time"]
+        expect(len(peaks) == 1 and abs(peaks[0]["ts"] - want * 1e6) < 1, f"peak {peaks}")
     expect({e["pid"] for e in ev} == {1, 2}, f"pids {sorted({e['pid'] for e in ev})}")
+    # a merged file of a merge that kept no start times: each rank on its own clock, said
+    m = c.load(c.path("m.json"))
+    for x in m["merged"]["ranks"]:
+        del x["start_time"]
+    with open(c.path("old.json"), "w") as f:
+        json.dump(m, f)
+    c.cli_run("export", c.path("old.json"), "--format", "perfetto", "-o", c.path("o.json"))
+    ev = check_perfetto(c.path("o.json"))
+    other = json.load(open(c.path("o.json")))["otherData"]
+    expect(other.get("clock") == "rank" and "start_time" not in other, f"otherData {other}")
+    names = {e["pid"]: e["args"]["name"] for e in ev if e["name"] == "process_name"}
+    expect(names[2] == f"rank 1 ({host} pid {pid}), times from its own start", f"names {names}")
+    runs = {e["pid"]: e["ts"] for e in ev if e["name"] == "end of run"}
+    expect(abs(runs[2] - 7.5e6) < 1 and abs(runs[1] - 3.0e6) < 1, f"end of run {runs}")
 
 
 def prom_series(text):
