@@ -363,6 +363,24 @@ static void print_header(const view_t *v)
     if (rep->nranks) {
         printf("  merged    %zu ranks, peak imbalance %.2f (max/mean)\n", rep->nranks,
                rep->imbalance);
+        /* the job's end and run time, as report --json has them: the reason every rank
+         * gives, and the span from the first rank's start to the last one's end */
+        const char *reason = gmt_report_job_reason(rep);
+        bool known = true; /* every rank's reason (an older merge wrote none) */
+        for (size_t i = 0; i < rep->nranks; i++)
+            known &= rep->ranks[i].reason != NULL;
+        double first, last;
+        bool span = gmt_report_job_span(rep, &first, &last);
+        if (known || span) {
+            printf("  job       ");
+            if (reason)
+                printf("every rank: %s", gmt_tty(reason));
+            else if (known)
+                printf("ranks ended differently (below)");
+            if (span)
+                printf("%sran %.3f s (first start to last end)", known ? ", " : "", last - first);
+            putchar('\n');
+        }
         print_ranks(v);
     } else {
         printf("  process   pid %" PRId64 ", host %s, rank %" PRId64 "\n", rep->pid,
@@ -717,6 +735,35 @@ static cJSON *group_json(const gmt_group_t *g)
     return o;
 }
 
+/* A number of a merged report's rank: null when the merge did not write it (negative). */
+static void add_known(cJSON *o, const char *key, double v)
+{
+    if (v >= 0)
+        cJSON_AddNumberToObject(o, key, v);
+    else
+        cJSON_AddNullToObject(o, key);
+}
+
+/* One rank of a merged report: what the text's rank lines show, and its times. */
+static cJSON *rank_json(const gmt_rank_t *r)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "rank", (double)r->rank);
+    cJSON_AddNumberToObject(o, "pid", (double)r->pid);
+    cJSON_AddStringToObject(o, "hostname", r->hostname);
+    if (r->reason)
+        cJSON_AddStringToObject(o, "reason", r->reason);
+    else
+        cJSON_AddNullToObject(o, "reason");
+    add_known(o, "start_time", r->start_time);
+    add_known(o, "end_time", r->end_time);
+    add_known(o, "duration_s", r->duration_s);
+    add_known(o, "dropped", (double)r->dropped);
+    cJSON_AddNumberToObject(o, "peak_bytes", (double)r->peak_bytes);
+    cJSON_AddNumberToObject(o, "leaked_bytes", (double)r->leaked_bytes);
+    return o;
+}
+
 static cJSON *groups_json(const view_t *v, const gmt_group_t *g, size_t n)
 {
     cJSON *a = cJSON_CreateArray();
@@ -737,8 +784,29 @@ static int print_json(const view_t *v)
     cJSON_AddNumberToObject(o, "version", 1);
     cJSON_AddStringToObject(o, "file", rep->path);
     cJSON_AddNumberToObject(o, "report_version", rep->version);
-    cJSON_AddStringToObject(o, "reason", rep->reason);
-    cJSON_AddNumberToObject(o, "duration_s", rep->duration_s);
+    if (rep->nranks) {
+        /* A merged report's process section is the lowest rank's: the job's reason is the one
+         * every rank gives (null when they differ or one is not known), its run time the span
+         * from the first rank's start to the last one's end (null without the ranks' times),
+         * and each rank's own are in "ranks", as the text's header shows them. */
+        const char *reason = gmt_report_job_reason(rep);
+        double first, last;
+        if (reason)
+            cJSON_AddStringToObject(o, "reason", reason);
+        else
+            cJSON_AddNullToObject(o, "reason");
+        if (gmt_report_job_span(rep, &first, &last))
+            cJSON_AddNumberToObject(o, "duration_s", last - first);
+        else
+            cJSON_AddNullToObject(o, "duration_s");
+        cJSON_AddNumberToObject(o, "ranks_total", (double)rep->nranks);
+        cJSON *ranks = cJSON_AddArrayToObject(o, "ranks");
+        for (size_t i = 0; i < rep->nranks && (long)i < v->top; i++)
+            cJSON_AddItemToArray(ranks, rank_json(&rep->ranks[i]));
+    } else {
+        cJSON_AddStringToObject(o, "reason", rep->reason);
+        cJSON_AddNumberToObject(o, "duration_s", rep->duration_s);
+    }
     uint64_t peak = rep->peak_bytes;
     if (v->filter) {
         /* the numbers below are the device's: its peak, its leaks, its libraries */

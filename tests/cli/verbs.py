@@ -980,6 +980,64 @@ def case_merge_report_json(c):
     expect(json.loads(out)["leaks"]["groups_total"] == 4, out)
 
 
+@case
+def case_merge_report_job(c):
+    """report --json of a merged report says the job's end and run time, not the lowest rank's
+    as the job's: reason is the one every rank gives (null when they differ or are not known),
+    duration_s the span from the first rank's start to the last one's end (null without the
+    ranks' times), and "ranks" (--top of them, ranks_total beside) has each rank's own; the
+    text's "job" line says the same."""
+    base = c.trace("leak_two_sites", "base")
+    start = c.load(base)["process"]["start_time"]
+
+    def edit(i, r):
+        r["process"].update(start_time=start + [0, 2.25][i], duration_s=[3.0, 7.5][i],
+                            end_time=start + [3.0, 9.75][i])
+    r0, r1 = rank_reports(c, base, 2, edit)
+    c.cli_run("merge", r0, r1, "-o", c.path("m.json"))
+    j = json.loads(c.cli_run("report", "--json", c.path("m.json"))[0])
+    expect(j["reason"] == "exit" and abs(j["duration_s"] - 9.75) < 1e-6,
+           f"job reason {j['reason']!r}, duration_s {j['duration_s']} (want exit, 9.75)")
+    rk = j["ranks"]
+    expect(j["ranks_total"] == 2 and [x["rank"] for x in rk] == [0, 1] and
+           [x["duration_s"] for x in rk] == [3.0, 7.5] and
+           [x["reason"] for x in rk] == ["exit", "exit"] and
+           abs(rk[1]["start_time"] - (start + 2.25)) < 1e-6 and rk[1]["dropped"] == 0,
+           f"ranks {rk}")
+    j = json.loads(c.cli_run("report", "--json", "--top", "1", c.path("m.json"))[0])
+    expect(len(j["ranks"]) == 1 and j["ranks_total"] == 2, f"--top 1: ranks {j['ranks']}")
+    out, _, _ = c.cli_run("report", c.path("m.json"))
+    expect("  job       every rank: exit, ran 9.750 s (first start to last end)\n" in out,
+           "report's job line:\n" + out)
+    # ranks that ended differently: no one reason for the job
+    m = c.load(c.path("m.json"))
+    m["merged"]["ranks"][1]["reason"] = "oom"
+    with open(c.path("mixed.json"), "w") as f:
+        json.dump(m, f)
+    j = json.loads(c.cli_run("report", "--json", c.path("mixed.json"))[0])
+    expect(j["reason"] is None and [x["reason"] for x in j["ranks"]] == ["exit", "oom"],
+           f"mixed: reason {j['reason']!r}, ranks {j['ranks']}")
+    out, _, _ = c.cli_run("report", c.path("mixed.json"))
+    expect("  job       ranks ended differently (below), ran 9.750 s" in out, out)
+    # a merged file of a merge that wrote no reasons or times: unknown, not rank 0's
+    for x in m["merged"]["ranks"]:
+        for k in ("reason", "start_time", "end_time", "duration_s", "dropped"):
+            del x[k]
+    with open(c.path("old.json"), "w") as f:
+        json.dump(m, f)
+    j = json.loads(c.cli_run("report", "--json", c.path("old.json"))[0])
+    expect(j["reason"] is None and j["duration_s"] is None, f"old: {j['reason']!r} {j['duration_s']}")
+    expect(all(x["reason"] is None and x["duration_s"] is None for x in j["ranks"]),
+           f"old ranks {j['ranks']}")
+    out, _, _ = c.cli_run("report", c.path("old.json"))
+    expect("  job " not in out, "old merged file's job line:\n" + out)
+    # one process's report: its own reason and run time, no ranks
+    j = json.loads(c.cli_run("report", "--json", base)[0])
+    src = c.load(base)["process"]
+    expect(j["reason"] == src["reason"] and j["duration_s"] == src["duration_s"] and
+           "ranks" not in j, f"one process: {j['reason']} {j['duration_s']}")
+
+
 # ---- export -----------------------------------------------------------------------------
 
 def check_speedscope(path):
