@@ -19,6 +19,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const struct option long_opts[] = {
     {"output", required_argument, NULL, 'o'},
@@ -275,6 +276,28 @@ int gmt_cli_merge(int argc, char **argv)
             if (reps[i].stacks[k].id > max_id) max_id = reps[i].stacks[k].id;
         ranks[i] = reps[i].rank;
     }
+    /* -o is checked before anything is printed: a target that is not a regular file (the
+     * atomic rename cannot replace it), or one of the reports being merged, which the
+     * combined report would replace (a rank's report lost, and the files not mergeable
+     * again, one of them now a merged report). */
+    struct stat ost;
+    if (out && stat(out, &ost) == 0) {
+        if (!S_ISREG(ost.st_mode)) {
+            gmt_cli_error("merge: -o %s is %s, not a regular file", out,
+                          gmt_file_kind(ost.st_mode));
+            goto out;
+        }
+        for (size_t i = 0; i < n; i++) {
+            struct stat ist;
+            if (strcmp(argv[optind + (int)i], "-") == 0 || stat(argv[optind + (int)i], &ist) ||
+                ist.st_dev != ost.st_dev || ist.st_ino != ost.st_ino)
+                continue;
+            gmt_cli_error("merge: -o %s is %s, one of the reports to merge: give the combined "
+                          "report another name",
+                          out, argv[optind + (int)i]);
+            goto out;
+        }
+    }
     /* The same run given twice (a file and its copy, or a glob that matched both) would count
      * every leak twice and look like a perfectly even job: said, once per repeated file, and
      * merged as asked. One process writes its reports with one pid, host and start time. */
@@ -404,6 +427,12 @@ int gmt_cli_merge(int argc, char **argv)
                fb);
     }
     if (!ncommon_all) printf("  (none)\n");
+    /* The summary is flushed before the combined report is written, so that a line about -o
+     * comes after it on a terminal or in a log that holds both streams, and a summary that
+     * could not be written (a full disk, a closed pipe) is said, in one line, whatever becomes
+     * of -o. The report is still written: it is what -o asked for, and exit 2 says the
+     * summary was cut. */
+    bool shown = gmt_stdout_ok("merge", "the summary");
 
     if (out) {
         const gmt_report_t *r0 = &reps[ord[0].idx]; /* the lowest rank */
@@ -572,14 +601,15 @@ int gmt_cli_merge(int argc, char **argv)
         int rc = gmt_write_output(out, text, len);
         free(text);
         if (rc) {
-            gmt_cli_error("merge: -o %s: %s", out, strerror(-rc));
+            gmt_cli_error("merge: -o %s: %s", out,
+                          rc == -EEXIST ? "exists and is not a regular file" : strerror(-rc));
             goto out;
         }
-        printf("\nmerged report written to %s\n", out);
+        if (shown) printf("\nmerged report written to %s\n", gmt_tty(out));
     }
-    /* The summary is the verb's output: one that could not be written (a full disk, a closed
-     * pipe) is an error, said in one line, as every verb's unwritable output. */
-    if (!gmt_stdout_ok("merge", "the summary")) goto out;
+    /* The summary is the verb's output: one that could not be written is an error, said in
+     * one line (above, or here for the last line), as every verb's unwritable output. */
+    if (!shown || !gmt_stdout_ok("merge", "the summary")) goto out;
     status = GMT_EXIT_OK;
 out:
     if (status == GMT_EXIT_USAGE && (!reps || !ranks || !ord))

@@ -726,6 +726,62 @@ def case_merge_output_error(c):
            f"merge >/dev/full: status {p.returncode}, stderr {p.stderr!r}")
 
 
+def merge_both_streams(c, *args, stdout=None):
+    """merge's status and what it wrote to standard output and error, in one stream (as a
+    terminal or a CI log shows them), or only its standard error when stdout is a file."""
+    p = subprocess.run([c.cli, "merge"] + [str(a) for a in args], env=c.env(), cwd=c.work,
+                       stdout=stdout or subprocess.PIPE,
+                       stderr=subprocess.PIPE if stdout else subprocess.STDOUT,
+                       timeout=60, text=True)
+    return p.returncode, p.stderr if stdout else p.stdout
+
+
+@case
+def case_merge_output_file(c):
+    """merge -o: the summary comes before any line about the combined report (it was flushed
+    only at the end, so a failed -o's line came first in a log of both streams); a target that
+    is not a regular file or is one of the reports being merged is refused in one line before
+    anything is written (-o r0.json replaced rank 0's report with the merged one); with the
+    summary unwritable the combined report is still written, and each failure said."""
+    r0 = c.trace("leak_two_sites", "r0", env={"RANK": "0"})
+    r1 = c.trace("leak_two_sites", "r1", env={"RANK": "1"})
+    rc, both = merge_both_streams(c, r0, r1, "-o", c.path("no/such/dir/m.json"))
+    lines = both.splitlines()
+    expect(rc == 2 and lines[0] == "merge of 2 reports" and
+           lines[-1].startswith("gpumemtrace: merge: -o ") and
+           lines[-1].endswith("m.json: No such file or directory") and
+           sum(l.startswith("gpumemtrace:") for l in lines) == 1,
+           f"-o into no directory: status {rc}\n{both}")
+    # not a regular file: said as what it is, before the summary
+    os.makedirs(c.path("adir"))
+    for target, kind in ((c.path("adir"), "a directory"), ("/dev/null", "a device")):
+        _, err, out = c.cli_run("merge", r0, r1, "-o", target, rc=2)
+        expect(one_line(err) and err.strip() == f"gpumemtrace: merge: -o {target} is {kind}, "
+               "not a regular file" and not out, f"-o {target}: {err!r}, stdout {out!r}")
+    # one of the inputs: refused, the input left as it was
+    before = open(r0, "rb").read()
+    _, err, out = c.cli_run("merge", r0, r1, "-o", os.path.relpath(r0, c.work), rc=2)
+    expect(one_line(err) and "one of the reports to merge" in err and not out,
+           f"-o an input: {err!r}")
+    expect(open(r0, "rb").read() == before, "merge -o r0.json rewrote rank 0's report")
+    # the summary unwritable: the combined report written anyway, exit 2, one line
+    with open("/dev/full", "w") as full:
+        rc, err = merge_both_streams(c, r0, r1, "-o", c.path("m.json"), stdout=full)
+    expect(rc == 2 and one_line(err) and "writing the summary: No space left" in err,
+           f"merge -o m.json >/dev/full: status {rc}, {err!r}")
+    expect(c.load(c.path("m.json"))["merged"]["ranks"], "no combined report")
+    # both unwritable: both said
+    with open("/dev/full", "w") as full:
+        rc, err = merge_both_streams(c, r0, r1, "-o", c.path("no/such/m.json"), stdout=full)
+    lines = err.splitlines()
+    expect(rc == 2 and len(lines) == 2 and "writing the summary" in lines[0] and
+           "-o " in lines[1], f"both unwritable: status {rc}, {err!r}")
+    # all well: the summary, then the line naming the file, last
+    rc, both = merge_both_streams(c, r0, r1, "-o", c.path("ok.json"))
+    expect(rc == 0 and both.endswith(f"\nmerged report written to {c.path('ok.json')}\n"),
+           f"status {rc}\n{both}")
+
+
 def merge_table_ranks(out):
     """The rank column of merge's table."""
     rows = out.split("peak       leaked\n", 1)[1].split("\n\n", 1)[0]
