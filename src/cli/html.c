@@ -61,18 +61,64 @@ static void card(gmt_buf_t *b, bool *first, const char *label, const char *value
     *first = false;
 }
 
+/* When the process of an entry (a rank of a merged report, -1: the report's) ended, in seconds
+ * since its own start: a rank's own duration_s, the report's when the merge did not write it. */
+static double end_of(const gmt_report_t *rep, int64_t rank)
+{
+    for (size_t i = 0; rank >= 0 && i < rep->nranks; i++)
+        if (rep->ranks[i].rank == rank && rep->ranks[i].duration_s >= 0)
+            return rep->ranks[i].duration_s;
+    return rep->duration_s;
+}
+
+/* The page's line under the title: the process, or a merged report's job (never its lowest
+ * rank's process as the job's: each rank has its row in the ranks table). */
+static void meta_line(const gmt_report_t *rep, char *s, size_t len)
+{
+    if (!rep->nranks) {
+        snprintf(s, len,
+                 "pid %" PRId64 " on %s, rank %" PRId64 ", %s after %.3f s; report version %d, "
+                 "gpumemtrace %s",
+                 rep->pid, rep->hostname, rep->rank, rep->reason, rep->duration_s, rep->version,
+                 rep->tool_version);
+        return;
+    }
+    const char *reason = gmt_report_job_reason(rep);
+    double first, last;
+    char ran[64] = "";
+    if (gmt_report_job_span(rep, &first, &last))
+        snprintf(ran, sizeof ran, ", ran %.3f s (first start to last end)", last - first);
+    snprintf(s, len, "merged report of %zu ranks, %s%s%s; report version %d, gpumemtrace %s",
+             rep->nranks, reason ? "every rank ended: " : "ranks ended differently",
+             reason ? reason : "", ran, rep->version, rep->tool_version);
+}
+
 static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
 {
     char s[1200], x[GMT_FMT_BYTES_LEN], label[48];
     gmt_buf_puts(b, "{\"file\":");
     gmt_buf_json_str(b, rep->path);
-    snprintf(s, sizeof s,
-             "pid %" PRId64 " on %s, rank %" PRId64 ", %s after %.3f s; report version %d, "
-             "gpumemtrace %s",
-             rep->pid, rep->hostname, rep->rank, rep->reason, rep->duration_s, rep->version,
-             rep->tool_version);
+    meta_line(rep, s, sizeof s);
     gmt_buf_puts(b, ",\"meta\":");
     gmt_buf_json_str(b, s);
+
+    /* a merged report's ranks, one row each (a single process's report: none) */
+    gmt_buf_puts(b, ",\"ranks\":[");
+    for (size_t i = 0; i < rep->nranks; i++) {
+        const gmt_rank_t *r = &rep->ranks[i];
+        gmt_buf_printf(b, "%s{\"rank\":%" PRId64 ",\"pid\":%" PRId64 ",\"host\":", i ? "," : "",
+                       r->rank, r->pid);
+        gmt_buf_json_str(b, r->hostname);
+        gmt_buf_puts(b, ",\"reason\":");
+        gmt_buf_json_str(b, r->reason ? r->reason : "?");
+        if (r->duration_s >= 0)
+            gmt_buf_printf(b, ",\"ran\":%.6f", r->duration_s);
+        else
+            gmt_buf_puts(b, ",\"ran\":null");
+        gmt_buf_printf(b, ",\"dropped\":%" PRId64 ",\"peak\":%" PRIu64 ",\"leaked\":%" PRIu64 "}",
+                       r->dropped, r->peak_bytes, r->leaked_bytes);
+    }
+    gmt_buf_puts(b, "]");
 
     gmt_buf_puts(b, ",\"cards\":");
     bool first = true;
@@ -108,14 +154,15 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
         const gmt_device_t *d = gmt_report_device(rep, t->device, t->rank);
         uint64_t peak = 0;
         bool lead = t->n == 0 || t->t[0] > 0;
-        bool tail = t->n == 0 || t->t[t->n - 1] < rep->duration_s;
+        double end = end_of(rep, t->rank); /* each rank's line ends at its own end */
+        bool tail = t->n == 0 || t->t[t->n - 1] < end;
         gmt_buf_puts(b, i ? ",{\"label\":" : "{\"label\":");
         gmt_buf_json_str(b, gmt_device_label(t->device, t->rank, label, sizeof label));
         gmt_buf_puts(b, ",\"t\":[");
         if (lead) gmt_buf_puts(b, t->n || tail ? "0," : "0");
         for (size_t k = 0; k < t->n; k++)
             gmt_buf_printf(b, "%s%.6f", k ? "," : "", t->t[k]);
-        if (tail) gmt_buf_printf(b, "%s%.6f", t->n ? "," : "", rep->duration_s);
+        if (tail) gmt_buf_printf(b, "%s%.6f", t->n ? "," : "", end);
         gmt_buf_puts(b, "],\"bytes\":[");
         if (lead) gmt_buf_puts(b, t->n || tail ? "0," : "0");
         for (size_t k = 0; k < t->n; k++) {
@@ -161,6 +208,9 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
         gmt_buf_printf(b, "%s{\"growth\":%" PRIu64 ",\"live\":%" PRIu64 ",\"where\":", i ? "," : "",
                        rep->suspects[i].growth_bytes, rep->suspects[i].live_bytes);
         gmt_buf_json_str(b, s);
+        gmt_buf_puts(b, ",\"device\":");
+        gmt_buf_json_str(b, gmt_device_label(rep->suspects[i].device, rep->suspects[i].rank, label,
+                                             sizeof label));
         gmt_buf_put(b, "}", 1);
     }
     gmt_buf_puts(b, "],\"libraries\":[");

@@ -287,8 +287,18 @@ int gmt_export_pprof(const gmt_report_t *rep, gmt_buf_t *out)
     uint64_t comment = str_id(&c.s, rep->path);
     for (size_t i = 0; i < c.s.n; i++)
         pb_bytes(&prof, 6, c.s.v[i], strlen(c.s.v[i]));
-    if (rep->start_time > 0) pb_uint(&prof, 9, seconds_to_ns(rep->start_time));
-    pb_uint(&prof, 10, seconds_to_ns(rep->duration_s));
+    /* when it ran: the process, or a merged report's job from its first rank's start to its
+     * last rank's end (its process section is the lowest rank's; without the ranks' times,
+     * left out) */
+    double start = rep->start_time, span = rep->duration_s, last;
+    if (rep->nranks) {
+        if (gmt_report_job_span(rep, &start, &last))
+            span = last - start;
+        else
+            start = span = 0;
+    }
+    if (start > 0) pb_uint(&prof, 9, seconds_to_ns(start));
+    if (span > 0 || !rep->nranks) pb_uint(&prof, 10, seconds_to_ns(span));
     pb_key(&prof, 13, 0); /* comment: repeated int64, the report's name */
     pb_varint(&prof, comment);
     pb_uint(&prof, 14, dflt);

@@ -1094,6 +1094,125 @@ def case_merge_report_job(c):
            "ranks" not in j, f"one process: {j['reason']} {j['duration_s']}")
 
 
+def pprof_fields(path):
+    """(top-level varint fields {number: value}, string table) of a gzip'd profile.proto."""
+    data = gzip.decompress(open(path, "rb").read())
+    ints, strings, i = {}, [], 0
+
+    def varint():
+        nonlocal i
+        v = shift = 0
+        while True:
+            b = data[i]
+            i += 1
+            v |= (b & 0x7f) << shift
+            shift += 7
+            if b < 0x80:
+                return v
+    while i < len(data):
+        key = varint()
+        if key & 7 == 0:
+            ints[key >> 3] = varint()
+        elif key & 7 == 2:
+            n = varint()
+            if key >> 3 == 6:
+                strings.append(data[i:i + n].decode())
+            i += n
+        else:
+            raise Failed(f"profile.proto: wire type {key & 7}")
+    return ints, strings
+
+
+def html_data(path):
+    html = open(path, encoding="utf-8").read()
+    m = re.search(r'<script type="application/json" id="gmt-data">(.*?)</script>', html, re.S)
+    expect(m, "no data in the page")
+    return json.loads(m.group(1))
+
+
+@case
+def case_merge_exports(c):
+    """HTML, pprof, speedscope and folded output of a merged report hold every rank, labelled
+    as its own, and the job's times, never rank 0's as the job's: the page's line under the
+    title is the job's, a ranks table has each rank's pid, host, end and run time, each rank's
+    timeline ends at its own end (rank 0's ended all of them), growth suspects name their rank
+    and GPU; pprof's time and duration are the job's (first start to last end), its samples
+    carry their rank (go tool pprof -tagfocus 'rank=^1$', when go is there)."""
+    base = c.trace("leak_two_sites", "base")
+    src = c.load(base)
+    start = src["process"]["start_time"]
+    hosts = ["node-a", "node-b"]
+
+    def edit(i, r):
+        r["process"].update(start_time=start + [0, 2.25][i], duration_s=[3.0, 7.5][i],
+                            hostname=hosts[i], pid=100 + i)
+        g = r["leaks"]["groups"][0]
+        r["leaks"]["growth_suspects"] = [dict(stack_id=g["stack_id"], device=0, kind="device",
+                                              api="cudaMalloc", library=None, growth_bytes=MIB,
+                                              live_bytes=2 * MIB, samples=[[1.0, MIB]])]
+        r["leaks"]["growth_suspects_total"] = 1
+    r0, r1 = rank_reports(c, base, 2, edit)
+    c.cli_run("merge", r0, r1, "-o", c.path("m.json"))
+    m = c.path("m.json")
+    # html
+    c.cli_run("export", m, "--format", "html", "-o", c.path("m.html"))
+    d = html_data(c.path("m.html"))
+    expect(d["meta"].startswith("merged report of 2 ranks, every rank ended: exit, ran 9.750 s")
+           and "pid 100" not in d["meta"], f"meta {d['meta']!r}")
+    got = [(x["rank"], x["pid"], x["host"], x["reason"], x["ran"]) for x in d["ranks"]]
+    expect(got == [(0, 100, "node-a", "exit", 3.0), (1, 101, "node-b", "exit", 7.5)],
+           f"ranks {d['ranks']}")
+    ends = {s["label"]: s["t"][-1] for s in d["series"]}
+    expect(ends == {"rank 0 GPU 0": 3.0, "rank 1 GPU 0": 7.5}, f"timelines end at {ends}")
+    sus = sorted(x["device"] for x in d["suspects"])
+    expect(sus == ["rank 0 GPU 0", "rank 1 GPU 0"], f"suspects {d['suspects']}")
+    c.cli_run("export", base, "--format", "html", "-o", c.path("one.html"))
+    one = html_data(c.path("one.html"))
+    expect(one["ranks"] == [] and one["meta"].startswith(f"pid {src['process']['pid']} on "),
+           f"one process's page: {one['meta']!r} {one['ranks']}")
+    browser = chromium()
+    if browser:
+        p = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu",
+                            "--no-first-run", "--user-data-dir=" + c.path("profile"),
+                            "--host-resolver-rules=MAP * 0.0.0.0", "--virtual-time-budget=5000",
+                            "--dump-dom", "file://" + c.path("m.html")],
+                           capture_output=True, timeout=90)
+        dom = p.stdout.decode("utf-8", "replace")
+        expect('data-ready="1"' in dom, "the page's script did not finish")
+        rows = dom.split('id="ranks-table"', 1)[-1].split("</table>", 1)[0].count("<tr>")
+        expect(rows == 3 and "node-b" in dom and 'id="timeline-1"' in dom,
+               f"ranks table rows {rows} (a heading and 2 ranks)")
+    # pprof: the job's time and duration, every rank's samples labelled
+    c.cli_run("export", m, "--format", "pprof", "-o", c.path("m.pb.gz"))
+    ints, strings = pprof_fields(c.path("m.pb.gz"))
+    expect(abs(ints.get(9, 0) / 1e9 - start) < 1e-3 and abs(ints.get(10, 0) / 1e9 - 9.75) < 1e-6,
+           f"pprof time {ints.get(9)} duration {ints.get(10)} (want {start}, 9.75 s)")
+    expect("rank" in strings and "0" in strings and "1" in strings, "pprof rank labels")
+    go = shutil.which("go")
+    if go:
+        env = dict(os.environ, HOME=c.work, GOPATH=c.path("gopath"), GOCACHE=c.path("gocache"),
+                   GOFLAGS="-mod=mod", GOTOOLCHAIN="local", GOTELEMETRY="off")
+        for rank in ("0", "1"):
+            p = subprocess.run([go, "tool", "pprof", "-traces", "-sample_index=leaked_space",
+                                f"-tagfocus=rank=^{rank}$", c.path("m.pb.gz")],
+                               capture_output=True, text=True, timeout=90, env=env)
+            ranks = set(re.findall(r"^\s+rank:\s+(\S+)$", p.stdout, re.M))
+            expect(p.returncode == 0 and ranks == {rank} and "alloc_site_a" in p.stdout,
+                   f"pprof -tagfocus rank=^{rank}$: {ranks}\n{p.stdout}{p.stderr}")
+    # speedscope: a peak profile per rank and GPU, named so; the leaks of both ranks
+    c.cli_run("export", m, "--format", "speedscope", "-o", c.path("m.speedscope"))
+    sp = check_speedscope(c.path("m.speedscope"))
+    names = [p["name"] for p in sp["profiles"]]
+    expect(len(names) == 3 and names[1].startswith("peak owners rank 0 GPU 0") and
+           names[2].startswith("peak owners rank 1 GPU 0"), f"profiles {names}")
+    expect(sp["profiles"][0]["endValue"] == 2 * src["leaks"]["total_bytes"],
+           f"leaks profile {sp['profiles'][0]['endValue']}")
+    # folded: every rank's leaks
+    out, _, _ = c.cli_run("export", m, "--format", "folded")
+    expect(sum(int(l.rsplit(" ", 1)[1]) for l in out.splitlines()) ==
+           2 * src["leaks"]["total_bytes"], "folded total:\n" + out)
+
+
 # ---- export -----------------------------------------------------------------------------
 
 def check_speedscope(path):

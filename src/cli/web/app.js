@@ -39,6 +39,25 @@
   });
   sum.appendChild(cards);
 
+  /* a merged report's ranks: each rank's own process, end and numbers */
+  if (data.ranks && data.ranks.length) {
+    var rs = section('ranks', 'Ranks');
+    var rt = el('table', { id: 'ranks-table' });
+    var rh = el('tr');
+    [['rank', 'num'], ['pid', 'num'], ['host'], ['ended'], ['ran (s)', 'num'], ['dropped events', 'num'],
+     ['peak', 'num'], ['leaked', 'num']].forEach(function (h) { rh.appendChild(el('th', { 'class': h[1] || '' }, h[0])); });
+    rt.appendChild(rh);
+    data.ranks.forEach(function (r) {
+      var row = el('tr');
+      [String(r.rank), String(r.pid), r.host, r.reason, r.ran == null ? '?' : r.ran.toFixed(3),
+       r.dropped < 0 ? '?' : String(r.dropped), fmtBytes(r.peak), fmtBytes(r.leaked)].forEach(function (v, i) {
+        row.appendChild(el('td', { 'class': i === 2 || i === 3 ? '' : 'num' }, v));
+      });
+      rt.appendChild(row);
+    });
+    rs.appendChild(rt);
+  }
+
   /* search */
   var searchSec = section('find', 'Search');
   var input = el('input', { id: 'search', type: 'search',
@@ -157,8 +176,8 @@
   data.peaks.forEach(function (p, i) {
     table('peak-' + i, 'Peak owners on ' + p.label, gh, groupRows(p.groups));
   });
-  table('suspects', 'Growth suspects', [['grew by', 'num'], ['live', 'num'], ['nearest user frame', 'where']],
-        data.suspects.map(function (s) { return [fmtBytes(s.growth), fmtBytes(s.live), s.where]; }));
+  table('suspects', 'Growth suspects', [['grew by', 'num'], ['live', 'num'], ['device'], ['nearest user frame', 'where']],
+        data.suspects.map(function (s) { return [fmtBytes(s.growth), fmtBytes(s.live), s.device, s.where]; }));
   table('libraries', 'Bytes per library', [['library'], ['at the peak', 'num'], ['at exit', 'num']],
         data.libraries.map(function (l) { return [l.library, fmtBytes(l.peak), fmtBytes(l.exit)]; }));
   table('fragmentation', 'Fragmentation', [['device'], ['fragmentation', 'num'], ['free in gaps', 'num'], ['largest gap', 'num']],
