@@ -268,7 +268,9 @@ int gmt_pycode_init(void *mem, size_t bytes, uint32_t max_entries, uint64_t text
 }
 
 /* Append a UTF-8 copy of a str object (compact strings only: code names always are) to dst;
- * returns the bytes written, 0 when it is not a readable str. */
+ * returns the bytes written, 0 when it is not a readable str. A string longer than dst holds
+ * ends in CUT_MARK where it was cut (a file name of thousands of bytes: generated code). */
+#define CUT_MARK "\xe2\x80\xa6" /* U+2026, an ellipsis: no character of a path */
 static size_t copy_str(uint64_t obj, char *dst, size_t cap)
 {
     const layout_t *L = &py.lay;
@@ -282,13 +284,14 @@ static size_t copy_str(uint64_t obj, char *dst, size_t cap)
     if (!compact || (kind != 1 && kind != 2 && kind != 4)) return 0;
     uint64_t len = ld64(head + L->str_length);
     uint64_t data = obj + (ascii ? L->str_ascii_size : L->str_compact_size);
-    size_t out = 0;
+    size_t out = 0, room = cap - sizeof CUT_MARK; /* a character is at most 4 bytes */
     uint8_t chunk[256];
-    for (uint64_t i = 0; i < len && out + 4 < cap;) {
-        uint64_t take = len - i;
+    uint64_t i = 0;
+    while (i < len && out + 4 < room) {
+        uint64_t take = len - i, j = 0;
         if (take > sizeof chunk / kind) take = sizeof chunk / kind;
         if (safe_read(chunk, data + i * kind, take * kind)) return 0;
-        for (uint64_t j = 0; j < take && out + 4 < cap; j++) {
+        for (; j < take && out + 4 < room; j++) {
             uint32_t cp = chunk[j];
             if (kind == 2) {
                 uint16_t u;
@@ -315,7 +318,11 @@ static size_t copy_str(uint64_t obj, char *dst, size_t cap)
                 dst[out++] = (char)(0x80 | (cp & 0x3f));
             }
         }
-        i += take;
+        i += j;
+    }
+    if (i < len) {
+        memcpy(dst + out, CUT_MARK, sizeof CUT_MARK - 1);
+        out += sizeof CUT_MARK - 1;
     }
     return out;
 }

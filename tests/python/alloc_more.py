@@ -20,7 +20,8 @@
            KiB): only the allocation's line tells them apart
   limits   (run with a state file: a code cache of 16384 entries) a leak of 31 MiB from 100
            frames of recursion (more than the 64 Python frames kept), then 17000 exec'd
-           strings each allocating and freeing (more code objects than the cache holds)
+           strings each allocating and freeing (more code objects than the cache holds), and
+           a leak of 23 MiB from code whose file name is 1,508 characters (cut, marked)
   idle     (third argument: native_thread.c's library) a pthread holding a Python thread
            state that runs no Python code, as PyTorch's autograd engine threads do, makes
            1000 cudaMalloc/cudaFree pairs and leaks its last allocation (29 MiB)
@@ -173,6 +174,8 @@ elif sys.argv[2] == "idle":
     assert native.gmt_test_alloc_in_idle_tstate(fm, ff, 1000, 29 << 20) == 0
 elif sys.argv[2] == "limits":
     deep(100)
+    # a file name longer than a frame keeps (1024 bytes): cut, and marked where it was cut
+    exec(compile("alloc(23 << 20)", "/gen/" + "n" * 1500 + ".py", "exec"), {"alloc": alloc})
     code = compile("alloc_free()", "limits_gen", "exec")
     for k in range(17000):  # each a code object of its own, by its first line
         exec(code.replace(co_firstlineno=k + 1), {"alloc_free": alloc_free})

@@ -462,7 +462,7 @@ def case_limits(args):
     """What the Python frames cannot hold is counted in capture.python, never silent: a walk
     cut at 64 frames (cut_walks), code objects the code cache has no room for
     (code_cache_dropped: 16384 entries with a state file), frames whose code could not be read
-    (unreadable_frames: none here)."""
+    (unreadable_frames: none here); a file name longer than a frame keeps ends in U+2026."""
     work = os.path.join(args.work, "limits")
     reps, _ = run_more(args, "limits", {"GPUMEMTRACE_STATE": work + "-state.gmt"})
     (rep,) = reps.values()
@@ -482,6 +482,13 @@ def case_limits(args):
     n = len([f for f in frames_of(rep, g) if f.get("type") == "python"])
     if n != 64:
         fail(f"the deep leak has {n} Python frames, want the 64 kept")
+    g = groups.get(23 << 20)
+    files = [f.get("file") or "" for f in frames_of(rep, g or {}) if f.get("type") == "python"]
+    long = [f for f in files if f.startswith("/gen/n")]
+    # cut within the 1024 bytes a name keeps, and ending in the mark, never silently
+    if len(long) != 1 or long[0] != "/gen/" + "n" * (len(long[0]) - 6) + "\u2026" or \
+            not 1000 <= len(long[0].encode()) <= 1023:
+        fail(f"the long file name should be cut and marked: {[(len(f), f[-8:]) for f in long]}")
     # the text report says so where the stacks are read
     path = [os.path.join(work, f) for f in os.listdir(work) if f.endswith(".json")][0]
     out = subprocess.run([args.cli, "report", path], capture_output=True, text=True).stdout
