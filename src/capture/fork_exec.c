@@ -159,13 +159,31 @@ static void *exec_next(int which)
     return f;
 }
 
+/* A pointer the C library's headers declare nonnull, which a program may still pass as NULL:
+ * laundered so that the compiler keeps the test for it. */
+static inline const char *maybe_null(const char *p)
+{
+    __asm__("" : "+r"(p));
+    return p;
+}
+
+/* Whether name (relative to dirfd) is a regular file the caller may execute: exec of anything
+ * else (a missing file, a directory) is sure to fail. */
+static bool file_runnable(int dirfd, const char *name)
+{
+    struct stat st;
+    return fstatat(dirfd, name, &st, 0) == 0 && S_ISREG(st.st_mode) &&
+           faccessat(dirfd, name, X_OK, AT_EACCESS) == 0;
+}
+
 /* Whether file names something the caller may run: itself when it holds a '/' or no search is
  * made, else one of PATH's entries (the C library's default where PATH is unset; an empty entry
  * is the working directory). */
 static bool runnable(const char *file, bool search)
 {
-    if (!*file) return false;
-    if (!search || strchr(file, '/')) return faccessat(AT_FDCWD, file, X_OK, AT_EACCESS) == 0;
+    file = maybe_null(file);
+    if (!file || !*file) return false;
+    if (!search || strchr(file, '/')) return file_runnable(AT_FDCWD, file);
     const char *path = getenv("PATH");
     if (!path) path = "/bin:/usr/bin";
     size_t flen = strlen(file);
@@ -178,12 +196,27 @@ static bool runnable(const char *file, bool search)
             size_t at = dlen;
             if (dlen) buf[at++] = '/';
             memcpy(buf + at, file, flen + 1);
-            if (faccessat(AT_FDCWD, buf, X_OK, AT_EACCESS) == 0) return true;
+            if (file_runnable(AT_FDCWD, buf)) return true;
         }
         if (!*end) return false;
         p = end + 1;
     }
 }
+
+/* The same for execveat's dirfd and path (an empty path with AT_EMPTY_PATH: dirfd itself, as
+ * fexecve's fd), the kernel's permission check on a descriptor left to it. */
+static bool runnable_at(int dirfd, const char *path, int flags)
+{
+    path = maybe_null(path);
+    struct stat st;
+    if (path && !*path && (flags & AT_EMPTY_PATH))
+        return fstat(dirfd, &st) == 0 && S_ISREG(st.st_mode);
+    return path && *path && file_runnable(dirfd, path);
+}
+
+/* The cheap part first: in a vfork child, a process that does not trace, or one whose final
+ * report has begun, no file is looked at. */
+#define BEFORE_EXEC(check) (gmt_capture_exec_wanted() && gmt_capture_before_exec(check))
 
 typedef int (*exec_ve_fn)(const char *, char *const[], char *const[]);
 typedef int (*exec_v_fn)(const char *, char *const[]);
@@ -194,7 +227,7 @@ GMT_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
     exec_ve_fn f = (exec_ve_fn)exec_next(EXEC_VE);
     if (!f) return -1;
-    bool wrote = gmt_capture_before_exec(runnable(path, false));
+    bool wrote = BEFORE_EXEC(runnable(path, false));
     int r = f(path, argv, envp);
     gmt_capture_exec_failed(wrote);
     return r;
@@ -204,7 +237,7 @@ GMT_EXPORT int execv(const char *path, char *const argv[])
 {
     exec_v_fn f = (exec_v_fn)exec_next(EXEC_V);
     if (!f) return -1;
-    bool wrote = gmt_capture_before_exec(runnable(path, false));
+    bool wrote = BEFORE_EXEC(runnable(path, false));
     int r = f(path, argv);
     gmt_capture_exec_failed(wrote);
     return r;
@@ -214,7 +247,7 @@ GMT_EXPORT int execvp(const char *file, char *const argv[])
 {
     exec_v_fn f = (exec_v_fn)exec_next(EXEC_VP);
     if (!f) return -1;
-    bool wrote = gmt_capture_before_exec(runnable(file, true));
+    bool wrote = BEFORE_EXEC(runnable(file, true));
     int r = f(file, argv);
     gmt_capture_exec_failed(wrote);
     return r;
@@ -224,7 +257,7 @@ GMT_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
     exec_ve_fn f = (exec_ve_fn)exec_next(EXEC_VPE);
     if (!f) return -1;
-    bool wrote = gmt_capture_before_exec(runnable(file, true));
+    bool wrote = BEFORE_EXEC(runnable(file, true));
     int r = f(file, argv, envp);
     gmt_capture_exec_failed(wrote);
     return r;
@@ -234,7 +267,7 @@ GMT_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
     exec_f_fn f = (exec_f_fn)exec_next(EXEC_F);
     if (!f) return -1;
-    bool wrote = gmt_capture_before_exec(fd >= 0);
+    bool wrote = BEFORE_EXEC(runnable_at(fd, "", AT_EMPTY_PATH));
     int r = f(fd, argv, envp);
     gmt_capture_exec_failed(wrote);
     return r;
@@ -245,7 +278,7 @@ GMT_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *c
 {
     exec_at_fn f = (exec_at_fn)exec_next(EXEC_AT);
     if (!f) return -1;
-    bool wrote = gmt_capture_before_exec(true);
+    bool wrote = BEFORE_EXEC(runnable_at(dirfd, path, flags));
     int r = f(dirfd, path, argv, envp, flags);
     gmt_capture_exec_failed(wrote);
     return r;
@@ -254,16 +287,14 @@ GMT_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *c
 /* The list forms, as the C library makes them: the arguments gathered into an array on the
  * stack, then the vector form above (so the report is written once). */
 #define EXEC_GATHER(first, ap, argv)                                                               \
-    const char *first_ = first; /* declared nonnull, yet NULL ends the list as in the C library */ \
-    __asm__("" : "+r"(first_));                                                                    \
-    size_t argc_ = first_ ? 1 : 0;                                                                 \
+    size_t argc_ = 1; /* as the C library: the arguments after the first, up to a NULL */          \
     va_list count_;                                                                                \
     va_copy(count_, ap);                                                                           \
-    while (argc_ && va_arg(count_, const char *))                                                  \
+    while (va_arg(count_, const char *))                                                           \
         argc_++;                                                                                   \
     va_end(count_);                                                                                \
     const char *argv[argc_ + 1];                                                                   \
-    argv[0] = first_;                                                                              \
+    argv[0] = first;                                                                               \
     for (size_t i_ = 1; i_ <= argc_; i_++)                                                         \
         argv[i_] = va_arg(ap, const char *);
 

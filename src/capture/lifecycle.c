@@ -27,7 +27,6 @@
 #include <link.h>
 #include <pthread.h>
 #include <stdio.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -59,6 +58,24 @@ int gmt_capture_poolinfo(int32_t device, uint64_t pool, gmt_pool_info_t *out);
 
 enum { FINAL_NONE = 0, FINAL_WRITING = 1, FINAL_DONE = 2 };
 
+/* A process that traced nothing: no state file left behind, and one line that says there is no
+ * report, but from a child of a traced process (a forked one usually execs or never touches
+ * CUDA, and a program started under a traced one is a helper, a launcher script's or a
+ * compiler's, far more often than not; its report, had it used CUDA, says where it went as it
+ * starts) and from an image whose predecessor (same pid) wrote its exec report: a program that
+ * exec'd a helper after its CUDA work. */
+static void nothing_traced(void)
+{
+    gmt_track_state_discard();
+    if (fork_child || getpid() != __atomic_load_n(&my_pid, __ATOMIC_RELAXED) ||
+        gmt_report_parent_traced())
+        return;
+    char path[GMT_PATH_MAX];
+    if (gmt_report_path(GMT_REASON_EXEC, 1, path, sizeof path) == 0 && gmt_report_name_taken(path))
+        return;
+    gmt_info("no CUDA call was seen; no report written");
+}
+
 void gmt_capture_final_report(gmt_reason_t reason, const char *signame)
 {
     int none = FINAL_NONE;
@@ -71,9 +88,7 @@ void gmt_capture_final_report(gmt_reason_t reason, const char *signame)
         gmt_capture_writer_take_snapshot();
         gmt_report_write(NULL, reason, signame, 0);
     } else {
-        gmt_track_state_discard(); /* nothing traced: no state file left behind either */
-        if (!fork_child && getpid() == my_pid && !gmt_report_parent_traced())
-            gmt_info("no CUDA call was seen; no report written");
+        nothing_traced();
     }
     /* seq_cst, as gmt_capture_defer_signal: a signal deferred while this wrote is seen here, or
      * its thread sees the report done and takes it itself. */
@@ -154,30 +169,41 @@ void gmt_capture_quick_exit(void)
     exit_after_report();
 }
 
-/* The first exec report number whose file is not there: the images one pid runs one after
- * another (each exec'ing the next) each keep their report. */
+/* The first exec report number whose file is not there (where it is to go, nor in a fallback
+ * directory): the images one pid runs one after another (each exec'ing the next) each keep
+ * their report. */
 static unsigned exec_seq(void)
 {
     char path[GMT_PATH_MAX];
-    struct stat st;
     unsigned n = 1;
     for (; n < EXEC_REPORTS_MAX; n++)
-        if (gmt_report_path(GMT_REASON_EXEC, n, path, sizeof path) != 0 || lstat(path, &st) != 0)
+        if (gmt_report_path(GMT_REASON_EXEC, n, path, sizeof path) != 0 ||
+            !gmt_report_name_taken(path))
             break;
     return n;
 }
 
+bool gmt_capture_exec_wanted(void)
+{
+    return getpid() == __atomic_load_n(&my_pid, __ATOMIC_RELAXED) &&
+           __atomic_load_n(&gmt_capture_state, __ATOMIC_ACQUIRE) >= 0 && !gmt_capture_final_begun();
+}
+
 bool gmt_capture_before_exec(bool runnable)
 {
-    if (!runnable || getpid() != __atomic_load_n(&my_pid, __ATOMIC_RELAXED)) return false;
-    if (__atomic_load_n(&gmt_capture_state, __ATOMIC_ACQUIRE) < 0 ||
-        !__atomic_load_n(&had_events, __ATOMIC_ACQUIRE) || gmt_capture_final_begun())
-        return false;
+    if (!runnable || !gmt_capture_exec_wanted()) return false;
     int saved = errno;
-    unsigned seq = exec_seq();
-    /* Written by the writer thread where there is one, as _exit's: exec may be called from a
-     * signal handler, which may have interrupted anything on this thread. */
-    if (!gmt_capture_writer_exec_report(seq)) gmt_report_write(NULL, GMT_REASON_EXEC, NULL, seq);
+    if (__atomic_load_n(&had_events, __ATOMIC_ACQUIRE)) {
+        unsigned seq = exec_seq();
+        /* Written by the writer thread where there is one, as _exit's: exec may be called from
+         * a signal handler, which may have interrupted anything on this thread (the report
+         * itself asks no driver and no libdw for that reason: report.c). */
+        if (!gmt_capture_writer_exec_report(seq))
+            gmt_report_write(NULL, GMT_REASON_EXEC, NULL, seq);
+    }
+    /* The state file says the image ended by exec, whether it traced anything or not (one that
+     * traced nothing would otherwise read as killed once another program has the pid). */
+    gmt_track_mark_end(GMT_REGION_END_EXEC);
     errno = saved;
     return true;
 }
@@ -502,15 +528,9 @@ __attribute__((destructor)) static void gmt_fini(void)
         exit_report();
         return;
     }
-    /* Say that the run ended without a report because nothing was traced. A child of a traced
-     * process stays quiet: a forked one usually execs or never touches CUDA, and a program
-     * started under a traced one is a helper (a launcher script's, a compiler's) far more
-     * often than not; its report, had it used CUDA, says where it went as it starts. */
+    /* Say that the run ended without a report because nothing was traced. */
     if (__atomic_load_n(&had_events, __ATOMIC_ACQUIRE) ||
         __atomic_load_n(&gmt_capture_state, __ATOMIC_ACQUIRE) != 0 || !gmt_core_ready())
         return;
-    gmt_track_state_discard(); /* nothing traced: no state file left behind either */
-    if (!fork_child && getpid() == __atomic_load_n(&my_pid, __ATOMIC_RELAXED) &&
-        !gmt_report_parent_traced())
-        gmt_info("no CUDA call was seen; no report written");
+    nothing_traced();
 }

@@ -56,6 +56,8 @@ bool gmt_capture_writer_exec_report(unsigned seq);
  * (the call is sure to fail). True when a report was written: the exec's failure must then be
  * told to gmt_capture_exec_failed, which clears the state file's mark (errno kept). */
 bool gmt_capture_before_exec(bool runnable);
+/* The part of it that looks at no file: not a vfork child, tracing on, no final report begun. */
+bool gmt_capture_exec_wanted(void);
 void gmt_capture_exec_failed(bool wrote);
 /* True once this process recorded a CUDA event (async-signal-safe). */
 bool gmt_capture_had_events(void);

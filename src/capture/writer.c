@@ -141,7 +141,32 @@ void gmt_capture_writer_loader_quiesce(void)
 typedef struct msg_s {
     int type;
     int sig;
+    uint32_t seq; /* a final or exec report asked for: its number, answered in acked_seq */
 } msg_t;
+
+/* Requests made of the writer thread that wait for it (ask_writer), and the highest one it
+ * has answered. A byte on the ack pipe only wakes the waiters: each looks for its own number
+ * here, so an answer never goes to another request (an earlier one's, late, or another
+ * thread's), and a signal that interrupts the wait does not end it. */
+static uint32_t ask_seq, acked_seq;
+/* How long one look at the ack pipe lasts: a waiter whose wake-up another waiter read sees
+ * its answer within this. */
+#define ACK_SLICE_MS 10
+
+/* The writer thread's answer to request seq: the highest answered moves up to it (requests
+ * may reach the thread out of their numbers' order), and the waiters are woken. */
+static bool pipes_ours(void);
+static void answer(uint32_t seq)
+{
+    uint32_t cur = __atomic_load_n(&acked_seq, __ATOMIC_RELAXED);
+    while ((int32_t)(seq - cur) > 0 &&
+           !__atomic_compare_exchange_n(&acked_seq, &cur, seq, false, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED)) {
+    }
+    char wake = 1;
+    ssize_t w = pipes_ours() ? write(ack_pipe[1], &wake, 1) : 0;
+    (void)w;
+}
 
 /* The program's last thread gone. glibc ends a process with exit(0) when its last thread ends
  * (a main that called pthread_exit, a fork child whose one thread returned from its start
@@ -286,10 +311,7 @@ static void *writer_main(void *arg)
     (void)arg;
     __atomic_store_n(&writer_tid, gmt_gettid(), __ATOMIC_RELEASE);
     gmt_guard_enter(); /* nothing this thread does is the program's */
-    open_self_files();
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    open_self_files(); /* every signal blocked from the start: gmt_capture_start_writer_locked */
     for (;;) {
         /* Between messages, sample every stack's live bytes for the growth suspects
          * (output/growth.h): this thread is the sampler, so the hooks pay nothing. */
@@ -353,15 +375,11 @@ static void *writer_main(void *arg)
                 gmt_capture_final_report(GMT_REASON_EXIT, NULL);
             else /* the exec report's number rides in the signal's place */
                 gmt_report_write(NULL, GMT_REASON_EXEC, NULL, (unsigned)m.sig);
-            char ack = 1;
-            ssize_t w = pipes_ours() ? write(ack_pipe[1], &ack, 1) : 0;
-            (void)w;
+            answer(m.seq);
         } else {
             gmt_capture_final_report(m.type == MSG_CRASH ? GMT_REASON_CRASH : GMT_REASON_SIGNAL,
                                      gmt_signal_name(m.sig));
-            char ack = 1;
-            ssize_t w = pipes_ours() ? write(ack_pipe[1], &ack, 1) : 0;
-            (void)w;
+            answer(m.seq);
         }
     }
     return NULL;
@@ -386,7 +404,7 @@ static void on_snapshot_signal(int sig)
     if (__atomic_compare_exchange_n(&snapshot_queued, &none, SNAP_QUEUED, false, __ATOMIC_ACQ_REL,
                                     __ATOMIC_RELAXED)) {
         __atomic_store_n(&snapshot_sig, sig, __ATOMIC_RELAXED);
-        msg_t m = {MSG_SNAPSHOT, sig};
+        msg_t m = {.type = MSG_SNAPSHOT, .sig = sig};
         if (!pipes_ours() || write(writer_pipe[1], &m, sizeof m) != (ssize_t)sizeof m) {
             __atomic_store_n(&snapshot_queued, 0, __ATOMIC_RELEASE);
             __atomic_add_fetch(&snapshots_lost, 1, __ATOMIC_RELAXED);
@@ -415,18 +433,28 @@ void gmt_capture_writer_take_snapshot(void)
                      gmt_signal_name(__atomic_load_n(&snapshot_sig, __ATOMIC_RELAXED)), seq);
 }
 
-/* A final report asked of the writer thread: the message, then its answer awaited (bounded).
- * False when the message could not be written. Async-signal-safe. */
+/* A final report asked of the writer thread: the message, then its answer awaited (bounded,
+ * whatever signals arrive meanwhile: poll is not restarted after a handler, and before session
+ * 26 a signal during the wait let an exec go on without its report, whose late answer then
+ * ended the next request's wait at once). False when the message could not be written.
+ * Async-signal-safe. */
 static bool ask_writer(msg_t m)
 {
+    m.seq = __atomic_add_fetch(&ask_seq, 1, __ATOMIC_RELAXED);
     if (write(writer_pipe[1], &m, sizeof m) != (ssize_t)sizeof m) return false;
-    struct pollfd p = {.fd = ack_pipe[0], .events = POLLIN};
-    if (poll(&p, 1, WRITER_ACK_TIMEOUT_MS) > 0) {
-        char ack;
-        ssize_t r = read(ack_pipe[0], &ack, 1);
-        (void)r;
+    uint64_t deadline = gmt_now_ns() + (uint64_t)WRITER_ACK_TIMEOUT_MS * 1000000u;
+    for (;;) {
+        if ((int32_t)(__atomic_load_n(&acked_seq, __ATOMIC_ACQUIRE) - m.seq) >= 0) return true;
+        uint64_t now = gmt_now_ns();
+        if (now >= deadline || !pipes_ours()) return true;
+        uint64_t left_ms = (deadline - now) / 1000000u + 1;
+        struct pollfd p = {.fd = ack_pipe[0], .events = POLLIN};
+        if (poll(&p, 1, left_ms < ACK_SLICE_MS ? (int)left_ms : ACK_SLICE_MS) > 0) {
+            char wake[64]; /* the pipe is non-blocking: another waiter may have read them */
+            ssize_t r = read(ack_pipe[0], wake, sizeof wake);
+            (void)r;
+        }
     }
-    return true;
 }
 
 bool gmt_capture_writer_final_exit(void)
@@ -438,7 +466,7 @@ bool gmt_capture_writer_final_exit(void)
     if (!__atomic_load_n(&writer_started, __ATOMIC_ACQUIRE) || writer_pipe[1] < 0) return false;
     if (gmt_gettid() == __atomic_load_n(&writer_tid, __ATOMIC_ACQUIRE)) return false;
     if (!pipes_ours()) return false; /* the exiting thread writes it */
-    return ask_writer((msg_t){MSG_EXIT, 0});
+    return ask_writer((msg_t){.type = MSG_EXIT});
 }
 
 bool gmt_capture_writer_exec_report(unsigned seq)
@@ -446,7 +474,7 @@ bool gmt_capture_writer_exec_report(unsigned seq)
     if (!__atomic_load_n(&writer_started, __ATOMIC_ACQUIRE) || writer_pipe[1] < 0) return false;
     if (gmt_gettid() == __atomic_load_n(&writer_tid, __ATOMIC_ACQUIRE)) return false;
     if (!pipes_ours()) return false; /* the exec'ing thread writes it */
-    return ask_writer((msg_t){MSG_EXEC, (int)seq});
+    return ask_writer((msg_t){.type = MSG_EXEC, .sig = (int)seq});
 }
 
 static bool synchronous(int sig)
@@ -496,7 +524,8 @@ static void on_fatal_signal(int sig, siginfo_t *info, void *uctx)
                            "is one, keeps the numbers)");
         } else {
             __atomic_store_n(&final_requested, 1, __ATOMIC_RELEASE);
-            ask_writer((msg_t){synchronous(sig) || sig == SIGABRT ? MSG_CRASH : MSG_SIGNAL, sig});
+            ask_writer((msg_t){.type = synchronous(sig) || sig == SIGABRT ? MSG_CRASH : MSG_SIGNAL,
+                               .sig = sig});
         }
     }
     /* A second signal while the report is asked for but not begun, a fault, or a report that
@@ -558,7 +587,7 @@ static void install_fatal_signals(int snapshot_signal)
 void gmt_capture_start_writer_locked(void)
 {
     if (writer_started) return;
-    if (pipe2(writer_pipe, O_CLOEXEC) != 0 || pipe2(ack_pipe, O_CLOEXEC) != 0) {
+    if (pipe2(writer_pipe, O_CLOEXEC) != 0 || pipe2(ack_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
         gmt_error("cannot create the report writer's pipes (%s): no snapshot or signal reports",
                   strerror(errno));
         return;
@@ -580,7 +609,15 @@ void gmt_capture_start_writer_locked(void)
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, WRITER_STACK_BYTES);
+    /* The thread starts with every signal blocked: a program's handler run on it before its
+     * first line would take it for the program's own thread (an exec from a SIGALRM handler
+     * run there asked the writer, itself, for its report and waited the 20 s out; session 26,
+     * integration.exec_signals, 1 run in 150 or so). */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
     int rc = pthread_create(&t, &attr, writer_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&attr);
     if (rc != 0) {
         __atomic_store_n(&writer_busy, 0, __ATOMIC_SEQ_CST);

@@ -133,6 +133,34 @@ static int set_env(const char *name, const char *value)
     return 0;
 }
 
+/* The report's name (-o, else GPUMEMTRACE_OUTPUT, else the default) against the working
+ * directory now, '%' in the directory doubled: the library fixes a relative name as it loads
+ * in each process, and a process of the job started or exec'd after a change of directory (a
+ * script's cd, then the program) would write its report elsewhere. 0, or -1 after a line. */
+static int output_absolute(void)
+{
+    const char *v = getenv("GPUMEMTRACE_OUTPUT");
+    if (!v || !*v) v = "gpumemtrace-%p.json";
+    if (v[0] == '/') return 0;
+    char cwd[PATH_MAX], out[2 * PATH_MAX + 2];
+    if (!getcwd(cwd, sizeof cwd)) {
+        gmt_cli_error("run: cannot read the working directory (%s) to place the report",
+                      strerror(errno));
+        return -1;
+    }
+    size_t n = 0;
+    for (const char *c = cwd; *c; c++) {
+        if (*c == '%') out[n++] = '%';
+        out[n++] = *c;
+    }
+    int w = snprintf(out + n, sizeof out - n, "%s%s", n > 1 ? "/" : "", v);
+    if (w < 0 || (size_t)w >= sizeof out - n) {
+        gmt_cli_error("run: the report's path in %s is too long", gmt_tty(cwd));
+        return -1;
+    }
+    return set_env("GPUMEMTRACE_OUTPUT", out) ? -1 : 0;
+}
+
 /* The library's absolute path, in buf. 0, or -ENOENT after printing why. */
 static int find_library(char *buf, size_t len)
 {
@@ -411,7 +439,8 @@ int gmt_cli_run(int argc, char **argv)
     }
 
     char lib[PATH_MAX];
-    if (find_library(lib, sizeof lib) || prepend_preload(lib)) return GMT_EXIT_USAGE;
+    if (find_library(lib, sizeof lib) || prepend_preload(lib) || output_absolute())
+        return GMT_EXIT_USAGE;
 
     char **cmd = argv + cmd_index;
     fflush(NULL);

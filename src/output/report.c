@@ -399,8 +399,11 @@ int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsign
      * refresh (dl_iterate_phdr takes the loader's lock; a state file read after a kill names
      * frames by that map) and no driver query (the thread may be inside a CUDA call, holding
      * a lock the query would wait for, while it waits for this report). The device facts then
-     * come from the writer thread's earlier refresh. */
-    bool no_driver = reason == GMT_REASON_SIGNAL || reason == GMT_REASON_CRASH;
+     * come from the writer thread's earlier refresh. An exec's report likewise: exec may be
+     * called from a signal handler that interrupted a CUDA call (the writer thread then waited
+     * on the driver's lock for the 20 s the exec waits, and the report was lost). */
+    bool no_driver =
+        reason == GMT_REASON_SIGNAL || reason == GMT_REASON_CRASH || reason == GMT_REASON_EXEC;
     if (!no_driver) {
         gmt_track_modules_refresh();
         gmt_track_devfacts_refresh(true); /* the state file then has what this report says */
@@ -434,11 +437,8 @@ int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsign
      * report was lost (stress.term_then_exit under ASan, 2 runs in 230, 41 s each). The CLI
      * names such a report's frames when it reads it (docs/symbols.md). A report rebuilt from
      * a state file is written by the CLI, in no handler, whatever its reason says: a killed
-     * process's reads "signal". */
-    gmt_symrep_begin(
-        gmt_track_recovered() ||
-            (reason != GMT_REASON_OOM && reason != GMT_REASON_CRASH && reason != GMT_REASON_SIGNAL),
-        c.max_ids);
+     * process's reads "signal". An exec's report, whose caller may be such a handler, too. */
+    gmt_symrep_begin(gmt_track_recovered() || (reason != GMT_REASON_OOM && !no_driver), c.max_ids);
     if (c.want_stack && l->groups && l->ranges) {
         gmt_group_init(&l->grouping, l->groups, c.max_ids);
         gmt_frag_pools_init(&l->pools);

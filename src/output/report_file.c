@@ -138,6 +138,21 @@ static int fallback_candidate(int i, char *out, size_t len)
     return -ENOENT;
 }
 
+bool gmt_report_name_taken(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) == 0) return true;
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    for (int i = 0;; i++) {
+        char cand[GMT_PATH_MAX], full[GMT_PATH_MAX];
+        int rc = fallback_candidate(i, cand, sizeof cand);
+        if (rc == -ENOENT) return false;
+        if (rc == 0 && join(full, sizeof full, cand, base) == 0 && lstat(full, &st) == 0)
+            return true;
+    }
+}
+
 /* ---- start-up check ------------------------------------------------------------------------ */
 
 static int report_file_check(void);
@@ -347,8 +362,8 @@ int gmt_report_file_write(const char *path, gmt_reason_t reason, const char *sig
     } else {
         gmt_error("cannot write report %s: %s", target, strerror(-rc));
     }
-    if (rc == 0 && (reason == GMT_REASON_EXIT || reason == GMT_REASON_EXEC)) /* docs/state.md */
-        gmt_track_mark_end(reason == GMT_REASON_EXIT ? GMT_REGION_END_EXIT : GMT_REGION_END_EXEC);
+    if (rc == 0 && reason == GMT_REASON_EXIT)
+        gmt_track_mark_end(GMT_REGION_END_EXIT); /* state.md */
     unlock_writer(final);
     return rc;
 }

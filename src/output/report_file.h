@@ -31,6 +31,11 @@ int gmt_report_file_check(void);
 int gmt_report_file_write(const char *path, gmt_reason_t reason, const char *signal_name,
                           unsigned seq);
 
+/* Whether a report by this name is there already: at path, or under its name in a fallback
+ * directory (the working directory, the temporary directory), where a report goes when path's
+ * directory takes none. */
+bool gmt_report_name_taken(const char *path);
+
 /* In a forked child: the writer lock and the final-report flags start over (a report being
  * written by another thread of the parent at the fork is not the child's). */
 void gmt_report_file_after_fork(void);

@@ -235,7 +235,7 @@ void gmt_symrep_begin(bool full, uint32_t max_stack_ids)
     S.lib_of = p == MAP_FAILED ? NULL : p;
     if (!full) {
         snprintf(S.why, sizeof S.why,
-                 "report written where allocating is unsafe (CUDA hook, crash or signal); "
+                 "report written where allocating is unsafe (CUDA hook, crash, signal or exec); "
                  "'gpumemtrace symbolize' names the frames");
         return;
     }

@@ -17,6 +17,7 @@ import os
 import random
 import re
 import resource
+import shlex
 import shutil
 import subprocess
 import sys
@@ -1188,6 +1189,11 @@ def case_exec_report(ctx):
     its report leaves the program traced, errno as the C library set it. Before session 26
     the first image's report was never written, and nothing said so."""
     r = ctx.run(["exit_ways", "exec"], timeout=60)
+    # sure to fail, so no report: a directory, a descriptor not open, a NULL path (EFAULT, as
+    # untraced: the tracer's look at the path must not crash the program)
+    expect_eq("errno of the exec of a directory", r.fact_int("errno_dir"), errno.EACCES)
+    expect_eq("errno of fexecve(999)", r.fact_int("errno_badfd"), errno.EBADF)
+    expect_eq("errno of the exec of a NULL path", r.fact_int("errno_null"), errno.EFAULT)
     expect_eq("errno of the exec of a missing file", r.fact_int("errno_missing"), errno.ENOENT)
     expect_eq("errno of execvp of a name not on PATH", r.fact_int("errno_search"), errno.ENOENT)
     expect_eq("errno of the exec of a file that is no image", r.fact_int("errno_noexec"),
@@ -1212,6 +1218,65 @@ def case_exec_report(ctx):
     for want in ("reason    exec", "live at exec"):
         if want not in t.stdout:
             fail(f"report of the exec report lacks {want!r}:\n{t.stdout}")
+    # A folder that takes no report: each goes to the fallback (the working directory), and
+    # the chain's numbers are counted there (before, every image took exec-1 over the last).
+    ctx.clear_output()
+    ctx.run(["exit_ways", "exec"], timeout=60,
+            env={"GPUMEMTRACE_OUTPUT": os.path.join(ctx.work, "no-such-dir", "r-%p.json")})
+    reps = ctx.reports()
+    final = ctx.final_report()
+    pid = final["process"]["pid"]
+    expect_eq("report files in the fallback folder", sorted(reps),
+              sorted([f"r-{pid}.json", f"r-{pid}.exec-1.json", f"r-{pid}.exec-2.json"]))
+    for n in (1, 2):
+        expect_eq(f"fallback exec-{n} argv", reps[f"r-{pid}.exec-{n}.json"]["process"]["argv"][1:],
+                  ["exec"])
+
+
+@case("exec_signals")
+def case_exec_signals(ctx):
+    """The exec waits for its report whatever signals arrive: a thread sends SIGCHLD every
+    0.5 ms while 20000 allocations are written (before session 26 the first signal ended the
+    wait, the exec went on and left a temporary file, no report); an exec that then fails
+    leaves the program traced, its exit report written after _exit and its state file's mark
+    back; an exec from a SIGALRM handler that interrupted cudaMalloc or cudaFree writes its
+    report (which asks the driver nothing, as a signal's: before, the writer thread waited
+    on the driver's lock the interrupted call held, 20 s, and the report was lost)."""
+    r = ctx.run(["exit_ways", "exec_storm"], timeout=60)
+    names = ctx.files()
+    if len(names) != 1 or not re.fullmatch(r"r-\d+\.exec-1\.json", names[0]):
+        fail(f"exec under a signal storm: expected one exec report; files: {names}")
+    rep = ctx.reports()[names[0]]
+    check_summary(rep, allocs=20001, leaked_count=20001, leaked_bytes=MIB + 20000 * 256)
+    if "no CUDA call was seen" in r.stderr:
+        fail(f"the exec'd image says no CUDA call was seen after the exec report:\n{r.stderr}")
+    ctx.clear_output()
+    sdir = ctx.work.rstrip("/") + "-state"  # beside the output folder, which holds reports only
+    os.makedirs(sdir, exist_ok=True)
+    state = os.path.join(sdir, "s.gmt")
+    r = ctx.run(["exit_ways", "exec_storm_fail"], timeout=60, env={"GPUMEMTRACE_STATE": state})
+    expect_eq("errno of the failed exec", r.fact_int("errno_noexec"), errno.ENOEXEC)
+    names = sorted(ctx.files())
+    final = ctx.final_report()
+    pid = final["process"]["pid"]
+    expect_eq("report files", names, [f"r-{pid}.exec-1.json", f"r-{pid}.json"])
+    rec_path = os.path.join(sdir, "recovered.json")
+    cli(ctx, ["report", "--recover", state, "-o", rec_path])
+    with open(rec_path) as f:
+        expect_eq("recovered reason after the failed exec and _exit",
+                  json.load(f)["process"]["reason"], "exit")
+    shutil.rmtree(sdir)
+    ctx.clear_output()
+    for i in range(5):
+        ctx.run(["exit_ways", "exec_in_handler"], timeout=60)
+        names = ctx.files()
+        if len(names) != 1 or not re.fullmatch(r"r-\d+\.exec-1\.json", names[0]):
+            fail(f"exec from a signal handler, run {i}: expected one exec report; files: "
+                 f"{names}")
+        rep = ctx.reports()[names[0]]
+        expect_eq(f"run {i} reason", rep["process"]["reason"], "exec")
+        check_group(rep, rep["leaks"]["groups"], "exec_leak", bytes=MIB, count=1)
+        ctx.clear_output()
 
 
 @case("exec_vfork")
@@ -1262,6 +1327,17 @@ def case_exec_state(ctx):
     t = cli(ctx, ["top", "--once", state])
     if f"pid {pid} (exec'd)" not in t.stdout:
         fail(f"top --once should say the image exec'd:\n{t.stdout}")
+    # an image that traced nothing and exec'd an untraced program: its state file is marked
+    # too (before, it read as killed: reason "signal", top "gone")
+    os.unlink(state)
+    os.unlink(rec_path)
+    ctx.run(["exit_ways", "exec_nocuda"], timeout=60,
+            env={"GPUMEMTRACE_FOLLOW_EXEC": "0", "GPUMEMTRACE_STATE": state,
+                 "GMT_EXEC_TARGET": "/bin/true"})
+    cli(ctx, ["report", "--recover", state, "-o", rec_path])
+    with open(rec_path) as f:
+        expect_eq("recovered reason of an image that traced nothing, then exec'd",
+                  json.load(f)["process"]["reason"], "exec")
 
 
 @case("fork_child_nofollow")
@@ -1969,6 +2045,27 @@ def case_cli_run(ctx):
     r = ctx.run([ctx.cli, "report", out], preload=False, env=env)
     if "alloc_site_a" not in r.stdout:
         fail(f"'gpumemtrace report' output does not mention alloc_site_a:\n{r.stdout}")
+
+
+@case("run_output_chdir")
+def case_run_output_chdir(ctx):
+    """`gpumemtrace run -o NAME` with a relative NAME: a program the job execs after a change of
+    directory still writes NAME in the directory run was started in (before session 26 each
+    process took NAME against its own working directory)."""
+    elsewhere = ctx.work.rstrip("/") + "-elsewhere"
+    os.makedirs(elsewhere, exist_ok=True)
+    env = {"GPUMEMTRACE_LIBRARY": ctx.lib}
+    cmd = f"cd {shlex.quote(elsewhere)} && exec {shlex.quote(ctx.prog('exit_ways'))} exec_child"
+    ctx.run([ctx.cli, "run", "-o", "rel-%p.json", "--", "/bin/sh", "-c", cmd], preload=False,
+            env=env)
+    left = os.listdir(elsewhere)
+    shutil.rmtree(elsewhere)
+    if left:
+        fail(f"reports written in the directory the program changed to: {left}")
+    final = ctx.final_report()
+    check_summary(final, allocs=1, leaked_count=1, leaked_bytes=2 * MIB)
+    if not re.fullmatch(r"rel-\d+\.json", ctx.files()[0]):
+        fail(f"expected rel-PID.json in the starting directory; files: {ctx.files()}")
 
 
 # ---- without the tracer ----

@@ -15,7 +15,16 @@
  * one of an executable file the kernel cannot run fails after the image's exec report
  * (GMT_FACT errno_noexec=), then execl runs this program again as "exec_child", which leaks
  * 2 MiB in child_leak and exits 0 (or, with GMT_EXEC_TARGET set, execle runs that instead).
+ * Before those, execs sure to fail write nothing: execv of a directory (GMT_FACT errno_dir=),
+ * fexecve of a descriptor that is not open (errno_badfd=), execv of a NULL path (errno_null=).
  * "execlp": 1 MiB leaked, then execlp runs true, found along PATH.
+ * "exec_storm" / "exec_storm_fail": 1 MiB and 20000 allocations of 256 bytes live, a thread
+ * sends the main thread SIGCHLD (a handler that does nothing) every 0.5 ms, and the main
+ * thread execs /bin/true, or (fail) an executable file the kernel cannot run (GMT_FACT
+ * errno_noexec=) and then leaves by _exit(0): each must wait for the exec report.
+ * "exec_in_handler": 1 MiB leaked, then cudaMalloc/cudaFree in a loop until SIGALRM (every
+ * 3 ms) arrives, whose handler execs /bin/true (10 s without one: exit 97).
+ * "exec_nocuda": no CUDA call, then execle of GMT_EXEC_TARGET.
  * "vfork": 1 MiB leaked, then a vfork child execs /bin/true: the child writes nothing.
  */
 #include "common.h"
@@ -25,7 +34,10 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <string.h>
+#include <sys/time.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -50,19 +62,110 @@ SITE void child_leak(void)
     CK(cudaMalloc(&p, 2 * MIB));
 }
 
+/* Writes an executable file the kernel cannot run (ENOEXEC from execv). */
+static void write_junk(const char *name)
+{
+    int fd = open(name, O_WRONLY | O_CREAT | O_TRUNC, 0755);
+    static const char junk[] = "\x7f\x01\x02\x03 not an image\n";
+    EXPECT(fd >= 0 && write(fd, junk, sizeof junk - 1) == (ssize_t)(sizeof junk - 1));
+    EXPECT(close(fd) == 0);
+}
+
+static pthread_t storm_target;
+static volatile int storm_stop;
+
+static void on_chld(int sig)
+{
+    (void)sig;
+}
+
+static void *storm(void *arg)
+{
+    (void)arg;
+    while (!storm_stop) {
+        pthread_kill(storm_target, SIGCHLD);
+        usleep(500);
+    }
+    return NULL;
+}
+
+static int exec_storm(bool fail)
+{
+    exec_leak();
+    for (int i = 0; i < 20000; i++) {
+        void *p = NULL;
+        CK(cudaMalloc(&p, 256));
+    }
+    struct sigaction sa = {.sa_handler = on_chld, .sa_flags = SA_RESTART};
+    sigemptyset(&sa.sa_mask);
+    EXPECT(sigaction(SIGCHLD, &sa, NULL) == 0);
+    storm_target = pthread_self();
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, storm, NULL) == 0);
+    usleep(20000);
+    fflush(stdout);
+    if (!fail) {
+        execl("/bin/true", "true", (char *)NULL);
+        return 99;
+    }
+    write_junk("not-a-program");
+    errno = 0;
+    EXPECT(execv("./not-a-program", (char *const[]){"not-a-program", NULL}) == -1);
+    FACT("errno_noexec", "%d", errno);
+    storm_stop = 1;
+    EXPECT(pthread_join(t, NULL) == 0);
+    EXPECT(unlink("not-a-program") == 0);
+    fflush(stdout);
+    _exit(0);
+}
+
+static void on_alrm(int sig)
+{
+    (void)sig;
+    execl("/bin/true", "true", (char *)NULL);
+    _exit(98);
+}
+
+static int exec_in_handler(void)
+{
+    exec_leak();
+    struct sigaction sa = {.sa_handler = on_alrm};
+    sigemptyset(&sa.sa_mask);
+    EXPECT(sigaction(SIGALRM, &sa, NULL) == 0);
+    struct itimerval it = {.it_interval = {0, 3000}, .it_value = {0, 3000}};
+    EXPECT(setitimer(ITIMER_REAL, &it, NULL) == 0);
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+        void *p = NULL;
+        CK(cudaMalloc(&p, 4096));
+        CK(cudaFree(p));
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    } while (now.tv_sec - t0.tv_sec < 10);
+    return 97;
+}
+
 static int exec_ways(const char *self)
 {
     exec_leak();
+    /* sure to fail: a directory, a descriptor that is not open, no path at all */
+    errno = 0;
+    EXPECT(execv("/tmp", (char *const[]){"tmp", NULL}) == -1);
+    FACT("errno_dir", "%d", errno);
+    errno = 0;
+    EXPECT(fexecve(999, (char *const[]){"x", NULL}, environ) == -1);
+    FACT("errno_badfd", "%d", errno);
+    const char *volatile no_path = NULL; /* as a program may pass it, whatever the headers say */
+    errno = 0;
+    EXPECT(execv(no_path, (char *const[]){"x", NULL}) == -1);
+    FACT("errno_null", "%d", errno);
     errno = 0;
     EXPECT(execv("/nonexistent/gmt-no-such-program", (char *const[]){"x", NULL}) == -1);
     FACT("errno_missing", "%d", errno);
     errno = 0;
     EXPECT(execvp("gmt-no-such-program", (char *const[]){"x", NULL}) == -1);
     FACT("errno_search", "%d", errno);
-    int fd = open("not-a-program", O_WRONLY | O_CREAT | O_TRUNC, 0755);
-    static const char junk[] = "\x7f\x01\x02\x03 not an image\n";
-    EXPECT(fd >= 0 && write(fd, junk, sizeof junk - 1) == (ssize_t)(sizeof junk - 1));
-    EXPECT(close(fd) == 0);
+    write_junk("not-a-program");
     errno = 0;
     EXPECT(execv("./not-a-program", (char *const[]){"not-a-program", NULL}) == -1);
     FACT("errno_noexec", "%d", errno);
@@ -81,6 +184,15 @@ int main(int argc, char **argv)
     EXPECT(argc == 2);
     void *p = NULL;
     if (strcmp(argv[1], "exec") == 0) return exec_ways(argv[0]);
+    if (strcmp(argv[1], "exec_storm") == 0) return exec_storm(false);
+    if (strcmp(argv[1], "exec_storm_fail") == 0) return exec_storm(true);
+    if (strcmp(argv[1], "exec_in_handler") == 0) return exec_in_handler();
+    if (strcmp(argv[1], "exec_nocuda") == 0) {
+        const char *target = getenv("GMT_EXEC_TARGET");
+        EXPECT(target != NULL);
+        execle(target, target, (char *)NULL, environ);
+        return 99;
+    }
     if (strcmp(argv[1], "execlp") == 0) { /* found along PATH */
         exec_leak();
         execlp("true", "true", (char *)NULL);
