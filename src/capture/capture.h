@@ -113,6 +113,8 @@ void gmt_capture_note_first(void);
  * this call took it), then gmt_capture_free_done with what it returned and the call's result
  * (0: gone; else the record is put back). */
 bool gmt_capture_free(const gmt_event_t *ev);
+/* The same, for a caller that found gmt_capture_running_noted() at its entry (noted true). */
+bool gmt_capture_free_noted(const gmt_event_t *ev, bool noted);
 void gmt_capture_free_done(bool took, int result);
 
 /* Work moved out of the driver: an allocation (or failure) that a lower layer sees inside a

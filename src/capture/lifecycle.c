@@ -439,16 +439,21 @@ __attribute__((always_inline)) inline void gmt_capture_alloc(const gmt_event_t *
     gmt_capture_alloc_noted(ev, false);
 }
 
-__attribute__((always_inline)) inline bool gmt_capture_free(const gmt_event_t *ev)
+__attribute__((always_inline)) inline bool gmt_capture_free_noted(const gmt_event_t *ev, bool noted)
 {
     if (GMT_PROBE_SKIPS(GMT_PROBE_RECORD)) return false;
     GMT_PROBE_T0(t0);
     gmt_guard_enter();
-    note_event(false);
+    note_event(noted);
     bool took = gmt_track_free_begin(ev);
     gmt_guard_leave();
     GMT_PROBE_T1(GMT_PT_FREE, t0);
     return took;
+}
+
+__attribute__((always_inline)) inline bool gmt_capture_free(const gmt_event_t *ev)
+{
+    return gmt_capture_free_noted(ev, false);
 }
 
 __attribute__((always_inline)) inline void gmt_capture_free_done(bool took, int result)

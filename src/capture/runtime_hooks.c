@@ -78,13 +78,12 @@ static void record_alloc(gmt_event_t *ev)
     gmt_capture_alloc(ev);
 }
 
-/* The exported hook found the first event noted; the question is asked all the same (it is
- * one compare of the hot line): with it left out, the compiler no longer inlines the core's
- * release into the hooks, 40 instructions a release. */
-static bool record_free(gmt_event_t *ev)
+/* The exported hook found the first event noted (RUNTIME_FIRST_FREE notes it before it calls
+ * the hook again), so the question is not asked again. */
+__attribute__((always_inline)) static inline bool record_free(gmt_event_t *ev)
 {
     ev->layer = GMT_LAYER_RUNTIME;
-    return gmt_capture_free(ev);
+    return gmt_capture_free_noted(ev, true);
 }
 
 /* An allocation hook's body: with frames (the walk's array, GMT_STACKS_CAPTURE_MAX entries) it
