@@ -460,6 +460,10 @@ __attribute__((always_inline)) inline void gmt_capture_free_done(bool took, int 
 {
     if (!took) return; /* only the layer that took the release settles it */
     GMT_PROBE_T0(t0);
+    if (__builtin_expect(gmt_track_free_end_quick(result == 0), 1)) {
+        GMT_PROBE_T1_0(GMT_PT_FREE, t0);
+        return;
+    }
     gmt_guard_enter();
     gmt_track_free_end(result == 0);
     gmt_guard_leave();

@@ -167,7 +167,11 @@ bool gmt_core_event_valid(const gmt_event_t *ev)
 /* A release removed from the table before the real call, until that call has returned: in
  * gmt_tls (pending_set, pending_rec, pending_size), on the line of the thread's words that every
  * pair touches (tls.h). The record is kept packed, as the table had it (table.h). */
-enum { PENDING_NONE, PENDING_ONE, PENDING_UNMAP };
+enum {
+    PENDING_NONE = GMT_PENDING_NONE,
+    PENDING_ONE = GMT_PENDING_ONE,
+    PENDING_UNMAP,
+};
 
 #ifdef GMT_PROBES
 /* The "table" probe (probe.h): the shared live table replaced by a direct-mapped cache of the

@@ -55,6 +55,20 @@ void gmt_track_alloc(const gmt_event_t *ev);
  * to succeed. */
 bool gmt_track_free_begin(const gmt_event_t *ev);
 void gmt_track_free_end(bool ok);
+/* gmt_track_free_end's common case, settled inline: the real release went through (ok) and
+ * covered the one record its begin took, so nothing is left but to say so. True when that was
+ * the case; false: call gmt_track_free_end(ok). It writes one thread-local word and calls
+ * nothing (no CUDA call, so no reentrancy guard needed): a signal handler's release between
+ * its load and its store settles this pending release as gone (gmt_track_free_begin), as it
+ * would between the real call's return and gmt_track_free_end. */
+#define GMT_PENDING_NONE 0
+#define GMT_PENDING_ONE  1
+static inline bool gmt_track_free_end_quick(bool ok)
+{
+    if (!ok || gmt_tls.pending_set != GMT_PENDING_ONE) return false;
+    gmt_tls.pending_set = GMT_PENDING_NONE;
+    return true;
+}
 void gmt_track_free(const gmt_event_t *ev);
 void gmt_track_failure(const gmt_event_t *ev);
 
