@@ -697,7 +697,8 @@ insert_slow(gmt_table_t *t, uint32_t attrs, uint32_t id_pool, uint64_t key, uint
 
 /* Inline into the event path (with link-time optimisation): its register saves and restores
  * were a tenth of its cost. */
-__attribute__((always_inline)) inline int gmt_table_put(gmt_table_t *t, const gmt_entry_t *e)
+__attribute__((always_inline)) inline int gmt_table_put_near(gmt_table_t *t, const gmt_entry_t *e,
+                                                             gmt_table_near_t near)
 {
     /* The fast path: no bound, one level active (both in `solo`), the home slot free. It is
      * insert_newest and level_insert with nothing but the home slot; whatever else it meets
@@ -712,12 +713,14 @@ __attribute__((always_inline)) inline int gmt_table_put(gmt_table_t *t, const gm
         __builtin_expect(off == SHARD_NONE, 0))
         return insert_slow(t, e->attrs, e->id_pool, e->key, e->meta);
     gmt_table_shard_t *sh = shard_at(t, off);
-    uint64_t h = hash_entry(e);
     uint32_t n = v - 1;
     uint64_t *w = &sh->words[n % GMT_TABLE_WSLOTS];
     __atomic_fetch_add(w, 1, SC);
     gmt_level_t *l = lvl(t, n);
-    gmt_slot_t *s = &where_slots(where)[home(h, where_cap(where))];
+    /* The slot the prefetch worked out from the same `where` is the one worked out here. */
+    gmt_slot_t *s = __builtin_expect(where == near.where, 1)
+                        ? near.slot
+                        : &where_slots(where)[home(hash_entry(e), where_cap(where))];
     uint32_t sg;
     if (__builtin_expect(LOAD(&t->solo, SC) != v, 0) || !takes_insert(sg = LOAD(&s->sg, ACQ)) ||
         !__atomic_compare_exchange_n(&s->sg, &sg, busy_from_free(sg), 0, ACQ, RLX)) {
@@ -732,12 +735,19 @@ __attribute__((always_inline)) inline int gmt_table_put(gmt_table_t *t, const gm
     return 0;
 }
 
-__attribute__((always_inline)) inline void gmt_table_prefetch(const gmt_table_t *t, uint8_t space,
-                                                              uint64_t key)
+__attribute__((always_inline)) inline int gmt_table_put(gmt_table_t *t, const gmt_entry_t *e)
+{
+    return gmt_table_put_near(t, e, (gmt_table_near_t){0, NULL});
+}
+
+__attribute__((always_inline)) inline gmt_table_near_t
+gmt_table_prefetch(const gmt_table_t *t, uint8_t space, uint64_t key)
 {
     uint64_t where = LOAD(&t->where, RLX);
-    if (__builtin_expect(where != 0, 1))
-        __builtin_prefetch(&where_slots(where)[home(hash_key(space, key), where_cap(where))], 1);
+    if (__builtin_expect(where == 0, 0)) return (gmt_table_near_t){0, NULL};
+    gmt_slot_t *s = &where_slots(where)[home(hash_key(space, key), where_cap(where))];
+    __builtin_prefetch(s, 1);
+    return (gmt_table_near_t){where, s};
 }
 
 int gmt_table_insert(gmt_table_t *t, const gmt_record_t *rec)

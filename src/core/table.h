@@ -267,8 +267,16 @@ int gmt_table_put(gmt_table_t *t, const gmt_entry_t *e);
 /* A hint: the line of (space, key)'s home slot fetched ahead (space as the entry keeps it,
  * 0-3), nothing read or written. An event that knows its key before its other work (an
  * allocation before its stack is taken) then finds the slot in the cache where a table evicted
- * by the program's work would be a miss that the insert's locked operations wait for. */
-void gmt_table_prefetch(const gmt_table_t *t, uint8_t space, uint64_t key);
+ * by the program's work would be a miss that the insert's locked operations wait for. It
+ * returns what it worked out (the table's `where` word as it read it, and that home slot; 0 and
+ * NULL when it had none), for gmt_table_put_near: the entry of that key then goes in without
+ * its hash and home slot worked out a second time, while `where` reads the same. */
+typedef struct gmt_table_near_s {
+    uint64_t where;
+    void *slot;
+} gmt_table_near_t;
+gmt_table_near_t gmt_table_prefetch(const gmt_table_t *t, uint8_t space, uint64_t key);
+int gmt_table_put_near(gmt_table_t *t, const gmt_entry_t *e, gmt_table_near_t near);
 
 /* Removes (space, key) and copies its record into *out (if out != NULL); -ENOENT if absent. */
 int gmt_table_remove(gmt_table_t *t, uint8_t space, uint64_t key, gmt_record_t *out);

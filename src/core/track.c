@@ -290,8 +290,9 @@ __attribute__((noinline)) void gmt_track_alloc(const gmt_event_t *ev)
      * operations would wait for it (on the H200, 36 ns less a traced call in a PyTorch step,
      * stacks on; docs/PERFORMANCE.md, session 23). The stack entry's lines follow as soon as
      * its id is known. */
+    gmt_table_near_t near = {0, NULL};
     if (!GMT_PROBE_SKIPS(GMT_PROBE_PFSLOT))
-        gmt_table_prefetch(gmt_core_table, ev->space & 3u, ev->addr);
+        near = gmt_table_prefetch(gmt_core_table, ev->space & 3u, ev->addr);
     gmt_kind_t kind = (gmt_kind_t)ev->kind;
     gmt_layer_t layer = (gmt_layer_t)ev->layer;
     uint32_t flags = ev->flags;
@@ -314,7 +315,7 @@ __attribute__((noinline)) void gmt_track_alloc(const gmt_event_t *ev)
     /* The device's slot once, for stats and peaks alike. */
     int slot = gmt_stats_slot(device);
     if (GMT_PROBE_SKIPS(GMT_PROBE_TABLE) ? probe_table_put(&r)
-                                         : gmt_table_put(gmt_core_table, &r) != 0) {
+                                         : gmt_table_put_near(gmt_core_table, &r, near) != 0) {
         /* Counted in the totals (the bytes are real), but no longer tracked by address. */
         gmt_core_count(&gmt_core_counts.dropped_table_full);
         gmt_stats_alloc_at(slot, kind, (gmt_api_t)api, layer, merged, size, now, now,
