@@ -72,7 +72,7 @@ static void write_junk(const char *name)
 }
 
 static pthread_t storm_target;
-static volatile int storm_stop;
+static int storm_stop; /* atomic: the storm's end */
 
 static void on_chld(int sig)
 {
@@ -82,7 +82,7 @@ static void on_chld(int sig)
 static void *storm(void *arg)
 {
     (void)arg;
-    while (!storm_stop) {
+    while (!__atomic_load_n(&storm_stop, __ATOMIC_ACQUIRE)) {
         pthread_kill(storm_target, SIGCHLD);
         usleep(500);
     }
@@ -112,7 +112,7 @@ static int exec_storm(bool fail)
     errno = 0;
     EXPECT(execv("./not-a-program", (char *const[]){"not-a-program", NULL}) == -1);
     FACT("errno_noexec", "%d", errno);
-    storm_stop = 1;
+    __atomic_store_n(&storm_stop, 1, __ATOMIC_RELEASE);
     EXPECT(pthread_join(t, NULL) == 0);
     EXPECT(unlink("not-a-program") == 0);
     fflush(stdout);
