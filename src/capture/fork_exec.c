@@ -223,66 +223,34 @@ typedef int (*exec_v_fn)(const char *, char *const[]);
 typedef int (*exec_f_fn)(int, char *const[], char *const[]);
 typedef int (*exec_at_fn)(int, const char *, char *const[], char *const[], int);
 
-GMT_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
-{
-    exec_ve_fn f = (exec_ve_fn)exec_next(EXEC_VE);
-    if (!f) return -1;
-    bool wrote = BEFORE_EXEC(runnable(path, false));
-    int r = f(path, argv, envp);
-    gmt_capture_exec_failed(wrote);
+/* One vector form: the C library's function, the image's report before it where the exec can
+ * start a program (check), the state file's mark taken back when the call returns (it failed). */
+#define EXEC_VIA(which, fn_type, check, ...)                                                       \
+    fn_type f = (fn_type)exec_next(which);                                                         \
+    if (!f) return -1;                                                                             \
+    bool wrote = BEFORE_EXEC(check);                                                               \
+    int r = f(__VA_ARGS__);                                                                        \
+    gmt_capture_exec_failed(wrote);                                                                \
     return r;
-}
 
-GMT_EXPORT int execv(const char *path, char *const argv[])
-{
-    exec_v_fn f = (exec_v_fn)exec_next(EXEC_V);
-    if (!f) return -1;
-    bool wrote = BEFORE_EXEC(runnable(path, false));
-    int r = f(path, argv);
-    gmt_capture_exec_failed(wrote);
-    return r;
-}
+GMT_EXPORT int execve(const char *path, char *const argv[], char *const envp[]){
+    EXEC_VIA(EXEC_VE, exec_ve_fn, runnable(path, false), path, argv, envp)}
 
-GMT_EXPORT int execvp(const char *file, char *const argv[])
-{
-    exec_v_fn f = (exec_v_fn)exec_next(EXEC_VP);
-    if (!f) return -1;
-    bool wrote = BEFORE_EXEC(runnable(file, true));
-    int r = f(file, argv);
-    gmt_capture_exec_failed(wrote);
-    return r;
-}
+GMT_EXPORT int execv(const char *path, char *const argv[]){
+    EXEC_VIA(EXEC_V, exec_v_fn, runnable(path, false), path, argv)}
 
-GMT_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
-{
-    exec_ve_fn f = (exec_ve_fn)exec_next(EXEC_VPE);
-    if (!f) return -1;
-    bool wrote = BEFORE_EXEC(runnable(file, true));
-    int r = f(file, argv, envp);
-    gmt_capture_exec_failed(wrote);
-    return r;
-}
+GMT_EXPORT int execvp(const char *file, char *const argv[]){
+    EXEC_VIA(EXEC_VP, exec_v_fn, runnable(file, true), file, argv)}
 
-GMT_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
-{
-    exec_f_fn f = (exec_f_fn)exec_next(EXEC_F);
-    if (!f) return -1;
-    bool wrote = BEFORE_EXEC(runnable_at(fd, "", AT_EMPTY_PATH));
-    int r = f(fd, argv, envp);
-    gmt_capture_exec_failed(wrote);
-    return r;
-}
+GMT_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]){
+    EXEC_VIA(EXEC_VPE, exec_ve_fn, runnable(file, true), file, argv, envp)}
+
+GMT_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]){
+    EXEC_VIA(EXEC_F, exec_f_fn, runnable_at(fd, "", AT_EMPTY_PATH), fd, argv, envp)}
 
 GMT_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
-                        int flags)
-{
-    exec_at_fn f = (exec_at_fn)exec_next(EXEC_AT);
-    if (!f) return -1;
-    bool wrote = BEFORE_EXEC(runnable_at(dirfd, path, flags));
-    int r = f(dirfd, path, argv, envp, flags);
-    gmt_capture_exec_failed(wrote);
-    return r;
-}
+                        int flags){
+    EXEC_VIA(EXEC_AT, exec_at_fn, runnable_at(dirfd, path, flags), dirfd, path, argv, envp, flags)}
 
 /* The list forms, as the C library makes them: the arguments gathered into an array on the
  * stack, then the vector form above (so the report is written once). */

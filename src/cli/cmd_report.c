@@ -716,6 +716,15 @@ static cJSON *frame_json(const gmt_frame_t *f)
     return cJSON_CreateString(buf);
 }
 
+/* obj[key] = s, or null where there is none. */
+static void add_str_or_null(cJSON *o, const char *key, const char *s)
+{
+    if (s)
+        cJSON_AddStringToObject(o, key, s);
+    else
+        cJSON_AddNullToObject(o, key);
+}
+
 static cJSON *group_json(const gmt_group_t *g)
 {
     cJSON *o = cJSON_CreateObject();
@@ -725,10 +734,7 @@ static cJSON *group_json(const gmt_group_t *g)
     cJSON_AddNumberToObject(o, "device", (double)g->device);
     if (g->rank >= 0) cJSON_AddNumberToObject(o, "rank", (double)g->rank);
     cJSON_AddStringToObject(o, "api", g->api);
-    if (g->library)
-        cJSON_AddStringToObject(o, "library", g->library);
-    else
-        cJSON_AddNullToObject(o, "library");
+    add_str_or_null(o, "library", g->library);
     cJSON_AddBoolToObject(o, "suppressed", g->suppressed);
     cJSON_AddNumberToObject(o, "stack_id", (double)g->stack_id);
     cJSON_AddItemToObject(o, "user_frame", frame_json(gmt_user_frame(g->stack)));
@@ -751,10 +757,7 @@ static cJSON *rank_json(const gmt_rank_t *r)
     cJSON_AddNumberToObject(o, "rank", (double)r->rank);
     cJSON_AddNumberToObject(o, "pid", (double)r->pid);
     cJSON_AddStringToObject(o, "hostname", r->hostname);
-    if (r->reason)
-        cJSON_AddStringToObject(o, "reason", r->reason);
-    else
-        cJSON_AddNullToObject(o, "reason");
+    add_str_or_null(o, "reason", r->reason);
     add_known(o, "start_time", r->start_time);
     add_known(o, "end_time", r->end_time);
     add_known(o, "duration_s", r->duration_s);
@@ -789,12 +792,8 @@ static int print_json(const view_t *v)
          * every rank gives (null when they differ or one is not known), its run time the span
          * from the first rank's start to the last one's end (null without the ranks' times),
          * and each rank's own are in "ranks", as the text's header shows them. */
-        const char *reason = gmt_report_job_reason(rep);
         double first, last;
-        if (reason)
-            cJSON_AddStringToObject(o, "reason", reason);
-        else
-            cJSON_AddNullToObject(o, "reason");
+        add_str_or_null(o, "reason", gmt_report_job_reason(rep));
         if (gmt_report_job_span(rep, &first, &last))
             cJSON_AddNumberToObject(o, "duration_s", last - first);
         else
