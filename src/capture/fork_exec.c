@@ -228,9 +228,9 @@ typedef int (*exec_at_fn)(int, const char *, char *const[], char *const[], int);
 #define EXEC_VIA(which, fn_type, check, ...)                                                       \
     fn_type f = (fn_type)exec_next(which);                                                         \
     if (!f) return -1;                                                                             \
-    bool wrote = BEFORE_EXEC(check);                                                               \
+    bool marked = BEFORE_EXEC(check);                                                              \
     int r = f(__VA_ARGS__);                                                                        \
-    gmt_capture_exec_failed(wrote);                                                                \
+    gmt_capture_exec_failed(marked);                                                               \
     return r;
 
 GMT_EXPORT int execve(const char *path, char *const argv[], char *const envp[]){

@@ -208,10 +208,10 @@ bool gmt_capture_before_exec(bool runnable)
     return true;
 }
 
-void gmt_capture_exec_failed(bool wrote)
+void gmt_capture_exec_failed(bool marked)
 {
     /* The image runs on: its state file is live again, and its exit report is still to come. */
-    if (!wrote) return;
+    if (!marked) return;
     int saved = errno;
     gmt_track_mark_end(GMT_REGION_END_NONE);
     errno = saved;
