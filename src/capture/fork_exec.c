@@ -147,14 +147,17 @@ static const char *const exec_names[EXEC_FUNCS] = {"execve",  "execv",   "execvp
 static void *exec_real[EXEC_FUNCS];
 
 /* The C library's function, looked up at start-up (a vfork child calling exec must not be the
- * first to ask the loader) or else now; NULL with errno ENOSYS where there is none. */
+ * first to ask the loader, nor ask it again for one that is not there: execveat before glibc
+ * 2.34) or else now; NULL with errno ENOSYS where there is none. */
+static char exec_missing; /* exec_real's mark for a function the C library does not have */
 static void *exec_next(int which)
 {
     void *f = __atomic_load_n(&exec_real[which], __ATOMIC_ACQUIRE);
     if (!f) {
         f = gmt_real_dlsym(RTLD_NEXT, exec_names[which]);
-        if (f) __atomic_store_n(&exec_real[which], f, __ATOMIC_RELEASE);
+        __atomic_store_n(&exec_real[which], f ? f : &exec_missing, __ATOMIC_RELEASE);
     }
+    if (f == &exec_missing) f = NULL;
     if (!f) errno = ENOSYS;
     return f;
 }
