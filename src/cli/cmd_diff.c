@@ -181,7 +181,8 @@ int gmt_cli_diff(int argc, char **argv)
         }
     }
     if (argc - optind != 2) {
-        gmt_cli_error("diff: two report files needed (usage: gpumemtrace diff OLD NEW)");
+        gmt_cli_error("diff: two report files needed (usage: gpumemtrace diff [--max-growth N|P%%] "
+                      "[--top N] OLD NEW)");
         return GMT_EXIT_USAGE;
     }
     gmt_report_t a, b;

@@ -1035,7 +1035,8 @@ int gmt_cli_report(int argc, char **argv)
         if (gmt_cli_recover(recover, output, recovered, sizeof recovered) != 0)
             return GMT_EXIT_USAGE;
     } else if (argc - optind != 1) {
-        gmt_cli_error("report: %s (usage: gpumemtrace report [--top N] FILE)",
+        gmt_cli_error("report: %s (usage: gpumemtrace report [--top N] [--device N] [--json] FILE, "
+                      "or report --recover STATE [-o REPORT])",
                       optind >= argc ? "no report file given" : "one report file at a time");
         return GMT_EXIT_USAGE;
     }

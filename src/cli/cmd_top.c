@@ -324,7 +324,7 @@ int gmt_cli_top(int argc, char **argv)
         }
     }
     if (argc - optind != 1) {
-        gmt_cli_error("top: %s (usage: gpumemtrace top STATE [--interval S] [--once])",
+        gmt_cli_error("top: %s (usage: gpumemtrace top STATE [--interval S] [--once] [--top N])",
                       optind >= argc ? "no state file given" : "one state file at a time");
         return GMT_EXIT_USAGE;
     }

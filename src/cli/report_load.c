@@ -699,6 +699,32 @@ static bool utf8_cut_at_end(const unsigned char *s, size_t len)
  * scanned for what a cut leaves: brackets still open, none closed by the wrong kind, or a
  * string still open; and cJSON's error must lie at the cut, not before it. off is cJSON's
  * error offset. Deeper nesting than cJSON takes is its own error, never a cut. */
+/* Whether the brackets open before off (outside strings) are more than cJSON takes: its error
+ * there is the depth, not a syntax error. */
+static bool json_too_deep(const char *text, size_t off)
+{
+    size_t depth = 0;
+    bool in_string = false, escaped = false;
+    for (size_t i = 0; i <= off && text[i]; i++) {
+        char c = text[i];
+        if (in_string) {
+            if (escaped)
+                escaped = false;
+            else if (c == '\\')
+                escaped = true;
+            else if (c == '"')
+                in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '{' || c == '[') {
+            if (++depth > CJSON_NESTING_LIMIT) return true;
+        } else if ((c == '}' || c == ']') && depth) {
+            depth--;
+        }
+    }
+    return false;
+}
+
 static bool json_ends_early(const char *text, size_t len, size_t off)
 {
     enum { MAX_DEPTH = CJSON_NESTING_LIMIT + 1 };
@@ -800,8 +826,11 @@ int gmt_report_parse(const char *text, size_t len, gmt_report_t *rep, char *why,
                            "not valid JSON: ends early (truncated?) at line %u", line);
         }
         position_of(text, off < text_len ? off : text_len, &line, &col);
-        return set_why(why, why_len, -EINVAL,
-                       "not valid JSON: syntax error (or nesting too deep) at line %u, column %u",
+        if (json_too_deep(text, off < text_len ? off : text_len))
+            return set_why(why, why_len, -EINVAL,
+                           "not valid JSON: nested more than %d levels deep at line %u, column %u",
+                           CJSON_NESTING_LIMIT, line, col);
+        return set_why(why, why_len, -EINVAL, "not valid JSON: syntax error at line %u, column %u",
                        line, col);
     }
     int rc = check_shape(rep, why, why_len);

@@ -150,7 +150,7 @@ def main():
         "points_object.json": "\"points\" is not an array",
         "merged_ranks_object.json": "\"merged.ranks\" is not an array",
         "bad_utf8.json": "not valid UTF-8",
-        "deep_array.json": "nesting too deep",
+        "deep_array.json": "nested more than 1000 levels deep",
         "huge.json": "too large",
         "other_schema.json": "not a gpumemtrace report",
         "missing.json": "No such file",
