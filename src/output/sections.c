@@ -205,9 +205,9 @@ void gmt_section_devices(gmt_report_ctx_t *c, int64_t *peak_max)
                               ? "recovered from a state file: the dead process's driver "
                                 "cannot be asked (driver used bytes and pool figures are null)"
                           : gmt_track_driver_is_off()
-                              ? "not asked: a report written for a signal or a crash does not "
-                                "call the driver, which the stopped thread may be inside "
-                                "(driver used bytes and pool figures are null)"
+                              ? "not asked: a report written for a signal, a crash or an exec "
+                                "does not call the driver, which the stopped thread may be "
+                                "inside (driver used bytes and pool figures are null)"
                               : "the driver could not be asked (no context on this device "
                                 "at report time)");
             }
