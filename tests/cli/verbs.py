@@ -1410,6 +1410,21 @@ def case_html(c):
     for want in ('id="timeline-0"', 'class="uplot', 'id="flame-leaks-graph"', "d3-flame-graph",
                  'id="leaks-table"', 'id="peak-0-table"', 'id="search"', "alloc_site_a"):
         expect(want in dom, f"{want} not in the page's DOM")
+    # the timeline's axis labels: bytes in binary steps without trailing zeros (before session
+    # 26: 1.91, 3.81, 5.72 MiB), seconds that do not repeat over a run of milliseconds
+    m = re.search(r'id="timeline-0"[^>]*data-x-ticks="([^"]*)"', dom) or \
+        re.search(r'data-x-ticks="([^"]*)"[^>]*id="timeline-0"', dom)
+    xs = m.group(1).split("|") if m else []
+    m = re.search(r'data-y-ticks="([^"]*)"', dom)
+    ys = m.group(1).split("|") if m else []
+    expect(len(xs) >= 2 and len(set(xs)) == len(xs), f"x ticks {xs}")
+    units = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+    vals = [round(float(y.split()[0]) * units.get(y.split()[1], 0)) for y in ys
+            if re.fullmatch(r"\d+(\.\d+)? (B|KiB|MiB|GiB)", y)]
+    steps = {b - a for a, b in zip(vals, vals[1:])}
+    step = steps.pop() if len(steps) == 1 else 0
+    expect(len(vals) == len(ys) >= 2 and step > 0 and step & (step - 1) == 0,
+           f"y ticks {ys}: not one binary step apart")
     # the search (#search= in the URL fills the box): leak rows of other sites are hidden
     p = subprocess.run(flags + ["--dump-dom", url + "#search=alloc_site_b"], capture_output=True,
                        timeout=90)
