@@ -34,6 +34,7 @@ void gmt_cli_merge_help(FILE *to)
                 "One view of the per-rank reports of a job: each rank's peak and leaks, the\n"
                 "imbalance of the peaks (max/mean), and the leak groups common to all ranks.\n"
                 "-o OUT also writes one combined report that every other verb reads.\n"
+                "Snapshot, oom and exec reports are left out when a final report is given.\n"
                 "\n"
                 "  -o OUT   also write the combined report to the file OUT\n");
 }
@@ -218,6 +219,16 @@ static int common_cmp(const void *a, const void *b)
     return (x->stack_id > y->stack_id) - (x->stack_id < y->stack_id);
 }
 
+/* A process's last report (reason exit, signal or crash), as opposed to the ones it writes
+ * while it runs (snapshot, oom) or as it leaves an image by exec. */
+static bool report_is_final(const gmt_report_t *r)
+{
+    static const char *const nonfinal[] = {"snapshot", "oom", "exec"};
+    for (size_t k = 0; k < sizeof nonfinal / sizeof nonfinal[0]; k++)
+        if (r->reason && strcmp(r->reason, nonfinal[k]) == 0) return false;
+    return true;
+}
+
 int gmt_cli_merge(int argc, char **argv)
 {
     const char *out = NULL;
@@ -296,6 +307,48 @@ int gmt_cli_merge(int argc, char **argv)
                           "report another name",
                           out, argv[optind + (int)i]);
             goto out;
+        }
+    }
+    /* A process writes its snapshot, out-of-memory and exec reports beside its final one
+     * (rank-0.json, rank-0.oom-1.json, ...), so a glob such as rank-*.json matches them all:
+     * merged, each would be one more rank, and every leak counted again. When a final report
+     * (exit, signal, crash) is among the inputs, the others are left out, said in one line;
+     * inputs that are all non-final are merged as given (that was asked for). A reason this
+     * version does not know counts as final. */
+    size_t nfinal = 0, first_nonfinal = SIZE_MAX;
+    for (size_t i = 0; i < n; i++) {
+        if (!report_is_final(&reps[i])) {
+            if (first_nonfinal == SIZE_MAX) first_nonfinal = i;
+        } else {
+            nfinal++;
+        }
+    }
+    if (nfinal && nfinal < n) {
+        gmt_cli_error("merge: %zu of the %zu reports (%s%s) were written before their process "
+                      "ended (snapshot, oom or exec) and are left out: merging the %zu final "
+                      "report%s (give only the others to merge those)",
+                      n - nfinal, n, gmt_tty(reps[first_nonfinal].path),
+                      n - nfinal > 1 ? ", ..." : "", nfinal, nfinal == 1 ? "" : "s");
+        size_t keep = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (report_is_final(&reps[i])) {
+                if (keep != i) {
+                    reps[keep] = reps[i];
+                    memset(&reps[i], 0, sizeof reps[i]);
+                }
+                ranks[keep] = ranks[i];
+                keep++;
+            } else {
+                gmt_report_free(&reps[i]);
+            }
+        }
+        n = keep;
+        max_id = 0;
+        version = GMT_REPORT_VERSION_MIN;
+        for (size_t i = 0; i < n; i++) {
+            if (reps[i].version > version) version = reps[i].version;
+            for (size_t k = 0; k < reps[i].nstacks; k++)
+                if (reps[i].stacks[k].id > max_id) max_id = reps[i].stacks[k].id;
         }
     }
     /* The same run given twice (a file and its copy, or a glob that matched both) would count

@@ -650,6 +650,38 @@ def case_merge(c):
     c.cli_run("merge", r0, "-o", "-", rc=2)
 
 
+@case
+def case_merge_nonfinal(c):
+    """A glob such as rank-*.json also matches the out-of-memory reports each process writes
+    beside its exit report (rank-0.oom-1.json): merge leaves those out when a final report is
+    among the inputs, says so in one line, and counts each leak once; inputs that are all
+    non-final are merged as given."""
+    import glob
+    oom = {"GMT_STANDIN_MEM_BYTES": str(1 << 30)}
+    for r in (0, 1):
+        c.trace("oom", f"rank-{r}", env=dict(oom, RANK=str(r)))
+    files = sorted(glob.glob(c.path("rank-*.json")))
+    nonfinal = [f for f in files if ".oom-" in f]
+    expect(len(files) == 4 and len(nonfinal) == 2, f"reports {files}")
+    out, err, _ = c.cli_run("merge", *files, "-o", c.path("m.json"))
+    lines = err.splitlines()
+    expect(len(lines) == 1 and "2 of the 4 reports" in lines[0] and "left out" in lines[0] and
+           "merging the 2 final reports" in lines[0], "merge rank-*.json: " + err)
+    expect(out.startswith("merge of 2 reports\n"), out)
+    m = c.load(c.path("m.json"))
+    rk = m["merged"]["ranks"]
+    expect([x["rank"] for x in rk] == [0, 1] and all(x["reason"] == "exit" for x in rk),
+           f"merged.ranks {rk}")
+    # oom.c leaks 1 MiB in each process: 2 MiB, not 4
+    expect(m["leaks"]["total_bytes"] == 2 * MIB, f"merged leaks {m['leaks']['total_bytes']}")
+    c.cli_run("check", c.path("m.json"), "--max-leak-bytes", 2 * MIB)
+    # only non-final reports: merged as given, nothing said
+    out, err, _ = c.cli_run("merge", *nonfinal, "-o", c.path("o.json"))
+    expect(not err and out.startswith("merge of 2 reports\n"), f"merge of oom reports: {err}")
+    expect([x["reason"] for x in c.load(c.path("o.json"))["merged"]["ranks"]] == ["oom", "oom"],
+           "oom reports merged")
+
+
 def rank_reports(c, base, n, edit=None, name="rank"):
     """n copies of the report `base` as ranks 0..n-1 of one job run in containers: one pid and
     host, start times one second apart (so they are not one process given twice); edit(i, r)
