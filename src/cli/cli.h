@@ -342,7 +342,12 @@ int gmt_cli_supp_load(const char *path, gmt_cli_supp_t *s, char *why, size_t why
 bool gmt_supp_match(const gmt_cli_supp_t *s, const gmt_stack_t *stack);
 void gmt_cli_supp_free(gmt_cli_supp_t *s);
 
-/* Device label "GPU 0", "host", "rank 1 GPU 0". */
+/* The name of a device number that is not a GPU: "host" for -1 (pinned host memory),
+ * "unknown" for -2 (GMT_DEVICE_UNKNOWN: an allocation that failed before any device was known,
+ * e.g. cudaErrorInsufficientDriver); NULL for any other number. */
+const char *gmt_device_name(int64_t device);
+/* Device label "GPU 0", "host", "unknown", "rank 1 GPU 0" ("device -5" for another negative
+ * number, which only an edited report has). */
 const char *gmt_device_label(int64_t device, int64_t rank, char *buf, size_t len);
 
 /* Verbs */

@@ -422,7 +422,7 @@ static void prom_labels(gmt_buf_t *b, const gmt_report_t *rep, int64_t rank, int
     if (has_device) {
         snprintf(num, sizeof num, "%" PRId64, device);
         gmt_buf_printf(b, "%sdevice=", sep);
-        prom_label_value(b, device < 0 ? "host" : num);
+        prom_label_value(b, gmt_device_name(device) ? gmt_device_name(device) : num);
         sep = ",";
     }
     if (extra_key) {

@@ -47,7 +47,7 @@ void gmt_cli_report_help(FILE *to)
         "FILE '-' reads standard input. Colour only on a terminal (NO_COLOR honoured).\n"
         "\n"
         "  --top N     call-stack groups shown per section (default %d)\n"
-        "  --device N  only device N (-1: host memory)\n"
+        "  --device N  only device N (-1: host memory, -2: unknown device)\n"
         "  --json      the summary as JSON, for tools\n"
         "  --recover STATE  rebuild the report from a GPUMEMTRACE_STATE file (after the\n"
         "              process was killed, or while it runs) and summarise it\n"
@@ -933,7 +933,8 @@ static int print_json(const view_t *v)
     return 0;
 }
 
-/* "0, 1, -1 (host)": the devices a report has, each once (a merged report has them per rank). */
+/* "0, 1, -1 (host), -2 (unknown)": the devices a report has, each once (a merged report has them
+ * per rank). */
 static void device_list(const gmt_report_t *rep, char *buf, size_t len)
 {
     size_t used = 0;
@@ -944,8 +945,9 @@ static void device_list(const gmt_report_t *rep, char *buf, size_t len)
         for (size_t k = 0; k < i && !seen; k++)
             seen = rep->devices[k].device == d;
         if (seen) continue;
-        int w = snprintf(buf + used, len - used, "%s%" PRId64 "%s", used ? ", " : "", d,
-                         d == -1 ? " (host)" : "");
+        const char *name = gmt_device_name(d);
+        int w = snprintf(buf + used, len - used, "%s%" PRId64 "%s%s%s", used ? ", " : "", d,
+                         name ? " (" : "", name ? name : "", name ? ")" : "");
         if (w < 0 || (size_t)w >= len - used) break;
         used += (size_t)w;
     }
@@ -993,8 +995,10 @@ int gmt_cli_report(int argc, char **argv)
         case 'd': {
             long d;
             bool neg = optarg[0] == '-';
-            if (gmt_parse_int_range(optarg + neg, neg ? 1 : 0, neg ? 1 : 1000000, &d)) {
-                gmt_cli_error("report: bad --device '%s': expected a device number or -1", optarg);
+            if (gmt_parse_int_range(optarg + neg, neg ? 1 : 0, neg ? 2 : 1000000, &d)) {
+                gmt_cli_error("report: bad --device '%s': expected a device number, -1 (host) or "
+                              "-2 (unknown)",
+                              optarg);
                 return GMT_EXIT_USAGE;
             }
             v.filter = true;

@@ -167,14 +167,10 @@ typedef struct top_stack_s {
     int64_t bytes, count;
 } top_stack_t;
 
+/* "GPU 0", "host", "unknown": as every verb labels them (gmt_device_label). */
 static void device_label(int32_t device, char *buf, size_t len)
 {
-    if (device == GMT_DEVICE_HOST)
-        snprintf(buf, len, "host");
-    else if (device < 0)
-        snprintf(buf, len, "unknown");
-    else
-        snprintf(buf, len, "GPU %d", (int)device);
+    gmt_device_label(device, -1, buf, len);
 }
 
 static bool owner_running(int32_t pid)

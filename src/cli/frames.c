@@ -3,6 +3,7 @@
  * (a growable buffer, atomic file writing).
  */
 #include "cli/cli.h"
+#include "core/event.h" /* GMT_DEVICE_HOST, GMT_DEVICE_UNKNOWN */
 #include "output/suppress.h"
 #include "output/module_class.h"
 
@@ -260,14 +261,20 @@ char *gmt_stack_key(const gmt_stack_t *stack)
     return b.data;
 }
 
+const char *gmt_device_name(int64_t device)
+{
+    return device == GMT_DEVICE_HOST ? "host" : device == GMT_DEVICE_UNKNOWN ? "unknown" : NULL;
+}
+
 const char *gmt_device_label(int64_t device, int64_t rank, char *buf, size_t len)
 {
     char r[32] = "";
     if (rank >= 0) snprintf(r, sizeof r, "rank %" PRId64 " ", rank);
-    if (device < 0)
-        snprintf(buf, len, "%shost", r);
+    const char *name = gmt_device_name(device);
+    if (name)
+        snprintf(buf, len, "%s%s", r, name);
     else
-        snprintf(buf, len, "%sGPU %" PRId64, r, device);
+        snprintf(buf, len, "%s%s %" PRId64, r, device < 0 ? "device" : "GPU", device);
     return buf;
 }
 

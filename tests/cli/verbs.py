@@ -304,6 +304,63 @@ def fmt_size(n):
     return f"{v:.2f} {units[u]}"
 
 
+def unknown_device_report(c, name="unknown"):
+    """A report with device -2, the library's unknown device (GMT_DEVICE_UNKNOWN): a cudaMalloc
+    that failed before any device was known, as with cudaErrorInsufficientDriver when the
+    program finds a libcudart but no driver. Made from a real out-of-memory report: its
+    failure moved to device -2, with the devices[] entry the library writes for it."""
+    r = c.load(c.trace("oom", name + "-src", env={"GMT_STANDIN_MEM_BYTES": str(1 << 30)}))
+    e = r["errors"][0]
+    e.update(device=-2, error=35, error_name="cudaErrorInsufficientDriver", oom=False,
+             free_bytes=None, total_bytes=None)
+    r["devices"][0]["failures"] -= 1
+    r["devices"].append({"device": -2, "name": None, "uuid": None, "total_bytes": None,
+                         "current_bytes": 0, "peak_bytes": 0, "peak_time": None, "allocs": 0,
+                         "frees": 0, "failures": 1, "kinds": {}})
+    import jsonschema
+    with open(c.schema) as f:
+        jsonschema.Draft202012Validator(json.load(f)).validate(r)
+    p = c.path(name + ".json")
+    with open(p, "w") as f:
+        json.dump(r, f)
+    return p
+
+
+@case
+def case_report_unknown_device(c):
+    """Device -2 (unknown: the call failed before any device was known) is labelled "unknown"
+    by report, its --json, the HTML page and the Prometheus export, never "host" (-1, pinned
+    host memory); report --device takes -2."""
+    u = unknown_device_report(c)
+    out, _, _ = c.cli_run("report", u)
+    dev = out.split("\nDevices\n")[1].split("\n\n")[0]
+    expect(re.search(r"^  unknown$", dev, re.M) and not re.search(r"^  host", dev, re.M),
+           "Devices section:\n" + dev)
+    expect(re.search(r"cudaMalloc of 2\.00 GiB on unknown at .*cudaErrorInsufficientDriver",
+                     out) and " on host " not in out, "error line:\n" + out)
+    # --device -2: that device alone
+    out, _, _ = c.cli_run("report", "--device", "-2", u)
+    dev = out.split("\nDevices\n")[1].split("\n\n")[0]
+    expect(re.search(r"^  unknown$", dev, re.M) and "GPU 0" not in dev, "--device -2:\n" + out)
+    expect("on unknown" in out, "--device -2: no error line\n" + out)
+    js, _, _ = c.cli_run("report", "--json", "--device", "-2", u)
+    j = json.loads(js)
+    expect(j["device"] == -2 and [d["device"] for d in j["devices"]] == [-2],
+           f"--json --device -2: {j['devices']}")
+    _, err, _ = c.cli_run("report", "--device", "-1", u, rc=2)
+    expect(err.strip() == f"gpumemtrace: report: no device -1 in {u} (devices: 0, -2 (unknown))",
+           "--device -1: " + err)
+    _, err, _ = c.cli_run("report", "--device", "-3", u, rc=2)
+    expect("-2 (unknown)" in err, "--device -3: " + err)
+    # the exports
+    prom, _, _ = c.cli_run("export", u, "--format", "prometheus")
+    expect('device="unknown"' in prom and 'device="host"' not in prom, prom)
+    c.cli_run("export", u, "--format", "html", "-o", c.path("u.html"))
+    page = open(c.path("u.html")).read()
+    expect('"device":"unknown"' in page and '"device":"host"' not in page,
+           "HTML page's device labels: " + str(re.findall(r'"device":"[^"]*"', page)))
+
+
 @case
 def case_report_kinds(c):
     """Pinned host and managed memory are not bytes in use: the Devices section shows their
