@@ -105,6 +105,9 @@ typedef struct gmt_device_s {
      * cannot be checked against it */
     bool has_peak;
     uint64_t total_bytes, current_bytes, peak_bytes;
+    /* has_peak_time false: peak_time null or absent (no peak known, as of device -2, which
+     * never held memory); peak_time is then 0 */
+    bool has_peak_time;
     double peak_time;
     int64_t allocs, frees, failures;
     /* audit.untracked_bytes: the driver's used bytes less the tracked ones (negative when

@@ -476,8 +476,8 @@ static void print_devices(const view_t *v)
          * pinned memory alone left the host at "peak 0 B": its own lines say what it held. */
         bool other = (d->has_pinned && d->pinned_peak) || (d->has_managed && d->managed_peak);
         if (d->peak_bytes || d->current_bytes || !other) {
-            printf("    peak     %s at %.3f s", gmt_fmt_bytes(d->peak_bytes, a, sizeof a),
-                   d->peak_time);
+            printf("    peak     %s", gmt_fmt_bytes(d->peak_bytes, a, sizeof a));
+            if (d->has_peak_time) printf(" at %.3f s", d->peak_time);
             if (d->has_total && d->total_bytes > 0)
                 print_share((double)d->peak_bytes / (double)d->total_bytes);
             putchar('\n');
@@ -824,7 +824,11 @@ static int print_json(const view_t *v)
         cJSON_AddNumberToObject(x, "device", (double)d->device);
         if (d->rank >= 0) cJSON_AddNumberToObject(x, "rank", (double)d->rank);
         cJSON_AddNumberToObject(x, "peak_bytes", (double)d->peak_bytes);
-        cJSON_AddNumberToObject(x, "peak_time", d->peak_time);
+        /* null as in the report: no peak time is known (0 would be a time) */
+        if (d->has_peak_time)
+            cJSON_AddNumberToObject(x, "peak_time", d->peak_time);
+        else
+            cJSON_AddNullToObject(x, "peak_time");
         cJSON_AddNumberToObject(x, "current_bytes", (double)d->current_bytes);
         if (d->has_untracked)
             cJSON_AddNumberToObject(x, "untracked_bytes", (double)d->untracked_bytes);

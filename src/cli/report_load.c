@@ -470,6 +470,8 @@ static int build_model(gmt_report_t *rep, char *why, size_t why_len)
         d->peak_bytes = json_u64(j, "peak_bytes");
         const cJSON *pk = cJSON_GetObjectItemCaseSensitive(j, "peak_bytes");
         d->has_peak = cJSON_IsNumber(pk) && pk->valuedouble >= 0;
+        d->has_peak_time =
+            gmt_json_has_num(j, "peak_time") && isfinite(gmt_json_num(j, "peak_time", 0));
         d->peak_time = json_time(j, "peak_time");
         d->allocs = gmt_json_int(j, "allocs", 0);
         d->frees = gmt_json_int(j, "frees", 0);

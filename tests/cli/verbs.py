@@ -362,6 +362,19 @@ def case_report_unknown_device(c):
 
 
 @case
+def case_report_null_peak_time(c):
+    """A device whose peak_time is null in the report (no peak known: device -2 never held
+    memory) has peak_time null in report --json, not 0, and no time on its text peak line."""
+    u = unknown_device_report(c)
+    js, _, _ = c.cli_run("report", "--json", u)
+    times = {d["device"]: d["peak_time"] for d in json.loads(js)["devices"]}
+    expect(times[-2] is None and isinstance(times[0], (int, float)) and times[0] > 0,
+           f"--json peak_time {times}")
+    out, _, _ = c.cli_run("report", "--device", "-2", u)
+    expect(re.search(r"^    peak     0 B$", out, re.M), "peak line of device -2:\n" + out)
+
+
+@case
 def case_report_kinds(c):
     """Pinned host and managed memory are not bytes in use: the Devices section shows their
     own current and peak (devices[].kinds), never the host's 'peak 0 B'."""
