@@ -159,6 +159,7 @@ static void test_supp_load_refuses_unsafe_files(void **state)
     assert_true(gmt_supp_match_frame(&s, "alloc_site_a", NULL));
     gmt_supp_free(&s);
     assert_null(s.text);
+    unlink(p);
 
     /* A FIFO with no writer: refused at once, never blocks. */
     path_in(p, sizeof p, "fifo");
@@ -195,7 +196,8 @@ static void test_supp_load_refuses_unsafe_files(void **state)
     /* No path: no suppressions, no error. */
     assert_int_equal(gmt_supp_load(&s, "", false), 0);
     assert_int_equal(gmt_supp_load(&s, NULL, false), 0);
-    rmdir(tmpdir);
+    /* Every file made here is gone: the folder can be removed (nothing left in /tmp). */
+    assert_int_equal(rmdir(tmpdir), 0);
 }
 
 /* ---- fragmentation ---- */
