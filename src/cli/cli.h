@@ -334,7 +334,9 @@ void gmt_frame_key(const gmt_frame_t *f, char *buf, size_t len);
 char *gmt_stack_key(const gmt_stack_t *stack);
 
 /* Suppression patterns, as GPUMEMTRACE_SUPPRESSIONS: one fnmatch(3) pattern a line, '#'
- * comments; matched against frames' symbol, module path and basename, and file. */
+ * comments, read by the library's parser (gmt_supp_split, without its cap of 256) and
+ * matched by its matcher (gmt_supp_match_names): a frame's symbol or Python function, module
+ * path and basename, and source file. */
 typedef struct gmt_cli_supp_s {
     char *text; /* the file, mapped by gmt_supp_read_file (output/suppress.h) */
     size_t text_bytes;

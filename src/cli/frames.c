@@ -9,7 +9,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -286,36 +285,18 @@ int gmt_cli_supp_load(const char *path, gmt_cli_supp_t *s, char *why, size_t why
     size_t n;
     int rc = gmt_supp_read_file(path, &s->text, &s->text_bytes, &n, why, why_len);
     if (rc) return rc;
+    /* As the library reads GPUMEMTRACE_SUPPRESSIONS (gmt_supp_split), without its cap. */
     size_t lines = 1;
     for (size_t i = 0; i < n; i++)
-        lines += s->text[i] == '\n';
+        lines += s->text[i] == '\n' || s->text[i] == 0;
     s->pat = calloc(lines, sizeof *s->pat);
     if (!s->pat) {
         gmt_cli_supp_free(s);
         snprintf(why, why_len, "out of memory");
         return -ENOMEM;
     }
-    char *line = s->text;
-    while (line) {
-        char *nl = strchr(line, '\n');
-        if (nl) *nl = '\0';
-        while (*line == ' ' || *line == '\t')
-            line++;
-        size_t len = strlen(line);
-        while (len && (line[len - 1] == ' ' || line[len - 1] == '\r' || line[len - 1] == '\t'))
-            line[--len] = '\0';
-        if (*line && *line != '#') s->pat[s->n++] = line;
-        line = nl ? nl + 1 : NULL;
-    }
+    s->n = gmt_supp_split(s->text, n, s->pat, lines);
     return 0;
-}
-
-static bool supp_one(const gmt_cli_supp_t *s, const char *text)
-{
-    if (!text) return false;
-    for (size_t k = 0; k < s->n; k++)
-        if (fnmatch(s->pat[k], text, 0) == 0) return true;
-    return false;
 }
 
 bool gmt_supp_match(const gmt_cli_supp_t *s, const gmt_stack_t *stack)
@@ -323,9 +304,8 @@ bool gmt_supp_match(const gmt_cli_supp_t *s, const gmt_stack_t *stack)
     if (!s || s->n == 0 || !stack) return false;
     for (size_t i = 0; i < stack->n; i++) {
         const gmt_frame_t *f = &stack->frames[i];
-        if (supp_one(s, f->symbol) || supp_one(s, f->module) || supp_one(s, f->file) ||
-            (f->module && supp_one(s, gmt_basename(f->module))))
-            return true;
+        /* A Python frame's function is its symbol (report_load.c). */
+        if (gmt_supp_match_names(s->pat, s->n, f->symbol, f->module, f->file)) return true;
     }
     return false;
 }

@@ -282,20 +282,40 @@ static void visit_live(const gmt_record_t *r, void *ctx)
         l->ranges[l->nranges++] = gmt_range_make(r->key, r->size, r->device, r->kind);
 }
 
-/* A group is suppressed when any frame of its stack matches a pattern. */
+/* The first frame of a stack the report shows: the innermost run of internal frames (tracer,
+ * libcuda, libcudart, CUPTI) is cut, unless every frame is internal. */
+static uint32_t first_shown(const uint64_t *f, uint32_t depth)
+{
+    uint32_t first = 0;
+    for (; f && first < depth; first++) {
+        gmt_frame_info_t fi;
+        gmt_symbolize(f[first], &fi);
+        if (!fi.internal) break;
+    }
+    return f && first == depth ? 0 : first;
+}
+
+/* A group is suppressed when a pattern matches a name of a frame the report shows for it, the
+ * names `gpumemtrace check --suppressions` matches in the report (gmt_supp_match_names): a
+ * native frame's module, symbol and source file (the file and static functions' names from
+ * libdw, so not in a report written where allocating is unsafe, symrep.h), also dladdr's
+ * spelling of its symbol; a Python frame's function and file. */
 static bool stack_suppressed(uint32_t stack_id, void *ctx)
 {
     const gmt_supp_t *s = ctx;
     if (s->n == 0) return false;
     uint32_t depth = 0;
     const uint64_t *f = gmt_stacks_frames(gmt_track_stacks(), stack_id, &depth);
-    for (uint32_t i = 0; f && i < depth; i++) {
-        gmt_frame_info_t fi;
-        gmt_symbolize(f[i], &fi);
-        if (gmt_supp_match_frame(s, fi.symbol, fi.module)) return true;
-        /* Also the name the report shows (libdw: static functions, demangled). */
-        const char *named = gmt_symrep_symbol(f[i]);
-        if (named && named != fi.symbol && gmt_supp_match_frame(s, named, NULL)) return true;
+    for (uint32_t i = first_shown(f, depth); f && i < depth; i++) {
+        const char *function, *file;
+        if (gmt_report_python_names(f[i], &function, &file)) {
+            if (gmt_supp_match_frame(s, function, NULL, file)) return true;
+            continue;
+        }
+        gmt_symrep_names_t nm;
+        gmt_symrep_names(f[i], &nm);
+        if (gmt_supp_match_frame(s, nm.symbol, nm.module, nm.file)) return true;
+        if (nm.dl_symbol && gmt_supp_match_frame(s, nm.dl_symbol, NULL, NULL)) return true;
     }
     return false;
 }
@@ -357,14 +377,7 @@ static void write_stacks(gmt_report_ctx_t *c)
         snprintf(key, sizeof key, "%u", id);
         jw_object_begin(w, key);
         jw_array_begin(w, "frames");
-        /* Trim the innermost run of internal frames (tracer, libcuda, libcudart, CUPTI). */
-        uint32_t first = 0;
-        for (; f && first < depth; first++) {
-            gmt_frame_info_t fi;
-            gmt_symbolize(f[first], &fi);
-            if (!fi.internal) break;
-        }
-        if (f && first == depth) first = 0; /* all internal: show them rather than nothing */
+        uint32_t first = first_shown(f, depth);
         for (uint32_t i = first; f && i < depth; i++) {
             if (i > first) yield();
             if (gmt_report_python_frame(w, f[i])) continue;

@@ -20,6 +20,16 @@ bool gmt_report_python_frame(jw_t *w, uint64_t frame)
     return true;
 }
 
+bool gmt_report_python_names(uint64_t frame, const char **function, const char **file)
+{
+    if (!gmt_py_is_frame(frame)) return false;
+    gmt_py_frame_t pf;
+    gmt_py_resolve(frame, &pf);
+    *function = pf.function;
+    *file = pf.file;
+    return true;
+}
+
 void gmt_report_python_stack_status(jw_t *w, const uint64_t *frames, uint32_t n)
 {
     jw_string(w, "python", gmt_py_status_name(gmt_py_stack_status(frames, n)));

@@ -14,6 +14,10 @@
  * {"type":"python","file","function","line"} (null where unknown). */
 bool gmt_report_python_frame(jw_t *w, uint64_t frame);
 
+/* True when frame is a Python frame word; then *function and *file are its names (NULL where
+ * unknown), for suppression patterns. */
+bool gmt_report_python_names(uint64_t frame, const char **function, const char **file);
+
 /* "python": the status of the stack frames[0..n). */
 void gmt_report_python_stack_status(jw_t *w, const uint64_t *frames, uint32_t n);
 

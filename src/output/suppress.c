@@ -13,11 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-void gmt_supp_parse(gmt_supp_t *s, char *text, size_t len)
+size_t gmt_supp_split(char *text, size_t len, const char **pat, size_t max)
 {
-    s->n = 0;
-    s->ignored = 0;
-    size_t i = 0;
+    size_t n = 0, i = 0;
     while (i < len) {
         size_t start = i;
         while (i < len && text[i] != '\n' && text[i] != 0)
@@ -30,29 +28,42 @@ void gmt_supp_parse(gmt_supp_t *s, char *text, size_t len)
                (text[end - 1] == ' ' || text[end - 1] == '\t' || text[end - 1] == '\r'))
             end--;
         if (end == start || text[start] == '#') continue;
-        /* end < len, or end == len and the caller left room for the terminator: callers pass
-         * buffers one byte longer than len (gmt_supp_load does). */
+        /* end < len, or end == len and the caller left room for the terminator. */
         text[end] = 0;
-        if (s->n < GMT_SUPP_MAX_PATTERNS)
-            s->pat[s->n++] = text + start;
-        else
-            s->ignored++;
+        if (n < max) pat[n] = text + start;
+        n++;
     }
+    return n;
 }
 
-bool gmt_supp_match_frame(const gmt_supp_t *s, const char *symbol, const char *module)
+void gmt_supp_parse(gmt_supp_t *s, char *text, size_t len)
+{
+    size_t all = gmt_supp_split(text, len, s->pat, GMT_SUPP_MAX_PATTERNS);
+    s->n = all < GMT_SUPP_MAX_PATTERNS ? (int)all : GMT_SUPP_MAX_PATTERNS;
+    s->ignored = (int)(all - (size_t)s->n);
+}
+
+bool gmt_supp_match_names(const char *const *pat, size_t n, const char *symbol, const char *module,
+                          const char *file)
 {
     const char *base = NULL;
     if (module) {
         base = strrchr(module, '/');
         base = base ? base + 1 : module;
     }
-    for (int k = 0; k < s->n; k++) {
-        if (symbol && fnmatch(s->pat[k], symbol, 0) == 0) return true;
-        if (module && fnmatch(s->pat[k], module, 0) == 0) return true;
-        if (base && base != module && fnmatch(s->pat[k], base, 0) == 0) return true;
+    for (size_t k = 0; k < n; k++) {
+        if (symbol && fnmatch(pat[k], symbol, 0) == 0) return true;
+        if (module && fnmatch(pat[k], module, 0) == 0) return true;
+        if (base && base != module && fnmatch(pat[k], base, 0) == 0) return true;
+        if (file && fnmatch(pat[k], file, 0) == 0) return true;
     }
     return false;
+}
+
+bool gmt_supp_match_frame(const gmt_supp_t *s, const char *symbol, const char *module,
+                          const char *file)
+{
+    return gmt_supp_match_names(s->pat, (size_t)s->n, symbol, module, file);
 }
 
 void gmt_supp_free(gmt_supp_t *s)

@@ -1,5 +1,7 @@
-/* suppress.h - the suppressions file (GPUMEMTRACE_SUPPRESSIONS): fnmatch(3) patterns, one per
- * line, '#' comments, matched against each frame's symbol and module.
+/* suppress.h - the suppressions file (GPUMEMTRACE_SUPPRESSIONS, and `gpumemtrace check
+ * --suppressions`): fnmatch(3) patterns, one per line, '#' comments, matched against the names
+ * of each frame the report shows (gmt_supp_match_names: the one matcher of the library's
+ * report writer and of the CLI, so a pattern means the same in both).
  *
  * The file is read only when it is a regular file of at most GMT_SUPP_MAX_FILE bytes. It is
  * opened with O_NONBLOCK (so a FIFO or a device cannot hang the report) and checked with
@@ -39,12 +41,26 @@ int gmt_supp_read_file(const char *path, char **text, size_t *mapped, size_t *le
                        size_t why_len);
 
 /* Splits text (len bytes, modified in place: lines become NUL-terminated patterns; a NUL byte
- * in the file ends a line) into s's patterns. s->text is not touched. */
+ * in the file ends a line; blanks around a pattern are dropped; an empty line or one starting
+ * with '#' is no pattern) into pat[0..max). Returns how many patterns the text holds, which
+ * may be more than max (those past max are not stored). The caller leaves text[len] writable
+ * (gmt_supp_read_file's buffers are one byte longer). The one parser of the library and the
+ * CLI. */
+size_t gmt_supp_split(char *text, size_t len, const char **pat, size_t max);
+
+/* Splits text (as gmt_supp_split) into s's patterns, the first GMT_SUPP_MAX_PATTERNS, counting
+ * the rest in s->ignored. s->text is not touched. */
 void gmt_supp_parse(gmt_supp_t *s, char *text, size_t len);
 
-/* True when a pattern matches symbol or module (either may be NULL). A module matches by its
- * full path or its base name. */
-bool gmt_supp_match_frame(const gmt_supp_t *s, const char *symbol, const char *module);
+/* True when one of pat[0..n) matches one of the names of a frame (each may be NULL): symbol
+ * (a native symbol, or a Python frame's function), module path, the module's base name, and
+ * source file (a native frame's, as libdw read it from DWARF, or a Python frame's file). */
+bool gmt_supp_match_names(const char *const *pat, size_t n, const char *symbol, const char *module,
+                          const char *file);
+
+/* gmt_supp_match_names with s's patterns. */
+bool gmt_supp_match_frame(const gmt_supp_t *s, const char *symbol, const char *module,
+                          const char *file);
 
 void gmt_supp_free(gmt_supp_t *s);
 

@@ -317,12 +317,19 @@ static void resolve(uint64_t addr, frame_t *f)
     f->symbol = fi.symbol;
 }
 
-const char *gmt_symrep_symbol(uint64_t addr)
+void gmt_symrep_names(uint64_t addr, gmt_symrep_names_t *out)
 {
-    if (!S.active) return NULL;
+    memset(out, 0, sizeof *out);
+    if (!S.active) return;
     frame_t f;
     resolve(addr, &f);
-    return f.symbol;
+    out->module = f.module;
+    out->symbol = f.symbol;
+    out->file = f.res ? f.res->fn.file : NULL;
+    if (S.foreign || !f.res || !f.symbol || f.symbol != f.res->fn.symbol) return;
+    gmt_frame_info_t fi; /* libdw named it: dladdr's spelling too */
+    gmt_symbolize(addr, &fi);
+    if (fi.symbol && strcmp(fi.symbol, f.symbol) != 0) out->dl_symbol = fi.symbol;
 }
 
 static void write_loc(jw_t *w, const char *file, int line)

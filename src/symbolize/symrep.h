@@ -37,8 +37,15 @@ void gmt_symrep_write_status(jw_t *w);
 /* One native frame object of the report's stacks (addr is a return address). */
 void gmt_symrep_write_frame(jw_t *w, uint64_t addr);
 
-/* The name the report gives the frame at return address addr, or NULL. */
-const char *gmt_symrep_symbol(uint64_t addr);
+/* The names suppression patterns are matched against for the native frame at return address
+ * addr, NULL where unknown: module, symbol and file as gmt_symrep_write_frame writes them,
+ * and dl_symbol, the dynamic symbol table's name (dladdr) where libdw gave the frame another
+ * (a C++ name mangled; NULL in a report of another process's stacks, which dladdr does not
+ * know). All NULL outside a session. */
+typedef struct gmt_symrep_names_s {
+    const char *module, *symbol, *file, *dl_symbol;
+} gmt_symrep_names_t;
+void gmt_symrep_names(uint64_t addr, gmt_symrep_names_t *out);
 
 /* The library a stack's allocations are charged to (module basename), or NULL. */
 const char *gmt_symrep_library(uint32_t stack_id);

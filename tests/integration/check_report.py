@@ -1487,6 +1487,49 @@ def case_suppressions(ctx):
     expect_eq("leaks.suppressed_bytes", rep["leaks"]["suppressed_bytes"], 3 * MIB)
 
 
+@case("suppressions_source_file")
+def case_suppressions_source_file(ctx):
+    # A pattern naming a source file suppresses the same leak in the traced run
+    # (GPUMEMTRACE_SUPPRESSIONS) and in `gpumemtrace check --suppressions`: one matcher. Until
+    # session 26 the library matched symbols and modules only, so the run suppressed nothing.
+    supp = os.path.abspath(os.path.join(ctx.work, "..", "suppressions-source-file.txt"))
+    with open(supp, "w") as f:
+        f.write("# the vendored cache, by its source file\n*supp_source_vendor.c\n")
+    try:
+        # Without suppressions: both leaks count, and vendor_fill's frame names its file.
+        ctx.run(["supp_source"])
+        (name, rep), = ctx.reports().items()
+        check_clean(rep)
+        groups = rep["leaks"]["groups"]
+        own = check_group(rep, groups, "own_buffers", count=2, bytes=2 * MIB)
+        ven = check_group(rep, groups, "vendor_fill", count=3, bytes=3 * 4096)
+        vfile = stack_frames(rep, ven["stack_id"])[0].get("file") or ""
+        if not vfile.endswith("supp_source_vendor.c"):
+            fail(f"vendor_fill's frame should name supp_source_vendor.c, got {vfile!r}")
+        expect_eq("no suppressions: leaks.total_bytes", rep["leaks"]["total_bytes"],
+                  2 * MIB + 3 * 4096)
+        report = os.path.join(ctx.work, name)
+        cli(ctx, ["check", report, "--max-leak-bytes", "2MiB"], expect_rc=1)
+        r = cli(ctx, ["check", report, "--max-leak-bytes", "2MiB", "--suppressions", supp])
+        if not r.stdout.startswith("PASS"):
+            fail(f"check with the file's pattern should pass: {r.stdout!r}")
+
+        # The same pattern at run time marks the same group.
+        ctx.clear_output()
+        ctx.run(["supp_source"], env={"GPUMEMTRACE_SUPPRESSIONS": supp})
+        rep = ctx.final_report()
+        check_clean(rep)
+        groups = rep["leaks"]["groups"]
+        own = check_group(rep, groups, "own_buffers", count=2, bytes=2 * MIB)
+        ven = check_group(rep, groups, "vendor_fill", count=3, bytes=3 * 4096)
+        expect_eq("vendor_fill suppressed", ven["suppressed"], True)
+        expect_eq("own_buffers suppressed", own["suppressed"], False)
+        expect_eq("leaks.suppressed_bytes", rep["leaks"]["suppressed_bytes"], 3 * 4096)
+        expect_eq("leaks.total_bytes", rep["leaks"]["total_bytes"], 2 * MIB)
+    finally:
+        os.unlink(supp)
+
+
 # ---- growth suspects ----
 
 def suspects_with(rep, name):

@@ -9,7 +9,9 @@ function and the line tagged "# TAG:<function>" there, innermost first, spliced 
 interpreter's native evaluation frame; the threading.Thread leak too; capture.python says
 "captured" and the version. Case "off": GPUMEMTRACE_PYTHON=0, no Python frame anywhere and
 capture.python.status "off". Case "cli": `gpumemtrace report` prints file:line in function.
-Case "unsupported" (a CPython outside 3.9-3.13): one stderr line, native stacks only.
+Case "unsupported" (a CPython outside 3.9-3.13): one stderr line, native stacks only. Case
+"suppress": a pattern naming a Python function suppresses its leak at run time and in
+`gpumemtrace check` alike.
 """
 import argparse
 import json
@@ -566,6 +568,39 @@ def case_cli(args):
     print("ok: terminal names", want)
 
 
+def case_suppress(args):
+    """A pattern naming a Python function suppresses its leak in the traced run
+    (GPUMEMTRACE_SUPPRESSIONS) and in `gpumemtrace check --suppressions` alike: one matcher.
+    Until session 26 the library did not match Python frames at all."""
+    os.makedirs(args.work, exist_ok=True)
+    supp = os.path.join(args.work, "suppress.supp")
+    with open(supp, "w") as f:
+        f.write("nested_gen\n")
+    gen = 5 << 20
+    try:
+        rep, out = run(args, {})
+        group_by_bytes(rep)
+        if any(g["suppressed"] for g in rep["leaks"]["groups"]):
+            fail("a group is suppressed with no suppressions")
+        limit = str(rep["leaks"]["total_bytes"] - gen)
+        for extra, want in (([], 1), (["--suppressions", supp], 0)):
+            p = subprocess.run([args.cli, "check", out, "--max-leak-bytes", limit] + extra,
+                               capture_output=True, text=True, timeout=60)
+            print(p.stdout, p.stderr)
+            if p.returncode != want:
+                fail(f"check {' '.join(extra)}: status {p.returncode}, want {want}")
+        rep, _ = run(args, {"GPUMEMTRACE_SUPPRESSIONS": supp})
+        groups = group_by_bytes(rep)
+        for size in list(LEAKS) + [NATIVE]:
+            if groups[size]["suppressed"] != (size == gen):
+                fail(f"the {size}-byte group: suppressed {groups[size]['suppressed']}")
+        if rep["leaks"]["suppressed_bytes"] != gen:
+            fail(f"leaks.suppressed_bytes {rep['leaks']['suppressed_bytes']}, want {gen}")
+    finally:
+        os.unlink(supp)
+    print("ok: nested_gen's leak suppressed at run time and by check")
+
+
 def case_recover(args):
     """SIGKILL with GPUMEMTRACE_STATE; the recovered report names the Python frames."""
     prog = os.path.join(HERE, "state_kill.py")
@@ -642,7 +677,7 @@ def main():
      "shallow": case_shallow, "steady": case_steady, "lines": case_lines, "nested": case_nested, "paths": case_paths,
      "idle": case_idle, "notpython": case_notpython,
      "recover": case_recover, "reuse": case_reuse,
-     "limits": case_limits}[args.case](args)
+     "limits": case_limits, "suppress": case_suppress}[args.case](args)
 
 
 if __name__ == "__main__":

@@ -125,12 +125,30 @@ static void test_supp_parse_and_match(void **state)
     assert_string_equal(s.pat[1], "libfoo.so*");
     assert_string_equal(s.pat[2], "exact_fn");
     assert_string_equal(s.pat[3], "after_nul");
-    assert_true(gmt_supp_match_frame(&s, "cache_fill", NULL));
-    assert_false(gmt_supp_match_frame(&s, "my_cache_fill", "/usr/lib/libbar.so"));
-    assert_true(gmt_supp_match_frame(&s, NULL, "/opt/x/libfoo.so.1")); /* by base name */
-    assert_true(gmt_supp_match_frame(&s, "exact_fn", NULL));
-    assert_false(gmt_supp_match_frame(&s, "exact_fn2", NULL));
-    assert_false(gmt_supp_match_frame(&s, NULL, NULL));
+    assert_true(gmt_supp_match_frame(&s, "cache_fill", NULL, NULL));
+    assert_false(gmt_supp_match_frame(&s, "my_cache_fill", "/usr/lib/libbar.so", NULL));
+    assert_true(gmt_supp_match_frame(&s, NULL, "/opt/x/libfoo.so.1", NULL)); /* base name */
+    assert_true(gmt_supp_match_frame(&s, "exact_fn", NULL, NULL));
+    assert_false(gmt_supp_match_frame(&s, "exact_fn2", NULL, NULL));
+    assert_false(gmt_supp_match_frame(&s, NULL, NULL, NULL));
+    /* A source file, native or Python, is a name of its frame too. */
+    static const char *const by_file[] = {"*/vendor/cache.c", "*model.py"};
+    assert_true(gmt_supp_match_names(by_file, 2, "fill", "/a/app", "/src/vendor/cache.c"));
+    assert_true(gmt_supp_match_names(by_file, 2, "forward", NULL, "/w/model.py"));
+    assert_false(gmt_supp_match_names(by_file, 2, "fill", "/a/app", "/src/app.c"));
+    assert_false(gmt_supp_match_names(by_file, 2, "cache.c", "/src/vendor/x", NULL));
+}
+
+/* The library's parser and the CLI's are one (gmt_supp_split): the count it returns goes past
+ * what it stores. */
+static void test_supp_split_counts_past_max(void **state)
+{
+    (void)state;
+    static char text[] = "a\nb\n#c\nd\0e";
+    const char *pat[2] = {0};
+    assert_int_equal(gmt_supp_split(text, sizeof text - 1, pat, 2), 4);
+    assert_string_equal(pat[0], "a");
+    assert_string_equal(pat[1], "b");
 }
 
 static char tmpdir[64];
@@ -156,7 +174,7 @@ static void test_supp_load_refuses_unsafe_files(void **state)
     fclose(f);
     assert_int_equal(gmt_supp_load(&s, p, false), 0);
     assert_int_equal(s.n, 2);
-    assert_true(gmt_supp_match_frame(&s, "alloc_site_a", NULL));
+    assert_true(gmt_supp_match_frame(&s, "alloc_site_a", NULL, NULL));
     gmt_supp_free(&s);
     assert_null(s.text);
     unlink(p);
@@ -561,6 +579,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_group_memory_apart_from_address_space),
         cmocka_unit_test(test_supp_parse_and_match),
+        cmocka_unit_test(test_supp_split_counts_past_max),
         cmocka_unit_test(test_supp_load_refuses_unsafe_files),
         cmocka_unit_test(test_fragmentation),
         cmocka_unit_test(test_range_packing),
