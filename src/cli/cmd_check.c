@@ -61,6 +61,11 @@ typedef struct limits_s {
     uint64_t leak, peak;
     double frag;
     char *suppressions;
+    /* Where suppressions came from when a limits file named them: that file, its line, and
+     * the length of the file's directory put before the name written there. */
+    const char *supp_from;
+    unsigned supp_line;
+    size_t supp_dir_len;
 } limits_t;
 
 static int parse_frag(const char *s, double *out)
@@ -102,7 +107,12 @@ static int set_limit(limits_t *l, limits_t *from_cli, const char *key, const cha
     }
     return 0;
 bad:
-    snprintf(why, why_len, "bad value '%.64s' for %s", value, key);
+    /* what the key takes, so the line says how to mend it */
+    snprintf(why, why_len, "bad value '%.64s' for %s, which takes %s", value, key,
+             strcmp(key, "max-fragmentation") == 0 ? "a ratio from 0 to 1"
+             : strcmp(key, "no-errors") == 0
+                 ? "true or false (also 1/0, yes/no, on/off)"
+                 : "a size in bytes (suffixes K/KiB, M/MiB, G/GiB, T/TiB)");
     return -EINVAL;
 }
 
@@ -183,9 +193,12 @@ static int read_limits(const char *path, limits_t *l, limits_t *cli)
                 rc = -ENOMEM;
                 break;
             }
+            l->supp_from = path;
+            l->supp_line = n;
+            l->supp_dir_len = strlen(l->suppressions) - strlen(value);
             continue;
         }
-        char why[160];
+        char why[256];
         if (set_limit(l, cli, key, value, why, sizeof why)) {
             gmt_cli_error("check: %s:%u: %s", gmt_tty(path), n, gmt_tty(why)); /* quotes the file */
             rc = -EINVAL;
@@ -304,7 +317,7 @@ int gmt_cli_check(int argc, char **argv)
     opterr = 0;
     optind = 1;
     int c;
-    char why[160];
+    char why[256];
     while ((c = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
         const char *key = NULL;
         switch (c) {
@@ -366,7 +379,15 @@ int gmt_cli_check(int argc, char **argv)
         goto out;
     }
     if (lim.suppressions && gmt_cli_supp_load(lim.suppressions, &supp, why, sizeof why)) {
-        gmt_cli_error("check: suppressions %s: %s", lim.suppressions, why);
+        if (!lim.supp_from)
+            gmt_cli_error("check: --suppressions %s: %s", lim.suppressions, why);
+        else if (lim.supp_dir_len) /* the name as written, and where it was looked for */
+            gmt_cli_error("check: %s:%u: suppressions %s (%s, relative to the limits file): %s",
+                          lim.supp_from, lim.supp_line, lim.suppressions + lim.supp_dir_len,
+                          lim.suppressions, why);
+        else
+            gmt_cli_error("check: %s:%u: suppressions %s: %s", lim.supp_from, lim.supp_line,
+                          lim.suppressions, why);
         goto out;
     }
     const char *path = argv[optind];
@@ -480,7 +501,7 @@ int gmt_cli_check(int argc, char **argv)
     size_t broken = 0, nres = rs.n;
     for (size_t i = 0; i < nres; i++)
         if (rs.r[i].failed) {
-            printf("FAIL %s\n", rs.r[i].message);
+            printf("FAIL %s: %s\n", gmt_tty(path), rs.r[i].message);
             broken++;
         }
     if (!broken)

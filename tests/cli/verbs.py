@@ -410,11 +410,13 @@ def case_check(c):
     out, _, _ = c.cli_run("check", r, "--max-leak-bytes", total - 1, rc=1)
     expect(len([l for l in out.splitlines() if l.startswith("FAIL")]) == 1, out)
     expect(f"({total} bytes) exceeds" in out, out)
+    # a FAIL line names the report, as the PASS line does (a CI step may check several)
+    expect(out.startswith(f"FAIL {r}: leaked "), out)
     c.cli_run("check", r, "--max-leak-bytes", "4MiB")
     c.cli_run("check", r, "--max-leak-bytes", "3M", rc=1)
     # two limits broken: two lines
     out, _, _ = c.cli_run("check", r, "--max-leak-bytes", "1K", "--max-peak-bytes", "1M", rc=1)
-    expect(len([l for l in out.splitlines() if l.startswith("FAIL")]) == 2, out)
+    expect(len([l for l in out.splitlines() if l.startswith(f"FAIL {r}: ")]) == 2, out)
     c.cli_run("check", r, "--max-peak-bytes", "1G", "--max-fragmentation", "1")
     c.cli_run("check", r, "--no-errors")
     # bad values are bad usage
@@ -422,13 +424,22 @@ def case_check(c):
                 ["--max-leak-bytes", "-1"], []):
         _, err, _ = c.cli_run("check", r, *bad, rc=2)
         expect(len(err.strip().splitlines()) == 1, f"{bad}: {err}")
+    # a bad value's line says what the key takes
+    _, err, _ = c.cli_run("check", r, "--max-fragmentation", "2", rc=2)
+    expect(one_line(err) and "bad value '2' for max-fragmentation, which takes a ratio from 0 "
+           "to 1" in err, err)
+    _, err, _ = c.cli_run("check", r, "--max-leak-bytes", "12Q", rc=2)
+    expect(one_line(err) and "which takes a size in bytes" in err, err)
     # suppressions: alloc_site_a's 3 MiB no longer count
     supp = c.path("supp.txt")
     with open(supp, "w") as f:
         f.write("# the cache\nalloc_site_a\n")
     c.cli_run("check", r, "--max-leak-bytes", "6000", rc=1)
     c.cli_run("check", r, "--max-leak-bytes", "6000", "--suppressions", supp)
-    c.cli_run("check", r, "--max-leak-bytes", "6000", "--suppressions", c.path("nope"), rc=2)
+    _, err, _ = c.cli_run("check", r, "--max-leak-bytes", "6000", "--suppressions", c.path("nope"),
+                          rc=2)
+    expect(one_line(err) and f"check: --suppressions {c.path('nope')}: cannot be opened" in err,
+           err)
     # limits file beside the project, suppressions relative to it; options win
     proj = c.path("proj")
     os.makedirs(proj)
@@ -440,6 +451,14 @@ def case_check(c):
                 .replace("1 GiB", "1GiB") + "no-errors = true\nsuppressions = supp.txt\n")
     c.cli_run("check", r, "--limits", limits)
     c.cli_run("check", r, "--limits", limits, "--max-leak-bytes", "100", rc=1)
+    # a suppressions file that is not there: the line names the limits file and line, and the
+    # path the name was taken as (relative to the limits file's folder)
+    with open(limits, "a") as f:
+        f.write("suppressions = nosuch.supp\n")
+    _, err, _ = c.cli_run("check", r, "--limits", limits, rc=2)
+    expect(one_line(err) and f"check: {limits}:6: suppressions nosuch.supp "
+           f"({proj}/nosuch.supp, relative to the limits file): cannot be opened (No such file"
+           in err, err)
     with open(limits, "a") as f:
         f.write("max-lake-bytes = 1\n")
     _, err, _ = c.cli_run("check", r, "--limits", limits, rc=2)
@@ -499,7 +518,7 @@ def case_check_limits(c):
     last = many_devices(c, 320, {319})
     out, _, _ = c.cli_run("check", "--max-peak-bytes", "8M", last, rc=1)
     fails = [l for l in out.splitlines() if l.startswith("FAIL")]
-    expect(len(fails) == 1 and fails[0].startswith("FAIL GPU 319 peak 16.00 MiB"),
+    expect(len(fails) == 1 and fails[0].startswith(f"FAIL {last}: GPU 319 peak 16.00 MiB"),
            "the 320th GPU over the limit:\n" + out[-500:])
     junit = c.path("many.xml")
     c.cli_run("check", "--max-peak-bytes", "8M", "--max-leak-bytes", "1G", "--junit", junit,
@@ -522,7 +541,7 @@ def case_check_limits(c):
     c.cli_run("merge", "-o", merged, *ranks)
     out, _, _ = c.cli_run("check", "--max-peak-bytes", "8M", merged, rc=1)
     fails = [l for l in out.splitlines() if l.startswith("FAIL")]
-    expect(len(fails) == 8 and all(l.startswith("FAIL rank 39 GPU ") for l in fails),
+    expect(len(fails) == 8 and all(l.startswith(f"FAIL {merged}: rank 39 GPU ") for l in fails),
            "merged, rank 39's GPUs over the limit:\n" + out[-800:])
     # a limit that cannot be evaluated does not pass: a GPU whose fragmentation ratio or peak
     # is unknown (negative, null, left out: a hand-edited report; a peak read as 0 passed any
@@ -543,8 +562,8 @@ def case_check_limits(c):
 
     for value, path in unknown("fragmentation", "fragmentation", [-1, None], "frag_unknown.json"):
         out, _, _ = c.cli_run("check", "--max-fragmentation", "0.5", path, rc=1)
-        expect(out == "FAIL GPU 0 fragmentation unknown (the report has no ratio for it): "
-               "max-fragmentation 0.5 cannot be checked\n", f"fragmentation {value}: {out!r}")
+        expect(out == f"FAIL {path}: GPU 0 fragmentation unknown (the report has no ratio for "
+               "it): max-fragmentation 0.5 cannot be checked\n", f"fragmentation {value}: {out!r}")
     for value, path in unknown("devices", "peak_bytes", [-5, None], "peak_unknown.json"):
         out, _, _ = c.cli_run("check", "--max-peak-bytes", "1G", path, rc=1)
         fails = [l for l in out.splitlines() if l.startswith("FAIL")]
