@@ -172,10 +172,10 @@ static inline const char *maybe_null(const char *p)
 
 /* Whether name (relative to dirfd) is a regular file the caller may execute: exec of anything
  * else (a missing file, a directory) is sure to fail. */
-static bool file_runnable(int dirfd, const char *name)
+static bool file_runnable(int dirfd, const char *name, int flags)
 {
     struct stat st;
-    return fstatat(dirfd, name, &st, 0) == 0 && S_ISREG(st.st_mode) &&
+    return fstatat(dirfd, name, &st, flags & AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
            faccessat(dirfd, name, X_OK, AT_EACCESS) == 0;
 }
 
@@ -186,7 +186,7 @@ static bool runnable(const char *file, bool search)
 {
     file = maybe_null(file);
     if (!file || !*file) return false;
-    if (!search || strchr(file, '/')) return file_runnable(AT_FDCWD, file);
+    if (!search || strchr(file, '/')) return file_runnable(AT_FDCWD, file, 0);
     const char *path = getenv("PATH");
     if (!path) path = "/bin:/usr/bin";
     size_t flen = strlen(file);
@@ -199,7 +199,7 @@ static bool runnable(const char *file, bool search)
             size_t at = dlen;
             if (dlen) buf[at++] = '/';
             memcpy(buf + at, file, flen + 1);
-            if (file_runnable(AT_FDCWD, buf)) return true;
+            if (file_runnable(AT_FDCWD, buf, 0)) return true;
         }
         if (!*end) return false;
         p = end + 1;
@@ -214,7 +214,7 @@ static bool runnable_at(int dirfd, const char *path, int flags)
     struct stat st;
     if (path && !*path && (flags & AT_EMPTY_PATH))
         return fstat(dirfd, &st) == 0 && S_ISREG(st.st_mode);
-    return path && *path && file_runnable(dirfd, path);
+    return path && *path && file_runnable(dirfd, path, flags);
 }
 
 /* The cheap part first: in a vfork child, a process that does not trace, or one whose final

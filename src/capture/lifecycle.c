@@ -47,6 +47,7 @@ static int had_events;           /* this process recorded a CUDA event (reset af
 static int fork_child;           /* this process is a forked child of a traced one */
 static int my_pid;               /* getpid() at start-up / after fork: a vfork child differs */
 static unsigned snapshot_seq, oom_seq;
+static unsigned exec_taken; /* the highest exec report number this image took */
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int gmt_capture_meminfo(int32_t device, uint64_t *free_bytes, uint64_t *total_bytes);
@@ -63,7 +64,8 @@ enum { FINAL_NONE = 0, FINAL_WRITING = 1, FINAL_DONE = 2 };
  * CUDA, and a program started under a traced one is a helper, a launcher script's or a
  * compiler's, far more often than not; its report, had it used CUDA, says where it went as it
  * starts) and from an image whose predecessor (same pid) wrote its exec report: a program that
- * exec'd a helper after its CUDA work. */
+ * exec'd a helper after its CUDA work (told only by a name with %p: without it, the file may
+ * be an earlier run's). */
 static void nothing_traced(void)
 {
     gmt_track_state_discard();
@@ -71,7 +73,8 @@ static void nothing_traced(void)
         gmt_report_parent_traced())
         return;
     char path[GMT_PATH_MAX];
-    if (gmt_report_path(GMT_REASON_EXEC, 1, path, sizeof path) == 0 && gmt_report_name_taken(path))
+    if (gmt_report_name_has_pid() && gmt_report_path(GMT_REASON_EXEC, 1, path, sizeof path) == 0 &&
+        gmt_report_name_taken(path))
         return;
     gmt_info("no CUDA call was seen; no report written");
 }
@@ -174,12 +177,17 @@ void gmt_capture_quick_exit(void)
  * their report. */
 static unsigned exec_seq(void)
 {
-    char path[GMT_PATH_MAX];
-    unsigned n = 1;
-    for (; n < EXEC_REPORTS_MAX; n++)
-        if (gmt_report_path(GMT_REASON_EXEC, n, path, sizeof path) != 0 ||
-            !gmt_report_name_taken(path))
-            break;
+    /* Two threads of this image that exec at once take two numbers: the highest taken is
+     * claimed here before either report is written (both saw exec-1 free). */
+    unsigned last = __atomic_load_n(&exec_taken, __ATOMIC_ACQUIRE), n;
+    do {
+        char path[GMT_PATH_MAX];
+        for (n = last + 1; n < EXEC_REPORTS_MAX; n++)
+            if (gmt_report_path(GMT_REASON_EXEC, n, path, sizeof path) != 0 ||
+                !gmt_report_name_taken(path))
+                break;
+    } while (!__atomic_compare_exchange_n(&exec_taken, &last, n, false, __ATOMIC_ACQ_REL,
+                                          __ATOMIC_ACQUIRE));
     return n;
 }
 
@@ -480,7 +488,7 @@ void gmt_capture_lifecycle_reset_after_fork(void)
     had_events = 0;
     fork_child = 1;
     my_pid = getpid();
-    snapshot_seq = oom_seq = 0;
+    snapshot_seq = oom_seq = exec_taken = 0;
     /* Every lock and flag a parent thread may have held at the fork starts over (the
      * resolver's and CUPTI's: fork_exec.c, for untraced children too). */
     gmt_report_after_fork();

@@ -141,28 +141,27 @@ void gmt_capture_writer_loader_quiesce(void)
 typedef struct msg_s {
     int type;
     int sig;
-    uint32_t seq; /* a final or exec report asked for: its number, answered in acked_seq */
+    uint32_t seq; /* a final or exec report asked for: its number, answered in answered[] */
 } msg_t;
 
-/* Requests made of the writer thread that wait for it (ask_writer), and the highest one it
- * has answered. A byte on the ack pipe only wakes the waiters: each looks for its own number
- * here, so an answer never goes to another request (an earlier one's, late, or another
- * thread's), and a signal that interrupts the wait does not end it. */
-static uint32_t ask_seq, acked_seq;
+/* Requests made of the writer thread that wait for it (ask_writer), and the answers: the
+ * writer stores a request's number in its slot once it has handled it. A byte on the ack pipe
+ * only wakes the waiters: each looks for its own number in its own slot, so an answer never
+ * goes to another request (an earlier one's, late, or another thread's whose message reached
+ * the writer first: a high-water mark of answers ended that one's wait before its report),
+ * and a signal that interrupts the wait does not end it. ANSWER_SLOTS requests may wait at
+ * once (threads, and signals on them). */
+#define ANSWER_SLOTS 64
+static uint32_t ask_seq, answered[ANSWER_SLOTS];
 /* How long one look at the ack pipe lasts: a waiter whose wake-up another waiter read sees
  * its answer within this. */
 #define ACK_SLICE_MS 10
 
-/* The writer thread's answer to request seq: the highest answered moves up to it (requests
- * may reach the thread out of their numbers' order), and the waiters are woken. */
+/* The writer thread's answer to request seq, and the waiters woken. */
 static bool pipes_ours(void);
 static void answer(uint32_t seq)
 {
-    uint32_t cur = __atomic_load_n(&acked_seq, __ATOMIC_RELAXED);
-    while ((int32_t)(seq - cur) > 0 &&
-           !__atomic_compare_exchange_n(&acked_seq, &cur, seq, false, __ATOMIC_RELEASE,
-                                        __ATOMIC_RELAXED)) {
-    }
+    __atomic_store_n(&answered[seq % ANSWER_SLOTS], seq, __ATOMIC_RELEASE);
     char wake = 1;
     ssize_t w = pipes_ours() ? write(ack_pipe[1], &wake, 1) : 0;
     (void)w;
@@ -441,12 +440,20 @@ void gmt_capture_writer_take_snapshot(void)
 static bool ask_writer(msg_t m)
 {
     m.seq = __atomic_add_fetch(&ask_seq, 1, __ATOMIC_RELAXED);
+    if (m.seq == 0) m.seq = __atomic_add_fetch(&ask_seq, 1, __ATOMIC_RELAXED); /* 0: no answer */
     if (write(writer_pipe[1], &m, sizeof m) != (ssize_t)sizeof m) return false;
     uint64_t deadline = gmt_now_ns() + (uint64_t)WRITER_ACK_TIMEOUT_MS * 1000000u;
     for (;;) {
-        if ((int32_t)(__atomic_load_n(&acked_seq, __ATOMIC_ACQUIRE) - m.seq) >= 0) return true;
+        if (__atomic_load_n(&answered[m.seq % ANSWER_SLOTS], __ATOMIC_ACQUIRE) == m.seq)
+            return true;
         uint64_t now = gmt_now_ns();
-        if (now >= deadline || !pipes_ours()) return true;
+        if (now >= deadline || !pipes_ours()) {
+            if (m.type == MSG_EXEC)
+                say_in_handler("the exec report was not written within 20 s: the exec goes "
+                               "on without it",
+                               "", "");
+            return true;
+        }
         uint64_t left_ms = (deadline - now) / 1000000u + 1;
         struct pollfd p = {.fd = ack_pipe[0], .events = POLLIN};
         if (poll(&p, 1, left_ms < ACK_SLICE_MS ? (int)left_ms : ACK_SLICE_MS) > 0) {

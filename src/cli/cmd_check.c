@@ -380,14 +380,15 @@ int gmt_cli_check(int argc, char **argv)
     }
     if (lim.suppressions && gmt_cli_supp_load(lim.suppressions, &supp, why, sizeof why)) {
         if (!lim.supp_from)
-            gmt_cli_error("check: --suppressions %s: %s", lim.suppressions, why);
+            gmt_cli_error("check: --suppressions %s: %s", gmt_tty(lim.suppressions), why);
         else if (lim.supp_dir_len) /* the name as written, and where it was looked for */
             gmt_cli_error("check: %s:%u: suppressions %s (%s, relative to the limits file): %s",
-                          lim.supp_from, lim.supp_line, lim.suppressions + lim.supp_dir_len,
-                          lim.suppressions, why);
+                          gmt_tty(lim.supp_from), lim.supp_line,
+                          gmt_tty(lim.suppressions + lim.supp_dir_len), gmt_tty(lim.suppressions),
+                          why);
         else
-            gmt_cli_error("check: %s:%u: suppressions %s: %s", lim.supp_from, lim.supp_line,
-                          lim.suppressions, why);
+            gmt_cli_error("check: %s:%u: suppressions %s: %s", gmt_tty(lim.supp_from),
+                          lim.supp_line, gmt_tty(lim.suppressions), why);
         goto out;
     }
     const char *path = argv[optind];

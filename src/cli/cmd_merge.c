@@ -324,9 +324,9 @@ int gmt_cli_merge(int argc, char **argv)
         }
     }
     if (nfinal && nfinal < n) {
-        gmt_cli_error("merge: %zu of the %zu reports (%s%s) were written before their process "
-                      "ended (snapshot, oom or exec) and are left out: merging the %zu final "
-                      "report%s (give only the others to merge those)",
+        gmt_cli_error("merge: warning: %zu of the %zu reports (%s%s) were written before their "
+                      "process ended (snapshot, oom or exec) and are left out: merging the %zu "
+                      "final report%s (give only the others to merge those)",
                       n - nfinal, n, gmt_tty(reps[first_nonfinal].path),
                       n - nfinal > 1 ? ", ..." : "", nfinal, nfinal == 1 ? "" : "s");
         size_t keep = 0;

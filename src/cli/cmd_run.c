@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <strings.h>
 #include <unistd.h>
 
@@ -153,7 +154,14 @@ static int output_absolute(void)
         if (*c == '%') out[n++] = '%';
         out[n++] = *c;
     }
-    int w = snprintf(out + n, sizeof out - n, "%s%s", n > 1 ? "/" : "", v);
+    /* An existing directory keeps saying so with a '/': the library takes a name holding a
+     * '%' (the doubled one of a working directory like a%b) for a file's otherwise. */
+    size_t vlen = strlen(v);
+    struct stat st;
+    bool dir = v[vlen - 1] != '/' && !strchr(v, '%') &&
+               !(vlen >= 5 && strcmp(v + vlen - 5, ".json") == 0) && stat(v, &st) == 0 &&
+               S_ISDIR(st.st_mode);
+    int w = snprintf(out + n, sizeof out - n, "%s%s%s", n > 1 ? "/" : "", v, dir ? "/" : "");
     if (w < 0 || (size_t)w >= sizeof out - n) {
         gmt_cli_error("run: the report's path in %s is too long", gmt_tty(cwd));
         return -1;

@@ -84,12 +84,18 @@ static void meta_line(const gmt_report_t *rep, char *s, size_t len)
         return;
     }
     const char *reason = gmt_report_job_reason(rep);
+    bool known = true; /* every rank's reason (an older merge wrote none): as report's header */
+    for (size_t i = 0; i < rep->nranks; i++)
+        known &= rep->ranks[i].reason != NULL;
     double first, last;
     char ran[64] = "";
     if (gmt_report_job_span(rep, &first, &last))
         snprintf(ran, sizeof ran, ", ran %.3f s (first start to last end)", last - first);
     snprintf(s, len, "merged report of %zu ranks, %s%s%s; report version %d, gpumemtrace %s",
-             rep->nranks, reason ? "every rank ended: " : "ranks ended differently",
+             rep->nranks,
+             reason  ? "every rank ended: "
+             : known ? "ranks ended differently"
+                     : "how the ranks ended is not recorded",
              reason ? reason : "", ran, rep->version, rep->tool_version);
 }
 

@@ -172,6 +172,11 @@ void gmt_report_output_init(void)
     lineage = !pat_pid && gmt_report_parent_traced() ? LINEAGE_EXECED : LINEAGE_ROOT;
 }
 
+bool gmt_report_name_has_pid(void)
+{
+    return pat_pid;
+}
+
 /* A child of a traced process adds its pid to a name without %p: two processes never write
  * one file. A rank in the name is enough for a process started with one (a launcher's
  * workers); a forked child has its parent's rank. */

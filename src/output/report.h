@@ -32,6 +32,8 @@ void gmt_report_process_init(void);
  * directory now, a directory (existing, or a name ending in '/') gets gpumemtrace-%p.json in
  * it, and a process under a traced parent is told apart (docs/configuration.md). */
 void gmt_report_output_init(void);
+/* Whether the report's name holds the pid (%p): a file of that name is this pid's. */
+bool gmt_report_name_has_pid(void);
 /* Whether the parent process has this library loaded (its /proc maps name it); asked once. */
 bool gmt_report_parent_traced(void);
 

@@ -1267,6 +1267,13 @@ def case_exec_signals(ctx):
                   json.load(f)["process"]["reason"], "exit")
     shutil.rmtree(sdir)
     ctx.clear_output()
+    # two threads exec at once: two exec reports (before, both took exec-1, one over the other)
+    ctx.run(["exit_ways", "exec_two"], timeout=60)
+    final = ctx.final_report()
+    pid = final["process"]["pid"]
+    expect_eq("report files of two threads' execs", sorted(ctx.files()),
+              [f"r-{pid}.exec-1.json", f"r-{pid}.exec-2.json", f"r-{pid}.json"])
+    ctx.clear_output()
     for i in range(5):
         ctx.run(["exit_ways", "exec_in_handler"], timeout=60)
         names = ctx.files()
@@ -2109,6 +2116,21 @@ def case_run_output_chdir(ctx):
     check_summary(final, allocs=1, leaked_count=1, leaked_bytes=2 * MIB)
     if not re.fullmatch(r"rel-\d+\.json", ctx.files()[0]):
         fail(f"expected rel-PID.json in the starting directory; files: {ctx.files()}")
+    # -o naming an existing directory, from a working directory whose name holds a '%': the
+    # report goes into the directory (the doubled '%' of the absolute name made the library
+    # take it for a file's name, refuse the directory and write elsewhere)
+    odd = ctx.work.rstrip("/") + "-a%b"
+    os.makedirs(os.path.join(odd, "outdir"), exist_ok=True)
+    try:
+        proc = subprocess.run([ctx.cli, "run", "-o", "outdir", "--", ctx.prog("exit_ways"),
+                               "exec_child"], cwd=odd, env=ctx.env(False, env), text=True,
+                              capture_output=True, timeout=60)
+        got = os.listdir(os.path.join(odd, "outdir"))
+        if proc.returncode != 0 or len(got) != 1 or not got[0].startswith("gpumemtrace-"):
+            fail(f"run -o outdir from {odd}: rc {proc.returncode}, outdir holds {got}; "
+                 f"stderr:\n{proc.stderr}")
+    finally:
+        shutil.rmtree(odd)
 
 
 # ---- without the tracer ----

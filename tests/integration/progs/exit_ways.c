@@ -25,6 +25,8 @@
  * "exec_in_handler": 1 MiB leaked, then cudaMalloc/cudaFree in a loop until SIGALRM (every
  * 3 ms) arrives, whose handler execs /bin/true (10 s without one: exit 97).
  * "exec_nocuda": no CUDA call, then execle of GMT_EXEC_TARGET.
+ * "exec_two": 1 MiB and 20000 allocations live, two threads exec an executable file the kernel
+ * cannot run at once (both fail), then exit 0: two exec reports, exec-1 and exec-2.
  * "vfork": 1 MiB leaked, then a vfork child execs /bin/true: the child writes nothing.
  */
 #include "common.h"
@@ -119,6 +121,39 @@ static int exec_storm(bool fail)
     _exit(0);
 }
 
+static pthread_barrier_t two_start;
+
+static void *exec_junk(void *arg)
+{
+    (void)arg;
+    pthread_barrier_wait(&two_start);
+    errno = 0;
+    int r = execv("./not-a-program", (char *const[]){"not-a-program", NULL});
+    return (void *)(intptr_t)(r == -1 && errno == ENOEXEC);
+}
+
+/* Two threads exec at once (both fail, ENOEXEC) while 20000 allocations are live: each must
+ * get its own exec report (both saw exec-1 free before either was written). */
+static int exec_two(void)
+{
+    exec_leak();
+    for (int i = 0; i < 20000; i++) {
+        void *p = NULL;
+        CK(cudaMalloc(&p, 256));
+    }
+    write_junk("not-a-program");
+    EXPECT(pthread_barrier_init(&two_start, NULL, 2) == 0);
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        EXPECT(pthread_create(&t[i], NULL, exec_junk, NULL) == 0);
+    for (int i = 0; i < 2; i++) {
+        void *ok = NULL;
+        EXPECT(pthread_join(t[i], &ok) == 0 && ok);
+    }
+    EXPECT(unlink("not-a-program") == 0);
+    return 0;
+}
+
 static void on_alrm(int sig)
 {
     (void)sig;
@@ -189,6 +224,7 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "exec_storm") == 0) return exec_storm(false);
     if (strcmp(argv[1], "exec_storm_fail") == 0) return exec_storm(true);
     if (strcmp(argv[1], "exec_in_handler") == 0) return exec_in_handler();
+    if (strcmp(argv[1], "exec_two") == 0) return exec_two();
     if (strcmp(argv[1], "exec_nocuda") == 0) {
         const char *target = getenv("GMT_EXEC_TARGET");
         EXPECT(target != NULL);
