@@ -694,13 +694,23 @@ static bool utf8_cut_at_end(const unsigned char *s, size_t len)
     return true;
 }
 
-/* Whether a text cJSON refused is a report cut short (a writer killed mid-write, a partial
- * copy) rather than one with a syntax error. cJSON cannot say: when the input runs out it
- * reports the last byte (len - 1) as the error's place, inside an unterminated string it
- * reports the string's start, and in a cut literal ("tru") the literal's start. So the text is
- * scanned for what a cut leaves: brackets still open, none closed by the wrong kind, or a
- * string still open; and cJSON's error must lie at the cut, not before it. off is cJSON's
- * error offset. Deeper nesting than cJSON takes is its own error, never a cut. */
+/* One character of a scan of JSON text that skips strings: false for a string's characters
+ * (its quotes included), true for one outside any, where brackets count. */
+static bool json_outside_string(char c, bool *in_string, bool *escaped)
+{
+    if (*in_string) {
+        if (*escaped)
+            *escaped = false;
+        else if (c == '\\')
+            *escaped = true;
+        else if (c == '"')
+            *in_string = false;
+        return false;
+    }
+    if (c == '"') *in_string = true;
+    return !*in_string;
+}
+
 /* Whether the brackets open before off (outside strings) are more than cJSON takes: its error
  * there is the depth, not a syntax error. */
 static bool json_too_deep(const char *text, size_t off)
@@ -709,16 +719,8 @@ static bool json_too_deep(const char *text, size_t off)
     bool in_string = false, escaped = false;
     for (size_t i = 0; i <= off && text[i]; i++) {
         char c = text[i];
-        if (in_string) {
-            if (escaped)
-                escaped = false;
-            else if (c == '\\')
-                escaped = true;
-            else if (c == '"')
-                in_string = false;
-        } else if (c == '"') {
-            in_string = true;
-        } else if (c == '{' || c == '[') {
+        if (!json_outside_string(c, &in_string, &escaped)) continue;
+        if (c == '{' || c == '[') {
             if (++depth > CJSON_NESTING_LIMIT) return true;
         } else if ((c == '}' || c == ']') && depth) {
             depth--;
@@ -727,6 +729,13 @@ static bool json_too_deep(const char *text, size_t off)
     return false;
 }
 
+/* Whether a text cJSON refused is a report cut short (a writer killed mid-write, a partial
+ * copy) rather than one with a syntax error. cJSON cannot say: when the input runs out it
+ * reports the last byte (len - 1) as the error's place, inside an unterminated string it
+ * reports the string's start, and in a cut literal ("tru") the literal's start. So the text is
+ * scanned for what a cut leaves: brackets still open, none closed by the wrong kind, or a
+ * string still open; and cJSON's error must lie at the cut, not before it. off is cJSON's
+ * error offset. Deeper nesting than cJSON takes is its own error, never a cut. */
 static bool json_ends_early(const char *text, size_t len, size_t off)
 {
     enum { MAX_DEPTH = CJSON_NESTING_LIMIT + 1 };
@@ -735,19 +744,12 @@ static bool json_ends_early(const char *text, size_t len, size_t off)
     bool in_string = false, escaped = false;
     for (size_t i = 0; i < len; i++) {
         char c = text[i];
-        if (in_string) {
-            if (escaped)
-                escaped = false;
-            else if (c == '\\')
-                escaped = true;
-            else if (c == '"')
-                in_string = false;
+        bool was_in = in_string;
+        if (!json_outside_string(c, &in_string, &escaped)) {
+            if (in_string && !was_in) string_start = i;
             continue;
         }
-        if (c == '"') {
-            in_string = true;
-            string_start = i;
-        } else if (c == '{' || c == '[') {
+        if (c == '{' || c == '[') {
             if (depth == MAX_DEPTH) return false;
             open_kind[depth++] = (unsigned char)c;
         } else if (c == '}' || c == ']') {
