@@ -449,9 +449,11 @@ static bool ask_writer(msg_t m)
         uint64_t now = gmt_now_ns();
         if (now >= deadline || !pipes_ours()) {
             if (m.type == MSG_EXEC)
-                say_in_handler("the exec report was not written within 20 s: the exec goes "
-                               "on without it",
-                               "", "");
+                say_in_handler("the exec report ",
+                               now >= deadline ? "was not written within 20 s"
+                                               : "may be unwritten (the program closed the "
+                                                 "tracer's pipe)",
+                               ": the exec goes on");
             return true;
         }
         uint64_t left_ms = (deadline - now) / 1000000u + 1;
