@@ -149,15 +149,9 @@ static void *exec_real[EXEC_FUNCS];
 /* The C library's function, looked up at start-up (a vfork child calling exec must not be the
  * first to ask the loader, nor ask it again for one that is not there: execveat before glibc
  * 2.34) or else now; NULL with errno ENOSYS where there is none. */
-static char exec_missing; /* exec_real's mark for a function the C library does not have */
 static void *exec_next(int which)
 {
-    void *f = __atomic_load_n(&exec_real[which], __ATOMIC_ACQUIRE);
-    if (!f) {
-        f = gmt_real_dlsym(RTLD_NEXT, exec_names[which]);
-        __atomic_store_n(&exec_real[which], f ? f : &exec_missing, __ATOMIC_RELEASE);
-    }
-    if (f == &exec_missing) f = NULL;
+    void *f = gmt_real_next(&exec_real[which], exec_names[which]);
     if (!f) errno = ENOSYS;
     return f;
 }
@@ -300,8 +294,6 @@ GMT_EXPORT int execle(const char *path, const char *arg, ...)
 void gmt_capture_exec_init(void)
 {
     if (!gmt_capture_config.follow_exec) drop_from_ld_preload();
-    int saved = errno;
     for (int i = 0; i < EXEC_FUNCS; i++)
-        exec_next(i);
-    errno = saved;
+        gmt_real_next(&exec_real[i], exec_names[i]);
 }

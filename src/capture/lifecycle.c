@@ -199,7 +199,7 @@ bool gmt_capture_exec_wanted(void)
 
 bool gmt_capture_before_exec(bool runnable)
 {
-    if (!runnable || !gmt_capture_exec_wanted()) return false;
+    if (!runnable) return false; /* gmt_capture_exec_wanted was asked first (fork_exec.c) */
     int saved = errno;
     if (__atomic_load_n(&had_events, __ATOMIC_ACQUIRE)) {
         unsigned seq = exec_seq();

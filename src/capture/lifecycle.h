@@ -51,14 +51,14 @@ void gmt_capture_quick_exit(void);
 /* Has the writer thread write the report of an image about to exec (number seq) and waits
  * for it, bounded; false when there is no writer thread or the caller is that thread. */
 bool gmt_capture_writer_exec_report(unsigned seq);
-/* exec (fork_exec.c): before the call, where this is not a vfork child, tracing is on and no
- * final report has begun, the image's report (reason "exec", where it traced something) and the
- * state file's mark that the image exec'd; runnable false skips both (the call is sure to fail).
- * True when the mark was set: the exec's failure must then be told to gmt_capture_exec_failed,
- * which takes it back (errno kept). */
-bool gmt_capture_before_exec(bool runnable);
-/* The part of it that looks at no file: not a vfork child, tracing on, no final report begun. */
+/* exec (fork_exec.c): first gmt_capture_exec_wanted, which looks at no file: not a vfork child,
+ * tracing on, no final report begun. Only then, before the call, gmt_capture_before_exec: the
+ * image's report (reason "exec", where it traced something) and the state file's mark that the
+ * image exec'd; runnable false skips both (the call is sure to fail). True when the mark was
+ * set: the exec's failure must then be told to gmt_capture_exec_failed, which takes it back
+ * (errno kept). */
 bool gmt_capture_exec_wanted(void);
+bool gmt_capture_before_exec(bool runnable);
 void gmt_capture_exec_failed(bool marked);
 /* True once this process recorded a CUDA event (async-signal-safe). */
 bool gmt_capture_had_events(void);

@@ -50,13 +50,9 @@ GMT_EXPORT int gmt_snapshot(const char *path)
  * checked at once, before the program can load other code at the same place. */
 GMT_EXPORT int dlclose(void *handle)
 {
-    static int (*real_dlclose)(void *);
-    int (*f)(void *) = __atomic_load_n(&real_dlclose, __ATOMIC_ACQUIRE);
-    if (!f) {
-        f = (int (*)(void *))(void (*)(void))gmt_real_dlsym(RTLD_NEXT, "dlclose");
-        if (!f) return -1; /* no libdl to forward to: nothing was loaded by it either */
-        __atomic_store_n(&real_dlclose, f, __ATOMIC_RELEASE);
-    }
+    static void *real_dlclose;
+    int (*f)(void *) = (int (*)(void *))gmt_real_next(&real_dlclose, "dlclose");
+    if (!f) return -1; /* no libdl to forward to: nothing was loaded by it either */
     int r = f(handle);
     if (r == 0) gmt_unwind_check_modules();
     return r;
@@ -68,15 +64,11 @@ GMT_EXPORT int dlclose(void *handle)
  * (integration.fds_as_untraced; docs/security.md). */
 GMT_EXPORT int pipe2(int fds[2], int flags)
 {
-    static int (*real_pipe2)(int *, int);
-    int (*f)(int *, int) = __atomic_load_n(&real_pipe2, __ATOMIC_ACQUIRE);
+    static void *real_pipe2;
+    int (*f)(int *, int) = (int (*)(int *, int))gmt_real_next(&real_pipe2, "pipe2");
     if (!f) {
-        f = (int (*)(int *, int))(void (*)(void))gmt_real_dlsym(RTLD_NEXT, "pipe2");
-        if (!f) {
-            errno = ENOSYS;
-            return -1;
-        }
-        __atomic_store_n(&real_pipe2, f, __ATOMIC_RELEASE);
+        errno = ENOSYS;
+        return -1;
     }
     int r = f(fds, flags);
     if (r == 0 && gmt_unwind_pipe_setup && (flags & O_CLOEXEC)) {

@@ -8,6 +8,7 @@
 #include "core/tls.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <limits.h>
 #include <link.h>
 #include <pthread.h>
@@ -42,6 +43,21 @@ NO_SANITIZE void *gmt_real_dlsym(void *handle, const char *name)
 {
     void *(*p)(void *, const char *) = gmt_real_dlsym_resolve();
     return p ? p(handle, name) : NULL;
+}
+
+/* gmt_real_next's mark in a slot for a name with no definition after this library. */
+static char next_missing;
+
+void *gmt_real_next(void **slot, const char *name)
+{
+    void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (!f) {
+        int saved = errno;
+        f = gmt_real_dlsym(RTLD_NEXT, name);
+        errno = saved;
+        __atomic_store_n(slot, f ? f : (void *)&next_missing, __ATOMIC_RELEASE);
+    }
+    return f == (void *)&next_missing ? NULL : f;
 }
 
 #define NEED_REQUIRED    1

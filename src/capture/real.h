@@ -67,6 +67,10 @@ void *gmt_real_libcuda(void);
 
 /* The real dlsym, for the tracer's own lookups (the exported dlsym is the interposer). */
 void *gmt_real_dlsym(void *handle, const char *name);
+/* The next definition of name after this library (RTLD_NEXT: the C library's, for the non-CUDA
+ * functions it interposes), looked up once into *slot and kept there, a name there is none of
+ * too (so a vfork child never asks the loader again); NULL then. errno is left as it was. */
+void *gmt_real_next(void **slot, const char *name);
 /* Resolves (once) and returns the real dlsym; called by the dlsym trampoline. */
 void *(*gmt_real_dlsym_resolve(void))(void *, const char *);
 

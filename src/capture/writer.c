@@ -466,24 +466,26 @@ static bool ask_writer(msg_t m)
     }
 }
 
+/* Whether a report can be asked of the writer thread: it runs, the caller is another thread,
+ * and the pipes are still the tracer's (else the caller writes the report itself). */
+static bool writer_askable(void)
+{
+    return __atomic_load_n(&writer_started, __ATOMIC_ACQUIRE) && writer_pipe[1] >= 0 &&
+           gmt_gettid() != __atomic_load_n(&writer_tid, __ATOMIC_ACQUIRE) && pipes_ours();
+}
+
 bool gmt_capture_writer_final_exit(void)
 {
     unsigned lost = __atomic_load_n(&snapshots_lost, __ATOMIC_RELAXED);
     if (lost)
         gmt_track_warn("%u snapshot signal%s not written: the program closed the tracer's pipe",
                        lost, lost == 1 ? " was" : "s were");
-    if (!__atomic_load_n(&writer_started, __ATOMIC_ACQUIRE) || writer_pipe[1] < 0) return false;
-    if (gmt_gettid() == __atomic_load_n(&writer_tid, __ATOMIC_ACQUIRE)) return false;
-    if (!pipes_ours()) return false; /* the exiting thread writes it */
-    return ask_writer((msg_t){.type = MSG_EXIT});
+    return writer_askable() && ask_writer((msg_t){.type = MSG_EXIT});
 }
 
 bool gmt_capture_writer_exec_report(unsigned seq)
 {
-    if (!__atomic_load_n(&writer_started, __ATOMIC_ACQUIRE) || writer_pipe[1] < 0) return false;
-    if (gmt_gettid() == __atomic_load_n(&writer_tid, __ATOMIC_ACQUIRE)) return false;
-    if (!pipes_ours()) return false; /* the exec'ing thread writes it */
-    return ask_writer((msg_t){.type = MSG_EXEC, .sig = (int)seq});
+    return writer_askable() && ask_writer((msg_t){.type = MSG_EXEC, .sig = (int)seq});
 }
 
 static bool synchronous(int sig)
