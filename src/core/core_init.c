@@ -236,11 +236,6 @@ bool gmt_track_recovered(void)
     return recovered;
 }
 
-bool gmt_track_clean_exit(void)
-{
-    return gmt_track_end_mark() == GMT_REGION_END_EXIT;
-}
-
 unsigned gmt_track_end_mark(void)
 {
     gmt_region_header_t *h = gmt_region_header();

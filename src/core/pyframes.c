@@ -1302,9 +1302,8 @@ __attribute__((noinline)) static uint32_t walk_lookup(const walk_offs_t *op, wal
         uint32_t batch_pos[CODE_BATCH] = {0};
         for (uint32_t i = 0; i < nidx; i++) {
             batch_pos[idx[i]] = i;
-            uint64_t c = raw[base + idx[i]].code;
-            unread[idx[i]] = !ok[idx[i]] && c && (c & 7) == 0 && plausible(c, cr);
             uint64_t code = raw[base + idx[i]].code;
+            unread[idx[i]] = !ok[idx[i]] && code && (code & 7) == 0 && plausible(code, cr);
             if (known && ok[idx[i]] && (code & 7) == 0 &&
                 ld64(heads + (size_t)i * cr + o.ob_type) == o.code_type)
                 known_add(known, code); /* a code object was read there */

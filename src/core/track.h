@@ -307,8 +307,6 @@ uint64_t gmt_track_now_ns(void);
  * configuration) read the state file at path. 0 or a negative errno with one line in err. */
 int gmt_track_recover(const char *path, char *err, size_t errlen);
 bool gmt_track_recovered(void);
-/* The state file's owner wrote its exit report (the file was not left by a kill). */
-bool gmt_track_clean_exit(void);
 /* How the state's owner ended: GMT_REGION_END_* (core/region.h), docs/state.md. */
 unsigned gmt_track_end_mark(void);
 void gmt_track_mark_end(unsigned how);
