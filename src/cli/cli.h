@@ -264,8 +264,10 @@ bool gmt_report_job_span(const gmt_report_t *rep, double *start, double *end);
  * has no such rank. */
 double gmt_report_rank_offset(const gmt_report_t *rep, int64_t rank);
 /* The reason every rank of a merged report gives for its report (merged.ranks[].reason), or
- * NULL when they differ, one is not known, or the report is not a merge. */
-const char *gmt_report_job_reason(const gmt_report_t *rep);
+ * NULL when they differ, one is not known, or the report is not a merge. *known (may be NULL):
+ * whether every rank's reason is known (an older merge wrote none), so that a NULL says they
+ * differ. */
+const char *gmt_report_job_reason(const gmt_report_t *rep, bool *known);
 
 /* Typed field accessors: the value of obj[key] when it exists with that type, else dflt. */
 int64_t gmt_json_int(const cJSON *obj, const char *key, int64_t dflt);

@@ -272,8 +272,6 @@ int gmt_cli_merge(int argc, char **argv)
     int status = GMT_EXIT_USAGE;
     if (!reps || !ranks || !ord) goto out;
     size_t loaded = 0;
-    int64_t max_id = 0;
-    int version = GMT_REPORT_VERSION_MIN;
     for (size_t i = 0; i < n; i++) {
         if (gmt_report_open(argv[optind + (int)i], &reps[i])) goto out;
         loaded++;
@@ -282,9 +280,6 @@ int gmt_cli_merge(int argc, char **argv)
                           gmt_tty(reps[i].path));
             goto out;
         }
-        if (reps[i].version > version) version = reps[i].version;
-        for (size_t k = 0; k < reps[i].nstacks; k++)
-            if (reps[i].stacks[k].id > max_id) max_id = reps[i].stacks[k].id;
         ranks[i] = reps[i].rank;
     }
     /* -o is checked before anything is printed: a target that is not a regular file (the
@@ -343,13 +338,15 @@ int gmt_cli_merge(int argc, char **argv)
             }
         }
         n = keep;
-        max_id = 0;
-        version = GMT_REPORT_VERSION_MIN;
-        for (size_t i = 0; i < n; i++) {
-            if (reps[i].version > version) version = reps[i].version;
-            for (size_t k = 0; k < reps[i].nstacks; k++)
-                if (reps[i].stacks[k].id > max_id) max_id = reps[i].stacks[k].id;
-        }
+    }
+    /* The reports merged: the newest version among them, and their highest stack id (the
+     * stride that keeps every rank's ids apart). */
+    int64_t max_id = 0;
+    int version = GMT_REPORT_VERSION_MIN;
+    for (size_t i = 0; i < n; i++) {
+        if (reps[i].version > version) version = reps[i].version;
+        for (size_t k = 0; k < reps[i].nstacks; k++)
+            if (reps[i].stacks[k].id > max_id) max_id = reps[i].stacks[k].id;
     }
     /* The same run given twice (a file and its copy, or a glob that matched both) would count
      * every leak twice and look like a perfectly even job: said, once per repeated file, and

@@ -365,10 +365,8 @@ static void print_header(const view_t *v)
                rep->imbalance);
         /* the job's end and run time, as report --json has them: the reason every rank
          * gives, and the span from the first rank's start to the last one's end */
-        const char *reason = gmt_report_job_reason(rep);
-        bool known = true; /* every rank's reason (an older merge wrote none) */
-        for (size_t i = 0; i < rep->nranks; i++)
-            known &= rep->ranks[i].reason != NULL;
+        bool known; /* every rank's reason (an older merge wrote none) */
+        const char *reason = gmt_report_job_reason(rep, &known);
         double first, last;
         bool span = gmt_report_job_span(rep, &first, &last);
         if (known || span) {
@@ -741,7 +739,7 @@ static cJSON *group_json(const gmt_group_t *g)
     return o;
 }
 
-/* A number of a merged report's rank: null when the merge did not write it (negative). */
+/* A number of a merged report's rank or job: null when the merge did not write it (negative). */
 static void add_known(cJSON *o, const char *key, double v)
 {
     if (v >= 0)
@@ -793,11 +791,8 @@ static int print_json(const view_t *v)
          * from the first rank's start to the last one's end (null without the ranks' times),
          * and each rank's own are in "ranks", as the text's header shows them. */
         double first, last;
-        add_str_or_null(o, "reason", gmt_report_job_reason(rep));
-        if (gmt_report_job_span(rep, &first, &last))
-            cJSON_AddNumberToObject(o, "duration_s", last - first);
-        else
-            cJSON_AddNullToObject(o, "duration_s");
+        add_str_or_null(o, "reason", gmt_report_job_reason(rep, NULL));
+        add_known(o, "duration_s", gmt_report_job_span(rep, &first, &last) ? last - first : -1);
         cJSON_AddNumberToObject(o, "ranks_total", (double)rep->nranks);
         cJSON *ranks = cJSON_AddArrayToObject(o, "ranks");
         for (size_t i = 0; i < rep->nranks && (long)i < v->top; i++)

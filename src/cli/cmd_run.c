@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "core/config.h"
 #include "core/preload_list.h"
+#include "output/report.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -18,7 +19,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <strings.h>
 #include <unistd.h>
 
@@ -154,13 +154,10 @@ static int output_absolute(void)
         if (*c == '%') out[n++] = '%';
         out[n++] = *c;
     }
-    /* An existing directory keeps saying so with a '/': the library takes a name holding a
-     * '%' (the doubled one of a working directory like a%b) for a file's otherwise. */
-    size_t vlen = strlen(v);
-    struct stat st;
-    bool dir = v[vlen - 1] != '/' && !strchr(v, '%') &&
-               !(vlen >= 5 && strcmp(v + vlen - 5, ".json") == 0) && stat(v, &st) == 0 &&
-               S_ISDIR(st.st_mode);
+    /* A directory's name, by the library's rule, keeps saying so with a '/': the library takes
+     * a name holding a '%' (the doubled one of a working directory like a%b) for a file's
+     * otherwise. */
+    bool dir = v[strlen(v) - 1] != '/' && gmt_report_name_is_dir(v);
     int w = snprintf(out + n, sizeof out - n, "%s%s%s", n > 1 ? "/" : "", v, dir ? "/" : "");
     if (w < 0 || (size_t)w >= sizeof out - n) {
         gmt_cli_error("run: the report's path in %s is too long", gmt_tty(cwd));

@@ -83,10 +83,8 @@ static void meta_line(const gmt_report_t *rep, char *s, size_t len)
                  rep->tool_version);
         return;
     }
-    const char *reason = gmt_report_job_reason(rep);
-    bool known = true; /* every rank's reason (an older merge wrote none): as report's header */
-    for (size_t i = 0; i < rep->nranks; i++)
-        known &= rep->ranks[i].reason != NULL;
+    bool known; /* every rank's reason (an older merge wrote none): as report's header */
+    const char *reason = gmt_report_job_reason(rep, &known);
     double first, last;
     char ran[64] = "";
     if (gmt_report_job_span(rep, &first, &last))

@@ -170,6 +170,12 @@ static double json_time(const cJSON *obj, const char *key)
     return isfinite(t) ? t : 0;
 }
 
+/* json_time of a field a merge may not have written: -1 when it is not there. */
+static double json_time_known(const cJSON *obj, const char *key)
+{
+    return gmt_json_has_num(obj, key) ? json_time(obj, key) : -1;
+}
+
 static int frame_from_json(const cJSON *j, gmt_frame_t *f, int version)
 {
     memset(f, 0, sizeof *f);
@@ -279,23 +285,33 @@ static int build_stacks(gmt_report_t *rep, char *why, size_t why_len)
     return 0;
 }
 
-/* The order of a merged report's groups: bytes, largest first, then rank, stack id, device. */
+/* The order of a merged report's groups and growth suspects: bytes (a suspect's growth),
+ * largest first, then rank, stack id, device. */
+typedef struct merged_key_s {
+    uint64_t bytes;
+    int64_t rank, stack_id, device;
+} merged_key_t;
+
+static int merged_key_cmp(merged_key_t x, merged_key_t y)
+{
+    if (x.bytes != y.bytes) return x.bytes > y.bytes ? -1 : 1;
+    if (x.rank != y.rank) return x.rank < y.rank ? -1 : 1;
+    if (x.stack_id != y.stack_id) return x.stack_id < y.stack_id ? -1 : 1;
+    return (x.device > y.device) - (x.device < y.device);
+}
+
 static int merged_group_cmp(const void *a, const void *b)
 {
     const gmt_group_t *x = a, *y = b;
-    if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
-    if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
-    if (x->stack_id != y->stack_id) return x->stack_id < y->stack_id ? -1 : 1;
-    return (x->device > y->device) - (x->device < y->device);
+    return merged_key_cmp((merged_key_t){x->bytes, x->rank, x->stack_id, x->device},
+                          (merged_key_t){y->bytes, y->rank, y->stack_id, y->device});
 }
 
 static int merged_suspect_cmp(const void *a, const void *b)
 {
     const gmt_suspect_t *x = a, *y = b;
-    if (x->growth_bytes != y->growth_bytes) return x->growth_bytes > y->growth_bytes ? -1 : 1;
-    if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
-    if (x->stack_id != y->stack_id) return x->stack_id < y->stack_id ? -1 : 1;
-    return (x->device > y->device) - (x->device < y->device);
+    return merged_key_cmp((merged_key_t){x->growth_bytes, x->rank, x->stack_id, x->device},
+                          (merged_key_t){y->growth_bytes, y->rank, y->stack_id, y->device});
 }
 
 static int64_t json_rank(const cJSON *obj)
@@ -599,9 +615,9 @@ static int build_model(gmt_report_t *rep, char *why, size_t why_len)
             r->peak_bytes = json_u64(j, "peak_bytes");
             r->leaked_bytes = json_u64(j, "leaked_bytes");
             r->reason = gmt_json_str(j, "reason", NULL);
-            r->start_time = gmt_json_has_num(j, "start_time") ? json_time(j, "start_time") : -1;
-            r->end_time = gmt_json_has_num(j, "end_time") ? json_time(j, "end_time") : -1;
-            r->duration_s = gmt_json_has_num(j, "duration_s") ? json_time(j, "duration_s") : -1;
+            r->start_time = json_time_known(j, "start_time");
+            r->end_time = json_time_known(j, "end_time");
+            r->duration_s = json_time_known(j, "duration_s");
             uint64_t dropped = json_u64(j, "dropped");
             r->dropped = !gmt_json_has_num(j, "dropped") ? -1
                          : dropped > INT64_MAX           ? INT64_MAX
@@ -993,15 +1009,21 @@ double gmt_report_rank_offset(const gmt_report_t *rep, int64_t rank)
     return 0;
 }
 
-const char *gmt_report_job_reason(const gmt_report_t *rep)
+const char *gmt_report_job_reason(const gmt_report_t *rep, bool *known)
 {
     const char *reason = NULL;
+    bool all = true, same = true;
     for (size_t i = 0; i < rep->nranks; i++) {
         const char *r = rep->ranks[i].reason;
-        if (!r || (reason && strcmp(r, reason) != 0)) return NULL;
-        reason = r;
+        if (!r)
+            all = false;
+        else if (reason && strcmp(r, reason) != 0)
+            same = false;
+        else
+            reason = r;
     }
-    return reason;
+    if (known) *known = all;
+    return all && same ? reason : NULL;
 }
 
 int64_t gmt_json_int(const cJSON *obj, const char *key, int64_t dflt)

@@ -138,6 +138,14 @@ static bool ends_json(const char *s, size_t n)
     return n >= 5 && strcmp(s + n - 5, ".json") == 0;
 }
 
+bool gmt_report_name_is_dir(const char *name)
+{
+    size_t n = strlen(name);
+    struct stat st;
+    return n > 0 && (name[n - 1] == '/' || (!ends_json(name, n) && !strchr(name, '%') &&
+                                            stat(name, &st) == 0 && S_ISDIR(st.st_mode)));
+}
+
 void gmt_report_output_init(void)
 {
     const char *pat = gmt_track_config()->output;
@@ -145,13 +153,8 @@ void gmt_report_output_init(void)
     char p[GMT_PATH_MAX];
     snprintf(p, sizeof p, "%s", pat);
     size_t n = strlen(p);
-    /* A directory (a name ending in '/', or an existing directory whose name does not end in
-     * ".json": one that does is a file's name, and a directory there is not replaced, as
-     * report_file.c says): the default name inside it. */
-    struct stat st;
-    bool dir = n > 0 && (p[n - 1] == '/' || (!ends_json(p, n) && !strchr(p, '%') &&
-                                             stat(p, &st) == 0 && S_ISDIR(st.st_mode)));
-    if (dir && n + 1 + sizeof DEFAULT_PATTERN <= sizeof p)
+    /* A directory: the default name inside it. */
+    if (gmt_report_name_is_dir(p) && n + 1 + sizeof DEFAULT_PATTERN <= sizeof p)
         snprintf(p + n, sizeof p - n, "%s%s", p[n - 1] == '/' ? "" : "/", DEFAULT_PATTERN);
     /* Relative: against the working directory now, so that a program that changes it later
      * (Hydra does) still writes where it was started. A '%' in the directory is escaped. */
@@ -248,7 +251,7 @@ int gmt_report_path_noted(gmt_reason_t reason, unsigned seq, char *out, size_t l
         if (insert_before_ext(out, len, &pos, tmp)) return -ENAMETOOLONG;
         if (notes) *notes |= GMT_PATH_PID_ADDED;
     }
-    /* A snapshot's or an out-of-memory report's suffix, "" for the others. */
+    /* A snapshot's, an out-of-memory or an exec report's suffix, "" for the others. */
     char suffix[48] = "";
     if (reason == GMT_REASON_SNAPSHOT || reason == GMT_REASON_OOM || reason == GMT_REASON_EXEC)
         snprintf(suffix, sizeof suffix, ".%s-%u", gmt_reason_name(reason), seq);

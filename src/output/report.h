@@ -32,6 +32,10 @@ void gmt_report_process_init(void);
  * directory now, a directory (existing, or a name ending in '/') gets gpumemtrace-%p.json in
  * it, and a process under a traced parent is told apart (docs/configuration.md). */
 void gmt_report_output_init(void);
+/* Whether GPUMEMTRACE_OUTPUT's name is a directory's, which gets gpumemtrace-%p.json in it: a
+ * name ending in '/', or an existing directory whose name neither ends in ".json" (a file's
+ * name: a directory there is not replaced, as report_file.c says) nor holds a '%'. */
+bool gmt_report_name_is_dir(const char *name);
 /* Whether the report's name holds the pid (%p): a file of that name is this pid's. */
 bool gmt_report_name_has_pid(void);
 /* Whether the parent process has this library loaded (its /proc maps name it); asked once. */
