@@ -555,7 +555,15 @@ static void print_leaks(const view_t *v)
     }
 
     size_t nsuspects = count_suspects(v);
-    if (nsuspects == 0) return;
+    if (nsuspects == 0) {
+        /* Said, as the other sections say (none): a reader otherwise cannot tell "judged, none
+         * rose" from a section left out. No verdict is a verdict of none too (report.md). */
+        if (rep->has_suspects)
+            printf("\n%sGrowth suspects%s: none (no stack's live bytes kept rising; a run too "
+                   "short to judge, or a report recovered from a state file, has none)\n",
+                   BOLD(v), RESET(v));
+        return;
+    }
     printf("\n%sGrowth suspects%s (live bytes kept rising through the run): %" PRIu64 "\n", BOLD(v),
            RESET(v), v->filter ? (uint64_t)nsuspects : rep->suspects_total);
     int rank = 0;

@@ -434,6 +434,7 @@ static int build_model(gmt_report_t *rep, char *why, size_t why_len)
 
     const cJSON *sus = cJSON_GetObjectItemCaseSensitive(l, "growth_suspects");
     if (cJSON_IsArray(sus)) {
+        rep->has_suspects = true;
         ALLOC_ARRAY(suspects, array_len(sus));
         const cJSON *j;
         EACH_ELEMENT(j, sus)

@@ -1600,6 +1600,11 @@ def case_growth_cache(ctx):
     check_clean(rep)
     expect_eq("leaks.growth_suspects", describe_suspects(rep), [])
     check_group(rep, rep["leaks"]["groups"], "gc_cache_grow", bytes=16 * MIB, count=16)
+    # `gpumemtrace report` says there are none, as its other empty sections do.
+    path = os.path.join(ctx.work, f"r-{rep['process']['pid']}.json")
+    out = ctx.run([ctx.cli, "report", path], preload=False).stdout
+    if "Growth suspects: none (" not in out:
+        fail(f"'gpumemtrace report' should say there are no growth suspects:\n{out}")
 
 
 @case("growth_warmup")
