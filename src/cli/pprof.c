@@ -187,9 +187,10 @@ static void add_sample(ctx_t *c, const gmt_group_t *g, bool leak)
     pb_varint(&packed, leak ? g->count : 0);
     pb_varint(&packed, leak ? 0 : g->bytes);
     pb_msg(&smp, 2, &packed);
+    /* GPUs by number, -1 and -2 by name: the Prometheus export's values (-tagfocus 'device=^0$') */
     char dev[32];
     snprintf(dev, sizeof dev, "%" PRId64, g->device);
-    label_str(c, &smp, "device", dev);
+    label_str(c, &smp, "device", gmt_device_name(g->device) ? gmt_device_name(g->device) : dev);
     label_str(c, &smp, "kind", g->kind);
     label_str(c, &smp, "api", g->api);
     if (g->rank >= 0) {

@@ -359,6 +359,18 @@ def case_report_unknown_device(c):
     page = open(c.path("u.html")).read()
     expect('"device":"unknown"' in page and '"device":"host"' not in page,
            "HTML page's device labels: " + str(re.findall(r'"device":"[^"]*"', page)))
+    # pprof labels the groups: one leak group moved to device -2, one to -1 (host)
+    r = json.load(open(u))
+    groups = r["leaks"]["groups"]
+    expect(len(groups) >= 1, f"no leak group to relabel in {u}")
+    groups[0]["device"] = -2
+    groups.append(dict(groups[0], device=-1, kind="host_pinned"))
+    with open(c.path("u2.json"), "w") as f:
+        json.dump(r, f)
+    c.cli_run("export", c.path("u2.json"), "--format", "pprof", "-o", c.path("u.pb.gz"))
+    _, strings = pprof_fields(c.path("u.pb.gz"))
+    expect("unknown" in strings and "host" in strings and "-2" not in strings
+           and "-1" not in strings, f"pprof device labels: {strings}")
 
 
 @case
