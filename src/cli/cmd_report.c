@@ -10,6 +10,7 @@
  * report model (report_load.c).
  */
 #include "cli/cli.h"
+#include "output/module_class.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -246,6 +247,12 @@ static void print_stack(const view_t *v, const gmt_stack_t *st, int64_t stack_id
         }
     bool any_python = first_py < st->n;
     size_t shown = 0, folded = 0, i = 0; /* shown: Python frames when there are any */
+    /* A static CUDA runtime's frames at the innermost end, which the tracer cuts where it
+     * could name them when it wrote the report (a signal's or an oom report names them only
+     * here): cut alike, as a shared runtime's are. */
+    while (i + 1 < st->n && !st->frames[i].python &&
+           gmt_symbol_is_cuda_runtime(st->frames[i].symbol))
+        i++;
     for (; i < st->n && shown < FRAMES_SHOWN; i++) {
         const gmt_frame_t *f = &st->frames[i];
         if (any_python && !f->python && (i >= first_py || i >= NATIVE_INNER_SHOWN)) {

@@ -137,7 +137,8 @@ const gmt_frame_t *gmt_user_frame(const gmt_stack_t *stack)
     if (any_python) return any_python;
     for (size_t i = 0; i < stack->n; i++) {
         const gmt_frame_t *f = &stack->frames[i];
-        if (gmt_module_is_user_code(f->module)) return f;
+        /* A static runtime's frames are the program module's: not the user's code. */
+        if (gmt_module_is_user_code(f->module) && !gmt_symbol_is_cuda_runtime(f->symbol)) return f;
     }
     return &stack->frames[0];
 }

@@ -38,3 +38,27 @@ bool gmt_module_is_user_code(const char *path)
            !has_prefix(path, framework_prefixes,
                        sizeof framework_prefixes / sizeof framework_prefixes[0]);
 }
+
+/* The runtime API calls that allocate or release (api.def's RUNTIME lines): with a static
+ * runtime these sit between its own functions and the program's call. Other runtime calls keep
+ * their frames: a program's own function named cudaSomething is not hidden by a prefix. */
+static const char *const runtime_api_names[] = {
+#define LAYER_RUNTIME(name) #name,
+#define LAYER_DRIVER(name)
+#define GMT_HOOK(name, layer, need, role, ret, params, args) LAYER_##layer(name)
+#include "../api.def"
+#undef GMT_HOOK
+#undef LAYER_DRIVER
+#undef LAYER_RUNTIME
+};
+
+bool gmt_symbol_is_cuda_runtime(const char *symbol)
+{
+    if (!symbol) return false;
+    if (strncmp(symbol, "libcudart_static_", 17) == 0 || strncmp(symbol, "__cuda", 6) == 0)
+        return true;
+    if (strncmp(symbol, "cuda", 4) != 0) return false;
+    for (size_t i = 0; i < sizeof runtime_api_names / sizeof runtime_api_names[0]; i++)
+        if (strcmp(symbol, runtime_api_names[i]) == 0) return true;
+    return false;
+}

@@ -13,5 +13,11 @@ bool gmt_module_is_internal(const char *path);
 /* False for those and for the libraries no user writes (CUDA's math and communication
  * libraries, PyTorch, JAX, CuPy, CPython, the C and C++ runtimes, the loader) and for NULL. */
 bool gmt_module_is_user_code(const char *path);
+/* True for a frame of the CUDA runtime linked into another module (nvcc's default,
+ * `-cudart static`: the runtime's code is the program's, or a Python extension's), known by
+ * its symbol: the static runtime's own functions (`libcudart_static_<hash>`, `__cuda*`) and
+ * the runtime API calls src/api.def hooks. NULL: false. Trimmed as the shared runtime's
+ * module is, where a stack's innermost frames are named. */
+bool gmt_symbol_is_cuda_runtime(const char *symbol);
 
 #endif

@@ -12,10 +12,12 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/pyframes.h"
 #include "core/tls.h"
 #include "core/track.h"
 #include "growth.h"
 #include "json_writer.h"
+#include "module_class.h"
 #include "report_file.h"
 #include "report_python.h"
 #include "sections.h"
@@ -290,16 +292,27 @@ static void visit_live(const gmt_record_t *r, void *ctx)
         l->ranges[l->nranges++] = gmt_range_make(r->key, r->size, r->device, r->kind);
 }
 
-/* The first frame of a stack the report shows: the innermost run of internal frames (tracer,
- * libcuda, libcudart, CUPTI) is cut, unless every frame is internal. */
+/* A frame the report cuts from a stack's innermost end: the tracer's, libcuda's, libcudart's,
+ * CUPTI's, and the CUDA runtime's where it is linked into the program (by its symbol: libdw's
+ * name, or dladdr's where there is no libdw). */
+static bool frame_internal(uint64_t frame)
+{
+    if (gmt_py_is_frame(frame)) return false;
+    gmt_frame_info_t fi;
+    gmt_symbolize(frame, &fi);
+    if (fi.internal) return true;
+    gmt_symrep_names_t names;
+    gmt_symrep_names(frame, &names);
+    return gmt_symbol_is_cuda_runtime(names.symbol) || gmt_symbol_is_cuda_runtime(fi.symbol);
+}
+
+/* The first frame of a stack the report shows: the innermost run of internal frames is cut,
+ * unless every frame is internal. */
 static uint32_t first_shown(const uint64_t *f, uint32_t depth)
 {
     uint32_t first = 0;
-    for (; f && first < depth; first++) {
-        gmt_frame_info_t fi;
-        gmt_symbolize(f[first], &fi);
-        if (!fi.internal) break;
-    }
+    for (; f && first < depth; first++)
+        if (!frame_internal(f[first])) break;
     return f && first == depth ? 0 : first;
 }
 

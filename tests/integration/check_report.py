@@ -867,6 +867,38 @@ def case_driver_only(ctx):
                            "cuMemAllocPitch_v2": 1, "cuMemAllocHost_v2": 1})
 
 
+@case("static_runtime")
+def case_static_runtime(ctx):
+    # A program with the CUDA runtime linked in (nvcc's default): the runtime's frames are the
+    # program's module's, cut by their names as a shared libcudart's are by module, so the
+    # stack and `gpumemtrace report`'s headline start at the program's own call.
+    ctx.run(["static_runtime"])
+    rep = ctx.final_report()
+    check_clean(rep)
+    groups = rep["leaks"]["groups"]
+    # check_group: the stack's first frame is sr_load_weights
+    check_group(rep, groups, "sr_load_weights", api="cuMemAlloc_v2", kind="device",
+                bytes=8 * MIB, count=1, library="static_runtime")
+    path = os.path.join(ctx.work, f"r-{rep['process']['pid']}.json")
+    out = ctx.run([ctx.cli, "report", path], preload=False).stdout
+    if not re.search(r"-> sr_load_weights .*\n +at sr_load_weights ", out):
+        fail(f"'gpumemtrace report' should start the stack at sr_load_weights:\n{out}")
+    # A signal's report names frames by dladdr: the static function stays, unnamed, in the
+    # report's stack; `gpumemtrace report` names it from the file and cuts it all the same.
+    for f in ctx.files():
+        os.unlink(os.path.join(ctx.work, f))
+    ctx.run(["static_runtime", "term"], expect_rc=-15)
+    reps = ctx.reports()
+    expect_eq("reports after SIGTERM", len(reps), 1)
+    name, rep = next(iter(reps.items()))
+    expect_eq("reason", rep["process"]["reason"], "signal")
+    out = ctx.run([ctx.cli, "report", os.path.join(ctx.work, name)], preload=False).stdout
+    if not re.search(r"-> sr_load_weights .*\n +at sr_load_weights ", out) or \
+            re.search(r"at (libcudart_static_|cudaMalloc )", out):
+        fail(f"'gpumemtrace report' of the signal's report should cut the runtime's frames:\n"
+             f"{out}")
+
+
 @case("getprocaddress")
 def case_getprocaddress(ctx):
     ctx.run(["getprocaddress"])

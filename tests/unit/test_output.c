@@ -572,6 +572,19 @@ static void test_module_classes(void **state)
     assert_true(gmt_module_is_user_code("/home/u/train"));
     assert_true(gmt_module_is_user_code("/home/u/libcuda_kernels_of_mine/libmodel.so"));
     assert_true(gmt_module_is_user_code("libcontrol.so"));
+    /* A static runtime's frames, by symbol: its own functions and the hooked API calls; not a
+     * program's function that merely starts alike, nor another runtime call. */
+    assert_true(gmt_symbol_is_cuda_runtime("libcudart_static_5382377d5c772c9d197c0cda9fd9742ee"));
+    assert_true(gmt_symbol_is_cuda_runtime("__cudaRegisterFatBinary"));
+    assert_true(gmt_symbol_is_cuda_runtime("cudaMalloc"));
+    assert_true(gmt_symbol_is_cuda_runtime("cudaMallocAsync_ptsz"));
+    assert_true(gmt_symbol_is_cuda_runtime("cudaFree"));
+    assert_false(gmt_symbol_is_cuda_runtime("cudaMallocChecked"));
+    assert_false(gmt_symbol_is_cuda_runtime("cudaStreamSynchronize"));
+    assert_false(gmt_symbol_is_cuda_runtime("load_weights"));
+    assert_false(gmt_symbol_is_cuda_runtime("cuMemAlloc_v2"));
+    assert_false(gmt_symbol_is_cuda_runtime(""));
+    assert_false(gmt_symbol_is_cuda_runtime(NULL));
 }
 
 int main(void)
