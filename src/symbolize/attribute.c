@@ -87,3 +87,55 @@ int gmt_attr_pick(const char *const *modules, const char *const *symbols, int n)
     }
     return -1;
 }
+
+bool gmt_attr_is_interpreter(const char *module_path)
+{
+    const char *b = gmt_attr_basename(module_path);
+    if (!b) return false;
+    return fnmatch("libpython[0-9]*", b, 0) == 0 || strcmp(b, "python") == 0 ||
+           fnmatch("python[0-9]*", b, 0) == 0;
+}
+
+/* The path's part after the last site-packages/ or dist-packages/ folder, or NULL. */
+static const char *after_packages(const char *path)
+{
+    const char *best = NULL;
+    for (const char *p = path; (p = strstr(p, "-packages/")) != NULL; p++) {
+        if (p - path >= 5 && (strncmp(p - 5, "/site", 5) == 0 || strncmp(p - 5, "/dist", 5) == 0))
+            best = p + strlen("-packages/");
+    }
+    return best;
+}
+
+/* The first path component of rest into buf, cut at `stop` (a '.' ending a module's name:
+ * "six.py", "_cffi_backend.cpython-312-x86_64-linux-gnu.so"), or NULL. */
+static const char *top_component(const char *rest, char *buf, size_t len)
+{
+    size_t n = strcspn(rest, "/");
+    if (rest[n] != '/') n = strcspn(rest, "."); /* a module file at the top level */
+    if (n == 0 || n >= len) return NULL;
+    memcpy(buf, rest, n);
+    buf[n] = '\0';
+    return buf;
+}
+
+const char *gmt_attr_python_library(const char *file, char *buf, size_t len)
+{
+    if (!file || !*file || !buf || len == 0) return NULL;
+    const char *rest = after_packages(file);
+    if (rest) return top_component(rest, buf, len);
+    const char *b = gmt_attr_basename(file);
+    size_t n = strlen(b);
+    if (n == 0 || n >= len) return NULL;
+    memcpy(buf, b, n + 1);
+    return buf;
+}
+
+const char *gmt_attr_extension_library(const char *module_path, char *buf, size_t len)
+{
+    const char *b = gmt_attr_basename(module_path);
+    if (!b || !buf || len == 0) return NULL;
+    if (fnmatch("*.cpython-*.so", b, 0) != 0 && fnmatch("*.abi3.so", b, 0) != 0) return NULL;
+    const char *rest = after_packages(module_path);
+    return rest ? top_component(rest, buf, len) : NULL;
+}

@@ -13,6 +13,7 @@
 #define GMT_SYMBOLIZE_ATTRIBUTE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 /* True when a frame in module_path (full path or basename; may be NULL) with symbol (mangled
  * or demangled; NULL when unknown) is allocator or runtime machinery. */
@@ -24,5 +25,21 @@ int gmt_attr_pick(const char *const *modules, const char *const *symbols, int n)
 
 /* The part of a path after the last '/'. */
 const char *gmt_attr_basename(const char *path);
+
+/* True for the Python interpreter's module (libpython3.*, or a python / python3.* binary that
+ * has it linked in): a frame there charges the bytes to the Python code above it. */
+bool gmt_attr_is_interpreter(const char *module_path);
+
+/* The library a Python source file belongs to, into buf: the top-level package of a file under
+ * site-packages or dist-packages ("cupy" for .../site-packages/cupy/_creation/basic.py, "six"
+ * for .../site-packages/six.py), else the file's name ("train.py"). buf, or NULL when there is
+ * no name or it does not fit in len bytes. */
+const char *gmt_attr_python_library(const char *file, char *buf, size_t len);
+
+/* The same for a native module that is a Python extension (*.cpython-*.so, *.abi3.so) under
+ * site-packages or dist-packages: its top-level package ("cupy" for
+ * .../site-packages/cupy/_core/core.cpython-312-x86_64-linux-gnu.so). NULL for any other
+ * module (charged by its basename) or when the name does not fit. */
+const char *gmt_attr_extension_library(const char *module_path, char *buf, size_t len);
 
 #endif

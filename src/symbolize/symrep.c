@@ -22,6 +22,7 @@
 #define GMT_MAX_MODS  2048
 #define GMT_MOD_SLOTS 4096
 #define GMT_MAX_LIBS  255
+#define GMT_LIB_NAME  64 /* a Python package's or script's name (attribute.h), NUL included */
 
 typedef struct mod_s {
     uint64_t start, end; /* mapped range: first PT_LOAD's page to the last PT_LOAD's end */
@@ -48,6 +49,7 @@ static struct {
     int16_t *lib_of; /* per stack id: 0 unknown, -1 none, else 1 + index into libs */
     uint32_t max_ids;
     lib_t libs[GMT_MAX_LIBS];
+    char lib_names[GMT_MAX_LIBS][GMT_LIB_NAME]; /* the names made here, not a module's */
     int nlibs;
 } S;
 
@@ -372,13 +374,34 @@ void gmt_symrep_write_frame(jw_t *w, uint64_t addr)
 
 /* ---- libraries -------------------------------------------------------------------------- */
 
-static int lib_index(const char *name)
+/* name: a module's string (lives as long as the report), or one made in a caller's buffer
+ * (made: copied here, GMT_LIB_NAME bytes at most). */
+static int lib_index(const char *name, bool made)
 {
     for (int i = 0; i < S.nlibs; i++)
         if (strcmp(S.libs[i].name, name) == 0) return i;
     if (S.nlibs >= GMT_MAX_LIBS) return -1;
+    if (made) {
+        snprintf(S.lib_names[S.nlibs], GMT_LIB_NAME, "%s", name);
+        name = S.lib_names[S.nlibs];
+    }
     S.libs[S.nlibs] = (lib_t){.name = name};
     return S.nlibs++;
+}
+
+/* The Python code a stack's interpreter frame at fr[0] runs: the innermost Python frame past
+ * it charges the bytes to its package or script (attribute.h). -1: none, or no name. */
+static int python_library(const uint64_t *fr, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        if (!gmt_py_is_frame(fr[i])) continue;
+        gmt_py_frame_t pf;
+        gmt_py_resolve(fr[i], &pf);
+        char buf[GMT_LIB_NAME];
+        const char *name = gmt_attr_python_library(pf.file, buf, sizeof buf);
+        return name ? lib_index(name, true) : -1;
+    }
+    return -1;
 }
 
 static int attribute_stack(uint32_t id)
@@ -391,7 +414,15 @@ static int attribute_stack(uint32_t id)
         resolve(fr[i], &f);
         if (!f.module || !*f.module) continue;
         if (gmt_attr_frame_internal(f.module, f.symbol)) continue;
-        return lib_index(gmt_attr_basename(f.module));
+        /* Reached through the interpreter (ctypes, a binding's Python code): the Python code
+         * that called, not python3.X, which every such stack passes through. */
+        if (gmt_attr_is_interpreter(f.module)) {
+            int k = python_library(fr + i, depth - i);
+            if (k >= 0) return k;
+        }
+        char buf[GMT_LIB_NAME];
+        const char *ext = gmt_attr_extension_library(f.module, buf, sizeof buf);
+        return ext ? lib_index(ext, true) : lib_index(gmt_attr_basename(f.module), false);
     }
     return -1;
 }

@@ -614,7 +614,11 @@ def cupy(c):
                           rep["summary"].get("allocs"))
         c.expect_true(f"{name} leaked_bytes >= kept arrays' bytes ({st.get('kept_bytes')})",
                       leaked >= st.get("kept_bytes", 0), leaked)
-        c.note(f"{name}: cuMemAlloc_v2={drv} cudaMalloc={rt} leaked={leaked}")
+        # Charged to CuPy: its extension module (pool) or its Python code (no pool, through
+        # the interpreter), never to python3.X (docs/symbols.md, "Library attribution")
+        libs = [l.get("library") for l in (rep.get("summary") or {}).get("libraries") or []]
+        c.expect(f"{name} summary.libraries", libs[:1], ["cupy"])
+        c.note(f"{name}: cuMemAlloc_v2={drv} cudaMalloc={rt} leaked={leaked} libraries={libs}")
 
 
 @case

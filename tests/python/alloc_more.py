@@ -22,6 +22,10 @@
            frames of recursion (more than the 64 Python frames kept), then 17000 exec'd
            strings each allocating and freeing (more code objects than the cache holds), and
            a leak of 23 MiB from code whose file name is 1,508 characters (cut, marked)
+  library  a leak of 37 MiB made by a package's own ctypes call (gmtpkg, written under a
+           folder named site-packages in a temporary directory) and one of 41 MiB by this
+           file's alloc(),
+           both through ctypes: the report charges them to "gmtpkg" and "alloc_more.py"
   idle     (third argument: native_thread.c's library) a pthread holding a Python thread
            state that runs no Python code, as PyTorch's autograd engine threads do, makes
            1000 cudaMalloc/cudaFree pairs and leaks its last allocation (29 MiB)
@@ -181,6 +185,20 @@ elif sys.argv[2] == "limits":
         exec(code.replace(co_firstlineno=k + 1), {"alloc_free": alloc_free})
 elif sys.argv[2] == "reuse":
     reuse(8)
+elif sys.argv[2] == "library":
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        pkg = os.path.join(tmp, "lib", "site-packages", "gmtpkg")
+        os.makedirs(pkg)
+        with open(os.path.join(pkg, "__init__.py"), "w") as f:
+            f.write("import ctypes\n\n\ndef make(cudart, keep, size):\n"
+                    "    p = ctypes.c_void_p()\n"
+                    "    assert cudart.cudaMalloc(ctypes.byref(p), size) == 0\n"
+                    "    keep.append(p)\n")
+        sys.path.insert(0, os.path.dirname(pkg))
+        import gmtpkg
+        gmtpkg.make(cudart, keep, 37 << 20)
+    alloc(41 << 20)  # TAG:library_own
 elif sys.argv[2] == "fork":
     parent_alloc()
     pid = os.fork()

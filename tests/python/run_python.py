@@ -432,6 +432,27 @@ def case_paths(args):
     print(f"ok: each path keeps its own stack at line {tags['path_alloc']}, {noted} walks noted")
 
 
+def case_library(args):
+    """A CUDA call made from Python through ctypes passes through the interpreter: its bytes
+    are charged to the Python code that called (a package's top-level name under
+    site-packages, else the script's file name), not to python3.X, in the groups and in
+    summary.libraries; a native library between the two keeps its own (case_paths)."""
+    reps, _ = run_more(args, "library")
+    (rep,) = reps.values()
+    groups = {g["bytes"]: g for g in rep["leaks"]["groups"]}
+    want = {37 << 20: "gmtpkg", 41 << 20: "alloc_more.py"}
+    got = {size: (groups.get(size) or {}).get("library") for size in want}
+    if got != want:
+        fail(f"leak groups' library {got}, want {want}")
+    libs = {l["library"]: l["exit_bytes"] for l in rep["summary"]["libraries"]}
+    for size, name in want.items():
+        if libs.get(name, 0) < size:
+            fail(f"summary.libraries {libs}: {name} should hold at least {size} B at exit")
+    if any(n.startswith(("python", "libpython")) for n in libs):
+        fail(f"summary.libraries charges the interpreter: {libs}")
+    print(f"ok: libraries {libs}")
+
+
 def case_reuse(args):
     """Code objects made at the addresses of freed ones, with the same file, name and first
     line (exec of one string after another; a function compiled again with a line moved):
@@ -675,7 +696,7 @@ def main():
     {"frames": case_frames, "off": case_off, "cli": case_cli,
      "unsupported": case_unsupported, "fork": case_fork, "threads": case_threads,
      "shallow": case_shallow, "steady": case_steady, "lines": case_lines, "nested": case_nested, "paths": case_paths,
-     "idle": case_idle, "notpython": case_notpython,
+     "library": case_library, "idle": case_idle, "notpython": case_notpython,
      "recover": case_recover, "reuse": case_reuse,
      "limits": case_limits, "suppress": case_suppress}[args.case](args)
 

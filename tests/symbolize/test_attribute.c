@@ -80,12 +80,58 @@ static void picks_first_outside(void **state)
     assert_null(gmt_attr_basename(NULL));
 }
 
+static void python_names(void **state)
+{
+    (void)state;
+    char b[64];
+    /* The interpreter's modules, not a library that starts alike. */
+    assert_true(gmt_attr_is_interpreter("/usr/lib/x86_64-linux-gnu/libpython3.12.so.1.0"));
+    assert_true(gmt_attr_is_interpreter("/root/.pyenv/versions/3.11.7/bin/python3.11"));
+    assert_true(gmt_attr_is_interpreter("/usr/bin/python3"));
+    assert_true(gmt_attr_is_interpreter("python"));
+    assert_false(gmt_attr_is_interpreter("/site-packages/torch/lib/libtorch_python.so"));
+    assert_false(gmt_attr_is_interpreter("/home/u/pythonic"));
+    assert_false(gmt_attr_is_interpreter(NULL));
+    /* A source file: its top-level package under site- or dist-packages, else its name. */
+    assert_string_equal(gmt_attr_python_library(
+                            "/v/lib/python3.12/site-packages/cupy/_creation/basic.py", b, sizeof b),
+                        "cupy");
+    assert_string_equal(
+        gmt_attr_python_library("/usr/lib/python3/dist-packages/six.py", b, sizeof b), "six");
+    assert_string_equal(
+        gmt_attr_python_library("/a/site-packages/x/site-packages/inner/m.py", b, sizeof b),
+        "inner"); /* the last one */
+    assert_string_equal(gmt_attr_python_library("/home/u/train.py", b, sizeof b), "train.py");
+    assert_string_equal(gmt_attr_python_library("<string>", b, sizeof b), "<string>");
+    assert_null(gmt_attr_python_library("/home/u/project-packages/m.py", b, 3)); /* too long */
+    assert_null(gmt_attr_python_library("/v/site-packages/", b, sizeof b));
+    assert_null(gmt_attr_python_library(NULL, b, sizeof b));
+    assert_null(gmt_attr_python_library("", b, sizeof b));
+    /* A Python extension module under site-packages: its package; any other module: NULL. */
+    assert_string_equal(
+        gmt_attr_extension_library(
+            "/v/site-packages/cupy/_core/core.cpython-312-x86_64-linux-gnu.so", b, sizeof b),
+        "cupy");
+    assert_string_equal(
+        gmt_attr_extension_library("/v/site-packages/_cffi_backend.cpython-312-x86_64-linux-gnu.so",
+                                   b, sizeof b),
+        "_cffi_backend");
+    assert_string_equal(
+        gmt_attr_extension_library("/v/site-packages/pkg/_ext.abi3.so", b, sizeof b), "pkg");
+    assert_null(
+        gmt_attr_extension_library("/v/site-packages/torch/lib/libtorch_cuda.so", b, sizeof b));
+    assert_null(gmt_attr_extension_library("/home/u/build/ext.cpython-312-x86_64-linux-gnu.so", b,
+                                           sizeof b));
+    assert_null(gmt_attr_extension_library(NULL, b, sizeof b));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(whole_modules),
         cmocka_unit_test(by_symbol),
         cmocka_unit_test(picks_first_outside),
+        cmocka_unit_test(python_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
