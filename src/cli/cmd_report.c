@@ -11,6 +11,7 @@
  */
 #include "cli/cli.h"
 #include "output/module_class.h"
+#include "symbolize/attribute.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -238,7 +239,8 @@ static void print_stack(const view_t *v, const gmt_stack_t *st, int64_t stack_id
     /* With Python frames in the stack the user's lines come first: the native frames inside
      * the innermost Python frame (the library that allocated) are shown, at most
      * NATIVE_INNER_SHOWN of them, then the Python frames; the native glue between Python
-     * frames (the interpreter, ctypes, bindings) is folded and counted, never dropped. */
+     * frames (the interpreter, ctypes, bindings) and ctypes' call glue (libffi) inside them
+     * are folded and counted, never dropped. */
     size_t first_py = st->n;
     for (size_t i = 0; i < st->n; i++)
         if (st->frames[i].python) {
@@ -255,7 +257,8 @@ static void print_stack(const view_t *v, const gmt_stack_t *st, int64_t stack_id
         i++;
     for (; i < st->n && shown < FRAMES_SHOWN; i++) {
         const gmt_frame_t *f = &st->frames[i];
-        if (any_python && !f->python && (i >= first_py || i >= NATIVE_INNER_SHOWN)) {
+        if (any_python && !f->python &&
+            (i >= first_py || i >= NATIVE_INNER_SHOWN || gmt_attr_is_call_glue(f->module))) {
             folded++;
             continue;
         }

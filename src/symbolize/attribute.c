@@ -88,6 +88,12 @@ int gmt_attr_pick(const char *const *modules, const char *const *symbols, int n)
     return -1;
 }
 
+bool gmt_attr_is_call_glue(const char *module_path)
+{
+    return module_path && (module_matches("libffi.so*", module_path) ||
+                           module_matches("_ctypes*.so", module_path));
+}
+
 bool gmt_attr_is_interpreter(const char *module_path)
 {
     const char *b = gmt_attr_basename(module_path);

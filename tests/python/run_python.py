@@ -586,6 +586,9 @@ def case_cli(args):
     want = f"alloc_leaks.py:{tags['forward']}"
     if want not in p.stdout or "forward" not in p.stdout:
         fail(f"`gpumemtrace report` does not show {want} in forward")
+    # ctypes' call glue (libffi) between the Python call and cudaMalloc is folded, not shown
+    if re.search(r"^ +at .*libffi", p.stdout, re.M):
+        fail("`gpumemtrace report` shows libffi frames: they are ctypes' glue")
     print("ok: terminal names", want)
 
 
