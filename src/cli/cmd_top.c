@@ -13,10 +13,12 @@
  */
 #include "cli/cli.h"
 
+#include "core/pyframes.h"
 #include "core/stats.h"
 #include "core/track.h"
 #include "output/report.h"
 #include "output/symbolize.h"
+#include "symbolize/attribute.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -29,10 +31,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define DEFAULT_TOP      10
-#define FRAMES_SHOWN     3
-#define MAX_TOP          1000
-#define DEFAULT_INTERVAL 1.0
+#define DEFAULT_TOP        10
+#define FRAMES_SHOWN       3
+#define NATIVE_INNER_SHOWN 1 /* native frames shown inside a stack's Python frames */
+#define MAX_TOP            1000
+#define DEFAULT_INTERVAL   1.0
 
 bool gmt_cli_state_usable(const char *verb, const char *path)
 {
@@ -178,22 +181,54 @@ static bool owner_running(int32_t pid)
     return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
 }
 
+static void print_python_frame(uint64_t word)
+{
+    gmt_py_frame_t pf;
+    gmt_py_resolve(word, &pf); /* from the job's code cache in the state file */
+    printf("        %s ", pf.function ? gmt_tty(pf.function) : "?");
+    printf("%s", pf.file ? gmt_tty(pf.file) : "?");
+    if (pf.line >= 0)
+        printf(":%d\n", pf.line);
+    else
+        putchar('\n');
+}
+
+/* As `report` shows a stack: the tracer's, the driver's and the runtime's frames cut; with
+ * Python frames, one native frame inside them (the library that allocated) and then the
+ * Python lines, the interpreter's and ctypes' glue between them counted, not shown. */
 static void print_frames(gmt_stacks_t *st, uint32_t id)
 {
     uint32_t depth = 0;
     const uint64_t *f = gmt_stacks_frames(st, id, &depth);
-    int shown = 0;
+    bool python = false;
+    for (uint32_t i = 0; f && i < depth && !python; i++)
+        python = gmt_py_is_frame(f[i]);
+    int shown = 0, native = 0, folded = 0;
     for (uint32_t i = 0; f && i < depth && shown < FRAMES_SHOWN; i++) {
+        if (gmt_py_is_frame(f[i])) {
+            print_python_frame(f[i]);
+            shown++;
+            continue;
+        }
         gmt_frame_info_t fi;
         gmt_symbolize(f[i], &fi);
         if (fi.internal) continue;
+        if (python && (native >= NATIVE_INNER_SHOWN || gmt_attr_is_call_glue(fi.module) ||
+                       gmt_attr_is_interpreter(fi.module))) {
+            folded++;
+            continue;
+        }
         if (fi.module) /* a path from the state file */
             printf("        %s+0x%" PRIx64 "\n", gmt_tty(fi.module), fi.offset);
         else
             printf("        0x%" PRIx64 "\n", f[i]);
         shown++;
+        native++;
     }
     if (!shown) printf("        (no frames)\n");
+    if (folded)
+        printf("        (%d native frame%s folded: interpreter and bindings)\n", folded,
+               folded == 1 ? "" : "s");
 }
 
 /* One view of the state file; 0, or GMT_EXIT_USAGE after printing why. */

@@ -685,6 +685,13 @@ def case_recover(args):
     mods = [os.path.basename(f.get("module") or "") for f in frames_of(rep, groups[NATIVE])]
     if "libgmt_native_thread.so" not in mods:
         fail(f"a library loaded after the first CUDA call is not in the module map: {mods}")
+    # `top` on the same state file shows the Python line, not ctypes' and the interpreter's
+    # frames (before session 27 its three frames were libffi's)
+    t = subprocess.run([args.cli, "top", "--once", state], capture_output=True, text=True,
+                       timeout=60)
+    if t.returncode != 0 or not re.search(rf"held_by_kill \S*state_kill\.py:{tag}$", t.stdout,
+                                          re.M) or "libffi" in t.stdout:
+        fail(f"top --once should show held_by_kill state_kill.py:{tag}:\n{t.stdout}{t.stderr}")
     print("ok recovered: " + " <- ".join(f"{f['function']}:{f['line']}" for f in py))
 
 
