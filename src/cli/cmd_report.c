@@ -239,8 +239,8 @@ static void print_stack(const view_t *v, const gmt_stack_t *st, int64_t stack_id
     /* With Python frames in the stack the user's lines come first: the native frames inside
      * the innermost Python frame (the library that allocated) are shown, at most
      * NATIVE_INNER_SHOWN of them, then the Python frames; the native glue between Python
-     * frames (the interpreter, ctypes, bindings) and ctypes' call glue (libffi) inside them
-     * are folded and counted, never dropped. */
+     * frames (the interpreter, ctypes, bindings), and the interpreter's and ctypes' call glue
+     * (libffi) inside them, are folded and counted, never dropped. */
     size_t first_py = st->n;
     for (size_t i = 0; i < st->n; i++)
         if (st->frames[i].python) {
@@ -249,6 +249,7 @@ static void print_stack(const view_t *v, const gmt_stack_t *st, int64_t stack_id
         }
     bool any_python = first_py < st->n;
     size_t shown = 0, folded = 0, i = 0; /* shown: Python frames when there are any */
+    size_t inner = 0;                    /* native frames shown inside the Python frames */
     /* A static CUDA runtime's frames at the innermost end, which the tracer cuts where it
      * could name them when it wrote the report (a signal's or an oom report names them only
      * here): cut alike, as a shared runtime's are. */
@@ -258,10 +259,12 @@ static void print_stack(const view_t *v, const gmt_stack_t *st, int64_t stack_id
     for (; i < st->n && shown < FRAMES_SHOWN; i++) {
         const gmt_frame_t *f = &st->frames[i];
         if (any_python && !f->python &&
-            (i >= first_py || i >= NATIVE_INNER_SHOWN || gmt_attr_is_call_glue(f->module))) {
+            (i >= first_py || inner >= NATIVE_INNER_SHOWN || gmt_attr_is_call_glue(f->module) ||
+             gmt_attr_is_interpreter(f->module))) {
             folded++;
             continue;
         }
+        if (any_python && !f->python) inner++;
         gmt_frame_format_tty(f, buf, sizeof buf);
         snprintf(line, sizeof line, "   at %s", buf);
         print_line(v, indent, line);

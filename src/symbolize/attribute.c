@@ -113,8 +113,9 @@ static const char *after_packages(const char *path)
     return best;
 }
 
-/* The first path component of rest into buf, cut at `stop` (a '.' ending a module's name:
- * "six.py", "_cffi_backend.cpython-312-x86_64-linux-gnu.so"), or NULL. */
+/* The first path component of rest into buf; a module file at the top level up to its first
+ * '.' ("six.py", "_cffi_backend.cpython-312-x86_64-linux-gnu.so"). NULL when empty or it does
+ * not fit in len bytes. */
 static const char *top_component(const char *rest, char *buf, size_t len)
 {
     size_t n = strcspn(rest, "/");

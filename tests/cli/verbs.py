@@ -374,6 +374,39 @@ def case_report_unknown_device(c):
 
 
 @case
+def case_report_static_runtime_frames(c):
+    """A stack whose static CUDA runtime frames the report kept (a signal's report names them
+    by dladdr only) and which has Python frames (CuPy's runtime module carries the static
+    runtime): `report` cuts the runtime's frames, shows the extension's own frame inside the
+    Python frames, and folds ctypes' libffi glue."""
+    r = c.load(os.path.join(c.data, "valid_v2.json"))
+    g = r["leaks"]["groups"][0]
+    ext = "/v/site-packages/cupy_backends/cuda/api/runtime.cpython-312-x86_64-linux-gnu.so"
+
+    def native(sym, module):
+        return {"type": "native", "address": "0x7f0000001000", "module": module, "offset": 4096,
+                "build_id": None, "symbol": sym, "file": None, "line": None, "inlined": []}
+    r["stacks"][str(g["stack_id"])]["frames"] = [
+        native("libcudart_static_5382377d5c772c9d197c0cda9fd9742ee6ad893c", ext),
+        native("libcudart_static_f74e2f2bcf2cf49bd1a61332e1d15bd1e748f9cf", ext),
+        native("cupy_runtime_malloc", ext),
+        native("ffi_call", "/usr/lib/x86_64-linux-gnu/libffi.so.8"),
+        native("_PyEval_EvalFrameDefault", "/usr/lib/libpython3.12.so.1.0"),
+        {"type": "python", "file": "/v/site-packages/cupy/_creation/basic.py",
+         "function": "zeros", "line": 252},
+        {"type": "python", "file": "/home/u/train.py", "function": "<module>", "line": 33}]
+    p = c.path("static_py.json")
+    with open(p, "w") as f:
+        json.dump(r, f)
+    out, _, _ = c.cli_run("report", p)
+    block = out.split("#1 ", 1)[1].split("\n  #2 ", 1)[0]
+    expect("-> <module> /home/u/train.py:33" in block and "at cupy_runtime_malloc" in block and
+           "at zeros /v/site-packages/cupy/_creation/basic.py:252" in block and
+           "libcudart_static_" not in block and "ffi_call" not in block and
+           "(2 native frames folded: interpreter and bindings)" in block, block)
+
+
+@case
 def case_report_null_peak_time(c):
     """A device whose peak_time is null in the report (no peak known: device -2 never held
     memory) has peak_time null in report --json, not 0, and no time on its text peak line."""
