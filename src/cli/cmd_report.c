@@ -572,9 +572,9 @@ static void print_leaks(const view_t *v)
         /* Said, as the other sections say (none): a reader otherwise cannot tell "judged, none
          * rose" from a section left out. No verdict is a verdict of none too (report.md). */
         if (rep->has_suspects)
-            printf("\n%sGrowth suspects%s: none (no stack's live bytes kept rising; a run too "
+            printf("\n%sGrowth suspects%s: none%s (no stack's live bytes kept rising; a run too "
                    "short to judge, or a report recovered from a state file, has none)\n",
-                   BOLD(v), RESET(v));
+                   BOLD(v), RESET(v), v->filter ? " on this device" : "");
         return;
     }
     printf("\n%sGrowth suspects%s (live bytes kept rising through the run): %" PRIu64 "\n", BOLD(v),

@@ -193,7 +193,8 @@ static void print_python_frame(uint64_t word)
         putchar('\n');
 }
 
-/* As `report` shows a stack: the tracer's, the driver's and the runtime's frames cut; with
+/* As `report` shows a stack: the tracer's, the driver's and the shared runtime's frames cut
+ * (by module: the state file holds no names, so a static runtime's stay); with
  * Python frames, one native frame inside them (the library that allocated) and then the
  * Python lines, the interpreter's and ctypes' glue between them counted, not shown. */
 static void print_frames(gmt_stacks_t *st, uint32_t id)

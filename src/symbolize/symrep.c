@@ -389,8 +389,12 @@ static int lib_index(const char *name, bool made)
     return S.nlibs++;
 }
 
-/* The Python code a stack's interpreter frame at fr[0] runs: the innermost Python frame past
- * it charges the bytes to its package or script (attribute.h). -1: none, or no name. */
+/* The Python code behind a stack's first interpreter frame: the stack's innermost Python
+ * frame charges the bytes to its package or script (attribute.h). fr: the stack from its
+ * innermost end, where every frame before the interpreter's is machinery or Python: a Python
+ * frame is placed before the evaluation frame that runs it, so when that frame is the first
+ * interpreter frame (a call made straight from the evaluation loop: a specialised builtin, a
+ * Cython vectorcall) the Python frame comes before it. -1: none, or no name. */
 static int python_library(const uint64_t *fr, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++) {
@@ -417,7 +421,7 @@ static int attribute_stack(uint32_t id)
         /* Reached through the interpreter (ctypes, a binding's Python code): the Python code
          * that called, not python3.X, which every such stack passes through. */
         if (gmt_attr_is_interpreter(f.module)) {
-            int k = python_library(fr + i, depth - i);
+            int k = python_library(fr, depth);
             if (k >= 0) return k;
         }
         char buf[GMT_LIB_NAME];
