@@ -21,8 +21,8 @@ static PyObject *ext_malloc(PyObject *self, PyObject *arg)
 }
 
 static PyMethodDef methods[] = {{"malloc", ext_malloc, METH_O, NULL}, {NULL, NULL, 0, NULL}};
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "runtime", NULL, -1, methods,
-                                    NULL, NULL, NULL, NULL};
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "runtime", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit_runtime(void)
 {
