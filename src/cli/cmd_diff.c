@@ -1,10 +1,11 @@
 /* cmd_diff.c - `gpumemtrace diff OLD NEW [--max-growth N]`: what grew between two runs.
  *
- * Compares each device's peak, the leaked bytes, and the bytes per call stack at the peak
- * and at exit. Stacks are matched across the two runs by their frames (module basename and
- * symbol, or module and offset when there is no symbol; Python file and function), never by
- * stack id, which differs between runs. Exit 0, or 1 when --max-growth is given and a device's
- * peak or the leaked bytes grew by more than it (bytes, or a percentage "10%"); 2 bad input.
+ * Compares each device's peak, the leaked bytes, the bytes per library (report v2) and the
+ * bytes per call stack at the peak and at exit. Stacks are matched across the two runs by their
+ * frames (module basename and symbol, or module and offset when there is no symbol; Python file and
+ * function), never by stack id, which differs between runs. Exit 0, or 1 when --max-growth is given
+ * and a device's peak or the leaked bytes grew by more than it (bytes, or a percentage "10%"); 2
+ * bad input.
  */
 #include "cli/cli.h"
 
@@ -32,12 +33,14 @@ void gmt_cli_diff_help(FILE *to)
             "Usage: gpumemtrace diff [--max-growth N|P%%] [--top N] OLD NEW\n"
             "\n"
             "What grew from OLD to NEW: each device's peak, the leaked bytes, and the\n"
-            "bytes per call stack (at the peak and at exit), stacks matched by their\n"
-            "frames. Exit 1 when --max-growth is given and a peak or the leaked bytes\n"
-            "grew by more than N bytes (K/M/G suffixes) or P percent; 2 for bad input.\n"
+            "bytes per library and per call stack (at the peak and at exit), stacks\n"
+            "matched by their frames. Exit 1 when --max-growth is given and a peak or the\n"
+            "leaked bytes grew by more than N bytes (K/M/G suffixes) or P percent; 2 for\n"
+            "bad input.\n"
             "\n"
             "  --max-growth N|P%%  the growth allowed (bytes, or percent of OLD's figure)\n"
-            "  --top N            call stacks listed (default %d; the rest are counted)\n",
+            "  --top N            libraries and call stacks listed (default %d each; the\n"
+            "                     rest are counted)\n",
             DEFAULT_TOP);
 }
 
@@ -124,6 +127,78 @@ typedef struct growth_limit_s {
     double pct;
     const char *text; /* as given, for the FAIL lines */
 } growth_limit_t;
+
+/* One library's bytes in both runs (summary.libraries, report v2). */
+typedef struct lib_change_s {
+    const char *library;
+    uint64_t peak_old, peak_new, exit_old, exit_new;
+} lib_change_t;
+
+static uint64_t abs_delta(uint64_t a, uint64_t b)
+{
+    return a > b ? a - b : b - a;
+}
+
+/* Largest change first (at exit or at the peak, whichever moved more), then the name. */
+static int cmp_lib_change(const void *a, const void *b)
+{
+    const lib_change_t *x = a, *y = b;
+    uint64_t dx = abs_delta(x->peak_old, x->peak_new), ex = abs_delta(x->exit_old, x->exit_new);
+    uint64_t dy = abs_delta(y->peak_old, y->peak_new), ey = abs_delta(y->exit_old, y->exit_new);
+    uint64_t mx = dx > ex ? dx : ex, my = dy > ey ? dy : ey;
+    if (mx != my) return mx > my ? -1 : 1;
+    return strcmp(x->library, y->library);
+}
+
+/* The bytes per library of both runs, each library once, changed ones only, largest change
+ * first. Left out when neither report has the list (v1). 0, or -1 out of memory. */
+static int print_libraries(const gmt_report_t *a, const gmt_report_t *b, long top)
+{
+    if (a->nlibraries == 0 && b->nlibraries == 0) return 0;
+    size_t cap = a->nlibraries + b->nlibraries, n = 0;
+    lib_change_t *v = calloc(cap, sizeof *v);
+    if (!v) return -1;
+    for (int side = 0; side < 2; side++) {
+        const gmt_report_t *r = side ? b : a;
+        for (size_t i = 0; i < r->nlibraries; i++) {
+            const gmt_library_t *l = &r->libraries[i];
+            size_t k = 0;
+            while (k < n && strcmp(v[k].library, l->library) != 0)
+                k++;
+            if (k == n) v[n++].library = l->library;
+            if (side) {
+                v[k].peak_new += l->peak_bytes;
+                v[k].exit_new += l->exit_bytes;
+            } else {
+                v[k].peak_old += l->peak_bytes;
+                v[k].exit_old += l->exit_bytes;
+            }
+        }
+    }
+    if (n > 1) qsort(v, n, sizeof *v, cmp_lib_change);
+    printf("\nPer library: at exit, at the peak\n");
+    long shown = 0;
+    size_t left = 0;
+    for (size_t i = 0; i < n; i++) {
+        const lib_change_t *c = &v[i];
+        if (c->peak_old == c->peak_new && c->exit_old == c->exit_new) continue;
+        if (shown >= top) {
+            left++;
+            continue;
+        }
+        char dp[48], de[48], x[GMT_FMT_BYTES_LEN], y[GMT_FMT_BYTES_LEN];
+        fmt_delta(delta(c->peak_old, c->peak_new), dp, sizeof dp);
+        fmt_delta(delta(c->exit_old, c->exit_new), de, sizeof de);
+        printf("  exit %10s  peak %10s  %s  (at exit %s -> %s)\n", de, dp,
+               gmt_tty_cols(c->library, 32, false), gmt_fmt_bytes(c->exit_old, x, sizeof x),
+               gmt_fmt_bytes(c->exit_new, y, sizeof y));
+        shown++;
+    }
+    if (left) printf("  ... %zu more (--top to show more)\n", left);
+    if (!shown) printf("  (no library changed)\n");
+    free(v);
+    return 0;
+}
 
 static bool broken(const growth_limit_t *g, uint64_t old, uint64_t now)
 {
@@ -229,6 +304,10 @@ int gmt_cli_diff(int argc, char **argv)
         nfail++;
     }
     printf("  failures %" PRId64 " -> %" PRId64 "\n", a.failures, b.failures);
+    if (print_libraries(&a, &b, top)) {
+        gmt_cli_error("diff: out of memory");
+        status = GMT_EXIT_USAGE;
+    }
 
     table_t t = {0};
     int rc = add_groups(&t, a.leak_groups, a.nleaks, false, true);

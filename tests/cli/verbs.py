@@ -634,7 +634,27 @@ def case_diff(c):
     b = c.trace("leak_two_sites", "b")
     p = c.trace("peak", "p")
     out, _, _ = c.cli_run("diff", a, b, "--max-growth", "0")
-    expect("(no stack changed)" in out, "same program twice:\n" + out)
+    expect("(no stack changed)" in out and "(no library changed)" in out,
+           "same program twice:\n" + out)
+    # bytes per library (summary.libraries) in both runs, changed ones, largest change first
+    libs = c.load(p)["summary"]["libraries"]
+    expect(libs, "the peak program's report lists no library")
+    ra = c.load(a)
+    ra["summary"]["libraries"] = [dict(libs[0], exit_bytes=libs[0]["exit_bytes"] + (5 << 20)),
+                                  {"library": "libgone.so", "peak_bytes": 1 << 20,
+                                   "exit_bytes": 1 << 20}]
+    with open(c.path("a_libs.json"), "w") as f:
+        json.dump(ra, f)
+    out, _, _ = c.cli_run("diff", c.path("a_libs.json"), p)
+    sec = out.split("\nPer library: at exit, at the peak\n", 1)[1].split("\n\n", 1)[0]
+    rows = sec.splitlines()
+    expect(len(rows) == 2 and re.match(r"  exit\s+-5\.00 MiB  peak\s+\+0 B  " +
+                                       re.escape(libs[0]["library"]), rows[0]) and
+           re.match(r"  exit\s+-1\.00 MiB  peak\s+-1\.00 MiB  libgone\.so", rows[1]),
+           "per library:\n" + sec)
+    out1, _, _ = c.cli_run("diff", "--top", "1", c.path("a_libs.json"), p)
+    sec1 = out1.split("\nPer library: at exit, at the peak\n", 1)[1].split("\n\n", 1)[0]
+    expect(sec1.splitlines()[1:] == ["  ... 1 more (--top to show more)"], "--top 1:\n" + sec1)
     out, _, _ = c.cli_run("diff", p, a, "--max-growth", "1M", rc=1)
     expect("FAIL leaked bytes grew" in out and "over --max-growth 1M\n" in out, out)
     for verb, opts in (("diff", ("--max-growth N|P%", "--top N")), ("merge", ("-o OUT",))):
