@@ -218,6 +218,17 @@ static void print_line(const view_t *v, const char *indent, const char *text)
         printf("%s%s\n", indent, text);
 }
 
+/* A frame of the C runtime's process or thread start: in the C library or the loader, or the
+ * program's _start. */
+static bool startup_frame(const gmt_frame_t *f)
+{
+    if (f->python) return false;
+    if (f->symbol && strcmp(f->symbol, "_start") == 0) return true;
+    const char *b = f->module ? gmt_basename(f->module) : NULL;
+    return b && (strncmp(b, "libc.so", 7) == 0 || strncmp(b, "libc-", 5) == 0 ||
+                 strncmp(b, "ld-linux", 8) == 0);
+}
+
 static void print_stack(const view_t *v, const gmt_stack_t *st, int64_t stack_id,
                         const char *indent)
 {
@@ -256,7 +267,13 @@ static void print_stack(const view_t *v, const gmt_stack_t *st, int64_t stack_id
     while (i + 1 < st->n && !st->frames[i].python &&
            gmt_symbol_is_cuda_runtime(st->frames[i].symbol))
         i++;
-    for (; i < st->n && shown < FRAMES_SHOWN; i++) {
+    /* The C runtime's start-up at the outermost end (__libc_start_main, _start; a thread's
+     * start_thread and clone3): below main or a thread's function, in every native stack.
+     * Not shown, nor counted in "more"; the JSON keeps them. */
+    size_t end = st->n;
+    while (end > i + 1 && startup_frame(&st->frames[end - 1]))
+        end--;
+    for (; i < end && shown < FRAMES_SHOWN; i++) {
         const gmt_frame_t *f = &st->frames[i];
         if (any_python && !f->python &&
             (i >= first_py || inner >= NATIVE_INNER_SHOWN || gmt_attr_is_call_glue(f->module) ||
@@ -270,7 +287,7 @@ static void print_stack(const view_t *v, const gmt_stack_t *st, int64_t stack_id
         print_line(v, indent, line);
         if (!any_python || f->python) shown++;
     }
-    size_t more = st->n - i;
+    size_t more = end - i;
     if (more && folded)
         snprintf(line, sizeof line, "   ... %zu more frame%s (%zu native frame%s folded above)",
                  more, more == 1 ? "" : "s", folded, folded == 1 ? "" : "s");

@@ -883,6 +883,11 @@ def case_static_runtime(ctx):
     out = ctx.run([ctx.cli, "report", path], preload=False).stdout
     if not re.search(r"-> sr_load_weights .*\n +at sr_load_weights ", out):
         fail(f"'gpumemtrace report' should start the stack at sr_load_weights:\n{out}")
+    # ... and end it at main: the C runtime's start-up below it is not shown
+    group = out.split("Leaks:", 1)[1].split("\n\n", 1)[0]
+    if not re.search(r"at main .*static_runtime\.c:\d+.*$", group) or "libc.so" in group or \
+            "more frame" in group:
+        fail(f"'gpumemtrace report' should end the stack at main:\n{group}")
     # A signal's report names frames by dladdr: the static function stays, unnamed, in the
     # report's stack; `gpumemtrace report` names it from the file and cuts it all the same.
     for f in ctx.files():
