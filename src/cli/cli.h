@@ -212,6 +212,7 @@ typedef struct gmt_report_s {
     size_t nleaks, nas, nsuspects, nlibraries;
     uint64_t suspects_total; /* v2 growth_suspects_total, else nsuspects */
     bool has_suspects;       /* the report has a growth_suspects list (empty or not) */
+    bool has_libraries;      /* the report has a summary.libraries list (v2; empty or not) */
     gmt_group_t *leak_groups, *as_groups;
     gmt_suspect_t *suspects;
     gmt_library_t *libraries;

@@ -150,33 +150,54 @@ static int cmp_lib_change(const void *a, const void *b)
     return strcmp(x->library, y->library);
 }
 
-/* The bytes per library of both runs, each library once, changed ones only, largest change
- * first. Left out when neither report has the list (v1). 0, or -1 out of memory. */
+/* a + b, at most UINT64_MAX: a hostile report's rows of one name must not wrap to 0 */
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+/* The bytes per library of both runs, each library once (a name a report lists twice summed),
+ * changed ones only, largest change first. Left out when neither report has the list (v1);
+ * when one has it, one line says so (every row would read as new or gone). 0, or -1 out of
+ * memory. */
 static int print_libraries(const gmt_report_t *a, const gmt_report_t *b, long top)
 {
-    if (a->nlibraries == 0 && b->nlibraries == 0) return 0;
+    if (!a->has_libraries && !b->has_libraries) return 0;
+    printf("\nPer library: at exit, at the peak\n");
+    if (!a->has_libraries || !b->has_libraries) {
+        printf("  (%s lists no libraries: a version 1 report; not compared)\n",
+               a->has_libraries ? "NEW" : "OLD");
+        return 0;
+    }
     size_t cap = a->nlibraries + b->nlibraries, n = 0;
-    lib_change_t *v = calloc(cap, sizeof *v);
-    if (!v) return -1;
-    for (int side = 0; side < 2; side++) {
+    lib_change_t *v = calloc(cap ? cap : 1, sizeof *v);
+    gmt_strmap_t index = {0};
+    int rc = v ? 0 : -1;
+    for (int side = 0; !rc && side < 2; side++) {
         const gmt_report_t *r = side ? b : a;
-        for (size_t i = 0; i < r->nlibraries; i++) {
+        for (size_t i = 0; !rc && i < r->nlibraries; i++) {
             const gmt_library_t *l = &r->libraries[i];
-            size_t k = 0;
-            while (k < n && strcmp(v[k].library, l->library) != 0)
-                k++;
-            if (k == n) v[n++].library = l->library;
+            size_t k = gmt_strmap_get(&index, l->library);
+            if (k == SIZE_MAX) {
+                k = n++;
+                v[k].library = l->library;
+                rc = gmt_strmap_put(&index, l->library, k) ? -1 : 0;
+            }
             if (side) {
-                v[k].peak_new += l->peak_bytes;
-                v[k].exit_new += l->exit_bytes;
+                v[k].peak_new = add_sat(v[k].peak_new, l->peak_bytes);
+                v[k].exit_new = add_sat(v[k].exit_new, l->exit_bytes);
             } else {
-                v[k].peak_old += l->peak_bytes;
-                v[k].exit_old += l->exit_bytes;
+                v[k].peak_old = add_sat(v[k].peak_old, l->peak_bytes);
+                v[k].exit_old = add_sat(v[k].exit_old, l->exit_bytes);
             }
         }
     }
+    gmt_strmap_free(&index);
+    if (rc) {
+        free(v);
+        return -1;
+    }
     if (n > 1) qsort(v, n, sizeof *v, cmp_lib_change);
-    printf("\nPer library: at exit, at the peak\n");
     long shown = 0;
     size_t left = 0;
     for (size_t i = 0; i < n; i++) {

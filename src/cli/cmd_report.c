@@ -218,15 +218,48 @@ static void print_line(const view_t *v, const char *indent, const char *text)
         printf("%s%s\n", indent, text);
 }
 
-/* A frame of the C runtime's process or thread start: in the C library or the loader, or the
- * program's _start. */
-static bool startup_frame(const gmt_frame_t *f)
+/* The C library's process and thread start: the outermost frames of every native stack. */
+static bool startup_symbol(const char *sym)
 {
-    if (f->python) return false;
-    if (f->symbol && strcmp(f->symbol, "_start") == 0) return true;
-    const char *b = f->module ? gmt_basename(f->module) : NULL;
+    static const char *const names[] = {"_start",
+                                        "__libc_start_main",
+                                        "__libc_start_call_main",
+                                        "__libc_start_main_impl",
+                                        "start_thread",
+                                        "clone",
+                                        "clone3",
+                                        "__clone",
+                                        "__clone3"};
+    for (size_t i = 0; sym && i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(sym, names[i]) == 0) return true;
+    return false;
+}
+
+static bool libc_module(const char *module)
+{
+    const char *b = module ? gmt_basename(module) : NULL;
     return b && (strncmp(b, "libc.so", 7) == 0 || strncmp(b, "libc-", 5) == 0 ||
                  strncmp(b, "ld-linux", 8) == 0);
+}
+
+/* The end of the frames print_stack shows: the run of start-up frames at the outermost end
+ * left out. It must end (outermost) in a start-up function named as such; inside it, further
+ * start-up functions and the C library's frames that have no name (__libc_start_call_main is
+ * a local function: unnamed without the library's debug information) belong to it. A stack
+ * cut short at GPUMEMTRACE_STACK_DEPTH, or one that ends in other C library functions, keeps
+ * its frames. At least one frame past `first` is kept. */
+static size_t shown_end(const gmt_stack_t *st, size_t first)
+{
+    size_t end = st->n;
+    if (end == 0 || st->frames[end - 1].python || !startup_symbol(st->frames[end - 1].symbol))
+        return end;
+    while (end > first + 1) {
+        const gmt_frame_t *f = &st->frames[end - 1];
+        if (f->python) break;
+        if (!startup_symbol(f->symbol) && !(f->symbol == NULL && libc_module(f->module))) break;
+        end--;
+    }
+    return end;
 }
 
 static void print_stack(const view_t *v, const gmt_stack_t *st, int64_t stack_id,
@@ -270,9 +303,7 @@ static void print_stack(const view_t *v, const gmt_stack_t *st, int64_t stack_id
     /* The C runtime's start-up at the outermost end (__libc_start_main, _start; a thread's
      * start_thread and clone3): below main or a thread's function, in every native stack.
      * Not shown, nor counted in "more"; the JSON keeps them. */
-    size_t end = st->n;
-    while (end > i + 1 && startup_frame(&st->frames[end - 1]))
-        end--;
+    size_t end = shown_end(st, i);
     for (; i < end && shown < FRAMES_SHOWN; i++) {
         const gmt_frame_t *f = &st->frames[i];
         if (any_python && !f->python &&

@@ -460,6 +460,7 @@ static int build_model(gmt_report_t *rep, char *why, size_t why_len)
                               : rep->nsuspects;
     const cJSON *libs = cJSON_GetObjectItemCaseSensitive(s, "libraries");
     if (cJSON_IsArray(libs)) {
+        rep->has_libraries = true;
         ALLOC_ARRAY(libraries, array_len(libs));
         const cJSON *j;
         EACH_ELEMENT(j, libs)

@@ -407,6 +407,37 @@ def case_report_static_runtime_frames(c):
 
 
 @case
+def case_report_startup_frames(c):
+    """The C library's start-up below main (ending in _start or a thread's clone3) is not shown
+    nor counted; a stack that ends in other C library functions (cut at the stack depth) keeps
+    them, counted in its "more" line."""
+    r = c.load(os.path.join(c.data, "valid_v2.json"))
+    groups = r["leaks"]["groups"]
+    expect(len(groups) >= 2, "valid_v2.json needs two leak groups")
+
+    def native(sym, module):
+        return {"type": "native", "address": "0x1000", "module": module, "offset": 16,
+                "build_id": None, "symbol": sym, "file": None, "line": None, "inlined": []}
+    libc = "/lib/x86_64-linux-gnu/libc.so.6"
+    r["stacks"][str(groups[0]["stack_id"])]["frames"] = [
+        native("su_alloc", "/opt/app/su"), native("main", "/opt/app/su"), native(None, libc),
+        native("__libc_start_main", libc), native("_start", "/opt/app/su")]
+    r["stacks"][str(groups[1]["stack_id"])]["frames"] = [
+        native(f"su_rec{k}", "/opt/app/su") for k in range(4)] + [
+        native("qsort_r", libc), native("msort_with_tmp", libc)]
+    p = c.path("startup.json")
+    with open(p, "w") as f:
+        json.dump(r, f)
+    out, _, _ = c.cli_run("report", p)
+    g1 = out.split("#1 ", 1)[1].split("\n  #2 ", 1)[0]
+    expect(g1.rstrip().endswith("at main [su+0x10]") and "libc" not in g1 and "more" not in g1,
+           "start-up frames shown:\n" + g1)
+    g2 = out.split("\n  #2 ", 1)[1].split("\n  #", 1)[0]
+    expect("at su_rec3 [su+0x10]" in g2 and "... 2 more frames" in g2,
+           "a stack cut in the C library lost its frames:\n" + g2)
+
+
+@case
 def case_report_null_peak_time(c):
     """A device whose peak_time is null in the report (no peak known: device -2 never held
     memory) has peak_time null in report --json, not 0, and no time on its text peak line."""
@@ -655,6 +686,11 @@ def case_diff(c):
     out1, _, _ = c.cli_run("diff", "--top", "1", c.path("a_libs.json"), p)
     sec1 = out1.split("\nPer library: at exit, at the peak\n", 1)[1].split("\n\n", 1)[0]
     expect(sec1.splitlines()[1:] == ["  ... 1 more (--top to show more)"], "--top 1:\n" + sec1)
+    # a version 1 report has no library list: said once, not every library shown as new
+    out, _, _ = c.cli_run("diff", os.path.join(c.data, "valid.json"),
+                          os.path.join(c.data, "valid_v2.json"))
+    sec = out.split("\nPer library: at exit, at the peak\n", 1)[1].split("\n\n", 1)[0]
+    expect(sec == "  (OLD lists no libraries: a version 1 report; not compared)", "v1 -> v2:\n" + sec)
     out, _, _ = c.cli_run("diff", p, a, "--max-growth", "1M", rc=1)
     expect("FAIL leaked bytes grew" in out and "over --max-growth 1M\n" in out, out)
     for verb, opts in (("diff", ("--max-growth N|P%", "--top N")), ("merge", ("-o OUT",))):
