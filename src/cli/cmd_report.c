@@ -307,8 +307,7 @@ static void print_stack(const view_t *v, const gmt_stack_t *st, int64_t stack_id
     for (; i < end && shown < FRAMES_SHOWN; i++) {
         const gmt_frame_t *f = &st->frames[i];
         if (any_python && !f->python &&
-            (i >= first_py || inner >= NATIVE_INNER_SHOWN || gmt_attr_is_call_glue(f->module) ||
-             gmt_attr_is_interpreter(f->module))) {
+            (i >= first_py || inner >= NATIVE_INNER_SHOWN || gmt_attr_is_python_glue(f->module))) {
             folded++;
             continue;
         }

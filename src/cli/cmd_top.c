@@ -214,8 +214,7 @@ static void print_frames(gmt_stacks_t *st, uint32_t id)
         gmt_frame_info_t fi;
         gmt_symbolize(f[i], &fi);
         if (fi.internal) continue;
-        if (python && (native >= NATIVE_INNER_SHOWN || gmt_attr_is_call_glue(fi.module) ||
-                       gmt_attr_is_interpreter(fi.module))) {
+        if (python && (native >= NATIVE_INNER_SHOWN || gmt_attr_is_python_glue(fi.module))) {
             folded++;
             continue;
         }

@@ -17,37 +17,42 @@
 typedef struct rule_s {
     const char *module;
     const char *symbols[8];
+    bool glue; /* call glue between Python code and what it calls (gmt_attr_is_python_glue) */
 } rule_t;
 
 /* Beyond the tracer, CUDA driver, runtime and CUPTI (gmt_module_is_internal). */
 static const rule_t rules[] = {
     /* PyTorch: c10's allocator interface and the CUDA caching allocator (libc10_cuda), and the
      * caching allocator where a build links it into libtorch_cuda. */
-    {"libc10_cuda.so*", {NULL}},
-    {"libc10.so*", {NULL}},
+    {"libc10_cuda.so*", {NULL}, false},
+    {"libc10.so*", {NULL}, false},
     /* ... and the tensor-factory glue between an operator and the allocator (at::empty's
      * implementation), so memory is charged to the operator's library, not to
      * libtorch_cpu's empty_generic. */
     {"libtorch_cuda*.so*",
-     {"CUDACachingAllocator", "CachingDeviceAllocator", "empty_cuda", "empty_strided_cuda", NULL}},
-    {"libtorch_cpu*.so*", {"empty_generic", "empty_strided_generic", NULL}},
+     {"CUDACachingAllocator", "CachingDeviceAllocator", "empty_cuda", "empty_strided_cuda", NULL},
+     false},
+    {"libtorch_cpu*.so*", {"empty_generic", "empty_strided_generic", NULL}, false},
     /* XLA (JAX): the BFC allocator and the stream executor's device allocation. */
     {"xla_extension*.so*",
      {"BFCAllocator", "DeviceMemAllocator", "DeviceAllocate", "StreamExecutorMemoryAllocator",
-      "GpuDriver", "CudaExecutor", NULL}},
+      "GpuDriver", "CudaExecutor", NULL},
+     false},
     {"xla_cuda_plugin*.so*",
      {"BFCAllocator", "DeviceMemAllocator", "DeviceAllocate", "StreamExecutorMemoryAllocator",
-      "GpuDriver", "CudaExecutor", NULL}},
+      "GpuDriver", "CudaExecutor", NULL},
+     false},
     {"libjax_common*.so*",
      {"BFCAllocator", "DeviceMemAllocator", "DeviceAllocate", "StreamExecutorMemoryAllocator",
-      "GpuDriver", "CudaExecutor", NULL}},
+      "GpuDriver", "CudaExecutor", NULL},
+     false},
     /* CuPy: the memory pool module and its thin wrapper of the runtime. */
-    {"*/cupy/cuda/memory*.so", {NULL}},
-    {"*/cupy_backends/cuda/api/runtime*.so", {NULL}},
-    /* Foreign-function glue: a CUDA call made from Python through ctypes is the program's
-     * (the interpreter's), not libffi's. */
-    {"libffi.so*", {NULL}},
-    {"_ctypes*.so", {NULL}},
+    {"*/cupy/cuda/memory*.so", {NULL}, false},
+    {"*/cupy_backends/cuda/api/runtime*.so", {NULL}, false},
+    /* Foreign-function glue: a CUDA call made from Python through ctypes is the Python code's
+     * (symrep.c), not libffi's; the views fold these frames beside Python frames. */
+    {"libffi.so*", {NULL}, true},
+    {"_ctypes*.so", {NULL}, true},
 };
 
 const char *gmt_attr_basename(const char *path)
@@ -88,18 +93,21 @@ int gmt_attr_pick(const char *const *modules, const char *const *symbols, int n)
     return -1;
 }
 
-bool gmt_attr_is_call_glue(const char *module_path)
-{
-    return module_path && (module_matches("libffi.so*", module_path) ||
-                           module_matches("_ctypes*.so", module_path));
-}
-
 bool gmt_attr_is_interpreter(const char *module_path)
 {
     const char *b = gmt_attr_basename(module_path);
     if (!b) return false;
     return fnmatch("libpython[0-9]*", b, 0) == 0 || strcmp(b, "python") == 0 ||
            fnmatch("python[0-9]*", b, 0) == 0;
+}
+
+bool gmt_attr_is_python_glue(const char *module_path)
+{
+    if (!module_path) return false;
+    if (gmt_attr_is_interpreter(module_path)) return true;
+    for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
+        if (rules[i].glue && module_matches(rules[i].module, module_path)) return true;
+    return false;
 }
 
 /* The path's part after the last site-packages/ or dist-packages/ folder, or NULL. */

@@ -26,13 +26,14 @@ int gmt_attr_pick(const char *const *modules, const char *const *symbols, int n)
 /* The part of a path after the last '/'. */
 const char *gmt_attr_basename(const char *path);
 
-/* True for foreign-function call glue (libffi, ctypes' module): the frames between a Python
- * ctypes call and the C function it calls, which say nothing of either. */
-bool gmt_attr_is_call_glue(const char *module_path);
-
 /* True for the Python interpreter's module (libpython3.*, or a python / python3.* binary that
  * has it linked in): a frame there charges the bytes to the Python code above it. */
 bool gmt_attr_is_interpreter(const char *module_path);
+
+/* True for the interpreter's module and the foreign-function call glue of the table above
+ * (libffi, ctypes' module): the native frames between Python code and what it calls, which say
+ * nothing of either (the views fold them in a stack with Python frames). */
+bool gmt_attr_is_python_glue(const char *module_path);
 
 /* The library a Python source file belongs to, into buf: the top-level package of a file under
  * site-packages or dist-packages ("cupy" for .../site-packages/cupy/_creation/basic.py, "six"

@@ -92,6 +92,14 @@ static void python_names(void **state)
     assert_false(gmt_attr_is_interpreter("/site-packages/torch/lib/libtorch_python.so"));
     assert_false(gmt_attr_is_interpreter("/home/u/pythonic"));
     assert_false(gmt_attr_is_interpreter(NULL));
+    /* The glue the views fold beside Python frames: the interpreter and the table's ctypes rows. */
+    assert_true(gmt_attr_is_python_glue("/usr/lib/x86_64-linux-gnu/libffi.so.8"));
+    assert_true(gmt_attr_is_python_glue(
+        "/usr/lib/python3.12/lib-dynload/_ctypes.cpython-312-x86_64-linux-gnu.so"));
+    assert_true(gmt_attr_is_python_glue("/usr/bin/python3.12"));
+    assert_false(gmt_attr_is_python_glue("/site-packages/torch/lib/libc10_cuda.so"));
+    assert_false(gmt_attr_is_python_glue("/home/u/libmine.so"));
+    assert_false(gmt_attr_is_python_glue(NULL));
     /* A source file: its top-level package under site- or dist-packages, else its name. */
     assert_string_equal(gmt_attr_python_library(
                             "/v/lib/python3.12/site-packages/cupy/_creation/basic.py", b, sizeof b),
