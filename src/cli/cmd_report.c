@@ -235,13 +235,6 @@ static bool startup_symbol(const char *sym)
     return false;
 }
 
-static bool libc_module(const char *module)
-{
-    const char *b = module ? gmt_basename(module) : NULL;
-    return b && (strncmp(b, "libc.so", 7) == 0 || strncmp(b, "libc-", 5) == 0 ||
-                 strncmp(b, "ld-linux", 8) == 0);
-}
-
 /* The end of the frames print_stack shows: the run of start-up frames at the outermost end
  * left out. It must end (outermost) in a start-up function named as such; inside it, further
  * start-up functions and the C library's frames that have no name (__libc_start_call_main is
@@ -256,7 +249,9 @@ static size_t shown_end(const gmt_stack_t *st, size_t first)
     while (end > first + 1) {
         const gmt_frame_t *f = &st->frames[end - 1];
         if (f->python) break;
-        if (!startup_symbol(f->symbol) && !(f->symbol == NULL && libc_module(f->module))) break;
+        if (!startup_symbol(f->symbol) &&
+            !(f->symbol == NULL && gmt_module_is_c_runtime(f->module)))
+            break;
         end--;
     }
     return end;

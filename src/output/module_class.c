@@ -7,13 +7,15 @@
 /* Module basenames, matched as prefixes. The tracer and the CUDA plumbing it sits in: */
 static const char *const internal_prefixes[] = {"libgpumemtrace", "libcuda.so", "libcudart",
                                                 "libcupti", "libnvidia-"};
+/* The C library and the loader: */
+static const char *const c_runtime_prefixes[] = {"libc.so", "libc-", "ld-linux"};
 /* ...and, beyond those, the libraries no user writes: CUDA's math and communication
- * libraries, the frameworks and their Python extensions, the C and C++ runtimes. */
+ * libraries, the frameworks and their Python extensions, the C++ runtime. */
 static const char *const framework_prefixes[] = {
-    "libcublas",   "libcudnn", "libnccl",      "libcufft",   "libcurand",     "libcusparse",
-    "libcusolver", "libnvrtc", "libnvJitLink", "libc10",     "libtorch",      "libpython",
-    "libc.so",     "libc-",    "ld-linux",     "libstdc++",  "libgcc_s",      "libpthread",
-    "libdl.",      "libxla",   "libjax",       "_C.cpython", "cupy_backends", "libcupy",
+    "libcublas",   "libcudnn",      "libnccl",      "libcufft", "libcurand", "libcusparse",
+    "libcusolver", "libnvrtc",      "libnvJitLink", "libc10",   "libtorch",  "libpython",
+    "libstdc++",   "libgcc_s",      "libpthread",   "libdl.",   "libxla",    "libjax",
+    "_C.cpython",  "cupy_backends", "libcupy",
 };
 
 static bool has_prefix(const char *path, const char *const *prefixes, size_t n)
@@ -32,9 +34,15 @@ bool gmt_module_is_internal(const char *path)
                       sizeof internal_prefixes / sizeof internal_prefixes[0]);
 }
 
+bool gmt_module_is_c_runtime(const char *path)
+{
+    return has_prefix(path, c_runtime_prefixes,
+                      sizeof c_runtime_prefixes / sizeof c_runtime_prefixes[0]);
+}
+
 bool gmt_module_is_user_code(const char *path)
 {
-    return path && !gmt_module_is_internal(path) &&
+    return path && !gmt_module_is_internal(path) && !gmt_module_is_c_runtime(path) &&
            !has_prefix(path, framework_prefixes,
                        sizeof framework_prefixes / sizeof framework_prefixes[0]);
 }

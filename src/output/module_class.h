@@ -13,6 +13,8 @@ bool gmt_module_is_internal(const char *path);
 /* False for those and for the libraries no user writes (CUDA's math and communication
  * libraries, PyTorch, JAX, CuPy, CPython, the C and C++ runtimes, the loader) and for NULL. */
 bool gmt_module_is_user_code(const char *path);
+/* True for the C library and the loader (libc.so.6, libc-2.x.so, ld-linux*); false for NULL. */
+bool gmt_module_is_c_runtime(const char *path);
 /* True for a frame of the CUDA runtime linked into another module (nvcc's default,
  * `-cudart static`: the runtime's code is the program's, or a Python extension's), known by
  * its symbol: the static runtime's own functions (`libcudart_static_<hash>`, `__cuda*`) and

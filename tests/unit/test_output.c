@@ -567,6 +567,10 @@ static void test_module_classes(void **state)
     assert_false(gmt_module_is_user_code("/site-packages/torch/lib/libtorch_cuda.so"));
     assert_false(gmt_module_is_user_code("/usr/lib/libpython3.12.so.1.0"));
     assert_false(gmt_module_is_user_code("/lib/x86_64-linux-gnu/libc.so.6"));
+    assert_true(gmt_module_is_c_runtime("/lib/x86_64-linux-gnu/libc.so.6"));
+    assert_true(gmt_module_is_c_runtime("/lib64/ld-linux-x86-64.so.2"));
+    assert_false(gmt_module_is_c_runtime("/usr/lib/libcontrol.so"));
+    assert_false(gmt_module_is_c_runtime(NULL));
     assert_false(gmt_module_is_user_code(NULL));
     /* The program and its own libraries; a prefix matches a basename only. */
     assert_true(gmt_module_is_user_code("/home/u/train"));
