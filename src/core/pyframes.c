@@ -640,8 +640,9 @@ typedef struct pynote_s {
     uint64_t instr[PY_NOTE_FRAMES];
 } pynote_t;
 typedef struct walkway_s {
-    uint32_t gen; /* cache_gen when recorded */
-    uint32_t nr;  /* raw frames; 0: nothing to replay */
+    uint32_t gen;    /* cache_gen when recorded */
+    uint32_t nr;     /* raw frames; 0: nothing to replay */
+    uint64_t cstamp; /* the code stamp its code objects were last seen under (0: none) */
     uint8_t seg[GMT_PY_MAX_FRAMES];
     uint32_t id[GMT_PY_MAX_FRAMES];
     uint64_t code[GMT_PY_MAX_FRAMES], ident[GMT_PY_MAX_FRAMES];
@@ -655,6 +656,7 @@ typedef struct walkmemo_s {
     uint8_t last;     /* the way of the thread's last remembered walk (memo_suffix's) */
     uint64_t replays; /* walks answered by the replay: written by the owner, summed on read */
     uint64_t noted;   /* of them, answered with a noted stack id (same) */
+    uint64_t trusted; /* of them, with no code object loaded: the code watcher's (same) */
     walkway_t way[PY_WAYS];
 } walkmemo_t;
 static walkmemo_t *walk_memo_mem; /* [MEM_SLOTS] */
@@ -844,6 +846,166 @@ static void stack_learn(const fastwalk_t *fw, uint64_t a, uint32_t n)
     fc.stack_hi = hi;
 }
 
+/* ---- 3.12+: a code watcher, so that a replay loads no code object ----------------------------
+ *
+ * A replay checks each frame's code object against the one its memo saw at that address
+ * (code_changed): a code object freed and another made there must not take its lines. That is
+ * a load of each frame's code object, a cache line a frame that a model's work between two
+ * allocations has evicted. From 3.12 the interpreter tells its code watchers
+ * (PyCode_AddWatcher) of every code object it destroys, before freeing it: while no code object
+ * of the interpreter was destroyed since a walk was remembered, every code object it saw is
+ * alive at its address still (a frame's code does not change, and the frames of the walk being
+ * replayed were all made before it read the count), so the replay needs no check. The watcher
+ * counts destructions; a way remembers the count its walk read first (code_stamp), and a replay
+ * that reads the same count skips code_changed. Any destruction makes every way check again,
+ * once: a replay whose checks pass stamps its way anew.
+ *
+ * The watcher is registered once, with the GIL held: by the first walk if its thread holds it
+ * (its thread state is the current one), else by a pending call (Py_AddPendingCall, which needs
+ * neither the GIL nor a thread state) that the main thread runs between two bytecodes: PyTorch
+ * releases the GIL around its operators, so their allocations' walks do not hold it. Only in
+ * the main interpreter, and only where one of its watcher slots is free (read where the headers
+ * place them, within _PyRuntime: the main interpreter is part of it). Every walk then checks that
+ * the slot still holds the callback (an interpreter that finalizes clears its watchers, and one
+ * initialized again would not count) and that the thread's interpreter is the main one (a
+ * subinterpreter's code objects are not counted). */
+#define PY_CODE_EVENT_DESTROY 1 /* PyCodeEvent: CREATE 0, DESTROY 1 (3.12, 3.13) */
+enum { CW_UNSET, CW_NONE, CW_TRYING, CW_ACTIVE, CW_OFF }; /* CW_UNSET: gmt_py_init has not run */
+static struct {
+    int (*add)(int (*)(int, void *));        /* PyCode_AddWatcher */
+    void *(*current)(void);                  /* the thread's attached state, or NULL: unchecked */
+    void *(*main_interp)(void);              /* PyInterpreterState_Main */
+    void *(*get_exc)(void);                  /* PyErr_GetRaisedException */
+    void (*set_exc)(void *);                 /* PyErr_SetRaisedException */
+    void (*clear)(void);                     /* PyErr_Clear */
+    int (*pending)(int (*)(void *), void *); /* Py_AddPendingCall */
+    uint64_t rt_lo, rt_hi;                   /* _PyRuntime */
+    int state;                               /* atomic: CW_* */
+    const char *why; /* atomic; CW_OFF: why (the report's code_watcher_off) */
+    uint64_t interp; /* the main interpreter, which it watches */
+    uint64_t slot;   /* where that interpreter keeps the callback */
+} cw;
+static uint64_t code_destroys; /* atomic: code objects the main interpreter destroyed */
+
+static int code_watch(int event, void *code)
+{
+    (void)code;
+    if (event == PY_CODE_EVENT_DESTROY) __atomic_add_fetch(&code_destroys, 1, __ATOMIC_SEQ_CST);
+    return 0;
+}
+
+static void watch_off(const char *why)
+{
+    __atomic_store_n(&cw.why, why, RLX);
+    __atomic_store_n(&cw.state, CW_OFF, __ATOMIC_RELEASE);
+}
+
+/* Resolved by gmt_py_init (3.12+); the watcher stays off without any of them. */
+static void watch_resolve(int minor)
+{
+    cw.add = (int (*)(int (*)(int, void *)))dlsym(RTLD_DEFAULT, "PyCode_AddWatcher");
+    cw.current = (void *(*)(void))dlsym(RTLD_DEFAULT, minor >= 13 ? "PyThreadState_GetUnchecked"
+                                                                  : "_PyThreadState_UncheckedGet");
+    cw.main_interp = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyInterpreterState_Main");
+    cw.get_exc = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyErr_GetRaisedException");
+    cw.set_exc = (void (*)(void *))dlsym(RTLD_DEFAULT, "PyErr_SetRaisedException");
+    cw.clear = (void (*)(void))dlsym(RTLD_DEFAULT, "PyErr_Clear");
+    cw.pending = (int (*)(int (*)(void *), void *))dlsym(RTLD_DEFAULT, "Py_AddPendingCall");
+    void *rt = dlsym(RTLD_DEFAULT, "_PyRuntime");
+    Dl_info info;
+    const ElfW(Sym) *sym = NULL;
+    if (rt && dladdr1(rt, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size) {
+        cw.rt_lo = (uint64_t)(uintptr_t)rt;
+        cw.rt_hi = cw.rt_lo + sym->st_size;
+    }
+    bool all = cw.add && cw.current && cw.main_interp && cw.get_exc && cw.set_exc && cw.clear &&
+               cw.pending;
+    if (minor < 12 || py.lay.is_code_watchers == NONE32)
+        watch_off("none before CPython 3.12");
+    else if (!all || !cw.rt_hi)
+        watch_off("the interpreter does not export what it needs");
+    else
+        __atomic_store_n(&cw.state, CW_NONE, __ATOMIC_RELEASE);
+}
+
+/* Registers the watcher (cw.state CW_TRYING: this call's alone), on a thread that holds the
+ * GIL, and leaves cw.state CW_ACTIVE or CW_OFF. */
+static void watch_register(void)
+{
+    uint64_t interp = (uint64_t)(uintptr_t)cw.main_interp();
+    void *ts = cw.current();
+    if (!ts || ld64((const uint8_t *)ts + py.lay.ts_interp) != interp) {
+        watch_off("registered from outside the main interpreter");
+        return;
+    }
+    const uint32_t max = py.lay.code_watchers_max;
+    const uint64_t slots = interp + py.lay.is_code_watchers;
+    if (interp < cw.rt_lo || slots < interp || slots + 8ull * max > cw.rt_hi) {
+        watch_off("the main interpreter is not where this tracer expects it");
+        return;
+    }
+    const uint64_t *slot = (const uint64_t *)(uintptr_t)slots;
+    uint32_t free_slots = 0;
+    for (uint32_t i = 0; i < max; i++)
+        free_slots += slot[i] == 0;
+    if (!free_slots) { /* registering would raise an exception */
+        watch_off("every code watcher slot is taken");
+        return;
+    }
+    void *pending =
+        cw.get_exc(); /* the program's, kept from AddWatcher's failure, which sets one */
+    int id = cw.add(code_watch);
+    if (id < 0) cw.clear();
+    cw.set_exc(pending);
+    if (id < 0 || (uint32_t)id >= max || slot[id] != (uint64_t)(uintptr_t)code_watch) {
+        watch_off(id < 0 ? "every code watcher slot is taken" : "its slot is not where expected");
+        return;
+    }
+    cw.interp = interp;
+    cw.slot = slots + 8ull * (uint32_t)id;
+    __atomic_store_n(&cw.state, CW_ACTIVE, __ATOMIC_RELEASE);
+}
+
+/* The pending call: run by the main thread with the GIL held. */
+static int watch_pending(void *arg)
+{
+    (void)arg;
+    watch_register();
+    return 0;
+}
+
+/* The first walk's (cw.state CW_NONE): registers the watcher now where this thread holds the
+ * GIL (ts, its state, is the current one), else asks the main thread to. */
+__attribute__((noinline, cold)) static void watch_start(uint64_t ts)
+{
+    int expect = CW_NONE;
+    if (!__atomic_compare_exchange_n(&cw.state, &expect, CW_TRYING, 0, __ATOMIC_ACQ_REL, RLX))
+        return;
+    if ((uint64_t)(uintptr_t)cw.current() == ts)
+        watch_register();
+    else if (cw.pending(watch_pending, NULL) != 0)
+        __atomic_store_n(&cw.state, CW_NONE, __ATOMIC_RELEASE); /* its queue full: later */
+}
+
+/* The walk's code stamp: the watcher's count of destroyed code objects + 1, read before any
+ * frame; 0 when it cannot vouch for this walk (no watcher, another interpreter's thread, or the
+ * watcher gone). ts: the thread state, its head validated (fast_begin). */
+static inline uint64_t code_stamp(uint64_t ts)
+{
+    int state = __atomic_load_n(&cw.state, __ATOMIC_ACQUIRE);
+    if (__builtin_expect(state != CW_ACTIVE, 0)) {
+        if (state == CW_NONE) watch_start(ts);
+        return 0;
+    }
+    if (ld64((const uint8_t *)(uintptr_t)ts + py.lay.ts_interp) != cw.interp) return 0;
+    if (__atomic_load_n((const uint64_t *)(uintptr_t)cw.slot, __ATOMIC_ACQUIRE) !=
+        (uint64_t)(uintptr_t)code_watch) {
+        watch_off("the interpreter removed it (finalized)");
+        return 0;
+    }
+    return __atomic_load_n(&code_destroys, __ATOMIC_ACQUIRE) + 1;
+}
+
 typedef struct rawframe_s {
     uint64_t code, instr;
     uint8_t seg_end;
@@ -1018,7 +1180,8 @@ static inline walkway_t *way_of_chain(walkmemo_t *m, const rawframe_t *raw, uint
  * built only when an instruction differs from the hint's: *noted says they were not. */
 __attribute__((always_inline)) static inline uint32_t
 replay_loop(const walk_offs_t *o, const walkway_t *m, const rawframe_t *raw, uint32_t nr,
-            pyframe_t *out, uint32_t *direct, bool old, const pynote_t *hint, bool *noted)
+            pyframe_t *out, uint32_t *direct, bool old, bool trusted, const pynote_t *hint,
+            bool *noted)
 {
     uint64_t differ = 0;
     for (uint32_t i = 0; i < nr; i++) {
@@ -1029,7 +1192,7 @@ replay_loop(const walk_offs_t *o, const walkway_t *m, const rawframe_t *raw, uin
         /* Loaded before at this address (the memo records only code objects read there) and
          * alive now: direct loads, as step 2's. */
         const uint8_t *head = (const uint8_t *)(uintptr_t)raw[i].code;
-        if (code_changed(o, head, m->ident[i])) {
+        if (!trusted && code_changed(o, head, m->ident[i])) {
             *direct += i + 1;
             return 0;
         }
@@ -1058,11 +1221,15 @@ replay_loop(const walk_offs_t *o, const walkway_t *m, const rawframe_t *raw, uin
  * words checked (an object freed and another made at its address differs in them) instead
  * of the lookups of step 2 and 3; the instructions are the new ones. Returns the frames
  * written, 0 when anything differs (the caller walks on as if there were no memo). */
-__attribute__((noinline)) static uint32_t
-replay_walk(const walk_offs_t *o, const walkway_t *m, const rawframe_t *raw, uint32_t nr,
-            uint32_t gen, pyframe_t *out, uint32_t *direct, const pynote_t *hint, bool *noted)
+__attribute__((noinline)) static uint32_t replay_walk(const walk_offs_t *o, const walkway_t *m,
+                                                      const rawframe_t *raw, uint32_t nr,
+                                                      uint32_t gen, uint64_t stamp, pyframe_t *out,
+                                                      uint32_t *direct, const pynote_t *hint,
+                                                      bool *noted)
 {
     if (m->nr == 0 || m->nr != nr || m->gen != gen) return 0;
+    /* No code object destroyed since the way's were last seen: they are the same (above). */
+    const bool trusted = stamp && m->cstamp == stamp;
     /* A call of its own, with the offsets in registers for its loop (inlined into walk(),
      * they were loaded from its frame for every frame), and a loop for 3.9-3.10 and one for
      * 3.11+ (frame_word_of). One pass: a chain that differs from the memo's reads the code
@@ -1070,8 +1237,9 @@ replay_walk(const walk_offs_t *o, const walkway_t *m, const rawframe_t *raw, uin
      * again. */
     const walk_offs_t oc = *o;
     *noted = false;
-    return oc.minor <= 10 ? replay_loop(&oc, m, raw, nr, out, direct, true, hint, noted)
-                          : replay_loop(&oc, m, raw, nr, out, direct, false, hint, noted);
+    if (oc.minor <= 10) return replay_loop(&oc, m, raw, nr, out, direct, true, false, hint, noted);
+    return trusted ? replay_loop(&oc, m, raw, nr, out, direct, false, true, hint, noted)
+                   : replay_loop(&oc, m, raw, nr, out, direct, false, false, hint, noted);
 }
 
 /* When the whole chain is not the last walk's: how many of its outermost frames hold, frame
@@ -1236,11 +1404,10 @@ static inline uint32_t walk_done(uint32_t n, uint64_t checked_before, uint32_t d
 /* walk() when the chain was not replayed: steps 1c, 2 and 3 (the frames' code objects looked
  * up), and the chain remembered for its next replay. A call of its own, for the reason
  * chain_rest is one. m, way: the thread's memo and the chain's way in it, or NULL. */
-__attribute__((noinline)) static uint32_t walk_lookup(const walk_offs_t *op, walkmemo_t *m,
-                                                      walkway_t *way, const rawframe_t *raw,
-                                                      uint32_t nr, uint32_t gen, pyframe_t *out,
-                                                      bool fast, uint32_t direct_reads,
-                                                      uint64_t checked_before)
+__attribute__((noinline)) static uint32_t
+walk_lookup(const walk_offs_t *op, walkmemo_t *m, walkway_t *way, const rawframe_t *raw,
+            uint32_t nr, uint32_t gen, uint64_t stamp, pyframe_t *out, bool fast,
+            uint32_t direct_reads, uint64_t checked_before)
 {
     const walk_offs_t o = *op;
     uint64_t idents[GMT_PY_MAX_FRAMES];
@@ -1250,11 +1417,12 @@ __attribute__((noinline)) static uint32_t walk_lookup(const walk_offs_t *op, wal
     const walkway_t *lw = m ? &m->way[m->last] : NULL;
     uint32_t outer = lw ? memo_suffix(lw, raw, nr, gen) : 0;
     uint32_t inner = nr - outer; /* the frames of steps 2 and 3 */
+    const bool trusted = stamp && lw && lw->cstamp == stamp;
     for (uint32_t k = 0; k < outer; k++) {
         uint32_t i = nr - 1 - k, mi = lw->nr - 1 - k;
         const uint8_t *head = (const uint8_t *)(uintptr_t)raw[i].code;
-        direct_reads++;
-        if (code_changed(&o, head, lw->ident[mi])) {
+        if (!trusted) direct_reads++;
+        if (!trusted && code_changed(&o, head, lw->ident[mi])) {
             inner = nr - k; /* this one and the inner ones are looked up */
             break;
         }
@@ -1362,6 +1530,7 @@ __attribute__((noinline)) static uint32_t walk_lookup(const walk_offs_t *op, wal
                 way->seg[i] = raw[i].seg_end;
             }
             way->gen = gen;
+            way->cstamp = stamp;
             way->nr = nr;
             m->last = (uint8_t)(way - m->way);
         }
@@ -1382,6 +1551,8 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap, gmt_py_splic
     bool fast = fast_begin(tstate, &fw);
     uint64_t *known_frames =
         fast && o.minor <= 10 && py.frame_type ? known_frames_of_thread() : NULL;
+    /* Before any frame is read (code_stamp). */
+    uint64_t stamp = fast && o.minor >= 12 ? code_stamp(tstate) : 0;
     uint64_t frame = first_frame(tstate, &fw, fast);
     if (cap > GMT_PY_MAX_FRAMES) cap = GMT_PY_MAX_FRAMES;
 
@@ -1407,7 +1578,8 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap, gmt_py_splic
         m->busy = 1;
         pynote_t *hint = way ? note_hint(way, nr, sp) : NULL;
         bool noted = false;
-        uint32_t n = way ? replay_walk(&o, way, raw, nr, gen, out, &direct_reads, hint, &noted) : 0;
+        uint32_t n =
+            way ? replay_walk(&o, way, raw, nr, gen, stamp, out, &direct_reads, hint, &noted) : 0;
         if (n && noted) {
             note_answer(m, hint, sp); /* from the instructions alone (note_hint): no word built */
         } else if (n) {
@@ -1415,13 +1587,15 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap, gmt_py_splic
             if (sp) note_find(m, way, out, raw, n, sp);
         }
         if (n) {
+            if (stamp && way->cstamp == stamp) __atomic_store_n(&m->trusted, m->trusted + 1, RLX);
+            way->cstamp = stamp; /* every code object checked, or vouched for */
             m->last = (uint8_t)(way - m->way);
             m->busy = 0;
             __atomic_store_n(&m->replays, m->replays + 1, RLX);
             return walk_done(n, checked_before, direct_reads);
         }
     }
-    return walk_lookup(&o, m, way, raw, nr, gen, out, fast, direct_reads, checked_before);
+    return walk_lookup(&o, m, way, raw, nr, gen, stamp, out, fast, direct_reads, checked_before);
 }
 
 /* frames (n native frames, innermost first) with the Python frames pf spliced in: each run
@@ -1733,6 +1907,7 @@ int gmt_py_init(bool enabled, bool checked_only)
         return -EPROTO;
     }
     find_eval_range();
+    if (__atomic_load_n(&cw.state, __ATOMIC_ACQUIRE) == CW_UNSET) watch_resolve(minor);
     /* The fast path needs the data-stack offsets of the headers (3.13 does not publish them):
      * only where the published thread-state offset agrees with the headers', and only with a
      * way to see finalization. */
@@ -1789,23 +1964,42 @@ void gmt_py_note_id(const gmt_py_splice_t *sp, uint32_t id)
     m->busy = 0;
 }
 
-/* The threads' replays (or, noted: those of them answered with a noted id), summed. */
-static uint64_t memo_sum(bool noted)
+/* The threads' replays (or, noted: those of them answered with a noted id; trusted: those that
+ * loaded no code object), summed. */
+enum { SUM_REPLAYS, SUM_NOTED, SUM_TRUSTED };
+static uint64_t memo_sum(int what)
 {
     uint64_t sum = 0;
-    for (uint32_t i = 0; walk_memo_mem && i < MEM_SLOTS; i++)
-        sum += __atomic_load_n(noted ? &walk_memo_mem[i].noted : &walk_memo_mem[i].replays, RLX);
+    for (uint32_t i = 0; walk_memo_mem && i < MEM_SLOTS; i++) {
+        const walkmemo_t *m = &walk_memo_mem[i];
+        sum += __atomic_load_n(what == SUM_NOTED     ? &m->noted
+                               : what == SUM_TRUSTED ? &m->trusted
+                                                     : &m->replays,
+                               RLX);
+    }
     return sum;
+}
+
+uint64_t gmt_py_trusted_walks(void)
+{
+    return memo_sum(SUM_TRUSTED);
+}
+
+const char *gmt_py_code_watcher(const char **why)
+{
+    int state = __atomic_load_n(&cw.state, __ATOMIC_ACQUIRE);
+    *why = state == CW_OFF ? __atomic_load_n(&cw.why, RLX) : NULL;
+    return state == CW_ACTIVE ? "active" : state == CW_OFF ? "off" : "pending";
 }
 
 uint64_t gmt_py_noted_walks(void)
 {
-    return memo_sum(true);
+    return memo_sum(SUM_NOTED);
 }
 
 uint64_t gmt_py_replayed_walks(void)
 {
-    return memo_sum(false);
+    return memo_sum(SUM_REPLAYS);
 }
 
 void gmt_py_test_reads(uint64_t *checked, uint64_t *direct)

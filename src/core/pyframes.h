@@ -130,6 +130,11 @@ uint64_t gmt_py_code_dropped(void);
 uint64_t gmt_py_replayed_walks(void);
 /* Of them, those whose stack id was noted (gmt_py_splice_t.noted). */
 uint64_t gmt_py_noted_walks(void);
+/* Of them, those that loaded no code object: the code watcher vouched for them (3.12+). */
+uint64_t gmt_py_trusted_walks(void);
+/* The code watcher (3.12+, pyframes.c): "active", "pending" (not registered yet: no walk of a
+ * thread holding the GIL so far) or "off", with why (*why, else NULL). */
+const char *gmt_py_code_watcher(const char **why);
 /* For tests: the calling thread's reads so far, through the kernel and direct. */
 void gmt_py_test_reads(uint64_t *checked, uint64_t *direct);
 /* Tests: whether two chains (innermost and outermost code object, frames) share a way of the

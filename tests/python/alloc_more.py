@@ -28,6 +28,9 @@
            and 50 of 8 KiB through that module from the package, one of 41 MiB by this file's
            alloc() and 50 of 4 KiB through the module from this file,
            both through ctypes: the report charges them to "gmtpkg" and "alloc_more.py"
+  watchers (3.12+) the program registers a code watcher in each of the interpreter's 8 slots
+           (PyCode_AddWatcher through ctypes.pythonapi) before its first allocation, then makes
+           200 allocate/free pairs and leaks 19 MiB; it prints how many events its watchers saw
   idle     (third argument: native_thread.c's library) a pthread holding a Python thread
            state that runs no Python code, as PyTorch's autograd engine threads do, makes
            1000 cudaMalloc/cudaFree pairs and leaks its last allocation (29 MiB)
@@ -187,6 +190,29 @@ elif sys.argv[2] == "limits":
         exec(code.replace(co_firstlineno=k + 1), {"alloc_free": alloc_free})
 elif sys.argv[2] == "reuse":
     reuse(8)
+elif sys.argv[2] == "watchers":
+    watch_type = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_void_p)
+    seen = [0]
+
+    def watch(event, code):
+        seen[0] += 1
+        return 0
+
+    add_watcher = ctypes.pythonapi.PyCode_AddWatcher
+    add_watcher.argtypes = [watch_type]
+    add_watcher.restype = ctypes.c_int
+    watchers = [watch_type(watch) for _ in range(8)]
+    ids = [add_watcher(w) for w in watchers]
+    assert sorted(ids) == list(range(8)), ids
+    for _ in range(200):
+        alloc_free()
+    alloc(19 << 20)  # TAG:watchers_leak
+    exec("x = 1")  # a code object made and destroyed: each of the 8 watchers sees both
+    print("watched", seen[0])
+    clear_watcher = ctypes.pythonapi.PyCode_ClearWatcher
+    clear_watcher.argtypes = [ctypes.c_int]
+    for i in ids:  # before finalization, whose code objects the callbacks would outlive
+        assert clear_watcher(i) == 0
 elif sys.argv[2] == "library":
     import tempfile
     sys.path.insert(0, sys.argv[3])  # ext_runtime.c built as cupy_backends.cuda.api.runtime

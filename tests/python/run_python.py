@@ -311,6 +311,95 @@ def case_steady(args):
               f"{replayed} replayed")
 
 
+def check_watcher(minor, cap, trusted_min):
+    """capture.python's code watcher: active from 3.12 (PyCode_AddWatcher), and at least
+    trusted_min replays that loaded no code object; before 3.12 off, with its reason, and none."""
+    state, why, trusted = cap.get("code_watcher"), cap.get("code_watcher_off"), cap.get("trusted_walks")
+    if minor >= 12:
+        if state != "active" or why is not None:
+            fail(f"3.{minor}: code watcher {state} ({why}), want active")
+        if not isinstance(trusted, int) or trusted < trusted_min:
+            fail(f"3.{minor}: {trusted} replays vouched for by the code watcher, want >= {trusted_min}")
+    elif state != "off" or why != "none before CPython 3.12" or trusted != 0:
+        fail(f"3.{minor}: code watcher {state} ({why}), {trusted} trusted walks; want off, none")
+
+
+def case_watchers(args):
+    """A program that took every code watcher slot itself (3.12+): the tracer's watcher is off,
+    says why, and takes nothing from the program (its 8 watchers each see the code objects it
+    makes); replays check their code objects as before 3.12, and the lines are right."""
+    minor = int(version_of(args.python).split(".")[1])
+    if minor < 12:
+        print(f"SKIP: 3.{minor} has no code watchers")
+        sys.exit(77)
+    reps, p = run_more(args, "watchers")
+    (rep,) = reps.values()
+    cap = rep["capture"]["python"]
+    if cap.get("code_watcher") != "off" or \
+            cap.get("code_watcher_off") != "every code watcher slot is taken":
+        fail(f"code watcher {cap.get('code_watcher')} ({cap.get('code_watcher_off')}), want off: "
+             "every slot taken")
+    if cap.get("trusted_walks") != 0 or cap.get("replayed_walks", 0) < 190:
+        fail(f"{cap.get('trusted_walks')} trusted, {cap.get('replayed_walks')} replayed walks: "
+             "want none trusted, the 200 pairs' replayed")
+    watched = [int(l.split()[1]) for l in p.stdout.splitlines() if l.startswith("watched ")]
+    if not watched or watched[0] < 16:
+        fail(f"the program's 8 code watchers saw {watched} events, want >= 16")
+    groups = {g["bytes"]: g for g in rep["leaks"]["groups"]}
+    line = more_tags()["watchers_leak"]
+    if 19 << 20 not in groups or not names_line(rep, groups[19 << 20], "<module>", line):
+        fail(f"the 19 MiB leak is not named <module>:{line}")
+    print(f"ok 3.{minor}: watcher off ({cap['code_watcher_off']}), the program's watchers saw "
+          f"{watched[0]} events, {cap['replayed_walks']} walks replayed")
+
+
+def case_reinit(args):
+    """A program that embeds CPython, finalizes it and initializes it again (embed_reinit.c):
+    the second interpreter's allocation names its own line, not the first one's code object at
+    the same address, and from 3.12 the code watcher, which the finalization removed, is off
+    and says so (a watcher that no longer counts must not vouch for a replay)."""
+    minor = int(version_of(args.python).split(".")[1])
+    q = subprocess.run([args.python, "-c", "import sysconfig as s; print(s.get_paths()['include']);"
+                        "print(s.get_config_var('LIBDIR')); print(s.get_config_var('LDVERSION'))"],
+                       capture_output=True, text=True, check=True)
+    inc, libdir, ldver = q.stdout.split()
+    work = os.path.join(args.work, "reinit")
+    os.makedirs(work, exist_ok=True)
+    for f in os.listdir(work):
+        os.unlink(os.path.join(work, f))
+    exe = os.path.join(work, "embed_reinit")
+    cc = subprocess.run(["cc", "-O1", "-I" + inc, "-o", exe, os.path.join(HERE, "embed_reinit.c"),
+                         "-L" + libdir, "-lpython" + ldver, "-Wl,-rpath," + libdir],
+                        capture_output=True, text=True)
+    if cc.returncode != 0:
+        fail(f"building embed_reinit.c against {inc}: {cc.stderr}")
+    env = dict(os.environ, LD_PRELOAD=args.lib, GPUMEMTRACE_LOG="info",
+               GPUMEMTRACE_OUTPUT=os.path.join(work, "r-%p.json"))
+    p = subprocess.run([exe, args.cudart], env=env, capture_output=True, text=True, timeout=60)
+    print(p.stdout, p.stderr)
+    if p.returncode != 0:
+        fail(f"embed_reinit exited {p.returncode}")
+    (rep,) = [json.load(open(os.path.join(work, f))) for f in os.listdir(work)
+              if f.endswith(".json")]
+    groups = {g["bytes"]: g for g in rep["leaks"]["groups"]}
+    for size, line in ((5 << 20, 3), (6 << 20, 4)):
+        py = [f for f in frames_of(rep, groups.get(size, {})) if f.get("type") == "python"]
+        got = [(f.get("file"), f.get("function"), f.get("line")) for f in py[:1]]
+        if got != [("<string>", "alloc", line)]:
+            fail(f"the {size >> 20} MiB leak's innermost Python frame is {got}, "
+                 f"want <string> alloc:{line}")
+    cap = rep["capture"]["python"]
+    if minor >= 12 and (cap.get("code_watcher") != "off" or
+                        cap.get("code_watcher_off") != "the interpreter removed it (finalized)"):
+        fail(f"3.{minor}: code watcher {cap.get('code_watcher')} ({cap.get('code_watcher_off')}) "
+             "after a finalization, want off: removed")
+    if minor < 12 and cap.get("code_watcher") != "off":
+        fail(f"3.{minor}: code watcher {cap.get('code_watcher')}, want off")
+    print(f"ok 3.{minor}: each interpreter's allocation names its own line; code watcher "
+          f"{cap.get('code_watcher')} ({cap.get('code_watcher_off')}), "
+          f"{cap.get('trusted_walks')} walks vouched for")
+
+
 def case_nested(args):
     """Python frames re-entered from C at 24 depths (a model's modules): once each depth has
     been seen, a walk needs no kernel copy, though every depth puts its own evaluation-loop
@@ -353,8 +442,12 @@ def case_nested(args):
     if cap.get("noted_walks", 0) < 900:
         fail(f"3.{minor}: {cap.get('noted_walks')} of {walks} walks took a noted stack id, "
              f"{native} native walks replayed")
+    # No code object is destroyed once the rounds run: from 3.12 the code watcher vouches for
+    # every replay after the first round's (none before 3.12, which has no code watchers).
+    check_watcher(minor, cap, 900)
     print(f"ok 3.{minor}: {cap['checked_walks']} of {walks} walks needed a kernel copy, "
           f"{cap.get('replayed_walks')} replayed, {cap.get('noted_walks')} noted, "
+          f"{cap.get('trusted_walks')} vouched for by the code watcher ({cap.get('code_watcher')}), "
           f"{native} native walks replayed")
 
 
@@ -480,6 +573,11 @@ def case_reuse(args):
     names to the new one before session 25 (3.12, 8 exec'd lines: two groups, lines 1 and 2)."""
     reps, _ = run_more(args, "reuse")
     (rep,) = reps.values()
+    # From 3.12 the code watcher is active here: each freed code object is counted, and the
+    # replay of a way it may have held checks its code objects again (without the count, a
+    # replay would keep the freed one's lines: 3 of the 32 wrong on 3.12).
+    minor = int(version_of(args.python).split(".")[1])
+    check_watcher(minor, rep["capture"]["python"], 0)
     groups = {g["bytes"]: g for g in rep["leaks"]["groups"]}
     bad = []
     for k in range(32):
@@ -727,7 +825,7 @@ def main():
      "unsupported": case_unsupported, "fork": case_fork, "threads": case_threads,
      "shallow": case_shallow, "steady": case_steady, "lines": case_lines, "nested": case_nested, "paths": case_paths,
      "library": case_library, "idle": case_idle, "notpython": case_notpython,
-     "recover": case_recover, "reuse": case_reuse,
+     "recover": case_recover, "reuse": case_reuse, "watchers": case_watchers, "reinit": case_reinit,
      "limits": case_limits, "suppress": case_suppress}[args.case](args)
 
 
