@@ -13,9 +13,6 @@
 #if PY_VERSION_HEX >= 0x030B0000
 #include <internal/pycore_frame.h>
 #endif
-#if PY_VERSION_HEX >= 0x030C0000
-#include <internal/pycore_interp.h>
-#endif
 #if PY_VERSION_HEX >= 0x030D0000
 #include <internal/pycore_runtime.h>
 #endif
@@ -38,15 +35,7 @@ int main(void)
 {
     printf("{.minor = %d,", PY_MINOR_VERSION);
     P("ob_type", offsetof(PyObject, ob_type));
-    P("ts_interp", offsetof(PyThreadState, interp));
-#if PY_VERSION_HEX >= 0x030C0000
-    /* 3.12+: the interpreter's code watchers (PyCode_AddWatcher's callbacks) */
-    P("is_code_watchers", offsetof(PyInterpreterState, code_watchers));
-    P("code_watchers_max", CODE_MAX_WATCHERS);
-#else
-    P("is_code_watchers", 0xffffffffu);
-    P("code_watchers_max", 0);
-#endif
+    P("tp_dealloc", offsetof(PyTypeObject, tp_dealloc));
 #if PY_VERSION_HEX < 0x030B0000
     /* 3.9, 3.10: the thread state points at a chain of PyFrameObject. */
     P("ts_frame", offsetof(PyThreadState, frame));

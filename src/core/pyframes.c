@@ -651,13 +651,27 @@ typedef struct walkway_s {
     uint32_t note_hit;  /* the note the last replay found or wrote */
     pynote_t note[PY_NOTE_WAYS];
 } walkway_t;
+/* A thread's call sites (walk(), step 0): a walk whose id a note holds, indexed by a key of
+ * its frames' instructions and run ends and the note's key (the native frames' token, the tag
+ * and generation), names the way and the note that hold it, so that the next walk from that
+ * site compares the chain with them as it reads it (site_walk) instead of reading it into raw
+ * frames, finding the way and replaying. Direct-mapped, written over by the next site that
+ * maps there; key 0: empty. */
+#define PY_SITE_BITS 8
+#define PY_SITES     (1u << PY_SITE_BITS)
+typedef struct pysite_s {
+    uint64_t key;
+    uint8_t way, note;
+} pysite_t;
 typedef struct walkmemo_s {
     uint8_t busy;     /* a walk of this thread is using it (one nested in it goes without) */
     uint8_t last;     /* the way of the thread's last remembered walk (memo_suffix's) */
     uint64_t replays; /* walks answered by the replay: written by the owner, summed on read */
     uint64_t noted;   /* of them, answered with a noted stack id (same) */
-    uint64_t trusted; /* of them, with no code object loaded: the code watcher's (same) */
+    uint64_t trusted; /* of them, with no code object loaded: the code hook vouched (same) */
+    uint64_t sited;   /* of them, answered by site_walk (same) */
     walkway_t way[PY_WAYS];
+    pysite_t site[PY_SITES];
 } walkmemo_t;
 static walkmemo_t *walk_memo_mem; /* [MEM_SLOTS] */
 
@@ -846,161 +860,84 @@ static void stack_learn(const fastwalk_t *fw, uint64_t a, uint32_t n)
     fc.stack_hi = hi;
 }
 
-/* ---- 3.12+: a code watcher, so that a replay loads no code object ----------------------------
+/* ---- the code hook: a replay loads no code object ---------------------------------------------
  *
  * A replay checks each frame's code object against the one its memo saw at that address
  * (code_changed): a code object freed and another made there must not take its lines. That is
- * a load of each frame's code object, a cache line a frame that a model's work between two
- * allocations has evicted. From 3.12 the interpreter tells its code watchers
- * (PyCode_AddWatcher) of every code object it destroys, before freeing it: while no code object
- * of the interpreter was destroyed since a walk was remembered, every code object it saw is
- * alive at its address still (a frame's code does not change, and the frames of the walk being
- * replayed were all made before it read the count), so the replay needs no check. The watcher
- * counts destructions; a way remembers the count its walk read first (code_stamp), and a replay
- * that reads the same count skips code_changed. Any destruction makes every way check again,
- * once: a replay whose checks pass stamps its way anew.
+ * a load of each frame's code object (on 3.12 some 380 of the walk's 1,590 instructions a
+ * pair, 13 frames). Every code object is freed by its type's deallocator, PyCode_Type's
+ * tp_dealloc: the tracer puts a hook there, once (gmt_py_init) with a compare-and-swap, that
+ * counts the code objects destroyed and calls the deallocator that was there. While no code
+ * object was destroyed since a walk was remembered, every code object it saw is alive at its
+ * address still (a frame's code does not change, and the frames of the walk being replayed
+ * were all made before it read the count), so the replay needs no check. A way remembers the
+ * count its walk read first (code_stamp); a replay that reads the same count skips
+ * code_changed. Any destruction makes every way check again, once: a replay whose checks pass
+ * stamps its way anew.
  *
- * The watcher is registered once, with the GIL held: by the first walk if its thread holds it
- * (its thread state is the current one), else by a pending call (Py_AddPendingCall, which needs
- * neither the GIL nor a thread state) that the main thread runs between two bytecodes: PyTorch
- * releases the GIL around its operators, so their allocations' walks do not hold it. Only in
- * the main interpreter, and only where one of its watcher slots is free (read where the headers
- * place them, within _PyRuntime: the main interpreter is part of it). Every walk then checks that
- * the slot still holds the callback (an interpreter that finalizes clears its watchers, and one
- * initialized again would not count) and that the thread's interpreter is the main one (a
- * subinterpreter's code objects are not counted). */
-#define PY_CODE_EVENT_DESTROY 1 /* PyCodeEvent: CREATE 0, DESTROY 1 (3.12, 3.13) */
-enum { CW_UNSET, CW_NONE, CW_TRYING, CW_ACTIVE, CW_OFF }; /* CW_UNSET: gmt_py_init has not run */
+ * Why a hook and not CPython's code watchers (PyCode_AddWatcher, 3.12+): a watcher takes one of
+ * the interpreter's 8 slots, which a program that registers its own (a JIT) would then miss;
+ * registering needs the GIL, which PyTorch's operators have released when they allocate; and
+ * watchers are per interpreter and cleared by a finalization. The type is shared by every
+ * interpreter of the process and outlives a finalization; its slot is written while another
+ * thread may be destroying a code object, which is sound: an object in its deallocator has no
+ * reference left, so no live frame, and no walk remembered after the hook, can hold it. Every
+ * walk checks the slot still holds the hook (something that put its own there stops the count
+ * reaching us: the hook is then off for good). The library is never unloaded (-z nodelete). */
+enum { CH_UNSET, CH_ACTIVE, CH_OFF };
 static struct {
-    int (*add)(int (*)(int, void *));        /* PyCode_AddWatcher */
-    void *(*current)(void);                  /* the thread's attached state, or NULL: unchecked */
-    void *(*main_interp)(void);              /* PyInterpreterState_Main */
-    void *(*get_exc)(void);                  /* PyErr_GetRaisedException */
-    void (*set_exc)(void *);                 /* PyErr_SetRaisedException */
-    void (*clear)(void);                     /* PyErr_Clear */
-    int (*pending)(int (*)(void *), void *); /* Py_AddPendingCall */
-    uint64_t rt_lo, rt_hi;                   /* _PyRuntime */
-    int state;                               /* atomic: CW_* */
-    const char *why; /* atomic; CW_OFF: why (the report's code_watcher_off) */
-    uint64_t interp; /* the main interpreter, which it watches */
-    uint64_t slot;   /* where that interpreter keeps the callback */
-} cw;
-static uint64_t code_destroys; /* atomic: code objects the main interpreter destroyed */
+    int state;             /* atomic: CH_* */
+    const char *why;       /* atomic; CH_OFF: why (the report's code_hook_off) */
+    void (**slot)(void *); /* &PyCode_Type.tp_dealloc */
+    void (*orig)(void *);  /* atomic: what was there */
+} ch;
+static uint64_t code_destroys; /* atomic: code objects destroyed since the hook went in */
 
-static int code_watch(int event, void *code)
+static void code_dealloc_hook(void *code)
 {
-    (void)code;
-    if (event == PY_CODE_EVENT_DESTROY) __atomic_add_fetch(&code_destroys, 1, __ATOMIC_SEQ_CST);
-    return 0;
+    __atomic_add_fetch(&code_destroys, 1, __ATOMIC_SEQ_CST);
+    __atomic_load_n(&ch.orig, __ATOMIC_ACQUIRE)(code);
 }
 
-static void watch_off(const char *why)
+static void hook_off(const char *why)
 {
-    __atomic_store_n(&cw.why, why, RLX);
-    __atomic_store_n(&cw.state, CW_OFF, __ATOMIC_RELEASE);
+    __atomic_store_n(&ch.why, why, RLX);
+    __atomic_store_n(&ch.state, CH_OFF, __ATOMIC_RELEASE);
 }
 
-/* Resolved by gmt_py_init (3.12+); the watcher stays off without any of them. */
-static void watch_resolve(int minor)
+/* Puts the hook in, from gmt_py_init (once a process: its state is inherited by a fork);
+ * without (no: why) where walks are never replayed, having no fast path. */
+static void hook_install(const char *no)
 {
-    cw.add = (int (*)(int (*)(int, void *)))dlsym(RTLD_DEFAULT, "PyCode_AddWatcher");
-    cw.current = (void *(*)(void))dlsym(RTLD_DEFAULT, minor >= 13 ? "PyThreadState_GetUnchecked"
-                                                                  : "_PyThreadState_UncheckedGet");
-    cw.main_interp = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyInterpreterState_Main");
-    cw.get_exc = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyErr_GetRaisedException");
-    cw.set_exc = (void (*)(void *))dlsym(RTLD_DEFAULT, "PyErr_SetRaisedException");
-    cw.clear = (void (*)(void))dlsym(RTLD_DEFAULT, "PyErr_Clear");
-    cw.pending = (int (*)(int (*)(void *), void *))dlsym(RTLD_DEFAULT, "Py_AddPendingCall");
-    void *rt = dlsym(RTLD_DEFAULT, "_PyRuntime");
-    Dl_info info;
-    const ElfW(Sym) *sym = NULL;
-    if (rt && dladdr1(rt, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size) {
-        cw.rt_lo = (uint64_t)(uintptr_t)rt;
-        cw.rt_hi = cw.rt_lo + sym->st_size;
-    }
-    bool all = cw.add && cw.current && cw.main_interp && cw.get_exc && cw.set_exc && cw.clear &&
-               cw.pending;
-    if (minor < 12 || py.lay.is_code_watchers == NONE32)
-        watch_off("none before CPython 3.12");
-    else if (!all || !cw.rt_hi)
-        watch_off("the interpreter does not export what it needs");
-    else
-        __atomic_store_n(&cw.state, CW_NONE, __ATOMIC_RELEASE);
-}
-
-/* Registers the watcher (cw.state CW_TRYING: this call's alone), on a thread that holds the
- * GIL, and leaves cw.state CW_ACTIVE or CW_OFF. */
-static void watch_register(void)
-{
-    uint64_t interp = (uint64_t)(uintptr_t)cw.main_interp();
-    void *ts = cw.current();
-    if (!ts || ld64((const uint8_t *)ts + py.lay.ts_interp) != interp) {
-        watch_off("registered from outside the main interpreter");
+    if (__atomic_load_n(&ch.state, __ATOMIC_ACQUIRE) != CH_UNSET) return;
+    if (no) {
+        hook_off(no);
         return;
     }
-    const uint32_t max = py.lay.code_watchers_max;
-    const uint64_t slots = interp + py.lay.is_code_watchers;
-    if (interp < cw.rt_lo || slots < interp || slots + 8ull * max > cw.rt_hi) {
-        watch_off("the main interpreter is not where this tracer expects it");
+    void (**slot)(void *) = (void (**)(void *))(uintptr_t)(py.code_type + py.lay.tp_dealloc);
+    void (*orig)(void *) = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (!orig || orig == code_dealloc_hook) {
+        hook_off("PyCode_Type has no deallocator of its own");
         return;
     }
-    const uint64_t *slot = (const uint64_t *)(uintptr_t)slots;
-    uint32_t free_slots = 0;
-    for (uint32_t i = 0; i < max; i++)
-        free_slots += slot[i] == 0;
-    if (!free_slots) { /* registering would raise an exception */
-        watch_off("every code watcher slot is taken");
+    __atomic_store_n(&ch.orig, orig, __ATOMIC_RELEASE);
+    ch.slot = slot;
+    void (*expect)(void *) = orig;
+    if (!__atomic_compare_exchange_n(slot, &expect, code_dealloc_hook, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE)) {
+        hook_off("PyCode_Type's deallocator changed while the hook went in");
         return;
     }
-    void *pending =
-        cw.get_exc(); /* the program's, kept from AddWatcher's failure, which sets one */
-    int id = cw.add(code_watch);
-    if (id < 0) cw.clear();
-    cw.set_exc(pending);
-    if (id < 0 || (uint32_t)id >= max || slot[id] != (uint64_t)(uintptr_t)code_watch) {
-        watch_off(id < 0 ? "every code watcher slot is taken" : "its slot is not where expected");
-        return;
-    }
-    cw.interp = interp;
-    cw.slot = slots + 8ull * (uint32_t)id;
-    __atomic_store_n(&cw.state, CW_ACTIVE, __ATOMIC_RELEASE);
+    __atomic_store_n(&ch.state, CH_ACTIVE, __ATOMIC_RELEASE);
 }
 
-/* The pending call: run by the main thread with the GIL held. */
-static int watch_pending(void *arg)
+/* The walk's code stamp: the count of destroyed code objects + 1, read before any frame; 0
+ * when the hook cannot vouch for this walk. */
+static inline uint64_t code_stamp(void)
 {
-    (void)arg;
-    watch_register();
-    return 0;
-}
-
-/* The first walk's (cw.state CW_NONE): registers the watcher now where this thread holds the
- * GIL (ts, its state, is the current one), else asks the main thread to. */
-__attribute__((noinline, cold)) static void watch_start(uint64_t ts)
-{
-    int expect = CW_NONE;
-    if (!__atomic_compare_exchange_n(&cw.state, &expect, CW_TRYING, 0, __ATOMIC_ACQ_REL, RLX))
-        return;
-    if ((uint64_t)(uintptr_t)cw.current() == ts)
-        watch_register();
-    else if (cw.pending(watch_pending, NULL) != 0)
-        __atomic_store_n(&cw.state, CW_NONE, __ATOMIC_RELEASE); /* its queue full: later */
-}
-
-/* The walk's code stamp: the watcher's count of destroyed code objects + 1, read before any
- * frame; 0 when it cannot vouch for this walk (no watcher, another interpreter's thread, or the
- * watcher gone). ts: the thread state, its head validated (fast_begin). */
-static inline uint64_t code_stamp(uint64_t ts)
-{
-    int state = __atomic_load_n(&cw.state, __ATOMIC_ACQUIRE);
-    if (__builtin_expect(state != CW_ACTIVE, 0)) {
-        if (state == CW_NONE) watch_start(ts);
-        return 0;
-    }
-    if (ld64((const uint8_t *)(uintptr_t)ts + py.lay.ts_interp) != cw.interp) return 0;
-    if (__atomic_load_n((const uint64_t *)(uintptr_t)cw.slot, __ATOMIC_ACQUIRE) !=
-        (uint64_t)(uintptr_t)code_watch) {
-        watch_off("the interpreter removed it (finalized)");
+    if (__builtin_expect(__atomic_load_n(&ch.state, __ATOMIC_ACQUIRE) != CH_ACTIVE, 0)) return 0;
+    if (__builtin_expect(__atomic_load_n(ch.slot, __ATOMIC_ACQUIRE) != code_dealloc_hook, 0)) {
+        hook_off("another deallocator replaced the hook in PyCode_Type");
         return 0;
     }
     return __atomic_load_n(&code_destroys, __ATOMIC_ACQUIRE) + 1;
@@ -1237,7 +1174,9 @@ __attribute__((noinline)) static uint32_t replay_walk(const walk_offs_t *o, cons
      * again. */
     const walk_offs_t oc = *o;
     *noted = false;
-    if (oc.minor <= 10) return replay_loop(&oc, m, raw, nr, out, direct, true, false, hint, noted);
+    if (oc.minor <= 10)
+        return trusted ? replay_loop(&oc, m, raw, nr, out, direct, true, true, hint, noted)
+                       : replay_loop(&oc, m, raw, nr, out, direct, true, false, hint, noted);
     return trusted ? replay_loop(&oc, m, raw, nr, out, direct, false, true, hint, noted)
                    : replay_loop(&oc, m, raw, nr, out, direct, false, false, hint, noted);
 }
@@ -1269,6 +1208,19 @@ static void note_instrs(walkway_t *w, pynote_t *pn, const rawframe_t *raw, uint3
     w->note_hit = (uint32_t)(pn - w->note);
 }
 
+/* The walk's site (sp->site, its key; 0: none) now answered by note pn of memo m: the next walk
+ * from it tries pn first (site_walk). */
+static void site_note(walkmemo_t *m, const pynote_t *pn, const gmt_py_splice_t *sp)
+{
+    if (!sp->site) return;
+    size_t k = (size_t)((const char *)pn - (const char *)m->way) / sizeof(walkway_t);
+    if (k >= PY_WAYS) return;
+    pysite_t *s = &m->site[sp->site >> (64 - PY_SITE_BITS)];
+    s->key = sp->site;
+    s->way = (uint8_t)k;
+    s->note = (uint8_t)(pn - m->way[k].note);
+}
+
 /* A replay answered by note pn, which holds its words under sp's key: pn's id, counted. */
 static void note_answer(walkmemo_t *m, pynote_t *pn, gmt_py_splice_t *sp)
 {
@@ -1276,6 +1228,7 @@ static void note_answer(walkmemo_t *m, pynote_t *pn, gmt_py_splice_t *sp)
     sp->stamp = pn->stamp;
     sp->noted = pn->id;
     __atomic_store_n(&m->noted, m->noted + 1, RLX);
+    site_note(m, pn, sp);
 }
 
 /* After a replay of way w gave out[0..n): the note that holds these words under sp's key
@@ -1539,6 +1492,126 @@ walk_lookup(const walk_offs_t *op, walkmemo_t *m, walkway_t *way, const rawframe
     return walk_done(n, checked_before, direct_reads);
 }
 
+/* Step 0 (walk, 3.11+, the code hook active): a call site this thread noted an id for.
+ *
+ * The chain is read as chain_in_chunk reads it, from frames of the walk's first live chunk
+ * alone (frame - lo < span: loaded directly, frame_read bytes of each inside the chunk), each
+ * followed by at most one shim in the stack run this thread proved readable (frame - slo <
+ * sspan), which marks a run end (3.12+; 3.11 marks a run's outermost frame is_entry). Every
+ * frame's instruction (an address inside its code object's bytecode: the code object and the
+ * offset in one word) and run end, the count, and sp's note key (the native frames' token, the
+ * tag and generation) make the site's key, written to sp->site: the note that answers this walk,
+ * whichever step finds it, is remembered under it (site_note). Every frame, not the first few: a
+ * model's layers share their innermost frames (the same forward at the same depth) and differ in
+ * the line of the module that calls them, further out; a key of the first frames alone named one
+ * entry for all of them, written over in turn.
+ *
+ * The site table's entry under the key names a way and a note; the chain as read is compared
+ * with them (every frame the note's instruction and the way's run end; the same count). With
+ * the way's code objects vouched for by the code hook (stamp), in this cache (gen), and the
+ * note's id under sp's key, that id answers the walk: no raw frame, no way found, no word
+ * built. Equal instructions are the same code object: each lies inside its frame's code
+ * object, alive (the frame holds it), and the note's inside the way's, alive too (stamp), and
+ * two live objects never overlap. */
+typedef struct sitechain_s {
+    uint64_t lo, span, slo, sspan;
+} sitechain_t;
+
+/* The frame after the one whose back pointer is back: back itself, or past the shim it is (a
+ * run end: *seg). */
+__attribute__((always_inline)) static inline uint64_t site_next(sitechain_t c, uint64_t back,
+                                                                uint32_t off_back,
+                                                                uint32_t off_owner, uint8_t cstack,
+                                                                uint8_t *seg)
+{
+    *seg = 0;
+    if (back - c.lo < c.span) return back; /* a frame of the chunk: no shim */
+    const uint8_t *shim = (const uint8_t *)(uintptr_t)back;
+    if (back - c.slo >= c.sspan || (back & 7) || shim[off_owner] != cstack) return back;
+    *seg = 1;
+    return ld64(shim + off_back);
+}
+
+/* site_walk's body, for one layout's offsets (constants where the caller's are). */
+__attribute__((always_inline)) static inline uint32_t
+site_walk_at(sitechain_t c, walkmemo_t *m, uint64_t first, uint32_t gen, uint64_t stamp,
+             gmt_py_splice_t *sp, uint32_t *direct, uint32_t off_instr, uint32_t off_back,
+             uint32_t off_owner, uint8_t cstack, uint32_t off_entry)
+{
+    /* The key: every frame's instruction (an address inside its code object's bytecode: the
+     * code object and the offset in one word) and run end, and their count. */
+    uint64_t h = sp->key_token * 0x9e3779b97f4a7c15ull ^ sp->key_tag_gen, frame = first;
+    uint64_t ins[PY_NOTE_FRAMES]; /* each frame's instruction and run end */
+    uint8_t segs[PY_NOTE_FRAMES];
+    uint32_t k = 0;
+    for (; frame; k++) {
+        if (k == PY_NOTE_FRAMES || frame - c.lo >= c.span) return 0; /* no note holds it */
+        const uint8_t *f = (const uint8_t *)(uintptr_t)frame;
+        ins[k] = ld64(f + off_instr);
+        if (off_entry != NONE) { /* 3.11: a run's first frame is marked is_entry */
+            segs[k] = f[off_entry];
+            frame = ld64(f + off_back);
+        } else {
+            frame = site_next(c, ld64(f + off_back), off_back, off_owner, cstack, &segs[k]);
+        }
+        h = (h ^ ins[k] ^ segs[k]) * 0xff51afd7ed558ccdull;
+    }
+    h ^= h >> 31;
+    sp->site = (h ^ k) | 1;
+    const pysite_t *s = &m->site[sp->site >> (64 - PY_SITE_BITS)];
+    if (s->key != sp->site) return 0;
+    const walkway_t *w = &m->way[s->way];
+    pynote_t *pn = &m->way[s->way].note[s->note];
+    const uint32_t n = w->nr;
+    if (n != k || w->gen != gen || w->cstamp != stamp || pn->nr != n || pn->content != w->content ||
+        !pn->id || pn->token != sp->key_token || pn->tag_gen != sp->key_tag_gen)
+        return 0;
+    /* The chain as read against the note and the way. An instruction is an address inside its
+     * frame's code object, alive (the frame holds it), and the note's inside the way's code
+     * object, alive too (stamp): the same instruction is the same code object, not compared
+     * apart. */
+    const uint64_t *ninstr = pn->instr;
+    const uint8_t *wseg = w->seg;
+    for (uint32_t i = 0; i < n; i++)
+        if (ins[i] != ninstr[i] || segs[i] != wseg[i]) return 0;
+    *direct += n;
+    sp->note = pn; /* note_answer's, but the site is already this one's */
+    sp->stamp = pn->stamp;
+    sp->noted = pn->id;
+    __atomic_store_n(&m->noted, m->noted + 1, RLX);
+    m->last = s->way;
+    return n;
+}
+
+/* Returns the frames (the way's count), 0 when there is no such site or anything differs (walk()
+ * then goes on as before). */
+__attribute__((noinline)) static uint32_t site_walk(const walk_offs_t *o, const fastwalk_t *fw,
+                                                    walkmemo_t *m, uint64_t frame, uint32_t gen,
+                                                    uint64_t stamp, gmt_py_splice_t *sp,
+                                                    uint32_t *direct)
+{
+    const uint32_t frame_read = py.frame_read;
+    if (o->minor < 11 || !fw->n || fw->hi[0] < frame_read || !sp->key_token) return 0;
+    sitechain_t c;
+    uint64_t end = fw->live_hi[0];
+    if (end > fw->hi[0] - frame_read + 1) end = fw->hi[0] - frame_read + 1;
+    c.lo = fw->live_lo[0];
+    c.span = end > c.lo ? end - c.lo : 0;
+    c.slo = fw->sp > fc.stack_lo ? fw->sp : fc.stack_lo;
+    uint64_t send = 0;
+    if (fc.stack_hi > fc.stack_lo && fc.stack_hi >= frame_read) {
+        send = fc.stack_hi - frame_read + 1;
+        if (fw->sp + STACK_SPAN - frame_read < send) send = fw->sp + STACK_SPAN - frame_read;
+    }
+    c.sspan = send > c.slo ? send - c.slo : 0;
+    /* 3.12 and 3.13's _PyInterpreterFrame (pylayouts.inc): its offsets as constants, which
+     * leave the loops their registers. */
+    if (o->fr_instr == 56 && o->fr_back == 8 && o->fr_owner == 70 && o->owner_cstack == 3)
+        return site_walk_at(c, m, frame, gen, stamp, sp, direct, 56, 8, 70, 3, NONE);
+    return site_walk_at(c, m, frame, gen, stamp, sp, direct, o->fr_instr, o->fr_back, o->fr_owner,
+                        (uint8_t)o->owner_cstack, o->owner_cstack == NONE ? o->fr_is_entry : NONE);
+}
+
 static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap, gmt_py_splice_t *sp)
 {
     fastwalk_t fw; /* its chunks' words are written before they are counted in n */
@@ -1552,9 +1625,27 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap, gmt_py_splic
     uint64_t *known_frames =
         fast && o.minor <= 10 && py.frame_type ? known_frames_of_thread() : NULL;
     /* Before any frame is read (code_stamp). */
-    uint64_t stamp = fast && o.minor >= 12 ? code_stamp(tstate) : 0;
+    uint64_t stamp = fast ? code_stamp() : 0;
     uint64_t frame = first_frame(tstate, &fw, fast);
     if (cap > GMT_PY_MAX_FRAMES) cap = GMT_PY_MAX_FRAMES;
+    uint32_t gen = __atomic_load_n(&cache_gen, __ATOMIC_ACQUIRE);
+    walkmemo_t *m = fast ? walk_memo_of_thread() : NULL;
+    if (m && m->busy) m = NULL;
+
+    /* 0. A chain from a site this thread noted an id for, vouched for by the code hook:
+     * compared with that note's as it is read (site_walk). */
+    if (sp && m && stamp) {
+        m->busy = 1;
+        uint32_t n = site_walk(&o, &fw, m, frame, gen, stamp, sp, &direct_reads);
+        if (n) {
+            __atomic_store_n(&m->trusted, m->trusted + 1, RLX);
+            __atomic_store_n(&m->sited, m->sited + 1, RLX);
+            __atomic_store_n(&m->replays, m->replays + 1, RLX);
+            m->busy = 0;
+            return walk_done(n, checked_before, direct_reads);
+        }
+        m->busy = 0;
+    }
 
     /* 1. The frame chain, innermost first: code pointer and instruction of each. */
     rawframe_t raw[GMT_PY_MAX_FRAMES];
@@ -1570,9 +1661,6 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap, gmt_py_splic
     if (nr == cap) __atomic_fetch_add(&cut_walks, 1, RLX);
 
     /* 1b. The same chain as one the thread remembers: its words again (replay_walk). */
-    uint32_t gen = __atomic_load_n(&cache_gen, __ATOMIC_ACQUIRE);
-    walkmemo_t *m = fast ? walk_memo_of_thread() : NULL;
-    if (m && m->busy) m = NULL;
     walkway_t *way = m && nr ? way_of_chain(m, raw, nr) : NULL;
     if (m) {
         m->busy = 1;
@@ -1635,6 +1723,7 @@ uint32_t gmt_py_splice(uint64_t *frames, uint32_t n, uint32_t cap, gmt_py_splice
 {
     sp->python = sp->noted = 0;
     sp->note = NULL;
+    sp->site = 0;
     if (py.status != GMT_PY_CAPTURED || n > cap) return n;
     void *ts = py.this_tstate();
     if (!ts) return n;
@@ -1907,7 +1996,6 @@ int gmt_py_init(bool enabled, bool checked_only)
         return -EPROTO;
     }
     find_eval_range();
-    if (__atomic_load_n(&cw.state, __ATOMIC_ACQUIRE) == CW_UNSET) watch_resolve(minor);
     /* The fast path needs the data-stack offsets of the headers (3.13 does not publish them):
      * only where the published thread-state offset agrees with the headers', and only with a
      * way to see finalization. */
@@ -1920,6 +2008,10 @@ int gmt_py_init(bool enabled, bool checked_only)
         return rc;
     }
     py.status = GMT_PY_CAPTURED;
+    hook_install(checked_only ? "Python frames are read through the kernel only "
+                                "(GPUMEMTRACE_PY_CHECKED): no replay to vouch for"
+                 : !py.fast   ? "no fast path for this interpreter: no replay to vouch for"
+                              : NULL);
     /* Beyond the innermost evaluation frame the Python frames say more than the interpreter's
      * own native frames: the native walk ends there (docs/unwind.md). */
     if (py.eval_hi > py.eval_lo) gmt_unwind_stop_at(py.eval_lo, py.eval_hi);
@@ -1959,6 +2051,7 @@ void gmt_py_note_id(const gmt_py_splice_t *sp, uint32_t id)
         pn->token = sp->key_token;
         pn->tag_gen = sp->key_tag_gen;
         pn->id = id;
+        site_note(m, pn, sp);
     }
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     m->busy = 0;
@@ -1966,7 +2059,7 @@ void gmt_py_note_id(const gmt_py_splice_t *sp, uint32_t id)
 
 /* The threads' replays (or, noted: those of them answered with a noted id; trusted: those that
  * loaded no code object), summed. */
-enum { SUM_REPLAYS, SUM_NOTED, SUM_TRUSTED };
+enum { SUM_REPLAYS, SUM_NOTED, SUM_TRUSTED, SUM_SITED };
 static uint64_t memo_sum(int what)
 {
     uint64_t sum = 0;
@@ -1974,6 +2067,7 @@ static uint64_t memo_sum(int what)
         const walkmemo_t *m = &walk_memo_mem[i];
         sum += __atomic_load_n(what == SUM_NOTED     ? &m->noted
                                : what == SUM_TRUSTED ? &m->trusted
+                               : what == SUM_SITED   ? &m->sited
                                                      : &m->replays,
                                RLX);
     }
@@ -1985,11 +2079,32 @@ uint64_t gmt_py_trusted_walks(void)
     return memo_sum(SUM_TRUSTED);
 }
 
-const char *gmt_py_code_watcher(const char **why)
+uint64_t gmt_py_sited_walks(void)
 {
-    int state = __atomic_load_n(&cw.state, __ATOMIC_ACQUIRE);
-    *why = state == CW_OFF ? __atomic_load_n(&cw.why, RLX) : NULL;
-    return state == CW_ACTIVE ? "active" : state == CW_OFF ? "off" : "pending";
+    return memo_sum(SUM_SITED);
+}
+
+int gmt_py_test_code_hook(uint64_t type)
+{
+    __atomic_store_n(&ch.state, CH_UNSET, __ATOMIC_RELEASE);
+    ch.why = NULL;
+    uint64_t saved = py.code_type;
+    py.code_type = type;
+    hook_install(NULL);
+    py.code_type = saved;
+    return __atomic_load_n(&ch.state, __ATOMIC_ACQUIRE) == CH_ACTIVE ? 0 : -1;
+}
+
+uint64_t gmt_py_test_code_stamp(void)
+{
+    return code_stamp();
+}
+
+const char *gmt_py_code_hook(const char **why)
+{
+    int state = __atomic_load_n(&ch.state, __ATOMIC_ACQUIRE);
+    *why = state == CH_OFF ? __atomic_load_n(&ch.why, RLX) : NULL;
+    return state == CH_ACTIVE ? "active" : "off";
 }
 
 uint64_t gmt_py_noted_walks(void)

@@ -73,6 +73,7 @@ typedef struct gmt_py_splice_s {
     uint32_t noted;
     void *note; /* the note the id is written to (NULL: none), and its stamp then */
     uint32_t stamp;
+    uint64_t site; /* the walk's call site (pyframes.c's site_key; 0: none) */
 } gmt_py_splice_t;
 /* Hot path. frames[0..n) are the calling thread's native frames, innermost first; inserts its
  * Python frames before each native frame of the evaluation loop that runs them (frames beyond
@@ -130,11 +131,17 @@ uint64_t gmt_py_code_dropped(void);
 uint64_t gmt_py_replayed_walks(void);
 /* Of them, those whose stack id was noted (gmt_py_splice_t.noted). */
 uint64_t gmt_py_noted_walks(void);
-/* Of them, those that loaded no code object: the code watcher vouched for them (3.12+). */
+/* Of them, those that loaded no code object: the code hook vouched for them (pyframes.c). */
 uint64_t gmt_py_trusted_walks(void);
-/* The code watcher (3.12+, pyframes.c): "active", "pending" (not registered yet: no walk of a
- * thread holding the GIL so far) or "off", with why (*why, else NULL). */
-const char *gmt_py_code_watcher(const char **why);
+/* Of them, those answered from a call site the thread noted (pyframes.c's site_walk). */
+uint64_t gmt_py_sited_walks(void);
+/* The code hook (pyframes.c): "active" or "off", with why (*why, else NULL). */
+const char *gmt_py_code_hook(const char **why);
+/* Tests: the code hook put into the type object at type (its tp_dealloc where the layout set by
+ * gmt_py_test_use_layout has it), as gmt_py_init does for PyCode_Type (0: active); and a walk's
+ * code stamp (0: no hook to vouch for it). */
+int gmt_py_test_code_hook(uint64_t type);
+uint64_t gmt_py_test_code_stamp(void);
 /* For tests: the calling thread's reads so far, through the kernel and direct. */
 void gmt_py_test_reads(uint64_t *checked, uint64_t *direct);
 /* Tests: whether two chains (innermost and outermost code object, frames) share a way of the

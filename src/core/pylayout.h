@@ -7,16 +7,12 @@
 
 #include <stdint.h>
 
-#define NONE   0xffff
-#define NONE32 0xffffffffu
+#define NONE 0xffff
 
 typedef struct layout_s {
     int minor;
     uint16_t ob_type;
-    uint16_t ts_interp; /* PyThreadState.interp */
-    /* 3.12+: PyInterpreterState.code_watchers and its length (NONE32 / 0 before) */
-    uint32_t is_code_watchers;
-    uint16_t code_watchers_max;
+    uint16_t tp_dealloc; /* PyTypeObject.tp_dealloc */
     uint16_t ts_frame, ts_cframe, ts_root_cframe, cf_current;
     uint16_t fr_back, fr_code, fr_instr, fr_is_entry, fr_owner, fr_size;
     uint16_t ts_chunk, ts_top;                  /* 3.11+: datastack_chunk, datastack_top */

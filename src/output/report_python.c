@@ -45,9 +45,10 @@ void gmt_report_python_capture(jw_t *w)
         jw_uint(w, "replayed_walks", gmt_py_replayed_walks());
         jw_uint(w, "noted_walks", gmt_py_noted_walks());
         jw_uint(w, "trusted_walks", gmt_py_trusted_walks());
+        jw_uint(w, "sited_walks", gmt_py_sited_walks());
         const char *why;
-        jw_string(w, "code_watcher", gmt_py_code_watcher(&why));
-        if (why) jw_string(w, "code_watcher_off", why);
+        jw_string(w, "code_hook", gmt_py_code_hook(&why));
+        if (why) jw_string(w, "code_hook_off", why);
         jw_uint(w, "unreadable_frames", gmt_py_unreadable_frames());
         jw_uint(w, "cut_walks", gmt_py_cut_walks());
         jw_uint(w, "code_cache_dropped", gmt_py_code_dropped());

@@ -28,9 +28,12 @@
            and 50 of 8 KiB through that module from the package, one of 41 MiB by this file's
            alloc() and 50 of 4 KiB through the module from this file,
            both through ctypes: the report charges them to "gmtpkg" and "alloc_more.py"
-  watchers (3.12+) the program registers a code watcher in each of the interpreter's 8 slots
-           (PyCode_AddWatcher through ctypes.pythonapi) before its first allocation, then makes
-           200 allocate/free pairs and leaks 19 MiB; it prints how many events its watchers saw
+  outer    one function allocates at one line, five frames below a loop that calls the
+           chain from two lines in turn (400 pairs); the last two leak 13 and 15 MiB: only the
+           loop's line tells the two apart, beyond the frames a call site's key reads
+  watchers (3.12+) 200 allocate/free pairs, then the program registers a code watcher in
+           each of the interpreter's 8 slots (PyCode_AddWatcher through ctypes.pythonapi), makes
+           200 pairs more and leaks 19 MiB; it prints how many events its watchers saw
   idle     (third argument: native_thread.c's library) a pthread holding a Python thread
            state that runs no Python code, as PyTorch's autograd engine threads do, makes
            1000 cudaMalloc/cudaFree pairs and leaks its last allocation (29 MiB)
@@ -140,6 +143,41 @@ def reuse(n):
              {"alloc": alloc})
 
 
+def outer_w0(size):
+    p = ctypes.c_void_p()
+    assert cudart.cudaMalloc(ctypes.byref(p), size) == 0
+    return p
+
+
+def outer_w1(size):
+    return outer_w0(size)
+
+
+def outer_w2(size):
+    return outer_w1(size)
+
+
+def outer_w3(size):
+    return outer_w2(size)
+
+
+def outer_w4(size):
+    return outer_w3(size)
+
+
+def outer(n):
+    for i in range(n):
+        last = i >= n - 2
+        if i % 2 == 0:
+            p = outer_w4(13 << 20 if last else 4096)  # TAG:outer_a
+        else:
+            p = outer_w4(15 << 20 if last else 4096)  # TAG:outer_b
+        if last:
+            keep.append(p)
+        else:
+            cudart.cudaFree(p)
+
+
 def deep(n):
     if n:
         return deep(n - 1)
@@ -190,6 +228,8 @@ elif sys.argv[2] == "limits":
         exec(code.replace(co_firstlineno=k + 1), {"alloc_free": alloc_free})
 elif sys.argv[2] == "reuse":
     reuse(8)
+elif sys.argv[2] == "outer":
+    outer(400)
 elif sys.argv[2] == "watchers":
     watch_type = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_void_p)
     seen = [0]
@@ -201,6 +241,8 @@ elif sys.argv[2] == "watchers":
     add_watcher = ctypes.pythonapi.PyCode_AddWatcher
     add_watcher.argtypes = [watch_type]
     add_watcher.restype = ctypes.c_int
+    for _ in range(200):  # the tracer has walked these frames before the watchers come
+        alloc_free()
     watchers = [watch_type(watch) for _ in range(8)]
     ids = [add_watcher(w) for w in watchers]
     assert sorted(ids) == list(range(8)), ids

@@ -7,9 +7,9 @@
  * The scripts call the runtime through a built-in module of this program's (gmtcuda: malloc
  * and free, with the GIL held; ctypes does not survive a second initialization on 3.12).
  * Round 0 makes 200 allocate/free pairs and leaks 5 MiB from alloc() (the allocation on line 3
- * of its script); round 1 the same with a blank line more before it (line 4) and 6 MiB. A
- * memory of round 0's code objects that outlived the finalization (their addresses are often
- * those of round 1's) would name round 1's allocation with round 0's line.
+ * of its script); round 1 the same with a blank line more before it (line 4) and 6 MiB, then
+ * runs exec_script. A memory of round 0's code objects that outlived the finalization (their
+ * addresses are often those of round 1's) would name round 1's allocation with round 0's line.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -60,7 +60,15 @@ static const char script[] = "import gmtcuda\n"
                              "    return gmtcuda.malloc(size)\n"
                              "for _ in range(200):\n"
                              "    gmtcuda.free(alloc(4096))\n"
-                             "keep = alloc(%d << 20)\n";
+                             "keep = [alloc(%d << 20)]\n";
+
+/* Round 1's too: 8 strings exec'd one after another, each allocating (k + 1) * 4 KiB on its
+ * line k + 1 and freed before the next is made (its code object, often at the address of the
+ * one before: only a count of destroyed code objects that survived the finalization tells
+ * them apart without loading them). */
+static const char exec_script[] = "for k in range(8):\n"
+                                  "    exec('\\n' * k + f'keep.append(alloc({(k + 1) << 12}))',"
+                                  " globals())\n";
 
 int main(int argc, char **argv)
 {
@@ -81,6 +89,7 @@ int main(int argc, char **argv)
         if (PyImport_AppendInittab("gmtcuda", init_gmtcuda) != 0) return 1;
         Py_Initialize();
         int rc = PyRun_SimpleString(code);
+        if (rc == 0 && round == 1) rc = PyRun_SimpleString(exec_script);
         if (Py_FinalizeEx() != 0 || rc != 0) {
             fprintf(stderr, "embed_reinit: round %d failed\n", round);
             return 1;

@@ -616,6 +616,55 @@ static void test_fast_path_313(void **state)
 
 /* ---- garbage thread states ---------------------------------------------------------------- */
 
+static int deallocs;
+static void *dealloc_arg;
+static void fake_dealloc(void *o)
+{
+    deallocs++;
+    dealloc_arg = o;
+}
+static void other_dealloc(void *o)
+{
+    (void)o;
+}
+
+/* The code hook: it goes into the type's deallocator slot, counts each destruction before the
+ * deallocator that was there runs, and stops vouching for good once something else is there. */
+static void test_code_hook(void **state)
+{
+    (void)state;
+    assert_int_equal(gmt_py_test_use_layout(12, CODE_T, STR_T, BYTES_T), 0);
+    static void (*type[16])(void *);
+    size_t at = layout(12)->tp_dealloc / sizeof type[0];
+    assert_int_equal(layout(12)->tp_dealloc, 48);
+    type[at] = fake_dealloc;
+    assert_int_equal(gmt_py_test_code_hook((uint64_t)(uintptr_t)type), 0);
+    void (*hook)(void *) = type[at];
+    assert_true(hook != fake_dealloc);
+    const char *why = "x";
+    assert_string_equal(gmt_py_code_hook(&why), "active");
+    assert_null(why);
+    uint64_t s1 = gmt_py_test_code_stamp();
+    assert_true(s1 != 0);
+    assert_int_equal(gmt_py_test_code_stamp(), s1); /* nothing destroyed: the same stamp */
+    int obj;
+    hook(&obj); /* a code object destroyed: counted, then handed on */
+    assert_int_equal(deallocs, 1);
+    assert_ptr_equal(dealloc_arg, &obj);
+    assert_int_equal(gmt_py_test_code_stamp(), s1 + 1);
+    type[at] = other_dealloc; /* another deallocator put there: destructions no longer counted */
+    assert_int_equal(gmt_py_test_code_stamp(), 0);
+    assert_string_equal(gmt_py_code_hook(&why), "off");
+    assert_non_null(strstr(why, "replaced"));
+    type[at] = hook; /* put back: still off (what happened meanwhile was not counted) */
+    assert_int_equal(gmt_py_test_code_stamp(), 0);
+    /* a type without a deallocator of its own: no hook */
+    static void (*bare[16])(void *);
+    assert_int_equal(gmt_py_test_code_hook((uint64_t)(uintptr_t)bare), -1);
+    assert_string_equal(gmt_py_code_hook(&why), "off");
+    assert_null(bare[at]);
+}
+
 static void test_garbage_tstate_cannot_crash(void **state)
 {
     (void)state;
@@ -687,6 +736,7 @@ int main(void)
         cmocka_unit_test(test_fast_path_312),
         cmocka_unit_test(test_fast_path_313),
         cmocka_unit_test(test_garbage_tstate_cannot_crash),
+        cmocka_unit_test(test_code_hook),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
