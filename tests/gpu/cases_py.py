@@ -183,8 +183,17 @@ def register(CASES, m):
         c.expect_true(f"checked_walks {checked} of {allocs} allocations: first sights only",
                       isinstance(checked, int) and checked <= 60, checked)
         f = expect_line(c, rep, "nested modules", "modules", ["peak"])
+        # The code hook (PyCode_Type's deallocator counts destroyed code objects) is in, and
+        # vouches for replays; call sites answer some walks (3.11+; docs/python.md).
+        c.expect("capture.python.code_hook", (py.get("code_hook"), py.get("code_hook_off")),
+                 ("active", None))
+        c.expect_true("replays vouched for by the code hook", (py.get("trusted_walks") or 0) > 0,
+                      py.get("trusted_walks"))
+        c.expect_true("walks answered by a call site", (py.get("sited_walks") or 0) > 0,
+                      py.get("sited_walks"))
         c.note(f"{checked} of {allocs} walks read through the kernel, "
-               f"{py.get('replayed_walks')} replayed; line in {sorted(f)}")
+               f"{py.get('replayed_walks')} replayed, {py.get('trusted_walks')} vouched for by "
+               f"the code hook, {py.get('sited_walks')} from a call site; line in {sorted(f)}")
 
     @case
     def py_cupy(c):
