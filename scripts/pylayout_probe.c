@@ -35,6 +35,7 @@ int main(void)
 {
     printf("{.minor = %d,", PY_MINOR_VERSION);
     P("ob_type", offsetof(PyObject, ob_type));
+    P("tp_name", offsetof(PyTypeObject, tp_name));
     P("tp_dealloc", offsetof(PyTypeObject, tp_dealloc));
 #if PY_VERSION_HEX < 0x030B0000
     /* 3.9, 3.10: the thread state points at a chain of PyFrameObject. */

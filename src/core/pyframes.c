@@ -905,19 +905,35 @@ static void hook_off(const char *why)
     __atomic_store_n(&ch.state, CH_OFF, __ATOMIC_RELEASE);
 }
 
+/* Whether the object file that holds a also holds b (dladdr's base). */
+static bool same_object(const void *a, const void *b)
+{
+    Dl_info ia, ib;
+    return dladdr(a, &ia) && dladdr(b, &ib) && ia.dli_fbase && ia.dli_fbase == ib.dli_fbase;
+}
+
 /* Puts the hook in, from gmt_py_init (once a process: its state is inherited by a fork);
- * without (no: why) where walks are never replayed, having no fast path. */
-static void hook_install(const char *no)
+ * without (no: why) where walks are never replayed, having no fast path. type_type: the
+ * address of PyType_Type. The only write this tracer makes to the interpreter, so only where
+ * the type object is laid out as the layout says: its type word PyType_Type (a build whose
+ * objects have another head, --with-trace-refs, puts other words there), its name "code", and
+ * the word to be replaced a function of the interpreter's own object file. */
+static void hook_install(const char *no, uint64_t type_type)
 {
     if (__atomic_load_n(&ch.state, __ATOMIC_ACQUIRE) != CH_UNSET) return;
     if (no) {
         hook_off(no);
         return;
     }
+    const uint8_t *type = (const uint8_t *)(uintptr_t)py.code_type;
+    const char *name = type_type && ld64(type + py.lay.ob_type) == type_type
+                           ? (const char *)(uintptr_t)ld64(type + py.lay.tp_name)
+                           : NULL;
     void (**slot)(void *) = (void (**)(void *))(uintptr_t)(py.code_type + py.lay.tp_dealloc);
     void (*orig)(void *) = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-    if (!orig || orig == code_dealloc_hook) {
-        hook_off("PyCode_Type has no deallocator of its own");
+    if (!name || !same_object(type, name) || strcmp(name, "code") != 0 || !orig ||
+        orig == code_dealloc_hook || !same_object(type, (const void *)(uintptr_t)orig)) {
+        hook_off("PyCode_Type is not laid out as this tracer reads it");
         return;
     }
     __atomic_store_n(&ch.orig, orig, __ATOMIC_RELEASE);
@@ -2011,7 +2027,8 @@ int gmt_py_init(bool enabled, bool checked_only)
     hook_install(checked_only ? "Python frames are read through the kernel only "
                                 "(GPUMEMTRACE_PY_CHECKED): no replay to vouch for"
                  : !py.fast   ? "no fast path for this interpreter: no replay to vouch for"
-                              : NULL);
+                              : NULL,
+                 (uint64_t)(uintptr_t)dlsym(RTLD_DEFAULT, "PyType_Type"));
     /* Beyond the innermost evaluation frame the Python frames say more than the interpreter's
      * own native frames: the native walk ends there (docs/unwind.md). */
     if (py.eval_hi > py.eval_lo) gmt_unwind_stop_at(py.eval_lo, py.eval_hi);
@@ -2084,13 +2101,13 @@ uint64_t gmt_py_sited_walks(void)
     return memo_sum(SUM_SITED);
 }
 
-int gmt_py_test_code_hook(uint64_t type)
+int gmt_py_test_code_hook(uint64_t type, uint64_t type_type)
 {
     __atomic_store_n(&ch.state, CH_UNSET, __ATOMIC_RELEASE);
     ch.why = NULL;
     uint64_t saved = py.code_type;
     py.code_type = type;
-    hook_install(NULL);
+    hook_install(NULL, type_type);
     py.code_type = saved;
     return __atomic_load_n(&ch.state, __ATOMIC_ACQUIRE) == CH_ACTIVE ? 0 : -1;
 }

