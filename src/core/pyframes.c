@@ -625,7 +625,7 @@ static uint64_t *known_frames_of_thread(void)
  * function that allocates at several): a way keeps PY_NOTE_WAYS of the word lists its replays
  * gave, each with the stack id the event path noted for it and the native frames' token
  * (gmt_py_splice_t), written in turn. Chains longer than PY_NOTE_FRAMES keep none. */
-#define PY_NOTE_WAYS   4
+#define PY_NOTE_WAYS   8 /* one function allocating from several lines through one chain */
 #define PY_NOTE_FRAMES 32
 typedef struct pynote_s {
     uint32_t nr;             /* words held; 0: none */
