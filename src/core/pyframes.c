@@ -882,8 +882,9 @@ static void stack_learn(const fastwalk_t *fw, uint64_t a, uint32_t n)
  * interpreter of the process and outlives a finalization; its slot is written while another
  * thread may be destroying a code object, which is sound: an object in its deallocator has no
  * reference left, so no live frame, and no walk remembered after the hook, can hold it. Every
- * walk checks the slot still holds the hook (something that put its own there stops the count
- * reaching us: the hook is then off for good). The library is never unloaded (-z nodelete). */
+ * fast-path walk checks the slot still holds the hook (anything else there, even a wrapper
+ * that hands on to it, turns the hook off for good). The library is never unloaded (-z
+ * nodelete). */
 enum { CH_UNSET, CH_ACTIVE, CH_OFF };
 static struct {
     int state;             /* atomic: CH_* */
