@@ -1534,19 +1534,22 @@ typedef struct sitechain_s {
     uint64_t lo, span, slo, sspan;
 } sitechain_t;
 
-/* The frame after the one whose back pointer is back: back itself, or past the shim it is (a
- * run end: *seg). */
-__attribute__((always_inline)) static inline uint64_t site_next(sitechain_t c, uint64_t back,
-                                                                uint32_t off_back,
-                                                                uint32_t off_owner, uint8_t cstack,
-                                                                uint8_t *seg)
+/* The frame after the one whose back pointer is back, in the chunk or 0 (the chain's end): back
+ * itself, or past the shim it is (a run end: *seg; 3.12+). Returns false where the chain goes
+ * on outside the chunk (not a call site). */
+__attribute__((always_inline)) static inline bool site_next(sitechain_t c, uint64_t back,
+                                                            uint32_t off_back, uint32_t off_owner,
+                                                            uint8_t cstack, uint64_t *next,
+                                                            uint8_t *seg)
 {
     *seg = 0;
-    if (back - c.lo < c.span) return back; /* a frame of the chunk: no shim */
+    *next = back;
+    if (back - c.lo < c.span || !back) return true; /* a frame of the chunk, or the end */
     const uint8_t *shim = (const uint8_t *)(uintptr_t)back;
-    if (back - c.slo >= c.sspan || (back & 7) || shim[off_owner] != cstack) return back;
+    if (back - c.slo >= c.sspan || (back & 7) || shim[off_owner] != cstack) return false;
     *seg = 1;
-    return ld64(shim + off_back);
+    *next = ld64(shim + off_back);
+    return *next - c.lo < c.span || !*next;
 }
 
 /* site_walk's body, for one layout's offsets (constants where the caller's are). */
@@ -1561,15 +1564,18 @@ site_walk_at(sitechain_t c, walkmemo_t *m, uint64_t first, uint32_t gen, uint64_
     uint64_t ins[PY_NOTE_FRAMES]; /* each frame's instruction and run end */
     uint8_t segs[PY_NOTE_FRAMES];
     uint32_t k = 0;
+    if (frame - c.lo >= c.span) return 0; /* each next frame is tested as it is found */
     for (; frame; k++) {
-        if (k == PY_NOTE_FRAMES || frame - c.lo >= c.span) return 0; /* no note holds it */
+        if (k == PY_NOTE_FRAMES) return 0; /* no note holds it */
         const uint8_t *f = (const uint8_t *)(uintptr_t)frame;
         ins[k] = ld64(f + off_instr);
+        uint64_t back = ld64(f + off_back);
         if (off_entry != NONE) { /* 3.11: a run's first frame is marked is_entry */
-            segs[k] = f[off_entry];
-            frame = ld64(f + off_back);
-        } else {
-            frame = site_next(c, ld64(f + off_back), off_back, off_owner, cstack, &segs[k]);
+            segs[k] = f[off_entry] != 0;
+            if (back - c.lo >= c.span && back) return 0;
+            frame = back;
+        } else if (!site_next(c, back, off_back, off_owner, cstack, &frame, &segs[k])) {
+            return 0;
         }
         h = (h ^ ins[k] ^ segs[k]) * 0xff51afd7ed558ccdull;
     }
@@ -1587,10 +1593,8 @@ site_walk_at(sitechain_t c, walkmemo_t *m, uint64_t first, uint32_t gen, uint64_
      * frame's code object, alive (the frame holds it), and the note's inside the way's code
      * object, alive too (stamp): the same instruction is the same code object, not compared
      * apart. */
-    const uint64_t *ninstr = pn->instr;
-    const uint8_t *wseg = w->seg;
-    for (uint32_t i = 0; i < n; i++)
-        if (ins[i] != ninstr[i] || segs[i] != wseg[i]) return 0;
+    if (memcmp(ins, pn->instr, (size_t)n * sizeof ins[0]) != 0 || memcmp(segs, w->seg, n) != 0)
+        return 0;
     *direct += n;
     sp->note = pn; /* note_answer's, but the site is already this one's */
     sp->stamp = pn->stamp;

@@ -31,9 +31,10 @@
   outer    one function allocates at one line, five frames below a loop that calls the
            chain from two lines in turn (400 pairs); the last two leak 13 and 15 MiB: only the
            loop's line tells the two apart, beyond the frames a call site's key reads
-  sixlines one function calls the same chain from six lines in turn, 300 rounds (more lines
-           than a remembered chain keeps notes for, so its notes are written over in turn);
-           the last round leaks (k + 1) * 4 KiB from line k
+  sixlines one function calls the same chain from six lines in turn, 300 rounds; the last
+           round leaks (k + 1) * 4 KiB from line k
+  tenlines the same with ten lines, more than a remembered chain keeps notes for (eight), so its
+           notes are written over in turn; the last round leaks (k + 11) * 4 KiB from line k
   reexec   8 code objects compiled one after another ("<reexec>", k blank lines before a
            direct ctypes cudaMalloc call), each exec'd 4 times (the last leaks (k + 1) * 4 KiB)
            and deleted: the same bytecode at the address of one deleted before, its
@@ -207,6 +208,26 @@ def six_lines(rounds):
                 cudart.cudaFree(p)
 
 
+def ten_lines(rounds):
+    for r in range(rounds):
+        last = r == rounds - 1
+        ps = [six_w1(11 << 12 if last else 256),  # TAG:ten_0
+              six_w1(12 << 12 if last else 256),  # TAG:ten_1
+              six_w1(13 << 12 if last else 256),  # TAG:ten_2
+              six_w1(14 << 12 if last else 256),  # TAG:ten_3
+              six_w1(15 << 12 if last else 256),  # TAG:ten_4
+              six_w1(16 << 12 if last else 256),  # TAG:ten_5
+              six_w1(17 << 12 if last else 256),  # TAG:ten_6
+              six_w1(18 << 12 if last else 256),  # TAG:ten_7
+              six_w1(19 << 12 if last else 256),  # TAG:ten_8
+              six_w1(20 << 12 if last else 256)]  # TAG:ten_9
+        for p in ps:
+            if last:
+                keep.append(p)
+            else:
+                cudart.cudaFree(p)
+
+
 def reexec(n):
     for k in range(n):
         code = compile("\n" * k + "m(b(p), size)\n", "<reexec>", "exec")
@@ -275,6 +296,8 @@ elif sys.argv[2] == "outer":
     outer(400)
 elif sys.argv[2] == "sixlines":
     six_lines(300)
+elif sys.argv[2] == "tenlines":
+    ten_lines(300)
 elif sys.argv[2] == "reexec":
     reexec(8)
 elif sys.argv[2] == "watchers":

@@ -349,11 +349,28 @@ def case_outer(args):
           f"{cap.get('noted_walks')} noted, {cap.get('sited_walks')} from a call site")
 
 
+def case_tenlines(args):
+    """One chain reached from ten lines in turn: a remembered chain keeps notes for eight, so
+    they are written over in turn, and a call site's note may hold another line's words by the
+    time the site is walked again: each leak names its own line (a call site that took its
+    note's id without comparing the instructions named some with another line's)."""
+    tags = more_tags()
+    reps, _ = run_more(args, "tenlines")
+    (rep,) = reps.values()
+    groups = {g["bytes"]: g for g in rep["leaks"]["groups"]}
+    bad = [k for k in range(10) if (k + 11) << 12 not in groups or
+           not names_line(rep, groups[(k + 11) << 12], "ten_lines", tags[f"ten_{k}"])]
+    if bad:
+        fail(f"leaks of lines {bad} do not name their own line of ten_lines")
+    cap = rep["capture"]["python"]
+    print(f"ok: ten lines each named; {cap.get('noted_walks')} noted, "
+          f"{cap.get('sited_walks')} from a call site")
+
+
 def case_sixlines(args):
-    """One chain reached from six lines in turn: a remembered chain keeps notes for four, so
-    they are written over in turn, and a call site's note may hold another line's words by
-    the time the site is walked again: each leak names its own line (a call site that took
-    its note's id without comparing the instructions named 2 of 6 with another's)."""
+    """One chain reached from six lines in turn: a remembered chain keeps a note for each (eight
+    notes; with four they were written over in turn and no walk was answered by one), and each
+    leak names its own line."""
     tags = more_tags()
     reps, _ = run_more(args, "sixlines")
     (rep,) = reps.values()
@@ -895,7 +912,7 @@ def main():
      "unsupported": case_unsupported, "fork": case_fork, "threads": case_threads,
      "shallow": case_shallow, "steady": case_steady, "lines": case_lines, "nested": case_nested, "paths": case_paths,
      "library": case_library, "idle": case_idle, "notpython": case_notpython,
-     "recover": case_recover, "reuse": case_reuse, "outer": case_outer, "sixlines": case_sixlines,
+     "recover": case_recover, "reuse": case_reuse, "outer": case_outer, "sixlines": case_sixlines, "tenlines": case_tenlines,
      "reexec": case_reexec, "watchers": case_watchers, "reinit": case_reinit,
      "limits": case_limits, "suppress": case_suppress}[args.case](args)
 
