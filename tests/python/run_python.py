@@ -113,6 +113,10 @@ def case_frames(args):
     want_version = version_of(args.python)
     if cap.get("status") != "captured" or cap.get("version") != want_version:
         fail(f"capture.python is {cap}, want captured {want_version}")
+    # The code hook goes into PyCode_Type whether libpython is shared or linked into the
+    # executable (python.frames.system: Debian's python3, a static build).
+    if (cap.get("code_hook"), cap.get("code_hook_off")) != ("active", None):
+        fail(f"code hook {cap.get('code_hook')} ({cap.get('code_hook_off')}), want active")
     tags = tag_lines()
     groups = group_by_bytes(rep)
     for size, func in LEAKS.items():
