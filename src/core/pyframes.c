@@ -1770,15 +1770,24 @@ uint32_t gmt_py_test_splice(uint64_t *frames, uint32_t n, uint32_t cap, const ui
     return splice_runs(frames, n, cap, pf, np, eval_lo, eval_hi > eval_lo ? eval_hi - eval_lo : 0);
 }
 
-uint32_t gmt_py_test_walk(uint64_t tstate, uint64_t *words, uint32_t cap)
+uint32_t gmt_py_test_walk_keyed(uint64_t tstate, uint64_t *words, uint32_t cap, uint64_t token,
+                                uint32_t id, uint32_t *noted)
 {
     if (use_memfd && mem_fd < 0) open_memfd();
     pyframe_t pf[GMT_PY_MAX_FRAMES];
     if (cap > GMT_PY_MAX_FRAMES) cap = GMT_PY_MAX_FRAMES;
-    uint32_t n = walk(tstate, pf, cap, NULL);
-    for (uint32_t i = 0; i < n; i++)
+    gmt_py_splice_t sp = {.key_token = token, .key_tag_gen = 1};
+    uint32_t n = walk(tstate, pf, cap, token ? &sp : NULL);
+    for (uint32_t i = 0; i < n && !sp.noted; i++)
         words[i] = pf[i].word;
+    if (token && !sp.noted && id) gmt_py_note_id(&sp, id); /* as the event path notes its id */
+    if (noted) *noted = sp.noted;
     return n;
+}
+
+uint32_t gmt_py_test_walk(uint64_t tstate, uint64_t *words, uint32_t cap)
+{
+    return gmt_py_test_walk_keyed(tstate, words, cap, 0, 0, NULL);
 }
 
 /* ---- status, init ------------------------------------------------------------------------- */

@@ -118,6 +118,12 @@ int gmt_py_addr2line(int minor, const uint8_t *table, uint32_t len, int firstlin
  * only end the walk). Returns the number of Python frames written to words. */
 int gmt_py_test_use_layout(int minor, uint64_t code_type, uint64_t str_type, uint64_t bytes_type);
 uint32_t gmt_py_test_walk(uint64_t tstate, uint64_t *words, uint32_t cap);
+/* The same under a note key (native token, nonzero) as the event path walks: the thread's call
+ * sites first where the code hook vouches for it. *noted: the id a note or call site answered
+ * with (words then not written), else 0, and id (nonzero) is noted for the words as the event
+ * path notes the stack id it made. */
+uint32_t gmt_py_test_walk_keyed(uint64_t tstate, uint64_t *words, uint32_t cap, uint64_t token,
+                                uint32_t id, uint32_t *noted);
 /* Walks (all threads) that needed a kernel copy: 0 per allocation in the steady state on
  * 3.11+ (the fast path, see pyframes.c); every walk on 3.9/3.10. */
 uint64_t gmt_py_checked_walks(void);

@@ -30,7 +30,7 @@
            both through ctypes: the report charges them to "gmtpkg" and "alloc_more.py"
   outer    one function allocates at one line, five frames below a loop that calls the
            chain from two lines in turn (400 pairs); the last two leak 13 and 15 MiB: only the
-           loop's line tells the two apart, beyond the frames a call site's key reads
+           loop's line, five frames out, tells the two apart
   sixlines one function calls the same chain from six lines in turn, 300 rounds; the last
            round leaks (k + 1) * 4 KiB from line k
   tenlines the same with ten lines, more than a remembered chain keeps notes for (eight), so its

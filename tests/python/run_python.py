@@ -331,9 +331,10 @@ def check_hook(minor, cap, trusted_min):
 
 
 def case_outer(args):
-    """Allocations whose stacks differ only in the loop's line, five frames out (beyond the
-    frames a call site's key reads, pyframes.c's site_walk): each leak names its own line, and
-    the walks are still answered from remembered ones."""
+    """Allocations whose stacks differ only in the loop's line, five frames out: each leak names
+    its own line, and from 3.11 each chain is a call site of its own (pyframes.c's site_walk:
+    its key covers every frame; one over the first four frames, written over by each chain in
+    turn, answered none)."""
     tags = more_tags()
     reps, _ = run_more(args, "outer")
     (rep,) = reps.values()

@@ -653,6 +653,12 @@ static void test_code_hook(void **state)
     const char *nm = name;
     memcpy((char *)type + L->tp_name, &nm, 8);
     assert_int_equal(gmt_py_test_code_hook((uint64_t)(uintptr_t)type, tt + 8), -1);
+    char *heap_name = strdup("code"); /* the right name, but not the interpreter's own */
+    memcpy((char *)type + L->tp_name, &heap_name, 8);
+    assert_int_equal(gmt_py_test_code_hook((uint64_t)(uintptr_t)type, tt), -1);
+    assert_ptr_equal(type[at], fake_dealloc);
+    free(heap_name);
+    memcpy((char *)type + L->tp_name, &nm, 8);
     type[at] = (void (*)(void *))(uintptr_t)dlsym(RTLD_DEFAULT, "free"); /* libc's */
     assert_int_equal(gmt_py_test_code_hook((uint64_t)(uintptr_t)type, tt), -1);
     assert_ptr_equal(type[at], (void (*)(void *))(uintptr_t)dlsym(RTLD_DEFAULT, "free"));
@@ -690,6 +696,111 @@ static void test_code_hook(void **state)
     assert_null(bare[at]);
 }
 
+/* A call site (pyframes.c's site_walk) on a hand-built chain of two frames in a data-stack
+ * chunk (3.12+: a shim between them on this test's stack; 3.11: is_entry), with the code hook
+ * active on a stand-in type: the walks under one note key replay, take a note, note an id,
+ * and then the call site answers with that id; a chain whose next frame leaves the chunk for
+ * a page that cannot be read (after a shim, or on 3.11 straight from a frame), or whose first
+ * frame is such a page, is not answered and not read there. */
+static void site_walk_hand_built(int minor)
+{
+    const layout_t *L = layout(minor);
+    static uint64_t hook_type[16], hook_type_type[2];
+    static const char hook_name[] = "code";
+    const char *hn = hook_name;
+    uint64_t htt = U(hook_type_type);
+    void (*hd)(void *) = fake_dealloc;
+    memcpy((char *)hook_type + L->ob_type, &htt, 8);
+    memcpy((char *)hook_type + L->tp_name, &hn, 8);
+    memcpy((char *)hook_type + L->tp_dealloc, &hd, 8);
+    assert_int_equal(gmt_py_test_use_layout(minor, CODE_T, STR_T, BYTES_T), 0);
+    gmt_py_test_use_fast(true, 0);
+    assert_int_equal(gmt_py_test_code_hook(U(hook_type), htt), 0);
+
+    long page = sysconf(_SC_PAGESIZE);
+    uint8_t *none = mmap(NULL, (size_t)page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(none != MAP_FAILED);
+    const uint8_t table[] = {0xE9, 0x02, 0xD8, 0x01, 0x05, 0x9A, 0x07};
+    uint8_t *file = make_str(L, "site.py"), *fwd = make_str(L, "Net.forward"),
+            *mod = make_str(L, "<module>"), *tab = make_bytes(L, table, sizeof table);
+    uint8_t *code1 = make_code(L, file, fwd, 40, tab), *code2 = make_code(L, file, mod, 1, tab);
+    size_t csize = 16 << 10;
+    uint8_t *chunk = mmap(NULL, csize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(chunk != MAP_FAILED);
+    put64(chunk, L->chunk_size, csize);
+    uint8_t *f2 = chunk + L->chunk_data, *f1 = f2 + 128;
+    uint8_t *tstate = zalloc(512);
+    _Alignas(8) uint8_t shim[128] = {0}, cframe[64] = {0};
+    put64(tstate, L->ts_chunk, U(chunk));
+    put64(tstate, L->ts_top, U(f1 + 128));
+    if (L->ts_cframe != NONE) put64(tstate, L->ts_cframe, U(cframe));
+    set_current_frame(L, tstate, cframe, f1);
+    put64(f1, L->fr_code, U(code1));
+    put64(f1, L->fr_instr, U(code1) + L->co_code + 4);
+    if (L->owner_cstack != NONE) {
+        put64(f1, L->fr_back, U(shim));
+        shim[L->fr_owner] = (uint8_t)L->owner_cstack;
+        put64(shim, L->fr_back, U(f2));
+    } else {
+        put64(f1, L->fr_back, U(f2));
+        f1[L->fr_is_entry] = 1;
+    }
+    put64(f2, L->fr_code, U(code2));
+    put64(f2, L->fr_instr, U(code2) + L->co_code);
+
+    const uint64_t token = 0x70c3;
+    uint64_t w[8];
+    uint32_t noted = 1;
+    /* first sight (looked up), then a replay that takes a note, given the id 77 */
+    assert_int_equal(gmt_py_test_walk_keyed(U(tstate), w, 8, token, 0, &noted), 2);
+    assert_int_equal(noted, 0);
+    assert_int_equal(gmt_py_test_walk_keyed(U(tstate), w, 8, token, 77, &noted), 2);
+    assert_int_equal(noted, 0);
+    uint64_t s0 = gmt_py_sited_walks();
+    assert_int_equal(gmt_py_test_walk_keyed(U(tstate), w, 8, token, 0, &noted), 2);
+    assert_int_equal(noted, 77);
+    assert_int_equal(gmt_py_sited_walks(), s0 + 1); /* the call site answered */
+    /* another instruction in the inner frame: another site, no answer from this one */
+    put64(f1, L->fr_instr, U(code1) + L->co_code + 2);
+    assert_int_equal(gmt_py_test_walk_keyed(U(tstate), w, 8, token, 0, &noted), 2);
+    assert_int_not_equal(noted, 77);
+    assert_int_equal(gmt_py_sited_walks(), s0 + 1);
+    put64(f1, L->fr_instr, U(code1) + L->co_code + 4);
+    assert_int_equal(gmt_py_test_walk_keyed(U(tstate), w, 8, token, 0, &noted), 2);
+    assert_int_equal(noted, 77);
+    assert_int_equal(gmt_py_sited_walks(), s0 + 2);
+
+    /* the next frame on a page that cannot be read: the walk ends safely, unanswered */
+    if (L->owner_cstack != NONE)
+        put64(shim, L->fr_back, U(none) + 64);
+    else
+        put64(f1, L->fr_back, U(none) + 64);
+    assert_true(gmt_py_test_walk_keyed(U(tstate), w, 8, token, 0, &noted) <= 8);
+    assert_int_equal(noted, 0);
+    assert_int_equal(gmt_py_sited_walks(), s0 + 2);
+    /* the first frame there */
+    set_current_frame(L, tstate, cframe, none + 64);
+    assert_true(gmt_py_test_walk_keyed(U(tstate), w, 8, token, 0, &noted) <= 8);
+    assert_int_equal(noted, 0);
+    assert_int_equal(gmt_py_sited_walks(), s0 + 2);
+    gmt_py_test_use_fast(false, 0);
+    munmap(chunk, csize);
+    munmap(none, (size_t)page);
+}
+
+static void test_site_walk_311(void **state)
+{
+    (void)state;
+    site_walk_hand_built(11);
+}
+
+static void test_site_walk_312(void **state)
+{
+    (void)state;
+    site_walk_hand_built(12);
+    site_walk_hand_built(13);
+}
+
 static void test_garbage_tstate_cannot_crash(void **state)
 {
     (void)state;
@@ -714,6 +825,20 @@ static void test_garbage_tstate_cannot_crash(void **state)
                               U(unmapped),
                               U(none) + 4088};
     uint64_t w[GMT_PY_MAX_FRAMES] = {0};
+    /* The code hook active (on a stand-in type), so that the keyed walks below try the call
+     * sites first (site_walk reads the chain directly: its range tests are what keeps it off
+     * the bad pages). */
+    static uint64_t hook_type[16], hook_type_type[2];
+    static const char hook_name[] = "code";
+    const char *hn = hook_name;
+    uint64_t htt = U(hook_type_type);
+    memcpy((char *)hook_type + layout(12)->ob_type, &htt, 8);
+    memcpy((char *)hook_type + layout(12)->tp_name, &hn, 8);
+    void (*hd)(void *) = fake_dealloc;
+    memcpy((char *)hook_type + layout(12)->tp_dealloc, &hd, 8);
+    assert_int_equal(gmt_py_test_use_layout(12, CODE_T, STR_T, BYTES_T), 0);
+    assert_int_equal(gmt_py_test_code_hook(U(hook_type), htt), 0);
+    assert_true(gmt_py_test_code_stamp() != 0);
     for (int reader = 0; reader < 3; reader++) /* memfd, process_vm_readv, fast path */
         for (int minor = 9; minor <= 13; minor++) {
             gmt_py_test_use_memfd(reader != 1);
@@ -735,6 +860,8 @@ static void test_garbage_tstate_cannot_crash(void **state)
                 }
                 uint64_t ts = U(junk) + ((uint64_t)rand() % (junk_len - 512) & ~7ull);
                 assert_true(gmt_py_test_walk(ts, w, GMT_PY_MAX_FRAMES) <= GMT_PY_MAX_FRAMES);
+                assert_true(gmt_py_test_walk_keyed(ts, w, GMT_PY_MAX_FRAMES, 0x5eed, 0, NULL) <=
+                            GMT_PY_MAX_FRAMES);
                 for (uint32_t i = 0; i < GMT_PY_MAX_FRAMES; i++) {
                     gmt_py_frame_t pf;
                     gmt_py_resolve(w[i], &pf); /* whatever was cached must resolve safely */
@@ -762,6 +889,8 @@ int main(void)
         cmocka_unit_test(test_fast_path_313),
         cmocka_unit_test(test_garbage_tstate_cannot_crash),
         cmocka_unit_test(test_code_hook),
+        cmocka_unit_test(test_site_walk_311),
+        cmocka_unit_test(test_site_walk_312),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
