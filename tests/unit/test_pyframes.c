@@ -21,8 +21,11 @@
 #include "core/pyframes.h"
 #include "core/pylayout.h"
 
-/* Stand-ins for the type objects: only their addresses matter. */
-static uint64_t code_type[4], str_type[4], bytes_type[4];
+/* Stand-ins for the type objects: only their addresses matter. Each as large as the most a
+ * walk reads of one object (READ_MAX, 512 bytes): the garbage thread states below point
+ * their frames' fields anywhere, these included, and a direct load of a "line table" at one
+ * of them is then in bounds (ASan flagged str_type's 32 bytes once the keyed walks came). */
+static uint64_t code_type[64], str_type[64], bytes_type[64];
 #define CODE_T  ((uint64_t)(uintptr_t)code_type)
 #define STR_T   ((uint64_t)(uintptr_t)str_type)
 #define BYTES_T ((uint64_t)(uintptr_t)bytes_type)
