@@ -34,7 +34,7 @@
   sixlines one function calls the same chain from six lines in turn, 300 rounds; the last
            round leaks (k + 1) * 4 KiB from line k
   tenlines the same with ten lines, more than a remembered chain keeps notes for (eight), so its
-           notes are written over in turn; the last round leaks (k + 11) * 4 KiB from line k
+           notes are written over in turn; the last round leaks (k + 1) * 4 KiB from line k
   reexec   8 code objects compiled one after another ("<reexec>", k blank lines before a
            direct ctypes cudaMalloc call), each exec'd 4 times (the last leaks (k + 1) * 4 KiB)
            and deleted: the same bytecode at the address of one deleted before, its
@@ -192,37 +192,24 @@ def six_w1(size):
     return p
 
 
-def six_lines(rounds):
+def lines_in_turn(rounds, n):
+    """six_w1 called from the first n of ten lines in turn; the last round leaks (k + 1) * 4
+    KiB from line k."""
     for r in range(rounds):
-        last = r == rounds - 1
-        ps = [six_w1(1 << 12 if last else 256),  # TAG:six_0
-              six_w1(2 << 12 if last else 256),  # TAG:six_1
-              six_w1(3 << 12 if last else 256),  # TAG:six_2
-              six_w1(4 << 12 if last else 256),  # TAG:six_3
-              six_w1(5 << 12 if last else 256),  # TAG:six_4
-              six_w1(6 << 12 if last else 256)]  # TAG:six_5
+        sz = [(k + 1) << 12 if r == rounds - 1 else 256 for k in range(n)]
+        ps = [six_w1(sz[0])]  # TAG:line_0
+        ps.append(six_w1(sz[1]))  # TAG:line_1
+        ps.append(six_w1(sz[2]))  # TAG:line_2
+        ps.append(six_w1(sz[3]))  # TAG:line_3
+        ps.append(six_w1(sz[4]))  # TAG:line_4
+        ps.append(six_w1(sz[5]))  # TAG:line_5
+        if n > 6:
+            ps.append(six_w1(sz[6]))  # TAG:line_6
+            ps.append(six_w1(sz[7]))  # TAG:line_7
+            ps.append(six_w1(sz[8]))  # TAG:line_8
+            ps.append(six_w1(sz[9]))  # TAG:line_9
         for p in ps:
-            if last:
-                keep.append(p)
-            else:
-                cudart.cudaFree(p)
-
-
-def ten_lines(rounds):
-    for r in range(rounds):
-        last = r == rounds - 1
-        ps = [six_w1(11 << 12 if last else 256),  # TAG:ten_0
-              six_w1(12 << 12 if last else 256),  # TAG:ten_1
-              six_w1(13 << 12 if last else 256),  # TAG:ten_2
-              six_w1(14 << 12 if last else 256),  # TAG:ten_3
-              six_w1(15 << 12 if last else 256),  # TAG:ten_4
-              six_w1(16 << 12 if last else 256),  # TAG:ten_5
-              six_w1(17 << 12 if last else 256),  # TAG:ten_6
-              six_w1(18 << 12 if last else 256),  # TAG:ten_7
-              six_w1(19 << 12 if last else 256),  # TAG:ten_8
-              six_w1(20 << 12 if last else 256)]  # TAG:ten_9
-        for p in ps:
-            if last:
+            if r == rounds - 1:
                 keep.append(p)
             else:
                 cudart.cudaFree(p)
@@ -295,9 +282,9 @@ elif sys.argv[2] == "reuse":
 elif sys.argv[2] == "outer":
     outer(400)
 elif sys.argv[2] == "sixlines":
-    six_lines(300)
+    lines_in_turn(300, 6)
 elif sys.argv[2] == "tenlines":
-    ten_lines(300)
+    lines_in_turn(300, 10)
 elif sys.argv[2] == "reexec":
     reexec(8)
 elif sys.argv[2] == "watchers":

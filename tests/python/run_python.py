@@ -354,43 +354,38 @@ def case_outer(args):
           f"{cap.get('noted_walks')} noted, {cap.get('sited_walks')} from a call site")
 
 
+def lines_in_turn(args, mode, n):
+    """alloc_more.py MODE (lines_in_turn: one chain from n lines in turn): each of the last
+    round's leaks names its own line; returns capture.python."""
+    tags = more_tags()
+    reps, _ = run_more(args, mode)
+    (rep,) = reps.values()
+    groups = {g["bytes"]: g for g in rep["leaks"]["groups"]}
+    bad = [k for k in range(n) if (k + 1) << 12 not in groups or
+           not names_line(rep, groups[(k + 1) << 12], "lines_in_turn", tags[f"line_{k}"])]
+    if bad:
+        fail(f"leaks of lines {bad} do not name their own line of lines_in_turn")
+    cap = rep["capture"]["python"]
+    print(f"ok: {n} lines each named; {cap.get('noted_walks')} noted, "
+          f"{cap.get('sited_walks')} from a call site")
+    return cap
+
+
 def case_tenlines(args):
     """One chain reached from ten lines in turn: a remembered chain keeps notes for eight, so
     they are written over in turn, and a call site's note may hold another line's words by the
     time the site is walked again: each leak names its own line (a call site that took its
     note's id without comparing the instructions named some with another line's)."""
-    tags = more_tags()
-    reps, _ = run_more(args, "tenlines")
-    (rep,) = reps.values()
-    groups = {g["bytes"]: g for g in rep["leaks"]["groups"]}
-    bad = [k for k in range(10) if (k + 11) << 12 not in groups or
-           not names_line(rep, groups[(k + 11) << 12], "ten_lines", tags[f"ten_{k}"])]
-    if bad:
-        fail(f"leaks of lines {bad} do not name their own line of ten_lines")
-    cap = rep["capture"]["python"]
-    print(f"ok: ten lines each named; {cap.get('noted_walks')} noted, "
-          f"{cap.get('sited_walks')} from a call site")
+    lines_in_turn(args, "tenlines", 10)
 
 
 def case_sixlines(args):
     """One chain reached from six lines in turn: a remembered chain keeps a note for each (eight
     notes; with four they were written over in turn and no walk was answered by one), and each
     leak names its own line."""
-    tags = more_tags()
-    reps, _ = run_more(args, "sixlines")
-    (rep,) = reps.values()
-    groups = {g["bytes"]: g for g in rep["leaks"]["groups"]}
-    bad = [k for k in range(6) if (k + 1) << 12 not in groups or
-           not names_line(rep, groups[(k + 1) << 12], "six_lines", tags[f"six_{k}"])]
-    if bad:
-        fail(f"leaks of lines {bad} do not name their own line of six_lines")
-    cap = rep["capture"]["python"]
-    # A chain keeps eight notes: the six lines' words each keep theirs (with four, written over
-    # in turn, none of the 1,800 walks was answered by a note).
+    cap = lines_in_turn(args, "sixlines", 6)
     if cap.get("status") == "captured" and (cap.get("noted_walks") or 0) < 1700:
         fail(f"{cap.get('noted_walks')} of 1800 walks took a noted stack id, want nearly all")
-    print(f"ok: six lines each named; {cap.get('noted_walks')} noted, "
-          f"{cap.get('sited_walks')} from a call site")
 
 
 def case_reexec(args):

@@ -362,48 +362,62 @@ static void stack_run_gap(const layout_t *L, uint8_t *tstate, uint64_t *w)
     munmap(p, (size_t)page);
 }
 
-/* A data-stack chunk of 16 KiB (its own mapping, like CPython's) holding two frames, the outer
- * one at the chunk's data, with the shim and _PyCFrame on this test's C stack, under layout
- * minor: the first walk reads through the kernel, the second needs no kernel copy at all and
- * names the same frames. */
+/* A data-stack chunk of 16 KiB (its own mapping, like CPython's) holding two frames under
+ * layout L: f1 (Net.forward, first line 40, at unit 2: line 42) called by f2, the outer one at
+ * the chunk's data (<module>, unit 0: line 2), in file `file`; the shim (3.12+: between the two
+ * evaluation loops; 3.11: f1 marked is_entry) and the _PyCFrame are the caller's, on its C
+ * stack (shim 128 bytes, cframe 64, zeroed). */
+typedef struct chain2_s {
+    uint8_t *file, *tab, *code1, *code2, *chunk, *f1, *f2, *tstate;
+    size_t csize;
+} chain2_t;
+
+static void make_chain2(const layout_t *L, const char *file, uint8_t *shim, uint8_t *cframe,
+                        chain2_t *c)
+{
+    static const uint8_t table[] = {0xE9, 0x02, 0xD8, 0x01, 0x05, 0x9A, 0x07};
+    c->file = make_str(L, file);
+    c->tab = make_bytes(L, table, sizeof table);
+    c->code1 = make_code(L, c->file, make_str(L, "Net.forward"), 40, c->tab);
+    c->code2 = make_code(L, c->file, make_str(L, "<module>"), 1, c->tab);
+    c->csize = 16 << 10;
+    c->chunk = mmap(NULL, c->csize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(c->chunk != MAP_FAILED);
+    put64(c->chunk, L->chunk_size, c->csize);
+    c->f2 = c->chunk + L->chunk_data;
+    c->f1 = c->f2 + 128;
+    c->tstate = zalloc(512);
+    put64(c->tstate, L->ts_chunk, U(c->chunk));
+    put64(c->tstate, L->ts_top, U(c->f1 + 128));
+    if (L->ts_cframe != NONE) put64(c->tstate, L->ts_cframe, U(cframe));
+    set_current_frame(L, c->tstate, cframe, c->f1);
+    put64(c->f1, L->fr_code, U(c->code1));
+    put64(c->f1, L->fr_instr, U(c->code1) + L->co_code + 4); /* unit 2: line 40+2 */
+    if (L->owner_cstack != NONE) {
+        put64(c->f1, L->fr_back, U(shim));
+        shim[L->fr_owner] = (uint8_t)L->owner_cstack;
+        put64(shim, L->fr_back, U(c->f2));
+    } else {
+        put64(c->f1, L->fr_back, U(c->f2));
+        c->f1[L->fr_is_entry] = 1;
+    }
+    put64(c->f2, L->fr_code, U(c->code2));
+    put64(c->f2, L->fr_instr, U(c->code2) + L->co_code); /* unit 0: line 1+1 */
+}
+
+/* Two frames in a data-stack chunk (make_chain2), under layout minor: the first walk reads
+ * through the kernel, the second needs no kernel copy at all and names the same frames. */
 static void fast_walk_hand_built(int minor)
 {
     const layout_t *L = layout(minor);
     assert_int_equal(gmt_py_test_use_layout(minor, CODE_T, STR_T, BYTES_T), 0);
     gmt_py_test_use_fast(true, 0);
-    const uint8_t table[] = {0xE9, 0x02, 0xD8, 0x01, 0x05, 0x9A, 0x07};
-    uint8_t *file = make_str(L, "train.py"), *fwd = make_str(L, "Net.forward"),
-            *mod = make_str(L, "<module>"), *tab = make_bytes(L, table, sizeof table);
-    uint8_t *code1 = make_code(L, file, fwd, 40, tab), *code2 = make_code(L, file, mod, 1, tab);
-    size_t csize = 16 << 10;
-    uint8_t *chunk = mmap(NULL, csize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    assert_true(chunk != MAP_FAILED);
-    put64(chunk, L->chunk_size, csize);
-    uint8_t *f2 = chunk + L->chunk_data, *f1 = f2 + 128;
-    uint8_t *tstate = zalloc(512);
     _Alignas(8) uint8_t shim[128] = {0}, cframe[64] = {0};
-    put64(tstate, L->ts_chunk, U(chunk));
-    put64(tstate, L->ts_top, U(f1 + 128));
-    uint8_t *first = f1;
-    if (L->ts_cframe != NONE) {
-        put64(tstate, L->ts_cframe, U(cframe));
-        put64(cframe, L->cf_current, U(f1));
-    } else {
-        put64(tstate, L->ts_frame, U(f1));
-    }
-    (void)first;
-    put64(f1, L->fr_code, U(code1));
-    put64(f1, L->fr_instr, U(code1) + L->co_code + 4); /* unit 2: line 40+2 */
-    if (L->owner_cstack != NONE) { /* 3.12+: a shim between the two evaluation loops */
-        put64(f1, L->fr_back, U(shim));
-        shim[L->fr_owner] = (uint8_t)L->owner_cstack;
-        put64(shim, L->fr_back, U(f2));
-    } else {
-        put64(f1, L->fr_back, U(f2));
-        f1[L->fr_is_entry] = 1;
-    }
-    put64(f2, L->fr_code, U(code2));
-    put64(f2, L->fr_instr, U(code2) + L->co_code); /* unit 0: line 1+1 */
+    chain2_t c;
+    make_chain2(L, "train.py", shim, cframe, &c);
+    uint8_t *file = c.file, *tab = c.tab, *code1 = c.code1, *code2 = c.code2, *chunk = c.chunk;
+    uint8_t *f1 = c.f1, *tstate = c.tstate;
+    size_t csize = c.csize;
 
     uint64_t w[8], checked0, direct0, checked1, direct1, checked2, direct2;
     gmt_py_test_reads(&checked0, &direct0);
@@ -705,9 +719,9 @@ static void test_code_hook(void **state)
  * and then the call site answers with that id; a chain whose next frame leaves the chunk for
  * a page that cannot be read (after a shim, or on 3.11 straight from a frame), or whose first
  * frame is such a page, is not answered and not read there. */
-static void site_walk_hand_built(int minor)
+/* The code hook put into a stand-in type laid out as L says, and active. */
+static void hook_on_stand_in(const layout_t *L)
 {
-    const layout_t *L = layout(minor);
     static uint64_t hook_type[16], hook_type_type[2];
     static const char hook_name[] = "code";
     const char *hn = hook_name;
@@ -716,40 +730,23 @@ static void site_walk_hand_built(int minor)
     memcpy((char *)hook_type + L->ob_type, &htt, 8);
     memcpy((char *)hook_type + L->tp_name, &hn, 8);
     memcpy((char *)hook_type + L->tp_dealloc, &hd, 8);
+    assert_int_equal(gmt_py_test_code_hook(U(hook_type), htt), 0);
+    assert_true(gmt_py_test_code_stamp() != 0);
+}
+
+static void site_walk_hand_built(int minor)
+{
+    const layout_t *L = layout(minor);
     assert_int_equal(gmt_py_test_use_layout(minor, CODE_T, STR_T, BYTES_T), 0);
     gmt_py_test_use_fast(true, 0);
-    assert_int_equal(gmt_py_test_code_hook(U(hook_type), htt), 0);
-
+    hook_on_stand_in(L);
     long page = sysconf(_SC_PAGESIZE);
     uint8_t *none = mmap(NULL, (size_t)page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     assert_true(none != MAP_FAILED);
-    const uint8_t table[] = {0xE9, 0x02, 0xD8, 0x01, 0x05, 0x9A, 0x07};
-    uint8_t *file = make_str(L, "site.py"), *fwd = make_str(L, "Net.forward"),
-            *mod = make_str(L, "<module>"), *tab = make_bytes(L, table, sizeof table);
-    uint8_t *code1 = make_code(L, file, fwd, 40, tab), *code2 = make_code(L, file, mod, 1, tab);
-    size_t csize = 16 << 10;
-    uint8_t *chunk = mmap(NULL, csize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    assert_true(chunk != MAP_FAILED);
-    put64(chunk, L->chunk_size, csize);
-    uint8_t *f2 = chunk + L->chunk_data, *f1 = f2 + 128;
-    uint8_t *tstate = zalloc(512);
     _Alignas(8) uint8_t shim[128] = {0}, cframe[64] = {0};
-    put64(tstate, L->ts_chunk, U(chunk));
-    put64(tstate, L->ts_top, U(f1 + 128));
-    if (L->ts_cframe != NONE) put64(tstate, L->ts_cframe, U(cframe));
-    set_current_frame(L, tstate, cframe, f1);
-    put64(f1, L->fr_code, U(code1));
-    put64(f1, L->fr_instr, U(code1) + L->co_code + 4);
-    if (L->owner_cstack != NONE) {
-        put64(f1, L->fr_back, U(shim));
-        shim[L->fr_owner] = (uint8_t)L->owner_cstack;
-        put64(shim, L->fr_back, U(f2));
-    } else {
-        put64(f1, L->fr_back, U(f2));
-        f1[L->fr_is_entry] = 1;
-    }
-    put64(f2, L->fr_code, U(code2));
-    put64(f2, L->fr_instr, U(code2) + L->co_code);
+    chain2_t c;
+    make_chain2(L, "site.py", shim, cframe, &c);
+    uint8_t *code1 = c.code1, *f1 = c.f1, *tstate = c.tstate;
 
     const uint64_t token = 0x70c3;
     uint64_t w[8];
@@ -787,7 +784,7 @@ static void site_walk_hand_built(int minor)
     assert_int_equal(noted, 0);
     assert_int_equal(gmt_py_sited_walks(), s0 + 2);
     gmt_py_test_use_fast(false, 0);
-    munmap(chunk, csize);
+    munmap(c.chunk, c.csize);
     munmap(none, (size_t)page);
 }
 
@@ -831,17 +828,8 @@ static void test_garbage_tstate_cannot_crash(void **state)
     /* The code hook active (on a stand-in type), so that the keyed walks below try the call
      * sites first (site_walk reads the chain directly: its range tests are what keeps it off
      * the bad pages). */
-    static uint64_t hook_type[16], hook_type_type[2];
-    static const char hook_name[] = "code";
-    const char *hn = hook_name;
-    uint64_t htt = U(hook_type_type);
-    memcpy((char *)hook_type + layout(12)->ob_type, &htt, 8);
-    memcpy((char *)hook_type + layout(12)->tp_name, &hn, 8);
-    void (*hd)(void *) = fake_dealloc;
-    memcpy((char *)hook_type + layout(12)->tp_dealloc, &hd, 8);
     assert_int_equal(gmt_py_test_use_layout(12, CODE_T, STR_T, BYTES_T), 0);
-    assert_int_equal(gmt_py_test_code_hook(U(hook_type), htt), 0);
-    assert_true(gmt_py_test_code_stamp() != 0);
+    hook_on_stand_in(layout(12));
     for (int reader = 0; reader < 3; reader++) /* memfd, process_vm_readv, fast path */
         for (int minor = 9; minor <= 13; minor++) {
             gmt_py_test_use_memfd(reader != 1);
