@@ -1022,6 +1022,34 @@ static inline uint64_t frame_word(const walk_offs_t *o, const rawframe_t *r, uin
     return frame_word_of(o, r, id, o->minor <= 10);
 }
 
+/* The direct reads' ranges of a walk, each as one unsigned compare: the frames of its first live
+ * chunk (in_live_chunk's test for chunk 0, frame >= lo, frame < live_hi, frame + frame_read <=
+ * hi, as frame - lo < span; lo > 0, so it also fails at 0) and the structures on the C stack in
+ * the run this thread proved readable (stack_known's test, as frame - slo < sspan). */
+typedef struct chunkspan_s {
+    uint64_t lo, span, slo, sspan;
+} chunkspan_t;
+
+/* fw's ranges (chunkspan_t); false when its first chunk cannot hold a frame. */
+__attribute__((always_inline)) static inline bool chunk_span(const fastwalk_t *fw,
+                                                             uint32_t frame_read, chunkspan_t *c)
+{
+    const uint64_t lo = fw->live_lo[0], hi = fw->hi[0];
+    uint64_t end = fw->live_hi[0];
+    if (hi < frame_read || lo == 0) return false;
+    if (end > hi - frame_read + 1) end = hi - frame_read + 1;
+    c->lo = lo;
+    c->span = end > lo ? end - lo : 0;
+    c->slo = fw->sp > fc.stack_lo ? fw->sp : fc.stack_lo;
+    uint64_t send = 0;
+    if (fc.stack_hi > fc.stack_lo && fc.stack_hi >= frame_read) {
+        send = fc.stack_hi - frame_read + 1;
+        if (fw->sp + STACK_SPAN - frame_read < send) send = fw->sp + STACK_SPAN - frame_read;
+    }
+    c->sspan = send > c->slo ? send - c->slo : 0;
+    return true;
+}
+
 /* Step 1 (walk) for the frames that lie in the live part of the walk's first chunk, the
  * innermost, where a program's frames mostly are, and for the 3.12+ shim frames in the run of
  * the C stack this thread has proven readable (the fast path, 3.11+): the general loop's work
@@ -1035,21 +1063,9 @@ __attribute__((noinline)) static uint32_t chain_in_chunk(const walk_offs_t *o, c
                                                          uint32_t frame_read, uint64_t *framep,
                                                          uint32_t *stepsp, uint32_t *direct)
 {
-    /* in_live_chunk's test for chunk 0 (frame >= lo, frame < live_hi, frame + frame_read <= hi)
-     * as one unsigned compare, frame - lo < end - lo; lo > 0, so it also ends the walk at 0 */
-    const uint64_t lo = fw->live_lo[0], hi = fw->hi[0];
-    uint64_t end = fw->live_hi[0];
-    if (hi < frame_read || lo == 0) return 0;
-    if (end > hi - frame_read + 1) end = hi - frame_read + 1;
-    const uint64_t span = end > lo ? end - lo : 0;
-    /* stack_known's test (on_stack, and within fc's proven run) as one compare the same way:
-     * slo <= frame < send */
-    uint64_t slo = fw->sp > fc.stack_lo ? fw->sp : fc.stack_lo, send = 0;
-    if (fc.stack_hi > fc.stack_lo && fc.stack_hi >= frame_read) {
-        send = fc.stack_hi - frame_read + 1;
-        if (fw->sp + STACK_SPAN - frame_read < send) send = fw->sp + STACK_SPAN - frame_read;
-    }
-    const uint64_t sspan = send > slo ? send - slo : 0;
+    chunkspan_t c;
+    if (!chunk_span(fw, frame_read, &c)) return 0;
+    const uint64_t lo = c.lo, span = c.span, slo = c.slo, sspan = c.sspan;
     const uint32_t off_back = o->fr_back, off_code = o->fr_code, off_instr = o->fr_instr;
     const uint32_t off_owner = o->fr_owner, cstack = o->owner_cstack, off_entry = o->fr_is_entry;
     uint64_t frame = *framep;
@@ -1238,13 +1254,19 @@ static void site_note(walkmemo_t *m, const pynote_t *pn, const gmt_py_splice_t *
     s->note = (uint8_t)(pn - m->way[k].note);
 }
 
-/* A replay answered by note pn, which holds its words under sp's key: pn's id, counted. */
-static void note_answer(walkmemo_t *m, pynote_t *pn, gmt_py_splice_t *sp)
+/* A walk answered by note pn, which holds its words under sp's key: pn's id, counted. */
+static inline void note_take(walkmemo_t *m, pynote_t *pn, gmt_py_splice_t *sp)
 {
     sp->note = pn;
     sp->stamp = pn->stamp;
     sp->noted = pn->id;
     __atomic_store_n(&m->noted, m->noted + 1, RLX);
+}
+
+/* A replay answered by note pn: taken, and remembered for the walk's site. */
+static void note_answer(walkmemo_t *m, pynote_t *pn, gmt_py_splice_t *sp)
+{
+    note_take(m, pn, sp);
     site_note(m, pn, sp);
 }
 
@@ -1530,14 +1552,10 @@ walk_lookup(const walk_offs_t *op, walkmemo_t *m, walkway_t *way, const rawframe
  * built. Equal instructions are the same code object: each lies inside its frame's code
  * object, alive (the frame holds it), and the note's inside the way's, alive too (stamp), and
  * two live objects never overlap. */
-typedef struct sitechain_s {
-    uint64_t lo, span, slo, sspan;
-} sitechain_t;
-
 /* The frame after the one whose back pointer is back, in the chunk or 0 (the chain's end): back
  * itself, or past the shim it is (a run end: *seg; 3.12+). Returns false where the chain goes
  * on outside the chunk (not a call site). */
-__attribute__((always_inline)) static inline bool site_next(sitechain_t c, uint64_t back,
+__attribute__((always_inline)) static inline bool site_next(chunkspan_t c, uint64_t back,
                                                             uint32_t off_back, uint32_t off_owner,
                                                             uint8_t cstack, uint64_t *next,
                                                             uint8_t *seg)
@@ -1554,7 +1572,7 @@ __attribute__((always_inline)) static inline bool site_next(sitechain_t c, uint6
 
 /* site_walk's body, for one layout's offsets (constants where the caller's are). */
 __attribute__((always_inline)) static inline uint32_t
-site_walk_at(sitechain_t c, walkmemo_t *m, uint64_t first, uint32_t gen, uint64_t stamp,
+site_walk_at(chunkspan_t c, walkmemo_t *m, uint64_t first, uint32_t gen, uint64_t stamp,
              gmt_py_splice_t *sp, uint32_t *direct, uint32_t off_instr, uint32_t off_back,
              uint32_t off_owner, uint8_t cstack, uint32_t off_entry)
 {
@@ -1596,10 +1614,7 @@ site_walk_at(sitechain_t c, walkmemo_t *m, uint64_t first, uint32_t gen, uint64_
     if (memcmp(ins, pn->instr, (size_t)n * sizeof ins[0]) != 0 || memcmp(segs, w->seg, n) != 0)
         return 0;
     *direct += n;
-    sp->note = pn; /* note_answer's, but the site is already this one's */
-    sp->stamp = pn->stamp;
-    sp->noted = pn->id;
-    __atomic_store_n(&m->noted, m->noted + 1, RLX);
+    note_take(m, pn, sp); /* the site is already this one's */
     m->last = s->way;
     return n;
 }
@@ -1611,20 +1626,8 @@ __attribute__((noinline)) static uint32_t site_walk(const walk_offs_t *o, const 
                                                     uint64_t stamp, gmt_py_splice_t *sp,
                                                     uint32_t *direct)
 {
-    const uint32_t frame_read = py.frame_read;
-    if (o->minor < 11 || !fw->n || fw->hi[0] < frame_read || !sp->key_token) return 0;
-    sitechain_t c;
-    uint64_t end = fw->live_hi[0];
-    if (end > fw->hi[0] - frame_read + 1) end = fw->hi[0] - frame_read + 1;
-    c.lo = fw->live_lo[0];
-    c.span = end > c.lo ? end - c.lo : 0;
-    c.slo = fw->sp > fc.stack_lo ? fw->sp : fc.stack_lo;
-    uint64_t send = 0;
-    if (fc.stack_hi > fc.stack_lo && fc.stack_hi >= frame_read) {
-        send = fc.stack_hi - frame_read + 1;
-        if (fw->sp + STACK_SPAN - frame_read < send) send = fw->sp + STACK_SPAN - frame_read;
-    }
-    c.sspan = send > c.slo ? send - c.slo : 0;
+    chunkspan_t c;
+    if (o->minor < 11 || !fw->n || !sp->key_token || !chunk_span(fw, py.frame_read, &c)) return 0;
     /* 3.12 and 3.13's _PyInterpreterFrame (pylayouts.inc): its offsets as constants, which
      * leave the loops their registers. */
     if (o->fr_instr == 56 && o->fr_back == 8 && o->fr_owner == 70 && o->owner_cstack == 3)
