@@ -634,7 +634,8 @@ typedef struct pynote_s {
     uint32_t id;
     /* The frames' instructions the words were made from, under the way's content `content`:
      * while the way holds that content (the same code objects and entry ids), the same
-     * instructions make the same words, so a replay compares these and builds no word. */
+     * instructions make the same words, so a replay compares these and builds no word. Each
+     * as note_instr_of keeps it (3.11+: with its frame's run end, one compare a frame). */
     uint32_t content;
     uint64_t word[PY_NOTE_FRAMES];
     uint64_t instr[PY_NOTE_FRAMES];
@@ -966,6 +967,22 @@ typedef struct rawframe_s {
     uint8_t direct; /* the frame lies in a live chunk: its code object is alive */
 } rawframe_t;
 
+/* A frame's instruction and run end (0 or 1) as one word, as notes keep them (pynote_t) and call
+ * sites hash and compare them (site_walk): the instruction shifted up by one, which loses no
+ * bit of an address below 2^63 (a user-space one), so that no two pairs give one word. One
+ * instruction on x86-64 (lea). */
+static inline uint64_t site_key_of(uint64_t instr, uint8_t seg_end)
+{
+    return instr << 1 | seg_end;
+}
+
+/* A raw frame's word in a note: site_key_of from 3.11, which has call sites; 3.9-3.10 (old),
+ * which have none, the instruction alone (their replay then compares it as read). */
+static inline uint64_t note_instr_of(bool old, const rawframe_t *r)
+{
+    return old ? r->instr : site_key_of(r->instr, r->seg_end);
+}
+
 /* The first frame of the chain; 0 when there is none or it cannot be read. */
 static uint64_t first_frame(uint64_t tstate, const fastwalk_t *fw, bool fast)
 {
@@ -1167,7 +1184,7 @@ replay_loop(const walk_offs_t *o, const walkway_t *m, const rawframe_t *raw, uin
             return 0;
         }
         if (hint) {
-            differ |= raw[i].instr ^ hint->instr[i];
+            differ |= note_instr_of(old, &raw[i]) ^ hint->instr[i];
             continue;
         }
         out[i].word = frame_word_of(o, &raw[i], m->id[i], old);
@@ -1235,8 +1252,9 @@ static uint32_t memo_suffix(const walkway_t *m, const rawframe_t *raw, uint32_t 
 /* pn now stands for raw's instructions under w's content (pynote_t), and is w's note_hit. */
 static void note_instrs(walkway_t *w, pynote_t *pn, const rawframe_t *raw, uint32_t n)
 {
+    const bool old = py.lay.minor <= 10;
     for (uint32_t i = 0; i < n; i++)
-        pn->instr[i] = raw[i].instr;
+        pn->instr[i] = note_instr_of(old, &raw[i]);
     pn->content = w->content;
     w->note_hit = (uint32_t)(pn - w->note);
 }
@@ -1552,20 +1570,17 @@ walk_lookup(const walk_offs_t *op, walkmemo_t *m, walkway_t *way, const rawframe
  * built. Equal instructions are the same code object: each lies inside its frame's code
  * object, alive (the frame holds it), and the note's inside the way's, alive too (stamp), and
  * two live objects never overlap. */
-/* The frame after the one whose back pointer is back, in the chunk or 0 (the chain's end): back
- * itself, or past the shim it is (a run end: *seg; 3.12+). Returns false where the chain goes
- * on outside the chunk (not a call site). */
-__attribute__((always_inline)) static inline bool site_next(chunkspan_t c, uint64_t back,
-                                                            uint32_t off_back, uint32_t off_owner,
-                                                            uint8_t cstack, uint64_t *next,
-                                                            uint8_t *seg)
+/* The frame after a run's end (3.12+): back, neither a frame of the chunk nor 0, as the shim
+ * that ends a run, and the frame past it in *next (in the chunk, or 0: the chain's end). False
+ * where back is not a shim of the stack run this thread proved readable, or the chain goes on
+ * outside the chunk (not a call site). */
+__attribute__((always_inline)) static inline bool site_past_shim(chunkspan_t c, uint64_t back,
+                                                                 uint32_t off_back,
+                                                                 uint32_t off_owner, uint8_t cstack,
+                                                                 uint64_t *next)
 {
-    *seg = 0;
-    *next = back;
-    if (back - c.lo < c.span || !back) return true; /* a frame of the chunk, or the end */
     const uint8_t *shim = (const uint8_t *)(uintptr_t)back;
     if (back - c.slo >= c.sspan || (back & 7) || shim[off_owner] != cstack) return false;
-    *seg = 1;
     *next = ld64(shim + off_back);
     return *next - c.lo < c.span || !*next;
 }
@@ -1577,25 +1592,36 @@ site_walk_at(chunkspan_t c, walkmemo_t *m, uint64_t first, uint32_t gen, uint64_
              uint32_t off_owner, uint8_t cstack, uint32_t off_entry)
 {
     /* The key: every frame's instruction (an address inside its code object's bytecode: the
-     * code object and the offset in one word) and run end, and their count. */
+     * code object and the offset in one word) and run end, as one word (site_key_of), and
+     * their count. */
     uint64_t h = sp->key_token * 0x9e3779b97f4a7c15ull ^ sp->key_tag_gen, frame = first;
-    uint64_t ins[PY_NOTE_FRAMES]; /* each frame's instruction and run end */
-    uint8_t segs[PY_NOTE_FRAMES];
+    uint64_t ins[PY_NOTE_FRAMES]; /* each frame's site_key_of */
     uint32_t k = 0;
-    if (frame - c.lo >= c.span) return 0; /* each next frame is tested as it is found */
-    for (; frame; k++) {
+    if (!frame || frame - c.lo >= c.span) return 0; /* each next frame is tested as it is found */
+    for (;;) {
         if (k == PY_NOTE_FRAMES) return 0; /* no note holds it */
         const uint8_t *f = (const uint8_t *)(uintptr_t)frame;
-        ins[k] = ld64(f + off_instr);
+        uint64_t key = site_key_of(ld64(f + off_instr), 0);
         uint64_t back = ld64(f + off_back);
+        bool last = false;
         if (off_entry != NONE) { /* 3.11: a run's first frame is marked is_entry */
-            segs[k] = f[off_entry] != 0;
-            if (back - c.lo >= c.span && back) return 0;
-            frame = back;
-        } else if (!site_next(c, back, off_back, off_owner, cstack, &frame, &segs[k])) {
-            return 0;
+            key |= f[off_entry] != 0;
+            if (__builtin_expect(back - c.lo >= c.span, 0)) {
+                if (back) return 0;
+                last = true;
+            }
+        } else if (__builtin_expect(back - c.lo >= c.span, 0)) {
+            /* The common case, a frame of the chunk, tests nothing more: it is not 0. */
+            if (back) {
+                if (!site_past_shim(c, back, off_back, off_owner, cstack, &back)) return 0;
+                key |= 1; /* a run's end */
+            }
+            last = !back;
         }
-        h = (h ^ ins[k] ^ segs[k]) * 0xff51afd7ed558ccdull;
+        ins[k++] = key;
+        h = (h ^ key) * 0xff51afd7ed558ccdull;
+        if (last) break;
+        frame = back;
     }
     h ^= h >> 31;
     sp->site = (h ^ k) | 1;
@@ -1607,12 +1633,12 @@ site_walk_at(chunkspan_t c, walkmemo_t *m, uint64_t first, uint32_t gen, uint64_
     if (n != k || w->gen != gen || w->cstamp != stamp || pn->nr != n || pn->content != w->content ||
         !pn->id || pn->token != sp->key_token || pn->tag_gen != sp->key_tag_gen)
         return 0;
-    /* The chain as read against the note and the way. An instruction is an address inside its
-     * frame's code object, alive (the frame holds it), and the note's inside the way's code
-     * object, alive too (stamp): the same instruction is the same code object, not compared
-     * apart. */
-    if (memcmp(ins, pn->instr, (size_t)n * sizeof ins[0]) != 0 || memcmp(segs, w->seg, n) != 0)
-        return 0;
+    /* The chain as read against the note: each frame's instruction and run end (the note's run
+     * ends are its way's: a note is written from a chain that matched them, and a way written
+     * again changes its content). An instruction is an address inside its frame's code object,
+     * alive (the frame holds it), and the note's inside the way's code object, alive too
+     * (stamp): the same instruction is the same code object, not compared apart. */
+    if (memcmp(ins, pn->instr, (size_t)n * sizeof ins[0]) != 0) return 0;
     *direct += n;
     note_take(m, pn, sp); /* the site is already this one's */
     m->last = s->way;
@@ -1628,10 +1654,13 @@ __attribute__((noinline)) static uint32_t site_walk(const walk_offs_t *o, const 
 {
     chunkspan_t c;
     if (o->minor < 11 || !fw->n || !sp->key_token || !chunk_span(fw, py.frame_read, &c)) return 0;
-    /* 3.12 and 3.13's _PyInterpreterFrame (pylayouts.inc): its offsets as constants, which
-     * leave the loops their registers. */
+    /* 3.11, 3.12 and 3.13's _PyInterpreterFrame (pylayouts.inc): its offsets as constants,
+     * which leave the loops their registers. */
     if (o->fr_instr == 56 && o->fr_back == 8 && o->fr_owner == 70 && o->owner_cstack == 3)
         return site_walk_at(c, m, frame, gen, stamp, sp, direct, 56, 8, 70, 3, NONE);
+    /* 3.11's: runs marked is_entry. */
+    if (o->fr_instr == 56 && o->fr_back == 48 && o->fr_is_entry == 68 && o->owner_cstack == NONE)
+        return site_walk_at(c, m, frame, gen, stamp, sp, direct, 56, 48, 0, 0, 68);
     return site_walk_at(c, m, frame, gen, stamp, sp, direct, o->fr_instr, o->fr_back, o->fr_owner,
                         (uint8_t)o->owner_cstack, o->owner_cstack == NONE ? o->fr_is_entry : NONE);
 }
@@ -2198,6 +2227,13 @@ int gmt_py_test_use_layout(int minor, uint64_t code_type, uint64_t str_type, uin
 {
     const layout_t *L = builtin_layout(minor);
     if (!L) return -ENOTSUP;
+    return gmt_py_test_use_layout_of(L, code_type, str_type, bytes_type);
+}
+
+int gmt_py_test_use_layout_of(const struct layout_s *L, uint64_t code_type, uint64_t str_type,
+                              uint64_t bytes_type)
+{
+    int minor = L->minor;
     refresh_pid();
     py.lay = *L;
     py.code_type = code_type;

@@ -117,6 +117,11 @@ int gmt_py_addr2line(int minor, const uint8_t *table, uint32_t len, int firstlin
  * interpreter were present, and walk the frame chain of tstate (any value: a bad pointer must
  * only end the walk). Returns the number of Python frames written to words. */
 int gmt_py_test_use_layout(int minor, uint64_t code_type, uint64_t str_type, uint64_t bytes_type);
+/* The same with the layout L (pylayout.h), a built-in one changed: the walks' general code,
+ * which the built-in layouts' own constants (pyframes.c) leave aside. */
+struct layout_s;
+int gmt_py_test_use_layout_of(const struct layout_s *L, uint64_t code_type, uint64_t str_type,
+                              uint64_t bytes_type);
 uint32_t gmt_py_test_walk(uint64_t tstate, uint64_t *words, uint32_t cap);
 /* The same under a note key (native token, nonzero) as the event path walks: the thread's call
  * sites first where the code hook vouches for it. *noted: the id a note or call site answered
