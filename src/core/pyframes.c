@@ -1564,12 +1564,12 @@ walk_lookup(const walk_offs_t *op, walkmemo_t *m, walkway_t *way, const rawframe
  * entry for all of them, written over in turn.
  *
  * The site table's entry under the key names a way and a note; the chain as read is compared
- * with them (every frame the note's instruction and the way's run end; the same count). With
- * the way's code objects vouched for by the code hook (stamp), in this cache (gen), and the
- * note's id under sp's key, that id answers the walk: no raw frame, no way found, no word
- * built. Equal instructions are the same code object: each lies inside its frame's code
- * object, alive (the frame holds it), and the note's inside the way's, alive too (stamp), and
- * two live objects never overlap. */
+ * with them (every frame the note's instruction and run end, one word: site_key_of; the same
+ * count). With the way's code objects vouched for by the code hook (stamp), in this cache
+ * (gen), and the note's id under sp's key, that id answers the walk: no raw frame, no way
+ * found, no word built. Equal instructions are the same code object: each lies inside its
+ * frame's code object, alive (the frame holds it), and the note's inside the way's, alive too
+ * (stamp), and two live objects never overlap. */
 /* The frame after a run's end (3.12+): back, neither a frame of the chunk nor 0, as the shim
  * that ends a run, and the frame past it in *next (in the chunk, or 0: the chain's end). False
  * where back is not a shim of the stack run this thread proved readable, or the chain goes on
@@ -1654,8 +1654,8 @@ __attribute__((noinline)) static uint32_t site_walk(const walk_offs_t *o, const 
 {
     chunkspan_t c;
     if (o->minor < 11 || !fw->n || !sp->key_token || !chunk_span(fw, py.frame_read, &c)) return 0;
-    /* 3.11, 3.12 and 3.13's _PyInterpreterFrame (pylayouts.inc): its offsets as constants,
-     * which leave the loops their registers. */
+    /* 3.12 and 3.13's _PyInterpreterFrame (pylayouts.inc), then 3.11's: its offsets as
+     * constants, which leave the loops their registers. */
     if (o->fr_instr == 56 && o->fr_back == 8 && o->fr_owner == 70 && o->owner_cstack == 3)
         return site_walk_at(c, m, frame, gen, stamp, sp, direct, 56, 8, 70, 3, NONE);
     /* 3.11's: runs marked is_entry. */

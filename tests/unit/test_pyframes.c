@@ -768,6 +768,19 @@ static void site_walk_hand_built(const layout_t *L)
     assert_int_equal(gmt_py_test_walk_keyed(U(tstate), w, 8, token, 0, &noted), 2);
     assert_int_equal(noted, 77);
     assert_int_equal(gmt_py_sited_walks(), s0 + 2);
+    /* the same instructions without the run end (no C call between the two frames): another
+     * chain, not answered by this site */
+    if (L->owner_cstack != NONE)
+        put64(f1, L->fr_back, U(c.f2));
+    else
+        f1[L->fr_is_entry] = 0;
+    assert_int_equal(gmt_py_test_walk_keyed(U(tstate), w, 8, token, 0, &noted), 2);
+    assert_int_not_equal(noted, 77);
+    assert_int_equal(gmt_py_sited_walks(), s0 + 2);
+    if (L->owner_cstack != NONE)
+        put64(f1, L->fr_back, U(shim));
+    else
+        f1[L->fr_is_entry] = 1;
 
     /* the next frame on a page that cannot be read: the walk ends safely, unanswered */
     if (L->owner_cstack != NONE)
@@ -782,6 +795,21 @@ static void site_walk_hand_built(const layout_t *L)
     assert_true(gmt_py_test_walk_keyed(U(tstate), w, 8, token, 0, &noted) <= 8);
     assert_int_equal(noted, 0);
     assert_int_equal(gmt_py_sited_walks(), s0 + 2);
+    if (L->owner_cstack == NONE) {
+        /* 3.11: a chain of one frame answered by its site; then its frame's back pointer leaves
+         * the chunk for the unreadable page: no call site (the full walk, cut there, may still
+         * answer through the replay of the one frame it read). */
+        set_current_frame(L, tstate, cframe, f1);
+        put64(f1, L->fr_back, 0);
+        assert_int_equal(gmt_py_test_walk_keyed(U(tstate), w, 8, token, 0, &noted), 1);
+        assert_int_equal(gmt_py_test_walk_keyed(U(tstate), w, 8, token, 88, &noted), 1);
+        assert_int_equal(gmt_py_test_walk_keyed(U(tstate), w, 8, token, 0, &noted), 1);
+        assert_int_equal(noted, 88);
+        uint64_t s1 = gmt_py_sited_walks();
+        put64(f1, L->fr_back, U(none) + 64);
+        assert_true(gmt_py_test_walk_keyed(U(tstate), w, 8, token, 0, &noted) <= 8);
+        assert_int_equal(gmt_py_sited_walks(), s1);
+    }
     gmt_py_test_use_fast(false, 0);
     munmap(c.chunk, c.csize);
     munmap(none, (size_t)page);
