@@ -709,15 +709,17 @@ __attribute__((noinline)) static int fallback(void **buf, int max, uintptr_t ra0
 
 typedef struct way_s {
     uintptr_t ip0, sp0, rbp0;
-    uint64_t stop_lo;  /* the stop range the walk ended at (or not) */
-    uint64_t rbp_used; /* bit i: a later step's CFA used step i's saved RBP */
+    uint64_t stop_lo; /* the stop range the walk ended at (or not) */
     uint32_t n, max, gen;
+    uint32_t rbp_n; /* saved RBPs a later step's CFA used: rbp_at and rbp_val's first rbp_n */
     uint8_t rbp0_used;
     gmt_walk_note_t note; /* the walk's number and the caller's words (gmt_unwind_walk) */
     /* Offsets from sp0 (a walk stays within STACK_SPAN of it): a frame's words in 24 bytes. */
-    uint32_t at[MEMO_FRAMES];       /* where the return address frames[i + 1] was read */
-    uint32_t rbp_at[MEMO_FRAMES];   /* where step i read a saved RBP (set where rbp_used says) */
-    uintptr_t rbp_val[MEMO_FRAMES]; /* what it read there */
+    uint32_t at[MEMO_FRAMES]; /* where the return address frames[i + 1] was read */
+    /* While the walk runs, where step i read a saved RBP and what it read; once it is written,
+     * those a later step used, in step order (memo_keep_rbps). */
+    uint32_t rbp_at[MEMO_FRAMES];
+    uintptr_t rbp_val[MEMO_FRAMES];
     void *frames[MEMO_FRAMES];
 } way_t;
 _Static_assert(STACK_SPAN < (1ull << 32), "a word's offset from the start fits 32 bits");
@@ -902,15 +904,13 @@ NO_ASAN static inline int replay(const way_t *w, void **buf, int max, uintptr_t 
     if (w->max != (uint32_t)max || w->gen != gen || w->stop_lo != slo) return STALE;
     if (w->rbp0_used && w->rbp0 != rbp) return 0;
     uint32_t n = w->n;
-    /* The saved RBPs a later step used, in the order the walk read them (each before the
-     * return address of its step), then every return address: code without frame pointers
-     * uses few or none, so the loop over the steps tests no bit. */
-    for (uint64_t u = w->rbp_used; u; u &= u - 1) {
-        uint32_t i = (uint32_t)__builtin_ctzll(u);
-        if (i + 1 >= n) break;
-        if (load_word(sp + w->rbp_at[i]) != w->rbp_val[i]) return 0;
-    }
-    /* Checked and copied in one pass (a walk that differs is written over by the full one). */
+    /* The saved RBPs a later step used (code without frame pointers has few or none), in the
+     * order the walk read them, then every return address, stopping at the first word that
+     * differs (a stack that differs is not read further than the walk's order goes on
+     * matching it). The return addresses checked and copied in one pass (a walk that differs
+     * is written over by the full one). */
+    for (uint32_t j = 0; j < w->rbp_n; j++)
+        if (load_word(sp + w->rbp_at[j]) != w->rbp_val[j]) return 0;
     buf[0] = w->frames[0];
     for (uint32_t i = 0; i + 1 < n; i++) {
         uintptr_t ra = load_word(sp + w->at[i]);
@@ -918,6 +918,22 @@ NO_ASAN static inline int replay(const way_t *w, void **buf, int max, uintptr_t 
         buf[i + 1] = (void *)ra;
     }
     return (int)n;
+}
+
+/* A walk of n frames written into w: of the saved RBPs its steps read (rbp_at and rbp_val by
+ * step), those a later step's CFA used (bit i of used: step i's), in step order, at the front;
+ * the steps past the last frame's (a step i gives frame i + 1) are not replayed. */
+static void memo_keep_rbps(way_t *w, uint64_t used, uint32_t n)
+{
+    uint32_t j = 0;
+    for (uint64_t u = used; u; u &= u - 1) {
+        uint32_t i = (uint32_t)__builtin_ctzll(u);
+        if (i + 1 >= n) break;
+        w->rbp_at[j] = w->rbp_at[i]; /* j <= i: each read before it is written over */
+        w->rbp_val[j] = w->rbp_val[i];
+        j++;
+    }
+    w->rbp_n = j;
 }
 
 /* A replay from way k of set: counted (owner only; summed on read), the way marked last used,
@@ -1088,7 +1104,7 @@ unwind_from(const uintptr_t *fp, void **buf, int max, gmt_walk_note_t **note)
         w->n = (uint32_t)n;
         w->max = (uint32_t)max;
         w->gen = gen;
-        w->rbp_used = rbp_used;
+        memo_keep_rbps(w, rbp_used, (uint32_t)n);
         __builtin_memcpy(w->frames, buf, (size_t)n * sizeof *buf);
         w->note = (gmt_walk_note_t){.walk = ++walk_serial};
         *note = &w->note;

@@ -396,6 +396,22 @@ static void test_replay_same_frames(void **state)
         same_walk(vla_nofp, 40 + k % 2, 48);
 }
 
+/* A frame above the start that moved while the start stayed (its caller's and its own alloca
+ * sizes traded): the saved RBP that locates its return address differs, and the word where
+ * that address lay before holds the old caller's address again (a stale stack word). A replay
+ * checks the saved RBPs the walk used, so it does not hand out the old caller (e1) for the new
+ * one (e2). */
+static void test_replay_checks_saved_rbps(void **state)
+{
+    (void)state;
+    /* One call site of same_walk throughout (the frames above it are the same). */
+    uint64_t r0 = replays();
+    for (volatile int k = 0; k < 10; k++)
+        same_walk(rbp_moves, k >= 3 && (k & 1), 48); /* e1 three times, then e2 and e1 in turn */
+    /* e1's second and third walks were replays (so is each later walk of a way kept for it). */
+    assert_true(replays() - r0 >= 2);
+}
+
 /* Two callers with the same frame layout reach one function from one call site: the walks
  * start at the same return address and stack pointer and differ one frame up. A replay must
  * not hand one caller the other's frames. */
@@ -696,6 +712,7 @@ int main(void)
         cmocka_unit_test(test_colliding_addresses_both_cached),
         cmocka_unit_test(test_replay_same_frames),
         cmocka_unit_test(test_replay_tells_callers_apart),
+        cmocka_unit_test(test_replay_checks_saved_rbps),
         cmocka_unit_test(test_replay_six_callers_of_one_start),
         cmocka_unit_test(test_replay_stale_way_reused),
         cmocka_unit_test(test_stop_at),
