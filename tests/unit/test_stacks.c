@@ -629,6 +629,142 @@ static void test_capture_walks_as_deep_as_needed(void **state)
     gmt_stacks_set_skip_ranges(NULL, 0);
 }
 
+/* One walk captured with other parameters (max and skip traded, so that the walk is as deep
+ * and the unwinder replays it): another token, and the stack id noted for the first token is
+ * not the second's (its frames are one fewer at the innermost end). */
+static void test_capture_new_token_has_no_id(void **state)
+{
+    (void)state;
+    gmt_unwind_init(0);
+    uint64_t f[2][GMT_STACKS_CAPTURE_MAX], t[2];
+    uint32_t n[2];
+    for (volatile int k = 0; k < 2; k++) {
+        n[k] = token_site_a(f[k], 16 - (uint32_t)k, (uint32_t)k, &t[k]);
+        if (k == 0) gmt_stacks_note_id(t[0], 9, 1, 77);
+    }
+#if defined(__SANITIZE_THREAD__)
+    assert_int_equal(t[0] | t[1], 0); /* unw_step there: never named */
+    return;
+#endif
+    assert_int_not_equal(t[0], 0);
+    assert_int_not_equal(t[1], 0);
+    assert_int_not_equal(t[0], t[1]);
+    assert_true(n[0] > 3 && n[1] == n[0] - 1);
+    assert_memory_equal(f[1], f[0] + 1, n[1] * sizeof f[0][0]);
+    assert_int_equal(gmt_stacks_noted_id(t[1], 9, 1), 0);
+}
+
+/* A stack id noted on a thread that has captured nothing: no capture's note to keep it in,
+ * so nothing is noted (and nothing is found). */
+static void *note_before_capture_thread(void *arg)
+{
+    gmt_stacks_note_id(1, 9, 1, 77);
+    *(uint32_t *)arg = gmt_stacks_noted_id(1, 9, 1);
+    return NULL;
+}
+
+static void test_note_id_before_any_capture(void **state)
+{
+    (void)state;
+    uint32_t got = 1;
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, note_before_capture_thread, &got), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(got, 0);
+}
+
+/* d frames of recursion, then a capture with the long slack (gmt_stacks_capture). */
+static __attribute__((noinline)) uint32_t long_capture(int d, uint64_t *f)
+{
+    if (d > 0) {
+        uint32_t n = long_capture(d - 1, f);
+        __asm__ volatile("" ::: "memory"); /* not a tail call: each level keeps its frame */
+        return n;
+    }
+    uint32_t n = capture_here(f, 8, 0);
+    __asm__ volatile("" ::: "memory");
+    return n;
+}
+
+/* The prefix a short-slack capture learns (test_capture_walks_as_deep_as_needed) is not the
+ * long slack's: a capture from inside the driver or a CUPTI callback (gmt_stacks_capture)
+ * walks once, so it keeps the whole slack. Here its prefix is 14 frames (capture_here's call
+ * site and long_capture's, in skip ranges) after a short-slack capture learnt a prefix of
+ * none under the same ranges; the frames past the prefix are the test's and its callers'. */
+static void test_capture_long_slack_not_learnt(void **state)
+{
+    (void)state;
+    gmt_unwind_init(0);
+    gmt_stacks_set_skip_ranges(NULL, 0);
+    uint64_t a[8], b[8], c[8];
+    uint32_t want;
+    assert_true(long_capture(2, a) >= 5); /* capture_here, long_capture twice, ... */
+    const uint64_t three[3][2] = {{a[0] - 1, a[0] + 1}, {a[1] - 1, a[1] + 1}, {a[2] - 1, a[2] + 1}};
+    gmt_stacks_set_skip_ranges(three, 3);
+    assert_int_equal(deep_capture(0, b, &want), 8); /* short slack, prefix none */
+    uint32_t n = long_capture(12, c);
+    gmt_stacks_set_skip_ranges(NULL, 0);
+    assert_true(n >= 4);
+    const uint64_t self = (uint64_t)(uintptr_t)test_capture_long_slack_not_learnt;
+    assert_true(c[0] > self && c[0] < self + 4096); /* this test's call site */
+    for (uint32_t i = 0; i < n; i++)
+        for (int r = 0; r < 3; r++)
+            assert_true(c[i] < three[r][0] || c[i] >= three[r][1]);
+}
+
+/* A capture's buffer as a runtime hook passes it (gmt_stacks_capture_near), and words after
+ * it. */
+typedef struct near_buf_s {
+    uint64_t buf[GMT_STACKS_CAPTURE_MAX];
+    uint64_t after[4];
+} near_buf_t;
+
+/* d frames of recursion, then a capture into b->buf. */
+static __attribute__((noinline)) uint32_t near_capture_deep(int d, near_buf_t *b, uint32_t max,
+                                                            uint32_t *first)
+{
+    if (d > 0) {
+        uint32_t n = near_capture_deep(d - 1, b, max, first);
+        __asm__ volatile("" ::: "memory");
+        return n;
+    }
+    uint32_t n = gmt_stacks_capture_near(b->buf, max, 0, NULL, first);
+    __asm__ volatile("" ::: "memory");
+    return n;
+}
+
+/* Every frame in a skip range (a thread whose every frame is the tracer's, libcuda's or
+ * CUPTI's): no frames, and the scan for the first program frame stops where the walk's
+ * frames end, not past them in the buffer (whose words there are older, here all in the
+ * range too, as are the words after it). Once with one walk shorter than it asked for, once
+ * with a second, longer walk (the first was full). */
+static void test_capture_all_frames_skipped(void **state)
+{
+    (void)state;
+    gmt_unwind_init(0);
+    static near_buf_t b;
+    const uint64_t all[1][2] = {{1, UINT64_MAX}};
+    const int depth[2] = {0, 40};
+    const uint32_t max[2] = {150, 8};
+    for (int c = 0; c < 2; c++) {
+        for (int i = 0; i < GMT_STACKS_CAPTURE_MAX; i++)
+            b.buf[i] = 0x1000;
+        for (int i = 0; i < 4; i++)
+            b.after[i] = i < 3 ? 0x1000 : 0; /* 0: past the range */
+        gmt_stacks_set_skip_ranges(all, 1);
+        uint32_t first = UINT32_MAX;
+        uint32_t n = near_capture_deep(depth[c], &b, max[c], &first);
+        gmt_stacks_set_skip_ranges(NULL, 0);
+        assert_int_equal(n, 0);
+        assert_true(first <= GMT_STACKS_CAPTURE_MAX);
+#if !defined(__SANITIZE_THREAD__)
+        assert_true(first > 0);
+        assert_true(b.buf[first - 1] != 0x1000); /* the walk's last frame */
+        if (first < GMT_STACKS_CAPTURE_MAX) assert_true(b.buf[first] == 0x1000);
+#endif
+    }
+}
+
 static void test_capture_in_exiting_thread(void **state)
 {
     (void)state;
@@ -668,6 +804,10 @@ int main(void)
         cmocka_unit_test(test_capture_skips_internal_ranges),
         cmocka_unit_test(test_capture_prefix_follows_ranges),
         cmocka_unit_test(test_capture_walks_as_deep_as_needed),
+        cmocka_unit_test(test_capture_new_token_has_no_id),
+        cmocka_unit_test(test_note_id_before_any_capture),
+        cmocka_unit_test(test_capture_long_slack_not_learnt),
+        cmocka_unit_test(test_capture_all_frames_skipped),
         cmocka_unit_test(test_capture_in_exiting_thread),
     };
     /* clang-format on */

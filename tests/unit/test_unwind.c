@@ -3,6 +3,8 @@
  * counter does not move), the fallback wherever it cannot. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -11,6 +13,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <cmocka.h>
 
@@ -234,6 +237,219 @@ static void test_unsupported_frame_falls_back(void **state)
     /* Truncated before the unsupported frame: nothing to fall back for. */
     same_walk(via_expr, 0, 2);
     assert_int_equal(fallbacks(), f1 + 1);
+}
+
+/* Frames whose CFI is wrong (hand-written, and lying): a rule the fast walk could follow but
+ * must not, since the frame it gives is not one. Each walk is handed to libunwind, whose
+ * answer is returned (the fallback counter moves), where following the rule would give a
+ * wrong stack or read memory that is not the stack. */
+
+/* Its CFA is RBP + 16 with RBP set to 16 below the stack pointer at the call: the CFA is the
+ * callee's own, the frame its own caller. Followed, the walk would repeat this frame up to
+ * max. */
+int flat_cfa_frame(walk_fn fn, void **buf, int max);
+__asm__(".text\n"
+        ".globl flat_cfa_frame\n"
+        ".type flat_cfa_frame,@function\n"
+        "flat_cfa_frame:\n"
+        ".cfi_startproc\n"
+        "push %rbx\n"
+        ".cfi_def_cfa_offset 16\n"
+        ".cfi_offset %rbx, -16\n"
+        "mov %rbp, %rbx\n"
+        "lea -16(%rsp), %rbp\n"
+        ".cfi_def_cfa %rbp, 16\n"
+        "call walk_at@PLT\n"
+        "mov %rbx, %rbp\n"
+        ".cfi_def_cfa %rsp, 16\n"
+        "pop %rbx\n"
+        ".cfi_def_cfa_offset 8\n"
+        "ret\n"
+        ".cfi_endproc\n"
+        ".size flat_cfa_frame, .-flat_cfa_frame\n");
+
+/* Its CFA is RBP + 16 with RBP set to far (the fourth argument). */
+int far_cfa_frame(walk_fn fn, void **buf, int max, uintptr_t far);
+__asm__(".text\n"
+        ".globl far_cfa_frame\n"
+        ".type far_cfa_frame,@function\n"
+        "far_cfa_frame:\n"
+        ".cfi_startproc\n"
+        "push %rbx\n"
+        ".cfi_def_cfa_offset 16\n"
+        ".cfi_offset %rbx, -16\n"
+        "mov %rbp, %rbx\n"
+        "mov %rcx, %rbp\n"
+        ".cfi_def_cfa %rbp, 16\n"
+        "call walk_at@PLT\n"
+        "mov %rbx, %rbp\n"
+        ".cfi_def_cfa %rsp, 16\n"
+        "pop %rbx\n"
+        ".cfi_def_cfa_offset 8\n"
+        "ret\n"
+        ".cfi_endproc\n"
+        ".size far_cfa_frame, .-far_cfa_frame\n");
+
+/* Its CFA is right, but RBP is said to be saved at CFA - 40: 24 bytes below the stack pointer
+ * at the call, in the callee's frames (a word the callee wrote, not this frame's RBP). */
+int low_rbp_frame(walk_fn fn, void **buf, int max);
+__asm__(".text\n"
+        ".globl low_rbp_frame\n"
+        ".type low_rbp_frame,@function\n"
+        "low_rbp_frame:\n"
+        ".cfi_startproc\n"
+        "push %rbx\n"
+        ".cfi_def_cfa_offset 16\n"
+        ".cfi_offset %rbp, -40\n"
+        "call walk_at@PLT\n"
+        "pop %rbx\n"
+        ".cfi_def_cfa_offset 8\n"
+        "ret\n"
+        ".cfi_endproc\n"
+        ".size low_rbp_frame, .-low_rbp_frame\n");
+
+/* Its return address is said to be ra (the fourth argument, pushed): CFA = RSP + 8 after the
+ * push. */
+int fake_ra_frame(walk_fn fn, void **buf, int max, uintptr_t ra);
+__asm__(".text\n"
+        ".globl fake_ra_frame\n"
+        ".type fake_ra_frame,@function\n"
+        "fake_ra_frame:\n"
+        ".cfi_startproc\n"
+        "push %rcx\n"
+        ".cfi_def_cfa_offset 8\n"
+        "call walk_at@PLT\n"
+        "pop %rcx\n"
+        "ret\n"
+        ".cfi_endproc\n"
+        ".size fake_ra_frame, .-fake_ra_frame\n");
+
+static int via_flat_cfa(int arg, walk_fn fn, void **buf, int max)
+{
+    (void)arg;
+    int n = flat_cfa_frame(fn, buf, max);
+    sink += n;
+    return n;
+}
+
+static uintptr_t far_rbp;
+
+static int via_far_cfa(int arg, walk_fn fn, void **buf, int max)
+{
+    (void)arg;
+    int n = far_cfa_frame(fn, buf, max, far_rbp);
+    sink += n;
+    return n;
+}
+
+static int via_low_rbp(int arg, walk_fn fn, void **buf, int max)
+{
+    (void)arg;
+    int n = low_rbp_frame(fn, buf, max);
+    sink += n;
+    return n;
+}
+
+static int via_fake_ra(int ra, walk_fn fn, void **buf, int max)
+{
+    int n = fake_ra_frame(fn, buf, max, (uintptr_t)ra);
+    sink += n;
+    return n;
+}
+
+/* A CFA no higher than the stack pointer it was computed from: no frame, and a walk that
+ * followed it would not climb (here it would repeat one frame to the end of buf). libunwind
+ * stops there. */
+static void test_cfa_that_does_not_climb_falls_back(void **state)
+{
+    (void)state;
+    uint64_t f0 = fallbacks();
+    same_walk(via_flat_cfa, 0, 8);
+    same_walk(via_flat_cfa, 0, NMAX);
+    assert_int_equal(fallbacks(), f0 + 2);
+}
+
+/* The walks of both from one call site (as same_walk's) on far_cfa_thread, for the main
+ * thread to check. */
+typedef struct far_walks_s {
+    void *buf[2][2][NMAX]; /* by max (NMAX, 3), then walker */
+    int n[2][2];
+    uint64_t fallbacks;
+    int errno_after;
+} far_walks_t;
+
+static void *far_cfa_thread(void *arg)
+{
+    far_walks_t *r = arg;
+    uint64_t f0 = fallbacks();
+    for (volatile int m = 0; m < 2; m++)
+        for (volatile int k = 0; k < 2; k++) {
+            errno = EDOM;
+            r->n[m][k] = via_far_cfa(0, walkers[k], r->buf[m][k], m ? 3 : NMAX);
+            if (m == 1 && k == 0) r->errno_after = errno;
+        }
+    r->fallbacks = fallbacks() - f0;
+    return NULL;
+}
+
+/* A CFA more than the stack's span above where the walk started: RBP holds no frame address
+ * (here it points into a page that cannot be read, 48 MiB above the thread's stack). The
+ * walk does not read there; libunwind checks the address and stops. On a thread whose stack
+ * lies at the bottom of a mapping of ours, so that the page is known to lie above it. */
+static void test_cfa_far_above_the_stack_falls_back(void **state)
+{
+    (void)state;
+    const size_t size = 64u << 20, stack = 1u << 20;
+    char *map = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    assert_true(map != MAP_FAILED);
+    assert_int_equal(mprotect(map, stack, PROT_READ | PROT_WRITE), 0);
+    far_rbp = (uintptr_t)(map + (48u << 20));
+    pthread_attr_t attr;
+    assert_int_equal(pthread_attr_init(&attr), 0);
+    assert_int_equal(pthread_attr_setstack(&attr, map, stack), 0);
+    static far_walks_t r;
+    memset(&r, 0, sizeof r);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, &attr, far_cfa_thread, &r), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    pthread_attr_destroy(&attr);
+    munmap(map, size);
+    for (int m = 0; m < 2; m++) {
+        assert_int_equal(r.n[m][0], r.n[m][1]);
+        assert_true(r.n[m][0] >= 2); /* this frame's callee's and this frame's */
+        assert_memory_equal(r.buf[m][0], r.buf[m][1], (size_t)r.n[m][0] * sizeof(void *));
+    }
+    assert_int_equal(r.fallbacks, 2);
+    assert_int_equal(r.errno_after, EDOM); /* the fallback leaves the program's errno */
+}
+
+/* RBP saved below the stack pointer the frame's walk step starts from: that word is the
+ * callee's (and may have been written over since), not the frame's. Walked up to the next
+ * frame only (before any rule uses the RBP read): the same frames either way, and the walk is
+ * libunwind's. */
+static void test_saved_rbp_below_the_stack_falls_back(void **state)
+{
+    (void)state;
+    uint64_t f0 = fallbacks();
+    same_walk(via_low_rbp, 0, 3);
+    assert_int_equal(fallbacks(), f0 + 1);
+}
+
+/* A return address that cannot be code (below 0x4000: 0, the end of a stack that no CFI
+ * marks; a small integer in a wrong slot): not a frame. With max ending the walk at it, the
+ * walk gives up there, and libunwind leaves it out. One in 0x4000..0x7fff (a rule cache word
+ * that is empty reads as a rule there, R_EMPTY): not the end of the stack; libunwind goes on
+ * from it by the frame pointer. */
+static void test_return_address_not_code_falls_back(void **state)
+{
+    (void)state;
+    uint64_t f0 = fallbacks();
+    same_walk(via_fake_ra, 0, 3);
+    same_walk(via_fake_ra, 0x1000, 3);
+    assert_int_equal(fallbacks(), f0 + 2);
+    gmt_unwind_flush(); /* 0x4fff's cache word empty */
+    same_walk(via_fake_ra, 0x5000, NMAX);
+    assert_int_equal(fallbacks(), f0 + 3);
 }
 
 /* Hits look nothing up; a flush makes the next walk look its frames up again. */
@@ -690,6 +906,240 @@ static void test_replay_not_after_thread_exit(void **state)
     pthread_key_delete(late_key);
 }
 
+/* As test_replay_checks_saved_rbps, with the frame that moves the one the walk starts in: its
+ * RBP, which its rule's CFA is computed from, differs while the start (return address, stack
+ * pointer) is the same, and the words where its RBP and return address lay before hold them
+ * again. A replay checks the starting RBP when the walk used it, so it does not hand out the
+ * old caller (h1) for the new one (h2). */
+static void test_replay_checks_start_rbp(void **state)
+{
+    (void)state;
+    uint64_t r0 = replays();
+    for (volatile int k = 0; k < 10; k++)
+        same_walk(rbp0_moves, k >= 3 && (k & 1), 48); /* h1 three times, then h2 and h1 */
+    assert_true(replays() - r0 >= 2);
+}
+
+/* Two starts whose hashes are equal: twin_leaf's two call sites, their return addresses r0
+ * and r1 differing in the bits d, at stack pointers differing (by XOR) in d shifted up by 11
+ * (the hash mixes the stack pointer shifted down by 4 with the address shifted up by 7). The
+ * second walk finds the first's way under its key, and every word that walk read lies, at
+ * the second walk's stack pointer, where the first's lay (twin_leaf copies them there): a
+ * replay that checked only the words would hand out the first call site for the second. The
+ * way is not the second start's (missed_other counts it), and its walk is done afresh. On a
+ * thread of its own: its memo starts empty. */
+static void *twin_thread(void *arg)
+{
+    uintptr_t *out = arg; /* 0: r0, 1: r1, 2: the second walk's first frame, 3..: below */
+    static void *buf[5][8];
+    int n[5], pad[5] = {64, 64, 0, 0, 0}, shift[5] = {0};
+    uintptr_t sp = 0;
+    gmt_unwind_stats_t s0, s1;
+    /* Every call from one call site (so that twin_leaf's frame is where it was): the call
+     * sites' return addresses and the stack pointer at pad 64 (libunwind's walks), the first
+     * call site's walk, the second's, and libunwind's from there. */
+    for (volatile int k = 0; k < 5; k++) {
+        if (k == 2) {
+            uintptr_t d = (uintptr_t)buf[0][0] ^ (uintptr_t)buf[1][0], m = d << 11;
+            out[0] = (uintptr_t)buf[0][0], out[1] = (uintptr_t)buf[1][0];
+            if (d == 0 || d >= 256) return NULL; /* not twin_leaf's two call sites */
+            /* The first walk's stack pointer: below the one at pad 64, with the bits of m set
+             * (so that the second's is m lower); twin_leaf's alloca moves it by the pad. */
+            uintptr_t sp0 = (sp - 256) & ~(uintptr_t)15;
+            while ((sp0 & m) != m)
+                sp0 -= 16;
+            pad[2] = (int)(64 + sp - sp0);
+            pad[3] = pad[4] = pad[2] + (int)m;
+            shift[3] = shift[4] = (int)m;
+        }
+        if (k == 3) gmt_unwind_stats(&s0);
+        n[k] = twin_starts(k == 1 || k > 2, pad[k], shift[k],
+                           k == 2 || k == 3 ? gmt_unwind : unw_backtrace, buf[k], k < 2 ? 1 : 8);
+        if (k == 0) sp = twin_sp();
+        if (k == 3) gmt_unwind_stats(&s1);
+    }
+    out[2] = (uintptr_t)buf[3][0];
+    out[3] = n[3] > 3 && n[3] == n[4] && memcmp(buf[3], buf[4], (size_t)n[3] * sizeof(void *)) == 0;
+    out[4] = s1.missed_other - s0.missed_other;
+    out[5] = s1.replays - s0.replays;
+    return NULL;
+}
+
+static void test_replay_checks_start(void **state)
+{
+    (void)state;
+    uintptr_t out[6] = {0};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, twin_thread, out), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_int_not_equal(out[0], out[1]);
+    assert_int_equal(out[2], out[1]); /* the second call site's */
+    assert_int_equal(out[3], 1);      /* libunwind's frames */
+    assert_int_equal(out[4], 1);      /* the start's key was held: the hashes were equal */
+    assert_int_equal(out[5], 0);
+}
+
+/* gmt_unwind_walk with the note of the walk kept (walk_fn's shape, for walk_at). */
+static gmt_walk_note_t *last_note;
+
+__attribute__((noinline)) static int walk_noted(void **buf, int max)
+{
+    int n = gmt_unwind_walk(buf, max, &last_note);
+    sink += n;
+    return n;
+}
+
+/* A walk asked for more frames than a remembered walk holds (64) is not remembered: written
+ * into a way, its frames would run past the way into the next one. It has no note,
+ * takes no way, and each walk is done afresh, equal to libunwind's. The same place walked at
+ * a depth a way holds is remembered. On a thread of its own: its memo starts empty. */
+static void *deep_walk_thread(void *arg)
+{
+    uint64_t *out = arg;
+    void *buf[2][NMAX];
+    int nr[2];
+    uint64_t r0 = replays();
+    out[0] = 0;
+    for (volatile int round = 0; round < 2; round++) {
+        for (volatile int k = 0; k < 2; k++)
+            nr[k] = rec_nofp(80, k ? unw_backtrace : walk_noted, buf[k], NMAX);
+        /* (walk_noted's frame first, then libunwind's) */
+        if (last_note || nr[0] != nr[1] + 1 || nr[1] < 80 ||
+            memcmp(buf[0] + 1, buf[1], (size_t)nr[1] * sizeof(void *)) != 0)
+            out[0] = 1;
+    }
+    out[1] = gmt_unwind_test_ways_held();
+    out[2] = replays() - r0;
+    (void)rec_nofp(80, walk_noted, buf[0], 48);
+    out[3] = last_note != NULL;
+    out[4] = gmt_unwind_test_ways_held();
+    return NULL;
+}
+
+static void test_deep_walk_not_remembered(void **state)
+{
+    (void)state;
+    uint64_t out[5];
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, deep_walk_thread, out), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_int_equal(out[0], 0); /* no note, and libunwind's frames */
+    assert_int_equal(out[1], 0);
+    assert_int_equal(out[2], 0);
+    assert_int_equal(out[3], 1); /* 48 deep: remembered */
+    assert_int_equal(out[4], 1);
+}
+
+/* A larger max than GMT_UNWIND_MAX is taken as GMT_UNWIND_MAX, by the fast walk and by the
+ * fallback (whose own buffer holds GMT_UNWIND_MAX frames and a few more): a stack deeper
+ * than that gives GMT_UNWIND_MAX frames, libunwind's first ones. */
+static void test_max_clamped(void **state)
+{
+    (void)state;
+    static void *buf[2][GMT_UNWIND_MAX + 64];
+    for (volatile int forced = 0; forced < 2; forced++) {
+        gmt_unwind_init(forced);
+        int nr[2];
+        for (volatile int k = 0; k < 2; k++)
+            nr[k] = rec_nofp(300, walkers[k], buf[k], k ? GMT_UNWIND_MAX : GMT_UNWIND_MAX + 64);
+        assert_int_equal(nr[0], GMT_UNWIND_MAX);
+        assert_int_equal(nr[1], GMT_UNWIND_MAX);
+        assert_memory_equal(buf[0], buf[1], GMT_UNWIND_MAX * sizeof(void *));
+    }
+    gmt_unwind_init(0);
+}
+
+#if !defined(__SANITIZE_THREAD__) /* (the sanitizer's start-up calls dl_iterate_phdr) */
+/* dl_iterate_phdr as this program's callers find it (the rule cache's look-ups, libunwind's):
+ * the C library's, after the calling thread's hook, if one is set, has run (once). The hook
+ * runs walks nested in the walk that looks a rule up, as a signal handler's walks would be
+ * when the signal came then. */
+static __thread void (*phdr_hook)(void);
+
+int dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data)
+{
+    typedef int (*iterate_fn)(int (*)(struct dl_phdr_info *, size_t, void *), void *);
+    static iterate_fn real;
+    iterate_fn f = __atomic_load_n(&real, __ATOMIC_ACQUIRE);
+    if (!f) {
+        f = (iterate_fn)dlsym(RTLD_NEXT, "dl_iterate_phdr");
+        __atomic_store_n(&real, f, __ATOMIC_RELEASE);
+    }
+    void (*hook)(void) = phdr_hook;
+    if (hook) {
+        phdr_hook = NULL;
+        hook();
+    }
+    return f(cb, data);
+}
+
+static int via_expr_noted(int arg, walk_fn fn, void **buf, int max)
+{
+    (void)arg;
+    int n = expr_frame(fn, buf, max);
+    sink += n;
+    return n;
+}
+
+static void *nested_buf[2][NMAX];
+static int nested_n[2];
+static gmt_walk_note_t *nested_note[2];
+static uint64_t nested_fallbacks;
+
+/* Two walks inside another: the first gives up (an unsupported frame), the second does not. */
+static void nested_walks(void)
+{
+    uint64_t f0 = fallbacks();
+    nested_n[0] = via_expr_noted(0, walk_noted, nested_buf[0], NMAX);
+    nested_note[0] = last_note;
+    nested_fallbacks = fallbacks() - f0;
+    nested_n[1] = rec_nofp(3, walk_noted, nested_buf[1], 32);
+    nested_note[1] = last_note;
+}
+
+/* A walk nested in another (a signal handler's) leaves the thread's remembered walks alone:
+ * the outer walk may be writing one. It is not remembered (no note), nor is one nested in it
+ * after another nested one gave up; the outer walk is, and replays. On a thread of its own,
+ * with the rule cache emptied so that the outer walk looks its first rule up. */
+static void *nested_walk_thread(void *arg)
+{
+    uint64_t *out = arg;
+    void *buf[2][32];
+    int n[2];
+    gmt_walk_note_t *note[2];
+    gmt_unwind_flush();
+    uint64_t r0 = replays();
+    for (volatile int k = 0; k < 2; k++) {
+        if (k == 0) phdr_hook = nested_walks;
+        n[k] = rec_nofp(2, walk_noted, buf[k], 32);
+        note[k] = last_note;
+    }
+    phdr_hook = NULL;
+    out[0] = nested_n[0] > 2 && nested_fallbacks == 1 && nested_n[1] > 5;
+    out[1] = nested_note[0] == NULL;
+    out[2] = nested_note[1] == NULL;
+    out[3] = note[0] != NULL && note[1] == note[0];
+    out[4] = replays() - r0;
+    out[5] = n[0] > 5 && n[0] == n[1] && memcmp(buf[0], buf[1], (size_t)n[0] * sizeof(void *)) == 0;
+    return NULL;
+}
+
+static void test_walk_nested_in_a_walk_not_remembered(void **state)
+{
+    (void)state;
+    uint64_t out[6];
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, nested_walk_thread, out), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_int_equal(out[0], 1); /* the nested walks were made */
+    assert_int_equal(out[1], 1);
+    assert_int_equal(out[2], 1);
+    assert_int_equal(out[3], 1);
+    assert_int_equal(out[4], 1);
+    assert_int_equal(out[5], 1);
+}
+#endif
+
 int main(void)
 {
 #if defined(__SANITIZE_THREAD__)
@@ -705,6 +1155,11 @@ int main(void)
         cmocka_unit_test(test_libc_frames),
         cmocka_unit_test(test_signal_handler),
         cmocka_unit_test(test_unsupported_frame_falls_back),
+        cmocka_unit_test(test_cfa_that_does_not_climb_falls_back),
+        cmocka_unit_test(test_cfa_far_above_the_stack_falls_back),
+        cmocka_unit_test(test_saved_rbp_below_the_stack_falls_back),
+        cmocka_unit_test(test_return_address_not_code_falls_back),
+        cmocka_unit_test(test_max_clamped),
         cmocka_unit_test(test_cache_and_flush),
         cmocka_unit_test(test_unload_flushes),
         cmocka_unit_test(test_forced_libunwind),
@@ -713,12 +1168,18 @@ int main(void)
         cmocka_unit_test(test_replay_same_frames),
         cmocka_unit_test(test_replay_tells_callers_apart),
         cmocka_unit_test(test_replay_checks_saved_rbps),
+        cmocka_unit_test(test_replay_checks_start_rbp),
+        cmocka_unit_test(test_replay_checks_start),
         cmocka_unit_test(test_replay_six_callers_of_one_start),
         cmocka_unit_test(test_replay_stale_way_reused),
         cmocka_unit_test(test_stop_at),
         cmocka_unit_test(test_replay_places_in_turn),
         cmocka_unit_test(test_replay_after_flush),
         cmocka_unit_test(test_replay_not_after_thread_exit),
+        cmocka_unit_test(test_deep_walk_not_remembered),
+#if !defined(__SANITIZE_THREAD__)
+        cmocka_unit_test(test_walk_nested_in_a_walk_not_remembered),
+#endif
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
