@@ -8,6 +8,14 @@
            steady_alloc(): these walks must need no kernel copy once warm
   lines    200 cudaMalloc calls alternating between two lines of one function (the same
            native frames each time), leaking the last of each line (17 and 19 MiB)
+  devices  200 cudaMalloc calls from one line, through the same native frames, alternating
+           between devices 0 and 1 (cudaSetDevice before each), leaking the last of each device
+           (43 and 47 MiB)
+  errno    the program closes the tracer's read descriptor (the memfd, as a program that closes
+           every descriptor it did not open would), then makes 20 cudaMalloc/cudaFree pairs
+           three frames deep, errno set to 77 before each call: the tracer's reads of the
+           Python frames then fail over from the closed descriptor (its fstat sets EBADF) to
+           process_vm_readv; it prints how many calls left errno other than 77
   nested   callable objects nested 24 deep, as a PyTorch model's modules are: each call
            enters the interpreter again from C (type slot __call__), so each level has its own
            evaluation-loop structures on the C stack; every level allocates and frees, 40
@@ -113,6 +121,57 @@ def two_paths(n, via, fm):
             keep.append(ctypes.c_void_p(p.value))
         else:
             cudart.cudaFree(p)
+
+
+def two_devices(n):
+    """One line allocates on device 0 and device 1 in turn: the same Python and native frames,
+    another tag (device, kind, API) for each device."""
+    p = ctypes.c_void_p()
+    for i in range(n):
+        assert cudart.cudaSetDevice(i % 2) == 0
+        last = i >= n - 2
+        size = (43 << 20 if i % 2 == 0 else 47 << 20) if last else 4096
+        assert cudart.cudaMalloc(ctypes.byref(p), size) == 0  # TAG:device_alloc
+        if last:
+            keep.append(ctypes.c_void_p(p.value))
+        else:
+            cudart.cudaFree(p)
+
+
+cudart_errno = ctypes.CDLL(sys.argv[1], use_errno=True)  # errno as the call left it
+cudart_errno.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
+cudart_errno.cudaFree.argtypes = [ctypes.c_void_p]
+
+
+def close_reader():
+    """Closes the tracer's memfd; returns how many descriptors were closed."""
+    fds = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if "gpumemtrace-pyread" in os.readlink(f"/proc/self/fd/{fd}"):
+                fds.append(int(fd))
+        except OSError:  # the listing's own descriptor, closed by now
+            pass
+    for fd in fds:
+        os.close(fd)
+    return len(fds)
+
+
+def errno_f3():
+    p = ctypes.c_void_p()
+    ctypes.set_errno(77)
+    assert cudart_errno.cudaMalloc(ctypes.byref(p), 4096) == 0
+    changed = ctypes.get_errno() != 77
+    assert cudart_errno.cudaFree(p) == 0
+    return changed
+
+
+def errno_f2():
+    return errno_f3()
+
+
+def errno_f1():
+    return errno_f2()
 
 
 def nested_alloc(size):
@@ -253,6 +312,12 @@ if sys.argv[2] == "steady":
     t.join()
 elif sys.argv[2] == "lines":
     two_lines(200)
+elif sys.argv[2] == "devices":
+    two_devices(200)
+elif sys.argv[2] == "errno":
+    alloc_free()  # the tracer's reader is open once it has walked
+    assert close_reader() == 1, "the tracer's read descriptor was not found"
+    print("errno changed by", sum(errno_f1() for _ in range(20)), "of 20 calls")
 elif sys.argv[2] == "nested":
     model = None
     for _ in range(24):

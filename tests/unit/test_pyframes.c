@@ -110,7 +110,7 @@ static void put32(uint8_t *base, unsigned off, uint32_t v)
 #define U(p) ((uint64_t)(uintptr_t)(p))
 
 /* The fake objects come from one static arena: nothing to free, nothing leaked. */
-static _Alignas(64) uint8_t arena[64 << 10];
+static _Alignas(64) uint8_t arena[256 << 10];
 static size_t arena_used;
 
 static uint8_t *zalloc(size_t n)
@@ -632,14 +632,287 @@ static void test_fast_path_313(void **state)
     fast_walk_hand_built(13);
 }
 
+/* A data-stack chunk's bounds (3.11+), each time with a page that cannot be read right after the
+ * chunk's readable page: a chunk whose size takes in that page, the same chunk first seen one
+ * page long and then claiming two (a new chunk at a known address), and a frame at the end of
+ * the live part whose fields run past the chunk. Each such frame is read through the kernel,
+ * which fails (the walk is cut there), never loaded directly: a direct load would kill this
+ * test by SIGSEGV. CPython makes no such chunk, but a layout that does not match or a
+ * corrupted interpreter must not crash the program. */
+static void chunk_edges(int minor)
+{
+    const layout_t *L = layout(minor);
+    assert_int_equal(gmt_py_test_use_layout(minor, CODE_T, STR_T, BYTES_T), 0);
+    gmt_py_test_use_fast(true, 0);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    uint8_t *m = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(m != MAP_FAILED);
+    assert_int_equal(mprotect(m + page, page, PROT_NONE), 0);
+    _Alignas(8) uint8_t cframe[64] = {0};
+    uint8_t *tstate = zalloc(512);
+    if (L->ts_cframe != NONE) put64(tstate, L->ts_cframe, U(cframe));
+    put64(tstate, L->ts_chunk, U(m));
+    uint64_t w[8], cut0 = gmt_py_cut_walks();
+
+    /* the chunk's size takes in the unreadable page: the chunk is not validated */
+    put64(m, L->chunk_size, 2 * page);
+    put64(tstate, L->ts_top, U(m) + 2 * page - 8);
+    set_current_frame(L, tstate, cframe, m + page + 64);
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 0);
+    /* one page long (validated: an empty chain), then two: validated again, and refused */
+    put64(m, L->chunk_size, page);
+    put64(tstate, L->ts_top, U(m) + L->chunk_data);
+    set_current_frame(L, tstate, cframe, NULL);
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 0);
+    put64(m, L->chunk_size, 2 * page);
+    put64(tstate, L->ts_top, U(m) + 2 * page - 8);
+    set_current_frame(L, tstate, cframe, m + page + 64);
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 0);
+    /* one page long and used up to its end: a frame 16 bytes before the end is live, but its
+     * fields lie in the next page */
+    put64(m, L->chunk_size, page);
+    put64(tstate, L->ts_top, U(m) + page);
+    set_current_frame(L, tstate, cframe, m + page - 16);
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 0);
+    assert_int_equal(gmt_py_cut_walks(), cut0 + 3);
+    gmt_py_test_use_fast(false, 0);
+    munmap(m, 2 * page);
+}
+
+static void test_chunk_edges(void **state)
+{
+    (void)state;
+    chunk_edges(11);
+    chunk_edges(12);
+    chunk_edges(13);
+}
+
+/* A code object on a page of its own, a copy of src's (512 bytes); unmapped by the caller. */
+static uint8_t *code_on_page(const uint8_t *src)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    uint8_t *p = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(p != MAP_FAILED);
+    memcpy(p, src, 512);
+    return p;
+}
+
+/* A frame on the C stack that is not a shim (3.11-3.13: CPython keeps none there, but a layout
+ * that does not match could show one) does not vouch for its code object as a frame of a live
+ * chunk does: that code object is read through the kernel, even at an address where one was
+ * read before. Here it is unmapped after the first walk, so read through the kernel the frame
+ * is unknown, and loaded directly the test dies by SIGSEGV (or, replayed without a load, names
+ * the freed code object). The frame is reached from a frame of the chunk (the loop over the
+ * chunk and the stack run), then from a frame outside every chunk (the general loop). */
+static void stack_frame_code(int minor)
+{
+    const layout_t *L = layout(minor);
+    assert_int_equal(gmt_py_test_use_layout(minor, CODE_T, STR_T, BYTES_T), 0);
+    gmt_py_test_use_fast(true, 0);
+    _Alignas(8) uint8_t shim[128] = {0}, cframe[64] = {0};
+    chain2_t c;
+    make_chain2(L, "stack.py", shim, cframe, &c);
+    uint8_t *x = code_on_page(make_code(L, c.file, make_str(L, "on_stack"), 5, c.tab));
+    shim[L->fr_owner] = 0; /* a frame, not a shim: f1 -> shim, the chain's end */
+    put64(c.f1, L->fr_back, U(shim));
+    put64(shim, L->fr_code, U(x));
+    put64(shim, L->fr_instr, U(x) + L->co_code);
+    put64(shim, L->fr_back, 0);
+    uint64_t w[8];
+    gmt_py_frame_t pf;
+    assert_int_equal(gmt_py_test_walk(U(c.tstate), w, 8), 2);
+    assert_int_equal(gmt_py_resolve(w[1], &pf), 0);
+    assert_string_equal(pf.function, "on_stack");
+    munmap(x, (size_t)sysconf(_SC_PAGESIZE));
+    uint64_t unread0 = gmt_py_unreadable_frames();
+    assert_int_equal(gmt_py_test_walk(U(c.tstate), w, 8), 2);
+    assert_int_equal(gmt_py_resolve(w[1], &pf), -ENOENT);
+    uint8_t *h = zalloc(128); /* a frame outside every chunk (a generator's), then the stack's */
+    put64(h, L->fr_code, U(c.code1));
+    put64(h, L->fr_instr, U(c.code1) + L->co_code);
+    put64(h, L->fr_back, U(shim));
+    set_current_frame(L, c.tstate, cframe, h);
+    assert_int_equal(gmt_py_test_walk(U(c.tstate), w, 8), 2);
+    assert_int_equal(gmt_py_resolve(w[1], &pf), -ENOENT);
+    assert_int_equal(gmt_py_unreadable_frames(), unread0 + 2);
+    gmt_py_test_use_fast(false, 0);
+    munmap(c.chunk, c.csize);
+}
+
+/* 3.9, 3.10: the same for a frame object on the C stack, read there through the kernel once
+ * (and so learnt as a frame object's address): its code object is not loaded directly. And an
+ * object read where a frame was expected, without the frame type, is not learnt as a frame:
+ * once it is unmapped it is read through the kernel (the walk cut there), not loaded. */
+static void stack_frame_object_code(int minor)
+{
+    const layout_t *L = layout(minor);
+    assert_int_equal(gmt_py_test_use_layout(minor, CODE_T, STR_T, BYTES_T), 0);
+    gmt_py_test_use_fast(true, BYTES_T + 8); /* a made-up PyFrame_Type */
+    const uint8_t table[] = {0, 1, 6, 1};
+    uint8_t *file = make_str(L, "old.py"), *tab = make_bytes(L, table, sizeof table);
+    uint8_t *x = code_on_page(make_code(L, file, make_str(L, "on_stack"), 5, tab));
+    _Alignas(8) uint8_t f[512] = {0};
+    put64(f, L->ob_type, BYTES_T + 8);
+    put64(f, L->fr_code, U(x));
+    uint8_t *tstate = zalloc(512);
+    put64(tstate, L->ts_frame, U(f));
+    uint64_t w[8];
+    gmt_py_frame_t pf;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 1);
+    assert_int_equal(gmt_py_resolve(w[0], &pf), 0);
+    assert_string_equal(pf.function, "on_stack");
+    munmap(x, page);
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 1);
+    assert_int_equal(gmt_py_resolve(w[0], &pf), -ENOENT);
+
+    uint8_t *y = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(y != MAP_FAILED); /* zeros: no frame type, no code, no f_back */
+    put64(tstate, L->ts_frame, U(y));
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 0);
+    munmap(y, page);
+    uint64_t cut0 = gmt_py_cut_walks();
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 0);
+    assert_int_equal(gmt_py_cut_walks(), cut0 + 1);
+    gmt_py_test_use_fast(false, 0);
+}
+
+/* A remembered chain is replayed only from frames in live chunks, whose code objects those
+ * frames keep alive (3.11-3.13): here its outer frame's code object (on a page of its own) is
+ * then freed and its page unmapped, and the chain read again has, in its place, a frame outside
+ * every chunk (a generator's, say) that still points there. Neither the replay nor the reuse of
+ * the last walk's outer frames may take that frame: loading its code object directly would die
+ * by SIGSEGV (trusted without a load, the replay would name the freed code object). And a code
+ * object whose type word changed at the same address, identity words the same, is not a code
+ * object any more: the replay does not give it its old entry, and the frame is left out. */
+static void replay_live_only(int minor)
+{
+    const layout_t *L = layout(minor);
+    assert_int_equal(gmt_py_test_use_layout(minor, CODE_T, STR_T, BYTES_T), 0);
+    gmt_py_test_use_fast(true, 0);
+    _Alignas(8) uint8_t shim[128] = {0}, cframe[64] = {0};
+    chain2_t c;
+    make_chain2(L, "replay.py", shim, cframe, &c);
+    uint8_t *x = code_on_page(make_code(L, c.file, make_str(L, "freed"), 5, c.tab));
+    put64(c.f2, L->fr_code, U(x));
+    put64(c.f2, L->fr_instr, U(x) + L->co_code);
+    uint64_t w[8], r0 = gmt_py_test_replays();
+    gmt_py_frame_t pf;
+    assert_int_equal(gmt_py_test_walk(U(c.tstate), w, 8), 2);
+    assert_int_equal(gmt_py_test_walk(U(c.tstate), w, 8), 2);
+    assert_int_equal(gmt_py_test_replays(), r0 + 1);
+    assert_int_equal(gmt_py_resolve(w[1], &pf), 0);
+    assert_string_equal(pf.function, "freed");
+    munmap(x, (size_t)sysconf(_SC_PAGESIZE));
+    uint8_t *h = zalloc(128);
+    put64(h, L->fr_code, U(x));
+    put64(h, L->fr_instr, U(x) + L->co_code);
+    if (L->owner_cstack != NONE)
+        put64(shim, L->fr_back, U(h));
+    else
+        put64(c.f1, L->fr_back, U(h));
+    assert_int_equal(gmt_py_test_walk(U(c.tstate), w, 8), 2);
+    assert_int_equal(gmt_py_test_replays(), r0 + 1);
+    assert_int_equal(gmt_py_resolve(w[1], &pf), -ENOENT);
+    /* the outer frame back in the chunk, with a live code object; the inner one's type word
+     * changed */
+    if (L->owner_cstack != NONE)
+        put64(shim, L->fr_back, U(c.f2));
+    else
+        put64(c.f1, L->fr_back, U(c.f2));
+    put64(c.f2, L->fr_code, U(c.code2));
+    put64(c.f2, L->fr_instr, U(c.code2) + L->co_code);
+    assert_int_equal(gmt_py_test_walk(U(c.tstate), w, 8), 2);
+    assert_int_equal(gmt_py_test_walk(U(c.tstate), w, 8), 2);
+    assert_int_equal(gmt_py_test_replays(), r0 + 2);
+    put64(c.code1, L->ob_type, STR_T);
+    assert_int_equal(gmt_py_test_walk(U(c.tstate), w, 8), 1);
+    assert_int_equal(gmt_py_resolve(w[0], &pf), 0);
+    assert_string_equal(pf.function, "<module>");
+    put64(c.code1, L->ob_type, CODE_T);
+    gmt_py_test_use_fast(false, 0);
+    munmap(c.chunk, c.csize);
+}
+
+static void test_replay_live_only(void **state)
+{
+    (void)state;
+    replay_live_only(11);
+    replay_live_only(12);
+    replay_live_only(13);
+}
+
+/* Chains that loop (a corrupted interpreter): a frame whose back pointer is itself ends the walk
+ * after it (one frame, not the same frame again up to the cap), and two frames that point at
+ * each other fill the cap and no more (the walk's frames are a fixed array), the walk counted
+ * as cut. Each loop that reads a chain is tested: the one over the first chunk (3.12, fast),
+ * the general one (every read through the kernel), and the one over known frame objects
+ * (3.10, the second walk). */
+static void test_chain_loops(void **state)
+{
+    (void)state;
+    const layout_t *L = layout(12);
+    assert_int_equal(gmt_py_test_use_layout(12, CODE_T, STR_T, BYTES_T), 0);
+    _Alignas(8) uint8_t shim[128] = {0}, cframe[64] = {0};
+    chain2_t c;
+    make_chain2(L, "loop.py", shim, cframe, &c);
+    uint64_t w[8], cut0 = gmt_py_cut_walks();
+    for (int fast = 0; fast < 2; fast++) {
+        gmt_py_test_use_fast(fast, 0);
+        put64(c.f1, L->fr_back, U(c.f1));
+        assert_int_equal(gmt_py_test_walk(U(c.tstate), w, 8), 1);
+        assert_int_equal(gmt_py_test_walk(U(c.tstate), w, 8), 1);
+        put64(c.f1, L->fr_back, U(c.f2));
+        put64(c.f2, L->fr_back, U(c.f1));
+        assert_int_equal(gmt_py_test_walk(U(c.tstate), w, 8), 8);
+        assert_int_equal(gmt_py_test_walk(U(c.tstate), w, 8), 8);
+        put64(c.f2, L->fr_back, 0);
+    }
+    assert_int_equal(gmt_py_cut_walks(), cut0 + 4);
+    munmap(c.chunk, c.csize);
+
+    const layout_t *O = layout(10);
+    assert_int_equal(gmt_py_test_use_layout(10, CODE_T, STR_T, BYTES_T), 0);
+    gmt_py_test_use_fast(true, BYTES_T + 8);
+    const uint8_t table[] = {0, 1, 6, 1};
+    uint8_t *code = make_code(O, make_str(O, "loop.py"), make_str(O, "f"), 10,
+                              make_bytes(O, table, sizeof table));
+    uint8_t *f = zalloc(512), *g = zalloc(512), *tstate = zalloc(512);
+    put64(tstate, O->ts_frame, U(f));
+    put64(f, O->ob_type, BYTES_T + 8);
+    put64(f, O->fr_back, U(f));
+    put64(f, O->fr_code, U(code));
+    put64(g, O->ob_type, BYTES_T + 8);
+    put64(g, O->fr_back, U(f));
+    put64(g, O->fr_code, U(code));
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 1); /* read through the kernel */
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 1); /* a known frame object */
+    put64(f, O->fr_back, U(g));
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 8);
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 8);
+    gmt_py_test_use_fast(false, 0);
+}
+
+static void test_stack_frame_code(void **state)
+{
+    (void)state;
+    stack_frame_object_code(9);
+    stack_frame_object_code(10);
+    stack_frame_code(11);
+    stack_frame_code(12);
+    stack_frame_code(13);
+}
+
 /* ---- garbage thread states ---------------------------------------------------------------- */
 
 static int deallocs;
 static void *dealloc_arg;
+static uint64_t dealloc_stamp; /* the code stamp a walk would have read inside the deallocator */
 static void fake_dealloc(void *o)
 {
     deallocs++;
     dealloc_arg = o;
+    dealloc_stamp = gmt_py_test_code_stamp();
 }
 static void other_dealloc(void *o)
 {
@@ -697,6 +970,10 @@ static void test_code_hook(void **state)
     hook(&obj); /* a code object destroyed: counted, then handed on */
     assert_int_equal(deallocs, 1);
     assert_ptr_equal(dealloc_arg, &obj);
+    /* Counted before the deallocator frees it: a walk of another thread in between (the object
+     * freed, another made at its address, the count not yet moved) would trust a remembered
+     * chain whose code object is gone. */
+    assert_int_equal(dealloc_stamp, s1 + 1);
     assert_int_equal(gmt_py_test_code_stamp(), s1 + 1);
     type[at] = other_dealloc; /* another deallocator put there: destructions no longer counted */
     assert_int_equal(gmt_py_test_code_stamp(), 0);
@@ -711,6 +988,16 @@ static void test_code_hook(void **state)
     assert_int_equal(gmt_py_test_code_hook((uint64_t)(uintptr_t)bare, tt), -1);
     assert_string_equal(gmt_py_code_hook(&why), "off");
     assert_null(bare[at]);
+    /* a type whose deallocator is the hook already: not put in over itself, which would hand
+     * every destruction on to itself for ever */
+    type[at] = fake_dealloc;
+    assert_int_equal(gmt_py_test_code_hook((uint64_t)(uintptr_t)type, tt), 0);
+    hook = type[at];
+    assert_int_equal(gmt_py_test_code_hook((uint64_t)(uintptr_t)type, tt), -1);
+    assert_ptr_equal(type[at], hook);
+    deallocs = 0;
+    hook(&obj);
+    assert_int_equal(deallocs, 1);
 }
 
 /* A call site (pyframes.c's site_walk) on a hand-built chain of two frames in a data-stack
@@ -719,8 +1006,10 @@ static void test_code_hook(void **state)
  * and then the call site answers with that id; a chain whose next frame leaves the chunk for
  * a page that cannot be read (after a shim, or on 3.11 straight from a frame), or whose first
  * frame is such a page, is not answered and not read there. */
-/* The code hook put into a stand-in type laid out as L says, and active. */
-static void hook_on_stand_in(const layout_t *L)
+/* The code hook put into a stand-in type laid out as L says, and active. Returns what is now in
+ * the type's deallocator slot (the hook): calling it counts a destruction. */
+typedef void (*dealloc_t)(void *);
+static dealloc_t hook_on_stand_in(const layout_t *L)
 {
     static uint64_t hook_type[16], hook_type_type[2];
     static const char hook_name[] = "code";
@@ -732,6 +1021,8 @@ static void hook_on_stand_in(const layout_t *L)
     memcpy((char *)hook_type + L->tp_dealloc, &hd, 8);
     assert_int_equal(gmt_py_test_code_hook(U(hook_type), htt), 0);
     assert_true(gmt_py_test_code_stamp() != 0);
+    memcpy(&hd, (char *)hook_type + L->tp_dealloc, 8);
+    return hd;
 }
 
 static void site_walk_hand_built(const layout_t *L)
@@ -837,6 +1128,200 @@ static void test_site_walk_312(void **state)
     site_walk_hand_built(layout(13));
 }
 
+/* Notes (a remembered chain's word lists, each with the stack id the event path gave it under a
+ * key: the native frames' token, the tag): on a hand-built 3.12 chain with the code hook off,
+ * so that the replays and their notes answer, not the call sites. A note that has no id yet
+ * answers no walk (the walk's words are built and spliced: answered, they would be left
+ * unbuilt); a note answers only under its own token; and a note written over with another
+ * line's words (all eight taken) keeps no id or token of the line it held before. */
+static void test_note_keys(void **state)
+{
+    (void)state;
+    const layout_t *L = layout(12);
+    assert_int_equal(gmt_py_test_use_layout(12, CODE_T, STR_T, BYTES_T), 0);
+    gmt_py_test_use_fast(true, 0);
+    static void (*bare[16])(void *); /* no deallocator: the hook goes off */
+    assert_int_equal(gmt_py_test_code_hook(U(bare), 0), -1);
+    _Alignas(8) uint8_t shim[128] = {0}, cframe[64] = {0};
+    chain2_t c;
+    make_chain2(L, "notes.py", shim, cframe, &c);
+    const uint64_t token = 0x7e1, other = 0x7e3;
+    uint64_t w[8], first[2];
+    uint32_t noted = 1;
+    assert_int_equal(gmt_py_test_walk_keyed(U(c.tstate), first, 8, token, 0, &noted), 2);
+    /* replays that write a note and give it no id, then find it: no answer */
+    uint64_t n0 = gmt_py_noted_walks();
+    for (int i = 0; i < 3; i++) {
+        memset(w, 0, sizeof w);
+        assert_int_equal(gmt_py_test_walk_keyed(U(c.tstate), w, 8, token, 0, &noted), 2);
+        assert_int_equal(noted, 0);
+        assert_memory_equal(w, first, sizeof first);
+    }
+    assert_int_equal(gmt_py_noted_walks(), n0);
+    /* an id noted under token: answers token's walks, not other's */
+    assert_int_equal(gmt_py_test_walk_keyed(U(c.tstate), w, 8, token, 77, &noted), 2);
+    assert_int_equal(gmt_py_test_walk_keyed(U(c.tstate), w, 8, token, 0, &noted), 2);
+    assert_int_equal(noted, 77);
+    memset(w, 0, sizeof w);
+    assert_int_equal(gmt_py_test_walk_keyed(U(c.tstate), w, 8, other, 0, &noted), 2);
+    assert_int_equal(noted, 0);
+    assert_memory_equal(w, first, sizeof first);
+    assert_int_equal(gmt_py_test_walk_keyed(U(c.tstate), w, 8, token, 0, &noted), 2);
+    assert_int_equal(noted, 77);
+    /* eight more lines, each noted with an id: more than the eight notes hold with the first
+     * line's two, so the oldest notes are written over in turn */
+    for (uint32_t i = 1; i <= 8; i++) {
+        put64(c.f1, L->fr_instr, U(c.code1) + L->co_code + 4 + 2 * i);
+        assert_int_equal(gmt_py_test_walk_keyed(U(c.tstate), w, 8, token, 100 + i, &noted), 2);
+        assert_int_equal(gmt_py_test_walk_keyed(U(c.tstate), w, 8, token, 0, &noted), 2);
+        assert_int_equal(noted, 100 + i);
+    }
+    /* a ninth, with no id to note (the event path had none to give): the note written over for
+     * it, the second line's, must not answer its walks with the second line's id */
+    put64(c.f1, L->fr_instr, U(c.code1) + L->co_code + 4 + 2 * 9);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(gmt_py_test_walk_keyed(U(c.tstate), w, 8, token, 0, &noted), 2);
+        assert_int_equal(noted, 0);
+    }
+    put64(c.f1, L->fr_instr, U(c.code1) + L->co_code + 4);
+    gmt_py_test_use_fast(false, 0);
+    munmap(c.chunk, c.csize);
+}
+
+/* A remembered chain replays only a chain of its own length, and its notes answer only a chain
+ * of their length. Here a chain of three frames (a, b, c), b placed where the chain (a, b) has
+ * the same way, is remembered and noted (id 77); then c is destroyed (counted by the code hook)
+ * and another code object made at its address, and the chain (a, b) is remembered in that way
+ * over it: the way keeps c's old entry past its two frames, and the note the three frames'
+ * words. The chain (a, b) must not take the note, whose first two words are its own; and the
+ * chain (a, b, c) again must not be taken for the way: the code hook vouches for the way's code
+ * objects (nothing destroyed since it was written), but its third frame is the old chain's, and
+ * the new c would be named with the destroyed one's entry (or answered with its id). */
+static void test_replay_length(void **state)
+{
+    (void)state;
+    const layout_t *L = layout(12);
+    assert_int_equal(gmt_py_test_use_layout(12, CODE_T, STR_T, BYTES_T), 0);
+    gmt_py_test_use_fast(true, 0);
+    dealloc_t hook = hook_on_stand_in(L);
+    _Alignas(8) uint8_t shim[128] = {0}, cframe[64] = {0};
+    chain2_t c;
+    make_chain2(L, "length.py", shim, cframe, &c);
+    /* frames: fa (innermost) -> fb -> fc in the chunk; fc is make_chain2's f2, c its code2 */
+    uint8_t *a = c.code1, *cc = c.code2, *fc = c.f2, *fb = c.f1, *fa = c.f1 + 128;
+    size_t region = 64 << 10;
+    uint8_t *space = mmap(NULL, region, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(space != MAP_FAILED);
+    uint8_t *b = NULL;
+    for (size_t at = 0; at + 512 <= region && !b; at += 64) /* one place in 64 does */
+        if (gmt_py_test_same_way(U(a), U(cc), 3, U(a), U(space + at), 2)) b = space + at;
+    assert_non_null(b);
+    memcpy(b, make_code(L, c.file, make_str(L, "b"), 30, c.tab), 512);
+    put64(fa, L->fr_code, U(a));
+    put64(fa, L->fr_instr, U(a) + L->co_code);
+    put64(fa, L->fr_back, U(fb));
+    put64(fb, L->fr_code, U(b));
+    put64(fb, L->fr_instr, U(b) + L->co_code);
+    put64(fb, L->fr_back, U(fc));
+    set_current_frame(L, c.tstate, cframe, fa);
+    put64(c.tstate, L->ts_top, U(fa + 128));
+
+    const uint64_t token = 0x1e9;
+    uint64_t w[8];
+    uint32_t noted = 0;
+    gmt_py_frame_t pf;
+    assert_int_equal(gmt_py_test_walk_keyed(U(c.tstate), w, 8, token, 0, &noted), 3);
+    assert_int_equal(gmt_py_resolve(w[2], &pf), 0);
+    assert_int_equal(pf.line, 2);
+    assert_int_equal(gmt_py_test_walk_keyed(U(c.tstate), w, 8, token, 77, &noted), 3);
+    assert_int_equal(gmt_py_test_walk_keyed(U(c.tstate), w, 8, token, 0, &noted), 3);
+    assert_int_equal(noted, 77);
+    int obj;
+    hook(&obj);                        /* c destroyed */
+    put32(cc, L->co_firstlineno, 100); /* and another code object made at its address */
+    put64(fb, L->fr_back, 0);
+    for (int i = 0; i < 2; i++) { /* looked up, then replayed */
+        assert_int_equal(gmt_py_test_walk_keyed(U(c.tstate), w, 8, token, 0, &noted), 2);
+        assert_int_equal(noted, 0);
+    }
+    put64(fb, L->fr_back, U(fc));
+    assert_int_equal(gmt_py_test_walk_keyed(U(c.tstate), w, 8, token, 0, &noted), 3);
+    assert_int_equal(noted, 0);
+    assert_int_equal(gmt_py_resolve(w[1], &pf), 0);
+    assert_string_equal(pf.function, "b");
+    assert_int_equal(gmt_py_resolve(w[2], &pf), 0);
+    assert_int_equal(pf.line, 101);
+    put32(cc, L->co_firstlineno, 1);
+    gmt_py_test_use_fast(false, 0);
+    munmap(space, region);
+    munmap(c.chunk, c.csize);
+}
+
+/* A new code cache (gmt_pycode_init: a state file's region, a recovered one) holds none of the
+ * entries that the ids of the thread's remembered chains and notes name: after it, a chain
+ * remembered before is looked up again rather than replayed, a chain whose outer frames are a
+ * remembered one's takes no id from it, and no note answers; every word names its frame in the
+ * new cache. Run last: the cache it puts in place stays. */
+static void test_new_code_cache(void **state)
+{
+    (void)state;
+    const layout_t *L = layout(12);
+    assert_int_equal(gmt_py_test_use_layout(12, CODE_T, STR_T, BYTES_T), 0);
+    gmt_py_test_use_fast(true, 0);
+    _Alignas(8) uint8_t shim[128] = {0}, cframe[64] = {0};
+    chain2_t c;
+    make_chain2(L, "cache.py", shim, cframe, &c);
+    const uint64_t token = 0x6e77;
+    uint64_t w[8];
+    uint32_t noted = 0;
+    assert_int_equal(gmt_py_test_walk_keyed(U(c.tstate), w, 8, token, 0, &noted), 2);
+    assert_int_equal(gmt_py_test_walk_keyed(U(c.tstate), w, 8, token, 77, &noted), 2);
+    assert_int_equal(gmt_py_test_walk_keyed(U(c.tstate), w, 8, token, 0, &noted), 2);
+    assert_int_equal(noted, 77);
+
+    size_t bytes = gmt_pycode_bytes(1u << 16, 8u << 20);
+    void *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    assert_true(mem != MAP_FAILED);
+    assert_int_equal(gmt_pycode_init(mem, bytes, 1u << 16, 8u << 20), 0);
+    /* a frame called on top of the remembered chain: its two outer frames looked up too */
+    uint8_t *code3 = make_code(L, c.file, make_str(L, "Net.inner"), 60, c.tab);
+    uint8_t *f0 = c.f1 + 128;
+    put64(f0, L->fr_code, U(code3));
+    put64(f0, L->fr_instr, U(code3) + L->co_code + 2);
+    put64(f0, L->fr_back, U(c.f1));
+    set_current_frame(L, c.tstate, cframe, f0);
+    put64(c.tstate, L->ts_top, U(f0 + 128));
+    gmt_py_frame_t pf;
+    uint64_t o0 = gmt_py_test_outer_reused();
+    assert_int_equal(gmt_py_test_walk(U(c.tstate), w, 8), 3);
+    assert_int_equal(gmt_py_test_outer_reused(), o0);
+    assert_int_equal(gmt_py_resolve(w[1], &pf), 0);
+    assert_string_equal(pf.function, "Net.forward");
+    assert_int_equal(gmt_py_resolve(w[2], &pf), 0);
+    assert_string_equal(pf.function, "<module>");
+    /* the remembered chain itself, under the note's key: looked up, not answered */
+    set_current_frame(L, c.tstate, cframe, c.f1);
+    put64(c.tstate, L->ts_top, U(c.f1 + 128));
+    uint64_t r0 = gmt_py_test_replays();
+    assert_int_equal(gmt_py_test_walk_keyed(U(c.tstate), w, 8, token, 0, &noted), 2);
+    assert_int_equal(noted, 0);
+    assert_int_equal(gmt_py_test_replays(), r0);
+    assert_int_equal(gmt_py_resolve(w[0], &pf), 0);
+    assert_string_equal(pf.function, "Net.forward");
+    assert_int_equal(pf.line, 42);
+    assert_int_equal(gmt_py_resolve(w[1], &pf), 0);
+    assert_string_equal(pf.function, "<module>");
+    /* then replayed, in the new cache */
+    assert_int_equal(gmt_py_test_walk_keyed(U(c.tstate), w, 8, token, 0, &noted), 2);
+    assert_int_equal(noted, 0);
+    assert_int_equal(gmt_py_test_replays(), r0 + 1);
+    assert_int_equal(gmt_py_resolve(w[0], &pf), 0);
+    assert_string_equal(pf.function, "Net.forward");
+    gmt_py_test_use_fast(false, 0);
+    munmap(c.chunk, c.csize);
+}
+
 static void test_garbage_tstate_cannot_crash(void **state)
 {
     (void)state;
@@ -914,10 +1399,17 @@ int main(void)
         cmocka_unit_test(test_fast_path_311),
         cmocka_unit_test(test_fast_path_312),
         cmocka_unit_test(test_fast_path_313),
+        cmocka_unit_test(test_chunk_edges),
+        cmocka_unit_test(test_chain_loops),
+        cmocka_unit_test(test_stack_frame_code),
+        cmocka_unit_test(test_replay_live_only),
         cmocka_unit_test(test_garbage_tstate_cannot_crash),
         cmocka_unit_test(test_code_hook),
         cmocka_unit_test(test_site_walk_311),
         cmocka_unit_test(test_site_walk_312),
+        cmocka_unit_test(test_note_keys),
+        cmocka_unit_test(test_replay_length),
+        cmocka_unit_test(test_new_code_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
