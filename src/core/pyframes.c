@@ -656,10 +656,12 @@ typedef struct walkway_s {
  * its frames' instructions and run ends and the note's key (the native frames' token, the tag
  * and generation), names the way and the note that hold it, so that the next walk from that
  * site compares the chain with them as it reads it (site_walk) instead of reading it into raw
- * frames, finding the way and replaying. Direct-mapped, written over by the next site that
- * maps there; key 0: empty. */
-#define PY_SITE_BITS 8
-#define PY_SITES     (1u << PY_SITE_BITS)
+ * frames, finding the way and replaying. Two ways a set: a site new to its set goes in front
+ * and the one that was there moves behind, so that two sites of one set used in turn (a loop's
+ * two allocating lines) both keep their entries, where a direct-mapped table had them write
+ * each other over on every walk (1 run in 256 of two such sites); key 0: empty. */
+#define PY_SITE_SET_BITS 7
+#define PY_SITES         (2u << PY_SITE_SET_BITS)
 typedef struct pysite_s {
     uint64_t key;
     uint8_t way, note;
@@ -1259,6 +1261,12 @@ static void note_instrs(walkway_t *w, pynote_t *pn, const rawframe_t *raw, uint3
     w->note_hit = (uint32_t)(pn - w->note);
 }
 
+/* The two entries of site key's set in m's call sites. */
+static inline pysite_t *site_set(walkmemo_t *m, uint64_t key)
+{
+    return &m->site[(key >> (64 - PY_SITE_SET_BITS)) * 2];
+}
+
 /* The walk's site (sp->site, its key; 0: none) now answered by note pn of memo m: the next walk
  * from it tries pn first (site_walk). */
 static void site_note(walkmemo_t *m, const pynote_t *pn, const gmt_py_splice_t *sp)
@@ -1266,7 +1274,13 @@ static void site_note(walkmemo_t *m, const pynote_t *pn, const gmt_py_splice_t *
     if (!sp->site) return;
     size_t k = (size_t)((const char *)pn - (const char *)m->way) / sizeof(walkway_t);
     if (k >= PY_WAYS) return;
-    pysite_t *s = &m->site[sp->site >> (64 - PY_SITE_BITS)];
+    pysite_t *s = site_set(m, sp->site);
+    if (s[0].key != sp->site) {
+        if (s[1].key == sp->site)
+            s++; /* kept behind: it stays there */
+        else
+            s[1] = s[0]; /* new to the set: in front, the front one behind */
+    }
     s->key = sp->site;
     s->way = (uint8_t)k;
     s->note = (uint8_t)(pn - m->way[k].note);
@@ -1625,8 +1639,8 @@ site_walk_at(chunkspan_t c, walkmemo_t *m, uint64_t first, uint32_t gen, uint64_
     }
     h ^= h >> 31;
     sp->site = (h ^ k) | 1;
-    const pysite_t *s = &m->site[sp->site >> (64 - PY_SITE_BITS)];
-    if (s->key != sp->site) return 0;
+    const pysite_t *s = site_set(m, sp->site);
+    if (s->key != sp->site && (++s)->key != sp->site) return 0;
     const walkway_t *w = &m->way[s->way];
     pynote_t *pn = &m->way[s->way].note[s->note];
     const uint32_t n = w->nr;
@@ -1802,6 +1816,8 @@ uint32_t gmt_py_test_splice(uint64_t *frames, uint32_t n, uint32_t cap, const ui
     return splice_runs(frames, n, cap, pf, np, eval_lo, eval_hi > eval_lo ? eval_hi - eval_lo : 0);
 }
 
+static uint64_t test_last_site; /* gmt_py_test_walk_keyed's last sp.site */
+
 uint32_t gmt_py_test_walk_keyed(uint64_t tstate, uint64_t *words, uint32_t cap, uint64_t token,
                                 uint32_t id, uint32_t *noted)
 {
@@ -1814,7 +1830,14 @@ uint32_t gmt_py_test_walk_keyed(uint64_t tstate, uint64_t *words, uint32_t cap, 
         words[i] = pf[i].word;
     if (token && !sp.noted && id) gmt_py_note_id(&sp, id); /* as the event path notes its id */
     if (noted) *noted = sp.noted;
+    test_last_site = sp.site;
     return n;
+}
+
+uint64_t gmt_py_test_last_site(uint32_t *set)
+{
+    if (set) *set = (uint32_t)(test_last_site >> (64 - PY_SITE_SET_BITS));
+    return test_last_site;
 }
 
 uint32_t gmt_py_test_walk(uint64_t tstate, uint64_t *words, uint32_t cap)

@@ -129,6 +129,9 @@ uint32_t gmt_py_test_walk(uint64_t tstate, uint64_t *words, uint32_t cap);
  * path notes the stack id it made. */
 uint32_t gmt_py_test_walk_keyed(uint64_t tstate, uint64_t *words, uint32_t cap, uint64_t token,
                                 uint32_t id, uint32_t *noted);
+/* The call-site key of the last gmt_py_test_walk_keyed (0: the walk was no call site), and the
+ * set of the thread's call-site table it falls in. */
+uint64_t gmt_py_test_last_site(uint32_t *set);
 /* Walks (all threads) that needed a kernel copy: 0 per allocation in the steady state on
  * 3.11+ (the fast path, see pyframes.c); every walk on 3.9/3.10. */
 uint64_t gmt_py_checked_walks(void);

@@ -1128,6 +1128,69 @@ static void test_site_walk_312(void **state)
     site_walk_hand_built(layout(13));
 }
 
+/* Call sites whose keys fall in one set of the thread's call-site table. Two walked in turn (a
+ * loop's two allocating lines): each answered by its own site on every walk; direct-mapped, each
+ * wrote the other's entry over and neither was answered (python.outer failed about one run in
+ * 256 that way). A third in the set then takes the place of one of them: every walk is still
+ * answered with its own id, whichever entries the set keeps. The sites here differ by their
+ * note key (the native token) alone, on one hand-built 3.12 chain. */
+static void test_site_sets(void **state)
+{
+    (void)state;
+    const layout_t *L = layout(12);
+    assert_int_equal(gmt_py_test_use_layout(12, CODE_T, STR_T, BYTES_T), 0);
+    gmt_py_test_use_fast(true, 0);
+    hook_on_stand_in(L);
+    _Alignas(8) uint8_t shim[128] = {0}, cframe[64] = {0};
+    chain2_t c;
+    make_chain2(L, "sets.py", shim, cframe, &c);
+    uint64_t w[8];
+    uint32_t noted, set;
+    /* A first walk reads the shim through the kernel where this test's stack is not yet in the
+     * thread's proven run (the earlier tests' frames lay elsewhere): no call site then. */
+    assert_int_equal(gmt_py_test_walk_keyed(U(c.tstate), w, 8, 0x5e6, 0, &noted), 2);
+    /* three tokens whose sites share a set: 257 tokens put three in one of the 128 sets */
+    enum { SETS = 128, TRIES = 2 * SETS + 1 };
+    uint64_t first_of[SETS] = {0}, second_of[SETS] = {0}, tok[3] = {0};
+    for (uint64_t t = 0x5e7; t < 0x5e7 + TRIES && !tok[2]; t++) {
+        assert_int_equal(gmt_py_test_walk_keyed(U(c.tstate), w, 8, t, 0, &noted), 2);
+        assert_int_not_equal(gmt_py_test_last_site(&set), 0);
+        assert_true(set < SETS);
+        if (!first_of[set]) {
+            first_of[set] = t;
+        } else if (!second_of[set]) {
+            second_of[set] = t;
+        } else {
+            tok[0] = first_of[set], tok[1] = second_of[set], tok[2] = t;
+        }
+    }
+    assert_int_not_equal(tok[2], 0);
+    const uint32_t id[3] = {101, 102, 103};
+    for (int i = 0; i < 2; i++) { /* a replay notes the id; the next walk takes it */
+        assert_int_equal(gmt_py_test_walk_keyed(U(c.tstate), w, 8, tok[i], id[i], &noted), 2);
+        assert_int_equal(gmt_py_test_walk_keyed(U(c.tstate), w, 8, tok[i], 0, &noted), 2);
+        assert_int_equal(noted, id[i]);
+    }
+    uint64_t s0 = gmt_py_sited_walks();
+    for (int round = 0; round < 10; round++) {
+        for (int i = 0; i < 2; i++) {
+            assert_int_equal(gmt_py_test_walk_keyed(U(c.tstate), w, 8, tok[i], 0, &noted), 2);
+            assert_int_equal(noted, id[i]);
+        }
+    }
+    assert_int_equal(gmt_py_sited_walks(), s0 + 20);
+    /* the third: noted, then all three in turn, each with its own id */
+    assert_int_equal(gmt_py_test_walk_keyed(U(c.tstate), w, 8, tok[2], id[2], &noted), 2);
+    for (int round = 0; round < 4; round++) {
+        for (int i = 0; i < 3; i++) {
+            assert_int_equal(gmt_py_test_walk_keyed(U(c.tstate), w, 8, tok[i], 0, &noted), 2);
+            assert_int_equal(noted, id[i]);
+        }
+    }
+    gmt_py_test_use_fast(false, 0);
+    munmap(c.chunk, c.csize);
+}
+
 /* Notes (a remembered chain's word lists, each with the stack id the event path gave it under a
  * key: the native frames' token, the tag): on a hand-built 3.12 chain with the code hook off,
  * so that the replays and their notes answer, not the call sites. A note that has no id yet
@@ -1407,6 +1470,7 @@ int main(void)
         cmocka_unit_test(test_code_hook),
         cmocka_unit_test(test_site_walk_311),
         cmocka_unit_test(test_site_walk_312),
+        cmocka_unit_test(test_site_sets),
         cmocka_unit_test(test_note_keys),
         cmocka_unit_test(test_replay_length),
         cmocka_unit_test(test_new_code_cache),
