@@ -217,13 +217,18 @@ __asm__(".text\n"
         ".cfi_endproc\n"
         ".size expr_frame, .-expr_frame\n");
 
-static int via_expr(int arg, walk_fn fn, void **buf, int max)
-{
-    (void)arg;
-    int n = expr_frame(fn, buf, max);
-    sink += n;
-    return n;
-}
+/* same_walk's caller for a hand-written frame: call is that frame's function, given the walk;
+ * its result kept (sink) so that the call is not a tail call and the caller's frame stays. */
+#define VIA_FRAME(name, call)                                                                      \
+    static int name(int arg, walk_fn fn, void **buf, int max)                                      \
+    {                                                                                              \
+        (void)arg;                                                                                 \
+        int n = call;                                                                              \
+        sink += n;                                                                                 \
+        return n;                                                                                  \
+    }
+
+VIA_FRAME(via_expr, expr_frame(fn, buf, max))
 
 static void test_unsupported_frame_falls_back(void **state)
 {
@@ -324,38 +329,15 @@ __asm__(".text\n"
         ".cfi_endproc\n"
         ".size fake_ra_frame, .-fake_ra_frame\n");
 
-static int via_flat_cfa(int arg, walk_fn fn, void **buf, int max)
-{
-    (void)arg;
-    int n = flat_cfa_frame(fn, buf, max);
-    sink += n;
-    return n;
-}
+VIA_FRAME(via_flat_cfa, flat_cfa_frame(fn, buf, max))
 
 static uintptr_t far_rbp;
 
-static int via_far_cfa(int arg, walk_fn fn, void **buf, int max)
-{
-    (void)arg;
-    int n = far_cfa_frame(fn, buf, max, far_rbp);
-    sink += n;
-    return n;
-}
+VIA_FRAME(via_far_cfa, far_cfa_frame(fn, buf, max, far_rbp))
 
-static int via_low_rbp(int arg, walk_fn fn, void **buf, int max)
-{
-    (void)arg;
-    int n = low_rbp_frame(fn, buf, max);
-    sink += n;
-    return n;
-}
+VIA_FRAME(via_low_rbp, low_rbp_frame(fn, buf, max))
 
-static int via_fake_ra(int ra, walk_fn fn, void **buf, int max)
-{
-    int n = fake_ra_frame(fn, buf, max, (uintptr_t)ra);
-    sink += n;
-    return n;
-}
+VIA_FRAME(via_fake_ra, fake_ra_frame(fn, buf, max, (uintptr_t)arg)) /* arg: the return address */
 
 /* A CFA no higher than the stack pointer it was computed from: no frame, and a walk that
  * followed it would not climb (here it would repeat one frame to the end of buf). libunwind
@@ -1073,13 +1055,7 @@ int dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data
     return f(cb, data);
 }
 
-static int via_expr_noted(int arg, walk_fn fn, void **buf, int max)
-{
-    (void)arg;
-    int n = expr_frame(fn, buf, max);
-    sink += n;
-    return n;
-}
+VIA_FRAME(via_expr_noted, expr_frame(fn, buf, max))
 
 static void *nested_buf[2][NMAX];
 static int nested_n[2];
