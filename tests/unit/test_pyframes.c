@@ -893,6 +893,39 @@ static void test_chain_loops(void **state)
     gmt_py_test_use_fast(false, 0);
 }
 
+/* 3.9, 3.10: a walk of frame objects this thread read before (chain_known) keeps to its cap: a
+ * chain of four known frames walked with room for two gives two, the words past them left. */
+static void test_known_chain_cap(void **state)
+{
+    (void)state;
+    const layout_t *O = layout(10);
+    assert_int_equal(gmt_py_test_use_layout(10, CODE_T, STR_T, BYTES_T), 0);
+    gmt_py_test_use_fast(true, BYTES_T + 8);
+    const uint8_t table[] = {0, 1, 6, 1};
+    uint8_t *code = make_code(O, make_str(O, "cap.py"), make_str(O, "f"), 10,
+                              make_bytes(O, table, sizeof table));
+    uint8_t *f[4], *tstate = zalloc(512);
+    for (int i = 0; i < 4; i++) {
+        f[i] = zalloc(512);
+        put64(f[i], O->ob_type, BYTES_T + 8);
+        put64(f[i], O->fr_code, U(code));
+    }
+    for (int i = 0; i < 3; i++)
+        put64(f[i], O->fr_back, U(f[i + 1]));
+    put64(tstate, O->ts_frame, U(f[0]));
+    uint64_t w[8];
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 4); /* read through the kernel */
+    for (int round = 0; round < 2; round++) {               /* then known frame objects */
+        for (int i = 0; i < 8; i++)
+            w[i] = 0x5a5a;
+        assert_int_equal(gmt_py_test_walk(U(tstate), w, 2), 2);
+        for (int i = 2; i < 8; i++)
+            assert_int_equal(w[i], 0x5a5a);
+    }
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 4);
+    gmt_py_test_use_fast(false, 0);
+}
+
 static void test_stack_frame_code(void **state)
 {
     (void)state;
@@ -1465,6 +1498,7 @@ int main(void)
         cmocka_unit_test(test_chunk_edges),
         cmocka_unit_test(test_chain_loops),
         cmocka_unit_test(test_stack_frame_code),
+        cmocka_unit_test(test_known_chain_cap),
         cmocka_unit_test(test_replay_live_only),
         cmocka_unit_test(test_garbage_tstate_cannot_crash),
         cmocka_unit_test(test_code_hook),
