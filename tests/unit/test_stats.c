@@ -1,6 +1,7 @@
 /* test_stats.c - per-device bytes, peaks, counts and the timeline (core/stats.h), driven
  * through the core (gmt_core_init + synthetic events) and, where a test needs to choose the
  * time of an event, through the stats API directly. Stats are reset before every test. */
+#include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +15,7 @@
 #include <cmocka.h>
 
 #include "core/config.h"
+#include "core/hot.h"
 #include "core/stats.h"
 #include "core/tls.h"
 #include "core/track.h"
@@ -559,6 +561,140 @@ static void test_devfacts_cheap_then_thorough(void **state)
     gmt_track_set_devinfo(NULL);
 }
 
+/* ---- audit: bucket edges, the open bucket, undo and counters (devices 14-19) ------------- */
+
+static bool alloc_at(int32_t device, uint64_t size, uint64_t seq, uint64_t at_ns)
+{
+    return gmt_stats_on_alloc(device, GMT_KIND_DEVICE, GMT_API_cudaMalloc, GMT_LAYER_RUNTIME, false,
+                              size, seq, gmt_track_start_ns() + at_ns, true);
+}
+
+static void free_at(int32_t device, uint64_t size, uint64_t at_ns)
+{
+    gmt_stats_on_free(device, GMT_KIND_DEVICE, GMT_API_cudaMalloc, GMT_LAYER_RUNTIME, true, size,
+                      gmt_track_start_ns() + at_ns, true);
+}
+
+/* Reaching the peak again, in a later bucket, is no new peak: its time and sequence stay. */
+static void test_tie_at_the_peak_is_no_new_peak(void **state)
+{
+    (void)state;
+    const int32_t d = 14;
+    assert_true(alloc_at(d, 10, 1, MS / 2));
+    free_at(d, 10, 3 * MS / 2);
+    assert_false(alloc_at(d, 10, 2, 5 * MS / 2));
+    gmt_dev_totals_t t = dev(d);
+    assert_int_equal(t.in_use_peak, 10);
+    assert_int_equal(t.peak_seq, 1);
+    assert_int_equal(t.peak_time_ns, gmt_track_start_ns() + MS / 2);
+}
+
+/* Buckets are half-open: an event exactly at a bucket's end opens the next one. A reader that
+ * asks for fewer points gets that many. */
+static void test_event_at_bucket_end_opens_the_next(void **state)
+{
+    (void)state;
+    const int32_t d = 15;
+    alloc_at(d, 10, 1, MS / 2);
+    alloc_at(d, 10, 2, MS);
+    gmt_timeline_point_t pts[TL_POINTS];
+    assert_int_equal(gmt_stats_timeline(gmt_stats_slot(d), pts, TL_POINTS), 2);
+    assert_int_equal(pts[0].t_ns, 0);
+    assert_int_equal(pts[0].max, 10);
+    assert_int_equal(pts[1].t_ns, MS);
+    assert_int_equal(pts[1].max, 20);
+    gmt_timeline_point_t one[2] = {{0}, {.t_ns = 77, .max = 77, .last = 77}};
+    assert_int_equal(gmt_stats_timeline(gmt_stats_slot(d), one, 1), 1);
+    assert_int_equal(one[1].t_ns, 77); /* nothing copied past max */
+}
+
+/* A release opens a bucket of its own, and the open bucket's highest bytes (raised by events
+ * that took the lock-free path) are folded into their own point when the next bucket opens,
+ * with the bytes just before that as its last. */
+static void test_releases_and_open_bucket_fold(void **state)
+{
+    (void)state;
+    const int32_t d = 16;
+    alloc_at(d, 10, 1, MS / 2);
+    alloc_at(d, 10, 2, MS / 2 + 1000); /* inside the open bucket: lock-free */
+    alloc_at(d, 10, 3, 3 * MS / 2);    /* 30 */
+    free_at(d, 30, 5 * MS / 2);        /* 0 */
+    alloc_at(d, 5, 4, 7 * MS / 2);
+    gmt_timeline_point_t pts[TL_POINTS];
+    assert_int_equal(gmt_stats_timeline(gmt_stats_slot(d), pts, TL_POINTS), 4);
+    assert_int_equal(pts[0].max, 20);
+    assert_int_equal(pts[0].last, 20);
+    assert_int_equal(pts[1].max, 30);
+    assert_int_equal(pts[2].max, 0);
+    assert_int_equal(pts[2].last, 0);
+    assert_int_equal(pts[3].max, 5);
+    assert_int_equal(pts[3].last, 5);
+}
+
+/* Halving merges pairs of points: a merged point ends with the later one's last bytes. */
+static void test_halving_keeps_the_later_last(void **state)
+{
+    (void)state;
+    const int32_t d = 17;
+    for (uint64_t i = 0; i <= TL_POINTS; i++) /* one point a bucket: the last one halves */
+        alloc_at(d, 10, i + 1, i * MS + MS / 2);
+    gmt_timeline_point_t pts[TL_POINTS];
+    int n = gmt_stats_timeline(gmt_stats_slot(d), pts, TL_POINTS);
+    assert_int_equal(n, TL_POINTS / 2 + 1);
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(pts[i].t_ns, (uint64_t)i * 2 * MS);
+        assert_int_equal(pts[i].last, pts[i].max); /* rising: each bucket ends at its top */
+    }
+    assert_int_equal(pts[n - 1].last, 10 * (TL_POINTS + 1));
+}
+
+/* A full timeline survives being attached (a state file read back), and a block too small for
+ * the stats is refused. */
+static void test_attach_keeps_a_full_timeline(void **state)
+{
+    (void)state;
+    const int32_t d = 18;
+    for (uint64_t i = 0; i < TL_POINTS; i++)
+        alloc_at(d, 10, i + 1, i * MS + MS / 2);
+    gmt_timeline_point_t pts[TL_POINTS];
+    assert_int_equal(gmt_stats_timeline(gmt_stats_slot(d), pts, TL_POINTS), TL_POINTS);
+    void *block = gmt_hot.stats;
+    size_t bytes =
+        gmt_stats_state_bytes() + (size_t)GMT_STAT_SLOTS * TL_POINTS * sizeof(gmt_timeline_point_t);
+    assert_int_equal(gmt_stats_attach(block, gmt_stats_state_bytes() - 1), -EINVAL);
+    assert_int_equal(gmt_stats_attach(block, bytes), 0);
+    assert_ptr_equal(gmt_hot.stats, block);
+    assert_int_equal(gmt_stats_timeline(gmt_stats_slot(d), pts, TL_POINTS), TL_POINTS);
+}
+
+/* The counters by layer count their own layer's events only; a release that was not handed in
+ * (a cuMemUnmap's further mapping) is no GMT_CNT_FREES event, but its API's release all the
+ * same; the time of the latest event follows releases and undone releases too. */
+static void test_counters_by_layer_and_adjusted_frees(void **state)
+{
+    (void)state;
+    const int32_t d = 19;
+    uint64_t t0 = gmt_track_start_ns();
+    gmt_stats_on_alloc(d, GMT_KIND_VMM_MAP, GMT_API_cuMemMap, GMT_LAYER_DRIVER, false, 4096, 1,
+                       t0 + MS, true);
+    assert_int_equal(gmt_stats_counter(GMT_CNT_LAYER0 + GMT_LAYER_RUNTIME), 0);
+    assert_int_equal(gmt_stats_counter(GMT_CNT_LAYER0 + GMT_LAYER_DRIVER), 1);
+    assert_int_equal(gmt_stats_last_event_ns(), t0 + MS);
+    gmt_stats_on_free(d, GMT_KIND_VMM_MAP, GMT_API_cuMemMap, GMT_LAYER_RUNTIME, false, 4096,
+                      t0 + 2 * MS, true);
+    assert_int_equal(gmt_stats_counter(GMT_CNT_FREES), 0);
+    gmt_api_totals_t a;
+    gmt_stats_api(GMT_API_cuMemMap, &a);
+    assert_int_equal(a.frees, 1);
+    assert_int_equal(gmt_stats_last_event_ns(), t0 + 2 * MS);
+    gmt_stats_on_unfree(d, GMT_KIND_VMM_MAP, GMT_API_cuMemMap, 4096, t0 + 3 * MS, true);
+    gmt_stats_api(GMT_API_cuMemMap, &a);
+    assert_int_equal(a.frees, 0);
+    assert_int_equal(dev(d).current[GMT_KIND_VMM_MAP], 4096);
+    assert_int_equal(dev(d).in_use, 0);
+    assert_int_equal(gmt_stats_last_event_ns(), t0 + 3 * MS);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -575,6 +711,12 @@ int main(void)
         cmocka_unit_test_setup(test_concurrent_counts_exact, setup),
         cmocka_unit_test_setup(test_shards_given_back_at_thread_exit, setup),
         cmocka_unit_test_setup(test_devfacts_cheap_then_thorough, setup),
+        cmocka_unit_test_setup(test_tie_at_the_peak_is_no_new_peak, setup),
+        cmocka_unit_test_setup(test_event_at_bucket_end_opens_the_next, setup),
+        cmocka_unit_test_setup(test_releases_and_open_bucket_fold, setup),
+        cmocka_unit_test_setup(test_halving_keeps_the_later_last, setup),
+        cmocka_unit_test_setup(test_attach_keeps_a_full_timeline, setup),
+        cmocka_unit_test_setup(test_counters_by_layer_and_adjusted_frees, setup),
     };
     return cmocka_run_group_tests_name("unit.stats", tests, group_setup, NULL);
 }

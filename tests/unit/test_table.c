@@ -787,6 +787,203 @@ static void test_solo_follows_levels(void **state)
     assert_int_equal(t->solo, 0); /* a bound: every insert sums the shards */
 }
 
+/* ---- audit: boundaries the tests above do not reach ---------------------------------------- */
+
+/* table.c's hash_key and home(), for keys placed by hand in a level. */
+static uint64_t hash_of(uint8_t space, uint64_t key)
+{
+    return (key ^ ((uint64_t)space << 62)) * 0x9e3779b97f4a7c15ull;
+}
+
+static uint64_t home_of(uint64_t h, uint64_t cap)
+{
+    return (uint64_t)(((unsigned __int128)h * cap) >> 64);
+}
+
+static gmt_slot_t *level_slots(gmt_table_t *t, uint32_t n)
+{
+    return GMT_AT(gmt_slot_t, t->levels[n % GMT_TABLE_LEVELS].off);
+}
+
+/* The same key in two spaces homes a quarter of a level apart, so an entry of one space can
+ * be pushed into the home slot of the other's: a run of fillers ahead of it does that. A
+ * search or remove in the other space must then pass it by (the space bits of its state word),
+ * in the remove's fast path (its home slot) and in the full search alike. */
+static void test_other_space_in_home_slot(void **state)
+{
+    (void)state;
+    gmt_table_t *t = table_new(0);
+    const uint64_t cap = t->levels[0].cap, h0 = 1000, run = cap / 4;
+    /* A key homed at h0 in space 0 whose space-1 home is h0 + cap / 4 (bit 62 clear). */
+    uint64_t k = 0;
+    for (uint64_t j = 0; j < 64 && !k; j++) {
+        uint64_t c = key_homed(h0, cap, j);
+        if (!(c >> 62 & 1) && home_of(hash_of(1, c), cap) == h0 + run) k = c;
+    }
+    assert_true(k != 0);
+    for (uint64_t j = 0; j < run; j++) {
+        gmt_record_t f = rec_for(0, key_homed(h0, cap, 1000 + j));
+        assert_int_equal(gmt_table_insert(t, &f), 0);
+    }
+    gmt_record_t r = rec_for(0, k);
+    assert_int_equal(gmt_table_insert(t, &r), 0);
+    /* The layout assumed: the space-0 entry sits in the space-1 home slot, in the one level. */
+    assert_int_equal(t->grows, 0);
+    gmt_slot_t *s = &level_slots(t, 0)[h0 + run];
+    assert_int_equal(s->key, k);
+    assert_int_equal(t->levels[0].max_probe, run);
+    gmt_record_t out;
+    assert_int_equal(gmt_table_lookup(t, 1, k, &out), -ENOENT);
+    assert_int_equal(gmt_table_remove(t, 1, k, &out), -ENOENT);
+    assert_int_equal(gmt_table_lookup(t, 0, k, &out), 0);
+    assert_true(rec_equal(&out, &r));
+    assert_int_equal(gmt_table_remove(t, 0, k, NULL), 0);
+    assert_int_equal(gmt_table_live(t), run);
+}
+
+/* A record no event can produce (a state file's garbage: a kind, API or layer one past the
+ * last) is never handed to an iteration's visitor, though it stays findable by its key. */
+static void test_foreach_skips_out_of_range_records(void **state)
+{
+    (void)state;
+    gmt_table_t *t = table_new(0);
+    gmt_record_t bad[3] = {rec_for(0, 0x1000), rec_for(0, 0x2000), rec_for(0, 0x3000)};
+    bad[0].kind = GMT_KIND_COUNT;
+    bad[1].api = GMT_API_COUNT;
+    bad[2].layer = GMT_LAYER_COUNT;
+    _Static_assert(GMT_KIND_COUNT <= 7 && GMT_LAYER_COUNT <= 3 && GMT_API_COUNT <= 255,
+                   "the slot keeps each out-of-range value as it is");
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(gmt_table_insert(t, &bad[i]), 0);
+        uint64_t n = 0;
+        assert_int_equal(gmt_table_foreach(t, count_visit, &n), 0);
+        assert_int_equal(gmt_table_remove(t, 0, bad[i].key, NULL), 0);
+    }
+    gmt_record_t good = rec_for(0, 0x4000);
+    good.kind = GMT_KIND_COUNT - 1;
+    good.api = GMT_API_COUNT - 1;
+    good.layer = GMT_LAYER_COUNT - 1;
+    assert_int_equal(gmt_table_insert(t, &good), 0);
+    gmt_record_t seen;
+    assert_int_equal(gmt_table_foreach(t, visit_copy, &seen), 1);
+    assert_true(rec_equal(&seen, &good));
+}
+
+/* The first level's size: MIN_CAP slots, or twice a bound, in whole units. */
+static void test_first_level_size(void **state)
+{
+    (void)state;
+    assert_int_equal(table_new(0)->levels[0].cap, 4096);
+    assert_int_equal(table_new(100)->levels[0].cap, GMT_TABLE_UNIT_SLOTS); /* 200, rounded up */
+    assert_int_equal(table_new(1000)->levels[0].cap, 2048);
+}
+
+/* Growth happens exactly when a level's `used` passes 3/4 of it, and the event path's fast
+ * insert (every insert here: each key has a home slot of its own) is what looks. `used` is
+ * counted USED_BATCH (8) at a time on a thread's 1st, 9th, ... slot, so on a fresh thread
+ * 3,065 inserts make it 3,072 = 3/4 of 4,096 (no growth yet), and the 3,073rd makes it 3,080. */
+typedef struct pace_s {
+    gmt_table_t *t;
+    uint64_t grows_at_three_quarters, grows_after;
+} pace_t;
+
+static void *pace_main(void *arg)
+{
+    pace_t *p = arg;
+    const uint64_t cap = p->t->levels[0].cap;
+    for (uint64_t i = 0; i < 3073; i++) {
+        gmt_record_t r = rec_for(0, key_homed(i, cap, 0));
+        if (gmt_table_insert(p->t, &r) != 0) return NULL;
+        if (i == 3064) p->grows_at_three_quarters = p->t->grows + 1;
+    }
+    p->grows_after = p->t->grows + 1;
+    return NULL;
+}
+
+static void test_growth_at_three_quarters(void **state)
+{
+    (void)state;
+    gmt_table_t *t = table_new(0);
+    assert_int_equal(t->levels[0].cap, 4096);
+    pace_t p = {.t = t};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, pace_main, &p), 0); /* its claims start at 0 */
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(p.grows_at_three_quarters, 1); /* 0 levels added, + 1 */
+    assert_int_equal(p.grows_after, 2);
+    assert_int_equal(gmt_table_live(t), 3073);
+}
+
+/* A tombstone taken again is not a slot newly used: churn on a fixed set of homes never grows
+ * the table, however many inserts it makes. */
+static void test_tombstone_reuse_not_counted(void **state)
+{
+    (void)state;
+    gmt_table_t *t = table_new(0);
+    const uint64_t cap = t->levels[0].cap;
+    for (int round = 0; round < 40; round++) {
+        for (uint64_t i = 0; i < 100; i++) {
+            gmt_record_t r = rec_for(0, key_homed(i * 7, cap, 0));
+            assert_int_equal(gmt_table_insert(t, &r), 0);
+        }
+        for (uint64_t i = 0; i < 100; i++)
+            assert_int_equal(gmt_table_remove(t, 0, key_homed(i * 7, cap, 0), NULL), 0);
+    }
+    assert_int_equal(t->grows, 0);
+    assert_true(t->levels[0].used <= 100 + 2 * 8); /* the first round's, in batches of 8 */
+}
+
+/* While a move runs, the report's capacity is both levels' and its longest probe the newest
+ * level's. */
+static void test_capacity_and_probe_during_a_move(void **state)
+{
+    (void)state;
+    gmt_table_t *t = table_new(0);
+    for (uint64_t k = 1; t->grows == 0; k++) {
+        gmt_record_t r = rec_for(0, key_random(k));
+        assert_int_equal(gmt_table_insert(t, &r), 0);
+    }
+    assert_int_equal(t->next - t->first, 2);
+    const gmt_level_t *o = &t->levels[t->first % GMT_TABLE_LEVELS];
+    const gmt_level_t *nw = &t->levels[(t->next - 1) % GMT_TABLE_LEVELS];
+    assert_int_equal(gmt_table_capacity(t), o->cap + nw->cap);
+    assert_true(o->max_probe > nw->max_probe); /* a full level against a fresh one */
+    assert_int_equal(gmt_table_max_probe(t), nw->max_probe);
+}
+
+/* What validate repairs in a table read from a state file, and what it refuses. */
+static void test_validate_repairs(void **state)
+{
+    (void)state;
+    gmt_table_t *t = table_new(0);
+    gmt_level_t *l = &t->levels[0];
+    const uint64_t cap = l->cap;
+    l->cap = cap - 1; /* not whole units */
+    assert_int_equal(gmt_table_validate(t), -EINVAL);
+    l->cap = 0;
+    assert_int_equal(gmt_table_validate(t), -EINVAL);
+    l->cap = cap;
+    l->max_probe = cap; /* no probe is longer than the level */
+    l->released = cap + 7;
+    t->grow_lock = 1; /* the dead process's */
+    t->movers = 3;
+    t->iterating = 2;
+    assert_int_equal(gmt_table_validate(t), 0);
+    assert_int_equal(l->max_probe, cap - 1);
+    assert_int_equal(l->released, cap);
+    assert_int_equal(t->grow_lock, 0);
+    assert_int_equal(t->movers, 0);
+    assert_int_equal(t->iterating, 0);
+    /* As many active levels as the ring holds is too many, each of them valid or not. */
+    t = table_new(0);
+    for (int i = 1; i < GMT_TABLE_LEVELS; i++)
+        t->levels[i] = t->levels[0];
+    t->next = t->first + GMT_TABLE_LEVELS;
+    assert_int_equal(gmt_table_validate(t), -EINVAL);
+    t->next = t->first + GMT_TABLE_LEVELS - 1;
+    assert_int_equal(gmt_table_validate(t), 0);
+}
+
 /* ---- concurrency ---------------------------------------------------------------------------- */
 
 #define NTHREADS        8
@@ -1141,6 +1338,13 @@ int main(void)
         cmocka_unit_test(test_concurrent_insert_remove),
         cmocka_unit_test(test_release_beside_removes),
         cmocka_unit_test(test_live_count_across_threads),
+        cmocka_unit_test(test_other_space_in_home_slot),
+        cmocka_unit_test(test_foreach_skips_out_of_range_records),
+        cmocka_unit_test(test_first_level_size),
+        cmocka_unit_test(test_growth_at_three_quarters),
+        cmocka_unit_test(test_tombstone_reuse_not_counted),
+        cmocka_unit_test(test_capacity_and_probe_during_a_move),
+        cmocka_unit_test(test_validate_repairs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1177,6 +1177,214 @@ static void test_pool_index(void **state)
         assert_int_equal(seen[i].index, i);
 }
 
+/* ---- audit: accounting edges (devices 20-25, which no other test uses) ------------------- */
+
+/* An uncharged allocation (an imported handle) never moves its stack's live bytes: not when it
+ * is released, nor when a failed release puts it back; nor does the undo charge its bytes. */
+static void test_not_charged_stack_untouched(void **state)
+{
+    (void)state;
+    const int32_t d = 20;
+    gmt_event_t imp = ev(0x20200, 1 << 20, d, GMT_KIND_VMM_PHYSICAL, GMT_SPACE_HANDLE,
+                         GMT_API_cuMemImportFromShareableHandle, GMT_LAYER_DRIVER);
+    imp.flags = GMT_EVENT_NOT_CHARGED;
+    gmt_event_t rel = ev(0x20200, 0, d, GMT_KIND_VMM_PHYSICAL, GMT_SPACE_HANDLE,
+                         GMT_API_cuMemRelease, GMT_LAYER_DRIVER);
+    gmt_track_alloc(&imp);
+    uint32_t id = lookup(GMT_SPACE_HANDLE, 0x20200).stack_id;
+    assert_true(id != 0);
+    gmt_stack_entry_t *e = gmt_stacks_entry(gmt_track_stacks(), id);
+    const int64_t bytes0 = e->live_bytes, count0 = e->live_count;
+    gmt_track_free(&rel);
+    assert_int_equal(e->live_bytes, bytes0);
+    assert_int_equal(e->live_count, count0);
+
+    /* Another call site: another stack, whose entry is looked up again. */
+    gmt_track_alloc(&imp);
+    id = lookup(GMT_SPACE_HANDLE, 0x20200).stack_id;
+    assert_true(id != 0);
+    e = gmt_stacks_entry(gmt_track_stacks(), id);
+    const int64_t bytes1 = e->live_bytes, count1 = e->live_count;
+    assert_true(gmt_track_free_begin(&rel));
+    gmt_track_free_end(false); /* put back */
+    assert_int_equal(lookup(GMT_SPACE_HANDLE, 0x20200).size, 1 << 20);
+    assert_int_equal(e->live_bytes, bytes1);
+    assert_int_equal(e->live_count, count1);
+    gmt_dev_totals_t t = dev(d);
+    assert_int_equal(t.current[GMT_KIND_VMM_PHYSICAL], 0);
+    assert_int_equal(t.in_use, 0);
+    assert_int_equal(t.in_use_peak, 0);
+    gmt_track_free(&rel);
+    assert_true(absent(GMT_SPACE_HANDLE, 0x20200));
+}
+
+/* A failed release of managed memory puts back its kind's bytes alone (managed memory is not
+ * in use), and the allocating API's release count is as it was. */
+static void test_failed_free_of_managed(void **state)
+{
+    (void)state;
+    const int32_t d = 21;
+    gmt_event_t m = ev(0x21000000, 7000, d, GMT_KIND_MANAGED, GMT_SPACE_VA,
+                       GMT_API_cudaMallocManaged, GMT_LAYER_RUNTIME);
+    gmt_track_alloc(&m);
+    gmt_api_totals_t a0, a1;
+    gmt_stats_api(GMT_API_cudaMallocManaged, &a0);
+    gmt_event_t f =
+        ev(0x21000000, 0, d, GMT_KIND_MANAGED, GMT_SPACE_VA, GMT_API_cudaFree, GMT_LAYER_RUNTIME);
+    assert_true(gmt_track_free_begin(&f));
+    assert_int_equal(dev(d).current[GMT_KIND_MANAGED], 0);
+    gmt_track_free_end(false);
+    gmt_dev_totals_t t = dev(d);
+    assert_int_equal(t.current[GMT_KIND_MANAGED], 7000);
+    assert_int_equal(t.in_use, 0);
+    assert_int_equal(t.in_use_peak, 0);
+    gmt_stats_api(GMT_API_cudaMallocManaged, &a1);
+    assert_int_equal(a1.frees, a0.frees);
+    gmt_track_free(&f);
+    assert_int_equal(dev(d).current[GMT_KIND_MANAGED], 0);
+    gmt_stats_api(GMT_API_cudaMallocManaged, &a1);
+    assert_int_equal(a1.frees, a0.frees + 1);
+}
+
+/* Address 0 is the NULL no-op only in the unified address space: handle 0 is a real handle,
+ * allocated and released like any other. */
+static void test_handle_zero_is_recorded(void **state)
+{
+    (void)state;
+    const int32_t d = 22;
+    gmt_event_t h = ev(0, 4096, d, GMT_KIND_VMM_PHYSICAL, GMT_SPACE_HANDLE, GMT_API_cuMemCreate,
+                       GMT_LAYER_DRIVER);
+    gmt_track_alloc(&h);
+    assert_int_equal(lookup(GMT_SPACE_HANDLE, 0).size, 4096);
+    assert_int_equal(dev(d).in_use, 4096);
+    gmt_event_t rel = ev(0, 0, d, GMT_KIND_VMM_PHYSICAL, GMT_SPACE_HANDLE, GMT_API_cuMemRelease,
+                         GMT_LAYER_DRIVER);
+    gmt_counts_t c0 = counts();
+    gmt_track_free(&rel);
+    assert_int_equal(counts().unknown_frees, c0.unknown_frees);
+    assert_int_equal(dev(d).in_use, 0);
+    assert_true(absent(GMT_SPACE_HANDLE, 0));
+}
+
+/* An unmap lets go of the mappings it covers and stops at its end: the mapping right after it
+ * stays, and so does a mapping after a release that is no unmap (whatever size it carries). */
+static void test_unmap_stops_at_its_end(void **state)
+{
+    (void)state;
+    const int32_t d = 23;
+    const uint64_t base = 0x7f2000000000, mb2 = 2ull << 20;
+    gmt_event_t m[3];
+    for (int i = 0; i < 3; i++) {
+        m[i] = ev(base + (uint64_t)i * mb2, mb2, d, GMT_KIND_VMM_MAP, GMT_SPACE_MAP,
+                  GMT_API_cuMemMap, GMT_LAYER_DRIVER);
+        gmt_track_alloc(&m[i]);
+    }
+    gmt_event_t unmap =
+        ev(base, 2 * mb2, d, GMT_KIND_VMM_MAP, GMT_SPACE_MAP, GMT_API_cuMemUnmap, GMT_LAYER_DRIVER);
+    gmt_track_free(&unmap);
+    assert_true(absent(GMT_SPACE_MAP, base));
+    assert_true(absent(GMT_SPACE_MAP, base + mb2));
+    assert_int_equal(lookup(GMT_SPACE_MAP, base + 2 * mb2).size, mb2);
+    assert_int_equal(dev(d).current[GMT_KIND_VMM_MAP], mb2);
+
+    /* A device allocation just below the last mapping, released with a size that reaches it. */
+    gmt_event_t a = dev_ev(base + 2 * mb2 - 4096, 4096, d);
+    gmt_track_alloc(&a);
+    gmt_event_t f = dev_ev(base + 2 * mb2 - 4096, 2 * mb2, d);
+    gmt_track_free(&f);
+    assert_int_equal(lookup(GMT_SPACE_MAP, base + 2 * mb2).size, mb2);
+    unmap.addr = base + 2 * mb2;
+    unmap.size = mb2;
+    gmt_track_free(&unmap);
+    gmt_dev_totals_t t = dev(d);
+    assert_int_equal(t.current[GMT_KIND_VMM_MAP], 0);
+    assert_int_equal(t.frees[GMT_KIND_VMM_MAP], 3);
+    assert_int_equal(t.in_use, 0);
+}
+
+/* A failed release whose record finds the table full when it is put back (another allocation
+ * took its place meanwhile) is counted as a table-full drop, besides the failed release. */
+static void test_failed_free_into_a_full_table(void **state)
+{
+    (void)state;
+    const int32_t d = 24;
+    const uint64_t base = 0x24000000, n = MAX_LIVE - live();
+    for (uint64_t i = 0; i < n; i++)
+        alloc_dev(base + i * 0x1000, 10, d);
+    assert_int_equal(live(), MAX_LIVE);
+    gmt_counts_t c0 = counts();
+    gmt_event_t f = dev_ev(base, 0, d);
+    assert_true(gmt_track_free_begin(&f));
+    alloc_dev(base + n * 0x1000, 10, d); /* takes the slot the release gave up */
+    assert_int_equal(live(), MAX_LIVE);
+    gmt_track_free_end(false);
+    gmt_counts_t c1 = counts();
+    assert_int_equal(c1.failed_frees - c0.failed_frees, 1);
+    assert_int_equal(c1.dropped_table_full - c0.dropped_table_full, 1);
+    assert_true(absent(GMT_SPACE_VA, base));
+    /* A lower layer's allocation inside a runtime call, dropped for want of room, is still
+     * counted as merged into that call. */
+    gmt_nest_t f2;
+    gmt_track_runtime_enter(&f2, GMT_API_cudaMalloc, false);
+    gmt_event_t inner = ev(base + (n + 1) * 0x1000, 10, d, GMT_KIND_DEVICE, GMT_SPACE_VA,
+                           GMT_API_cuMemAlloc_v2, GMT_LAYER_DRIVER);
+    gmt_track_alloc(&inner);
+    assert_true(gmt_track_runtime_leave(&f2));
+    gmt_counts_t c2 = counts();
+    assert_int_equal(c2.dropped_table_full - c1.dropped_table_full, 1);
+    assert_int_equal(c2.nested_merged - c1.nested_merged, 1);
+    for (uint64_t i = 1; i <= n; i++)
+        free_dev(base + i * 0x1000, d);
+    assert_int_equal(live(), MAX_LIVE - n);
+}
+
+/* A release of no known allocation is counted under the layer it came from. */
+static void test_unknown_free_counted_by_layer(void **state)
+{
+    (void)state;
+    gmt_counts_t c0 = counts();
+    gmt_event_t f = ev(0x24f00000, 0, 23, GMT_KIND_DEVICE, GMT_SPACE_VA, GMT_API_cuMemFree_v2,
+                       GMT_LAYER_DRIVER);
+    gmt_track_free(&f);
+    gmt_counts_t c1 = counts();
+    assert_int_equal(c1.unknown_frees - c0.unknown_frees, 1);
+    assert_int_equal(c1.per_layer[GMT_LAYER_DRIVER] - c0.per_layer[GMT_LAYER_DRIVER], 1);
+    assert_int_equal(c1.per_layer[GMT_LAYER_RUNTIME], c0.per_layer[GMT_LAYER_RUNTIME]);
+}
+
+/* A release keeps the time of the latest event: its own clock reading, read when the event
+ * gave none. */
+static void test_release_time_recorded(void **state)
+{
+    (void)state;
+    alloc_dev(0x24e00000, 4096, 23);
+    uint64_t t1 = gmt_stats_last_event_ns();
+    assert_true(t1 > 0);
+    free_dev(0x24e00000, 23);
+    assert_true(gmt_stats_last_event_ns() >= t1);
+}
+
+static int audit_meminfo(int32_t device, uint64_t *free_bytes, uint64_t *total_bytes)
+{
+    if (device != 25) return -1;
+    *free_bytes = 1000;
+    *total_bytes = 5000;
+    return 0;
+}
+
+/* The first release after a new in-use peak reads the driver's used bytes for that peak. */
+static void test_release_settles_the_peak(void **state)
+{
+    (void)state;
+    const int32_t d = 25;
+    gmt_meminfo_fn saved = gmt_track_meminfo();
+    gmt_track_set_meminfo(audit_meminfo);
+    alloc_dev(0x25000000, 4096, d); /* the device's first peak */
+    free_dev(0x25000000, d);
+    gmt_track_set_meminfo(saved);
+    assert_int_equal(gmt_track_peak_driver_used(gmt_stats_slot(d)), 4000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1202,6 +1410,14 @@ int main(void)
         cmocka_unit_test(test_failed_free_is_restored),
         cmocka_unit_test(test_failed_free_raises_the_peak),
         cmocka_unit_test(test_pool_index),
+        cmocka_unit_test(test_not_charged_stack_untouched),
+        cmocka_unit_test(test_failed_free_of_managed),
+        cmocka_unit_test(test_handle_zero_is_recorded),
+        cmocka_unit_test(test_unmap_stops_at_its_end),
+        cmocka_unit_test(test_failed_free_into_a_full_table),
+        cmocka_unit_test(test_unknown_free_counted_by_layer),
+        cmocka_unit_test(test_release_time_recorded),
+        cmocka_unit_test(test_release_settles_the_peak),
     };
     return cmocka_run_group_tests_name("unit.track", tests, group_setup, NULL);
 }
