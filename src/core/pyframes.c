@@ -1261,10 +1261,16 @@ static void note_instrs(walkway_t *w, pynote_t *pn, const rawframe_t *raw, uint3
     w->note_hit = (uint32_t)(pn - w->note);
 }
 
+/* The set of the thread's call-site table that site key falls in. */
+static inline uint32_t site_set_of(uint64_t key)
+{
+    return (uint32_t)(key >> (64 - PY_SITE_SET_BITS));
+}
+
 /* The two entries of site key's set in m's call sites. */
 static inline pysite_t *site_set(walkmemo_t *m, uint64_t key)
 {
-    return &m->site[(key >> (64 - PY_SITE_SET_BITS)) * 2];
+    return &m->site[site_set_of(key) * 2];
 }
 
 /* The walk's site (sp->site, its key; 0: none) now answered by note pn of memo m: the next walk
@@ -1836,7 +1842,7 @@ uint32_t gmt_py_test_walk_keyed(uint64_t tstate, uint64_t *words, uint32_t cap, 
 
 uint64_t gmt_py_test_last_site(uint32_t *set)
 {
-    if (set) *set = (uint32_t)(test_last_site >> (64 - PY_SITE_SET_BITS));
+    if (set) *set = site_set_of(test_last_site);
     return test_last_site;
 }
 
