@@ -728,13 +728,20 @@ static void *stale_way_thread(void *arg)
     return NULL;
 }
 
+/* fn(arg) on a thread of its own, to its end: a thread whose remembered walks are only the
+ * test's. */
+static void on_a_thread(void *(*fn)(void *), void *arg)
+{
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, fn, arg), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+}
+
 static void test_replay_stale_way_reused(void **state)
 {
     (void)state;
     uint64_t out[7];
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, stale_way_thread, out), 0);
-    assert_int_equal(pthread_join(t, NULL), 0);
+    on_a_thread(stale_way_thread, out);
     /* the walks of the thread's own start-up (its entry point's) hold none: it walks nothing
      * but these */
     assert_int_equal(out[0], 1);
@@ -779,9 +786,7 @@ static void test_replay_six_callers_of_one_start(void **state)
 {
     (void)state;
     uint64_t out[2];
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, six_callers_thread, out), 0);
-    assert_int_equal(pthread_join(t, NULL), 0);
+    on_a_thread(six_callers_thread, out);
     assert_int_equal(out[0], 12);
     assert_int_equal(out[1], 1);
 }
@@ -879,9 +884,7 @@ static void test_replay_not_after_thread_exit(void **state)
     /* Created after the unwinder's key (setup), so its destructor runs after the give-back. */
     assert_int_equal(pthread_key_create(&late_key, late_destructor), 0);
     uint64_t r0 = replays();
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, late_thread, NULL), 0);
-    assert_int_equal(pthread_join(t, NULL), 0);
+    on_a_thread(late_thread, NULL);
     assert_true(late_replays_before >= r0 + 1); /* the thread did replay while it lived */
     assert_true(late_frames > 2);
     assert_int_equal(late_replays_after, late_replays_before);
@@ -951,9 +954,7 @@ static void test_replay_checks_start(void **state)
 {
     (void)state;
     uintptr_t out[6] = {0};
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, twin_thread, out), 0);
-    assert_int_equal(pthread_join(t, NULL), 0);
+    on_a_thread(twin_thread, out);
     assert_int_not_equal(out[0], out[1]);
     assert_int_equal(out[2], out[1]); /* the second call site's */
     assert_int_equal(out[3], 1);      /* libunwind's frames */
@@ -1002,9 +1003,7 @@ static void test_deep_walk_not_remembered(void **state)
 {
     (void)state;
     uint64_t out[5];
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, deep_walk_thread, out), 0);
-    assert_int_equal(pthread_join(t, NULL), 0);
+    on_a_thread(deep_walk_thread, out);
     assert_int_equal(out[0], 0); /* no note, and libunwind's frames */
     assert_int_equal(out[1], 0);
     assert_int_equal(out[2], 0);
@@ -1104,9 +1103,7 @@ static void test_walk_nested_in_a_walk_not_remembered(void **state)
 {
     (void)state;
     uint64_t out[6];
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, nested_walk_thread, out), 0);
-    assert_int_equal(pthread_join(t, NULL), 0);
+    on_a_thread(nested_walk_thread, out);
     assert_int_equal(out[0], 1); /* the nested walks were made */
     assert_int_equal(out[1], 1);
     assert_int_equal(out[2], 1);
