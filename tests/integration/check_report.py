@@ -2012,6 +2012,81 @@ def case_output_directory(ctx):
                 fail(f"GPUMEMTRACE_OUTPUT={out}: a complaint on stderr:\n{r.stderr}")
 
 
+@case("output_fallback_checked")
+def case_output_fallback_checked(ctx):
+    """A report that cannot go where GPUMEMTRACE_OUTPUT says goes to the first fallback where a
+    file can be made, as the start line says: the working folder when it can take one (here it
+    cannot: /proc), else $TMPDIR, and /tmp when $TMPDIR is not an absolute path (a relative
+    one would be taken against a folder that is not writable)."""
+    out = "/proc/gmt-no-such-folder/"
+    # $TMPDIR absolute: the report goes there, and the start line names it.
+    env = ctx.env(extra={"GPUMEMTRACE_OUTPUT": out + "fb-%p.json", "TMPDIR": ctx.work,
+                         "GPUMEMTRACE_LOG": "info"})
+    proc = subprocess.run([ctx.prog("simple")], cwd="/proc", env=env, text=True,
+                          capture_output=True, timeout=60)
+    expect_eq("simple's status", proc.returncode, 0)
+    reps = ctx.reports()
+    expect_eq("reports in $TMPDIR", len(reps), 1)
+    name = next(iter(reps))
+    want = f"will be written to {os.path.join(ctx.work, name)} instead"
+    if want not in proc.stderr:
+        fail(f"the start line does not name $TMPDIR's file ({want!r}):\n{proc.stderr}")
+    ctx.clear_output()
+    # $TMPDIR relative: /tmp instead (the file named by the program's pid, removed here).
+    env["GPUMEMTRACE_OUTPUT"] = out + "gmt-it-fallback-%p.json"
+    env["TMPDIR"] = "relative-tmp"
+    p = subprocess.Popen([ctx.prog("simple")], cwd="/proc", env=env, text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _, err = p.communicate(timeout=60)
+    landed = f"/tmp/gmt-it-fallback-{p.pid}.json"
+    there = os.path.exists(landed)
+    if there:
+        os.unlink(landed)
+    expect_eq("simple's status", p.returncode, 0)
+    if not there:
+        fail(f"with TMPDIR=relative-tmp the report should be {landed}:\n{err}")
+    if f"will be written to {landed} instead" not in err:
+        fail(f"the start line does not name /tmp's file:\n{err}")
+
+
+@case("output_planted_late")
+def case_output_planted_late(ctx):
+    """Links planted at the report's name and at the working folder's fallback after the
+    tracer chose where to write (by the program itself, after its first CUDA call): neither is
+    followed or replaced, each is said, and the report lands in $TMPDIR."""
+    base = ctx.work + "-late"
+    shutil.rmtree(base, ignore_errors=True)
+    folders = {k: os.path.join(base, k) for k in ("out", "cwd", "tmp")}
+    for f in folders.values():
+        os.makedirs(f)
+    victim = os.path.join(base, "victim.txt")
+    with open(victim, "w") as f:
+        f.write("keep me\n")
+    target = os.path.join(folders["out"], "r.json")
+    beside = os.path.join(folders["cwd"], "r.json")
+    env = ctx.env(extra={"GPUMEMTRACE_OUTPUT": target, "TMPDIR": folders["tmp"]})
+    proc = subprocess.run([ctx.prog("plant_after"), victim, target, beside], cwd=folders["cwd"],
+                          env=env, text=True, capture_output=True, timeout=60)
+    try:
+        expect_eq("plant_after's status", proc.returncode, 0)
+        for link in (target, beside):
+            if not os.path.islink(link) or os.readlink(link) != victim:
+                fail(f"{link} is no longer the link planted there:\n{proc.stderr}")
+        with open(victim) as f:
+            expect_eq("the link's target's content", f.read(), "keep me\n")
+        for said in (f"report target {target} exists and is a symbolic link: it is not replaced",
+                     f"fallback {beside} exists and is a symbolic link: not used"):
+            if said not in proc.stderr:
+                fail(f"nothing said as {said!r}:\n{proc.stderr}")
+        landed = os.path.join(folders["tmp"], "r.json")
+        with open(landed) as f:
+            rep = json.load(f)
+        check_summary(rep, allocs=1, frees=0, leaked_count=1, leaked_bytes=MIB)
+        expect_eq("files in $TMPDIR", os.listdir(folders["tmp"]), ["r.json"])
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
 @case("output_long_name")
 def case_output_long_name(ctx):
     """A file name longer than a file system takes: the default name in the same directory,
