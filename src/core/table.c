@@ -920,6 +920,56 @@ uint64_t gmt_table_bytes_held(gmt_table_t *t)
     return sizeof *t + LOAD(&t->bytes, RLX);
 }
 
+/* Whether level l holds (space, key) LIVE; single-threaded (a recovered state). */
+static bool level_holds(gmt_level_t *l, uint32_t space, uint64_t key)
+{
+    uint64_t cap = l->cap, idx = home(hash_key((uint8_t)space, key), cap);
+    uint64_t limit = l->max_probe + 1 < cap ? l->max_probe + 1 : cap, rel = l->released;
+    if (idx < rel) return false; /* given back: nothing homed there is in this level */
+    gmt_slot_t *base = slots(l);
+    for (uint64_t i = 0; i < limit; i++) {
+        if (i && ++idx == cap) {
+            if (rel) return false;
+            idx = 0;
+        }
+        uint32_t sg = base[idx].sg;
+        if (st_of(sg) == SLOT_EMPTY) return false;
+        if (st_of(sg) == SLOT_LIVE && base[idx].key == key && space_of(sg) == space) return true;
+    }
+    return false;
+}
+
+/* The slots a dead process left BUSY: an operation cut short. The generation tells which: it
+ * is odd while a slot is LIVE and even while EMPTY or TOMB (each fill and each removal adds
+ * one; a BUSY word keeps the generation of the state it came from). An even BUSY slot was
+ * being filled (its words may be half written): a tombstone, as before the insert, whose
+ * event was never accounted for. An odd one was LIVE, its words whole, being moved to a newer
+ * level or removed: a tombstone when a newer level holds the key LIVE (the move's copy was
+ * published), else LIVE again (a move that had not published, or a release whose accounting,
+ * which follows the removal, had not begun). Without this a state file taken while the writer
+ * thread moved a slot lost that allocation (integration.close_fds_term, once). */
+static void settle_busy(gmt_table_t *t)
+{
+    _Static_assert(SLOT_BUSY - SLOT_LIVE == 1 && SLOT_BUSY - SLOT_TOMB == 2, "the steps back");
+    for (uint32_t n = t->first; n < t->next; n++) {
+        gmt_level_t *l = lvl(t, n);
+        gmt_slot_t *base = slots(l);
+        for (uint64_t i = l->released; i < l->cap; i++) {
+            uint32_t sg = base[i].sg;
+            if (st_of(sg) != SLOT_BUSY) continue;
+            bool was_live = (sg >> GEN_SHIFT) & 1u, moved = false;
+            for (uint32_t m = n + 1; was_live && !moved && m < t->next; m++)
+                moved = level_holds(lvl(t, m), space_of(sg), base[i].key);
+            if (!was_live)
+                base[i].sg = sg - (uint32_t)(SLOT_BUSY - SLOT_TOMB);
+            else if (moved)
+                base[i].sg = tomb_from_live(sg - (uint32_t)(SLOT_BUSY - SLOT_LIVE));
+            else
+                base[i].sg = sg - (uint32_t)(SLOT_BUSY - SLOT_LIVE);
+        }
+    }
+}
+
 int gmt_table_validate(gmt_table_t *t)
 {
     if (t->magic != TABLE_MAGIC) return -EINVAL;
@@ -938,5 +988,6 @@ int gmt_table_validate(gmt_table_t *t)
     t->grow_lock = 0;
     set_solo(t);
     t->movers = t->iterating = 0; /* the dead process's, as the writers counts */
+    settle_busy(t);
     return 0;
 }

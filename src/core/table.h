@@ -309,7 +309,8 @@ uint64_t gmt_table_bytes_held(gmt_table_t *t);
  * thread calls it. Returns the entries looked at (0: one level, nothing to move). */
 uint64_t gmt_table_settle(gmt_table_t *t, uint64_t budget);
 
-/* Checks a table read from a state file; 0 or -EINVAL. */
+/* Checks a table read from a state file and settles what its dead writer left half done (a slot
+ * cut short in a move, an insert or a removal); 0 or -EINVAL. Single-threaded. */
 int gmt_table_validate(gmt_table_t *t);
 
 #endif
