@@ -128,6 +128,151 @@ static void pools_maps_imports_and_releases(void **state)
     assert_int_equal(ev.addr, 0xd000);
 }
 
+/* Each runtime allocation call's own description. These are the events recorded when no lower
+ * layer saw the call (a static runtime, driver hooks off), so the integration tests, whose
+ * stand-in runtime goes through the hooked driver, never reach them: a pool call described as
+ * a device allocation, pinned host memory charged to a device, a managed allocation counted as
+ * in use, or a failure whose result reads 0 (an allocation then, at address 0: dropped) would
+ * pass them all. */
+static void runtime_allocations(void **state)
+{
+    (void)state;
+    void *d = (void *)0x1000;
+    cudaStream_t s = (cudaStream_t)0x55;
+    cudaMemPool_t pool = (cudaMemPool_t)0x66;
+    gmt_event_t ev = describe_cudaMalloc(&d, 10, cudaErrorMemoryAllocation);
+    assert_int_equal(ev.result, cudaErrorMemoryAllocation);
+    assert_int_equal(ev.size, 10); /* the size asked for, in the failure record */
+    ev = describe_cudaMalloc(&d, 10, cudaErrorInvalidValue);
+    assert_int_equal(ev.result, cudaErrorInvalidValue);
+    assert_int_equal(ev.flags, 0);
+
+    ev = describe_cudaMallocAsync(&d, 20, s, cudaSuccess);
+    assert_int_equal(ev.api, GMT_API_cudaMallocAsync);
+    assert_int_equal(ev.kind, GMT_KIND_POOL);
+    assert_int_equal(ev.space, GMT_SPACE_VA);
+    assert_int_equal(ev.device, GMT_DEVICE_CURRENT);
+    assert_int_equal(ev.addr, 0x1000);
+    assert_int_equal(ev.size, 20);
+    assert_int_equal(ev.stream, 0); /* the device's current pool, not the stream */
+    ev = describe_cudaMallocAsync_ptsz(&d, 21, s, cudaSuccess);
+    assert_int_equal(ev.api, GMT_API_cudaMallocAsync_ptsz);
+    assert_int_equal(ev.kind, GMT_KIND_POOL);
+    assert_int_equal(ev.stream, 0);
+    ev = describe_cudaMallocFromPoolAsync(&d, 22, pool, s, cudaSuccess);
+    assert_int_equal(ev.api, GMT_API_cudaMallocFromPoolAsync);
+    assert_int_equal(ev.kind, GMT_KIND_POOL);
+    assert_int_equal(ev.stream, 0x66); /* the pool named, whatever the stream */
+    assert_int_equal(ev.size, 22);
+    ev = describe_cudaMallocFromPoolAsync_ptsz(&d, 23, pool, s, cudaSuccess);
+    assert_int_equal(ev.api, GMT_API_cudaMallocFromPoolAsync_ptsz);
+    assert_int_equal(ev.kind, GMT_KIND_POOL);
+    assert_int_equal(ev.stream, 0x66);
+    CUdeviceptr dp = 0x2000;
+    ev = describe_cuMemAllocFromPoolAsync_ptsz(&dp, 24, (CUmemoryPool)0x67, NULL, CUDA_SUCCESS);
+    assert_int_equal(ev.kind, GMT_KIND_POOL);
+    assert_int_equal(ev.stream, 0x67);
+
+    ev = describe_cudaMallocManaged(&d, 30, 1 /* cudaMemAttachGlobal */, cudaSuccess);
+    assert_int_equal(ev.api, GMT_API_cudaMallocManaged);
+    assert_int_equal(ev.kind, GMT_KIND_MANAGED);
+    assert_int_equal(ev.device, GMT_DEVICE_CURRENT);
+    assert_int_equal(ev.stream, 0);
+
+    /* Pinned host memory has no device, whichever of the two runtime calls made it. */
+    void *h = (void *)0x3000;
+    ev = describe_cudaMallocHost(&h, 40, cudaSuccess);
+    assert_int_equal(ev.api, GMT_API_cudaMallocHost);
+    assert_int_equal(ev.kind, GMT_KIND_HOST_PINNED);
+    assert_int_equal(ev.device, GMT_DEVICE_HOST);
+    assert_int_equal(ev.addr, 0x3000);
+    ev = describe_cudaHostAlloc(&h, 41, 0, cudaSuccess);
+    assert_int_equal(ev.api, GMT_API_cudaHostAlloc);
+    assert_int_equal(ev.kind, GMT_KIND_HOST_PINNED);
+    assert_int_equal(ev.device, GMT_DEVICE_HOST);
+    assert_int_equal(ev.size, 41);
+}
+
+/* An out-parameter is read only on success and only when it is not NULL: a NULL one with a
+ * success result (a driver that accepted it, a CUPTI record) must not crash the program, and a
+ * failed call's left-over value (garbage, or a previous call's) is never taken for a pitch, a
+ * pointer or a handle. */
+static void out_params_null_or_stale(void **state)
+{
+    (void)state;
+    gmt_event_t ev = describe_cudaMalloc(NULL, 64, cudaSuccess);
+    assert_int_equal(ev.addr, 0);
+    ev = describe_cudaMallocAsync(NULL, 64, NULL, cudaSuccess);
+    assert_int_equal(ev.addr, 0);
+    CUdeviceptr p = 0x8000;
+    ev = describe_cuMemAllocPitch_v2(&p, NULL, 300, 10, 4, CUDA_SUCCESS);
+    assert_int_equal(ev.size, 300 * 10); /* no pitch to read: the width stands in */
+    assert_int_equal(ev.addr, 0x8000);
+    struct cudaExtent ext = {.width = 200, .height = 4, .depth = 5};
+    gmt_event_t rt = describe_cudaMalloc3D(NULL, ext, cudaSuccess);
+    assert_int_equal(rt.size, 200 * 4 * 5);
+    assert_int_equal(rt.addr, 0);
+    /* the runtime's pitched call, failed: its pitch out-parameter holds a stale value */
+    void *d = (void *)0x9000;
+    size_t stale = 4096;
+    rt = describe_cudaMallocPitch(&d, &stale, 1000, 3, cudaErrorMemoryAllocation);
+    assert_int_equal(rt.size, 1000 * 3);
+    assert_int_equal(rt.addr, 0);
+    assert_int_equal(rt.flags, GMT_EVENT_OOM);
+    /* failed driver calls with stale host pointers and handles */
+    void *host = (void *)0xd000;
+    ev = describe_cuMemHostAlloc(&host, 64, 0, CUDA_ERROR_OUT_OF_MEMORY);
+    assert_int_equal(ev.addr, 0);
+    ev = describe_cuMemAllocHost_v2(&host, 64, CUDA_ERROR_OUT_OF_MEMORY);
+    assert_int_equal(ev.addr, 0);
+    CUmemGenericAllocationHandle h = 42;
+    CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED};
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = 1;
+    ev = describe_cuMemCreate(&h, 2 << 20, &prop, 0, CUDA_ERROR_OUT_OF_MEMORY);
+    assert_int_equal(ev.addr, 0);
+    assert_int_equal(ev.size, 2 << 20);
+    assert_int_equal(ev.flags, GMT_EVENT_OOM);
+    ev = describe_cuMemCreate(NULL, 2 << 20, &prop, 0, CUDA_SUCCESS);
+    assert_int_equal(ev.addr, 0);
+    ev = describe_cuMemImportFromShareableHandle(&h, NULL, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                                                 CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(ev.addr, 0);
+    assert_int_equal(ev.result, CUDA_ERROR_INVALID_VALUE);
+}
+
+/* A reservation is its own key space (an address inside it is also a mapping's and, once
+ * mapped, an allocation's), and its release carries the size so that the core releases every
+ * piece it covers. An imported handle is a physical allocation grouped under the importing
+ * context's device (the caller resolves GMT_DEVICE_CURRENT; GMT_DEVICE_UNKNOWN would put it in
+ * the unknown device's figures). */
+static void reservations_and_imports(void **state)
+{
+    (void)state;
+    CUdeviceptr r = 0x7f0000000000;
+    gmt_event_t ev = describe_cuMemAddressReserve(&r, 8 << 20, 0, 0, 0, CUDA_SUCCESS);
+    assert_int_equal(ev.api, GMT_API_cuMemAddressReserve);
+    assert_int_equal(ev.kind, GMT_KIND_VMM_RESERVE);
+    assert_int_equal(ev.space, GMT_SPACE_RESERVE);
+    assert_int_equal(ev.device, GMT_DEVICE_CURRENT);
+    assert_int_equal(ev.addr, 0x7f0000000000);
+    assert_int_equal(ev.size, 8 << 20);
+    ev = describe_cuMemAddressFree(0x7f0000000000, 8 << 20);
+    assert_int_equal(ev.space, GMT_SPACE_RESERVE);
+    assert_int_equal(ev.addr, 0x7f0000000000);
+    assert_int_equal(ev.size, 8 << 20);
+    assert_int_equal(ev.device, GMT_DEVICE_UNKNOWN);
+    CUmemGenericAllocationHandle h = 5;
+    ev = describe_cuMemImportFromShareableHandle(&h, NULL, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                                                 CUDA_SUCCESS);
+    assert_int_equal(ev.api, GMT_API_cuMemImportFromShareableHandle);
+    assert_int_equal(ev.kind, GMT_KIND_VMM_PHYSICAL);
+    assert_int_equal(ev.space, GMT_SPACE_HANDLE);
+    assert_int_equal(ev.device, GMT_DEVICE_CURRENT);
+    assert_int_equal(ev.addr, 5);
+    assert_int_equal(ev.flags, GMT_EVENT_NOT_CHARGED);
+}
+
 /* Every line of src/core/cuda_errors.def against the toolkit's headers, at compile time: the
  * code is the driver's and the runtime's value of the names given. */
 #define GMT_CUDA_ERROR(code, drv, rt)                                                              \
@@ -169,6 +314,9 @@ int main(void)
         cmocka_unit_test(pitch_arithmetic),
         cmocka_unit_test(cumemcreate_device),
         cmocka_unit_test(pools_maps_imports_and_releases),
+        cmocka_unit_test(runtime_allocations),
+        cmocka_unit_test(out_params_null_or_stale),
+        cmocka_unit_test(reservations_and_imports),
         cmocka_unit_test(error_names_by_layer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -147,11 +147,75 @@ static void test_composition_after_changes(void **state)
     assert_true(g[0].count == (g[0].bytes == 3000 ? 2 : 1));
 }
 
+/* ---- the driver's reading at a peak (gmt_track_peak_driver_used: the report's audit) ---- */
+
+static int asked_negative; /* readings asked for the host or the unknown device */
+
+/* The driver's bytes in use on an ordinal, as every_meminfo reports them. */
+static int64_t driver_bytes(int32_t device)
+{
+    return ((int64_t)device + 2) << 20;
+}
+
+/* A provider that answers for any device (as a driver given a bad ordinal might), so that only
+ * the core's own checks keep the host and the unknown device from being asked. */
+static int every_meminfo(int32_t device, uint64_t *free_bytes, uint64_t *total_bytes)
+{
+    if (device < 0) asked_negative++;
+    *total_bytes = 64ull << 30;
+    *free_bytes = *total_bytes - (uint64_t)driver_bytes(device);
+    return 0;
+}
+
+/* A device's reading is unknown (-1) until it is asked for: a new peak with no release after
+ * it reads -1, not 0 bytes (which the audit would print as a driver using nothing); the
+ * report's settle asks every due device, released or not, device 0 included; the host and the
+ * unknown device have no ordinal to ask, even when in-use memory (host-located physical
+ * memory, cuMemCreate's GMT_DEVICE_HOST) gives them a peak. */
+static void test_driver_reading(void **state)
+{
+    (void)state;
+    gmt_track_set_meminfo(every_meminfo);
+    const int32_t d = 7; /* unused by the other tests */
+    gmt_event_t a = ev(0x300000000ull, 1000, d, GMT_API_cudaMalloc);
+    gmt_track_alloc(&a);
+    assert_int_equal(gmt_track_peak_driver_used(gmt_stats_slot(d)), -1);
+    gmt_track_settle_peaks(); /* report time: no release came */
+    assert_int_equal(gmt_track_peak_driver_used(gmt_stats_slot(d)), driver_bytes(d));
+    gmt_track_free(&a);
+
+    /* device 0: a new peak (1 GiB, over the other test's) read at its first release */
+    gmt_event_t z = ev(0x300100000ull, 1ull << 30, 0, GMT_API_cudaMalloc);
+    gmt_track_alloc(&z);
+    gmt_track_free(&z);
+    assert_int_equal(gmt_track_peak_driver_used(gmt_stats_slot(0)), driver_bytes(0));
+
+    gmt_event_t h = {.addr = 0x4242,
+                     .size = 4096,
+                     .device = GMT_DEVICE_HOST,
+                     .kind = GMT_KIND_VMM_PHYSICAL,
+                     .space = GMT_SPACE_HANDLE,
+                     .api = GMT_API_cuMemCreate,
+                     .layer = GMT_LAYER_DRIVER};
+    gmt_event_t u = ev(0x300200000ull, 2ull << 30, GMT_DEVICE_UNKNOWN, GMT_API_cudaMalloc);
+    gmt_track_alloc(&h);
+    gmt_track_alloc(&u);
+    assert_true(gmt_peak_dirty(gmt_stats_peak_word(gmt_stats_slot(GMT_DEVICE_HOST)))); /* due */
+    gmt_track_free(&h);
+    gmt_track_free(&u);
+    gmt_track_settle_peaks();
+    gmt_track_set_meminfo(NULL);
+    assert_int_equal(asked_negative, 0);
+    assert_int_equal(gmt_track_peak_driver_used(gmt_stats_slot(GMT_DEVICE_HOST)), -1);
+    assert_int_equal(gmt_track_peak_driver_used(gmt_stats_slot(GMT_DEVICE_UNKNOWN)), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_peak_cost_independent_of_stacks),
         cmocka_unit_test(test_composition_after_changes),
+        cmocka_unit_test(test_driver_reading),
     };
     return cmocka_run_group_tests_name("unit.peaks", tests, setup, NULL);
 }

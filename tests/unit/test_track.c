@@ -21,6 +21,7 @@
 #include "core/stats.h"
 #include "core/tls.h"
 #include "core/track.h"
+#include "core/track_internal.h" /* gmt_core_cfg */
 #include "core/unwind.h"
 
 #define VISIBLE   __attribute__((noinline, visibility("default")))
@@ -435,8 +436,10 @@ static void test_peak_groups(void **state)
     assert_int_equal(cnt, 1);
     assert_int_equal(site_bytes(g, n, site_b, &cnt), 3000);
     assert_int_equal(cnt, 1);
-    /* max limits the copy */
+    /* max limits the copy, not the peak's bytes: every group counts in them */
     assert_int_equal(gmt_track_peak_groups(slot, g, 1, NULL), 1);
+    assert_int_equal(gmt_track_peak_groups(slot, g, 1, &pb), 1);
+    assert_int_equal(pb, 4000);
 
     /* below the peak: settling changes nothing */
     peak_alloc_a(0x20000000, 500);
@@ -785,6 +788,9 @@ static void test_nested_failure(void **state)
     (void)state;
     const int32_t d = 10;
     gmt_counts_t c0 = counts();
+    gmt_api_totals_t rt0, drv0, rt1, drv1;
+    gmt_stats_api(GMT_API_cudaMallocAsync, &rt0);
+    gmt_stats_api(GMT_API_cuMemAllocAsync, &drv0);
     gmt_nest_t saved;
     gmt_track_runtime_enter(&saved, GMT_API_cudaMallocAsync, false);
     gmt_event_t drv = ev(0, 1ull << 40, d, GMT_KIND_POOL, GMT_SPACE_VA, GMT_API_cuMemAllocAsync,
@@ -802,6 +808,15 @@ static void test_nested_failure(void **state)
     assert_int_equal(f->device, d);
     assert_int_equal(f->oom, 1);
     assert_int_equal(dev(d).failures, 1);
+    /* The program called the runtime: the per-API failure count and the stack's tag name its
+     * call, not the driver's inside it (as for a nested allocation). */
+    gmt_stats_api(GMT_API_cudaMallocAsync, &rt1);
+    gmt_stats_api(GMT_API_cuMemAllocAsync, &drv1);
+    assert_int_equal(rt1.failures - rt0.failures, 1);
+    assert_int_equal(drv1.failures, drv0.failures);
+    assert_int_not_equal(f->stack_id, 0);
+    assert_int_equal(gmt_stacks_tag_api(gmt_stacks_entry(gmt_track_stacks(), f->stack_id)->tag),
+                     GMT_API_cudaMallocAsync);
 }
 
 /* ---- VMM
@@ -1175,6 +1190,13 @@ static void test_pool_index(void **state)
     assert_int_equal(pool_alloc_index(at, d, 0x9001), other); /* listed ones keep theirs */
     for (int i = 0; i < GMT_MAX_POOLS; i++)
         assert_int_equal(seen[i].index, i);
+    /* max bounds the copy: nothing is written past it */
+    gmt_pool_seen_t few[3];
+    memset(few, 0xa5, sizeof few);
+    assert_int_equal(gmt_track_pools(few, 2), 2);
+    assert_int_equal(few[0].index, 0);
+    assert_int_equal(few[1].index, 1);
+    assert_int_equal(few[2].index, 0xa5);
 }
 
 /* ---- audit: accounting edges (devices 20-25, which no other test uses) ------------------- */
@@ -1385,6 +1407,168 @@ static void test_release_settles_the_peak(void **state)
     assert_int_equal(gmt_track_peak_driver_used(gmt_stats_slot(d)), 4000);
 }
 
+/* ---- audit: failures and providers (devices 26-29, which no other test uses) ------------ */
+
+static int any_meminfo_negative; /* readings asked for a negative device */
+
+/* A provider that answers for any device, as a driver given a bad ordinal might: only the
+ * core's own check keeps the host from being asked. */
+static int any_meminfo(int32_t device, uint64_t *free_bytes, uint64_t *total_bytes)
+{
+    if (device < 0) any_meminfo_negative++;
+    *free_bytes = 1000;
+    *total_bytes = 9000;
+    return 0;
+}
+
+/* A failure's free memory is asked of every ordinal, device 0 included, and never of the host
+ * (pinned memory has no device to ask). Its count of allocations made before it is the failing
+ * device's own, every kind summed: the report's errors[].recovered compares it with the
+ * device's count at report time. */
+static void test_failure_device_facts(void **state)
+{
+    (void)state;
+    const int32_t d = 26;
+    gmt_track_set_meminfo(any_meminfo);
+    gmt_event_t zero = dev_ev(0, 1ull << 40, 0);
+    zero.result = 2;
+    fail_here(&zero);
+    const gmt_failure_t *f = last_failures(1);
+    assert_int_equal(f[0].device, 0);
+    assert_int_equal(f[0].free_bytes, 1000);
+    assert_int_equal(f[0].total_bytes, 9000);
+    gmt_event_t host = ev(0, 1ull << 41, GMT_DEVICE_HOST, GMT_KIND_HOST_PINNED, GMT_SPACE_VA,
+                          GMT_API_cudaMallocHost, GMT_LAYER_RUNTIME);
+    host.result = 2;
+    fail_here(&host);
+    gmt_track_set_meminfo(NULL);
+    f = last_failures(1);
+    assert_int_equal(f[0].device, GMT_DEVICE_HOST);
+    assert_int_equal(f[0].free_bytes, -1);
+    assert_int_equal(f[0].total_bytes, -1);
+    assert_int_equal(any_meminfo_negative, 0);
+
+    alloc_dev(0x26000000, 4096, d);
+    gmt_event_t m = ev(0x26100000, 4096, d, GMT_KIND_MANAGED, GMT_SPACE_VA,
+                       GMT_API_cudaMallocManaged, GMT_LAYER_RUNTIME);
+    gmt_track_alloc(&m);
+    gmt_event_t big = dev_ev(0, 1ull << 40, d);
+    big.result = 2;
+    fail_here(&big);
+    f = last_failures(1);
+    assert_int_equal(f[0].device, d);
+    assert_int_equal(f[0].device_allocs, 2);
+    free_dev(0x26000000, d);
+    gmt_track_free(&m);
+}
+
+/* Failures that are not the program's: an event of no known kind is dropped and counted as
+ * invalid (never a record whose kind the report cannot name), and a lower layer's failure
+ * inside a releasing runtime call belongs to that call (its hook records the release; the
+ * program asked for no allocation). */
+static void test_failures_not_recorded(void **state)
+{
+    (void)state;
+    const int32_t d = 27;
+    static gmt_failure_t all[GMT_MAX_FAILURE_RECORDS];
+    int k0 = gmt_track_failures(all, GMT_MAX_FAILURE_RECORDS);
+    gmt_counts_t c0 = counts();
+    gmt_event_t bad = dev_ev(0, 4096, d);
+    bad.kind = GMT_KIND_COUNT;
+    bad.result = 2;
+    gmt_track_failure(&bad);
+    gmt_counts_t c1 = counts();
+    assert_int_equal(c1.dropped_invalid - c0.dropped_invalid, 1);
+    assert_int_equal(c1.failures, c0.failures);
+
+    gmt_nest_t saved;
+    gmt_track_runtime_enter(&saved, GMT_API_cudaFree, true);
+    gmt_event_t drv =
+        ev(0, 4096, d, GMT_KIND_DEVICE, GMT_SPACE_VA, GMT_API_cuMemAlloc_v2, GMT_LAYER_DRIVER);
+    drv.result = 2;
+    drv.flags = GMT_EVENT_OOM;
+    gmt_track_failure(&drv);
+    gmt_track_runtime_leave(&saved);
+    gmt_counts_t c2 = counts();
+    assert_int_equal(c2.failures, c0.failures);
+    assert_int_equal(dev(d).failures, 0);
+    assert_int_equal(gmt_track_failures(all, GMT_MAX_FAILURE_RECORDS), k0);
+}
+
+/* GPUMEMTRACE_OOM_REPORT=0: an out-of-memory failure is recorded, but the oom report's hook
+ * is not called. */
+static void test_oom_report_off(void **state)
+{
+    (void)state;
+    const int32_t d = 28;
+    const bool was = gmt_core_cfg.oom_report;
+    gmt_track_set_oom_hook(fake_oom);
+    int oom0 = oom_calls;
+    gmt_core_cfg.oom_report = false;
+    gmt_event_t e = dev_ev(0, 1ull << 40, d);
+    e.result = 2;
+    e.flags = GMT_EVENT_OOM;
+    fail_here(&e);
+    gmt_core_cfg.oom_report = was;
+    gmt_track_set_oom_hook(NULL);
+    assert_int_equal(oom_calls, oom0);
+    const gmt_failure_t *f = last_failures(1);
+    assert_int_equal(f[0].device, d);
+    assert_int_equal(f[0].oom, 1);
+}
+
+static int fake_poolinfo(int32_t device, uint64_t pool, gmt_pool_info_t *out)
+{
+    (void)device, (void)pool, (void)out;
+    return -1;
+}
+
+/* The pool provider is handed back as installed (the report's reserved-versus-used view asks
+ * it), and withheld while the driver is off, like the free-memory one: a report written for a
+ * signal must not call into the driver. */
+static void test_poolinfo_provider(void **state)
+{
+    (void)state;
+    gmt_track_set_poolinfo(fake_poolinfo);
+    assert_ptr_equal(gmt_track_poolinfo(), fake_poolinfo);
+    gmt_track_driver_off(true);
+    assert_null(gmt_track_poolinfo());
+    gmt_track_driver_off(false);
+    assert_ptr_equal(gmt_track_poolinfo(), fake_poolinfo);
+    gmt_track_set_poolinfo(NULL);
+    assert_null(gmt_track_poolinfo());
+}
+
+/* Last: it leaves the failure ring full, so any later last_failures would read stale records.
+ * The first GMT_MAX_FAILURE_RECORDS failures are kept and each later one is counted as a drop
+ * (capture.dropped.failures); a copy stops at the ring's end and at max. */
+static void test_failure_ring_full(void **state)
+{
+    (void)state;
+    const int32_t d = 29;
+    static gmt_failure_t f[GMT_MAX_FAILURE_RECORDS + 8];
+    const int kept = gmt_track_failures(f, GMT_MAX_FAILURE_RECORDS);
+    assert_true(kept < GMT_MAX_FAILURE_RECORDS);
+    gmt_counts_t c0 = counts();
+    const int extra = 5, n = GMT_MAX_FAILURE_RECORDS - kept + extra;
+    for (int i = 0; i < n; i++) {
+        gmt_event_t e = dev_ev(0, 1000 + (uint64_t)i, d);
+        e.result = 1;
+        gmt_track_failure(&e);
+    }
+    gmt_counts_t c1 = counts();
+    assert_int_equal(c1.failures - c0.failures, n);
+    assert_int_equal(c1.dropped_failures - c0.dropped_failures, extra);
+    assert_int_equal(dev(d).failures, n);
+    assert_int_equal(gmt_track_failures(f, GMT_MAX_FAILURE_RECORDS + 8), GMT_MAX_FAILURE_RECORDS);
+    assert_int_equal(f[GMT_MAX_FAILURE_RECORDS - 1].device, d);
+    assert_int_equal(f[GMT_MAX_FAILURE_RECORDS - 1].size, 1000 + n - extra - 1);
+    memset(f, 0, sizeof f);
+    assert_int_equal(gmt_track_failures(f, 2), 2);
+    assert_true(f[1].time_ns > 0);
+    assert_int_equal(f[2].time_ns, 0); /* not written past max */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1418,6 +1602,11 @@ int main(void)
         cmocka_unit_test(test_unknown_free_counted_by_layer),
         cmocka_unit_test(test_release_time_recorded),
         cmocka_unit_test(test_release_settles_the_peak),
+        cmocka_unit_test(test_failure_device_facts),
+        cmocka_unit_test(test_failures_not_recorded),
+        cmocka_unit_test(test_oom_report_off),
+        cmocka_unit_test(test_poolinfo_provider),
+        cmocka_unit_test(test_failure_ring_full), /* last: leaves the ring full */
     };
     return cmocka_run_group_tests_name("unit.track", tests, group_setup, NULL);
 }
