@@ -757,6 +757,36 @@ int gmt_table_insert(gmt_table_t *t, const gmt_record_t *rec)
     return gmt_table_put(t, &e);
 }
 
+/* A search's walk through one level from the home slot of a hash: the slots an entry homed
+ * there may be in (the level's longest probe, at most the level). Released slots are never
+ * read: an entry homed there, or wrapped round to slot 0, is not in this level any more (the
+ * top of the file). find and a recovered table's settle_busy walk alike. */
+typedef struct probe_s {
+    uint64_t idx, cap, left, rel;
+} probe_t;
+
+/* The walk's first slot in p->idx; false when the home slot was released (nothing to read). */
+static inline bool probe_begin(gmt_level_t *l, uint64_t h, probe_t *p)
+{
+    p->cap = LOAD(&l->cap, RLX);
+    p->idx = home(h, p->cap);
+    uint64_t limit = LOAD(&l->max_probe, ACQ) + 1;
+    p->left = limit < p->cap ? limit : p->cap;
+    p->rel = LOAD(&l->released, ACQ);
+    return p->idx >= p->rel;
+}
+
+/* The walk's next slot in p->idx; false at its end. */
+static inline bool probe_next(probe_t *p)
+{
+    if (--p->left == 0) return false;
+    if (++p->idx == p->cap) {
+        if (p->rel) return false;
+        p->idx = 0;
+    }
+    return true;
+}
+
 /* Finds (space, key) oldest level first; with take, removes it. */
 static int __attribute__((noinline))
 find(gmt_table_t *t, uint8_t space, uint64_t key, gmt_entry_t *out, int take)
@@ -764,20 +794,11 @@ find(gmt_table_t *t, uint8_t space, uint64_t key, gmt_entry_t *out, int take)
     uint64_t h = hash_key(space, key);
     for (uint32_t n = LOAD(&t->first, ACQ); n < LOAD(&t->next, ACQ); n++) {
         gmt_level_t *l = lvl(t, n);
-        uint64_t cap = LOAD(&l->cap, RLX), idx = home(h, cap);
-        uint64_t limit = LOAD(&l->max_probe, ACQ) + 1;
-        if (limit > cap) limit = cap;
-        /* Released slots are never read: an entry homed there, or wrapped round to slot 0,
-         * is not in this level any more (the top of the file). */
-        uint64_t rel = LOAD(&l->released, ACQ);
-        if (idx < rel) continue;
+        probe_t p;
+        if (!probe_begin(l, h, &p)) continue;
         gmt_slot_t *base = slots(l);
-        for (uint64_t i = 0; i < limit; i++) {
-            if (i && ++idx == cap) {
-                if (rel) goto next_level;
-                idx = 0;
-            }
-            gmt_slot_t *s = &base[idx];
+        do {
+            gmt_slot_t *s = &base[p.idx];
             unsigned spins = 0;
             for (;;) {
                 uint32_t sg = LOAD(&s->sg, ACQ);
@@ -801,7 +822,7 @@ find(gmt_table_t *t, uint8_t space, uint64_t key, gmt_entry_t *out, int take)
                 slot_take(t, s, sg, out);
                 return 0;
             }
-        }
+        } while (probe_next(&p));
     next_level:;
     }
     return -ENOENT;
@@ -923,19 +944,14 @@ uint64_t gmt_table_bytes_held(gmt_table_t *t)
 /* Whether level l holds (space, key) LIVE; single-threaded (a recovered state). */
 static bool level_holds(gmt_level_t *l, uint32_t space, uint64_t key)
 {
-    uint64_t cap = l->cap, idx = home(hash_key((uint8_t)space, key), cap);
-    uint64_t limit = l->max_probe + 1 < cap ? l->max_probe + 1 : cap, rel = l->released;
-    if (idx < rel) return false; /* given back: nothing homed there is in this level */
+    probe_t p;
+    if (!probe_begin(l, hash_key((uint8_t)space, key), &p)) return false;
     gmt_slot_t *base = slots(l);
-    for (uint64_t i = 0; i < limit; i++) {
-        if (i && ++idx == cap) {
-            if (rel) return false;
-            idx = 0;
-        }
-        uint32_t sg = base[idx].sg;
+    do {
+        uint32_t sg = base[p.idx].sg;
         if (st_of(sg) == SLOT_EMPTY) return false;
-        if (st_of(sg) == SLOT_LIVE && base[idx].key == key && space_of(sg) == space) return true;
-    }
+        if (st_of(sg) == SLOT_LIVE && base[p.idx].key == key && space_of(sg) == space) return true;
+    } while (probe_next(&p));
     return false;
 }
 
