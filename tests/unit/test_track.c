@@ -45,6 +45,15 @@ static gmt_event_t ev(uint64_t addr, uint64_t size, int32_t device, gmt_kind_t k
     return e;
 }
 
+/* An imported shareable handle (another process's memory): tracked, never charged. */
+static gmt_event_t imported(uint64_t handle, uint64_t size, int32_t device)
+{
+    gmt_event_t e = ev(handle, size, device, GMT_KIND_VMM_PHYSICAL, GMT_SPACE_HANDLE,
+                       GMT_API_cuMemImportFromShareableHandle, GMT_LAYER_DRIVER);
+    e.flags = GMT_EVENT_NOT_CHARGED;
+    return e;
+}
+
 static gmt_event_t dev_ev(uint64_t addr, uint64_t size, int32_t device)
 {
     return ev(addr, size, device, GMT_KIND_DEVICE, GMT_SPACE_VA, GMT_API_cudaMalloc,
@@ -493,9 +502,7 @@ static void test_peak_groups_exclude_not_charged(void **state)
     (void)state;
     const int32_t d = 4;
     const int slot = gmt_stats_slot(d);
-    gmt_event_t imp = ev(0x4400, 50000, d, GMT_KIND_VMM_PHYSICAL, GMT_SPACE_HANDLE,
-                         GMT_API_cuMemImportFromShareableHandle, GMT_LAYER_DRIVER);
-    imp.flags = GMT_EVENT_NOT_CHARGED;
+    gmt_event_t imp = imported(0x4400, 50000, d);
     gmt_track_alloc(&imp);
     gmt_record_t r = lookup(GMT_SPACE_HANDLE, 0x4400);
     assert_true(r.flags & GMT_EVENT_NOT_CHARGED);
@@ -902,9 +909,7 @@ static void test_not_charged(void **state)
 {
     (void)state;
     const int32_t d = 12;
-    gmt_event_t imp = ev(0xc0ffee, 1 << 20, d, GMT_KIND_VMM_PHYSICAL, GMT_SPACE_HANDLE,
-                         GMT_API_cuMemImportFromShareableHandle, GMT_LAYER_DRIVER);
-    imp.flags = GMT_EVENT_NOT_CHARGED;
+    gmt_event_t imp = imported(0xc0ffee, 1 << 20, d);
     gmt_counts_t c0 = counts();
     gmt_track_alloc(&imp);
     gmt_record_t r = lookup(GMT_SPACE_HANDLE, 0xc0ffee);
@@ -1207,9 +1212,7 @@ static void test_not_charged_stack_untouched(void **state)
 {
     (void)state;
     const int32_t d = 20;
-    gmt_event_t imp = ev(0x20200, 1 << 20, d, GMT_KIND_VMM_PHYSICAL, GMT_SPACE_HANDLE,
-                         GMT_API_cuMemImportFromShareableHandle, GMT_LAYER_DRIVER);
-    imp.flags = GMT_EVENT_NOT_CHARGED;
+    gmt_event_t imp = imported(0x20200, 1 << 20, d);
     gmt_event_t rel = ev(0x20200, 0, d, GMT_KIND_VMM_PHYSICAL, GMT_SPACE_HANDLE,
                          GMT_API_cuMemRelease, GMT_LAYER_DRIVER);
     gmt_track_alloc(&imp);
