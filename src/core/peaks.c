@@ -64,7 +64,6 @@ void gmt_track_settle_peaks(void)
 int gmt_track_peak_groups(int slot, gmt_peak_group_t *out, int max, int64_t *peak_bytes)
 {
     gmt_stacks_t *stacks = gmt_core_stacks;
-    int32_t device = gmt_stats_device_of_slot(slot);
     uint64_t epoch = gmt_hot.stats ? gmt_peak_epoch(gmt_stats_peak_word(slot)) : 0;
     int n = 0;
     int64_t total = 0;
@@ -72,7 +71,9 @@ int gmt_track_peak_groups(int slot, gmt_peak_group_t *out, int max, int64_t *pea
     for (uint32_t id = 1; epoch && id <= ids; id++) {
         gmt_stack_entry_t *e = gmt_stacks_entry(stacks, id);
         if (!__atomic_load_n(&e->hash, __ATOMIC_ACQUIRE)) continue;
-        if (gmt_stacks_tag_device(e->tag) != device) continue;
+        /* By slot, not ordinal: ordinals 64 and above share the unknown slot (gmt_stats_slot),
+         * whose peak word their events moved. */
+        if (gmt_stats_slot(gmt_stacks_tag_device(e->tag)) != slot) continue;
         if (!gmt_kind_in_use((gmt_kind_t)gmt_stacks_tag_kind(e->tag))) continue;
         bool changed = __atomic_load_n(&e->peak_epoch, __ATOMIC_ACQUIRE) == epoch;
         int64_t b = __atomic_load_n(changed ? &e->peak_bytes : &e->live_bytes, __ATOMIC_RELAXED);

@@ -86,7 +86,11 @@ int gmt_stacks_validate(gmt_stacks_t *st);
  * live table. depth may be 0 (stacks off): the id then groups by tag alone. */
 static inline uint32_t gmt_stacks_tag(int32_t device, uint8_t kind, uint8_t api)
 {
-    return ((uint32_t)(uint8_t)(device + 2) << 16) | ((uint32_t)kind << 8) | api;
+    /* Ordinals -2 .. 253 fit the tag's byte; any other is the unknown device (its bytes are in
+     * the unknown slot, gmt_stats_slot), never another device's by wrapping. */
+    uint32_t d = (uint32_t)device + 2u;
+    if (d > 0xff) d = 0;
+    return (d << 16) | ((uint32_t)kind << 8) | api;
 }
 static inline int32_t gmt_stacks_tag_device(uint32_t tag)
 {

@@ -73,7 +73,8 @@ static void test_peak_cost_independent_of_stacks(void **state)
 {
     (void)state;
     uint64_t few = peak_then_free_ns();
-    /* OTHER_STACKS stacks, each with one live allocation, on devices 20..250 (the unknown slot) */
+    /* OTHER_STACKS stacks, each with one live allocation, on devices 20..250 (those of 64 and
+     * above in the unknown slot) */
     int made = 0;
     for (int32_t d = 20; d < 250 && made < OTHER_STACKS; d++)
         for (int api = 0; api < GMT_API_COUNT && made < OTHER_STACKS; api++, made++) {
@@ -147,6 +148,39 @@ static void test_composition_after_changes(void **state)
     assert_true(g[0].count == (g[0].bytes == 3000 ? 2 : 1));
 }
 
+/* Ordinals 64 and above are the unknown slot's: their bytes are in its peak, so they are in its
+ * composition too; an ordinal past the tag's byte (266) is not another device's (266 - 256 = 10,
+ * unused by the other tests). Device 251: above the first test's devices. */
+static void test_composition_out_of_range_devices(void **state)
+{
+    (void)state;
+    const int unknown = gmt_stats_slot(GMT_DEVICE_UNKNOWN);
+    assert_int_equal(gmt_stats_slot(251), unknown);
+    assert_int_equal(gmt_stats_slot(266), unknown);
+    gmt_event_t a = ev(0x500000000ull, 7001, 251, GMT_API_cudaMalloc);
+    gmt_event_t b = ev(0x500100000ull, 3001, 266, GMT_API_cudaMalloc);
+    gmt_track_alloc(&a);
+    gmt_track_alloc(&b);
+    static gmt_peak_group_t g[OTHER_STACKS + 64]; /* the first test's are the slot's too */
+    int64_t pb = 0;
+    int n = gmt_track_peak_groups(unknown, g, OTHER_STACKS + 64, &pb);
+    bool saw_a = false, saw_b = false;
+    for (int i = 0; i < n; i++) {
+        saw_a |= g[i].bytes == 7001;
+        saw_b |= g[i].bytes == 3001;
+    }
+    assert_true(saw_a);
+    assert_true(saw_b);
+    gmt_track_free(&a); /* a new peak on device 10 would compose from it alone: no 3001 */
+    gmt_event_t c = ev(0x500200000ull, 500, 10, GMT_API_cudaMalloc);
+    gmt_track_alloc(&c);
+    n = gmt_track_peak_groups(gmt_stats_slot(10), g, OTHER_STACKS + 64, &pb);
+    assert_int_equal(n, 1);
+    assert_int_equal(pb, 500);
+    gmt_track_free(&b);
+    gmt_track_free(&c);
+}
+
 /* ---- the driver's reading at a peak (gmt_track_peak_driver_used: the report's audit) ---- */
 
 static int asked_negative; /* readings asked for the host or the unknown device */
@@ -215,6 +249,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_peak_cost_independent_of_stacks),
         cmocka_unit_test(test_composition_after_changes),
+        cmocka_unit_test(test_composition_out_of_range_devices),
         cmocka_unit_test(test_driver_reading),
     };
     return cmocka_run_group_tests_name("unit.peaks", tests, setup, NULL);
