@@ -657,6 +657,71 @@ def case_check_limits(c):
     expect(one_line(err) and "not a regular file" in err, err)
 
 
+def edited(c, base, name, edit):
+    """tests/cli/data/BASE with edit(report) applied, written to the work folder as NAME."""
+    rep = c.load(os.path.join(c.data, base))
+    edit(rep)
+    path = c.path(name)
+    with open(path, "w") as f:
+        json.dump(rep, f)
+    return path
+
+
+@case
+def case_check_contract(c):
+    """check's limits as docs/cli.md states them, on edited copies of valid.json: --max-peak-bytes
+    checks GPUs (not the unknown device -2) and, in a report that lists none, the report's peak,
+    inclusively; a report with no live memory passes --max-fragmentation; --no-errors counts
+    every failed allocation the report counted, listed or not; a limits file's absolute
+    suppressions path is taken as it is."""
+    MIB12 = 12 * MIB
+
+    def unknown_dev(r):
+        r["devices"].append({"device": -2, "name": None, "uuid": None, "total_bytes": None,
+                             "current_bytes": 0, "peak_bytes": 0, "peak_time": None,
+                             "allocs": 0, "frees": 0, "failures": 1, "kinds": {}})
+    u = edited(c, "valid.json", "unknown_dev.json", unknown_dev)
+    out, _, _ = c.cli_run("check", u, "--max-peak-bytes", "12MiB", "--max-leak-bytes", "4MiB")
+    expect(out == f"PASS {u}: 3 limits hold\n",
+           f"GPUs 0 and 1 and the leak, not device -2: {out!r}")
+
+    def no_gpu(r):
+        r["devices"] = []
+    ng = edited(c, "valid.json", "no_gpu.json", no_gpu)
+    peak = c.load(ng)["summary"]["peak_bytes"]
+    out, _, _ = c.cli_run("check", ng, "--max-peak-bytes", peak)  # inclusive
+    expect(out == f"PASS {ng}: 1 limit holds\n", f"no GPU, the report's peak at the limit: {out!r}")
+    out, _, _ = c.cli_run("check", ng, "--max-peak-bytes", peak - 1, rc=1)
+    expect(out == f"FAIL {ng}: peak {fmt_size(peak)} ({peak} bytes) exceeds max-peak-bytes "
+           f"{fmt_size(peak - 1)} ({peak - 1})\n", f"no GPU, the report's peak over: {out!r}")
+
+    def no_frag(r):
+        r["fragmentation"] = []
+    nf = edited(c, "valid.json", "no_frag.json", no_frag)
+    out, _, _ = c.cli_run("check", nf, "--max-fragmentation", "0")
+    expect(out == f"PASS {nf}: 1 limit holds\n", f"no live memory, nothing fragmented: {out!r}")
+
+    def unlisted_errors(r):
+        r["errors"] = []  # counted (summary.failures 2), none listed
+    ue = edited(c, "valid.json", "unlisted_errors.json", unlisted_errors)
+    out, _, _ = c.cli_run("check", ue, "--no-errors", rc=1)
+    expect(out == f"FAIL {ue}: 2 failed allocations (0 recovered) with --no-errors\n",
+           f"failures counted but not listed: {out!r}")
+
+    # suppressions = /absolute/path in a limits file: not made relative to the file's folder
+    supp = c.path("abs.supp")
+    with open(supp, "w") as f:
+        f.write("alloc_workspace\n")  # a frame of valid.json's 3 MiB group
+    proj = c.path("absproj")
+    os.makedirs(proj, exist_ok=True)
+    limits = os.path.join(proj, "gpumemtrace.limits")
+    with open(limits, "w") as f:
+        f.write(f"max-leak-bytes = 1MiB\nsuppressions = {supp}\n")
+    v1 = os.path.join(c.data, "valid.json")
+    out, _, _ = c.cli_run("check", v1, "--limits", limits)
+    expect(out == f"PASS {v1}: 1 limit holds\n", f"absolute suppressions path: {out!r}")
+
+
 # ---- diff -------------------------------------------------------------------------------
 
 @case
