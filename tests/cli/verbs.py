@@ -805,6 +805,119 @@ def case_diff_limits(c):
     expect(fails == want, f"{len(fails)} FAIL lines:\n" + "\n".join(fails[-5:]))
 
 
+def diff_rows(out):
+    """The rows of diff's per call stack section."""
+    sec = out.split("\nPer call stack (matched by frames): at exit, at the peak\n", 1)[1]
+    return [l for l in sec.split("\n\n", 1)[0].splitlines() if l.startswith("  leak ")]
+
+
+def stack_groups(r, sid, leak=None, peak=None):
+    """Sets stack SID's bytes among valid.json's leak groups and its peak's groups (None: the
+    group is left out)."""
+    for groups, b in ((r["leaks"]["groups"], leak), (r["peak"][0]["groups"], peak)):
+        old = [g for g in groups if g["stack_id"] == sid]
+        groups[:] = [g for g in groups if g["stack_id"] != sid]
+        if b is not None:
+            groups.append(dict(old[0] if old else {"count": 1, "kind": "device", "device": 0,
+                                                   "api": "cudaMalloc"}, stack_id=sid, bytes=b))
+
+
+@case
+def case_diff_contract(c):
+    """diff as docs/cli.md states it, on edited copies of valid.json: the call stacks whose bytes
+    changed at exit or at the peak (suppressed leak groups are not leaked bytes), largest growth
+    first counting both, [new] and [gone] only for stacks absent from one run; libraries by
+    their largest change at exit or at the peak; each device of either run; failures old ->
+    new; --max-growth allows growth up to N bytes or P percent, inclusively, and growth from
+    nothing is over any percentage."""
+    def leak4(r):
+        """stack 4 also leaks 1 MiB, in both runs, listed first: the table meets it first, so
+        a sort that weighed one side's peak growth and not the other's would misplace it"""
+        r["leaks"]["groups"].insert(0, dict(r["leaks"]["groups"][0], stack_id=4, bytes=MIB))
+    old = edited(c, "valid.json", "leak4.json", leak4)
+
+    def grown(r):
+        leak4(r)
+        stack_groups(r, 1, leak=4 * MIB, peak=3 * MIB)   # +1 MiB at exit
+        stack_groups(r, 4, leak=MIB, peak=10 * MIB)      # +2 MiB at the peak only
+        stack_groups(r, 3, leak=None, peak=None)         # gone: -1 MiB, -1 MiB
+        for g in r["leaks"]["groups"]:
+            if g["stack_id"] == 2:
+                g["bytes"] = 5 * MIB                     # suppressed: not leaked bytes
+        r["summary"]["failures"] = 0
+        r["errors"] = []
+        r["devices"] = r["devices"][:1]                  # GPU 1 absent
+    new = edited(c, "valid.json", "grown.json", grown)
+    out, _, _ = c.cli_run("diff", old, new)
+    rows = diff_rows(out)
+    expect(len(rows) == 3
+           and re.match(r"  leak\s+\+0 B  peak\s+\+2\.00 MiB  alloc_activations act\.c:31 \S+$",
+                        rows[0])
+           and re.match(r"  leak\s+\+1\.00 MiB  peak\s+\+0 B  forward model\.py:42$",
+                        rows[1])
+           and re.match(r"  leak\s+-1\.00 MiB  peak\s+-1\.00 MiB  .*libpool.*  \[gone\]$", rows[2]),
+           "per call stack:\n" + "\n".join(rows))
+    expect("cache_grow" not in out, "a suppressed group's bytes shown:\n" + out)
+    # a stack OLD held at its peak only is not new in NEW, which also leaks it
+    rows = diff_rows(c.cli_run("diff", os.path.join(c.data, "valid.json"), new)[0])
+    act = [l for l in rows if "alloc_activations" in l]
+    expect(len(act) == 1 and re.match(r"  leak\s+\+1\.00 MiB  peak\s+\+2\.00 MiB  .*\S+$", act[0])
+           and "[new]" not in act[0], "alloc_activations, at the peak in OLD:\n" + "\n".join(rows))
+    expect("\n  failures 2 -> 0\n" in out, "failures:\n" + out)
+    expect(re.search(r"^  GPU 1 +2\.00 KiB -> \(absent\)$", out, re.M), "GPU 1 absent:\n" + out)
+
+    # two changed stacks, listed by the table in the wrong order: still largest growth first
+    def two(r, a, b):
+        r["peak"][0]["groups"] = []
+        r["leaks"]["groups"] = [g for g in r["leaks"]["groups"] if g["stack_id"] in (1, 3)]
+        r["leaks"]["groups"].sort(key=lambda g: -g["stack_id"])  # stack 3 first
+        stack_groups(r, 3, leak=a)
+        stack_groups(r, 1, leak=b)
+        r["leaks"]["groups"].sort(key=lambda g: -g["stack_id"])
+    o2 = edited(c, "valid.json", "two_old.json", lambda r: two(r, MIB, MIB))
+    n2 = edited(c, "valid.json", "two_new.json", lambda r: two(r, 2 * MIB, 5 * MIB))
+    rows = diff_rows(c.cli_run("diff", o2, n2)[0])
+    expect(len(rows) == 2 and "+4.00 MiB" in rows[0] and "forward model.py:42" in rows[0]
+           and "+1.00 MiB" in rows[1], "two stacks:\n" + "\n".join(rows))
+
+    # libraries: the largest change at exit or at the peak first; a change at the peak alone
+    # is a change
+    def libs(r):
+        r["summary"]["libraries"] = [
+            {"library": "trainer", "peak_bytes": 11534336 + 8 * MIB, "exit_bytes": 3145728},
+            {"library": "libpool.so", "peak_bytes": 1048576, "exit_bytes": 2 * MIB}]
+    lv2 = edited(c, "valid_v2.json", "libs_v2.json", libs)
+    v2 = os.path.join(c.data, "valid_v2.json")
+    out, _, _ = c.cli_run("diff", v2, lv2)
+    sec = out.split("\nPer library: at exit, at the peak\n", 1)[1].split("\n\n", 1)[0]
+    rows = sec.splitlines()
+    expect(len(rows) == 2 and re.match(r"  exit\s+\+0 B  peak\s+\+8\.00 MiB  trainer", rows[0])
+           and re.match(r"  exit\s+\+1\.00 MiB  peak\s+\+0 B  libpool\.so", rows[1]),
+           "per library:\n" + sec)
+    out, _, _ = c.cli_run("diff", v2, os.path.join(c.data, "valid.json"))
+    sec = out.split("\nPer library: at exit, at the peak\n", 1)[1].split("\n\n", 1)[0]
+    expect(sec == "  (NEW lists no libraries: a version 1 report; not compared)",
+           "v2 -> v1:\n" + sec)
+
+    # --max-growth: the leaked bytes grow by 1 MiB, 25% (4 -> 5 MiB); the peaks stay
+    def leak5(r):
+        r["leaks"]["total_bytes"] = 5 * MIB
+    l5 = edited(c, "valid.json", "leak5.json", leak5)
+    v1 = os.path.join(c.data, "valid.json")
+    for limit, rc in (("1MiB", 0), (str(MIB - 1), 1), ("25%", 0), ("24%", 1), ("5%", 1)):
+        out, _, _ = c.cli_run("diff", "--max-growth", limit, v1, l5, rc=rc)
+        fails = [l for l in out.splitlines() if l.startswith("FAIL")]
+        want = [f"FAIL leaked bytes grew by +1.00 MiB, over --max-growth {limit}"] if rc else []
+        expect(fails == want, f"--max-growth {limit}: {fails}")
+
+    def leak0(r):
+        r["leaks"]["total_bytes"] = 0
+    l0 = edited(c, "valid.json", "leak0.json", leak0)
+    out, _, _ = c.cli_run("diff", "--max-growth", "1000%", l0, v1, rc=1)
+    expect("FAIL leaked bytes grew by +4.00 MiB, over --max-growth 1000%\n" in out,
+           "growth from nothing:\n" + out)
+
+
 @case
 def case_no_stacks(c):
     """A report that holds no call stack and no group (nothing live at exit, no peak owner: a
