@@ -273,6 +273,13 @@ void gmt_stats_reset(void)
     timelines_clear();
 }
 
+void gmt_stats_timeline_words(int slot, int **lock, int **npoints, gmt_timeline_point_t **points)
+{
+    *lock = &timelines[slot].lock;
+    *npoints = &timelines[slot].n;
+    *points = points_of(slot);
+}
+
 /* A thread's first event: an owned shard if one is free, else a shared one. */
 __attribute__((noinline)) static uint32_t pick_shard(void)
 {

@@ -63,6 +63,9 @@ typedef struct gmt_timeline_point_s {
 /* Sets up the timeline (points per device); 0 or -ENOMEM. Call once before any event. */
 int gmt_stats_init(uint64_t start_ns, int timeline_points);
 void gmt_stats_reset(void); /* tests */
+/* Tests: where a timeline's lock word, point count and points are kept, so that a test can
+ * write them as a dead process may have left them in a state file. */
+void gmt_stats_timeline_words(int slot, int **lock, int **npoints, gmt_timeline_point_t **points);
 /* The stats block (in the region when one exists): its size, and binding to one read from a
  * state file (0 or -EINVAL). */
 size_t gmt_stats_state_bytes(void);

@@ -695,6 +695,161 @@ static void test_counters_by_layer_and_adjusted_frees(void **state)
     assert_int_equal(gmt_stats_last_event_ns(), t0 + 3 * MS);
 }
 
+/* ---- second audit (devices 20-26) ---------------------------------------------------------- */
+
+/* A device is charged once a charged allocation was made on it, even when all of it has been
+ * released since (the report lists it, with its peak); an uncharged allocation does not make
+ * it so. */
+static void test_slot_charged_after_release(void **state)
+{
+    (void)state;
+    assert_false(gmt_stats_slot_charged(gmt_stats_slot(20)));
+    alloc_at(20, 10, 1, MS / 2);
+    free_at(20, 10, MS);
+    assert_int_equal(dev(20).current[GMT_KIND_DEVICE], 0);
+    assert_true(gmt_stats_slot_charged(gmt_stats_slot(20)));
+    gmt_stats_on_alloc(21, GMT_KIND_DEVICE, GMT_API_cudaMalloc, GMT_LAYER_RUNTIME, false, 10, 2,
+                       gmt_track_start_ns() + MS, false);
+    assert_false(gmt_stats_slot_charged(gmt_stats_slot(21)));
+}
+
+/* Halving: a merged point starts at its wider bucket's start (the pairs here begin at odd
+ * buckets), keeps the higher of the two maxima and the later last bytes. Bucket b (1 ms) gets
+ * one event: 100 more bytes at even b, 60 fewer at odd b, so each merged pair (2k, 2k+1)
+ * peaks at its first bucket and ends at its second. */
+static void test_halving_aligns_and_keeps_the_higher_max(void **state)
+{
+    (void)state;
+    const int32_t d = 23;
+    int64_t at[TL_POINTS + 2] = {0};
+    int64_t in_use = 0;
+    for (uint64_t b = 1; b <= TL_POINTS + 1; b++) { /* the last event halves */
+        if (b == 1 || b % 2 == 0) {
+            alloc_at(d, 100, b, b * MS + MS / 2);
+            in_use += 100;
+        } else {
+            free_at(d, 60, b * MS + MS / 2);
+            in_use -= 60;
+        }
+        at[b] = in_use;
+    }
+    gmt_timeline_point_t pts[TL_POINTS];
+    int n = gmt_stats_timeline(gmt_stats_slot(d), pts, TL_POINTS);
+    assert_int_equal(n, TL_POINTS / 2 + 1); /* [1], [2,3] .. [14,15], [16,17] */
+    for (int k = 0; k < n; k++)
+        assert_int_equal(pts[k].t_ns, (uint64_t)k * 2 * MS);
+    assert_int_equal(pts[0].max, at[1]);
+    for (int k = 1; k < n; k++) {
+        assert_int_equal(pts[k].max, at[2 * k]);
+        assert_int_equal(pts[k].last, at[2 * k + 1]);
+    }
+}
+
+/* An event whose clock reading is older than the tracer's start (a thread that read it just
+ * before) lands in the first bucket, not at the far end of time. */
+static void test_event_before_start_lands_at_zero(void **state)
+{
+    (void)state;
+    const int32_t d = 24;
+    uint64_t t0 = gmt_track_start_ns();
+    assert_true(t0 > MS);
+    gmt_stats_on_alloc(d, GMT_KIND_DEVICE, GMT_API_cudaMalloc, GMT_LAYER_RUNTIME, false, 10, 1,
+                       t0 - MS, true);
+    gmt_timeline_point_t pts[TL_POINTS];
+    assert_int_equal(gmt_stats_timeline(gmt_stats_slot(d), pts, TL_POINTS), 1);
+    assert_int_equal(pts[0].t_ns, 0);
+    assert_int_equal(pts[0].max, 10);
+}
+
+/* A state file's timelines as a killed process may leave them: a point count beyond the
+ * capacity is read as none (not as points past the device's own), a lock held by a thread
+ * that no longer exists is free again (a report does not wait on it, and the next event adds
+ * its point). */
+static void test_attach_repairs_timeline_words(void **state)
+{
+    (void)state;
+    const int32_t d = 25, e = 26;
+    alloc_at(d, 10, 1, MS / 2);
+    alloc_at(e, 10, 2, MS / 2);
+    int *lock_d, *n_d, *lock_e, *n_e;
+    gmt_timeline_point_t *pts_d, *pts_e;
+    gmt_stats_timeline_words(gmt_stats_slot(d), &lock_d, &n_d, &pts_d);
+    gmt_stats_timeline_words(gmt_stats_slot(e), &lock_e, &n_e, &pts_e);
+    assert_int_equal(*n_d, 1);
+    *n_d = TL_POINTS + 5;
+    *lock_e = 1;
+    void *block = gmt_hot.stats;
+    size_t bytes =
+        gmt_stats_state_bytes() + (size_t)GMT_STAT_SLOTS * TL_POINTS * sizeof(gmt_timeline_point_t);
+    assert_int_equal(gmt_stats_attach(block, bytes), 0);
+    assert_int_equal(*n_d, 0);
+    assert_int_equal(*lock_e, 0);
+    alloc_at(e, 10, 3, 5 * MS / 2); /* a new bucket: takes the lock */
+    gmt_timeline_point_t pts[TL_POINTS];
+    assert_int_equal(gmt_stats_timeline(gmt_stats_slot(e), pts, TL_POINTS), 2);
+    assert_int_equal(pts[1].max, 20);
+}
+
+/* A report that cannot take a timeline's lock within its wait (its holder stopped for good)
+ * reads the points as they stand, up to the first that is not later than the one before it:
+ * a merge the holder left half done. */
+static void test_timeline_read_without_the_lock(void **state)
+{
+    (void)state;
+    const int32_t d = 21;
+    for (uint64_t b = 0; b < 4; b++)
+        alloc_at(d, 10, b + 1, b * MS + MS / 2);
+    int *lock, *n;
+    gmt_timeline_point_t *pts;
+    gmt_stats_timeline_words(gmt_stats_slot(d), &lock, &n, &pts);
+    assert_int_equal(*n, 4);
+    pts[2].t_ns = pts[1].t_ns; /* half merged */
+    *lock = 1;
+    gmt_timeline_point_t out[TL_POINTS];
+    assert_int_equal(gmt_stats_timeline(gmt_stats_slot(d), out, TL_POINTS), 2);
+    assert_int_equal(out[1].t_ns, MS);
+    *lock = 0;
+}
+
+/* A fork child starts a new block with the one thread it has; that thread keeps writing the
+ * shard it owned in the parent without a lock, so the new block must mark it taken: of
+ * OWN_SHARDS (24, stats.c) new threads alive at once, 23 own a shard and none the child's. */
+#define CHILD_THREADS 24
+static pthread_barrier_t child_barrier;
+static void *child_worker(void *arg)
+{
+    gmt_stats_on_alloc(22, GMT_KIND_DEVICE, GMT_API_cudaMalloc, GMT_LAYER_RUNTIME, false, 1, 1,
+                       gmt_track_start_ns() + MS, true);
+    *(uint32_t *)arg = gmt_tls.shard;
+    pthread_barrier_wait(&child_barrier); /* all alive: no shard given back yet */
+    return NULL;
+}
+
+static void test_new_block_keeps_the_owned_shard(void **state)
+{
+    (void)state;
+    alloc_at(22, 1, 1, MS / 2);
+    uint32_t mine = gmt_tls.shard;
+    assert_int_equal(mine & 63u, 2); /* owned (stats.c SHARD_OWN) */
+    assert_int_equal(gmt_stats_init(gmt_track_start_ns(), TL_POINTS), 0);
+    pthread_t th[CHILD_THREADS];
+    uint32_t got[CHILD_THREADS];
+    assert_int_equal(pthread_barrier_init(&child_barrier, NULL, CHILD_THREADS), 0);
+    for (int i = 0; i < CHILD_THREADS; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, child_worker, &got[i]), 0);
+    for (int i = 0; i < CHILD_THREADS; i++)
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+    pthread_barrier_destroy(&child_barrier);
+    int owned = 0;
+    for (int i = 0; i < CHILD_THREADS; i++) {
+        assert_int_not_equal(got[i], mine);
+        owned += (got[i] & 63u) == 2;
+    }
+    assert_int_equal(owned, CHILD_THREADS - 1);
+    alloc_at(22, 1, 2, MS);
+    assert_int_equal(dev(22).allocs[GMT_KIND_DEVICE], CHILD_THREADS + 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -717,6 +872,13 @@ int main(void)
         cmocka_unit_test_setup(test_halving_keeps_the_later_last, setup),
         cmocka_unit_test_setup(test_attach_keeps_a_full_timeline, setup),
         cmocka_unit_test_setup(test_counters_by_layer_and_adjusted_frees, setup),
+        cmocka_unit_test_setup(test_slot_charged_after_release, setup),
+        cmocka_unit_test_setup(test_halving_aligns_and_keeps_the_higher_max, setup),
+        cmocka_unit_test_setup(test_event_before_start_lands_at_zero, setup),
+        cmocka_unit_test_setup(test_attach_repairs_timeline_words, setup),
+        cmocka_unit_test_setup(test_timeline_read_without_the_lock, setup),
+        /* last: it starts a new block, as a fork child does */
+        cmocka_unit_test_setup(test_new_block_keeps_the_owned_shard, setup),
     };
     return cmocka_run_group_tests_name("unit.stats", tests, group_setup, NULL);
 }
