@@ -1613,6 +1613,106 @@ def case_merge_exports(c):
            2 * src["leaks"]["total_bytes"], "folded total:\n" + out)
 
 
+def renumbered(r, by):
+    """r with every stack id k > 0 made k + by, its stacks too: another process's numbering."""
+    def walk(x):
+        if isinstance(x, dict):
+            for k, v in x.items():
+                if k == "stack_id" and isinstance(v, int) and v > 0:
+                    x[k] = v + by
+                else:
+                    walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+    stacks = r.pop("stacks")
+    walk(r)
+    r["stacks"] = {str(int(k) + by): v for k, v in stacks.items()}
+
+
+@case
+def case_merge_combined(c):
+    """merge -o's combined report as docs/multirank.md gives its shape, of 3 ranks given in
+    reverse order (rank 2's file first) that numbered their stacks differently: process and
+    capture are the lowest rank's, not the first file's; stack ids are file index * stride +
+    id; totals are sums but summary.peak_bytes the largest rank's; the ranked lists are largest
+    first, ties by rank, then each rank's own order; common leaks leave out suppressed groups
+    and groups not every rank has, largest total first; an existing OUT is replaced."""
+    import jsonschema
+    base = os.path.join(c.data, "valid_v2.json")
+    src = c.load(base)
+
+    def edit(i, r):
+        r["summary"]["peak_bytes"] = [10, 30, 20][i] * MIB
+        r["capture"]["backend_reason"] = f"rank {i}'s backend"
+        lk = r["leaks"]
+        g1, g2, g3 = (next(g for g in lk["groups"] if g["stack_id"] == k) for k in (1, 2, 3))
+        expect(g2["suppressed"] and not g1["suppressed"] and not g3["suppressed"], f"groups {lk}")
+        g3["bytes"] = g2["bytes"]  # a tie with the suppressed group, listed before it
+        lk["groups"] = [g3, g2, g1]  # the smaller common group first
+        if i == 1:
+            lk["groups"].insert(0, dict(g1, stack_id=5, bytes=100 * MIB))  # rank 1's alone
+        lk["growth_suspects"][0]["growth_bytes"] = [1, 3, 2][i] * MIB
+        lk["growth_suspects_total"] = 4  # --top cut each rank's list
+        lk["address_space"]["groups"][0]["bytes"] = [1, 3, 2][i] << 30
+        renumbered(r, 10 * i)
+    files = rank_reports(c, base, 3, edit)[::-1]
+    index = {2 - k: k for k in range(3)}  # rank: the file's position
+    out_path = c.path("m.json")
+    with open(out_path, "w") as f:
+        f.write("an older file, replaced\n")
+    out, err, _ = c.cli_run("merge", *files, "-o", out_path)
+    expect(not err, "merge warned: " + err)
+    m = c.load(out_path)
+    with open(c.schema) as f:
+        jsonschema.Draft202012Validator(json.load(f)).validate(m)
+    expect(m["process"]["rank"] == 0 and m["capture"]["backend_reason"] == "rank 0's backend",
+           f"process {m['process']}, capture {m['capture']}: not the lowest rank's")
+    expect(m["summary"]["peak_bytes"] == 30 * MIB, f"summary.peak_bytes {m['summary']}")
+    expect(m["summary"]["allocs"] == 3 * src["summary"]["allocs"], f"summary {m['summary']}")
+    lk = m["leaks"]
+    for k in ("total_bytes", "suppressed_bytes", "count", "groups_total"):
+        expect(lk[k] == 3 * src["leaks"][k], f"leaks.{k} {lk[k]}, not the ranks' sum")
+    expect(lk["growth_suspects_total"] == 12, f"growth_suspects_total {lk}")
+    stride = m["merged"]["stack_id_stride"]
+
+    def own(e):
+        """(rank, the id in the base report) of a merged entry, its stack checked."""
+        k = e["stack_id"] - index[e["rank"]] * stride - 10 * e["rank"]
+        expect(str(k) in src["stacks"] and
+               m["stacks"].get(str(e["stack_id"])) == src["stacks"][str(k)],
+               f"stack id {e['stack_id']} of rank {e['rank']} (stride {stride}): not index * "
+               f"stride + id, or its stack not the rank's")
+        return e["rank"], k
+    got = [own(g) for g in lk["groups"]]
+    expect(got == [(1, 5), (0, 1), (1, 1), (2, 1), (0, 3), (0, 2), (1, 3), (1, 2), (2, 3),
+                   (2, 2)], f"leaks.groups order (rank, id) {got}")
+    got = [own(g) for g in lk["growth_suspects"]]
+    expect(got == [(1, 1), (2, 1), (0, 1)], f"growth_suspects order {got}")
+    asp = lk["address_space"]
+    got = [own(g) for g in asp["groups"]]
+    expect(got == [(1, 6), (2, 6), (0, 6)], f"address_space.groups order {got}")
+    expect(asp["reserved_bytes"] == 3 * src["leaks"]["address_space"]["reserved_bytes"],
+           f"address_space {asp}")
+    for p in m["peak"]:
+        for g in p["groups"]:
+            expect(g["rank"] == p["rank"], f"peak group without its rank: {p}")
+            own(g)
+    cl = m["merged"]["common_leaks"]
+    got = [(m["stacks"].get(str(x["stack_id"])) == src["stacks"][str(k)], x["ranks"],
+            x["min_bytes"], x["max_bytes"], x["total_bytes"]) for x, k in zip(cl, (1, 3))]
+    b1, b3 = src["leaks"]["groups"][0]["bytes"], src["leaks"]["groups"][1]["bytes"]
+    expect(len(cl) == 2 and got == [(True, 3, b1, b1, 3 * b1), (True, 3, b3, b3, 3 * b3)],
+           f"common_leaks {cl}")
+    common = out.split("common to all 3 ranks\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    expect(len(common) == 2 and common[0].startswith("    9.00 MiB total") and
+           common[1].startswith("    4.50 MiB total"), "common leaks:\n" + out)
+    # the highest version of the inputs
+    c.cli_run("merge", os.path.join(c.data, "valid.json"), base, "-o", c.path("v.json"))
+    v = c.load(c.path("v.json"))
+    expect(v["version"] == 2 and "growth_suspects_total" in v["leaks"], f"version {v['version']}")
+
+
 # ---- export -----------------------------------------------------------------------------
 
 def check_speedscope(path):
