@@ -1713,6 +1713,62 @@ def case_merge_combined(c):
     expect(v["version"] == 2 and "growth_suspects_total" in v["leaks"], f"version {v['version']}")
 
 
+@case
+def case_merge_inputs(c):
+    """What merge leaves out or warns about, as docs/cli.md says: snapshot and exec reports
+    (not only oom ones) beside final ones are left out; a report and its copies (one pid, host
+    and start time) are merged with one warning line for each repeated file, and two processes
+    differing only in pid or host draw none; ranks that all peaked at 0 are even (1.00)."""
+    base = os.path.join(c.data, "valid_v2.json")
+    src = c.load(base)
+
+    def reason(i, r):
+        r["process"].update(rank=i % 2, reason=["exit", "exit", "snapshot", "exec"][i])
+    files = rank_reports(c, base, 4, reason, name="nf")
+    out, err, _ = c.cli_run("merge", *files, "-o", c.path("nf.json"))
+    expect(one_line(err) and "2 of the 4 reports" in err and "merging the 2 final reports" in err,
+           "snapshot and exec beside exit reports: " + err)
+    expect(out.startswith("merge of 2 reports\n"), out)
+    rk = c.load(c.path("nf.json"))["merged"]["ranks"]
+    expect([(x["rank"], x["reason"]) for x in rk] == [(0, "exit"), (1, "exit")], f"ranks {rk}")
+    # a report given three times: two repeated files, two warning lines (then the ranks' line)
+    copies = []
+    for k in range(3):
+        copies.append(c.path(f"copy{k}.json"))
+        shutil.copy(base, copies[-1])
+    _, err, _ = c.cli_run("merge", *copies)
+    lines = err.splitlines()
+    expect(len(lines) == 3 and all("reports of one process" in l for l in lines[:2]) and
+           "are both rank 3" in lines[2], "one report three times: " + err)
+    for what, key, val in (("pid", "pid", lambda i: 4242 + i),
+                           ("host", "hostname", lambda i: f"node0{i}")):
+        def same_start(i, r, key=key, val=val):
+            r["process"][key] = val(i)
+            for t in ("start_time", "start_time_ns"):
+                r["process"][t] = src["process"][t]
+        _, err, _ = c.cli_run("merge", *rank_reports(c, base, 2, same_start, name=what))
+        expect(not err, f"two processes differing in {what} only: {err!r}")
+    # no rank used GPU memory at its peak: even, not NaN; and a list of two is sorted too
+
+    def zero(i, r):
+        r["summary"]["peak_bytes"] = 0
+        r["leaks"]["groups"] = [dict(r["leaks"]["groups"][0], bytes=(i + 1) * MIB)]
+    out, _, _ = c.cli_run("merge", *rank_reports(c, base, 2, zero, name="zero"), "-o",
+                          c.path("z.json"))
+    z = c.load(c.path("z.json"))
+    expect("\npeak imbalance 1.00 " in out and z["merged"]["imbalance"] == 1,
+           f"imbalance of zero peaks {z['merged']['imbalance']}:\n{out}")
+    expect([g["rank"] for g in z["leaks"]["groups"]] == [1, 0], f"groups {z['leaks']['groups']}")
+    # two leak groups in all, the smaller listed first: common leaks largest total first
+
+    def two(i, r):
+        g = {x["stack_id"]: x for x in r["leaks"]["groups"]}
+        r["leaks"]["groups"] = [g[3], g[1]]
+    c.cli_run("merge", *rank_reports(c, base, 2, two, name="two"), "-o", c.path("t.json"))
+    cl = c.load(c.path("t.json"))["merged"]["common_leaks"]
+    got = [x["total_bytes"] for x in cl]
+    expect(got == [6 * MIB, 2 * MIB], f"common_leaks totals {got}")
+
 # ---- export -----------------------------------------------------------------------------
 
 def check_speedscope(path):
