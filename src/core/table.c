@@ -204,6 +204,19 @@ static inline uint32_t tomb_from_live(uint32_t sg)
     return sg + (1u << GEN_SHIFT) - (uint32_t)(SLOT_LIVE - SLOT_TOMB);
 }
 
+/* The steps back from a BUSY word, as a recovery takes them (settle_busy): to the LIVE word it
+ * came from (busy_from_live undone), or to the TOMB word an insert's BUSY came from. */
+_Static_assert(SLOT_BUSY - SLOT_LIVE == 1 && SLOT_BUSY - SLOT_TOMB == 2, "the steps back");
+static inline uint32_t live_from_busy(uint32_t sg)
+{
+    return sg - (uint32_t)(SLOT_BUSY - SLOT_LIVE);
+}
+
+static inline uint32_t tomb_from_busy(uint32_t sg)
+{
+    return sg - (uint32_t)(SLOT_BUSY - SLOT_TOMB);
+}
+
 static inline uint64_t hash_entry(const gmt_entry_t *e)
 {
     return hash_key(gmt_entry_space(e), e->key);
@@ -966,7 +979,6 @@ static bool level_holds(gmt_level_t *l, uint32_t space, uint64_t key)
  * thread moved a slot lost that allocation (integration.close_fds_term, once). */
 static void settle_busy(gmt_table_t *t)
 {
-    _Static_assert(SLOT_BUSY - SLOT_LIVE == 1 && SLOT_BUSY - SLOT_TOMB == 2, "the steps back");
     for (uint32_t n = t->first; n < t->next; n++) {
         gmt_level_t *l = lvl(t, n);
         gmt_slot_t *base = slots(l);
@@ -977,11 +989,9 @@ static void settle_busy(gmt_table_t *t)
             for (uint32_t m = n + 1; was_live && !moved && m < t->next; m++)
                 moved = level_holds(lvl(t, m), space_of(sg), base[i].key);
             if (!was_live)
-                base[i].sg = sg - (uint32_t)(SLOT_BUSY - SLOT_TOMB);
-            else if (moved)
-                base[i].sg = tomb_from_live(sg - (uint32_t)(SLOT_BUSY - SLOT_LIVE));
+                base[i].sg = tomb_from_busy(sg);
             else
-                base[i].sg = sg - (uint32_t)(SLOT_BUSY - SLOT_LIVE);
+                base[i].sg = moved ? tomb_from_live(live_from_busy(sg)) : live_from_busy(sg);
         }
     }
 }
