@@ -683,6 +683,200 @@ static void test_growth_warmup(void **state)
     }
 }
 
+/* ---- what a mutation audit found unpinned ----------------------------------------------------
+ * Each test below holds a line of docs/configuration.md (or config.h) that no test held: a
+ * mutant of config.c changing it left the suite passing. */
+
+/* Runs gmt_config_load with stderr captured into out (one line expected). */
+static void load_message(gmt_config_t *cfg, int *bad, char *out, size_t len)
+{
+    fflush(stderr);
+    int saved = dup(2);
+    FILE *cap = tmpfile();
+    assert_non_null(cap);
+    dup2(fileno(cap), 2);
+    *bad = gmt_config_load(cfg, fake_getenv);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    rewind(cap);
+    size_t n = fread(out, 1, len - 1, cap);
+    out[n] = '\0';
+    fclose(cap);
+}
+
+/* GPUMEMTRACE_OOM_REPORTS: 0-100000, 0 writing none. */
+static void test_oom_reports_range(void **state)
+{
+    (void)state;
+    gmt_config_t cfg;
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_OOM_REPORTS", "0"), 0);
+    assert_int_equal(cfg.oom_reports, 0);
+    assert_string_equal(item(&cfg, "GPUMEMTRACE_OOM_REPORTS"), "0");
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_OOM_REPORTS", "100000"), 0);
+    assert_int_equal(cfg.oom_reports, 100000);
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_OOM_REPORTS", "100001"), 1);
+    assert_int_equal(cfg.oom_reports, 8);
+}
+
+/* "all powers of 1024", for every suffix, not only the ones the size test names. */
+static void test_size_suffixes_all_binary(void **state)
+{
+    (void)state;
+    static const char *const unit[] = {"", "K", "M", "G", "T"};
+    static const char *const tail[] = {"", "iB", "B", "ib", "b"};
+    for (size_t u = 1; u < 5; u++)
+        for (size_t t = 0; t < 5; t++) {
+            char s[16];
+            snprintf(s, sizeof s, "3%s%s", unit[u], tail[t]);
+            uint64_t v = 0;
+            if (gmt_parse_size(s, &v) != 0) fail_msg("'%s' rejected", s);
+            if (v != 3ull << (10 * u)) fail_msg("'%s' read as %llu", s, (unsigned long long)v);
+        }
+    uint64_t v = 0;
+    assert_int_equal(gmt_parse_size("3b", &v), 0);
+    assert_int_equal(v, 3);
+}
+
+/* GPUMEMTRACE_MIN_BYTES takes what `gpumemtrace run --min-bytes` takes (cmd_run.c: a size up to
+ * INT64_MAX), so the option never sets a value the library refuses, nor the other way. */
+static void test_min_bytes_as_run_takes_it(void **state)
+{
+    (void)state;
+    gmt_config_t cfg;
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_MIN_BYTES", "9223372036854775807"), 0);
+    assert_int_equal(cfg.min_bytes, (uint64_t)INT64_MAX);
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_MIN_BYTES", "9223372036854775808"), 1);
+    assert_int_equal(cfg.min_bytes, 0);
+}
+
+/* Every name configuration.md lists, with and without SIG; the real-time range exactly; digits
+ * only; and the report's config shows a real-time signal by its number at both ends. */
+static void test_signal_names_and_realtime_range(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        int sig;
+    } names[] = {{"USR1", SIGUSR1},   {"USR2", SIGUSR2}, {"HUP", SIGHUP},  {"QUIT", SIGQUIT},
+                 {"WINCH", SIGWINCH}, {"PWR", SIGPWR},   {"TTIN", SIGTTIN}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char with[16];
+        snprintf(with, sizeof with, "SIG%s", names[i].name);
+        int sig = -1;
+        if (gmt_parse_signal(names[i].name, &sig) != 0) fail_msg("'%s' rejected", names[i].name);
+        assert_int_equal(sig, names[i].sig);
+        sig = -1;
+        if (gmt_parse_signal(with, &sig) != 0) fail_msg("'%s' rejected", with);
+        assert_int_equal(sig, names[i].sig);
+        gmt_config_t cfg;
+        assert_int_equal(load_one(&cfg, "GPUMEMTRACE_SNAPSHOT_SIGNAL", with), 0);
+        assert_string_equal(item(&cfg, "GPUMEMTRACE_SNAPSHOT_SIGNAL"), with);
+    }
+
+    const int ends[] = {SIGRTMIN, SIGRTMAX};
+    for (size_t i = 0; i < 2; i++) {
+        char buf[16];
+        snprintf(buf, sizeof buf, "%d", ends[i]);
+        gmt_config_t cfg;
+        assert_int_equal(load_one(&cfg, "GPUMEMTRACE_SNAPSHOT_SIGNAL", buf), 0);
+        assert_int_equal(cfg.snapshot_signal, ends[i]);
+        assert_string_equal(item(&cfg, "GPUMEMTRACE_SNAPSHOT_SIGNAL"), buf);
+    }
+    /* just outside: the C library's own signals below SIGRTMIN, nothing past SIGRTMAX */
+    char below[16], above[16], trail[16];
+    snprintf(below, sizeof below, "%d", SIGRTMIN - 1);
+    snprintf(above, sizeof above, "%d", SIGRTMAX + 1);
+    snprintf(trail, sizeof trail, "%dx", SIGRTMIN + 1);
+    const char *const bad[] = {below, above, trail};
+    for (size_t i = 0; i < 3; i++) {
+        int sig = -1;
+        if (gmt_parse_signal(bad[i], &sig) != -EINVAL) fail_msg("'%s' accepted as %d", bad[i], sig);
+        assert_int_equal(sig, -1);
+    }
+}
+
+/* A real-time signal has a name to show in the report's process.signal, not an empty one. */
+static void test_realtime_signal_name(void **state)
+{
+    (void)state;
+    const char *name = gmt_signal_name(SIGRTMIN + 2);
+    assert_non_null(name);
+    assert_true(strlen(name) > 0);
+    assert_string_not_equal(name, "none");
+}
+
+/* The one stderr line: the value cut at 48 characters (and said to be cut), unprintable bytes
+ * as '?', printable ones (a space) as they are, and the value used instead, "(empty)" where
+ * the default is empty. */
+static void test_bad_value_line(void **state)
+{
+    (void)state;
+    char v60[61], v48[49], want[256], got[4096];
+    memset(v60, 'a', 60);
+    v60[60] = '\0';
+    memset(v48, 'b', 48);
+    v48[48] = '\0';
+    gmt_config_t cfg;
+    int bad;
+
+    env_clear();
+    env_set("GPUMEMTRACE_STACK_DEPTH", v60);
+    load_message(&cfg, &bad, got, sizeof got);
+    assert_int_equal(bad, 1);
+    snprintf(want, sizeof want,
+             "gpumemtrace: GPUMEMTRACE_STACK_DEPTH='%.48s...' is not valid; using 32\n", v60);
+    assert_string_equal(got, want);
+
+    env_clear();
+    env_set("GPUMEMTRACE_STACK_DEPTH", v48); /* exactly 48: shown whole */
+    load_message(&cfg, &bad, got, sizeof got);
+    snprintf(want, sizeof want,
+             "gpumemtrace: GPUMEMTRACE_STACK_DEPTH='%s' is not valid; using 32\n", v48);
+    assert_string_equal(got, want);
+
+    env_clear();
+    env_set("GPUMEMTRACE_TOP", "a b\x7f\x01\xff"
+                               "c");
+    load_message(&cfg, &bad, got, sizeof got);
+    assert_int_equal(bad, 1);
+    assert_string_equal(got, "gpumemtrace: GPUMEMTRACE_TOP='a b???c' is not valid; using 50\n");
+
+    env_clear();
+    env_set("GPUMEMTRACE_STATE", long_path);
+    load_message(&cfg, &bad, got, sizeof got);
+    assert_int_equal(bad, 1);
+    snprintf(want, sizeof want,
+             "gpumemtrace: GPUMEMTRACE_STATE='%.48s...' is not valid; using (empty)\n", long_path);
+    assert_string_equal(got, want);
+}
+
+/* The report's config is the effective value: a fraction or seconds as given, not rounded. */
+static void test_warmup_shown_as_given(void **state)
+{
+    (void)state;
+    gmt_config_t cfg;
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_GROWTH_WARMUP", "0.123456789"), 0);
+    assert_string_equal(item(&cfg, "GPUMEMTRACE_GROWTH_WARMUP"), "0.123456789");
+    assert_int_equal(load_one(&cfg, "GPUMEMTRACE_GROWTH_WARMUP", "1234.5678901s"), 0);
+    assert_string_equal(item(&cfg, "GPUMEMTRACE_GROWTH_WARMUP"), "1234.5678901s");
+}
+
+/* config.h: a rank variable names a rank when it holds a number in [0, 2^30); otherwise the
+ * next variable decides. */
+static void test_rank_bounds(void **state)
+{
+    (void)state;
+    env_clear();
+    env_set("PMI_RANK", "5");
+    env_set("RANK", "1073741823");
+    assert_int_equal(gmt_env_rank(fake_getenv), 1073741823);
+    env_set("RANK", "1073741824");
+    assert_int_equal(gmt_env_rank(fake_getenv), 5);
+    env_set("RANK", "3x");
+    assert_int_equal(gmt_env_rank(fake_getenv), 5);
+}
+
 int main(void)
 {
     /* bad values print one line each; keep the test output readable */
@@ -701,6 +895,14 @@ int main(void)
         cmocka_unit_test_setup(test_hostile_values, setup),
         cmocka_unit_test_setup(test_bounded_by_host, setup),
         cmocka_unit_test_setup(test_rank, setup),
+        cmocka_unit_test_setup(test_oom_reports_range, setup),
+        cmocka_unit_test_setup(test_size_suffixes_all_binary, setup),
+        cmocka_unit_test_setup(test_min_bytes_as_run_takes_it, setup),
+        cmocka_unit_test_setup(test_signal_names_and_realtime_range, setup),
+        cmocka_unit_test_setup(test_realtime_signal_name, setup),
+        cmocka_unit_test_setup(test_bad_value_line, setup),
+        cmocka_unit_test_setup(test_warmup_shown_as_given, setup),
+        cmocka_unit_test_setup(test_rank_bounds, setup),
     };
     return cmocka_run_group_tests_name("unit.config", tests, NULL, NULL);
 }
