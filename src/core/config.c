@@ -152,8 +152,11 @@ int gmt_parse_warmup(const char *s, gmt_warmup_t *out)
     /* strtod would skip spaces and take signs, hex, "inf" and "nan": digits and one point only. */
     if (!s || !isdigit((unsigned char)*s)) return -EINVAL;
     size_t i = 0, points = 0;
-    for (; s[i] && (isdigit((unsigned char)s[i]) || s[i] == '.'); i++)
+    bool below_one = true; /* as written: a double rounds 0.99999999999999999 up to 1 */
+    for (; s[i] && (isdigit((unsigned char)s[i]) || s[i] == '.'); i++) {
         points += s[i] == '.';
+        if (!points && s[i] != '0') below_one = false;
+    }
     if (points > 1 || i > 24) return -EINVAL;
     char num[32];
     memcpy(num, s, i);
@@ -173,7 +176,7 @@ int gmt_parse_warmup(const char *s, gmt_warmup_t *out)
         if (w.value >= 1) w.value = 1;
     } else if (*unit) {
         return -EINVAL;
-    } else if (v >= 1) {
+    } else if (!below_one) {
         w.seconds = true;
     }
     if (w.seconds && v > 1e7) return -EINVAL; /* about 4 months */
@@ -380,7 +383,11 @@ bool gmt_config_item(const gmt_config_t *cfg, size_t idx, const char **name, cha
     }
     case OPT_WARMUP: {
         const gmt_warmup_t *w = (const gmt_warmup_t *)(const void *)field;
-        snprintf(value, value_len, w->seconds ? "%.15gs" : "%.15g", w->value);
+        /* As the variable is written: the whole run as "1" would read back as one second. */
+        if (!w->seconds && w->value >= 1)
+            snprintf(value, value_len, "100%%");
+        else
+            snprintf(value, value_len, w->seconds ? "%.15gs" : "%.15g", w->value);
         break;
     }
     }

@@ -877,6 +877,33 @@ static void test_rank_bounds(void **state)
     assert_int_equal(gmt_env_rank(fake_getenv), 5);
 }
 
+/* The report's config names the warmup in the variable's own syntax: read back, it is the same
+ * warmup. A fraction of the whole run was shown as "1", which reads as one second; and a number
+ * written below 1 is a fraction even where a double rounds it to 1. */
+static void test_warmup_shown_reads_back(void **state)
+{
+    (void)state;
+    static const char *const given[] = {"0",    "0.2",   "0.85", "0.5s",
+                                        "1",    "30",    "2.5s", "20%",
+                                        "100%", "99.5%", "1%",   "0.99999999999999999999"};
+    for (size_t i = 0; i < sizeof given / sizeof given[0]; i++) {
+        gmt_config_t cfg, again;
+        assert_int_equal(load_one(&cfg, "GPUMEMTRACE_GROWTH_WARMUP", given[i]), 0);
+        char shown[64];
+        snprintf(shown, sizeof shown, "%s", item(&cfg, "GPUMEMTRACE_GROWTH_WARMUP"));
+        if (load_one(&again, "GPUMEMTRACE_GROWTH_WARMUP", shown) != 0)
+            fail_msg("'%s' shows as '%s', which is refused", given[i], shown);
+        if (again.growth_warmup.seconds != cfg.growth_warmup.seconds ||
+            again.growth_warmup.value != cfg.growth_warmup.value)
+            fail_msg("'%s' shows as '%s', which reads as %g%s", given[i], shown,
+                     again.growth_warmup.value, again.growth_warmup.seconds ? " s" : "");
+    }
+    gmt_warmup_t w = {7, true};
+    assert_int_equal(gmt_parse_warmup("0.99999999999999999999", &w), 0);
+    assert_false(w.seconds);
+    assert_true(w.value == 1);
+}
+
 int main(void)
 {
     /* bad values print one line each; keep the test output readable */
@@ -903,6 +930,7 @@ int main(void)
         cmocka_unit_test_setup(test_bad_value_line, setup),
         cmocka_unit_test_setup(test_warmup_shown_as_given, setup),
         cmocka_unit_test_setup(test_rank_bounds, setup),
+        cmocka_unit_test_setup(test_warmup_shown_reads_back, setup),
     };
     return cmocka_run_group_tests_name("unit.config", tests, NULL, NULL);
 }
