@@ -56,16 +56,52 @@ def main():
     r = dict(rep)
     r["tool"] = {"x": json.loads("[" * 900 + "]" * 900)}  # under cJSON's limit: loads fine
     write("deep_ok_but_tool.json", json.dumps(r).encode())
+    write("nul_only.json", b"\0")
+    # a whole report, then a character cut by the end of the file: not a cut report
+    write("utf8_after_end.json", good + b"\n\xc3")
+    # bytes that start no UTF-8 sequence, at the very end of a cut file: invalid, not cut
+    at = good.index(b'"node07"') + 3
+    write("lead_f5_at_end.json", good[:at] + b"\xf5")
+    write("lead_c1_at_end.json", good[:at] + b"\xc1")
+    # a syntax error before a string the end of the file leaves open is still a syntax error
+    write("error_then_open_string.json", b'{"schema": x, "b": "abc')
+    # cut right after a complete literal, and inside an exponent's sign, a string with an
+    # escaped quote, and inside a literal at depth 1
+    for name, marker in (("after_null", b'"signal": null'), ("after_true", b": true"),
+                         ("after_false", b": false")):
+        if marker in good:
+            write(f"cut_{name}.json", good[:good.index(marker) + len(marker)])
+    write("cut_exponent_plus.json", b'{"a": [1.5e+')
+    write("cut_after_newline.json", good[:good.index(b"\n", len(good) // 3) + 1])
+    write("cut_escaped_quote.json", b'{"a": {"b": "x\\"y')
+    write("deep_1001.json", b"[" * 1001 + b"]" * 1001)
+    write("deep_1000_syntax.json", b"[" * 1000 + b"x" + b"]" * 1000)  # as deep as cJSON takes
     bad_utf8 = good.replace(b'"node07"', b'"node\xff\xfe07"', 1)
     assert bad_utf8 != good
     write("bad_utf8.json", bad_utf8)
     write("overlong_utf8.json", good.replace(b'"node07"', b'"node\xc0\xaf07"', 1))
     write("surrogate_utf8.json", good.replace(b'"node07"', b'"node\xed\xa0\x8007"', 1))
     write("nul.json", good[:100] + b"\0" + good[100:])
-    for key in ("leaks", "stacks", "summary"):
+    # Every required section missing, or of the other type (an object for an array and the
+    # reverse), and each array the verbs walk holding something other than objects.
+    sections = ("tool", "process", "config", "capture", "devices", "summary", "leaks", "peak",
+                "fragmentation", "timeline", "errors", "stacks")
+    for key in sections:
         r = dict(rep)
         del r[key]
         write(f"no_{key}.json", json.dumps(r).encode())
+        r = dict(rep)
+        r[key] = {} if isinstance(rep[key], list) else []
+        write(f"type_{key}.json", json.dumps(r).encode())
+        if isinstance(rep[key], list):
+            r = dict(rep)
+            r[key] = rep[key] + [1]
+            write(f"number_in_{key}.json", json.dumps(r).encode())
+    for key in ("allocs", "frees", "failures", "peak_bytes"):
+        r = dict(rep, summary={k: v for k, v in rep["summary"].items() if k != key})
+        write(f"no_summary_{key}.json", json.dumps(r).encode())
+    r = dict(rep, leaks={k: v for k, v in rep["leaks"].items() if k != "groups"})
+    write("no_leak_groups.json", json.dumps(r).encode())
     r = dict(rep, version=99)
     write("future.json", json.dumps(r).encode())
     r = dict(rep, version=0)
@@ -76,12 +112,28 @@ def main():
     write("v_fraction.json", json.dumps(r).encode())
     r = dict(rep, version="1")
     write("version_string.json", json.dumps(r).encode())
+    write("version_huge.json", json.dumps(dict(rep, version=1e10)).encode())
+    write("schema_longer.json", json.dumps(dict(rep, schema="gpumemtrace.reports")).encode())
+    # Stack ids are decimal numbers of 0 and up, each once ("01" is stack 1 again).
+    for name, key in (("minus", "-1"), ("letters", "12abc"), ("empty", ""),
+                      ("huge", "99999999999999999999"), ("twice", "01")):
+        r = dict(rep, stacks=dict(rep["stacks"], **{key: []}))
+        write(f"stack_id_{name}.json", json.dumps(r).encode())
+    r = dict(rep, stacks=dict(rep["stacks"], **{"1": rep["stacks"]["1"] + [7]}))
+    write("frame_not_object.json", json.dumps(r).encode())
     r = dict(rep, stacks={"1": "frames"})
     write("stack_not_array.json", json.dumps(r).encode())
     r = dict(rep, stacks={"x": []})
     write("stack_bad_id.json", json.dumps(r).encode())
     r = dict(rep, timeline=[{"device": 0, "points": [["a", 1]]}])
     write("bad_point.json", json.dumps(r).encode())
+    # a point is an array [seconds, bytes, ...]: finite seconds, bytes of 0 and up
+    for name, point in (("inf_time", "[1e999, 5]"), ("neg_bytes", "[1, -5]"),
+                        ("object", '{"0": 1, "1": 5}')):
+        r = dict(rep, timeline=[{"device": 0, "points": ["@"]}])
+        write(f"point_{name}.json", json.dumps(r).replace('"@"', point).encode())
+    r = dict(rep, peak=[dict(rep["peak"][0], groups={})])
+    write("peak_groups_object.json", json.dumps(r).encode())
     r = dict(rep, peak=[{"device": 0}])
     write("peak_no_groups.json", json.dumps(r).encode())
     # An object where an array goes: the loader sized its arrays by the element count (0 for
@@ -155,6 +207,59 @@ def main():
         "other_schema.json": "not a gpumemtrace report",
         "missing.json": "No such file",
     }
+    # ... and exactly, where the line says more than its kind: the section or key at fault,
+    # the place of a bad byte (line and column, from 1, a column counted in bytes), where the
+    # file was cut (its last line)
+    exact = {"directory": "is a directory, not a report",
+             "array.json": "not a gpumemtrace report (not a JSON object)",
+             "schema_longer.json": 'not a gpumemtrace report (no "schema": "gpumemtrace.report")',
+             "version_huge.json": 'report has no integer "version"',
+             "spaces.json": "empty file, not a gpumemtrace report",
+             "nul.json": "binary file (contains NUL bytes), not JSON",
+             "nul_only.json": "binary file (contains NUL bytes), not JSON",
+             "no_leak_groups.json": 'malformed report: "leaks.groups" is missing',
+             "frame_not_object.json": "malformed report: a frame of stack 1 is not an object",
+             "stack_id_twice.json": "malformed report: stack 1 twice",
+             "peak_no_groups.json": 'malformed report: a "peak" entry has no array of groups',
+             "peak_groups_object.json":
+                 'malformed report: a "peak" entry has no array of groups',
+             "error_then_open_string.json": "not valid JSON: syntax error at line 1, column 12",
+             "deep_1001.json": "not valid JSON: nested more than 1000 levels deep at line 1, "
+                               "column 1001",
+             "deep_1000_syntax.json": "not valid JSON: syntax error at line 1, column 1001",
+             "cut_exponent_plus.json": "not valid JSON: ends early (truncated?) at line 1",
+             "cut_escaped_quote.json": "not valid JSON: ends early (truncated?) at line 1"}
+    lines = good.count(b"\n")
+    exact["utf8_after_end.json"] = f"not valid UTF-8 at line {lines + 2}, column 1"
+    at = good.index(b'"node07"')
+    line, col = good[:at].count(b"\n") + 1, at - good[:at].rindex(b"\n")
+    for name, byte in (("bad_utf8.json", 5), ("lead_f5_at_end.json", 3),
+                       ("lead_c1_at_end.json", 3)):  # the bad byte's index in '"node07"'
+        exact[name] = f"not valid UTF-8 at line {line}, column {col + byte}"
+    for name in ("cut_after_null.json", "cut_after_true.json", "cut_after_false.json",
+                 "cut_after_newline.json", "cut_end.json", "half.json"):
+        last = open(files[name], "rb").read().count(b"\n") + 1
+        exact[name] = f"not valid JSON: ends early (truncated?) at line {last}"
+    for key in sections:
+        exact[f"no_{key}.json"] = f'not a complete report: no "{key}" section'
+        kind = "an array" if isinstance(rep[key], list) else "an object"
+        exact[f"type_{key}.json"] = f'malformed report: "{key}" is not {kind}'
+        if isinstance(rep[key], list):
+            exact[f"number_in_{key}.json"] = \
+                f'malformed report: "{key}" holds something other than objects'
+    for key in ("allocs", "frees", "failures", "peak_bytes"):
+        exact[f"no_summary_{key}.json"] = f'malformed report: "summary.{key}" is missing'
+    for name, key in (("minus", "-1"), ("letters", "12abc"), ("empty", ""),
+                      ("huge", "99999999999999999999")):
+        exact[f"stack_id_{name}.json"] = f"malformed report: stack id '{key}' is not a number"
+    for name in ("inf_time", "neg_bytes", "object"):
+        exact[f"point_{name}.json"] = \
+            "malformed report: a timeline point is not [seconds, bytes, ...]"
+    for fname, text in exact.items():
+        p = subprocess.run([cli, "report", files[fname]], capture_output=True, timeout=20)
+        got = p.stderr.decode("utf-8", "replace").rstrip("\n")
+        if got != f"gpumemtrace: {files[fname]}: {text}":
+            failures.append(f"report {fname}: {got!r}, expected {text!r}")
     for fname, text in want.items():
         p = subprocess.run([cli, "report", files[fname]], capture_output=True, timeout=20)
         if text not in p.stderr.decode("utf-8", "replace"):

@@ -2199,6 +2199,145 @@ def case_versions(c):
     expect("(no stack changed)" in out, "v1 and v2 frames of one stack should match:\n" + out)
 
 
+@case
+def case_load_fields(c):
+    """What the loader reads where a report leaves a field out, gives it out of range or lists
+    things in another order (docs/cli.md, "Reading reports"; docs/report.md): the figures the
+    verbs show are the documented ones, never a silent wrong one."""
+    v1, v2 = os.path.join(c.data, "valid.json"), os.path.join(c.data, "valid_v2.json")
+
+    def report(rep, *args, name="edited.json"):
+        with open(c.path(name), "w") as f:
+            json.dump(rep, f)
+        out, _, _ = c.cli_run("report", *args, c.path(name))
+        return out.replace(c.path(name), "FILE")
+
+    # stacks are found by id whatever order the file lists them in (two stacks, the other way
+    # round, show the same frames)
+    rep = c.load(v1)
+    keep = {"1": rep["stacks"]["1"], "5": rep["stacks"]["5"]}
+    sorted_out = report(dict(rep, stacks=keep))
+    expect("-> forward model.py:42" in sorted_out and "-> alloc_huge_buffer" in sorted_out,
+           "stacks 1 and 5:\n" + sorted_out)
+    reversed_out = report(dict(rep, stacks=dict(reversed(list(keep.items())))))
+    expect(reversed_out == sorted_out, "stacks listed 5 then 1:\n" + reversed_out)
+    # duration_s left out: end_time - start_time; negative: 0
+    rep = c.load(v1)
+    del rep["process"]["duration_s"]
+    expect("reason    exit, ran 12.500 s" in report(rep), "no duration_s")
+    rep = c.load(v1)
+    rep["process"]["duration_s"] = -3
+    expect("reason    exit, ran 0.000 s" in report(rep), "a negative duration_s")
+    # groups_total / growth_suspects_total / peak[].groups_total left out: the groups listed
+    rep = c.load(v1)
+    del rep["leaks"]["groups_total"]
+    rep["peak"][0].pop("groups_total", None)
+    out = report(rep, "--top", "1")
+    expect(out.count("... 2 more groups (--top to show more)") == 2,
+           "groups_total left out, --top 1:\n" + out)
+    js, _, _ = c.cli_run("report", "--json", "--top", "1", c.path("edited.json"))
+    j = json.loads(js)
+    expect(j["leaks"]["groups_total"] == 3 and j["peak"][0]["groups_total"] == 3,
+           "--json, groups_total left out: " + js[:800])
+    rep = c.load(v2)
+    rep["leaks"].pop("growth_suspects_total", None)
+    out = report(rep)
+    expect("Growth suspects (live bytes kept rising through the run): 1\n" in out,
+           "growth_suspects_total left out:\n" + out)
+    # a v1 growth suspect's live bytes are its "bytes"
+    out = report(c.load(v1))
+    expect("#1     3.00 MiB live, grew by 2.00 MiB" in out, "v1 suspect:\n" + out)
+    # elements of the optional arrays that are not objects are skipped
+    rep = c.load(v2)
+    base = report(rep)
+    rep["leaks"]["growth_suspects"].insert(0, 7)
+    rep["summary"]["libraries"].insert(0, "x")
+    expect(report(rep) == base, "numbers in growth_suspects and summary.libraries:\n" +
+           report(rep))
+    # a library of null is "(unattributed)"
+    rep = c.load(v2)
+    rep["summary"]["libraries"][1]["library"] = None
+    out = report(rep)
+    expect(re.search(r"^  \(unattributed\) +1\.00 MiB +1\.00 MiB$", out, re.M),
+           "library null:\n" + out)
+    # a negative byte count reads as 0; a frame without a module shows its address
+    rep = c.load(v2)
+    rep["leaks"]["groups"][0]["bytes"] = -5
+    frames = rep["stacks"]["3"]["frames"]
+    frames.insert(0, dict(frames[0], address="0x7f0012345678", module=None, offset=None))
+    out = report(rep)
+    expect(re.search(r"#1 +0 B in 3 allocations", out) and "at 0x7f0012345678\n" in out,
+           "bytes -5, a frame without a module:\n" + out)
+    # a GPU whose peak_bytes is 0 has a known peak of 0
+    rep = c.load(v1)
+    for d in rep["devices"]:
+        d["peak_bytes"] = 0
+    with open(c.path("zero_peak.json"), "w") as f:
+        json.dump(rep, f)
+    out, _, _ = c.cli_run("check", c.path("zero_peak.json"), "--max-peak-bytes", "1")
+    expect(out.startswith("PASS "), "peak_bytes 0 against --max-peak-bytes 1:\n" + out)
+    # errors: recovered unknown in v1 (neither recovered nor not); free bytes only when known
+    out = report(c.load(v1), "--top", "5")
+    expect("recovered" not in out, "v1 errors say nothing of recovery:\n" + out)
+    expect(re.search(r"cuMemAlloc_v2 of 1\.00 KiB on GPU 0 at 7\.500 s: "
+                     r"CUDA_ERROR_INVALID_VALUE \(1\)$", out, re.M),
+           "an error without free_bytes:\n" + out)
+    # error names: a code the tool has no name for keeps the report's name when it is of the
+    # API's layer ("layer" first, else the API's prefix), never CUDA_ERROR_OTHER
+    rep = c.load(v1)
+    rep["errors"][0].update(error=12345, error_name="cudaErrorFoo")
+    rep["errors"][1].update(error=12346, error_name="CUDA_ERROR_OTHER")
+    out = report(rep, "--top", "5")
+    expect("cudaMalloc of 200.00 GiB on GPU 0 at 6.250 s: cudaErrorFoo (12345)" in out and
+           re.search(r"cuMemAlloc_v2 of 1\.00 KiB on GPU 0 at 7\.500 s: error 12346$", out, re.M),
+           "unknown codes:\n" + out)
+    rep["errors"][0].update(error_name="CUDA_ERROR_FOO")
+    rep["errors"][1].update(error_name="CUDA_ERROR_FOO")
+    out = report(rep, "--top", "5")
+    expect(re.search(r"at 6\.250 s: error 12345;", out) and
+           "at 7.500 s: CUDA_ERROR_FOO (12346)" in out, "names of the other layer:\n" + out)
+    rep = c.load(v1)
+    rep["errors"][0].update(api="cuMemAlloc_v2", layer="runtime")
+    out = report(rep, "--top", "5")
+    expect("cuMemAlloc_v2 of 200.00 GiB on GPU 0 at 6.250 s: cudaErrorMemoryAllocation (2)"
+           in out, "layer runtime wins over the API's name:\n" + out)
+    # a merged report's groups and growth suspects are shown largest first, ties by rank,
+    # whatever order the file has them in (an older merge appended one rank's after another's)
+    for k in (0, 1):
+        rep = c.load(v2)
+        rep["process"]["rank"] = k
+        with open(c.path(f"rank{k}.json"), "w") as f:
+            json.dump(rep, f)
+    c.cli_run("merge", "-o", c.path("merged.json"), c.path("rank1.json"), c.path("rank0.json"))
+    rep = c.load(c.path("merged.json"))
+    for lst in (rep["leaks"]["groups"], rep["leaks"]["address_space"]["groups"],
+                rep["leaks"]["growth_suspects"]):
+        lst.reverse()
+    out = report(rep, "--top", "10")
+    leaks = out[out.index("\nLeaks"):out.index("\nGrowth suspects")]
+    got = re.findall(r"#\d+ +([\d.]+ \w+) .*? on rank (\d) GPU", leaks)
+    expect(got == [("3.00 MiB", "0"), ("3.00 MiB", "1"), ("1.50 MiB", "0"), ("1.50 MiB", "1"),
+                   ("1.00 MiB", "0"), ("1.00 MiB", "1"), ("2.00 GiB", "0"), ("2.00 GiB", "1")],
+           f"merged groups in file order reversed: {got}\n{out}")
+    sus = out[out.index("\nGrowth suspects"):out.index("\nPeak owners")]
+    expect(re.findall(r"grew by [\d.]+ \w+ +on rank (\d)", sus) == ["0", "1"],
+           "merged suspects in file order reversed:\n" + sus)
+    # a report that names its own bad input on standard input says <stdin>
+    p = subprocess.run([c.cli, "report", "-"], input=b"nope", capture_output=True,
+                       env=c.env(), timeout=30)
+    err = p.stderr.decode()
+    expect(p.returncode == 2 and
+           err == "gpumemtrace: <stdin>: not valid JSON: syntax error at line 1, column 1\n",
+           f"bad standard input: {p.returncode} {err!r}")
+    # a pipe passed by name is read blocking: a writer that takes its time is waited for
+    bash = shutil.which("bash")
+    if bash:
+        p = subprocess.run([bash, "-c", '"$0" report <(sleep 0.5; cat "$1")', c.cli, v1],
+                           env=c.env(), capture_output=True, text=True, timeout=30)
+        expect(p.returncode == 0 and "1024 allocations, 510 frees" in p.stdout,
+               f"report <(sleep 0.5; cat r.json): {p.returncode} {p.stderr!r}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     for k in ("case", "cli", "lib", "progs", "standin", "work", "schema", "data"):
