@@ -249,8 +249,10 @@ static int build_stacks(gmt_report_t *rep, char *why, size_t why_len)
     {
         char *end = NULL;
         errno = 0;
-        long long id = item->string ? strtoll(item->string, &end, 10) : 0;
-        if (!item->string || !*item->string || *end || errno || id < 0)
+        /* digits only, as the schema's pattern: strtoll alone takes " 9", "+9" and "-0" */
+        bool digits = item->string && *item->string >= '0' && *item->string <= '9';
+        long long id = digits ? strtoll(item->string, &end, 10) : 0;
+        if (!digits || *end || errno)
             return set_why(why, why_len, -EINVAL,
                            "malformed report: stack id '%.40s' is not a number",
                            item->string ? item->string : "");

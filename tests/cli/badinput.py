@@ -114,9 +114,11 @@ def main():
     write("version_string.json", json.dumps(r).encode())
     write("version_huge.json", json.dumps(dict(rep, version=1e10)).encode())
     write("schema_longer.json", json.dumps(dict(rep, schema="gpumemtrace.reports")).encode())
-    # Stack ids are decimal numbers of 0 and up, each once ("01" is stack 1 again).
+    # Stack ids are decimal numbers of 0 and up, each once ("01" is stack 1 again): digits
+    # only, as the schema's pattern says (strtoll alone took " 9", "+9" and "-0").
     for name, key in (("minus", "-1"), ("letters", "12abc"), ("empty", ""),
-                      ("huge", "99999999999999999999"), ("twice", "01")):
+                      ("huge", "99999999999999999999"), ("twice", "01"), ("space", " 9"),
+                      ("plus", "+9"), ("minus_zero", "-0")):
         r = dict(rep, stacks=dict(rep["stacks"], **{key: []}))
         write(f"stack_id_{name}.json", json.dumps(r).encode())
     r = dict(rep, stacks=dict(rep["stacks"], **{"1": rep["stacks"]["1"] + [7]}))
@@ -250,7 +252,8 @@ def main():
     for key in ("allocs", "frees", "failures", "peak_bytes"):
         exact[f"no_summary_{key}.json"] = f'malformed report: "summary.{key}" is missing'
     for name, key in (("minus", "-1"), ("letters", "12abc"), ("empty", ""),
-                      ("huge", "99999999999999999999")):
+                      ("huge", "99999999999999999999"), ("space", " 9"), ("plus", "+9"),
+                      ("minus_zero", "-0")):
         exact[f"stack_id_{name}.json"] = f"malformed report: stack id '{key}' is not a number"
     for name in ("inf_time", "neg_bytes", "object"):
         exact[f"point_{name}.json"] = \
