@@ -1,0 +1,396 @@
+#!/usr/bin/env python3
+"""export_verb.py - `gpumemtrace export` on the hand-written reports in tests/cli/data (and
+copies of them edited to hold one particular thing): what each format holds, as docs/cli.md
+says, line for line where the format is small, and that the file is valid for its consumer
+(promtool) where it is installed.
+
+Each case is a function case_NAME; exit 0 pass, 1 fail (with the reason), 77 skipped.
+
+usage: export_verb.py --case NAME --cli CLI --lib LIB --progs DIR --standin DIR --work DIR
+                      --schema FILE --data DIR
+"""
+import argparse
+import copy
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from verbs import (Ctx, Failed, Skipped, check_perfetto, check_speedscope,  # noqa: E402
+                   expect, one_line, prom_series)
+
+CASES = {}
+
+
+def case(fn):
+    CASES[fn.__name__[len("case_"):]] = fn
+    return fn
+
+
+def write(c, name, rep):
+    path = c.path(name)
+    with open(path, "w") as f:
+        json.dump(rep, f)
+    return path
+
+
+def fixture(c, base="valid.json"):
+    return c.load(os.path.join(c.data, base))
+
+
+def edited(c, name, edit, base="valid.json"):
+    rep = fixture(c, base)
+    edit(rep)
+    return write(c, name, rep)
+
+
+def export(c, path, fmt, *more, rc=0):
+    out, err, _ = c.cli_run("export", path, "--format", fmt, *more, rc=rc)
+    return out, err
+
+
+def merged(c, name, edit=None, base="valid_v2.json", n=2):
+    """`gpumemtrace merge` of n copies of data/BASE as ranks 0..n-1 of one host, started one
+    second apart (edit(i, r) changes rank i's copy); the merged file's path."""
+    src = fixture(c, base)
+    paths = []
+    for i in range(n):
+        r = copy.deepcopy(src)
+        r["process"]["rank"] = i
+        r["process"]["start_time"] = src["process"]["start_time"] + i
+        if "start_time_ns" in r["process"]:
+            r["process"]["start_time_ns"] = src["process"]["start_time_ns"] + i * 10**9
+        if edit:
+            edit(i, r)
+        paths.append(write(c, f"{name}.rank{i}.json", r))
+    out = c.path(name + ".json")
+    c.cli_run("merge", *paths, "-o", out)
+    return out
+
+
+def promtool(c, path):
+    tool = shutil.which("promtool")
+    if not tool:
+        return
+    p = subprocess.run([tool, "check", "metrics"], stdin=open(path), capture_output=True,
+                       text=True, timeout=60)
+    expect(p.returncode == 0, f"promtool check metrics {path}: {p.stdout}{p.stderr}")
+
+
+# ---- folded -------------------------------------------------------------------------------
+
+FOLDED_LEAKS = (
+    "main;<module> (train.py:7);forward (model.py:42);train_step;alloc_workspace;"
+    "libcudart.so.13+0x1234 3145728\n"
+    "libpool.so+0x2000;libpool.so+0x1000 1048576\n")
+
+
+@case
+def case_folded(c):
+    """folded, line for line: outermost frame first, ';' between frames and none after the
+    last, the suppressed group (cache_grow) left out of the leaks; --stacks peak: every
+    device's peak owners; a group of 0 bytes is no line; a group without a stack is
+    '[no stack] API BYTES', the API escaped as the terminal verbs show it."""
+    v1 = os.path.join(c.data, "valid.json")
+    out, _ = export(c, v1, "folded")
+    expect(out == FOLDED_LEAKS, f"folded leaks:\n{out}")
+    out, _ = export(c, v1, "folded", "--stacks", "leaks")
+    expect(out == FOLDED_LEAKS, f"folded --stacks leaks:\n{out}")
+    out, _ = export(c, v1, "folded", "--stacks", "peak")
+    expect(out == "alloc_activations 8388608\n" + FOLDED_LEAKS, f"folded --stacks peak:\n{out}")
+
+    def edit(r):
+        g = r["leaks"]["groups"]
+        g.append({"stack_id": 4, "bytes": 0, "count": 1, "kind": "device", "device": 0,
+                  "api": "cudaMalloc"})
+        g.append({"stack_id": 0, "bytes": 4096, "count": 1, "kind": "device", "device": 0,
+                  "api": "cuda\x1b[2JMalloc"})
+        # a second device's peak: its owners are in --stacks peak too
+        r["peak"].append({"device": 1, "bytes": 2048, "time": 0.5, "share": 0.0,
+                          "groups": [{"stack_id": 5, "bytes": 2048, "count": 1,
+                                      "kind": "host_pinned", "device": 1,
+                                      "api": "cudaHostAlloc"}]})
+    e = edited(c, "folded.json", edit)
+    out, _ = export(c, e, "folded")
+    expect(out == FOLDED_LEAKS + "[no stack] cuda\\x1b[2JMalloc 4096\n",
+           f"folded: a 0-byte group, a group without a stack:\n{out!r}")
+    out, _ = export(c, e, "folded", "--stacks", "peak")
+    expect(out == "alloc_activations 8388608\n" + FOLDED_LEAKS + "alloc_huge_buffer 2048\n",
+           f"folded --stacks peak of two devices:\n{out}")
+
+
+# ---- speedscope ---------------------------------------------------------------------------
+
+@case
+def case_speedscope(c):
+    """speedscope: one shared frame table (a frame once, however many stacks hold it); the leak
+    profile first and active, without the suppressed group; one profile per device's peak,
+    named with its time in ms precision; a frame's file is its source file (with its line) or
+    else its module; groups of 0 bytes are no sample."""
+    v1 = os.path.join(c.data, "valid.json")
+    export(c, v1, "speedscope", "-o", c.path("v.speedscope.json"))
+    s = check_speedscope(c.path("v.speedscope.json"))
+    frames = s["shared"]["frames"]
+    names = [f["name"] for f in frames]
+    expect(len(names) == len(set(names)) == 9, f"frame table {names}")
+    expect(s["activeProfileIndex"] == 0, "activeProfileIndex")
+    expect(s["name"] == v1, f"name {s['name']!r}")
+    byname = {f["name"]: f for f in frames}
+    expect(byname["alloc_workspace"] == {"name": "alloc_workspace", "file": "workspace.c",
+                                         "line": 88}, f"source frame {byname}")
+    expect(byname["forward (model.py:42)"] == {"name": "forward (model.py:42)",
+                                               "file": "model.py", "line": 42}, "python frame")
+    expect(byname["libpool.so+0x2000"] == {"name": "libpool.so+0x2000",
+                                           "file": "/opt/app/lib/libpool.so"},
+           f"native frame without a source file {byname['libpool.so+0x2000']}")
+    prof = s["profiles"]
+    expect([p["name"] for p in prof] == ["leaks (live at exit)", "peak owners GPU 0 at 4.125 s"],
+           f"profiles {[p['name'] for p in prof]}")
+    expect(prof[0]["weights"] == [3145728, 1048576] and prof[0]["endValue"] == 4194304,
+           f"leak profile {prof[0]}")
+    expect([[names[i] for i in smp] for smp in prof[0]["samples"]] == [
+        ["main", "<module> (train.py:7)", "forward (model.py:42)", "train_step",
+         "alloc_workspace", "libcudart.so.13+0x1234"],
+        ["libpool.so+0x2000", "libpool.so+0x1000"]], f"leak samples {prof[0]['samples']}")
+    expect(prof[1]["weights"] == [8388608, 3145728, 1048576] and
+           prof[1]["endValue"] == 12582912, f"peak profile {prof[1]}")
+
+    def edit(r):
+        # a suppressed group among the peak owners is still a peak owner; a 0-byte group is no
+        # sample; a python frame at line 0 keeps its line
+        r["peak"][0]["groups"][1]["suppressed"] = True
+        r["peak"][0]["groups"].append({"stack_id": 5, "bytes": 0, "count": 1, "kind": "device",
+                                       "device": 0, "api": "cudaMalloc"})
+        r["leaks"]["groups"].append({"stack_id": 6, "bytes": 512, "count": 1, "kind": "device",
+                                     "device": 0, "api": "cudaMalloc"})
+        r["leaks"]["groups"].append({"stack_id": 5, "bytes": 0, "count": 1, "kind": "device",
+                                     "device": 0, "api": "cudaMalloc"})
+        r["stacks"]["6"] = [{"address": "0x7f00bb00ac00", "module": None, "offset": None,
+                             "symbol": "<lambda>", "file": "gen.py", "line": 0}]
+        r["peak"][0]["time"] = 4.1256
+    e = edited(c, "ss.json", edit)
+    export(c, e, "speedscope", "-o", c.path("e.speedscope.json"))
+    s = check_speedscope(c.path("e.speedscope.json"))
+    names = [f["name"] for f in s["shared"]["frames"]]
+    expect("alloc_huge_buffer" not in names, f"a 0-byte group's frames {names}")
+    gen = [f for f in s["shared"]["frames"] if f.get("file") == "gen.py"]
+    expect(len(gen) == 1 and gen[0].get("line") == 0, f"frame at line 0 {gen}")
+    prof = s["profiles"]
+    expect(prof[0]["weights"] == [3145728, 1048576, 512], f"leaks {prof[0]['weights']}")
+    expect(prof[1]["weights"] == [8388608, 3145728, 1048576] and
+           prof[1]["name"] == "peak owners GPU 0 at 4.126 s", f"peak profile {prof[1]}")
+
+
+# ---- perfetto -----------------------------------------------------------------------------
+
+@case
+def case_perfetto(c):
+    """perfetto: times in microseconds; peaks and failures are process-scoped instants
+    ("s":"p"), the end of the run a global one; a failure says recovered true/false (null when
+    the report does not say), its error name and where; a report without a pid is process 1;
+    a time before the start (a corrupt report's negative time) is at 0; a snapshot report is an
+    instant of its own."""
+    v2 = os.path.join(c.data, "valid_v2.json")
+    export(c, v2, "perfetto", "-o", c.path("v2.trace.json"))
+    ev = check_perfetto(c.path("v2.trace.json"))
+    # the counter track: each bucket's highest at its start, and the bytes in use at the end
+    # time as its own event only when the last bucket started before it (here, at it: none)
+    counters = [(e["ts"], e["args"]["bytes"]) for e in ev if e["ph"] == "C"]
+    expect(counters == [(0, 0), (4000000, 12582912), (12500000, 5767168)], f"counters {counters}")
+    peaks = [e for e in ev if e.get("cat") == "peak"]
+    expect(len(peaks) == 1 and peaks[0]["s"] == "p" and peaks[0]["ts"] == 4125000 and
+           peaks[0]["args"] == {"device": 0, "bytes": 12582912}, f"peak {peaks}")
+    fails = [e for e in ev if e.get("cat") == "failure"]
+    expect([(e["ts"], e["s"], e["args"]["recovered"], e["args"]["error"]) for e in fails] ==
+           [(6250000, "p", True, "cudaErrorMemoryAllocation"),
+            (7500000, "p", False, "CUDA_ERROR_INVALID_VALUE")], f"failures {fails}")
+    expect(fails[0]["args"]["where"] == "alloc_huge_buffer [trainer+0x13000]" and
+           fails[1]["args"]["where"] == "", f"where {fails}")
+    ends = [e for e in ev if e["name"] == "end of run"]
+    expect(len(ends) == 1 and ends[0]["s"] == "g" and ends[0]["ts"] == 12500000 and
+           ends[0]["args"] == {"reason": "exit"} and ev[-1] is ends[0], f"end of run {ends}")
+    expect(not [e for e in ev if e.get("cat") == "snapshot"], "an exit report is no snapshot")
+    # v1 has no "recovered": null
+    export(c, os.path.join(c.data, "valid.json"), "perfetto", "-o", c.path("v1.trace.json"))
+    fails = [e for e in check_perfetto(c.path("v1.trace.json")) if e.get("cat") == "failure"]
+    expect([e["args"]["recovered"] for e in fails] == [None, None], f"v1 recovered {fails}")
+
+    def edit(r):
+        r["process"]["pid"] = 0
+        r["process"]["reason"] = "snapshot"
+        r["errors"][1]["time"] = -1.5
+        r["peak"][0]["time"] = -3
+    e = edited(c, "pf.json", edit, base="valid_v2.json")
+    export(c, e, "perfetto", "-o", c.path("pf.trace.json"))
+    ev = check_perfetto(c.path("pf.trace.json"))
+    expect({x["pid"] for x in ev} == {1}, f"pid of a report without one {ev[0]}")
+    fails = [x for x in ev if x.get("cat") == "failure"]
+    expect(fails[1]["ts"] == 0, f"negative time {fails[1]}")
+    expect([x["ts"] for x in ev if x.get("cat") == "peak"] == [0], "negative peak time")
+    snaps = [x for x in ev if x.get("cat") == "snapshot"]
+    expect(len(snaps) == 1 and snaps[0]["name"] == "snapshot report" and
+           snaps[0]["ts"] == 12500000 and ev[-1]["name"] == "end of run" and
+           ev[-1]["args"] == {"reason": "snapshot"}, f"snapshot {snaps} {ev[-1]}")
+
+
+@case
+def case_perfetto_merged(c):
+    """perfetto of a merged report: a rank whose duration_s the merge did not keep ends at the
+    report's end; a rank without an end reason says '?'."""
+    m = merged(c, "pm")
+    # on the job's clock (rank 1 started 1 s after rank 0): each rank's failures and peak at
+    # its own times plus its start's offset
+    export(c, m, "perfetto", "-o", c.path("pm_job.trace.json"))
+    ev = check_perfetto(c.path("pm_job.trace.json"))
+    fails = sorted((e["pid"], e["ts"], e["args"]["recovered"]) for e in ev
+                   if e.get("cat") == "failure")
+    expect(fails == [(1, 6250000, True), (1, 7500000, False),
+                     (2, 7250000, True), (2, 8500000, False)], f"failures {fails}")
+    peaks = sorted((e["pid"], e["ts"]) for e in ev if e.get("cat") == "peak")
+    expect(peaks == [(1, 4125000), (2, 5125000)], f"peaks {peaks}")
+    rep = c.load(m)
+    for x in rep["merged"]["ranks"]:
+        x.pop("duration_s", None)
+    rep["merged"]["ranks"][1].pop("reason", None)
+    p = write(c, "pm_old.json", rep)
+    export(c, p, "perfetto", "-o", c.path("pm.trace.json"))
+    t = json.load(open(c.path("pm.trace.json")))
+    ev = check_perfetto(c.path("pm.trace.json"))
+    expect(t["otherData"].get("clock") == "rank", f"otherData {t['otherData']}")
+    end = rep["process"]["duration_s"] * 1e6
+    runs = {e["pid"]: e for e in ev if e["name"] == "end of run"}
+    expect(set(runs) == {1, 2} and all(abs(e["ts"] - end) < 1 for e in runs.values()),
+           f"end of run at the report's end {end}: {runs}")
+    expect(runs[1]["args"]["reason"] == "exit" and runs[2]["args"]["reason"] == "?",
+           f"reasons {runs}")
+
+
+# ---- prometheus ---------------------------------------------------------------------------
+
+@case
+def case_prometheus(c):
+    """prometheus of a single report: every documented metric with its value, labels host,
+    rank (the report's) and device; untracked bytes only of a device the driver audited; no
+    fragmentation of a device without a figure; label values escaped (\\\\, \\", \\n) after
+    the terminal escaping; promtool accepts it."""
+    v2 = os.path.join(c.data, "valid_v2.json")
+    out, _ = export(c, v2, "prometheus")
+    got = prom_series(out)
+    base = {("host", "node07"), ("rank", "3")}
+
+    def lab(**kw):
+        return frozenset(base | set(kw.items()))
+    want = {
+        ("gpumemtrace_peak_bytes", lab(device="0")): 12582912,
+        ("gpumemtrace_peak_bytes", lab(device="1")): 2048,
+        ("gpumemtrace_current_bytes", lab(device="0")): 5767168,
+        ("gpumemtrace_current_bytes", lab(device="1")): 0,
+        ("gpumemtrace_untracked_bytes", lab(device="0")): 524812288,
+        ("gpumemtrace_fragmentation_ratio", lab(device="0")): 0.6,
+        ("gpumemtrace_leaked_bytes", lab()): 4194304,
+        ("gpumemtrace_leaked_allocations", lab()): 4,
+        ("gpumemtrace_suppressed_leak_bytes", lab()): 1572864,
+        ("gpumemtrace_allocations", lab()): 1024,
+        ("gpumemtrace_failed_allocations", lab()): 2,
+        ("gpumemtrace_library_peak_bytes", lab(library="trainer")): 11534336,
+        ("gpumemtrace_library_peak_bytes", lab(library="libpool.so")): 1048576,
+        ("gpumemtrace_run_duration_seconds", lab()): 12.5,
+        ("gpumemtrace_report_time_seconds", lab()): 1750000012.75,
+    }
+    expect(got == want, "series:\n" + "\n".join(
+        f"{k} {got.get(k)} want {want.get(k)}" for k in sorted(set(got) | set(want), key=str)
+        if got.get(k) != want.get(k)))
+    with open(c.path("v2.prom"), "w") as f:
+        f.write(out)
+
+    def edit(r):
+        r["process"]["hostname"] = 'node "7"\\a\nb'
+        r["fragmentation"][0]["fragmentation"] = None
+        r["fragmentation"].append({"device": 1, "live_allocations": 0, "span_bytes": 0,
+                                   "free_in_gaps": 0, "largest_gap": 0, "fragmentation": 0.25,
+                                   "pools": [], "granularity_loss_bytes": 0})
+    e = edited(c, "pe.json", edit, base="valid_v2.json")
+    export(c, e, "prometheus", "-o", c.path("pe.prom"))
+    text = open(c.path("pe.prom")).read()
+    host = r'host="node \"7\"\\a\\nb"'
+    expect(f'gpumemtrace_leaked_bytes{{{host},rank="3"}} 4194304\n' in text,
+           f"escaped host label:\n{text}")
+    frag = [l for l in text.splitlines() if l.startswith("gpumemtrace_fragmentation_ratio")]
+    expect(frag == [f'gpumemtrace_fragmentation_ratio{{{host},rank="3",device="1"}} 0.25'],
+           f"fragmentation {frag}")
+    # a value that is not whole: the shortest text that reads back as it (0.6, not
+    # 0.59999999999999998)
+    expect('gpumemtrace_fragmentation_ratio{host="node07",rank="3",device="0"} 0.6\n' in out,
+           f"fragmentation text:\n{out}")
+    promtool(c, c.path("v2.prom"))
+    promtool(c, c.path("pe.prom"))
+
+
+@case
+def case_prometheus_merged(c):
+    """prometheus of a merged report whose ranks kept no run or report time: those metrics
+    have their HELP and TYPE and no sample (not -1); promtool accepts it."""
+    m = merged(c, "mp")
+    rep = c.load(m)
+    for x in rep["merged"]["ranks"]:
+        x.pop("duration_s", None)
+        x.pop("end_time", None)
+    p = write(c, "mp_old.json", rep)
+    export(c, p, "prometheus", "-o", c.path("mp.prom"))
+    text = open(c.path("mp.prom")).read()
+    got = prom_series(text)
+    expect(not [k for k in got if k[0] in ("gpumemtrace_run_duration_seconds",
+                                           "gpumemtrace_report_time_seconds")],
+           f"times of ranks without them:\n{text}")
+    expect("# TYPE gpumemtrace_run_duration_seconds gauge\n" in text, text)
+    promtool(c, c.path("mp.prom"))
+
+
+# ---- usage --------------------------------------------------------------------------------
+
+@case
+def case_usage(c):
+    """export's usage: --help exits 0 with the usage on standard output; an option without its
+    value, an unknown option, two files or none, and an output that cannot be written exit 2
+    with one line and no output."""
+    v1 = os.path.join(c.data, "valid.json")
+    out, err, _ = c.cli_run("export", "--help")
+    expect(out.startswith("Usage: gpumemtrace export FILE") and not err, f"--help {out!r}")
+    bad = (
+        [v1, "--format"],                                   # --format without its value
+        [v1, "--format", "folded", "-o"],                   # -o without its value
+        [v1, "--format", "folded", "--stacks"],             # --stacks without its value
+        [v1, "--format", "folded", "--bogus"],              # unknown long option
+        [v1, "--format", "folded", "-x"],                   # unknown short option
+        [v1, v1, "--format", "folded"],                     # two reports
+        ["--format", "folded"],                             # none
+        [v1, "--format", "Folded"],                         # formats are lower case
+        [v1, "--format", "folded", "-o", c.path("no/such/dir/x")],  # not writable
+    )
+    for args in bad:
+        out, err, _ = c.cli_run("export", *args, rc=2)
+        expect(one_line(err) and not out, f"export {args}: {out!r} {err!r}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    for k in ("case", "cli", "lib", "progs", "standin", "work", "schema", "data"):
+        ap.add_argument("--" + k, required=True)
+    a = ap.parse_args()
+    c = Ctx(a)
+    try:
+        CASES[a.case](c)
+    except Skipped as e:
+        print(f"SKIPPED: {e}")
+        return 77
+    except Failed as e:
+        print(f"FAIL cli export case {a.case}: {e}")
+        return 1
+    print(f"ok {a.case}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
