@@ -336,7 +336,10 @@ static int export_perfetto(const gmt_report_t *rep, gmt_buf_t *b)
         us(b, gmt_report_rank_offset(rep, e->rank) + e->time);
         gmt_buf_printf(b, ",\"args\":{\"device\":%" PRId64 ",\"size\":%" PRIu64 ",\"error\":",
                        e->device, e->size);
-        gmt_buf_json_str(b, e->error_name ? e->error_name : "?");
+        /* a code without a name as `report` shows it (docs/cli.md: the same name) */
+        char code[32];
+        snprintf(code, sizeof code, "error %" PRId64, e->error);
+        gmt_buf_json_str(b, e->error_name ? e->error_name : code);
         gmt_buf_printf(b, ",\"recovered\":%s,\"where\":",
                        e->recovered == 1   ? "true"
                        : e->recovered == 0 ? "false"

@@ -19,7 +19,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from verbs import (Ctx, Failed, Skipped, check_perfetto, check_speedscope,  # noqa: E402
-                   expect, one_line, prom_series)
+                   expect, html_data, one_line, prom_series)
 
 CASES = {}
 
@@ -265,6 +265,26 @@ def case_perfetto_merged(c):
            f"end of run at the report's end {end}: {runs}")
     expect(runs[1]["args"]["reason"] == "exit" and runs[2]["args"]["reason"] == "?",
            f"reasons {runs}")
+
+
+@case
+def case_error_name(c):
+    """a failure whose code has no known name and whose report names none: `error N`, as
+    `report` shows it and docs/cli.md says export (Perfetto, HTML) does, never '?'."""
+    def edit(r):
+        r["errors"][1].update(api="cudaMalloc", error=9999)
+        r["errors"][1].pop("error_name", None)
+    e = edited(c, "unnamed.json", edit, base="valid_v2.json")
+    out, _, _ = c.cli_run("report", e)
+    expect("at 7.500 s: error 9999;" in out, f"report:\n{out}")
+    export(c, e, "perfetto", "-o", c.path("unnamed.trace.json"))
+    fails = [x for x in check_perfetto(c.path("unnamed.trace.json"))
+             if x.get("cat") == "failure"]
+    expect([x["args"]["error"] for x in fails] == ["cudaErrorMemoryAllocation", "error 9999"],
+           f"perfetto failures {fails}")
+    export(c, e, "html", "-o", c.path("unnamed.html"))
+    errs = [x["error"] for x in html_data(c.path("unnamed.html"))["errors"]]
+    expect(errs == ["cudaErrorMemoryAllocation", "error 9999"], f"html errors {errs}")
 
 
 # ---- prometheus ---------------------------------------------------------------------------
