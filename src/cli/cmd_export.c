@@ -60,6 +60,20 @@ static void folded_name(const gmt_frame_t *f, char *buf, size_t len)
     gmt_tty_copy(buf, len, raw);
 }
 
+/* s, a report's text (well-formed UTF-8, as the reader checks) that snprintf may have cut
+ * inside a character to fit a buffer, as a JSON string: the cut character left out, so the
+ * file stays UTF-8 (a JSON parser refuses it otherwise). */
+static void json_str_cut(gmt_buf_t *b, char *s)
+{
+    size_t n = strlen(s), i = n;
+    while (i > 0 && n - i < 4 && ((unsigned char)s[i - 1] & 0xc0) == 0x80)
+        i--;
+    if (i > 0 && (unsigned char)s[i - 1] >= 0xc0 &&
+        gmt_utf8_seq((const unsigned char *)s + i - 1, n - i + 1) != n - i + 1)
+        s[i - 1] = '\0';
+    gmt_buf_json_str(b, s);
+}
+
 static void folded_group(gmt_buf_t *b, const gmt_group_t *g)
 {
     char name[600];
@@ -107,7 +121,7 @@ static long frame_index(frames_t *fr, gmt_buf_t *b, const gmt_frame_t *f)
     gmt_frame_name(f, name, sizeof name);
     if (fr->n) gmt_buf_put(b, ",", 1);
     gmt_buf_puts(b, "{\"name\":");
-    gmt_buf_json_str(b, name);
+    json_str_cut(b, name);
     if (f->python || f->file) {
         gmt_buf_puts(b, ",\"file\":");
         gmt_buf_json_str(b, f->file);
@@ -273,7 +287,7 @@ static int export_perfetto(const gmt_report_t *rep, gmt_buf_t *b)
                            "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%" PRId64
                            ",\"tid\":0,\"args\":{\"name\":",
                            pid_of(rep, rep->ranks[i].rank));
-            gmt_buf_json_str(b, name);
+            json_str_cut(b, name);
             gmt_buf_puts(b, "}},\n");
         }
     } else {
@@ -282,7 +296,7 @@ static int export_perfetto(const gmt_report_t *rep, gmt_buf_t *b)
                        "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%" PRId64
                        ",\"tid\":0,\"args\":{\"name\":",
                        pid_of(rep, -1));
-        gmt_buf_json_str(b, name);
+        json_str_cut(b, name);
         gmt_buf_puts(b, "}},\n");
     }
     for (size_t i = 0; i < rep->nseries; i++) {
@@ -297,7 +311,7 @@ static int export_perfetto(const gmt_report_t *rep, gmt_buf_t *b)
         bool tail = d && s->n && s->t[s->n - 1] < end;
         for (size_t k = 0; k < s->n + tail; k++) {
             gmt_buf_puts(b, "{\"name\":");
-            gmt_buf_json_str(b, name);
+            json_str_cut(b, name);
             gmt_buf_printf(b,
                            ",\"cat\":\"memory\",\"ph\":\"C\",\"pid\":%" PRId64 ",\"tid\":0,\"ts\":",
                            pid_of(rep, s->rank));
@@ -312,7 +326,7 @@ static int export_perfetto(const gmt_report_t *rep, gmt_buf_t *b)
                  gmt_device_label(p->device, -1, label, sizeof label),
                  gmt_fmt_bytes(p->bytes, sz, sizeof sz));
         gmt_buf_puts(b, "{\"name\":");
-        gmt_buf_json_str(b, name);
+        json_str_cut(b, name);
         gmt_buf_printf(
             b, ",\"cat\":\"peak\",\"ph\":\"i\",\"s\":\"p\",\"pid\":%" PRId64 ",\"tid\":0,\"ts\":",
             pid_of(rep, p->rank));
@@ -328,7 +342,7 @@ static int export_perfetto(const gmt_report_t *rep, gmt_buf_t *b)
         snprintf(name, sizeof name, "%s of %s failed", e->api,
                  gmt_fmt_bytes(e->size, sz, sizeof sz));
         gmt_buf_puts(b, "{\"name\":");
-        gmt_buf_json_str(b, name);
+        json_str_cut(b, name);
         gmt_buf_printf(b,
                        ",\"cat\":\"failure\",\"ph\":\"i\",\"s\":\"p\",\"pid\":%" PRId64
                        ",\"tid\":0,\"ts\":",
@@ -344,7 +358,7 @@ static int export_perfetto(const gmt_report_t *rep, gmt_buf_t *b)
                        e->recovered == 1   ? "true"
                        : e->recovered == 0 ? "false"
                                            : "null");
-        gmt_buf_json_str(b, fb);
+        json_str_cut(b, fb);
         gmt_buf_puts(b, "}},\n");
     }
     /* each process's end (and its report, when a snapshot or OOM report): the last event has

@@ -287,6 +287,37 @@ def case_error_name(c):
     expect(errs == ["cudaErrorMemoryAllocation", "error 9999"], f"html errors {errs}")
 
 
+@case
+def case_long_names(c):
+    """names longer than the exporters' buffers (a host, an API, symbols of hundreds of
+    two-byte characters) are cut between characters: perfetto and speedscope stay UTF-8 JSON,
+    each cut name a prefix of the whole one."""
+    host, api, sym = "\u00e9" * 200, "cudaMalloc" + "\u00fc" * 200, "\u00f6" * 600
+
+    def edit(r):
+        r["process"]["hostname"] = host
+        r["errors"][0]["api"] = api
+        for k in r["stacks"]:
+            r["stacks"][k]["frames"][0]["symbol"] = sym
+    e = edited(c, "long.json", edit, base="valid_v2.json")
+    docs = {}
+    for fmt in ("perfetto", "speedscope"):
+        _, _, raw = c.cli_run("export", e, "--format", fmt)
+        try:
+            docs[fmt] = json.loads(raw.decode("utf-8"))
+        except ValueError as x:
+            raise Failed(f"export {fmt} of long names: not UTF-8 JSON: {x}")
+    ev = docs["perfetto"]["traceEvents"]
+    pname = [x["args"]["name"] for x in ev if x["name"] == "process_name"][0]
+    fail = [x["name"] for x in ev if x.get("cat") == "failure"][0]
+    expect(len(pname) > 100 and f"pid 4242 on {host}".startswith(pname), f"process {pname!r}")
+    expect(len(fail) > 100 and f"{api} of 200.00 GiB failed".startswith(fail), f"fail {fail!r}")
+    where = [x["args"]["where"] for x in ev if x.get("cat") == "failure"][0]
+    expect(len(where) > 100 and sym.startswith(where[:len(sym)]), f"where {where!r}")
+    names = [f["name"] for f in docs["speedscope"]["shared"]["frames"]]
+    expect(any(len(n) > 100 and sym.startswith(n) for n in names), f"frames {names}")
+
+
 # ---- prometheus ---------------------------------------------------------------------------
 
 @case
