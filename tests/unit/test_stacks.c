@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "core/config.h"
 #include "core/region.h"
 #include "core/stacks.h"
 #include "core/unwind.h"
@@ -210,6 +211,146 @@ static void test_store_grows(void **state)
     /* entries 64 B, frames 8 B each, index at most 4 x 4 B per id */
     assert_true(gmt_stacks_bytes_held(st) <=
                 sizeof *st + (uint64_t)n * (64 + 8 * 8 + 16) + 65536 * 64);
+}
+
+/* What the store holds, counted as the report's tracer memory: its header, every entry the
+ * entries arena has room for, every frame and every index level, the old ones included (the
+ * region never gives memory back). Each term is what its own arena handed out. */
+static void test_bytes_held_counts_everything(void **state)
+{
+    (void)state;
+    gmt_stacks_t *st = store_new(0);
+    uint64_t f[8], frames = 0;
+    for (uint32_t i = 0; i < 5000; i++) { /* enough ids for index levels to be added */
+        for (int k = 0; k < 8; k++)
+            f[k] = 0x500000u + (uint64_t)i * 64 + (uint64_t)k;
+        assert_int_equal(gmt_stacks_intern(st, f, 1 + i % 8, 0), i + 1);
+        frames += 1 + i % 8;
+    }
+    assert_true(st->index_first > 0); /* the first level is no longer searched */
+    uint64_t index = gmt_region_arena(GMT_ARENA_STACK_INDEX)->used;
+    assert_int_equal(gmt_region_arena(GMT_ARENA_FRAMES)->used, frames * 8);
+    assert_int_equal(gmt_stacks_bytes_held(st),
+                     sizeof *st + (uint64_t)st->max_entries * sizeof(gmt_stack_entry_t) +
+                         frames * 8 + index);
+    store_free(st);
+}
+
+/* An id never handed out holds no stack, not even the empty one of tag 0, which an unwritten
+ * entry (all zero) would otherwise look like. */
+static void test_holds_only_handed_out_ids(void **state)
+{
+    (void)state;
+    gmt_stacks_t *st = store_new(0);
+    const uint64_t f[] = {0x401000};
+    uint32_t id = gmt_stacks_intern(st, f, 1, 0);
+    assert_int_equal(id, 1);
+    assert_true(gmt_stacks_holds(st, id, f, 1, 0));
+    assert_true(st->max_entries > id + 1); /* the next entry is inside the arena */
+    assert_false(gmt_stacks_holds(st, id + 1, NULL, 0, 0));
+    assert_false(gmt_stacks_holds(st, 0, NULL, 0, 0));
+    store_free(st);
+}
+
+/* A recovered state file's entry may say anything: frames that would run past the frames
+ * arena are not given out. */
+static void test_frames_past_arena_refused(void **state)
+{
+    (void)state;
+    gmt_stacks_t *st = store_new(0);
+    const uint64_t f[] = {0x401000, 0x402000};
+    uint32_t id = gmt_stacks_intern(st, f, 2, 0);
+    uint32_t depth = 0;
+    assert_non_null(gmt_stacks_frames(st, id, &depth));
+    gmt_stack_entry_t *e = gmt_stacks_entry(st, id);
+    uint64_t words = gmt_region_arena(GMT_ARENA_FRAMES)->committed / 8;
+    e->offset = (uint32_t)(words - 1); /* starts inside, runs past the end */
+    e->depth = 2;
+    assert_null(gmt_stacks_frames(st, id, &depth));
+    e->offset = (uint32_t)(words - 2); /* ends at the end exactly */
+    assert_non_null(gmt_stacks_frames(st, id, &depth));
+    assert_int_equal(depth, 2);
+    store_free(st);
+}
+
+/* gmt_stacks_validate, as a recovery uses it: each field a reader relies on is checked, and a
+ * lock a killed writer held is let go. */
+static void test_validate_refuses_corrupt_headers(void **state)
+{
+    (void)state;
+    gmt_stacks_t *st = store_new(0);
+    uint64_t f[1];
+    for (uint32_t i = 0; i < 3000; i++) { /* a grown index: first level > 0 */
+        f[0] = 0x600000u + i * 16u;
+        assert_int_not_equal(gmt_stacks_intern(st, f, 1, 0), 0);
+    }
+    assert_int_equal(gmt_stacks_validate(st), 0);
+    gmt_stacks_t good = *st;
+    uint32_t lv = st->index_first % GMT_STACKS_INDEX_LEVELS;
+    uint64_t committed = gmt_region_arena(GMT_ARENA_STACK_ENTRIES)->committed;
+
+    st->magic ^= 1;
+    assert_int_equal(gmt_stacks_validate(st), -EINVAL);
+    *st = good;
+    st->max_entries = (uint32_t)(committed / sizeof(gmt_stack_entry_t) + 1);
+    assert_int_equal(gmt_stacks_validate(st), -EINVAL);
+    *st = good;
+    st->max_entries = (uint32_t)(committed / sizeof(gmt_stack_entry_t)); /* all of it: fine */
+    assert_int_equal(gmt_stacks_validate(st), 0);
+    *st = good;
+    st->index_next = st->index_first; /* no level */
+    assert_int_equal(gmt_stacks_validate(st), -EINVAL);
+    *st = good;
+    st->index_first = 0;
+    st->index_next = GMT_STACKS_INDEX_LEVELS; /* more levels than the ring holds */
+    assert_int_equal(gmt_stacks_validate(st), -EINVAL);
+    *st = good;
+    st->index[lv].mask -= 1; /* not a power of two less one */
+    assert_int_equal(gmt_stacks_validate(st), -EINVAL);
+    *st = good;
+    st->index[lv].mask = (1ull << 32) - 1 + (1ull << 32); /* 2^33 - 1: past 32 bits */
+    assert_int_equal(gmt_stacks_validate(st), -EINVAL);
+    *st = good;
+    st->index[lv].mask = (1ull << 31) - 1; /* a level larger than the region */
+    assert_int_equal(gmt_stacks_validate(st), -EINVAL);
+    *st = good;
+    st->grow_lock = 1; /* held by a process that was killed */
+    assert_int_equal(gmt_stacks_validate(st), 0);
+    assert_int_equal(st->grow_lock, 0);
+    store_free(st);
+}
+
+/* The deepest capture the configuration allows (GMT_MAX_STACK_DEPTH frames past two skipped,
+ * the long slack for an internal prefix) asks the unwinder for no more than the walk buffer
+ * holds, and still gives the depth asked for. */
+static __attribute__((noinline)) uint32_t deepest_capture(int d, uint64_t *f, uint32_t *want)
+{
+    if (d > 0) {
+        uint32_t n = deepest_capture(d - 1, f, want);
+        __asm__ volatile("" ::: "memory"); /* not a tail call: each level keeps its frame */
+        return n;
+    }
+    uint64_t token;
+    uint32_t n = gmt_stacks_capture(f, GMT_MAX_STACK_DEPTH, 2, &token);
+    *want = gmt_stacks_test_last_want();
+    return n;
+}
+
+static void test_capture_deepest_fits_buffer(void **state)
+{
+    (void)state;
+    gmt_unwind_init(0);
+    const uint64_t none[1][2] = {{1, 2}}; /* ranges set: the prefix's slack is added */
+    gmt_stacks_set_skip_ranges(none, 1);
+    _Static_assert(GMT_MAX_STACK_DEPTH + 2 + 1 + 64 > GMT_STACKS_CAPTURE_MAX,
+                   "the clamp is reached");
+    uint64_t f[GMT_STACKS_CAPTURE_MAX];
+    uint32_t want = 0;
+    assert_int_equal(deepest_capture(250, f, &want), GMT_MAX_STACK_DEPTH);
+#if !defined(__SANITIZE_THREAD__)
+    assert_int_equal(want, GMT_STACKS_CAPTURE_MAX);
+#endif
+    gmt_stacks_set_skip_ranges(NULL, 0);
 }
 
 /* ---- concurrent interning -------------------------------------------------------------------- */
@@ -797,6 +938,10 @@ int main(void)
         cmocka_unit_test(test_frames_round_trip),
         cmocka_unit_test(test_store_full),
         cmocka_unit_test(test_store_grows),
+        cmocka_unit_test(test_bytes_held_counts_everything),
+        cmocka_unit_test(test_holds_only_handed_out_ids),
+        cmocka_unit_test(test_frames_past_arena_refused),
+        cmocka_unit_test(test_validate_refuses_corrupt_headers),
         cmocka_unit_test(test_concurrent_intern),
         cmocka_unit_test(test_capture_finds_caller),
         cmocka_unit_test(test_capture_token),
@@ -809,6 +954,7 @@ int main(void)
         cmocka_unit_test(test_capture_long_slack_not_learnt),
         cmocka_unit_test(test_capture_all_frames_skipped),
         cmocka_unit_test(test_capture_in_exiting_thread),
+        cmocka_unit_test(test_capture_deepest_fits_buffer),
     };
     /* clang-format on */
     return cmocka_run_group_tests_name("unit.stacks", tests, NULL, NULL);
