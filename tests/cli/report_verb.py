@@ -1,0 +1,657 @@
+#!/usr/bin/env python3
+"""report_verb.py - `gpumemtrace report` (src/cli/cmd_report.c) as docs/cli.md states it.
+
+Each case runs the report verb on edited copies of tests/cli/data/valid_v2.json and checks the
+lines and the --json it prints: what --device sums and shows, --top's default and its range,
+how stacks are shown, shares, labels and counts. Found by a mutation audit of cmd_report.c:
+each check here failed with some mutant that the other cli tests let through. Exit 0 pass,
+1 fail (with the reason).
+
+usage: report_verb.py --case NAME --cli CLI --data DIR --work DIR
+"""
+import argparse
+import fcntl
+import json
+import os
+import pty
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import termios
+
+KIB, MIB = 1 << 10, 1 << 20
+CASES = {}
+
+
+class Failed(Exception):
+    pass
+
+
+def case(fn):
+    CASES[fn.__name__[len("case_"):]] = fn
+    return fn
+
+
+def expect(cond, msg):
+    if not cond:
+        raise Failed(msg)
+
+
+class Ctx:
+    def __init__(self, a):
+        self.cli, self.data = os.path.abspath(a.cli), os.path.abspath(a.data)
+        self.work = os.path.abspath(a.work)
+        shutil.rmtree(self.work, ignore_errors=True)
+        os.makedirs(self.work)
+
+    def env(self, extra=None):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GPUMEMTRACE_")}
+        env.pop("NO_COLOR", None)
+        env["GPUMEMTRACE_LOG"] = "quiet"
+        env.update(extra or {})
+        return env
+
+    def run(self, *args, rc=0, env=None):
+        p = subprocess.run([self.cli] + [str(a) for a in args], env=self.env(env),
+                           capture_output=True, timeout=60, cwd=self.work)
+        out, err = p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+        if rc is not None and p.returncode != rc:
+            raise Failed(f"gpumemtrace {' '.join(map(str, args))}: status {p.returncode}, "
+                         f"expected {rc}\n--- stdout\n{out[-3000:]}\n--- stderr\n{err[-3000:]}")
+        return out, err
+
+    def json(self, *args):
+        return json.loads(self.run("report", "--json", *args)[0])
+
+    def base(self):
+        with open(os.path.join(self.data, "valid_v2.json")) as f:
+            return json.load(f)
+
+    def write(self, name, rep):
+        p = os.path.join(self.work, name)
+        with open(p, "w") as f:
+            json.dump(rep, f)
+        return p
+
+    def tty(self, args, env=None, cols=0):
+        """What the verb prints on a new pseudo-terminal of cols columns (0: its size is
+        unset, which the verb takes as 80)."""
+        pid, fd = pty.fork()
+        if pid == 0:
+            if cols:
+                fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 24, cols, 0, 0))
+            os.execve(self.cli, [self.cli] + [str(a) for a in args], self.env(env))
+        out = b""
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        os.waitpid(pid, 0)
+        return out.decode("utf-8", "replace").replace("\r\n", "\n")
+
+
+def section(out, heading):
+    """The lines of out from the one starting with heading to the next blank line."""
+    expect(("\n" + heading) in out, f"no {heading!r} section:\n{out}")
+    return out.split("\n" + heading, 1)[1].split("\n\n", 1)[0]
+
+
+def group(stack_id, nbytes, count, device, library, kind="device", api="cudaMalloc",
+          suppressed=False):
+    return {"stack_id": stack_id, "bytes": nbytes, "count": count, "kind": kind,
+            "device": device, "api": api, "suppressed": suppressed, "library": library}
+
+
+def native(sym, module="/opt/app/bin/trainer", offset=16):
+    return {"type": "native", "address": "0x1000", "module": module, "offset": offset,
+            "build_id": None, "symbol": sym, "file": None, "line": None, "inlined": []}
+
+
+def python(function, file, line):
+    return {"type": "python", "file": file, "function": function, "line": line}
+
+
+def two_devices(c):
+    """valid_v2.json with a second GPU that holds memory: GPU 1 has two leak groups (one
+    suppressed), a reservation and a mapping, a peak whose libraries are listed out of order
+    (libbig's two groups come after libsmall's one), a growth suspect, a failed allocation and
+    its fragmentation; a growth suspect with no device applies to either, and the report says
+    there were 5 suspects (it lists 3)."""
+    r = c.base()
+    d1 = r["devices"][1]
+    d1.update(current_bytes=768 * KIB, peak_bytes=3 * MIB, allocs=40, frees=31, failures=1)
+    d1["kinds"]["device"] = {"current_bytes": 768 * KIB, "peak_bytes": 3 * MIB, "allocs": 16,
+                             "frees": 18}
+    st = r["stacks"]
+    st["11"] = {"frames": [native("dev1_alloc")], "python": False}
+    st["12"] = {"frames": [native("dev1_cache", "/opt/app/lib/libcache.so")], "python": False}
+    st["13"] = {"frames": [native("dev1_big", "/opt/app/lib/libbig.so")], "python": False}
+    lk = r["leaks"]
+    lk["groups"] += [group(11, 512 * KIB, 2, 1, "libsmall.so"),
+                     group(12, 256 * KIB, 1, 1, "libbig.so", suppressed=True)]
+    lk["groups_total"] = len(lk["groups"])
+    lk["address_space"]["groups"] += [
+        group(11, 1 * MIB, 1, 1, "libdev1.so", kind="vmm_reserve", api="cuMemAddressReserve"),
+        group(11, 64 * KIB, 1, 1, "libdev1.so", kind="vmm_map", api="cuMemMap")]
+    lk["growth_suspects"] += [
+        {"stack_id": 11, "device": 1, "kind": "device", "api": "cudaMalloc",
+         "library": "libdev1.so", "growth_bytes": 256 * KIB, "live_bytes": 512 * KIB},
+        {"stack_id": 13, "kind": "device", "api": "cudaMalloc", "library": "libbig.so",
+         "growth_bytes": 128 * KIB, "live_bytes": 192 * KIB}]
+    lk["growth_suspects_total"] = 5
+    r["peak"].append({"device": 1, "bytes": 3 * MIB, "time": 2.5, "share": 0.25,
+                      "groups_total": 3,
+                      "groups": [group(11, 1 * MIB, 2, 1, "libsmall.so"),
+                                 group(13, 1 * MIB, 1, 1, "libbig.so"),
+                                 group(13, 1 * MIB, 1, 1, "libbig.so")]})
+    r["fragmentation"].append({"device": 1, "live_allocations": 1, "span_bytes": 64 * KIB,
+                               "free_in_gaps": 0, "largest_gap": 0, "fragmentation": 0.1,
+                               "pools": [], "granularity_loss_bytes": 4096})
+    r["errors"].append({"time": 8.0, "api": "cudaMalloc", "kind": "device", "device": 1,
+                        "size": 8 * MIB, "error": 2, "error_name": "cudaErrorMemoryAllocation",
+                        "oom": True, "free_bytes": 0, "total_bytes": 150754820096, "stack_id": 11,
+                        "recovered": True})
+    return r
+
+
+@case
+def case_device(c):
+    """--device N: every total is the device's, summed from the groups the report lists on it
+    (suppressed ones counted apart, reservations apart from mappings), with no "may fall
+    short" line when the report listed every group; its libraries in the report's order
+    (peak bytes, largest first); its growth suspects, the ones with no device included; its
+    failures, fragmentation and last line. --json says the same."""
+    p = c.write("two.json", two_devices(c))
+    out, _ = c.run("report", "--device", "1", p)
+    lines = out.splitlines()
+    expect("Leaks on GPU 1: 512.00 KiB in 2 allocations live at exit, 2 call stacks" in lines,
+           "--device 1 headline:\n" + out)
+    expect("summed over" not in out, "a complete list said to fall short:\n" + out)
+    expect("  not counted: 256.00 KiB in groups that matched a suppression (known caches)"
+           in lines, "--device 1 suppressed bytes:\n" + out)
+    expect("  Address space (not memory, not in the total): 1.00 MiB reserved in 1 reservation,"
+           " 64.00 KiB mapped in 1 mapping" in lines, "--device 1 address space:\n" + out)
+    expect("\nGrowth suspects (live bytes kept rising through the run): 2\n" in out,
+           "--device 1 growth suspects:\n" + out)
+    sus = section(out, "Growth suspects")
+    expect("dev1_alloc" in sus and "dev1_big" in sus and "(stack 1)" not in sus,
+           "--device 1 growth suspects:\n" + sus)
+    libs = section(out, "Bytes per library on GPU 1 (at the peak, at exit)\n")
+    expect(libs.splitlines() == [f"  {n:<32} {p:>10} {e:>10}" for n, p, e in
+                                 (("libbig.so", "2.00 MiB", "256.00 KiB"),
+                                  ("libsmall.so", "1.00 MiB", "512.00 KiB"))],
+           "--device 1 bytes per library (a 32-column name, peak, largest first):\n" + libs)
+    expect("Errors: 1 failed allocation, 1 recovered from (the program allocated successfully "
+           "afterwards)" in lines, "--device 1 errors:\n" + out)
+    expect("  #1   cudaMalloc of 8.00 MiB on GPU 1 at 8.000 s: cudaErrorMemoryAllocation (2); "
+           "0 B free of 140.40 GiB; recovered" in lines, "--device 1 error line:\n" + out)
+    expect("  GPU 1: 0.10 moderate  (1 live allocation over 64.00 KiB; 0 B free in gaps, "
+           "largest gap 0 B)" in lines and "    4.00 KiB lost to allocation granularity" in lines
+           and "GPU 0: 0.60" not in out, "--device 1 fragmentation:\n" + out)
+    expect(lines[-1] == "40 allocations, 31 frees, 1 failure on this device",
+           "--device 1 last line: " + lines[-1])
+    # without --device: the report's own totals
+    out, _ = c.run("report", p)
+    expect("\nGrowth suspects (live bytes kept rising through the run): 5\n" in out,
+           "growth suspects total:\n" + out)
+    j = c.json("--device", "1", p)
+    expect(j["device"] == 1 and j["peak_bytes"] == 3 * MIB and
+           [d["device"] for d in j["devices"]] == [1], f"--json --device 1: {j}")
+    lk = j["leaks"]
+    expect(lk["total_bytes"] == 512 * KIB and lk["suppressed_bytes"] == 256 * KIB and
+           lk["count"] == 2 and lk["groups_total"] == 2 and "partial" not in lk and
+           [g["stack_id"] for g in lk["groups"]] == [11, 12], f"--json --device 1 leaks {lk}")
+    expect(j["growth_suspects_total"] == 2 and
+           [s.get("device") for s in j["growth_suspects"]] == [1, None],
+           f"--json --device 1 growth suspects {j['growth_suspects']}")
+    expect([(x["library"], x["peak_bytes"], x["exit_bytes"]) for x in j["libraries"]] ==
+           [("libbig.so", 2 * MIB, 256 * KIB), ("libsmall.so", 1 * MIB, 512 * KIB)],
+           f"--json --device 1 libraries {j['libraries']}")
+    expect([(p["device"], p["groups_total"], len(p["groups"])) for p in j["peak"]] == [(1, 3, 3)],
+           f"--json --device 1 peak {j['peak']}")
+    expect([(f["device"], f["fragmentation"], f["label"]) for f in j["fragmentation"]] ==
+           [(1, 0.1, "moderate")], f"--json --device 1 fragmentation {j['fragmentation']}")
+    expect(j["errors"] == {"count": 1, "recovered": 1}, f"--json --device 1 errors {j['errors']}")
+    j = c.json(p)
+    expect(j["growth_suspects_total"] == 5 and
+           [s.get("device") for s in j["growth_suspects"]] == [0, 1, None],
+           f"--json growth suspects {j['growth_suspects_total']} {j['growth_suspects']}")
+
+
+@case
+def case_device_partial(c):
+    """When the report listed only its largest groups (groups_total above the groups listed),
+    --device's sums may fall short and a line under each heading says so: under the leaks
+    (a cut leak list: "its largest 5 of 6") and under the bytes per library (a cut leak list
+    or a cut list of the device's peak owners); --json has "partial": true in leaks."""
+    r = two_devices(c)
+    r["leaks"]["groups_total"] += 1
+    p = c.write("cut_leaks.json", r)
+    out, _ = c.run("report", "--device", "1", p)
+    leaks = section(out, "Leaks on GPU 1:")
+    expect("  (summed over the groups the report lists: its largest 5 of 6, GPUMEMTRACE_TOP)"
+           in leaks.splitlines(), "--device 1 of a cut leak list:\n" + out)
+    libs = section(out, "Bytes per library on GPU 1")
+    expect("  (summed over the groups the report lists: its largest, GPUMEMTRACE_TOP)"
+           in libs.splitlines(), "--device 1 libraries of a cut leak list:\n" + out)
+    expect(c.json("--device", "1", p)["leaks"].get("partial") is True, "--json partial")
+    r = two_devices(c)
+    r["peak"][1]["groups_total"] = 4
+    p = c.write("cut_peak.json", r)
+    out, _ = c.run("report", "--device", "1", p)
+    expect("summed over" not in section(out, "Leaks on GPU 1:"), "leaks of a cut peak:\n" + out)
+    libs = section(out, "Bytes per library on GPU 1")
+    expect("  (summed over the groups the report lists: its largest, GPUMEMTRACE_TOP)"
+           in libs.splitlines(), "--device 1 libraries of a cut peak list:\n" + out)
+    j = c.json("--device", "1", p)
+    expect("partial" not in j["leaks"], "--json partial of a cut peak")
+    expect([(x["groups_total"], len(x["groups"])) for x in j["peak"]] == [(4, 3)],
+           f"--json peak groups_total of a cut peak list: {j['peak']}")
+    # a report that says it had fewer peak groups than it lists: as many as it lists
+    r["peak"][1]["groups_total"] = 1
+    j = c.json("--device", "1", c.write("short_total.json", r))
+    expect([(x["groups_total"], len(x["groups"])) for x in j["peak"]] == [(3, 3)],
+           f"--json peak groups_total below the groups listed: {j['peak']}")
+
+
+def many(c, n):
+    """valid_v2.json with n leak groups (2 MiB, 3 MiB, ... on GPU 0, each its own library),
+    n growth suspects, n libraries and n failed allocations."""
+    r = c.base()
+    r["stacks"]["20"] = {"frames": [native("many_alloc")], "python": False}
+    lk = r["leaks"]
+    lk["groups"] = [group(20, (n + 1 - i) * MIB, 1, 0, f"lib{i}.so") for i in range(n)]
+    lk["groups_total"] = lk["count"] = n
+    lk["total_bytes"] = sum(g["bytes"] for g in lk["groups"])
+    lk["suppressed_bytes"] = 0
+    lk["growth_suspects"] = [{"stack_id": 20, "device": 0, "kind": "device",
+                              "api": "cudaMalloc", "library": f"lib{i}.so",
+                              "growth_bytes": MIB, "live_bytes": g["bytes"]}
+                             for i, g in enumerate(lk["groups"])]
+    r["summary"]["libraries"] = [{"library": g["library"], "peak_bytes": g["bytes"],
+                                  "exit_bytes": g["bytes"]} for g in lk["groups"]]
+    r["errors"] = [dict(r["errors"][0], time=1.0 + i) for i in range(n)]
+    return r
+
+
+@case
+def case_top(c):
+    """--top N (default 10, at most 1000000) limits the groups, growth suspects, libraries and
+    errors shown per section; what is left out is counted, one of them in the singular."""
+    p = c.write("many11.json", many(c, 11))
+    for args in ([], ["--top", "10"]):
+        out, _ = c.run("report", *args, p)
+        leaks = section(out, "Leaks:")
+        expect("  #10 " in leaks and "  #11 " not in leaks and
+               "\n  ... 1 more group (--top to show more)\n" in leaks,
+               f"report {args}: leak groups\n" + leaks)
+        sus = section(out, "Growth suspects")
+        expect("  #10 " in sus and "  #11 " not in sus and
+               sus.endswith("\n  ... more (--top to show more)"),
+               f"report {args}: growth suspects\n" + sus)
+        libs = section(out, "Bytes per library")
+        expect("lib9.so" in libs and "lib10.so" not in libs and
+               libs.endswith("\n  ... 1 more (--top to show more)"),
+               f"report {args}: libraries\n" + libs)
+        errs = section(out, "Errors:")
+        expect(re.search(r"^  #10 .* at 10\.000 s", errs, re.M) and "  #11 " not in errs and
+               errs.endswith("\n  ... 1 more (--top to show more)"),
+               f"report {args}: errors\n" + errs)
+        j = c.json(*args, p)
+        expect(len(j["leaks"]["groups"]) == 10 and len(j["growth_suspects"]) == 10 and
+               j["leaks"]["groups_total"] == 11, f"--json {args}: {j['leaks']}")
+    for top in ("11", "1000000"):
+        out, _ = c.run("report", "--top", top, p)
+        expect("  #11 " in section(out, "Leaks:") and "more" not in out and
+               "lib10.so" in section(out, "Bytes per library"),
+               f"report --top {top}:\n" + out)
+        j = c.json("--top", top, p)
+        expect(len(j["leaks"]["groups"]) == 11 and len(j["growth_suspects"]) == 11,
+               f"--json --top {top}: {j['leaks']}")
+    # a list as long as --top: nothing left out
+    p = c.write("many10.json", many(c, 10))
+    out, _ = c.run("report", p)
+    expect("more" not in out and "lib9.so" in out, "report of 10 of each:\n" + out)
+
+
+def stack_block(out, rank, heading="Leaks:"):
+    """The lines of group #rank of a section: its heading line, its frames."""
+    sec = section(out, heading)
+    expect(f"\n  #{rank} " in sec, f"no group #{rank}:\n{sec}")
+    block = sec.split(f"\n  #{rank} ", 1)[1]
+    for end in ("\n  #", "\n  ...", "\n  Address"):
+        block = block.split(end, 1)[0]
+    return block
+
+
+@case
+def case_stacks(c):
+    """How a stack is shown (docs/cli.md, "Stacks"): at most four frames, what is left out
+    counted ("... 1 more frame", singular); with Python frames at most two native frames
+    inside the innermost Python frame, the rest folded and counted ("1 native frame
+    folded"); a stack of static CUDA runtime frames only, or of the C library's start-up
+    only, keeps one frame rather than showing none; and a group's library is on its line."""
+    r = c.base()
+    libx = "/opt/app/lib/libx.so"
+    stacks = {
+        # three frames of the library inside the Python frames: two shown, one folded
+        31: [native("x_inner", libx), native("x_mid", libx), native("x_outer", libx),
+             python("step", "/home/u/model.py", 7), python("<module>", "/home/u/train.py", 3)],
+        # five native frames: four shown, one more
+        32: [native(f"deep{k}") for k in range(5)],
+        # the static runtime's frames alone: the outermost is kept
+        33: [native("libcudart_static_0123456789abcdef0123456789abcdef01234567", libx),
+             native("libcudart_static_89abcdef0123456789abcdef0123456789abcdef", libx)],
+        # a thread's start-up alone: its innermost frame is kept
+        34: [native("start_thread", "/lib/x86_64-linux-gnu/libc.so.6"),
+             native("clone3", "/lib/x86_64-linux-gnu/libc.so.6")],
+    }
+    for sid, frames in stacks.items():
+        r["stacks"][str(sid)] = {"frames": frames, "python": any(f["type"] == "python"
+                                                                  for f in frames)}
+    lk = r["leaks"]
+    lk["groups"] = [group(sid, (40 - sid) * MIB, 1, 0, "libx.so") for sid in stacks]
+    lk["groups_total"] = lk["count"] = len(lk["groups"])
+    lk["total_bytes"] = sum(g["bytes"] for g in lk["groups"])
+    p = c.write("stacks.json", r)
+    out, _ = c.run("report", p)
+    b = stack_block(out, 1)
+    expect(b.splitlines()[0].endswith("device memory on GPU 0  cudaMalloc  libx.so"),
+           "a group's library:\n" + b)
+    expect("at x_inner" in b and "at x_mid" in b and "x_outer" not in b and
+           "at step /home/u/model.py:7" in b and
+           b.endswith("\n          (1 native frame folded: interpreter and bindings)"),
+           "native frames inside the Python frames:\n" + b)
+    b = stack_block(out, 2)
+    expect("at deep3" in b and "deep4" not in b and b.endswith("\n          ... 1 more frame"),
+           "five native frames:\n" + b)
+    b = stack_block(out, 3)
+    expect("at libcudart_static_89abcdef" in b and "at libcudart_static_0123" not in b,
+           "a stack of static runtime frames only:\n" + b)
+    b = stack_block(out, 4)
+    expect("at start_thread" in b and "at clone3" not in b,
+           "a stack of start-up frames only:\n" + b)
+
+
+@case
+def case_header(c):
+    """The run's lines: a report recovered from a state file says so on its reason line; the
+    dropped-events note names the counters that dropped something, not the zero ones; the
+    Python note names code objects the code cache could not name."""
+    r = c.base()
+    r["process"]["recovered"] = True
+    r["capture"]["python"].update(cut_walks=0, unreadable_frames=0, code_cache_dropped=2)
+    out, _ = c.run("report", c.write("header.json", r))
+    lines = out.splitlines()
+    expect("  events    1536 seen, 3 dropped, 1 warning" in lines, "events line:\n" + out)
+    expect("  reason    exit, ran 12.500 s (recovered from the state file)" in lines,
+           "recovered report's reason line:\n" + out)
+    expect("  note:     dropped events make the numbers below incomplete: stacks 3" in lines,
+           "dropped events note:\n" + out)
+    expect("  note:     Python frames: 2 code objects not named (the code cache was full)"
+           in lines, "Python frames note:\n" + out)
+
+
+@case
+def case_devices(c):
+    """The Devices section: a peak's share of the device with one decimal ("0.5%"; "<0.1%"
+    for a share too small to show, "0.0%" for none), none where the device's size is given as
+    0; no "untracked" line when the driver and the tracer agree (0); the process's bytes
+    outside the traced calls with their sign. The peak owners' share likewise. --json has
+    the process's bytes and the managed memory too."""
+    r = c.base()
+    r["devices"][0]["audit"].update(untracked_bytes=0, driver_used_bytes=5767168,
+                                    process_used_bytes=600 * MIB,
+                                    process_untracked_bytes=-4 * MIB)
+    r["devices"][1]["total_bytes"] = 0
+    r["devices"].append({"device": 2, "name": "NVIDIA H100", "uuid": None,
+                         "total_bytes": 80 << 30, "current_bytes": 0, "peak_bytes": 0,
+                         "peak_time": None, "allocs": 0, "frees": 0, "failures": 0,
+                         "kinds": {}})
+    r["devices"][0]["kinds"]["managed"] = {"current_bytes": 0, "peak_bytes": 2 * MIB,
+                                           "allocs": 1, "frees": 1}
+    r["peak"][0]["share"] = 0.005
+    p = c.write("devices.json", r)
+    j = c.json(p)["devices"][0]
+    expect(j.get("process_used_bytes") == 600 * MIB and
+           j.get("process_untracked_bytes") == -4 * MIB and
+           j.get("managed") == {"current_bytes": 0, "peak_bytes": 2 * MIB} and
+           j.get("untracked_bytes") == 0, f"--json GPU 0: {j}")
+    out, _ = c.run("report", p)
+    dev = section(out, "Devices\n")
+    gpu0 = dev.split("  GPU 0", 1)[1].split("\n  GPU 1", 1)[0]
+    expect("untracked" not in gpu0 and
+           "    this process 600.00 MiB per NVML, -4.00 MiB of it outside the traced calls (its "
+           "CUDA context, allocations before the tracer loaded)" in gpu0.splitlines() and
+           "    peak     12.00 MiB at 4.125 s (<0.1% of the device)" in gpu0.splitlines(),
+           "GPU 0:\n" + dev)
+    gpu1 = dev.split("\n  GPU 1", 1)[1].split("\n  GPU 2", 1)[0]
+    expect("    peak     2.00 KiB at 0.500 s" in gpu1.splitlines(), "GPU 1 of size 0:\n" + dev)
+    gpu2 = dev.split("\n  GPU 2", 1)[1]
+    expect(gpu2.splitlines()[:3] == ["  NVIDIA H100, 80.00 GiB",
+                                     "    peak     0 B (0.0% of the device)",
+                                     "    current  0 B"], "GPU 2 that held nothing:\n" + dev)
+    expect("  GPU 0: 12.00 MiB at 4.125 s (0.5% of the device)" in out.splitlines(),
+           "peak owners' share:\n" + out)
+
+
+@case
+def case_counts(c):
+    """The leak headline: "1 allocation", "1 call stack" in the singular; a device whose every
+    leak group matched a suppression has 0 allocations and no call-stack count, its bytes
+    said on the "not counted" line. Empty sections say "(none)": no peak, a device with no
+    library's bytes. Errors count the recovered ones wherever the report says (v2), 0
+    included; --json counts only those recovered (a v1 report's are unknown: 0)."""
+    v2 = c.base()
+    v2["peak"] = []
+    v2["errors"] = v2["errors"][1:]  # the one not recovered
+    p = c.write("v2_edited.json", v2)
+    out, _ = c.run("report", "--device", "1", p)
+    expect(section(out, "Peak owners\n").splitlines() == ["  (none)"], "no peak:\n" + out)
+    expect(section(out, "Bytes per library on GPU 1").splitlines()[1:] == ["  (none)"],
+           "--device 1 without libraries:\n" + out)
+    expect("Address space" not in out, "--device 1 without address space:\n" + out)
+    out, _ = c.run("report", p)
+    expect("Errors: 1 failed allocation, 0 recovered from (the program allocated successfully "
+           "afterwards)" in out.splitlines(), "v2 errors none recovered:\n" + out)
+    j = c.json(os.path.join(c.data, "valid.json"))
+    expect(j["errors"] == {"count": 2, "recovered": 0}, f"v1 --json errors {j['errors']}")
+    # address space groups the report lists are shown though it left out their totals
+    r = c.base()
+    for k in ("reserved_bytes", "reserved_count", "mapped_bytes", "mapped_count"):
+        del r["leaks"]["address_space"][k]
+    out, _ = c.run("report", c.write("as_no_totals.json", r))
+    expect("2.00 GiB in 1 reservation  address space on GPU 0  cuMemAddressReserve  trainer"
+           in out, "address space groups without totals:\n" + out)
+    # --json lists no libraries where the report lists none, --device or not
+    del v2["summary"]["libraries"]
+    p = c.write("v2_nolibs.json", v2)
+    expect(c.json("--device", "0", p)["libraries"] == [], "--json --device 0 without libraries")
+    out, _ = c.run("report", c.write("one.json", many(c, 1)))
+    expect("Leaks: 2.00 MiB in 1 allocation live at exit, 1 call stack" in out.splitlines(),
+           "one leak group:\n" + out)
+    r = c.base()
+    r["devices"].append({"device": -1, "name": None, "uuid": None, "total_bytes": None,
+                         "current_bytes": 0, "peak_bytes": 0, "peak_time": None, "allocs": 1,
+                         "frees": 0, "failures": 0,
+                         "kinds": {"host_pinned": {"current_bytes": 64 * KIB,
+                                                   "peak_bytes": 64 * KIB, "allocs": 1,
+                                                   "frees": 0}}})
+    r["leaks"]["groups"].append(group(2, 64 * KIB, 1, -1, "libcache.so", kind="host_pinned",
+                                      api="cudaHostAlloc", suppressed=True))
+    r["leaks"]["groups_total"] += 1
+    out, _ = c.run("report", "--device", "-1", c.write("host.json", r))
+    lines = out.splitlines()
+    expect("Leaks on host: 0 B in 0 allocations live at exit" in lines and
+           "  not counted: 64.00 KiB in groups that matched a suppression (known caches)" in lines,
+           "--device -1 of suppressed leaks only:\n" + out)
+    # growth suspects: "none" when the report judged and found none; no section when the
+    # report has no list
+    r = c.base()
+    r["leaks"]["growth_suspects"] = []
+    out, _ = c.run("report", c.write("no_suspects.json", r))
+    expect("\nGrowth suspects: none (no stack's live bytes kept rising; a run too short to "
+           "judge, or a report recovered from a state file, has none)\n" in out,
+           "an empty growth suspect list:\n" + out)
+    del r["leaks"]["growth_suspects"]
+    out, _ = c.run("report", c.write("no_suspect_list.json", r))
+    expect("Growth suspects" not in out, "a report without the list:\n" + out)
+
+
+@case
+def case_fragmentation(c):
+    """Fragmentation labels: "high" from 0.5 (yellow on a terminal), "unknown" where the report
+    gives no ratio (shown as 0.00); "(none)" without entries. --json has the same labels."""
+    r = c.base()
+    r["fragmentation"][0]["fragmentation"] = 0.5
+    r["fragmentation"].append(dict(r["fragmentation"][0], device=1, fragmentation=None))
+    p = c.write("frag.json", r)
+    out, _ = c.run("report", p)
+    frag = section(out, "Fragmentation")
+    expect(re.search(r"^  GPU 0: 0\.50 high  \(", frag, re.M) and
+           re.search(r"^  GPU 1: 0\.00 unknown  \(", frag, re.M), "fragmentation:\n" + frag)
+    expect([(f["device"], f["label"]) for f in c.json(p)["fragmentation"]] ==
+           [(0, "high"), (1, "unknown")], "--json fragmentation labels")
+    tty = c.tty(["report", p], {"TERM": "xterm", "NO_COLOR": ""})
+    expect("GPU 0: 0.50 \033[33mhigh\033[0m" in tty,
+           "colour of 0.50 high (an empty NO_COLOR is unset):\n" + tty)
+    tty = c.tty(["report", p], {"TERM": "dumb"})
+    expect("GPU 0: 0.50 high" in tty and "\033" not in tty, "colour with TERM=dumb:\n" + tty)
+    r["fragmentation"] = []
+    out, _ = c.run("report", c.write("nofrag.json", r))
+    expect(section(out, "Fragmentation").splitlines()[1:] == ["  (none)"],
+           "no fragmentation entries:\n" + out)
+
+
+@case
+def case_options(c):
+    """Usage: --device takes a device number, -1 or -2 (nothing below -2, no "-0"); --output
+    goes with --recover only, and --recover with no report FILE; one report at a time; --help
+    is a success. Each refusal is exit 2 with one line."""
+    v = os.path.join(c.data, "valid.json")
+    for bad in ("-0", "-3", "1x", ""):
+        out, err = c.run("report", "--device", bad, v, rc=2)
+        expect(not out and err == f"gpumemtrace: report: bad --device '{bad}': expected a device "
+               "number, -1 (host) or -2 (unknown)\n", f"--device {bad!r}: {err!r}")
+    cases = [
+        (["-o", os.path.join(c.work, "o.json"), v], "report: --output goes with --recover STATE"),
+        (["--recover", os.path.join(c.work, "none.gmt"), v],
+         "report: --recover takes the state file; no report FILE with it"),
+        ([v, v], "report: one report file at a time (usage: gpumemtrace report [--top N] "
+                 "[--device N] [--json] FILE, or report --recover STATE [-o REPORT])"),
+        (["--frobnicate", v], "report: unknown option '--frobnicate' (see 'gpumemtrace help "
+                              "report')"),
+        (["--top"], "report: option '--top' needs a value"),
+    ]
+    for args, line in cases:
+        out, err = c.run("report", *args, rc=2)
+        expect(not out and err == f"gpumemtrace: {line}\n", f"report {args}: {err!r}")
+    expect(not os.path.exists(os.path.join(c.work, "o.json")), "-o without --recover wrote")
+    out, _ = c.run("report", "--help")
+    expect(out.startswith("Usage: gpumemtrace report [--top N]"), "report --help:\n" + out)
+    out, _ = c.run("report", "--device", "0", v)
+    expect("Leaks on GPU 0:" in out, "--device 0:\n" + out)
+
+
+@case
+def case_tty_width(c):
+    """On a terminal a stack line is cut only when it is wider than the terminal (80 columns):
+    a line of exactly 80 is shown whole, one of 81 cut to 80 ending in "...". A terminal of
+    100 columns shows both whole; one narrower than 40 columns is taken as 80."""
+    r = c.base()
+    # "       " + "   at " + SYMBOL + " [trainer+0x10]": 28 columns besides the symbol
+    r["stacks"]["1"] = {"frames": [native("f" * 52), native("g" * 53)], "python": False}
+    p = c.write("width.json", r)
+    plain, _ = c.run("report", p)
+    full = [l for l in plain.splitlines() if "   at f" in l or "   at g" in l][:2]
+    expect([len(l) for l in full] == [80, 81], f"test report: line widths {full}")
+    tty = c.tty(["report", p], {"NO_COLOR": "1"}).splitlines()
+    expect(full[0] in tty, f"a line of 80 columns was cut on an 80-column terminal:\n{tty}")
+    expect(full[1] not in tty and full[1][:77] + "..." in tty,
+           f"a line of 81 columns was not cut to 80:\n{tty}")
+    tty = c.tty(["report", p], {"NO_COLOR": "1"}, cols=100).splitlines()
+    expect(full[0] in tty and full[1] in tty, f"lines cut on a 100-column terminal:\n{tty}")
+    tty = c.tty(["report", p], {"NO_COLOR": "1"}, cols=30).splitlines()
+    expect(full[0] in tty and full[1][:77] + "..." in tty,
+           f"a 30-column terminal not taken as 80:\n{tty}")
+
+
+def merged(c, edit=None):
+    """valid_v2.json as ranks 2 and 5 of one job (rank 2 dropped nothing, rank 5's GPU 0
+    peaked lower), merged by `gpumemtrace merge -o`; edit(m) changes the merged report."""
+    paths = []
+    for i, rank in enumerate((2, 5)):
+        r = c.base()
+        r["process"].update(rank=rank, start_time=r["process"]["start_time"] + i,
+                            start_time_ns=r["process"]["start_time_ns"] + i * 10**9)
+        if rank == 2:
+            r["capture"]["dropped"] = {"table_full": 0, "stacks": 0}
+        else:
+            r["devices"][0]["peak_bytes"] = 8 * MIB
+        paths.append(c.write(f"rank{rank}.json", r))
+    out = os.path.join(c.work, "merged.json")
+    c.run("merge", *paths, "-o", out)
+    if edit:
+        with open(out) as f:
+            m = json.load(f)
+        edit(m)
+        out = c.write("merged-edited.json", m)
+    return out
+
+
+@case
+def case_merged(c):
+    """A merged report's header: the process lines are the lowest rank's, said so; a line per
+    rank (--top of them, the rest counted) with its drops only when it dropped events, and
+    its run time whenever known, 0 included. --json --device N's peak_bytes is the highest
+    of the ranks' peaks on that device."""
+    m = merged(c)
+    out, _ = c.run("report", m)
+    lines = out.splitlines()
+    expect("  program   python3 train.py --epochs 2 (rank 2's)" in lines and
+           "  events    3072 seen, 3 dropped, 2 warnings (all ranks)" in lines,
+           "merged header:\n" + out)
+    expect("    rank 2    pid 4242, host node07, exit, ran 12.500 s" in lines and
+           "    rank 5    pid 4242, host node07, exit, ran 12.500 s, 3 events dropped" in lines,
+           "rank lines:\n" + out)
+    out, _ = c.run("report", "--top", "1", m)
+    expect("    ... 1 more rank (--top to show more)" in out.splitlines() and
+           "rank 5    pid" not in out, "--top 1 rank lines:\n" + out)
+    j = c.json("--device", "0", m)
+    expect(j["peak_bytes"] == 12 * MIB and
+           [(d["rank"], d["peak_bytes"]) for d in j["devices"]] == [(2, 12 * MIB), (5, 8 * MIB)],
+           f"--json --device 0 of a merged report: {j['peak_bytes']} {j['devices']}")
+
+    _, err = c.run("report", "--device", "7", m, rc=2)
+    expect(err == f"gpumemtrace: report: no device 7 in {m} (devices: 0, 1)\n",
+           "a device the merged report lacks: each device once: " + err)
+
+    def zero(mr):
+        mr["merged"]["ranks"][1]["duration_s"] = 0
+    out, _ = c.run("report", merged(c, zero))
+    expect("    rank 5    pid 4242, host node07, exit, ran 0.000 s, 3 events dropped"
+           in out.splitlines(), "a rank that ran 0 s:\n" + out)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    for k in ("case", "cli", "data", "work"):
+        ap.add_argument("--" + k, required=True)
+    a = ap.parse_args()
+    try:
+        CASES[a.case](Ctx(a))
+    except Failed as e:
+        print(f"FAIL cli report case {a.case}: {e}")
+        return 1
+    print(f"ok {a.case}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
