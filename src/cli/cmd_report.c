@@ -972,7 +972,12 @@ static int print_json(const view_t *v)
         cJSON *x = cJSON_CreateObject();
         cJSON_AddNumberToObject(x, "device", (double)rep->frag[i].device);
         if (rep->frag[i].rank >= 0) cJSON_AddNumberToObject(x, "rank", (double)rep->frag[i].rank);
-        cJSON_AddNumberToObject(x, "fragmentation", rep->frag[i].fragmentation);
+        /* null as in the report where it gives no ratio (the model's -1 would read as one,
+         * and below any limit) */
+        if (rep->frag[i].fragmentation >= 0)
+            cJSON_AddNumberToObject(x, "fragmentation", rep->frag[i].fragmentation);
+        else
+            cJSON_AddNullToObject(x, "fragmentation");
         cJSON_AddStringToObject(x, "label", frag_label(rep->frag[i].fragmentation));
         cJSON_AddItemToArray(frag, x);
     }

@@ -507,7 +507,8 @@ def case_counts(c):
 @case
 def case_fragmentation(c):
     """Fragmentation labels: "high" from 0.5 (yellow on a terminal), "unknown" where the report
-    gives no ratio (shown as 0.00); "(none)" without entries. --json has the same labels."""
+    gives no ratio (shown as 0.00); "(none)" without entries. --json has the same labels, and
+    the ratio null where the report gives none."""
     r = c.base()
     r["fragmentation"][0]["fragmentation"] = 0.5
     r["fragmentation"].append(dict(r["fragmentation"][0], device=1, fragmentation=None))
@@ -516,8 +517,11 @@ def case_fragmentation(c):
     frag = section(out, "Fragmentation")
     expect(re.search(r"^  GPU 0: 0\.50 high  \(", frag, re.M) and
            re.search(r"^  GPU 1: 0\.00 unknown  \(", frag, re.M), "fragmentation:\n" + frag)
-    expect([(f["device"], f["label"]) for f in c.json(p)["fragmentation"]] ==
-           [(0, "high"), (1, "unknown")], "--json fragmentation labels")
+    frag = c.json(p)["fragmentation"]
+    expect([(f["device"], f["label"]) for f in frag] == [(0, "high"), (1, "unknown")],
+           f"--json fragmentation labels {frag}")
+    # no ratio is null, as in the report: -1 would read as a ratio below any limit
+    expect([f["fragmentation"] for f in frag] == [0.5, None], f"--json fragmentation {frag}")
     tty = c.tty(["report", p], {"TERM": "xterm", "NO_COLOR": ""})
     expect("GPU 0: 0.50 \033[33mhigh\033[0m" in tty,
            "colour of 0.50 high (an empty NO_COLOR is unset):\n" + tty)
