@@ -9,7 +9,6 @@ Each case is a function case_NAME; exit 0 pass, 1 fail (with the reason), 77 ski
 usage: export_verb.py --case NAME --cli CLI --lib LIB --progs DIR --standin DIR --work DIR
                       --schema FILE --data DIR
 """
-import argparse
 import copy
 import json
 import os
@@ -20,6 +19,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from verbs import (Ctx, Failed, Skipped, check_perfetto, check_speedscope,  # noqa: E402
                    expect, html_data, one_line, prom_series)
+from verbs import main as verbs_main  # noqa: E402
 
 CASES = {}
 
@@ -425,23 +425,5 @@ def case_usage(c):
         expect(one_line(err) and not out, f"export {args}: {out!r} {err!r}")
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    for k in ("case", "cli", "lib", "progs", "standin", "work", "schema", "data"):
-        ap.add_argument("--" + k, required=True)
-    a = ap.parse_args()
-    c = Ctx(a)
-    try:
-        CASES[a.case](c)
-    except Skipped as e:
-        print(f"SKIPPED: {e}")
-        return 77
-    except Failed as e:
-        print(f"FAIL cli export case {a.case}: {e}")
-        return 1
-    print(f"ok {a.case}")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(verbs_main(CASES, "export"))

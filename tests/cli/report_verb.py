@@ -9,7 +9,6 @@ each check here failed with some mutant that the other cli tests let through. Ex
 
 usage: report_verb.py --case NAME --cli CLI --data DIR --work DIR
 """
-import argparse
 import fcntl
 import json
 import os
@@ -21,22 +20,17 @@ import subprocess
 import sys
 import termios
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from verbs import Failed, expect  # noqa: E402
+from verbs import main as verbs_main  # noqa: E402
+
 KIB, MIB = 1 << 10, 1 << 20
 CASES = {}
-
-
-class Failed(Exception):
-    pass
 
 
 def case(fn):
     CASES[fn.__name__[len("case_"):]] = fn
     return fn
-
-
-def expect(cond, msg):
-    if not cond:
-        raise Failed(msg)
 
 
 class Ctx:
@@ -643,19 +637,5 @@ def case_merged(c):
            in out.splitlines(), "a rank that ran 0 s:\n" + out)
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    for k in ("case", "cli", "data", "work"):
-        ap.add_argument("--" + k, required=True)
-    a = ap.parse_args()
-    try:
-        CASES[a.case](Ctx(a))
-    except Failed as e:
-        print(f"FAIL cli report case {a.case}: {e}")
-        return 1
-    print(f"ok {a.case}")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(verbs_main(CASES, "report", ("case", "cli", "data", "work"), Ctx))

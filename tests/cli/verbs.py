@@ -2338,19 +2338,22 @@ def case_load_fields(c):
                f"report <(sleep 0.5; cat r.json): {p.returncode} {p.stderr!r}")
 
 
-def main():
+def main(cases=None, what="verb", keys=("case", "cli", "lib", "progs", "standin", "work",
+                                          "schema", "data"), ctx=None):
+    """Runs the case --case of `cases` (this file's by default) with a `ctx` (Ctx) made of
+    the options `keys`: 0 passed, 1 failed, 77 skipped. export_verb.py and report_verb.py
+    run theirs through it."""
     ap = argparse.ArgumentParser()
-    for k in ("case", "cli", "lib", "progs", "standin", "work", "schema", "data"):
+    for k in keys:
         ap.add_argument("--" + k, required=True)
     a = ap.parse_args()
-    c = Ctx(a)
     try:
-        CASES[a.case](c)
+        (CASES if cases is None else cases)[a.case]((ctx or Ctx)(a))
     except Skipped as e:
         print(f"SKIPPED: {e}")
         return 77
     except Failed as e:
-        print(f"FAIL cli verb case {a.case}: {e}")
+        print(f"FAIL cli {what} case {a.case}: {e}")
         return 1
     print(f"ok {a.case}")
     return 0
