@@ -890,7 +890,8 @@ static void test_warmup_shown_reads_back(void **state)
         gmt_config_t cfg, again;
         assert_int_equal(load_one(&cfg, "GPUMEMTRACE_GROWTH_WARMUP", given[i]), 0);
         char shown[64];
-        snprintf(shown, sizeof shown, "%s", item(&cfg, "GPUMEMTRACE_GROWTH_WARMUP"));
+        int w = snprintf(shown, sizeof shown, "%s", item(&cfg, "GPUMEMTRACE_GROWTH_WARMUP"));
+        assert_true(w > 0 && (size_t)w < sizeof shown); /* the whole value */
         if (load_one(&again, "GPUMEMTRACE_GROWTH_WARMUP", shown) != 0)
             fail_msg("'%s' shows as '%s', which is refused", given[i], shown);
         if (again.growth_warmup.seconds != cfg.growth_warmup.seconds ||
