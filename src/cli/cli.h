@@ -358,6 +358,12 @@ const char *gmt_device_name(int64_t device);
 /* Device label "GPU 0", "host", "unknown", "rank 1 GPU 0" ("device -5" for another negative
  * number, which only an edited report has). */
 const char *gmt_device_label(int64_t device, int64_t rank, char *buf, size_t len);
+/* A failure's error as every verb shows it: its name, or "error N" (into buf) when the report
+ * gives none. */
+const char *gmt_error_label(const gmt_error_t *e, char *buf, size_t len);
+/* True when s[0..len) is the start of a UTF-8 sequence that the end of the text cut short: a
+ * lead byte followed by fewer continuation bytes than it announces, and nothing else. */
+bool gmt_utf8_cut_at_end(const unsigned char *s, size_t len);
 
 /* Verbs */
 int gmt_cli_check(int argc, char **argv);

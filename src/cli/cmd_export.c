@@ -68,9 +68,7 @@ static void json_str_cut(gmt_buf_t *b, char *s)
     size_t n = strlen(s), i = n;
     while (i > 0 && n - i < 4 && ((unsigned char)s[i - 1] & 0xc0) == 0x80)
         i--;
-    if (i > 0 && (unsigned char)s[i - 1] >= 0xc0 &&
-        gmt_utf8_seq((const unsigned char *)s + i - 1, n - i + 1) != n - i + 1)
-        s[i - 1] = '\0';
+    if (i > 0 && gmt_utf8_cut_at_end((const unsigned char *)s + i - 1, n - i + 1)) s[i - 1] = '\0';
     gmt_buf_json_str(b, s);
 }
 
@@ -350,10 +348,8 @@ static int export_perfetto(const gmt_report_t *rep, gmt_buf_t *b)
         us(b, gmt_report_rank_offset(rep, e->rank) + e->time);
         gmt_buf_printf(b, ",\"args\":{\"device\":%" PRId64 ",\"size\":%" PRIu64 ",\"error\":",
                        e->device, e->size);
-        /* a code without a name as `report` shows it (docs/cli.md: the same name) */
-        char code[32];
-        snprintf(code, sizeof code, "error %" PRId64, e->error);
-        gmt_buf_json_str(b, e->error_name ? e->error_name : code);
+        char code[32]; /* as `report` shows it (docs/cli.md: the same name) */
+        gmt_buf_json_str(b, gmt_error_label(e, code, sizeof code));
         gmt_buf_printf(b, ",\"recovered\":%s,\"where\":",
                        e->recovered == 1   ? "true"
                        : e->recovered == 0 ? "false"

@@ -745,15 +745,13 @@ static void print_errors(const view_t *v)
             continue;
         }
         char label[48], size[GMT_FMT_BYTES_LEN], fr[GMT_FMT_BYTES_LEN], tot[GMT_FMT_BYTES_LEN];
-        char err[48];
-        if (e->error_name)
-            snprintf(err, sizeof err, " (%" PRId64 ")", e->error);
-        else
-            snprintf(err, sizeof err, "error %" PRId64, e->error);
+        char err[48], code[32]; /* a named error's number after its name */
+        err[0] = '\0';
+        if (e->error_name) snprintf(err, sizeof err, " (%" PRId64 ")", e->error);
         printf("  #%-3d %s of %s on %s at %.3f s: %s%s", ++rank, gmt_tty(e->api),
                gmt_fmt_bytes(e->size, size, sizeof size),
                gmt_device_label(e->device, e->rank, label, sizeof label), e->time,
-               e->error_name ? gmt_tty(e->error_name) : "", err);
+               gmt_tty(gmt_error_label(e, code, sizeof code)), err);
         if (e->free_bytes >= 0) {
             printf("; %s free", gmt_fmt_bytes((uint64_t)e->free_bytes, fr, sizeof fr));
             if (e->total_bytes >= 0)

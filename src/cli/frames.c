@@ -266,6 +266,25 @@ const char *gmt_device_name(int64_t device)
     return device == GMT_DEVICE_HOST ? "host" : device == GMT_DEVICE_UNKNOWN ? "unknown" : NULL;
 }
 
+const char *gmt_error_label(const gmt_error_t *e, char *buf, size_t len)
+{
+    if (e->error_name) return e->error_name;
+    snprintf(buf, len, "error %" PRId64, e->error);
+    return buf;
+}
+
+bool gmt_utf8_cut_at_end(const unsigned char *s, size_t len)
+{
+    size_t need = s[0] >= 0xc2 && s[0] <= 0xdf   ? 2
+                  : s[0] >= 0xe0 && s[0] <= 0xef ? 3
+                  : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4
+                                                 : 0;
+    if (len >= need) return false;
+    for (size_t k = 1; k < len; k++)
+        if ((s[k] & 0xc0) != 0x80) return false;
+    return true;
+}
+
 const char *gmt_device_label(int64_t device, int64_t rank, char *buf, size_t len)
 {
     char r[32] = "";

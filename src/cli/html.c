@@ -242,9 +242,8 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
         gmt_buf_puts(b, ",\"device\":");
         gmt_buf_json_str(b, gmt_device_label(e->device, e->rank, label, sizeof label));
         gmt_buf_puts(b, ",\"error\":");
-        char code[32]; /* a code without a name as `report` shows it */
-        snprintf(code, sizeof code, "error %" PRId64, e->error);
-        gmt_buf_json_str(b, e->error_name ? e->error_name : code);
+        char code[32];
+        gmt_buf_json_str(b, gmt_error_label(e, code, sizeof code));
         gmt_buf_printf(b, ",\"recovered\":\"%s\",\"where\":",
                        e->recovered == 1   ? "yes"
                        : e->recovered == 0 ? "no"

@@ -700,20 +700,6 @@ static size_t utf8_invalid_at(const unsigned char *s, size_t len)
     return len;
 }
 
-/* True when s[0..len) is the start of a UTF-8 sequence that the end of the text cut short: a
- * lead byte followed by fewer continuation bytes than it announces, and nothing else. */
-static bool utf8_cut_at_end(const unsigned char *s, size_t len)
-{
-    size_t need = s[0] >= 0xc2 && s[0] <= 0xdf   ? 2
-                  : s[0] >= 0xe0 && s[0] <= 0xef ? 3
-                  : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4
-                                                 : 0;
-    if (len >= need) return false;
-    for (size_t k = 1; k < len; k++)
-        if ((s[k] & 0xc0) != 0x80) return false;
-    return true;
-}
-
 /* One character of a scan of JSON text that skips strings: false for a string's characters
  * (its quotes included), true for one outside any, where brackets count. */
 static bool json_outside_string(char c, bool *in_string, bool *escaped)
@@ -814,7 +800,7 @@ int gmt_report_parse(const char *text, size_t len, gmt_report_t *rep, char *why,
     size_t bad = utf8_invalid_at((const unsigned char *)text, len);
     /* A sequence cut by the end of the file is what a truncated report ends with as often as
      * a cut string: the JSON before it decides whether the file ends early. */
-    bool cut = bad < len && utf8_cut_at_end((const unsigned char *)text + bad, len - bad);
+    bool cut = bad < len && gmt_utf8_cut_at_end((const unsigned char *)text + bad, len - bad);
     unsigned line, col;
     if (bad < len && !cut) {
         position_of(text, bad, &line, &col);
