@@ -9,7 +9,6 @@ Each case is a function case_NAME; exit 0 pass, 1 fail (with the reason), 77 ski
 usage: export_verb.py --case NAME --cli CLI --lib LIB --progs DIR --standin DIR --work DIR
                       --schema FILE --data DIR
 """
-import copy
 import json
 import os
 import shutil
@@ -18,7 +17,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from verbs import (Ctx, Failed, Skipped, check_perfetto, check_speedscope,  # noqa: E402
-                   expect, html_data, one_line, prom_series)
+                   expect, html_data, one_line, prom_series, rank_reports)
 from verbs import main as verbs_main  # noqa: E402
 
 CASES = {}
@@ -54,17 +53,7 @@ def export(c, path, fmt, *more, rc=0):
 def merged(c, name, edit=None, base="valid_v2.json", n=2):
     """`gpumemtrace merge` of n copies of data/BASE as ranks 0..n-1 of one host, started one
     second apart (edit(i, r) changes rank i's copy); the merged file's path."""
-    src = fixture(c, base)
-    paths = []
-    for i in range(n):
-        r = copy.deepcopy(src)
-        r["process"]["rank"] = i
-        r["process"]["start_time"] = src["process"]["start_time"] + i
-        if "start_time_ns" in r["process"]:
-            r["process"]["start_time_ns"] = src["process"]["start_time_ns"] + i * 10**9
-        if edit:
-            edit(i, r)
-        paths.append(write(c, f"{name}.rank{i}.json", r))
+    paths = rank_reports(c, os.path.join(c.data, base), n, edit, name + ".rank")
     out = c.path(name + ".json")
     c.cli_run("merge", *paths, "-o", out)
     return out

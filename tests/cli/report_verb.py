@@ -9,19 +9,15 @@ each check here failed with some mutant that the other cli tests let through. Ex
 
 usage: report_verb.py --case NAME --cli CLI --data DIR --work DIR
 """
-import fcntl
 import json
 import os
-import pty
 import re
 import shutil
-import struct
 import subprocess
 import sys
-import termios
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from verbs import Failed, expect  # noqa: E402
+from verbs import Failed, expect, tty_bytes  # noqa: E402
 from verbs import main as verbs_main  # noqa: E402
 
 KIB, MIB = 1 << 10, 1 << 20
@@ -72,21 +68,7 @@ class Ctx:
     def tty(self, args, env=None, cols=0):
         """What the verb prints on a new pseudo-terminal of cols columns (0: its size is
         unset, which the verb takes as 80)."""
-        pid, fd = pty.fork()
-        if pid == 0:
-            if cols:
-                fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 24, cols, 0, 0))
-            os.execve(self.cli, [self.cli] + [str(a) for a in args], self.env(env))
-        out = b""
-        while True:
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            out += chunk
-        os.waitpid(pid, 0)
+        out = tty_bytes(self, [str(a) for a in args], env, cols)
         return out.decode("utf-8", "replace").replace("\r\n", "\n")
 
 

@@ -230,10 +230,17 @@ def check_tty_cut(c):
     expect(strip(text) == plain, "colour changed where lines were cut")
 
 
-def tty_bytes(c, args, env):
+def tty_bytes(c, args, env, cols=0):
+    """What c.cli prints with args on a new pseudo-terminal of cols columns (0: its size is
+    unset, which the verbs take as 80)."""
     import pty
     pid, fd = pty.fork()
     if pid == 0:
+        if cols:
+            import fcntl
+            import struct
+            import termios
+            fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 24, cols, 0, 0))
         e = c.env(env)
         os.execve(c.cli, [c.cli] + args, e)
     out = b""
