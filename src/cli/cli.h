@@ -134,8 +134,12 @@ typedef struct gmt_peak_s {
     gmt_group_t *groups;
 } gmt_peak_t;
 
+/* A growth suspect's device where the report gives none (v1 reports): shown on every device,
+ * labelled with no device. -1 is the host (pinned host memory), as everywhere. */
+#define GMT_CLI_NO_DEVICE INT64_MIN
+
 typedef struct gmt_suspect_s {
-    int64_t stack_id, device, rank;
+    int64_t stack_id, device, rank; /* device: GMT_CLI_NO_DEVICE when the report gives none */
     uint64_t growth_bytes, live_bytes;
     const char *kind, *api, *library;
     const gmt_stack_t *stack;
@@ -356,7 +360,8 @@ void gmt_cli_supp_free(gmt_cli_supp_t *s);
  * e.g. cudaErrorInsufficientDriver); NULL for any other number. */
 const char *gmt_device_name(int64_t device);
 /* Device label "GPU 0", "host", "unknown", "rank 1 GPU 0" ("device -5" for another negative
- * number, which only an edited report has). */
+ * number, which only an edited report has); for GMT_CLI_NO_DEVICE "rank 1", or "" outside a
+ * merge. */
 const char *gmt_device_label(int64_t device, int64_t rank, char *buf, size_t len);
 /* A failure's error as every verb shows it: its name, or "error N" (into buf) when the report
  * gives none. */

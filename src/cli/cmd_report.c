@@ -567,13 +567,18 @@ static void print_devices(const view_t *v)
     }
 }
 
-/* The growth suspects the report lists that the view shows (one with no device on every). */
+/* Whether the view shows a growth suspect: one with no device (v1) on every device. */
+static bool suspect_shown(const view_t *v, const gmt_suspect_t *s)
+{
+    return !v->filter || s->device == GMT_CLI_NO_DEVICE || s->device == v->device;
+}
+
+/* The growth suspects the report lists that the view shows. */
 static size_t count_suspects(const view_t *v)
 {
     size_t n = 0;
     for (size_t i = 0; i < v->rep->nsuspects; i++)
-        n +=
-            !v->filter || v->rep->suspects[i].device < 0 || v->rep->suspects[i].device == v->device;
+        n += suspect_shown(v, &v->rep->suspects[i]);
     return n;
 }
 
@@ -624,7 +629,7 @@ static void print_leaks(const view_t *v)
     int rank = 0;
     for (size_t i = 0; i < rep->nsuspects; i++) {
         const gmt_suspect_t *s = &rep->suspects[i];
-        if (v->filter && s->device >= 0 && s->device != v->device) continue;
+        if (!suspect_shown(v, s)) continue;
         if (rank >= v->top) {
             printf("  ... more (--top to show more)\n");
             break;
@@ -633,7 +638,7 @@ static void print_leaks(const view_t *v)
         printf("  #%-3d %10s live, %sgrew by %s%s", ++rank,
                gmt_fmt_bytes(s->live_bytes, bytes, sizeof bytes), YEL(v),
                gmt_fmt_bytes(s->growth_bytes, g, sizeof g), RESET(v));
-        if (s->device >= 0 || s->rank >= 0)
+        if (s->device != GMT_CLI_NO_DEVICE || s->rank >= 0)
             printf("  on %s", gmt_device_label(s->device, s->rank, dev, sizeof dev));
         if (s->kind) printf("  %s", gmt_tty(s->kind));
         if (s->api) printf("  %s", gmt_tty(s->api));
@@ -920,13 +925,12 @@ static int print_json(const view_t *v)
     cJSON *sus = cJSON_AddArrayToObject(o, "growth_suspects");
     long nsus = 0;
     for (size_t i = 0; i < rep->nsuspects && nsus < v->top; i++) {
-        if (v->filter && rep->suspects[i].device >= 0 && rep->suspects[i].device != v->device)
-            continue;
+        if (!suspect_shown(v, &rep->suspects[i])) continue;
         nsus++;
         cJSON *x = cJSON_CreateObject();
         cJSON_AddNumberToObject(x, "growth_bytes", (double)rep->suspects[i].growth_bytes);
         cJSON_AddNumberToObject(x, "live_bytes", (double)rep->suspects[i].live_bytes);
-        if (rep->suspects[i].device >= 0)
+        if (rep->suspects[i].device != GMT_CLI_NO_DEVICE)
             cJSON_AddNumberToObject(x, "device", (double)rep->suspects[i].device);
         if (rep->suspects[i].rank >= 0)
             cJSON_AddNumberToObject(x, "rank", (double)rep->suspects[i].rank);

@@ -289,6 +289,10 @@ const char *gmt_device_label(int64_t device, int64_t rank, char *buf, size_t len
 {
     char r[32] = "";
     if (rank >= 0) snprintf(r, sizeof r, "rank %" PRId64 " ", rank);
+    if (device == GMT_CLI_NO_DEVICE) {
+        snprintf(buf, len, "%.*s", r[0] ? (int)strlen(r) - 1 : 0, r); /* no trailing space */
+        return buf;
+    }
     const char *name = gmt_device_name(device);
     if (name)
         snprintf(buf, len, "%s%s", r, name);

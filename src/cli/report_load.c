@@ -444,7 +444,9 @@ static int build_model(gmt_report_t *rep, char *why, size_t why_len)
             if (!cJSON_IsObject(j)) continue;
             gmt_suspect_t *g = &rep->suspects[rep->nsuspects++];
             g->stack_id = gmt_json_has_num(j, "stack_id") ? gmt_json_int(j, "stack_id", -1) : -1;
-            g->device = gmt_json_int(j, "device", -1);
+            /* v1 gives no device; -1 is the host's */
+            g->device =
+                gmt_json_has_num(j, "device") ? gmt_json_int(j, "device", -1) : GMT_CLI_NO_DEVICE;
             g->rank = json_rank(j);
             g->growth_bytes = json_u64(j, "growth_bytes");
             /* v1 called the live bytes "bytes" */

@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from verbs import Failed, expect, tty_bytes  # noqa: E402
+from verbs import Failed, expect, html_data, tty_bytes  # noqa: E402
 from verbs import main as verbs_main  # noqa: E402
 
 KIB, MIB = 1 << 10, 1 << 20
@@ -560,6 +560,62 @@ def case_tty_width(c):
     tty = c.tty(["report", p], {"NO_COLOR": "1"}, cols=30).splitlines()
     expect(full[0] in tty and full[1][:77] + "..." in tty,
            f"a 30-column terminal not taken as 80:\n{tty}")
+
+
+@case
+def case_suspect_devices(c):
+    """A growth suspect's device as docs/cli.md states it: -1 is the host (labelled `on host`,
+    shown under --device -1 only), a suspect without a device (v1 reports) is shown on every
+    device with no label and no `device` in --json; a merged report's labels name the rank."""
+    def report(devs):
+        r = c.base()
+        s0 = r["leaks"]["growth_suspects"][0]
+        r["leaks"]["growth_suspects"] = []
+        for i, d in enumerate(devs):
+            s = dict(s0, stack_id=1, growth_bytes=(3 - i) * MIB)
+            if d is None:
+                del s["device"]
+            else:
+                s["device"] = d
+            r["leaks"]["growth_suspects"].append(s)
+        r["leaks"]["growth_suspects_total"] = len(devs)
+        return r
+
+    def grew(out):
+        return [re.split(r"\s{2,}", re.search(r"grew by \S+ \S+\s+(.*)", x).group(1))[0]
+                for x in out.splitlines() if "grew by" in x]
+
+    r = report([-1, None, 0])
+    r["devices"].append(dict(r["devices"][0], device=-1, name="host"))
+    p = c.write("suspects.json", r)
+    out, _ = c.run("report", p)
+    expect(grew(out) == ["on host", "device", "on GPU 0"],
+           "suspect labels:\n" + out)
+    out, _ = c.run("report", "--device", "0", p)
+    expect(len(grew(out)) == 2 and "on host" not in out and
+           "Growth suspects (live bytes kept rising through the run): 2" in out,
+           "--device 0: the host's suspect shown:\n" + out)
+    out, _ = c.run("report", "--device", "-1", p)
+    expect(grew(out) == ["on host", "device"],
+           "--device -1: the host's suspect not shown:\n" + out)
+    j = c.json(p)
+    expect([s.get("device", "none") for s in j["growth_suspects"]] == [-1, "none", 0],
+           f"--json suspects' devices: {j['growth_suspects']}")
+    page = os.path.join(c.work, "suspects.html")
+    c.run("export", p, "--format", "html", "-o", page)
+    labels = [s["device"] for s in html_data(page)["suspects"]]
+    expect(labels == ["host", "", "GPU 0"], f"HTML suspects' labels: {labels}")
+
+    def ranked(m):
+        for s, d in zip(m["leaks"]["growth_suspects"], (-1, None)):
+            if d is None:
+                s.pop("device", None)
+            else:
+                s["device"] = d
+    m = merged(c, ranked)
+    out, _ = c.run("report", m)
+    expect([x for x in grew(out) if x.startswith("on")][:2] == ["on rank 2 host", "on rank 5"],
+           "merged suspects' labels:\n" + out)
 
 
 def merged(c, edit=None):
