@@ -333,10 +333,6 @@ void gmt_stack_where_tty(const gmt_stack_t *st, char *buf, size_t len);
 /* A short name for a flame graph node: symbol or function, else module+offset. */
 void gmt_frame_name(const gmt_frame_t *f, char *buf, size_t len);
 
-/* The identity of a frame across runs (no addresses, no ids): "trainer`alloc_workspace",
- * "trainer`+0x12e10", "py`model.py`forward". */
-void gmt_frame_key(const gmt_frame_t *f, char *buf, size_t len);
-
 /* The key of a whole stack (frame keys joined by ';', innermost first), heap-allocated;
  * "(no stack)" for NULL. NULL when out of memory. */
 char *gmt_stack_key(const gmt_stack_t *stack);
@@ -423,6 +419,12 @@ void gmt_buf_json_str(gmt_buf_t *b, const char *s);
  * NULL when out of memory. Free it with free(). */
 char *gmt_json_controls_escaped(const char *text);
 void gmt_buf_free(gmt_buf_t *b);
+
+/* Appends the identity of a frame across runs (no addresses, no ids), whole, however long its
+ * names: "trainer`alloc_workspace", "trainer`+0x12e10", "py`model.py`forward". Two frames are
+ * the same frame exactly when their keys are equal (diff, merge and the exporters' frame
+ * tables match by it; a key cut at a length merged C++ symbols that differ late). */
+void gmt_frame_key_put(gmt_buf_t *b, const gmt_frame_t *f);
 
 /* A string -> index map (open addressing), for the exporters' and diff's tables, which must
  * stay fast for reports of many thousands of stacks. Keys are copied. */

@@ -106,15 +106,17 @@ static int export_folded(const gmt_report_t *rep, gmt_buf_t *b, bool peak)
 typedef struct frames_s {
     gmt_strmap_t map;
     size_t n;
+    gmt_buf_t key; /* the frame's key, whole (gmt_frame_key_put) */
 } frames_t;
 
 static long frame_index(frames_t *fr, gmt_buf_t *b, const gmt_frame_t *f)
 {
-    char key[700];
-    gmt_frame_key(f, key, sizeof key);
-    size_t have = gmt_strmap_get(&fr->map, key);
+    fr->key.len = 0;
+    gmt_frame_key_put(&fr->key, f);
+    if (fr->key.failed) return -1;
+    size_t have = gmt_strmap_get(&fr->map, fr->key.data);
     if (have != SIZE_MAX) return (long)have;
-    if (gmt_strmap_put(&fr->map, key, fr->n)) return -1;
+    if (gmt_strmap_put(&fr->map, fr->key.data, fr->n)) return -1;
     char name[600];
     gmt_frame_name(f, name, sizeof name);
     if (fr->n) gmt_buf_put(b, ",", 1);
@@ -200,6 +202,7 @@ static int export_speedscope(const gmt_report_t *rep, gmt_buf_t *b)
     }
     if (frames.failed || profiles.failed) rc = -ENOMEM;
     gmt_strmap_free(&fr.map);
+    gmt_buf_free(&fr.key);
     gmt_buf_free(&frames);
     gmt_buf_free(&profiles);
     return rc;

@@ -231,27 +231,33 @@ void gmt_frame_name(const gmt_frame_t *f, char *buf, size_t len)
     }
 }
 
-void gmt_frame_key(const gmt_frame_t *f, char *buf, size_t len)
+void gmt_frame_key_put(gmt_buf_t *b, const gmt_frame_t *f)
 {
-    if (f->python)
-        snprintf(buf, len, "py`%s`%s", gmt_basename(f->file), f->symbol ? f->symbol : "?");
-    else if (f->symbol)
-        snprintf(buf, len, "%s`%s", f->module ? gmt_basename(f->module) : "?", f->symbol);
-    else if (f->offset >= 0)
-        snprintf(buf, len, "%s`+0x%" PRIx64, gmt_basename(f->module), (uint64_t)f->offset);
-    else
-        snprintf(buf, len, "%s`?", f->module ? gmt_basename(f->module) : "?");
+    if (f->python) {
+        gmt_buf_puts(b, "py`");
+        gmt_buf_puts(b, gmt_basename(f->file));
+        gmt_buf_put(b, "`", 1);
+        gmt_buf_puts(b, f->symbol ? f->symbol : "?");
+        return;
+    }
+    gmt_buf_puts(b, f->module ? gmt_basename(f->module) : "?");
+    if (f->symbol) {
+        gmt_buf_put(b, "`", 1);
+        gmt_buf_puts(b, f->symbol);
+    } else if (f->offset >= 0) {
+        gmt_buf_printf(b, "`+0x%" PRIx64, (uint64_t)f->offset);
+    } else {
+        gmt_buf_puts(b, "`?");
+    }
 }
 
 char *gmt_stack_key(const gmt_stack_t *stack)
 {
     if (!stack || stack->n == 0) return strdup("(no stack)");
     gmt_buf_t b = {0};
-    char key[600];
     for (size_t i = 0; i < stack->n; i++) {
-        gmt_frame_key(&stack->frames[i], key, sizeof key);
         if (i) gmt_buf_put(&b, ";", 1);
-        gmt_buf_puts(&b, key);
+        gmt_frame_key_put(&b, &stack->frames[i]);
     }
     gmt_buf_put(&b, "", 1);
     if (b.failed) {

@@ -93,6 +93,7 @@ typedef struct ctx_s {
     loc_t *locs;
     size_t nlocs, caplocs;
     gmt_strmap_t locmap, mapmap;
+    gmt_buf_t key;     /* a frame's key, whole (gmt_frame_key_put) */
     const char **maps; /* module paths; mapping id = index + 1 */
     size_t nmaps, capmaps;
     gmt_buf_t functions; /* encoded Function messages, ids = location ids */
@@ -125,8 +126,13 @@ static uint64_t mapping_id(ctx_t *c, const char *module)
 
 static uint64_t location_id(ctx_t *c, const gmt_frame_t *f)
 {
-    char key[700];
-    gmt_frame_key(f, key, sizeof key);
+    c->key.len = 0;
+    gmt_frame_key_put(&c->key, f);
+    if (c->key.failed) {
+        c->oom = true;
+        return 0;
+    }
+    const char *key = c->key.data;
     size_t have = gmt_strmap_get(&c->locmap, key);
     if (have != SIZE_MAX) return have + 1;
     if (c->nlocs == c->caplocs) {
@@ -311,6 +317,7 @@ int gmt_export_pprof(const gmt_report_t *rep, gmt_buf_t *out)
     gmt_buf_free(&c.functions);
     gmt_buf_free(&c.samples);
     gmt_strmap_free(&c.locmap);
+    gmt_buf_free(&c.key);
     gmt_strmap_free(&c.mapmap);
     gmt_strmap_free(&c.s.map);
     free(c.locs);

@@ -1501,8 +1501,9 @@ def case_merge_report_job(c):
            "ranks" not in j, f"one process: {j['reason']} {j['duration_s']}")
 
 
-def pprof_fields(path):
-    """(top-level varint fields {number: value}, string table) of a gzip'd profile.proto."""
+def pprof_fields(path, counts=None):
+    """(top-level varint fields {number: value}, string table) of a gzip'd profile.proto;
+    counts, a dict, gets how many top-level messages of each field number it holds."""
     data = gzip.decompress(open(path, "rb").read())
     ints, strings, i = {}, [], 0
 
@@ -1524,6 +1525,8 @@ def pprof_fields(path):
             n = varint()
             if key >> 3 == 6:
                 strings.append(data[i:i + n].decode())
+            if counts is not None:
+                counts[key >> 3] = counts.get(key >> 3, 0) + 1
             i += n
         else:
             raise Failed(f"profile.proto: wire type {key & 7}")
@@ -2204,6 +2207,51 @@ def case_versions(c):
     out, _, _ = c.cli_run("diff", os.path.join(c.data, "valid.json"),
                           os.path.join(c.data, "valid_v2.json"), "--max-growth", "0")
     expect("(no stack changed)" in out, "v1 and v2 frames of one stack should match:\n" + out)
+
+
+@case
+def case_long_frame_keys(c):
+    """Frames are the same frame only when their whole names are (docs/cli.md): two C++
+    symbols sharing their first 900 bytes stay two frames in diff, merge's common groups,
+    speedscope's frame table and pprof's locations (before: keys cut at 600-700 bytes)."""
+    head = "at::native::impl<" + "c10::Half, " * 80
+
+    def rep(name, tail, rank):
+        with open(os.path.join(c.data, "valid_v2.json")) as f:
+            r = json.load(f)
+        r["process"].update(rank=rank, start_time=r["process"]["start_time"] + rank)
+        r["stacks"]["1"]["frames"][1]["symbol"] = head + tail + ">"
+        with open(c.path(name), "w") as f:
+            json.dump(r, f)
+        return c.path(name)
+    a, b = rep("a.json", "A", 0), rep("b.json", "B", 1)
+    out, _, _ = c.cli_run("diff", a, b)
+    moved = [x.split() for x in out.splitlines() if x.strip().startswith("leak ")]
+    expect(sorted((m[1], m[-1]) for m in moved) == [("+3.00", "[new]"), ("-3.00", "[gone]")],
+           "diff matched two symbols by their first bytes:\n" + out)
+    out, _, _ = c.cli_run("merge", a, b)
+    common = out.split("leak groups common to all 2 ranks")[-1]
+    expect("libpool.so" in common and "forward" not in common,
+           "merge took two symbols for one stack:\n" + out)
+    # two frames sharing 900 bytes against two that differ in their first: as many entries
+    with open(a) as f:
+        r = json.load(f)
+    r["stacks"]["2"] = json.loads(json.dumps(r["stacks"]["1"]))
+    r["leaks"]["groups"][1]["suppressed"] = False
+    tables = {}
+    for name, sym in (("late", head + "Z>"), ("early", "Z" + head + ">")):
+        r["stacks"]["2"]["frames"][1]["symbol"] = sym
+        path = c.path(name + ".json")
+        with open(path, "w") as f:
+            json.dump(r, f)
+        _, _, raw = c.cli_run("export", path, "--format", "speedscope")
+        frames = len(json.loads(raw.decode("utf-8"))["shared"]["frames"])
+        c.cli_run("export", path, "--format", "pprof", "-o", c.path(name + ".pb.gz"))
+        counts = {}
+        pprof_fields(c.path(name + ".pb.gz"), counts)
+        tables[name] = (frames, counts.get(4, 0))  # profile.proto's Location is field 4
+    expect(tables["late"] == tables["early"] and tables["late"][0] > 0,
+           f"(speedscope frames, pprof locations) of two symbols differing late, early: {tables}")
 
 
 @case

@@ -22,7 +22,9 @@ static void walk_stack(const gmt_stack_t *st)
     for (size_t i = 0; i < st->n; i++) {
         gmt_frame_format(&st->frames[i], buf, sizeof buf);
         gmt_frame_name(&st->frames[i], buf, sizeof buf);
-        gmt_frame_key(&st->frames[i], buf, sizeof buf);
+        gmt_buf_t key_b = {0};
+        gmt_frame_key_put(&key_b, &st->frames[i]);
+        gmt_buf_free(&key_b);
     }
 }
 
