@@ -67,9 +67,17 @@ if tr[2].get("gmt_track_alloc", 0) < 50 or sum(tr[2].values()) > own + len(tr[2]
     bad.append(f"traced: the tracer's functions {tr[2]} against its library's {own}")
 # Instruction addresses among the positions change nothing a pair: the same objects and
 # functions, within a few instructions (the writer thread's work moves the thread's count).
+# The timeline's slow path runs once a bucket of wall time, not once a pair: a loaded machine
+# (valgrind slower) runs it more often in one run than in the other, so the tracer's library
+# is compared without it (session 34: 592 against 584, all of it timeline_add_*).
+def timed(r):
+    return sum(v for f, v in r[2].items() if f.startswith("timeline_"))
 for o, v in tr[1].items():
-    if abs(ti[1].get(o, 0) - v) > 5:
-        bad.append(f"--dump-instr: object {o} {ti[1].get(o)} a pair, {v} without")
+    w = ti[1].get(o, 0)
+    if o.startswith("libgpumemtrace"):
+        v, w = v - timed(tr), w - timed(ti)
+    if abs(w - v) > 5:
+        bad.append(f"--dump-instr: object {o} {w} a pair, {v} without (timeline excepted)")
 if abs(ti[2].get("gmt_track_alloc", 0) - tr[2].get("gmt_track_alloc", 0)) > 5:
     bad.append(f"--dump-instr: gmt_track_alloc {ti[2].get('gmt_track_alloc')}, "
                f"{tr[2].get('gmt_track_alloc')} without")
