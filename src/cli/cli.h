@@ -317,8 +317,9 @@ void gmt_tty_copy(char *buf, size_t len, const char *raw);
 bool gmt_argv_shown_append(char *cmd, size_t *used, const char *arg, size_t n);
 
 /* The frame a person should look at first: the innermost Python frame outside the standard
- * library and site-packages, else the innermost Python frame, else the innermost native frame
- * outside internal modules, else the innermost frame. NULL for an empty stack. */
+ * library and site-packages, else the innermost Python frame (one that could not be read, with
+ * no file, last), else the innermost native frame of the user's code (not a static CUDA
+ * runtime's), else the innermost frame (docs/cli.md, "Stacks"). NULL for an empty stack. */
 const gmt_frame_t *gmt_user_frame(const gmt_stack_t *stack);
 
 /* "alloc_workspace workspace.c:88 [trainer+0x12e10]", "forward model.py:42",

@@ -118,23 +118,34 @@ const char *gmt_tty_cols(const char *s, size_t cols, bool cut)
     return out;
 }
 
+/* A Python file of an installed package (site-packages, Debian's dist-packages) or of the
+ * standard library: PREFIX/lib/python3.X, or PREFIX/lib64/python3.X where Python's platlibdir
+ * is lib64 (Fedora, RHEL, openSUSE), and code with no source file ("<frozen runpy>"). */
 static bool python_file_is_library(const char *file)
 {
-    return file && (strstr(file, "/site-packages/") || strstr(file, "/dist-packages/") ||
-                    strstr(file, "/lib/python3") || file[0] == '<');
+    return strstr(file, "/site-packages/") || strstr(file, "/dist-packages/") ||
+           strstr(file, "/lib/python3") || strstr(file, "/lib64/python3") || file[0] == '<';
 }
 
 const gmt_frame_t *gmt_user_frame(const gmt_stack_t *stack)
 {
     if (!stack || stack->n == 0) return NULL;
-    const gmt_frame_t *any_python = NULL;
+    /* A Python frame that could not be read (no file) shows nothing to look at: it is the
+     * user frame only when no other Python frame is there. */
+    const gmt_frame_t *any_python = NULL, *unread = NULL;
     for (size_t i = 0; i < stack->n; i++) {
         const gmt_frame_t *f = &stack->frames[i];
         if (!f->python) continue;
-        if (!python_file_is_library(f->file)) return f;
-        if (!any_python) any_python = f;
+        if (!f->file) {
+            if (!unread) unread = f;
+        } else if (!python_file_is_library(f->file)) {
+            return f;
+        } else if (!any_python) {
+            any_python = f;
+        }
     }
     if (any_python) return any_python;
+    if (unread) return unread;
     for (size_t i = 0; i < stack->n; i++) {
         const gmt_frame_t *f = &stack->frames[i];
         /* A static runtime's frames are the program module's: not the user's code. */
