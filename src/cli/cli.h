@@ -366,6 +366,9 @@ const char *gmt_error_label(const gmt_error_t *e, char *buf, size_t len);
 /* True when s[0..len) is the start of a UTF-8 sequence that the end of the text cut short: a
  * lead byte followed by fewer continuation bytes than it announces, and nothing else. */
 bool gmt_utf8_cut_at_end(const unsigned char *s, size_t len);
+/* s, text that was UTF-8 until snprintf cut it to fit a buffer, with the character the cut
+ * fell inside left out: nothing changes when s ends with a whole character. */
+void gmt_utf8_cut_end(char *s);
 
 /* Verbs */
 int gmt_cli_check(int argc, char **argv);

@@ -65,10 +65,7 @@ static void folded_name(const gmt_frame_t *f, char *buf, size_t len)
  * file stays UTF-8 (a JSON parser refuses it otherwise). */
 static void json_str_cut(gmt_buf_t *b, char *s)
 {
-    size_t n = strlen(s), i = n;
-    while (i > 0 && n - i < 4 && ((unsigned char)s[i - 1] & 0xc0) == 0x80)
-        i--;
-    if (i > 0 && gmt_utf8_cut_at_end((const unsigned char *)s + i - 1, n - i + 1)) s[i - 1] = '\0';
+    gmt_utf8_cut_end(s);
     gmt_buf_json_str(b, s);
 }
 

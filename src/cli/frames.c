@@ -154,12 +154,25 @@ const gmt_frame_t *gmt_user_frame(const gmt_stack_t *stack)
     return &stack->frames[0];
 }
 
+/* snprintf for a frame's text: where it does not fit, the character the cut fell inside is
+ * left out too, as gmt_utf8_cut_end does, so the text stays UTF-8 (half a character would
+ * show as \xHH on a terminal and make report --json and the HTML page invalid UTF-8). */
+static void __attribute__((format(printf, 3, 4)))
+frame_printf(char *buf, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, len, fmt, ap);
+    va_end(ap);
+    if (n >= 0 && (size_t)n >= len && len > 0) gmt_utf8_cut_end(buf);
+}
+
 static void module_offset(const gmt_frame_t *f, char *buf, size_t len)
 {
     if (f->module && f->offset >= 0)
-        snprintf(buf, len, "%s+0x%" PRIx64, gmt_basename(f->module), (uint64_t)f->offset);
+        frame_printf(buf, len, "%s+0x%" PRIx64, gmt_basename(f->module), (uint64_t)f->offset);
     else if (f->module)
-        snprintf(buf, len, "%s 0x%" PRIx64, gmt_basename(f->module), f->address);
+        frame_printf(buf, len, "%s 0x%" PRIx64, gmt_basename(f->module), f->address);
     else
         snprintf(buf, len, "0x%" PRIx64, f->address);
 }
@@ -170,23 +183,23 @@ void gmt_frame_format(const gmt_frame_t *f, char *buf, size_t len)
     module_offset(f, where, sizeof where);
     const char *name = f->symbol;
     if (f->python) {
-        snprintf(buf, len, "%s %s:%" PRId64, name ? name : "?", f->file ? f->file : "?",
-                 f->line < 0 ? (int64_t)0 : f->line);
+        frame_printf(buf, len, "%s %s:%" PRId64, name ? name : "?", f->file ? f->file : "?",
+                     f->line < 0 ? (int64_t)0 : f->line);
         return;
     }
     if (!name && !f->file) {
-        snprintf(buf, len, "%s", where);
+        frame_printf(buf, len, "%s", where);
         return;
     }
     char fl[300] = "";
     if (f->file && f->line >= 0)
-        snprintf(fl, sizeof fl, " %s:%" PRId64, f->file, f->line);
+        frame_printf(fl, sizeof fl, " %s:%" PRId64, f->file, f->line);
     else if (f->file)
-        snprintf(fl, sizeof fl, " %s", f->file);
+        frame_printf(fl, sizeof fl, " %s", f->file);
     if (f->module)
-        snprintf(buf, len, "%s%s [%s]", name ? name : "?", fl, where);
+        frame_printf(buf, len, "%s%s [%s]", name ? name : "?", fl, where);
     else
-        snprintf(buf, len, "%s%s", name ? name : "?", fl);
+        frame_printf(buf, len, "%s%s", name ? name : "?", fl);
 }
 
 void gmt_stack_where(const gmt_stack_t *st, char *buf, size_t len)
@@ -233,10 +246,10 @@ void gmt_stack_where_tty(const gmt_stack_t *st, char *buf, size_t len)
 void gmt_frame_name(const gmt_frame_t *f, char *buf, size_t len)
 {
     if (f->python) {
-        snprintf(buf, len, "%s (%s:%" PRId64 ")", f->symbol ? f->symbol : "?",
-                 gmt_basename(f->file), f->line < 0 ? (int64_t)0 : f->line);
+        frame_printf(buf, len, "%s (%s:%" PRId64 ")", f->symbol ? f->symbol : "?",
+                     gmt_basename(f->file), f->line < 0 ? (int64_t)0 : f->line);
     } else if (f->symbol) {
-        snprintf(buf, len, "%s", f->symbol);
+        frame_printf(buf, len, "%s", f->symbol);
     } else {
         module_offset(f, buf, len);
     }
@@ -288,6 +301,14 @@ const char *gmt_error_label(const gmt_error_t *e, char *buf, size_t len)
     if (e->error_name) return e->error_name;
     snprintf(buf, len, "error %" PRId64, e->error);
     return buf;
+}
+
+void gmt_utf8_cut_end(char *s)
+{
+    size_t n = strlen(s), i = n;
+    while (i > 0 && n - i < 4 && ((unsigned char)s[i - 1] & 0xc0) == 0x80)
+        i--;
+    if (i > 0 && gmt_utf8_cut_at_end((const unsigned char *)s + i - 1, n - i + 1)) s[i - 1] = '\0';
 }
 
 bool gmt_utf8_cut_at_end(const unsigned char *s, size_t len)
