@@ -1,0 +1,457 @@
+#!/usr/bin/env python3
+"""frames_verb.py - how the verbs name, shorten and classify stack frames (src/cli/frames.c)
+as docs/cli.md and docs/report.md state it.
+
+Each case runs verbs on edited copies of tests/cli/data/valid_v2.json whose stacks hold the
+frames it needs and checks what they show: the nearest user frame (report --json's
+user_frame), a frame's text (report), its short name (export's folded lines), its identity
+across runs (diff), suppressions (check), columns cut and padded in characters (report,
+merge), long names and arguments cut between characters, device labels, the JSON outputs'
+escapes and the loader's cut UTF-8 at the end of a file. Found by a mutation audit of
+frames.c: each check here failed with some mutant that the other cli tests let through.
+Exit 0 pass, 1 fail (with the reason).
+
+usage: frames_verb.py --case NAME --cli CLI --lib LIB --progs DIR --standin DIR --work DIR
+                      --schema FILE --data DIR
+"""
+import json
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from report_verb import group, native, python  # noqa: E402
+from verbs import (Failed, diff_rows, edited, expect, fmt_size, html_data,  # noqa: E402
+                   rank_reports)
+from verbs import main as verbs_main  # noqa: E402
+
+KIB, MIB = 1 << 10, 1 << 20
+CASES = {}
+
+
+def case(fn):
+    CASES[fn.__name__[len("case_"):]] = fn
+    return fn
+
+
+def with_stacks(c, name, stacks, grow=0, base="valid_v2.json"):
+    """data/BASE whose leak groups are one per stack of `stacks` ({id: frames}), 1 MiB each
+    more than the next (so listed in the dict's order), the k-th (from 0) grow * (k + 1) bytes
+    more, written to the work folder."""
+    def edit(r):
+        n = len(stacks)
+        for k, (sid, frames) in enumerate(stacks.items()):
+            r["stacks"][str(sid)] = {"frames": frames, "python": "captured"}
+        r["leaks"]["groups"] = [group(sid, (n - k) * MIB + grow * (k + 1), 1, 0, "lib")
+                                for k, sid in enumerate(stacks)]
+        r["leaks"]["groups_total"] = r["leaks"]["count"] = n
+        r["leaks"]["total_bytes"] = sum(g["bytes"] for g in r["leaks"]["groups"])
+    return edited(c, base, name, edit)
+
+
+def user_frames(c, path):
+    """{stack id: user_frame} of report --json's leak groups."""
+    j = json.loads(c.cli_run("report", "--json", "--top", "1000", path)[0])
+    return {g["stack_id"]: g["user_frame"] for g in j["leaks"]["groups"]}
+
+
+def at(frame, **kw):
+    return dict(frame, **kw)
+
+
+TRAINER = "/opt/app/bin/trainer"
+TORCH = "/v/lib/python3.12/site-packages/torch/nn/modules/module.py"
+# a Python frame the tracer could not read (docs/report.md, capture.python.unreadable_frames)
+UNREAD = {"type": "python", "file": None, "function": None, "line": None}
+
+
+@case
+def case_user_frame(c):
+    """The nearest user frame (docs/cli.md, "Stacks"): the innermost Python frame outside the
+    standard library (lib/python3.X, Fedora's lib64/python3.X, a file in angle brackets:
+    <frozen runpy>) and site-packages (Debian's dist-packages too); else the innermost Python
+    frame, even with a native frame of the user's own module in the stack; else the innermost
+    native frame of the user's code, not a static CUDA runtime's frame in it; else the
+    innermost frame."""
+    stacks = {
+        # the standard library, as Debian, Fedora (lib64) and a venv's base have it
+        1: [python("load", "/usr/lib/python3.12/json/__init__.py", 293),
+            python("loads", "/usr/lib64/python3.12/json/__init__.py", 346),
+            python("deepcopy", "/opt/py/lib/python3.11/copy.py", 153),
+            python("train", "/home/u/train.py", 10)],
+        2: [python("zeros", "/usr/lib/python3/dist-packages/numpy/core.py", 5),
+            python("main", "/srv/app/run.py", 3)],
+        3: [python("_call_with_frames_removed", "<frozen importlib._bootstrap>", 241),
+            python("<module>", "/srv/app/boot.py", 1)],
+        # only library frames: the innermost Python frame, not a native frame of the program
+        4: [native("ext_alloc"), python("forward", TORCH, 1520),
+            python("_call_impl", TORCH, 1511)],
+        # the user's code at both ends: the innermost, native or Python
+        5: [native("alloc_here"), native("main")],
+        6: [python("inner", "/home/u/a.py", 1), python("outer", "/home/u/b.py", 2)],
+        # a static runtime's frames (the program's module) are not the user's code
+        7: [native("cudaMalloc"), native("__cudaPushCallConfiguration"),
+            native("libcudart_static_0123456789abcdef0123456789abcdef01234567"),
+            native("launch")],
+        # nothing of the user's: the innermost frame
+        8: [native(None, "/usr/lib/x86_64-linux-gnu/libcudart.so.13", 0x1234),
+            native("cublasCreate_v2", "/usr/lib/x86_64-linux-gnu/libcublas.so.13")],
+    }
+    want = {1: "train /home/u/train.py:10", 2: "main /srv/app/run.py:3",
+            3: "<module> /srv/app/boot.py:1", 4: f"forward {TORCH}:1520",
+            5: "alloc_here [trainer+0x10]", 6: "inner /home/u/a.py:1",
+            7: "launch [trainer+0x10]", 8: "libcudart.so.13+0x1234"}
+    got = user_frames(c, with_stacks(c, "user_frame.json", stacks))
+    bad = {k: (got.get(k), v) for k, v in want.items() if got.get(k) != v}
+    expect(not bad, "user frames (got, expected): " + repr(bad))
+
+
+@case
+def case_user_frame_unreadable(c):
+    """A Python frame the tracer could not read (file, function and line null: docs/report.md,
+    capture.python's unreadable_frames) is not the frame to look at first when a frame of the
+    user's file is in the stack; alone, it is still the innermost Python frame, shown
+    "? ?:0"."""
+    stacks = {1: [UNREAD, python("forward", TORCH, 1520), python("step", "/home/u/train.py", 9)],
+              2: [UNREAD, python("forward", TORCH, 1520)],
+              3: [native(None, "/usr/lib/x86_64-linux-gnu/libcudart.so.13"), UNREAD]}
+    got = user_frames(c, with_stacks(c, "unreadable.json", stacks))
+    want = {1: "step /home/u/train.py:9", 2: f"forward {TORCH}:1520", 3: "? ?:0"}
+    expect(got == want, f"user frames {got}, expected {want}")
+
+
+def frame_each(frames):
+    """{101: [f0], 102: [f1], ...}: each frame a stack of its own."""
+    return {101 + k: [f] for k, f in enumerate(frames)}
+
+
+# Frames of every form a report has, each alone in a stack; FORMS[k] is (frame, its text in
+# report and report --json, its name in a flame graph: export's folded lines).
+FORMS = [
+    (at(native("alloc_workspace", TRAINER, 0x12e10), file="workspace.c", line=88),
+     "alloc_workspace workspace.c:88 [trainer+0x12e10]", "alloc_workspace"),
+    (at(native("no_line", TRAINER), file="src/a.c"), "no_line src/a.c [trainer+0x10]", "no_line"),
+    (at(native(None, TRAINER), file="src/b.c", line=12), "? src/b.c:12 [trainer+0x10]",
+     "trainer+0x10"),
+    (at(native("line_zero", TRAINER), file="z.c", line=0), "line_zero z.c:0 [trainer+0x10]",
+     "line_zero"),
+    (native("at_zero", TRAINER, 0), "at_zero [trainer+0x0]", "at_zero"),
+    (native(None, "/opt/app/lib/libpool.so", 0x1000), "libpool.so+0x1000", "libpool.so+0x1000"),
+    (at(native(None, TRAINER, None), address="0x55d0c0ffee10"), "trainer 0x55d0c0ffee10",
+     "trainer 0x55d0c0ffee10"),
+    (at(native(None, None, None), address="0x7f00deadbeef"), "0x7f00deadbeef", "0x7f00deadbeef"),
+    (python("forward", "/home/u/model.py", 42), "forward /home/u/model.py:42",
+     "forward (model.py:42)"),
+    (python("step", "/home/u/model.py", None), "step /home/u/model.py:0", "step (model.py:0)"),
+    (UNREAD, "? ?:0", "? (?:0)"),
+]
+
+
+@case
+def case_frame_text(c):
+    """A frame as report shows it (docs/cli.md, "Stacks"): symbol, file:line, [module+offset];
+    a file without a line; "?" for a symbol the report does not name beside its file; the
+    module and address where the offset is unknown, the address alone without a module;
+    a Python frame as function file:line, 0 for a line not known, "? ?:0" for a frame that
+    could not be read. report --json's user_frame is the same text."""
+    p = with_stacks(c, "forms.json", frame_each([f for f, _, _ in FORMS]))
+    got = user_frames(c, p)
+    want = {101 + k: text for k, (_, text, _) in enumerate(FORMS)}
+    expect(got == want, f"user_frame (got, expected): "
+           + repr({k: (got.get(k), v) for k, v in want.items() if got.get(k) != v}))
+    out = c.cli_run("report", "--top", "100", p)[0]
+    lines = out.splitlines()
+    for _, text, _ in FORMS:
+        expect(f"          at {text}" in lines and f"       -> {text}" in lines,
+               f"no frame line 'at {text}':\n{out}")
+
+
+@case
+def case_flame_names(c):
+    """A frame's name in a flame graph (export folded, speedscope, pprof, the HTML page): the
+    symbol or Python function, a Python frame with its file's basename and line, "(?:0)" for
+    one that could not be read; else module+offset (module and address, or the address,
+    where that is all the report has)."""
+    p = with_stacks(c, "names.json", frame_each([f for f, _, _ in FORMS]))
+    out = c.cli_run("export", p, "--format", "folded")[0]
+    n = len(FORMS)
+    want = [f"{name} {(n - k) * MIB}" for k, (_, _, name) in enumerate(FORMS)]
+    expect(out.splitlines() == want, "folded:\n" + out + "\nexpected:\n" + "\n".join(want))
+
+
+def rows_of(rows, change, tail):
+    """diff's rows whose leak column is `change` and that end with tail ("": neither [new]
+    nor [gone])."""
+    return [r for r in rows if re.match(rf"  leak +{re.escape(change)}  ", r) and
+            (r.endswith(tail) if tail else not r.endswith(("  [new]", "  [gone]")))]
+
+
+@case
+def case_diff_identity(c):
+    """diff matches stacks across runs by their frames (docs/cli.md, "gpumemtrace diff"): a
+    native frame by module basename and symbol, module and offset when there is no symbol
+    (an offset of 0 is an offset), the module alone when neither is known; a Python frame by
+    file basename and function; directories, line numbers and addresses are left out, and
+    every frame of the stack counts. Groups without a stack are one stack, "(no stack)"."""
+    lib = "/opt/app/lib/libpool.so"
+    pairs = [  # (OLD frames, NEW frames, the same stack?)
+        ([at(native("build", TRAINER), file="a.c", line=5, address="0x1000")],
+         [at(native("build", "/srv/b2/bin/trainer", 0x999), file="a.c", line=7,
+             address="0x2000")], True),
+        ([at(native(None, lib, 0x1000), address="0x7f0000001000")],
+         [at(native(None, "/elsewhere/libpool.so", 0x1000), address="0x7f0000009000")], True),
+        ([at(native(None, lib, None), address="0x7f0000001000")],
+         [at(native(None, "/elsewhere/libpool.so", None), address="0x7f0000009000")], True),
+        ([python("forward", "/home/u/model.py", 42)],
+         [python("forward", "/ckpt/run2/model.py", 50)], True),
+        ([python("f", "/home/u/two.py", 1)], [python("g", "/home/u/two.py", 1)], False),
+        ([native("same", "/opt/app/lib/libx.so")], [native("same", "/opt/app/lib/liby.so")],
+         False),
+        ([native(None, "/opt/app/lib/libz.so", 0x1000)],
+         [native(None, "/opt/app/lib/libz.so", 0x2000)], False),
+        ([native(None, "/opt/app/lib/libw.so", 0)], [native(None, "/opt/app/lib/libw.so", None)],
+         False),
+        ([native("inner"), native("main")], [native("inner"), native("main2")], False),
+        # two frames are not one frame whose name runs them together
+        ([native("x", "/a/m"), native("y", "/a/n")], [native("xn`y", "/a/m")], False),
+    ]
+    n = len(pairs)
+    old = with_stacks(c, "id_old.json", {101 + k: p[0] for k, p in enumerate(pairs)})
+    # NEW: stack k grows by (k + 1) * 64 KiB, so its row tells which it is
+    new = with_stacks(c, "id_new.json", {101 + k: p[1] for k, p in enumerate(pairs)},
+                      grow=64 * KIB)
+    rows = diff_rows(c.cli_run("diff", "--top", "100", old, new)[0])
+    for k, (_, _, same) in enumerate(pairs):
+        before, grown = (n - k) * MIB, (k + 1) * 64 * KIB
+        changed = rows_of(rows, "+" + fmt_size(grown), "")
+        added = rows_of(rows, "+" + fmt_size(before + grown), "  [new]")
+        gone = rows_of(rows, "-" + fmt_size(before), "  [gone]")
+        expect((len(changed), len(added), len(gone)) == ((1, 0, 0) if same else (0, 1, 1)),
+               f"{pairs[k][0]} -> {pairs[k][1]}: " + ("one stack" if same else "two stacks")
+               + " expected:\n" + "\n".join(rows))
+    expect(len(rows) == sum(1 if same else 2 for _, _, same in pairs), "\n".join(rows))
+
+    # groups without a stack (stack id 0, or one the report does not hold) are one stack
+    def stackless(r):
+        r["leaks"]["groups"] += [group(0, 5 * MIB, 1, 0, None), group(77, 6 * MIB, 1, 0, None)]
+    v2 = os.path.join(c.data, "valid_v2.json")
+    rows = diff_rows(c.cli_run("diff", v2, edited(c, "valid_v2.json", "ns.json", stackless))[0])
+    expect(len(rows) == 1 and
+           re.fullmatch(r"  leak +\+11\.00 MiB  peak +\+0 B  \(no stack\)  \[new\]", rows[0]),
+           "stackless groups:\n" + "\n".join(rows))
+
+
+@case
+def case_suppressions(c):
+    """check --suppressions matches each pattern against every frame of a group's stack, the
+    outermost too: a native frame's symbol, module path, module basename and source file, a
+    Python frame's function and file (docs/cli.md, "gpumemtrace check"); a file's last line
+    needs no newline. A matched group's bytes are not counted against --max-leak-bytes."""
+    libc_mod = "/opt/app/lib/libcmod.so"
+    stacks = {101: [native("a_alloc"), native("a_outermost")],
+              102: [at(native("b_alloc"), file="src/bfile.c", line=3)],
+              103: [native("c_alloc", libc_mod)],
+              104: [native(None, "/opt/app/lib/libdmod.so", 0x40)],
+              105: [python("e_step", "/home/u/efile.py", 5)],
+              106: [native("f_alloc")]}
+    p = with_stacks(c, "supp.json", stacks)
+    n = len(stacks)
+    total = n * (n + 1) // 2 * MIB
+    for k, pattern in ((0, "a_outermost"), (1, "*/bfile.c"), (2, libc_mod), (3, "libdmod.so"),
+                       (4, "e_step"), (4, "/home/u/e*.py")):
+        supp = c.path(f"p{k}.supp")
+        with open(supp, "w") as f:
+            f.write("# the pattern last, with no newline\nno_such_frame\n" + pattern)
+        left = total - (n - k) * MIB
+        c.cli_run("check", p, "--max-leak-bytes", str(left), "--suppressions", supp)
+        out, _, _ = c.cli_run("check", p, "--max-leak-bytes", str(left - 1), "--suppressions",
+                              supp, rc=1)
+        expect(f"leaked {fmt_size(left)} ({left} bytes) exceeds" in out,
+               f"pattern {pattern!r}: {left} bytes expected to count:\n{out}")
+
+
+@case
+def case_columns(c):
+    """Columns are cut and padded in characters after escaping (docs/cli.md, "Report text on
+    the terminal"): report's library column is 32 characters wide, a longer name kept whole;
+    merge's host column is 20, a longer host cut after 20 characters; a character of four
+    bytes (an emoji), of two (é) and an escape (\\t, \\x1b: a character a byte) each count
+    as what they are, so no cut falls inside one."""
+    libs = ["lib😀é.so", "lib\tx.so", "l" * 40]
+    shown = ["lib😀é.so", "lib\\tx.so", "l" * 40]
+
+    def edit(r):
+        r["summary"]["libraries"] = [{"library": name, "peak_bytes": (9 - k) * MIB,
+                                      "exit_bytes": MIB} for k, name in enumerate(libs)]
+    p = edited(c, "valid_v2.json", "columns.json", edit)
+    out = c.cli_run("report", p)[0]
+    rows = out.split("\nBytes per library (at the peak, at exit)\n", 1)[1].split("\n\n")[0]
+    want = [f"  {name:<32} {fmt_size((9 - k) * MIB):>10} {fmt_size(MIB):>10}"
+            for k, name in enumerate(shown)]
+    expect(rows.splitlines() == want, "bytes per library:\n" + rows + "\nexpected:\n"
+           + "\n".join(want))
+
+    hosts = ["h😀é-ünïcödé-😀😀😀-long-host-name", "short😀é", "\x1b" * 10, "a\tb"]
+    cut = ["h😀é-ünïcödé-😀😀😀-long-"[:20], "short😀é", "\\x1b" * 5, "a\\tb"]
+
+    def host(i, r):
+        r["process"]["hostname"] = hosts[i]
+    paths = rank_reports(c, p, len(hosts), host, "host")
+    out = c.cli_run("merge", *paths)[0]
+    table = [l for l in out.splitlines() if re.match(r"  \d +", l)]
+    got = [l[len("  0      "):][:21] for l in table]
+    expect(got == [f"{h:<20} " for h in cut], f"host column {got}, expected "
+           + repr([f"{h:<20} " for h in cut]) + "\n" + out)
+
+
+@case
+def case_long_names(c):
+    """A frame whose text is too long for the verbs' buffers (a source file, module or symbol
+    of hundreds of characters, of two, three or four bytes each) is cut between characters,
+    never inside one: report's lines show no \\xHH for half a character, and report --json,
+    the HTML page and export's folded lines stay UTF-8 (docs/cli.md, "Stacks")."""
+    e = "é" * 300
+    stacks = {101: [at(native("fn", f"/opt/lib{e}.so"), file=f"/src/{e}.c", line=5)],
+              102: [native("s" + e * 2, TRAINER)],
+              103: [python("f" + e * 2, f"/home/u/{e}.py", 7)],
+              104: [native(None, f"/opt/lib{e}{e}.so", 0x10)],
+              105: [native("s" + "€" * 400, TRAINER)],
+              106: [native("s" + "😀" * 300, TRAINER)]}
+    p = with_stacks(c, "long.json", stacks)
+    _, _, raw = c.cli_run("report", "--json", p)
+    try:
+        j = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise Failed(f"report --json is not UTF-8: {err}: {raw[err.start - 20:err.end + 20]!r}")
+    uf = {g["stack_id"]: g["user_frame"] for g in j["leaks"]["groups"]}
+    for sid, pattern in ((101, r"fn /src/é+ \[libé+\]"), (102, r"sé+"),
+                         (103, r"fé+( /home/u/é*)?"), (104, r"libé+"), (105, r"s€+"),
+                         (106, r"s😀+")):
+        expect(re.fullmatch(pattern, uf[sid]), f"stack {sid}'s user frame: {uf[sid]!r}")
+    text = c.cli_run("report", "--top", "10", p)[2]
+    expect(b"\\x" not in text and text.decode("utf-8", "strict").count("->") >= 6,
+           "report shows half a character:\n" + text.decode("utf-8", "replace"))
+    out = c.cli_run("export", p, "--format", "folded")[2]
+    expect(b"\\x" not in out,
+           "folded shows half a character:\n" + out.decode("utf-8", "replace"))
+    page = c.path("long.html")
+    c.cli_run("export", p, "--format", "html", "-o", page)
+    try:
+        html_data(page)
+    except UnicodeDecodeError as err:
+        raise Failed(f"the HTML page is not UTF-8: {err}")
+
+
+@case
+def case_program_line(c):
+    """report's program line (docs/cli.md, "gpumemtrace report"): the arguments joined by
+    spaces, the first 200 bytes of them, cut between characters, then "..."; 200 bytes exactly
+    are shown whole."""
+    args = ["python3"] + [f"arg{k:03d}" for k in range(40)]
+    cases = [(args, " ".join(args)[:200] + "..."),
+             (["w" * 200], "w" * 200),
+             (["y" * 199 + "é", "z"], "y" * 199 + "..."),
+             # é does not fit after the space; "b" would, but the line ends at the first cut
+             (["x" * 198, "é", "b"], "x" * 198 + " ...")]
+    for k, (argv, shown) in enumerate(cases):
+        def edit(r):
+            r["process"]["argv"] = argv
+        out = c.cli_run("report", edited(c, "valid_v2.json", f"argv{k}.json", edit))[0]
+        expect(f"  program   {shown}" in out.splitlines(),
+               f"argv {argv}: program line {shown!r} expected:\n" + out[:800])
+
+
+@case
+def case_folded_no_stack(c):
+    """export's folded line of a group without a stack is "[no stack] API BYTES" (docs/cli.md,
+    "gpumemtrace export"), the API whole however long: one of 501 characters makes a line
+    prefix of exactly 512 bytes, one of 600 a longer one."""
+    apis = ["cudaMalloc" + "A" * 491, "cudaMalloc" + "B" * 590]
+
+    def edit(r):
+        r["leaks"]["groups"] = [group(0, (5 - k) * MIB, 1, 0, None, api=api)
+                                for k, api in enumerate(apis)]
+    _, _, raw = c.cli_run("export", edited(c, "valid_v2.json", "nostack.json", edit),
+                          "--format", "folded")
+    want = "".join(f"[no stack] {api} {(5 - k) * MIB}\n" for k, api in enumerate(apis))
+    expect(raw == want.encode(), f"folded:\n{raw!r}\nexpected:\n{want!r}")
+
+
+@case
+def case_cut_utf8(c):
+    """A report cut inside a UTF-8 character is a truncated file ("ends early"), whatever the
+    character's length and lead byte (docs/cli.md, "Bad input"); a byte that starts no
+    character (c0, c1, f5), a continuation byte alone, a lead byte followed by a byte that is
+    no continuation, or a whole sequence that is not UTF-8 (an overlong form) is bad UTF-8,
+    at its line and column, even at the end of the file."""
+    with open(os.path.join(c.data, "valid_v2.json")) as f:
+        text = json.dumps(json.load(f), indent=1).encode()
+    pos = text.index(b'"node07"') + 3
+    line, col = text[:pos].count(b"\n") + 1, pos - text[:pos].rindex(b"\n")
+    cut = [b"\xc2", b"\xdf", b"\xe0\xa0", b"\xef", b"\xef\xbf", b"\xf0", b"\xf0\x90\x80",
+           b"\xf4", b"\xf4\x8f\xbf"]
+    bad = [b"\xc0", b"\xc1", b"\xf5\x80", b"\x80", b"\xe2A", b"\xe0\x80\x80", b"\xf0\x80\x80\x80"]
+    for k, tail in enumerate(cut + bad):
+        p = c.path(f"cut{k}.json")
+        with open(p, "wb") as f:
+            f.write(text[:pos] + tail)
+        why = (f"not valid JSON: ends early (truncated?) at line {line}" if tail in cut else
+               f"not valid UTF-8 at line {line}, column {col}")
+        _, err, _ = c.cli_run("report", p, rc=2)
+        expect(err == f"gpumemtrace: {p}: {why}\n", f"a file ending in {tail!r}: {err!r}, "
+               f"expected {why!r}")
+
+
+@case
+def case_device_label(c):
+    """A device number below -2, which only an edited report has, is labelled "device N",
+    never "GPU N" (docs/cli.md, "gpumemtrace report")."""
+    def edit(r):
+        r["leaks"]["groups"][0]["device"] = -5
+    out = c.cli_run("report", edited(c, "valid_v2.json", "dev5.json", edit))[0]
+    expect("  #1     3.00 MiB in 3 allocations  device memory on device -5  cudaMalloc  trainer"
+           in out.splitlines() and "GPU -5" not in out, "device -5:\n" + out)
+
+
+@case
+def case_json_controls(c):
+    """The JSON outputs write DEL and the C1 controls (U+0080 to U+009F) as \\u escapes and
+    keep every other character as it is, a space and U+00A0 (a no-break space, the first
+    after them) included (docs/cli.md, "Report text on the terminal"): report --json and
+    speedscope."""
+    name = "a\u0080b\u009fc\u00a0d\u007fe f"
+    raw = b"a\\u0080b\\u009fc\xc2\xa0d\\u007fe f"
+
+    def edit(r):
+        r["stacks"]["1"]["frames"][1]["symbol"] = name
+        r["leaks"]["groups"][0]["library"] = name
+    p = edited(c, "valid_v2.json", "controls.json", edit)
+    js = c.cli_run("report", "--json", p)[2]
+    expect(b'"library":\t"' + raw + b'"' in js,
+           f"report --json: {raw!r} expected in\n{js[:600]!r}")
+    ss = c.cli_run("export", p, "--format", "speedscope")[2]
+    expect(b'"name":"' + raw + b'"' in ss, f"speedscope: {raw!r} expected in\n{ss[:600]!r}")
+
+
+@case
+def case_many_stacks(c):
+    """diff matches each of hundreds of stacks to its own (the tables that match them grow
+    past their first size): 300 stacks, each grown by its own amount, are 300 rows, each with
+    its stack's user frame and growth."""
+    n = 300
+    stacks = {1000 + k: [native(f"site{k}"), native("main")] for k in range(n)}
+    old = with_stacks(c, "many_old.json", stacks)
+    new = with_stacks(c, "many_new.json", stacks, grow=KIB)
+    rows = diff_rows(c.cli_run("diff", "--top", "1000", old, new)[0])
+    got = {}
+    for r in rows:
+        m = re.fullmatch(r"  leak +(\S+ \S+)  peak +\+0 B  site(\d+) \[trainer\+0x10\]", r)
+        expect(m, "row: " + r)
+        got[int(m.group(2))] = m.group(1)
+    want = {k: "+" + fmt_size((k + 1) * KIB) for k in range(n)}
+    expect(len(rows) == n and got == want, f"{len(rows)} rows, {n} expected; differences: "
+           + repr([(k, got.get(k), w) for k, w in want.items() if got.get(k) != w][:3]))
+
+
+if __name__ == "__main__":
+    sys.exit(verbs_main(CASES, "frames"))
