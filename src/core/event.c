@@ -1,4 +1,5 @@
 /* event.c - printable names for the event vocabulary (event.h). */
+#define _GNU_SOURCE /* dladdr, a probe build's only */
 #include "event.h"
 
 #include <stddef.h>
@@ -77,6 +78,9 @@ const char *gmt_layer_name(gmt_layer_t layer)
 #ifdef GMT_PROBES
 #include "probe.h"
 
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -106,6 +110,70 @@ __attribute__((visibility("default"))) unsigned gmt_probe_times(uint64_t *ns, ui
     return GMT_PT_COUNT;
 }
 
+/* "codepf": ranges of this library's code, GMT_PROBE_CODE=OFFSET:LENGTH[,...] in hex from its
+ * load address (what `nm` prints for the probe library itself), fetched ahead at the points
+ * GMT_PROBE_CODE_AT (bits, default 3) names, with the hint GMT_PROBE_CODE_HINT (0: every
+ * level, 1: L2 and below, the default, 2: the last level). A prefetch never faults. */
+#define PROBE_CODE_RANGES 64
+static uintptr_t probe_code_lo[PROBE_CODE_RANGES], probe_code_hi[PROBE_CODE_RANGES];
+static unsigned probe_code_n, probe_code_at = 3, probe_code_hint = 1;
+
+/* Each prefetch an asm statement: __builtin_prefetch has no effect the compiler must keep, so
+ * with link-time optimisation the whole call was found pure, its result unused, and dropped. */
+#if defined(__x86_64__)
+#define PROBE_PREFETCH(insn, p) __asm__ volatile(insn " (%0)" : : "r"(p))
+#else
+#define PROBE_PREFETCH(insn, p) __asm__ volatile("" : : "r"(p) : "memory")
+#endif
+__attribute__((noinline)) void gmt_probe_code_prefetch(unsigned at)
+{
+    if (!(probe_code_at & at)) return;
+    for (unsigned r = 0; r < probe_code_n; r++) {
+        const char *p = (const char *)probe_code_lo[r], *end = (const char *)probe_code_hi[r];
+        switch (probe_code_hint) {
+        case 0:
+            for (; p < end; p += 64)
+                PROBE_PREFETCH("prefetcht0", p);
+            break;
+        case 1:
+            for (; p < end; p += 64)
+                PROBE_PREFETCH("prefetcht1", p);
+            break;
+        default:
+            for (; p < end; p += 64)
+                PROBE_PREFETCH("prefetcht2", p);
+            break;
+        }
+    }
+}
+
+static void probe_code_read_env(void)
+{
+    Dl_info info;
+    const char *v = getenv("GMT_PROBE_CODE");
+    if (!v || !dladdr((void *)gmt_probe_code_prefetch, &info) || !info.dli_fbase) return;
+    uintptr_t base = (uintptr_t)info.dli_fbase;
+    while (*v && probe_code_n < PROBE_CODE_RANGES) {
+        char *e;
+        unsigned long long off = strtoull(v, &e, 16);
+        if (*e != ':') break;
+        unsigned long long len = strtoull(e + 1, &e, 16);
+        if (len > (1u << 20)) break;
+        probe_code_lo[probe_code_n] = (base + (uintptr_t)off) & ~(uintptr_t)63;
+        probe_code_hi[probe_code_n++] = base + (uintptr_t)off + (uintptr_t)len;
+        if (*e != ',') break;
+        v = e + 1;
+    }
+    const char *at = getenv("GMT_PROBE_CODE_AT"), *hint = getenv("GMT_PROBE_CODE_HINT");
+    if (at) probe_code_at = (unsigned)strtoul(at, NULL, 0);
+    if (hint) probe_code_hint = (unsigned)strtoul(hint, NULL, 0);
+    unsigned long lines = 0;
+    for (unsigned r = 0; r < probe_code_n; r++)
+        lines += (unsigned long)(probe_code_hi[r] - probe_code_lo[r] + 63) / 64;
+    fprintf(stderr, "gpumemtrace probe: codepf %u ranges, %lu lines, at %u, hint %u\n",
+            probe_code_n, lines, probe_code_at, probe_code_hint);
+}
+
 __attribute__((visibility("default"))) unsigned gmt_probe_set(unsigned skip)
 {
     return __atomic_exchange_n(&gmt_probe_skip, skip, __ATOMIC_RELAXED);
@@ -123,9 +191,11 @@ __attribute__((constructor)) static void probe_read_env(void)
                  {"shards", GMT_PROBE_SHARDS},     {"clock", GMT_PROBE_CLOCK},
                  {"ctxcur", GMT_PROBE_CTXCUR},     {"pass", GMT_PROBE_PASS},
                  {"notimers", GMT_PROBE_NOTIMERS}, {"pyident", GMT_PROBE_PYIDENT},
-                 {"pfslot", GMT_PROBE_PFSLOT},     {"pfentry", GMT_PROBE_PFENTRY}};
+                 {"pfslot", GMT_PROBE_PFSLOT},     {"pfentry", GMT_PROBE_PFENTRY},
+                 {"codepf", GMT_PROBE_CODEPF}};
     probe_tick0 = gmt_probe_clock();
     probe_ns0 = probe_now_ns();
+    probe_code_read_env();
     const char *v = getenv("GMT_PROBE_SKIP");
     if (!v) return;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {

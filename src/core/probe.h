@@ -36,6 +36,10 @@ enum {
     /* What each line the event path fetches ahead wins or costs (track.c): */
     GMT_PROBE_PFSLOT = 1 << 12,  /* "pfslot": the table's home slot not fetched ahead */
     GMT_PROBE_PFENTRY = 1 << 13, /* "pfentry": the stack entry's counters not */
+    GMT_PROBE_CODEPF = 1 << 14,  /* "codepf": not a skip: the code lines GMT_PROBE_CODE names
+                                  * fetched ahead where GMT_PROBE_CODE_AT says (an experiment:
+                                  * whether the hot path's instruction misses after a step's
+                                  * work can be overlapped; event.c) */
 };
 
 /* A probe build's timers: the cycles each piece of the event path took, summed over every
@@ -101,14 +105,22 @@ unsigned gmt_probe_times(uint64_t *ns, uint64_t *calls, unsigned n);
  * the old ones, so that a benchmark can alternate settings inside one process (the per-process
  * modes of a GPU host are wider than what it measures: bench/gpu_torch_loop.sh, GMT_TL_AB). */
 unsigned gmt_probe_set(unsigned skip);
+/* "codepf": the code lines of GMT_PROBE_CODE fetched ahead, if GMT_PROBE_CODE_AT holds `at`
+ * (1: a runtime hook's capture, before its real call; 2: an allocation's accounting, after it). */
+void gmt_probe_code_prefetch(unsigned at);
+#define GMT_PROBE_CODE_PREFETCH(at)                                                                \
+    do {                                                                                           \
+        if (GMT_PROBE_SKIPS(GMT_PROBE_CODEPF)) gmt_probe_code_prefetch(at);                        \
+    } while (0)
 #define GMT_PROBE_SKIPS(bit) __builtin_expect((gmt_probe_skip & (unsigned)(bit)) != 0, 0)
 #else
-#define GMT_PROBE_SKIPS(bit)       0
-#define GMT_PROBE_T0(v)            ((void)0)
-#define GMT_PROBE_T1(slot, v)      ((void)0)
-#define GMT_PROBE_T1_0(slot, v)    ((void)0)
-#define GMT_PROBE_REAL(r)          ((void)0)
-#define GMT_PROBE_HOOK(slot, h, r) ((void)0)
+#define GMT_PROBE_SKIPS(bit)        0
+#define GMT_PROBE_T0(v)             ((void)0)
+#define GMT_PROBE_T1(slot, v)       ((void)0)
+#define GMT_PROBE_T1_0(slot, v)     ((void)0)
+#define GMT_PROBE_REAL(r)           ((void)0)
+#define GMT_PROBE_HOOK(slot, h, r)  ((void)0)
+#define GMT_PROBE_CODE_PREFETCH(at) ((void)0)
 #endif
 
 #endif

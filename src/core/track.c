@@ -143,6 +143,7 @@ __attribute__((always_inline)) inline void gmt_track_runtime_capture_slow(gmt_ne
                                                                           uint64_t *frames)
 {
     if (!gmt_core_ready()) return;
+    GMT_PROBE_CODE_PREFETCH(1);
     gmt_guard_enter();
     /* skip 1: this function; the hook's frame is in the tracer's skip range. */
     uint32_t first;
@@ -285,6 +286,7 @@ __attribute__((noinline)) void gmt_track_alloc(const gmt_event_t *ev)
         gmt_core_count(&gmt_core_counts.dropped_no_core);
         return;
     }
+    GMT_PROBE_CODE_PREFETCH(2);
     /* The table's home slot, asked for before the stack is taken: the walks' work then hides
      * its miss when the program's work has evicted the table, where the insert's locked
      * operations would wait for it (on the H200, 36 ns less a traced call in a PyTorch step,
