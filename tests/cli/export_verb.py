@@ -307,6 +307,198 @@ def case_long_names(c):
     expect(any(len(n) > 100 and sym.startswith(n) for n in names), f"frames {names}")
 
 
+# ---- html ---------------------------------------------------------------------------------
+
+def html_export(c, path, name):
+    """The data the page's script gets (the JSON of its gmt-data element), and the page."""
+    export(c, path, "html", "-o", c.path(name))
+    return html_data(c.path(name)), open(c.path(name), encoding="utf-8").read()
+
+
+def html_group(g):
+    return (g["bytes"], g["count"], g["stack"], g["kind"], g["device"], g["api"], g["library"],
+            g["where"])
+
+
+HTML_V2_CARDS = [["leaked at exit", "4.00 MiB"], ["peak GPU 0", "12.00 MiB"],
+                 ["untracked GPU 0", "500.50 MiB"], ["peak GPU 1", "2.00 KiB"],
+                 ["failed allocations", "2"], ["allocations", "1024"]]
+HTML_V2_LEAKS = [(3145728, 3, "1", "device", "GPU 0", "cudaMalloc", "trainer",
+                  "forward model.py:42"),
+                 (1048576, 1, "3", "pool", "GPU 0", "cudaMallocAsync", "libpool.so",
+                  "libpool.so+0x1000")]
+HTML_V2_PEAK = [(8388608, 2, "4", "device", "GPU 0", "cudaMalloc", "trainer",
+                 "alloc_activations act.c:31 [trainer+0x12f00]")] + HTML_V2_LEAKS
+
+
+@case
+def case_html(c):
+    """html of a single report, field for field as the page's script reads them (the JSON in
+    its gmt-data element): the line under the title; the summary cards (leaked bytes, each
+    device's peak and untracked bytes, failures, allocations; no imbalance); a timeline per
+    device from 0 at the start to the device's bytes in use at the end (no point added where
+    the report has one at 0 or at the end; a device the report does not list ends at its last
+    point), its peak the device's where that is higher; the stacks outermost frame first; the
+    leaks without the suppressed group (cache_grow), every peak owner (a suppressed one too);
+    growth suspects, bytes per library, fragmentation and failed allocations with their own
+    fields; a v1 report: no library, recovered '?', a suspect with no device."""
+    v2 = os.path.join(c.data, "valid_v2.json")
+    d, _ = html_export(c, v2, "v2.html")
+    expect(d["file"] == v2, f"file {d['file']!r}")
+    expect(d["meta"] == "pid 4242 on node07, rank 3, exit after 12.500 s; report version 2, "
+           "gpumemtrace 0.1.0", f"meta {d['meta']!r}")
+    expect(d["ranks"] == [], f"ranks of a single report {d['ranks']}")
+    expect(d["cards"] == HTML_V2_CARDS, f"cards {d['cards']}")
+    expect(d["series"] == [{"label": "GPU 0", "t": [0, 4, 12.5], "bytes": [0, 12582912, 5767168],
+                            "peak": 12582912}], f"series {d['series']}")
+    expect(d["stacks"]["1"] == ["main", "<module> (train.py:7)", "forward (model.py:42)",
+                                "train_step", "alloc_workspace", "libcudart.so.13+0x1234"] and
+           d["stacks"]["3"] == ["libpool.so+0x2000", "libpool.so+0x1000"] and
+           sorted(d["stacks"]) == ["1", "2", "3", "4", "5", "6"], f"stacks {d['stacks']}")
+    expect(d["leakBytes"] == 4194304, f"leakBytes {d['leakBytes']}")
+    expect([html_group(g) for g in d["leakGroups"]] == HTML_V2_LEAKS,
+           f"leak groups {d['leakGroups']}")
+    expect([(p["label"], p["bytes"], p["time"]) for p in d["peaks"]] ==
+           [("GPU 0", 12582912, 4.125)], f"peaks {d['peaks']}")
+    expect([html_group(g) for g in d["peaks"][0]["groups"]] == HTML_V2_PEAK,
+           f"peak owners {d['peaks'][0]['groups']}")
+    expect(d["suspects"] == [{"growth": 2097152, "live": 3145728, "where": "forward model.py:42",
+                              "device": "GPU 0"}], f"suspects {d['suspects']}")
+    expect(d["libraries"] == [{"library": "trainer", "peak": 11534336, "exit": 3145728},
+                              {"library": "libpool.so", "peak": 1048576, "exit": 1048576}],
+           f"libraries {d['libraries']}")
+    expect(d["frag"] == [{"label": "GPU 0", "value": 0.6, "gaps": 2621440, "largest": 1048576}],
+           f"fragmentation {d['frag']}")
+    expect(d["errors"] == [
+        {"time": 6.25, "size": 214748364800, "api": "cudaMalloc", "device": "GPU 0",
+         "error": "cudaErrorMemoryAllocation", "recovered": "yes",
+         "where": "alloc_huge_buffer [trainer+0x13000]"},
+        {"time": 7.5, "size": 1024, "api": "cuMemAlloc_v2", "device": "GPU 0",
+         "error": "CUDA_ERROR_INVALID_VALUE", "recovered": "no", "where": "(no stack)"}],
+        f"errors {d['errors']}")
+    # v1: no library, no recovered, suspects without a device
+    d, _ = html_export(c, os.path.join(c.data, "valid.json"), "v1.html")
+    expect([g["library"] for g in d["leakGroups"]] == ["", ""], f"v1 groups {d['leakGroups']}")
+    expect([e["recovered"] for e in d["errors"]] == ["?", "?"], f"v1 errors {d['errors']}")
+    expect([s["device"] for s in d["suspects"]] == [""], f"v1 suspects {d['suspects']}")
+    expect(d["libraries"] == [] and d["meta"].endswith("report version 1, gpumemtrace 0.1.0"),
+           f"v1 libraries {d['libraries']}, meta {d['meta']!r}")
+
+    def edit(r):
+        r["peak"][0]["groups"][1]["suppressed"] = True  # a peak owner still
+        r["devices"][1]["audit"] = {"untracked_bytes": 0}  # audited, nothing untracked
+        r["timeline"] = [
+            {"device": 0, "bucket_s": 0.5, "points": [[0.5, 1024, 1024], [2.0, 4096, 2048]]},
+            {"device": 1, "bucket_s": 0.5, "points": []},
+            {"device": 5, "bucket_s": 0.5, "points": [[1.0, 300, 300]]}]
+    e = edited(c, "he.json", edit, base="valid_v2.json")
+    d, _ = html_export(c, e, "he.html")
+    expect([html_group(g) for g in d["peaks"][0]["groups"]] == HTML_V2_PEAK,
+           f"peak owners with a suppressed one {d['peaks'][0]['groups']}")
+    cards = dict((k, v) for k, v in d["cards"])
+    expect("untracked GPU 1" not in cards, f"0 bytes untracked is no card: {d['cards']}")
+    series = [(s["label"], s["t"], s["bytes"], s["peak"]) for s in d["series"]]
+    expect(series == [("GPU 0", [0, 0.5, 2, 12.5], [0, 1024, 4096, 5767168], 12582912),
+                      ("GPU 1", [0, 12.5], [0, 0], 2048),
+                      ("GPU 5", [0, 1, 12.5], [0, 300, 300], 300)], f"series {series}")
+
+
+@case
+def case_html_merged(c):
+    """html of a merged report: the line under the title is the job's (every rank's reason or
+    'ranks ended differently', its run from the first start to the last end; 'not recorded'
+    and no run time where the merge wrote no reasons and times); a row per rank with its own
+    pid, host, reason, run time (null where unknown, 0 where it is 0), dropped events, peak
+    and leaked bytes; every card, timeline, group, peak, fragmentation and failure labelled
+    `rank R GPU D`; the peak imbalance card; each rank's timeline ends at its own end (the
+    report's, where the merge wrote none)."""
+    def edit(i, r):
+        if i == 1:
+            r["process"].update(pid=4343, hostname="node08", duration_s=7.5,
+                                end_time=r["process"]["start_time"] + 7.5)
+            r["capture"]["dropped"]["stacks"] = 5
+            r["summary"]["peak_bytes"] *= 3  # the imbalance: 3 / 2
+            r["timeline"][0]["points"] = [[0.0, 0, 0], [4.0, 12582912, 12582912]]
+    m = merged(c, "hm", edit)
+    d, _ = html_export(c, m, "hm.html")
+    expect(d["meta"] == "merged report of 2 ranks, every rank ended: exit, ran 12.500 s (first "
+           "start to last end); report version 2, gpumemtrace 0.1.0", f"meta {d['meta']!r}")
+    expect(d["ranks"] == [
+        {"rank": 0, "pid": 4242, "host": "node07", "reason": "exit", "ran": 12.5, "dropped": 3,
+         "peak": 12584960, "leaked": 4194304},
+        {"rank": 1, "pid": 4343, "host": "node08", "reason": "exit", "ran": 7.5, "dropped": 5,
+         "peak": 3 * 12584960, "leaked": 4194304}], f"ranks {d['ranks']}")
+    expect(d["cards"] == [
+        ["leaked at exit", "8.00 MiB"], ["peak rank 0 GPU 0", "12.00 MiB"],
+        ["untracked rank 0 GPU 0", "500.50 MiB"], ["peak rank 0 GPU 1", "2.00 KiB"],
+        ["peak rank 1 GPU 0", "12.00 MiB"], ["untracked rank 1 GPU 0", "500.50 MiB"],
+        ["peak rank 1 GPU 1", "2.00 KiB"], ["failed allocations", "4"], ["allocations", "2048"],
+        ["peak imbalance", "2 ranks, 1.50"]], f"cards {d['cards']}")
+    series = [(s["label"], s["t"], s["bytes"]) for s in d["series"]]
+    expect(series == [("rank 0 GPU 0", [0, 4, 12.5], [0, 12582912, 5767168]),
+                      ("rank 1 GPU 0", [0, 4, 7.5], [0, 12582912, 5767168])],
+           f"series {series}")
+    labels = {g["device"] for g in d["leakGroups"]}
+    for p in d["peaks"]:
+        expect({g["device"] for g in p["groups"]} == {p["label"]},
+               f"peak owners of {p['label']}: {p['groups']}")
+    expect(labels == {"rank 0 GPU 0", "rank 1 GPU 0"} and len(d["leakGroups"]) == 4,
+           f"leak groups {d['leakGroups']}")
+    expect([p["label"] for p in d["peaks"]] == ["rank 0 GPU 0", "rank 1 GPU 0"] and
+           [f["label"] for f in d["frag"]] == ["rank 0 GPU 0", "rank 1 GPU 0"] and
+           [e["device"] for e in d["errors"]] == ["rank 0 GPU 0"] * 2 + ["rank 1 GPU 0"] * 2,
+           f"peaks {d['peaks']}, fragmentation {d['frag']}, errors {d['errors']}")
+    # the ranks ended differently
+    m2 = merged(c, "hm2", lambda i, r: r["process"].update(reason=["exit", "signal"][i]))
+    d, _ = html_export(c, m2, "hm2.html")
+    expect(d["meta"].startswith("merged report of 2 ranks, ranks ended differently, ran ") and
+           [r["reason"] for r in d["ranks"]] == ["exit", "signal"], f"meta {d['meta']!r}")
+    # a merge that wrote no reasons or times: not recorded, no run time, the report's end
+    rep = c.load(m)
+    for x in rep["merged"]["ranks"]:
+        for k in ("reason", "duration_s", "end_time"):
+            x.pop(k, None)
+    d, _ = html_export(c, write(c, "hm_old.json", rep), "hm_old.html")
+    expect(d["meta"] == "merged report of 2 ranks, how the ranks ended is not recorded; "
+           "report version 2, gpumemtrace 0.1.0", f"meta {d['meta']!r}")
+    expect([(r["reason"], r["ran"]) for r in d["ranks"]] == [("?", None), ("?", None)],
+           f"ranks {d['ranks']}")
+    end = rep["process"]["duration_s"]
+    expect([s["t"][-1] for s in d["series"]] == [end, end], f"series ends {d['series']}")
+    # a rank that ran 0 s: 0, not unknown; its timeline (no points) ends there, at its own end
+    rep["merged"]["ranks"][1]["duration_s"] = 0
+    rep["timeline"][1]["points"] = []
+    d, _ = html_export(c, write(c, "hm_zero.json", rep), "hm_zero.html")
+    expect([r["ran"] for r in d["ranks"]] == [None, 0], f"ranks {d['ranks']}")
+    expect([(s["label"], s["t"]) for s in d["series"]] ==
+           [("rank 0 GPU 0", [0, 4, 12.5]), ("rank 1 GPU 0", [0, 0])], f"series {d['series']}")
+
+
+@case
+def case_html_page(c):
+    """the page around the data: self-contained (every vendored style and script and the
+    page's own inline, in the order they need), the report's path in the title as text
+    (<, >, &, " escaped), and in the data's "file" as it is."""
+    name = 'odd <b>&"x".json'
+    path = c.path(name)
+    shutil.copy(os.path.join(c.data, "valid_v2.json"), path)
+    d, page = html_export(c, path, "odd.html")
+    title = f"<title>gpumemtrace: {c.work}/odd &lt;b&gt;&amp;&quot;x&quot;.json</title>"
+    expect(title in page, "title: " + page[page.find("<title>"):page.find("</title>") + 8])
+    expect(d["file"] == path, f"file {d['file']!r}")
+    web = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "cli",
+                       "web")
+    at = []
+    for f in ("vendor/uPlot.min.css", "vendor/d3-flamegraph.css", "page.css",
+              "vendor/uPlot.iife.min.js", "vendor/d3-flamegraph.min.js", "app.js"):
+        with open(os.path.join(web, f), encoding="utf-8") as fh:
+            text = fh.read().strip()
+        at.append(page.find(text))
+        expect(at[-1] > 0, f"{f} is not in the page")
+    expect(at == sorted(at) and at[3] > page.find('id="gmt-data"'),
+           f"the page's parts out of order: {at}")
+
+
 # ---- prometheus ---------------------------------------------------------------------------
 
 @case
