@@ -128,15 +128,28 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
     bool first = true;
     card(b, &first, "leaked at exit", gmt_fmt_bytes(rep->leak_bytes, x, sizeof x));
     for (size_t i = 0; i < rep->ndevices; i++) {
+        const gmt_device_t *d = &rep->devices[i];
         char l2[80];
-        snprintf(
-            l2, sizeof l2, "peak %s",
-            gmt_device_label(rep->devices[i].device, rep->devices[i].rank, label, sizeof label));
-        card(b, &first, l2, gmt_fmt_bytes(rep->devices[i].peak_bytes, x, sizeof x));
-        if (rep->devices[i].has_untracked && rep->devices[i].untracked_bytes > 0) {
+        gmt_device_label(d->device, d->rank, label, sizeof label);
+        /* Pinned host and managed memory are never bytes in use (docs/report.md, "Kinds"): they
+         * have cards of their own, and a device that held only them (the host) has no "peak
+         * 0 B", as `report` shows it. */
+        bool other = (d->has_pinned && d->pinned_peak) || (d->has_managed && d->managed_peak);
+        if (d->peak_bytes || d->current_bytes || !other) {
+            snprintf(l2, sizeof l2, "peak %s", label);
+            card(b, &first, l2, gmt_fmt_bytes(d->peak_bytes, x, sizeof x));
+        }
+        if (d->has_pinned && d->pinned_peak) {
+            snprintf(l2, sizeof l2, "pinned peak %s", label);
+            card(b, &first, l2, gmt_fmt_bytes(d->pinned_peak, x, sizeof x));
+        }
+        if (d->has_managed && d->managed_peak) {
+            snprintf(l2, sizeof l2, "managed peak %s", label);
+            card(b, &first, l2, gmt_fmt_bytes(d->managed_peak, x, sizeof x));
+        }
+        if (d->has_untracked && d->untracked_bytes > 0) {
             snprintf(l2, sizeof l2, "untracked %s", label);
-            card(b, &first, l2,
-                 gmt_fmt_bytes((uint64_t)rep->devices[i].untracked_bytes, x, sizeof x));
+            card(b, &first, l2, gmt_fmt_bytes((uint64_t)d->untracked_bytes, x, sizeof x));
         }
     }
     /* the report's count: its errors list stops at 256 (capture.dropped.failure_records) */

@@ -322,7 +322,8 @@ def html_group(g):
 
 HTML_V2_CARDS = [["leaked at exit", "4.00 MiB"], ["peak GPU 0", "12.00 MiB"],
                  ["untracked GPU 0", "500.50 MiB"], ["peak GPU 1", "2.00 KiB"],
-                 ["failed allocations", "2"], ["allocations", "1024"]]
+                 ["pinned peak GPU 1", "2.00 KiB"], ["failed allocations", "2"],
+                 ["allocations", "1024"]]
 HTML_V2_LEAKS = [(3145728, 3, "1", "device", "GPU 0", "cudaMalloc", "trainer",
                   "forward model.py:42"),
                  (1048576, 1, "3", "pool", "GPU 0", "cudaMallocAsync", "libpool.so",
@@ -335,7 +336,8 @@ HTML_V2_PEAK = [(8388608, 2, "4", "device", "GPU 0", "cudaMalloc", "trainer",
 def case_html(c):
     """html of a single report, field for field as the page's script reads them (the JSON in
     its gmt-data element): the line under the title; the summary cards (leaked bytes, each
-    device's peak and untracked bytes, failures, allocations; no imbalance); a timeline per
+    device's peak, pinned and managed peak and untracked bytes, failures, allocations; no
+    imbalance; no "peak host 0 B" for a host that held only pinned memory); a timeline per
     device from 0 at the start to the device's bytes in use at the end (no point added where
     the report has one at 0 or at the end; a device the report does not list ends at its last
     point), its peak the device's where that is higher; the stacks outermost frame first; the
@@ -389,6 +391,16 @@ def case_html(c):
     def edit(r):
         r["peak"][0]["groups"][1]["suppressed"] = True  # a peak owner still
         r["devices"][1]["audit"] = {"untracked_bytes": 0}  # audited, nothing untracked
+        # pinned host memory alone (never bytes in use): no "peak host 0 B", its own card; and
+        # managed memory on GPU 0
+        r["devices"].append({"device": -1, "name": None, "uuid": None, "total_bytes": None,
+                             "current_bytes": 0, "peak_bytes": 0, "peak_time": None,
+                             "allocs": 4, "frees": 2, "failures": 0,
+                             "kinds": {"host_pinned": {"current_bytes": 1048576,
+                                                       "peak_bytes": 2097152, "allocs": 4,
+                                                       "frees": 2}}})
+        r["devices"][0]["kinds"]["managed"] = {"current_bytes": 0, "peak_bytes": 4194304,
+                                               "allocs": 1, "frees": 1}
         r["summary"]["failures"] = 300  # errors[] lists 2 of them
         r["timeline"] = [
             {"device": 0, "bucket_s": 0.5, "points": [[0.5, 1024, 1024], [2.0, 4096, 2048]]},
@@ -398,9 +410,12 @@ def case_html(c):
     d, _ = html_export(c, e, "he.html")
     expect([html_group(g) for g in d["peaks"][0]["groups"]] == HTML_V2_PEAK,
            f"peak owners with a suppressed one {d['peaks'][0]['groups']}")
-    cards = dict((k, v) for k, v in d["cards"])
-    expect("untracked GPU 1" not in cards, f"0 bytes untracked is no card: {d['cards']}")
-    expect(cards.get("failed allocations") == "300", f"failures card {d['cards']}")
+    expect(d["cards"] == [
+        ["leaked at exit", "4.00 MiB"], ["peak GPU 0", "12.00 MiB"],
+        ["managed peak GPU 0", "4.00 MiB"], ["untracked GPU 0", "500.50 MiB"],
+        ["peak GPU 1", "2.00 KiB"], ["pinned peak GPU 1", "2.00 KiB"],
+        ["pinned peak host", "2.00 MiB"], ["failed allocations", "300"],
+        ["allocations", "1024"]], f"cards {d['cards']}")
     series = [(s["label"], s["t"], s["bytes"], s["peak"]) for s in d["series"]]
     expect(series == [("GPU 0", [0, 0.5, 2, 12.5], [0, 1024, 4096, 5767168], 12582912),
                       ("GPU 1", [0, 12.5], [0, 0], 2048),
@@ -435,9 +450,10 @@ def case_html_merged(c):
     expect(d["cards"] == [
         ["leaked at exit", "8.00 MiB"], ["peak rank 0 GPU 0", "12.00 MiB"],
         ["untracked rank 0 GPU 0", "500.50 MiB"], ["peak rank 0 GPU 1", "2.00 KiB"],
-        ["peak rank 1 GPU 0", "12.00 MiB"], ["untracked rank 1 GPU 0", "500.50 MiB"],
-        ["peak rank 1 GPU 1", "2.00 KiB"], ["failed allocations", "4"], ["allocations", "2048"],
-        ["peak imbalance", "2 ranks, 1.50"]], f"cards {d['cards']}")
+        ["pinned peak rank 0 GPU 1", "2.00 KiB"], ["peak rank 1 GPU 0", "12.00 MiB"],
+        ["untracked rank 1 GPU 0", "500.50 MiB"], ["peak rank 1 GPU 1", "2.00 KiB"],
+        ["pinned peak rank 1 GPU 1", "2.00 KiB"], ["failed allocations", "4"],
+        ["allocations", "2048"], ["peak imbalance", "2 ranks, 1.50"]], f"cards {d['cards']}")
     series = [(s["label"], s["t"], s["bytes"]) for s in d["series"]]
     expect(series == [("rank 0 GPU 0", [0, 4, 12.5], [0, 12582912, 5767168]),
                       ("rank 1 GPU 0", [0, 4, 7.5], [0, 12582912, 5767168])],
