@@ -337,13 +337,13 @@ def case_html(c):
     """html of a single report, field for field as the page's script reads them (the JSON in
     its gmt-data element): the line under the title; the summary cards (leaked bytes, each
     device's peak, pinned and managed peak and untracked bytes, failures, allocations; no
-    imbalance; no "peak host 0 B" for a host that held only pinned memory); a timeline per
-    device from 0 at the start to the device's bytes in use at the end (no point added where
-    the report has one at 0 or at the end; a device the report does not list ends at its last
-    point), its peak the device's where that is higher; the stacks outermost frame first; the
-    leaks without the suppressed group (cache_grow), every peak owner (a suppressed one too);
-    growth suspects, bytes per library, fragmentation and failed allocations with their own
-    fields; a v1 report: no library, recovered '?', a suspect with no device. The failures card
+    imbalance; no "peak 0 B" for a host or GPU that held only pinned or managed memory); a
+    timeline per device from 0 at the start to the device's bytes in use at the end (no point
+    added where the report has one at 0 or at the end; a device the report does not list ends
+    at its last point), its peak the device's where that is higher; the stacks outermost frame
+    first; the leaks without the suppressed group (cache_grow), every peak owner (a
+    suppressed one too); growth suspects, bytes per library, fragmentation and failed
+    allocations with their own fields; a v1 report: no library, recovered '?', a suspect with no device. The failures card
     counts the report's failures, not the errors it listed (past 256 the tracer drops the
     records: docs/report.md)."""
     v2 = os.path.join(c.data, "valid_v2.json")
@@ -401,6 +401,12 @@ def case_html(c):
                                                        "frees": 2}}})
         r["devices"][0]["kinds"]["managed"] = {"current_bytes": 0, "peak_bytes": 4194304,
                                                "allocs": 1, "frees": 1}
+        # a GPU that held only managed memory: no "peak GPU 2 0 B" either
+        r["devices"].append({"device": 2, "name": "NVIDIA H200", "uuid": None,
+                             "total_bytes": 150754820096, "current_bytes": 0, "peak_bytes": 0,
+                             "peak_time": None, "allocs": 1, "frees": 0, "failures": 0,
+                             "kinds": {"managed": {"current_bytes": 8192, "peak_bytes": 8192,
+                                                   "allocs": 1, "frees": 0}}})
         r["summary"]["failures"] = 300  # errors[] lists 2 of them
         r["timeline"] = [
             {"device": 0, "bucket_s": 0.5, "points": [[0.5, 1024, 1024], [2.0, 4096, 2048]]},
@@ -414,7 +420,8 @@ def case_html(c):
         ["leaked at exit", "4.00 MiB"], ["peak GPU 0", "12.00 MiB"],
         ["managed peak GPU 0", "4.00 MiB"], ["untracked GPU 0", "500.50 MiB"],
         ["peak GPU 1", "2.00 KiB"], ["pinned peak GPU 1", "2.00 KiB"],
-        ["pinned peak host", "2.00 MiB"], ["failed allocations", "300"],
+        ["pinned peak host", "2.00 MiB"], ["managed peak GPU 2", "8.00 KiB"],
+        ["failed allocations", "300"],
         ["allocations", "1024"]], f"cards {d['cards']}")
     series = [(s["label"], s["t"], s["bytes"], s["peak"]) for s in d["series"]]
     expect(series == [("GPU 0", [0, 0.5, 2, 12.5], [0, 1024, 4096, 5767168], 12582912),
