@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define LIB_NAME "libgpumemtrace.so"
@@ -384,10 +385,16 @@ static int parse_options(int argc, char **argv, int *cmd_index)
             break;
         case OPT_SUPPRESSIONS: {
             /* Checked now, and made absolute so a program that changes directory still
-             * finds it. */
+             * finds it. A directory or a FIFO is refused here too: the library reads only a
+             * regular file, and would say so from inside CMD and use no suppressions. */
             char resolved[PATH_MAX];
-            if (!*v || !realpath(v, resolved) || access(resolved, R_OK) != 0)
+            struct stat st;
+            if (!*v || !realpath(v, resolved) || access(resolved, R_OK) != 0 ||
+                stat(resolved, &st) != 0)
                 return usage_error("--suppressions %s: %s", v, *v ? strerror(errno) : "empty path");
+            if (!S_ISREG(st.st_mode))
+                return usage_error("--suppressions %s: is %s, not a regular file", v,
+                                   gmt_file_kind(st.st_mode));
             rc = set_env("GPUMEMTRACE_SUPPRESSIONS", resolved);
             break;
         }

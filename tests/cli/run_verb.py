@@ -165,6 +165,11 @@ def case_options(c):
         f.write("*alloc*\n")
     got = child_sees(c, ["--suppressions", "s.supp"], show='"$GPUMEMTRACE_SUPPRESSIONS"')
     expect(got == c.path("s.supp"), "--suppressions s.supp: " + got)
+    # not a file: the library would only warn from inside CMD (and use none)
+    os.mkfifo(c.path("s.fifo"))
+    for path, kind in ((c.work, "a directory"), (c.path("s.fifo"), "a FIFO")):
+        refused(c, ["--suppressions", path],
+                f"--suppressions {path}: is {kind}, not a regular file")
     if os.geteuid() != 0:  # root reads any file
         os.chmod(c.path("s.supp"), 0)
         refused(c, ["--suppressions", "s.supp"], "Permission denied")
