@@ -1,0 +1,346 @@
+#!/usr/bin/env python3
+"""top_verb.py - `gpumemtrace top` (src/cli/cmd_top.c) as docs/state.md and docs/cli.md state it.
+
+Each case traces integration programs (tests/integration/progs, on the stand-in CUDA) with a
+state file and checks what `top` shows of it: the heading (pid, running, exited or gone, the
+command line, the time of the last event), the row per device (in use, peak, managed and
+pinned host bytes, live allocations) against the report the program wrote at exit, the stacks
+holding the most live bytes (largest first, --top's default and range, their device, kind, API
+and three frames), the refreshes of a running job (the interval, none on a pipe's screen, the
+end of the refreshes when the owner ends or the reader goes away), an image that exec'd, a
+state file of another version (and `report --recover`'s temporary file), the usage lines. Found
+by a mutation audit of cmd_top.c: each check here failed with some mutant that the other tests
+let through. Exit 0 pass, 1 fail (with the reason).
+
+usage: top_verb.py --case NAME --cli CLI --lib LIB --progs DIR --standin DIR --work DIR
+                   --schema FILE --data DIR
+"""
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from verbs import expect, fmt_size, one_line, tty_bytes  # noqa: E402
+from verbs import main as verbs_main  # noqa: E402
+
+CASES = {}
+HEAD = re.compile(r"gpumemtrace top: (.*)  pid (\d+) \((running|exited|exec'd|gone)\)  (.*)  "
+                  r"last event (\d+\.\d) s after start")
+STACK = re.compile(r"  #(\d+) +(.+?) in (\d+) on (.+?), (.+) via (\S+) \(stack \d+\)")
+
+
+def case(fn):
+    CASES[fn.__name__[len("case_"):]] = fn
+    return fn
+
+
+def traced(c, prog, name, env=None):
+    """progs/PROG run under the tracer with a state file: (state path, exit report)."""
+    state = c.path(name + ".gmt")
+    report = c.trace(prog, name, env=dict(env or {}, GPUMEMTRACE_STATE=state))
+    expect(os.path.exists(state), f"{prog}: no state file {state}")
+    return state, c.load(report)
+
+
+def views(out):
+    """top's output cut into its views: [(heading match, device rows, stacks)], each stack
+    (match, [frame lines])."""
+    got = []
+    for line in out.splitlines():
+        m = HEAD.fullmatch(line)
+        if m:
+            got.append((m, [], []))
+            continue
+        expect(got, "output before the heading:\n" + out)
+        _, rows, stacks = got[-1]
+        s = STACK.fullmatch(line)
+        if s:
+            stacks.append((s, []))
+        elif line.startswith("        "):
+            expect(stacks, "a frame line before the first stack:\n" + out)
+            stacks[-1][1].append(line.strip())
+        elif not line.startswith("top ") and not line.startswith("device "):
+            rows.append(line)
+    return got
+
+
+def one_view(c, *args):
+    out, err, _ = c.cli_run("top", *args)
+    v = views(out)
+    expect(len(v) == 1 and not err, f"top {args}: {len(v)} views, stderr {err!r}:\n{out}")
+    return out, v[0]
+
+
+def device_label(n):
+    """gmt_device_label: "GPU 0", "host" (-1), "unknown" (-2)."""
+    return f"GPU {n}" if n >= 0 else "host" if n == -1 else "unknown"
+
+
+def device_rows(rep):
+    """The rows top shows for the devices of an exit report, as it formats them."""
+    rows = []
+    for d in sorted(rep["devices"], key=lambda d: d["device"]):
+        kinds = d.get("kinds", {})
+        other = sum(kinds.get(k, {}).get("current_bytes", 0) for k in ("managed", "host_pinned"))
+        live = sum(k["allocs"] - k["frees"] for k in kinds.values())
+        label = device_label(d["device"])
+        rows.append("%-8s %12s %12s %12s %10d" % (label, fmt_size(d["current_bytes"]),
+                                                  fmt_size(d["peak_bytes"]), fmt_size(other),
+                                                  live))
+    return rows
+
+
+def stack_lines(rep, top=10):
+    """(bytes, count, device, kind, api) of the exit report's live groups, largest first."""
+    gs = sorted(rep["leaks"]["groups"], key=lambda g: -g["bytes"])
+    return [(fmt_size(g["bytes"]), str(g["count"]), device_label(g["device"]), g["kind"], g["api"])
+            for g in gs][:top]
+
+
+@case
+def case_view(c):
+    """One view of an exited job's state file: the heading, one row per device the job used
+    (as its exit report counts them), the stacks with live bytes largest first with three
+    frames each (the tracer's and the runtime's cut), --top, the same single view without
+    --once (the owner has ended), and the screen cleared only between refreshes on a
+    terminal."""
+    t0 = time.monotonic()
+    state, rep = traced(c, "leak_two_sites", "leak")
+    ran = time.monotonic() - t0
+    out, (head, rows, stacks) = one_view(c, "--once", state)
+    prog = os.path.join(c.progs, "leak_two_sites")
+    expect(head.group(1) == state and int(head.group(2)) == rep["process"]["pid"] and
+           head.group(3) == "exited" and head.group(4) == prog and
+           0 <= float(head.group(5)) <= ran + 0.05,
+           f"heading (the job ran {ran:.2f} s): " + head.group(0))
+    want = device_rows(rep)
+    expect(rows == want, f"device rows {rows}, expected {want}:\n{out}")
+    expect(out.splitlines()[1] == "%-8s %12s %12s %12s %10s" % ("device", "in use", "peak",
+                                                                 "host/managed", "live"),
+           "table heading:\n" + out)
+    got = [s.group(2, 3, 4, 5, 6) for s, _ in stacks]
+    expect(got == stack_lines(rep) and len(got) == 2, f"stacks {got}, expected "
+           f"{stack_lines(rep)}:\n{out}")
+    expect(f"top {len(got)} stacks by live bytes:" in out.splitlines(), out)
+    for s, frames in stacks:
+        expect(len(frames) == 3 and all(re.fullmatch(r"\S+\+0x[0-9a-f]+", f) for f in frames),
+               f"stack #{s.group(1)}: frames {frames}")
+        expect(frames[0].startswith(prog + "+0x"), f"stack #{s.group(1)}'s first frame is not "
+               f"the program's (the tracer's or the runtime's shown?): {frames}")
+    # stacks off (--depth 0): one stack per device, kind and API, shown without frames
+    nostack, _ = traced(c, "leak_two_sites", "depth0", env={"GPUMEMTRACE_STACK_DEPTH": "0"})
+    out0, (_, _, stacks0) = one_view(c, "--once", nostack)
+    expect([f for _, f in stacks0] == [["(no frames)"]], "--depth 0:\n" + out0)
+    # --top N: the N largest
+    out1, (_, _, stacks1) = one_view(c, "--once", "--top", "1", state)
+    expect([s.group(2, 3, 4, 5, 6) for s, _ in stacks1] == stack_lines(rep, 1) and
+           "top 1 stacks by live bytes:" in out1, "--top 1:\n" + out1)
+    # without --once: the owner has ended, so one view; no screen control on a pipe
+    out2, _, _ = c.cli_run("top", state, timeout=20)
+    expect(len(views(out2)) == 1 and "\033" not in out2, "top without --once:\n" + out2)
+    # on a terminal: the screen is cleared before each refreshed view, never with --once
+    tty = tty_bytes(c, ["top", state], {}).decode("utf-8", "replace")
+    expect(tty.startswith("\033[H\033[J") and tty.count("\033[H\033[J") == 1,
+           f"top on a terminal: {tty[:80]!r}")
+    tty = tty_bytes(c, ["top", "--once", state], {}).decode("utf-8", "replace")
+    expect("\033" not in tty and "gpumemtrace top: " in tty, f"--once on a terminal: {tty!r}")
+
+
+@case
+def case_kinds(c):
+    """Managed and pinned host bytes in their column, the kind and API of each stack, and a
+    job whose allocations were all freed: in use 0 B, its peak, no live stack."""
+    state, rep = traced(c, "kinds", "kinds")
+    out, (_, rows, stacks) = one_view(c, "--once", "--top", "1000", state)
+    expect(rows == device_rows(rep), f"device rows {rows}, expected {device_rows(rep)}:\n{out}")
+    got = sorted(s.group(2, 3, 4, 5, 6) for s, _ in stacks)
+    expect(got == sorted(stack_lines(rep, 1000)), f"stacks {got}, expected "
+           f"{sorted(stack_lines(rep, 1000))}:\n{out}")
+    state, rep = traced(c, "peak", "peak")
+    out, (_, rows, stacks) = one_view(c, "--once", state)
+    expect(rows == device_rows(rep) and rows[0].split()[2:5] == ["0", "B", "300.00"],
+           f"device rows {rows}, expected {device_rows(rep)}:\n{out}")
+    expect(not stacks and "top 0 stacks by live bytes:" in out.splitlines(), out)
+
+
+def start_owner(c, name):
+    """progs/state_kill under the tracer with a state file, once its allocations are made
+    (it waits on its standard input): (process, state path)."""
+    state = c.path(name + ".gmt")
+    p = subprocess.Popen([c.cli, "run", "-o", c.path(name + ".json"), "--",
+                          os.path.join(c.progs, "state_kill"), c.path(name + "-snap.json")],
+                         env=c.env({"GPUMEMTRACE_STATE": state}), stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True, cwd=c.work)
+    line = p.stdout.readline()
+    if line.strip() != "READY":
+        p.kill()
+        p.wait()
+        expect(False, f"state_kill said {line!r}, not READY")
+    return p, state
+
+
+@case
+def case_running(c):
+    """A running job: --once shows one view and exits; without it top refreshes every
+    --interval seconds until the owner ends (killed: `gone`, and top ends after that view),
+    stops with exit 2 and one line when its reader goes away, and clears no pipe's screen."""
+    p, state = start_owner(c, "live")
+    try:
+        out, (head, _, _) = one_view(c, "--once", state)
+        expect(head.group(3) == "running" and int(head.group(2)) == p.pid, head.group(0))
+        # refreshed every 0.3 s: about 5 views in 1.5 s (a sleep of 0 s would print thousands)
+        t = subprocess.Popen([c.cli, "top", "--interval", "0.3", state], env=c.env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=c.work)
+        time.sleep(1.5)
+        t.send_signal(signal.SIGINT)
+        out, err = t.communicate(timeout=30)
+        n = len(views(out.decode("utf-8", "replace")))
+        expect(2 <= n <= 10, f"--interval 0.3 for 1.5 s: {n} views")
+        expect(b"\033" not in out, "screen control on a pipe")
+        # the reader gone (`top STATE | head -1`): exit 2, one line, not refreshes for ever
+        r, w = os.pipe()
+        os.close(r)
+        try:
+            t = subprocess.run([c.cli, "top", "--interval", "0.1", state], env=c.env(),
+                               stdout=w, stderr=subprocess.PIPE, timeout=20, cwd=c.work)
+        finally:
+            os.close(w)
+        err = t.stderr.decode("utf-8", "replace")
+        expect(t.returncode == 2 and one_line(err) and "Broken pipe" in err,
+               f"top into a closed pipe: status {t.returncode}, stderr {err!r}")
+    finally:
+        p.kill()
+        p.communicate()
+    _, (head, _, stacks) = one_view(c, "--once", state)
+    expect(head.group(3) == "gone" and stacks, "after SIGKILL: " + head.group(0))
+    out, err, _ = c.cli_run("top", state, timeout=20)
+    expect(len(views(out)) == 1, "top without --once after the owner was killed:\n" + out)
+
+
+@case
+def case_exec(c):
+    """An image that wrote its report and exec'd an untraced program (GPUMEMTRACE_FOLLOW_EXEC=0)
+    is `exec'd`, not `running`, while that program runs on under its pid; top ends after one
+    view, as for a job that ended."""
+    waiter = c.path("wait.sh")
+    with open(waiter, "w") as f:
+        f.write("#!/bin/sh\nread line\n")
+    os.chmod(waiter, 0o755)
+    state = c.path("exec.gmt")
+    p = subprocess.Popen([c.cli, "run", "-o", c.path("exec.json"), "--",
+                          os.path.join(c.progs, "exit_ways"), "exec_nocuda"],
+                         env=c.env({"GPUMEMTRACE_STATE": state, "GPUMEMTRACE_FOLLOW_EXEC": "0",
+                                    "GMT_EXEC_TARGET": waiter}),
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         cwd=c.work)
+    try:
+        head, deadline = None, time.time() + 20
+        while time.time() < deadline:
+            if os.path.exists(state):
+                out, _, _ = c.cli_run("top", "--once", state)
+                head = views(out)[0][0]
+                if head.group(3) != "running":
+                    break
+            time.sleep(0.1)
+        expect(head and head.group(3) == "exec'd" and int(head.group(2)) == p.pid and
+               p.poll() is None, f"the image exec'd, its pid runs on: "
+               f"{head.group(0) if head else 'no state file'}")
+        out, _, _ = c.cli_run("top", "--interval", "0.1", state, timeout=20)
+        expect(len(views(out)) == 1, "top without --once after the exec:\n" + out)
+    finally:
+        p.communicate(b"\n", timeout=30)
+
+
+@case
+def case_options(c):
+    """--interval from 0.1 to 3600 and --top from 1 to 1000, both ends accepted and one past
+    each refused with one line naming the value; one state file; the usage lines say what
+    was wrong; --help on standard output, exit 0, the default --top it states."""
+    state, _ = traced(c, "leak_two_sites", "leak")
+    for args in (["--interval", "0.1"], ["--interval", "3600"], ["--interval=1e-1"],
+                 ["--top", "1"], ["--top", "1000"]):
+        one_view(c, "--once", *args, state)
+    for v in ("0.09", "3600.5", "nan", "inf", "1x", "", "-1"):
+        _, err, _ = c.cli_run("top", "--once", "--interval=" + v, state, rc=2)
+        expect(one_line(err) and f"top: bad --interval '{v}': expected seconds from 0.1 to "
+               "3600" in err, f"--interval {v!r}: {err!r}")
+    for v in ("0", "1001"):
+        _, err, _ = c.cli_run("top", "--once", "--top", v, state, rc=2)
+        expect(one_line(err) and f"top: bad --top '{v}': expected a number from 1 to 1000"
+               in err, f"--top {v}: {err!r}")
+    for args, want in (([], "top: no state file given"),
+                       ([state, state], "top: one state file at a time"),
+                       ([state, "--interval"], "top: option '--interval' needs a value"),
+                       (["--frob", state], "top: unknown option '--frob'")):
+        out, err, _ = c.cli_run("top", "--once", *args, rc=2)
+        expect(one_line(err) and want in err and not out, f"top {args}: {err!r}")
+    out, err, _ = c.cli_run("top", "--help")
+    expect(out.startswith("Usage: gpumemtrace top STATE") and "call stacks shown (default 10)"
+           in out and not err, "--help:\n" + out)
+
+
+@case
+def case_many_stacks(c):
+    """12 stacks with live bytes (a Python program allocating through ctypes from 12 lines):
+    10 shown by default, --top 11 shows 11, largest first; each shows its Python line and
+    the interpreter's frames folded, as `report` shows a stack."""
+    prog = c.path("twelve.py")
+    with open(prog, "w") as f:
+        f.write("import ctypes, sys\n"
+                "rt = ctypes.CDLL(sys.argv[1])\n"
+                "rt.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]\n"
+                "keep = []\n"
+                "def alloc(n):\n"
+                "    p = ctypes.c_void_p()\n"
+                "    assert rt.cudaMalloc(ctypes.byref(p), n << 16) == 0\n"
+                "    keep.append(p)\n")
+        for k in range(12):
+            f.write(f"alloc({k + 1})\n")
+    state = c.path("twelve.gmt")
+    p = subprocess.run([c.cli, "run", "-o", c.path("twelve.json"), "--", sys.executable, prog,
+                        os.path.join(c.standin, "libcudart.so")],
+                       env=c.env({"GPUMEMTRACE_STATE": state}), capture_output=True, text=True,
+                       timeout=60, cwd=c.work)
+    expect(p.returncode == 0, f"twelve.py: status {p.returncode}\n{p.stderr}")
+    for args, n in (([], 10), (["--top", "11"], 11), (["--top", "1000"], 12)):
+        out, (_, _, stacks) = one_view(c, "--once", *args, state)
+        sizes = [s.group(2) for s, _ in stacks]
+        want = [fmt_size((12 - k) << 16) for k in range(n)]
+        expect(sizes == want and f"top {n} stacks by live bytes:" in out.splitlines(),
+               f"top {args}: stacks {sizes}, expected {want}:\n{out}")
+    if not (3, 9) <= sys.version_info[:2] <= (3, 13):
+        return  # a CPython whose frames the tracer does not read: native stacks only
+    for k, (s, frames) in enumerate(stacks):
+        line = 9 + 11 - k  # alloc(12) is on line 20
+        expect(len(frames) == 3 and frames[:2] == [f"alloc {prog}:7", f"<module> {prog}:{line}"]
+               and re.fullmatch(r"\(\d+ native frames folded: interpreter and bindings\)",
+                                frames[2]),
+               f"stack #{k + 1}: frames {frames}")
+
+
+@case
+def case_bad_state(c):
+    """A state file of another version: exit 2, one line naming the file; `report --recover`
+    of it without -o removes the temporary file it made for the report (docs/state.md)."""
+    state, _ = traced(c, "leak_two_sites", "leak")
+    with open(state, "rb") as f:
+        data = bytearray(f.read())
+    data[8:12] = (99).to_bytes(4, "little")
+    bad = c.path("v99.gmt")
+    with open(bad, "wb") as f:
+        f.write(data)
+    out, err, _ = c.cli_run("top", "--once", bad, rc=2)
+    expect(one_line(err) and f"top: {bad}: state file version 99, this gpumemtrace reads "
+           "version " in err and not out, f"version 99: {err!r}")
+    tmp = c.path("tmp")
+    os.makedirs(tmp)
+    _, err, _ = c.cli_run("report", "--recover", bad, rc=2, env={"TMPDIR": tmp})
+    expect(one_line(err) and "state file version 99" in err and not os.listdir(tmp),
+           f"report --recover: {err!r}; left in TMPDIR: {os.listdir(tmp)}")
+
+
+if __name__ == "__main__":
+    sys.exit(verbs_main(CASES, "top"))
