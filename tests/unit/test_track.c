@@ -12,8 +12,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -1055,7 +1058,7 @@ static void test_failed_free_is_restored(void **state)
     gmt_dev_totals_t t0 = dev(d);
     gmt_counts_t c0 = counts();
     gmt_stack_entry_t *e = gmt_stacks_entry(gmt_track_stacks(), before.stack_id);
-    int64_t stack_live = e->live_bytes;
+    const int64_t stack_live = e->live_bytes, stack_count = e->live_count;
 
     /* cudaFreeHost of a device pointer: removed before the call, put back when it fails */
     gmt_event_t f = ev(0x66000000, 0, d, GMT_KIND_HOST_PINNED, GMT_SPACE_VA, GMT_API_cudaFreeHost,
@@ -1084,6 +1087,7 @@ static void test_failed_free_is_restored(void **state)
     assert_int_equal(dev(d).current[GMT_KIND_DEVICE], t0.current[GMT_KIND_DEVICE]);
     assert_int_equal(dev(d).frees[GMT_KIND_DEVICE], t0.frees[GMT_KIND_DEVICE]);
     assert_int_equal(e->live_bytes, stack_live);
+    assert_int_equal(e->live_count, stack_count);
     gmt_counts_t c1 = counts();
     assert_int_equal(c1.failed_frees - c0.failed_frees, 1);
     assert_int_equal(c1.unknown_frees, c0.unknown_frees);
@@ -1094,6 +1098,7 @@ static void test_failed_free_is_restored(void **state)
     assert_true(absent(GMT_SPACE_VA, 0x66000000));
     assert_int_equal(dev(d).in_use, t0.in_use - 5000);
     assert_int_equal(e->live_bytes, stack_live - 5000);
+    assert_int_equal(e->live_count, stack_count - 1);
 
     /* a release of an unknown address: nothing removed, nothing to put back */
     gmt_event_t u = dev_ev(0x66100000, 0, d);
@@ -1572,6 +1577,284 @@ static void test_failure_ring_full(void **state)
     assert_int_equal(f[2].time_ns, 0); /* not written past max */
 }
 
+/* ---- audit: the event path's edges (devices 30-39, which no other test uses) ------------- */
+
+/* A frameless event's id is its tag's: one call site allocating below GPUMEMTRACE_MIN_BYTES on
+ * two devices in turn gets one id per device, each entry under its own device, each holding its
+ * own bytes (the thread's cached id is its last tag's, never another tag's). */
+static void test_frameless_id_follows_tag(void **state)
+{
+    (void)state;
+    uint32_t ids[4];
+    for (volatile int i = 0; i < 4; i++) { /* devices 30 31 31 30 */
+        int32_t d = (i == 1 || i == 2) ? 31 : 30;
+        alloc_site_b(0x30000000 + (uint64_t)i * 0x1000, MIN_BYTES - 1, d);
+        ids[i] = lookup(GMT_SPACE_VA, 0x30000000 + (uint64_t)i * 0x1000).stack_id;
+        gmt_stack_entry_t *e = gmt_stacks_entry(gmt_track_stacks(), ids[i]);
+        assert_int_equal(gmt_stacks_tag_device(e->tag), d);
+    }
+    assert_int_not_equal(ids[0], ids[1]);
+    assert_int_equal(ids[2], ids[1]);
+    assert_int_equal(ids[3], ids[0]);
+    for (int i = 0; i < 2; i++) {
+        gmt_stack_entry_t *e = gmt_stacks_entry(gmt_track_stacks(), ids[i]);
+        assert_int_equal(e->live_bytes, 2 * (MIN_BYTES - 1));
+        assert_int_equal(e->live_count, 2);
+    }
+    for (int i = 0; i < 4; i++)
+        free_dev(0x30000000 + (uint64_t)i * 0x1000, (i == 1 || i == 2) ? 31 : 30);
+}
+
+/* In a forked child the core starts over with a fresh stack store (a new generation): the id
+ * this thread cached for a frameless tag in the parent names nothing there, and is not used. */
+static void test_frameless_id_after_fork(void **state)
+{
+    (void)state;
+    const int32_t d = 32;
+    alloc_site_b(0x32000000, MIN_BYTES - 1, d); /* the tag's id cached in the parent */
+    free_dev(0x32000000, d);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int rc = 0;
+        if (gmt_core_reset_after_fork() != 0) _exit(10);
+        alloc_site_b(0x32000000, MIN_BYTES - 1, d);
+        gmt_record_t r;
+        if (gmt_table_lookup(gmt_track_table(), GMT_SPACE_VA, 0x32000000, &r) != 0) _exit(11);
+        uint32_t depth = 99;
+        gmt_stack_entry_t *e = gmt_stacks_entry(gmt_track_stacks(), r.stack_id);
+        if (!gmt_stacks_frames(gmt_track_stacks(), r.stack_id, &depth) || depth != 0) rc |= 1;
+        if (!e || gmt_stacks_tag_device(e->tag) != d || e->live_bytes != MIN_BYTES - 1) rc |= 2;
+        _exit(rc);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* A runtime hook's capture: the events of its bracket get its frames, which start at the hook
+ * (the capture's own frame skipped; in the library the hook's is then in the skip range). */
+VISIBLE void runtime_hook_alloc(uint64_t addr, int32_t d);
+VISIBLE void runtime_hook_alloc(uint64_t addr, int32_t d)
+{
+    uint64_t frames[GMT_STACKS_CAPTURE_MAX];
+    gmt_nest_t f;
+    gmt_track_runtime_enter(&f, GMT_API_cudaMalloc, false);
+    gmt_track_runtime_capture_slow(&f, frames);
+    gmt_event_t inner =
+        ev(addr, 8192, d, GMT_KIND_DEVICE, GMT_SPACE_VA, GMT_API_cuMemAlloc_v2, GMT_LAYER_DRIVER);
+    gmt_track_alloc(&inner);
+    assert_true(gmt_track_runtime_leave(&f));
+    __asm__ volatile("" ::: "memory");
+}
+
+/* A bracket whose hook took no capture (its size was below GPUMEMTRACE_MIN_BYTES, say) while
+ * the event inside needs frames: the event walks its own, from where it is, whatever token the
+ * bracket's memory still holds from an earlier bracket's capture. */
+VISIBLE void bracket_inner_alloc(gmt_nest_t *f, uint64_t addr, int32_t d);
+VISIBLE void bracket_inner_alloc(gmt_nest_t *f, uint64_t addr, int32_t d)
+{
+    gmt_track_runtime_enter(f, GMT_API_cudaMalloc, false);
+    gmt_event_t inner =
+        ev(addr, 8192, d, GMT_KIND_DEVICE, GMT_SPACE_VA, GMT_API_cuMemAlloc_v2, GMT_LAYER_DRIVER);
+    gmt_track_alloc(&inner);
+    assert_true(gmt_track_runtime_leave(f));
+    __asm__ volatile("" ::: "memory");
+}
+
+static void test_runtime_capture_frames(void **state)
+{
+    (void)state;
+    const int32_t d = 33;
+    runtime_hook_alloc(0x33000000, d);
+    gmt_record_t r = lookup(GMT_SPACE_VA, 0x33000000);
+    assert_int_equal(r.api, GMT_API_cudaMalloc);
+    uint32_t depth = 0;
+    assert_non_null(gmt_stacks_frames(gmt_track_stacks(), r.stack_id, &depth));
+    assert_true(depth > 0);
+    assert_true(stack_starts_in(r.stack_id, (void *)runtime_hook_alloc, "runtime_hook_alloc"));
+    free_dev(0x33000000, d);
+
+    /* One bracket's memory, captured in once, then used without a capture. */
+    uint64_t frames[GMT_STACKS_CAPTURE_MAX];
+    gmt_nest_t f;
+    gmt_track_runtime_enter(&f, GMT_API_cudaMalloc, false);
+    gmt_track_runtime_capture_slow(&f, frames);
+    gmt_event_t inner = ev(0x33100000, 8192, d, GMT_KIND_DEVICE, GMT_SPACE_VA,
+                           GMT_API_cuMemAlloc_v2, GMT_LAYER_DRIVER);
+    gmt_track_alloc(&inner);
+    assert_true(gmt_track_runtime_leave(&f));
+    uint32_t captured = lookup(GMT_SPACE_VA, 0x33100000).stack_id;
+    bracket_inner_alloc(&f, 0x33200000, d);
+    uint32_t walked = lookup(GMT_SPACE_VA, 0x33200000).stack_id;
+    assert_int_not_equal(walked, captured);
+    assert_true(stack_starts_in(walked, (void *)bracket_inner_alloc, "bracket_inner_alloc"));
+    free_dev(0x33100000, d);
+    free_dev(0x33200000, d);
+}
+
+/* An event with an API or a layer out of range is dropped and counted as invalid, an
+ * allocation's as a release's: nothing recorded, nothing removed. */
+static void test_invalid_events_dropped(void **state)
+{
+    (void)state;
+    const int32_t d = 34;
+    gmt_counts_t c0 = counts();
+    gmt_event_t a = dev_ev(0x34000000, 4096, d);
+    a.api = GMT_API_COUNT;
+    gmt_track_alloc(&a);
+    gmt_event_t l = dev_ev(0x34100000, 4096, d);
+    l.layer = GMT_LAYER_COUNT;
+    gmt_track_alloc(&l);
+    gmt_counts_t c1 = counts();
+    assert_int_equal(c1.dropped_invalid - c0.dropped_invalid, 2);
+    assert_int_equal(c1.allocs, c0.allocs);
+    assert_true(absent(GMT_SPACE_VA, 0x34000000));
+    assert_true(absent(GMT_SPACE_VA, 0x34100000));
+    assert_int_equal(dev(d).in_use, 0);
+
+    alloc_dev(0x34200000, 4096, d);
+    gmt_event_t f = dev_ev(0x34200000, 0, d);
+    f.kind = GMT_KIND_COUNT;
+    gmt_track_free(&f);
+    f = dev_ev(0x34200000, 0, d);
+    f.layer = GMT_LAYER_COUNT;
+    assert_false(gmt_track_free_begin(&f));
+    gmt_counts_t c2 = counts();
+    assert_int_equal(c2.dropped_invalid - c1.dropped_invalid, 2);
+    assert_int_equal(c2.frees, c1.frees);
+    assert_int_equal(lookup(GMT_SPACE_VA, 0x34200000).size, 4096);
+    assert_int_equal(dev(d).in_use, 4096);
+    free_dev(0x34200000, d);
+    assert_int_equal(dev(d).in_use, 0);
+}
+
+/* A record keeps the layer and the flags its event came with: CUPTI's, and the two flags the
+ * table keeps (table.h). */
+static void test_record_keeps_layer_and_flags(void **state)
+{
+    (void)state;
+    const int32_t d = 35;
+    gmt_event_t c = ev(0x35000000, 4096, d, GMT_KIND_DEVICE, GMT_SPACE_VA, GMT_API_cuMemAlloc_v2,
+                       GMT_LAYER_CUPTI);
+    c.flags = GMT_EVENT_OOM | GMT_EVENT_NOT_CHARGED;
+    gmt_track_alloc(&c);
+    gmt_record_t r = lookup(GMT_SPACE_VA, 0x35000000);
+    assert_int_equal(r.layer, GMT_LAYER_CUPTI);
+    assert_int_equal(r.flags, GMT_EVENT_OOM | GMT_EVENT_NOT_CHARGED);
+    assert_int_equal(r.kind, GMT_KIND_DEVICE);
+    assert_int_equal(dev(d).in_use, 0);
+    free_dev(0x35000000, d);
+    assert_true(absent(GMT_SPACE_VA, 0x35000000));
+}
+
+/* Managed memory is charged to its kind, not to the bytes in use; its stack's live bytes and
+ * count move all the same, both ways. */
+static void test_managed_moves_its_stack(void **state)
+{
+    (void)state;
+    const int32_t d = 36;
+    gmt_event_t m = ev(0x36000000, 6000, d, GMT_KIND_MANAGED, GMT_SPACE_VA,
+                       GMT_API_cudaMallocManaged, GMT_LAYER_RUNTIME);
+    gmt_track_alloc(&m);
+    uint32_t id = lookup(GMT_SPACE_VA, 0x36000000).stack_id;
+    assert_int_not_equal(id, 0);
+    gmt_stack_entry_t *e = gmt_stacks_entry(gmt_track_stacks(), id);
+    const int64_t bytes0 = e->live_bytes, count0 = e->live_count;
+    assert_true(bytes0 >= 6000 && count0 >= 1);
+    gmt_event_t f =
+        ev(0x36000000, 0, d, GMT_KIND_MANAGED, GMT_SPACE_VA, GMT_API_cudaFree, GMT_LAYER_RUNTIME);
+    gmt_track_free(&f);
+    assert_int_equal(e->live_bytes, bytes0 - 6000);
+    assert_int_equal(e->live_count, count0 - 1);
+    assert_int_equal(dev(d).current[GMT_KIND_MANAGED], 0);
+    assert_int_equal(dev(d).in_use, 0);
+}
+
+/* One cuMemUnmap over four mappings lets go of all four, and of nothing past them; a failed one
+ * puts its first back and never touched the others; one whose end never came (its thread's
+ * next release began first) went through, the mappings after its first as well. */
+static void test_unmap_of_many(void **state)
+{
+    (void)state;
+    const int32_t d = 37;
+    const uint64_t base = 0x7f3000000000, mb2 = 2ull << 20;
+    gmt_event_t m[5];
+    for (int i = 0; i < 5; i++) {
+        m[i] = ev(base + (uint64_t)i * mb2, mb2, d, GMT_KIND_VMM_MAP, GMT_SPACE_MAP,
+                  GMT_API_cuMemMap, GMT_LAYER_DRIVER);
+        gmt_track_alloc(&m[i]);
+    }
+    gmt_event_t unmap =
+        ev(base, 4 * mb2, d, GMT_KIND_VMM_MAP, GMT_SPACE_MAP, GMT_API_cuMemUnmap, GMT_LAYER_DRIVER);
+    assert_true(gmt_track_free_begin(&unmap));
+    gmt_track_free_end(false); /* refused: all four are still mapped */
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(lookup(GMT_SPACE_MAP, base + (uint64_t)i * mb2).size, mb2);
+    assert_int_equal(dev(d).current[GMT_KIND_VMM_MAP], 5 * mb2);
+    assert_int_equal(dev(d).frees[GMT_KIND_VMM_MAP], 0);
+
+    gmt_track_free(&unmap);
+    for (int i = 0; i < 4; i++)
+        assert_true(absent(GMT_SPACE_MAP, base + (uint64_t)i * mb2));
+    assert_int_equal(lookup(GMT_SPACE_MAP, base + 4 * mb2).size, mb2);
+    assert_int_equal(dev(d).current[GMT_KIND_VMM_MAP], mb2);
+    assert_int_equal(dev(d).frees[GMT_KIND_VMM_MAP], 4);
+
+    for (int i = 0; i < 4; i++)
+        gmt_track_alloc(&m[i]);
+    assert_true(gmt_track_free_begin(&unmap)); /* no end */
+    gmt_event_t last = unmap;
+    last.addr = base + 4 * mb2;
+    last.size = mb2;
+    assert_true(gmt_track_free_begin(&last));
+    gmt_track_free_end(true);
+    for (int i = 0; i < 5; i++)
+        assert_true(absent(GMT_SPACE_MAP, base + (uint64_t)i * mb2));
+    assert_int_equal(dev(d).current[GMT_KIND_VMM_MAP], 0);
+    assert_int_equal(dev(d).frees[GMT_KIND_VMM_MAP], 9);
+}
+
+/* Last: it leaves the stack store full. An allocation whose stack finds the store full is
+ * recorded and charged with no stack (id 0), counted in dropped_stacks; no stack entry moves
+ * for it, not when it is made nor when it is released. */
+static void test_stack_store_full(void **state)
+{
+    (void)state;
+    const int32_t d = 38;
+    gmt_counts_t c0 = counts();
+    uint32_t made = 0;
+    /* Frameless events of new tags (device, kind, API), each a new id, until one finds no room. */
+    for (int32_t dd = 39; dd < 120 && counts().dropped_stacks == c0.dropped_stacks; dd++)
+        for (int api = 0; api < GMT_API_COUNT && counts().dropped_stacks == c0.dropped_stacks;
+             api++) {
+            gmt_event_t e = ev(0x38000000, MIN_BYTES - 1, dd, GMT_KIND_DEVICE, GMT_SPACE_VA,
+                               (gmt_api_t)api, GMT_LAYER_DRIVER);
+            gmt_track_alloc(&e);
+            gmt_track_free(&e);
+            made++;
+        }
+    assert_int_equal(counts().dropped_stacks - c0.dropped_stacks, 1);
+    assert_true(made > 1);
+    gmt_stack_entry_t *e0 = gmt_stacks_entry(gmt_track_stacks(), 0);
+    const int64_t bytes0 = e0->live_bytes, count0 = e0->live_count;
+    gmt_counts_t c1 = counts();
+    alloc_site_a(0x38100000, 5000, d);
+    gmt_record_t r = lookup(GMT_SPACE_VA, 0x38100000);
+    assert_int_equal(r.stack_id, 0);
+    assert_int_equal(r.size, 5000);
+    assert_int_equal(counts().dropped_stacks - c1.dropped_stacks, 1);
+    assert_int_equal(dev(d).in_use, 5000);
+    assert_int_equal(e0->live_bytes, bytes0);
+    assert_int_equal(e0->live_count, count0);
+    free_dev(0x38100000, d);
+    assert_int_equal(dev(d).in_use, 0);
+    assert_int_equal(e0->live_bytes, bytes0);
+    assert_int_equal(e0->live_count, count0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1609,7 +1892,15 @@ int main(void)
         cmocka_unit_test(test_failures_not_recorded),
         cmocka_unit_test(test_oom_report_off),
         cmocka_unit_test(test_poolinfo_provider),
-        cmocka_unit_test(test_failure_ring_full), /* last: leaves the ring full */
+        cmocka_unit_test(test_frameless_id_follows_tag),
+        cmocka_unit_test(test_frameless_id_after_fork),
+        cmocka_unit_test(test_runtime_capture_frames),
+        cmocka_unit_test(test_invalid_events_dropped),
+        cmocka_unit_test(test_record_keeps_layer_and_flags),
+        cmocka_unit_test(test_managed_moves_its_stack),
+        cmocka_unit_test(test_unmap_of_many),
+        cmocka_unit_test(test_failure_ring_full), /* leaves the ring full */
+        cmocka_unit_test(test_stack_store_full),  /* last: leaves the stack store full */
     };
     return cmocka_run_group_tests_name("unit.track", tests, group_setup, NULL);
 }
