@@ -365,10 +365,13 @@ __attribute__((always_inline)) static inline void release_record(const gmt_entry
         release_account(r, slot, kind, size, now, layer, handed, how);
 }
 
-/* release_record undone: the real release failed, the bytes were never given back. */
-static void restore_record(const gmt_entry_t *r)
+/* release_record undone: the real release failed, the bytes were never given back. kept: the
+ * record is in the table again; when it is not (the table was full), the release is uncounted
+ * but its bytes are not charged again, as an allocation that found the table full: no release
+ * can take them back. */
+static void restore_record(const gmt_entry_t *r, bool kept)
 {
-    bool charged = !(gmt_entry_flags(r) & GMT_EVENT_NOT_CHARGED);
+    bool charged = kept && !(gmt_entry_flags(r) & GMT_EVENT_NOT_CHARGED);
     int32_t device = gmt_entry_device(r);
     uint64_t size = gmt_entry_size(r);
     int slot = gmt_stats_slot(device);
@@ -447,10 +450,12 @@ __attribute__((always_inline)) inline void gmt_track_free_end(bool ok)
         return;
     }
     /* The real release failed (a host pointer given to cudaFree, say): the allocation is still
-     * there, so are its record and its bytes. */
-    restore_record(&gmt_tls.pending_rec);
-    if (gmt_table_put(gmt_core_table, &gmt_tls.pending_rec) != 0)
-        gmt_core_count(&gmt_core_counts.dropped_table_full);
+     * there, so are its record and its bytes. The record first: when another allocation took
+     * its slot meanwhile and the table is full, it is no longer tracked by address, and its
+     * bytes back in use would stay there for good. */
+    bool kept = gmt_table_put(gmt_core_table, &gmt_tls.pending_rec) == 0;
+    if (!kept) gmt_core_count(&gmt_core_counts.dropped_table_full);
+    restore_record(&gmt_tls.pending_rec, kept);
     gmt_core_count(&gmt_core_counts.failed_frees);
 }
 

@@ -1343,6 +1343,8 @@ static void test_failed_free_into_a_full_table(void **state)
         alloc_dev(base + i * 0x1000, 10, d);
     assert_int_equal(live(), MAX_LIVE);
     gmt_counts_t c0 = counts();
+    gmt_stack_entry_t *e =
+        gmt_stacks_entry(gmt_track_stacks(), lookup(GMT_SPACE_VA, base).stack_id);
     gmt_event_t f = dev_ev(base, 0, d);
     assert_true(gmt_track_free_begin(&f));
     alloc_dev(base + n * 0x1000, 10, d); /* takes the slot the release gave up */
@@ -1352,6 +1354,11 @@ static void test_failed_free_into_a_full_table(void **state)
     assert_int_equal(c1.failed_frees - c0.failed_frees, 1);
     assert_int_equal(c1.dropped_table_full - c0.dropped_table_full, 1);
     assert_true(absent(GMT_SPACE_VA, base));
+    /* Untracked from now on, as an allocation that found the table full: in the totals (not
+     * released), not in the bytes in use nor in its stack's live bytes, which only count what a
+     * release can take back. */
+    assert_int_equal(dev(d).in_use, 10 * n);
+    assert_int_equal(dev(d).frees[GMT_KIND_DEVICE], 0);
     /* A lower layer's allocation inside a runtime call, dropped for want of room, is still
      * counted as merged into that call. */
     gmt_nest_t f2;
@@ -1366,6 +1373,10 @@ static void test_failed_free_into_a_full_table(void **state)
     for (uint64_t i = 1; i <= n; i++)
         free_dev(base + i * 0x1000, d);
     assert_int_equal(live(), MAX_LIVE - n);
+    assert_int_equal(dev(d).in_use, 0); /* no drift */
+    assert_int_equal(dev(d).current[GMT_KIND_DEVICE], 0);
+    assert_int_equal(e->live_bytes, 0); /* device 24's: this test's allocations alone */
+    assert_int_equal(e->live_count, 0);
 }
 
 /* A release of no known allocation is counted under the layer it came from. */
