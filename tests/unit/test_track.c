@@ -1654,6 +1654,9 @@ VISIBLE void runtime_hook_alloc(uint64_t addr, int32_t d)
     gmt_nest_t f;
     gmt_track_runtime_enter(&f, GMT_API_cudaMalloc, false);
     gmt_track_runtime_capture_slow(&f, frames);
+    /* The guard is held only while the capture walks: the real call the hook makes next, and
+     * the lower layers' events inside it, are traced. */
+    assert_false(gmt_guard_held());
     gmt_event_t inner =
         ev(addr, 8192, d, GMT_KIND_DEVICE, GMT_SPACE_VA, GMT_API_cuMemAlloc_v2, GMT_LAYER_DRIVER);
     gmt_track_alloc(&inner);
