@@ -1296,6 +1296,22 @@ static void test_handle_zero_is_recorded(void **state)
     assert_true(absent(GMT_SPACE_HANDLE, 0));
 }
 
+/* n mappings of size bytes side by side from base on device d, each a cuMemMap recorded. */
+static void map_adjacent(gmt_event_t *m, int n, uint64_t base, uint64_t size, int32_t d)
+{
+    for (int i = 0; i < n; i++) {
+        m[i] = ev(base + (uint64_t)i * size, size, d, GMT_KIND_VMM_MAP, GMT_SPACE_MAP,
+                  GMT_API_cuMemMap, GMT_LAYER_DRIVER);
+        gmt_track_alloc(&m[i]);
+    }
+}
+
+/* A cuMemUnmap of size bytes from base on device d. */
+static gmt_event_t unmap_of(uint64_t base, uint64_t size, int32_t d)
+{
+    return ev(base, size, d, GMT_KIND_VMM_MAP, GMT_SPACE_MAP, GMT_API_cuMemUnmap, GMT_LAYER_DRIVER);
+}
+
 /* An unmap lets go of the mappings it covers and stops at its end: the mapping right after it
  * stays, and so does a mapping after a release that is no unmap (whatever size it carries). */
 static void test_unmap_stops_at_its_end(void **state)
@@ -1304,13 +1320,8 @@ static void test_unmap_stops_at_its_end(void **state)
     const int32_t d = 23;
     const uint64_t base = 0x7f2000000000, mb2 = 2ull << 20;
     gmt_event_t m[3];
-    for (int i = 0; i < 3; i++) {
-        m[i] = ev(base + (uint64_t)i * mb2, mb2, d, GMT_KIND_VMM_MAP, GMT_SPACE_MAP,
-                  GMT_API_cuMemMap, GMT_LAYER_DRIVER);
-        gmt_track_alloc(&m[i]);
-    }
-    gmt_event_t unmap =
-        ev(base, 2 * mb2, d, GMT_KIND_VMM_MAP, GMT_SPACE_MAP, GMT_API_cuMemUnmap, GMT_LAYER_DRIVER);
+    map_adjacent(m, 3, base, mb2, d);
+    gmt_event_t unmap = unmap_of(base, 2 * mb2, d);
     gmt_track_free(&unmap);
     assert_true(absent(GMT_SPACE_MAP, base));
     assert_true(absent(GMT_SPACE_MAP, base + mb2));
@@ -1796,13 +1807,8 @@ static void test_unmap_of_many(void **state)
     const int32_t d = 37;
     const uint64_t base = 0x7f3000000000, mb2 = 2ull << 20;
     gmt_event_t m[5];
-    for (int i = 0; i < 5; i++) {
-        m[i] = ev(base + (uint64_t)i * mb2, mb2, d, GMT_KIND_VMM_MAP, GMT_SPACE_MAP,
-                  GMT_API_cuMemMap, GMT_LAYER_DRIVER);
-        gmt_track_alloc(&m[i]);
-    }
-    gmt_event_t unmap =
-        ev(base, 4 * mb2, d, GMT_KIND_VMM_MAP, GMT_SPACE_MAP, GMT_API_cuMemUnmap, GMT_LAYER_DRIVER);
+    map_adjacent(m, 5, base, mb2, d);
+    gmt_event_t unmap = unmap_of(base, 4 * mb2, d);
     assert_true(gmt_track_free_begin(&unmap));
     gmt_track_free_end(false); /* refused: all four are still mapped */
     for (int i = 0; i < 5; i++)
