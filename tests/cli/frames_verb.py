@@ -96,11 +96,21 @@ def case_user_frame(c):
         # nothing of the user's: the innermost frame
         8: [native(None, "/usr/lib/x86_64-linux-gnu/libcudart.so.13", 0x1234),
             native("cublasCreate_v2", "/usr/lib/x86_64-linux-gnu/libcublas.so.13")],
+        # a site-packages or dist-packages folder anywhere (PYTHONPATH, pip --target), not
+        # only under lib/python3.X; code with no source file of any name (<string>)
+        9: [python("fwd", "/opt/venv-x/site-packages/m/nn.py", 4),
+            python("zeros", "/opt/deps/dist-packages/numpy/core.py", 5),
+            python("go", "/srv/app/go.py", 2)],
+        10: [python("<module>", "<string>", 1), python("run", "/srv/app/cli.py", 7)],
+        # a named frame of a CUDA library is not the user's code: the program's frame is
+        11: [native("cublasCreate_v2", "/usr/lib/x86_64-linux-gnu/libcublas.so.13"),
+             native("setup")],
     }
     want = {1: "train /home/u/train.py:10", 2: "main /srv/app/run.py:3",
             3: "<module> /srv/app/boot.py:1", 4: f"forward {TORCH}:1520",
             5: "alloc_here [trainer+0x10]", 6: "inner /home/u/a.py:1",
-            7: "launch [trainer+0x10]", 8: "libcudart.so.13+0x1234"}
+            7: "launch [trainer+0x10]", 8: "libcudart.so.13+0x1234",
+            9: "go /srv/app/go.py:2", 10: "run /srv/app/cli.py:7", 11: "setup [trainer+0x10]"}
     got = user_frames(c, with_stacks(c, "user_frame.json", stacks))
     bad = {k: (got.get(k), v) for k, v in want.items() if got.get(k) != v}
     expect(not bad, "user frames (got, expected): " + repr(bad))
@@ -111,12 +121,15 @@ def case_user_frame_unreadable(c):
     """A Python frame the tracer could not read (file, function and line null: docs/report.md,
     capture.python's unreadable_frames) is not the frame to look at first when a frame of the
     user's file is in the stack; alone, it is still the innermost Python frame, shown
-    "? ?:0"."""
+    "? ?:0"; of several, the innermost (one whose function was read shows it)."""
     stacks = {1: [UNREAD, python("forward", TORCH, 1520), python("step", "/home/u/train.py", 9)],
               2: [UNREAD, python("forward", TORCH, 1520)],
-              3: [native(None, "/usr/lib/x86_64-linux-gnu/libcudart.so.13"), UNREAD]}
+              3: [native(None, "/usr/lib/x86_64-linux-gnu/libcudart.so.13"), UNREAD],
+              4: [native(None, "/usr/lib/x86_64-linux-gnu/libcudart.so.13"),
+                  python("inner_fn", None, None), python("outer_fn", None, 3), UNREAD]}
     got = user_frames(c, with_stacks(c, "unreadable.json", stacks))
-    want = {1: "step /home/u/train.py:9", 2: f"forward {TORCH}:1520", 3: "? ?:0"}
+    want = {1: "step /home/u/train.py:9", 2: f"forward {TORCH}:1520", 3: "? ?:0",
+            4: "inner_fn ?:0"}
     expect(got == want, f"user frames {got}, expected {want}")
 
 
@@ -214,6 +227,11 @@ def case_diff_identity(c):
         ([native("inner"), native("main")], [native("inner"), native("main2")], False),
         # two frames are not one frame whose name runs them together
         ([native("x", "/a/m"), native("y", "/a/n")], [native("xn`y", "/a/m")], False),
+        # nor are a module and symbol, or a file and function, whose letters run together alike
+        ([native("c", "/a/libab")], [native("bc", "/a/liba")], False),
+        ([python("bc", "/home/u/a.py", 1)], [python("c", "/home/u/a.pyb", 1)], False),
+        # a Python frame is not a native frame of the same names
+        ([python("f", "/home/u/x.py", 1)], [native("f", "/opt/app/lib/x.py")], False),
     ]
     n = len(pairs)
     old = with_stacks(c, "id_old.json", {101 + k: p[0] for k, p in enumerate(pairs)})
@@ -246,7 +264,8 @@ def case_suppressions(c):
     """check --suppressions matches each pattern against every frame of a group's stack, the
     outermost too: a native frame's symbol, module path, module basename and source file, a
     Python frame's function and file (docs/cli.md, "gpumemtrace check"); a file's last line
-    needs no newline. A matched group's bytes are not counted against --max-leak-bytes."""
+    needs no newline, with or without a comment line above. A matched group's bytes are not
+    counted against --max-leak-bytes."""
     libc_mod = "/opt/app/lib/libcmod.so"
     stacks = {101: [native("a_alloc"), native("a_outermost")],
               102: [at(native("b_alloc"), file="src/bfile.c", line=3)],
@@ -261,7 +280,9 @@ def case_suppressions(c):
                        (4, "e_step"), (4, "/home/u/e*.py")):
         supp = c.path(f"p{k}.supp")
         with open(supp, "w") as f:
-            f.write("# the pattern last, with no newline\nno_such_frame\n" + pattern)
+            # the pattern last, with no newline, after as many lines as there are newlines
+            f.write(("# the pattern last, with no newline\n" if k % 2 else "")
+                    + "no_such_frame\n" + pattern)
         left = total - (n - k) * MIB
         c.cli_run("check", p, "--max-leak-bytes", str(left), "--suppressions", supp)
         out, _, _ = c.cli_run("check", p, "--max-leak-bytes", str(left - 1), "--suppressions",
@@ -273,12 +294,13 @@ def case_suppressions(c):
 @case
 def case_columns(c):
     """Columns are cut and padded in characters after escaping (docs/cli.md, "Report text on
-    the terminal"): report's library column is 32 characters wide, a longer name kept whole;
+    the terminal"): report's library column is 32 characters wide, a longer name kept whole,
+    a name of controls alone too (each \\xHH: four characters for a byte);
     merge's host column is 20, a longer host cut after 20 characters; a character of four
     bytes (an emoji), of two (é) and an escape (\\t, \\x1b: a character a byte) each count
     as what they are, so no cut falls inside one."""
-    libs = ["lib😀é.so", "lib\tx.so", "l" * 40]
-    shown = ["lib😀é.so", "lib\\tx.so", "l" * 40]
+    libs = ["lib😀é.so", "lib\tx.so", "l" * 40, "\x7f\x01\x1b"]
+    shown = ["lib😀é.so", "lib\\tx.so", "l" * 40, "\\x7f\\x01\\x1b"]
 
     def edit(r):
         r["summary"]["libraries"] = [{"library": name, "peak_bytes": (9 - k) * MIB,
