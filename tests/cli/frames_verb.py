@@ -365,6 +365,64 @@ def case_long_names(c):
 
 
 @case
+def case_cut_edges(c):
+    """Where a frame's text is cut (docs/cli.md, "Stacks": only a frame too long for the
+    verbs' buffers, of hundreds of characters): a symbol, file and module of 120 characters
+    each are shown whole, in report's lines, report --json and diff's rows; a longer symbol
+    loses only the character the cut fell inside, whichever byte of a character of two, three
+    or four bytes it fell after, and a text one byte too long, ending in a character of two
+    bytes, loses that character, so report --json stays UTF-8."""
+    sym, src, mod = "s" * 120, "/src/" + "f" * 115 + ".c", "/opt/lib/" + "m" * 120
+    whole = f"{sym} {src}:5 [{mod[len('/opt/lib/'):]}+0x10]"
+    p = with_stacks(c, "whole.json", {101: [at(native(sym, mod), file=src, line=5)]})
+    expect(user_frames(c, p) == {101: whole}, f"user frame {user_frames(c, p)}, "
+           f"expected {whole!r}")
+    out = c.cli_run("report", p)[0].splitlines()
+    expect(f"       -> {whole}" in out and f"          at {whole}" in out,
+           "report's frame lines:\n" + "\n".join(out))
+    rows = diff_rows(c.cli_run("diff", os.path.join(c.data, "valid_v2.json"), p)[0])
+    expect(any(r.endswith(f"  {whole}  [new]") for r in rows), "diff rows:\n" + "\n".join(rows))
+
+    # how many bytes of a long ASCII symbol the text keeps
+    cap = len(user_frames(c, with_stacks(c, "cap.json", {101: [native("a" * 5000, None)]}))[101])
+    syms = ["s" * k + ch * (5000 // len(ch.encode())) for ch in ("é", "€", "😀")
+            for k in range(4)]
+    syms.append("s" * (cap - 1) + "é")  # one byte more than the buffer holds
+    p = with_stacks(c, "edges.json", frame_each([native(s, None) for s in syms]))
+    _, _, raw = c.cli_run("report", "--json", "--top", "100", p)
+    try:
+        j = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise Failed(f"report --json is not UTF-8: {err}: {raw[err.start - 20:err.end + 20]!r}")
+    got = {g["stack_id"]: g["user_frame"] for g in j["leaks"]["groups"]}
+    for k, s in enumerate(syms):
+        shown = got[101 + k]
+        width = len(s[-1].encode())
+        expect(s.startswith(shown) and len(shown.encode()) > cap - width,
+               f"symbol {s[:6]!r}... of {len(s.encode())} bytes shown as {len(shown.encode())} "
+               f"bytes, ({cap - width}, {cap}] expected: {shown[-8:]!r}")
+
+
+@case
+def case_group_line(c):
+    """A leak group's line shows its kind, API and library, each escaped as itself however
+    many of them need it (docs/cli.md, "Report text on the terminal"); a growth suspect with
+    a rank and no device is "on rank N" (docs/cli.md, "gpumemtrace report")."""
+    def edit(r):
+        g = r["leaks"]["groups"][0]
+        g["kind"], g["api"], g["library"] = "dev\tice", "cuda\tMalloc", "lib\t.so"
+        s = r["leaks"]["growth_suspects"][0]
+        s.pop("device")
+        s["rank"] = 5
+    out = c.cli_run("report", edited(c, "valid_v2.json", "escaped.json", edit))[0]
+    lines = out.splitlines()
+    expect(any(l.endswith("  dev\\tice memory on GPU 0  cuda\\tMalloc  lib\\t.so")
+               for l in lines), "group line:\n" + out)
+    expect(any(l.endswith(" live, grew by 2.00 MiB  on rank 5  device  cudaMalloc  trainer  "
+                          "(stack 1)") for l in lines), "suspect line:\n" + out)
+
+
+@case
 def case_program_line(c):
     """report's program line (docs/cli.md, "gpumemtrace report"): the arguments joined by
     spaces, the first 200 bytes of them, cut between characters, then "..."; 200 bytes exactly
