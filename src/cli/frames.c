@@ -120,11 +120,12 @@ const char *gmt_tty_cols(const char *s, size_t cols, bool cut)
 
 /* A Python file of an installed package (site-packages, Debian's dist-packages) or of the
  * standard library: PREFIX/lib/python3.X, or PREFIX/lib64/python3.X where Python's platlibdir
- * is lib64 (Fedora, RHEL, openSUSE), and code with no source file ("<frozen runpy>"). */
+ * is lib64 (Fedora, RHEL, openSUSE), and code with no source file ("<frozen runpy>"). The
+ * version's dot is part of the match: /home/u/lib/python3-tools is the user's own folder. */
 static bool python_file_is_library(const char *file)
 {
     return strstr(file, "/site-packages/") || strstr(file, "/dist-packages/") ||
-           strstr(file, "/lib/python3") || strstr(file, "/lib64/python3") || file[0] == '<';
+           strstr(file, "/lib/python3.") || strstr(file, "/lib64/python3.") || file[0] == '<';
 }
 
 const gmt_frame_t *gmt_user_frame(const gmt_stack_t *stack)

@@ -105,12 +105,16 @@ def case_user_frame(c):
         # a named frame of a CUDA library is not the user's code: the program's frame is
         11: [native("cublasCreate_v2", "/usr/lib/x86_64-linux-gnu/libcublas.so.13"),
              native("setup")],
+        # a folder of the user's whose name starts like the standard library's is the user's
+        12: [python("helper", "/home/u/lib/python3-tools/helper.py", 4),
+             python("main", "/home/u/main.py", 2)],
     }
     want = {1: "train /home/u/train.py:10", 2: "main /srv/app/run.py:3",
             3: "<module> /srv/app/boot.py:1", 4: f"forward {TORCH}:1520",
             5: "alloc_here [trainer+0x10]", 6: "inner /home/u/a.py:1",
             7: "launch [trainer+0x10]", 8: "libcudart.so.13+0x1234",
-            9: "go /srv/app/go.py:2", 10: "run /srv/app/cli.py:7", 11: "setup [trainer+0x10]"}
+            9: "go /srv/app/go.py:2", 10: "run /srv/app/cli.py:7", 11: "setup [trainer+0x10]",
+            12: "helper /home/u/lib/python3-tools/helper.py:4"}
     got = user_frames(c, with_stacks(c, "user_frame.json", stacks))
     bad = {k: (got.get(k), v) for k, v in want.items() if got.get(k) != v}
     expect(not bad, "user frames (got, expected): " + repr(bad))
