@@ -100,7 +100,9 @@ typedef struct gmt_py_frame_s {
 } gmt_py_frame_t;
 int gmt_py_resolve(uint64_t word, gmt_py_frame_t *out);
 
-/* The code cache: header, entries, hash index, text arena; all offsets. */
+/* The code cache: header, entries, hash index, text arena; all offsets. gmt_pycode_init writes
+ * the header only: mem must be zeroed (a fresh mapping or region block), or the index's old ids
+ * name entries past the new cache's. */
 size_t gmt_pycode_bytes(uint32_t max_entries, uint64_t text_bytes);
 int gmt_pycode_init(void *mem, size_t bytes, uint32_t max_entries, uint64_t text_bytes);
 /* Recovery (docs/state.md): resolve frames from a dead process's code cache at mem (a private

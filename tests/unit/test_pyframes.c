@@ -49,6 +49,13 @@ static void test_lnotab_39(void **state)
     assert_int_equal(gmt_py_addr2line(9, t, sizeof t, 10, 13), 12);
     assert_int_equal(gmt_py_addr2line(9, t, sizeof t, 10, 14), 14);
     assert_int_equal(gmt_py_addr2line(9, t, sizeof t, 10, 1000), 14);
+    /* A line increment is signed (a loop's jump back to an earlier line). */
+    const uint8_t back[] = {0, 5, 4, 0xfd};
+    assert_int_equal(gmt_py_addr2line(9, back, sizeof back, 10, 2), 15);
+    assert_int_equal(gmt_py_addr2line(9, back, sizeof back, 10, 4), 12);
+    /* A table of odd length: its last byte, half a pair, is not read (nor past the end). */
+    const uint8_t odd[] = {0, 1, 6, 1, 8, 7};
+    assert_int_equal(gmt_py_addr2line(9, odd, 5, 10, 1000), 12);
 }
 
 static void test_linetable_310(void **state)
@@ -93,6 +100,10 @@ static void test_location_table_311(void **state)
     const uint8_t bad[] = {0x12, 0x34};
     assert_int_equal(gmt_py_addr2line(11, bad, sizeof bad, 20, 0), -1);
     assert_int_equal(gmt_py_addr2line(11, NULL, 0, 20, 0), -1);
+    /* The no-column form's line delta is signed: +5, then -2. */
+    const uint8_t nocol[] = {0xE9, 0x0A, 0xE8, 0x05};
+    assert_int_equal(gmt_py_addr2line(12, nocol, sizeof nocol, 20, 0), 25);
+    assert_int_equal(gmt_py_addr2line(12, nocol, sizeof nocol, 20, 4), 23);
 }
 
 /* ---- a hand-built 3.12 frame chain ---------------------------------------------------------- */
@@ -234,6 +245,10 @@ static void walk_hand_built_312(void)
     put64(f1, L->fr_back, U(none));
     assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 1);
     assert_int_equal(gmt_py_cut_walks(), cut_before + 1);
+    /* So does a frame pointer that is not 8-byte aligned (no frame is). */
+    put64(f1, L->fr_back, U(shim) + 4);
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 1);
+    assert_int_equal(gmt_py_cut_walks(), cut_before + 2);
     put64(f1, L->fr_back, U(shim));
     munmap(none, 4096);
     put64(f2, L->fr_back, U(f1));
@@ -291,6 +306,239 @@ static void test_splice_matches_reference(void **state)
         assert_int_equal(got, want);
         assert_memory_equal(b, a, want * sizeof a[0]);
     }
+}
+
+/* A frame's word: the code cache's entry id and the instruction's byte offset, each in bits of
+ * its own, whatever the frame's instruction pointer holds. */
+static void test_frame_words(void **state)
+{
+    (void)state;
+    gmt_py_test_use_fast(false, 0);
+    gmt_py_frame_t pf;
+    uint64_t w[4];
+    const layout_t *L = layout(12);
+    assert_int_equal(gmt_py_test_use_layout(12, CODE_T, STR_T, BYTES_T), 0);
+    const uint8_t table[] = {0xE9, 0x02, 0xD8, 0x01, 0x05, 0x9A, 0x07};
+    uint8_t *code = make_code(L, make_str(L, "words.py"), make_str(L, "f"), 40,
+                              make_bytes(L, table, sizeof table));
+    uint8_t *f = zalloc(128), *cframe = zalloc(64), *tstate = zalloc(256);
+    put64(tstate, L->ts_cframe, U(cframe));
+    put64(cframe, L->cf_current, U(f));
+    put64(f, L->fr_code, U(code));
+    /* 3.11+: a frame before its first instruction (prev_instr one unit before the code, as a
+     * frame just pushed has it) is at offset 0, its first line, not at the table's end. */
+    put64(f, L->fr_instr, U(code) + L->co_code - 2);
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 4), 1);
+    assert_int_equal(gmt_py_resolve(w[0], &pf), 0);
+    assert_string_equal(pf.function, "f");
+    assert_int_equal(pf.line, 41);
+    /* An instruction 8 GiB past its code (a bad pointer): the offset saturates and the id stays
+     * whole: the frame is named, its line unknown. */
+    put64(f, L->fr_instr, U(code) + L->co_code + (8ull << 30));
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 4), 1);
+    assert_int_equal(gmt_py_resolve(w[0], &pf), 0);
+    assert_string_equal(pf.function, "f");
+    assert_int_equal(pf.line, -1);
+    /* The id is 28 bits: an id past the cache's entries names none (a narrower mask made it a
+     * small id, another code object's). */
+    put64(f, L->fr_instr, U(code) + L->co_code);
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 4), 1);
+    assert_int_equal(gmt_py_resolve(w[0], &pf), 0);
+    assert_int_equal(gmt_py_resolve(w[0] | (1ull << 24 << 32), &pf), -ENOENT);
+    assert_null(pf.function);
+    /* Code objects read in one batch, the middle one unreadable: it keeps its place unknown,
+     * and the one after it is still read and named. */
+    void *none = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(none != MAP_FAILED);
+    uint8_t *g = zalloc(128), *h = zalloc(128);
+    put64(f, L->fr_back, U(g));
+    put64(g, L->fr_code, U(none));
+    put64(g, L->fr_back, U(h));
+    put64(h, L->fr_code, U(code));
+    put64(h, L->fr_instr, U(code) + L->co_code + 4);
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 4), 3);
+    assert_int_equal(gmt_py_resolve(w[0], &pf), 0);
+    assert_string_equal(pf.function, "f");
+    assert_int_equal(gmt_py_resolve(w[1], &pf), -ENOENT);
+    assert_int_equal(gmt_py_resolve(w[2], &pf), 0);
+    assert_string_equal(pf.function, "f");
+    assert_int_equal(pf.line, 42);
+    put64(f, L->fr_back, 0);
+    munmap(none, 4096);
+    /* 3.11+: the function is the qualified name (co_qualname), not co_name. */
+    uint8_t *meth = make_code(L, make_str(L, "words.py"), make_str(L, "forward"), 40,
+                              make_bytes(L, table, sizeof table));
+    put64(meth, L->co_qualname, U(make_str(L, "Net.forward")));
+    put64(f, L->fr_code, U(meth));
+    put64(f, L->fr_instr, U(meth) + L->co_code);
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 4), 1);
+    assert_int_equal(gmt_py_resolve(w[0], &pf), 0);
+    assert_string_equal(pf.function, "Net.forward");
+    /* A line table claiming 1 GiB: at most 256 KiB of it is copied (lines past it unknown), so
+     * the entry keeps its file and function rather than finding no room for them. */
+    uint8_t *huge = make_bytes(L, table, sizeof table);
+    put64(huge, L->bytes_size, 1ull << 30);
+    uint8_t *big = make_code(L, make_str(L, "huge.py"), make_str(L, "h"), 40, huge);
+    put64(f, L->fr_code, U(big));
+    put64(f, L->fr_instr, U(big) + L->co_code);
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 4), 1);
+    assert_int_equal(gmt_py_resolve(w[0], &pf), 0);
+    assert_string_equal(pf.file, "huge.py");
+    assert_string_equal(pf.function, "h");
+
+    /* 3.9 and 3.10: f_lasti counts bytes (3.9) or code units (3.10); -1, a frame that has not
+     * started, is offset 0. Table {0, 1, 6, 1} (3.9) / {6, 1, 6, 1} (3.10) from line 10. */
+    for (int minor = 9; minor <= 10; minor++) {
+        const layout_t *O = layout(minor);
+        assert_int_equal(gmt_py_test_use_layout(minor, CODE_T, STR_T, BYTES_T), 0);
+        const uint8_t t9[] = {0, 1, 6, 1}, t10[] = {6, 1, 6, 1};
+        uint8_t *oc =
+            make_code(O, make_str(O, "old.py"), make_str(O, "g"), 10,
+                      minor == 9 ? make_bytes(O, t9, sizeof t9) : make_bytes(O, t10, sizeof t10));
+        uint8_t *of = zalloc(512), *ots = zalloc(512);
+        put64(ots, O->ts_frame, U(of));
+        put64(of, O->fr_code, U(oc));
+        put32(of, O->fr_instr, UINT32_MAX); /* -1 */
+        assert_int_equal(gmt_py_test_walk(U(ots), w, 4), 1);
+        assert_int_equal(gmt_py_resolve(w[0], &pf), 0);
+        assert_string_equal(pf.function, "g");
+        assert_int_equal(pf.line, 11);
+        put32(of, O->fr_instr, 3); /* byte 3 (3.9: line 11), unit 3 = byte 6 (3.10: line 12) */
+        assert_int_equal(gmt_py_test_walk(U(ots), w, 4), 1);
+        assert_int_equal(gmt_py_resolve(w[0], &pf), 0);
+        assert_int_equal(pf.line, minor == 9 ? 11 : 12);
+    }
+}
+
+/* A compact str of kind 2 or 4 (not ASCII) holding the code points cps. */
+static uint8_t *make_str_wide(const layout_t *L, unsigned kind, const uint32_t *cps, size_t n)
+{
+    uint8_t *o = zalloc(256);
+    put64(o, L->ob_type, STR_T);
+    put64(o, L->str_length, n);
+    put32(o, L->str_state, (kind << L->str_kind_bit) | (1u << L->str_compact_bit));
+    for (size_t i = 0; i < n; i++) {
+        if (kind == 2) {
+            uint16_t u = (uint16_t)cps[i];
+            memcpy(o + L->str_compact_size + 2 * i, &u, 2);
+        } else {
+            memcpy(o + L->str_compact_size + 4 * i, &cps[i], 4);
+        }
+    }
+    return o;
+}
+
+/* Names that are not ASCII come out as UTF-8 (the report is JSON): two-, three- and four-byte
+ * characters, and a lone surrogate (valid in a str, never in UTF-8) as '?'. */
+static void test_wide_names(void **state)
+{
+    (void)state;
+    gmt_py_test_use_fast(false, 0);
+    const layout_t *L = layout(12);
+    assert_int_equal(gmt_py_test_use_layout(12, CODE_T, STR_T, BYTES_T), 0);
+    const uint8_t table[] = {0xE9, 0x02};
+    const uint32_t file2[] = {'d', 0xE9, 0x20AC, '.', 'p', 'y'}; /* dé€.py */
+    const uint32_t name2[] = {'a', 0xD800, 'b'};
+    const uint32_t name4[] = {'f', 0x1F600, 0xDFFF};
+    uint8_t *code = make_code(L, make_str_wide(L, 2, file2, 6), make_str_wide(L, 2, name2, 3), 40,
+                              make_bytes(L, table, sizeof table));
+    uint8_t *f = zalloc(128), *cframe = zalloc(64), *tstate = zalloc(256);
+    put64(tstate, L->ts_cframe, U(cframe));
+    put64(cframe, L->cf_current, U(f));
+    put64(f, L->fr_code, U(code));
+    put64(f, L->fr_instr, U(code) + L->co_code);
+    uint64_t w[4];
+    gmt_py_frame_t pf;
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 4), 1);
+    assert_int_equal(gmt_py_resolve(w[0], &pf), 0);
+    assert_string_equal(pf.file, "d\xc3\xa9\xe2\x82\xac.py");
+    assert_string_equal(pf.function, "a?b");
+    assert_int_equal(pf.line, 41);
+    uint8_t *code4 = make_code(L, make_str(L, "w.py"), make_str_wide(L, 4, name4, 3), 40,
+                               make_bytes(L, table, sizeof table));
+    put64(f, L->fr_code, U(code4));
+    put64(f, L->fr_instr, U(code4) + L->co_code);
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 4), 1);
+    assert_int_equal(gmt_py_resolve(w[0], &pf), 0);
+    assert_string_equal(pf.function, "f\xf0\x9f\x98\x80?");
+}
+
+/* A code cache that runs out: of entries (a code object past them gives an unknown frame in
+ * its place and is counted as dropped; the entries given stay whole) or of text (the entry
+ * stays, its frames unknown, counted). A word whose id is the cache's entry count names
+ * nothing (the slot past the last entry is the index's memory). */
+static void test_small_code_cache(void **state)
+{
+    (void)state;
+    const layout_t *L = layout(12);
+    assert_int_equal(gmt_py_test_use_layout(12, CODE_T, STR_T, BYTES_T), 0);
+    gmt_py_test_use_fast(false, 0);
+    static const uint8_t table[] = {0xE9, 0x02, 0xD8, 0x01, 0x05, 0x9A, 0x07};
+    uint8_t *file = make_str(L, "c.py"), *tab = make_bytes(L, table, sizeof table);
+    const char *names[3] = {"a", "b", "c"};
+    uint8_t *f[3], *cframe = zalloc(64), *tstate = zalloc(256);
+    for (int i = 0; i < 3; i++) {
+        uint8_t *code = make_code(L, file, make_str(L, names[i]), 40, tab);
+        f[i] = zalloc(128);
+        put64(f[i], L->fr_code, U(code));
+        put64(f[i], L->fr_instr, U(code) + L->co_code + 4); /* unit 2: line 42 */
+        if (i) put64(f[i - 1], L->fr_back, U(f[i]));
+    }
+    put64(tstate, L->ts_cframe, U(cframe));
+    put64(cframe, L->cf_current, U(f[0]));
+    static _Alignas(64) uint8_t mem[8192];
+    gmt_py_frame_t pf;
+    uint64_t w[4], first[3];
+
+    /* Entries for two code objects (ids 1 and 2). */
+    assert_int_equal(gmt_pycode_init(mem, sizeof mem, 3, 1024), 0); /* mem: zero */
+    for (int round = 0; round < 2; round++) {
+        assert_int_equal(gmt_py_test_walk(U(tstate), w, 4), 3);
+        assert_int_equal(gmt_py_code_dropped(), (uint64_t)round + 1);
+        for (int i = 0; i < 2; i++) {
+            assert_int_equal(gmt_py_resolve(w[i], &pf), 0);
+            assert_string_equal(pf.file, "c.py");
+            assert_string_equal(pf.function, names[i]);
+            assert_int_equal(pf.line, 42);
+        }
+        assert_true(gmt_py_is_frame(w[2]));
+        assert_int_equal(gmt_py_resolve(w[2], &pf), -ENOENT);
+        assert_null(pf.function);
+        if (round == 0) memcpy(first, w, sizeof first);
+        assert_memory_equal(w, first, sizeof first);
+    }
+
+    /* Text for one entry exactly: "c.py\0a\0" and the 7-byte table. */
+    memset(mem, 0, sizeof mem); /* a cache's memory starts zeroed (gmt_pycode_init) */
+    assert_int_equal(gmt_pycode_init(mem, sizeof mem, 4, 7 + sizeof table), 0);
+    assert_int_equal(gmt_py_test_walk(U(tstate), w, 4), 3);
+    assert_int_equal(gmt_py_code_dropped(), 2);
+    assert_int_equal(gmt_py_resolve(w[0], &pf), 0);
+    assert_string_equal(pf.file, "c.py");
+    assert_string_equal(pf.function, "a");
+    assert_int_equal(pf.line, 42);
+    for (int i = 1; i < 3; i++) {
+        assert_int_equal(gmt_py_resolve(w[i], &pf), -ENOENT);
+        assert_null(pf.file);
+        assert_null(pf.function);
+        assert_int_equal(pf.line, -1);
+    }
+
+    /* Two entries, and the memory past them (index, text) all 0x01 bytes: a word with id 2
+     * must not take that memory for an entry. */
+    memset(mem, 0, sizeof mem);
+    assert_int_equal(gmt_pycode_init(mem, sizeof mem, 2, 64), 0);
+    size_t index_at = gmt_pycode_bytes(2, 0) - 4 * sizeof(uint32_t);
+    memset(mem + index_at, 1, gmt_pycode_bytes(2, 64) - index_at);
+    assert_int_equal(gmt_py_resolve((GMT_PY_TAG << GMT_PY_TAG_SHIFT) | (2ull << 32), &pf), -ENOENT);
+    assert_null(pf.file);
+
+    /* A cache of the usual size again for the tests after this one. */
+    size_t bytes = gmt_pycode_bytes(1u << 16, 8u << 20);
+    void *big = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    assert_true(big != MAP_FAILED);
+    assert_int_equal(gmt_pycode_init(big, bytes, 1u << 16, 8u << 20), 0);
 }
 
 static void test_walk_hand_built_312_memfd(void **state)
@@ -677,6 +925,39 @@ static void chunk_edges(int minor)
     assert_int_equal(gmt_py_cut_walks(), cut0 + 3);
     gmt_py_test_use_fast(false, 0);
     munmap(m, 2 * page);
+}
+
+/* The live part of the thread's data-stack chunk ends at datastack_top, the first free slot:
+ * a frame there, or a top outside the chunk, is not live (a dead frame's code object may be
+ * freed and its memory gone), so the frames are read through the kernel on every walk, never
+ * loaded directly, and still named. */
+static void test_live_top(void **state)
+{
+    (void)state;
+    const layout_t *L = layout(12);
+    assert_int_equal(gmt_py_test_use_layout(12, CODE_T, STR_T, BYTES_T), 0);
+    _Alignas(8) uint8_t shim[128] = {0}, cframe[64] = {0};
+    chain2_t c;
+    make_chain2(L, "top.py", shim, cframe, &c);
+    const uint64_t tops[] = {U(c.f1), U(c.chunk) + c.csize + 4096};
+    for (size_t k = 0; k < sizeof tops / sizeof tops[0]; k++) {
+        gmt_py_test_use_fast(true, 0);
+        put64(c.tstate, L->ts_top, tops[k]);
+        uint64_t w[8], c0, d0, c1, d1;
+        gmt_py_frame_t pf;
+        for (int round = 0; round < 3; round++) {
+            gmt_py_test_reads(&c0, &d0);
+            assert_int_equal(gmt_py_test_walk(U(c.tstate), w, 8), 2);
+            gmt_py_test_reads(&c1, &d1);
+            assert_true(c1 > c0);
+            assert_int_equal(gmt_py_resolve(w[0], &pf), 0);
+            assert_string_equal(pf.function, "Net.forward");
+            assert_int_equal(gmt_py_resolve(w[1], &pf), 0);
+            assert_string_equal(pf.function, "<module>");
+        }
+    }
+    gmt_py_test_use_fast(false, 0);
+    munmap(c.chunk, c.csize);
 }
 
 static void test_chunk_edges(void **state)
@@ -1489,6 +1770,9 @@ int main(void)
         cmocka_unit_test(test_linetable_310),
         cmocka_unit_test(test_location_table_311),
         cmocka_unit_test(test_splice_matches_reference),
+        cmocka_unit_test(test_frame_words),
+        cmocka_unit_test(test_wide_names),
+        cmocka_unit_test(test_small_code_cache),
         cmocka_unit_test(test_walk_hand_built_312_memfd),
         cmocka_unit_test(test_walk_hand_built_312_process_vm_readv),
         cmocka_unit_test(test_fast_path_39_310),
@@ -1496,6 +1780,7 @@ int main(void)
         cmocka_unit_test(test_fast_path_312),
         cmocka_unit_test(test_fast_path_313),
         cmocka_unit_test(test_chunk_edges),
+        cmocka_unit_test(test_live_top),
         cmocka_unit_test(test_chain_loops),
         cmocka_unit_test(test_stack_frame_code),
         cmocka_unit_test(test_known_chain_cap),
