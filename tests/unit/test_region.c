@@ -307,6 +307,18 @@ static void test_recovered_pycode_garbage(void **state)
                             (const uint8_t *)pf.function + strlen(pf.function) < mem + bytes);
         }
     }
+    /* An entry whose file name runs to the arena's last byte has no room for its function
+     * name: disabled, not resolved to a name past the cache's end. */
+    memset(mem + HEAD, 0, bytes - HEAD);
+    uint64_t at = TEXT - 4;
+    uint32_t ready = 1;
+    memcpy(mem + HEAD + 40 + 16, &at, 8);    /* entry 1's text */
+    memcpy(mem + HEAD + 40 + 32, &ready, 4); /* and ready */
+    memcpy(mem + bytes - 4, "abcd", 4);
+    assert_int_equal(gmt_py_attach_recovered(mem, bytes, GMT_PY_CAPTURED, "3.12.1"), 0);
+    gmt_py_frame_t pf;
+    assert_int_equal(gmt_py_resolve((GMT_PY_TAG << GMT_PY_TAG_SHIFT) | (1ull << 32), &pf), -ENOENT);
+    assert_null(pf.function);
     /* No cache: only the status. */
     assert_int_equal(gmt_py_attach_recovered(NULL, 0, GMT_PY_NOT_PYTHON, ""), 0);
     assert_int_equal(gmt_py_status(), GMT_PY_NOT_PYTHON);
