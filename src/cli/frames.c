@@ -192,7 +192,8 @@ void gmt_frame_format(const gmt_frame_t *f, char *buf, size_t len)
         frame_printf(buf, len, "%s", where);
         return;
     }
-    char fl[300] = "";
+    /* as long as the verbs' longest line (1024): a deep source path keeps its ":line" */
+    char fl[1024] = "";
     if (f->file && f->line >= 0)
         frame_printf(fl, sizeof fl, " %s:%" PRId64, f->file, f->line);
     else if (f->file)

@@ -350,7 +350,8 @@ def case_long_names(c):
     except UnicodeDecodeError as err:
         raise Failed(f"report --json is not UTF-8: {err}: {raw[err.start - 20:err.end + 20]!r}")
     uf = {g["stack_id"]: g["user_frame"] for g in j["leaks"]["groups"]}
-    for sid, pattern in ((101, r"fn /src/é+ \[libé+\]"), (102, r"sé+"),
+    # 101: the file whole with its line, the module cut at its own 300 bytes
+    for sid, pattern in ((101, r"fn /src/é+\.c:5 \[libé+\]"), (102, r"sé+"),
                          (103, r"fé+( /home/u/é*)?"), (104, r"libé+"), (105, r"s€+"),
                          (106, r"s😀+")):
         expect(re.fullmatch(pattern, uf[sid]), f"stack {sid}'s user frame: {uf[sid]!r}")
@@ -386,6 +387,11 @@ def case_cut_edges(c):
            "report's frame lines:\n" + "\n".join(out))
     rows = diff_rows(c.cli_run("diff", os.path.join(c.data, "valid_v2.json"), p)[0])
     expect(any(r.endswith(f"  {whole}  [new]") for r in rows), "diff rows:\n" + "\n".join(rows))
+    # a source path of 400 characters (a deep Bazel tree) keeps its line in a line that has room
+    deep = "/b/" + "d" * 392 + ".cc"
+    p = with_stacks(c, "deep.json", {101: [at(native("alloc", mod), file=deep, line=77)]})
+    want = f"alloc {deep}:77 [{mod[len('/opt/lib/'):]}+0x10]"
+    expect(user_frames(c, p) == {101: want}, f"user frame {user_frames(c, p)}, expected {want!r}")
 
     # how many bytes of a long ASCII symbol the text keeps
     cap = len(user_frames(c, with_stacks(c, "cap.json", {101: [native("a" * 5000, None)]}))[101])
