@@ -18,7 +18,6 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 export GMT_STANDIN_DEVICES=1 GMT_STANDIN_MEM_BYTES=$((1 << 30)) GMT_STANDIN_RESERVE_BYTES=$((1 << 30))
 export GPUMEMTRACE_OUTPUT="$out/r-%p.json" GPUMEMTRACE_LOG=quiet PYTHONHASHSEED=0 GMT_PROBE_SKIP=notimers
-args=()
 for n in 960 1920; do
   LD_PRELOAD=$lib valgrind --tool=callgrind --dump-instr=yes --callgrind-out-file="$out/py-$n" \
     "$py" "$root/bench/python_shapes.py" "$build/standin/libcudart.so" nested $n 13 >/dev/null 2>&1
