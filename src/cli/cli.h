@@ -259,6 +259,17 @@ const gmt_stack_t *gmt_report_stack(const gmt_report_t *rep, int64_t stack_id);
 /* The devices[] entry with this device (and rank, -1 for any), or NULL. */
 const gmt_device_t *gmt_report_device(const gmt_report_t *rep, int64_t device, int64_t rank);
 
+/* Whether a device held pinned host memory, or managed memory: each shown on its own (neither
+ * is part of bytes in use, docs/report.md "Kinds"). */
+bool gmt_device_held_pinned(const gmt_device_t *d);
+bool gmt_device_held_managed(const gmt_device_t *d);
+/* Whether a device's bytes in use (peak, current) are shown: not for one that held only pinned
+ * or managed memory (the host would read "peak 0 B"). */
+bool gmt_device_shows_in_use(const gmt_device_t *d);
+/* The report's failed allocations: its count, or the failures it lists when an edited report's
+ * count is lower (the list stops at 256: capture.dropped.failure_records). */
+int64_t gmt_report_failures(const gmt_report_t *rep);
+
 /* A merged report's ranks on one clock: true when every rank of merged.ranks has its start
  * (unix time, > 0) and its run time (duration_s, >= 0), with *start the earliest start and
  * *end the latest end (a rank's start + duration_s) of them, all finite; false for a report

@@ -481,12 +481,9 @@ int gmt_cli_check(int argc, char **argv)
         }
     }
     if (lim.no_errors) {
-        size_t n = 0, recovered = 0;
-        for (size_t i = 0; i < rep.nerrors; i++) {
-            n++;
+        size_t n = (size_t)gmt_report_failures(&rep), recovered = 0;
+        for (size_t i = 0; i < rep.nerrors; i++)
             recovered += rep.errors[i].recovered == 1;
-        }
-        if ((int64_t)n < rep.failures) n = (size_t)rep.failures;
         NEW_RESULT();
         snprintf(r->name, sizeof r->name, "no-errors");
         r->failed = n > 0;

@@ -527,8 +527,7 @@ static void print_devices(const view_t *v)
         putchar('\n');
         /* Pinned host and managed memory are never bytes in use (docs/report.md, "Kinds"), so
          * pinned memory alone left the host at "peak 0 B": its own lines say what it held. */
-        bool other = (d->has_pinned && d->pinned_peak) || (d->has_managed && d->managed_peak);
-        if (d->peak_bytes || d->current_bytes || !other) {
+        if (gmt_device_shows_in_use(d)) {
             printf("    peak     %s", gmt_fmt_bytes(d->peak_bytes, a, sizeof a));
             if (d->has_peak_time) printf(" at %.3f s", d->peak_time);
             if (d->has_total && d->total_bytes > 0)
@@ -537,12 +536,12 @@ static void print_devices(const view_t *v)
             printf("    current  %s\n", gmt_fmt_bytes(d->current_bytes, a, sizeof a));
         }
         char b[GMT_FMT_BYTES_LEN];
-        if (d->has_pinned && d->pinned_peak)
+        if (gmt_device_held_pinned(d))
             printf("    pinned   current %s, peak %s (pinned host memory; not part of bytes in "
                    "use)\n",
                    gmt_fmt_bytes(d->pinned_current, a, sizeof a),
                    gmt_fmt_bytes(d->pinned_peak, b, sizeof b));
-        if (d->has_managed && d->managed_peak)
+        if (gmt_device_held_managed(d))
             printf("    managed  current %s, peak %s (managed memory; not part of bytes in use)\n",
                    gmt_fmt_bytes(d->managed_current, a, sizeof a),
                    gmt_fmt_bytes(d->managed_peak, b, sizeof b));

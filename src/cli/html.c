@@ -134,16 +134,15 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
         /* Pinned host and managed memory are never bytes in use (docs/report.md, "Kinds"): they
          * have cards of their own, and a device that held only them (the host) has no "peak
          * 0 B", as `report` shows it. */
-        bool other = (d->has_pinned && d->pinned_peak) || (d->has_managed && d->managed_peak);
-        if (d->peak_bytes || d->current_bytes || !other) {
+        if (gmt_device_shows_in_use(d)) {
             snprintf(l2, sizeof l2, "peak %s", label);
             card(b, &first, l2, gmt_fmt_bytes(d->peak_bytes, x, sizeof x));
         }
-        if (d->has_pinned && d->pinned_peak) {
+        if (gmt_device_held_pinned(d)) {
             snprintf(l2, sizeof l2, "pinned peak %s", label);
             card(b, &first, l2, gmt_fmt_bytes(d->pinned_peak, x, sizeof x));
         }
-        if (d->has_managed && d->managed_peak) {
+        if (gmt_device_held_managed(d)) {
             snprintf(l2, sizeof l2, "managed peak %s", label);
             card(b, &first, l2, gmt_fmt_bytes(d->managed_peak, x, sizeof x));
         }
@@ -152,10 +151,7 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
             card(b, &first, l2, gmt_fmt_bytes((uint64_t)d->untracked_bytes, x, sizeof x));
         }
     }
-    /* the report's count: its errors list stops at 256 (capture.dropped.failure_records) */
-    int64_t failures =
-        rep->failures > (int64_t)rep->nerrors ? rep->failures : (int64_t)rep->nerrors;
-    snprintf(s, sizeof s, "%" PRId64, failures);
+    snprintf(s, sizeof s, "%" PRId64, gmt_report_failures(rep));
     card(b, &first, "failed allocations", s);
     snprintf(s, sizeof s, "%" PRId64, rep->allocs);
     card(b, &first, "allocations", s);

@@ -976,6 +976,27 @@ const gmt_device_t *gmt_report_device(const gmt_report_t *rep, int64_t device, i
     return NULL;
 }
 
+bool gmt_device_held_pinned(const gmt_device_t *d)
+{
+    return d->has_pinned && d->pinned_peak;
+}
+
+bool gmt_device_held_managed(const gmt_device_t *d)
+{
+    return d->has_managed && d->managed_peak;
+}
+
+bool gmt_device_shows_in_use(const gmt_device_t *d)
+{
+    return d->peak_bytes || d->current_bytes ||
+           !(gmt_device_held_pinned(d) || gmt_device_held_managed(d));
+}
+
+int64_t gmt_report_failures(const gmt_report_t *rep)
+{
+    return rep->failures > (int64_t)rep->nerrors ? rep->failures : (int64_t)rep->nerrors;
+}
+
 bool gmt_report_job_span(const gmt_report_t *rep, double *start, double *end)
 {
     double first = INFINITY, last = -INFINITY;
