@@ -9,8 +9,9 @@ it); prints "ms_pass", "ms_traced" (medians of their steps) and "ab_ratio" (the 
 block pairs of traced / pass; "ab_pairs" their number and quartiles; "ab_ci90" a 90 %
 bootstrap interval of that median): the same process, so the host's per-process modes cancel.
 It also prints "probe_<piece>" lines: the time each piece of the event path took a traced
-step and a call (the probe build's timers: alloc, free, stack, unwind, pywalk). The timers
-cost time of their own (two clock reads each, and adds to a line every thread writes):
+step and a call (the probe build's timers: alloc, free, stack, unwind, pywalk, runtime, driver,
+pytouch). The timers cost time of their own (two clock reads each, and adds to a line every
+thread writes):
 GMT_TL_AB=1024 (the probe switch "notimers") leaves them out of the traced blocks, for the
 wall-time A/B of the tracer alone (the probe lines then read 0).
 GMT_TL_AB_OTHER=BITS: the other blocks run the tracer with the probe switches BITS instead of
@@ -73,7 +74,7 @@ PASS = 1 << 9  # GMT_PROBE_PASS, src/core/probe.h
 other = os.environ.get("GMT_TL_AB_OTHER")
 OTHER = int(other) if other is not None else PASS
 # The probe build's timers (gmt_probe_times, src/core/probe.h), in their order there.
-PHASES = ["alloc", "free", "stack", "unwind", "pywalk", "runtime", "driver"]
+PHASES = ["alloc", "free", "stack", "unwind", "pywalk", "runtime", "driver", "pytouch"]
 probe_times = None
 if probe_set:
     probe_times = getattr(ctypes.CDLL(None), "gmt_probe_times", None)  # probe builds since 241dc51

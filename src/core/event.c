@@ -192,7 +192,7 @@ __attribute__((constructor)) static void probe_read_env(void)
                  {"ctxcur", GMT_PROBE_CTXCUR},     {"pass", GMT_PROBE_PASS},
                  {"notimers", GMT_PROBE_NOTIMERS}, {"pyident", GMT_PROBE_PYIDENT},
                  {"pfslot", GMT_PROBE_PFSLOT},     {"pfentry", GMT_PROBE_PFENTRY},
-                 {"codepf", GMT_PROBE_CODEPF}};
+                 {"codepf", GMT_PROBE_CODEPF},     {"pytouch", GMT_PROBE_PYTOUCH}};
     probe_tick0 = gmt_probe_clock();
     probe_ns0 = probe_now_ns();
     probe_code_read_env();

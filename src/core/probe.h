@@ -40,6 +40,11 @@ enum {
                                   * fetched ahead where GMT_PROBE_CODE_AT says (an experiment:
                                   * whether the hot path's instruction misses after a step's
                                   * work can be overlapped; event.c) */
+    GMT_PROBE_PYTOUCH = 1 << 15, /* "pytouch": not a skip: a runtime hook reads the Python
+                                  * frame chain before its real call and throws it away (timer
+                                  * "pytouch"), to see whether the walk after the call finds
+                                  * those lines still cached (an experiment: would a walk
+                                  * moved before the real call read warm lines?) */
 };
 
 /* A probe build's timers: the cycles each piece of the event path took, summed over every
@@ -56,6 +61,7 @@ enum {
     GMT_PT_RUNTIME, /* "runtime": a recording runtime hook, less its real call */
     GMT_PT_DRIVER,  /* "driver": a recording driver entry-point wrapper, less its real call
                      * (inside a runtime hook's real call: the two add up to the tracer's time) */
+    GMT_PT_PYTOUCH, /* "pytouch": the "pytouch" switch's chain read, before the real call */
     GMT_PT_COUNT
 };
 

@@ -1685,6 +1685,39 @@ __attribute__((noinline)) static uint32_t site_walk(const walk_offs_t *o, const 
                         (uint8_t)o->owner_cstack, o->owner_cstack == NONE ? o->fr_is_entry : NONE);
 }
 
+#ifdef GMT_PROBES
+/* "pytouch" (probe.h): the chain site_walk reads (each frame's instruction and link, the shims
+ * between runs), read now and thrown away. 3.11+ only. */
+uint64_t gmt_py_touch_chain(void)
+{
+    if (py.status != GMT_PY_CAPTURED) return 0;
+    void *ts = py.this_tstate();
+    if (!ts) return 0;
+    walk_offs_t o;
+    walk_offs_load(&o);
+    fastwalk_t fw;
+    fw.n = 0;
+    fw.sp = (uintptr_t)__builtin_frame_address(0);
+    if (o.minor < 11 || !fast_begin((uint64_t)(uintptr_t)ts, &fw)) return 0;
+    uint64_t frame = first_frame((uint64_t)(uintptr_t)ts, &fw, true);
+    chunkspan_t c;
+    if (!fw.n || !chunk_span(&fw, py.frame_read, &c)) return 0;
+    uint64_t sum = 0;
+    for (int k = 0; k < PY_NOTE_FRAMES && frame && frame - c.lo < c.span; k++) {
+        const uint8_t *f = (const uint8_t *)(uintptr_t)frame;
+        sum += ld64(f + o.fr_instr);
+        uint64_t back = ld64(f + o.fr_back);
+        if (back && back - c.lo >= c.span) {
+            if (o.owner_cstack == NONE ||
+                !site_past_shim(c, back, o.fr_back, o.fr_owner, (uint8_t)o.owner_cstack, &back))
+                break;
+        }
+        frame = back;
+    }
+    return sum;
+}
+#endif
+
 static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap, gmt_py_splice_t *sp)
 {
     fastwalk_t fw; /* its chunks' words are written before they are counted in n */

@@ -180,4 +180,7 @@ void gmt_py_test_use_fast(bool on, uint64_t frame_type); /* frame_type: PyFrame_
 /* For tests: read memory through the memfd (true, the default) or process_vm_readv only. */
 void gmt_py_test_use_memfd(bool on);
 
+#ifdef GMT_PROBES
+uint64_t gmt_py_touch_chain(void); /* probe.h "pytouch" */
+#endif
 #endif

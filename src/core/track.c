@@ -154,6 +154,13 @@ __attribute__((always_inline)) inline void gmt_track_runtime_capture_slow(gmt_ne
     /* token and nframes before frames, for a signal handler's event inside the bracket */
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     f->frames = frames + first;
+#ifdef GMT_PROBES
+    if (GMT_PROBE_SKIPS(GMT_PROBE_PYTOUCH)) {
+        GMT_PROBE_T0(t1);
+        __asm__ volatile("" ::"r"(gmt_py_touch_chain()));
+        GMT_PROBE_T1(GMT_PT_PYTOUCH, t1);
+    }
+#endif
     gmt_guard_leave();
 }
 
