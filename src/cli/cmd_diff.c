@@ -84,6 +84,12 @@ static entry_t *find_or_add(table_t *t, char *key, const gmt_stack_t *stack)
     return e;
 }
 
+/* a + b, at most UINT64_MAX: a hostile report's rows of one name must not wrap to 0 */
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
 static int add_groups(table_t *t, const gmt_group_t *g, size_t n, bool is_new, bool leak)
 {
     for (size_t i = 0; i < n; i++) {
@@ -94,7 +100,7 @@ static int add_groups(table_t *t, const gmt_group_t *g, size_t n, bool is_new, b
         if (!e) return -ENOMEM;
         uint64_t *slot =
             leak ? (is_new ? &e->leak_new : &e->leak_old) : (is_new ? &e->peak_new : &e->peak_old);
-        *slot += g[i].bytes;
+        *slot = add_sat(*slot, g[i].bytes); /* groups of one stack: devices, kinds */
         if (is_new) e->stack = g[i].stack ? g[i].stack : e->stack;
     }
     return 0;
@@ -113,11 +119,19 @@ static void fmt_delta(int64_t d, char *buf, size_t len)
     snprintf(buf, len, "%s%s", d < 0 ? "-" : "+", b);
 }
 
+/* The growth at exit and at the peak together, saturated: each is within +-INT64_MAX, and
+ * their sum must not overflow on a hostile report's bytes. */
+static int64_t growth(const entry_t *e)
+{
+    int64_t l = delta(e->leak_old, e->leak_new), p = delta(e->peak_old, e->peak_new);
+    if (l > 0 && p > INT64_MAX - l) return INT64_MAX;
+    if (l < 0 && p < -INT64_MAX - l) return -INT64_MAX;
+    return l + p;
+}
+
 static int cmp_leak_growth(const void *a, const void *b)
 {
-    const entry_t *x = a, *y = b;
-    int64_t dx = delta(x->leak_old, x->leak_new) + delta(x->peak_old, x->peak_new);
-    int64_t dy = delta(y->leak_old, y->leak_new) + delta(y->peak_old, y->peak_new);
+    int64_t dx = growth(a), dy = growth(b);
     return dx < dy ? 1 : dx > dy ? -1 : 0;
 }
 
@@ -148,12 +162,6 @@ static int cmp_lib_change(const void *a, const void *b)
     uint64_t mx = dx > ex ? dx : ex, my = dy > ey ? dy : ey;
     if (mx != my) return mx > my ? -1 : 1;
     return strcmp(x->library, y->library);
-}
-
-/* a + b, at most UINT64_MAX: a hostile report's rows of one name must not wrap to 0 */
-static uint64_t add_sat(uint64_t a, uint64_t b)
-{
-    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
 /* The bytes per library of both runs, each library once (a name a report lists twice summed),
@@ -219,6 +227,17 @@ static int print_libraries(const gmt_report_t *a, const gmt_report_t *b, long to
     if (!shown) printf("  (no library changed)\n");
     free(v);
     return 0;
+}
+
+/* OLD's (or NEW's) entry for a device of the other report: the same device of the same rank
+ * (-1 in a report of one process), so that each entry is matched or listed absent, never
+ * both, and a process's GPU 0 is not read as some rank's GPU 0 of a merged report. */
+static const gmt_device_t *same_device(const gmt_report_t *r, const gmt_device_t *d)
+{
+    for (size_t i = 0; i < r->ndevices; i++)
+        if (r->devices[i].device == d->device && r->devices[i].rank == d->rank)
+            return &r->devices[i];
+    return NULL;
 }
 
 static bool broken(const growth_limit_t *g, uint64_t old, uint64_t now)
@@ -297,7 +316,7 @@ int gmt_cli_diff(int argc, char **argv)
     printf("diff %s -> %s\n\nPeak per device\n", gmt_tty(a.path), gmt_tty(b.path));
     for (size_t i = 0; i < b.ndevices; i++) {
         const gmt_device_t *nd = &b.devices[i];
-        const gmt_device_t *od = gmt_report_device(&a, nd->device, nd->rank);
+        const gmt_device_t *od = same_device(&a, nd);
         uint64_t old = od ? od->peak_bytes : 0;
         gmt_device_label(nd->device, nd->rank, label, sizeof label);
         fmt_delta(delta(old, nd->peak_bytes), d, sizeof d);
@@ -310,7 +329,7 @@ int gmt_cli_diff(int argc, char **argv)
         }
     }
     for (size_t i = 0; i < a.ndevices; i++)
-        if (!gmt_report_device(&b, a.devices[i].device, a.devices[i].rank))
+        if (!same_device(&b, &a.devices[i]))
             printf("  %-12s %10s -> (absent)\n",
                    gmt_device_label(a.devices[i].device, a.devices[i].rank, label, sizeof label),
                    gmt_fmt_bytes(a.devices[i].peak_bytes, x, sizeof x));

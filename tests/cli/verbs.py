@@ -925,6 +925,130 @@ def case_diff_contract(c):
            "growth from nothing:\n" + out)
 
 
+def lib_rows(out):
+    """The rows of diff's per library section."""
+    return out.split("\nPer library: at exit, at the peak\n", 1)[1].split("\n\n", 1)[0].splitlines()
+
+
+@case
+def case_diff_edges(c):
+    """diff where its sums, signs and matches could go wrong: a stack's row shows NEW's frames
+    (a rebuilt binary's new line numbers); a stack still held at NEW's peak is not [gone]; the
+    growth at the peak counts for either stack the sort compares; two libraries are sorted,
+    ties by name, and a library a report lists twice is summed; bytes near 2^64 neither wrap
+    nor flip the sign of a change; a device only NEW has is new, from 0 (over --max-growth 0);
+    a percentage is digits; devices of a merged report are matched by rank and device, never
+    both matched and absent."""
+    v1 = os.path.join(c.data, "valid.json")
+    v2 = os.path.join(c.data, "valid_v2.json")
+
+    # NEW's frames are shown: the line a rebuilt binary moved its allocation to
+    def moved(r):
+        stack_groups(r, 1, leak=4 * MIB)
+        next(f for f in r["stacks"]["1"] if f["symbol"] == "forward")["line"] = 43
+    rows = diff_rows(c.cli_run("diff", v1, edited(c, "valid.json", "moved.json", moved))[0])
+    expect(len(rows) == 1 and rows[0].endswith("forward model.py:43"),
+           "the row of a moved line:\n" + "\n".join(rows))
+
+    # leaked in OLD, held at NEW's peak only: changed, not gone
+    def peak_only(r):
+        stack_groups(r, 3, leak=None, peak=MIB)
+    rows = diff_rows(c.cli_run("diff", v1, edited(c, "valid.json", "peak3.json", peak_only))[0])
+    expect(len(rows) == 1 and "libpool" in rows[0] and "[gone]" not in rows[0],
+           "a stack held at NEW's peak:\n" + "\n".join(rows))
+
+    # the table meets stack 3 (+1 MiB at exit) before stack 1 (+2 MiB at the peak only)
+    def two(r, leak3, peak1):
+        r["leaks"]["groups"] = [dict(r["leaks"]["groups"][2], bytes=leak3)]
+        r["peak"][0]["groups"] = [dict(r["peak"][0]["groups"][1], bytes=peak1)]
+    o = edited(c, "valid.json", "two_o.json", lambda r: two(r, MIB, MIB))
+    n = edited(c, "valid.json", "two_n.json", lambda r: two(r, 2 * MIB, 3 * MIB))
+    rows = diff_rows(c.cli_run("diff", o, n)[0])
+    expect(len(rows) == 2 and "forward model.py:42" in rows[0] and "libpool" in rows[1],
+           "+2 MiB at the peak before +1 MiB at exit:\n" + "\n".join(rows))
+    out, _, _ = c.cli_run("diff", "--top", "1", o, n)
+    expect(diff_rows(out) == rows[:1] and "\n  ... 1 more (--top to show more)\n" in out,
+           "--top 1 of two:\n" + out)
+    with open("/dev/full", "w") as full:
+        p = subprocess.run([c.cli, "diff", o, n], env=c.env(), stdout=full,
+                           stderr=subprocess.PIPE, timeout=60, cwd=c.work, text=True)
+    expect(p.returncode == 2 and one_line(p.stderr) and
+           p.stderr.startswith("gpumemtrace: diff: writing the result: No space left"),
+           f"diff > /dev/full: status {p.returncode}, {p.stderr!r}")
+
+    # two libraries, the larger change listed second: sorted; a tie: by name
+    def libs(*rows):
+        return lambda r: r["summary"].update(libraries=[
+            {"library": l, "peak_bytes": p, "exit_bytes": e} for l, p, e in rows])
+    lo = edited(c, "valid_v2.json", "lo.json", libs(("libb.so", MIB, 0), ("liba.so", MIB, 0)))
+    ln = edited(c, "valid_v2.json", "ln.json", libs(("libb.so", 2 * MIB, 0),
+                                                    ("liba.so", 5 * MIB, 0)))
+    rows = lib_rows(c.cli_run("diff", lo, ln)[0])
+    expect(len(rows) == 2 and "liba.so" in rows[0] and "libb.so" in rows[1],
+           "two libraries by change:\n" + "\n".join(rows))
+    lt = edited(c, "valid_v2.json", "lt.json", libs(("libb.so", 2 * MIB, 0),
+                                                    ("liba.so", 2 * MIB, 0)))
+    rows = lib_rows(c.cli_run("diff", lo, lt)[0])
+    expect(len(rows) == 2 and "liba.so" in rows[0] and "libb.so" in rows[1],
+           "a tie, by name:\n" + "\n".join(rows))
+    # listed twice: summed (1 + 1 MiB is OLD's 2 MiB: no change); near 2^64: saturated,
+    # not wrapped (2 x 1.7e19 is 2^64 - 1, as OLD's 1.9e19 reads)
+    twice = edited(c, "valid_v2.json", "twice.json", libs(("liba.so", MIB, 0), ("liba.so", MIB, 0)))
+    once = edited(c, "valid_v2.json", "once.json", libs(("liba.so", 2 * MIB, 0)))
+    big2 = edited(c, "valid_v2.json", "big2.json", libs(("liba.so", 1.7e19, 0),
+                                                        ("liba.so", 1.7e19, 0)))
+    big1 = edited(c, "valid_v2.json", "big1.json", libs(("liba.so", 1.9e19, 0)))
+    for a, b in ((once, twice), (twice, once), (big1, big2), (big2, big1)):
+        rows = lib_rows(c.cli_run("diff", a, b)[0])
+        expect(rows == ["  (no library changed)"], f"diff {a} {b}:\n" + "\n".join(rows))
+
+    # bytes near 2^64: a change larger than 2^63 stays a growth (or a drop), at its most
+    def leak(b):
+        return lambda r: (r["leaks"].update(total_bytes=b), stack_groups(r, 1, leak=b))
+    l0 = edited(c, "valid.json", "l0.json", leak(0))
+    lmax = edited(c, "valid.json", "lmax.json", leak(1.8e19))
+    out, _, _ = c.cli_run("diff", "--max-growth", "0", l0, lmax, rc=1)
+    rows = diff_rows(out)
+    expect(len(rows) == 1 and re.match(r"  leak\s+\+8192\.00 PiB  peak\s+\+0 B  forward", rows[0]) and
+           "FAIL leaked bytes grew by +8192.00 PiB" in out, "0 -> 1.8e19:\n" + out)
+    rows = diff_rows(c.cli_run("diff", lmax, l0)[0])
+    expect(len(rows) == 1 and re.match(r"  leak\s+-8192\.00 PiB  peak", rows[0]),
+           "1.8e19 -> 0:\n" + "\n".join(rows))
+
+    # a device only NEW has: from 0, new, and growth over --max-growth 0
+    def one_gpu(r):
+        r["devices"] = r["devices"][:1]
+    g1 = edited(c, "valid.json", "one_gpu.json", one_gpu)
+    out, _, _ = c.cli_run("diff", "--max-growth", "0", g1, v1, rc=1)
+    expect(re.search(r"^  GPU 1 +0 B -> +2\.00 KiB  \+2\.00 KiB  \(new device\)$", out, re.M) and
+           "FAIL GPU 1 peak grew by +2.00 KiB, over --max-growth 0\n" in out,
+           "GPU 1 new:\n" + out)
+    expect(re.search(r"^  GPU 0 .*\+0 B$", out, re.M), "GPU 0 unchanged:\n" + out)
+
+    # a percentage starts with a digit: strtod's sign or space are not taken
+    for bad in ("+5%", " 5%", "-0%"):
+        _, err, _ = c.cli_run("diff", "--max-growth", bad, v1, v1, rc=2)
+        expect(one_line(err) and f"bad --max-growth '{bad}'" in err, f"{bad!r}: {err!r}")
+    c.cli_run("diff", "--max-growth", "0.5%", v1, v1)
+
+    # a merged report against one process's: no device is both matched and absent
+    def rank(i):
+        return lambda r: r["process"].update(rank=i, pid=100 + i)
+    r0 = edited(c, "valid_v2.json", "r0.json", rank(0))
+    r1 = edited(c, "valid_v2.json", "r1.json", rank(1))
+    c.cli_run("merge", r0, r1, "-o", c.path("m.json"))
+    for a, b in ((c.path("m.json"), v2), (v2, c.path("m.json"))):
+        out, _, _ = c.cli_run("diff", a, b)
+        sec = out.split("\nPeak per device\n", 1)[1].split("\n\n", 1)[0].splitlines()
+        labels = [l.split("  ")[1].strip() for l in sec]
+        expect(len(labels) == len(set(labels)) == 6 and
+               sum(l.endswith("(absent)") for l in sec) == (4 if a != v2 else 2),
+               f"diff {a} {b}: devices\n" + "\n".join(sec))
+    out, _, _ = c.cli_run("diff", c.path("m.json"), c.path("m.json"), "--max-growth", "0")
+    expect(out.count("+0 B") >= 4 and "(absent)" not in out and "(new device)" not in out,
+           "a merged report against itself:\n" + out)
+
+
 @case
 def case_no_stacks(c):
     """A report that holds no call stack and no group (nothing live at exit, no peak owner: a
