@@ -219,6 +219,41 @@ static int common_cmp(const void *a, const void *b)
     return (x->stack_id > y->stack_id) - (x->stack_id < y->stack_id);
 }
 
+/* JSON numbers are doubles: integers are exact up to 2^53. */
+#define GMT_JSON_EXACT_MAX ((int64_t)1 << 53)
+
+/* a + b, at most UINT64_MAX: a hostile report's bytes must not wrap to a small sum */
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static void raise_to(int64_t *top, int64_t id)
+{
+    if (id > *top) *top = id;
+}
+
+/* The highest stack id of a report: of its stacks, and of every group, growth suspect and
+ * failed allocation that names one (a hand-edited or cut report may name a stack it lacks). */
+static int64_t report_max_stack_id(const gmt_report_t *r)
+{
+    int64_t top = 0;
+    for (size_t k = 0; k < r->nstacks; k++)
+        raise_to(&top, r->stacks[k].id);
+    for (size_t k = 0; k < r->nleaks; k++)
+        raise_to(&top, r->leak_groups[k].stack_id);
+    for (size_t k = 0; k < r->nas; k++)
+        raise_to(&top, r->as_groups[k].stack_id);
+    for (size_t k = 0; k < r->nsuspects; k++)
+        raise_to(&top, r->suspects[k].stack_id);
+    for (size_t k = 0; k < r->nerrors; k++)
+        raise_to(&top, r->errors[k].stack_id);
+    for (size_t p = 0; p < r->npeaks; p++)
+        for (size_t k = 0; k < r->peaks[p].ngroups; k++)
+            raise_to(&top, r->peaks[p].groups[k].stack_id);
+    return top;
+}
+
 /* A process's last report (reason exit, signal or crash), as opposed to the ones it writes
  * while it runs (snapshot, oom) or as it leaves an image by exec. */
 static bool report_is_final(const gmt_report_t *r)
@@ -339,14 +374,28 @@ int gmt_cli_merge(int argc, char **argv)
         }
         n = keep;
     }
-    /* The reports merged: the newest version among them, and their highest stack id (the
-     * stride that keeps every rank's ids apart). */
+    /* The reports merged: the newest version among them, and their highest stack id, of a
+     * stack or of a reference to one (the stride that keeps every rank's ids apart, a group's
+     * dangling id too: it must not land on another rank's stack). */
     int64_t max_id = 0;
+    size_t max_at = 0;
     int version = GMT_REPORT_VERSION_MIN;
     for (size_t i = 0; i < n; i++) {
         if (reps[i].version > version) version = reps[i].version;
-        for (size_t k = 0; k < reps[i].nstacks; k++)
-            if (reps[i].stacks[k].id > max_id) max_id = reps[i].stacks[k].id;
+        int64_t top = report_max_stack_id(&reps[i]);
+        if (top > max_id) {
+            max_id = top;
+            max_at = i;
+        }
+    }
+    /* Renumbered ids go up to n * stride - 1, written as JSON numbers: past 2^53 they are no
+     * longer exact (ids of two ranks would collide, a group would name another's stack) and
+     * past 2^63 they wrapped negative, a combined report that no verb reads back. */
+    if (max_id >= (GMT_JSON_EXACT_MAX + 1) / (int64_t)n) {
+        gmt_cli_error("merge: %s has stack id %" PRId64 ": renumbered for %zu report%s the ids "
+                      "would pass 2^53, the largest a JSON number holds exactly",
+                      gmt_tty(reps[max_at].path), max_id, n, n == 1 ? "" : "s");
+        goto out;
     }
     /* The same run given twice (a file and its copy, or a glob that matched both) would count
      * every leak twice and look like a perfectly even job: said, once per repeated file, and
@@ -450,8 +499,8 @@ int gmt_cli_merge(int argc, char **argv)
                 e->nranks++;
                 e->last_rank_idx = i;
             }
-            e->total += gr->bytes;
-            e->rank_bytes += gr->bytes;
+            e->total = add_sat(e->total, gr->bytes);
+            e->rank_bytes = add_sat(e->rank_bytes, gr->bytes);
         }
     }
     for (size_t k = 0; k < ncommon; k++)
@@ -561,8 +610,8 @@ int gmt_cli_merge(int argc, char **argv)
             for (size_t k = 0; k < r->nlibraries; k++) {
                 const gmt_library_t *g = &r->libraries[k];
                 gmt_library_t *row = gmt_library_row(libs, &nlibs, g->library);
-                row->peak_bytes += g->peak_bytes;
-                row->exit_bytes += g->exit_bytes;
+                row->peak_bytes = add_sat(row->peak_bytes, g->peak_bytes);
+                row->exit_bytes = add_sat(row->exit_bytes, g->exit_bytes);
             }
             lcount += jnum(r->leaks, "count");
             lgt += (double)r->groups_total;

@@ -1313,6 +1313,144 @@ def case_merge_output_file(c):
            f"status {rc}\n{both}")
 
 
+@case
+def case_merge_stack_ids(c):
+    """merge's renumbered stack ids (file index * stride + id) stay exact JSON numbers: inputs
+    whose ids would pass 2^53 (or 2^63, where they wrapped negative and no verb read the
+    combined report back) are refused in one line, exit 2, before anything is printed or
+    written; a group naming a stack its report lacks keeps an id no other rank's stack takes."""
+    base = os.path.join(c.data, "valid_v2.json")
+
+    def big(by):
+        return lambda i, r: renumbered(r, by)
+    for by, n in ((2**62, 3), (2**63 - 10, 2), (2**52, 2)):
+        files = rank_reports(c, base, n, big(by), name=f"big{by}_")
+        out_path = c.path(f"big{by}.json")
+        _, err, out = c.cli_run("merge", *files, "-o", out_path, rc=2)
+        expect(one_line(err) and "would pass 2^53" in err and not out and
+               not os.path.exists(out_path), f"stack ids from {by}, {n} ranks: {err!r} {out!r}")
+    # just under: 2 ranks of ids up to 2^52 - 1 (stride 2^52, the highest id 2^53 - 1)
+    files = rank_reports(c, base, 2, big(2**52 - 7), name="under")
+    c.cli_run("merge", *files, "-o", c.path("under.json"))
+    m = c.load(c.path("under.json"))
+    expect(m["merged"]["stack_id_stride"] == 2**52 and
+           sorted(int(k) for k in m["stacks"])[-1] == 2**53 - 1, f"stride {m['merged']}")
+    c.cli_run("report", c.path("under.json"))
+
+    # rank 0's leak group names stack 9, which its report lacks (its stacks end at 6)
+    def dangling(i, r):
+        if i == 0:
+            r["leaks"]["groups"][0]["stack_id"] = 9
+    files = rank_reports(c, base, 2, dangling, name="dangling")
+    c.cli_run("merge", *files, "-o", c.path("d.json"))
+    m = c.load(c.path("d.json"))
+    g = [x for x in m["leaks"]["groups"] if x["rank"] == 0 and x["stack_id"] == 9]
+    expect(len(g) == 1 and "9" not in m["stacks"] and m["merged"]["stack_id_stride"] >= 10,
+           f"a dangling stack id landed on another rank's stack: stride "
+           f"{m['merged']['stack_id_stride']}, stacks {sorted(m['stacks'], key=int)}")
+
+    # stack id 0 is no stack (memory allocated where no stack was taken): it stays 0 in every
+    # rank, in the leaks and in the peak's groups, not a renumbered id naming nothing
+    def stackless(i, r):
+        r["leaks"]["groups"].append(dict(r["leaks"]["groups"][0], stack_id=0, bytes=1000))
+        r["peak"][0]["groups"].append(dict(r["peak"][0]["groups"][0], stack_id=0, bytes=1000))
+    files = rank_reports(c, base, 2, stackless, name="stackless")
+    c.cli_run("merge", *files, "-o", c.path("z.json"))
+    m = c.load(c.path("z.json"))
+    got = sorted((g["rank"], g["stack_id"]) for g in m["leaks"]["groups"] if g["bytes"] == 1000)
+    got += sorted((g["rank"], g["stack_id"]) for p in m["peak"] for g in p["groups"]
+                  if g["bytes"] == 1000)
+    expect(got == [(0, 0), (1, 0)] * 2, f"stack id 0 groups (rank, id): {got}")
+    # given rank 1's file first: the common leak of no stack names none (-1), not an id
+    c.cli_run("merge", *files[::-1], "-o", c.path("z1.json"))
+    cl = [x["stack_id"] for x in c.load(c.path("z1.json"))["merged"]["common_leaks"]]
+    expect(len(cl) == 3 and cl.count(-1) == 1 and all(x == -1 or x > 0 for x in cl),
+           f"common leaks' stack ids {cl}")
+
+
+@case
+def case_merge_edges(c):
+    """merge where its sums and ties could go wrong: common leaks of one total in the order the
+    ranks list their stacks (the merged stack id); a summary field that is an object in the
+    lowest rank's report and a number in another's is kept once, not written twice; a warning of a rank of many digits
+    whole; the warning about non-final reports naming the first; reports of one pid and host
+    without start times not called one process; "-" (standard input) not taken for a file
+    named "-" that -o names; -o '' and a 4097th file refused in one line before anything is printed."""
+    base = os.path.join(c.data, "valid_v2.json")
+
+    def tie(i, r):
+        g = {x["stack_id"]: x for x in r["leaks"]["groups"]}
+        r["leaks"]["groups"] = [dict(g[3], bytes=2 * MIB), dict(g[1], bytes=2 * MIB)]
+        r["summary"]["note"] = {"calls": 1} if i == 0 else 5
+        r["capture"]["warnings"] = [f"warning {i}"]
+        r["process"]["rank"] = [1234567, 7654321][i]
+    files = rank_reports(c, base, 2, tie, name="tie")
+    out, _, _ = c.cli_run("merge", *files, "-o", c.path("m.json"))
+    text = open(c.path("m.json")).read()
+
+    def no_twice(pairs):
+        keys = [k for k, _ in pairs]
+        expect(len(keys) == len(set(keys)), f"a key written twice: {keys}")
+        return dict(pairs)
+    m = json.loads(text, object_pairs_hook=no_twice)
+    cl = [m["stacks"][str(x["stack_id"])] for x in m["merged"]["common_leaks"]]
+    src = c.load(base)["stacks"]
+    expect(cl == [src["1"], src["3"]], f"common leaks of one total: {m['merged']['common_leaks']}")
+    rows = out.split("common to all 2 ranks\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    expect(len(rows) == 2 and "forward model.py:42" in rows[0], "common leaks:\n" + out)
+    expect(m["summary"]["note"] == {"calls": 1}, f"summary.note {m['summary'].get('note')!r}")
+    expect(m["capture"]["warnings"] == ["rank 1234567: warning 0", "rank 7654321: warning 1"],
+           f"warnings {m['capture']['warnings']}")
+    _, err, out = c.cli_run("merge", *files, "-o", "", rc=2)
+    expect(one_line(err) and "-o needs a file name" in err and not out, f"-o '': {err!r} {out!r}")
+    # the warning about non-final reports names the first one, ", ..." when there are more
+    def reason(which):
+        return lambda i, r: r["process"].update(reason=which[i])
+    nf = rank_reports(c, base, 3, reason(["exit", "oom", "snapshot"]), name="nf")
+    _, err, _ = c.cli_run("merge", *nf)
+    expect(one_line(err) and f"({nf[1]}, ...)" in err, f"two non-final: {err!r}")
+    nf = rank_reports(c, base, 2, reason(["exec", "exit"]), name="nf1_")
+    _, err, _ = c.cli_run("merge", *nf)
+    expect(one_line(err) and f"({nf[0]}) were written" in err and "merging the 1 final report "
+           in err, f"one non-final: {err!r}")
+    # two processes of one pid and host whose start times are not known (0): not called one
+    def unknown_start(i, r):
+        for t in ("start_time", "start_time_ns", "end_time", "end_time_ns"):
+            r["process"].pop(t, None)
+    _, err, _ = c.cli_run("merge", *rank_reports(c, base, 2, unknown_start, name="nostart"))
+    expect(not err, f"start times unknown: {err!r}")
+    # standard input ("-") is no file: a file named "-" beside is a target like any other
+    with open(c.path("-"), "w") as f:
+        f.write("an older file, replaced\n")
+    with open(files[0]) as stdin:
+        c.cli_run("merge", "-", files[1], "-o", "./-", stdin=stdin)
+    expect(c.load(c.path("-"))["merged"]["ranks"][0]["file"] == "-", "-o ./- with - read")
+    # v1 reports (no suppressed_count, no libraries, no leaks.meaning): none made up; a v2
+    # report's libraries kept beside a v1 report of a higher rank (listed after it)
+    def v1_edit(i, r):
+        del r["leaks"]["meaning"]
+    v1s = rank_reports(c, os.path.join(c.data, "valid.json"), 2, v1_edit, name="v1_")
+    c.cli_run("merge", *v1s, "-o", c.path("v1.json"))
+    lk = c.load(c.path("v1.json"))["leaks"]
+    expect("suppressed_count" not in lk and lk["meaning"] == "live at exit", f"v1 leaks {lk}")
+    c.cli_run("merge", rank_reports(c, base, 1, name="v2only")[0], v1s[1], "-o",
+              c.path("mixed.json"))
+    libs = c.load(c.path("mixed.json"))["summary"].get("libraries")
+    expect(libs == c.load(base)["summary"]["libraries"], f"v2 + v1 libraries {libs}")
+    # a common leak and a library near 2^64 in each rank: sums at 2^64 - 1, not wrapped small
+    def huge(i, r):
+        r["leaks"]["groups"] = [dict(r["leaks"]["groups"][0], bytes=1.7e19)]
+        r["summary"]["libraries"] = [{"library": "big", "peak_bytes": 1.7e19, "exit_bytes": 0}]
+    c.cli_run("merge", *rank_reports(c, base, 2, huge, name="huge"), "-o", c.path("h.json"))
+    h = c.load(c.path("h.json"))
+    expect(h["merged"]["common_leaks"][0]["total_bytes"] == float(2**64) and
+           h["summary"]["libraries"][0]["peak_bytes"] == float(2**64),
+           f"sums near 2^64: {h['merged']['common_leaks']} {h['summary']['libraries']}")
+    # at most 4096 files (docs/cli.md): one more is refused before any is read
+    _, err, out = c.cli_run("merge", *([files[0]] * 4097), rc=2)
+    expect(one_line(err) and "too many files" in err and not out, f"4097 files: {err!r}")
+
+
 def merge_table_ranks(out):
     """The rank column of merge's table."""
     rows = out.split("peak       leaked\n", 1)[1].split("\n\n", 1)[0]
