@@ -466,6 +466,12 @@ int gmt_export_html(const gmt_report_t *rep, gmt_buf_t *b);
 
 /* "512 B", "3.00 MiB", "1.50 GiB". Returns buf. */
 char *gmt_fmt_bytes(uint64_t bytes, char *buf, size_t len);
+/* a + b, at most UINT64_MAX: a hostile report's byte counts summed must not wrap to a small
+ * number (diff's and merge's sums). */
+static inline uint64_t gmt_add_sat(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
 #define GMT_FMT_BYTES_LEN 32
 
 /* Parse a non-negative decimal integer in [min, max]; 0 or -EINVAL. */

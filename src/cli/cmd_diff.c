@@ -84,12 +84,6 @@ static entry_t *find_or_add(table_t *t, char *key, const gmt_stack_t *stack)
     return e;
 }
 
-/* a + b, at most UINT64_MAX: a hostile report's rows of one name must not wrap to 0 */
-static uint64_t add_sat(uint64_t a, uint64_t b)
-{
-    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
-
 static int add_groups(table_t *t, const gmt_group_t *g, size_t n, bool is_new, bool leak)
 {
     for (size_t i = 0; i < n; i++) {
@@ -100,7 +94,7 @@ static int add_groups(table_t *t, const gmt_group_t *g, size_t n, bool is_new, b
         if (!e) return -ENOMEM;
         uint64_t *slot =
             leak ? (is_new ? &e->leak_new : &e->leak_old) : (is_new ? &e->peak_new : &e->peak_old);
-        *slot = add_sat(*slot, g[i].bytes); /* groups of one stack: devices, kinds */
+        *slot = gmt_add_sat(*slot, g[i].bytes); /* groups of one stack: devices, kinds */
         if (is_new) e->stack = g[i].stack ? g[i].stack : e->stack;
     }
     return 0;
@@ -192,11 +186,11 @@ static int print_libraries(const gmt_report_t *a, const gmt_report_t *b, long to
                 rc = gmt_strmap_put(&index, l->library, k) ? -1 : 0;
             }
             if (side) {
-                v[k].peak_new = add_sat(v[k].peak_new, l->peak_bytes);
-                v[k].exit_new = add_sat(v[k].exit_new, l->exit_bytes);
+                v[k].peak_new = gmt_add_sat(v[k].peak_new, l->peak_bytes);
+                v[k].exit_new = gmt_add_sat(v[k].exit_new, l->exit_bytes);
             } else {
-                v[k].peak_old = add_sat(v[k].peak_old, l->peak_bytes);
-                v[k].exit_old = add_sat(v[k].exit_old, l->exit_bytes);
+                v[k].peak_old = gmt_add_sat(v[k].peak_old, l->peak_bytes);
+                v[k].exit_old = gmt_add_sat(v[k].exit_old, l->exit_bytes);
             }
         }
     }

@@ -222,12 +222,6 @@ static int common_cmp(const void *a, const void *b)
 /* JSON numbers are doubles: integers are exact up to 2^53. */
 #define GMT_JSON_EXACT_MAX ((int64_t)1 << 53)
 
-/* a + b, at most UINT64_MAX: a hostile report's bytes must not wrap to a small sum */
-static uint64_t add_sat(uint64_t a, uint64_t b)
-{
-    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
-
 static void raise_to(int64_t *top, int64_t id)
 {
     if (id > *top) *top = id;
@@ -499,8 +493,8 @@ int gmt_cli_merge(int argc, char **argv)
                 e->nranks++;
                 e->last_rank_idx = i;
             }
-            e->total = add_sat(e->total, gr->bytes);
-            e->rank_bytes = add_sat(e->rank_bytes, gr->bytes);
+            e->total = gmt_add_sat(e->total, gr->bytes);
+            e->rank_bytes = gmt_add_sat(e->rank_bytes, gr->bytes);
         }
     }
     for (size_t k = 0; k < ncommon; k++)
@@ -610,8 +604,8 @@ int gmt_cli_merge(int argc, char **argv)
             for (size_t k = 0; k < r->nlibraries; k++) {
                 const gmt_library_t *g = &r->libraries[k];
                 gmt_library_t *row = gmt_library_row(libs, &nlibs, g->library);
-                row->peak_bytes = add_sat(row->peak_bytes, g->peak_bytes);
-                row->exit_bytes = add_sat(row->exit_bytes, g->exit_bytes);
+                row->peak_bytes = gmt_add_sat(row->peak_bytes, g->peak_bytes);
+                row->exit_bytes = gmt_add_sat(row->exit_bytes, g->exit_bytes);
             }
             lcount += jnum(r->leaks, "count");
             lgt += (double)r->groups_total;
