@@ -2653,6 +2653,48 @@ def case_load_fields(c):
                            env=c.env(), capture_output=True, text=True, timeout=30)
         expect(p.returncode == 0 and "1024 allocations, 510 frees" in p.stdout,
                f"report <(sleep 0.5; cat r.json): {p.returncode} {p.stderr!r}")
+    # byte count -1 is 0 too (a cast made it 16 EiB); a time past a double's range is 0, and so
+    # is a duration end_time - start_time that would be
+    rep = c.load(v1)
+    rep["leaks"]["groups"][0]["bytes"] = -1
+    rep["peak"][0]["time"] = "@inf"
+    rep["process"].update(start_time=-1.7e308, end_time=1.7e308)
+    del rep["process"]["duration_s"]
+    with open(c.path("huge_times.json"), "w") as f:
+        f.write(json.dumps(rep).replace('"@inf"', "1e999"))
+    out, _, _ = c.cli_run("report", c.path("huge_times.json"))
+    expect(re.search(r"#1 +0 B in 3 allocations", out) and "GPU 0: 12.00 MiB at 0.000 s" in out
+           and "reason    exit, ran 0.000 s" in out and not re.search(r"\binf\b", out),
+           "bytes -1, peak time 1e999, start and end times a duration past a double:\n" + out)
+    # a peak without "share" shows none (not 0.0%); a fragmentation past a double's range is
+    # unknown, as is one left out
+    rep = c.load(v1)
+    del rep["peak"][0]["share"]
+    rep["fragmentation"][0]["fragmentation"] = "@inf"
+    with open(c.path("no_share.json"), "w") as f:
+        f.write(json.dumps(rep).replace('"@inf"', "1e999"))
+    out, _, _ = c.cli_run("report", c.path("no_share.json"))
+    expect(re.search(r"^  GPU 0: 12\.00 MiB at 4\.125 s$", out, re.M) and
+           re.search(r"^  GPU 0: 0\.00 unknown  \(", out, re.M),
+           "no share, fragmentation 1e999:\n" + out)
+    # an error's "layer" cupti names it as the driver does; an API of neither layer (not cu*)
+    # keeps the report's name
+    rep = c.load(v1)
+    rep["errors"][0].update(layer="cupti")
+    rep["errors"][1].update(api="hipMalloc", error_name="hipErrorOutOfMemory")
+    out = report(rep, "--top", "5")
+    expect("cudaMalloc of 200.00 GiB on GPU 0 at 6.250 s: CUDA_ERROR_OUT_OF_MEMORY (2)" in out and
+           "hipMalloc of 1.00 KiB on GPU 0 at 7.500 s: hipErrorOutOfMemory (1)" in out,
+           "layer cupti, API hipMalloc:\n" + out)
+    # a v1 frame is a Python one when it has no module and its file ends in ".py" (m.py too);
+    # one with a module is native whatever its file
+    rep = c.load(v1)
+    frames = rep["stacks"]["1"]
+    frames[1]["file"], frames[3]["file"] = "gen.py", "m.py"
+    out = report(rep)
+    expect("-> forward m.py:42\n          at libcudart.so.13+0x1234\n"
+           "          at alloc_workspace gen.py:88 [trainer+0x12e10]\n" in out,
+           "v1 frames of gen.py with a module, m.py without:\n" + out)
 
 
 def main(cases=None, what="verb", keys=("case", "cli", "lib", "progs", "standin", "work",
