@@ -2653,11 +2653,11 @@ def case_load_fields(c):
                            env=c.env(), capture_output=True, text=True, timeout=30)
         expect(p.returncode == 0 and "1024 allocations, 510 frees" in p.stdout,
                f"report <(sleep 0.5; cat r.json): {p.returncode} {p.stderr!r}")
-    # byte count -1 is 0 too (a cast made it 16 EiB); a time past a double's range is 0, and so
-    # is a duration end_time - start_time that would be
+    # byte count -1 is 0 too (a cast made it 16 EiB); a time past a double's range is 0 (a
+    # device's peak time unknown), and so is a duration end_time - start_time that would be
     rep = c.load(v1)
     rep["leaks"]["groups"][0]["bytes"] = -1
-    rep["peak"][0]["time"] = "@inf"
+    rep["peak"][0]["time"] = rep["devices"][0]["peak_time"] = "@inf"
     rep["process"].update(start_time=-1.7e308, end_time=1.7e308)
     del rep["process"]["duration_s"]
     with open(c.path("huge_times.json"), "w") as f:
@@ -2666,6 +2666,14 @@ def case_load_fields(c):
     expect(re.search(r"#1 +0 B in 3 allocations", out) and "GPU 0: 12.00 MiB at 0.000 s" in out
            and "reason    exit, ran 0.000 s" in out and not re.search(r"\binf\b", out),
            "bytes -1, peak time 1e999, start and end times a duration past a double:\n" + out)
+    # a device's peak_time that is not finite is unknown: left out, as a null one is
+    expect("    peak     12.00 MiB (<0.1% of the device)\n" in out,
+           "devices[].peak_time 1e999:\n" + out)
+    # drops are summed saturating: two of 9e18 are 2^63 - 1, not a negative number
+    rep = c.load(v1)
+    rep["capture"]["dropped"] = {"table_full": 9e18, "stacks": 9e18}
+    out = report(rep)
+    expect("events    1536 seen, 9223372036854775807 dropped," in out, "drops of 2 x 9e18:\n" + out)
     # a peak without "share" shows none (not 0.0%); a fragmentation past a double's range is
     # unknown, as is one left out
     rep = c.load(v1)
