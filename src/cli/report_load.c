@@ -155,13 +155,73 @@ static size_t array_len(const cJSON *a)
  * zero-length allocation; found by fuzz.report_reader). */
 #define EACH_ELEMENT(el, a) cJSON_ArrayForEach(el, (cJSON_IsArray(a) ? (a) : NULL))
 
-/* A byte count or count: a non-negative finite number, else 0. */
-static uint64_t json_u64(const cJSON *obj, const char *key)
+/* The model's integers (ids, devices, ranks, counts, byte counts, codes) are integers in the
+ * schema. One given as a fraction (a stack id of 1.5 was read as stack 1, a device of 0.5 as
+ * GPU 0) refuses the report, naming the first such member: at is the place being read
+ * ("leaks.groups[]"), set by the caller before it reads there. */
+typedef struct num_check_s {
+    const char *at;
+    char bad_at[48]; /* the first member that is not an integer: its place, key and value */
+    const char *bad_key;
+    double bad_value;
+} num_check_t;
+
+static void note_not_whole(num_check_t *nc, const char *key, double value)
+{
+    if (nc->bad_key) return;
+    snprintf(nc->bad_at, sizeof nc->bad_at, "%s", nc->at ? nc->at : "?");
+    nc->bad_key = key;
+    nc->bad_value = value;
+}
+
+/* An id, device, rank or code: a whole number, dflt when absent or past what an int64 holds
+ * (as gmt_json_int: merge refuses stack ids past 2^53 with its own line). */
+static int64_t json_i64(num_check_t *nc, const cJSON *obj, const char *key, int64_t dflt)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0)) return 0;
-    if (v->valuedouble >= 1.8e19) return UINT64_MAX;
-    return (uint64_t)v->valuedouble;
+    if (!cJSON_IsNumber(v)) return dflt;
+    double d = v->valuedouble; /* cJSON reads no NaN; 1e999 is inf */
+    if (isfinite(d) && d != floor(d)) {
+        note_not_whole(nc, key, d);
+        return dflt;
+    }
+    return gmt_json_int(obj, key, dflt);
+}
+
+/* A byte count or count: a whole number, 0 when negative (docs/cli.md, "Reading reports"),
+ * UINT64_MAX from 2^64 up (1e999 included); 0 when absent. */
+static uint64_t json_u64(num_check_t *nc, const cJSON *obj, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!cJSON_IsNumber(v)) return 0;
+    double d = v->valuedouble;
+    if (isfinite(d) && d != floor(d)) {
+        note_not_whole(nc, key, d);
+        return 0;
+    }
+    if (!(d > 0)) return 0;
+    return d >= 0x1p64 ? UINT64_MAX : (uint64_t)d;
+}
+
+/* A count the model keeps signed: json_u64 within int64. */
+static int64_t json_count(num_check_t *nc, const cJSON *obj, const char *key)
+{
+    uint64_t n = json_u64(nc, obj, key);
+    return n > INT64_MAX ? INT64_MAX : (int64_t)n;
+}
+
+/* The refusal of a report whose nc noted a member that is not an integer; 0 when none. The
+ * value is printed with the fewest digits that read back as it. */
+static int not_whole_why(const num_check_t *nc, char *why, size_t why_len)
+{
+    if (!nc->bad_key) return 0;
+    char num[32];
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(num, sizeof num, "%.*g", prec, nc->bad_value);
+        if (strtod(num, NULL) == nc->bad_value) break;
+    }
+    return set_why(why, why_len, -EINVAL, "malformed report: \"%s.%s\" is %s, not an integer",
+                   nc->bad_at, nc->bad_key, num);
 }
 
 static double json_time(const cJSON *obj, const char *key)
@@ -176,7 +236,7 @@ static double json_time_known(const cJSON *obj, const char *key)
     return gmt_json_has_num(obj, key) ? json_time(obj, key) : -1;
 }
 
-static int frame_from_json(const cJSON *j, gmt_frame_t *f, int version)
+static int frame_from_json(num_check_t *nc, const cJSON *j, gmt_frame_t *f, int version)
 {
     memset(f, 0, sizeof *f);
     f->line = -1;
@@ -186,8 +246,8 @@ static int frame_from_json(const cJSON *j, gmt_frame_t *f, int version)
     f->module = gmt_json_str(j, "module", NULL);
     f->file = gmt_json_str(j, "file", NULL);
     f->build_id = gmt_json_str(j, "build_id", NULL);
-    f->line = gmt_json_has_num(j, "line") ? gmt_json_int(j, "line", -1) : -1;
-    f->offset = gmt_json_has_num(j, "offset") ? gmt_json_int(j, "offset", -1) : -1;
+    f->line = json_i64(nc, j, "line", -1);
+    f->offset = json_i64(nc, j, "offset", -1);
     const char *addr = gmt_json_str(j, "address", NULL);
     if (addr) f->address = strtoull(addr, NULL, 16);
     if (type && strcmp(type, "python") == 0) {
@@ -237,7 +297,7 @@ static int cmp_stack(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static int build_stacks(gmt_report_t *rep, char *why, size_t why_len)
+static int build_stacks(gmt_report_t *rep, num_check_t *nc, char *why, size_t why_len)
 {
     size_t n = 0;
     const cJSON *item;
@@ -245,6 +305,7 @@ static int build_stacks(gmt_report_t *rep, char *why, size_t why_len)
     rep->stacks = arena_alloc(rep, n, sizeof *rep->stacks);
     if (n && !rep->stacks) return set_why(why, why_len, -ENOMEM, "out of memory");
     size_t k = 0;
+    nc->at = "stacks[].frames[]";
     cJSON_ArrayForEach(item, rep->stacks_json)
     {
         char *end = NULL;
@@ -273,7 +334,7 @@ static int build_stacks(gmt_report_t *rep, char *why, size_t why_len)
         const cJSON *fj;
         EACH_ELEMENT(fj, frames)
         {
-            if (frame_from_json(fj, &st->frames[i++], rep->version))
+            if (frame_from_json(nc, fj, &st->frames[i++], rep->version))
                 return set_why(why, why_len, -EINVAL,
                                "malformed report: a frame of stack %lld is not an object", id);
         }
@@ -316,18 +377,19 @@ static int merged_suspect_cmp(const void *a, const void *b)
                           (merged_key_t){y->growth_bytes, y->rank, y->stack_id, y->device});
 }
 
-static int64_t json_rank(const cJSON *obj)
+static int64_t json_rank(num_check_t *nc, const cJSON *obj)
 {
-    return gmt_json_has_num(obj, "rank") ? gmt_json_int(obj, "rank", -1) : -1;
+    return json_i64(nc, obj, "rank", -1);
 }
 
-static void group_from_json(const gmt_report_t *rep, const cJSON *j, gmt_group_t *g)
+static void group_from_json(const gmt_report_t *rep, num_check_t *nc, const cJSON *j,
+                            gmt_group_t *g)
 {
-    g->stack_id = gmt_json_has_num(j, "stack_id") ? gmt_json_int(j, "stack_id", -1) : -1;
-    g->bytes = json_u64(j, "bytes");
-    g->count = json_u64(j, "count");
-    g->device = gmt_json_int(j, "device", 0);
-    g->rank = json_rank(j);
+    g->stack_id = json_i64(nc, j, "stack_id", -1);
+    g->bytes = json_u64(nc, j, "bytes");
+    g->count = json_u64(nc, j, "count");
+    g->device = json_i64(nc, j, "device", 0);
+    g->rank = json_rank(nc, j);
     g->kind = gmt_json_str(j, "kind", "?");
     g->api = gmt_json_str(j, "api", "?");
     g->library = gmt_json_str(j, "library", NULL);
@@ -335,8 +397,8 @@ static void group_from_json(const gmt_report_t *rep, const cJSON *j, gmt_group_t
     g->stack = g->stack_id >= 0 ? gmt_report_stack(rep, g->stack_id) : NULL;
 }
 
-static int build_groups(gmt_report_t *rep, const cJSON *arr, const char *what, gmt_group_t **out,
-                        size_t *nout, char *why, size_t why_len)
+static int build_groups(gmt_report_t *rep, num_check_t *nc, const cJSON *arr, const char *what,
+                        gmt_group_t **out, size_t *nout, char *why, size_t why_len)
 {
     *out = NULL;
     *nout = 0;
@@ -349,7 +411,12 @@ static int build_groups(gmt_report_t *rep, const cJSON *arr, const char *what, g
     if (n && !*out) return set_why(why, why_len, -ENOMEM, "out of memory");
     size_t i = 0;
     const cJSON *j;
-    EACH_ELEMENT(j, arr) group_from_json(rep, j, &(*out)[i++]);
+    char at[40];
+    snprintf(at, sizeof at, "%s[]", what);
+    const char *was_at = nc->at;
+    nc->at = at;
+    EACH_ELEMENT(j, arr) group_from_json(rep, nc, j, &(*out)[i++]);
+    nc->at = was_at;
     *nout = n;
     return 0;
 }
@@ -387,13 +454,14 @@ static const char *error_name(const cJSON *j, const char *api, int64_t code)
     return (lay == GMT_LAYER_RUNTIME ? rt_form : drv_form) ? name : NULL;
 }
 
-static int build_model(gmt_report_t *rep, char *why, size_t why_len)
+static int build_model(gmt_report_t *rep, num_check_t *nc, char *why, size_t why_len)
 {
-    int rc = build_stacks(rep, why, why_len);
+    int rc = build_stacks(rep, nc, why, why_len);
     if (rc) return rc;
     const cJSON *p = rep->process;
-    rep->pid = gmt_json_int(p, "pid", 0);
-    rep->rank = gmt_json_int(p, "rank", 0);
+    nc->at = "process";
+    rep->pid = json_i64(nc, p, "pid", 0);
+    rep->rank = json_i64(nc, p, "rank", 0);
     rep->hostname = gmt_json_str(p, "hostname", "?");
     rep->reason = gmt_json_str(p, "reason", "?");
     rep->signal = gmt_json_str(p, "signal", NULL);
@@ -406,30 +474,33 @@ static int build_model(gmt_report_t *rep, char *why, size_t why_len)
     rep->recovered = gmt_json_bool(p, "recovered", false);
 
     const cJSON *s = rep->summary;
-    rep->allocs = gmt_json_int(s, "allocs", 0);
-    rep->frees = gmt_json_int(s, "frees", 0);
-    rep->failures = gmt_json_int(s, "failures", 0);
-    rep->peak_bytes = json_u64(s, "peak_bytes");
-    rep->live_bytes = json_u64(s, "live_bytes");
+    nc->at = "summary";
+    rep->allocs = json_count(nc, s, "allocs");
+    rep->frees = json_count(nc, s, "frees");
+    rep->failures = json_count(nc, s, "failures");
+    rep->peak_bytes = json_u64(nc, s, "peak_bytes");
+    rep->live_bytes = json_u64(nc, s, "live_bytes");
 
     const cJSON *l = rep->leaks;
-    rc = build_groups(rep, cJSON_GetObjectItemCaseSensitive(l, "groups"), "leaks.groups",
+    rc = build_groups(rep, nc, cJSON_GetObjectItemCaseSensitive(l, "groups"), "leaks.groups",
                       &rep->leak_groups, &rep->nleaks, why, why_len);
     if (rc) return rc;
     if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(l, "groups")))
         return set_why(why, why_len, -EINVAL, "malformed report: \"leaks.groups\" is missing");
-    rep->leak_bytes = json_u64(l, "total_bytes");
-    rep->leak_suppressed_bytes = json_u64(l, "suppressed_bytes");
-    rep->leak_count = json_u64(l, "count");
+    nc->at = "leaks";
+    rep->leak_bytes = json_u64(nc, l, "total_bytes");
+    rep->leak_suppressed_bytes = json_u64(nc, l, "suppressed_bytes");
+    rep->leak_count = json_u64(nc, l, "count");
     rep->groups_total =
-        gmt_json_has_num(l, "groups_total") ? json_u64(l, "groups_total") : rep->nleaks;
+        gmt_json_has_num(l, "groups_total") ? json_u64(nc, l, "groups_total") : rep->nleaks;
     const cJSON *as = cJSON_GetObjectItemCaseSensitive(l, "address_space");
     if (cJSON_IsObject(as)) {
-        rep->as_reserved_bytes = json_u64(as, "reserved_bytes");
-        rep->as_mapped_bytes = json_u64(as, "mapped_bytes");
-        rep->as_reserved_count = json_u64(as, "reserved_count");
-        rep->as_mapped_count = json_u64(as, "mapped_count");
-        rc = build_groups(rep, cJSON_GetObjectItemCaseSensitive(as, "groups"),
+        nc->at = "leaks.address_space";
+        rep->as_reserved_bytes = json_u64(nc, as, "reserved_bytes");
+        rep->as_mapped_bytes = json_u64(nc, as, "mapped_bytes");
+        rep->as_reserved_count = json_u64(nc, as, "reserved_count");
+        rep->as_mapped_count = json_u64(nc, as, "mapped_count");
+        rc = build_groups(rep, nc, cJSON_GetObjectItemCaseSensitive(as, "groups"),
                           "leaks.address_space.groups", &rep->as_groups, &rep->nas, why, why_len);
         if (rc) return rc;
     }
@@ -437,21 +508,22 @@ static int build_model(gmt_report_t *rep, char *why, size_t why_len)
     const cJSON *sus = cJSON_GetObjectItemCaseSensitive(l, "growth_suspects");
     if (cJSON_IsArray(sus)) {
         rep->has_suspects = true;
+        nc->at = "leaks.growth_suspects[]";
         ALLOC_ARRAY(suspects, array_len(sus));
         const cJSON *j;
         EACH_ELEMENT(j, sus)
         {
             if (!cJSON_IsObject(j)) continue;
             gmt_suspect_t *g = &rep->suspects[rep->nsuspects++];
-            g->stack_id = gmt_json_has_num(j, "stack_id") ? gmt_json_int(j, "stack_id", -1) : -1;
+            g->stack_id = json_i64(nc, j, "stack_id", -1);
             /* v1 gives no device; -1 is the host's */
             g->device =
-                gmt_json_has_num(j, "device") ? gmt_json_int(j, "device", -1) : GMT_CLI_NO_DEVICE;
-            g->rank = json_rank(j);
-            g->growth_bytes = json_u64(j, "growth_bytes");
+                gmt_json_has_num(j, "device") ? json_i64(nc, j, "device", -1) : GMT_CLI_NO_DEVICE;
+            g->rank = json_rank(nc, j);
+            g->growth_bytes = json_u64(nc, j, "growth_bytes");
             /* v1 called the live bytes "bytes" */
-            g->live_bytes = gmt_json_has_num(j, "live_bytes") ? json_u64(j, "live_bytes")
-                                                              : json_u64(j, "bytes");
+            g->live_bytes = gmt_json_has_num(j, "live_bytes") ? json_u64(nc, j, "live_bytes")
+                                                              : json_u64(nc, j, "bytes");
             g->kind = gmt_json_str(j, "kind", NULL);
             g->api = gmt_json_str(j, "api", NULL);
             g->library = gmt_json_str(j, "library", NULL);
@@ -459,12 +531,14 @@ static int build_model(gmt_report_t *rep, char *why, size_t why_len)
         }
     }
 
+    nc->at = "leaks";
     rep->suspects_total = gmt_json_has_num(l, "growth_suspects_total")
-                              ? json_u64(l, "growth_suspects_total")
+                              ? json_u64(nc, l, "growth_suspects_total")
                               : rep->nsuspects;
     const cJSON *libs = cJSON_GetObjectItemCaseSensitive(s, "libraries");
     if (cJSON_IsArray(libs)) {
         rep->has_libraries = true;
+        nc->at = "summary.libraries[]";
         ALLOC_ARRAY(libraries, array_len(libs));
         const cJSON *j;
         EACH_ELEMENT(j, libs)
@@ -473,8 +547,8 @@ static int build_model(gmt_report_t *rep, char *why, size_t why_len)
             gmt_library_t *g = &rep->libraries[rep->nlibraries++];
             g->library = gmt_json_str(j, "library", NULL);
             if (!g->library) g->library = "(unattributed)";
-            g->peak_bytes = json_u64(j, "peak_bytes");
-            g->exit_bytes = json_u64(j, "exit_bytes");
+            g->peak_bytes = json_u64(nc, j, "peak_bytes");
+            g->exit_bytes = json_u64(nc, j, "exit_bytes");
         }
     }
 
@@ -482,72 +556,80 @@ static int build_model(gmt_report_t *rep, char *why, size_t why_len)
     ALLOC_ARRAY(devices, array_len(rep->devices_json));
     EACH_ELEMENT(j, rep->devices_json)
     {
+        nc->at = "devices[]";
         gmt_device_t *d = &rep->devices[rep->ndevices++];
-        d->device = gmt_json_int(j, "device", 0);
-        d->rank = json_rank(j);
+        d->device = json_i64(nc, j, "device", 0);
+        d->rank = json_rank(nc, j);
         d->name = gmt_json_str(j, "name", NULL);
         d->has_total = gmt_json_has_num(j, "total_bytes");
-        d->total_bytes = json_u64(j, "total_bytes");
-        d->current_bytes = json_u64(j, "current_bytes");
-        d->peak_bytes = json_u64(j, "peak_bytes");
+        d->total_bytes = json_u64(nc, j, "total_bytes");
+        d->current_bytes = json_u64(nc, j, "current_bytes");
+        d->peak_bytes = json_u64(nc, j, "peak_bytes");
         const cJSON *pk = cJSON_GetObjectItemCaseSensitive(j, "peak_bytes");
         d->has_peak = cJSON_IsNumber(pk) && pk->valuedouble >= 0;
         d->has_peak_time =
             gmt_json_has_num(j, "peak_time") && isfinite(gmt_json_num(j, "peak_time", 0));
         d->peak_time = json_time(j, "peak_time");
-        d->allocs = gmt_json_int(j, "allocs", 0);
-        d->frees = gmt_json_int(j, "frees", 0);
-        d->failures = gmt_json_int(j, "failures", 0);
+        d->allocs = json_count(nc, j, "allocs");
+        d->frees = json_count(nc, j, "frees");
+        d->failures = json_count(nc, j, "failures");
         const cJSON *audit = cJSON_GetObjectItemCaseSensitive(j, "audit");
+        nc->at = "devices[].audit";
         if ((d->has_untracked = gmt_json_has_num(audit, "untracked_bytes")))
-            d->untracked_bytes = gmt_json_int(audit, "untracked_bytes", 0);
+            d->untracked_bytes = json_i64(nc, audit, "untracked_bytes", 0);
         if ((d->has_process = gmt_json_has_num(audit, "process_used_bytes"))) {
-            d->process_used_bytes = json_u64(audit, "process_used_bytes");
-            d->process_untracked_bytes = gmt_json_int(audit, "process_untracked_bytes", 0);
+            d->process_used_bytes = json_u64(nc, audit, "process_used_bytes");
+            d->process_untracked_bytes = json_i64(nc, audit, "process_untracked_bytes", 0);
         }
         const cJSON *kinds = cJSON_GetObjectItemCaseSensitive(j, "kinds");
         const cJSON *pinned = cJSON_GetObjectItemCaseSensitive(kinds, "host_pinned");
         const cJSON *managed = cJSON_GetObjectItemCaseSensitive(kinds, "managed");
+        nc->at = "devices[].kinds";
         if ((d->has_pinned = cJSON_IsObject(pinned))) {
-            d->pinned_current = json_u64(pinned, "current_bytes");
-            d->pinned_peak = json_u64(pinned, "peak_bytes");
+            d->pinned_current = json_u64(nc, pinned, "current_bytes");
+            d->pinned_peak = json_u64(nc, pinned, "peak_bytes");
         }
         if ((d->has_managed = cJSON_IsObject(managed))) {
-            d->managed_current = json_u64(managed, "current_bytes");
-            d->managed_peak = json_u64(managed, "peak_bytes");
+            d->managed_current = json_u64(nc, managed, "current_bytes");
+            d->managed_peak = json_u64(nc, managed, "peak_bytes");
         }
     }
 
     ALLOC_ARRAY(peaks, array_len(rep->peak_json));
     EACH_ELEMENT(j, rep->peak_json)
     {
+        nc->at = "peak[]";
         gmt_peak_t *pk = &rep->peaks[rep->npeaks++];
-        pk->device = gmt_json_int(j, "device", 0);
-        pk->rank = json_rank(j);
-        pk->bytes = json_u64(j, "bytes");
+        pk->device = json_i64(nc, j, "device", 0);
+        pk->rank = json_rank(nc, j);
+        pk->bytes = json_u64(nc, j, "bytes");
         pk->time = json_time(j, "time");
         pk->share = gmt_json_has_num(j, "share") ? gmt_json_num(j, "share", -1) : -1;
+        if (!(pk->share >= 0) || !isfinite(pk->share)) pk->share = -1; /* unknown: not shown */
         const cJSON *groups = cJSON_GetObjectItemCaseSensitive(j, "groups");
         if (!cJSON_IsArray(groups))
             return set_why(why, why_len, -EINVAL,
                            "malformed report: a \"peak\" entry has no array of groups");
-        rc = build_groups(rep, groups, "peak[].groups", &pk->groups, &pk->ngroups, why, why_len);
+        rc =
+            build_groups(rep, nc, groups, "peak[].groups", &pk->groups, &pk->ngroups, why, why_len);
         if (rc) return rc;
+        nc->at = "peak[]";
         pk->groups_total =
-            gmt_json_has_num(j, "groups_total") ? json_u64(j, "groups_total") : pk->ngroups;
+            gmt_json_has_num(j, "groups_total") ? json_u64(nc, j, "groups_total") : pk->ngroups;
     }
 
     ALLOC_ARRAY(frag, array_len(rep->fragmentation_json));
     EACH_ELEMENT(j, rep->fragmentation_json)
     {
+        nc->at = "fragmentation[]";
         gmt_frag_t *f = &rep->frag[rep->nfrag++];
-        f->device = gmt_json_int(j, "device", 0);
-        f->rank = json_rank(j);
-        f->span_bytes = json_u64(j, "span_bytes");
-        f->free_in_gaps = json_u64(j, "free_in_gaps");
-        f->largest_gap = json_u64(j, "largest_gap");
-        f->granularity_loss_bytes = json_u64(j, "granularity_loss_bytes");
-        f->live_allocations = gmt_json_int(j, "live_allocations", 0);
+        f->device = json_i64(nc, j, "device", 0);
+        f->rank = json_rank(nc, j);
+        f->span_bytes = json_u64(nc, j, "span_bytes");
+        f->free_in_gaps = json_u64(nc, j, "free_in_gaps");
+        f->largest_gap = json_u64(nc, j, "largest_gap");
+        f->granularity_loss_bytes = json_u64(nc, j, "granularity_loss_bytes");
+        f->live_allocations = json_count(nc, j, "live_allocations");
         f->fragmentation =
             gmt_json_has_num(j, "fragmentation") ? gmt_json_num(j, "fragmentation", -1) : -1;
         if (!isfinite(f->fragmentation)) f->fragmentation = -1;
@@ -556,9 +638,10 @@ static int build_model(gmt_report_t *rep, char *why, size_t why_len)
     ALLOC_ARRAY(series, array_len(rep->timeline_json));
     EACH_ELEMENT(j, rep->timeline_json)
     {
+        nc->at = "timeline[]";
         gmt_series_t *t = &rep->series[rep->nseries++];
-        t->device = gmt_json_int(j, "device", 0);
-        t->rank = json_rank(j);
+        t->device = json_i64(nc, j, "device", 0);
+        t->rank = json_rank(nc, j);
         const cJSON *pts = cJSON_GetObjectItemCaseSensitive(j, "points");
         if (pts && !cJSON_IsArray(pts))
             return set_why(why, why_len, -EINVAL,
@@ -572,11 +655,12 @@ static int build_model(gmt_report_t *rep, char *why, size_t why_len)
         {
             const cJSON *a = cJSON_GetArrayItem(pt, 0), *b = cJSON_GetArrayItem(pt, 1);
             if (!cJSON_IsArray(pt) || !cJSON_IsNumber(a) || !cJSON_IsNumber(b) ||
-                !isfinite(a->valuedouble) || !(b->valuedouble >= 0))
+                !isfinite(a->valuedouble) || !(b->valuedouble >= 0) ||
+                b->valuedouble != floor(b->valuedouble))
                 return set_why(why, why_len, -EINVAL,
                                "malformed report: a timeline point is not [seconds, bytes, ...]");
             t->t[t->n] = a->valuedouble;
-            t->bytes[t->n] = b->valuedouble >= 1.8e19 ? UINT64_MAX : (uint64_t)b->valuedouble;
+            t->bytes[t->n] = b->valuedouble >= 0x1p64 ? UINT64_MAX : (uint64_t)b->valuedouble;
             t->n++;
         }
     }
@@ -584,22 +668,23 @@ static int build_model(gmt_report_t *rep, char *why, size_t why_len)
     ALLOC_ARRAY(errors, array_len(rep->errors_json));
     EACH_ELEMENT(j, rep->errors_json)
     {
+        nc->at = "errors[]";
         gmt_error_t *e = &rep->errors[rep->nerrors++];
         e->time = json_time(j, "time");
         e->api = gmt_json_str(j, "api", "?");
         e->kind = gmt_json_str(j, "kind", "?");
-        e->device = gmt_json_int(j, "device", 0);
-        e->rank = json_rank(j);
-        e->error = gmt_json_int(j, "error", 0);
+        e->device = json_i64(nc, j, "device", 0);
+        e->rank = json_rank(nc, j);
+        e->error = json_i64(nc, j, "error", 0);
         e->error_name = error_name(j, e->api, e->error);
-        e->size = json_u64(j, "size");
-        e->free_bytes = gmt_json_has_num(j, "free_bytes") ? (int64_t)json_u64(j, "free_bytes") : -1;
-        e->total_bytes =
-            gmt_json_has_num(j, "total_bytes") ? (int64_t)json_u64(j, "total_bytes") : -1;
+        e->size = json_u64(nc, j, "size");
+        /* -1 unknown; a count past int64 is INT64_MAX, never negative (1e19 hid the line) */
+        e->free_bytes = gmt_json_has_num(j, "free_bytes") ? json_count(nc, j, "free_bytes") : -1;
+        e->total_bytes = gmt_json_has_num(j, "total_bytes") ? json_count(nc, j, "total_bytes") : -1;
         const cJSON *rec = cJSON_GetObjectItemCaseSensitive(j, "recovered");
         e->recovered = cJSON_IsBool(rec) ? cJSON_IsTrue(rec) : -1;
         e->oom = gmt_json_bool(j, "oom", false);
-        e->stack_id = gmt_json_has_num(j, "stack_id") ? gmt_json_int(j, "stack_id", -1) : -1;
+        e->stack_id = json_i64(nc, j, "stack_id", -1);
         e->stack = e->stack_id > 0 ? gmt_report_stack(rep, e->stack_id) : NULL;
     }
 
@@ -610,26 +695,25 @@ static int build_model(gmt_report_t *rep, char *why, size_t why_len)
             return set_why(why, why_len, -EINVAL,
                            "malformed report: \"merged.ranks\" is not an array");
         ALLOC_ARRAY(ranks, array_len(ranks));
+        nc->at = "merged.ranks[]";
         EACH_ELEMENT(j, ranks)
         {
             if (!cJSON_IsObject(j)) continue;
             gmt_rank_t *r = &rep->ranks[rep->nranks++];
-            r->rank = gmt_json_int(j, "rank", 0);
-            r->pid = gmt_json_int(j, "pid", 0);
+            r->rank = json_i64(nc, j, "rank", 0);
+            r->pid = json_i64(nc, j, "pid", 0);
             r->file = gmt_json_str(j, "file", "?");
             r->hostname = gmt_json_str(j, "hostname", "?");
-            r->peak_bytes = json_u64(j, "peak_bytes");
-            r->leaked_bytes = json_u64(j, "leaked_bytes");
+            r->peak_bytes = json_u64(nc, j, "peak_bytes");
+            r->leaked_bytes = json_u64(nc, j, "leaked_bytes");
             r->reason = gmt_json_str(j, "reason", NULL);
             r->start_time = json_time_known(j, "start_time");
             r->end_time = json_time_known(j, "end_time");
             r->duration_s = json_time_known(j, "duration_s");
-            uint64_t dropped = json_u64(j, "dropped");
-            r->dropped = !gmt_json_has_num(j, "dropped") ? -1
-                         : dropped > INT64_MAX           ? INT64_MAX
-                                                         : (int64_t)dropped;
+            r->dropped = gmt_json_has_num(j, "dropped") ? json_count(nc, j, "dropped") : -1;
         }
         rep->imbalance = gmt_json_num(merged, "imbalance", 0);
+        if (!(rep->imbalance >= 0) || !isfinite(rep->imbalance)) rep->imbalance = 0;
         /* Largest first, as one process's report lists them, whatever wrote the file (merge
          * once appended each rank's groups after the other's, and report showed rank 0's
          * small groups above rank 39's large ones). */
@@ -686,7 +770,9 @@ static int check_shape(gmt_report_t *rep, char *why, size_t why_len)
         if (!cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(rep->summary, summary_keys[i])))
             return set_why(why, why_len, -EINVAL, "malformed report: \"summary.%s\" is missing",
                            summary_keys[i]);
-    return build_model(rep, why, why_len);
+    num_check_t nc = {0};
+    int rc = build_model(rep, &nc, why, why_len);
+    return rc ? rc : not_whole_why(&nc, why, why_len);
 }
 
 /* Byte offset of the first invalid UTF-8 sequence, or len when all is valid (gmt_utf8_seq's

@@ -2705,6 +2705,72 @@ def case_load_fields(c):
            "v1 frames of gen.py with a module, m.py without:\n" + out)
 
 
+@case
+def case_load_numbers(c):
+    """The loader's numbers (docs/cli.md, "Reading reports"): an integer member given as a
+    fraction refuses the report in one line naming it (a stack id of 1.5 was read as stack 1, a
+    device of 0.5 as GPU 0); a count or byte count below 0 is 0 (-1 too, which a cast made
+    16 EiB; -5 allocations were shown as such) and one past int64 the most int64 holds (1e19
+    allocations were 0, 1e19 free bytes hid the free-memory note); a time that is not finite is
+    0, a peak share or merged imbalance that is not finite is not shown as one."""
+    v1 = os.path.join(c.data, "valid.json")
+
+    def write(rep, name="n.json"):
+        # JSON has no infinity: 1e999, past a double's range, reads as one
+        with open(c.path(name), "w") as f:
+            f.write(json.dumps(rep).replace('"@inf"', "1e999"))
+        return c.path(name)
+
+    def edit(fn):
+        rep = c.load(v1)
+        fn(rep)
+        return rep
+
+    fractions = (
+        ("leaks.groups[].stack_id", "1.5", lambda r: r["leaks"]["groups"][0].update(stack_id=1.5)),
+        ("leaks.groups[].device", "0.5", lambda r: r["leaks"]["groups"][0].update(device=0.5)),
+        ("peak[].groups[].count", "2.25", lambda r: r["peak"][0]["groups"][0].update(count=2.25)),
+        ("summary.allocs", "1024.5", lambda r: r["summary"].update(allocs=1024.5)),
+        ("devices[].peak_bytes", "0.1", lambda r: r["devices"][0].update(peak_bytes=0.1)),
+        ("errors[].stack_id", "5.5", lambda r: r["errors"][0].update(stack_id=5.5)),
+        ("stacks[].frames[].line", "88.5", lambda r: r["stacks"]["1"][1].update(line=88.5)),
+        ("leaks.growth_suspects[].device", "-0.5",
+         lambda r: r["leaks"]["growth_suspects"][0].update(device=-0.5)),
+    )
+    for where, shown, fn in fractions:
+        path = write(edit(fn))
+        _, err, out = c.cli_run("report", path, rc=2)
+        want = f'gpumemtrace: {path}: malformed report: "{where}" is {shown}, not an integer\n'
+        expect(err == want and not out, f"{where} = {shown}: {err!r}, expected {want!r}")
+    # a whole number written with a fraction's notation is whole
+    out, _, _ = c.cli_run("report", write(edit(lambda r: r["summary"].update(allocs=1024.0))))
+    expect(re.search(r"^1024 allocations, 510 frees", out, re.M), "allocs 1024.0:\n" + out)
+
+    def report(fn):
+        out, _, _ = c.cli_run("report", "--top", "5", write(edit(fn)))
+        return out
+
+    out = report(lambda r: r["summary"].update(allocs=1e19, frees=-5))
+    expect(re.search(r"^9223372036854775807 allocations, 0 frees, 2 failures$", out, re.M),
+           "allocs 1e19, frees -5:\n" + out)
+    out = report(lambda r: r["errors"][0].update(free_bytes=1e19))
+    expect("cudaMalloc of 200.00 GiB on GPU 0 at 6.250 s: cudaErrorMemoryAllocation (2); "
+           "8192.00 PiB free of 140.40 GiB" in out, "free_bytes 1e19:\n" + out)
+    out = report(lambda r: r["peak"][0].update(share="@inf"))
+    expect(re.search(r"^  GPU 0: 12\.00 MiB at 4\.125 s$", out, re.M) and
+           not re.search(r"\binf\b", out), "peak share 1e999:\n" + out)
+    # a merged report's imbalance
+    for k in (0, 1):
+        with open(c.path(f"rank{k}.json"), "w") as f:
+            json.dump(edit(lambda r: r["process"].update(rank=k)), f)
+    c.cli_run("merge", "-o", c.path("merged.json"), c.path("rank0.json"), c.path("rank1.json"))
+    rep = c.load(c.path("merged.json"))
+    rep["merged"]["imbalance"] = "@inf"
+    out, _, _ = c.cli_run("report", write(rep, "merged_inf.json"))
+    expect("peak imbalance 0.00 (max/mean)" in out and not re.search(r"\binf\b", out),
+           "imbalance 1e999:\n" + out)
+
+
 def main(cases=None, what="verb", keys=("case", "cli", "lib", "progs", "standin", "work",
                                           "schema", "data"), ctx=None):
     """Runs the case --case of `cases` (this file's by default) with a `ctx` (Ctx) made of
