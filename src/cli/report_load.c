@@ -873,6 +873,43 @@ static bool json_ends_early(const char *text, size_t len, size_t off)
     return off + 1 >= len && end > 0 && strchr("0123456789.+-eE\"{}[],:l", text[end - 1]);
 }
 
+static int cmp_key(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The first member name that an object of v (at any depth) holds twice, NULL when none; *err
+ * is set when memory ran out. cJSON keeps both members and answers a lookup with the first,
+ * where Python's json, jq and the schema's validator take the last: a report edited by hand
+ * with a second "summary" would show other numbers here than there. Recursion is bounded by
+ * cJSON's nesting limit. */
+static const char *duplicate_key(const cJSON *v, bool *err)
+{
+    if (!cJSON_IsObject(v) && !cJSON_IsArray(v)) return NULL;
+    size_t n = 0;
+    const cJSON *m;
+    for (m = v->child; m; m = m->next) {
+        const char *dup = duplicate_key(m, err);
+        if (dup || *err) return dup;
+        n++;
+    }
+    if (!cJSON_IsObject(v) || n < 2) return NULL;
+    const char **names = malloc(n * sizeof *names);
+    if (!names) {
+        *err = true;
+        return NULL;
+    }
+    size_t k = 0;
+    for (m = v->child; m; m = m->next)
+        names[k++] = m->string ? m->string : "";
+    qsort(names, n, sizeof *names, cmp_key);
+    const char *dup = NULL;
+    for (k = 1; k < n && !dup; k++)
+        if (strcmp(names[k], names[k - 1]) == 0) dup = names[k];
+    free(names);
+    return dup;
+}
+
 int gmt_report_parse(const char *text, size_t len, gmt_report_t *rep, char *why, size_t why_len)
 {
     const char *path = rep->path;
@@ -931,7 +968,12 @@ int gmt_report_parse(const char *text, size_t len, gmt_report_t *rep, char *why,
         return set_why(why, why_len, -EINVAL, "not valid JSON: syntax error at line %u, column %u",
                        line, col);
     }
-    int rc = check_shape(rep, why, why_len);
+    bool nomem = false;
+    const char *dup = duplicate_key(rep->root, &nomem);
+    int rc = nomem ? set_why(why, why_len, -ENOMEM, "out of memory")
+             : dup ? set_why(why, why_len, -EINVAL,
+                             "malformed report: key \"%.40s\" twice in one object", dup)
+                   : check_shape(rep, why, why_len);
     if (rc) gmt_report_free(rep);
     rep->path = path;
     return rc;

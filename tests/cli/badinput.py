@@ -44,6 +44,7 @@ def main():
         write(name, good[:at])
 
     cut_in("cut_in_string.json", b'"node07"', 5)
+    cut_in("cut_after_quote.json", b'"node07"', 1)  # cJSON's error is the string's start
     cut_in("cut_in_literal.json", b'"signal": null', len('"signal": nu'))
     cut_in("cut_in_exponent.json", b"8.34e-", len("8.34e-"))
     accented = good.replace(b'"node07"', '"nodé07"'.encode(), 1)
@@ -146,6 +147,12 @@ def main():
     write("merged_ranks_object.json", json.dumps(r).encode())
     r = dict(rep, leaks=dict(rep["leaks"], groups=[1, 2]))
     write("groups_not_objects.json", json.dumps(r).encode())
+    # A key twice in one object: cJSON answers with the first, Python's json, jq and the schema
+    # validator with the last, so the verbs would show other numbers than they do.
+    write("dup_section.json", good.rstrip()[:-1] + b', "summary": ' +
+          json.dumps(dict(rep["summary"], allocs=7)).encode() + b"}")
+    write("dup_nested.json",
+          good.replace(b'"bytes": 3145728,', b'"bytes": 3145728, "bytes": 1,', 1))
     # huge: a sparse file far over the size limit costs no disk and must be refused at once
     huge = os.path.join(work, "huge.json")
     with open(huge, "wb") as f:
@@ -230,7 +237,9 @@ def main():
                                "column 1001",
              "deep_1000_syntax.json": "not valid JSON: syntax error at line 1, column 1001",
              "cut_exponent_plus.json": "not valid JSON: ends early (truncated?) at line 1",
-             "cut_escaped_quote.json": "not valid JSON: ends early (truncated?) at line 1"}
+             "cut_escaped_quote.json": "not valid JSON: ends early (truncated?) at line 1",
+             "dup_section.json": 'malformed report: key "summary" twice in one object',
+             "dup_nested.json": 'malformed report: key "bytes" twice in one object'}
     lines = good.count(b"\n")
     exact["utf8_after_end.json"] = f"not valid UTF-8 at line {lines + 2}, column 1"
     at = good.index(b'"node07"')
@@ -239,6 +248,7 @@ def main():
                        ("lead_c1_at_end.json", 3)):  # the bad byte's index in '"node07"'
         exact[name] = f"not valid UTF-8 at line {line}, column {col + byte}"
     for name in ("cut_after_null.json", "cut_after_true.json", "cut_after_false.json",
+                 "cut_after_quote.json",
                  "cut_after_newline.json", "cut_end.json", "half.json"):
         last = open(files[name], "rb").read().count(b"\n") + 1
         exact[name] = f"not valid JSON: ends early (truncated?) at line {last}"
