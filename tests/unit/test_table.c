@@ -1405,6 +1405,344 @@ static void test_live_count_across_threads(void **state)
             assert_int_equal(t->shard[s].words[l] & GMT_TABLE_WRITER_MASK, 0);
 }
 
+/* ---- audit 2: mutation testing of table.c ------------------------------------------------- */
+
+/* A slot's generation is odd while it is LIVE and even while it is EMPTY or TOMB: a recovered
+ * table tells an insert cut short from a removal or move cut short by it (settle_busy). It
+ * holds through fills, removals, tombstones taken again and moves into newer levels; a slot
+ * reused that way and left BUSY by a removal cut short is settled LIVE again. */
+static void check_generations(gmt_table_t *t)
+{
+    for (uint32_t n = t->first; n < t->next; n++) {
+        const gmt_level_t *l = &t->levels[n % GMT_TABLE_LEVELS];
+        const gmt_slot_t *base = level_slots(t, n);
+        for (uint64_t i = l->released; i < l->cap; i++) {
+            uint32_t st = base[i].sg & 3u, odd = (base[i].sg >> 11) & 1u;
+            if (st == 3 || (st == 2) != (odd == 1))
+                fail_msg("level %u slot %llu: state %u, generation %s", n, (unsigned long long)i,
+                         st, odd ? "odd" : "even");
+        }
+    }
+}
+
+static void test_generation_parity(void **state)
+{
+    (void)state;
+    gmt_table_t *t = table_new(0);
+    const uint64_t cap = t->levels[0].cap;
+    /* One home slot filled and emptied three times, then filled: generation 7, LIVE. */
+    uint64_t key = key_homed(77, cap, 0);
+    gmt_record_t r = rec_for(0, key);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(gmt_table_insert(t, &r), 0);
+        assert_int_equal(gmt_table_remove(t, 0, key, NULL), 0);
+    }
+    assert_int_equal(gmt_table_insert(t, &r), 0);
+    gmt_slot_t *s = &level_slots(t, 0)[77];
+    assert_int_equal(s->sg >> 11, 7);
+    s->sg += 1; /* LIVE -> BUSY: a removal cut short by a kill */
+    assert_int_equal(gmt_table_validate(t), 0);
+    assert_int_equal(s->sg & 3u, 2);
+    gmt_record_t out;
+    assert_int_equal(gmt_table_lookup(t, 0, key, &out), 0);
+    assert_true(rec_equal(&out, &r));
+    /* Churn through growths and finished moves: every LIVE slot odd, every other one even. */
+    for (uint64_t k = 1; k <= 60000; k++) {
+        gmt_record_t c = rec_for((uint8_t)(k & 1), k << 9);
+        assert_int_equal(gmt_table_insert(t, &c), 0);
+        if (k > 5000 && k % 3)
+            assert_int_equal(gmt_table_remove(t, (uint8_t)((k - 5000) & 1), (k - 5000) << 9, NULL),
+                             0);
+        if (k % 10007 == 0) check_generations(t);
+    }
+    assert_true(t->grows > 2);
+    while (gmt_table_settle(t, 1u << 20) != 0) {
+    }
+    check_generations(t);
+    /* A moved entry whose removal was cut short stays too. */
+    gmt_slot_t *base = level_slots(t, t->first);
+    uint64_t at = 0;
+    while ((base[at].sg & 3u) != 2)
+        at++;
+    uint64_t moved_key = base[at].key;
+    uint8_t moved_space = (uint8_t)((base[at].sg >> 5) & 3u);
+    base[at].sg += 1;
+    assert_int_equal(gmt_table_validate(t), 0);
+    assert_int_equal(base[at].sg & 3u, 2);
+    assert_int_equal(gmt_table_lookup(t, moved_space, moved_key, NULL), 0);
+}
+
+/* An insert whose probe meets PROBE_LIMIT (4096) taken slots goes to a new level, and a move
+ * that meets such a run in the new level leaves the entry where it was (the old level is then
+ * kept, "pinned"): nothing is dropped or counted twice. The run is 4,097 keys homed at one slot
+ * of a level of 24,064 slots, which holds 4,096 of them without growing. */
+static void test_full_probe_goes_to_a_new_level(void **state)
+{
+    (void)state;
+    gmt_table_t *t = table_new(0);
+    uint64_t m = 0;
+    while (t->levels[(t->next - 1) % GMT_TABLE_LEVELS].cap < 20000) {
+        gmt_record_t r = rec_for(0, key_random(m++));
+        assert_int_equal(gmt_table_insert(t, &r), 0);
+    }
+    while (gmt_table_settle(t, 1u << 20) != 0) {
+    }
+    for (uint64_t i = 0; i < m; i++)
+        assert_int_equal(gmt_table_remove(t, 0, key_random(i), NULL), 0);
+    assert_int_equal(t->next - t->first, 1);
+    gmt_level_t *l = &t->levels[t->first % GMT_TABLE_LEVELS];
+    const uint64_t cap = l->cap, n = 4097, grows = t->grows;
+    for (uint64_t j = 0; j < n; j++) {
+        gmt_record_t r = rec_for(0, key_homed(100, cap, j));
+        assert_int_equal(gmt_table_insert(t, &r), 0);
+        assert_int_equal(t->grows - grows, j < n - 1 ? 0 : 1); /* the last one found no slot */
+    }
+    assert_int_equal(l->max_probe, 4095);
+    assert_int_equal(t->dropped_full, 0);
+    assert_int_equal(gmt_table_live(t), n);
+    for (uint64_t j = 0; j < n; j++)
+        assert_int_equal(gmt_table_lookup(t, 0, key_homed(100, cap, j), NULL), 0);
+    /* The move: the same keys home at one slot of the new level too; the one that finds no
+     * slot there stays LIVE in the old level, which is never retired. */
+    while (gmt_table_settle(t, 1u << 20) != 0) {
+    }
+    assert_int_equal(l->pinned, 1);
+    assert_int_equal(t->next - t->first, 2);
+    assert_int_equal(gmt_table_live(t), n);
+    static uint64_t seen[4097];
+    collect_t c = {seen, 0, n};
+    assert_int_equal(gmt_table_foreach(t, collect_visit, &c), n);
+    qsort(seen, n, sizeof *seen, cmp_u64);
+    for (uint64_t i = 1; i < n; i++)
+        assert_true(seen[i] != seen[i - 1]);
+    assert_int_equal(gmt_table_validate(t), 0);
+    for (uint64_t j = 0; j < n; j++)
+        assert_int_equal(gmt_table_remove(t, 0, key_homed(100, cap, j), NULL), 0);
+    assert_int_equal(gmt_table_live(t), 0);
+    assert_int_equal(t->dropped_full, 0);
+}
+
+/* Levels pile up while moves are held off (a walk of the table under way: `iterating` set by
+ * hand), one per ~3,000 inserts of churn, and settle returns at once meanwhile. At the ring's
+ * limit (GMT_TABLE_LEVELS - 1 active levels) no level is added, and once the newest is full an
+ * insert is refused and counted, never written over the oldest level's descriptor. When the
+ * walk ends the moves drain every level into the newest. */
+static void test_level_ring_limit(void **state)
+{
+    (void)state;
+    gmt_table_t *t = table_new(0);
+    t->iterating = 1;
+    enum { LIVE = 100, EXTRA = 4096 };
+    static uint64_t keys[LIVE + EXTRA];
+    uint64_t k = 0, n = 0, refused = 0;
+    while (t->next - t->first < GMT_TABLE_LEVELS - 1) { /* churn: LIVE keys kept */
+        assert_true(++k < 1000000);
+        gmt_record_t r = rec_for(0, k << 9);
+        assert_int_equal(gmt_table_insert(t, &r), 0);
+        if (k > LIVE) assert_int_equal(gmt_table_remove(t, 0, (k - LIVE) << 9, NULL), 0);
+        if (k % 4096 == 0) assert_int_equal(gmt_table_settle(t, 1000), 0);
+    }
+    for (uint64_t i = 0; i < LIVE; i++)
+        keys[n++] = (k - i) << 9;
+    while (refused < 10) { /* no removes: the newest level fills */
+        assert_true(++k < 2000000);
+        gmt_record_t r = rec_for(0, k << 9);
+        int rc = gmt_table_insert(t, &r);
+        if (rc == -ENOSPC) {
+            refused++;
+            continue;
+        }
+        assert_int_equal(rc, 0);
+        assert_true(n < LIVE + EXTRA);
+        keys[n++] = r.key;
+    }
+    assert_int_equal(t->next - t->first, GMT_TABLE_LEVELS - 1);
+    assert_int_equal(t->dropped_full, refused);
+    assert_int_equal(gmt_table_live(t), n);
+    static uint64_t seen[LIVE + EXTRA];
+    t->iterating = 0; /* (check_all_found walks the table) */
+    check_all_found(t, keys, n, seen);
+    /* The newest level is full: room for the moves first (else they pin, as above). */
+    for (uint64_t i = LIVE; i < n; i++)
+        assert_int_equal(gmt_table_remove(t, 0, keys[i], NULL), 0);
+    while (gmt_table_settle(t, 1u << 20) != 0) {
+    }
+    assert_int_equal(t->next - t->first, 1);
+    check_all_found(t, keys, LIVE, seen);
+    gmt_record_t r = rec_for(0, (k + 1) << 9);
+    assert_int_equal(gmt_table_insert(t, &r), 0);
+    assert_int_equal(t->dropped_full, refused);
+}
+
+/* The host refuses the table more memory (its arena's reservation used up): the level it has
+ * fills past 3/4 to its last slot, then every insert is refused and counted; nothing already
+ * in is lost; with memory again the table grows. */
+static void test_host_refuses_memory(void **state)
+{
+    (void)state;
+    gmt_table_t *t = table_new(0);
+    gmt_arena_t *ar = gmt_region_arena(GMT_ARENA_TABLE);
+    const uint64_t reserved = ar->reserved, cap = t->levels[0].cap;
+    ar->reserved = ar->used;
+    uint64_t k = 0, refused = 0;
+    static uint64_t keys[4096], seen[4096];
+    while (refused < 5) {
+        assert_true(++k < 10000);
+        gmt_record_t r = rec_for(0, k << 9);
+        int rc = gmt_table_insert(t, &r);
+        if (rc == -ENOSPC)
+            refused++;
+        else {
+            assert_int_equal(rc, 0);
+            assert_true(k - 1 - refused < cap);
+            keys[k - 1 - refused] = r.key;
+        }
+    }
+    assert_int_equal(k - refused, cap); /* every slot used */
+    assert_int_equal(t->grows, 0);
+    assert_int_equal(t->dropped_full, refused);
+    assert_int_equal(gmt_table_live(t), cap);
+    check_all_found(t, keys, cap, seen);
+    ar->reserved = reserved;
+    gmt_record_t r = rec_for(0, (k + 1) << 9);
+    assert_int_equal(gmt_table_insert(t, &r), 0);
+    assert_int_equal(t->grows, 1);
+    assert_int_equal(t->dropped_full, refused);
+}
+
+/* A walk waits for the moves under way, at most GMT_TABLE_ITER_WAIT_NS: a mover stopped for
+ * good (by a debugger; `movers` set by hand) costs one walk that long, counted in `raced`, and
+ * the walk still visits every entry. */
+static void test_iteration_waits_for_a_stopped_mover(void **state)
+{
+    (void)state;
+    gmt_table_t *t = table_new(0);
+    for (uint64_t k = 1; k <= 10; k++) {
+        gmt_record_t r = rec_for(0, k << 9);
+        assert_int_equal(gmt_table_insert(t, &r), 0);
+    }
+    t->movers = 1;
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    uint64_t seen = 0;
+    assert_int_equal(gmt_table_foreach(t, count_visit, &seen), 10);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    uint64_t ns =
+        (uint64_t)(b.tv_sec - a.tv_sec) * 1000000000ull + (uint64_t)b.tv_nsec - (uint64_t)a.tv_nsec;
+    assert_int_equal(seen, 10);
+    assert_int_equal(t->raced, 1);
+    assert_true(ns >= GMT_TABLE_ITER_WAIT_NS);
+    assert_true(ns < 20 * GMT_TABLE_ITER_WAIT_NS);
+    t->movers = 0;
+    assert_int_equal(gmt_table_foreach(t, count_visit, &seen), 10);
+    assert_int_equal(t->raced, 1);
+    assert_int_equal(t->iterating, 0);
+}
+
+static void *insert_one(void *arg)
+{
+    gmt_table_t *t = arg;
+    gmt_record_t r = rec_for(0, 0x5000);
+    return gmt_table_insert(t, &r) == 0 ? arg : NULL;
+}
+
+/* The event path's fast paths and what they rest on: `where` names the one level (with a bound
+ * too) and is 0 during a move; the prefetch names the home slot and put_near fills it; a
+ * thread's first insert takes a shard of its own (the spare one counts removes only). */
+static void test_fast_path_state(void **state)
+{
+    (void)state;
+    gmt_table_t *t = table_new(0);
+    const uint64_t cap = t->levels[0].cap;
+    assert_int_not_equal(t->where, 0);
+    uint64_t key = key_homed(321, cap, 0);
+    gmt_record_t r = rec_for(0, key);
+    gmt_entry_t e;
+    gmt_entry_pack(&r, &e);
+    gmt_table_near_t near = gmt_table_prefetch(t, 0, key);
+    assert_int_equal(near.where, t->where);
+    assert_ptr_equal(near.slot, &level_slots(t, 0)[321]);
+    assert_int_equal(gmt_table_put_near(t, &e, near), 0);
+    assert_int_equal(level_slots(t, 0)[321].key, key);
+    gmt_record_t out;
+    assert_int_equal(gmt_table_lookup(t, 0, key, &out), 0);
+    assert_true(rec_equal(&out, &r));
+    near = gmt_table_prefetch(t, 2, key); /* the other spaces home elsewhere */
+    assert_ptr_equal(near.slot, &level_slots(t, 0)[home_of(hash_of(2, key), cap)]);
+    pthread_t th;
+    void *res;
+    assert_int_equal(pthread_create(&th, NULL, insert_one, t), 0);
+    assert_int_equal(pthread_join(th, &res), 0);
+    assert_ptr_equal(res, t);
+    for (int j = 0; j < GMT_TABLE_WSLOTS; j++)
+        assert_int_equal(t->shard[GMT_TABLE_SHARDS].words[j], 0);
+    for (uint64_t k = 1; t->grows == 0; k++) {
+        gmt_record_t c = rec_for(0, k << 9);
+        assert_int_equal(gmt_table_insert(t, &c), 0);
+    }
+    assert_int_equal(t->where, 0);
+    assert_int_equal(t->solo, 0);
+    while (gmt_table_settle(t, 1u << 20) != 0) {
+    }
+    const gmt_level_t *l = &t->levels[t->first % GMT_TABLE_LEVELS];
+    assert_int_equal(t->where, (l->off / 4096) << 32 | l->cap);
+    t = table_new(100);
+    assert_int_not_equal(t->where, 0); /* the remove's fast path needs one level, not no bound */
+    assert_int_equal(t->solo, 0);
+}
+
+/* Churn with levels over GMT_TABLE_RELEASE_MIN: a drained level's memory is given back and a
+ * later growth reuses it; what it held before never shows again. */
+static void test_churn_big_levels_reused_clean(void **state)
+{
+    (void)state;
+    gmt_table_t *t = table_new(0);
+    const uint64_t live = 30000;
+    for (uint64_t k = 0; k < 300000; k++) {
+        gmt_record_t r = rec_for(0, (k + 1) << 9);
+        assert_int_equal(gmt_table_insert(t, &r), 0);
+        if (k >= live) assert_int_equal(gmt_table_remove(t, 0, (k + 1 - live) << 9, NULL), 0);
+    }
+    assert_true(t->grows >= 6);
+    assert_true(t->levels[t->first % GMT_TABLE_LEVELS].cap * sizeof(gmt_slot_t) >
+                GMT_TABLE_RELEASE_MIN);
+    uint64_t seen = 0;
+    assert_int_equal(gmt_table_foreach(t, count_visit, &seen), live);
+    assert_int_equal(seen, live);
+    assert_int_equal(gmt_table_live(t), live);
+}
+
+/* A removal cut short (BUSY, odd generation) in an old level stays LIVE when the newer level
+ * holds the same key in another space: that is another allocation, not the move's copy. */
+static void test_validate_settles_busy_other_space(void **state)
+{
+    (void)state;
+    gmt_table_t *t = table_new(0);
+    uint64_t k = 1;
+    while (t->grows == 0) {
+        gmt_record_t r = rec_for(0, k++ * 512);
+        assert_int_equal(gmt_table_insert(t, &r), 0);
+    }
+    gmt_level_t *old = &t->levels[t->first % GMT_TABLE_LEVELS];
+    gmt_slot_t *base = level_slots(t, t->first);
+    uint64_t at = old->cap - 1; /* moved last: the cursor starts at 0 */
+    while ((base[at].sg & 3u) != 2)
+        at--;
+    uint64_t key = base[at].key;
+    gmt_record_t other = rec_for(1, key);
+    assert_int_equal(gmt_table_insert(t, &other), 0);
+    assert_true(old->cursor < at);
+    base[at].sg += 1;
+    assert_int_equal(gmt_table_validate(t), 0);
+    assert_int_equal(base[at].sg & 3u, 2);
+    gmt_record_t out;
+    assert_int_equal(gmt_table_lookup(t, 0, key, &out), 0);
+    assert_true(rec_consistent(&out));
+    assert_int_equal(gmt_table_lookup(t, 1, key, &out), 0);
+    assert_int_equal(out.space, 1);
+    assert_int_equal(gmt_table_live(t), k);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1436,6 +1774,14 @@ int main(void)
         cmocka_unit_test(test_capacity_and_probe_during_a_move),
         cmocka_unit_test(test_validate_repairs),
         cmocka_unit_test(test_validate_settles_busy),
+        cmocka_unit_test(test_generation_parity),
+        cmocka_unit_test(test_full_probe_goes_to_a_new_level),
+        cmocka_unit_test(test_level_ring_limit),
+        cmocka_unit_test(test_host_refuses_memory),
+        cmocka_unit_test(test_iteration_waits_for_a_stopped_mover),
+        cmocka_unit_test(test_fast_path_state),
+        cmocka_unit_test(test_churn_big_levels_reused_clean),
+        cmocka_unit_test(test_validate_settles_busy_other_space),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
