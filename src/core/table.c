@@ -977,13 +977,15 @@ static bool level_holds(gmt_level_t *l, uint32_t space, uint64_t key)
  * published), else LIVE again (a move that had not published, or a release whose accounting,
  * which follows the removal, had not begun). Without this a state file taken while the writer
  * thread moved a slot lost that allocation (integration.close_fds_term, once). */
-static void settle_busy(gmt_table_t *t)
+static uint64_t settle_busy(gmt_table_t *t)
 {
+    uint64_t live = 0;
     for (uint32_t n = t->first; n < t->next; n++) {
         gmt_level_t *l = lvl(t, n);
         gmt_slot_t *base = slots(l);
         for (uint64_t i = l->released; i < l->cap; i++) {
             uint32_t sg = base[i].sg;
+            live += st_of(sg) == SLOT_LIVE;
             if (st_of(sg) != SLOT_BUSY) continue;
             bool was_live = (sg >> GEN_SHIFT) & 1u, moved = false;
             for (uint32_t m = n + 1; was_live && !moved && m < t->next; m++)
@@ -992,28 +994,38 @@ static void settle_busy(gmt_table_t *t)
                 base[i].sg = tomb_from_busy(sg);
             else
                 base[i].sg = moved ? tomb_from_live(live_from_busy(sg)) : live_from_busy(sg);
+            live += was_live && !moved;
         }
     }
+    return live;
 }
 
 int gmt_table_validate(gmt_table_t *t)
 {
     if (t->magic != TABLE_MAGIC) return -EINVAL;
     if (t->next <= t->first || t->next - t->first >= GMT_TABLE_LEVELS) return -EINVAL;
+    /* Levels come whole pages from the table's arena (grow, take_spare). One anywhere else (the
+     * core block, this header) would have settle_busy below rewrite what was checked here. */
+    const gmt_arena_t *ar = gmt_region_arena(GMT_ARENA_TABLE);
+    if (!ar) return -EINVAL;
     for (uint32_t n = t->first; n < t->next; n++) {
         gmt_level_t *l = lvl(t, n);
         if (l->cap == 0 || l->cap > (1ull << 40) || l->cap % UNIT != 0 ||
-            !gmt_region_contains(l->off, l->cap * sizeof(gmt_slot_t)))
+            l->off % GMT_TABLE_PAGE != 0 || l->off < ar->offset ||
+            l->off - ar->offset > ar->committed ||
+            l->cap * sizeof(gmt_slot_t) > ar->committed - (l->off - ar->offset))
             return -EINVAL;
         if (l->max_probe >= l->cap) l->max_probe = l->cap - 1;
         if (l->released > l->cap) l->released = l->cap; /* zeros there read as EMPTY anyway */
     }
-    for (int i = 0; i <= GMT_TABLE_SHARDS; i++)
-        for (int j = 0; j < GMT_TABLE_WSLOTS; j++) /* the live shares stay */
-            t->shard[i].words[j] &= ~GMT_TABLE_WRITER_MASK;
     t->grow_lock = 0;
     set_solo(t);
-    t->movers = t->iterating = 0; /* the dead process's, as the writers counts */
-    settle_busy(t);
+    t->movers = t->iterating = 0; /* the dead process's, as the writers counts below */
+    /* The counts are taken again from the slots: the dead process's writers counts are gone
+     * with it, and its live shares can be off by an insert or a removal cut short between its
+     * slot and its count (or be anything, in a damaged file: a report sizes a buffer by them). */
+    uint64_t live = settle_busy(t);
+    memset(t->shard, 0, sizeof t->shard);
+    t->shard[0].words[0] = live << GMT_TABLE_WRITER_BITS;
     return 0;
 }

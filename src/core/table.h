@@ -309,8 +309,9 @@ uint64_t gmt_table_bytes_held(gmt_table_t *t);
  * thread calls it. Returns the entries looked at (0: one level, nothing to move). */
 uint64_t gmt_table_settle(gmt_table_t *t, uint64_t budget);
 
-/* Checks a table read from a state file and settles what its dead writer left half done (a slot
- * cut short in a move, an insert or a removal); 0 or -EINVAL. Single-threaded. */
+/* Checks a table read from a state file (its levels inside the table's arena, page-aligned) and
+ * settles what its dead writer left half done (a slot cut short in a move, an insert or a
+ * removal), then counts the live entries again from the slots; 0 or -EINVAL. Single-threaded. */
 int gmt_table_validate(gmt_table_t *t);
 
 #endif

@@ -984,6 +984,29 @@ static void test_validate_repairs(void **state)
     assert_int_equal(gmt_table_validate(t), -EINVAL);
     t->next = t->first + GMT_TABLE_LEVELS - 1;
     assert_int_equal(gmt_table_validate(t), 0);
+    /* A capacity whose size in bytes wraps round to a few (2^61 x 24 = 3 x 2^64). */
+    t = table_new(0);
+    l = &t->levels[0];
+    l->cap = 1ull << 61;
+    assert_int_equal(gmt_table_validate(t), -EINVAL);
+    l->cap = cap;
+    /* A level outside the table's arena (here over the table header itself, which settling its
+     * BUSY-looking words would then rewrite) or not on a page boundary. */
+    const uint64_t off = l->off;
+    l->off = (uint64_t)((char *)t - GMT_AT(char, 0)) & ~4095ull;
+    assert_int_equal(gmt_table_validate(t), -EINVAL);
+    l->off = off + 8;
+    assert_int_equal(gmt_table_validate(t), -EINVAL);
+    l->off = off;
+    /* The live count is taken from the slots: a dead process's shares can be off by an
+     * operation cut short, or be anything in a damaged file. */
+    for (uint64_t k = 1; k <= 10; k++) {
+        gmt_record_t r = rec_for(0, k << 9);
+        assert_int_equal(gmt_table_insert(t, &r), 0);
+    }
+    t->shard[5].words[2] = 0x123456789abcdefull;
+    assert_int_equal(gmt_table_validate(t), 0);
+    assert_int_equal(gmt_table_live(t), 10);
 }
 
 /* Keys seen by a walk, each once (the caller checks). */
