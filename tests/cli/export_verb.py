@@ -307,6 +307,48 @@ def case_long_names(c):
     expect(any(len(n) > 100 and sym.startswith(n) for n in names), f"frames {names}")
 
 
+@case
+def case_perfetto_edges(c):
+    """perfetto: a time just before the start (-0.5 s) is at 0 too; the timeline of a device
+    the report has no entry for is its buckets alone (no bytes in use at the end to add)."""
+    def edit(r):
+        r["errors"][1]["time"] = -0.5
+        r["timeline"].append({"device": 5, "bucket_s": 0.5,
+                              "points": [[0.0, 0, 0], [1.0, 100, 100]]})
+    e = edited(c, "pedge.json", edit, base="valid_v2.json")
+    export(c, e, "perfetto", "-o", c.path("pedge.trace.json"))
+    ev = check_perfetto(c.path("pedge.trace.json"))
+    fails = [x["ts"] for x in ev if x.get("cat") == "failure"]
+    expect(fails == [6250000, 0], f"failure times {fails}")
+    gpu5 = [(x["ts"], x["args"]["bytes"]) for x in ev
+            if x["ph"] == "C" and x["name"] == "GPU 5 bytes in use"]
+    expect(gpu5 == [(0, 0), (1000000, 100)], f"counter of a device without an entry {gpu5}")
+
+
+@case
+def case_perfetto_rank_order(c):
+    """perfetto of a merged report whose merged.ranks are not in rank order: each rank is its
+    own process, pid rank + 1, whatever its place in the list; a rank whose run lasted 0 s
+    ends at its own start (on the job's clock), not at the report's end."""
+    m = merged(c, "pro")
+    rep = c.load(m)
+    rep["merged"]["ranks"].reverse()
+    for x in rep["merged"]["ranks"]:
+        if x["rank"] == 1:
+            x["duration_s"] = 0
+    p = write(c, "pro_rev.json", rep)
+    export(c, p, "perfetto", "-o", c.path("pro.trace.json"))
+    ev = check_perfetto(c.path("pro.trace.json"))
+    names = sorted((x["pid"], x["args"]["name"].split(" (")[0]) for x in ev
+                   if x["name"] == "process_name")
+    expect(names == [(1, "rank 0"), (2, "rank 1")], f"processes {names}")
+    fails = sorted((x["pid"], x["ts"]) for x in ev if x.get("cat") == "failure")
+    expect(fails == [(1, 6250000), (1, 7500000), (2, 7250000), (2, 8500000)],
+           f"failures {fails}")
+    runs = {x["pid"]: x["ts"] for x in ev if x["name"] == "end of run"}
+    expect(runs == {1: 12500000, 2: 1000000}, f"ends of run {runs}")
+
+
 # ---- html ---------------------------------------------------------------------------------
 
 def html_export(c, path, name):
@@ -607,29 +649,234 @@ def case_prometheus_merged(c):
     promtool(c, c.path("mp.prom"))
 
 
+@case
+def case_prometheus_names(c):
+    """prometheus: device -1 is device="host" and -2 device="unknown", as documented; of a
+    merged report whose ranks share one host, the job's totals carry that host, the ranks',
+    not the process section's."""
+    def edit(r):
+        d = json.loads(json.dumps(r["devices"][1]))
+        d.update(device=-1, peak_bytes=4096)
+        r["devices"][1] = d
+        d = json.loads(json.dumps(d))
+        d.update(device=-2, peak_bytes=8192)
+        r["devices"].append(d)
+    e = edited(c, "pnames.json", edit, base="valid_v2.json")
+    got = prom_series(export(c, e, "prometheus")[0])
+    base = {("host", "node07"), ("rank", "3")}
+    peaks = {dict(k[1])["device"]: v for k, v in got.items()
+             if k[0] == "gpumemtrace_peak_bytes" and base <= k[1]}
+    expect(peaks == {"0": 12582912, "host": 4096, "unknown": 8192}, f"peaks {peaks}")
+    m = merged(c, "pjob")
+    rep = c.load(m)
+    rep["process"]["hostname"] = "elsewhere"
+    p = write(c, "pjob2.json", rep)
+    got = prom_series(export(c, p, "prometheus")[0])
+    leaked = [k[1] for k in got if k[0] == "gpumemtrace_leaked_bytes"]
+    expect(leaked == [frozenset({("host", "node07")})], f"job totals' labels {leaked}")
+
+
+# ---- pprof --------------------------------------------------------------------------------
+
+def pb_fields(data):
+    """[(field, value)] of one protobuf message: an int for a varint, bytes for a length-
+    delimited field (other wire types are not in a profile.proto of ours: a failure)."""
+    out, i = [], 0
+
+    def varint():
+        nonlocal i
+        v = shift = 0
+        while True:
+            b = data[i]
+            i += 1
+            v |= (b & 0x7f) << shift
+            shift += 7
+            if not b & 0x80:
+                return v
+    while i < len(data):
+        key = varint()
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            out.append((field, varint()))
+        elif wire == 2:
+            n = varint()
+            expect(i + n <= len(data), f"field {field}: {n} bytes past the end")
+            out.append((field, data[i:i + n]))
+            i += n
+        else:
+            raise Failed(f"field {field}: wire type {wire}")
+    return out
+
+
+def pb_varints(data):
+    vals, i = [], 0
+    while i < len(data):
+        v = shift = 0
+        while True:
+            b = data[i]
+            i += 1
+            v |= (b & 0x7f) << shift
+            shift += 7
+            if not b & 0x80:
+                break
+        vals.append(v)
+    return vals
+
+
+def pprof_load(path):
+    """A gzip-compressed profile.proto as a dict: strings, sample_types, samples (stack as
+    function names leaf first, values, labels), locations, mappings, functions, and the
+    scalar fields; every id it refers to checked to exist."""
+    import gzip
+    raw = open(path, "rb").read()
+    expect(raw[:2] == b"\x1f\x8b", "not gzip")
+    top = pb_fields(gzip.decompress(raw))
+    strings = [v.decode("utf-8") for f, v in top if f == 6]
+    expect(strings and strings[0] == "", f"string_table[0] {strings[:1]}")
+
+    def st(i):
+        expect(0 <= i < len(strings), f"string id {i} of {len(strings)}")
+        return strings[i]
+
+    def msg(v):
+        d = {}
+        for f, x in pb_fields(v):
+            d.setdefault(f, []).append(x)
+        return d
+    one = (lambda d, f, dflt=0: d.get(f, [dflt])[-1])
+    mappings = {}
+    for f, v in top:
+        if f == 3:
+            m = msg(v)
+            mappings[one(m, 1)] = {"start": one(m, 2), "limit": one(m, 3),
+                                   "file": st(one(m, 5)), "has_functions": one(m, 7)}
+    functions = {}
+    for f, v in top:
+        if f == 5:
+            m = msg(v)
+            functions[one(m, 1)] = {"name": st(one(m, 2)), "system_name": st(one(m, 3)),
+                                    "file": st(one(m, 4))}
+    locations = {}
+    for f, v in top:
+        if f == 4:
+            m = msg(v)
+            lines = [msg(x) for x in m.get(4, [])]
+            expect(len(lines) == 1, f"location {m}: {len(lines)} lines")
+            fid = one(lines[0], 1)
+            expect(fid in functions, f"function {fid} of a location")
+            mid = one(m, 2)
+            expect(mid == 0 or mid in mappings, f"mapping {mid} of a location")
+            locations[one(m, 1)] = {"mapping": mappings.get(mid), "address": one(m, 3),
+                                    "function": functions[fid], "line": one(lines[0], 2)}
+    expect(0 not in locations and 0 not in functions and 0 not in mappings, "an id 0")
+    samples = []
+    for f, v in top:
+        if f == 2:
+            m = msg(v)
+            locs = [x for b in m.get(1, []) for x in pb_varints(b)]
+            expect(all(x in locations for x in locs), f"locations {locs}")
+            labels = {}
+            for lb in m.get(3, []):
+                lm = msg(lb)
+                labels[st(one(lm, 1))] = st(one(lm, 2))
+            samples.append({"stack": [locations[x]["function"]["name"] for x in locs],
+                            "locations": [locations[x] for x in locs],
+                            "values": [x for b in m.get(2, []) for x in pb_varints(b)],
+                            "labels": labels})
+    types = [(st(one(msg(v), 1)), st(one(msg(v), 2))) for f, v in top if f == 1]
+    scal = {f: v for f, v in top if f in (9, 10, 14)}
+    return {"strings": strings, "sample_types": types, "samples": samples,
+            "mappings": mappings, "locations": locations, "functions": functions,
+            "time": scal.get(9, 0), "duration": scal.get(10, 0),
+            "default": st(scal.get(14, 0)),
+            "comments": [st(v) for f, v in top if f == 13]}
+
+
+@case
+def case_pprof(c):
+    """pprof, decoded field by field: string_table[0] is ""; sample types leaked_space,
+    leaked_objects, peak_space, the default leaked_space; one sample per leak group not
+    suppressed (bytes, count, 0) and per peak owner (0, 0, bytes), its stack leaf first, labels
+    device, kind, api (device -1 is "host", as in the Prometheus export); a native frame's
+    location is in its module's mapping (one mapping per module) at its address with its
+    line, a Python frame's in none, its function the Python function's name; a group without
+    a stack is one "[no stack]" frame; the comment is the report's path; time and duration
+    are the run's."""
+    def edit(r):
+        r["leaks"]["groups"].append({"stack_id": 99, "bytes": 4096, "count": 2,
+                                     "kind": "host_pinned", "device": -1,
+                                     "api": "cudaHostAlloc"})
+    e = edited(c, "pp.json", edit, base="valid_v2.json")
+    export(c, e, "pprof", "-o", c.path("pp.pb.gz"))
+    p = pprof_load(c.path("pp.pb.gz"))
+    expect(p["sample_types"] == [("leaked_space", "bytes"), ("leaked_objects", "count"),
+                                 ("peak_space", "bytes")], f"sample types {p['sample_types']}")
+    expect(p["default"] == "leaked_space", f"default {p['default']}")
+    expect(p["comments"] == [e], f"comments {p['comments']}")
+    # the time from the report's seconds, a double: to within its precision (256 ns)
+    expect(abs(p["time"] - 1750000000250000000) <= 256 and p["duration"] == 12500000000,
+           f"time {p['time']} duration {p['duration']}")
+    expect(len(set(p["strings"])) == len(p["strings"]), "a string twice in the table")
+    s1 = ["libcudart.so.13+0x1234", "alloc_workspace", "train_step", "forward", "<module>",
+          "main"]
+    s3 = ["libpool.so+0x1000", "libpool.so+0x2000"]
+    got = [(x["stack"], x["values"], x["labels"]) for x in p["samples"]]
+    lab = {"device": "0", "kind": "device", "api": "cudaMalloc"}
+    pool = {"device": "0", "kind": "pool", "api": "cudaMallocAsync"}
+    want = [(s1, [3145728, 3, 0], lab), (s3, [1048576, 1, 0], pool),
+            (["[no stack]"], [4096, 2, 0],
+             {"device": "host", "kind": "host_pinned", "api": "cudaHostAlloc"}),
+            (["alloc_activations"], [0, 0, 8388608], lab), (s1, [0, 0, 3145728], lab),
+            (s3, [0, 0, 1048576], pool)]
+    expect(got == want, "samples:\n" + "\n".join(map(str, got)))
+    maps = sorted(m["file"] for m in p["mappings"].values())
+    expect(maps == ["/opt/app/bin/trainer", "/opt/app/lib/libpool.so",
+                    "/usr/lib/x86_64-linux-gnu/libcudart.so.13"], f"mappings {maps}")
+    expect(all(m["start"] == 0 and m["limit"] == 2**63 - 1 and m["has_functions"]
+               for m in p["mappings"].values()), f"mappings {p['mappings']}")
+    locs = p["samples"][0]["locations"]
+    got = [(x["mapping"] and x["mapping"]["file"], hex(x["address"]), x["line"],
+            x["function"]["file"], x["function"]["system_name"]) for x in locs]
+    want = [("/usr/lib/x86_64-linux-gnu/libcudart.so.13", "0x7f00aa001234", 0,
+             "/usr/lib/x86_64-linux-gnu/libcudart.so.13", "libcudart.so.13+0x1234"),
+            ("/opt/app/bin/trainer", "0x55d0c0ffee10", 88, "workspace.c", "alloc_workspace"),
+            ("/opt/app/bin/trainer", "0x55d0c0ffee90", 120, "train.c", "train_step"),
+            (None, "0x0", 42, "model.py", "forward"),
+            (None, "0x0", 7, "train.py", "<module>"),
+            ("/opt/app/bin/trainer", "0x55d0c0ff0000", 0, "/opt/app/bin/trainer", "main")]
+    expect(got == want, "locations of the first sample:\n" + "\n".join(map(str, got)))
+    nostack = p["samples"][2]["locations"][0]
+    expect(nostack["mapping"] is None and nostack["function"]["file"] == "",
+           f"[no stack] {nostack}")
+
+
 # ---- usage --------------------------------------------------------------------------------
 
 @case
 def case_usage(c):
     """export's usage: --help exits 0 with the usage on standard output; an option without its
-    value, an unknown option, two files or none, and an output that cannot be written exit 2
-    with one line and no output."""
+    value, an unknown option, two files or none, and an output that cannot be written (or is a
+    directory) exit 2 with one line that says which, and no output."""
     v1 = os.path.join(c.data, "valid.json")
     out, err, _ = c.cli_run("export", "--help")
     expect(out.startswith("Usage: gpumemtrace export FILE") and not err, f"--help {out!r}")
+    os.makedirs(c.path("a_dir"), exist_ok=True)
     bad = (
-        [v1, "--format"],                                   # --format without its value
-        [v1, "--format", "folded", "-o"],                   # -o without its value
-        [v1, "--format", "folded", "--stacks"],             # --stacks without its value
-        [v1, "--format", "folded", "--bogus"],              # unknown long option
-        [v1, "--format", "folded", "-x"],                   # unknown short option
-        [v1, v1, "--format", "folded"],                     # two reports
-        ["--format", "folded"],                             # none
-        [v1, "--format", "Folded"],                         # formats are lower case
-        [v1, "--format", "folded", "-o", c.path("no/such/dir/x")],  # not writable
+        ([v1, "--format"], "option '--format' needs a value"),
+        ([v1, "--format", "folded", "-o"], "option '-o' needs a value"),
+        ([v1, "--format", "folded", "--stacks"], "option '--stacks' needs a value"),
+        ([v1, "--format", "folded", "--bogus"], "unknown option '--bogus'"),
+        ([v1, "--format", "folded", "-x"], "unknown option '-x'"),
+        ([v1, v1, "--format", "folded"], "one report file at a time"),
+        (["--format", "folded"], "no report file given"),
+        ([v1, "--format", "Folded"], "unknown format 'Folded'"),
+        ([v1, "--format", "folded", "-o", c.path("no/such/dir/x")], "no/such/dir/x: "),
+        ([v1, "--format", "folded", "-o", c.path("a_dir")],
+         "a_dir: exists and is not a regular file"),
     )
-    for args in bad:
+    for args, why in bad:
         out, err, _ = c.cli_run("export", *args, rc=2)
+        expect(why in err, f"export {args}: {err!r}, not {why!r}")
         expect(one_line(err) and not out, f"export {args}: {out!r} {err!r}")
 
 
