@@ -49,15 +49,16 @@ void gmt_cli_export_help(FILE *to)
             "  --stacks WHICH    folded only: 'leaks' (default) or 'peak' owners\n");
 }
 
-/* A frame name as one field of a folded line: no ';', and escaped as the terminal verbs show
- * report text (gmt_tty), so no line break, escape sequence or byte that is not UTF-8. */
-static void folded_name(const gmt_frame_t *f, char *buf, size_t len)
+/* Report text as one field of a folded line: escaped as the terminal verbs show report text
+ * (gmt_tty), so no line break, escape sequence or byte that is not UTF-8, and ';', the frame
+ * separator, written as ':' (the escapes hold no ';'), so a frame name or an API that has one
+ * does not split into frames of its own. */
+static void folded_put(gmt_buf_t *b, const char *raw)
 {
-    char raw[600];
-    gmt_frame_name(f, raw, sizeof raw);
-    for (char *p = raw; *p; p++)
-        if (*p == ';') *p = ':';
-    gmt_tty_copy(buf, len, raw);
+    const char *s = gmt_tty(raw ? raw : "");
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n; i++)
+        gmt_buf_put(b, s[i] == ';' ? ":" : s + i, 1);
 }
 
 /* s, a report's text (well-formed UTF-8, as the reader checks) that snprintf may have cut
@@ -74,11 +75,12 @@ static void folded_group(gmt_buf_t *b, const gmt_group_t *g)
     char name[600];
     if (g->bytes == 0) return;
     if (!g->stack || g->stack->n == 0) {
-        gmt_buf_printf(b, "[no stack] %s", gmt_tty(g->api));
+        gmt_buf_puts(b, "[no stack] ");
+        folded_put(b, g->api);
     } else {
         for (size_t i = g->stack->n; i-- > 0;) {
-            folded_name(&g->stack->frames[i], name, sizeof name);
-            gmt_buf_puts(b, name);
+            gmt_frame_name(&g->stack->frames[i], name, sizeof name);
+            folded_put(b, name);
             if (i) gmt_buf_put(b, ";", 1);
         }
     }

@@ -110,6 +110,31 @@ def case_folded(c):
            f"folded --stacks peak of two devices:\n{out}")
 
 
+@case
+def case_folded_separators(c):
+    """folded: a ';' in a frame name, and in the API of a group without a stack, is written
+    ':' (flamegraph.pl would take it for a frame boundary and invent frames); other
+    punctuation, ',' included, stays as it is; a name longer than the buffer is cut between
+    characters (no escaped half of one)."""
+    def edit(r):
+        r["stacks"]["4"]["frames"][0]["symbol"] = "op;er,ator"
+        r["stacks"]["5"]["frames"][0]["symbol"] = "\u00f6" * 600
+        r["leaks"]["groups"].append({"stack_id": 99, "bytes": 4096, "count": 1,
+                                     "kind": "device", "device": 0, "api": "cuda;Mal,loc"})
+    e = edited(c, "fsep.json", edit, base="valid_v2.json")
+    out, _ = export(c, e, "folded", "--stacks", "peak")
+    expect(out.splitlines()[0] == "op:er,ator 8388608", f"folded --stacks peak:\n{out}")
+    out, _ = export(c, e, "folded")
+    expect(out.splitlines()[-1] == "[no stack] cuda:Mal,loc 4096", f"folded leaks:\n{out}")
+    e = edited(c, "flong.json", lambda r: edit(r) or r["peak"][0]["groups"].append(
+        {"stack_id": 5, "bytes": 512, "count": 1, "kind": "device", "device": 0,
+         "api": "cudaMalloc"}), base="valid_v2.json")
+    out, _ = export(c, e, "folded", "--stacks", "peak")
+    name, n = out.splitlines()[-1].rsplit(" ", 1)
+    expect(n == "512" and name and set(name) == {"\u00f6"},
+           f"a long name: {out.splitlines()[-1]!r}")
+
+
 # ---- speedscope ---------------------------------------------------------------------------
 
 @case
