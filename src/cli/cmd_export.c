@@ -464,90 +464,104 @@ static void prom_value(gmt_buf_t *b, double v)
     gmt_buf_printf(b, " %s\n", t);
 }
 
+/* The exposition being written, and its series so far (name and labels): a corrupt report
+ * can list a device or a library twice, and two names can escape to one label value (a
+ * newline and a backslash-n); a series given twice makes the node exporter's textfile
+ * collector refuse the whole file, so only its first sample is written. */
+typedef struct prom_s {
+    gmt_buf_t *b;
+    gmt_buf_t line; /* the sample being written: name{labels} */
+    gmt_strmap_t seen;
+    bool oom;
+} prom_t;
+
+static void prom_sample(prom_t *p, const gmt_report_t *rep, const char *name, int64_t rank,
+                        int64_t device, bool has_device, const char *extra_key, const char *extra,
+                        double v)
+{
+    p->line.len = 0;
+    gmt_buf_printf(&p->line, "gpumemtrace_%s", name);
+    prom_labels(&p->line, rep, rank, device, has_device, extra_key, extra);
+    if (p->line.failed) {
+        p->oom = true;
+        return;
+    }
+    if (gmt_strmap_get(&p->seen, p->line.data) != SIZE_MAX) return;
+    if (gmt_strmap_put(&p->seen, p->line.data, 0)) {
+        p->oom = true;
+        return;
+    }
+    gmt_buf_put(p->b, p->line.data, p->line.len);
+    prom_value(p->b, v);
+}
+
 /* One metric per rank of a merged report (the double at `field` of each gmt_rank_t; a rank
  * without it, negative, is left out), or the report's own `value` for a single process. */
-static void prom_rank_times(gmt_buf_t *b, const gmt_report_t *rep, const char *name,
-                            const char *help, size_t field, double value)
+static void prom_rank_times(prom_t *p, const gmt_report_t *rep, const char *name, const char *help,
+                            size_t field, double value)
 {
-    prom_head(b, name, help);
+    prom_head(p->b, name, help);
     for (size_t i = 0; i < rep->nranks; i++) {
         double v;
         memcpy(&v, (const char *)&rep->ranks[i] + field, sizeof v);
         if (v < 0) continue;
-        gmt_buf_printf(b, "gpumemtrace_%s", name);
-        prom_labels(b, rep, rep->ranks[i].rank, 0, false, NULL, NULL);
-        prom_value(b, v);
+        prom_sample(p, rep, name, rep->ranks[i].rank, 0, false, NULL, NULL, v);
     }
-    if (!rep->nranks) {
-        gmt_buf_printf(b, "gpumemtrace_%s", name);
-        prom_labels(b, rep, -1, 0, false, NULL, NULL);
-        prom_value(b, value);
-    }
+    if (!rep->nranks) prom_sample(p, rep, name, -1, 0, false, NULL, NULL, value);
 }
 
 static int export_prometheus(const gmt_report_t *rep, gmt_buf_t *b)
 {
+    prom_t p = {.b = b};
     prom_head(b, "peak_bytes", "Highest bytes in use on a device during the traced run.");
     for (size_t i = 0; i < rep->ndevices; i++) {
-        gmt_buf_puts(b, "gpumemtrace_peak_bytes");
-        prom_labels(b, rep, rep->devices[i].rank, rep->devices[i].device, true, NULL, NULL);
-        prom_value(b, (double)rep->devices[i].peak_bytes);
+        prom_sample(&p, rep, "peak_bytes", rep->devices[i].rank, rep->devices[i].device, true, NULL,
+                    NULL, (double)rep->devices[i].peak_bytes);
     }
     prom_head(b, "current_bytes", "Bytes in use on a device when the report was written.");
     for (size_t i = 0; i < rep->ndevices; i++) {
-        gmt_buf_puts(b, "gpumemtrace_current_bytes");
-        prom_labels(b, rep, rep->devices[i].rank, rep->devices[i].device, true, NULL, NULL);
-        prom_value(b, (double)rep->devices[i].current_bytes);
+        prom_sample(&p, rep, "current_bytes", rep->devices[i].rank, rep->devices[i].device, true,
+                    NULL, NULL, (double)rep->devices[i].current_bytes);
     }
     prom_head(b, "untracked_bytes",
               "Bytes the driver reported in use on a device that no traced call explains.");
     for (size_t i = 0; i < rep->ndevices; i++) {
         if (!rep->devices[i].has_untracked) continue;
-        gmt_buf_puts(b, "gpumemtrace_untracked_bytes");
-        prom_labels(b, rep, rep->devices[i].rank, rep->devices[i].device, true, NULL, NULL);
-        prom_value(b, (double)rep->devices[i].untracked_bytes);
+        prom_sample(&p, rep, "untracked_bytes", rep->devices[i].rank, rep->devices[i].device, true,
+                    NULL, NULL, (double)rep->devices[i].untracked_bytes);
     }
     prom_head(b, "fragmentation_ratio",
               "1 - largest free gap / free bytes in gaps, over a device's live allocations.");
     for (size_t i = 0; i < rep->nfrag; i++) {
         if (rep->frag[i].fragmentation < 0) continue;
-        gmt_buf_puts(b, "gpumemtrace_fragmentation_ratio");
-        prom_labels(b, rep, rep->frag[i].rank, rep->frag[i].device, true, NULL, NULL);
-        prom_value(b, rep->frag[i].fragmentation);
+        prom_sample(&p, rep, "fragmentation_ratio", rep->frag[i].rank, rep->frag[i].device, true,
+                    NULL, NULL, rep->frag[i].fragmentation);
     }
     prom_head(b, "leaked_bytes", "Bytes still allocated at exit, not suppressed.");
-    gmt_buf_puts(b, "gpumemtrace_leaked_bytes");
-    prom_labels(b, rep, -1, 0, false, NULL, NULL);
-    prom_value(b, (double)rep->leak_bytes);
+    prom_sample(&p, rep, "leaked_bytes", -1, 0, false, NULL, NULL, (double)rep->leak_bytes);
     prom_head(b, "leaked_allocations", "Allocations still live at exit, not suppressed.");
-    gmt_buf_puts(b, "gpumemtrace_leaked_allocations");
-    prom_labels(b, rep, -1, 0, false, NULL, NULL);
-    prom_value(b, (double)rep->leak_count);
+    prom_sample(&p, rep, "leaked_allocations", -1, 0, false, NULL, NULL, (double)rep->leak_count);
     prom_head(b, "suppressed_leak_bytes", "Bytes live at exit in groups matching a suppression.");
-    gmt_buf_puts(b, "gpumemtrace_suppressed_leak_bytes");
-    prom_labels(b, rep, -1, 0, false, NULL, NULL);
-    prom_value(b, (double)rep->leak_suppressed_bytes);
+    prom_sample(&p, rep, "suppressed_leak_bytes", -1, 0, false, NULL, NULL,
+                (double)rep->leak_suppressed_bytes);
     prom_head(b, "allocations", "Allocation calls seen in the traced run.");
-    gmt_buf_puts(b, "gpumemtrace_allocations");
-    prom_labels(b, rep, -1, 0, false, NULL, NULL);
-    prom_value(b, (double)rep->allocs);
+    prom_sample(&p, rep, "allocations", -1, 0, false, NULL, NULL, (double)rep->allocs);
     prom_head(b, "failed_allocations", "Allocation calls that failed in the traced run.");
-    gmt_buf_puts(b, "gpumemtrace_failed_allocations");
-    prom_labels(b, rep, -1, 0, false, NULL, NULL);
-    prom_value(b, (double)rep->failures);
+    prom_sample(&p, rep, "failed_allocations", -1, 0, false, NULL, NULL, (double)rep->failures);
     prom_head(b, "library_peak_bytes", "Bytes allocated from a library at the peak.");
     for (size_t i = 0; i < rep->nlibraries; i++) {
-        gmt_buf_puts(b, "gpumemtrace_library_peak_bytes");
-        prom_labels(b, rep, -1, 0, false, "library", rep->libraries[i].library);
-        prom_value(b, (double)rep->libraries[i].peak_bytes);
+        prom_sample(&p, rep, "library_peak_bytes", -1, 0, false, "library",
+                    rep->libraries[i].library, (double)rep->libraries[i].peak_bytes);
     }
     /* how long a process ran and when its report was written: each rank's own in a merged
      * report (a merge that did not keep them in merged.ranks leaves them out) */
-    prom_rank_times(b, rep, "run_duration_seconds", "How long the traced program ran.",
+    prom_rank_times(&p, rep, "run_duration_seconds", "How long the traced program ran.",
                     offsetof(gmt_rank_t, duration_s), rep->duration_s);
-    prom_rank_times(b, rep, "report_time_seconds", "When the report was written (unix time).",
+    prom_rank_times(&p, rep, "report_time_seconds", "When the report was written (unix time).",
                     offsetof(gmt_rank_t, end_time), rep->end_time);
-    return 0;
+    gmt_buf_free(&p.line);
+    gmt_strmap_free(&p.seen);
+    return p.oom ? -ENOMEM : 0;
 }
 
 static const char *const formats[] = {"folded", "speedscope", "perfetto",

@@ -875,6 +875,40 @@ def case_pprof(c):
            f"[no stack] {nostack}")
 
 
+@case
+def case_prometheus_duplicates(c):
+    """prometheus of a report that lists a device or a library twice, or two libraries whose
+    names escape to one label value (a newline and a backslash-n): each series once, with the
+    first one's value (the textfile collector refuses a whole file that gives one twice)."""
+    def edit(r):
+        d = json.loads(json.dumps(r["devices"][0]))
+        d.update(peak_bytes=1, current_bytes=2)
+        r["devices"].append(d)
+        r["fragmentation"].append(dict(r["fragmentation"][0], fragmentation=0.25))
+        libs = r["summary"]["libraries"]
+        libs.append(dict(libs[0], peak_bytes=3))
+        libs.append({"library": "a\nb", "peak_bytes": 10, "exit_bytes": 0})
+        libs.append({"library": "a\\nb", "peak_bytes": 20, "exit_bytes": 0})
+    e = edited(c, "pdup.json", edit, base="valid_v2.json")
+    export(c, e, "prometheus", "-o", c.path("pdup.prom"))
+    text = open(c.path("pdup.prom")).read()
+    samples = [l.rsplit(" ", 1)[0] for l in text.splitlines() if not l.startswith("#")]
+    expect(len(samples) == len(set(samples)), f"a series twice:\n{text}")
+    got = prom_series(text)
+    base = {("host", "node07"), ("rank", "3")}
+    want = {("gpumemtrace_peak_bytes", "0"): 12582912,
+            ("gpumemtrace_current_bytes", "0"): 5767168,
+            ("gpumemtrace_fragmentation_ratio", "0"): 0.6}
+    for (name, dev), v in want.items():
+        k = (name, frozenset(base | {("device", dev)}))
+        expect(got.get(k) == v, f"{name} device {dev}: {got.get(k)}, not {v}")
+    libs = {dict(k[1])["library"]: v for k, v in got.items()
+            if k[0] == "gpumemtrace_library_peak_bytes"}
+    expect(libs == {"trainer": 11534336, "libpool.so": 1048576, "a\\\\nb": 10},
+           f"libraries {libs}")
+    promtool(c, c.path("pdup.prom"))
+
+
 # ---- usage --------------------------------------------------------------------------------
 
 @case
