@@ -372,6 +372,9 @@ def case_perfetto_rank_order(c):
            f"failures {fails}")
     runs = {x["pid"]: x["ts"] for x in ev if x["name"] == "end of run"}
     expect(runs == {1: 12500000, 2: 1000000}, f"ends of run {runs}")
+    counters = {(x["pid"], x["name"]) for x in ev if x["ph"] == "C"}
+    expect(counters == {(1, "GPU 0 bytes in use"), (2, "GPU 0 bytes in use")},
+           f"counter tracks (each rank's its own process's, named by the GPU) {counters}")
 
 
 # ---- html ---------------------------------------------------------------------------------
@@ -825,12 +828,19 @@ def case_pprof(c):
     device, kind, api (device -1 is "host", as in the Prometheus export); a native frame's
     location is in its module's mapping (one mapping per module) at its address with its
     line, a Python frame's in none, its function the Python function's name; a group without
-    a stack is one "[no stack]" frame; the comment is the report's path; time and duration
-    are the run's."""
+    a stack (or one of no frames) is one "[no stack]" frame; the comment is the report's path;
+    time and duration are the run's, left out of a merged report whose ranks have no start
+    times; a time beyond int64 nanoseconds is clamped; a merged report's samples carry their
+    rank."""
     def edit(r):
         r["leaks"]["groups"].append({"stack_id": 99, "bytes": 4096, "count": 2,
                                      "kind": "host_pinned", "device": -1,
                                      "api": "cudaHostAlloc"})
+        # a stack of no frames is no stack too; a line 1 is a line
+        r["stacks"]["98"] = {"frames": [], "python": "no-python-frames"}
+        r["leaks"]["groups"].append({"stack_id": 98, "bytes": 2048, "count": 1,
+                                     "kind": "device", "device": 0, "api": "cudaMalloc"})
+        r["stacks"]["4"]["frames"][0]["line"] = 1
     e = edited(c, "pp.json", edit, base="valid_v2.json")
     export(c, e, "pprof", "-o", c.path("pp.pb.gz"))
     p = pprof_load(c.path("pp.pb.gz"))
@@ -851,6 +861,7 @@ def case_pprof(c):
     want = [(s1, [3145728, 3, 0], lab), (s3, [1048576, 1, 0], pool),
             (["[no stack]"], [4096, 2, 0],
              {"device": "host", "kind": "host_pinned", "api": "cudaHostAlloc"}),
+            (["[no stack]"], [2048, 1, 0], lab),
             (["alloc_activations"], [0, 0, 8388608], lab), (s1, [0, 0, 3145728], lab),
             (s3, [0, 0, 1048576], pool)]
     expect(got == want, "samples:\n" + "\n".join(map(str, got)))
@@ -873,6 +884,24 @@ def case_pprof(c):
     nostack = p["samples"][2]["locations"][0]
     expect(nostack["mapping"] is None and nostack["function"]["file"] == "",
            f"[no stack] {nostack}")
+    act = p["samples"][4]["locations"][0]
+    expect(act["line"] == 1 and act["function"]["file"] == "act.c", f"line 1: {act}")
+    # a start time past 2262 (a corrupt report's) is int64's largest, not a wrapped number;
+    # a merged report whose ranks have no start times has no time and no duration
+    e = edited(c, "pfar.json", lambda r: r["process"].update(start_time=1e12),
+               base="valid_v2.json")
+    export(c, e, "pprof", "-o", c.path("pfar.pb.gz"))
+    p = pprof_load(c.path("pfar.pb.gz"))
+    expect(p["time"] == 2**63 - 1, f"time of a start in the year 33658: {p['time']}")
+    rep = c.load(merged(c, "ppm"))
+    for x in rep["merged"]["ranks"]:
+        x.pop("start_time", None)
+    export(c, write(c, "ppm_old.json", rep), "pprof", "-o", c.path("ppm.pb.gz"))
+    p = pprof_load(c.path("ppm.pb.gz"))
+    expect(p["time"] == 0 and p["duration"] == 0 and p["default"] == "leaked_space",
+           f"merged without start times: time {p['time']} duration {p['duration']}")
+    expect({x["labels"].get("rank") for x in p["samples"]} == {"0", "1"},
+           f"rank labels {[x['labels'] for x in p['samples']]}")
 
 
 @case
