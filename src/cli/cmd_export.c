@@ -209,10 +209,13 @@ static int export_speedscope(const gmt_report_t *rep, gmt_buf_t *b)
 
 /* ---- perfetto / Chrome trace events ---- */
 
+/* seconds as a trace's microseconds: 0 for a corrupt report's time that is negative, or so
+ * large that it has no microseconds in a double ("inf" is not JSON). */
 static void us(gmt_buf_t *b, double seconds)
 {
-    if (!isfinite(seconds) || seconds < 0) seconds = 0;
-    gmt_buf_printf(b, "%.3f", seconds * 1e6);
+    double u = seconds * 1e6;
+    if (!isfinite(u) || u < 0) u = 0;
+    gmt_buf_printf(b, "%.3f", u);
 }
 
 /* The trace's process of an entry: the report's pid, or in a merged report the rank's own
