@@ -61,6 +61,7 @@ typedef struct strtab_s {
     char **v;
     size_t n, cap;
     gmt_strmap_t map;
+    bool oom; /* a string could not be added: its id 0 ("") stands in, so no output */
 } strtab_t;
 
 static uint64_t str_id(strtab_t *t, const char *s)
@@ -71,13 +72,17 @@ static uint64_t str_id(strtab_t *t, const char *s)
     if (t->n == t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 256;
         char **v = realloc(t->v, cap * sizeof *v);
-        if (!v) return 0;
+        if (!v) {
+            t->oom = true;
+            return 0;
+        }
         t->v = v;
         t->cap = cap;
     }
     t->v[t->n] = strdup(s);
     if (!t->v[t->n] || gmt_strmap_put(&t->map, s, t->n)) {
         free(t->v[t->n]);
+        t->oom = true;
         return 0;
     }
     return t->n++;
@@ -309,7 +314,8 @@ int gmt_export_pprof(const gmt_report_t *rep, gmt_buf_t *out)
     pb_key(&prof, 13, 0); /* comment: repeated int64, the report's name */
     pb_varint(&prof, comment);
     pb_uint(&prof, 14, dflt);
-    int rc = c.oom || prof.failed || c.functions.failed || c.samples.failed ? -ENOMEM : 0;
+    int rc =
+        c.oom || c.s.oom || prof.failed || c.functions.failed || c.samples.failed ? -ENOMEM : 0;
     if (!rc) rc = gzip_into(&prof, out);
     gmt_buf_free(&m);
     gmt_buf_free(&ln);
