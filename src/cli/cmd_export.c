@@ -150,7 +150,7 @@ static int speedscope_samples(frames_t *fr, gmt_buf_t *frames, gmt_buf_t *sample
         }
         gmt_buf_put(samples, "]", 1);
         gmt_buf_printf(weights, "%s%" PRIu64, first ? "" : ",", g[i].bytes);
-        *total += g[i].bytes;
+        *total = gmt_add_sat(*total, g[i].bytes); /* a crafted report's bytes: no wrap */
         first = false;
     }
     return 0;

@@ -196,6 +196,19 @@ def case_speedscope(c):
     expect(prof[1]["weights"] == [8388608, 3145728, 1048576] and
            prof[1]["name"] == "peak owners GPU 0 at 4.126 s", f"peak profile {prof[1]}")
 
+    def huge(r):
+        # a crafted report's byte counts: the profile's total stops at 2^64 - 1, never wraps
+        for g in r["leaks"]["groups"]:
+            g["bytes"] = 2 ** 63 - 1
+        g = dict(r["leaks"]["groups"][0])
+        r["leaks"]["groups"].append(g)
+    e = edited(c, "huge.json", huge)
+    export(c, e, "speedscope", "-o", c.path("h.speedscope.json"))
+    s = check_speedscope(c.path("h.speedscope.json"))
+    w = s["profiles"][0]["weights"]
+    expect(len(w) >= 3 and s["profiles"][0]["endValue"] == 2 ** 64 - 1,
+           f"leak total of {w}: {s['profiles'][0]['endValue']}")
+
 
 # ---- perfetto -----------------------------------------------------------------------------
 
