@@ -17,7 +17,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from verbs import (Ctx, Failed, Skipped, check_perfetto, check_speedscope,  # noqa: E402
-                   expect, html_data, one_line, prom_series, rank_reports)
+                   expect, html_data, one_line, pb_fields, pb_varint, prom_series, rank_reports)
 from verbs import main as verbs_main  # noqa: E402
 
 CASES = {}
@@ -722,47 +722,10 @@ def case_prometheus_names(c):
 
 # ---- pprof --------------------------------------------------------------------------------
 
-def pb_fields(data):
-    """[(field, value)] of one protobuf message: an int for a varint, bytes for a length-
-    delimited field (other wire types are not in a profile.proto of ours: a failure)."""
-    out, i = [], 0
-
-    def varint():
-        nonlocal i
-        v = shift = 0
-        while True:
-            b = data[i]
-            i += 1
-            v |= (b & 0x7f) << shift
-            shift += 7
-            if not b & 0x80:
-                return v
-    while i < len(data):
-        key = varint()
-        field, wire = key >> 3, key & 7
-        if wire == 0:
-            out.append((field, varint()))
-        elif wire == 2:
-            n = varint()
-            expect(i + n <= len(data), f"field {field}: {n} bytes past the end")
-            out.append((field, data[i:i + n]))
-            i += n
-        else:
-            raise Failed(f"field {field}: wire type {wire}")
-    return out
-
-
 def pb_varints(data):
     vals, i = [], 0
     while i < len(data):
-        v = shift = 0
-        while True:
-            b = data[i]
-            i += 1
-            v |= (b & 0x7f) << shift
-            shift += 7
-            if not b & 0x80:
-                break
+        v, i = pb_varint(data, i)
         vals.append(v)
     return vals
 

@@ -1763,35 +1763,54 @@ def case_merge_report_job(c):
            "ranks" not in j, f"one process: {j['reason']} {j['duration_s']}")
 
 
-def pprof_fields(path, counts=None):
-    """(top-level varint fields {number: value}, string table) of a gzip'd profile.proto;
-    counts, a dict, gets how many top-level messages of each field number it holds."""
-    data = gzip.decompress(open(path, "rb").read())
-    ints, strings, i = {}, [], 0
+def pb_varint(data, i):
+    """The protobuf varint at data[i:]: (its value, the index after it)."""
+    v = shift = 0
+    while True:
+        b = data[i]
+        i += 1
+        v |= (b & 0x7f) << shift
+        shift += 7
+        if b < 0x80:
+            return v, i
+
+
+def pb_fields(data):
+    """[(field, value)] of one protobuf message: an int for a varint, bytes for a length-
+    delimited field (other wire types are not in a profile.proto of ours: a failure)."""
+    out, i = [], 0
 
     def varint():
         nonlocal i
-        v = shift = 0
-        while True:
-            b = data[i]
-            i += 1
-            v |= (b & 0x7f) << shift
-            shift += 7
-            if b < 0x80:
-                return v
+        v, i = pb_varint(data, i)
+        return v
     while i < len(data):
         key = varint()
-        if key & 7 == 0:
-            ints[key >> 3] = varint()
-        elif key & 7 == 2:
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            out.append((field, varint()))
+        elif wire == 2:
             n = varint()
-            if key >> 3 == 6:
-                strings.append(data[i:i + n].decode())
-            if counts is not None:
-                counts[key >> 3] = counts.get(key >> 3, 0) + 1
+            expect(i + n <= len(data), f"field {field}: {n} bytes past the end")
+            out.append((field, data[i:i + n]))
             i += n
         else:
-            raise Failed(f"profile.proto: wire type {key & 7}")
+            raise Failed(f"field {field}: wire type {wire}")
+    return out
+
+
+def pprof_fields(path, counts=None):
+    """(top-level varint fields {number: value}, string table) of a gzip'd profile.proto;
+    counts, a dict, gets how many top-level messages of each field number it holds."""
+    ints, strings = {}, []
+    for field, v in pb_fields(gzip.decompress(open(path, "rb").read())):
+        if isinstance(v, int):
+            ints[field] = v
+            continue
+        if field == 6:
+            strings.append(v.decode())
+        if counts is not None:
+            counts[field] = counts.get(field, 0) + 1
     return ints, strings
 
 
