@@ -1025,11 +1025,12 @@ def case_diff_edges(c):
            "GPU 1 new:\n" + out)
     expect(re.search(r"^  GPU 0 .*\+0 B$", out, re.M), "GPU 0 unchanged:\n" + out)
 
-    # a percentage starts with a digit: strtod's sign or space are not taken
-    for bad in ("+5%", " 5%", "-0%"):
+    # a percentage is a plain decimal: strtod's sign, space, hex or exponent are not taken
+    for bad in ("+5%", " 5%", "-0%", "0x10%", "1e2%", ".%", "1.2.3%", "5 %"):
         _, err, _ = c.cli_run("diff", "--max-growth", bad, v1, v1, rc=2)
         expect(one_line(err) and f"bad --max-growth '{bad}'" in err, f"{bad!r}: {err!r}")
-    c.cli_run("diff", "--max-growth", "0.5%", v1, v1)
+    for good in ("0.5%", ".5%", "5.%"):
+        c.cli_run("diff", "--max-growth", good, v1, v1)
 
     # a merged report against one process's: no device is both matched and absent
     def rank(i):
