@@ -236,6 +236,17 @@ static double json_time_known(const cJSON *obj, const char *key)
     return gmt_json_has_num(obj, key) ? json_time(obj, key) : -1;
 }
 
+/* A frame's address as the report writes it: "0x" and 1-16 hex digits (the schema's pattern,
+ * upper case taken too). strtoull alone read "-1" as 2^64-1 and "junk" as 0. */
+static int parse_address(const char *s, uint64_t *out)
+{
+    if (s[0] != '0' || (s[1] != 'x' && s[1] != 'X')) return -EINVAL;
+    size_t n = strlen(s + 2);
+    if (n == 0 || n > 16 || strspn(s + 2, "0123456789abcdefABCDEF") != n) return -EINVAL;
+    *out = strtoull(s + 2, NULL, 16);
+    return 0;
+}
+
 static int frame_from_json(num_check_t *nc, const cJSON *j, gmt_frame_t *f, int version)
 {
     memset(f, 0, sizeof *f);
@@ -249,7 +260,7 @@ static int frame_from_json(num_check_t *nc, const cJSON *j, gmt_frame_t *f, int 
     f->line = json_i64(nc, j, "line", -1);
     f->offset = json_i64(nc, j, "offset", -1);
     const char *addr = gmt_json_str(j, "address", NULL);
-    if (addr) f->address = strtoull(addr, NULL, 16);
+    if (addr && parse_address(addr, &f->address)) return -EDOM;
     if (type && strcmp(type, "python") == 0) {
         f->python = true;
         f->symbol = gmt_json_str(j, "function", NULL);
@@ -334,7 +345,13 @@ static int build_stacks(gmt_report_t *rep, num_check_t *nc, char *why, size_t wh
         const cJSON *fj;
         EACH_ELEMENT(fj, frames)
         {
-            if (frame_from_json(nc, fj, &st->frames[i++], rep->version))
+            int bad = frame_from_json(nc, fj, &st->frames[i++], rep->version);
+            if (bad == -EDOM)
+                return set_why(why, why_len, -EINVAL,
+                               "malformed report: a frame of stack %lld has address \"%.40s\", "
+                               "not 0x and hex digits",
+                               id, gmt_json_str(fj, "address", ""));
+            if (bad)
                 return set_why(why, why_len, -EINVAL,
                                "malformed report: a frame of stack %lld is not an object", id);
         }

@@ -124,6 +124,14 @@ def main():
         write(f"stack_id_{name}.json", json.dumps(r).encode())
     r = dict(rep, stacks=dict(rep["stacks"], **{"1": rep["stacks"]["1"] + [7]}))
     write("frame_not_object.json", json.dumps(r).encode())
+    # A frame's address is "0x" and hex digits (the schema's pattern): strtoull alone read "-1"
+    # as 2^64-1 and anything else as 0.
+    bad_addresses = {"minus": "-1", "junk": "junk", "bare": "0x", "long": "0x" + "f" * 17,
+                     "spaced": "0x 12", "signed": "0x-12"}
+    for name, addr in bad_addresses.items():
+        frame = dict(rep["stacks"]["1"][0], address=addr)
+        r = dict(rep, stacks=dict(rep["stacks"], **{"1": [frame] + rep["stacks"]["1"][1:]}))
+        write(f"address_{name}.json", json.dumps(r).encode())
     r = dict(rep, stacks={"1": "frames"})
     write("stack_not_array.json", json.dumps(r).encode())
     r = dict(rep, stacks={"x": []})
@@ -268,6 +276,9 @@ def main():
     for name in ("inf_time", "neg_bytes", "object"):
         exact[f"point_{name}.json"] = \
             "malformed report: a timeline point is not [seconds, bytes, ...]"
+    for name, addr in bad_addresses.items():
+        exact[f"address_{name}.json"] = \
+            f'malformed report: a frame of stack 1 has address "{addr}", not 0x and hex digits'
     for fname, text in exact.items():
         p = subprocess.run([cli, "report", files[fname]], capture_output=True, timeout=20)
         got = p.stderr.decode("utf-8", "replace").rstrip("\n")
