@@ -618,11 +618,17 @@ static void stack_run_gap(const layout_t *L, uint8_t *tstate, uint64_t *w)
 typedef struct chain2_s {
     uint8_t *file, *tab, *code1, *code2, *chunk, *f1, *f2, *tstate;
     size_t csize;
+    /* the 3.12+ shim frame between the two runs and the current C frame, on the test's stack
+     * (where CPython keeps them): the chain points into them, so a chain2_t is never copied */
+    _Alignas(8) uint8_t shim[128];
+    _Alignas(8) uint8_t cframe[64];
 } chain2_t;
 
-static void make_chain2(const layout_t *L, const char *file, uint8_t *shim, uint8_t *cframe,
-                        chain2_t *c)
+static void make_chain2(const layout_t *L, const char *file, chain2_t *c)
 {
+    uint8_t *shim = c->shim, *cframe = c->cframe;
+    memset(shim, 0, sizeof c->shim);
+    memset(cframe, 0, sizeof c->cframe);
     static const uint8_t table[] = {0xE9, 0x02, 0xD8, 0x01, 0x05, 0x9A, 0x07};
     c->file = make_str(L, file);
     c->tab = make_bytes(L, table, sizeof table);
@@ -660,9 +666,8 @@ static void fast_walk_hand_built(int minor)
     const layout_t *L = layout(minor);
     assert_int_equal(gmt_py_test_use_layout(minor, CODE_T, STR_T, BYTES_T), 0);
     gmt_py_test_use_fast(true, 0);
-    _Alignas(8) uint8_t shim[128] = {0}, cframe[64] = {0};
     chain2_t c;
-    make_chain2(L, "train.py", shim, cframe, &c);
+    make_chain2(L, "train.py", &c);
     uint8_t *file = c.file, *tab = c.tab, *code1 = c.code1, *code2 = c.code2, *chunk = c.chunk;
     uint8_t *f1 = c.f1, *tstate = c.tstate;
     size_t csize = c.csize;
@@ -725,7 +730,7 @@ static void fast_walk_hand_built(int minor)
     put64(f0, L->fr_code, U(code3));
     put64(f0, L->fr_instr, U(code3) + L->co_code + 2); /* unit 1: line 60+1 */
     put64(f0, L->fr_back, U(f1));
-    set_current_frame(L, tstate, cframe, f0);
+    set_current_frame(L, tstate, c.cframe, f0);
     put64(tstate, L->ts_top, U(f0 + 128));
     /* (3.11: f0 runs in f1's evaluation loop, is_entry 0; f1 still ends its run) */
     uint64_t o0 = gmt_py_test_outer_reused(), r1 = gmt_py_test_replays();
@@ -738,7 +743,7 @@ static void fast_walk_hand_built(int minor)
     assert_int_equal(gmt_py_resolve(w3[0], &pf), 0);
     assert_string_equal(pf.function, "Net.inner");
     assert_int_equal(pf.line, 61);
-    set_current_frame(L, tstate, cframe, f1);
+    set_current_frame(L, tstate, c.cframe, f1);
     put64(tstate, L->ts_top, U(f1 + 128));
     put32(code2, L->co_firstlineno, 7); /* another code object at code2's address */
     assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 2);
@@ -761,10 +766,10 @@ static void fast_walk_hand_built(int minor)
     uint64_t r2 = 0;
     for (int round = 0; round < 4; round++) {
         if (round == 1) r2 = gmt_py_test_replays(); /* both seen once */
-        set_current_frame(L, tstate, cframe, f0);
+        set_current_frame(L, tstate, c.cframe, f0);
         put64(tstate, L->ts_top, U(f0 + 128));
         assert_int_equal(gmt_py_test_walk(U(tstate), w3, 8), 3);
-        set_current_frame(L, tstate, cframe, f1);
+        set_current_frame(L, tstate, c.cframe, f1);
         put64(tstate, L->ts_top, U(f1 + 128));
         assert_int_equal(gmt_py_test_walk(U(tstate), w, 8), 2);
         assert_int_equal(w[0], first_words[0]);
@@ -801,7 +806,7 @@ static void fast_walk_hand_built(int minor)
         put64(fr, L->fr_back, b1);
         if (rand() % 4 == 0) put64(tstate, L->ts_top, U(chunk) + (uint64_t)(rand() % 4096));
         if (rand() % 16 == 0) put64(chunk, L->chunk_size, (uint64_t)rand());
-        set_current_frame(L, tstate, cframe, fr);
+        set_current_frame(L, tstate, c.cframe, fr);
         assert_true(gmt_py_test_walk(U(tstate), w, 8) <= 8);
         put64(chunk, L->chunk_size, csize);
     }
@@ -818,7 +823,7 @@ static void fast_walk_hand_built(int minor)
             assert_true(gmt_py_test_walk(U(tstate), w, 8) <= 8);
         }
         stack_run_gap(L, tstate, w);
-        put64(tstate, L->ts_cframe, U(cframe));
+        put64(tstate, L->ts_cframe, U(c.cframe));
     }
     gmt_py_test_use_fast(false, 0);
     munmap(none, (size_t)page);
@@ -936,9 +941,8 @@ static void test_live_top(void **state)
     (void)state;
     const layout_t *L = layout(12);
     assert_int_equal(gmt_py_test_use_layout(12, CODE_T, STR_T, BYTES_T), 0);
-    _Alignas(8) uint8_t shim[128] = {0}, cframe[64] = {0};
     chain2_t c;
-    make_chain2(L, "top.py", shim, cframe, &c);
+    make_chain2(L, "top.py", &c);
     const uint64_t tops[] = {U(c.f1), U(c.chunk) + c.csize + 4096};
     for (size_t k = 0; k < sizeof tops / sizeof tops[0]; k++) {
         gmt_py_test_use_fast(true, 0);
@@ -990,15 +994,14 @@ static void stack_frame_code(int minor)
     const layout_t *L = layout(minor);
     assert_int_equal(gmt_py_test_use_layout(minor, CODE_T, STR_T, BYTES_T), 0);
     gmt_py_test_use_fast(true, 0);
-    _Alignas(8) uint8_t shim[128] = {0}, cframe[64] = {0};
     chain2_t c;
-    make_chain2(L, "stack.py", shim, cframe, &c);
+    make_chain2(L, "stack.py", &c);
     uint8_t *x = code_on_page(make_code(L, c.file, make_str(L, "on_stack"), 5, c.tab));
-    shim[L->fr_owner] = 0; /* a frame, not a shim: f1 -> shim, the chain's end */
-    put64(c.f1, L->fr_back, U(shim));
-    put64(shim, L->fr_code, U(x));
-    put64(shim, L->fr_instr, U(x) + L->co_code);
-    put64(shim, L->fr_back, 0);
+    c.shim[L->fr_owner] = 0; /* a frame, not a shim: f1 -> shim, the chain's end */
+    put64(c.f1, L->fr_back, U(c.shim));
+    put64(c.shim, L->fr_code, U(x));
+    put64(c.shim, L->fr_instr, U(x) + L->co_code);
+    put64(c.shim, L->fr_back, 0);
     uint64_t w[8];
     gmt_py_frame_t pf;
     assert_int_equal(gmt_py_test_walk(U(c.tstate), w, 8), 2);
@@ -1011,8 +1014,8 @@ static void stack_frame_code(int minor)
     uint8_t *h = zalloc(128); /* a frame outside every chunk (a generator's), then the stack's */
     put64(h, L->fr_code, U(c.code1));
     put64(h, L->fr_instr, U(c.code1) + L->co_code);
-    put64(h, L->fr_back, U(shim));
-    set_current_frame(L, c.tstate, cframe, h);
+    put64(h, L->fr_back, U(c.shim));
+    set_current_frame(L, c.tstate, c.cframe, h);
     assert_int_equal(gmt_py_test_walk(U(c.tstate), w, 8), 2);
     assert_int_equal(gmt_py_resolve(w[1], &pf), -ENOENT);
     assert_int_equal(gmt_py_unreadable_frames(), unread0 + 2);
@@ -1071,9 +1074,8 @@ static void replay_live_only(int minor)
     const layout_t *L = layout(minor);
     assert_int_equal(gmt_py_test_use_layout(minor, CODE_T, STR_T, BYTES_T), 0);
     gmt_py_test_use_fast(true, 0);
-    _Alignas(8) uint8_t shim[128] = {0}, cframe[64] = {0};
     chain2_t c;
-    make_chain2(L, "replay.py", shim, cframe, &c);
+    make_chain2(L, "replay.py", &c);
     uint8_t *x = code_on_page(make_code(L, c.file, make_str(L, "freed"), 5, c.tab));
     put64(c.f2, L->fr_code, U(x));
     put64(c.f2, L->fr_instr, U(x) + L->co_code);
@@ -1089,7 +1091,7 @@ static void replay_live_only(int minor)
     put64(h, L->fr_code, U(x));
     put64(h, L->fr_instr, U(x) + L->co_code);
     if (L->owner_cstack != NONE)
-        put64(shim, L->fr_back, U(h));
+        put64(c.shim, L->fr_back, U(h));
     else
         put64(c.f1, L->fr_back, U(h));
     assert_int_equal(gmt_py_test_walk(U(c.tstate), w, 8), 2);
@@ -1098,7 +1100,7 @@ static void replay_live_only(int minor)
     /* the outer frame back in the chunk, with a live code object; the inner one's type word
      * changed */
     if (L->owner_cstack != NONE)
-        put64(shim, L->fr_back, U(c.f2));
+        put64(c.shim, L->fr_back, U(c.f2));
     else
         put64(c.f1, L->fr_back, U(c.f2));
     put64(c.f2, L->fr_code, U(c.code2));
@@ -1134,9 +1136,8 @@ static void test_chain_loops(void **state)
     (void)state;
     const layout_t *L = layout(12);
     assert_int_equal(gmt_py_test_use_layout(12, CODE_T, STR_T, BYTES_T), 0);
-    _Alignas(8) uint8_t shim[128] = {0}, cframe[64] = {0};
     chain2_t c;
-    make_chain2(L, "loop.py", shim, cframe, &c);
+    make_chain2(L, "loop.py", &c);
     uint64_t w[8], cut0 = gmt_py_cut_walks();
     for (int fast = 0; fast < 2; fast++) {
         gmt_py_test_use_fast(fast, 0);
@@ -1347,9 +1348,8 @@ static void site_walk_hand_built(const layout_t *L)
     long page = sysconf(_SC_PAGESIZE);
     uint8_t *none = mmap(NULL, (size_t)page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     assert_true(none != MAP_FAILED);
-    _Alignas(8) uint8_t shim[128] = {0}, cframe[64] = {0};
     chain2_t c;
-    make_chain2(L, "site.py", shim, cframe, &c);
+    make_chain2(L, "site.py", &c);
     uint8_t *code1 = c.code1, *f1 = c.f1, *tstate = c.tstate;
 
     const uint64_t token = 0x70c3;
@@ -1383,20 +1383,20 @@ static void site_walk_hand_built(const layout_t *L)
     assert_int_not_equal(noted, 77);
     assert_int_equal(gmt_py_sited_walks(), s0 + 2);
     if (L->owner_cstack != NONE)
-        put64(f1, L->fr_back, U(shim));
+        put64(f1, L->fr_back, U(c.shim));
     else
         f1[L->fr_is_entry] = 1;
 
     /* the next frame on a page that cannot be read: the walk ends safely, unanswered */
     if (L->owner_cstack != NONE)
-        put64(shim, L->fr_back, U(none) + 64);
+        put64(c.shim, L->fr_back, U(none) + 64);
     else
         put64(f1, L->fr_back, U(none) + 64);
     assert_true(gmt_py_test_walk_keyed(U(tstate), w, 8, token, 0, &noted) <= 8);
     assert_int_equal(noted, 0);
     assert_int_equal(gmt_py_sited_walks(), s0 + 2);
     /* the first frame there */
-    set_current_frame(L, tstate, cframe, none + 64);
+    set_current_frame(L, tstate, c.cframe, none + 64);
     assert_true(gmt_py_test_walk_keyed(U(tstate), w, 8, token, 0, &noted) <= 8);
     assert_int_equal(noted, 0);
     assert_int_equal(gmt_py_sited_walks(), s0 + 2);
@@ -1404,7 +1404,7 @@ static void site_walk_hand_built(const layout_t *L)
         /* 3.11: a chain of one frame answered by its site; then its frame's back pointer leaves
          * the chunk for the unreadable page: no call site (the full walk, cut there, may still
          * answer through the replay of the one frame it read). */
-        set_current_frame(L, tstate, cframe, f1);
+        set_current_frame(L, tstate, c.cframe, f1);
         put64(f1, L->fr_back, 0);
         assert_int_equal(gmt_py_test_walk_keyed(U(tstate), w, 8, token, 0, &noted), 1);
         assert_int_equal(gmt_py_test_walk_keyed(U(tstate), w, 8, token, 88, &noted), 1);
@@ -1455,9 +1455,8 @@ static void test_site_sets(void **state)
     assert_int_equal(gmt_py_test_use_layout(12, CODE_T, STR_T, BYTES_T), 0);
     gmt_py_test_use_fast(true, 0);
     hook_on_stand_in(L);
-    _Alignas(8) uint8_t shim[128] = {0}, cframe[64] = {0};
     chain2_t c;
-    make_chain2(L, "sets.py", shim, cframe, &c);
+    make_chain2(L, "sets.py", &c);
     uint64_t w[8];
     uint32_t noted, set;
     /* A first walk reads the shim through the kernel where this test's stack is not yet in the
@@ -1519,9 +1518,8 @@ static void test_note_keys(void **state)
     gmt_py_test_use_fast(true, 0);
     static void (*bare[16])(void *); /* no deallocator: the hook goes off */
     assert_int_equal(gmt_py_test_code_hook(U(bare), 0), -1);
-    _Alignas(8) uint8_t shim[128] = {0}, cframe[64] = {0};
     chain2_t c;
-    make_chain2(L, "notes.py", shim, cframe, &c);
+    make_chain2(L, "notes.py", &c);
     const uint64_t token = 0x7e1, other = 0x7e3;
     uint64_t w[8], first[2];
     uint32_t noted = 1;
@@ -1581,9 +1579,8 @@ static void test_replay_length(void **state)
     assert_int_equal(gmt_py_test_use_layout(12, CODE_T, STR_T, BYTES_T), 0);
     gmt_py_test_use_fast(true, 0);
     dealloc_t hook = hook_on_stand_in(L);
-    _Alignas(8) uint8_t shim[128] = {0}, cframe[64] = {0};
     chain2_t c;
-    make_chain2(L, "length.py", shim, cframe, &c);
+    make_chain2(L, "length.py", &c);
     /* frames: fa (innermost) -> fb -> fc in the chunk; fc is make_chain2's f2, c its code2 */
     uint8_t *a = c.code1, *cc = c.code2, *fc = c.f2, *fb = c.f1, *fa = c.f1 + 128;
     size_t region = 64 << 10;
@@ -1600,7 +1597,7 @@ static void test_replay_length(void **state)
     put64(fb, L->fr_code, U(b));
     put64(fb, L->fr_instr, U(b) + L->co_code);
     put64(fb, L->fr_back, U(fc));
-    set_current_frame(L, c.tstate, cframe, fa);
+    set_current_frame(L, c.tstate, c.cframe, fa);
     put64(c.tstate, L->ts_top, U(fa + 128));
 
     const uint64_t token = 0x1e9;
@@ -1645,9 +1642,8 @@ static void test_new_code_cache(void **state)
     const layout_t *L = layout(12);
     assert_int_equal(gmt_py_test_use_layout(12, CODE_T, STR_T, BYTES_T), 0);
     gmt_py_test_use_fast(true, 0);
-    _Alignas(8) uint8_t shim[128] = {0}, cframe[64] = {0};
     chain2_t c;
-    make_chain2(L, "cache.py", shim, cframe, &c);
+    make_chain2(L, "cache.py", &c);
     const uint64_t token = 0x6e77;
     uint64_t w[8];
     uint32_t noted = 0;
@@ -1667,7 +1663,7 @@ static void test_new_code_cache(void **state)
     put64(f0, L->fr_code, U(code3));
     put64(f0, L->fr_instr, U(code3) + L->co_code + 2);
     put64(f0, L->fr_back, U(c.f1));
-    set_current_frame(L, c.tstate, cframe, f0);
+    set_current_frame(L, c.tstate, c.cframe, f0);
     put64(c.tstate, L->ts_top, U(f0 + 128));
     gmt_py_frame_t pf;
     uint64_t o0 = gmt_py_test_outer_reused();
@@ -1678,7 +1674,7 @@ static void test_new_code_cache(void **state)
     assert_int_equal(gmt_py_resolve(w[2], &pf), 0);
     assert_string_equal(pf.function, "<module>");
     /* the remembered chain itself, under the note's key: looked up, not answered */
-    set_current_frame(L, c.tstate, cframe, c.f1);
+    set_current_frame(L, c.tstate, c.cframe, c.f1);
     put64(c.tstate, L->ts_top, U(c.f1 + 128));
     uint64_t r0 = gmt_py_test_replays();
     assert_int_equal(gmt_py_test_walk_keyed(U(c.tstate), w, 8, token, 0, &noted), 2);
