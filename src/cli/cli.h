@@ -466,6 +466,9 @@ int gmt_export_html(const gmt_report_t *rep, gmt_buf_t *b);
 
 /* "512 B", "3.00 MiB", "1.50 GiB". Returns buf. */
 char *gmt_fmt_bytes(uint64_t bytes, char *buf, size_t len);
+/* v with the fewest digits of %.15g-%.17g that read back as v (0.002357262, not
+ * 0.0023572620000000002). Returns buf. */
+char *gmt_fmt_double(double v, char *buf, size_t len);
 /* a + b, at most UINT64_MAX: a hostile report's byte counts summed must not wrap to a small
  * number (diff's and merge's sums). */
 static inline uint64_t gmt_add_sat(uint64_t a, uint64_t b)

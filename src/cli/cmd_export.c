@@ -458,13 +458,8 @@ static void prom_value(gmt_buf_t *b, double v)
         gmt_buf_printf(b, " %.0f\n", v);
         return;
     }
-    /* The shortest of %.15g-%.17g that reads back as v: 0.002357262, not 0.0023572620000000002. */
     char t[40];
-    for (int prec = 15; prec <= 17; prec++) {
-        snprintf(t, sizeof t, "%.*g", prec, v);
-        if (strtod(t, NULL) == v) break;
-    }
-    gmt_buf_printf(b, " %s\n", t);
+    gmt_buf_printf(b, " %s\n", gmt_fmt_double(v, t, sizeof t));
 }
 
 /* The exposition being written, and its series so far (name and labels): a corrupt report

@@ -216,12 +216,8 @@ static int not_whole_why(const num_check_t *nc, char *why, size_t why_len)
 {
     if (!nc->bad_key) return 0;
     char num[32];
-    for (int prec = 15; prec <= 17; prec++) {
-        snprintf(num, sizeof num, "%.*g", prec, nc->bad_value);
-        if (strtod(num, NULL) == nc->bad_value) break;
-    }
     return set_why(why, why_len, -EINVAL, "malformed report: \"%s.%s\" is %s, not an integer",
-                   nc->bad_at, nc->bad_key, num);
+                   nc->bad_at, nc->bad_key, gmt_fmt_double(nc->bad_value, num, sizeof num));
 }
 
 static double json_time(const cJSON *obj, const char *key)
@@ -1243,6 +1239,15 @@ char *gmt_fmt_bytes(uint64_t bytes, char *buf, size_t len)
         u++;
     }
     snprintf(buf, len, "%.2f %s", v, units[u]);
+    return buf;
+}
+
+char *gmt_fmt_double(double v, char *buf, size_t len)
+{
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(buf, len, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v) break;
+    }
     return buf;
 }
 
