@@ -258,6 +258,9 @@ const gmt_stack_t *gmt_report_stack(const gmt_report_t *rep, int64_t stack_id);
 
 /* The devices[] entry with this device (and rank, -1 for any), or NULL. */
 const gmt_device_t *gmt_report_device(const gmt_report_t *rep, int64_t device, int64_t rank);
+/* The devices[] entry with this device and exactly this rank (-1: a report of one process's),
+ * or NULL: what diff matches a device of the other report by. */
+const gmt_device_t *gmt_report_device_exact(const gmt_report_t *rep, int64_t device, int64_t rank);
 
 /* Whether a device held pinned host memory, or managed memory: each shown on its own (neither
  * is part of bytes in use, docs/report.md "Kinds"). */

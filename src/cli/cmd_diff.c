@@ -223,17 +223,6 @@ static int print_libraries(const gmt_report_t *a, const gmt_report_t *b, long to
     return 0;
 }
 
-/* OLD's (or NEW's) entry for a device of the other report: the same device of the same rank
- * (-1 in a report of one process), so that each entry is matched or listed absent, never
- * both, and a process's GPU 0 is not read as some rank's GPU 0 of a merged report. */
-static const gmt_device_t *same_device(const gmt_report_t *r, const gmt_device_t *d)
-{
-    for (size_t i = 0; i < r->ndevices; i++)
-        if (r->devices[i].device == d->device && r->devices[i].rank == d->rank)
-            return &r->devices[i];
-    return NULL;
-}
-
 /* The n characters at s are a plain decimal number: digits with at most one '.', and a digit
  * among them ("5", "0.5", ".5", "5."). strtod's sign, spaces, exponents, hex, inf and nan are
  * not a percentage a user means. */
@@ -327,7 +316,9 @@ int gmt_cli_diff(int argc, char **argv)
     printf("diff %s -> %s\n\nPeak per device\n", gmt_tty(a.path), gmt_tty(b.path));
     for (size_t i = 0; i < b.ndevices; i++) {
         const gmt_device_t *nd = &b.devices[i];
-        const gmt_device_t *od = same_device(&a, nd);
+        /* the same device of the same rank: each entry matched or listed absent, never both, and a
+         * process's GPU 0 not read as some rank's GPU 0 of a merged report */
+        const gmt_device_t *od = gmt_report_device_exact(&a, nd->device, nd->rank);
         uint64_t old = od ? od->peak_bytes : 0;
         gmt_device_label(nd->device, nd->rank, label, sizeof label);
         fmt_delta(delta(old, nd->peak_bytes), d, sizeof d);
@@ -340,7 +331,7 @@ int gmt_cli_diff(int argc, char **argv)
         }
     }
     for (size_t i = 0; i < a.ndevices; i++)
-        if (!same_device(&b, &a.devices[i]))
+        if (!gmt_report_device_exact(&b, a.devices[i].device, a.devices[i].rank))
             printf("  %-12s %10s -> (absent)\n",
                    gmt_device_label(a.devices[i].device, a.devices[i].rank, label, sizeof label),
                    gmt_fmt_bytes(a.devices[i].peak_bytes, x, sizeof x));

@@ -1109,12 +1109,23 @@ const gmt_stack_t *gmt_report_stack(const gmt_report_t *rep, int64_t stack_id)
     return NULL;
 }
 
-const gmt_device_t *gmt_report_device(const gmt_report_t *rep, int64_t device, int64_t rank)
+static const gmt_device_t *find_device(const gmt_report_t *rep, int64_t device, int64_t rank,
+                                       bool any_rank)
 {
     for (size_t i = 0; i < rep->ndevices; i++)
-        if (rep->devices[i].device == device && (rank < 0 || rep->devices[i].rank == rank))
+        if (rep->devices[i].device == device && (any_rank || rep->devices[i].rank == rank))
             return &rep->devices[i];
     return NULL;
+}
+
+const gmt_device_t *gmt_report_device(const gmt_report_t *rep, int64_t device, int64_t rank)
+{
+    return find_device(rep, device, rank, rank < 0);
+}
+
+const gmt_device_t *gmt_report_device_exact(const gmt_report_t *rep, int64_t device, int64_t rank)
+{
+    return find_device(rep, device, rank, false);
 }
 
 bool gmt_device_held_pinned(const gmt_device_t *d)
