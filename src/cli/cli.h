@@ -79,6 +79,10 @@ typedef struct gmt_frame_s {
     int64_t line;         /* -1 unknown */
     int64_t offset;       /* offset in module, -1 unknown */
     uint64_t address;
+    /* A function inlined at the instruction of the native frame that follows it (the report's
+     * `inlined` list, one frame each, innermost first, before their frame): symbol, file and
+     * line its own, module, offset, address and build id the frame's. */
+    bool inlined;
 } gmt_frame_t;
 
 typedef struct gmt_stack_s {
@@ -335,6 +339,8 @@ bool gmt_argv_shown_append(char *cmd, size_t *used, const char *arg, size_t n);
  * no file, last), else the innermost native frame of the user's code (not a static CUDA
  * runtime's), else the innermost frame (docs/cli.md, "Stacks"). NULL for an empty stack. */
 const gmt_frame_t *gmt_user_frame(const gmt_stack_t *stack);
+/* Frame i itself, or where it is an inlined function, the native frame it was inlined into. */
+const gmt_frame_t *gmt_frame_physical(const gmt_stack_t *stack, size_t i);
 
 /* "alloc_workspace workspace.c:88 [trainer+0x12e10]", "forward model.py:42",
  * "libpool.so+0x1000": never empty, names first, module+offset always when known. */

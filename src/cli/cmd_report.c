@@ -249,7 +249,8 @@ static size_t shown_end(const gmt_stack_t *st, size_t first)
     while (end > first + 1) {
         const gmt_frame_t *f = &st->frames[end - 1];
         if (f->python) break;
-        if (!startup_symbol(f->symbol) &&
+        /* what was inlined into a start-up frame is start-up too */
+        if (!startup_symbol(gmt_frame_physical(st, end - 1)->symbol) &&
             !(f->symbol == NULL && gmt_module_is_c_runtime(f->module)))
             break;
         end--;
@@ -293,7 +294,7 @@ static void print_stack(const view_t *v, const gmt_stack_t *st, int64_t stack_id
      * could name them when it wrote the report (a signal's or an oom report names them only
      * here): cut alike, as a shared runtime's are. */
     while (i + 1 < st->n && !st->frames[i].python &&
-           gmt_symbol_is_cuda_runtime(st->frames[i].symbol))
+           gmt_symbol_is_cuda_runtime(gmt_frame_physical(st, i)->symbol))
         i++;
     /* The C runtime's start-up at the outermost end (__libc_start_main, _start; a thread's
      * start_thread and clone3): below main or a thread's function, in every native stack.

@@ -149,10 +149,20 @@ const gmt_frame_t *gmt_user_frame(const gmt_stack_t *stack)
     if (unread) return unread;
     for (size_t i = 0; i < stack->n; i++) {
         const gmt_frame_t *f = &stack->frames[i];
-        /* A static runtime's frames are the program module's: not the user's code. */
-        if (gmt_module_is_user_code(f->module) && !gmt_symbol_is_cuda_runtime(f->symbol)) return f;
+        /* A static runtime's frames are the program module's: not the user's code (nor what
+         * was inlined into them). */
+        if (gmt_module_is_user_code(f->module) &&
+            !gmt_symbol_is_cuda_runtime(gmt_frame_physical(stack, i)->symbol))
+            return f;
     }
     return &stack->frames[0];
+}
+
+const gmt_frame_t *gmt_frame_physical(const gmt_stack_t *stack, size_t i)
+{
+    while (i + 1 < stack->n && stack->frames[i].inlined)
+        i++;
+    return &stack->frames[i];
 }
 
 /* snprintf for a frame's text: where it does not fit, the character the cut fell inside is
@@ -189,7 +199,7 @@ void gmt_frame_format(const gmt_frame_t *f, char *buf, size_t len)
         return;
     }
     if (!name && !f->file) {
-        frame_printf(buf, len, "%s", where);
+        frame_printf(buf, len, "%s%s", where, f->inlined ? " [inlined]" : "");
         return;
     }
     /* as long as the verbs' longest line (1024): a deep source path keeps its ":line" */
@@ -198,10 +208,11 @@ void gmt_frame_format(const gmt_frame_t *f, char *buf, size_t len)
         frame_printf(fl, sizeof fl, " %s:%" PRId64, f->file, f->line);
     else if (f->file)
         frame_printf(fl, sizeof fl, " %s", f->file);
+    const char *inl = f->inlined ? ", inlined" : "";
     if (f->module)
-        frame_printf(buf, len, "%s%s [%s]", name ? name : "?", fl, where);
+        frame_printf(buf, len, "%s%s [%s%s]", name ? name : "?", fl, where, inl);
     else
-        frame_printf(buf, len, "%s%s", name ? name : "?", fl);
+        frame_printf(buf, len, "%s%s%s", name ? name : "?", fl, f->inlined ? " [inlined]" : "");
 }
 
 void gmt_stack_where(const gmt_stack_t *st, char *buf, size_t len)
@@ -251,9 +262,11 @@ void gmt_frame_name(const gmt_frame_t *f, char *buf, size_t len)
         frame_printf(buf, len, "%s (%s:%" PRId64 ")", f->symbol ? f->symbol : "?",
                      gmt_basename(f->file), f->line < 0 ? (int64_t)0 : f->line);
     } else if (f->symbol) {
-        frame_printf(buf, len, "%s", f->symbol);
+        frame_printf(buf, len, "%s%s", f->symbol, f->inlined ? " [inlined]" : "");
     } else {
-        module_offset(f, buf, len);
+        char where[300];
+        module_offset(f, where, sizeof where);
+        frame_printf(buf, len, "%s%s", where, f->inlined ? " [inlined]" : "");
     }
 }
 
@@ -275,6 +288,8 @@ void gmt_frame_key_put(gmt_buf_t *b, const gmt_frame_t *f)
     } else {
         gmt_buf_puts(b, "`?");
     }
+    /* not the same frame as a call of that function that was not inlined */
+    if (f->inlined) gmt_buf_puts(b, " [inlined]");
 }
 
 char *gmt_stack_key(const gmt_stack_t *stack)
@@ -368,6 +383,8 @@ bool gmt_supp_match(const gmt_cli_supp_t *s, const gmt_stack_t *stack)
     if (!s || s->n == 0 || !stack) return false;
     for (size_t i = 0; i < stack->n; i++) {
         const gmt_frame_t *f = &stack->frames[i];
+        /* As the tracer matches (docs/configuration.md): not an inlined function. */
+        if (f->inlined) continue;
         /* A Python frame's function is its symbol (report_load.c). */
         if (gmt_supp_match_names(s->pat, s->n, f->symbol, f->module, f->file)) return true;
     }

@@ -271,6 +271,43 @@ static int frame_from_json(num_check_t *nc, const cJSON *j, gmt_frame_t *f, int 
     return 0;
 }
 
+/* The functions inlined at native frame f (its `inlined` list, innermost first) into out[0..]:
+ * their symbol, file and line; where they are, f's. */
+static int inlined_frames(num_check_t *nc, const cJSON *inl, const gmt_frame_t *f, gmt_frame_t *out)
+{
+    const char *at = nc->at;
+    nc->at = "stacks[].frames[].inlined[]";
+    const cJSON *ij;
+    size_t k = 0;
+    int bad = 0;
+    EACH_ELEMENT(ij, inl)
+    {
+        gmt_frame_t *x = &out[k++];
+        *x = *f;
+        x->inlined = true;
+        x->symbol = x->file = NULL;
+        x->line = -1;
+        if (!cJSON_IsObject(ij)) {
+            bad = -EINVAL;
+            continue;
+        }
+        x->symbol = gmt_json_str(ij, "symbol", NULL);
+        x->file = gmt_json_str(ij, "file", NULL);
+        x->line = json_i64(nc, ij, "line", -1);
+    }
+    nc->at = at;
+    return bad;
+}
+
+/* A native frame's `inlined` list as the report has it (absent: NULL); a Python frame's is
+ * not read. */
+static const cJSON *frame_inlined(const cJSON *fj)
+{
+    const char *type = gmt_json_str(fj, "type", NULL);
+    if (type && strcmp(type, "python") == 0) return NULL;
+    return cJSON_GetObjectItemCaseSensitive(fj, "inlined");
+}
+
 int gmt_library_cmp(const void *a, const void *b)
 {
     const gmt_library_t *x = a, *y = b;
@@ -334,14 +371,30 @@ static int build_stacks(gmt_report_t *rep, num_check_t *nc, char *why, size_t wh
         if (!cJSON_IsArray(frames))
             return set_why(why, why_len, -EINVAL,
                            "malformed report: stack %lld has no array of frames", id);
-        st->n = array_len(frames);
-        st->frames = arena_alloc(rep, st->n, sizeof *st->frames);
-        if (st->n && !st->frames) return set_why(why, why_len, -ENOMEM, "out of memory");
-        size_t i = 0;
+        /* Each native frame's inlined functions are frames of their own, before it. */
+        size_t total = 0;
         const cJSON *fj;
         EACH_ELEMENT(fj, frames)
         {
-            int bad = frame_from_json(nc, fj, &st->frames[i++], rep->version);
+            const cJSON *inl = frame_inlined(fj);
+            if (inl && !cJSON_IsArray(inl) && !cJSON_IsNull(inl))
+                return set_why(why, why_len, -EINVAL,
+                               "malformed report: a frame of stack %lld has \"inlined\" that is "
+                               "not an array",
+                               id);
+            total += 1 + array_len(inl);
+        }
+        st->n = total;
+        st->frames = arena_alloc(rep, st->n, sizeof *st->frames);
+        if (st->n && !st->frames) return set_why(why, why_len, -ENOMEM, "out of memory");
+        size_t i = 0;
+        EACH_ELEMENT(fj, frames)
+        {
+            const cJSON *inl = frame_inlined(fj);
+            size_t first = i;
+            i += array_len(inl);
+            gmt_frame_t *f = &st->frames[i++];
+            int bad = frame_from_json(nc, fj, f, rep->version);
             if (bad == -EDOM)
                 return set_why(why, why_len, -EINVAL,
                                "malformed report: a frame of stack %lld has address \"%.40s\", "
@@ -350,6 +403,11 @@ static int build_stacks(gmt_report_t *rep, num_check_t *nc, char *why, size_t wh
             if (bad)
                 return set_why(why, why_len, -EINVAL,
                                "malformed report: a frame of stack %lld is not an object", id);
+            if (inlined_frames(nc, inl, f, &st->frames[first]))
+                return set_why(why, why_len, -EINVAL,
+                               "malformed report: an inlined function of a frame of stack %lld "
+                               "is not an object",
+                               id);
         }
     }
     rep->nstacks = k;

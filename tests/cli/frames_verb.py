@@ -196,6 +196,91 @@ def case_flame_names(c):
     expect(out.splitlines() == want, "folded:\n" + out + "\nexpected:\n" + "\n".join(want))
 
 
+INL = [{"symbol": "grab", "file": "grab.h", "line": 12},
+       {"symbol": "helper", "file": "help.h", "line": 7}]
+
+
+@case
+def case_inlined(c):
+    """A native frame's `inlined` functions (docs/symbols.md: innermost first, each at its own
+    line) are frames of their own before it in every verb (docs/cli.md, "Stacks"): report
+    lists them marked inlined, with the frame's module+offset, and the innermost of the
+    user's code is the user frame; flame graphs name them "NAME [inlined]", a frame apart
+    from a call of the same function that was not inlined (diff too); suppressions do not
+    match them, as the tracer does not (docs/configuration.md); `inlined` null is none, and
+    a Python frame's list is not read."""
+    stacks = {201: [at(native("train_step"), file="train.c", line=40, inlined=INL),
+                    at(native("main"), inlined=None)],
+              202: [native("grab"), native("train_step"), native("main")],
+              203: [at(python("forward", "/home/u/m.py", 3), inlined=INL)]}
+    p = with_stacks(c, "inl.json", stacks)
+    out = c.cli_run("report", p, "--top", "10")[0]
+    want = ["-> grab grab.h:12 [trainer+0x10, inlined]",
+            "   at grab grab.h:12 [trainer+0x10, inlined]",
+            "   at helper help.h:7 [trainer+0x10, inlined]",
+            "   at train_step train.c:40 [trainer+0x10]",
+            "   at main [trainer+0x10]"]
+    lines = [ln.strip() for ln in out.splitlines()]
+    at_ = next((i for i, ln in enumerate(lines) if ln == want[0].strip()), None)
+    expect(at_ is not None and lines[at_:at_ + 5] == [w.strip() for w in want],
+           "report: expected, in order:\n" + "\n".join(want) + "\n--- got\n" + out)
+    j = json.loads(c.cli_run("report", "--json", p)[0])
+    uf = {g["stack_id"]: g["user_frame"] for g in j["leaks"]["groups"]}
+    expect(uf.get(201) == "grab grab.h:12 [trainer+0x10, inlined]" and
+           uf.get(203) == "forward /home/u/m.py:3", f"report --json user frames: {uf}")
+    folded = c.cli_run("export", p, "--format", "folded")[0].splitlines()
+    want_f = [f"main;train_step;helper [inlined];grab [inlined] {3 * MIB}",
+              f"main;train_step;grab {2 * MIB}", f"forward (m.py:3) {MIB}"]
+    expect(folded == want_f, "folded:\n" + "\n".join(folded) + "\nexpected:\n" +
+           "\n".join(want_f))
+    ss = json.loads(c.cli_run("export", p, "--format", "speedscope")[0])
+    names = [(f["name"], f.get("file"), f.get("line")) for f in ss["shared"]["frames"]]
+    expect(("grab [inlined]", "grab.h", 12) in names and ("grab", "/opt/app/bin/trainer", None)
+           in names, f"speedscope frames: {names}")
+    # what was inlined into a static runtime's frame is cut with it, and into the C
+    # library's start-up left out with it
+    rt = [at(native("libcudart_static_5382377d5c772c9d197c0cda9fd9742ee6ad893c"),
+             inlined=[{"symbol": "rt_inner", "file": "rt.c", "line": 1}]),
+          native("user_fn"),
+          at(native("__libc_start_main", "/lib/x86_64-linux-gnu/libc.so.6"),
+             inlined=[{"symbol": "start_inner", "file": "libc-start.c", "line": 58}])]
+    out = c.cli_run("report", with_stacks(c, "inl_rt.json", {204: rt}))[0]
+    expect("-> user_fn [trainer+0x10]" in out and "at user_fn [trainer+0x10]" in out and
+           "rt_inner" not in out and "start_inner" not in out and "more frame" not in out,
+           "report: the runtime's and start-up's inlined frames shown:\n" + out)
+    # grab inlined and grab called are two frames: their stacks are two stacks to diff
+    old = with_stacks(c, "inl_old.json", {201: stacks[201]})
+    new = with_stacks(c, "inl_new.json", {202: stacks[202]})
+    d = c.cli_run("diff", old, new)[0]
+    expect("[new]" in d and "[gone]" in d, "diff: the inlined and the called stack matched:\n" + d)
+    supp = c.path("inl.supp")
+    # grab: stack 202's called grab only; helper: nothing; train_step: 201 and 202
+    for pattern, matched in (("grab", 2 * MIB), ("helper", 0), ("train_step", 5 * MIB)):
+        with open(supp, "w") as f:
+            f.write(pattern + "\n")
+        left = 6 * MIB - matched
+        c.cli_run("check", p, "--max-leak-bytes", str(left), "--suppressions", supp)
+        out = c.cli_run("check", p, "--max-leak-bytes", str(left - 1), "--suppressions", supp,
+                        rc=1)[0]
+        expect(f"leaked {fmt_size(left)}" in out, f"pattern {pattern}: {left} bytes expected:\n"
+               + out)
+
+
+@case
+def case_inlined_malformed(c):
+    """A frame's `inlined` that is not an array, an entry that is not an object, or a line
+    that is not an integer refuses the report with one line naming what is wrong (exit 2)."""
+    for name, inl, msg in (
+            ("obj", {"symbol": "x"}, "a frame of stack 201 has \"inlined\" that is not an array"),
+            ("num", [5], "an inlined function of a frame of stack 201 is not an object"),
+            ("frac", [{"symbol": "x", "file": "x.h", "line": 1.5}],
+             "\"stacks[].frames[].inlined[].line\" is 1.5, not an integer")):
+        p = with_stacks(c, f"inl_{name}.json", {201: [at(native("train_step"), inlined=inl)]})
+        err = c.cli_run("report", p, rc=2)[1]
+        expect(msg in err and len(err.strip().splitlines()) == 1,
+               f"{name}: expected one line with {msg!r}, got:\n{err}")
+
+
 def rows_of(rows, change, tail):
     """diff's rows whose leak column is `change` and that end with tail ("": neither [new]
     nor [gone])."""
