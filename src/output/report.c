@@ -509,6 +509,7 @@ int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsign
         gmt_section_devices(&c, &peak_max);
         gmt_section_summary(&c, l, &k, peak_max);
         gmt_section_leaks(&c, l);
+        gmt_section_sites(&c);
         yield();
         gmt_section_peaks(&c);
         gmt_section_fragmentation(&c, l);

@@ -529,6 +529,93 @@ void gmt_section_leaks(gmt_report_ctx_t *c, const gmt_live_t *l)
     jw_object_end(w);
 }
 
+/* ---- allocation sites: the stacks that allocated most often ---------------------------- */
+
+typedef struct site_s {
+    uint64_t allocs;
+    uint32_t id;
+} site_t;
+
+/* a ranks below b: fewer allocations, or as many and a later id */
+static bool site_below(const site_t *a, const site_t *b)
+{
+    return a->allocs != b->allocs ? a->allocs < b->allocs : a->id > b->id;
+}
+
+/* heap[0] the lowest of n (a min-heap by site_below): i's element moved down to its place */
+static void site_sift(site_t *heap, size_t n, size_t i)
+{
+    for (;;) {
+        size_t lo = i, l = 2 * i + 1, r = l + 1;
+        if (l < n && site_below(&heap[l], &heap[lo])) lo = l;
+        if (r < n && site_below(&heap[r], &heap[lo])) lo = r;
+        if (lo == i) return;
+        site_t t = heap[i];
+        heap[i] = heap[lo];
+        heap[lo] = t;
+        i = lo;
+    }
+}
+
+void gmt_section_sites(gmt_report_ctx_t *c)
+{
+    jw_t *w = c->w;
+    gmt_stacks_t *st = gmt_track_stacks();
+    size_t max = c->cfg->top > 0 ? (size_t)c->cfg->top : 0;
+    size_t bytes = max * sizeof(site_t);
+    site_t *heap = max ? gmt_scratch_alloc(bytes) : NULL;
+    size_t n = 0;
+    uint64_t total = 0;
+    uint32_t ids = gmt_stacks_count(st);
+    /* The top `max` by a heap of them, its root the lowest: one pass, no array of every id. */
+    for (uint32_t id = 1; id <= ids; id++) {
+        gmt_stack_entry_t *e = gmt_stacks_entry(st, id);
+        if (!e || !__atomic_load_n(&e->hash, __ATOMIC_ACQUIRE)) continue;
+        site_t s = {__atomic_load_n(&e->total_allocs, __ATOMIC_RELAXED), id};
+        /* A tag no event writes is a damaged state file's (a recovered report): no site. */
+        if (s.allocs == 0 || gmt_stacks_tag_kind(e->tag) >= GMT_KIND_COUNT ||
+            gmt_stacks_tag_api(e->tag) >= GMT_API_COUNT)
+            continue;
+        total++;
+        if (!heap) continue;
+        if (n < max) { /* in at the end, moved up to its place */
+            size_t i = n++;
+            for (; i > 0 && site_below(&s, &heap[(i - 1) / 2]); i = (i - 1) / 2)
+                heap[i] = heap[(i - 1) / 2];
+            heap[i] = s;
+        } else if (site_below(&heap[0], &s)) {
+            heap[0] = s;
+            site_sift(heap, n, 0);
+        }
+    }
+    /* largest first: the root out, the last in its place */
+    size_t shown = n;
+    for (size_t k = n; k > 1; k--) {
+        site_t t = heap[0];
+        heap[0] = heap[k - 1];
+        heap[k - 1] = t;
+        site_sift(heap, k - 1, 0);
+    }
+    jw_uint(w, "allocation_sites_total", total);
+    jw_array_begin(w, "allocation_sites");
+    for (size_t i = 0; i < shown; i++) {
+        gmt_stack_entry_t *e = gmt_stacks_entry(st, heap[i].id);
+        jw_object_begin(w, NULL);
+        jw_uint(w, "stack_id", heap[i].id);
+        jw_int(w, "device", gmt_stacks_tag_device(e->tag));
+        jw_string(w, "kind", gmt_kind_name((gmt_kind_t)gmt_stacks_tag_kind(e->tag)));
+        jw_string(w, "api", gmt_api_name((gmt_api_t)gmt_stacks_tag_api(e->tag)));
+        jw_string(w, "library", gmt_symrep_library(heap[i].id));
+        jw_uint(w, "allocs", heap[i].allocs);
+        int64_t live = __atomic_load_n(&e->live_count, __ATOMIC_RELAXED);
+        jw_int(w, "live_count", live > 0 ? live : 0);
+        jw_object_end(w);
+        gmt_report_want(c, heap[i].id);
+    }
+    jw_array_end(w);
+    gmt_scratch_free(heap, bytes);
+}
+
 void gmt_live_fragmentation(gmt_live_t *l)
 {
     gmt_frag_sort(l->ranges, l->nranges);

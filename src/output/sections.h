@@ -60,6 +60,8 @@ void gmt_section_devices(gmt_report_ctx_t *c, int64_t *peak_max);
 void gmt_section_summary(gmt_report_ctx_t *c, const gmt_live_t *l, const gmt_counts_t *k,
                          int64_t peak_max);
 void gmt_section_leaks(gmt_report_ctx_t *c, const gmt_live_t *l);
+/* allocation_sites: the GPUMEMTRACE_TOP stacks that allocated most often over the run. */
+void gmt_section_sites(gmt_report_ctx_t *c);
 void gmt_section_peaks(gmt_report_ctx_t *c);
 void gmt_section_fragmentation(gmt_report_ctx_t *c, gmt_live_t *l);
 void gmt_section_timeline(gmt_report_ctx_t *c);

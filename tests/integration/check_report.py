@@ -386,12 +386,45 @@ def check_leak_two_sites(rep):
     expect_eq("devices[0].allocs", d0["allocs"], 105)
     expect_eq("devices[0].frees", d0["frees"], 100)
     check_api_totals(rep, {"cudaMalloc": 105})
+    check_sites(rep, [("churn", 100, 0), ("alloc_site_a", 3, 3), ("alloc_site_b", 2, 2)])
+
+
+def check_sites(rep, want):
+    """allocation_sites (docs/report.md): every stack that allocated, most allocations first,
+    each with its exact count over the run and its live count now; want: [(the stack's first
+    frame, allocs, live_count)]."""
+    sites = rep["allocation_sites"]
+    expect_eq("allocation_sites_total", rep["allocation_sites_total"], len(want))
+    got = [(frame_symbols(rep, s["stack_id"])[0], s["allocs"], s["live_count"]) for s in sites]
+    if len(got) != len(want) or any(not symbol_matches(g[0], w[0]) or g[1:] != w[1:]
+                                    for g, w in zip(got, want)):
+        fail(f"allocation_sites: expected {want}, got {got}")
+    for s in sites:
+        expect_eq(f"allocation_sites stack {s['stack_id']}: api", s["api"], "cudaMalloc")
+        expect_eq(f"allocation_sites stack {s['stack_id']}: device", s["device"], 0)
 
 
 @case("leak_two_sites")
 def case_leak_two_sites(ctx):
     ctx.run(["leak_two_sites"])
     check_leak_two_sites(ctx.final_report())
+
+
+@case("allocation_sites")
+def case_allocation_sites(ctx):
+    """GPUMEMTRACE_TOP bounds the list, not the total; with stacks off every cudaMalloc on GPU 0
+    is one site (the call's own, docs/report.md)."""
+    ctx.run(["leak_two_sites"], env={"GPUMEMTRACE_TOP": "2"})
+    rep = ctx.final_report()
+    expect_eq("allocation_sites_total", rep["allocation_sites_total"], 3)
+    got = [(frame_symbols(rep, s["stack_id"])[0], s["allocs"]) for s in rep["allocation_sites"]]
+    if len(got) != 2 or not symbol_matches(got[0][0], "churn") or got[0][1] != 100 or \
+            not symbol_matches(got[1][0], "alloc_site_a") or got[1][1] != 3:
+        fail(f"allocation_sites, top 2: expected churn 100, alloc_site_a 3; got {got}")
+    ctx.run(["leak_two_sites"], env={"GPUMEMTRACE_STACK_DEPTH": "0"})
+    rep = [r for r in ctx.final_reports(2) if r["config"]["GPUMEMTRACE_STACK_DEPTH"] == "0"][0]
+    sites = [(s["allocs"], s["live_count"], s["api"]) for s in rep["allocation_sites"]]
+    expect_eq("allocation_sites, stacks off", sites, [(105, 5, "cudaMalloc")])
 
 
 # ---- many live allocations at exit (docs/PERFORMANCE.md; bench/live_exit.sh) ----
