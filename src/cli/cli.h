@@ -149,6 +149,15 @@ typedef struct gmt_suspect_s {
     const gmt_stack_t *stack;
 } gmt_suspect_t;
 
+/* A stack that allocated over the run (allocation_sites): how many times, and how many of
+ * those are live now. */
+typedef struct gmt_site_s {
+    int64_t stack_id, device, rank;
+    uint64_t allocs, live_count;
+    const char *kind, *api, *library;
+    const gmt_stack_t *stack;
+} gmt_site_t;
+
 typedef struct gmt_library_s {
     const char *library;
     uint64_t peak_bytes, exit_bytes;
@@ -224,6 +233,11 @@ typedef struct gmt_report_s {
     gmt_group_t *leak_groups, *as_groups;
     gmt_suspect_t *suspects;
     gmt_library_t *libraries;
+    /* allocation_sites: nsites listed of sites_total; has_sites when the report has the list */
+    size_t nsites;
+    uint64_t sites_total;
+    bool has_sites;
+    gmt_site_t *sites;
 
     size_t ndevices, npeaks, nfrag, nseries, nerrors, nstacks, nranks;
     gmt_device_t *devices;

@@ -227,8 +227,9 @@ static void raise_to(int64_t *top, int64_t id)
     if (id > *top) *top = id;
 }
 
-/* The highest stack id of a report: of its stacks, and of every group, growth suspect and
- * failed allocation that names one (a hand-edited or cut report may name a stack it lacks). */
+/* The highest stack id of a report: of its stacks, and of every group, growth suspect,
+ * allocation site and failed allocation that names one (a hand-edited or cut report may name a
+ * stack it lacks). */
 static int64_t report_max_stack_id(const gmt_report_t *r)
 {
     int64_t top = 0;
@@ -240,6 +241,8 @@ static int64_t report_max_stack_id(const gmt_report_t *r)
         raise_to(&top, r->as_groups[k].stack_id);
     for (size_t k = 0; k < r->nsuspects; k++)
         raise_to(&top, r->suspects[k].stack_id);
+    for (size_t k = 0; k < r->nsites; k++)
+        raise_to(&top, r->sites[k].stack_id);
     for (size_t k = 0; k < r->nerrors; k++)
         raise_to(&top, r->errors[k].stack_id);
     for (size_t p = 0; p < r->npeaks; p++)
@@ -553,6 +556,10 @@ int gmt_cli_merge(int argc, char **argv)
         cJSON_AddStringToObject(leaks, "meaning",
                                 gmt_json_str(r0->leaks, "meaning", "live at exit"));
         cJSON *lgroups = cJSON_CreateArray(), *sus = cJSON_CreateArray();
+        /* every rank's allocation sites, when any rank's report has the list */
+        cJSON *sites = cJSON_CreateArray();
+        bool any_sites = false;
+        double stot = 0;
         cJSON *as = NULL, *asgroups = NULL;
         double ltot = 0, lsup = 0, lsupc = 0, lcount = 0, lgt = 0, lsus = 0;
         bool has_supc = false;
@@ -579,6 +586,12 @@ int gmt_cli_merge(int argc, char **argv)
                           shift);
             append_ranked(sus, cJSON_GetObjectItemCaseSensitive(r->leaks, "growth_suspects"),
                           ranks[i], shift);
+            if (r->has_sites) {
+                any_sites = true;
+                append_ranked(sites, cJSON_GetObjectItemCaseSensitive(r->root, "allocation_sites"),
+                              ranks[i], shift);
+                stot += (double)r->sites_total;
+            }
             const cJSON *ras = cJSON_GetObjectItemCaseSensitive(r->leaks, "address_space");
             if (cJSON_IsObject(ras)) {
                 if (!as) {
@@ -625,9 +638,10 @@ int gmt_cli_merge(int argc, char **argv)
             }
         }
         if (sort_ranked(lgroups, "bytes") || sort_ranked(sus, "growth_bytes") ||
-            (asgroups && sort_ranked(asgroups, "bytes"))) {
+            sort_ranked(sites, "allocs") || (asgroups && sort_ranked(asgroups, "bytes"))) {
             cJSON_Delete(lgroups);
             cJSON_Delete(sus);
+            cJSON_Delete(sites);
             cJSON_Delete(as);
             cJSON_Delete(asgroups);
             free(libs);
@@ -651,6 +665,12 @@ int gmt_cli_merge(int argc, char **argv)
         if (as) {
             cJSON_AddItemToObject(as, "groups", asgroups);
             cJSON_AddItemToObject(leaks, "address_space", as);
+        }
+        if (any_sites) {
+            cJSON_AddNumberToObject(doc, "allocation_sites_total", stot);
+            cJSON_AddItemToObject(doc, "allocation_sites", sites);
+        } else {
+            cJSON_Delete(sites);
         }
         cJSON *rk = cJSON_AddArrayToObject(merged, "ranks");
         for (size_t at = 0; at < n; at++) {

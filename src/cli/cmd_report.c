@@ -649,6 +649,53 @@ static void print_leaks(const view_t *v)
     }
 }
 
+/* The stacks that allocated most often (allocation_sites), one line each and the user frame:
+ * what churns, where the leaks show what is held. */
+static void print_sites(const view_t *v)
+{
+    const gmt_report_t *rep = v->rep;
+    if (!rep->has_sites) return;
+    size_t n = 0;
+    for (size_t i = 0; i < rep->nsites; i++)
+        n += wanted(v, rep->sites[i].device);
+    char dev[64];
+    on_device(v, dev, sizeof dev);
+    if (n == 0) {
+        printf("\n%sAllocation sites%s%s: none\n", BOLD(v), RESET(v), dev);
+        return;
+    }
+    uint64_t total = v->filter ? (uint64_t)n : rep->sites_total;
+    printf("\n%sAllocation sites%s%s (most allocations over the run): %" PRIu64 " call stack%s\n",
+           BOLD(v), RESET(v), dev, total, total == 1 ? "" : "s");
+    if (!v->filter && rep->sites_total > rep->nsites)
+        printf("  (the report lists the %zu with the most, GPUMEMTRACE_TOP)\n", rep->nsites);
+    int rank = 0;
+    for (size_t i = 0; i < rep->nsites; i++) {
+        const gmt_site_t *s = &rep->sites[i];
+        if (!wanted(v, s->device)) continue;
+        if (rank >= v->top) {
+            printf("  ... more (--top to show more)\n");
+            break;
+        }
+        char label[48], where[1024], line[1100];
+        printf("  #%-3d %8" PRIu64 " allocation%s, %" PRIu64 " live  on %s  %s  %s", ++rank,
+               s->allocs, s->allocs == 1 ? "" : "s", s->live_count,
+               gmt_device_label(s->device, s->rank, label, sizeof label), gmt_tty(s->kind),
+               gmt_tty(s->api));
+        if (s->library) printf("  %s", gmt_tty(s->library));
+        if (s->stack_id >= 0) printf("  (stack %" PRId64 ")", s->stack_id);
+        putchar('\n');
+        if (s->stack && s->stack->n) {
+            gmt_stack_where_tty(s->stack, where, sizeof where);
+            snprintf(line, sizeof line, "%s-> %s%s", BOLD(v), where, RESET(v));
+        } else {
+            snprintf(line, sizeof line, "%s",
+                     s->stack_id > 0 && !s->stack ? "(stack not in the report)" : "(no stack)");
+        }
+        print_line(v, "       ", line);
+    }
+}
+
 static void print_peaks(const view_t *v)
 {
     const gmt_report_t *rep = v->rep;
@@ -937,6 +984,30 @@ static int print_json(const view_t *v)
         cJSON_AddItemToObject(x, "user_frame", frame_json(gmt_user_frame(rep->suspects[i].stack)));
         cJSON_AddItemToArray(sus, x);
     }
+    if (rep->has_sites) {
+        size_t shown = 0, on = 0;
+        cJSON *sites = cJSON_CreateArray();
+        for (size_t i = 0; i < rep->nsites; i++) {
+            const gmt_site_t *s = &rep->sites[i];
+            if (!wanted(v, s->device)) continue;
+            on++;
+            if ((long)shown >= v->top) continue;
+            shown++;
+            cJSON *x = cJSON_CreateObject();
+            cJSON_AddNumberToObject(x, "allocs", (double)s->allocs);
+            cJSON_AddNumberToObject(x, "live_count", (double)s->live_count);
+            cJSON_AddNumberToObject(x, "device", (double)s->device);
+            if (s->rank >= 0) cJSON_AddNumberToObject(x, "rank", (double)s->rank);
+            cJSON_AddStringToObject(x, "kind", s->kind);
+            cJSON_AddStringToObject(x, "api", s->api);
+            cJSON_AddNumberToObject(x, "stack_id", (double)s->stack_id);
+            cJSON_AddItemToObject(x, "user_frame", frame_json(gmt_user_frame(s->stack)));
+            cJSON_AddItemToArray(sites, x);
+        }
+        cJSON_AddNumberToObject(o, "allocation_sites_total",
+                                (double)(v->filter ? (uint64_t)on : rep->sites_total));
+        cJSON_AddItemToObject(o, "allocation_sites", sites);
+    }
     cJSON *peaks = cJSON_AddArrayToObject(o, "peak");
     for (size_t i = 0; i < rep->npeaks; i++) {
         const gmt_peak_t *p = &rep->peaks[i];
@@ -1153,6 +1224,7 @@ int gmt_cli_report(int argc, char **argv)
     print_header(&v);
     print_devices(&v);
     print_leaks(&v);
+    print_sites(&v);
     print_peaks(&v);
     print_libraries(&v);
     print_fragmentation(&v);

@@ -216,8 +216,9 @@ static int not_whole_why(const num_check_t *nc, char *why, size_t why_len)
 {
     if (!nc->bad_key) return 0;
     char num[32];
-    return set_why(why, why_len, -EINVAL, "malformed report: \"%s.%s\" is %s, not an integer",
-                   nc->bad_at, nc->bad_key, gmt_fmt_double(nc->bad_value, num, sizeof num));
+    return set_why(why, why_len, -EINVAL, "malformed report: \"%s%s%s\" is %s, not an integer",
+                   nc->bad_at, nc->bad_at[0] ? "." : "", nc->bad_key,
+                   gmt_fmt_double(nc->bad_value, num, sizeof num));
 }
 
 static double json_time(const cJSON *obj, const char *key)
@@ -448,6 +449,13 @@ static int merged_suspect_cmp(const void *a, const void *b)
                           (merged_key_t){y->growth_bytes, y->rank, y->stack_id, y->device});
 }
 
+static int merged_site_cmp(const void *a, const void *b)
+{
+    const gmt_site_t *x = a, *y = b;
+    return merged_key_cmp((merged_key_t){x->allocs, x->rank, x->stack_id, x->device},
+                          (merged_key_t){y->allocs, y->rank, y->stack_id, y->device});
+}
+
 static int64_t json_rank(num_check_t *nc, const cJSON *obj)
 {
     return json_i64(nc, obj, "rank", -1);
@@ -600,6 +608,35 @@ static int build_model(gmt_report_t *rep, num_check_t *nc, char *why, size_t why
             g->library = gmt_json_str(j, "library", NULL);
             g->stack = g->stack_id >= 0 ? gmt_report_stack(rep, g->stack_id) : NULL;
         }
+    }
+
+    const cJSON *sites = cJSON_GetObjectItemCaseSensitive(rep->root, "allocation_sites");
+    if (sites && !cJSON_IsArray(sites))
+        return set_why(why, why_len, -EINVAL,
+                       "malformed report: \"allocation_sites\" is not an array");
+    if (sites) {
+        rep->has_sites = true;
+        nc->at = "allocation_sites[]";
+        ALLOC_ARRAY(sites, array_len(sites));
+        const cJSON *j;
+        EACH_ELEMENT(j, sites)
+        {
+            if (!cJSON_IsObject(j)) continue;
+            gmt_site_t *g = &rep->sites[rep->nsites++];
+            g->stack_id = json_i64(nc, j, "stack_id", -1);
+            g->device = json_i64(nc, j, "device", 0);
+            g->rank = json_rank(nc, j);
+            g->allocs = json_u64(nc, j, "allocs");
+            g->live_count = json_u64(nc, j, "live_count");
+            g->kind = gmt_json_str(j, "kind", "?");
+            g->api = gmt_json_str(j, "api", "?");
+            g->library = gmt_json_str(j, "library", NULL);
+            g->stack = g->stack_id >= 0 ? gmt_report_stack(rep, g->stack_id) : NULL;
+        }
+        nc->at = ""; /* a member of the report itself */
+        rep->sites_total = gmt_json_has_num(rep->root, "allocation_sites_total")
+                               ? json_u64(nc, rep->root, "allocation_sites_total")
+                               : rep->nsites;
     }
 
     nc->at = "leaks";
@@ -793,6 +830,7 @@ static int build_model(gmt_report_t *rep, num_check_t *nc, char *why, size_t why
         if (rep->nas > 1) qsort(rep->as_groups, rep->nas, sizeof *rep->as_groups, merged_group_cmp);
         if (rep->nsuspects > 1)
             qsort(rep->suspects, rep->nsuspects, sizeof *rep->suspects, merged_suspect_cmp);
+        if (rep->nsites > 1) qsort(rep->sites, rep->nsites, sizeof *rep->sites, merged_site_cmp);
     }
     return 0;
 }

@@ -675,5 +675,89 @@ def case_merged(c):
            in out.splitlines(), "a rank that ran 0 s:\n" + out)
 
 
+@case
+def case_sites(c):
+    """Allocation sites (docs/cli.md, "gpumemtrace report"): most allocations first, each with
+    its live count, device, kind, API, library and stack id, then its nearest user frame;
+    --top bounds them and says more are left; a list the report cut at GPUMEMTRACE_TOP says
+    so; --device shows that device's alone ("none" when it has none); --json has them with
+    their user frame; a report without the list has no section. merge keeps every rank's,
+    with its rank and its stacks, most first across the ranks."""
+    r = c.base()
+    out, _ = c.run("report", c.write("s.json", r))
+    want = ["Allocation sites (most allocations over the run): 4 call stacks",
+            "  (the report lists the 3 with the most, GPUMEMTRACE_TOP)",
+            "  #1        900 allocations, 3 live  on GPU 0  device  cudaMalloc  libcache.so  "
+            "(stack 2)",
+            "       -> cache_grow [libcache.so+0x5000]",
+            "  #2         75 allocations, 3 live  on GPU 0  device  cudaMalloc  trainer  (stack 1)",
+            "       -> forward model.py:42",
+            "  #3         24 allocations, 1 live  on GPU 0  pool  cudaMallocAsync  libpool.so  "
+            "(stack 3)",
+            "       -> libpool.so+0x1000"]
+    expect(("\n" + "\n".join(want) + "\n\n") in out, "sites:\n" + out)
+    out, _ = c.run("report", "--top", "1", c.write("s.json", r))
+    sec = section(out, "Allocation sites").splitlines()
+    expect(sec[4:] == ["  ... more (--top to show more)"] and "#2 " not in "\n".join(sec),
+           "--top 1:\n" + "\n".join(sec))
+    r["allocation_sites"][1]["device"] = 1
+    p = c.write("s1.json", r)
+    out, _ = c.run("report", "--device", "1", p)
+    expect("Allocation sites on GPU 1 (most allocations over the run): 1 call stack\n"
+           "  #1         75 allocations, 3 live  on GPU 1" in out, "--device 1:\n" + out)
+    j = c.json("--device", "1", p)
+    expect(j["allocation_sites_total"] == 1 and
+           [(x["allocs"], x["live_count"], x["device"], x["kind"], x["api"], x["stack_id"],
+             x["user_frame"]) for x in j["allocation_sites"]] ==
+           [(75, 3, 1, "device", "cudaMalloc", 1, "forward model.py:42")],
+           f"--json --device 1: {j.get('allocation_sites')}")
+    j = c.json("--top", "2", p)
+    expect(j["allocation_sites_total"] == 4 and
+           [x["allocs"] for x in j["allocation_sites"]] == [900, 75], f"--json --top 2: {j}")
+    r["allocation_sites"] = [x for x in r["allocation_sites"] if x["device"] == 0]
+    out, _ = c.run("report", "--device", "1", c.write("s2.json", r))
+    expect("\nAllocation sites on GPU 1: none\n" in out, "--device 1, none:\n" + out)
+    del r["allocation_sites"], r["allocation_sites_total"]
+    out, _ = c.run("report", c.write("s3.json", r))
+    expect("Allocation sites" not in out and
+           "allocation_sites" not in c.json(c.write("s3.json", r)), "no list:\n" + out)
+    # merged: ranks 2 and 5, rank 5's site of stack 1 made more than rank 2's of stack 2
+    paths = []
+    for i, rank in enumerate((2, 5)):
+        r = c.base()
+        r["process"].update(rank=rank, start_time=r["process"]["start_time"] + i,
+                            start_time_ns=r["process"]["start_time_ns"] + i * 10**9)
+        if rank == 5:
+            r["allocation_sites"][1]["allocs"] = 1000
+        paths.append(c.write(f"sr{rank}.json", r))
+    m = os.path.join(c.work, "sm.json")
+    c.run("merge", *paths, "-o", m)
+    with open(m) as f:
+        mj = json.load(f)
+    stride = mj["merged"]["stack_id_stride"]
+    got = [(x["rank"], x["allocs"], x["stack_id"]) for x in mj["allocation_sites"]]
+    expect(mj["allocation_sites_total"] == 8 and
+           got == [(5, 1000, 1 + stride), (2, 900, 2), (5, 900, 2 + stride), (2, 75, 1),
+                   (2, 24, 3), (5, 24, 3 + stride)], f"merged sites: {got}")
+    out, _ = c.run("report", m)
+    expect("  #1       1000 allocations, 3 live  on rank 5 GPU 0  device  cudaMalloc  trainer  "
+           f"(stack {1 + stride})\n       -> forward model.py:42" in out, "merged:\n" + out)
+
+
+@case
+def case_sites_malformed(c):
+    """A malformed allocation_sites refuses the report with one line (exit 2)."""
+    for name, edit, msg in (
+            ("obj", lambda r: r.update(allocation_sites={}),
+             "\"allocation_sites\" is not an array"),
+            ("frac", lambda r: r["allocation_sites"][0].update(allocs=2.5),
+             "\"allocation_sites[].allocs\" is 2.5, not an integer"),
+            ("total", lambda r: r.update(allocation_sites_total=1.5),
+             "\"allocation_sites_total\" is 1.5, not an integer")):
+        r = c.base()
+        edit(r)
+        _, err = c.run("report", c.write(f"m_{name}.json", r), rc=2)
+        expect(msg in err and len(err.splitlines()) == 1, f"{name}: want {msg!r}, got:\n{err}")
+
 if __name__ == "__main__":
     sys.exit(verbs_main(CASES, "report", ("case", "cli", "data", "work"), Ctx))
