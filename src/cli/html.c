@@ -229,6 +229,21 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
                                              sizeof label));
         gmt_buf_put(b, "}", 1);
     }
+    gmt_buf_puts(b, "],\"sites\":[");
+    for (size_t i = 0; i < rep->nsites; i++) {
+        const gmt_site_t *x = &rep->sites[i];
+        gmt_stack_where(x->stack, s, sizeof s);
+        gmt_buf_printf(b, "%s{\"allocs\":%" PRIu64 ",\"live\":%" PRIu64 ",\"kind\":", i ? "," : "",
+                       x->allocs, x->live_count);
+        gmt_buf_json_str(b, x->kind);
+        gmt_buf_puts(b, ",\"api\":");
+        gmt_buf_json_str(b, x->api);
+        gmt_buf_puts(b, ",\"device\":");
+        gmt_buf_json_str(b, gmt_device_label(x->device, x->rank, label, sizeof label));
+        gmt_buf_puts(b, ",\"where\":");
+        gmt_buf_json_str(b, s);
+        gmt_buf_put(b, "}", 1);
+    }
     gmt_buf_puts(b, "],\"libraries\":[");
     for (size_t i = 0; i < rep->nlibraries; i++) {
         gmt_buf_puts(b, i ? ",{\"library\":" : "{\"library\":");

@@ -206,6 +206,11 @@
   });
   table('suspects', 'Growth suspects', [['grew by', 'num'], ['live', 'num'], ['device'], ['nearest user frame', 'where']],
         data.suspects.map(function (s) { return [fmtBytes(s.growth), fmtBytes(s.live), s.device, s.where]; }));
+  table('sites', 'Allocation sites (most allocations over the run)',
+        [['allocations', 'num'], ['live', 'num'], ['kind'], ['device'], ['api'], ['nearest user frame', 'where']],
+        (data.sites || []).map(function (x) {
+          return [String(x.allocs), String(x.live), x.kind, x.device, x.api, x.where];
+        }));
   table('libraries', 'Bytes per library', [['library'], ['at the peak', 'num'], ['at exit', 'num']],
         data.libraries.map(function (l) { return [l.library, fmtBytes(l.peak), fmtBytes(l.exit)]; }));
   table('fragmentation', 'Fragmentation', [['device'], ['fragmentation', 'num'], ['free in gaps', 'num'], ['largest gap', 'num']],
