@@ -54,6 +54,28 @@ def cli_verbs(c):
     c.expect_true("report --json leaks.total_bytes > 0",
                   js.get("leaks", {}).get("total_bytes", 0) > 0, js.get("leaks"))
 
+    # allocation sites with the framework's cache off: every tensor a cudaMalloc, so the top
+    # site allocated more than once, and the sites' counts are the devices' allocations
+    with open(b) as f:
+        rb = json.load(f)
+    sites = rb.get("allocation_sites") or []
+    dev_allocs = sum(d.get("allocs", 0) for d in rb.get("devices") or [])
+    site_allocs = sum(x.get("allocs", 0) for x in sites)
+    c.expect_true("nocache: allocation_sites listed, the top one allocating more than once",
+                  bool(sites) and sites[0].get("allocs", 0) > 1, sites[:2])
+    if rb.get("allocation_sites_total", 0) <= len(sites):
+        c.expect("nocache: sum of allocation_sites allocs == sum of devices[].allocs",
+                 site_allocs, dev_allocs)
+    else:
+        c.expect_true("nocache: listed allocation_sites allocs <= devices' allocs",
+                      site_allocs <= dev_allocs, (site_allocs, dev_allocs))
+    text_b = _cli(c, "report_nocache", ["report", b], 0)
+    c.expect_true("report text to list the allocation sites", "Allocation sites" in text_b,
+                  text_b[-600:])
+    c.note(f"nocache: {rb.get('allocation_sites_total')} allocation sites, top "
+           f"{sites[0].get('allocs') if sites else None} allocations; {site_allocs} listed of "
+           f"{dev_allocs} device allocations")
+
     _cli(c, "check_pass", ["check", a, "--max-leak-bytes", "100GiB", "--max-peak-bytes", "200GiB"], 0)
     fail = _cli(c, "check_fail", ["check", a, "--max-leak-bytes", "0",
                                   "--junit", os.path.join(c.out, "cli_junit.xml")], 1)
@@ -66,6 +88,11 @@ def cli_verbs(c):
     m = _cli(c, "merge", ["merge", a, b, "-o", merged], 0)
     c.expect_true("merge to print the imbalance", "peak imbalance" in m, m[:300])
     _cli(c, "report_merged", ["report", merged], 0)
+    with open(a) as f:
+        ta = json.load(f).get("allocation_sites_total", 0)
+    with open(merged) as f:
+        c.expect("merged allocation_sites_total == the two runs' sum",
+                 json.load(f).get("allocation_sites_total"), ta + rb.get("allocation_sites_total", 0))
     _cli(c, "check_merged", ["check", merged, "--max-leak-bytes", "100GiB"], 0)
 
     outs = {}

@@ -645,6 +645,11 @@ def mallocasync(c):
         got = (api(rep, names[0]) + api(rep, names[0] + "_ptsz"),
                api(rep, names[1]) + api(rep, names[1] + "_ptsz"))
         c.expect(f"{name} allocs recorded as {names[0]}, {names[1]}", got, (3, 1))
+        # four call lines, one allocation each; the 2 MiB one freed (docs/report.md)
+        sites = [x for x in rep.get("allocation_sites") or [] if x.get("kind") == "pool"]
+        c.expect(f"{name} pool allocation_sites (allocs, live_count)",
+                 sorted((x.get("allocs"), x.get("live_count")) for x in sites),
+                 [(1, 0), (1, 1), (1, 1), (1, 1)])
 
 
 @case

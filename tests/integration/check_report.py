@@ -2410,6 +2410,14 @@ def case_state_kill(ctx):
     if [x[4:] for x in sus] != [(grown, grown)]:
         fail(f"snapshot growth suspects: {sus}, want grow_step's, grown from 0 to {grown}")
     expect_eq("recovered growth suspects", suspects(rec), suspects(snap))
+    # the stacks' allocation counts were in the state file: the same sites
+    def sites(r):
+        return [(x["stack_id"], x["kind"], x["api"], x["allocs"], x["live_count"])
+                for x in r["allocation_sites"]]
+    if not sites(snap) or sum(x[3] for x in sites(snap)) != snap["summary"]["allocs"]:
+        fail(f"snapshot allocation sites {sites(snap)}: their allocs should sum to "
+             f"{snap['summary']['allocs']}")
+    expect_eq("recovered allocation sites", sites(rec), sites(snap))
     for s in rec["leaks"]["growth_suspects"]:
         if len(s["samples"]) < 3 or s["samples"][-1][1] != s["live_bytes"]:
             fail(f"recovered growth suspect's samples: {s['samples']}")
