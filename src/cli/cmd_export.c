@@ -2,9 +2,9 @@
  * formats.
  *
  *   folded      one line per call stack, "outer;...;inner BYTES" (flamegraph.pl, inferno,
- *               speedscope); --stacks leaks (default) or peak
+ *               speedscope); --stacks leaks (default), peak or sites (allocation counts)
  *   speedscope  speedscope's file format: one sampled profile of the leaks and one of each
- *               device's peak owners, bytes as weights
+ *               device's peak owners, bytes as weights, and one of the allocation sites
  *   perfetto    Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing): one memory counter
  *               track per device from the timeline, instant events for failed allocations,
  *               each device's peak, and the report itself when it is a snapshot or OOM report
@@ -35,7 +35,7 @@ static const struct option long_opts[] = {
 void gmt_cli_export_help(FILE *to)
 {
     fprintf(to,
-            "Usage: gpumemtrace export FILE --format FORMAT [-o OUT] [--stacks leaks|peak]\n"
+            "Usage: gpumemtrace export FILE --format FORMAT [-o OUT] [--stacks leaks|peak|sites]\n"
             "\n"
             "Formats:\n"
             "  folded      'outer;...;inner BYTES' lines for flamegraph.pl, inferno, speedscope\n"
@@ -46,7 +46,8 @@ void gmt_cli_export_help(FILE *to)
             "  pprof       gzip-compressed profile.proto for 'go tool pprof'\n"
             "\n"
             "  -o, --output OUT  write OUT atomically (default: standard output)\n"
-            "  --stacks WHICH    folded only: 'leaks' (default) or 'peak' owners\n");
+            "  --stacks WHICH    folded only: 'leaks' (default), 'peak' owners, or allocation\n"
+            "                    'sites' (allocations over the run as weights)\n");
 }
 
 /* Report text as one field of a folded line: escaped as the terminal verbs show report text
@@ -87,9 +88,42 @@ static void folded_group(gmt_buf_t *b, const gmt_group_t *g)
     gmt_buf_printf(b, " %" PRIu64 "\n", g->bytes);
 }
 
-static int export_folded(const gmt_report_t *rep, gmt_buf_t *b, bool peak)
+/* The report's allocation sites as groups: the allocations as their weight (bytes), the
+ * live count as their count. Heap-allocated (free), NULL with *n 0 when there are none. */
+static gmt_group_t *site_groups(const gmt_report_t *rep, size_t *n)
 {
-    if (peak) {
+    *n = 0;
+    if (!rep->nsites) return NULL;
+    gmt_group_t *g = calloc(rep->nsites, sizeof *g);
+    if (!g) return NULL;
+    for (size_t i = 0; i < rep->nsites; i++) {
+        const gmt_site_t *s = &rep->sites[i];
+        g[i] = (gmt_group_t){.stack_id = s->stack_id,
+                             .bytes = s->allocs,
+                             .count = s->live_count,
+                             .device = s->device,
+                             .rank = s->rank,
+                             .kind = s->kind,
+                             .api = s->api,
+                             .library = s->library,
+                             .stack = s->stack};
+    }
+    *n = rep->nsites;
+    return g;
+}
+
+static int export_folded(const gmt_report_t *rep, gmt_buf_t *b, const char *which)
+{
+    if (which && strcmp(which, "sites") == 0) {
+        size_t n;
+        gmt_group_t *g = site_groups(rep, &n);
+        if (rep->nsites && !g) return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+            folded_group(b, &g[i]);
+        free(g);
+        return 0;
+    }
+    if (which && strcmp(which, "peak") == 0) {
         for (size_t i = 0; i < rep->npeaks; i++)
             for (size_t k = 0; k < rep->peaks[i].ngroups; k++)
                 folded_group(b, &rep->peaks[i].groups[k]);
@@ -162,11 +196,20 @@ static int export_speedscope(const gmt_report_t *rep, gmt_buf_t *b)
     gmt_buf_t frames = {0}, profiles = {0};
     int rc = 0;
     size_t nprof = 0;
-    for (size_t p = 0; p <= rep->npeaks && !rc; p++) {
+    size_t nsg = 0;
+    gmt_group_t *sg = site_groups(rep, &nsg);
+    if (rep->nsites && !sg) rc = -ENOMEM;
+    /* the leaks, each device's peak owners, then the allocation sites (when there are any) */
+    for (size_t p = 0; p <= rep->npeaks + (nsg > 0) && !rc; p++) {
         gmt_buf_t s = {0}, w = {0};
         uint64_t total = 0;
         char name[96], label[48];
-        if (p == 0) {
+        const char *unit = "bytes";
+        if (p == rep->npeaks + 1) {
+            rc = speedscope_samples(&fr, &frames, &s, &w, sg, nsg, false, &total);
+            snprintf(name, sizeof name, "allocation sites (allocations over the run)");
+            unit = "none";
+        } else if (p == 0) {
             rc = speedscope_samples(&fr, &frames, &s, &w, rep->leak_groups, rep->nleaks, true,
                                     &total);
             snprintf(name, sizeof name, "leaks (live at exit)");
@@ -181,9 +224,9 @@ static int export_speedscope(const gmt_report_t *rep, gmt_buf_t *b)
             gmt_buf_puts(&profiles, "\"type\":\"sampled\",\"name\":");
             gmt_buf_json_str(&profiles, name);
             gmt_buf_printf(&profiles,
-                           ",\"unit\":\"bytes\",\"startValue\":0,\"endValue\":%" PRIu64
+                           ",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%" PRIu64
                            ",\"samples\":[%s],\"weights\":[%s]}",
-                           total, s.data ? s.data : "", w.data ? w.data : "");
+                           unit, total, s.data ? s.data : "", w.data ? w.data : "");
             nprof++;
         }
         gmt_buf_free(&s);
@@ -200,6 +243,7 @@ static int export_speedscope(const gmt_report_t *rep, gmt_buf_t *b)
                        profiles.data ? profiles.data : "");
     }
     if (frames.failed || profiles.failed) rc = -ENOMEM;
+    free(sg);
     gmt_strmap_free(&fr.map);
     gmt_buf_free(&fr.key);
     gmt_buf_free(&frames);
@@ -581,7 +625,7 @@ int gmt_export_to(const gmt_report_t *rep, const char *format, const char *stack
     int rc;
     switch (format_index(format)) {
     case 0:
-        rc = export_folded(rep, b, stacks && strcmp(stacks, "peak") == 0);
+        rc = export_folded(rep, b, stacks);
         break;
     case 1:
         rc = export_speedscope(rep, b);
@@ -642,8 +686,9 @@ int gmt_cli_export(int argc, char **argv)
                       format ? "'" : "");
         return GMT_EXIT_USAGE;
     }
-    if (strcmp(stacks, "leaks") != 0 && strcmp(stacks, "peak") != 0) {
-        gmt_cli_error("export: bad --stacks '%s': 'leaks' or 'peak'", stacks);
+    if (strcmp(stacks, "leaks") != 0 && strcmp(stacks, "peak") != 0 &&
+        strcmp(stacks, "sites") != 0) {
+        gmt_cli_error("export: bad --stacks '%s': 'leaks', 'peak' or 'sites'", stacks);
         return GMT_EXIT_USAGE;
     }
     /* speedscope, pprof and html hold the leaks and every device's peak owners side by side
@@ -651,7 +696,7 @@ int gmt_cli_export(int argc, char **argv)
      * folded the choice would be accepted and ignored. */
     if (stacks_given && fi != 0) {
         gmt_cli_error("export: --stacks goes with --format folded only, not %s (speedscope, "
-                      "pprof and html hold both the leaks and the peak owners)",
+                      "pprof and html hold the leaks, the peak owners and the sites)",
                       formats[fi]);
         return GMT_EXIT_USAGE;
     }

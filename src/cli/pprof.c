@@ -183,8 +183,13 @@ static void label_str(ctx_t *c, gmt_buf_t *sample, const char *key, const char *
     gmt_buf_free(&m);
 }
 
-static void add_sample(ctx_t *c, const gmt_group_t *g, bool leak)
+enum { SAMPLE_LEAK, SAMPLE_PEAK, SAMPLE_SITE };
+
+/* One sample per group: its values are the sample types' (leaked_space, leaked_objects,
+ * peak_space, allocations), the group's in the one its kind fills, 0 in the others. */
+static void add_sample(ctx_t *c, const gmt_group_t *g, int what)
 {
+    bool leak = what == SAMPLE_LEAK;
     gmt_buf_t smp = {0}, packed = {0};
     if (g->stack && g->stack->n) {
         for (size_t i = 0; i < g->stack->n; i++)
@@ -196,7 +201,8 @@ static void add_sample(ctx_t *c, const gmt_group_t *g, bool leak)
     pb_msg(&smp, 1, &packed);
     pb_varint(&packed, leak ? g->bytes : 0);
     pb_varint(&packed, leak ? g->count : 0);
-    pb_varint(&packed, leak ? 0 : g->bytes);
+    pb_varint(&packed, what == SAMPLE_PEAK ? g->bytes : 0);
+    pb_varint(&packed, what == SAMPLE_SITE ? g->bytes : 0);
     pb_msg(&smp, 2, &packed);
     /* GPUs by number, -1 and -2 by name: the Prometheus export's values (-tagfocus 'device=^0$') */
     char dev[32];
@@ -268,11 +274,23 @@ int gmt_export_pprof(const gmt_report_t *rep, gmt_buf_t *out)
     value_type(&c, &prof, 1, "leaked_space", "bytes");
     value_type(&c, &prof, 1, "leaked_objects", "count");
     value_type(&c, &prof, 1, "peak_space", "bytes");
+    value_type(&c, &prof, 1, "allocations", "count");
     for (size_t i = 0; i < rep->nleaks; i++)
-        if (!rep->leak_groups[i].suppressed) add_sample(&c, &rep->leak_groups[i], true);
+        if (!rep->leak_groups[i].suppressed) add_sample(&c, &rep->leak_groups[i], SAMPLE_LEAK);
     for (size_t i = 0; i < rep->npeaks; i++)
         for (size_t k = 0; k < rep->peaks[i].ngroups; k++)
-            add_sample(&c, &rep->peaks[i].groups[k], false);
+            add_sample(&c, &rep->peaks[i].groups[k], SAMPLE_PEAK);
+    for (size_t i = 0; i < rep->nsites; i++) { /* an allocation site: its count as the value */
+        const gmt_site_t *x = &rep->sites[i];
+        gmt_group_t g = {.stack_id = x->stack_id,
+                         .bytes = x->allocs,
+                         .device = x->device,
+                         .rank = x->rank,
+                         .kind = x->kind,
+                         .api = x->api,
+                         .stack = x->stack};
+        add_sample(&c, &g, SAMPLE_SITE);
+    }
     gmt_buf_put(&prof, c.samples.data ? c.samples.data : "", c.samples.len);
     gmt_buf_t m = {0}, ln = {0};
     for (size_t i = 0; i < c.nmaps; i++) {

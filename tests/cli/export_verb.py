@@ -802,8 +802,9 @@ def pprof_load(path):
 @case
 def case_pprof(c):
     """pprof, decoded field by field: string_table[0] is ""; sample types leaked_space,
-    leaked_objects, peak_space, the default leaked_space; one sample per leak group not
-    suppressed (bytes, count, 0) and per peak owner (0, 0, bytes), its stack leaf first, labels
+    leaked_objects, peak_space, allocations, the default leaked_space; one sample per leak
+    group not suppressed (bytes, count, 0, 0), per peak owner (0, 0, bytes, 0) and per
+    allocation site (0, 0, 0, allocations), its stack leaf first, labels
     device, kind, api (device -1 is "host", as in the Prometheus export); a native frame's
     location is in its module's mapping (one mapping per module) at its address with its
     line, a Python frame's in none, its function the Python function's name; a group without
@@ -824,7 +825,8 @@ def case_pprof(c):
     export(c, e, "pprof", "-o", c.path("pp.pb.gz"))
     p = pprof_load(c.path("pp.pb.gz"))
     expect(p["sample_types"] == [("leaked_space", "bytes"), ("leaked_objects", "count"),
-                                 ("peak_space", "bytes")], f"sample types {p['sample_types']}")
+                                 ("peak_space", "bytes"), ("allocations", "count")],
+           f"sample types {p['sample_types']}")
     expect(p["default"] == "leaked_space", f"default {p['default']}")
     expect(p["comments"] == [e], f"comments {p['comments']}")
     # the time from the report's seconds, a double: to within its precision (256 ns)
@@ -837,15 +839,18 @@ def case_pprof(c):
     got = [(x["stack"], x["values"], x["labels"]) for x in p["samples"]]
     lab = {"device": "0", "kind": "device", "api": "cudaMalloc"}
     pool = {"device": "0", "kind": "pool", "api": "cudaMallocAsync"}
-    want = [(s1, [3145728, 3, 0], lab), (s3, [1048576, 1, 0], pool),
-            (["[no stack]"], [4096, 2, 0],
+    s2 = ["cache_grow"]
+    want = [(s1, [3145728, 3, 0, 0], lab), (s3, [1048576, 1, 0, 0], pool),
+            (["[no stack]"], [4096, 2, 0, 0],
              {"device": "host", "kind": "host_pinned", "api": "cudaHostAlloc"}),
-            (["[no stack]"], [2048, 1, 0], lab),
-            (["alloc_activations"], [0, 0, 8388608], lab), (s1, [0, 0, 3145728], lab),
-            (s3, [0, 0, 1048576], pool)]
+            (["[no stack]"], [2048, 1, 0, 0], lab),
+            (["alloc_activations"], [0, 0, 8388608, 0], lab), (s1, [0, 0, 3145728, 0], lab),
+            (s3, [0, 0, 1048576, 0], pool),
+            # the allocation sites: their allocations over the run
+            (s2, [0, 0, 0, 900], lab), (s1, [0, 0, 0, 75], lab), (s3, [0, 0, 0, 24], pool)]
     expect(got == want, "samples:\n" + "\n".join(map(str, got)))
     maps = sorted(m["file"] for m in p["mappings"].values())
-    expect(maps == ["/opt/app/bin/trainer", "/opt/app/lib/libpool.so",
+    expect(maps == ["/opt/app/bin/trainer", "/opt/app/lib/libcache.so", "/opt/app/lib/libpool.so",
                     "/usr/lib/x86_64-linux-gnu/libcudart.so.13"], f"mappings {maps}")
     expect(all(m["start"] == 0 and m["limit"] == 2**63 - 1 and m["has_functions"]
                for m in p["mappings"].values()), f"mappings {p['mappings']}")
@@ -940,12 +945,42 @@ def case_usage(c):
         ([v1, "--format", "folded", "-o", c.path("no/such/dir/x")], "no/such/dir/x: "),
         ([v1, "--format", "folded", "-o", c.path("a_dir")],
          "a_dir: exists and is not a regular file"),
+        ([v1, "--format", "folded", "--stacks", "site"],
+         "bad --stacks 'site': 'leaks', 'peak' or 'sites'"),
+        ([v1, "--format", "pprof", "--stacks", "sites"],
+         "--stacks goes with --format folded only, not pprof"),
     )
     for args, why in bad:
         out, err, _ = c.cli_run("export", *args, rc=2)
         expect(why in err, f"export {args}: {err!r}, not {why!r}")
         expect(one_line(err) and not out, f"export {args}: {out!r} {err!r}")
 
+
+@case
+def case_sites(c):
+    """The allocation sites (docs/cli.md, "gpumemtrace export"): folded --stacks sites has a
+    line per listed site, its allocations over the run as the weight; speedscope has them as
+    a last profile, unit none, weights the allocations; a report without the list has no such
+    profile and no folded line."""
+    v2 = os.path.join(c.data, "valid_v2.json")
+    out, _ = export(c, v2, "folded", "--stacks", "sites")
+    want = ["cache_grow 900",
+            "main;<module> (train.py:7);forward (model.py:42);train_step;alloc_workspace;"
+            "libcudart.so.13+0x1234 75",
+            "libpool.so+0x2000;libpool.so+0x1000 24"]
+    expect(out.splitlines() == want, "folded --stacks sites:\n" + out)
+    sp = json.loads(export(c, v2, "speedscope")[0])
+    last = sp["profiles"][-1]
+    expect(last["name"] == "allocation sites (allocations over the run)" and
+           last["unit"] == "none" and last["weights"] == [900, 75, 24] and
+           last["endValue"] == 999, f"speedscope's last profile: {last}")
+    e = edited(c, "nosites.json", lambda r: (r.pop("allocation_sites"),
+                                             r.pop("allocation_sites_total")), base="valid_v2.json")
+    out, _ = export(c, e, "folded", "--stacks", "sites")
+    sp = json.loads(export(c, e, "speedscope")[0])
+    expect(out == "" and not any(p["name"].startswith("allocation sites")
+                                 for p in sp["profiles"]),
+           f"no list: folded {out!r}, profiles {[p['name'] for p in sp['profiles']]}")
 
 if __name__ == "__main__":
     sys.exit(verbs_main(CASES, "export"))

@@ -1895,8 +1895,12 @@ def case_merge_exports(c):
     c.cli_run("export", m, "--format", "speedscope", "-o", c.path("m.speedscope"))
     sp = check_speedscope(c.path("m.speedscope"))
     names = [p["name"] for p in sp["profiles"]]
-    expect(len(names) == 3 and names[1].startswith("peak owners rank 0 GPU 0") and
-           names[2].startswith("peak owners rank 1 GPU 0"), f"profiles {names}")
+    expect(len(names) == 4 and names[1].startswith("peak owners rank 0 GPU 0") and
+           names[2].startswith("peak owners rank 1 GPU 0") and
+           names[3] == "allocation sites (allocations over the run)", f"profiles {names}")
+    # the sites' profile: both ranks' sites, each rank's allocations summed
+    expect(sp["profiles"][3]["endValue"] == 2 * src["summary"]["allocs"],
+           f"sites profile {sp['profiles'][3]['endValue']}, want 2 x {src['summary']['allocs']}")
     expect(sp["profiles"][0]["endValue"] == 2 * src["leaks"]["total_bytes"],
            f"leaks profile {sp['profiles'][0]['endValue']}")
     # folded: every rank's leaks
@@ -2070,7 +2074,9 @@ def check_speedscope(path):
     expect(all(isinstance(f.get("name"), str) for f in frames), "frame names")
     expect(s["profiles"], "no profiles")
     for p in s["profiles"]:
-        expect(p["type"] == "sampled" and p["unit"] == "bytes", f"profile {p['name']}")
+        # the allocation sites' profile counts allocations; the others weigh bytes
+        unit = "none" if p["name"].startswith("allocation sites") else "bytes"
+        expect(p["type"] == "sampled" and p["unit"] == unit, f"profile {p['name']}")
         expect(len(p["samples"]) == len(p["weights"]), "samples vs weights")
         expect(all(0 <= i < len(frames) for smp in p["samples"] for i in smp), "frame index")
         # the sum of the weights, at most 2^64 - 1 (the exporter saturates, never wraps)
