@@ -1,7 +1,8 @@
 /* cmd_diff.c - `gpumemtrace diff OLD NEW [--max-growth N]`: what grew between two runs.
  *
- * Compares each device's peak, the leaked bytes, the bytes per library (report v2) and the
- * bytes per call stack at the peak and at exit. Stacks are matched across the two runs by their
+ * Compares each device's peak, the leaked bytes, the bytes per library (report v2), the
+ * bytes per call stack at the peak and at exit, and the allocations per call stack (the
+ * allocation sites). Stacks are matched across the two runs by their
  * frames (module basename and symbol, or module and offset when there is no symbol; Python file and
  * function), never by stack id, which differs between runs. Exit 0, or 1 when --max-growth is given
  * and a device's peak or the leaked bytes grew by more than it (bytes, or a percentage "10%"); 2
@@ -32,9 +33,10 @@ void gmt_cli_diff_help(FILE *to)
     fprintf(to,
             "Usage: gpumemtrace diff [--max-growth N|P%%] [--top N] OLD NEW\n"
             "\n"
-            "What grew from OLD to NEW: each device's peak, the leaked bytes, and the\n"
-            "bytes per library and per call stack (at the peak and at exit), stacks\n"
-            "matched by their frames. Exit 1 when --max-growth is given and a peak or the\n"
+            "What grew from OLD to NEW: each device's peak, the leaked bytes, the bytes\n"
+            "per library and per call stack (at the peak and at exit), and the\n"
+            "allocations per call stack (allocation sites), stacks matched by their\n"
+            "frames. Exit 1 when --max-growth is given and a peak or the\n"
             "leaked bytes grew by more than N bytes (K/M/G suffixes) or P percent; 2 for\n"
             "bad input.\n"
             "\n"
@@ -223,6 +225,132 @@ static int print_libraries(const gmt_report_t *a, const gmt_report_t *b, long to
     return 0;
 }
 
+/* One call stack's allocations over the run in both reports' allocation sites. */
+typedef struct site_change_s {
+    char *key;
+    const gmt_stack_t *stack;
+    uint64_t old, now;
+    bool in_old, in_new;
+} site_change_t;
+
+static int64_t site_growth(const site_change_t *c)
+{
+    return delta(c->old, c->now);
+}
+
+/* Most added allocations first, the fewest (most removed) last; then by key (stable output). */
+static int cmp_site_change(const void *a, const void *b)
+{
+    const site_change_t *x = a, *y = b;
+    int64_t dx = site_growth(x), dy = site_growth(y);
+    if (dx != dy) return dx < dy ? 1 : -1;
+    return strcmp(x->key, y->key);
+}
+
+/* A side's count: the number, or why there is none (not in a list that was complete: 0 and
+ * the stack is new or gone; in a list cut at GPUMEMTRACE_TOP: not listed, not known). */
+static const char *site_count(bool listed, uint64_t n, bool complete, char *buf, size_t len)
+{
+    if (listed)
+        snprintf(buf, len, "%" PRIu64, n);
+    else
+        snprintf(buf, len, "%s", complete ? "0" : "?");
+    return buf;
+}
+
+/* The allocation sites of both reports by their frames (as the stacks above: one stack's sites
+ * on several devices, kinds or APIs summed), the changed ones, most added first. Left out when
+ * neither report has the list; when one has it, one line says so. 0, or -1 out of memory. */
+static int print_sites(const gmt_report_t *a, const gmt_report_t *b, long top)
+{
+    if (!a->has_sites && !b->has_sites) return 0;
+    printf("\nAllocations per call stack (allocation sites, matched by frames)\n");
+    if (!a->has_sites || !b->has_sites) {
+        printf("  (%s lists no allocation sites: written before the section existed; not "
+               "compared)\n",
+               a->has_sites ? "NEW" : "OLD");
+        return 0;
+    }
+    size_t cap = a->nsites + b->nsites, n = 0;
+    site_change_t *v = calloc(cap ? cap : 1, sizeof *v);
+    gmt_strmap_t index = {0};
+    int rc = v ? 0 : -1;
+    for (int side = 0; !rc && side < 2; side++) {
+        const gmt_report_t *r = side ? b : a;
+        for (size_t i = 0; !rc && i < r->nsites; i++) {
+            const gmt_site_t *x = &r->sites[i];
+            char *key = gmt_stack_key(x->stack);
+            if (!key) {
+                rc = -1;
+                break;
+            }
+            size_t k = gmt_strmap_get(&index, key);
+            if (k == SIZE_MAX) {
+                k = n++;
+                v[k].key = key;
+                rc = gmt_strmap_put(&index, key, k) ? -1 : 0;
+            } else {
+                free(key);
+            }
+            if (side) {
+                v[k].now = gmt_add_sat(v[k].now, x->allocs);
+                v[k].in_new = true;
+                v[k].stack = x->stack;
+            } else {
+                v[k].old = gmt_add_sat(v[k].old, x->allocs);
+                v[k].in_old = true;
+                if (!v[k].stack) v[k].stack = x->stack;
+            }
+        }
+    }
+    gmt_strmap_free(&index);
+    /* a list cut at GPUMEMTRACE_TOP does not say a stack it leaves out made no allocation */
+    bool full_old = a->sites_total <= a->nsites, full_new = b->sites_total <= b->nsites;
+    if (!rc && n > 1) qsort(v, n, sizeof *v, cmp_site_change);
+    long shown = 0;
+    size_t left = 0;
+    bool unknown_old = false, unknown_new = false;
+    for (size_t i = 0; !rc && i < n; i++) {
+        const site_change_t *c = &v[i];
+        if (c->in_old && c->in_new && c->old == c->now) continue;
+        if (shown >= top) {
+            left++;
+            continue;
+        }
+        char o[32], w[32], d[32], fb[1024];
+        bool known = (c->in_old || full_old) && (c->in_new || full_new);
+        if (known) {
+            int64_t g = site_growth(c);
+            snprintf(d, sizeof d, "%s%" PRIu64, g < 0 ? "-" : "+", (uint64_t)(g < 0 ? -g : g));
+        } else { /* one side not listed: no change claimed */
+            snprintf(d, sizeof d, "?");
+            unknown_old |= !c->in_old;
+            unknown_new |= !c->in_new;
+        }
+        gmt_stack_where_tty(c->stack, fb, sizeof fb);
+        const char *tag = !c->in_old && full_old   ? "  [new]"
+                          : !c->in_new && full_new ? "  [gone]"
+                                                   : "";
+        printf("  allocs %10s -> %10s  %10s  %s%s\n",
+               site_count(c->in_old, c->old, full_old, o, sizeof o),
+               site_count(c->in_new, c->now, full_new, w, sizeof w), d, fb, tag);
+        shown++;
+    }
+    if (!rc) {
+        if (left) printf("  ... %zu more (--top to show more)\n", left);
+        if (!shown) printf("  (no stack's allocations changed)\n");
+        if (unknown_old || unknown_new)
+            printf("  (?: not among the sites %s lists, its largest: GPUMEMTRACE_TOP)\n",
+                   unknown_old && unknown_new ? "each report"
+                   : unknown_old              ? "OLD"
+                                              : "NEW");
+    }
+    for (size_t i = 0; i < n; i++)
+        free(v[i].key);
+    free(v);
+    return rc;
+}
+
 /* The n characters at s are a plain decimal number: digits with at most one '.', and a digit
  * among them ("5", "0.5", ".5", "5."). strtod's sign, spaces, exponents, hex, inf and nan are
  * not a percentage a user means. */
@@ -390,6 +518,10 @@ int gmt_cli_diff(int argc, char **argv)
         free(t.v[i].key);
     free(t.v);
     gmt_strmap_free(&t.map);
+    if (print_sites(&a, &b, top)) {
+        gmt_cli_error("diff: out of memory");
+        status = GMT_EXIT_USAGE;
+    }
     if (fails.failed) {
         gmt_cli_error("diff: out of memory");
         status = GMT_EXIT_USAGE;

@@ -745,6 +745,45 @@ def case_sites(c):
 
 
 @case
+def case_diff_sites(c):
+    """diff's allocation sites (docs/cli.md, "gpumemtrace diff"): matched by frames, the
+    changed ones, most added first; a stack a complete list lacks made none ([new], [gone]);
+    one a list cut at GPUMEMTRACE_TOP lacks is not known ("?", said under them); --top
+    bounds them; a report without the list is said once and not compared."""
+    def sec(out):
+        return out.split("\nAllocations per call stack (allocation sites, matched by frames)\n",
+                         1)[1].rstrip("\n").splitlines()
+    old = c.base()
+    old["allocation_sites_total"] = 3  # complete
+    new = c.base()
+    new["allocation_sites_total"] = 3
+    new["allocation_sites"][0]["allocs"] = 50000
+    new["allocation_sites"][2] = dict(new["allocation_sites"][2], stack_id=4, allocs=10)
+    po, pn = c.write("do.json", old), c.write("dn.json", new)
+    got = sec(c.run("diff", po, pn)[0])
+    want = ["  allocs        900 ->      50000      +49100  cache_grow [libcache.so+0x5000]",
+            "  allocs          0 ->         10         +10  alloc_activations act.c:31 "
+            "[trainer+0x12f00]  [new]",
+            "  allocs         24 ->          0         -24  libpool.so+0x1000  [gone]"]
+    expect(got == want, "diff sites:\n" + "\n".join(got) + "\n--- want\n" + "\n".join(want))
+    got = sec(c.run("diff", "--top", "1", po, pn)[0])
+    expect(got == want[:1] + ["  ... 2 more (--top to show more)"], "--top 1:\n" + "\n".join(got))
+    new["allocation_sites_total"] = 9  # cut: what it lacks is not known
+    got = sec(c.run("diff", po, c.write("dc.json", new))[0])
+    want_cut = [want[0], want[1],  # OLD's list is complete: still new
+                "  allocs         24 ->          ?           ?  libpool.so+0x1000",
+                "  (?: not among the sites NEW lists, its largest: GPUMEMTRACE_TOP)"]
+    expect(got == want_cut, "cut NEW:\n" + "\n".join(got) + "\n--- want\n" + "\n".join(want_cut))
+    got = sec(c.run("diff", po, po)[0])
+    expect(got == ["  (no stack's allocations changed)"], "same:\n" + "\n".join(got))
+    del old["allocation_sites"], old["allocation_sites_total"]
+    got = sec(c.run("diff", c.write("dv.json", old), pn)[0])
+    expect(got == ["  (OLD lists no allocation sites: written before the section existed; not "
+                   "compared)"], "no list in OLD:\n" + "\n".join(got))
+    out = c.run("diff", c.write("dv.json", old), c.write("dv.json", old))[0]
+    expect("allocation sites" not in out, "neither has the list:\n" + out)
+
+@case
 def case_sites_malformed(c):
     """A malformed allocation_sites refuses the report with one line (exit 2)."""
     for name, edit, msg in (
