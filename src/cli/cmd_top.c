@@ -1,8 +1,9 @@
 /* cmd_top.c - the verbs that read a GPUMEMTRACE_STATE file (docs/state.md):
  *
  *   gpumemtrace top STATE [--interval S] [--once] [--top N]
- *       live bytes per device and the top call stacks of a running (or killed) job,
- *       refreshed every S seconds;
+ *       live bytes per device, the top call stacks by live bytes and by allocations (since
+ *       the start and since the last view) of a running (or killed) job, refreshed every S
+ *       seconds;
  *   gmt_cli_recover, which `gpumemtrace report --recover STATE [-o REPORT]` uses to rebuild
  *       the report.
  *
@@ -145,8 +146,9 @@ void gmt_cli_top_help(FILE *to)
     fprintf(to,
             "Usage: gpumemtrace top STATE [--interval S] [--once] [--top N]\n"
             "\n"
-            "Shows the live bytes per device and the call stacks holding the most live\n"
-            "bytes of the job whose GPUMEMTRACE_STATE file is STATE, refreshed every S\n"
+            "Shows the live bytes per device, the call stacks holding the most live bytes\n"
+            "and those that made the most allocations (since the start, and since the\n"
+            "last view) of the job whose GPUMEMTRACE_STATE file is STATE, refreshed every S\n"
             "seconds until the job ends (or Ctrl-C). Works while the job runs and after it\n"
             "was killed.\n"
             "\n"
@@ -169,6 +171,22 @@ typedef struct top_stack_s {
     uint32_t id;
     int64_t bytes, count;
 } top_stack_t;
+
+/* The stacks' allocation counts at the last view, by stack id, for the counts made since:
+ * what a job churns now, where the counts since the start say what it churned. */
+typedef struct seen_allocs_s {
+    uint64_t *n; /* [cap], 0 past what the last view saw */
+    uint32_t cap;
+    bool have; /* a view before this one */
+    double at; /* its time (CLOCK_MONOTONIC, seconds) */
+} seen_allocs_t;
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 /* "GPU 0", "host", "unknown": as every verb labels them (gmt_device_label). */
 static void device_label(int32_t device, char *buf, size_t len)
@@ -231,8 +249,67 @@ static void print_frames(gmt_stacks_t *st, uint32_t id)
                folded == 1 ? "" : "s");
 }
 
+/* The stacks that allocated most since the start (allocation_sites' count, live from the
+ * state file), with the allocations since the last view when there was one (seen). */
+static void show_sites(gmt_stacks_t *st, long top, seen_allocs_t *seen)
+{
+    top_stack_t best[MAX_TOP];
+    int nbest = 0;
+    uint32_t ids = gmt_stacks_count(st);
+    for (uint32_t id = 1; id <= ids; id++) {
+        gmt_stack_entry_t *e = gmt_stacks_entry(st, id);
+        if (!e || !e->hash) continue;
+        int64_t n = (int64_t)(__atomic_load_n(&e->total_allocs, __ATOMIC_RELAXED) & INT64_MAX);
+        if (n <= 0) continue;
+        if (nbest == top && n <= best[nbest - 1].bytes) continue;
+        int i = nbest < top ? nbest++ : nbest - 1;
+        while (i > 0 && best[i - 1].bytes < n) {
+            best[i] = best[i - 1];
+            i--;
+        }
+        best[i] = (top_stack_t){id, n, __atomic_load_n(&e->live_count, __ATOMIC_RELAXED)};
+    }
+    double now = mono_s();
+    printf("top %d stacks by allocations since the start%s:\n", nbest,
+           seen->have ? " (and since the last view)" : "");
+    char label[32];
+    for (int i = 0; i < nbest; i++) {
+        gmt_stack_entry_t *e = gmt_stacks_entry(st, best[i].id);
+        device_label(gmt_stacks_tag_device(e->tag), label, sizeof label);
+        printf("  #%-3d %10" PRId64 " allocations, %" PRId64 " live on %s, %s via %s (stack %u)",
+               i + 1, best[i].bytes, best[i].count > 0 ? best[i].count : 0, label,
+               gmt_kind_name((gmt_kind_t)gmt_stacks_tag_kind(e->tag)),
+               gmt_api_name((gmt_api_t)gmt_stacks_tag_api(e->tag)), best[i].id);
+        if (seen->have) {
+            uint64_t was = best[i].id < seen->cap ? seen->n[best[i].id] : 0;
+            uint64_t d = (uint64_t)best[i].bytes > was ? (uint64_t)best[i].bytes - was : 0;
+            printf(", +%" PRIu64 " in %.1f s", d, now - seen->at);
+        }
+        putchar('\n');
+        print_frames(st, best[i].id);
+    }
+    /* every stack's count now, for the next view's */
+    if (ids >= seen->cap) {
+        uint32_t cap = ids + 1024;
+        uint64_t *n = realloc(seen->n, (size_t)cap * sizeof *n);
+        if (!n) { /* no counts since: said by leaving them out */
+            seen->have = false;
+            return;
+        }
+        memset(n + seen->cap, 0, (size_t)(cap - seen->cap) * sizeof *n);
+        seen->n = n;
+        seen->cap = cap;
+    }
+    for (uint32_t id = 1; id <= ids; id++) {
+        gmt_stack_entry_t *e = gmt_stacks_entry(st, id);
+        seen->n[id] = e && e->hash ? __atomic_load_n(&e->total_allocs, __ATOMIC_RELAXED) : 0;
+    }
+    seen->have = true;
+    seen->at = now;
+}
+
 /* One view of the state file; 0, or GMT_EXIT_USAGE after printing why. */
-static int show(const char *path, long top, bool *running)
+static int show(const char *path, long top, bool *running, seen_allocs_t *prev)
 {
     char err[512];
     if (!gmt_cli_state_usable("top", path)) return GMT_EXIT_USAGE;
@@ -307,6 +384,7 @@ static int show(const char *path, long top, bool *running)
                gmt_api_name((gmt_api_t)gmt_stacks_tag_api(e->tag)), best[i].id);
         print_frames(st, best[i].id);
     }
+    show_sites(st, top, prev);
     fflush(stdout);
     return GMT_EXIT_OK;
 }
@@ -361,13 +439,20 @@ int gmt_cli_top(int argc, char **argv)
     }
     const char *path = argv[optind];
     bool tty = isatty(1);
+    seen_allocs_t seen = {0};
     for (;;) {
         bool running = false;
         if (tty && !once) fputs("\033[H\033[J", stdout);
-        int rc = show(path, top, &running);
-        if (rc || once || !running) return rc;
+        int rc = show(path, top, &running, &seen);
+        if (rc || once || !running) {
+            free(seen.n);
+            return rc;
+        }
         /* a closed pipe (`top STATE | head`) or a full disk ends the refreshes */
-        if (!gmt_stdout_ok("top", "the view")) return GMT_EXIT_USAGE;
+        if (!gmt_stdout_ok("top", "the view")) {
+            free(seen.n);
+            return GMT_EXIT_USAGE;
+        }
         struct timespec ts = {(time_t)interval,
                               (long)((interval - (double)(time_t)interval) * 1e9)};
         nanosleep(&ts, NULL);

@@ -45,16 +45,28 @@ def traced(c, prog, name, env=None):
     return state, c.load(report)
 
 
+SITES_HEAD = re.compile(r"top (\d+) stacks by allocations since the start( \(and since the "
+                        r"last view\))?:")
+SITE = re.compile(r"  #(\d+) +(\d+) allocations, (\d+) live on (.+?), (.+) via (\S+) "
+                  r"\(stack \d+\)(, \+(\d+) in (\d+\.\d) s)?")
+
+
 def views(out):
     """top's output cut into its views: [(heading match, device rows, stacks)], each stack
-    (match, [frame lines])."""
+    (match, [frame lines]); the stacks by allocations are site_views'."""
     got = []
+    in_sites = False
     for line in out.splitlines():
         m = HEAD.fullmatch(line)
         if m:
             got.append((m, [], []))
+            in_sites = False
             continue
         expect(got, "output before the heading:\n" + out)
+        if SITES_HEAD.fullmatch(line):
+            in_sites = True
+        if in_sites:
+            continue
         _, rows, stacks = got[-1]
         s = STACK.fullmatch(line)
         if s:
@@ -64,6 +76,27 @@ def views(out):
             stacks[-1][1].append(line.strip())
         elif not line.startswith("top ") and not line.startswith("device "):
             rows.append(line)
+    return got
+
+
+def site_views(out):
+    """Each view's stacks by allocations: [(heading match, [(site match, [frame lines])])]."""
+    got = []
+    for line in out.splitlines():
+        if HEAD.fullmatch(line):
+            got.append(None)
+            continue
+        m = SITES_HEAD.fullmatch(line)
+        if m:
+            got[-1] = (m, [])
+        elif got and got[-1] is not None:
+            s = SITE.fullmatch(line)
+            if s:
+                got[-1][1].append((s, []))
+            elif line.startswith("        ") and got[-1][1]:
+                got[-1][1][-1][1].append(line.strip())
+            else:
+                expect(False, f"a line in the stacks by allocations: {line!r}\n" + out)
     return got
 
 
@@ -219,6 +252,48 @@ def case_running(c):
     out, err, _ = c.cli_run("top", state, timeout=20)
     expect(len(views(out)) == 1, "top without --once after the owner was killed:\n" + out)
 
+
+@case
+def case_sites(c):
+    """The stacks that allocated most since the start (docs/cli.md, "gpumemtrace top"): by
+    allocations, with their live count, device, kind and API and three frames, --top of them;
+    on refreshes of a running job each also says how many it made since the last view."""
+    state, rep = traced(c, "leak_two_sites", "sites")
+    out, _ = one_view(c, "--once", state)
+    (head, sites), = site_views(out)
+    got = [(int(m.group(2)), int(m.group(3)), m.group(4), m.group(5), m.group(6), len(fr))
+           for m, fr in sites]
+    want = [(100, 0, "GPU 0", "device", "cudaMalloc", 3), (3, 3, "GPU 0", "device", "cudaMalloc", 3),
+            (2, 2, "GPU 0", "device", "cudaMalloc", 3)]
+    expect(head.group(1) == "3" and not head.group(2) and got == want and
+           not any(m.group(7) for m, _ in sites), f"sites {got}, expected {want}:\n{out}")
+    expect(want == [(x["allocs"], x["live_count"], "GPU 0", x["kind"], x["api"], 3)
+                    for x in rep["allocation_sites"]], "top's sites are not the report's")
+    out, _ = one_view(c, "--once", "--top", "1", state)
+    (head, sites), = site_views(out)
+    expect(head.group(1) == "1" and len(sites) == 1 and sites[0][0].group(2) == "100",
+           "--top 1:\n" + out)
+    p, state = start_owner(c, "grow")
+    try:
+        p.stdin.write("grow\n")  # grow_step: an allocation every 40 ms
+        p.stdin.flush()
+        t = subprocess.Popen([c.cli, "top", "--interval", "0.3", state], env=c.env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=c.work)
+        time.sleep(1.5)
+        t.send_signal(signal.SIGINT)
+        out, _ = t.communicate(timeout=30)
+    finally:
+        p.kill()
+        p.communicate()
+    v = site_views(out.decode("utf-8", "replace"))
+    expect(len(v) >= 2 and not v[0][0].group(2) and all(x[0].group(2) for x in v[1:]),
+           f"{len(v)} views; the later ones should count since the last view")
+    expect(all(m.group(7) for _, sites in v[1:] for m, _ in sites) and
+           not any(m.group(7) for m, _ in v[0][1]), "'+N in S s' on the later views only")
+    since = [int(m.group(8)) for _, sites in v[1:] for m, _ in sites]
+    expect(any(n >= 1 for n in since) and all(float(m.group(9)) > 0.2
+                                              for _, sites in v[1:] for m, _ in sites),
+           f"grow_step's allocations since the last view: {since}")
 
 @case
 def case_exec(c):
