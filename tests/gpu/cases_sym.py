@@ -6,8 +6,10 @@ sym_torch: a PyTorch job with cuBLAS: bytes per library (summary.libraries), non
   the runtime, driver or PyTorch's caching allocator, libtorch_cuda and libcublas* present;
   the time to write a report with symbols.
 """
+import json
 import os
 import re
+import subprocess
 import sys
 
 check = None  # check.py's module, set by register()
@@ -58,6 +60,27 @@ def sym_plain(c):
         c.expect(f"{sym} group's first frame", first, sym)
         c.expect(f"{sym} line", fr[0].get("line"), line)
         c.expect(f"{sym} group library", gs[0].get("library"), "sym_plain")
+    # the inlined helper: in its caller's frame's `inlined`, with its own line, and shown by the
+    # CLI as a frame of its own before its caller, as the user frame
+    gs = [g for g in check.groups(rep) if g.get("bytes") == 5 * MIB]
+    if c.expect_true("one leak group of 5 MiB (the inlined helper's)", len(gs) == 1,
+                     [g.get("bytes") for g in check.groups(rep)]):
+        fr = [f for f in frames(rep, gs[0]["stack_id"])
+              if (f.get("symbol") or "").startswith("inline_site")]
+        inl = (fr[0].get("inlined") or []) if fr else []
+        c.expect("inline_site frame's inlined (symbol, line)",
+                 [((i.get("symbol") or "").split("(")[0], i.get("line")) for i in inl],
+                 [("grab_inline", lines["inline_body"])])
+        c.expect("inline_site frame's line (the inlined call)", fr[0].get("line") if fr else None,
+                 lines["inline_call"])
+        p = subprocess.run([c.cli, "report", "--json", r.report_path], capture_output=True, text=True,
+                           env=c.env(), timeout=60)
+        uf = [g.get("user_frame") for g in (json.loads(p.stdout or "{}").get("leaks") or {})
+              .get("groups", []) if g.get("bytes") == 5 * MIB]
+        c.expect_true("report --json user frame: grab_inline at its line, marked inlined",
+                      len(uf) == 1 and (uf[0] or "").startswith("grab_inline") and
+                      f"sym_plain.cu:{lines['inline_body']} " in (uf[0] or "") and
+                      (uf[0] or "").endswith(", inlined]"), uf)
         c.expect_true(f"{sym} frame build id", re.fullmatch(r"[0-9a-f]{40}",
                                                             fr[0].get("build_id") or ""),
                       fr[0].get("build_id"))

@@ -93,6 +93,20 @@ def static_names(ctx):
         n for n in ctx.files() if ".oom" not in n][0])], capture_output=True, text=True)
     if "static_plain" not in out.stdout:
         fail(f"gpumemtrace report does not name static_plain:\n{out.stdout}{out.stderr}")
+    # The inlined helper is a frame of its own, before the function it was inlined into, and
+    # the user frame: the line that calls the runtime (docs/cli.md, "Stacks").
+    lines = marker_lines("sym_static.c")
+    text = out.stdout.splitlines()
+    want = [rf"\s+-> grab_inline \S*sym_static\.c:{lines['inline_body']} "
+            r"\[sym_static\+0x[0-9a-f]+, inlined\]",
+            rf"\s+at grab_inline \S*sym_static\.c:{lines['inline_body']} "
+            r"\[sym_static\+0x[0-9a-f]+, inlined\]",
+            rf"\s+at static_site \S*sym_static\.c:{lines['inline_call']} "
+            r"\[sym_static\+0x[0-9a-f]+\]"]
+    if not any(all(re.fullmatch(w, ln) for w, ln in zip(want, text[i:i + 3]))
+               for i in range(len(text))):
+        fail("gpumemtrace report does not show grab_inline inlined into static_site:\n" +
+             out.stdout)
     # Suppressions match the names the report shows (a static function, known only to libdw).
     supp = os.path.join(ctx.work, "..", "sym-suppressions.txt")
     with open(supp, "w") as f:
