@@ -502,5 +502,9 @@ static inline uint64_t gmt_add_sat(uint64_t a, uint64_t b)
 
 /* Parse a non-negative decimal integer in [min, max]; 0 or -EINVAL. */
 int gmt_parse_int_range(const char *s, long min, long max, long *out);
+/* The n characters at s are a plain decimal number: digits with at most one '.', and a digit
+ * among them ("5", "0.5", ".5", "5."). strtod's sign, spaces, exponents, hex, inf and nan are
+ * not a ratio or a percentage a user means (check --max-fragmentation, diff --max-growth P%). */
+bool gmt_plain_decimal(const char *s, size_t n);
 
 #endif

@@ -68,10 +68,12 @@ typedef struct limits_s {
     size_t supp_dir_len;
 } limits_t;
 
+/* A ratio from 0 to 1 written as a plain decimal ("0.5", ".5", "1"), as diff's percentages:
+ * strtod alone took " 0.5", "+0.5", "5e-1" and the hex float "0x0.8". */
 static int parse_frag(const char *s, double *out)
 {
     char *end;
-    if (!s || !*s) return -EINVAL;
+    if (!s || !gmt_plain_decimal(s, strlen(s))) return -EINVAL;
     errno = 0;
     double f = strtod(s, &end);
     if (errno || *end || !isfinite(f) || f < 0 || f > 1) return -EINVAL;

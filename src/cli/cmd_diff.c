@@ -351,23 +351,6 @@ static int print_sites(const gmt_report_t *a, const gmt_report_t *b, long top)
     return rc;
 }
 
-/* The n characters at s are a plain decimal number: digits with at most one '.', and a digit
- * among them ("5", "0.5", ".5", "5."). strtod's sign, spaces, exponents, hex, inf and nan are
- * not a percentage a user means. */
-static bool plain_decimal(const char *s, size_t n)
-{
-    bool digit = false, dot = false;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] >= '0' && s[i] <= '9')
-            digit = true;
-        else if (s[i] == '.' && !dot)
-            dot = true;
-        else
-            return false;
-    }
-    return digit;
-}
-
 static bool broken(const growth_limit_t *g, uint64_t old, uint64_t now)
 {
     if (!g->set || now <= old) return false;
@@ -394,7 +377,7 @@ int gmt_cli_diff(int argc, char **argv)
                 lim.percent = true;
                 lim.pct = strtod(optarg, &end);
                 if (errno || end != optarg + n - 1 || !isfinite(lim.pct) || lim.pct < 0 ||
-                    !plain_decimal(optarg, n - 1)) {
+                    !gmt_plain_decimal(optarg, n - 1)) {
                     gmt_cli_error("diff: bad --max-growth '%s': expected bytes or a percentage",
                                   optarg);
                     return GMT_EXIT_USAGE;

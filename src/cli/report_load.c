@@ -1368,3 +1368,17 @@ int gmt_parse_int_range(const char *s, long min, long max, long *out)
     *out = v;
     return 0;
 }
+
+bool gmt_plain_decimal(const char *s, size_t n)
+{
+    bool digit = false, dot = false;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] >= '0' && s[i] <= '9')
+            digit = true;
+        else if (s[i] == '.' && !dot)
+            dot = true;
+        else
+            return false;
+    }
+    return digit;
+}

@@ -729,6 +729,154 @@ def case_check_contract(c):
     expect(out == f"PASS {v1}: 1 limit holds\n", f"absolute suppressions path: {out!r}")
 
 
+@case
+def case_check_edges(c):
+    """check's edges a mutation audit found unpinned: the limits file's format (CRLF line ends, a
+    tab after '=', a line without '=', a line too long, only the first bad line reported, an
+    absolute suppressions path named as written), the JUnit file's escaping and text, the leak
+    line after suppressions, the CLI's suppressions file read whole (NUL bytes end lines, no
+    cap on the count), and which devices --max-peak-bytes looks at."""
+    v1 = os.path.join(c.data, "valid.json")
+
+    def limits(name, text):
+        path = c.path(name)
+        with open(path, "w", newline="") as f:
+            f.write(text)
+        return path
+
+    # CRLF line ends, and a tab after '=' as before it, are the one format
+    for name, text in (("crlf.limits", "# ci\r\nmax-leak-bytes = 4MiB\r\nno-errors = false\r\n"),
+                       ("tab.limits", "max-leak-bytes =\t4MiB\n")):
+        out, _, _ = c.cli_run("check", v1, "--limits", limits(name, text))
+        expect(out == f"PASS {v1}: 1 limit holds\n", f"{name}: {out!r}")
+    # --max-fragmentation is a plain decimal from 0 to 1, as diff's percentages: strtod's
+    # spaces, signs, exponents and hex floats are refused, in an option and in a limits file
+    for bad in (" 0.5", "+0.7", "6e-1", "0x0.8", "0.6 ", "1.0.", "."):
+        _, err, _ = c.cli_run("check", v1, f"--max-fragmentation={bad}", rc=2)
+        expect(one_line(err) and f"bad value '{bad}' for max-fragmentation, which takes a ratio "
+               "from 0 to 1" in err, f"{bad!r}: {err}")
+    lim = limits("hex.limits", "max-fragmentation = 0x0.8\n")
+    _, err, _ = c.cli_run("check", v1, "--limits", lim, rc=2)
+    expect(err.startswith(f"gpumemtrace: check: {lim}:1: bad value '0x0.8'"), err)
+    for good in (".7", "1.", "0.60", "1"):
+        out, _, _ = c.cli_run("check", v1, f"--max-fragmentation={good}")
+        expect(out == f"PASS {v1}: 1 limit holds\n", f"{good!r}: {out!r}")
+    # a line without '=' is an error naming it, never a line skipped
+    lim = limits("noeq.limits", "max-leak-bytes = 4MiB\nno-errors\n")
+    _, err, _ = c.cli_run("check", v1, "--limits", lim, rc=2)
+    expect(err == f"gpumemtrace: check: {lim}:2: expected 'key = value'\n", err)
+    # a line longer than the reader takes is refused, never read as two lines
+    lim = limits("long.limits", "max-leak-bytes = 4MiB" + " " * 2000 + "\n")
+    _, err, _ = c.cli_run("check", v1, "--limits", lim, rc=2)
+    expect(err == f"gpumemtrace: check: {lim}:1: line too long\n", err)
+    # the first bad line ends the reading: one line on standard error
+    lim = limits("twobad.limits", "max-lake-bytes = 1\nmax-peak-bytes = 12Q\n")
+    _, err, _ = c.cli_run("check", v1, "--limits", lim, rc=2)
+    expect(err == f"gpumemtrace: check: {lim}:1: unknown key 'max-lake-bytes'\n", err)
+    # a bad value in the file is an error even where an option wins over that key: the file is
+    # reviewed like code, and a typo there must not hide behind the option of one CI step
+    for key, bad, opt in (("max-leak-bytes", "12Q", "4MiB"), ("max-peak-bytes", "1 GiB", "1GiB"),
+                          ("max-fragmentation", "2", "0.6"), ("no-errors", "maybe", None)):
+        lim = limits("overridden.limits", f"# {key}\n{key} = {bad}\n")
+        args = [f"--{key}"] + ([opt] if opt else [])
+        _, err, _ = c.cli_run("check", v1, "--limits", lim, *args, rc=2)
+        expect(one_line(err) and err.startswith(
+            f"gpumemtrace: check: {lim}:2: bad value '{bad}' for {key}, which takes "), err)
+    # an absolute suppressions path that cannot be read is named as written, nothing prepended
+    missing = c.path("nosuch.supp")
+    lim = limits("abs.limits", f"max-leak-bytes = 1\nsuppressions = {missing}\n")
+    _, err, _ = c.cli_run("check", v1, "--limits", lim, rc=2)
+    expect(err == f"gpumemtrace: check: {lim}:2: suppressions {missing}: cannot be opened (No "
+           "such file or directory)\n", err)
+
+    # JUnit: the report's name with every character XML gives a meaning, escaped; a broken
+    # limit's message in its failure (attribute and text), a kept one's in system-out
+    odd = c.path("a<b>&\"c'.json")
+    shutil.copy(v1, odd)
+    junit = c.path("edges.xml")
+    out, _, _ = c.cli_run("check", odd, "--max-leak-bytes", "4194303", "--max-fragmentation",
+                          "0.6", "--junit", junit, rc=1)
+    with open(junit, "rb") as f:
+        data = f.read()
+    expect(b'name="gpumemtrace check ' + os.fsencode(c.path("")) +
+           b'a&lt;b&gt;&amp;&quot;c&apos;.json"' in data, f"junit suite name: {data[:400]!r}")
+    suite = ET.fromstring(data).find("testsuite")
+    cases = {t.get("name"): t for t in suite.findall("testcase")}
+    leak = "leaked 4.00 MiB (4194304 bytes) exceeds max-leak-bytes 4.00 MiB (4194303)"
+    fail = cases["max-leak-bytes"].find("failure")
+    expect(fail is not None and fail.get("message") == leak and fail.text == leak,
+           f"junit failure: {data!r}")
+    expect(cases["max-fragmentation GPU 0"].findtext("system-out") ==
+           "GPU 0 fragmentation 0.6 within max-fragmentation 0.6", f"junit system-out: {data!r}")
+    c.cli_run("check", v1, "--max-leak-bytes", "4MiB", "--junit", junit)
+    kept = ET.parse(junit).getroot().find("testsuite").find("testcase")
+    expect(kept.findtext("system-out") == "leaked 4.00 MiB (4194304 bytes) within max-leak-bytes "
+           "4.00 MiB (4194304)", f"junit kept leak limit: {ET.tostring(kept)!r}")
+
+    # the leak line says when suppressions took groups out
+    supp = c.path("ws.supp")
+    with open(supp, "w") as f:
+        f.write("alloc_workspace\n")  # valid.json's 3 MiB group
+    out, _, _ = c.cli_run("check", v1, "--max-leak-bytes", "1", "--suppressions", supp, rc=1)
+    expect(out == f"FAIL {v1}: leaked 1.00 MiB (1048576 bytes) exceeds max-leak-bytes 1 B (1) "
+           "after suppressions\n", out)
+    # groups listed with more bytes than the total (an edited report): nothing left, never a
+    # wrapped-around count
+    small = edited(c, "valid.json", "small_total.json",
+                   lambda r: r["leaks"].update(total_bytes=1024))
+    out, _, _ = c.cli_run("check", small, "--max-leak-bytes", "0", "--suppressions", supp)
+    expect(out == f"PASS {small}: 1 limit holds\n", out)
+    # the CLI reads the whole file, as the library's parser does but without its cap: NUL bytes
+    # end lines, and a pattern past the 256th still counts
+    for name, text in (("nul.supp", b"x\0y\0alloc_workspace"),
+                       ("many.supp", b"".join(b"p%d\n" % i for i in range(300)) +
+                        b"alloc_workspace\n")):
+        path = c.path(name)
+        with open(path, "wb") as f:
+            f.write(text)
+        out, _, _ = c.cli_run("check", v1, "--max-leak-bytes", "1MiB", "--suppressions", path)
+        expect(out == f"PASS {v1}: 1 limit holds\n", f"{name}: {out!r}")
+
+    # a leak total the report does not give (absent, null, negative: an edited report) was read
+    # as 0 and passed any --max-leak-bytes, groups listed or not; like an unknown peak, the
+    # limit cannot be shown to hold. So for the report's own peak where no GPU is listed.
+    for value in (None, -5, "absent"):
+        def no_total(r):
+            if value == "absent":
+                del r["leaks"]["total_bytes"]
+            else:
+                r["leaks"]["total_bytes"] = value
+        nt = edited(c, "valid.json", "no_total.json", no_total)
+        out, _, _ = c.cli_run("check", nt, "--max-leak-bytes", "1G", rc=1)
+        expect(out == f"FAIL {nt}: leaked bytes unknown (the report has no leaks.total_bytes): "
+               "max-leak-bytes 1.00 GiB cannot be checked\n", f"total {value}: {out!r}")
+
+    def no_peak(r):
+        r["devices"] = []
+        r["summary"]["peak_bytes"] = -5
+    np_ = edited(c, "valid.json", "no_peak.json", no_peak)
+    out, _, _ = c.cli_run("check", np_, "--max-peak-bytes", "1G", rc=1)
+    expect(out == f"FAIL {np_}: peak unknown (the report has no summary.peak_bytes): "
+           "max-peak-bytes 1.00 GiB cannot be checked\n", out)
+
+    # one failed allocation is singular
+    def one_failure(r):
+        r["summary"]["failures"] = 1
+        del r["errors"][1:]
+    one = edited(c, "valid.json", "one_failure.json", one_failure)
+    out, _, _ = c.cli_run("check", one, "--no-errors", rc=1)
+    expect(out == f"FAIL {one}: 1 failed allocation (0 recovered) with --no-errors\n", out)
+
+    # --max-peak-bytes is about GPUs: pinned host memory (device -1) is not one
+    def host(r):
+        r["devices"].append({"device": -1, "name": None, "uuid": None, "total_bytes": None,
+                             "current_bytes": 0, "peak_bytes": 1 << 30, "peak_time": 1.0,
+                             "allocs": 1, "frees": 1, "failures": 0, "kinds": {}})
+    h = edited(c, "valid.json", "host_dev.json", host)
+    out, _, _ = c.cli_run("check", h, "--max-peak-bytes", "12MiB")
+    expect(out == f"PASS {h}: 2 limits hold\n", f"GPUs 0 and 1, not the host: {out!r}")
+
+
 # ---- diff -------------------------------------------------------------------------------
 
 @case
