@@ -223,6 +223,10 @@ typedef struct gmt_report_s {
     /* summary */
     int64_t allocs, frees, failures;
     uint64_t peak_bytes, live_bytes;
+    /* has_peak false: summary.peak_bytes negative (read as 0); has_leak_bytes false:
+     * leaks.total_bytes absent, null or negative (read as 0). A limit cannot be checked
+     * against either (an edited report): check says so rather than passing 0. */
+    bool has_peak, has_leak_bytes;
     /* leaks */
     uint64_t leak_bytes, leak_suppressed_bytes, leak_count, groups_total;
     uint64_t as_reserved_bytes, as_mapped_bytes, as_reserved_count, as_mapped_count;

@@ -414,12 +414,20 @@ int gmt_cli_check(int argc, char **argv)
         leaked = extra > leaked ? 0 : leaked - extra;
         NEW_RESULT();
         snprintf(r->name, sizeof r->name, "max-leak-bytes");
-        r->failed = leaked > lim.leak;
-        snprintf(r->message, sizeof r->message,
-                 "leaked %s (%" PRIu64 " bytes) %s max-leak-bytes %s (%" PRIu64 ")%s",
-                 gmt_fmt_bytes(leaked, a, sizeof a), leaked, r->failed ? "exceeds" : "within",
-                 gmt_fmt_bytes(lim.leak, b, sizeof b), lim.leak,
-                 extra ? " after suppressions" : "");
+        if (!rep.has_leak_bytes) { /* as an unknown peak: read as 0, it passed any limit */
+            r->failed = true;
+            snprintf(r->message, sizeof r->message,
+                     "leaked bytes unknown (the report has no leaks.total_bytes): "
+                     "max-leak-bytes %s cannot be checked",
+                     gmt_fmt_bytes(lim.leak, b, sizeof b));
+        } else {
+            r->failed = leaked > lim.leak;
+            snprintf(r->message, sizeof r->message,
+                     "leaked %s (%" PRIu64 " bytes) %s max-leak-bytes %s (%" PRIu64 ")%s",
+                     gmt_fmt_bytes(leaked, a, sizeof a), leaked, r->failed ? "exceeds" : "within",
+                     gmt_fmt_bytes(lim.leak, b, sizeof b), lim.leak,
+                     extra ? " after suppressions" : "");
+        }
     }
     if (lim.has_peak) {
         bool any = false;
@@ -448,12 +456,20 @@ int gmt_cli_check(int argc, char **argv)
         if (!any) {
             NEW_RESULT();
             snprintf(r->name, sizeof r->name, "max-peak-bytes");
-            r->failed = rep.peak_bytes > lim.peak;
-            snprintf(r->message, sizeof r->message,
-                     "peak %s (%" PRIu64 " bytes) %s max-peak-bytes %s (%" PRIu64 ")",
-                     gmt_fmt_bytes(rep.peak_bytes, a, sizeof a), rep.peak_bytes,
-                     r->failed ? "exceeds" : "within", gmt_fmt_bytes(lim.peak, b, sizeof b),
-                     lim.peak);
+            if (!rep.has_peak) {
+                r->failed = true;
+                snprintf(r->message, sizeof r->message,
+                         "peak unknown (the report has no summary.peak_bytes): "
+                         "max-peak-bytes %s cannot be checked",
+                         gmt_fmt_bytes(lim.peak, b, sizeof b));
+            } else {
+                r->failed = rep.peak_bytes > lim.peak;
+                snprintf(r->message, sizeof r->message,
+                         "peak %s (%" PRIu64 " bytes) %s max-peak-bytes %s (%" PRIu64 ")",
+                         gmt_fmt_bytes(rep.peak_bytes, a, sizeof a), rep.peak_bytes,
+                         r->failed ? "exceeds" : "within", gmt_fmt_bytes(lim.peak, b, sizeof b),
+                         lim.peak);
+            }
         }
     }
     if (lim.has_frag) {

@@ -203,6 +203,13 @@ static uint64_t json_u64(num_check_t *nc, const cJSON *obj, const char *key)
     return d >= 0x1p64 ? UINT64_MAX : (uint64_t)d;
 }
 
+/* Whether obj's key is a number of at least 0: json_u64 read it as what it is, not as 0. */
+static bool json_nonnegative(const cJSON *obj, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    return cJSON_IsNumber(v) && v->valuedouble >= 0;
+}
+
 /* A count the model keeps signed: json_u64 within int64. */
 static int64_t json_count(num_check_t *nc, const cJSON *obj, const char *key)
 {
@@ -558,6 +565,7 @@ static int build_model(gmt_report_t *rep, num_check_t *nc, char *why, size_t why
     rep->frees = json_count(nc, s, "frees");
     rep->failures = json_count(nc, s, "failures");
     rep->peak_bytes = json_u64(nc, s, "peak_bytes");
+    rep->has_peak = json_nonnegative(s, "peak_bytes");
     rep->live_bytes = json_u64(nc, s, "live_bytes");
 
     const cJSON *l = rep->leaks;
@@ -568,6 +576,7 @@ static int build_model(gmt_report_t *rep, num_check_t *nc, char *why, size_t why
         return set_why(why, why_len, -EINVAL, "malformed report: \"leaks.groups\" is missing");
     nc->at = "leaks";
     rep->leak_bytes = json_u64(nc, l, "total_bytes");
+    rep->has_leak_bytes = json_nonnegative(l, "total_bytes");
     rep->leak_suppressed_bytes = json_u64(nc, l, "suppressed_bytes");
     rep->leak_count = json_u64(nc, l, "count");
     rep->groups_total =
