@@ -81,26 +81,34 @@ static int parse_frag(const char *s, double *out)
     return 0;
 }
 
-/* Apply one key = value; cli says whether it came from an option (then it wins). */
+/* Apply one key = value; from_cli, for a limits file's line, holds the options: a key given
+ * as an option keeps the option's value. The value is checked either way: a bad value in a
+ * limits file is an error even where an option wins over it (docs/cli.md). */
 static int set_limit(limits_t *l, limits_t *from_cli, const char *key, const char *value, char *why,
                      size_t why_len)
 {
     if (strcmp(key, "max-leak-bytes") == 0) {
+        uint64_t v;
+        if (gmt_parse_size(value, &v)) goto bad;
         if (from_cli && from_cli->has_leak) return 0;
-        if (gmt_parse_size(value, &l->leak)) goto bad;
+        l->leak = v;
         l->has_leak = true;
     } else if (strcmp(key, "max-peak-bytes") == 0) {
+        uint64_t v;
+        if (gmt_parse_size(value, &v)) goto bad;
         if (from_cli && from_cli->has_peak) return 0;
-        if (gmt_parse_size(value, &l->peak)) goto bad;
+        l->peak = v;
         l->has_peak = true;
     } else if (strcmp(key, "max-fragmentation") == 0) {
+        double v;
+        if (parse_frag(value, &v)) goto bad;
         if (from_cli && from_cli->has_frag) return 0;
-        if (parse_frag(value, &l->frag)) goto bad;
+        l->frag = v;
         l->has_frag = true;
     } else if (strcmp(key, "no-errors") == 0) {
-        if (from_cli && from_cli->no_errors_set) return 0;
         bool b;
         if (gmt_parse_bool(value, &b)) goto bad;
+        if (from_cli && from_cli->no_errors_set) return 0;
         l->no_errors = b;
         l->no_errors_set = true;
     } else {
