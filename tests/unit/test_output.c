@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -151,6 +152,52 @@ static void test_supp_split_counts_past_max(void **state)
     assert_string_equal(pat[1], "b");
 }
 
+/* The parser's edges the library and the CLI rely on: a trailing tab is a blank (as a leading
+ * one); the count goes past max but nothing is stored at pat[max] or beyond; a file of more
+ * than GMT_SUPP_MAX_PATTERNS patterns keeps exactly the first GMT_SUPP_MAX_PATTERNS, the last
+ * of them included, and counts the rest in ignored (the library's log line says how many). */
+static void test_supp_split_edges(void **state)
+{
+    (void)state;
+    static char tabs[] = "fill_cache\t\t\nx\t";
+    const char *pat[4] = {0};
+    assert_int_equal(gmt_supp_split(tabs, sizeof tabs - 1, pat, 4), 2);
+    assert_string_equal(pat[0], "fill_cache");
+    assert_string_equal(pat[1], "x");
+
+    static char three[] = "a\nb\nc\n";
+    const char *guard[4] = {0, 0, "guard", "guard"};
+    assert_int_equal(gmt_supp_split(three, sizeof three - 1, guard, 2), 3);
+    assert_string_equal(guard[2], "guard"); /* pat[max] is not the caller's */
+
+    static char many[GMT_SUPP_MAX_PATTERNS * 8 + 64 * 8];
+    size_t len = 0;
+    for (int i = 0; i < GMT_SUPP_MAX_PATTERNS + 44; i++)
+        len += (size_t)snprintf(many + len, sizeof many - len, "p%d\n", i);
+    gmt_supp_t s;
+    memset(&s, 0, sizeof s);
+    gmt_supp_parse(&s, many, len);
+    assert_int_equal(s.n, GMT_SUPP_MAX_PATTERNS);
+    assert_int_equal(s.ignored, 44);
+    char last[16];
+    snprintf(last, sizeof last, "p%d", GMT_SUPP_MAX_PATTERNS - 1);
+    assert_true(gmt_supp_match_frame(&s, last, NULL, NULL));
+    snprintf(last, sizeof last, "p%d", GMT_SUPP_MAX_PATTERNS);
+    assert_false(gmt_supp_match_frame(&s, last, NULL, NULL));
+}
+
+/* fnmatch without FNM_PATHNAME: '*' crosses '/', in a module's full path and in a symbol (C++
+ * operator/), so a folder's path and a star suppress every library anywhere under it. */
+static void test_supp_star_crosses_slash(void **state)
+{
+    (void)state;
+    static const char *const dir[] = {"/opt/vendor/*"};
+    assert_true(gmt_supp_match_names(dir, 1, NULL, "/opt/vendor/x/libfoo.so.1", NULL));
+    assert_false(gmt_supp_match_names(dir, 1, NULL, "/usr/lib/libfoo.so.1", NULL));
+    static const char *const op[] = {"operator*"};
+    assert_true(gmt_supp_match_names(op, 1, "operator/", NULL, NULL));
+}
+
 static char tmpdir[64];
 
 static void path_in(char *out, size_t len, const char *name)
@@ -177,6 +224,9 @@ static void test_supp_load_refuses_unsafe_files(void **state)
     assert_true(gmt_supp_match_frame(&s, "alloc_site_a", NULL, NULL));
     gmt_supp_free(&s);
     assert_null(s.text);
+    /* the patterns pointed into the unmapped text: none is left to match */
+    assert_int_equal(s.n, 0);
+    assert_false(gmt_supp_match_frame(&s, "alloc_site_a", NULL, NULL));
     unlink(p);
 
     /* A FIFO with no writer: refused at once, never blocks. */
@@ -207,6 +257,15 @@ static void test_supp_load_refuses_unsafe_files(void **state)
     assert_int_equal(gmt_supp_load(&s, p, false), 0);
     assert_int_equal(s.n, 1); /* the NUL bytes of the hole are empty lines */
     gmt_supp_free(&s);
+    /* The buffer is one byte longer than the file, NUL-terminated after it: the parser ends
+     * the last line in place there. */
+    char *text, why[160];
+    size_t mapped, len;
+    assert_int_equal(gmt_supp_read_file(p, &text, &mapped, &len, why, sizeof why), 0);
+    assert_int_equal(len, GMT_SUPP_MAX_FILE);
+    assert_true(mapped >= len + 1);
+    assert_int_equal(text[len], 0);
+    munmap(text, mapped);
     assert_int_equal(truncate(p, GMT_SUPP_MAX_FILE + 1), 0);
     assert_int_equal(gmt_supp_load(&s, p, false), -EFBIG);
     unlink(p);
@@ -597,6 +656,8 @@ int main(void)
         cmocka_unit_test(test_group_memory_apart_from_address_space),
         cmocka_unit_test(test_supp_parse_and_match),
         cmocka_unit_test(test_supp_split_counts_past_max),
+        cmocka_unit_test(test_supp_split_edges),
+        cmocka_unit_test(test_supp_star_crosses_slash),
         cmocka_unit_test(test_supp_load_refuses_unsafe_files),
         cmocka_unit_test(test_fragmentation),
         cmocka_unit_test(test_range_packing),
