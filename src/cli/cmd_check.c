@@ -22,12 +22,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-enum { OPT_LEAK = 1, OPT_PEAK, OPT_FRAG, OPT_NOERR, OPT_LIMITS, OPT_SUPP, OPT_JUNIT };
+enum { OPT_LEAK = 1, OPT_PEAK, OPT_FRAG, OPT_NOERR, OPT_LIMITS, OPT_SUPP, OPT_JUNIT, OPT_SITE };
 
 static const struct option long_opts[] = {
     {"max-leak-bytes", required_argument, NULL, OPT_LEAK},
     {"max-peak-bytes", required_argument, NULL, OPT_PEAK},
     {"max-fragmentation", required_argument, NULL, OPT_FRAG},
+    {"max-site-allocs", required_argument, NULL, OPT_SITE},
     {"no-errors", no_argument, NULL, OPT_NOERR},
     {"limits", required_argument, NULL, OPT_LIMITS},
     {"suppressions", required_argument, NULL, OPT_SUPP},
@@ -39,7 +40,8 @@ static const struct option long_opts[] = {
 void gmt_cli_check_help(FILE *to)
 {
     fprintf(to, "Usage: gpumemtrace check FILE [--max-leak-bytes N] [--max-peak-bytes N]\n"
-                "         [--max-fragmentation F] [--no-errors] [--limits FILE]\n"
+                "         [--max-fragmentation F] [--max-site-allocs N] [--no-errors]\n"
+                "         [--limits FILE]\n"
                 "         [--suppressions FILE] [--junit FILE]\n"
                 "\n"
                 "Exit 0 when every limit holds, 1 when one is broken (each printed on its own\n"
@@ -48,17 +50,19 @@ void gmt_cli_check_help(FILE *to)
                 "  --max-leak-bytes N     bytes live at exit (not suppressed)\n"
                 "  --max-peak-bytes N     each GPU's peak bytes in use\n"
                 "  --max-fragmentation F  each GPU's fragmentation, 0 to 1\n"
+                "  --max-site-allocs N    allocations one call stack made over the run\n"
                 "  --no-errors            no failed allocation at all\n"
                 "  --limits FILE          'key = value' lines: max-leak-bytes, max-peak-bytes,\n"
-                "                         max-fragmentation, no-errors (true/false),\n"
+                "                         max-fragmentation, max-site-allocs,\n"
+                "                         no-errors (true/false),\n"
                 "                         suppressions (relative to the file); options win\n"
                 "  --suppressions FILE    patterns (fnmatch) for frames whose leaks don't count\n"
                 "  --junit FILE           also write the result as JUnit XML\n");
 }
 
 typedef struct limits_s {
-    bool has_leak, has_peak, has_frag, no_errors, no_errors_set;
-    uint64_t leak, peak;
+    bool has_leak, has_peak, has_frag, has_site, no_errors, no_errors_set;
+    uint64_t leak, peak, site;
     double frag;
     char *suppressions;
     /* Where suppressions came from when a limits file named them: that file, its line, and
@@ -78,6 +82,16 @@ static int parse_frag(const char *s, double *out)
     double f = strtod(s, &end);
     if (errno || *end || !isfinite(f) || f < 0 || f > 1) return -EINVAL;
     *out = f;
+    return 0;
+}
+
+/* A number of allocations: digits only (no sign, space, suffix or exponent), up to 2^63. */
+static int parse_count(const char *s, uint64_t *out)
+{
+    if (!s || !*s || strspn(s, "0123456789") != strlen(s) || strlen(s) > 19) return -EINVAL;
+    uint64_t v = strtoull(s, NULL, 10);
+    if (v > (uint64_t)INT64_MAX) return -EINVAL;
+    *out = v;
     return 0;
 }
 
@@ -105,6 +119,12 @@ static int set_limit(limits_t *l, limits_t *from_cli, const char *key, const cha
         if (from_cli && from_cli->has_frag) return 0;
         l->frag = v;
         l->has_frag = true;
+    } else if (strcmp(key, "max-site-allocs") == 0) {
+        uint64_t v;
+        if (parse_count(value, &v)) goto bad;
+        if (from_cli && from_cli->has_site) return 0;
+        l->site = v;
+        l->has_site = true;
     } else if (strcmp(key, "no-errors") == 0) {
         bool b;
         if (gmt_parse_bool(value, &b)) goto bad;
@@ -120,6 +140,7 @@ bad:
     /* what the key takes, so the line says how to mend it */
     snprintf(why, why_len, "bad value '%.64s' for %s, which takes %s", value, key,
              strcmp(key, "max-fragmentation") == 0 ? "a ratio from 0 to 1"
+             : strcmp(key, "max-site-allocs") == 0 ? "a number of allocations (digits)"
              : strcmp(key, "no-errors") == 0
                  ? "true or false (also 1/0, yes/no, on/off)"
                  : "a size in bytes (suffixes K/KiB, M/MiB, G/GiB, T/TiB)");
@@ -340,6 +361,9 @@ int gmt_cli_check(int argc, char **argv)
         case OPT_FRAG:
             key = "max-fragmentation";
             break;
+        case OPT_SITE:
+            key = "max-site-allocs";
+            break;
         case OPT_NOERR:
             cli.no_errors = cli.no_errors_set = true;
             break;
@@ -384,7 +408,7 @@ int gmt_cli_check(int argc, char **argv)
     lim = cli;
     lim.suppressions = cli.suppressions ? strdup(cli.suppressions) : NULL;
     if (limits_file && read_limits(limits_file, &lim, &cli)) goto out;
-    if (!lim.has_leak && !lim.has_peak && !lim.has_frag && !lim.no_errors) {
+    if (!lim.has_leak && !lim.has_peak && !lim.has_frag && !lim.has_site && !lim.no_errors) {
         gmt_cli_error("check: no limit given (see 'gpumemtrace help check')");
         goto out;
     }
@@ -504,6 +528,39 @@ int gmt_cli_check(int argc, char **argv)
             NEW_RESULT();
             snprintf(r->name, sizeof r->name, "max-fragmentation");
             snprintf(r->message, sizeof r->message, "no fragmentation measured (no live memory)");
+        }
+    }
+    if (lim.has_site) {
+        /* the stack that allocated most (the list holds the largest), a suppression given here
+         * leaving a stack out (a library known to churn) */
+        const gmt_site_t *top = NULL;
+        for (size_t i = 0; i < rep.nsites; i++) {
+            const gmt_site_t *x = &rep.sites[i];
+            if (gmt_supp_match(&supp, x->stack)) continue;
+            if (!top || x->allocs > top->allocs) top = x;
+        }
+        NEW_RESULT();
+        snprintf(r->name, sizeof r->name, "max-site-allocs");
+        char where[512];
+        if (!rep.has_sites) {
+            r->failed = true;
+            snprintf(r->message, sizeof r->message,
+                     "allocations per call stack unknown (the report has no allocation_sites: "
+                     "written before the section existed): max-site-allocs %" PRIu64
+                     " cannot be checked",
+                     lim.site);
+        } else if (!top) {
+            snprintf(r->message, sizeof r->message,
+                     "no call stack allocated (max-site-allocs %" PRIu64 ")", lim.site);
+        } else {
+            r->failed = top->allocs > lim.site;
+            gmt_stack_where_tty(top->stack, where, sizeof where);
+            snprintf(r->message, sizeof r->message,
+                     "a call stack allocated %" PRIu64
+                     " time%s (%s, %s) %s max-site-allocs %" PRIu64 ": %s",
+                     top->allocs, top->allocs == 1 ? "" : "s",
+                     gmt_device_label(top->device, top->rank, label, sizeof label),
+                     gmt_tty(top->api), r->failed ? "exceeds" : "within", lim.site, where);
         }
     }
     if (lim.no_errors) {

@@ -784,6 +784,53 @@ def case_diff_sites(c):
     expect("allocation sites" not in out, "neither has the list:\n" + out)
 
 @case
+def case_check_sites(c):
+    """check --max-site-allocs (docs/cli.md, "gpumemtrace check"): the call stack that
+    allocated most over the run against the limit (inclusive), named with its device, API and
+    user frame; a stack a --suppressions pattern matches is left out; a report without the
+    list cannot be checked, so the limit fails; the limits file's key; digits only."""
+    v2 = c.write("cs.json", c.base())
+    out, _ = c.run("check", v2, "--max-site-allocs", "899", rc=1)
+    expect(out == f"FAIL {v2}: a call stack allocated 900 times (GPU 0, cudaMalloc) exceeds "
+           "max-site-allocs 899: cache_grow [libcache.so+0x5000]\n", out)
+    out, _ = c.run("check", v2, "--max-site-allocs", "900")
+    expect(out == f"PASS {v2}: 1 limit holds\n", out)
+    supp = os.path.join(c.work, "cache.supp")
+    with open(supp, "w") as f:
+        f.write("cache_grow\n")
+    out, _ = c.run("check", v2, "--max-site-allocs", "74", "--suppressions", supp, rc=1)
+    expect(out == f"FAIL {v2}: a call stack allocated 75 times (GPU 0, cudaMalloc) exceeds "
+           "max-site-allocs 74: forward model.py:42\n", out)
+    c.run("check", v2, "--max-site-allocs", "75", "--suppressions", supp)
+    r = c.base()
+    del r["allocation_sites"], r["allocation_sites_total"]
+    old = c.write("cs-old.json", r)
+    out, _ = c.run("check", old, "--max-site-allocs", "1000000", rc=1)
+    expect(out == f"FAIL {old}: allocations per call stack unknown (the report has no "
+           "allocation_sites: written before the section existed): max-site-allocs 1000000 "
+           "cannot be checked\n", out)
+    r = c.base()
+    r["allocation_sites"] = []
+    r["allocation_sites_total"] = 0
+    out, _ = c.run("check", c.write("cs-none.json", r), "--max-site-allocs", "0")
+    expect(out.startswith("PASS "), "no site at all: " + out)
+    lim = os.path.join(c.work, "cs.limits")
+    with open(lim, "w") as f:
+        f.write("max-site-allocs = 100\n")
+    out, _ = c.run("check", v2, "--limits", lim, rc=1)
+    expect("exceeds max-site-allocs 100" in out, out)
+    c.run("check", v2, "--limits", lim, "--max-site-allocs", "1000")  # the option wins
+    junit = os.path.join(c.work, "cs.xml")
+    c.run("check", v2, "--limits", lim, "--junit", junit, rc=1)
+    with open(junit) as f:
+        x = f.read()
+    expect('name="max-site-allocs"' in x and "<failure" in x, x)
+    for bad in ("-1", "10K", " 5", "1e3", "5 ", "", "99999999999999999999"):
+        _, err = c.run("check", v2, f"--max-site-allocs={bad}", rc=2)
+        expect(err == f"gpumemtrace: check: bad value '{bad}' for max-site-allocs, which takes "
+               "a number of allocations (digits) (option --max-site-allocs)\n", f"{bad!r}: {err}")
+
+@case
 def case_sites_malformed(c):
     """A malformed allocation_sites refuses the report with one line (exit 2)."""
     for name, edit, msg in (
