@@ -161,10 +161,15 @@ void jw_init(jw_t *w, int fd)
 
 static void open_(jw_t *w, const char *key, char c)
 {
+    if (w->depth >= JW_MAX_DEPTH) {
+        /* Deeper than first[] can track: stop with an error rather than guess the commas
+         * (or write past first[]). */
+        if (!w->err) w->err = EOVERFLOW;
+        return;
+    }
     member(w, key);
     put(w, &c, 1);
-    if (w->depth < JW_MAX_DEPTH) w->first[w->depth] = true;
-    w->depth++;
+    w->first[w->depth++] = true;
 }
 
 static void close_(jw_t *w, char c)

@@ -3,6 +3,8 @@
  * Writes through a fixed buffer with write(2): no malloc, no stdio, so a report can be
  * produced from the tracer's writer thread while the process is in any state. Errors are
  * sticky: after a failed write every call is a no-op and jw_finish reports the errno.
+ * Objects and arrays nest JW_MAX_DEPTH deep at most: opening one deeper is the error
+ * EOVERFLOW.
  * Not thread-safe: one writer per report.
  */
 #ifndef GMT_OUTPUT_JSON_WRITER_H

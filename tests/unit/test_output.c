@@ -614,6 +614,35 @@ static void test_json_numbers(void **state)
     assert_non_null(strstr(got, ",0.1,2.5,null,18446744073709551615,-9223372036854775808]"));
 }
 
+/* Nesting deeper than the writer tracks (JW_MAX_DEPTH) is an error jw_finish reports, never
+ * JSON with its commas guessed, nor a write past the writer's state. */
+static void test_json_too_deep(void **state)
+{
+    (void)state;
+    static jw_t w;
+    int fd = open("/dev/null", O_WRONLY);
+    assert_true(fd >= 0);
+    jw_init(&w, fd);
+    jw_object_begin(&w, NULL);
+    for (int i = 1; i < JW_MAX_DEPTH; i++)
+        jw_array_begin(&w, i == 1 ? "deep" : NULL);
+    jw_int(&w, NULL, 1); /* depth JW_MAX_DEPTH: still fine */
+    jw_int(&w, NULL, 2);
+    assert_int_equal(w.err, 0);
+    size_t len = w.len;
+    for (int i = 0; i < 8; i++) {
+        jw_array_begin(&w, NULL);
+        jw_int(&w, NULL, i);
+        jw_int(&w, NULL, i);
+    }
+    assert_int_equal(w.err, EOVERFLOW);
+    assert_int_equal(w.len, len); /* nothing more written, the buffer's length intact */
+    for (int i = 0; i < JW_MAX_DEPTH + 8; i++)
+        jw_array_end(&w);
+    assert_int_equal(jw_finish(&w), -EOVERFLOW);
+    close(fd);
+}
+
 static void test_module_classes(void **state)
 {
     (void)state;
@@ -667,6 +696,7 @@ int main(void)
         cmocka_unit_test(test_growth_ranking),
         cmocka_unit_test(test_json_strings),
         cmocka_unit_test(test_json_numbers),
+        cmocka_unit_test(test_json_too_deep),
         cmocka_unit_test(test_module_classes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
