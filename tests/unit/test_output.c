@@ -534,6 +534,104 @@ static void test_growth_ranking(void **state)
     gmt_growth_destroy(&g);
 }
 
+/* Bytes that name the instant they were sampled: id i at time t has t / 1000 x i, so every
+ * point can be checked against its own time. */
+static uint64_t sample_now;
+
+static bool time_bytes(uint32_t id, int64_t *bytes, void *ctx)
+{
+    (void)ctx;
+    *bytes = (int64_t)(sample_now / 1000) * id;
+    return true;
+}
+
+/* The sampler's table: one point per interval, none before it is due; when full, the newer
+ * point of each pair stays (times and bytes alike, so each point keeps the bytes of its own
+ * instant), the interval doubles and the next call is told so; ids past the table are never
+ * written, and an id not sampled at a point has 0 bytes there. */
+static void test_growth_sampler_table(void **state)
+{
+    (void)state;
+    gmt_growth_t g;
+    /* No table (never set up, or destroyed): the sampler is told to come back later. */
+    memset(&g, 0, sizeof g);
+    assert_int_equal(gmt_growth_tick(&g, 5, 4, time_bytes, NULL), GMT_GROWTH_INTERVAL_NS);
+    /* A table with no id to sample is still a table. */
+    assert_int_equal(gmt_growth_init(&g, 1), 0);
+    assert_int_equal(gmt_growth_tick(&g, 5, 4, time_bytes, NULL), GMT_GROWTH_INTERVAL_NS);
+    assert_int_equal(g.ids_seen, 1);
+    gmt_growth_destroy(&g);
+    assert_int_equal(gmt_growth_init(&g, 0), -EINVAL);
+
+    /* Room for ids 1..3; the caller asks for 1000 ids: only the table's are written. */
+    assert_int_equal(gmt_growth_init(&g, 4), 0);
+    const uint64_t t0 = 1000000;
+    sample_now = t0;
+    assert_int_equal(gmt_growth_tick(&g, t0, 1000, time_bytes, NULL), GMT_GROWTH_INTERVAL_NS);
+    assert_int_equal(g.ids_seen, 4);
+    /* Not due yet: no point, and the time left until the next. */
+    assert_int_equal(gmt_growth_tick(&g, t0 + 7, 4, time_bytes, NULL), GMT_GROWTH_INTERVAL_NS - 7);
+    assert_int_equal(g.n, 1);
+    uint64_t ticks[64];
+    ticks[0] = t0;
+    uint64_t last_all = t0; /* the last tick that sampled id 3 */
+    uint64_t t = t0 + GMT_GROWTH_INTERVAL_NS;
+    for (int k = 1; k < 40; k++) {
+        sample_now = t;
+        /* From tick 24 on only ids 1..2 are sampled: id 3 then has 0 at the new points. */
+        uint64_t next = gmt_growth_tick(&g, t, k < 24 ? 4 : 3, time_bytes, NULL);
+        ticks[k] = t;
+        if (k < 24) last_all = t;
+        assert_int_equal(next, g.interval_ns);
+        if (k == GMT_GROWTH_POINTS) { /* the 17th point: the table was full */
+            assert_int_equal(g.n, GMT_GROWTH_POINTS / 2 + 1);
+            assert_int_equal(next, 2 * GMT_GROWTH_INTERVAL_NS);
+            /* The newer point of each pair: ticks 1, 3, .. 15, then this one. */
+            for (int i = 0; i < GMT_GROWTH_POINTS / 2; i++)
+                assert_int_equal(g.t_ns[i], ticks[2 * i + 1]);
+            assert_int_equal(g.t_ns[GMT_GROWTH_POINTS / 2], t);
+        }
+        assert_int_equal(g.t_ns[g.n - 1], t);
+        for (int i = 0; i < g.n; i++)
+            for (uint32_t id = 1; id < 4; id++) {
+                int64_t want = (int64_t)(g.t_ns[i] / 1000) * id;
+                bool sampled = id < 3 || g.t_ns[i] <= last_all;
+                assert_int_equal(g.bytes[id * GMT_GROWTH_POINTS + i], sampled ? want : 0);
+            }
+        t += next;
+    }
+    assert_int_equal(g.ids_seen, 4);
+    /* The suspects' points pair the same way, the last one being "now". */
+    sample_now = t;
+    gmt_growth_suspect_t out[3];
+    int total = 0;
+    int n = gmt_growth_suspects(&g, 0, t, 4, time_bytes, NULL, out, 3, &total);
+    assert_int_equal(n, 2); /* ids 2 and 1, rising at every point; id 3 went to 0 */
+    assert_int_equal(total, 2);
+    assert_int_equal(out[0].stack_id, 2);
+    assert_int_equal(out[0].npoints, g.n + 1);
+    for (int i = 0; i < out[0].npoints; i++)
+        assert_int_equal(out[0].bytes[i], (int64_t)(out[0].t_ns[i] / 1000) * 2);
+    assert_int_equal(out[0].t_ns[out[0].npoints - 1], t);
+    assert_int_equal(out[0].live_bytes, (int64_t)(t / 1000) * 2);
+    assert_int_equal(out[1].stack_id, 1);
+    gmt_growth_destroy(&g);
+}
+
+/* The warm-up never ends after the report: a fraction over 1, or more seconds than the run
+ * lasted, ends it at the report's time. */
+static void test_growth_warmup_clamped(void **state)
+{
+    (void)state;
+    const uint64_t s = 1000000000ull;
+    gmt_warmup_t frac = {1.5, false};
+    assert_int_equal(gmt_growth_warmup_end(&frac, s, s + 10 * s), s + 10 * s);
+    gmt_warmup_t secs = {100, true};
+    assert_int_equal(gmt_growth_warmup_end(&secs, s, s + 10 * s), s + 10 * s);
+    gmt_warmup_t before = {3, true}; /* a report time before the start: no run, no warm-up */
+    assert_int_equal(gmt_growth_warmup_end(&before, s, s / 2), s);
+}
+
 /* ---- JSON writer ---- */
 
 static char *write_json(void (*fn)(jw_t *w), size_t *len)
@@ -694,6 +792,8 @@ int main(void)
         cmocka_unit_test(test_fragmentation_sort),
         cmocka_unit_test(test_growth),
         cmocka_unit_test(test_growth_ranking),
+        cmocka_unit_test(test_growth_sampler_table),
+        cmocka_unit_test(test_growth_warmup_clamped),
         cmocka_unit_test(test_json_strings),
         cmocka_unit_test(test_json_numbers),
         cmocka_unit_test(test_json_too_deep),
