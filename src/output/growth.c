@@ -120,7 +120,7 @@ int gmt_growth_suspects(gmt_growth_t *g, uint64_t warmup_end_ns, uint64_t now_ns
                         int *total)
 {
     if (total) *total = 0;
-    if (!g || !g->bytes || max <= 0) return 0;
+    if (!g || !g->bytes || max < 0) return 0;
     if (!lock_briefly(&g->lock)) return -EBUSY;
     int first = 0;
     while (first < g->n && g->t_ns[first] < warmup_end_ns)

@@ -68,8 +68,9 @@ typedef struct gmt_growth_suspect_s {
  * report's time. */
 uint64_t gmt_growth_warmup_end(const gmt_warmup_t *w, uint64_t start_ns, uint64_t now_ns);
 
-/* Judges every sampled id and writes the top `max` suspects, largest growth first, into out.
- * Returns how many were written; *total (may be NULL) gets how many suspects there were.
+/* Judges every sampled id and writes the top `max` suspects, largest growth first (ties by
+ * stack id), into out. Returns how many were written; *total (may be NULL) gets how many
+ * suspects there were, also with max 0 (then out is not touched and may be NULL).
  * Returns -EBUSY when the sampler held the table for too long. */
 int gmt_growth_suspects(gmt_growth_t *g, uint64_t warmup_end_ns, uint64_t now_ns, uint32_t nids,
                         gmt_growth_live_fn fn, void *ctx, gmt_growth_suspect_t *out, int max,

@@ -618,6 +618,72 @@ static void test_growth_sampler_table(void **state)
     gmt_growth_destroy(&g);
 }
 
+/* The verdict on short series (4 samples and "now", 4 steps): a stack is a suspect when it
+ * rose in at least half of the steps (exactly half counts), at least twice, and ended higher
+ * than it started; the points judged start at the first sample at or after the warm-up.
+ * Suspects are ranked by growth, ties by stack id; those past the room given are counted. */
+static const int64_t verdict_series[5][5] = {
+    {0},
+    {0, 100, 100, 200, 200}, /* rose in 2 of 4 steps: a suspect */
+    {0, 100, 0, 100, 0},     /* rose in 2 of 4 steps, but ended where it started */
+    {0, 100, 200, 300, 400}, /* rose at every step */
+    {0, 100, 200, 300, 400}, /* the same growth as stack 3 */
+};
+static int verdict_k;
+
+static bool verdict_of(uint32_t id, int64_t *bytes, void *ctx)
+{
+    (void)ctx;
+    *bytes = id < 5 ? verdict_series[id][verdict_k] : 0;
+    return true; /* every id is a memory stack, even ids the sampler never saw */
+}
+
+static void test_growth_verdicts(void **state)
+{
+    (void)state;
+    gmt_growth_t g;
+    assert_int_equal(gmt_growth_init(&g, 5), 0);
+    uint64_t t = 1000;
+    for (verdict_k = 0; verdict_k < 4; verdict_k++)
+        t += gmt_growth_tick(&g, t, 5, verdict_of, NULL);
+    assert_int_equal(g.n, 4);
+    verdict_k = 4; /* now */
+    gmt_growth_suspect_t out[4];
+    int total = 0;
+    /* Ids past those sampled (the store grew since the last sample) have no history: never
+     * judged, never read. */
+    assert_int_equal(gmt_growth_suspects(&g, 0, t, 1u << 20, verdict_of, NULL, out, 4, &total), 3);
+    assert_int_equal(total, 3);
+    assert_int_equal(out[0].stack_id, 3);
+    assert_int_equal(out[0].growth_bytes, 400);
+    assert_int_equal(out[1].stack_id, 4);
+    assert_int_equal(out[2].stack_id, 1);
+    assert_int_equal(out[2].growth_bytes, 200);
+    assert_int_equal(out[2].npoints, 5);
+    /* Room for one: the first of the largest; the others counted. */
+    assert_int_equal(gmt_growth_suspects(&g, 0, t, 5, verdict_of, NULL, out, 1, &total), 1);
+    assert_int_equal(total, 3);
+    assert_int_equal(out[0].stack_id, 3);
+    /* With room for none, none is written, but all are counted. */
+    assert_int_equal(gmt_growth_suspects(&g, 0, t, 5, verdict_of, NULL, NULL, 0, &total), 0);
+    assert_int_equal(total, 3);
+    /* A warm-up ending exactly at the third sample keeps it: 3 points. Stack 1 then rose once
+     * in two steps (100, 200, 200): not a suspect. */
+    assert_int_equal(gmt_growth_suspects(&g, g.t_ns[2], t, 5, verdict_of, NULL, out, 4, &total), 2);
+    assert_int_equal(total, 2);
+    assert_int_equal(out[0].stack_id, 3);
+    assert_int_equal(out[0].npoints, 3);
+    assert_int_equal(out[0].t_ns[0], g.t_ns[2]);
+    assert_int_equal(out[0].bytes[0], 200);
+    assert_int_equal(out[0].growth_bytes, 200);
+    /* A sampler holding the table for too long: no verdict rather than a wait. */
+    g.lock = 1;
+    assert_int_equal(gmt_growth_suspects(&g, 0, t, 5, verdict_of, NULL, out, 4, &total), -EBUSY);
+    assert_int_equal(total, 0);
+    g.lock = 0;
+    gmt_growth_destroy(&g);
+}
+
 /* The warm-up never ends after the report: a fraction over 1, or more seconds than the run
  * lasted, ends it at the report's time. */
 static void test_growth_warmup_clamped(void **state)
@@ -794,6 +860,7 @@ int main(void)
         cmocka_unit_test(test_growth_ranking),
         cmocka_unit_test(test_growth_sampler_table),
         cmocka_unit_test(test_growth_warmup_clamped),
+        cmocka_unit_test(test_growth_verdicts),
         cmocka_unit_test(test_json_strings),
         cmocka_unit_test(test_json_numbers),
         cmocka_unit_test(test_json_too_deep),
