@@ -298,7 +298,9 @@ static void test_fragmentation(void **state)
     /* holes: 0x5000..0x8000 and 0x8110..0x10000 */
     assert_int_equal(f.free_in_gaps, 0x3000 + (0x10000 - 0x8110));
     assert_int_equal(f.largest_gap, 0x10000 - 0x8110);
-    assert_true(f.fragmentation > 0.0 && f.fragmentation < 1.0);
+    /* 1 - largest / free: the share of the free bytes outside the largest hole */
+    double want = 1.0 - (double)(0x10000 - 0x8110) / (double)(0x3000 + (0x10000 - 0x8110));
+    assert_true(f.fragmentation > want - 1e-12 && f.fragmentation < want + 1e-12);
     assert_int_equal(f.granularity_loss_bytes, (512 - 100) + (512 - 0x100));
     gmt_frag_device(r, n, 1, &f);
     assert_int_equal(f.live_allocations, 1);
@@ -306,6 +308,41 @@ static void test_fragmentation(void **state)
     assert_true(f.fragmentation == 0.0);
     gmt_frag_device(r, n, 2, &f);
     assert_int_equal(f.live_allocations, 0);
+}
+
+/* No live ranges at all (the report has no array then), a device past every range's, and a
+ * range inside an earlier one: it neither ends the span early nor opens a gap. */
+static void test_fragmentation_edges(void **state)
+{
+    (void)state;
+    gmt_frag_t f;
+    memset(&f, 0xff, sizeof f);
+    gmt_frag_sort(NULL, 0);
+    gmt_frag_device(NULL, 0, 0, &f);
+    assert_int_equal(f.live_allocations, 0);
+    assert_int_equal(f.span_bytes, 0);
+    assert_int_equal(f.free_in_gaps, 0);
+    assert_true(f.fragmentation == 0.0);
+    gmt_range_t r[] = {
+        gmt_range_make(0x20000, 0x4000, 0, GMT_KIND_POOL), /* a pool's block */
+        gmt_range_make(0x20100, 0x100, 0, GMT_KIND_POOL),  /* inside it */
+        gmt_range_make(0x30000, 0x1000, 0, GMT_KIND_DEVICE),
+    };
+    gmt_frag_sort(r, 3);
+    gmt_frag_device(r, 3, 0, &f);
+    assert_int_equal(f.live_allocations, 3);
+    assert_int_equal(f.span_bytes, 0x31000 - 0x20000);
+    assert_int_equal(f.free_in_gaps, 0x30000 - 0x24000);
+    assert_int_equal(f.largest_gap, 0x30000 - 0x24000);
+    assert_true(f.fragmentation == 0.0); /* one hole: all free bytes in one piece */
+    assert_int_equal(f.granularity_loss_bytes, 512 - 0x100);
+    gmt_frag_device(r, 3, 1, &f);
+    assert_int_equal(f.live_allocations, 0);
+    assert_int_equal(f.span_bytes, 0);
+    gmt_frag_device(r, 2, 0, &f); /* only the ranges it is given */
+    assert_int_equal(f.live_allocations, 2);
+    assert_int_equal(f.span_bytes, 0x4000);
+    assert_int_equal(f.free_in_gaps, 0);
 }
 
 /* 16 bytes a range; the packed word gives back what went in, sizes over 48 bits clamped
@@ -374,8 +411,22 @@ static void test_pool_use(void **state)
     gmt_frag_pools_add(&p, GMT_POOL_UNLISTED, 4096);
     assert_int_equal(p.unplaced, 2);
     gmt_frag_pools_add(&p, GMT_POOL_NONE, 1);
-    gmt_frag_pools_add(&p, GMT_MAX_POOLS, 1);
+    gmt_frag_pools_add(&p, GMT_MAX_POOLS, 4096); /* one past the list: counted once */
     assert_int_equal(p.unplaced, 4);
+    gmt_frag_pool_use(&p, GMT_MAX_POOLS, &bytes, &count);
+    assert_int_equal(bytes, 0);
+    assert_int_equal(count, 0);
+    /* Nor is anything read past the sums: memory beside them is never a pool's count. */
+    static struct {
+        gmt_frag_pools_t p;
+        uint64_t beside[4];
+    } g = {.beside = {~0ull, ~0ull, ~0ull, ~0ull}};
+    gmt_frag_pools_init(&g.p);
+    for (int i = GMT_MAX_POOLS; i < 256; i++) {
+        gmt_frag_pool_use(&g.p, (uint8_t)i, &bytes, &count);
+        assert_int_equal(bytes, 0);
+        assert_int_equal(count, 0);
+    }
     gmt_frag_pool_use(&p, GMT_POOL_UNLISTED, &bytes, &count);
     assert_int_equal(bytes, 0);
     assert_int_equal(count, 0);
@@ -397,14 +448,15 @@ static int cmp_dev_start(const void *a, const void *b)
 
 /* The radix sort against qsort: random ranges of a few devices (one negative), aligned and not,
  * clustered and spread over the whole 64-bit space (more key bits than the radix takes: the
- * qsort fallback), already sorted, and with repeated starts. */
+ * qsort fallback), already sorted, with repeated starts, and with the device in a digit of its
+ * own above the starts' whole digits. */
 static void test_fragmentation_sort(void **state)
 {
     (void)state;
     enum { N = 60000 }; /* buckets above the insertion sort's size on two levels */
     static gmt_range_t r[N], want[N];
     uint64_t rng = 0x9e3779b97f4a7c15ull;
-    for (int pattern = 0; pattern < 6; pattern++) {
+    for (int pattern = 0; pattern < 7; pattern++) {
         uint64_t n = pattern == 5 ? 2 : N;
         for (uint64_t i = 0; i < n; i++) {
             rng ^= rng << 13;
@@ -424,11 +476,16 @@ static void test_fragmentation_sort(void **state)
             case 3: /* already sorted */
                 start = 0x1000 + i * 4096;
                 break;
+            case 6: /* 16 bits of start (512-aligned): the devices' bits start a digit of their own
+                     */
+                start = 0x7f0000000000ull + (i == 0 ? 0xffff : i == 1 ? 0 : rng % 0x10000) * 512;
+                break;
             default: /* few distinct starts: ties */
                 start = 0x10000 + (rng % 16) * 0x200;
                 break;
             }
             int32_t dev = pattern == 0 || pattern == 3 ? 0 : (int32_t)(rng >> 60) % 3 - 1;
+            if (pattern == 6 && i == 0) dev = -1; /* the first range has the lowest device */
             r[i] = gmt_range_make(start, 1 + (rng >> 40) % 8192, dev, GMT_KIND_DEVICE);
             want[i] = r[i];
         }
@@ -853,6 +910,7 @@ int main(void)
         cmocka_unit_test(test_supp_star_crosses_slash),
         cmocka_unit_test(test_supp_load_refuses_unsafe_files),
         cmocka_unit_test(test_fragmentation),
+        cmocka_unit_test(test_fragmentation_edges),
         cmocka_unit_test(test_range_packing),
         cmocka_unit_test(test_pool_use),
         cmocka_unit_test(test_fragmentation_sort),
