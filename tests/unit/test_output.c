@@ -112,6 +112,148 @@ static void test_group_memory_apart_from_address_space(void **state)
     assert_true(found);
 }
 
+static bool suppress_all(uint32_t id, void *ctx)
+{
+    (void)id;
+    (void)ctx;
+    return true;
+}
+
+static gmt_record_t rec_api(uint32_t stack, uint64_t size, gmt_kind_t kind, int32_t dev,
+                            uint8_t api)
+{
+    gmt_record_t r = rec(stack, size, kind, dev);
+    r.api = api;
+    return r;
+}
+
+/* Stackless records split by (device, kind, API); an id at the store's end has no stack;
+ * totals count records, not groups; only stacked memory groups can be suppressed; equal bytes
+ * order by stack id, then kind, then device; two groups are sorted too. */
+static void test_group_stackless_and_order(void **state)
+{
+    (void)state;
+    enum { IDS = 8 };
+    static gmt_group_t slots[IDS + GMT_GROUP_UNSTACKED + 8];
+    static gmt_grouping_t g;
+    memset(slots, 0, sizeof slots);
+    gmt_group_init(&g, slots, IDS);
+    gmt_record_t rs[] = {
+        rec(5, 32, GMT_KIND_DEVICE, 0),
+        rec(5, 32, GMT_KIND_DEVICE, 0),
+        rec(3, 64, GMT_KIND_DEVICE, 0),
+        rec(IDS, 64, GMT_KIND_DEVICE, 1),     /* no such id: stackless, device 1 */
+        rec(0, 64, GMT_KIND_DEVICE, 0),       /* stackless, device 0 */
+        rec(0, 64, GMT_KIND_MANAGED, 0),      /* stackless, another kind */
+        rec_api(0, 1, GMT_KIND_DEVICE, 0, 9), /* stackless, another API */
+        rec_api(0, 1, GMT_KIND_DEVICE, 0, 9),
+        rec(1, 10, GMT_KIND_VMM_RESERVE, 0),
+        rec(1, 10, GMT_KIND_VMM_RESERVE, 0),
+        rec(2, 20, GMT_KIND_VMM_MAP, 0),
+        rec(2, 20, GMT_KIND_VMM_MAP, 0),
+    };
+    for (size_t i = 0; i < sizeof rs / sizeof rs[0]; i++)
+        gmt_group_add(&g, &rs[i]);
+    gmt_group_totals_t t;
+    gmt_group_finish(&g, suppress_all, NULL, &t);
+    assert_int_equal(t.nmemory, 6);
+    assert_int_equal(t.naddress, 2);
+    assert_int_equal(t.live_count, 8);
+    assert_int_equal(t.suppressed_count, 3); /* ids 5 and 3; never a stackless group */
+    assert_int_equal(t.suppressed_bytes, 128);
+    assert_int_equal(t.leaked_count, 5);
+    assert_int_equal(t.leaked_bytes, 64 * 3 + 2);
+    assert_int_equal(t.reserved_count, 2);
+    assert_int_equal(t.reserved_bytes, 20);
+    assert_int_equal(t.mapped_count, 2);
+    assert_int_equal(t.mapped_bytes, 40);
+    const struct {
+        uint32_t stack_id;
+        uint8_t kind, api;
+        int32_t device;
+        int64_t bytes;
+        bool suppressed;
+    } want[] = {
+        {0, GMT_KIND_DEVICE, 7, 0, 64, false},  {0, GMT_KIND_DEVICE, 7, 1, 64, false},
+        {0, GMT_KIND_MANAGED, 7, 0, 64, false}, {3, GMT_KIND_DEVICE, 7, 0, 64, true},
+        {5, GMT_KIND_DEVICE, 7, 0, 64, true},   {0, GMT_KIND_DEVICE, 9, 0, 2, false},
+        {2, GMT_KIND_VMM_MAP, 7, 0, 40, false}, {1, GMT_KIND_VMM_RESERVE, 7, 0, 20, false},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        assert_int_equal(slots[i].stack_id, want[i].stack_id);
+        assert_int_equal(slots[i].kind, want[i].kind);
+        assert_int_equal(slots[i].api, want[i].api);
+        assert_int_equal(slots[i].device, want[i].device);
+        assert_int_equal(slots[i].bytes, want[i].bytes);
+        assert_int_equal(slots[i].suppressed, want[i].suppressed);
+    }
+    /* Two groups, in the wrong order: sorted (the finish, and gmt_group_sort). */
+    memset(slots, 0, sizeof slots);
+    gmt_group_init(&g, slots, IDS);
+    gmt_record_t two[] = {rec(1, 10, GMT_KIND_DEVICE, 0), rec(2, 20, GMT_KIND_DEVICE, 0)};
+    gmt_group_add(&g, &two[0]);
+    gmt_group_add(&g, &two[1]);
+    gmt_group_finish(&g, NULL, NULL, &t);
+    assert_int_equal(slots[0].stack_id, 2);
+    assert_int_equal(slots[1].stack_id, 1);
+    gmt_group_t pair[2] = {{.stack_id = 1, .bytes = 10}, {.stack_id = 2, .bytes = 20}};
+    gmt_group_sort(pair, 2);
+    assert_int_equal(pair[0].stack_id, 2);
+    /* Kinds past the known ones are not memory. */
+    assert_false(gmt_kind_is_memory(GMT_KIND_COUNT));
+    assert_false(gmt_kind_is_memory(255));
+}
+
+/* Past GMT_GROUP_UNSTACKED stackless tags, one catch-all group per kind: kinds never mix, the
+ * group keeps its first record's device, and every byte is still counted. */
+static void test_group_catchall(void **state)
+{
+    (void)state;
+    enum { IDS = 4 };
+    static gmt_group_t slots[IDS + GMT_GROUP_UNSTACKED + 8];
+    static gmt_grouping_t g;
+    memset(slots, 0, sizeof slots);
+    gmt_group_init(&g, slots, IDS);
+    for (int i = 0; i < GMT_GROUP_UNSTACKED; i++) { /* distinct (device, API) tags */
+        gmt_record_t r = rec_api(0, 1000, GMT_KIND_DEVICE, i / 2, (uint8_t)(i % 2));
+        gmt_group_add(&g, &r);
+    }
+    gmt_record_t more[] = {
+        rec(0, 10, GMT_KIND_DEVICE, 200),
+        rec(0, 20, GMT_KIND_DEVICE, 201),
+        rec(0, 5, GMT_KIND_VMM_MAP, 200),
+        rec(0, 7, GMT_KIND_HOST_PINNED, -1),
+    };
+    for (size_t i = 0; i < sizeof more / sizeof more[0]; i++)
+        gmt_group_add(&g, &more[i]);
+    gmt_group_totals_t t;
+    gmt_group_finish(&g, NULL, NULL, &t);
+    assert_int_equal(t.nmemory, GMT_GROUP_UNSTACKED + 2);
+    assert_int_equal(t.naddress, 1);
+    assert_int_equal(t.live_bytes, GMT_GROUP_UNSTACKED * 1000 + 10 + 20 + 7);
+    assert_int_equal(t.live_count, GMT_GROUP_UNSTACKED + 3);
+    assert_int_equal(t.mapped_bytes, 5);
+    int found = 0;
+    for (uint32_t i = 0; i < t.nmemory + t.naddress; i++) {
+        const gmt_group_t *x = &slots[i];
+        if (x->kind == GMT_KIND_DEVICE && x->bytes == 30) {
+            assert_int_equal(x->count, 2);
+            assert_int_equal(x->device, 200);
+            found++;
+        } else if (x->kind == GMT_KIND_HOST_PINNED) {
+            assert_int_equal(x->bytes, 7);
+            found++;
+        } else if (x->kind == GMT_KIND_VMM_MAP) {
+            assert_int_equal(x->bytes, 5);
+            assert_int_equal(i, t.nmemory);
+            found++;
+        } else {
+            assert_int_equal(x->bytes, 1000);
+        }
+    }
+    assert_int_equal(found, 3);
+}
+
 /* ---- suppressions ---- */
 
 static void test_supp_parse_and_match(void **state)
@@ -904,6 +1046,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_group_memory_apart_from_address_space),
+        cmocka_unit_test(test_group_stackless_and_order),
+        cmocka_unit_test(test_group_catchall),
         cmocka_unit_test(test_supp_parse_and_match),
         cmocka_unit_test(test_supp_split_counts_past_max),
         cmocka_unit_test(test_supp_split_edges),
