@@ -909,7 +909,7 @@ static char *write_json(void (*fn)(jw_t *w), size_t *len)
     jw_init(&w, fd);
     fn(&w);
     assert_int_equal(jw_finish(&w), 0);
-    static char buf[4096];
+    static char buf[1 << 19];
     ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
     close(fd);
     assert_true(n > 0);
@@ -932,6 +932,9 @@ static void strings(jw_t *w)
     jw_string(w, NULL, "ctl\x01\x1f\n\t\r\"\\\x7f");
     jw_string(w, NULL, "c1\xc2\x80\xc2\x9b\xc2\x9f\xc2\xa0\xc2\xbf");
     jw_string(w, NULL, "end\xe2");
+    jw_string(w, NULL, "edges\xc3\x80\xe0\xa0\x80\xf0\x90\x80\x80\xf4\x8f\xbf\xbf");
+    jw_string(w, NULL, "over\xe0\x9f\xbf|\xf0\x8f\xbf\xbf|\xf5\x80\x80\x80");
+    jw_string(w, NULL, "cont\xe2\x82\x7f|\xe2\x82\xc0");
     jw_array_end(w);
 }
 
@@ -949,7 +952,12 @@ static void test_json_strings(void **state)
                        "\"big\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\","
                        "\"ctl\\u0001\\u001f\\n\\t\\r\\\"\\\\\\u007f\","
                        "\"c1\\u0080\\u009b\\u009f\xc2\xa0\xc2\xbf\","
-                       "\"end\xef\xbf\xbd\"]\n";
+                       "\"end\xef\xbf\xbd\","
+                       "\"edges\xc3\x80\xe0\xa0\x80\xf0\x90\x80\x80\xf4\x8f\xbf\xbf\","
+                       "\"over\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd|"
+                       "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd|"
+                       "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\","
+                       "\"cont\xef\xbf\xbd\\u007f|\xef\xbf\xbd\xef\xbf\xbd\"]\n";
     assert_string_equal(got, want);
 }
 
@@ -975,6 +983,71 @@ static void test_json_numbers(void **state)
     double first = strtod(got + 1, NULL);
     assert_true(first == 1764582000.123456789);
     assert_non_null(strstr(got, ",0.1,2.5,null,18446744073709551615,-9223372036854775808]"));
+}
+
+static void structure(jw_t *w)
+{
+    jw_object_begin(w, NULL);
+    jw_int(w, "a\"b", -1);
+    jw_array_begin(w, "c");
+    jw_bool(w, NULL, true);
+    jw_bool(w, NULL, false);
+    jw_null(w, NULL);
+    jw_string(w, NULL, NULL);
+    jw_array_end(w);
+    jw_object_begin(w, "d");
+    jw_object_end(w);
+    jw_hex(w, "e", 0xabcdef);
+    jw_object_end(w);
+}
+
+/* Keys (escaped), commas, nesting, the literals and hex strings. */
+static void test_json_structure(void **state)
+{
+    (void)state;
+    size_t len;
+    const char *got = write_json(structure, &len);
+    assert_string_equal(
+        got, "{\"a\\\"b\":-1,\"c\":[true,false,null,null],\"d\":{},\"e\":\"0xabcdef\"}\n");
+}
+
+/* Output past the writer's 64 KiB buffer: every byte once, in order. */
+static char long_str[150001];
+
+static void long_output(jw_t *w)
+{
+    jw_array_begin(w, NULL);
+    jw_string(w, NULL, long_str);
+    jw_string(w, NULL, long_str);
+    jw_array_end(w);
+}
+
+static void test_json_long_output(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof long_str - 1; i++)
+        long_str[i] = (char)('a' + i % 26);
+    size_t len;
+    const char *got = write_json(long_output, &len);
+    size_t n = sizeof long_str - 1;
+    assert_int_equal(len, 2 * n + 8); /* ["...","..."] and the newline */
+    assert_memory_equal(got + 2, long_str, n);
+    assert_memory_equal(got + 5 + n, long_str, n);
+    assert_string_equal(got + 2 * n + 5, "\"]\n");
+}
+
+/* A write that fails: the error jw_finish returns is the write's. */
+static void test_json_write_error(void **state)
+{
+    (void)state;
+    static jw_t w;
+    int fd = open("/dev/null", O_RDONLY);
+    assert_true(fd >= 0);
+    jw_init(&w, fd);
+    jw_array_begin(&w, NULL);
+    jw_array_end(&w);
+    assert_int_equal(jw_finish(&w), -EBADF);
+    close(fd);
 }
 
 /* Nesting deeper than the writer tracks (JW_MAX_DEPTH) is an error jw_finish reports, never
@@ -1066,6 +1139,9 @@ int main(void)
         cmocka_unit_test(test_json_strings),
         cmocka_unit_test(test_json_numbers),
         cmocka_unit_test(test_json_too_deep),
+        cmocka_unit_test(test_json_structure),
+        cmocka_unit_test(test_json_long_output),
+        cmocka_unit_test(test_json_write_error),
         cmocka_unit_test(test_module_classes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
