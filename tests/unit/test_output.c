@@ -744,6 +744,14 @@ static bool time_bytes(uint32_t id, int64_t *bytes, void *ctx)
     return true;
 }
 
+static bool negative_bytes(uint32_t id, int64_t *bytes, void *ctx)
+{
+    (void)id;
+    (void)ctx;
+    *bytes = -4096;
+    return true;
+}
+
 /* The sampler's table: one point per interval, none before it is due; when full, the newer
  * point of each pair stays (times and bytes alike, so each point keeps the bytes of its own
  * instant), the interval doubles and the next call is told so; ids past the table are never
@@ -761,6 +769,12 @@ static void test_growth_sampler_table(void **state)
     assert_int_equal(g.ids_seen, 1);
     gmt_growth_destroy(&g);
     assert_int_equal(gmt_growth_init(&g, 0), -EINVAL);
+    /* Live bytes below 0 (a counter read mid-update) are sampled as 0. */
+    assert_int_equal(gmt_growth_init(&g, 2), 0);
+    gmt_growth_tick(&g, 5, 2, negative_bytes, NULL);
+    assert_int_equal(g.n, 1);
+    assert_int_equal(g.bytes[1 * GMT_GROWTH_POINTS], 0);
+    gmt_growth_destroy(&g);
 
     /* Room for ids 1..3; the caller asks for 1000 ids: only the table's are written. */
     assert_int_equal(gmt_growth_init(&g, 4), 0);
