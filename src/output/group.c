@@ -56,7 +56,9 @@ static int cmp_bytes(const void *a, const void *b)
     if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
     if (x->stack_id != y->stack_id) return x->stack_id < y->stack_id ? -1 : 1;
     if (x->kind != y->kind) return x->kind < y->kind ? -1 : 1;
-    return x->device < y->device ? -1 : x->device > y->device;
+    if (x->device != y->device) return x->device < y->device ? -1 : 1;
+    /* Stackless groups differ by API too: without it their order was qsort's whim. */
+    return x->api < y->api ? -1 : x->api > y->api;
 }
 
 /* Memory groups first, then address space; each part by bytes. */

@@ -63,7 +63,8 @@ typedef bool (*gmt_group_suppressed_fn)(uint32_t stack_id, void *ctx);
 
 /* Compacts every non-empty group into g->by_stack (which must have room for max_ids +
  * GMT_GROUP_UNSTACKED + 8 entries: see gmt_group_slots), memory groups first, each part
- * sorted by bytes (largest first, then stack id), and fills *t. */
+ * sorted by bytes (largest first, then stack id, kind, device and API: a total order, so the
+ * report is the same whatever order the live table was visited in), and fills *t. */
 void gmt_group_finish(gmt_grouping_t *g, gmt_group_suppressed_fn supp, void *ctx,
                       gmt_group_totals_t *t);
 /* Entries the caller's by_stack array needs for max_ids stack ids. */
@@ -72,7 +73,7 @@ static inline uint64_t gmt_group_slots(uint32_t max_ids)
     return (uint64_t)max_ids + GMT_GROUP_UNSTACKED + 8;
 }
 
-/* Sorts groups by bytes, largest first, ties by stack id. */
+/* Sorts groups by bytes, largest first, ties by stack id, kind, device and API. */
 void gmt_group_sort(gmt_group_t *groups, uint64_t n);
 
 #endif

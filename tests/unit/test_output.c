@@ -133,7 +133,7 @@ static gmt_record_t rec_api(uint32_t stack, uint64_t size, gmt_kind_t kind, int3
 
 /* Stackless records split by (device, kind, API); an id at the store's end has no stack;
  * totals count records, not groups; only stacked memory groups can be suppressed; equal bytes
- * order by stack id, then kind, then device; two groups are sorted too. */
+ * order by stack id, then kind, device and API; two groups are sorted too. */
 static void test_group_stackless_and_order(void **state)
 {
     (void)state;
@@ -200,6 +200,16 @@ static void test_group_stackless_and_order(void **state)
     gmt_group_finish(&g, NULL, NULL, &t);
     assert_int_equal(slots[0].stack_id, 2);
     assert_int_equal(slots[1].stack_id, 1);
+    /* Stackless groups alike but for the API: in API order, whatever order they came in. */
+    memset(slots, 0, sizeof slots);
+    gmt_group_init(&g, slots, IDS);
+    gmt_record_t apis[] = {rec_api(0, 10, GMT_KIND_DEVICE, 0, 9),
+                           rec_api(0, 10, GMT_KIND_DEVICE, 0, 7)};
+    gmt_group_add(&g, &apis[0]);
+    gmt_group_add(&g, &apis[1]);
+    gmt_group_finish(&g, NULL, NULL, &t);
+    assert_int_equal(slots[0].api, 7);
+    assert_int_equal(slots[1].api, 9);
     gmt_group_t pair[2] = {{.stack_id = 1, .bytes = 10}, {.stack_id = 2, .bytes = 20}};
     gmt_group_sort(pair, 2);
     assert_int_equal(pair[0].stack_id, 2);
