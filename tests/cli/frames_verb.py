@@ -267,6 +267,22 @@ def case_inlined(c):
 
 
 @case
+def case_inlined_partial(c):
+    """An inlined function the report gives no line (or no name) is shown without one, as a
+    native frame is: not ":0", not another frame's."""
+    inl = [{"symbol": "noline", "file": "inl.h"}, {"file": "anon.h", "line": 3}]
+    p = with_stacks(c, "inl_part.json",
+                    {201: [at(native("train_step"), file="train.c", line=40, inlined=inl)]})
+    out = c.cli_run("report", p, "--top", "10")[0]
+    want = ["at noline inl.h [trainer+0x10, inlined]", "at ? anon.h:3 [trainer+0x10, inlined]",
+            "at train_step train.c:40 [trainer+0x10]"]
+    lines = [ln.strip() for ln in out.splitlines()]
+    at_ = next((i for i, ln in enumerate(lines) if ln == want[0]), None)
+    expect(at_ is not None and lines[at_:at_ + 3] == want,
+           "report: expected, in order:\n" + "\n".join(want) + "\n--- got\n" + out)
+
+
+@case
 def case_inlined_malformed(c):
     """A frame's `inlined` that is not an array, an entry that is not an object, or a line
     that is not an integer refuses the report with one line naming what is wrong (exit 2)."""
