@@ -534,24 +534,47 @@ int gmt_cli_check(int argc, char **argv)
         /* the stack that allocated most (the list holds the largest), a suppression given here
          * leaving a stack out (a library known to churn) */
         const gmt_site_t *top = NULL;
+        uint64_t most_suppressed = 0;
         for (size_t i = 0; i < rep.nsites; i++) {
             const gmt_site_t *x = &rep.sites[i];
-            if (gmt_supp_match(&supp, x->stack)) continue;
+            if (gmt_supp_match(&supp, x->stack)) {
+                if (x->allocs > most_suppressed) most_suppressed = x->allocs;
+                continue;
+            }
             if (!top || x->allocs > top->allocs) top = x;
         }
+        /* A list cut at GPUMEMTRACE_TOP holds the largest: a stack it leaves out made no more
+         * than a listed one. Where none is left to name (every listed one suppressed, or none
+         * listed), those left out are known to hold the limit only when every listed one does. */
+        bool cut = rep.sites_total > rep.nsites;
         NEW_RESULT();
         snprintf(r->name, sizeof r->name, "max-site-allocs");
         char where[512];
-        if (!rep.has_sites) {
+        if (!rep.has_sites || (!top && cut && (!rep.nsites || most_suppressed > lim.site))) {
             r->failed = true;
+            if (!rep.has_sites)
+                snprintf(r->message, sizeof r->message,
+                         "allocations per call stack unknown (the report has no "
+                         "allocation_sites: written before the section existed): "
+                         "max-site-allocs %" PRIu64 " cannot be checked",
+                         lim.site);
+            else
+                snprintf(r->message, sizeof r->message,
+                         "allocations per call stack unknown (the report lists %zu of its %" PRIu64
+                         " allocation sites, GPUMEMTRACE_TOP, %s): max-site-allocs %" PRIu64
+                         " cannot be checked",
+                         rep.nsites, rep.sites_total,
+                         rep.nsites ? "every one suppressed" : "none of them", lim.site);
+        } else if (!top && cut) {
             snprintf(r->message, sizeof r->message,
-                     "allocations per call stack unknown (the report has no allocation_sites: "
-                     "written before the section existed): max-site-allocs %" PRIu64
-                     " cannot be checked",
-                     lim.site);
+                     "no call stack outside the suppressions is listed, and those the report "
+                     "leaves out (GPUMEMTRACE_TOP) made at most %" PRIu64
+                     " allocations each, within max-site-allocs %" PRIu64,
+                     most_suppressed, lim.site);
         } else if (!top) {
             snprintf(r->message, sizeof r->message,
-                     "no call stack allocated (max-site-allocs %" PRIu64 ")", lim.site);
+                     "no call stack allocated%s (max-site-allocs %" PRIu64 ")",
+                     rep.nsites ? " outside the suppressions" : "", lim.site);
         } else {
             r->failed = top->allocs > lim.site;
             gmt_stack_where_tty(top->stack, where, sizeof where);

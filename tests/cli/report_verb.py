@@ -696,6 +696,15 @@ def case_sites(c):
             "(stack 3)",
             "       -> libpool.so+0x1000"]
     expect(("\n" + "\n".join(want) + "\n\n") in out, "sites:\n" + out)
+    # a complete list (its total the entries listed, or no total: the entries listed) is not
+    # said to be cut
+    for name, edit in (("full", lambda x: x.update(allocation_sites_total=3)),
+                       ("nototal", lambda x: x.pop("allocation_sites_total"))):
+        x = c.base()
+        edit(x)
+        out, _ = c.run("report", c.write(f"s_{name}.json", x))
+        expect("Allocation sites (most allocations over the run): 3 call stacks\n  #1 " in out,
+               f"{name}:\n" + out)
     out, _ = c.run("report", "--top", "1", c.write("s.json", r))
     sec = section(out, "Allocation sites").splitlines()
     expect(sec[4:] == ["  ... more (--top to show more)"] and "#2 " not in "\n".join(sec),
@@ -795,6 +804,11 @@ def case_check_sites(c):
            "max-site-allocs 899: cache_grow [libcache.so+0x5000]\n", out)
     out, _ = c.run("check", v2, "--max-site-allocs", "900")
     expect(out == f"PASS {v2}: 1 limit holds\n", out)
+    r = c.base()
+    r["allocation_sites"][1]["allocs"] = 900  # a tie: the first listed is named
+    tie = c.write("cs-tie.json", r)
+    out, _ = c.run("check", tie, "--max-site-allocs", "899", rc=1)
+    expect(out.endswith(": cache_grow [libcache.so+0x5000]\n"), "tie: " + out)
     supp = os.path.join(c.work, "cache.supp")
     with open(supp, "w") as f:
         f.write("cache_grow\n")
@@ -802,6 +816,23 @@ def case_check_sites(c):
     expect(out == f"FAIL {v2}: a call stack allocated 75 times (GPU 0, cudaMalloc) exceeds "
            "max-site-allocs 74: forward model.py:42\n", out)
     c.run("check", v2, "--max-site-allocs", "75", "--suppressions", supp)
+    # every listed stack suppressed in a list cut at GPUMEMTRACE_TOP (3 of 4): the one left
+    # out made at most 900 (the list holds the largest), so 900 holds and 899 is not known
+    with open(supp, "w") as f:
+        f.write("*\n")
+    out, _ = c.run("check", v2, "--max-site-allocs", "900", "--suppressions", supp)
+    expect(out == f"PASS {v2}: 1 limit holds\n", out)
+    out, _ = c.run("check", v2, "--max-site-allocs", "899", "--suppressions", supp, rc=1)
+    expect(out == f"FAIL {v2}: allocations per call stack unknown (the report lists 3 of its 4 "
+           "allocation sites, GPUMEMTRACE_TOP, every one suppressed): max-site-allocs 899 cannot "
+           "be checked\n", out)
+    r = c.base()
+    r["allocation_sites"] = []  # none listed of 4: not "no call stack allocated"
+    cut = c.write("cs-cut.json", r)
+    out, _ = c.run("check", cut, "--max-site-allocs", "1000000", rc=1)
+    expect(out == f"FAIL {cut}: allocations per call stack unknown (the report lists 0 of its 4 "
+           "allocation sites, GPUMEMTRACE_TOP, none of them): max-site-allocs 1000000 cannot be "
+           "checked\n", out)
     r = c.base()
     del r["allocation_sites"], r["allocation_sites_total"]
     old = c.write("cs-old.json", r)
