@@ -630,7 +630,12 @@ static int build_model(gmt_report_t *rep, num_check_t *nc, char *why, size_t why
         const cJSON *j;
         EACH_ELEMENT(j, sites)
         {
-            if (!cJSON_IsObject(j)) continue;
+            /* a section new enough to hold every element to the schema: what cannot be read
+             * is refused, not skipped */
+            if (!cJSON_IsObject(j))
+                return set_why(why, why_len, -EINVAL,
+                               "malformed report: an element of \"allocation_sites\" is not an "
+                               "object");
             gmt_site_t *g = &rep->sites[rep->nsites++];
             g->stack_id = json_i64(nc, j, "stack_id", -1);
             g->device = json_i64(nc, j, "device", 0);
@@ -646,6 +651,8 @@ static int build_model(gmt_report_t *rep, num_check_t *nc, char *why, size_t why
         rep->sites_total = gmt_json_has_num(rep->root, "allocation_sites_total")
                                ? json_u64(nc, rep->root, "allocation_sites_total")
                                : rep->nsites;
+        /* the stacks listed allocated, whatever a smaller total says */
+        if (rep->sites_total < rep->nsites) rep->sites_total = rep->nsites;
     }
 
     nc->at = "leaks";

@@ -723,6 +723,11 @@ def case_sites(c):
     j = c.json("--top", "2", p)
     expect(j["allocation_sites_total"] == 4 and
            [x["allocs"] for x in j["allocation_sites"]] == [900, 75], f"--json --top 2: {j}")
+    # a total below the sites listed is the number listed: they allocated
+    r2 = c.base()
+    r2["allocation_sites_total"] = 1
+    out, _ = c.run("report", c.write("s-low.json", r2))
+    expect("(most allocations over the run): 3 call stacks\n  #1 " in out, "total 1 of 3:\n" + out)
     r["allocation_sites"] = [x for x in r["allocation_sites"] if x["device"] == 0]
     out, _ = c.run("report", "--device", "1", c.write("s2.json", r))
     expect("\nAllocation sites on GPU 1: none\n" in out, "--device 1, none:\n" + out)
@@ -870,7 +875,9 @@ def case_sites_malformed(c):
             ("frac", lambda r: r["allocation_sites"][0].update(allocs=2.5),
              "\"allocation_sites[].allocs\" is 2.5, not an integer"),
             ("total", lambda r: r.update(allocation_sites_total=1.5),
-             "\"allocation_sites_total\" is 1.5, not an integer")):
+             "\"allocation_sites_total\" is 1.5, not an integer"),
+            ("elem", lambda r: r["allocation_sites"].append(7),
+             "an element of \"allocation_sites\" is not an object")):
         r = c.base()
         edit(r)
         _, err = c.run("report", c.write(f"m_{name}.json", r), rc=2)
