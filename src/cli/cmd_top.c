@@ -188,6 +188,20 @@ static double mono_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* Stack id with value v (live bytes, or allocations) into best[0..*n), largest first, at most
+ * top of them: a bounded insertion sort (ties keep the lower id first: ids come in order). */
+static void top_insert(top_stack_t *best, int *n, long top, uint32_t id, int64_t v,
+                       gmt_stack_entry_t *e)
+{
+    if (*n == top && v <= best[*n - 1].bytes) return;
+    int i = *n < top ? (*n)++ : *n - 1;
+    while (i > 0 && best[i - 1].bytes < v) {
+        best[i] = best[i - 1];
+        i--;
+    }
+    best[i] = (top_stack_t){id, v, __atomic_load_n(&e->live_count, __ATOMIC_RELAXED)};
+}
+
 /* "GPU 0", "host", "unknown": as every verb labels them (gmt_device_label). */
 static void device_label(int32_t device, char *buf, size_t len)
 {
@@ -260,14 +274,7 @@ static void show_sites(gmt_stacks_t *st, long top, seen_allocs_t *seen)
         gmt_stack_entry_t *e = gmt_stacks_entry(st, id);
         if (!e || !e->hash) continue;
         int64_t n = (int64_t)(__atomic_load_n(&e->total_allocs, __ATOMIC_RELAXED) & INT64_MAX);
-        if (n <= 0) continue;
-        if (nbest == top && n <= best[nbest - 1].bytes) continue;
-        int i = nbest < top ? nbest++ : nbest - 1;
-        while (i > 0 && best[i - 1].bytes < n) {
-            best[i] = best[i - 1];
-            i--;
-        }
-        best[i] = (top_stack_t){id, n, __atomic_load_n(&e->live_count, __ATOMIC_RELAXED)};
+        if (n > 0) top_insert(best, &nbest, top, id, n, e);
     }
     double now = mono_s();
     printf("top %d stacks by allocations since the start%s:\n", nbest,
@@ -365,14 +372,7 @@ static int show(const char *path, long top, bool *running, seen_allocs_t *prev)
         gmt_stack_entry_t *e = gmt_stacks_entry(st, id);
         if (!e || !e->hash) continue;
         int64_t b = __atomic_load_n(&e->live_bytes, __ATOMIC_RELAXED);
-        if (b <= 0) continue;
-        if (nbest == top && b <= best[nbest - 1].bytes) continue;
-        int i = nbest < top ? nbest++ : nbest - 1;
-        while (i > 0 && best[i - 1].bytes < b) {
-            best[i] = best[i - 1];
-            i--;
-        }
-        best[i] = (top_stack_t){id, b, __atomic_load_n(&e->live_count, __ATOMIC_RELAXED)};
+        if (b > 0) top_insert(best, &nbest, top, id, b, e);
     }
     printf("top %d stacks by live bytes:\n", nbest);
     for (int i = 0; i < nbest; i++) {

@@ -439,6 +439,20 @@ void gmt_section_summary(gmt_report_ctx_t *c, const gmt_live_t *l, const gmt_cou
     jw_object_end(w);
 }
 
+/* A stack entry's members as growth suspects and allocation sites begin with them: its id,
+ * and the device, kind and API its tag names, and the library its bytes are charged to.
+ * Returns the entry. */
+static gmt_stack_entry_t *write_stack_head(jw_t *w, gmt_stacks_t *st, uint32_t id)
+{
+    gmt_stack_entry_t *e = gmt_stacks_entry(st, id);
+    jw_uint(w, "stack_id", id);
+    jw_int(w, "device", gmt_stacks_tag_device(e->tag));
+    jw_string(w, "kind", gmt_kind_name((gmt_kind_t)gmt_stacks_tag_kind(e->tag)));
+    jw_string(w, "api", gmt_api_name((gmt_api_t)gmt_stacks_tag_api(e->tag)));
+    jw_string(w, "library", gmt_symrep_library(id));
+    return e;
+}
+
 typedef struct growth_ctx_s {
     gmt_stacks_t *st;
 } growth_ctx_t;
@@ -471,13 +485,8 @@ static void write_growth(gmt_report_ctx_t *c)
     jw_uint(w, "growth_suspects_total", (uint64_t)total);
     jw_array_begin(w, "growth_suspects");
     for (int i = 0; i < n; i++) {
-        gmt_stack_entry_t *e = gmt_stacks_entry(gmt_track_stacks(), sus[i].stack_id);
         jw_object_begin(w, NULL);
-        jw_uint(w, "stack_id", sus[i].stack_id);
-        jw_int(w, "device", gmt_stacks_tag_device(e->tag));
-        jw_string(w, "kind", gmt_kind_name((gmt_kind_t)gmt_stacks_tag_kind(e->tag)));
-        jw_string(w, "api", gmt_api_name((gmt_api_t)gmt_stacks_tag_api(e->tag)));
-        jw_string(w, "library", gmt_symrep_library(sus[i].stack_id));
+        write_stack_head(w, gmt_track_stacks(), sus[i].stack_id);
         jw_int(w, "growth_bytes", sus[i].growth_bytes);
         jw_int(w, "live_bytes", sus[i].live_bytes);
         jw_array_begin(w, "samples");
@@ -599,13 +608,8 @@ void gmt_section_sites(gmt_report_ctx_t *c)
     jw_uint(w, "allocation_sites_total", total);
     jw_array_begin(w, "allocation_sites");
     for (size_t i = 0; i < shown; i++) {
-        gmt_stack_entry_t *e = gmt_stacks_entry(st, heap[i].id);
         jw_object_begin(w, NULL);
-        jw_uint(w, "stack_id", heap[i].id);
-        jw_int(w, "device", gmt_stacks_tag_device(e->tag));
-        jw_string(w, "kind", gmt_kind_name((gmt_kind_t)gmt_stacks_tag_kind(e->tag)));
-        jw_string(w, "api", gmt_api_name((gmt_api_t)gmt_stacks_tag_api(e->tag)));
-        jw_string(w, "library", gmt_symrep_library(heap[i].id));
+        gmt_stack_entry_t *e = write_stack_head(w, st, heap[i].id);
         jw_uint(w, "allocs", heap[i].allocs);
         int64_t live = __atomic_load_n(&e->live_count, __ATOMIC_RELAXED);
         jw_int(w, "live_count", live > 0 ? live : 0);
