@@ -425,6 +425,24 @@ def case_allocation_sites(ctx):
     rep = [r for r in ctx.final_reports(2) if r["config"]["GPUMEMTRACE_STACK_DEPTH"] == "0"][0]
     sites = [(s["allocs"], s["live_count"], s["api"]) for s in rep["allocation_sites"]]
     expect_eq("allocation_sites, stacks off", sites, [(105, 5, "cudaMalloc")])
+    # Ties: kinds makes 12 allocations, each from a site of its own, so every site has one.
+    # Then the order is the stack id's, and a list cut at GPUMEMTRACE_TOP keeps the lowest ids
+    # (the first five of the whole list), whatever the heap's path to them.
+    for top in ("5", "64"):
+        ctx.run(["kinds"], env={"GPUMEMTRACE_TOP": top,
+                                "GPUMEMTRACE_OUTPUT": os.path.join(ctx.work, f"k{top}-%p.json")})
+    reps = ctx.reports()
+    cut, full = ([r for n, r in reps.items() if n.startswith(f"k{t}-")][0] for t in ("5", "64"))
+    for name, rep, count in (("top 5", cut, 5), ("top 64", full, 12)):
+        expect_eq(f"kinds, {name}: allocation_sites_total", rep["allocation_sites_total"], 12)
+        got = rep["allocation_sites"]
+        expect_eq(f"kinds, {name}: sites listed", len(got), count)
+        expect_eq(f"kinds, {name}: allocs", [s["allocs"] for s in got], [1] * count)
+        ids = [s["stack_id"] for s in got]
+        expect_eq(f"kinds, {name}: stack ids ascending", ids, sorted(set(ids)))
+    expect_eq("kinds, top 5: the first five sites of the whole list",
+              [frame_symbols(cut, s["stack_id"]) for s in cut["allocation_sites"]],
+              [frame_symbols(full, s["stack_id"]) for s in full["allocation_sites"][:5]])
 
 
 # ---- many live allocations at exit (docs/PERFORMANCE.md; bench/live_exit.sh) ----
