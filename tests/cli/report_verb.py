@@ -788,6 +788,40 @@ def case_diff_sites(c):
                 "  allocs         24 ->          ?           ?  libpool.so+0x1000",
                 "  (?: not among the sites NEW lists, its largest: GPUMEMTRACE_TOP)"]
     expect(got == want_cut, "cut NEW:\n" + "\n".join(got) + "\n--- want\n" + "\n".join(want_cut))
+    # OLD cut too: the new stack's OLD count is not known either; the note names both
+    old_cut = dict(old, allocation_sites_total=9)
+    got = sec(c.run("diff", c.write("doc.json", old_cut), c.write("dc.json", new))[0])
+    want_both = [want[0],
+                 "  allocs          ? ->         10           ?  alloc_activations act.c:31 "
+                 "[trainer+0x12f00]",
+                 want_cut[2],
+                 "  (?: not among the sites each report lists, its largest: GPUMEMTRACE_TOP)"]
+    expect(got == want_both, "both cut:\n" + "\n".join(got) + "\n--- want\n" +
+           "\n".join(want_both))
+    new["allocation_sites_total"] = 3
+    got = sec(c.run("diff", c.write("doc.json", old_cut), pn)[0])
+    want_old = [want[0], want_both[1], want[2],  # NEW's list is complete: still gone
+                "  (?: not among the sites OLD lists, its largest: GPUMEMTRACE_TOP)"]
+    expect(got == want_old, "cut OLD:\n" + "\n".join(got) + "\n--- want\n" + "\n".join(want_old))
+    # one stack's sites on two devices are summed, two stacks sorted by what they added, and
+    # as many added by the stack key (stable output)
+    def site(sid, device, allocs):
+        return dict(c.base()["allocation_sites"][0 if sid == 2 else 1], stack_id=sid,
+                    device=device, allocs=allocs)
+    so, sn = c.base(), c.base()
+    so["allocation_sites"] = [site(2, 0, 900), site(1, 0, 75), site(2, 1, 100)]
+    sn["allocation_sites"] = [site(2, 0, 900), site(1, 0, 175), site(2, 1, 101)]
+    so["allocation_sites_total"] = sn["allocation_sites_total"] = 3
+    pso = c.write("dso.json", so)
+    got = sec(c.run("diff", pso, c.write("dsn.json", sn))[0])
+    want_sum = ["  allocs         75 ->        175        +100  forward model.py:42",
+                "  allocs       1000 ->       1001          +1  cache_grow [libcache.so+0x5000]"]
+    expect(got == want_sum, "summed:\n" + "\n".join(got) + "\n--- want\n" + "\n".join(want_sum))
+    sn["allocation_sites"][2]["allocs"] = 200
+    got = sec(c.run("diff", pso, c.write("dsn.json", sn))[0])
+    want_tie = ["  allocs       1000 ->       1100        +100  cache_grow [libcache.so+0x5000]",
+                want_sum[0]]
+    expect(got == want_tie, "tie:\n" + "\n".join(got) + "\n--- want\n" + "\n".join(want_tie))
     got = sec(c.run("diff", po, po)[0])
     expect(got == ["  (no stack's allocations changed)"], "same:\n" + "\n".join(got))
     del old["allocation_sites"], old["allocation_sites_total"]
