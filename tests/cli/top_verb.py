@@ -294,6 +294,29 @@ def case_sites(c):
     expect(any(n >= 1 for n in since) and all(float(m.group(9)) > 0.2
                                               for _, sites in v[1:] for m, _ in sites),
            f"grow_step's allocations since the last view: {since}")
+    # since the last view: the count then to the count now (a count read while the owner
+    # allocates may be one behind), over the time since that view, not since the first
+    def by_id(sites):
+        return {int(re.search(r"\(stack (\d+)\)", m.group(0)).group(1)): int(m.group(2))
+                for m, _ in sites}
+    pairs = [(by_id(a[1]), m) for a, b in zip(v, v[1:]) for m, _ in b[1]]
+    diffs = [(int(m.group(8)), int(m.group(2)) - was[sid])
+             for was, m in pairs
+             for sid in [int(re.search(r"\(stack (\d+)\)", m.group(0)).group(1))]
+             if sid in was]
+    expect(diffs and all(abs(a - b) <= 1 for a, b in diffs),
+           f"+N since the last view against the counts of the two views: {diffs}")
+    expect(all(float(m.group(9)) < 0.75 for _, sites in v[1:] for m, _ in sites),
+           "the seconds since the last view, --interval 0.3:\n" + out.decode("utf-8", "replace"))
+    # ties (kinds: twelve sites of one allocation each): by stack id, as the report's list
+    state, rep = traced(c, "kinds", "sites_ties")
+    out, _ = one_view(c, "--once", "--top", "5", state)
+    (head, sites), = site_views(out)
+    got = [(int(m.group(2)), int(re.search(r"\(stack (\d+)\)", m.group(0)).group(1)))
+           for m, _ in sites]
+    want = [(1, x["stack_id"]) for x in rep["allocation_sites"][:5]]
+    expect(len(rep["allocation_sites"]) == 12 and got == want,
+           f"kinds, --top 5: {got}, expected {want}:\n{out}")
 
 @case
 def case_exec(c):
