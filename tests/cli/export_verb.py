@@ -821,6 +821,7 @@ def case_pprof(c):
         r["leaks"]["groups"].append({"stack_id": 98, "bytes": 2048, "count": 1,
                                      "kind": "device", "device": 0, "api": "cudaMalloc"})
         r["stacks"]["4"]["frames"][0]["line"] = 1
+        r["allocation_sites"][2]["device"] = 1  # a site's own device
     e = edited(c, "pp.json", edit, base="valid_v2.json")
     export(c, e, "pprof", "-o", c.path("pp.pb.gz"))
     p = pprof_load(c.path("pp.pb.gz"))
@@ -847,7 +848,8 @@ def case_pprof(c):
             (["alloc_activations"], [0, 0, 8388608, 0], lab), (s1, [0, 0, 3145728, 0], lab),
             (s3, [0, 0, 1048576, 0], pool),
             # the allocation sites: their allocations over the run
-            (s2, [0, 0, 0, 900], lab), (s1, [0, 0, 0, 75], lab), (s3, [0, 0, 0, 24], pool)]
+            (s2, [0, 0, 0, 900], lab), (s1, [0, 0, 0, 75], lab),
+            (s3, [0, 0, 0, 24], dict(pool, device="1"))]
     expect(got == want, "samples:\n" + "\n".join(map(str, got)))
     maps = sorted(m["file"] for m in p["mappings"].values())
     expect(maps == ["/opt/app/bin/trainer", "/opt/app/lib/libcache.so", "/opt/app/lib/libpool.so",
