@@ -2413,9 +2413,10 @@ def case_html(c):
     for want in ('id="timeline-0"', 'class="uplot', 'id="flame-leaks-graph"', "d3-flame-graph",
                  'id="leaks-table"', 'id="peak-0-table"', 'id="search"', "alloc_site_a"):
         expect(want in dom, f"{want} not in the page's DOM")
-    # the allocation sites, most first: churn's 100 calls, none live
+    # the allocation sites, most first: churn's 100 calls, none live, its kind, device, API
     sites = dom.split('id="sites-table"', 1)[-1].split("</table>", 1)[0]
-    expect(re.search(r'<td class="num">100</td><td class="num">0</td>.*churn', sites),
+    expect(re.search(r'<td class="num">100</td><td class="num">0</td><td[^>]*>device</td>'
+                     r'<td[^>]*>GPU 0</td><td[^>]*>cudaMalloc</td>.*churn', sites),
            "the allocation sites table lacks churn's 100 allocations:\n" + sites[:1500])
     # the timeline's axis labels: bytes in binary steps without trailing zeros (before session
     # 26: 1.91, 3.81, 5.72 MiB), seconds that do not repeat over a run of milliseconds
