@@ -782,6 +782,8 @@ def case_diff_sites(c):
     expect(got == want, "diff sites:\n" + "\n".join(got) + "\n--- want\n" + "\n".join(want))
     got = sec(c.run("diff", "--top", "1", po, pn)[0])
     expect(got == want[:1] + ["  ... 2 more (--top to show more)"], "--top 1:\n" + "\n".join(got))
+    got = sec(c.run("diff", "--top", "2", po, pn)[0])
+    expect(got == want[:2] + ["  ... 1 more (--top to show more)"], "--top 2:\n" + "\n".join(got))
     new["allocation_sites_total"] = 9  # cut: what it lacks is not known
     got = sec(c.run("diff", po, c.write("dc.json", new))[0])
     want_cut = [want[0], want[1],  # OLD's list is complete: still new
