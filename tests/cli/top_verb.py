@@ -308,6 +308,12 @@ def case_sites(c):
            f"+N since the last view against the counts of the two views: {diffs}")
     expect(all(float(m.group(9)) < 0.75 for _, sites in v[1:] for m, _ in sites),
            "the seconds since the last view, --interval 0.3:\n" + out.decode("utf-8", "replace"))
+    # a failed allocation's stack made none: not a stack allocating (oom: one made, one failed)
+    state, rep = traced(c, "oom", "sites_oom", env={"GMT_STANDIN_MEM_BYTES": str(1 << 30)})
+    out, _ = one_view(c, "--once", state)
+    (head, sites), = site_views(out)
+    expect(head.group(1) == "1" and [m.group(2) for m, _ in sites] == ["1"] and
+           rep["allocation_sites_total"] == 1, "oom:\n" + out)
     # ties (kinds: twelve sites of one allocation each): by stack id, as the report's list
     state, rep = traced(c, "kinds", "sites_ties")
     out, _ = one_view(c, "--once", "--top", "5", state)

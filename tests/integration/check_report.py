@@ -443,6 +443,14 @@ def case_allocation_sites(ctx):
     expect_eq("kinds, top 5: the first five sites of the whole list",
               [frame_symbols(cut, s["stack_id"]) for s in cut["allocation_sites"]],
               [frame_symbols(full, s["stack_id"]) for s in full["allocation_sites"][:5]])
+    # a failed allocation's stack made none: no site (oom: one made, one failed)
+    ctx.run(["oom"], env={"GMT_STANDIN_MEM_BYTES": str(1 << 30),
+                          "GPUMEMTRACE_OUTPUT": os.path.join(ctx.work, "oom-%p.json")})
+    rep, = [r for n, r in ctx.reports().items()
+            if n.startswith("oom-") and r["process"]["reason"] == "exit"]
+    expect_eq("oom: allocation_sites_total", rep["allocation_sites_total"], 1)
+    expect_eq("oom: allocation_sites' allocs", [s["allocs"] for s in rep["allocation_sites"]],
+              [1])
 
 
 # ---- many live allocations at exit (docs/PERFORMANCE.md; bench/live_exit.sh) ----
