@@ -557,6 +557,10 @@ def case_html_merged(c):
                f"peak owners of {p['label']}: {p['groups']}")
     expect(labels == {"rank 0 GPU 0", "rank 1 GPU 0"} and len(d["leakGroups"]) == 4,
            f"leak groups {d['leakGroups']}")
+    sites = [(x["allocs"], x["device"]) for x in d["sites"]]
+    expect(sites == [(900, "rank 0 GPU 0"), (900, "rank 1 GPU 0"), (75, "rank 0 GPU 0"),
+                     (75, "rank 1 GPU 0"), (24, "rank 0 GPU 0"), (24, "rank 1 GPU 0")],
+           f"allocation sites {sites}")
     expect([p["label"] for p in d["peaks"]] == ["rank 0 GPU 0", "rank 1 GPU 0"] and
            [f["label"] for f in d["frag"]] == ["rank 0 GPU 0", "rank 1 GPU 0"] and
            [e["device"] for e in d["errors"]] == ["rank 0 GPU 0"] * 2 + ["rank 1 GPU 0"] * 2,

@@ -756,6 +756,18 @@ def case_sites(c):
     out, _ = c.run("report", m)
     expect("  #1       1000 allocations, 3 live  on rank 5 GPU 0  device  cudaMalloc  trainer  "
            f"(stack {1 + stride})\n       -> forward model.py:42" in out, "merged:\n" + out)
+    # a site naming a stack above every other id of its report (one the report lacks) is in
+    # the stride too: the ranks' ids stay apart
+    r = c.base()
+    r["allocation_sites"][2]["stack_id"] = 50
+    paths[0] = c.write("sr2.json", r)
+    c.run("merge", *paths, "-o", m)
+    with open(m) as f:
+        mj = json.load(f)
+    ids = [x["stack_id"] for x in mj["allocation_sites"]]
+    expect(mj["merged"]["stack_id_stride"] == 51 and len(set(ids)) == len(ids) and 50 in ids,
+           f"a site's stack id above the others: stride {mj['merged']['stack_id_stride']}, "
+           f"ids {ids}")
 
 
 @case
