@@ -385,6 +385,45 @@ static void test_pools(void **state)
     unlink(path);
 }
 
+/* allocation_sites skips a stack whose tag names a kind or an API no event writes (a damaged
+ * state file's, as a recovered report reads it): no site, not counted in the total; the
+ * first value past each range is damaged already. */
+static void test_sites_damaged_tag(void **state)
+{
+    (void)state;
+    const char *path = "test_report_sites.json";
+    assert_int_equal(gmt_report_write(path, GMT_REASON_EXIT, NULL, 0), 0);
+    cJSON *r = load(path);
+    int64_t total = num(r, "allocation_sites_total");
+    const cJSON *sites = get(r, "allocation_sites");
+    assert_true(cJSON_GetArraySize(sites) >= 2 && total >= 2);
+    uint32_t id[2];
+    for (int i = 0; i < 2; i++)
+        id[i] = (uint32_t)num(cJSON_GetArrayItem(sites, i), "stack_id");
+    cJSON_Delete(r);
+    gmt_stack_entry_t *e[2] = {gmt_stacks_entry(gmt_track_stacks(), id[0]),
+                               gmt_stacks_entry(gmt_track_stacks(), id[1])};
+    assert_non_null(e[0]);
+    assert_non_null(e[1]);
+    uint32_t tag[2] = {e[0]->tag, e[1]->tag};
+    e[0]->tag = (tag[0] & ~0xff00u) | ((uint32_t)GMT_KIND_COUNT << 8);
+    e[1]->tag = (tag[1] & ~0xffu) | (uint32_t)GMT_API_COUNT;
+    int rc = gmt_report_write(path, GMT_REASON_EXIT, NULL, 0);
+    e[0]->tag = tag[0];
+    e[1]->tag = tag[1];
+    assert_int_equal(rc, 0);
+    r = load(path);
+    assert_int_equal(num(r, "allocation_sites_total"), total - 2);
+    const cJSON *x;
+    cJSON_ArrayForEach(x, get(r, "allocation_sites"))
+    {
+        assert_true(num(x, "stack_id") != (int64_t)id[0]);
+        assert_true(num(x, "stack_id") != (int64_t)id[1]);
+    }
+    cJSON_Delete(r);
+    unlink(path);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1) report_path = argv[1];
@@ -394,6 +433,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_unwritable_path_is_an_error),
         cmocka_unit_test(test_content),
         cmocka_unit_test(test_pools),
+        cmocka_unit_test(test_sites_damaged_tag),
     };
     return cmocka_run_group_tests(tests, group_setup, NULL);
 }
