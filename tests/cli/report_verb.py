@@ -842,6 +842,9 @@ def case_diff_sites(c):
     got = sec(c.run("diff", c.write("dv.json", old), pn)[0])
     expect(got == ["  (OLD lists no allocation sites: written before the section existed; not "
                    "compared)"], "no list in OLD:\n" + "\n".join(got))
+    got = sec(c.run("diff", pn, c.write("dv.json", old))[0])
+    expect(got == ["  (NEW lists no allocation sites: written before the section existed; not "
+                   "compared)"], "no list in NEW:\n" + "\n".join(got))
     out = c.run("diff", c.write("dv.json", old), c.write("dv.json", old))[0]
     expect("allocation sites" not in out, "neither has the list:\n" + out)
 
