@@ -556,9 +556,12 @@ int gmt_cli_merge(int argc, char **argv)
         cJSON_AddStringToObject(leaks, "meaning",
                                 gmt_json_str(r0->leaks, "meaning", "live at exit"));
         cJSON *lgroups = cJSON_CreateArray(), *sus = cJSON_CreateArray();
-        /* every rank's allocation sites, when any rank's report has the list */
+        /* every rank's allocation sites, when every rank's report has the list: one without
+         * it (written before the section existed) makes the job's unknown, and a list of the
+         * others would read as complete (check --max-site-allocs, diff's [gone]) */
         cJSON *sites = cJSON_CreateArray();
         bool any_sites = false;
+        const char *no_sites = NULL; /* the first file without the list */
         double stot = 0;
         cJSON *as = NULL, *asgroups = NULL;
         double ltot = 0, lsup = 0, lsupc = 0, lcount = 0, lgt = 0, lsus = 0;
@@ -586,6 +589,7 @@ int gmt_cli_merge(int argc, char **argv)
                           shift);
             append_ranked(sus, cJSON_GetObjectItemCaseSensitive(r->leaks, "growth_suspects"),
                           ranks[i], shift);
+            if (!r->has_sites && !no_sites) no_sites = r->path;
             if (r->has_sites) {
                 any_sites = true;
                 append_ranked(sites, cJSON_GetObjectItemCaseSensitive(r->root, "allocation_sites"),
@@ -666,10 +670,14 @@ int gmt_cli_merge(int argc, char **argv)
             cJSON_AddItemToObject(as, "groups", asgroups);
             cJSON_AddItemToObject(leaks, "address_space", as);
         }
-        if (any_sites) {
+        if (any_sites && !no_sites) {
             cJSON_AddNumberToObject(doc, "allocation_sites_total", stot);
             cJSON_AddItemToObject(doc, "allocation_sites", sites);
         } else {
+            if (any_sites)
+                gmt_cli_error("merge: warning: %s has no allocation sites (written before the "
+                              "section existed): the merged report lists none",
+                              gmt_tty(no_sites));
             cJSON_Delete(sites);
         }
         cJSON *rk = cJSON_AddArrayToObject(merged, "ranks");

@@ -753,6 +753,19 @@ def case_sites(c):
     expect(mj["allocation_sites_total"] == 8 and
            got == [(5, 1000, 1 + stride), (2, 900, 2), (5, 900, 2 + stride), (2, 75, 1),
                    (2, 24, 3), (5, 24, 3 + stride)], f"merged sites: {got}")
+    # a rank without the list (an older report) makes the job's unknown: said, none listed
+    old = c.base()
+    old["process"].update(rank=7, start_time=old["process"]["start_time"] + 5,
+                          start_time_ns=old["process"]["start_time_ns"] + 5 * 10**9)
+    del old["allocation_sites"], old["allocation_sites_total"]
+    po = c.write("sr7.json", old)
+    m2 = os.path.join(c.work, "sm2.json")
+    _, err = c.run("merge", paths[0], po, "-o", m2)
+    with open(m2) as f:
+        mj2 = json.load(f)
+    expect(f"merge: warning: {po} has no allocation sites (written before the section existed): "
+           "the merged report lists none" in err and "allocation_sites" not in mj2 and
+           "allocation_sites_total" not in mj2, f"merge with an older rank: {err!r}")
     out, _ = c.run("report", m)
     expect("  #1       1000 allocations, 3 live  on rank 5 GPU 0  device  cudaMalloc  trainer  "
            f"(stack {1 + stride})\n       -> forward model.py:42" in out, "merged:\n" + out)
