@@ -2,7 +2,8 @@
  *
  * Prints, in order: what was traced, each device's peak and current use (and the bytes the
  * driver used that no traced call explains), the leaks grouped by call stack, growth suspects,
- * who held memory at each device's peak, bytes per library, fragmentation with a label, failed
+ * the allocation sites (the stacks that allocated most often), who held memory at each
+ * device's peak, bytes per library, fragmentation with a label, failed
  * allocations, and the counts. Each group shows its nearest user frame first ("->"), then the
  * innermost frames; a frame without a name is shown as module+offset, never left out. Colour
  * and the terminal's width are used only when standard output is a terminal and NO_COLOR is
@@ -45,7 +46,8 @@ void gmt_cli_report_help(FILE *to)
         "\n"
         "Prints a summary of a gpumemtrace report: the run, each device's peak and\n"
         "current use, leaks by call stack with the nearest user frame, growth suspects,\n"
-        "peak owners, bytes per library, fragmentation and failed allocations.\n"
+        "allocation sites (the stacks that allocated most often), peak owners, bytes per\n"
+        "library, fragmentation and failed allocations.\n"
         "FILE '-' reads standard input. Colour only on a terminal (NO_COLOR honoured).\n"
         "\n"
         "  --top N     call-stack groups shown per section (default %d)\n"
