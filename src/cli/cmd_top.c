@@ -202,6 +202,23 @@ static void top_insert(top_stack_t *best, int *n, long top, uint32_t id, int64_t
     best[i] = (top_stack_t){id, v, __atomic_load_n(&e->live_count, __ATOMIC_RELAXED)};
 }
 
+/* The top stacks of the state file into best, largest first: by live bytes, or by allocations
+ * since the start (allocs). Returns how many. */
+static int top_stacks(gmt_stacks_t *st, long top, top_stack_t *best, bool allocs)
+{
+    int n = 0;
+    uint32_t ids = gmt_stacks_count(st);
+    for (uint32_t id = 1; id <= ids; id++) {
+        gmt_stack_entry_t *e = gmt_stacks_entry(st, id);
+        if (!e || !e->hash) continue;
+        int64_t v = allocs
+                        ? (int64_t)(__atomic_load_n(&e->total_allocs, __ATOMIC_RELAXED) & INT64_MAX)
+                        : __atomic_load_n(&e->live_bytes, __ATOMIC_RELAXED);
+        if (v > 0) top_insert(best, &n, top, id, v, e);
+    }
+    return n;
+}
+
 /* "GPU 0", "host", "unknown": as every verb labels them (gmt_device_label). */
 static void device_label(int32_t device, char *buf, size_t len)
 {
@@ -268,14 +285,8 @@ static void print_frames(gmt_stacks_t *st, uint32_t id)
 static void show_sites(gmt_stacks_t *st, long top, seen_allocs_t *seen)
 {
     top_stack_t best[MAX_TOP];
-    int nbest = 0;
+    int nbest = top_stacks(st, top, best, true);
     uint32_t ids = gmt_stacks_count(st);
-    for (uint32_t id = 1; id <= ids; id++) {
-        gmt_stack_entry_t *e = gmt_stacks_entry(st, id);
-        if (!e || !e->hash) continue;
-        int64_t n = (int64_t)(__atomic_load_n(&e->total_allocs, __ATOMIC_RELAXED) & INT64_MAX);
-        if (n > 0) top_insert(best, &nbest, top, id, n, e);
-    }
     double now = mono_s();
     printf("top %d stacks by allocations since the start%s:\n", nbest,
            seen->have ? " (and since the last view)" : "");
@@ -366,14 +377,7 @@ static int show(const char *path, long top, bool *running, seen_allocs_t *prev)
     /* The top stacks by live bytes: a bounded insertion sort over the entries. */
     gmt_stacks_t *st = gmt_track_stacks();
     top_stack_t best[MAX_TOP];
-    int nbest = 0;
-    uint32_t ids = gmt_stacks_count(st);
-    for (uint32_t id = 1; id <= ids; id++) {
-        gmt_stack_entry_t *e = gmt_stacks_entry(st, id);
-        if (!e || !e->hash) continue;
-        int64_t b = __atomic_load_n(&e->live_bytes, __ATOMIC_RELAXED);
-        if (b > 0) top_insert(best, &nbest, top, id, b, e);
-    }
+    int nbest = top_stacks(st, top, best, false);
     printf("top %d stacks by live bytes:\n", nbest);
     for (int i = 0; i < nbest; i++) {
         gmt_stack_entry_t *e = gmt_stacks_entry(st, best[i].id);

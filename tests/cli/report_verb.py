@@ -618,19 +618,28 @@ def case_suspect_devices(c):
            "merged suspects' labels:\n" + out)
 
 
-def merged(c, edit=None):
-    """valid_v2.json as ranks 2 and 5 of one job (rank 2 dropped nothing, rank 5's GPU 0
-    peaked lower), merged by `gpumemtrace merge -o`; edit(m) changes the merged report."""
+def rank_pair(c, edit, name="rank"):
+    """valid_v2.json as ranks 2 and 5 of one job, started a second apart, edit(rank, r)
+    applied to each; the two files' paths."""
     paths = []
     for i, rank in enumerate((2, 5)):
         r = c.base()
         r["process"].update(rank=rank, start_time=r["process"]["start_time"] + i,
                             start_time_ns=r["process"]["start_time_ns"] + i * 10**9)
+        edit(rank, r)
+        paths.append(c.write(f"{name}{rank}.json", r))
+    return paths
+
+
+def merged(c, edit=None):
+    """valid_v2.json as ranks 2 and 5 of one job (rank 2 dropped nothing, rank 5's GPU 0
+    peaked lower), merged by `gpumemtrace merge -o`; edit(m) changes the merged report."""
+    def ranks(rank, r):
         if rank == 2:
             r["capture"]["dropped"] = {"table_full": 0, "stacks": 0}
         else:
             r["devices"][0]["peak_bytes"] = 8 * MIB
-        paths.append(c.write(f"rank{rank}.json", r))
+    paths = rank_pair(c, ranks)
     out = os.path.join(c.work, "merged.json")
     c.run("merge", *paths, "-o", out)
     if edit:
@@ -736,14 +745,10 @@ def case_sites(c):
     expect("Allocation sites" not in out and
            "allocation_sites" not in c.json(c.write("s3.json", r)), "no list:\n" + out)
     # merged: ranks 2 and 5, rank 5's site of stack 1 made more than rank 2's of stack 2
-    paths = []
-    for i, rank in enumerate((2, 5)):
-        r = c.base()
-        r["process"].update(rank=rank, start_time=r["process"]["start_time"] + i,
-                            start_time_ns=r["process"]["start_time_ns"] + i * 10**9)
+    def more(rank, r):
         if rank == 5:
             r["allocation_sites"][1]["allocs"] = 1000
-        paths.append(c.write(f"sr{rank}.json", r))
+    paths = rank_pair(c, more, "sr")
     m = os.path.join(c.work, "sm.json")
     c.run("merge", *paths, "-o", m)
     with open(m) as f:
