@@ -158,6 +158,10 @@ typedef struct gmt_site_s {
     const gmt_stack_t *stack;
 } gmt_site_t;
 
+/* A site as a group, for the code that walks groups (flame graphs, pprof): its allocations as
+ * the weight (bytes), its live allocations as the count, the rest as it is. */
+gmt_group_t gmt_site_group(const gmt_site_t *s);
+
 typedef struct gmt_library_s {
     const char *library;
     uint64_t peak_bytes, exit_bytes;

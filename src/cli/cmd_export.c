@@ -88,26 +88,16 @@ static void folded_group(gmt_buf_t *b, const gmt_group_t *g)
     gmt_buf_printf(b, " %" PRIu64 "\n", g->bytes);
 }
 
-/* The report's allocation sites as groups: the allocations as their weight (bytes), the
- * live count as their count. Heap-allocated (free), NULL with *n 0 when there are none. */
+/* The report's allocation sites as groups (gmt_site_group). Heap-allocated (free), NULL with
+ * *n 0 when there are none. */
 static gmt_group_t *site_groups(const gmt_report_t *rep, size_t *n)
 {
     *n = 0;
     if (!rep->nsites) return NULL;
     gmt_group_t *g = calloc(rep->nsites, sizeof *g);
     if (!g) return NULL;
-    for (size_t i = 0; i < rep->nsites; i++) {
-        const gmt_site_t *s = &rep->sites[i];
-        g[i] = (gmt_group_t){.stack_id = s->stack_id,
-                             .bytes = s->allocs,
-                             .count = s->live_count,
-                             .device = s->device,
-                             .rank = s->rank,
-                             .kind = s->kind,
-                             .api = s->api,
-                             .library = s->library,
-                             .stack = s->stack};
-    }
+    for (size_t i = 0; i < rep->nsites; i++)
+        g[i] = gmt_site_group(&rep->sites[i]);
     *n = rep->nsites;
     return g;
 }

@@ -281,14 +281,7 @@ int gmt_export_pprof(const gmt_report_t *rep, gmt_buf_t *out)
         for (size_t k = 0; k < rep->peaks[i].ngroups; k++)
             add_sample(&c, &rep->peaks[i].groups[k], SAMPLE_PEAK);
     for (size_t i = 0; i < rep->nsites; i++) { /* an allocation site: its count as the value */
-        const gmt_site_t *x = &rep->sites[i];
-        gmt_group_t g = {.stack_id = x->stack_id,
-                         .bytes = x->allocs,
-                         .device = x->device,
-                         .rank = x->rank,
-                         .kind = x->kind,
-                         .api = x->api,
-                         .stack = x->stack};
+        gmt_group_t g = gmt_site_group(&rep->sites[i]);
         add_sample(&c, &g, SAMPLE_SITE);
     }
     gmt_buf_put(&prof, c.samples.data ? c.samples.data : "", c.samples.len);

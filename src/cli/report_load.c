@@ -316,6 +316,19 @@ static const cJSON *frame_inlined(const cJSON *fj)
     return cJSON_GetObjectItemCaseSensitive(fj, "inlined");
 }
 
+gmt_group_t gmt_site_group(const gmt_site_t *s)
+{
+    return (gmt_group_t){.stack_id = s->stack_id,
+                         .bytes = s->allocs,
+                         .count = s->live_count,
+                         .device = s->device,
+                         .rank = s->rank,
+                         .kind = s->kind,
+                         .api = s->api,
+                         .library = s->library,
+                         .stack = s->stack};
+}
+
 int gmt_library_cmp(const void *a, const void *b)
 {
     const gmt_library_t *x = a, *y = b;
