@@ -169,7 +169,7 @@ static const struct option top_opts[] = {
 
 typedef struct top_stack_s {
     uint32_t id;
-    int64_t bytes, count;
+    int64_t value, count; /* value: live bytes, or allocations (top_stacks) */
 } top_stack_t;
 
 /* The stacks' allocation counts at the last view, by stack id, for the counts made since:
@@ -193,9 +193,9 @@ static double mono_s(void)
 static void top_insert(top_stack_t *best, int *n, long top, uint32_t id, int64_t v,
                        gmt_stack_entry_t *e)
 {
-    if (*n == top && v <= best[*n - 1].bytes) return;
+    if (*n == top && v <= best[*n - 1].value) return;
     int i = *n < top ? (*n)++ : *n - 1;
-    while (i > 0 && best[i - 1].bytes < v) {
+    while (i > 0 && best[i - 1].value < v) {
         best[i] = best[i - 1];
         i--;
     }
@@ -295,12 +295,12 @@ static void show_sites(gmt_stacks_t *st, long top, seen_allocs_t *seen)
         gmt_stack_entry_t *e = gmt_stacks_entry(st, best[i].id);
         device_label(gmt_stacks_tag_device(e->tag), label, sizeof label);
         printf("  #%-3d %10" PRId64 " allocations, %" PRId64 " live on %s, %s via %s (stack %u)",
-               i + 1, best[i].bytes, best[i].count > 0 ? best[i].count : 0, label,
+               i + 1, best[i].value, best[i].count > 0 ? best[i].count : 0, label,
                gmt_kind_name((gmt_kind_t)gmt_stacks_tag_kind(e->tag)),
                gmt_api_name((gmt_api_t)gmt_stacks_tag_api(e->tag)), best[i].id);
         if (seen->have) {
             uint64_t was = best[i].id < seen->cap ? seen->n[best[i].id] : 0;
-            uint64_t d = (uint64_t)best[i].bytes > was ? (uint64_t)best[i].bytes - was : 0;
+            uint64_t d = (uint64_t)best[i].value > was ? (uint64_t)best[i].value - was : 0;
             printf(", +%" PRIu64 " in %.1f s", d, now - seen->at);
         }
         putchar('\n');
@@ -383,7 +383,7 @@ static int show(const char *path, long top, bool *running, seen_allocs_t *prev)
         gmt_stack_entry_t *e = gmt_stacks_entry(st, best[i].id);
         device_label(gmt_stacks_tag_device(e->tag), label, sizeof label);
         printf("  #%-3d %10s in %" PRId64 " on %s, %s via %s (stack %u)\n", i + 1,
-               gmt_fmt_bytes((uint64_t)best[i].bytes, b1, sizeof b1), best[i].count, label,
+               gmt_fmt_bytes((uint64_t)best[i].value, b1, sizeof b1), best[i].count, label,
                gmt_kind_name((gmt_kind_t)gmt_stacks_tag_kind(e->tag)),
                gmt_api_name((gmt_api_t)gmt_stacks_tag_api(e->tag)), best[i].id);
         print_frames(st, best[i].id);
