@@ -1,6 +1,6 @@
 /* cmd_top.c - the verbs that read a GPUMEMTRACE_STATE file (docs/state.md):
  *
- *   gpumemtrace top STATE [--interval S] [--once] [--top N]
+ *   gpumemtrace top STATE [--interval S] [--once] [--top N] [--sites-by total|recent]
  *       live bytes per device, the top call stacks by live bytes and by allocations (since
  *       the start and since the last view) of a running (or killed) job, refreshed every S
  *       seconds;
@@ -145,6 +145,7 @@ void gmt_cli_top_help(FILE *to)
 {
     fprintf(to,
             "Usage: gpumemtrace top STATE [--interval S] [--once] [--top N]\n"
+            "         [--sites-by total|recent]\n"
             "\n"
             "Shows the live bytes per device, the call stacks holding the most live bytes\n"
             "and those that made the most allocations (since the start, and since the\n"
@@ -155,16 +156,18 @@ void gmt_cli_top_help(FILE *to)
             "  --interval S  seconds between refreshes, 0.1-3600 (default 1)\n"
             "  --once        print one view and exit\n"
             "  --top N       call stacks shown (default %d)\n"
+            "  --sites-by total|recent\n"
+            "                rank the stacks by allocations since the start (total, the\n"
+            "                default) or since the last view (recent: what churns now;\n"
+            "                the first view then waits one interval to have a last view)\n"
             "  -h, --help    this help\n",
             DEFAULT_TOP);
 }
 
 static const struct option top_opts[] = {
-    {"interval", required_argument, NULL, 'i'},
-    {"once", no_argument, NULL, 'o'},
-    {"top", required_argument, NULL, 't'},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
+    {"interval", required_argument, NULL, 'i'}, {"once", no_argument, NULL, 'o'},
+    {"top", required_argument, NULL, 't'},      {"sites-by", required_argument, NULL, 's'},
+    {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
 };
 
 typedef struct top_stack_s {
@@ -202,21 +205,62 @@ static void top_insert(top_stack_t *best, int *n, long top, uint32_t id, int64_t
     best[i] = (top_stack_t){id, v, __atomic_load_n(&e->live_count, __ATOMIC_RELAXED)};
 }
 
-/* The top stacks of the state file into best, largest first: by live bytes, or by allocations
- * since the start (allocs). Returns how many. */
-static int top_stacks(gmt_stacks_t *st, long top, top_stack_t *best, bool allocs)
+/* What top_stacks ranks by: live bytes, allocations since the start, or allocations since
+ * the last view (--sites-by recent). */
+typedef enum { RANK_LIVE, RANK_ALLOCS, RANK_RECENT } rank_t;
+
+/* A stack's allocations since the view that saw `seen` (0 where it saw more: a count read one
+ * event behind). */
+static uint64_t allocs_since(const seen_allocs_t *seen, uint32_t id, uint64_t now)
+{
+    uint64_t was = id < seen->cap ? seen->n[id] : 0;
+    return now > was ? now - was : 0;
+}
+
+/* The top stacks of the state file into best, largest first, by `by` (RANK_RECENT: against
+ * seen, which holds a view's counts). Returns how many; stacks whose value is 0 are left out. */
+static int top_stacks(gmt_stacks_t *st, long top, top_stack_t *best, rank_t by,
+                      const seen_allocs_t *seen)
 {
     int n = 0;
     uint32_t ids = gmt_stacks_count(st);
     for (uint32_t id = 1; id <= ids; id++) {
         gmt_stack_entry_t *e = gmt_stacks_entry(st, id);
         if (!e || !e->hash) continue;
-        int64_t v = allocs
-                        ? (int64_t)(__atomic_load_n(&e->total_allocs, __ATOMIC_RELAXED) & INT64_MAX)
-                        : __atomic_load_n(&e->live_bytes, __ATOMIC_RELAXED);
+        int64_t v;
+        if (by == RANK_LIVE) {
+            v = __atomic_load_n(&e->live_bytes, __ATOMIC_RELAXED);
+        } else {
+            uint64_t total = __atomic_load_n(&e->total_allocs, __ATOMIC_RELAXED) & INT64_MAX;
+            v = (int64_t)(by == RANK_RECENT ? allocs_since(seen, id, total) : total);
+        }
         if (v > 0) top_insert(best, &n, top, id, v, e);
     }
     return n;
+}
+
+/* Every stack's allocation count now, for the next view's counts since (seen->have false when
+ * there is no memory for them: the counts since are then left out, not made up). */
+static void remember_counts(gmt_stacks_t *st, seen_allocs_t *seen, double now)
+{
+    uint32_t ids = gmt_stacks_count(st);
+    if (ids >= seen->cap) {
+        uint32_t cap = ids + 1024;
+        uint64_t *n = realloc(seen->n, (size_t)cap * sizeof *n);
+        if (!n) {
+            seen->have = false;
+            return;
+        }
+        memset(n + seen->cap, 0, (size_t)(cap - seen->cap) * sizeof *n);
+        seen->n = n;
+        seen->cap = cap;
+    }
+    for (uint32_t id = 1; id <= ids; id++) {
+        gmt_stack_entry_t *e = gmt_stacks_entry(st, id);
+        seen->n[id] = e && e->hash ? __atomic_load_n(&e->total_allocs, __ATOMIC_RELAXED) : 0;
+    }
+    seen->have = true;
+    seen->at = now;
 }
 
 /* "GPU 0", "host", "unknown": as every verb labels them (gmt_device_label). */
@@ -281,53 +325,61 @@ static void print_frames(gmt_stacks_t *st, uint32_t id)
 }
 
 /* The stacks that allocated most since the start (allocation_sites' count, live from the
- * state file), with the allocations since the last view when there was one (seen). */
-static void show_sites(gmt_stacks_t *st, long top, seen_allocs_t *seen)
+ * state file), with the allocations since the last view when there was one (seen); recent:
+ * ranked by those (the first view of a job that has ended has none, and ranks by the total). */
+static void show_sites(gmt_stacks_t *st, long top, seen_allocs_t *seen, bool recent)
 {
     top_stack_t best[MAX_TOP];
-    int nbest = top_stacks(st, top, best, true);
-    uint32_t ids = gmt_stacks_count(st);
+    recent = recent && seen->have;
+    int nbest = top_stacks(st, top, best, recent ? RANK_RECENT : RANK_ALLOCS, seen);
     double now = mono_s();
-    printf("top %d stacks by allocations since the start%s:\n", nbest,
-           seen->have ? " (and since the last view)" : "");
+    if (recent)
+        printf("top %d stacks by allocations since the last view (and since the start):\n", nbest);
+    else
+        printf("top %d stacks by allocations since the start%s:\n", nbest,
+               seen->have ? " (and since the last view)" : "");
     char label[32];
     for (int i = 0; i < nbest; i++) {
         gmt_stack_entry_t *e = gmt_stacks_entry(st, best[i].id);
+        /* the count since the start as ranked, or read again beside the count since */
+        uint64_t total = recent ? __atomic_load_n(&e->total_allocs, __ATOMIC_RELAXED) & INT64_MAX
+                                : (uint64_t)best[i].value;
         device_label(gmt_stacks_tag_device(e->tag), label, sizeof label);
-        printf("  #%-3d %10" PRId64 " allocations, %" PRId64 " live on %s, %s via %s (stack %u)",
-               i + 1, best[i].value, best[i].count > 0 ? best[i].count : 0, label,
+        printf("  #%-3d %10" PRIu64 " allocations, %" PRId64 " live on %s, %s via %s (stack %u)",
+               i + 1, total, best[i].count > 0 ? best[i].count : 0, label,
                gmt_kind_name((gmt_kind_t)gmt_stacks_tag_kind(e->tag)),
                gmt_api_name((gmt_api_t)gmt_stacks_tag_api(e->tag)), best[i].id);
         if (seen->have) {
-            uint64_t was = best[i].id < seen->cap ? seen->n[best[i].id] : 0;
-            uint64_t d = (uint64_t)best[i].value > was ? (uint64_t)best[i].value - was : 0;
+            uint64_t d = recent ? (uint64_t)best[i].value : allocs_since(seen, best[i].id, total);
             printf(", +%" PRIu64 " in %.1f s", d, now - seen->at);
         }
         putchar('\n');
         print_frames(st, best[i].id);
     }
-    /* every stack's count now, for the next view's */
-    if (ids >= seen->cap) {
-        uint32_t cap = ids + 1024;
-        uint64_t *n = realloc(seen->n, (size_t)cap * sizeof *n);
-        if (!n) { /* no counts since: said by leaving them out */
-            seen->have = false;
-            return;
-        }
-        memset(n + seen->cap, 0, (size_t)(cap - seen->cap) * sizeof *n);
-        seen->n = n;
-        seen->cap = cap;
-    }
-    for (uint32_t id = 1; id <= ids; id++) {
-        gmt_stack_entry_t *e = gmt_stacks_entry(st, id);
-        seen->n[id] = e && e->hash ? __atomic_load_n(&e->total_allocs, __ATOMIC_RELAXED) : 0;
-    }
-    seen->have = true;
-    seen->at = now;
+    remember_counts(st, seen, now);
+}
+
+/* Whether the state file's owner still runs (after gmt_track_recover): an image that wrote its
+ * report before exec left the pid to another program, which runs on. */
+static bool owner_runs(void)
+{
+    return owner_running(gmt_track_proc()->pid) && gmt_track_end_mark() == GMT_REGION_END_NONE;
+}
+
+/* --sites-by recent: a silent view's counts one interval before the first view shown, so that
+ * the first view too ranks by what the job allocates now (none when it has ended, or the file
+ * cannot be read: show() then says why). */
+static void prime_counts(const char *path, double interval, seen_allocs_t *seen)
+{
+    char err[512];
+    if (gmt_track_recover(path, err, sizeof err) != 0 || !owner_runs()) return;
+    remember_counts(gmt_track_stacks(), seen, mono_s());
+    struct timespec ts = {(time_t)interval, (long)((interval - (double)(time_t)interval) * 1e9)};
+    nanosleep(&ts, NULL);
 }
 
 /* One view of the state file; 0, or GMT_EXIT_USAGE after printing why. */
-static int show(const char *path, long top, bool *running, seen_allocs_t *prev)
+static int show(const char *path, long top, bool *running, seen_allocs_t *prev, bool recent)
 {
     char err[512];
     if (!gmt_cli_state_usable("top", path)) return GMT_EXIT_USAGE;
@@ -336,10 +388,8 @@ static int show(const char *path, long top, bool *running, seen_allocs_t *prev)
         return GMT_EXIT_USAGE;
     }
     const gmt_proc_t *p = gmt_track_proc();
-    /* An image that wrote its report before exec left the pid to another program: the pid
-     * runs on, the traced image does not. */
     unsigned end = gmt_track_end_mark();
-    *running = owner_running(p->pid) && end == GMT_REGION_END_NONE;
+    *running = owner_runs();
     double seen = (double)(gmt_track_now_ns() - gmt_track_start_ns()) / 1e9;
     /* The command line (NUL-separated in the state file) joined by spaces, on one line: control
      * characters and bytes that are not UTF-8 shown escaped, as `report` shows them. */
@@ -377,7 +427,7 @@ static int show(const char *path, long top, bool *running, seen_allocs_t *prev)
     /* The top stacks by live bytes: a bounded insertion sort over the entries. */
     gmt_stacks_t *st = gmt_track_stacks();
     top_stack_t best[MAX_TOP];
-    int nbest = top_stacks(st, top, best, false);
+    int nbest = top_stacks(st, top, best, RANK_LIVE, prev);
     printf("top %d stacks by live bytes:\n", nbest);
     for (int i = 0; i < nbest; i++) {
         gmt_stack_entry_t *e = gmt_stacks_entry(st, best[i].id);
@@ -388,7 +438,7 @@ static int show(const char *path, long top, bool *running, seen_allocs_t *prev)
                gmt_api_name((gmt_api_t)gmt_stacks_tag_api(e->tag)), best[i].id);
         print_frames(st, best[i].id);
     }
-    show_sites(st, top, prev);
+    show_sites(st, top, prev, recent);
     fflush(stdout);
     return GMT_EXIT_OK;
 }
@@ -397,7 +447,7 @@ int gmt_cli_top(int argc, char **argv)
 {
     long top = DEFAULT_TOP;
     double interval = DEFAULT_INTERVAL;
-    bool once = false;
+    bool once = false, recent = false;
     opterr = 0;
     optind = 1;
     int c;
@@ -424,6 +474,13 @@ int gmt_cli_top(int argc, char **argv)
                 return GMT_EXIT_USAGE;
             }
             break;
+        case 's':
+            if (strcmp(optarg, "total") != 0 && strcmp(optarg, "recent") != 0) {
+                gmt_cli_error("top: bad --sites-by '%s': expected total or recent", optarg);
+                return GMT_EXIT_USAGE;
+            }
+            recent = optarg[0] == 'r';
+            break;
         case 'h':
             gmt_cli_top_help(stdout);
             return GMT_EXIT_OK;
@@ -437,17 +494,20 @@ int gmt_cli_top(int argc, char **argv)
         }
     }
     if (argc - optind != 1) {
-        gmt_cli_error("top: %s (usage: gpumemtrace top STATE [--interval S] [--once] [--top N])",
+        gmt_cli_error("top: %s (usage: gpumemtrace top STATE [--interval S] [--once] [--top N] "
+                      "[--sites-by total|recent])",
                       optind >= argc ? "no state file given" : "one state file at a time");
         return GMT_EXIT_USAGE;
     }
     const char *path = argv[optind];
     bool tty = isatty(1);
     seen_allocs_t seen = {0};
+    if (!gmt_cli_state_usable("top", path)) return GMT_EXIT_USAGE;
+    if (recent) prime_counts(path, interval, &seen);
     for (;;) {
         bool running = false;
         if (tty && !once) fputs("\033[H\033[J", stdout);
-        int rc = show(path, top, &running, &seen);
+        int rc = show(path, top, &running, &seen, recent);
         if (rc || once || !running) {
             free(seen.n);
             return rc;

@@ -45,8 +45,8 @@ def traced(c, prog, name, env=None):
     return state, c.load(report)
 
 
-SITES_HEAD = re.compile(r"top (\d+) stacks by allocations since the start( \(and since the "
-                        r"last view\))?:")
+SITES_HEAD = re.compile(r"top (\d+) stacks by allocations (?:since the start( \(and since the "
+                        r"last view\))?|(since the last view) \(and since the start\)):")
 SITE = re.compile(r"  #(\d+) +(\d+) allocations, (\d+) live on (.+?), (.+) via (\S+) "
                   r"\(stack \d+\)(, \+(\d+) in (\d+\.\d) s)?")
 
@@ -325,6 +325,46 @@ def case_sites(c):
     want = [(1, x["stack_id"]) for x in rep["allocation_sites"][:5]]
     expect(len(rep["allocation_sites"]) == 12 and got == want,
            f"kinds, --top 5: {got}, expected {want}:\n{out}")
+
+@case
+def case_sites_recent(c):
+    """--sites-by recent (docs/state.md): the stacks ranked by the allocations they made since
+    the last view, the first view of a running job included (it waits one interval for a view
+    to count from); a job that has ended ranks by the total; a bad value is exit 2."""
+    p, state = start_owner(c, "recent")  # many_small: 10000 allocations, made before READY
+    try:
+        out, _ = one_view(c, "--once", "--top", "1", state)
+        (head, sites), = site_views(out)
+        expect(sites[0][0].group(2) == "10000" and not head.group(3),
+               "--sites-by total (default): many_small's 10000 first:\n" + out)
+        p.stdin.write("grow\n")  # grow_step: an allocation every 40 ms
+        p.stdin.flush()
+        time.sleep(0.8)  # grow_step starts 0.6 s after the program, and goes on for 1 s or more
+        t0 = time.monotonic()
+        out, _ = one_view(c, "--once", "--top", "3", "--interval", "0.5", "--sites-by", "recent",
+                          state)
+        took = time.monotonic() - t0
+        (head, sites), = site_views(out)
+        m = sites[0][0] if sites else None
+        expect(head.group(3) and head.group(1) == "1" and len(sites) == 1 and
+               m.group(2) != "10000" and int(m.group(8)) >= 1 and
+               0.4 <= float(m.group(9)) < 1.5 and sites[0][1] and took >= 0.5,
+               f"--sites-by recent, --once ({took:.2f} s): grow_step alone (the only stack that "
+               "allocated in the interval waited for):\n" + out)
+    finally:
+        p.kill()
+        p.communicate()
+    t0 = time.monotonic()
+    out, _ = one_view(c, "--once", "--top", "1", "--interval", "5", "--sites-by", "recent", state)
+    (head, sites), = site_views(out)
+    expect(time.monotonic() - t0 < 4 and not head.group(3) and not head.group(2) and
+           sites[0][0].group(2) == "10000" and not sites[0][0].group(7),
+           "a job that has ended: no wait, ranked by the total:\n" + out)
+    for bad in ("rate", "", "Recent", "total,recent"):
+        out, err, _ = c.cli_run("top", "--once", "--sites-by", bad, state, rc=2)
+        expect(not out and one_line(err) and "--sites-by" in err,
+               f"--sites-by {bad!r}: stderr {err!r}")
+
 
 @case
 def case_exec(c):
