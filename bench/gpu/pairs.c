@@ -12,6 +12,16 @@
  *                       per call, as in issue 10's table)
  *   pairs threads-sites T N   the same, each thread allocating from its own call chain (a
  *                       stack of its own), so the threads share the device and nothing else
+ *                       PAIRS_AB=BITS (threads modes), under the tracer's probe build:
+ *                       the N pairs of each thread in phases of PAIRS_BATCH pairs (default
+ *                       250), all threads together, alternating between the tracer passing
+ *                       every call through and the tracer with the probe switches BITS (1024:
+ *                       all of it, timers off), as the sync mode's PAIRS_AB; prints "ab_ratio
+ *                       <median over phase pairs of traced / pass wall time>", "ab_pairs N q1
+ *                       Q1 q3 Q3", "ab_ci90 LO HI" (a bootstrap interval of that median) and
+ *                       "us_per_call" of the pass phases: the same process, so the host's
+ *                       drift between processes (the native figure moved by 15 % between
+ *                       sets of separate runs) cancels.
  *   pairs sync PAIRS    one thread: cudaMalloc of the next buffer (4-64 KiB), a kernel that
  *                       keeps the device busy PAIRS_KERNEL_US (default 20) microseconds, then
  *                       cudaFree of the previous buffer, which waits for the kernel: PyTorch's
@@ -216,7 +226,7 @@ static int run_sync(long pairs)
     return 0;
 }
 
-static long n_pairs;
+static long n_batch, n_phases; /* n_batch pairs a phase; one phase without PAIRS_AB */
 static int distinct_sites;
 static pthread_barrier_t start;
 
@@ -274,7 +284,7 @@ static void spin(void)
 static void pair_loop(void)
 {
     void *p;
-    for (long i = 0; i < n_pairs; i++) {
+    for (long i = 0; i < n_batch; i++) {
         size_t bytes = (size_t)(4 + 4 * (i % 16)) * KIB;
         check(cudaMalloc(&p, bytes), "cudaMalloc");
         ask();
@@ -298,17 +308,65 @@ __attribute__((noinline)) static void descend(int k)
 static void *worker(void *arg)
 {
     int index = (int)(intptr_t)arg;
-    check(cudaFree(0), "cudaFree(0)"); /* this thread's context, outside the timing */
-    pthread_barrier_wait(&start);
-    descend(distinct_sites ? index + 1 : 0);
-    pthread_barrier_wait(&start);
+    check(cudaFree(0), "cudaFree(0)");    /* this thread's context, outside the timing */
+    for (long b = 0; b < n_phases; b++) { /* main sets each phase's mode between them */
+        pthread_barrier_wait(&start);
+        descend(distinct_sites ? index + 1 : 0);
+        pthread_barrier_wait(&start);
+    }
     return NULL;
+}
+
+/* The A/B's figures from per[] (phase b's microseconds a call; even phases passed through, odd
+ * ones traced, phase 0 the warm-up; phase 2k+1 traced beside phase 2k+2 passed through): the median
+ * of the traced / pass ratios of each pair of phases, its quartiles and a bootstrap 90 % interval
+ * of it. */
+static void ab_print(const double *per, long nb)
+{
+    static double ratio[MAX_BATCHES / 2], pass[MAX_BATCHES / 2], boot[2000], re[MAX_BATCHES / 2];
+    long np = (nb - 1) / 2;
+    for (long k = 0; k < np; k++) {
+        ratio[k] = per[2 * k + 1] / per[2 * k + 2];
+        pass[k] = per[2 * k + 2];
+    }
+    uint64_t x = 0x9e3779b97f4a7c15ull; /* a fixed seed: the same samples give the same interval */
+    int nboot = (int)(sizeof boot / sizeof boot[0]);
+    for (int r = 0; r < nboot; r++) {
+        for (long k = 0; k < np; k++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            re[k] = ratio[(x >> 33) % (uint64_t)np];
+        }
+        qsort(re, (size_t)np, sizeof re[0], cmp_double);
+        boot[r] = re[np / 2];
+    }
+    qsort(boot, (size_t)nboot, sizeof boot[0], cmp_double);
+    qsort(ratio, (size_t)np, sizeof ratio[0], cmp_double);
+    qsort(pass, (size_t)np, sizeof pass[0], cmp_double);
+    printf("ab_ratio %.4f\n", ratio[np / 2]);
+    printf("ab_pairs %ld q1 %.4f q3 %.4f\n", np, ratio[np / 4], ratio[(3 * np) / 4]);
+    printf("ab_ci90 %.4f %.4f\n", boot[nboot / 20], boot[nboot - 1 - nboot / 20]);
+    printf("us_per_call %.3f\n", pass[np / 2]);
 }
 
 static int run_threads(int threads, long pairs)
 {
     if (threads < 1 || threads > MAX_THREADS) return 2;
-    n_pairs = pairs;
+    const char *ab = getenv("PAIRS_AB"), *bs = getenv("PAIRS_BATCH");
+    unsigned (*probe_set)(unsigned) =
+        ab ? (unsigned (*)(unsigned))dlsym(RTLD_DEFAULT, "gmt_probe_set") : NULL;
+    if (ab && !probe_set) {
+        fprintf(stderr, "pairs: PAIRS_AB needs the tracer's probe build preloaded\n");
+        return 1;
+    }
+    n_batch = pairs;
+    n_phases = 1;
+    if (ab) { /* a warm-up phase, then pass and traced phases in turn */
+        n_batch = bs ? atol(bs) : 250;
+        if (n_batch < 1) n_batch = 1;
+        n_phases = 1 + 2 * (pairs / n_batch / 2);
+        if (n_phases < 5) n_phases = 5;
+        if (n_phases > MAX_BATCHES) n_phases = MAX_BATCHES | 1;
+    }
     void *p;
     check(cudaMalloc(&p, 4 * KIB), "cudaMalloc");
     check(cudaFree(p), "cudaFree");
@@ -316,13 +374,25 @@ static int run_threads(int threads, long pairs)
     pthread_t t[MAX_THREADS];
     for (int i = 0; i < threads; i++)
         pthread_create(&t[i], NULL, worker, (void *)(intptr_t)i);
-    pthread_barrier_wait(&start);
-    double t0 = now_us();
-    pthread_barrier_wait(&start);
-    double wall = now_us() - t0;
+    static double per[MAX_BATCHES];
+    double wall = 0;
+    for (long b = 0; b < n_phases; b++) {
+        /* phase 0 warms the driver and the tracer; then even phases pass, odd ones trace */
+        if (probe_set) probe_set(b == 0 || b % 2 != 0 ? (unsigned)atoi(ab) : PROBE_PASS);
+        pthread_barrier_wait(&start);
+        double t0 = now_us();
+        pthread_barrier_wait(&start);
+        per[b] = (now_us() - t0) / (2.0 * (double)n_batch);
+        wall += now_us() - t0;
+    }
     for (int i = 0; i < threads; i++)
         pthread_join(t[i], NULL);
-    printf("us_per_call %.3f\n", wall / (2.0 * (double)pairs));
+    if (probe_set) {
+        probe_set((unsigned)atoi(ab));
+        ab_print(per, n_phases);
+    } else {
+        printf("us_per_call %.3f\n", wall / (2.0 * (double)pairs));
+    }
     return 0;
 }
 
