@@ -147,7 +147,36 @@ bad:
     return -EINVAL;
 }
 
-/* The limits file: `key = value` lines, '#' comments, blank lines. */
+/* The longest line a limits file may have, its newline not counted. Only a comment runs on
+ * past it: a longer line is refused unless its '#' comes within the first LIMITS_LINE_MAX
+ * bytes, so that what is cut off was never going to be read (docs/cli.md). */
+#define LIMITS_LINE_MAX 1024
+
+/* One line of f into buf (LIMITS_LINE_MAX + 1 bytes) without its newline: its length, or -1 at
+ * the end of the file. A line longer than LIMITS_LINE_MAX is read to its end (never split into
+ * two lines), its first LIMITS_LINE_MAX bytes kept and *cut set. */
+static long limits_line(FILE *f, char *buf, bool *cut)
+{
+    size_t len = 0;
+    int c;
+    *cut = false;
+    while ((c = getc(f)) != EOF && c != '\n') {
+        if (len < LIMITS_LINE_MAX)
+            buf[len++] = (char)c;
+        else
+            *cut = true;
+    }
+    if (c == EOF && len == 0) return -1;
+    buf[len] = '\0';
+    return (long)len;
+}
+
+/* The keys a limits file may give, each once. */
+static const char *const limit_keys[] = {"max-leak-bytes",  "max-peak-bytes", "max-fragmentation",
+                                         "max-site-allocs", "no-errors",      "suppressions"};
+#define NLIMIT_KEYS (sizeof limit_keys / sizeof limit_keys[0])
+
+/* The limits file: `key = value` lines, '#' comments, blank lines; a key at most once. */
 static int read_limits(const char *path, limits_t *l, limits_t *cli)
 {
     /* Opened without blocking and looked at first: a directory read as an empty file (the line
@@ -173,18 +202,27 @@ static int read_limits(const char *path, limits_t *l, limits_t *cli)
         close(fd);
         return -e;
     }
-    char line[1024];
-    unsigned n = 0;
+    char line[LIMITS_LINE_MAX + 1];
+    unsigned n = 0, seen[NLIMIT_KEYS] = {0}; /* the line each key was given on */
     int rc = 0;
-    while (fgets(line, sizeof line, f)) {
+    long got;
+    bool cut;
+    while ((got = limits_line(f, line, &cut)) >= 0) {
         n++;
-        if (!strchr(line, '\n') && !feof(f)) {
-            gmt_cli_error("check: %s:%u: line too long", path, n);
+        /* a NUL would end the line early, what follows it silently not read */
+        if (memchr(line, '\0', (size_t)got)) {
+            gmt_cli_error("check: %s:%u: a NUL byte in the line (not a text file?)", path, n);
             rc = -EINVAL;
             break;
         }
         char *p = line;
         char *hash = strchr(p, '#');
+        if (cut && !hash) {
+            gmt_cli_error("check: %s:%u: line too long (more than %d bytes)", path, n,
+                          LIMITS_LINE_MAX);
+            rc = -EINVAL;
+            break;
+        }
         if (hash) *hash = '\0';
         while (*p == ' ' || *p == '\t')
             p++;
@@ -205,6 +243,18 @@ static int read_limits(const char *path, limits_t *l, limits_t *cli)
         *ke = '\0';
         while (*value == ' ' || *value == '\t')
             value++;
+        /* a key given twice is refused, whichever value an option or the last line would have
+         * kept: one of the two is a mistake the file's reviewer did not see */
+        size_t k = 0;
+        while (k < NLIMIT_KEYS && strcmp(key, limit_keys[k]) != 0)
+            k++;
+        if (k < NLIMIT_KEYS && seen[k]) {
+            gmt_cli_error("check: %s:%u: key '%s' repeated (first given on line %u)", path, n, key,
+                          seen[k]);
+            rc = -EINVAL;
+            break;
+        }
+        if (k < NLIMIT_KEYS) seen[k] = n;
         if (strcmp(key, "suppressions") == 0) {
             if (cli->suppressions) continue;
             /* relative to the limits file, so the pair can be committed beside a project */

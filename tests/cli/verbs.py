@@ -535,11 +535,13 @@ def case_check(c):
     c.cli_run("check", r, "--limits", limits)
     c.cli_run("check", r, "--limits", limits, "--max-leak-bytes", "100", rc=1)
     # a suppressions file that is not there: the line names the limits file and line, and the
-    # path the name was taken as (relative to the limits file's folder)
-    with open(limits, "a") as f:
-        f.write("suppressions = nosuch.supp\n")
+    # path the name was taken as (relative to the limits file's folder); the key once, as any
+    with open(limits) as f:
+        text = f.read()
+    with open(limits, "w") as f:
+        f.write(text.replace("suppressions = supp.txt", "suppressions = nosuch.supp"))
     _, err, _ = c.cli_run("check", r, "--limits", limits, rc=2)
-    expect(one_line(err) and f"check: {limits}:6: suppressions nosuch.supp "
+    expect(one_line(err) and f"check: {limits}:5: suppressions nosuch.supp "
            f"({proj}/nosuch.supp, relative to the limits file): cannot be opened (No such file"
            in err, err)
     with open(limits, "a") as f:
@@ -766,9 +768,10 @@ def case_check_edges(c):
     _, err, _ = c.cli_run("check", v1, "--limits", lim, rc=2)
     expect(err == f"gpumemtrace: check: {lim}:2: expected 'key = value'\n", err)
     # a line longer than the reader takes is refused, never read as two lines
+    # (cli.verbs.check_limits_file has the rest of the rule)
     lim = limits("long.limits", "max-leak-bytes = 4MiB" + " " * 2000 + "\n")
     _, err, _ = c.cli_run("check", v1, "--limits", lim, rc=2)
-    expect(err == f"gpumemtrace: check: {lim}:1: line too long\n", err)
+    expect(err == f"gpumemtrace: check: {lim}:1: line too long (more than 1024 bytes)\n", err)
     # the first bad line ends the reading: one line on standard error
     lim = limits("twobad.limits", "max-lake-bytes = 1\nmax-peak-bytes = 12Q\n")
     _, err, _ = c.cli_run("check", v1, "--limits", lim, rc=2)
@@ -875,6 +878,87 @@ def case_check_edges(c):
     h = edited(c, "valid.json", "host_dev.json", host)
     out, _, _ = c.cli_run("check", h, "--max-peak-bytes", "12MiB")
     expect(out == f"PASS {h}: 2 limits hold\n", f"GPUs 0 and 1, not the host: {out!r}")
+
+
+@case
+def case_check_limits_file(c):
+    """The limits file's lines as docs/cli.md states them: a key given twice is exit 2 naming
+    the file, the line and the key (the last value was kept, silently), an option winning over
+    that key or not; a line is at most 1024 bytes, newline not counted, a longer one exit 2
+    unless its '#' comes within them (a long comment is skipped, read to its end, never taken
+    as a second line); a NUL byte is exit 2, never the end of what is read of the line."""
+    v1 = os.path.join(c.data, "valid.json")
+
+    def limits(name, text):
+        path = c.path(name)
+        with open(path, "w", newline="") as f:
+            f.write(text)
+        return path
+
+    def refused(lim, want, *opts):
+        _, err, _ = c.cli_run("check", v1, "--limits", lim, *opts, rc=2)
+        expect(err == f"gpumemtrace: check: {lim}:{want}\n", f"{lim}: {err!r}, want {want!r}")
+
+    # each key given twice: refused at its second line, the first named; the second value
+    # alone (4MiB, true, ...) would pass or fail differently, never silently
+    for key, first, second in (("max-leak-bytes", "1", "4MiB"), ("max-peak-bytes", "1", "12MiB"),
+                               ("max-fragmentation", "0.1", "0.6"),
+                               ("max-site-allocs", "1", "5000"), ("no-errors", "true", "false"),
+                               ("suppressions", "a.supp", "b.supp")):
+        lim = limits("twice.limits", f"# ci\n{key} = {first}\n\n  {key}\t= {second}  # again\n")
+        refused(lim, f"4: key '{key}' repeated (first given on line 2)")
+    # an option for the key wins over the file, and the file is still checked: refused too
+    lim = limits("twice_opt.limits", "max-leak-bytes = 1\nmax-leak-bytes = 2\n")
+    refused(lim, "2: key 'max-leak-bytes' repeated (first given on line 1)",
+            "--max-leak-bytes", "4MiB")
+    # the same key with the same value twice is still a key given twice
+    lim = limits("same.limits", "no-errors = false\nmax-leak-bytes = 4MiB\nno-errors = false\n")
+    refused(lim, "3: key 'no-errors' repeated (first given on line 1)")
+    # two different keys, each once, pass (the rule is per key)
+    lim = limits("once.limits", "max-leak-bytes = 4MiB\nmax-fragmentation = 0.6\n")
+    out, _, _ = c.cli_run("check", v1, "--limits", lim)
+    expect(out == f"PASS {v1}: 2 limits hold\n", out)
+
+    # 1024 bytes before the newline, or before the end of a file without one: read whole
+    pad = "max-leak-bytes = 4MiB"
+    for name, text in (("max.limits", pad.ljust(1024) + "\n"),
+                       ("max_eof.limits", pad.ljust(1024)),
+                       ("max_crlf.limits", pad.ljust(1023) + "\r\n")):
+        out, _, _ = c.cli_run("check", v1, "--limits", limits(name, text))
+        expect(out == f"PASS {v1}: 1 limit holds\n", f"{name}: {out!r}")
+    # one byte more, with a newline or at the end of the file: too long, at its line
+    for name, text in (("over.limits", "# ci\n" + pad.ljust(1025) + "\nno-errors = true\n"),
+                       ("over_eof.limits", "# ci\n" + pad.ljust(1025))):
+        refused(limits(name, text), "2: line too long (more than 1024 bytes)")
+    # past the cut, what would be a second line is never read as one: a key-value line made of
+    # 1024 spaces and a limit is refused, not read as that limit
+    refused(limits("split.limits", " " * 1024 + "max-leak-bytes = 4MiB\n"),
+            "1: line too long (more than 1024 bytes)")
+    # a comment of any length is skipped, a whole line or after a value, with its '#' within
+    # the first 1024 bytes; the lines after it are read as lines, and one of them that is
+    # broken is named by its own number
+    long_comment = "# " + "x" * 5000 + " max-peak-bytes = 1\n"
+    for name, text in (("comment.limits", long_comment + "max-leak-bytes = 4MiB\n"),
+                       ("comment_indented.limits", "\t  " + long_comment +
+                        "max-leak-bytes = 4MiB\n"),
+                       ("comment_after.limits", "max-leak-bytes = 4MiB  " + long_comment),
+                       ("comment_last.limits", "max-leak-bytes = 4MiB\n" + long_comment[:-1]),
+                       ("comment_at_1024.limits", pad.ljust(1023) + "#" + "y" * 3000 + "\n")):
+        out, _, _ = c.cli_run("check", v1, "--limits", limits(name, text))
+        expect(out == f"PASS {v1}: 1 limit holds\n", f"{name}: {out!r}")
+    refused(limits("comment_then_bad.limits", long_comment + long_comment + "no-errors = maybe\n"),
+            "3: bad value 'maybe' for no-errors, which takes true or false (also 1/0, yes/no, "
+            "on/off)")
+    # a '#' past the first 1024 bytes does not make the line a comment
+    refused(limits("comment_late.limits", pad.ljust(1024) + "  # late\n"),
+            "1: line too long (more than 1024 bytes)")
+
+    # a NUL byte: refused at its line, what follows it never silently dropped (the last line,
+    # without a newline, read as "max-leak-bytes = 4MiB" alone)
+    for name, text, line in (("nul.limits", "max-leak-bytes = 4MiB\0max-peak-bytes = 1\n", 1),
+                             ("nul_last.limits", "# ci\nmax-leak-bytes = 4MiB\0max-peak-bytes = 1",
+                              2)):
+        refused(limits(name, text), f"{line}: a NUL byte in the line (not a text file?)")
 
 
 # ---- diff -------------------------------------------------------------------------------
