@@ -654,6 +654,20 @@ static int build_model(gmt_report_t *rep, num_check_t *nc, char *why, size_t why
             g->device = json_i64(nc, j, "device", 0);
             g->rank = json_rank(nc, j);
             g->allocs = json_u64(nc, j, "allocs");
+            /* at least 1, as the schema says: the tracer lists only a stack that allocated, so
+             * a site of none (0, negative, left out) is an edited report's, and was shown and
+             * summed as a stack that allocated 0 times. A fraction is refused as one (nc). */
+            if (!g->allocs && !nc->bad_key) {
+                const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "allocs");
+                char num[32];
+                return set_why(why, why_len, -EINVAL,
+                               "malformed report: \"allocation_sites[].allocs\" is %s%s",
+                               !v ? "missing"
+                               : !cJSON_IsNumber(v)
+                                   ? "not a number"
+                                   : gmt_fmt_double(v->valuedouble, num, sizeof num),
+                               cJSON_IsNumber(v) ? ", not at least 1" : "");
+            }
             g->live_count = json_u64(nc, j, "live_count");
             g->kind = gmt_json_str(j, "kind", "?");
             g->api = gmt_json_str(j, "api", "?");

@@ -952,5 +952,42 @@ def case_sites_malformed(c):
         _, err = c.run("report", c.write(f"m_{name}.json", r), rc=2)
         expect(msg in err and len(err.splitlines()) == 1, f"{name}: want {msg!r}, got:\n{err}")
 
+
+@case
+def case_sites_allocs(c):
+    """A site's allocs is at least 1 (docs/report.schema.json: the tracer lists only a stack that
+    allocated): 0, negative, null or left out refuses the report with the loader's one line
+    (exit 2) in every verb that reads it, as a fraction does, never shown or summed as a stack
+    that allocated 0 times; a fraction below 1 is still named as a fraction; 1 is read."""
+    def without(r):
+        del r["allocation_sites"][1]["allocs"]
+    for name, edit, msg in (
+            ("zero", lambda r: r["allocation_sites"][1].update(allocs=0),
+             "\"allocation_sites[].allocs\" is 0, not at least 1"),
+            ("negative", lambda r: r["allocation_sites"][1].update(allocs=-3),
+             "\"allocation_sites[].allocs\" is -3, not at least 1"),
+            ("null", lambda r: r["allocation_sites"][1].update(allocs=None),
+             "\"allocation_sites[].allocs\" is not a number"),
+            ("string", lambda r: r["allocation_sites"][1].update(allocs="5"),
+             "\"allocation_sites[].allocs\" is not a number"),
+            ("missing", without, "\"allocation_sites[].allocs\" is missing"),
+            ("half", lambda r: r["allocation_sites"][1].update(allocs=0.5),
+             "\"allocation_sites[].allocs\" is 0.5, not an integer")):
+        r = c.base()
+        edit(r)
+        path = c.write(f"a_{name}.json", r)
+        for args in (["report"], ["report", "--json"], ["check", "--max-site-allocs", "1000000"],
+                     ["diff", os.path.join(c.data, "valid_v2.json")],
+                     ["export", "--format", "pprof", "-o", "-"],
+                     ["merge", "-o", os.path.join(c.work, "m.json")]):
+            _, err = c.run(*args, path, rc=2)
+            want = f"gpumemtrace: {path}: malformed report: {msg}\n"
+            expect(err == want, f"{name}, {' '.join(args)}: want {want!r}, got:\n{err}")
+    r = c.base()
+    r["allocation_sites"][1]["allocs"] = 1
+    j = c.json(c.write("a_one.json", r))
+    expect([x["allocs"] for x in j["allocation_sites"]] == [900, 1, 24],
+           f"allocs 1 read: {j.get('allocation_sites')}")
+
 if __name__ == "__main__":
     sys.exit(verbs_main(CASES, "report", ("case", "cli", "data", "work"), Ctx))
