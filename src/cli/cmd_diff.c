@@ -248,19 +248,24 @@ static int cmp_site_change(const void *a, const void *b)
 }
 
 /* A side's count: the number, or why there is none (not in a list that was complete: 0 and
- * the stack is new or gone; in a list cut at GPUMEMTRACE_TOP: not listed, not known). */
+ * the stack is new or gone; in a list cut at GPUMEMTRACE_TOP: not listed, not known). A number
+ * from a cut list is the sum of the stack's sites listed there, and the sites the list leaves
+ * out may hold more of them (another device, kind or API): at least that, ">=N". */
 static const char *site_count(bool listed, uint64_t n, bool complete, char *buf, size_t len)
 {
     if (listed)
-        snprintf(buf, len, "%" PRIu64, n);
+        snprintf(buf, len, "%s%" PRIu64, complete ? "" : ">=", n);
     else
         snprintf(buf, len, "%s", complete ? "0" : "?");
     return buf;
 }
 
 /* The allocation sites of both reports by their frames (as the stacks above: one stack's sites
- * on several devices, kinds or APIs summed), the changed ones, most added first. Left out when
- * neither report has the list; when one has it, one line says so. 0, or -1 out of memory. */
+ * on several devices, kinds or APIs summed), the changed ones, most added first. A sum from a
+ * list cut at GPUMEMTRACE_TOP is a lower bound (site_count), so the change is one too: at least
+ * (">=+N") when only NEW's count is a bound, at most ("<=-N") when only OLD's is, "?" when both
+ * are. Left out when neither report has the list; when one has it, one line says so. 0, or -1
+ * out of memory. */
 static int print_sites(const gmt_report_t *a, const gmt_report_t *b, long top)
 {
     if (!a->has_sites && !b->has_sites) return 0;
@@ -309,7 +314,7 @@ static int print_sites(const gmt_report_t *a, const gmt_report_t *b, long top)
     if (!rc && n > 1) qsort(v, n, sizeof *v, cmp_site_change);
     long shown = 0;
     size_t left = 0;
-    bool unknown_old = false, unknown_new = false;
+    bool unknown_old = false, unknown_new = false, bound_old = false, bound_new = false;
     for (size_t i = 0; !rc && i < n; i++) {
         const site_change_t *c = &v[i];
         if (c->in_old && c->in_new && c->old == c->now) continue;
@@ -319,14 +324,22 @@ static int print_sites(const gmt_report_t *a, const gmt_report_t *b, long top)
         }
         char o[32], w[32], d[32], fb[1024];
         bool known = (c->in_old || full_old) && (c->in_new || full_new);
-        if (known) {
+        /* a sum of the sites a cut list shows: at least that many (site_count) */
+        bool lb_old = c->in_old && !full_old, lb_new = c->in_new && !full_new;
+        if (known && !(lb_old && lb_new)) {
             int64_t g = site_growth(c);
-            snprintf(d, sizeof d, "%s%" PRIu64, g < 0 ? "-" : "+", (uint64_t)(g < 0 ? -g : g));
-        } else { /* one side not listed: no change claimed */
+            snprintf(d, sizeof d, "%s%s%" PRIu64,
+                     lb_new   ? ">="
+                     : lb_old ? "<="
+                              : "",
+                     g < 0 ? "-" : "+", (uint64_t)(g < 0 ? -g : g));
+        } else { /* one side not listed, or both at least: no change claimed */
             snprintf(d, sizeof d, "?");
             unknown_old |= !c->in_old;
             unknown_new |= !c->in_new;
         }
+        bound_old |= lb_old;
+        bound_new |= lb_new;
         gmt_stack_where_tty(c->stack, fb, sizeof fb);
         const char *tag = !c->in_old && full_old   ? "  [new]"
                           : !c->in_new && full_new ? "  [gone]"
@@ -344,6 +357,12 @@ static int print_sites(const gmt_report_t *a, const gmt_report_t *b, long top)
                    unknown_old && unknown_new ? "each report"
                    : unknown_old              ? "OLD"
                                               : "NEW");
+        if (bound_old || bound_new)
+            printf("  (>=: at least; %s list, cut at GPUMEMTRACE_TOP, may leave out more of the "
+                   "stack's sites)\n",
+                   bound_old && bound_new ? "each report's"
+                   : bound_old            ? "OLD's"
+                                          : "NEW's");
     }
     for (size_t i = 0; i < n; i++)
         free(v[i].key);

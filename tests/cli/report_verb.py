@@ -792,8 +792,9 @@ def case_sites(c):
 def case_diff_sites(c):
     """diff's allocation sites (docs/cli.md, "gpumemtrace diff"): matched by frames, the
     changed ones, most added first; a stack a complete list lacks made none ([new], [gone]);
-    one a list cut at GPUMEMTRACE_TOP lacks is not known ("?", said under them); --top
-    bounds them; a report without the list is said once and not compared."""
+    one a list cut at GPUMEMTRACE_TOP lacks is not known ("?", said under them), one it lists
+    is at least its listed sum (">=", diff_sites_bound has the rest); --top bounds them; a
+    report without the list is said once and not compared."""
     def sec(out):
         return out.split("\nAllocations per call stack (allocation sites, matched by frames)\n",
                          1)[1].rstrip("\n").splitlines()
@@ -816,24 +817,36 @@ def case_diff_sites(c):
     expect(got == want[:2] + ["  ... 1 more (--top to show more)"], "--top 2:\n" + "\n".join(got))
     new["allocation_sites_total"] = 9  # cut: what it lacks is not known
     got = sec(c.run("diff", po, c.write("dc.json", new))[0])
-    want_cut = [want[0], want[1],  # OLD's list is complete: still new
+    # what NEW's cut list shows is at least that: so is the change, OLD's list being complete
+    bound_new = "  (>=: at least; NEW's list, cut at GPUMEMTRACE_TOP, may leave out more of the " \
+        "stack's sites)"
+    want_cut = ["  allocs        900 ->    >=50000    >=+49100  cache_grow [libcache.so+0x5000]",
+                "  allocs          0 ->       >=10       >=+10  alloc_activations act.c:31 "
+                "[trainer+0x12f00]  [new]",  # OLD's list is complete: still new
                 "  allocs         24 ->          ?           ?  libpool.so+0x1000",
-                "  (?: not among the sites NEW lists, its largest: GPUMEMTRACE_TOP)"]
+                "  (?: not among the sites NEW lists, its largest: GPUMEMTRACE_TOP)", bound_new]
     expect(got == want_cut, "cut NEW:\n" + "\n".join(got) + "\n--- want\n" + "\n".join(want_cut))
     # OLD cut too: the new stack's OLD count is not known either; the note names both
     old_cut = dict(old, allocation_sites_total=9)
     got = sec(c.run("diff", c.write("doc.json", old_cut), c.write("dc.json", new))[0])
-    want_both = [want[0],
-                 "  allocs          ? ->         10           ?  alloc_activations act.c:31 "
+    want_both = ["  allocs      >=900 ->    >=50000           ?  cache_grow [libcache.so+0x5000]",
+                 "  allocs          ? ->       >=10           ?  alloc_activations act.c:31 "
                  "[trainer+0x12f00]",
-                 want_cut[2],
-                 "  (?: not among the sites each report lists, its largest: GPUMEMTRACE_TOP)"]
+                 "  allocs       >=24 ->          ?           ?  libpool.so+0x1000",
+                 "  (?: not among the sites each report lists, its largest: GPUMEMTRACE_TOP)",
+                 "  (>=: at least; each report's list, cut at GPUMEMTRACE_TOP, may leave out more "
+                 "of the stack's sites)"]
     expect(got == want_both, "both cut:\n" + "\n".join(got) + "\n--- want\n" +
            "\n".join(want_both))
     new["allocation_sites_total"] = 3
     got = sec(c.run("diff", c.write("doc.json", old_cut), pn)[0])
-    want_old = [want[0], want_both[1], want[2],  # NEW's list is complete: still gone
-                "  (?: not among the sites OLD lists, its largest: GPUMEMTRACE_TOP)"]
+    want_old = ["  allocs      >=900 ->      50000    <=+49100  cache_grow [libcache.so+0x5000]",
+                "  allocs          ? ->         10           ?  alloc_activations act.c:31 "
+                "[trainer+0x12f00]",
+                "  allocs       >=24 ->          0       <=-24  libpool.so+0x1000  [gone]",
+                "  (?: not among the sites OLD lists, its largest: GPUMEMTRACE_TOP)",
+                "  (>=: at least; OLD's list, cut at GPUMEMTRACE_TOP, may leave out more of the "
+                "stack's sites)"]  # NEW's list is complete: still gone
     expect(got == want_old, "cut OLD:\n" + "\n".join(got) + "\n--- want\n" + "\n".join(want_old))
     # one stack's sites on two devices are summed, two stacks sorted by what they added, and
     # as many added by the stack key (stable output)
@@ -865,6 +878,65 @@ def case_diff_sites(c):
                    "compared)"], "no list in NEW:\n" + "\n".join(got))
     out = c.run("diff", c.write("dv.json", old), c.write("dv.json", old))[0]
     expect("allocation sites" not in out, "neither has the list:\n" + out)
+
+@case
+def case_diff_sites_bound(c):
+    """A stack's count in diff's allocation sites is the sum of its sites (one a device, kind or
+    API); from a list cut at GPUMEMTRACE_TOP that sum is at least the count (">=N", said under
+    the rows), since the list may leave some of the stack's sites out, and the change is then
+    not claimed exact: at least (">=+N", ">=-N") when only NEW's count is a bound, at most
+    ("<=+N", "<=-N") when only OLD's is, "?" when both are. With complete lists the same
+    reports' rows are exact, as before."""
+    def sec(out):
+        return out.split("\nAllocations per call stack (allocation sites, matched by frames)\n",
+                         1)[1].rstrip("\n").splitlines()
+
+    def site(sid, device, allocs):
+        return dict(c.base()["allocation_sites"][0 if sid == 2 else 1], stack_id=sid,
+                    device=device, allocs=allocs)
+
+    def report(name, sites, total):
+        r = c.base()
+        r["allocation_sites"], r["allocation_sites_total"] = sites, total
+        return c.write(name, r)
+
+    def row(old, new, change, where):
+        return f"  allocs {old:>10} -> {new:>10}  {change:>10}  {where}"
+
+    note = ("  (>=: at least; {} list, cut at GPUMEMTRACE_TOP, may leave out more of the "
+            "stack's sites)")
+    # cache_grow (stack 2) on GPUs 0 and 1: OLD lists both (1000 in all); NEW is cut after its
+    # largest two, so its GPU 1 site (100) is not listed: the 900 NEW shows is at least 900,
+    # not 100 fewer than OLD
+    old = report("b_old.json", [site(2, 0, 900), site(2, 1, 100), site(1, 0, 75)], 3)
+    new = report("b_new.json", [site(2, 0, 900), site(1, 0, 175)], 3)
+    got = sec(c.run("diff", old, new)[0])
+    want = [row("75", ">=175", ">=+100", "forward model.py:42"),
+            row("1000", ">=900", ">=-100", "cache_grow [libcache.so+0x5000]"),
+            note.format("NEW's")]
+    expect(got == want, "NEW cut:\n" + "\n".join(got) + "\n--- want\n" + "\n".join(want))
+    # the other way round: OLD's counts are at least, the change at most
+    got = sec(c.run("diff", new, old)[0])
+    want = [row(">=900", "1000", "<=+100", "cache_grow [libcache.so+0x5000]"),
+            row(">=175", "75", "<=-100", "forward model.py:42"),
+            note.format("OLD's")]
+    expect(got == want, "OLD cut:\n" + "\n".join(got) + "\n--- want\n" + "\n".join(want))
+    # both cut: no change claimed for a stack both list
+    old_cut = report("b_oldcut.json", [site(2, 0, 900), site(2, 1, 100), site(1, 0, 75)], 5)
+    got = sec(c.run("diff", old_cut, new)[0])
+    want = [row(">=75", ">=175", "?", "forward model.py:42"),
+            row(">=1000", ">=900", "?", "cache_grow [libcache.so+0x5000]"),
+            note.format("each report's")]
+    expect(got == want, "both cut:\n" + "\n".join(got) + "\n--- want\n" + "\n".join(want))
+    # the same two lists, complete: exact counts and changes, no note
+    full_new = report("b_full.json", [site(2, 0, 900), site(1, 0, 175)], 2)
+    got = sec(c.run("diff", old, full_new)[0])
+    want = [row("75", "175", "+100", "forward model.py:42"),
+            row("1000", "900", "-100", "cache_grow [libcache.so+0x5000]")]
+    expect(got == want, "complete:\n" + "\n".join(got) + "\n--- want\n" + "\n".join(want))
+    # a report against itself, cut: nothing changed, nothing bounded
+    got = sec(c.run("diff", new, new)[0])
+    expect(got == ["  (no stack's allocations changed)"], "same, cut:\n" + "\n".join(got))
 
 @case
 def case_check_sites(c):
