@@ -210,6 +210,9 @@ typedef struct gmt_rank_s {
     const char *reason;
     double start_time, end_time, duration_s;
     int64_t dropped;
+    /* The rank's own allocation_sites_total: -1 where the merge did not write it (then which
+     * rank's list was cut at GPUMEMTRACE_TOP is not known). */
+    int64_t sites_total;
 } gmt_rank_t;
 
 typedef struct gmt_report_s {

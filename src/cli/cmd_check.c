@@ -391,6 +391,62 @@ static result_t *add_result(results_t *rs)
     return r;
 }
 
+/* What the allocation sites a report leaves out (a list cut at GPUMEMTRACE_TOP) may have made:
+ * a cut list holds the stacks that allocated most, so one it leaves out made no more than the
+ * smallest it lists. A merged report's ranks each cut their own list: each rank's are bounded
+ * by its own smallest (merged.ranks[].allocation_sites_total says whose list was cut), the
+ * job's bound being the largest of them. A merged report without those totals is taken as
+ * one list bounded by its largest site, since its smallest may be another rank's. */
+typedef struct site_bound_s {
+    bool cut;        /* some list leaves sites out */
+    bool unknown;    /* a cut list lists none: no bound */
+    uint64_t most;   /* what each site left out made at most */
+    size_t listed;   /* the cut list the message names: its sites listed and all */
+    uint64_t total;  /* (the rank's, or the report's) */
+    bool rank_known; /* the cut list is this rank's */
+    int64_t rank;
+} site_bound_t;
+
+static site_bound_t unlisted_sites(const gmt_report_t *rep)
+{
+    site_bound_t b = {0};
+    bool per_rank = rep->nranks > 0;
+    for (size_t k = 0; k < rep->nranks; k++)
+        per_rank &= rep->ranks[k].sites_total >= 0;
+    if (!per_rank) {
+        b.listed = rep->nsites;
+        b.total = rep->sites_total;
+        b.cut = rep->sites_total > rep->nsites;
+        b.unknown = b.cut && !rep->nsites;
+        for (size_t i = 0; i < rep->nsites; i++) {
+            uint64_t a = rep->sites[i].allocs;
+            if (i == 0 || (rep->nranks ? a > b.most : a < b.most)) b.most = a;
+        }
+        return b;
+    }
+    for (size_t k = 0; k < rep->nranks; k++) {
+        const gmt_rank_t *rk = &rep->ranks[k];
+        size_t listed = 0;
+        uint64_t least = 0;
+        for (size_t i = 0; i < rep->nsites; i++)
+            if (rep->sites[i].rank == rk->rank) {
+                if (!listed || rep->sites[i].allocs < least) least = rep->sites[i].allocs;
+                listed++;
+            }
+        if ((uint64_t)rk->sites_total <= listed) continue; /* this rank's list is whole */
+        bool worse = !b.cut || (!b.unknown && (!listed || least > b.most));
+        b.cut = true;
+        if (!worse) continue;
+        b.unknown = !listed;
+        b.most = least;
+        b.listed = listed;
+        b.total = (uint64_t)rk->sites_total;
+        b.rank_known = true;
+        b.rank = rk->rank;
+    }
+    return b;
+}
+
 int gmt_cli_check(int argc, char **argv)
 {
     limits_t cli = {0}, lim = {0};
@@ -584,56 +640,67 @@ int gmt_cli_check(int argc, char **argv)
         /* the stack that allocated most (the list holds the largest), a suppression given here
          * leaving a stack out (a library known to churn) */
         const gmt_site_t *top = NULL;
-        uint64_t most_suppressed = 0;
         for (size_t i = 0; i < rep.nsites; i++) {
             const gmt_site_t *x = &rep.sites[i];
-            if (gmt_supp_match(&supp, x->stack)) {
-                if (x->allocs > most_suppressed) most_suppressed = x->allocs;
-                continue;
-            }
+            if (gmt_supp_match(&supp, x->stack)) continue;
             if (!top || x->allocs > top->allocs) top = x;
         }
-        /* A list cut at GPUMEMTRACE_TOP holds the largest: a stack it leaves out made no more
-         * than a listed one. Where none is left to name (every listed one suppressed, or none
-         * listed), those left out are known to hold the limit only when every listed one does. */
-        bool cut = rep.sites_total > rep.nsites;
+        site_bound_t b = unlisted_sites(&rep);
         NEW_RESULT();
         snprintf(r->name, sizeof r->name, "max-site-allocs");
         char where[512];
-        if (!rep.has_sites || (!top && cut && (!rep.nsites || most_suppressed > lim.site))) {
+        if (!rep.has_sites) {
             r->failed = true;
-            if (!rep.has_sites)
+            snprintf(r->message, sizeof r->message,
+                     "allocations per call stack unknown (the report has no "
+                     "allocation_sites: written before the section existed): "
+                     "max-site-allocs %" PRIu64 " cannot be checked",
+                     lim.site);
+        } else if (top && top->allocs > lim.site) {
+            r->failed = true;
+            gmt_stack_where_tty(top->stack, where, sizeof where);
+            snprintf(r->message, sizeof r->message,
+                     "a call stack allocated %" PRIu64
+                     " time%s (%s, %s) exceeds max-site-allocs %" PRIu64 ": %s",
+                     top->allocs, top->allocs == 1 ? "" : "s",
+                     gmt_device_label(top->device, top->rank, label, sizeof label),
+                     gmt_tty(top->api), lim.site, where);
+        } else if (b.cut && (b.unknown || b.most > lim.site)) {
+            /* what a list cut at GPUMEMTRACE_TOP leaves out may have made more than the limit */
+            r->failed = true;
+            char whose[64] = "";
+            if (b.rank_known) snprintf(whose, sizeof whose, " of rank %" PRId64, b.rank);
+            if (b.unknown)
                 snprintf(r->message, sizeof r->message,
-                         "allocations per call stack unknown (the report has no "
-                         "allocation_sites: written before the section existed): "
-                         "max-site-allocs %" PRIu64 " cannot be checked",
-                         lim.site);
+                         "allocations per call stack unknown (the report lists %zu of its %" PRIu64
+                         " allocation sites, GPUMEMTRACE_TOP, none of them%s): max-site-allocs "
+                         "%" PRIu64 " cannot be checked",
+                         b.listed, b.total, whose, lim.site);
             else
                 snprintf(r->message, sizeof r->message,
                          "allocations per call stack unknown (the report lists %zu of its %" PRIu64
-                         " allocation sites, GPUMEMTRACE_TOP, %s): max-site-allocs %" PRIu64
+                         " allocation sites%s, GPUMEMTRACE_TOP, and those it leaves out may have "
+                         "made up to %" PRIu64 " each): max-site-allocs %" PRIu64
                          " cannot be checked",
-                         rep.nsites, rep.sites_total,
-                         rep.nsites ? "every one suppressed" : "none of them", lim.site);
-        } else if (!top && cut) {
+                         b.listed, b.total, whose, b.most, lim.site);
+        } else if (top) {
+            gmt_stack_where_tty(top->stack, where, sizeof where);
+            snprintf(r->message, sizeof r->message,
+                     "a call stack allocated %" PRIu64
+                     " time%s (%s, %s) within max-site-allocs %" PRIu64 ": %s",
+                     top->allocs, top->allocs == 1 ? "" : "s",
+                     gmt_device_label(top->device, top->rank, label, sizeof label),
+                     gmt_tty(top->api), lim.site, where);
+        } else if (b.cut) {
             snprintf(r->message, sizeof r->message,
                      "no call stack outside the suppressions is listed, and those the report "
                      "leaves out (GPUMEMTRACE_TOP) made at most %" PRIu64
                      " allocations each, within max-site-allocs %" PRIu64,
-                     most_suppressed, lim.site);
-        } else if (!top) {
+                     b.most, lim.site);
+        } else {
             snprintf(r->message, sizeof r->message,
                      "no call stack allocated%s (max-site-allocs %" PRIu64 ")",
                      rep.nsites ? " outside the suppressions" : "", lim.site);
-        } else {
-            r->failed = top->allocs > lim.site;
-            gmt_stack_where_tty(top->stack, where, sizeof where);
-            snprintf(r->message, sizeof r->message,
-                     "a call stack allocated %" PRIu64
-                     " time%s (%s, %s) %s max-site-allocs %" PRIu64 ": %s",
-                     top->allocs, top->allocs == 1 ? "" : "s",
-                     gmt_device_label(top->device, top->rank, label, sizeof label),
-                     gmt_tty(top->api), r->failed ? "exceeds" : "within", lim.site, where);
         }
     }
     if (lim.no_errors) {

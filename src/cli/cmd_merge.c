@@ -7,7 +7,7 @@
  * renumbered (rank index * stride + id, so they stay unique), whose summary and leak totals
  * are sums (peak_bytes the largest rank's), and which has a "merged" object:
  *   { "ranks": [{rank, file, pid, hostname, peak_bytes, leaked_bytes, reason, start_time,
- *                end_time, duration_s, dropped}], "imbalance",
+ *                end_time, duration_s, dropped, allocation_sites_total}], "imbalance",
  *     "stack_id_stride", "common_leaks": [{stack_id, ranks, min_bytes, max_bytes,
  *     total_bytes}] }
  * docs/multirank.md describes it.
@@ -696,6 +696,10 @@ int gmt_cli_merge(int argc, char **argv)
             cJSON_AddNumberToObject(o, "end_time", reps[i].end_time);
             cJSON_AddNumberToObject(o, "duration_s", reps[i].duration_s);
             cJSON_AddNumberToObject(o, "dropped", (double)gmt_capture_dropped(reps[i].capture));
+            /* which rank's list GPUMEMTRACE_TOP cut: the job's sum cannot say (check
+             * --max-site-allocs bounds each rank's unlisted stacks by its own list) */
+            if (any_sites && !no_sites)
+                cJSON_AddNumberToObject(o, "allocation_sites_total", (double)reps[i].sites_total);
             cJSON_AddItemToArray(rk, o);
         }
         cJSON_AddNumberToObject(merged, "imbalance", imbalance);

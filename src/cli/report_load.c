@@ -862,6 +862,9 @@ static int build_model(gmt_report_t *rep, num_check_t *nc, char *why, size_t why
             r->end_time = json_time_known(j, "end_time");
             r->duration_s = json_time_known(j, "duration_s");
             r->dropped = gmt_json_has_num(j, "dropped") ? json_count(nc, j, "dropped") : -1;
+            r->sites_total = gmt_json_has_num(j, "allocation_sites_total")
+                                 ? json_count(nc, j, "allocation_sites_total")
+                                 : -1;
         }
         rep->imbalance = gmt_json_num(merged, "imbalance", 0);
         if (!(rep->imbalance >= 0) || !isfinite(rep->imbalance)) rep->imbalance = 0;

@@ -963,15 +963,61 @@ def case_check_sites(c):
            "max-site-allocs 74: forward model.py:42\n", out)
     c.run("check", v2, "--max-site-allocs", "75", "--suppressions", supp)
     # every listed stack suppressed in a list cut at GPUMEMTRACE_TOP (3 of 4): the one left
-    # out made at most 900 (the list holds the largest), so 900 holds and 899 is not known
+    # out made no more than the smallest listed, 24 (the list holds the largest), so 24 holds
+    # and 23 is not known
     with open(supp, "w") as f:
         f.write("*\n")
-    out, _ = c.run("check", v2, "--max-site-allocs", "900", "--suppressions", supp)
+    out, _ = c.run("check", v2, "--max-site-allocs", "24", "--suppressions", supp)
     expect(out == f"PASS {v2}: 1 limit holds\n", out)
-    out, _ = c.run("check", v2, "--max-site-allocs", "899", "--suppressions", supp, rc=1)
+    out, _ = c.run("check", v2, "--max-site-allocs", "23", "--suppressions", supp, rc=1)
     expect(out == f"FAIL {v2}: allocations per call stack unknown (the report lists 3 of its 4 "
-           "allocation sites, GPUMEMTRACE_TOP, every one suppressed): max-site-allocs 899 cannot "
-           "be checked\n", out)
+           "allocation sites, GPUMEMTRACE_TOP, and those it leaves out may have made up to 24 "
+           "each): max-site-allocs 23 cannot be checked\n", out)
+    # a merged report: each rank cut its own list. Rank 2 lists only its cache_grow (900) of 3,
+    # rank 5 all of its 1 (forward, 75). With cache_grow suppressed the largest listed is rank
+    # 5's 75, but what rank 2 leaves out may have made up to 900 each: not known under 900.
+    def cut2(rank, r):
+        if rank == 2:
+            r["allocation_sites"] = r["allocation_sites"][:1]
+            r["allocation_sites_total"] = 3
+        else:
+            r["allocation_sites"] = r["allocation_sites"][1:2]
+            r["allocation_sites_total"] = 1
+    m = os.path.join(c.work, "cs-merged.json")
+    c.run("merge", *rank_pair(c, cut2, "csr"), "-o", m)
+    with open(m) as f:
+        mj = json.load(f)
+    expect([(x["rank"], x["allocation_sites_total"]) for x in mj["merged"]["ranks"]] ==
+           [(2, 3), (5, 1)], f"merged.ranks' own totals: {mj['merged']['ranks']}")
+    with open(supp, "w") as f:
+        f.write("cache_grow\n")
+    out, _ = c.run("check", m, "--max-site-allocs", "899", "--suppressions", supp, rc=1)
+    expect(out == f"FAIL {m}: allocations per call stack unknown (the report lists 1 of its 3 "
+           "allocation sites of rank 2, GPUMEMTRACE_TOP, and those it leaves out may have made up "
+           "to 900 each): max-site-allocs 899 cannot be checked\n", out)
+    out, _ = c.run("check", m, "--max-site-allocs", "900", "--suppressions", supp)
+    expect(out == f"PASS {m}: 1 limit holds\n", out)
+    out, _ = c.run("check", m, "--max-site-allocs", "74", rc=1)  # nothing suppressed: 900 named
+    expect("a call stack allocated 900 times (rank 2 GPU 0, cudaMalloc) exceeds" in out, out)
+    # rank 2's list whole: rank 5's 75 is the largest outside the suppressions, and known
+    def whole2(rank, r):
+        cut2(rank, r)
+        if rank == 2:
+            r["allocation_sites_total"] = 1
+    m2 = os.path.join(c.work, "cs-merged2.json")
+    c.run("merge", *rank_pair(c, whole2, "csw"), "-o", m2)
+    out, _ = c.run("check", m2, "--max-site-allocs", "75", "--suppressions", supp)
+    expect(out == f"PASS {m2}: 1 limit holds\n", out)
+    c.run("check", m2, "--max-site-allocs", "74", "--suppressions", supp, rc=1)
+    # a merged report without the ranks' own totals (an older merge): the job's list is cut,
+    # and what it leaves out is bounded by its largest site, whichever rank's it is
+    del mj["merged"]["ranks"][0]["allocation_sites_total"]
+    m3 = c.write("cs-merged3.json", mj)
+    out, _ = c.run("check", m3, "--max-site-allocs", "899", "--suppressions", supp, rc=1)
+    expect(out == f"FAIL {m3}: allocations per call stack unknown (the report lists 2 of its 4 "
+           "allocation sites, GPUMEMTRACE_TOP, and those it leaves out may have made up to 900 "
+           "each): max-site-allocs 899 cannot be checked\n", out)
+    c.run("check", m3, "--max-site-allocs", "900", "--suppressions", supp)
     r = c.base()
     r["allocation_sites"] = []  # none listed of 4: not "no call stack allocated"
     cut = c.write("cs-cut.json", r)
