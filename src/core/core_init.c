@@ -21,6 +21,8 @@ gmt_stacks_t *gmt_core_stacks;
 /* gmt_core_table, gmt_cs (at first the boot block), the ready flag, the stack settings and
  * the generation are words of hot.h's line. */
 static bool recovered;
+/* The recovered state's growth sampler block lay outside the region (growth_off cleared). */
+static bool growth_block_bad;
 
 size_t gmt_track_state_bytes(void)
 {
@@ -220,8 +222,10 @@ int gmt_track_recover(const char *path, char *err, size_t errlen)
                                 cs->py_version) != 0 &&
         pc)
         gmt_info("the state file's Python code cache is not usable: Python frames are unnamed");
-    if (cs->growth_off && !gmt_region_contains(cs->growth_off, cs->growth_bytes))
-        cs->growth_off = 0;
+    /* A growth block outside what the file holds is never read; the report says its samples
+     * were damaged (gmt_track_growth_recovered). */
+    growth_block_bad = cs->growth_off && !gmt_region_contains(cs->growth_off, cs->growth_bytes);
+    if (growth_block_bad) cs->growth_off = 0;
     gmt_core_cfg = cs->cfg;
     gmt_cs = cs;
     gmt_core_table = t;
@@ -281,6 +285,18 @@ void *gmt_track_growth_state(size_t bytes)
     gmt_cs->growth_bytes = (uint32_t)bytes;
     __atomic_store_n(&gmt_cs->growth_off, off, __ATOMIC_RELEASE);
     return p;
+}
+
+int gmt_track_growth_recovered(size_t bytes, void **state)
+{
+    *state = NULL;
+    if (!recovered || !gmt_core_ready()) return 0;
+    if (growth_block_bad) return -EINVAL;
+    uint64_t off = __atomic_load_n(&gmt_cs->growth_off, __ATOMIC_ACQUIRE);
+    if (!off) return 0;
+    if (gmt_cs->growth_bytes != bytes) return -EINVAL;
+    *state = GMT_AT(void, off);
+    return 1;
 }
 
 int64_t *gmt_track_growth_rows(uint64_t bytes, uint64_t *usable)

@@ -321,6 +321,10 @@ void gmt_track_state_discard(void);
  * committed (as much as could be; *usable gets the committed bytes); NULL when none. Only the
  * sampler thread calls these in a live process. */
 void *gmt_track_growth_state(size_t bytes);
+/* In a recovered state, the dead process's growth block (*state): 1 when it is there, 0 when
+ * the process had none (it never sampled; also outside a recovered state), -EINVAL when the
+ * file's is unusable: outside the region or not `bytes` long (a damaged file). */
+int gmt_track_growth_recovered(size_t bytes, void **state);
 int64_t *gmt_track_growth_rows(uint64_t bytes, uint64_t *usable);
 
 #endif

@@ -201,24 +201,46 @@ uint64_t gmt_growth_sample_process(uint64_t now_ns)
     return gmt_growth_tick(g, now_ns, nids, stack_live, st);
 }
 
-/* A recovered state: the dead process's sampler, checked against what the file holds. */
-static gmt_growth_t *recovered_growth(void)
+const char *gmt_growth_status_name(gmt_growth_status_t s)
 {
-    gmt_growth_t *g = gmt_track_growth_state(sizeof *g);
+    switch (s) {
+    case GMT_GROWTH_JUDGED:
+        return "judged";
+    case GMT_GROWTH_NO_SAMPLES:
+        return "no_samples";
+    case GMT_GROWTH_DAMAGED:
+        return "damaged";
+    case GMT_GROWTH_NOT_JUDGED:
+        return "not_judged";
+    }
+    return "not_judged";
+}
+
+/* A recovered state: the dead process's sampler, checked against what the file holds. */
+static gmt_growth_t *recovered_growth(gmt_growth_status_t *status)
+{
+    void *state = NULL;
+    int rc = gmt_track_growth_recovered(sizeof(gmt_growth_t), &state);
+    *status = rc == 0 ? GMT_GROWTH_NO_SAMPLES : GMT_GROWTH_DAMAGED;
+    if (rc <= 0) return NULL; /* the process never sampled, or its block is unusable */
+    gmt_growth_t *g = state;
     uint64_t usable = 0;
     int64_t *rows = gmt_track_growth_rows(0, &usable);
-    if (!g || !rows) return NULL;
+    if (!rows) return NULL;
     g->lock = 0; /* whatever the dead sampler held */
     g->bytes = rows;
     g->max_ids = (uint32_t)(usable / ROW_BYTES < UINT32_MAX ? usable / ROW_BYTES : UINT32_MAX);
     if (g->n < 0 || g->n > GMT_GROWTH_POINTS || g->ids_seen > g->max_ids) return NULL;
-    return g;
+    *status = g->n == 0 ? GMT_GROWTH_NO_SAMPLES : GMT_GROWTH_JUDGED;
+    return g->n == 0 ? NULL : g;
 }
 
-gmt_growth_t *gmt_growth_process(void)
+gmt_growth_t *gmt_growth_process(gmt_growth_status_t *status)
 {
-    if (gmt_track_recovered()) return recovered_growth();
-    return __atomic_load_n(&proc_ready, __ATOMIC_ACQUIRE) == 1 ? proc_growth : NULL;
+    if (gmt_track_recovered()) return recovered_growth(status);
+    gmt_growth_t *g = __atomic_load_n(&proc_ready, __ATOMIC_ACQUIRE) == 1 ? proc_growth : NULL;
+    *status = g ? GMT_GROWTH_JUDGED : GMT_GROWTH_NO_SAMPLES;
+    return g;
 }
 
 void gmt_growth_reset_after_fork(void)

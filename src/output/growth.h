@@ -76,10 +76,24 @@ int gmt_growth_suspects(gmt_growth_t *g, uint64_t warmup_end_ns, uint64_t now_ns
                         gmt_growth_live_fn fn, void *ctx, gmt_growth_suspect_t *out, int max,
                         int *total);
 
+/* What a report's growth verdict rests on (its leaks.growth_status, docs/report.md): the
+ * samples judged, or why none were. */
+typedef enum {
+    GMT_GROWTH_JUDGED,     /* the samples were judged (suspects or none) */
+    GMT_GROWTH_NO_SAMPLES, /* no sample was taken: nothing to judge */
+    GMT_GROWTH_DAMAGED,    /* a recovered state's sampler data failed its checks: not used */
+    GMT_GROWTH_NOT_JUDGED, /* samples exist but this report could not judge them */
+} gmt_growth_status_t;
+const char *gmt_growth_status_name(gmt_growth_status_t s);
+
 /* The process's sampler, over the core's stack store (output/growth.c maps it on first use).
  * Called by the writer thread; returns nanoseconds until the next sample is due. */
 uint64_t gmt_growth_sample_process(uint64_t now_ns);
-gmt_growth_t *gmt_growth_process(void); /* NULL before the first sample */
+/* The sampler a report judges, with *status GMT_GROWTH_JUDGED; or NULL, with *status saying
+ * why: no sample yet (GMT_GROWTH_NO_SAMPLES), or, in a recovered state, a sampler block or
+ * rows that fail the checks (GMT_GROWTH_DAMAGED: never judged, so no suspect comes from
+ * garbage). */
+gmt_growth_t *gmt_growth_process(gmt_growth_status_t *status);
 /* In a forked child: forget the parent's samples (the child's stack store is new). */
 void gmt_growth_reset_after_fork(void);
 

@@ -470,7 +470,8 @@ static bool growth_live(uint32_t id, int64_t *bytes, void *ctx)
 static void write_growth(gmt_report_ctx_t *c)
 {
     jw_t *w = c->w;
-    gmt_growth_t *g = gmt_growth_process();
+    gmt_growth_status_t status;
+    gmt_growth_t *g = gmt_growth_process(&status);
     int max = c->cfg->top;
     size_t bytes = (size_t)max * sizeof(gmt_growth_suspect_t);
     gmt_growth_suspect_t *sus = g ? gmt_scratch_alloc(bytes) : NULL;
@@ -480,8 +481,16 @@ static void write_growth(gmt_report_ctx_t *c)
         uint64_t end = gmt_growth_warmup_end(&c->cfg->growth_warmup, c->start_mono_ns, c->now_ns);
         n = gmt_growth_suspects(g, end, c->now_ns, gmt_stacks_count(gc.st) + 1, growth_live, &gc,
                                 sus, max, &total);
-        if (n < 0) n = total = 0;
+        if (n < 0) { /* the sampler held its table past the bound (-EBUSY) */
+            n = total = 0;
+            status = GMT_GROWTH_NOT_JUDGED;
+        }
+    } else if (g) {
+        status = GMT_GROWTH_NOT_JUDGED; /* no memory for the verdict */
     }
+    /* Why there are no suspects, when the samples were not judged, is said rather than shown
+     * as "none found" (docs/report.md). */
+    jw_string(w, "growth_status", gmt_growth_status_name(status));
     jw_uint(w, "growth_suspects_total", (uint64_t)total);
     jw_array_begin(w, "growth_suspects");
     for (int i = 0; i < n; i++) {

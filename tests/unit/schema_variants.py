@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """The report schema accepts a v2 report with and without the optional fields other modules
 fill in (a group's library, summary.libraries, capture.python, capture.state_file,
-process.recovered, Python frames, build ids, inlined frames) and still accepts version 1; it
-rejects what the accounting rule forbids (address space among the leak groups, a v2 report
-without leaks.address_space or errors[].recovered, a v1-style stack in a v2 report).
+process.recovered, leaks.growth_status, Python frames, build ids, inlined frames) and still
+accepts version 1; it rejects what the accounting rule forbids (address space among the leak
+groups, a v2 report without leaks.address_space or errors[].recovered, a v1-style stack in a
+v2 report) and a growth_status no writer gives.
 
 usage: schema_variants.py REPORT.json SCHEMA.json V1_REPORT.json
 """
@@ -41,6 +42,11 @@ def main():
         "library": None, "growth_bytes": 100, "live_bytes": 300,
         "samples": [[0.5, 200], [1.0, 250], [1.5, 300]]}]
     ok.validate(full)
+    for status in ("judged", "no_samples", "damaged", "not_judged"):
+        full["leaks"]["growth_status"] = status
+        ok.validate(full)
+    del full["leaks"]["growth_status"]  # reports written before the field
+    ok.validate(full)
 
     def rejected(what, mutate):
         bad = copy.deepcopy(rep)
@@ -62,6 +68,8 @@ def main():
              lambda r: r["leaks"].update(growth_suspects=[{
                  "stack_id": 1, "device": 0, "kind": "device", "api": "cudaMalloc",
                  "growth_bytes": 1, "live_bytes": 1, "samples": []}]))
+    rejected("a growth_status no writer gives",
+             lambda r: r["leaks"].update(growth_status="none"))
     print("PASS schema variants")
 
 

@@ -25,6 +25,7 @@
 
 #include "core/config.h"
 #include "core/track.h"
+#include "output/growth.h"
 #include "output/report.h"
 
 #define VISIBLE __attribute__((noinline, visibility("default")))
@@ -424,6 +425,56 @@ static void test_sites_damaged_tag(void **state)
     unlink(path);
 }
 
+/* leaks.growth_status says what the growth verdict rests on: no sample yet, samples judged,
+ * or samples there that the report could not judge because the sampler held its table past
+ * the report's wait (its suspects then are none, said as not judged, never as "none found"). */
+static const char *growth_status_of(const char *path, int64_t *total)
+{
+    static char status[32];
+    assert_int_equal(gmt_report_write(path, GMT_REASON_EXIT, NULL, 0), 0);
+    cJSON *r = load(path);
+    const cJSON *leaks = get(r, "leaks");
+    const cJSON *st = get(leaks, "growth_status");
+    assert_true(cJSON_IsString(st));
+    snprintf(status, sizeof status, "%s", st->valuestring);
+    *total = num(leaks, "growth_suspects_total");
+    assert_true(cJSON_IsArray(get(leaks, "growth_suspects")));
+    if (strcmp(status, "judged") != 0)
+        assert_int_equal(cJSON_GetArraySize(get(leaks, "growth_suspects")), 0);
+    cJSON_Delete(r);
+    unlink(path);
+    return status;
+}
+
+static void test_growth_status(void **state)
+{
+    (void)state;
+    const char *path = "test_report_growth.json";
+    int64_t total;
+    gmt_growth_status_t st;
+    assert_null(gmt_growth_process(&st)); /* the sampler has not run in this program yet */
+    assert_int_equal(st, GMT_GROWTH_NO_SAMPLES);
+    assert_string_equal(growth_status_of(path, &total), "no_samples");
+    assert_int_equal(total, 0);
+    uint64_t t = gmt_track_now_ns();
+    for (int i = 0; i < 4; i++) {
+        gmt_growth_sample_process(t);
+        t += GMT_GROWTH_INTERVAL_NS;
+    }
+    gmt_growth_t *g = gmt_growth_process(&st);
+    assert_non_null(g);
+    assert_int_equal(st, GMT_GROWTH_JUDGED);
+    assert_int_equal(g->n, 4);
+    assert_string_equal(growth_status_of(path, &total), "judged");
+    /* The sampler's lock held (a sample in progress that outlasts the report's wait). */
+    assert_int_equal(__atomic_exchange_n(&g->lock, 1, __ATOMIC_ACQUIRE), 0);
+    const char *held = growth_status_of(path, &total);
+    __atomic_store_n(&g->lock, 0, __ATOMIC_RELEASE);
+    assert_string_equal(held, "not_judged");
+    assert_int_equal(total, 0);
+    assert_string_equal(growth_status_of(path, &total), "judged");
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1) report_path = argv[1];
@@ -434,6 +485,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_content),
         cmocka_unit_test(test_pools),
         cmocka_unit_test(test_sites_damaged_tag),
+        cmocka_unit_test(test_growth_status),
     };
     return cmocka_run_group_tests(tests, group_setup, NULL);
 }
