@@ -238,9 +238,10 @@ typedef struct gmt_report_s {
     uint64_t leak_bytes, leak_suppressed_bytes, leak_count, groups_total;
     uint64_t as_reserved_bytes, as_mapped_bytes, as_reserved_count, as_mapped_count;
     size_t nleaks, nas, nsuspects, nlibraries;
-    uint64_t suspects_total; /* v2 growth_suspects_total, else nsuspects */
-    bool has_suspects;       /* the report has a growth_suspects list (empty or not) */
-    bool has_libraries;      /* the report has a summary.libraries list (v2; empty or not) */
+    uint64_t suspects_total;   /* v2 growth_suspects_total, else nsuspects */
+    bool has_suspects;         /* the report has a growth_suspects list (empty or not) */
+    const char *growth_status; /* leaks.growth_status (why there are none); NULL when absent */
+    bool has_libraries;        /* the report has a summary.libraries list (v2; empty or not) */
     gmt_group_t *leak_groups, *as_groups;
     gmt_suspect_t *suspects;
     gmt_library_t *libraries;

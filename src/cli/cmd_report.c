@@ -619,11 +619,27 @@ static void print_leaks(const view_t *v)
     size_t nsuspects = count_suspects(v);
     if (nsuspects == 0) {
         /* Said, as the other sections say (none): a reader otherwise cannot tell "judged, none
-         * rose" from a section left out. No verdict is a verdict of none too (report.md). */
-        if (rep->has_suspects)
-            printf("\n%sGrowth suspects%s: none%s (no stack's live bytes kept rising; a run too "
-                   "short to judge, or a report recovered from a state file, has none)\n",
-                   BOLD(v), RESET(v), v->filter ? " on this device" : "");
+         * rose" from a section left out. No verdict is a verdict of none too (report.md); but
+         * samples that were not judged, or none at all, are said as such (growth_status). */
+        if (!rep->has_suspects) return;
+        const char *st = rep->growth_status ? rep->growth_status : "judged";
+        printf("\n%sGrowth suspects%s: ", BOLD(v), RESET(v));
+        if (strcmp(st, "damaged") == 0)
+            printf("%snot judged: the state file's growth samples are damaged%s (the rest of the "
+                   "report is not)\n",
+                   YEL(v), RESET(v));
+        else if (strcmp(st, "not_judged") == 0)
+            printf("%snot judged%s (the sampler held its samples past the report's wait, or "
+                   "there was no memory to judge them)\n",
+                   YEL(v), RESET(v));
+        else if (strcmp(st, "no_samples") == 0)
+            printf("none (no growth sample was taken: the run ended before the first)\n");
+        else if (strcmp(st, "judged") == 0)
+            printf("none%s (no stack's live bytes kept rising; a run too short to judge has "
+                   "none)\n",
+                   v->filter ? " on this device" : "");
+        else
+            printf("none (growth_status %s)\n", gmt_tty(st));
         return;
     }
     printf("\n%sGrowth suspects%s (live bytes kept rising through the run): %" PRIu64 "\n", BOLD(v),
@@ -971,6 +987,7 @@ static int print_json(const view_t *v)
     cJSON_AddItemToObject(leaks, "groups", groups_json(v, rep->leak_groups, rep->nleaks));
     cJSON_AddNumberToObject(o, "growth_suspects_total",
                             (double)(v->filter ? count_suspects(v) : rep->suspects_total));
+    if (rep->growth_status) cJSON_AddStringToObject(o, "growth_status", rep->growth_status);
     cJSON *sus = cJSON_AddArrayToObject(o, "growth_suspects");
     long nsus = 0;
     for (size_t i = 0; i < rep->nsuspects && nsus < v->top; i++) {

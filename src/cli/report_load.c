@@ -606,6 +606,7 @@ static int build_model(gmt_report_t *rep, num_check_t *nc, char *why, size_t why
         if (rc) return rc;
     }
 
+    rep->growth_status = gmt_json_str(l, "growth_status", NULL);
     const cJSON *sus = cJSON_GetObjectItemCaseSensitive(l, "growth_suspects");
     if (cJSON_IsArray(sus)) {
         rep->has_suspects = true;

@@ -467,14 +467,33 @@ def case_counts(c):
     expect("Leaks on host: 0 B in 0 allocations live at exit" in lines and
            "  not counted: 64.00 KiB in groups that matched a suppression (known caches)" in lines,
            "--device -1 of suppressed leaks only:\n" + out)
-    # growth suspects: "none" when the report judged and found none; no section when the
-    # report has no list
+    # growth suspects: "none" when the report judged and found none (or, written before
+    # leaks.growth_status, does not say); what growth_status says otherwise; no section when
+    # the report has no list. --json carries growth_status when the report has it.
     r = c.base()
     r["leaks"]["growth_suspects"] = []
-    out, _ = c.run("report", c.write("no_suspects.json", r))
-    expect("\nGrowth suspects: none (no stack's live bytes kept rising; a run too short to "
-           "judge, or a report recovered from a state file, has none)\n" in out,
-           "an empty growth suspect list:\n" + out)
+    r["leaks"]["growth_suspects_total"] = 0
+    said = {
+        None: "none (no stack's live bytes kept rising; a run too short to judge has none)",
+        "judged": "none (no stack's live bytes kept rising; a run too short to judge has none)",
+        "no_samples": "none (no growth sample was taken: the run ended before the first)",
+        "damaged": "not judged: the state file's growth samples are damaged (the rest of the "
+                   "report is not)",
+        "not_judged": "not judged (the sampler held its samples past the report's wait, or "
+                      "there was no memory to judge them)",
+    }
+    for status, line in said.items():
+        if status:
+            r["leaks"]["growth_status"] = status
+        else:
+            r["leaks"].pop("growth_status", None)
+        f = c.write(f"no_suspects_{status}.json", r)
+        out, _ = c.run("report", f)
+        expect(f"\nGrowth suspects: {line}\n" in out,
+               f"an empty growth suspect list, growth_status {status}:\n" + out)
+        expect(c.json(f).get("growth_status") == status,
+               f"report --json's growth_status, the report's {status}")
+    r["leaks"].pop("growth_status")
     del r["leaks"]["growth_suspects"]
     out, _ = c.run("report", c.write("no_suspect_list.json", r))
     expect("Growth suspects" not in out, "a report without the list:\n" + out)
