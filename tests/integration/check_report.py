@@ -2549,6 +2549,110 @@ def case_state_corrupt(ctx):
 
 
 
+def poke(ctx, path, *args):
+    """Runs the state_poke tool on a state file: 'show' returns its growth fields as ints."""
+    proc = subprocess.run([ctx.prog("state_poke"), path] + [str(a) for a in args],
+                          capture_output=True, text=True, timeout=60)
+    if proc.returncode != 0:
+        fail(f"state_poke {path} {' '.join(map(str, args))}: {proc.stderr.strip()}")
+    if args == ("show",):
+        return {k: int(v) for k, v in (f.split("=") for f in proc.stdout.split())}
+    return None
+
+
+# The members of a recovered report that its growth samples make, and those that name the file
+# or time the writing: what two recoveries of one state may differ in.
+GROWTH_KEYS = ("growth_status", "growth_suspects", "growth_suspects_total")
+
+
+def without_growth(rep):
+    r = json.loads(json.dumps(rep))
+    for k in GROWTH_KEYS:
+        r["leaks"].pop(k, None)
+    r["capture"].pop("state_file", None)
+    r.pop("report_write_ms", None)
+    return r
+
+
+@case("state_growth_damaged")
+def case_state_growth_damaged(ctx):
+    """A state file whose growth samples are damaged (docs/state.md): the sampler's point count
+    or the stack ids it saw out of range, its block outside the file or of another size. The
+    report is still recovered, identical to the intact file's in everything but the growth
+    verdict; no growth suspect comes from the damaged samples; leaks.growth_status says
+    "damaged" (not an empty list that reads as "none found"), and so does `gpumemtrace report`.
+    Points cleared (n = 0) are no samples, said as such."""
+    p, state, _ = start_state_prog(ctx)
+    try:
+        p.stdin.write("grow\n")  # grow_step's growth suspect, then the snapshot
+        p.stdin.flush()
+        line = p.stdout.readline()
+        if line.strip() != "SNAPPED":
+            fail(f"state_kill did not write its snapshot: {line!r}")
+    finally:
+        p.kill()
+        p.communicate()
+    g = poke(ctx, state, "show")
+    if not (3 <= g["n"] <= 16 and 0 < g["ids_seen"] <= g["row_ids"]
+            and g["growth_bytes"] == g["sizeof"]):
+        fail(f"the intact state's growth samples are not as a sampler leaves them: {g}")
+
+    def recover(path, name):
+        out = os.path.join(ctx.work, "state", f"{name}.json")
+        r = cli(ctx, ["report", "--recover", path, "-o", out])
+        with open(out) as f:
+            rep = json.load(f)
+        validate(ctx, f"{name}: recovered report", rep)
+        expect_eq(f"{name}: process.recovered", rep["process"].get("recovered"), True)
+        return rep, r.stdout
+
+    intact, text = recover(state, "intact")
+    expect_eq("intact: leaks.growth_status", intact["leaks"].get("growth_status"), "judged")
+    if intact["leaks"]["growth_suspects_total"] != 1 or \
+            frame_symbols(intact, intact["leaks"]["growth_suspects"][0]["stack_id"])[:1] != \
+            ["grow_step"]:
+        fail(f"intact: expected grow_step as the one growth suspect: "
+             f"{describe_suspects(intact)}")
+    if "Growth suspects (live bytes kept rising through the run): 1" not in text:
+        fail(f"intact: 'report --recover' should list the growth suspect:\n{text}")
+    base = without_growth(intact)
+    rows = g["row_ids"]
+    damages = {
+        "n-negative": [("n", -1)],
+        "n-past-points": [("n", 17)],
+        "n-huge": [("n", 0x7fffffff)],
+        "ids-past-rows": [("ids_seen", rows + 1)],
+        "ids-huge": [("ids_seen", 0xffffffff)],
+        "block-outside": [("growth_off", 1 << 62)],
+        "block-size": [("growth_bytes", g["growth_bytes"] + 8)],
+        "no-samples": [("n", 0)],
+    }
+    for name, edits in damages.items():
+        path = os.path.join(ctx.work, "state", f"{name}.gmt")
+        shutil.copyfile(state, path)
+        for field, value in edits:
+            poke(ctx, path, field, value)
+        rep, text = recover(path, name)
+        want = "no_samples" if name == "no-samples" else "damaged"
+        expect_eq(f"{name}: leaks.growth_status", rep["leaks"].get("growth_status"), want)
+        expect_eq(f"{name}: leaks.growth_suspects", rep["leaks"]["growth_suspects"], [])
+        expect_eq(f"{name}: leaks.growth_suspects_total", rep["leaks"]["growth_suspects_total"],
+                  0)
+        # the rest of the report is the intact file's
+        rest = without_growth(rep)
+        for k in sorted(set(base) | set(rest)):
+            if base.get(k) != rest.get(k):
+                fail(f"{name}: the recovered report's {k} differs from the intact file's:\n"
+                     f"{json.dumps(rest.get(k))[:1500]}\nintact:\n"
+                     f"{json.dumps(base.get(k))[:1500]}")
+        # and `gpumemtrace report` says why there are no suspects
+        said = ("not judged: the state file's growth samples are damaged" if want == "damaged"
+                else "none (no growth sample was taken:")
+        if said not in text:
+            fail(f"{name}: 'report --recover' should say {said!r}:\n{text}")
+        j = json.loads(cli(ctx, ["report", "--recover", path, "--json"]).stdout)
+        expect_eq(f"{name}: report --json growth_status", j.get("growth_status"), want)
+
 @case("setuid_env")
 def case_setuid_env(ctx):
     """A set-user-ID root program run by an unprivileged user (nobody) whose environment names
