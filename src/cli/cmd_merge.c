@@ -227,6 +227,32 @@ static void raise_to(int64_t *top, int64_t id)
     if (id > *top) *top = id;
 }
 
+/* The merged report's leaks.growth_status from the ranks' (NULL when no rank's report has
+ * one): "judged" where every rank that says judged its samples, else the gravest a rank says,
+ * damaged before not_judged before no_samples before a value this merge does not know
+ * (docs/multirank.md). A rank without the field (an older report) is not counted. */
+static const char *job_growth_status(const gmt_report_t *reps, size_t n)
+{
+    /* gravest first; a value this merge does not know is graver than judged alone */
+    static const char *const grave[] = {"damaged", "not_judged", "no_samples"};
+    const size_t ngrave = sizeof grave / sizeof grave[0];
+    const char *job = NULL;
+    size_t worst = ngrave + 1; /* ngrave: an unknown value; ngrave + 1: judged */
+    for (size_t i = 0; i < n; i++) {
+        const char *st = reps[i].growth_status;
+        if (!st) continue;
+        size_t k = 0;
+        while (k < ngrave && strcmp(st, grave[k]) != 0)
+            k++;
+        if (k == ngrave && strcmp(st, "judged") == 0) k = ngrave + 1;
+        if (!job || k < worst) {
+            worst = k;
+            job = st;
+        }
+    }
+    return job;
+}
+
 /* The highest stack id of a report: of its stacks, and of every group, growth suspect,
  * allocation site and failed allocation that names one (a hand-edited or cut report may name a
  * stack it lacks). */
@@ -666,6 +692,11 @@ int gmt_cli_merge(int argc, char **argv)
         cJSON_AddItemToObject(leaks, "groups", lgroups);
         cJSON_AddItemToObject(leaks, "growth_suspects", sus);
         if (version >= 2) cJSON_AddNumberToObject(leaks, "growth_suspects_total", lsus);
+        /* The job's growth_status: judged only where every rank judged its samples, else the
+         * gravest of the ranks' (merged.ranks[] has each rank's, so a rank's damaged samples
+         * are not lost behind another rank's suspects). */
+        const char *gstatus = job_growth_status(reps, n);
+        if (gstatus) cJSON_AddStringToObject(leaks, "growth_status", gstatus);
         if (as) {
             cJSON_AddItemToObject(as, "groups", asgroups);
             cJSON_AddItemToObject(leaks, "address_space", as);
@@ -700,6 +731,8 @@ int gmt_cli_merge(int argc, char **argv)
              * --max-site-allocs bounds each rank's unlisted stacks by its own list) */
             if (any_sites && !no_sites)
                 cJSON_AddNumberToObject(o, "allocation_sites_total", (double)reps[i].sites_total);
+            if (reps[i].growth_status)
+                cJSON_AddStringToObject(o, "growth_status", reps[i].growth_status);
             cJSON_AddItemToArray(rk, o);
         }
         cJSON_AddNumberToObject(merged, "imbalance", imbalance);

@@ -584,6 +584,31 @@ static size_t count_suspects(const view_t *v)
     return n;
 }
 
+/* A merged report's ranks whose growth samples were not judged (merged.ranks[].growth_status),
+ * as "rank 2 (damaged), rank 7 (no_samples)" into buf; how many. */
+static size_t ranks_not_judged(const gmt_report_t *rep, char *buf, size_t len)
+{
+    size_t n = 0, used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < rep->nranks; i++) {
+        const char *st = rep->ranks[i].growth_status;
+        if (!st || strcmp(st, "judged") == 0) continue;
+        int k = snprintf(buf + used, len - used, "%srank %" PRId64 " (%s)", n ? ", " : "",
+                         rep->ranks[i].rank, gmt_tty(st));
+        n++;
+        if (k < 0 || (size_t)k >= len - used) { /* the rest counted, not named */
+            buf[used] = '\0';
+            snprintf(buf + used, len - used, "%s...", n > 1 ? ", " : "");
+            for (size_t j = i + 1; j < rep->nranks; j++)
+                n += rep->ranks[j].growth_status &&
+                     strcmp(rep->ranks[j].growth_status, "judged") != 0;
+            break;
+        }
+        used += (size_t)k;
+    }
+    return n;
+}
+
 static void print_leaks(const view_t *v)
 {
     const gmt_report_t *rep = v->rep;
@@ -624,7 +649,16 @@ static void print_leaks(const view_t *v)
         if (!rep->has_suspects) return;
         const char *st = rep->growth_status ? rep->growth_status : "judged";
         printf("\n%sGrowth suspects%s: ", BOLD(v), RESET(v));
-        if (strcmp(st, "damaged") == 0)
+        char who[512];
+        size_t nnot = ranks_not_judged(rep, who, sizeof who);
+        if (nnot && nnot < rep->nranks) /* a merged report: which ranks judged, which not */
+            printf("none%s in the %zu of %zu ranks that judged their samples; %snot judged%s: "
+                   "%s\n",
+                   v->filter ? " on this device" : "", rep->nranks - nnot, rep->nranks, YEL(v),
+                   RESET(v), who);
+        else if (nnot)
+            printf("%snot judged in any rank%s: %s\n", YEL(v), RESET(v), who);
+        else if (strcmp(st, "damaged") == 0)
             printf("%snot judged: the state file's growth samples are damaged%s (the rest of the "
                    "report is not)\n",
                    YEL(v), RESET(v));
@@ -644,6 +678,10 @@ static void print_leaks(const view_t *v)
     }
     printf("\n%sGrowth suspects%s (live bytes kept rising through the run): %" PRIu64 "\n", BOLD(v),
            RESET(v), v->filter ? (uint64_t)nsuspects : rep->suspects_total);
+    char who[512];
+    if (ranks_not_judged(rep, who, sizeof who))
+        printf("  %snot judged%s (these ranks' suspects are not known): %s\n", YEL(v), RESET(v),
+               who);
     int rank = 0;
     for (size_t i = 0; i < rep->nsuspects; i++) {
         const gmt_suspect_t *s = &rep->suspects[i];
@@ -893,6 +931,9 @@ static cJSON *rank_json(const gmt_rank_t *r)
     add_known(o, "dropped", (double)r->dropped);
     cJSON_AddNumberToObject(o, "peak_bytes", (double)r->peak_bytes);
     cJSON_AddNumberToObject(o, "leaked_bytes", (double)r->leaked_bytes);
+    if (r->growth_status) cJSON_AddStringToObject(o, "growth_status", r->growth_status);
+    if (r->sites_total >= 0)
+        cJSON_AddNumberToObject(o, "allocation_sites_total", (double)r->sites_total);
     return o;
 }
 

@@ -958,6 +958,58 @@ def case_diff_sites_bound(c):
     expect(got == ["  (no stack's allocations changed)"], "same, cut:\n" + "\n".join(got))
 
 @case
+def case_merge_growth_status(c):
+    """merge keeps each rank's leaks.growth_status in merged.ranks[] and the job's is the
+    gravest (judged only where every rank judged): a rank's damaged samples are not lost behind
+    another rank's suspects; report says which ranks were not judged, and --json carries them
+    (docs/multirank.md)."""
+    def status(st2, st5, sus5=True):
+        def edit(rank, r):
+            st = st2 if rank == 2 else st5
+            if st is None:
+                r["leaks"].pop("growth_status", None)
+            else:
+                r["leaks"]["growth_status"] = st
+            if rank == 2 or not sus5:
+                r["leaks"]["growth_suspects"] = []
+                r["leaks"]["growth_suspects_total"] = 0
+        return edit
+    def merge(name, edit):
+        m = os.path.join(c.work, name + ".json")
+        c.run("merge", *rank_pair(c, edit, name), "-o", m)
+        with open(m) as f:
+            return m, json.load(f)
+    m, mj = merge("gs1", status("damaged", "judged"))
+    expect(mj["leaks"]["growth_status"] == "damaged" and
+           [x.get("growth_status") for x in mj["merged"]["ranks"]] == ["damaged", "judged"],
+           f"merged growth_status: {mj['leaks'].get('growth_status')}, {mj['merged']['ranks']}")
+    out, _ = c.run("report", m)
+    expect("\nGrowth suspects (live bytes kept rising through the run): 1\n"
+           "  not judged (these ranks' suspects are not known): rank 2 (damaged)\n" in out,
+           "rank 5's suspect, rank 2 damaged:\n" + out)
+    j = c.json(m)
+    expect([x.get("growth_status") for x in j["ranks"]] == ["damaged", "judged"] and
+           j["growth_status"] == "damaged", f"report --json's ranks: {j['ranks']}")
+    m, mj = merge("gs2", status("damaged", "judged", sus5=False))
+    out, _ = c.run("report", m)
+    expect("\nGrowth suspects: none in the 1 of 2 ranks that judged their samples; not judged: "
+           "rank 2 (damaged)\n" in out, "none judged in rank 5, rank 2 damaged:\n" + out)
+    m, mj = merge("gs3", status("no_samples", "not_judged", sus5=False))
+    out, _ = c.run("report", m)
+    expect(mj["leaks"]["growth_status"] == "not_judged" and
+           "\nGrowth suspects: not judged in any rank: rank 2 (no_samples), rank 5 (not_judged)\n"
+           in out, f"{mj['leaks']['growth_status']}:\n" + out)
+    m, mj = merge("gs4", status("judged", "judged"))
+    out, _ = c.run("report", m)
+    expect(mj["leaks"]["growth_status"] == "judged" and "not judged" not in out, out)
+    m, mj = merge("gs5", status(None, None))  # reports from before the field
+    expect("growth_status" not in mj["leaks"] and
+           all("growth_status" not in x for x in mj["merged"]["ranks"]), str(mj["leaks"]))
+    m, mj = merge("gs6", status(None, "no_samples", sus5=False))
+    expect(mj["leaks"]["growth_status"] == "no_samples", str(mj["leaks"]))
+
+
+@case
 def case_check_sites(c):
     """check --max-site-allocs (docs/cli.md, "gpumemtrace check"): the call stack that
     allocated most over the run against the limit (inclusive), named with its device, API and
