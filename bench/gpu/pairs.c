@@ -141,6 +141,19 @@ static int run_async_batches(long pairs)
 }
 
 /* A kernel that spins until the device's global timer has advanced by `ns`. */
+/* With PAIRS_AB, the probe build's gmt_probe_set (the program exits when the preloaded
+ * tracer is not the probe build); NULL without. */
+typedef unsigned (*probe_set_fn)(unsigned);
+static probe_set_fn probe_setter(const char *ab)
+{
+    probe_set_fn f = ab ? (probe_set_fn)dlsym(RTLD_DEFAULT, "gmt_probe_set") : NULL;
+    if (ab && !f) {
+        fprintf(stderr, "pairs: PAIRS_AB needs the tracer's probe build preloaded\n");
+        exit(1);
+    }
+    return f;
+}
+
 static const char spin_ptx[] = ".version 8.0\n"
                                ".target sm_80\n"
                                ".address_size 64\n"
@@ -182,12 +195,7 @@ static int run_sync(long pairs)
         return 1;
     }
     const char *ab = getenv("PAIRS_AB"), *bs = getenv("PAIRS_BATCH");
-    unsigned (*probe_set)(unsigned) =
-        ab ? (unsigned (*)(unsigned))dlsym(RTLD_DEFAULT, "gmt_probe_set") : NULL;
-    if (ab && !probe_set) {
-        fprintf(stderr, "pairs: PAIRS_AB needs the tracer's probe build preloaded\n");
-        return 1;
-    }
+    probe_set_fn probe_set = probe_setter(ab);
     int batch = bs ? atoi(bs) : ab ? 100 : BATCH;
     if (batch < 1) batch = 1;
     void *args[] = {&ns};
@@ -352,12 +360,7 @@ static int run_threads(int threads, long pairs)
 {
     if (threads < 1 || threads > MAX_THREADS) return 2;
     const char *ab = getenv("PAIRS_AB"), *bs = getenv("PAIRS_BATCH");
-    unsigned (*probe_set)(unsigned) =
-        ab ? (unsigned (*)(unsigned))dlsym(RTLD_DEFAULT, "gmt_probe_set") : NULL;
-    if (ab && !probe_set) {
-        fprintf(stderr, "pairs: PAIRS_AB needs the tracer's probe build preloaded\n");
-        return 1;
-    }
+    probe_set_fn probe_set = probe_setter(ab);
     n_batch = pairs;
     n_phases = 1;
     if (ab) { /* a warm-up phase, then pass and traced phases in turn */
