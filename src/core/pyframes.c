@@ -2400,34 +2400,83 @@ int gmt_py_addr2line(int minor, const uint8_t *table, uint32_t len, int firstlin
     return -1;
 }
 
+/* Whether c (bytes long) is a code cache whose header can be trusted: recovery and
+ * gmt_py_test_damage_cache. */
+static bool cache_usable(const pycode_t *c, size_t bytes)
+{
+    return bytes >= sizeof *c && c->magic == PYCODE_MAGIC && c->max_entries >= 2 &&
+           c->max_entries <= (1u << 27) && c->text_bytes != 0 && c->text_bytes <= bytes &&
+           c->index_mask == pow2_at_least((uint64_t)c->max_entries * 2) - 1 &&
+           gmt_pycode_bytes(c->max_entries, c->text_bytes) <= bytes;
+}
+
+/* The cache gmt_py_attach_recovered attached, and the entries it disabled there. */
+static pycode_t *recovered_cache;
+static uint64_t recovered_damaged;
+
 int gmt_py_attach_recovered(void *mem, size_t bytes, gmt_py_status_t status, const char *version)
 {
     py.status = status <= GMT_PY_NO_FRAMES ? status : GMT_PY_NOT_PYTHON;
     snprintf(py.version, sizeof py.version, "%s", version ? version : "");
     pycode_t *c = mem;
     if (!c) return 0;
-    if (bytes < sizeof *c || c->magic != PYCODE_MAGIC || c->max_entries < 2 ||
-        c->max_entries > (1u << 27) || c->text_bytes == 0 || c->text_bytes > bytes ||
-        c->index_mask != pow2_at_least((uint64_t)c->max_entries * 2) - 1 ||
-        gmt_pycode_bytes(c->max_entries, c->text_bytes) > bytes)
-        return -EINVAL;
+    if (!cache_usable(c, bytes)) return -EINVAL;
     char *text = cache_text(c);
     text[c->text_bytes - 1] = 0; /* every string ends inside the arena */
     pycode_entry_t *ents = cache_entries(c);
+    uint64_t damaged = 0;
     for (uint32_t i = 0; i < c->max_entries; i++) {
         pycode_entry_t *e = &ents[i];
         if (!e->ready || e->text == UINT64_MAX) continue;
         if (e->text >= c->text_bytes) {
             e->ready = 0;
+            damaged++;
             continue;
         }
         size_t rest = c->text_bytes - e->text, fl = strnlen(text + e->text, rest);
         size_t nl = fl + 1 < rest ? strnlen(text + e->text + fl + 1, rest - fl - 1) : rest;
-        if (fl + nl + 2 > rest || e->table_len > rest - fl - nl - 2) e->ready = 0;
+        if (fl + nl + 2 > rest || e->table_len > rest - fl - nl - 2) {
+            e->ready = 0;
+            damaged++;
+        }
     }
+    recovered_damaged = damaged;
+    recovered_cache = c;
     __atomic_store_n(&cache, c, __ATOMIC_RELEASE);
     __atomic_fetch_add(&cache_gen, 1, __ATOMIC_RELEASE);
     return 0;
+}
+
+bool gmt_py_code_damaged(uint64_t *damaged)
+{
+    pycode_t *c = __atomic_load_n(&cache, __ATOMIC_ACQUIRE);
+    *damaged = c && c == recovered_cache ? recovered_damaged : 0;
+    return c && c == recovered_cache;
+}
+
+int gmt_py_test_damage_cache(void *mem, size_t bytes, const char *const *names, int n)
+{
+    pycode_t *c = mem;
+    if (!c || !cache_usable(c, bytes)) return -EINVAL;
+    const char *text = cache_text(c);
+    pycode_entry_t *ents = cache_entries(c);
+    int damaged = 0;
+    for (uint32_t i = 1; i < c->max_entries; i++) {
+        pycode_entry_t *e = &ents[i];
+        if (!e->ready || e->text >= c->text_bytes) continue;
+        size_t rest = c->text_bytes - e->text, fl = strnlen(text + e->text, rest);
+        if (fl + 1 >= rest) continue;
+        const char *fn = text + e->text + fl + 1;
+        if (strnlen(fn, rest - fl - 1) == rest - fl - 1) continue; /* no end inside the arena */
+        for (int k = 0; k < n; k++) {
+            if (strcmp(fn, names[k]) == 0) {
+                e->text = c->text_bytes; /* past the arena, as a damaged file's would be */
+                damaged++;
+                break;
+            }
+        }
+    }
+    return damaged;
 }
 
 int gmt_py_resolve(uint64_t word, gmt_py_frame_t *out)

@@ -106,9 +106,20 @@ int gmt_py_resolve(uint64_t word, gmt_py_frame_t *out);
 size_t gmt_pycode_bytes(uint32_t max_entries, uint64_t text_bytes);
 int gmt_pycode_init(void *mem, size_t bytes, uint32_t max_entries, uint64_t text_bytes);
 /* Recovery (docs/state.md): resolve frames from a dead process's code cache at mem (a private
- * copy: entries that point outside it are disabled) and report its status and version. mem
- * NULL: no cache, only the status. 0, or -EINVAL when mem is not a usable cache. */
+ * copy: entries that point outside it are disabled and counted, gmt_py_code_damaged) and report
+ * its status and version. mem NULL: no cache, only the status. 0, or -EINVAL when mem is not a
+ * usable cache. */
 int gmt_py_attach_recovered(void *mem, size_t bytes, gmt_py_status_t status, const char *version);
+/* Whether a cache gmt_py_attach_recovered attached is the one frames resolve from; then
+ * *damaged: its filled-in entries that pointed outside its text (or whose strings and line
+ * table did not fit in it) and were disabled: their frames resolve to null file, function and
+ * line (capture.python.code_cache_damaged). Else false and *damaged 0. */
+bool gmt_py_code_damaged(uint64_t *damaged);
+/* For tests (tests/integration/state_poke.c): damages the code cache at mem as a damaged state
+ * file would be, putting past the text arena the text offset of every filled-in entry whose
+ * function (qualified name) is one of names[0..n). Returns how many, or -EINVAL when mem is not
+ * a usable cache. */
+int gmt_py_test_damage_cache(void *mem, size_t bytes, const char *const *names, int n);
 
 /* Line of a byte offset into a code object's instructions, from its copied line table.
  * minor: CPython 3.minor (9: co_lnotab, 10: co_linetable, 11+: location table). -1: none. */

@@ -53,5 +53,9 @@ void gmt_report_python_capture(jw_t *w)
         jw_uint(w, "cut_walks", gmt_py_cut_walks());
         jw_uint(w, "code_cache_dropped", gmt_py_code_dropped());
     }
+    /* A recovered report says how many of the state file's cache entries were damaged, 0
+     * included, whatever the status: the cache names the frames all the same. */
+    uint64_t damaged;
+    if (gmt_py_code_damaged(&damaged)) jw_uint(w, "code_cache_damaged", damaged);
     jw_object_end(w);
 }

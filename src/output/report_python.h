@@ -21,7 +21,7 @@ bool gmt_report_python_names(uint64_t frame, const char **function, const char *
 /* "python": the status of the stack frames[0..n). */
 void gmt_report_python_stack_status(jw_t *w, const uint64_t *frames, uint32_t n);
 
-/* "python": {"status", "version"} for capture. */
+/* "python": {"status", "version"} for capture, with the counters (docs/report.md). */
 void gmt_report_python_capture(jw_t *w);
 
 #endif

@@ -17,6 +17,8 @@
 
 #include "core/pyframes.h"
 #include "core/region.h"
+#include "output/json_writer.h"
+#include "output/report_python.h"
 
 #define MIB (1024ull * 1024ull)
 
@@ -280,6 +282,9 @@ static void test_recovered_pycode_garbage(void **state)
     assert_string_equal(gmt_py_version(), "3.12.1");
     mem[0] ^= 1;
     assert_int_equal(gmt_py_attach_recovered(mem, bytes - 1, GMT_PY_CAPTURED, "3.12.1"), -EINVAL);
+    uint64_t damaged = 99;
+    assert_false(gmt_py_code_damaged(&damaged)); /* nothing attached: nothing to count */
+    assert_int_equal(damaged, 0);
     uint32_t seed = 7;
     for (int round = 0; round < 20; round++) {
         for (size_t i = HEAD; i < bytes; i++) {
@@ -295,6 +300,8 @@ static void test_recovered_pycode_garbage(void **state)
             }
         memcpy(mem, head, HEAD);
         assert_int_equal(gmt_py_attach_recovered(mem, bytes, GMT_PY_CAPTURED, "3.12.1"), 0);
+        assert_true(gmt_py_code_damaged(&damaged));
+        assert_true(damaged <= ENTRIES);
         for (uint64_t id = 0; id < ENTRIES + 4; id++) {
             gmt_py_frame_t pf;
             uint64_t w = (GMT_PY_TAG << GMT_PY_TAG_SHIFT) | (id << 32) | (seed & 0xffff);
@@ -319,10 +326,64 @@ static void test_recovered_pycode_garbage(void **state)
     gmt_py_frame_t pf;
     assert_int_equal(gmt_py_resolve((GMT_PY_TAG << GMT_PY_TAG_SHIFT) | (1ull << 32), &pf), -ENOENT);
     assert_null(pf.function);
+    assert_true(gmt_py_code_damaged(&damaged)); /* and counted (capture.python) */
+    assert_int_equal(damaged, 1);
     /* No cache: only the status. */
     assert_int_equal(gmt_py_attach_recovered(NULL, 0, GMT_PY_NOT_PYTHON, ""), 0);
     assert_int_equal(gmt_py_status(), GMT_PY_NOT_PYTHON);
     assert_null(gmt_py_version());
+}
+
+static char *capture_python_json(void)
+{
+    char path[] = "/tmp/gmt-test-pycap-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    unlink(path);
+    static jw_t w;
+    jw_init(&w, fd);
+    jw_object_begin(&w, NULL);
+    gmt_report_python_capture(&w);
+    jw_object_end(&w);
+    assert_int_equal(jw_finish(&w), 0);
+    static char buf[4096];
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    close(fd);
+    assert_true(n > 0);
+    buf[n] = 0;
+    return buf;
+}
+
+/* capture.python of a recovered cache counts the entries it disabled (code_cache_damaged),
+ * 0 included and whatever the recovered status: the cache names frames all the same. */
+static void test_recovered_pycode_damaged_reported(void **state)
+{
+    (void)state;
+    enum { ENTRIES = 64, TEXT = 4096, HEAD = 48 };
+    size_t bytes = gmt_pycode_bytes(ENTRIES, TEXT);
+    uint8_t *mem = calloc(1, bytes);
+    assert_non_null(mem);
+    assert_int_equal(gmt_pycode_init(mem, bytes, ENTRIES, TEXT), 0);
+    uint8_t *text = mem + bytes - TEXT;
+    memcpy(text, "f.py\0g\0", 7); /* file, function, no line table */
+    uint32_t ready = 1;
+    for (int id = 1; id <= 3; id++)
+        memcpy(mem + HEAD + 40 * id + 32, &ready, 4);
+    const char *const names[] = {"g"};
+    /* Entries 1-3 are whole: nothing damaged, said as 0. */
+    assert_int_equal(gmt_py_attach_recovered(mem, bytes, GMT_PY_CAPTURED, "3.12.1"), 0);
+    char *got = capture_python_json();
+    assert_non_null(strstr(got, "\"code_cache_dropped\":0"));
+    assert_non_null(strstr(got, "\"code_cache_damaged\":0"));
+    /* The test hook damages every entry named g; with another status the count stays. */
+    assert_int_equal(gmt_py_test_damage_cache(mem, bytes, names, 1), 3);
+    assert_int_equal(gmt_py_attach_recovered(mem, bytes, GMT_PY_UNSUPPORTED, "3.8.18"), 0);
+    got = capture_python_json();
+    assert_null(strstr(got, "code_cache_dropped"));
+    assert_non_null(strstr(got, "\"code_cache_damaged\":3"));
+    gmt_py_frame_t pf;
+    assert_int_equal(gmt_py_resolve((GMT_PY_TAG << GMT_PY_TAG_SHIFT) | (2ull << 32), &pf), -ENOENT);
+    free(mem);
 }
 
 int main(void)
@@ -333,6 +394,7 @@ int main(void)
         cmocka_unit_test(test_create_refuses_planted_link),
         cmocka_unit_test(test_attach_refuses_bad_files),
         cmocka_unit_test(test_recovered_pycode_garbage),
+        cmocka_unit_test(test_recovered_pycode_damaged_reported),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
