@@ -494,8 +494,9 @@ static void print_header(const view_t *v)
     const cJSON *py = cJSON_GetObjectItemCaseSensitive(cap, "python");
     int64_t cut = gmt_json_int(py, "cut_walks", 0),
             unread = gmt_json_int(py, "unreadable_frames", 0),
-            uncached = gmt_json_int(py, "code_cache_dropped", 0);
-    if (cut > 0 || unread > 0 || uncached > 0) {
+            uncached = gmt_json_int(py, "code_cache_dropped", 0),
+            damaged = gmt_json_int(py, "code_cache_damaged", 0);
+    if (cut > 0 || unread > 0 || uncached > 0 || damaged > 0) {
         printf("  %snote:%s     Python frames:", YEL(v), RESET(v));
         const char *sep = "";
         if (cut > 0) {
@@ -508,9 +509,14 @@ static void print_header(const view_t *v)
                    plural(unread));
             sep = ";";
         }
-        if (uncached > 0)
+        if (uncached > 0) {
             printf("%s %" PRId64 " code object%s not named (the code cache was full)", sep,
                    uncached, plural(uncached));
+            sep = ";";
+        }
+        if (damaged > 0)
+            printf("%s %" PRId64 " code object%s not named (damaged in the state file)", sep,
+                   damaged, plural(damaged));
         putchar('\n');
     }
 }

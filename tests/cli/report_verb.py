@@ -359,10 +359,12 @@ def case_stacks(c):
 def case_header(c):
     """The run's lines: a report recovered from a state file says so on its reason line; the
     dropped-events note names the counters that dropped something, not the zero ones; the
-    Python note names code objects the code cache could not name."""
+    Python note names code objects the code cache could not name, and those a recovered
+    report's state file had damaged (alone too)."""
     r = c.base()
     r["process"]["recovered"] = True
-    r["capture"]["python"].update(cut_walks=0, unreadable_frames=0, code_cache_dropped=2)
+    r["capture"]["python"].update(cut_walks=0, unreadable_frames=0, code_cache_dropped=2,
+                                  code_cache_damaged=1)
     out, _ = c.run("report", c.write("header.json", r))
     lines = out.splitlines()
     expect("  events    1536 seen, 3 dropped, 1 warning" in lines, "events line:\n" + out)
@@ -370,8 +372,13 @@ def case_header(c):
            "recovered report's reason line:\n" + out)
     expect("  note:     dropped events make the numbers below incomplete: stacks 3" in lines,
            "dropped events note:\n" + out)
-    expect("  note:     Python frames: 2 code objects not named (the code cache was full)"
-           in lines, "Python frames note:\n" + out)
+    expect("  note:     Python frames: 2 code objects not named (the code cache was full);"
+           " 1 code object not named (damaged in the state file)" in lines,
+           "Python frames note:\n" + out)
+    r["capture"]["python"].update(code_cache_dropped=0, code_cache_damaged=3)
+    out, _ = c.run("report", c.write("header-damaged.json", r))
+    expect("  note:     Python frames: 3 code objects not named (damaged in the state file)"
+           in out.splitlines(), "Python frames note, damaged entries only:\n" + out)
 
 
 @case
