@@ -1,13 +1,20 @@
 /* state_poke.c - reads or damages the growth sampler's part of a state file (docs/state.md),
- * for integration.state_growth_damaged. Built with the tracer's own headers, so the offsets it
- * patches are this build's layout: the header's chunk table maps an offset in the region to
- * one in the file; the core block (gmt_core_state_t, at the header's core_off) holds the
- * sampler block's offset and size (growth_off, growth_bytes); the block is a gmt_growth_t.
+ * for integration.state_growth_damaged, and its Python code cache, for python.recover.3.X.
+ * Built with the tracer's own headers, so the offsets it patches are this build's layout: the
+ * header's chunk table maps an offset in the region to one in the file; the core block
+ * (gmt_core_state_t, at the header's core_off) holds the sampler block's offset and size
+ * (growth_off, growth_bytes) and the code cache's (pycode_off, pycode_bytes); the block is a
+ * gmt_growth_t; the code cache's layout is pyframes.c's, which damages it
+ * (gmt_py_test_damage_cache).
  *
  *   state_poke FILE show           prints growth_off=, growth_bytes=, n=, ids_seen=, row_ids=
  *                                  (row_ids: the stack ids the committed rows hold)
  *   state_poke FILE FIELD VALUE    writes VALUE into FIELD: growth_off, growth_bytes (the core
  *                                  block's), n, ids_seen (the sampler block's)
+ *   state_poke FILE pycode_damage NAME...
+ *                                  puts past the code cache's text arena the text offset of
+ *                                  every filled-in entry whose function (qualified name) is one
+ *                                  of the NAMEs; prints damaged=N, how many
  *
  * Exit 0, or 1 with one line on stderr.
  */
@@ -22,6 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/pyframes.h"
 #include "core/region.h"
 #include "core/track_internal.h"
 #include "output/growth.h"
@@ -35,37 +43,67 @@ static void die(const char *what)
     exit(1);
 }
 
-/* The file offset of n bytes at region offset va (inside one chunk). */
-static off_t file_at(uint64_t va, size_t n)
+/* Reads (write false) or writes n bytes at region offset va, which may span chunks. */
+static void io(uint64_t va, void *p, size_t n, bool write)
 {
-    for (uint32_t i = 0; i < h.nchunks && i < GMT_REGION_MAX_CHUNKS; i++) {
-        uint64_t lo = h.chunks[i].va_off, len = h.chunks[i].len;
-        if (va >= lo && n <= len && va - lo <= len - n)
-            return (off_t)(h.chunks[i].file_off + (va - lo));
+    while (n) {
+        uint32_t i = 0;
+        while (i < h.nchunks && i < GMT_REGION_MAX_CHUNKS &&
+               !(va >= h.chunks[i].va_off && va - h.chunks[i].va_off < h.chunks[i].len))
+            i++;
+        if (i >= h.nchunks || i >= GMT_REGION_MAX_CHUNKS) die("offset not in the file's chunks");
+        uint64_t in = h.chunks[i].len - (va - h.chunks[i].va_off);
+        size_t k = n < in ? n : (size_t)in;
+        off_t at = (off_t)(h.chunks[i].file_off + (va - h.chunks[i].va_off));
+        ssize_t got = write ? pwrite(fd, p, k, at) : pread(fd, p, k, at);
+        if (got != (ssize_t)k) die(write ? "short write" : "short read");
+        va += k;
+        p = (char *)p + k;
+        n -= k;
     }
-    die("offset not in the file's chunks");
-    return 0;
 }
 
 static void get(uint64_t va, void *p, size_t n)
 {
-    if (pread(fd, p, n, file_at(va, n)) != (ssize_t)n) die("short read");
+    io(va, p, n, false);
 }
 
 static void put(uint64_t va, const void *p, size_t n)
 {
-    if (pwrite(fd, p, n, file_at(va, n)) != (ssize_t)n) die("short write");
+    io(va, (void *)p, n, true);
+}
+
+/* pycode_damage: the cache block read, damaged in memory by pyframes.c, written back. */
+static int pycode_damage(const char *const *names, int n)
+{
+    uint64_t off, bytes;
+    get(h.core_off + offsetof(gmt_core_state_t, pycode_off), &off, sizeof off);
+    get(h.core_off + offsetof(gmt_core_state_t, pycode_bytes), &bytes, sizeof bytes);
+    if (!off || !bytes || bytes > (1ull << 32)) die("the file has no Python code cache");
+    void *mem = malloc(bytes);
+    if (!mem) die("out of memory");
+    get(off, mem, bytes);
+    int damaged = gmt_py_test_damage_cache(mem, bytes, names, n);
+    if (damaged < 0) die("the file's Python code cache is not usable");
+    put(off, mem, bytes);
+    free(mem);
+    printf("damaged=%d\n", damaged);
+    return 0;
 }
 
 int main(int argc, char **argv)
 {
     bool show = argc == 3 && strcmp(argv[2], "show") == 0;
-    if (!show && argc != 4) die("usage: state_poke FILE show | state_poke FILE FIELD VALUE");
+    bool pycode = argc >= 4 && strcmp(argv[2], "pycode_damage") == 0;
+    if (!show && !pycode && argc != 4)
+        die("usage: state_poke FILE show | state_poke FILE FIELD VALUE | "
+            "state_poke FILE pycode_damage NAME...");
     fd = open(argv[1], show ? O_RDONLY : O_RDWR);
     if (fd < 0) die(strerror(errno));
     if (pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h ||
         memcmp(h.magic, GMT_REGION_MAGIC, 8) != 0 || h.header_bytes != sizeof h)
         die("not a state file of this build");
+    if (pycode) return pycode_damage((const char *const *)argv + 3, argc - 3);
     const uint64_t off_at = h.core_off + offsetof(gmt_core_state_t, growth_off);
     const uint64_t bytes_at = h.core_off + offsetof(gmt_core_state_t, growth_bytes);
     uint64_t goff;

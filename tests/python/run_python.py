@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -889,7 +890,10 @@ def case_suppress(args):
 
 
 def case_recover(args):
-    """SIGKILL with GPUMEMTRACE_STATE; the recovered report names the Python frames."""
+    """SIGKILL with GPUMEMTRACE_STATE; the recovered report names the Python frames. A copy of
+    the state file with two code-cache entries damaged (state_poke) gives a report that counts
+    exactly those two (capture.python.code_cache_damaged, 0 in the untouched one), their frames
+    null and every other frame as before."""
     prog = os.path.join(HERE, "state_kill.py")
     os.makedirs(args.work, exist_ok=True)
     for f in os.listdir(args.work):
@@ -921,7 +925,7 @@ def case_recover(args):
     rep = load_report(out, args.schema)
     if rep["process"].get("recovered") is not True:
         fail("process.recovered is not true")
-    want = {"status": "captured", "version": version_of(args.python)}
+    want = {"status": "captured", "version": version_of(args.python), "code_cache_damaged": 0}
     cap = rep["capture"].get("python") or {}
     if {k: cap.get(k) for k in want} != want:
         fail(f"recovered capture.python is {rep['capture'].get('python')}, want {want}")
@@ -956,11 +960,68 @@ def case_recover(args):
                                           re.M) or "libffi" in t.stdout:
         fail(f"top --once should show held_by_kill state_kill.py:{tag}:\n{t.stdout}{t.stderr}")
     print("ok recovered: " + " <- ".join(f"{f['function']}:{f['line']}" for f in py))
+    recover_damaged(args, state, rep)
+
+
+def recover_damaged(args, state, rep):
+    """A copy of state whose code-cache entries of held_by_kill and via_helper point past the
+    cache's text: recovery disables them, and the report must count them (before the count
+    existed their frames went null with nothing said)."""
+    damaged = {"held_by_kill", "via_helper"}
+    bad = os.path.join(args.work, "recover-damaged.gmt")
+    shutil.copyfile(state, bad)
+    p = subprocess.run([args.poke, bad, "pycode_damage"] + sorted(damaged), capture_output=True,
+                       text=True, timeout=60)
+    if p.returncode != 0 or p.stdout.strip() != f"damaged={len(damaged)}":
+        fail(f"state_poke pycode_damage: {p.returncode} {p.stdout!r} {p.stderr!r}")
+    out = os.path.join(args.work, "recover-damaged.json")
+    r = subprocess.run([args.cli, "report", "--recover", bad, "-o", out], capture_output=True,
+                       text=True, timeout=60)
+    if r.returncode != 0:
+        fail(f"report --recover of the damaged file: {r.returncode} {r.stderr}")
+    drep = load_report(out, args.schema)
+    cap = drep["capture"].get("python") or {}
+    if cap.get("code_cache_damaged") != len(damaged) or cap.get("status") != "captured":
+        fail(f"damaged recovery's capture.python is {cap}, want code_cache_damaged "
+             f"{len(damaged)}")
+    note = f"{len(damaged)} code objects not named (damaged in the state file)"
+    if note not in r.stdout:
+        fail(f"report --recover should say '{note}':\n{r.stdout}")
+    # Frame by frame against the untouched recovery: the damaged entries' frames null, every
+    # other frame as it was.
+    before = {g["bytes"]: g for g in rep["leaks"]["groups"]}
+    after = {g["bytes"]: g for g in drep["leaks"]["groups"]}
+    nulled = kept = 0
+    seen = set()
+    for size in (6 << 20, 1 << 20):
+        if size not in before or size not in after:
+            fail(f"no {size}-byte leak group in both recoveries: {sorted(before)} {sorted(after)}")
+        old = [f for f in frames_of(rep, before[size]) if f.get("type") == "python"]
+        new = [f for f in frames_of(drep, after[size]) if f.get("type") == "python"]
+        if len(old) != len(new):
+            fail(f"{size}-byte group: {len(old)} Python frames before damage, {len(new)} after")
+        for o, n in zip(old, new):
+            name = (o["function"] or "").split(".")[-1]
+            if name in damaged:
+                seen.add(name)
+                nulled += 1
+                if (n["file"], n["function"], n["line"]) != (None, None, None):
+                    fail(f"{size}-byte group: {name}'s entry is damaged, its frame is {n}")
+            else:
+                kept += 1
+                if n != o or not n["file"]:
+                    fail(f"{size}-byte group: undamaged frame {o} became {n}")
+    if seen != damaged or nulled != 3 or kept != 2:
+        fail(f"the stacks should hold held_by_kill twice, via_helper once and <module> twice: "
+             f"{nulled} damaged frames of {sorted(seen)}, {kept} kept")
+    print(f"ok damaged: code_cache_damaged {cap['code_cache_damaged']}, {nulled} frames null, "
+          f"{kept} still named")
 
 
 def main():
     ap = argparse.ArgumentParser()
-    for a in ("python", "lib", "cudart", "schema", "work", "case", "cli", "native", "standin"):
+    for a in ("python", "lib", "cudart", "schema", "work", "case", "cli", "native", "standin",
+              "poke"):
         ap.add_argument("--" + a, default="")
     args = ap.parse_args()
     if not args.python or not os.path.exists(args.python):

@@ -1,7 +1,9 @@
 """Allocates through the stand-in libcudart via ctypes with a state file, for run_python.py's
 "recover" case: prints READY once its allocations are made and waits to be killed (SIGKILL).
 The recovered report must name this file, the function and the line marked with its tag, and
-the module of a library loaded after the first CUDA call (no report was written since)."""
+the module of a library loaded after the first CUDA call (no report was written since). The
+1 MiB allocation through via_helper puts a third code object in the code cache, so that the
+case can damage two entries of the state file's cache and still see <module> named."""
 import ctypes
 import sys
 import time
@@ -18,7 +20,11 @@ def held_by_kill(size):
     return p
 
 
-keep = [held_by_kill(6 << 20)]
+def via_helper(size):
+    return held_by_kill(size)  # TAG:via_helper
+
+
+keep = [held_by_kill(6 << 20), via_helper(1 << 20)]
 time.sleep(0.2)
 # Loaded after the first CUDA call: only the writer thread's refresh puts it in the module map.
 native = ctypes.CDLL(sys.argv[2])
