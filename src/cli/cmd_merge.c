@@ -161,7 +161,10 @@ static int rank_ord_cmp(const void *a, const void *b)
 
 /* The job's capture section: the lowest rank's (backends, symbols, table, ...), with events and
  * dropped summed over the ranks, so no rank's dropped events go unsaid, and every rank's
- * warnings, each starting "rank R: ". */
+ * warnings, each starting "rank R: ". Of capture.python the words (status, version, the code
+ * hook) of the lowest rank that has the section and every count summed over the ranks that
+ * have it: one rank's code objects dropped or damaged (frames left unnamed) are not lost
+ * behind another's. */
 static cJSON *merged_capture(const gmt_report_t *reps, const rank_ord_t *ord, size_t n)
 {
     cJSON *cap = cJSON_IsObject(reps[ord[0].idx].capture)
@@ -178,12 +181,29 @@ static cJSON *merged_capture(const gmt_report_t *reps, const rank_ord_t *ord, si
         cJSON_Delete(cap);
         return NULL;
     }
+    cJSON *py = cJSON_GetObjectItemCaseSensitive(cap, "python");
+    if (!cJSON_IsObject(py)) { /* the lowest rank that has the section gives its words */
+        py = NULL;
+        for (size_t at = 1; at < n && !py; at++) {
+            const cJSON *p = cJSON_GetObjectItemCaseSensitive(reps[ord[at].idx].capture, "python");
+            if (!cJSON_IsObject(p)) continue;
+            cJSON_DeleteItemFromObjectCaseSensitive(cap, "python");
+            py = cJSON_Duplicate(p, true);
+            if (py) cJSON_AddItemToObject(cap, "python", py);
+        }
+    }
+    for (cJSON *m = py ? py->child : NULL, *next; m; m = next) {
+        next = m->next; /* the counts summed below, this rank's with the others' */
+        if (cJSON_IsNumber(m)) cJSON_Delete(cJSON_DetachItemViaPointer(py, m));
+    }
     for (size_t at = 0; at < n; at++) {
         const cJSON *c = reps[ord[at].idx].capture, *w;
         const cJSON *e = cJSON_GetObjectItemCaseSensitive(c, "events");
         const cJSON *d = cJSON_GetObjectItemCaseSensitive(c, "dropped");
+        const cJSON *p = cJSON_GetObjectItemCaseSensitive(c, "python");
         if (cJSON_IsObject(e)) sum_into(events, e);
         if (cJSON_IsObject(d)) sum_into(dropped, d);
+        if (py && cJSON_IsObject(p)) sum_into(py, p);
         const cJSON *ws = cJSON_GetObjectItemCaseSensitive(c, "warnings");
         cJSON_ArrayForEach(w, (cJSON_IsArray(ws) ? ws : NULL))
         {

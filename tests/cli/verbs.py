@@ -1762,11 +1762,17 @@ def case_merge_capture(c):
 
     def edit(i, r):
         r["capture"]["warnings"] = [f"warning of rank {i}"]
+        # each rank's Python counts: summed, the words the lowest rank's
+        r["capture"]["python"] = {"status": "captured", "version": f"3.1{i}",
+                                  "code_hook": "active", "cut_walks": 1 + i,
+                                  "code_cache_dropped": 10 * i, "code_cache_damaged": 3}
         if i == 1:
             r["capture"]["dropped"]["table_full"] = 7
             r["capture"]["dropped"]["stacks"] = 2
             r["process"]["argv"] = ["other-program"]
             r["process"]["duration_s"] = 42.5
+            r["capture"]["python"]["status"] = "unsupported"
+            r["capture"]["python"]["unreadable_frames"] = 4
     r0, r1 = rank_reports(c, base, 2, edit)
     out, _, _ = c.cli_run("report", r1)
     expect("9 dropped" in out and "numbers below incomplete" in out, "rank 1 alone:\n" + out)
@@ -1778,6 +1784,17 @@ def case_merge_capture(c):
     expect(cap["warnings"] == ["rank 0: warning of rank 0", "rank 1: warning of rank 1"],
            f"merged capture.warnings {cap['warnings']}")
     expect(cap["events"]["total"] == 2 * src["capture"]["events"]["total"], "events summed")
+    expect(cap["python"] == {"status": "captured", "version": "3.10", "code_hook": "active",
+                             "cut_walks": 3, "code_cache_dropped": 10, "code_cache_damaged": 6,
+                             "unreadable_frames": 4}, f"merged capture.python {cap['python']}")
+    def no_py0(i, r):
+        edit(i, r)
+        if i == 0:
+            del r["capture"]["python"]
+    c.cli_run("merge", *rank_reports(c, base, 2, no_py0), "-o", c.path("m2.json"))
+    py = c.load(c.path("m2.json"))["capture"]["python"]
+    expect(py["status"] == "unsupported" and py["code_cache_damaged"] == 3 and
+           py["cut_walks"] == 2, f"rank 0 without capture.python: {py}")
     rk = m["merged"]["ranks"]
     expect([x["dropped"] for x in rk] == [0, 9] and rk[1]["duration_s"] == 42.5 and
            rk[1]["reason"] == "exit", f"merged.ranks {rk}")
