@@ -213,6 +213,8 @@ typedef struct gmt_rank_s {
     /* The rank's own allocation_sites_total: -1 where the merge did not write it (then which
      * rank's list was cut at GPUMEMTRACE_TOP is not known). */
     int64_t sites_total;
+    /* The rank's own leaks.growth_suspects_total: -1 where the merge did not write it. */
+    int64_t suspects_total;
     /* The rank's own leaks.growth_status (why its growth suspects are none); NULL where the
      * merge did not write it. */
     const char *growth_status;

@@ -22,13 +22,24 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-enum { OPT_LEAK = 1, OPT_PEAK, OPT_FRAG, OPT_NOERR, OPT_LIMITS, OPT_SUPP, OPT_JUNIT, OPT_SITE };
+enum {
+    OPT_LEAK = 1,
+    OPT_PEAK,
+    OPT_FRAG,
+    OPT_NOERR,
+    OPT_LIMITS,
+    OPT_SUPP,
+    OPT_JUNIT,
+    OPT_SITE,
+    OPT_GROWTH
+};
 
 static const struct option long_opts[] = {
     {"max-leak-bytes", required_argument, NULL, OPT_LEAK},
     {"max-peak-bytes", required_argument, NULL, OPT_PEAK},
     {"max-fragmentation", required_argument, NULL, OPT_FRAG},
     {"max-site-allocs", required_argument, NULL, OPT_SITE},
+    {"max-growth-bytes", required_argument, NULL, OPT_GROWTH},
     {"no-errors", no_argument, NULL, OPT_NOERR},
     {"limits", required_argument, NULL, OPT_LIMITS},
     {"suppressions", required_argument, NULL, OPT_SUPP},
@@ -40,8 +51,8 @@ static const struct option long_opts[] = {
 void gmt_cli_check_help(FILE *to)
 {
     fprintf(to, "Usage: gpumemtrace check FILE [--max-leak-bytes N] [--max-peak-bytes N]\n"
-                "         [--max-fragmentation F] [--max-site-allocs N] [--no-errors]\n"
-                "         [--limits FILE]\n"
+                "         [--max-fragmentation F] [--max-site-allocs N]\n"
+                "         [--max-growth-bytes N] [--no-errors] [--limits FILE]\n"
                 "         [--suppressions FILE] [--junit FILE]\n"
                 "\n"
                 "Exit 0 when every limit holds, 1 when one is broken (each printed on its own\n"
@@ -51,9 +62,12 @@ void gmt_cli_check_help(FILE *to)
                 "  --max-peak-bytes N     each GPU's peak bytes in use\n"
                 "  --max-fragmentation F  each GPU's fragmentation, 0 to 1\n"
                 "  --max-site-allocs N    allocations one call stack made over the run\n"
+                "  --max-growth-bytes N   how far one call stack's live bytes kept rising\n"
+                "                         (the report's growth suspects)\n"
                 "  --no-errors            no failed allocation at all\n"
                 "  --limits FILE          'key = value' lines: max-leak-bytes, max-peak-bytes,\n"
                 "                         max-fragmentation, max-site-allocs,\n"
+                "                         max-growth-bytes,\n"
                 "                         no-errors (true/false),\n"
                 "                         suppressions (relative to the file); options win\n"
                 "  --suppressions FILE    patterns (fnmatch) for frames whose leaks don't count\n"
@@ -61,8 +75,8 @@ void gmt_cli_check_help(FILE *to)
 }
 
 typedef struct limits_s {
-    bool has_leak, has_peak, has_frag, has_site, no_errors, no_errors_set;
-    uint64_t leak, peak, site;
+    bool has_leak, has_peak, has_frag, has_site, has_growth, no_errors, no_errors_set;
+    uint64_t leak, peak, site, growth;
     double frag;
     char *suppressions;
     /* Where suppressions came from when a limits file named them: that file, its line, and
@@ -125,6 +139,12 @@ static int set_limit(limits_t *l, limits_t *from_cli, const char *key, const cha
         if (from_cli && from_cli->has_site) return 0;
         l->site = v;
         l->has_site = true;
+    } else if (strcmp(key, "max-growth-bytes") == 0) {
+        uint64_t v;
+        if (gmt_parse_size(value, &v)) goto bad;
+        if (from_cli && from_cli->has_growth) return 0;
+        l->growth = v;
+        l->has_growth = true;
     } else if (strcmp(key, "no-errors") == 0) {
         bool b;
         if (gmt_parse_bool(value, &b)) goto bad;
@@ -172,8 +192,9 @@ static long limits_line(FILE *f, char *buf, bool *cut)
 }
 
 /* The keys a limits file may give, each once. */
-static const char *const limit_keys[] = {"max-leak-bytes",  "max-peak-bytes", "max-fragmentation",
-                                         "max-site-allocs", "no-errors",      "suppressions"};
+static const char *const limit_keys[] = {"max-leak-bytes",  "max-peak-bytes",   "max-fragmentation",
+                                         "max-site-allocs", "max-growth-bytes", "no-errors",
+                                         "suppressions"};
 #define NLIMIT_KEYS (sizeof limit_keys / sizeof limit_keys[0])
 
 /* The limits file: `key = value` lines, '#' comments, blank lines; a key at most once. */
@@ -391,35 +412,66 @@ static result_t *add_result(results_t *rs)
     return r;
 }
 
-/* What the allocation sites a report leaves out (a list cut at GPUMEMTRACE_TOP) may have made:
- * a cut list holds the stacks that allocated most, so one it leaves out made no more than the
- * smallest it lists. A merged report's ranks each cut their own list: each rank's are bounded
- * by its own smallest (merged.ranks[].allocation_sites_total says whose list was cut), the
- * job's bound being the largest of them. A merged report without those totals is taken as
- * one list bounded by its largest site, since its smallest may be another rank's. */
-typedef struct site_bound_s {
-    bool cut;        /* some list leaves sites out */
+/* What the entries a ranked list leaves out (a list cut at GPUMEMTRACE_TOP: allocation sites
+ * by allocations, growth suspects by growth) may hold: a cut list holds the largest, so one it
+ * leaves out holds no more than the smallest it lists. A merged report's ranks each cut their
+ * own list: each rank's are bounded by its own smallest (merged.ranks[] has each rank's total,
+ * which says whose list was cut), the job's bound being the largest of them. A merged report
+ * without those totals is taken as one list bounded by its largest entry, since its smallest
+ * may be another rank's. */
+typedef struct list_bound_s {
+    bool cut;        /* some list leaves entries out */
     bool unknown;    /* a cut list lists none: no bound */
-    uint64_t most;   /* what each site left out made at most */
-    size_t listed;   /* the cut list the message names: its sites listed and all */
+    uint64_t most;   /* what each entry left out holds at most */
+    size_t listed;   /* the cut list the message names: its entries listed and all */
     uint64_t total;  /* (the rank's, or the report's) */
     bool rank_known; /* the cut list is this rank's */
     int64_t rank;
-} site_bound_t;
+} list_bound_t;
 
-static site_bound_t unlisted_sites(const gmt_report_t *rep)
+/* An entry of a ranked list, as list_bound reads it. */
+typedef struct ranked_s {
+    int64_t rank;
+    uint64_t value;
+} ranked_t;
+
+static ranked_t site_at(const gmt_report_t *rep, size_t i)
 {
-    site_bound_t b = {0};
+    return (ranked_t){rep->sites[i].rank, rep->sites[i].allocs};
+}
+
+static int64_t rank_sites_total(const gmt_rank_t *r)
+{
+    return r->sites_total;
+}
+
+static ranked_t suspect_at(const gmt_report_t *rep, size_t i)
+{
+    return (ranked_t){rep->suspects[i].rank, rep->suspects[i].growth_bytes};
+}
+
+static int64_t rank_suspects_total(const gmt_rank_t *r)
+{
+    return r->suspects_total;
+}
+
+/* The bound of a list of n entries (at(rep, i)) of which the report says there were total
+ * (rank_total: each merged rank's own; -1 where the merge did not write it). */
+static list_bound_t list_bound(const gmt_report_t *rep, size_t n, uint64_t total,
+                               ranked_t (*at)(const gmt_report_t *, size_t),
+                               int64_t (*rank_total)(const gmt_rank_t *))
+{
+    list_bound_t b = {0};
     bool per_rank = rep->nranks > 0;
     for (size_t k = 0; k < rep->nranks; k++)
-        per_rank &= rep->ranks[k].sites_total >= 0;
+        per_rank &= rank_total(&rep->ranks[k]) >= 0;
     if (!per_rank) {
-        b.listed = rep->nsites;
-        b.total = rep->sites_total;
-        b.cut = rep->sites_total > rep->nsites;
-        b.unknown = b.cut && !rep->nsites;
-        for (size_t i = 0; i < rep->nsites; i++) {
-            uint64_t a = rep->sites[i].allocs;
+        b.listed = n;
+        b.total = total;
+        b.cut = total > n;
+        b.unknown = b.cut && !n;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t a = at(rep, i).value;
             if (i == 0 || (rep->nranks ? a > b.most : a < b.most)) b.most = a;
         }
         return b;
@@ -428,23 +480,42 @@ static site_bound_t unlisted_sites(const gmt_report_t *rep)
         const gmt_rank_t *rk = &rep->ranks[k];
         size_t listed = 0;
         uint64_t least = 0;
-        for (size_t i = 0; i < rep->nsites; i++)
-            if (rep->sites[i].rank == rk->rank) {
-                if (!listed || rep->sites[i].allocs < least) least = rep->sites[i].allocs;
-                listed++;
-            }
-        if ((uint64_t)rk->sites_total <= listed) continue; /* this rank's list is whole */
+        for (size_t i = 0; i < n; i++) {
+            ranked_t e = at(rep, i);
+            if (e.rank != rk->rank) continue;
+            if (!listed || e.value < least) least = e.value;
+            listed++;
+        }
+        uint64_t rt = (uint64_t)rank_total(rk);
+        if (rt <= listed) continue; /* this rank's list is whole */
         bool worse = !b.cut || (!b.unknown && (!listed || least > b.most));
         b.cut = true;
         if (!worse) continue;
         b.unknown = !listed;
         b.most = least;
         b.listed = listed;
-        b.total = (uint64_t)rk->sites_total;
+        b.total = rt;
         b.rank_known = true;
         b.rank = rk->rank;
     }
     return b;
+}
+
+/* Why a report's growth suspects are not known to be all there are: NULL when its samples were
+ * judged (or it does not say: a report from before leaks.growth_status), else its status, with
+ * *rank the first merged rank that gives it (-1: none, or not merged). */
+static const char *growth_not_judged(const gmt_report_t *rep, int64_t *rank)
+{
+    *rank = -1;
+    for (size_t k = 0; k < rep->nranks; k++) {
+        const char *st = rep->ranks[k].growth_status;
+        if (st && strcmp(st, "judged") != 0) {
+            *rank = rep->ranks[k].rank;
+            return st;
+        }
+    }
+    const char *st = rep->growth_status;
+    return st && strcmp(st, "judged") != 0 ? st : NULL;
 }
 
 int gmt_cli_check(int argc, char **argv)
@@ -469,6 +540,9 @@ int gmt_cli_check(int argc, char **argv)
             break;
         case OPT_SITE:
             key = "max-site-allocs";
+            break;
+        case OPT_GROWTH:
+            key = "max-growth-bytes";
             break;
         case OPT_NOERR:
             cli.no_errors = cli.no_errors_set = true;
@@ -514,7 +588,8 @@ int gmt_cli_check(int argc, char **argv)
     lim = cli;
     lim.suppressions = cli.suppressions ? strdup(cli.suppressions) : NULL;
     if (limits_file && read_limits(limits_file, &lim, &cli)) goto out;
-    if (!lim.has_leak && !lim.has_peak && !lim.has_frag && !lim.has_site && !lim.no_errors) {
+    if (!lim.has_leak && !lim.has_peak && !lim.has_frag && !lim.has_site && !lim.has_growth &&
+        !lim.no_errors) {
         gmt_cli_error("check: no limit given (see 'gpumemtrace help check')");
         goto out;
     }
@@ -645,7 +720,7 @@ int gmt_cli_check(int argc, char **argv)
             if (gmt_supp_match(&supp, x->stack)) continue;
             if (!top || x->allocs > top->allocs) top = x;
         }
-        site_bound_t b = unlisted_sites(&rep);
+        list_bound_t b = list_bound(&rep, rep.nsites, rep.sites_total, site_at, rank_sites_total);
         NEW_RESULT();
         snprintf(r->name, sizeof r->name, "max-site-allocs");
         char where[512];
@@ -693,6 +768,78 @@ int gmt_cli_check(int argc, char **argv)
             snprintf(r->message, sizeof r->message,
                      "no call stack allocated%s (max-site-allocs %" PRIu64 ")",
                      rep.nsites ? " outside the suppressions" : "", lim.site);
+        }
+    }
+    if (lim.has_growth) {
+        /* the stack whose live bytes grew most (the list holds the largest growth first), a
+         * suppression given here leaving a stack out (a cache known to fill) */
+        const gmt_suspect_t *top = NULL;
+        for (size_t i = 0; i < rep.nsuspects; i++) {
+            const gmt_suspect_t *x = &rep.suspects[i];
+            if (gmt_supp_match(&supp, x->stack)) continue;
+            if (!top || x->growth_bytes > top->growth_bytes) top = x;
+        }
+        list_bound_t lb =
+            list_bound(&rep, rep.nsuspects, rep.suspects_total, suspect_at, rank_suspects_total);
+        int64_t st_rank;
+        const char *st = growth_not_judged(&rep, &st_rank);
+        NEW_RESULT();
+        snprintf(r->name, sizeof r->name, "max-growth-bytes");
+        char where[400], whose[64] = "", b2[GMT_FMT_BYTES_LEN];
+        gmt_fmt_bytes(lim.growth, b2, sizeof b2);
+        if (!rep.has_suspects) {
+            r->failed = true;
+            snprintf(r->message, sizeof r->message,
+                     "growth unknown (the report has no growth_suspects): max-growth-bytes %s "
+                     "cannot be checked",
+                     b2);
+        } else if (top && top->growth_bytes > lim.growth) {
+            /* a known excess fails whatever another rank's samples say */
+            r->failed = true;
+            gmt_stack_where_tty(top->stack, where, sizeof where);
+            snprintf(r->message, sizeof r->message,
+                     "a call stack's live bytes grew by %s (%" PRIu64
+                     " bytes; %s, %s) exceeds max-growth-bytes %s (%" PRIu64 "): %s",
+                     gmt_fmt_bytes(top->growth_bytes, a, sizeof a), top->growth_bytes,
+                     gmt_device_label(top->device, top->rank, label, sizeof label),
+                     gmt_tty(top->api), b2, lim.growth, where);
+        } else if (st) {
+            r->failed = true;
+            if (st_rank >= 0) snprintf(whose, sizeof whose, " in rank %" PRId64, st_rank);
+            snprintf(r->message, sizeof r->message,
+                     "growth unknown (growth_status %s%s: the samples were not judged): "
+                     "max-growth-bytes %s cannot be checked",
+                     gmt_tty(st), whose, b2);
+        } else if (lb.cut && (lb.unknown || lb.most > lim.growth)) {
+            r->failed = true;
+            if (lb.rank_known) snprintf(whose, sizeof whose, " of rank %" PRId64, lb.rank);
+            snprintf(r->message, sizeof r->message,
+                     "growth unknown (the report lists %zu of its %" PRIu64
+                     " growth suspects%s, GPUMEMTRACE_TOP, %s%s%s): max-growth-bytes %s cannot "
+                     "be checked",
+                     lb.listed, lb.total, whose,
+                     lb.unknown ? "none of them"
+                                : "and those it leaves out may have grown by up to ",
+                     lb.unknown ? "" : gmt_fmt_bytes(lb.most, a, sizeof a),
+                     lb.unknown ? "" : " each", b2);
+        } else if (top) {
+            gmt_stack_where_tty(top->stack, where, sizeof where);
+            snprintf(r->message, sizeof r->message,
+                     "a call stack's live bytes grew by %s (%" PRIu64
+                     " bytes; %s, %s) within max-growth-bytes %s (%" PRIu64 "): %s",
+                     gmt_fmt_bytes(top->growth_bytes, a, sizeof a), top->growth_bytes,
+                     gmt_device_label(top->device, top->rank, label, sizeof label),
+                     gmt_tty(top->api), b2, lim.growth, where);
+        } else if (lb.cut) {
+            snprintf(r->message, sizeof r->message,
+                     "no growth suspect outside the suppressions is listed, and those the report "
+                     "leaves out (GPUMEMTRACE_TOP) grew by at most %s each, within "
+                     "max-growth-bytes %s",
+                     gmt_fmt_bytes(lb.most, a, sizeof a), b2);
+        } else {
+            snprintf(r->message, sizeof r->message,
+                     "no call stack's live bytes kept rising%s (max-growth-bytes %s)",
+                     rep.nsuspects ? " outside the suppressions" : "", b2);
         }
     }
     if (lim.no_errors) {

@@ -7,7 +7,8 @@
  * renumbered (rank index * stride + id, so they stay unique), whose summary and leak totals
  * are sums (peak_bytes the largest rank's), and which has a "merged" object:
  *   { "ranks": [{rank, file, pid, hostname, peak_bytes, leaked_bytes, reason, start_time,
- *                end_time, duration_s, dropped, allocation_sites_total}], "imbalance",
+ *                end_time, duration_s, dropped, allocation_sites_total, growth_status,
+ *                growth_suspects_total}], "imbalance",
  *     "stack_id_stride", "common_leaks": [{stack_id, ranks, min_bytes, max_bytes,
  *     total_bytes}] }
  * docs/multirank.md describes it.
@@ -753,6 +754,9 @@ int gmt_cli_merge(int argc, char **argv)
                 cJSON_AddNumberToObject(o, "allocation_sites_total", (double)reps[i].sites_total);
             if (reps[i].growth_status)
                 cJSON_AddStringToObject(o, "growth_status", reps[i].growth_status);
+            /* whose growth suspect list GPUMEMTRACE_TOP cut (check --max-growth-bytes) */
+            if (reps[i].version >= 2)
+                cJSON_AddNumberToObject(o, "growth_suspects_total", (double)reps[i].suspects_total);
             cJSON_AddItemToArray(rk, o);
         }
         cJSON_AddNumberToObject(merged, "imbalance", imbalance);

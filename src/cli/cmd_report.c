@@ -940,6 +940,8 @@ static cJSON *rank_json(const gmt_rank_t *r)
     if (r->growth_status) cJSON_AddStringToObject(o, "growth_status", r->growth_status);
     if (r->sites_total >= 0)
         cJSON_AddNumberToObject(o, "allocation_sites_total", (double)r->sites_total);
+    if (r->suspects_total >= 0)
+        cJSON_AddNumberToObject(o, "growth_suspects_total", (double)r->suspects_total);
     return o;
 }
 

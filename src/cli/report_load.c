@@ -867,6 +867,9 @@ static int build_model(gmt_report_t *rep, num_check_t *nc, char *why, size_t why
                                  ? json_count(nc, j, "allocation_sites_total")
                                  : -1;
             r->growth_status = gmt_json_str(j, "growth_status", NULL);
+            r->suspects_total = gmt_json_has_num(j, "growth_suspects_total")
+                                    ? json_count(nc, j, "growth_suspects_total")
+                                    : -1;
         }
         rep->imbalance = gmt_json_num(merged, "imbalance", 0);
         if (!(rep->imbalance >= 0) || !isfinite(rep->imbalance)) rep->imbalance = 0;

@@ -1017,6 +1017,114 @@ def case_merge_growth_status(c):
 
 
 @case
+def case_check_growth(c):
+    """check --max-growth-bytes (docs/cli.md, "gpumemtrace check"): the growth suspect whose
+    live bytes grew most against the limit (inclusive), named with its device, API and user
+    frame; a stack --suppressions matches is left out; unknown (exit 1) when the report has no
+    suspect list, when its samples were not judged (leaks.growth_status, a merged rank's
+    named), or when a list cut at GPUMEMTRACE_TOP may leave out more than the limit; the
+    limits file's key; a size."""
+    v2 = c.write("cg.json", c.base())  # one suspect: forward model.py:42, grew by 2 MiB
+    out, _ = c.run("check", v2, "--max-growth-bytes", "2097151", rc=1)
+    expect(out == f"FAIL {v2}: a call stack's live bytes grew by 2.00 MiB (2097152 bytes; GPU 0, "
+           "cudaMalloc) exceeds max-growth-bytes 2.00 MiB (2097151): forward model.py:42\n", out)
+    out, _ = c.run("check", v2, "--max-growth-bytes", "2M")
+    expect(out == f"PASS {v2}: 1 limit holds\n", out)
+    supp = os.path.join(c.work, "fwd.supp")
+    with open(supp, "w") as f:
+        f.write("forward\n")
+    out, _ = c.run("check", v2, "--max-growth-bytes", "0", "--suppressions", supp)
+    expect(out == f"PASS {v2}: 1 limit holds\n", "the one suspect suppressed: " + out)
+    junit = os.path.join(c.work, "cg.xml")
+    c.run("check", v2, "--max-growth-bytes", "0", "--suppressions", supp, "--junit", junit)
+    with open(junit) as f:
+        x = f.read()
+    expect("no call stack&apos;s live bytes kept rising outside the suppressions "
+           "(max-growth-bytes 0 B)" in x or
+           "no call stack's live bytes kept rising outside the suppressions "
+           "(max-growth-bytes 0 B)" in x, x)
+    # samples not judged: unknown, whatever the (empty) list says
+    for status in ("damaged", "not_judged", "no_samples"):
+        r = c.base()
+        r["leaks"].update(growth_status=status, growth_suspects=[], growth_suspects_total=0)
+        f = c.write(f"cg-{status}.json", r)
+        out, _ = c.run("check", f, "--max-growth-bytes", "1G", rc=1)
+        expect(out == f"FAIL {f}: growth unknown (growth_status {status}: the samples were not "
+               "judged): max-growth-bytes 1.00 GiB cannot be checked\n", out)
+    r = c.base()
+    r["leaks"].update(growth_status="judged", growth_suspects=[], growth_suspects_total=0)
+    f = c.write("cg-none.json", r)
+    out, _ = c.run("check", f, "--max-growth-bytes", "0")
+    expect(out.startswith("PASS "), "judged, none: " + out)
+    r = c.base()
+    del r["leaks"]["growth_suspects"]
+    f = c.write("cg-old.json", r)
+    out, _ = c.run("check", f, "--max-growth-bytes", "1G", rc=1)
+    expect(out == f"FAIL {f}: growth unknown (the report has no growth_suspects): "
+           "max-growth-bytes 1.00 GiB cannot be checked\n", out)
+    # a list cut at GPUMEMTRACE_TOP (1 of 3), its one listed suspect suppressed: the two left
+    # out grew by no more than it, 2 MiB
+    r = c.base()
+    r["leaks"]["growth_suspects_total"] = 3
+    f = c.write("cg-cut.json", r)
+    out, _ = c.run("check", f, "--max-growth-bytes", "2M", "--suppressions", supp)
+    expect(out == f"PASS {f}: 1 limit holds\n", out)
+    out, _ = c.run("check", f, "--max-growth-bytes", "1M", "--suppressions", supp, rc=1)
+    expect(out == f"FAIL {f}: growth unknown (the report lists 1 of its 3 growth suspects, "
+           "GPUMEMTRACE_TOP, and those it leaves out may have grown by up to 2.00 MiB each): "
+           "max-growth-bytes 1.00 MiB cannot be checked\n", out)
+    r["leaks"]["growth_suspects"] = []
+    f = c.write("cg-cut0.json", r)
+    out, _ = c.run("check", f, "--max-growth-bytes", "1G", rc=1)
+    expect(out == f"FAIL {f}: growth unknown (the report lists 0 of its 3 growth suspects, "
+           "GPUMEMTRACE_TOP, none of them): max-growth-bytes 1.00 GiB cannot be checked\n", out)
+    # merged: rank 2's samples damaged, rank 5's suspect within: unknown, rank 2 named; over
+    # the limit: a known excess fails as such
+    def ranks(rank, r):
+        if rank == 2:
+            r["leaks"].update(growth_status="damaged", growth_suspects=[],
+                              growth_suspects_total=0)
+        else:
+            r["leaks"]["growth_status"] = "judged"
+    m = os.path.join(c.work, "cg-merged.json")
+    c.run("merge", *rank_pair(c, ranks, "cgr"), "-o", m)
+    with open(m) as f:
+        mj = json.load(f)
+    expect([x.get("growth_suspects_total") for x in mj["merged"]["ranks"]] == [0, 1],
+           f"merged.ranks' own growth_suspects_total: {mj['merged']['ranks']}")
+    out, _ = c.run("check", m, "--max-growth-bytes", "2M", rc=1)
+    expect(out == f"FAIL {m}: growth unknown (growth_status damaged in rank 2: the samples were "
+           "not judged): max-growth-bytes 2.00 MiB cannot be checked\n", out)
+    out, _ = c.run("check", m, "--max-growth-bytes", "1M", rc=1)
+    expect(out == f"FAIL {m}: a call stack's live bytes grew by 2.00 MiB (2097152 bytes; rank 5 "
+           "GPU 0, cudaMalloc) exceeds max-growth-bytes 1.00 MiB (1048576): forward "
+           "model.py:42\n", out)
+    # merged, both judged: rank 2's list cut (1 of 2, suppressed), rank 5's whole
+    def cut2(rank, r):
+        r["leaks"]["growth_status"] = "judged"
+        r["leaks"]["growth_suspects_total"] = 2 if rank == 2 else 1
+    m = os.path.join(c.work, "cg-merged2.json")
+    c.run("merge", *rank_pair(c, cut2, "cgc"), "-o", m)
+    out, _ = c.run("check", m, "--max-growth-bytes", "1M", "--suppressions", supp, rc=1)
+    expect(out == f"FAIL {m}: growth unknown (the report lists 1 of its 2 growth suspects of "
+           "rank 2, GPUMEMTRACE_TOP, and those it leaves out may have grown by up to 2.00 MiB "
+           "each): max-growth-bytes 1.00 MiB cannot be checked\n", out)
+    c.run("check", m, "--max-growth-bytes", "2M", "--suppressions", supp)
+    lim = os.path.join(c.work, "cg.limits")
+    with open(lim, "w") as f:
+        f.write("max-growth-bytes = 1MiB\n")
+    out, _ = c.run("check", v2, "--limits", lim, rc=1)
+    expect("exceeds max-growth-bytes 1.00 MiB" in out, out)
+    c.run("check", v2, "--limits", lim, "--max-growth-bytes", "4M")  # the option wins
+    for bad in ("-1", "1.5", "lots", ""):
+        _, err = c.run("check", v2, f"--max-growth-bytes={bad}", rc=2)
+        expect(err.startswith(f"gpumemtrace: check: bad value '{bad}' for max-growth-bytes, "
+                              "which takes a size in bytes"), f"{bad!r}: {err}")
+    out, _ = c.run("check", "--help")
+    expect("--max-growth-bytes N" in out and "max-growth-bytes," in out, out)
+
+
+@case
 def case_check_sites(c):
     """check --max-site-allocs (docs/cli.md, "gpumemtrace check"): the call stack that
     allocated most over the run against the limit (inclusive), named with its device, API and
