@@ -3,6 +3,7 @@ with PyTorch's expandable segments, growth suspects with PyTorch's cache on, and
 out-of-memory error the program recovers from. check.py calls register(check_module).
 """
 import os
+import subprocess
 import sys
 
 MIB = 1 << 20
@@ -80,8 +81,8 @@ def register(m):
             rep = c.load(r)
             check_sums(c, rep, f"torch_growth_{mode}")
             sus = (rep.get("leaks") or {}).get("growth_suspects") or []
-            found[mode] = (rep, sus)
-        rep, sus = found["leak"]
+            found[mode] = (rep, sus, r.report_path)
+        rep, sus, _ = found["leak"]
         if c.expect_true("leak: at least one growth suspect", sus, sus):
             top = sus[0]
             c.expect("leak: top suspect kind", top.get("kind"), "device")
@@ -98,9 +99,26 @@ def register(m):
             c.note(f"leak: top suspect {top.get('api')} +{top.get('growth_bytes')} B over "
                    f"{len(top.get('samples', []))} samples; python {py}; "
                    f"symbols {m.symbols(rep, top['stack_id'])[:4]}")
-        rep, sus = found["flat"]
+        rep, sus, _ = found["flat"]
         c.expect("flat: growth suspects (cache filled once, reused)",
                  [(s.get("api"), s.get("growth_bytes")) for s in sus], [])
+        # the CI gate on these real reports (check --max-growth-bytes): the leak's top suspect
+        # fails a limit under its growth and holds at it; the flat cache holds at 0
+        for mode, limit, want in (("leak", 64 * MIB, 1), ("flat", 0, 0)):
+            rep, sus, path = found[mode]
+            chk = subprocess.run([c.cli, "check", path, "--max-growth-bytes", str(limit)],
+                                 capture_output=True, text=True, timeout=60)
+            c.expect(f"{mode}: check --max-growth-bytes {limit} exit status", chk.returncode, want)
+            if want:
+                c.expect_true(f"{mode}: the check line names the limit exceeded",
+                              "exceeds max-growth-bytes" in chk.stdout and
+                              "torch_growth.py" in chk.stdout, chk.stdout + chk.stderr)
+            if mode == "leak" and sus:
+                grew = str(sus[0].get("growth_bytes"))
+                chk = subprocess.run([c.cli, "check", path, "--max-growth-bytes", grew],
+                                     capture_output=True, text=True, timeout=60)
+                c.expect(f"leak: check --max-growth-bytes {grew} (its own growth) exit status",
+                         chk.returncode, 0)
 
     @case
     def torch_oom_recovered(c):
