@@ -2418,6 +2418,12 @@ int gmt_py_attach_recovered(void *mem, size_t bytes, gmt_py_status_t status, con
 {
     py.status = status <= GMT_PY_NO_FRAMES ? status : GMT_PY_NOT_PYTHON;
     snprintf(py.version, sizeof py.version, "%s", version ? version : "");
+    /* What an earlier recovery attached goes first, whatever this one finds: `top` recovers at
+     * every view, each time from a new mapping of the file (the last one is unmapped). */
+    recovered_cache = NULL;
+    recovered_damaged = 0;
+    __atomic_store_n(&cache, NULL, __ATOMIC_RELEASE);
+    __atomic_fetch_add(&cache_gen, 1, __ATOMIC_RELEASE);
     pycode_t *c = mem;
     if (!c) return 0;
     if (!cache_usable(c, bytes)) return -EINVAL;

@@ -107,8 +107,9 @@ size_t gmt_pycode_bytes(uint32_t max_entries, uint64_t text_bytes);
 int gmt_pycode_init(void *mem, size_t bytes, uint32_t max_entries, uint64_t text_bytes);
 /* Recovery (docs/state.md): resolve frames from a dead process's code cache at mem (a private
  * copy: entries that point outside it are disabled and counted, gmt_py_code_damaged) and report
- * its status and version. mem NULL: no cache, only the status. 0, or -EINVAL when mem is not a
- * usable cache. */
+ * its status and version. mem NULL: no cache, only the status. Whatever an earlier call attached
+ * is detached first, whatever this one finds (`top` recovers at every view). 0, or -EINVAL when
+ * mem is not a usable cache. */
 int gmt_py_attach_recovered(void *mem, size_t bytes, gmt_py_status_t status, const char *version);
 /* Whether a cache gmt_py_attach_recovered attached is the one frames resolve from; then
  * *damaged: its filled-in entries that pointed outside its text (or whose strings and line

@@ -386,6 +386,45 @@ static void test_recovered_pycode_damaged_reported(void **state)
     free(mem);
 }
 
+/* A recovery attaches its file's cache in place of whatever an earlier one attached, whatever
+ * it finds: `top` recovers at every view from a new mapping, the last one unmapped, so a file
+ * whose cache no longer passes (or that holds none) must not leave frames resolving from the
+ * last view's cache (before, they did: memory no longer mapped in `top`). */
+static void test_recovered_pycode_replaces_earlier(void **state)
+{
+    (void)state;
+    enum { ENTRIES = 64, TEXT = 4096, HEAD = 48 };
+    size_t bytes = gmt_pycode_bytes(ENTRIES, TEXT);
+    uint8_t *a = calloc(1, bytes), *b = calloc(1, bytes);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_int_equal(gmt_pycode_init(a, bytes, ENTRIES, TEXT), 0);
+    memcpy(a + bytes - TEXT, "f.py\0g\0", 7); /* entry 1: file, function, no line table */
+    uint32_t ready = 1;
+    memcpy(a + HEAD + 40 + 32, &ready, 4);
+    memcpy(b, a, bytes);
+    b[0] ^= 1; /* b: the same cache, its header damaged */
+    const uint64_t word = (GMT_PY_TAG << GMT_PY_TAG_SHIFT) | (1ull << 32);
+    gmt_py_frame_t pf;
+    uint64_t damaged;
+    assert_int_equal(gmt_py_attach_recovered(a, bytes, GMT_PY_CAPTURED, "3.12.1"), 0);
+    assert_int_equal(gmt_py_resolve(word, &pf), 0);
+    assert_string_equal(pf.function, "g");
+    /* A bad header: nothing attached, a's frames no longer named from a. */
+    assert_int_equal(gmt_py_attach_recovered(b, bytes, GMT_PY_CAPTURED, "3.12.1"), -EINVAL);
+    assert_int_equal(gmt_py_resolve(word, &pf), -ENOENT);
+    assert_null(pf.function);
+    assert_false(gmt_py_code_damaged(&damaged));
+    /* No cache at all: the same. */
+    assert_int_equal(gmt_py_attach_recovered(a, bytes, GMT_PY_CAPTURED, "3.12.1"), 0);
+    assert_true(gmt_py_code_damaged(&damaged));
+    assert_int_equal(gmt_py_attach_recovered(NULL, 0, GMT_PY_OFF, "3.12.1"), 0);
+    assert_int_equal(gmt_py_resolve(word, &pf), -ENOENT);
+    assert_false(gmt_py_code_damaged(&damaged));
+    free(a);
+    free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -395,6 +434,7 @@ int main(void)
         cmocka_unit_test(test_attach_refuses_bad_files),
         cmocka_unit_test(test_recovered_pycode_garbage),
         cmocka_unit_test(test_recovered_pycode_damaged_reported),
+        cmocka_unit_test(test_recovered_pycode_replaces_earlier),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
