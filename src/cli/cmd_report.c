@@ -496,9 +496,14 @@ static void print_header(const view_t *v)
             unread = gmt_json_int(py, "unreadable_frames", 0),
             uncached = gmt_json_int(py, "code_cache_dropped", 0),
             damaged = gmt_json_int(py, "code_cache_damaged", 0);
-    if (cut > 0 || unread > 0 || uncached > 0 || damaged > 0) {
+    bool unusable = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(py, "code_cache_unusable"));
+    if (cut > 0 || unread > 0 || uncached > 0 || damaged > 0 || unusable) {
         printf("  %snote:%s     Python frames:", YEL(v), RESET(v));
         const char *sep = "";
+        if (unusable) {
+            printf(" none named (the state file's code cache was unusable)");
+            sep = ";";
+        }
         if (cut > 0) {
             printf(" %" PRId64 " stack%s cut short (64 frames, or a frame that could not be read)",
                    cut, plural(cut));

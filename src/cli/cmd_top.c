@@ -409,6 +409,9 @@ static int show(const char *path, long top, bool *running, seen_allocs_t *prev, 
            : end == GMT_REGION_END_EXEC ? "exec'd"
                                         : "gone",
            used ? cmd : "?", seen);
+    bool py_unusable;
+    if (gmt_py_recovered(&py_unusable) && py_unusable)
+        printf("note: the state file's Python code cache is unusable: Python frames show as ?\n");
     char b1[GMT_FMT_BYTES_LEN], b2[GMT_FMT_BYTES_LEN], b3[GMT_FMT_BYTES_LEN], label[32];
     printf("%-8s %12s %12s %12s %10s\n", "device", "in use", "peak", "host/managed", "live");
     for (int s = 0; s < GMT_STAT_SLOTS; s++) {

@@ -214,14 +214,16 @@ int gmt_track_recover(const char *path, char *err, size_t errlen)
         terminate(cs->devfacts[i].uuid, sizeof cs->devfacts[i].uuid);
     }
     terminate(cs->py_version, sizeof cs->py_version);
-    /* The Python code cache, read-only; a bad one leaves Python frames unresolved. */
+    /* The Python code cache, read-only; a bad one, or none where Python frames were captured,
+     * leaves them unresolved, and the report says so (capture.python.code_cache_unusable). */
     void *pc = NULL;
     if (cs->pycode_off && gmt_region_contains(cs->pycode_off, cs->pycode_bytes))
         pc = GMT_AT(void, cs->pycode_off);
-    if (gmt_py_attach_recovered(pc, pc ? cs->pycode_bytes : 0, (gmt_py_status_t)cs->py_status,
-                                cs->py_version) != 0 &&
-        pc)
-        gmt_info("the state file's Python code cache is not usable: Python frames are unnamed");
+    int pyrc = gmt_py_attach_recovered(pc, pc ? cs->pycode_bytes : 0,
+                                       (gmt_py_status_t)cs->py_status, cs->py_version);
+    if (pyrc)
+        gmt_info("the state file's Python code cache is %s: Python frames are unnamed",
+                 pyrc == -ENOENT ? "missing" : "not usable");
     /* A growth block outside what the file holds is never read; the report says its samples
      * were damaged (gmt_track_growth_recovered). */
     growth_block_bad = cs->growth_off && !gmt_region_contains(cs->growth_off, cs->growth_bytes);

@@ -2410,7 +2410,10 @@ static bool cache_usable(const pycode_t *c, size_t bytes)
            gmt_pycode_bytes(c->max_entries, c->text_bytes) <= bytes;
 }
 
-/* The cache gmt_py_attach_recovered attached, and the entries it disabled there. */
+/* What gmt_py_attach_recovered found (never called in a traced process): the cache it attached
+ * and the entries it disabled there, or that the state file's cache could not be used. */
+static bool recovered;
+static bool recovered_unusable;
 static pycode_t *recovered_cache;
 static uint64_t recovered_damaged;
 
@@ -2420,13 +2423,21 @@ int gmt_py_attach_recovered(void *mem, size_t bytes, gmt_py_status_t status, con
     snprintf(py.version, sizeof py.version, "%s", version ? version : "");
     /* What an earlier recovery attached goes first, whatever this one finds: `top` recovers at
      * every view, each time from a new mapping of the file (the last one is unmapped). */
+    recovered = true;
+    recovered_unusable = false;
     recovered_cache = NULL;
     recovered_damaged = 0;
     __atomic_store_n(&cache, NULL, __ATOMIC_RELEASE);
     __atomic_fetch_add(&cache_gen, 1, __ATOMIC_RELEASE);
     pycode_t *c = mem;
-    if (!c) return 0;
-    if (!cache_usable(c, bytes)) return -EINVAL;
+    if (!c) { /* captured Python frames, nothing to name them by */
+        recovered_unusable = py.status == GMT_PY_CAPTURED;
+        return recovered_unusable ? -ENOENT : 0;
+    }
+    if (!cache_usable(c, bytes)) {
+        recovered_unusable = true;
+        return -EINVAL;
+    }
     char *text = cache_text(c);
     text[c->text_bytes - 1] = 0; /* every string ends inside the arena */
     pycode_entry_t *ents = cache_entries(c);
@@ -2458,6 +2469,20 @@ bool gmt_py_code_damaged(uint64_t *damaged)
     pycode_t *c = __atomic_load_n(&cache, __ATOMIC_ACQUIRE);
     *damaged = c && c == recovered_cache ? recovered_damaged : 0;
     return c && c == recovered_cache;
+}
+
+bool gmt_py_recovered(bool *cache_unusable)
+{
+    *cache_unusable = recovered_unusable;
+    return recovered;
+}
+
+int gmt_py_test_break_cache_header(void *mem, size_t bytes)
+{
+    pycode_t *c = mem;
+    if (!c || !cache_usable(c, bytes)) return -EINVAL;
+    c->magic ^= 1; /* one bit of the magic, as a damaged file's might be */
+    return 0;
 }
 
 int gmt_py_test_damage_cache(void *mem, size_t bytes, const char *const *names, int n)

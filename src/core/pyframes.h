@@ -108,9 +108,14 @@ int gmt_pycode_init(void *mem, size_t bytes, uint32_t max_entries, uint64_t text
 /* Recovery (docs/state.md): resolve frames from a dead process's code cache at mem (a private
  * copy: entries that point outside it are disabled and counted, gmt_py_code_damaged) and report
  * its status and version. mem NULL: no cache, only the status. Whatever an earlier call attached
- * is detached first, whatever this one finds (`top` recovers at every view). 0, or -EINVAL when
- * mem is not a usable cache. */
+ * is detached first, whatever this one finds (`top` recovers at every view). 0; -EINVAL when
+ * mem is not a usable cache (its header fails the checks), -ENOENT when mem is NULL and status
+ * is GMT_PY_CAPTURED: either way no Python frame is named, and gmt_py_recovered says so. */
 int gmt_py_attach_recovered(void *mem, size_t bytes, gmt_py_status_t status, const char *version);
+/* Whether gmt_py_attach_recovered ran (the report is a recovered one); then *cache_unusable:
+ * its last call returned -EINVAL or -ENOENT, no cache to name Python frames by
+ * (capture.python.code_cache_unusable). Else false and *cache_unusable false. */
+bool gmt_py_recovered(bool *cache_unusable);
 /* Whether a cache gmt_py_attach_recovered attached is the one frames resolve from; then
  * *damaged: its filled-in entries that pointed outside its text (or whose strings and line
  * table did not fit in it) and were disabled: their frames resolve to null file, function and
@@ -121,6 +126,10 @@ bool gmt_py_code_damaged(uint64_t *damaged);
  * function (qualified name) is one of names[0..n). Returns how many, or -EINVAL when mem is not
  * a usable cache. */
 int gmt_py_test_damage_cache(void *mem, size_t bytes, const char *const *names, int n);
+/* For tests (tests/integration/state_poke.c): damages the header of the code cache at mem so
+ * that recovery refuses the whole cache (one bit of its magic). 0, or -EINVAL when mem is not a
+ * usable cache. */
+int gmt_py_test_break_cache_header(void *mem, size_t bytes);
 
 /* Line of a byte offset into a code object's instructions, from its copied line table.
  * minor: CPython 3.minor (9: co_lnotab, 10: co_linetable, 11+: location table). -1: none. */

@@ -37,6 +37,10 @@ void gmt_report_python_stack_status(jw_t *w, const uint64_t *frames, uint32_t n)
 
 void gmt_report_python_capture(jw_t *w)
 {
+    bool unusable;
+    bool recovered = gmt_py_recovered(&unusable);
+    uint64_t damaged;
+    bool attached = gmt_py_code_damaged(&damaged);
     jw_object_begin(w, "python");
     jw_string(w, "status", gmt_py_status_name(gmt_py_status()));
     jw_string(w, "version", gmt_py_version());
@@ -51,11 +55,14 @@ void gmt_report_python_capture(jw_t *w)
         if (why) jw_string(w, "code_hook_off", why);
         jw_uint(w, "unreadable_frames", gmt_py_unreadable_frames());
         jw_uint(w, "cut_walks", gmt_py_cut_walks());
-        jw_uint(w, "code_cache_dropped", gmt_py_code_dropped());
+        /* The cache's own count, in the state file with it: none where recovery attached no
+         * cache (its header, the count's place, failed the checks). */
+        if (!recovered || attached) jw_uint(w, "code_cache_dropped", gmt_py_code_dropped());
     }
     /* A recovered report says how many of the state file's cache entries were damaged, 0
-     * included, whatever the status: the cache names the frames all the same. */
-    uint64_t damaged;
-    if (gmt_py_code_damaged(&damaged)) jw_uint(w, "code_cache_damaged", damaged);
+     * included, whatever the status: the cache names the frames all the same; or that the file
+     * had no cache to name its Python frames by. */
+    if (attached) jw_uint(w, "code_cache_damaged", damaged);
+    if (unusable) jw_bool(w, "code_cache_unusable", true);
     jw_object_end(w);
 }

@@ -360,7 +360,7 @@ def case_header(c):
     """The run's lines: a report recovered from a state file says so on its reason line; the
     dropped-events note names the counters that dropped something, not the zero ones; the
     Python note names code objects the code cache could not name, and those a recovered
-    report's state file had damaged (alone too)."""
+    report's state file had damaged (alone too), or that its whole cache was unusable."""
     r = c.base()
     r["process"]["recovered"] = True
     r["capture"]["python"].update(cut_walks=0, unreadable_frames=0, code_cache_dropped=2,
@@ -379,6 +379,13 @@ def case_header(c):
     out, _ = c.run("report", c.write("header-damaged.json", r))
     expect("  note:     Python frames: 3 code objects not named (damaged in the state file)"
            in out.splitlines(), "Python frames note, damaged entries only:\n" + out)
+    # a state file whose whole code cache was refused: no count, the note says none is named
+    del r["capture"]["python"]["code_cache_dropped"]
+    del r["capture"]["python"]["code_cache_damaged"]
+    r["capture"]["python"]["code_cache_unusable"] = True
+    out, _ = c.run("report", c.write("header-unusable.json", r))
+    expect("  note:     Python frames: none named (the state file's code cache was unusable)"
+           in out.splitlines(), "Python frames note, the cache unusable:\n" + out)
 
 
 @case

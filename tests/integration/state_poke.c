@@ -5,7 +5,7 @@
  * (gmt_core_state_t, at the header's core_off) holds the sampler block's offset and size
  * (growth_off, growth_bytes) and the code cache's (pycode_off, pycode_bytes); the block is a
  * gmt_growth_t; the code cache's layout is pyframes.c's, which damages it
- * (gmt_py_test_damage_cache).
+ * (gmt_py_test_damage_cache, gmt_py_test_break_cache_header).
  *
  *   state_poke FILE show           prints growth_off=, growth_bytes=, n=, ids_seen=, row_ids=
  *                                  (row_ids: the stack ids the committed rows hold)
@@ -15,6 +15,8 @@
  *                                  puts past the code cache's text arena the text offset of
  *                                  every filled-in entry whose function (qualified name) is one
  *                                  of the NAMEs; prints damaged=N, how many
+ *   state_poke FILE pycode_header  damages the code cache's header (one bit of its magic), so
+ *                                  that recovery refuses the whole cache; prints header=damaged
  *
  * Exit 0, or 1 with one line on stderr.
  */
@@ -73,7 +75,8 @@ static void put(uint64_t va, const void *p, size_t n)
     io(va, (void *)p, n, true);
 }
 
-/* pycode_damage: the cache block read, damaged in memory by pyframes.c, written back. */
+/* pycode_damage and pycode_header (names NULL): the cache block read, damaged in memory by
+ * pyframes.c, written back. */
 static int pycode_damage(const char *const *names, int n)
 {
     uint64_t off, bytes;
@@ -83,11 +86,15 @@ static int pycode_damage(const char *const *names, int n)
     void *mem = malloc(bytes);
     if (!mem) die("out of memory");
     get(off, mem, bytes);
-    int damaged = gmt_py_test_damage_cache(mem, bytes, names, n);
+    int damaged = names ? gmt_py_test_damage_cache(mem, bytes, names, n)
+                        : gmt_py_test_break_cache_header(mem, bytes);
     if (damaged < 0) die("the file's Python code cache is not usable");
     put(off, mem, bytes);
     free(mem);
-    printf("damaged=%d\n", damaged);
+    if (names)
+        printf("damaged=%d\n", damaged);
+    else
+        printf("header=damaged\n");
     return 0;
 }
 
@@ -95,15 +102,17 @@ int main(int argc, char **argv)
 {
     bool show = argc == 3 && strcmp(argv[2], "show") == 0;
     bool pycode = argc >= 4 && strcmp(argv[2], "pycode_damage") == 0;
-    if (!show && !pycode && argc != 4)
+    bool header = argc == 3 && strcmp(argv[2], "pycode_header") == 0;
+    if (!show && !pycode && !header && argc != 4)
         die("usage: state_poke FILE show | state_poke FILE FIELD VALUE | "
-            "state_poke FILE pycode_damage NAME...");
+            "state_poke FILE pycode_damage NAME... | state_poke FILE pycode_header");
     fd = open(argv[1], show ? O_RDONLY : O_RDWR);
     if (fd < 0) die(strerror(errno));
     if (pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h ||
         memcmp(h.magic, GMT_REGION_MAGIC, 8) != 0 || h.header_bytes != sizeof h)
         die("not a state file of this build");
     if (pycode) return pycode_damage((const char *const *)argv + 3, argc - 3);
+    if (header) return pycode_damage(NULL, 0);
     const uint64_t off_at = h.core_off + offsetof(gmt_core_state_t, growth_off);
     const uint64_t bytes_at = h.core_off + offsetof(gmt_core_state_t, growth_bytes);
     uint64_t goff;

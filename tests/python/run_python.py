@@ -925,7 +925,8 @@ def case_recover(args):
     rep = load_report(out, args.schema)
     if rep["process"].get("recovered") is not True:
         fail("process.recovered is not true")
-    want = {"status": "captured", "version": version_of(args.python), "code_cache_damaged": 0}
+    want = {"status": "captured", "version": version_of(args.python), "code_cache_damaged": 0,
+            "code_cache_unusable": None}
     cap = rep["capture"].get("python") or {}
     if {k: cap.get(k) for k in want} != want:
         fail(f"recovered capture.python is {rep['capture'].get('python')}, want {want}")
@@ -959,8 +960,11 @@ def case_recover(args):
     if t.returncode != 0 or not re.search(rf"held_by_kill \S*state_kill\.py:{tag}$", t.stdout,
                                           re.M) or "libffi" in t.stdout:
         fail(f"top --once should show held_by_kill state_kill.py:{tag}:\n{t.stdout}{t.stderr}")
+    if "code cache is unusable" in t.stdout or "unusable" in r.stdout:
+        fail(f"the untouched recovery calls the code cache unusable:\n{r.stdout}{t.stdout}")
     print("ok recovered: " + " <- ".join(f"{f['function']}:{f['line']}" for f in py))
     recover_damaged(args, state, rep)
+    recover_unusable(args, state, rep)
 
 
 def recover_damaged(args, state, rep):
@@ -1016,6 +1020,55 @@ def recover_damaged(args, state, rep):
              f"{nulled} damaged frames of {sorted(seen)}, {kept} kept")
     print(f"ok damaged: code_cache_damaged {cap['code_cache_damaged']}, {nulled} frames null, "
           f"{kept} still named")
+
+
+def recover_unusable(args, state, rep):
+    """A copy of state whose code cache's header is damaged (state_poke pycode_header): recovery
+    refuses the whole cache and still succeeds, every Python frame null, and the report, its
+    summary and `top` say the cache was unusable (before, only one info line on stderr did), with
+    no count the refused cache would have given (code_cache_damaged, code_cache_dropped)."""
+    bad = os.path.join(args.work, "recover-unusable.gmt")
+    shutil.copyfile(state, bad)
+    p = subprocess.run([args.poke, bad, "pycode_header"], capture_output=True, text=True,
+                       timeout=60)
+    if p.returncode != 0 or p.stdout.strip() != "header=damaged":
+        fail(f"state_poke pycode_header: {p.returncode} {p.stdout!r} {p.stderr!r}")
+    out = os.path.join(args.work, "recover-unusable.json")
+    r = subprocess.run([args.cli, "report", "--recover", bad, "-o", out], capture_output=True,
+                       text=True, timeout=60)
+    if r.returncode != 0:
+        fail(f"report --recover of the file with a damaged cache header: {r.returncode} {r.stderr}")
+    urep = load_report(out, args.schema)
+    cap = urep["capture"].get("python") or {}
+    if (cap.get("status"), cap.get("code_cache_unusable")) != ("captured", True):
+        fail(f"capture.python of the damaged header's recovery is {cap}, want status captured "
+             "and code_cache_unusable true")
+    for k in ("code_cache_damaged", "code_cache_dropped"):
+        if k in cap:
+            fail(f"capture.python has {k} though no cache was attached: {cap}")
+    note = "Python frames: none named (the state file's code cache was unusable)"
+    if note not in r.stdout:
+        fail(f"report --recover should say '{note}':\n{r.stdout}")
+    before = {g["bytes"]: g for g in rep["leaks"]["groups"]}
+    after = {g["bytes"]: g for g in urep["leaks"]["groups"]}
+    n = 0
+    for size in (6 << 20, 1 << 20):
+        if size not in before or size not in after:
+            fail(f"no {size}-byte leak group in both recoveries: {sorted(before)} {sorted(after)}")
+        old = [f for f in frames_of(rep, before[size]) if f.get("type") == "python"]
+        new = [f for f in frames_of(urep, after[size]) if f.get("type") == "python"]
+        if len(old) != len(new) or not new:
+            fail(f"{size}-byte group: {len(old)} Python frames intact, {len(new)} unusable")
+        for f in new:
+            n += 1
+            if (f["file"], f["function"], f["line"]) != (None, None, None):
+                fail(f"{size}-byte group: a frame named without a usable cache: {f}")
+        expect_status(urep, after[size], "captured")
+    t = subprocess.run([args.cli, "top", "--once", bad], capture_output=True, text=True,
+                       timeout=60)
+    if t.returncode != 0 or "Python code cache is unusable" not in t.stdout:
+        fail(f"top --once should say the code cache is unusable:\n{t.stdout}{t.stderr}")
+    print(f"ok unusable: code_cache_unusable true, {n} Python frames null, said by report and top")
 
 
 def main():

@@ -282,6 +282,9 @@ static void test_recovered_pycode_garbage(void **state)
     assert_string_equal(gmt_py_version(), "3.12.1");
     mem[0] ^= 1;
     assert_int_equal(gmt_py_attach_recovered(mem, bytes - 1, GMT_PY_CAPTURED, "3.12.1"), -EINVAL);
+    bool unusable = false;
+    assert_true(gmt_py_recovered(&unusable)); /* and said (capture.python) */
+    assert_true(unusable);
     uint64_t damaged = 99;
     assert_false(gmt_py_code_damaged(&damaged)); /* nothing attached: nothing to count */
     assert_int_equal(damaged, 0);
@@ -381,8 +384,48 @@ static void test_recovered_pycode_damaged_reported(void **state)
     got = capture_python_json();
     assert_null(strstr(got, "code_cache_dropped"));
     assert_non_null(strstr(got, "\"code_cache_damaged\":3"));
+    assert_null(strstr(got, "code_cache_unusable"));
     gmt_py_frame_t pf;
     assert_int_equal(gmt_py_resolve((GMT_PY_TAG << GMT_PY_TAG_SHIFT) | (2ull << 32), &pf), -ENOENT);
+    free(mem);
+}
+
+/* A recovered cache refused as a whole (its header fails the checks), or none where Python
+ * frames were captured, names no frame: capture.python says so (code_cache_unusable) and has
+ * no count the cache would have given; a file without Python frames needs none. */
+static void test_recovered_pycode_unusable_reported(void **state)
+{
+    (void)state;
+    enum { ENTRIES = 64, TEXT = 4096 };
+    size_t bytes = gmt_pycode_bytes(ENTRIES, TEXT);
+    uint8_t *mem = calloc(1, bytes);
+    assert_non_null(mem);
+    assert_int_equal(gmt_pycode_init(mem, bytes, ENTRIES, TEXT), 0);
+    bool unusable = true;
+    assert_int_equal(gmt_py_attach_recovered(mem, bytes, GMT_PY_CAPTURED, "3.12.1"), 0);
+    assert_true(gmt_py_recovered(&unusable));
+    assert_false(unusable);
+    assert_int_equal(gmt_py_test_break_cache_header(mem, bytes), 0);
+    assert_int_equal(gmt_py_test_break_cache_header(mem, bytes), -EINVAL); /* broken already */
+    assert_int_equal(gmt_py_attach_recovered(mem, bytes, GMT_PY_CAPTURED, "3.12.1"), -EINVAL);
+    assert_true(gmt_py_recovered(&unusable));
+    assert_true(unusable);
+    char *got = capture_python_json();
+    assert_non_null(strstr(got, "\"code_cache_unusable\":true"));
+    assert_null(strstr(got, "code_cache_dropped"));
+    assert_null(strstr(got, "code_cache_damaged"));
+    /* Whatever the status: the file is damaged all the same. */
+    assert_int_equal(gmt_py_attach_recovered(mem, bytes, GMT_PY_OFF, "3.12.1"), -EINVAL);
+    assert_non_null(strstr(capture_python_json(), "\"code_cache_unusable\":true"));
+    /* No cache: unusable where frames were captured, not where there are none. */
+    assert_int_equal(gmt_py_attach_recovered(NULL, 0, GMT_PY_CAPTURED, "3.12.1"), -ENOENT);
+    got = capture_python_json();
+    assert_non_null(strstr(got, "\"code_cache_unusable\":true"));
+    assert_null(strstr(got, "code_cache_dropped"));
+    assert_int_equal(gmt_py_attach_recovered(NULL, 0, GMT_PY_OFF, "3.12.1"), 0);
+    assert_true(gmt_py_recovered(&unusable));
+    assert_false(unusable);
+    assert_null(strstr(capture_python_json(), "code_cache_unusable"));
     free(mem);
 }
 
@@ -435,6 +478,7 @@ int main(void)
         cmocka_unit_test(test_recovered_pycode_garbage),
         cmocka_unit_test(test_recovered_pycode_damaged_reported),
         cmocka_unit_test(test_recovered_pycode_replaces_earlier),
+        cmocka_unit_test(test_recovered_pycode_unusable_reported),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
