@@ -45,16 +45,21 @@ void gmt_report_python_capture(jw_t *w)
     jw_string(w, "status", gmt_py_status_name(gmt_py_status()));
     jw_string(w, "version", gmt_py_version());
     if (gmt_py_status() == GMT_PY_CAPTURED) {
-        jw_uint(w, "checked_walks", gmt_py_checked_walks());
-        jw_uint(w, "replayed_walks", gmt_py_replayed_walks());
-        jw_uint(w, "noted_walks", gmt_py_noted_walks());
-        jw_uint(w, "trusted_walks", gmt_py_trusted_walks());
-        jw_uint(w, "sited_walks", gmt_py_sited_walks());
-        const char *why;
-        jw_string(w, "code_hook", gmt_py_code_hook(&why));
-        if (why) jw_string(w, "code_hook_off", why);
-        jw_uint(w, "unreadable_frames", gmt_py_unreadable_frames());
-        jw_uint(w, "cut_walks", gmt_py_cut_walks());
+        /* The walks' counts and the code hook live in the process's own memory, not in its
+         * state file (docs/state.md): a recovered report has none of them, rather than this
+         * process's zeros and "off" read as the dead process's. */
+        if (!recovered) {
+            jw_uint(w, "checked_walks", gmt_py_checked_walks());
+            jw_uint(w, "replayed_walks", gmt_py_replayed_walks());
+            jw_uint(w, "noted_walks", gmt_py_noted_walks());
+            jw_uint(w, "trusted_walks", gmt_py_trusted_walks());
+            jw_uint(w, "sited_walks", gmt_py_sited_walks());
+            const char *why;
+            jw_string(w, "code_hook", gmt_py_code_hook(&why));
+            if (why) jw_string(w, "code_hook_off", why);
+            jw_uint(w, "unreadable_frames", gmt_py_unreadable_frames());
+            jw_uint(w, "cut_walks", gmt_py_cut_walks());
+        }
         /* The cache's own count, in the state file with it: none where recovery attached no
          * cache (its header, the count's place, failed the checks). */
         if (!recovered || attached) jw_uint(w, "code_cache_dropped", gmt_py_code_dropped());

@@ -963,8 +963,41 @@ def case_recover(args):
     if "code cache is unusable" in t.stdout or "unusable" in r.stdout:
         fail(f"the untouched recovery calls the code cache unusable:\n{r.stdout}{t.stdout}")
     print("ok recovered: " + " <- ".join(f"{f['function']}:{f['line']}" for f in py))
+    recover_live_only(args, env, prog, cap)
     recover_damaged(args, state, rep)
     recover_unusable(args, state, rep)
+
+
+# capture.python's counts of the walks and the code hook: in the traced process's memory only,
+# none of them in its state file.
+LIVE_ONLY = ("checked_walks", "replayed_walks", "noted_walks", "trusted_walks", "sited_walks",
+             "code_hook", "code_hook_off", "unreadable_frames", "cut_walks")
+
+
+def recover_live_only(args, env, prog, cap):
+    """The members a recovered capture.python cannot know (LIVE_ONLY) are left out of it, where
+    they were the CLI's own zeros and "off" (read as the dead process's); the same program run
+    to its exit has them, checked_walks above 0 (its first walks read through the kernel), so
+    the live report keeps them. code_cache_dropped is the dead process's, from its cache."""
+    have = [k for k in LIVE_ONLY if k in cap]
+    if have:
+        fail(f"recovered capture.python has {have}, which the state file does not hold: {cap}")
+    if cap.get("code_cache_dropped") != 0:
+        fail(f"recovered capture.python's code_cache_dropped is not the file's 0: {cap}")
+    live = os.path.join(args.work, "recover-live.json")
+    lenv = dict(env, GPUMEMTRACE_STATE=os.path.join(args.work, "recover-live-%p.gmt"),
+                GPUMEMTRACE_OUTPUT=live)
+    p = subprocess.run([args.python, prog, args.cudart, args.native, "exit"], env=lenv,
+                       capture_output=True, text=True, timeout=60)
+    if p.returncode != 0:
+        fail(f"state_kill.py exit: {p.returncode} {p.stderr}")
+    lcap = load_report(live, args.schema)["capture"].get("python") or {}
+    lacks = [k for k in LIVE_ONLY if k not in lcap and k != "code_hook_off"]
+    if lacks or lcap.get("status") != "captured" or not lcap.get("checked_walks", 0) > 0:
+        fail(f"the live report's capture.python lacks {lacks} or has no checked walk: {lcap}")
+    print(f"ok live-only: left out of the recovered capture.python, the live run's "
+          f"checked_walks {lcap['checked_walks']}, replayed_walks {lcap['replayed_walks']}, "
+          f"code_hook {lcap['code_hook']}")
 
 
 def recover_damaged(args, state, rep):

@@ -358,7 +358,8 @@ static char *capture_python_json(void)
 }
 
 /* capture.python of a recovered cache counts the entries it disabled (code_cache_damaged),
- * 0 included and whatever the recovered status: the cache names frames all the same. */
+ * 0 included and whatever the recovered status: the cache names frames all the same; it has
+ * the cache's own count (code_cache_dropped), none of the live process's. */
 static void test_recovered_pycode_damaged_reported(void **state)
 {
     (void)state;
@@ -378,6 +379,10 @@ static void test_recovered_pycode_damaged_reported(void **state)
     char *got = capture_python_json();
     assert_non_null(strstr(got, "\"code_cache_dropped\":0"));
     assert_non_null(strstr(got, "\"code_cache_damaged\":0"));
+    /* What the walks counted and the code hook are in no state file: not this process's. */
+    static const char *const live_only[] = {"_walks", "code_hook", "unreadable_frames"};
+    for (size_t i = 0; i < sizeof live_only / sizeof live_only[0]; i++)
+        assert_null(strstr(got, live_only[i]));
     /* The test hook damages every entry named g; with another status the count stays. */
     assert_int_equal(gmt_py_test_damage_cache(mem, bytes, names, 1), 3);
     assert_int_equal(gmt_py_attach_recovered(mem, bytes, GMT_PY_UNSUPPORTED, "3.8.18"), 0);
