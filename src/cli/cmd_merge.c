@@ -117,7 +117,8 @@ static void append_ranked(cJSON *to, const cJSON *from, int64_t rank, int64_t sh
     cJSON_ArrayForEach(item, from) cJSON_AddItemToArray(to, dup_ranked(item, rank, shift));
 }
 
-/* Sum the numbers of src's object members into dst (apis: {name: {allocs, ...}}). */
+/* Sum the numbers of src's object members into dst (apis: {name: {allocs, ...}}); a flag (true)
+ * src raises stays raised in dst (capture.python.code_cache_unusable of one rank). */
 static void sum_into(cJSON *dst, const cJSON *src)
 {
     const cJSON *m;
@@ -133,6 +134,9 @@ static void sum_into(cJSON *dst, const cJSON *src)
         } else if (cJSON_IsObject(m)) {
             if (!d) d = cJSON_AddObjectToObject(dst, m->string);
             if (cJSON_IsObject(d)) sum_into(d, m);
+        } else if (cJSON_IsTrue(m) && (!d || cJSON_IsFalse(d))) {
+            if (d) cJSON_DeleteItemFromObjectCaseSensitive(dst, m->string);
+            cJSON_AddTrueToObject(dst, m->string);
         }
     }
 }

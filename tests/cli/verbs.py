@@ -1754,7 +1754,8 @@ def case_merge_group_order(c):
 def case_merge_capture(c):
     """Every rank's dropped events and warnings reach the merged report: capture.dropped summed,
     warnings kept with their rank; `report` of it says the events are incomplete, shows each
-    rank's pid, host, end and drops, and calls the program line rank 0's, not the job's."""
+    rank's pid, host, end and drops, and calls the program line rank 0's, not the job's.
+    capture.python's counts are summed, and one rank's code_cache_unusable is kept."""
     base = c.trace("leak_two_sites", "base")
     src = c.load(base)
     drops0 = sum(src["capture"]["dropped"].values())
@@ -1795,6 +1796,18 @@ def case_merge_capture(c):
     py = c.load(c.path("m2.json"))["capture"]["python"]
     expect(py["status"] == "unsupported" and py["code_cache_damaged"] == 3 and
            py["cut_walks"] == 2, f"rank 0 without capture.python: {py}")
+    # rank 1 recovered from a state file whose code cache was unusable: the merged report says
+    # so, though rank 0's words are the ones kept
+    def unusable1(i, r):
+        edit(i, r)
+        if i == 1:
+            p = r["capture"]["python"]
+            del p["code_cache_dropped"], p["code_cache_damaged"]
+            p["code_cache_unusable"] = True
+    c.cli_run("merge", *rank_reports(c, base, 2, unusable1), "-o", c.path("m3.json"))
+    py = c.load(c.path("m3.json"))["capture"]["python"]
+    expect(py.get("code_cache_unusable") is True and py["status"] == "captured" and
+           py["code_cache_damaged"] == 3, f"rank 1's code cache unusable: {py}")
     rk = m["merged"]["ranks"]
     expect([x["dropped"] for x in rk] == [0, 9] and rk[1]["duration_s"] == 42.5 and
            rk[1]["reason"] == "exit", f"merged.ranks {rk}")
