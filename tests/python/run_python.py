@@ -20,6 +20,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROG = os.path.join(HERE, "alloc_leaks.py")
@@ -966,6 +967,7 @@ def case_recover(args):
     recover_live_only(args, env, prog, cap)
     recover_damaged(args, state, rep)
     recover_unusable(args, state, rep)
+    recover_top_views(args, env, prog)
 
 
 # capture.python's counts of the walks and the code hook: in the traced process's memory only,
@@ -1102,6 +1104,54 @@ def recover_unusable(args, state, rep):
     if t.returncode != 0 or "Python code cache is unusable" not in t.stdout:
         fail(f"top --once should say the code cache is unusable:\n{t.stdout}{t.stderr}")
     print(f"ok unusable: code_cache_unusable true, {n} Python frames null, said by report and top")
+
+
+def recover_top_views(args, env, prog):
+    """`top` recovers the state file at every view, from a new mapping (the last one unmapped):
+    a running job's file whose code cache header is damaged between two views must give views
+    that say the cache is unusable, where the last view's cache stayed attached and the next
+    view named frames from unmapped memory (top died of SIGSEGV)."""
+    tenv = dict(env, GPUMEMTRACE_STATE=os.path.join(args.work, "recover-top-%p.gmt"),
+                GPUMEMTRACE_OUTPUT=os.path.join(args.work, "recover-top-exit.json"))
+    job = subprocess.Popen([args.python, prog, args.cudart, args.native], env=tenv,
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    top = None
+    try:
+        if job.stdout.readline().strip() != "READY":
+            fail("state_kill.py did not get ready for top")
+        state = os.path.join(args.work, f"recover-top-{job.pid}.gmt")
+        out = os.path.join(args.work, "recover-top.out")
+        with open(out, "w") as o:
+            top = subprocess.Popen([args.cli, "top", "--interval", "0.2", state], stdout=o,
+                                   stderr=subprocess.DEVNULL)
+
+        def wait_for(what):
+            for _ in range(100):
+                with open(out) as f:
+                    text = f.read()
+                if what in text or top.poll() is not None:
+                    return text
+                time.sleep(0.1)
+            return text
+        text = wait_for("held_by_kill")
+        if "held_by_kill" not in text:
+            fail(f"top's first view of the running job names no held_by_kill:\n{text}")
+        p = subprocess.run([args.poke, state, "pycode_header"], capture_output=True, text=True,
+                           timeout=60)
+        if p.returncode != 0:
+            fail(f"state_poke pycode_header on the running job's file: {p.stderr}")
+        text = wait_for("Python code cache is unusable")
+        if top.poll() is not None:
+            fail(f"top ended with {top.returncode} after the code cache header was damaged")
+        if "Python code cache is unusable" not in text:
+            fail(f"top's views after the damage do not say the cache is unusable:\n{text}")
+    finally:
+        for p in (top, job):
+            if p and p.poll() is None:
+                p.kill()
+            if p:
+                p.wait()
+    print("ok top: a view after the header was damaged says so, top runs on")
 
 
 def main():
