@@ -331,10 +331,11 @@ static void test_recovered_pycode_garbage(void **state)
     assert_null(pf.function);
     assert_true(gmt_py_code_damaged(&damaged)); /* and counted (capture.python) */
     assert_int_equal(damaged, 1);
-    /* No cache: only the status. */
+    /* No cache: only the status (and the cache above no longer attached, so freed). */
     assert_int_equal(gmt_py_attach_recovered(NULL, 0, GMT_PY_NOT_PYTHON, ""), 0);
     assert_int_equal(gmt_py_status(), GMT_PY_NOT_PYTHON);
     assert_null(gmt_py_version());
+    free(mem);
 }
 
 static char *capture_python_json(void)
