@@ -739,7 +739,7 @@ int gmt_cli_check(int argc, char **argv)
             if (b.unknown)
                 snprintf(r->message, sizeof r->message,
                          "allocations per call stack unknown (the report lists %zu of its %" PRIu64
-                         " allocation sites, GPUMEMTRACE_TOP, none of them%s): max-site-allocs "
+                         " allocation sites%s, GPUMEMTRACE_TOP, none of them): max-site-allocs "
                          "%" PRIu64 " cannot be checked",
                          b.listed, b.total, whose, lim.site);
             else

@@ -1247,6 +1247,112 @@ def case_check_sites(c):
                "a number of allocations (digits) (option --max-site-allocs)\n", f"{bad!r}: {err}")
 
 @case
+def case_check_sites_ranks(c):
+    """check --max-site-allocs on a merged report (docs/cli.md): each rank's left-out stacks
+    are bounded by the smallest site that rank lists, the job's by the largest of those bounds
+    (the lowest rank named on a tie); a rank whose cut list lists none makes the limit unknown
+    whatever another rank lists, and the line names that rank; a rank of no site at all
+    (allocation_sites_total 0) is whole. The limit's line when it holds (--junit's
+    system-out), of a single report too: where every stack is suppressed, or none allocated."""
+    supp = os.path.join(c.work, "cache.supp")
+    with open(supp, "w") as f:
+        f.write("cache_grow\n")
+    # the base report's sites: cache_grow (stack 2) 900, forward (1) 75, libpool (3) 24
+    base = {x["stack_id"]: x for x in c.base()["allocation_sites"]}
+
+    def job(name, lists):
+        """ranks 2 and 5 merged, rank R listing lists[R] = ([(stack_id, allocs)...], total)"""
+        def edit(rank, r):
+            sites, total = lists[rank]
+            r["allocation_sites"] = [dict(base[s], allocs=a) for s, a in sites]
+            r["allocation_sites_total"] = total
+        m = os.path.join(c.work, name + ".json")
+        c.run("merge", *rank_pair(c, edit, name), "-o", m)
+        return m
+
+    def check(m, limit, *opts, rc=0):
+        junit = os.path.join(c.work, "r.xml")
+        out, _ = c.run("check", m, "--max-site-allocs", str(limit), *opts, "--junit", junit,
+                       rc=rc)
+        with open(junit) as f:
+            x = f.read()
+        said = re.search(r"<system-out>(.*)</system-out>", x)
+        return out, said.group(1) if said else None
+
+    def unknown(listed, total, rank, most, limit):
+        how = (f"and those it leaves out may have made up to {most} each" if most is not None
+               else "none of them")
+        rk = f" of rank {rank}" if rank is not None else ""
+        return (f"allocations per call stack unknown (the report lists {listed} of its {total} "
+                f"allocation sites{rk}, GPUMEMTRACE_TOP, {how}): max-site-allocs {limit} "
+                "cannot be checked")
+
+    # rank 2's cut list holds cache_grow 900 and libpool 24: its left-out stacks made at most
+    # 24 (its smallest, not its largest), so forward's 75 on rank 5 is the busiest, and known
+    m = job("two", {2: ([(2, 900), (3, 24)], 3), 5: ([(1, 75)], 1)})
+    out, said = check(m, 75, "--suppressions", supp)
+    expect(out == f"PASS {m}: 1 limit holds\n" and said == "a call stack allocated 75 times "
+           "(rank 5 GPU 0, cudaMalloc) within max-site-allocs 75: forward model.py:42",
+           f"rank 2 bounded by its smallest, 24: {out}{said}")
+    # one site left out of rank 2's list is a cut list too
+    m = job("one_out", {2: ([(2, 900)], 2), 5: ([(1, 75)], 1)})
+    out, _ = check(m, 75, "--suppressions", supp, rc=1)
+    expect(out == f"FAIL {m}: {unknown(1, 2, 2, 900, 75)}\n", out)
+    # a rank of no allocation at all (total 0) is whole: rank 2's cut list is the one named,
+    # as per rank; every listed stack suppressed, the bound alone holds the limit
+    m = job("none5", {2: ([(2, 900)], 3), 5: ([], 0)})
+    out, _ = check(m, 899, "--suppressions", supp, rc=1)
+    expect(out == f"FAIL {m}: {unknown(1, 3, 2, 900, 899)}\n", out)
+    out, said = check(m, 900, "--suppressions", supp)
+    expect(said == "no call stack outside the suppressions is listed, and those the report "
+           "leaves out (GPUMEMTRACE_TOP) made at most 900 allocations each, within "
+           "max-site-allocs 900", f"{out}{said}")
+    j = c.json(m)
+    expect([x.get("allocation_sites_total") for x in j["ranks"]] == [3, 0],
+           f"report --json's ranks, a rank of no site: {j['ranks']}")
+    # both ranks cut: the job's bound is the larger of the two, whichever rank's comes first
+    for name, lists, rank, listed, total in (
+            ("big2", {2: ([(2, 900)], 3), 5: ([(2, 600), (1, 75)], 3)}, 2, 1, 3),
+            ("big5", {2: ([(2, 600), (1, 75)], 3), 5: ([(2, 900)], 3)}, 5, 1, 3)):
+        m = job(name, lists)
+        out, _ = check(m, 899, "--suppressions", supp, rc=1)
+        expect(out == f"FAIL {m}: {unknown(listed, total, rank, 900, 899)}\n", f"{name}: {out}")
+        check(m, 900, "--suppressions", supp)
+    # the same bound on both ranks: the lower rank is named
+    m = job("tie", {2: ([(2, 900)], 3), 5: ([(2, 900)], 2)})
+    out, _ = check(m, 899, "--suppressions", supp, rc=1)
+    expect(out == f"FAIL {m}: {unknown(1, 3, 2, 900, 899)}\n", f"tie: {out}")
+    # a rank whose cut list lists none: unknown, however small the other rank's bound, and
+    # whether it comes first or last
+    for name, lists, rank in (("none2", {2: ([], 3), 5: ([(1, 75), (3, 24)], 3)}, 2),
+                              ("none5_cut", {2: ([(1, 75), (3, 24)], 3), 5: ([], 3)}, 5)):
+        m = job(name, lists)
+        out, _ = check(m, 75, rc=1)
+        expect(out == f"FAIL {m}: {unknown(0, 3, rank, None, 75)}\n", f"{name}: {out}")
+    # the busiest stack listed at the limit, a cut rank's bound above it: not known
+    m = job("at_limit", {2: ([(2, 900)], 3), 5: ([(1, 75)], 1)})
+    out, _ = check(m, 75, "--suppressions", supp, rc=1)
+    expect(out == f"FAIL {m}: {unknown(1, 3, 2, 900, 75)}\n", f"at the limit: {out}")
+    # a single report's complete list, every stack suppressed: none allocated outside them,
+    # whatever the smallest made; no site at all: none allocated
+    with open(supp, "w") as f:
+        f.write("*\n")
+    r = c.base()
+    r["allocation_sites_total"] = 3
+    out, said = check(c.write("whole.json", r), 23, "--suppressions", supp)
+    expect(out.startswith("PASS ") and
+           said == "no call stack allocated outside the suppressions (max-site-allocs 23)",
+           f"complete, all suppressed: {out}{said}")
+    # cut (3 of 4), every listed one suppressed: the left-out ones bounded by the smallest
+    out, said = check(c.write("cut.json", c.base()), 24, "--suppressions", supp)
+    expect(said == "no call stack outside the suppressions is listed, and those the report "
+           "leaves out (GPUMEMTRACE_TOP) made at most 24 allocations each, within "
+           "max-site-allocs 24", f"cut, all suppressed: {out}{said}")
+    r["allocation_sites"], r["allocation_sites_total"] = [], 0
+    out, said = check(c.write("nosite.json", r), 0)
+    expect(said == "no call stack allocated (max-site-allocs 0)", f"no site: {out}{said}")
+
+@case
 def case_sites_malformed(c):
     """A malformed allocation_sites refuses the report with one line (exit 2)."""
     for name, edit, msg in (
