@@ -955,7 +955,9 @@ def case_check_limits_file(c):
 
     # a NUL byte: refused at its line, what follows it never silently dropped (the last line,
     # without a newline, read as "max-leak-bytes = 4MiB" alone)
+    # (the line's last byte too, where a NUL is all that follows a limit)
     for name, text, line in (("nul.limits", "max-leak-bytes = 4MiB\0max-peak-bytes = 1\n", 1),
+                             ("nul_end.limits", "# ci\nmax-leak-bytes = 4MiB\0\n", 2),
                              ("nul_last.limits", "# ci\nmax-leak-bytes = 4MiB\0max-peak-bytes = 1",
                               2)):
         refused(limits(name, text), f"{line}: a NUL byte in the line (not a text file?)")
