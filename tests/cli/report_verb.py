@@ -970,6 +970,19 @@ def case_diff_sites_bound(c):
     # a report against itself, cut: nothing changed, nothing bounded
     got = sec(c.run("diff", new, new)[0])
     expect(got == ["  (no stack's allocations changed)"], "same, cut:\n" + "\n".join(got))
+    # a cut list whose rows shown are all "?" (the stacks it lists unchanged, left out): the
+    # "?" line alone, no ">=" line for counts none of the rows shows
+    cut_one = report("b_cut1.json", [site(2, 0, 900)], 2)
+    whole = report("b_whole.json", [site(2, 0, 900), site(1, 0, 175)], 2)
+    unknown = "  (?: not among the sites {} lists, its largest: GPUMEMTRACE_TOP)"
+    got = sec(c.run("diff", cut_one, whole)[0])
+    want = [row("?", "175", "?", "forward model.py:42"), unknown.format("OLD")]
+    expect(got == want, "OLD cut, only ?:\n" + "\n".join(got) + "\n--- want\n" +
+           "\n".join(want))
+    got = sec(c.run("diff", whole, cut_one)[0])
+    want = [row("175", "?", "?", "forward model.py:42"), unknown.format("NEW")]
+    expect(got == want, "NEW cut, only ?:\n" + "\n".join(got) + "\n--- want\n" +
+           "\n".join(want))
 
 @case
 def case_merge_growth_status(c):
