@@ -255,16 +255,18 @@ static void raise_to(int64_t *top, int64_t id)
 /* The merged report's leaks.growth_status from the ranks' (NULL when no rank's report has
  * one): "judged" where every rank that says judged its samples, else the gravest a rank says,
  * damaged before not_judged before no_samples before a value this merge does not know
- * (docs/multirank.md). A rank without the field (an older report) is not counted. */
-static const char *job_growth_status(const gmt_report_t *reps, size_t n)
+ * (docs/multirank.md); of two as grave (two values it does not know), the lower rank's, in
+ * rank order (ord) as the rest of the merged report, whatever the order of the files. A rank
+ * without the field (an older report) is not counted. */
+static const char *job_growth_status(const gmt_report_t *reps, const rank_ord_t *ord, size_t n)
 {
     /* gravest first; a value this merge does not know is graver than judged alone */
     static const char *const grave[] = {"damaged", "not_judged", "no_samples"};
     const size_t ngrave = sizeof grave / sizeof grave[0];
     const char *job = NULL;
     size_t worst = ngrave + 1; /* ngrave: an unknown value; ngrave + 1: judged */
-    for (size_t i = 0; i < n; i++) {
-        const char *st = reps[i].growth_status;
+    for (size_t at = 0; at < n; at++) {
+        const char *st = reps[ord[at].idx].growth_status;
         if (!st) continue;
         size_t k = 0;
         while (k < ngrave && strcmp(st, grave[k]) != 0)
@@ -720,7 +722,7 @@ int gmt_cli_merge(int argc, char **argv)
         /* The job's growth_status: judged only where every rank judged its samples, else the
          * gravest of the ranks' (merged.ranks[] has each rank's, so a rank's damaged samples
          * are not lost behind another rank's suspects). */
-        const char *gstatus = job_growth_status(reps, n);
+        const char *gstatus = job_growth_status(reps, ord, n);
         if (gstatus) cJSON_AddStringToObject(leaks, "growth_status", gstatus);
         if (as) {
             cJSON_AddItemToObject(as, "groups", asgroups);

@@ -804,6 +804,9 @@ def case_sites(c):
     expect(f"merge: warning: {po} has no allocation sites (written before the section existed): "
            "the merged report lists none" in err and "allocation_sites" not in mj2 and
            "allocation_sites_total" not in mj2, f"merge with an older rank: {err!r}")
+    # nor does any rank's entry give a total: the ranks' counts are the job's, not known
+    expect(all("allocation_sites_total" not in x for x in mj2["merged"]["ranks"]),
+           f"merged.ranks with an older rank: {mj2['merged']['ranks']}")
     out, _ = c.run("report", m)
     expect("  #1       1000 allocations, 3 live  on rank 5 GPU 0  device  cudaMalloc  trainer  "
            f"(stack {1 + stride})\n       -> forward model.py:42" in out, "merged:\n" + out)
@@ -1034,6 +1037,27 @@ def case_merge_growth_status(c):
            all("growth_status" not in x for x in mj["merged"]["ranks"]), str(mj["leaks"]))
     m, mj = merge("gs6", status(None, "no_samples", sus5=False))
     expect(mj["leaks"]["growth_status"] == "no_samples", str(mj["leaks"]))
+    # the order: damaged, not_judged, no_samples, then a value this merge does not know (a
+    # later tracer's), then judged; whichever rank gives it
+    for st2, st5, job in (("not_judged", "damaged", "damaged"),
+                          ("judged", "no_samples", "no_samples"),
+                          ("judged", "resampled", "resampled"),
+                          ("resampled", "judged", "resampled"),
+                          ("no_samples", "resampled", "no_samples"),
+                          ("resampled", "no_samples", "no_samples")):
+        m, mj = merge("gs7", status(st2, st5, sus5=False))
+        expect(mj["leaks"]["growth_status"] == job,
+               f"ranks {st2}, {st5}: job {mj['leaks'].get('growth_status')}, want {job}")
+    # two values it does not know: the lower rank's, whatever the order of the files (as
+    # everything else the merged report says)
+    paths = rank_pair(c, status("later_a", "later_b"), "gs8")
+    for files in (paths, paths[::-1]):
+        m = os.path.join(c.work, "gs8.json")
+        c.run("merge", *files, "-o", m)
+        with open(m) as f:
+            mj = json.load(f)
+        expect(mj["leaks"]["growth_status"] == "later_a",
+               f"merge {files}: job {mj['leaks'].get('growth_status')}, want rank 2's")
 
 
 @case
