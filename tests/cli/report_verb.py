@@ -1390,6 +1390,83 @@ def case_check_sites_ranks(c):
     expect(said == "no call stack allocated (max-site-allocs 0)", f"no site: {out}{said}")
 
 @case
+def case_growth_ranks(c):
+    """report's growth suspect lines for merged reports as docs/cli.md states them: how many
+    ranks judged their samples ("none in the 2 of 3 ranks ..."), a one-rank job, --device; the
+    ranks not judged named on one line of at most 511 bytes, those past it counted ("...");
+    a report's growth_status this reader does not know said as such; --json's ranks carry a
+    rank's growth_status and allocation_sites_total only where the merged report has them."""
+    def job(name, statuses):
+        """ranks 0..n-1 of one job, rank i's leaks.growth_status statuses[i] (None: left out),
+        no rank with a suspect, merged; the merged file"""
+        paths = []
+        for i, st in enumerate(statuses):
+            r = c.base()
+            r["process"].update(rank=i, start_time=r["process"]["start_time"] + i,
+                                start_time_ns=r["process"]["start_time_ns"] + i * 10**9)
+            r["leaks"]["growth_suspects"], r["leaks"]["growth_suspects_total"] = [], 0
+            if st is None:
+                r["leaks"].pop("growth_status", None)
+            else:
+                r["leaks"]["growth_status"] = st
+            paths.append(c.write(f"{name}{i}.json", r))
+        m = os.path.join(c.work, name + ".json")
+        c.run("merge", *paths, "-o", m)
+        return m
+
+    def said(m, *opts):
+        out, _ = c.run("report", m, *opts)
+        expect("\nGrowth suspects: " in out, "no growth suspect line:\n" + out)
+        return out.split("\nGrowth suspects: ", 1)[1].split("\n", 1)[0]
+
+    got = said(job("three", ["judged", "judged", "damaged"]))
+    expect(got == "none in the 2 of 3 ranks that judged their samples; not judged: rank 2 "
+           "(damaged)", got)
+    got = said(job("alone", ["damaged"]))
+    expect(got == "not judged in any rank: rank 0 (damaged)", f"a one-rank job: {got}")
+    m = job("dev", ["judged", "damaged"])
+    got = said(m, "--device", "0")
+    expect(got == "none on this device in the 1 of 2 ranks that judged their samples; not "
+           "judged: rank 1 (damaged)", f"--device 0: {got}")
+    # the ranks' names, one line: 511 bytes shown whole; one more and the last rank is
+    # counted, not named, never shown cut
+    def named(l1):
+        return ["rank 0 (" + "a" * 200 + ")", "rank 1 (" + "b" * l1 + ")"]
+    e = named(291)
+    expect(len(", ".join(e)) == 511, "the test's own sum")
+    got = said(job("fits", ["a" * 200, "b" * 291]))
+    expect(got == "not judged in any rank: " + ", ".join(e), f"511 bytes: {got}")
+    e = named(292)
+    got = said(job("over", ["a" * 200, "b" * 292, "judged"]))
+    expect(got == f"none in the 1 of 3 ranks that judged their samples; not judged: {e[0]}, ...",
+           f"512 bytes: {got}")
+    # the first rank's alone too long: "..." and every rank not judged counted, not the
+    # judged one
+    got = said(job("first", ["x" * 600, "damaged", "judged", "no_samples"]))
+    expect(got == "none in the 1 of 4 ranks that judged their samples; not judged: ...",
+           f"the first name too long: {got}")
+    # a single report's growth_status this reader does not know; --device with none judged
+    r = c.base()
+    r["leaks"]["growth_status"] = "judged"
+    v = c.write("judged.json", r)
+    got = said(v, "--device", "1")
+    expect(got == "none on this device (no stack's live bytes kept rising; a run too short to "
+           "judge has none)", f"--device 1 of a judged report: {got}")
+    r["leaks"]["growth_suspects"], r["leaks"]["growth_suspects_total"] = [], 0
+    r["leaks"]["growth_status"] = "resampled"
+    got = said(c.write("later.json", r))
+    expect(got == "none (growth_status resampled)", f"a later tracer's status: {got}")
+    # --json's ranks: what merge wrote, nothing made up for what it did not
+    m = job("old", [None, None])
+    with open(m) as f:
+        mj = json.load(f)
+    del mj["merged"]["ranks"][0]["allocation_sites_total"]
+    j = c.json(c.write("old-merge.json", mj))
+    expect(all("growth_status" not in x for x in j["ranks"]) and
+           "allocation_sites_total" not in j["ranks"][0] and
+           j["ranks"][1]["allocation_sites_total"] == 4, f"report --json's ranks: {j['ranks']}")
+
+@case
 def case_sites_malformed(c):
     """A malformed allocation_sites refuses the report with one line (exit 2)."""
     for name, edit, msg in (
