@@ -333,10 +333,11 @@ def case_sites_recent(c):
     to count from); a job that has ended ranks by the total; a bad value is exit 2."""
     p, state = start_owner(c, "recent")  # many_small: 10000 allocations, made before READY
     try:
-        out, _ = one_view(c, "--once", "--top", "1", state)
-        (head, sites), = site_views(out)
-        expect(sites[0][0].group(2) == "10000" and not head.group(3),
-               "--sites-by total (default): many_small's 10000 first:\n" + out)
+        for by in ((), ("--sites-by", "total")):
+            out, _ = one_view(c, "--once", "--top", "1", *by, state)
+            (head, sites), = site_views(out)
+            expect(sites[0][0].group(2) == "10000" and not head.group(3),
+                   f"--sites-by total {by or '(default)'}: many_small's 10000 first:\n" + out)
         p.stdin.write("grow\n")  # grow_step: an allocation every 40 ms
         p.stdin.flush()
         time.sleep(0.8)  # grow_step starts 0.6 s after the program, and goes on for 1 s or more
@@ -351,6 +352,11 @@ def case_sites_recent(c):
                0.4 <= float(m.group(9)) < 1.5 and sites[0][1] and took >= 0.5,
                f"--sites-by recent, --once ({took:.2f} s): grow_step alone (the only stack that "
                "allocated in the interval waited for):\n" + out)
+        # the count since the start beside it is the stack's whole count: grow_step allocated
+        # for 0.2 s or more before the silent view too
+        expect(int(m.group(2)) > int(m.group(8)),
+               "--sites-by recent: allocations since the start above those since the last "
+               "view:\n" + out)
     finally:
         p.kill()
         p.communicate()
@@ -360,10 +366,77 @@ def case_sites_recent(c):
     expect(time.monotonic() - t0 < 4 and not head.group(3) and not head.group(2) and
            sites[0][0].group(2) == "10000" and not sites[0][0].group(7),
            "a job that has ended: no wait, ranked by the total:\n" + out)
-    for bad in ("rate", "", "Recent", "total,recent"):
+    for bad in ("rate", "", "Recent", "total,recent", "rec", "recently", "totally"):
         out, err, _ = c.cli_run("top", "--once", "--sites-by", bad, state, rc=2)
         expect(not out and one_line(err) and "--sites-by" in err,
                f"--sites-by {bad!r}: stderr {err!r}")
+
+
+@case
+def case_sites_recent_new(c):
+    """--sites-by recent counts a stack the job first made after the last view from 0: the
+    first new one, and one made after more than a thousand others (past the counts the last
+    view kept room for), each with what it made since, even where fresh memory is not zeroed
+    (MALLOC_PERTURB_). A Python program through ctypes, one stack per line."""
+    if not (3, 9) <= sys.version_info[:2] <= (3, 13):
+        return  # a CPython whose frames the tracer does not read: one native stack for all
+    prog = c.path("fresh.py")
+    with open(prog, "w") as f:
+        f.write("import ctypes, sys\n"
+                "rt = ctypes.CDLL(sys.argv[1])\n"
+                "rt.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]\n"
+                "rt.cudaFree.argtypes = [ctypes.c_void_p]\n"
+                "def alloc():\n"
+                "    p = ctypes.c_void_p()\n"
+                "    assert rt.cudaMalloc(ctypes.byref(p), 256) == 0\n"
+                "    assert rt.cudaFree(p) == 0\n"
+                "def first_new():\n"
+                "    for _ in range(3):\n"
+                "        alloc()\n"
+                "def last_new():\n"
+                "    for _ in range(5):\n"
+                "        alloc()\n"
+                "alloc()\n"
+                "print('READY', flush=True)\n"
+                "sys.stdin.readline()\n"
+                "first_new()\n")
+        f.write("alloc()\n" * 1100)  # 1100 stacks of one allocation each
+        f.write("last_new()\n")
+    state = c.path("fresh.gmt")
+    p = subprocess.Popen([c.cli, "run", "-o", c.path("fresh.json"), "--", sys.executable, prog,
+                          os.path.join(c.standin, "libcudart.so")],
+                         env=c.env({"GPUMEMTRACE_STATE": state}), stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True, cwd=c.work)
+    t = None
+    try:
+        expect(p.stdout.readline().strip() == "READY", "fresh.py did not start")
+        t = subprocess.Popen([c.cli, "top", "--sites-by", "recent", "--interval", "1", "--top",
+                              "2", state], env=c.env({"MALLOC_PERTURB_": "165"}),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=c.work)
+        # the first view comes in one write once its counts are kept (stdout to a pipe is
+        # flushed after each view): the program makes its new stacks only after that
+        first = os.read(t.stdout.fileno(), 1 << 16)
+        expect(first, "top ended before its first view")
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        expect(p.wait(timeout=60) == 0, f"fresh.py: status {p.returncode}")
+        rest, err = t.communicate(timeout=60)
+    finally:
+        for q in (p, t):
+            if q and q.poll() is None:
+                q.kill()
+                q.wait()
+    out = (first + rest).decode("utf-8", "replace")
+    expect(t.returncode == 0 and not err, f"top: status {t.returncode}, stderr {err!r}")
+    v = site_views(out)
+    expect(len(v) >= 2, "top: fewer than two views:\n" + out)
+    head, sites = v[-1]
+    got = [(m.group(2), m.group(8), any(n in " ".join(fr) for n in ("first_new", "last_new")))
+           for m, fr in sites]
+    names = [" ".join(fr) for _, fr in sites]
+    expect(head.group(3) and got == [("5", "5", True), ("3", "3", True)] and
+           "last_new" in names[0] and "first_new" in names[1],
+           f"the last view, by what was made since the view before: {got}\n" + out)
 
 
 @case

@@ -2670,7 +2670,8 @@ def recover_keeps_files(c, state, report):
     fifo = c.path("fifo.gmt")
     os.mkfifo(fifo)
     for args in (["report", "--recover", fifo], ["report", "--recover", fifo, "-o", keep],
-                 ["top", "--once", fifo]):
+                 ["top", "--once", fifo], ["top", "--once", "--sites-by", "recent", fifo],
+                 ["top", "--sites-by", "recent", fifo]):
         _, err, _ = c.cli_run(*args, rc=2, env=env, timeout=10)
         expect(one_line(err) and "is not a regular file (a FIFO)" in err, f"{args}: {err!r}")
     expect(not os.listdir(tmpdir), f"left in TMPDIR: {os.listdir(tmpdir)}")
