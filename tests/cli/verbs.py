@@ -927,7 +927,9 @@ def case_check_limits_file(c):
         out, _, _ = c.cli_run("check", v1, "--limits", limits(name, text))
         expect(out == f"PASS {v1}: 1 limit holds\n", f"{name}: {out!r}")
     # one byte more, with a newline or at the end of the file: too long, at its line
+    # (a CRLF's \r is a byte of the line: 1024 before it is one more)
     for name, text in (("over.limits", "# ci\n" + pad.ljust(1025) + "\nno-errors = true\n"),
+                       ("over_crlf.limits", "# ci\r\n" + pad.ljust(1024) + "\r\n"),
                        ("over_eof.limits", "# ci\n" + pad.ljust(1025))):
         refused(limits(name, text), "2: line too long (more than 1024 bytes)")
     # past the cut, what would be a second line is never read as one: a key-value line made of
