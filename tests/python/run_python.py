@@ -1002,23 +1002,29 @@ def recover_live_only(args, env, prog, cap):
           f"code_hook {lcap['code_hook']}")
 
 
+def poke_and_recover(args, state, name, poke, said):
+    """A copy of state (recover-NAME.gmt) changed by `state_poke COPY POKE...`, which must print
+    said, then recovered: (its report, the `report --recover` run)."""
+    bad = os.path.join(args.work, f"recover-{name}.gmt")
+    shutil.copyfile(state, bad)
+    p = subprocess.run([args.poke, bad] + poke, capture_output=True, text=True, timeout=60)
+    if p.returncode != 0 or p.stdout.strip() != said:
+        fail(f"state_poke {' '.join(poke)}: {p.returncode} {p.stdout!r} {p.stderr!r}")
+    out = os.path.join(args.work, f"recover-{name}.json")
+    r = subprocess.run([args.cli, "report", "--recover", bad, "-o", out], capture_output=True,
+                       text=True, timeout=60)
+    if r.returncode != 0:
+        fail(f"report --recover of the {name} file: {r.returncode} {r.stderr}")
+    return load_report(out, args.schema), r
+
+
 def recover_damaged(args, state, rep):
     """A copy of state whose code-cache entries of held_by_kill and via_helper point past the
     cache's text: recovery disables them, and the report must count them (before the count
     existed their frames went null with nothing said)."""
     damaged = {"held_by_kill", "via_helper"}
-    bad = os.path.join(args.work, "recover-damaged.gmt")
-    shutil.copyfile(state, bad)
-    p = subprocess.run([args.poke, bad, "pycode_damage"] + sorted(damaged), capture_output=True,
-                       text=True, timeout=60)
-    if p.returncode != 0 or p.stdout.strip() != f"damaged={len(damaged)}":
-        fail(f"state_poke pycode_damage: {p.returncode} {p.stdout!r} {p.stderr!r}")
-    out = os.path.join(args.work, "recover-damaged.json")
-    r = subprocess.run([args.cli, "report", "--recover", bad, "-o", out], capture_output=True,
-                       text=True, timeout=60)
-    if r.returncode != 0:
-        fail(f"report --recover of the damaged file: {r.returncode} {r.stderr}")
-    drep = load_report(out, args.schema)
+    drep, r = poke_and_recover(args, state, "damaged", ["pycode_damage"] + sorted(damaged),
+                               f"damaged={len(damaged)}")
     cap = drep["capture"].get("python") or {}
     if cap.get("code_cache_damaged") != len(damaged) or cap.get("status") != "captured":
         fail(f"damaged recovery's capture.python is {cap}, want code_cache_damaged "
@@ -1062,18 +1068,7 @@ def recover_unusable(args, state, rep):
     refuses the whole cache and still succeeds, every Python frame null, and the report, its
     summary and `top` say the cache was unusable (before, only one info line on stderr did), with
     no count the refused cache would have given (code_cache_damaged, code_cache_dropped)."""
-    bad = os.path.join(args.work, "recover-unusable.gmt")
-    shutil.copyfile(state, bad)
-    p = subprocess.run([args.poke, bad, "pycode_header"], capture_output=True, text=True,
-                       timeout=60)
-    if p.returncode != 0 or p.stdout.strip() != "header=damaged":
-        fail(f"state_poke pycode_header: {p.returncode} {p.stdout!r} {p.stderr!r}")
-    out = os.path.join(args.work, "recover-unusable.json")
-    r = subprocess.run([args.cli, "report", "--recover", bad, "-o", out], capture_output=True,
-                       text=True, timeout=60)
-    if r.returncode != 0:
-        fail(f"report --recover of the file with a damaged cache header: {r.returncode} {r.stderr}")
-    urep = load_report(out, args.schema)
+    urep, r = poke_and_recover(args, state, "unusable", ["pycode_header"], "header=damaged")
     cap = urep["capture"].get("python") or {}
     if (cap.get("status"), cap.get("code_cache_unusable")) != ("captured", True):
         fail(f"capture.python of the damaged header's recovery is {cap}, want status captured "
@@ -1099,6 +1094,7 @@ def recover_unusable(args, state, rep):
             if (f["file"], f["function"], f["line"]) != (None, None, None):
                 fail(f"{size}-byte group: a frame named without a usable cache: {f}")
         expect_status(urep, after[size], "captured")
+    bad = os.path.join(args.work, "recover-unusable.gmt")  # poke_and_recover's copy
     t = subprocess.run([args.cli, "top", "--once", bad], capture_output=True, text=True,
                        timeout=60)
     if t.returncode != 0 or "Python code cache is unusable" not in t.stdout:
