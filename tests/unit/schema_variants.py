@@ -4,7 +4,7 @@ fill in (a group's library, summary.libraries, capture.python, capture.state_fil
 process.recovered, leaks.growth_status, Python frames, build ids, inlined frames) and still
 accepts version 1; it rejects what the accounting rule forbids (address space among the leak
 groups, a v2 report without leaks.address_space or errors[].recovered, a v1-style stack in a
-v2 report) and a growth_status no writer gives.
+v2 report) and a growth_status no writer gives; a merged report's `merged` object is typed.
 
 usage: schema_variants.py REPORT.json SCHEMA.json V1_REPORT.json
 """
@@ -70,6 +70,34 @@ def main():
                  "growth_bytes": 1, "live_bytes": 1, "samples": []}]))
     rejected("a growth_status no writer gives",
              lambda r: r["leaks"].update(growth_status="none"))
+    # a merged report's `merged` object (docs/multirank.md): valid as merge writes it, with a
+    # rank's unknown times null and the totals and status it keeps; its fields typed
+    m = copy.deepcopy(rep)
+    m["merged"] = {"ranks": [
+        {"rank": 0, "file": "r0.json", "pid": 7, "hostname": "n1", "peak_bytes": 10,
+         "leaked_bytes": 0, "reason": "exit", "start_time": 1.5, "end_time": 2.5,
+         "duration_s": 1.0, "dropped": 0, "allocation_sites_total": 3,
+         "growth_suspects_total": 1, "growth_status": "judged"},
+        {"rank": 1, "file": "r1.json", "pid": 8, "hostname": "n1", "peak_bytes": 12,
+         "leaked_bytes": 4, "reason": None, "start_time": None, "end_time": None,
+         "duration_s": None}],
+        "imbalance": 1.09, "stack_id_stride": 5,
+        "common_leaks": [{"stack_id": 1, "ranks": 2, "min_bytes": 1, "max_bytes": 4,
+                          "total_bytes": 5}]}
+    ok.validate(m)
+    for what, mutate in (
+            ("merged.ranks as an object", lambda x: x.update(ranks={})),
+            ("a rank's peak_bytes as a string",
+             lambda x: x["ranks"][0].update(peak_bytes="10")),
+            ("a rank's negative allocation_sites_total",
+             lambda x: x["ranks"][0].update(allocation_sites_total=-1)),
+            ("a rank's growth_status as a number",
+             lambda x: x["ranks"][0].update(growth_status=3)),
+            ("a rank without its file", lambda x: x["ranks"][0].pop("file")),
+            ("a stack_id_stride of 0", lambda x: x.update(stack_id_stride=0)),
+            ("merged without common_leaks", lambda x: x.pop("common_leaks"))):
+        rejected(what, lambda r, mutate=mutate: (r.update(merged=copy.deepcopy(m["merged"])),
+                                                 mutate(r["merged"])))
     print("PASS schema variants")
 
 
