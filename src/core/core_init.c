@@ -277,9 +277,9 @@ uint64_t gmt_track_now_ns(void)
 
 void *gmt_track_growth_state(size_t bytes)
 {
-    if (!gmt_core_ready() || bytes == 0 || bytes > UINT32_MAX) return NULL;
+    /* in a recovered state the dead process's block is gmt_track_growth_recovered's */
+    if (!gmt_core_ready() || recovered || bytes == 0 || bytes > UINT32_MAX) return NULL;
     uint64_t off = __atomic_load_n(&gmt_cs->growth_off, __ATOMIC_ACQUIRE);
-    if (recovered) return off && gmt_cs->growth_bytes == bytes ? GMT_AT(void, off) : NULL;
     if (off) return gmt_cs->growth_bytes == bytes ? GMT_AT(void, off) : NULL;
     void *p = core_block(bytes, &off);
     if (!p) return NULL;

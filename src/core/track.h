@@ -316,8 +316,8 @@ const char *gmt_track_state_path(void);
 void gmt_track_state_discard(void);
 /* Memory in the region for the growth sampler (output/growth.h), so a recovered state has its
  * samples. gmt_track_growth_state: a block of `bytes` in the core block, allocated (zeroed) on
- * the first call in a live process; in a recovered state the dead process's block, or NULL when
- * it had none or of another size. gmt_track_growth_rows: the rows' arena with at least `bytes`
+ * the first call in a live process (NULL in a recovered state, whose block
+ * gmt_track_growth_recovered reads). gmt_track_growth_rows: the rows' arena with at least `bytes`
  * committed (as much as could be; *usable gets the committed bytes); NULL when none. Only the
  * sampler thread calls these in a live process. */
 void *gmt_track_growth_state(size_t bytes);
