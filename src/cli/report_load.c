@@ -217,6 +217,12 @@ static int64_t json_count(num_check_t *nc, const cJSON *obj, const char *key)
     return n > INT64_MAX ? INT64_MAX : (int64_t)n;
 }
 
+/* json_count of a member a report may leave out: -1 when it is not a number (not known). */
+static int64_t json_count_known(num_check_t *nc, const cJSON *obj, const char *key)
+{
+    return gmt_json_has_num(obj, key) ? json_count(nc, obj, key) : -1;
+}
+
 /* The refusal of a report whose nc noted a member that is not an integer; 0 when none. The
  * value is printed with the fewest digits that read back as it. */
 static int not_whole_why(const num_check_t *nc, char *why, size_t why_len)
@@ -831,8 +837,8 @@ static int build_model(gmt_report_t *rep, num_check_t *nc, char *why, size_t why
         e->error_name = error_name(j, e->api, e->error);
         e->size = json_u64(nc, j, "size");
         /* -1 unknown; a count past int64 is INT64_MAX, never negative (1e19 hid the line) */
-        e->free_bytes = gmt_json_has_num(j, "free_bytes") ? json_count(nc, j, "free_bytes") : -1;
-        e->total_bytes = gmt_json_has_num(j, "total_bytes") ? json_count(nc, j, "total_bytes") : -1;
+        e->free_bytes = json_count_known(nc, j, "free_bytes");
+        e->total_bytes = json_count_known(nc, j, "total_bytes");
         const cJSON *rec = cJSON_GetObjectItemCaseSensitive(j, "recovered");
         e->recovered = cJSON_IsBool(rec) ? cJSON_IsTrue(rec) : -1;
         e->oom = gmt_json_bool(j, "oom", false);
@@ -862,14 +868,10 @@ static int build_model(gmt_report_t *rep, num_check_t *nc, char *why, size_t why
             r->start_time = json_time_known(j, "start_time");
             r->end_time = json_time_known(j, "end_time");
             r->duration_s = json_time_known(j, "duration_s");
-            r->dropped = gmt_json_has_num(j, "dropped") ? json_count(nc, j, "dropped") : -1;
-            r->sites_total = gmt_json_has_num(j, "allocation_sites_total")
-                                 ? json_count(nc, j, "allocation_sites_total")
-                                 : -1;
+            r->dropped = json_count_known(nc, j, "dropped");
+            r->sites_total = json_count_known(nc, j, "allocation_sites_total");
             r->growth_status = gmt_json_str(j, "growth_status", NULL);
-            r->suspects_total = gmt_json_has_num(j, "growth_suspects_total")
-                                    ? json_count(nc, j, "growth_suspects_total")
-                                    : -1;
+            r->suspects_total = json_count_known(nc, j, "growth_suspects_total");
         }
         rep->imbalance = gmt_json_num(merged, "imbalance", 0);
         if (!(rep->imbalance >= 0) || !isfinite(rep->imbalance)) rep->imbalance = 0;
