@@ -162,6 +162,11 @@ typedef struct gmt_site_s {
  * the weight (bytes), its live allocations as the count, the rest as it is. */
 gmt_group_t gmt_site_group(const gmt_site_t *s);
 
+/* Whether a leaks.growth_status (a report's, or a merged rank's) says the growth samples were
+ * not judged, so that no suspect list is known to be whole: any status but "judged"; NULL (a
+ * report from before the field) reads as judged. */
+bool gmt_growth_unjudged(const char *status);
+
 typedef struct gmt_library_s {
     const char *library;
     uint64_t peak_bytes, exit_bytes;

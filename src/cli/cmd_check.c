@@ -508,14 +508,12 @@ static const char *growth_not_judged(const gmt_report_t *rep, int64_t *rank)
 {
     *rank = -1;
     for (size_t k = 0; k < rep->nranks; k++) {
-        const char *st = rep->ranks[k].growth_status;
-        if (st && strcmp(st, "judged") != 0) {
+        if (gmt_growth_unjudged(rep->ranks[k].growth_status)) {
             *rank = rep->ranks[k].rank;
-            return st;
+            return rep->ranks[k].growth_status;
         }
     }
-    const char *st = rep->growth_status;
-    return st && strcmp(st, "judged") != 0 ? st : NULL;
+    return gmt_growth_unjudged(rep->growth_status) ? rep->growth_status : NULL;
 }
 
 int gmt_cli_check(int argc, char **argv)

@@ -600,22 +600,22 @@ static size_t count_suspects(const view_t *v)
 static size_t ranks_not_judged(const gmt_report_t *rep, char *buf, size_t len)
 {
     size_t n = 0, used = 0;
+    bool full = false; /* the names past the first that does not fit: counted, not named */
     buf[0] = '\0';
     for (size_t i = 0; i < rep->nranks; i++) {
         const char *st = rep->ranks[i].growth_status;
-        if (!st || strcmp(st, "judged") == 0) continue;
-        int k = snprintf(buf + used, len - used, "%srank %" PRId64 " (%s)", n ? ", " : "",
-                         rep->ranks[i].rank, gmt_tty(st));
+        if (!gmt_growth_unjudged(st)) continue;
         n++;
-        if (k < 0 || (size_t)k >= len - used) { /* the rest counted, not named */
+        if (full) continue;
+        int k = snprintf(buf + used, len - used, "%srank %" PRId64 " (%s)", n > 1 ? ", " : "",
+                         rep->ranks[i].rank, gmt_tty(st));
+        if (k < 0 || (size_t)k >= len - used) {
             buf[used] = '\0';
             snprintf(buf + used, len - used, "%s...", n > 1 ? ", " : "");
-            for (size_t j = i + 1; j < rep->nranks; j++)
-                n += rep->ranks[j].growth_status &&
-                     strcmp(rep->ranks[j].growth_status, "judged") != 0;
-            break;
+            full = true;
+        } else {
+            used += (size_t)k;
         }
-        used += (size_t)k;
     }
     return n;
 }

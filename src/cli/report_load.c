@@ -322,6 +322,11 @@ static const cJSON *frame_inlined(const cJSON *fj)
     return cJSON_GetObjectItemCaseSensitive(fj, "inlined");
 }
 
+bool gmt_growth_unjudged(const char *status)
+{
+    return status && strcmp(status, "judged") != 0;
+}
+
 gmt_group_t gmt_site_group(const gmt_site_t *s)
 {
     return (gmt_group_t){.stack_id = s->stack_id,
