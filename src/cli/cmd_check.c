@@ -429,15 +429,16 @@ typedef struct list_bound_s {
     int64_t rank;
 } list_bound_t;
 
-/* An entry of a ranked list, as list_bound reads it. */
+/* An entry of a ranked list, as list_bound and largest_unsuppressed read it. */
 typedef struct ranked_s {
     int64_t rank;
     uint64_t value;
+    const gmt_stack_t *stack;
 } ranked_t;
 
 static ranked_t site_at(const gmt_report_t *rep, size_t i)
 {
-    return (ranked_t){rep->sites[i].rank, rep->sites[i].allocs};
+    return (ranked_t){rep->sites[i].rank, rep->sites[i].allocs, rep->sites[i].stack};
 }
 
 static int64_t rank_sites_total(const gmt_rank_t *r)
@@ -447,12 +448,31 @@ static int64_t rank_sites_total(const gmt_rank_t *r)
 
 static ranked_t suspect_at(const gmt_report_t *rep, size_t i)
 {
-    return (ranked_t){rep->suspects[i].rank, rep->suspects[i].growth_bytes};
+    return (ranked_t){rep->suspects[i].rank, rep->suspects[i].growth_bytes, rep->suspects[i].stack};
 }
 
 static int64_t rank_suspects_total(const gmt_rank_t *r)
 {
     return r->suspects_total;
+}
+
+/* The entry of n (at(rep, i)) with the largest value whose stack no suppression given here
+ * matches (a library known to churn, a cache known to fill), the first of equals; -1: none. */
+static long largest_unsuppressed(const gmt_report_t *rep, size_t n,
+                                 ranked_t (*at)(const gmt_report_t *, size_t),
+                                 const gmt_cli_supp_t *supp)
+{
+    long top = -1;
+    uint64_t most = 0;
+    for (size_t i = 0; i < n; i++) {
+        ranked_t e = at(rep, i);
+        if (gmt_supp_match(supp, e.stack)) continue;
+        if (top < 0 || e.value > most) {
+            top = (long)i;
+            most = e.value;
+        }
+    }
+    return top;
 }
 
 /* The bound of a list of n entries (at(rep, i)) of which the report says there were total
@@ -710,14 +730,9 @@ int gmt_cli_check(int argc, char **argv)
         }
     }
     if (lim.has_site) {
-        /* the stack that allocated most (the list holds the largest), a suppression given here
-         * leaving a stack out (a library known to churn) */
-        const gmt_site_t *top = NULL;
-        for (size_t i = 0; i < rep.nsites; i++) {
-            const gmt_site_t *x = &rep.sites[i];
-            if (gmt_supp_match(&supp, x->stack)) continue;
-            if (!top || x->allocs > top->allocs) top = x;
-        }
+        /* the stack that allocated most (the list holds the largest) */
+        long ti = largest_unsuppressed(&rep, rep.nsites, site_at, &supp);
+        const gmt_site_t *top = ti >= 0 ? &rep.sites[ti] : NULL;
         list_bound_t b = list_bound(&rep, rep.nsites, rep.sites_total, site_at, rank_sites_total);
         NEW_RESULT();
         snprintf(r->name, sizeof r->name, "max-site-allocs");
@@ -769,14 +784,9 @@ int gmt_cli_check(int argc, char **argv)
         }
     }
     if (lim.has_growth) {
-        /* the stack whose live bytes grew most (the list holds the largest growth first), a
-         * suppression given here leaving a stack out (a cache known to fill) */
-        const gmt_suspect_t *top = NULL;
-        for (size_t i = 0; i < rep.nsuspects; i++) {
-            const gmt_suspect_t *x = &rep.suspects[i];
-            if (gmt_supp_match(&supp, x->stack)) continue;
-            if (!top || x->growth_bytes > top->growth_bytes) top = x;
-        }
+        /* the stack whose live bytes grew most (the list holds the largest growth first) */
+        long ti = largest_unsuppressed(&rep, rep.nsuspects, suspect_at, &supp);
+        const gmt_suspect_t *top = ti >= 0 ? &rep.suspects[ti] : NULL;
         list_bound_t lb =
             list_bound(&rep, rep.nsuspects, rep.suspects_total, suspect_at, rank_suspects_total);
         int64_t st_rank;
