@@ -731,6 +731,14 @@ def case_check_contract(c):
     expect(out == f"PASS {v1}: 1 limit holds\n", f"absolute suppressions path: {out!r}")
 
 
+def write_limits(c, name, text):
+    """A limits file in the case's folder holding text exactly (CRLF and NUL kept): its path."""
+    path = c.path(name)
+    with open(path, "w", newline="") as f:
+        f.write(text)
+    return path
+
+
 @case
 def case_check_edges(c):
     """check's edges a mutation audit found unpinned: the limits file's format (CRLF line ends, a
@@ -741,10 +749,7 @@ def case_check_edges(c):
     v1 = os.path.join(c.data, "valid.json")
 
     def limits(name, text):
-        path = c.path(name)
-        with open(path, "w", newline="") as f:
-            f.write(text)
-        return path
+        return write_limits(c, name, text)
 
     # CRLF line ends, and a tab after '=' as before it, are the one format
     for name, text in (("crlf.limits", "# ci\r\nmax-leak-bytes = 4MiB\r\nno-errors = false\r\n"),
@@ -890,10 +895,7 @@ def case_check_limits_file(c):
     v1 = os.path.join(c.data, "valid.json")
 
     def limits(name, text):
-        path = c.path(name)
-        with open(path, "w", newline="") as f:
-            f.write(text)
-        return path
+        return write_limits(c, name, text)
 
     def refused(lim, want, *opts):
         _, err, _ = c.cli_run("check", v1, "--limits", lim, *opts, rc=2)
