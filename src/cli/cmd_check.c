@@ -521,6 +521,16 @@ static list_bound_t list_bound(const gmt_report_t *rep, size_t n, uint64_t total
     return b;
 }
 
+/* What a growth_status other than judged means, for check's line. */
+static const char *growth_why(const char *status)
+{
+    if (strcmp(status, "no_samples") == 0)
+        return "no growth sample was taken, the run ended before the first";
+    if (strcmp(status, "too_few_samples") == 0)
+        return "too few growth samples, the run was too short to judge";
+    return "the samples were not judged";
+}
+
 /* Why a report's growth suspects are not known to be all there are: NULL when its samples were
  * judged (or it does not say: a report from before leaks.growth_status), else its status, with
  * *rank the first merged rank that gives it (-1: none, or not merged). */
@@ -807,9 +817,9 @@ int gmt_cli_check(int argc, char **argv)
             r->failed = true;
             if (st_rank >= 0) snprintf(whose, sizeof whose, " in rank %" PRId64, st_rank);
             snprintf(r->message, sizeof r->message,
-                     "growth unknown (growth_status %s%s: the samples were not judged): "
-                     "max-growth-bytes %s cannot be checked",
-                     gmt_tty(st), whose, b2);
+                     "growth unknown (growth_status %s%s: %s): max-growth-bytes %s cannot be "
+                     "checked",
+                     gmt_tty(st), whose, growth_why(st), b2);
         } else if (!exceeds && lb.cut && (lb.unknown || lb.most > lim.growth)) {
             r->failed = true;
             if (lb.rank_known) snprintf(whose, sizeof whose, " of rank %" PRId64, lb.rank);

@@ -254,14 +254,15 @@ static void raise_to(int64_t *top, int64_t id)
 
 /* The merged report's leaks.growth_status from the ranks' (NULL when no rank's report has
  * one): "judged" where every rank that says judged its samples, else the gravest a rank says,
- * damaged before not_judged before no_samples before a value this merge does not know
+ * damaged before not_judged before no_samples before too_few_samples before a value this
+ * merge does not know
  * (docs/multirank.md); of two as grave (two values it does not know), the lower rank's, in
  * rank order (ord) as the rest of the merged report, whatever the order of the files. A rank
  * without the field (an older report) is not counted. */
 static const char *job_growth_status(const gmt_report_t *reps, const rank_ord_t *ord, size_t n)
 {
     /* gravest first; a value this merge does not know is graver than judged alone */
-    static const char *const grave[] = {"damaged", "not_judged", "no_samples"};
+    static const char *const grave[] = {"damaged", "not_judged", "no_samples", "too_few_samples"};
     const size_t ngrave = sizeof grave / sizeof grave[0];
     const char *job = NULL;
     size_t worst = ngrave + 1; /* ngrave: an unknown value; ngrave + 1: judged */

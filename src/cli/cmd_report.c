@@ -679,9 +679,11 @@ static void print_leaks(const view_t *v)
                    YEL(v), RESET(v));
         else if (strcmp(st, "no_samples") == 0)
             printf("none (no growth sample was taken: the run ended before the first)\n");
+        else if (strcmp(st, "too_few_samples") == 0)
+            printf("none (too few growth samples to judge: a verdict needs three points after "
+                   "the warm-up, the run was shorter)\n");
         else if (strcmp(st, "judged") == 0)
-            printf("none%s (no stack's live bytes kept rising; a run too short to judge has "
-                   "none)\n",
+            printf("none%s (no stack's live bytes kept rising)\n",
                    v->filter ? " on this device" : "");
         else
             printf("none (growth_status %s)\n", gmt_tty(st));

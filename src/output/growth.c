@@ -115,6 +115,24 @@ static void judge(const gmt_growth_t *g, uint32_t id, int first, uint64_t now_ns
     *flagged = np >= 3 && s->growth_bytes > 0 && rises >= 2 && 2 * rises >= steps;
 }
 
+/* The first sample at or after the warm-up's end; the caller holds the lock. */
+static int first_judged(const gmt_growth_t *g, uint64_t warmup_end_ns)
+{
+    int first = 0;
+    while (first < g->n && g->t_ns[first] < warmup_end_ns)
+        first++;
+    return first;
+}
+
+int gmt_growth_points(gmt_growth_t *g, uint64_t warmup_end_ns)
+{
+    if (!g) return 1; /* the value now alone */
+    if (!lock_briefly(&g->lock)) return -EBUSY;
+    int points = g->n - first_judged(g, warmup_end_ns) + 1;
+    gmt_spin_unlock(&g->lock);
+    return points;
+}
+
 int gmt_growth_suspects(gmt_growth_t *g, uint64_t warmup_end_ns, uint64_t now_ns, uint32_t nids,
                         gmt_growth_live_fn fn, void *ctx, gmt_growth_suspect_t *out, int max,
                         int *total)
@@ -122,9 +140,7 @@ int gmt_growth_suspects(gmt_growth_t *g, uint64_t warmup_end_ns, uint64_t now_ns
     if (total) *total = 0;
     if (!g || !g->bytes || max < 0) return 0;
     if (!lock_briefly(&g->lock)) return -EBUSY;
-    int first = 0;
-    while (first < g->n && g->t_ns[first] < warmup_end_ns)
-        first++;
+    int first = first_judged(g, warmup_end_ns);
     if (nids > g->ids_seen) nids = g->ids_seen; /* ids never sampled have no history */
     int n = 0, all = 0;
     gmt_growth_suspect_t cand;
@@ -212,6 +228,8 @@ const char *gmt_growth_status_name(gmt_growth_status_t s)
         return "damaged";
     case GMT_GROWTH_NOT_JUDGED:
         return "not_judged";
+    case GMT_GROWTH_TOO_FEW:
+        return "too_few_samples";
     }
     return "not_judged";
 }

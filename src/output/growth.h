@@ -76,6 +76,14 @@ int gmt_growth_suspects(gmt_growth_t *g, uint64_t warmup_end_ns, uint64_t now_ns
                         gmt_growth_live_fn fn, void *ctx, gmt_growth_suspect_t *out, int max,
                         int *total);
 
+/* The fewest points a stack is judged on (the samples after the warm-up and the value now)
+ * that can make it a suspect: it must rise at least twice. */
+#define GMT_GROWTH_MIN_POINTS 3
+/* How many points every stack is judged on: the samples taken at or after warmup_end_ns, plus
+ * the value now. Fewer than GMT_GROWTH_MIN_POINTS can make no suspect, whatever the stacks did.
+ * -EBUSY when the sampler held the table for too long. */
+int gmt_growth_points(gmt_growth_t *g, uint64_t warmup_end_ns);
+
 /* What a report's growth verdict rests on (its leaks.growth_status, docs/report.md): the
  * samples judged, or why none were. */
 typedef enum {
@@ -83,6 +91,7 @@ typedef enum {
     GMT_GROWTH_NO_SAMPLES, /* no sample was taken: nothing to judge */
     GMT_GROWTH_DAMAGED,    /* a recovered state's sampler data failed its checks: not used */
     GMT_GROWTH_NOT_JUDGED, /* samples exist but this report could not judge them */
+    GMT_GROWTH_TOO_FEW,    /* samples exist, but fewer than GMT_GROWTH_MIN_POINTS to judge */
 } gmt_growth_status_t;
 const char *gmt_growth_status_name(gmt_growth_status_t s);
 

@@ -476,17 +476,23 @@ static void write_growth(gmt_report_ctx_t *c)
     size_t bytes = (size_t)max * sizeof(gmt_growth_suspect_t);
     gmt_growth_suspect_t *sus = g ? gmt_scratch_alloc(bytes) : NULL;
     int n = 0, total = 0;
-    if (sus) {
+    uint64_t end =
+        g ? gmt_growth_warmup_end(&c->cfg->growth_warmup, c->start_mono_ns, c->now_ns) : 0;
+    int points = g ? gmt_growth_points(g, end) : 0;
+    if (g && points >= 0 && points < GMT_GROWTH_MIN_POINTS) {
+        /* Too few points after the warm-up to make any suspect (a short run): said, so that
+         * "judged, none found" is never a verdict the samples could not have reached. */
+        status = GMT_GROWTH_TOO_FEW;
+    } else if (sus && points >= 0) {
         growth_ctx_t gc = {gmt_track_stacks()};
-        uint64_t end = gmt_growth_warmup_end(&c->cfg->growth_warmup, c->start_mono_ns, c->now_ns);
         n = gmt_growth_suspects(g, end, c->now_ns, gmt_stacks_count(gc.st) + 1, growth_live, &gc,
                                 sus, max, &total);
         if (n < 0) { /* the sampler held its table past the bound (-EBUSY) */
             n = total = 0;
             status = GMT_GROWTH_NOT_JUDGED;
         }
-    } else if (g) {
-        status = GMT_GROWTH_NOT_JUDGED; /* no memory for the verdict */
+    } else if (g) { /* no memory for the verdict, or the sampler held its table (-EBUSY) */
+        status = GMT_GROWTH_NOT_JUDGED;
     }
     /* Why there are no suspects, when the samples were not judged, is said rather than shown
      * as "none found" (docs/report.md). */

@@ -488,9 +488,11 @@ def case_counts(c):
     r["leaks"]["growth_suspects"] = []
     r["leaks"]["growth_suspects_total"] = 0
     said = {
-        None: "none (no stack's live bytes kept rising; a run too short to judge has none)",
-        "judged": "none (no stack's live bytes kept rising; a run too short to judge has none)",
+        None: "none (no stack's live bytes kept rising)",
+        "judged": "none (no stack's live bytes kept rising)",
         "no_samples": "none (no growth sample was taken: the run ended before the first)",
+        "too_few_samples": "none (too few growth samples to judge: a verdict needs three points "
+                           "after the warm-up, the run was shorter)",
         "damaged": "not judged: the state file's growth samples are damaged (the rest of the "
                    "report is not)",
         "not_judged": "not judged (the sampler held its samples past the report's wait, or "
@@ -1037,10 +1039,14 @@ def case_merge_growth_status(c):
            all("growth_status" not in x for x in mj["merged"]["ranks"]), str(mj["leaks"]))
     m, mj = merge("gs6", status(None, "no_samples", sus5=False))
     expect(mj["leaks"]["growth_status"] == "no_samples", str(mj["leaks"]))
-    # the order: damaged, not_judged, no_samples, then a value this merge does not know (a
-    # later tracer's), then judged; whichever rank gives it
+    # the order: damaged, not_judged, no_samples, too_few_samples, then a value this merge
+    # does not know (a later tracer's), then judged; whichever rank gives it
     for st2, st5, job in (("not_judged", "damaged", "damaged"),
                           ("judged", "no_samples", "no_samples"),
+                          ("too_few_samples", "no_samples", "no_samples"),
+                          ("not_judged", "too_few_samples", "not_judged"),
+                          ("judged", "too_few_samples", "too_few_samples"),
+                          ("too_few_samples", "resampled", "too_few_samples"),
                           ("judged", "resampled", "resampled"),
                           ("resampled", "judged", "resampled"),
                           ("no_samples", "resampled", "no_samples"),
@@ -1088,13 +1094,17 @@ def case_check_growth(c):
            "no call stack's live bytes kept rising outside the suppressions "
            "(max-growth-bytes 0 B)" in x, x)
     # samples not judged: unknown, whatever the (empty) list says
-    for status in ("damaged", "not_judged", "no_samples"):
+    why = {"damaged": "the samples were not judged",
+           "not_judged": "the samples were not judged",
+           "no_samples": "no growth sample was taken, the run ended before the first",
+           "too_few_samples": "too few growth samples, the run was too short to judge"}
+    for status in why:
         r = c.base()
         r["leaks"].update(growth_status=status, growth_suspects=[], growth_suspects_total=0)
         f = c.write(f"cg-{status}.json", r)
         out, _ = c.run("check", f, "--max-growth-bytes", "1G", rc=1)
-        expect(out == f"FAIL {f}: growth unknown (growth_status {status}: the samples were not "
-               "judged): max-growth-bytes 1.00 GiB cannot be checked\n", out)
+        expect(out == f"FAIL {f}: growth unknown (growth_status {status}: {why[status]}): "
+               "max-growth-bytes 1.00 GiB cannot be checked\n", out)
     r = c.base()
     r["leaks"].update(growth_status="judged", growth_suspects=[], growth_suspects_total=0)
     f = c.write("cg-none.json", r)
@@ -1450,8 +1460,8 @@ def case_growth_ranks(c):
     r["leaks"]["growth_status"] = "judged"
     v = c.write("judged.json", r)
     got = said(v, "--device", "1")
-    expect(got == "none on this device (no stack's live bytes kept rising; a run too short to "
-           "judge has none)", f"--device 1 of a judged report: {got}")
+    expect(got == "none on this device (no stack's live bytes kept rising)",
+           f"--device 1 of a judged report: {got}")
     r["leaks"]["growth_suspects"], r["leaks"]["growth_suspects_total"] = [], 0
     r["leaks"]["growth_status"] = "resampled"
     got = said(c.write("later.json", r))

@@ -2581,7 +2581,8 @@ def case_state_growth_damaged(ctx):
     report is still recovered, identical to the intact file's in everything but the growth
     verdict; no growth suspect comes from the damaged samples; leaks.growth_status says
     "damaged" (not an empty list that reads as "none found"), and so does `gpumemtrace report`.
-    Points cleared (n = 0) are no samples, said as such."""
+    Points cleared (n = 0) are no samples, and one point kept is too few to judge, each said as
+    such."""
     p, state, _ = start_state_prog(ctx)
     try:
         p.stdin.write("grow\n")  # grow_step's growth suspect, then the snapshot
@@ -2626,6 +2627,8 @@ def case_state_growth_damaged(ctx):
         "block-outside": [("growth_off", 1 << 62)],
         "block-size": [("growth_bytes", g["growth_bytes"] + 8)],
         "no-samples": [("n", 0)],
+        # one point kept: with the value now at most two, fewer than a suspect needs
+        "one-sample": [("n", 1)],
     }
     for name, edits in damages.items():
         path = os.path.join(ctx.work, "state", f"{name}.gmt")
@@ -2633,7 +2636,7 @@ def case_state_growth_damaged(ctx):
         for field, value in edits:
             poke(ctx, path, field, value)
         rep, text = recover(path, name)
-        want = "no_samples" if name == "no-samples" else "damaged"
+        want = {"no-samples": "no_samples", "one-sample": "too_few_samples"}.get(name, "damaged")
         expect_eq(f"{name}: leaks.growth_status", rep["leaks"].get("growth_status"), want)
         expect_eq(f"{name}: leaks.growth_suspects", rep["leaks"]["growth_suspects"], [])
         expect_eq(f"{name}: leaks.growth_suspects_total", rep["leaks"]["growth_suspects_total"],
@@ -2646,8 +2649,9 @@ def case_state_growth_damaged(ctx):
                      f"{json.dumps(rest.get(k))[:1500]}\nintact:\n"
                      f"{json.dumps(base.get(k))[:1500]}")
         # and `gpumemtrace report` says why there are no suspects
-        said = ("not judged: the state file's growth samples are damaged" if want == "damaged"
-                else "none (no growth sample was taken:")
+        said = {"damaged": "not judged: the state file's growth samples are damaged",
+                "no_samples": "none (no growth sample was taken:",
+                "too_few_samples": "none (too few growth samples to judge:"}[want]
         if said not in text:
             fail(f"{name}: 'report --recover' should say {said!r}:\n{text}")
         j = json.loads(cli(ctx, ["report", "--recover", path, "--json"]).stdout)

@@ -42,7 +42,7 @@ def main():
         "library": None, "growth_bytes": 100, "live_bytes": 300,
         "samples": [[0.5, 200], [1.0, 250], [1.5, 300]]}]
     ok.validate(full)
-    for status in ("judged", "no_samples", "damaged", "not_judged"):
+    for status in ("judged", "no_samples", "damaged", "not_judged", "too_few_samples"):
         full["leaks"]["growth_status"] = status
         ok.validate(full)
     del full["leaks"]["growth_status"]  # reports written before the field
