@@ -76,7 +76,7 @@ static void nothing_traced(void)
     if (gmt_report_name_has_pid() && gmt_report_path(GMT_REASON_EXEC, 1, path, sizeof path) == 0 &&
         gmt_report_name_taken(path))
         return;
-    gmt_info("no CUDA call was seen; no report written");
+    gmt_info("no CUDA allocation or release was seen; no report written");
 }
 
 void gmt_capture_final_report(gmt_reason_t reason, const char *signame)

@@ -1344,8 +1344,9 @@ def case_exec_signals(ctx):
         fail(f"exec under a signal storm: expected one exec report; files: {names}")
     rep = ctx.reports()[names[0]]
     check_summary(rep, allocs=20001, leaked_count=20001, leaked_bytes=MIB + 20000 * 256)
-    if "no CUDA call was seen" in r.stderr:
-        fail(f"the exec'd image says no CUDA call was seen after the exec report:\n{r.stderr}")
+    if "no CUDA allocation or release was seen" in r.stderr:
+        fail(f"the exec'd image says no CUDA allocation was seen after the exec report:\n"
+             f"{r.stderr}")
     ctx.clear_output()
     sdir = ctx.work.rstrip("/") + "-state"  # beside the output folder, which holds reports only
     os.makedirs(sdir, exist_ok=True)
@@ -2171,7 +2172,8 @@ def case_no_cuda_children_quiet(ctx):
     say nothing; the program started first says once that it wrote no report."""
     prog = ctx.prog("no_cuda")
     r = ctx.run(["/bin/sh", "-c", f"{prog} a; {prog} b; {prog} c"])
-    expect_eq("'no CUDA call was seen' lines", r.stderr.count("no CUDA call was seen"), 1)
+    expect_eq("'no CUDA allocation or release was seen' lines",
+              r.stderr.count("no CUDA allocation or release was seen"), 1)
     if ctx.files():
         fail(f"processes that never touched CUDA left files behind: {ctx.files()}")
 
