@@ -45,6 +45,7 @@ void gmt_cli_export_help(FILE *to)
             "  prometheus  text exposition for the node exporter's textfile collector\n"
             "  pprof       gzip-compressed profile.proto for 'go tool pprof'\n"
             "\n"
+            "  -f, --format F    one of the formats above (required)\n"
             "  -o, --output OUT  write OUT atomically (default: standard output)\n"
             "  --stacks WHICH    folded only: 'leaks' (default), 'peak' owners, or allocation\n"
             "                    'sites' (allocations over the run as weights)\n");
