@@ -17,6 +17,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -316,10 +317,57 @@ static int read_limits(const char *path, limits_t *l, limits_t *cli)
     return rc;
 }
 
+/* The events a report says the tracer dropped (capture.dropped), by what they leave out of
+ * the figures check compares: an allocation that found no room in the live table
+ * (table_full) is in no leak, peak, fragmentation, site or growth figure; one that found no
+ * room in the stack store (stacks) is in the totals but in no call stack's; an event lost
+ * before the tracer was up or while its start-up was stuck (before_init, start_stuck), or
+ * refused as invalid, is in nothing, failures included; failure_records past the list's 256
+ * leave the failure count whole. A reason this check does not know (a later tracer's) is
+ * taken as the last kind. */
+enum { DROP_UNTRACKED = 1, DROP_UNSTACKED = 2, DROP_LOST = 4 };
+typedef struct drops_s {
+    int64_t n[8]; /* by DROP_* bit */
+    char said[3][200];
+} drops_t;
+
+static void drops_add(drops_t *d, int bit, const char *reason, int64_t n)
+{
+    int k = bit == DROP_UNTRACKED ? 0 : bit == DROP_UNSTACKED ? 1 : 2;
+    d->n[bit] = n > INT64_MAX - d->n[bit] ? INT64_MAX : d->n[bit] + n;
+    size_t used = strlen(d->said[k]);
+    if (used < sizeof d->said[k])
+        snprintf(d->said[k] + used, sizeof d->said[k] - used, "%s%s %" PRId64, used ? ", " : "",
+                 gmt_tty(reason), n);
+}
+
+static void report_drops(const gmt_report_t *rep, drops_t *d)
+{
+    memset(d, 0, sizeof *d);
+    const cJSON *dropped = cJSON_GetObjectItemCaseSensitive(rep->capture, "dropped"), *m;
+    if (!cJSON_IsObject(dropped)) return;
+    cJSON_ArrayForEach(m, dropped)
+    {
+        int64_t n = gmt_json_int(dropped, m->string, 0);
+        if (n <= 0 || strcmp(m->string, "failure_records") == 0) continue;
+        drops_add(d,
+                  strcmp(m->string, "table_full") == 0 ? DROP_UNTRACKED
+                  : strcmp(m->string, "stacks") == 0   ? DROP_UNSTACKED
+                                                       : DROP_LOST,
+                  m->string, n);
+    }
+}
+
 typedef struct result_s {
     char name[96];
     char message[600];
     bool failed;
+    /* What a pass rests on: the DROP_* kinds that leave its figure short (a limit that holds
+     * over a figure that misses dropped events is not shown to hold), what is measured and the
+     * limit, for the line that says so. */
+    int rests_on;
+    char what[64];
+    char limit[96];
 } result_t;
 
 /* s in an XML attribute or text: first shown as on the terminal (gmt_tty: control
@@ -521,6 +569,40 @@ static list_bound_t list_bound(const gmt_report_t *rep, size_t n, uint64_t total
     return b;
 }
 
+/* Sets what r's pass rests on (unknown_if_dropped). */
+__attribute__((format(printf, 4, 5))) static void rests_on(result_t *r, int drops, const char *what,
+                                                           const char *limit, ...)
+{
+    r->rests_on = drops;
+    snprintf(r->what, sizeof r->what, "%s", what);
+    va_list ap;
+    va_start(ap, limit);
+    vsnprintf(r->limit, sizeof r->limit, limit, ap);
+    va_end(ap);
+}
+
+/* A result whose limit held over a figure that dropped events leave short is not shown to
+ * hold: unknown, which fails, with what was dropped. A limit already broken stays so (the
+ * dropped events can only add to what was measured). */
+static void unknown_if_dropped(result_t *r, const drops_t *d)
+{
+    int64_t n = 0;
+    char said[620] = "";
+    size_t used = 0;
+    for (int bit = DROP_UNTRACKED, k = 0; bit <= DROP_LOST; bit <<= 1, k++) {
+        if (!(r->rests_on & bit) || d->n[bit] <= 0) continue;
+        n = d->n[bit] > INT64_MAX - n ? INT64_MAX : n + d->n[bit];
+        snprintf(said + used, sizeof said - used, "%s%s", used ? ", " : "", d->said[k]);
+        used = strlen(said);
+    }
+    if (r->failed || n == 0) return;
+    r->failed = true;
+    snprintf(r->message, sizeof r->message,
+             "%s unknown (the tracer dropped %" PRId64
+             " event%s that the figure leaves out: capture.dropped %s): %s cannot be checked",
+             r->what, n, n == 1 ? "" : "s", said, r->limit);
+}
+
 /* What a growth_status other than judged means, for check's line. */
 static const char *growth_why(const char *status)
 {
@@ -655,6 +737,8 @@ int gmt_cli_check(int argc, char **argv)
         leaked = extra > leaked ? 0 : leaked - extra;
         NEW_RESULT();
         snprintf(r->name, sizeof r->name, "max-leak-bytes");
+        rests_on(r, DROP_UNTRACKED | DROP_LOST, "leaked bytes", "max-leak-bytes %s",
+                 gmt_fmt_bytes(lim.leak, b, sizeof b));
         if (!rep.has_leak_bytes) { /* as an unknown peak: read as 0, it passed any limit */
             r->failed = true;
             snprintf(r->message, sizeof r->message,
@@ -679,6 +763,9 @@ int gmt_cli_check(int argc, char **argv)
             NEW_RESULT();
             gmt_device_label(d->device, d->rank, label, sizeof label);
             snprintf(r->name, sizeof r->name, "max-peak-bytes %s", label);
+            rests_on(r, DROP_UNTRACKED | DROP_LOST, label, "max-peak-bytes %s",
+                     gmt_fmt_bytes(lim.peak, b, sizeof b));
+            snprintf(r->what, sizeof r->what, "%s peak", label);
             if (!d->has_peak) { /* as an unknown fragmentation: it cannot be shown to hold */
                 r->failed = true;
                 snprintf(r->message, sizeof r->message,
@@ -697,6 +784,8 @@ int gmt_cli_check(int argc, char **argv)
         if (!any) {
             NEW_RESULT();
             snprintf(r->name, sizeof r->name, "max-peak-bytes");
+            rests_on(r, DROP_UNTRACKED | DROP_LOST, "peak", "max-peak-bytes %s",
+                     gmt_fmt_bytes(lim.peak, b, sizeof b));
             if (!rep.has_peak) {
                 r->failed = true;
                 snprintf(r->message, sizeof r->message,
@@ -719,6 +808,8 @@ int gmt_cli_check(int argc, char **argv)
             NEW_RESULT();
             gmt_device_label(f->device, f->rank, label, sizeof label);
             snprintf(r->name, sizeof r->name, "max-fragmentation %s", label);
+            rests_on(r, DROP_UNTRACKED | DROP_LOST, label, "max-fragmentation %g", lim.frag);
+            snprintf(r->what, sizeof r->what, "%s fragmentation", label);
             if (f->fragmentation < 0) {
                 /* no ratio (null, negative, not a number): the limit cannot be shown to hold,
                  * so it does not pass */
@@ -736,6 +827,8 @@ int gmt_cli_check(int argc, char **argv)
         if (rep.nfrag == 0) {
             NEW_RESULT();
             snprintf(r->name, sizeof r->name, "max-fragmentation");
+            rests_on(r, DROP_UNTRACKED | DROP_LOST, "fragmentation", "max-fragmentation %g",
+                     lim.frag);
             snprintf(r->message, sizeof r->message, "no fragmentation measured (no live memory)");
         }
     }
@@ -746,6 +839,8 @@ int gmt_cli_check(int argc, char **argv)
         list_bound_t b = list_bound(&rep, rep.nsites, rep.sites_total, site_at, rank_sites_total);
         NEW_RESULT();
         snprintf(r->name, sizeof r->name, "max-site-allocs");
+        rests_on(r, DROP_UNTRACKED | DROP_UNSTACKED | DROP_LOST, "allocations per call stack",
+                 "max-site-allocs %" PRIu64, lim.site);
         char where[512];
         if (!rep.has_sites) {
             r->failed = true;
@@ -804,6 +899,8 @@ int gmt_cli_check(int argc, char **argv)
         bool exceeds = top && top->growth_bytes > lim.growth;
         NEW_RESULT();
         snprintf(r->name, sizeof r->name, "max-growth-bytes");
+        rests_on(r, DROP_UNTRACKED | DROP_UNSTACKED | DROP_LOST, "growth", "max-growth-bytes %s",
+                 gmt_fmt_bytes(lim.growth, b, sizeof b));
         char where[400], whose[64] = "", b2[GMT_FMT_BYTES_LEN];
         gmt_fmt_bytes(lim.growth, b2, sizeof b2);
         if (!rep.has_suspects) {
@@ -859,6 +956,7 @@ int gmt_cli_check(int argc, char **argv)
             recovered += rep.errors[i].recovered == 1;
         NEW_RESULT();
         snprintf(r->name, sizeof r->name, "no-errors");
+        rests_on(r, DROP_LOST, "failed allocations", "no-errors");
         r->failed = n > 0;
         if (n)
             snprintf(r->message, sizeof r->message,
@@ -869,6 +967,10 @@ int gmt_cli_check(int argc, char **argv)
     }
 
 #undef NEW_RESULT
+    drops_t drops;
+    report_drops(&rep, &drops);
+    for (size_t i = 0; i < rs.n; i++)
+        unknown_if_dropped(&rs.r[i], &drops);
     size_t broken = 0, nres = rs.n;
     for (size_t i = 0; i < nres; i++)
         if (rs.r[i].failed) {

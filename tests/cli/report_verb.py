@@ -55,9 +55,14 @@ class Ctx:
     def json(self, *args):
         return json.loads(self.run("report", "--json", *args)[0])
 
-    def base(self):
+    def base(self, drops=True):
+        """valid_v2.json; drops=False: with nothing dropped (capture.dropped all 0), for the
+        check cases whose limits a drop would make unknown (verbs.py's check_dropped)."""
         with open(os.path.join(self.data, "valid_v2.json")) as f:
-            return json.load(f)
+            r = json.load(f)
+        if not drops:
+            r["capture"]["dropped"] = {k: 0 for k in r["capture"]["dropped"]}
+        return r
 
     def write(self, name, rep):
         p = os.path.join(self.work, name)
@@ -653,12 +658,12 @@ def case_suspect_devices(c):
            "merged suspects' labels:\n" + out)
 
 
-def rank_pair(c, edit, name="rank"):
+def rank_pair(c, edit, name="rank", drops=True):
     """valid_v2.json as ranks 2 and 5 of one job, started a second apart, edit(rank, r)
-    applied to each; the two files' paths."""
+    applied to each; the two files' paths. drops: as c.base's."""
     paths = []
     for i, rank in enumerate((2, 5)):
-        r = c.base()
+        r = c.base(drops)
         r["process"].update(rank=rank, start_time=r["process"]["start_time"] + i,
                             start_time_ns=r["process"]["start_time_ns"] + i * 10**9)
         edit(rank, r)
@@ -1074,7 +1079,7 @@ def case_check_growth(c):
     suspect list, when its samples were not judged (leaks.growth_status, a merged rank's
     named), or when a list cut at GPUMEMTRACE_TOP may leave out more than the limit; the
     limits file's key; a size."""
-    v2 = c.write("cg.json", c.base())  # one suspect: forward model.py:42, grew by 2 MiB
+    v2 = c.write("cg.json", c.base(drops=False))  # one suspect: forward model.py:42, grew by 2 MiB
     out, _ = c.run("check", v2, "--max-growth-bytes", "2097151", rc=1)
     expect(out == f"FAIL {v2}: a call stack's live bytes grew by 2.00 MiB (2097152 bytes; GPU 0, "
            "cudaMalloc) exceeds max-growth-bytes 2.00 MiB (2097151): forward model.py:42\n", out)
@@ -1099,18 +1104,18 @@ def case_check_growth(c):
            "no_samples": "no growth sample was taken, the run ended before the first",
            "too_few_samples": "too few growth samples, the run was too short to judge"}
     for status in why:
-        r = c.base()
+        r = c.base(drops=False)
         r["leaks"].update(growth_status=status, growth_suspects=[], growth_suspects_total=0)
         f = c.write(f"cg-{status}.json", r)
         out, _ = c.run("check", f, "--max-growth-bytes", "1G", rc=1)
         expect(out == f"FAIL {f}: growth unknown (growth_status {status}: {why[status]}): "
                "max-growth-bytes 1.00 GiB cannot be checked\n", out)
-    r = c.base()
+    r = c.base(drops=False)
     r["leaks"].update(growth_status="judged", growth_suspects=[], growth_suspects_total=0)
     f = c.write("cg-none.json", r)
     out, _ = c.run("check", f, "--max-growth-bytes", "0")
     expect(out.startswith("PASS "), "judged, none: " + out)
-    r = c.base()
+    r = c.base(drops=False)
     del r["leaks"]["growth_suspects"]
     f = c.write("cg-old.json", r)
     out, _ = c.run("check", f, "--max-growth-bytes", "1G", rc=1)
@@ -1118,7 +1123,7 @@ def case_check_growth(c):
            "max-growth-bytes 1.00 GiB cannot be checked\n", out)
     # a list cut at GPUMEMTRACE_TOP (1 of 3), its one listed suspect suppressed: the two left
     # out grew by no more than it, 2 MiB
-    r = c.base()
+    r = c.base(drops=False)
     r["leaks"]["growth_suspects_total"] = 3
     f = c.write("cg-cut.json", r)
     out, _ = c.run("check", f, "--max-growth-bytes", "2M", "--suppressions", supp)
@@ -1141,7 +1146,7 @@ def case_check_growth(c):
         else:
             r["leaks"]["growth_status"] = "judged"
     m = os.path.join(c.work, "cg-merged.json")
-    c.run("merge", *rank_pair(c, ranks, "cgr"), "-o", m)
+    c.run("merge", *rank_pair(c, ranks, "cgr", drops=False), "-o", m)
     with open(m) as f:
         mj = json.load(f)
     expect([x.get("growth_suspects_total") for x in mj["merged"]["ranks"]] == [0, 1],
@@ -1158,7 +1163,7 @@ def case_check_growth(c):
         r["leaks"]["growth_status"] = "judged"
         r["leaks"]["growth_suspects_total"] = 2 if rank == 2 else 1
     m = os.path.join(c.work, "cg-merged2.json")
-    c.run("merge", *rank_pair(c, cut2, "cgc"), "-o", m)
+    c.run("merge", *rank_pair(c, cut2, "cgc", drops=False), "-o", m)
     out, _ = c.run("check", m, "--max-growth-bytes", "1M", "--suppressions", supp, rc=1)
     expect(out == f"FAIL {m}: growth unknown (the report lists 1 of its 2 growth suspects of "
            "rank 2, GPUMEMTRACE_TOP, and those it leaves out may have grown by up to 2.00 MiB "
@@ -1184,13 +1189,13 @@ def case_check_sites(c):
     allocated most over the run against the limit (inclusive), named with its device, API and
     user frame; a stack a --suppressions pattern matches is left out; a report without the
     list cannot be checked, so the limit fails; the limits file's key; digits only."""
-    v2 = c.write("cs.json", c.base())
+    v2 = c.write("cs.json", c.base(drops=False))
     out, _ = c.run("check", v2, "--max-site-allocs", "899", rc=1)
     expect(out == f"FAIL {v2}: a call stack allocated 900 times (GPU 0, cudaMalloc) exceeds "
            "max-site-allocs 899: cache_grow [libcache.so+0x5000]\n", out)
     out, _ = c.run("check", v2, "--max-site-allocs", "900")
     expect(out == f"PASS {v2}: 1 limit holds\n", out)
-    r = c.base()
+    r = c.base(drops=False)
     r["allocation_sites"][1]["allocs"] = 900  # a tie: the first listed is named
     tie = c.write("cs-tie.json", r)
     out, _ = c.run("check", tie, "--max-site-allocs", "899", rc=1)
@@ -1224,7 +1229,7 @@ def case_check_sites(c):
             r["allocation_sites"] = r["allocation_sites"][1:2]
             r["allocation_sites_total"] = 1
     m = os.path.join(c.work, "cs-merged.json")
-    c.run("merge", *rank_pair(c, cut2, "csr"), "-o", m)
+    c.run("merge", *rank_pair(c, cut2, "csr", drops=False), "-o", m)
     with open(m) as f:
         mj = json.load(f)
     expect([(x["rank"], x["allocation_sites_total"]) for x in mj["merged"]["ranks"]] ==
@@ -1245,7 +1250,7 @@ def case_check_sites(c):
         if rank == 2:
             r["allocation_sites_total"] = 1
     m2 = os.path.join(c.work, "cs-merged2.json")
-    c.run("merge", *rank_pair(c, whole2, "csw"), "-o", m2)
+    c.run("merge", *rank_pair(c, whole2, "csw", drops=False), "-o", m2)
     out, _ = c.run("check", m2, "--max-site-allocs", "75", "--suppressions", supp)
     expect(out == f"PASS {m2}: 1 limit holds\n", out)
     c.run("check", m2, "--max-site-allocs", "74", "--suppressions", supp, rc=1)
@@ -1258,21 +1263,21 @@ def case_check_sites(c):
            "allocation sites, GPUMEMTRACE_TOP, and those it leaves out may have made up to 900 "
            "each): max-site-allocs 899 cannot be checked\n", out)
     c.run("check", m3, "--max-site-allocs", "900", "--suppressions", supp)
-    r = c.base()
+    r = c.base(drops=False)
     r["allocation_sites"] = []  # none listed of 4: not "no call stack allocated"
     cut = c.write("cs-cut.json", r)
     out, _ = c.run("check", cut, "--max-site-allocs", "1000000", rc=1)
     expect(out == f"FAIL {cut}: allocations per call stack unknown (the report lists 0 of its 4 "
            "allocation sites, GPUMEMTRACE_TOP, none of them): max-site-allocs 1000000 cannot be "
            "checked\n", out)
-    r = c.base()
+    r = c.base(drops=False)
     del r["allocation_sites"], r["allocation_sites_total"]
     old = c.write("cs-old.json", r)
     out, _ = c.run("check", old, "--max-site-allocs", "1000000", rc=1)
     expect(out == f"FAIL {old}: allocations per call stack unknown (the report has no "
            "allocation_sites: written before the section existed): max-site-allocs 1000000 "
            "cannot be checked\n", out)
-    r = c.base()
+    r = c.base(drops=False)
     r["allocation_sites"] = []
     r["allocation_sites_total"] = 0
     out, _ = c.run("check", c.write("cs-none.json", r), "--max-site-allocs", "0")
@@ -1305,7 +1310,7 @@ def case_check_sites_ranks(c):
     with open(supp, "w") as f:
         f.write("cache_grow\n")
     # the base report's sites: cache_grow (stack 2) 900, forward (1) 75, libpool (3) 24
-    base = {x["stack_id"]: x for x in c.base()["allocation_sites"]}
+    base = {x["stack_id"]: x for x in c.base(drops=False)["allocation_sites"]}
 
     def job(name, lists):
         """ranks 2 and 5 merged, rank R listing lists[R] = ([(stack_id, allocs)...], total)"""
@@ -1314,7 +1319,7 @@ def case_check_sites_ranks(c):
             r["allocation_sites"] = [dict(base[s], allocs=a) for s, a in sites]
             r["allocation_sites_total"] = total
         m = os.path.join(c.work, name + ".json")
-        c.run("merge", *rank_pair(c, edit, name), "-o", m)
+        c.run("merge", *rank_pair(c, edit, name, drops=False), "-o", m)
         return m
 
     def check(m, limit, *opts, rc=0):
@@ -1384,14 +1389,14 @@ def case_check_sites_ranks(c):
     # whatever the smallest made; no site at all: none allocated
     with open(supp, "w") as f:
         f.write("*\n")
-    r = c.base()
+    r = c.base(drops=False)
     r["allocation_sites_total"] = 3
     out, said = check(c.write("whole.json", r), 23, "--suppressions", supp)
     expect(out.startswith("PASS ") and
            said == "no call stack allocated outside the suppressions (max-site-allocs 23)",
            f"complete, all suppressed: {out}{said}")
     # cut (3 of 4), every listed one suppressed: the left-out ones bounded by the smallest
-    out, said = check(c.write("cut.json", c.base()), 24, "--suppressions", supp)
+    out, said = check(c.write("cut.json", c.base(drops=False)), 24, "--suppressions", supp)
     expect(said == "no call stack outside the suppressions is listed, and those the report "
            "leaves out (GPUMEMTRACE_TOP) made at most 24 allocations each, within "
            "max-site-allocs 24", f"cut, all suppressed: {out}{said}")

@@ -573,6 +573,60 @@ def case_check(c):
 
 
 @case
+def case_check_dropped(c):
+    """Events the tracer dropped (capture.dropped) leave the figures check compares short: a
+    limit that holds over them is not shown to hold, and fails as unknown naming the drops; a
+    limit they already break still fails as broken; each kind of drop only touches the figures
+    it leaves out (stacks: the per-stack ones; failure_records: none)."""
+    # GPUMEMTRACE_MAX_LIVE=1: the program's later allocations are counted, not tracked
+    r = c.trace("leak_two_sites", "leak", env={"GPUMEMTRACE_MAX_LIVE": "1"})
+    rep = c.load(r)
+    full = rep["capture"]["dropped"]["table_full"]
+    expect(full > 0, f"GPUMEMTRACE_MAX_LIVE=1 dropped nothing: {rep['capture']['dropped']}")
+    out, _, _ = c.cli_run("check", r, "--max-leak-bytes", "1G", "--max-peak-bytes", "1G",
+                          "--max-site-allocs", "1000000", "--no-errors", rc=1)
+    lines = out.splitlines()
+    for what, limit in (("leaked bytes", "max-leak-bytes 1.00 GiB"),
+                        ("GPU 0 peak", "max-peak-bytes 1.00 GiB"),
+                        ("allocations per call stack", "max-site-allocs 1000000")):
+        want = (f"FAIL {r}: {what} unknown (the tracer dropped {full} event"
+                f"{'' if full == 1 else 's'} that the figure leaves out: capture.dropped "
+                f"table_full {full}): {limit} cannot be checked")
+        expect(want in lines, f"want {want!r} in:\n{out}")
+    # an allocation with no room in the table hides no failure
+    expect(not any("no-errors" in l or "failed allocations" in l for l in lines), out)
+    # broken whatever was dropped: a known excess
+    out, _, _ = c.cli_run("check", r, "--max-leak-bytes", "1", rc=1)
+    expect(out.startswith(f"FAIL {r}: leaked ") and "exceeds max-leak-bytes" in out, out)
+    # the same run without the bound: nothing dropped, every limit holds
+    ok = c.trace("leak_two_sites", "whole")
+    c.cli_run("check", ok, "--max-leak-bytes", "1G", "--max-site-allocs", "1000000",
+              "--no-errors")
+    # by kind of drop, on copies of the whole run's report
+    base = c.load(ok)
+
+    def with_drop(key, n):
+        x = json.loads(json.dumps(base))
+        x["capture"]["dropped"][key] = n
+        path = c.path(f"drop-{key}.json")
+        with open(path, "w") as f:
+            json.dump(x, f)
+        return path
+
+    lims = ("--max-leak-bytes", "1G", "--max-site-allocs", "1000000", "--no-errors")
+    out, _, _ = c.cli_run("check", with_drop("stacks", 3), *lims, rc=1)
+    expect(out.count("FAIL ") == 1 and "allocations per call stack unknown" in out and
+           "capture.dropped stacks 3)" in out, out)
+    c.cli_run("check", with_drop("failure_records", 5), *lims)
+    out, _, _ = c.cli_run("check", with_drop("before_init", 1), *lims, rc=1)
+    expect(out.count("FAIL ") == 3 and "the tracer dropped 1 event that" in out and
+           "failed allocations unknown" in out, out)
+    # a reason this check does not know (a later tracer's) is taken as lost events
+    out, _, _ = c.cli_run("check", with_drop("resampled", 2), *lims, rc=1)
+    expect(out.count("FAIL ") == 3 and "capture.dropped resampled 2)" in out, out)
+
+
+@case
 def case_check_errors(c):
     r = c.trace("oom", "oom", env={"GMT_STANDIN_MEM_BYTES": str(1 << 30)})
     out, _, _ = c.cli_run("check", r, "--no-errors", rc=1)
