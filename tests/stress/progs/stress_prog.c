@@ -218,11 +218,17 @@ SITE void random_calls(int n)
 
 /* ---- storms ---- */
 
+/* SIGUSR1s the storm has sent: main goes on only once one was, so that a run whose storm
+ * thread was not scheduled before main returned (a loaded CI machine) is not read as a burst
+ * that gave no snapshot. */
+static int storm_sent;
+
 static void *usr1_storm(void *arg)
 {
     (void)arg;
     for (int i = 0; i < 300; i++) {
         kill(getpid(), SIGUSR1);
+        __atomic_add_fetch(&storm_sent, 1, __ATOMIC_RELEASE);
         if (i % 50 == 0) usleep(2000);
     }
     for (;;) { /* and on, through the exit report */
@@ -244,6 +250,8 @@ static void storm(const char *mode)
     storm_leak();
     start_churn(th, 4);
     CK(pthread_create(&s, NULL, usr1_storm, NULL));
+    while (__atomic_load_n(&storm_sent, __ATOMIC_ACQUIRE) == 0)
+        usleep(100);
     if (strcmp(mode, "term") == 0) {
         usleep(20000);
         raise(SIGTERM); /* dies here, by SIGTERM */
