@@ -334,6 +334,23 @@ int64_t gmt_json_int(const cJSON *obj, const char *key, int64_t dflt);
 /* The events a report's capture section counts as dropped, every reason summed (saturating at
  * INT64_MAX; a reason that is not a positive integer counts nothing): 0 when there is none. */
 int64_t gmt_capture_dropped(const cJSON *capture);
+/* The events a report says the tracer dropped (capture.dropped; a merged report's, the ranks'
+ * summed), by what they leave out of its figures: an allocation that found no room in the live
+ * table (table_full) is in no leak, peak, fragmentation, site or growth figure; one that found
+ * no room in the stack store (stacks) is in the totals but in no call stack's; an event lost
+ * before the tracer was up or while its start-up was stuck (before_init, start_stuck), or
+ * refused as invalid, is in nothing, failures included; failure_records past the list's 256
+ * leave the failure count whole. A reason this CLI does not know (a later tracer's) is taken
+ * as lost. */
+enum { GMT_DROP_UNTRACKED = 1, GMT_DROP_UNSTACKED = 2, GMT_DROP_LOST = 4 };
+typedef struct gmt_drops_s {
+    int64_t n[3];       /* untracked, unstacked, lost */
+    char said[3][200]; /* "table_full 3, ..." (escaped as on a terminal) */
+} gmt_drops_t;
+void gmt_report_drops(const gmt_report_t *rep, gmt_drops_t *d);
+/* How many events of the kinds (GMT_DROP_* bits) d counts, saturating; said (may be NULL)
+ * gets what they were, "table_full 3, before_init 1". */
+int64_t gmt_drops_of(const gmt_drops_t *d, int kinds, char *said, size_t len);
 double gmt_json_num(const cJSON *obj, const char *key, double dflt);
 const char *gmt_json_str(const cJSON *obj, const char *key, const char *dflt);
 bool gmt_json_bool(const cJSON *obj, const char *key, bool dflt);

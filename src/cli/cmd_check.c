@@ -317,52 +317,11 @@ static int read_limits(const char *path, limits_t *l, limits_t *cli)
     return rc;
 }
 
-/* The events a report says the tracer dropped (capture.dropped), by what they leave out of
- * the figures check compares: an allocation that found no room in the live table
- * (table_full) is in no leak, peak, fragmentation, site or growth figure; one that found no
- * room in the stack store (stacks) is in the totals but in no call stack's; an event lost
- * before the tracer was up or while its start-up was stuck (before_init, start_stuck), or
- * refused as invalid, is in nothing, failures included; failure_records past the list's 256
- * leave the failure count whole. A reason this check does not know (a later tracer's) is
- * taken as the last kind. */
-enum { DROP_UNTRACKED = 1, DROP_UNSTACKED = 2, DROP_LOST = 4 };
-typedef struct drops_s {
-    int64_t n[8]; /* by DROP_* bit */
-    char said[3][200];
-} drops_t;
-
-static void drops_add(drops_t *d, int bit, const char *reason, int64_t n)
-{
-    int k = bit == DROP_UNTRACKED ? 0 : bit == DROP_UNSTACKED ? 1 : 2;
-    d->n[bit] = n > INT64_MAX - d->n[bit] ? INT64_MAX : d->n[bit] + n;
-    size_t used = strlen(d->said[k]);
-    if (used < sizeof d->said[k])
-        snprintf(d->said[k] + used, sizeof d->said[k] - used, "%s%s %" PRId64, used ? ", " : "",
-                 gmt_tty(reason), n);
-}
-
-static void report_drops(const gmt_report_t *rep, drops_t *d)
-{
-    memset(d, 0, sizeof *d);
-    const cJSON *dropped = cJSON_GetObjectItemCaseSensitive(rep->capture, "dropped"), *m;
-    if (!cJSON_IsObject(dropped)) return;
-    cJSON_ArrayForEach(m, dropped)
-    {
-        int64_t n = gmt_json_int(dropped, m->string, 0);
-        if (n <= 0 || strcmp(m->string, "failure_records") == 0) continue;
-        drops_add(d,
-                  strcmp(m->string, "table_full") == 0 ? DROP_UNTRACKED
-                  : strcmp(m->string, "stacks") == 0   ? DROP_UNSTACKED
-                                                       : DROP_LOST,
-                  m->string, n);
-    }
-}
-
 typedef struct result_s {
     char name[96];
     char message[600];
     bool failed;
-    /* What a pass rests on: the DROP_* kinds that leave its figure short (a limit that holds
+    /* What a pass rests on: the GMT_DROP_* kinds that leave its figure short (a limit that holds
      * over a figure that misses dropped events is not shown to hold), what is measured and the
      * limit, for the line that says so. */
     int rests_on;
@@ -584,17 +543,10 @@ __attribute__((format(printf, 4, 5))) static void rests_on(result_t *r, int drop
 /* A result whose limit held over a figure that dropped events leave short is not shown to
  * hold: unknown, which fails, with what was dropped. A limit already broken stays so (the
  * dropped events can only add to what was measured). */
-static void unknown_if_dropped(result_t *r, const drops_t *d)
+static void unknown_if_dropped(result_t *r, const gmt_drops_t *d)
 {
-    int64_t n = 0;
-    char said[620] = "";
-    size_t used = 0;
-    for (int bit = DROP_UNTRACKED, k = 0; bit <= DROP_LOST; bit <<= 1, k++) {
-        if (!(r->rests_on & bit) || d->n[bit] <= 0) continue;
-        n = d->n[bit] > INT64_MAX - n ? INT64_MAX : n + d->n[bit];
-        snprintf(said + used, sizeof said - used, "%s%s", used ? ", " : "", d->said[k]);
-        used = strlen(said);
-    }
+    char said[300];
+    int64_t n = gmt_drops_of(d, r->rests_on, said, sizeof said);
     if (r->failed || n == 0) return;
     r->failed = true;
     snprintf(r->message, sizeof r->message,
@@ -737,7 +689,7 @@ int gmt_cli_check(int argc, char **argv)
         leaked = extra > leaked ? 0 : leaked - extra;
         NEW_RESULT();
         snprintf(r->name, sizeof r->name, "max-leak-bytes");
-        rests_on(r, DROP_UNTRACKED | DROP_LOST, "leaked bytes", "max-leak-bytes %s",
+        rests_on(r, GMT_DROP_UNTRACKED | GMT_DROP_LOST, "leaked bytes", "max-leak-bytes %s",
                  gmt_fmt_bytes(lim.leak, b, sizeof b));
         if (!rep.has_leak_bytes) { /* as an unknown peak: read as 0, it passed any limit */
             r->failed = true;
@@ -763,7 +715,7 @@ int gmt_cli_check(int argc, char **argv)
             NEW_RESULT();
             gmt_device_label(d->device, d->rank, label, sizeof label);
             snprintf(r->name, sizeof r->name, "max-peak-bytes %s", label);
-            rests_on(r, DROP_UNTRACKED | DROP_LOST, label, "max-peak-bytes %s",
+            rests_on(r, GMT_DROP_UNTRACKED | GMT_DROP_LOST, label, "max-peak-bytes %s",
                      gmt_fmt_bytes(lim.peak, b, sizeof b));
             snprintf(r->what, sizeof r->what, "%s peak", label);
             if (!d->has_peak) { /* as an unknown fragmentation: it cannot be shown to hold */
@@ -784,7 +736,7 @@ int gmt_cli_check(int argc, char **argv)
         if (!any) {
             NEW_RESULT();
             snprintf(r->name, sizeof r->name, "max-peak-bytes");
-            rests_on(r, DROP_UNTRACKED | DROP_LOST, "peak", "max-peak-bytes %s",
+            rests_on(r, GMT_DROP_UNTRACKED | GMT_DROP_LOST, "peak", "max-peak-bytes %s",
                      gmt_fmt_bytes(lim.peak, b, sizeof b));
             if (!rep.has_peak) {
                 r->failed = true;
@@ -808,7 +760,7 @@ int gmt_cli_check(int argc, char **argv)
             NEW_RESULT();
             gmt_device_label(f->device, f->rank, label, sizeof label);
             snprintf(r->name, sizeof r->name, "max-fragmentation %s", label);
-            rests_on(r, DROP_UNTRACKED | DROP_LOST, label, "max-fragmentation %g", lim.frag);
+            rests_on(r, GMT_DROP_UNTRACKED | GMT_DROP_LOST, label, "max-fragmentation %g", lim.frag);
             snprintf(r->what, sizeof r->what, "%s fragmentation", label);
             if (f->fragmentation < 0) {
                 /* no ratio (null, negative, not a number): the limit cannot be shown to hold,
@@ -827,7 +779,7 @@ int gmt_cli_check(int argc, char **argv)
         if (rep.nfrag == 0) {
             NEW_RESULT();
             snprintf(r->name, sizeof r->name, "max-fragmentation");
-            rests_on(r, DROP_UNTRACKED | DROP_LOST, "fragmentation", "max-fragmentation %g",
+            rests_on(r, GMT_DROP_UNTRACKED | GMT_DROP_LOST, "fragmentation", "max-fragmentation %g",
                      lim.frag);
             snprintf(r->message, sizeof r->message, "no fragmentation measured (no live memory)");
         }
@@ -839,7 +791,7 @@ int gmt_cli_check(int argc, char **argv)
         list_bound_t b = list_bound(&rep, rep.nsites, rep.sites_total, site_at, rank_sites_total);
         NEW_RESULT();
         snprintf(r->name, sizeof r->name, "max-site-allocs");
-        rests_on(r, DROP_UNTRACKED | DROP_UNSTACKED | DROP_LOST, "allocations per call stack",
+        rests_on(r, GMT_DROP_UNTRACKED | GMT_DROP_UNSTACKED | GMT_DROP_LOST, "allocations per call stack",
                  "max-site-allocs %" PRIu64, lim.site);
         char where[512];
         if (!rep.has_sites) {
@@ -899,7 +851,7 @@ int gmt_cli_check(int argc, char **argv)
         bool exceeds = top && top->growth_bytes > lim.growth;
         NEW_RESULT();
         snprintf(r->name, sizeof r->name, "max-growth-bytes");
-        rests_on(r, DROP_UNTRACKED | DROP_UNSTACKED | DROP_LOST, "growth", "max-growth-bytes %s",
+        rests_on(r, GMT_DROP_UNTRACKED | GMT_DROP_UNSTACKED | GMT_DROP_LOST, "growth", "max-growth-bytes %s",
                  gmt_fmt_bytes(lim.growth, b, sizeof b));
         char where[400], whose[64] = "", b2[GMT_FMT_BYTES_LEN];
         gmt_fmt_bytes(lim.growth, b2, sizeof b2);
@@ -956,7 +908,7 @@ int gmt_cli_check(int argc, char **argv)
             recovered += rep.errors[i].recovered == 1;
         NEW_RESULT();
         snprintf(r->name, sizeof r->name, "no-errors");
-        rests_on(r, DROP_LOST, "failed allocations", "no-errors");
+        rests_on(r, GMT_DROP_LOST, "failed allocations", "no-errors");
         r->failed = n > 0;
         if (n)
             snprintf(r->message, sizeof r->message,
@@ -967,8 +919,8 @@ int gmt_cli_check(int argc, char **argv)
     }
 
 #undef NEW_RESULT
-    drops_t drops;
-    report_drops(&rep, &drops);
+    gmt_drops_t drops;
+    gmt_report_drops(&rep, &drops);
     for (size_t i = 0; i < rs.n; i++)
         unknown_if_dropped(&rs.r[i], &drops);
     size_t broken = 0, nres = rs.n;

@@ -1367,6 +1367,48 @@ int64_t gmt_capture_dropped(const cJSON *capture)
     return sum;
 }
 
+static void drops_add(gmt_drops_t *d, int k, const char *reason, int64_t n)
+{
+    d->n[k] = n > INT64_MAX - d->n[k] ? INT64_MAX : d->n[k] + n;
+    size_t used = strlen(d->said[k]);
+    if (used + 1 < sizeof d->said[k])
+        snprintf(d->said[k] + used, sizeof d->said[k] - used, "%s%s %" PRId64, used ? ", " : "",
+                 gmt_tty(reason), n);
+}
+
+void gmt_report_drops(const gmt_report_t *rep, gmt_drops_t *d)
+{
+    memset(d, 0, sizeof *d);
+    const cJSON *dropped = cJSON_GetObjectItemCaseSensitive(rep->capture, "dropped"), *m;
+    if (!cJSON_IsObject(dropped)) return;
+    cJSON_ArrayForEach(m, dropped)
+    {
+        int64_t n = gmt_json_int(dropped, m->string, 0);
+        if (n <= 0 || strcmp(m->string, "failure_records") == 0) continue;
+        drops_add(d,
+                  strcmp(m->string, "table_full") == 0 ? 0
+                  : strcmp(m->string, "stacks") == 0   ? 1
+                                                       : 2,
+                  m->string, n);
+    }
+}
+
+int64_t gmt_drops_of(const gmt_drops_t *d, int kinds, char *said, size_t len)
+{
+    int64_t n = 0;
+    size_t used = 0;
+    if (said && len) said[0] = '\0';
+    for (int k = 0; k < 3; k++) {
+        if (!(kinds & (1 << k)) || d->n[k] <= 0) continue;
+        n = d->n[k] > INT64_MAX - n ? INT64_MAX : n + d->n[k];
+        if (said && used + 1 < len) {
+            snprintf(said + used, len - used, "%s%s", used ? ", " : "", d->said[k]);
+            used = strlen(said);
+        }
+    }
+    return n;
+}
+
 double gmt_json_num(const cJSON *obj, const char *key, double dflt)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
