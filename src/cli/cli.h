@@ -344,7 +344,7 @@ int64_t gmt_capture_dropped(const cJSON *capture);
  * as lost. */
 enum { GMT_DROP_UNTRACKED = 1, GMT_DROP_UNSTACKED = 2, GMT_DROP_LOST = 4 };
 typedef struct gmt_drops_s {
-    int64_t n[3];       /* untracked, unstacked, lost */
+    int64_t n[3];      /* untracked, unstacked, lost */
     char said[3][200]; /* "table_full 3, ..." (escaped as on a terminal) */
 } gmt_drops_t;
 void gmt_report_drops(const gmt_report_t *rep, gmt_drops_t *d);

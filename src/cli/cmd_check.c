@@ -760,7 +760,8 @@ int gmt_cli_check(int argc, char **argv)
             NEW_RESULT();
             gmt_device_label(f->device, f->rank, label, sizeof label);
             snprintf(r->name, sizeof r->name, "max-fragmentation %s", label);
-            rests_on(r, GMT_DROP_UNTRACKED | GMT_DROP_LOST, label, "max-fragmentation %g", lim.frag);
+            rests_on(r, GMT_DROP_UNTRACKED | GMT_DROP_LOST, label, "max-fragmentation %g",
+                     lim.frag);
             snprintf(r->what, sizeof r->what, "%s fragmentation", label);
             if (f->fragmentation < 0) {
                 /* no ratio (null, negative, not a number): the limit cannot be shown to hold,
@@ -791,8 +792,8 @@ int gmt_cli_check(int argc, char **argv)
         list_bound_t b = list_bound(&rep, rep.nsites, rep.sites_total, site_at, rank_sites_total);
         NEW_RESULT();
         snprintf(r->name, sizeof r->name, "max-site-allocs");
-        rests_on(r, GMT_DROP_UNTRACKED | GMT_DROP_UNSTACKED | GMT_DROP_LOST, "allocations per call stack",
-                 "max-site-allocs %" PRIu64, lim.site);
+        rests_on(r, GMT_DROP_UNTRACKED | GMT_DROP_UNSTACKED | GMT_DROP_LOST,
+                 "allocations per call stack", "max-site-allocs %" PRIu64, lim.site);
         char where[512];
         if (!rep.has_sites) {
             r->failed = true;
@@ -851,8 +852,8 @@ int gmt_cli_check(int argc, char **argv)
         bool exceeds = top && top->growth_bytes > lim.growth;
         NEW_RESULT();
         snprintf(r->name, sizeof r->name, "max-growth-bytes");
-        rests_on(r, GMT_DROP_UNTRACKED | GMT_DROP_UNSTACKED | GMT_DROP_LOST, "growth", "max-growth-bytes %s",
-                 gmt_fmt_bytes(lim.growth, b, sizeof b));
+        rests_on(r, GMT_DROP_UNTRACKED | GMT_DROP_UNSTACKED | GMT_DROP_LOST, "growth",
+                 "max-growth-bytes %s", gmt_fmt_bytes(lim.growth, b, sizeof b));
         char where[400], whose[64] = "", b2[GMT_FMT_BYTES_LEN];
         gmt_fmt_bytes(lim.growth, b2, sizeof b2);
         if (!rep.has_suspects) {

@@ -449,9 +449,8 @@ int gmt_cli_diff(int argc, char **argv)
     gmt_drops_t drops;
     gmt_report_drops(&b, &drops);
     char said[300];
-    int64_t ndrops = lim.set ? gmt_drops_of(&drops, GMT_DROP_UNTRACKED | GMT_DROP_LOST, said,
-                                            sizeof said)
-                             : 0;
+    int64_t ndrops =
+        lim.set ? gmt_drops_of(&drops, GMT_DROP_UNTRACKED | GMT_DROP_LOST, said, sizeof said) : 0;
     printf("diff %s -> %s\n\nPeak per device\n", gmt_tty(a.path), gmt_tty(b.path));
     for (size_t i = 0; i < b.ndevices; i++) {
         const gmt_device_t *nd = &b.devices[i];
