@@ -50,6 +50,8 @@ typedef struct entry_s {
     char *key;
     const gmt_stack_t *stack;
     uint64_t leak_old, leak_new, peak_old, peak_new;
+    /* listed among that report's leak groups, or among a device's peak owners */
+    bool in_leak_old, in_leak_new, in_peak_old, in_peak_new;
 } entry_t;
 
 typedef struct table_s {
@@ -97,6 +99,8 @@ static int add_groups(table_t *t, const gmt_group_t *g, size_t n, bool is_new, b
         uint64_t *slot =
             leak ? (is_new ? &e->leak_new : &e->leak_old) : (is_new ? &e->peak_new : &e->peak_old);
         *slot = gmt_add_sat(*slot, g[i].bytes); /* groups of one stack: devices, kinds */
+        *(leak ? (is_new ? &e->in_leak_new : &e->in_leak_old)
+               : (is_new ? &e->in_peak_new : &e->in_peak_old)) = true;
         if (is_new) e->stack = g[i].stack ? g[i].stack : e->stack;
     }
     return 0;
@@ -113,6 +117,38 @@ static void fmt_delta(int64_t d, char *buf, size_t len)
     char b[GMT_FMT_BYTES_LEN];
     gmt_fmt_bytes((uint64_t)(d < 0 ? -d : d), b, sizeof b);
     snprintf(buf, len, "%s%s", d < 0 ? "-" : "+", b);
+}
+
+/* Which of the two reports' lists of leak groups and of peak owners were cut at
+ * GPUMEMTRACE_TOP (groups_total above the groups listed), and which kinds of note the rows
+ * printed need. */
+typedef struct cut_s {
+    bool leak_old, leak_new, peak_old, peak_new;
+    bool unknown_old, unknown_new, bound_old, bound_new;
+} cut_t;
+
+/* A stack's change at exit or at the peak, as print_sites says a count's: exact where both
+ * lists are whole or list it. A stack a cut list leaves out is not known to hold nothing
+ * there ("?"); the sum of its groups a cut list shows is at least what it held, since the list
+ * may leave out more of its groups (another device, kind or API), so the change is at least
+ * (">=+N") when only NEW's sum is such a bound, at most ("<=-N") when only OLD's is, and "?"
+ * when both are. */
+static void change(uint64_t old, uint64_t now, bool in_old, bool in_new, bool cut_old, bool cut_new,
+                   cut_t *notes, char *buf, size_t len)
+{
+    bool known = (in_old || !cut_old) && (in_new || !cut_new);
+    bool lb_old = in_old && cut_old, lb_new = in_new && cut_new;
+    notes->bound_old |= lb_old;
+    notes->bound_new |= lb_new;
+    if (!known || (lb_old && lb_new)) {
+        snprintf(buf, len, "?");
+        notes->unknown_old |= !in_old && cut_old;
+        notes->unknown_new |= !in_new && cut_new;
+        return;
+    }
+    char d[GMT_FMT_BYTES_LEN + 2];
+    fmt_delta(delta(old, now), d, sizeof d);
+    snprintf(buf, len, "%s%s", lb_new ? ">=" : lb_old ? "<=" : "", d);
 }
 
 /* The growth at exit and at the peak together, saturated: each is within +-INT64_MAX, and
@@ -516,6 +552,12 @@ int gmt_cli_diff(int argc, char **argv)
     } else {
         if (t.n > 1) qsort(t.v, t.n, sizeof *t.v, cmp_leak_growth); /* none: NULL */
         printf("\nPer call stack (matched by frames): at exit, at the peak\n");
+        /* a list cut at GPUMEMTRACE_TOP does not say a stack it leaves out held nothing */
+        cut_t cut = {.leak_old = a.groups_total > a.nleaks, .leak_new = b.groups_total > b.nleaks};
+        for (size_t i = 0; i < a.npeaks; i++)
+            cut.peak_old |= a.peaks[i].groups_total > a.peaks[i].ngroups;
+        for (size_t i = 0; i < b.npeaks; i++)
+            cut.peak_new |= b.peaks[i].groups_total > b.peaks[i].ngroups;
         long shown = 0;
         size_t left = 0;
         for (size_t i = 0; i < t.n; i++) {
@@ -526,17 +568,33 @@ int gmt_cli_diff(int argc, char **argv)
                 continue;
             }
             char dl[48], dp[48], fb[1024];
-            fmt_delta(delta(e->leak_old, e->leak_new), dl, sizeof dl);
-            fmt_delta(delta(e->peak_old, e->peak_new), dp, sizeof dp);
+            change(e->leak_old, e->leak_new, e->in_leak_old, e->in_leak_new, cut.leak_old,
+                   cut.leak_new, &cut, dl, sizeof dl);
+            change(e->peak_old, e->peak_new, e->in_peak_old, e->in_peak_new, cut.peak_old,
+                   cut.peak_new, &cut, dp, sizeof dp);
             gmt_stack_where_tty(e->stack, fb, sizeof fb);
-            const char *tag = (e->leak_old || e->peak_old)
-                                  ? ((e->leak_new || e->peak_new) ? "" : "  [gone]")
-                                  : "  [new]";
+            /* new or gone only where that report's lists are whole */
+            bool had = e->leak_old || e->peak_old, has = e->leak_new || e->peak_new;
+            const char *tag = !had && !cut.leak_old && !cut.peak_old   ? "  [new]"
+                              : !has && !cut.leak_new && !cut.peak_new ? "  [gone]"
+                                                                       : "";
             printf("  leak %10s  peak %10s  %s%s\n", dl, dp, fb, tag);
             shown++;
         }
         if (left) printf("  ... %zu more (--top to show more)\n", left);
         if (!shown) printf("  (no stack changed)\n");
+        if (cut.unknown_old || cut.unknown_new)
+            printf("  (?: not among the groups %s lists at exit or at the peak, its largest: "
+                   "GPUMEMTRACE_TOP)\n",
+                   cut.unknown_old && cut.unknown_new ? "each report"
+                   : cut.unknown_old                  ? "OLD"
+                                                      : "NEW");
+        if (cut.bound_old || cut.bound_new)
+            printf("  (>=: at least; %s lists, cut at GPUMEMTRACE_TOP, may leave out more of the "
+                   "stack's groups)\n",
+                   cut.bound_old && cut.bound_new ? "each report's"
+                   : cut.bound_old                ? "OLD's"
+                                                  : "NEW's");
     }
     for (size_t i = 0; i < t.n; i++)
         free(t.v[i].key);

@@ -923,6 +923,63 @@ def case_diff_sites(c):
     expect("allocation sites" not in out, "neither has the list:\n" + out)
 
 @case
+def case_diff_stacks_bound(c):
+    """diff's per call stack rows when a report's leak groups or peak owners were cut at
+    GPUMEMTRACE_TOP (groups_total above the groups listed): a stack the cut list leaves out is
+    not known to hold nothing there ("?", never [new] or [gone] against that report), and a sum
+    the cut list shows is a bound (">=+N" NEW's, "<=-N" OLD's), each said under the rows. Until
+    then a stack NEW's cut list left out read as "-1.00 MiB ... [gone]"."""
+    def sec(out):
+        return out.split("\nPer call stack (matched by frames): at exit, at the peak\n",
+                         1)[1].split("\n\n", 1)[0].splitlines()
+
+    def row(leak, peak, where):
+        return f"  leak {leak:>10}  peak {peak:>10}  {where}"
+
+    old = c.base()
+    new = c.base()
+    # NEW lists one of its 3 leak groups not suppressed (stack 1, now 4 MiB) and 2 of its 3
+    # peak owners on GPU 0 (stack 3, libpool, left out of both)
+    new["leaks"]["groups"] = [dict(new["leaks"]["groups"][0], bytes=4 * MIB),
+                              new["leaks"]["groups"][1]]
+    new["leaks"]["groups_total"] = 3
+    new["peak"][0]["groups"] = new["peak"][0]["groups"][:2]
+    new["peak"][0]["groups_total"] = 3
+    po, pn = c.write("so.json", old), c.write("sn.json", new)
+    got = sec(c.run("diff", po, pn)[0])
+    want = [row(">=+1.00 MiB", ">=+0 B", "forward model.py:42"),
+            row("?", "?", "libpool.so+0x1000"),
+            "  (?: not among the groups NEW lists at exit or at the peak, its largest: "
+            "GPUMEMTRACE_TOP)",
+            "  (>=: at least; NEW's lists, cut at GPUMEMTRACE_TOP, may leave out more of the "
+            "stack's groups)"]
+    expect(got == want, "cut NEW:\n" + "\n".join(got) + "\n--- want\n" + "\n".join(want))
+    # the other way round: OLD's sums are bounds, and libpool is not new
+    got = sec(c.run("diff", pn, po)[0])
+    want = [row("?", "?", "libpool.so+0x1000"),
+            row("<=-1.00 MiB", "<=+0 B", "forward model.py:42"),
+            "  (?: not among the groups OLD lists at exit or at the peak, its largest: "
+            "GPUMEMTRACE_TOP)",
+            "  (>=: at least; OLD's lists, cut at GPUMEMTRACE_TOP, may leave out more of the "
+            "stack's groups)"]
+    expect(got == want, "cut OLD:\n" + "\n".join(got) + "\n--- want\n" + "\n".join(want))
+    # only the leak list cut: the peak column stays exact, and libpool, still at NEW's peak,
+    # has an unknown leak change
+    new["peak"][0] = c.base()["peak"][0]
+    got = sec(c.run("diff", po, c.write("sl.json", new))[0])
+    want = [row(">=+1.00 MiB", "+0 B", "forward model.py:42"),
+            row("?", "+0 B", "libpool.so+0x1000")]
+    expect(got[:2] == want, "cut leaks:\n" + "\n".join(got) + "\n--- want\n" + "\n".join(want))
+    # both lists whole: exact, and a stack NEW lacks is gone
+    new["leaks"]["groups_total"] = 2
+    new["peak"][0]["groups"] = new["peak"][0]["groups"][:2]
+    got = sec(c.run("diff", po, c.write("sw.json", new))[0])
+    want = [row("+1.00 MiB", "+0 B", "forward model.py:42"),
+            row("-1.00 MiB", "-1.00 MiB", "libpool.so+0x1000  [gone]")]
+    expect(got == want, "whole:\n" + "\n".join(got) + "\n--- want\n" + "\n".join(want))
+
+
+@case
 def case_diff_sites_bound(c):
     """A stack's count in diff's allocation sites is the sum of its sites (one a device, kind or
     API); from a list cut at GPUMEMTRACE_TOP that sum is at least the count (">=N", said under
