@@ -413,6 +413,54 @@ static bool broken(const growth_limit_t *g, uint64_t old, uint64_t now)
     return now - old > g->bytes;
 }
 
+/* One figure of both reports that --max-growth limits (a device's peak, the leaked bytes), as
+ * its row shows it. A figure a report does not give (null, left out or negative: an edited
+ * report, read as 0) is shown "unknown", its change "?". */
+typedef struct figure_s {
+    uint64_t old, now;
+    bool old_known, now_known;
+    char shown_old[GMT_FMT_BYTES_LEN], shown_new[GMT_FMT_BYTES_LEN], change[48];
+} figure_t;
+
+/* Fills f's row and appends its FAIL line, if any, to fails. NEW's figure unknown makes the
+ * growth unknown; so does OLD's where the growth from 0 would break the limit (from 0 within
+ * it, it is within it from any OLD). A growth within the limit over NEW's dropped events (ndrops
+ * of them, said) is unknown too. */
+static void judge(const growth_limit_t *lim, figure_t *f, const char *what, const char *field,
+                  int64_t ndrops, const char *said, gmt_buf_t *fails, size_t *nfail)
+{
+    snprintf(f->shown_old, sizeof f->shown_old, "unknown");
+    snprintf(f->shown_new, sizeof f->shown_new, "unknown");
+    if (f->old_known) gmt_fmt_bytes(f->old, f->shown_old, sizeof f->shown_old);
+    if (f->now_known) gmt_fmt_bytes(f->now, f->shown_new, sizeof f->shown_new);
+    if (f->old_known && f->now_known)
+        fmt_delta(delta(f->old, f->now), f->change, sizeof f->change);
+    else
+        snprintf(f->change, sizeof f->change, "?");
+    if (!lim->set) return;
+    const char *lacks = !f->now_known                                  ? "NEW"
+                        : !f->old_known && broken(lim, f->old, f->now) ? "OLD"
+                                                                       : NULL;
+    if (lacks) {
+        gmt_buf_printf(fails,
+                       "FAIL %s growth unknown (%s has no %s): --max-growth %s cannot be "
+                       "checked\n",
+                       what, lacks, field, gmt_tty(lim->text));
+    } else if (broken(lim, f->old, f->now)) {
+        gmt_buf_printf(fails, "FAIL %s grew by %s, over --max-growth %s\n", what, f->change,
+                       gmt_tty(lim->text));
+    } else if (ndrops) {
+        gmt_buf_printf(fails,
+                       "FAIL %s growth unknown (NEW's tracer dropped %" PRId64
+                       " event%s that its figures leave out: capture.dropped %s): "
+                       "--max-growth %s cannot be checked\n",
+                       what, ndrops, ndrops == 1 ? "" : "s", said, gmt_tty(lim->text));
+    } else {
+        return;
+    }
+    (*nfail)++;
+}
+
 int gmt_cli_diff(int argc, char **argv)
 {
     growth_limit_t lim = {0};
@@ -473,7 +521,7 @@ int gmt_cli_diff(int argc, char **argv)
         return GMT_EXIT_USAGE;
     }
     int status = GMT_EXIT_OK;
-    char x[GMT_FMT_BYTES_LEN], y[GMT_FMT_BYTES_LEN], d[48], label[48];
+    char x[GMT_FMT_BYTES_LEN], label[48], what[64];
     /* Every broken limit, printed at the end: one per device of a merged report of many
      * ranks, and the leaked bytes always among them. */
     gmt_buf_t fails = {0};
@@ -495,44 +543,29 @@ int gmt_cli_diff(int argc, char **argv)
         const gmt_device_t *od = gmt_report_device_exact(&a, nd->device, nd->rank);
         uint64_t old = od ? od->peak_bytes : 0;
         gmt_device_label(nd->device, nd->rank, label, sizeof label);
-        fmt_delta(delta(old, nd->peak_bytes), d, sizeof d);
-        printf("  %-12s %10s -> %10s  %s%s\n", label, gmt_fmt_bytes(old, x, sizeof x),
-               gmt_fmt_bytes(nd->peak_bytes, y, sizeof y), d, od ? "" : "  (new device)");
-        if (broken(&lim, old, nd->peak_bytes)) {
-            gmt_buf_printf(&fails, "FAIL %s peak grew by %s, over --max-growth %s\n", label, d,
-                           gmt_tty(lim.text));
-            nfail++;
-        } else if (ndrops) {
-            gmt_buf_printf(&fails,
-                           "FAIL %s peak growth unknown (NEW's tracer dropped %" PRId64
-                           " event%s that its figures leave out: capture.dropped %s): "
-                           "--max-growth %s cannot be checked\n",
-                           label, ndrops, ndrops == 1 ? "" : "s", said, gmt_tty(lim.text));
-            nfail++;
-        }
+        figure_t f = {.old = old,
+                      .now = nd->peak_bytes,
+                      .old_known = !od || od->has_peak,
+                      .now_known = nd->has_peak};
+        snprintf(what, sizeof what, "%s peak", label);
+        judge(&lim, &f, what, "peak_bytes for it", ndrops, said, &fails, &nfail);
+        printf("  %-12s %10s -> %10s  %s%s\n", label, f.shown_old, f.shown_new, f.change,
+               od ? "" : "  (new device)");
     }
     for (size_t i = 0; i < a.ndevices; i++)
         if (!gmt_report_device_exact(&b, a.devices[i].device, a.devices[i].rank))
             printf("  %-12s %10s -> (absent)\n",
                    gmt_device_label(a.devices[i].device, a.devices[i].rank, label, sizeof label),
-                   gmt_fmt_bytes(a.devices[i].peak_bytes, x, sizeof x));
+                   a.devices[i].has_peak ? gmt_fmt_bytes(a.devices[i].peak_bytes, x, sizeof x)
+                                         : "unknown");
 
-    fmt_delta(delta(a.leak_bytes, b.leak_bytes), d, sizeof d);
-    printf("\nLeaks\n  %10s -> %10s  %s  (%" PRIu64 " -> %" PRIu64 " allocations)\n",
-           gmt_fmt_bytes(a.leak_bytes, x, sizeof x), gmt_fmt_bytes(b.leak_bytes, y, sizeof y), d,
-           a.leak_count, b.leak_count);
-    if (broken(&lim, a.leak_bytes, b.leak_bytes)) {
-        gmt_buf_printf(&fails, "FAIL leaked bytes grew by %s, over --max-growth %s\n", d,
-                       gmt_tty(lim.text));
-        nfail++;
-    } else if (ndrops) {
-        gmt_buf_printf(&fails,
-                       "FAIL leaked bytes growth unknown (NEW's tracer dropped %" PRId64
-                       " event%s that its figures leave out: capture.dropped %s): --max-growth "
-                       "%s cannot be checked\n",
-                       ndrops, ndrops == 1 ? "" : "s", said, gmt_tty(lim.text));
-        nfail++;
-    }
+    figure_t f = {.old = a.leak_bytes,
+                  .now = b.leak_bytes,
+                  .old_known = a.has_leak_bytes,
+                  .now_known = b.has_leak_bytes};
+    judge(&lim, &f, "leaked bytes", "leaks.total_bytes", ndrops, said, &fails, &nfail);
+    printf("\nLeaks\n  %10s -> %10s  %s  (%" PRIu64 " -> %" PRIu64 " allocations)\n", f.shown_old,
+           f.shown_new, f.change, a.leak_count, b.leak_count);
     printf("  failures %" PRId64 " -> %" PRId64 "\n", a.failures, b.failures);
     if (print_libraries(&a, &b, top)) {
         gmt_cli_error("diff: out of memory");

@@ -980,6 +980,45 @@ def case_diff_stacks_bound(c):
 
 
 @case
+def case_diff_unknown_figures(c):
+    """diff on a report that gives no figure for a device's peak or the leaked bytes (null,
+    left out, negative: an edited report): shown "unknown" with no change, never read as 0, and
+    under --max-growth NEW's unknown figure is an unknown growth (a FAIL), OLD's only where the
+    growth from 0 would break the limit. Until then NEW's null leaks.total_bytes read "4.00 MiB
+    -> 0 B -4.00 MiB" and passed --max-growth 0."""
+    base = c.base(drops=False)
+    po = c.write("ko.json", base)
+    no_leak = c.base(drops=False)
+    no_leak["leaks"]["total_bytes"] = None
+    pl = c.write("kl.json", no_leak)
+    no_peak = c.base(drops=False)
+    del no_peak["devices"][1]["peak_bytes"]
+    no_peak["devices"][0]["peak_bytes"] = -1
+    pp = c.write("kp.json", no_peak)
+
+    def fails(out):
+        return [l for l in out.splitlines() if l.startswith("FAIL")]
+    out, _ = c.run("diff", "--max-growth", "0", po, pl, rc=1)
+    expect("\n    4.00 MiB ->    unknown  ?  (4 -> 4 allocations)\n" in out, out)
+    expect(fails(out) == ["FAIL leaked bytes growth unknown (NEW has no leaks.total_bytes): "
+                          "--max-growth 0 cannot be checked"], out)
+    out, _ = c.run("diff", "--max-growth", "0", po, pp, rc=1)
+    expect(re.search(r"^  GPU 0 +12\.00 MiB ->    unknown  \?$", out, re.M), out)
+    expect(fails(out) == [f"FAIL GPU {d} peak growth unknown (NEW has no peak_bytes for it): "
+                          "--max-growth 0 cannot be checked" for d in (0, 1)], out)
+    # OLD's unknown: a growth from 0 that breaks the limit is unknown, one within it holds
+    out, _ = c.run("diff", "--max-growth", "10%", pl, po, rc=1)
+    expect("\n     unknown ->   4.00 MiB  ?  (4 -> 4 allocations)\n" in out, out)
+    expect(fails(out) == ["FAIL leaked bytes growth unknown (OLD has no leaks.total_bytes): "
+                          "--max-growth 10% cannot be checked"], out)
+    out, _ = c.run("diff", "--max-growth", "1G", pl, po)
+    out, _ = c.run("diff", "--max-growth", "1G", pp, po)
+    expect(re.search(r"^  GPU 1 +unknown ->   2\.00 KiB  \?$", out, re.M), out)
+    # no limit: shown the same, no verdict
+    c.run("diff", po, pl)
+
+
+@case
 def case_diff_sites_bound(c):
     """A stack's count in diff's allocation sites is the sum of its sites (one a device, kind or
     API); from a list cut at GPUMEMTRACE_TOP that sum is at least the count (">=N", said under
