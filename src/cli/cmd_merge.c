@@ -502,12 +502,36 @@ int gmt_cli_merge(int argc, char **argv)
         if ((double)reps[i].peak_bytes > maxp) maxp = (double)reps[i].peak_bytes;
         printf("  %-6" PRId64 " %s %-8" PRId64 " %12s %12s\n", ranks[i],
                gmt_tty_cols(reps[i].hostname, 20, true), reps[i].pid,
-               gmt_fmt_bytes(reps[i].peak_bytes, a, sizeof a),
-               gmt_fmt_bytes(reps[i].leak_bytes, b, sizeof b));
+               reps[i].has_peak ? gmt_fmt_bytes(reps[i].peak_bytes, a, sizeof a) : "unknown",
+               reps[i].has_leak_bytes ? gmt_fmt_bytes(reps[i].leak_bytes, b, sizeof b) : "unknown");
+    }
+    /* A rank whose tracer dropped events that its figures leave out (capture.dropped
+     * table_full, before_init, start_stuck, ...: gmt_report_drops) has a peak, leaked bytes and
+     * leak groups short of what it held: said under the table, and the imbalance is then not
+     * known, as it is with a rank whose peak the report does not give. */
+    size_t short_peaks = 0;
+    for (size_t at = 0; at < n; at++) {
+        size_t i = ord[at].idx;
+        gmt_drops_t d;
+        char said[300];
+        gmt_report_drops(&reps[i], &d);
+        int64_t nd = gmt_drops_of(&d, GMT_DROP_UNTRACKED | GMT_DROP_LOST, said, sizeof said);
+        if (nd)
+            printf("  rank %" PRId64 ": its tracer dropped %" PRId64
+                   " event%s that its peak, leaked bytes and leak groups leave out "
+                   "(capture.dropped %s)\n",
+                   ranks[i], nd, nd == 1 ? "" : "s", said);
+        short_peaks += nd || !reps[i].has_peak;
     }
     double mean = sum / (double)n;
     double imbalance = mean > 0 ? maxp / mean : 1.0;
-    printf("\npeak imbalance %.2f (largest peak / mean peak; 1.00 is even)\n", imbalance);
+    if (short_peaks)
+        printf("\npeak imbalance unknown (%zu rank%s peak%s not known whole, above; %.2f over the "
+               "peaks shown)\n",
+               short_peaks, short_peaks == 1 ? "'s" : "s'", short_peaks == 1 ? " is" : "s are",
+               imbalance);
+    else
+        printf("\npeak imbalance %.2f (largest peak / mean peak; 1.00 is even)\n", imbalance);
 
     /* leak groups common to all ranks */
     for (size_t at = 0; at < n; at++) {
@@ -562,6 +586,31 @@ int gmt_cli_merge(int argc, char **argv)
         printf("\nleak groups of the one rank (nothing to compare)\n");
     else
         printf("\nleak groups common to all %zu ranks\n", n);
+    /* Only the groups the ranks list are matched: a rank whose list GPUMEMTRACE_TOP cut may hold
+     * a common group among those it leaves out, and more bytes at a listed one's frames. */
+    char cut_names[256] = "";
+    size_t ncut = 0, used = 0;
+    for (size_t at = 0; at < n; at++) {
+        const gmt_report_t *r = &reps[ord[at].idx];
+        if (r->groups_total <= r->nleaks) continue;
+        if (ncut++ < 8 && used < sizeof cut_names) {
+            int k = snprintf(cut_names + used, sizeof cut_names - used, "%s%" PRId64,
+                             ncut > 1 ? ", " : "", ranks[ord[at].idx]);
+            used += k > 0 ? (size_t)k : 0;
+        } else if (ncut == 9 && used < sizeof cut_names) {
+            snprintf(cut_names + used, sizeof cut_names - used, ", ...");
+            used = sizeof cut_names;
+        }
+    }
+    if (ncut && n == 1)
+        printf("  (the report lists only its largest leak groups, GPUMEMTRACE_TOP: the rest are "
+               "not below)\n");
+    else if (ncut)
+        printf("  (rank%s %s list%s only %s largest leak groups, GPUMEMTRACE_TOP: a group common "
+               "to all ranks may be among those %s leave%s out, and the bytes below count only "
+               "the groups listed)\n",
+               ncut == 1 ? "" : "s", cut_names, ncut == 1 ? "s" : "", ncut == 1 ? "its" : "their",
+               ncut == 1 ? "it" : "they", ncut == 1 ? "s" : "");
     for (size_t k = 0; k < ncommon; k++) {
         if (common[k].nranks != n) continue;
         ncommon_all++;

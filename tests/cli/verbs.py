@@ -1677,6 +1677,42 @@ def case_merge_stack_ids(c):
 
 
 @case
+def case_merge_cut_lists(c):
+    """merge's summary on real runs whose figures are not whole: a rank traced with
+    GPUMEMTRACE_MAX_LIVE below its live set (capture.dropped table_full) has its drops said
+    under the table, and the peak imbalance is unknown, not a figure over its short peak; a
+    rank traced with GPUMEMTRACE_TOP=1 lists one of its two leak groups, so the common leak
+    groups say that a common group may be among those it leaves out (alloc_site_b, which every
+    rank leaks, is not among the rows). Until then both read as whole: imbalance 1.29, and one
+    common group."""
+    r0 = c.trace("leak_two_sites", "r0", env={"RANK": "0"})
+    r1 = c.trace("leak_two_sites", "r1", env={"RANK": "1", "GPUMEMTRACE_TOP": "1"})
+    r2 = c.trace("leak_two_sites", "r2", env={"RANK": "2", "GPUMEMTRACE_MAX_LIVE": "1"})
+    w1 = c.trace("leak_two_sites", "w1", env={"RANK": "1"})
+    full = c.load(r2)["capture"]["dropped"]["table_full"]
+    expect(full > 0 and c.load(r1)["leaks"]["groups_total"] == 2, "the runs are not cut")
+    # whole: no note, an exact imbalance, both common groups
+    out, _, _ = c.cli_run("merge", r0, w1)
+    expect("\npeak imbalance 1.00 (largest peak / mean peak; 1.00 is even)\n" in out and
+           "GPUMEMTRACE_TOP" not in out and "dropped" not in out and "alloc_site_b" in out, out)
+    out, _, _ = c.cli_run("merge", r0, r1, r2)
+    drop = (f"  rank 2: its tracer dropped {full} event{'' if full == 1 else 's'} that its peak, "
+            f"leaked bytes and leak groups leave out (capture.dropped table_full {full})")
+    expect(drop in out.splitlines(), f"want {drop!r} in:\n{out}")
+    expect(re.search(r"^peak imbalance unknown \(1 rank's peak is not known whole, above; "
+                     r"\d+\.\d\d over the peaks shown\)$", out, re.M), out)
+    note = ("  (rank 1 lists only its largest leak groups, GPUMEMTRACE_TOP: a group common to "
+            "all ranks may be among those it leaves out, and the bytes below count only the "
+            "groups listed)")
+    sec = out.split("leak groups common to all 3 ranks\n", 1)[1].splitlines()
+    expect(sec[0] == note and "alloc_site_a" in sec[1] and "alloc_site_b" not in out,
+           f"common groups:\n{out}")
+    out, _, _ = c.cli_run("merge", r1)
+    expect("  (the report lists only its largest leak groups, GPUMEMTRACE_TOP: the rest are not "
+           "below)\n" in out, out)
+
+
+@case
 def case_merge_edges(c):
     """merge where its sums and ties could go wrong: common leaks of one total in the order the
     ranks list their stacks (the merged stack id); a summary field that is an object in the
@@ -1689,6 +1725,7 @@ def case_merge_edges(c):
     def tie(i, r):
         g = {x["stack_id"]: x for x in r["leaks"]["groups"]}
         r["leaks"]["groups"] = [dict(g[3], bytes=2 * MIB), dict(g[1], bytes=2 * MIB)]
+        r["leaks"]["groups_total"] = 2  # whole (merge_cut_lists: a cut one)
         r["summary"]["note"] = {"calls": 1} if i == 0 else 5
         r["capture"]["warnings"] = [f"warning {i}"]
         r["process"]["rank"] = [1234567, 7654321][i]
