@@ -641,6 +641,35 @@ def case_check_dropped(c):
 
 
 @case
+def case_check_supp_cut(c):
+    """check --max-leak-bytes --suppressions on a report whose leak groups were cut at
+    GPUMEMTRACE_TOP: the suppressions see only the groups listed, so a limit between the listed
+    groups they leave and the bytes left after them is unknown, never said to be exceeded; one
+    below the listed groups kept is broken, one above the bytes left holds. Until then the
+    GPUMEMTRACE_TOP=1 run said "leaked 5.86 KiB exceeds" where the whole run passed."""
+    whole = c.trace("leak_two_sites", "whole")
+    top1 = c.trace("leak_two_sites", "top1", env={"GPUMEMTRACE_TOP": "1"})
+    expect(c.load(top1)["leaks"]["groups_total"] == 2, "GPUMEMTRACE_TOP=1 cut nothing")
+    supp = c.path("sites.supp")
+    with open(supp, "w") as f:
+        f.write("alloc_site_*\n")
+    lim = ("--max-leak-bytes", "1K", "--suppressions", supp)
+    out, _, _ = c.cli_run("check", whole, *lim)
+    expect(out == f"PASS {whole}: 1 limit holds\n", out)
+    out, _, _ = c.cli_run("check", top1, *lim, rc=1)
+    want = (f"FAIL {top1}: leaked bytes unknown (5.86 KiB after suppressions, 5.86 KiB of it in "
+            "the groups the report leaves out, which the suppressions cannot see: it lists 1 of "
+            "its 2 leak groups, GPUMEMTRACE_TOP): max-leak-bytes 1.00 KiB cannot be checked\n")
+    expect(out == want, f"want {want!r}, got {out!r}")
+    # over the bytes left: holds; the listed group kept (nothing matched) over it: broken
+    c.cli_run("check", top1, "--max-leak-bytes", "6000", "--suppressions", supp)
+    with open(supp, "w") as f:
+        f.write("no_such_frame\n")
+    out, _, _ = c.cli_run("check", top1, *lim, rc=1)
+    expect("leaked 3.01 MiB (3151728 bytes) exceeds max-leak-bytes 1.00 KiB" in out, out)
+
+
+@case
 def case_check_errors(c):
     r = c.trace("oom", "oom", env={"GMT_STANDIN_MEM_BYTES": str(1 << 30)})
     out, _, _ = c.cli_run("check", r, "--no-errors", rc=1)
