@@ -778,6 +778,10 @@ static void print_peaks(const view_t *v)
                gmt_fmt_bytes(p->bytes, bytes, sizeof bytes), p->time);
         print_share(p->share);
         putchar('\n');
+        /* a list cut at GPUMEMTRACE_TOP: the groups shown are not all that held the peak */
+        if (p->groups_total > p->ngroups)
+            printf("  (the report lists its largest %zu of %" PRIu64 " groups, GPUMEMTRACE_TOP)\n",
+                   p->ngroups, p->groups_total);
         print_groups(v, p->groups, p->ngroups);
     }
 }

@@ -980,6 +980,23 @@ def case_diff_stacks_bound(c):
 
 
 @case
+def case_peak_cut(c):
+    """report's peak owners say when the report listed only its largest groups at a device's
+    peak (peak[].groups_total above the groups listed, GPUMEMTRACE_TOP), as the allocation sites
+    do; a whole list has no such line."""
+    r = c.base()
+    out, _ = c.run("report", c.write("pw.json", r))
+    expect("GPUMEMTRACE_TOP" not in section(out, "Peak owners"), out)
+    r["peak"][0]["groups"] = r["peak"][0]["groups"][:1]
+    r["peak"][0]["groups_total"] = 3
+    sec = section(c.run("report", c.write("pc.json", r))[0], "Peak owners")
+    lines = sec.splitlines()
+    want = "  (the report lists its largest 1 of 3 groups, GPUMEMTRACE_TOP)"
+    expect(len(lines) > 2 and lines[1].startswith("  GPU 0: ") and lines[2] == want,
+           "peak owners:\n" + sec)
+
+
+@case
 def case_diff_unknown_figures(c):
     """diff on a report that gives no figure for a device's peak or the leaked bytes (null,
     left out, negative: an edited report): shown "unknown" with no change, never read as 0, and
