@@ -548,6 +548,7 @@ static int export_prometheus(const gmt_report_t *rep, gmt_buf_t *b)
     prom_t p = {.b = b};
     prom_head(b, "peak_bytes", "Highest bytes in use on a device during the traced run.");
     for (size_t i = 0; i < rep->ndevices; i++) {
+        if (!rep->devices[i].has_peak) continue; /* unknown (an edited report): no sample, not 0 */
         prom_sample(&p, rep, "peak_bytes", rep->devices[i].rank, rep->devices[i].device, true, NULL,
                     NULL, (double)rep->devices[i].peak_bytes);
     }
@@ -571,7 +572,8 @@ static int export_prometheus(const gmt_report_t *rep, gmt_buf_t *b)
                     NULL, NULL, rep->frag[i].fragmentation);
     }
     prom_head(b, "leaked_bytes", "Bytes still allocated at exit, not suppressed.");
-    prom_sample(&p, rep, "leaked_bytes", -1, 0, false, NULL, NULL, (double)rep->leak_bytes);
+    if (rep->has_leak_bytes)
+        prom_sample(&p, rep, "leaked_bytes", -1, 0, false, NULL, NULL, (double)rep->leak_bytes);
     prom_head(b, "leaked_allocations", "Allocations still live at exit, not suppressed.");
     prom_sample(&p, rep, "leaked_allocations", -1, 0, false, NULL, NULL, (double)rep->leak_count);
     prom_head(b, "suppressed_leak_bytes", "Bytes live at exit in groups matching a suppression.");

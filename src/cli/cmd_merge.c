@@ -762,7 +762,15 @@ int gmt_cli_merge(int argc, char **argv)
         }
         free(libs);
         if (has_supc) cJSON_AddNumberToObject(leaks, "suppressed_count", lsupc);
-        cJSON_AddNumberToObject(leaks, "total_bytes", ltot);
+        /* a rank whose report gives no leak total (an edited one: null, left out, negative)
+         * leaves the job's unknown too, as every verb reads it, never the others' sum */
+        bool ltot_known = true;
+        for (size_t i = 0; i < n; i++)
+            ltot_known &= reps[i].has_leak_bytes;
+        if (ltot_known)
+            cJSON_AddNumberToObject(leaks, "total_bytes", ltot);
+        else
+            cJSON_AddNullToObject(leaks, "total_bytes");
         cJSON_AddNumberToObject(leaks, "suppressed_bytes", lsup);
         cJSON_AddNumberToObject(leaks, "count", lcount);
         cJSON_AddNumberToObject(leaks, "groups_total", lgt);
@@ -797,7 +805,10 @@ int gmt_cli_merge(int argc, char **argv)
             cJSON_AddNumberToObject(o, "pid", (double)reps[i].pid);
             cJSON_AddStringToObject(o, "hostname", reps[i].hostname);
             cJSON_AddNumberToObject(o, "peak_bytes", (double)reps[i].peak_bytes);
-            cJSON_AddNumberToObject(o, "leaked_bytes", (double)reps[i].leak_bytes);
+            if (reps[i].has_leak_bytes)
+                cJSON_AddNumberToObject(o, "leaked_bytes", (double)reps[i].leak_bytes);
+            else
+                cJSON_AddNullToObject(o, "leaked_bytes");
             /* what the job-wide process section cannot say for each rank */
             cJSON_AddStringToObject(o, "reason", reps[i].reason);
             cJSON_AddNumberToObject(o, "start_time", reps[i].start_time);

@@ -626,9 +626,13 @@ static void print_leaks(const view_t *v)
     char bytes[GMT_FMT_BYTES_LEN], dev[64];
     leak_totals_t t = leak_totals(v);
     on_device(v, dev, sizeof dev);
+    /* a total the report does not give (an edited one, or a merge of one) is not 0 */
+    bool known = v->filter || rep->has_leak_bytes;
     printf("\n%sLeaks%s: %s%s%s in %" PRIu64 " allocation%s %s", BOLD(v), dev,
-           t.bytes ? RED(v) : "", gmt_fmt_bytes(t.bytes, bytes, sizeof bytes), RESET(v), t.count,
-           t.count == 1 ? "" : "s",
+           t.bytes ? RED(v) : "",
+           known ? gmt_fmt_bytes(t.bytes, bytes, sizeof bytes)
+                 : "unknown bytes (the report has no leaks.total_bytes)",
+           RESET(v), t.count, t.count == 1 ? "" : "s",
            gmt_tty(gmt_json_str(rep->leaks, "meaning", "still live at the end")));
     if (t.count) printf(", %" PRIu64 " call stack%s", t.groups, t.groups == 1 ? "" : "s");
     printf("\n");
@@ -1037,7 +1041,10 @@ static int print_json(const view_t *v)
     }
     leak_totals_t t = leak_totals(v);
     cJSON *leaks = cJSON_AddObjectToObject(o, "leaks");
-    cJSON_AddNumberToObject(leaks, "total_bytes", (double)t.bytes);
+    if (v->filter || rep->has_leak_bytes)
+        cJSON_AddNumberToObject(leaks, "total_bytes", (double)t.bytes);
+    else /* the report gives none (an edited one, or a merge of one): not 0 */
+        cJSON_AddNullToObject(leaks, "total_bytes");
     cJSON_AddNumberToObject(leaks, "suppressed_bytes", (double)t.suppressed_bytes);
     cJSON_AddNumberToObject(leaks, "count", (double)t.count);
     if (t.partial) cJSON_AddBoolToObject(leaks, "partial", true);

@@ -997,6 +997,47 @@ def case_peak_cut(c):
 
 
 @case
+def case_unknown_leak_total(c):
+    """A leak total a report does not give (leaks.total_bytes null: an edited report) is not
+    read as 0 where a verb shows or passes it on: report says unknown (null in --json), the
+    Prometheus export has no leaked_bytes sample (nor peak_bytes for a device without one), and
+    a merge of it writes the job's total and the rank's leaked_bytes null, so check calls the
+    job's leaks unknown. Until then the merge's total was the other ranks' sum, and check
+    --max-leak-bytes passed it."""
+    r0 = c.base(drops=False)
+    r0["process"]["rank"] = 0
+    r1 = c.base(drops=False)
+    r1["process"]["rank"], r1["process"]["pid"] = 1, 4243
+    r1["leaks"]["total_bytes"] = None
+    del r1["devices"][1]["peak_bytes"]
+    p0, p1 = c.write("u0.json", r0), c.write("u1.json", r1)
+    out, _ = c.run("report", p1)
+    expect("\nLeaks: unknown bytes (the report has no leaks.total_bytes) in 4 allocations" in out,
+           out)
+    expect(c.json(p1)["leaks"]["total_bytes"] is None, "--json total_bytes")
+    prom, _ = c.run("export", p1, "--format", "prometheus")
+    samples = [l for l in prom.splitlines() if not l.startswith("#")]
+    expect(not any(l.startswith("gpumemtrace_leaked_bytes") for l in samples) and
+           not any(l.startswith("gpumemtrace_peak_bytes") and 'device="1"' in l
+                   for l in samples) and
+           any(l.startswith("gpumemtrace_peak_bytes") and 'device="0"' in l for l in samples),
+           prom)
+    m = os.path.join(c.work, "um.json")
+    out, _ = c.run("merge", p0, p1, "-o", m)
+    expect(re.search(r"^  1 .* unknown$", out, re.M), out)
+    with open(m) as f:
+        mj = json.load(f)
+    expect(mj["leaks"]["total_bytes"] is None and
+           mj["merged"]["ranks"][1]["leaked_bytes"] is None, json.dumps(mj["leaks"])[:300])
+    out, _ = c.run("check", m, "--max-leak-bytes", "1G", rc=1)
+    expect("leaked bytes unknown (the report has no leaks.total_bytes)" in out, out)
+    # both whole: a number, and the limit holds
+    r1["leaks"]["total_bytes"] = r0["leaks"]["total_bytes"]
+    c.run("merge", p0, c.write("u1.json", r1), "-o", m)
+    c.run("check", m, "--max-leak-bytes", "1G")
+
+
+@case
 def case_diff_unknown_figures(c):
     """diff on a report that gives no figure for a device's peak or the leaked bytes (null,
     left out, negative: an edited report): shown "unknown" with no change, never read as 0, and
