@@ -327,6 +327,10 @@ typedef struct result_s {
     int rests_on;
     char what[64];
     char limit[96];
+    /* The figure only grows as a run goes on (a peak, allocations, failures), so one a report
+     * written while the process ran on already breaks is broken for the run; what is live
+     * (leaks, fragmentation, growth so far) may fall again. */
+    bool grows;
 } result_t;
 
 /* s in an XML attribute or text: first shown as on the terminal (gmt_tty: control
@@ -555,6 +559,40 @@ static void unknown_if_dropped(result_t *r, const gmt_drops_t *d)
              r->what, n, n == 1 ? "" : "s", said, r->limit);
 }
 
+/* A report written while its process ran on (process.reason snapshot or oom; in a merged
+ * report any rank's): its figures are the run's so far. NULL when the report is a final one
+ * (exit, signal, crash, exec, or a reason it does not give); *rank: the merged rank that gives
+ * it, -1 otherwise. */
+static const char *nonfinal_reason(const gmt_report_t *rep, int64_t *rank)
+{
+    *rank = -1;
+    for (size_t i = 0; i < rep->nranks; i++) {
+        const char *r = rep->ranks[i].reason;
+        if (r && (strcmp(r, "snapshot") == 0 || strcmp(r, "oom") == 0)) {
+            *rank = rep->ranks[i].rank;
+            return r;
+        }
+    }
+    const char *r = gmt_json_str(rep->process, "reason", NULL);
+    return r && (strcmp(r, "snapshot") == 0 || strcmp(r, "oom") == 0) ? r : NULL;
+}
+
+/* check judges a run: a limit that holds over the figures of a report written while the
+ * process ran on holds only so far, which is unknown for the run; one they already break stays
+ * broken where the figure only grows (result_t.grows), and is unknown where it may fall again
+ * (what is live when the report was written is not what is live at the end). */
+static void unknown_if_nonfinal(result_t *r, const char *reason, int64_t rank)
+{
+    if (!reason || (r->failed && r->grows)) return;
+    char whose[48] = "";
+    if (rank >= 0) snprintf(whose, sizeof whose, " of rank %" PRId64, rank);
+    r->failed = true;
+    snprintf(r->message, sizeof r->message,
+             "%s unknown (a%s %s report%s, written while the process ran on: its figures are the "
+             "run's so far): %s cannot be checked",
+             r->what, strcmp(reason, "oom") == 0 ? "n" : "", reason, whose, r->limit);
+}
+
 /* What a growth_status other than judged means, for check's line. */
 static const char *growth_why(const char *status)
 {
@@ -733,6 +771,7 @@ int gmt_cli_check(int argc, char **argv)
             NEW_RESULT();
             gmt_device_label(d->device, d->rank, label, sizeof label);
             snprintf(r->name, sizeof r->name, "max-peak-bytes %s", label);
+            r->grows = true;
             rests_on(r, GMT_DROP_UNTRACKED | GMT_DROP_LOST, label, "max-peak-bytes %s",
                      gmt_fmt_bytes(lim.peak, b, sizeof b));
             snprintf(r->what, sizeof r->what, "%s peak", label);
@@ -754,6 +793,7 @@ int gmt_cli_check(int argc, char **argv)
         if (!any) {
             NEW_RESULT();
             snprintf(r->name, sizeof r->name, "max-peak-bytes");
+            r->grows = true;
             rests_on(r, GMT_DROP_UNTRACKED | GMT_DROP_LOST, "peak", "max-peak-bytes %s",
                      gmt_fmt_bytes(lim.peak, b, sizeof b));
             if (!rep.has_peak) {
@@ -810,6 +850,7 @@ int gmt_cli_check(int argc, char **argv)
         list_bound_t b = list_bound(&rep, rep.nsites, rep.sites_total, site_at, rank_sites_total);
         NEW_RESULT();
         snprintf(r->name, sizeof r->name, "max-site-allocs");
+        r->grows = true;
         rests_on(r, GMT_DROP_UNTRACKED | GMT_DROP_UNSTACKED | GMT_DROP_LOST,
                  "allocations per call stack", "max-site-allocs %" PRIu64, lim.site);
         char where[512];
@@ -927,6 +968,7 @@ int gmt_cli_check(int argc, char **argv)
             recovered += rep.errors[i].recovered == 1;
         NEW_RESULT();
         snprintf(r->name, sizeof r->name, "no-errors");
+        r->grows = true;
         rests_on(r, GMT_DROP_LOST, "failed allocations", "no-errors");
         r->failed = n > 0;
         if (n)
@@ -940,8 +982,12 @@ int gmt_cli_check(int argc, char **argv)
 #undef NEW_RESULT
     gmt_drops_t drops;
     gmt_report_drops(&rep, &drops);
-    for (size_t i = 0; i < rs.n; i++)
+    int64_t nonfinal_rank;
+    const char *nonfinal = nonfinal_reason(&rep, &nonfinal_rank);
+    for (size_t i = 0; i < rs.n; i++) {
         unknown_if_dropped(&rs.r[i], &drops);
+        unknown_if_nonfinal(&rs.r[i], nonfinal, nonfinal_rank);
+    }
     size_t broken = 0, nres = rs.n;
     for (size_t i = 0; i < nres; i++)
         if (rs.r[i].failed) {

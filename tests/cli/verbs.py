@@ -670,6 +670,40 @@ def case_check_supp_cut(c):
 
 
 @case
+def case_check_nonfinal(c):
+    """check judges a run: on a report written while the process ran on (an oom or a snapshot
+    report) a limit that holds holds only so far, and is unknown; one it breaks stays broken
+    where the figure only grows (peak, allocations per stack, failures) and is unknown where it
+    may fall again (leaks: what was live then)."""
+    r = c.trace("oom", "oom", env={"GMT_STANDIN_MEM_BYTES": str(1 << 30)})
+    oom = c.path([f for f in os.listdir(c.work) if ".oom-" in f][0])
+    expect(c.load(oom)["process"]["reason"] == "oom", oom)
+    out, _, _ = c.cli_run("check", oom, "--max-peak-bytes", "1G", "--max-leak-bytes", "1G",
+                          "--no-errors", rc=1)
+    lines = out.splitlines()
+    so_far = "report, written while the process ran on: its figures are the run's so far)"
+    for want in (f"FAIL {oom}: GPU 0 peak unknown (an oom {so_far}: max-peak-bytes 1.00 GiB "
+                 "cannot be checked",
+                 f"FAIL {oom}: leaked bytes unknown (an oom {so_far}: max-leak-bytes 1.00 GiB "
+                 "cannot be checked"):
+        expect(want in lines, f"want {want!r} in:\n{out}")
+    # the failure that wrote it: broken for the run, whatever comes after
+    expect(any(l.startswith(f"FAIL {oom}: 1 failed allocation") for l in lines), out)
+    # the final report of the same run is judged as usual
+    c.cli_run("check", r, "--max-peak-bytes", "1G", "--max-leak-bytes", "1G")
+    # a snapshot: a peak over the limit is over it for the run; live bytes over it may be freed
+    snap = c.load(r)
+    snap["process"]["reason"] = "snapshot"
+    sp = c.path("snap.json")
+    with open(sp, "w") as f:
+        json.dump(snap, f)
+    out, _, _ = c.cli_run("check", sp, "--max-peak-bytes", "1", "--max-leak-bytes", "1", rc=1)
+    expect(f"FAIL {sp}: GPU 0 peak " in out and "exceeds max-peak-bytes 1 B" in out, out)
+    expect(f"FAIL {sp}: leaked bytes unknown (a snapshot {so_far}: max-leak-bytes 1 B "
+           "cannot be checked" in out, out)
+
+
+@case
 def case_check_errors(c):
     r = c.trace("oom", "oom", env={"GMT_STANDIN_MEM_BYTES": str(1 << 30)})
     out, _, _ = c.cli_run("check", r, "--no-errors", rc=1)
