@@ -247,6 +247,48 @@ void gmt_config_defaults(gmt_config_t *cfg)
     }
 }
 
+/* A bool's byte read as a byte (a bool holding 2 is undefined to read as a bool), made 0 or 1. */
+static void settle_bool(void *field)
+{
+    unsigned char b;
+    memcpy(&b, field, 1);
+    b = b != 0;
+    memcpy(field, &b, 1);
+}
+
+void gmt_config_sanitize(gmt_config_t *cfg)
+{
+    gmt_config_t def;
+    gmt_config_defaults(&def);
+    for (size_t i = 0; i < NOPTS; i++) {
+        const opt_t *o = &opts[i];
+        char *field = (char *)cfg + o->offset;
+        switch (o->type) {
+        case OPT_STRING:
+            field[GMT_PATH_MAX - 1] = 0;
+            break;
+        case OPT_BOOL:
+            settle_bool(field);
+            break;
+        case OPT_ENUM: {
+            int v, n = 0;
+            memcpy(&v, field, sizeof v);
+            while (o->names[n])
+                n++;
+            if (v < 0 || v >= n) memcpy(field, (const char *)&def + o->offset, sizeof v);
+            break;
+        }
+        case OPT_WARMUP:
+            settle_bool(field + offsetof(gmt_warmup_t, seconds));
+            break;
+        case OPT_INT:
+        case OPT_SIZE:
+        case OPT_SIGNAL:
+            break;
+        }
+    }
+}
+
 const char *gmt_env(const char *name)
 {
     /* Under a set-user-ID or set-group-ID program (AT_SECURE), the environment belongs to the

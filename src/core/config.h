@@ -81,6 +81,11 @@ void gmt_config_set_host_memory(uint64_t bytes);
 
 /* Defaults only, no environment. */
 void gmt_config_defaults(gmt_config_t *cfg);
+/* A configuration read from a state file (recovery), which may hold any bytes: every string
+ * ends inside its array, every bool is 0 or 1, and an enum outside its values takes its
+ * default, so that reading or printing it (gmt_config_item) is defined. Numbers are left as
+ * they are (the recovery bounds those it uses). */
+void gmt_config_sanitize(gmt_config_t *cfg);
 
 /* Iterate the effective configuration as (variable name, printable value) pairs, for the
  * report. Returns false when idx is past the end. */

@@ -201,9 +201,7 @@ int gmt_track_recover(const char *path, char *err, size_t errlen)
     if (cs->modules.count > GMT_MAX_MODULES) cs->modules.count = 0;
     for (int i = 0; i < GMT_MAX_MODULES; i++)
         terminate(cs->modules.mods[i].path, GMT_MODULE_PATH_LEN);
-    terminate(cs->cfg.output, sizeof cs->cfg.output);
-    terminate(cs->cfg.state, sizeof cs->cfg.state);
-    terminate(cs->cfg.suppressions, sizeof cs->cfg.suppressions);
+    gmt_config_sanitize(&cs->cfg); /* strings ended, bools 0 or 1, enums among their values */
     if (cs->cfg.timeline_points < 0 || cs->cfg.timeline_points > 65536) cs->cfg.timeline_points = 0;
     if (cs->cfg.top < 1 || cs->cfg.top > 100000) cs->cfg.top = 50;
     if (cs->cfg.stack_depth < 0 || cs->cfg.stack_depth > GMT_MAX_STACK_DEPTH)

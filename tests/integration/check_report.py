@@ -2659,6 +2659,65 @@ def case_state_growth_damaged(ctx):
         j = json.loads(cli(ctx, ["report", "--recover", path, "--json"]).stdout)
         expect_eq(f"{name}: report --json growth_status", j.get("growth_status"), want)
 
+@case("state_fields_damaged")
+def case_state_fields_damaged(ctx):
+    """Fields of a state file that fuzz.state (tests/fuzz/state) found used unchecked, each
+    damaged on its own in a copy of a real state file (state_poke BLOCK.FIELD): the copy is
+    recovered (exit 0, a report the schema accepts, with what each case says below) or refused
+    with one line (exit 2); never a crash or a sanitizer's report (CI runs this under ASan and
+    UBSan too, which also catch what a plain build reads without a sign: a bool that is not 0 or
+    1). `top --once` over the same copy: its view or that one line."""
+    p, state, _ = start_state_prog(ctx)
+    try:
+        p.stdin.write("grow\n")  # a growth sampler block with samples, then the snapshot
+        p.stdin.flush()
+        line = p.stdout.readline()
+        if line.strip() != "SNAPPED":
+            fail(f"state_kill did not write its snapshot: {line!r}")
+    finally:
+        p.kill()
+        p.communicate()
+
+    def config_is(var, want):
+        return lambda rep: expect_eq(f"config.{var}", rep["config"].get(var), want)
+
+    # (name, [(field, value: "+N" adds N to the old one)], 2 or a check of the report)
+    damages = [
+        # an enum read as an index into its names: GPUMEMTRACE_UNWIND's names[99] was read
+        # past its array (a SEGV in gmt_config_item under the fuzzer); now its default
+        ("enum-past-names", [("core.cfg.unwind", 99)], config_is("GPUMEMTRACE_UNWIND", "native")),
+        ("enum-negative", [("core.cfg.backend", -7)], config_is("GPUMEMTRACE_BACKEND", "auto")),
+        ("bool-not-0-or-1", [("core.cfg.python", 0x5a)], config_is("GPUMEMTRACE_PYTHON", "1")),
+    ]
+    for name, edits, want in damages:
+        path = os.path.join(ctx.work, "state", f"fields-{name}.gmt")
+        shutil.copyfile(state, path)
+        for field, value in edits:
+            poke(ctx, path, field, value)
+        out = os.path.join(ctx.work, "state", f"fields-{name}.json")
+        if os.path.exists(out):
+            os.unlink(out)
+        r = cli(ctx, ["report", "--recover", path, "-o", out], expect_rc=None)
+        if "Sanitizer" in r.stderr or "runtime error" in r.stderr:
+            fail(f"{name}: report --recover: {r.stderr[-1500:]}")
+        if want == 2:
+            lines = r.stderr.strip().splitlines()
+            if r.returncode != 2 or len(lines) != 1 or "corrupt state file" not in lines[0]:
+                fail(f"{name}: should be refused as a corrupt state file in one line (exit 2), "
+                     f"ended with {r.returncode}: {r.stderr[-800:]!r}")
+        else:
+            if r.returncode != 0:
+                fail(f"{name}: report --recover ended with {r.returncode}: {r.stderr[-800:]!r}")
+            with open(out) as f:
+                rep = json.load(f)
+            validate(ctx, f"{name}: recovered report", rep)
+            want(rep)
+        t = cli(ctx, ["top", "--once", path], expect_rc=None)
+        if t.returncode != (2 if want == 2 else 0) or "Sanitizer" in t.stderr or \
+                "runtime error" in t.stderr:
+            fail(f"{name}: top --once ended with {t.returncode}: {t.stderr[-1500:]!r}")
+
+
 @case("setuid_env")
 def case_setuid_env(ctx):
     """A set-user-ID root program run by an unprivileged user (nobody) whose environment names

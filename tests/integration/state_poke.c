@@ -17,6 +17,12 @@
  *                                  of the NAMEs; prints damaged=N, how many
  *   state_poke FILE pycode_header  damages the code cache's header (one bit of its magic), so
  *                                  that recovery refuses the whole cache; prints header=damaged
+ *   state_poke FILE BLOCK.FIELD VALUE
+ *                                  writes VALUE (its low bytes, as many as the field has; +N:
+ *                                  N added to what is there) into a field of a store's block,
+ *                                  one of `fields` below: the damage
+ *                                  fuzz.state found, for integration.state_fields_damaged; prints
+ *                                  the value that was there (was=N)
  *
  * Exit 0, or 1 with one line on stderr.
  */
@@ -75,6 +81,44 @@ static void put(uint64_t va, const void *p, size_t n)
     io(va, (void *)p, n, true);
 }
 
+/* The fields state_poke FILE BLOCK.FIELD VALUE writes: the block's place is the header's
+ * (header: offset 0, core: core_off, table: table_off, stacks: stacks_off). */
+enum { AT_HEADER, AT_CORE, AT_TABLE, AT_STACKS };
+#define FIELD(name, at, type, member)                                                              \
+    {                                                                                              \
+        name, at, offsetof(type, member), sizeof(((type *)0)->member)                              \
+    }
+static const struct {
+    const char *name;
+    int at;
+    size_t off, size;
+} fields[] = {
+    FIELD("header.core_off", AT_HEADER, gmt_region_header_t, core_off),
+    FIELD("header.stats_off", AT_HEADER, gmt_region_header_t, stats_off),
+    FIELD("core.cfg.unwind", AT_CORE, gmt_core_state_t, cfg.unwind),
+    FIELD("core.cfg.backend", AT_CORE, gmt_core_state_t, cfg.backend),
+    FIELD("core.cfg.python", AT_CORE, gmt_core_state_t, cfg.python),
+    FIELD("core.growth_off", AT_CORE, gmt_core_state_t, growth_off),
+    FIELD("core.pycode_off", AT_CORE, gmt_core_state_t, pycode_off),
+};
+
+static int poke_field(const char *name, const char *value)
+{
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        if (strcmp(fields[i].name, name) != 0) continue;
+        const uint64_t base[] = {0, h.core_off, h.table_off, h.stacks_off};
+        uint64_t at = base[fields[i].at] + fields[i].off, was = 0;
+        uint64_t v = (uint64_t)strtoull(value, NULL, 0);
+        get(at, &was, fields[i].size); /* little-endian: the low bytes */
+        if (value[0] == '+') v += was;
+        put(at, &v, fields[i].size);
+        printf("was=%" PRIu64 "\n", was);
+        return 0;
+    }
+    die("unknown field");
+    return 1;
+}
+
 /* pycode_damage and pycode_header (names NULL): the cache block read, damaged in memory by
  * pyframes.c, written back. */
 static int pycode_damage(const char *const *names, int n)
@@ -113,6 +157,7 @@ int main(int argc, char **argv)
         die("not a state file of this build");
     if (pycode) return pycode_damage((const char *const *)argv + 3, argc - 3);
     if (header) return pycode_damage(NULL, 0);
+    if (strchr(argv[2], '.')) return poke_field(argv[2], argv[3]);
     const uint64_t off_at = h.core_off + offsetof(gmt_core_state_t, growth_off);
     const uint64_t bytes_at = h.core_off + offsetof(gmt_core_state_t, growth_bytes);
     uint64_t goff;
