@@ -21,7 +21,8 @@ gmt_stacks_t *gmt_core_stacks;
 /* gmt_core_table, gmt_cs (at first the boot block), the ready flag, the stack settings and
  * the generation are words of hot.h's line. */
 static bool recovered;
-/* The recovered state's growth sampler block lay outside the region (growth_off cleared). */
+/* The recovered state's growth sampler block lay outside the region or off the alignment
+ * blocks are handed out on (growth_off cleared). */
 static bool growth_block_bad;
 
 size_t gmt_track_state_bytes(void)
@@ -215,16 +216,16 @@ int gmt_track_recover(const char *path, char *err, size_t errlen)
     /* The Python code cache, read-only; a bad one, or none where Python frames were captured,
      * leaves them unresolved, and the report says so (capture.python.code_cache_unusable). */
     void *pc = NULL;
-    if (cs->pycode_off && gmt_region_contains(cs->pycode_off, cs->pycode_bytes))
+    if (cs->pycode_off && gmt_region_holds_block(cs->pycode_off, cs->pycode_bytes))
         pc = GMT_AT(void, cs->pycode_off);
     int pyrc = gmt_py_attach_recovered(pc, pc ? cs->pycode_bytes : 0,
                                        (gmt_py_status_t)cs->py_status, cs->py_version);
     if (pyrc)
         gmt_info("the state file's Python code cache is %s: Python frames are unnamed",
                  pyrc == -ENOENT ? "missing" : "not usable");
-    /* A growth block outside what the file holds is never read; the report says its samples
-     * were damaged (gmt_track_growth_recovered). */
-    growth_block_bad = cs->growth_off && !gmt_region_contains(cs->growth_off, cs->growth_bytes);
+    /* A growth block outside what the file holds, or misaligned (no block ever is), is never
+     * read; the report says its samples were damaged (gmt_track_growth_recovered). */
+    growth_block_bad = cs->growth_off && !gmt_region_holds_block(cs->growth_off, cs->growth_bytes);
     if (growth_block_bad) cs->growth_off = 0;
     gmt_core_cfg = cs->cfg;
     gmt_cs = cs;

@@ -469,8 +469,8 @@ static int validate(const gmt_region_header_t *h, uint64_t size, char *err, size
     };
     const gmt_arena_t *core = &h->arenas[GMT_ARENA_CORE];
     for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++)
-        if (blocks[i].off < sizeof *h || blocks[i].bytes > core->committed ||
-            blocks[i].off > core->committed - blocks[i].bytes)
+        if (blocks[i].off < sizeof *h || blocks[i].off % GMT_REGION_BLOCK_ALIGN != 0 ||
+            blocks[i].bytes > core->committed || blocks[i].off > core->committed - blocks[i].bytes)
             FAIL("corrupt state file: %s out of bounds", blocks[i].what);
     return 0;
 }
@@ -487,6 +487,11 @@ bool gmt_region_contains(uint64_t off, uint64_t bytes)
             return true;
     }
     return false;
+}
+
+bool gmt_region_holds_block(uint64_t off, uint64_t bytes)
+{
+    return off % GMT_REGION_BLOCK_ALIGN == 0 && gmt_region_contains(off, bytes);
 }
 
 int gmt_region_attach(const char *path, char *err, size_t errlen)

@@ -114,6 +114,12 @@ int gmt_region_alloc(gmt_arena_id_t a, uint64_t bytes, uint64_t align, uint64_t 
 int gmt_region_ensure(gmt_arena_id_t a, uint64_t end);
 /* True when [off, off+bytes) lies inside the committed part of one arena. */
 bool gmt_region_contains(uint64_t off, uint64_t bytes);
+/* Blocks of the core arena and the stack index's levels are handed out on this alignment
+ * (gmt_region_alloc's align): one read from a state file elsewhere is damage (a misaligned
+ * structure is undefined behaviour to read), refused like one outside the file. */
+#define GMT_REGION_BLOCK_ALIGN 64
+/* gmt_region_contains, and off on GMT_REGION_BLOCK_ALIGN. */
+bool gmt_region_holds_block(uint64_t off, uint64_t bytes);
 /* The arena's descriptor (offset, committed...). */
 gmt_arena_t *gmt_region_arena(gmt_arena_id_t a);
 /* Gives the pages of [off, off+bytes) back to the host (contents become zero). */

@@ -2666,7 +2666,7 @@ def case_state_fields_damaged(ctx):
     recovered (exit 0, a report the schema accepts, with what each case says below) or refused
     with one line (exit 2); never a crash or a sanitizer's report (CI runs this under ASan and
     UBSan too, which also catch what a plain build reads without a sign: a bool that is not 0 or
-    1). `top --once` over the same copy: its view or that one line."""
+    1, a misaligned block). `top --once` over the same copy: its view or that one line."""
     p, state, _ = start_state_prog(ctx)
     try:
         p.stdin.write("grow\n")  # a growth sampler block with samples, then the snapshot
@@ -2681,6 +2681,9 @@ def case_state_fields_damaged(ctx):
     def config_is(var, want):
         return lambda rep: expect_eq(f"config.{var}", rep["config"].get(var), want)
 
+    def growth_damaged(rep):
+        expect_eq("leaks.growth_status", rep["leaks"].get("growth_status"), "damaged")
+
     # (name, [(field, value: "+N" adds N to the old one)], 2 or a check of the report)
     damages = [
         # an enum read as an index into its names: GPUMEMTRACE_UNWIND's names[99] was read
@@ -2688,6 +2691,14 @@ def case_state_fields_damaged(ctx):
         ("enum-past-names", [("core.cfg.unwind", 99)], config_is("GPUMEMTRACE_UNWIND", "native")),
         ("enum-negative", [("core.cfg.backend", -7)], config_is("GPUMEMTRACE_BACKEND", "auto")),
         ("bool-not-0-or-1", [("core.cfg.python", 0x5a)], config_is("GPUMEMTRACE_PYTHON", "1")),
+        # the growth sampler's block 8 bytes off the 64-byte alignment every block has: read
+        # misaligned before (UBSan), now damaged samples
+        ("growth-misaligned", [("core.growth_off", "+8")], growth_damaged),
+        # a store's header off its alignment: refused, as one outside the core arena
+        ("core-misaligned", [("header.core_off", "+8")], 2),
+        ("stats-misaligned", [("header.stats_off", "+4")], 2),
+        # the stack index's first level 4 bytes off (its ids are u32s, read misaligned before)
+        ("index-misaligned", [("stacks.index0.off", "+4")], 2),
     ]
     for name, edits, want in damages:
         path = os.path.join(ctx.work, "state", f"fields-{name}.gmt")

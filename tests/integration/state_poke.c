@@ -100,6 +100,7 @@ static const struct {
     FIELD("core.cfg.python", AT_CORE, gmt_core_state_t, cfg.python),
     FIELD("core.growth_off", AT_CORE, gmt_core_state_t, growth_off),
     FIELD("core.pycode_off", AT_CORE, gmt_core_state_t, pycode_off),
+    FIELD("stacks.index0.off", AT_STACKS, gmt_stacks_t, index[0].off),
 };
 
 static int poke_field(const char *name, const char *value)
