@@ -7,10 +7,11 @@
  *   gmt_cli_recover, which `gpumemtrace report --recover STATE [-o REPORT]` uses to rebuild
  *       the report.
  *
- * Both attach the file through the core (gmt_track_recover): a private copy-on-write mapping,
- * made again for every refresh, so the owner's later writes show and nothing of ours reaches
- * the file. Counters are single 64-bit words read one by one; a refresh that races the owner
- * can mix values a few events apart, never torn ones.
+ * Both attach the file through the core (gmt_track_recover): a copy of the file in our own
+ * memory, read again for every refresh, so the owner's later writes show at the next one,
+ * nothing of ours reaches the file, and nothing the owner does meanwhile (a write, a
+ * truncation) changes what was checked. A refresh that races the owner can mix values a few
+ * events apart; every value is checked as a damaged file's would be.
  */
 #include "cli/cli.h"
 

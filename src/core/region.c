@@ -489,6 +489,22 @@ bool gmt_region_contains(uint64_t off, uint64_t bytes)
     return false;
 }
 
+/* Reads len bytes at file offset off: 0, -ENODATA where the file ends first, or -errno. */
+static int read_at(int fd, uint8_t *to, uint64_t len, uint64_t off)
+{
+    while (len) {
+        size_t want = len < (1u << 30) ? (size_t)len : (1u << 30);
+        ssize_t got = pread(fd, to, want, (off_t)off);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) return -errno;
+        if (got == 0) return -ENODATA;
+        to += got;
+        off += (uint64_t)got;
+        len -= (uint64_t)got;
+    }
+    return 0;
+}
+
 bool gmt_region_holds_block(uint64_t off, uint64_t bytes)
 {
     return off % GMT_REGION_BLOCK_ALIGN == 0 && gmt_region_contains(off, bytes);
@@ -535,9 +551,13 @@ int gmt_region_attach(const char *path, char *err, size_t errlen)
     }
     rc = validate(&h, (uint64_t)sb.st_size, err, errlen);
     if (rc) goto out;
-    /* Private: the report writer may settle peaks or reset locks a killed owner held; none of
-     * it reaches the file. Each chunk at its place; the rest of the reservation stays
-     * inaccessible, and every store checks its offsets against what is committed. */
+    /* Each chunk is read into memory of our own at its place: the report writer may settle
+     * peaks or reset locks a killed owner held (none of it reaches the file), and whatever the
+     * owner, or anyone, does to the file from now on is not seen. A mapping of the file saw
+     * later writes, so that a field checked here could hold another value when used, and a
+     * file truncated while it was read raised SIGBUS (19 recoveries of 300, of a file being
+     * truncated and written back, died so). The rest of the reservation stays inaccessible,
+     * and every store checks its offsets against what is committed. */
     uint8_t *m =
         mmap(NULL, h.total_reserved, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     rc = -ENOMEM;
@@ -545,17 +565,30 @@ int gmt_region_attach(const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "cannot reserve address space for %s", path);
         goto out;
     }
-    for (uint32_t i = 0; i < h.nchunks; i++)
-        if (mmap(m + h.chunks[i].va_off, h.chunks[i].len, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_FIXED, fd, (off_t)h.chunks[i].file_off) == MAP_FAILED) {
-            snprintf(err, errlen, "cannot map %s: %s", path, strerror(errno));
+    for (uint32_t i = 0; i < h.nchunks; i++) {
+        uint8_t *at = m + h.chunks[i].va_off;
+        if (mmap(at, h.chunks[i].len, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) == MAP_FAILED) {
+            snprintf(err, errlen, "cannot hold %s in memory: %s", path, strerror(errno));
             munmap(m, h.total_reserved);
             goto out;
         }
+        int e = read_at(fd, at, h.chunks[i].len, h.chunks[i].file_off);
+        if (e) {
+            if (e == -ENODATA)
+                snprintf(err, errlen, "truncated state file %s: it became shorter while read",
+                         path);
+            else
+                snprintf(err, errlen, "cannot read %s: %s", path, strerror(-e));
+            rc = e == -ENODATA ? -EINVAL : e;
+            munmap(m, h.total_reserved);
+            goto out;
+        }
+    }
     gmt_region_destroy();
     gmt_region_base_ = m;
-    /* The mapped header may differ from the validated copy if the owner still runs: use the
-     * copy's view of the chunks and arenas (later growth is simply not seen). */
+    /* The header read with the chunks may differ from the validated copy if the owner still
+     * runs: use the copy's view of the chunks and arenas (later growth is simply not seen). */
     memcpy(m, &h, sizeof h);
     publish_bases();
     R.total = h.total_reserved;

@@ -12,9 +12,10 @@
  *
  * A state file starts with gmt_region_header_t: magic "GMTSTATE", version, the sizes of the
  * structures it holds, the arenas' offsets and extents, the owner's pid and a clean-exit flag.
- * gmt_region_attach maps such a file privately (copy-on-write, never written back), checks
- * every offset against the file's size and makes the core's accessors point into it, so the
- * report writer reads a dead process's state through the same code as a live one's.
+ * gmt_region_attach reads such a file into memory of its own (never written back, and blind to
+ * what happens to the file after), checks every offset against the file's size and makes the
+ * core's accessors point into it, so the report writer reads a dead process's state through
+ * the same code as a live one's.
  *
  * Functions return 0 or a negative errno.
  */
@@ -139,8 +140,10 @@ int gmt_region_reuse(uint64_t off, uint64_t bytes);
 #define GMT_REGION_END_EXEC 2u
 void gmt_region_mark_end(uint32_t how);
 
-/* Maps a state file copy-on-write and validates it. On error returns a negative errno and
- * writes one line saying why into err. Replaces any region of this process. */
+/* Reads a state file into memory of this process, each chunk at its place, and validates it:
+ * the bytes checked are the bytes used, whatever the file's owner writes or truncates meanwhile.
+ * On error returns a negative errno and writes one line saying why into err. Replaces any
+ * region of this process. */
 int gmt_region_attach(const char *path, char *err, size_t errlen);
 
 #endif
