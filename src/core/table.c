@@ -954,13 +954,26 @@ uint64_t gmt_table_bytes_held(gmt_table_t *t)
     return sizeof *t + LOAD(&t->bytes, RLX);
 }
 
-/* Whether level l holds (space, key) LIVE; single-threaded (a recovered state). */
-static bool level_holds(gmt_level_t *l, uint32_t space, uint64_t key)
+/* The probe steps a recovery's settle_busy may spend looking for the moved copies of BUSY
+ * slots. A killed owner leaves a handful (one per thread inside an operation, a move's batch),
+ * each a probe of at most PROBE_LIMIT slots per newer level; a damaged file can hold a level
+ * of BUSY slots and a newer level of tombstones whose max_probe is its whole capacity, which
+ * made the checks cost slots x capacity (131,072 of each: minutes, `top` and `report --recover`
+ * hung; integration.state_fields_damaged). Past the budget (tens of milliseconds) a BUSY slot
+ * that was LIVE is taken as LIVE, unmoved: in such a file an allocation may then count twice,
+ * never crash or hang. */
+#define SETTLE_PROBE_BUDGET (1ull << 24)
+
+/* Whether level l holds (space, key) LIVE; single-threaded (a recovered state). Each slot
+ * read costs one of *budget; none left: false. */
+static bool level_holds(gmt_level_t *l, uint32_t space, uint64_t key, uint64_t *budget)
 {
     probe_t p;
     if (!probe_begin(l, hash_key((uint8_t)space, key), &p)) return false;
     gmt_slot_t *base = slots(l);
     do {
+        if (*budget == 0) return false;
+        --*budget;
         uint32_t sg = base[p.idx].sg;
         if (st_of(sg) == SLOT_EMPTY) return false;
         if (st_of(sg) == SLOT_LIVE && base[p.idx].key == key && space_of(sg) == space) return true;
@@ -979,7 +992,7 @@ static bool level_holds(gmt_level_t *l, uint32_t space, uint64_t key)
  * thread moved a slot lost that allocation (integration.close_fds_term, once). */
 static uint64_t settle_busy(gmt_table_t *t)
 {
-    uint64_t live = 0;
+    uint64_t live = 0, budget = SETTLE_PROBE_BUDGET;
     for (uint32_t n = t->first; n < t->next; n++) {
         gmt_level_t *l = lvl(t, n);
         gmt_slot_t *base = slots(l);
@@ -989,7 +1002,7 @@ static uint64_t settle_busy(gmt_table_t *t)
             if (st_of(sg) != SLOT_BUSY) continue;
             bool was_live = (sg >> GEN_SHIFT) & 1u, moved = false;
             for (uint32_t m = n + 1; was_live && !moved && m < t->next; m++)
-                moved = level_holds(lvl(t, m), space_of(sg), base[i].key);
+                moved = level_holds(lvl(t, m), space_of(sg), base[i].key, &budget);
             if (!was_live)
                 base[i].sg = tomb_from_busy(sg);
             else

@@ -17,6 +17,13 @@
  *                                  of the NAMEs; prints damaged=N, how many
  *   state_poke FILE pycode_header  damages the code cache's header (one bit of its magic), so
  *                                  that recovery refuses the whole cache; prints header=damaged
+ *   state_poke FILE table_busy SLOTS
+ *                                  appends SLOTS slots (a multiple of 512) to the file, all
+ *                                  BUSY with an odd generation (LIVE ones being moved, as a
+ *                                  killed owner leaves a few), as a chunk of the table's arena,
+ *                                  and makes them the table's two active levels at once, the
+ *                                  newer one's max_probe its whole capacity: the shape whose
+ *                                  checks cost SLOTS x SLOTS probes; prints slots=SLOTS
  *   state_poke FILE BLOCK.FIELD VALUE
  *                                  writes VALUE (its low bytes, as many as the field has; +N:
  *                                  N added to what is there) into a field of a store's block,
@@ -35,10 +42,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/pyframes.h"
 #include "core/region.h"
+#include "core/table.h"
 #include "core/track_internal.h"
 #include "output/growth.h"
 
@@ -120,6 +129,47 @@ static int poke_field(const char *name, const char *value)
     return 1;
 }
 
+/* table_busy: table.c's slot states and generation shift (private there). */
+#define SLOT_BUSY 3u
+#define GEN_SHIFT 11
+static int table_busy(uint64_t nslots)
+{
+    if (nslots == 0 || nslots % GMT_TABLE_UNIT_SLOTS != 0 || nslots > (1u << 24))
+        die("table_busy: SLOTS must be a multiple of 512, up to 2^24");
+    gmt_arena_t *ar = &h.arenas[GMT_ARENA_TABLE];
+    uint64_t len = nslots * sizeof(gmt_slot_t), va = ar->offset + ar->committed;
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || sb.st_size % 4096 != 0 || h.nchunks >= GMT_REGION_MAX_CHUNKS ||
+        ar->committed + len > ar->reserved)
+        die("table_busy: no room for another chunk");
+    uint64_t at = (uint64_t)sb.st_size;
+    gmt_slot_t *s = calloc(nslots, sizeof *s);
+    if (!s) die("out of memory");
+    for (uint64_t i = 0; i < nslots; i++) {
+        s[i].sg = SLOT_BUSY | 1u << GEN_SHIFT;
+        s[i].key = 0x700000000000ull + i * 4096;
+    }
+    if (pwrite(fd, s, len, (off_t)at) != (ssize_t)len) die("short write");
+    free(s);
+    h.chunks[h.nchunks].va_off = va;
+    h.chunks[h.nchunks].file_off = at;
+    h.chunks[h.nchunks].len = len;
+    h.nchunks++;
+    ar->committed += len;
+    ar->used += len;
+    h.file_bytes = at + len;
+    if (pwrite(fd, &h, sizeof h, 0) != (ssize_t)sizeof h) die("short write");
+    gmt_table_t t;
+    get(h.table_off, &t, sizeof t);
+    gmt_level_t l = {.off = va, .cap = nslots, .used = nslots, .max_probe = nslots - 1};
+    t.levels[t.first % GMT_TABLE_LEVELS] = l;
+    t.levels[(t.first + 1) % GMT_TABLE_LEVELS] = l;
+    t.next = t.first + 2;
+    put(h.table_off, &t, sizeof t);
+    printf("slots=%" PRIu64 "\n", nslots);
+    return 0;
+}
+
 /* pycode_damage and pycode_header (names NULL): the cache block read, damaged in memory by
  * pyframes.c, written back. */
 static int pycode_damage(const char *const *names, int n)
@@ -159,6 +209,7 @@ int main(int argc, char **argv)
     if (pycode) return pycode_damage((const char *const *)argv + 3, argc - 3);
     if (header) return pycode_damage(NULL, 0);
     if (strchr(argv[2], '.')) return poke_field(argv[2], argv[3]);
+    if (strcmp(argv[2], "table_busy") == 0) return table_busy(strtoull(argv[3], NULL, 0));
     const uint64_t off_at = h.core_off + offsetof(gmt_core_state_t, growth_off);
     const uint64_t bytes_at = h.core_off + offsetof(gmt_core_state_t, growth_bytes);
     uint64_t goff;
