@@ -17,10 +17,11 @@
  *                                  of the NAMEs; prints damaged=N, how many
  *   state_poke FILE pycode_header  damages the code cache's header (one bit of its magic), so
  *                                  that recovery refuses the whole cache; prints header=damaged
- *   state_poke FILE table_busy SLOTS
+ *   state_poke FILE table_busy SLOTS [SIZE]
  *                                  appends SLOTS slots (a multiple of 512) to the file, all
  *                                  BUSY with an odd generation (LIVE ones being moved, as a
- *                                  killed owner leaves a few), as a chunk of the table's arena,
+ *                                  killed owner leaves a few) and of SIZE bytes (default 0; at
+ *                                  most 2^48 - 1) on GPU 0, as a chunk of the table's arena,
  *                                  and makes them the table's two active levels at once, the
  *                                  newer one's max_probe its whole capacity: the shape whose
  *                                  checks cost SLOTS x SLOTS probes; prints slots=SLOTS
@@ -132,7 +133,7 @@ static int poke_field(const char *name, const char *value)
 /* table_busy: table.c's slot states and generation shift (private there). */
 #define SLOT_BUSY 3u
 #define GEN_SHIFT 11
-static int table_busy(uint64_t nslots)
+static int table_busy(uint64_t nslots, uint64_t size)
 {
     if (nslots == 0 || nslots % GMT_TABLE_UNIT_SLOTS != 0 || nslots > (1u << 24))
         die("table_busy: SLOTS must be a multiple of 512, up to 2^24");
@@ -148,6 +149,7 @@ static int table_busy(uint64_t nslots)
     for (uint64_t i = 0; i < nslots; i++) {
         s[i].sg = SLOT_BUSY | 1u << GEN_SHIFT;
         s[i].key = 0x700000000000ull + i * 4096;
+        s[i].meta = (size & ((1ull << 48) - 1)) | 2ull << 48; /* device + 2: GPU 0 */
     }
     if (pwrite(fd, s, len, (off_t)at) != (ssize_t)len) die("short write");
     free(s);
@@ -198,9 +200,11 @@ int main(int argc, char **argv)
     bool show = argc == 3 && strcmp(argv[2], "show") == 0;
     bool pycode = argc >= 4 && strcmp(argv[2], "pycode_damage") == 0;
     bool header = argc == 3 && strcmp(argv[2], "pycode_header") == 0;
-    if (!show && !pycode && !header && argc != 4)
+    bool busy = (argc == 4 || argc == 5) && strcmp(argv[2], "table_busy") == 0;
+    if (!show && !pycode && !header && !busy && argc != 4)
         die("usage: state_poke FILE show | state_poke FILE FIELD VALUE | "
-            "state_poke FILE pycode_damage NAME... | state_poke FILE pycode_header");
+            "state_poke FILE pycode_damage NAME... | state_poke FILE pycode_header | "
+            "state_poke FILE table_busy SLOTS [SIZE]");
     fd = open(argv[1], show ? O_RDONLY : O_RDWR);
     if (fd < 0) die(strerror(errno));
     if (pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h ||
@@ -209,7 +213,8 @@ int main(int argc, char **argv)
     if (pycode) return pycode_damage((const char *const *)argv + 3, argc - 3);
     if (header) return pycode_damage(NULL, 0);
     if (strchr(argv[2], '.')) return poke_field(argv[2], argv[3]);
-    if (strcmp(argv[2], "table_busy") == 0) return table_busy(strtoull(argv[3], NULL, 0));
+    if (busy)
+        return table_busy(strtoull(argv[3], NULL, 0), argc > 4 ? strtoull(argv[4], NULL, 0) : 0);
     const uint64_t off_at = h.core_off + offsetof(gmt_core_state_t, growth_off);
     const uint64_t bytes_at = h.core_off + offsetof(gmt_core_state_t, growth_bytes);
     uint64_t goff;
