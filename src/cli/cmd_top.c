@@ -379,6 +379,14 @@ static void prime_counts(const char *path, double interval, seen_allocs_t *seen)
     nanosleep(&ts, NULL);
 }
 
+/* *to += v, held at the ends of int64_t: the counters are the state file's, which may hold
+ * anything (fuzz.state: -54784 + -9223372036854759680, a signed overflow, in the managed and
+ * pinned bytes of a device). */
+static void add_held(int64_t *to, int64_t v)
+{
+    if (__builtin_add_overflow(*to, v, to)) *to = v > 0 ? INT64_MAX : INT64_MIN;
+}
+
 /* One view of the state file; 0, or GMT_EXIT_USAGE after printing why. */
 static int show(const char *path, long top, bool *running, seen_allocs_t *prev, bool recent)
 {
@@ -419,9 +427,11 @@ static int show(const char *path, long top, bool *running, seen_allocs_t *prev, 
         gmt_dev_totals_t d;
         gmt_stats_device(s, &d);
         if (!d.seen) continue;
-        int64_t live = 0, other = d.current[GMT_KIND_MANAGED] + d.current[GMT_KIND_HOST_PINNED];
+        int64_t live = 0, other = 0;
+        add_held(&other, d.current[GMT_KIND_MANAGED]);
+        add_held(&other, d.current[GMT_KIND_HOST_PINNED]);
         for (int k = 0; k < GMT_KIND_COUNT; k++)
-            live += (int64_t)(d.allocs[k] - d.frees[k]);
+            add_held(&live, (int64_t)(d.allocs[k] - d.frees[k]));
         device_label(gmt_stats_device_of_slot(s), label, sizeof label);
         printf("%-8s %12s %12s %12s %10" PRId64 "\n", label,
                gmt_fmt_bytes((uint64_t)(d.in_use > 0 ? d.in_use : 0), b1, sizeof b1),

@@ -179,6 +179,13 @@ static gmt_timeline_point_t *points_of(int slot)
     return (gmt_timeline_point_t *)(void *)(S + 1) + (size_t)slot * (size_t)tl_cap;
 }
 
+size_t gmt_stats_current_offset(int slot, int kind)
+{
+    return offsetof(stats_state_t, s_devs) + (size_t)slot * sizeof(dev_t_) +
+           offsetof(dev_t_, kinds) + (size_t)kind * sizeof(dev_kind_t) +
+           offsetof(dev_kind_t, current);
+}
+
 int gmt_stats_attach(void *block, size_t bytes)
 {
     stats_state_t *st = block;

@@ -69,6 +69,9 @@ void gmt_stats_timeline_words(int slot, int **lock, int **npoints, gmt_timeline_
 /* The stats block (in the region when one exists): its size, and binding to one read from a
  * state file (0 or -EINVAL). */
 size_t gmt_stats_state_bytes(void);
+/* Where a device slot's current bytes of one kind lie in the stats block (its offset from the
+ * block's start), for the tool that damages state files in tests (tests/integration/state_poke). */
+size_t gmt_stats_current_offset(int slot, int kind);
 int gmt_stats_attach(void *block, size_t bytes);
 /* Time of the latest alloc or free event seen (monotonic ns), 0 if none. */
 uint64_t gmt_stats_last_event_ns(void);

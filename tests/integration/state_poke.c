@@ -48,6 +48,7 @@
 
 #include "core/pyframes.h"
 #include "core/region.h"
+#include "core/stats.h"
 #include "core/table.h"
 #include "core/track_internal.h"
 #include "output/growth.h"
@@ -113,8 +114,27 @@ static const struct {
     FIELD("stacks.index0.off", AT_STACKS, gmt_stacks_t, index[0].off),
 };
 
+/* The stats block's fields (stats.c's layout, private there): GPU 0's current bytes of a kind. */
+static const struct {
+    const char *name;
+    int slot, kind;
+} stats_fields[] = {
+    {"stats.gpu0.managed_current", 1, GMT_KIND_MANAGED},
+    {"stats.gpu0.pinned_current", 1, GMT_KIND_HOST_PINNED},
+};
+
 static int poke_field(const char *name, const char *value)
 {
+    for (size_t i = 0; i < sizeof stats_fields / sizeof stats_fields[0]; i++) {
+        if (strcmp(stats_fields[i].name, name) != 0) continue;
+        uint64_t at =
+            h.stats_off + gmt_stats_current_offset(stats_fields[i].slot, stats_fields[i].kind);
+        int64_t was, v = (int64_t)strtoull(value, NULL, 0);
+        get(at, &was, sizeof was);
+        put(at, &v, sizeof v);
+        printf("was=%" PRId64 "\n", was);
+        return 0;
+    }
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
         if (strcmp(fields[i].name, name) != 0) continue;
         const uint64_t base[] = {0, h.core_off, h.table_off, h.stacks_off};
