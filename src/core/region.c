@@ -37,6 +37,7 @@ static struct {
     bool fd_lost;   /* the descriptor was taken by the program and the file not found again */
     bool recovered;
     bool ready;
+    uint32_t owner; /* a recovered file's owner (its uid) */
     char path[1024];
 } R = {.fd = -1};
 
@@ -110,6 +111,13 @@ bool gmt_region_ready(void)
 bool gmt_region_recovered(void)
 {
     return R.recovered;
+}
+
+bool gmt_region_recovered_foreign(uint32_t *owner)
+{
+    if (!R.recovered || R.owner == (uint32_t)geteuid()) return false;
+    if (owner) *owner = R.owner;
+    return true;
 }
 
 const char *gmt_region_path(void)
@@ -593,6 +601,7 @@ int gmt_region_attach(const char *path, char *err, size_t errlen)
     publish_bases();
     R.total = h.total_reserved;
     R.recovered = true;
+    R.owner = (uint32_t)sb.st_uid;
     snprintf(R.path, sizeof R.path, "%s", path);
     hdr()->grow_lock = 0;
     __atomic_store_n(&R.ready, true, __ATOMIC_RELEASE);

@@ -98,6 +98,9 @@ void gmt_region_destroy(void);
 bool gmt_region_ready(void);
 /* True when the region was attached from a file rather than created by this process. */
 bool gmt_region_recovered(void);
+/* True when the region was attached from a file that another user owns (*owner: its uid): a
+ * path its process recorded (the suppressions file) is that user's choice, not this one's. */
+bool gmt_region_recovered_foreign(uint32_t *owner);
 /* The state file in use ("" when anonymous). */
 const char *gmt_region_path(void);
 /* Removes this process's state file (not a recovered one) when its name still refers to the

@@ -13,6 +13,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/pyframes.h"
+#include "core/region.h"
 #include "core/tls.h"
 #include "core/track.h"
 #include "growth.h"
@@ -488,8 +489,19 @@ int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsign
         if (l->pools.unplaced)
             gmt_info("report: %llu live pool allocations in pools the report does not list",
                      (unsigned long long)l->pools.unplaced);
+        /* A recovered state file another user owns names a suppressions file its process
+         * chose: not opened by this user (the CLI may run as root); said, and the groups are
+         * shown unsuppressed. */
+        const char *supp_path = c.cfg->suppressions;
+        uint32_t owner;
+        if (supp_path[0] && gmt_region_recovered_foreign(&owner)) {
+            gmt_track_warn("suppressions file %s not read: the state file belongs to uid %u, "
+                           "not to this user, and the path is its process's choice",
+                           supp_path, owner);
+            supp_path = "";
+        }
         gmt_supp_t supp;
-        gmt_supp_load(&supp, c.cfg->suppressions, true);
+        gmt_supp_load(&supp, supp_path, true);
         gmt_group_finish(&l->grouping, stack_suppressed, &supp, &l->totals);
         gmt_supp_free(&supp);
         yield();

@@ -2355,12 +2355,13 @@ def cli(ctx, args, expect_rc=0, timeout=60):
     return proc
 
 
-def start_state_prog(ctx):
-    """Starts state_kill with a state file; returns (process, state path, snapshot path)."""
+def start_state_prog(ctx, extra=None):
+    """Starts state_kill with a state file (and the environment extra); returns (process,
+    state path, snapshot path)."""
     os.makedirs(os.path.join(ctx.work, "state"), exist_ok=True)
     snap = os.path.join(ctx.work, "state", "snap.json")
     env = ctx.env(extra={"GPUMEMTRACE_STATE": os.path.join(ctx.work, "state", "s-%p.gmt"),
-                         "GPUMEMTRACE_GROWTH_WARMUP": "0"})
+                         "GPUMEMTRACE_GROWTH_WARMUP": "0", **(extra or {})})
     p = subprocess.Popen([ctx.prog("state_kill"), snap], cwd=ctx.work, env=env, text=True,
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          preexec_fn=no_core)
@@ -2752,6 +2753,56 @@ def case_state_fields_damaged(ctx):
             if shown not in line:
                 fail(f"{name}: top --once's {label} line should show {shown}: {line!r}\n"
                      f"{t.stdout}")
+
+
+@case("state_foreign_suppressions")
+def case_state_foreign_suppressions(ctx):
+    """A state file names the suppressions file its process used (GPUMEMTRACE_SUPPRESSIONS):
+    recovered by its owner, the file is read and the groups it matches are suppressed, as in
+    the live report; recovered by another user (root, say, over a file a user's job left), a
+    path that job chose is not opened: the groups are shown unsuppressed and a warning in the
+    report says why (docs/security.md)."""
+    supp = os.path.join(ctx.work, "keep.supp")
+    with open(supp, "w") as f:
+        f.write("keep_a\n")
+    os.chmod(supp, 0o644)
+    p, state, _ = start_state_prog(ctx, {"GPUMEMTRACE_SUPPRESSIONS": supp})
+    p.kill()
+    p.communicate()
+
+    def recover(path, name):
+        out = os.path.join(ctx.work, "state", f"{name}.json")
+        cli(ctx, ["report", "--recover", path, "-o", out])
+        with open(out) as f:
+            rep = json.load(f)
+        validate(ctx, f"{name}: recovered report", rep)
+        keep = [g for g in rep["leaks"]["groups"]
+                if frame_symbols(rep, g["stack_id"])[:1] == ["keep_a"]]
+        if len(keep) != 1:
+            fail(f"{name}: expected one keep_a leak group: "
+                 f"{[frame_symbols(rep, g['stack_id'])[:1] for g in rep['leaks']['groups']]}")
+        return rep, keep[0]
+
+    rep, keep = recover(state, "own")
+    expect_eq("own file: keep_a suppressed", keep["suppressed"], True)
+    if any("not read" in w for w in rep["capture"]["warnings"]):
+        fail(f"own file: a suppressions warning: {rep['capture']['warnings']}")
+    if os.geteuid() != 0:
+        skip("needs root, to give the state file to another user (the own-file half passed)")
+    import pwd
+    try:
+        nobody = pwd.getpwnam("nobody")
+    except KeyError:
+        skip("no user 'nobody' to give the state file to (the own-file half passed)")
+    foreign = os.path.join(ctx.work, "state", "foreign.gmt")
+    shutil.copyfile(state, foreign)
+    os.chown(foreign, nobody.pw_uid, nobody.pw_gid)
+    rep, keep = recover(foreign, "foreign")
+    expect_eq("foreign file: keep_a suppressed", keep["suppressed"], False)
+    want = (f"suppressions file {supp} not read: the state file belongs to uid "
+            f"{nobody.pw_uid}, not to this user, and the path is its process's choice")
+    if want not in rep["capture"]["warnings"]:
+        fail(f"foreign file: want warning {want!r}: {rep['capture']['warnings']}")
 
 
 @case("setuid_env")
