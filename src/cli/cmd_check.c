@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 
 #include "core/config.h"
+#include "core/event.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -593,6 +594,19 @@ static void unknown_if_nonfinal(result_t *r, const char *reason, int64_t rank)
              r->what, strcmp(reason, "oom") == 0 ? "n" : "", reason, whose, r->limit);
 }
 
+/* The device of a report (of rank `rank` in a merged one) whose allocations' device the
+ * tracer could not tell (GMT_DEVICE_UNKNOWN: a query that failed, an ordinal past the
+ * tracer's 64), when it held bytes at its peak; NULL otherwise. */
+static const gmt_device_t *unknown_device(const gmt_report_t *rep, int64_t rank)
+{
+    for (size_t i = 0; i < rep->ndevices; i++) {
+        const gmt_device_t *d = &rep->devices[i];
+        if (d->device == GMT_DEVICE_UNKNOWN && d->rank == rank && d->has_peak && d->peak_bytes)
+            return d;
+    }
+    return NULL;
+}
+
 /* What a growth_status other than judged means, for check's line. */
 static const char *growth_why(const char *status)
 {
@@ -784,6 +798,20 @@ int gmt_cli_check(int argc, char **argv)
                 continue;
             }
             r->failed = d->peak_bytes > lim.peak;
+            const gmt_device_t *unk = unknown_device(&rep, d->rank);
+            if (!r->failed && unk) {
+                /* bytes on a device the tracer could not tell may have been this GPU's */
+                char whose[48] = "";
+                if (rep.nranks) snprintf(whose, sizeof whose, "rank %" PRId64 "'s ", unk->rank);
+                r->failed = true;
+                snprintf(r->message, sizeof r->message,
+                         "%s peak unknown (%sunknown device held %s at its peak: allocations "
+                         "whose GPU the tracer could not tell, perhaps this one): max-peak-bytes "
+                         "%s cannot be checked",
+                         label, whose, gmt_fmt_bytes(unk->peak_bytes, a, sizeof a),
+                         gmt_fmt_bytes(lim.peak, b, sizeof b));
+                continue;
+            }
             snprintf(r->message, sizeof r->message,
                      "%s peak %s (%" PRIu64 " bytes) %s max-peak-bytes %s (%" PRIu64 ")", label,
                      gmt_fmt_bytes(d->peak_bytes, a, sizeof a), d->peak_bytes,

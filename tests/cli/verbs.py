@@ -670,6 +670,32 @@ def case_check_supp_cut(c):
 
 
 @case
+def case_check_unknown_device(c):
+    """Bytes on the unknown device (device -2: allocations whose GPU the tracer could not tell)
+    may have been any GPU's of that process: a GPU's peak within --max-peak-bytes is then not
+    shown to be within it; one over it is over it."""
+    r = c.trace("leak_two_sites", "leak")
+    rep = c.load(r)
+    gpu0 = [d for d in rep["devices"] if d["device"] == 0][0]
+    unk = dict(gpu0, device=-2, peak_bytes=4 * MIB)
+    rep["devices"].append(unk)
+    u = c.path("unknown.json")
+    with open(u, "w") as f:
+        json.dump(rep, f)
+    out, _, _ = c.cli_run("check", u, "--max-peak-bytes", "1G", rc=1)
+    expect(out == f"FAIL {u}: GPU 0 peak unknown (unknown device held 4.00 MiB at its peak: "
+           "allocations whose GPU the tracer could not tell, perhaps this one): max-peak-bytes "
+           "1.00 GiB cannot be checked\n", out)
+    out, _, _ = c.cli_run("check", u, "--max-peak-bytes", "1", rc=1)
+    expect("GPU 0 peak" in out and "exceeds max-peak-bytes 1 B" in out, out)
+    # an unknown device that held nothing at its peak leaves the GPUs' peaks whole
+    unk["peak_bytes"] = 0
+    with open(u, "w") as f:
+        json.dump(rep, f)
+    c.cli_run("check", u, "--max-peak-bytes", "1G")
+
+
+@case
 def case_check_nonfinal(c):
     """check judges a run: on a report written while the process ran on (an oom or a snapshot
     report) a limit that holds holds only so far, and is unknown; one it breaks stays broken
