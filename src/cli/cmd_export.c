@@ -72,6 +72,66 @@ static void json_str_cut(gmt_buf_t *b, char *s)
     gmt_buf_json_str(b, s);
 }
 
+/* ---- what a cut list leaves out (cli.h, docs/cli.md "export") ---- */
+
+size_t gmt_leaks_unlisted(const gmt_report_t *rep, bool by_rank, gmt_unlisted_t *out, size_t cap,
+                          uint64_t *groups)
+{
+    *groups = 0;
+    if (rep->groups_total <= rep->nleaks || !rep->has_leak_bytes || cap == 0) return 0;
+    uint64_t bytes = 0, count = 0;
+    for (size_t i = 0; i < rep->nleaks; i++) {
+        if (rep->leak_groups[i].suppressed) continue;
+        bytes = gmt_add_sat(bytes, rep->leak_groups[i].bytes);
+        count = gmt_add_sat(count, rep->leak_groups[i].count);
+    }
+    /* a crafted report's groups may hold more than its total: nothing is left, never a wrap */
+    bytes = rep->leak_bytes > bytes ? rep->leak_bytes - bytes : 0;
+    count = rep->leak_count > count ? rep->leak_count - count : 0;
+    if (!bytes && !count) return 0;
+    *groups = rep->groups_total - rep->nleaks;
+    size_t n = 0;
+    for (size_t r = 0; by_rank && r < rep->nranks && n + 1 < cap; r++) {
+        uint64_t listed = 0;
+        for (size_t i = 0; i < rep->nleaks; i++)
+            if (!rep->leak_groups[i].suppressed && rep->leak_groups[i].rank == rep->ranks[r].rank)
+                listed = gmt_add_sat(listed, rep->leak_groups[i].bytes);
+        uint64_t own =
+            rep->ranks[r].leaked_bytes > listed ? rep->ranks[r].leaked_bytes - listed : 0;
+        if (own > bytes) own = bytes; /* the ranks' shares never exceed the job's remainder */
+        if (!own) continue;
+        out[n++] = (gmt_unlisted_t){.rank = rep->ranks[r].rank, .bytes = own};
+        bytes -= own;
+    }
+    if (bytes || count)
+        out[n++] = (gmt_unlisted_t){.rank = -1, .bytes = bytes, .count = count, .has_count = true};
+    return n;
+}
+
+bool gmt_peak_unlisted(const gmt_peak_t *p, gmt_unlisted_t *u)
+{
+    if (p->groups_total <= p->ngroups) return false;
+    uint64_t listed = 0;
+    for (size_t k = 0; k < p->ngroups; k++)
+        listed = gmt_add_sat(listed, p->groups[k].bytes);
+    if (listed >= p->bytes) return false;
+    *u = (gmt_unlisted_t){.rank = p->rank, .bytes = p->bytes - listed};
+    return true;
+}
+
+void gmt_unlisted_group(const gmt_unlisted_t *u, const char *name, gmt_frame_t *f, gmt_stack_t *st,
+                        gmt_group_t *g)
+{
+    *f = (gmt_frame_t){.symbol = name, .line = -1, .offset = -1};
+    *st = (gmt_stack_t){.id = -1, .n = 1, .frames = f};
+    *g = (gmt_group_t){.stack_id = -1,
+                       .bytes = u->bytes,
+                       .count = u->count,
+                       .device = GMT_CLI_NO_DEVICE,
+                       .rank = u->rank,
+                       .stack = st};
+}
+
 static void folded_group(gmt_buf_t *b, const gmt_group_t *g)
 {
     char name[600];
@@ -114,13 +174,31 @@ static int export_folded(const gmt_report_t *rep, gmt_buf_t *b, const char *whic
         free(g);
         return 0;
     }
+    /* a list cut at GPUMEMTRACE_TOP: one line more for what it leaves out, last */
+    char name[96];
+    gmt_unlisted_t u;
+    gmt_frame_t f;
+    gmt_stack_t st;
+    gmt_group_t g;
     if (which && strcmp(which, "peak") == 0) {
-        for (size_t i = 0; i < rep->npeaks; i++)
-            for (size_t k = 0; k < rep->peaks[i].ngroups; k++)
-                folded_group(b, &rep->peaks[i].groups[k]);
+        for (size_t i = 0; i < rep->npeaks; i++) {
+            const gmt_peak_t *p = &rep->peaks[i];
+            for (size_t k = 0; k < p->ngroups; k++)
+                folded_group(b, &p->groups[k]);
+            if (!gmt_peak_unlisted(p, &u)) continue;
+            snprintf(name, sizeof name, GMT_UNLISTED_NAME, p->groups_total - p->ngroups);
+            gmt_unlisted_group(&u, name, &f, &st, &g);
+            folded_group(b, &g);
+        }
     } else {
         for (size_t i = 0; i < rep->nleaks; i++)
             if (!rep->leak_groups[i].suppressed) folded_group(b, &rep->leak_groups[i]);
+        uint64_t groups;
+        if (gmt_leaks_unlisted(rep, false, &u, 1, &groups)) {
+            snprintf(name, sizeof name, GMT_UNLISTED_NAME, groups);
+            gmt_unlisted_group(&u, name, &f, &st, &g);
+            folded_group(b, &g);
+        }
     }
     return 0;
 }

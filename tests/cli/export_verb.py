@@ -988,5 +988,44 @@ def case_sites(c):
                                  for p in sp["profiles"]),
            f"no list: folded {out!r}, profiles {[p['name'] for p in sp['profiles']]}")
 
+
+# ---- lists cut at GPUMEMTRACE_TOP ---------------------------------------------------------
+
+UNLISTED = "[{} call stacks not listed: GPUMEMTRACE_TOP]"
+
+
+def cut(r):
+    """A report whose leak list and GPU 0's peak owners were cut at GPUMEMTRACE_TOP: 2 leak
+    groups more holding 2048 bytes in 3 allocations (not suppressed), 3 peak groups more
+    holding 4096 bytes of the peak."""
+    r["leaks"]["groups_total"] += 2
+    r["leaks"]["total_bytes"] += 2048
+    r["leaks"]["count"] += 3
+    p = r["peak"][0]
+    p["groups_total"] = len(p["groups"]) + 3
+    p["bytes"] += 4096
+
+
+@case
+def case_cut_folded(c):
+    """folded of a cut list (docs/cli.md, "export"): one last line, a root frame of its own,
+    for what the list leaves out: the leak total less the groups listed (not suppressed), or
+    the device's peak less its owners listed; so the lines sum to the report's figures. A
+    whole list has no such line (case folded); nor has a cut one whose whole is not known."""
+    e = edited(c, "cutf.json", cut)
+    out, _ = export(c, e, "folded")
+    expect(out == FOLDED_LEAKS + UNLISTED.format(2) + " 2048\n", f"folded leaks:\n{out}")
+    rep = fixture(c)
+    cut(rep)
+    total = sum(int(x.rsplit(" ", 1)[1]) for x in out.splitlines())
+    expect(total == rep["leaks"]["total_bytes"], f"folded sums to {total}")
+    out, _ = export(c, e, "folded", "--stacks", "peak")
+    expect(out == "alloc_activations 8388608\n" + FOLDED_LEAKS + UNLISTED.format(3) + " 4096\n",
+           f"folded --stacks peak:\n{out}")
+    e = edited(c, "cutf_unknown.json", lambda r: cut(r) or r["leaks"].pop("total_bytes"))
+    out, _ = export(c, e, "folded")
+    expect(out == FOLDED_LEAKS, f"folded leaks, total not known:\n{out}")
+
+
 if __name__ == "__main__":
     sys.exit(verbs_main(CASES, "export"))
