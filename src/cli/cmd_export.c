@@ -241,7 +241,7 @@ static int speedscope_samples(frames_t *fr, gmt_buf_t *frames, gmt_buf_t *sample
                               gmt_buf_t *weights, const gmt_group_t *g, size_t n, bool skip_supp,
                               uint64_t *total)
 {
-    bool first = true;
+    bool first = samples->len == 0; /* called again for a cut list's remainder */
     for (size_t i = 0; i < n; i++) {
         if (skip_supp && g[i].suppressed) continue;
         if (!g[i].stack || g[i].stack->n == 0 || g[i].bytes == 0) continue;
@@ -272,21 +272,45 @@ static int export_speedscope(const gmt_report_t *rep, gmt_buf_t *b)
     for (size_t p = 0; p <= rep->npeaks + (nsg > 0) && !rc; p++) {
         gmt_buf_t s = {0}, w = {0};
         uint64_t total = 0;
-        char name[96], label[48];
+        char name[160], label[48];
         const char *unit = "bytes";
+        /* a list cut at GPUMEMTRACE_TOP: one sample more for what it leaves out, where the
+         * report gives the whole (docs/cli.md, "Lists cut at GPUMEMTRACE_TOP") */
+        char unlisted[96];
+        gmt_unlisted_t u;
+        bool has_u = false;
         if (p == rep->npeaks + 1) {
             rc = speedscope_samples(&fr, &frames, &s, &w, sg, nsg, false, &total);
-            snprintf(name, sizeof name, "allocation sites (allocations over the run)");
+            /* the sites left out made at most as many as the least listed: no weight */
+            if (rep->sites_total > rep->nsites)
+                snprintf(name, sizeof name,
+                         "allocation sites (allocations over the run; the %zu of %" PRIu64
+                         " with the most, GPUMEMTRACE_TOP)",
+                         rep->nsites, rep->sites_total);
+            else
+                snprintf(name, sizeof name, "allocation sites (allocations over the run)");
             unit = "none";
         } else if (p == 0) {
             rc = speedscope_samples(&fr, &frames, &s, &w, rep->leak_groups, rep->nleaks, true,
                                     &total);
             snprintf(name, sizeof name, "leaks (live at exit)");
+            uint64_t groups;
+            has_u = gmt_leaks_unlisted(rep, false, &u, 1, &groups) > 0;
+            snprintf(unlisted, sizeof unlisted, GMT_UNLISTED_NAME, groups);
         } else {
             const gmt_peak_t *pk = &rep->peaks[p - 1];
             rc = speedscope_samples(&fr, &frames, &s, &w, pk->groups, pk->ngroups, false, &total);
             snprintf(name, sizeof name, "peak owners %s at %.3f s",
                      gmt_device_label(pk->device, pk->rank, label, sizeof label), pk->time);
+            has_u = gmt_peak_unlisted(pk, &u);
+            snprintf(unlisted, sizeof unlisted, GMT_UNLISTED_NAME, pk->groups_total - pk->ngroups);
+        }
+        if (!rc && has_u) {
+            gmt_frame_t f;
+            gmt_stack_t st;
+            gmt_group_t g;
+            gmt_unlisted_group(&u, unlisted, &f, &st, &g);
+            rc = speedscope_samples(&fr, &frames, &s, &w, &g, 1, false, &total);
         }
         if (!rc) {
             gmt_buf_puts(&profiles, nprof ? ",{" : "{");

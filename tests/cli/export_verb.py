@@ -977,9 +977,16 @@ def case_sites(c):
     expect(out.splitlines() == want, "folded --stacks sites:\n" + out)
     sp = json.loads(export(c, v2, "speedscope")[0])
     last = sp["profiles"][-1]
-    expect(last["name"] == "allocation sites (allocations over the run)" and
+    # data/valid_v2.json lists 3 of its 4 sites: the name says so (case cut_speedscope)
+    expect(last["name"] == "allocation sites (allocations over the run; the 3 of 4 with the "
+           "most, GPUMEMTRACE_TOP)" and
            last["unit"] == "none" and last["weights"] == [900, 75, 24] and
            last["endValue"] == 999, f"speedscope's last profile: {last}")
+    whole = edited(c, "wholesites.json", lambda r: r.update(allocation_sites_total=3),
+                   base="valid_v2.json")
+    last = json.loads(export(c, whole, "speedscope")[0])["profiles"][-1]
+    expect(last["name"] == "allocation sites (allocations over the run)",
+           f"a whole site list's profile: {last['name']}")
     e = edited(c, "nosites.json", lambda r: (r.pop("allocation_sites"),
                                              r.pop("allocation_sites_total")), base="valid_v2.json")
     out, _ = export(c, e, "folded", "--stacks", "sites")
@@ -1026,6 +1033,35 @@ def case_cut_folded(c):
     out, _ = export(c, e, "folded")
     expect(out == FOLDED_LEAKS, f"folded leaks, total not known:\n{out}")
 
+
+
+@case
+def case_cut_speedscope(c):
+    """speedscope of cut lists: the leak profile and the peak profile of the cut device end
+    in one sample of one frame, [N call stacks not listed: GPUMEMTRACE_TOP], weighing what the
+    list leaves out, so endValue is the report's leak total and the device's peak; a cut site
+    list (whose left-out counts are not known) gets no sample, its profile's name says it
+    lists the largest."""
+    e = edited(c, "cuts.json", cut)
+    export(c, e, "speedscope", "-o", c.path("cut.speedscope.json"))
+    s = check_speedscope(c.path("cut.speedscope.json"))
+    names = [f["name"] for f in s["shared"]["frames"]]
+    rep = fixture(c)
+    cut(rep)
+    leaks, peak = s["profiles"][0], s["profiles"][1]
+    expect(leaks["weights"] == [3145728, 1048576, 2048] and
+           leaks["endValue"] == rep["leaks"]["total_bytes"], f"leak profile {leaks}")
+    expect([names[i] for i in leaks["samples"][-1]] == [UNLISTED.format(2)],
+           f"leak profile's last sample {leaks['samples'][-1]}")
+    expect(peak["weights"][-1] == 4096 and peak["endValue"] == rep["peak"][0]["bytes"] and
+           [names[i] for i in peak["samples"][-1]] == [UNLISTED.format(3)], f"peak {peak}")
+    e = edited(c, "cuts2.json", lambda r: r.update(allocation_sites_total=9),
+               base="valid_v2.json")
+    s = json.loads(export(c, e, "speedscope")[0])
+    last = s["profiles"][-1]
+    expect(last["name"] == "allocation sites (allocations over the run; the 3 of 9 with the "
+           "most, GPUMEMTRACE_TOP)" and last["weights"] == [900, 75, 24],
+           f"cut sites profile {last}")
 
 if __name__ == "__main__":
     sys.exit(verbs_main(CASES, "export"))
