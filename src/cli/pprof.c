@@ -207,9 +207,11 @@ static void add_sample(ctx_t *c, const gmt_group_t *g, int what)
     /* GPUs by number, -1 and -2 by name: the Prometheus export's values (-tagfocus 'device=^0$') */
     char dev[32];
     snprintf(dev, sizeof dev, "%" PRId64, g->device);
-    label_str(c, &smp, "device", gmt_device_name(g->device) ? gmt_device_name(g->device) : dev);
-    label_str(c, &smp, "kind", g->kind);
-    label_str(c, &smp, "api", g->api);
+    /* what a cut leak list leaves out has no one device, kind or api: no such label */
+    if (g->device != GMT_CLI_NO_DEVICE)
+        label_str(c, &smp, "device", gmt_device_name(g->device) ? gmt_device_name(g->device) : dev);
+    if (g->kind) label_str(c, &smp, "kind", g->kind);
+    if (g->api) label_str(c, &smp, "api", g->api);
     if (g->rank >= 0) {
         snprintf(dev, sizeof dev, "%" PRId64, g->rank);
         label_str(c, &smp, "rank", dev);
@@ -277,9 +279,34 @@ int gmt_export_pprof(const gmt_report_t *rep, gmt_buf_t *out)
     value_type(&c, &prof, 1, "allocations", "count");
     for (size_t i = 0; i < rep->nleaks; i++)
         if (!rep->leak_groups[i].suppressed) add_sample(&c, &rep->leak_groups[i], SAMPLE_LEAK);
-    for (size_t i = 0; i < rep->npeaks; i++)
-        for (size_t k = 0; k < rep->peaks[i].ngroups; k++)
-            add_sample(&c, &rep->peaks[i].groups[k], SAMPLE_PEAK);
+    /* A list cut at GPUMEMTRACE_TOP: what it leaves out as samples of one frame of their own
+     * (docs/cli.md, "Lists cut at GPUMEMTRACE_TOP"); of a merged report one per rank, as its
+     * groups carry their rank, and the rest (the allocations) in one without a rank. */
+    char unlisted[96];
+    gmt_frame_t uf;
+    gmt_stack_t ust;
+    gmt_group_t ug;
+    uint64_t ugroups;
+    gmt_unlisted_t *u = calloc(rep->nranks + 1, sizeof *u);
+    size_t nu = u ? gmt_leaks_unlisted(rep, true, u, rep->nranks + 1, &ugroups) : 0;
+    if (!u) c.oom = true;
+    snprintf(unlisted, sizeof unlisted, GMT_UNLISTED_NAME, nu ? ugroups : 0);
+    for (size_t i = 0; i < nu; i++) {
+        gmt_unlisted_group(&u[i], unlisted, &uf, &ust, &ug);
+        add_sample(&c, &ug, SAMPLE_LEAK);
+    }
+    free(u);
+    for (size_t i = 0; i < rep->npeaks; i++) {
+        const gmt_peak_t *p = &rep->peaks[i];
+        for (size_t k = 0; k < p->ngroups; k++)
+            add_sample(&c, &p->groups[k], SAMPLE_PEAK);
+        gmt_unlisted_t pu;
+        if (!gmt_peak_unlisted(p, &pu)) continue;
+        snprintf(unlisted, sizeof unlisted, GMT_UNLISTED_NAME, p->groups_total - p->ngroups);
+        gmt_unlisted_group(&pu, unlisted, &uf, &ust, &ug);
+        ug.device = p->device; /* a device's peak: its label, as its owners' */
+        add_sample(&c, &ug, SAMPLE_PEAK);
+    }
     for (size_t i = 0; i < rep->nsites; i++) { /* an allocation site: its count as the value */
         gmt_group_t g = gmt_site_group(&rep->sites[i]);
         add_sample(&c, &g, SAMPLE_SITE);
@@ -308,6 +335,13 @@ int gmt_export_pprof(const gmt_report_t *rep, gmt_buf_t *out)
     gmt_buf_put(&prof, c.functions.data ? c.functions.data : "", c.functions.len);
     uint64_t dflt = str_id(&c.s, "leaked_space");
     uint64_t comment = str_id(&c.s, rep->path);
+    /* the allocation sites left out made at most as many as the least listed: no sample is
+     * invented, a comment (go tool pprof -comments) says the list is cut */
+    char note[128];
+    snprintf(note, sizeof note,
+             "allocations: the %zu allocation sites of %" PRIu64 " with the most (GPUMEMTRACE_TOP)",
+             rep->nsites, rep->sites_total);
+    uint64_t site_note = rep->sites_total > rep->nsites ? str_id(&c.s, note) : 0;
     for (size_t i = 0; i < c.s.n; i++)
         pb_bytes(&prof, 6, c.s.v[i], strlen(c.s.v[i]));
     /* when it ran: the process, or a merged report's job from its first rank's start to its
@@ -324,6 +358,10 @@ int gmt_export_pprof(const gmt_report_t *rep, gmt_buf_t *out)
     if (span > 0 || !rep->nranks) pb_uint(&prof, 10, seconds_to_ns(span));
     pb_key(&prof, 13, 0); /* comment: repeated int64, the report's name */
     pb_varint(&prof, comment);
+    if (site_note) {
+        pb_key(&prof, 13, 0);
+        pb_varint(&prof, site_note);
+    }
     pb_uint(&prof, 14, dflt);
     int rc =
         c.oom || c.s.oom || prof.failed || c.functions.failed || c.samples.failed ? -ENOMEM : 0;

@@ -833,7 +833,9 @@ def case_pprof(c):
                                  ("peak_space", "bytes"), ("allocations", "count")],
            f"sample types {p['sample_types']}")
     expect(p["default"] == "leaked_space", f"default {p['default']}")
-    expect(p["comments"] == [e], f"comments {p['comments']}")
+    # data/valid_v2.json lists 3 of its 4 allocation sites: a comment says so (cut_pprof)
+    expect(p["comments"] == [e, "allocations: the 3 allocation sites of 4 with the most "
+                                "(GPUMEMTRACE_TOP)"], f"comments {p['comments']}")
     # the time from the report's seconds, a double: to within its precision (256 ns)
     expect(abs(p["time"] - 1750000000250000000) <= 256 and p["duration"] == 12500000000,
            f"time {p['time']} duration {p['duration']}")
@@ -1062,6 +1064,49 @@ def case_cut_speedscope(c):
     expect(last["name"] == "allocation sites (allocations over the run; the 3 of 9 with the "
            "most, GPUMEMTRACE_TOP)" and last["weights"] == [900, 75, 24],
            f"cut sites profile {last}")
+
+
+@case
+def case_cut_pprof(c):
+    """pprof of cut lists: one sample more, of one frame [N call stacks not listed:
+    GPUMEMTRACE_TOP] and no device, kind or api label, carries the leaked bytes and
+    allocations the leak list leaves out, so leaked_space and leaked_objects sum to the
+    report's totals; a cut device's peak owners get one (its device labelled) for the peak's
+    bytes left out; of a merged report, the leak remainder is split by rank (each rank's own
+    leaked_bytes less its groups listed, with its rank label), the allocations in one sample
+    without a rank; whole lists get no such sample; a whole site list, no comment."""
+    e = edited(c, "cutp.json", cut)
+    export(c, e, "pprof", "-o", c.path("cut.pb.gz"))
+    p = pprof_load(c.path("cut.pb.gz"))
+    rep = fixture(c)
+    cut(rep)
+    tot = [sum(s["values"][i] for s in p["samples"]) for i in range(4)]
+    expect(tot[0] == rep["leaks"]["total_bytes"] and tot[1] == rep["leaks"]["count"] and
+           tot[2] == rep["peak"][0]["bytes"], f"sums {tot}")
+    un = [s for s in p["samples"] if s["stack"][0].startswith("[")]
+    expect([(s["stack"], s["values"], s["labels"]) for s in un] == [
+        ([UNLISTED.format(2)], [2048, 3, 0, 0], {}),
+        ([UNLISTED.format(3)], [0, 0, 4096, 0], {"device": "0"})], f"remainder samples {un}")
+    expect(p["comments"] == [e], f"comments of a report without sites {p['comments']}")
+    export(c, os.path.join(c.data, "valid.json"), "pprof", "-o", c.path("whole.pb.gz"))
+    p = pprof_load(c.path("whole.pb.gz"))
+    expect(not [s for s in p["samples"] if "not listed" in s["stack"][0]],
+           "a whole list has no remainder sample")
+
+    def rank_cut(i, r):
+        if i == 1:  # rank 1's list was cut: 2 groups more, 2048 bytes in 3 allocations
+            r["leaks"]["groups_total"] += 2
+            r["leaks"]["total_bytes"] += 2048
+            r["leaks"]["count"] += 3
+    m = merged(c, "cutm", rank_cut)
+    export(c, m, "pprof", "-o", c.path("cutm.pb.gz"))
+    p = pprof_load(c.path("cutm.pb.gz"))
+    un = [(s["values"][:2], s["labels"]) for s in p["samples"]
+          if s["stack"][0] == UNLISTED.format(2)]
+    expect(un == [([2048, 0], {"rank": "1"}), ([0, 3], {})], f"merged remainder {un}")
+    mj = json.load(open(m))
+    tot = [sum(s["values"][i] for s in p["samples"]) for i in range(2)]
+    expect(tot == [mj["leaks"]["total_bytes"], mj["leaks"]["count"]], f"merged sums {tot}")
 
 if __name__ == "__main__":
     sys.exit(verbs_main(CASES, "export"))
