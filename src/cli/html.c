@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define ASSET(name)                                                                                \
@@ -25,7 +26,36 @@ ASSET(app_js)
 ASSET(page_css)
 #define PUT_ASSET(b, name) gmt_buf_put((b), gmt_asset_##name, gmt_asset_##name##_len)
 
-static void json_groups(gmt_buf_t *b, const gmt_group_t *g, size_t n, bool skip_supp)
+/* A cut list's remainder (docs/cli.md, "Lists cut at GPUMEMTRACE_TOP") as a group of the
+ * page's: its one frame by name ("frames", not a stack of the report's), its allocations null
+ * where not known; device: the peak's device label, else the rank's (a merged report's). */
+static void json_unlisted(gmt_buf_t *b, bool first, const gmt_unlisted_t *u, const char *name,
+                          const char *device)
+{
+    char dev[48];
+    if (!device) {
+        dev[0] = '\0';
+        if (u->rank >= 0) snprintf(dev, sizeof dev, "rank %" PRId64, u->rank);
+        device = dev;
+    }
+    gmt_buf_printf(b, "%s{\"bytes\":%" PRIu64 ",\"count\":", first ? "" : ",", u->bytes);
+    if (u->has_count)
+        gmt_buf_printf(b, "%" PRIu64, u->count);
+    else
+        gmt_buf_puts(b, "null");
+    gmt_buf_puts(b, ",\"stack\":\"\",\"frames\":[");
+    gmt_buf_json_str(b, name);
+    gmt_buf_puts(b, "],\"kind\":\"\",\"device\":");
+    gmt_buf_json_str(b, device);
+    gmt_buf_puts(b, ",\"api\":\"\",\"library\":\"\",\"where\":");
+    gmt_buf_json_str(b, name);
+    gmt_buf_put(b, "}", 1);
+}
+
+/* The groups listed, then nu remainder entries of a cut list (named name; device as
+ * json_unlisted's). */
+static void json_groups(gmt_buf_t *b, const gmt_group_t *g, size_t n, bool skip_supp,
+                        const gmt_unlisted_t *u, size_t nu, const char *name, const char *device)
 {
     char where[1024], dev[48];
     bool first = true;
@@ -46,6 +76,10 @@ static void json_groups(gmt_buf_t *b, const gmt_group_t *g, size_t n, bool skip_
         gmt_buf_puts(b, ",\"where\":");
         gmt_buf_json_str(b, where);
         gmt_buf_put(b, "}", 1);
+        first = false;
+    }
+    for (size_t i = 0; i < nu; i++) {
+        json_unlisted(b, first, &u[i], name, device);
         first = false;
     }
     gmt_buf_put(b, "]", 1);
@@ -207,15 +241,27 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
     }
     gmt_buf_puts(b, "}");
 
+    /* a list cut at GPUMEMTRACE_TOP: what it leaves out as rows and frames of their own, a
+     * merged report's by rank (its rows name their rank) */
+    char unlisted[96];
+    uint64_t ugroups = 0;
+    gmt_unlisted_t *u = calloc(rep->nranks + 1, sizeof *u);
+    size_t nu = u ? gmt_leaks_unlisted(rep, true, u, rep->nranks + 1, &ugroups) : 0;
+    if (!u) b->failed = true;
+    snprintf(unlisted, sizeof unlisted, GMT_UNLISTED_NAME, ugroups);
     gmt_buf_printf(b, ",\"leakBytes\":%" PRIu64 ",\"leakGroups\":", rep->leak_bytes);
-    json_groups(b, rep->leak_groups, rep->nleaks, true);
+    json_groups(b, rep->leak_groups, rep->nleaks, true, u, nu, unlisted, NULL);
+    free(u);
     gmt_buf_puts(b, ",\"peaks\":[");
     for (size_t i = 0; i < rep->npeaks; i++) {
         const gmt_peak_t *p = &rep->peaks[i];
         gmt_buf_puts(b, i ? ",{\"label\":" : "{\"label\":");
         gmt_buf_json_str(b, gmt_device_label(p->device, p->rank, label, sizeof label));
         gmt_buf_printf(b, ",\"bytes\":%" PRIu64 ",\"time\":%.6f,\"groups\":", p->bytes, p->time);
-        json_groups(b, p->groups, p->ngroups, false);
+        gmt_unlisted_t pu;
+        bool cut = gmt_peak_unlisted(p, &pu);
+        snprintf(unlisted, sizeof unlisted, GMT_UNLISTED_NAME, p->groups_total - p->ngroups);
+        json_groups(b, p->groups, p->ngroups, false, &pu, cut, unlisted, label);
         gmt_buf_put(b, "}", 1);
     }
     gmt_buf_puts(b, "],\"suspects\":[");
@@ -229,7 +275,9 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
                                              sizeof label));
         gmt_buf_put(b, "}", 1);
     }
-    gmt_buf_puts(b, "],\"sites\":[");
+    /* the sites a cut list leaves out made at most as many as the least listed: the page
+     * says the list is cut (no row is invented) */
+    gmt_buf_printf(b, "],\"sitesTotal\":%" PRIu64 ",\"sites\":[", rep->sites_total);
     for (size_t i = 0; i < rep->nsites; i++) {
         const gmt_site_t *x = &rep->sites[i];
         gmt_stack_where(x->stack, s, sizeof s);

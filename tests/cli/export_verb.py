@@ -1108,5 +1108,64 @@ def case_cut_pprof(c):
     tot = [sum(s["values"][i] for s in p["samples"]) for i in range(2)]
     expect(tot == [mj["leaks"]["total_bytes"], mj["leaks"]["count"]], f"merged sums {tot}")
 
+
+@case
+def case_cut_html(c):
+    """html of cut lists: the page's leak groups and a cut device's peak owners end in one
+    group of one frame of its own ("frames": [N call stacks not listed: GPUMEMTRACE_TOP])
+    holding what the list leaves out, so the flame graphs and tables sum to the report's
+    figures (the peak's allocations null: not known); a merged report's leak remainder is one
+    row per rank ("rank N") and one for the rest; sitesTotal says a site list is cut, and the
+    rendered page says so in the table's title and shows the rows and frames."""
+    e = edited(c, "cuth.json", cut, base="valid_v2.json")
+    d, _ = html_export(c, e, "cut.html")
+    rep = fixture(c, "valid_v2.json")
+    cut(rep)
+    last = d["leakGroups"][-1]
+    expect((last["bytes"], last["count"], last["frames"], last["device"], last["where"]) ==
+           (2048, 3, [UNLISTED.format(2)], "", UNLISTED.format(2)), f"leak remainder {last}")
+    expect(sum(g["bytes"] for g in d["leakGroups"]) == rep["leaks"]["total_bytes"],
+           "leak groups' sum")
+    last = d["peaks"][0]["groups"][-1]
+    expect((last["bytes"], last["count"], last["frames"], last["device"]) ==
+           (4096, None, [UNLISTED.format(3)], "GPU 0"), f"peak remainder {last}")
+    expect(sum(g["bytes"] for g in d["peaks"][0]["groups"]) == rep["peak"][0]["bytes"],
+           "peak groups' sum")
+    expect(d["sitesTotal"] == 4 and len(d["sites"]) == 3, f"sites {d['sitesTotal']}")
+    w, _ = html_export(c, os.path.join(c.data, "valid.json"), "whole.html")
+    expect(not any("frames" in g for g in w["leakGroups"] + w["peaks"][0]["groups"]),
+           "a whole list has no remainder")
+
+    def rank_cut(i, r):
+        if i == 1:
+            r["leaks"]["groups_total"] += 2
+            r["leaks"]["total_bytes"] += 2048
+            r["leaks"]["count"] += 3
+    m, _ = html_export(c, merged(c, "cuthm", rank_cut), "cutm.html")
+    un = [(g["bytes"], g["count"], g["device"]) for g in m["leakGroups"] if "frames" in g]
+    expect(un == [(2048, None, "rank 1"), (0, 3, "")], f"merged remainder {un}")
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not browser:
+        raise Skipped("chromium not found")
+    # a remainder large enough for the flame graph to draw (frames under 2 px are not)
+    big = edited(c, "cuthb.json", lambda r: cut(r) or r["leaks"].update(
+        total_bytes=r["leaks"]["total_bytes"] + (8 << 20)), base="valid_v2.json")
+    html_export(c, big, "cutb.html")
+    p = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                        "--user-data-dir=" + c.path("profile"), "--virtual-time-budget=5000",
+                        "--window-size=1280,1800", "--dump-dom", "file://" + c.path("cutb.html")],
+                       capture_output=True, timeout=90)
+    dom = p.stdout.decode("utf-8", "replace")
+    expect('data-ready="1"' in dom, "the page's script did not finish")
+    leaks = dom.split('id="leaks-table"', 1)[-1].split("</table>", 1)[0]
+    expect(UNLISTED.format(2) in leaks and "8.00 MiB" in leaks, "leak table's remainder row")
+    peak = dom.split('id="peak-0-table"', 1)[-1].split("</table>", 1)[0]
+    expect(UNLISTED.format(3) in peak and '<td class="num">?</td>' in peak,
+           "peak table's remainder row")
+    flame = dom.split('id="flame-leaks-graph"', 1)[-1].split("</svg>", 1)[0]
+    expect(UNLISTED.format(2) in flame, "the leak flame graph's remainder frame")
+    expect("Allocation sites (most allocations over the run; the 3 of 4 with the most, "
+           "GPUMEMTRACE_TOP)" in dom, "the sites table's title")
+
 if __name__ == "__main__":
     sys.exit(verbs_main(CASES, "export"))

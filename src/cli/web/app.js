@@ -119,7 +119,8 @@
   function buildTree(groups, rootName) {
     var root = { name: rootName, value: 0, children: [] };
     groups.forEach(function (g) {
-      var names = data.stacks[g.stack] || ['[no stack] ' + g.api];
+      /* frames: a cut list's remainder, one frame of its own (docs/cli.md) */
+      var names = g.frames || data.stacks[g.stack] || ['[no stack] ' + g.api];
       root.value += g.bytes;
       var node = root;
       names.forEach(function (n) {
@@ -195,7 +196,8 @@
   }
   function groupRows(groups) {
     return groups.map(function (g) {
-      return [fmtBytes(g.bytes), String(g.count), g.kind, g.device, g.api, g.library || '', g.where];
+      return [fmtBytes(g.bytes), g.count == null ? '?' : String(g.count), g.kind, g.device, g.api,
+              g.library || '', g.where];
     });
   }
   var gh = [['bytes', 'num'], ['allocations', 'num'], ['kind'], ['device'], ['api'], ['library'],
@@ -206,7 +208,10 @@
   });
   table('suspects', 'Growth suspects', [['grew by', 'num'], ['live', 'num'], ['device'], ['nearest user frame', 'where']],
         data.suspects.map(function (s) { return [fmtBytes(s.growth), fmtBytes(s.live), s.device, s.where]; }));
-  table('sites', 'Allocation sites (most allocations over the run)',
+  var sitesCut = data.sites && data.sitesTotal > data.sites.length;
+  table('sites', 'Allocation sites (most allocations over the run' +
+        (sitesCut ? '; the ' + data.sites.length + ' of ' + data.sitesTotal +
+                    ' with the most, GPUMEMTRACE_TOP' : '') + ')',
         [['allocations', 'num'], ['live', 'num'], ['kind'], ['device'], ['api'], ['nearest user frame', 'where']],
         (data.sites || []).map(function (x) {
           return [String(x.allocs), String(x.live), x.kind, x.device, x.api, x.where];
