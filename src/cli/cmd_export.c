@@ -176,7 +176,7 @@ static int export_folded(const gmt_report_t *rep, gmt_buf_t *b, const char *whic
     }
     /* a list cut at GPUMEMTRACE_TOP: one line more for what it leaves out, last */
     char name[96];
-    gmt_unlisted_t u;
+    gmt_unlisted_t u = {0}; /* set where used: a compiler cannot always tell */
     gmt_frame_t f;
     gmt_stack_t st;
     gmt_group_t g;
@@ -277,7 +277,7 @@ static int export_speedscope(const gmt_report_t *rep, gmt_buf_t *b)
         /* a list cut at GPUMEMTRACE_TOP: one sample more for what it leaves out, where the
          * report gives the whole (docs/cli.md, "Lists cut at GPUMEMTRACE_TOP") */
         char unlisted[96];
-        gmt_unlisted_t u;
+        gmt_unlisted_t u = {0}; /* set where used: a compiler cannot always tell */
         bool has_u = false;
         if (p == rep->npeaks + 1) {
             rc = speedscope_samples(&fr, &frames, &s, &w, sg, nsg, false, &total);

@@ -1167,5 +1167,28 @@ def case_cut_html(c):
     expect("Allocation sites (most allocations over the run; the 3 of 4 with the most, "
            "GPUMEMTRACE_TOP)" in dom, "the sites table's title")
 
+
+@case
+def case_cut_traced(c):
+    """A real run traced with GPUMEMTRACE_TOP=1 (leak_two_sites: two leak groups, one listed):
+    folded and pprof sum to the report's leak total and count, through the remainder entry;
+    the same run with the default top lists both and has none."""
+    top1 = c.trace("leak_two_sites", "top1", env={"GPUMEMTRACE_TOP": "1"})
+    rep = c.load(top1)
+    expect(rep["leaks"]["groups_total"] == 2 and len(rep["leaks"]["groups"]) == 1,
+           "GPUMEMTRACE_TOP=1 cut nothing")
+    out, _ = export(c, top1, "folded")
+    lines = out.splitlines()
+    expect(len(lines) == 2 and lines[-1].startswith(UNLISTED.format(1) + " ") and
+           sum(int(x.rsplit(" ", 1)[1]) for x in lines) == rep["leaks"]["total_bytes"],
+           f"folded of the cut run:\n{out}")
+    export(c, top1, "pprof", "-o", c.path("top1.pb.gz"))
+    p = pprof_load(c.path("top1.pb.gz"))
+    tot = [sum(s["values"][i] for s in p["samples"]) for i in range(2)]
+    expect(tot == [rep["leaks"]["total_bytes"], rep["leaks"]["count"]], f"pprof sums {tot}")
+    whole = c.trace("leak_two_sites", "whole")
+    out, _ = export(c, whole, "folded")
+    expect("not listed" not in out and len(out.splitlines()) == 2, f"folded, whole:\n{out}")
+
 if __name__ == "__main__":
     sys.exit(verbs_main(CASES, "export"))
