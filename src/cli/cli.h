@@ -525,7 +525,7 @@ int gmt_export_to(const gmt_report_t *rep, const char *format, const char *stack
  * report gives the view's whole (docs/cli.md, "export"): the whole less the groups listed, shown
  * as one group of one synthetic frame named GMT_UNLISTED_NAME. A whole list, or one whose whole
  * is not known, has none. */
-#define GMT_UNLISTED_NAME "[%" PRIu64 " call stacks not listed: GPUMEMTRACE_TOP]"
+#define GMT_UNLISTED_NAME "[call stacks not listed (GPUMEMTRACE_TOP): %" PRIu64 "]"
 typedef struct gmt_unlisted_s {
     int64_t rank;   /* -1: the report's (the job's); else that rank's own share */
     uint64_t bytes; /* what the groups left out hold */

@@ -1000,7 +1000,7 @@ def case_sites(c):
 
 # ---- lists cut at GPUMEMTRACE_TOP ---------------------------------------------------------
 
-UNLISTED = "[{} call stacks not listed: GPUMEMTRACE_TOP]"
+UNLISTED = "[call stacks not listed (GPUMEMTRACE_TOP): {}]"
 
 
 def cut(r):
@@ -1040,7 +1040,7 @@ def case_cut_folded(c):
 @case
 def case_cut_speedscope(c):
     """speedscope of cut lists: the leak profile and the peak profile of the cut device end
-    in one sample of one frame, [N call stacks not listed: GPUMEMTRACE_TOP], weighing what the
+    in one sample of one frame, [call stacks not listed (GPUMEMTRACE_TOP): N], weighing what the
     list leaves out, so endValue is the report's leak total and the device's peak; a cut site
     list (whose left-out counts are not known) gets no sample, its profile's name says it
     lists the largest."""
@@ -1068,8 +1068,8 @@ def case_cut_speedscope(c):
 
 @case
 def case_cut_pprof(c):
-    """pprof of cut lists: one sample more, of one frame [N call stacks not listed:
-    GPUMEMTRACE_TOP] and no device, kind or api label, carries the leaked bytes and
+    """pprof of cut lists: one sample more, of one frame [call stacks not listed
+    (GPUMEMTRACE_TOP): N] and no device, kind or api label, carries the leaked bytes and
     allocations the leak list leaves out, so leaked_space and leaked_objects sum to the
     report's totals; a cut device's peak owners get one (its device labelled) for the peak's
     bytes left out; of a merged report, the leak remainder is split by rank (each rank's own
@@ -1112,7 +1112,7 @@ def case_cut_pprof(c):
 @case
 def case_cut_html(c):
     """html of cut lists: the page's leak groups and a cut device's peak owners end in one
-    group of one frame of its own ("frames": [N call stacks not listed: GPUMEMTRACE_TOP])
+    group of one frame of its own ("frames": [call stacks not listed (GPUMEMTRACE_TOP): N])
     holding what the list leaves out, so the flame graphs and tables sum to the report's
     figures (the peak's allocations null: not known); a merged report's leak remainder is one
     row per rank ("rank N") and one for the rest; sitesTotal says a site list is cut, and the
