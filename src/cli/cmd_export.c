@@ -48,7 +48,10 @@ void gmt_cli_export_help(FILE *to)
             "  -f, --format F    one of the formats above (required)\n"
             "  -o, --output OUT  write OUT atomically (default: standard output)\n"
             "  --stacks WHICH    folded only: 'leaks' (default), 'peak' owners, or allocation\n"
-            "                    'sites' (allocations over the run as weights)\n");
+            "                    'sites' (allocations over the run as weights)\n"
+            "\n"
+            "A list the report cut at GPUMEMTRACE_TOP ends in one frame\n"
+            "'[call stacks not listed (GPUMEMTRACE_TOP): N]' holding what it leaves out.\n");
 }
 
 /* Report text as one field of a folded line: escaped as the terminal verbs show report text
