@@ -2373,6 +2373,27 @@ def start_state_prog(ctx, extra=None):
     return p, os.path.join(ctx.work, "state", f"s-{p.pid}.gmt"), snap
 
 
+def grow_then_snapshot(p):
+    """Has state_kill (p, started by start_state_prog) leak in grow_step and write its snapshot
+    just before the kill."""
+    p.stdin.write("grow\n")
+    p.stdin.flush()
+    line = p.stdout.readline()
+    if line.strip() != "SNAPPED":
+        fail(f"state_kill did not write its snapshot: {line!r}")
+
+
+def grown_state(ctx):
+    """The state file of a state_kill run that grew, wrote its snapshot and was killed."""
+    p, state, _ = start_state_prog(ctx)
+    try:
+        grow_then_snapshot(p)
+    finally:
+        p.kill()
+        p.communicate()
+    return state
+
+
 def group_key(g):
     return (g["stack_id"], g["bytes"], g["count"], g["kind"], g["device"], g["api"])
 
@@ -2391,12 +2412,7 @@ def case_state_kill(ctx):
                 fail(f"top --once output lacks {want!r}:\n{t.stdout}")
         if "keep_a" in t.stdout or not re.search(r"state_kill\+0x[0-9a-f]+", t.stdout):
             fail(f"top --once should name frames by module+offset:\n{t.stdout}")
-        # grow, then the snapshot just before the kill
-        p.stdin.write("grow\n")
-        p.stdin.flush()
-        line = p.stdout.readline()
-        if line.strip() != "SNAPPED":
-            fail(f"state_kill did not write its snapshot: {line!r}")
+        grow_then_snapshot(p)  # grow, then the snapshot just before the kill
     finally:
         p.kill()
         p.communicate()
@@ -2586,16 +2602,7 @@ def case_state_growth_damaged(ctx):
     "damaged" (not an empty list that reads as "none found"), and so does `gpumemtrace report`.
     Points cleared (n = 0) are no samples, and one point kept is too few to judge, each said as
     such."""
-    p, state, _ = start_state_prog(ctx)
-    try:
-        p.stdin.write("grow\n")  # grow_step's growth suspect, then the snapshot
-        p.stdin.flush()
-        line = p.stdout.readline()
-        if line.strip() != "SNAPPED":
-            fail(f"state_kill did not write its snapshot: {line!r}")
-    finally:
-        p.kill()
-        p.communicate()
+    state = grown_state(ctx)  # grow_step's growth suspect, then the snapshot
     g = poke(ctx, state, "show")
     if not (3 <= g["n"] <= 16 and 0 < g["ids_seen"] <= g["row_ids"]
             and g["growth_bytes"] == g["sizeof"]):
@@ -2668,16 +2675,7 @@ def case_state_fields_damaged(ctx):
     with one line (exit 2); never a crash or a sanitizer's report (CI runs this under ASan and
     UBSan too, which also catch what a plain build reads without a sign: a bool that is not 0 or
     1, a misaligned block). `top --once` over the same copy: its view or that one line."""
-    p, state, _ = start_state_prog(ctx)
-    try:
-        p.stdin.write("grow\n")  # a growth sampler block with samples, then the snapshot
-        p.stdin.flush()
-        line = p.stdout.readline()
-        if line.strip() != "SNAPPED":
-            fail(f"state_kill did not write its snapshot: {line!r}")
-    finally:
-        p.kill()
-        p.communicate()
+    state = grown_state(ctx)  # a growth sampler block with samples, then the snapshot
 
     def config_is(var, want):
         return lambda rep: expect_eq(f"config.{var}", rep["config"].get(var), want)
