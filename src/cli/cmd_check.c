@@ -564,18 +564,21 @@ static void unknown_if_dropped(result_t *r, const gmt_drops_t *d)
  * report any rank's): its figures are the run's so far. NULL when the report is a final one
  * (exit, signal, crash, exec, or a reason it does not give); *rank: the merged rank that gives
  * it, -1 otherwise. */
+static bool ran_on(const char *reason)
+{
+    return reason && (strcmp(reason, "snapshot") == 0 || strcmp(reason, "oom") == 0);
+}
+
 static const char *nonfinal_reason(const gmt_report_t *rep, int64_t *rank)
 {
     *rank = -1;
     for (size_t i = 0; i < rep->nranks; i++) {
-        const char *r = rep->ranks[i].reason;
-        if (r && (strcmp(r, "snapshot") == 0 || strcmp(r, "oom") == 0)) {
+        if (ran_on(rep->ranks[i].reason)) {
             *rank = rep->ranks[i].rank;
-            return r;
+            return rep->ranks[i].reason;
         }
     }
-    const char *r = gmt_json_str(rep->process, "reason", NULL);
-    return r && (strcmp(r, "snapshot") == 0 || strcmp(r, "oom") == 0) ? r : NULL;
+    return ran_on(rep->reason) ? rep->reason : NULL;
 }
 
 /* check judges a run: a limit that holds over the figures of a report written while the
@@ -786,9 +789,10 @@ int gmt_cli_check(int argc, char **argv)
             gmt_device_label(d->device, d->rank, label, sizeof label);
             snprintf(r->name, sizeof r->name, "max-peak-bytes %s", label);
             r->grows = true;
-            rests_on(r, GMT_DROP_UNTRACKED | GMT_DROP_LOST, label, "max-peak-bytes %s",
+            char what[64];
+            snprintf(what, sizeof what, "%s peak", label);
+            rests_on(r, GMT_DROP_UNTRACKED | GMT_DROP_LOST, what, "max-peak-bytes %s",
                      gmt_fmt_bytes(lim.peak, b, sizeof b));
-            snprintf(r->what, sizeof r->what, "%s peak", label);
             if (!d->has_peak) { /* as an unknown fragmentation: it cannot be shown to hold */
                 r->failed = true;
                 snprintf(r->message, sizeof r->message,
@@ -846,9 +850,9 @@ int gmt_cli_check(int argc, char **argv)
             NEW_RESULT();
             gmt_device_label(f->device, f->rank, label, sizeof label);
             snprintf(r->name, sizeof r->name, "max-fragmentation %s", label);
-            rests_on(r, GMT_DROP_UNTRACKED | GMT_DROP_LOST, label, "max-fragmentation %g",
-                     lim.frag);
-            snprintf(r->what, sizeof r->what, "%s fragmentation", label);
+            char what[64];
+            snprintf(what, sizeof what, "%s fragmentation", label);
+            rests_on(r, GMT_DROP_UNTRACKED | GMT_DROP_LOST, what, "max-fragmentation %g", lim.frag);
             if (f->fragmentation < 0) {
                 /* no ratio (null, negative, not a number): the limit cannot be shown to hold,
                  * so it does not pass */
