@@ -133,22 +133,32 @@ typedef struct cut_s {
  * may leave out more of its groups (another device, kind or API), so the change is at least
  * (">=+N") when only NEW's sum is such a bound, at most ("<=-N") when only OLD's is, and "?"
  * when both are. */
-static void change(uint64_t old, uint64_t now, bool in_old, bool in_new, bool cut_old, bool cut_new,
-                   cut_t *notes, char *buf, size_t len)
+static const char *change_bound(bool in_old, bool in_new, bool cut_old, bool cut_new, cut_t *notes)
 {
     bool known = (in_old || !cut_old) && (in_new || !cut_new);
     bool lb_old = in_old && cut_old, lb_new = in_new && cut_new;
     notes->bound_old |= lb_old;
     notes->bound_new |= lb_new;
     if (!known || (lb_old && lb_new)) {
-        snprintf(buf, len, "?");
         notes->unknown_old |= !in_old && cut_old;
         notes->unknown_new |= !in_new && cut_new;
+        return NULL;
+    }
+    return lb_new ? ">=" : lb_old ? "<=" : "";
+}
+
+/* change_bound's claim for bytes: the change with its prefix, or "?". */
+static void change(uint64_t old, uint64_t now, bool in_old, bool in_new, bool cut_old, bool cut_new,
+                   cut_t *notes, char *buf, size_t len)
+{
+    const char *bound = change_bound(in_old, in_new, cut_old, cut_new, notes);
+    if (!bound) {
+        snprintf(buf, len, "?");
         return;
     }
     char d[GMT_FMT_BYTES_LEN + 2];
     fmt_delta(delta(old, now), d, sizeof d);
-    snprintf(buf, len, "%s%s", lb_new ? ">=" : lb_old ? "<=" : "", d);
+    snprintf(buf, len, "%s%s", bound, d);
 }
 
 /* The growth at exit and at the peak together, saturated: each is within +-INT64_MAX, and
@@ -350,7 +360,7 @@ static int print_sites(const gmt_report_t *a, const gmt_report_t *b, long top)
     if (!rc && n > 1) qsort(v, n, sizeof *v, cmp_site_change);
     long shown = 0;
     size_t left = 0;
-    bool unknown_old = false, unknown_new = false, bound_old = false, bound_new = false;
+    cut_t notes = {0};
     for (size_t i = 0; !rc && i < n; i++) {
         const site_change_t *c = &v[i];
         if (c->in_old && c->in_new && c->old == c->now) continue;
@@ -359,23 +369,14 @@ static int print_sites(const gmt_report_t *a, const gmt_report_t *b, long top)
             continue;
         }
         char o[32], w[32], d[32], fb[1024];
-        bool known = (c->in_old || full_old) && (c->in_new || full_new);
         /* a sum of the sites a cut list shows: at least that many (site_count) */
-        bool lb_old = c->in_old && !full_old, lb_new = c->in_new && !full_new;
-        if (known && !(lb_old && lb_new)) {
-            int64_t g = site_growth(c);
-            snprintf(d, sizeof d, "%s%s%" PRIu64,
-                     lb_new   ? ">="
-                     : lb_old ? "<="
-                              : "",
-                     g < 0 ? "-" : "+", (uint64_t)(g < 0 ? -g : g));
-        } else { /* one side not listed, or both at least: no change claimed */
+        const char *bound = change_bound(c->in_old, c->in_new, !full_old, !full_new, &notes);
+        int64_t g = site_growth(c);
+        if (bound)
+            snprintf(d, sizeof d, "%s%s%" PRIu64, bound, g < 0 ? "-" : "+",
+                     (uint64_t)(g < 0 ? -g : g));
+        else /* one side not listed, or both at least: no change claimed */
             snprintf(d, sizeof d, "?");
-            unknown_old |= !c->in_old;
-            unknown_new |= !c->in_new;
-        }
-        bound_old |= lb_old;
-        bound_new |= lb_new;
         gmt_stack_where_tty(c->stack, fb, sizeof fb);
         const char *tag = !c->in_old && full_old   ? "  [new]"
                           : !c->in_new && full_new ? "  [gone]"
@@ -388,17 +389,17 @@ static int print_sites(const gmt_report_t *a, const gmt_report_t *b, long top)
     if (!rc) {
         if (left) printf("  ... %zu more (--top to show more)\n", left);
         if (!shown) printf("  (no stack's allocations changed)\n");
-        if (unknown_old || unknown_new)
+        if (notes.unknown_old || notes.unknown_new)
             printf("  (?: not among the sites %s lists, its largest: GPUMEMTRACE_TOP)\n",
-                   unknown_old && unknown_new ? "each report"
-                   : unknown_old              ? "OLD"
-                                              : "NEW");
-        if (bound_old || bound_new)
+                   notes.unknown_old && notes.unknown_new ? "each report"
+                   : notes.unknown_old                    ? "OLD"
+                                                          : "NEW");
+        if (notes.bound_old || notes.bound_new)
             printf("  (>=: at least; %s list, cut at GPUMEMTRACE_TOP, may leave out more of the "
                    "stack's sites)\n",
-                   bound_old && bound_new ? "each report's"
-                   : bound_old            ? "OLD's"
-                                          : "NEW's");
+                   notes.bound_old && notes.bound_new ? "each report's"
+                   : notes.bound_old                  ? "OLD's"
+                                                      : "NEW's");
     }
     for (size_t i = 0; i < n; i++)
         free(v[i].key);
