@@ -7,11 +7,15 @@
  * renumbered (rank index * stride + id, so they stay unique), whose summary and leak totals
  * are sums (peak_bytes the largest rank's), and which has a "merged" object:
  *   { "ranks": [{rank, file, pid, hostname, peak_bytes, leaked_bytes, reason, start_time,
- *                end_time, duration_s, dropped, allocation_sites_total, growth_status,
- *                growth_suspects_total}], "imbalance",
- *     "stack_id_stride", "common_leaks": [{stack_id, ranks, min_bytes, max_bytes,
- *     total_bytes}] }
- * docs/multirank.md describes it.
+ *                end_time, duration_s, dropped, dropped_by_kind, peak_short, leaks_cut,
+ *                allocation_sites_total, growth_status, growth_suspects_total}],
+ *     "imbalance", "imbalance_status", "stack_id_stride", "common_leaks_cut",
+ *     "common_leaks": [{stack_id, ranks, min_bytes, max_bytes, total_bytes}] }
+ * where "dropped" sums every reason and "dropped_by_kind" is the rank's capture.dropped;
+ * "peak_short" (dropped events leave the rank's peak short, or its report gives none) makes
+ * "imbalance_status" "unknown" ("judged" otherwise; "imbalance" is still the figure over the
+ * peaks as given), and "leaks_cut" (GPUMEMTRACE_TOP cut the rank's leak list) makes
+ * "common_leaks_cut" true. docs/multirank.md describes it.
  */
 #include "cli/cli.h"
 
@@ -305,6 +309,44 @@ static int64_t report_max_stack_id(const gmt_report_t *r)
     return top;
 }
 
+/* The events a rank's tracer dropped that its peak figure leaves out (gmt_report_drops:
+ * table_full, before_init, start_stuck, invalid_events, a reason this CLI does not know; not
+ * stacks, which the totals count, nor failure_records); said (may be NULL) gets which. */
+static int64_t peak_drops(const gmt_report_t *r, char *said, size_t len)
+{
+    gmt_drops_t d;
+    gmt_report_drops(r, &d);
+    return gmt_drops_of(&d, GMT_DROP_UNTRACKED | GMT_DROP_LOST, said, len);
+}
+
+/* A rank's peak that is not known whole: its dropped events leave it short, or its report
+ * gives none (read as 0). One such rank leaves the job's imbalance unknown. */
+static bool peak_short(const gmt_report_t *r)
+{
+    return !r->has_peak || peak_drops(r, NULL, 0) > 0;
+}
+
+/* A rank whose leak list GPUMEMTRACE_TOP cut: a group common to all ranks may be among those
+ * it leaves out, and the bytes of a listed one count only the groups listed. */
+static bool leaks_cut(const gmt_report_t *r)
+{
+    return r->groups_total > r->nleaks;
+}
+
+/* A rank's capture.dropped as its report writes it (each reason's count), for merged.ranks[]:
+ * the merged capture.dropped sums the ranks', which cannot say whose peak is short. */
+static cJSON *dropped_by_kind(const gmt_report_t *r)
+{
+    cJSON *o = cJSON_CreateObject();
+    const cJSON *m;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(r->capture, "dropped"))
+    {
+        if (o && m->string && cJSON_IsNumber(m))
+            cJSON_AddNumberToObject(o, m->string, m->valuedouble);
+    }
+    return o;
+}
+
 /* A process's last report (reason exit, signal or crash), as opposed to the ones it writes
  * while it runs (snapshot, oom) or as it leaves an image by exec. */
 static bool report_is_final(const gmt_report_t *r)
@@ -512,16 +554,14 @@ int gmt_cli_merge(int argc, char **argv)
     size_t short_peaks = 0;
     for (size_t at = 0; at < n; at++) {
         size_t i = ord[at].idx;
-        gmt_drops_t d;
         char said[300];
-        gmt_report_drops(&reps[i], &d);
-        int64_t nd = gmt_drops_of(&d, GMT_DROP_UNTRACKED | GMT_DROP_LOST, said, sizeof said);
+        int64_t nd = peak_drops(&reps[i], said, sizeof said);
         if (nd)
             printf("  rank %" PRId64 ": its tracer dropped %" PRId64
                    " event%s that its peak, leaked bytes and leak groups leave out "
                    "(capture.dropped %s)\n",
                    ranks[i], nd, nd == 1 ? "" : "s", said);
-        short_peaks += nd || !reps[i].has_peak;
+        short_peaks += peak_short(&reps[i]);
     }
     double mean = sum / (double)n;
     double imbalance = mean > 0 ? maxp / mean : 1.0;
@@ -592,7 +632,7 @@ int gmt_cli_merge(int argc, char **argv)
     size_t ncut = 0, used = 0;
     for (size_t at = 0; at < n; at++) {
         const gmt_report_t *r = &reps[ord[at].idx];
-        if (r->groups_total <= r->nleaks) continue;
+        if (!leaks_cut(r)) continue;
         if (ncut++ < 8 && used < sizeof cut_names) {
             int k = snprintf(cut_names + used, sizeof cut_names - used, "%s%" PRId64,
                              ncut > 1 ? ", " : "", ranks[ord[at].idx]);
@@ -815,6 +855,13 @@ int gmt_cli_merge(int argc, char **argv)
             cJSON_AddNumberToObject(o, "end_time", reps[i].end_time);
             cJSON_AddNumberToObject(o, "duration_s", reps[i].duration_s);
             cJSON_AddNumberToObject(o, "dropped", (double)gmt_capture_dropped(reps[i].capture));
+            /* "dropped" sums every reason, failure_records (which leave no figure short)
+             * included: each reason's own, and whether they (or a peak the report does not
+             * give) leave this rank's peak short, and whether GPUMEMTRACE_TOP cut its leak
+             * list, so a reader can tell whose figures are whole (docs/multirank.md) */
+            cJSON_AddItemToObject(o, "dropped_by_kind", dropped_by_kind(&reps[i]));
+            cJSON_AddBoolToObject(o, "peak_short", peak_short(&reps[i]));
+            cJSON_AddBoolToObject(o, "leaks_cut", leaks_cut(&reps[i]));
             /* which rank's list GPUMEMTRACE_TOP cut: the job's sum cannot say (check
              * --max-site-allocs bounds each rank's unlisted stacks by its own list) */
             if (any_sites && !no_sites)
@@ -826,8 +873,15 @@ int gmt_cli_merge(int argc, char **argv)
                 cJSON_AddNumberToObject(o, "growth_suspects_total", (double)reps[i].suspects_total);
             cJSON_AddItemToArray(rk, o);
         }
+        /* The figure over the peaks as given stays a number (readers of older merges do
+         * arithmetic on it); imbalance_status says whether it is the job's: "unknown" when a
+         * rank's peak is short (merged.ranks[].peak_short), as the summary says. */
         cJSON_AddNumberToObject(merged, "imbalance", imbalance);
+        cJSON_AddStringToObject(merged, "imbalance_status", short_peaks ? "unknown" : "judged");
         cJSON_AddNumberToObject(merged, "stack_id_stride", (double)stride);
+        /* a rank's list cut at GPUMEMTRACE_TOP (merged.ranks[].leaks_cut): a common group may
+         * be missing, and min_bytes, max_bytes and total_bytes count only the groups listed */
+        cJSON_AddBoolToObject(merged, "common_leaks_cut", ncut > 0);
         cJSON *cl = cJSON_AddArrayToObject(merged, "common_leaks");
         for (size_t k = 0; k < ncommon; k++) {
             if (common[k].nranks != n) continue;

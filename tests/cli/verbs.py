@@ -1799,6 +1799,43 @@ def case_merge_cut_lists(c):
     out, _, _ = c.cli_run("merge", r1)
     expect("  (the report lists only its largest leak groups, GPUMEMTRACE_TOP: the rest are not "
            "below)\n" in out, out)
+    # the combined report says the same to a reader of the file: which rank's peak is short
+    # and which rank's list was cut, each rank's drops by reason, the imbalance unknown and the
+    # common leaks cut (until then an exact-looking imbalance, one "dropped" sum, no flag)
+    import jsonschema
+    with open(c.schema) as f:
+        schema = jsonschema.Draft202012Validator(json.load(f))
+    c.cli_run("merge", r0, r1, r2, "-o", c.path("cut.json"))
+    m = c.load(c.path("cut.json"))
+    schema.validate(m)
+    mg = m["merged"]
+    flags = [(x["rank"], x["peak_short"], x["leaks_cut"]) for x in mg["ranks"]]
+    expect(flags == [(0, False, False), (1, False, True), (2, True, False)],
+           f"merged.ranks flags {flags}")
+    expect(mg["imbalance_status"] == "unknown" and mg["common_leaks_cut"] is True and
+           isinstance(mg["imbalance"], (int, float)), f"merged {mg}")
+    expect([x["dropped_by_kind"] for x in mg["ranks"]] ==
+           [c.load(r)["capture"]["dropped"] for r in (r0, r1, r2)],
+           f"dropped_by_kind {[x['dropped_by_kind'] for x in mg['ranks']]}")
+    c.cli_run("merge", r0, w1, "-o", c.path("whole.json"))
+    mg = c.load(c.path("whole.json"))["merged"]
+    expect(mg["imbalance_status"] == "judged" and mg["common_leaks_cut"] is False and
+           not any(x["peak_short"] or x["leaks_cut"] for x in mg["ranks"]), f"whole: {mg}")
+    # failure records past the list's 256 leave the failure count, and every other figure,
+    # whole: counted in the rank's dropped, yet its peak is not short
+    rep = c.load(w1)
+    rep["capture"]["dropped"]["failure_records"] = 300
+    w1f = c.path("w1f.json")
+    with open(w1f, "w") as f:
+        json.dump(rep, f)
+    out, _, _ = c.cli_run("merge", r0, w1f, "-o", c.path("records.json"))
+    mg = c.load(c.path("records.json"))["merged"]
+    schema.validate(c.load(c.path("records.json")))
+    rk = mg["ranks"][1]
+    expect("\npeak imbalance 1.00 (" in out and mg["imbalance_status"] == "judged" and
+           rk["dropped"] == 300 + sum(c.load(w1)["capture"]["dropped"].values()) and
+           rk["dropped_by_kind"]["failure_records"] == 300 and rk["peak_short"] is False,
+           f"failure_records only:\n{out}\n{mg}")
 
 
 @case
