@@ -224,6 +224,11 @@ typedef struct gmt_rank_s {
     /* The rank's own leaks.growth_status (why its growth suspects are none); NULL where the
      * merge did not write it. */
     const char *growth_status;
+    /* merged.ranks[].peak_short: 1 when the rank's peak is not known whole (its dropped events
+     * leave it short, or its report gave none), 0 when it is; leaks_cut: 1 when
+     * GPUMEMTRACE_TOP cut its leak list. -1 where the merge did not write them (an older one,
+     * whose "dropped" sums every reason and cannot say). */
+    int peak_short, leaks_cut;
 } gmt_rank_t;
 
 typedef struct gmt_report_s {
@@ -270,7 +275,11 @@ typedef struct gmt_report_s {
     gmt_error_t *errors;
     gmt_stack_t *stacks; /* sorted by id */
     gmt_rank_t *ranks;   /* merged reports only (nranks > 0) */
-    double imbalance;    /* merged: max/mean of the ranks' peaks */
+    double imbalance;    /* merged: max/mean of the ranks' peaks, as given */
+    /* merged: whether imbalance is the job's: merged.imbalance_status "judged" and no rank's
+     * peak_short; without the status (an older merge), no reason in the summed capture.dropped
+     * that leaves a peak short (gmt_report_drops). False for any other status. */
+    bool imbalance_known;
 
     struct gmt_arena_s *arena;
 } gmt_report_t;

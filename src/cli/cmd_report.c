@@ -394,6 +394,10 @@ static void print_ranks(const view_t *v)
         if (r->dropped > 0)
             printf(", %s%" PRId64 " event%s dropped%s", YEL(v), r->dropped, plural(r->dropped),
                    RESET(v));
+        /* whose figures are not whole, where the merge wrote it (merged.ranks[].peak_short,
+         * leaks_cut): "dropped" above also counts failure records, which leave none short */
+        if (r->peak_short == 1) printf(", %speak not known whole%s", YEL(v), RESET(v));
+        if (r->leaks_cut == 1) printf(", leak list cut (GPUMEMTRACE_TOP)");
         putchar('\n');
     }
 }
@@ -419,8 +423,23 @@ static void print_header(const view_t *v)
     if (rep->nranks) snprintf(whose, sizeof whose, " (rank %" PRId64 "'s)", rep->ranks[0].rank);
     printf("  program   %s%s\n", cmd[0] ? cmd : "?", whose);
     if (rep->nranks) {
-        printf("  merged    %zu ranks, peak imbalance %.2f (max/mean)\n", rep->nranks,
-               rep->imbalance);
+        /* an imbalance over a rank's short peak is not the job's (merged.imbalance_status):
+         * said unknown, as merge's summary says it, with the figure over the peaks given */
+        size_t nshort = 0;
+        for (size_t i = 0; i < rep->nranks; i++)
+            nshort += rep->ranks[i].peak_short == 1;
+        if (rep->imbalance_known)
+            printf("  merged    %zu ranks, peak imbalance %.2f (max/mean)\n", rep->nranks,
+                   rep->imbalance);
+        else if (nshort)
+            printf("  merged    %zu ranks, peak imbalance %sunknown%s (%zu rank%s peak%s not "
+                   "known whole; %.2f over the peaks given)\n",
+                   rep->nranks, YEL(v), RESET(v), nshort, nshort == 1 ? "'s" : "s'",
+                   nshort == 1 ? " is" : "s are", rep->imbalance);
+        else /* an older merge (its summed drops), or a status this CLI does not know */
+            printf("  merged    %zu ranks, peak imbalance %sunknown%s (a rank's peak is not "
+                   "known whole; %.2f over the peaks given)\n",
+                   rep->nranks, YEL(v), RESET(v), rep->imbalance);
         /* the job's end and run time, as report --json has them: the reason every rank
          * gives, and the span from the first rank's start to the last one's end */
         bool known; /* every rank's reason (an older merge wrote none) */
@@ -957,6 +976,8 @@ static cJSON *rank_json(const gmt_rank_t *r)
         cJSON_AddNumberToObject(o, "allocation_sites_total", (double)r->sites_total);
     if (r->suspects_total >= 0)
         cJSON_AddNumberToObject(o, "growth_suspects_total", (double)r->suspects_total);
+    if (r->peak_short >= 0) cJSON_AddBoolToObject(o, "peak_short", r->peak_short);
+    if (r->leaks_cut >= 0) cJSON_AddBoolToObject(o, "leaks_cut", r->leaks_cut);
     return o;
 }
 

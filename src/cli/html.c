@@ -153,8 +153,13 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
             gmt_buf_printf(b, ",\"ran\":%.6f", r->duration_s);
         else
             gmt_buf_puts(b, ",\"ran\":null");
-        gmt_buf_printf(b, ",\"dropped\":%" PRId64 ",\"peak\":%" PRIu64 ",\"leaked\":%" PRIu64 "}",
+        gmt_buf_printf(b, ",\"dropped\":%" PRId64 ",\"peak\":%" PRIu64 ",\"leaked\":%" PRIu64,
                        r->dropped, r->peak_bytes, r->leaked_bytes);
+        /* a peak not known whole is marked (null where the merge did not say) */
+        gmt_buf_printf(b, ",\"peak_short\":%s}",
+                       r->peak_short < 0 ? "null"
+                       : r->peak_short   ? "true"
+                                         : "false");
     }
     gmt_buf_puts(b, "]");
 
@@ -190,7 +195,11 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
     snprintf(s, sizeof s, "%" PRId64, rep->allocs);
     card(b, &first, "allocations", s);
     if (rep->nranks) {
-        snprintf(s, sizeof s, "%zu ranks, %.2f", rep->nranks, rep->imbalance);
+        /* an imbalance over a short peak is not the job's (merged.imbalance_status) */
+        if (rep->imbalance_known)
+            snprintf(s, sizeof s, "%zu ranks, %.2f", rep->nranks, rep->imbalance);
+        else
+            snprintf(s, sizeof s, "%zu ranks, unknown (a peak is not known whole)", rep->nranks);
         card(b, &first, "peak imbalance", s);
     }
     if (first) gmt_buf_put(b, "[", 1);

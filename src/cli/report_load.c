@@ -223,6 +223,13 @@ static int64_t json_count_known(num_check_t *nc, const cJSON *obj, const char *k
     return gmt_json_has_num(obj, key) ? json_count(nc, obj, key) : -1;
 }
 
+/* A flag a report may leave out: 1 true, 0 false, -1 when it is not a boolean (not known). */
+static int json_flag(const cJSON *obj, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    return cJSON_IsBool(v) ? cJSON_IsTrue(v) : -1;
+}
+
 /* The refusal of a report whose nc noted a member that is not an integer; 0 when none. The
  * value is printed with the fewest digits that read back as it. */
 static int not_whole_why(const num_check_t *nc, char *why, size_t why_len)
@@ -877,9 +884,25 @@ static int build_model(gmt_report_t *rep, num_check_t *nc, char *why, size_t why
             r->sites_total = json_count_known(nc, j, "allocation_sites_total");
             r->growth_status = gmt_json_str(j, "growth_status", NULL);
             r->suspects_total = json_count_known(nc, j, "growth_suspects_total");
+            r->peak_short = json_flag(j, "peak_short");
+            r->leaks_cut = json_flag(j, "leaks_cut");
         }
         rep->imbalance = gmt_json_num(merged, "imbalance", 0);
         if (!(rep->imbalance >= 0) || !isfinite(rep->imbalance)) rep->imbalance = 0;
+        /* Unknown where the merge says so, or says what this CLI does not know; a merge older
+         * than the status wrote the imbalance over short peaks too: its summed drops say
+         * whether some rank's peak is short. */
+        const cJSON *ist = cJSON_GetObjectItemCaseSensitive(merged, "imbalance_status");
+        if (ist) {
+            rep->imbalance_known = cJSON_IsString(ist) && strcmp(ist->valuestring, "judged") == 0;
+        } else {
+            gmt_drops_t d;
+            gmt_report_drops(rep, &d);
+            rep->imbalance_known =
+                gmt_drops_of(&d, GMT_DROP_UNTRACKED | GMT_DROP_LOST, NULL, 0) == 0;
+        }
+        for (size_t i = 0; i < rep->nranks; i++)
+            if (rep->ranks[i].peak_short == 1) rep->imbalance_known = false;
         /* Largest first, as one process's report lists them, whatever wrote the file (merge
          * once appended each rank's groups after the other's, and report showed rank 0's
          * small groups above rank 39's large ones). */

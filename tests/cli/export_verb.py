@@ -537,9 +537,9 @@ def case_html_merged(c):
            "start to last end); report version 2, gpumemtrace 0.1.0", f"meta {d['meta']!r}")
     expect(d["ranks"] == [
         {"rank": 0, "pid": 4242, "host": "node07", "reason": "exit", "ran": 12.5, "dropped": 3,
-         "peak": 12584960, "leaked": 4194304},
+         "peak": 12584960, "leaked": 4194304, "peak_short": False},
         {"rank": 1, "pid": 4343, "host": "node08", "reason": "exit", "ran": 7.5, "dropped": 5,
-         "peak": 3 * 12584960, "leaked": 4194304}], f"ranks {d['ranks']}")
+         "peak": 3 * 12584960, "leaked": 4194304, "peak_short": False}], f"ranks {d['ranks']}")
     expect(d["cards"] == [
         ["leaked at exit", "8.00 MiB"], ["peak rank 0 GPU 0", "12.00 MiB"],
         ["untracked rank 0 GPU 0", "500.50 MiB"], ["peak rank 0 GPU 1", "2.00 KiB"],

@@ -725,6 +725,78 @@ def case_merged(c):
 
 
 @case
+def case_merged_imbalance(c):
+    """A merged report whose rank's peak is short (capture.dropped table_full 2 on rank 5):
+    report's header calls the imbalance unknown, as merge's summary does, with the figure
+    over the peaks given, and the rank's line says its peak is not known whole
+    (merged.ranks[].peak_short; --json has it); a rank whose leak list GPUMEMTRACE_TOP cut
+    says so. A merge older than merged.imbalance_status is judged by its summed drops; a
+    status this CLI does not know is unknown. Failure records, in a rank's dropped, leave its
+    peak whole. Until then the header read "peak imbalance 1.50 (max/mean)" over a short
+    peak, and the HTML card "2 ranks, 1.50"."""
+    def short(rank, r):
+        if rank == 5:
+            r["capture"]["dropped"]["table_full"] = 2
+            r["summary"]["peak_bytes"] *= 2  # the imbalance over the peaks given: 4 / 3
+            r["leaks"]["groups_total"] = 5  # cut: 3 listed of 5
+    paths = rank_pair(c, short, name="short")
+    m = os.path.join(c.work, "short.json")
+    c.run("merge", *paths, "-o", m)
+    out, _ = c.run("report", m)
+    lines = out.splitlines()
+    expect("  merged    2 ranks, peak imbalance unknown (1 rank's peak is not known whole; "
+           "1.33 over the peaks given)" in lines, "short peak header:\n" + out)
+    expect("    rank 2    pid 4242, host node07, exit, ran 12.500 s, 3 events dropped" in lines and
+           "    rank 5    pid 4242, host node07, exit, ran 12.500 s, 5 events dropped, peak not "
+           "known whole, leak list cut (GPUMEMTRACE_TOP)" in lines, "rank lines:\n" + out)
+    j = c.json(m)
+    expect([(x["rank"], x["peak_short"], x["leaks_cut"]) for x in j["ranks"]] ==
+           [(2, False, False), (5, True, True)], f"--json ranks {j['ranks']}")
+    page = os.path.join(c.work, "short.html")
+    c.run("export", m, "--format", "html", "-o", page)
+    d = html_data(page)
+    expect(["peak imbalance", "2 ranks, unknown (a peak is not known whole)"] in d["cards"] and
+           [r["peak_short"] for r in d["ranks"]] == [False, True],
+           f"HTML: {d['cards']} {d['ranks']}")
+    with open(m) as f:
+        rep = json.load(f)
+
+    def older(edit=None):
+        """rep as a merge older than the flags wrote it, edit(o) applied."""
+        o = json.loads(json.dumps(rep))
+        o["merged"].pop("imbalance_status")
+        o["merged"].pop("common_leaks_cut")
+        for x in o["merged"]["ranks"]:
+            for k in ("dropped_by_kind", "peak_short", "leaks_cut"):
+                x.pop(k)
+        if edit:
+            edit(o)
+        return c.write("older.json", o)
+    out, _ = c.run("report", older())
+    expect("  merged    2 ranks, peak imbalance unknown (a rank's peak is not known whole; 1.33 "
+           "over the peaks given)" in out.splitlines() and "not known whole," not in out,
+           "an older merge over a short peak:\n" + out)
+    out, _ = c.run("report", older(lambda o: o["capture"]["dropped"].update(table_full=0)))
+    expect("  merged    2 ranks, peak imbalance 1.33 (max/mean)" in out.splitlines(),
+           "an older merge whose ranks dropped only stacks:\n" + out)
+    rep["merged"]["imbalance_status"] = "later"
+    rep["merged"]["ranks"][1]["peak_short"] = False
+    out, _ = c.run("report", c.write("later.json", rep))
+    expect("  merged    2 ranks, peak imbalance unknown (a rank's peak is not known whole; 1.33 "
+           "over the peaks given)" in out.splitlines(), "a status not known:\n" + out)
+
+    def records(rank, r):
+        if rank == 5:
+            r["capture"]["dropped"]["failure_records"] = 300
+    m = os.path.join(c.work, "records.json")
+    c.run("merge", *rank_pair(c, records, name="records"), "-o", m)
+    out, _ = c.run("report", m)
+    expect("  merged    2 ranks, peak imbalance 1.00 (max/mean)" in out.splitlines() and
+           "    rank 5    pid 4242, host node07, exit, ran 12.500 s, 303 events dropped"
+           in out.splitlines(), "failure records only:\n" + out)
+
+
+@case
 def case_sites(c):
     """Allocation sites (docs/cli.md, "gpumemtrace report"): most allocations first, each with
     its live count, device, kind, API, library and stack id, then its nearest user frame;

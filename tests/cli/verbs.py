@@ -2055,7 +2055,8 @@ def case_merge_capture(c):
     out, _, _ = c.cli_run("report", c.path("m.json"))
     for want in (" 9 dropped, 2 warnings (all ranks)", "numbers below incomplete: table_full 7",
                  "stacks 2", "warning:  rank 1: warning of rank 1", "(rank 0's)\n",
-                 ", exit, ran 42.500 s, 9 events dropped\n"):
+                 ", exit, ran 42.500 s, 9 events dropped, peak not known whole\n",
+                 "peak imbalance unknown (1 rank's peak is not known whole; "):
         expect(want in out, f"merged report lacks {want!r}:\n{out}")
     expect("other-program" not in out and "  process   pid" not in out,
            "merged report shows one rank's process as the job's:\n" + out)

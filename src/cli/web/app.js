@@ -66,7 +66,8 @@
     data.ranks.forEach(function (r) {
       var row = el('tr');
       [String(r.rank), String(r.pid), r.host, r.reason, r.ran == null ? '?' : r.ran.toFixed(3),
-       r.dropped < 0 ? '?' : String(r.dropped), fmtBytes(r.peak), fmtBytes(r.leaked)].forEach(function (v, i) {
+       r.dropped < 0 ? '?' : String(r.dropped),
+       fmtBytes(r.peak) + (r.peak_short ? ' (not whole)' : ''), fmtBytes(r.leaked)].forEach(function (v, i) {
         row.appendChild(el('td', { 'class': i === 2 || i === 3 ? '' : 'num' }, v));
       });
       rt.appendChild(row);
