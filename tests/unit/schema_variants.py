@@ -4,7 +4,8 @@ fill in (a group's library, summary.libraries, capture.python, capture.state_fil
 process.recovered, leaks.growth_status, Python frames, build ids, inlined frames) and still
 accepts version 1; it rejects what the accounting rule forbids (address space among the leak
 groups, a v2 report without leaks.address_space or errors[].recovered, a v1-style stack in a
-v2 report) and a growth_status no writer gives; a merged report's `merged` object is typed.
+v2 report) and a growth_status no writer gives; a merged report's `merged` object is typed,
+in the form an older merge wrote and with the flags that say whose figures are short.
 
 usage: schema_variants.py REPORT.json SCHEMA.json V1_REPORT.json
 """
@@ -96,6 +97,33 @@ def main():
             ("a rank without its file", lambda x: x["ranks"][0].pop("file")),
             ("a stack_id_stride of 0", lambda x: x.update(stack_id_stride=0)),
             ("merged without common_leaks", lambda x: x.pop("common_leaks"))):
+        rejected(what, lambda r, mutate=mutate: (r.update(merged=copy.deepcopy(m["merged"])),
+                                                 mutate(r["merged"])))
+    # what merge writes since it says whose figures are short (each rank's drops by reason,
+    # peak_short, leaks_cut; the imbalance's status, common_leaks_cut): valid beside the older
+    # form above (which a reader still meets), "unknown" with the imbalance still a number;
+    # typed, so a reader may rely on them
+    m["merged"].update(imbalance_status="unknown", common_leaks_cut=True)
+    m["merged"]["ranks"][0].update(dropped_by_kind={"table_full": 0, "stacks": 0},
+                                   peak_short=False, leaks_cut=True)
+    m["merged"]["ranks"][1].update(dropped=301, dropped_by_kind={
+        "table_full": 1, "stacks": 0, "failure_records": 300}, peak_short=True, leaks_cut=False)
+    ok.validate(m)
+    m["merged"]["imbalance_status"] = "judged"
+    ok.validate(m)
+    for what, mutate in (
+            ("an imbalance_status no merge writes",
+             lambda x: x.update(imbalance_status="maybe")),
+            ("a null imbalance (a reader of older merges does arithmetic on it)",
+             lambda x: x.update(imbalance=None)),
+            ("common_leaks_cut as a number", lambda x: x.update(common_leaks_cut=1)),
+            ("a rank's peak_short as a string",
+             lambda x: x["ranks"][1].update(peak_short="yes")),
+            ("a rank's leaks_cut as null", lambda x: x["ranks"][0].update(leaks_cut=None)),
+            ("a rank's negative dropped_by_kind count",
+             lambda x: x["ranks"][1]["dropped_by_kind"].update(table_full=-1)),
+            ("a rank's dropped_by_kind as a number",
+             lambda x: x["ranks"][1].update(dropped_by_kind=301))):
         rejected(what, lambda r, mutate=mutate: (r.update(merged=copy.deepcopy(m["merged"])),
                                                  mutate(r["merged"])))
     print("PASS schema variants")
