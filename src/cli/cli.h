@@ -229,6 +229,9 @@ typedef struct gmt_rank_s {
      * GPUMEMTRACE_TOP cut its leak list. -1 where the merge did not write them (an older one,
      * whose "dropped" sums every reason and cannot say). */
     int peak_short, leaks_cut;
+    /* merged.ranks[].dropped_by_kind: the rank's own capture.dropped (gmt_drops_from reads
+     * it); NULL where the merge did not write it. */
+    const cJSON *dropped_by_kind;
 } gmt_rank_t;
 
 typedef struct gmt_report_s {
@@ -358,6 +361,8 @@ typedef struct gmt_drops_s {
     char said[3][200]; /* "table_full 3, ..." (escaped as on a terminal) */
 } gmt_drops_t;
 void gmt_report_drops(const gmt_report_t *rep, gmt_drops_t *d);
+/* The same of a capture.dropped object (or a merged rank's dropped_by_kind); none for NULL. */
+void gmt_drops_from(const cJSON *dropped, gmt_drops_t *d);
 /* How many events of the kinds (GMT_DROP_* bits) d counts, saturating; said (may be NULL)
  * gets what they were, "table_full 3, before_init 1". */
 int64_t gmt_drops_of(const gmt_drops_t *d, int kinds, char *said, size_t len);

@@ -332,6 +332,10 @@ typedef struct result_s {
      * written while the process ran on already breaks is broken for the run; what is live
      * (leaks, fragmentation, growth so far) may fall again. */
     bool grows;
+    /* A figure of one rank of a merged report (a GPU's peak or fragmentation): that rank's own
+     * drops and reason decide whether it is known, where the merge wrote them (rank_of). */
+    bool of_rank;
+    int64_t rank;
 } result_t;
 
 /* s in an XML attribute or text: first shown as on the terminal (gmt_tty: control
@@ -581,6 +585,14 @@ static const char *nonfinal_reason(const gmt_report_t *rep, int64_t *rank)
     return ran_on(rep->reason) ? rep->reason : NULL;
 }
 
+/* The merged rank `rank` of a merged report; NULL when it lists none such. */
+static const gmt_rank_t *rank_of(const gmt_report_t *rep, int64_t rank)
+{
+    for (size_t i = 0; i < rep->nranks; i++)
+        if (rep->ranks[i].rank == rank) return &rep->ranks[i];
+    return NULL;
+}
+
 /* check judges a run: a limit that holds over the figures of a report written while the
  * process ran on holds only so far, which is unknown for the run; one they already break stays
  * broken where the figure only grows (result_t.grows), and is unknown where it may fall again
@@ -789,6 +801,8 @@ int gmt_cli_check(int argc, char **argv)
             gmt_device_label(d->device, d->rank, label, sizeof label);
             snprintf(r->name, sizeof r->name, "max-peak-bytes %s", label);
             r->grows = true;
+            r->of_rank = rep.nranks > 0;
+            r->rank = d->rank;
             char what[64];
             snprintf(what, sizeof what, "%s peak", label);
             rests_on(r, GMT_DROP_UNTRACKED | GMT_DROP_LOST, what, "max-peak-bytes %s",
@@ -850,6 +864,8 @@ int gmt_cli_check(int argc, char **argv)
             NEW_RESULT();
             gmt_device_label(f->device, f->rank, label, sizeof label);
             snprintf(r->name, sizeof r->name, "max-fragmentation %s", label);
+            r->of_rank = rep.nranks > 0;
+            r->rank = f->rank;
             char what[64];
             snprintf(what, sizeof what, "%s fragmentation", label);
             rests_on(r, GMT_DROP_UNTRACKED | GMT_DROP_LOST, what, "max-fragmentation %g", lim.frag);
@@ -1017,8 +1033,18 @@ int gmt_cli_check(int argc, char **argv)
     int64_t nonfinal_rank;
     const char *nonfinal = nonfinal_reason(&rep, &nonfinal_rank);
     for (size_t i = 0; i < rs.n; i++) {
-        unknown_if_dropped(&rs.r[i], &drops);
-        unknown_if_nonfinal(&rs.r[i], nonfinal, nonfinal_rank);
+        const gmt_rank_t *rk = rs.r[i].of_rank ? rank_of(&rep, rs.r[i].rank) : NULL;
+        if (rk && rk->dropped_by_kind) {
+            gmt_drops_t own;
+            gmt_drops_from(rk->dropped_by_kind, &own);
+            unknown_if_dropped(&rs.r[i], &own);
+        } else {
+            unknown_if_dropped(&rs.r[i], &drops);
+        }
+        if (rk && rk->reason)
+            unknown_if_nonfinal(&rs.r[i], ran_on(rk->reason) ? rk->reason : NULL, rk->rank);
+        else
+            unknown_if_nonfinal(&rs.r[i], nonfinal, nonfinal_rank);
     }
     size_t broken = 0, nres = rs.n;
     for (size_t i = 0; i < nres; i++)

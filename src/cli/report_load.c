@@ -886,6 +886,8 @@ static int build_model(gmt_report_t *rep, num_check_t *nc, char *why, size_t why
             r->suspects_total = json_count_known(nc, j, "growth_suspects_total");
             r->peak_short = json_flag(j, "peak_short");
             r->leaks_cut = json_flag(j, "leaks_cut");
+            const cJSON *dk = cJSON_GetObjectItemCaseSensitive(j, "dropped_by_kind");
+            r->dropped_by_kind = cJSON_IsObject(dk) ? dk : NULL;
         }
         rep->imbalance = gmt_json_num(merged, "imbalance", 0);
         if (!(rep->imbalance >= 0) || !isfinite(rep->imbalance)) rep->imbalance = 0;
@@ -1401,8 +1403,13 @@ static void drops_add(gmt_drops_t *d, int k, const char *reason, int64_t n)
 
 void gmt_report_drops(const gmt_report_t *rep, gmt_drops_t *d)
 {
+    gmt_drops_from(cJSON_GetObjectItemCaseSensitive(rep->capture, "dropped"), d);
+}
+
+void gmt_drops_from(const cJSON *dropped, gmt_drops_t *d)
+{
     memset(d, 0, sizeof *d);
-    const cJSON *dropped = cJSON_GetObjectItemCaseSensitive(rep->capture, "dropped"), *m;
+    const cJSON *m;
     if (!cJSON_IsObject(dropped)) return;
     cJSON_ArrayForEach(m, dropped)
     {

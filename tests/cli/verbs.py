@@ -641,6 +641,53 @@ def case_check_dropped(c):
 
 
 @case
+def case_check_merged_rank_drops(c):
+    """In a merged report a GPU's peak and fragmentation are one rank's figures: that rank's own
+    drops (merged.ranks[].dropped_by_kind) and reason decide whether a limit over them is
+    known, not the job's sum. Until then one rank's table_full made every rank's GPU peak
+    unknown, and one rank's snapshot every rank's. A merge that did not write the rank's own
+    drops (an older one) still has every GPU's figure judged by the job's; job-wide figures
+    (the leak total) by every rank's."""
+    base = c.trace("leak_two_sites", "base")
+
+    def edit(i, r):
+        if i == 1:
+            r["capture"]["dropped"]["table_full"] = 7
+    m = c.path("m.json")
+    c.cli_run("merge", *rank_reports(c, base, 2, edit), "-o", m)
+    out, _, _ = c.cli_run("check", m, "--max-peak-bytes", "1G", "--max-fragmentation", "1",
+                          "--max-leak-bytes", "1G", rc=1)
+    fails = [l for l in out.splitlines() if l.startswith("FAIL ")]
+    expect(len(fails) == 3 and all("capture.dropped table_full 7)" in l for l in fails) and
+           any(": leaked bytes unknown" in l for l in fails) and
+           all("rank 0" not in l for l in fails) and
+           sum("rank 1" in l for l in fails) == 2, out)
+    # the merge of an older CLI: no rank's own drops, so every GPU's is the job's
+    mj = c.load(m)
+    for rk in mj["merged"]["ranks"]:
+        del rk["dropped_by_kind"]
+    old = c.path("old.json")
+    with open(old, "w") as f:
+        json.dump(mj, f)
+    out, _, _ = c.cli_run("check", old, "--max-peak-bytes", "1G", rc=1)
+    expect(out.count("FAIL ") == 2 and "rank 0" in out, out)
+    # rank 1 a snapshot, rank 0 its final report (merge leaves snapshots out beside final
+    # reports, so a merged file of the two is an edited one): rank 0's GPU judged, rank 1's
+    # so far
+    def snap(i, r):
+        r["process"]["reason"] = "snapshot"
+    c.cli_run("merge", *rank_reports(c, base, 2, snap, name="snap"), "-o", m)
+    mj = c.load(m)
+    mj["merged"]["ranks"][0]["reason"] = "exit"
+    with open(m, "w") as f:
+        json.dump(mj, f)
+    out, _, _ = c.cli_run("check", m, "--max-peak-bytes", "1G", rc=1)
+    fails = [l for l in out.splitlines() if l.startswith("FAIL ")]
+    expect(len(fails) == 1 and "rank 1" in fails[0] and
+           "a snapshot report of rank 1, written while" in fails[0], out)
+
+
+@case
 def case_check_supp_cut(c):
     """check --max-leak-bytes --suppressions on a report whose leak groups were cut at
     GPUMEMTRACE_TOP: the suppressions see only the groups listed, so a limit between the listed
