@@ -7,11 +7,14 @@
  *   gmt_cli_recover, which `gpumemtrace report --recover STATE [-o REPORT]` uses to rebuild
  *       the report.
  *
- * Both attach the file through the core (gmt_track_recover): a copy of the file in our own
- * memory, read again for every refresh, so the owner's later writes show at the next one,
- * nothing of ours reaches the file, and nothing the owner does meanwhile (a write, a
- * truncation) changes what was checked. A refresh that races the owner can mix values a few
- * events apart; every value is checked as a damaged file's would be.
+ * Both attach the file through the core (gmt_track_recover; `top` gmt_track_recover_view): a
+ * copy of the file in our own memory, read again for every refresh, so the owner's later writes
+ * show at the next one, nothing of ours reaches the file, and nothing the owner does meanwhile
+ * (a write, a truncation) changes what was checked. A refresh that races the owner can mix
+ * values a few events apart; every value is checked as a damaged file's would be. `top` reads
+ * no live table (its counts are the stacks' and the counters'): the table's slots, most of a
+ * file with many live allocations, are left unread, so that a view's memory and time follow
+ * the stacks (a million live allocations: 108 MB and 80 ms a view when they were copied).
  */
 #include "cli/cli.h"
 
@@ -360,7 +363,7 @@ static void show_sites(gmt_stacks_t *st, long top, seen_allocs_t *seen, bool rec
     remember_counts(st, seen, now);
 }
 
-/* Whether the state file's owner still runs (after gmt_track_recover): an image that wrote its
+/* Whether the state file's owner still runs (after gmt_track_recover_view): an image that wrote its
  * report before exec left the pid to another program, which runs on. */
 static bool owner_runs(void)
 {
@@ -373,7 +376,7 @@ static bool owner_runs(void)
 static void prime_counts(const char *path, double interval, seen_allocs_t *seen)
 {
     char err[512];
-    if (gmt_track_recover(path, err, sizeof err) != 0 || !owner_runs()) return;
+    if (gmt_track_recover_view(path, err, sizeof err) != 0 || !owner_runs()) return;
     remember_counts(gmt_track_stacks(), seen, mono_s());
     struct timespec ts = {(time_t)interval, (long)((interval - (double)(time_t)interval) * 1e9)};
     nanosleep(&ts, NULL);
@@ -392,7 +395,7 @@ static int show(const char *path, long top, bool *running, seen_allocs_t *prev, 
 {
     char err[512];
     if (!gmt_cli_state_usable("top", path)) return GMT_EXIT_USAGE;
-    if (gmt_track_recover(path, err, sizeof err) != 0) {
+    if (gmt_track_recover_view(path, err, sizeof err) != 0) {
         gmt_cli_state_error("top", path, err);
         return GMT_EXIT_USAGE;
     }

@@ -21,6 +21,7 @@ gmt_stacks_t *gmt_core_stacks;
 /* gmt_core_table, gmt_cs (at first the boot block), the ready flag, the stack settings and
  * the generation are words of hot.h's line. */
 static bool recovered;
+static bool viewed; /* recovered for a view: no table slots, no growth rows (recover) */
 /* The recovered state's growth sampler block lay outside the region or off the alignment
  * blocks are handed out on (growth_off cleared). */
 static bool growth_block_bad;
@@ -170,16 +171,20 @@ static void terminate(char *s, size_t len)
         return -EINVAL;                                                                            \
     } while (0)
 
-int gmt_track_recover(const char *path, char *err, size_t errlen)
+/* view: the live table's slots and the growth samples left unread (gmt_track_recover_view). */
+static int recover(const char *path, bool view, char *err, size_t errlen)
 {
     __atomic_store_n(&gmt_core_ready_flag, 0, __ATOMIC_RELEASE);
-    int rc = gmt_region_attach(path, err, errlen);
+    uint32_t arenas = GMT_REGION_ALL_ARENAS;
+    if (view) arenas &= ~((1u << GMT_ARENA_TABLE) | (1u << GMT_ARENA_GROWTH));
+    int rc = gmt_region_attach_arenas(path, arenas, err, errlen);
     if (rc) return rc;
     gmt_region_header_t *h = gmt_region_header();
     gmt_core_state_t *cs = GMT_AT(gmt_core_state_t, h->core_off);
     gmt_table_t *t = GMT_AT(gmt_table_t, h->table_off);
     gmt_stacks_t *st = GMT_AT(gmt_stacks_t, h->stacks_off);
-    if (gmt_table_validate(t) != 0) BAD("live table");
+    /* a view refuses the files a recovery does: the table's levels are checked all the same */
+    if ((view ? gmt_table_check(t) : gmt_table_validate(t)) != 0) BAD("live table");
     if (gmt_stacks_validate(st) != 0) BAD("stack store");
     const gmt_arena_t *core = gmt_region_arena(GMT_ARENA_CORE);
     if (gmt_stats_attach(GMT_AT(void, h->stats_off),
@@ -229,11 +234,22 @@ int gmt_track_recover(const char *path, char *err, size_t errlen)
     if (growth_block_bad) cs->growth_off = 0;
     gmt_core_cfg = cs->cfg;
     gmt_cs = cs;
-    gmt_core_table = t;
+    gmt_core_table = view ? NULL : t;
     gmt_core_stacks = st;
     recovered = true;
+    viewed = view;
     __atomic_store_n(&gmt_core_ready_flag, 1, __ATOMIC_RELEASE);
     return 0;
+}
+
+int gmt_track_recover(const char *path, char *err, size_t errlen)
+{
+    return recover(path, false, err, errlen);
+}
+
+int gmt_track_recover_view(const char *path, char *err, size_t errlen)
+{
+    return recover(path, true, err, errlen);
 }
 
 bool gmt_track_recovered(void)
@@ -304,7 +320,7 @@ int64_t *gmt_track_growth_rows(uint64_t bytes, uint64_t *usable)
 {
     *usable = 0;
     gmt_arena_t *ar = gmt_region_arena(GMT_ARENA_GROWTH);
-    if (!gmt_core_ready() || !ar) return NULL;
+    if (!gmt_core_ready() || !ar || (recovered && viewed)) return NULL; /* rows left unread */
     if (!recovered) {
         uint64_t want = bytes < ar->reserved ? bytes : ar->reserved;
         if (want > __atomic_load_n(&ar->committed, __ATOMIC_ACQUIRE))

@@ -148,5 +148,11 @@ void gmt_region_mark_end(uint32_t how);
  * On error returns a negative errno and writes one line saying why into err. Replaces any
  * region of this process. */
 int gmt_region_attach(const char *path, char *err, size_t errlen);
+/* gmt_region_attach reading only the chunks of the arenas in the mask `arenas` (1 << id; the
+ * core arena always, it holds the header and the stores' headers): the others are checked as
+ * the header places them, but not read, and held empty (gmt_region_contains refuses them; a
+ * touch of their place faults). For a reader that needs part of the state (`top`). */
+#define GMT_REGION_ALL_ARENAS ((1u << GMT_ARENA_COUNT) - 1)
+int gmt_region_attach_arenas(const char *path, uint32_t arenas, char *err, size_t errlen);
 
 #endif

@@ -1013,21 +1013,31 @@ static uint64_t settle_busy(gmt_table_t *t)
     return live;
 }
 
-int gmt_table_validate(gmt_table_t *t)
+int gmt_table_check(const gmt_table_t *t)
 {
     if (t->magic != TABLE_MAGIC) return -EINVAL;
     if (t->next <= t->first || t->next - t->first >= GMT_TABLE_LEVELS) return -EINVAL;
     /* Levels come whole pages from the table's arena (grow, take_spare). One anywhere else (the
-     * core block, this header) would have settle_busy below rewrite what was checked here. */
+     * core block, this header) would have settle_busy rewrite what was checked here. */
     const gmt_arena_t *ar = gmt_region_arena(GMT_ARENA_TABLE);
     if (!ar) return -EINVAL;
     for (uint32_t n = t->first; n < t->next; n++) {
-        gmt_level_t *l = lvl(t, n);
+        const gmt_level_t *l = &t->levels[n % GMT_TABLE_LEVELS];
         if (l->cap == 0 || l->cap > (1ull << 40) || l->cap % UNIT != 0 ||
             l->off % GMT_TABLE_PAGE != 0 || l->off < ar->offset ||
             l->off - ar->offset > ar->committed ||
             l->cap * sizeof(gmt_slot_t) > ar->committed - (l->off - ar->offset))
             return -EINVAL;
+    }
+    return 0;
+}
+
+int gmt_table_validate(gmt_table_t *t)
+{
+    int rc = gmt_table_check(t);
+    if (rc) return rc;
+    for (uint32_t n = t->first; n < t->next; n++) {
+        gmt_level_t *l = lvl(t, n);
         if (l->max_probe >= l->cap) l->max_probe = l->cap - 1;
         if (l->released > l->cap) l->released = l->cap; /* zeros there read as EMPTY anyway */
     }

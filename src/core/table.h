@@ -313,5 +313,8 @@ uint64_t gmt_table_settle(gmt_table_t *t, uint64_t budget);
  * settles what its dead writer left half done (a slot cut short in a move, an insert or a
  * removal), then counts the live entries again from the slots; 0 or -EINVAL. Single-threaded. */
 int gmt_table_validate(gmt_table_t *t);
+/* gmt_table_validate's checks alone, from the table's header (its slots are not read): for a
+ * reader that leaves the table's arena unread (gmt_track_recover_view). 0 or -EINVAL. */
+int gmt_table_check(const gmt_table_t *t);
 
 #endif

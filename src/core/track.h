@@ -306,6 +306,11 @@ uint64_t gmt_track_now_ns(void);
 /* Makes the core's accessors (table, stacks, stats, failures, peaks, notes, process facts,
  * configuration) read the state file at path. 0 or a negative errno with one line in err. */
 int gmt_track_recover(const char *path, char *err, size_t errlen);
+/* gmt_track_recover for a view (`top`): the live table's slots and the growth samples are not
+ * read (the table's levels are checked, so a file is refused as gmt_track_recover refuses it),
+ * so its memory and time follow the stacks, not the live allocations; gmt_track_table() and
+ * gmt_track_growth_rows() are then NULL. */
+int gmt_track_recover_view(const char *path, char *err, size_t errlen);
 bool gmt_track_recovered(void);
 /* How the state's owner ended: GMT_REGION_END_* (core/region.h), docs/state.md. */
 unsigned gmt_track_end_mark(void);

@@ -541,6 +541,47 @@ def case_many_stacks(c):
 
 
 @case
+def case_many_live(c):
+    """A job with many live allocations (docs/state.md, "gpumemtrace top"): a view reads no live
+    table, so its memory follows the stacks, not the file. Two state files of hold_live, 1000
+    and 500,000 live allocations from four call sites (their tables 1 and 65 MiB): the view of
+    the larger takes no more than 16 MiB more than the smaller's (it took the whole table more
+    when each view copied the file), and shows the same counts as the job's report."""
+    rss = {}
+    for n in (1000, 500000):
+        state = c.path(f"live{n}.gmt")
+        report = c.path(f"live{n}.json")
+        p = subprocess.run([c.cli, "run", "-o", report, "--", os.path.join(c.progs, "hold_live"),
+                            str(n)], env=c.env({"GPUMEMTRACE_STATE": state}),
+                           capture_output=True, text=True, timeout=120, cwd=c.work)
+        expect(p.returncode == 0, f"hold_live {n}: status {p.returncode}\n{p.stderr}")
+        rep = c.load(report)
+        # wait4 gives the child's rusage: communicate() has not reaped it yet
+        t = subprocess.Popen([c.cli, "top", "--once", "--top", "4", state], env=c.env(),
+                             cwd=c.work, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out, err = t.stdout.read(), t.stderr.read()
+        _, status, ru = os.wait4(t.pid, 0)
+        t.returncode = os.waitstatus_to_exitcode(status)
+        out = out.decode("utf-8", "replace")
+        expect(t.returncode == 0 and not err, f"top --once, {n} live: status {t.returncode}, "
+               f"stderr {err!r}")
+        # (at least this script's RSS, which the child had until its exec: the difference
+        # between the two views is what counts)
+        rss[n] = ru.ru_maxrss * 1024
+        _, rows, stacks = views(out)[0]
+        expect(rows == device_rows(rep) and rows[0].split()[-1] == str(n),
+               f"{n} live: device rows {rows}, expected {device_rows(rep)}:\n{out}")
+        got = [s.group(2, 3, 4, 5, 6) for s, _ in stacks]
+        expect(got == stack_lines(rep, 4) and [g[1] for g in got] == [str(n // 4)] * 4,
+               f"{n} live: stacks {got}, expected {stack_lines(rep, 4)}:\n{out}")
+        print(f"many_live: top --once, {n} live allocations: state file "
+              f"{os.path.getsize(state) >> 20} MiB, peak RSS {rss[n] >> 20} MiB")
+    added = rss[500000] - rss[1000]
+    expect(added <= 16 << 20, f"top --once's peak RSS grew by {added >> 20} MiB from 1000 to "
+           "500,000 live allocations: the view copies the live table")
+
+
+@case
 def case_bad_state(c):
     """A state file of another version: exit 2, one line naming the file; `report --recover`
     of it without -o removes the temporary file it made for the report (docs/state.md)."""

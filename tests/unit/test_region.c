@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -187,6 +188,50 @@ static void test_attach_is_blind_to_later_changes(void **state)
     for (uint64_t i = 0; i < 4 * MIB / 8; i++)
         if (GMT_AT(uint64_t, off)[i] != (i ^ 0x5555))
             fail_msg("word %llu of the frames changed after the attach", (unsigned long long)i);
+    gmt_region_destroy();
+    unlink(path);
+}
+
+/* gmt_region_attach_arenas reads only the arenas asked for (`top` leaves the live table out):
+ * those are whole, the others are not in memory (their pages never became resident) and no
+ * bound holds an offset in them; a full attach afterwards has them again. */
+static void test_attach_leaves_arenas_unread(void **state)
+{
+    (void)state;
+    gmt_region_destroy();
+    char path[512];
+    snprintf(path, sizeof path, "%s/partial.gmt", dir);
+    unlink(path);
+    assert_int_equal(gmt_region_create(path), 0);
+    fake_stores();
+    uint64_t fr, tb;
+    assert_int_equal(gmt_region_alloc(GMT_ARENA_FRAMES, 1 * MIB, 8, &fr), 0);
+    assert_int_equal(gmt_region_alloc(GMT_ARENA_TABLE, 8 * MIB, 4096, &tb), 0);
+    for (uint64_t i = 0; i < MIB / 8; i++)
+        GMT_AT(uint64_t, fr)[i] = i + 1;
+    for (uint64_t i = 0; i < 8 * MIB / 8; i++)
+        GMT_AT(uint64_t, tb)[i] = ~i;
+    gmt_region_destroy();
+
+    char err[256];
+    uint32_t no_table = GMT_REGION_ALL_ARENAS & ~(1u << GMT_ARENA_TABLE);
+    assert_int_equal(gmt_region_attach_arenas(path, no_table, err, sizeof err), 0);
+    for (uint64_t i = 0; i < MIB / 8; i++)
+        if (GMT_AT(uint64_t, fr)[i] != i + 1) fail_msg("frame word %llu", (unsigned long long)i);
+    assert_true(gmt_region_contains(fr, MIB));
+    assert_false(gmt_region_contains(tb, 8));
+    assert_false(gmt_region_holds_block(tb, 64));
+    /* nothing of the table in memory: none of its pages resident */
+    unsigned char vec[8 * MIB / 4096];
+    assert_int_equal(mincore(GMT_AT(void, tb), 8 * MIB, vec), 0);
+    for (size_t i = 0; i < sizeof vec; i++)
+        if (vec[i] & 1) fail_msg("page %zu of the unread table is in memory", i);
+    gmt_region_destroy();
+
+    assert_int_equal(gmt_region_attach(path, err, sizeof err), 0);
+    assert_true(gmt_region_contains(tb, 8 * MIB));
+    for (uint64_t i = 0; i < 8 * MIB / 8; i++)
+        if (GMT_AT(uint64_t, tb)[i] != ~i) fail_msg("table word %llu", (unsigned long long)i);
     gmt_region_destroy();
     unlink(path);
 }
@@ -525,6 +570,7 @@ int main(void)
         cmocka_unit_test(test_state_file_round_trip),
         cmocka_unit_test(test_create_refuses_planted_link),
         cmocka_unit_test(test_attach_is_blind_to_later_changes),
+        cmocka_unit_test(test_attach_leaves_arenas_unread),
         cmocka_unit_test(test_attach_refuses_bad_files),
         cmocka_unit_test(test_recovered_pycode_garbage),
         cmocka_unit_test(test_recovered_pycode_damaged_reported),

@@ -421,7 +421,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!err[0]) fail("fuzz_state: recovery failed without saying why");
         if (strchr(err, '\n')) fail("fuzz_state: recovery's error is more than one line");
     }
-    /* `top --once STATE`: its own walk of the table and the stacks, and its own recovery */
+    /* `top --once STATE`: its own recovery (gmt_track_recover_view: the table's levels checked,
+     * its slots and the growth samples left unread) and its walk of the stacks */
     char *argv[] = {"top", "--once", "--top", "20", s->path, NULL};
     int trc = gmt_cli_top(5, argv);
     if (trc != GMT_EXIT_OK && trc != GMT_EXIT_USAGE) fail("fuzz_state: top --once's status");
