@@ -131,6 +131,61 @@ static void meta_line(const gmt_report_t *rep, char *s, size_t len)
              reason ? reason : "", ran, rep->version, rep->tool_version);
 }
 
+/* Why the growth suspects are not all there are to know, as `report` says it (cmd_report.c,
+ * print_leaks), into s: the report's growth_status other than judged, or a merged report's
+ * ranks that did not judge theirs ("rank 1 (damaged), rank 3 (no_samples)", the others' suspects
+ * listed). "" when the samples were judged (or the report does not say: before the field). */
+static void growth_note(const gmt_report_t *rep, char *s, size_t len)
+{
+    size_t nnot = 0, used = 0;
+    s[0] = '\0';
+    for (size_t i = 0; i < rep->nranks; i++)
+        nnot += gmt_growth_unjudged(rep->ranks[i].growth_status);
+    if (nnot) {
+        int k = nnot < rep->nranks
+                    ? snprintf(s, len,
+                               "not judged in %zu of the %zu ranks (their suspects are "
+                               "not known): ",
+                               nnot, rep->nranks)
+                    : snprintf(s, len, "not judged in any rank: ");
+        if (k < 0 || (size_t)k >= len) return;
+        used = (size_t)k;
+        bool first = true;
+        for (size_t i = 0; i < rep->nranks; i++) {
+            const char *st = rep->ranks[i].growth_status;
+            if (!gmt_growth_unjudged(st)) continue;
+            /* the ranks past the first that does not fit (with room for ", ..."): not named */
+            k = snprintf(s + used, len - used, "%srank %" PRId64 " (%s)", first ? "" : ", ",
+                         rep->ranks[i].rank, st);
+            if (k < 0 || (size_t)k + 6 >= len - used) {
+                snprintf(s + used, len - used, "%s...", first ? "" : ", ");
+                return;
+            }
+            used += (size_t)k;
+            first = false;
+        }
+        return;
+    }
+    const char *st = rep->growth_status;
+    if (!gmt_growth_unjudged(st)) return;
+    if (strcmp(st, "damaged") == 0)
+        snprintf(s, len,
+                 "not judged: the state file's growth samples are damaged (the rest of "
+                 "the report is not)");
+    else if (strcmp(st, "not_judged") == 0)
+        snprintf(s, len,
+                 "not judged (the sampler held its samples past the report's wait, or "
+                 "there was no memory to judge them)");
+    else if (strcmp(st, "no_samples") == 0)
+        snprintf(s, len, "none (no growth sample was taken: the run ended before the first)");
+    else if (strcmp(st, "too_few_samples") == 0)
+        snprintf(s, len,
+                 "none (too few growth samples to judge: a verdict needs three points "
+                 "after the warm-up, the run was shorter)");
+    else
+        snprintf(s, len, "not judged (growth_status %s)", st);
+}
+
 static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
 {
     char s[1200], x[GMT_FMT_BYTES_LEN], label[48];
@@ -284,9 +339,15 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
                                              sizeof label));
         gmt_buf_put(b, "}", 1);
     }
+    /* as a cut site list (below), a cut suspect list is said, not completed: the suspects
+     * left out grew by at most as much as the least listed; and samples not judged are said
+     * (growth_status: an empty list is otherwise read as "none grew") */
+    gmt_buf_printf(b, "],\"suspectsTotal\":%" PRIu64 ",\"growthNote\":", rep->suspects_total);
+    growth_note(rep, s, sizeof s);
+    gmt_buf_json_str(b, s);
     /* the sites a cut list leaves out made at most as many as the least listed: the page
      * says the list is cut (no row is invented) */
-    gmt_buf_printf(b, "],\"sitesTotal\":%" PRIu64 ",\"sites\":[", rep->sites_total);
+    gmt_buf_printf(b, ",\"sitesTotal\":%" PRIu64 ",\"sites\":[", rep->sites_total);
     for (size_t i = 0; i < rep->nsites; i++) {
         const gmt_site_t *x = &rep->sites[i];
         gmt_stack_where(x->stack, s, sizeof s);

@@ -454,6 +454,10 @@ def case_html(c):
            f"peak owners {d['peaks'][0]['groups']}")
     expect(d["suspects"] == [{"growth": 2097152, "live": 3145728, "where": "forward model.py:42",
                               "device": "GPU 0"}], f"suspects {d['suspects']}")
+    # the whole list (growth_suspects_total absent: the suspects listed), its samples judged
+    # (growth_status absent: a report from before the field reads as judged)
+    expect(d["suspectsTotal"] == 1 and d["growthNote"] == "",
+           f"suspectsTotal {d['suspectsTotal']}, growthNote {d['growthNote']!r}")
     expect(d["libraries"] == [{"library": "trainer", "peak": 11534336, "exit": 3145728},
                               {"library": "libpool.so", "peak": 1048576, "exit": 1048576}],
            f"libraries {d['libraries']}")
@@ -471,6 +475,24 @@ def case_html(c):
     expect([g["library"] for g in d["leakGroups"]] == ["", ""], f"v1 groups {d['leakGroups']}")
     expect([e["recovered"] for e in d["errors"]] == ["?", "?"], f"v1 errors {d['errors']}")
     expect([s["device"] for s in d["suspects"]] == [""], f"v1 suspects {d['suspects']}")
+    expect(d["suspectsTotal"] == 1 and d["growthNote"] == "", f"v1 suspectsTotal, growthNote {d}")
+    # leaks.growth_status other than judged: said as `report` says it, in place of "none"
+    notes = {
+        "judged": "",
+        "damaged": "not judged: the state file's growth samples are damaged (the rest of the "
+                   "report is not)",
+        "not_judged": "not judged (the sampler held its samples past the report's wait, or there "
+                      "was no memory to judge them)",
+        "no_samples": "none (no growth sample was taken: the run ended before the first)",
+        "too_few_samples": "none (too few growth samples to judge: a verdict needs three points "
+                           "after the warm-up, the run was shorter)",
+        "frobbed <x>": "not judged (growth_status frobbed <x>)"}
+    for st, note in notes.items():
+        def unjudged(r, st=st):
+            r["leaks"].update(growth_status=st, growth_suspects_total=0, growth_suspects=[])
+        g, _ = html_export(c, edited(c, "gs.json", unjudged, base="valid_v2.json"), "gs.html")
+        expect(g["growthNote"] == note and g["suspects"] == [] and g["suspectsTotal"] == 0,
+               f"growth_status {st}: growthNote {g['growthNote']!r}, expected {note!r}")
     expect(d["libraries"] == [] and d["meta"].endswith("report version 1, gpumemtrace 0.1.0"),
            f"v1 libraries {d['libraries']}, meta {d['meta']!r}")
 
@@ -561,6 +583,21 @@ def case_html_merged(c):
     expect(sites == [(900, "rank 0 GPU 0"), (900, "rank 1 GPU 0"), (75, "rank 0 GPU 0"),
                      (75, "rank 1 GPU 0"), (24, "rank 0 GPU 0"), (24, "rank 1 GPU 0")],
            f"allocation sites {sites}")
+    expect(d["suspectsTotal"] == 2 and len(d["suspects"]) == 2 and d["growthNote"] == "",
+           f"merged suspects {d['suspects']}, total {d['suspectsTotal']}, {d['growthNote']!r}")
+    # a rank whose samples were not judged: named, the other's suspects listed
+    mg = merged(c, "hmg", lambda i, r: i == 1 and r["leaks"].update(
+        growth_status="damaged", growth_suspects_total=0, growth_suspects=[]))
+    g, _ = html_export(c, mg, "hmg.html")
+    expect(g["growthNote"] == "not judged in 1 of the 2 ranks (their suspects are not known): "
+           "rank 1 (damaged)" and [x["device"] for x in g["suspects"]] == ["rank 0 GPU 0"],
+           f"a rank not judged: {g['growthNote']!r}, suspects {g['suspects']}")
+    mg = merged(c, "hmg2", lambda i, r: r["leaks"].update(
+        growth_status=["no_samples", "too_few_samples"][i], growth_suspects_total=0,
+        growth_suspects=[]))
+    g, _ = html_export(c, mg, "hmg2.html")
+    expect(g["growthNote"] == "not judged in any rank: rank 0 (no_samples), rank 1 "
+           "(too_few_samples)" and g["suspects"] == [], f"no rank judged: {g['growthNote']!r}")
     expect([p["label"] for p in d["peaks"]] == ["rank 0 GPU 0", "rank 1 GPU 0"] and
            [f["label"] for f in d["frag"]] == ["rank 0 GPU 0", "rank 1 GPU 0"] and
            [e["device"] for e in d["errors"]] == ["rank 0 GPU 0"] * 2 + ["rank 1 GPU 0"] * 2,
@@ -1004,15 +1041,16 @@ UNLISTED = "[call stacks not listed (GPUMEMTRACE_TOP): {}]"
 
 
 def cut(r):
-    """A report whose leak list and GPU 0's peak owners were cut at GPUMEMTRACE_TOP: 2 leak
-    groups more holding 2048 bytes in 3 allocations (not suppressed), 3 peak groups more
-    holding 4096 bytes of the peak."""
+    """A report whose leak list, GPU 0's peak owners and growth suspects were cut at
+    GPUMEMTRACE_TOP: 2 leak groups more holding 2048 bytes in 3 allocations (not suppressed), 3
+    peak groups more holding 4096 bytes of the peak, 2 growth suspects more."""
     r["leaks"]["groups_total"] += 2
     r["leaks"]["total_bytes"] += 2048
     r["leaks"]["count"] += 3
     p = r["peak"][0]
     p["groups_total"] = len(p["groups"]) + 3
     p["bytes"] += 4096
+    r["leaks"]["growth_suspects_total"] = len(r["leaks"]["growth_suspects"]) + 2
 
 
 @case
@@ -1115,8 +1153,11 @@ def case_cut_html(c):
     group of one frame of its own ("frames": [call stacks not listed (GPUMEMTRACE_TOP): N])
     holding what the list leaves out, so the flame graphs and tables sum to the report's
     figures (the peak's allocations null: not known); a merged report's leak remainder is one
-    row per rank ("rank N") and one for the rest; sitesTotal says a site list is cut, and the
-    rendered page says so in the table's title and shows the rows and frames."""
+    row per rank ("rank N") and one for the rest; sitesTotal and suspectsTotal say a site or
+    suspect list is cut, and the rendered page says so in the table's title ("the N of M",
+    as for the sites: what the suspects left out grew by is not known, so no row is invented)
+    and shows the rows and frames; growth samples not judged are said in the suspects'
+    section, in place of "none", or above the suspects of the ranks that judged theirs."""
     e = edited(c, "cuth.json", cut, base="valid_v2.json")
     d, _ = html_export(c, e, "cut.html")
     rep = fixture(c, "valid_v2.json")
@@ -1132,6 +1173,8 @@ def case_cut_html(c):
     expect(sum(g["bytes"] for g in d["peaks"][0]["groups"]) == rep["peak"][0]["bytes"],
            "peak groups' sum")
     expect(d["sitesTotal"] == 4 and len(d["sites"]) == 3, f"sites {d['sitesTotal']}")
+    expect(d["suspectsTotal"] == 3 and len(d["suspects"]) == 1,
+           f"suspects {d['suspects']}, total {d['suspectsTotal']}")
     w, _ = html_export(c, os.path.join(c.data, "valid.json"), "whole.html")
     expect(not any("frames" in g for g in w["leakGroups"] + w["peaks"][0]["groups"]),
            "a whole list has no remainder")
@@ -1151,12 +1194,20 @@ def case_cut_html(c):
     big = edited(c, "cuthb.json", lambda r: cut(r) or r["leaks"].update(
         total_bytes=r["leaks"]["total_bytes"] + (8 << 20)), base="valid_v2.json")
     html_export(c, big, "cutb.html")
-    p = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                        "--user-data-dir=" + c.path("profile"), "--virtual-time-budget=5000",
-                        "--window-size=1280,1800", "--dump-dom", "file://" + c.path("cutb.html")],
-                       capture_output=True, timeout=90)
-    dom = p.stdout.decode("utf-8", "replace")
-    expect('data-ready="1"' in dom, "the page's script did not finish")
+
+    def render(name):
+        p = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu",
+                            "--no-first-run", "--user-data-dir=" + c.path("profile"),
+                            "--virtual-time-budget=5000", "--window-size=1280,1800",
+                            "--dump-dom", "file://" + c.path(name)],
+                           capture_output=True, timeout=90)
+        dom = p.stdout.decode("utf-8", "replace")
+        expect('data-ready="1"' in dom, f"{name}: the page's script did not finish")
+        return dom
+
+    def suspects_section(dom):
+        return dom.split('<section id="suspects">', 1)[-1].split("</section>", 1)[0]
+    dom = render("cutb.html")
     leaks = dom.split('id="leaks-table"', 1)[-1].split("</table>", 1)[0]
     expect(UNLISTED.format(2) in leaks and "8.00 MiB" in leaks, "leak table's remainder row")
     peak = dom.split('id="peak-0-table"', 1)[-1].split("</table>", 1)[0]
@@ -1166,6 +1217,30 @@ def case_cut_html(c):
     expect(UNLISTED.format(2) in flame, "the leak flame graph's remainder frame")
     expect("Allocation sites (most allocations over the run; the 3 of 4 with the most, "
            "GPUMEMTRACE_TOP)" in dom, "the sites table's title")
+    sus = suspects_section(dom)
+    expect("<h2>Growth suspects (the 1 of 3 that grew most, GPUMEMTRACE_TOP)</h2>" in sus and
+           "forward model.py:42" in sus and "suspects-note" not in sus,
+           "the cut suspect table's title:\n" + sus)
+    # a whole list: the title as before
+    html_export(c, os.path.join(c.data, "valid_v2.json"), "wholeb.html")
+    sus = suspects_section(render("wholeb.html"))
+    expect("<h2>Growth suspects</h2>" in sus and "suspects-note" not in sus,
+           "a whole suspect list's title:\n" + sus)
+    # samples not judged: said in place of "none"; of a merged report with a rank not judged,
+    # above the other ranks' suspects
+    html_export(c, edited(c, "dmg.json", lambda r: r["leaks"].update(
+        growth_status="damaged", growth_suspects_total=0, growth_suspects=[]),
+        base="valid_v2.json"), "dmg.html")
+    sus = suspects_section(render("dmg.html"))
+    expect('<p id="suspects-note" class="empty">not judged: the state file\'s growth samples are '
+           "damaged (the rest of the report is not)</p>" in sus and ">none<" not in sus and
+           "<table" not in sus, "damaged samples:\n" + sus)
+    html_export(c, merged(c, "dmgm", lambda i, r: i == 1 and r["leaks"].update(
+        growth_status="damaged", growth_suspects_total=0, growth_suspects=[])), "dmgm.html")
+    sus = suspects_section(render("dmgm.html"))
+    expect('<p id="suspects-note" class="note">not judged in 1 of the 2 ranks (their suspects '
+           "are not known): rank 1 (damaged)</p>" in sus and "rank 0 GPU 0" in sus and
+           sus.index("suspects-note") < sus.index("<table"), "a merged rank not judged:\n" + sus)
 
 
 @case

@@ -179,9 +179,11 @@
 
   /* tables */
   var tables = [];
-  function table(id, title, head, rows) {
+  /* note: a line above the table (what the list rests on), or in place of 'none' */
+  function table(id, title, head, rows, note) {
     var s = section(id, title);
-    if (!rows.length) { s.appendChild(el('p', { 'class': 'empty' }, 'none')); return; }
+    if (note) s.appendChild(el('p', { id: id + '-note', 'class': rows.length ? 'note' : 'empty' }, note));
+    if (!rows.length) { if (!note) s.appendChild(el('p', { 'class': 'empty' }, 'none')); return; }
     var t = el('table', { id: id + '-table' });
     var tr = el('tr');
     head.forEach(function (h) { tr.appendChild(el('th', { 'class': h[1] || '' }, h[0])); });
@@ -207,8 +209,14 @@
   data.peaks.forEach(function (p, i) {
     table('peak-' + i, 'Peak owners on ' + p.label, gh, groupRows(p.groups));
   });
-  table('suspects', 'Growth suspects', [['grew by', 'num'], ['live', 'num'], ['device'], ['nearest user frame', 'where']],
-        data.suspects.map(function (s) { return [fmtBytes(s.growth), fmtBytes(s.live), s.device, s.where]; }));
+  /* a list cut at GPUMEMTRACE_TOP says so, as the sites' does; samples not judged are said */
+  var suspectsCut = data.suspectsTotal > data.suspects.length;
+  table('suspects', 'Growth suspects' +
+        (suspectsCut ? ' (the ' + data.suspects.length + ' of ' + data.suspectsTotal +
+                       ' that grew most, GPUMEMTRACE_TOP)' : ''),
+        [['grew by', 'num'], ['live', 'num'], ['device'], ['nearest user frame', 'where']],
+        data.suspects.map(function (s) { return [fmtBytes(s.growth), fmtBytes(s.live), s.device, s.where]; }),
+        data.growthNote);
   var sitesCut = data.sites && data.sitesTotal > data.sites.length;
   table('sites', 'Allocation sites (most allocations over the run' +
         (sitesCut ? '; the ' + data.sites.length + ' of ' + data.sitesTotal +
