@@ -14,7 +14,7 @@
  * values a few events apart; every value is checked as a damaged file's would be. `top` reads
  * no live table (its counts are the stacks' and the counters'): the table's slots, most of a
  * file with many live allocations, are left unread, so that a view's memory and time follow
- * the stacks (a million live allocations: 108 MB and 80 ms a view when they were copied).
+ * the stacks (a million live allocations: 105 MiB and 68 ms a view when they were copied).
  */
 #include "cli/cli.h"
 
