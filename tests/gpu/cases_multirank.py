@@ -115,6 +115,22 @@ def _merge(c, m, reps, labels):
     want = max(peaks) / (sum(peaks) / len(peaks))
     c.expect_true("imbalance = max/mean of the peaks",
                   abs(mj["merged"]["imbalance"] - want) < 1e-6, (mj["merged"]["imbalance"], want))
+    # each rank's own drops, whether its peak is short and its leak list cut (session 40): a
+    # real job drops nothing, so the imbalance is judged and a peak limit per GPU is checked
+    c.expect("merged.imbalance_status", mj["merged"].get("imbalance_status"), "judged")
+    c.expect("merged ranks' peak_short", [x.get("peak_short") for x in ranks],
+             [False] * len(ranks))
+    c.expect("merged ranks' dropped_by_kind sums = their dropped",
+             [sum((x.get("dropped_by_kind") or {"?": -1}).values()) for x in ranks],
+             [x["dropped"] for x in ranks])
+    if c.schema is not None:
+        errs = list(c.jsonschema.Draft202012Validator(c.schema).iter_errors(mj))
+        c.expect("schema errors in the merged report", [e.message for e in errs[:3]], [])
+    p = subprocess.run([c.cli, "check", merged, "--max-peak-bytes", "1T"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=c.env(), timeout=60)
+    out = p.stdout.decode("utf-8", "replace")
+    c.expect("check --max-peak-bytes 1T of the merged report", (p.returncode, out.startswith(
+        "PASS ")), (0, True))
     retain = _retain_line()
     common = mj["merged"].get("common_leaks") or []
     c.expect_true("the retaining line among the leak groups common to all ranks",
