@@ -167,6 +167,9 @@ gmt_group_t gmt_site_group(const gmt_site_t *s);
  * not judged, so that no suspect list is known to be whole: any status but "judged"; NULL (a
  * report from before the field) reads as judged. */
 bool gmt_growth_unjudged(const char *status);
+/* What a growth_status says, as `report` and the HTML page write it into buf: "judged" for
+ * judged (or none given), else "not judged: ...", "none (...)" (escaped as on a terminal). */
+void gmt_growth_status_text(const char *status, char *buf, size_t len);
 
 typedef struct gmt_library_s {
     const char *library;
@@ -360,6 +363,10 @@ typedef struct gmt_drops_s {
     int64_t n[3];      /* untracked, unstacked, lost */
     char said[3][200]; /* "table_full 3, ..." (escaped as on a terminal) */
 } gmt_drops_t;
+/* A merged report's ranks whose growth samples were not judged (merged.ranks[].growth_status),
+ * as "rank 2 (damaged), rank 7 (no_samples)" into buf, "..." for those past what fits; how
+ * many there are. */
+size_t gmt_ranks_not_judged(const gmt_report_t *rep, char *buf, size_t len);
 void gmt_report_drops(const gmt_report_t *rep, gmt_drops_t *d);
 /* The same of a capture.dropped object (or a merged rank's dropped_by_kind); none for NULL. */
 void gmt_drops_from(const cJSON *dropped, gmt_drops_t *d);

@@ -614,31 +614,6 @@ static size_t count_suspects(const view_t *v)
     return n;
 }
 
-/* A merged report's ranks whose growth samples were not judged (merged.ranks[].growth_status),
- * as "rank 2 (damaged), rank 7 (no_samples)" into buf; how many. */
-static size_t ranks_not_judged(const gmt_report_t *rep, char *buf, size_t len)
-{
-    size_t n = 0, used = 0;
-    bool full = false; /* the names past the first that does not fit: counted, not named */
-    buf[0] = '\0';
-    for (size_t i = 0; i < rep->nranks; i++) {
-        const char *st = rep->ranks[i].growth_status;
-        if (!gmt_growth_unjudged(st)) continue;
-        n++;
-        if (full) continue;
-        int k = snprintf(buf + used, len - used, "%srank %" PRId64 " (%s)", n > 1 ? ", " : "",
-                         rep->ranks[i].rank, gmt_tty(st));
-        if (k < 0 || (size_t)k >= len - used) {
-            buf[used] = '\0';
-            snprintf(buf + used, len - used, "%s...", n > 1 ? ", " : "");
-            full = true;
-        } else {
-            used += (size_t)k;
-        }
-    }
-    return n;
-}
-
 static void print_leaks(const view_t *v)
 {
     const gmt_report_t *rep = v->rep;
@@ -684,7 +659,7 @@ static void print_leaks(const view_t *v)
         const char *st = rep->growth_status ? rep->growth_status : "judged";
         printf("\n%sGrowth suspects%s: ", BOLD(v), RESET(v));
         char who[512];
-        size_t nnot = ranks_not_judged(rep, who, sizeof who);
+        size_t nnot = gmt_ranks_not_judged(rep, who, sizeof who);
         if (nnot && nnot < rep->nranks) /* a merged report: which ranks judged, which not */
             printf("none%s in the %zu of %zu ranks that judged their samples; %snot judged%s: "
                    "%s\n",
@@ -692,30 +667,21 @@ static void print_leaks(const view_t *v)
                    RESET(v), who);
         else if (nnot)
             printf("%snot judged in any rank%s: %s\n", YEL(v), RESET(v), who);
-        else if (strcmp(st, "damaged") == 0)
-            printf("%snot judged: the state file's growth samples are damaged%s (the rest of the "
-                   "report is not)\n",
-                   YEL(v), RESET(v));
-        else if (strcmp(st, "not_judged") == 0)
-            printf("%snot judged%s (the sampler held its samples past the report's wait, or "
-                   "there was no memory to judge them)\n",
-                   YEL(v), RESET(v));
-        else if (strcmp(st, "no_samples") == 0)
-            printf("none (no growth sample was taken: the run ended before the first)\n");
-        else if (strcmp(st, "too_few_samples") == 0)
-            printf("none (too few growth samples to judge: a verdict needs three points after "
-                   "the warm-up, the run was shorter)\n");
-        else if (strcmp(st, "judged") == 0)
+        else if (!gmt_growth_unjudged(st))
             printf("none%s (no stack's live bytes kept rising)\n",
                    v->filter ? " on this device" : "");
-        else
-            printf("none (growth_status %s)\n", gmt_tty(st));
+        else {
+            char says[300];
+            gmt_growth_status_text(st, says, sizeof says);
+            bool warn = strncmp(says, "not judged", 10) == 0;
+            printf("%s%s%s\n", warn ? YEL(v) : "", says, warn ? RESET(v) : "");
+        }
         return;
     }
     printf("\n%sGrowth suspects%s (live bytes kept rising through the run): %" PRIu64 "\n", BOLD(v),
            RESET(v), v->filter ? (uint64_t)nsuspects : rep->suspects_total);
     char who[512];
-    if (ranks_not_judged(rep, who, sizeof who))
+    if (gmt_ranks_not_judged(rep, who, sizeof who))
         printf("  %snot judged%s (these ranks' suspects are not known): %s\n", YEL(v), RESET(v),
                who);
     int rank = 0;

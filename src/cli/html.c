@@ -137,53 +137,16 @@ static void meta_line(const gmt_report_t *rep, char *s, size_t len)
  * listed). "" when the samples were judged (or the report does not say: before the field). */
 static void growth_note(const gmt_report_t *rep, char *s, size_t len)
 {
-    size_t nnot = 0, used = 0;
+    char who[512];
     s[0] = '\0';
-    for (size_t i = 0; i < rep->nranks; i++)
-        nnot += gmt_growth_unjudged(rep->ranks[i].growth_status);
-    if (nnot) {
-        int k = nnot < rep->nranks
-                    ? snprintf(s, len,
-                               "not judged in %zu of the %zu ranks (their suspects are "
-                               "not known): ",
-                               nnot, rep->nranks)
-                    : snprintf(s, len, "not judged in any rank: ");
-        if (k < 0 || (size_t)k >= len) return;
-        used = (size_t)k;
-        bool first = true;
-        for (size_t i = 0; i < rep->nranks; i++) {
-            const char *st = rep->ranks[i].growth_status;
-            if (!gmt_growth_unjudged(st)) continue;
-            /* the ranks past the first that does not fit (with room for ", ..."): not named */
-            k = snprintf(s + used, len - used, "%srank %" PRId64 " (%s)", first ? "" : ", ",
-                         rep->ranks[i].rank, st);
-            if (k < 0 || (size_t)k + 6 >= len - used) {
-                snprintf(s + used, len - used, "%s...", first ? "" : ", ");
-                return;
-            }
-            used += (size_t)k;
-            first = false;
-        }
-        return;
-    }
-    const char *st = rep->growth_status;
-    if (!gmt_growth_unjudged(st)) return;
-    if (strcmp(st, "damaged") == 0)
-        snprintf(s, len,
-                 "not judged: the state file's growth samples are damaged (the rest of "
-                 "the report is not)");
-    else if (strcmp(st, "not_judged") == 0)
-        snprintf(s, len,
-                 "not judged (the sampler held its samples past the report's wait, or "
-                 "there was no memory to judge them)");
-    else if (strcmp(st, "no_samples") == 0)
-        snprintf(s, len, "none (no growth sample was taken: the run ended before the first)");
-    else if (strcmp(st, "too_few_samples") == 0)
-        snprintf(s, len,
-                 "none (too few growth samples to judge: a verdict needs three points "
-                 "after the warm-up, the run was shorter)");
-    else
-        snprintf(s, len, "not judged (growth_status %s)", st);
+    size_t nnot = gmt_ranks_not_judged(rep, who, sizeof who);
+    if (nnot && nnot < rep->nranks)
+        snprintf(s, len, "not judged in %zu of the %zu ranks (their suspects are not known): %s",
+                 nnot, rep->nranks, who);
+    else if (nnot)
+        snprintf(s, len, "not judged in any rank: %s", who);
+    else if (gmt_growth_unjudged(rep->growth_status))
+        gmt_growth_status_text(rep->growth_status, s, len);
 }
 
 static void page_data(const gmt_report_t *rep, gmt_buf_t *b)

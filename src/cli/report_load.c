@@ -334,6 +334,51 @@ bool gmt_growth_unjudged(const char *status)
     return status && strcmp(status, "judged") != 0;
 }
 
+void gmt_growth_status_text(const char *status, char *buf, size_t len)
+{
+    if (!gmt_growth_unjudged(status))
+        snprintf(buf, len, "judged");
+    else if (strcmp(status, "damaged") == 0)
+        snprintf(buf, len,
+                 "not judged: the state file's growth samples are damaged (the rest of the "
+                 "report is not)");
+    else if (strcmp(status, "not_judged") == 0)
+        snprintf(buf, len,
+                 "not judged (the sampler held its samples past the report's wait, or there was "
+                 "no memory to judge them)");
+    else if (strcmp(status, "no_samples") == 0)
+        snprintf(buf, len, "none (no growth sample was taken: the run ended before the first)");
+    else if (strcmp(status, "too_few_samples") == 0)
+        snprintf(buf, len,
+                 "none (too few growth samples to judge: a verdict needs three points after the "
+                 "warm-up, the run was shorter)");
+    else /* a later tracer's: check calls its growth unknown, so it is not judged here */
+        snprintf(buf, len, "not judged (growth_status %s)", gmt_tty(status));
+}
+
+size_t gmt_ranks_not_judged(const gmt_report_t *rep, char *buf, size_t len)
+{
+    size_t n = 0, used = 0;
+    bool full = false; /* the names past the first that does not fit: counted, not named */
+    buf[0] = '\0';
+    for (size_t i = 0; i < rep->nranks; i++) {
+        const char *st = rep->ranks[i].growth_status;
+        if (!gmt_growth_unjudged(st)) continue;
+        n++;
+        if (full) continue;
+        int k = snprintf(buf + used, len - used, "%srank %" PRId64 " (%s)", n > 1 ? ", " : "",
+                         rep->ranks[i].rank, gmt_tty(st));
+        if (k < 0 || (size_t)k >= len - used) {
+            buf[used] = '\0';
+            snprintf(buf + used, len - used, "%s...", n > 1 ? ", " : "");
+            full = true;
+        } else {
+            used += (size_t)k;
+        }
+    }
+    return n;
+}
+
 gmt_group_t gmt_site_group(const gmt_site_t *s)
 {
     return (gmt_group_t){.stack_id = s->stack_id,
