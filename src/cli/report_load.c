@@ -1147,6 +1147,10 @@ static const char *duplicate_key(const cJSON *v, bool *err)
     return dup;
 }
 
+/* A state file's first bytes (GMT_REGION_MAGIC, core/region.h, whose arena type this file's
+ * own name would clash with). */
+#define STATE_MAGIC "GMTSTATE"
+
 int gmt_report_parse(const char *text, size_t len, gmt_report_t *rep, char *why, size_t why_len)
 {
     const char *path = rep->path;
@@ -1157,6 +1161,12 @@ int gmt_report_parse(const char *text, size_t len, gmt_report_t *rep, char *why,
     while (start < len && strchr(" \t\r\n", text[start]) && text[start])
         start++;
     if (start == len) return set_why(why, why_len, -EINVAL, "empty file, not a gpumemtrace report");
+    /* The file a job traced with GPUMEMTRACE_STATE leaves (what a SIGKILL leaves): said so,
+     * with the verbs that read it. */
+    if (len >= sizeof STATE_MAGIC - 1 && memcmp(text, STATE_MAGIC, sizeof STATE_MAGIC - 1) == 0)
+        return set_why(why, why_len, -EINVAL,
+                       "a gpumemtrace state file, not a report: 'gpumemtrace report --recover "
+                       "FILE' writes its report, 'gpumemtrace top FILE' shows it live");
     if (memchr(text, '\0', len))
         return set_why(why, why_len, -EINVAL, "binary file (contains NUL bytes), not JSON");
     size_t bad = utf8_invalid_at((const unsigned char *)text, len);

@@ -58,6 +58,9 @@ def main():
     r["tool"] = {"x": json.loads("[" * 900 + "]" * 900)}  # under cJSON's limit: loads fine
     write("deep_ok_but_tool.json", json.dumps(r).encode())
     write("nul_only.json", b"\0")
+    # a state file (GPUMEMTRACE_STATE) given where a report goes: said, with the verbs that
+    # read it, rather than as a binary file
+    write("state.gmt", b"GMTSTATE\x06\0\0\0" + b"\0" * 4088)
     # a whole report, then a character cut by the end of the file: not a cut report
     write("utf8_after_end.json", good + b"\n\xc3")
     # bytes that start no UTF-8 sequence, at the very end of a cut file: invalid, not cut
@@ -234,6 +237,9 @@ def main():
              "spaces.json": "empty file, not a gpumemtrace report",
              "nul.json": "binary file (contains NUL bytes), not JSON",
              "nul_only.json": "binary file (contains NUL bytes), not JSON",
+             "state.gmt": "a gpumemtrace state file, not a report: 'gpumemtrace report "
+                          "--recover FILE' writes its report, 'gpumemtrace top FILE' shows it "
+                          "live",
              "no_leak_groups.json": 'malformed report: "leaks.groups" is missing',
              "frame_not_object.json": "malformed report: a frame of stack 1 is not an object",
              "stack_id_twice.json": "malformed report: stack 1 twice",
