@@ -565,7 +565,14 @@ int gmt_region_attach_arenas(const char *path, uint32_t arenas, char *err, size_
         goto out;
     }
     if (memcmp(magic, GMT_REGION_MAGIC, (size_t)got) != 0) {
-        snprintf(err, errlen, "%s: not a gpumemtrace state file (bad magic)", path);
+        /* a report given where its state file goes (a JSON object): said, with its verb */
+        size_t at = 0;
+        while (at < (size_t)got && strchr(" \t\r\n", magic[at]) && magic[at])
+            at++;
+        snprintf(err, errlen, "%s: not a gpumemtrace state file (bad magic)%s", path,
+                 at < (size_t)got && magic[at] == '{'
+                     ? ": a JSON file, a report perhaps: 'gpumemtrace report FILE' reads one"
+                     : "");
         goto out;
     }
     if ((uint64_t)sb.st_size < sizeof h || pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h) {

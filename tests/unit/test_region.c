@@ -317,7 +317,9 @@ static void test_attach_refuses_bad_files(void **state)
     /* a small file that is no state file (a report given by mistake) is not "truncated" */
     static const char report[] = "{\"schema\": \"gpumemtrace.report\"}\n";
     write_file(bad, report, sizeof report - 1);
-    expect_refused(bad, -EINVAL, "not a gpumemtrace state file (bad magic)");
+    expect_refused(bad, -EINVAL,
+                   "not a gpumemtrace state file (bad magic): a JSON file, a report perhaps: "
+                   "'gpumemtrace report FILE' reads one");
     write_file(bad, "GMTS", 4);
     expect_refused(bad, -EINVAL, "truncated");
     write_file(bad, "", 0);
