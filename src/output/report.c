@@ -421,6 +421,56 @@ void gmt_report_after_fork(void)
     gmt_report_file_after_fork();
 }
 
+/* The last finished report's figures (gmt_report_headline): written by the one report under
+ * way (busy), read by its writer after it. */
+static struct {
+    bool set;
+    int64_t bytes, count, peak;
+    uint64_t groups;
+} headline;
+
+/* n bytes as "35.00 MiB" (two decimals, binary units, as the command prints them): integer
+ * arithmetic only, for a signal handler's report. */
+static void fmt_bytes(int64_t n, char *buf, size_t len)
+{
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    uint64_t v = n < 0 ? 0 : (uint64_t)n, scale = 1;
+    int u = 0;
+    while (u < 5 && v / scale >= 1024) {
+        scale *= 1024;
+        u++;
+    }
+    if (u == 0) {
+        snprintf(buf, len, "%llu B", (unsigned long long)v);
+        return;
+    }
+    /* hundredths, rounded, without overflow: v / scale is below 1024 here but for PiB */
+    uint64_t whole = v / scale, rest = v % scale;
+    uint64_t cents = (uint64_t)(((unsigned __int128)rest * 100 + scale / 2) / scale);
+    if (cents == 100) whole++, cents = 0;
+    snprintf(buf, len, "%llu.%02llu %s", (unsigned long long)whole, (unsigned long long)cents,
+             unit[u]);
+}
+
+void gmt_report_headline(gmt_reason_t reason, char *buf, size_t len)
+{
+    if (!len) return;
+    buf[0] = '\0';
+    if (!__atomic_load_n(&headline.set, __ATOMIC_ACQUIRE)) return;
+    char live[32], peak[32];
+    fmt_bytes(headline.bytes, live, sizeof live);
+    fmt_bytes(headline.peak, peak, sizeof peak);
+    const char *when = reason == GMT_REASON_EXIT   ? " at exit"
+                       : reason == GMT_REASON_EXEC ? " at exec"
+                                                   : "";
+    if (headline.count <= 0)
+        snprintf(buf, len, ": nothing live%s, peak %s", when, peak);
+    else
+        snprintf(buf, len, ": %s live%s in %lld allocation%s (%llu call stack%s), peak %s", live,
+                 when, (long long)headline.count, headline.count == 1 ? "" : "s",
+                 (unsigned long long)headline.groups, headline.groups == 1 ? "" : "s", peak);
+}
+
 int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsigned seq)
 {
     if (!gmt_core_ready()) return -ENODEV;
@@ -533,6 +583,13 @@ int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsign
         jw_double(w, "report_write_ms", (double)((gmt_now_ns() - t0 + 500) / 1000) / 1000.0);
         jw_object_end(w);
         rc = jw_finish(w);
+        if (rc == 0) {
+            headline.bytes = l->totals.leaked_bytes;
+            headline.count = l->totals.leaked_count;
+            headline.groups = l->totals.nmemory;
+            headline.peak = peak_max;
+            __atomic_store_n(&headline.set, true, __ATOMIC_RELEASE);
+        }
     }
     gmt_symrep_end();
     if (no_driver) gmt_track_driver_off(false);

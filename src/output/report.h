@@ -71,6 +71,13 @@ void gmt_report_set_yield(void (*fn)(void));
 /* Writes the report body to an open descriptor (tests, state recovery). */
 int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsigned seq);
 
+/* The figures of the last report gmt_report_emit finished, for the line that names the file
+ * (report_file.c): ": 35.00 MiB live at exit in 5 allocations (3 call stacks), peak 35.00
+ * MiB", the report's leaks.total_bytes, leaks.count, leaks.groups_total and
+ * summary.peak_bytes, into buf; "" when none was finished. Integers only (a signal's report
+ * logs it too). */
+void gmt_report_headline(gmt_reason_t reason, char *buf, size_t len);
+
 /* Rebuilds the report of the process whose state file is state_path (GPUMEMTRACE_STATE) and
  * writes it to fd, marked process.recovered; reason "signal" (signal null) unless the owner
  * exited cleanly. Replaces this process's own core state. 0 or a negative errno with one line

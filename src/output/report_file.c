@@ -349,14 +349,18 @@ int gmt_report_file_write(const char *path, gmt_reason_t reason, const char *sig
             }
             rc = write_at(target, cand, base, reason, signal_name, seq);
             if (rc == 0) {
-                gmt_info("%s report written to the fallback location %s instead of %s",
-                         gmt_reason_name(reason), target, first);
+                char says[160];
+                gmt_report_headline(reason, says, sizeof says);
+                gmt_info("%s report written to the fallback location %s instead of %s%s",
+                         gmt_reason_name(reason), target, first, says);
                 break;
             }
             gmt_error("cannot write report to the fallback %s: %s", target, strerror(-rc));
         }
     } else if (rc == 0) {
-        gmt_info("%s report written to %s", gmt_reason_name(reason), target);
+        char says[160];
+        gmt_report_headline(reason, says, sizeof says);
+        gmt_info("%s report written to %s%s", gmt_reason_name(reason), target, says);
     } else if (what) {
         gmt_error("report target %s exists and is %s: it is not replaced", target, what);
     } else {

@@ -7,6 +7,7 @@ validation and the temporary-file check) and asserts what must hold under storms
 failures and hostile settings. Every case is bounded in time.
 """
 import argparse
+import json
 import os
 import stat
 import subprocess
@@ -347,8 +348,20 @@ def case_no_cuda_line(ctx):
     rep_name = [n for n in ctx.files()]
     expect_eq("report files", len(rep_name), 1)
     path = os.path.join(ctx.work, rep_name[0])
+    # the line that names the report gives its headline: the report's own figures
+    with open(path) as f:
+        rep = json.load(f)
+    lk = rep["leaks"]
+    expect_eq("the report's leaks", (lk["count"] > 0, lk["groups_total"] > 0), (True, True))
+
+    def mib(n):
+        return f"{n / 1048576:.2f} MiB" if n >= 1048576 else (
+            f"{n / 1024:.2f} KiB" if n >= 1024 else f"{n} B")
+    n, g = lk["count"], lk["groups_total"]
     want = [f"gpumemtrace: tracing on; the report will be written to {path}",
-            f"gpumemtrace: exit report written to {path}"]
+            f"gpumemtrace: exit report written to {path}: {mib(lk['total_bytes'])} live at exit "
+            f"in {n} allocation{'' if n == 1 else 's'} ({g} call stack{'' if g == 1 else 's'}), "
+            f"peak {mib(rep['summary']['peak_bytes'])}"]
     lines = [l for l in r.stderr.splitlines() if l.startswith("gpumemtrace:")]
     expect_eq("stderr lines", lines, want)
 
