@@ -433,6 +433,14 @@ def torch_run(c, name, extra_env):
               extra_env=extra_env, timeout=110)
     c.program_ok(r)
     rep = c.load(r)
+    # the line naming the report gives its headline: the report's own leak figures
+    line = next((l for l in r.stderr.splitlines()
+                 if l.startswith(f"gpumemtrace: exit report written to {r.report_path}")), "")
+    hm = re.search(r" live at exit in (\d+) allocations? \((\d+) call stacks?\), peak ", line)
+    lk = rep.get("leaks") or {}
+    c.expect("the exit line's allocations and call stacks = leaks.count, leaks.groups_total",
+             (int(hm.group(1)), int(hm.group(2))) if hm else line,
+             (lk.get("count"), lk.get("groups_total")))
     st = read_json(res)
     c.details["torch_stats"] = st
     c.details["report"] = c.facts(rep)
