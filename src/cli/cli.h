@@ -347,8 +347,13 @@ const char *gmt_report_job_reason(const gmt_report_t *rep, bool *known);
 
 /* Typed field accessors: the value of obj[key] when it exists with that type, else dflt. */
 int64_t gmt_json_int(const cJSON *obj, const char *key, int64_t dflt);
+/* A count of obj[key] as the loader reads counts (docs/cli.md, "Reading reports"): 0 when it is
+ * not a number above 0, INT64_MAX from 2^63 up (gmt_json_int gives dflt there: a drop count of
+ * 1e19 read as none, and check passed the limits it left unknown). */
+int64_t gmt_json_count(const cJSON *obj, const char *key);
 /* The events a report's capture section counts as dropped, every reason summed (saturating at
- * INT64_MAX; a reason that is not a positive integer counts nothing): 0 when there is none. */
+ * INT64_MAX; a reason that is not a positive number counts nothing, gmt_json_count): 0 when
+ * there is none. */
 int64_t gmt_capture_dropped(const cJSON *capture);
 /* The events a report says the tracer dropped (capture.dropped; a merged report's, the ranks'
  * summed), by what they leave out of its figures: an allocation that found no room in the live

@@ -503,8 +503,8 @@ static void print_header(const view_t *v)
                RESET(v));
         cJSON_ArrayForEach(arg, dropped)
         {
-            if (gmt_json_int(dropped, arg->string, 0) > 0)
-                printf(" %s %" PRId64, gmt_tty(arg->string), gmt_json_int(dropped, arg->string, 0));
+            if (gmt_json_count(dropped, arg->string) > 0)
+                printf(" %s %" PRId64, gmt_tty(arg->string), gmt_json_count(dropped, arg->string));
         }
         putchar('\n');
     }

@@ -1434,6 +1434,13 @@ int64_t gmt_json_int(const cJSON *obj, const char *key, int64_t dflt)
     return (int64_t)v->valuedouble;
 }
 
+int64_t gmt_json_count(const cJSON *obj, const char *key)
+{
+    double d = gmt_json_num(obj, key, 0);
+    if (!(d > 0)) return 0;
+    return d >= 0x1p63 ? INT64_MAX : (int64_t)d;
+}
+
 int64_t gmt_capture_dropped(const cJSON *capture)
 {
     const cJSON *dropped = cJSON_GetObjectItemCaseSensitive(capture, "dropped"), *m;
@@ -1441,7 +1448,7 @@ int64_t gmt_capture_dropped(const cJSON *capture)
     int64_t sum = 0;
     cJSON_ArrayForEach(m, dropped)
     {
-        int64_t d = gmt_json_int(dropped, m->string, 0);
+        int64_t d = gmt_json_count(dropped, m->string);
         if (d > 0) sum = d > INT64_MAX - sum ? INT64_MAX : sum + d;
     }
     return sum;
@@ -1468,7 +1475,7 @@ void gmt_drops_from(const cJSON *dropped, gmt_drops_t *d)
     if (!cJSON_IsObject(dropped)) return;
     cJSON_ArrayForEach(m, dropped)
     {
-        int64_t n = gmt_json_int(dropped, m->string, 0);
+        int64_t n = gmt_json_count(dropped, m->string);
         if (n <= 0 || strcmp(m->string, "failure_records") == 0) continue;
         drops_add(d,
                   strcmp(m->string, "table_full") == 0 ? 0

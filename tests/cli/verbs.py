@@ -624,6 +624,9 @@ def case_check_dropped(c):
     # a reason this check does not know (a later tracer's) is taken as lost events
     out, _, _ = c.cli_run("check", with_drop("resampled", 2), *lims, rc=1)
     expect(out.count("FAIL ") == 3 and "capture.dropped resampled 2)" in out, out)
+    # a count past int64 is the most it holds, as every count (1e19 read as none: passed)
+    out, _, _ = c.cli_run("check", with_drop("before_init", 1e19), *lims, rc=1)
+    expect(out.count("FAIL ") == 3 and "before_init 9223372036854775807)" in out, out)
     # diff --max-growth: NEW's drops leave its peak and leaks short, so a growth within the
     # limit is unknown; OLD's only lower OLD's figures (the growth shown is at least the true
     # one), so a pass stays a pass
@@ -671,6 +674,7 @@ def case_check_merged_rank_drops(c):
         json.dump(mj, f)
     out, _, _ = c.cli_run("check", old, "--max-peak-bytes", "1G", rc=1)
     expect(out.count("FAIL ") == 2 and "rank 0" in out, out)
+
     # rank 1 a snapshot, rank 0 its final report (merge leaves snapshots out beside final
     # reports, so a merged file of the two is an edited one): rank 0's GPU judged, rank 1's
     # so far
@@ -3255,6 +3259,11 @@ def case_load_fields(c):
     rep["capture"]["dropped"] = {"table_full": 9e18, "stacks": 9e18}
     out = report(rep)
     expect("events    1536 seen, 9223372036854775807 dropped," in out, "drops of 2 x 9e18:\n" + out)
+    # one past int64 is the most it holds, not none (1e19 was 0 dropped, and no note)
+    rep["capture"]["dropped"] = {"table_full": 1e19}
+    out = report(rep)
+    expect("9223372036854775807 dropped," in out and
+           "incomplete: table_full 9223372036854775807\n" in out, "drops of 1e19:\n" + out)
     # a peak without "share" shows none (not 0.0%); a fragmentation past a double's range is
     # unknown, as is one left out
     rep = c.load(v1)
