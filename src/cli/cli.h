@@ -233,7 +233,7 @@ typedef struct gmt_rank_s {
      * whose "dropped" sums every reason and cannot say). */
     int peak_short, leaks_cut;
     /* merged.ranks[].dropped_by_kind: the rank's own capture.dropped (gmt_drops_from reads
-     * it); NULL where the merge did not write it. */
+     * it); NULL where the merge did not write it, or a member is not a number (not known). */
     const cJSON *dropped_by_kind;
 } gmt_rank_t;
 

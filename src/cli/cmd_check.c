@@ -585,12 +585,18 @@ static const char *nonfinal_reason(const gmt_report_t *rep, int64_t *rank)
     return ran_on(rep->reason) ? rep->reason : NULL;
 }
 
-/* The merged rank `rank` of a merged report; NULL when it lists none such. */
+/* The merged rank `rank` of a merged report; NULL when it lists none such, or more than one
+ * (an edited file: merge numbers its ranks apart): which one's drops and reason a figure of
+ * that number rests on is not known, so the job's decide, as without the rank's own. */
 static const gmt_rank_t *rank_of(const gmt_report_t *rep, int64_t rank)
 {
-    for (size_t i = 0; i < rep->nranks; i++)
-        if (rep->ranks[i].rank == rank) return &rep->ranks[i];
-    return NULL;
+    const gmt_rank_t *found = NULL;
+    for (size_t i = 0; i < rep->nranks; i++) {
+        if (rep->ranks[i].rank != rank) continue;
+        if (found) return NULL;
+        found = &rep->ranks[i];
+    }
+    return found;
 }
 
 /* check judges a run: a limit that holds over the figures of a report written while the

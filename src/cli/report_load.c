@@ -230,6 +230,21 @@ static int json_flag(const cJSON *obj, const char *key)
     return cJSON_IsBool(v) ? cJSON_IsTrue(v) : -1;
 }
 
+/* A merged rank's dropped_by_kind when it is an object whose every member is a number (a count,
+ * read as gmt_json_count reads it); NULL otherwise: a member check cannot read ("7", null) is a
+ * count not known, which read as none passed the rank's GPU limits that the job's summed
+ * capture.dropped leaves unknown (check then judges the rank's figures by that sum). */
+static const cJSON *drops_object(const cJSON *o)
+{
+    const cJSON *m;
+    if (!cJSON_IsObject(o)) return NULL;
+    cJSON_ArrayForEach(m, o)
+    {
+        if (!cJSON_IsNumber(m)) return NULL;
+    }
+    return o;
+}
+
 /* The refusal of a report whose nc noted a member that is not an integer; 0 when none. The
  * value is printed with the fewest digits that read back as it. */
 static int not_whole_why(const num_check_t *nc, char *why, size_t why_len)
@@ -931,8 +946,8 @@ static int build_model(gmt_report_t *rep, num_check_t *nc, char *why, size_t why
             r->suspects_total = json_count_known(nc, j, "growth_suspects_total");
             r->peak_short = json_flag(j, "peak_short");
             r->leaks_cut = json_flag(j, "leaks_cut");
-            const cJSON *dk = cJSON_GetObjectItemCaseSensitive(j, "dropped_by_kind");
-            r->dropped_by_kind = cJSON_IsObject(dk) ? dk : NULL;
+            r->dropped_by_kind =
+                drops_object(cJSON_GetObjectItemCaseSensitive(j, "dropped_by_kind"));
         }
         rep->imbalance = gmt_json_num(merged, "imbalance", 0);
         if (!(rep->imbalance >= 0) || !isfinite(rep->imbalance)) rep->imbalance = 0;

@@ -675,6 +675,44 @@ def case_check_merged_rank_drops(c):
     out, _, _ = c.cli_run("check", old, "--max-peak-bytes", "1G", rc=1)
     expect(out.count("FAIL ") == 2 and "rank 0" in out, out)
 
+    # a rank's own drops that check cannot read are not known: its GPUs are judged by the job's
+    # sum ("7" and null read as none, and rank 1's GPU passed); a count past int64 is the most
+    # int64 holds (1e19 read as none, in capture.dropped too)
+    def edited(name, fn):
+        x = c.load(m)
+        fn(x)
+        path = c.path(name)
+        with open(path, "w") as f:
+            json.dump(x, f)
+        return path
+
+    for bad in ("7", None):
+        path = edited("str.json", lambda x: x["merged"]["ranks"][1]["dropped_by_kind"].update(
+            table_full=bad))
+        out, _, _ = c.cli_run("check", path, "--max-peak-bytes", "1G", rc=1)
+        fails = [l for l in out.splitlines() if l.startswith("FAIL ")]
+        expect(len(fails) == 1 and "rank 1" in fails[0] and
+               "capture.dropped table_full 7)" in fails[0], f"table_full {bad!r}:\n{out}")
+
+    def huge(x):
+        x["merged"]["ranks"][1]["dropped_by_kind"]["table_full"] = 1e19
+        x["capture"]["dropped"]["table_full"] = 1e19
+    out, _, _ = c.cli_run("check", edited("huge.json", huge), "--max-peak-bytes", "1G", rc=1)
+    fails = [l for l in out.splitlines() if l.startswith("FAIL ")]
+    expect(len(fails) == 1 and "rank 1" in fails[0] and
+           "capture.dropped table_full 9223372036854775807)" in fails[0], "1e19:\n" + out)
+    # two ranks of one number (an edited file: merge numbers them apart): whose drops a GPU of
+    # that number rests on is not known, so the job's judge both (rank 1's table_full 7,
+    # renumbered 0, passed as the first rank 0's)
+    def twins(x):
+        for sect in ("devices", "fragmentation", "peak"):
+            for e in x.get(sect) or []:
+                if e.get("rank") == 1:
+                    e["rank"] = 0
+        x["merged"]["ranks"][1]["rank"] = 0
+    out, _, _ = c.cli_run("check", edited("twins.json", twins), "--max-peak-bytes", "1G", rc=1)
+    fails = [l for l in out.splitlines() if l.startswith("FAIL ")]
+    expect(len(fails) == 2 and all("capture.dropped table_full 7)" in l for l in fails), out)
     # rank 1 a snapshot, rank 0 its final report (merge leaves snapshots out beside final
     # reports, so a merged file of the two is an edited one): rank 0's GPU judged, rank 1's
     # so far
