@@ -168,6 +168,22 @@ static int rank_ord_cmp(const void *a, const void *b)
     return (x->idx > y->idx) - (x->idx < y->idx);
 }
 
+/* A rank's capture.dropped (each reason's count, read as check reads it: gmt_json_count, so
+ * an edited report's negative or fractional count is not copied into a file the schema then
+ * refuses), for merged.ranks[]: the merged capture.dropped sums the ranks', which cannot say
+ * whose peak is short. */
+static cJSON *dropped_by_kind(const gmt_report_t *r)
+{
+    cJSON *o = cJSON_CreateObject();
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(r->capture, "dropped"), *m;
+    cJSON_ArrayForEach(m, d)
+    {
+        if (o && m->string && cJSON_IsNumber(m))
+            cJSON_AddNumberToObject(o, m->string, (double)gmt_json_count(d, m->string));
+    }
+    return o;
+}
+
 /* The job's capture section: the lowest rank's (backends, symbols, table, ...), with events and
  * dropped summed over the ranks, so no rank's dropped events go unsaid, and every rank's
  * warnings, each starting "rank R: ". Of capture.python the words (status, version, the code
@@ -211,7 +227,11 @@ static cJSON *merged_capture(const gmt_report_t *reps, const rank_ord_t *ord, si
         const cJSON *d = cJSON_GetObjectItemCaseSensitive(c, "dropped");
         const cJSON *p = cJSON_GetObjectItemCaseSensitive(c, "python");
         if (cJSON_IsObject(e)) sum_into(events, e);
-        if (cJSON_IsObject(d)) sum_into(dropped, d);
+        if (cJSON_IsObject(d)) { /* counts as check reads them, as in merged.ranks[] */
+            cJSON *clean = dropped_by_kind(&reps[ord[at].idx]);
+            sum_into(dropped, clean ? clean : d); /* out of memory: as given, never lost */
+            cJSON_Delete(clean);
+        }
         if (py && cJSON_IsObject(p)) sum_into(py, p);
         const cJSON *ws = cJSON_GetObjectItemCaseSensitive(c, "warnings");
         cJSON_ArrayForEach(w, (cJSON_IsArray(ws) ? ws : NULL))
@@ -331,20 +351,6 @@ static bool peak_short(const gmt_report_t *r)
 static bool leaks_cut(const gmt_report_t *r)
 {
     return r->groups_total > r->nleaks;
-}
-
-/* A rank's capture.dropped as its report writes it (each reason's count), for merged.ranks[]:
- * the merged capture.dropped sums the ranks', which cannot say whose peak is short. */
-static cJSON *dropped_by_kind(const gmt_report_t *r)
-{
-    cJSON *o = cJSON_CreateObject();
-    const cJSON *m;
-    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(r->capture, "dropped"))
-    {
-        if (o && m->string && cJSON_IsNumber(m))
-            cJSON_AddNumberToObject(o, m->string, m->valuedouble);
-    }
-    return o;
 }
 
 /* A process's last report (reason exit, signal or crash), as opposed to the ones it writes

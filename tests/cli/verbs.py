@@ -1925,6 +1925,16 @@ def case_merge_cut_lists(c):
            rk["dropped"] == 300 + sum(c.load(w1)["capture"]["dropped"].values()) and
            rk["dropped_by_kind"]["failure_records"] == 300 and rk["peak_short"] is False,
            f"failure_records only:\n{out}\n{mg}")
+    # an edited report's negative and fractional counts: read as check reads them (none, and
+    # the whole part), so the merged file stays valid against the schema
+    rep["capture"]["dropped"].update(failure_records=-3, stacks=2.5)
+    with open(w1f, "w") as f:
+        json.dump(rep, f)
+    c.cli_run("merge", r0, w1f, "-o", c.path("records.json"))
+    mj = c.load(c.path("records.json"))
+    schema.validate(mj)
+    dk = mj["merged"]["ranks"][1]["dropped_by_kind"]
+    expect(dk["failure_records"] == 0 and dk["stacks"] == 2, f"edited counts: {dk}")
 
 
 @case
