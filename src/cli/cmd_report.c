@@ -491,7 +491,7 @@ static void print_header(const view_t *v)
     const cJSON *warnings = cJSON_GetObjectItemCaseSensitive(cap, "warnings");
     int nwarn = cJSON_IsArray(warnings) ? cJSON_GetArraySize(warnings) : 0;
     printf("  events    %" PRId64 " seen, %" PRId64 " dropped, %d warning%s%s\n",
-           gmt_json_int(events, "total", 0), drops, nwarn, nwarn == 1 ? "" : "s",
+           gmt_json_count(events, "total"), drops, nwarn, nwarn == 1 ? "" : "s",
            rep->nranks ? " (all ranks)" : "");
     cJSON_ArrayForEach(arg, warnings)
     {

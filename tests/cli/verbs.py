@@ -3312,6 +3312,13 @@ def case_load_fields(c):
     out = report(rep)
     expect("9223372036854775807 dropped," in out and
            "incomplete: table_full 9223372036854775807\n" in out, "drops of 1e19:\n" + out)
+    # the events seen past int64 likewise (1e19 read as "0 seen"); none below 1
+    rep["capture"]["events"]["total"] = 1e19
+    out = report(rep)
+    expect("events    9223372036854775807 seen," in out, "events of 1e19:\n" + out)
+    rep["capture"]["events"]["total"] = -4
+    out = report(rep)
+    expect("events    0 seen," in out, "events of -4:\n" + out)
     # a peak without "share" shows none (not 0.0%); a fragmentation past a double's range is
     # unknown, as is one left out
     rep = c.load(v1)
