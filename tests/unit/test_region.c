@@ -148,6 +148,17 @@ static void test_state_file_round_trip(void **state)
     gmt_region_destroy();
 }
 
+/* A new state file `name` in the test's folder, its stores set up as the core's would be:
+ * path gets its name. */
+static void new_state(char *path, size_t len, const char *name)
+{
+    gmt_region_destroy();
+    snprintf(path, len, "%s/%s", dir, name);
+    unlink(path);
+    assert_int_equal(gmt_region_create(path), 0);
+    fake_stores();
+}
+
 /* A recovery reads the bytes it checks once: what the file's owner (which may be hostile, and
  * still running: `top`) writes into the file or how it truncates it afterwards is not seen.
  * Found by flipping a state file between truncated and whole while `report --recover` ran: 19
@@ -156,12 +167,8 @@ static void test_state_file_round_trip(void **state)
 static void test_attach_is_blind_to_later_changes(void **state)
 {
     (void)state;
-    gmt_region_destroy();
     char path[512];
-    snprintf(path, sizeof path, "%s/changed.gmt", dir);
-    unlink(path);
-    assert_int_equal(gmt_region_create(path), 0);
-    fake_stores();
+    new_state(path, sizeof path, "changed.gmt");
     uint64_t off;
     assert_int_equal(gmt_region_alloc(GMT_ARENA_FRAMES, 4 * MIB, 8, &off), 0);
     for (uint64_t i = 0; i < 4 * MIB / 8; i++)
@@ -198,12 +205,8 @@ static void test_attach_is_blind_to_later_changes(void **state)
 static void test_attach_leaves_arenas_unread(void **state)
 {
     (void)state;
-    gmt_region_destroy();
     char path[512];
-    snprintf(path, sizeof path, "%s/partial.gmt", dir);
-    unlink(path);
-    assert_int_equal(gmt_region_create(path), 0);
-    fake_stores();
+    new_state(path, sizeof path, "partial.gmt");
     uint64_t fr, tb;
     assert_int_equal(gmt_region_alloc(GMT_ARENA_FRAMES, 1 * MIB, 8, &fr), 0);
     assert_int_equal(gmt_region_alloc(GMT_ARENA_TABLE, 8 * MIB, 4096, &tb), 0);
@@ -293,11 +296,8 @@ static void expect_refused(const char *path, int want_rc, const char *want_text)
 static void test_attach_refuses_bad_files(void **state)
 {
     (void)state;
-    gmt_region_destroy();
     char path[512], bad[600];
-    snprintf(path, sizeof path, "%s/good.gmt", dir);
-    assert_int_equal(gmt_region_create(path), 0);
-    fake_stores();
+    new_state(path, sizeof path, "good.gmt");
     uint64_t off;
     assert_int_equal(gmt_region_alloc(GMT_ARENA_TABLE, 3 * MIB, 64, &off), 0);
     gmt_region_destroy();
