@@ -551,27 +551,31 @@ int gmt_export_to(const gmt_report_t *rep, const char *format, const char *stack
  * report gives the view's whole (docs/cli.md, "export"): the whole less the groups listed, shown
  * as one group of one synthetic frame named GMT_UNLISTED_NAME. A whole list, or one whose whole
  * is not known, has none. */
-#define GMT_UNLISTED_NAME "[call stacks not listed (GPUMEMTRACE_TOP): %" PRIu64 "]"
+#define GMT_UNLISTED_NAME     "[call stacks not listed (GPUMEMTRACE_TOP): %" PRIu64 "]"
+#define GMT_UNLISTED_NAME_LEN 96
 typedef struct gmt_unlisted_s {
-    int64_t rank;   /* -1: the report's (the job's); else that rank's own share */
-    uint64_t bytes; /* what the groups left out hold */
-    uint64_t count; /* their allocations; 0 where not known (a peak's, a merged rank's) */
+    int64_t rank;    /* -1: the report's (the job's); else that rank's own share */
+    uint64_t groups; /* how many groups the whole list leaves out (the N of the name) */
+    uint64_t bytes;  /* what the groups left out hold */
+    uint64_t count;  /* their allocations; 0 where not known (a peak's, a merged rank's) */
     bool has_count;
 } gmt_unlisted_t;
 /* The leaks' remainder (groups not suppressed, as the exporters list them) into out[0..cap),
- * cap at least nranks + 1; how many entries. by_rank: a merged report's split by rank, each
- * rank's from its own leaked_bytes (bytes only), and what no rank accounts for (the
- * allocations) in one entry of rank -1; else one entry for the whole. *groups: how many groups
- * the list leaves out (0: none, or no known whole; then no entry). */
-size_t gmt_leaks_unlisted(const gmt_report_t *rep, bool by_rank, gmt_unlisted_t *out, size_t cap,
-                          uint64_t *groups);
+ * cap at least nranks + 1; how many entries (0: the list is whole, or has no known whole).
+ * by_rank: a merged report's split by rank, each rank's from its own leaked_bytes (bytes only),
+ * and what no rank accounts for (the allocations) in one entry of rank -1; else one entry for
+ * the whole. */
+size_t gmt_leaks_unlisted(const gmt_report_t *rep, bool by_rank, gmt_unlisted_t *out, size_t cap);
 /* A device's peak owners' remainder: the peak's bytes less the owners listed; false when the
  * list is whole (or the listed owners hold all of the peak's bytes). */
 bool gmt_peak_unlisted(const gmt_peak_t *p, gmt_unlisted_t *u);
+/* The remainder's frame name, GMT_UNLISTED_NAME of its groups, into name; returns name. */
+char *gmt_unlisted_name(const gmt_unlisted_t *u, char *name, size_t len);
 /* The remainder as a group (kind and api NULL, device GMT_CLI_NO_DEVICE) whose stack is one
- * frame named name; f and st hold the frame and the stack it points to. */
-void gmt_unlisted_group(const gmt_unlisted_t *u, const char *name, gmt_frame_t *f, gmt_stack_t *st,
-                        gmt_group_t *g);
+ * frame named as gmt_unlisted_name says, in name; f and st hold the frame and the stack it
+ * points to. */
+void gmt_unlisted_group(const gmt_unlisted_t *u, char *name, size_t len, gmt_frame_t *f,
+                        gmt_stack_t *st, gmt_group_t *g);
 
 /* Exporters (export.c, pprof.c, html.c): each appends the whole output to b; 0 or -errno. */
 int gmt_export_pprof(const gmt_report_t *rep, gmt_buf_t *b);

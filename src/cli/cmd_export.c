@@ -77,10 +77,8 @@ static void json_str_cut(gmt_buf_t *b, char *s)
 
 /* ---- what a cut list leaves out (cli.h, docs/cli.md "export") ---- */
 
-size_t gmt_leaks_unlisted(const gmt_report_t *rep, bool by_rank, gmt_unlisted_t *out, size_t cap,
-                          uint64_t *groups)
+size_t gmt_leaks_unlisted(const gmt_report_t *rep, bool by_rank, gmt_unlisted_t *out, size_t cap)
 {
-    *groups = 0;
     if (rep->groups_total <= rep->nleaks || !rep->has_leak_bytes || cap == 0) return 0;
     uint64_t bytes = 0, count = 0;
     for (size_t i = 0; i < rep->nleaks; i++) {
@@ -92,7 +90,7 @@ size_t gmt_leaks_unlisted(const gmt_report_t *rep, bool by_rank, gmt_unlisted_t 
     bytes = rep->leak_bytes > bytes ? rep->leak_bytes - bytes : 0;
     count = rep->leak_count > count ? rep->leak_count - count : 0;
     if (!bytes && !count) return 0;
-    *groups = rep->groups_total - rep->nleaks;
+    uint64_t groups = rep->groups_total - rep->nleaks;
     size_t n = 0;
     for (size_t r = 0; by_rank && r < rep->nranks && n + 1 < cap; r++) {
         uint64_t listed = 0;
@@ -103,11 +101,12 @@ size_t gmt_leaks_unlisted(const gmt_report_t *rep, bool by_rank, gmt_unlisted_t 
             rep->ranks[r].leaked_bytes > listed ? rep->ranks[r].leaked_bytes - listed : 0;
         if (own > bytes) own = bytes; /* the ranks' shares never exceed the job's remainder */
         if (!own) continue;
-        out[n++] = (gmt_unlisted_t){.rank = rep->ranks[r].rank, .bytes = own};
+        out[n++] = (gmt_unlisted_t){.rank = rep->ranks[r].rank, .groups = groups, .bytes = own};
         bytes -= own;
     }
     if (bytes || count)
-        out[n++] = (gmt_unlisted_t){.rank = -1, .bytes = bytes, .count = count, .has_count = true};
+        out[n++] = (gmt_unlisted_t){
+            .rank = -1, .groups = groups, .bytes = bytes, .count = count, .has_count = true};
     return n;
 }
 
@@ -118,14 +117,21 @@ bool gmt_peak_unlisted(const gmt_peak_t *p, gmt_unlisted_t *u)
     for (size_t k = 0; k < p->ngroups; k++)
         listed = gmt_add_sat(listed, p->groups[k].bytes);
     if (listed >= p->bytes) return false;
-    *u = (gmt_unlisted_t){.rank = p->rank, .bytes = p->bytes - listed};
+    *u = (gmt_unlisted_t){
+        .rank = p->rank, .groups = p->groups_total - p->ngroups, .bytes = p->bytes - listed};
     return true;
 }
 
-void gmt_unlisted_group(const gmt_unlisted_t *u, const char *name, gmt_frame_t *f, gmt_stack_t *st,
-                        gmt_group_t *g)
+char *gmt_unlisted_name(const gmt_unlisted_t *u, char *name, size_t len)
 {
-    *f = (gmt_frame_t){.symbol = name, .line = -1, .offset = -1};
+    snprintf(name, len, GMT_UNLISTED_NAME, u->groups);
+    return name;
+}
+
+void gmt_unlisted_group(const gmt_unlisted_t *u, char *name, size_t len, gmt_frame_t *f,
+                        gmt_stack_t *st, gmt_group_t *g)
+{
+    *f = (gmt_frame_t){.symbol = gmt_unlisted_name(u, name, len), .line = -1, .offset = -1};
     *st = (gmt_stack_t){.id = -1, .n = 1, .frames = f};
     *g = (gmt_group_t){.stack_id = -1,
                        .bytes = u->bytes,
@@ -178,7 +184,7 @@ static int export_folded(const gmt_report_t *rep, gmt_buf_t *b, const char *whic
         return 0;
     }
     /* a list cut at GPUMEMTRACE_TOP: one line more for what it leaves out, last */
-    char name[96];
+    char name[GMT_UNLISTED_NAME_LEN];
     gmt_unlisted_t u = {0}; /* set where used: a compiler cannot always tell */
     gmt_frame_t f;
     gmt_stack_t st;
@@ -189,17 +195,14 @@ static int export_folded(const gmt_report_t *rep, gmt_buf_t *b, const char *whic
             for (size_t k = 0; k < p->ngroups; k++)
                 folded_group(b, &p->groups[k]);
             if (!gmt_peak_unlisted(p, &u)) continue;
-            snprintf(name, sizeof name, GMT_UNLISTED_NAME, p->groups_total - p->ngroups);
-            gmt_unlisted_group(&u, name, &f, &st, &g);
+            gmt_unlisted_group(&u, name, sizeof name, &f, &st, &g);
             folded_group(b, &g);
         }
     } else {
         for (size_t i = 0; i < rep->nleaks; i++)
             if (!rep->leak_groups[i].suppressed) folded_group(b, &rep->leak_groups[i]);
-        uint64_t groups;
-        if (gmt_leaks_unlisted(rep, false, &u, 1, &groups)) {
-            snprintf(name, sizeof name, GMT_UNLISTED_NAME, groups);
-            gmt_unlisted_group(&u, name, &f, &st, &g);
+        if (gmt_leaks_unlisted(rep, false, &u, 1)) {
+            gmt_unlisted_group(&u, name, sizeof name, &f, &st, &g);
             folded_group(b, &g);
         }
     }
@@ -279,7 +282,7 @@ static int export_speedscope(const gmt_report_t *rep, gmt_buf_t *b)
         const char *unit = "bytes";
         /* a list cut at GPUMEMTRACE_TOP: one sample more for what it leaves out, where the
          * report gives the whole (docs/cli.md, "Lists cut at GPUMEMTRACE_TOP") */
-        char unlisted[96];
+        char unlisted[GMT_UNLISTED_NAME_LEN];
         gmt_unlisted_t u = {0}; /* set where used: a compiler cannot always tell */
         bool has_u = false;
         if (p == rep->npeaks + 1) {
@@ -297,22 +300,19 @@ static int export_speedscope(const gmt_report_t *rep, gmt_buf_t *b)
             rc = speedscope_samples(&fr, &frames, &s, &w, rep->leak_groups, rep->nleaks, true,
                                     &total);
             snprintf(name, sizeof name, "leaks (live at exit)");
-            uint64_t groups;
-            has_u = gmt_leaks_unlisted(rep, false, &u, 1, &groups) > 0;
-            snprintf(unlisted, sizeof unlisted, GMT_UNLISTED_NAME, groups);
+            has_u = gmt_leaks_unlisted(rep, false, &u, 1) > 0;
         } else {
             const gmt_peak_t *pk = &rep->peaks[p - 1];
             rc = speedscope_samples(&fr, &frames, &s, &w, pk->groups, pk->ngroups, false, &total);
             snprintf(name, sizeof name, "peak owners %s at %.3f s",
                      gmt_device_label(pk->device, pk->rank, label, sizeof label), pk->time);
             has_u = gmt_peak_unlisted(pk, &u);
-            snprintf(unlisted, sizeof unlisted, GMT_UNLISTED_NAME, pk->groups_total - pk->ngroups);
         }
         if (!rc && has_u) {
             gmt_frame_t f;
             gmt_stack_t st;
             gmt_group_t g;
-            gmt_unlisted_group(&u, unlisted, &f, &st, &g);
+            gmt_unlisted_group(&u, unlisted, sizeof unlisted, &f, &st, &g);
             rc = speedscope_samples(&fr, &frames, &s, &w, &g, 1, false, &total);
         }
         if (!rc) {

@@ -29,10 +29,10 @@ ASSET(page_css)
 /* A cut list's remainder (docs/cli.md, "Lists cut at GPUMEMTRACE_TOP") as a group of the
  * page's: its one frame by name ("frames", not a stack of the report's), its allocations null
  * where not known; device: the peak's device label, else the rank's (a merged report's). */
-static void json_unlisted(gmt_buf_t *b, bool first, const gmt_unlisted_t *u, const char *name,
-                          const char *device)
+static void json_unlisted(gmt_buf_t *b, bool first, const gmt_unlisted_t *u, const char *device)
 {
-    char dev[48];
+    char dev[48], name[GMT_UNLISTED_NAME_LEN];
+    gmt_unlisted_name(u, name, sizeof name);
     if (!device) {
         dev[0] = '\0';
         if (u->rank >= 0) snprintf(dev, sizeof dev, "rank %" PRId64, u->rank);
@@ -52,10 +52,9 @@ static void json_unlisted(gmt_buf_t *b, bool first, const gmt_unlisted_t *u, con
     gmt_buf_put(b, "}", 1);
 }
 
-/* The groups listed, then nu remainder entries of a cut list (named name; device as
- * json_unlisted's). */
+/* The groups listed, then nu remainder entries of a cut list (device as json_unlisted's). */
 static void json_groups(gmt_buf_t *b, const gmt_group_t *g, size_t n, bool skip_supp,
-                        const gmt_unlisted_t *u, size_t nu, const char *name, const char *device)
+                        const gmt_unlisted_t *u, size_t nu, const char *device)
 {
     char where[1024], dev[48];
     bool first = true;
@@ -79,7 +78,7 @@ static void json_groups(gmt_buf_t *b, const gmt_group_t *g, size_t n, bool skip_
         first = false;
     }
     for (size_t i = 0; i < nu; i++) {
-        json_unlisted(b, first, &u[i], name, device);
+        json_unlisted(b, first, &u[i], device);
         first = false;
     }
     gmt_buf_put(b, "]", 1);
@@ -270,14 +269,11 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
 
     /* a list cut at GPUMEMTRACE_TOP: what it leaves out as rows and frames of their own, a
      * merged report's by rank (its rows name their rank) */
-    char unlisted[96];
-    uint64_t ugroups = 0;
     gmt_unlisted_t *u = calloc(rep->nranks + 1, sizeof *u);
-    size_t nu = u ? gmt_leaks_unlisted(rep, true, u, rep->nranks + 1, &ugroups) : 0;
+    size_t nu = u ? gmt_leaks_unlisted(rep, true, u, rep->nranks + 1) : 0;
     if (!u) b->failed = true;
-    snprintf(unlisted, sizeof unlisted, GMT_UNLISTED_NAME, ugroups);
     gmt_buf_printf(b, ",\"leakBytes\":%" PRIu64 ",\"leakGroups\":", rep->leak_bytes);
-    json_groups(b, rep->leak_groups, rep->nleaks, true, u, nu, unlisted, NULL);
+    json_groups(b, rep->leak_groups, rep->nleaks, true, u, nu, NULL);
     free(u);
     gmt_buf_puts(b, ",\"peaks\":[");
     for (size_t i = 0; i < rep->npeaks; i++) {
@@ -287,8 +283,7 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
         gmt_buf_printf(b, ",\"bytes\":%" PRIu64 ",\"time\":%.6f,\"groups\":", p->bytes, p->time);
         gmt_unlisted_t pu;
         bool cut = gmt_peak_unlisted(p, &pu);
-        snprintf(unlisted, sizeof unlisted, GMT_UNLISTED_NAME, p->groups_total - p->ngroups);
-        json_groups(b, p->groups, p->ngroups, false, &pu, cut, unlisted, label);
+        json_groups(b, p->groups, p->ngroups, false, &pu, cut, label);
         gmt_buf_put(b, "}", 1);
     }
     gmt_buf_puts(b, "],\"suspects\":[");

@@ -282,17 +282,15 @@ int gmt_export_pprof(const gmt_report_t *rep, gmt_buf_t *out)
     /* A list cut at GPUMEMTRACE_TOP: what it leaves out as samples of one frame of their own
      * (docs/cli.md, "Lists cut at GPUMEMTRACE_TOP"); of a merged report one per rank, as its
      * groups carry their rank, and the rest (the allocations) in one without a rank. */
-    char unlisted[96];
+    char unlisted[GMT_UNLISTED_NAME_LEN];
     gmt_frame_t uf;
     gmt_stack_t ust;
     gmt_group_t ug;
-    uint64_t ugroups;
     gmt_unlisted_t *u = calloc(rep->nranks + 1, sizeof *u);
-    size_t nu = u ? gmt_leaks_unlisted(rep, true, u, rep->nranks + 1, &ugroups) : 0;
+    size_t nu = u ? gmt_leaks_unlisted(rep, true, u, rep->nranks + 1) : 0;
     if (!u) c.oom = true;
-    snprintf(unlisted, sizeof unlisted, GMT_UNLISTED_NAME, nu ? ugroups : 0);
     for (size_t i = 0; i < nu; i++) {
-        gmt_unlisted_group(&u[i], unlisted, &uf, &ust, &ug);
+        gmt_unlisted_group(&u[i], unlisted, sizeof unlisted, &uf, &ust, &ug);
         add_sample(&c, &ug, SAMPLE_LEAK);
     }
     free(u);
@@ -302,8 +300,7 @@ int gmt_export_pprof(const gmt_report_t *rep, gmt_buf_t *out)
             add_sample(&c, &p->groups[k], SAMPLE_PEAK);
         gmt_unlisted_t pu;
         if (!gmt_peak_unlisted(p, &pu)) continue;
-        snprintf(unlisted, sizeof unlisted, GMT_UNLISTED_NAME, p->groups_total - p->ngroups);
-        gmt_unlisted_group(&pu, unlisted, &uf, &ust, &ug);
+        gmt_unlisted_group(&pu, unlisted, sizeof unlisted, &uf, &ust, &ug);
         ug.device = p->device; /* a device's peak: its label, as its owners' */
         add_sample(&c, &ug, SAMPLE_PEAK);
     }
