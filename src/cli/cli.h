@@ -378,6 +378,10 @@ void gmt_drops_from(const cJSON *dropped, gmt_drops_t *d);
 /* How many events of the kinds (GMT_DROP_* bits) d counts, saturating; said (may be NULL)
  * gets what they were, "table_full 3, before_init 1". */
 int64_t gmt_drops_of(const gmt_drops_t *d, int kinds, char *said, size_t len);
+/* The events a report's tracer dropped that its peak leaves out (gmt_report_drops'
+ * GMT_DROP_UNTRACKED and GMT_DROP_LOST; not stacks, which the totals count, nor
+ * failure_records): a merged report's summed, a rank's its own; said as gmt_drops_of's. */
+int64_t gmt_peak_drops(const gmt_report_t *rep, char *said, size_t len);
 double gmt_json_num(const cJSON *obj, const char *key, double dflt);
 const char *gmt_json_str(const cJSON *obj, const char *key, const char *dflt);
 bool gmt_json_bool(const cJSON *obj, const char *key, bool dflt);

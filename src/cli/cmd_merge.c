@@ -329,21 +329,11 @@ static int64_t report_max_stack_id(const gmt_report_t *r)
     return top;
 }
 
-/* The events a rank's tracer dropped that its peak figure leaves out (gmt_report_drops:
- * table_full, before_init, start_stuck, invalid_events, a reason this CLI does not know; not
- * stacks, which the totals count, nor failure_records); said (may be NULL) gets which. */
-static int64_t peak_drops(const gmt_report_t *r, char *said, size_t len)
-{
-    gmt_drops_t d;
-    gmt_report_drops(r, &d);
-    return gmt_drops_of(&d, GMT_DROP_UNTRACKED | GMT_DROP_LOST, said, len);
-}
-
 /* A rank's peak that is not known whole: its dropped events leave it short, or its report
  * gives none (read as 0). One such rank leaves the job's imbalance unknown. */
 static bool peak_short(const gmt_report_t *r)
 {
-    return !r->has_peak || peak_drops(r, NULL, 0) > 0;
+    return !r->has_peak || gmt_peak_drops(r, NULL, 0) > 0;
 }
 
 /* A rank whose leak list GPUMEMTRACE_TOP cut: a group common to all ranks may be among those
@@ -561,7 +551,7 @@ int gmt_cli_merge(int argc, char **argv)
     for (size_t at = 0; at < n; at++) {
         size_t i = ord[at].idx;
         char said[300];
-        int64_t nd = peak_drops(&reps[i], said, sizeof said);
+        int64_t nd = gmt_peak_drops(&reps[i], said, sizeof said);
         if (nd)
             printf("  rank %" PRId64 ": its tracer dropped %" PRId64
                    " event%s that its peak, leaked bytes and leak groups leave out "

@@ -958,10 +958,7 @@ static int build_model(gmt_report_t *rep, num_check_t *nc, char *why, size_t why
         if (ist) {
             rep->imbalance_known = cJSON_IsString(ist) && strcmp(ist->valuestring, "judged") == 0;
         } else {
-            gmt_drops_t d;
-            gmt_report_drops(rep, &d);
-            rep->imbalance_known =
-                gmt_drops_of(&d, GMT_DROP_UNTRACKED | GMT_DROP_LOST, NULL, 0) == 0;
+            rep->imbalance_known = gmt_peak_drops(rep, NULL, 0) == 0;
         }
         for (size_t i = 0; i < rep->nranks; i++)
             if (rep->ranks[i].peak_short == 1) rep->imbalance_known = false;
@@ -1498,6 +1495,13 @@ void gmt_drops_from(const cJSON *dropped, gmt_drops_t *d)
                                                        : 2,
                   m->string, n);
     }
+}
+
+int64_t gmt_peak_drops(const gmt_report_t *rep, char *said, size_t len)
+{
+    gmt_drops_t d;
+    gmt_report_drops(rep, &d);
+    return gmt_drops_of(&d, GMT_DROP_UNTRACKED | GMT_DROP_LOST, said, len);
 }
 
 int64_t gmt_drops_of(const gmt_drops_t *d, int kinds, char *said, size_t len)
