@@ -429,8 +429,9 @@ static struct {
     uint64_t groups;
 } headline;
 
-/* n bytes as "35.00 MiB" (two decimals, binary units, as the command prints them): integer
- * arithmetic only, for a signal handler's report. */
+/* n bytes as "35.00 MiB" (two decimals, binary units, as the command prints them: its %.2f
+ * rounds a tie to even, so does this): integer arithmetic only, for a signal handler's
+ * report. */
 static void fmt_bytes(int64_t n, char *buf, size_t len)
 {
     static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
@@ -446,7 +447,9 @@ static void fmt_bytes(int64_t n, char *buf, size_t len)
     }
     /* hundredths, rounded, without overflow: v / scale is below 1024 here but for PiB */
     uint64_t whole = v / scale, rest = v % scale;
-    uint64_t cents = (uint64_t)(((unsigned __int128)rest * 100 + scale / 2) / scale);
+    unsigned __int128 h = (unsigned __int128)rest * 100;
+    uint64_t cents = (uint64_t)(h / scale), left = (uint64_t)(h % scale);
+    if (left > scale - left || (left == scale - left && (cents & 1))) cents++;
     if (cents == 100) whole++, cents = 0;
     snprintf(buf, len, "%llu.%02llu %s", (unsigned long long)whole, (unsigned long long)cents,
              unit[u]);

@@ -481,6 +481,58 @@ static void test_growth_status(void **state)
     assert_string_equal(growth_status_of(path, &total), "judged");
 }
 
+/* bytes as the command prints them (cli/report_load.c, gmt_fmt_bytes: %.2f of a double, which
+ * rounds a tie to even), for the headline's expected text */
+static void cli_bytes(uint64_t n, char *buf, size_t len)
+{
+    static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
+    if (n < 1024) {
+        snprintf(buf, len, "%llu B", (unsigned long long)n);
+        return;
+    }
+    double v = (double)n / 1024.0;
+    size_t u = 0;
+    while (v >= 1024.0 && u + 1 < sizeof units / sizeof units[0]) {
+        v /= 1024.0;
+        u++;
+    }
+    snprintf(buf, len, "%.2f %s", v, units[u]);
+}
+
+/* The line naming a report gives the report's own figures, its bytes as the command prints
+ * them: a leak total of M MiB and 131072 bytes (M.125 MiB, a tie of the hundredths) reads
+ * M.12, as report and check say it, not M.13. */
+static void test_headline(void **state)
+{
+    (void)state;
+    const char *path = "test_report_headline.json";
+    assert_int_equal(gmt_report_write(path, GMT_REASON_EXIT, NULL, 0), 0);
+    cJSON *r = load(path);
+    uint64_t before = (uint64_t)num(get(r, "leaks"), "total_bytes");
+    cJSON_Delete(r);
+    uint64_t tie = (((before >> 20) + 2) << 20) + 131072, addr = 0x7600000000ull;
+    scratch_site(addr, tie - before);
+    assert_int_equal(gmt_report_write(path, GMT_REASON_EXIT, NULL, 0), 0);
+    r = load(path);
+    const cJSON *leaks = get(r, "leaks");
+    uint64_t bytes = (uint64_t)num(leaks, "total_bytes");
+    int64_t count = num(leaks, "count"), groups = num(leaks, "groups_total");
+    uint64_t peak = (uint64_t)num(get(r, "summary"), "peak_bytes");
+    cJSON_Delete(r);
+    unlink(path);
+    assert_int_equal(bytes, tie);
+    char b[32], p[32], want[256], got[256];
+    cli_bytes(bytes, b, sizeof b);
+    cli_bytes(peak, p, sizeof p);
+    snprintf(want, sizeof want,
+             ": %s live at exit in %lld allocation%s (%lld call stack%s), peak %s", b,
+             (long long)count, count == 1 ? "" : "s", (long long)groups, groups == 1 ? "" : "s", p);
+    gmt_report_headline(GMT_REASON_EXIT, got, sizeof got);
+    assert_string_equal(got, want);
+    assert_non_null(strstr(got, ".12 MiB live"));
+    free_at(addr);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1) report_path = argv[1];
@@ -492,6 +544,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_pools),
         cmocka_unit_test(test_sites_damaged_tag),
         cmocka_unit_test(test_growth_status),
+        cmocka_unit_test(test_headline),
     };
     return cmocka_run_group_tests(tests, group_setup, NULL);
 }
