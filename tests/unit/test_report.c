@@ -23,6 +23,7 @@
 #include <cJSON.h>
 #include <cmocka.h>
 
+#include "cli/cli.h"
 #include "core/config.h"
 #include "core/track.h"
 #include "output/growth.h"
@@ -481,24 +482,6 @@ static void test_growth_status(void **state)
     assert_string_equal(growth_status_of(path, &total), "judged");
 }
 
-/* bytes as the command prints them (cli/report_load.c, gmt_fmt_bytes: %.2f of a double, which
- * rounds a tie to even), for the headline's expected text */
-static void cli_bytes(uint64_t n, char *buf, size_t len)
-{
-    static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
-    if (n < 1024) {
-        snprintf(buf, len, "%llu B", (unsigned long long)n);
-        return;
-    }
-    double v = (double)n / 1024.0;
-    size_t u = 0;
-    while (v >= 1024.0 && u + 1 < sizeof units / sizeof units[0]) {
-        v /= 1024.0;
-        u++;
-    }
-    snprintf(buf, len, "%.2f %s", v, units[u]);
-}
-
 /* The line naming a report gives the report's own figures, its bytes as the command prints
  * them: a leak total of M MiB and 131072 bytes (M.125 MiB, a tie of the hundredths) reads
  * M.12, as report and check say it, not M.13. */
@@ -522,8 +505,8 @@ static void test_headline(void **state)
     unlink(path);
     assert_int_equal(bytes, tie);
     char b[32], p[32], want[256], got[256];
-    cli_bytes(bytes, b, sizeof b);
-    cli_bytes(peak, p, sizeof p);
+    gmt_fmt_bytes(bytes, b, sizeof b); /* as `report` and `check` print them */
+    gmt_fmt_bytes(peak, p, sizeof p);
     snprintf(want, sizeof want,
              ": %s live at exit in %lld allocation%s (%lld call stack%s), peak %s", b,
              (long long)count, count == 1 ? "" : "s", (long long)groups, groups == 1 ? "" : "s", p);
