@@ -214,6 +214,9 @@ typedef struct gmt_rank_s {
     int64_t rank, pid;
     const char *file, *hostname;
     uint64_t peak_bytes, leaked_bytes;
+    /* false where merged.ranks[] gives no number for them (null: the rank's report gave none;
+     * left out or negative: an edited file): shown unknown, never 0 */
+    bool has_peak, has_leaked;
     /* The rank's own process.reason, times and capture.dropped (summed): NULL and -1 in a
      * merged report of a merge that did not write them. */
     const char *reason;

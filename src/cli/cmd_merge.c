@@ -840,7 +840,11 @@ int gmt_cli_merge(int argc, char **argv)
             cJSON_AddStringToObject(o, "file", reps[i].path);
             cJSON_AddNumberToObject(o, "pid", (double)reps[i].pid);
             cJSON_AddStringToObject(o, "hostname", reps[i].hostname);
-            cJSON_AddNumberToObject(o, "peak_bytes", (double)reps[i].peak_bytes);
+            /* a peak the rank's report does not give is null, as its leaked bytes are */
+            if (reps[i].has_peak)
+                cJSON_AddNumberToObject(o, "peak_bytes", (double)reps[i].peak_bytes);
+            else
+                cJSON_AddNullToObject(o, "peak_bytes");
             if (reps[i].has_leak_bytes)
                 cJSON_AddNumberToObject(o, "leaked_bytes", (double)reps[i].leak_bytes);
             else

@@ -170,8 +170,17 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
             gmt_buf_printf(b, ",\"ran\":%.6f", r->duration_s);
         else
             gmt_buf_puts(b, ",\"ran\":null");
-        gmt_buf_printf(b, ",\"dropped\":%" PRId64 ",\"peak\":%" PRIu64 ",\"leaked\":%" PRIu64,
-                       r->dropped, r->peak_bytes, r->leaked_bytes);
+        /* a figure the merged report does not give is null, shown unknown, never 0 */
+        gmt_buf_printf(b, ",\"dropped\":%" PRId64 ",\"peak\":", r->dropped);
+        if (r->has_peak)
+            gmt_buf_printf(b, "%" PRIu64, r->peak_bytes);
+        else
+            gmt_buf_puts(b, "null");
+        gmt_buf_puts(b, ",\"leaked\":");
+        if (r->has_leaked)
+            gmt_buf_printf(b, "%" PRIu64, r->leaked_bytes);
+        else
+            gmt_buf_puts(b, "null");
         /* a peak not known whole is marked (null where the merge did not say) */
         gmt_buf_printf(b, ",\"peak_short\":%s}",
                        r->peak_short < 0 ? "null"

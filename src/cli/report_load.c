@@ -936,6 +936,8 @@ static int build_model(gmt_report_t *rep, num_check_t *nc, char *why, size_t why
             r->hostname = gmt_json_str(j, "hostname", "?");
             r->peak_bytes = json_u64(nc, j, "peak_bytes");
             r->leaked_bytes = json_u64(nc, j, "leaked_bytes");
+            r->has_peak = json_nonnegative(j, "peak_bytes");
+            r->has_leaked = json_nonnegative(j, "leaked_bytes");
             r->reason = gmt_json_str(j, "reason", NULL);
             r->start_time = json_time_known(j, "start_time");
             r->end_time = json_time_known(j, "end_time");

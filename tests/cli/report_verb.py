@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from verbs import Failed, expect, html_data, tty_bytes  # noqa: E402
+from verbs import Failed, chromium, expect, html_data, tty_bytes  # noqa: E402
 from verbs import main as verbs_main  # noqa: E402
 
 KIB, MIB = 1 << 10, 1 << 20
@@ -1103,6 +1103,37 @@ def case_unknown_leak_total(c):
            mj["merged"]["ranks"][1]["leaked_bytes"] is None, json.dumps(mj["leaks"])[:300])
     out, _ = c.run("check", m, "--max-leak-bytes", "1G", rc=1)
     expect("leaked bytes unknown (the report has no leaks.total_bytes)" in out, out)
+    # the merged file's null is read back as unknown, never 0: report --json's ranks[] and the
+    # page's rank row (until session 41 both said 0, and a rank's unknown peak was written 0)
+    expect([r["leaked_bytes"] for r in c.json(m)["ranks"]] == [r0["leaks"]["total_bytes"], None],
+           json.dumps(c.json(m)["ranks"])[:600])
+    r1["summary"]["peak_bytes"] = -1
+    c.run("merge", p0, c.write("u1.json", r1), "-o", m)
+    with open(m) as f:
+        mj = json.load(f)
+    expect([r["peak_bytes"] for r in mj["merged"]["ranks"]] == [r0["summary"]["peak_bytes"], None]
+           and mj["merged"]["ranks"][1]["peak_short"] is True, json.dumps(mj["merged"])[:600])
+    got = [(r["peak_bytes"], r["leaked_bytes"]) for r in c.json(m)["ranks"]]
+    expect(got == [(r0["summary"]["peak_bytes"], r0["leaks"]["total_bytes"]), (None, None)],
+           f"report --json ranks {got}")
+    page = os.path.join(c.work, "um.html")
+    c.run("export", m, "--format", "html", "-o", page)
+    got = [(r["peak"], r["leaked"]) for r in html_data(page)["ranks"]]
+    expect(got == [(r0["summary"]["peak_bytes"], r0["leaks"]["total_bytes"]), (None, None)],
+           f"the page's ranks {got}")
+    browser = chromium()  # setup.sh installs it; the page's data above is checked without it
+    if browser:
+        p = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu",
+                            "--no-first-run", "--user-data-dir=" + os.path.join(c.work, "prof"),
+                            "--host-resolver-rules=MAP * 0.0.0.0", "--virtual-time-budget=5000",
+                            "--dump-dom", "file://" + page], capture_output=True, timeout=90)
+        dom = p.stdout.decode("utf-8", "replace")
+        table = dom.split('id="ranks-table"', 1)[-1].split("</table>", 1)[0]
+        rows = re.findall(r"<tr>(.*?)</tr>", table, re.S)
+        cells = [re.sub(r"<[^>]+>", "|", r).strip("|").split("||") for r in rows]
+        expect(len(cells) == 3 and cells[2][-2:] == ["unknown (not whole)", "unknown"] and
+               cells[1][-2:] == ["12.00 MiB", "4.00 MiB"], f"the page's rank rows {cells}")
+    r1["summary"]["peak_bytes"] = r0["summary"]["peak_bytes"]
     # the merge of a rank without a leak total is valid against the schema the bundle ships
     # (its nulls are the schema's), where the rank's report is otherwise whole
     import jsonschema

@@ -67,7 +67,8 @@
       var row = el('tr');
       [String(r.rank), String(r.pid), r.host, r.reason, r.ran == null ? '?' : r.ran.toFixed(3),
        r.dropped < 0 ? '?' : String(r.dropped),
-       fmtBytes(r.peak) + (r.peak_short ? ' (not whole)' : ''), fmtBytes(r.leaked)].forEach(function (v, i) {
+       (r.peak == null ? 'unknown' : fmtBytes(r.peak)) + (r.peak_short ? ' (not whole)' : ''),
+       r.leaked == null ? 'unknown' : fmtBytes(r.leaked)].forEach(function (v, i) {
         row.appendChild(el('td', { 'class': i === 2 || i === 3 ? '' : 'num' }, v));
       });
       rt.appendChild(row);
