@@ -221,7 +221,7 @@ static int recover(const char *path, bool view, char *err, size_t errlen)
     /* The Python code cache, read-only; a bad one, or none where Python frames were captured,
      * leaves them unresolved, and the report says so (capture.python.code_cache_unusable). */
     void *pc = NULL;
-    if (cs->pycode_off && gmt_region_holds_block(cs->pycode_off, cs->pycode_bytes))
+    if (cs->pycode_off && gmt_region_holds_block(GMT_ARENA_CORE, cs->pycode_off, cs->pycode_bytes))
         pc = GMT_AT(void, cs->pycode_off);
     int pyrc = gmt_py_attach_recovered(pc, pc ? cs->pycode_bytes : 0,
                                        (gmt_py_status_t)cs->py_status, cs->py_version);
@@ -230,7 +230,8 @@ static int recover(const char *path, bool view, char *err, size_t errlen)
                  pyrc == -ENOENT ? "missing" : "not usable");
     /* A growth block outside what the file holds, or misaligned (no block ever is), is never
      * read; the report says its samples were damaged (gmt_track_growth_recovered). */
-    growth_block_bad = cs->growth_off && !gmt_region_holds_block(cs->growth_off, cs->growth_bytes);
+    growth_block_bad =
+        cs->growth_off && !gmt_region_holds_block(GMT_ARENA_CORE, cs->growth_off, cs->growth_bytes);
     if (growth_block_bad) cs->growth_off = 0;
     gmt_core_cfg = cs->cfg;
     gmt_cs = cs;

@@ -524,9 +524,13 @@ static int read_at(int fd, uint8_t *to, uint64_t len, uint64_t off)
     return 0;
 }
 
-bool gmt_region_holds_block(uint64_t off, uint64_t bytes)
+bool gmt_region_holds_block(gmt_arena_id_t a, uint64_t off, uint64_t bytes)
 {
-    return off % GMT_REGION_BLOCK_ALIGN == 0 && gmt_region_contains(off, bytes);
+    gmt_region_header_t *h = gmt_region_header();
+    if (!h || (unsigned)a >= GMT_ARENA_COUNT || (R.unread & (1u << a))) return false;
+    const gmt_arena_t *ar = &h->arenas[a];
+    return off % GMT_REGION_BLOCK_ALIGN == 0 && off >= ar->offset && bytes <= ar->committed &&
+           off - ar->offset <= ar->committed - bytes;
 }
 
 int gmt_region_attach(const char *path, char *err, size_t errlen)

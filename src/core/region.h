@@ -122,8 +122,12 @@ bool gmt_region_contains(uint64_t off, uint64_t bytes);
  * (gmt_region_alloc's align): one read from a state file elsewhere is damage (a misaligned
  * structure is undefined behaviour to read), refused like one outside the file. */
 #define GMT_REGION_BLOCK_ALIGN 64
-/* gmt_region_contains, and off on GMT_REGION_BLOCK_ALIGN. */
-bool gmt_region_holds_block(uint64_t off, uint64_t bytes);
+/* [off, off+bytes) inside the committed part of arena a, the arena read (an arena a recovery
+ * left unread holds nothing), and off on GMT_REGION_BLOCK_ALIGN. A recovered store's block is
+ * checked against the arena it is allocated in, not any: a block placed in another arena is
+ * damage whichever arenas a reader reads (`report --recover` reads the live table's, `top`
+ * does not, and both refuse a stack index placed there). */
+bool gmt_region_holds_block(gmt_arena_id_t a, uint64_t off, uint64_t bytes);
 /* The arena's descriptor (offset, committed...). */
 gmt_arena_t *gmt_region_arena(gmt_arena_id_t a);
 /* Gives the pages of [off, off+bytes) back to the host (contents become zero). */

@@ -299,7 +299,8 @@ int gmt_stacks_validate(gmt_stacks_t *st)
     for (uint32_t lv = st->index_first; lv < st->index_next; lv++) {
         uint64_t m = st->index[lv % GMT_STACKS_INDEX_LEVELS].mask;
         if (m >= (1ull << 32) || (m & (m + 1)) != 0 ||
-            !gmt_region_holds_block(st->index[lv % GMT_STACKS_INDEX_LEVELS].off, (m + 1) * 4))
+            !gmt_region_holds_block(GMT_ARENA_STACK_INDEX,
+                                    st->index[lv % GMT_STACKS_INDEX_LEVELS].off, (m + 1) * 4))
             return -EINVAL;
     }
     st->grow_lock = 0;

@@ -2698,6 +2698,13 @@ def case_state_fields_damaged(ctx):
         ("stats-misaligned", [("header.stats_off", "+4")], 2),
         # the stack index's first level 4 bytes off (its ids are u32s, read misaligned before)
         ("index-misaligned", [("stacks.index0.off", "+4")], 2),
+        # a block placed in another store's arena, aligned and committed: the stack index's
+        # level in the live table's (read as ids by report --recover, which reads that arena,
+        # refused by top, which does not: until session 41), and the growth sampler's block
+        # there (read as samples by one, damaged to the other); now each is judged against its
+        # own arena, alike by both
+        ("index-in-table-arena", [("stacks.index0.off", "@table")], 2),
+        ("growth-in-table-arena", [("core.growth_off", "@table")], growth_damaged),
         # 262,144 BUSY slots as two active levels at once (state_poke table_busy): the check
         # of each slot's moved copy probed the newer level to its end, 262,144^2 probes (a
         # minute; 131,072 took 15 s). Now bounded: recovered, each slot counted live once.

@@ -27,7 +27,8 @@
  *                                  checks cost SLOTS x SLOTS probes; prints slots=SLOTS
  *   state_poke FILE BLOCK.FIELD VALUE
  *                                  writes VALUE (its low bytes, as many as the field has; +N:
- *                                  N added to what is there) into a field of a store's block,
+ *                                  N added to what is there; @table: where the live table's
+ *                                  arena starts) into a field of a store's block,
  *                                  one of `fields` below: the damage
  *                                  fuzz.state found, for integration.state_fields_damaged; prints
  *                                  the value that was there (was=N)
@@ -139,7 +140,8 @@ static int poke_field(const char *name, const char *value)
         if (strcmp(fields[i].name, name) != 0) continue;
         const uint64_t base[] = {0, h.core_off, h.table_off, h.stacks_off};
         uint64_t at = base[fields[i].at] + fields[i].off, was = 0;
-        uint64_t v = (uint64_t)strtoull(value, NULL, 0);
+        uint64_t v = strcmp(value, "@table") == 0 ? h.arenas[GMT_ARENA_TABLE].offset
+                                                  : (uint64_t)strtoull(value, NULL, 0);
         get(at, &was, fields[i].size); /* little-endian: the low bytes */
         if (value[0] == '+') v += was;
         put(at, &v, fields[i].size);

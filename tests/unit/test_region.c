@@ -223,7 +223,10 @@ static void test_attach_leaves_arenas_unread(void **state)
         if (GMT_AT(uint64_t, fr)[i] != i + 1) fail_msg("frame word %llu", (unsigned long long)i);
     assert_true(gmt_region_contains(fr, MIB));
     assert_false(gmt_region_contains(tb, 8));
-    assert_false(gmt_region_holds_block(tb, 64));
+    assert_false(gmt_region_holds_block(GMT_ARENA_TABLE, tb, 64));
+    /* a block is held by its own arena only: the frames' is no table's, nor the core's */
+    assert_true(gmt_region_holds_block(GMT_ARENA_FRAMES, fr, 64));
+    assert_false(gmt_region_holds_block(GMT_ARENA_CORE, fr, 64));
     /* nothing of the table in memory: none of its pages resident */
     unsigned char vec[8 * MIB / 4096];
     assert_int_equal(mincore(GMT_AT(void, tb), 8 * MIB, vec), 0);
@@ -233,6 +236,8 @@ static void test_attach_leaves_arenas_unread(void **state)
 
     assert_int_equal(gmt_region_attach(path, err, sizeof err), 0);
     assert_true(gmt_region_contains(tb, 8 * MIB));
+    assert_true(gmt_region_holds_block(GMT_ARENA_TABLE, tb, 8 * MIB));
+    assert_false(gmt_region_holds_block(GMT_ARENA_FRAMES, tb, 64));
     for (uint64_t i = 0; i < 8 * MIB / 8; i++)
         if (GMT_AT(uint64_t, tb)[i] != ~i) fail_msg("table word %llu", (unsigned long long)i);
     gmt_region_destroy();

@@ -313,6 +313,14 @@ static void test_validate_refuses_corrupt_headers(void **state)
     *st = good;
     st->index[lv].mask = (1ull << 31) - 1; /* a level larger than the region */
     assert_int_equal(gmt_stacks_validate(st), -EINVAL);
+    /* a level placed in another arena, committed and aligned (the frames' first words): read
+     * by a recovery that reads that arena, refused by a view that does not; refused by both */
+    uint64_t fr = gmt_region_arena(GMT_ARENA_FRAMES)->offset;
+    assert_true(gmt_region_contains(fr, 64));
+    *st = good;
+    st->index[lv].off = fr;
+    st->index[lv].mask = 15;
+    assert_int_equal(gmt_stacks_validate(st), -EINVAL);
     *st = good;
     st->grow_lock = 1; /* held by a process that was killed */
     assert_int_equal(gmt_stacks_validate(st), 0);
