@@ -250,9 +250,22 @@ static int speedscope_samples(frames_t *fr, gmt_buf_t *frames, gmt_buf_t *sample
     bool first = samples->len == 0; /* called again for a cut list's remainder */
     for (size_t i = 0; i < n; i++) {
         if (skip_supp && g[i].suppressed) continue;
-        if (!g[i].stack || g[i].stack->n == 0 || g[i].bytes == 0) continue;
+        if (g[i].bytes == 0) continue;
         gmt_buf_puts(samples, first ? "[" : ",[");
-        for (size_t k = g[i].stack->n; k-- > 0;) {
+        if (!g[i].stack || g[i].stack->n == 0) {
+            /* a group without frames (stacks off, GPUMEMTRACE_MIN_BYTES, the stack store
+             * full) is one frame, named as the folded line names it: its bytes are in the
+             * profile's total, as the report counts them */
+            gmt_buf_t nm = {0};
+            gmt_buf_puts(&nm, "[no stack] ");
+            gmt_buf_puts(&nm, g[i].api ? g[i].api : "");
+            gmt_frame_t f = {.symbol = nm.data, .line = -1, .offset = -1};
+            long idx = nm.failed ? -1 : frame_index(fr, frames, &f);
+            gmt_buf_free(&nm);
+            if (idx < 0) return -ENOMEM;
+            gmt_buf_printf(samples, "%ld", idx);
+        }
+        for (size_t k = g[i].stack ? g[i].stack->n : 0; k-- > 0;) {
             long idx = frame_index(fr, frames, &g[i].stack->frames[k]);
             if (idx < 0) return -ENOMEM;
             gmt_buf_printf(samples, "%ld%s", idx, k ? "," : "");

@@ -210,6 +210,40 @@ def case_speedscope(c):
            f"leak total of {w}: {s['profiles'][0]['endValue']}")
 
 
+@case
+def case_speedscope_no_stack(c):
+    """speedscope: a group without frames (GPUMEMTRACE_MIN_BYTES above its size, stacks off,
+    the stack store full) is one sample of one frame '[no stack] API', as the folded line
+    names it, so each profile's endValue is the report's figure; it was no sample at all, and
+    a run traced with GPUMEMTRACE_MIN_BYTES above every allocation exported empty profiles."""
+    def edit(r):
+        r["stacks"]["3"]["frames"] = []  # the leak and peak owner of libpool.so
+        r["leaks"]["groups"].append({"stack_id": 0, "bytes": 4096, "count": 1, "kind": "device",
+                                     "device": 0, "api": "cudaMalloc"})
+    e = edited(c, "ssnostack.json", edit, base="valid_v2.json")
+    export(c, e, "speedscope", "-o", c.path("ssnostack.speedscope.json"))
+    s = check_speedscope(c.path("ssnostack.speedscope.json"))
+    names = [f["name"] for f in s["shared"]["frames"]]
+    prof = s["profiles"]
+    expect([[names[i] for i in smp] for smp in prof[0]["samples"]][1:] ==
+           [["[no stack] cudaMallocAsync"], ["[no stack] cudaMalloc"]] and
+           prof[0]["weights"] == [3145728, 1048576, 4096] and prof[0]["endValue"] == 4198400,
+           f"leak profile {prof[0]} frames {names}")
+    expect(prof[1]["endValue"] == 12582912, f"peak profile {prof[1]}")
+    expect(prof[2]["weights"] == [900, 75, 24], f"sites profile {prof[2]}")
+    # a real run: every allocation below GPUMEMTRACE_MIN_BYTES, so none has frames
+    r = c.trace("leak_two_sites", "minbytes", env={"GPUMEMTRACE_MIN_BYTES": "1G"})
+    rep = c.load(r)
+    export(c, r, "speedscope", "-o", c.path("minbytes.speedscope.json"))
+    s = check_speedscope(c.path("minbytes.speedscope.json"))
+    names = {f["name"] for f in s["shared"]["frames"]}
+    expect(rep["leaks"]["total_bytes"] > 0 and
+           s["profiles"][0]["endValue"] == rep["leaks"]["total_bytes"] and
+           all(n.startswith("[no stack] ") for n in names),
+           f"leak profile of a run without stacks {s['profiles'][0]} frames {names}, report's "
+           f"total {rep['leaks']['total_bytes']}")
+
+
 # ---- perfetto -----------------------------------------------------------------------------
 
 @case
