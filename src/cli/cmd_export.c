@@ -221,6 +221,9 @@ static long frame_index(frames_t *fr, gmt_buf_t *b, const gmt_frame_t *f)
 {
     fr->key.len = 0;
     gmt_frame_key_put(&fr->key, f);
+    /* a Python frame's key is its function (file name and function), but its entry shows a
+     * line and the whole file: one entry for each, or a sample shows another line's */
+    if (f->python) gmt_buf_printf(&fr->key, "`%s`%" PRId64, f->file ? f->file : "", f->line);
     if (fr->key.failed) return -1;
     size_t have = gmt_strmap_get(&fr->map, fr->key.data);
     if (have != SIZE_MAX) return (long)have;

@@ -244,6 +244,32 @@ def case_speedscope_no_stack(c):
            f"total {rep['leaks']['total_bytes']}")
 
 
+@case
+def case_speedscope_python_lines(c):
+    """speedscope: a Python function at two lines (a forward() that allocates at line 42 and
+    at line 50), or two files of one name in two folders, are frames of their own, each with
+    its own line and file, as the folded lines name them; the second showed the first's name,
+    line and file ('forward (model.py:42)' for a sample at line 50)."""
+    def edit(r):
+        r["stacks"]["3"]["frames"].append({"type": "python", "file": "model.py",
+                                           "function": "forward", "line": 50})
+        r["stacks"]["4"]["frames"].append({"type": "python", "file": "/opt/pkg/model.py",
+                                           "function": "forward", "line": 42})
+    e = edited(c, "sspy.json", edit, base="valid_v2.json")
+    export(c, e, "speedscope", "-o", c.path("sspy.speedscope.json"))
+    s = check_speedscope(c.path("sspy.speedscope.json"))
+    fr = s["shared"]["frames"]
+    outer = [fr[smp[0]] for smp in s["profiles"][1]["samples"]]  # the peak owners
+    expect(outer[0] == {"name": "forward (model.py:42)", "file": "/opt/pkg/model.py",
+                        "line": 42} and
+           outer[2] == {"name": "forward (model.py:50)", "file": "model.py", "line": 50},
+           f"outermost frames of the peak owners {outer}")
+    py = [f for f in fr if f.get("name", "").startswith("forward")]
+    expect(len(py) == 3, f"forward's frames {py}")
+    out, _ = export(c, e, "folded")
+    expect(out.splitlines()[1].startswith("forward (model.py:50);"), f"folded:\n{out}")
+
+
 # ---- perfetto -----------------------------------------------------------------------------
 
 @case
