@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const struct option long_opts[] = {
     {"format", required_argument, NULL, 'f'},
@@ -817,6 +818,17 @@ int gmt_cli_export(int argc, char **argv)
     if (argc - optind != 1) {
         gmt_cli_error("export: %s (usage: gpumemtrace export FILE --format F [-o OUT])",
                       optind >= argc ? "no report file given" : "one report file at a time");
+        return GMT_EXIT_USAGE;
+    }
+    /* -o naming the report itself (or a hard link to it) would replace the report with its
+     * export, and the report would be lost, as merge -o refuses one of its inputs */
+    struct stat ost, ist;
+    if (out && strcmp(out, "-") != 0 && strcmp(argv[optind], "-") != 0 && lstat(out, &ost) == 0 &&
+        S_ISREG(ost.st_mode) && stat(argv[optind], &ist) == 0 && ist.st_dev == ost.st_dev &&
+        ist.st_ino == ost.st_ino) {
+        gmt_cli_error("export: -o %s is %s, the report being exported: give the export another "
+                      "name",
+                      out, argv[optind]);
         return GMT_EXIT_USAGE;
     }
     gmt_report_t rep;

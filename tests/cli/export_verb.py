@@ -1062,6 +1062,32 @@ def case_usage(c):
 
 
 @case
+def case_output_is_report(c):
+    """-o naming the report being exported, by its name, another path or a hard link, is
+    refused in one line, exit 2, and the report is left as it was (it was replaced by its
+    export: 'export run.json -f perfetto -o run.json' lost the run's only report); a report
+    read from standard input may be exported over any file."""
+    with open(os.path.join(c.data, "valid_v2.json"), "rb") as f:
+        data = f.read()
+    rep = c.path("run.json")
+    with open(rep, "wb") as f:
+        f.write(data)
+    os.link(rep, c.path("run-link.json"))
+    for target, shown in ((rep, rep), ("./run.json", "./run.json"),
+                          (c.path("run-link.json"), c.path("run-link.json"))):
+        for fmt in ("folded", "perfetto"):
+            out, err, _ = c.cli_run("export", rep, "--format", fmt, "-o", target, rc=2)
+            want = f"-o {shown} is {rep}, the report being exported"
+            expect(want in err and one_line(err) and not out, f"-o {target}: {err!r}")
+            with open(rep, "rb") as f:
+                expect(f.read() == data, f"export -f {fmt} -o {target}: the report changed")
+    folded, _ = export(c, rep, "folded")
+    c.cli_run("export", "-", "--format", "folded", "-o", rep, stdin=open(rep, "rb"))
+    with open(rep) as f:
+        expect(f.read() == folded, "export - -o REPORT")
+
+
+@case
 def case_sites(c):
     """The allocation sites (docs/cli.md, "gpumemtrace export"): folded --stacks sites has a
     line per listed site, its allocations over the run as the weight; speedscope has them as
