@@ -523,7 +523,8 @@ typedef struct gmt_buf_s {
 void gmt_buf_put(gmt_buf_t *b, const void *p, size_t n);
 void gmt_buf_puts(gmt_buf_t *b, const char *s);
 void gmt_buf_printf(gmt_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* A JSON string literal, quotes included: control characters (C0, DEL, C1) and '<' as \u. */
+/* A JSON string literal, quotes included: control characters (C0, DEL, C1) and '<' as \u, and
+ * a byte that is not part of well-formed UTF-8 (a file name's) as the text \xHH. */
 void gmt_buf_json_str(gmt_buf_t *b, const char *s);
 /* A copy of JSON text (cJSON's printing) with DEL and the C1 controls, which cJSON leaves raw
  * inside strings, written as \u escapes, as the library's report has them (docs/report.md);

@@ -495,6 +495,18 @@ void gmt_buf_json_str(gmt_buf_t *b, const char *s)
         } else if (c1_at(p)) { /* valid raw, but a terminal may take it for a control */
             gmt_buf_printf(b, "\\u%04x", p[1]);
             p++;
+        } else if (*p >= 0x80) {
+            /* a character whole; a byte of no well-formed UTF-8 (a file name's: the reader
+             * refuses a report that has one) as the terminal shows it, \xHH, so the JSON
+             * stays UTF-8, which JSON must be (gmt_utf8_seq stops at the first byte that
+             * does not fit, so it never reads past the NUL) */
+            size_t k = gmt_utf8_seq(p, 4);
+            if (k) {
+                gmt_buf_put(b, p, k);
+                p += k - 1;
+            } else {
+                gmt_buf_printf(b, "\\\\x%02x", *p);
+            }
         } else if (*p == '<') {
             /* so a string never closes a <script> element of the HTML page */
             gmt_buf_puts(b, "\\u003c");

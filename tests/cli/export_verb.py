@@ -270,6 +270,32 @@ def case_speedscope_python_lines(c):
     expect(out.splitlines()[1].startswith("forward (model.py:50);"), f"folded:\n{out}")
 
 
+@case
+def case_path_not_utf8(c):
+    """speedscope and perfetto name the report by its path: a file name that is not UTF-8 (a
+    Latin-1 'r\\xe9.json') has that byte written as the terminal shows it, the text \\xe9, so
+    the file is UTF-8 JSON (it held the raw byte, and a JSON parser refused the file); a name
+    that is UTF-8 is kept as it is."""
+    with open(os.path.join(c.data, "valid_v2.json"), "rb") as f:
+        data = f.read()
+    for raw, shown in ((b"r\xe9.json", "r\\xe9.json"), (b"r\xc3\xa9.json", "r\u00e9.json")):
+        path = os.fsdecode(os.path.join(os.fsencode(c.work), raw))
+        with open(path, "wb") as f:
+            f.write(data)
+        want = os.path.join(c.work, shown)
+        docs = {}
+        for fmt in ("speedscope", "perfetto"):
+            _, _, out = c.cli_run("export", path, "--format", fmt)
+            try:
+                docs[fmt] = json.loads(out.decode("utf-8"))
+            except ValueError as x:
+                raise Failed(f"export {fmt} of {raw!r}: not UTF-8 JSON: {x}")
+        expect(docs["speedscope"]["name"] == want,
+               f"speedscope name {docs['speedscope']['name']!r}")
+        expect(docs["perfetto"]["otherData"]["report"] == want,
+               f"perfetto report {docs['perfetto']['otherData']!r}")
+
+
 # ---- perfetto -----------------------------------------------------------------------------
 
 @case
