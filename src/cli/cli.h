@@ -405,6 +405,12 @@ const char *gmt_basename(const char *path);
  * valid for the next 15 calls of gmt_tty and gmt_tty_cols (a ring of buffers: enough for
  * the arguments of one printf). NULL for NULL; "?" when out of memory. */
 const char *gmt_tty(const char *s);
+/* s as a JSON string written through cJSON can hold it: s itself when it is well-formed UTF-8,
+ * else a copy with each byte that is not as the text \xHH (as gmt_buf_json_str writes it), in
+ * gmt_tty's ring. For a file name (a command-line argument: the one string of a report the
+ * reader did not check), so the JSON written stays UTF-8, which JSON must be, and readable
+ * by the verbs (they refuse a report that is not). NULL for NULL; "?" when out of memory. */
+const char *gmt_json_text(const char *s);
 /* gmt_tty(s) ("" for NULL) padded with spaces to cols characters, and with cut cut after cols
  * characters: a column of a table ("%-20.20s" counts bytes, so it could cut a character or
  * leave a column short). A character is a code point; an escape counts one a byte. */

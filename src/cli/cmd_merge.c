@@ -837,7 +837,7 @@ int gmt_cli_merge(int argc, char **argv)
             size_t i = ord[at].idx;
             cJSON *o = cJSON_CreateObject();
             cJSON_AddNumberToObject(o, "rank", (double)ranks[i]);
-            cJSON_AddStringToObject(o, "file", reps[i].path);
+            cJSON_AddStringToObject(o, "file", gmt_json_text(reps[i].path));
             cJSON_AddNumberToObject(o, "pid", (double)reps[i].pid);
             cJSON_AddStringToObject(o, "hostname", reps[i].hostname);
             /* a peak the rank's report does not give is null, as its leaked bytes are */

@@ -971,7 +971,7 @@ static int print_json(const view_t *v)
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "schema", "gpumemtrace.summary");
     cJSON_AddNumberToObject(o, "version", 1);
-    cJSON_AddStringToObject(o, "file", rep->path);
+    cJSON_AddStringToObject(o, "file", gmt_json_text(rep->path)); /* a file name: any bytes */
     cJSON_AddNumberToObject(o, "report_version", rep->version);
     if (rep->nranks) {
         /* A merged report's process section is the lowest rank's: the job's reason is the one

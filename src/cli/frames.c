@@ -84,6 +84,36 @@ const char *gmt_tty(const char *s)
     return out;
 }
 
+const char *gmt_json_text(const char *s)
+{
+    if (!s) return NULL;
+    size_t n = strlen(s), bad = 0;
+    for (size_t i = 0; i < n;) {
+        size_t k =
+            (unsigned char)s[i] < 0x80 ? 1 : gmt_utf8_seq((const unsigned char *)s + i, n - i);
+        bad += k == 0;
+        i += k ? k : 1;
+    }
+    if (!bad) return s;
+    char *out = n < (SIZE_MAX - 1) / 4 ? tty_slot(4 * n + 1) : NULL;
+    if (!out) return "?";
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        size_t k =
+            (unsigned char)s[i] < 0x80 ? 1 : gmt_utf8_seq((const unsigned char *)s + i, n - i);
+        if (k) {
+            memcpy(out + o, s + i, k);
+            o += k;
+            i += k;
+        } else {
+            o += (size_t)snprintf(out + o, 5, "\\x%02x", (unsigned char)s[i]);
+            i++;
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
 size_t gmt_char_len(const char *s)
 {
     size_t n = 1;

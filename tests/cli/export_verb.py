@@ -272,10 +272,10 @@ def case_speedscope_python_lines(c):
 
 @case
 def case_path_not_utf8(c):
-    """speedscope and perfetto name the report by its path: a file name that is not UTF-8 (a
-    Latin-1 'r\\xe9.json') has that byte written as the terminal shows it, the text \\xe9, so
-    the file is UTF-8 JSON (it held the raw byte, and a JSON parser refused the file); a name
-    that is UTF-8 is kept as it is."""
+    """speedscope and perfetto name the report by its path, report --json and merge write it: a
+    file name that is not UTF-8 (a Latin-1 'r\\xe9.json') has that byte written as the terminal
+    shows it, the text \\xe9, so the file is UTF-8 JSON (it held the raw byte, and a JSON parser
+    refused the file); a name that is UTF-8 is kept as it is."""
     with open(os.path.join(c.data, "valid_v2.json"), "rb") as f:
         data = f.read()
     for raw, shown in ((b"r\xe9.json", "r\\xe9.json"), (b"r\xc3\xa9.json", "r\u00e9.json")):
@@ -294,6 +294,23 @@ def case_path_not_utf8(c):
                f"speedscope name {docs['speedscope']['name']!r}")
         expect(docs["perfetto"]["otherData"]["report"] == want,
                f"perfetto report {docs['perfetto']['otherData']!r}")
+        # report --json's "file" and merge's merged.ranks[].file alike (written raw through
+        # cJSON until session 41: report refused the merged file as not UTF-8)
+        _, _, out = c.cli_run("report", "--json", path)
+        try:
+            got = json.loads(out.decode("utf-8"))["file"]
+        except ValueError as x:
+            raise Failed(f"report --json of {raw!r}: not UTF-8 JSON: {x}")
+        expect(got == want, f"report --json file {got!r}")
+        merged = c.path("utf8-merged.json")
+        c.cli_run("merge", path, "-o", merged)
+        with open(merged, "rb") as f:
+            try:
+                got = json.loads(f.read().decode("utf-8"))["merged"]["ranks"][0]["file"]
+            except ValueError as x:
+                raise Failed(f"merge of {raw!r}: not UTF-8 JSON: {x}")
+        expect(got == want, f"merged.ranks[0].file {got!r}")
+        c.cli_run("report", merged)
 
 
 # ---- perfetto -----------------------------------------------------------------------------
