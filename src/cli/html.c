@@ -395,7 +395,7 @@ int gmt_export_html(const gmt_report_t *rep, gmt_buf_t *b)
                     "script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:\">\n"
                     "<meta name=\"generator\" content=\"gpumemtrace " GMT_VERSION_STRING "\">\n"
                     "<title>gpumemtrace: ");
-    html_text(b, rep->path);
+    html_text(b, gmt_json_text(rep->path)); /* a file name: UTF-8, as the page says it is */
     gmt_buf_puts(b, "</title>\n<style>\n");
     PUT_ASSET(b, uplot_css);
     gmt_buf_puts(b, "\n</style>\n<style>\n");

@@ -311,6 +311,15 @@ def case_path_not_utf8(c):
                 raise Failed(f"merge of {raw!r}: not UTF-8 JSON: {x}")
         expect(got == want, f"merged.ranks[0].file {got!r}")
         c.cli_run("report", merged)
+        # the HTML page's title (its data is gmt_buf_json_str's): the page says it is UTF-8
+        page = c.path("utf8.html")
+        c.cli_run("export", path, "--format", "html", "-o", page)
+        with open(page, "rb") as f:
+            try:
+                html = f.read().decode("utf-8")
+            except ValueError as x:
+                raise Failed(f"html of {raw!r}: not UTF-8: {x}")
+        expect(f"<title>gpumemtrace: {want}</title>" in html, "title " + html[:600])
 
 
 # ---- perfetto -----------------------------------------------------------------------------
