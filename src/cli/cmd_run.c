@@ -143,7 +143,14 @@ static int output_absolute(void)
 {
     const char *v = getenv("GPUMEMTRACE_OUTPUT");
     if (!v || !*v) v = "gpumemtrace-%p.json";
-    if (v[0] == '/') return 0;
+    if (v[0] == '/') {
+        /* The library takes a path of GMT_PATH_MAX - 1 bytes at most and falls back to its
+         * default from inside CMD for a longer one: said here, before CMD runs. */
+        if (strlen(v) < GMT_PATH_MAX) return 0;
+        gmt_cli_error("run: the report's path is too long (%zu bytes; at most %d)", strlen(v),
+                      GMT_PATH_MAX - 1);
+        return -1;
+    }
     char cwd[PATH_MAX], out[2 * PATH_MAX + 2];
     if (!getcwd(cwd, sizeof cwd)) {
         gmt_cli_error("run: cannot read the working directory (%s) to place the report",
@@ -160,8 +167,9 @@ static int output_absolute(void)
      * otherwise. */
     bool dir = v[strlen(v) - 1] != '/' && gmt_report_name_is_dir(v);
     int w = snprintf(out + n, sizeof out - n, "%s%s%s", n > 1 ? "/" : "", v, dir ? "/" : "");
-    if (w < 0 || (size_t)w >= sizeof out - n) {
-        gmt_cli_error("run: the report's path in %s is too long", gmt_tty(cwd));
+    if (w < 0 || n + (size_t)w >= GMT_PATH_MAX) {
+        gmt_cli_error("run: the report's path in %s is too long (%zu bytes; at most %d)",
+                      gmt_tty(cwd), n + (size_t)(w < 0 ? 0 : w), GMT_PATH_MAX - 1);
         return -1;
     }
     return set_env("GPUMEMTRACE_OUTPUT", out) ? -1 : 0;
@@ -381,6 +389,9 @@ static int parse_options(int argc, char **argv, int *cmd_index)
         case OPT_STATE:
             if (!*v) return usage_error("--state needs a non-empty path");
             if (strcmp(v, "--") == 0) return usage_error("--state needs a path before '--'");
+            if (strlen(v) >= GMT_PATH_MAX)
+                return usage_error("--state path is too long (%zu bytes; at most %d)", strlen(v),
+                                   GMT_PATH_MAX - 1);
             rc = set_env("GPUMEMTRACE_STATE", v);
             break;
         case OPT_SUPPRESSIONS: {
@@ -395,6 +406,10 @@ static int parse_options(int argc, char **argv, int *cmd_index)
             if (!S_ISREG(st.st_mode))
                 return usage_error("--suppressions %s: is %s, not a regular file", v,
                                    gmt_file_kind(st.st_mode));
+            if (strlen(resolved) >= GMT_PATH_MAX)
+                return usage_error("--suppressions %s: its absolute path is too long (%zu "
+                                   "bytes; at most %d)",
+                                   v, strlen(resolved), GMT_PATH_MAX - 1);
             rc = set_env("GPUMEMTRACE_SUPPRESSIONS", resolved);
             break;
         }

@@ -82,6 +82,14 @@ def case_output(c):
     expect(child_sees(c, ["-o", "r.json"], cwd="/") == "/r.json", "from /")
     # a name that makes the path longer than a path can be
     refused(c, ["-o", "x" * 9000], "the report's path in " + w + " is too long")
+    # longer than the library takes (1023 bytes: it would use its default from inside CMD)
+    name = "x" * (1023 - len(w) - 1)
+    expect(child_sees(c, ["-o", name]) == w + "/" + name, "-o NAME making 1023 bytes")
+    refused(c, ["-o", name + "x"], "the report's path in " + w + " is too long (1024 bytes")
+    absolute = "/" + "y" * 1022
+    expect(child_sees(c, ["-o", absolute]) == absolute, "-o /PATH of 1023 bytes")
+    for args, env in (([], {"GPUMEMTRACE_OUTPUT": absolute + "y"}), (["-o", absolute + "y"], None)):
+        refused(c, args, "the report's path is too long (1024 bytes; at most 1023)", env=env)
     # the working directory removed under run: an absolute name needs none
     gone = c.path("gone")
     os.makedirs(gone)
@@ -159,12 +167,25 @@ def case_options(c):
                      show='"$GPUMEMTRACE_BACKEND $GPUMEMTRACE_LOG"')
     expect(got == "HOOKS Quiet", "--backend HOOKS --log Quiet: " + got)
     refused(c, ["--state", ""], "--state needs a non-empty path")
+    # the library takes a path of 1023 bytes at most (and keeps the state in memory otherwise)
+    st = "/" + "s" * 1022
+    expect(child_sees(c, ["--state", st], show='"$GPUMEMTRACE_STATE"') == st, "--state 1023")
+    refused(c, ["--state", st + "s"], "--state path is too long (1024 bytes; at most 1023)")
     refused(c, ["--suppressions", ""], "--suppressions : empty path")
     # relative: passed as an absolute path
     with open(c.path("s.supp"), "w") as f:
         f.write("*alloc*\n")
     got = child_sees(c, ["--suppressions", "s.supp"], show='"$GPUMEMTRACE_SUPPRESSIONS"')
     expect(got == c.path("s.supp"), "--suppressions s.supp: " + got)
+    # an absolute path longer than the library takes (1023 bytes): it would use none
+    deep = os.path.realpath(c.work)
+    while len(deep) < 1024 - 200:
+        deep = os.path.join(deep, "d" * 150)
+    os.makedirs(deep)
+    long_supp = os.path.join(deep, "s" * (1024 - len(deep) - 1))
+    shutil.copy(c.path("s.supp"), long_supp)
+    refused(c, ["--suppressions", long_supp],
+            "its absolute path is too long (1024 bytes; at most 1023)")
     # not a file: the library would only warn from inside CMD (and use none)
     os.mkfifo(c.path("s.fifo"))
     for path, kind in ((c.work, "a directory"), (c.path("s.fifo"), "a FIFO")):
