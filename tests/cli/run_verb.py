@@ -196,6 +196,12 @@ def case_options(c):
         refused(c, ["--suppressions", "s.supp"], "Permission denied")
     # usage lines name what was wrong
     refused(c, ["-xq"], "unknown option '-x'")
+    refused(c, ["--depth=5", "-xq"], "unknown option '-x'")
+    # a value given to an option that takes none (getopt_long's optopt is then the option's
+    # code, which was printed as a character: "unknown option '-\x01'")
+    for arg, name in (("--no-python=1", "--no-python"), ("--no-follow-e=0", "--no-follow-exec"),
+                      ("--help=x", "--help")):
+        refused(c, [arg], f"run: option '{name}' takes no value")
     for opt in ("--depth", "-o"):
         p = subprocess.run([c.cli, "run", opt], env=c.env(), capture_output=True, text=True,
                            timeout=60)
