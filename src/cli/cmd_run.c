@@ -135,26 +135,25 @@ static int set_env(const char *name, const char *value)
     return 0;
 }
 
-/* The report's name (-o, else GPUMEMTRACE_OUTPUT, else the default) against the working
- * directory now, '%' in the directory doubled: the library fixes a relative name as it loads
- * in each process, and a process of the job started or exec'd after a change of directory (a
- * script's cd, then the program) would write its report elsewhere. 0, or -1 after a line. */
-static int output_absolute(void)
+/* var's value v against the working directory now, '%' in the directory doubled (the library
+ * reads "%%" as a '%' in both paths), a '/' added when dir; what ("the report", "the state
+ * file") names it in a line. The library takes a relative path against its process's working
+ * directory as it loads, and a process of the job started or exec'd after a change of
+ * directory (a script's cd, then the program) would use another file. It takes a path of
+ * GMT_PATH_MAX - 1 bytes at most, and falls back from inside CMD for a longer one: said here,
+ * before CMD runs. 0, or -1 after a line. */
+static int absolute_path(const char *var, const char *v, bool dir, const char *what)
 {
-    const char *v = getenv("GPUMEMTRACE_OUTPUT");
-    if (!v || !*v) v = "gpumemtrace-%p.json";
     if (v[0] == '/') {
-        /* The library takes a path of GMT_PATH_MAX - 1 bytes at most and falls back to its
-         * default from inside CMD for a longer one: said here, before CMD runs. */
         if (strlen(v) < GMT_PATH_MAX) return 0;
-        gmt_cli_error("run: the report's path is too long (%zu bytes; at most %d)", strlen(v),
+        gmt_cli_error("run: %s's path is too long (%zu bytes; at most %d)", what, strlen(v),
                       GMT_PATH_MAX - 1);
         return -1;
     }
     char cwd[PATH_MAX], out[2 * PATH_MAX + 2];
     if (!getcwd(cwd, sizeof cwd)) {
-        gmt_cli_error("run: cannot read the working directory (%s) to place the report",
-                      strerror(errno));
+        gmt_cli_error("run: cannot read the working directory (%s) to place %s", strerror(errno),
+                      what);
         return -1;
     }
     size_t n = 0;
@@ -162,17 +161,34 @@ static int output_absolute(void)
         if (*c == '%') out[n++] = '%';
         out[n++] = *c;
     }
-    /* A directory's name, by the library's rule, keeps saying so with a '/': the library takes
-     * a name holding a '%' (the doubled one of a working directory like a%b) for a file's
-     * otherwise. */
-    bool dir = v[strlen(v) - 1] != '/' && gmt_report_name_is_dir(v);
     int w = snprintf(out + n, sizeof out - n, "%s%s%s", n > 1 ? "/" : "", v, dir ? "/" : "");
     if (w < 0 || n + (size_t)w >= GMT_PATH_MAX) {
-        gmt_cli_error("run: the report's path in %s is too long (%zu bytes; at most %d)",
+        gmt_cli_error("run: %s's path in %s is too long (%zu bytes; at most %d)", what,
                       gmt_tty(cwd), n + (size_t)(w < 0 ? 0 : w), GMT_PATH_MAX - 1);
         return -1;
     }
-    return set_env("GPUMEMTRACE_OUTPUT", out) ? -1 : 0;
+    return set_env(var, out) ? -1 : 0;
+}
+
+/* The report's name (-o, else GPUMEMTRACE_OUTPUT, else the default) made absolute. */
+static int output_absolute(void)
+{
+    const char *v = getenv("GPUMEMTRACE_OUTPUT");
+    if (!v || !*v) v = "gpumemtrace-%p.json";
+    /* A directory's name, by the library's rule, keeps saying so with a '/': the library takes
+     * a name holding a '%' (the doubled one of a working directory like a%b) for a file's
+     * otherwise. */
+    bool dir = v[0] != '/' && v[strlen(v) - 1] != '/' && gmt_report_name_is_dir(v);
+    return absolute_path("GPUMEMTRACE_OUTPUT", v, dir, "the report");
+}
+
+/* The state file's name (--state, else GPUMEMTRACE_STATE; none when empty) made absolute, as
+ * the report's: `gpumemtrace top NAME` in the directory run was started in finds the file of
+ * a program a script started after a cd, not one the script's shell left there. */
+static int state_absolute(void)
+{
+    const char *v = getenv("GPUMEMTRACE_STATE");
+    return v && *v ? absolute_path("GPUMEMTRACE_STATE", v, false, "the state file") : 0;
 }
 
 /* The library's absolute path, in buf. 0, or -ENOENT after printing why. */
@@ -483,7 +499,8 @@ int gmt_cli_run(int argc, char **argv)
     }
 
     char lib[PATH_MAX];
-    if (find_library(lib, sizeof lib) || prepend_preload(lib) || output_absolute())
+    if (find_library(lib, sizeof lib) || prepend_preload(lib) || output_absolute() ||
+        state_absolute())
         return GMT_EXIT_USAGE;
 
     char **cmd = argv + cmd_index;

@@ -167,6 +167,19 @@ def case_options(c):
                      show='"$GPUMEMTRACE_BACKEND $GPUMEMTRACE_LOG"')
     expect(got == "HOOKS Quiet", "--backend HOOKS --log Quiet: " + got)
     refused(c, ["--state", ""], "--state needs a non-empty path")
+    # relative: made absolute, as the report's name, so that a program a script starts after a
+    # cd keeps its state where `top NAME` in this directory looks ('%' doubled, as in -o)
+    w = c.work
+    show = '"$GPUMEMTRACE_STATE"'
+    expect(child_sees(c, ["--state", "s.gmt"], show=show) == w + "/s.gmt", "--state s.gmt")
+    got = child_sees(c, [], env={"GPUMEMTRACE_STATE": "e-%p.gmt"}, show=show)
+    expect(got == w + "/e-%p.gmt", "GPUMEMTRACE_STATE=e-%p.gmt: " + got)
+    expect(child_sees(c, [], env={"GPUMEMTRACE_STATE": ""}, show=show) == "", "STATE empty")
+    os.makedirs(c.path("s%p"))
+    got = child_sees(c, ["--state", "s.gmt"], cwd=c.path("s%p"), show=show)
+    expect(got == w + "/s%%p/s.gmt", "--state s.gmt from a directory s%p: " + got)
+    refused(c, ["--state", "s" * (1023 - len(w))],
+            f"the state file's path in {w} is too long (1024 bytes; at most 1023)")
     # the library takes a path of 1023 bytes at most (and keeps the state in memory otherwise)
     st = "/" + "s" * 1022
     expect(child_sees(c, ["--state", st], show='"$GPUMEMTRACE_STATE"') == st, "--state 1023")
