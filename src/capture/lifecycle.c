@@ -509,6 +509,7 @@ static void init_once_fn(void)
     gmt_guard_enter();
     my_pid = getpid();
     gmt_config_load(&gmt_capture_config, NULL);
+    gmt_config_fix_suppressions(&gmt_capture_config); /* before the program can change directory */
     gmt_log_set_level((gmt_log_level_t)gmt_capture_config.log_level);
     gmt_report_process_init();
     gmt_capture_exec_init();

@@ -392,6 +392,17 @@ int gmt_config_load(gmt_config_t *cfg, gmt_getenv_fn getenv_fn)
     return bad;
 }
 
+void gmt_config_fix_suppressions(gmt_config_t *cfg)
+{
+    char *p = cfg->suppressions, cwd[GMT_PATH_MAX];
+    if (!p[0] || p[0] == '/' || !getcwd(cwd, sizeof cwd)) return;
+    size_t c = strlen(cwd), sep = c > 1, n = strlen(p);
+    if (c + sep + n >= GMT_PATH_MAX) return;
+    memmove(p + c + sep, p, n + 1);
+    memcpy(p, cwd, c);
+    if (sep) p[c] = '/';
+}
+
 bool gmt_config_item(const gmt_config_t *cfg, size_t idx, const char **name, char *value,
                      size_t value_len)
 {

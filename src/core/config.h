@@ -63,6 +63,11 @@ typedef const char *(*gmt_getenv_fn)(const char *name);
  * Returns the number of variables that had a bad value (each already reported). */
 int gmt_config_load(gmt_config_t *cfg, gmt_getenv_fn getenv_fn);
 
+/* A relative GPUMEMTRACE_SUPPRESSIONS made absolute against the working directory now (it is
+ * read when a report is written, by then perhaps in another directory); left as it is when
+ * the working directory cannot be read or the result would not fit. */
+void gmt_config_fix_suppressions(gmt_config_t *cfg);
+
 /* A variable of the process environment: secure_getenv(3), so nothing is taken from the
  * environment of a set-user-ID / set-group-ID program. Every variable the tracer reads goes
  * through here. */

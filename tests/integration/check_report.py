@@ -1591,6 +1591,33 @@ def case_suppressions(ctx):
     expect_eq("leaks.suppressed_bytes", rep["leaks"]["suppressed_bytes"], 3 * MIB)
 
 
+@case("suppressions_relative")
+def case_suppressions_relative(ctx):
+    """A relative GPUMEMTRACE_SUPPRESSIONS is taken against the working directory at start, as
+    the report's name is: a program that moves elsewhere before it exits (Hydra does) still
+    reads it. It used to be opened by its relative name at exit, in the directory
+    moved to: one line, 'cannot be opened', and no suppressions."""
+    with open(os.path.join(ctx.work, "rel.supp"), "w") as f:
+        f.write("before_chdir\n")
+    elsewhere = tempfile.mkdtemp(prefix="gmt-elsewhere-")
+    try:
+        r = ctx.run(["chdir_after", elsewhere],
+                    env={"GPUMEMTRACE_SUPPRESSIONS": "rel.supp",
+                         "GPUMEMTRACE_OUTPUT": os.path.join(ctx.work, "r.json")})
+    finally:
+        shutil.rmtree(elsewhere, ignore_errors=True)
+        os.unlink(os.path.join(ctx.work, "rel.supp"))  # the folder is for reports only
+    if "GPUMEMTRACE_SUPPRESSIONS" in r.stderr:
+        fail(f"a line about the suppressions file:\n{r.stderr}")
+    rep = ctx.final_report()
+    before = check_group(rep, rep["leaks"]["groups"], "before_chdir", bytes=MIB)
+    expect_eq("before_chdir suppressed", before["suppressed"], True)
+    expect_eq("leaks.suppressed_bytes", rep["leaks"]["suppressed_bytes"], MIB)
+    check_summary(rep, leaked_bytes=2 * MIB, leaked_count=1)
+    expect_eq("config.GPUMEMTRACE_SUPPRESSIONS", rep["config"]["GPUMEMTRACE_SUPPRESSIONS"],
+              os.path.join(os.path.realpath(ctx.work), "rel.supp"))
+
+
 @case("suppressions_source_file")
 def case_suppressions_source_file(ctx):
     # A pattern naming a source file suppresses the same leak in the traced run

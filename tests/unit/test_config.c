@@ -905,6 +905,48 @@ static void test_warmup_shown_reads_back(void **state)
     assert_true(w.value == 1);
 }
 
+/* A relative suppressions path is fixed against the working directory (read at exit, when the
+ * program may have moved); an absolute or empty one, or one that would not fit, is kept. */
+static void test_suppressions_made_absolute(void **state)
+{
+    (void)state;
+    char here[GMT_PATH_MAX], want[GMT_PATH_MAX + 16];
+    assert_non_null(getcwd(here, sizeof here));
+    gmt_config_t cfg;
+    static const char *const kept[] = {"", "/etc/gmt.supp"};
+    for (size_t i = 0; i < 2; i++) {
+        gmt_config_defaults(&cfg);
+        snprintf(cfg.suppressions, sizeof cfg.suppressions, "%s", kept[i]);
+        gmt_config_fix_suppressions(&cfg);
+        assert_string_equal(cfg.suppressions, kept[i]);
+    }
+    gmt_config_defaults(&cfg);
+    snprintf(cfg.suppressions, sizeof cfg.suppressions, "a%%p/s.supp");
+    gmt_config_fix_suppressions(&cfg);
+    snprintf(want, sizeof want, "%s/a%%p/s.supp", here); /* a plain path: no '%' doubled */
+    assert_string_equal(cfg.suppressions, want);
+    /* the root: no "//" */
+    assert_int_equal(chdir("/"), 0);
+    gmt_config_defaults(&cfg);
+    snprintf(cfg.suppressions, sizeof cfg.suppressions, "s.supp");
+    gmt_config_fix_suppressions(&cfg);
+    assert_string_equal(cfg.suppressions, "/s.supp");
+    /* 1023 bytes fit, 1024 do not: then kept relative (the library reads what it can) */
+    gmt_config_defaults(&cfg);
+    memset(cfg.suppressions, 'x', GMT_PATH_MAX - 2);
+    cfg.suppressions[GMT_PATH_MAX - 2] = 0;
+    gmt_config_fix_suppressions(&cfg);
+    assert_int_equal(strlen(cfg.suppressions), GMT_PATH_MAX - 1);
+    assert_int_equal(cfg.suppressions[0], '/');
+    gmt_config_defaults(&cfg);
+    memset(cfg.suppressions, 'x', GMT_PATH_MAX - 1);
+    cfg.suppressions[GMT_PATH_MAX - 1] = 0;
+    gmt_config_fix_suppressions(&cfg);
+    assert_int_equal(strlen(cfg.suppressions), GMT_PATH_MAX - 1);
+    assert_int_equal(cfg.suppressions[0], 'x');
+    assert_int_equal(chdir(here), 0);
+}
+
 int main(void)
 {
     /* bad values print one line each; keep the test output readable */
@@ -932,6 +974,7 @@ int main(void)
         cmocka_unit_test_setup(test_warmup_shown_as_given, setup),
         cmocka_unit_test_setup(test_rank_bounds, setup),
         cmocka_unit_test_setup(test_warmup_shown_reads_back, setup),
+        cmocka_unit_test_setup(test_suppressions_made_absolute, setup),
     };
     return cmocka_run_group_tests_name("unit.config", tests, NULL, NULL);
 }
