@@ -191,6 +191,19 @@ static int state_absolute(void)
     return v && *v ? absolute_path("GPUMEMTRACE_STATE", v, false, "the state file") : 0;
 }
 
+/* A relative GPUMEMTRACE_SUPPRESSIONS from the environment made absolute as --suppressions is
+ * (a plain path: no '%' in it is doubled): the library takes it against its own working
+ * directory as it loads, and a program a script starts after a cd would find no file. One
+ * that names nothing is left for the library to say so. */
+static int suppressions_absolute(void)
+{
+    const char *v = getenv("GPUMEMTRACE_SUPPRESSIONS");
+    char resolved[PATH_MAX];
+    if (!v || !*v || v[0] == '/' || !realpath(v, resolved) || strlen(resolved) >= GMT_PATH_MAX)
+        return 0;
+    return set_env("GPUMEMTRACE_SUPPRESSIONS", resolved) ? -1 : 0;
+}
+
 /* The library's absolute path, in buf. 0, or -ENOENT after printing why. */
 static int find_library(char *buf, size_t len)
 {
@@ -500,7 +513,7 @@ int gmt_cli_run(int argc, char **argv)
 
     char lib[PATH_MAX];
     if (find_library(lib, sizeof lib) || prepend_preload(lib) || output_absolute() ||
-        state_absolute())
+        state_absolute() || suppressions_absolute())
         return GMT_EXIT_USAGE;
 
     char **cmd = argv + cmd_index;

@@ -190,6 +190,12 @@ def case_options(c):
         f.write("*alloc*\n")
     got = child_sees(c, ["--suppressions", "s.supp"], show='"$GPUMEMTRACE_SUPPRESSIONS"')
     expect(got == c.path("s.supp"), "--suppressions s.supp: " + got)
+    # from the environment too (a program the job starts after a cd reads the same file); one
+    # that names nothing, or is empty, is left as it is (the library says so, or uses none)
+    for value, want in (("s.supp", c.path("s.supp")), ("none.supp", "none.supp"), ("", "")):
+        got = child_sees(c, [], env={"GPUMEMTRACE_SUPPRESSIONS": value},
+                         show='"$GPUMEMTRACE_SUPPRESSIONS"')
+        expect(got == want, f"GPUMEMTRACE_SUPPRESSIONS={value}: {got!r}, expected {want!r}")
     # an absolute path longer than the library takes (1023 bytes): it would use none
     deep = os.path.realpath(c.work)
     while len(deep) < 1024 - 200:
