@@ -59,6 +59,12 @@ void gmt_cli_state_error(const char *verb, const char *path, const char *err);
 /* Print "gpumemtrace: <message>" and a newline on stderr, the message escaped as gmt_tty
  * shows report text (a typed argument's control characters, say, show as \x1b). */
 void gmt_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+struct option;
+/* The name of the option that takes no value which arg ("--name=value", the name perhaps cut
+ * short, as getopt_long takes it) gives one to, when that option's code is val (getopt_long's
+ * optopt then); else NULL. A verb's unknown-option error asks it first, so --json=1 is
+ * "option '--json' takes no value", not an unknown '-j' or '--json=1'. */
+const char *gmt_cli_flag_given_value(const struct option *opts, int val, const char *arg);
 /* The same with a prefix and a suffix (NULL for none) kept as they are. */
 void gmt_cli_verror(const char *prefix, const char *suffix, const char *fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));

@@ -366,19 +366,6 @@ static int check_choice(const char *value, const char *const *choices, size_t n)
     return -EINVAL;
 }
 
-/* The name of the option that takes no value which arg ("--name=value", the name perhaps cut
- * short, as getopt_long takes it) gives one to, when that option's code is val (getopt_long's
- * optopt then); else NULL. */
-static const char *flag_given_value(const char *arg, int val)
-{
-    if (strncmp(arg, "--", 2) != 0 || !strchr(arg, '=')) return NULL;
-    size_t n = strcspn(arg + 2, "=");
-    for (const struct option *o = long_opts; o->name; o++)
-        if (o->val == val && o->has_arg == no_argument && strncmp(o->name, arg + 2, n) == 0)
-            return o->name;
-    return NULL;
-}
-
 /* Parse the options into environment changes. Returns a negative errno after printing a
  * usage error, 1 after --help, 0 to go on; *cmd_index is where CMD starts. */
 static int parse_options(int argc, char **argv, int *cmd_index)
@@ -488,7 +475,7 @@ static int parse_options(int argc, char **argv, int *cmd_index)
         default: {
             /* optopt names an unknown short option, or an option that takes no value given
              * one (--no-python=1: its code, not a character); an unknown long one leaves it 0. */
-            const char *flag = optopt ? flag_given_value(argv[optind - 1], optopt) : NULL;
+            const char *flag = gmt_cli_flag_given_value(long_opts, optopt, argv[optind - 1]);
             if (flag) return usage_error("option '--%s' takes no value", flag);
             if (optopt) return usage_error("unknown option '-%c'", optopt);
             return usage_error("unknown option '%s'", argv[optind - 1]);

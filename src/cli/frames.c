@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -39,6 +40,16 @@ void gmt_cli_error(const char *fmt, ...)
     va_start(ap, fmt);
     gmt_cli_verror(NULL, NULL, fmt, ap);
     va_end(ap);
+}
+
+const char *gmt_cli_flag_given_value(const struct option *opts, int val, const char *arg)
+{
+    if (!val || !arg || strncmp(arg, "--", 2) != 0 || !strchr(arg, '=')) return NULL;
+    size_t n = strcspn(arg + 2, "=");
+    for (const struct option *o = opts; o->name; o++)
+        if (o->val == val && o->has_arg == no_argument && strncmp(o->name, arg + 2, n) == 0)
+            return o->name;
+    return NULL;
 }
 
 const char *gmt_basename(const char *path)

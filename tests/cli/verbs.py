@@ -173,6 +173,29 @@ def case_stdout_errors(c):
 
 
 @case
+def case_flag_given_value(c):
+    """A value given to an option that takes none (--json=1, an abbreviation's too) is named as
+    such by every verb, in one line, exit 2, before anything is read: getopt_long reports it
+    with the option's code, which report printed as a short option ("unknown option '-j'") and
+    the others as an unknown option ("unknown option '--no-errors=1'"). An unknown option is
+    still said to be one."""
+    v2 = os.path.join(c.data, "valid_v2.json")
+    for args, name in ((["report", "--json=1", v2], "json"), (["report", "--js=1", v2], "json"),
+                       (["check", "--no-errors=yes", v2], "no-errors"),
+                       (["export", "--help=1", v2], "help"), (["merge", "--help=x", v2], "help"),
+                       (["top", "--once=1", "no.gmt"], "once"),
+                       (["diff", "--help=0", v2, v2], "help"),
+                       (["run", "--no-python=1", "--", "true"], "no-python")):
+        out, err, _ = c.cli_run(*args, rc=2)
+        expect(one_line(err) and f"{args[0]}: option '--{name}' takes no value" in err and
+               not out, f"{' '.join(args)}: {err!r}")
+    _, err, _ = c.cli_run("report", "--bogus=1", v2, rc=2)
+    expect("report: unknown option '--bogus=1'" in err, err)
+    _, err, _ = c.cli_run("report", "-x", v2, rc=2)
+    expect("report: unknown option '-x'" in err, err)
+
+
+@case
 def case_special_files(c):
     """A FIFO or a device named as a report is refused at once with one line, by every verb
     that reads reports (opening a FIFO waited for a writer forever); a pipe the shell passes
