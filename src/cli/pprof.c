@@ -133,6 +133,15 @@ static uint64_t location_id(ctx_t *c, const gmt_frame_t *f)
 {
     c->key.len = 0;
     gmt_frame_key_put(&c->key, f);
+    /* A location is one place in the code, its line and address its own: the frame key names
+     * a function (a Python one by file name and function), so two lines of one function, or
+     * two files of one name, would share the first one's line (pprof -lines, its source
+     * view), as speedscope's frames did (c400e9f). */
+    if (f->python)
+        gmt_buf_printf(&c->key, "`%s`%" PRId64, f->file ? f->file : "", f->line);
+    else
+        gmt_buf_printf(&c->key, "`%" PRIx64 "`%" PRId64 "`%s", f->address, f->line,
+                       f->file ? f->file : "");
     if (c->key.failed) {
         c->oom = true;
         return 0;

@@ -1027,6 +1027,30 @@ def case_pprof(c):
            f"[no stack] {nostack}")
     act = p["samples"][4]["locations"][0]
     expect(act["line"] == 1 and act["function"]["file"] == "act.c", f"line 1: {act}")
+    # a location is one place: a Python function at two lines, two files of one name, a
+    # native function at two addresses (lines 88 and 91) each have their own line and file
+    # (they shared the first one's, keyed by the function: pprof -lines showed line 42)
+    def places(r):
+        r["stacks"]["3"]["frames"].append({"type": "python", "file": "model.py",
+                                           "function": "forward", "line": 50})
+        r["stacks"]["4"]["frames"].append({"type": "python", "file": "/opt/pkg/model.py",
+                                           "function": "forward", "line": 42})
+        f = dict(r["stacks"]["1"]["frames"][1])
+        f.update(address=hex(int(f["address"], 16) + 0x20), offset=f["offset"] + 0x20, line=91)
+        r["stacks"]["3"]["frames"].append(f)
+    e = edited(c, "ppl.json", places, base="valid_v2.json")
+    export(c, e, "pprof", "-o", c.path("ppl.pb.gz"))
+    p = pprof_load(c.path("ppl.pb.gz"))
+    got = sorted({(x["function"]["name"], x["function"]["file"], x["line"], x["address"])
+                  for x in p["locations"].values()
+                  if x["function"]["name"] in ("forward", "alloc_workspace")})
+    base = int(c.load(os.path.join(c.data, "valid_v2.json"))["stacks"]["1"]["frames"][1]
+               ["address"], 16)
+    want = [("alloc_workspace", "workspace.c", 88, base),
+            ("alloc_workspace", "workspace.c", 91, base + 0x20),
+            ("forward", "/opt/pkg/model.py", 42, 0), ("forward", "model.py", 42, 0),
+            ("forward", "model.py", 50, 0)]
+    expect(got == want, "locations of forward and alloc_workspace:\n" + "\n".join(map(str, got)))
     # a start time past 2262 (a corrupt report's) is int64's largest, not a wrapped number;
     # a merged report whose ranks have no start times has no time and no duration
     e = edited(c, "pfar.json", lambda r: r["process"].update(start_time=1e12),
