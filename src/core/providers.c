@@ -133,6 +133,13 @@ void gmt_track_note_backend(const char *name, const char *reason)
     gmt_spin_unlock(&notes_lock);
 }
 
+static void record_warning(const char *msg)
+{
+    gmt_spin_lock(&notes_lock);
+    if (nwarnings < GMT_MAX_WARNINGS) memcpy(warnings[nwarnings++], msg, GMT_NOTE_LEN);
+    gmt_spin_unlock(&notes_lock);
+}
+
 void gmt_track_warn(const char *fmt, ...)
 {
     char msg[GMT_NOTE_LEN];
@@ -141,9 +148,17 @@ void gmt_track_warn(const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     gmt_info("%s", msg);
-    gmt_spin_lock(&notes_lock);
-    if (nwarnings < GMT_MAX_WARNINGS) memcpy(warnings[nwarnings++], msg, sizeof msg);
-    gmt_spin_unlock(&notes_lock);
+    record_warning(msg);
+}
+
+void gmt_track_note_warning(const char *fmt, ...)
+{
+    char msg[GMT_NOTE_LEN];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    record_warning(msg);
 }
 
 int gmt_track_backends(char out[][GMT_NOTE_LEN], int max, char *reason, size_t reason_len)

@@ -247,6 +247,9 @@ void gmt_track_devfacts_refresh(bool thorough);
  * take the core's own lock; never call from a signal handler. Copies the strings. */
 void gmt_track_note_backend(const char *name, const char *reason);
 void gmt_track_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* gmt_track_warn without its log line: for a problem its caller has already said on standard
+ * error (an error line), so that the report's warnings carry it too. */
+void gmt_track_note_warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #define GMT_MAX_BACKENDS 4
 #define GMT_MAX_WARNINGS 32
 #define GMT_NOTE_LEN     256

@@ -555,6 +555,11 @@ int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsign
         }
         gmt_supp_t supp;
         gmt_supp_load(&supp, supp_path, true);
+        /* said on standard error once; in the report's warnings from the first report on (a
+         * later snapshot and the final report carry it: the notes are kept) */
+        static int supp_noted;
+        if (supp.problem[0] && !__atomic_exchange_n(&supp_noted, 1, __ATOMIC_RELAXED))
+            gmt_track_note_warning("GPUMEMTRACE_SUPPRESSIONS='%s' %s", supp_path, supp.problem);
         gmt_group_finish(&l->grouping, stack_suppressed, &supp, &l->totals);
         gmt_supp_free(&supp);
         yield();

@@ -76,10 +76,11 @@ void gmt_supp_free(gmt_supp_t *s)
 
 static int warned;
 
-static int refuse(bool quiet_repeat, int rc, const char *path, const char *why)
+static int refuse(gmt_supp_t *s, bool quiet_repeat, int rc, const char *path, const char *why)
 {
+    snprintf(s->problem, sizeof s->problem, "%s; no suppressions used", why);
     if (!quiet_repeat || !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
-        gmt_error("GPUMEMTRACE_SUPPRESSIONS='%s' %s; no suppressions used", path, why);
+        gmt_error("GPUMEMTRACE_SUPPRESSIONS='%s' %s", path, s->problem);
     return rc;
 }
 
@@ -147,11 +148,14 @@ int gmt_supp_load(gmt_supp_t *s, const char *path, bool quiet_repeat)
     char why[160];
     size_t got;
     int rc = gmt_supp_read_file(path, &s->text, &s->text_bytes, &got, why, sizeof why);
-    if (rc) return refuse(quiet_repeat, rc, path, why);
+    if (rc) return refuse(s, quiet_repeat, rc, path, why);
     gmt_supp_parse(s, s->text, got);
-    if (s->ignored && (!quiet_repeat || !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED)))
-        gmt_error("GPUMEMTRACE_SUPPRESSIONS='%s' has %d patterns past the first %d; those are "
-                  "not used",
-                  path, s->ignored, GMT_SUPP_MAX_PATTERNS);
+    if (s->ignored) {
+        snprintf(s->problem, sizeof s->problem,
+                 "has %d patterns past the first %d; those are not used", s->ignored,
+                 GMT_SUPP_MAX_PATTERNS);
+        if (!quiet_repeat || !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+            gmt_error("GPUMEMTRACE_SUPPRESSIONS='%s' %s", path, s->problem);
+    }
     return 0;
 }

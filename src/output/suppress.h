@@ -25,6 +25,9 @@ typedef struct gmt_supp_s {
     const char *pat[GMT_SUPP_MAX_PATTERNS];
     int n;
     int ignored; /* patterns past GMT_SUPP_MAX_PATTERNS */
+    /* What gmt_supp_load said on standard error (the file refused, or patterns past the
+     * limit), whether or not it said it this time; "" when nothing went wrong. */
+    char problem[200];
 } gmt_supp_t;
 
 /* Loads path (NULL or "": no suppressions, returns 0). On failure *s holds no patterns, one

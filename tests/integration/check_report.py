@@ -1214,7 +1214,14 @@ def case_state_target(ctx):
         after = os.lstat(target)
         expect_eq(f"{os.path.basename(target)}: same file", (after.st_ino, after.st_mode),
                   (before.st_ino, before.st_mode))
-        check_summary(ctx.final_report(), allocs=2, frees=1)
+        final = ctx.final_report()
+        check_summary(final, allocs=2, frees=1)
+        # the report's warnings say it too (its config names the file, capture.state_file is
+        # null; until session 41 only the stderr line said why)
+        warns = [w for w in final["capture"].get("warnings", [])
+                 if w.startswith(f"{target} exists and is not a state file")]
+        expect_eq(f"warnings refusing {os.path.basename(target)}", len(warns), 1)
+        expect_eq("capture.state_file", final["capture"].get("state_file"), None)
         ctx.clear_output()
     with open(precious) as f:
         expect_eq("precious.conf's content", f.read(), "keep me\n")
@@ -1885,10 +1892,19 @@ def case_suppressions_unsafe(ctx):
         if len(lines) != 1 or why not in lines[0]:
             fail(f"{path}: expected one stderr line saying '{why}', got {lines}")
     reps = ctx.final_reports(4)
+    said = []
     for rep in reps:
         check_leak_two_sites(rep)
         if any(g["suppressed"] for g in rep["leaks"]["groups"]):
             fail("a group is suppressed although no pattern used matches")
+        # and the report's warnings say it (the stderr line alone, until session 41)
+        warns = [w for w in rep["capture"].get("warnings", [])
+                 if w.startswith("GPUMEMTRACE_SUPPRESSIONS=")]
+        expect_eq("warnings about the suppressions file", len(warns), 1)
+        said.append(warns[0])
+    for path, why in cases:
+        if not any(f"GPUMEMTRACE_SUPPRESSIONS='{path}' " in w and why in w for w in said):
+            fail(f"no report's warning says {path}: {why}: {said}")
     shutil.rmtree(base, ignore_errors=True)
 
 
