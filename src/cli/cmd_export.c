@@ -776,6 +776,10 @@ int gmt_cli_export(int argc, char **argv)
             format = optarg;
             break;
         case 'o':
+            if (!*optarg) {
+                gmt_cli_error("export: -o needs a file name ('-' for standard output)");
+                return GMT_EXIT_USAGE;
+            }
             out = optarg;
             break;
         case 's':

@@ -1202,6 +1202,10 @@ int gmt_cli_report(int argc, char **argv)
             recover = optarg;
             break;
         case 'o':
+            if (!*optarg) {
+                gmt_cli_error("report: -o needs a file name");
+                return GMT_EXIT_USAGE;
+            }
             output = optarg;
             break;
         case 't':

@@ -31,7 +31,7 @@ int gmt_cli_symbolize(int argc, char **argv)
     const char *out = NULL, *in = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) {
-            if (i + 1 >= argc) {
+            if (i + 1 >= argc || !argv[i + 1][0]) {
                 gmt_cli_error("symbolize: %s needs a path (" USAGE ")", argv[i]);
                 return GMT_EXIT_USAGE;
             }

@@ -196,6 +196,21 @@ def case_flag_given_value(c):
 
 
 @case
+def case_empty_output(c):
+    """-o '' (an empty variable in a script) is named as such by every verb that writes a file,
+    exit 2, nothing written: export said "export: : No such file or directory", symbolize
+    "cannot write : ..."."""
+    v2 = os.path.join(c.data, "valid_v2.json")
+    for args, said in ((["export", v2, "--format", "folded", "-o", ""], "export: -o needs"),
+                       (["report", "--recover", "x.gmt", "-o", ""], "report: -o needs"),
+                       (["symbolize", "-o", "", v2], "symbolize: -o needs"),
+                       (["merge", v2, "-o", ""], "merge: -o needs"),
+                       (["run", "-o", "", "--", "true"], "run: --output needs")):
+        out, err, _ = c.cli_run(*args, rc=2)
+        expect(one_line(err) and said in err and not out, f"{' '.join(args)}: {err!r}")
+
+
+@case
 def case_special_files(c):
     """A FIFO or a device named as a report is refused at once with one line, by every verb
     that reads reports (opening a FIFO waited for a writer forever); a pipe the shell passes
