@@ -1287,7 +1287,7 @@ def case_diff(c):
     expect(sec == "  (OLD lists no libraries: a version 1 report; not compared)", "v1 -> v2:\n" + sec)
     out, _, _ = c.cli_run("diff", p, a, "--max-growth", "1M", rc=1)
     expect("FAIL leaked bytes grew" in out and "over --max-growth 1M\n" in out, out)
-    for verb, opts in (("diff", ("--max-growth N|P%", "--top N")), ("merge", ("-o OUT",))):
+    for verb, opts in (("diff", ("--max-growth N|P%", "--top N")), ("merge", ("-o, --output OUT",))):
         h, _, _ = c.cli_run(verb, "--help")
         expect(all(f"\n  {o} " in h for o in opts), f"{verb} --help lists {opts}:\n{h}")
     expect(re.search(r"leak\s+\+3\.00 MiB.*alloc_site_a.*\[new\]", out), out)
