@@ -315,6 +315,7 @@ static void *writer_main(void *arg)
         /* Between messages, sample every stack's live bytes for the growth suspects
          * (output/growth.h): this thread is the sampler, so the hooks pay nothing. */
         uint64_t now = gmt_now_ns();
+        gmt_track_alive(now); /* a killed job's recovered report ends here, not at its last call */
         uint64_t wait_ns = gmt_growth_sample_process(now);
         /* Keep the state file's facts current off the hot path (docs/state.md): device facts
          * once per device, the module map when the loader's counters moved. The unwinder's

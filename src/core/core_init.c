@@ -295,7 +295,15 @@ uint64_t gmt_track_now_ns(void)
 {
     if (!recovered) return gmt_now_ns();
     uint64_t last = gmt_stats_last_event_ns();
+    uint64_t alive = __atomic_load_n(&gmt_cs->alive_ns, __ATOMIC_RELAXED);
+    if (alive > last) last = alive;
     return last > gmt_cs->start_ns ? last : gmt_cs->start_ns;
+}
+
+void gmt_track_alive(uint64_t now_ns)
+{
+    if (!gmt_core_ready() || recovered) return;
+    __atomic_store_n(&gmt_cs->alive_ns, now_ns, __ATOMIC_RELAXED);
 }
 
 void *gmt_track_growth_state(size_t bytes)

@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 #define GMT_REGION_MAGIC      "GMTSTATE"
-#define GMT_REGION_VERSION    6
+#define GMT_REGION_VERSION    7
 #define GMT_REGION_MAX_CHUNKS 512
 
 typedef enum gmt_arena_id_e {

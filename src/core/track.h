@@ -304,8 +304,13 @@ void gmt_track_table_settle(void);
 /* The module holding addr in the recorded map; false when none. */
 bool gmt_track_module_of(uint64_t addr, const gmt_module_t **mod);
 
-/* Now, for the report: the clock; in a recovered state, the last event's time. */
+/* Now, for the report: the clock; in a recovered state, the last time the process was seen
+ * alive: its last event or its writer thread's last wake (gmt_track_alive), whichever came
+ * later. */
 uint64_t gmt_track_now_ns(void);
+/* The writer thread says the process is alive at now_ns (the events' clock), into the core
+ * block, so the state file holds it. */
+void gmt_track_alive(uint64_t now_ns);
 /* Makes the core's accessors (table, stacks, stats, failures, peaks, notes, process facts,
  * configuration) read the state file at path. 0 or a negative errno with one line in err. */
 int gmt_track_recover(const char *path, char *err, size_t errlen);

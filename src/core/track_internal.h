@@ -77,6 +77,10 @@ typedef struct gmt_core_state_s {
     uint32_t growth_bytes;
     char py_version[32];
     uint64_t growth_off; /* atomic */
+    /* The writer thread's last wake, on the events' clock (atomic; at least once a second
+     * while the process runs): how long a job killed without a report ran, where its last
+     * CUDA call can be long before its end (gmt_track_now_ns). */
+    uint64_t alive_ns;
 } gmt_core_state_t;
 
 /* Points into the region once the core is up; before that, at a static block (drop counters

@@ -2456,6 +2456,10 @@ def case_state_kill(ctx):
         if "keep_a" in t.stdout or not re.search(r"state_kill\+0x[0-9a-f]+", t.stdout):
             fail(f"top --once should name frames by module+offset:\n{t.stdout}")
         grow_then_snapshot(p)  # grow, then the snapshot just before the kill
+        # idle a while without a CUDA call before the kill: the recovered report ends when the
+        # process was last seen alive (its writer thread wakes at least once a second), not
+        # at its last call (until session 41 it said "ran" up to the last call only)
+        time.sleep(1.6)
     finally:
         p.kill()
         p.communicate()
@@ -2474,6 +2478,10 @@ def case_state_kill(ctx):
     expect_eq("recovered process.pid", rec["process"]["pid"], snap["process"]["pid"])
     expect_eq("recovered process.argv", rec["process"]["argv"], snap["process"]["argv"])
     expect_eq("recovered capture.state_file", rec["capture"].get("state_file"), state)
+    ran = rec["process"]["duration_s"] - snap["process"]["duration_s"]
+    if not 0.5 <= ran <= 30:
+        fail(f"recovered duration_s {rec['process']['duration_s']}: {ran:.3f} s after the "
+             f"snapshot's, which the process outlived by 1.6 s")
     # the same live set ...
     for k in ("live_bytes", "live_count", "allocs", "frees", "leaked_bytes", "peak_bytes"):
         if k in snap["summary"]:
