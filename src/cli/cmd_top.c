@@ -338,9 +338,10 @@ static void show_sites(gmt_stacks_t *st, long top, seen_allocs_t *seen, bool rec
     int nbest = top_stacks(st, top, best, recent ? RANK_RECENT : RANK_ALLOCS, seen);
     double now = mono_s();
     if (recent)
-        printf("top %d stacks by allocations since the last view (and since the start):\n", nbest);
+        printf("top %d stack%s by allocations since the last view (and since the start):\n", nbest,
+               nbest == 1 ? "" : "s");
     else
-        printf("top %d stacks by allocations since the start%s:\n", nbest,
+        printf("top %d stack%s by allocations since the start%s:\n", nbest, nbest == 1 ? "" : "s",
                seen->have ? " (and since the last view)" : "");
     char label[32];
     for (int i = 0; i < nbest; i++) {
@@ -349,8 +350,8 @@ static void show_sites(gmt_stacks_t *st, long top, seen_allocs_t *seen, bool rec
         uint64_t total = recent ? __atomic_load_n(&e->total_allocs, __ATOMIC_RELAXED) & INT64_MAX
                                 : (uint64_t)best[i].value;
         device_label(gmt_stacks_tag_device(e->tag), label, sizeof label);
-        printf("  #%-3d %10" PRIu64 " allocations, %" PRId64 " live on %s, %s via %s (stack %u)",
-               i + 1, total, best[i].count > 0 ? best[i].count : 0, label,
+        printf("  #%-3d %10" PRIu64 " allocation%s, %" PRId64 " live on %s, %s via %s (stack %u)",
+               i + 1, total, total == 1 ? "" : "s", best[i].count > 0 ? best[i].count : 0, label,
                gmt_kind_name((gmt_kind_t)gmt_stacks_tag_kind(e->tag)),
                gmt_api_name((gmt_api_t)gmt_stacks_tag_api(e->tag)), best[i].id);
         if (seen->have) {
@@ -445,7 +446,7 @@ static int show(const char *path, long top, bool *running, seen_allocs_t *prev, 
     gmt_stacks_t *st = gmt_track_stacks();
     top_stack_t best[MAX_TOP];
     int nbest = top_stacks(st, top, best, RANK_LIVE, prev);
-    printf("top %d stacks by live bytes:\n", nbest);
+    printf("top %d stack%s by live bytes:\n", nbest, nbest == 1 ? "" : "s");
     for (int i = 0; i < nbest; i++) {
         gmt_stack_entry_t *e = gmt_stacks_entry(st, best[i].id);
         device_label(gmt_stacks_tag_device(e->tag), label, sizeof label);

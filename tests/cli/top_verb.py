@@ -45,9 +45,9 @@ def traced(c, prog, name, env=None):
     return state, c.load(report)
 
 
-SITES_HEAD = re.compile(r"top (\d+) stacks by allocations (?:since the start( \(and since the "
+SITES_HEAD = re.compile(r"top (\d+) stacks? by allocations (?:since the start( \(and since the "
                         r"last view\))?|(since the last view) \(and since the start\)):")
-SITE = re.compile(r"  #(\d+) +(\d+) allocations, (\d+) live on (.+?), (.+) via (\S+) "
+SITE = re.compile(r"  #(\d+) +(\d+) allocations?, (\d+) live on (.+?), (.+) via (\S+) "
                   r"\(stack \d+\)(, \+(\d+) in (\d+\.\d) s)?")
 
 
@@ -157,7 +157,8 @@ def case_view(c):
     got = [s.group(2, 3, 4, 5, 6) for s, _ in stacks]
     expect(got == stack_lines(rep) and len(got) == 2, f"stacks {got}, expected "
            f"{stack_lines(rep)}:\n{out}")
-    expect(f"top {len(got)} stacks by live bytes:" in out.splitlines(), out)
+    expect(f"top {len(got)} stack{'' if len(got) == 1 else 's'} by live bytes:"
+           in out.splitlines(), out)
     for s, frames in stacks:
         expect(len(frames) == 3 and all(re.fullmatch(r"\S+\+0x[0-9a-f]+", f) for f in frames),
                f"stack #{s.group(1)}: frames {frames}")
@@ -170,7 +171,10 @@ def case_view(c):
     # --top N: the N largest
     out1, (_, _, stacks1) = one_view(c, "--once", "--top", "1", state)
     expect([s.group(2, 3, 4, 5, 6) for s, _ in stacks1] == stack_lines(rep, 1) and
-           "top 1 stacks by live bytes:" in out1, "--top 1:\n" + out1)
+           "top 1 stack by live bytes:" in out1 and
+           "top 1 stack by allocations since the start:" in out1 and
+           not re.search(r" 1 allocations,|  (?!1 )\d+ allocation,", out + out1),
+           "--top 1:\n" + out1)
     # without --once: the owner has ended, so one view; no screen control on a pipe
     out2, _, _ = c.cli_run("top", state, timeout=20)
     expect(len(views(out2)) == 1 and "\033" not in out2, "top without --once:\n" + out2)
@@ -528,7 +532,8 @@ def case_many_stacks(c):
         out, (_, _, stacks) = one_view(c, "--once", *args, state)
         sizes = [s.group(2) for s, _ in stacks]
         want = [fmt_size((12 - k) << 16) for k in range(n)]
-        expect(sizes == want and f"top {n} stacks by live bytes:" in out.splitlines(),
+        expect(sizes == want and
+               f"top {n} stack{'' if n == 1 else 's'} by live bytes:" in out.splitlines(),
                f"top {args}: stacks {sizes}, expected {want}:\n{out}")
     if not (3, 9) <= sys.version_info[:2] <= (3, 13):
         return  # a CPython whose frames the tracer does not read: native stacks only
