@@ -592,7 +592,9 @@ int gmt_dwsym_resolve(gmt_dwsym_t *s, const char *path, const char *build_id, ui
     module_t *m = get_module(s, path);
     if (!m) return -ENOMEM;
     if (m->err) return m->err;
-    if (build_id && *build_id && m->build_id[0] && strcasecmp(build_id, m->build_id) != 0)
+    /* Only a file with the recorded build id is the one that ran: a file without one (another
+     * build at the path, linked with --build-id=none) proves nothing, as one with another. */
+    if (build_id && *build_id && (!m->build_id[0] || strcasecmp(build_id, m->build_id) != 0))
         return -ESTALE;
     uint64_t addr = m->start + offset;
     if (addr < m->start || addr >= m->end) return -ERANGE;

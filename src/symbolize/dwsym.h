@@ -51,8 +51,9 @@ int gmt_dwsym_open(gmt_dwsym_t **out, char *why, size_t why_len);
 void gmt_dwsym_close(gmt_dwsym_t *s);
 
 /* Resolves the instruction at offset in the module at path. build_id (hex, may be NULL or "")
- * must match the file's when given. *out stays valid until the session closes; its strings
- * are NULL where unknown. -ENOENT: the file cannot be read as ELF; -ESTALE: build id differs;
+ * must match the file's when given (a file without a build id matches none). *out stays valid
+ * until the session closes; its strings are NULL where unknown. -ENOENT: the file cannot be
+ * read as ELF; -ESTALE: build id differs, or the file has none while build_id is given;
  * -ERANGE: the offset is outside the module. */
 int gmt_dwsym_resolve(gmt_dwsym_t *s, const char *path, const char *build_id, uint64_t offset,
                       const gmt_symres_t **out);

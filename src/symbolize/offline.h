@@ -4,8 +4,8 @@
  * a machine without libdw) holds module path, build id and offset per native frame. Where the
  * module file is still there and its build id matches, this fills symbol (demangled), file,
  * line and inlined from it, and marks capture.symbols.resolver "offline". Frames that already
- * have a file are left alone, as are frames of a module whose build id differs and frames
- * without a build id (nothing proves the file here is the one that ran).
+ * have a file are left alone, as are frames of a module whose build id differs (or that has
+ * none) and frames without a build id (nothing proves the file here is the one that ran).
  */
 #ifndef GMT_SYMBOLIZE_OFFLINE_H
 #define GMT_SYMBOLIZE_OFFLINE_H

@@ -1,6 +1,7 @@
 /* test_dwsym.c - the libdw symbolizer on this test program's own file: a static function by
- * name (from .symtab) with file:line, the build id check, unreadable and hostile paths, the
- * demangler, and the per-module memo (same answer object for the same offset). */
+ * name (from .symtab) with file:line, the build id check (also against a file without a build
+ * id), unreadable and hostile paths, the demangler, and the per-module memo (same answer
+ * object for the same offset). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -73,6 +74,50 @@ static void build_id_must_match(void **state)
     gmt_dwsym_close(s);
 }
 
+/* A copy of this test's file whose build-id note is no longer one (its name "GNU" made
+ * "GNX"): another build at the module's path, linked without a build id. With the recorded
+ * build id given it proves nothing and must not be read for names; without one it is read. */
+static void file_without_build_id(void **state)
+{
+    (void)state;
+    uint64_t off = (uint64_t)(uintptr_t)&local_fn - base_of_self();
+    FILE *in = fopen(self, "rb");
+    assert_non_null(in);
+    assert_int_equal(fseek(in, 0, SEEK_END), 0);
+    long size = ftell(in);
+    assert_true(size > 0);
+    rewind(in);
+    unsigned char *elf = malloc((size_t)size);
+    assert_non_null(elf);
+    assert_int_equal(fread(elf, 1, (size_t)size, in), (size_t)size);
+    fclose(in);
+    /* namesz 4, descsz 20, type NT_GNU_BUILD_ID, "GNU" */
+    static const unsigned char hdr[] = {4, 0, 0, 0, 20, 0, 0, 0, 3, 0, 0, 0, 'G', 'N', 'U', 0};
+    unsigned char *note = memmem(elf, (size_t)size, hdr, sizeof hdr);
+    assert_non_null(note);
+    char id[41];
+    for (int i = 0; i < 20; i++)
+        snprintf(id + 2 * i, 3, "%02x", note[sizeof hdr + i]);
+    note[14] = 'X';
+    char copy[] = "/tmp/gmt_dwsym_noid_XXXXXX";
+    int fd = mkstemp(copy);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, elf, (size_t)size), size);
+    close(fd);
+    free(elf);
+    gmt_dwsym_t *s = NULL;
+    assert_int_equal(gmt_dwsym_open(&s, NULL, 0), 0);
+    const gmt_symres_t *r = NULL;
+    assert_int_equal(gmt_dwsym_resolve(s, self, id, off, &r), 0); /* the note read right */
+    assert_int_equal(gmt_dwsym_resolve(s, copy, id, off, &r), -ESTALE);
+    assert_null(r);
+    assert_int_equal(gmt_dwsym_resolve(s, copy, NULL, off, &r), 0);
+    assert_non_null(r->fn.symbol);
+    assert_string_equal(r->fn.symbol, "local_fn");
+    gmt_dwsym_close(s);
+    unlink(copy);
+}
+
 static void unreadable_and_hostile_paths(void **state)
 {
     (void)state;
@@ -122,6 +167,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(static_function_and_line),
         cmocka_unit_test(build_id_must_match),
+        cmocka_unit_test(file_without_build_id),
         cmocka_unit_test(unreadable_and_hostile_paths),
         cmocka_unit_test(demangles),
     };
