@@ -91,6 +91,8 @@ int gmt_cli_symbolize(int argc, char **argv)
     if (st.stale)
         fprintf(stderr, "; %u frames left unnamed: their module's build id differs", st.stale);
     if (st.missing) fprintf(stderr, "; %u frames of modules not found here", st.missing);
+    if (st.bare)
+        fprintf(stderr, "; %u frames their module has no symbols or debug info for", st.bare);
     if (st.unverified)
         fprintf(stderr, "; %u frames without a build id left as they were", st.unverified);
     fputc('\n', stderr);

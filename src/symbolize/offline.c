@@ -62,7 +62,11 @@ static void name_frame(gmt_dwsym_t *s, cJSON *f, gmt_offline_stats_t *st)
         }
         return;
     }
-    st->named++;
+    /* A module without symbols or DWARF (stripped) is read but names nothing. */
+    if (r->fn.symbol || r->fn.file)
+        st->named++;
+    else
+        st->bare++;
     if (r->fn.symbol) set_str(f, "symbol", r->fn.symbol);
     set_str(f, "file", r->fn.file);
     set_line(f, r->fn.file, r->fn.line);

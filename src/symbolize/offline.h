@@ -17,6 +17,7 @@ typedef struct gmt_offline_stats_s {
     unsigned named;      /* frames that got file:line or a name */
     unsigned stale;      /* frames of modules whose build id differs */
     unsigned missing;    /* frames of modules that cannot be read here */
+    unsigned bare;       /* frames their module, read here, has no name or line for (stripped) */
     unsigned unverified; /* frames without a build id (a v1 report): not looked up */
 } gmt_offline_stats_t;
 

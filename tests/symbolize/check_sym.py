@@ -168,6 +168,59 @@ def offline(ctx):
     del rep_bad
 
 
+def with_module(rep, old, new):
+    """A copy of rep whose frames of module old name new instead."""
+    import copy
+    out = copy.deepcopy(rep)
+    for sid in out["stacks"]:
+        for f in frames(out, sid):
+            if f.get("module") == old:
+                f["module"] = new
+    return out
+
+
+def symbolize_file(ctx, rep, name):
+    """rep written to the work folder as name, then `gpumemtrace symbolize` on it: (the
+    report written back, its standard error)."""
+    import json
+    path = os.path.join(ctx.work, name)
+    with open(path, "w") as f:
+        json.dump(rep, f)
+    r = subprocess.run([ctx.cli, "symbolize", path], capture_output=True, text=True)
+    expect_eq(f"symbolize {name} status ({r.stderr.strip()})", r.returncode, 0)
+    return ctx.reports()[name], r.stderr
+
+
+@case("offline_files")
+def offline_files(ctx):
+    """What symbolize says of the module files it finds: a stripped one is read but names
+    nothing, and is not counted as named."""
+    ctx.run(["sym_static"], env={"GMT_STANDIN_MEM_BYTES": str(1 << 30)})
+    reps = ctx.reports()
+    rep = [r for r in reps.values() if r["process"]["reason"] == "oom"][0]
+    ctx.clear_output()
+    prog = os.path.join(ctx.progs, "sym_static")
+    mods = os.path.join(ctx.work, "..", "offline_files_mods")
+    os.makedirs(mods, exist_ok=True)
+    ours = sum(1 for sid in rep["stacks"] for f in frames(rep, sid) if f["module"] == prog)
+    total = sum(len(frames(rep, sid)) for sid in rep["stacks"])
+    if not ours or ours == total:
+        fail(f"the oom report has {ours} of {total} frames in {prog}")
+    # stripped: its frames stay unnamed, and the count says so (it said "named 15 of 15")
+    stripped = os.path.join(mods, "stripped")
+    subprocess.run(["strip", "-o", stripped, prog], check=True)
+    out, err = symbolize_file(ctx, with_module(rep, prog, stripped), "stripped.json")
+    for sid in out["stacks"]:
+        for f in frames(out, sid):
+            if f["module"] == stripped and (f.get("symbol") or f.get("file")):
+                fail(f"a frame of a stripped module got a name: {f}")
+    m = re.search(r"named (\d+) of (\d+) native frames", err)
+    if not m or int(m.group(2)) != total or int(m.group(1)) > total - ours:
+        fail(f"symbolize counted the stripped module's {ours} frames as named: {err!r}")
+    if f"; {ours} frames their module has no symbols or debug info for" not in err:
+        fail(f"symbolize did not say the stripped module names nothing: {err!r}")
+
+
 @case("no_network")
 def no_network(ctx):
     """Debug info is never asked of a debuginfod server, even with DEBUGINFOD_URLS set: a
