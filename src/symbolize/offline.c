@@ -35,7 +35,10 @@ static void name_frame(gmt_dwsym_t *s, cJSON *f, gmt_offline_stats_t *st)
     if (cJSON_IsString(type) && strcmp(type->valuestring, "native") != 0) return;
     st->frames++;
     const cJSON *file = cJSON_GetObjectItemCaseSensitive(f, "file");
-    if (cJSON_IsString(file)) return;
+    if (cJSON_IsString(file)) { /* named already (by an earlier symbolize) */
+        st->named++;
+        return;
+    }
     const cJSON *mod = cJSON_GetObjectItemCaseSensitive(f, "module");
     const cJSON *off = cJSON_GetObjectItemCaseSensitive(f, "offset");
     const cJSON *bid = cJSON_GetObjectItemCaseSensitive(f, "build_id");
@@ -111,14 +114,19 @@ int gmt_symbolize_report_json(cJSON *root, gmt_offline_stats_t *st, char *why, s
     cJSON *capture = cJSON_GetObjectItemCaseSensitive(root, "capture");
     cJSON *symbols = cJSON_GetObjectItemCaseSensitive(capture, "symbols");
     const cJSON *resolver = cJSON_GetObjectItemCaseSensitive(symbols, "resolver");
-    if (cJSON_IsString(resolver) && (strcmp(resolver->valuestring, "libdw") == 0 ||
-                                     strcmp(resolver->valuestring, "offline") == 0))
-        return 0;
+    if (cJSON_IsString(resolver) && strcmp(resolver->valuestring, "libdw") == 0) return 0;
+    /* Symbolized before, maybe where some modules were not found or had another build id: the
+     * frames still without a file are looked up again, so a report symbolized on the wrong
+     * machine can be completed where the modules are (without libdw it stays as it is). */
+    bool again = cJSON_IsString(resolver) && strcmp(resolver->valuestring, "offline") == 0;
     cJSON *stacks = cJSON_GetObjectItemCaseSensitive(root, "stacks");
     if (!cJSON_IsObject(stacks)) return 0;
     gmt_dwsym_t *s = NULL;
     int rc = gmt_dwsym_open(&s, why, why_len);
-    if (rc) return rc;
+    if (rc) {
+        if (again && why && why_len) why[0] = 0;
+        return again ? 0 : rc;
+    }
     cJSON *stack;
     cJSON_ArrayForEach(stack, stacks)
     {

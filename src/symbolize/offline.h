@@ -14,7 +14,7 @@
 
 typedef struct gmt_offline_stats_s {
     unsigned frames;     /* native frames looked at */
-    unsigned named;      /* frames that got file:line or a name */
+    unsigned named;      /* frames that got file:line or a name, or had a file already */
     unsigned stale;      /* frames of modules whose build id differs */
     unsigned missing;    /* frames of modules that cannot be read here */
     unsigned bare;       /* frames their module, read here, has no name or line for (stripped) */
@@ -22,7 +22,8 @@ typedef struct gmt_offline_stats_s {
 } gmt_offline_stats_t;
 
 /* Symbolizes root (a parsed report) in place. 0 when done or nothing was needed (a report
- * symbolized already); -ENOSYS when libdw is not available (why says so). st may be NULL. */
+ * written with libdw); -ENOSYS when libdw is not available (why says so). st may be NULL. A
+ * report symbolized already ("offline") has the frames it left unnamed looked up again. */
 int gmt_symbolize_report_json(cJSON *root, gmt_offline_stats_t *st, char *why, size_t why_len);
 
 /* For the CLI's report loader: when text (len bytes) is a report whose frames were named

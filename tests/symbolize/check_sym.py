@@ -179,14 +179,16 @@ def with_module(rep, old, new):
     return out
 
 
-def symbolize_file(ctx, rep, name):
-    """rep written to the work folder as name, then `gpumemtrace symbolize` on it: (the
-    report written back, its standard error)."""
+def symbolize_file(ctx, rep, name, env=None):
+    """rep written to the work folder as name (unless rep is None: the file there), then
+    `gpumemtrace symbolize` on it: (the report written back, its standard error)."""
     import json
     path = os.path.join(ctx.work, name)
-    with open(path, "w") as f:
-        json.dump(rep, f)
-    r = subprocess.run([ctx.cli, "symbolize", path], capture_output=True, text=True)
+    if rep is not None:
+        with open(path, "w") as f:
+            json.dump(rep, f)
+    r = subprocess.run([ctx.cli, "symbolize", path], capture_output=True, text=True,
+                       env=dict(os.environ, **(env or {})))
     expect_eq(f"symbolize {name} status ({r.stderr.strip()})", r.returncode, 0)
     return ctx.reports()[name], r.stderr
 
@@ -194,7 +196,9 @@ def symbolize_file(ctx, rep, name):
 @case("offline_files")
 def offline_files(ctx):
     """What symbolize says of the module files it finds: a stripped one is read but names
-    nothing, and is not counted as named."""
+    nothing, and is not counted as named. A report symbolized where its program was not found
+    is completed by a second symbolize where it is (it was marked offline and never looked at
+    again); a second symbolize changes nothing else, nor does one without libdw."""
     ctx.run(["sym_static"], env={"GMT_STANDIN_MEM_BYTES": str(1 << 30)})
     reps = ctx.reports()
     rep = [r for r in reps.values() if r["process"]["reason"] == "oom"][0]
@@ -219,6 +223,35 @@ def offline_files(ctx):
         fail(f"symbolize counted the stripped module's {ours} frames as named: {err!r}")
     if f"; {ours} frames their module has no symbols or debug info for" not in err:
         fail(f"symbolize did not say the stripped module names nothing: {err!r}")
+    # symbolized where the program is not (a CI machine), then where it is
+    later = os.path.join(mods, "later")
+    if os.path.exists(later):
+        os.unlink(later)
+    out, err = symbolize_file(ctx, with_module(rep, prog, later), "later.json")
+    expect_eq("resolver after the first symbolize", out["capture"]["symbols"]["resolver"],
+              "offline")
+    if f"{ours} frames of modules not found here" not in err:
+        fail(f"symbolize did not say the program is not found: {err!r}")
+    path = os.path.join(ctx.work, "later.json")
+    with open(path, "rb") as f:
+        first = f.read()
+    # again where it still is not, and without libdw: the file as it was
+    shim = os.path.join(ctx.progs, "libsym_no_libdw.so")
+    for env in (None, {"LD_PRELOAD": ":".join(ctx.sanitizer_runtimes() + [shim])}):
+        symbolize_file(ctx, None, "later.json", env)
+        with open(path, "rb") as f:
+            expect_eq(f"a second symbolize ({env}) changed the report", f.read(), first)
+    import shutil
+    shutil.copy(prog, later)
+    out, err = symbolize_file(ctx, None, "later.json")
+    check_static(with_module(out, later, prog), marker_lines("sym_static.c"), "second symbolize")
+    expect_eq("second symbolize's count", err.strip(),
+              f"gpumemtrace: named {total} of {total} native frames")
+    with open(path, "rb") as f:
+        done = f.read()
+    symbolize_file(ctx, None, "later.json")
+    with open(path, "rb") as f:
+        expect_eq("a third symbolize changed the report", f.read(), done)
 
 
 @case("no_network")
