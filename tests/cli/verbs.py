@@ -988,6 +988,19 @@ def case_check_contract(c):
     expect(out == f"FAIL {ng}: peak {fmt_size(peak)} ({peak} bytes) exceeds max-peak-bytes "
            f"{fmt_size(peak - 1)} ({peak - 1})\n", f"no GPU, the report's peak over: {out!r}")
 
+    # inclusive for a ratio too: 7 MiB the largest of 10 MiB in gaps is 0.3 exactly, which the
+    # report holds as 1 - 0.7 = 0.30000000000000004 (it failed max-fragmentation 0.3)
+    def frag_03(r):
+        r["fragmentation"][0].update(free_in_gaps=10 * MIB, largest_gap=7 * MIB,
+                                     fragmentation=1 - (7 * MIB) / (10 * MIB))
+    f03 = edited(c, "valid.json", "frag_03.json", frag_03)
+    expect(c.load(f03)["fragmentation"][0]["fragmentation"] > 0.3, "1 - 0.7 rounds up")
+    out, _, _ = c.cli_run("check", f03, "--max-fragmentation", "0.3")
+    expect(out == f"PASS {f03}: 1 limit holds\n", f"fragmentation 0.3 at the limit: {out!r}")
+    out, _, _ = c.cli_run("check", f03, "--max-fragmentation", "0.2999", rc=1)
+    expect(out == f"FAIL {f03}: GPU 0 fragmentation 0.3 exceeds max-fragmentation 0.2999\n",
+           f"fragmentation 0.3 over 0.2999: {out!r}")
+
     def no_frag(r):
         r["fragmentation"] = []
     nf = edited(c, "valid.json", "no_frag.json", no_frag)
