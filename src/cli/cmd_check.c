@@ -898,8 +898,15 @@ int gmt_cli_check(int argc, char **argv)
              * report, which failed max-fragmentation 0.3. Within a few units in the last place
              * of 1 it is equal to the limit, and passes (limits are inclusive). */
             r->failed = f->fragmentation > lim.frag + 4 * DBL_EPSILON;
-            snprintf(r->message, sizeof r->message, "%s fragmentation %.4g %s max-fragmentation %g",
-                     label, f->fragmentation, r->failed ? "exceeds" : "within", lim.frag);
+            /* 4 digits, more where a ratio over the limit would read as the limit (0.30004
+             * was 'fragmentation 0.3 exceeds max-fragmentation 0.3') */
+            char ratio[32];
+            for (int prec = 4; prec <= 17; prec++) {
+                snprintf(ratio, sizeof ratio, "%.*g", prec, f->fragmentation);
+                if (!r->failed || strtod(ratio, NULL) > lim.frag) break;
+            }
+            snprintf(r->message, sizeof r->message, "%s fragmentation %s %s max-fragmentation %g",
+                     label, ratio, r->failed ? "exceeds" : "within", lim.frag);
         }
         if (rep.nfrag == 0) {
             NEW_RESULT();

@@ -1000,6 +1000,12 @@ def case_check_contract(c):
     out, _, _ = c.cli_run("check", f03, "--max-fragmentation", "0.2999", rc=1)
     expect(out == f"FAIL {f03}: GPU 0 fragmentation 0.3 exceeds max-fragmentation 0.2999\n",
            f"fragmentation 0.3 over 0.2999: {out!r}")
+    # a ratio over the limit is never shown as the limit (0.30004 read '0.3 exceeds ... 0.3')
+    f34 = edited(c, "valid.json", "frag_30004.json",
+                 lambda r: r["fragmentation"][0].update(fragmentation=0.30004))
+    out, _, _ = c.cli_run("check", f34, "--max-fragmentation", "0.3", rc=1)
+    expect(out == f"FAIL {f34}: GPU 0 fragmentation 0.30004 exceeds max-fragmentation 0.3\n",
+           f"fragmentation 0.30004 over 0.3: {out!r}")
 
     def no_frag(r):
         r["fragmentation"] = []
