@@ -240,6 +240,9 @@ static int read_limits(const char *path, limits_t *l, limits_t *cli)
             break;
         }
         char *p = line;
+        /* a UTF-8 byte order mark, which Windows editors and PowerShell put first: invisible
+         * on a terminal, it was refused as "unknown key 'max-leak-bytes'" */
+        if (n == 1 && strncmp(p, "\xef\xbb\xbf", 3) == 0) p += 3;
         char *hash = strchr(p, '#');
         if (cut && !hash) {
             gmt_cli_error("check: %s:%u: line too long (more than %d bytes)", path, n,

@@ -1224,6 +1224,22 @@ def case_check_limits_file(c):
     out, _, _ = c.cli_run("check", v1, "--limits", lim)
     expect(out == f"PASS {v1}: 2 limits hold\n", out)
 
+    # a UTF-8 byte order mark first (Windows editors, PowerShell), with CRLF line ends: read as
+    # a file without one (it was "unknown key 'max-leak-bytes'", the mark invisible); a mark
+    # anywhere else is no key
+    for name, text in (("bom.limits", "\ufeffmax-leak-bytes = 4MiB\r\nno-errors = false\r\n"),
+                       ("bom_comment.limits", "\ufeff# ci\nmax-leak-bytes = 4MiB\n")):
+        path = c.path(name)
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+        out, _, _ = c.cli_run("check", v1, "--limits", path)
+        expect(out == f"PASS {v1}: 1 limit holds\n", f"{name}: {out!r}")
+    path = c.path("bom_late.limits")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("# ci\n\ufeffmax-leak-bytes = 4MiB\n")
+    _, err, _ = c.cli_run("check", v1, "--limits", path, rc=2)
+    expect(one_line(err) and f"{path}:2: unknown key" in err, err)
+
     # 1024 bytes before the newline, or before the end of a file without one: read whole
     pad = "max-leak-bytes = 4MiB"
     for name, text in (("max.limits", pad.ljust(1024) + "\n"),
