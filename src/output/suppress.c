@@ -16,6 +16,9 @@
 size_t gmt_supp_split(char *text, size_t len, const char **pat, size_t max)
 {
     size_t n = 0, i = 0;
+    /* a UTF-8 byte order mark (Windows editors, PowerShell) is no part of the first pattern,
+     * which it made match nothing, silently */
+    if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) i = 3;
     while (i < len) {
         size_t start = i;
         while (i < len && text[i] != '\n' && text[i] != 0)

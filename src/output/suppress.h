@@ -45,10 +45,10 @@ int gmt_supp_read_file(const char *path, char **text, size_t *mapped, size_t *le
 
 /* Splits text (len bytes, modified in place: lines become NUL-terminated patterns; a NUL byte
  * in the file ends a line; blanks around a pattern are dropped; an empty line or one starting
- * with '#' is no pattern) into pat[0..max). Returns how many patterns the text holds, which
- * may be more than max (those past max are not stored). The caller leaves text[len] writable
- * (gmt_supp_read_file's buffers are one byte longer). The one parser of the library and the
- * CLI. */
+ * with '#' is no pattern; a UTF-8 byte order mark at the start is skipped) into pat[0..max).
+ * Returns how many patterns the text holds, which may be more than max (those past max are not
+ * stored). The caller leaves text[len] writable (gmt_supp_read_file's buffers are one byte longer).
+ * The one parser of the library and the CLI. */
 size_t gmt_supp_split(char *text, size_t len, const char **pat, size_t max);
 
 /* Splits text (as gmt_supp_split) into s's patterns, the first GMT_SUPP_MAX_PATTERNS, counting

@@ -309,9 +309,10 @@ static void test_supp_split_counts_past_max(void **state)
 }
 
 /* The parser's edges the library and the CLI rely on: a trailing tab is a blank (as a leading
- * one); the count goes past max but nothing is stored at pat[max] or beyond; a file of more
- * than GMT_SUPP_MAX_PATTERNS patterns keeps exactly the first GMT_SUPP_MAX_PATTERNS, the last
- * of them included, and counts the rest in ignored (the library's log line says how many). */
+ * one); a byte order mark at the start of the file is skipped; the count goes past max but nothing
+ * is stored at pat[max] or beyond; a file of more than GMT_SUPP_MAX_PATTERNS patterns keeps exactly
+ * the first GMT_SUPP_MAX_PATTERNS, the last of them included, and counts the rest in ignored (the
+ * library's log line says how many). */
 static void test_supp_split_edges(void **state)
 {
     (void)state;
@@ -320,6 +321,13 @@ static void test_supp_split_edges(void **state)
     assert_int_equal(gmt_supp_split(tabs, sizeof tabs - 1, pat, 4), 2);
     assert_string_equal(pat[0], "fill_cache");
     assert_string_equal(pat[1], "x");
+
+    /* a UTF-8 byte order mark first is no part of the first pattern (it matched nothing) */
+    static char bom[] = "\xef\xbb\xbf"
+                        "fill_cache\r\n\xef\xbb\xbfx\n";
+    assert_int_equal(gmt_supp_split(bom, sizeof bom - 1, pat, 4), 2);
+    assert_string_equal(pat[0], "fill_cache");
+    assert_string_equal(pat[1], "\xef\xbb\xbfx"); /* only the file's start */
 
     static char three[] = "a\nb\nc\n";
     const char *guard[4] = {0, 0, "guard", "guard"};
