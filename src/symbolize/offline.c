@@ -91,8 +91,12 @@ static void name_frame(gmt_dwsym_t *s, cJSON *f, gmt_offline_stats_t *st)
 
 char *gmt_symbolize_report_text(const char *text, size_t len, size_t *out_len)
 {
-    /* The writer spells it exactly so; anything else was named already (or is not ours). */
-    static const char marker[] = "\"resolver\":\"dladdr\"";
+    /* A report the library named without libdw says "resolver": "dladdr": without that word
+     * anywhere it was named already (or is not ours), and is not parsed twice. The word, not
+     * the member as the writer spells it: a report pretty-printed (jq ., json.tool) has a
+     * space after the colon, and was shown unnamed. gmt_symbolize_report_json reads the
+     * member itself. */
+    static const char marker[] = "\"dladdr\"";
     if (!memmem(text, len, marker, sizeof marker - 1)) return NULL;
     cJSON *root = cJSON_ParseWithLength(text, len);
     if (!root) return NULL;

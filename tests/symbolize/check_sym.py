@@ -149,6 +149,16 @@ def offline(ctx):
     if "static_plain" not in out.stdout:
         fail(f"gpumemtrace report of the oom report does not name static_plain:\n{out.stdout}"
              f"{out.stderr}")
+    # and of the same report pretty-printed (jq ., json.tool: "resolver": "dladdr" with a
+    # space, which the verbs' exact-text test took for a report named already until session 41)
+    import json
+    pretty = os.path.join(ctx.work, "pretty.json")
+    with open(pretty, "w") as f:
+        json.dump(rep, f, indent=2)
+    out = subprocess.run([ctx.cli, "report", pretty], capture_output=True, text=True)
+    if "static_plain" not in out.stdout:
+        fail(f"gpumemtrace report of the pretty-printed oom report does not name static_plain:"
+             f"\n{out.stdout}{out.stderr}")
     # A module whose build id no longer matches is left alone.
     rep_bad = dict(rep)
     import json
