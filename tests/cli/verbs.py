@@ -1221,6 +1221,19 @@ def case_check_limits_file(c):
     # the same key with the same value twice is still a key given twice
     lim = limits("same.limits", "no-errors = false\nmax-leak-bytes = 4MiB\nno-errors = false\n")
     refused(lim, "3: key 'no-errors' repeated (first given on line 1)")
+    # a file name with an escape sequence in it: shown escaped in every line about its lines,
+    # as the terminal verbs show names (these four printed it raw until session 41)
+    for name, text, want in (("e\033[31m1.limits", "max-leak-bytes = 1\nmax-leak-bytes = 2\n",
+                              "2: key 'max-leak-bytes' repeated (first given on line 1)"),
+                             ("e\033[31m2.limits", "max-leak-bytes\n", "1: expected 'key = value'"),
+                             ("e\033[31m3.limits", "no-errors = true\0\n",
+                              "1: a NUL byte in the line (not a text file?)"),
+                             ("e\033[31m4.limits", "#\n" + "x" * 1100 + "\n",
+                              "2: line too long (more than 1024 bytes)")):
+        lim = limits(name, text)
+        _, err, _ = c.cli_run("check", v1, "--limits", lim, rc=2)
+        shown = lim.replace("\033", "\\x1b")
+        expect(err == f"gpumemtrace: check: {shown}:{want}\n", f"{name!r}: {err!r}")
     # two different keys, each once, pass (the rule is per key)
     lim = limits("once.limits", "max-leak-bytes = 4MiB\nmax-fragmentation = 0.6\n")
     out, _, _ = c.cli_run("check", v1, "--limits", lim)
