@@ -133,32 +133,32 @@ void gmt_track_note_backend(const char *name, const char *reason)
     gmt_spin_unlock(&notes_lock);
 }
 
-static void record_warning(const char *msg)
+/* A warning into the core's notes (the report's capture.warnings), said as an info line too
+ * unless the caller has said it already. */
+static void record_warning(bool log, const char *fmt, va_list ap)
 {
+    char msg[GMT_NOTE_LEN];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    if (log) gmt_info("%s", msg);
     gmt_spin_lock(&notes_lock);
-    if (nwarnings < GMT_MAX_WARNINGS) memcpy(warnings[nwarnings++], msg, GMT_NOTE_LEN);
+    if (nwarnings < GMT_MAX_WARNINGS) memcpy(warnings[nwarnings++], msg, sizeof msg);
     gmt_spin_unlock(&notes_lock);
 }
 
 void gmt_track_warn(const char *fmt, ...)
 {
-    char msg[GMT_NOTE_LEN];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    record_warning(true, fmt, ap);
     va_end(ap);
-    gmt_info("%s", msg);
-    record_warning(msg);
 }
 
 void gmt_track_note_warning(const char *fmt, ...)
 {
-    char msg[GMT_NOTE_LEN];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    record_warning(false, fmt, ap);
     va_end(ap);
-    record_warning(msg);
 }
 
 int gmt_track_backends(char out[][GMT_NOTE_LEN], int max, char *reason, size_t reason_len)

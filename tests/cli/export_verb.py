@@ -270,6 +270,18 @@ def case_speedscope_python_lines(c):
     expect(out.splitlines()[1].startswith("forward (model.py:50);"), f"folded:\n{out}")
 
 
+def exports_json(c, path, formats, what):
+    """{format: the export of path in it, read as UTF-8 JSON} (a Failed saying what if not)."""
+    docs = {}
+    for fmt in formats:
+        _, _, out = c.cli_run("export", path, "--format", fmt)
+        try:
+            docs[fmt] = json.loads(out.decode("utf-8"))
+        except ValueError as x:
+            raise Failed(f"export {fmt} of {what}: not UTF-8 JSON: {x}")
+    return docs
+
+
 @case
 def case_path_not_utf8(c):
     """speedscope and perfetto name the report by its path, report --json and merge write it: a
@@ -283,13 +295,7 @@ def case_path_not_utf8(c):
         with open(path, "wb") as f:
             f.write(data)
         want = os.path.join(c.work, shown)
-        docs = {}
-        for fmt in ("speedscope", "perfetto"):
-            _, _, out = c.cli_run("export", path, "--format", fmt)
-            try:
-                docs[fmt] = json.loads(out.decode("utf-8"))
-            except ValueError as x:
-                raise Failed(f"export {fmt} of {raw!r}: not UTF-8 JSON: {x}")
+        docs = exports_json(c, path, ("speedscope", "perfetto"), repr(raw))
         expect(docs["speedscope"]["name"] == want,
                f"speedscope name {docs['speedscope']['name']!r}")
         expect(docs["perfetto"]["otherData"]["report"] == want,
@@ -439,13 +445,7 @@ def case_long_names(c):
         for k in r["stacks"]:
             r["stacks"][k]["frames"][0]["symbol"] = sym
     e = edited(c, "long.json", edit, base="valid_v2.json")
-    docs = {}
-    for fmt in ("perfetto", "speedscope"):
-        _, _, raw = c.cli_run("export", e, "--format", fmt)
-        try:
-            docs[fmt] = json.loads(raw.decode("utf-8"))
-        except ValueError as x:
-            raise Failed(f"export {fmt} of long names: not UTF-8 JSON: {x}")
+    docs = exports_json(c, e, ("perfetto", "speedscope"), "long names")
     ev = docs["perfetto"]["traceEvents"]
     pname = [x["args"]["name"] for x in ev if x["name"] == "process_name"][0]
     fail = [x["name"] for x in ev if x.get("cat") == "failure"][0]

@@ -932,18 +932,14 @@ static void test_suppressions_made_absolute(void **state)
     gmt_config_fix_suppressions(&cfg);
     assert_string_equal(cfg.suppressions, "/s.supp");
     /* 1023 bytes fit, 1024 do not: then kept relative (the library reads what it can) */
-    gmt_config_defaults(&cfg);
-    memset(cfg.suppressions, 'x', GMT_PATH_MAX - 2);
-    cfg.suppressions[GMT_PATH_MAX - 2] = 0;
-    gmt_config_fix_suppressions(&cfg);
-    assert_int_equal(strlen(cfg.suppressions), GMT_PATH_MAX - 1);
-    assert_int_equal(cfg.suppressions[0], '/');
-    gmt_config_defaults(&cfg);
-    memset(cfg.suppressions, 'x', GMT_PATH_MAX - 1);
-    cfg.suppressions[GMT_PATH_MAX - 1] = 0;
-    gmt_config_fix_suppressions(&cfg);
-    assert_int_equal(strlen(cfg.suppressions), GMT_PATH_MAX - 1);
-    assert_int_equal(cfg.suppressions[0], 'x');
+    for (size_t len = GMT_PATH_MAX - 2; len <= GMT_PATH_MAX - 1; len++) {
+        gmt_config_defaults(&cfg);
+        memset(cfg.suppressions, 'x', len);
+        cfg.suppressions[len] = 0;
+        gmt_config_fix_suppressions(&cfg);
+        assert_int_equal(strlen(cfg.suppressions), GMT_PATH_MAX - 1);
+        assert_int_equal(cfg.suppressions[0], len == GMT_PATH_MAX - 2 ? '/' : 'x');
+    }
     assert_int_equal(chdir(here), 0);
 }
 
