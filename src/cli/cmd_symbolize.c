@@ -87,6 +87,16 @@ int gmt_cli_symbolize(int argc, char **argv)
                           : strerror(-rc));
         return GMT_EXIT_USAGE;
     }
+    if (st.named_when_written) {
+        fprintf(stderr, "gpumemtrace: nothing to name: the report's frames were named when it "
+                        "was written (libdw)\n");
+        return GMT_EXIT_OK;
+    }
+    if (st.no_libdw) {
+        fprintf(stderr, "gpumemtrace: left as it was: libdw is not available here to look up "
+                        "the frames its earlier symbolize left unnamed\n");
+        return GMT_EXIT_OK;
+    }
     fprintf(stderr, "gpumemtrace: named %u of %u native frames", st.named, st.frames);
     if (st.stale)
         fprintf(stderr, "; %u frames left unnamed: their module's build id differs", st.stale);

@@ -118,7 +118,10 @@ int gmt_symbolize_report_json(cJSON *root, gmt_offline_stats_t *st, char *why, s
     cJSON *capture = cJSON_GetObjectItemCaseSensitive(root, "capture");
     cJSON *symbols = cJSON_GetObjectItemCaseSensitive(capture, "symbols");
     const cJSON *resolver = cJSON_GetObjectItemCaseSensitive(symbols, "resolver");
-    if (cJSON_IsString(resolver) && strcmp(resolver->valuestring, "libdw") == 0) return 0;
+    if (cJSON_IsString(resolver) && strcmp(resolver->valuestring, "libdw") == 0) {
+        st->named_when_written = true;
+        return 0;
+    }
     /* Symbolized before, maybe where some modules were not found or had another build id: the
      * frames still without a file are looked up again, so a report symbolized on the wrong
      * machine can be completed where the modules are (without libdw it stays as it is). */
@@ -129,6 +132,7 @@ int gmt_symbolize_report_json(cJSON *root, gmt_offline_stats_t *st, char *why, s
     int rc = gmt_dwsym_open(&s, why, why_len);
     if (rc) {
         if (again && why && why_len) why[0] = 0;
+        st->no_libdw = again;
         return again ? 0 : rc;
     }
     cJSON *stack;

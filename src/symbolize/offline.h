@@ -10,6 +10,8 @@
 #ifndef GMT_SYMBOLIZE_OFFLINE_H
 #define GMT_SYMBOLIZE_OFFLINE_H
 
+#include <stdbool.h>
+
 #include <cJSON.h>
 
 typedef struct gmt_offline_stats_s {
@@ -19,6 +21,9 @@ typedef struct gmt_offline_stats_s {
     unsigned missing;    /* frames of modules that cannot be read here */
     unsigned bare;       /* frames their module, read here, has no name or line for (stripped) */
     unsigned unverified; /* frames without a build id (a v1 report): not looked up */
+    /* Why nothing was looked at: the report was named when it was written (libdw), or it was
+     * named offline before and libdw is not here to look up what that left unnamed. */
+    bool named_when_written, no_libdw;
 } gmt_offline_stats_t;
 
 /* Symbolizes root (a parsed report) in place. 0 when done or nothing was needed (a report

@@ -248,9 +248,12 @@ def offline_files(ctx):
     # again where it still is not, and without libdw: the file as it was
     shim = os.path.join(ctx.progs, "libsym_no_libdw.so")
     for env in (None, {"LD_PRELOAD": ":".join(ctx.sanitizer_runtimes() + [shim])}):
-        symbolize_file(ctx, None, "later.json", env)
+        _, err = symbolize_file(ctx, None, "later.json", env)
         with open(path, "rb") as f:
             expect_eq(f"a second symbolize ({env}) changed the report", f.read(), first)
+        # without libdw it says why, not "named 0 of 0 native frames"
+        if env and "libdw is not available here" not in err:
+            fail(f"symbolize without libdw of a report named offline: {err!r}")
     import shutil
     shutil.copy(prog, later)
     out, err = symbolize_file(ctx, None, "later.json")
@@ -262,6 +265,15 @@ def offline_files(ctx):
     symbolize_file(ctx, None, "later.json")
     with open(path, "rb") as f:
         expect_eq("a third symbolize changed the report", f.read(), done)
+    # a report named when it was written (resolver libdw, as an exit report's) has nothing to
+    # name, and says so, not "named 0 of 0 native frames"
+    import copy
+    dw = copy.deepcopy(out)
+    dw["capture"]["symbols"] = {"resolver": "libdw", "reason": None}
+    _, err = symbolize_file(ctx, dw, "libdw.json")
+    expect_eq("symbolize of a report named with libdw", err.strip(),
+              "gpumemtrace: nothing to name: the report's frames were named when it was "
+              "written (libdw)")
 
 
 @case("no_network")
