@@ -765,6 +765,40 @@ def case_html_page(c):
            f"the page's parts out of order: {at}")
 
 
+
+def html_render(c, name):
+    """The DOM of page NAME (in the work folder) as headless Chromium leaves it once the page's
+    script has run, and the lines the page wrote to the console; Skipped without Chromium."""
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not browser:
+        raise Skipped("chromium not found")
+    shutil.rmtree(c.path("profile"), ignore_errors=True)
+    p = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                        "--user-data-dir=" + c.path("profile"), "--enable-logging=stderr",
+                        "--v=0", "--virtual-time-budget=5000", "--window-size=1280,1800",
+                        "--dump-dom", "file://" + c.path(name)], capture_output=True, timeout=90)
+    dom = p.stdout.decode("utf-8", "replace")
+    log = [l for l in p.stderr.decode("utf-8", "replace").splitlines()
+           if ":CONSOLE" in l or "Uncaught" in l]
+    expect('data-ready="1"' in dom and not log, f"{name}: the page's script failed: {log}")
+    return dom
+
+
+@case
+def case_html_no_stack(c):
+    """html: a group without frames (a stack the report lists with none, or no stack) is one
+    frame '[no stack] API' in the flame graphs, as folded and speedscope name it; a stack of
+    no frames was drawn as nothing, its bytes a gap above the root no frame held."""
+    def edit(r):
+        r["stacks"]["3"]["frames"] = []  # the leak and peak owner of libpool.so, 1 MiB
+    html_export(c, edited(c, "hns.json", edit, base="valid_v2.json"), "hns.html")
+    dom = html_render(c, "hns.html")
+    for graph in ("flame-leaks-graph", "flame-peak-0-graph"):
+        svg = dom.split(f'id="{graph}"', 1)[-1].split("</svg>", 1)[0]
+        expect("<title>[no stack] cudaMallocAsync: 1.00 MiB</title>" in svg,
+               f"{graph}: no '[no stack] cudaMallocAsync' frame of 1.00 MiB")
+
+
 # ---- prometheus ---------------------------------------------------------------------------
 
 @case

@@ -121,8 +121,11 @@
   function buildTree(groups, rootName) {
     var root = { name: rootName, value: 0, children: [] };
     groups.forEach(function (g) {
-      /* frames: a cut list's remainder, one frame of its own (docs/cli.md) */
-      var names = g.frames || data.stacks[g.stack] || ['[no stack] ' + g.api];
+      /* frames: a cut list's remainder, one frame of its own (docs/cli.md); a group without
+       * frames (no stack, or a stack of none) is one frame '[no stack] API', as folded and
+       * speedscope name it: its bytes are a frame's, not a gap above the root */
+      var names = g.frames || data.stacks[g.stack];
+      if (!names || !names.length) names = ['[no stack] ' + g.api];
       root.value += g.bytes;
       var node = root;
       names.forEach(function (n) {
