@@ -313,9 +313,11 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
     growth_note(rep, s, sizeof s);
     gmt_buf_json_str(b, s);
     /* the sites a cut list leaves out made at most as many as the least listed: the page
-     * says the list is cut (no row is invented) */
-    gmt_buf_printf(b, ",\"sitesTotal\":%" PRIu64 ",\"sites\":[", rep->sites_total);
-    for (size_t i = 0; i < rep->nsites; i++) {
+     * says the list is cut (no row is invented); a report without the list (written before
+     * it existed): null, said so, never "none" */
+    gmt_buf_printf(b, ",\"sitesTotal\":%" PRIu64 ",\"sites\":%s", rep->sites_total,
+                   rep->has_sites ? "[" : "null");
+    for (size_t i = 0; rep->has_sites && i < rep->nsites; i++) {
         const gmt_site_t *x = &rep->sites[i];
         gmt_stack_where(x->stack, s, sizeof s);
         gmt_buf_printf(b, "%s{\"allocs\":%" PRIu64 ",\"live\":%" PRIu64 ",\"kind\":", i ? "," : "",
@@ -329,14 +331,16 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
         gmt_buf_json_str(b, s);
         gmt_buf_put(b, "}", 1);
     }
-    gmt_buf_puts(b, "],\"libraries\":[");
-    for (size_t i = 0; i < rep->nlibraries; i++) {
+    /* summary.libraries: null where the report has none (version 1), as the sites */
+    gmt_buf_puts(b, rep->has_sites ? "]" : "");
+    gmt_buf_puts(b, rep->has_libraries ? ",\"libraries\":[" : ",\"libraries\":null");
+    for (size_t i = 0; rep->has_libraries && i < rep->nlibraries; i++) {
         gmt_buf_puts(b, i ? ",{\"library\":" : "{\"library\":");
         gmt_buf_json_str(b, rep->libraries[i].library);
         gmt_buf_printf(b, ",\"peak\":%" PRIu64 ",\"exit\":%" PRIu64 "}",
                        rep->libraries[i].peak_bytes, rep->libraries[i].exit_bytes);
     }
-    gmt_buf_puts(b, "],\"frag\":[");
+    gmt_buf_puts(b, rep->has_libraries ? "],\"frag\":[" : ",\"frag\":[");
     for (size_t i = 0; i < rep->nfrag; i++) {
         const gmt_frag_t *f = &rep->frag[i];
         gmt_buf_puts(b, i ? ",{\"label\":" : "{\"label\":");

@@ -605,7 +605,7 @@ def case_html(c):
         g, _ = html_export(c, edited(c, "gs.json", unjudged, base="valid_v2.json"), "gs.html")
         expect(g["growthNote"] == note and g["suspects"] == [] and g["suspectsTotal"] == 0,
                f"growth_status {st}: growthNote {g['growthNote']!r}, expected {note!r}")
-    expect(d["libraries"] == [] and d["meta"].endswith("report version 1, gpumemtrace 0.1.0"),
+    expect(d["libraries"] is None and d["meta"].endswith("report version 1, gpumemtrace 0.1.0"),
            f"v1 libraries {d['libraries']}, meta {d['meta']!r}")
 
     def edit(r):
@@ -797,6 +797,51 @@ def case_html_no_stack(c):
         svg = dom.split(f'id="{graph}"', 1)[-1].split("</svg>", 1)[0]
         expect("<title>[no stack] cudaMallocAsync: 1.00 MiB</title>" in svg,
                f"{graph}: no '[no stack] cudaMallocAsync' frame of 1.00 MiB")
+
+
+
+@case
+def case_html_older_sections(c):
+    """html: a list the report does not have (written before the section existed: a version 1
+    report's allocation sites and bytes per library, a version 2 report's sites before
+    allocation_sites) is null in the page's data and said so in its section, as report, check
+    and diff tell it from an empty list; the page said "none", as of a run that made none."""
+    older = "not in this report (written before the section existed)"
+
+    def section(dom, sid):
+        return dom.split(f'<section id="{sid}">', 1)[-1].split("</section>", 1)[0]
+    d, _ = html_export(c, os.path.join(c.data, "valid.json"), "hos1.html")
+    expect(d["sites"] is None and d["libraries"] is None,
+           f"v1: sites {d['sites']}, libraries {d['libraries']}")
+
+    def no_sites(r):
+        del r["allocation_sites"]
+        del r["allocation_sites_total"]
+    d, _ = html_export(c, edited(c, "hos2.json", no_sites, base="valid_v2.json"), "hos2.html")
+    expect(d["sites"] is None and len(d["libraries"]) == 2,
+           f"v2 without allocation_sites: sites {d['sites']}, libraries {d['libraries']}")
+
+    def none_made(r):
+        r["allocation_sites"] = []
+        r["allocation_sites_total"] = 0
+        r["summary"]["libraries"] = []
+    d, _ = html_export(c, edited(c, "hos3.json", none_made, base="valid_v2.json"), "hos3.html")
+    expect(d["sites"] == [] and d["libraries"] == [],
+           f"empty lists: sites {d['sites']}, libraries {d['libraries']}")
+    dom = html_render(c, "hos1.html")
+    for sid in ("sites", "libraries"):
+        sec = section(dom, sid)
+        expect(f'<p id="{sid}-note" class="empty">{older}</p>' in sec and ">none<" not in sec,
+               f"v1 page, {sid}:\n{sec}")
+    dom = html_render(c, "hos2.html")
+    sec = section(dom, "sites")
+    expect(older in sec and ">none<" not in sec, "v2 page without allocation_sites:\n" + sec)
+    expect("libpool.so" in section(dom, "libraries"), "v2 page: its libraries table")
+    dom = html_render(c, "hos3.html")
+    for sid in ("sites", "libraries"):
+        sec = section(dom, sid)
+        expect('<p class="empty">none</p>' in sec and older not in sec,
+               f"empty lists, {sid}:\n{sec}")
 
 
 # ---- prometheus ---------------------------------------------------------------------------

@@ -221,6 +221,8 @@
         [['grew by', 'num'], ['live', 'num'], ['device'], ['nearest user frame', 'where']],
         data.suspects.map(function (s) { return [fmtBytes(s.growth), fmtBytes(s.live), s.device, s.where]; }),
         data.growthNote);
+  /* a list the report does not have (null: written before it existed) is said, not "none" */
+  var OLDER = 'not in this report (written before the section existed)';
   var sitesCut = data.sites && data.sitesTotal > data.sites.length;
   table('sites', 'Allocation sites (most allocations over the run' +
         (sitesCut ? '; the ' + data.sites.length + ' of ' + data.sitesTotal +
@@ -228,9 +230,10 @@
         [['allocations', 'num'], ['live', 'num'], ['kind'], ['device'], ['api'], ['nearest user frame', 'where']],
         (data.sites || []).map(function (x) {
           return [String(x.allocs), String(x.live), x.kind, x.device, x.api, x.where];
-        }));
+        }), data.sites ? '' : OLDER);
   table('libraries', 'Bytes per library', [['library'], ['at the peak', 'num'], ['at exit', 'num']],
-        data.libraries.map(function (l) { return [l.library, fmtBytes(l.peak), fmtBytes(l.exit)]; }));
+        (data.libraries || []).map(function (l) { return [l.library, fmtBytes(l.peak), fmtBytes(l.exit)]; }),
+        data.libraries ? '' : OLDER);
   table('fragmentation', 'Fragmentation', [['device'], ['fragmentation', 'num'], ['free in gaps', 'num'], ['largest gap', 'num']],
         data.frag.map(function (f) { return [f.label, f.value < 0 ? '?' : f.value.toFixed(2), fmtBytes(f.gaps), fmtBytes(f.largest)]; }));
   table('errors', 'Failed allocations', [['time (s)', 'num'], ['api'], ['size', 'num'], ['device'], ['error'], ['recovered'], ['nearest user frame', 'where']],
