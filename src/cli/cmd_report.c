@@ -758,10 +758,11 @@ static void print_peaks(const view_t *v)
 {
     const gmt_report_t *rep = v->rep;
     printf("\n%sPeak owners%s\n", BOLD(v), RESET(v));
-    if (rep->npeaks == 0) printf("  (none)\n");
+    size_t shown = 0; /* with --device, none may be that device's */
     for (size_t i = 0; i < rep->npeaks; i++) {
         const gmt_peak_t *p = &rep->peaks[i];
         if (!wanted(v, p->device)) continue;
+        shown++;
         char label[48], bytes[GMT_FMT_BYTES_LEN];
         printf("  %s: %s at %.3f s", gmt_device_label(p->device, p->rank, label, sizeof label),
                gmt_fmt_bytes(p->bytes, bytes, sizeof bytes), p->time);
@@ -773,6 +774,7 @@ static void print_peaks(const view_t *v)
                    p->ngroups, p->groups_total);
         print_groups(v, p->groups, p->ngroups);
     }
+    if (shown == 0) printf("  (none)\n");
 }
 
 static void print_libraries(const view_t *v)
@@ -814,10 +816,11 @@ static void print_fragmentation(const view_t *v)
     const gmt_report_t *rep = v->rep;
     printf("\n%sFragmentation%s (0 = all free space in one gap, 1 = scattered in small gaps)\n",
            BOLD(v), RESET(v));
-    if (rep->nfrag == 0) printf("  (none)\n");
+    size_t shown = 0; /* with --device, none may be that device's */
     for (size_t i = 0; i < rep->nfrag; i++) {
         const gmt_frag_t *f = &rep->frag[i];
         if (!wanted(v, f->device)) continue;
+        shown++;
         char label[48], span[GMT_FMT_BYTES_LEN], gaps[GMT_FMT_BYTES_LEN],
             largest[GMT_FMT_BYTES_LEN];
         printf("  %s: %.2f %s%s%s  (%" PRId64 " live allocation%s over %s; %s free in gaps, "
@@ -832,6 +835,7 @@ static void print_fragmentation(const view_t *v)
             printf("    %s lost to allocation granularity\n",
                    gmt_fmt_bytes(f->granularity_loss_bytes, gaps, sizeof gaps));
     }
+    if (shown == 0) printf("  (none)\n");
 }
 
 static void print_errors(const view_t *v)

@@ -441,7 +441,7 @@ def case_counts(c):
     """The leak headline: "1 allocation", "1 call stack" in the singular; a device whose every
     leak group matched a suppression has 0 allocations and no call-stack count, its bytes
     said on the "not counted" line. Empty sections say "(none)": no peak, a device with no
-    library's bytes. Errors count the recovered ones wherever the report says (v2), 0
+    library's bytes, and with --device no peak or fragmentation on that device. Errors count the recovered ones wherever the report says (v2), 0
     included; --json counts only those recovered (a v1 report's are unknown: 0)."""
     v2 = c.base()
     v2["peak"] = []
@@ -486,6 +486,11 @@ def case_counts(c):
     expect("Leaks on host: 0 B in 0 allocations live at exit" in lines and
            "  not counted: 64.00 KiB in groups that matched a suppression (known caches)" in lines,
            "--device -1 of suppressed leaks only:\n" + out)
+    # a device with no peak and no fragmentation entry (pinned host memory) has them "(none)",
+    # as a report without any, never a heading over nothing
+    expect(section(out, "Peak owners\n").splitlines() == ["  (none)"] and
+           section(out, "Fragmentation").splitlines()[1:] == ["  (none)"],
+           "--device -1, no peak or fragmentation on it:\n" + out)
     # growth suspects: "none" when the report judged and found none (or, written before
     # leaks.growth_status, does not say); what growth_status says otherwise; no section when
     # the report has no list. --json carries growth_status when the report has it.
