@@ -99,6 +99,13 @@ static const char *on_device(const view_t *v, char *buf, size_t len)
     return buf;
 }
 
+/* A kind of address space (vmm_reserve, vmm_map), never memory: a v1 report lists them among
+ * its leak groups, and its leak totals leave them out (docs/report.md, "Version 2"). */
+static bool address_space_kind(const char *kind)
+{
+    return strcmp(kind, "vmm_reserve") == 0 || strcmp(kind, "vmm_map") == 0;
+}
+
 /* The leak totals the view shows. With --device they are summed from the groups the report
  * lists on that device, since the report keeps totals for all devices only; partial says that
  * the report listed only its largest groups (GPUMEMTRACE_TOP), so the sums may fall short. */
@@ -127,6 +134,7 @@ static leak_totals_t leak_totals(const view_t *v)
         const gmt_group_t *g = &rep->leak_groups[i];
         if (!wanted(v, g->device)) continue;
         t.groups++;
+        if (address_space_kind(g->kind)) continue; /* a v1 report's: listed, not summed */
         if (g->suppressed) {
             t.suppressed_bytes += g->bytes;
         } else {

@@ -147,7 +147,8 @@ def case_device(c):
     (suppressed ones counted apart, reservations apart from mappings), with no "may fall
     short" line when the report listed every group; its libraries in the report's order
     (peak bytes, largest first); its growth suspects, the ones with no device included; its
-    failures, fragmentation and last line. --json says the same."""
+    failures, fragmentation and last line. --json says the same. A v1 report's reservations
+    and mappings, listed among its leak groups, are never summed into them."""
     p = c.write("two.json", two_devices(c))
     out, _ = c.run("report", "--device", "1", p)
     lines = out.splitlines()
@@ -203,6 +204,26 @@ def case_device(c):
     expect(j["growth_suspects_total"] == 5 and
            [s.get("device") for s in j["growth_suspects"]] == [0, 1, None],
            f"--json growth suspects {j['growth_suspects_total']} {j['growth_suspects']}")
+    # a v1 report lists reservations and mappings among its leak groups, its totals without
+    # them: --device sums memory only, as the report does (address space is never a leak)
+    with open(os.path.join(c.data, "valid.json")) as f:
+        v1 = json.load(f)
+    v1["leaks"]["groups"][:0] = [
+        group(1, 2 << 30, 1, 0, None, kind="vmm_reserve", api="cuMemAddressReserve"),
+        group(1, 64 * MIB, 1, 0, None, kind="vmm_map", api="cuMemMap", suppressed=True)]
+    v1["leaks"]["groups_total"] += 2
+    p = c.write("v1_vmm.json", v1)
+    for args in ([], ["--device", "0"]):
+        out, _ = c.run("report", *args, p)
+        expect(re.search(r"^Leaks( on GPU 0)?: 4\.00 MiB in 4 allocations live at exit, "
+                         r"5 call stacks$", out, re.M) and
+               "  not counted: 1.50 MiB in groups that matched a suppression (known caches)"
+               in out.splitlines() and
+               "2.00 GiB in 1 reservation  address space on GPU 0" in out,
+               f"v1 report {args} with address space among its leak groups:\n" + out)
+    lk = c.json("--device", "0", p)["leaks"]
+    expect(lk["total_bytes"] == 4 * MIB and lk["count"] == 4 and
+           lk["suppressed_bytes"] == 1536 * KIB, f"--json --device 0 of a v1 report {lk}")
 
 
 @case
