@@ -819,6 +819,18 @@ static const char *frag_label(double f)
     return f < 0 ? "unknown" : f < 0.1 ? "low" : f < 0.5 ? "moderate" : "high";
 }
 
+/* The ratio with two decimals, more where two would put it on the other side of a label's
+ * bound than its label (0.0996 was "0.10 low", 0.4996 "0.50 moderate"). */
+static const char *frag_shown(double f, char *buf, size_t len)
+{
+    if (f < 0) f = 0;
+    for (int prec = 2; prec <= 12; prec++) {
+        snprintf(buf, len, "%.*f", prec, f);
+        if (strcmp(frag_label(strtod(buf, NULL)), frag_label(f)) == 0) break;
+    }
+    return buf;
+}
+
 static void print_fragmentation(const view_t *v)
 {
     const gmt_report_t *rep = v->rep;
@@ -831,12 +843,14 @@ static void print_fragmentation(const view_t *v)
         shown++;
         char label[48], span[GMT_FMT_BYTES_LEN], gaps[GMT_FMT_BYTES_LEN],
             largest[GMT_FMT_BYTES_LEN];
-        printf("  %s: %.2f %s%s%s  (%" PRId64 " live allocation%s over %s; %s free in gaps, "
+        char ratio[32];
+        printf("  %s: %s %s%s%s  (%" PRId64 " live allocation%s over %s; %s free in gaps, "
                "largest gap %s)\n",
                gmt_device_label(f->device, f->rank, label, sizeof label),
-               f->fragmentation < 0 ? 0.0 : f->fragmentation, f->fragmentation >= 0.5 ? YEL(v) : "",
-               frag_label(f->fragmentation), RESET(v), f->live_allocations,
-               plural(f->live_allocations), gmt_fmt_bytes(f->span_bytes, span, sizeof span),
+               frag_shown(f->fragmentation, ratio, sizeof ratio),
+               f->fragmentation >= 0.5 ? YEL(v) : "", frag_label(f->fragmentation), RESET(v),
+               f->live_allocations, plural(f->live_allocations),
+               gmt_fmt_bytes(f->span_bytes, span, sizeof span),
                gmt_fmt_bytes(f->free_in_gaps, gaps, sizeof gaps),
                gmt_fmt_bytes(f->largest_gap, largest, sizeof largest));
         if (f->granularity_loss_bytes)

@@ -569,6 +569,14 @@ def case_fragmentation(c):
            "colour of 0.50 high (an empty NO_COLOR is unset):\n" + tty)
     tty = c.tty(["report", p], {"TERM": "dumb"})
     expect("GPU 0: 0.50 high" in tty and "\033" not in tty, "colour with TERM=dumb:\n" + tty)
+    # two decimals, more where two would cross a label's bound (0.0996 read "0.10 low")
+    for ratio, shown in ((0.0996, "0.0996 low"), (0.4996, "0.4996 moderate"),
+                         (0.104, "0.10 moderate"), (0.12345, "0.12 moderate"),
+                         (0.09999999, "0.09999999 low"), (0.5, "0.50 high")):
+        r["fragmentation"][0]["fragmentation"] = ratio
+        out, _ = c.run("report", c.write("fragr.json", r))
+        expect(re.search(r"^  GPU 0: %s  \(" % re.escape(shown), section(out, "Fragmentation"),
+                         re.M), f"{ratio}:\n" + section(out, "Fragmentation"))
     r["fragmentation"] = []
     out, _ = c.run("report", c.write("nofrag.json", r))
     expect(section(out, "Fragmentation").splitlines()[1:] == ["  (none)"],
