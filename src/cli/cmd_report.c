@@ -1071,6 +1071,16 @@ static int print_json(const view_t *v)
      * GPUMEMTRACE_TOP) */
     cJSON_AddNumberToObject(leaks, "groups_total", (double)t.groups);
     cJSON_AddItemToObject(leaks, "groups", groups_json(v, rep->leak_groups, rep->nleaks));
+    /* the address space the text shows apart (reservations and mappings: not memory, never in
+     * total_bytes), with its groups, as the report's leaks.address_space holds them */
+    if (t.reserved_count || t.mapped_count || (!v->filter && rep->nas)) {
+        cJSON *as = cJSON_AddObjectToObject(leaks, "address_space");
+        cJSON_AddNumberToObject(as, "reserved_bytes", (double)t.reserved_bytes);
+        cJSON_AddNumberToObject(as, "reserved_count", (double)t.reserved_count);
+        cJSON_AddNumberToObject(as, "mapped_bytes", (double)t.mapped_bytes);
+        cJSON_AddNumberToObject(as, "mapped_count", (double)t.mapped_count);
+        cJSON_AddItemToObject(as, "groups", groups_json(v, rep->as_groups, rep->nas));
+    }
     cJSON_AddNumberToObject(o, "growth_suspects_total",
                             (double)(v->filter ? count_suspects(v) : rep->suspects_total));
     if (rep->growth_status) cJSON_AddStringToObject(o, "growth_status", rep->growth_status);

@@ -547,6 +547,31 @@ def case_counts(c):
 
 
 @case
+def case_json_address_space(c):
+    """--json has the address space the text shows apart from the leaks (reservations and
+    mappings held at the end: totals and groups, never in leaks.total_bytes), the report's
+    figures, or with --device that device's (none on a device without any); until session 41
+    --json had no address space at all."""
+    r = c.base()
+    a = r["leaks"]["address_space"]
+    p = c.write("as.json", r)
+    j = c.json(p)["leaks"]
+    got = j.get("address_space")
+    expect(got and [got[k] for k in ("reserved_bytes", "reserved_count", "mapped_bytes",
+                                     "mapped_count")] ==
+           [a["reserved_bytes"], a["reserved_count"], a["mapped_bytes"], a["mapped_count"]] and
+           [(g["bytes"], g["kind"], g["api"]) for g in got["groups"]] ==
+           [(g["bytes"], g["kind"], g["api"]) for g in a["groups"]] and
+           j["total_bytes"] == r["leaks"]["total_bytes"], f"--json address space {got}")
+    j0 = c.json("--device", "0", p)["leaks"]["address_space"]
+    expect(j0["reserved_bytes"] == sum(g["bytes"] for g in a["groups"]
+                                       if g["kind"] == "vmm_reserve" and g["device"] == 0),
+           f"--device 0 address space {j0}")
+    expect("address_space" not in c.json("--device", "1", p)["leaks"],
+           "--device 1 has no address space")
+
+
+@case
 def case_fragmentation(c):
     """Fragmentation labels: "high" from 0.5 (yellow on a terminal), "unknown" where the report
     gives no ratio (shown as 0.00); "(none)" without entries. --json has the same labels, and
