@@ -299,6 +299,12 @@ typedef struct gmt_report_s {
     struct gmt_arena_s *arena;
 } gmt_report_t;
 
+/* When the report's "live" bytes were live, from its leaks.meaning: "at exit", "at exec", or
+ * "when written" (a snapshot, an OOM, a signal's or a recovered report); "at the end" where
+ * the report does not say (an older or edited one). For headings that said "at exit" of every
+ * report. */
+const char *gmt_report_when(const gmt_report_t *rep);
+
 /* Read and check the report at path ("-": standard input). On failure *rep is left empty,
  * a one-phrase reason (no file name, no newline) is written to why, and the return is
  * -ENOENT/-EACCES/... for a file that cannot be read, -EINVAL for one that is not JSON or not

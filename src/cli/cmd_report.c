@@ -800,7 +800,8 @@ static void print_libraries(const view_t *v)
         rows = own;
     }
     on_device(v, dev, sizeof dev);
-    printf("\n%sBytes per library%s%s (at the peak, at exit)\n", BOLD(v), dev, RESET(v));
+    printf("\n%sBytes per library%s%s (at the peak, %s)\n", BOLD(v), dev, RESET(v),
+           gmt_report_when(rep));
     if (partial)
         printf("  (summed over the groups the report lists: its largest, GPUMEMTRACE_TOP)\n");
     if (n == 0) printf("  (none)\n");

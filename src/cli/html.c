@@ -191,7 +191,9 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
 
     gmt_buf_puts(b, ",\"cards\":");
     bool first = true;
-    card(b, &first, "leaked at exit", gmt_fmt_bytes(rep->leak_bytes, x, sizeof x));
+    char leaked[32];
+    snprintf(leaked, sizeof leaked, "leaked %s", gmt_report_when(rep));
+    card(b, &first, leaked, gmt_fmt_bytes(rep->leak_bytes, x, sizeof x));
     for (size_t i = 0; i < rep->ndevices; i++) {
         const gmt_device_t *d = &rep->devices[i];
         char l2[80];
@@ -281,6 +283,8 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
     gmt_unlisted_t *u = calloc(rep->nranks + 1, sizeof *u);
     size_t nu = u ? gmt_leaks_unlisted(rep, true, u, rep->nranks + 1) : 0;
     if (!u) b->failed = true;
+    /* when the leaks were live: the titles say "live at exit" of an exit report only */
+    gmt_buf_printf(b, ",\"when\":\"%s\"", gmt_report_when(rep));
     gmt_buf_printf(b, ",\"leakBytes\":%" PRIu64 ",\"leakGroups\":", rep->leak_bytes);
     json_groups(b, rep->leak_groups, rep->nleaks, true, u, nu, NULL);
     free(u);

@@ -349,6 +349,15 @@ bool gmt_growth_unjudged(const char *status)
     return status && strcmp(status, "judged") != 0;
 }
 
+const char *gmt_report_when(const gmt_report_t *rep)
+{
+    const char *m = gmt_json_str(rep->leaks, "meaning", NULL);
+    if (m && strcmp(m, "live at exit") == 0) return "at exit";
+    if (m && strcmp(m, "live at exec") == 0) return "at exec";
+    if (m && strcmp(m, "live when written") == 0) return "when written";
+    return "at the end";
+}
+
 void gmt_growth_status_text(const char *status, char *buf, size_t len)
 {
     if (!gmt_growth_unjudged(status))

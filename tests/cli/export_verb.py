@@ -741,6 +741,38 @@ def case_html_merged(c):
 
 
 @case
+def case_when_live(c):
+    """A snapshot's, an OOM's or a signal's report ("live when written") and an exec's ("live
+    at exec") are not called "at exit": report's library heading, the HTML page's leaked card,
+    leaks and flame titles and library column take the report's own leaks.meaning; an exit
+    report still says "at exit", one without a meaning "at the end". Until session 41 every
+    report's said "at exit"."""
+    for meaning, when in (("live when written", "when written"), ("live at exec", "at exec"),
+                          ("live at exit", "at exit"), (None, "at the end")):
+        def edit(r):
+            if meaning is None:
+                del r["leaks"]["meaning"]
+            else:
+                r["leaks"]["meaning"] = meaning
+        e = edited(c, "when.json", edit, base="valid_v2.json")
+        out, _, _ = c.cli_run("report", e)
+        expect(f"\nBytes per library (at the peak, {when})\n" in out, f"{meaning}:\n{out}")
+        d, _ = html_export(c, e, "when.html")
+        expect(d["when"] == when and d["cards"][0] == [f"leaked {when}", "4.00 MiB"],
+               f"{meaning}: when {d.get('when')!r}, cards {d['cards'][:1]}")
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser:
+        dom = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu",
+                              "--no-first-run", "--user-data-dir=" + c.path("wprof"),
+                              "--host-resolver-rules=MAP * 0.0.0.0",
+                              "--virtual-time-budget=5000", "--dump-dom",
+                              "file://" + c.path("when.html")],
+                             capture_output=True, timeout=90).stdout.decode("utf-8", "replace")
+        expect("live at the end)" in dom and "live at exit" not in dom and
+               "<th class=\"num\">at the end</th>" in dom, "page titles:\n" + dom[:2000])
+
+
+@case
 def case_html_page(c):
     """the page around the data: self-contained (every vendored style and script and the
     page's own inline, in the order they need), the report's path in the title as text

@@ -174,7 +174,7 @@
       }
     };
   }
-  flame('flame-leaks', 'Flame graph: leaks (bytes live at exit, outermost frame at the bottom)',
+  flame('flame-leaks', 'Flame graph: leaks (bytes live ' + data.when + ', outermost frame at the bottom)',
         data.leakGroups, 'leaks');
   data.peaks.forEach(function (p, i) {
     flame('flame-peak-' + i, 'Flame graph: peak owners on ' + p.label + ' (' + fmtBytes(p.bytes) +
@@ -209,7 +209,7 @@
   }
   var gh = [['bytes', 'num'], ['allocations', 'num'], ['kind'], ['device'], ['api'], ['library'],
             ['nearest user frame', 'where']];
-  table('leaks', 'Leaks (' + fmtBytes(data.leakBytes) + ' live at exit)', gh, groupRows(data.leakGroups));
+  table('leaks', 'Leaks (' + fmtBytes(data.leakBytes) + ' live ' + data.when + ')', gh, groupRows(data.leakGroups));
   data.peaks.forEach(function (p, i) {
     table('peak-' + i, 'Peak owners on ' + p.label, gh, groupRows(p.groups));
   });
@@ -231,7 +231,7 @@
         (data.sites || []).map(function (x) {
           return [String(x.allocs), String(x.live), x.kind, x.device, x.api, x.where];
         }), data.sites ? '' : OLDER);
-  table('libraries', 'Bytes per library', [['library'], ['at the peak', 'num'], ['at exit', 'num']],
+  table('libraries', 'Bytes per library', [['library'], ['at the peak', 'num'], [data.when, 'num']],
         (data.libraries || []).map(function (l) { return [l.library, fmtBytes(l.peak), fmtBytes(l.exit)]; }),
         data.libraries ? '' : OLDER);
   table('fragmentation', 'Fragmentation', [['device'], ['fragmentation', 'num'], ['free in gaps', 'num'], ['largest gap', 'num']],
