@@ -65,6 +65,11 @@ struct option;
  * optopt then); else NULL. A verb's unknown-option error asks it first, so --json=1 is
  * "option '--json' takes no value", not an unknown '-j' or '--json=1'. */
 const char *gmt_cli_flag_given_value(const struct option *opts, int val, const char *arg);
+/* A verb's getopt_long error for an option that takes no value given one: says "VERB: option
+ * '--name' takes no value" (gmt_cli_flag_given_value) and returns true; false, saying nothing,
+ * for any other unknown option, which the verb then names in its own words. */
+bool gmt_cli_flag_value_error(const char *verb, const struct option *opts, int val,
+                              const char *arg);
 /* The same with a prefix and a suffix (NULL for none) kept as they are. */
 void gmt_cli_verror(const char *prefix, const char *suffix, const char *fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));

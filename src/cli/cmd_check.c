@@ -703,18 +703,13 @@ int gmt_cli_check(int argc, char **argv)
             gmt_cli_error("check: option '%s' needs a value", argv[optind - 1]);
             free(cli.suppressions);
             return GMT_EXIT_USAGE;
-        default: {
-            /* a value given to an option that takes none (--json=1): named as such */
-            const char *flag = gmt_cli_flag_given_value(long_opts, optopt, argv[optind - 1]);
-            if (flag) {
-                gmt_cli_error("check: option '--%s' takes no value", flag);
-                return GMT_EXIT_USAGE;
-            }
-            gmt_cli_error("check: unknown option '%s' (see 'gpumemtrace help check')",
-                          argv[optind - 1]);
+        default:
+            /* a value given to an option that takes none (--json=1) is named as such */
+            if (!gmt_cli_flag_value_error("check", long_opts, optopt, argv[optind - 1]))
+                gmt_cli_error("check: unknown option '%s' (see 'gpumemtrace help check')",
+                              argv[optind - 1]);
             free(cli.suppressions);
             return GMT_EXIT_USAGE;
-        }
         }
         if (key && set_limit(&cli, NULL, key, optarg, why, sizeof why)) {
             gmt_cli_error("check: %s (option --%s)", why, key);

@@ -792,17 +792,12 @@ int gmt_cli_export(int argc, char **argv)
         case ':':
             gmt_cli_error("export: option '%s' needs a value", argv[optind - 1]);
             return GMT_EXIT_USAGE;
-        default: {
-            /* a value given to an option that takes none (--json=1): named as such */
-            const char *flag = gmt_cli_flag_given_value(long_opts, optopt, argv[optind - 1]);
-            if (flag) {
-                gmt_cli_error("export: option '--%s' takes no value", flag);
-                return GMT_EXIT_USAGE;
-            }
-            gmt_cli_error("export: unknown option '%s' (see 'gpumemtrace help export')",
-                          argv[optind - 1]);
+        default:
+            /* a value given to an option that takes none (--json=1) is named as such */
+            if (!gmt_cli_flag_value_error("export", long_opts, optopt, argv[optind - 1]))
+                gmt_cli_error("export: unknown option '%s' (see 'gpumemtrace help export')",
+                              argv[optind - 1]);
             return GMT_EXIT_USAGE;
-        }
         }
     }
     size_t fi = format_index(format);

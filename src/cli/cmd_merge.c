@@ -374,17 +374,12 @@ int gmt_cli_merge(int argc, char **argv)
         case ':':
             gmt_cli_error("merge: option '%s' needs a value", argv[optind - 1]);
             return GMT_EXIT_USAGE;
-        default: {
-            /* a value given to an option that takes none (--json=1): named as such */
-            const char *flag = gmt_cli_flag_given_value(long_opts, optopt, argv[optind - 1]);
-            if (flag) {
-                gmt_cli_error("merge: option '--%s' takes no value", flag);
-                return GMT_EXIT_USAGE;
-            }
-            gmt_cli_error("merge: unknown option '%s' (see 'gpumemtrace help merge')",
-                          argv[optind - 1]);
+        default:
+            /* a value given to an option that takes none (--json=1) is named as such */
+            if (!gmt_cli_flag_value_error("merge", long_opts, optopt, argv[optind - 1]))
+                gmt_cli_error("merge: unknown option '%s' (see 'gpumemtrace help merge')",
+                              argv[optind - 1]);
             return GMT_EXIT_USAGE;
-        }
         }
     }
     size_t n = (size_t)(argc - optind);

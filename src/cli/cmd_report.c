@@ -1274,13 +1274,10 @@ int gmt_cli_report(int argc, char **argv)
         case ':':
             gmt_cli_error("report: option '%s' needs a value", argv[optind - 1]);
             return GMT_EXIT_USAGE;
-        default: {
-            /* a value given to an option that takes none (--json=1): named as such */
-            const char *flag = gmt_cli_flag_given_value(long_opts, optopt, argv[optind - 1]);
-            if (flag) {
-                gmt_cli_error("report: option '--%s' takes no value", flag);
+        default:
+            /* a value given to an option that takes none (--json=1) is named as such */
+            if (gmt_cli_flag_value_error("report", long_opts, optopt, argv[optind - 1]))
                 return GMT_EXIT_USAGE;
-            }
             if (optopt)
                 gmt_cli_error("report: unknown option '-%c' (see 'gpumemtrace help report')",
                               optopt);
@@ -1288,7 +1285,6 @@ int gmt_cli_report(int argc, char **argv)
                 gmt_cli_error("report: unknown option '%s' (see 'gpumemtrace help report')",
                               argv[optind - 1]);
             return GMT_EXIT_USAGE;
-        }
         }
     }
     char recovered[4096] = "";

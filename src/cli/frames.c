@@ -52,6 +52,13 @@ const char *gmt_cli_flag_given_value(const struct option *opts, int val, const c
     return NULL;
 }
 
+bool gmt_cli_flag_value_error(const char *verb, const struct option *opts, int val, const char *arg)
+{
+    const char *flag = gmt_cli_flag_given_value(opts, val, arg);
+    if (flag) gmt_cli_error("%s: option '--%s' takes no value", verb, flag);
+    return flag != NULL;
+}
+
 const char *gmt_basename(const char *path)
 {
     if (!path) return "?";
