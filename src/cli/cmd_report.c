@@ -962,14 +962,8 @@ static cJSON *rank_json(const gmt_rank_t *r)
     add_known(o, "end_time", r->end_time);
     add_known(o, "duration_s", r->duration_s);
     add_known(o, "dropped", (double)r->dropped);
-    if (r->has_peak)
-        cJSON_AddNumberToObject(o, "peak_bytes", (double)r->peak_bytes);
-    else
-        cJSON_AddNullToObject(o, "peak_bytes");
-    if (r->has_leaked)
-        cJSON_AddNumberToObject(o, "leaked_bytes", (double)r->leaked_bytes);
-    else
-        cJSON_AddNullToObject(o, "leaked_bytes");
+    add_known(o, "peak_bytes", r->has_peak ? (double)r->peak_bytes : -1);
+    add_known(o, "leaked_bytes", r->has_leaked ? (double)r->leaked_bytes : -1);
     if (r->growth_status) cJSON_AddStringToObject(o, "growth_status", r->growth_status);
     if (r->sites_total >= 0)
         cJSON_AddNumberToObject(o, "allocation_sites_total", (double)r->sites_total);

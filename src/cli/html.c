@@ -29,6 +29,15 @@ ASSET(page_css)
 /* A cut list's remainder (docs/cli.md, "Lists cut at GPUMEMTRACE_TOP") as a group of the
  * page's: its one frame by name ("frames", not a stack of the report's), its allocations null
  * where not known; device: the peak's device label, else the rank's (a merged report's). */
+/* v as a JSON number, or null where it is not known. */
+static void json_u64_known(gmt_buf_t *b, bool known, uint64_t v)
+{
+    if (known)
+        gmt_buf_printf(b, "%" PRIu64, v);
+    else
+        gmt_buf_puts(b, "null");
+}
+
 static void json_unlisted(gmt_buf_t *b, bool first, const gmt_unlisted_t *u, const char *device)
 {
     char dev[48], name[GMT_UNLISTED_NAME_LEN];
@@ -39,10 +48,7 @@ static void json_unlisted(gmt_buf_t *b, bool first, const gmt_unlisted_t *u, con
         device = dev;
     }
     gmt_buf_printf(b, "%s{\"bytes\":%" PRIu64 ",\"count\":", first ? "" : ",", u->bytes);
-    if (u->has_count)
-        gmt_buf_printf(b, "%" PRIu64, u->count);
-    else
-        gmt_buf_puts(b, "null");
+    json_u64_known(b, u->has_count, u->count);
     gmt_buf_puts(b, ",\"stack\":\"\",\"frames\":[");
     gmt_buf_json_str(b, name);
     gmt_buf_puts(b, "],\"kind\":\"\",\"device\":");
@@ -172,15 +178,9 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
             gmt_buf_puts(b, ",\"ran\":null");
         /* a figure the merged report does not give is null, shown unknown, never 0 */
         gmt_buf_printf(b, ",\"dropped\":%" PRId64 ",\"peak\":", r->dropped);
-        if (r->has_peak)
-            gmt_buf_printf(b, "%" PRIu64, r->peak_bytes);
-        else
-            gmt_buf_puts(b, "null");
+        json_u64_known(b, r->has_peak, r->peak_bytes);
         gmt_buf_puts(b, ",\"leaked\":");
-        if (r->has_leaked)
-            gmt_buf_printf(b, "%" PRIu64, r->leaked_bytes);
-        else
-            gmt_buf_puts(b, "null");
+        json_u64_known(b, r->has_leaked, r->leaked_bytes);
         /* a peak not known whole is marked (null where the merge did not say) */
         gmt_buf_printf(b, ",\"peak_short\":%s}",
                        r->peak_short < 0 ? "null"
