@@ -100,27 +100,26 @@ int gmt_core_init(const gmt_config_t *c)
     /* A state file that could not be made: said now, whole, and in the report's warnings (its
      * config shows the path asked for, capture.state_file null) once the core's notes exist,
      * cut to a note's length there. */
-#define STATE_EXISTS                                                                               \
-    "%s exists and is not a state file (a device, link, directory or another file is never "       \
-    "replaced); keeping the state in memory only"
-#define STATE_NOT_MADE "cannot create the state file %s (%s); keeping the state in memory only"
-    int state_err = c->state[0] ? rc : 0;
-    if (state_err == -EEXIST)
-        gmt_error(STATE_EXISTS, c->state);
-    else if (state_err)
-        gmt_error(STATE_NOT_MADE, c->state, strerror(-state_err));
-    if (state_err) rc = gmt_region_create(NULL);
+    char state_why[GMT_PATH_MAX + 160] = "";
+    if (rc == -EEXIST && c->state[0])
+        snprintf(state_why, sizeof state_why,
+                 "%s exists and is not a state file (a device, link, directory or another file "
+                 "is never replaced); keeping the state in memory only",
+                 c->state);
+    else if (rc != 0 && c->state[0])
+        snprintf(state_why, sizeof state_why,
+                 "cannot create the state file %s (%s); keeping the state in memory only", c->state,
+                 strerror(-rc));
+    if (state_why[0]) {
+        gmt_error("%s", state_why);
+        rc = gmt_region_create(NULL);
+    }
     if (rc == 0) rc = lay_out(c);
     if (rc != 0) {
         gmt_error("cannot map memory for the live table and stack store; tracing is off");
         return rc;
     }
-    if (state_err == -EEXIST)
-        gmt_track_note_warning(STATE_EXISTS, c->state);
-    else if (state_err)
-        gmt_track_note_warning(STATE_NOT_MADE, c->state, strerror(-state_err));
-#undef STATE_EXISTS
-#undef STATE_NOT_MADE
+    if (state_why[0]) gmt_track_note_warning("%s", state_why);
     gmt_stacks_global_init(c->unwind == GMT_UNWIND_LIBUNWIND);
     py_cache(c);
     gmt_py_init(c->python, c->py_checked); /* its own messages; native stacks whatever it returns */

@@ -79,12 +79,11 @@ void gmt_supp_free(gmt_supp_t *s)
 
 static int warned;
 
-static int refuse(gmt_supp_t *s, bool quiet_repeat, int rc, const char *path, const char *why)
+/* s->problem, set by the caller, said on standard error (once when quiet_repeat). */
+static void say_problem(const gmt_supp_t *s, bool quiet_repeat, const char *path)
 {
-    snprintf(s->problem, sizeof s->problem, "%s; no suppressions used", why);
     if (!quiet_repeat || !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
         gmt_error("GPUMEMTRACE_SUPPRESSIONS='%s' %s", path, s->problem);
-    return rc;
 }
 
 int gmt_supp_read_file(const char *path, char **text, size_t *mapped, size_t *len, char *why,
@@ -151,14 +150,17 @@ int gmt_supp_load(gmt_supp_t *s, const char *path, bool quiet_repeat)
     char why[160];
     size_t got;
     int rc = gmt_supp_read_file(path, &s->text, &s->text_bytes, &got, why, sizeof why);
-    if (rc) return refuse(s, quiet_repeat, rc, path, why);
+    if (rc) {
+        snprintf(s->problem, sizeof s->problem, "%s; no suppressions used", why);
+        say_problem(s, quiet_repeat, path);
+        return rc;
+    }
     gmt_supp_parse(s, s->text, got);
     if (s->ignored) {
         snprintf(s->problem, sizeof s->problem,
                  "has %d patterns past the first %d; those are not used", s->ignored,
                  GMT_SUPP_MAX_PATTERNS);
-        if (!quiet_repeat || !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
-            gmt_error("GPUMEMTRACE_SUPPRESSIONS='%s' %s", path, s->problem);
+        say_problem(s, quiet_repeat, path);
     }
     return 0;
 }
