@@ -102,23 +102,25 @@ const char *gmt_tty(const char *s)
     return out;
 }
 
+/* Bytes of the well-formed UTF-8 character at s[i] (of n), 0 for a byte of none. */
+static size_t utf8_at(const char *s, size_t i, size_t n)
+{
+    return (unsigned char)s[i] < 0x80 ? 1 : gmt_utf8_seq((const unsigned char *)s + i, n - i);
+}
+
 const char *gmt_json_text(const char *s)
 {
     if (!s) return NULL;
-    size_t n = strlen(s), bad = 0;
-    for (size_t i = 0; i < n;) {
-        size_t k =
-            (unsigned char)s[i] < 0x80 ? 1 : gmt_utf8_seq((const unsigned char *)s + i, n - i);
-        bad += k == 0;
-        i += k ? k : 1;
-    }
-    if (!bad) return s;
+    size_t n = strlen(s), i = 0, k;
+    while (i < n && (k = utf8_at(s, i, n)) != 0)
+        i += k;
+    if (i == n) return s; /* well-formed throughout */
     char *out = n < (SIZE_MAX - 1) / 4 ? tty_slot(4 * n + 1) : NULL;
     if (!out) return "?";
-    size_t o = 0;
-    for (size_t i = 0; i < n;) {
-        size_t k =
-            (unsigned char)s[i] < 0x80 ? 1 : gmt_utf8_seq((const unsigned char *)s + i, n - i);
+    memcpy(out, s, i); /* the well-formed start, then byte by byte */
+    size_t o = i;
+    while (i < n) {
+        k = utf8_at(s, i, n);
         if (k) {
             memcpy(out + o, s + i, k);
             o += k;
