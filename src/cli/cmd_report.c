@@ -614,6 +614,17 @@ static bool suspect_shown(const view_t *v, const gmt_suspect_t *s)
 }
 
 /* The growth suspects the report lists that the view shows. */
+/* The line under a list cut at --top: how many of the section's total were left out (the
+ * total its header says), or no count where that total is not above the rows shown (a report
+ * whose total disagrees with its list). */
+static void print_more(uint64_t total, int shown)
+{
+    if (total > (uint64_t)shown)
+        printf("  ... %" PRIu64 " more (--top to show more)\n", total - (uint64_t)shown);
+    else
+        printf("  ... more (--top to show more)\n");
+}
+
 static size_t count_suspects(const view_t *v)
 {
     size_t n = 0;
@@ -693,11 +704,12 @@ static void print_leaks(const view_t *v)
         printf("  %snot judged%s (these ranks' suspects are not known): %s\n", YEL(v), RESET(v),
                who);
     int rank = 0;
+    uint64_t total = v->filter ? (uint64_t)nsuspects : rep->suspects_total;
     for (size_t i = 0; i < rep->nsuspects; i++) {
         const gmt_suspect_t *s = &rep->suspects[i];
         if (!suspect_shown(v, s)) continue;
         if (rank >= v->top) {
-            printf("  ... more (--top to show more)\n");
+            print_more(total, rank);
             break;
         }
         char g[GMT_FMT_BYTES_LEN], dev[48];
@@ -740,7 +752,7 @@ static void print_sites(const view_t *v)
         const gmt_site_t *s = &rep->sites[i];
         if (!wanted(v, s->device)) continue;
         if (rank >= v->top) {
-            printf("  ... more (--top to show more)\n");
+            print_more(total, rank);
             break;
         }
         char label[48], where[1024], line[1100];

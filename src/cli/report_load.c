@@ -774,6 +774,9 @@ static int build_model(gmt_report_t *rep, num_check_t *nc, char *why, size_t why
     rep->suspects_total = gmt_json_has_num(l, "growth_suspects_total")
                               ? json_u64(nc, l, "growth_suspects_total")
                               : rep->nsuspects;
+    /* a total below the list's own length (a hand-edited report): the list is the floor, as
+     * the sites' total above */
+    if (rep->suspects_total < rep->nsuspects) rep->suspects_total = rep->nsuspects;
     const cJSON *libs = cJSON_GetObjectItemCaseSensitive(s, "libraries");
     if (cJSON_IsArray(libs)) {
         rep->has_libraries = true;

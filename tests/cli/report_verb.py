@@ -295,7 +295,7 @@ def case_top(c):
                f"report {args}: leak groups\n" + leaks)
         sus = section(out, "Growth suspects")
         expect("  #10 " in sus and "  #11 " not in sus and
-               sus.endswith("\n  ... more (--top to show more)"),
+               sus.endswith("\n  ... 1 more (--top to show more)"),
                f"report {args}: growth suspects\n" + sus)
         libs = section(out, "Bytes per library")
         expect("lib9.so" in libs and "lib10.so" not in libs and
@@ -316,6 +316,16 @@ def case_top(c):
         j = c.json("--top", top, p)
         expect(len(j["leaks"]["groups"]) == 11 and len(j["growth_suspects"]) == 11,
                f"--json --top {top}: {j['leaks']}")
+    # what is left out counts the header's total: one the report does not list (20), or the
+    # list's own length where a hand-edited total is below it (3)
+    for total, said in ((20, "20"), (3, "11")):
+        r = many(c, 11)
+        r["leaks"]["growth_suspects_total"] = total
+        out, _ = c.run("report", c.write(f"sus{total}.json", r))
+        sus = section(out, "Growth suspects")
+        expect(out.count(f"Growth suspects (live bytes kept rising through the run): {said}\n")
+               == 1 and sus.endswith(f"\n  ... {int(said) - 10} more (--top to show more)"),
+               f"growth_suspects_total {total}:\n" + sus)
     # a list as long as --top: nothing left out
     p = c.write("many10.json", many(c, 10))
     out, _ = c.run("report", p)
@@ -887,7 +897,8 @@ def case_sites(c):
                f"{name}:\n" + out)
     out, _ = c.run("report", "--top", "1", c.write("s.json", r))
     sec = section(out, "Allocation sites").splitlines()
-    expect(sec[4:] == ["  ... more (--top to show more)"] and "#2 " not in "\n".join(sec),
+    # the count left out is of the header's total, the sites the report does not list too
+    expect(sec[4:] == ["  ... 3 more (--top to show more)"] and "#2 " not in "\n".join(sec),
            "--top 1:\n" + "\n".join(sec))
     r["allocation_sites"][1]["device"] = 1
     p = c.write("s1.json", r)
