@@ -154,6 +154,21 @@ static void growth_note(const gmt_report_t *rep, char *s, size_t len)
         gmt_growth_status_text(rep->growth_status, s, len);
 }
 
+/* Where a frame is, beyond its name: a Python frame's file path; a native frame's module
+ * (its file name) and its source file and line where symbolize found them. Empty when the
+ * report says neither. */
+static void frame_where(const gmt_frame_t *f, char *s, size_t len)
+{
+    const char *mod = !f->python && f->module ? gmt_basename(f->module) : "";
+    const char *file = f->file ? f->file : "";
+    if (f->python || !*file)
+        snprintf(s, len, "%s", f->python ? file : mod);
+    else if (f->line > 0)
+        snprintf(s, len, "%s%s%s:%" PRId64, mod, *mod ? " " : "", file, f->line);
+    else
+        snprintf(s, len, "%s%s%s", mod, *mod ? " " : "", file);
+}
+
 static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
 {
     char s[1200], x[GMT_FMT_BYTES_LEN], label[48];
@@ -271,6 +286,20 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
         gmt_buf_printf(b, "%s\"%" PRId64 "\":[", i ? "," : "", st->id);
         for (size_t k = st->n; k-- > 0;) {
             gmt_frame_name(&st->frames[k], s, sizeof s);
+            gmt_buf_json_str(b, s);
+            if (k) gmt_buf_put(b, ",", 1);
+        }
+        gmt_buf_put(b, "]", 1);
+    }
+    gmt_buf_puts(b, "}");
+    /* where each of those frames is (its file and module), in the same order: the flame
+     * graphs' search matches it and their tooltips show it */
+    gmt_buf_puts(b, ",\"frameWhere\":{");
+    for (size_t i = 0; i < rep->nstacks; i++) {
+        const gmt_stack_t *st = &rep->stacks[i];
+        gmt_buf_printf(b, "%s\"%" PRId64 "\":[", i ? "," : "", st->id);
+        for (size_t k = st->n; k-- > 0;) {
+            frame_where(&st->frames[k], s, sizeof s);
             gmt_buf_json_str(b, s);
             if (k) gmt_buf_put(b, ",", 1);
         }

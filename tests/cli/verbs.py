@@ -3001,6 +3001,25 @@ def case_html(c):
         shown = [a for a in rows if "data-text" in a and 'class="hidden"' not in a]
         expect(len(shown) == shown_want, f"#search={term}: {len(shown)} leak rows shown, "
                f"expected {shown_want}")
+    # the flame graphs' search matches a frame's file and module too, not only its name (a
+    # search for a source file or a library highlighted no frame before): the frames found,
+    # by the chart's highlight colour, in the leaks' flame graph
+    for term, want in (("libc-start", ["__libc_start_main_impl"]),
+                       ("leak_two_sites.c:21", ["alloc_site_b"]),
+                       ("leak_two_sites.c:3", ["main"]),  # main's places :36 and :38 merged
+                       ("alloc_site_a", ["alloc_site_a"]), ("no-such-file", [])):
+        p = subprocess.run(flags + ["--dump-dom", url + "#search=" + term], capture_output=True,
+                           timeout=90)
+        dom3 = p.stdout.decode("utf-8", "replace")
+        graph = dom3.split('id="flame-leaks-graph"', 1)[-1].split("</svg>", 1)[0]
+        lit = re.findall(r'<g [^>]*name="([^"]*)"[^>]*class="frame[^"]*"><rect [^>]*'
+                         r'fill="#E600E6"', graph)
+        expect('data-ready="1"' in dom3 and sorted(lit) == want,
+               f"#search={term}: flame frames highlighted {lit}, expected {want}")
+    title = re.search(r"<title>(main [^<]*)</title>", graph)
+    expect(title and "leak_two_sites.c:36" in title.group(1) and
+           "leak_two_sites.c:38" in title.group(1),
+           f"main's tooltip does not name its two places: {title and title.group(1)}")
     # requests: the net log names every URL asked for; the page's own carry its origin as
     # initiator ("null" for a file:// page), the browser's housekeeping "not an origin"
     expect(not page_requests(netlog), f"the page made requests: {page_requests(netlog)}")

@@ -6,7 +6,7 @@
   var data = JSON.parse(document.getElementById('gmt-data').textContent);
 
   function fmtBytes(b) {
-    var u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'], i = 0;
+    var u = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'], i = 0;
     b = Number(b) || 0;
     while (Math.abs(b) >= 1024 && i < u.length - 1) { b /= 1024; i++; }
     return (i === 0 ? b.toFixed(0) : b.toFixed(2)) + ' ' + u[i];
@@ -118,6 +118,7 @@
 
   /* flame graphs */
   var charts = [];
+  var WHERE_KEPT = 4; /* places kept per merged frame, for its tooltip and the search */
   function buildTree(groups, rootName) {
     var root = { name: rootName, value: 0, children: [] };
     groups.forEach(function (g) {
@@ -125,14 +126,19 @@
        * frames (no stack, or a stack of none) is one frame '[no stack] API', as folded and
        * speedscope name it: its bytes are a frame's, not a gap above the root */
       var names = g.frames || data.stacks[g.stack];
+      /* each frame's file and module (frameWhere: none in a page of an older gpumemtrace) */
+      var wheres = !g.frames && data.frameWhere ? data.frameWhere[g.stack] : null;
       if (!names || !names.length) names = ['[no stack] ' + g.api];
       root.value += g.bytes;
       var node = root;
-      names.forEach(function (n) {
+      names.forEach(function (n, k) {
         var next = null;
         for (var i = 0; i < node.children.length; i++)
           if (node.children[i].name === n) { next = node.children[i]; break; }
-        if (!next) { next = { name: n, value: 0, children: [] }; node.children.push(next); }
+        if (!next) { next = { name: n, value: 0, children: [], where: [] }; node.children.push(next); }
+        /* frames of one name merged from several places keep a few of their places */
+        var w = wheres && typeof wheres[k] === 'string' ? wheres[k] : '';
+        if (w && next.where.indexOf(w) < 0 && next.where.length < WHERE_KEPT) next.where.push(w);
         next.value += g.bytes;
         node = next;
       });
@@ -146,13 +152,20 @@
     s.appendChild(box);
     var chart = flamegraph().width(Math.max(400, (s.clientWidth || 900) - 30))
       .cellHeight(18).transitionDuration(0).minFrameSize(2)
-      .label(function (d) { return d.data.name + ': ' + fmtBytes(d.value); });
-    /* The search matches frame names as the tables match rows: a case-insensitive substring,
-     * never a regular expression (the chart's own matcher made the term one, so "libstdc++"
-     * or "(" threw on every keystroke). */
+      .label(function (d) {
+        var w = d.data.where && d.data.where.length ? ' (' + d.data.where.join('; ') + ')' : '';
+        return d.data.name + w + ': ' + fmtBytes(d.value);
+      });
+    /* The search matches a frame's name, file and module as the tables match rows: a
+     * case-insensitive substring, never a regular expression (the chart's own matcher made the
+     * term one, so "libstdc++" or "(" threw on every keystroke). */
+    function has(text, term) {
+      return typeof text === 'string' && text.toLowerCase().indexOf(term) >= 0;
+    }
     chart.setSearchMatch(function (d, term) {
-      var name = d && d.data ? d.data.name : null;
-      return !!term && typeof name === 'string' && name.toLowerCase().indexOf(term) >= 0;
+      var f = d && d.data ? d.data : null;
+      if (!term || !f) return false;
+      return has(f.name, term) || (f.where || []).some(function (w) { return has(w, term); });
     });
     box.__data__ = buildTree(groups, rootName);
     chart(selectionOf(box));
