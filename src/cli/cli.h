@@ -533,8 +533,8 @@ void gmt_out_abort(gmt_out_t *o);
 /* Flushes standard output: true when everything written to it so far was written; else one
  * line "gpumemtrace: VERB: writing WHAT: <why>" (VERB NULL: none) and false. */
 bool gmt_stdout_ok(const char *verb, const char *what);
-/* What a file that is not a regular one is, for a line: "a directory", "a FIFO", "a socket" or
- * "a device". */
+/* What a file that is not a regular one is, for a line: "a directory", "a FIFO", "a socket",
+ * "a symbolic link" (an lstat's mode) or "a device". */
 const char *gmt_file_kind(unsigned mode);
 
 /* A growable byte buffer for the exporters. */

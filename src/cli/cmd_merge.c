@@ -409,11 +409,12 @@ int gmt_cli_merge(int argc, char **argv)
         ranks[i] = reps[i].rank;
     }
     /* -o is checked before anything is printed: a target that is not a regular file (the
-     * atomic rename cannot replace it), or one of the reports being merged, which the
+     * atomic rename cannot replace it; a symbolic link, dangling or not, is not one, as the
+     * write sees it: lstat), or one of the reports being merged, which the
      * combined report would replace (a rank's report lost, and the files not mergeable
      * again, one of them now a merged report). */
     struct stat ost;
-    if (out && stat(out, &ost) == 0) {
+    if (out && lstat(out, &ost) == 0) {
         if (!S_ISREG(ost.st_mode)) {
             gmt_cli_error("merge: -o %s is %s, not a regular file", out,
                           gmt_file_kind(ost.st_mode));

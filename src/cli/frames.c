@@ -650,6 +650,7 @@ const char *gmt_file_kind(unsigned mode)
     return S_ISDIR(mode)    ? "a directory"
            : S_ISFIFO(mode) ? "a FIFO"
            : S_ISSOCK(mode) ? "a socket"
+           : S_ISLNK(mode)  ? "a symbolic link"
                             : "a device";
 }
 

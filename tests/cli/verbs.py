@@ -1846,7 +1846,8 @@ def case_merge_output_file(c):
     """merge -o: the summary comes before any line about the combined report (it was flushed
     only at the end, so a failed -o's line came first in a log of both streams); a target that
     is not a regular file or is one of the reports being merged is refused in one line before
-    anything is written (-o r0.json replaced rank 0's report with the merged one); with the
+    anything is written (-o r0.json replaced rank 0's report with the merged one; a symbolic
+    link passed the check and was refused after the summary); with the
     summary unwritable the combined report is still written, and each failure said."""
     r0 = c.trace("leak_two_sites", "r0", env={"RANK": "0"})
     r1 = c.trace("leak_two_sites", "r1", env={"RANK": "1"})
@@ -1857,9 +1858,17 @@ def case_merge_output_file(c):
            lines[-1].endswith("m.json: No such file or directory") and
            sum(l.startswith("gpumemtrace:") for l in lines) == 1,
            f"-o into no directory: status {rc}\n{both}")
-    # not a regular file: said as what it is, before the summary
+    # not a regular file: said as what it is, before the summary; a symbolic link, to a
+    # regular file or dangling, too (stat followed it, and the write refused it after the
+    # summary)
     os.makedirs(c.path("adir"))
-    for target, kind in ((c.path("adir"), "a directory"), ("/dev/null", "a device")):
+    with open(c.path("other.json"), "w") as f:
+        f.write("another file\n")
+    os.symlink("other.json", c.path("link.json"))
+    os.symlink("nowhere.json", c.path("dangling.json"))
+    for target, kind in ((c.path("adir"), "a directory"), ("/dev/null", "a device"),
+                         (c.path("link.json"), "a symbolic link"),
+                         (c.path("dangling.json"), "a symbolic link")):
         _, err, out = c.cli_run("merge", r0, r1, "-o", target, rc=2)
         expect(one_line(err) and err.strip() == f"gpumemtrace: merge: -o {target} is {kind}, "
                "not a regular file" and not out, f"-o {target}: {err!r}, stdout {out!r}")
