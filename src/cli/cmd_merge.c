@@ -602,7 +602,8 @@ int gmt_cli_merge(int argc, char **argv)
                 memset(e, 0, sizeof *e);
                 e->key = key;
                 e->min = UINT64_MAX;
-                e->stack_id = gr->stack_id > 0 ? (int64_t)i * stride + gr->stack_id : -1;
+                /* a group without a stack keeps id 0 (no stack), as its entry does */
+                e->stack_id = gr->stack_id > 0 ? (int64_t)i * stride + gr->stack_id : 0;
                 e->stack = gr->stack;
                 e->last_rank_idx = SIZE_MAX;
             } else {

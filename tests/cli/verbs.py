@@ -1816,6 +1816,22 @@ def case_merge_common_range(c):
     paths = rank_reports(c, base, 40, four, name="big")
     out, _, _ = c.cli_run("merge", *paths)
     expect("1.41 GiB total (36.00 MiB to 36.00 MiB per rank)" in out, out)
+    # a group without a stack (stack id 0: stacks off, below GPUMEMTRACE_MIN_BYTES) in every
+    # rank: its common leak keeps id 0, as the group does, never -1, which the schema refuses
+    import jsonschema
+
+    def no_stack(i, r):
+        g = site_group(r, "alloc_site_a")
+        r["leaks"]["groups"].append(dict(g, stack_id=0, bytes=(i + 1) * MIB))
+        r["leaks"]["groups_total"] = len(r["leaks"]["groups"])
+    c.cli_run("merge", *rank_reports(c, base, 2, no_stack, name="nostack"), "-o",
+              c.path("ns.json"))
+    m = c.load(c.path("ns.json"))
+    got = [(x["stack_id"], x["total_bytes"]) for x in m["merged"]["common_leaks"]
+           if x["total_bytes"] == 3 * MIB]
+    expect(got == [(0, 3 * MIB)], f"common leak without a stack: {m['merged']['common_leaks']}")
+    with open(c.schema) as f:
+        jsonschema.Draft202012Validator(json.load(f)).validate(m)
 
 
 @case
@@ -1944,10 +1960,11 @@ def case_merge_stack_ids(c):
     got += sorted((g["rank"], g["stack_id"]) for p in m["peak"] for g in p["groups"]
                   if g["bytes"] == 1000)
     expect(got == [(0, 0), (1, 0)] * 2, f"stack id 0 groups (rank, id): {got}")
-    # given rank 1's file first: the common leak of no stack names none (-1), not an id
+    # given rank 1's file first: the common leak of no stack names none (0, as its groups; it
+    # was -1, which the schema refuses), not an id
     c.cli_run("merge", *files[::-1], "-o", c.path("z1.json"))
     cl = [x["stack_id"] for x in c.load(c.path("z1.json"))["merged"]["common_leaks"]]
-    expect(len(cl) == 3 and cl.count(-1) == 1 and all(x == -1 or x > 0 for x in cl),
+    expect(len(cl) == 3 and cl.count(0) == 1 and all(x >= 0 for x in cl),
            f"common leaks' stack ids {cl}")
 
 
