@@ -473,8 +473,9 @@ int gmt_cli_diff(int argc, char **argv)
         switch (c) {
         case 'g': {
             size_t n = strlen(optarg);
-            lim.set = true;
-            lim.text = optarg;
+            /* given again, the last one is the limit, whole: never a percentage the first
+             * one set judged under the bytes of the second */
+            lim = (growth_limit_t){.set = true, .text = optarg};
             if (n > 1 && optarg[n - 1] == '%') {
                 char *end;
                 errno = 0;

@@ -1489,6 +1489,13 @@ def case_diff_contract(c):
         fails = [l for l in out.splitlines() if l.startswith("FAIL")]
         want = [f"FAIL leaked bytes grew by +1.00 MiB, over --max-growth {limit}"] if rc else []
         expect(fails == want, f"--max-growth {limit}: {fails}")
+    # given twice, the last one is the limit, whole (a percentage before bytes was judged as
+    # the percentage, the FAIL line naming the bytes: "+1.00 MiB, over --max-growth 2M")
+    for first, last, rc in (("5%", "2M", 0), ("2M", "5%", 1), ("5%", "30%", 0)):
+        out, _, _ = c.cli_run("diff", "--max-growth", first, "--max-growth", last, v1, l5, rc=rc)
+        fails = [l for l in out.splitlines() if l.startswith("FAIL")]
+        want = [f"FAIL leaked bytes grew by +1.00 MiB, over --max-growth {last}"] if rc else []
+        expect(fails == want, f"--max-growth {first} --max-growth {last}: {fails}")
 
     def leak0(r):
         r["leaks"]["total_bytes"] = 0
