@@ -466,14 +466,18 @@ int gmt_cli_merge(int argc, char **argv)
         }
         n = keep;
     }
-    /* The reports merged: the newest version among them, and their highest stack id, of a
-     * stack or of a reference to one (the stride that keeps every rank's ids apart, a group's
-     * dangling id too: it must not land on another rank's stack). */
+    /* The reports merged: the oldest and the newest version among them, and their highest
+     * stack id, of a stack or of a reference to one (the stride that keeps every rank's ids
+     * apart, a group's dangling id too: it must not land on another rank's stack). The
+     * combined report has the oldest version: a version 1 rank's entries are copied as they
+     * are (stacks as arrays, a Python frame as a frame without a module or type), which a
+     * version 2 report does not have and a reader of one takes for native frames. */
     int64_t max_id = 0;
     size_t max_at = 0;
-    int version = GMT_REPORT_VERSION_MIN;
+    int version = GMT_REPORT_VERSION, newest = GMT_REPORT_VERSION_MIN;
     for (size_t i = 0; i < n; i++) {
-        if (reps[i].version > version) version = reps[i].version;
+        if (reps[i].version < version) version = reps[i].version;
+        if (reps[i].version > newest) newest = reps[i].version;
         int64_t top = report_max_stack_id(&reps[i]);
         if (top > max_id) {
             max_id = top;
@@ -816,7 +820,7 @@ int gmt_cli_merge(int argc, char **argv)
         cJSON_AddNumberToObject(leaks, "groups_total", lgt);
         cJSON_AddItemToObject(leaks, "groups", lgroups);
         cJSON_AddItemToObject(leaks, "growth_suspects", sus);
-        if (version >= 2) cJSON_AddNumberToObject(leaks, "growth_suspects_total", lsus);
+        if (newest >= 2) cJSON_AddNumberToObject(leaks, "growth_suspects_total", lsus);
         /* The job's growth_status: judged only where every rank judged its samples, else the
          * gravest of the ranks' (merged.ranks[] has each rank's, so a rank's damaged samples
          * are not lost behind another rank's suspects). */
