@@ -81,6 +81,19 @@ static double jnum(const cJSON *o, const char *k)
     return gmt_json_num(o, k, 0);
 }
 
+/* A count or byte count of a rank's report as every verb reads it (report_load.c): a negative
+ * one 0, one past 2^64 (1e999) 2^64, so a sum is that of the ranks' figures as shown, never
+ * lowered by an edited rank's negative count nor infinite (which cJSON writes as null). */
+static double count_of(double v)
+{
+    return v > 0 ? (v < 0x1p64 ? v : 0x1p64) : 0;
+}
+
+static double jcount(const cJSON *o, const char *k)
+{
+    return count_of(jnum(o, k));
+}
+
 typedef struct ranked_item_s {
     cJSON *item;
     double bytes, rank;
@@ -130,11 +143,12 @@ static void sum_into(cJSON *dst, const cJSON *src)
     {
         if (!m->string) continue;
         cJSON *d = cJSON_GetObjectItemCaseSensitive(dst, m->string);
-        if (cJSON_IsNumber(m)) {
+        if (cJSON_IsNumber(m)) { /* counts and bytes, all at least 0 (the schema) */
+            double v = count_of(m->valuedouble);
             if (cJSON_IsNumber(d))
-                cJSON_SetNumberValue(d, d->valuedouble + m->valuedouble);
+                cJSON_SetNumberValue(d, d->valuedouble + v);
             else if (!d)
-                cJSON_AddNumberToObject(dst, m->string, m->valuedouble);
+                cJSON_AddNumberToObject(dst, m->string, v);
         } else if (cJSON_IsObject(m)) {
             if (!d) d = cJSON_AddObjectToObject(dst, m->string);
             if (cJSON_IsObject(d)) sum_into(d, m);
@@ -756,11 +770,11 @@ int gmt_cli_merge(int argc, char **argv)
                 append_ranked(asgroups, cJSON_GetObjectItemCaseSensitive(ras, "groups"), ranks[i],
                               shift);
             }
-            ltot += jnum(r->leaks, "total_bytes");
-            lsup += jnum(r->leaks, "suppressed_bytes");
+            ltot += jcount(r->leaks, "total_bytes");
+            lsup += jcount(r->leaks, "suppressed_bytes");
             if (gmt_json_has_num(r->leaks, "suppressed_count")) {
                 has_supc = true;
-                lsupc += jnum(r->leaks, "suppressed_count");
+                lsupc += jcount(r->leaks, "suppressed_count");
             }
             /* Bytes per library, summed over the ranks as one process's report sums them over
              * its devices (each device's peak owners; what is live at exit). */
@@ -771,7 +785,7 @@ int gmt_cli_merge(int argc, char **argv)
                 row->peak_bytes = gmt_add_sat(row->peak_bytes, g->peak_bytes);
                 row->exit_bytes = gmt_add_sat(row->exit_bytes, g->exit_bytes);
             }
-            lcount += jnum(r->leaks, "count");
+            lcount += jcount(r->leaks, "count");
             lgt += (double)r->groups_total;
             lsus += (double)r->suspects_total;
             cJSON *tmp = cJSON_Duplicate(r->summary, true);

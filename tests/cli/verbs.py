@@ -2137,6 +2137,25 @@ def case_merge_edges(c):
     expect(h["merged"]["common_leaks"][0]["total_bytes"] == float(2**64) and
            h["summary"]["libraries"][0]["peak_bytes"] == float(2**64),
            f"sums near 2^64: {h['merged']['common_leaks']} {h['summary']['libraries']}")
+    # an edited rank's negative count is 0 as every verb reads it, and one past 2^64 (1e999) the
+    # most: the sums are of the figures shown (they were lowered by the negative one, and the
+    # infinite one was written null)
+    def negative(i, r):
+        if i:
+            r["summary"]["allocs"] = r["leaks"]["count"] = r["capture"]["events"]["total"] = -5
+            r["summary"]["apis"]["cudaMalloc"]["allocs"] = "INF"
+    nf = rank_reports(c, base, 2, negative, name="neg")
+    with open(nf[1]) as f:
+        text = f.read().replace('"INF"', "1e999")
+    with open(nf[1], "w") as f:
+        f.write(text)
+    c.cli_run("merge", *nf, "-o", c.path("neg.json"))
+    m, src = c.load(c.path("neg.json")), c.load(base)
+    got = (m["summary"]["allocs"], m["leaks"]["count"], m["capture"]["events"]["total"],
+           m["summary"]["apis"]["cudaMalloc"]["allocs"])
+    expect(got == (src["summary"]["allocs"], src["leaks"]["count"],
+                   src["capture"]["events"]["total"], 2.0**64),
+           f"sums over a negative and an infinite count: {got}")
     # at most 4096 files (docs/cli.md): one more is refused before any is read
     _, err, out = c.cli_run("merge", *([files[0]] * 4097), rc=2)
     expect(one_line(err) and "too many files" in err and not out, f"4097 files: {err!r}")
