@@ -244,6 +244,60 @@ static void test_attach_leaves_arenas_unread(void **state)
     unlink(path);
 }
 
+/* A sparse file's holes are not read: they hold zeros, which the reader's memory holds already.
+ * A header whose last chunk covers a 256 MiB hole at the end of the file (a hostile file can
+ * claim tens of GiB so, its length costing no disk) attaches with none of the hole's pages in
+ * memory (each was before: a report --recover of a 30 GiB such file was killed for memory), the
+ * data before it whole; the same file cut inside the hole is still truncated. */
+static void test_attach_skips_holes(void **state)
+{
+    (void)state;
+    char path[512];
+    new_state(path, sizeof path, "sparse.gmt");
+    uint64_t fr;
+    assert_int_equal(gmt_region_alloc(GMT_ARENA_FRAMES, MIB, 8, &fr), 0);
+    for (uint64_t i = 0; i < MIB / 8; i++)
+        GMT_AT(uint64_t, fr)[i] = i * 3 + 1;
+    gmt_region_destroy();
+
+    int fd = open(path, O_RDWR);
+    assert_true(fd >= 0);
+    static gmt_region_header_t h;
+    assert_int_equal(pread(fd, &h, sizeof h, 0), (ssize_t)sizeof h);
+    const uint64_t hole = 256 * MIB;
+    gmt_arena_t *ar = &h.arenas[GMT_ARENA_FRAMES];
+    uint64_t va = ar->offset + ar->committed, at = h.file_bytes;
+    h.chunks[h.nchunks].va_off = va;
+    h.chunks[h.nchunks].file_off = at;
+    h.chunks[h.nchunks].len = hole;
+    h.nchunks++;
+    ar->committed += hole;
+    h.file_bytes = at + hole;
+    assert_int_equal(pwrite(fd, &h, sizeof h, 0), (ssize_t)sizeof h);
+    assert_int_equal(ftruncate(fd, (off_t)(at + hole)), 0);
+
+    char err[256];
+    assert_int_equal(gmt_region_attach(path, err, sizeof err), 0);
+    for (uint64_t i = 0; i < MIB / 8; i++)
+        if (GMT_AT(uint64_t, fr)[i] != i * 3 + 1)
+            fail_msg("frame word %llu", (unsigned long long)i);
+    static unsigned char vec[256 * MIB / 4096];
+    assert_int_equal(mincore(GMT_AT(void, va), hole, vec), 0);
+    size_t resident = 0;
+    for (size_t i = 0; i < sizeof vec; i++)
+        resident += vec[i] & 1;
+    if (resident) fail_msg("%zu pages of the file's hole are in memory", resident);
+    assert_int_equal(GMT_AT(uint64_t, va + hole - 8)[0], 0);
+    gmt_region_destroy();
+
+    /* the same file cut in the middle of its hole: truncated, as a file cut in its data is */
+    assert_int_equal(ftruncate(fd, (off_t)(at + hole / 2)), 0);
+    close(fd);
+    assert_int_equal(gmt_region_attach(path, err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "truncated"));
+    unlink(path);
+}
+
 /* The temporary is created with O_EXCL|O_NOFOLLOW: a symbolic link planted there is never
  * followed; the target outside stays untouched. A link planted at the final path is refused. */
 static void test_create_refuses_planted_link(void **state)
@@ -578,6 +632,7 @@ int main(void)
         cmocka_unit_test(test_create_refuses_planted_link),
         cmocka_unit_test(test_attach_is_blind_to_later_changes),
         cmocka_unit_test(test_attach_leaves_arenas_unread),
+        cmocka_unit_test(test_attach_skips_holes),
         cmocka_unit_test(test_attach_refuses_bad_files),
         cmocka_unit_test(test_recovered_pycode_garbage),
         cmocka_unit_test(test_recovered_pycode_damaged_reported),
