@@ -45,9 +45,11 @@
 bool gmt_cli_state_usable(const char *verb, const char *path)
 {
     /* The core opens the state file blocking: a FIFO would hang it until a writer came. A
-     * path that does not exist is left to the core, whose line says so. */
+     * path that does not exist is left to the core, whose line says so. A symbolic link is
+     * not followed (the core opens with O_NOFOLLOW, so that a link swapped in never opens a
+     * device): said so here, where the core's line was "Too many levels of symbolic links". */
     struct stat st;
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
         gmt_cli_error("%s: %s is not a regular file (%s), not a gpumemtrace state file", verb, path,
                       gmt_file_kind(st.st_mode));
         return false;

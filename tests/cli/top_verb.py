@@ -589,7 +589,8 @@ def case_many_live(c):
 @case
 def case_bad_state(c):
     """A state file of another version: exit 2, one line naming the file; `report --recover`
-    of it without -o removes the temporary file it made for the report (docs/state.md)."""
+    of it without -o removes the temporary file it made for the report (docs/state.md). A
+    symbolic link to a state file is refused with one line saying so."""
     state, _ = traced(c, "leak_two_sites", "leak")
     with open(state, "rb") as f:
         data = bytearray(f.read())
@@ -600,6 +601,14 @@ def case_bad_state(c):
     out, err, _ = c.cli_run("top", "--once", bad, rc=2)
     expect(one_line(err) and f"top: {bad}: state file version 99, this gpumemtrace reads "
            "version " in err and not out, f"version 99: {err!r}")
+    # a symbolic link to a good state file: not followed (the core opens with O_NOFOLLOW),
+    # and said so, not "Too many levels of symbolic links"
+    link = c.path("link.gmt")
+    os.symlink(state, link)
+    for verb in (["top", "--once"], ["report", "--recover"]):
+        out, err, _ = c.cli_run(*verb, link, rc=2)
+        expect(one_line(err) and f"{verb[0]}: {link} is not a regular file (a symbolic link), "
+               "not a gpumemtrace state file" in err and not out, f"{verb} link: {err!r}")
     tmp = c.path("tmp")
     os.makedirs(tmp)
     _, err, _ = c.cli_run("report", "--recover", bad, rc=2, env={"TMPDIR": tmp})
