@@ -275,9 +275,43 @@ static void device_label(int32_t device, char *buf, size_t len)
     gmt_device_label(device, -1, buf, len);
 }
 
-static bool owner_running(int32_t pid)
+/* Whether pid is a process that may be the state file's owner, whose tracer laid the file out
+ * at monotonic time laid_ns (gmt_track_start_ns: a forked child's own, after its fork). kill()
+ * alone took a zombie (killed, its parent not waiting yet) and a later process given the dead
+ * owner's pid for the owner running, so that `top` said `running` and refreshed for ever; so
+ * /proc/PID/stat is read too: a zombie has ended, and a process that started after the file
+ * was laid out (its start on the boot clock, the file's taken there with the clocks' offset
+ * now, a second's slack for the clock ticks) is another one. Without /proc, kill's answer. */
+static bool owner_running(int32_t pid, uint64_t laid_ns)
 {
-    return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+    if (pid <= 0 || (kill(pid, 0) != 0 && errno != EPERM)) return false;
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return true;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return true;
+    buf[n] = 0;
+    /* "pid (comm) state ppid ... starttime": comm may hold anything, ')' included */
+    const char *rest = strrchr(buf, ')');
+    char state = 0;
+    unsigned long long start = 0;
+    if (!rest || sscanf(rest + 1,
+                        " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d"
+                        " %*d %*d %llu",
+                        &state, &start) != 2)
+        return true;
+    if (state == 'Z' || state == 'X') return false;
+    long hz = sysconf(_SC_CLK_TCK);
+    struct timespec boot, mono;
+    if (hz <= 0 || !laid_ns || clock_gettime(CLOCK_MONOTONIC, &mono) != 0 ||
+        clock_gettime(CLOCK_BOOTTIME, &boot) != 0)
+        return true;
+    double boot_minus_mono =
+        (double)(boot.tv_sec - mono.tv_sec) + (double)(boot.tv_nsec - mono.tv_nsec) / 1e9;
+    double started = (double)start / (double)hz, laid = (double)laid_ns / 1e9 + boot_minus_mono;
+    return started <= laid + 1.0;
 }
 
 static void print_python_frame(uint64_t word)
@@ -370,7 +404,8 @@ static void show_sites(gmt_stacks_t *st, long top, seen_allocs_t *seen, bool rec
  * report before exec left the pid to another program, which runs on. */
 static bool owner_runs(void)
 {
-    return owner_running(gmt_track_proc()->pid) && gmt_track_end_mark() == GMT_REGION_END_NONE;
+    return owner_running(gmt_track_proc()->pid, gmt_track_start_ns()) &&
+           gmt_track_end_mark() == GMT_REGION_END_NONE;
 }
 
 /* --sites-by recent: a silent view's counts one interval before the first view shown, so that

@@ -444,6 +444,44 @@ def case_sites_recent_new(c):
 
 
 @case
+def case_owner_replaced(c):
+    """The owner killed and its pid taken by another process is `gone`, not `running`: a
+    zombie (killed, its parent not waiting yet), or a process that started after the file was
+    laid out (a pid reused); top then ends after one view. A process that started before the
+    file could be its owner and runs: `running`. The state file's pid (the core block's
+    proc.pid) is set to each with state_poke; kill() alone said `running` to all three, and
+    top refreshed for ever."""
+    older = subprocess.Popen(["sleep", "60"])
+    p, state = start_owner(c, "replaced")
+    p.kill()
+    p.communicate()
+    time.sleep(1.5)  # past the second of slack the start times are compared with
+    newer = subprocess.Popen(["sleep", "60"])
+    poke = os.path.join(c.progs, "state_poke")
+    try:
+        for who, want in ((older, "running"), (newer, "gone")):
+            subprocess.run([poke, state, "core.proc.pid", str(who.pid)], check=True,
+                           capture_output=True, timeout=30)
+            _, (head, _, _) = one_view(c, "--once", state)
+            expect(head.group(3) == want and int(head.group(2)) == who.pid,
+                   f"pid {who.pid} ({'started before' if who is older else 'started after'} "
+                   f"the file): {head.group(0)}")
+        out, _, _ = c.cli_run("top", "--interval", "0.1", state, timeout=20)
+        expect(len(views(out)) == 1, "top of a file whose pid was reused:\n" + out)
+        # the older one killed and not yet waited for: a zombie, not the owner running
+        subprocess.run([poke, state, "core.proc.pid", str(older.pid)], check=True,
+                       capture_output=True, timeout=30)
+        older.kill()
+        time.sleep(0.2)
+        _, (head, _, _) = one_view(c, "--once", state)
+        expect(head.group(3) == "gone", f"pid {older.pid}, a zombie: {head.group(0)}")
+    finally:
+        for q in (older, newer):
+            q.kill()
+            q.wait()
+
+
+@case
 def case_exec(c):
     """An image that wrote its report and exec'd an untraced program (GPUMEMTRACE_FOLLOW_EXEC=0)
     is `exec'd`, not `running`, while that program runs on under its pid; top ends after one

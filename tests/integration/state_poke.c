@@ -112,6 +112,7 @@ static const struct {
     FIELD("core.cfg.python", AT_CORE, gmt_core_state_t, cfg.python),
     FIELD("core.growth_off", AT_CORE, gmt_core_state_t, growth_off),
     FIELD("core.pycode_off", AT_CORE, gmt_core_state_t, pycode_off),
+    FIELD("core.proc.pid", AT_CORE, gmt_core_state_t, proc.pid),
     FIELD("stacks.index0.off", AT_STACKS, gmt_stacks_t, index[0].off),
 };
 
