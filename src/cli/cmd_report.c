@@ -532,7 +532,10 @@ static void print_header(const view_t *v)
             sep = ";";
         }
         if (cut > 0) {
-            printf(" %" PRId64 " stack%s cut short (64 frames, or a frame that could not be read)",
+            /* cut_walks counts walks, one per allocation whose stack was taken: one call
+             * stack that allocates 1,000 times is 1,000, so the count is of allocations. */
+            printf(" cut short in the stacks of %" PRId64
+                   " allocation%s (64 frames, or a frame that could not be read)",
                    cut, plural(cut));
             sep = ";";
         }

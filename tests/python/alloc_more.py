@@ -26,8 +26,9 @@
            before alloc((k + 9) * 4 KiB), 8 exec'd strings of k lines "x = 0" before
            alloc((k + 17) * 4 KiB), 8 eval'd ones of k blank lines before alloc((k + 25) * 4
            KiB): only the allocation's line tells them apart
-  limits   (run with a state file: a code cache of 16384 entries) a leak of 31 MiB from 100
-           frames of recursion (more than the 64 Python frames kept), then 17000 exec'd
+  limits   (run with a state file: a code cache of 16384 entries) 4 allocate/free pairs and a
+           leak of 31 MiB from 100 frames of recursion (more than the 64 Python frames kept),
+           then 17000 exec'd
            strings each allocating and freeing (more code objects than the cache holds), and
            a leak of 23 MiB from code whose file name is 1,508 characters (cut, marked)
   library  (third argument: the folder holding ext_runtime.c's module as
@@ -291,6 +292,8 @@ def reexec(n):
 def deep(n):
     if n:
         return deep(n - 1)
+    for _ in range(4):  # one call stack, four walks cut at 64 frames
+        alloc_free()
     alloc(31 << 20)
 
 

@@ -783,6 +783,10 @@ def case_limits(args):
     note = [l for l in out.splitlines() if "Python frames:" in l]
     if len(note) != 1 or "cut short" not in note[0] or "not named" not in note[0]:
         fail(f"report's Python note: {note}")
+    # cut_walks counts allocations (walks), not call stacks: the five deep allocations are two
+    # stacks, and the note must not call them five stacks
+    if py["cut_walks"] < 5 or f"the stacks of {py['cut_walks']} allocations" not in note[0]:
+        fail(f"the note should count the allocations whose stacks were cut: {note}, {py}")
     print(f"ok: {py['cut_walks']} cut walks, {py['code_cache_dropped']} code objects not cached")
 
 
