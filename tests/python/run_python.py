@@ -790,6 +790,72 @@ def case_limits(args):
     print(f"ok: {py['cut_walks']} cut walks, {py['code_cache_dropped']} code objects not cached")
 
 
+def case_shapes(args):
+    """alloc_shapes.py: each allocation's Python frames are the ones Python itself saw there
+    (sys._getframe's chain, the same as traceback.extract_stack): file, function (qualified on
+    3.11+), line, innermost first, for the shapes of real training code (alloc_shapes.py's
+    docstring). Allocations whose frames are the same (three threads) share a stack. Where the
+    report holds less, it is the documented limit and said: recursion 100 deep keeps the
+    innermost 64 frames (cut_walks), a file name of 1,210 bytes is cut and ends in U+2026."""
+    for checked in (False, True):
+        work = os.path.join(args.work, "shapes")
+        shutil.rmtree(work, ignore_errors=True)
+        os.makedirs(work)
+        out, want_path = os.path.join(work, "report.json"), os.path.join(work, "expect.json")
+        # the program handles SIGUSR1 itself (which would leave it to the program anyway)
+        env = dict(os.environ, LD_PRELOAD=args.lib, GPUMEMTRACE_OUTPUT=out,
+                   GPUMEMTRACE_SNAPSHOT_SIGNAL="none")
+        env.pop("PYTHONPATH", None)
+        if checked:
+            env["GPUMEMTRACE_PY_CHECKED"] = "1"
+        p = subprocess.run([args.python, os.path.join(HERE, "alloc_shapes.py"), args.cudart,
+                            want_path, work], env=env, capture_output=True, text=True, timeout=60)
+        print(p.stdout, p.stderr)
+        if p.returncode != 0:
+            fail(f"alloc_shapes.py exited {p.returncode}")
+        rep = load_report(out, args.schema)
+        with open(want_path, encoding="utf-8") as f:
+            expect = json.load(f)
+        minor = int(version_of(args.python).split(".")[1])
+        # the same frames, one stack: their sizes add up in one group
+        merged = {}
+        for size, e in expect.items():
+            if [tuple(x) for x in e["tb"]] != [(fr[0], fr[3], fr[2]) for fr in e["frames"]]:
+                fail(f"{e['label']}: traceback.extract_stack {e['tb']} is not {e['frames']}")
+            key = tuple((fr[0], fr[1] if minor >= 11 else fr[2], fr[3]) for fr in e["frames"])
+            m = merged.setdefault(key, {"label": e["label"], "bytes": 0})
+            m["bytes"] += int(size)
+        groups = {g["bytes"]: g for g in rep["leaks"]["groups"]}
+        for want, m in merged.items():
+            label, want = m["label"], list(want)
+            g = groups.get(m["bytes"])
+            if g is None:
+                fail(f"{label}: no leak group of {m['bytes']} bytes")
+            expect_status(rep, g, "captured")
+            got = [(f["file"], f["function"], f["line"]) for f in frames_of(rep, g)
+                   if f.get("type") == "python"]
+            if label == "recursion 100 deep":
+                want = want[:64]
+            if label == "long names":
+                cut = [i for i, (w, h) in enumerate(zip(want, got)) if w[0].startswith("/long/")]
+                for i in cut:
+                    f = got[i][0]
+                    if not (f.endswith("\u2026") and want[i][0].startswith(f[:-1])
+                            and len(f.encode()) <= 1023):
+                        fail(f"{label}: the file name is not cut and marked: {f[-10:]!r}")
+                    got[i] = want[i]
+                if len(cut) != 2:
+                    fail(f"{label}: {len(cut)} frames in the long file, want 2: {got}")
+            if got != want:
+                fail(f"{label} (checked={checked}): report's Python frames\n  " +
+                     "\n  ".join(map(str, got)) + "\nwant\n  " + "\n  ".join(map(str, want)))
+            print(f"ok {label}: " + " <- ".join(f"{w[1][:40]}:{w[2]}" for w in want[:4]) +
+                  (" ..." if len(want) > 4 else ""))
+        cut = rep["capture"]["python"].get("cut_walks") or 0
+        if cut < 1:
+            fail(f"the walk 100 frames deep is not counted as cut: {rep['capture']['python']}")
+
+
 def case_shallow(args):
     """GPUMEMTRACE_STACK_DEPTH=3: the native stack ends before the interpreter, the Python
     frames are appended at its outer end and still name every line; depth 0: no stack, and
@@ -1165,7 +1231,7 @@ def main():
         sys.exit(77)
     {"frames": case_frames, "off": case_off, "cli": case_cli,
      "unsupported": case_unsupported, "fork": case_fork, "threads": case_threads,
-     "shallow": case_shallow, "steady": case_steady, "lines": case_lines, "nested": case_nested, "paths": case_paths,
+     "shallow": case_shallow, "shapes": case_shapes, "steady": case_steady, "lines": case_lines, "nested": case_nested, "paths": case_paths,
      "devices": case_devices, "errno": case_errno,
      "library": case_library, "idle": case_idle, "notpython": case_notpython,
      "recover": case_recover, "reuse": case_reuse, "outer": case_outer, "sixlines": case_sixlines, "tenlines": case_tenlines,
