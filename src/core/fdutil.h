@@ -15,8 +15,11 @@
 #define GMT_CORE_FDUTIL_H
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define GMT_FD_HIGH 900
@@ -70,6 +73,44 @@ static inline int gmt_fd_move_high_checked(int fd, const gmt_fd_id_t *id)
     }
     if (high >= 0) close(high); /* a duplicate of another file, made just now: ours to close */
     return gmt_fd_is(fd, id) ? fd : -1;
+}
+
+/* A write, fallocate or ftruncate past the file size limit (RLIMIT_FSIZE, `ulimit -f`) fails
+ * with EFBIG and raises SIGXFSZ on the calling thread, whose default action ends the process
+ * with a core. The tracer's own files (a report, the state file) must fail alone: the program
+ * would not have written them. gmt_fsize_guard_begin blocks SIGXFSZ on the calling thread and
+ * gmt_fsize_guard_end takes back one that the tracer's writes raised meanwhile (one already
+ * pending before is left to the program), then restores the thread's mask. Until this, `ulimit
+ * -f 1` killed a traced program that exited 0 untraced by SIGXFSZ in its exit report (a
+ * temporary file left, status 153), and `ulimit -f 1000` with GPUMEMTRACE_STATE killed every
+ * traced process as the library loaded. All of it is async-signal-safe. */
+typedef struct gmt_fsize_guard_s {
+    sigset_t old;
+    bool blocked, pending;
+} gmt_fsize_guard_t;
+
+static inline void gmt_fsize_guard_begin(gmt_fsize_guard_t *g)
+{
+    sigset_t set, pending;
+    sigemptyset(&set);
+    sigaddset(&set, SIGXFSZ);
+    g->blocked = pthread_sigmask(SIG_BLOCK, &set, &g->old) == 0;
+    g->pending = sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ) == 1;
+}
+
+static inline void gmt_fsize_guard_end(gmt_fsize_guard_t *g)
+{
+    if (!g->blocked) return;
+    if (!g->pending) {
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, SIGXFSZ);
+        struct timespec now = {0, 0};
+        /* The thread's and, at most, the process's: a standard signal is pending once each. */
+        for (int i = 0; i < 2 && sigtimedwait(&set, NULL, &now) == SIGXFSZ; i++) {
+        }
+    }
+    pthread_sigmask(SIG_SETMASK, &g->old, NULL);
 }
 
 #endif

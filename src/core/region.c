@@ -142,9 +142,13 @@ static int commit(uint64_t off, uint64_t len)
     if (off != 0 && h->nchunks >= GMT_REGION_MAX_CHUNKS) return -ENOMEM;
     /* Allocate the blocks now: a page fault on a hole of a full disk would be a SIGBUS in the
      * application. fallocate also moves the end of file. */
-    if (fallocate(fd, 0, (off_t)file_off, (off_t)len) != 0) {
-        if (errno != EOPNOTSUPP || ftruncate(fd, (off_t)(file_off + len)) != 0) return -ENOMEM;
-    }
+    gmt_fsize_guard_t guard; /* past the file size limit: refused, never SIGXFSZ (fdutil.h) */
+    gmt_fsize_guard_begin(&guard);
+    int grown = fallocate(fd, 0, (off_t)file_off, (off_t)len) == 0 ||
+                (errno == EOPNOTSUPP && ftruncate(fd, (off_t)(file_off + len)) == 0);
+    int e = errno;
+    gmt_fsize_guard_end(&guard);
+    if (!grown) return e == EFBIG || e == ENOSPC || e == EDQUOT ? -e : -ENOMEM;
     if (mmap(gmt_region_base_ + off, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
              (off_t)file_off) == MAP_FAILED)
         return -ENOMEM;
@@ -218,11 +222,13 @@ int gmt_region_create(const char *state_path)
             return -e;
         }
     }
+    int err = -ENOMEM;
     void *mem = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (mem == MAP_FAILED) goto fail;
     gmt_region_base_ = mem;
     R.total = total;
-    if (commit(0, MIN_GROW) != 0) {
+    err = commit(0, MIN_GROW); /* -EFBIG past the file size limit, say */
+    if (err != 0) {
         munmap(mem, total);
         gmt_region_base_ = NULL;
         goto fail;
@@ -267,7 +273,7 @@ fail:
         R.fd = -1;
     }
     R.path[0] = 0;
-    return -ENOMEM;
+    return err;
 }
 
 void gmt_region_discard(void)

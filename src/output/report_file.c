@@ -11,6 +11,7 @@
 
 #include "core/clock.h"
 #include "core/config.h"
+#include "core/fdutil.h"
 #include "core/log.h"
 #include "core/tls.h"
 #include "core/track.h"
@@ -263,9 +264,13 @@ static int write_at(const char *target, const char *dir, const char *base, gmt_r
     char tmp[GMT_PATH_MAX + TMP_SUFFIX_MAX];
     int fd = create_temp(dir, base, tmp, sizeof tmp);
     if (fd < 0) return fd;
+    /* A report past the file size limit fails with EFBIG, never kills the program (fdutil.h). */
+    gmt_fsize_guard_t guard;
+    gmt_fsize_guard_begin(&guard);
     int rc = gmt_report_emit(fd, reason, signal_name, seq);
     if (rc == 0 && gmt_track_config()->fsync && fsync(fd) != 0) rc = -errno;
     if (close(fd) != 0 && rc == 0) rc = -errno;
+    gmt_fsize_guard_end(&guard);
     /* rename(2) replaces the name itself: a symlink planted after the check is replaced, not
      * followed. */
     if (rc == 0 && rename(tmp, target) != 0) rc = -errno;

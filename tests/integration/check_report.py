@@ -2209,6 +2209,42 @@ def case_output_long_name(ctx):
         fail(f"nothing said about the name being too long:\n{r.stderr}")
 
 
+@case("fsize_limit")
+def case_fsize_limit(ctx):
+    """A file size limit (RLIMIT_FSIZE, `ulimit -f`) smaller than the report and the state file,
+    with SIGXFSZ at its default action (the program's: it writes no file itself): each is
+    refused in one line (EFBIG), no file or temporary file is left, and the program ends with
+    its own status. Until this, the exit report's write raised SIGXFSZ on the exiting thread
+    and killed the program (status 153, a temporary file left, nothing said), and a state file
+    killed every traced process as the library loaded."""
+    states = ctx.work + "-states"
+    shutil.rmtree(states, ignore_errors=True)
+    os.makedirs(states)
+
+    def limited():
+        no_core()
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    # subprocess restores SIGXFSZ's default action in the child (Python itself ignores it)
+    env = ctx.env(extra={"GPUMEMTRACE_STATE": os.path.join(states, "s.gmt"), "TMPDIR": ctx.work})
+    try:
+        proc = subprocess.run([ctx.prog("simple"), "7"], cwd=ctx.work, env=env, text=True,
+                              errors="backslashreplace", capture_output=True, timeout=60,
+                              preexec_fn=limited)
+        left = os.listdir(states)
+    finally:
+        shutil.rmtree(states, ignore_errors=True)
+    how = f"signal {-proc.returncode}" if proc.returncode < 0 else f"status {proc.returncode}"
+    if proc.returncode != 7:
+        fail(f"simple 7 ended with {how} under a 4 KiB file size limit:\n{proc.stderr}")
+    for said in ("cannot write report", "cannot create the state file"):
+        lines = [l for l in proc.stderr.splitlines() if said in l]
+        if not lines or not all("File too large" in l for l in lines):
+            fail(f"no line {said!r} saying 'File too large':\n{proc.stderr}")
+    if left or ctx.files():
+        fail(f"files left: states {left}, output folder {ctx.files()}:\n{proc.stderr}")
+
+
 @case("no_cuda_children_quiet")
 def case_no_cuda_children_quiet(ctx):
     """Programs started under a traced one that never touch CUDA (a launcher script's helpers)
