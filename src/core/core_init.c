@@ -115,6 +115,21 @@ int gmt_core_init(const gmt_config_t *c)
         rc = gmt_region_create(NULL);
     }
     if (rc == 0) rc = lay_out(c);
+    if (rc != 0 && !state_why[0] && *gmt_region_path()) {
+        /* The file took its first chunk but not the stores' first blocks (a nearly full disk,
+         * a file size limit): the state in memory, as for a file that cannot be made. Until
+         * this, tracing was turned off with a line that blamed memory. */
+        snprintf(state_why, sizeof state_why,
+                 "the state file %s cannot grow to hold the stores (no space left, or over the "
+                 "file size limit); keeping the state in memory only",
+                 c->state);
+        gmt_error("%s", state_why);
+        __atomic_store_n(&gmt_cs, &gmt_boot_state, __ATOMIC_RELEASE);
+        gmt_region_discard();
+        gmt_region_destroy();
+        rc = gmt_region_create(NULL);
+        if (rc == 0) rc = lay_out(c);
+    }
     if (rc != 0) {
         gmt_error("cannot map memory for the live table and stack store; tracing is off");
         return rc;

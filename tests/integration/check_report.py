@@ -2243,6 +2243,32 @@ def case_fsize_limit(ctx):
             fail(f"no line {said!r} saying 'File too large':\n{proc.stderr}")
     if left or ctx.files():
         fail(f"files left: states {left}, output folder {ctx.files()}:\n{proc.stderr}")
+    # Room for the state file's first MiB but not for the stores laid out in it (as on a nearly
+    # full disk): the state in memory, said once, tracing on (until this it was turned off with
+    # a line blaming memory).
+    os.makedirs(states)
+
+    def two_mib():
+        no_core()
+        resource.setrlimit(resource.RLIMIT_FSIZE, (2 * MIB, 2 * MIB))
+
+    try:
+        proc = subprocess.run([ctx.prog("simple")], cwd=ctx.work, env=env, text=True,
+                              errors="backslashreplace", capture_output=True, timeout=60,
+                              preexec_fn=two_mib)
+        left = os.listdir(states)
+    finally:
+        shutil.rmtree(states, ignore_errors=True)
+    expect_eq("simple's status under a 2 MiB file size limit", proc.returncode, 0)
+    said = [l for l in proc.stderr.splitlines() if "keeping the state in memory only" in l]
+    if len(said) != 1 or "cannot grow" not in said[0] or "tracing is off" in proc.stderr:
+        fail(f"expected one line saying the state file cannot grow, tracing on:\n{proc.stderr}")
+    expect_eq("state files left", left, [])
+    rep = ctx.final_report()
+    check_summary(rep, allocs=2, frees=1, leaked_bytes=MIB)
+    expect_eq("capture.state_file", rep["capture"].get("state_file"), None)
+    if not any("cannot grow" in w for w in rep["capture"].get("warnings", [])):
+        fail(f"capture.warnings do not say why: {rep['capture'].get('warnings')}")
 
 
 @case("no_cuda_children_quiet")
