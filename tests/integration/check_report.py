@@ -2321,6 +2321,15 @@ def case_state_helpers(ctx):
     r = ctx.run(["/bin/sh", "-c", f"{prog} a; {prog} b; {prog} c"], env=env)
     expect_eq("state files left by processes that never touched CUDA", os.listdir(d), [])
     expect_eq("'state file:' lines from them", r.stderr.count("state file:"), 0)
+    # A relative name is the working directory's at start: a helper that changes directory
+    # (a shell's cd) still removes its file (until this, its name was looked for elsewhere).
+    other = os.path.join(ctx.work, "elsewhere")
+    os.makedirs(other)
+    ctx.run(["/bin/sh", "-c", f"cd {shlex.quote(other)}; :"],
+            env={"GPUMEMTRACE_STATE": os.path.join("states", "s-%p.gmt")})
+    expect_eq("state files left by a shell that changed directory", os.listdir(d), [])
+    expect_eq("files where it went", os.listdir(other), [])
+    os.rmdir(other)
     r = ctx.run(["leak_two_sites"], env=env)
     left = os.listdir(d)
     expect_eq("state files left by a traced program", len(left), 1)
