@@ -175,6 +175,7 @@ void gmt_report_output_init(void)
     }
     snprintf(out_pattern, sizeof out_pattern, "%s", p);
     scan_pattern(out_pattern);
+    gmt_report_file_fix_cwd();
     lineage = !pat_pid && gmt_report_parent_traced() ? LINEAGE_EXECED : LINEAGE_ROOT;
 }
 

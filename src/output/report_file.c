@@ -126,9 +126,22 @@ static int dir_writable(const char *dir, const char *base)
     return 0;
 }
 
+/* The working directory as the library loaded; "" where it was not known (then the one at
+ * the time). A program that changes directory later (into a folder another user can write)
+ * does not move a report there: until this, the fallback was the working directory at the
+ * report, which a program that moved before its first CUDA call had its report put in. */
+static char start_cwd[GMT_PATH_MAX];
+
+void gmt_report_file_fix_cwd(void)
+{
+    if (!getcwd(start_cwd, sizeof start_cwd)) start_cwd[0] = 0;
+}
+
 /* The fallback directories in order: the working directory, then $TMPDIR or /tmp. */
 static int fallback_candidate(int i, char *out, size_t len)
 {
+    if (i == 0 && start_cwd[0])
+        return (size_t)snprintf(out, len, "%s", start_cwd) < len ? 0 : -ENAMETOOLONG;
     if (i == 0) return getcwd(out, len) ? 0 : -errno;
     if (i == 1) {
         const char *t = gmt_env("TMPDIR");

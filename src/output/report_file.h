@@ -36,6 +36,10 @@ int gmt_report_file_write(const char *path, gmt_reason_t reason, const char *sig
  * directory takes none. */
 bool gmt_report_name_taken(const char *path);
 
+/* As the library loads (gmt_report_output_init): the working directory now is the first
+ * fallback place, wherever the program moves later. */
+void gmt_report_file_fix_cwd(void);
+
 /* In a forked child: the writer lock and the final-report flags start over (a report being
  * written by another thread of the parent at the fork is not the child's). */
 void gmt_report_file_after_fork(void);

@@ -2104,6 +2104,24 @@ def case_output_relative(ctx):
     check_summary(reps["rel.json"], allocs=2, frees=0, leaked_count=2, leaked_bytes=3 * MIB)
     if os.path.join(ctx.work, "rel.json") not in r.stderr:
         fail(f"the start line does not name the full path:\n{r.stderr}")
+    # The fallback place too is the working directory at start: a program that moves before
+    # its first CUDA call (into a folder another user may write) does not take its report
+    # there (until this, the working directory at the check was used).
+    ctx.clear_output()
+    elsewhere = tempfile.mkdtemp(prefix="gmt-elsewhere-")
+    tmpdir = tempfile.mkdtemp(prefix="gmt-tmpdir-")
+    try:
+        r = ctx.run(["chdir_after", elsewhere, "first"],
+                    env={"GPUMEMTRACE_OUTPUT": "/proc/gmt-no-such-folder/fb.json",
+                         "TMPDIR": tmpdir})
+        left = os.listdir(elsewhere) + os.listdir(tmpdir)
+    finally:
+        shutil.rmtree(elsewhere, ignore_errors=True)
+        shutil.rmtree(tmpdir, ignore_errors=True)
+    if left:
+        fail(f"the fallback report went elsewhere than the starting directory: {left}\n"
+             f"{r.stderr}")
+    expect_eq("report files in the starting directory", sorted(ctx.reports()), ["fb.json"])
 
 
 @case("output_directory")
