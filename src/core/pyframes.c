@@ -1794,7 +1794,11 @@ static uint32_t walk(uint64_t tstate, pyframe_t *out, uint32_t cap, gmt_py_splic
 
 /* frames (n native frames, innermost first) with the Python frames pf spliced in: each run
  * before the evaluation frame (in [eval_lo, eval_lo + eval_span)) that runs it, the runs left
- * after the last native frame; at most cap in all. */
+ * after the last native frame; at most cap in all. An evaluation frame is kept as one address,
+ * eval_lo + 1 (its function's entry, as a return address names it): where its own return
+ * address points is the instruction that called out, which moves once CPython 3.11+
+ * specializes that instruction, so a line's first calls were a stack of their own beside its
+ * later ones with the same frames shown (3.13: list(map(f, ...)) made groups of 99 and 1). */
 static uint32_t splice_runs(uint64_t *frames, uint32_t n, uint32_t cap, const pyframe_t *pf,
                             uint32_t np, uint64_t eval_lo, uint64_t eval_span)
 {
@@ -1810,6 +1814,7 @@ static uint32_t splice_runs(uint64_t *frames, uint32_t n, uint32_t cap, const py
                 frames[out++] = pf[p].word;
             } while (!pf[p++].seg_end && p < np && out < cap);
             if (out == cap) break;
+            f = eval_lo + 1;
         }
         frames[out++] = f;
     }

@@ -856,6 +856,42 @@ def case_shapes(args):
             fail(f"the walk 100 frames deep is not counted as cut: {rep['capture']['python']}")
 
 
+def case_twins(args):
+    """alloc_twins.py: a line's 100 calls are one stack, before and after CPython 3.11+
+    specializes the instruction that calls out. The evaluation frame's return address moves
+    then (3.13: list(map(...)) was two stacks, 99 and 1, until the splice kept that frame as
+    one address). On 3.11 the frame's instruction moves within the line (the documented limit:
+    twin stacks with the same frames); there the bytes are all there, over at most two stacks
+    a line."""
+    out = os.path.join(args.work, "twins.json")
+    env = dict(os.environ, LD_PRELOAD=args.lib, GPUMEMTRACE_OUTPUT=out)
+    env.pop("PYTHONPATH", None)
+    p = subprocess.run([args.python, os.path.join(HERE, "alloc_twins.py"), args.cudart],
+                       env=env, capture_output=True, text=True, timeout=60)
+    print(p.stdout, p.stderr)
+    if p.returncode != 0:
+        fail(f"alloc_twins.py exited {p.returncode}")
+    rep = load_report(out, args.schema)
+    minor = int(version_of(args.python).split(".")[1])
+    by_line = {}
+    for g in rep["leaks"]["groups"]:
+        frames = rep["stacks"][str(g["stack_id"])]["frames"]
+        py = [(f["function"], f["line"]) for f in frames if f.get("type") == "python"]
+        # the line that called alloc (or map/sorted): the frame after alloc's own
+        caller = next((f for f in py if not f[0].endswith("alloc") and "lambda" not in f[0]),
+                      None)
+        by_line.setdefault(caller, []).append((g["count"], g["bytes"]))
+    want = {"via_map": (100, 4096), "via_sorted": (200, 8192), "direct": (100, 32768)}
+    for fn, (count, size) in want.items():
+        got = [x for k, v in by_line.items() if k and k[0].endswith(fn) for x in v]
+        if sum(c for c, _ in got) != count or sum(b for _, b in got) != count * size:
+            fail(f"{fn}: groups {got}, want {count} allocations of {size} B in all")
+        twins = 2 if minor == 11 else 1
+        if len(got) > twins:
+            fail(f"{fn} on 3.{minor}: {len(got)} stacks {got} for one line, at most {twins}")
+        print(f"{fn}: {got}")
+
+
 def case_shallow(args):
     """GPUMEMTRACE_STACK_DEPTH=3: the native stack ends before the interpreter, the Python
     frames are appended at its outer end and still name every line; depth 0: no stack, and
@@ -1231,7 +1267,7 @@ def main():
         sys.exit(77)
     {"frames": case_frames, "off": case_off, "cli": case_cli,
      "unsupported": case_unsupported, "fork": case_fork, "threads": case_threads,
-     "shallow": case_shallow, "shapes": case_shapes, "steady": case_steady, "lines": case_lines, "nested": case_nested, "paths": case_paths,
+     "shallow": case_shallow, "shapes": case_shapes, "twins": case_twins, "steady": case_steady, "lines": case_lines, "nested": case_nested, "paths": case_paths,
      "devices": case_devices, "errno": case_errno,
      "library": case_library, "idle": case_idle, "notpython": case_notpython,
      "recover": case_recover, "reuse": case_reuse, "outer": case_outer, "sixlines": case_sixlines, "tenlines": case_tenlines,

@@ -271,12 +271,14 @@ static uint32_t splice_reference(uint64_t *frames, uint32_t n, uint32_t cap, con
     memcpy(native, frames, n * sizeof *frames);
     uint32_t out = 0, p = 0;
     for (uint32_t i = 0; i < n && out < cap; i++) {
+        uint64_t f = native[i];
         if (p < np && native[i] >= lo && native[i] < hi) {
             do {
                 frames[out++] = words[p];
             } while (!seg_end[p++] && p < np && out < cap);
+            f = lo + 1; /* an evaluation frame that ran Python frames: its function's entry */
         }
-        if (out < cap) frames[out++] = native[i];
+        if (out < cap) frames[out++] = f;
     }
     while (p < np && out < cap)
         frames[out++] = words[p++];
@@ -306,6 +308,27 @@ static void test_splice_matches_reference(void **state)
         assert_int_equal(got, want);
         assert_memory_equal(b, a, want * sizeof a[0]);
     }
+}
+
+/* Two walks of one line that differ only where the evaluation frame called out (before and
+ * after CPython specialized the calling instruction) splice into the same frames: one stack. */
+static void test_splice_eval_frame_one_address(void **state)
+{
+    (void)state;
+    const uint64_t lo = 0x7000, hi = 0x9000;
+    uint64_t words[2] = {1u << 20 | 1, 1u << 20 | 2};
+    uint8_t seg[2] = {0, 1};
+    uint64_t a[8] = {0x401010, 0x402020, 0x8123}, b[8] = {0x401010, 0x402020, 0x7a55};
+    uint32_t na = gmt_py_test_splice(a, 3, 8, words, seg, 2, lo, hi);
+    uint32_t nb = gmt_py_test_splice(b, 3, 8, words, seg, 2, lo, hi);
+    assert_int_equal(na, 5);
+    assert_int_equal(nb, 5);
+    assert_memory_equal(a, b, 5 * sizeof a[0]);
+    assert_true(a[4] == lo + 1); /* the function's entry, as a return address names it */
+    /* a native frame in the range with no Python frames to place is left as it is */
+    uint64_t c[4] = {0x401010, 0x8123};
+    assert_int_equal(gmt_py_test_splice(c, 2, 4, words, seg, 0, lo, hi), 2);
+    assert_true(c[1] == 0x8123);
 }
 
 /* A frame's word: the code cache's entry id and the instruction's byte offset, each in bits of
@@ -1766,6 +1789,7 @@ int main(void)
         cmocka_unit_test(test_linetable_310),
         cmocka_unit_test(test_location_table_311),
         cmocka_unit_test(test_splice_matches_reference),
+        cmocka_unit_test(test_splice_eval_frame_one_address),
         cmocka_unit_test(test_frame_words),
         cmocka_unit_test(test_wide_names),
         cmocka_unit_test(test_small_code_cache),
