@@ -169,6 +169,25 @@ static void frame_where(const gmt_frame_t *f, char *s, size_t len)
         snprintf(s, len, "%s%s%s", mod, *mod ? " " : "", file);
 }
 
+/* ,"key":{"ID":[text, ...], ...}: a text of each stack's frames, outermost first, made by
+ * text() in s (len bytes). */
+static void json_stack_texts(gmt_buf_t *b, const gmt_report_t *rep, const char *key,
+                             void (*text)(const gmt_frame_t *, char *, size_t), char *s, size_t len)
+{
+    gmt_buf_printf(b, ",\"%s\":{", key);
+    for (size_t i = 0; i < rep->nstacks; i++) {
+        const gmt_stack_t *st = &rep->stacks[i];
+        gmt_buf_printf(b, "%s\"%" PRId64 "\":[", i ? "," : "", st->id);
+        for (size_t k = st->n; k-- > 0;) {
+            text(&st->frames[k], s, len);
+            gmt_buf_json_str(b, s);
+            if (k) gmt_buf_put(b, ",", 1);
+        }
+        gmt_buf_put(b, "]", 1);
+    }
+    gmt_buf_puts(b, "}");
+}
+
 static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
 {
     char s[1200], x[GMT_FMT_BYTES_LEN], label[48];
@@ -279,33 +298,11 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
     }
     gmt_buf_puts(b, "]");
 
-    /* stacks: frame names outermost first, for the flame graphs */
-    gmt_buf_puts(b, ",\"stacks\":{");
-    for (size_t i = 0; i < rep->nstacks; i++) {
-        const gmt_stack_t *st = &rep->stacks[i];
-        gmt_buf_printf(b, "%s\"%" PRId64 "\":[", i ? "," : "", st->id);
-        for (size_t k = st->n; k-- > 0;) {
-            gmt_frame_name(&st->frames[k], s, sizeof s);
-            gmt_buf_json_str(b, s);
-            if (k) gmt_buf_put(b, ",", 1);
-        }
-        gmt_buf_put(b, "]", 1);
-    }
-    gmt_buf_puts(b, "}");
-    /* where each of those frames is (its file and module), in the same order: the flame
-     * graphs' search matches it and their tooltips show it */
-    gmt_buf_puts(b, ",\"frameWhere\":{");
-    for (size_t i = 0; i < rep->nstacks; i++) {
-        const gmt_stack_t *st = &rep->stacks[i];
-        gmt_buf_printf(b, "%s\"%" PRId64 "\":[", i ? "," : "", st->id);
-        for (size_t k = st->n; k-- > 0;) {
-            frame_where(&st->frames[k], s, sizeof s);
-            gmt_buf_json_str(b, s);
-            if (k) gmt_buf_put(b, ",", 1);
-        }
-        gmt_buf_put(b, "]", 1);
-    }
-    gmt_buf_puts(b, "}");
+    /* stacks: frame names outermost first, for the flame graphs; frameWhere: where each of
+     * those frames is (its file and module), in the same order, which the flame graphs'
+     * search matches and their tooltips show */
+    json_stack_texts(b, rep, "stacks", gmt_frame_name, s, sizeof s);
+    json_stack_texts(b, rep, "frameWhere", frame_where, s, sizeof s);
 
     /* a list cut at GPUMEMTRACE_TOP: what it leaves out as rows and frames of their own, a
      * merged report's by rank (its rows name their rank) */
