@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include "config.h"
+#include "fdutil.h"
 
 #include "log.h"
 #include "stacks.h"
@@ -394,13 +395,13 @@ int gmt_config_load(gmt_config_t *cfg, gmt_getenv_fn getenv_fn)
 
 void gmt_config_fix_suppressions(gmt_config_t *cfg)
 {
-    char *p = cfg->suppressions, cwd[GMT_PATH_MAX];
-    if (!p[0] || p[0] == '/' || !getcwd(cwd, sizeof cwd)) return;
-    size_t c = strlen(cwd), sep = c > 1, n = strlen(p);
-    if (c + sep + n >= GMT_PATH_MAX) return;
-    memmove(p + c + sep, p, n + 1);
-    memcpy(p, cwd, c);
-    if (sep) p[c] = '/';
+    char *p = cfg->suppressions;
+    if (!p[0] || gmt_path_make_absolute(p, sizeof cfg->suppressions)) return;
+    /* kept relative: read from the working directory each report is written in */
+    char shown[256];
+    gmt_error("GPUMEMTRACE_SUPPRESSIONS='%s' is relative and, with the working directory, over "
+              "%d bytes: read from the working directory at each report, not the one at start",
+              shown_value(p, shown, sizeof shown), GMT_PATH_MAX - 1);
 }
 
 bool gmt_config_item(const gmt_config_t *cfg, size_t idx, const char **name, char *value,

@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -111,6 +112,23 @@ static inline void gmt_fsize_guard_end(gmt_fsize_guard_t *g)
         }
     }
     pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+}
+
+/* A relative path made absolute in place against the working directory now (p holds len
+ * bytes), so that it does not move with a program that changes directory later. True when p
+ * is absolute after; false where the working directory is unknown or the whole would not fit
+ * len, p left as it is (the caller says so). */
+static inline bool gmt_path_make_absolute(char *p, size_t len)
+{
+    char cwd[4096];
+    if (p[0] == '/') return true;
+    if (!getcwd(cwd, sizeof cwd)) return false;
+    size_t c = strlen(cwd), sep = c > 1, n = strlen(p);
+    if (c + sep + n >= len) return false;
+    memmove(p + c + sep, p, n + 1);
+    memcpy(p, cwd, c);
+    if (sep) p[c] = '/';
+    return true;
 }
 
 #endif

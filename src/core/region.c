@@ -188,21 +188,6 @@ static int expand_path(const char *pat, char *out, size_t len)
     return 0;
 }
 
-/* A relative path taken against the working directory now (as GPUMEMTRACE_OUTPUT is): the
- * file is reopened and, for a process that traced nothing, removed by its name, which must not
- * move with a program that changes directory (a helper shell's `cd` left its file behind).
- * Left as it is where the working directory is unknown or the whole would not fit. */
-static void absolute_path(char *p, size_t len)
-{
-    char cwd[sizeof R.path];
-    if (p[0] == '/' || !getcwd(cwd, sizeof cwd)) return;
-    size_t c = strlen(cwd), sep = c > 1, n = strlen(p);
-    if (c + sep + n >= len) return;
-    memmove(p + c + sep, p, n + 1);
-    memcpy(p, cwd, c);
-    if (sep) p[c] = '/';
-}
-
 int gmt_region_create(const char *state_path)
 {
     if (gmt_region_base_) return -EALREADY;
@@ -214,7 +199,14 @@ int gmt_region_create(const char *state_path)
     R.path[0] = 0;
     if (state_path && *state_path) {
         if (expand_path(state_path, R.path, sizeof R.path) != 0) return -ENAMETOOLONG;
-        absolute_path(R.path, sizeof R.path);
+        /* Relative: against the working directory now (as GPUMEMTRACE_OUTPUT is): the file
+         * is reopened and, for a process that traced nothing, removed by its name, which must
+         * not move with a program that changes directory (a helper shell's `cd` left its file
+         * behind). A name that would not fit so is refused, as a pattern too long is. */
+        if (!gmt_path_make_absolute(R.path, sizeof R.path)) {
+            R.path[0] = 0;
+            return -ENAMETOOLONG;
+        }
         int ok = state_target_ok(R.path);
         if (ok != 0) {
             R.path[0] = 0;

@@ -2227,6 +2227,46 @@ def case_output_long_name(ctx):
         fail(f"nothing said about the name being too long:\n{r.stderr}")
 
 
+@case("paths_long_cwd")
+def case_paths_long_cwd(ctx):
+    """Relative GPUMEMTRACE_SUPPRESSIONS and GPUMEMTRACE_STATE in a working directory so deep
+    that neither fits 1,023 bytes made absolute: the suppressions file is said to be kept
+    relative (one line) and still read, the state file is refused as a name too long (one line;
+    the state kept in memory, no file left), and the program runs on with its own status. Until
+    this both stayed relative without a word, and the state file was made by that name."""
+    deep = ctx.work + "-deep"
+    shutil.rmtree(deep, ignore_errors=True)
+    d = deep
+    while len(d) < 1030:
+        d = os.path.join(d, "d" * min(200, 1030 - len(d)))
+    os.makedirs(d)
+    try:
+        with open(os.path.join(d, "rel.supp"), "w") as f:
+            f.write("alloc_site_a\n")
+        env = ctx.env(extra={"GPUMEMTRACE_SUPPRESSIONS": "rel.supp",
+                             "GPUMEMTRACE_STATE": "s.gmt",
+                             "GPUMEMTRACE_OUTPUT": os.path.join(ctx.work, "r.json")})
+        proc = subprocess.run([ctx.prog("leak_two_sites"), "leak"], cwd=d, env=env, text=True,
+                              errors="backslashreplace", capture_output=True, timeout=60,
+                              preexec_fn=no_core)
+        left = sorted(os.listdir(d))
+    finally:
+        shutil.rmtree(deep, ignore_errors=True)
+    if proc.returncode != 0:
+        fail(f"leak_two_sites ended with status {proc.returncode}:\n{proc.stderr}")
+    supp = [l for l in proc.stderr.splitlines() if "GPUMEMTRACE_SUPPRESSIONS='rel.supp'" in l]
+    if len(supp) != 1 or "over 1023 bytes" not in supp[0]:
+        fail(f"expected one line on the suppressions path kept relative:\n{proc.stderr}")
+    state = [l for l in proc.stderr.splitlines() if "state file" in l]
+    if len(state) != 1 or "File name too long" not in state[0]:
+        fail(f"expected one line refusing the state file's name:\n{proc.stderr}")
+    if left != ["rel.supp"]:
+        fail(f"files left in the working directory: {left}")
+    rep = ctx.final_report()
+    a = check_group(rep, rep["leaks"]["groups"], "alloc_site_a")
+    expect_eq("alloc_site_a suppressed (the relative file read)", a["suppressed"], True)
+
+
 @case("fsize_limit")
 def case_fsize_limit(ctx):
     """A file size limit (RLIMIT_FSIZE, `ulimit -f`) smaller than the report and the state file,
