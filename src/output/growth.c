@@ -107,7 +107,10 @@ static void judge(const gmt_growth_t *g, uint32_t id, int first, uint64_t now_ns
     s->npoints = np;
     s->stack_id = id;
     s->live_bytes = now_b;
-    s->growth_bytes = s->bytes[np - 1] - s->bytes[0];
+    /* saturated: a recovered state file's samples are the file's word (a damaged one held
+     * INT64_MIN, and the plain difference overflowed) */
+    if (__builtin_sub_overflow(s->bytes[np - 1], s->bytes[0], &s->growth_bytes))
+        s->growth_bytes = s->bytes[np - 1] > s->bytes[0] ? INT64_MAX : INT64_MIN;
     int rises = 0;
     for (int i = 1; i < np; i++)
         if (s->bytes[i] > s->bytes[i - 1]) rises++;

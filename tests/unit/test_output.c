@@ -755,6 +755,28 @@ static void test_growth_ranking(void **state)
     gmt_growth_destroy(&g);
 }
 
+/* A recovered state file's samples are whatever its words hold: a first sample of INT64_MIN
+ * (a damaged word; the state fuzz target found it) gives a growth saturated at INT64_MAX, not
+ * a signed overflow wrapped to a negative figure. */
+static void test_growth_damaged_sample(void **state)
+{
+    (void)state;
+    gmt_growth_t g;
+    assert_int_equal(gmt_growth_init(&g, 4), 0);
+    uint64_t t = 1;
+    for (int k = 0; k < 6; k++) {
+        series[1] = 4096 * (k + 1);
+        t += gmt_growth_tick(&g, t, 2, live_of, NULL);
+    }
+    g.bytes[1 * GMT_GROWTH_POINTS + 0] = INT64_MIN;
+    gmt_growth_suspect_t out[1];
+    int total = 0;
+    assert_int_equal(gmt_growth_suspects(&g, 0, t, 2, live_of, NULL, out, 1, &total), 1);
+    assert_int_equal(out[0].stack_id, 1);
+    assert_true(out[0].growth_bytes == INT64_MAX);
+    gmt_growth_destroy(&g);
+}
+
 /* Bytes that name the instant they were sampled: id i at time t has t / 1000 x i, so every
  * point can be checked against its own time. */
 static uint64_t sample_now;
@@ -1169,6 +1191,7 @@ int main(void)
         cmocka_unit_test(test_fragmentation_sort),
         cmocka_unit_test(test_growth),
         cmocka_unit_test(test_growth_ranking),
+        cmocka_unit_test(test_growth_damaged_sample),
         cmocka_unit_test(test_growth_sampler_table),
         cmocka_unit_test(test_growth_warmup_clamped),
         cmocka_unit_test(test_growth_verdicts),
