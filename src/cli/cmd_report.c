@@ -616,18 +616,15 @@ static bool suspect_shown(const view_t *v, const gmt_suspect_t *s)
     return !v->filter || s->device == GMT_CLI_NO_DEVICE || s->device == v->device;
 }
 
-/* The growth suspects the report lists that the view shows. */
-/* The line under a list cut at --top: how many of the section's total were left out (the
- * total its header says), or no count where that total is not above the rows shown (a report
- * whose total disagrees with its list). */
+/* The line under a list cut at --top: how many of the section's total (the one its header
+ * says) were left out. That total is never below the rows listed (report_load.c raises a
+ * smaller one to the list's length), so it is above the rows shown where the list was cut. */
 static void print_more(uint64_t total, int shown)
 {
-    if (total > (uint64_t)shown)
-        printf("  ... %" PRIu64 " more (--top to show more)\n", total - (uint64_t)shown);
-    else
-        printf("  ... more (--top to show more)\n");
+    printf("  ... %" PRIu64 " more (--top to show more)\n", total - (uint64_t)shown);
 }
 
+/* The growth suspects the report lists that the view shows. */
 static size_t count_suspects(const view_t *v)
 {
     size_t n = 0;
