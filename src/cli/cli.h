@@ -70,6 +70,9 @@ const char *gmt_cli_flag_given_value(const struct option *opts, int val, const c
  * for any other unknown option, which the verb then names in its own words. */
 bool gmt_cli_flag_value_error(const char *verb, const struct option *opts, int val,
                               const char *arg);
+/* A verb's getopt_long error for an unknown option arg: "takes no value" as above, else
+ * "VERB: unknown option 'ARG' (see 'gpumemtrace help VERB')". */
+void gmt_cli_option_error(const char *verb, const struct option *opts, int val, const char *arg);
 /* The same with a prefix and a suffix (NULL for none) kept as they are. */
 void gmt_cli_verror(const char *prefix, const char *suffix, const char *fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));

@@ -705,9 +705,7 @@ int gmt_cli_check(int argc, char **argv)
             return GMT_EXIT_USAGE;
         default:
             /* a value given to an option that takes none (--json=1) is named as such */
-            if (!gmt_cli_flag_value_error("check", long_opts, optopt, argv[optind - 1]))
-                gmt_cli_error("check: unknown option '%s' (see 'gpumemtrace help check')",
-                              argv[optind - 1]);
+            gmt_cli_option_error("check", long_opts, optopt, argv[optind - 1]);
             free(cli.suppressions);
             return GMT_EXIT_USAGE;
         }

@@ -507,9 +507,7 @@ int gmt_cli_diff(int argc, char **argv)
             return GMT_EXIT_USAGE;
         default:
             /* a value given to an option that takes none (--json=1) is named as such */
-            if (!gmt_cli_flag_value_error("diff", long_opts, optopt, argv[optind - 1]))
-                gmt_cli_error("diff: unknown option '%s' (see 'gpumemtrace help diff')",
-                              argv[optind - 1]);
+            gmt_cli_option_error("diff", long_opts, optopt, argv[optind - 1]);
             return GMT_EXIT_USAGE;
         }
     }

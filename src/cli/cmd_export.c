@@ -794,9 +794,7 @@ int gmt_cli_export(int argc, char **argv)
             return GMT_EXIT_USAGE;
         default:
             /* a value given to an option that takes none (--json=1) is named as such */
-            if (!gmt_cli_flag_value_error("export", long_opts, optopt, argv[optind - 1]))
-                gmt_cli_error("export: unknown option '%s' (see 'gpumemtrace help export')",
-                              argv[optind - 1]);
+            gmt_cli_option_error("export", long_opts, optopt, argv[optind - 1]);
             return GMT_EXIT_USAGE;
         }
     }

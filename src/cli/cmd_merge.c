@@ -390,9 +390,7 @@ int gmt_cli_merge(int argc, char **argv)
             return GMT_EXIT_USAGE;
         default:
             /* a value given to an option that takes none (--json=1) is named as such */
-            if (!gmt_cli_flag_value_error("merge", long_opts, optopt, argv[optind - 1]))
-                gmt_cli_error("merge: unknown option '%s' (see 'gpumemtrace help merge')",
-                              argv[optind - 1]);
+            gmt_cli_option_error("merge", long_opts, optopt, argv[optind - 1]);
             return GMT_EXIT_USAGE;
         }
     }

@@ -544,9 +544,7 @@ int gmt_cli_top(int argc, char **argv)
             return GMT_EXIT_USAGE;
         default:
             /* a value given to an option that takes none (--json=1) is named as such */
-            if (!gmt_cli_flag_value_error("top", top_opts, optopt, argv[optind - 1]))
-                gmt_cli_error("top: unknown option '%s' (see 'gpumemtrace help top')",
-                              argv[optind - 1]);
+            gmt_cli_option_error("top", top_opts, optopt, argv[optind - 1]);
             return GMT_EXIT_USAGE;
         }
     }

@@ -59,6 +59,12 @@ bool gmt_cli_flag_value_error(const char *verb, const struct option *opts, int v
     return flag != NULL;
 }
 
+void gmt_cli_option_error(const char *verb, const struct option *opts, int val, const char *arg)
+{
+    if (!gmt_cli_flag_value_error(verb, opts, val, arg))
+        gmt_cli_error("%s: unknown option '%s' (see 'gpumemtrace help %s')", verb, arg, verb);
+}
+
 const char *gmt_basename(const char *path)
 {
     if (!path) return "?";
