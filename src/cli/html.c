@@ -26,9 +26,6 @@ ASSET(app_js)
 ASSET(page_css)
 #define PUT_ASSET(b, name) gmt_buf_put((b), gmt_asset_##name, gmt_asset_##name##_len)
 
-/* A cut list's remainder (docs/cli.md, "Lists cut at GPUMEMTRACE_TOP") as a group of the
- * page's: its one frame by name ("frames", not a stack of the report's), its allocations null
- * where not known; device: the peak's device label, else the rank's (a merged report's). */
 /* v as a JSON number, or null where it is not known. */
 static void json_u64_known(gmt_buf_t *b, bool known, uint64_t v)
 {
@@ -38,6 +35,9 @@ static void json_u64_known(gmt_buf_t *b, bool known, uint64_t v)
         gmt_buf_puts(b, "null");
 }
 
+/* A cut list's remainder (docs/cli.md, "Lists cut at GPUMEMTRACE_TOP") as a group of the
+ * page's: its one frame by name ("frames", not a stack of the report's), its allocations null
+ * where not known; device: the peak's device label, else the rank's (a merged report's). */
 static void json_unlisted(gmt_buf_t *b, bool first, const gmt_unlisted_t *u, const char *device)
 {
     char dev[48], name[GMT_UNLISTED_NAME_LEN];
