@@ -5,11 +5,16 @@
   'use strict';
   var data = JSON.parse(document.getElementById('gmt-data').textContent);
 
-  function fmtBytes(b) {
+  /* b in the largest binary unit it reaches: [value, unit] */
+  function scaleBytes(b) {
     var u = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'], i = 0;
     b = Number(b) || 0;
     while (Math.abs(b) >= 1024 && i < u.length - 1) { b /= 1024; i++; }
-    return (i === 0 ? b.toFixed(0) : b.toFixed(2)) + ' ' + u[i];
+    return [b, u[i]];
+  }
+  function fmtBytes(b) {
+    var s = scaleBytes(b);
+    return (s[1] === 'B' ? s[0].toFixed(0) : s[0].toFixed(2)) + ' ' + s[1];
   }
   /* Axis labels: bytes in binary steps (1, 2, 4 ... 512 of a unit) shown without trailing zeros
    * (uPlot's decimal steps gave 1.91, 3.81, 5.72 MiB), seconds with as many places as a short
@@ -21,10 +26,8 @@
     return a;
   })();
   function axisBytes(b) {
-    var u = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'], i = 0;
-    b = Number(b) || 0;
-    while (Math.abs(b) >= 1024 && i < u.length - 1) { b /= 1024; i++; }
-    return String(+b.toFixed(2)) + ' ' + u[i];
+    var s = scaleBytes(b);
+    return String(+s[0].toFixed(2)) + ' ' + s[1];
   }
   function axisSeconds(v) { return String(+Number(v).toFixed(6)); }
   function el(tag, attrs, text) {
