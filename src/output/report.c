@@ -161,9 +161,10 @@ void gmt_report_output_init(void)
         snprintf(p + n, sizeof p - n, "%s%s", p[n - 1] == '/' ? "" : "/", DEFAULT_PATTERN);
     /* Relative: against the working directory now, so that a program that changes it later
      * (Hydra does) still writes where it was started. A '%' in the directory is escaped. */
-    char abs[GMT_PATH_MAX], cwd[GMT_PATH_MAX];
+    const char *cwd = gmt_report_file_fix_cwd(); /* also the first fallback place */
+    char abs[GMT_PATH_MAX];
     size_t pos = 0;
-    if (p[0] != '/' && getcwd(cwd, sizeof cwd)) {
+    if (p[0] != '/' && cwd[0]) {
         bool fits = true;
         for (const char *c = cwd; *c && fits; c++) {
             fits = pos + 2 < sizeof abs;
@@ -175,7 +176,6 @@ void gmt_report_output_init(void)
     }
     snprintf(out_pattern, sizeof out_pattern, "%s", p);
     scan_pattern(out_pattern);
-    gmt_report_file_fix_cwd();
     lineage = !pat_pid && gmt_report_parent_traced() ? LINEAGE_EXECED : LINEAGE_ROOT;
 }
 

@@ -132,9 +132,10 @@ static int dir_writable(const char *dir, const char *base)
  * report, which a program that moved before its first CUDA call had its report put in. */
 static char start_cwd[GMT_PATH_MAX];
 
-void gmt_report_file_fix_cwd(void)
+const char *gmt_report_file_fix_cwd(void)
 {
     if (!getcwd(start_cwd, sizeof start_cwd)) start_cwd[0] = 0;
+    return start_cwd;
 }
 
 /* The fallback directories in order: the working directory, then $TMPDIR or /tmp. */

@@ -37,8 +37,9 @@ int gmt_report_file_write(const char *path, gmt_reason_t reason, const char *sig
 bool gmt_report_name_taken(const char *path);
 
 /* As the library loads (gmt_report_output_init): the working directory now is the first
- * fallback place, wherever the program moves later. */
-void gmt_report_file_fix_cwd(void);
+ * fallback place, wherever the program moves later. Returns it ("" where it is not known),
+ * which a relative report name is taken against too. */
+const char *gmt_report_file_fix_cwd(void);
 
 /* In a forked child: the writer lock and the final-report flags start over (a report being
  * written by another thread of the parent at the fork is not the child's). */
