@@ -2555,6 +2555,22 @@ def grow_then_snapshot(p):
         fail(f"state_kill did not write its snapshot: {line!r}")
 
 
+def recovered_after_kill(ctx, p, label, state, snap_path, out_name):
+    """After state_kill (p) was killed: its snapshot, the report `report --recover` rebuilt from
+    its state file into state/OUT_NAME (both checked against the schema), and that command's
+    run."""
+    expect_eq(f"{label} end", p.returncode, -9)
+    with open(snap_path) as f:
+        snap = json.load(f)
+    validate(ctx, "snapshot", snap)
+    rec_path = os.path.join(ctx.work, "state", out_name)
+    r = cli(ctx, ["report", "--recover", state, "-o", rec_path])
+    with open(rec_path) as f:
+        rec = json.load(f)
+    validate(ctx, "recovered report", rec)
+    return snap, rec, r
+
+
 def grown_state(ctx):
     """The state file of a state_kill run that grew, wrote its snapshot and was killed."""
     p, state, _ = start_state_prog(ctx)
@@ -2585,14 +2601,8 @@ def case_state_idle_kill(ctx):
     finally:
         p.kill()
         p.communicate()
-    expect_eq("state_idle_kill end", p.returncode, -9)
-    with open(snap_path) as f:
-        snap = json.load(f)
-    rec_path = os.path.join(ctx.work, "state", "idle-recovered.json")
-    cli(ctx, ["report", "--recover", state, "-o", rec_path])
-    with open(rec_path) as f:
-        rec = json.load(f)
-    validate(ctx, "recovered report", rec)
+    snap, rec, _ = recovered_after_kill(ctx, p, "state_idle_kill", state, snap_path,
+                                        "idle-recovered.json")
     ran = rec["process"]["duration_s"] - snap["process"]["duration_s"]
     if not 0.5 <= ran <= 30:
         fail(f"recovered duration_s {rec['process']['duration_s']}: {ran:.3f} s after the "
@@ -2617,15 +2627,7 @@ def case_state_kill(ctx):
     finally:
         p.kill()
         p.communicate()
-    expect_eq("state_kill end", p.returncode, -9)
-    with open(snap_path) as f:
-        snap = json.load(f)
-    validate(ctx, "snapshot", snap)
-    rec_path = os.path.join(ctx.work, "state", "recovered.json")
-    r = cli(ctx, ["report", "--recover", state, "-o", rec_path])
-    with open(rec_path) as f:
-        rec = json.load(f)
-    validate(ctx, "recovered report", rec)
+    snap, rec, r = recovered_after_kill(ctx, p, "state_kill", state, snap_path, "recovered.json")
     expect_eq("recovered process.recovered", rec["process"].get("recovered"), True)
     expect_eq("recovered process.reason", rec["process"]["reason"], "signal")
     expect_eq("recovered process.signal", rec["process"]["signal"], None)
