@@ -1020,9 +1020,44 @@ static uint64_t first_frame(uint64_t tstate, const fastwalk_t *fw, bool fast)
     return safe_read(word, tstate + L->ts_frame, 8) ? 0 : ld64(word);
 }
 
-/* A frame's word: its code object's entry id and the instruction's offset in its code. */
+/* 3.11's PRECALL (166) and its adaptive and specialized forms, by their numbers in 3.11's
+ * opcode.h (fixed within a minor version). */
+static const bool precall_311[256] = {
+    [166] = true, /* PRECALL */
+    [64] = true,  [65] = true,  [66] = true,  [67] = true,  [72] = true,  [73] = true,
+    [76] = true,  [77] = true,  [78] = true,  [79] = true,  [80] = true,  [81] = true,
+    [113] = true, [121] = true, [127] = true, [141] = true, [143] = true,
+};
+
+/* 3.11: a call out of a line leaves its frame at that call's CALL instruction, until the
+ * interpreter specializes the PRECALL before it: most specialized forms (a builtin, a type, a
+ * method descriptor) then make the call themselves and skip the CALL, so the frame is left 4
+ * bytes earlier (PRECALL and its one cache unit). One call, two words, and the stack of a
+ * line's first calls a twin of its later ones' with the same frames shown (docs/python.md,
+ * "Limits", until session 43). The offset of an instruction that is a PRECALL is taken as its
+ * CALL's. head: the code object's first bytes (its length in code units); code_direct: it may
+ * be loaded from (a live frame holds it and it was read there before), else its byte is copied
+ * through the kernel. An offset outside the code is left as it is. */
+__attribute__((noinline)) static uint64_t call_offset_311(const walk_offs_t *o, uint64_t code,
+                                                          const uint8_t *head, bool code_direct,
+                                                          uint64_t off)
+{
+    uint64_t units = ld64(head + o->bytes_size);
+    if ((off & 1) || off / 2 >= units) return off;
+    uint64_t at = code + o->co_code + off;
+    uint8_t op;
+    if (code_direct)
+        op = *(const uint8_t *)(uintptr_t)at;
+    else if (safe_read(&op, at, 1))
+        return off;
+    return precall_311[op] ? off + 4 : off;
+}
+
+/* A frame's word: its code object's entry id and the instruction's offset in its code (3.11:
+ * call_offset_311's). head, code_direct: as call_offset_311's. */
 __attribute__((always_inline)) static inline uint64_t
-frame_word_of(const walk_offs_t *o, const rawframe_t *r, uint32_t id, bool old)
+frame_word_of(const walk_offs_t *o, const rawframe_t *r, uint32_t id, bool old, const uint8_t *head,
+              bool code_direct)
 {
     uint64_t off;
     if (old) {
@@ -1031,14 +1066,16 @@ frame_word_of(const walk_offs_t *o, const rawframe_t *r, uint32_t id, bool old)
     } else {
         uint64_t start = r->code + o->co_code;
         off = r->instr >= start ? r->instr - start : 0;
+        if (o->minor == 11) off = call_offset_311(o, r->code, head, code_direct, off);
     }
     if (off > UINT32_MAX) off = UINT32_MAX;
     return (GMT_PY_TAG << GMT_PY_TAG_SHIFT) | ((uint64_t)id << 32) | off;
 }
 
-static inline uint64_t frame_word(const walk_offs_t *o, const rawframe_t *r, uint32_t id)
+static inline uint64_t frame_word(const walk_offs_t *o, const rawframe_t *r, uint32_t id,
+                                  const uint8_t *head, bool code_direct)
 {
-    return frame_word_of(o, r, id, o->minor <= 10);
+    return frame_word_of(o, r, id, o->minor <= 10, head, code_direct);
 }
 
 /* The direct reads' ranges of a walk, each as one unsigned compare: the frames of its first live
@@ -1189,7 +1226,7 @@ replay_loop(const walk_offs_t *o, const walkway_t *m, const rawframe_t *raw, uin
             differ |= note_instr_of(old, &raw[i]) ^ hint->instr[i];
             continue;
         }
-        out[i].word = frame_word_of(o, &raw[i], m->id[i], old);
+        out[i].word = frame_word_of(o, &raw[i], m->id[i], old, head, true);
         out[i].seg_end = raw[i].seg_end;
     }
     *direct += nr;
@@ -1198,7 +1235,8 @@ replay_loop(const walk_offs_t *o, const walkway_t *m, const rawframe_t *raw, uin
         return nr;
     }
     for (uint32_t i = 0; hint && i < nr; i++) {
-        out[i].word = frame_word_of(o, &raw[i], m->id[i], old);
+        out[i].word =
+            frame_word_of(o, &raw[i], m->id[i], old, (const uint8_t *)(uintptr_t)raw[i].code, true);
         out[i].seg_end = raw[i].seg_end;
     }
     return nr;
@@ -1527,7 +1565,7 @@ walk_lookup(const walk_offs_t *op, walkmemo_t *m, walkway_t *way, const rawframe
             uint32_t id = code_id(r->code, head, ident);
             idents[n] = ident;
             ids[n] = id;
-            out[n].word = frame_word(&o, r, id);
+            out[n].word = frame_word(&o, r, id, head, direct_head[j] != NULL);
             out[n].seg_end = r->seg_end;
             n++;
         }
@@ -1537,7 +1575,8 @@ walk_lookup(const walk_offs_t *op, walkmemo_t *m, walkway_t *way, const rawframe
     for (uint32_t i = inner; i < nr; i++) {
         idents[n] = idents[i];
         ids[n] = ids[i];
-        out[n].word = frame_word(&o, &raw[i], ids[n]);
+        out[n].word =
+            frame_word(&o, &raw[i], ids[n], (const uint8_t *)(uintptr_t)raw[i].code, true);
         out[n].seg_end = raw[i].seg_end;
         n++;
     }
