@@ -193,6 +193,22 @@ static bool adds_pid(void)
     return !(lineage == LINEAGE_EXECED && pat_rank && gmt_env_has_rank());
 }
 
+/* %h: the host name as one file name. A name set by sethostname may hold any bytes: a '/' is
+ * taken as '_', and a whole name of "." or ".." (or none) would name a directory, so it is
+ * prefixed with '_' ("unknown" for none). The report's "hostname" keeps the name as it is. */
+static int append_host(char *out, size_t len, size_t *pos)
+{
+    const char *h = proc.hostname;
+    if (!h[0]) return append(out, len, pos, "unknown");
+    if (strcmp(h, ".") == 0 || strcmp(h, "..") == 0)
+        if (append(out, len, pos, "_")) return -ENAMETOOLONG;
+    for (const char *c = h; *c; c++) {
+        char one[2] = {*c == '/' ? '_' : *c, 0};
+        if (append(out, len, pos, one)) return -ENAMETOOLONG;
+    }
+    return 0;
+}
+
 /* Inserts s before a trailing ".json" of out (or appends it). */
 static int insert_before_ext(char *out, size_t len, size_t *pos, const char *s)
 {
@@ -227,7 +243,7 @@ int gmt_report_path_noted(gmt_reason_t reason, unsigned seq, char *out, size_t l
                 rc = append(out, len, &pos, tmp);
                 break;
             case 'h':
-                rc = append(out, len, &pos, proc.hostname);
+                rc = append_host(out, len, &pos);
                 break;
             case 't':
                 snprintf(tmp, sizeof tmp, "%llu",

@@ -156,6 +156,22 @@ static void test_path_pattern(void **state)
     assert_string_equal(got, want);
     char tiny[8];
     assert_int_equal(gmt_report_path(GMT_REASON_EXIT, 0, tiny, sizeof tiny), -ENAMETOOLONG);
+    /* A host name set by sethostname may hold '/' or be "..": %h stays one file name. */
+    char *hn = gmt_track_proc()->hostname;
+    char saved[sizeof gmt_track_proc()->hostname];
+    memcpy(saved, hn, sizeof saved);
+    static const char *const hosts[][2] = {{"../../etc/x", ".._.._etc_x"},
+                                           {"..", "_.."},
+                                           {".", "_."},
+                                           {"", "unknown"},
+                                           {"a.b", "a.b"}};
+    for (size_t i = 0; i < sizeof hosts / sizeof hosts[0]; i++) {
+        snprintf(hn, sizeof saved, "%s", hosts[i][0]);
+        assert_int_equal(gmt_report_path(GMT_REASON_EXIT, 0, got, sizeof got), 0);
+        snprintf(want, sizeof want, "r-%d-3-%s-%%.json", (int)getpid(), hosts[i][1]);
+        assert_string_equal(got, want);
+    }
+    memcpy(hn, saved, sizeof saved);
 }
 
 static void test_unwritable_path_is_an_error(void **state)
