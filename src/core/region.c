@@ -11,8 +11,15 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)
+#endif
 
 #define RLX      __ATOMIC_RELAXED
 #define PAGE     4096ull
@@ -72,10 +79,14 @@ static int region_fd(void)
  * mktemp, say) or an earlier state file. A device, a link, a directory or another file is never
  * replaced (a state file is renamed into place: as root, GPUMEMTRACE_STATE=/dev/null replaced
  * the device with a file, and an unrelated file's content was lost). -EEXIST otherwise. */
-static int state_target_ok(const char *path)
+static int state_target_ok(const char *path, bool *vacant)
 {
     struct stat st;
-    if (lstat(path, &st) != 0) return errno == ENOENT ? 0 : -errno;
+    *vacant = false;
+    if (lstat(path, &st) != 0) {
+        *vacant = errno == ENOENT;
+        return errno == ENOENT ? 0 : -errno;
+    }
     if (!S_ISREG(st.st_mode)) return -EEXIST;
     if (st.st_size == 0) return 0;
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -84,6 +95,37 @@ static int state_target_ok(const char *path)
     ssize_t n = read(fd, magic, sizeof magic);
     close(fd);
     return n == (ssize_t)sizeof magic && memcmp(magic, GMT_REGION_MAGIC, 8) == 0 ? 0 : -EEXIST;
+}
+
+/* The temporary's name: PATH.tmp.<pid>.<8 random hex digits>. A name anyone could foresee
+ * (PATH.tmp.<pid>, until session 43) let a link or file planted there refuse the state file
+ * (O_EXCL): a denial, never a write through. */
+static int temp_name(char *out, size_t len, const char *path)
+{
+    uint32_t r = 0;
+    if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        static uint32_t ctr;
+        r ^= (uint32_t)((uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull >> 32) ^
+             __atomic_add_fetch(&ctr, 0x9e3779b9u, __ATOMIC_RELAXED);
+    }
+    int n = snprintf(out, len, "%s.tmp.%d.%08x", path, (int)getpid(), r);
+    return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* The temporary renamed to path. Where path held nothing when state_target_ok looked, nothing
+ * may have appeared since: the rename does not replace (RENAME_NOREPLACE; where the file
+ * system lacks it, link and unlink, which never replace either), so a file made there in
+ * between is kept and the state file refused (-EEXIST). */
+static int rename_into_place(const char *tmp, const char *path, bool vacant)
+{
+    if (!vacant) return rename(tmp, path) == 0 ? 0 : -errno;
+    if (syscall(SYS_renameat2, AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0) return 0;
+    if (errno != EINVAL && errno != ENOSYS) return -errno;
+    if (link(tmp, path) != 0) return -errno;
+    unlink(tmp);
+    return 0;
 }
 
 static gmt_region_header_t *hdr(void)
@@ -195,6 +237,7 @@ int gmt_region_create(const char *state_path)
     for (int a = 0; a < GMT_ARENA_COUNT; a++)
         total += arena_reserve[a];
     char tmp[sizeof R.path + 32];
+    bool vacant = false;
     R.fd = -1;
     R.path[0] = 0;
     if (state_path && *state_path) {
@@ -207,13 +250,19 @@ int gmt_region_create(const char *state_path)
             R.path[0] = 0;
             return -ENAMETOOLONG;
         }
-        int ok = state_target_ok(R.path);
+        int ok = state_target_ok(R.path, &vacant);
         if (ok != 0) {
             R.path[0] = 0;
             return ok;
         }
-        snprintf(tmp, sizeof tmp, "%s.tmp.%d", R.path, (int)getpid());
-        R.fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        for (int attempt = 0; attempt < 16; attempt++) {
+            if ((ok = temp_name(tmp, sizeof tmp, R.path)) != 0) {
+                R.path[0] = 0;
+                return ok;
+            }
+            R.fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+            if (R.fd >= 0 || errno != EEXIST) break;
+        }
         if (R.fd < 0) {
             int e = errno;
             R.path[0] = 0;
@@ -265,11 +314,11 @@ int gmt_region_create(const char *state_path)
     h->pid = (int32_t)getpid();
     memcpy(h->magic, GMT_REGION_MAGIC, 8);
     publish_bases();
-    if (R.fd >= 0 && rename(tmp, R.path) != 0) {
-        int e = errno;
+    int moved = R.fd >= 0 ? rename_into_place(tmp, R.path, vacant) : 0;
+    if (moved != 0) {
         gmt_region_destroy();
         unlink(tmp);
-        return -e;
+        return moved;
     }
     R.recovered = false;
     __atomic_store_n(&R.ready, true, __ATOMIC_RELEASE);
