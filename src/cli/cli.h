@@ -269,7 +269,7 @@ typedef struct gmt_report_s {
     /* summary */
     int64_t allocs, frees, failures;
     uint64_t peak_bytes, live_bytes;
-    /* has_peak false: summary.peak_bytes negative (read as 0); has_leak_bytes false:
+    /* has_peak false: summary.peak_bytes null or negative (read as 0); has_leak_bytes false:
      * leaks.total_bytes absent, null or negative (read as 0). A limit cannot be checked
      * against either (an edited report): check says so rather than passing 0. */
     bool has_peak, has_leak_bytes;

@@ -5,11 +5,13 @@
  * writes one combined report that every verb reads: a valid report whose devices, peak,
  * fragmentation, timeline, errors and groups entries carry a "rank" field, whose stack ids are
  * renumbered (rank index * stride + id, so they stay unique), whose summary and leak totals
- * are sums (peak_bytes the largest rank's), and which has a "merged" object:
+ * are sums (peak_bytes the largest rank's, null when a rank's report gives none), and which
+ * has a "merged" object:
  *   { "ranks": [{rank, file, pid, hostname, peak_bytes, leaked_bytes, reason, start_time,
  *                end_time, duration_s, dropped, dropped_by_kind, peak_short, leaks_cut,
  *                allocation_sites_total, growth_status, growth_suspects_total}],
- *     "imbalance", "imbalance_status", "stack_id_stride", "common_leaks_cut",
+ *     "imbalance", "imbalance_status", "peak_unknown_ranks", "stack_id_stride",
+ *     "common_leaks_cut",
  *     "common_leaks": [{stack_id, ranks, min_bytes, max_bytes, total_bytes}] }
  * where "dropped" sums every reason and "dropped_by_kind" is the rank's capture.dropped;
  * "peak_short" (dropped events leave the rank's peak short, or its report gives none) makes
@@ -566,9 +568,10 @@ int gmt_cli_merge(int argc, char **argv)
      * table_full, before_init, start_stuck, ...: gmt_report_drops) has a peak, leaked bytes and
      * leak groups short of what it held: said under the table, and the imbalance is then not
      * known, as it is with a rank whose peak the report does not give. */
-    size_t short_peaks = 0;
+    size_t short_peaks = 0, unknown_peaks = 0;
     for (size_t at = 0; at < n; at++) {
         size_t i = ord[at].idx;
+        unknown_peaks += !reps[i].has_peak;
         char said[300];
         int64_t nd = gmt_peak_drops(&reps[i], said, sizeof said);
         if (nd)
@@ -811,7 +814,13 @@ int gmt_cli_merge(int argc, char **argv)
             gmt_cli_error("merge: out of memory");
             goto out;
         }
-        cJSON_AddNumberToObject(summary, "peak_bytes", maxp);
+        /* The job's peak is the largest rank's: not known where a rank's report gives none,
+         * so null, as leaks.total_bytes is, never the others' largest (nor, with none known,
+         * 0, which read as a peak of zero bytes); merged.peak_unknown_ranks says how many. */
+        if (unknown_peaks)
+            cJSON_AddNullToObject(summary, "peak_bytes");
+        else
+            cJSON_AddNumberToObject(summary, "peak_bytes", maxp);
         if (any_libs) {
             if (nlibs > 1) qsort(libs, nlibs, sizeof *libs, gmt_library_cmp);
             gmt_libraries_json(cJSON_AddArrayToObject(summary, "libraries"), libs, nlibs);
@@ -898,6 +907,9 @@ int gmt_cli_merge(int argc, char **argv)
          * rank's peak is short (merged.ranks[].peak_short), as the summary says. */
         cJSON_AddNumberToObject(merged, "imbalance", imbalance);
         cJSON_AddStringToObject(merged, "imbalance_status", short_peaks ? "unknown" : "judged");
+        /* whose summary.peak_bytes is null: written 0 included, so a reader tells a known job
+         * peak from a file of an older merge (which wrote the known ranks' largest, or 0) */
+        cJSON_AddNumberToObject(merged, "peak_unknown_ranks", (double)unknown_peaks);
         cJSON_AddNumberToObject(merged, "stack_id_stride", (double)stride);
         /* a rank's list cut at GPUMEMTRACE_TOP (merged.ranks[].leaks_cut): a common group may
          * be missing, and min_bytes, max_bytes and total_bytes count only the groups listed */

@@ -1023,15 +1023,17 @@ static int print_json(const view_t *v)
         cJSON_AddNumberToObject(o, "duration_s", rep->duration_s);
     }
     uint64_t peak = rep->peak_bytes;
+    bool peak_known = rep->has_peak; /* null in a merge with a rank whose report gives none */
     if (v->filter) {
         /* the numbers below are the device's: its peak, its leaks, its libraries */
         cJSON_AddNumberToObject(o, "device", (double)v->device);
         peak = 0;
+        peak_known = true;
         for (size_t i = 0; i < rep->ndevices; i++)
             if (wanted(v, rep->devices[i].device) && rep->devices[i].peak_bytes > peak)
                 peak = rep->devices[i].peak_bytes;
     }
-    cJSON_AddNumberToObject(o, "peak_bytes", (double)peak);
+    add_known(o, "peak_bytes", peak_known ? (double)peak : -1);
     cJSON *devs = cJSON_AddArrayToObject(o, "devices");
     for (size_t i = 0; i < rep->ndevices; i++) {
         const gmt_device_t *d = &rep->devices[i];

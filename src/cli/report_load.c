@@ -936,6 +936,7 @@ static int build_model(gmt_report_t *rep, num_check_t *nc, char *why, size_t why
         if (ranks && !cJSON_IsArray(ranks))
             return set_why(why, why_len, -EINVAL,
                            "malformed report: \"merged.ranks\" is not an array");
+
         ALLOC_ARRAY(ranks, array_len(ranks));
         nc->at = "merged.ranks[]";
         EACH_ELEMENT(j, ranks)
@@ -963,6 +964,12 @@ static int build_model(gmt_report_t *rep, num_check_t *nc, char *why, size_t why
             r->dropped_by_kind =
                 drops_object(cJSON_GetObjectItemCaseSensitive(j, "dropped_by_kind"));
         }
+        /* merge writes an entry per rank, at least one: a merged report without one (edited
+         * to "ranks": [], or left out) was read as one process's report, whose every verb
+         * then showed its ranks' devices and groups as one process's */
+        if (!rep->nranks)
+            return set_why(why, why_len, -EINVAL,
+                           "malformed report: \"merged.ranks\" lists no rank");
         rep->imbalance = gmt_json_num(merged, "imbalance", 0);
         if (!(rep->imbalance >= 0) || !isfinite(rep->imbalance)) rep->imbalance = 0;
         /* Unknown where the merge says so, or says what this CLI does not know; a merge older
@@ -1029,10 +1036,15 @@ static int check_shape(gmt_report_t *rep, char *why, size_t why_len)
         *(const cJSON **)((char *)rep + s->offset) = item;
     }
     static const char *const summary_keys[] = {"allocs", "frees", "failures", "peak_bytes"};
-    for (size_t i = 0; i < sizeof summary_keys / sizeof summary_keys[0]; i++)
-        if (!cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(rep->summary, summary_keys[i])))
+    for (size_t i = 0; i < sizeof summary_keys / sizeof summary_keys[0]; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(rep->summary, summary_keys[i]);
+        /* a peak null is not known (a merge with a rank whose report gives none): read as
+         * has_peak false, as a negative one, never refused nor taken for 0 bytes */
+        if (cJSON_IsNull(v) && strcmp(summary_keys[i], "peak_bytes") == 0) continue;
+        if (!cJSON_IsNumber(v))
             return set_why(why, why_len, -EINVAL, "malformed report: \"summary.%s\" is missing",
                            summary_keys[i]);
+    }
     num_check_t nc = {0};
     int rc = build_model(rep, &nc, why, why_len);
     return rc ? rc : not_whole_why(&nc, why, why_len);

@@ -1221,6 +1221,64 @@ def case_unknown_leak_total(c):
 
 
 @case
+def case_merge_unknown_peak(c):
+    """A merge whose ranks' reports give no summary.peak_bytes (negative: an edited report)
+    writes the job's peak null, never a number: with every rank's unknown it was 0, a peak of
+    zero bytes, and with one rank's unknown the other ranks' largest, as if the job's; every
+    verb reads the null back as unknown (report --json null, check's report-wide peak limit
+    `peak unknown`) and merged.peak_unknown_ranks counts the ranks. A merged report whose
+    merged.ranks lists no rank (edited to [], or left out) is refused, not read as one
+    process's report."""
+    import jsonschema
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(repo, "docs", "report.schema.json")) as f:
+        schema = jsonschema.Draft202012Validator(json.load(f))
+    m = os.path.join(c.work, "m.json")
+
+    def ranks(unknown):
+        paths = []
+        for i in range(3):
+            r = c.base(drops=False)
+            r["process"]["rank"], r["process"]["pid"] = i, 4242 + i
+            r["summary"]["peak_bytes"] = -1 if i in unknown else (i + 1) * MIB
+            paths.append(c.write(f"p{i}.json", r))
+        return paths
+    # merged.ranks emptied or left out: refused in one line, as any malformed report
+    c.run("merge", *ranks(set()), "-o", m)
+    for how in ("empty", "absent"):
+        with open(m) as f:
+            mj = json.load(f)
+        if how == "empty":
+            mj["merged"]["ranks"] = []
+        else:
+            del mj["merged"]["ranks"]
+        bad = c.write(f"ranks_{how}.json", mj)
+        _, err = c.run("report", bad, rc=2)
+        expect(err == f'gpumemtrace: {bad}: malformed report: "merged.ranks" lists no rank\n',
+               f"merged.ranks {how}: {err!r}")
+    for unknown in ({0, 1, 2}, {1}, set()):
+        c.run("merge", *ranks(unknown), "-o", m)
+        with open(m) as f:
+            mj = json.load(f)
+        schema.validate(mj)
+        want = None if unknown else 3 * MIB
+        expect(mj["summary"]["peak_bytes"] == want and
+               mj["merged"]["peak_unknown_ranks"] == len(unknown) and
+               [r["peak_bytes"] for r in mj["merged"]["ranks"]] ==
+               [None if i in unknown else (i + 1) * MIB for i in range(3)],
+               f"ranks {sorted(unknown)} unknown: summary.peak_bytes "
+               f"{mj['summary']['peak_bytes']!r}, merged {json.dumps(mj['merged'])[:400]}")
+        expect(c.json(m)["peak_bytes"] == want, f"report --json peak_bytes, {sorted(unknown)}")
+        # a report that lists no GPU is checked on summary.peak_bytes (docs/cli.md)
+        mj["devices"] = []
+        nd = c.write("nodev.json", mj)
+        out, _ = c.run("check", nd, "--max-peak-bytes", "1G", rc=1 if unknown else 0)
+        expect(out == (f"FAIL {nd}: peak unknown (the report has no summary.peak_bytes): "
+                       "max-peak-bytes 1.00 GiB cannot be checked\n" if unknown else
+                       f"PASS {nd}: 1 limit holds\n"), f"check, {sorted(unknown)}: {out!r}")
+
+
+@case
 def case_diff_unknown_figures(c):
     """diff on a report that gives no figure for a device's peak or the leaked bytes (null,
     left out, negative: an edited report): shown "unknown" with no change, never read as 0, and
