@@ -312,6 +312,7 @@ int gmt_region_create(const char *state_path)
     size_table(h->sizes);
     h->total_reserved = total;
     h->pid = (int32_t)getpid();
+    gmt_region_whose_read(&h->whose);
     memcpy(h->magic, GMT_REGION_MAGIC, 8);
     publish_bases();
     int moved = R.fd >= 0 ? rename_into_place(tmp, R.path, vacant) : 0;
@@ -460,6 +461,85 @@ void gmt_region_mark_end(uint32_t how)
 {
     if (gmt_region_base_ && !R.recovered)
         __atomic_store_n(&hdr()->clean_exit, how, __ATOMIC_RELEASE);
+}
+
+/* ---- whose pid ------------------------------------------------------------------------------ */
+
+static int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* The boot id's 16 bytes from its text ("xxxxxxxx-xxxx-...", hyphens skipped); zeros when it
+ * is not one (no /proc, a kernel without it): then it is not compared. */
+static void read_boot_id(uint8_t id[16])
+{
+    char text[64];
+    memset(id, 0, 16);
+    int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    ssize_t n = read(fd, text, sizeof text - 1);
+    close(fd);
+    if (n <= 0) return;
+    uint8_t got[16];
+    int nib = 0;
+    for (ssize_t i = 0; i < n && nib < 32; i++) {
+        if (text[i] == '-') continue;
+        int d = hex_digit(text[i]);
+        if (d < 0) return;
+        if (nib % 2 == 0)
+            got[nib / 2] = (uint8_t)(d << 4);
+        else
+            got[nib / 2] |= (uint8_t)d;
+        nib++;
+    }
+    if (nib == 32) memcpy(id, got, 16);
+}
+
+void gmt_region_whose_read(gmt_region_whose_t *w)
+{
+    memset(w, 0, sizeof *w);
+    /* The namespace the process itself is in (not pid_for_children): fork, unshare and setns
+     * never change it, so what a file records stays true for its owner. */
+    struct stat st;
+    if (stat("/proc/self/ns/pid", &st) == 0) {
+        w->pidns_dev = (uint64_t)st.st_dev;
+        w->pidns_ino = (uint64_t)st.st_ino;
+    }
+    read_boot_id(w->boot_id);
+    if (gethostname(w->hostname, sizeof w->hostname) != 0) w->hostname[0] = 0;
+    w->hostname[sizeof w->hostname - 1] = 0;
+}
+
+static bool id_known(const uint8_t id[16])
+{
+    for (int i = 0; i < 16; i++)
+        if (id[i]) return true;
+    return false;
+}
+
+gmt_region_where_t gmt_region_owner_where(const gmt_region_whose_t *owner,
+                                          const gmt_region_whose_t *here)
+{
+    /* A file's name is whatever it holds: compared within its array, never past it. */
+    size_t on = strnlen(owner->hostname, sizeof owner->hostname);
+    size_t hn = strnlen(here->hostname, sizeof here->hostname);
+    if (id_known(owner->boot_id) && id_known(here->boot_id)) {
+        /* one boot of one kernel: the host whatever its name (a container's own name on the
+         * host's pids is still this host) */
+        if (memcmp(owner->boot_id, here->boot_id, 16) != 0) return GMT_REGION_OWNER_OTHER_HOST;
+    } else if (on && hn && (on != hn || memcmp(owner->hostname, here->hostname, on) != 0)) {
+        return GMT_REGION_OWNER_OTHER_HOST;
+    }
+    /* Namespaces of one host differ by inode; the first (init's) has the same inode on every
+     * host, so this tells containers apart, never hosts. */
+    if (owner->pidns_ino && here->pidns_ino &&
+        (owner->pidns_ino != here->pidns_ino || owner->pidns_dev != here->pidns_dev))
+        return GMT_REGION_OWNER_OTHER_PIDNS;
+    return GMT_REGION_OWNER_HERE;
 }
 
 /* ---- readers ------------------------------------------------------------------------------ */

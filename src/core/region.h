@@ -11,7 +11,8 @@
  * SIGBUS in the application.
  *
  * A state file starts with gmt_region_header_t: magic "GMTSTATE", version, the sizes of the
- * structures it holds, the arenas' offsets and extents, the owner's pid and a clean-exit flag.
+ * structures it holds, the arenas' offsets and extents, the owner's pid and a clean-exit flag,
+ * and what the pid is a pid of (the owner's host and pid namespace).
  * gmt_region_attach reads such a file into memory of its own (never written back, and blind to
  * what happens to the file after), checks every offset against the file's size and makes the
  * core's accessors point into it, so the report writer reads a dead process's state through
@@ -29,7 +30,7 @@
 #include <stdint.h>
 
 #define GMT_REGION_MAGIC      "GMTSTATE"
-#define GMT_REGION_VERSION    7
+#define GMT_REGION_VERSION    8
 #define GMT_REGION_MAX_CHUNKS 512
 
 typedef enum gmt_arena_id_e {
@@ -65,6 +66,17 @@ enum {
     GMT_SIZE_COUNT = 8
 };
 
+/* What the owner's pid is a pid of: its host (the boot, the name) and its pid namespace, read
+ * once as the file is laid out. A reader on another host or in another pid namespace (a
+ * shared file system, a container) finds another process or none under that pid, so it must
+ * not judge the owner by it (docs/state.md, "Whose pid"). A field not known is zero ("" for
+ * the name). */
+typedef struct gmt_region_whose_s {
+    uint64_t pidns_dev, pidns_ino; /* stat() of /proc/self/ns/pid */
+    uint8_t boot_id[16];           /* /proc/sys/kernel/random/boot_id, the UUID's 16 bytes */
+    char hostname[256];            /* gethostname() */
+} gmt_region_whose_t;
+
 typedef struct gmt_region_header_s {
     char magic[8]; /* "GMTSTATE" */
     uint32_t version;
@@ -87,6 +99,7 @@ typedef struct gmt_region_header_s {
     struct {
         uint64_t va_off, file_off, len;
     } chunks[GMT_REGION_MAX_CHUNKS];
+    gmt_region_whose_t whose; /* the owner's host and pid namespace (version 8 on) */
 } gmt_region_header_t;
 
 /* Creates the region: anonymous memory when state_path is NULL or empty, else a file there
@@ -146,6 +159,23 @@ int gmt_region_reuse(uint64_t off, uint64_t bytes);
 #define GMT_REGION_END_EXIT 1u
 #define GMT_REGION_END_EXEC 2u
 void gmt_region_mark_end(uint32_t how);
+
+/* Reads this process's host and pid namespace into *w, as a file's header records its
+ * owner's (no stdio, no allocation: it runs as the tracer starts). */
+void gmt_region_whose_read(gmt_region_whose_t *w);
+
+/* Whether a state file's owner pid names a process here: HERE when every field known on both
+ * sides agrees (the boot id, else the host name; and the pid namespace), nothing known
+ * included (a pid is then the only evidence, as before the fields existed); OTHER_HOST when
+ * the boot ids differ (another host, or this one before a restart) or, where one is not
+ * known, the host names; OTHER_PIDNS when the host is this one and the pid namespace is not. */
+typedef enum gmt_region_where_e {
+    GMT_REGION_OWNER_HERE = 0,
+    GMT_REGION_OWNER_OTHER_HOST,
+    GMT_REGION_OWNER_OTHER_PIDNS
+} gmt_region_where_t;
+gmt_region_where_t gmt_region_owner_where(const gmt_region_whose_t *owner,
+                                          const gmt_region_whose_t *here);
 
 /* Reads a state file into memory of this process, each chunk at its place, and validates it:
  * the bytes checked are the bytes used, whatever the file's owner writes or truncates meanwhile.

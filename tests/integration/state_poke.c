@@ -31,7 +31,12 @@
  *                                  arena starts) into a field of a store's block,
  *                                  one of `fields` below: the damage
  *                                  fuzz.state found, for integration.state_fields_damaged; prints
- *                                  the value that was there (was=N)
+ *                                  the value that was there (was=N). A field of bytes (the
+ *                                  header's whose.hostname, whose.boot_id) takes VALUE's text,
+ *                                  zero-filled, and prints the bytes that were there in hex
+ *   state_poke FILE whose          prints the header's record of the owner's host and pid
+ *                                  namespace: pidns_dev=, pidns_ino=, boot_id= (32 hex digits)
+ *                                  and hostname=, for cli.top_verb.owner_elsewhere
  *
  * Exit 0, or 1 with one line on stderr.
  */
@@ -98,15 +103,25 @@ static void put(uint64_t va, const void *p, size_t n)
 enum { AT_HEADER, AT_CORE, AT_TABLE, AT_STACKS };
 #define FIELD(name, at, type, member)                                                              \
     {                                                                                              \
-        name, at, offsetof(type, member), sizeof(((type *)0)->member)                              \
+        name, at, offsetof(type, member), sizeof(((type *)0)->member), false                       \
+    }
+/* a field of bytes, written from VALUE's text */
+#define BYTES(name, at, type, member)                                                              \
+    {                                                                                              \
+        name, at, offsetof(type, member), sizeof(((type *)0)->member), true                        \
     }
 static const struct {
     const char *name;
     int at;
     size_t off, size;
+    bool bytes;
 } fields[] = {
     FIELD("header.core_off", AT_HEADER, gmt_region_header_t, core_off),
     FIELD("header.stats_off", AT_HEADER, gmt_region_header_t, stats_off),
+    FIELD("header.whose.pidns_dev", AT_HEADER, gmt_region_header_t, whose.pidns_dev),
+    FIELD("header.whose.pidns_ino", AT_HEADER, gmt_region_header_t, whose.pidns_ino),
+    BYTES("header.whose.boot_id", AT_HEADER, gmt_region_header_t, whose.boot_id),
+    BYTES("header.whose.hostname", AT_HEADER, gmt_region_header_t, whose.hostname),
     FIELD("core.cfg.unwind", AT_CORE, gmt_core_state_t, cfg.unwind),
     FIELD("core.cfg.backend", AT_CORE, gmt_core_state_t, cfg.backend),
     FIELD("core.cfg.python", AT_CORE, gmt_core_state_t, cfg.python),
@@ -140,6 +155,17 @@ static int poke_field(const char *name, const char *value)
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
         if (strcmp(fields[i].name, name) != 0) continue;
         const uint64_t base[] = {0, h.core_off, h.table_off, h.stacks_off};
+        if (fields[i].bytes) {
+            char was[512] = "", now[512] = "";
+            get(base[fields[i].at] + fields[i].off, was, fields[i].size);
+            strncpy(now, value, fields[i].size);
+            put(base[fields[i].at] + fields[i].off, now, fields[i].size);
+            printf("was=");
+            for (size_t k = 0; k < fields[i].size; k++)
+                printf("%02x", (unsigned char)was[k]);
+            putchar('\n');
+            return 0;
+        }
         uint64_t at = base[fields[i].at] + fields[i].off, was = 0;
         uint64_t v = strcmp(value, "@table") == 0 ? h.arenas[GMT_ARENA_TABLE].offset
                                                   : (uint64_t)strtoull(value, NULL, 0);
@@ -224,15 +250,24 @@ int main(int argc, char **argv)
     bool pycode = argc >= 4 && strcmp(argv[2], "pycode_damage") == 0;
     bool header = argc == 3 && strcmp(argv[2], "pycode_header") == 0;
     bool busy = (argc == 4 || argc == 5) && strcmp(argv[2], "table_busy") == 0;
-    if (!show && !pycode && !header && !busy && argc != 4)
-        die("usage: state_poke FILE show | state_poke FILE FIELD VALUE | "
+    bool whose = argc == 3 && strcmp(argv[2], "whose") == 0;
+    if (!show && !pycode && !header && !busy && !whose && argc != 4)
+        die("usage: state_poke FILE show | state_poke FILE whose | state_poke FILE FIELD VALUE | "
             "state_poke FILE pycode_damage NAME... | state_poke FILE pycode_header | "
             "state_poke FILE table_busy SLOTS [SIZE]");
-    fd = open(argv[1], show ? O_RDONLY : O_RDWR);
+    fd = open(argv[1], show || whose ? O_RDONLY : O_RDWR);
     if (fd < 0) die(strerror(errno));
     if (pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h ||
         memcmp(h.magic, GMT_REGION_MAGIC, 8) != 0 || h.header_bytes != sizeof h)
         die("not a state file of this build");
+    if (whose) {
+        printf("pidns_dev=%" PRIu64 " pidns_ino=%" PRIu64 " boot_id=", h.whose.pidns_dev,
+               h.whose.pidns_ino);
+        for (int i = 0; i < 16; i++)
+            printf("%02x", h.whose.boot_id[i]);
+        printf(" hostname=%.*s\n", (int)sizeof h.whose.hostname, h.whose.hostname);
+        return 0;
+    }
     if (pycode) return pycode_damage((const char *const *)argv + 3, argc - 3);
     if (header) return pycode_damage(NULL, 0);
     if (strchr(argv[2], '.')) return poke_field(argv[2], argv[3]);

@@ -644,6 +644,55 @@ static void test_recovered_pycode_replaces_earlier(void **state)
     free(b);
 }
 
+/* What a file's owner pid is a pid of, against the reader's (docs/state.md, "Whose pid"):
+ * this process's own record matches itself; another boot id is another host whatever the
+ * name (and one boot whatever the name is this host, a container's own name included);
+ * with a boot id not known the names decide; on one host another pid namespace is
+ * OTHER_PIDNS; a field not known on either side is not compared; a name that fills its
+ * array without a NUL (a damaged file) is compared within it. */
+static void test_owner_where(void **state)
+{
+    (void)state;
+    gmt_region_whose_t here, owner;
+    gmt_region_whose_read(&here);
+    assert_int_equal(gmt_region_owner_where(&here, &here), GMT_REGION_OWNER_HERE);
+    memset(&here, 0, sizeof here);
+    here.pidns_dev = 4;
+    here.pidns_ino = 4026531836u;
+    memset(here.boot_id, 0xab, sizeof here.boot_id);
+    strcpy(here.hostname, "node01");
+    owner = here;
+    assert_int_equal(gmt_region_owner_where(&owner, &here), GMT_REGION_OWNER_HERE);
+    owner.boot_id[15] ^= 1; /* the init namespace's inode is every host's: the boot decides */
+    assert_int_equal(gmt_region_owner_where(&owner, &here), GMT_REGION_OWNER_OTHER_HOST);
+    owner = here;
+    strcpy(owner.hostname, "container-7f3a");
+    assert_int_equal(gmt_region_owner_where(&owner, &here), GMT_REGION_OWNER_HERE);
+    owner.pidns_ino++;
+    assert_int_equal(gmt_region_owner_where(&owner, &here), GMT_REGION_OWNER_OTHER_PIDNS);
+    owner.pidns_ino--;
+    owner.pidns_dev++;
+    assert_int_equal(gmt_region_owner_where(&owner, &here), GMT_REGION_OWNER_OTHER_PIDNS);
+    owner.pidns_dev = owner.pidns_ino = 0; /* not known: not compared */
+    assert_int_equal(gmt_region_owner_where(&owner, &here), GMT_REGION_OWNER_HERE);
+    memset(owner.boot_id, 0, sizeof owner.boot_id); /* no boot id: the names decide */
+    assert_int_equal(gmt_region_owner_where(&owner, &here), GMT_REGION_OWNER_OTHER_HOST);
+    strcpy(owner.hostname, "node01");
+    assert_int_equal(gmt_region_owner_where(&owner, &here), GMT_REGION_OWNER_HERE);
+    strcpy(owner.hostname, "node010");
+    assert_int_equal(gmt_region_owner_where(&owner, &here), GMT_REGION_OWNER_OTHER_HOST);
+    owner.hostname[0] = 0;
+    assert_int_equal(gmt_region_owner_where(&owner, &here), GMT_REGION_OWNER_HERE);
+    memset(owner.hostname, 'x', sizeof owner.hostname);
+    memset(here.hostname, 'x', sizeof here.hostname);
+    memset(here.boot_id, 0, sizeof here.boot_id);
+    assert_int_equal(gmt_region_owner_where(&owner, &here), GMT_REGION_OWNER_HERE);
+    here.hostname[sizeof here.hostname - 1] = 'y';
+    assert_int_equal(gmt_region_owner_where(&owner, &here), GMT_REGION_OWNER_OTHER_HOST);
+    memset(&owner, 0, sizeof owner); /* nothing known: the pid is the only evidence */
+    assert_int_equal(gmt_region_owner_where(&owner, &here), GMT_REGION_OWNER_HERE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -658,6 +707,7 @@ int main(void)
         cmocka_unit_test(test_recovered_pycode_damaged_reported),
         cmocka_unit_test(test_recovered_pycode_replaces_earlier),
         cmocka_unit_test(test_recovered_pycode_unusable_reported),
+        cmocka_unit_test(test_owner_where),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
