@@ -19,6 +19,7 @@
 #include "cli/cli.h"
 
 #include "core/pyframes.h"
+#include "core/region.h"
 #include "core/stats.h"
 #include "core/track.h"
 #include "output/report.h"
@@ -400,12 +401,59 @@ static void show_sites(gmt_stacks_t *st, long top, seen_allocs_t *seen, bool rec
     remember_counts(st, seen, now);
 }
 
-/* Whether the state file's owner still runs (after gmt_track_recover_view): an image that wrote its
- * report before exec left the pid to another program, which runs on. */
+/* Where the state file's owner ran, against this process (after gmt_track_recover_view): a
+ * pid of another host or pid namespace is another process here, or none, so it is never
+ * looked up (docs/state.md, "Whose pid"). */
+static gmt_region_where_t owner_where(void)
+{
+    static gmt_region_whose_t here;
+    static bool have;
+    if (!have) {
+        gmt_region_whose_read(&here);
+        have = true;
+    }
+    return gmt_region_owner_where(&gmt_region_header()->whose, &here);
+}
+
+/* Whether the state file's owner may still run (after gmt_track_recover_view): an image that
+ * wrote its report before exec left the pid to another program, which runs on. One of
+ * another host or pid namespace runs as far as this reader can tell until its file says it
+ * ended: its pid is not judged here. */
 static bool owner_runs(void)
 {
-    return owner_running(gmt_track_proc()->pid, gmt_track_start_ns()) &&
-           gmt_track_end_mark() == GMT_REGION_END_NONE;
+    if (gmt_track_end_mark() != GMT_REGION_END_NONE) return false;
+    return owner_where() != GMT_REGION_OWNER_HERE ||
+           owner_running(gmt_track_proc()->pid, gmt_track_start_ns());
+}
+
+/* The line under the heading that says why the owner's pid was not judged (none when it
+ * was): the file was written on another host, or in another pid namespace of this one. */
+static void say_owner_elsewhere(int32_t pid, unsigned end)
+{
+    gmt_region_where_t where = owner_where();
+    if (where == GMT_REGION_OWNER_HERE) return;
+    const gmt_region_whose_t *w = &gmt_region_header()->whose;
+    char host[sizeof w->hostname];
+    snprintf(host, sizeof host, "%.*s", (int)strnlen(w->hostname, sizeof w->hostname), w->hostname);
+    const char *ended = end == GMT_REGION_END_NONE ? "whether it runs is not known (until the "
+                                                     "file says it ended)"
+                                                   : "the file says it ended";
+    if (where == GMT_REGION_OWNER_OTHER_HOST) {
+        char here[256] = "";
+        if (gethostname(here, sizeof here) != 0) here[0] = 0;
+        here[sizeof here - 1] = 0;
+        /* one name, two boots: this host before a restart, or another host of that name */
+        bool same_name = host[0] && strcmp(host, here) == 0;
+        printf("note: the owner ran on %s%s%s, not this host: its pid %d is not looked up here; "
+               "%s\n",
+               host[0] ? "host " : "another host", host[0] ? gmt_tty(host) : "",
+               same_name ? " in another boot (before a restart, or another host of that name)" : "",
+               (int)pid, ended);
+    } else {
+        printf("note: the owner ran in another pid namespace (a container, or the host seen from "
+               "one): its pid %d is not looked up here; %s\n",
+               (int)pid, ended);
+    }
 }
 
 /* --sites-by recent: a silent view's counts one interval before the first view shown, so that
@@ -440,6 +488,7 @@ static int show(const char *path, long top, bool *running, seen_allocs_t *prev, 
     const gmt_proc_t *p = gmt_track_proc();
     unsigned end = gmt_track_end_mark();
     *running = owner_runs();
+    bool judged = owner_where() == GMT_REGION_OWNER_HERE;
     double seen = (double)(gmt_track_now_ns() - gmt_track_start_ns()) / 1e9;
     /* The command line (NUL-separated in the state file) joined by spaces, on one line: control
      * characters and bytes that are not UTF-8 shown escaped, as `report` shows them. */
@@ -454,11 +503,13 @@ static int show(const char *path, long top, bool *running, seen_allocs_t *prev, 
     }
     printf("gpumemtrace top: %s  pid %d (%s)  %s  last event %.1f s after start\n", gmt_tty(path),
            (int)p->pid,
-           *running                     ? "running"
-           : end == GMT_REGION_END_EXIT ? "exited"
+           end == GMT_REGION_END_EXIT   ? "exited"
            : end == GMT_REGION_END_EXEC ? "exec'd"
+           : !judged                    ? "unknown"
+           : *running                   ? "running"
                                         : "gone",
            used ? cmd : "?", seen);
+    say_owner_elsewhere(p->pid, end);
     bool py_unusable;
     if (gmt_py_recovered(&py_unusable) && py_unusable)
         printf("note: the state file's Python code cache is unusable: Python frames show as ?\n");

@@ -27,7 +27,7 @@ from verbs import expect, fmt_size, one_line, tty_bytes  # noqa: E402
 from verbs import main as verbs_main  # noqa: E402
 
 CASES = {}
-HEAD = re.compile(r"gpumemtrace top: (.*)  pid (\d+) \((running|exited|exec'd|gone)\)  (.*)  "
+HEAD = re.compile(r"gpumemtrace top: (.*)  pid (\d+) \((running|exited|exec'd|gone|unknown)\)  (.*)  "
                   r"last event (\d+\.\d) s after start")
 STACK = re.compile(r"  #(\d+) +(.+?) in (\d+) on (.+?), (.+) via (\S+) \(stack \d+\)")
 
@@ -479,6 +479,92 @@ def case_owner_replaced(c):
         for q in (older, newer):
             q.kill()
             q.wait()
+
+
+def poke(c, state, *args):
+    """tests/integration/state_poke on the state file: its output."""
+    p = subprocess.run([os.path.join(c.progs, "state_poke"), state, *args], capture_output=True,
+                       text=True, timeout=30)
+    expect(p.returncode == 0, f"state_poke {args}: {p.stderr}")
+    return p.stdout
+
+
+def notes(out):
+    return [l for l in out.splitlines() if l.startswith("note: ")]
+
+
+@case
+def case_owner_elsewhere(c):
+    """The state file's header records what its owner's pid is a pid of (the pid namespace's
+    device and inode, the boot id, the host name): this host's and namespace's for a job
+    traced here, which top judges by its pid (`running`, then `gone` once killed). A file
+    whose owner ran in another pid namespace or on another host (another boot id; with none
+    known, another name) is `unknown`, with one note line saying why, whether or not a process
+    here has that pid: never `gone` (nor `running`), and top refreshes until the file says the
+    job ended (an exit: `exited`, one view). Until then top took a container's or another
+    host's pid for a process here: `gone` for a job that ran on, `running` for another one."""
+    p, state = start_owner(c, "elsewhere")
+    ns = os.stat("/proc/self/ns/pid")
+    with open("/proc/sys/kernel/random/boot_id") as f:
+        boot = f.read().strip().replace("-", "")
+    import socket
+    whose = dict(kv.split("=", 1) for kv in poke(c, state, "whose").split())
+    expect(whose == {"pidns_dev": str(ns.st_dev), "pidns_ino": str(ns.st_ino), "boot_id": boot,
+                     "hostname": socket.gethostname()}, f"the header's whose: {whose}")
+    ns_note = (f"note: the owner ran in another pid namespace (a container, or the host seen "
+               f"from one): its pid {p.pid} is not looked up here; whether it runs is not known "
+               f"(until the file says it ended)")
+    try:
+        _, (head, _, _) = one_view(c, "--once", state)
+        expect(head.group(3) == "running", "traced here: " + head.group(0))
+        poke(c, state, "header.whose.pidns_ino", "+1")
+        out, (head, _, _) = one_view(c, "--once", state)
+        expect(head.group(3) == "unknown" and int(head.group(2)) == p.pid and
+               notes(out) == [ns_note], "another pid namespace, its pid running here:\n" + out)
+    finally:
+        p.kill()
+        p.communicate()
+    # the pid is no process here now: still not judged, and top refreshes on
+    out, (head, _, _) = one_view(c, "--once", state)
+    expect(head.group(3) == "unknown" and notes(out) == [ns_note],
+           "another pid namespace, its pid gone here:\n" + out)
+    t = subprocess.Popen([c.cli, "top", "--interval", "0.1", state], env=c.env(),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=c.work)
+    time.sleep(1.0)
+    t.send_signal(signal.SIGINT)
+    out, _ = t.communicate(timeout=30)
+    n = len(views(out.decode("utf-8", "replace")))
+    expect(n >= 2, f"another pid namespace: {n} views in 1 s at --interval 0.1")
+    poke(c, state, "header.whose.pidns_ino", str(ns.st_ino))
+    _, (head, _, _) = one_view(c, "--once", state)
+    expect(head.group(3) == "gone", "back in this namespace, killed: " + head.group(0))
+    # another host: by the boot id, else (none known) by the name
+    host = (f"note: the owner ran on host gpu-node-17, not this host: its pid {p.pid} is not "
+            f"looked up here; whether it runs is not known (until the file says it ended)")
+    for boot_id, name, want in (
+            ("0123456789abcdef", "gpu-node-17", host),
+            ("", "gpu-node-17", host),
+            ("0123456789abcdef", socket.gethostname(),
+             f"note: the owner ran on host {socket.gethostname()} in another boot (before a "
+             f"restart, or another host of that name), not this host: its pid {p.pid} is not "
+             f"looked up here; whether it runs is not known (until the file says it ended)")):
+        poke(c, state, "header.whose.boot_id", boot_id)
+        poke(c, state, "header.whose.hostname", name)
+        out, (head, _, _) = one_view(c, "--once", state)
+        expect(head.group(3) == "unknown" and notes(out) == [want],
+               f"boot id {boot_id!r}, host {name!r}:\n" + out)
+    # the boot id not known and the name this host's: judged by the pid, as before
+    poke(c, state, "header.whose.boot_id", "")
+    _, (head, _, _) = one_view(c, "--once", state)
+    expect(head.group(3) == "gone", "no boot id, this host's name: " + head.group(0))
+    # a job of another host that exited: the file says so, one view
+    done, _ = traced(c, "leak_two_sites", "done")
+    poke(c, done, "header.whose.hostname", "gpu-node-17")
+    poke(c, done, "header.whose.boot_id", "0123456789abcdef")
+    out, _, _ = c.cli_run("top", "--interval", "0.1", done, timeout=20)
+    expect(len(views(out)) == 1 and views(out)[0][0].group(3) == "exited" and
+           [n.endswith("is not looked up here; the file says it ended") for n in notes(out)] ==
+           [True], "another host's job that exited:\n" + out)
 
 
 @case
