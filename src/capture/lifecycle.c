@@ -43,6 +43,8 @@ static int exit_registered;      /* atexit(exit_report) done in this process */
 static int report_state;         /* final report: FINAL_NONE / FINAL_WRITING / FINAL_DONE */
 static int pending_signal;       /* a terminating signal deferred until the final report is done */
 static uint64_t report_start_ns; /* when the final report began (0: just now, or not yet) */
+static int report_tid;           /* the thread that writes the final report (FINAL_WRITING) */
+static int cut_short_said;       /* report_cut_short_here said its line */
 static int had_events;           /* this process recorded a CUDA event (reset after fork) */
 static int fork_child;           /* this process is a forked child of a traced one */
 static int my_pid;               /* getpid() at start-up / after fork: a vfork child differs */
@@ -85,6 +87,7 @@ void gmt_capture_final_report(gmt_reason_t reason, const char *signame)
     if (!__atomic_compare_exchange_n(&report_state, &none, FINAL_WRITING, false, __ATOMIC_SEQ_CST,
                                      __ATOMIC_ACQUIRE))
         return;
+    __atomic_store_n(&report_tid, gmt_gettid(), __ATOMIC_RELEASE);
     __atomic_store_n(&report_start_ns, gmt_now_ns(), __ATOMIC_RELEASE);
     gmt_capture_writer_loader_quiesce();
     if (__atomic_load_n(&had_events, __ATOMIC_ACQUIRE)) {
@@ -120,8 +123,33 @@ bool gmt_capture_defer_signal(int sig)
     return __atomic_exchange_n(&pending_signal, 0, __ATOMIC_SEQ_CST) == 0;
 }
 
+/* A signal handler that ends the process (_exit, exit, a crash signal taking its course) on
+ * the very thread that is writing a report: the exit report, or an out-of-memory report or a
+ * gmt_snapshot() one inside the program's call. That report goes on only once the handler
+ * returns, which it never does, so nobody waits for it (the exit path waited out its 20 s,
+ * then left the temporary file: integration.exit_interrupted). Its temporary file is removed
+ * and one line says what is lost: no report can be written after it (one is under way). True
+ * when so. Async-signal-safe. */
+static bool report_cut_short_here(void)
+{
+    bool final = __atomic_load_n(&report_state, __ATOMIC_ACQUIRE) == FINAL_WRITING &&
+                 __atomic_load_n(&report_tid, __ATOMIC_ACQUIRE) == gmt_gettid();
+    int other = gmt_report_file_abandon();
+    if (!final && other < 0) return false;
+    if (__atomic_exchange_n(&cut_short_said, 1, __ATOMIC_ACQ_REL)) return true;
+    if (final || other == GMT_REASON_EXIT)
+        gmt_error("the exit report was not written: a signal handler ended the process while "
+                  "this thread was writing it");
+    else
+        gmt_error("the %s report was not written, nor the exit report: a signal handler ended "
+                  "the process while this thread was writing it",
+                  gmt_reason_name((gmt_reason_t)other));
+    return true;
+}
+
 void gmt_capture_final_wait(bool until_done)
 {
+    if (report_cut_short_here()) return;
     for (int waited = 0; waited < FINAL_WAIT_MS; waited++) {
         int st = __atomic_load_n(&report_state, __ATOMIC_ACQUIRE);
         if (st == FINAL_DONE || (st == FINAL_NONE && !until_done)) return;
@@ -168,7 +196,8 @@ void gmt_capture_quick_exit(void)
     if (__atomic_load_n(&gmt_capture_state, __ATOMIC_ACQUIRE) < 0) return;
     /* Written by the writer thread where there is one: _exit is often called from a signal
      * handler, which may have interrupted anything on this thread. */
-    if (!gmt_capture_writer_final_exit()) gmt_capture_final_report(GMT_REASON_EXIT, NULL);
+    if (!report_cut_short_here() && !gmt_capture_writer_final_exit())
+        gmt_capture_final_report(GMT_REASON_EXIT, NULL);
     exit_after_report();
 }
 
@@ -484,6 +513,8 @@ void gmt_capture_lifecycle_reset_after_fork(void)
 {
     pthread_mutex_init(&start_lock, NULL);
     report_state = FINAL_NONE;
+    report_tid = 0;
+    cut_short_said = 0;
     pending_signal = 0;
     had_events = 0;
     fork_child = 1;

@@ -31,6 +31,11 @@ static char fallback_dir[GMT_PATH_MAX]; /* "" : the configured directory is used
 static int writer_tid;                  /* 0: free, else the thread id of the writer */
 static int final_waiting;               /* final reports waiting for or holding the lock */
 static int final_started;               /* a final report was begun in this process */
+/* The report under way, on the thread that holds the writers' turn: its reason (-1: none) and,
+ * while it exists, its temporary file (gmt_report_file_abandon). */
+static int live_reason = -1;
+static char live_tmp[GMT_PATH_MAX + TMP_SUFFIX_MAX];
+static int live_tmp_set;
 /* How long a writer waits for its turn (ms): a final report, any other report. */
 #define WAIT_FINAL_MS 10000
 #define WAIT_OTHER_MS 3000
@@ -257,6 +262,7 @@ static int lock_writer(bool final)
 
 static void unlock_writer(bool final)
 {
+    __atomic_store_n(&live_reason, -1, __ATOMIC_RELAXED);
     if (final) __atomic_sub_fetch(&final_waiting, 1, __ATOMIC_ACQ_REL);
     __atomic_store_n(&writer_tid, 0, __ATOMIC_RELEASE);
 }
@@ -266,6 +272,15 @@ void gmt_report_file_after_fork(void)
     __atomic_store_n(&writer_tid, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&final_waiting, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&final_started, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&live_reason, -1, __ATOMIC_RELAXED);
+    __atomic_store_n(&live_tmp_set, 0, __ATOMIC_RELAXED);
+}
+
+int gmt_report_file_abandon(void)
+{
+    if (__atomic_load_n(&writer_tid, __ATOMIC_ACQUIRE) != gmt_gettid()) return -1;
+    if (__atomic_exchange_n(&live_tmp_set, 0, __ATOMIC_ACQ_REL)) unlink(live_tmp);
+    return __atomic_load_n(&live_reason, __ATOMIC_RELAXED);
 }
 
 /* ---- one attempt ------------------------------------------------------------------------------
@@ -278,6 +293,8 @@ static int write_at(const char *target, const char *dir, const char *base, gmt_r
     char tmp[GMT_PATH_MAX + TMP_SUFFIX_MAX];
     int fd = create_temp(dir, base, tmp, sizeof tmp);
     if (fd < 0) return fd;
+    memcpy(live_tmp, tmp, strlen(tmp) + 1);
+    __atomic_store_n(&live_tmp_set, 1, __ATOMIC_RELEASE);
     /* A report past the file size limit fails with EFBIG, never kills the program (fdutil.h). */
     gmt_fsize_guard_t guard;
     gmt_fsize_guard_begin(&guard);
@@ -289,6 +306,7 @@ static int write_at(const char *target, const char *dir, const char *base, gmt_r
      * followed. */
     if (rc == 0 && rename(tmp, target) != 0) rc = -errno;
     if (rc != 0) unlink(tmp);
+    __atomic_store_n(&live_tmp_set, 0, __ATOMIC_RELEASE);
     return rc;
 }
 
@@ -346,6 +364,7 @@ int gmt_report_file_write(const char *path, gmt_reason_t reason, const char *sig
                       rc == -ETIMEDOUT ? "another report took too long" : strerror(-rc));
         return rc;
     }
+    __atomic_store_n(&live_reason, (int)reason, __ATOMIC_RELAXED);
     const char *what = NULL;
     rc = target_ok(target, &what);
     if (rc == 0) rc = write_at(target, dir, base, reason, signal_name, seq);

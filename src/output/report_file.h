@@ -41,6 +41,11 @@ bool gmt_report_name_taken(const char *path);
  * which a relative report name is taken against too. */
 const char *gmt_report_file_fix_cwd(void);
 
+/* A signal handler that ends the process on the thread that is writing a report (it never
+ * returns, so that report never goes on): its temporary file is removed. Returns that report's
+ * reason, or -1 when this thread is writing none. Async-signal-safe. */
+int gmt_report_file_abandon(void);
+
 /* In a forked child: the writer lock and the final-report flags start over (a report being
  * written by another thread of the parent at the fork is not the child's). */
 void gmt_report_file_after_fork(void);

@@ -1248,6 +1248,28 @@ def case_exit_quick(ctx):
     check_group(final, final["leaks"]["groups"], "quick_leak", bytes=MIB, count=1)
 
 
+@case("exit_interrupted")
+def case_exit_interrupted(ctx):
+    """A handler of the program's own that ends the process (_exit(5), or exit(5)) while the
+    exit report is being written on the thread it interrupted: the process ends at once with
+    status 5, as untraced, with no temporary file left and one line saying the report was not
+    written. Before, the exit path waited the full 20 s for a report that could only go on
+    once the handler returned, then left the temporary file."""
+    for how in ("_exit", "exit"):
+        t0 = time.monotonic()
+        r = ctx.run(["exit_ways", "exit_interrupted", how], expect_rc=5, timeout=60)
+        took = time.monotonic() - t0
+        if took > 10:
+            fail(f"{how}(5) from a handler that interrupted the exit report took {took:.1f} s")
+        if ctx.files():
+            fail(f"{how}(5) from a handler that interrupted the exit report left files: "
+                 f"{ctx.files()}")
+        if "exit report was not written" not in r.stderr:
+            fail(f"{how}(5) interrupting the exit report: no line says it was not written:\n"
+                 f"{r.stderr}")
+        ctx.clear_output()
+
+
 @case("snapshot_ignored")
 def case_snapshot_ignored(ctx):
     """A program that ignores SIGUSR1 keeps it ignored (a program it execs inherits SIG_IGN):

@@ -28,10 +28,16 @@
  * "exec_two": 1 MiB and 20000 allocations live, two threads exec an executable file the kernel
  * cannot run at once (both fail), then exit 0: two exec reports, exec-1 and exec-2.
  * "vfork": 1 MiB leaked, then a vfork child execs /bin/true: the child writes nothing.
+ * "exit_interrupted _exit|exit": 1 MiB and 20000 allocations live, a SIGUSR2 handler of the
+ * program's own that ends the process with status 5 (_exit(5), or exit(5)), and main returns
+ * 0; a thread sends main SIGUSR2 as soon as the exit report's temporary file is in the working
+ * folder, so the handler interrupts the exit report on the thread writing it. Untraced, the
+ * status is 5 at once.
  */
 #include "common.h"
 
 #include <cuda_runtime_api.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -216,8 +222,65 @@ static int exec_ways(const char *self)
     return 99;
 }
 
+static pthread_t interrupt_target;
+static bool interrupt_by_exit;
+
+static void on_usr2_end(int sig)
+{
+    (void)sig;
+    if (interrupt_by_exit) exit(5);
+    _exit(5);
+}
+
+/* Whether a report's temporary file (".NAME.tmp-...") is in the working folder. */
+static bool temp_file_here(void)
+{
+    DIR *d = opendir(".");
+    if (!d) return false;
+    bool found = false;
+    for (struct dirent *e; !found && (e = readdir(d));)
+        found = e->d_name[0] == '.' && strstr(e->d_name, ".tmp-") != NULL;
+    closedir(d);
+    return found;
+}
+
+static void *interrupt_report(void *arg)
+{
+    (void)arg;
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+        if (temp_file_here()) break;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    } while (now.tv_sec - t0.tv_sec < 20);
+    pthread_kill(interrupt_target, SIGUSR2);
+    for (;;)
+        pause();
+    return NULL;
+}
+
+static int exit_interrupted(const char *how)
+{
+    interrupt_by_exit = strcmp(how, "exit") == 0;
+    EXPECT(interrupt_by_exit || strcmp(how, "_exit") == 0);
+    struct sigaction sa = {.sa_handler = on_usr2_end};
+    sigemptyset(&sa.sa_mask);
+    EXPECT(sigaction(SIGUSR2, &sa, NULL) == 0);
+    exec_leak();
+    for (int i = 0; i < 20000; i++) {
+        void *p = NULL;
+        CK(cudaMalloc(&p, 256));
+    }
+    interrupt_target = pthread_self();
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, interrupt_report, NULL) == 0);
+    fflush(stdout);
+    return 0; /* exit(0): the exit report, on this thread */
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && strcmp(argv[1], "exit_interrupted") == 0) return exit_interrupted(argv[2]);
     EXPECT(argc == 2);
     void *p = NULL;
     if (strcmp(argv[1], "exec") == 0) return exec_ways(argv[0]);
