@@ -158,6 +158,11 @@ void gmt_capture_final_wait(bool until_done)
     }
 }
 
+bool gmt_capture_in_vfork_child(void)
+{
+    return getpid() != __atomic_load_n(&my_pid, __ATOMIC_RELAXED);
+}
+
 bool gmt_capture_had_events(void)
 {
     return __atomic_load_n(&had_events, __ATOMIC_RELAXED) != 0;

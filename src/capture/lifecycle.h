@@ -60,6 +60,11 @@ bool gmt_capture_writer_exec_report(unsigned seq);
 bool gmt_capture_exec_wanted(void);
 bool gmt_capture_before_exec(bool runnable);
 void gmt_capture_exec_failed(bool marked);
+/* A vfork child, which shares its parent's memory until it execs or ends and in which no fork
+ * handler ran (its pid is not the one recorded at start-up or after fork); a child forked
+ * untraced (GPUMEMTRACE_FOLLOW_FORK=0) answers true too, and has nothing of its own either
+ * (async-signal-safe). */
+bool gmt_capture_in_vfork_child(void);
 /* True once this process recorded a CUDA event (async-signal-safe). */
 bool gmt_capture_had_events(void);
 /* The next snapshot's sequence number (1, 2, ...). */

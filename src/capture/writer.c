@@ -519,6 +519,16 @@ void gmt_capture_signal_course(int sig, siginfo_t *info, void *uctx)
 static void on_fatal_signal(int sig, siginfo_t *info, void *uctx)
 {
     int saved = errno;
+    /* A vfork child (the handler is inherited, the memory and the pipes shared): nothing here
+     * is its own, and the signal takes its course at once. Before, it asked the parent's writer
+     * thread for the parent's final report: the parent, suspended in vfork, then went on with
+     * its report written as a signal's and never wrote its exit report
+     * (integration.vfork_term). */
+    if (gmt_capture_in_vfork_child()) {
+        gmt_capture_signal_course(sig, info, uctx);
+        errno = saved;
+        return;
+    }
     int none = 0;
     bool first = __atomic_compare_exchange_n(&first_fatal, &none, sig, false, __ATOMIC_ACQ_REL,
                                              __ATOMIC_ACQUIRE);

@@ -1433,6 +1433,20 @@ def case_exec_vfork(ctx):
     check_summary(rep, allocs=1, leaked_count=1, leaked_bytes=MIB)
 
 
+@case("vfork_term")
+def case_vfork_term(ctx):
+    """A vfork child ended by SIGTERM before it execs (its handler is the tracer's, inherited,
+    and it shares the parent's memory): the signal ends the child, and the parent's report is
+    its exit report, whole. Before, the child asked the parent's writer thread for a final
+    report: the parent's only report said it died by SIGTERM, with 1 of its 2 allocations."""
+    r = ctx.run(["exit_ways", "vfork_term"], timeout=60)
+    expect_eq("the signal that ended the vfork child", r.fact_int("child_signal"), 15)
+    final = ctx.final_report()
+    expect_eq("report files", sorted(ctx.reports()), [f"r-{final['process']['pid']}.json"])
+    check_summary(final, allocs=2, leaked_count=2, leaked_bytes=3 * MIB)
+    check_group(final, final["leaks"]["groups"], "child_leak", bytes=2 * MIB, count=1)
+
+
 @case("exec_state")
 def case_exec_state(ctx):
     """GPUMEMTRACE_FOLLOW_EXEC=0 and a state file: the image that exec'd an untraced program

@@ -28,6 +28,9 @@
  * "exec_two": 1 MiB and 20000 allocations live, two threads exec an executable file the kernel
  * cannot run at once (both fail), then exit 0: two exec reports, exec-1 and exec-2.
  * "vfork": 1 MiB leaked, then a vfork child execs /bin/true: the child writes nothing.
+ * "vfork_term": 1 MiB leaked, then a vfork child is ended by SIGTERM before it execs (GMT_FACT
+ * child_signal= the signal that ended it), then child_leak leaks 2 MiB: the parent's exit
+ * report holds both, and the child (which shares the parent's memory) writes nothing for it.
  * "exit_interrupted _exit|exit": 1 MiB and 20000 allocations live, a SIGUSR2 handler of the
  * program's own that ends the process with status 5 (_exit(5), or exit(5)), and main returns
  * 0; a thread sends main SIGUSR2 as soon as the exit report's temporary file is in the working
@@ -312,6 +315,20 @@ int main(int argc, char **argv)
         }
         int st = 0;
         EXPECT(c > 0 && waitpid(c, &st, 0) == c && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        return 0;
+    }
+    if (strcmp(argv[1], "vfork_term") == 0) {
+        exec_leak();
+        fflush(stdout);
+        pid_t c = vfork();
+        if (c == 0) {
+            kill(getpid(), SIGTERM); /* as a signal to the process group would */
+            _exit(127);
+        }
+        int st = 0;
+        EXPECT(c > 0 && waitpid(c, &st, 0) == c);
+        FACT("child_signal", "%d", WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+        child_leak();
         return 0;
     }
     if (strcmp(argv[1], "quick") == 0) {
