@@ -279,8 +279,7 @@ static void say_in_handler(const char *a, const char *b, const char *c)
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
         for (const char *p = parts[i]; p && *p && n < sizeof line - 1; p++)
             line[n++] = *p;
-    ssize_t w = write(2, line, n);
-    (void)w;
+    gmt_log_write(line, n);
 }
 
 static void exit_if_only_writer_left(void)

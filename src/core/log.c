@@ -1,10 +1,14 @@
 /* log.c - see log.h. */
+#define _GNU_SOURCE
 #include "log.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static int log_level = GMT_LOG_INFO;
@@ -149,14 +153,33 @@ void gmt_log(int level, const char *fmt, ...)
         used += 3;
     }
     buf[used++] = '\n';
-    const char *p = buf;
-    size_t len = used;
+    gmt_log_write(buf, used);
+    errno = saved_errno;
+}
+
+void gmt_log_write(const char *p, size_t len)
+{
+    /* SIGPIPE blocked on this thread around the write, and the one it raised taken back,
+     * unless one was pending already (standard signals coalesce: that one is the program's). */
+    sigset_t pipe_set, old, pending;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    bool was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1;
+    bool blocked = pthread_sigmask(SIG_BLOCK, &pipe_set, &old) == 0;
+    bool broken = false;
     while (len > 0) {
         ssize_t w = write(STDERR_FILENO, p, len);
         if (w < 0 && errno == EINTR) continue;
+        if (w < 0 && errno == EPIPE) broken = true;
         if (w <= 0) break;
         p += w;
         len -= (size_t)w;
     }
-    errno = saved_errno;
+    if (!blocked) return;
+    if (broken && !was_pending) {
+        struct timespec zero = {0, 0};
+        while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
+            ;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }

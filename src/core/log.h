@@ -23,6 +23,11 @@ typedef enum gmt_log_level_e {
 void gmt_log_set_level(gmt_log_level_t level);
 gmt_log_level_t gmt_log_get_level(void);
 void gmt_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Writes len bytes at p to stderr, as every line of the tracer's is written: a stderr whose
+ * reader went away (`prog 2>&1 | head`) gets EPIPE and raises no SIGPIPE, which at its default
+ * would end a program that untraced writes nothing more there (integration.stderr_closed).
+ * Async-signal-safe; errno may change. */
+void gmt_log_write(const char *p, size_t len);
 
 /* The one rule for showing untrusted text (a path, a value, a report's strings) on one terminal
  * line, shared by the log and the gpumemtrace command: appends the n bytes at s to out (capacity

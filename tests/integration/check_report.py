@@ -1558,6 +1558,31 @@ def case_exit_status(ctx):
     check_group(rep, rep["leaks"]["groups"], "simple_leak", bytes=MIB, count=1)
 
 
+@case("stderr_closed")
+def case_stderr_closed(ctx):
+    """Standard error a pipe nobody reads any more (`prog 2>&1 | head`, a logger that went
+    away), SIGPIPE at its default: the program ends with its own status 7, as untraced, and its
+    exit report is written. Before, the tracer's first line on stderr (at the first CUDA call)
+    raised SIGPIPE and killed the program, with no report at all."""
+    for preload in (False, True):
+        r, w = os.pipe()
+        os.close(r)
+        try:
+            proc = subprocess.run([ctx.prog("simple"), "7"], cwd=ctx.work,
+                                  env=ctx.env(preload, None), stdout=subprocess.PIPE, stderr=w,
+                                  timeout=60, preexec_fn=no_core)
+        except subprocess.TimeoutExpired:
+            fail("simple 7 with stderr a pipe without a reader did not finish within 60 s")
+        finally:
+            os.close(w)
+        rc = proc.returncode
+        how = f"signal {-rc}" if rc < 0 else f"status {rc}"
+        which = "traced" if preload else "untraced"
+        expect_eq(f"end of simple 7 with stderr a closed pipe ({which})", how, "status 7")
+    rep = ctx.final_report()
+    check_summary(rep, allocs=2, frees=1, leaked_bytes=MIB)
+
+
 @case("backend_hooks")
 def case_backend_hooks(ctx):
     # Forced entry-point hooks: CUPTI is never tried, the report says why, counts are exact.
