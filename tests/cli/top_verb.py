@@ -107,6 +107,17 @@ def one_view(c, *args):
     return out, v[0]
 
 
+def views_for(c, state, interval, seconds):
+    """`top --interval INTERVAL STATE` run for SECONDS, then interrupted: its stdout (bytes)
+    and how many views it printed."""
+    t = subprocess.Popen([c.cli, "top", "--interval", interval, state], env=c.env(),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=c.work)
+    time.sleep(seconds)
+    t.send_signal(signal.SIGINT)
+    out, _ = t.communicate(timeout=30)
+    return out, len(views(out.decode("utf-8", "replace")))
+
+
 def device_label(n):
     """gmt_device_label: "GPU 0", "host" (-1), "unknown" (-2)."""
     return f"GPU {n}" if n >= 0 else "host" if n == -1 else "unknown"
@@ -229,12 +240,7 @@ def case_running(c):
         out, (head, _, _) = one_view(c, "--once", state)
         expect(head.group(3) == "running" and int(head.group(2)) == p.pid, head.group(0))
         # refreshed every 0.3 s: about 5 views in 1.5 s (a sleep of 0 s would print thousands)
-        t = subprocess.Popen([c.cli, "top", "--interval", "0.3", state], env=c.env(),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=c.work)
-        time.sleep(1.5)
-        t.send_signal(signal.SIGINT)
-        out, err = t.communicate(timeout=30)
-        n = len(views(out.decode("utf-8", "replace")))
+        out, n = views_for(c, state, "0.3", 1.5)
         expect(2 <= n <= 10, f"--interval 0.3 for 1.5 s: {n} views")
         expect(b"\033" not in out, "screen control on a pipe")
         # the reader gone (`top STATE | head -1`): exit 2, one line, not refreshes for ever
@@ -528,12 +534,7 @@ def case_owner_elsewhere(c):
     out, (head, _, _) = one_view(c, "--once", state)
     expect(head.group(3) == "unknown" and notes(out) == [ns_note],
            "another pid namespace, its pid gone here:\n" + out)
-    t = subprocess.Popen([c.cli, "top", "--interval", "0.1", state], env=c.env(),
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=c.work)
-    time.sleep(1.0)
-    t.send_signal(signal.SIGINT)
-    out, _ = t.communicate(timeout=30)
-    n = len(views(out.decode("utf-8", "replace")))
+    _, n = views_for(c, state, "0.1", 1.0)
     expect(n >= 2, f"another pid namespace: {n} views in 1 s at --interval 0.1")
     poke(c, state, "header.whose.pidns_ino", str(ns.st_ino))
     _, (head, _, _) = one_view(c, "--once", state)

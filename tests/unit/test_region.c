@@ -10,13 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "dir_count.h"
 #include "core/pyframes.h"
 #include "core/region.h"
 #include "output/json_writer.h"
@@ -25,18 +25,6 @@
 #define MIB (1024ull * 1024ull)
 
 static char dir[256];
-
-/* Entries of dir whose names begin with prefix. */
-static int count_prefixed(const char *d, const char *prefix)
-{
-    DIR *dp = opendir(d);
-    assert_non_null(dp);
-    int n = 0;
-    for (struct dirent *e; (e = readdir(dp));)
-        n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
-    closedir(dp);
-    return n;
-}
 
 /* The region checks that the stores' headers lie in the core arena: give it blocks of the
  * right sizes (the stores themselves are tested in test_table.c, test_stacks.c, test_track.c). */
@@ -127,7 +115,7 @@ static void test_state_file_round_trip(void **state)
     /* no temporary left behind */
     char tmp[600];
     snprintf(tmp, sizeof tmp, "s-%d.gmt.tmp.", (int)getpid());
-    assert_int_equal(count_prefixed(dir, tmp), 0);
+    assert_int_equal(gmt_test_count_prefixed(dir, tmp), 0);
     fake_stores();
     /* 5 MiB of frames at an offset of gigabytes: the file stays compact */
     uint64_t off;
@@ -332,7 +320,7 @@ static void test_create_refuses_planted_link(void **state)
     assert_int_equal(lstat(tmp, &lsb), 0);
     assert_true(S_ISLNK(lsb.st_mode));
     unlink(tmp);
-    assert_int_equal(count_prefixed(dir, "planted.gmt.tmp."), 0); /* no temporary left */
+    assert_int_equal(gmt_test_count_prefixed(dir, "planted.gmt.tmp."), 0); /* no temporary left */
     unlink(path);
     /* a link at the final path is neither followed nor replaced (session 25: only nothing, an
      * empty file or an earlier state file is replaced) */

@@ -11,7 +11,6 @@
  * written through a planted link" asks of the writer.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -28,6 +27,7 @@
 
 #include <cmocka.h>
 
+#include "dir_count.h"
 #include "core/config.h"
 #include "core/track.h"
 #include "output/report.h"
@@ -177,12 +177,8 @@ static bool exists(const char *path)
 /* Names in this run's folder that start with prefix. */
 static int count_named(const char *prefix)
 {
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d));)
-        n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
-    closedir(d);
+    int n = gmt_test_count_prefixed(dir, prefix);
+    assert_true(n >= 0);
     return n;
 }
 
