@@ -552,13 +552,17 @@ int gmt_cli_merge(int argc, char **argv)
 
     /* per-rank table and imbalance */
     double sum = 0, maxp = 0;
+    size_t known_peaks = 0;
     char a[GMT_FMT_BYTES_LEN], b[GMT_FMT_BYTES_LEN];
     printf("merge of %zu report%s\n\n  %-6s %-20s %-8s %12s %12s\n", n, n == 1 ? "" : "s", "rank",
            "host", "pid", "peak", "leaked");
     for (size_t at = 0; at < n; at++) {
         size_t i = ord[at].idx;
-        sum += (double)reps[i].peak_bytes;
-        if ((double)reps[i].peak_bytes > maxp) maxp = (double)reps[i].peak_bytes;
+        if (reps[i].has_peak) { /* "over the peaks shown": the known ones alone */
+            known_peaks++;
+            sum += (double)reps[i].peak_bytes;
+            if ((double)reps[i].peak_bytes > maxp) maxp = (double)reps[i].peak_bytes;
+        }
         printf("  %-6" PRId64 " %s %-8" PRId64 " %12s %12s\n", ranks[i],
                gmt_tty_cols(reps[i].hostname, 20, true), reps[i].pid,
                reps[i].has_peak ? gmt_fmt_bytes(reps[i].peak_bytes, a, sizeof a) : "unknown",
@@ -581,9 +585,11 @@ int gmt_cli_merge(int argc, char **argv)
                    ranks[i], nd, nd == 1 ? "" : "s", said);
         short_peaks += peak_short(&reps[i]);
     }
-    double mean = sum / (double)n;
+    double mean = known_peaks ? sum / (double)known_peaks : 0;
     double imbalance = mean > 0 ? maxp / mean : 1.0;
-    if (short_peaks)
+    if (!known_peaks)
+        printf("\npeak imbalance unknown (no rank's peak is known)\n");
+    else if (short_peaks)
         printf("\npeak imbalance unknown (%zu rank%s peak%s not known whole, above; %.2f over the "
                "peaks shown)\n",
                short_peaks, short_peaks == 1 ? "'s" : "s'", short_peaks == 1 ? " is" : "s are",

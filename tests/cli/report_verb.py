@@ -1228,7 +1228,8 @@ def case_merge_unknown_peak(c):
     verb reads the null back as unknown (report --json null, check's report-wide peak limit
     `peak unknown`) and merged.peak_unknown_ranks counts the ranks. A merged report whose
     merged.ranks lists no rank (edited to [], or left out) is refused, not read as one
-    process's report."""
+    process's report. Its printed imbalance is over the known peaks alone, and none when no
+    rank's peak is known (it said "1.00 over the peaks shown" then)."""
     import jsonschema
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     with open(os.path.join(repo, "docs", "report.schema.json")) as f:
@@ -1256,8 +1257,16 @@ def case_merge_unknown_peak(c):
         _, err = c.run("report", bad, rc=2)
         expect(err == f'gpumemtrace: {bad}: malformed report: "merged.ranks" lists no rank\n',
                f"merged.ranks {how}: {err!r}")
+    imbalance = {3: "peak imbalance unknown (no rank's peak is known)",
+                 1: "peak imbalance unknown (1 rank's peak is not known whole, above; 1.50 over "
+                    "the peaks shown)",
+                 0: "peak imbalance 1.50 (largest peak / mean peak; 1.00 is even)"}
     for unknown in ({0, 1, 2}, {1}, set()):
-        c.run("merge", *ranks(unknown), "-o", m)
+        out, _ = c.run("merge", *ranks(unknown), "-o", m)
+        # the imbalance over the known peaks alone (1 and 3 MiB: 1.50, not 2.25 with the
+        # unknown one counted as nothing); none known: no figure
+        expect(imbalance[len(unknown)] in out.splitlines(),
+               f"ranks {sorted(unknown)} unknown, merge's summary:\n{out}")
         with open(m) as f:
             mj = json.load(f)
         schema.validate(mj)
