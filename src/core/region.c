@@ -116,16 +116,23 @@ static int temp_name(char *out, size_t len, const char *path)
 
 /* The temporary renamed to path. Where path held nothing when state_target_ok looked, nothing
  * may have appeared since: the rename does not replace (RENAME_NOREPLACE; where the file
- * system lacks it, link and unlink, which never replace either), so a file made there in
- * between is kept and the state file refused (-EEXIST). */
+ * system lacks it, link and unlink, which never replace either; where it has no hard links
+ * either, a second look just before a plain rename), so a file made there in between is kept
+ * and the state file refused (-EEXIST). */
 static int rename_into_place(const char *tmp, const char *path, bool vacant)
 {
     if (!vacant) return rename(tmp, path) == 0 ? 0 : -errno;
     if (syscall(SYS_renameat2, AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0) return 0;
     if (errno != EINVAL && errno != ENOSYS) return -errno;
-    if (link(tmp, path) != 0) return -errno;
-    unlink(tmp);
-    return 0;
+    if (link(tmp, path) == 0) {
+        unlink(tmp);
+        return 0;
+    }
+    if (errno != EPERM && errno != EOPNOTSUPP) return -errno;
+    /* Neither (a file system with no hard links either): checked again, as close as can be. */
+    struct stat st;
+    if (lstat(path, &st) == 0) return -EEXIST;
+    return rename(tmp, path) == 0 ? 0 : -errno;
 }
 
 static gmt_region_header_t *hdr(void)
