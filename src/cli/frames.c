@@ -4,6 +4,7 @@
  */
 #include "cli/cli.h"
 #include "core/event.h" /* GMT_DEVICE_HOST, GMT_DEVICE_UNKNOWN */
+#include "core/fdutil.h"
 #include "output/suppress.h"
 #include "output/module_class.h"
 
@@ -15,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -709,9 +709,7 @@ int gmt_out_open(gmt_out_t *o, const char *path)
     if (!o->tmp) return -ENOMEM;
     int err = EEXIST;
     for (int tries = 0; tries < 100 && err == EEXIST; tries++) {
-        unsigned r = 0;
-        if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
-            r = (unsigned)tries * 2654435761u ^ (unsigned)time(NULL);
+        unsigned r = (unsigned)gmt_temp_random();
         snprintf(o->tmp, plen + 48, "%s.tmp.%ld.%08x", path, (long)getpid(), r);
         /* a new file only (never an existing one, never through a symlink); private until
          * it has the target's mode, else 0666 less the umask, as any new file */

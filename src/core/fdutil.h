@@ -18,7 +18,9 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -112,6 +114,20 @@ static inline void gmt_fsize_guard_end(gmt_fsize_guard_t *g)
         }
     }
     pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+}
+
+/* The random part of a temporary file's name (the state file's, a report's, a rewritten
+ * file's): getrandom, or where it has nothing to give (an early boot's empty pool) the
+ * monotonic clock, the pid and a counter mixed, so that two calls never repeat. */
+static inline uint64_t gmt_temp_random(void)
+{
+    uint64_t r = 0;
+    if (getrandom(&r, sizeof r, GRND_NONBLOCK) == (ssize_t)sizeof r) return r;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    static uint64_t ctr;
+    return (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid() << 32 ^
+           __atomic_add_fetch(&ctr, 1, __ATOMIC_RELAXED);
 }
 
 /* A relative path made absolute in place against the working directory now (p holds len

@@ -11,10 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #ifndef RENAME_NOREPLACE
@@ -102,14 +100,7 @@ static int state_target_ok(const char *path, bool *vacant)
  * (O_EXCL): a denial, never a write through. */
 static int temp_name(char *out, size_t len, const char *path)
 {
-    uint32_t r = 0;
-    if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        static uint32_t ctr;
-        r ^= (uint32_t)((uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull >> 32) ^
-             __atomic_add_fetch(&ctr, 0x9e3779b9u, __ATOMIC_RELAXED);
-    }
+    uint32_t r = (uint32_t)gmt_temp_random();
     int n = snprintf(out, len, "%s.tmp.%d.%08x", path, (int)getpid(), r);
     return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }

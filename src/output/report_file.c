@@ -20,7 +20,6 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -93,14 +92,7 @@ static int target_ok(const char *path, const char **what)
 /* A fresh temporary name beside the target: "<dir>/.<base>.tmp-<16 hex>". */
 static int temp_name(char *out, size_t len, const char *dir, const char *base)
 {
-    uint64_t r = 0;
-    if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        static uint64_t ctr;
-        r ^= (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid() << 32 ^
-             __atomic_add_fetch(&ctr, 1, __ATOMIC_RELAXED);
-    }
+    uint64_t r = gmt_temp_random();
     int n = snprintf(out, len, "%s%s.%s.tmp-%016llx", dir, dir[strlen(dir) - 1] == '/' ? "" : "/",
                      base, (unsigned long long)r);
     return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
