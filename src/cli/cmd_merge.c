@@ -572,10 +572,9 @@ int gmt_cli_merge(int argc, char **argv)
      * table_full, before_init, start_stuck, ...: gmt_report_drops) has a peak, leaked bytes and
      * leak groups short of what it held: said under the table, and the imbalance is then not
      * known, as it is with a rank whose peak the report does not give. */
-    size_t short_peaks = 0, unknown_peaks = 0;
+    size_t short_peaks = 0, unknown_peaks = n - known_peaks;
     for (size_t at = 0; at < n; at++) {
         size_t i = ord[at].idx;
-        unknown_peaks += !reps[i].has_peak;
         char said[300];
         int64_t nd = gmt_peak_drops(&reps[i], said, sizeof said);
         if (nd)

@@ -936,7 +936,6 @@ static int build_model(gmt_report_t *rep, num_check_t *nc, char *why, size_t why
         if (ranks && !cJSON_IsArray(ranks))
             return set_why(why, why_len, -EINVAL,
                            "malformed report: \"merged.ranks\" is not an array");
-
         ALLOC_ARRAY(ranks, array_len(ranks));
         nc->at = "merged.ranks[]";
         EACH_ELEMENT(j, ranks)
