@@ -404,7 +404,7 @@ static void show_sites(gmt_stacks_t *st, long top, seen_allocs_t *seen, bool rec
 /* Where the state file's owner ran, against this process (after gmt_track_recover_view): a
  * pid of another host or pid namespace is another process here, or none, so it is never
  * looked up (docs/state.md, "Whose pid"). */
-static gmt_region_where_t owner_where(void)
+static const gmt_region_whose_t *here_whose(void)
 {
     static gmt_region_whose_t here;
     static bool have;
@@ -412,7 +412,12 @@ static gmt_region_where_t owner_where(void)
         gmt_region_whose_read(&here);
         have = true;
     }
-    return gmt_region_owner_where(&gmt_region_header()->whose, &here);
+    return &here;
+}
+
+static gmt_region_where_t owner_where(void)
+{
+    return gmt_region_owner_where(&gmt_region_header()->whose, here_whose());
 }
 
 /* Whether the state file's owner may still run (after gmt_track_recover_view): an image that
@@ -439,11 +444,8 @@ static void say_owner_elsewhere(int32_t pid, unsigned end)
                                                      "file says it ended)"
                                                    : "the file says it ended";
     if (where == GMT_REGION_OWNER_OTHER_HOST) {
-        char here[256] = "";
-        if (gethostname(here, sizeof here) != 0) here[0] = 0;
-        here[sizeof here - 1] = 0;
         /* one name, two boots: this host before a restart, or another host of that name */
-        bool same_name = host[0] && strcmp(host, here) == 0;
+        bool same_name = host[0] && strcmp(host, here_whose()->hostname) == 0;
         printf("note: the owner ran on %s%s%s, not this host: its pid %d is not looked up here; "
                "%s\n",
                host[0] ? "host " : "another host", host[0] ? gmt_tty(host) : "",
