@@ -263,6 +263,7 @@ typedef struct gmt_report_s {
 
     /* process */
     int64_t pid, rank;
+    int64_t world_size; /* process.world_size: ranks in the job; 0 where the report has none */
     const char *hostname, *reason, *signal, *tool_version;
     double start_time, end_time, duration_s;
     bool recovered;
@@ -298,7 +299,14 @@ typedef struct gmt_report_s {
     gmt_error_t *errors;
     gmt_stack_t *stacks; /* sorted by id */
     gmt_rank_t *ranks;   /* merged reports only (nranks > 0) */
-    double imbalance;    /* merged: max/mean of the ranks' peaks, as given */
+    /* merged: merged.missing_ranks, the job's ranks (of merged.world_size) that no report was
+     * given for, nmissing listed of missing_total (merged.missing_ranks_total); none where the
+     * merge did not know the job's size (or is older than the list) */
+    int64_t *missing_ranks;
+    size_t nmissing;
+    uint64_t missing_total;
+    int64_t job_world_size; /* merged.world_size; 0 where not known */
+    double imbalance;       /* merged: max/mean of the ranks' peaks, as given */
     /* merged: whether imbalance is the job's: merged.imbalance_status "judged" and no rank's
      * peak_short; without the status (an older merge), no reason in the summed capture.dropped
      * that leaves a peak short (gmt_report_drops). False for any other status. */

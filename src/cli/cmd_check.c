@@ -1047,8 +1047,38 @@ int gmt_cli_check(int argc, char **argv)
         else
             snprintf(r->message, sizeof r->message, "no failed allocation");
     }
+    /* A merged report with ranks of the job that no report was merged for (merged.missing_ranks:
+     * a rank killed before it wrote one): their figures are in no limit above, so the job's
+     * cannot be shown to hold; said as a limit of its own, which fails, and the job's sums
+     * (not a rank's own figures) are unknown below. */
+    size_t nres_given = rs.n;
+    if (rep.missing_total && nres_given) {
+        NEW_RESULT();
+        snprintf(r->name, sizeof r->name, "ranks");
+        int at = snprintf(r->message, sizeof r->message,
+                          "%" PRIu64 " of the job's ranks have no report in the merge (rank%s ",
+                          rep.missing_total, rep.missing_total == 1 ? "" : "s");
+        for (size_t i = 0; i < rep.nmissing && i < 16 && at > 0 && (size_t)at < sizeof r->message;
+             i++)
+            at += snprintf(r->message + at, sizeof r->message - (size_t)at, "%s%" PRId64,
+                           i ? ", " : "", rep.missing_ranks[i]);
+        if (at > 0 && (size_t)at < sizeof r->message)
+            snprintf(r->message + at, sizeof r->message - (size_t)at,
+                     "%s): the limits cannot be checked for them",
+                     rep.missing_total > rep.nmissing || rep.nmissing > 16 ? ", ..." : "");
+        r->failed = true;
+    }
 
 #undef NEW_RESULT
+    for (size_t i = 0; i < nres_given && rep.missing_total; i++) {
+        result_t *x = &rs.r[i];
+        if (x->of_rank || x->failed) continue; /* a rank's own figure; a job's sum already over */
+        x->failed = true;
+        snprintf(x->message, sizeof x->message,
+                 "%s unknown (%" PRIu64 " of the job's ranks have no report in the merge): %s "
+                 "cannot be checked",
+                 x->what, rep.missing_total, x->limit);
+    }
     gmt_drops_t drops;
     gmt_report_drops(&rep, &drops);
     int64_t nonfinal_rank;

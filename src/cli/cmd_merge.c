@@ -369,6 +369,61 @@ static bool report_is_final(const gmt_report_t *r)
     return true;
 }
 
+/* How many missing ranks the summary names, and merged.missing_ranks lists. */
+#define MISSING_SHOWN  32
+#define MISSING_LISTED 65536
+
+/* The job's number of ranks, where the reports give it (process.world_size, from WORLD_SIZE and
+ * its kin), so that its ranks no report was given for are said: a rank whose process was
+ * killed before it wrote one is otherwise merged away without a word, and the job's sums,
+ * peak and imbalance read as whole. 0 (not judged) where no report gives it, where the ranks
+ * were renumbered (theirs collided), and where the reports disagree (said: not one job). */
+static int64_t job_world(const gmt_report_t *reps, const int64_t *ranks, size_t n, bool own_ranks)
+{
+    int64_t world = 0;
+    size_t from = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (reps[i].world_size <= 0) continue;
+        if (!world) {
+            world = reps[i].world_size;
+            from = i;
+        } else if (reps[i].world_size != world) {
+            gmt_cli_error("merge: warning: %s is of a job of %" PRId64
+                          " ranks, %s of one of %" PRId64 ": which ranks are missing is not judged",
+                          gmt_tty(reps[from].path), world, gmt_tty(reps[i].path),
+                          reps[i].world_size);
+            return 0;
+        }
+    }
+    if (!world || !own_ranks) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (ranks[i] >= world) {
+            gmt_cli_error("merge: warning: %s is rank %" PRId64 ", outside the job of %" PRId64
+                          " ranks %s gives: which ranks are missing is not judged",
+                          gmt_tty(reps[i].path), ranks[i], world, gmt_tty(reps[from].path));
+            return 0;
+        }
+    return world;
+}
+
+/* The ranks in [0, world) that ord (n ranks, sorted, distinct) lacks, "1, 3, 5", at most max
+ * of them, then ", ...". */
+static void print_missing(FILE *f, const rank_ord_t *ord, size_t n, int64_t world, size_t max)
+{
+    size_t at = 0, shown = 0;
+    for (int64_t r = 0; r < world; r++) {
+        while (at < n && ord[at].rank < r)
+            at++;
+        if (at < n && ord[at].rank == r) continue;
+        if (shown == max) {
+            fputs(", ...", f);
+            return;
+        }
+        fprintf(f, "%s%" PRId64, shown ? ", " : "", r);
+        shown++;
+    }
+}
+
 int gmt_cli_merge(int argc, char **argv)
 {
     const char *out = NULL;
@@ -549,6 +604,8 @@ int gmt_cli_merge(int argc, char **argv)
     }
     qsort(ord, n, sizeof *ord, rank_ord_cmp);
     int64_t stride = max_id + 1;
+    int64_t world = job_world(reps, ranks, n, distinct);
+    size_t nmissing = world > 0 ? (size_t)world - n : 0;
 
     /* per-rank table and imbalance */
     double sum = 0, maxp = 0;
@@ -584,6 +641,11 @@ int gmt_cli_merge(int argc, char **argv)
                    ranks[i], nd, nd == 1 ? "" : "s", said);
         short_peaks += peak_short(&reps[i]);
     }
+    if (nmissing) {
+        printf("  missing: rank%s ", nmissing == 1 ? "" : "s");
+        print_missing(stdout, ord, n, world, MISSING_SHOWN);
+        printf(" (%zu of the job's %" PRId64 " ranks: no report given)\n", nmissing, world);
+    }
     double mean = known_peaks ? sum / (double)known_peaks : 0;
     double imbalance = mean > 0 ? maxp / mean : 1.0;
     if (!known_peaks)
@@ -593,6 +655,9 @@ int gmt_cli_merge(int argc, char **argv)
                "peaks shown)\n",
                short_peaks, short_peaks == 1 ? "'s" : "s'", short_peaks == 1 ? " is" : "s are",
                imbalance);
+    else if (nmissing)
+        printf("\npeak imbalance unknown (%zu rank%s missing, above; %.2f over the peaks shown)\n",
+               nmissing, nmissing == 1 ? "" : "s", imbalance);
     else
         printf("\npeak imbalance %.2f (largest peak / mean peak; 1.00 is even)\n", imbalance);
 
@@ -911,7 +976,23 @@ int gmt_cli_merge(int argc, char **argv)
          * arithmetic on it); imbalance_status says whether it is the job's: "unknown" when a
          * rank's peak is short (merged.ranks[].peak_short), as the summary says. */
         cJSON_AddNumberToObject(merged, "imbalance", imbalance);
-        cJSON_AddStringToObject(merged, "imbalance_status", short_peaks ? "unknown" : "judged");
+        cJSON_AddStringToObject(merged, "imbalance_status",
+                                short_peaks || nmissing ? "unknown" : "judged");
+        /* the job's size, where the reports give one, and its ranks no report was given for
+         * (listed up to MISSING_LISTED, all counted) */
+        if (world > 0) {
+            cJSON_AddNumberToObject(merged, "world_size", (double)world);
+            cJSON_AddNumberToObject(merged, "missing_ranks_total", (double)nmissing);
+            cJSON *ml = cJSON_AddArrayToObject(merged, "missing_ranks");
+            size_t at = 0, listed = 0;
+            for (int64_t r = 0; r < world && listed < MISSING_LISTED; r++) {
+                while (at < n && ord[at].rank < r)
+                    at++;
+                if (at < n && ord[at].rank == r) continue;
+                cJSON_AddItemToArray(ml, cJSON_CreateNumber((double)r));
+                listed++;
+            }
+        }
         /* whose summary.peak_bytes is null: written 0 included, so a reader tells a known job
          * peak from a file of an older merge (which wrote the known ranks' largest, or 0) */
         cJSON_AddNumberToObject(merged, "peak_unknown_ranks", (double)unknown_peaks);

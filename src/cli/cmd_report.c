@@ -444,10 +444,28 @@ static void print_header(const view_t *v)
                    "known whole; %.2f over the peaks given)\n",
                    rep->nranks, YEL(v), RESET(v), nshort, nshort == 1 ? "'s" : "s'",
                    nshort == 1 ? " is" : "s are", rep->imbalance);
+        else if (rep->missing_total)
+            printf("  merged    %zu ranks, peak imbalance %sunknown%s (ranks are missing, "
+                   "below; %.2f over the peaks given)\n",
+                   rep->nranks, YEL(v), RESET(v), rep->imbalance);
         else /* an older merge (its summed drops), or a status this CLI does not know */
             printf("  merged    %zu ranks, peak imbalance %sunknown%s (a rank's peak is not "
                    "known whole; %.2f over the peaks given)\n",
                    rep->nranks, YEL(v), RESET(v), rep->imbalance);
+        if (rep->missing_total) {
+            /* the job's ranks that no report was merged for: its figures leave them out */
+            printf("  missing   %srank%s ", YEL(v), rep->missing_total == 1 ? "" : "s");
+            for (size_t i = 0; i < rep->nmissing && i < 32; i++)
+                printf("%s%" PRId64, i ? ", " : "", rep->missing_ranks[i]);
+            if (rep->missing_total > 32 || rep->nmissing < rep->missing_total)
+                printf("%s...", rep->nmissing ? ", " : "");
+            printf("%s (%" PRIu64 " of the job's ", RESET(v), rep->missing_total);
+            if (rep->job_world_size > 0)
+                printf("%" PRId64, rep->job_world_size);
+            else
+                printf("?");
+            printf(" ranks: no report was merged, the job's figures leave them out)\n");
+        }
         /* the job's end and run time, as report --json has them: the reason every rank
          * gives, and the span from the first rank's start to the last one's end */
         bool known; /* every rank's reason (an older merge wrote none) */
@@ -1015,6 +1033,12 @@ static int print_json(const view_t *v)
         add_str_or_null(o, "reason", gmt_report_job_reason(rep, NULL));
         add_known(o, "duration_s", gmt_report_job_span(rep, &first, &last) ? last - first : -1);
         cJSON_AddNumberToObject(o, "ranks_total", (double)rep->nranks);
+        /* the job's size and its ranks no report was merged for, where the merge knew them */
+        add_known(o, "world_size", rep->job_world_size > 0 ? (double)rep->job_world_size : -1);
+        cJSON_AddNumberToObject(o, "missing_ranks_total", (double)rep->missing_total);
+        cJSON *miss = cJSON_AddArrayToObject(o, "missing_ranks");
+        for (size_t i = 0; i < rep->nmissing; i++)
+            cJSON_AddItemToArray(miss, cJSON_CreateNumber((double)rep->missing_ranks[i]));
         cJSON *ranks = cJSON_AddArrayToObject(o, "ranks");
         for (size_t i = 0; i < rep->nranks && (long)i < v->top; i++)
             cJSON_AddItemToArray(ranks, rank_json(&rep->ranks[i]));

@@ -260,6 +260,9 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
         /* an imbalance over a short peak is not the job's (merged.imbalance_status) */
         if (rep->imbalance_known)
             snprintf(s, sizeof s, "%zu ranks, %.2f", rep->nranks, rep->imbalance);
+        else if (rep->missing_total)
+            snprintf(s, sizeof s, "%zu ranks, unknown (%" PRIu64 " of the job's ranks missing)",
+                     rep->nranks, rep->missing_total);
         else
             snprintf(s, sizeof s, "%zu ranks, unknown (a peak is not known whole)", rep->nranks);
         card(b, &first, "peak imbalance", s);

@@ -648,6 +648,8 @@ static int build_model(gmt_report_t *rep, num_check_t *nc, char *why, size_t why
     nc->at = "process";
     rep->pid = json_i64(nc, p, "pid", 0);
     rep->rank = json_i64(nc, p, "rank", 0);
+    rep->world_size = json_i64(nc, p, "world_size", 0);
+    if (rep->world_size <= rep->rank) rep->world_size = 0; /* no job holds that rank */
     rep->hostname = gmt_json_str(p, "hostname", "?");
     rep->reason = gmt_json_str(p, "reason", "?");
     rep->signal = gmt_json_str(p, "signal", NULL);
@@ -969,6 +971,24 @@ static int build_model(gmt_report_t *rep, num_check_t *nc, char *why, size_t why
         if (!rep->nranks)
             return set_why(why, why_len, -EINVAL,
                            "malformed report: \"merged.ranks\" lists no rank");
+        const cJSON *miss = cJSON_GetObjectItemCaseSensitive(merged, "missing_ranks");
+        ALLOC_ARRAY(missing_ranks, array_len(miss));
+        nc->at = "merged";
+        EACH_ELEMENT(j, miss)
+        {
+            /* a rank, as merge writes it: a whole number from 0 (what an edited file holds
+             * besides is left out, never shown as a rank) */
+            if (!cJSON_IsNumber(j) || !(j->valuedouble >= 0) || j->valuedouble >= 0x1p53) continue;
+            if (j->valuedouble != floor(j->valuedouble)) {
+                note_not_whole(nc, "missing_ranks[]", j->valuedouble);
+                continue;
+            }
+            rep->missing_ranks[rep->nmissing++] = (int64_t)j->valuedouble;
+        }
+        rep->missing_total = json_u64(nc, merged, "missing_ranks_total");
+        if (rep->missing_total < rep->nmissing) rep->missing_total = rep->nmissing;
+        rep->job_world_size = json_i64(nc, merged, "world_size", 0);
+        if (rep->job_world_size < 0) rep->job_world_size = 0;
         rep->imbalance = gmt_json_num(merged, "imbalance", 0);
         if (!(rep->imbalance >= 0) || !isfinite(rep->imbalance)) rep->imbalance = 0;
         /* Unknown where the merge says so, or says what this CLI does not know; a merge older
@@ -982,6 +1002,7 @@ static int build_model(gmt_report_t *rep, num_check_t *nc, char *why, size_t why
         }
         for (size_t i = 0; i < rep->nranks; i++)
             if (rep->ranks[i].peak_short == 1) rep->imbalance_known = false;
+        if (rep->missing_total) rep->imbalance_known = false; /* a missing rank's peak */
         /* Largest first, as one process's report lists them, whatever wrote the file (merge
          * once appended each rank's groups after the other's, and report showed rank 0's
          * small groups above rank 39's large ones). */

@@ -297,16 +297,26 @@ const char *gmt_env(const char *name)
     return secure_getenv(name);
 }
 
-/* The rank of rank_vars[i]'s value, or -1 when it names none. */
+/* Each launcher's rank variable and, at the same index, its count of ranks. */
 static const char *const rank_vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK"};
-static int rank_of(gmt_getenv_fn getenv_fn, size_t i)
+static const char *const world_vars[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS",
+                                         "PMI_SIZE"};
+
+/* A decimal number in [0, 2^30) that name's value holds, or -1. */
+static int small_number(gmt_getenv_fn getenv_fn, const char *name)
 {
-    const char *v = getenv_fn(rank_vars[i]);
+    const char *v = getenv_fn(name);
     if (!v || !isdigit((unsigned char)*v)) return -1;
     char *end;
     errno = 0;
     long r = strtol(v, &end, 10);
     return !errno && !*end && r >= 0 && r < 1 << 30 ? (int)r : -1;
+}
+
+/* The rank of rank_vars[i]'s value, or -1 when it names none. */
+static int rank_of(gmt_getenv_fn getenv_fn, size_t i)
+{
+    return small_number(getenv_fn, rank_vars[i]);
 }
 
 int gmt_env_rank(gmt_getenv_fn getenv_fn)
@@ -315,6 +325,18 @@ int gmt_env_rank(gmt_getenv_fn getenv_fn)
     for (size_t i = 0; i < sizeof rank_vars / sizeof rank_vars[0]; i++) {
         int r = rank_of(getenv_fn, i);
         if (r >= 0) return r;
+    }
+    return 0;
+}
+
+int gmt_env_world_size(gmt_getenv_fn getenv_fn)
+{
+    if (!getenv_fn) getenv_fn = gmt_env;
+    for (size_t i = 0; i < sizeof rank_vars / sizeof rank_vars[0]; i++) {
+        int r = rank_of(getenv_fn, i);
+        if (r < 0) continue;
+        int w = small_number(getenv_fn, world_vars[i]);
+        return w > r ? w : 0; /* a rank outside its world: the count is not this job's */
     }
     return 0;
 }

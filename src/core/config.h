@@ -76,6 +76,10 @@ const char *gmt_env(const char *name);
 /* The process's rank from RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID or PMI_RANK (the first
  * that holds a number in [0, 2^30)); 0 when none does. getenv_fn NULL: gmt_env. */
 int gmt_env_rank(gmt_getenv_fn getenv_fn);
+/* How many ranks the job has, from the variable beside the one gmt_env_rank took (WORLD_SIZE,
+ * OMPI_COMM_WORLD_SIZE, SLURM_NTASKS, PMI_SIZE): 0 when it is not set, not a number in
+ * [1, 2^30), or not above the rank (no rank variable: 0). getenv_fn NULL: gmt_env. */
+int gmt_env_world_size(gmt_getenv_fn getenv_fn);
 /* Whether one of the variables gmt_env_rank reads names a rank (gmt_env_rank says 0 otherwise). */
 bool gmt_env_has_rank(void);
 

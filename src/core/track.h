@@ -271,7 +271,7 @@ typedef struct gmt_proc_s {
     int32_t rank;
     int32_t pid;
     int32_t ppid;
-    int32_t pad;
+    int32_t world_size; /* ranks in the job, 0 when not known (a state file before it: 0) */
     uint64_t start_wall_ns;
     uint64_t start_mono_ns;
 } gmt_proc_t;

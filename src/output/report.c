@@ -62,6 +62,7 @@ void gmt_report_process_init(void)
     if (gethostname(proc.hostname, sizeof proc.hostname) != 0) strcpy(proc.hostname, "unknown");
     proc.hostname[sizeof proc.hostname - 1] = 0;
     proc.rank = gmt_env_rank(NULL);
+    proc.world_size = gmt_env_world_size(NULL);
 }
 
 /* ---- path ------------------------------------------------------------------------------ */
@@ -375,6 +376,7 @@ static void write_process(gmt_report_ctx_t *c, const char *signal_name, unsigned
     }
     jw_array_end(w);
     jw_int(w, "rank", proc.rank);
+    if (proc.world_size > proc.rank) jw_int(w, "world_size", proc.world_size);
     uint64_t dur_ns = c->now_ns > proc.start_mono_ns ? c->now_ns - proc.start_mono_ns : 0;
     uint64_t end_wall_ns = proc.start_wall_ns + dur_ns;
     jw_uint(w, "start_time_ns", proc.start_wall_ns);

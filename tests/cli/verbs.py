@@ -52,7 +52,8 @@ class Ctx:
     def env(self, extra=None):
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("GPUMEMTRACE_", "GMT_STANDIN_")) and k != "LD_PRELOAD"
-               and k not in ("RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK")}
+               and k not in ("RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK",
+                             "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", "PMI_SIZE")}
         env["LD_LIBRARY_PATH"] = self.standin + (
             ":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
         env["GPUMEMTRACE_LIBRARY"] = self.lib
@@ -2186,6 +2187,72 @@ def case_merge_rank_order(c):
     expect(one_line(err) and "are both rank 0" in err and "order of the files" in err,
            f"collision: {err!r}")
     expect(merge_table_ranks(out) == [0, 1], out)
+
+
+@case
+def case_merge_missing_ranks(c):
+    """A report says its job's size (process.world_size, from WORLD_SIZE beside RANK), so merge
+    names the ranks no report was given for (a rank killed before it wrote one was merged away
+    without a word, and the job's sums and imbalance read as whole): in its summary, in
+    merged.missing_ranks, in report's header and --json, on the HTML page; the imbalance is
+    unknown, and check fails the job's limits. Reports that disagree on the size are not
+    judged, said in one line."""
+    rep = {r: c.trace("leak_two_sites", f"w{r}", env={"RANK": str(r), "WORLD_SIZE": "4"})
+           for r in range(4)}
+    expect(c.load(rep[2])["process"]["world_size"] == 4, "process.world_size")
+    # a size the rank does not fit in, or not a number: not said
+    for bad in ({"RANK": "4", "WORLD_SIZE": "4"}, {"RANK": "1", "WORLD_SIZE": "4x"},
+                {"WORLD_SIZE": "4"}, {"RANK": "1", "OMPI_COMM_WORLD_SIZE": "4"}):
+        p = c.load(c.trace("peak", "bad", env=bad))["process"]
+        expect("world_size" not in p, f"{bad}: {p}")
+    m = c.path("m.json")
+    out, err, _ = c.cli_run("merge", rep[0], rep[2], "-o", m)
+    expect(not err, err)
+    expect("  missing: ranks 1, 3 (2 of the job's 4 ranks: no report given)\n" in out and
+           "\npeak imbalance unknown (2 ranks missing, above; 1.00 over the peaks shown)" in out,
+           out)
+    mj = c.load(m)
+    import jsonschema
+    with open(c.schema) as f:
+        jsonschema.Draft202012Validator(json.load(f)).validate(mj)
+    g = mj["merged"]
+    expect((g["world_size"], g["missing_ranks"], g["missing_ranks_total"],
+            g["imbalance_status"]) == (4, [1, 3], 2, "unknown"), f"merged {g}")
+    out, _, _ = c.cli_run("report", m)
+    expect(re.search(r"\n  merged    2 ranks, peak imbalance unknown \(ranks are missing", out)
+           and "\n  missing   ranks 1, 3 (2 of the job's 4 ranks: no report was merged" in out,
+           out)
+    js = json.loads(c.cli_run("report", "--json", m)[0])
+    expect((js["world_size"], js["missing_ranks"], js["missing_ranks_total"]) == (4, [1, 3], 2),
+           f"report --json {js.get('missing_ranks')}")
+    c.cli_run("export", m, "--format", "html", "-o", c.path("m.html"))
+    with open(c.path("m.html")) as f:
+        expect("2 ranks, unknown (2 of the job" in f.read(), "html imbalance card")
+    # check: the job's sum is unknown, the missing ranks a failing limit of their own; a
+    # present rank's own GPU peak is judged as before
+    out, _, _ = c.cli_run("check", m, "--max-leak-bytes", "1G", "--max-peak-bytes", "1G", rc=1)
+    fails = [l for l in out.splitlines() if l.startswith("FAIL ")]
+    expect(len(fails) == 2 and any("leaked bytes unknown (2 of the job's ranks have no report"
+                                   in l for l in fails) and
+           any("2 of the job's ranks have no report in the merge (ranks 1, 3): the limits "
+               "cannot be checked" in l for l in fails), out)
+    # every rank: nothing missing, judged, and check passes
+    out, err, _ = c.cli_run("merge", *rep.values(), "-o", m)
+    g = c.load(m)["merged"]
+    expect("  missing:" not in out and not err and g["missing_ranks"] == [] and
+           g["imbalance_status"] == "judged", f"{out}{err}{g}")
+    c.cli_run("check", m, "--max-leak-bytes", "1G", "--max-peak-bytes", "1G")
+    # reports of jobs of two sizes: not judged, said
+    other = c.load(rep[1])
+    other["process"]["world_size"] = 8
+    with open(c.path("w8.json"), "w") as f:
+        json.dump(other, f)
+    out, err, _ = c.cli_run("merge", rep[0], c.path("w8.json"), "-o", m)
+    expect(one_line(err) and "of a job of 4 ranks" in err and "one of 8" in err and
+           "  missing:" not in out and "world_size" not in c.load(m)["merged"], err + out)
+    # renumbered ranks (two rank 0s): not judged either
+    out, err, _ = c.cli_run("merge", rep[0], rep[0])
+    expect("  missing:" not in out and "are both rank 0" in err, out + err)
 
 
 def report_groups(out, heading="Leaks"):

@@ -48,6 +48,10 @@ static const char *fake_getenv(const char *name)
         /* after the rank variables, so that existing corpus entries keep their meaning */
         "GPUMEMTRACE_UNWIND",
         "GPUMEMTRACE_PY_CHECKED",
+        "WORLD_SIZE",
+        "OMPI_COMM_WORLD_SIZE",
+        "SLURM_NTASKS",
+        "PMI_SIZE",
     };
     for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
         if (strcmp(names[i], name) == 0) return i < nvalues ? values[i] : NULL;
@@ -89,6 +93,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(c.unwind >= 0 && c.unwind <= 1);
     int rank = gmt_env_rank(fake_getenv);
     CHECK(rank >= 0 && rank < (1 << 30));
+    int world = gmt_env_world_size(fake_getenv);
+    CHECK(world == 0 || (world > rank && world < (1 << 30)));
     char value[GMT_PATH_MAX + 64];
     const char *name;
     for (size_t i = 0; gmt_config_item(&c, i, &name, value, sizeof value); i++)

@@ -67,6 +67,9 @@ def _torchrun(c, m, name, backend, devices, nproc=2):
         path = os.path.join(c.out, f"rank-{i}.json")
         if os.path.exists(path):
             reps[i] = c.load(r, path)
+            # torchrun's WORLD_SIZE beside RANK (session 44)
+            c.expect(f"rank-{i}.json process.world_size", reps[i]["process"].get("world_size"),
+                     nproc)
     return r, reps
 
 
@@ -131,6 +134,24 @@ def _merge(c, m, reps, labels):
     out = p.stdout.decode("utf-8", "replace")
     c.expect("check --max-peak-bytes 1T of the merged report", (p.returncode, out.startswith(
         "PASS ")), (0, True))
+    c.expect("merged world_size, missing_ranks", (mj["merged"].get("world_size"),
+                                                   mj["merged"].get("missing_ranks")),
+             (len(reps), []))
+    if len(reps) > 1:
+        # one rank's report alone: the others named missing, and check fails the job
+        lone = os.path.join(c.out, "lone.json")
+        p = subprocess.run([c.cli, "merge", files[0], "-o", lone], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, env=c.env(), timeout=60)
+        with open(lone) as f:
+            lj = json.load(f)
+        c.expect("merge of rank 0 alone: missing_ranks",
+                 lj["merged"].get("missing_ranks"), list(range(1, len(reps))))
+        p = subprocess.run([c.cli, "check", lone, "--max-peak-bytes", "1T"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=c.env(),
+                           timeout=60)
+        out = p.stdout.decode("utf-8", "replace")
+        c.expect("check of rank 0 alone fails on the missing ranks",
+                 (p.returncode, "have no report in the merge" in out), (1, True))
     retain = _retain_line()
     common = mj["merged"].get("common_leaks") or []
     c.expect_true("the retaining line among the leak groups common to all ranks",

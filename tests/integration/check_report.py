@@ -2672,7 +2672,7 @@ def case_state_idle_kill(ctx):
 
 @case("state_kill")
 def case_state_kill(ctx):
-    p, state, snap_path = start_state_prog(ctx)
+    p, state, snap_path = start_state_prog(ctx, {"RANK": "2", "WORLD_SIZE": "3"})
     try:
         if not os.path.exists(state):
             fail(f"no state file {state}; files: {os.listdir(os.path.dirname(state))}")
@@ -2694,6 +2694,9 @@ def case_state_kill(ctx):
     expect_eq("recovered process.signal", rec["process"]["signal"], None)
     expect_eq("recovered process.pid", rec["process"]["pid"], snap["process"]["pid"])
     expect_eq("recovered process.argv", rec["process"]["argv"], snap["process"]["argv"])
+    # the job's rank and size are in the state file's process facts (merge names missing ranks)
+    expect_eq("recovered process rank, world_size",
+              (rec["process"]["rank"], rec["process"].get("world_size")), (2, 3))
     expect_eq("recovered capture.state_file", rec["capture"].get("state_file"), state)
     # the same live set ...
     for k in ("live_bytes", "live_count", "allocs", "frees", "leaked_bytes", "peak_bytes"):

@@ -657,6 +657,38 @@ static void test_rank(void **state)
     assert_int_equal(gmt_env_rank(fake_getenv), 0);
 }
 
+/* config.h: the job's size comes from the variable beside the rank's own (torchrun's RANK and
+ * WORLD_SIZE, Open MPI's, Slurm's, PMI's), never from another launcher's, and only above the
+ * rank; 0 otherwise. */
+static void test_world_size(void **state)
+{
+    (void)state;
+    env_clear();
+    env_set("WORLD_SIZE", "8");
+    assert_int_equal(gmt_env_world_size(fake_getenv), 0); /* no rank: not said */
+    env_set("RANK", "3");
+    assert_int_equal(gmt_env_world_size(fake_getenv), 8);
+    env_set("RANK", "8"); /* outside its world */
+    assert_int_equal(gmt_env_world_size(fake_getenv), 0);
+    env_set("RANK", "7");
+    assert_int_equal(gmt_env_world_size(fake_getenv), 8);
+    env_set("WORLD_SIZE", "8x");
+    assert_int_equal(gmt_env_world_size(fake_getenv), 0);
+    env_set("WORLD_SIZE", "-8");
+    assert_int_equal(gmt_env_world_size(fake_getenv), 0);
+    env_set("WORLD_SIZE", "1073741824"); /* 2^30: past the bound */
+    assert_int_equal(gmt_env_world_size(fake_getenv), 0);
+    env_clear();
+    env_set("SLURM_PROCID", "2"); /* Slurm's rank: Slurm's count, not PMI's */
+    env_set("PMI_SIZE", "16");
+    assert_int_equal(gmt_env_world_size(fake_getenv), 0);
+    env_set("SLURM_NTASKS", "4");
+    assert_int_equal(gmt_env_world_size(fake_getenv), 4);
+    env_set("RANK", "x"); /* garbage rank: the next launcher decides */
+    env_set("WORLD_SIZE", "64");
+    assert_int_equal(gmt_env_world_size(fake_getenv), 4);
+}
+
 /* GPUMEMTRACE_GROWTH_WARMUP: a fraction of the run below 1, seconds from 1 or with "s", or a
  * percentage; nothing strtod would take beyond plain digits. */
 static void test_growth_warmup(void **state)
@@ -961,6 +993,7 @@ int main(void)
         cmocka_unit_test_setup(test_hostile_values, setup),
         cmocka_unit_test_setup(test_bounded_by_host, setup),
         cmocka_unit_test_setup(test_rank, setup),
+        cmocka_unit_test_setup(test_world_size, setup),
         cmocka_unit_test_setup(test_oom_reports_range, setup),
         cmocka_unit_test_setup(test_size_suffixes_all_binary, setup),
         cmocka_unit_test_setup(test_min_bytes_as_run_takes_it, setup),
