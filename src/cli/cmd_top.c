@@ -18,6 +18,7 @@
  */
 #include "cli/cli.h"
 
+#include "core/clock.h"
 #include "core/pyframes.h"
 #include "core/region.h"
 #include "core/stats.h"
@@ -431,18 +432,63 @@ static bool owner_runs(void)
            owner_running(gmt_track_proc()->pid, gmt_track_start_ns());
 }
 
+/* A job whose pid is not judged here and whose file has given no sign of life for this long
+ * is said to be silent: its tracer's writer thread marks the file every second while the
+ * process runs (alive_ns), and a report it writes meanwhile takes seconds, not this. */
+#define SILENT_S 30.0
+
+/* How long the state file's owner has given no sign of life (its last event or the writer's
+ * mark), by this host's wall clock: the owner's monotonic time placed by its start's wall
+ * time. -1 when the file cannot say (no start time, or times a hostile file made past what
+ * adds up). Another host's clock may differ by as much as the two clocks do. */
+static double silent_s(void)
+{
+    const gmt_proc_t *p = gmt_track_proc();
+    uint64_t last = gmt_track_now_ns(), last_wall;
+    if (!p->start_wall_ns || last < p->start_mono_ns ||
+        __builtin_add_overflow(p->start_wall_ns, last - p->start_mono_ns, &last_wall))
+        return -1;
+    uint64_t now = gmt_wall_ns();
+    return now > last_wall ? (double)(now - last_wall) / 1e9 : 0;
+}
+
+/* A duration for a note: "45 s", "5.2 min", "3.1 h", "2.0 days". */
+static const char *fmt_age(double s, char *out, size_t len)
+{
+    if (s < 120)
+        snprintf(out, len, "%.0f s", s);
+    else if (s < 7200)
+        snprintf(out, len, "%.1f min", s / 60);
+    else if (s < 172800)
+        snprintf(out, len, "%.1f h", s / 3600);
+    else
+        snprintf(out, len, "%.1f days", s / 86400);
+    return out;
+}
+
 /* The line under the heading that says why the owner's pid was not judged (none when it
- * was): the file was written on another host, or in another pid namespace of this one. */
-static void say_owner_elsewhere(int32_t pid, unsigned end)
+ * was): the file was written on another host, or in another pid namespace of this one; and,
+ * when the file has been silent for SILENT_S, for how long. */
+static void say_owner_elsewhere(int32_t pid, unsigned end, double silent)
 {
     gmt_region_where_t where = owner_where();
     if (where == GMT_REGION_OWNER_HERE) return;
     const gmt_region_whose_t *w = &gmt_region_header()->whose;
     char host[sizeof w->hostname];
     snprintf(host, sizeof host, "%.*s", (int)strnlen(w->hostname, sizeof w->hostname), w->hostname);
-    const char *ended = end == GMT_REGION_END_NONE ? "whether it runs is not known (until the "
-                                                     "file says it ended)"
-                                                   : "the file says it ended";
+    char ended[256], age[32];
+    if (end != GMT_REGION_END_NONE)
+        snprintf(ended, sizeof ended, "the file says it ended");
+    else if (silent >= SILENT_S)
+        snprintf(ended, sizeof ended,
+                 "the file says it has not ended, but has had no sign of life for %s by this "
+                 "host's clock (its tracer marks it every second while the process runs): the "
+                 "job was probably killed, or is stopped",
+                 fmt_age(silent, age, sizeof age));
+    else
+        snprintf(ended, sizeof ended,
+                 "whether it runs is not known (until the file says it "
+                 "ended)");
     if (where == GMT_REGION_OWNER_OTHER_HOST) {
         /* one name, two boots: this host before a restart, or another host of that name */
         bool same_name = host[0] && strcmp(host, here_whose()->hostname) == 0;
@@ -491,6 +537,7 @@ static int show(const char *path, long top, bool *running, seen_allocs_t *prev, 
     unsigned end = gmt_track_end_mark();
     *running = owner_runs();
     bool judged = owner_where() == GMT_REGION_OWNER_HERE;
+    double silent = judged || end != GMT_REGION_END_NONE ? -1 : silent_s();
     double seen = (double)(gmt_track_now_ns() - gmt_track_start_ns()) / 1e9;
     /* The command line (NUL-separated in the state file) joined by spaces, on one line: control
      * characters and bytes that are not UTF-8 shown escaped, as `report` shows them. */
@@ -507,11 +554,11 @@ static int show(const char *path, long top, bool *running, seen_allocs_t *prev, 
            (int)p->pid,
            end == GMT_REGION_END_EXIT   ? "exited"
            : end == GMT_REGION_END_EXEC ? "exec'd"
-           : !judged                    ? "unknown"
+           : !judged                    ? (silent >= SILENT_S ? "silent" : "unknown")
            : *running                   ? "running"
                                         : "gone",
            used ? cmd : "?", seen);
-    say_owner_elsewhere(p->pid, end);
+    say_owner_elsewhere(p->pid, end, silent);
     bool py_unusable;
     if (gmt_py_recovered(&py_unusable) && py_unusable)
         printf("note: the state file's Python code cache is unusable: Python frames show as ?\n");

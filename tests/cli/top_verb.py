@@ -27,7 +27,7 @@ from verbs import expect, fmt_size, one_line, tty_bytes  # noqa: E402
 from verbs import main as verbs_main  # noqa: E402
 
 CASES = {}
-HEAD = re.compile(r"gpumemtrace top: (.*)  pid (\d+) \((running|exited|exec'd|gone|unknown)\)  (.*)  "
+HEAD = re.compile(r"gpumemtrace top: (.*)  pid (\d+) \((running|exited|exec'd|gone|unknown|silent)\)  (.*)  "
                   r"last event (\d+\.\d) s after start")
 STACK = re.compile(r"  #(\d+) +(.+?) in (\d+) on (.+?), (.+) via (\S+) \(stack \d+\)")
 
@@ -554,6 +554,21 @@ def case_owner_elsewhere(c):
         out, (head, _, _) = one_view(c, "--once", state)
         expect(head.group(3) == "unknown" and notes(out) == [want],
                f"boot id {boot_id!r}, host {name!r}:\n" + out)
+    # a file silent for 10 minutes (its start placed 10 minutes earlier: its writer's last
+    # mark is then 10 minutes old by this host's clock): `silent`, the note says for how long,
+    # and top refreshes on (the job may be stopped, or the clocks apart)
+    poke(c, state, "core.proc.start_wall_ns", "-600000000000")
+    out, (head, _, _) = one_view(c, "--once", state)
+    expect(head.group(3) == "silent" and len(notes(out)) == 1 and
+           re.search(r"not looked up here; the file says it has not ended, but has had no sign "
+                     r"of life for 10\.\d min by this host's clock \(its tracer marks it every "
+                     r"second while the process runs\): the job was probably killed, or is "
+                     r"stopped$", notes(out)[0]), "a file silent for 10 minutes:\n" + out)
+    _, n = views_for(c, state, "0.1", 1.0)
+    expect(n >= 2, f"a silent file: {n} views in 1 s at --interval 0.1")
+    poke(c, state, "core.proc.start_wall_ns", "+600000000000")
+    _, (head, _, _) = one_view(c, "--once", state)
+    expect(head.group(3) == "unknown", "the start put back: " + head.group(0))
     # the boot id not known and the name this host's: judged by the pid, as before
     poke(c, state, "header.whose.boot_id", "")
     _, (head, _, _) = one_view(c, "--once", state)

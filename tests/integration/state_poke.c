@@ -128,6 +128,7 @@ static const struct {
     FIELD("core.growth_off", AT_CORE, gmt_core_state_t, growth_off),
     FIELD("core.pycode_off", AT_CORE, gmt_core_state_t, pycode_off),
     FIELD("core.proc.pid", AT_CORE, gmt_core_state_t, proc.pid),
+    FIELD("core.proc.start_wall_ns", AT_CORE, gmt_core_state_t, proc.start_wall_ns),
     FIELD("stacks.index0.off", AT_STACKS, gmt_stacks_t, index[0].off),
 };
 
@@ -171,6 +172,7 @@ static int poke_field(const char *name, const char *value)
                                                   : (uint64_t)strtoull(value, NULL, 0);
         get(at, &was, fields[i].size); /* little-endian: the low bytes */
         if (value[0] == '+') v += was;
+        if (value[0] == '-') v = was + v; /* strtoull negates: was less the number */
         put(at, &v, fields[i].size);
         printf("was=%" PRIu64 "\n", was);
         return 0;
