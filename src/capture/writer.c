@@ -291,6 +291,8 @@ static void exit_if_only_writer_left(void)
     if (++alone_passes < ALONE_PASSES) return;
     gmt_info("every thread of the program has ended: the process exits with status 0, as it "
              "would without the tracer's thread");
+    /* The program's exit handlers run here: their CUDA calls are the program's, not ours. */
+    gmt_guard_leave();
     exit(0);
 }
 

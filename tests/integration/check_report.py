@@ -1116,6 +1116,22 @@ def case_thread_exit_main(ctx):
         fail(f"the process took {took:.1f} s to end after its last thread (bounded: 20 s)")
 
 
+@case("thread_exit_atexit")
+def case_thread_exit_atexit(ctx):
+    """As thread_exit_main, with an exit handler of the program's that frees 4 MiB: the handlers
+    run on the tracer's writer thread, which calls exit(0) for the last thread, and their CUDA
+    calls are the program's (before, the writer's reentrancy guard was still held there, the
+    release went unrecorded and the report listed the freed 4 MiB as leaked)."""
+    r = ctx.run(["thread_exit", "main_atexit"], timeout=30)
+    final = ctx.final_report()
+    expect_eq("report pid", final["process"]["pid"], r.fact_int("parent_pid"))
+    expect_eq("report reason", final["process"]["reason"], "exit")
+    check_clean(final)
+    check_summary(final, allocs=3, frees=1, leaked_count=2, leaked_bytes=3 * MIB)
+    if groups_with(final, final["leaks"]["groups"], "freed_at_exit"):
+        fail("the 4 MiB the program's exit handler freed are listed as leaked")
+
+
 @case("thread_exit_fork")
 def case_thread_exit_fork(ctx):
     """A thread forks; the child's only thread returns from its start routine. Untraced, the

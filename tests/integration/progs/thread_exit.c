@@ -7,6 +7,9 @@
  * "fork": main allocates, then a thread forks; in the child (whose only thread is the forking
  * one) child_leak leaks 1 MiB and the thread returns from its start routine; the parent's
  * thread waits for the child (at most 20 s) and prints its status; main exits.
+ * "main_atexit": as "main", and after its first CUDA call main allocates 4 MiB in
+ * freed_at_exit and registers an exit handler that frees them: the exit handlers run when the
+ * last thread ends, so the process exits 0 with 3 MiB leaked, as in "main".
  */
 #include "common.h"
 
@@ -34,6 +37,18 @@ SITE void child_leak(void)
 {
     void *p = NULL;
     CK(cudaMalloc(&p, MIB));
+}
+
+SITE void freed_at_exit(void **p)
+{
+    CK(cudaMalloc(p, 4 * MIB));
+}
+
+static void *exit_freed;
+
+static void free_at_exit(void)
+{
+    CK(cudaFree(exit_freed));
 }
 
 static void *worker(void *arg)
@@ -82,6 +97,12 @@ int main(int argc, char **argv)
     main_leak();
     FACT("parent_pid", "%d", (int)getpid());
     fflush(stdout);
+    if (strcmp(argv[1], "main_atexit") == 0) {
+        freed_at_exit(&exit_freed);
+        EXPECT(atexit(free_at_exit) == 0);
+        EXPECT(pthread_create(&t, NULL, worker, NULL) == 0);
+        pthread_exit(NULL);
+    }
     if (strcmp(argv[1], "main") == 0) {
         EXPECT(pthread_create(&t, NULL, worker, NULL) == 0);
         pthread_exit(NULL);
