@@ -660,8 +660,13 @@ void gmt_capture_start_writer_locked(void)
 void gmt_capture_writer_reset_after_fork(void)
 {
     gmt_growth_reset_after_fork();
-    /* The writer thread did not survive the fork; the child gets its own on first use. */
+    /* The writer thread did not survive the fork; the child gets its own on first use. Its
+     * pipes, where still the tracer's, are closed: the child makes its own. */
     writer_started = 0;
+    for (int i = 0; i < 2; i++) {
+        if (gmt_fd_is(writer_pipe[i], &pipe_ids[0])) close(writer_pipe[i]);
+        if (gmt_fd_is(ack_pipe[i], &pipe_ids[1])) close(ack_pipe[i]);
+    }
     writer_pipe[0] = writer_pipe[1] = ack_pipe[0] = ack_pipe[1] = -1;
     pipes_lost = 0;
     snapshots_lost = 0;

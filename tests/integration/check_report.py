@@ -1097,6 +1097,21 @@ def case_fork_child(ctx):
     fork_reports(ctx, follow=True)
 
 
+@case("fork_child_fds")
+def case_fork_child_fds(ctx):
+    """A traced fork child starts its own writer thread and pipes: it must not also keep the
+    parent's (before, the child closed the parent's /proc/self files but left the parent's
+    two pipes open, four descriptors more in every traced child, and more at each level of a
+    fork tree)."""
+    r = ctx.run(["fork_child", "fds"])
+    parent, child = r.fact_int("parent_pipes"), r.fact_int("child_pipes")
+    if parent < 4:
+        fail(f"the parent holds {parent} pipe ends: the writer's two pipes should be there")
+    expect_eq("pipe ends held by the child after its first CUDA call (the parent's count)",
+              child, parent)
+    ctx.final_reports(2)
+
+
 @case("thread_exit_main")
 def case_thread_exit_main(ctx):
     """main calls pthread_exit and its worker returns: glibc ends the process with exit(0) when

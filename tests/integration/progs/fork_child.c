@@ -4,10 +4,14 @@
  * SIGTERM instead of exiting (run with GPUMEMTRACE_FOLLOW_FORK=0: the untraced child's signal
  * must not reach the parent's writer thread). With "exec PROG [RANK]" the child runs PROG
  * instead (with RANK in its environment when given): a program started under a traced one.
+ * With "fds" the parent says how many pipes it holds before the fork (GMT_FACT parent_pipes=,
+ * the tracer's only: the program opens none) and the child how many after its first CUDA call
+ * (GMT_FACT child_pipes=): the same, as the child's tracer starts over with its own.
  */
 #include "common.h"
 
 #include <cuda_runtime_api.h>
+#include <dirent.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -32,11 +36,32 @@ SITE void parent_leak(void)
     CK(cudaMalloc(&p, 2 * MIB));
 }
 
+/* The pipes among this process's open descriptors. */
+static int count_pipes(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    EXPECT(d != NULL);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        char path[300], target[64];
+        snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+        ssize_t len = readlink(path, target, sizeof target - 1);
+        if (len > 0) {
+            target[len] = '\0';
+            n += strncmp(target, "pipe:", 5) == 0;
+        }
+    }
+    closedir(d);
+    return n;
+}
+
 int main(int argc, char **argv)
 {
     int term = argc > 1 && strcmp(argv[1], "term") == 0;
+    int fds = argc > 1 && strcmp(argv[1], "fds") == 0;
     const char *exec_prog = argc > 2 && strcmp(argv[1], "exec") == 0 ? argv[2] : NULL;
     pre_fork();
+    if (fds) FACT("parent_pipes", "%d", count_pipes());
     fflush(stdout);
     pid_t pid = fork();
     EXPECT(pid >= 0);
@@ -47,6 +72,7 @@ int main(int argc, char **argv)
             _exit(127);
         }
         child_leak();
+        if (fds) FACT("child_pipes", "%d", count_pipes());
         if (term) raise(SIGTERM);
         exit(0);
     }
