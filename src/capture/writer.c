@@ -437,8 +437,10 @@ void gmt_capture_writer_take_snapshot(void)
 /* A final report asked of the writer thread: the message, then its answer awaited (bounded,
  * whatever signals arrive meanwhile: poll is not restarted after a handler, and before session
  * 26 a signal during the wait let an exec go on without its report, whose late answer then
- * ended the next request's wait at once). False when the message could not be written.
- * Async-signal-safe. */
+ * ended the next request's wait at once). False when the message could not be written, or
+ * when an exit report's request was not answered because the pipes were lost meanwhile: the
+ * writer reads nothing from then on, so the caller writes it (gmt_capture_final_report lets
+ * only one writer through, should the writer thread have begun it). Async-signal-safe. */
 static bool ask_writer(msg_t m)
 {
     m.seq = __atomic_add_fetch(&ask_seq, 1, __ATOMIC_RELAXED);
@@ -456,7 +458,7 @@ static bool ask_writer(msg_t m)
                                                : "may be unwritten (the program closed the "
                                                  "tracer's pipe)",
                                ": the exec goes on");
-            return true;
+            return m.type != MSG_EXIT || now >= deadline;
         }
         uint64_t left_ms = (deadline - now) / 1000000u + 1;
         struct pollfd p = {.fd = ack_pipe[0], .events = POLLIN};

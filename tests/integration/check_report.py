@@ -1220,6 +1220,20 @@ def case_close_fds_term(ctx):
     close_fds_recovered(ctx, files, state)
 
 
+@case("close_fds_exit_busy")
+def case_close_fds_exit_busy(ctx):
+    """_exit asks the writer thread for the exit report while it is busy with a snapshot (the
+    stand-in driver holds its lock), and the program closes the tracer's descriptors before the
+    writer reads the request: the exiting thread writes the exit report itself (before, its
+    wait ended as if answered when the pipe was found gone, and the exit report was lost
+    without a word)."""
+    hold = 5 * MIB + 4096
+    env = {"GMT_STANDIN_HOLD_BYTES": str(hold), "GMT_STANDIN_HOLD_MS": "1500"}
+    ctx.run(["close_fds", "exit_busy", ctx.work, str(hold)], env=env, timeout=60)
+    final = ctx.final_report()
+    check_group(final, final["leaks"]["groups"], "keep_leak", bytes=MIB, count=1)
+
+
 @case("state_target")
 def case_state_target(ctx):
     """GPUMEMTRACE_STATE naming something that is not a state file (a link, a directory, a

@@ -8,11 +8,17 @@
  * live (the live table and the state file grow) from live_many; the files are closed.
  * usage: close_fds exit|term DIR. "exit": the program exits 0. "term": it raises SIGTERM (left
  * at its default).
+ * usage: close_fds exit_busy DIR HOLD_BYTES: keep_leak leaks 1 MiB; a thread allocates
+ * HOLD_BYTES, which the stand-in driver holds its lock through (GMT_STANDIN_HOLD_*, set by the
+ * case); SIGUSR1 asks for a snapshot, which waits for the driver; then _exit(0) asks the writer
+ * thread for the exit report while it is busy, and another thread closes every descriptor from
+ * 900 up (the tracer's) before it reads that request. Untraced, the status is 0.
  */
 #include "common.h"
 
 #include <cuda_runtime_api.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
@@ -34,8 +40,45 @@ SITE void live_many(void)
     }
 }
 
+static size_t hold_bytes;
+
+static void *hold_driver(void *arg)
+{
+    (void)arg;
+    void *p = NULL;
+    CK(cudaMalloc(&p, hold_bytes));
+    return NULL;
+}
+
+static void *close_high(void *arg)
+{
+    (void)arg;
+    usleep(300 * 1000); /* _exit's request is in the pipe by now */
+    for (int fd = 900; fd < 4096; fd++)
+        close(fd);
+    for (;;)
+        pause();
+    return NULL;
+}
+
+static int exit_busy(size_t bytes)
+{
+    keep_leak();
+    hold_bytes = bytes;
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, hold_driver, NULL) == 0);
+    usleep(50 * 1000); /* the driver's lock held */
+    raise(SIGUSR1);    /* the snapshot waits for it on the writer thread */
+    usleep(50 * 1000);
+    EXPECT(pthread_create(&t, NULL, close_high, NULL) == 0);
+    fflush(stdout);
+    _exit(0);
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 4 && strcmp(argv[1], "exit_busy") == 0)
+        return exit_busy((size_t)strtoull(argv[3], NULL, 10));
     EXPECT(argc == 3);
     keep_leak();
     fflush(stdout);
