@@ -438,9 +438,10 @@ void gmt_capture_writer_take_snapshot(void)
  * whatever signals arrive meanwhile: poll is not restarted after a handler, and before session
  * 26 a signal during the wait let an exec go on without its report, whose late answer then
  * ended the next request's wait at once). False when the message could not be written, or
- * when an exit report's request was not answered because the pipes were lost meanwhile: the
- * writer reads nothing from then on, so the caller writes it (gmt_capture_final_report lets
- * only one writer through, should the writer thread have begun it). Async-signal-safe. */
+ * when a final report's request was not answered because the pipes were lost meanwhile: the
+ * writer reads nothing from then on, so the exiting caller writes it (gmt_capture_final_report
+ * lets only one writer through, should the writer thread have begun it) and a signal's says
+ * it is lost. Async-signal-safe. */
 static bool ask_writer(msg_t m)
 {
     m.seq = __atomic_add_fetch(&ask_seq, 1, __ATOMIC_RELAXED);
@@ -458,7 +459,7 @@ static bool ask_writer(msg_t m)
                                                : "may be unwritten (the program closed the "
                                                  "tracer's pipe)",
                                ": the exec goes on");
-            return m.type != MSG_EXIT || now >= deadline;
+            return m.type == MSG_EXEC || now >= deadline;
         }
         uint64_t left_ms = (deadline - now) / 1000000u + 1;
         struct pollfd p = {.fd = ack_pipe[0], .events = POLLIN};
@@ -543,15 +544,19 @@ static void on_fatal_signal(int sig, siginfo_t *info, void *uctx)
         return;
     }
     if (first && writer_pipe[1] >= 0 && gmt_capture_had_events()) {
-        if (!pipes_ours()) {
+        bool asked = false;
+        if (pipes_ours()) {
+            __atomic_store_n(&final_requested, 1, __ATOMIC_RELEASE);
+            asked = ask_writer((msg_t){
+                .type = synchronous(sig) || sig == SIGABRT ? MSG_CRASH : MSG_SIGNAL, .sig = sig});
+            /* Not answered, the pipe lost: nobody will write it (one the writer thread began
+             * is still waited for below, as any final report under way). */
+            if (!asked) __atomic_store_n(&final_requested, 0, __ATOMIC_RELEASE);
+        }
+        if (!asked)
             say_in_handler("no report for ", gmt_signal_name(sig),
                            ": the program closed the tracer's pipe (a state file, where there "
                            "is one, keeps the numbers)");
-        } else {
-            __atomic_store_n(&final_requested, 1, __ATOMIC_RELEASE);
-            ask_writer((msg_t){.type = synchronous(sig) || sig == SIGABRT ? MSG_CRASH : MSG_SIGNAL,
-                               .sig = sig});
-        }
     }
     /* A second signal while the report is asked for but not begun, a fault, or a report that
      * does not end: wait for it, bounded, then die by the first signal. */

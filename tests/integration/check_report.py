@@ -1234,6 +1234,25 @@ def case_close_fds_exit_busy(ctx):
     check_group(final, final["leaks"]["groups"], "keep_leak", bytes=MIB, count=1)
 
 
+@case("close_fds_term_busy")
+def case_close_fds_term_busy(ctx):
+    """As close_fds_exit_busy, ended by SIGTERM: the signal's report, asked of the writer thread,
+    cannot be written once the program closed the tracer's pipe before the writer read the
+    request. One line says so and the program dies by its signal at once (before, the handler
+    took the request as answered and then waited the full 20 s for a report nobody would
+    write, and said nothing)."""
+    hold = 5 * MIB + 4096
+    env = {"GMT_STANDIN_HOLD_BYTES": str(hold), "GMT_STANDIN_HOLD_MS": "1500"}
+    t0 = time.monotonic()
+    r = ctx.run(["close_fds", "term_busy", ctx.work, str(hold)], env=env, expect_rc=-15,
+                timeout=60)
+    took = time.monotonic() - t0
+    lines = [l for l in r.stderr.splitlines() if "no report for SIGTERM" in l]
+    expect_eq("lines saying the signal's report is lost", len(lines), 1)
+    if took > 10:
+        fail(f"the process took {took:.1f} s to die by its signal")
+
+
 @case("state_target")
 def case_state_target(ctx):
     """GPUMEMTRACE_STATE naming something that is not a state file (a link, a directory, a

@@ -13,6 +13,7 @@
  * case); SIGUSR1 asks for a snapshot, which waits for the driver; then _exit(0) asks the writer
  * thread for the exit report while it is busy, and another thread closes every descriptor from
  * 900 up (the tracer's) before it reads that request. Untraced, the status is 0.
+ * "term_busy": the same, with raise(SIGTERM) (left at its default) in place of _exit(0).
  */
 #include "common.h"
 
@@ -20,6 +21,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -61,7 +63,7 @@ static void *close_high(void *arg)
     return NULL;
 }
 
-static int exit_busy(size_t bytes)
+static int exit_busy(size_t bytes, bool term)
 {
     keep_leak();
     hold_bytes = bytes;
@@ -72,13 +74,14 @@ static int exit_busy(size_t bytes)
     usleep(50 * 1000);
     EXPECT(pthread_create(&t, NULL, close_high, NULL) == 0);
     fflush(stdout);
+    if (term) raise(SIGTERM);
     _exit(0);
 }
 
 int main(int argc, char **argv)
 {
-    if (argc == 4 && strcmp(argv[1], "exit_busy") == 0)
-        return exit_busy((size_t)strtoull(argv[3], NULL, 10));
+    if (argc == 4 && (strcmp(argv[1], "exit_busy") == 0 || strcmp(argv[1], "term_busy") == 0))
+        return exit_busy((size_t)strtoull(argv[3], NULL, 10), argv[1][0] == 't');
     EXPECT(argc == 3);
     keep_leak();
     fflush(stdout);
