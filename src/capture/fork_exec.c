@@ -51,6 +51,7 @@ static void after_fork_child(void)
     gmt_capture_nvml_after_fork();
     gmt_cupti_reset_after_fork();
     if (!gmt_capture_config.follow_fork) {
+        gmt_capture_writer_untraced_child();
         gmt_capture_disable();
         return;
     }

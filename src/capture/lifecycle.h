@@ -80,6 +80,9 @@ void gmt_capture_writer_fork_prepare(void);
 void gmt_capture_writer_fork_parent(void);
 /* In every forked child, traced or not: forget the parent's writer thread and pipes. */
 void gmt_capture_writer_reset_after_fork(void);
+/* In a forked child that is not followed: the snapshot signal back to its default action (the
+ * tracer's handler is installed only over the default), as the untraced program has it. */
+void gmt_capture_writer_untraced_child(void);
 /* nvml.c: NVML asked afresh in a forked child; this process's bytes as NVML counts them. */
 void gmt_capture_nvml_after_fork(void);
 int gmt_capture_procmem(const char *uuid, uint64_t *used, char *why, size_t why_len);

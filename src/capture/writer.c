@@ -694,6 +694,20 @@ void gmt_capture_writer_reset_after_fork(void)
     self_stat_fd = self_task_fd = -1;
 }
 
+void gmt_capture_writer_untraced_child(void)
+{
+    int sig = gmt_capture_config.snapshot_signal;
+    struct sigaction cur;
+    if (!sig || sigaction(sig, NULL, &cur) != 0 || (cur.sa_flags & SA_SIGINFO) ||
+        cur.sa_handler != on_snapshot_signal)
+        return;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_DFL;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, &sa, NULL);
+}
+
 void gmt_capture_writer_fork_prepare(void)
 {
     uint64_t deadline = gmt_now_ns() + FORK_QUIESCE_MS * 1000000ull;

@@ -1569,6 +1569,19 @@ def case_fork_child_nofollow_term(ctx):
     check_summary(parent, allocs=2, frees=1, leaked_count=1, leaked_bytes=2 * MIB)
 
 
+@case("fork_child_nofollow_usr1")
+def case_fork_child_nofollow_usr1(ctx):
+    """An untraced child (GPUMEMTRACE_FOLLOW_FORK=0) raises SIGUSR1, which the program left at
+    its default: it dies by it, as untraced (before, the parent's snapshot handler, inherited,
+    took the signal, and the child lived on)."""
+    r = ctx.run(["fork_child", "usr1"], env={"GPUMEMTRACE_FOLLOW_FORK": "0"})
+    parent_pid = r.fact_int("parent_pid")
+    reps = ctx.reports()
+    expect_eq("reports written", sorted(reps), [f"r-{parent_pid}.json"])
+    check_summary(reps[f"r-{parent_pid}.json"], allocs=2, frees=1, leaked_count=1,
+                  leaked_bytes=2 * MIB)
+
+
 @case("snapshot_signal")
 def case_snapshot_signal(ctx):
     ctx.run(["snapshot_signal"])

@@ -2,7 +2,8 @@
  * leaks 1 MiB from child_leak and exits; the parent waits, leaks 2 MiB from parent_leak.
  * Each process's report holds only its own leak. With the argument "term" the child dies by
  * SIGTERM instead of exiting (run with GPUMEMTRACE_FOLLOW_FORK=0: the untraced child's signal
- * must not reach the parent's writer thread). With "exec PROG [RANK]" the child runs PROG
+ * must not reach the parent's writer thread); with "usr1", by SIGUSR1 (the default snapshot
+ * signal, left at its default by the program). With "exec PROG [RANK]" the child runs PROG
  * instead (with RANK in its environment when given): a program started under a traced one.
  * With "fds" the parent says how many pipes it holds before the fork (GMT_FACT parent_pipes=,
  * the tracer's only: the program opens none) and the child how many after its first CUDA call
@@ -57,7 +58,9 @@ static int count_pipes(void)
 
 int main(int argc, char **argv)
 {
-    int term = argc > 1 && strcmp(argv[1], "term") == 0;
+    int term = 0;
+    if (argc > 1 && strcmp(argv[1], "term") == 0) term = SIGTERM;
+    if (argc > 1 && strcmp(argv[1], "usr1") == 0) term = SIGUSR1;
     int fds = argc > 1 && strcmp(argv[1], "fds") == 0;
     const char *exec_prog = argc > 2 && strcmp(argv[1], "exec") == 0 ? argv[2] : NULL;
     pre_fork();
@@ -73,13 +76,13 @@ int main(int argc, char **argv)
         }
         child_leak();
         if (fds) FACT("child_pipes", "%d", count_pipes());
-        if (term) raise(SIGTERM);
+        if (term) raise(term);
         exit(0);
     }
     int status = 0;
     EXPECT(waitpid(pid, &status, 0) == pid);
     if (term)
-        EXPECT(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+        EXPECT(WIFSIGNALED(status) && WTERMSIG(status) == term);
     else
         EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     FACT("parent_pid", "%d", (int)getpid());
