@@ -389,8 +389,12 @@ static int start_locked(char *why, size_t why_len)
     for (size_t r = 0; r < 3; r++) {
         if (!roots[r] || !*roots[r]) continue;
         for (size_t d = 0; d < 2; d++)
-            for (size_t s = 0; s < 2; s++)
-                say(cand[n++], GMT_PATH_MAX, "%s%s%s", roots[r], subdirs[d], cupti_sonames[s]);
+            for (size_t s = 0; s < 2; s++) {
+                /* A path that does not fit is skipped: cut short, it names another file. */
+                int w = snprintf(cand[n], GMT_PATH_MAX, "%s%s%s", roots[r], subdirs[d],
+                                 cupti_sonames[s]);
+                if (w > 0 && w < GMT_PATH_MAX) n++;
+            }
     }
     for (size_t s = 0; s < sizeof cupti_sonames / sizeof cupti_sonames[0]; s++)
         say(cand[n++], GMT_PATH_MAX, "%s", cupti_sonames[s]);

@@ -1718,6 +1718,35 @@ def case_backend_cupti_unavailable(ctx):
              f"{rep['capture']['backend_reason']!r}")
 
 
+@case("backend_cupti_long_home")
+def case_backend_cupti_long_home(ctx):
+    """GPUMEMTRACE_BACKEND=cupti with a CUDA_HOME so long that its candidate
+    CUDA_HOME/extras/CUPTI/lib64/libcupti.so.13 does not fit the tracer's 1024-byte path: the
+    candidate is skipped, never loaded cut short (before, the name cut to 1023 bytes,
+    .../libcupti.so.1, was passed to dlopen, and a file there was loaded as libcupti)."""
+    base = ctx.work + "-home"
+    shutil.rmtree(base, ignore_errors=True)
+    # CUDA_HOME of 990 bytes: with "/extras/CUPTI/lib64/libcupti.so.13" (34), 1024 bytes
+    rest, segs = 990 - len(base), []
+    while rest > 0:
+        k = min(200, rest - 1)
+        if k == 0:
+            segs[-1] += "d"
+            break
+        segs.append("d" * k)
+        rest -= k + 1
+    home = base + "".join("/" + s for s in segs)
+    expect_eq("CUDA_HOME's length", len(home), 990)
+    lib64 = os.path.join(home, "extras", "CUPTI", "lib64")
+    os.makedirs(lib64)
+    shutil.copy(ctx.prog("libfake_cupti.so"), os.path.join(lib64, "libcupti.so.1"))
+    r = ctx.run(["leak_two_sites"], env={"GPUMEMTRACE_BACKEND": "cupti", "CUDA_HOME": home})
+    shutil.rmtree(base)
+    if "GMT_FAKE_CUPTI_LOADED" in r.stderr:
+        fail("the tracer loaded CUDA_HOME/extras/CUPTI/lib64/libcupti.so.1, a name cut short")
+    check_leak_two_sites(ctx.final_report())
+
+
 @case("suppressions")
 def case_suppressions(ctx):
     # A suppression pattern marks the matching leak group and keeps it out of the verdict.
