@@ -156,6 +156,10 @@ static uint32_t ask_seq, answered[ANSWER_SLOTS];
 /* How long one look at the ack pipe lasts: a waiter whose wake-up another waiter read sees
  * its answer within this. */
 #define ACK_SLICE_MS 10
+/* Why a final report asked of the writer thread was not written (ask_writer). */
+#define NOT_TAKEN                                                                                  \
+    "the tracer's writer thread did not take it up within 20 s (busy or stuck: in the driver, or " \
+    "a file system that does not answer)"
 
 /* The writer thread's answer to request seq, and the waiters woken. */
 static bool pipes_ours(void);
@@ -273,12 +277,13 @@ static bool pipes_ours(void)
 /* One line on standard error from a signal handler (write(2) only). */
 static void say_in_handler(const char *a, const char *b, const char *c)
 {
-    char line[256];
+    char line[512];
     size_t n = 0;
-    const char *parts[] = {"gpumemtrace: ", a, b, c, "\n"};
+    const char *parts[] = {"gpumemtrace: ", a, b, c};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
         for (const char *p = parts[i]; p && *p && n < sizeof line - 1; p++)
             line[n++] = *p;
+    line[n++] = '\n'; /* a line cut short still ends */
     gmt_log_write(line, n);
 }
 
@@ -441,25 +446,46 @@ void gmt_capture_writer_take_snapshot(void)
  * when a final report's request was not answered because the pipes were lost meanwhile: the
  * writer reads nothing from then on, so the exiting caller writes it (gmt_capture_final_report
  * lets only one writer through, should the writer thread have begun it) and a signal's says
- * it is lost. Async-signal-safe. */
-static bool ask_writer(msg_t m)
+ * it is lost. ASK_NOT_TAKEN: a final report the writer thread did not take up within the
+ * deadline (busy or stuck: a snapshot waiting in the driver, a file system that does not
+ * answer), said here: nobody else may write it (the writer may yet begin it, and a thread
+ * exiting or dying meanwhile cannot wait on the same stuck driver), so the exit or the signal
+ * goes on without it, no longer than the deadline (a signal waited 20 s more for a report not
+ * begun). An exec's request is answered (the exec goes on), said when it was not.
+ * Async-signal-safe. */
+enum { ASK_LOST = 0, ASK_ANSWERED = 1, ASK_NOT_TAKEN = 2 };
+static int ask_writer(msg_t m)
 {
     m.seq = __atomic_add_fetch(&ask_seq, 1, __ATOMIC_RELAXED);
     if (m.seq == 0) m.seq = __atomic_add_fetch(&ask_seq, 1, __ATOMIC_RELAXED); /* 0: no answer */
-    if (write(writer_pipe[1], &m, sizeof m) != (ssize_t)sizeof m) return false;
+    if (write(writer_pipe[1], &m, sizeof m) != (ssize_t)sizeof m) return ASK_LOST;
     uint64_t deadline = gmt_now_ns() + (uint64_t)WRITER_ACK_TIMEOUT_MS * 1000000u;
     for (;;) {
         if (__atomic_load_n(&answered[m.seq % ANSWER_SLOTS], __ATOMIC_ACQUIRE) == m.seq)
-            return true;
+            return ASK_ANSWERED;
         uint64_t now = gmt_now_ns();
         if (now >= deadline || !pipes_ours()) {
-            if (m.type == MSG_EXEC)
+            if (m.type == MSG_EXEC) {
                 say_in_handler("the exec report ",
                                now >= deadline ? "was not written within 20 s"
                                                : "may be unwritten (the program closed the "
                                                  "tracer's pipe)",
                                ": the exec goes on");
-            return m.type == MSG_EXEC || now >= deadline;
+                return ASK_ANSWERED;
+            }
+            if (now < deadline) return ASK_LOST;
+            /* a report under way (begun by the writer thread) is waited for, bounded, by the
+             * exit or the signal's course (gmt_capture_final_wait) */
+            if (gmt_capture_final_begun()) return ASK_ANSWERED;
+            if (m.type == MSG_EXIT)
+                say_in_handler("the exit report was not written: ", NOT_TAKEN,
+                               "; the process exits without it (a state file, where there is "
+                               "one, keeps the numbers)");
+            else
+                say_in_handler("no report for ", gmt_signal_name(m.sig),
+                               ": " NOT_TAKEN "; the signal takes its course (a state file, "
+                               "where there is one, keeps the numbers)");
+            return ASK_NOT_TAKEN;
         }
         uint64_t left_ms = (deadline - now) / 1000000u + 1;
         struct pollfd p = {.fd = ack_pipe[0], .events = POLLIN};
@@ -485,12 +511,13 @@ bool gmt_capture_writer_final_exit(void)
     if (lost)
         gmt_track_warn("%u snapshot signal%s not written: the program closed the tracer's pipe",
                        lost, lost == 1 ? " was" : "s were");
-    return writer_askable() && ask_writer((msg_t){.type = MSG_EXIT});
+    return writer_askable() && ask_writer((msg_t){.type = MSG_EXIT}) != ASK_LOST;
 }
 
 bool gmt_capture_writer_exec_report(unsigned seq)
 {
-    return writer_askable() && ask_writer((msg_t){.type = MSG_EXEC, .sig = (int)seq});
+    return writer_askable() &&
+           ask_writer((msg_t){.type = MSG_EXEC, .sig = (int)seq}) == ASK_ANSWERED;
 }
 
 static bool synchronous(int sig)
@@ -544,16 +571,17 @@ static void on_fatal_signal(int sig, siginfo_t *info, void *uctx)
         return;
     }
     if (first && writer_pipe[1] >= 0 && gmt_capture_had_events()) {
-        bool asked = false;
+        int asked = ASK_LOST;
         if (pipes_ours()) {
             __atomic_store_n(&final_requested, 1, __ATOMIC_RELEASE);
             asked = ask_writer((msg_t){
                 .type = synchronous(sig) || sig == SIGABRT ? MSG_CRASH : MSG_SIGNAL, .sig = sig});
-            /* Not answered, the pipe lost: nobody will write it (one the writer thread began
-             * is still waited for below, as any final report under way). */
-            if (!asked) __atomic_store_n(&final_requested, 0, __ATOMIC_RELEASE);
+            /* Not answered (the pipe lost), or not taken up (said): nobody will write it (one
+             * the writer thread began is still waited for below, as any final report under
+             * way). */
+            if (asked != ASK_ANSWERED) __atomic_store_n(&final_requested, 0, __ATOMIC_RELEASE);
         }
-        if (!asked)
+        if (asked == ASK_LOST)
             say_in_handler("no report for ", gmt_signal_name(sig),
                            ": the program closed the tracer's pipe (a state file, where there "
                            "is one, keeps the numbers)");

@@ -14,6 +14,8 @@
  * thread for the exit report while it is busy, and another thread closes every descriptor from
  * 900 up (the tracer's) before it reads that request. Untraced, the status is 0.
  * "term_busy": the same, with raise(SIGTERM) (left at its default) in place of _exit(0).
+ * "exit_stuck", "term_stuck": the same without closing anything, the driver held past the
+ * writer's 20 s deadline (GMT_STANDIN_HOLD_MS, set by the case).
  */
 #include "common.h"
 
@@ -63,7 +65,7 @@ static void *close_high(void *arg)
     return NULL;
 }
 
-static int exit_busy(size_t bytes, bool term)
+static int exit_busy(size_t bytes, bool term, bool close_them)
 {
     keep_leak();
     hold_bytes = bytes;
@@ -72,7 +74,7 @@ static int exit_busy(size_t bytes, bool term)
     usleep(50 * 1000); /* the driver's lock held */
     raise(SIGUSR1);    /* the snapshot waits for it on the writer thread */
     usleep(50 * 1000);
-    EXPECT(pthread_create(&t, NULL, close_high, NULL) == 0);
+    if (close_them) EXPECT(pthread_create(&t, NULL, close_high, NULL) == 0);
     fflush(stdout);
     if (term) raise(SIGTERM);
     _exit(0);
@@ -80,8 +82,10 @@ static int exit_busy(size_t bytes, bool term)
 
 int main(int argc, char **argv)
 {
-    if (argc == 4 && (strcmp(argv[1], "exit_busy") == 0 || strcmp(argv[1], "term_busy") == 0))
-        return exit_busy((size_t)strtoull(argv[3], NULL, 10), argv[1][0] == 't');
+    if (argc == 4 && (strcmp(argv[1], "exit_busy") == 0 || strcmp(argv[1], "term_busy") == 0 ||
+                      strcmp(argv[1], "exit_stuck") == 0 || strcmp(argv[1], "term_stuck") == 0))
+        return exit_busy((size_t)strtoull(argv[3], NULL, 10), argv[1][0] == 't',
+                         strstr(argv[1], "busy") != NULL);
     EXPECT(argc == 3);
     keep_leak();
     fflush(stdout);
