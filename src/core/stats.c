@@ -437,6 +437,7 @@ __attribute__((noinline)) static void timeline_add_locked(int slot, uint64_t rel
     }
     timeline_fold_locked(slot, pts, before);
     int64_t missed = __atomic_exchange_n(&tl->missed_max, INT64_MIN, RLX);
+    bool first = tl->n == 0;
     if (missed > bytes && tl->n > 0 && missed > pts[tl->n - 1].max) pts[tl->n - 1].max = missed;
     /* A thread that read the clock before another one took the lock arrives "late": its
      * bytes fold into the last point, which keeps the points in time order. */
@@ -460,6 +461,8 @@ __attribute__((noinline)) static void timeline_add_locked(int slot, uint64_t rel
             tl->last_end_ns = (bucket + 1) * tl->width_ns;
         }
     }
+    /* Missed before the device's first point: no earlier point to take them, this one does. */
+    if (first && missed > pts[0].max) pts[0].max = missed;
     __atomic_store_n(&devs[slot].open_end_ns, tl->last_end_ns ? t0_ns + tl->last_end_ns : 0,
                      __ATOMIC_RELEASE);
     gmt_spin_unlock(&tl->lock);

@@ -811,6 +811,30 @@ static void test_timeline_read_without_the_lock(void **state)
     *lock = 0;
 }
 
+/* ---- third audit (devices 27-28) ----------------------------------------------------------- */
+
+/* An update that finds the timeline's lock taken leaves its bytes in missed_max for the next
+ * holder. When the device had no point yet, the holder dropped them: a device whose first
+ * allocation raced showed a timeline whose highest point was below its peak (here 0 against
+ * 50). */
+static void test_missed_update_before_the_first_point(void **state)
+{
+    (void)state;
+    const int32_t d = 27;
+    int *lock, *n;
+    gmt_timeline_point_t *words;
+    gmt_stats_timeline_words(gmt_stats_slot(d), &lock, &n, &words);
+    *lock = 1;                               /* another thread holds it */
+    assert_true(alloc_at(d, 50, 1, MS / 2)); /* missed: 50, a new peak all the same */
+    *lock = 0;
+    free_at(d, 50, MS / 2 + 1000); /* takes the lock: the device's first point */
+    gmt_timeline_point_t pts[TL_POINTS];
+    assert_int_equal(gmt_stats_timeline(gmt_stats_slot(d), pts, TL_POINTS), 1);
+    assert_int_equal(dev(d).in_use_peak, 50);
+    assert_int_equal(pts[0].max, 50);
+    assert_int_equal(pts[0].last, 0);
+}
+
 /* A fork child starts a new block with the one thread it has; that thread keeps writing the
  * shard it owned in the parent without a lock, so the new block must mark it taken: of
  * OWN_SHARDS (24, stats.c) new threads alive at once, 23 own a shard and none the child's. */
@@ -877,6 +901,7 @@ int main(void)
         cmocka_unit_test_setup(test_event_before_start_lands_at_zero, setup),
         cmocka_unit_test_setup(test_attach_repairs_timeline_words, setup),
         cmocka_unit_test_setup(test_timeline_read_without_the_lock, setup),
+        cmocka_unit_test_setup(test_missed_update_before_the_first_point, setup),
         /* last: it starts a new block, as a fork child does */
         cmocka_unit_test_setup(test_new_block_keeps_the_owned_shard, setup),
     };
