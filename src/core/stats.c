@@ -718,8 +718,20 @@ int gmt_stats_timeline(int slot, gmt_timeline_point_t *out, int max)
      * later than the one before it (a merge the holder left half done), and one line says
      * so. */
     bool locked = gmt_spin_lock_within(&tl->lock, TIMELINE_READ_WAIT_MS + 1, 1000000);
-    if (locked)
-        timeline_fold_locked(slot, points_of(slot), __atomic_load_n(&devs[slot].in_use, RLX));
+    if (locked) {
+        int64_t now = __atomic_load_n(&devs[slot].in_use, RLX);
+        timeline_fold_locked(slot, points_of(slot), now);
+        /* The updates that missed the lock (no event since took it to fold them in): into the
+         * last point, as the next holder would, or they were in no report until then. */
+        if (tl->n > 0) {
+            int64_t missed = __atomic_exchange_n(&tl->missed_max, INT64_MIN, RLX);
+            gmt_timeline_point_t *p = &points_of(slot)[tl->n - 1];
+            if (missed != INT64_MIN) {
+                if (missed > p->max) p->max = missed;
+                p->last = now;
+            }
+        }
+    }
     int n = tl->n < max ? tl->n : max;
     if (n < 0) n = 0;
     memcpy(out, points_of(slot), (size_t)n * sizeof *out);

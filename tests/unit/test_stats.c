@@ -835,6 +835,24 @@ static void test_missed_update_before_the_first_point(void **state)
     assert_int_equal(pts[0].last, 0);
 }
 
+/* A report reads the timeline with the updates that missed its lock folded in: the last
+ * event of a run, made while the writer held the lock for a snapshot, was missing from every
+ * later report's timeline (its highest point 10, the device's peak and bytes now 30). */
+static void test_report_reads_missed_updates(void **state)
+{
+    (void)state;
+    const int32_t d = 28;
+    int *lock, *n;
+    gmt_timeline_point_t *words;
+    gmt_stats_timeline_words(gmt_stats_slot(d), &lock, &n, &words);
+    alloc_at(d, 10, 1, MS / 2);
+    *lock = 1;                                   /* the writer reads it */
+    assert_true(alloc_at(d, 20, 2, 3 * MS / 2)); /* a new bucket: missed */
+    *lock = 0;
+    assert_int_equal(dev(d).in_use_peak, 30);
+    check_timeline(gmt_stats_slot(d), 30, 30);
+}
+
 /* A fork child starts a new block with the one thread it has; that thread keeps writing the
  * shard it owned in the parent without a lock, so the new block must mark it taken: of
  * OWN_SHARDS (24, stats.c) new threads alive at once, 23 own a shard and none the child's. */
@@ -902,6 +920,7 @@ int main(void)
         cmocka_unit_test_setup(test_attach_repairs_timeline_words, setup),
         cmocka_unit_test_setup(test_timeline_read_without_the_lock, setup),
         cmocka_unit_test_setup(test_missed_update_before_the_first_point, setup),
+        cmocka_unit_test_setup(test_report_reads_missed_updates, setup),
         /* last: it starts a new block, as a fork child does */
         cmocka_unit_test_setup(test_new_block_keeps_the_owned_shard, setup),
     };
