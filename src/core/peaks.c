@@ -42,6 +42,9 @@ void gmt_peaks_settle_slow(int slot)
     peak_slot_t *p = &peaks[slot];
     gmt_peak_word_t *w = gmt_stats_peak_word(slot);
     if (!gmt_peak_dirty(w)) return;
+    /* Left due while a report that must not call the driver is written (an exec's, which the
+     * program may outlive): a later release or report asks. */
+    if (gmt_track_driver_is_off()) return;
     /* One thread asks the driver; the others go on (never wait on the hot path). */
     if (!gmt_spin_trylock(&p->lock)) return;
     if (__atomic_fetch_and(&w->word, ~(uint64_t)1, __ATOMIC_ACQ_REL) & 1) {
@@ -88,7 +91,9 @@ int gmt_track_peak_groups(int slot, gmt_peak_group_t *out, int max, int64_t *pea
 
 int64_t gmt_track_peak_driver_used(int slot)
 {
-    return gmt_hot.stats && gmt_peak_epoch(gmt_stats_peak_word(slot))
+    /* Still due: the reading held is an older peak's, if any. */
+    return gmt_hot.stats && gmt_peak_epoch(gmt_stats_peak_word(slot)) &&
+                   !gmt_peak_dirty(gmt_stats_peak_word(slot))
                ? __atomic_load_n(&peaks[slot].driver_used, __ATOMIC_RELAXED)
                : -1;
 }

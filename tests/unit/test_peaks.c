@@ -244,6 +244,32 @@ static void test_driver_reading(void **state)
     assert_int_equal(gmt_track_peak_driver_used(gmt_stats_slot(GMT_DEVICE_UNKNOWN)), -1);
 }
 
+/* A report written with the driver off (an exec's, which the program outlives when the exec
+ * fails later) cannot ask for a new peak's reading: it must say none (-1, not the reading of an
+ * older peak) and leave it due, not take it as -1 for good: the first release after the report,
+ * with the driver back, asks. Before, the peak's audit stayed null (-1) in every later report. */
+static void test_reading_due_after_a_report_without_the_driver(void **state)
+{
+    (void)state;
+    gmt_track_set_meminfo(every_meminfo);
+    const int32_t d = 8; /* unused by the other tests */
+    const int slot = gmt_stats_slot(d);
+    gmt_event_t a = ev(0x600000000ull, 1000, d, GMT_API_cudaMalloc);
+    gmt_event_t b = ev(0x600100000ull, 1000, d, GMT_API_cudaMalloc);
+    gmt_track_alloc(&a);
+    gmt_track_settle_peaks(); /* the first peak's reading */
+    assert_int_equal(gmt_track_peak_driver_used(slot), driver_bytes(d));
+    gmt_track_alloc(&b);        /* a new peak */
+    gmt_track_driver_off(true); /* the exec's report */
+    gmt_track_settle_peaks();
+    assert_int_equal(gmt_track_peak_driver_used(slot), -1);
+    gmt_track_driver_off(false);
+    gmt_track_free(&b); /* the program goes on: its first release after the peak */
+    gmt_track_free(&a);
+    gmt_track_set_meminfo(NULL);
+    assert_int_equal(gmt_track_peak_driver_used(slot), driver_bytes(d));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -251,6 +277,7 @@ int main(void)
         cmocka_unit_test(test_composition_after_changes),
         cmocka_unit_test(test_composition_out_of_range_devices),
         cmocka_unit_test(test_driver_reading),
+        cmocka_unit_test(test_reading_due_after_a_report_without_the_driver),
     };
     return cmocka_run_group_tests_name("unit.peaks", tests, setup, NULL);
 }
