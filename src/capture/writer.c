@@ -50,6 +50,10 @@ static gmt_fd_id_t pipe_ids[2]; /* the two pipes' identities (core/fdutil.h) */
 static int pipes_lost;
 static unsigned snapshots_lost; /* snapshot signals that found the pipes lost */
 static int writer_started;
+/* A snapshot signal that came before this process's writer thread started (a forked child
+ * before its first CUDA call: the handler is the parent's): asked of the writer when it
+ * starts, not lost. */
+static int snapshot_pending;
 /* A snapshot asked for by signal: SNAP_QUEUED, its message is in the pipe (signals in a burst
  * coalesce into it, and into one being written); SNAP_WRITING, the writer thread is writing
  * it; SNAP_TAKEN, the final report's writer wrote it first and the message is stale. */
@@ -410,6 +414,16 @@ static void on_snapshot_signal(int sig)
     if (__atomic_compare_exchange_n(&snapshot_queued, &none, SNAP_QUEUED, false, __ATOMIC_ACQ_REL,
                                     __ATOMIC_RELAXED)) {
         __atomic_store_n(&snapshot_sig, sig, __ATOMIC_RELAXED);
+        /* No writer yet: left for it (gmt_capture_start_writer_locked), unless it started
+         * meanwhile and did not take it, when it is asked here. */
+        if (!__atomic_load_n(&writer_started, __ATOMIC_SEQ_CST)) {
+            __atomic_store_n(&snapshot_pending, 1, __ATOMIC_SEQ_CST);
+            if (!__atomic_load_n(&writer_started, __ATOMIC_SEQ_CST) ||
+                !__atomic_exchange_n(&snapshot_pending, 0, __ATOMIC_SEQ_CST)) {
+                errno = saved;
+                return;
+            }
+        }
         msg_t m = {.type = MSG_SNAPSHOT, .sig = sig};
         if (!pipes_ours() || write(writer_pipe[1], &m, sizeof m) != (ssize_t)sizeof m) {
             __atomic_store_n(&snapshot_queued, 0, __ATOMIC_RELEASE);
@@ -684,8 +698,17 @@ void gmt_capture_start_writer_locked(void)
         return;
     }
     pthread_setname_np(t, "gpumemtrace");
-    writer_started = 1;
+    __atomic_store_n(&writer_started, 1, __ATOMIC_SEQ_CST);
     gmt_report_set_yield(writer_yield);
+    /* A snapshot signal that came before the writer (a forked child's, before its first CUDA
+     * call): asked now, as its handler would have. */
+    if (__atomic_exchange_n(&snapshot_pending, 0, __ATOMIC_SEQ_CST)) {
+        msg_t m = {.type = MSG_SNAPSHOT, .sig = __atomic_load_n(&snapshot_sig, __ATOMIC_RELAXED)};
+        if (write(writer_pipe[1], &m, sizeof m) != (ssize_t)sizeof m) {
+            __atomic_store_n(&snapshot_queued, SNAP_NONE, __ATOMIC_RELEASE);
+            __atomic_add_fetch(&snapshots_lost, 1, __ATOMIC_RELAXED);
+        }
+    }
 
     int snapshot_signal = gmt_capture_config.snapshot_signal;
     if (snapshot_signal) install_snapshot_signal(snapshot_signal);
@@ -705,6 +728,7 @@ void gmt_capture_writer_reset_after_fork(void)
     writer_pipe[0] = writer_pipe[1] = ack_pipe[0] = ack_pipe[1] = -1;
     pipes_lost = 0;
     snapshots_lost = 0;
+    snapshot_pending = 0;
     snapshot_queued = SNAP_NONE;
     writer_tid = 0;
     /* No writer thread to wait for at this child's own forks, even if the parent's was still

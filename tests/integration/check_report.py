@@ -1112,6 +1112,30 @@ def case_fork_child_fds(ctx):
     ctx.final_reports(2)
 
 
+@case("fork_child_usr1_early")
+def case_fork_child_usr1_early(ctx):
+    """A traced fork child that gets the snapshot signal before its first CUDA call (its
+    handler is the parent's; its own writer thread starts at that call) writes the snapshot
+    once the writer starts: before, the signal was counted lost, and its final report warned
+    that 'the program closed the tracer's pipe', which it had not."""
+    r = ctx.run(["fork_child", "usr1_early"])
+    child_pid = r.fact_int("child_pid")
+    finals = {rep["process"]["pid"]: rep for rep in ctx.final_reports(2)}
+    child = finals.get(child_pid)
+    if child is None:
+        fail(f"no final report of the child (pid {child_pid}): {sorted(finals)}")
+    warns = [w for w in child["capture"].get("warnings", []) if "snapshot" in w]
+    expect_eq("the child's warnings about snapshot signals", warns, [])
+    check_group(child, child["leaks"]["groups"], "child_leak", bytes=MIB, count=1)
+    name = f"r-{child_pid}.snapshot-1.json"
+    if name not in ctx.files():
+        fail(f"no snapshot of the child ({name}): files {ctx.files()}")
+    with open(os.path.join(ctx.work, name)) as f:
+        snap = json.load(f)
+    expect_eq("the child's snapshot: reason, signal",
+              (snap["process"]["reason"], snap["process"]["signal"]), ("snapshot", "SIGUSR1"))
+
+
 @case("thread_exit_main")
 def case_thread_exit_main(ctx):
     """main calls pthread_exit and its worker returns: glibc ends the process with exit(0) when

@@ -8,6 +8,8 @@
  * With "fds" the parent says how many pipes it holds before the fork (GMT_FACT parent_pipes=,
  * the tracer's only: the program opens none) and the child how many after its first CUDA call
  * (GMT_FACT child_pipes=): the same, as the child's tracer starts over with its own.
+ * With "usr1_early" the child raises SIGUSR1 (the tracer's snapshot signal, its handler the
+ * parent's) before its first CUDA call, then leaks and exits.
  */
 #include "common.h"
 
@@ -62,6 +64,7 @@ int main(int argc, char **argv)
     if (argc > 1 && strcmp(argv[1], "term") == 0) term = SIGTERM;
     if (argc > 1 && strcmp(argv[1], "usr1") == 0) term = SIGUSR1;
     int fds = argc > 1 && strcmp(argv[1], "fds") == 0;
+    int usr1_early = argc > 1 && strcmp(argv[1], "usr1_early") == 0;
     const char *exec_prog = argc > 2 && strcmp(argv[1], "exec") == 0 ? argv[2] : NULL;
     pre_fork();
     if (fds) FACT("parent_pipes", "%d", count_pipes());
@@ -74,6 +77,7 @@ int main(int argc, char **argv)
             execl(exec_prog, exec_prog, (char *)NULL);
             _exit(127);
         }
+        if (usr1_early) raise(SIGUSR1);
         child_leak();
         if (fds) FACT("child_pipes", "%d", count_pipes());
         if (term) raise(term);
