@@ -289,6 +289,10 @@ __attribute__((noinline)) void gmt_track_alloc(const gmt_event_t *ev)
     int32_t device = ev->device;
     /* cudaMalloc(&p, 0) succeeds with NULL: nothing was allocated, nothing will be freed. */
     if (size == 0 || (ev->addr == 0 && ev->space == GMT_SPACE_VA)) return;
+    /* Charged as the table's slot keeps it (48 bits: 256 TiB), so that the release, which
+     * knows only the slot's size, takes back what was added (gmt_entry_meta's clamp then
+     * folds away). */
+    if (__builtin_expect(size > GMT_ENTRY_SIZE_MAX, 0)) size = GMT_ENTRY_SIZE_MAX;
     if (!gmt_core_ready()) {
         gmt_core_count(&gmt_core_counts.dropped_no_core);
         return;

@@ -833,6 +833,31 @@ static void test_nested_failure(void **state)
  * -------------------------------------------------------------------------------------------------
  */
 
+/* A size the live table cannot keep whole (its slot keeps 48 bits: 256 TiB) is charged as the
+ * slot keeps it, so that its release takes back what its allocation added: a reservation of
+ * the whole 49-bit address space, made and released, leaves the kind's bytes at 0. Until this,
+ * the allocation added 2^49 and the release took back 2^48 - 1: 256 TiB stayed reserved for
+ * good (and the allocated-bytes totals disagreed with every live figure). */
+static void test_size_past_the_slot(void **state)
+{
+    (void)state;
+    const int32_t d = 50;
+    const uint64_t base = 0x200000000000ull, size = 1ull << 49;
+    gmt_event_t res = ev(base, size, d, GMT_KIND_VMM_RESERVE, GMT_SPACE_RESERVE,
+                         GMT_API_cuMemAddressReserve, GMT_LAYER_DRIVER);
+    gmt_track_alloc(&res);
+    assert_int_equal(lookup(GMT_SPACE_RESERVE, base).size, GMT_ENTRY_SIZE_MAX);
+    gmt_dev_totals_t t = dev(d);
+    assert_int_equal(t.current[GMT_KIND_VMM_RESERVE], GMT_ENTRY_SIZE_MAX);
+    gmt_event_t rel = ev(base, 0, d, GMT_KIND_VMM_RESERVE, GMT_SPACE_RESERVE,
+                         GMT_API_cuMemAddressFree, GMT_LAYER_DRIVER);
+    gmt_track_free(&rel);
+    assert_true(absent(GMT_SPACE_RESERVE, base));
+    t = dev(d);
+    assert_int_equal(t.current[GMT_KIND_VMM_RESERVE], 0);
+    assert_int_equal(t.alloc_bytes[GMT_KIND_VMM_RESERVE], GMT_ENTRY_SIZE_MAX);
+}
+
 static void test_unmap_covers_two_maps(void **state)
 {
     (void)state;
@@ -1893,6 +1918,7 @@ int main(void)
         cmocka_unit_test(test_nested_free_suppressed),
         cmocka_unit_test(test_nested_failure),
         cmocka_unit_test(test_unmap_covers_two_maps),
+        cmocka_unit_test(test_size_past_the_slot),
         cmocka_unit_test(test_not_charged),
         cmocka_unit_test(test_timeline_bounded),
         cmocka_unit_test(test_threads),
