@@ -27,6 +27,8 @@
 #define STACKS_MAGIC 0x676d747374616b32ull /* "gmtstak2" */
 #define RLX          __ATOMIC_RELAXED
 #define INDEX_MIN    4096u
+/* Ids the entries' arena can hold (ids index it; id 0's entry is never handed out). */
+#define IDS_MAX ((uint32_t)(GMT_ARENA_STACK_ENTRIES_BYTES / sizeof(gmt_stack_entry_t)))
 
 size_t gmt_stacks_header_bytes(void)
 {
@@ -113,9 +115,14 @@ static int same(uint32_t id, uint64_t h, const uint64_t *f, uint32_t n, uint32_t
 /* Reserve an id and frame room and fill them in; 0 if there is no room. */
 static uint32_t reserve(gmt_stacks_t *st, uint64_t h, const uint64_t *f, uint32_t n, uint32_t tag)
 {
-    if (st->bound && __atomic_load_n(&st->next_id, RLX) >= st->bound) return 0;
+    /* Past the bound, or past the ids the entries' arena can hold (with no bound): no id is
+     * taken, so that the counter, which every attempt past the arena moved on, never wraps
+     * round to ids handed out already (unit.stacks, test_ids_never_wrap). */
+    uint32_t lim = IDS_MAX;
+    if (st->bound && st->bound < lim) lim = st->bound;
+    if (__atomic_load_n(&st->next_id, RLX) >= lim) return 0;
     uint32_t id = __atomic_fetch_add(&st->next_id, 1, RLX);
-    if (id == UINT32_MAX || (st->bound && id >= st->bound)) return 0;
+    if (id >= lim) return 0;
     if (gmt_region_ensure(GMT_ARENA_STACK_ENTRIES,
                           ((uint64_t)id + 1) * sizeof(gmt_stack_entry_t)) != 0) {
         __atomic_fetch_add(&st->wasted, 1, RLX);

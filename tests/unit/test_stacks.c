@@ -157,6 +157,33 @@ static void test_frames_round_trip(void **state)
     store_free(st);
 }
 
+/* Ids never wrap round. Without a bound, every intern of new frames once the entries' arena is
+ * used up takes an id it cannot use: 2^32 of them brought the counter back to 0, and the next
+ * new frames were given id 1 again, its entry written over (id 1 then named other frames, and
+ * its live bytes mixed two stacks). The counter is set where 4.29 billion such interns leave
+ * it, a few ids short of the top of its range. */
+static void test_ids_never_wrap(void **state)
+{
+    (void)state;
+    gmt_stacks_t *st = store_new(0);
+    const uint64_t f[2] = {0x401000, 0x402000};
+    assert_int_equal(gmt_stacks_intern(st, f, 2, 0), 1);
+    st->next_id = UINT32_MAX - 2;
+    uint64_t before = dropped(st);
+    for (uint64_t i = 0; i < 8; i++) {
+        const uint64_t g[2] = {0x500000 + i, 0x600000};
+        assert_int_equal(gmt_stacks_intern(st, g, 2, 0), 0);
+    }
+    assert_int_equal(dropped(st) - before, 8);
+    uint32_t depth = 0;
+    const uint64_t *got = gmt_stacks_frames(st, 1, &depth);
+    assert_non_null(got);
+    assert_int_equal(depth, 2);
+    assert_memory_equal(got, f, sizeof f);
+    assert_int_equal(gmt_stacks_intern(st, f, 2, 0), 1);
+    store_free(st);
+}
+
 static void test_store_full(void **state)
 {
     (void)state;
@@ -945,6 +972,7 @@ int main(void)
         cmocka_unit_test(test_depth_zero_per_tag),
         cmocka_unit_test(test_frames_round_trip),
         cmocka_unit_test(test_store_full),
+        cmocka_unit_test(test_ids_never_wrap),
         cmocka_unit_test(test_store_grows),
         cmocka_unit_test(test_bytes_held_counts_everything),
         cmocka_unit_test(test_holds_only_handed_out_ids),
