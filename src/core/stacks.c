@@ -153,40 +153,76 @@ static uint32_t reserve(gmt_stacks_t *st, uint64_t h, const uint64_t *f, uint32_
     return id;
 }
 
-/* Adds an index level of twice the size holding every id, after level n. */
+/* Puts id (its hash h) into index level lv, unless the level holds it already, or another id
+ * of the same frames (a twin: two threads published them, one into an older level the other
+ * did not see; counted as wasted, and interns find the one here from then on). */
+static void place(gmt_stacks_t *st, uint32_t lv, uint32_t id, uint64_t h)
+{
+    uint32_t *index = index_at(st, lv);
+    uint64_t m = st->index[lv % GMT_STACKS_INDEX_LEVELS].mask;
+    const gmt_stack_entry_t *e = entry_at(id);
+    for (uint64_t i = 0; i <= m; i++) {
+        uint32_t *slot = &index[(h + i) & m];
+        uint32_t cur = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+        if (cur == 0) {
+            if (__atomic_compare_exchange_n(slot, &cur, id, 0, __ATOMIC_SEQ_CST,
+                                            __ATOMIC_ACQUIRE)) {
+                __atomic_add_fetch(&st->index_count, 1, RLX);
+                return;
+            }
+        }
+        if (cur == id) return;
+        if (same(cur, h, frames_at(e->offset), e->depth, e->tag)) {
+            __atomic_fetch_add(&st->wasted, 1, RLX);
+            return;
+        }
+    }
+    /* full: a level twice the size of the one it copies, not reached */
+}
+
+/* An id just published into level lv: where a newer level was added meanwhile, into that one
+ * too (and again while levels are added), so that the copy, which may have passed its slot
+ * already, cannot leave it behind when the older levels are retired. The publishing CAS and
+ * the load of index_next below are sequentially consistent, as are grow_index's store of
+ * index_next and its loads of the slots: either the copy sees the id or this sees the level. */
+static void republish(gmt_stacks_t *st, uint32_t lv, uint32_t id, uint64_t h)
+{
+    for (;;) {
+        uint32_t next = __atomic_load_n(&st->index_next, __ATOMIC_SEQ_CST);
+        if (next - 1 == lv) return;
+        lv = next - 1;
+        place(st, lv, id, h);
+    }
+}
+
+/* Adds an index level of twice the size after level n and fills it with every id. The level
+ * is published first, so that the ids interned during the copy go into it (before session 44
+ * they went into the old level, which the copy had passed or which filled up: with 4 threads
+ * and 100,000 new stacks, a few percent of the stacks got two ids and some were dropped); the
+ * copy places the old levels' ids beside them, then retires the old levels. */
 static void grow_index(gmt_stacks_t *st, uint32_t n)
 {
     if (!gmt_spin_trylock(&st->grow_lock)) return;
     uint32_t next = __atomic_load_n(&st->index_next, __ATOMIC_ACQUIRE);
+    uint32_t first = __atomic_load_n(&st->index_first, __ATOMIC_ACQUIRE);
     uint64_t mask = st->index[n % GMT_STACKS_INDEX_LEVELS].mask;
     uint64_t nmask = mask * 2 + 1, off;
-    if (next - 1 != n || next - st->index_first >= GMT_STACKS_INDEX_LEVELS - 1 ||
+    if (next - 1 != n || next - first >= GMT_STACKS_INDEX_LEVELS - 1 ||
         gmt_region_alloc(GMT_ARENA_STACK_INDEX, (nmask + 1) * sizeof(uint32_t), 64, &off) != 0)
         goto out;
-    uint32_t *dst = GMT_AT(uint32_t, off);
-    uint32_t count = 0;
-    for (uint32_t lv = st->index_first; lv < next; lv++) {
+    st->index[next % GMT_STACKS_INDEX_LEVELS].off = off;
+    st->index[next % GMT_STACKS_INDEX_LEVELS].mask = nmask;
+    __atomic_store_n(&st->index_count, 0, RLX);
+    __atomic_store_n(&st->index_next, next + 1, __ATOMIC_SEQ_CST);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    for (uint32_t lv = first; lv < next; lv++) {
         uint32_t *src = index_at(st, lv);
         uint64_t m = st->index[lv % GMT_STACKS_INDEX_LEVELS].mask;
         for (uint64_t i = 0; i <= m; i++) {
-            uint32_t id = __atomic_load_n(&src[i], __ATOMIC_ACQUIRE);
-            if (!id) continue;
-            uint64_t h = __atomic_load_n(&entry_at(id)->hash, __ATOMIC_ACQUIRE);
-            for (uint64_t k = 0; k <= nmask; k++) {
-                uint32_t *slot = &dst[(h + k) & nmask];
-                if (*slot == id) break; /* in two old levels */
-                if (*slot == 0) {
-                    *slot = id;
-                    count++;
-                    break;
-                }
-            }
+            uint32_t id = __atomic_load_n(&src[i], __ATOMIC_SEQ_CST);
+            if (id) place(st, next, id, __atomic_load_n(&entry_at(id)->hash, __ATOMIC_ACQUIRE));
         }
     }
-    st->index[next % GMT_STACKS_INDEX_LEVELS].off = off;
-    st->index[next % GMT_STACKS_INDEX_LEVELS].mask = nmask;
-    __atomic_store_n(&st->index_count, count, RLX);
-    __atomic_store_n(&st->index_next, next + 1, __ATOMIC_RELEASE);
     __atomic_store_n(&st->index_first, next, __ATOMIC_RELEASE);
 out:
     gmt_spin_unlock(&st->grow_lock);
@@ -222,8 +258,9 @@ uint32_t gmt_stacks_intern(gmt_stacks_t *st, const uint64_t *frames, uint32_t de
             if (id == 0) {
                 if (!mine) mine = reserve(st, h, frames, depth, tag);
                 if (!mine) goto dropped;
-                if (__atomic_compare_exchange_n(slot, &id, mine, 0, __ATOMIC_RELEASE,
+                if (__atomic_compare_exchange_n(slot, &id, mine, 0, __ATOMIC_SEQ_CST,
                                                 __ATOMIC_ACQUIRE)) {
+                    republish(st, n, mine, h);
                     uint32_t c = __atomic_add_fetch(&st->index_count, 1, RLX);
                     if ((uint64_t)c * 2 > m + 1) grow_index(st, n);
                     return mine;

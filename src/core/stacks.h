@@ -5,7 +5,8 @@
  * libunwind's unw_backtrace with a per-thread cache); it allocates nothing. The
  * store lives in the region (region.h): entries indexed by id in their own arena, frames in
  * the frame arena, and a hash index of ids in levels that double when half full (the newest
- * level gets a copy of the older ones, which are then given back). Everything grows with the
+ * level, published first, gets a copy of the older ones, which are then no longer searched;
+ * their memory stays in the region's index arena). Everything grows with the
  * number of distinct stacks, with offsets rather than pointers. Inserting is lock-free except
  * for the thread that adds an index level; an id, once returned, names the same frames for
  * the life of the process. Id 0 means "no stack" (stacks off, below GPUMEMTRACE_MIN_BYTES, or
