@@ -27,6 +27,10 @@
 #define STACKS_MAGIC 0x676d747374616b32ull /* "gmtstak2" */
 #define RLX          __ATOMIC_RELAXED
 #define INDEX_MIN    4096u
+/* How long an intern that found the newest index level full waits for a growth under way (a
+ * copy of the level before it) to end before it grows the level itself: at most 200 ms. */
+#define GROW_WAIT_TRIES 2000
+#define GROW_WAIT_NS    100000L
 /* Ids the entries' arena can hold (ids index it; id 0's entry is never handed out). */
 #define IDS_MAX ((uint32_t)(GMT_ARENA_STACK_ENTRIES_BYTES / sizeof(gmt_stack_entry_t)))
 
@@ -153,10 +157,14 @@ static uint32_t reserve(gmt_stacks_t *st, uint64_t h, const uint64_t *f, uint32_
     return id;
 }
 
-/* Puts id (its hash h) into index level lv, unless the level holds it already, or another id
- * of the same frames (a twin: two threads published them, one into an older level the other
- * did not see; counted as wasted, and interns find the one here from then on). */
-static void place(gmt_stacks_t *st, uint32_t lv, uint32_t id, uint64_t h)
+/* What place() did with an id. */
+enum { PLACED, TWIN, FULL };
+
+/* Puts id (its hash h) into index level lv, unless the level holds it already (PLACED both),
+ * or another id of the same frames (TWIN: two threads published them, one into an older level
+ * the other did not see; interns find the one here from then on), or has no free slot left
+ * (FULL: it filled while an older level was being copied into it). */
+static int place(gmt_stacks_t *st, uint32_t lv, uint32_t id, uint64_t h, uint32_t *twin)
 {
     uint32_t *index = index_at(st, lv);
     uint64_t m = st->index[lv % GMT_STACKS_INDEX_LEVELS].mask;
@@ -168,63 +176,100 @@ static void place(gmt_stacks_t *st, uint32_t lv, uint32_t id, uint64_t h)
             if (__atomic_compare_exchange_n(slot, &cur, id, 0, __ATOMIC_SEQ_CST,
                                             __ATOMIC_ACQUIRE)) {
                 __atomic_add_fetch(&st->index_count, 1, RLX);
-                return;
+                return PLACED;
             }
         }
-        if (cur == id) return;
+        if (cur == id) return PLACED;
         if (same(cur, h, frames_at(e->offset), e->depth, e->tag)) {
-            __atomic_fetch_add(&st->wasted, 1, RLX);
-            return;
+            if (twin) *twin = cur;
+            return TWIN;
         }
     }
-    /* full: a level twice the size of the one it copies, not reached */
+    return FULL;
 }
 
-/* An id just published into level lv: where a newer level was added meanwhile, into that one
- * too (and again while levels are added), so that the copy, which may have passed its slot
- * already, cannot leave it behind when the older levels are retired. The publishing CAS and
+static void grow_index(gmt_stacks_t *st, uint32_t n, bool wait);
+
+/* An id just published into level lv, at slot: where a newer level was added meanwhile, into
+ * that one too (and again while levels are added), so that the copy, which may have passed its
+ * slot already, cannot leave it behind when the older levels are retired. The publishing CAS and
  * the load of index_next below are sequentially consistent, as are grow_index's store of
- * index_next and its loads of the slots: either the copy sees the id or this sees the level. */
-static void republish(gmt_stacks_t *st, uint32_t lv, uint32_t id, uint64_t h)
+ * index_next and its loads of the slots: either the copy sees the id or this sees the level.
+ * A twin can only arise where this sees the level (a thread that published after the level
+ * appeared looked in the old level after this id was there otherwise): the id is counted as
+ * wasted, its slot takes the twin (so that a search of the older level finds the twin too), and
+ * the twin is the id to use, returned; else the id. A newest level found full is grown (waiting
+ * for a growth under way), and the id placed there. */
+static uint32_t republish(gmt_stacks_t *st, uint32_t lv, uint32_t *slot, uint32_t id, uint64_t h)
 {
     for (;;) {
         uint32_t next = __atomic_load_n(&st->index_next, __ATOMIC_SEQ_CST);
-        if (next - 1 == lv) return;
+        if (next - 1 == lv) return id;
         lv = next - 1;
-        place(st, lv, id, h);
+        uint32_t twin = 0;
+        int r = place(st, lv, id, h, &twin);
+        if (r == TWIN) {
+            __atomic_fetch_add(&st->wasted, 1, RLX);
+            uint32_t was = id;
+            __atomic_compare_exchange_n(slot, &was, twin, 0, __ATOMIC_SEQ_CST, RLX);
+            return twin;
+        }
+        if (r == FULL) {
+            grow_index(st, lv, true);
+            if (__atomic_load_n(&st->index_next, __ATOMIC_SEQ_CST) == next) return id; /* no room */
+            lv = next - 2; /* placed nowhere newer yet: the loop goes to the newest */
+        }
     }
 }
 
-/* Adds an index level of twice the size after level n and fills it with every id. The level
- * is published first, so that the ids interned during the copy go into it (before session 44
- * they went into the old level, which the copy had passed or which filled up: with 4 threads
- * and 100,000 new stacks, a few percent of the stacks got two ids and some were dropped); the
- * copy places the old levels' ids beside them, then retires the old levels. */
-static void grow_index(gmt_stacks_t *st, uint32_t n)
+/* Adds an index level of twice the size after level n, the newest, and fills it with every id
+ * of the levels searched. The level is published first, so that the ids interned during the
+ * copy go into it (before session 44 they went into the old level, which the copy had passed or
+ * which filled up: with 4 threads and 100,000 new stacks, a few percent of the stacks got two
+ * ids and some were dropped); the copy places the old levels' ids beside them, then retires the
+ * old levels. Where the new level filled before the copy was done (an id it could not place), or
+ * is half full once done, another is added at once, the old levels kept until a copy into the
+ * newest is whole. wait: the caller found level n full: it waits (bounded) for a growth under
+ * way, and grows level n itself if that growth did not. */
+static void grow_index(gmt_stacks_t *st, uint32_t n, bool wait)
 {
-    if (!gmt_spin_trylock(&st->grow_lock)) return;
-    uint32_t next = __atomic_load_n(&st->index_next, __ATOMIC_ACQUIRE);
-    uint32_t first = __atomic_load_n(&st->index_first, __ATOMIC_ACQUIRE);
-    uint64_t mask = st->index[n % GMT_STACKS_INDEX_LEVELS].mask;
-    uint64_t nmask = mask * 2 + 1, off;
-    if (next - 1 != n || next - first >= GMT_STACKS_INDEX_LEVELS - 1 ||
-        gmt_region_alloc(GMT_ARENA_STACK_INDEX, (nmask + 1) * sizeof(uint32_t), 64, &off) != 0)
-        goto out;
-    st->index[next % GMT_STACKS_INDEX_LEVELS].off = off;
-    st->index[next % GMT_STACKS_INDEX_LEVELS].mask = nmask;
-    __atomic_store_n(&st->index_count, 0, RLX);
-    __atomic_store_n(&st->index_next, next + 1, __ATOMIC_SEQ_CST);
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    for (uint32_t lv = first; lv < next; lv++) {
-        uint32_t *src = index_at(st, lv);
-        uint64_t m = st->index[lv % GMT_STACKS_INDEX_LEVELS].mask;
-        for (uint64_t i = 0; i <= m; i++) {
-            uint32_t id = __atomic_load_n(&src[i], __ATOMIC_SEQ_CST);
-            if (id) place(st, next, id, __atomic_load_n(&entry_at(id)->hash, __ATOMIC_ACQUIRE));
-        }
+    for (int tries = 0;; tries++) {
+        if (__atomic_load_n(&st->index_next, __ATOMIC_ACQUIRE) - 1 != n) return; /* grown */
+        if (gmt_spin_trylock(&st->grow_lock)) break;
+        if (!wait || tries + 1 >= GROW_WAIT_TRIES) return;
+        struct timespec d = {0, GROW_WAIT_NS};
+        nanosleep(&d, NULL);
     }
-    __atomic_store_n(&st->index_first, next, __ATOMIC_RELEASE);
-out:
+    for (;;) {
+        uint32_t next = __atomic_load_n(&st->index_next, __ATOMIC_ACQUIRE);
+        uint32_t first = __atomic_load_n(&st->index_first, __ATOMIC_ACQUIRE);
+        uint64_t mask = st->index[n % GMT_STACKS_INDEX_LEVELS].mask;
+        uint64_t nmask = mask * 2 + 1, off;
+        if (next - 1 != n || next - first >= GMT_STACKS_INDEX_LEVELS - 1 || nmask >= UINT32_MAX ||
+            gmt_region_alloc(GMT_ARENA_STACK_INDEX, (nmask + 1) * sizeof(uint32_t), 64, &off) != 0)
+            break;
+        st->index[next % GMT_STACKS_INDEX_LEVELS].off = off;
+        st->index[next % GMT_STACKS_INDEX_LEVELS].mask = nmask;
+        __atomic_store_n(&st->index_count, 0, RLX);
+        __atomic_store_n(&st->index_next, next + 1, __ATOMIC_SEQ_CST);
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        bool whole = true; /* a full level ends the copy: the next one takes it all */
+        for (uint32_t lv = first; lv < next && whole; lv++) {
+            uint32_t *src = index_at(st, lv);
+            uint64_t m = st->index[lv % GMT_STACKS_INDEX_LEVELS].mask;
+            for (uint64_t i = 0; i <= m && whole; i++) {
+                uint32_t id = __atomic_load_n(&src[i], __ATOMIC_SEQ_CST);
+                /* a twin found is its publisher's to count (republish) */
+                if (id &&
+                    place(st, next, id, __atomic_load_n(&entry_at(id)->hash, __ATOMIC_ACQUIRE),
+                          NULL) == FULL)
+                    whole = false;
+            }
+        }
+        if (whole) __atomic_store_n(&st->index_first, next, __ATOMIC_RELEASE);
+        if (whole && (uint64_t)__atomic_load_n(&st->index_count, RLX) * 2 <= nmask + 1) break;
+        n = next;
+    }
     gmt_spin_unlock(&st->grow_lock);
 }
 
@@ -260,10 +305,10 @@ uint32_t gmt_stacks_intern(gmt_stacks_t *st, const uint64_t *frames, uint32_t de
                 if (!mine) goto dropped;
                 if (__atomic_compare_exchange_n(slot, &id, mine, 0, __ATOMIC_SEQ_CST,
                                                 __ATOMIC_ACQUIRE)) {
-                    republish(st, n, mine, h);
+                    uint32_t use = republish(st, n, slot, mine, h);
                     uint32_t c = __atomic_add_fetch(&st->index_count, 1, RLX);
-                    if ((uint64_t)c * 2 > m + 1) grow_index(st, n);
-                    return mine;
+                    if ((uint64_t)c * 2 > m + 1) grow_index(st, n, false);
+                    return use;
                 }
                 /* lost the slot: id now holds the winner's entry */
             }
@@ -272,7 +317,10 @@ uint32_t gmt_stacks_intern(gmt_stacks_t *st, const uint64_t *frames, uint32_t de
                 return id;
             }
         }
-        /* The level is full (its growth could not get memory): try once more if it grew. */
+        /* The level is full: it filled during a growth that began before (whose copy held the
+         * lock when the level passed half), or its growth could not get memory. Grown (by this
+         * thread, once that growth is done, or by another), the intern goes on there. */
+        if (__atomic_load_n(&st->index_next, __ATOMIC_ACQUIRE) == next) grow_index(st, n, true);
         if (__atomic_load_n(&st->index_next, __ATOMIC_ACQUIRE) == next) break;
     }
 dropped:

@@ -8,9 +8,10 @@
  * level, published first, gets a copy of the older ones, which are then no longer searched;
  * their memory stays in the region's index arena). Everything grows with the
  * number of distinct stacks, with offsets rather than pointers. Inserting is lock-free except
- * for the thread that adds an index level; an id, once returned, names the same frames for
- * the life of the process. Id 0 means "no stack" (stacks off, below GPUMEMTRACE_MIN_BYTES, or
- * no memory / the GPUMEMTRACE_MAX_STACKS bound).
+ * for the thread that adds an index level, and one that finds the newest level full (filled
+ * during a copy: it waits, at most 200 ms, for the growth); an id, once returned, names the same
+ * frames for the life of the process. Id 0 means "no stack" (stacks off, below
+ * GPUMEMTRACE_MIN_BYTES, or no memory / the GPUMEMTRACE_MAX_STACKS bound).
  *
  * Each entry also carries the bytes and allocations currently live from that stack, so the
  * report can group by stack without walking the table, and the live bytes at its device's
