@@ -1277,15 +1277,19 @@ def case_close_fds_term_busy(ctx):
         fail(f"the process took {took:.1f} s to die by its signal")
 
 
-def stuck_run(ctx, how, expect_rc):
+def stuck_run(ctx, how, expect_rc, said, what):
     """close_fds HOW with the driver held 26 s: the writer thread, in a snapshot, waits on it
-    past the 20 s deadline of the final report asked of it. Returns (run, seconds taken)."""
+    past the 20 s deadline of the final report asked of it. One stderr line must hold SAID, and
+    the process must end (WHAT: how) at the deadline, before the hold ends."""
     hold = 5 * MIB + 4096
     env = {"GMT_STANDIN_HOLD_BYTES": str(hold), "GMT_STANDIN_HOLD_MS": "26000"}
     t0 = time.monotonic()
     r = ctx.run(["close_fds", how, ctx.work, str(hold)], env=env, expect_rc=expect_rc,
                 timeout=90)
-    return r, time.monotonic() - t0
+    took = time.monotonic() - t0
+    expect_eq(f"lines saying {said!r}", len([l for l in r.stderr.splitlines() if said in l]), 1)
+    if not 19 < took < 25.5:
+        fail(f"the process took {took:.1f} s to {what} (the deadline is 20 s, the hold 26 s)")
 
 
 @case("exit_stuck")
@@ -1294,12 +1298,8 @@ def case_exit_stuck(ctx):
     the 20 s deadline: one line says the exit report was not written and why, and the process
     exits then, with its status (before, the wait ended as if answered, and the report was
     lost without a word)."""
-    r, took = stuck_run(ctx, "exit_stuck", 0)
-    lines = [l for l in r.stderr.splitlines() if "the exit report was not written: the "
-             "tracer's writer thread did not take it up within 20 s" in l]
-    expect_eq("lines saying the exit report was not written", len(lines), 1)
-    if not 19 < took < 25.5:
-        fail(f"the process took {took:.1f} s to exit (the deadline is 20 s, the hold 26 s)")
+    stuck_run(ctx, "exit_stuck", 0, "the exit report was not written: the tracer's writer "
+              "thread did not take it up within 20 s", "exit")
 
 
 @case("term_stuck")
@@ -1307,12 +1307,8 @@ def case_term_stuck(ctx):
     """The same, ended by SIGTERM: one line says the signal's report was not taken up, and the
     signal takes its course at the deadline (before, nothing was said, and the handler waited
     20 s more for a report nobody had begun: 40 s in all, past the hold)."""
-    r, took = stuck_run(ctx, "term_stuck", -15)
-    lines = [l for l in r.stderr.splitlines() if "no report for SIGTERM: the tracer's writer "
-             "thread did not take it up within 20 s" in l]
-    expect_eq("lines saying the signal's report was not taken up", len(lines), 1)
-    if not 19 < took < 25.5:
-        fail(f"the process took {took:.1f} s to die by its signal (the deadline is 20 s)")
+    stuck_run(ctx, "term_stuck", -15, "no report for SIGTERM: the tracer's writer thread did "
+              "not take it up within 20 s", "die by its signal")
 
 
 @case("state_target")

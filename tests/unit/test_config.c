@@ -663,30 +663,35 @@ static void test_rank(void **state)
 static void test_world_size(void **state)
 {
     (void)state;
-    env_clear();
-    env_set("WORLD_SIZE", "8");
-    assert_int_equal(gmt_env_world_size(fake_getenv), 0); /* no rank: not said */
-    env_set("RANK", "3");
-    assert_int_equal(gmt_env_world_size(fake_getenv), 8);
-    env_set("RANK", "8"); /* outside its world */
-    assert_int_equal(gmt_env_world_size(fake_getenv), 0);
-    env_set("RANK", "7");
-    assert_int_equal(gmt_env_world_size(fake_getenv), 8);
-    env_set("WORLD_SIZE", "8x");
-    assert_int_equal(gmt_env_world_size(fake_getenv), 0);
-    env_set("WORLD_SIZE", "-8");
-    assert_int_equal(gmt_env_world_size(fake_getenv), 0);
-    env_set("WORLD_SIZE", "1073741824"); /* 2^30: past the bound */
-    assert_int_equal(gmt_env_world_size(fake_getenv), 0);
-    env_clear();
-    env_set("SLURM_PROCID", "2"); /* Slurm's rank: Slurm's count, not PMI's */
-    env_set("PMI_SIZE", "16");
-    assert_int_equal(gmt_env_world_size(fake_getenv), 0);
-    env_set("SLURM_NTASKS", "4");
-    assert_int_equal(gmt_env_world_size(fake_getenv), 4);
-    env_set("RANK", "x"); /* garbage rank: the next launcher decides */
-    env_set("WORLD_SIZE", "64");
-    assert_int_equal(gmt_env_world_size(fake_getenv), 4);
+    /* each step sets one variable (NULL: clears them all), then wants that size */
+    static const struct {
+        const char *name, *value;
+        int want;
+    } steps[] = {
+        {NULL, NULL, 0},
+        {"WORLD_SIZE", "8", 0}, /* no rank: not said */
+        {"RANK", "3", 8},
+        {"RANK", "8", 0}, /* outside its world */
+        {"RANK", "7", 8},
+        {"WORLD_SIZE", "8x", 0},
+        {"WORLD_SIZE", "-8", 0},
+        {"WORLD_SIZE", "1073741824", 0}, /* 2^30: past the bound */
+        {NULL, NULL, 0},
+        {"SLURM_PROCID", "2", 0}, /* Slurm's rank: Slurm's count, not PMI's */
+        {"PMI_SIZE", "16", 0},
+        {"SLURM_NTASKS", "4", 4},
+        {"RANK", "x", 4}, /* garbage rank: the next launcher decides */
+        {"WORLD_SIZE", "64", 4},
+    };
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        if (steps[i].name)
+            env_set(steps[i].name, steps[i].value);
+        else
+            env_clear();
+        if (gmt_env_world_size(fake_getenv) != steps[i].want)
+            fail_msg("step %zu (%s=%s): world size %d, want %d", i, steps[i].name, steps[i].value,
+                     gmt_env_world_size(fake_getenv), steps[i].want);
+    }
 }
 
 /* GPUMEMTRACE_GROWTH_WARMUP: a fraction of the run below 1, seconds from 1 or with "s", or a
