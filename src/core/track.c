@@ -393,17 +393,35 @@ static void restore_record(const gmt_entry_t *r, bool kept)
         gmt_peaks_mark(slot);
 }
 
+/* Where unmap_rest looks for the next mapping past one the table does not hold: the smallest
+ * page a mapping can start on, and at most this many looks (4 GiB of range) an unmap. */
+#define UNMAP_GAP_STEP  4096u
+#define UNMAP_GAP_LOOKS (1u << 20)
+
 /* cuMemUnmap may cover several mappings made by separate cuMemMap calls: the ones after the
- * first go once the real call has succeeded. */
+ * first go once the real call has succeeded, each found where the one before it ends. Where
+ * none is there, a mapping the table never held (dropped: the table full, or made before the
+ * tracer was ready) leaves a gap whose size is not known: the rest of the range is looked
+ * through page by page (bounded), only when such drops were counted. Before, the release
+ * stopped at the gap and the mappings past it stayed live, leaks the program did not have
+ * (integration.vmm_unmap_gap). */
 static void unmap_rest(const gmt_entry_t *rec, uint64_t asked)
 {
     gmt_entry_t r;
     uint64_t now = event_now_ns();
     uint64_t at = rec->key + gmt_entry_size(rec), end = rec->key + asked;
-    while (at < end && gmt_table_take(gmt_core_table, GMT_SPACE_MAP, at, &r) == 0) {
-        release_record(&r, now, GMT_LAYER_RUNTIME, false);
-        uint64_t size = gmt_entry_size(&r);
-        at += size ? size : end - at;
+    bool gaps = __atomic_load_n(&gmt_core_counts.dropped_table_full, __ATOMIC_RELAXED) ||
+                __atomic_load_n(&gmt_core_counts.dropped_no_core, __ATOMIC_RELAXED);
+    uint32_t looks = 0;
+    while (at < end) {
+        if (gmt_table_take(gmt_core_table, GMT_SPACE_MAP, at, &r) == 0) {
+            release_record(&r, now, GMT_LAYER_RUNTIME, false);
+            uint64_t size = gmt_entry_size(&r);
+            at += size ? size : end - at;
+            continue;
+        }
+        if (!gaps || ++looks > UNMAP_GAP_LOOKS) break;
+        at = (at + UNMAP_GAP_STEP) & ~(uint64_t)(UNMAP_GAP_STEP - 1);
     }
 }
 

@@ -1011,6 +1011,21 @@ def case_vmm(ctx):
               64 * MIB)
 
 
+@case("vmm_unmap_gap")
+def case_vmm_unmap_gap(ctx):
+    """One cuMemUnmap over three mappings, the middle one dropped (the live table full): the
+    mappings past the gap go with it. Before, the release stopped at the first mapping it could
+    not find, and the third stayed live for ever, a mapped address-space leak the program did
+    not have."""
+    ctx.run(["vmm_unmap_gap"], env={"GPUMEMTRACE_MAX_LIVE": "6"})
+    rep = ctx.final_report()
+    expect_eq("capture.dropped.table_full", rep["capture"]["dropped"].get("table_full"), 1)
+    asp = rep["leaks"]["address_space"]
+    expect_eq("leaks.address_space mapped, reserved (count)",
+              (asp["mapped_count"], asp["reserved_count"]), (0, 0))
+    expect_eq("summary.live_count", rep["summary"].get("live_count"), 0)
+
+
 @case("vmm_leak")
 def case_vmm_leak(ctx):
     # Issue 7: reserve 4 x gran, create 1 x and 2 x gran, map both, unmap and release the
