@@ -28,7 +28,7 @@ int main(void)
     CUmemGenericAllocationHandle h[3];
     for (int i = 0; i < 3; i++)
         CK(cuMemCreate(&h[i], gran, &prop, 0));
-    CK(cuMemAlloc(&spare, 4096)); /* live: 5 entries, the bound 6 */
+    CK(cuMemAlloc(&spare, 4096));       /* live: 5 entries, the bound 6 */
     gap_map(va, gran, h[0]);            /* 6 */
     gap_map(va + gran, gran, h[1]);     /* past the bound: dropped */
     CK(cuMemFree(spare));               /* 5 */
