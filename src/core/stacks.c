@@ -132,8 +132,10 @@ static uint32_t reserve(gmt_stacks_t *st, uint64_t h, const uint64_t *f, uint32_
         __atomic_fetch_add(&st->wasted, 1, RLX);
         return 0;
     }
+    /* read as the region's commit writes it: another thread may be growing the arena */
     uint64_t have =
-        gmt_region_arena(GMT_ARENA_STACK_ENTRIES)->committed / sizeof(gmt_stack_entry_t);
+        __atomic_load_n(&gmt_region_arena(GMT_ARENA_STACK_ENTRIES)->committed, __ATOMIC_ACQUIRE) /
+        sizeof(gmt_stack_entry_t);
     if (have > UINT32_MAX) have = UINT32_MAX;
     uint32_t cur = __atomic_load_n(&st->max_entries, RLX);
     while (cur < have && !__atomic_compare_exchange_n(&st->max_entries, &cur, (uint32_t)have, 1,
@@ -345,7 +347,8 @@ const uint64_t *gmt_stacks_frames(gmt_stacks_t *st, uint32_t id, uint32_t *depth
     if (__atomic_load_n(&e->hash, __ATOMIC_ACQUIRE) == 0) return NULL;
     /* Bounds-checked: in a recovered file the entry may be anything. */
     uint64_t end = ((uint64_t)e->offset + e->depth) * 8;
-    if (end > gmt_region_arena(GMT_ARENA_FRAMES)->committed) return NULL;
+    if (end > __atomic_load_n(&gmt_region_arena(GMT_ARENA_FRAMES)->committed, __ATOMIC_ACQUIRE))
+        return NULL;
     *depth = e->depth;
     return frames_at(e->offset);
 }
