@@ -484,8 +484,10 @@ static void print_header(const view_t *v)
         }
         print_ranks(v);
     } else {
-        printf("  process   pid %" PRId64 ", host %s, rank %" PRId64 "\n", rep->pid,
+        printf("  process   pid %" PRId64 ", host %s, rank %" PRId64, rep->pid,
                gmt_tty(rep->hostname), rep->rank);
+        if (rep->world_size > 0) printf(" of %" PRId64, rep->world_size); /* the job's ranks */
+        putchar('\n');
         printf("  reason    %s%s%s%s, ran %.3f s%s\n", gmt_tty(rep->reason),
                rep->signal ? " (" : "", rep->signal ? gmt_tty(rep->signal) : "",
                rep->signal ? ")" : "", rep->duration_s,

@@ -2200,6 +2200,8 @@ def case_merge_missing_ranks(c):
     rep = {r: c.trace("leak_two_sites", f"w{r}", env={"RANK": str(r), "WORLD_SIZE": "4"})
            for r in range(4)}
     expect(c.load(rep[2])["process"]["world_size"] == 4, "process.world_size")
+    out, _, _ = c.cli_run("report", rep[2])
+    expect(re.search(r"\n  process   pid \d+, host .*, rank 2 of 4\n", out), out)
     # a size the rank does not fit in, or not a number: not said
     for bad in ({"RANK": "4", "WORLD_SIZE": "4"}, {"RANK": "1", "WORLD_SIZE": "4x"},
                 {"WORLD_SIZE": "4"}, {"RANK": "1", "OMPI_COMM_WORLD_SIZE": "4"}):
