@@ -376,6 +376,11 @@ double gmt_report_rank_offset(const gmt_report_t *rep, int64_t rank);
  * differ. */
 const char *gmt_report_job_reason(const gmt_report_t *rep, bool *known);
 
+/* A merged report's missing ranks as a list, "1, 3, 5", at most max of them, then ", ..." (or
+ * "..." alone) where it has more (merged.missing_ranks_total, or a list longer than max);
+ * written into out (len bytes, cut short where it does not fit), which is returned. */
+const char *gmt_report_missing_text(const gmt_report_t *rep, size_t max, char *out, size_t len);
+
 /* Typed field accessors: the value of obj[key] when it exists with that type, else dflt. */
 int64_t gmt_json_int(const cJSON *obj, const char *key, int64_t dflt);
 /* A count of obj[key] as the loader reads counts (docs/cli.md, "Reading reports"): 0 when it is

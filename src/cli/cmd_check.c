@@ -1055,17 +1055,12 @@ int gmt_cli_check(int argc, char **argv)
     if (rep.missing_total && nres_given) {
         NEW_RESULT();
         snprintf(r->name, sizeof r->name, "ranks");
-        int at = snprintf(r->message, sizeof r->message,
-                          "%" PRIu64 " of the job's ranks have no report in the merge (rank%s ",
-                          rep.missing_total, rep.missing_total == 1 ? "" : "s");
-        for (size_t i = 0; i < rep.nmissing && i < 16 && at > 0 && (size_t)at < sizeof r->message;
-             i++)
-            at += snprintf(r->message + at, sizeof r->message - (size_t)at, "%s%" PRId64,
-                           i ? ", " : "", rep.missing_ranks[i]);
-        if (at > 0 && (size_t)at < sizeof r->message)
-            snprintf(r->message + at, sizeof r->message - (size_t)at,
-                     "%s): the limits cannot be checked for them",
-                     rep.missing_total > rep.nmissing || rep.nmissing > 16 ? ", ..." : "");
+        char list[256];
+        snprintf(r->message, sizeof r->message,
+                 "%" PRIu64 " of the job's ranks have no report in the merge (rank%s %s): the "
+                 "limits cannot be checked for them",
+                 rep.missing_total, rep.missing_total == 1 ? "" : "s",
+                 gmt_report_missing_text(&rep, 16, list, sizeof list));
         r->failed = true;
     }
 

@@ -406,15 +406,23 @@ static int64_t job_world(const gmt_report_t *reps, const int64_t *ranks, size_t 
     return world;
 }
 
-/* The ranks in [0, world) that ord (n ranks, sorted, distinct) lacks, "1, 3, 5", at most max
- * of them, then ", ...". */
+/* The first rank from r up that ord (n ranks, sorted, distinct) lacks; *at, ord's position
+ * reached, starts at 0 and goes on from call to call (r rising). Past the job: r >= world. */
+static int64_t next_missing(const rank_ord_t *ord, size_t n, size_t *at, int64_t r)
+{
+    for (;; r++) {
+        while (*at < n && ord[*at].rank < r)
+            (*at)++;
+        if (*at >= n || ord[*at].rank != r) return r;
+    }
+}
+
+/* The ranks in [0, world) that ord lacks, "1, 3, 5", at most max of them, then ", ...". */
 static void print_missing(FILE *f, const rank_ord_t *ord, size_t n, int64_t world, size_t max)
 {
     size_t at = 0, shown = 0;
-    for (int64_t r = 0; r < world; r++) {
-        while (at < n && ord[at].rank < r)
-            at++;
-        if (at < n && ord[at].rank == r) continue;
+    for (int64_t r = next_missing(ord, n, &at, 0); r < world;
+         r = next_missing(ord, n, &at, r + 1)) {
         if (shown == max) {
             fputs(", ...", f);
             return;
@@ -985,13 +993,9 @@ int gmt_cli_merge(int argc, char **argv)
             cJSON_AddNumberToObject(merged, "missing_ranks_total", (double)nmissing);
             cJSON *ml = cJSON_AddArrayToObject(merged, "missing_ranks");
             size_t at = 0, listed = 0;
-            for (int64_t r = 0; r < world && listed < MISSING_LISTED; r++) {
-                while (at < n && ord[at].rank < r)
-                    at++;
-                if (at < n && ord[at].rank == r) continue;
+            for (int64_t r = next_missing(ord, n, &at, 0); r < world && listed < MISSING_LISTED;
+                 r = next_missing(ord, n, &at, r + 1), listed++)
                 cJSON_AddItemToArray(ml, cJSON_CreateNumber((double)r));
-                listed++;
-            }
         }
         /* whose summary.peak_bytes is null: written 0 included, so a reader tells a known job
          * peak from a file of an older merge (which wrote the known ranks' largest, or 0) */

@@ -454,12 +454,11 @@ static void print_header(const view_t *v)
                    rep->nranks, YEL(v), RESET(v), rep->imbalance);
         if (rep->missing_total) {
             /* the job's ranks that no report was merged for: its figures leave them out */
-            printf("  missing   %srank%s ", YEL(v), rep->missing_total == 1 ? "" : "s");
-            for (size_t i = 0; i < rep->nmissing && i < 32; i++)
-                printf("%s%" PRId64, i ? ", " : "", rep->missing_ranks[i]);
-            if (rep->missing_total > 32 || rep->nmissing < rep->missing_total)
-                printf("%s...", rep->nmissing ? ", " : "");
-            printf("%s (%" PRIu64 " of the job's ", RESET(v), rep->missing_total);
+            char list[512];
+            printf("  missing   %srank%s %s%s (%" PRIu64 " of the job's ", YEL(v),
+                   rep->missing_total == 1 ? "" : "s",
+                   gmt_report_missing_text(rep, 32, list, sizeof list), RESET(v),
+                   rep->missing_total);
             if (rep->job_world_size > 0)
                 printf("%" PRId64, rep->job_world_size);
             else

@@ -1441,6 +1441,21 @@ int64_t gmt_report_failures(const gmt_report_t *rep)
     return rep->failures > (int64_t)rep->nerrors ? rep->failures : (int64_t)rep->nerrors;
 }
 
+const char *gmt_report_missing_text(const gmt_report_t *rep, size_t max, char *out, size_t len)
+{
+    size_t used = 0, shown = rep->nmissing < max ? rep->nmissing : max;
+    if (len) out[0] = 0;
+    for (size_t i = 0; i < shown && used < len; i++) {
+        int w =
+            snprintf(out + used, len - used, "%s%" PRId64, i ? ", " : "", rep->missing_ranks[i]);
+        if (w < 0) return out;
+        used += (size_t)w;
+    }
+    if (shown < rep->missing_total && used < len)
+        snprintf(out + used, len - used, "%s...", shown ? ", " : "");
+    return out;
+}
+
 bool gmt_report_job_span(const gmt_report_t *rep, double *start, double *end)
 {
     double first = INFINITY, last = -INFINITY;
