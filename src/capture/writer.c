@@ -406,6 +406,17 @@ static const int fatal_signals[] = {SIGTERM, SIGINT,  SIGHUP,  SIGQUIT, SIGSEGV,
                                     SIGBUS,  SIGABRT, SIGFPE,  SIGILL,  SIGPIPE,
                                     SIGALRM, SIGUSR1, SIGUSR2, SIGXCPU, SIGVTALRM};
 
+/* The queued snapshot's message to the writer thread; where it cannot be sent (the pipes lost)
+ * the queue is emptied and the signal counted lost. Async-signal-safe. */
+static void send_snapshot(int sig)
+{
+    msg_t m = {.type = MSG_SNAPSHOT, .sig = sig};
+    if (!pipes_ours() || write(writer_pipe[1], &m, sizeof m) != (ssize_t)sizeof m) {
+        __atomic_store_n(&snapshot_queued, SNAP_NONE, __ATOMIC_RELEASE);
+        __atomic_add_fetch(&snapshots_lost, 1, __ATOMIC_RELAXED);
+    }
+}
+
 static void on_snapshot_signal(int sig)
 {
     int saved = errno;
@@ -424,11 +435,7 @@ static void on_snapshot_signal(int sig)
                 return;
             }
         }
-        msg_t m = {.type = MSG_SNAPSHOT, .sig = sig};
-        if (!pipes_ours() || write(writer_pipe[1], &m, sizeof m) != (ssize_t)sizeof m) {
-            __atomic_store_n(&snapshot_queued, 0, __ATOMIC_RELEASE);
-            __atomic_add_fetch(&snapshots_lost, 1, __ATOMIC_RELAXED);
-        }
+        send_snapshot(sig);
     }
     errno = saved;
 }
@@ -702,13 +709,8 @@ void gmt_capture_start_writer_locked(void)
     gmt_report_set_yield(writer_yield);
     /* A snapshot signal that came before the writer (a forked child's, before its first CUDA
      * call): asked now, as its handler would have. */
-    if (__atomic_exchange_n(&snapshot_pending, 0, __ATOMIC_SEQ_CST)) {
-        msg_t m = {.type = MSG_SNAPSHOT, .sig = __atomic_load_n(&snapshot_sig, __ATOMIC_RELAXED)};
-        if (write(writer_pipe[1], &m, sizeof m) != (ssize_t)sizeof m) {
-            __atomic_store_n(&snapshot_queued, SNAP_NONE, __ATOMIC_RELEASE);
-            __atomic_add_fetch(&snapshots_lost, 1, __ATOMIC_RELAXED);
-        }
-    }
+    if (__atomic_exchange_n(&snapshot_pending, 0, __ATOMIC_SEQ_CST))
+        send_snapshot(__atomic_load_n(&snapshot_sig, __ATOMIC_RELAXED));
 
     int snapshot_signal = gmt_capture_config.snapshot_signal;
     if (snapshot_signal) install_snapshot_signal(snapshot_signal);
