@@ -192,35 +192,41 @@ static int place(gmt_stacks_t *st, uint32_t lv, uint32_t id, uint64_t h, uint32_
 
 static void grow_index(gmt_stacks_t *st, uint32_t n, bool wait);
 
+/* id lost to its twin (place() said TWIN): the slot of an older level that holds it takes the
+ * twin, so that a search there finds the twin too, and id is counted as wasted by whichever of
+ * its publisher (republish) and a copy (grow_index) makes that exchange, once. */
+static void give_way(gmt_stacks_t *st, uint32_t *slot, uint32_t id, uint32_t twin)
+{
+    if (__atomic_compare_exchange_n(slot, &id, twin, 0, __ATOMIC_SEQ_CST, RLX))
+        __atomic_fetch_add(&st->wasted, 1, RLX);
+}
+
 /* An id just published into level lv, at slot: where a newer level was added meanwhile, into
  * that one too (and again while levels are added), so that the copy, which may have passed its
  * slot already, cannot leave it behind when the older levels are retired. The publishing CAS and
  * the load of index_next below are sequentially consistent, as are grow_index's store of
  * index_next and its loads of the slots: either the copy sees the id or this sees the level.
- * A twin can only arise where this sees the level (a thread that published after the level
- * appeared looked in the old level after this id was there otherwise): the id is counted as
- * wasted, its slot takes the twin (so that a search of the older level finds the twin too), and
- * the twin is the id to use, returned; else the id. A newest level found full is grown (waiting
- * for a growth under way), and the id placed there. */
+ * Where the newer level holds a twin (a thread that interned the same frames there before this
+ * id reached it), the id gives way to it (give_way) and the twin is the id to use, returned;
+ * else the id. A newest level found full is grown (waiting for a growth under way), and the id
+ * placed there. */
 static uint32_t republish(gmt_stacks_t *st, uint32_t lv, uint32_t *slot, uint32_t id, uint64_t h)
 {
     for (;;) {
         uint32_t next = __atomic_load_n(&st->index_next, __ATOMIC_SEQ_CST);
-        if (next - 1 == lv) return id;
-        lv = next - 1;
+        if (next - 1 == lv) return id; /* lv: the newest level holding the id */
         uint32_t twin = 0;
-        int r = place(st, lv, id, h, &twin);
+        int r = place(st, next - 1, id, h, &twin);
         if (r == TWIN) {
-            __atomic_fetch_add(&st->wasted, 1, RLX);
-            uint32_t was = id;
-            __atomic_compare_exchange_n(slot, &was, twin, 0, __ATOMIC_SEQ_CST, RLX);
+            give_way(st, slot, id, twin);
             return twin;
         }
-        if (r == FULL) {
-            grow_index(st, lv, true);
-            if (__atomic_load_n(&st->index_next, __ATOMIC_SEQ_CST) == next) return id; /* no room */
-            lv = next - 2; /* placed nowhere newer yet: the loop goes to the newest */
+        if (r == PLACED) {
+            lv = next - 1;
+            continue;
         }
+        grow_index(st, next - 1, true);                                            /* FULL */
+        if (__atomic_load_n(&st->index_next, __ATOMIC_SEQ_CST) == next) return id; /* no room */
     }
 }
 
@@ -260,12 +266,12 @@ static void grow_index(gmt_stacks_t *st, uint32_t n, bool wait)
             uint32_t *src = index_at(st, lv);
             uint64_t m = st->index[lv % GMT_STACKS_INDEX_LEVELS].mask;
             for (uint64_t i = 0; i <= m && whole; i++) {
-                uint32_t id = __atomic_load_n(&src[i], __ATOMIC_SEQ_CST);
-                /* a twin found is its publisher's to count (republish) */
-                if (id &&
-                    place(st, next, id, __atomic_load_n(&entry_at(id)->hash, __ATOMIC_ACQUIRE),
-                          NULL) == FULL)
-                    whole = false;
+                uint32_t id = __atomic_load_n(&src[i], __ATOMIC_SEQ_CST), twin = 0;
+                if (!id) continue;
+                int r = place(st, next, id, __atomic_load_n(&entry_at(id)->hash, __ATOMIC_ACQUIRE),
+                              &twin);
+                if (r == TWIN) give_way(st, &src[i], id, twin);
+                whole = r != FULL;
             }
         }
         if (whole) __atomic_store_n(&st->index_first, next, __ATOMIC_RELEASE);
@@ -283,8 +289,10 @@ uint32_t gmt_stacks_intern(gmt_stacks_t *st, const uint64_t *frames, uint32_t de
     for (;;) {
         uint32_t first = __atomic_load_n(&st->index_first, __ATOMIC_ACQUIRE);
         uint32_t next = __atomic_load_n(&st->index_next, __ATOMIC_ACQUIRE);
-        /* Older levels (only during a growth): look, never insert. */
-        for (uint32_t lv = first; lv + 1 < next; lv++) {
+        /* During a growth, every level, newest first (a twin that gave way may still be in an
+         * older level's slot until then: the id it gave way to is found first); the newest is
+         * probed again below, where the id goes if no level has it. */
+        for (uint32_t lv = next; first + 1 < next && lv-- > first;) {
             uint32_t *index = index_at(st, lv);
             uint64_t m = st->index[lv % GMT_STACKS_INDEX_LEVELS].mask;
             for (uint64_t i = 0; i <= m; i++) {
@@ -322,7 +330,7 @@ uint32_t gmt_stacks_intern(gmt_stacks_t *st, const uint64_t *frames, uint32_t de
         /* The level is full: it filled during a growth that began before (whose copy held the
          * lock when the level passed half), or its growth could not get memory. Grown (by this
          * thread, once that growth is done, or by another), the intern goes on there. */
-        if (__atomic_load_n(&st->index_next, __ATOMIC_ACQUIRE) == next) grow_index(st, n, true);
+        grow_index(st, n, true); /* returns at once where it grew meanwhile */
         if (__atomic_load_n(&st->index_next, __ATOMIC_ACQUIRE) == next) break;
     }
 dropped:
