@@ -678,6 +678,18 @@ static int __attribute__((noinline)) insert_full(gmt_table_t *t)
     return -ENOSPC;
 }
 
+/* Under a bound (the fast insert is off then): whether one more entry fits. The entries
+ * admitted but not yet counted live are counted in `admitted`, taken before the live count is
+ * read: of two inserts at once the later sees the earlier in one or the other (or both, and
+ * refuses when one place was left), so the bound is never passed. */
+static bool admit(gmt_table_t *t)
+{
+    uint64_t ahead = __atomic_fetch_add(&t->admitted, 1, SC);
+    if (gmt_table_live(t) + ahead < t->max_live) return true;
+    __atomic_fetch_sub(&t->admitted, 1, SC);
+    return false;
+}
+
 /* After an insert into level n: grows it once it passes 3/4 (the fast path looks only when it
  * added to `used`), and moves entries while more than one level is active. Out of line, on
  * the table and the level number alone: the fast path then keeps nothing for it. */
@@ -698,14 +710,20 @@ insert_slow(gmt_table_t *t, uint32_t attrs, uint32_t id_pool, uint64_t key, uint
 {
     gmt_entry_t entry = {.attrs = attrs, .id_pool = id_pool, .key = key, .meta = meta};
     const gmt_entry_t *e = &entry;
-    if (t->max_live && gmt_table_live(t) >= t->max_live) return insert_full(t);
+    if (t->max_live && !admit(t)) return insert_full(t);
     gmt_table_shard_t *sh = shard_of(t);
     uint64_t h = hash_entry(e);
     uint32_t n;
+    int rc = 0;
     while (insert_newest(t, sh, e, h, &n, GMT_TABLE_LIVE_ONE - 1) != 0)
-        if (grow(t, n, true) != 0) return insert_full(t);
-    insert_after(t, n);
-    return 0;
+        if (grow(t, n, true) != 0) {
+            rc = insert_full(t);
+            break;
+        }
+    /* Counted live (or refused) first: then a later admission reads it in the live count. */
+    if (t->max_live) __atomic_fetch_sub(&t->admitted, 1, SC);
+    if (rc == 0) insert_after(t, n);
+    return rc;
 }
 
 /* Inline into the event path (with link-time optimisation): its register saves and restores

@@ -236,6 +236,7 @@ typedef struct gmt_table_s {
     uint64_t dropped_full;        /* atomic: inserts refused (bound reached or no memory) */
     uint64_t grows;               /* atomic: levels added */
     uint64_t raced;               /* atomic: iterations that gave up waiting for a move (below) */
+    uint64_t admitted; /* atomic: under a bound, inserts admitted and not yet counted live */
     int grow_lock;
     uint32_t nspare;
     /* Drained levels' memory (given back to the host, reads as zero), reused by the next

@@ -631,6 +631,53 @@ static void test_bound_counts_drops(void **state)
     assert_int_equal(gmt_table_insert(t, &r), 0);
 }
 
+/* Threads inserting at once against a bound: each checks the live count and then inserts, so
+ * without admission the last few could all pass a count of bound-1 (seen: 1001 of 1000). */
+#define BOUND_THREADS 8
+#define BOUND_LIVE    1000
+#define BOUND_EACH    400
+typedef struct {
+    gmt_table_t *t;
+    int id, ok;
+    int *go; /* atomic */
+} bound_arg_t;
+
+static void *bound_inserter(void *p)
+{
+    bound_arg_t *a = p;
+    while (!__atomic_load_n(a->go, __ATOMIC_ACQUIRE)) {
+    }
+    for (uint64_t k = 0; k < BOUND_EACH; k++) {
+        gmt_record_t r = rec_for(0, ((uint64_t)a->id * BOUND_EACH + k + 1) << 9);
+        a->ok += gmt_table_insert(a->t, &r) == 0;
+    }
+    return NULL;
+}
+
+static void test_bound_holds_across_threads(void **state)
+{
+    (void)state;
+    for (int round = 0; round < 50; round++) {
+        gmt_table_t *t = table_new(BOUND_LIVE);
+        int go = 0;
+        pthread_t th[BOUND_THREADS];
+        bound_arg_t a[BOUND_THREADS];
+        for (int i = 0; i < BOUND_THREADS; i++) {
+            a[i] = (bound_arg_t){.t = t, .id = i, .go = &go};
+            assert_int_equal(pthread_create(&th[i], NULL, bound_inserter, &a[i]), 0);
+        }
+        __atomic_store_n(&go, 1, __ATOMIC_RELEASE);
+        int ok = 0;
+        for (int i = 0; i < BOUND_THREADS; i++) {
+            pthread_join(th[i], NULL);
+            ok += a[i].ok;
+        }
+        assert_int_equal(gmt_table_live(t), ok);
+        assert_int_equal(ok, BOUND_LIVE);
+        assert_int_equal(t->dropped_full, BOUND_THREADS * BOUND_EACH - BOUND_LIVE);
+    }
+}
+
 /* The one-multiply hash keeps probes short for the keys the tracer sees: device pointers at
  * random (512-byte aligned), in runs, 2 MiB apart, and small integers (VMM handles). A hash
  * that kept the low bits alone (or the identity) would cluster these into long runs. */
@@ -1781,6 +1828,7 @@ int main(void)
         cmocka_unit_test(test_partial_release_finds_everything),
         cmocka_unit_test(test_iteration_beside_moves),
         cmocka_unit_test(test_bound_counts_drops),
+        cmocka_unit_test(test_bound_holds_across_threads),
         cmocka_unit_test(test_probe_lengths),
         cmocka_unit_test(test_growth_paced_for_aligned_keys),
         cmocka_unit_test(test_validate),
