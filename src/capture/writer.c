@@ -81,6 +81,13 @@ static int writer_tid; /* the writer thread's id */
 static int writer_busy;
 static int fork_pending;
 
+/* Sleeps ms milliseconds (async-signal-safe), as a failed poll of that timeout would have. */
+static void nap_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
 static void writer_set_busy(void)
 {
     for (;;) {
@@ -358,8 +365,12 @@ static void *writer_main(void *arg)
         struct pollfd pf = {.fd = writer_pipe[0], .events = POLLIN};
         __atomic_store_n(&writer_busy, 0, __ATOMIC_SEQ_CST);
         int pr = poll(&pf, listen ? 1 : 0, wait_ms);
+        /* Another failure (ENOMEM) waits as the poll would have: reading the pipe now would
+         * block until a message, and nothing would be sampled or looked at meanwhile (not the
+         * program's last thread ending: integration.thread_exit_pollfail). */
+        if (pr < 0 && errno != EINTR) nap_ms(wait_ms);
         writer_set_busy();
-        if (pr == 0 || (pr < 0 && errno == EINTR) || !listen) continue;
+        if (pr <= 0 || !listen) continue;
         if (!pipes_ours()) continue; /* closed, or another file at its number: never read */
         msg_t m;
         ssize_t n = read(writer_pipe[0], &m, sizeof m);
@@ -510,10 +521,14 @@ static int ask_writer(msg_t m)
         }
         uint64_t left_ms = (deadline - now) / 1000000u + 1;
         struct pollfd p = {.fd = ack_pipe[0], .events = POLLIN};
-        if (poll(&p, 1, left_ms < ACK_SLICE_MS ? (int)left_ms : ACK_SLICE_MS) > 0) {
+        int slice = left_ms < ACK_SLICE_MS ? (int)left_ms : ACK_SLICE_MS;
+        int pr = poll(&p, 1, slice);
+        if (pr > 0) {
             char wake[64]; /* the pipe is non-blocking: another waiter may have read them */
             ssize_t r = read(ack_pipe[0], wake, sizeof wake);
             (void)r;
+        } else if (pr < 0 && errno != EINTR) {
+            nap_ms(slice); /* not a spin until the deadline */
         }
     }
 }

@@ -1170,6 +1170,22 @@ def case_thread_exit_main(ctx):
         fail(f"the process took {took:.1f} s to end after its last thread (bounded: 20 s)")
 
 
+@case("thread_exit_pollfail")
+def case_thread_exit_pollfail(ctx):
+    """As thread_exit_main, with the writer thread's first three polls failing with ENOMEM (the
+    program's own poll, exported): the writer then read its pipe, blocked there, and never saw
+    the last thread end, so the process lived on until the 30 s timeout."""
+    t0 = time.monotonic()
+    r = ctx.run(["thread_exit", "main_pollfail"], timeout=30)
+    took = time.monotonic() - t0
+    final = ctx.final_report()
+    expect_eq("report pid", final["process"]["pid"], r.fact_int("parent_pid"))
+    expect_eq("report reason", final["process"]["reason"], "exit")
+    check_summary(final, allocs=2, frees=0, leaked_count=2, leaked_bytes=3 * MIB)
+    if took > 20:
+        fail(f"the process took {took:.1f} s to end after its last thread (bounded: 20 s)")
+
+
 @case("thread_exit_atexit")
 def case_thread_exit_atexit(ctx):
     """As thread_exit_main, with an exit handler of the program's that frees 4 MiB: the handlers

@@ -10,10 +10,17 @@
  * "main_atexit": as "main", and after its first CUDA call main allocates 4 MiB in
  * freed_at_exit and registers an exit handler that frees them: the exit handlers run when the
  * last thread ends, so the process exits 0 with 3 MiB leaked, as in "main".
+ * "main_pollfail": as "main", with the first three poll() calls of the process (the tracer's
+ * writer thread's: the program makes none) failing with ENOMEM. The writer must go on looking
+ * for the last thread, not block reading its pipe.
  */
+#define _GNU_SOURCE
 #include "common.h"
 
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -45,6 +52,22 @@ SITE void freed_at_exit(void **p)
 }
 
 static void *exit_freed;
+
+/* Set before the first CUDA call starts the tracer's writer (main_pollfail). */
+static int polls_to_fail;
+
+/* Exported (-rdynamic): the tracer's calls to poll come here. */
+int poll(struct pollfd *fds, nfds_t n, int timeout)
+{
+    if (__atomic_load_n(&polls_to_fail, __ATOMIC_ACQUIRE) > 0 &&
+        __atomic_sub_fetch(&polls_to_fail, 1, __ATOMIC_ACQ_REL) >= 0) {
+        errno = ENOMEM;
+        return -1;
+    }
+    int (*real)(struct pollfd *, nfds_t, int) =
+        (int (*)(struct pollfd *, nfds_t, int))dlsym(RTLD_NEXT, "poll");
+    return real(fds, n, timeout);
+}
 
 static void free_at_exit(void)
 {
@@ -94,6 +117,7 @@ int main(int argc, char **argv)
 {
     EXPECT(argc == 2);
     pthread_t t;
+    if (strcmp(argv[1], "main_pollfail") == 0) polls_to_fail = 3;
     main_leak();
     FACT("parent_pid", "%d", (int)getpid());
     fflush(stdout);
@@ -103,7 +127,7 @@ int main(int argc, char **argv)
         EXPECT(pthread_create(&t, NULL, worker, NULL) == 0);
         pthread_exit(NULL);
     }
-    if (strcmp(argv[1], "main") == 0) {
+    if (strcmp(argv[1], "main") == 0 || strcmp(argv[1], "main_pollfail") == 0) {
         EXPECT(pthread_create(&t, NULL, worker, NULL) == 0);
         pthread_exit(NULL);
     }
