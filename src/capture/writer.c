@@ -678,12 +678,27 @@ static void install_fatal_signals(int snapshot_signal)
     }
 }
 
+/* A start that failed gives back the pipes it made (each start after a fork would keep more).
+ * ids: their identities were taken, so a number the program closed and reused meanwhile (a
+ * close-everything loop on another thread) is left alone. */
+static void start_failed(bool ids)
+{
+    for (int i = 0; i < 2; i++) {
+        if (writer_pipe[i] >= 0 && (!ids || gmt_fd_is(writer_pipe[i], &pipe_ids[0])))
+            close(writer_pipe[i]);
+        if (ack_pipe[i] >= 0 && (!ids || gmt_fd_is(ack_pipe[i], &pipe_ids[1]))) close(ack_pipe[i]);
+    }
+    writer_pipe[0] = writer_pipe[1] = ack_pipe[0] = ack_pipe[1] = -1;
+}
+
 void gmt_capture_start_writer_locked(void)
 {
     if (writer_started) return;
+    writer_pipe[0] = writer_pipe[1] = ack_pipe[0] = ack_pipe[1] = -1;
     if (pipe2(writer_pipe, O_CLOEXEC) != 0 || pipe2(ack_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
         gmt_error("cannot create the report writer's pipes (%s): no snapshot or signal reports",
                   strerror(errno));
+        start_failed(false);
         return;
     }
     for (int i = 0; i < 2; i++) { /* away from the program's numbers (core/fdutil.h) */
@@ -694,6 +709,7 @@ void gmt_capture_start_writer_locked(void)
         !gmt_fd_id_take(ack_pipe[0], &pipe_ids[1])) {
         gmt_error("cannot read the report writer's pipes (%s): no snapshot or signal reports",
                   strerror(errno));
+        start_failed(false);
         return;
     }
     pipes_lost = 0;
@@ -717,6 +733,7 @@ void gmt_capture_start_writer_locked(void)
         __atomic_store_n(&writer_busy, 0, __ATOMIC_SEQ_CST);
         gmt_error("cannot start the report writer thread (%s): no snapshot or signal reports",
                   strerror(rc));
+        start_failed(true);
         return;
     }
     pthread_setname_np(t, "gpumemtrace");

@@ -1186,6 +1186,30 @@ def case_thread_exit_pollfail(ctx):
         fail(f"the process took {took:.1f} s to end after its last thread (bounded: 20 s)")
 
 
+def writer_fails(ctx, mode, says):
+    r = ctx.run(["writer_fails", mode], timeout=30)
+    expect_eq("pipes the tracer kept open after its writer failed to start", r.fact_int("pipes"), 0)
+    if says not in r.stderr:
+        fail(f"no line saying {says!r}: stderr {r.stderr!r}")
+    final = ctx.final_report()
+    expect_eq("report reason", final["process"]["reason"], "exit")
+    check_summary(final, allocs=1, frees=1, leaked_count=0, leaked_bytes=0)
+
+
+@case("writer_fails_pipe")
+def case_writer_fails_pipe(ctx):
+    """The writer's second pipe cannot be made: the first pipe's two descriptors were kept open
+    for ever (and one more pair at each start after a fork); the exit report is still written,
+    by the exiting thread."""
+    writer_fails(ctx, "pipe", "cannot create the report writer's pipes")
+
+
+@case("writer_fails_thread")
+def case_writer_fails_thread(ctx):
+    """The writer thread cannot be started: its four pipe descriptors were kept open."""
+    writer_fails(ctx, "thread", "cannot start the report writer thread")
+
+
 @case("thread_exit_atexit")
 def case_thread_exit_atexit(ctx):
     """As thread_exit_main, with an exit handler of the program's that frees 4 MiB: the handlers
