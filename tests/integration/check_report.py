@@ -1151,13 +1151,11 @@ def case_fork_child_usr1_early(ctx):
               (snap["process"]["reason"], snap["process"]["signal"]), ("snapshot", "SIGUSR1"))
 
 
-@case("thread_exit_main")
-def case_thread_exit_main(ctx):
-    """main calls pthread_exit and its worker returns: glibc ends the process with exit(0) when
-    its last thread ends, and the tracer's writer thread must not keep it alive (it did, for
-    ever, before the writer looked for it: writer.c, only_writer_left)."""
+def thread_exit_ends(ctx, mode):
+    """Runs thread_exit in a mode whose main calls pthread_exit: the process must end within
+    20 s of its last thread, with its exit report (2 leaks, 3 MiB, both named)."""
     t0 = time.monotonic()
-    r = ctx.run(["thread_exit", "main"], timeout=30)
+    r = ctx.run(["thread_exit", mode], timeout=30)
     took = time.monotonic() - t0
     final = ctx.final_report()
     expect_eq("report pid", final["process"]["pid"], r.fact_int("parent_pid"))
@@ -1170,20 +1168,20 @@ def case_thread_exit_main(ctx):
         fail(f"the process took {took:.1f} s to end after its last thread (bounded: 20 s)")
 
 
+@case("thread_exit_main")
+def case_thread_exit_main(ctx):
+    """main calls pthread_exit and its worker returns: glibc ends the process with exit(0) when
+    its last thread ends, and the tracer's writer thread must not keep it alive (it did, for
+    ever, before the writer looked for it: writer.c, only_writer_left)."""
+    thread_exit_ends(ctx, "main")
+
+
 @case("thread_exit_pollfail")
 def case_thread_exit_pollfail(ctx):
     """As thread_exit_main, with the writer thread's first three polls failing with ENOMEM (the
     program's own poll, exported): the writer then read its pipe, blocked there, and never saw
     the last thread end, so the process lived on until the 30 s timeout."""
-    t0 = time.monotonic()
-    r = ctx.run(["thread_exit", "main_pollfail"], timeout=30)
-    took = time.monotonic() - t0
-    final = ctx.final_report()
-    expect_eq("report pid", final["process"]["pid"], r.fact_int("parent_pid"))
-    expect_eq("report reason", final["process"]["reason"], "exit")
-    check_summary(final, allocs=2, frees=0, leaked_count=2, leaked_bytes=3 * MIB)
-    if took > 20:
-        fail(f"the process took {took:.1f} s to end after its last thread (bounded: 20 s)")
+    thread_exit_ends(ctx, "main_pollfail")
 
 
 def writer_fails(ctx, mode, says):
