@@ -334,6 +334,8 @@ uint32_t gmt_stacks_intern(gmt_stacks_t *st, const uint64_t *frames, uint32_t de
         if (__atomic_load_n(&st->index_next, __ATOMIC_ACQUIRE) == next) break;
     }
 dropped:
+    /* An id reserved for a slot another thread then took, the level full after: never used. */
+    if (mine) __atomic_fetch_add(&st->wasted, 1, RLX);
     __atomic_fetch_add(&st->dropped, 1, RLX);
     return 0;
 }
