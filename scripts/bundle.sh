@@ -38,8 +38,9 @@ copy_deps "$stage/bin/gpumemtrace"
 # libdw is dlopened when a report is written (docs/symbols.md), so ldd does not list it: carry
 # it; the loop below carries what it needs (libelf, libz, liblzma, libbz2...).
 # awk reads the whole list: one that stopped at the first match could end ldconfig with
-# SIGPIPE, which pipefail turns into the script's failure (it did, in session 23).
-libdw=$(ldconfig -p | awk '$1 == "libdw.so.1" && /x86-64/ && !found {print $NF; found = 1}')
+# SIGPIPE, which pipefail turns into the script's failure (it did, in session 23). ldconfig
+# is in /sbin, which a user's PATH on Debian lacks.
+libdw=$(PATH="$PATH:/usr/sbin:/sbin" ldconfig -p | awk '$1 == "libdw.so.1" && /x86-64/ && !found {print $NF; found = 1}')
 [ -n "$libdw" ] && cp -L "$libdw" "$stage/lib/libdw.so.1"
 for f in "$stage"/lib/*.so*; do copy_deps "$f"; done
 cp "$root/README.md" "$root/LICENSE" "$stage/" 2>/dev/null || true
