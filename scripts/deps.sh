@@ -4,7 +4,7 @@
 # or $CUDAToolkit_ROOT; it is not a Debian package here.
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config libunwind-dev libdw-dev libc6-dbg libcjson-dev libcmocka-dev
-      python3 python3-jsonschema zlib1g-dev clang libclang-rt-14-dev chromium golang-go
+      python3 python3-jsonschema zlib1g-dev clang clang-format libclang-rt-14-dev chromium golang-go
       prometheus valgrind)
 missing=()
 for p in "${pkgs[@]}"; do
