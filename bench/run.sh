@@ -11,6 +11,7 @@ reps=${2:-7}
 bin="$build/bench/bench_pairs"
 lib="$build/src/libgpumemtrace.so"
 out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
 export GPUMEMTRACE_OUTPUT="$out/r-%p.json" GPUMEMTRACE_LOG=quiet
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 printf "%-8s %-12s %12s %12s %8s\n" threads setting ns/pair added ratio
@@ -36,4 +37,3 @@ for threads in 1 8; do
   done
   unset res
 done
-rm -rf "$out"
