@@ -28,6 +28,8 @@ frames=${2:-24}
 shift $(($# > 2 ? 2 : $#))
 libs=("$@")
 ((${#libs[@]})) || libs=("$build/src/libgpumemtrace.so")
+. "$root/bench/preload_path.sh"
+gmt_bench_preloadable "${libs[@]}"
 bin="$build/bench/bench_pairs"
 command -v valgrind >/dev/null || { echo "cache_pairs.sh: valgrind not found" >&2; exit 2; }
 command -v callgrind_annotate >/dev/null || { echo "cache_pairs.sh: callgrind_annotate not found" >&2; exit 2; }

@@ -29,6 +29,8 @@ case ${GMT_CALLGRIND_BENCH:-runtime} in
   *) echo "callgrind.sh: GMT_CALLGRIND_BENCH is runtime or driver" >&2; exit 2 ;;
 esac
 lib=${GMT_CALLGRIND_LIB:-$build/src/libgpumemtrace.so} # another build's library, same bench and stand-in
+. "$root/bench/preload_path.sh"
+gmt_bench_preloadable "$lib"
 command -v valgrind >/dev/null || { echo "callgrind.sh: valgrind not found" >&2; exit 2; }
 [[ -x $bin && -f $lib ]] || { echo "callgrind.sh: build $build first" >&2; exit 2; }
 out=$(mktemp -d)

@@ -11,6 +11,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:?usage: code_lines.sh BUILD_DIR LIB [PYTHON]}" && pwd)
 lib=$(cd "$(dirname "${2:?usage: code_lines.sh BUILD_DIR LIB [PYTHON]}")" && pwd)/$(basename "$2")
+. "$root/bench/preload_path.sh"
+gmt_bench_preloadable "$lib"
 py=${3:-$(command -v python3)}
 command -v valgrind >/dev/null || { echo "code_lines.sh: valgrind not found" >&2; exit 2; }
 [[ -f $lib ]] || { echo "code_lines.sh: no $lib" >&2; exit 2; }

@@ -10,6 +10,8 @@ reps=${2:-7}
 frames=${3:-80}
 bin="$build/bench/bench_pairs"
 lib="$build/src/libgpumemtrace.so"
+. "$root/bench/preload_path.sh"
+gmt_bench_preloadable "$lib"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 export GPUMEMTRACE_OUTPUT="$out/r-%p.json" GPUMEMTRACE_LOG=quiet

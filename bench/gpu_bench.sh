@@ -42,6 +42,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 bundle=$(cd "${1:?usage: gpu_bench.sh BUNDLE [REPS]}" && pwd)
 reps=${2:-5}
 lib="$bundle/lib/libgpumemtrace.so"
+. "$here/preload_path.sh"
+gmt_bench_preloadable "$lib"
 [[ -f $lib ]] || { echo "gpu_bench.sh: no $lib" >&2; exit 2; }
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 [[ -x $nvcc ]] || { echo "gpu_bench.sh: nvcc not found (set NVCC)" >&2; exit 2; }

@@ -28,6 +28,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 bundle=$(cd "${1:?usage: gpu_rows.sh BUNDLE [REPS]}" && pwd) || exit 2
 reps=${2:-2}
 probe="$bundle/lib/libgpumemtrace-probes.so"
+. "$here/preload_path.sh"
+gmt_bench_preloadable "$probe"
 [[ -f $probe ]] || { echo "gpu_rows.sh: no probe library $probe (bench/probe_lib.sh)" >&2; exit 2; }
 [[ $reps =~ ^[1-9][0-9]?$ ]] || { echo "gpu_rows.sh: REPS is 1-99, not '$reps'" >&2; exit 2; }
 command -v nvidia-smi >/dev/null && nvidia-smi -L

@@ -41,6 +41,8 @@ bytes=${GMT_LIVE_BYTES:-4096}
 [[ -z $old || -f $old ]] || { echo "live_exit.sh: GMT_LIVE_OLD_LIB=$old is not a file" >&2; exit 2; }
 command -v python3 >/dev/null || { echo "live_exit.sh: python3 not found" >&2; exit 2; }
 lib=$(cd "$(dirname "$lib")" && pwd)/$(basename "$lib")
+. "$root/bench/preload_path.sh"
+gmt_bench_preloadable "$lib" ${old:+"$old"}
 [[ -z $old ]] || old=$(cd "$(dirname "$old")" && pwd)/$(basename "$old")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

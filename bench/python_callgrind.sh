@@ -25,6 +25,8 @@ runs=${2:-3}
 shift $(($# > 2 ? 2 : $#))
 libs=("$@")
 ((${#libs[@]})) || libs=(native "$build/src/libgpumemtrace.so")
+. "$root/bench/preload_path.sh"
+gmt_bench_preloadable "${libs[@]}"
 cudart="$build/standin/libcudart.so"
 command -v valgrind >/dev/null || { echo "python_callgrind.sh: valgrind not found" >&2; exit 2; }
 [[ -f $cudart ]] || { echo "python_callgrind.sh: build $build first (no $cudart)" >&2; exit 2; }

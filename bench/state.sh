@@ -12,6 +12,8 @@ reps=${2:-7}
 sdir=${3:-/dev/shm}
 bin="$build/bench/bench_pairs"
 lib="$build/src/libgpumemtrace.so"
+. "$root/bench/preload_path.sh"
+gmt_bench_preloadable "$lib"
 out=$(mktemp -d)
 trap 'rm -rf "$out" "$sdir"/gmt-bench-*' EXIT
 export GPUMEMTRACE_OUTPUT="$out/r-%p.json" GPUMEMTRACE_LOG=quiet

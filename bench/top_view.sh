@@ -27,6 +27,8 @@ old=${GMT_TOP_OLD_CLI:-}
 for f in "$cli" "$build/src/libgpumemtrace.so" "$build/bench/bench_live" ${old:+"$old"}; do
   [[ -x $f || -f $f ]] || { echo "top_view.sh: no $f (build first)" >&2; exit 2; }
 done
+. "$root/bench/preload_path.sh"
+gmt_bench_preloadable "$build/src/libgpumemtrace.so"
 command -v python3 >/dev/null || { echo "top_view.sh: python3 not found" >&2; exit 2; }
 [[ -x /usr/bin/time ]] || { echo "top_view.sh: GNU time (/usr/bin/time) not found" >&2; exit 2; }
 work=$(mktemp -d "${GMT_TOP_DIR:-${TMPDIR:-/tmp}}/gmt-top-view.XXXXXX")
