@@ -678,10 +678,11 @@ static void install_fatal_signals(int snapshot_signal)
     }
 }
 
-/* A start that failed gives back the pipes it made (each start after a fork would keep more).
- * ids: their identities were taken, so a number the program closed and reused meanwhile (a
- * close-everything loop on another thread) is left alone. */
-static void start_failed(bool ids)
+/* Closes the writer's pipes and forgets them: a start that failed (each start after a fork
+ * would keep more) and a fork child (the parent's). ids: their identities were taken, so a
+ * number the program closed and reused meanwhile (a close-everything loop on another thread) is
+ * left alone. */
+static void close_pipes(bool ids)
 {
     for (int i = 0; i < 2; i++) {
         if (writer_pipe[i] >= 0 && (!ids || gmt_fd_is(writer_pipe[i], &pipe_ids[0])))
@@ -694,11 +695,10 @@ static void start_failed(bool ids)
 void gmt_capture_start_writer_locked(void)
 {
     if (writer_started) return;
-    writer_pipe[0] = writer_pipe[1] = ack_pipe[0] = ack_pipe[1] = -1;
     if (pipe2(writer_pipe, O_CLOEXEC) != 0 || pipe2(ack_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
         gmt_error("cannot create the report writer's pipes (%s): no snapshot or signal reports",
                   strerror(errno));
-        start_failed(false);
+        close_pipes(false);
         return;
     }
     for (int i = 0; i < 2; i++) { /* away from the program's numbers (core/fdutil.h) */
@@ -709,7 +709,7 @@ void gmt_capture_start_writer_locked(void)
         !gmt_fd_id_take(ack_pipe[0], &pipe_ids[1])) {
         gmt_error("cannot read the report writer's pipes (%s): no snapshot or signal reports",
                   strerror(errno));
-        start_failed(false);
+        close_pipes(false);
         return;
     }
     pipes_lost = 0;
@@ -733,7 +733,7 @@ void gmt_capture_start_writer_locked(void)
         __atomic_store_n(&writer_busy, 0, __ATOMIC_SEQ_CST);
         gmt_error("cannot start the report writer thread (%s): no snapshot or signal reports",
                   strerror(rc));
-        start_failed(true);
+        close_pipes(true);
         return;
     }
     pthread_setname_np(t, "gpumemtrace");
@@ -755,11 +755,7 @@ void gmt_capture_writer_reset_after_fork(void)
     /* The writer thread did not survive the fork; the child gets its own on first use. Its
      * pipes, where still the tracer's, are closed: the child makes its own. */
     writer_started = 0;
-    for (int i = 0; i < 2; i++) {
-        if (gmt_fd_is(writer_pipe[i], &pipe_ids[0])) close(writer_pipe[i]);
-        if (gmt_fd_is(ack_pipe[i], &pipe_ids[1])) close(ack_pipe[i]);
-    }
-    writer_pipe[0] = writer_pipe[1] = ack_pipe[0] = ack_pipe[1] = -1;
+    close_pipes(true);
     pipes_lost = 0;
     snapshots_lost = 0;
     snapshot_pending = 0;
