@@ -680,14 +680,24 @@ static int __attribute__((noinline)) insert_full(gmt_table_t *t)
 
 /* Under a bound (the fast insert is off then): whether one more entry fits. The entries
  * admitted but not yet counted live are counted in `admitted`, taken before the live count is
- * read: of two inserts at once the later sees the earlier in one or the other (or both, and
- * refuses when one place was left), so the bound is never passed. */
+ * read: of two inserts at once the later sees the earlier in one or the other, so the bound is
+ * never passed. It may see one in both (counted live, not yet out of `admitted`), or see
+ * another's admission that is about to be refused: a refusal is then not sure while the live
+ * count alone is under the bound, and is tried again a bounded number of times (yielding, so
+ * that a preempted insert finishes; bounded, for an insert a signal handler interrupted on
+ * this thread). Only inserts racing for the last places can still be refused with room left
+ * (counted dropped, like any refusal); `admitted` is back to 0 whenever none is in flight. */
+#define ADMIT_TRIES 64
 static bool admit(gmt_table_t *t)
 {
-    uint64_t ahead = __atomic_fetch_add(&t->admitted, 1, SC);
-    if (gmt_table_live(t) + ahead < t->max_live) return true;
-    __atomic_fetch_sub(&t->admitted, 1, SC);
-    return false;
+    for (unsigned tries = 0;; tries++) {
+        uint64_t ahead = __atomic_fetch_add(&t->admitted, 1, SC);
+        uint64_t live = gmt_table_live(t);
+        if (live + ahead < t->max_live) return true;
+        __atomic_fetch_sub(&t->admitted, 1, SC);
+        if (ahead == 0 || live >= t->max_live || tries == ADMIT_TRIES) return false;
+        sched_yield();
+    }
 }
 
 /* After an insert into level n: grows it once it passes 3/4 (the fast path looks only when it

@@ -657,6 +657,7 @@ static void *bound_inserter(void *p)
 static void test_bound_holds_across_threads(void **state)
 {
     (void)state;
+    int full = 0;
     for (int round = 0; round < 50; round++) {
         gmt_table_t *t = table_new(BOUND_LIVE);
         int go = 0;
@@ -672,10 +673,25 @@ static void test_bound_holds_across_threads(void **state)
             pthread_join(th[i], NULL);
             ok += a[i].ok;
         }
+        /* Never past the bound (1,001 were tracked before admission), every refusal counted,
+         * no admission left behind. Inserts racing for the last places may be refused with
+         * room left (table.c's admit): never more of them than the other threads, and a later
+         * insert then finds the room. */
         assert_int_equal(gmt_table_live(t), ok);
-        assert_int_equal(ok, BOUND_LIVE);
-        assert_int_equal(t->dropped_full, BOUND_THREADS * BOUND_EACH - BOUND_LIVE);
+        assert_true(ok <= BOUND_LIVE);
+        assert_true(ok >= BOUND_LIVE - (BOUND_THREADS - 1));
+        assert_int_equal(t->dropped_full, BOUND_THREADS * BOUND_EACH - ok);
+        assert_int_equal(__atomic_load_n(&t->admitted, __ATOMIC_SEQ_CST), 0);
+        full += ok == BOUND_LIVE;
+        for (uint64_t k = 0; k < BOUND_THREADS; k++) {
+            gmt_record_t r = rec_for(1, (k + 1) << 9);
+            int rc = gmt_table_insert(t, &r);
+            assert_int_equal(rc, ok < BOUND_LIVE ? 0 : -ENOSPC);
+            ok += rc == 0;
+        }
+        assert_int_equal(gmt_table_live(t), BOUND_LIVE);
     }
+    printf("bound across threads: %d of 50 rounds filled to the bound by the threads\n", full);
 }
 
 /* The one-multiply hash keeps probes short for the keys the tracer sees: device pointers at
