@@ -135,6 +135,17 @@ static size_t g_npools;
  * the stand-in's lock for that long, as a driver stopped inside a call holds its own (the
  * tracer's reports for a signal must not wait for it: integration.signal_in_driver). */
 static uint64_t g_hold_bytes, g_hold_ms;
+static int g_holding; /* atomic: such an allocation has the lock now */
+
+/* Not a CUDA function: whether an allocation of GMT_STANDIN_HOLD_BYTES holds the stand-in's
+ * lock at this moment. A test program that needs the lock held before it goes on waits for
+ * this (integration.exit_stuck and the close_fds cases), where a sleep was only likely to be
+ * long enough on a loaded machine. */
+int gmt_standin_holding(void)
+{
+    return __atomic_load_n(&g_holding, __ATOMIC_ACQUIRE);
+}
+
 static __thread int t_cur_dev; /* current device of this thread */
 
 static void *si_grow(void *v, size_t *cap, size_t need, size_t elem)
@@ -437,8 +448,10 @@ static CUresult si_device_alloc(int dev, CUdeviceptr *dptr, size_t size)
         end.tv_sec += (time_t)(g_hold_ms / 1000);
         end.tv_nsec += (long)(g_hold_ms % 1000) * 1000000L;
         if (end.tv_nsec >= 1000000000L) end.tv_sec++, end.tv_nsec -= 1000000000L;
+        __atomic_store_n(&g_holding, 1, __ATOMIC_RELEASE);
         while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &end, NULL) == EINTR) {
         }
+        __atomic_store_n(&g_holding, 0, __ATOMIC_RELEASE);
     }
     CUresult rc = CUDA_SUCCESS;
     uint64_t addr = 0;

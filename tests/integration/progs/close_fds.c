@@ -16,10 +16,14 @@
  * "term_busy": the same, with raise(SIGTERM) (left at its default) in place of _exit(0).
  * "exit_stuck", "term_stuck": the same without closing anything, the driver held past the
  * writer's 20 s deadline (GMT_STANDIN_HOLD_MS, set by the case).
+ * The signal is raised only once the stand-in says the held allocation has its lock: a fixed
+ * 50 ms for the new thread to get there could run out on a loaded machine (under TSan), and
+ * the snapshot then did not wait for the driver at all.
  */
 #include "common.h"
 
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -54,6 +58,18 @@ static void *hold_driver(void *arg)
     return NULL;
 }
 
+/* Until the stand-in driver's lock is held by hold_driver's allocation (bounded: 60 s). The
+ * driver was loaded global by the runtime at the program's first CUDA call. */
+static void wait_for_hold(void)
+{
+    int (*holding)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "gmt_standin_holding");
+    EXPECT(holding != NULL);
+    for (int ms = 0; !holding(); ms++) {
+        EXPECT(ms < 60000);
+        usleep(1000);
+    }
+}
+
 static void *close_high(void *arg)
 {
     (void)arg;
@@ -71,8 +87,8 @@ static int exit_busy(size_t bytes, bool term, bool close_them)
     hold_bytes = bytes;
     pthread_t t;
     EXPECT(pthread_create(&t, NULL, hold_driver, NULL) == 0);
-    usleep(50 * 1000); /* the driver's lock held */
-    raise(SIGUSR1);    /* the snapshot waits for it on the writer thread */
+    wait_for_hold();
+    raise(SIGUSR1); /* the snapshot waits for the driver's lock on the writer thread */
     usleep(50 * 1000);
     if (close_them) EXPECT(pthread_create(&t, NULL, close_high, NULL) == 0);
     fflush(stdout);
