@@ -197,12 +197,17 @@ static void answer(uint32_t seq)
 static int alone_passes;
 
 /* The two files the look reads are opened once, when the writer starts, and kept at 900+ with
- * their identities (core/fdutil.h): a look every 100 ms that opened and closed a descriptor
- * would race with a program closing every descriptor it did not open on another thread (the
- * program could close ours and give its number to one of its files, which our close would then
- * close: integration.close_fds_exit caught that). pread at offset 0 reads /proc/self/stat
- * afresh; the task list is read again from its start. A descriptor found not to be ours any
- * more turns the look off (nothing is reopened). */
+ * their identities (core/fdutil.h). The thread that starts the writer opens them before the
+ * writer runs, as it makes the pipes: opened on the writer thread, each held the program's
+ * lowest free number until moved while the program went on from its first CUDA call, and an
+ * open() of the program's then got the next number instead of its own (5 where untraced is 4
+ * in integration.fds_as_untraced's program, with the writer kept from running between its
+ * open and its move, as a loaded machine can). A look every 100 ms that opened and closed a
+ * descriptor would race with a program closing every descriptor it did not open on another
+ * thread (the program could close ours and give its number to one of its files, which our
+ * close would then close: integration.close_fds_exit caught that). pread at offset 0 reads
+ * /proc/self/stat afresh; the task list is read again from its start. A descriptor found not
+ * to be ours any more turns the look off (nothing is reopened). */
 static int self_stat_fd = -1, self_task_fd = -1;
 static gmt_fd_id_t self_stat_id, self_task_id;
 
@@ -217,6 +222,15 @@ static void open_self_files(void)
     }
     if (s >= 0) close(s);
     if (t >= 0) close(t);
+}
+
+/* Those files closed where still ours (a fork child's are its parent's, of the parent's pid; a
+ * writer that did not start needs none). */
+static void close_self_files(void)
+{
+    if (gmt_fd_is(self_stat_fd, &self_stat_id)) close(self_stat_fd);
+    if (gmt_fd_is(self_task_fd, &self_task_id)) close(self_task_fd);
+    self_stat_fd = self_task_fd = -1;
 }
 
 /* The task list (getdents64 into a stack buffer): exactly this thread and the leader. */
@@ -327,7 +341,6 @@ static void *writer_main(void *arg)
     (void)arg;
     __atomic_store_n(&writer_tid, gmt_gettid(), __ATOMIC_RELEASE);
     gmt_guard_enter(); /* nothing this thread does is the program's */
-    open_self_files(); /* every signal blocked from the start: gmt_capture_start_writer_locked */
     for (;;) {
         /* Between messages, sample every stack's live bytes for the growth suspects
          * (output/growth.h): this thread is the sampler, so the hooks pay nothing. */
@@ -713,6 +726,7 @@ void gmt_capture_start_writer_locked(void)
         return;
     }
     pipes_lost = 0;
+    open_self_files(); /* here, before the writer runs (see open_self_files) */
     pthread_t t;
     pthread_attr_t attr;
     __atomic_store_n(&writer_busy, 1, __ATOMIC_SEQ_CST); /* until it first sleeps */
@@ -734,6 +748,7 @@ void gmt_capture_start_writer_locked(void)
         gmt_error("cannot start the report writer thread (%s): no snapshot or signal reports",
                   strerror(rc));
         close_pipes(true);
+        close_self_files();
         return;
     }
     pthread_setname_np(t, "gpumemtrace");
@@ -771,9 +786,7 @@ void gmt_capture_writer_reset_after_fork(void)
     alone_passes = 0;
     /* The parent's /proc/self files (its pid's): ours to close, the child's writer opens its own.
      */
-    if (gmt_fd_is(self_stat_fd, &self_stat_id)) close(self_stat_fd);
-    if (gmt_fd_is(self_task_fd, &self_task_id)) close(self_task_fd);
-    self_stat_fd = self_task_fd = -1;
+    close_self_files();
 }
 
 void gmt_capture_writer_untraced_child(void)
