@@ -1016,12 +1016,23 @@ def case_recover(args):
         if line.strip() != "READY":
             p.kill()
             fail(f"state_kill.py did not get ready: {line!r} {p.communicate()[1]}")
+        state = os.path.join(args.work, f"recover-{p.pid}.gmt")
+        # The library loaded after the first CUDA call reaches the state file's module map at
+        # the writer thread's next refresh: about a second at most on an idle machine, later on
+        # a loaded one (ASan). Wait (bounded) for its path to be there as well as in the
+        # process's argv (both NUL-terminated, as dlopen was given it) rather than for a fixed
+        # time; without the refresh the recovered report below still lacks the module.
+        want = os.fsencode(args.native) + b"\0"
+        for _ in range(200):
+            with open(state, "rb") as f:
+                if f.read().count(want) >= 2:
+                    break
+            time.sleep(0.1)
     finally:
         p.kill()
         p.communicate()
     if p.returncode != -9:
         fail(f"state_kill.py ended with {p.returncode}, not SIGKILL")
-    state = os.path.join(args.work, f"recover-{p.pid}.gmt")
     out = os.path.join(args.work, "recover-report.json")
     r = subprocess.run([args.cli, "report", "--recover", state, "-o", out], capture_output=True,
                        text=True, timeout=60)
