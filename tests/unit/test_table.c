@@ -631,6 +631,30 @@ static void test_bound_counts_drops(void **state)
     assert_int_equal(gmt_table_insert(t, &r), 0);
 }
 
+/* An admission in flight that never finishes (the insert a signal handler interrupted on the
+ * thread whose handler now inserts): the refusal's retries are bounded, so the insert returns
+ * -ENOSPC, counted, instead of waiting for it; once it is gone the last place is taken. */
+static void test_bound_retry_is_bounded(void **state)
+{
+    (void)state;
+    gmt_table_t *t = table_new(4);
+    for (uint64_t k = 1; k <= 3; k++) {
+        gmt_record_t r = rec_for(0, k << 9);
+        assert_int_equal(gmt_table_insert(t, &r), 0);
+    }
+    __atomic_store_n(&t->admitted, 1, __ATOMIC_SEQ_CST);
+    gmt_record_t r = rec_for(0, 4 << 9);
+    assert_int_equal(gmt_table_insert(t, &r), -ENOSPC);
+    assert_int_equal(t->dropped_full, 1);
+    assert_int_equal(__atomic_load_n(&t->admitted, __ATOMIC_SEQ_CST), 1);
+    __atomic_store_n(&t->admitted, 0, __ATOMIC_SEQ_CST);
+    assert_int_equal(gmt_table_insert(t, &r), 0);
+    r = rec_for(0, 5 << 9);
+    assert_int_equal(gmt_table_insert(t, &r), -ENOSPC);
+    assert_int_equal(t->dropped_full, 2);
+    assert_int_equal(gmt_table_live(t), 4);
+}
+
 /* Threads inserting at once against a bound: each checks the live count and then inserts, so
  * without admission the last few could all pass a count of bound-1 (seen: 1001 of 1000). */
 #define BOUND_THREADS 8
@@ -1845,6 +1869,7 @@ int main(void)
         cmocka_unit_test(test_iteration_beside_moves),
         cmocka_unit_test(test_bound_counts_drops),
         cmocka_unit_test(test_bound_holds_across_threads),
+        cmocka_unit_test(test_bound_retry_is_bounded),
         cmocka_unit_test(test_probe_lengths),
         cmocka_unit_test(test_growth_paced_for_aligned_keys),
         cmocka_unit_test(test_validate),
