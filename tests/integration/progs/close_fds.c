@@ -23,7 +23,6 @@
 #include "common.h"
 
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -58,18 +57,6 @@ static void *hold_driver(void *arg)
     return NULL;
 }
 
-/* Until the stand-in driver's lock is held by hold_driver's allocation (bounded: 60 s). The
- * driver was loaded global by the runtime at the program's first CUDA call. */
-static void wait_for_hold(void)
-{
-    int (*holding)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "gmt_standin_holding");
-    EXPECT(holding != NULL);
-    for (int ms = 0; !holding(); ms++) {
-        EXPECT(ms < 60000);
-        usleep(1000);
-    }
-}
-
 static void *close_high(void *arg)
 {
     (void)arg;
@@ -87,7 +74,7 @@ static int exit_busy(size_t bytes, bool term, bool close_them)
     hold_bytes = bytes;
     pthread_t t;
     EXPECT(pthread_create(&t, NULL, hold_driver, NULL) == 0);
-    wait_for_hold();
+    gmt_wait_for_standin_hold();
     raise(SIGUSR1); /* the snapshot waits for the driver's lock on the writer thread */
     usleep(50 * 1000);
     if (close_them) EXPECT(pthread_create(&t, NULL, close_high, NULL) == 0);

@@ -9,8 +9,10 @@
 #ifndef GMT_TEST_COMMON_H
 #define GMT_TEST_COMMON_H
 
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #define SITE __attribute__((noinline, used, visibility("default")))
 
@@ -34,5 +36,20 @@
 #define FACT(key, fmt, ...) printf("GMT_FACT " key "=" fmt "\n", __VA_ARGS__)
 
 #define MIB (1024ul * 1024ul)
+
+/* Until an allocation of GMT_STANDIN_HOLD_BYTES holds the stand-in driver's lock (bounded:
+ * 60 s), as the stand-in's gmt_standin_holding() says; the driver is loaded global by the
+ * runtime at the program's first CUDA call. A fixed sleep for the holding thread to get there
+ * could run out on a loaded machine (under a sanitizer), and the case then did not test what
+ * it names. */
+static inline void gmt_wait_for_standin_hold(void)
+{
+    int (*holding)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "gmt_standin_holding");
+    EXPECT(holding != NULL);
+    for (int ms = 0; !holding(); ms++) {
+        EXPECT(ms < 60000);
+        usleep(1000);
+    }
+}
 
 #endif
