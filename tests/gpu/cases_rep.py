@@ -1,6 +1,7 @@
 """GPU cases for the report (engineer rep, issue 7): the accounting rule on a real driver and
-with PyTorch's expandable segments, growth suspects with PyTorch's cache on, and an
-out-of-memory error the program recovers from. check.py calls register(check_module).
+with PyTorch's expandable segments, growth suspects with PyTorch's cache on, a snapshot report
+that agrees with PyTorch's own memory snapshot (`torch.cuda.memory._snapshot`: the same
+segments, bytes and Python lines), and an out-of-memory error the program recovers from. check.py calls register(check_module).
 """
 import os
 import subprocess
@@ -119,6 +120,65 @@ def register(m):
                                      capture_output=True, text=True, timeout=60)
                 c.expect(f"leak: check --max-growth-bytes {grew} (its own growth) exit status",
                          chk.returncode, 0)
+
+    @case
+    def torch_snapshot_agree(c):
+        """The tracer's snapshot report against PyTorch's own memory snapshot taken at the
+        same moment (caching allocator on, torch_snapshot.py): the same segments (count and
+        bytes), and the same Python lines for the segments each line made."""
+        script = os.path.join(HERE, "torch_snapshot.py")
+        marks = {}
+        with open(script) as f:
+            for n, line in enumerate(f, 1):
+                if "# LINE:" in line:
+                    marks[line.split("# LINE:")[1].split()[0]] = n
+        res = os.path.join(c.out, "torch_snapshot.torch.json")
+        r = c.run("torch_snapshot", [sys.executable, script, res],
+                  extra_env={"GPUMEMTRACE_TOP": "1000"}, timeout=90)
+        c.program_ok(r)
+        st = m.read_json(res)
+        c.details["torch_snapshot"] = {k: v for k, v in st.items() if k != "segments"}
+        segs = st.get("segments") or []
+        if not c.expect_true("PyTorch's snapshot lists segments", segs, st):
+            return
+        rep = c.load(r, st["snapshot"])
+        c.expect("the tracer's report is a snapshot", rep["process"].get("reason"), "snapshot")
+        c.expect("PyTorch segments whose making was traced (frames found)",
+                 sum(1 for s in segs if s.get("frames_found")), len(segs))
+        name = os.path.basename(script)
+
+        def lines_of(stack_id):
+            return tuple(sorted({f.get("line") for f in m.frames(rep, stack_id)
+                                 if f.get("type") == "python"
+                                 and os.path.basename(f.get("file") or "") == name}))
+
+        ours = [g for g in groups(rep) if g.get("kind") == "device"
+                and g.get("api") == "cudaMalloc"]
+        lk = rep.get("leaks") or {}
+        c.expect("every leak group listed (GPUMEMTRACE_TOP 1000)",
+                 len(lk.get("groups") or []), lk.get("groups_total"))
+        c.expect("live cudaMalloc (count, bytes) == PyTorch's segments (count, bytes)",
+                 (sum(g.get("count", 0) for g in ours), sum(g.get("bytes", 0) for g in ours)),
+                 (len(segs), sum(s.get("size") or 0 for s in segs)))
+        theirs_by = {}
+        for s in segs:
+            k = tuple(s.get("lines") or [])
+            n, b = theirs_by.get(k, (0, 0))
+            theirs_by[k] = (n + 1, b + (s.get("size") or 0))
+        ours_by = {}
+        for g in ours:
+            k = lines_of(g.get("stack_id"))
+            n, b = ours_by.get(k, (0, 0))
+            ours_by[k] = (n + g.get("count", 0), b + g.get("bytes", 0))
+        c.expect("segments by this script's lines on their stacks: tracer == PyTorch",
+                 sorted(ours_by.items()), sorted(theirs_by.items()))
+        for mark in ("big", "mid", "small"):
+            c.expect_true(f"line {marks.get(mark)} ({mark}) named by the tracer",
+                          any(marks.get(mark) in k for k in ours_by), sorted(ours_by))
+        c.note(f"torch {st.get('torch')}: {len(segs)} segments, "
+               f"{sum(s.get('size') or 0 for s in segs)} B; by line "
+               + ", ".join(f"{list(k)}: {n} x {b} B" for k, (n, b) in sorted(theirs_by.items()))
+               + f"; the tracer's snapshot came {st.get('waited_s')} s after the signal")
 
     @case
     def torch_oom_recovered(c):

@@ -37,7 +37,7 @@ PY=${PYTHON:-python3}
 
 ALL_CASES="static_vs_shared auto_vs_cupti mallocasync vmm oom injection sanitizer_leaks torch_default
 torch_expandable torch_nocache profiler_coexist cupy jax two_gpus torchrun_nccl
-vmm_leak_gpu torch_expandable_sums torch_growth torch_oom_recovered
+vmm_leak_gpu torch_expandable_sums torch_growth torch_snapshot_agree torch_oom_recovered
 torch_os_exit torch_exec torch_signal_storm torch_sigterm_busy pools_many
 py_torch_retain py_torch_modules py_torch_expandable py_torch_compile py_torch_graph_backward py_torch_dataloader
 py_jax py_cupy cli_verbs torch_sigkill_state cap_runtime_stack_cupti sym_plain sym_torch

@@ -1,0 +1,93 @@
+"""The tracer's snapshot beside PyTorch's own memory snapshot (tests/gpu case
+torch_snapshot_agree in cases_rep.py).
+
+usage: python3 torch_snapshot.py OUT.json
+With PyTorch's caching allocator on and `torch.cuda.memory._record_memory_history` recording
+Python stacks, three lines allocate (each line's tensors land in segments that line made), one
+line's tensors are partly freed (their segments stay cached), then, with nothing allocating:
+  1. torch.cuda.memory._snapshot() gives PyTorch's segments and, from its trace, the Python
+     lines that made each segment;
+  2. SIGUSR1 to itself makes the tracer write its snapshot report; the script waits for it.
+OUT.json gets both views' facts: every segment's address, size and the lines of this file on
+its stack, and the snapshot report's path. Exit 77 (and a GMT_SKIP line) without torch, a GPU
+or `_record_memory_history`; exit 3 when the tracer's snapshot did not come within 30 s.
+"""
+import glob
+import json
+import os
+import signal
+import sys
+import time
+
+MIB = 1 << 20
+try:
+    import torch
+except Exception as e:
+    print(f"GMT_SKIP cannot import torch: {e}")
+    sys.exit(77)
+if not torch.cuda.is_available():
+    print("GMT_SKIP torch.cuda.is_available() is False")
+    sys.exit(77)
+mem = torch.cuda.memory
+if not hasattr(mem, "_record_memory_history") or not hasattr(mem, "_snapshot"):
+    print("GMT_SKIP this torch has no torch.cuda.memory._record_memory_history/_snapshot")
+    sys.exit(77)
+
+HERE = os.path.basename(__file__)
+out = sys.argv[1]
+dev = torch.device("cuda", 0)
+mem._record_memory_history(max_entries=100000, stacks="python")
+
+
+def u8(n):
+    return torch.empty(n, dtype=torch.uint8, device=dev)
+
+
+def build():
+    big = [u8(48 * MIB) for _ in range(3)]  # LINE:big (each its own 48 MiB segment)
+    mid = [u8(3 * MIB) for _ in range(9)]  # LINE:mid (20 MiB segments, six tensors each)
+    small = [u8(96 << 10) for _ in range(40)]  # LINE:small (2 MiB segments of the small pool)
+    del mid[::2]  # freed blocks: the segments stay in PyTorch's cache, live to the driver
+    return big, mid, small
+
+
+held = build()
+torch.cuda.synchronize()
+snap = mem._snapshot()
+traces = (snap.get("device_traces") or [[]])[0]
+made_by = {}
+for t in traces:
+    if t.get("action") == "segment_alloc":
+        made_by[t.get("addr")] = t.get("frames") or []
+segments = []
+for s in snap.get("segments") or []:
+    if s.get("device") != 0:
+        continue
+    frames = s.get("frames") or made_by.get(s.get("address")) or []
+    lines = sorted({f.get("line") for f in frames
+                    if os.path.basename(f.get("filename") or "") == HERE})
+    segments.append({"address": s.get("address"), "size": s.get("total_size"),
+                     "type": s.get("segment_type"), "lines": lines,
+                     "frames_found": bool(frames)})
+
+t0 = time.time()
+os.kill(os.getpid(), signal.SIGUSR1)  # the tracer's snapshot signal (GPUMEMTRACE_SNAPSHOT_SIGNAL)
+pattern = f"*{os.getpid()}.snapshot-*.json"
+path = None
+while time.time() - t0 < 30:
+    found = sorted(glob.glob(pattern))
+    if found:
+        path = os.path.abspath(found[0])
+        break
+    time.sleep(0.02)
+waited = time.time() - t0
+mem._record_memory_history(enabled=None)
+res = {"segments": segments, "snapshot": path, "waited_s": round(waited, 3),
+       "torch": torch.__version__, "reserved": torch.cuda.memory_reserved(),
+       "trace_entries": len(traces)}
+with open(out, "w") as f:
+    json.dump(res, f)
+print(f"torch_snapshot: {len(segments)} segments, {sum(s['size'] for s in segments)} B; "
+      f"tracer snapshot {path} after {waited:.3f} s")
+del held
+sys.exit(0 if path else 3)
