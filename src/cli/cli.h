@@ -477,6 +477,17 @@ void gmt_stack_where(const gmt_stack_t *st, char *buf, size_t len);
 void gmt_frame_format_tty(const gmt_frame_t *f, char *buf, size_t len);
 void gmt_stack_where_tty(const gmt_stack_t *st, char *buf, size_t len);
 
+/* The user frame of each of n stacks listed together (a report section, a diff's list), in
+ * where[i] (len bytes each, raw: not escaped for a terminal). Where two listed stacks have the
+ * same user frame, each gets the nearest caller that tells it apart from the others, up to
+ * GMT_WHERE_CALLERS frames out, after it: "u8 model.py:43 (from build model.py:47)"; a caller
+ * of the same kind as the user frame (a Python frame's Python callers, a native user frame's
+ * native callers of the user's code). Stacks that no such caller tells apart keep the user
+ * frame alone. A NULL stack reads "(no stack)". -1 when out of memory (where[] then holds the
+ * user frames alone). */
+#define GMT_WHERE_CALLERS 8
+int gmt_stacks_where_apart(const gmt_stack_t *const *stacks, size_t n, char *where, size_t len);
+
 /* A short name for a flame graph node: symbol or function, else module+offset. */
 void gmt_frame_name(const gmt_frame_t *f, char *buf, size_t len);
 

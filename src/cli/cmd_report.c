@@ -268,8 +268,22 @@ static size_t shown_end(const gmt_stack_t *st, size_t first)
     return end;
 }
 
+/* The headlines of the stacks one section shows (gmt_stacks_where_apart), WHERE_LEN bytes
+ * each, heap-allocated; NULL when out of memory (print_stack then shows each user frame alone). */
+#define WHERE_LEN 1024
+static char *section_wheres(const gmt_stack_t *const *stacks, size_t n)
+{
+    char *where = n ? calloc(n, WHERE_LEN) : NULL;
+    if (where && gmt_stacks_where_apart(stacks, n, where, WHERE_LEN) != 0) {
+        free(where);
+        where = NULL;
+    }
+    return where;
+}
+
+/* where: the headline section_wheres gave the stack, or NULL for its user frame alone. */
 static void print_stack(const view_t *v, const gmt_stack_t *st, int64_t stack_id,
-                        const char *indent)
+                        const char *indent, const char *where)
 {
     char buf[1024], line[1100];
     if (!st || st->n == 0) {
@@ -282,7 +296,10 @@ static void print_stack(const view_t *v, const gmt_stack_t *st, int64_t stack_id
     }
     const gmt_frame_t *user = gmt_user_frame(st);
     if (user) {
-        gmt_frame_format_tty(user, buf, sizeof buf);
+        if (where)
+            gmt_tty_copy(buf, sizeof buf, where);
+        else
+            gmt_frame_format_tty(user, buf, sizeof buf);
         snprintf(line, sizeof line, "%s-> %s%s", BOLD(v), buf, RESET(v));
         print_line(v, indent, line);
     }
@@ -355,7 +372,7 @@ static const char *group_what(const gmt_group_t *g, const char **unit, const cha
     return reserve || map ? "address space" : gmt_tty(g->kind);
 }
 
-static void print_group(const view_t *v, const gmt_group_t *g, int rank)
+static void print_group(const view_t *v, const gmt_group_t *g, int rank, const char *where)
 {
     char bytes[GMT_FMT_BYTES_LEN], dev[48];
     const char *unit, *memory, *what = group_what(g, &unit, &memory);
@@ -365,11 +382,17 @@ static void print_group(const view_t *v, const gmt_group_t *g, int rank)
            gmt_device_label(g->device, g->rank, dev, sizeof dev), gmt_tty(g->api),
            g->library ? "  " : "", g->library ? gmt_tty(g->library) : "",
            g->suppressed ? "  [suppressed]" : "");
-    print_stack(v, g->stack, g->stack_id, "       ");
+    print_stack(v, g->stack, g->stack_id, "       ", where);
 }
 
 static void print_groups(const view_t *v, const gmt_group_t *groups, size_t n)
 {
+    const gmt_stack_t **shown = n ? calloc(n, sizeof *shown) : NULL;
+    size_t nshown = 0;
+    for (size_t i = 0; shown && i < n && nshown < (size_t)v->top; i++)
+        if (wanted(v, groups[i].device)) shown[nshown++] = groups[i].stack;
+    char *where = shown ? section_wheres(shown, nshown) : NULL;
+    free(shown);
     int rank = 0;
     size_t left = 0;
     for (size_t i = 0; i < n; i++) {
@@ -378,8 +401,10 @@ static void print_groups(const view_t *v, const gmt_group_t *groups, size_t n)
             left++;
             continue;
         }
-        print_group(v, &groups[i], ++rank);
+        print_group(v, &groups[i], rank + 1, where ? where + (size_t)rank * WHERE_LEN : NULL);
+        rank++;
     }
+    free(where);
     if (left) printf("  ... %zu more group%s (--top to show more)\n", left, left == 1 ? "" : "s");
 }
 
@@ -724,6 +749,12 @@ static void print_leaks(const view_t *v)
                who);
     int rank = 0;
     uint64_t total = v->filter ? (uint64_t)nsuspects : rep->suspects_total;
+    const gmt_stack_t **shown = calloc(rep->nsuspects + 1, sizeof *shown);
+    size_t nshown = 0;
+    for (size_t i = 0; shown && i < rep->nsuspects && nshown < (size_t)v->top; i++)
+        if (suspect_shown(v, &rep->suspects[i])) shown[nshown++] = rep->suspects[i].stack;
+    char *where = shown ? section_wheres(shown, nshown) : NULL;
+    free(shown);
     for (size_t i = 0; i < rep->nsuspects; i++) {
         const gmt_suspect_t *s = &rep->suspects[i];
         if (!suspect_shown(v, s)) continue;
@@ -742,8 +773,10 @@ static void print_leaks(const view_t *v)
         if (s->library) printf("  %s", gmt_tty(s->library));
         if (s->stack_id >= 0) printf("  (stack %" PRId64 ")", s->stack_id);
         putchar('\n');
-        print_stack(v, s->stack, s->stack_id, "       ");
+        print_stack(v, s->stack, s->stack_id, "       ",
+                    where ? where + (size_t)(rank - 1) * WHERE_LEN : NULL);
     }
+    free(where);
 }
 
 /* The stacks that allocated most often (allocation_sites), one line each and the user frame:
@@ -767,6 +800,12 @@ static void print_sites(const view_t *v)
     if (!v->filter && rep->sites_total > rep->nsites)
         printf("  (the report lists the %zu with the most, GPUMEMTRACE_TOP)\n", rep->nsites);
     int rank = 0;
+    const gmt_stack_t **shown = calloc(rep->nsites + 1, sizeof *shown);
+    size_t nshown = 0;
+    for (size_t i = 0; shown && i < rep->nsites && nshown < (size_t)v->top; i++)
+        if (wanted(v, rep->sites[i].device)) shown[nshown++] = rep->sites[i].stack;
+    char *wheres = shown ? section_wheres(shown, nshown) : NULL;
+    free(shown);
     for (size_t i = 0; i < rep->nsites; i++) {
         const gmt_site_t *s = &rep->sites[i];
         if (!wanted(v, s->device)) continue;
@@ -783,7 +822,10 @@ static void print_sites(const view_t *v)
         if (s->stack_id >= 0) printf("  (stack %" PRId64 ")", s->stack_id);
         putchar('\n');
         if (s->stack && s->stack->n) {
-            gmt_stack_where_tty(s->stack, where, sizeof where);
+            if (wheres)
+                gmt_tty_copy(where, sizeof where, wheres + (size_t)(rank - 1) * WHERE_LEN);
+            else
+                gmt_stack_where_tty(s->stack, where, sizeof where);
             snprintf(line, sizeof line, "%s-> %s%s", BOLD(v), where, RESET(v));
         } else {
             snprintf(line, sizeof line, "%s",
@@ -791,6 +833,7 @@ static void print_sites(const view_t *v)
         }
         print_line(v, "       ", line);
     }
+    free(wheres);
 }
 
 static void print_peaks(const view_t *v)
@@ -909,6 +952,12 @@ static void print_errors(const view_t *v)
     putchar('\n');
     int rank = 0;
     size_t left = 0;
+    const gmt_stack_t **shown = calloc(rep->nerrors + 1, sizeof *shown);
+    size_t nshown = 0;
+    for (size_t i = 0; shown && i < rep->nerrors && nshown < (size_t)v->top; i++)
+        if (wanted(v, rep->errors[i].device)) shown[nshown++] = rep->errors[i].stack;
+    char *where = shown ? section_wheres(shown, nshown) : NULL;
+    free(shown);
     for (size_t i = 0; i < rep->nerrors; i++) {
         const gmt_error_t *e = &rep->errors[i];
         if (!wanted(v, e->device)) continue;
@@ -932,8 +981,10 @@ static void print_errors(const view_t *v)
         if (e->recovered == 1) printf("; recovered");
         if (e->recovered == 0) printf("; %snot recovered%s", RED(v), RESET(v));
         putchar('\n');
-        print_stack(v, e->stack, e->stack_id, "       ");
+        print_stack(v, e->stack, e->stack_id, "       ",
+                    where ? where + (size_t)(rank - 1) * WHERE_LEN : NULL);
     }
+    free(where);
     if (left) printf("  ... %zu more (--top to show more)\n", left);
 }
 

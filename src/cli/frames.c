@@ -280,6 +280,117 @@ void gmt_stack_where(const gmt_stack_t *st, char *buf, size_t len)
         snprintf(buf, len, "(no stack)");
 }
 
+/* The callers gmt_stacks_where_apart may name for one stack: the frames outside its user
+ * frame of the user frame's kind, as their texts (gmt_frame_format), innermost first. */
+typedef struct {
+    char *user; /* the user frame's text, or NULL for an empty stack */
+    char *caller[GMT_WHERE_CALLERS];
+    const gmt_frame_t *caller_frame[GMT_WHERE_CALLERS];
+    size_t ncallers;
+} where_t;
+
+static bool caller_kind(const gmt_frame_t *user, const gmt_frame_t *f)
+{
+    if (user->python) return f->python;
+    return !f->python && !f->inlined && gmt_module_is_user_code(f->module);
+}
+
+static int where_fill(where_t *w, const gmt_stack_t *st)
+{
+    char text[1024];
+    const gmt_frame_t *user = gmt_user_frame(st);
+    if (!user) return 0;
+    gmt_frame_format(user, text, sizeof text);
+    if (!(w->user = strdup(text))) return -1;
+    for (size_t i = (size_t)(user - st->frames) + 1; i < st->n && w->ncallers < GMT_WHERE_CALLERS;
+         i++) {
+        const gmt_frame_t *f = &st->frames[i];
+        if (!caller_kind(user, f)) continue;
+        gmt_frame_format(f, text, sizeof text);
+        if (!(w->caller[w->ncallers] = strdup(text))) return -1;
+        w->caller_frame[w->ncallers++] = f;
+    }
+    return 0;
+}
+
+/* Listed stacks in the order of their user frame's text, then their callers' texts: a
+ * stack's closest relatives (the longest run of equal callers) are its neighbours. */
+static const where_t *sort_base;
+
+static size_t common_callers(const where_t *a, const where_t *b)
+{
+    size_t k = 0;
+    while (k < a->ncallers && k < b->ncallers && strcmp(a->caller[k], b->caller[k]) == 0)
+        k++;
+    return k;
+}
+
+static int where_cmp(const void *pa, const void *pb)
+{
+    const where_t *a = &sort_base[*(const size_t *)pa], *b = &sort_base[*(const size_t *)pb];
+    if (!a->user || !b->user) return (a->user != NULL) - (b->user != NULL);
+    int c = strcmp(a->user, b->user);
+    if (c) return c;
+    size_t k = common_callers(a, b);
+    if (k < a->ncallers && k < b->ncallers) return strcmp(a->caller[k], b->caller[k]);
+    return (a->ncallers > k) - (b->ncallers > k);
+}
+
+/* How many of w[i]'s callers tell it apart from neighbour w[j]: 1 + their common callers, or
+ * SIZE_MAX when i's callers are all j's (nothing tells them apart); 0 when j's user frame
+ * differs (no need). */
+static size_t callers_needed(const where_t *w, size_t i, size_t j)
+{
+    if (!w[j].user || strcmp(w[i].user, w[j].user) != 0) return 0;
+    size_t k = common_callers(&w[i], &w[j]);
+    return k >= w[i].ncallers ? SIZE_MAX : k + 1;
+}
+
+int gmt_stacks_where_apart(const gmt_stack_t *const *stacks, size_t n, char *where, size_t len)
+{
+    if (len == 0) return 0;
+    for (size_t i = 0; i < n; i++)
+        gmt_stack_where(stacks[i], where + i * len, len);
+    if (n < 2) return 0;
+    where_t *w = calloc(n, sizeof *w);
+    int rc = w ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = where_fill(&w[i], stacks[i]);
+    size_t *order = rc == 0 ? malloc(n * sizeof *order) : NULL;
+    if (!order) rc = -1;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        order[i] = i;
+    if (rc == 0) {
+        sort_base = w; /* the CLI is one thread */
+        qsort(order, n, sizeof *order, where_cmp);
+    }
+    for (size_t o = 0; rc == 0 && o < n; o++) {
+        size_t i = order[o], d = 0;
+        if (!w[i].user) continue;
+        size_t before = o > 0 ? callers_needed(w, i, order[o - 1]) : 0;
+        size_t after = o + 1 < n ? callers_needed(w, i, order[o + 1]) : 0;
+        d = before > after ? before : after;
+        if (d == 0 || d == SIZE_MAX) continue;
+        const gmt_frame_t *f = w[i].caller_frame[d - 1];
+        char name[600], *out = where + i * len;
+        if (f->python)
+            frame_printf(name, sizeof name, "%s %s:%" PRId64, f->symbol ? f->symbol : "?",
+                         gmt_basename(f->file), f->line < 0 ? (int64_t)0 : f->line);
+        else
+            gmt_frame_name(f, name, sizeof name);
+        size_t used = strlen(out);
+        frame_printf(out + used, len - used, " (from %s%s)", d > 1 ? "... " : "", name);
+    }
+    free(order);
+    for (size_t i = 0; w && i < n; i++) {
+        free(w[i].user);
+        for (size_t k = 0; k < w[i].ncallers; k++)
+            free(w[i].caller[k]);
+    }
+    free(w);
+    return rc;
+}
+
 void gmt_tty_copy(char *buf, size_t len, const char *raw)
 {
     size_t used = 0;

@@ -121,6 +121,49 @@ def case_user_frame(c):
 
 
 @case
+def case_where_apart(c):
+    """Stacks listed together whose user frame is the same (a helper every caller allocates
+    through) each show the nearest caller that tells them apart (docs/cli.md, "Stacks"):
+    "(from build m.py:48)", or "(from ... <module> m.py:54)" when the nearest callers are
+    shared; Python callers for a Python user frame, native callers of the user's code (not the C
+    library's) for a native one; nothing when no caller tells two stacks apart (they differ in
+    native frames only) or when no other listed stack shares the user frame; only the stacks
+    shown count (--top 1: no other)."""
+    m, lib, libc = "/home/u/m.py", "/opt/x/libtorch_cuda.so", "/lib/x86_64-linux-gnu/libc.so.6"
+    u8 = python("u8", m, 43)
+    stacks = {
+        41: [native("alloc", lib), u8, python("build", m, 47), python("<module>", m, 54)],
+        42: [native("alloc", lib), u8, python("build", m, 48), python("<module>", m, 54)],
+        43: [native("alloc", lib), u8, python("build", m, 47), python("<module>", m, 60)],
+        44: [u8, python("forward", TORCH, 1520), python("main", m, 80)],
+        45: [python("solo", m, 10), python("<module>", m, 11)],
+        46: [native("a", lib, 16), python("twin", "/home/u/t.py", 5)],
+        47: [native("a", lib, 32), python("twin", "/home/u/t.py", 5)],
+        48: [native("alloc_here"), native("memcpy", libc), native("load_a"), native("main")],
+        49: [native("alloc_here"), native("load_b"), native("main")],
+    }
+    want = {41: "u8 /home/u/m.py:43 (from ... <module> m.py:54)",
+            42: "u8 /home/u/m.py:43 (from build m.py:48)",
+            43: "u8 /home/u/m.py:43 (from ... <module> m.py:60)",
+            44: "u8 /home/u/m.py:43 (from forward module.py:1520)",
+            45: "solo /home/u/m.py:10",
+            46: "twin /home/u/t.py:5", 47: "twin /home/u/t.py:5",
+            48: "alloc_here [trainer+0x10] (from load_a)",
+            49: "alloc_here [trainer+0x10] (from load_b)"}
+    path = with_stacks(c, "where_apart.json", stacks)
+    out = c.cli_run("report", "--top", "100", path)[0]
+    leaks = out.split("\nLeaks", 1)[1].split("\n\n", 1)[0]
+    got = re.findall(r"^\s+-> (.*)$", leaks, re.M)[:len(stacks)]  # then the address space's
+    expect(got == [want[k] for k in stacks],
+           "headlines (got, expected):\n" + "\n".join(f"{g!r}  {w!r}" for g, w in
+                                                     zip(got, [want[k] for k in stacks])))
+    out = c.cli_run("report", "--top", "1", path)[0]
+    leaks = out.split("\nLeaks", 1)[1].split("\n\n", 1)[0]
+    got = re.findall(r"^\s+-> (.*)$", leaks, re.M)[:1]
+    expect(got == ["u8 /home/u/m.py:43"], f"--top 1: {got}")
+
+
+@case
 def case_user_frame_unreadable(c):
     """A Python frame the tracer could not read (file, function and line null: docs/report.md,
     capture.python's unreadable_frames) is not the frame to look at first when a frame of the
