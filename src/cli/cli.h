@@ -487,6 +487,10 @@ void gmt_stack_where_tty(const gmt_stack_t *st, char *buf, size_t len);
  * user frames alone). */
 #define GMT_WHERE_CALLERS 8
 int gmt_stacks_where_apart(const gmt_stack_t *const *stacks, size_t n, char *where, size_t len);
+/* The same into a new array of n texts of GMT_WHERE_LEN bytes each (free it); NULL when n is 0
+ * or out of memory: each stack's user frame alone (gmt_stack_where) is then the one to show. */
+#define GMT_WHERE_LEN 1024
+char *gmt_stacks_where_new(const gmt_stack_t *const *stacks, size_t n);
 
 /* A short name for a flame graph node: symbol or function, else module+offset. */
 void gmt_frame_name(const gmt_frame_t *f, char *buf, size_t len);

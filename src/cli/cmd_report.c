@@ -268,20 +268,7 @@ static size_t shown_end(const gmt_stack_t *st, size_t first)
     return end;
 }
 
-/* The headlines of the stacks one section shows (gmt_stacks_where_apart), WHERE_LEN bytes
- * each, heap-allocated; NULL when out of memory (print_stack then shows each user frame alone). */
-#define WHERE_LEN 1024
-static char *section_wheres(const gmt_stack_t *const *stacks, size_t n)
-{
-    char *where = n ? calloc(n, WHERE_LEN) : NULL;
-    if (where && gmt_stacks_where_apart(stacks, n, where, WHERE_LEN) != 0) {
-        free(where);
-        where = NULL;
-    }
-    return where;
-}
-
-/* where: the headline section_wheres gave the stack, or NULL for its user frame alone. */
+/* where: the headline gmt_stacks_where_new gave the stack, or NULL for its user frame alone. */
 static void print_stack(const view_t *v, const gmt_stack_t *st, int64_t stack_id,
                         const char *indent, const char *where)
 {
@@ -391,7 +378,7 @@ static void print_groups(const view_t *v, const gmt_group_t *groups, size_t n)
     size_t nshown = 0;
     for (size_t i = 0; shown && i < n && nshown < (size_t)v->top; i++)
         if (wanted(v, groups[i].device)) shown[nshown++] = groups[i].stack;
-    char *where = shown ? section_wheres(shown, nshown) : NULL;
+    char *where = shown ? gmt_stacks_where_new(shown, nshown) : NULL;
     free(shown);
     int rank = 0;
     size_t left = 0;
@@ -401,7 +388,7 @@ static void print_groups(const view_t *v, const gmt_group_t *groups, size_t n)
             left++;
             continue;
         }
-        print_group(v, &groups[i], rank + 1, where ? where + (size_t)rank * WHERE_LEN : NULL);
+        print_group(v, &groups[i], rank + 1, where ? where + (size_t)rank * GMT_WHERE_LEN : NULL);
         rank++;
     }
     free(where);
@@ -753,7 +740,7 @@ static void print_leaks(const view_t *v)
     size_t nshown = 0;
     for (size_t i = 0; shown && i < rep->nsuspects && nshown < (size_t)v->top; i++)
         if (suspect_shown(v, &rep->suspects[i])) shown[nshown++] = rep->suspects[i].stack;
-    char *where = shown ? section_wheres(shown, nshown) : NULL;
+    char *where = shown ? gmt_stacks_where_new(shown, nshown) : NULL;
     free(shown);
     for (size_t i = 0; i < rep->nsuspects; i++) {
         const gmt_suspect_t *s = &rep->suspects[i];
@@ -774,7 +761,7 @@ static void print_leaks(const view_t *v)
         if (s->stack_id >= 0) printf("  (stack %" PRId64 ")", s->stack_id);
         putchar('\n');
         print_stack(v, s->stack, s->stack_id, "       ",
-                    where ? where + (size_t)(rank - 1) * WHERE_LEN : NULL);
+                    where ? where + (size_t)(rank - 1) * GMT_WHERE_LEN : NULL);
     }
     free(where);
 }
@@ -804,7 +791,7 @@ static void print_sites(const view_t *v)
     size_t nshown = 0;
     for (size_t i = 0; shown && i < rep->nsites && nshown < (size_t)v->top; i++)
         if (wanted(v, rep->sites[i].device)) shown[nshown++] = rep->sites[i].stack;
-    char *wheres = shown ? section_wheres(shown, nshown) : NULL;
+    char *wheres = shown ? gmt_stacks_where_new(shown, nshown) : NULL;
     free(shown);
     for (size_t i = 0; i < rep->nsites; i++) {
         const gmt_site_t *s = &rep->sites[i];
@@ -823,7 +810,7 @@ static void print_sites(const view_t *v)
         putchar('\n');
         if (s->stack && s->stack->n) {
             if (wheres)
-                gmt_tty_copy(where, sizeof where, wheres + (size_t)(rank - 1) * WHERE_LEN);
+                gmt_tty_copy(where, sizeof where, wheres + (size_t)(rank - 1) * GMT_WHERE_LEN);
             else
                 gmt_stack_where_tty(s->stack, where, sizeof where);
             snprintf(line, sizeof line, "%s-> %s%s", BOLD(v), where, RESET(v));
@@ -956,7 +943,7 @@ static void print_errors(const view_t *v)
     size_t nshown = 0;
     for (size_t i = 0; shown && i < rep->nerrors && nshown < (size_t)v->top; i++)
         if (wanted(v, rep->errors[i].device)) shown[nshown++] = rep->errors[i].stack;
-    char *where = shown ? section_wheres(shown, nshown) : NULL;
+    char *where = shown ? gmt_stacks_where_new(shown, nshown) : NULL;
     free(shown);
     for (size_t i = 0; i < rep->nerrors; i++) {
         const gmt_error_t *e = &rep->errors[i];
@@ -982,7 +969,7 @@ static void print_errors(const view_t *v)
         if (e->recovered == 0) printf("; %snot recovered%s", RED(v), RESET(v));
         putchar('\n');
         print_stack(v, e->stack, e->stack_id, "       ",
-                    where ? where + (size_t)(rank - 1) * WHERE_LEN : NULL);
+                    where ? where + (size_t)(rank - 1) * GMT_WHERE_LEN : NULL);
     }
     free(where);
     if (left) printf("  ... %zu more (--top to show more)\n", left);

@@ -391,6 +391,16 @@ int gmt_stacks_where_apart(const gmt_stack_t *const *stacks, size_t n, char *whe
     return rc;
 }
 
+char *gmt_stacks_where_new(const gmt_stack_t *const *stacks, size_t n)
+{
+    char *where = n ? calloc(n, GMT_WHERE_LEN) : NULL;
+    if (where && gmt_stacks_where_apart(stacks, n, where, GMT_WHERE_LEN) != 0) {
+        free(where);
+        where = NULL;
+    }
+    return where;
+}
+
 void gmt_tty_copy(char *buf, size_t len, const char *raw)
 {
     size_t used = 0;

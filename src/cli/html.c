@@ -62,12 +62,24 @@ static void json_unlisted(gmt_buf_t *b, bool first, const gmt_unlisted_t *u, con
 static void json_groups(gmt_buf_t *b, const gmt_group_t *g, size_t n, bool skip_supp,
                         const gmt_unlisted_t *u, size_t nu, const char *device)
 {
-    char where[1024], dev[48];
+    char where[GMT_WHERE_LEN], dev[48];
     bool first = true;
+    /* the rows' stacks, for the callers that tell apart rows of one user frame */
+    const gmt_stack_t **st = calloc(n + 1, sizeof *st);
+    size_t ns = 0;
+    for (size_t i = 0; st && i < n; i++)
+        if (!(skip_supp && g[i].suppressed)) st[ns++] = g[i].stack;
+    char *wheres = st ? gmt_stacks_where_new(st, ns) : NULL;
+    free(st);
+    size_t row = 0;
     gmt_buf_put(b, "[", 1);
     for (size_t i = 0; i < n; i++) {
         if (skip_supp && g[i].suppressed) continue;
-        gmt_stack_where(g[i].stack, where, sizeof where);
+        if (wheres)
+            memcpy(where, wheres + row * GMT_WHERE_LEN, GMT_WHERE_LEN);
+        else
+            gmt_stack_where(g[i].stack, where, sizeof where);
+        row++;
         gmt_buf_printf(
             b, "%s{\"bytes\":%" PRIu64 ",\"count\":%" PRIu64 ",\"stack\":\"%" PRId64 "\",\"kind\":",
             first ? "" : ",", g[i].bytes, g[i].count, g[i].stack_id);
@@ -88,6 +100,45 @@ static void json_groups(gmt_buf_t *b, const gmt_group_t *g, size_t n, bool skip_
         first = false;
     }
     gmt_buf_put(b, "]", 1);
+    free(wheres);
+}
+
+/* Each listed stack's where (gmt_stacks_where_apart), GMT_WHERE_LEN bytes each: rows of one
+ * user frame told apart by their callers. stack_at(list, i) is the i-th row's stack. NULL when
+ * out of memory (each row's user frame alone). */
+static char *list_wheres(const void *list, size_t n,
+                         const gmt_stack_t *(*stack_at)(const void *list, size_t i))
+{
+    const gmt_stack_t **st = calloc(n + 1, sizeof *st);
+    for (size_t i = 0; st && i < n; i++)
+        st[i] = stack_at(list, i);
+    char *w = st ? gmt_stacks_where_new(st, n) : NULL;
+    free(st);
+    return w;
+}
+
+static const gmt_stack_t *suspect_stack(const void *l, size_t i)
+{
+    return ((const gmt_suspect_t *)l)[i].stack;
+}
+
+static const gmt_stack_t *site_stack(const void *l, size_t i)
+{
+    return ((const gmt_site_t *)l)[i].stack;
+}
+
+static const gmt_stack_t *error_stack(const void *l, size_t i)
+{
+    return ((const gmt_error_t *)l)[i].stack;
+}
+
+/* Row i's where: from wheres, else the stack's user frame alone. */
+static void row_where(const char *wheres, size_t i, const gmt_stack_t *st, char *s, size_t len)
+{
+    if (wheres)
+        snprintf(s, len, "%s", wheres + i * GMT_WHERE_LEN);
+    else
+        gmt_stack_where(st, s, len);
 }
 
 static void card(gmt_buf_t *b, bool *first, const char *label, const char *value)
@@ -329,8 +380,9 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
         gmt_buf_put(b, "}", 1);
     }
     gmt_buf_puts(b, "],\"suspects\":[");
+    char *wheres = list_wheres(rep->suspects, rep->nsuspects, suspect_stack);
     for (size_t i = 0; i < rep->nsuspects; i++) {
-        gmt_stack_where(rep->suspects[i].stack, s, sizeof s);
+        row_where(wheres, i, rep->suspects[i].stack, s, sizeof s);
         gmt_buf_printf(b, "%s{\"growth\":%" PRIu64 ",\"live\":%" PRIu64 ",\"where\":", i ? "," : "",
                        rep->suspects[i].growth_bytes, rep->suspects[i].live_bytes);
         gmt_buf_json_str(b, s);
@@ -339,6 +391,7 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
                                              sizeof label));
         gmt_buf_put(b, "}", 1);
     }
+    free(wheres);
     /* as a cut site list (below), a cut suspect list is said, not completed: the suspects
      * left out grew by at most as much as the least listed; and samples not judged are said
      * (growth_status: an empty list is otherwise read as "none grew") */
@@ -350,9 +403,10 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
      * it existed): null, said so, never "none" */
     gmt_buf_printf(b, ",\"sitesTotal\":%" PRIu64 ",\"sites\":%s", rep->sites_total,
                    rep->has_sites ? "[" : "null");
+    wheres = rep->has_sites ? list_wheres(rep->sites, rep->nsites, site_stack) : NULL;
     for (size_t i = 0; rep->has_sites && i < rep->nsites; i++) {
         const gmt_site_t *x = &rep->sites[i];
-        gmt_stack_where(x->stack, s, sizeof s);
+        row_where(wheres, i, x->stack, s, sizeof s);
         gmt_buf_printf(b, "%s{\"allocs\":%" PRIu64 ",\"live\":%" PRIu64 ",\"kind\":", i ? "," : "",
                        x->allocs, x->live_count);
         gmt_buf_json_str(b, x->kind);
@@ -364,6 +418,7 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
         gmt_buf_json_str(b, s);
         gmt_buf_put(b, "}", 1);
     }
+    free(wheres);
     /* summary.libraries: null where the report has none (version 1), as the sites */
     gmt_buf_puts(b, rep->has_sites ? "]" : "");
     gmt_buf_puts(b, rep->has_libraries ? ",\"libraries\":[" : ",\"libraries\":null");
@@ -382,9 +437,10 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
                        f->fragmentation, f->free_in_gaps, f->largest_gap);
     }
     gmt_buf_puts(b, "],\"errors\":[");
+    wheres = list_wheres(rep->errors, rep->nerrors, error_stack);
     for (size_t i = 0; i < rep->nerrors; i++) {
         const gmt_error_t *e = &rep->errors[i];
-        gmt_stack_where(e->stack, s, sizeof s);
+        row_where(wheres, i, e->stack, s, sizeof s);
         gmt_buf_printf(b, "%s{\"time\":%.6f,\"size\":%" PRIu64 ",\"api\":", i ? "," : "", e->time,
                        e->size);
         gmt_buf_json_str(b, e->api);
@@ -400,6 +456,7 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
         gmt_buf_json_str(b, s);
         gmt_buf_put(b, "}", 1);
     }
+    free(wheres);
     gmt_buf_puts(b, "]}");
 }
 
