@@ -361,6 +361,13 @@ static int print_sites(const gmt_report_t *a, const gmt_report_t *b, long top)
     long shown = 0;
     size_t left = 0;
     cut_t notes = {0};
+    /* the lines' stacks, for the callers that tell apart lines of one user frame */
+    const gmt_stack_t **st = rc ? NULL : calloc(n + 1, sizeof *st);
+    size_t ns = 0;
+    for (size_t i = 0; st && i < n && (long)ns < top; i++)
+        if (!(v[i].in_old && v[i].in_new && v[i].old == v[i].now)) st[ns++] = v[i].stack;
+    char *wheres = st ? gmt_stacks_where_new(st, ns) : NULL;
+    free(st);
     for (size_t i = 0; !rc && i < n; i++) {
         const site_change_t *c = &v[i];
         if (c->in_old && c->in_new && c->old == c->now) continue;
@@ -377,7 +384,10 @@ static int print_sites(const gmt_report_t *a, const gmt_report_t *b, long top)
                      (uint64_t)(g < 0 ? -g : g));
         else /* one side not listed, or both at least: no change claimed */
             snprintf(d, sizeof d, "?");
-        gmt_stack_where_tty(c->stack, fb, sizeof fb);
+        if (wheres)
+            gmt_tty_copy(fb, sizeof fb, wheres + (size_t)shown * GMT_WHERE_LEN);
+        else
+            gmt_stack_where_tty(c->stack, fb, sizeof fb);
         const char *tag = !c->in_old && full_old   ? "  [new]"
                           : !c->in_new && full_new ? "  [gone]"
                                                    : "";
@@ -386,6 +396,7 @@ static int print_sites(const gmt_report_t *a, const gmt_report_t *b, long top)
                site_count(c->in_new, c->now, full_new, w, sizeof w), d, fb, tag);
         shown++;
     }
+    free(wheres);
     if (!rc) {
         if (left) printf("  ... %zu more (--top to show more)\n", left);
         if (!shown) printf("  (no stack's allocations changed)\n");
@@ -595,6 +606,13 @@ int gmt_cli_diff(int argc, char **argv)
             cut.peak_new |= b.peaks[i].groups_total > b.peaks[i].ngroups;
         long shown = 0;
         size_t left = 0;
+        const gmt_stack_t **st = calloc(t.n + 1, sizeof *st);
+        size_t ns = 0;
+        for (size_t i = 0; st && i < t.n && (long)ns < top; i++)
+            if (!(t.v[i].leak_old == t.v[i].leak_new && t.v[i].peak_old == t.v[i].peak_new))
+                st[ns++] = t.v[i].stack;
+        char *wheres = st ? gmt_stacks_where_new(st, ns) : NULL;
+        free(st);
         for (size_t i = 0; i < t.n; i++) {
             entry_t *e = &t.v[i];
             if (e->leak_old == e->leak_new && e->peak_old == e->peak_new) continue;
@@ -607,7 +625,10 @@ int gmt_cli_diff(int argc, char **argv)
                    cut.leak_new, &cut, dl, sizeof dl);
             change(e->peak_old, e->peak_new, e->in_peak_old, e->in_peak_new, cut.peak_old,
                    cut.peak_new, &cut, dp, sizeof dp);
-            gmt_stack_where_tty(e->stack, fb, sizeof fb);
+            if (wheres)
+                gmt_tty_copy(fb, sizeof fb, wheres + (size_t)shown * GMT_WHERE_LEN);
+            else
+                gmt_stack_where_tty(e->stack, fb, sizeof fb);
             /* new or gone only where that report's lists are whole */
             bool had = e->leak_old || e->peak_old, has = e->leak_new || e->peak_new;
             const char *tag = !had && !cut.leak_old && !cut.peak_old   ? "  [new]"
@@ -616,6 +637,7 @@ int gmt_cli_diff(int argc, char **argv)
             printf("  leak %10s  peak %10s  %s%s\n", dl, dp, fb, tag);
             shown++;
         }
+        free(wheres);
         if (left) printf("  ... %zu more (--top to show more)\n", left);
         if (!shown) printf("  (no stack changed)\n");
         if (cut.unknown_old || cut.unknown_new)

@@ -128,7 +128,7 @@ def case_where_apart(c):
     shared; Python callers for a Python user frame, native callers of the user's code (not the C
     library's) for a native one; nothing when no caller tells two stacks apart (they differ in
     native frames only) or when no other listed stack shares the user frame; only the stacks
-    shown count (--top 1: no other). The HTML page's rows likewise."""
+    shown count (--top 1: no other). The HTML page's rows and diff's lines likewise."""
     m, lib, libc = "/home/u/m.py", "/opt/x/libtorch_cuda.so", "/lib/x86_64-linux-gnu/libc.so.6"
     u8 = python("u8", m, 43)
     stacks = {
@@ -166,6 +166,15 @@ def case_where_apart(c):
     c.cli_run("export", path, "--format", "html", "-o", page)
     rows = [g["where"] for g in html_data(page)["leakGroups"]][:len(stacks)]
     expect(rows == [want[k] for k in stacks], f"the page's leak rows: {rows}")
+    # diff's lines of stacks that changed: every group holds twice as much in NEW
+    grown = with_stacks(c, "where_apart_grown.json", stacks, grow=64 * MIB)
+    out = c.cli_run("diff", path, grown, "--top", "100")[0]
+    per = out.split("\nPer call stack", 1)[1].split("\n\n", 1)[0].splitlines()
+    # diff matches stacks by frames without their lines (41-43 are one stack to it, 46-47
+    # another): the lines left still share user frames
+    for w in (want[44], want[48], want[49], "u8 /home/u/m.py:43 (from build m.py:47)"):
+        n = sum(1 for line in per if line.endswith("  " + w))
+        expect(n == 1, f"diff's lines ending {w!r}: {n}\n{out}")
 
 
 @case
