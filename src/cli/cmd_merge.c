@@ -748,11 +748,21 @@ int gmt_cli_merge(int argc, char **argv)
                "the groups listed)\n",
                ncut == 1 ? "" : "s", cut_names, ncut == 1 ? "s" : "", ncut == 1 ? "its" : "their",
                ncut == 1 ? "it" : "they", ncut == 1 ? "s" : "");
+    /* the lines' stacks, for the callers that tell apart lines of one user frame */
+    const gmt_stack_t **st = calloc(ncommon + 1, sizeof *st);
+    size_t ns = 0;
+    for (size_t k = 0; st && k < ncommon; k++)
+        if (common[k].nranks == n) st[ns++] = common[k].stack;
+    char *wheres = st ? gmt_stacks_where_new(st, ns) : NULL;
+    free(st);
     for (size_t k = 0; k < ncommon; k++) {
         if (common[k].nranks != n) continue;
-        ncommon_all++;
         char fb[1024], t[GMT_FMT_BYTES_LEN];
-        gmt_stack_where_tty(common[k].stack, fb, sizeof fb);
+        if (wheres)
+            gmt_tty_copy(fb, sizeof fb, wheres + ncommon_all * GMT_WHERE_LEN);
+        else
+            gmt_stack_where_tty(common[k].stack, fb, sizeof fb);
+        ncommon_all++;
         if (n == 1) {
             printf("  %10s  %s\n", gmt_fmt_bytes(common[k].total, t, sizeof t), fb);
             continue;
@@ -762,6 +772,7 @@ int gmt_cli_merge(int argc, char **argv)
                gmt_fmt_bytes(common[k].min, a, sizeof a), gmt_fmt_bytes(common[k].max, b, sizeof b),
                fb);
     }
+    free(wheres);
     if (!ncommon_all) printf("  (none)\n");
     /* The summary is flushed before the combined report is written, so that a line about -o
      * comes after it on a terminal or in a log that holds both streams, and a summary that

@@ -128,7 +128,7 @@ def case_where_apart(c):
     shared; Python callers for a Python user frame, native callers of the user's code (not the C
     library's) for a native one; nothing when no caller tells two stacks apart (they differ in
     native frames only) or when no other listed stack shares the user frame; only the stacks
-    shown count (--top 1: no other). The HTML page's rows and diff's lines likewise."""
+    shown count (--top 1: no other). The HTML page's rows, diff's and merge's lines likewise."""
     m, lib, libc = "/home/u/m.py", "/opt/x/libtorch_cuda.so", "/lib/x86_64-linux-gnu/libc.so.6"
     u8 = python("u8", m, 43)
     stacks = {
@@ -175,6 +175,13 @@ def case_where_apart(c):
     for w in (want[44], want[48], want[49], "u8 /home/u/m.py:43 (from build m.py:47)"):
         n = sum(1 for line in per if line.endswith("  " + w))
         expect(n == 1, f"diff's lines ending {w!r}: {n}\n{out}")
+    # merge's leak groups common to all ranks, matched as diff matches them
+    ranks = rank_reports(c, path, 2, name="where_apart_rank")
+    out = c.cli_run("merge", *ranks, "-o", c.path("where_apart_merged.json"))[0]
+    common = out.split("common to all", 1)[1].split("\n\n", 1)[0].splitlines()
+    for w in (want[44], want[48], want[49], "u8 /home/u/m.py:43 (from build m.py:47)"):
+        n = sum(1 for line in common if line.endswith("  " + w))
+        expect(n == 1, f"merge's lines ending {w!r}: {n}\n{out}")
 
 
 @case
