@@ -125,60 +125,82 @@ def register(m):
     def torch_snapshot_agree(c):
         """The tracer's snapshot report against PyTorch's own memory snapshot taken at the
         same moment (caching allocator on, torch_snapshot.py): the same segments (count and
-        bytes), and the same Python lines for the segments each line made."""
+        bytes), and the same Python lines for the segments each line made; with expandable
+        segments, the same physical bytes, by the lines that mapped them."""
         script = os.path.join(HERE, "torch_snapshot.py")
+        name = os.path.basename(script)
         marks = {}
         with open(script) as f:
             for n, line in enumerate(f, 1):
                 if "# LINE:" in line:
                     marks[line.split("# LINE:")[1].split()[0]] = n
-        res = os.path.join(c.out, "torch_snapshot.torch.json")
-        r = c.run("torch_snapshot", [sys.executable, script, res],
-                  extra_env={"GPUMEMTRACE_TOP": "1000"}, timeout=90)
-        c.program_ok(r)
-        st = m.read_json(res)
-        c.details["torch_snapshot"] = {k: v for k, v in st.items() if k != "segments"}
-        segs = st.get("segments") or []
-        if not c.expect_true("PyTorch's snapshot lists segments", segs, st):
-            return
-        rep = c.load(r, st["snapshot"])
-        c.expect("the tracer's report is a snapshot", rep["process"].get("reason"), "snapshot")
-        c.expect("PyTorch segments whose making was traced (frames found)",
-                 sum(1 for s in segs if s.get("frames_found")), len(segs))
-        name = os.path.basename(script)
+        notes = []
+        for mode, env in (("default", {}),
+                          ("expandable", {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})):
+            res = os.path.join(c.out, f"torch_snapshot_{mode}.torch.json")
+            r = c.run(f"torch_snapshot_{mode}", [sys.executable, script, res],
+                      extra_env=dict(env, GPUMEMTRACE_TOP="1000"), timeout=90)
+            c.program_ok(r)
+            st = m.read_json(res)
+            c.details[f"torch_snapshot_{mode}"] = {k: v for k, v in st.items()
+                                                   if k not in ("segments", "maps")}
+            segs = st.get("segments") or []
+            if not c.expect_true(f"{mode}: PyTorch's snapshot lists segments", segs, st):
+                continue
+            rep = c.load(r, st["snapshot"])
+            c.expect(f"{mode}: the tracer's report is a snapshot",
+                     rep["process"].get("reason"), "snapshot")
+            lk = rep.get("leaks") or {}
+            c.expect(f"{mode}: every leak group listed (GPUMEMTRACE_TOP 1000)",
+                     len(lk.get("groups") or []), lk.get("groups_total"))
 
-        def lines_of(stack_id):
-            return tuple(sorted({f.get("line") for f in m.frames(rep, stack_id)
-                                 if f.get("type") == "python"
-                                 and os.path.basename(f.get("file") or "") == name}))
+            def lines_of(stack_id):
+                return tuple(sorted({f.get("line") for f in m.frames(rep, stack_id)
+                                     if f.get("type") == "python"
+                                     and os.path.basename(f.get("file") or "") == name}))
 
-        ours = [g for g in groups(rep) if g.get("kind") == "device"
-                and g.get("api") == "cudaMalloc"]
-        lk = rep.get("leaks") or {}
-        c.expect("every leak group listed (GPUMEMTRACE_TOP 1000)",
-                 len(lk.get("groups") or []), lk.get("groups_total"))
-        c.expect("live cudaMalloc (count, bytes) == PyTorch's segments (count, bytes)",
-                 (sum(g.get("count", 0) for g in ours), sum(g.get("bytes", 0) for g in ours)),
-                 (len(segs), sum(s.get("size") or 0 for s in segs)))
-        theirs_by = {}
-        for s in segs:
-            k = tuple(s.get("lines") or [])
-            n, b = theirs_by.get(k, (0, 0))
-            theirs_by[k] = (n + 1, b + (s.get("size") or 0))
-        ours_by = {}
-        for g in ours:
-            k = lines_of(g.get("stack_id"))
-            n, b = ours_by.get(k, (0, 0))
-            ours_by[k] = (n + g.get("count", 0), b + g.get("bytes", 0))
-        c.expect("segments by this script's lines on their stacks: tracer == PyTorch",
-                 sorted(ours_by.items()), sorted(theirs_by.items()))
-        for mark in ("big", "mid", "small"):
-            c.expect_true(f"line {marks.get(mark)} ({mark}) named by the tracer",
-                          any(marks.get(mark) in k for k in ours_by), sorted(ours_by))
-        c.note(f"torch {st.get('torch')}: {len(segs)} segments, "
-               f"{sum(s.get('size') or 0 for s in segs)} B; by line "
-               + ", ".join(f"{list(k)}: {n} x {b} B" for k, (n, b) in sorted(theirs_by.items()))
-               + f"; the tracer's snapshot came {st.get('waited_s')} s after the signal")
+            def by_lines(items):
+                out = {}
+                for k, n, b in items:
+                    n0, b0 = out.get(k, (0, 0))
+                    out[k] = (n0 + n, b0 + b)
+                return sorted((k, v) for k, v in out.items() if v != (0, 0))
+
+            seg_bytes = sum(s.get("size") or 0 for s in segs)
+            if mode == "default":
+                ours = [g for g in groups(rep) if g.get("kind") == "device"
+                        and g.get("api") == "cudaMalloc"]
+                c.expect("default: PyTorch segments whose making was traced (frames found)",
+                         sum(1 for s in segs if s.get("frames_found")), len(segs))
+                c.expect("default: live cudaMalloc (count, bytes) == PyTorch's segments "
+                         "(count, bytes)",
+                         (sum(g.get("count", 0) for g in ours),
+                          sum(g.get("bytes", 0) for g in ours)), (len(segs), seg_bytes))
+                theirs = by_lines((tuple(s.get("lines") or []), 1, s.get("size") or 0)
+                                  for s in segs)
+                mine = by_lines((lines_of(g.get("stack_id")), g.get("count", 0),
+                                 g.get("bytes", 0)) for g in ours)
+                c.expect("default: segments by this script's lines on their stacks: tracer == "
+                         "PyTorch", mine, theirs)
+            else:
+                ours = [g for g in groups(rep) if g.get("kind") == "vmm_physical"]
+                c.expect("expandable: live vmm_physical bytes == PyTorch's segments' bytes",
+                         sum(g.get("bytes", 0) for g in ours), seg_bytes)
+                theirs = by_lines((tuple(x.get("lines") or []), 0, x.get("size") or 0)
+                                  for x in st.get("maps") or [])
+                mine = by_lines((lines_of(g.get("stack_id")), 0, g.get("bytes", 0))
+                                for g in ours)
+                c.expect("expandable: bytes mapped by this script's lines (PyTorch's "
+                         "segment_map) == the tracer's vmm_physical bytes by line", mine, theirs)
+            for mark in ("big", "mid", "small"):
+                c.expect_true(f"{mode}: line {marks.get(mark)} ({mark}) named by the tracer",
+                              any(marks.get(mark) in k for k, _ in mine), mine)
+            notes.append(f"{mode}: {len(segs)} segments, {seg_bytes} B; by line "
+                         + ", ".join(f"{list(k)}: {n} x {b} B" if n else f"{list(k)}: {b} B"
+                                     for k, (n, b) in theirs)
+                         + f"; the tracer's snapshot {st.get('waited_s')} s after the signal")
+        c.note(f"torch {c.details.get('torch_snapshot_default', {}).get('torch')}; "
+               + "; ".join(notes))
 
     @case
     def torch_oom_recovered(c):

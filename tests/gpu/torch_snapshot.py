@@ -2,14 +2,17 @@
 torch_snapshot_agree in cases_rep.py).
 
 usage: python3 torch_snapshot.py OUT.json
-With PyTorch's caching allocator on and `torch.cuda.memory._record_memory_history` recording
+With PyTorch's caching allocator on (and expandable segments, where PYTORCH_CUDA_ALLOC_CONF says
+so) and `torch.cuda.memory._record_memory_history` recording
 Python stacks, three lines allocate (each line's tensors land in segments that line made), one
 line's tensors are partly freed (their segments stay cached), then, with nothing allocating:
   1. torch.cuda.memory._snapshot() gives PyTorch's segments and, from its trace, the Python
      lines that made each segment;
   2. SIGUSR1 to itself makes the tracer write its snapshot report; the script waits for it.
 OUT.json gets both views' facts: every segment's address, size and the lines of this file on
-its stack, and the snapshot report's path. Exit 77 (and a GMT_SKIP line) without torch, a GPU
+its stack; with expandable segments, every mapping the trace holds (`segment_map`: bytes
+mapped into a segment, each from cuMemCreate handles) with its size and lines; and the snapshot
+report's path. Exit 77 (and a GMT_SKIP line) without torch, a GPU
 or `_record_memory_history`; exit 3 when the tracer's snapshot did not come within 30 s.
 """
 import glob
@@ -56,16 +59,27 @@ torch.cuda.synchronize()
 snap = mem._snapshot()
 traces = (snap.get("device_traces") or [[]])[0]
 made_by = {}
+maps = []
+
+
+def script_lines(frames):
+    return sorted({f.get("line") for f in frames
+                   if os.path.basename(f.get("filename") or "") == HERE})
+
+
 for t in traces:
     if t.get("action") == "segment_alloc":
         made_by[t.get("addr")] = t.get("frames") or []
+    elif t.get("action") in ("segment_map", "segment_unmap"):
+        sign = 1 if t["action"] == "segment_map" else -1
+        maps.append({"size": sign * (t.get("size") or 0),
+                     "lines": script_lines(t.get("frames") or [])})
 segments = []
 for s in snap.get("segments") or []:
     if s.get("device") != 0:
         continue
     frames = s.get("frames") or made_by.get(s.get("address")) or []
-    lines = sorted({f.get("line") for f in frames
-                    if os.path.basename(f.get("filename") or "") == HERE})
+    lines = script_lines(frames)
     segments.append({"address": s.get("address"), "size": s.get("total_size"),
                      "type": s.get("segment_type"), "lines": lines,
                      "frames_found": bool(frames)})
@@ -82,7 +96,7 @@ while time.time() - t0 < 30:
     time.sleep(0.02)
 waited = time.time() - t0
 mem._record_memory_history(enabled=None)
-res = {"segments": segments, "snapshot": path, "waited_s": round(waited, 3),
+res = {"segments": segments, "maps": maps, "snapshot": path, "waited_s": round(waited, 3),
        "torch": torch.__version__, "reserved": torch.cuda.memory_reserved(),
        "trace_entries": len(traces)}
 with open(out, "w") as f:
