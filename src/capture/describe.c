@@ -310,13 +310,27 @@ static int32_t location_device(const CUmemAllocationProp *prop)
     return GMT_DEVICE_HOST;
 }
 
+/* CU_MEM_HANDLE_TYPE_FABRIC (CUDA 12.3 and later headers), by value so that older ones build. */
+#define HANDLE_TYPE_FABRIC 0x8
+
+/* A fabric handle refused (GMT_EVENT_PROBE): the machine has no fabric (IMEX) to share one
+ * over, which the program learns by asking; PyTorch's expandable segments then ask again for
+ * a POSIX file descriptor. Read only on failure. */
+static uint32_t fabric_probe(const CUmemAllocationProp *prop, CUresult result)
+{
+    if ((result != CUDA_ERROR_NOT_PERMITTED && result != CUDA_ERROR_NOT_SUPPORTED) || !prop)
+        return 0;
+    return (prop->requestedHandleTypes & HANDLE_TYPE_FABRIC) ? GMT_EVENT_PROBE : 0;
+}
+
 gmt_event_t describe_cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
                                  const CUmemAllocationProp *prop, unsigned long long flags,
                                  CUresult result)
 {
     (void)flags;
     return DRV_ALLOC(cuMemCreate, GMT_KIND_VMM_PHYSICAL, GMT_SPACE_HANDLE, location_device(prop),
-                     drv_handle_out(result, handle), size, 0, 0);
+                     drv_handle_out(result, handle), size, 0,
+                     result == CUDA_SUCCESS ? 0 : fabric_probe(prop, result));
 }
 
 gmt_event_t describe_cuMemRelease(CUmemGenericAllocationHandle handle)

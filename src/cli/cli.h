@@ -221,6 +221,9 @@ typedef struct gmt_error_s {
     int64_t free_bytes, total_bytes; /* -1 unknown */
     int recovered;                   /* -1 unknown, 0, 1 */
     bool oom;
+    /* what a capability probe asked for and was refused ("fabric_handle"), or NULL: a failure
+     * the program expects and falls back from, which --no-errors does not count */
+    const char *probe;
     const gmt_stack_t *stack;
 } gmt_error_t;
 
@@ -359,6 +362,9 @@ bool gmt_device_shows_in_use(const gmt_device_t *d);
 /* The report's failed allocations: its count, or the failures it lists when an edited report's
  * count is lower (the list stops at 256: capture.dropped.failure_records). */
 int64_t gmt_report_failures(const gmt_report_t *rep);
+/* The failed allocations --no-errors counts: every failure the report counted, less the
+ * listed capability probes (errors[].probe). */
+int64_t gmt_report_failures_counted(const gmt_report_t *rep, size_t *probes);
 
 /* A merged report's ranks on one clock: true when every rank of merged.ranks has its start
  * (unix time, > 0) and its run time (duration_s, >= 0), with *start the earliest start and

@@ -925,15 +925,18 @@ static void print_fragmentation(const view_t *v)
 static void print_errors(const view_t *v)
 {
     const gmt_report_t *rep = v->rep;
-    size_t n = 0, recovered = 0, known = 0;
+    size_t n = 0, recovered = 0, known = 0, probes = 0;
     for (size_t i = 0; i < rep->nerrors; i++) {
         if (!wanted(v, rep->errors[i].device)) continue;
         n++;
         recovered += rep->errors[i].recovered == 1;
         known += rep->errors[i].recovered >= 0;
+        probes += rep->errors[i].probe != NULL;
     }
-    printf("\n%sErrors: %s%zu failed allocation%s%s", BOLD(v), n ? RED(v) : "", n,
+    printf("\n%sErrors: %s%zu failed allocation%s%s", BOLD(v), n > probes ? RED(v) : "", n,
            n == 1 ? "" : "s", RESET(v));
+    if (probes)
+        printf(" (%zu a capability probe%s, not a want of memory)", probes, probes == 1 ? "" : "s");
     if (known)
         printf(", %zu recovered from (the program allocated successfully afterwards)", recovered);
     putchar('\n');
@@ -967,6 +970,10 @@ static void print_errors(const view_t *v)
         }
         if (e->recovered == 1) printf("; recovered");
         if (e->recovered == 0) printf("; %snot recovered%s", RED(v), RESET(v));
+        if (e->probe)
+            printf("; a capability probe (%s refused here: the program asks for one and falls "
+                   "back)",
+                   strcmp(e->probe, "fabric_handle") == 0 ? "a fabric handle" : gmt_tty(e->probe));
         putchar('\n');
         print_stack(v, e->stack, e->stack_id, "       ",
                     where ? where + (size_t)(rank - 1) * GMT_WHERE_LEN : NULL);

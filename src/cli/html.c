@@ -447,8 +447,11 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
         gmt_buf_puts(b, ",\"device\":");
         gmt_buf_json_str(b, gmt_device_label(e->device, e->rank, label, sizeof label));
         gmt_buf_puts(b, ",\"error\":");
-        char code[32];
-        gmt_buf_json_str(b, gmt_error_label(e, code, sizeof code));
+        char code[32], label_probe[96];
+        /* a capability probe (errors[].probe) is said in the error's cell */
+        snprintf(label_probe, sizeof label_probe, "%s%s", gmt_error_label(e, code, sizeof code),
+                 e->probe ? " (a capability probe)" : "");
+        gmt_buf_json_str(b, label_probe);
         gmt_buf_printf(b, ",\"recovered\":\"%s\",\"where\":",
                        e->recovered == 1   ? "yes"
                        : e->recovered == 0 ? "no"

@@ -928,6 +928,7 @@ static int build_model(gmt_report_t *rep, num_check_t *nc, char *why, size_t why
         const cJSON *rec = cJSON_GetObjectItemCaseSensitive(j, "recovered");
         e->recovered = cJSON_IsBool(rec) ? cJSON_IsTrue(rec) : -1;
         e->oom = gmt_json_bool(j, "oom", false);
+        e->probe = gmt_json_str(j, "probe", NULL);
         e->stack_id = json_i64(nc, j, "stack_id", -1);
         e->stack = e->stack_id > 0 ? gmt_report_stack(rep, e->stack_id) : NULL;
     }
@@ -1439,6 +1440,16 @@ bool gmt_device_shows_in_use(const gmt_device_t *d)
 int64_t gmt_report_failures(const gmt_report_t *rep)
 {
     return rep->failures > (int64_t)rep->nerrors ? rep->failures : (int64_t)rep->nerrors;
+}
+
+int64_t gmt_report_failures_counted(const gmt_report_t *rep, size_t *probes)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < rep->nerrors; i++)
+        n += rep->errors[i].probe != NULL;
+    if (probes) *probes = n;
+    int64_t all = gmt_report_failures(rep);
+    return all > (int64_t)n ? all - (int64_t)n : 0;
 }
 
 const char *gmt_report_missing_text(const gmt_report_t *rep, size_t max, char *out, size_t len)

@@ -73,6 +73,11 @@ typedef struct gmt_event_s {
 #define GMT_EVENT_NOT_CHARGED 0x1u
 /* The failure was an out-of-memory error (as opposed to an invalid argument). */
 #define GMT_EVENT_OOM 0x2u
+/* The failure was a capability probe, not a want of memory: cuMemCreate asking for a fabric
+ * handle (CU_MEM_HANDLE_TYPE_FABRIC) where the machine does not permit or support one
+ * (CUDA_ERROR_NOT_PERMITTED, CUDA_ERROR_NOT_SUPPORTED). PyTorch's expandable segments ask
+ * for one first and fall back to a POSIX file descriptor (docs/report.md, errors[].probe). */
+#define GMT_EVENT_PROBE 0x4u
 
 const char *gmt_api_name(gmt_api_t api);
 const char *gmt_kind_name(gmt_kind_t kind);

@@ -91,6 +91,29 @@ static void cumemcreate_device(void **state)
     prop.location.type = CU_MEM_LOCATION_TYPE_HOST;
     ev = describe_cuMemCreate(&h, 2 << 20, &prop, 0, CUDA_SUCCESS);
     assert_int_equal(ev.device, GMT_DEVICE_HOST);
+
+    /* A fabric handle refused is a capability probe (PyTorch's expandable segments fall back
+     * to a file descriptor); the same refusal of a file descriptor, or any other error of a
+     * fabric request, is not. */
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_FABRIC;
+    ev = describe_cuMemCreate(&h, 2 << 20, &prop, 0, CUDA_ERROR_NOT_PERMITTED);
+    assert_int_equal(ev.flags, GMT_EVENT_PROBE);
+    ev = describe_cuMemCreate(&h, 2 << 20, &prop, 0, CUDA_ERROR_NOT_SUPPORTED);
+    assert_int_equal(ev.flags, GMT_EVENT_PROBE);
+    prop.requestedHandleTypes =
+        CU_MEM_HANDLE_TYPE_FABRIC | CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    ev = describe_cuMemCreate(&h, 2 << 20, &prop, 0, CUDA_ERROR_NOT_PERMITTED);
+    assert_int_equal(ev.flags, GMT_EVENT_PROBE);
+    ev = describe_cuMemCreate(&h, 2 << 20, &prop, 0, CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(ev.flags, 0);
+    ev = describe_cuMemCreate(&h, 2 << 20, &prop, 0, CUDA_ERROR_OUT_OF_MEMORY);
+    assert_int_equal(ev.flags, GMT_EVENT_OOM);
+    ev = describe_cuMemCreate(&h, 2 << 20, &prop, 0, CUDA_SUCCESS);
+    assert_int_equal(ev.flags, 0);
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    ev = describe_cuMemCreate(&h, 2 << 20, &prop, 0, CUDA_ERROR_NOT_PERMITTED);
+    assert_int_equal(ev.flags, 0);
 }
 
 static void pools_maps_imports_and_releases(void **state)

@@ -1026,6 +1026,50 @@ def case_vmm_unmap_gap(ctx):
     expect_eq("summary.live_count", rep["summary"].get("live_count"), 0)
 
 
+@case("vmm_probe")
+def case_vmm_probe(ctx):
+    # A fabric handle refused (as PyTorch's expandable segments ask for one first, on the H100
+    # and H200 machines too): a failure, counted as one, marked a capability probe, which
+    # `check --no-errors` says and does not count; a real failure beside it counts.
+    r = ctx.run(["vmm_probe"])
+    expect_eq("the stand-in's answer to a fabric handle", r.fact_int("probe_rc"), 800)
+    rep = ctx.final_report()
+    check_summary(rep, allocs=1, failures=1, leaked_bytes=2 * MIB)
+    errs = rep["errors"]
+    expect_eq("errors (api, error, oom, probe, recovered)",
+              [(e["api"], e["error"], e["oom"], e.get("probe"), e["recovered"]) for e in errs],
+              [("cuMemCreate", 800, False, "fabric_handle", True)])
+    if not any(symbol_matches(s, "vp_create") for s in frame_symbols(rep, errs[0]["stack_id"])):
+        fail(f"the probe's stack does not name vp_create: "
+             f"{frame_symbols(rep, errs[0]['stack_id'])}")
+    path = os.path.join(ctx.work, f"r-{rep['process']['pid']}.json")
+    out = cli(ctx, ["report", path]).stdout
+    for want in ("Errors: 1 failed allocation (1 a capability probe, not a want of memory)",
+                 "CUDA_ERROR_NOT_PERMITTED (800)",
+                 "; a capability probe (a fabric handle refused here: the program asks for one "
+                 "and falls back)"):
+        if want not in out:
+            fail(f"report should say {want!r}:\n{out}")
+    junit = os.path.join(ctx.work, "..", "vmm_probe.junit.xml")
+    chk = cli(ctx, ["check", path, "--no-errors", "--junit", junit]).stdout
+    with open(junit) as f:
+        xml = f.read()
+    if "PASS" not in chk or "no failed allocation (1 capability probe not counted)" not in xml:
+        fail(f"check --no-errors of a probe alone:\n{chk}\n{xml}")
+    for f in ctx.files():
+        os.unlink(os.path.join(ctx.work, f))
+    r = ctx.run(["vmm_probe", "invalid"])
+    expect_eq("the invalid size's error", r.fact_int("invalid_rc"), 1)
+    rep = ctx.final_report()
+    check_summary(rep, allocs=1, failures=2)
+    expect_eq("errors' probes", [e.get("probe") for e in rep["errors"]], ["fabric_handle", None])
+    path = os.path.join(ctx.work, f"r-{rep['process']['pid']}.json")
+    chk = cli(ctx, ["check", path, "--no-errors"], expect_rc=1).stdout
+    if "1 failed allocation (0 recovered; 1 capability probe not counted) with --no-errors" \
+            not in chk:
+        fail(f"check --no-errors of a probe and a real failure:\n{chk}")
+
+
 @case("vmm_leak")
 def case_vmm_leak(ctx):
     # Issue 7: reserve 4 x gran, create 1 x and 2 x gran, map both, unmap and release the

@@ -901,6 +901,10 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
         prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
         prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
         return CUDA_ERROR_INVALID_VALUE;
+    /* A machine without a fabric (no IMEX daemon, no NVSwitch domain), as most are: a fabric
+     * handle is refused, as the H100 machines refused PyTorch's (docs/VALIDATION.md, session
+     * 47). */
+    if (prop->requestedHandleTypes & CU_MEM_HANDLE_TYPE_FABRIC) return CUDA_ERROR_NOT_PERMITTED;
     si_lock();
     int dev = prop->location.id;
     CUresult rc = CUDA_SUCCESS;

@@ -631,7 +631,7 @@ static void test_failures(void **state)
     assert_int_equal(f[0].device, d);
     assert_int_equal(f[0].size, 1ull << 40);
     assert_int_equal(f[0].result, 2);
-    assert_int_equal(f[0].oom, 1);
+    assert_int_equal(f[0].flags, GMT_FAILURE_OOM);
     assert_int_equal(f[0].api, GMT_API_cudaMalloc);
     assert_int_equal(f[0].kind, GMT_KIND_DEVICE);
     assert_int_equal(f[0].layer, GMT_LAYER_RUNTIME);
@@ -640,13 +640,13 @@ static void test_failures(void **state)
     assert_true(f[0].time_ns >= gmt_track_start_ns());
     assert_int_not_equal(f[0].stack_id, 0);
     assert_true(stack_starts_in(f[0].stack_id, (void *)fail_here, "fail_here"));
-    assert_int_equal(f[1].oom, 0);
+    assert_int_equal(f[1].flags, 0);
     assert_int_equal(f[1].result, 1);
     assert_int_equal(f[1].api, GMT_API_cudaMallocPitch);
     assert_int_equal(f[2].device, GMT_DEVICE_HOST);
     assert_int_equal(f[2].free_bytes, -1); /* no device to ask */
     assert_int_equal(f[2].total_bytes, -1);
-    assert_int_equal(f[2].oom, 1);
+    assert_int_equal(f[2].flags, GMT_FAILURE_OOM);
 
     assert_int_equal(oom_calls - oom0, 2); /* OOMs only */
     assert_int_equal(last_oom.device, GMT_DEVICE_HOST);
@@ -656,6 +656,18 @@ static void test_failures(void **state)
     assert_int_equal(c1.allocs, c0.allocs);
     assert_int_equal(dev(d).failures, 2);
     assert_int_equal(dev(d).in_use, 0);
+
+    /* a capability probe (a fabric handle refused): recorded as such, no oom report */
+    gmt_event_t probe = ev(0, 2u << 20, d, GMT_KIND_VMM_PHYSICAL, GMT_SPACE_HANDLE,
+                           GMT_API_cuMemCreate, GMT_LAYER_DRIVER);
+    probe.result = 800; /* CUDA_ERROR_NOT_PERMITTED */
+    probe.flags = GMT_EVENT_PROBE;
+    fail_here(&probe);
+    f = last_failures(1);
+    assert_int_equal(f[0].flags, GMT_FAILURE_PROBE);
+    assert_int_equal(f[0].api, GMT_API_cuMemCreate);
+    assert_int_equal(oom_calls - oom0, 2); /* still the two OOMs only */
+    assert_int_equal(dev(d).failures, 3);  /* counted as a failure all the same */
 
     /* a device the provider knows nothing about */
     gmt_event_t other = dev_ev(0, 1ull << 40, 7);
@@ -816,7 +828,7 @@ static void test_nested_failure(void **state)
     assert_int_equal(f->api, GMT_API_cudaMallocAsync);
     assert_int_equal(f->layer, GMT_LAYER_DRIVER);
     assert_int_equal(f->device, d);
-    assert_int_equal(f->oom, 1);
+    assert_int_equal(f->flags, GMT_FAILURE_OOM);
     assert_int_equal(dev(d).failures, 1);
     /* The program called the runtime: the per-API failure count and the stack's tag name its
      * call, not the driver's inside it (as for a nested allocation). */
@@ -1569,7 +1581,7 @@ static void test_oom_report_off(void **state)
     assert_int_equal(oom_calls, oom0);
     const gmt_failure_t *f = last_failures(1);
     assert_int_equal(f[0].device, d);
-    assert_int_equal(f[0].oom, 1);
+    assert_int_equal(f[0].flags, GMT_FAILURE_OOM);
 }
 
 static int fake_poolinfo(int32_t device, uint64_t pool, gmt_pool_info_t *out)
