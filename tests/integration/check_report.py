@@ -1056,6 +1056,14 @@ def case_vmm_probe(ctx):
         xml = f.read()
     if "PASS" not in chk or "no failed allocation (1 capability probe not counted)" not in xml:
         fail(f"check --no-errors of a probe alone:\n{chk}\n{xml}")
+    # the HTML page's errors table says so in the error's cell
+    page = os.path.join(ctx.work, "..", "vmm_probe.html")
+    cli(ctx, ["export", path, "--format", "html", "-o", page])
+    with open(page, encoding="utf-8") as f:
+        m = re.search(r'<script type="application/json" id="gmt-data">(.*?)</script>', f.read(),
+                      re.S)
+    cells = [e.get("error") for e in json.loads(m.group(1))["errors"]] if m else None
+    expect_eq("the page's error cells", cells, ["CUDA_ERROR_NOT_PERMITTED (a capability probe)"])
     for f in ctx.files():
         os.unlink(os.path.join(ctx.work, f))
     r = ctx.run(["vmm_probe", "invalid"])
