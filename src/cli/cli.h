@@ -497,6 +497,18 @@ int gmt_stacks_where_apart(const gmt_stack_t *const *stacks, size_t n, char *whe
  * or out of memory: each stack's user frame alone (gmt_stack_where) is then the one to show. */
 #define GMT_WHERE_LEN 1024
 char *gmt_stacks_where_new(const gmt_stack_t *const *stacks, size_t n);
+/* The same over the entries of a list that are shown: the first max of its n entries for which
+ * keep(ctx, list, i) holds (all of them where keep is NULL), entry i's stack being
+ * stack_at(list, i); the texts in the order of the entries shown. */
+typedef const gmt_stack_t *(*gmt_stack_at_fn)(const void *list, size_t i);
+typedef bool (*gmt_keep_fn)(const void *ctx, const void *list, size_t i);
+char *gmt_list_wheres(const void *list, size_t n, size_t max, gmt_stack_at_fn stack_at,
+                      gmt_keep_fn keep, const void *ctx);
+/* stack_at for arrays of groups, suspects, sites and errors */
+const gmt_stack_t *gmt_group_stack_at(const void *list, size_t i);
+const gmt_stack_t *gmt_suspect_stack_at(const void *list, size_t i);
+const gmt_stack_t *gmt_site_stack_at(const void *list, size_t i);
+const gmt_stack_t *gmt_error_stack_at(const void *list, size_t i);
 
 /* A short name for a flame graph node: symbol or function, else module+offset. */
 void gmt_frame_name(const gmt_frame_t *f, char *buf, size_t len);

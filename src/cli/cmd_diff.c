@@ -54,6 +54,19 @@ typedef struct entry_s {
     bool in_leak_old, in_leak_new, in_peak_old, in_peak_new;
 } entry_t;
 
+/* For gmt_list_wheres: an entry's stack; whether its bytes changed (a line of its own). */
+static const gmt_stack_t *entry_stack(const void *list, size_t i)
+{
+    return ((const entry_t *)list)[i].stack;
+}
+
+static bool entry_changed(const void *ctx, const void *list, size_t i)
+{
+    (void)ctx;
+    const entry_t *e = &((const entry_t *)list)[i];
+    return !(e->leak_old == e->leak_new && e->peak_old == e->peak_new);
+}
+
 typedef struct table_s {
     entry_t *v;
     size_t n, cap;
@@ -279,6 +292,19 @@ typedef struct site_change_s {
     bool in_old, in_new;
 } site_change_t;
 
+/* For gmt_list_wheres: a site change's stack; whether its count changed (a line of its own). */
+static const gmt_stack_t *site_change_stack(const void *list, size_t i)
+{
+    return ((const site_change_t *)list)[i].stack;
+}
+
+static bool site_changed(const void *ctx, const void *list, size_t i)
+{
+    (void)ctx;
+    const site_change_t *c = &((const site_change_t *)list)[i];
+    return !(c->in_old && c->in_new && c->old == c->now);
+}
+
 static int64_t site_growth(const site_change_t *c)
 {
     return delta(c->old, c->now);
@@ -362,12 +388,8 @@ static int print_sites(const gmt_report_t *a, const gmt_report_t *b, long top)
     size_t left = 0;
     cut_t notes = {0};
     /* the lines' stacks, for the callers that tell apart lines of one user frame */
-    const gmt_stack_t **st = rc ? NULL : calloc(n + 1, sizeof *st);
-    size_t ns = 0;
-    for (size_t i = 0; st && i < n && (long)ns < top; i++)
-        if (!(v[i].in_old && v[i].in_new && v[i].old == v[i].now)) st[ns++] = v[i].stack;
-    char *wheres = st ? gmt_stacks_where_new(st, ns) : NULL;
-    free(st);
+    char *wheres =
+        rc ? NULL : gmt_list_wheres(v, n, (size_t)top, site_change_stack, site_changed, NULL);
     for (size_t i = 0; !rc && i < n; i++) {
         const site_change_t *c = &v[i];
         if (c->in_old && c->in_new && c->old == c->now) continue;
@@ -606,13 +628,7 @@ int gmt_cli_diff(int argc, char **argv)
             cut.peak_new |= b.peaks[i].groups_total > b.peaks[i].ngroups;
         long shown = 0;
         size_t left = 0;
-        const gmt_stack_t **st = calloc(t.n + 1, sizeof *st);
-        size_t ns = 0;
-        for (size_t i = 0; st && i < t.n && (long)ns < top; i++)
-            if (!(t.v[i].leak_old == t.v[i].leak_new && t.v[i].peak_old == t.v[i].peak_new))
-                st[ns++] = t.v[i].stack;
-        char *wheres = st ? gmt_stacks_where_new(st, ns) : NULL;
-        free(st);
+        char *wheres = gmt_list_wheres(t.v, t.n, (size_t)top, entry_stack, entry_changed, NULL);
         for (size_t i = 0; i < t.n; i++) {
             entry_t *e = &t.v[i];
             if (e->leak_old == e->leak_new && e->peak_old == e->peak_new) continue;

@@ -172,6 +172,17 @@ typedef struct common_s {
     const gmt_stack_t *stack;
 } common_t;
 
+/* For gmt_list_wheres: a group's stack; whether all *ctx ranks have it (a line of its own). */
+static const gmt_stack_t *common_stack(const void *list, size_t i)
+{
+    return ((const common_t *)list)[i].stack;
+}
+
+static bool common_to_all(const void *ctx, const void *list, size_t i)
+{
+    return ((const common_t *)list)[i].nranks == *(const size_t *)ctx;
+}
+
 typedef struct rank_ord_s {
     int64_t rank;
     size_t idx; /* the file's position */
@@ -749,12 +760,7 @@ int gmt_cli_merge(int argc, char **argv)
                ncut == 1 ? "" : "s", cut_names, ncut == 1 ? "s" : "", ncut == 1 ? "its" : "their",
                ncut == 1 ? "it" : "they", ncut == 1 ? "s" : "");
     /* the lines' stacks, for the callers that tell apart lines of one user frame */
-    const gmt_stack_t **st = calloc(ncommon + 1, sizeof *st);
-    size_t ns = 0;
-    for (size_t k = 0; st && k < ncommon; k++)
-        if (common[k].nranks == n) st[ns++] = common[k].stack;
-    char *wheres = st ? gmt_stacks_where_new(st, ns) : NULL;
-    free(st);
+    char *wheres = gmt_list_wheres(common, ncommon, ncommon, common_stack, common_to_all, &n);
     for (size_t k = 0; k < ncommon; k++) {
         if (common[k].nranks != n) continue;
         char fb[1024], t[GMT_FMT_BYTES_LEN];

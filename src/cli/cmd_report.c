@@ -268,7 +268,23 @@ static size_t shown_end(const gmt_stack_t *st, size_t first)
     return end;
 }
 
-/* where: the headline gmt_stacks_where_new gave the stack, or NULL for its user frame alone. */
+/* keep functions for gmt_list_wheres: the entries a section shows (--device) */
+static bool group_kept(const void *v, const void *list, size_t i)
+{
+    return wanted(v, ((const gmt_group_t *)list)[i].device);
+}
+
+static bool site_kept(const void *v, const void *list, size_t i)
+{
+    return wanted(v, ((const gmt_site_t *)list)[i].device);
+}
+
+static bool error_kept(const void *v, const void *list, size_t i)
+{
+    return wanted(v, ((const gmt_error_t *)list)[i].device);
+}
+
+/* where: the headline gmt_list_wheres gave the stack, or NULL for its user frame alone. */
 static void print_stack(const view_t *v, const gmt_stack_t *st, int64_t stack_id,
                         const char *indent, const char *where)
 {
@@ -374,12 +390,7 @@ static void print_group(const view_t *v, const gmt_group_t *g, int rank, const c
 
 static void print_groups(const view_t *v, const gmt_group_t *groups, size_t n)
 {
-    const gmt_stack_t **shown = n ? calloc(n, sizeof *shown) : NULL;
-    size_t nshown = 0;
-    for (size_t i = 0; shown && i < n && nshown < (size_t)v->top; i++)
-        if (wanted(v, groups[i].device)) shown[nshown++] = groups[i].stack;
-    char *where = shown ? gmt_stacks_where_new(shown, nshown) : NULL;
-    free(shown);
+    char *where = gmt_list_wheres(groups, n, (size_t)v->top, gmt_group_stack_at, group_kept, v);
     int rank = 0;
     size_t left = 0;
     for (size_t i = 0; i < n; i++) {
@@ -647,6 +658,11 @@ static bool suspect_shown(const view_t *v, const gmt_suspect_t *s)
     return !v->filter || s->device == GMT_CLI_NO_DEVICE || s->device == v->device;
 }
 
+static bool suspect_kept(const void *v, const void *list, size_t i)
+{
+    return suspect_shown(v, &((const gmt_suspect_t *)list)[i]);
+}
+
 /* The line under a list cut at --top: how many of the section's total (the one its header
  * says) were left out. That total is never below the rows listed (report_load.c raises a
  * smaller one to the list's length), so it is above the rows shown where the list was cut. */
@@ -736,12 +752,8 @@ static void print_leaks(const view_t *v)
                who);
     int rank = 0;
     uint64_t total = v->filter ? (uint64_t)nsuspects : rep->suspects_total;
-    const gmt_stack_t **shown = calloc(rep->nsuspects + 1, sizeof *shown);
-    size_t nshown = 0;
-    for (size_t i = 0; shown && i < rep->nsuspects && nshown < (size_t)v->top; i++)
-        if (suspect_shown(v, &rep->suspects[i])) shown[nshown++] = rep->suspects[i].stack;
-    char *where = shown ? gmt_stacks_where_new(shown, nshown) : NULL;
-    free(shown);
+    char *where = gmt_list_wheres(rep->suspects, rep->nsuspects, (size_t)v->top,
+                                  gmt_suspect_stack_at, suspect_kept, v);
     for (size_t i = 0; i < rep->nsuspects; i++) {
         const gmt_suspect_t *s = &rep->suspects[i];
         if (!suspect_shown(v, s)) continue;
@@ -787,12 +799,8 @@ static void print_sites(const view_t *v)
     if (!v->filter && rep->sites_total > rep->nsites)
         printf("  (the report lists the %zu with the most, GPUMEMTRACE_TOP)\n", rep->nsites);
     int rank = 0;
-    const gmt_stack_t **shown = calloc(rep->nsites + 1, sizeof *shown);
-    size_t nshown = 0;
-    for (size_t i = 0; shown && i < rep->nsites && nshown < (size_t)v->top; i++)
-        if (wanted(v, rep->sites[i].device)) shown[nshown++] = rep->sites[i].stack;
-    char *wheres = shown ? gmt_stacks_where_new(shown, nshown) : NULL;
-    free(shown);
+    char *wheres =
+        gmt_list_wheres(rep->sites, rep->nsites, (size_t)v->top, gmt_site_stack_at, site_kept, v);
     for (size_t i = 0; i < rep->nsites; i++) {
         const gmt_site_t *s = &rep->sites[i];
         if (!wanted(v, s->device)) continue;
@@ -942,12 +950,8 @@ static void print_errors(const view_t *v)
     putchar('\n');
     int rank = 0;
     size_t left = 0;
-    const gmt_stack_t **shown = calloc(rep->nerrors + 1, sizeof *shown);
-    size_t nshown = 0;
-    for (size_t i = 0; shown && i < rep->nerrors && nshown < (size_t)v->top; i++)
-        if (wanted(v, rep->errors[i].device)) shown[nshown++] = rep->errors[i].stack;
-    char *where = shown ? gmt_stacks_where_new(shown, nshown) : NULL;
-    free(shown);
+    char *where = gmt_list_wheres(rep->errors, rep->nerrors, (size_t)v->top, gmt_error_stack_at,
+                                  error_kept, v);
     for (size_t i = 0; i < rep->nerrors; i++) {
         const gmt_error_t *e = &rep->errors[i];
         if (!wanted(v, e->device)) continue;

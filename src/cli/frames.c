@@ -401,6 +401,39 @@ char *gmt_stacks_where_new(const gmt_stack_t *const *stacks, size_t n)
     return where;
 }
 
+char *gmt_list_wheres(const void *list, size_t n, size_t max, gmt_stack_at_fn stack_at,
+                      gmt_keep_fn keep, const void *ctx)
+{
+    const gmt_stack_t **st = calloc(n + 1, sizeof *st);
+    if (!st) return NULL;
+    size_t ns = 0;
+    for (size_t i = 0; i < n && ns < max; i++)
+        if (!keep || keep(ctx, list, i)) st[ns++] = stack_at(list, i);
+    char *w = gmt_stacks_where_new(st, ns);
+    free(st);
+    return w;
+}
+
+const gmt_stack_t *gmt_group_stack_at(const void *list, size_t i)
+{
+    return ((const gmt_group_t *)list)[i].stack;
+}
+
+const gmt_stack_t *gmt_suspect_stack_at(const void *list, size_t i)
+{
+    return ((const gmt_suspect_t *)list)[i].stack;
+}
+
+const gmt_stack_t *gmt_site_stack_at(const void *list, size_t i)
+{
+    return ((const gmt_site_t *)list)[i].stack;
+}
+
+const gmt_stack_t *gmt_error_stack_at(const void *list, size_t i)
+{
+    return ((const gmt_error_t *)list)[i].stack;
+}
+
 void gmt_tty_copy(char *buf, size_t len, const char *raw)
 {
     size_t used = 0;

@@ -58,6 +58,12 @@ static void json_unlisted(gmt_buf_t *b, bool first, const gmt_unlisted_t *u, con
     gmt_buf_put(b, "}", 1);
 }
 
+static bool unsuppressed(const void *ctx, const void *list, size_t i)
+{
+    (void)ctx;
+    return !((const gmt_group_t *)list)[i].suppressed;
+}
+
 /* The groups listed, then nu remainder entries of a cut list (device as json_unlisted's). */
 static void json_groups(gmt_buf_t *b, const gmt_group_t *g, size_t n, bool skip_supp,
                         const gmt_unlisted_t *u, size_t nu, const char *device)
@@ -65,12 +71,8 @@ static void json_groups(gmt_buf_t *b, const gmt_group_t *g, size_t n, bool skip_
     char where[GMT_WHERE_LEN], dev[48];
     bool first = true;
     /* the rows' stacks, for the callers that tell apart rows of one user frame */
-    const gmt_stack_t **st = calloc(n + 1, sizeof *st);
-    size_t ns = 0;
-    for (size_t i = 0; st && i < n; i++)
-        if (!(skip_supp && g[i].suppressed)) st[ns++] = g[i].stack;
-    char *wheres = st ? gmt_stacks_where_new(st, ns) : NULL;
-    free(st);
+    char *wheres =
+        gmt_list_wheres(g, n, n, gmt_group_stack_at, skip_supp ? unsuppressed : NULL, NULL);
     size_t row = 0;
     gmt_buf_put(b, "[", 1);
     for (size_t i = 0; i < n; i++) {
@@ -103,33 +105,10 @@ static void json_groups(gmt_buf_t *b, const gmt_group_t *g, size_t n, bool skip_
     free(wheres);
 }
 
-/* Each listed stack's where (gmt_stacks_where_apart), GMT_WHERE_LEN bytes each: rows of one
- * user frame told apart by their callers. stack_at(list, i) is the i-th row's stack. NULL when
- * out of memory (each row's user frame alone). */
-static char *list_wheres(const void *list, size_t n,
-                         const gmt_stack_t *(*stack_at)(const void *list, size_t i))
+/* Each row's where, rows of one user frame told apart by their callers (gmt_list_wheres). */
+static char *list_wheres(const void *list, size_t n, gmt_stack_at_fn stack_at)
 {
-    const gmt_stack_t **st = calloc(n + 1, sizeof *st);
-    for (size_t i = 0; st && i < n; i++)
-        st[i] = stack_at(list, i);
-    char *w = st ? gmt_stacks_where_new(st, n) : NULL;
-    free(st);
-    return w;
-}
-
-static const gmt_stack_t *suspect_stack(const void *l, size_t i)
-{
-    return ((const gmt_suspect_t *)l)[i].stack;
-}
-
-static const gmt_stack_t *site_stack(const void *l, size_t i)
-{
-    return ((const gmt_site_t *)l)[i].stack;
-}
-
-static const gmt_stack_t *error_stack(const void *l, size_t i)
-{
-    return ((const gmt_error_t *)l)[i].stack;
+    return gmt_list_wheres(list, n, n, stack_at, NULL, NULL);
 }
 
 /* Row i's where: from wheres, else the stack's user frame alone. */
@@ -380,7 +359,7 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
         gmt_buf_put(b, "}", 1);
     }
     gmt_buf_puts(b, "],\"suspects\":[");
-    char *wheres = list_wheres(rep->suspects, rep->nsuspects, suspect_stack);
+    char *wheres = list_wheres(rep->suspects, rep->nsuspects, gmt_suspect_stack_at);
     for (size_t i = 0; i < rep->nsuspects; i++) {
         row_where(wheres, i, rep->suspects[i].stack, s, sizeof s);
         gmt_buf_printf(b, "%s{\"growth\":%" PRIu64 ",\"live\":%" PRIu64 ",\"where\":", i ? "," : "",
@@ -403,7 +382,7 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
      * it existed): null, said so, never "none" */
     gmt_buf_printf(b, ",\"sitesTotal\":%" PRIu64 ",\"sites\":%s", rep->sites_total,
                    rep->has_sites ? "[" : "null");
-    wheres = rep->has_sites ? list_wheres(rep->sites, rep->nsites, site_stack) : NULL;
+    wheres = rep->has_sites ? list_wheres(rep->sites, rep->nsites, gmt_site_stack_at) : NULL;
     for (size_t i = 0; rep->has_sites && i < rep->nsites; i++) {
         const gmt_site_t *x = &rep->sites[i];
         row_where(wheres, i, x->stack, s, sizeof s);
@@ -437,7 +416,7 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
                        f->fragmentation, f->free_in_gaps, f->largest_gap);
     }
     gmt_buf_puts(b, "],\"errors\":[");
-    wheres = list_wheres(rep->errors, rep->nerrors, error_stack);
+    wheres = list_wheres(rep->errors, rep->nerrors, gmt_error_stack_at);
     for (size_t i = 0; i < rep->nerrors; i++) {
         const gmt_error_t *e = &rep->errors[i];
         row_where(wheres, i, e->stack, s, sizeof s);
