@@ -162,7 +162,7 @@ typedef struct gmt_failure_s {
     int32_t result;
     uint32_t stack_id;
     uint8_t api, kind, layer;
-    uint8_t flags; /* GMT_FAILURE_*; the byte was 1 for out of memory before the probe bit */
+    uint8_t flags; /* GMT_FAILURE_* (state file version 9; 8 held 1 for out of memory) */
 } gmt_failure_t;
 #define GMT_FAILURE_OOM   0x1u /* an out-of-memory error (GMT_EVENT_OOM) */
 #define GMT_FAILURE_PROBE 0x2u /* a capability probe (GMT_EVENT_PROBE) */
