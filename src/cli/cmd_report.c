@@ -1005,6 +1005,23 @@ static void add_str_or_null(cJSON *o, const char *key, const char *s)
         cJSON_AddNullToObject(o, key);
 }
 
+/* obj["where"]: the headline the text shows (the user frame, and where another listed stack
+ * shares it, the caller that tells them apart: gmt_list_wheres), wheres[i]'s text; the user
+ * frame alone without wheres (out of memory); null for no stack. */
+static void add_where(cJSON *o, const char *wheres, size_t i, const gmt_stack_t *st)
+{
+    char buf[GMT_WHERE_LEN];
+    if (!gmt_user_frame(st)) { /* no stack: null, as user_frame */
+        cJSON_AddNullToObject(o, "where");
+        return;
+    }
+    if (wheres)
+        snprintf(buf, sizeof buf, "%s", wheres + i * GMT_WHERE_LEN);
+    else
+        gmt_stack_where(st, buf, sizeof buf);
+    cJSON_AddStringToObject(o, "where", buf);
+}
+
 static cJSON *group_json(const gmt_group_t *g)
 {
     cJSON *o = cJSON_CreateObject();
@@ -1057,12 +1074,16 @@ static cJSON *rank_json(const gmt_rank_t *r)
 static cJSON *groups_json(const view_t *v, const gmt_group_t *g, size_t n)
 {
     cJSON *a = cJSON_CreateArray();
+    char *wheres = gmt_list_wheres(g, n, (size_t)v->top, gmt_group_stack_at, group_kept, v);
     long shown = 0;
     for (size_t i = 0; i < n && shown < v->top; i++) {
         if (!wanted(v, g[i].device)) continue;
-        cJSON_AddItemToArray(a, group_json(&g[i]));
+        cJSON *x = group_json(&g[i]);
+        add_where(x, wheres, (size_t)shown, g[i].stack);
+        cJSON_AddItemToArray(a, x);
         shown++;
     }
+    free(wheres);
     return a;
 }
 
@@ -1169,6 +1190,8 @@ static int print_json(const view_t *v)
     if (rep->growth_status) cJSON_AddStringToObject(o, "growth_status", rep->growth_status);
     cJSON *sus = cJSON_AddArrayToObject(o, "growth_suspects");
     long nsus = 0;
+    char *wheres = gmt_list_wheres(rep->suspects, rep->nsuspects, (size_t)v->top,
+                                   gmt_suspect_stack_at, suspect_kept, v);
     for (size_t i = 0; i < rep->nsuspects && nsus < v->top; i++) {
         if (!suspect_shown(v, &rep->suspects[i])) continue;
         nsus++;
@@ -1180,11 +1203,15 @@ static int print_json(const view_t *v)
         if (rep->suspects[i].rank >= 0)
             cJSON_AddNumberToObject(x, "rank", (double)rep->suspects[i].rank);
         cJSON_AddItemToObject(x, "user_frame", frame_json(gmt_user_frame(rep->suspects[i].stack)));
+        add_where(x, wheres, (size_t)(nsus - 1), rep->suspects[i].stack);
         cJSON_AddItemToArray(sus, x);
     }
+    free(wheres);
     if (rep->has_sites) {
         size_t shown = 0, on = 0;
         cJSON *sites = cJSON_CreateArray();
+        wheres = gmt_list_wheres(rep->sites, rep->nsites, (size_t)v->top, gmt_site_stack_at,
+                                 site_kept, v);
         for (size_t i = 0; i < rep->nsites; i++) {
             const gmt_site_t *s = &rep->sites[i];
             if (!wanted(v, s->device)) continue;
@@ -1200,8 +1227,10 @@ static int print_json(const view_t *v)
             cJSON_AddStringToObject(x, "api", s->api);
             cJSON_AddNumberToObject(x, "stack_id", (double)s->stack_id);
             cJSON_AddItemToObject(x, "user_frame", frame_json(gmt_user_frame(s->stack)));
+            add_where(x, wheres, shown - 1, s->stack);
             cJSON_AddItemToArray(sites, x);
         }
+        free(wheres);
         cJSON_AddNumberToObject(o, "allocation_sites_total",
                                 (double)(v->filter ? (uint64_t)on : rep->sites_total));
         cJSON_AddItemToObject(o, "allocation_sites", sites);

@@ -128,7 +128,8 @@ def case_where_apart(c):
     shared; Python callers for a Python user frame, native callers of the user's code (not the C
     library's) for a native one; nothing when no caller tells two stacks apart (they differ in
     native frames only) or when no other listed stack shares the user frame; only the stacks
-    shown count (--top 1: no other). The HTML page's rows, diff's and merge's lines likewise."""
+    shown count (--top 1: no other). report --json's "where", the HTML page's rows, diff's and
+    merge's lines likewise."""
     m, lib, libc = "/home/u/m.py", "/opt/x/libtorch_cuda.so", "/lib/x86_64-linux-gnu/libc.so.6"
     u8 = python("u8", m, 43)
     stacks = {
@@ -161,6 +162,12 @@ def case_where_apart(c):
     leaks = out.split("\nLeaks", 1)[1].split("\n\n", 1)[0]
     got = re.findall(r"^\s+-> (.*)$", leaks, re.M)[:1]
     expect(got == ["u8 /home/u/m.py:43"], f"--top 1: {got}")
+    # report --json's groups carry the same text as "where" (user_frame stays the frame alone)
+    j = json.loads(c.cli_run("report", "--json", "--top", "100", path)[0])
+    got = [g.get("where") for g in j["leaks"]["groups"]][:len(stacks)]
+    expect(got == [want[k] for k in stacks], f"report --json's wheres: {got}")
+    expect(j["leaks"]["groups"][0].get("user_frame") == "u8 /home/u/m.py:43",
+           f"user_frame: {j['leaks']['groups'][0].get('user_frame')}")
     # the HTML page's leak rows say the same (every group is a row: no --top there)
     page = c.path("where_apart.html")
     c.cli_run("export", path, "--format", "html", "-o", page)
