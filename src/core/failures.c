@@ -39,8 +39,7 @@ __attribute__((noinline)) void gmt_track_failure(const gmt_event_t *ev)
         .api = api,
         .kind = ev->kind,
         .layer = ev->layer,
-        .flags = (uint8_t)(((ev->flags & GMT_EVENT_OOM) ? GMT_FAILURE_OOM : 0) |
-                           ((ev->flags & GMT_EVENT_PROBE) ? GMT_FAILURE_PROBE : 0)),
+        .flags = (uint8_t)(ev->flags & GMT_FAILURE_FLAGS),
     };
     gmt_meminfo_fn mi = gmt_track_meminfo();
     uint64_t fr, tot;
@@ -61,7 +60,7 @@ __attribute__((noinline)) void gmt_track_failure(const gmt_event_t *ev)
         gmt_core_count(&gmt_core_counts.dropped_failures);
     }
     gmt_oom_fn hook = gmt_core_oom_hook();
-    if (hook && (f.flags & GMT_FAILURE_OOM) && gmt_core_cfg.oom_report) hook(&f);
+    if (hook && (f.flags & GMT_EVENT_OOM) && gmt_core_cfg.oom_report) hook(&f);
 }
 
 int gmt_track_failures(gmt_failure_t *out, int max)

@@ -162,10 +162,11 @@ typedef struct gmt_failure_s {
     int32_t result;
     uint32_t stack_id;
     uint8_t api, kind, layer;
-    uint8_t flags; /* GMT_FAILURE_* (state file version 9; 8 held 1 for out of memory) */
+    /* the event's GMT_EVENT_OOM and GMT_EVENT_PROBE (state file version 9; 8 held 1 for out of
+     * memory) */
+    uint8_t flags;
 } gmt_failure_t;
-#define GMT_FAILURE_OOM   0x1u /* an out-of-memory error (GMT_EVENT_OOM) */
-#define GMT_FAILURE_PROBE 0x2u /* a capability probe (GMT_EVENT_PROBE) */
+#define GMT_FAILURE_FLAGS (GMT_EVENT_OOM | GMT_EVENT_PROBE) /* the event flags a record keeps */
 
 int gmt_track_failures(gmt_failure_t *out, int max);
 

@@ -384,10 +384,10 @@ void gmt_section_errors(gmt_report_ctx_t *c)
         jw_int(w, "error", fs[i].result);
         jw_string(w, "layer", gmt_layer_name(layer));
         if (name) jw_string(w, "error_name", name);
-        jw_bool(w, "oom", (fs[i].flags & GMT_FAILURE_OOM) != 0);
+        jw_bool(w, "oom", (fs[i].flags & GMT_EVENT_OOM) != 0);
         /* what a capability probe asked for, which the machine refused; null for a failure
          * that was not one (docs/report.md) */
-        if (fs[i].flags & GMT_FAILURE_PROBE)
+        if (fs[i].flags & GMT_EVENT_PROBE)
             jw_string(w, "probe", "fabric_handle");
         else
             jw_null(w, "probe");

@@ -631,7 +631,7 @@ static void test_failures(void **state)
     assert_int_equal(f[0].device, d);
     assert_int_equal(f[0].size, 1ull << 40);
     assert_int_equal(f[0].result, 2);
-    assert_int_equal(f[0].flags, GMT_FAILURE_OOM);
+    assert_int_equal(f[0].flags, GMT_EVENT_OOM);
     assert_int_equal(f[0].api, GMT_API_cudaMalloc);
     assert_int_equal(f[0].kind, GMT_KIND_DEVICE);
     assert_int_equal(f[0].layer, GMT_LAYER_RUNTIME);
@@ -646,7 +646,7 @@ static void test_failures(void **state)
     assert_int_equal(f[2].device, GMT_DEVICE_HOST);
     assert_int_equal(f[2].free_bytes, -1); /* no device to ask */
     assert_int_equal(f[2].total_bytes, -1);
-    assert_int_equal(f[2].flags, GMT_FAILURE_OOM);
+    assert_int_equal(f[2].flags, GMT_EVENT_OOM);
 
     assert_int_equal(oom_calls - oom0, 2); /* OOMs only */
     assert_int_equal(last_oom.device, GMT_DEVICE_HOST);
@@ -664,7 +664,7 @@ static void test_failures(void **state)
     probe.flags = GMT_EVENT_PROBE;
     fail_here(&probe);
     f = last_failures(1);
-    assert_int_equal(f[0].flags, GMT_FAILURE_PROBE);
+    assert_int_equal(f[0].flags, GMT_EVENT_PROBE);
     assert_int_equal(f[0].api, GMT_API_cuMemCreate);
     assert_int_equal(oom_calls - oom0, 2); /* still the two OOMs only */
     assert_int_equal(dev(d).failures, 3);  /* counted as a failure all the same */
@@ -828,7 +828,7 @@ static void test_nested_failure(void **state)
     assert_int_equal(f->api, GMT_API_cudaMallocAsync);
     assert_int_equal(f->layer, GMT_LAYER_DRIVER);
     assert_int_equal(f->device, d);
-    assert_int_equal(f->flags, GMT_FAILURE_OOM);
+    assert_int_equal(f->flags, GMT_EVENT_OOM);
     assert_int_equal(dev(d).failures, 1);
     /* The program called the runtime: the per-API failure count and the stack's tag name its
      * call, not the driver's inside it (as for a nested allocation). */
@@ -1581,7 +1581,7 @@ static void test_oom_report_off(void **state)
     assert_int_equal(oom_calls, oom0);
     const gmt_failure_t *f = last_failures(1);
     assert_int_equal(f[0].device, d);
-    assert_int_equal(f[0].flags, GMT_FAILURE_OOM);
+    assert_int_equal(f[0].flags, GMT_EVENT_OOM);
 }
 
 static int fake_poolinfo(int32_t device, uint64_t pool, gmt_pool_info_t *out)
