@@ -504,6 +504,10 @@ typedef const gmt_stack_t *(*gmt_stack_at_fn)(const void *list, size_t i);
 typedef bool (*gmt_keep_fn)(const void *ctx, const void *list, size_t i);
 char *gmt_list_wheres(const void *list, size_t n, size_t max, gmt_stack_at_fn stack_at,
                       gmt_keep_fn keep, const void *ctx);
+/* Entry i's text of wheres (gmt_list_wheres), or where wheres is NULL (out of memory), st's
+ * user frame alone (gmt_stack_where); the _tty form escaped as gmt_stack_where_tty. */
+void gmt_where_at(const char *wheres, size_t i, const gmt_stack_t *st, char *buf, size_t len);
+void gmt_where_at_tty(const char *wheres, size_t i, const gmt_stack_t *st, char *buf, size_t len);
 /* stack_at for arrays of groups, suspects, sites and errors */
 const gmt_stack_t *gmt_group_stack_at(const void *list, size_t i);
 const gmt_stack_t *gmt_suspect_stack_at(const void *list, size_t i);

@@ -406,10 +406,7 @@ static int print_sites(const gmt_report_t *a, const gmt_report_t *b, long top)
                      (uint64_t)(g < 0 ? -g : g));
         else /* one side not listed, or both at least: no change claimed */
             snprintf(d, sizeof d, "?");
-        if (wheres)
-            gmt_tty_copy(fb, sizeof fb, wheres + (size_t)shown * GMT_WHERE_LEN);
-        else
-            gmt_stack_where_tty(c->stack, fb, sizeof fb);
+        gmt_where_at_tty(wheres, (size_t)shown, c->stack, fb, sizeof fb);
         const char *tag = !c->in_old && full_old   ? "  [new]"
                           : !c->in_new && full_new ? "  [gone]"
                                                    : "";
@@ -641,10 +638,7 @@ int gmt_cli_diff(int argc, char **argv)
                    cut.leak_new, &cut, dl, sizeof dl);
             change(e->peak_old, e->peak_new, e->in_peak_old, e->in_peak_new, cut.peak_old,
                    cut.peak_new, &cut, dp, sizeof dp);
-            if (wheres)
-                gmt_tty_copy(fb, sizeof fb, wheres + (size_t)shown * GMT_WHERE_LEN);
-            else
-                gmt_stack_where_tty(e->stack, fb, sizeof fb);
+            gmt_where_at_tty(wheres, (size_t)shown, e->stack, fb, sizeof fb);
             /* new or gone only where that report's lists are whole */
             bool had = e->leak_old || e->peak_old, has = e->leak_new || e->peak_new;
             const char *tag = !had && !cut.leak_old && !cut.peak_old   ? "  [new]"

@@ -764,11 +764,7 @@ int gmt_cli_merge(int argc, char **argv)
     for (size_t k = 0; k < ncommon; k++) {
         if (common[k].nranks != n) continue;
         char fb[1024], t[GMT_FMT_BYTES_LEN];
-        if (wheres)
-            gmt_tty_copy(fb, sizeof fb, wheres + ncommon_all * GMT_WHERE_LEN);
-        else
-            gmt_stack_where_tty(common[k].stack, fb, sizeof fb);
-        ncommon_all++;
+        gmt_where_at_tty(wheres, ncommon_all++, common[k].stack, fb, sizeof fb);
         if (n == 1) {
             printf("  %10s  %s\n", gmt_fmt_bytes(common[k].total, t, sizeof t), fb);
             continue;

@@ -284,9 +284,10 @@ static bool error_kept(const void *v, const void *list, size_t i)
     return wanted(v, ((const gmt_error_t *)list)[i].device);
 }
 
-/* where: the headline gmt_list_wheres gave the stack, or NULL for its user frame alone. */
+/* The headline is entry `at` of wheres (gmt_list_wheres over the section; NULL: the user
+ * frame alone). */
 static void print_stack(const view_t *v, const gmt_stack_t *st, int64_t stack_id,
-                        const char *indent, const char *where)
+                        const char *indent, const char *wheres, size_t at)
 {
     char buf[1024], line[1100];
     if (!st || st->n == 0) {
@@ -299,10 +300,7 @@ static void print_stack(const view_t *v, const gmt_stack_t *st, int64_t stack_id
     }
     const gmt_frame_t *user = gmt_user_frame(st);
     if (user) {
-        if (where)
-            gmt_tty_copy(buf, sizeof buf, where);
-        else
-            gmt_frame_format_tty(user, buf, sizeof buf);
+        gmt_where_at_tty(wheres, at, st, buf, sizeof buf);
         snprintf(line, sizeof line, "%s-> %s%s", BOLD(v), buf, RESET(v));
         print_line(v, indent, line);
     }
@@ -375,7 +373,8 @@ static const char *group_what(const gmt_group_t *g, const char **unit, const cha
     return reserve || map ? "address space" : gmt_tty(g->kind);
 }
 
-static void print_group(const view_t *v, const gmt_group_t *g, int rank, const char *where)
+/* wheres: the section's headlines (gmt_list_wheres), the group's at rank - 1 */
+static void print_group(const view_t *v, const gmt_group_t *g, int rank, const char *wheres)
 {
     char bytes[GMT_FMT_BYTES_LEN], dev[48];
     const char *unit, *memory, *what = group_what(g, &unit, &memory);
@@ -385,7 +384,7 @@ static void print_group(const view_t *v, const gmt_group_t *g, int rank, const c
            gmt_device_label(g->device, g->rank, dev, sizeof dev), gmt_tty(g->api),
            g->library ? "  " : "", g->library ? gmt_tty(g->library) : "",
            g->suppressed ? "  [suppressed]" : "");
-    print_stack(v, g->stack, g->stack_id, "       ", where);
+    print_stack(v, g->stack, g->stack_id, "       ", wheres, (size_t)rank - 1);
 }
 
 static void print_groups(const view_t *v, const gmt_group_t *groups, size_t n)
@@ -399,8 +398,7 @@ static void print_groups(const view_t *v, const gmt_group_t *groups, size_t n)
             left++;
             continue;
         }
-        print_group(v, &groups[i], rank + 1, where ? where + (size_t)rank * GMT_WHERE_LEN : NULL);
-        rank++;
+        print_group(v, &groups[i], ++rank, where);
     }
     free(where);
     if (left) printf("  ... %zu more group%s (--top to show more)\n", left, left == 1 ? "" : "s");
@@ -772,8 +770,7 @@ static void print_leaks(const view_t *v)
         if (s->library) printf("  %s", gmt_tty(s->library));
         if (s->stack_id >= 0) printf("  (stack %" PRId64 ")", s->stack_id);
         putchar('\n');
-        print_stack(v, s->stack, s->stack_id, "       ",
-                    where ? where + (size_t)(rank - 1) * GMT_WHERE_LEN : NULL);
+        print_stack(v, s->stack, s->stack_id, "       ", where, (size_t)rank - 1);
     }
     free(where);
 }
@@ -817,10 +814,7 @@ static void print_sites(const view_t *v)
         if (s->stack_id >= 0) printf("  (stack %" PRId64 ")", s->stack_id);
         putchar('\n');
         if (s->stack && s->stack->n) {
-            if (wheres)
-                gmt_tty_copy(where, sizeof where, wheres + (size_t)(rank - 1) * GMT_WHERE_LEN);
-            else
-                gmt_stack_where_tty(s->stack, where, sizeof where);
+            gmt_where_at_tty(wheres, (size_t)rank - 1, s->stack, where, sizeof where);
             snprintf(line, sizeof line, "%s-> %s%s", BOLD(v), where, RESET(v));
         } else {
             snprintf(line, sizeof line, "%s",
@@ -979,8 +973,7 @@ static void print_errors(const view_t *v)
                    "back)",
                    strcmp(e->probe, "fabric_handle") == 0 ? "a fabric handle" : gmt_tty(e->probe));
         putchar('\n');
-        print_stack(v, e->stack, e->stack_id, "       ",
-                    where ? where + (size_t)(rank - 1) * GMT_WHERE_LEN : NULL);
+        print_stack(v, e->stack, e->stack_id, "       ", where, (size_t)rank - 1);
     }
     free(where);
     if (left) printf("  ... %zu more (--top to show more)\n", left);
@@ -1015,10 +1008,7 @@ static void add_where(cJSON *o, const char *wheres, size_t i, const gmt_stack_t 
         cJSON_AddNullToObject(o, "where");
         return;
     }
-    if (wheres)
-        snprintf(buf, sizeof buf, "%s", wheres + i * GMT_WHERE_LEN);
-    else
-        gmt_stack_where(st, buf, sizeof buf);
+    gmt_where_at(wheres, i, st, buf, sizeof buf);
     cJSON_AddStringToObject(o, "where", buf);
 }
 

@@ -414,6 +414,21 @@ char *gmt_list_wheres(const void *list, size_t n, size_t max, gmt_stack_at_fn st
     return w;
 }
 
+void gmt_where_at(const char *wheres, size_t i, const gmt_stack_t *st, char *buf, size_t len)
+{
+    if (wheres)
+        snprintf(buf, len, "%s", wheres + i * GMT_WHERE_LEN);
+    else
+        gmt_stack_where(st, buf, len);
+}
+
+void gmt_where_at_tty(const char *wheres, size_t i, const gmt_stack_t *st, char *buf, size_t len)
+{
+    char raw[GMT_WHERE_LEN];
+    gmt_where_at(wheres, i, st, raw, sizeof raw);
+    gmt_tty_copy(buf, len, raw);
+}
+
 const gmt_stack_t *gmt_group_stack_at(const void *list, size_t i)
 {
     return ((const gmt_group_t *)list)[i].stack;

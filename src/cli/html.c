@@ -77,11 +77,7 @@ static void json_groups(gmt_buf_t *b, const gmt_group_t *g, size_t n, bool skip_
     gmt_buf_put(b, "[", 1);
     for (size_t i = 0; i < n; i++) {
         if (skip_supp && g[i].suppressed) continue;
-        if (wheres)
-            memcpy(where, wheres + row * GMT_WHERE_LEN, GMT_WHERE_LEN);
-        else
-            gmt_stack_where(g[i].stack, where, sizeof where);
-        row++;
+        gmt_where_at(wheres, row++, g[i].stack, where, sizeof where);
         gmt_buf_printf(
             b, "%s{\"bytes\":%" PRIu64 ",\"count\":%" PRIu64 ",\"stack\":\"%" PRId64 "\",\"kind\":",
             first ? "" : ",", g[i].bytes, g[i].count, g[i].stack_id);
@@ -109,15 +105,6 @@ static void json_groups(gmt_buf_t *b, const gmt_group_t *g, size_t n, bool skip_
 static char *list_wheres(const void *list, size_t n, gmt_stack_at_fn stack_at)
 {
     return gmt_list_wheres(list, n, n, stack_at, NULL, NULL);
-}
-
-/* Row i's where: from wheres, else the stack's user frame alone. */
-static void row_where(const char *wheres, size_t i, const gmt_stack_t *st, char *s, size_t len)
-{
-    if (wheres)
-        snprintf(s, len, "%s", wheres + i * GMT_WHERE_LEN);
-    else
-        gmt_stack_where(st, s, len);
 }
 
 static void card(gmt_buf_t *b, bool *first, const char *label, const char *value)
@@ -361,7 +348,7 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
     gmt_buf_puts(b, "],\"suspects\":[");
     char *wheres = list_wheres(rep->suspects, rep->nsuspects, gmt_suspect_stack_at);
     for (size_t i = 0; i < rep->nsuspects; i++) {
-        row_where(wheres, i, rep->suspects[i].stack, s, sizeof s);
+        gmt_where_at(wheres, i, rep->suspects[i].stack, s, sizeof s);
         gmt_buf_printf(b, "%s{\"growth\":%" PRIu64 ",\"live\":%" PRIu64 ",\"where\":", i ? "," : "",
                        rep->suspects[i].growth_bytes, rep->suspects[i].live_bytes);
         gmt_buf_json_str(b, s);
@@ -385,7 +372,7 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
     wheres = rep->has_sites ? list_wheres(rep->sites, rep->nsites, gmt_site_stack_at) : NULL;
     for (size_t i = 0; rep->has_sites && i < rep->nsites; i++) {
         const gmt_site_t *x = &rep->sites[i];
-        row_where(wheres, i, x->stack, s, sizeof s);
+        gmt_where_at(wheres, i, x->stack, s, sizeof s);
         gmt_buf_printf(b, "%s{\"allocs\":%" PRIu64 ",\"live\":%" PRIu64 ",\"kind\":", i ? "," : "",
                        x->allocs, x->live_count);
         gmt_buf_json_str(b, x->kind);
@@ -419,7 +406,7 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
     wheres = list_wheres(rep->errors, rep->nerrors, gmt_error_stack_at);
     for (size_t i = 0; i < rep->nerrors; i++) {
         const gmt_error_t *e = &rep->errors[i];
-        row_where(wheres, i, e->stack, s, sizeof s);
+        gmt_where_at(wheres, i, e->stack, s, sizeof s);
         gmt_buf_printf(b, "%s{\"time\":%.6f,\"size\":%" PRIu64 ",\"api\":", i ? "," : "", e->time,
                        e->size);
         gmt_buf_json_str(b, e->api);
