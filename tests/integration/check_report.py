@@ -1059,10 +1059,9 @@ def case_vmm_probe(ctx):
     # the HTML page's errors table says so in the error's cell
     page = os.path.join(ctx.work, "..", "vmm_probe.html")
     cli(ctx, ["export", path, "--format", "html", "-o", page])
-    with open(page, encoding="utf-8") as f:
-        m = re.search(r'<script type="application/json" id="gmt-data">(.*?)</script>', f.read(),
-                      re.S)
-    cells = [e.get("error") for e in json.loads(m.group(1))["errors"]] if m else None
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
+    from verbs import html_data  # the page's data, as the cli cases read it
+    cells = [e.get("error") for e in html_data(page)["errors"]]
     expect_eq("the page's error cells", cells, ["CUDA_ERROR_NOT_PERMITTED (a capability probe)"])
     for f in ctx.files():
         os.unlink(os.path.join(ctx.work, f))
