@@ -3,17 +3,11 @@ workspace), then a timed snapshot report (gmt_snapshot, the writer code of the f
 with libdw symbols). exit 77 with GMT_SKIP when torch or a GPU is missing."""
 import ctypes
 import os
-import sys
 import time
 
-try:
-    import torch
-except Exception as e:
-    print(f"GMT_SKIP cannot import torch: {e}")
-    sys.exit(77)
-if not torch.cuda.is_available():
-    print("GMT_SKIP torch.cuda.is_available() is False")
-    sys.exit(77)
+from gmt_torch import require_torch
+
+torch = require_torch()
 
 dev = torch.device("cuda", 0)
 keep = [torch.ones(s << 20, dtype=torch.uint8, device=dev) for s in (3, 17, 64)]

@@ -11,14 +11,9 @@ import sys
 
 MIB = 1 << 20
 
-try:
-    import torch
-except Exception as e:  # ImportError, or a broken install
-    print(f"GMT_SKIP cannot import torch: {e}")
-    sys.exit(77)
-if not torch.cuda.is_available():
-    print("GMT_SKIP torch.cuda.is_available() is False")
-    sys.exit(77)
+from gmt_torch import require_torch
+
+torch = require_torch()
 
 dev = torch.device("cuda", 0)
 KEEP_MIB = [1, 3, 17, 64]  # kept until exit

@@ -13,15 +13,11 @@ import json
 import sys
 import time
 
+from gmt_torch import require_torch
+
 MIB = 1 << 20
-try:
-    import torch
-except Exception as e:
-    print(f"GMT_SKIP cannot import torch: {e}")
-    sys.exit(77)
-if not torch.cuda.is_available():
-    print("GMT_SKIP torch.cuda.is_available() is False")
-    sys.exit(77)
+
+torch = require_torch()
 
 mode, out = sys.argv[1], sys.argv[2]
 dev = torch.device("cuda", 0)

@@ -8,15 +8,11 @@ torch.cuda.memory_stats() right after, then allocates a new segment successfully
 import json
 import sys
 
+from gmt_torch import require_torch
+
 MIB = 1 << 20
-try:
-    import torch
-except Exception as e:
-    print(f"GMT_SKIP cannot import torch: {e}")
-    sys.exit(77)
-if not torch.cuda.is_available():
-    print("GMT_SKIP torch.cuda.is_available() is False")
-    sys.exit(77)
+
+torch = require_torch()
 
 dev = torch.device("cuda", 0)
 keep = [torch.ones(s * MIB, dtype=torch.uint8, device=dev) for s in (2, 20, 100)]

@@ -7,15 +7,13 @@ missing.
 import json
 import sys
 
+from gmt_torch import require_torch, skip
+
+torch = require_torch()
 try:
-    import torch
     from torch.profiler import ProfilerActivity, profile
 except Exception as e:
-    print(f"GMT_SKIP cannot import torch.profiler: {e}")
-    sys.exit(77)
-if not torch.cuda.is_available():
-    print("GMT_SKIP torch.cuda.is_available() is False")
-    sys.exit(77)
+    skip(f"cannot import torch.profiler: {e}")
 
 x = torch.randn(2048, 2048, device="cuda")
 keep = torch.empty(32 << 20, dtype=torch.uint8, device="cuda")

@@ -22,19 +22,14 @@ import signal
 import sys
 import time
 
+from gmt_torch import require_torch, skip
+
 MIB = 1 << 20
-try:
-    import torch
-except Exception as e:
-    print(f"GMT_SKIP cannot import torch: {e}")
-    sys.exit(77)
-if not torch.cuda.is_available():
-    print("GMT_SKIP torch.cuda.is_available() is False")
-    sys.exit(77)
+
+torch = require_torch()
 mem = torch.cuda.memory
 if not hasattr(mem, "_record_memory_history") or not hasattr(mem, "_snapshot"):
-    print("GMT_SKIP this torch has no torch.cuda.memory._record_memory_history/_snapshot")
-    sys.exit(77)
+    skip("this torch has no torch.cuda.memory._record_memory_history/_snapshot")
 
 HERE = os.path.basename(__file__)
 out = sys.argv[1]

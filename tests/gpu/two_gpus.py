@@ -7,15 +7,11 @@ GMT_SKIP line when torch or a second GPU is missing.
 import json
 import sys
 
+from gmt_torch import require_torch
+
 MIB = 1 << 20
-try:
-    import torch
-except Exception as e:
-    print(f"GMT_SKIP cannot import torch: {e}")
-    sys.exit(77)
-if torch.cuda.device_count() < 2:
-    print(f"GMT_SKIP needs 2 GPUs, torch sees {torch.cuda.device_count()}")
-    sys.exit(77)
+
+torch = require_torch(gpus=2)
 
 SIZES = {0: [8, 16], 1: [32, 64]}  # MiB, kept until exit
 keep = []
