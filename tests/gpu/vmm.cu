@@ -5,20 +5,7 @@
 // reservation allocated. Prints "GMT_FACT chunk=C" so the checker knows C.
 // Expected: vmm_physical peak 2*C, one vmm_physical leak of C, one vmm_reserve leak of 2*C,
 // device current_bytes C at exit (reservations are not memory in use).
-#include <cstdio>
-#include <cuda.h>
-#include <cuda_runtime.h>
-
-#define CU(x)                                                                                      \
-    do {                                                                                           \
-        CUresult r_ = (x);                                                                         \
-        if (r_ != CUDA_SUCCESS) {                                                                  \
-            const char *s_ = "?";                                                                  \
-            cuGetErrorString(r_, &s_);                                                             \
-            std::fprintf(stderr, "%s: %s (%d)\n", #x, s_, (int)r_);                                \
-            return 1;                                                                              \
-        }                                                                                          \
-    } while (0)
+#include "vmm_common.h"
 
 __global__ void fill(unsigned *p, size_t n, unsigned v)
 {
@@ -34,18 +21,9 @@ extern "C" __attribute__((noinline)) int make_handle(CUmemGenericAllocationHandl
 
 int main()
 {
-    if (cudaFree(0) != cudaSuccess) { // creates the primary context and makes it current
-        std::fprintf(stderr, "cudaFree(0) failed\n");
-        return 1;
-    }
-    CUdevice dev;
-    CU(cuCtxGetDevice(&dev));
-    CUmemAllocationProp prop = {};
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = (int)dev;
-    size_t gran = 0;
-    CU(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    CUmemAllocationProp prop;
+    size_t gran;
+    if (vmm_start(&prop, &gran)) return 1;
     size_t chunk = ((size_t)(32u << 20) + gran - 1) / gran * gran;
     std::printf("GMT_FACT granularity=%zu\nGMT_FACT chunk=%zu\n", gran, chunk);
 

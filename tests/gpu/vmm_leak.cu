@@ -3,20 +3,7 @@
 // release the first. Expected: one leak of 2 x gran (vmm_physical), and apart from it, in
 // leaks.address_space, the reservation (4 x gran) and the second handle's mapping (2 x gran).
 // Prints "GMT_FACT gran=G".
-#include <cstdio>
-#include <cuda.h>
-#include <cuda_runtime.h>
-
-#define CU(x)                                                                                      \
-    do {                                                                                           \
-        CUresult r_ = (x);                                                                         \
-        if (r_ != CUDA_SUCCESS) {                                                                  \
-            const char *s_ = "?";                                                                  \
-            cuGetErrorString(r_, &s_);                                                             \
-            std::fprintf(stderr, "%s: %s (%d)\n", #x, s_, (int)r_);                                \
-            return 1;                                                                              \
-        }                                                                                          \
-    } while (0)
+#include "vmm_common.h"
 
 extern "C" __attribute__((noinline)) CUresult
 vl_create(CUmemGenericAllocationHandle *h, size_t size, const CUmemAllocationProp *prop)
@@ -26,18 +13,9 @@ vl_create(CUmemGenericAllocationHandle *h, size_t size, const CUmemAllocationPro
 
 int main()
 {
-    if (cudaFree(0) != cudaSuccess) {
-        std::fprintf(stderr, "cudaFree(0) failed\n");
-        return 1;
-    }
-    CUdevice dev;
-    CU(cuCtxGetDevice(&dev));
-    CUmemAllocationProp prop = {};
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = (int)dev;
-    size_t gran = 0;
-    CU(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    CUmemAllocationProp prop;
+    size_t gran;
+    if (vmm_start(&prop, &gran)) return 1;
     std::printf("GMT_FACT gran=%zu\n", gran);
     CUdeviceptr va = 0;
     CU(cuMemAddressReserve(&va, 4 * gran, 0, 0, 0));
