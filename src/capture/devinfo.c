@@ -161,3 +161,33 @@ int gmt_capture_poolinfo(int32_t device, uint64_t pool, gmt_pool_info_t *out)
     gmt_guard_leave();
     return rc;
 }
+
+/* The device's graph memory: what CUDA graphs' memory nodes (cudaMallocAsync on a capturing
+ * stream, cuGraphAddMemAllocNode) hold, reserved from the driver and in use, now and at their
+ * high. It is mapped when a graph is launched, not by a call the tracer sees, and kept until
+ * cudaDeviceGraphMemTrim. */
+int gmt_capture_graphmeminfo(int32_t device, gmt_pool_info_t *out);
+int gmt_capture_graphmeminfo(int32_t device, gmt_pool_info_t *out)
+{
+    if (!gmt_real_resolve_driver() || !gmt_real.cuDeviceGetGraphMemAttribute ||
+        !gmt_real.cuDeviceGet)
+        return -ENODEV;
+    gmt_guard_enter();
+    int rc = -ENODEV;
+    CUdevice dev;
+    cuuint64_t v[4];
+    if (gmt_real.cuDeviceGet(&dev, device) == CUDA_SUCCESS &&
+        gmt_real.cuDeviceGetGraphMemAttribute(dev, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &v[0]) ==
+            CUDA_SUCCESS &&
+        gmt_real.cuDeviceGetGraphMemAttribute(dev, CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH, &v[1]) ==
+            CUDA_SUCCESS &&
+        gmt_real.cuDeviceGetGraphMemAttribute(dev, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &v[2]) ==
+            CUDA_SUCCESS &&
+        gmt_real.cuDeviceGetGraphMemAttribute(dev, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &v[3]) ==
+            CUDA_SUCCESS) {
+        *out = (gmt_pool_info_t){v[0], v[1], v[2], v[3]};
+        rc = 0;
+    }
+    gmt_guard_leave();
+    return rc;
+}

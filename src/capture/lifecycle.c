@@ -56,6 +56,7 @@ int gmt_capture_meminfo(int32_t device, uint64_t *free_bytes, uint64_t *total_by
 int gmt_capture_devinfo(int32_t device, char *name, size_t name_len, char *uuid, size_t uuid_len,
                         uint64_t *total_bytes);
 int gmt_capture_poolinfo(int32_t device, uint64_t pool, gmt_pool_info_t *out);
+int gmt_capture_graphmeminfo(int32_t device, gmt_pool_info_t *out);
 
 /* ---- reports ---------------------------------------------------------------------------- */
 
@@ -559,6 +560,7 @@ static void init_once_fn(void)
     gmt_track_set_procmem(gmt_capture_procmem);
     gmt_track_set_devinfo(gmt_capture_devinfo);
     gmt_track_set_poolinfo(gmt_capture_poolinfo);
+    gmt_track_set_graphmeminfo(gmt_capture_graphmeminfo);
     gmt_track_set_oom_hook(oom_report);
     gmt_capture_fork_init();
     gmt_guard_leave();

@@ -275,6 +275,7 @@ bool gmt_real_resolve_driver(void)
             SUPPORT(cuCtxGetCurrent, "cuCtxGetCurrent");
             SUPPORT(cuDeviceGetMemPool, "cuDeviceGetMemPool");
             SUPPORT(cuMemPoolGetAttribute, "cuMemPoolGetAttribute");
+            SUPPORT(cuDeviceGetGraphMemAttribute, "cuDeviceGetGraphMemAttribute");
             for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
                 if (!entries[i].runtime && entries[i].required && !*entries[i].slot)
                     gmt_error("libcuda.so.1 has no %s: calls to it are passed through untraced "

@@ -42,6 +42,8 @@ typedef struct gmt_real_s {
     CUresult (*cuCtxGetCurrent)(CUcontext *ctx);
     CUresult (*cuDeviceGetMemPool)(CUmemoryPool *pool, CUdevice dev);
     CUresult (*cuMemPoolGetAttribute)(CUmemoryPool pool, CUmemPool_attribute attr, void *value);
+    CUresult (*cuDeviceGetGraphMemAttribute)(CUdevice device, CUgraphMem_attribute attr,
+                                             void *value);
 } __attribute__((aligned(64))) gmt_real_t;
 
 /* Hidden, as every symbol of the library but its exports: real.c is built without link-time

@@ -138,6 +138,10 @@ typedef struct gmt_device_s {
     bool has_process;
     uint64_t process_used_bytes;
     int64_t process_untracked_bytes;
+    /* audit.graph_memory: what CUDA graphs' memory nodes hold (reserved from the driver, and
+     * in use); has_graph false when null or absent. */
+    bool has_graph;
+    uint64_t graph_reserved, graph_reserved_high, graph_used, graph_used_high;
     /* Memory that is not part of the bytes in use above (docs/report.md, "Kinds"), from the
      * device's kinds: pinned host memory (device -1) and managed memory. */
     bool has_pinned, has_managed;

@@ -629,6 +629,15 @@ static void print_devices(const view_t *v)
             printf("    managed  current %s, peak %s (managed memory; not part of bytes in use)\n",
                    gmt_fmt_bytes(d->managed_current, a, sizeof a),
                    gmt_fmt_bytes(d->managed_peak, b, sizeof b));
+        if (d->has_graph && d->graph_reserved_high > 0) {
+            char c3[GMT_FMT_BYTES_LEN];
+            printf("    graphs   reserved %s (high %s), in use %s: CUDA graphs' memory nodes, "
+                   "mapped at launch, no traced call (cudaDeviceGraphMemTrim gives back what is "
+                   "not in use)\n",
+                   gmt_fmt_bytes(d->graph_reserved, a, sizeof a),
+                   gmt_fmt_bytes(d->graph_reserved_high, b, sizeof b),
+                   gmt_fmt_bytes(d->graph_used, c3, sizeof c3));
+        }
         printf("    %" PRId64 " allocation%s, %" PRId64 " free%s, %" PRId64 " failure%s\n",
                d->allocs, plural(d->allocs), d->frees, plural(d->frees), d->failures,
                plural(d->failures));
@@ -1139,6 +1148,13 @@ static int print_json(const view_t *v)
             cJSON_AddNumberToObject(x, "process_used_bytes", (double)d->process_used_bytes);
             cJSON_AddNumberToObject(x, "process_untracked_bytes",
                                     (double)d->process_untracked_bytes);
+        }
+        if (d->has_graph) {
+            cJSON *k = cJSON_AddObjectToObject(x, "graph_memory");
+            cJSON_AddNumberToObject(k, "reserved_bytes", (double)d->graph_reserved);
+            cJSON_AddNumberToObject(k, "reserved_high_bytes", (double)d->graph_reserved_high);
+            cJSON_AddNumberToObject(k, "used_bytes", (double)d->graph_used);
+            cJSON_AddNumberToObject(k, "used_high_bytes", (double)d->graph_used_high);
         }
         if (d->has_pinned) {
             cJSON *k = cJSON_AddObjectToObject(x, "host_pinned");

@@ -825,6 +825,14 @@ static int build_model(gmt_report_t *rep, num_check_t *nc, char *why, size_t why
             d->process_used_bytes = json_u64(nc, audit, "process_used_bytes");
             d->process_untracked_bytes = json_i64(nc, audit, "process_untracked_bytes", 0);
         }
+        const cJSON *gm = cJSON_GetObjectItemCaseSensitive(audit, "graph_memory");
+        nc->at = "devices[].audit.graph_memory";
+        if ((d->has_graph = cJSON_IsObject(gm))) {
+            d->graph_reserved = json_u64(nc, gm, "reserved_bytes");
+            d->graph_reserved_high = json_u64(nc, gm, "reserved_high_bytes");
+            d->graph_used = json_u64(nc, gm, "used_bytes");
+            d->graph_used_high = json_u64(nc, gm, "used_high_bytes");
+        }
         const cJSON *kinds = cJSON_GetObjectItemCaseSensitive(j, "kinds");
         const cJSON *pinned = cJSON_GetObjectItemCaseSensitive(kinds, "host_pinned");
         const cJSON *managed = cJSON_GetObjectItemCaseSensitive(kinds, "managed");

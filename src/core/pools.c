@@ -2,6 +2,8 @@
  * for the report's reserved-versus-used view. A fixed array claimed slot by slot with a CAS,
  * never removed, so a pool's index in it names the pool in the live table's records (track.h);
  * pools past GMT_MAX_POOLS are counted, not kept, and their records say GMT_POOL_UNLISTED.
+ * The providers that ask the driver for a pool's figures and for a device's graph memory (the
+ * pool CUDA graphs' memory nodes draw from) are kept here too.
  */
 #include "track_internal.h"
 
@@ -12,6 +14,7 @@ enum { SLOT_FREE = 0, SLOT_WRITING = 1, SLOT_PUBLISHED = 2 };
 #define pools          (gmt_cs->pools)
 #define pools_unlisted (gmt_cs->pools_unlisted)
 static gmt_poolinfo_fn poolinfo_fn;
+static gmt_graphmeminfo_fn graphmeminfo_fn; /* the device's graph memory: CUDA graphs' pool */
 
 _Static_assert(GMT_MAX_POOLS <= GMT_POOL_NONE && GMT_MAX_POOLS <= GMT_POOL_UNLISTED &&
                    GMT_POOL_NONE != GMT_POOL_UNLISTED,
@@ -66,4 +69,15 @@ gmt_poolinfo_fn gmt_track_poolinfo(void)
 {
     if (gmt_track_driver_is_off()) return NULL;
     return __atomic_load_n(&poolinfo_fn, __ATOMIC_ACQUIRE);
+}
+
+void gmt_track_set_graphmeminfo(gmt_graphmeminfo_fn fn)
+{
+    __atomic_store_n(&graphmeminfo_fn, fn, __ATOMIC_RELEASE);
+}
+
+gmt_graphmeminfo_fn gmt_track_graphmeminfo(void)
+{
+    if (gmt_track_driver_is_off()) return NULL;
+    return __atomic_load_n(&graphmeminfo_fn, __ATOMIC_ACQUIRE);
 }

@@ -224,10 +224,15 @@ typedef struct gmt_pool_info_s {
 typedef int (*gmt_poolinfo_fn)(int32_t device, uint64_t pool, gmt_pool_info_t *out);
 void gmt_track_set_poolinfo(gmt_poolinfo_fn fn);
 gmt_poolinfo_fn gmt_track_poolinfo(void);
+/* A device's graph memory (CUDA graphs' memory nodes) as the driver reports it, in the same
+ * four figures; 0 or a negative errno. */
+typedef int (*gmt_graphmeminfo_fn)(int32_t device, gmt_pool_info_t *out);
+void gmt_track_set_graphmeminfo(gmt_graphmeminfo_fn fn);
+gmt_graphmeminfo_fn gmt_track_graphmeminfo(void);
 
-/* While off, the providers that call the driver (meminfo, poolinfo) are NULL and devinfo
- * reads the facts recorded earlier (gmt_track_devfacts_refresh): a report written for a
- * signal or a crash must not call the driver, which the signalled thread may be inside,
+/* While off, the providers that call the driver (meminfo, poolinfo, graphmeminfo) are NULL and
+ * devinfo reads the facts recorded earlier (gmt_track_devfacts_refresh): a report written for
+ * a signal or a crash must not call the driver, which the signalled thread may be inside,
  * holding its locks (docs/security.md). Every thread sees it: one that settles a peak meanwhile
  * records the driver's bytes there as unknown. */
 void gmt_track_driver_off(bool off);

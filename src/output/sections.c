@@ -139,6 +139,7 @@ void gmt_section_devices(gmt_report_ctx_t *c, int64_t *peak_max)
     jw_t *w = c->w;
     gmt_devinfo_fn info = gmt_track_devinfo();
     gmt_meminfo_fn mem = gmt_track_meminfo();
+    gmt_graphmeminfo_fn graphmem = gmt_track_graphmeminfo();
     /* Not inside the failing CUDA call of an out-of-memory report (loading NVML there). */
     gmt_procmem_fn procmem = c->reason == GMT_REASON_OOM ? NULL : gmt_track_procmem();
     *peak_max = 0;
@@ -195,7 +196,8 @@ void gmt_section_devices(gmt_report_ctx_t *c, int64_t *peak_max)
                 jw_string(w, "note",
                           "untracked = driver's used bytes (cuMemGetInfo) - tracked: "
                           "CUDA context, allocations made before the tracer loaded, "
-                          "allocation granularity, other processes");
+                          "allocation granularity, CUDA graphs' memory (graph_memory), "
+                          "other processes");
             } else {
                 jw_null(w, "driver_used_bytes");
                 jw_int(w, "tracked_bytes", d.in_use);
@@ -232,6 +234,19 @@ void gmt_section_devices(gmt_report_ctx_t *c, int64_t *peak_max)
                                 "dead process"
                               : "not asked: a report written for a signal, a crash or an "
                                 "allocation failure does not call the driver or NVML");
+            }
+            /* What CUDA graphs' memory nodes hold: mapped at a graph's launch, no traced call
+             * (docs/report.md, "Graph memory"). */
+            gmt_pool_info_t gi;
+            if (graphmem && graphmem(dev, &gi) == 0) {
+                jw_object_begin(w, "graph_memory");
+                jw_uint(w, "reserved_bytes", gi.reserved);
+                jw_uint(w, "reserved_high_bytes", gi.reserved_high);
+                jw_uint(w, "used_bytes", gi.used);
+                jw_uint(w, "used_high_bytes", gi.used_high);
+                jw_object_end(w);
+            } else {
+                jw_null(w, "graph_memory");
             }
             jw_object_end(w);
         }

@@ -695,6 +695,48 @@ def pools_many(c):
 
 
 @case
+def graph_memory(c):
+    """graph_mem.cu: cudaMallocAsync captured into a CUDA graph (docs/report.md, "Graph
+    memory"). The captured calls are recorded once each; the graph's pool, which no traced call
+    maps, is in the audit with the figures the program read itself just before exit."""
+    r = c.run("graph_memory", [c.binary("graph_mem")])
+    c.program_ok(r)
+    rep = c.load(r)
+    c.details["report"] = c.facts(rep)
+    d0 = device(rep, 0) or {}
+    audit = d0.get("audit") or {}
+    gm = audit.get("graph_memory")
+    c.details["graph_memory"] = gm
+    c.details["program"] = {k: v for k, v in r.facts.items() if k.startswith("graph_")}
+    c.expect_true("devices[0].audit.graph_memory is an object", isinstance(gm, dict), gm)
+    gm = gm if isinstance(gm, dict) else {}
+    for key, fact in (("reserved_bytes", "graph_reserved"),
+                      ("reserved_high_bytes", "graph_reserved_high"),
+                      ("used_bytes", "graph_used"), ("used_high_bytes", "graph_used_high")):
+        want = r.facts.get(fact)
+        c.expect(f"graph_memory.{key} (the program's own reading)", gm.get(key),
+                 int(want) if want is not None else "a GMT_FACT line")
+    c.expect_true("graph memory reserved at its high >= the 64 MiB node",
+                  (gm.get("reserved_high_bytes") or 0) >= 64 * MIB, gm)
+    c.expect("graph_memory.used_bytes after the graph's allocation was freed",
+             gm.get("used_bytes"), 0)
+    pk = kind(rep, 0, "pool")
+    c.expect("devices[0].kinds.pool.allocs (the two captured cudaMallocAsync)",
+             pk.get("allocs"), 2)
+    c.expect("devices[0].kinds.pool.frees (one captured, one after the launch)",
+             pk.get("frees"), 2)
+    c.expect("devices[0].kinds.pool.current_bytes", pk.get("current_bytes"), 0)
+    c.expect("capture.events.unknown_frees", unknown_frees(rep), 0)
+    untracked = audit.get("untracked_bytes")
+    c.expect_true("untracked_bytes >= graph memory reserved (the driver counts it as used)",
+                  isinstance(untracked, int) and untracked >= (gm.get("reserved_bytes") or 0),
+                  (untracked, gm.get("reserved_bytes")))
+    c.note(f"graph memory {gm}; pool kind {pk}; untracked {untracked} B; "
+           f"after the launch, before the free: reserved "
+           f"{r.facts.get('graph_reserved_launched')} used {r.facts.get('graph_used_launched')}")
+
+
+@case
 def vmm(c):
     r = c.run("vmm", [c.binary("vmm")])
     c.program_ok(r)

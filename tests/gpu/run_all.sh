@@ -38,7 +38,7 @@ PY=${PYTHON:-python3}
 ALL_CASES="static_vs_shared auto_vs_cupti mallocasync vmm oom injection sanitizer_leaks torch_default
 torch_expandable torch_nocache profiler_coexist cupy jax two_gpus torchrun_nccl
 vmm_leak_gpu torch_expandable_sums torch_growth torch_snapshot_agree torch_oom_recovered
-torch_os_exit torch_exec torch_signal_storm torch_sigterm_busy pools_many
+torch_os_exit torch_exec torch_signal_storm torch_sigterm_busy pools_many graph_memory
 py_torch_retain py_torch_modules py_torch_expandable py_torch_compile py_torch_graph_backward py_torch_dataloader
 py_jax py_cupy cli_verbs torch_sigkill_state cap_runtime_stack_cupti sym_plain sym_torch
 ddp_two_gpus ranks_one_gpu nccl_one_process soak_async"
@@ -86,6 +86,7 @@ if [ -x "$NVCC" ]; then
     build pool_static -o "$B/pool_static" "$HERE/pool.cu"
     build pool_shared -cudart shared -o "$B/pool_shared" "$HERE/pool.cu"
     build pools_many -cudart shared -o "$B/pools_many" "$HERE/pools_many.cu"
+    build graph_mem -cudart shared -o "$B/graph_mem" "$HERE/graph_mem.cu"
     build vmm -o "$B/vmm" "$HERE/vmm.cu" $STUBS -lcuda
     build vmm_leak -o "$B/vmm_leak" "$HERE/vmm_leak.cu" $STUBS -lcuda
     build oom_static -o "$B/oom_static" "$HERE/oom.cu"
@@ -102,7 +103,7 @@ if [ -x "$NVCC" ]; then
     fi
 else
     echo "nvcc not found (NVCC=$NVCC)" | tee "$B/nvcc.log" >&2
-    for n in leak_static leak_shared leak_reset pool_static pool_shared pools_many vmm vmm_leak oom_static oom_shared \
+    for n in leak_static leak_shared leak_reset pool_static pool_shared pools_many graph_mem vmm vmm_leak oom_static oom_shared \
         sym_plain; do
         echo "nvcc not found at $NVCC" >"$B/$n.log"
     done

@@ -2700,6 +2700,50 @@ def case_nvml_audit(ctx):
                 fail(f"gpumemtrace report does not give NVML's bytes:\n{out}")
 
 
+@case("graph_audit")
+def case_graph_audit(ctx):
+    """devices[].audit.graph_memory: the device's graph memory pool as the driver gives it
+    (the stand-in's cuDeviceGetGraphMemAttribute: zeros, or GMT_STANDIN_GRAPH_MEM), null where
+    the driver cannot answer and in a report recovered from a state file; `gpumemtrace report`
+    prints it where the pool ever held memory, and `report --json` gives it."""
+    keys = ("reserved_bytes", "reserved_high_bytes", "used_bytes", "used_high_bytes")
+    sdir = tempfile.mkdtemp(prefix="gmt-graph-audit-")  # not the output folder, emptied per run
+    state = os.path.join(sdir, "graph.gmt")
+    for env, want in (({}, [0, 0, 0, 0]),
+                      ({"GMT_STANDIN_GRAPH_MEM": f"{8 * MIB},{16 * MIB},{4 * MIB},{12 * MIB}"},
+                       [8 * MIB, 16 * MIB, 4 * MIB, 12 * MIB]),
+                      ({"GMT_STANDIN_GRAPH_MEM": "fail"}, None)):
+        ctx.clear_output()
+        ctx.run(["leak_two_sites"], env=dict(env, GPUMEMTRACE_STATE=state))
+        gm = device(ctx.final_report(), 0)["audit"].get("graph_memory", "absent")
+        expect_eq(f"{env}: audit.graph_memory", gm,
+                  None if want is None else dict(zip(keys, want)))
+        name = [n for n, r in ctx.reports().items() if r["process"]["reason"] == "exit"][0]
+        out = cli(ctx, ["report", name]).stdout
+        line = "graphs   reserved 8.00 MiB (high 16.00 MiB), in use 4.00 MiB"
+        expect_eq(f"{env}: the summary's graph memory line", line in out,
+                  want is not None and want[1] > 0)
+        if want is None or want[1] == 0:
+            expect_eq(f"{env}: a graphs line in the summary", "graphs   " in out, False)
+        js = json.loads(cli(ctx, ["report", "--json", name]).stdout)
+        dev0 = [d for d in js["devices"] if d["device"] == 0][0]
+        expect_eq(f"{env}: report --json devices[0].graph_memory", dev0.get("graph_memory"),
+                  None if want is None else dict(zip(keys, want)))
+    # A traced program's state file stays after it exits; what the dead process's driver held
+    # cannot be asked from it, whatever that driver would have said.
+    ctx.clear_output()
+    ctx.run(["leak_two_sites"], env={"GPUMEMTRACE_STATE": state,
+                                     "GMT_STANDIN_GRAPH_MEM": f"{MIB},{MIB},{MIB},{MIB}"})
+    rec_path = os.path.join(ctx.work, "graph-recovered.json")
+    cli(ctx, ["report", "--recover", state, "-o", rec_path])
+    with open(rec_path) as f:
+        rec = json.load(f)
+    expect_eq("recovered audit.graph_memory", device(rec, 0)["audit"].get("graph_memory", "absent"),
+              None)
+    os.unlink(rec_path)
+    shutil.rmtree(sdir)
+
+
 @case("state_helpers")
 def case_state_helpers(ctx):
     """With a state file per process (GPUMEMTRACE_STATE=DIR/s-%p.gmt, as docs/state.md

@@ -20,6 +20,9 @@
  *  - The current device is thread-local, set through fake contexts (CUcontext)(dev + 1).
  *    GMT_STANDIN_COUNT_QUERIES=1 prints how often cuCtxGetDevice was called at exit
  *    ("standin: cuCtxGetDevice calls N" on stderr), so tests see how often a tracer asks.
+ *  - Graph memory (cuDeviceGetGraphMemAttribute): no graphs run here, so every device's four
+ *    figures are 0, or those of GMT_STANDIN_GRAPH_MEM="reserved,reserved_high,used,used_high"
+ *    (bytes), so tests see a report carry them. "fail" makes the call fail.
  *  - cuGetProcAddress maps base names + version + flags to the exported functions through one
  *    static table, like the real driver.
  * All state is behind one mutex; exact first, fast only where a benchmark needs it.
@@ -1009,6 +1012,39 @@ CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocatio
     return CUDA_SUCCESS;
 }
 
+CUresult cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value)
+{
+    pthread_once(&g_once, si_init);
+    if (!value) return CUDA_ERROR_INVALID_VALUE;
+    if (!si_valid_dev(device)) return CUDA_ERROR_INVALID_DEVICE;
+    unsigned long long v[4] = {0, 0, 0, 0};
+    const char *s = getenv("GMT_STANDIN_GRAPH_MEM");
+    if (s && strcmp(s, "fail") == 0) return CUDA_ERROR_NOT_SUPPORTED;
+    if (s && *s && sscanf(s, "%llu,%llu,%llu,%llu", &v[0], &v[1], &v[2], &v[3]) != 4) {
+        fprintf(stderr, "standin libcuda: bad GMT_STANDIN_GRAPH_MEM='%s', using 0\n", s);
+        v[0] = v[1] = v[2] = v[3] = 0;
+    }
+    int i;
+    switch (attr) {
+    case CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT:
+        i = 0;
+        break;
+    case CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH:
+        i = 1;
+        break;
+    case CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT:
+        i = 2;
+        break;
+    case CU_GRAPH_MEM_ATTR_USED_MEM_HIGH:
+        i = 3;
+        break;
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    *(cuuint64_t *)value = v[i];
+    return CUDA_SUCCESS;
+}
+
 /* ---- cuGetProcAddress ---- */
 
 /* One row per (base name, first version): the newest row whose version <= the caller's wins,
@@ -1055,6 +1091,7 @@ static const struct {
     {"cuMemUnmap", 10020, SI_FN(cuMemUnmap), NULL},
     {"cuMemSetAccess", 10020, SI_FN(cuMemSetAccess), NULL},
     {"cuMemGetAllocationGranularity", 10020, SI_FN(cuMemGetAllocationGranularity), NULL},
+    {"cuDeviceGetGraphMemAttribute", 11040, SI_FN(cuDeviceGetGraphMemAttribute), NULL},
     {"cuGetProcAddress", 12000, SI_FN(cuGetProcAddress_v2), NULL},
     {"cuGetProcAddress", 11030, SI_FN(standin_gpa_v1), NULL},
 };
