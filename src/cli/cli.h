@@ -610,6 +610,11 @@ void gmt_buf_json_str(gmt_buf_t *b, const char *s);
  * inside strings, written as \u escapes, as the library's report has them (docs/report.md);
  * NULL when out of memory. Free it with free(). */
 char *gmt_json_controls_escaped(const char *text);
+/* Before a loaded report's tree (or a tree built of its copies) is printed again: the
+ * integers a double cannot hold (nanosecond wall times) print as the digits the file had
+ * (report_load.c keeps them), not as 1.7966474271106511e+18. The tree's numbers there are
+ * then no longer numbers to cJSON: call it last, on a tree only printed and freed after. */
+void gmt_json_exact_ints(cJSON *root);
 void gmt_buf_free(gmt_buf_t *b);
 
 /* Appends the identity of a frame across runs (no addresses, no ids), whole, however long its

@@ -1028,6 +1028,7 @@ int gmt_cli_merge(int argc, char **argv)
             cJSON_AddNumberToObject(o, "total_bytes", (double)common[k].total);
             cJSON_AddItemToArray(cl, o);
         }
+        gmt_json_exact_ints(doc); /* the ranks' nanosecond times as their files had them */
         char *printed = cJSON_Print(doc);
         char *text = printed ? gmt_json_controls_escaped(printed) : NULL;
         cJSON_free(printed);

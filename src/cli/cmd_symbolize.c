@@ -26,6 +26,18 @@ void gmt_cli_symbolize_help(FILE *to)
                 "same in memory.\n");
 }
 
+/* The line for a report left as it was (nothing to name, or no libdw here); exit 0. */
+static int said_unchanged(const gmt_offline_stats_t *st)
+{
+    if (st->named_when_written)
+        fprintf(stderr, "gpumemtrace: nothing to name: the report's frames were named when it "
+                        "was written (libdw)\n");
+    else
+        fprintf(stderr, "gpumemtrace: left as it was: libdw is not available here to look up "
+                        "the frames its earlier symbolize left unnamed\n");
+    return GMT_EXIT_OK;
+}
+
 int gmt_cli_symbolize(int argc, char **argv)
 {
     const char *out = NULL, *in = NULL;
@@ -73,6 +85,13 @@ int gmt_cli_symbolize(int argc, char **argv)
         gmt_report_free(&rep);
         return GMT_EXIT_USAGE;
     }
+    /* Left as it was (nothing to name, or no libdw to name it with): rewriting it in place
+     * would change its bytes for nothing. */
+    if (!out && (st.named_when_written || st.no_libdw)) {
+        gmt_report_free(&rep);
+        return said_unchanged(&st);
+    }
+    gmt_json_exact_ints(rep.root);
     char *printed = cJSON_PrintUnformatted(rep.root);
     gmt_report_free(&rep);
     char *text = printed ? gmt_json_controls_escaped(printed) : NULL;
@@ -87,16 +106,7 @@ int gmt_cli_symbolize(int argc, char **argv)
                           : strerror(-rc));
         return GMT_EXIT_USAGE;
     }
-    if (st.named_when_written) {
-        fprintf(stderr, "gpumemtrace: nothing to name: the report's frames were named when it "
-                        "was written (libdw)\n");
-        return GMT_EXIT_OK;
-    }
-    if (st.no_libdw) {
-        fprintf(stderr, "gpumemtrace: left as it was: libdw is not available here to look up "
-                        "the frames its earlier symbolize left unnamed\n");
-        return GMT_EXIT_OK;
-    }
+    if (st.named_when_written || st.no_libdw) return said_unchanged(&st);
     fprintf(stderr, "gpumemtrace: named %u of %u native frames", st.named, st.frames);
     if (st.stale)
         fprintf(stderr, "; %u frames left unnamed: their module's build id differs", st.stale);

@@ -1182,6 +1182,69 @@ static int cmp_key(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* The next number literal of JSON text t[*at .. len) (cJSON accepted the text: outside
+ * strings, a number is the only token that starts with '-' or a digit); its length in *n.
+ * NULL when there is none. */
+static const char *next_number(const char *t, size_t len, size_t *at, size_t *n)
+{
+    size_t i = *at;
+    while (i < len) {
+        char c = t[i];
+        if (c == '"') {
+            for (i++; i < len && t[i] != '"'; i++)
+                if (t[i] == '\\') i++;
+            i++;
+        } else if (c == '-' || (c >= '0' && c <= '9')) {
+            size_t s = i;
+            while (i < len && strchr("+-0123456789.eE", t[i]) && t[i])
+                i++;
+            *at = i;
+            *n = i - s;
+            return t + s;
+        } else {
+            i++;
+        }
+    }
+    *at = len;
+    return NULL;
+}
+
+/* Integers past a double's 53 bits (the nanosecond wall times, process.start_time_ns and
+ * end_time_ns, about 2^60) lose their last digits in cJSON, which holds every number as a
+ * double, so a verb that writes the tree again (merge, symbolize) would print them as
+ * 1.7966474271106511e+18. Each such integer keeps its literal digits in the item's
+ * valuestring, which cJSON leaves unused for numbers, frees with the item and copies with
+ * cJSON_Duplicate; gmt_json_exact_ints prints them from there. Numbers are visited in the
+ * order the text holds them (cJSON keeps members in document order). -ENOMEM, or 0. */
+static int keep_wide_ints(cJSON *v, const char *t, size_t len, size_t *at)
+{
+    for (cJSON *m = v->child; m; m = m->next) {
+        if (cJSON_IsObject(m) || cJSON_IsArray(m)) {
+            if (keep_wide_ints(m, t, len, at)) return -ENOMEM;
+            continue;
+        }
+        if (!cJSON_IsNumber(m)) continue;
+        size_t n = 0;
+        const char *lit = next_number(t, len, at, &n);
+        if (!lit) return 0;
+        size_t digits = n - (lit[0] == '-');
+        if (digits < 16 || digits > 40 || strspn(lit + (lit[0] == '-'), "0123456789") != digits)
+            continue; /* a double holds it, or it is no integer */
+        if (!(m->valuestring = strndup(lit, n))) return -ENOMEM;
+    }
+    return 0;
+}
+
+void gmt_json_exact_ints(cJSON *v)
+{
+    for (cJSON *m = v ? v->child : NULL; m; m = m->next) {
+        if (cJSON_IsObject(m) || cJSON_IsArray(m))
+            gmt_json_exact_ints(m);
+        else if (cJSON_IsNumber(m) && m->valuestring)
+            m->type = cJSON_Raw; /* printed as its literal; valuestring stays owned */
+    }
+}
+
 /* The first member name that an object of v (at any depth) holds twice, NULL when none; *err
  * is set when memory ran out. cJSON keeps both members and answers a lookup with the first,
  * where Python's json, jq and the schema's validator take the last: a report edited by hand
@@ -1284,6 +1347,9 @@ int gmt_report_parse(const char *text, size_t len, gmt_report_t *rep, char *why,
     }
     bool nomem = false;
     const char *dup = duplicate_key(rep->root, &nomem);
+    size_t at = 0;
+    if (!dup && !nomem && (cJSON_IsObject(rep->root) || cJSON_IsArray(rep->root)))
+        nomem = keep_wide_ints(rep->root, text, text_len, &at) != 0;
     int rc = nomem ? set_why(why, why_len, -ENOMEM, "out of memory")
              : dup ? set_why(why, why_len, -EINVAL,
                              "malformed report: key \"%.40s\" twice in one object", dup)

@@ -3321,6 +3321,48 @@ def case_symbolize(c):
         os.umask(old_umask)
 
 
+@case
+def case_wide_ints(c):
+    """The nanosecond wall times (about 2^60, past a double's 53 bits) come out of merge and
+    symbolize with the digits the report had, as integers (they came out as
+    1.7966474271106511e+18, which Go's encoding/json refuses for a uint64); symbolize leaves a
+    report it has nothing to name byte for byte as it was."""
+    def times(path):
+        text = open(path).read()
+        return re.findall(r'"(start_time_ns|end_time_ns)":\s*([^,}\s]+)', text)
+    src = c.trace("leak_two_sites", "wide")
+    want = times(src)
+    expect(len(want) == 2 and all(v.isdigit() and int(v) > 2**53 for _, v in want),
+           f"the report's own times: {want}")
+    before = open(src, "rb").read()
+    _, err, _ = c.cli_run("symbolize", src)
+    expect("nothing to name" in err, err)
+    expect(open(src, "rb").read() == before, "symbolize rewrote a report it had nothing to name")
+    # a report named by dladdr (an out-of-memory report) is named and written again
+    c.trace("oom", "wide-oom", env={"GMT_STANDIN_MEM_BYTES": str(1 << 30)})
+    oom = c.path([f for f in os.listdir(c.work) if f.startswith("wide-oom.oom-")][0])
+    named = c.path("wide-named.json")
+    c.cli_run("symbolize", "-o", named, oom)
+    expect(times(named) == times(oom) and len(times(oom)) == 2,
+           f"symbolize: {times(named)} from {times(oom)}")
+    merged = c.path("wide-merged.json")
+    c.cli_run("merge", src, "-o", merged)
+    got = times(merged)
+    expect(got == want, f"merge: {got} from {want}")
+    expect(c.load(merged)["process"]["start_time_ns"] == int(want[0][1]), "merged not an int")
+    # the largest such integer a report may hold, and a 17-digit one in a field of its own
+    r = c.load(src)
+    r["process"]["start_time_ns"] = 2**64 - 1
+    r["process"]["end_time_ns"] = 12345678901234567
+    hand = c.path("wide-hand.json")
+    with open(hand, "w") as f:
+        json.dump(r, f)
+    c.cli_run("merge", hand, "-o", merged)
+    got = c.load(merged)["process"]
+    expect((got["start_time_ns"], got["end_time_ns"]) == (2**64 - 1, 12345678901234567),
+           f"merge of hand-made times: {got['start_time_ns']}, {got['end_time_ns']}")
+
+
 # ---- the hand-written v1 and v2 samples -------------------------------------------------
 
 @case
