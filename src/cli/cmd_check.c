@@ -657,6 +657,17 @@ static const char *growth_not_judged(const gmt_report_t *rep, int64_t *rank)
     return gmt_growth_unjudged(rep->growth_status) ? rep->growth_status : NULL;
 }
 
+/* Whether the options already set key's limit. */
+static bool limit_given(const limits_t *l, const char *key)
+{
+    return strcmp(key, "max-leak-bytes") == 0      ? l->has_leak
+           : strcmp(key, "max-peak-bytes") == 0    ? l->has_peak
+           : strcmp(key, "max-fragmentation") == 0 ? l->has_frag
+           : strcmp(key, "max-site-allocs") == 0   ? l->has_site
+           : strcmp(key, "max-growth-bytes") == 0  ? l->has_growth
+                                                   : false;
+}
+
 int gmt_cli_check(int argc, char **argv)
 {
     limits_t cli = {0}, lim = {0};
@@ -666,7 +677,7 @@ int gmt_cli_check(int argc, char **argv)
     int c;
     char why[256];
     while ((c = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
-        const char *key = NULL;
+        const char *key = NULL, *twice = NULL;
         switch (c) {
         case OPT_LEAK:
             key = "max-leak-bytes";
@@ -687,13 +698,16 @@ int gmt_cli_check(int argc, char **argv)
             cli.no_errors = cli.no_errors_set = true;
             break;
         case OPT_LIMITS:
+            if (limits_file) twice = "--limits";
             limits_file = optarg;
             break;
         case OPT_SUPP:
+            if (cli.suppressions) twice = "--suppressions";
             free(cli.suppressions);
             cli.suppressions = strdup(optarg);
             break;
         case OPT_JUNIT:
+            if (junit) twice = "--junit";
             junit = optarg;
             break;
         case 'h':
@@ -706,6 +720,15 @@ int gmt_cli_check(int argc, char **argv)
         default:
             /* a value given to an option that takes none (--json=1) is named as such */
             gmt_cli_option_error("check", long_opts, optopt, argv[optind - 1]);
+            free(cli.suppressions);
+            return GMT_EXIT_USAGE;
+        }
+        /* A gate takes one value for each thing: the second of two was kept silently, which
+         * loosened a gate that a wrapper script had tightened. */
+        char opt[40];
+        if (key && limit_given(&cli, key)) twice = (snprintf(opt, sizeof opt, "--%s", key), opt);
+        if (twice) {
+            gmt_cli_error("check: %s given twice: a check takes one (give it once)", twice);
             free(cli.suppressions);
             return GMT_EXIT_USAGE;
         }
@@ -1115,7 +1138,9 @@ int gmt_cli_check(int argc, char **argv)
     if (junit) {
         int rc = write_junit(junit, path, rs.r, nres);
         if (rc) {
-            gmt_cli_error("check: --junit %s: %s", junit, strerror(-rc));
+            gmt_cli_error("check: --junit %s: %s", gmt_tty(junit),
+                          rc == -EEXIST ? "it exists and is not a regular file"
+                                        : strerror(-rc));
             status = GMT_EXIT_USAGE;
         }
     }

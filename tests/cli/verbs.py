@@ -609,6 +609,28 @@ def case_check(c):
     suite = ET.fromstring(data).find("testsuite")
     expect(suite is not None and suite.get("name", "").endswith(
         "r\\x1b[31m\\x7f\\u009b\\xff.json"), f"junit suite name {suite.get('name')!r}")
+    # One value a gate: a second of any option is refused, never the last one kept (a wrapper
+    # script's --max-leak-bytes 0 before a user's --max-leak-bytes 3M passed the 3 MiB leak).
+    loose = c.path("loose.limits")
+    with open(loose, "w") as f:
+        f.write("max-leak-bytes = 1G\n")
+    for args, name in ((["--max-leak-bytes", "0", "--max-leak-bytes", "1G"], "--max-leak-bytes"),
+                       (["--max-peak-bytes", "1", "--max-peak-bytes", "1G"], "--max-peak-bytes"),
+                       (["--max-fragmentation", "0", "--max-fragmentation", "1"],
+                        "--max-fragmentation"),
+                       (["--max-site-allocs", "0", "--max-site-allocs", "9"], "--max-site-allocs"),
+                       (["--max-growth-bytes", "0", "--max-growth-bytes", "1G"],
+                        "--max-growth-bytes"),
+                       (["--limits", loose, "--limits", loose], "--limits"),
+                       (["--suppressions", loose, "--suppressions", loose], "--suppressions"),
+                       (["--max-leak-bytes", "1G", "--junit", junit, "--junit", junit],
+                        "--junit")):
+        _, err, _ = c.cli_run("check", r, *args, rc=2)
+        expect(one_line(err) and f"{name} given twice" in err, f"check {args}: {err!r}")
+    c.cli_run("check", r, "--max-leak-bytes", "1G", "--no-errors", "--no-errors")
+    # --junit naming a directory says what is wrong with it
+    _, err, _ = c.cli_run("check", r, "--max-leak-bytes", "1G", "--junit", c.work, rc=2)
+    expect(one_line(err) and "exists and is not a regular file" in err, err)
 
 
 @case
