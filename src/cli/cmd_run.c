@@ -13,6 +13,7 @@
 #include "output/report.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -204,14 +205,40 @@ static int suppressions_absolute(void)
     return set_env("GPUMEMTRACE_SUPPRESSIONS", resolved) ? -1 : 0;
 }
 
+/* Why the file at path cannot be the library (the dynamic loader would refuse it with a
+ * warning and run the program untraced), or NULL when it is a readable ELF file. */
+static const char *not_a_library(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) return strerror(errno);
+    if (S_ISDIR(st.st_mode)) return "a directory, not the library";
+    if (!S_ISREG(st.st_mode)) return "not a regular file";
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return strerror(errno);
+    unsigned char magic[4] = {0};
+    ssize_t n = read(fd, magic, sizeof magic);
+    close(fd);
+    if (n != (ssize_t)sizeof magic || memcmp(magic,
+                                             "\x7f"
+                                             "ELF",
+                                             4) != 0)
+        return "not a shared library (no ELF header)";
+    return NULL;
+}
+
 /* The library's absolute path, in buf. 0, or -ENOENT after printing why. */
 static int find_library(char *buf, size_t len)
 {
     const char *env = getenv("GPUMEMTRACE_LIBRARY");
     if (env && *env) {
         char resolved[PATH_MAX];
-        if (!realpath(env, resolved) || access(resolved, R_OK) != 0) {
-            gmt_cli_error("run: GPUMEMTRACE_LIBRARY=%s: %s", env, strerror(errno));
+        const char *why = NULL;
+        if (!realpath(env, resolved) || access(resolved, R_OK) != 0)
+            why = strerror(errno);
+        else
+            why = not_a_library(resolved);
+        if (why) {
+            gmt_cli_error("run: GPUMEMTRACE_LIBRARY=%s: %s", gmt_tty(env), why);
             return -ENOENT;
         }
         snprintf(buf, len, "%s", resolved);
@@ -233,7 +260,7 @@ static int find_library(char *buf, size_t len)
     for (size_t i = 0; i < NLIB_DIRS; i++) {
         char cand[PATH_MAX + 64], resolved[PATH_MAX];
         snprintf(cand, sizeof cand, "%s/%s/" LIB_NAME, exe, lib_dirs[i]);
-        if (realpath(cand, resolved) && access(resolved, R_OK) == 0) {
+        if (realpath(cand, resolved) && access(resolved, R_OK) == 0 && !not_a_library(resolved)) {
             snprintf(buf, len, "%s", resolved);
             return 0;
         }

@@ -9,7 +9,8 @@ libgpumemtrace.so in each of many candidate directories around it. The tool is a
 GPUMEMTRACE_LIBRARY unset) which one it puts in LD_PRELOAD; that one is removed and the tool
 asked again, until it finds none. The order found so is the order the code searches, and it
 must equal the list `run --help` prints, the list the not-found error prints and the list of
-docs/cli.md's "Finding the library". The files are not libraries: ld.so ignores them (with a
+docs/cli.md's "Finding the library". The files are not libraries, only an ELF header's first
+four bytes and text (the tool passes over a file without them): ld.so ignores them (with a
 line on stderr) and the command runs on.
 """
 import os
@@ -57,8 +58,8 @@ def main():
         for d in CANDIDATES:
             path = os.path.normpath(os.path.join(bindir, d, LIB))
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "w") as f:
-                f.write(f"not a library: {d}\n")
+            with open(path, "wb") as f:
+                f.write(b"\x7fELF" + f"not a library: {d}\n".encode())
         found = []
         while True:
             p = subprocess.run([exe, "run", "--", "sh", "-c", 'printf "%s" "$LD_PRELOAD"'],

@@ -110,7 +110,8 @@ def case_output(c):
 def case_library(c):
     """GPUMEMTRACE_LIBRARY empty is unset (the library is looked up beside the tool); a
     relative one is put in LD_PRELOAD as an absolute path; a library path holding a space or
-    a colon, which LD_PRELOAD cannot hold, is exit 2 in one line, and CMD does not run."""
+    a colon, which LD_PRELOAD cannot hold, or naming a directory, a device or a file that is not
+    ELF, is exit 2 in one line, and CMD does not run."""
     lib = os.path.realpath(c.lib)
     got = child_sees(c, [], env={"GPUMEMTRACE_LIBRARY": ""}, show='"$LD_PRELOAD"')
     expect(got == lib, f"GPUMEMTRACE_LIBRARY empty: LD_PRELOAD {got!r}, expected {lib!r}")
@@ -123,6 +124,15 @@ def case_library(c):
         shutil.copy(lib, copy)
         refused(c, [], f"the library path '{copy}' contains a space or colon",
                 env={"GPUMEMTRACE_LIBRARY": copy})
+    # What the dynamic loader would refuse with a warning, running CMD untraced with exit 0:
+    # refused here instead, naming what the path is.
+    text = c.path("not-a-library.so")
+    with open(text, "w") as f:
+        f.write("text, not ELF\n")
+    for path, want in ((c.work, "a directory, not the library"), ("/dev/null", "not a regular file"),
+                       (text, "not a shared library (no ELF header)"),
+                       (c.path("missing.so"), "No such file or directory")):
+        refused(c, [], f"GPUMEMTRACE_LIBRARY={path}: {want}", env={"GPUMEMTRACE_LIBRARY": path})
 
 
 @case
