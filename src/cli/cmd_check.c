@@ -1139,8 +1139,7 @@ int gmt_cli_check(int argc, char **argv)
         int rc = write_junit(junit, path, rs.r, nres);
         if (rc) {
             gmt_cli_error("check: --junit %s: %s", gmt_tty(junit),
-                          rc == -EEXIST ? "it exists and is not a regular file"
-                                        : strerror(-rc));
+                          rc == -EEXIST ? "it exists and is not a regular file" : strerror(-rc));
             status = GMT_EXIT_USAGE;
         }
     }
