@@ -710,6 +710,10 @@ static void print_leaks(const view_t *v)
     if (t.suppressed_bytes > 0)
         printf("  not counted: %s in groups that matched a suppression (known caches)\n",
                gmt_fmt_bytes(t.suppressed_bytes, bytes, sizeof bytes));
+    /* the totals are the report's, but the list below is not all of them (as Peak owners) */
+    if (!v->filter && rep->nleaks < rep->groups_total)
+        printf("  (the report lists its largest %zu of %" PRIu64 " groups, GPUMEMTRACE_TOP)\n",
+               rep->nleaks, rep->groups_total);
     print_groups(v, rep->leak_groups, rep->nleaks);
     /* v2: reservations and mappings held at exit are address space, not memory: shown apart,
      * never in the leak total (docs/report.md, the accounting rule) */
