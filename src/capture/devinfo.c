@@ -163,9 +163,9 @@ int gmt_capture_poolinfo(int32_t device, uint64_t pool, gmt_pool_info_t *out)
 }
 
 /* The device's graph memory: what CUDA graphs' memory nodes (cudaMallocAsync on a capturing
- * stream, cuGraphAddMemAllocNode) hold, reserved from the driver and in use, now and at their
- * high. It is mapped when a graph is launched, not by a call the tracer sees, and kept until
- * cudaDeviceGraphMemTrim. */
+ * stream, cuGraphAddMemAllocNode) hold, reserved from the driver and associated with graphs
+ * (an instantiated graph keeps its nodes' memory), now and at their high. It is mapped when a graph
+ * is launched, not by a call the tracer sees, and kept until cudaDeviceGraphMemTrim. */
 int gmt_capture_graphmeminfo(int32_t device, gmt_pool_info_t *out);
 int gmt_capture_graphmeminfo(int32_t device, gmt_pool_info_t *out)
 {

@@ -631,9 +631,9 @@ static void print_devices(const view_t *v)
                    gmt_fmt_bytes(d->managed_peak, b, sizeof b));
         if (d->has_graph && d->graph_reserved_high > 0) {
             char c3[GMT_FMT_BYTES_LEN];
-            printf("    graphs   reserved %s (high %s), in use %s: CUDA graphs' memory nodes, "
-                   "mapped at launch, no traced call (cudaDeviceGraphMemTrim gives back what is "
-                   "not in use)\n",
+            printf("    graphs   reserved %s (high %s), held by graphs %s: CUDA graphs' memory "
+                   "nodes, mapped at launch, no traced call (cudaDeviceGraphMemTrim gives back "
+                   "what no running graph uses)\n",
                    gmt_fmt_bytes(d->graph_reserved, a, sizeof a),
                    gmt_fmt_bytes(d->graph_reserved_high, b, sizeof b),
                    gmt_fmt_bytes(d->graph_used, c3, sizeof c3));

@@ -2720,7 +2720,7 @@ def case_graph_audit(ctx):
                   None if want is None else dict(zip(keys, want)))
         name = [n for n, r in ctx.reports().items() if r["process"]["reason"] == "exit"][0]
         out = cli(ctx, ["report", name]).stdout
-        line = "graphs   reserved 8.00 MiB (high 16.00 MiB), in use 4.00 MiB"
+        line = "graphs   reserved 8.00 MiB (high 16.00 MiB), held by graphs 4.00 MiB"
         expect_eq(f"{env}: the summary's graph memory line", line in out,
                   want is not None and want[1] > 0)
         if want is None or want[1] == 0:
