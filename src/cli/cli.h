@@ -283,6 +283,8 @@ typedef struct gmt_report_s {
     bool has_peak, has_leak_bytes;
     /* leaks */
     uint64_t leak_bytes, leak_suppressed_bytes, leak_count, groups_total;
+    /* leaks.suppressed_groups (of groups_total); in an older report, the listed ones */
+    uint64_t suppressed_groups;
     uint64_t as_reserved_bytes, as_mapped_bytes, as_reserved_count, as_mapped_count;
     size_t nleaks, nas, nsuspects, nlibraries;
     uint64_t suspects_total;   /* v2 growth_suspects_total, else nsuspects */

@@ -817,7 +817,7 @@ int gmt_cli_merge(int argc, char **argv)
         const char *no_sites = NULL; /* the first file without the list */
         double stot = 0;
         cJSON *as = NULL, *asgroups = NULL;
-        double ltot = 0, lsup = 0, lsupc = 0, lcount = 0, lgt = 0, lsus = 0;
+        double ltot = 0, lsup = 0, lsupc = 0, lcount = 0, lgt = 0, lsupg = 0, lsus = 0;
         bool has_supc = false;
         size_t nlibs_all = 0;
         for (size_t i = 0; i < n; i++)
@@ -879,6 +879,7 @@ int gmt_cli_merge(int argc, char **argv)
             }
             lcount += jcount(r->leaks, "count");
             lgt += (double)r->groups_total;
+            lsupg += (double)r->suppressed_groups;
             lsus += (double)r->suspects_total;
             cJSON *tmp = cJSON_Duplicate(r->summary, true);
             cJSON_DeleteItemFromObjectCaseSensitive(tmp, "peak_bytes");
@@ -930,6 +931,7 @@ int gmt_cli_merge(int argc, char **argv)
         cJSON_AddNumberToObject(leaks, "suppressed_bytes", lsup);
         cJSON_AddNumberToObject(leaks, "count", lcount);
         cJSON_AddNumberToObject(leaks, "groups_total", lgt);
+        cJSON_AddNumberToObject(leaks, "suppressed_groups", lsupg);
         cJSON_AddItemToObject(leaks, "groups", lgroups);
         cJSON_AddItemToObject(leaks, "growth_suspects", sus);
         if (newest >= 2) cJSON_AddNumberToObject(leaks, "growth_suspects_total", lsus);

@@ -111,6 +111,7 @@ static bool address_space_kind(const char *kind)
  * the report listed only its largest groups (GPUMEMTRACE_TOP), so the sums may fall short. */
 typedef struct leak_totals_s {
     uint64_t bytes, count, suppressed_bytes, groups;
+    uint64_t counted_groups; /* groups of the bytes and count: not suppressed */
     uint64_t reserved_bytes, reserved_count, mapped_bytes, mapped_count;
     bool partial;
 } leak_totals_t;
@@ -124,6 +125,9 @@ static leak_totals_t leak_totals(const view_t *v)
         t.count = rep->leak_count;
         t.suppressed_bytes = rep->leak_suppressed_bytes;
         t.groups = rep->groups_total;
+        t.counted_groups = rep->groups_total > rep->suppressed_groups
+                               ? rep->groups_total - rep->suppressed_groups
+                               : 0;
         t.reserved_bytes = rep->as_reserved_bytes;
         t.reserved_count = rep->as_reserved_count;
         t.mapped_bytes = rep->as_mapped_bytes;
@@ -140,6 +144,7 @@ static leak_totals_t leak_totals(const view_t *v)
         } else {
             t.bytes += g->bytes;
             t.count += g->count;
+            t.counted_groups++;
         }
     }
     for (size_t i = 0; i < rep->nas; i++) {
@@ -701,7 +706,8 @@ static void print_leaks(const view_t *v)
                  : "unknown bytes (the report has no leaks.total_bytes)",
            RESET(v), t.count, t.count == 1 ? "" : "s",
            gmt_tty(gmt_json_str(rep->leaks, "meaning", "still live at the end")));
-    if (t.count) printf(", %" PRIu64 " call stack%s", t.groups, t.groups == 1 ? "" : "s");
+    if (t.count)
+        printf(", %" PRIu64 " call stack%s", t.counted_groups, t.counted_groups == 1 ? "" : "s");
     printf("\n");
     if (t.partial)
         printf("  (summed over the groups the report lists: its largest %zu of %" PRIu64

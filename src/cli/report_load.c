@@ -683,6 +683,13 @@ static int build_model(gmt_report_t *rep, num_check_t *nc, char *why, size_t why
     rep->leak_count = json_u64(nc, l, "count");
     rep->groups_total =
         gmt_json_has_num(l, "groups_total") ? json_u64(nc, l, "groups_total") : rep->nleaks;
+    if (gmt_json_has_num(l, "suppressed_groups")) {
+        rep->suppressed_groups = json_u64(nc, l, "suppressed_groups");
+    } else { /* written before the field: the listed ones are what is known */
+        rep->suppressed_groups = 0;
+        for (size_t i = 0; i < rep->nleaks; i++)
+            rep->suppressed_groups += rep->leak_groups[i].suppressed;
+    }
     const cJSON *as = cJSON_GetObjectItemCaseSensitive(l, "address_space");
     if (cJSON_IsObject(as)) {
         nc->at = "leaks.address_space";

@@ -100,6 +100,7 @@ static void account(gmt_group_totals_t *t, const gmt_group_t *grp)
         if (grp->suppressed) {
             add_held(&t->suppressed_bytes, grp->bytes);
             t->suppressed_count += grp->count;
+            t->nsuppressed++;
         } else {
             add_held(&t->leaked_bytes, grp->bytes);
             t->leaked_count += grp->count;

@@ -43,6 +43,7 @@ typedef struct gmt_grouping_s {
  * space groups groups[nmemory .. nmemory + naddress). */
 typedef struct gmt_group_totals_s {
     uint32_t nmemory, naddress;
+    uint32_t nsuppressed; /* memory groups that matched a suppression (in nmemory) */
     int64_t live_bytes, live_count;             /* memory kinds */
     int64_t leaked_bytes, leaked_count;         /* memory kinds, not suppressed */
     int64_t suppressed_bytes, suppressed_count; /* memory kinds, suppressed */

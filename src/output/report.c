@@ -613,7 +613,8 @@ int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsign
         if (rc == 0) {
             headline.bytes = l->totals.leaked_bytes;
             headline.count = l->totals.leaked_count;
-            headline.groups = l->totals.nmemory;
+            /* the stacks of the bytes and allocations beside them: not suppressed ones */
+            headline.groups = l->totals.nmemory - l->totals.nsuppressed;
             headline.peak = peak_max;
             __atomic_store_n(&headline.set, true, __ATOMIC_RELEASE);
         }

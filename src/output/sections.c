@@ -555,6 +555,7 @@ void gmt_section_leaks(gmt_report_ctx_t *c, const gmt_live_t *l)
     jw_int(w, "suppressed_bytes", t->suppressed_bytes);
     jw_int(w, "suppressed_count", t->suppressed_count);
     jw_uint(w, "groups_total", t->nmemory);
+    jw_uint(w, "suppressed_groups", t->nsuppressed);
     jw_array_begin(w, "groups");
     for (uint32_t i = 0; i < t->nmemory && i < top; i++)
         gmt_report_write_group(c, &l->groups[i]);

@@ -1920,7 +1920,7 @@ def case_suppressions(ctx):
     supp = os.path.join(ctx.work, "..", "suppressions-test.txt")
     with open(supp, "w") as f:
         f.write("# known cache\n  alloc_site_a  \n")
-    ctx.run(["leak_two_sites"], env={"GPUMEMTRACE_SUPPRESSIONS": os.path.abspath(supp)})
+    r = ctx.run(["leak_two_sites"], env={"GPUMEMTRACE_SUPPRESSIONS": os.path.abspath(supp)})
     rep = ctx.final_report()
     check_clean(rep)
     groups = rep["leaks"]["groups"]
@@ -1930,6 +1930,25 @@ def case_suppressions(ctx):
     expect_eq("alloc_site_b suppressed", b["suppressed"], False)
     check_summary(rep, leaked_bytes=6000, leaked_count=2, live_bytes=3 * MIB + 6000)
     expect_eq("leaks.suppressed_bytes", rep["leaks"]["suppressed_bytes"], 3 * MIB)
+    expect_eq("leaks.suppressed_groups", rep["leaks"].get("suppressed_groups"), 1)
+    expect_eq("leaks.groups_total", rep["leaks"]["groups_total"], 2)
+    # The exit line's and the summary's call stacks are those of the bytes beside them: the
+    # suppressed group's stack is not one of them (it was counted there).
+    if "5.86 KiB live at exit in 2 allocations (1 call stack)" not in r.stderr:
+        fail(f"the exit line counts a suppressed group's stack:\n{r.stderr}")
+    name = [n for n, x in ctx.reports().items() if x["process"]["reason"] == "exit"][0]
+    out = cli(ctx, ["report", name]).stdout
+    if "Leaks: 5.86 KiB in 2 allocations live at exit, 1 call stack\n" not in out:
+        fail(f"gpumemtrace report counts a suppressed group's stack:\n{out}")
+    # an older report, without suppressed_groups: the listed suppressed groups are left out
+    old = dict(rep, leaks={k: v for k, v in rep["leaks"].items() if k != "suppressed_groups"})
+    old_path = os.path.join(ctx.work, "..", "suppressions-old.json")
+    with open(old_path, "w") as f:
+        json.dump(old, f)
+    out = cli(ctx, ["report", old_path]).stdout
+    os.unlink(old_path)
+    if "Leaks: 5.86 KiB in 2 allocations live at exit, 1 call stack\n" not in out:
+        fail(f"gpumemtrace report of a report without suppressed_groups:\n{out}")
 
 
 @case("suppressions_relative")
