@@ -345,6 +345,9 @@ int gmt_report_parse(const char *text, size_t len, gmt_report_t *rep, char *why,
 
 /* gmt_report_load, printing "gpumemtrace: PATH: <why>" on failure. */
 int gmt_report_open(const char *path, gmt_report_t *rep);
+/* 0 when at most one of the n report files is '-' (standard input, which holds one report);
+ * else -1 after one line saying so for verb: the second read found it empty and blamed it. */
+int gmt_report_stdin_once(const char *verb, char *const *files, size_t n);
 
 /* Free what gmt_report_load allocated; safe on an empty or already freed report. */
 void gmt_report_free(gmt_report_t *rep);

@@ -546,6 +546,7 @@ int gmt_cli_diff(int argc, char **argv)
                       "[--top N] OLD NEW)");
         return GMT_EXIT_USAGE;
     }
+    if (gmt_report_stdin_once("diff", argv + optind, 2)) return GMT_EXIT_USAGE;
     gmt_report_t a, b;
     if (gmt_report_open(argv[optind], &a)) return GMT_EXIT_USAGE;
     if (gmt_report_open(argv[optind + 1], &b)) {

@@ -476,6 +476,7 @@ int gmt_cli_merge(int argc, char **argv)
                       n < 1 ? "no report file given" : "too many files");
         return GMT_EXIT_USAGE;
     }
+    if (gmt_report_stdin_once("merge", argv + optind, n)) return GMT_EXIT_USAGE;
     gmt_report_t *reps = calloc(n, sizeof *reps);
     int64_t *ranks = calloc(n, sizeof *ranks);
     rank_ord_t *ord = calloc(n, sizeof *ord);

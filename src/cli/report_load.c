@@ -1450,6 +1450,16 @@ int gmt_report_load_as_written(const char *path, gmt_report_t *rep, char *why, s
     return load(path, rep, why, why_len, false);
 }
 
+int gmt_report_stdin_once(const char *verb, char *const *files, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += strcmp(files[i], "-") == 0;
+    if (k < 2) return 0;
+    gmt_cli_error("%s: standard input (-) given %zu times: it holds one report", verb, k);
+    return -1;
+}
+
 int gmt_report_open(const char *path, gmt_report_t *rep)
 {
     char why[256];

@@ -2097,8 +2097,15 @@ def case_merge_edges(c):
     lowest rank's report and a number in another's is kept once, not written twice; a warning of a rank of many digits
     whole; the warning about non-final reports naming the first; reports of one pid and host
     without start times not called one process; "-" (standard input) not taken for a file
-    named "-" that -o names; -o '' and a 4097th file refused in one line before anything is printed."""
+    named "-" that -o names; -o '' and a 4097th file refused in one line before anything is printed;
+    "-" named twice (merge, diff) is said as such, not blamed on the input."""
     base = os.path.join(c.data, "valid_v2.json")
+    for verb, args in (("merge", ["-", base, "-"]), ("diff", ["-", "-"])):
+        _, err, _ = c.cli_run(verb, *args, rc=2, stdin=open(base, "rb"))
+        expect(one_line(err) and f"{verb}: standard input (-) given 2 times" in err,
+               f"{verb} {args}: {err!r}")
+    out, _, _ = c.cli_run("diff", "-", base, stdin=open(base, "rb"))
+    expect("diff - -> " in out, "diff - FILE: " + out[:200])
 
     def tie(i, r):
         g = {x["stack_id"]: x for x in r["leaks"]["groups"]}
