@@ -125,9 +125,13 @@ static leak_totals_t leak_totals(const view_t *v)
         t.count = rep->leak_count;
         t.suppressed_bytes = rep->leak_suppressed_bytes;
         t.groups = rep->groups_total;
-        t.counted_groups = rep->groups_total > rep->suppressed_groups
-                               ? rep->groups_total - rep->suppressed_groups
-                               : 0;
+        /* the groups of the bytes: not the suppressed ones, nor a v1 report's reservations
+         * and mappings listed among its leak groups */
+        uint64_t apart = rep->suppressed_groups;
+        for (size_t i = 0; i < rep->nleaks; i++)
+            apart +=
+                address_space_kind(rep->leak_groups[i].kind) && !rep->leak_groups[i].suppressed;
+        t.counted_groups = rep->groups_total > apart ? rep->groups_total - apart : 0;
         t.reserved_bytes = rep->as_reserved_bytes;
         t.reserved_count = rep->as_reserved_count;
         t.mapped_bytes = rep->as_mapped_bytes;

@@ -373,11 +373,18 @@ int gmt_stacks_where_apart(const gmt_stack_t *const *stacks, size_t n, char *whe
         if (d == 0 || d == SIZE_MAX) continue;
         const gmt_frame_t *f = w[i].caller_frame[d - 1];
         char name[600], *out = where + i * len;
-        if (f->python)
+        if (f->python) {
             frame_printf(name, sizeof name, "%s %s:%" PRId64, f->symbol ? f->symbol : "?",
                          gmt_basename(f->file), f->line < 0 ? (int64_t)0 : f->line);
-        else
+        } else {
+            /* with its line where it has one: one function calling the same helper from two
+             * lines is told apart only by them ("(from main)" twice said nothing) */
             gmt_frame_name(f, name, sizeof name);
+            size_t nl = strlen(name);
+            if (f->file && f->line >= 0)
+                frame_printf(name + nl, sizeof name - nl, " %s:%" PRId64, gmt_basename(f->file),
+                             f->line);
+        }
         size_t used = strlen(out);
         frame_printf(out + used, len - used, " (from %s%s)", d > 1 ? "... " : "", name);
     }

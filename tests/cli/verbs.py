@@ -313,6 +313,14 @@ def case_report_two_devices(c):
     r = c.trace("two_devices", "two")
     out, _, _ = c.cli_run("report", r)
     expect("GPU 0" in out and "GPU 1" in out, out)
+    # main calls dev1_alloc from two lines: the sites' callers are told apart by their lines,
+    # not both said "(from main)"
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration", "progs",
+                       "two_devices.c")
+    lines = [i + 1 for i, l in enumerate(open(src)) if re.match(r"\s+(void \*b = )?dev1_alloc\(\);", l)]
+    expect(len(lines) == 2, f"two calls of dev1_alloc in main: lines {lines}")
+    for ln in lines:
+        expect(f"(from main two_devices.c:{ln})" in out, f"caller line {ln}:\n" + out)
     out1, _, _ = c.cli_run("report", "--device", "1", r)
     expect("thread_dev1_alloc" in out1 and "dev0_alloc" not in out1, "--device 1:\n" + out1)
     # the headline, the bytes per library and the last line are GPU 1's, not the report's
