@@ -266,7 +266,7 @@ static void oom_report(const gmt_failure_t *f)
     unsigned max = (unsigned)gmt_capture_config.oom_reports;
     unsigned n = __atomic_add_fetch(&oom_seq, 1, __ATOMIC_RELAXED);
     if (n > max) {
-        if (n == max + 1)
+        if (n == max + 1 && max > 0) /* 0: asked for none, nothing to say */
             gmt_track_warn("more than %u out-of-memory failures: no further oom reports "
                            "(GPUMEMTRACE_OOM_REPORTS)",
                            max);

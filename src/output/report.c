@@ -150,9 +150,35 @@ bool gmt_report_name_is_dir(const char *name)
                                             stat(name, &st) == 0 && S_ISDIR(st.st_mode)));
 }
 
+/* An unknown '%X', or a '%' at the end, is kept in the name as written: said once, since a
+ * typo ("%P" for "%p") otherwise names every process's report the same without a word. */
+static void warn_unknown_escapes(const char *pat)
+{
+    for (const char *p = pat; *p; p++) {
+        if (*p != '%') continue;
+        unsigned char c = (unsigned char)*++p;
+        if (!c) {
+            gmt_track_warn("GPUMEMTRACE_OUTPUT ends in a '%%': kept as written ('%%%%' is a "
+                           "percent sign)");
+            return;
+        }
+        if (strchr("prht%", c)) continue;
+        if (c > 0x20 && c < 0x7f)
+            gmt_track_warn("GPUMEMTRACE_OUTPUT: '%%%c' is no pattern (%%p, %%r, %%h, %%t, %%%%): "
+                           "kept as written",
+                           c);
+        else
+            gmt_track_warn("GPUMEMTRACE_OUTPUT: '%%' then byte 0x%02x is no pattern (%%p, %%r, "
+                           "%%h, %%t, %%%%): kept as written",
+                           c);
+        return;
+    }
+}
+
 void gmt_report_output_init(void)
 {
     const char *pat = gmt_track_config()->output;
+    warn_unknown_escapes(pat);
     if (!*pat) pat = DEFAULT_PATTERN;
     char p[GMT_PATH_MAX];
     snprintf(p, sizeof p, "%s", pat);

@@ -2440,6 +2440,39 @@ def case_output_rank_exec(ctx):
     check_group(child, child["leaks"]["groups"], "simple_leak", bytes=MIB, count=1)
 
 
+@case("output_unknown_escape")
+def case_output_unknown_escape(ctx):
+    """A '%' that is no pattern (a typo such as %P, or one at the end) is kept in the name
+    as written, and one warning says so (stderr and capture.warnings); the patterns the docs
+    name say nothing. GPUMEMTRACE_OOM_REPORTS=0 writes no out-of-memory report and says
+    nothing about a limit reached ("more than 0 out-of-memory failures" was said)."""
+    for pat, said in (("r-%q-%P.json", "'%q' is no pattern"), ("r-%", "ends in a '%'")):
+        ctx.clear_output()
+        r = ctx.run(["simple"], env={"GPUMEMTRACE_OUTPUT": os.path.join(ctx.work, pat)})
+        lines = [l for l in r.stderr.splitlines() if l.startswith("gpumemtrace: GPUMEMTRACE_OUTPUT")]
+        if len(lines) != 1 or said not in lines[0]:
+            fail(f"{pat}: expected one line saying {said!r}:\n{r.stderr}")
+        expect_eq(f"{pat}: the files written", ctx.files(), [pat])
+        if pat.endswith(".json"):
+            warnings = ctx.final_report()["capture"]["warnings"]
+            if not any(said in w for w in warnings):
+                fail(f"{pat}: capture.warnings {warnings}")
+        else:
+            os.unlink(os.path.join(ctx.work, pat))
+    ctx.clear_output()
+    r = ctx.run(["simple"], env={"GPUMEMTRACE_OUTPUT": os.path.join(ctx.work, "r-%p-%%-%r.json")})
+    if "GPUMEMTRACE_OUTPUT" in r.stderr:
+        fail(f"a line about a pattern the docs name:\n{r.stderr}")
+    ctx.clear_output()
+    r = ctx.run(["oom"], env={"GMT_STANDIN_MEM_BYTES": str(1 << 30),
+                              "GPUMEMTRACE_OOM_REPORTS": "0"})
+    if "out-of-memory failures" in r.stderr:
+        fail(f"GPUMEMTRACE_OOM_REPORTS=0 said a limit was reached:\n{r.stderr}")
+    expect_eq("out-of-memory reports with GPUMEMTRACE_OOM_REPORTS=0",
+              [n for n in ctx.files() if ".oom-" in n], [])
+    expect_eq("the final report's errors", len(ctx.final_report()["errors"]) > 0, True)
+
+
 @case("output_relative")
 def case_output_relative(ctx):
     """A relative name is taken against the working directory at start: a program that moves
