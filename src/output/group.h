@@ -43,9 +43,9 @@ typedef struct gmt_grouping_s {
  * space groups groups[nmemory .. nmemory + naddress). */
 typedef struct gmt_group_totals_s {
     uint32_t nmemory, naddress;
-    uint32_t nsuppressed; /* memory groups that matched a suppression (in nmemory) */
-    int64_t live_bytes, live_count;             /* memory kinds */
-    int64_t leaked_bytes, leaked_count;         /* memory kinds, not suppressed */
+    uint32_t nsuppressed;               /* memory groups that matched a suppression (in nmemory) */
+    int64_t live_bytes, live_count;     /* memory kinds */
+    int64_t leaked_bytes, leaked_count; /* memory kinds, not suppressed */
     int64_t suppressed_bytes, suppressed_count; /* memory kinds, suppressed */
     int64_t reserved_bytes, reserved_count;     /* vmm_reserve */
     int64_t mapped_bytes, mapped_count;         /* vmm_map */
