@@ -139,7 +139,7 @@ typedef struct gmt_device_s {
     uint64_t process_used_bytes;
     int64_t process_untracked_bytes;
     /* audit.graph_memory: what CUDA graphs' memory nodes hold (reserved from the driver, and
-     * in use); has_graph false when null or absent. */
+     * associated with graphs); has_graph false when null or absent. */
     bool has_graph;
     uint64_t graph_reserved, graph_reserved_high, graph_used, graph_used_high;
     /* Memory that is not part of the bytes in use above (docs/report.md, "Kinds"), from the

@@ -215,13 +215,11 @@ static const char *not_a_library(const char *path)
     if (!S_ISREG(st.st_mode)) return "not a regular file";
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return strerror(errno);
+    static const unsigned char elf[4] = {0x7f, 'E', 'L', 'F'};
     unsigned char magic[4] = {0};
     ssize_t n = read(fd, magic, sizeof magic);
     close(fd);
-    if (n != (ssize_t)sizeof magic || memcmp(magic,
-                                             "\x7f"
-                                             "ELF",
-                                             4) != 0)
+    if (n != (ssize_t)sizeof magic || memcmp(magic, elf, sizeof elf) != 0)
         return "not a shared library (no ELF header)";
     return NULL;
 }
