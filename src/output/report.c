@@ -471,6 +471,7 @@ void gmt_report_after_fork(void)
 static struct {
     bool set;
     int64_t bytes, count, peak;
+    int64_t suppressed; /* bytes of suppressed groups: live too, in no figure above */
     uint64_t groups;
 } headline;
 
@@ -511,12 +512,20 @@ void gmt_report_headline(gmt_reason_t reason, char *buf, size_t len)
     const char *when = reason == GMT_REASON_EXIT   ? " at exit"
                        : reason == GMT_REASON_EXEC ? " at exec"
                                                    : "";
-    if (headline.count <= 0)
+    /* suppressed groups (known caches) are live as well: said apart, never left unsaid */
+    char supp[64] = "", b[32];
+    if (headline.suppressed > 0) {
+        fmt_bytes(headline.suppressed, b, sizeof b);
+        snprintf(supp, sizeof supp, ", and %s in suppressed groups", b);
+    }
+    if (headline.count <= 0 && headline.suppressed > 0)
+        snprintf(buf, len, ": nothing live%s but %s in suppressed groups, peak %s", when, b, peak);
+    else if (headline.count <= 0)
         snprintf(buf, len, ": nothing live%s, peak %s", when, peak);
     else
-        snprintf(buf, len, ": %s live%s in %lld allocation%s (%llu call stack%s), peak %s", live,
+        snprintf(buf, len, ": %s live%s in %lld allocation%s (%llu call stack%s)%s, peak %s", live,
                  when, (long long)headline.count, headline.count == 1 ? "" : "s",
-                 (unsigned long long)headline.groups, headline.groups == 1 ? "" : "s", peak);
+                 (unsigned long long)headline.groups, headline.groups == 1 ? "" : "s", supp, peak);
 }
 
 int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsigned seq)
@@ -638,6 +647,7 @@ int gmt_report_emit(int fd, gmt_reason_t reason, const char *signal_name, unsign
         rc = jw_finish(w);
         if (rc == 0) {
             headline.bytes = l->totals.leaked_bytes;
+            headline.suppressed = l->totals.suppressed_bytes;
             headline.count = l->totals.leaked_count;
             /* the stacks of the bytes and allocations beside them: not suppressed ones */
             headline.groups = l->totals.nmemory - l->totals.nsuppressed;

@@ -1934,8 +1934,9 @@ def case_suppressions(ctx):
     expect_eq("leaks.groups_total", rep["leaks"]["groups_total"], 2)
     # The exit line's and the summary's call stacks are those of the bytes beside them: the
     # suppressed group's stack is not one of them (it was counted there).
-    if "5.86 KiB live at exit in 2 allocations (1 call stack)" not in r.stderr:
-        fail(f"the exit line counts a suppressed group's stack:\n{r.stderr}")
+    if ("5.86 KiB live at exit in 2 allocations (1 call stack), and 3.00 MiB in suppressed "
+            "groups, peak " not in r.stderr):
+        fail(f"the exit line counts a suppressed group's stack, or hides its bytes:\n{r.stderr}")
     name = [n for n, x in ctx.reports().items() if x["process"]["reason"] == "exit"][0]
     out = cli(ctx, ["report", name]).stdout
     if "Leaks: 5.86 KiB in 2 allocations live at exit, 1 call stack\n" not in out:
@@ -1949,6 +1950,13 @@ def case_suppressions(ctx):
     os.unlink(old_path)
     if "Leaks: 5.86 KiB in 2 allocations live at exit, 1 call stack\n" not in out:
         fail(f"gpumemtrace report of a report without suppressed_groups:\n{out}")
+    # everything suppressed: not "nothing live", which hid the 3 MiB
+    with open(supp, "w") as f:
+        f.write("alloc_site_a\nalloc_site_b\n")
+    ctx.clear_output()
+    r = ctx.run(["leak_two_sites"], env={"GPUMEMTRACE_SUPPRESSIONS": os.path.abspath(supp)})
+    if "nothing live at exit but 3.01 MiB in suppressed groups, peak " not in r.stderr:
+        fail(f"the exit line with every group suppressed:\n{r.stderr}")
 
 
 @case("suppressions_relative")
