@@ -450,11 +450,13 @@ def torch_run(c, name, extra_env):
     # the line naming the report gives its headline: the report's own leak figures
     line = next((l for l in r.stderr.splitlines()
                  if l.startswith(f"gpumemtrace: exit report written to {r.report_path}")), "")
-    hm = re.search(r" live at exit in (\d+) allocations? \((\d+) call stacks?\), peak ", line)
+    hm = re.search(r" live at exit in (\d+) allocations? \((\d+) call stacks?\)"
+                   r"(?:, and [^,]+ in suppressed groups)?, peak ", line)
     lk = rep.get("leaks") or {}
-    c.expect("the exit line's allocations and call stacks = leaks.count, leaks.groups_total",
+    c.expect("the exit line's allocations and call stacks = leaks.count, leaks.groups_total "
+             "less leaks.suppressed_groups",
              (int(hm.group(1)), int(hm.group(2))) if hm else line,
-             (lk.get("count"), lk.get("groups_total")))
+             (lk.get("count"), (lk.get("groups_total") or 0) - (lk.get("suppressed_groups") or 0)))
     st = read_json(res)
     c.details["torch_stats"] = st
     c.details["report"] = c.facts(rep)
