@@ -686,6 +686,15 @@ static int export_prometheus(const gmt_report_t *rep, gmt_buf_t *b)
         prom_sample(&p, rep, "untracked_bytes", rep->devices[i].rank, rep->devices[i].device, true,
                     NULL, NULL, (double)rep->devices[i].untracked_bytes);
     }
+    prom_head(b, "graph_memory_reserved_bytes",
+              "Bytes a device's CUDA graph memory pool held when the report was written "
+              "(mapped at a graph's launch, by no traced call).");
+    for (size_t i = 0; i < rep->ndevices; i++) {
+        if (!rep->devices[i].has_graph) continue;
+        prom_sample(&p, rep, "graph_memory_reserved_bytes", rep->devices[i].rank,
+                    rep->devices[i].device, true, NULL, NULL,
+                    (double)rep->devices[i].graph_reserved);
+    }
     prom_head(b, "fragmentation_ratio",
               "1 - largest free gap / free bytes in gaps, over a device's live allocations.");
     for (size_t i = 0; i < rep->nfrag; i++) {

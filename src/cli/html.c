@@ -268,6 +268,11 @@ static void page_data(const gmt_report_t *rep, gmt_buf_t *b)
             snprintf(l2, sizeof l2, "untracked %s", label);
             card(b, &first, l2, gmt_fmt_bytes((uint64_t)d->untracked_bytes, x, sizeof x));
         }
+        /* CUDA graphs' memory pool: part of the untracked bytes, named (report.md) */
+        if (d->has_graph && d->graph_reserved_high > 0) {
+            snprintf(l2, sizeof l2, "graph memory %s", label);
+            card(b, &first, l2, gmt_fmt_bytes(d->graph_reserved, x, sizeof x));
+        }
     }
     snprintf(s, sizeof s, "%" PRId64, gmt_report_failures(rep));
     card(b, &first, "failed allocations", s);

@@ -16,8 +16,9 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from verbs import (Ctx, Failed, Skipped, check_perfetto, check_speedscope,  # noqa: E402
-                   expect, html_data, one_line, pb_fields, pb_varint, prom_series, rank_reports)
+from verbs import (MIB, Ctx, Failed, Skipped, check_perfetto,  # noqa: E402
+                   check_speedscope, expect, html_data, one_line, pb_fields, pb_varint,
+                   prom_series, rank_reports)
 from verbs import main as verbs_main  # noqa: E402
 
 CASES = {}
@@ -611,6 +612,13 @@ def case_html(c):
     def edit(r):
         r["peak"][0]["groups"][1]["suppressed"] = True  # a peak owner still
         r["devices"][1]["audit"] = {"untracked_bytes": 0}  # audited, nothing untracked
+        # CUDA graphs' memory on GPU 0 (its card beside the untracked bytes); GPU 1's pool
+        # never held any: no card
+        r["devices"][0]["audit"]["graph_memory"] = {
+            "reserved_bytes": 64 * MIB, "reserved_high_bytes": 96 * MIB,
+            "used_bytes": 64 * MIB, "used_high_bytes": 96 * MIB}
+        r["devices"][1]["audit"]["graph_memory"] = {
+            "reserved_bytes": 0, "reserved_high_bytes": 0, "used_bytes": 0, "used_high_bytes": 0}
         # pinned host memory alone (never bytes in use): no "peak host 0 B", its own card; and
         # managed memory on GPU 0
         r["devices"].append({"device": -1, "name": None, "uuid": None, "total_bytes": None,
@@ -639,6 +647,7 @@ def case_html(c):
     expect(d["cards"] == [
         ["leaked at exit", "4.00 MiB"], ["peak GPU 0", "12.00 MiB"],
         ["managed peak GPU 0", "4.00 MiB"], ["untracked GPU 0", "500.50 MiB"],
+        ["graph memory GPU 0", "64.00 MiB"],
         ["peak GPU 1", "2.00 KiB"], ["pinned peak GPU 1", "2.00 KiB"],
         ["pinned peak host", "2.00 MiB"], ["managed peak GPU 2", "8.00 KiB"],
         ["failed allocations", "300"],
@@ -920,10 +929,16 @@ def case_prometheus(c):
         r["fragmentation"].append({"device": 1, "live_allocations": 0, "span_bytes": 0,
                                    "free_in_gaps": 0, "largest_gap": 0, "fragmentation": 0.25,
                                    "pools": [], "granularity_loss_bytes": 0})
+        r["devices"][0]["audit"]["graph_memory"] = {
+            "reserved_bytes": 64 * MIB, "reserved_high_bytes": 96 * MIB,
+            "used_bytes": 64 * MIB, "used_high_bytes": 96 * MIB}
     e = edited(c, "pe.json", edit, base="valid_v2.json")
     export(c, e, "prometheus", "-o", c.path("pe.prom"))
     text = open(c.path("pe.prom")).read()
     host = r'host="node \"7\"\\a\\nb"'
+    graph = [l for l in text.splitlines() if l.startswith("gpumemtrace_graph_memory_reserved")]
+    expect(graph == [f'gpumemtrace_graph_memory_reserved_bytes{{{host},rank="3",device="0"}} '
+                     f'{64 * MIB}'], f"graph memory series: {graph}")
     expect(f'gpumemtrace_leaked_bytes{{{host},rank="3"}} 4194304\n' in text,
            f"escaped host label:\n{text}")
     frag = [l for l in text.splitlines() if l.startswith("gpumemtrace_fragmentation_ratio")]
