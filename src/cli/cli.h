@@ -337,14 +337,18 @@ const char *gmt_report_when(const gmt_report_t *rep);
 int gmt_report_load(const char *path, gmt_report_t *rep, char *why, size_t why_len);
 
 /* gmt_report_load without naming the frames of a report written without libdw: rep->root is
- * the report as written, for `symbolize`, which names them in rep->root and writes it back. */
+ * the report as written, for `symbolize`, which names them in rep->root and writes it back
+ * (its wide integers kept as written: gmt_json_exact_ints). */
 int gmt_report_load_as_written(const char *path, gmt_report_t *rep, char *why, size_t why_len);
 
-/* The same on a buffer in memory (the fuzz target's entry). */
+/* The same on a buffer in memory (the fuzz target's entry), wide integers kept. */
 int gmt_report_parse(const char *text, size_t len, gmt_report_t *rep, char *why, size_t why_len);
 
 /* gmt_report_load, printing "gpumemtrace: PATH: <why>" on failure. */
 int gmt_report_open(const char *path, gmt_report_t *rep);
+/* The same for a tree that is written again (merge): integers a double cannot hold keep the
+ * digits the file had, for gmt_json_exact_ints. Only there: it costs a pass over the text. */
+int gmt_report_open_exact(const char *path, gmt_report_t *rep);
 /* 0 when at most one of the n report files is '-' (standard input, which holds one report);
  * else -1 after one line saying so for verb: the second read found it empty and blamed it. */
 int gmt_report_stdin_once(const char *verb, char *const *files, size_t n);
@@ -617,7 +621,8 @@ void gmt_buf_json_str(gmt_buf_t *b, const char *s);
 char *gmt_json_controls_escaped(const char *text);
 /* Before a loaded report's tree (or a tree built of its copies) is printed again: the
  * integers a double cannot hold (nanosecond wall times) print as the digits the file had
- * (report_load.c keeps them), not as 1.7966474271106511e+18. The tree's numbers there are
+ * (kept by gmt_report_open_exact and gmt_report_load_as_written), not as
+ * 1.7966474271106511e+18. The tree's numbers there are
  * then no longer numbers to cJSON: call it last, on a tree only printed and freed after. */
 void gmt_json_exact_ints(cJSON *root);
 void gmt_buf_free(gmt_buf_t *b);

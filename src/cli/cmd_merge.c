@@ -488,7 +488,7 @@ int gmt_cli_merge(int argc, char **argv)
     if (!reps || !ranks || !ord) goto out;
     size_t loaded = 0;
     for (size_t i = 0; i < n; i++) {
-        if (gmt_report_open(argv[optind + (int)i], &reps[i])) goto out;
+        if (gmt_report_open_exact(argv[optind + (int)i], &reps[i])) goto out;
         loaded++;
         if (reps[i].nranks) {
             gmt_cli_error("merge: %s is already a merged report; merge the per-rank reports",

@@ -1288,7 +1288,11 @@ static const char *duplicate_key(const cJSON *v, bool *err)
  * own name would clash with). */
 #define STATE_MAGIC "GMTSTATE"
 
-int gmt_report_parse(const char *text, size_t len, gmt_report_t *rep, char *why, size_t why_len)
+/* exact: keep the digits of integers a double cannot hold (keep_wide_ints), for a verb that
+ * writes the tree again; a pass over the whole text (as long as cJSON's parse on a report of
+ * 100,000 groups), so only where asked. */
+static int parse(const char *text, size_t len, gmt_report_t *rep, char *why, size_t why_len,
+                 bool exact)
 {
     const char *path = rep->path;
     memset(rep, 0, sizeof *rep);
@@ -1355,7 +1359,7 @@ int gmt_report_parse(const char *text, size_t len, gmt_report_t *rep, char *why,
     bool nomem = false;
     const char *dup = duplicate_key(rep->root, &nomem);
     size_t at = 0;
-    if (!dup && !nomem && (cJSON_IsObject(rep->root) || cJSON_IsArray(rep->root)))
+    if (exact && !dup && !nomem && (cJSON_IsObject(rep->root) || cJSON_IsArray(rep->root)))
         nomem = keep_wide_ints(rep->root, text, text_len, &at) != 0;
     int rc = nomem ? set_why(why, why_len, -ENOMEM, "out of memory")
              : dup ? set_why(why, why_len, -EINVAL,
@@ -1375,7 +1379,13 @@ static bool passed_pipe(const char *path)
            strcmp(path, "/dev/stdin") == 0;
 }
 
-static int load(const char *path, gmt_report_t *rep, char *why, size_t why_len, bool name_frames)
+int gmt_report_parse(const char *text, size_t len, gmt_report_t *rep, char *why, size_t why_len)
+{
+    return parse(text, len, rep, why, why_len, true); /* the fuzz target's: every path */
+}
+
+static int load(const char *path, gmt_report_t *rep, char *why, size_t why_len, bool name_frames,
+                bool exact)
 {
     memset(rep, 0, sizeof *rep);
     rep->path = path;
@@ -1433,8 +1443,8 @@ static int load(const char *path, gmt_report_t *rep, char *why, size_t why_len, 
     char *named = name_frames && gmt_symbolize_report_text
                       ? gmt_symbolize_report_text(text, len, &named_len)
                       : NULL;
-    rc = named ? gmt_report_parse(named, named_len, rep, why, why_len)
-               : gmt_report_parse(text, len, rep, why, why_len);
+    rc = named ? parse(named, named_len, rep, why, why_len, exact)
+               : parse(text, len, rep, why, why_len, exact);
     free(named);
     free(text);
     return rc;
@@ -1442,12 +1452,12 @@ static int load(const char *path, gmt_report_t *rep, char *why, size_t why_len, 
 
 int gmt_report_load(const char *path, gmt_report_t *rep, char *why, size_t why_len)
 {
-    return load(path, rep, why, why_len, true);
+    return load(path, rep, why, why_len, true, false);
 }
 
 int gmt_report_load_as_written(const char *path, gmt_report_t *rep, char *why, size_t why_len)
 {
-    return load(path, rep, why, why_len, false);
+    return load(path, rep, why, why_len, false, true); /* symbolize writes it back */
 }
 
 int gmt_report_stdin_once(const char *verb, char *const *files, size_t n)
@@ -1460,12 +1470,22 @@ int gmt_report_stdin_once(const char *verb, char *const *files, size_t n)
     return -1;
 }
 
-int gmt_report_open(const char *path, gmt_report_t *rep)
+static int open_report(const char *path, gmt_report_t *rep, bool exact)
 {
     char why[256];
-    int rc = gmt_report_load(path, rep, why, sizeof why);
+    int rc = load(path, rep, why, sizeof why, true, exact);
     if (rc) gmt_cli_error("%s: %s", strcmp(path, "-") == 0 ? "<stdin>" : gmt_tty(path), why);
     return rc;
+}
+
+int gmt_report_open(const char *path, gmt_report_t *rep)
+{
+    return open_report(path, rep, false);
+}
+
+int gmt_report_open_exact(const char *path, gmt_report_t *rep)
+{
+    return open_report(path, rep, true);
 }
 
 void gmt_report_free(gmt_report_t *rep)
