@@ -396,6 +396,15 @@ static void print_group(const view_t *v, const gmt_group_t *g, int rank, const c
     print_stack(v, g->stack, g->stack_id, "       ", wheres, (size_t)rank - 1);
 }
 
+/* Above a list of groups the report cut at GPUMEMTRACE_TOP (listed of total): the groups
+ * shown are not all there were. Nothing for a whole list. */
+static void print_listed_of(size_t listed, uint64_t total)
+{
+    if (listed < total)
+        printf("  (the report lists its largest %zu of %" PRIu64 " groups, GPUMEMTRACE_TOP)\n",
+               listed, total);
+}
+
 static void print_groups(const view_t *v, const gmt_group_t *groups, size_t n)
 {
     char *where = gmt_list_wheres(groups, n, (size_t)v->top, gmt_group_stack_at, group_kept, v);
@@ -721,9 +730,7 @@ static void print_leaks(const view_t *v)
         printf("  not counted: %s in groups that matched a suppression (known caches)\n",
                gmt_fmt_bytes(t.suppressed_bytes, bytes, sizeof bytes));
     /* the totals are the report's, but the list below is not all of them (as Peak owners) */
-    if (!v->filter && rep->nleaks < rep->groups_total)
-        printf("  (the report lists its largest %zu of %" PRIu64 " groups, GPUMEMTRACE_TOP)\n",
-               rep->nleaks, rep->groups_total);
+    if (!v->filter) print_listed_of(rep->nleaks, rep->groups_total);
     print_groups(v, rep->leak_groups, rep->nleaks);
     /* v2: reservations and mappings held at exit are address space, not memory: shown apart,
      * never in the leak total (docs/report.md, the accounting rule) */
@@ -863,9 +870,7 @@ static void print_peaks(const view_t *v)
         print_share(p->share);
         putchar('\n');
         /* a list cut at GPUMEMTRACE_TOP: the groups shown are not all that held the peak */
-        if (p->groups_total > p->ngroups)
-            printf("  (the report lists its largest %zu of %" PRIu64 " groups, GPUMEMTRACE_TOP)\n",
-                   p->ngroups, p->groups_total);
+        print_listed_of(p->ngroups, p->groups_total);
         print_groups(v, p->groups, p->ngroups);
     }
     if (shown == 0) printf("  (none)\n");
