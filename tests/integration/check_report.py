@@ -177,18 +177,27 @@ class Ctx:
             out[name] = rep
         return out
 
-    def final_reports(self, count=1):
-        """The reports with reason "exit" (validating every report found); exactly count."""
+    def final_named(self, count=1):
+        """The reports with reason "exit" as (file name, report) pairs (validating every report
+        found); exactly count."""
         reps = self.reports()
-        finals = [r for r in reps.values() if r["process"]["reason"] == "exit"]
+        finals = [(n, r) for n, r in reps.items() if r["process"]["reason"] == "exit"]
         if len(finals) != count:
             fail(f"expected {count} final report(s) (reason 'exit'), found {len(finals)}; "
                  f"files: {self.files()}, reasons: "
                  f"{ {n: r['process']['reason'] for n, r in reps.items()} }")
         return finals
 
+    def final_reports(self, count=1):
+        """The reports with reason "exit" (validating every report found); exactly count."""
+        return [r for _, r in self.final_named(count)]
+
     def final_report(self):
         return self.final_reports(1)[0]
+
+    def final_report_name(self):
+        """The file name of the one final report (for the CLI to read it)."""
+        return self.final_named(1)[0][0]
 
 
 # ---- report helpers ----
@@ -1937,7 +1946,7 @@ def case_suppressions(ctx):
     if ("5.86 KiB live at exit in 2 allocations (1 call stack), and 3.00 MiB in suppressed "
             "groups, peak " not in r.stderr):
         fail(f"the exit line counts a suppressed group's stack, or hides its bytes:\n{r.stderr}")
-    name = [n for n, x in ctx.reports().items() if x["process"]["reason"] == "exit"][0]
+    name = ctx.final_report_name()
     out = cli(ctx, ["report", name]).stdout
     if "Leaks: 5.86 KiB in 2 allocations live at exit, 1 call stack\n" not in out:
         fail(f"gpumemtrace report counts a suppressed group's stack:\n{out}")
@@ -2754,7 +2763,7 @@ def case_nvml_audit(ctx):
         if note not in (a.get("process_note") or ""):
             fail(f"{env}: audit.process_note {a.get('process_note')!r} lacks {note!r}")
         if used is not None:  # the summary says it too
-            name = [n for n, r in ctx.reports().items() if r["process"]["reason"] == "exit"][0]
+            name = ctx.final_report_name()
             out = cli(ctx, ["report", name]).stdout
             if "this process 700.01 MiB per NVML" not in out:
                 fail(f"gpumemtrace report does not give NVML's bytes:\n{out}")
@@ -2778,7 +2787,7 @@ def case_graph_audit(ctx):
         gm = device(ctx.final_report(), 0)["audit"].get("graph_memory", "absent")
         expect_eq(f"{env}: audit.graph_memory", gm,
                   None if want is None else dict(zip(keys, want)))
-        name = [n for n, r in ctx.reports().items() if r["process"]["reason"] == "exit"][0]
+        name = ctx.final_report_name()
         out = cli(ctx, ["report", name]).stdout
         line = "graphs   reserved 8.00 MiB (high 16.00 MiB), held by graphs 4.00 MiB"
         expect_eq(f"{env}: the summary's graph memory line", line in out,
