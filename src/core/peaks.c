@@ -26,6 +26,7 @@ typedef gmt_peak_slot_t peak_slot_t;
 void gmt_peaks_reset(void)
 {
     memset(peaks, 0, sizeof peaks); /* the lock too: a fork child never inherits it held */
+    memset(gmt_cs->stackless, 0, sizeof gmt_cs->stackless);
     for (int i = 0; i < GMT_STAT_SLOTS; i++)
         peaks[i].driver_used = -1;
 }
@@ -64,6 +65,36 @@ void gmt_track_settle_peaks(void)
         gmt_peaks_settle(s);
 }
 
+void gmt_peaks_stackless_change(int slot, gmt_kind_t kind, gmt_api_t api, int64_t dbytes,
+                                int64_t dcount)
+{
+    int k = gmt_peaks_stackless_kind(kind);
+    if (k < 0 || slot < 0 || slot >= GMT_STAT_SLOTS) return;
+    gmt_stack_entry_t *e = &gmt_cs->stackless[slot][k];
+    if (dcount > 0)
+        __atomic_store_n(&e->tag, gmt_stacks_tag(gmt_stats_device_of_slot(slot), kind, api),
+                         __ATOMIC_RELAXED);
+    gmt_peaks_stack_change(e, gmt_stats_peak_word(slot), dbytes, dcount);
+}
+
+/* One group of out, or none when it is not held at the peak or out is full. */
+static void peak_group_add(gmt_peak_group_t *out, int *n, int max, int64_t *total,
+                           const gmt_stack_entry_t *e, uint64_t epoch, uint32_t id)
+{
+    bool changed = __atomic_load_n(&e->peak_epoch, __ATOMIC_ACQUIRE) == epoch;
+    int64_t b = __atomic_load_n(changed ? &e->peak_bytes : &e->live_bytes, __ATOMIC_RELAXED);
+    int64_t c = __atomic_load_n(changed ? &e->peak_count : &e->live_count, __ATOMIC_RELAXED);
+    if (b <= 0) return;
+    *total += b;
+    uint32_t tag = __atomic_load_n(&e->tag, __ATOMIC_RELAXED);
+    if (*n < max)
+        out[(*n)++] = (gmt_peak_group_t){.stack_id = id,
+                                         .bytes = b,
+                                         .count = c,
+                                         .kind = gmt_stacks_tag_kind(tag),
+                                         .api = gmt_stacks_tag_api(tag)};
+}
+
 int gmt_track_peak_groups(int slot, gmt_peak_group_t *out, int max, int64_t *peak_bytes)
 {
     gmt_stacks_t *stacks = gmt_core_stacks;
@@ -78,13 +109,12 @@ int gmt_track_peak_groups(int slot, gmt_peak_group_t *out, int max, int64_t *pea
          * whose peak word their events moved. */
         if (gmt_stats_slot(gmt_stacks_tag_device(e->tag)) != slot) continue;
         if (!gmt_kind_in_use((gmt_kind_t)gmt_stacks_tag_kind(e->tag))) continue;
-        bool changed = __atomic_load_n(&e->peak_epoch, __ATOMIC_ACQUIRE) == epoch;
-        int64_t b = __atomic_load_n(changed ? &e->peak_bytes : &e->live_bytes, __ATOMIC_RELAXED);
-        int64_t c = __atomic_load_n(changed ? &e->peak_count : &e->live_count, __ATOMIC_RELAXED);
-        if (b <= 0) continue;
-        total += b;
-        if (n < max) out[n++] = (gmt_peak_group_t){.stack_id = id, .bytes = b, .count = c};
+        peak_group_add(out, &n, max, &total, e, epoch, id);
     }
+    /* Then the allocations without a stack, one group per kind (stack id 0). */
+    for (int k = 0; epoch && slot >= 0 && slot < GMT_STAT_SLOTS && k < GMT_PEAK_STACKLESS_KINDS;
+         k++)
+        peak_group_add(out, &n, max, &total, &gmt_cs->stackless[slot][k], epoch, 0);
     if (peak_bytes) *peak_bytes = total;
     return n;
 }

@@ -235,14 +235,19 @@ __attribute__((always_inline)) static inline uint64_t event_now_ns(void)
 
 /* A charged record's stack entry moved by dbytes and dcount (its live bytes and count, saved at
  * the device's last peak first: peaks.c). The entry, or NULL when the record has none to move.
- * p: the device's peak word (stats.h). */
+ * slot: the device's (stats.h); kind and api: the record's, for a record without a stack,
+ * whose bytes move its device's and kind's stackless counters instead. */
 __attribute__((always_inline)) static inline gmt_stack_entry_t *
-stack_change(uint32_t stack_id, const gmt_peak_word_t *p, bool charged, int64_t dbytes,
-             int64_t dcount)
+stack_change(uint32_t stack_id, int slot, gmt_kind_t kind, gmt_api_t api, bool charged,
+             int64_t dbytes, int64_t dcount)
 {
-    if (!stack_id || !charged || GMT_PROBE_SKIPS(GMT_PROBE_STACKENT)) return NULL;
+    if (!charged || GMT_PROBE_SKIPS(GMT_PROBE_STACKENT)) return NULL;
+    if (__builtin_expect(!stack_id, 0)) {
+        gmt_peaks_stackless_change(slot, kind, api, dbytes, dcount);
+        return NULL;
+    }
     gmt_stack_entry_t *e = gmt_stacks_entry_held(stack_id);
-    gmt_peaks_stack_change(e, p, dbytes, dcount);
+    gmt_peaks_stack_change(e, gmt_stats_peak_word(slot), dbytes, dcount);
     return e;
 }
 
@@ -273,7 +278,7 @@ alloc_account(uint32_t stack_id, int slot, gmt_kind_t kind, gmt_api_t api, gmt_l
               bool merged, uint64_t size, uint64_t now, gmt_charge_t how)
 {
     gmt_stack_entry_t *e =
-        stack_change(stack_id, gmt_stats_peak_word(slot), how != GMT_CHARGE_NONE, (int64_t)size, 1);
+        stack_change(stack_id, slot, kind, api, how != GMT_CHARGE_NONE, (int64_t)size, 1);
     if (e) __atomic_fetch_add(&e->total_allocs, 1, __ATOMIC_RELAXED);
     /* records are ordered by time (seq): no shared counter on the hot path */
     if (gmt_stats_alloc_at(slot, kind, api, layer, merged, size, now, now, how))
@@ -351,8 +356,8 @@ __attribute__((always_inline)) static inline void release_account(const gmt_entr
                                                                   bool handed, gmt_charge_t how)
 {
     if (how == GMT_CHARGE_IN_USE) gmt_peaks_settle(slot);
-    stack_change(gmt_entry_stack_id(r), gmt_stats_peak_word(slot), how != GMT_CHARGE_NONE,
-                 -(int64_t)size, -1);
+    stack_change(gmt_entry_stack_id(r), slot, kind, (gmt_api_t)gmt_entry_api(r),
+                 how != GMT_CHARGE_NONE, -(int64_t)size, -1);
     gmt_stats_free_at(slot, kind, (gmt_api_t)gmt_entry_api(r), layer, handed, size, now, how);
 }
 
@@ -386,7 +391,8 @@ static void restore_record(const gmt_entry_t *r, bool kept)
     int32_t device = gmt_entry_device(r);
     uint64_t size = gmt_entry_size(r);
     int slot = gmt_stats_slot(device);
-    stack_change(gmt_entry_stack_id(r), gmt_stats_peak_word(slot), charged, (int64_t)size, 1);
+    stack_change(gmt_entry_stack_id(r), slot, (gmt_kind_t)gmt_entry_kind(r),
+                 (gmt_api_t)gmt_entry_api(r), charged, (int64_t)size, 1);
     uint64_t now = event_now_ns();
     if (gmt_stats_on_unfree(device, (gmt_kind_t)gmt_entry_kind(r), (gmt_api_t)gmt_entry_api(r),
                             size, now, charged))

@@ -173,12 +173,17 @@ int gmt_track_failures(gmt_failure_t *out, int max);
 /* The live set at a device's in-use peak, grouped by stack id. Taken lazily: at the first
  * release after a new peak (when the live set is still the peak's), or at report time. */
 typedef struct gmt_peak_group_s {
-    uint32_t stack_id;
+    uint32_t stack_id; /* 0: the allocations recorded without a stack, of one kind */
+    uint8_t kind;      /* gmt_kind_t */
+    uint8_t api;       /* gmt_api_t; stack id 0: the latest such allocation's */
     int64_t bytes;
     int64_t count;
 } gmt_peak_group_t;
 
-/* Copies the groups live at slot's peak; returns how many (<= max). */
+/* Copies the groups live at slot's peak, the stacks' then those without a stack (at most
+ * GMT_PEAK_STACKLESS_KINDS more than the stack store's ids); returns how many (<= max). The
+ * kinds of bytes in use (gmt_kind_in_use) have one group without a stack each. */
+#define GMT_PEAK_STACKLESS_KINDS 3
 int gmt_track_peak_groups(int slot, gmt_peak_group_t *out, int max, int64_t *peak_bytes);
 /* Makes sure every device's peak snapshot is current (call before reading them). */
 void gmt_track_settle_peaks(void);

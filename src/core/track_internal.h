@@ -46,6 +46,14 @@ typedef struct gmt_devfacts_s {
     char uuid[64];
 } gmt_devfacts_t;
 
+/* The kinds of bytes in use (gmt_kind_in_use), numbered for gmt_core_state_t.stackless: -1 for
+ * the others. */
+_Static_assert(GMT_PEAK_STACKLESS_KINDS == 3, "one stackless peak group per kind in use");
+static inline int gmt_peaks_stackless_kind(gmt_kind_t k)
+{
+    return k == GMT_KIND_DEVICE ? 0 : k == GMT_KIND_POOL ? 1 : k == GMT_KIND_VMM_PHYSICAL ? 2 : -1;
+}
+
 typedef struct gmt_core_state_s {
     gmt_config_t cfg;
     uint64_t start_ns;
@@ -55,6 +63,11 @@ typedef struct gmt_core_state_s {
     uint32_t failures_next;
     uint32_t failures_done[GMT_MAX_FAILURE_RECORDS]; /* published flags */
     gmt_peak_slot_t peaks[GMT_STAT_SLOTS];
+    /* The peak counters of the allocations recorded without a stack (stack id 0: the stack
+     * store was full or out of memory, capture.dropped.stacks), per device slot and kind of
+     * bytes in use (gmt_peaks_stackless_kind), so that a peak's groups still add up to it. Only
+     * the counters and the tag (the latest such allocation's API) are used. */
+    gmt_stack_entry_t stackless[GMT_STAT_SLOTS][GMT_PEAK_STACKLESS_KINDS];
     struct {
         int used; /* pools.c SLOT_* */
         int32_t device;
@@ -155,6 +168,11 @@ __attribute__((always_inline)) static inline void gmt_peaks_stack_change(gmt_sta
     __atomic_fetch_add(&e->live_bytes, dbytes, __ATOMIC_RELAXED);
     __atomic_fetch_add(&e->live_count, dcount, __ATOMIC_RELAXED);
 }
+
+/* gmt_peaks_stack_change for an allocation without a stack (stack id 0), on its device's
+ * slot and kind (out of line: only after the stack store dropped a stack). */
+void gmt_peaks_stackless_change(int slot, gmt_kind_t kind, gmt_api_t api, int64_t dbytes,
+                                int64_t dcount);
 
 /* ---- pools.c ---- */
 /* The index of (device, pool) in the list, added if new; GMT_POOL_UNLISTED when full. */

@@ -260,7 +260,7 @@ void gmt_section_peaks(gmt_report_ctx_t *c)
 {
     jw_t *w = c->w;
     gmt_devinfo_fn info = gmt_track_devinfo();
-    size_t cap = c->max_ids;
+    size_t cap = (size_t)c->max_ids + GMT_PEAK_STACKLESS_KINDS;
     gmt_peak_group_t *pg = gmt_scratch_alloc(cap * sizeof *pg);
     gmt_group_t *gs = gmt_scratch_alloc(cap * sizeof *gs);
     jw_array_begin(w, "peak");
@@ -270,15 +270,13 @@ void gmt_section_peaks(gmt_report_ctx_t *c)
         if (!d.seen || d.in_use_peak <= 0) continue;
         int32_t dev = gmt_stats_device_of_slot(s);
         int n = gmt_track_peak_groups(s, pg, (int)cap, NULL);
-        for (int i = 0; i < n; i++) {
-            gmt_stack_entry_t *e = gmt_stacks_entry(gmt_track_stacks(), pg[i].stack_id);
+        for (int i = 0; i < n; i++)
             gs[i] = (gmt_group_t){.stack_id = pg[i].stack_id,
                                   .device = dev,
-                                  .kind = gmt_stacks_tag_kind(e->tag),
-                                  .api = gmt_stacks_tag_api(e->tag),
+                                  .kind = pg[i].kind,
+                                  .api = pg[i].api,
                                   .bytes = pg[i].bytes,
                                   .count = pg[i].count};
-        }
         gmt_group_sort(gs, (uint64_t)n);
         char name[8], uuid[8];
         uint64_t total = 0;

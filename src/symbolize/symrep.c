@@ -461,7 +461,7 @@ static int cmp_lib(const void *a, const void *b)
 
 void gmt_symrep_write_libraries(jw_t *w)
 {
-    size_t cap = S.max_ids ? S.max_ids : 1;
+    size_t cap = (size_t)S.max_ids + GMT_PEAK_STACKLESS_KINDS;
     size_t bytes = cap * sizeof(gmt_peak_group_t);
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     gmt_peak_group_t *pg = p == MAP_FAILED ? NULL : p;

@@ -799,6 +799,30 @@ def case_peak(ctx):
     expect_eq("sum of peak[device 0].groups bytes", sum(g["bytes"] for g in groups), 300 * MIB)
 
 
+@case("peak_stackless")
+def case_peak_stackless(ctx):
+    """GPUMEMTRACE_MAX_STACKS=1: the first site keeps its stack, the two after it are recorded
+    with stack id 0. The peak's groups still add up to the peak: those allocations in a group
+    of their own (stack_id 0, their kind and API), not left out."""
+    ctx.run(["peak"], env={"GPUMEMTRACE_MAX_STACKS": "1"})
+    rep = ctx.final_report()
+    expect_eq("capture.dropped.stacks", rep["capture"]["dropped"]["stacks"], 2)
+    p0 = peak_entry(rep, 0)
+    expect_eq("peak[device 0].bytes", p0["bytes"], 300 * MIB)
+    groups = p0["groups"]
+    expect_eq("sum of peak[device 0].groups bytes", sum(g["bytes"] for g in groups), 300 * MIB)
+    expect_eq("peak[device 0].groups_total", p0["groups_total"], 2)
+    check_group(rep, groups, "peak_alloc_a", "peak[device 0].groups", bytes=100 * MIB, count=1)
+    none = [g for g in groups if g["stack_id"] == 0]
+    expect_eq("peak[device 0]'s groups without a stack",
+              [(g["bytes"], g["count"], g["kind"], g["api"], g["device"]) for g in none],
+              [(200 * MIB, 1, "device", "cudaMalloc", 0)])
+    # the CLI lists it as it lists a leak group without a stack
+    out = cli(ctx, ["report", ctx.final_report_name()]).stdout
+    if "200.00 MiB" not in out:
+        fail(f"gpumemtrace report does not list the peak's 200 MiB without a stack:\n{out}")
+
+
 @case("two_devices")
 def case_two_devices(ctx):
     ctx.run(["two_devices"])
