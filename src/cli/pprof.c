@@ -176,7 +176,12 @@ static uint64_t location_id(ctx_t *c, const gmt_frame_t *f)
     gmt_buf_t m = {0};
     pb_uint(&m, 1, l->function_id);
     pb_uint(&m, 2, str_id(&c->s, name));
-    pb_uint(&m, 3, str_id(&c->s, name));
+    /* system_name: a native symbol's only. pprof "simplifies" a name equal to its system_name
+     * that looks like demangled C++ (any '<', '>', '[', ']' or "::"), cutting out "<...>" and
+     * "(...)": a Python `<module>` or `<lambda>` came out empty (`<unknown>`, every such frame
+     * one node), `[call stacks not listed (GPUMEMTRACE_TOP): N]` as `[... listed : N]`. A
+     * name with another system_name is taken as demangled already, as it is. */
+    if (!f->python && f->module) pb_uint(&m, 3, str_id(&c->s, name));
     pb_uint(&m, 4, str_id(&c->s, f->file ? f->file : f->module));
     pb_msg(&c->functions, 5, &m);
     gmt_buf_free(&m);

@@ -11,6 +11,7 @@ usage: export_verb.py --case NAME --cli CLI --lib LIB --progs DIR --standin DIR 
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -1138,15 +1139,21 @@ def case_pprof(c):
     expect(all(m["start"] == 0 and m["limit"] == 2**63 - 1 and m["has_functions"]
                for m in p["mappings"].values()), f"mappings {p['mappings']}")
     locs = p["samples"][0]["locations"]
+    # a native frame's system_name is its name; a Python frame has none (pprof_names)
     got = [(x["mapping"] and x["mapping"]["file"], hex(x["address"]), x["line"],
-            x["function"]["file"], x["function"]["system_name"]) for x in locs]
+            x["function"]["file"], x["function"]["name"], x["function"]["system_name"])
+           for x in locs]
     want = [("/usr/lib/x86_64-linux-gnu/libcudart.so.13", "0x7f00aa001234", 0,
-             "/usr/lib/x86_64-linux-gnu/libcudart.so.13", "libcudart.so.13+0x1234"),
-            ("/opt/app/bin/trainer", "0x55d0c0ffee10", 88, "workspace.c", "alloc_workspace"),
-            ("/opt/app/bin/trainer", "0x55d0c0ffee90", 120, "train.c", "train_step"),
-            (None, "0x0", 42, "model.py", "forward"),
-            (None, "0x0", 7, "train.py", "<module>"),
-            ("/opt/app/bin/trainer", "0x55d0c0ff0000", 0, "/opt/app/bin/trainer", "main")]
+             "/usr/lib/x86_64-linux-gnu/libcudart.so.13", "libcudart.so.13+0x1234",
+             "libcudart.so.13+0x1234"),
+            ("/opt/app/bin/trainer", "0x55d0c0ffee10", 88, "workspace.c", "alloc_workspace",
+             "alloc_workspace"),
+            ("/opt/app/bin/trainer", "0x55d0c0ffee90", 120, "train.c", "train_step",
+             "train_step"),
+            (None, "0x0", 42, "model.py", "forward", ""),
+            (None, "0x0", 7, "train.py", "<module>", ""),
+            ("/opt/app/bin/trainer", "0x55d0c0ff0000", 0, "/opt/app/bin/trainer", "main",
+             "main")]
     expect(got == want, "locations of the first sample:\n" + "\n".join(map(str, got)))
     nostack = p["samples"][2]["locations"][0]
     expect(nostack["mapping"] is None and nostack["function"]["file"] == "",
@@ -1193,6 +1200,45 @@ def case_pprof(c):
            f"merged without start times: time {p['time']} duration {p['duration']}")
     expect({x["labels"].get("rank") for x in p["samples"]} == {"0", "1"},
            f"rank labels {[x['labels'] for x in p['samples']]}")
+
+
+def go_pprof(c, *args):
+    """`go tool pprof ARGS` (skipped without go): its standard output."""
+    go = shutil.which("go")
+    if not go:
+        raise Skipped("go not found (Debian: golang-go)")
+    env = dict(os.environ, HOME=c.work, GOPATH=c.path("gopath"), GOCACHE=c.path("gocache"),
+               GOFLAGS="-mod=mod", GOTOOLCHAIN="local", GOTELEMETRY="off")
+    p = subprocess.run([go, "tool", "pprof", *args], capture_output=True, text=True,
+                       timeout=120, env=env)
+    expect(p.returncode == 0, f"go tool pprof {args}: {p.stdout}{p.stderr}")
+    return p.stdout
+
+
+@case
+def case_pprof_names(c):
+    """pprof as `go tool pprof` shows it: a Python frame's function and the frame of what a
+    cut list leaves out keep their names. pprof "simplifies" a function whose name is its
+    system_name and looks like demangled C++ ('<', '[', "::"), cutting "<...>" and "(...)":
+    `<module>` and `<lambda>` were `<unknown>` (one node for all of them), the remainder
+    `[call stacks not listed : 2]`; so only a native frame has a system_name."""
+    def edit(r):
+        cut(r)
+        r["stacks"]["3"]["frames"].insert(0, {"type": "python", "file": "m.py",
+                                              "function": "<lambda>", "line": 3})
+    e = edited(c, "ppn.json", edit, base="valid_v2.json")
+    export(c, e, "pprof", "-o", c.path("ppn.pb.gz"))
+    out = go_pprof(c, "-traces", c.path("ppn.pb.gz"))
+    frames = {ln.strip() for ln in out.splitlines() if ln.startswith("  ")}
+    leaves = {ln.split(None, 1)[1] for ln in out.splitlines()
+              if re.match(r"^\s+\d\S*\s+\S", ln) and ":" not in ln.split(None, 1)[0]}
+    expect("<module>" in frames and "<unknown>" not in frames | leaves,
+           f"<module> in pprof -traces:\n{out}")
+    expect({"<lambda>", UNLISTED.format(2), "alloc_activations"} <= leaves,
+           f"leaves {leaves} in pprof -traces:\n{out}")
+    out = go_pprof(c, "-top", "-nodefraction=0", c.path("ppn.pb.gz"))
+    expect(re.search(r"\s<lambda>$", out, re.M) and re.search(r"\s<module>$", out, re.M),
+           f"pprof -top:\n{out}")
 
 
 @case
