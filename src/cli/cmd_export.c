@@ -679,6 +679,37 @@ static int export_prometheus(const gmt_report_t *rep, gmt_buf_t *b)
         prom_sample(&p, rep, "current_bytes", rep->devices[i].rank, rep->devices[i].device, true,
                     NULL, NULL, (double)rep->devices[i].current_bytes);
     }
+    /* Pinned host memory (device -1, "host") and managed memory are not bytes in use
+     * (docs/report.md, "Kinds"): the host's peak_bytes above is 0 however much it pinned, so
+     * they are metrics of their own, where the device has the kind. */
+    prom_head(b, "pinned_peak_bytes",
+              "Highest bytes of pinned host memory allocated (not part of bytes in use).");
+    for (size_t i = 0; i < rep->ndevices; i++) {
+        if (!rep->devices[i].has_pinned) continue;
+        prom_sample(&p, rep, "pinned_peak_bytes", rep->devices[i].rank, rep->devices[i].device,
+                    true, NULL, NULL, (double)rep->devices[i].pinned_peak);
+    }
+    prom_head(b, "pinned_current_bytes",
+              "Bytes of pinned host memory allocated when the report was written.");
+    for (size_t i = 0; i < rep->ndevices; i++) {
+        if (!rep->devices[i].has_pinned) continue;
+        prom_sample(&p, rep, "pinned_current_bytes", rep->devices[i].rank, rep->devices[i].device,
+                    true, NULL, NULL, (double)rep->devices[i].pinned_current);
+    }
+    prom_head(b, "managed_peak_bytes",
+              "Highest bytes of managed memory allocated on a device (not part of bytes in use).");
+    for (size_t i = 0; i < rep->ndevices; i++) {
+        if (!rep->devices[i].has_managed) continue;
+        prom_sample(&p, rep, "managed_peak_bytes", rep->devices[i].rank, rep->devices[i].device,
+                    true, NULL, NULL, (double)rep->devices[i].managed_peak);
+    }
+    prom_head(b, "managed_current_bytes",
+              "Bytes of managed memory allocated on a device when the report was written.");
+    for (size_t i = 0; i < rep->ndevices; i++) {
+        if (!rep->devices[i].has_managed) continue;
+        prom_sample(&p, rep, "managed_current_bytes", rep->devices[i].rank, rep->devices[i].device,
+                    true, NULL, NULL, (double)rep->devices[i].managed_current);
+    }
     prom_head(b, "untracked_bytes",
               "Bytes the driver reported in use on a device that no traced call explains.");
     for (size_t i = 0; i < rep->ndevices; i++) {

@@ -906,6 +906,8 @@ def case_prometheus(c):
         ("gpumemtrace_peak_bytes", lab(device="1")): 2048,
         ("gpumemtrace_current_bytes", lab(device="0")): 5767168,
         ("gpumemtrace_current_bytes", lab(device="1")): 0,
+        ("gpumemtrace_pinned_peak_bytes", lab(device="1")): 2048,
+        ("gpumemtrace_pinned_current_bytes", lab(device="1")): 0,
         ("gpumemtrace_untracked_bytes", lab(device="0")): 524812288,
         ("gpumemtrace_fragmentation_ratio", lab(device="0")): 0.6,
         ("gpumemtrace_leaked_bytes", lab()): 4194304,
@@ -1239,6 +1241,36 @@ def case_pprof_names(c):
     out = go_pprof(c, "-top", "-nodefraction=0", c.path("ppn.pb.gz"))
     expect(re.search(r"\s<lambda>$", out, re.M) and re.search(r"\s<module>$", out, re.M),
            f"pprof -top:\n{out}")
+
+
+@case
+def case_prometheus_pinned(c):
+    """prometheus: pinned host memory (the host, device -1) and managed memory are not bytes
+    in use, so the host's peak_bytes is 0 however much it pinned; their own current and peak
+    are gpumemtrace_pinned_* and gpumemtrace_managed_*, as `report` shows them, and only for
+    a device that has the kind (until this, no metric held them: a dashboard read 0 pinned)."""
+    def edit(r):
+        r["devices"].insert(0, {
+            "device": -1, "name": "host", "uuid": None, "total_bytes": None,
+            "current_bytes": 0, "peak_bytes": 0, "peak_time": None, "allocs": 3, "frees": 1,
+            "failures": 0, "kinds": {"host_pinned": {
+                "current_bytes": 77824, "peak_bytes": 86016, "allocs": 3, "frees": 1}}})
+        r["devices"][1]["kinds"] = {"managed": {"current_bytes": MIB, "peak_bytes": 2 * MIB,
+                                                "allocs": 2, "frees": 1}}
+        del r["devices"][2]["kinds"]
+    e = edited(c, "ppin.json", edit, base="valid_v2.json")
+    report, _, _ = c.cli_run("report", e)
+    expect("pinned   current 76.00 KiB, peak 84.00 KiB" in report and
+           "managed  current 1.00 MiB, peak 2.00 MiB" in report, f"report:\n{report}")
+    export(c, e, "prometheus", "-o", c.path("ppin.prom"))
+    got = prom_series(open(c.path("ppin.prom")).read())
+    kinds = {(k[0], dict(k[1])["device"]): v for k, v in got.items()
+             if "pinned" in k[0] or "managed" in k[0]}
+    expect(kinds == {("gpumemtrace_pinned_peak_bytes", "host"): 86016,
+                     ("gpumemtrace_pinned_current_bytes", "host"): 77824,
+                     ("gpumemtrace_managed_peak_bytes", "0"): 2 * MIB,
+                     ("gpumemtrace_managed_current_bytes", "0"): MIB}, f"series {kinds}")
+    promtool(c, c.path("ppin.prom"))
 
 
 @case
