@@ -133,9 +133,10 @@ static void meta_line(const gmt_report_t *rep, char *s, size_t len)
 {
     if (!rep->nranks) {
         snprintf(s, len,
-                 "pid %" PRId64 " on %s, rank %" PRId64 ", %s after %.3f s; report version %d, "
+                 "pid %" PRId64 " on %s, rank %" PRId64 ", %s after %.3f s%s; report version %d, "
                  "gpumemtrace %s",
-                 rep->pid, rep->hostname, rep->rank, rep->reason, rep->duration_s, rep->version,
+                 rep->pid, rep->hostname, rep->rank, rep->reason, rep->duration_s,
+                 rep->recovered ? " (recovered from the state file)" : "", rep->version,
                  rep->tool_version);
         return;
     }

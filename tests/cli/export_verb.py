@@ -552,6 +552,15 @@ def case_html(c):
     expect(d["meta"] == "pid 4242 on node07, rank 3, exit after 12.500 s; report version 2, "
            "gpumemtrace 0.1.0", f"meta {d['meta']!r}")
     expect(d["ranks"] == [], f"ranks of a single report {d['ranks']}")
+    r = json.load(open(v2))
+    r["process"]["recovered"] = True
+    rec = os.path.join(c.work, "v2-recovered.json")
+    with open(rec, "w") as f:
+        json.dump(r, f)
+    dr, _ = html_export(c, rec, "v2-recovered.html")
+    expect(dr["meta"] == "pid 4242 on node07, rank 3, exit after 12.500 s (recovered from the "
+           "state file); report version 2, gpumemtrace 0.1.0",
+           f"a recovered report's meta {dr['meta']!r}: as report's reason line")
     expect(d["cards"] == HTML_V2_CARDS, f"cards {d['cards']}")
     expect(d["series"] == [{"label": "GPU 0", "t": [0, 4, 12.5], "bytes": [0, 12582912, 5767168],
                             "peak": 12582912}], f"series {d['series']}")
