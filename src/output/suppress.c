@@ -136,6 +136,14 @@ int gmt_supp_read_file(const char *path, char **text, size_t *mapped, size_t *le
         got += (size_t)k;
     }
     close(fd);
+    /* A NUL byte is no part of a text file. A UTF-16 file (PowerShell's `>` and Out-File write
+     * it) has one after every ASCII character, and split at them its "*foo*" left a pattern of
+     * "*" alone, which suppressed every leak group: `check --suppressions` passed any leak. */
+    if (memchr(t, 0, got)) {
+        munmap(m, bytes);
+        snprintf(why, why_len, "holds NUL bytes (UTF-16, or not text): save it as UTF-8 text");
+        return -EINVAL;
+    }
     t[got] = 0;
     *text = t;
     *mapped = bytes;

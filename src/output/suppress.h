@@ -39,7 +39,8 @@ int gmt_supp_load(gmt_supp_t *s, const char *path, bool quiet_repeat);
  * non-blocking (a FIFO never hangs), only a regular file of at most GMT_SUPP_MAX_FILE bytes,
  * copied into a fresh private mapping of *mapped bytes, NUL-terminated after its *len bytes;
  * the caller munmaps *text. 0, or a negative errno with a phrase in why ("is not a regular
- * file", "is larger than 1 MiB", "cannot be opened (...)", ...). Logs nothing. */
+ * file", "is larger than 1 MiB", "cannot be opened (...)", "holds NUL bytes (...)": a UTF-16 file,
+ * ...). Logs nothing. */
 int gmt_supp_read_file(const char *path, char **text, size_t *mapped, size_t *len, char *why,
                        size_t why_len);
 

@@ -2277,15 +2277,21 @@ def case_suppressions_unsafe(ctx):
     many = os.path.join(base, "many.txt")
     with open(many, "w") as f:
         f.write("".join(f"no_such_fn_{i}\n" for i in range(300)))
+    # UTF-16, as PowerShell's `>` writes it: split at its NUL bytes, "*alloc_site_a*" left a
+    # pattern "*" that suppressed every group; refused now, in one line.
+    utf16 = os.path.join(base, "utf16.txt")
+    with open(utf16, "wb") as f:
+        f.write("*alloc_site_a*\r\n".encode("utf-16"))
     cases = [(fifo, "not a regular file"), (base, "not a regular file"),
              (big, "larger than 1 MiB"),
-             (many, "has 44 patterns past the first 256; those are not used")]
+             (many, "has 44 patterns past the first 256; those are not used"),
+             (utf16, "holds NUL bytes (UTF-16, or not text): save it as UTF-8 text")]
     for path, why in cases:
         r = ctx.run(["leak_two_sites"], env={"GPUMEMTRACE_SUPPRESSIONS": path}, timeout=30)
         lines = [l for l in r.stderr.splitlines() if "GPUMEMTRACE_SUPPRESSIONS" in l]
         if len(lines) != 1 or why not in lines[0]:
             fail(f"{path}: expected one stderr line saying '{why}', got {lines}")
-    reps = ctx.final_reports(4)
+    reps = ctx.final_reports(len(cases))
     said = []
     for rep in reps:
         check_leak_two_sites(rep)

@@ -416,10 +416,17 @@ static void test_supp_load_refuses_unsafe_files(void **state)
     int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     assert_true(fd >= 0);
     assert_int_equal(write(fd, "big_fn\n", 7), 7);
-    assert_int_equal(ftruncate(fd, GMT_SUPP_MAX_FILE), 0);
+    /* the rest blank lines (a hole's NUL bytes would refuse the file: below) */
+    static char blank[4096];
+    memset(blank, '\n', sizeof blank);
+    for (size_t at = 7; at < GMT_SUPP_MAX_FILE;) {
+        size_t n = GMT_SUPP_MAX_FILE - at < sizeof blank ? GMT_SUPP_MAX_FILE - at : sizeof blank;
+        assert_int_equal(write(fd, blank, n), (ssize_t)n);
+        at += n;
+    }
     close(fd);
     assert_int_equal(gmt_supp_load(&s, p, false), 0);
-    assert_int_equal(s.n, 1); /* the NUL bytes of the hole are empty lines */
+    assert_int_equal(s.n, 1);
     gmt_supp_free(&s);
     /* The buffer is one byte longer than the file, NUL-terminated after it: the parser ends
      * the last line in place there. */
@@ -432,6 +439,20 @@ static void test_supp_load_refuses_unsafe_files(void **state)
     munmap(text, mapped);
     assert_int_equal(truncate(p, GMT_SUPP_MAX_FILE + 1), 0);
     assert_int_equal(gmt_supp_load(&s, p, false), -EFBIG);
+    unlink(p);
+
+    /* UTF-16 (PowerShell's `>`): a NUL after each ASCII character. Split at them, "*foo*"
+     * left a pattern "*" that suppressed every group; the file is refused instead. */
+    path_in(p, sizeof p, "utf16.supp");
+    fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    static const char utf16[] = "\xff\xfe*\0f\0o\0o\0*\0\r\0\n\0";
+    assert_int_equal(write(fd, utf16, sizeof utf16 - 1), (ssize_t)(sizeof utf16 - 1));
+    close(fd);
+    assert_int_equal(gmt_supp_load(&s, p, false), -EINVAL);
+    assert_int_equal(s.n, 0);
+    assert_false(gmt_supp_match_frame(&s, "anything", NULL, NULL));
+    assert_non_null(strstr(s.problem, "NUL bytes"));
     unlink(p);
 
     /* No path: no suppressions, no error. */
