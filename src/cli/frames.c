@@ -886,7 +886,9 @@ int gmt_out_open(gmt_out_t *o, const char *path)
     int err = EEXIST;
     for (int tries = 0; tries < 100 && err == EEXIST; tries++) {
         unsigned r = (unsigned)gmt_temp_random();
-        snprintf(o->tmp, plen + 48, "%s.tmp.%ld.%08x", path, (long)getpid(), r);
+        char suffix[48];
+        snprintf(suffix, sizeof suffix, ".tmp.%ld.%08x", (long)getpid(), r);
+        (void)gmt_temp_beside(o->tmp, plen + 48, path, suffix); /* fits: plen + 48 bytes */
         /* a new file only (never an existing one, never through a symlink); private until
          * it has the target's mode, else 0666 less the umask, as any new file */
         o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,

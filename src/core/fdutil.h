@@ -14,7 +14,9 @@
 #ifndef GMT_CORE_FDUTIL_H
 #define GMT_CORE_FDUTIL_H
 
+#include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -128,6 +130,22 @@ static inline uint64_t gmt_temp_random(void)
     static uint64_t ctr;
     return (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid() << 32 ^
            __atomic_add_fetch(&ctr, 1, __ATOMIC_RELAXED);
+}
+
+/* A temporary file's name beside path: path then suffix (".tmp.<pid>.<random>"), the base
+ * name cut so that it and the suffix fit one file name (NAME_MAX): a legal name of 240 bytes
+ * left no room for the suffix, and the state file or an -o target under it was refused as
+ * "File name too long". 0, or -ENAMETOOLONG when out (len bytes) cannot hold it. */
+static inline int gmt_temp_beside(char *out, size_t len, const char *path, const char *suffix)
+{
+    const char *slash = strrchr(path, '/');
+    size_t dir = slash ? (size_t)(slash + 1 - path) : 0;
+    size_t base = strlen(path + dir), s = strlen(suffix);
+    if (base + s > NAME_MAX) base = s < NAME_MAX ? NAME_MAX - s : 0;
+    if (dir + base + s >= len) return -ENAMETOOLONG;
+    memcpy(out, path, dir + base);
+    memcpy(out + dir + base, suffix, s + 1);
+    return 0;
 }
 
 /* A relative path made absolute in place against the working directory now (p holds len

@@ -95,14 +95,16 @@ static int state_target_ok(const char *path, bool *vacant)
     return n == (ssize_t)sizeof magic && memcmp(magic, GMT_REGION_MAGIC, 8) == 0 ? 0 : -EEXIST;
 }
 
-/* The temporary's name: PATH.tmp.<pid>.<8 random hex digits>. A name anyone could foresee
- * (PATH.tmp.<pid>, until session 43) let a link or file planted there refuse the state file
- * (O_EXCL): a denial, never a write through. */
+/* The temporary's name: PATH.tmp.<pid>.<8 random hex digits> (PATH's base name cut where the
+ * whole would pass NAME_MAX: gmt_temp_beside). A name anyone could foresee (PATH.tmp.<pid>,
+ * until session 43) let a link or file planted there refuse the state file (O_EXCL): a
+ * denial, never a write through. */
 static int temp_name(char *out, size_t len, const char *path)
 {
     uint32_t r = (uint32_t)gmt_temp_random();
-    int n = snprintf(out, len, "%s.tmp.%d.%08x", path, (int)getpid(), r);
-    return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+    char suffix[40];
+    snprintf(suffix, sizeof suffix, ".tmp.%d.%08x", (int)getpid(), r);
+    return gmt_temp_beside(out, len, path, suffix);
 }
 
 /* The temporary renamed to path. Where path held nothing when state_target_ok looked, nothing

@@ -1499,6 +1499,20 @@ def case_state_target(ctx):
         with open(empty, "rb") as f:
             expect_eq("the state file's magic", f.read(8), b"GMTSTATE")
         ctx.clear_output()
+    # A legal name of 255 bytes (NAME_MAX): its temporary's base is cut to fit. Before, the
+    # suffix ".tmp.<pid>.<random>" made it too long and the state file was refused as "File
+    # name too long", a name the file system takes.
+    longest = os.path.join(files, "s" * 250 + ".gmt")
+    r = ctx.run(["simple"], env={"GPUMEMTRACE_STATE": longest}, timeout=30)
+    if "state file" in r.stderr and "keeping the state in memory" in r.stderr:
+        fail(f"a state file of a 255-byte name was refused: {r.stderr}")
+    with open(longest, "rb") as f:
+        expect_eq("the 255-byte state file's magic", f.read(8), b"GMTSTATE")
+    final = ctx.final_report()
+    expect_eq("capture.state_file", final["capture"].get("state_file"), longest)
+    left = [n for n in os.listdir(files) if ".tmp." in n]
+    expect_eq("temporary files left", left, [])
+    ctx.clear_output()
 
 
 @case("exit_quick")
