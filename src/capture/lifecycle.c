@@ -555,6 +555,8 @@ static void init_once_fn(void)
         gmt_guard_leave();
         return;
     }
+    for (int i = 0; gmt_config_refused(i); i++) /* said on stderr: in the report too */
+        gmt_track_note_warning("%s", gmt_config_refused(i));
     gmt_report_output_init(); /* before the program can change its working directory */
     gmt_track_set_meminfo(gmt_capture_meminfo);
     gmt_track_set_procmem(gmt_capture_procmem);

@@ -206,7 +206,7 @@ static int apply(gmt_config_t *cfg, const opt_t *o, const char *s)
     char *field = (char *)cfg + o->offset;
     switch (o->type) {
     case OPT_STRING:
-        if (strlen(s) >= GMT_PATH_MAX) return -EINVAL;
+        if (strlen(s) >= GMT_PATH_MAX) return -ENAMETOOLONG;
         if (!*s && *o->def) return -EINVAL; /* empty where a default exists: say so */
         memcpy(field, s, strlen(s) + 1);
         return 0;
@@ -393,20 +393,38 @@ static const char *shown_value(const char *v, char *buf, size_t len)
     return buf;
 }
 
+#define REFUSED_KEPT 8
+static char refused[REFUSED_KEPT][192];
+static int nrefused;
+
+const char *gmt_config_refused(int i)
+{
+    return i >= 0 && i < nrefused ? refused[i] : NULL;
+}
+
 int gmt_config_load(gmt_config_t *cfg, gmt_getenv_fn getenv_fn)
 {
     if (!getenv_fn) getenv_fn = gmt_env;
     gmt_config_defaults(cfg);
-    /* The log level comes first so that "quiet" also quiets warnings about other values;
-     * errors about bad values are still printed (GMT_LOG_ERROR). */
+    nrefused = 0;
+    /* Errors about bad values are printed whatever GPUMEMTRACE_LOG says (GMT_LOG_ERROR). */
     int bad = 0;
     for (size_t i = 0; i < NOPTS; i++) {
         const char *v = getenv_fn(opts[i].name);
         if (!v) continue;
-        if (apply(cfg, &opts[i], v) != 0) {
-            char buf[64];
-            gmt_error("%s='%s' is not valid; using %s", opts[i].name,
-                      shown_value(v, buf, sizeof buf), *opts[i].def ? opts[i].def : "(empty)");
+        int rc = apply(cfg, &opts[i], v);
+        if (rc != 0) {
+            /* An empty default is "none": no state file, no suppressions ("(empty)" said
+             * nothing of what was lost). */
+            char buf[64], why[48], line[sizeof refused[0]];
+            if (rc == -ENAMETOOLONG)
+                snprintf(why, sizeof why, "is longer than %d bytes", GMT_PATH_MAX - 1);
+            else
+                snprintf(why, sizeof why, "is not valid");
+            snprintf(line, sizeof line, "%s='%s' %s; using %s", opts[i].name,
+                     shown_value(v, buf, sizeof buf), why, *opts[i].def ? opts[i].def : "none");
+            gmt_error("%s", line);
+            if (nrefused < REFUSED_KEPT) memcpy(refused[nrefused++], line, sizeof line);
             bad++;
         }
     }

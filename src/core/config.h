@@ -63,6 +63,11 @@ typedef const char *(*gmt_getenv_fn)(const char *name);
  * Returns the number of variables that had a bad value (each already reported). */
 int gmt_config_load(gmt_config_t *cfg, gmt_getenv_fn getenv_fn);
 
+/* The i-th line the last gmt_config_load said about a bad value (the first 8 kept), NULL past
+ * the last: repeated in the report's capture.warnings, where the stderr line alone was lost
+ * with a job's log (a GPUMEMTRACE_STATE over 1023 bytes left no trace in the report). */
+const char *gmt_config_refused(int i);
+
 /* A relative GPUMEMTRACE_SUPPRESSIONS made absolute against the working directory now (it is
  * read when a report is written, by then perhaps in another directory); left as it is when
  * the working directory cannot be read or the result would not fit. */

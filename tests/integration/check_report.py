@@ -1838,6 +1838,22 @@ def case_bad_env(ctx):
     rep = ctx.final_report()
     expect_eq("config.GPUMEMTRACE_STACK_DEPTH", rep["config"]["GPUMEMTRACE_STACK_DEPTH"], "32")
     check_group(rep, rep["leaks"]["groups"], "simple_leak", bytes=MIB)
+    # the report says it too: the stderr line alone is lost with a job's log
+    expect_eq("capture.warnings", rep["capture"]["warnings"],
+              [line[len("gpumemtrace: "):]])
+    ctx.clear_output()
+    # A state file path over 1023 bytes: one line saying why and what is used (no state file;
+    # "using (empty)" said neither), and the report's warnings say it (they said nothing, and
+    # config showed "": nothing in the report told that a state file was asked for).
+    long_state = "/tmp/" + "s" * 1100
+    r = ctx.run(["simple"], env={"GPUMEMTRACE_STATE": long_state})
+    lines = [l for l in r.stderr.splitlines() if "GPUMEMTRACE_STATE" in l]
+    want = f"gpumemtrace: GPUMEMTRACE_STATE='{long_state[:48]}...' is longer than 1023 " \
+           f"bytes; using none"
+    expect_eq("the line about GPUMEMTRACE_STATE", lines, [want])
+    rep = ctx.final_report()
+    expect_eq("capture.warnings", rep["capture"]["warnings"], [want[len("gpumemtrace: "):]])
+    expect_eq("capture.state_file", rep["capture"].get("state_file"), None)
 
 
 @case("exit_status")

@@ -844,8 +844,8 @@ static void test_realtime_signal_name(void **state)
 }
 
 /* The one stderr line: the value cut at 48 characters (and said to be cut), unprintable bytes
- * as '?', printable ones (a space) as they are, and the value used instead, "(empty)" where
- * the default is empty. */
+ * as '?', printable ones (a space) as they are, and the value used instead, "none" where
+ * the default is empty (a path over 1023 bytes said so). */
 static void test_bad_value_line(void **state)
 {
     (void)state;
@@ -883,9 +883,15 @@ static void test_bad_value_line(void **state)
     env_set("GPUMEMTRACE_STATE", long_path);
     load_message(&cfg, &bad, got, sizeof got);
     assert_int_equal(bad, 1);
+    /* why, and what is used: no state file ("(empty)" said neither) */
     snprintf(want, sizeof want,
-             "gpumemtrace: GPUMEMTRACE_STATE='%.48s...' is not valid; using (empty)\n", long_path);
+             "gpumemtrace: GPUMEMTRACE_STATE='%.48s...' is longer than 1023 bytes; using none\n",
+             long_path);
     assert_string_equal(got, want);
+    /* kept for the report's capture.warnings, without the prefix */
+    want[strlen(want) - 1] = 0;
+    assert_string_equal(gmt_config_refused(0), want + strlen("gpumemtrace: "));
+    assert_null(gmt_config_refused(1));
 }
 
 /* The report's config is the effective value: a fraction or seconds as given, not rounded. */
