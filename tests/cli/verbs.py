@@ -1177,11 +1177,16 @@ def case_check_edges(c):
                    lambda r: r["leaks"].update(total_bytes=1024))
     out, _, _ = c.cli_run("check", small, "--max-leak-bytes", "0", "--suppressions", supp)
     expect(out == f"PASS {small}: 1 limit holds\n", out)
-    # the CLI reads the whole file, as the library's parser does but without its cap: NUL bytes
-    # end lines, and a pattern past the 256th still counts; a UTF-8 byte order mark first is no
-    # part of the first pattern (it matched nothing, silently)
-    for name, text in (("nul.supp", b"x\0y\0alloc_workspace"),
-                       ("bom.supp", b"\xef\xbb\xbfalloc_workspace\r\n"),
+    # the CLI reads the whole file, as the library's parser does but without its cap: a pattern
+    # past the 256th still counts; a UTF-8 byte order mark first is no part of the first pattern
+    # (it matched nothing, silently); a file with NUL bytes (UTF-16, or not text) is refused in
+    # one line (split at them, a UTF-16 file's lone "*" suppressed every group)
+    nul = c.path("nul.supp")
+    with open(nul, "wb") as f:
+        f.write(b"x\0y\0alloc_workspace")
+    out, err, _ = c.cli_run("check", v1, "--max-leak-bytes", "1MiB", "--suppressions", nul, rc=2)
+    expect(not out and err.count("\n") == 1 and "holds NUL bytes" in err, f"nul.supp: {err!r}")
+    for name, text in (("bom.supp", b"\xef\xbb\xbfalloc_workspace\r\n"),
                        ("many.supp", b"".join(b"p%d\n" % i for i in range(300)) +
                         b"alloc_workspace\n")):
         path = c.path(name)
