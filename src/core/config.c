@@ -428,6 +428,20 @@ int gmt_config_load(gmt_config_t *cfg, gmt_getenv_fn getenv_fn)
             bad++;
         }
     }
+    /* A launcher's rank variable that holds no rank is passed over (gmt_env_rank): said, since
+     * with %r and no %p in GPUMEMTRACE_OUTPUT the ranks that took 0 write one file. Not counted
+     * in bad: the variable is the launcher's, not ours. */
+    for (size_t i = 0; i < sizeof rank_vars / sizeof rank_vars[0]; i++) {
+        const char *v = getenv_fn(rank_vars[i]);
+        if (!v || !*v || rank_of(getenv_fn, i) >= 0) continue;
+        char buf[64], line[sizeof refused[0]];
+        snprintf(line, sizeof line,
+                 "%s='%s' is not a rank (a whole number from 0 to %d): passed over, the rank is "
+                 "the next launcher variable's, else 0",
+                 rank_vars[i], shown_value(v, buf, sizeof buf), (1 << 30) - 1);
+        gmt_error("%s", line);
+        if (nrefused < REFUSED_KEPT) memcpy(refused[nrefused++], line, sizeof line);
+    }
     /* MAX_LIVE / MAX_STACKS are upper bounds on stores that grow with use (docs/state.md):
      * nothing is reserved for them, so no bound needs checking against the host. */
     return bad;

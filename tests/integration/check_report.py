@@ -1854,6 +1854,16 @@ def case_bad_env(ctx):
     rep = ctx.final_report()
     expect_eq("capture.warnings", rep["capture"]["warnings"], [want[len("gpumemtrace: "):]])
     expect_eq("capture.state_file", rep["capture"].get("state_file"), None)
+    ctx.clear_output()
+    # A launcher's rank variable that holds no rank is passed over, and said (it was silently
+    # rank 0: with %r and no %p every such rank wrote one file): the next variable's rank.
+    r = ctx.run(["simple"], env={"RANK": "12abc", "OMPI_COMM_WORLD_RANK": "3"})
+    want = ("gpumemtrace: RANK='12abc' is not a rank (a whole number from 0 to 1073741823): "
+            "passed over, the rank is the next launcher variable's, else 0")
+    expect_eq("the line about RANK", [l for l in r.stderr.splitlines() if "RANK" in l], [want])
+    rep = ctx.final_report()
+    expect_eq("process.rank", rep["process"]["rank"], 3)
+    expect_eq("capture.warnings", rep["capture"]["warnings"], [want[len("gpumemtrace: "):]])
 
 
 @case("exit_status")
