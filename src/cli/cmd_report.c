@@ -237,9 +237,12 @@ static void print_line(const view_t *v, const char *indent, const char *text)
         printf("%s%s\n", indent, text);
 }
 
-/* The C library's process and thread start: the outermost frames of every native stack. */
+/* The C library's process and thread start: the outermost frames of every native stack.
+ * glibc's internal aliases count as the function: with the C library's debug information
+ * (libc6-dbg) libdw names a thread's outermost frame __GI___clone3. */
 static bool startup_symbol(const char *sym)
 {
+    if (sym && strncmp(sym, "__GI_", 5) == 0) sym += 5;
     static const char *const names[] = {"_start",
                                         "__libc_start_main",
                                         "__libc_start_call_main",

@@ -471,8 +471,8 @@ def case_report_static_runtime_frames(c):
 
 @case
 def case_report_startup_frames(c):
-    """The C library's start-up below main (ending in _start or a thread's clone3) is not shown
-    nor counted; a stack that ends in other C library functions (cut at the stack depth) keeps
+    """The C library's start-up below main (ending in _start or a thread's clone3, also as
+    glibc's internal alias __GI___clone3) is not shown nor counted; a stack that ends in other C library functions (cut at the stack depth) keeps
     them, counted in its "more" line."""
     r = c.load(os.path.join(c.data, "valid_v2.json"))
     groups = r["leaks"]["groups"]
@@ -498,6 +498,18 @@ def case_report_startup_frames(c):
     g2 = out.split("\n  #2 ", 1)[1].split("\n  #", 1)[0]
     expect("at su_rec3 [su+0x10]" in g2 and "... 2 more frames" in g2,
            "a stack cut in the C library lost its frames:\n" + g2)
+    # a thread's start-up as libdw names it with the C library's debug information
+    # (libc6-dbg): clone3 by its internal alias __GI___clone3, which was shown
+    r["stacks"][str(groups[0]["stack_id"])]["frames"] = [
+        native("su_alloc", "/opt/app/su"), native("su_thread", "/opt/app/su"),
+        native("start_thread", libc), native("__GI___clone3", libc)]
+    p = c.path("startup_thread.json")
+    with open(p, "w") as f:
+        json.dump(r, f)
+    out, _, _ = c.cli_run("report", p)
+    g1 = out.split("#1 ", 1)[1].split("\n  #2 ", 1)[0]
+    expect(g1.rstrip().endswith("at su_thread [su+0x10]") and "libc" not in g1 and
+           "more" not in g1, "a thread's start-up frames shown:\n" + g1)
 
 
 @case
