@@ -622,7 +622,8 @@ char *gmt_json_controls_escaped(const char *text);
 /* Before a loaded report's tree (or a tree built of its copies) is printed again: the
  * integers a double cannot hold (nanosecond wall times) print as the digits the file had
  * (kept by gmt_report_open_exact and gmt_report_load_as_written), not as
- * 1.7966474271106511e+18. The tree's numbers there are
+ * 1.7966474271106511e+18, and so do the fractions cJSON would print as another double (a
+ * number changed since it was read prints its new value). The tree's numbers there are
  * then no longer numbers to cJSON: call it last, on a tree only printed and freed after. */
 void gmt_json_exact_ints(cJSON *root);
 void gmt_buf_free(gmt_buf_t *b);

@@ -1219,10 +1219,13 @@ static const char *next_number(const char *t, size_t len, size_t *at, size_t *n)
 /* Integers past a double's 53 bits (the nanosecond wall times, process.start_time_ns and
  * end_time_ns, about 2^60) lose their last digits in cJSON, which holds every number as a
  * double, so a verb that writes the tree again (merge, symbolize) would print them as
- * 1.7966474271106511e+18. Each such integer keeps its literal digits in the item's
- * valuestring, which cJSON leaves unused for numbers, frees with the item and copies with
- * cJSON_Duplicate; gmt_json_exact_ints prints them from there. Numbers are visited in the
- * order the text holds them (cJSON keeps members in document order). -ENOMEM, or 0. */
+ * 1.7966474271106511e+18. A fraction can change too: cJSON prints a double to 15 digits when
+ * that reads back within a rounding of it, not as the same double, so an end_time of
+ * 1796657638.3538098 came out as 1796657638.35381, 0.2 us off. Each such number keeps its
+ * literal in the item's valuestring, which cJSON leaves unused for numbers, frees with the
+ * item and copies with cJSON_Duplicate; gmt_json_exact_ints prints them from there. Numbers
+ * are visited in the order the text holds them (cJSON keeps members in document order).
+ * -ENOMEM, or 0. */
 static int keep_wide_ints(cJSON *v, const char *t, size_t len, size_t *at)
 {
     for (cJSON *m = v->child; m; m = m->next) {
@@ -1235,8 +1238,14 @@ static int keep_wide_ints(cJSON *v, const char *t, size_t len, size_t *at)
         const char *lit = next_number(t, len, at, &n);
         if (!lit) return 0;
         size_t digits = n - (lit[0] == '-');
-        if (digits < 16 || digits > 40 || strspn(lit + (lit[0] == '-'), "0123456789") != digits)
-            continue; /* a double holds it, or it is no integer */
+        if (strspn(lit + (lit[0] == '-'), "0123456789") != digits) {
+            /* a fraction or an exponent: kept where cJSON's 15 digits are another double */
+            char short15[32];
+            snprintf(short15, sizeof short15, "%1.15g", m->valuedouble);
+            if (n > 40 || strtod(short15, NULL) == m->valuedouble) continue;
+        } else if (digits < 16 || digits > 40) {
+            continue; /* a double holds it */
+        }
         if (!(m->valuestring = strndup(lit, n))) return -ENOMEM;
     }
     return 0;
@@ -1245,9 +1254,11 @@ static int keep_wide_ints(cJSON *v, const char *t, size_t len, size_t *at)
 void gmt_json_exact_ints(cJSON *v)
 {
     for (cJSON *m = v ? v->child : NULL; m; m = m->next) {
-        if (cJSON_IsObject(m) || cJSON_IsArray(m))
-            gmt_json_exact_ints(m);
-        else if (cJSON_IsNumber(m) && m->valuestring)
+        if (cJSON_IsObject(m) || cJSON_IsArray(m)) gmt_json_exact_ints(m);
+        /* only while the number is still the one read: a verb that changed it (merge's sums
+         * of copies) prints the new value */
+        else if (cJSON_IsNumber(m) && m->valuestring &&
+                 strtod(m->valuestring, NULL) == m->valuedouble)
             m->type = cJSON_Raw; /* printed as its literal; valuestring stays owned */
     }
 }

@@ -3388,8 +3388,9 @@ def case_symbolize(c):
 def case_wide_ints(c):
     """The nanosecond wall times (about 2^60, past a double's 53 bits) come out of merge and
     symbolize with the digits the report had, as integers (they came out as
-    1.7966474271106511e+18, which Go's encoding/json refuses for a uint64); symbolize leaves a
-    report it has nothing to name byte for byte as it was."""
+    1.7966474271106511e+18, which Go's encoding/json refuses for a uint64), and a double such as
+    the end time in seconds with the digits it had; symbolize leaves a report it has nothing to
+    name byte for byte as it was."""
     def times(path):
         text = open(path).read()
         return re.findall(r'"(start_time_ns|end_time_ns)":\s*([^,}\s]+)', text)
@@ -3424,6 +3425,19 @@ def case_wide_ints(c):
     got = c.load(merged)["process"]
     expect((got["start_time_ns"], got["end_time_ns"]) == (2**64 - 1, 12345678901234567),
            f"merge of hand-made times: {got['start_time_ns']}, {got['end_time_ns']}")
+    # a double cJSON prints to 15 digits as another (it compares within a rounding): the wall
+    # times in seconds came out of symbolize and merge 0.2 us off
+    r = c.load(src)
+    r["process"]["start_time"] = 1796657638.3523355
+    r["process"]["end_time"] = 1796657638.3538098
+    with open(hand, "w") as f:
+        json.dump(r, f, separators=(",", ":"))
+    for verb in (["symbolize", "-o", named, hand], ["merge", hand, "-o", merged]):
+        c.cli_run(*verb)
+        text = open(verb[2] if verb[0] == "symbolize" else merged).read()
+        got = re.findall(r'"(start_time|end_time)":\s*([^,}\s]+)', text)[:2]
+        expect(got == [("start_time", "1796657638.3523355"), ("end_time", "1796657638.3538098")],
+               f"{verb[0]}: the times in seconds are {got}")
 
 
 # ---- the hand-written v1 and v2 samples -------------------------------------------------
