@@ -9,6 +9,7 @@
 #include "symbolize/offline.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,29 +39,44 @@ static int said_unchanged(const gmt_offline_stats_t *st)
     return GMT_EXIT_OK;
 }
 
+static const struct option long_opts[] = {
+    {"output", required_argument, NULL, 'o'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
 int gmt_cli_symbolize(int argc, char **argv)
 {
     const char *out = NULL, *in = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) {
-            if (i + 1 >= argc || !argv[i + 1][0]) {
-                gmt_cli_error("symbolize: %s needs a path (" USAGE ")", argv[i]);
+    /* getopt_long as every other verb: --output=OUT, -oOUT, -- and the same option errors */
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, ":ho:", long_opts, NULL)) != -1) {
+        switch (c) {
+        case 'o':
+            if (!*optarg) {
+                gmt_cli_error("symbolize: -o needs a path (" USAGE ")");
                 return GMT_EXIT_USAGE;
             }
-            out = argv[++i];
-        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            out = optarg;
+            break;
+        case 'h':
             gmt_cli_symbolize_help(stdout);
             return GMT_EXIT_OK;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            gmt_cli_error("symbolize: unknown option '%s' (" USAGE ")", argv[i]);
+        case ':':
+            gmt_cli_error("symbolize: -o needs a path (" USAGE ")");
             return GMT_EXIT_USAGE;
-        } else if (!in) {
-            in = argv[i];
-        } else {
-            gmt_cli_error("symbolize: one report at a time (" USAGE ")");
+        default:
+            gmt_cli_option_error("symbolize", long_opts, optopt, argv[optind - 1]);
             return GMT_EXIT_USAGE;
         }
     }
+    if (argc - optind > 1) {
+        gmt_cli_error("symbolize: one report at a time (" USAGE ")");
+        return GMT_EXIT_USAGE;
+    }
+    in = optind < argc ? argv[optind] : NULL;
     if (!in) {
         gmt_cli_error("symbolize: no report file given (" USAGE ")");
         return GMT_EXIT_USAGE;

@@ -195,12 +195,22 @@ def case_flag_given_value(c):
                        (["export", "--help=1", v2], "help"), (["merge", "--help=x", v2], "help"),
                        (["top", "--once=1", "no.gmt"], "once"),
                        (["diff", "--help=0", v2, v2], "help"),
-                       (["run", "--no-python=1", "--", "true"], "no-python")):
+                       (["run", "--no-python=1", "--", "true"], "no-python"),
+                       (["symbolize", "--help=1", v2], "help")):
         out, err, _ = c.cli_run(*args, rc=2)
         expect(one_line(err) and f"{args[0]}: option '--{name}' takes no value" in err and
                not out, f"{' '.join(args)}: {err!r}")
     _, err, _ = c.cli_run("report", "--bogus=1", v2, rc=2)
     expect("report: unknown option '--bogus=1'" in err, err)
+    # symbolize parses as the others do (it had its own loop: '--output=OUT' was an unknown
+    # option, and its error pointed to no help)
+    for verb in ("report", "symbolize"):
+        _, err, _ = c.cli_run(verb, "--bogus", v2, rc=2)
+        expect(err == f"gpumemtrace: {verb}: unknown option '--bogus' (see 'gpumemtrace help "
+               f"{verb}')\n", err)
+    out_path = c.path("sym-eq.json")
+    c.cli_run("symbolize", f"--output={out_path}", v2)
+    expect(os.path.exists(out_path), "symbolize --output=OUT wrote nothing")
     _, err, _ = c.cli_run("report", "-x", v2, rc=2)
     expect("report: unknown option '-x'" in err, err)
 
