@@ -89,6 +89,24 @@ static int target_ok(const char *path, const char **what)
     return -EEXIST;
 }
 
+/* target_ok for a fallback place, which the user did not choose: a file there of another
+ * owner (another user's report.json in /tmp, which a job run as root would replace: rename(2)
+ * lets root replace any name in a sticky directory) is left alone too. */
+static int fallback_ok(const char *path, const char **what)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0) return 0;
+    if (!S_ISREG(st.st_mode)) {
+        *what = kind_of(st.st_mode);
+        return -EEXIST;
+    }
+    if (st.st_uid != geteuid()) {
+        *what = "another user's file";
+        return -EEXIST;
+    }
+    return 0;
+}
+
 /* A fresh temporary name beside the target: "<dir>/.<base>.tmp-<16 hex>". */
 static int temp_name(char *out, size_t len, const char *dir, const char *base)
 {
@@ -216,7 +234,11 @@ static int report_file_check(void)
         if (fallback_candidate(i, cand, sizeof cand) == -ENOENT) break;
         if (join(full, sizeof full, cand, base) != 0) continue;
         const char *what = NULL;
-        if (target_ok(full, &what) != 0 || dir_writable(cand, base) != 0) continue;
+        if (fallback_ok(full, &what) != 0) {
+            gmt_error("fallback %s exists and is %s: not used", full, what);
+            continue;
+        }
+        if (dir_writable(cand, base) != 0) continue;
         snprintf(fallback_dir, sizeof fallback_dir, "%s", cand);
         gmt_info("tracing on; the report will be written to %s instead%s", full, why);
         return 1;
@@ -358,7 +380,7 @@ int gmt_report_file_write(const char *path, gmt_reason_t reason, const char *sig
     }
     __atomic_store_n(&live_reason, (int)reason, __ATOMIC_RELAXED);
     const char *what = NULL;
-    rc = target_ok(target, &what);
+    rc = configured && fallback_dir[0] ? fallback_ok(target, &what) : target_ok(target, &what);
     if (rc == 0) rc = write_at(target, dir, base, reason, signal_name, seq);
     if (rc != 0 && configured && place_error(rc)) {
         if (what)
@@ -373,7 +395,7 @@ int gmt_report_file_write(const char *path, gmt_reason_t reason, const char *sig
             if (join(target, sizeof target, cand, base) != 0 || strcmp(target, first) == 0)
                 continue;
             what = NULL;
-            if (target_ok(target, &what) != 0) {
+            if (fallback_ok(target, &what) != 0) {
                 gmt_error("fallback %s exists and is %s: not used", target, what);
                 continue;
             }

@@ -2649,6 +2649,44 @@ def case_output_fallback_checked(ctx):
         fail(f"the start line does not name /tmp's file:\n{err}")
 
 
+@case("output_fallback_foreign")
+def case_output_fallback_foreign(ctx):
+    """A fallback place holding another user's file of the report's name (another user's
+    report.json in /tmp, for a job run as root): the file is left alone and the place passed
+    over, in one line, at the start and at exit; a file of this user's there is replaced, as
+    before. rename(2) let root replace the other user's file."""
+    if os.geteuid() != 0:
+        skip("needs root, to plant a file of another user")
+    import pwd
+    try:
+        nobody = pwd.getpwnam("nobody")
+    except KeyError:
+        skip("no user 'nobody' to own the planted file")
+    out = "/proc/gmt-no-such-folder/"
+    victim = os.path.join(ctx.work, "fb-fixed.json")
+    with open(victim, "w") as f:
+        f.write("another user's\n")
+    os.chown(victim, nobody.pw_uid, nobody.pw_gid)
+    env = ctx.env(extra={"GPUMEMTRACE_OUTPUT": out + "fb-fixed.json", "TMPDIR": ctx.work,
+                         "GPUMEMTRACE_LOG": "info"})
+    proc = subprocess.run([ctx.prog("simple")], cwd="/proc", env=env, text=True,
+                          capture_output=True, timeout=60)
+    expect_eq("simple's status", proc.returncode, 0)
+    with open(victim) as f:
+        expect_eq("the other user's file", f.read(), "another user's\n")
+    said = f"fallback {victim} exists and is another user's file: not used"
+    if proc.stderr.count(said) < 1:
+        fail(f"stderr does not say {said!r}:\n{proc.stderr}")
+    # the same name of this user's: the fallback takes it (a rerun's report replaces its own)
+    os.chown(victim, os.geteuid(), os.getegid())
+    proc = subprocess.run([ctx.prog("simple")], cwd="/proc", env=env, text=True,
+                          capture_output=True, timeout=60)
+    expect_eq("simple's status", proc.returncode, 0)
+    with open(victim) as f:
+        rep = json.load(f)
+    expect_eq("the report in the fallback place", rep["process"]["reason"], "exit")
+
+
 @case("output_planted_late")
 def case_output_planted_late(ctx):
     """Links planted at the report's name and at the working folder's fallback after the
