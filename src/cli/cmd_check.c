@@ -60,7 +60,7 @@ void gmt_cli_check_help(FILE *to)
                 "\n"
                 "Exit 0 when every limit holds, 1 when one is broken or cannot be checked\n"
                 "(each printed on its own line), 2 for bad input. Limits are inclusive.\n"
-                "Sizes take K/KiB/M/MiB/G/GiB.\n"
+                "Sizes: bytes, or B/K/M/G/T with KiB or KB forms too, in powers of 1024.\n"
                 "\n"
                 "  --max-leak-bytes N     bytes live at exit (not suppressed)\n"
                 "  --max-peak-bytes N     each GPU's peak bytes in use\n"
