@@ -190,6 +190,12 @@ typedef struct seen_allocs_s {
     uint32_t cap;
     bool have; /* a view before this one */
     double at; /* its time (CLOCK_MONOTONIC, seconds) */
+    /* Whose counts they are: the run the file held at the last view (its pid and start). A
+     * file replaced by another run's (a job started again with the same GPUMEMTRACE_STATE)
+     * numbers its stacks afresh: its counts are never taken against the last run's. */
+    bool run_known;
+    int32_t pid;
+    uint64_t start_wall_ns, start_mono_ns;
 } seen_allocs_t;
 
 static double mono_s(void)
@@ -269,6 +275,29 @@ static void remember_counts(gmt_stacks_t *st, seen_allocs_t *seen, double now)
     }
     seen->have = true;
     seen->at = now;
+}
+
+/* Whether the state file now holds the run the last view saw (after gmt_track_recover_view);
+ * remembers it for the next view. */
+static bool same_run(seen_allocs_t *seen)
+{
+    const gmt_proc_t *p = gmt_track_proc();
+    bool same =
+        !seen->run_known || (seen->pid == p->pid && seen->start_wall_ns == p->start_wall_ns &&
+                             seen->start_mono_ns == p->start_mono_ns);
+    seen->run_known = true;
+    seen->pid = p->pid;
+    seen->start_wall_ns = p->start_wall_ns;
+    seen->start_mono_ns = p->start_mono_ns;
+    return same;
+}
+
+/* The counts of a run the file no longer holds: forgotten, so that the next view counts from
+ * the new run's own (its stack ids name other stacks). */
+static void forget_counts(seen_allocs_t *seen)
+{
+    if (seen->n) memset(seen->n, 0, (size_t)seen->cap * sizeof *seen->n);
+    seen->have = false;
 }
 
 /* "GPU 0", "host", "unknown": as every verb labels them (gmt_device_label). */
@@ -511,6 +540,7 @@ static void prime_counts(const char *path, double interval, seen_allocs_t *seen)
 {
     char err[512];
     if (gmt_track_recover_view(path, err, sizeof err) != 0 || !owner_runs()) return;
+    same_run(seen);
     remember_counts(gmt_track_stacks(), seen, mono_s());
     struct timespec ts = {(time_t)interval, (long)((interval - (double)(time_t)interval) * 1e9)};
     nanosleep(&ts, NULL);
@@ -534,6 +564,9 @@ static int show(const char *path, long top, bool *running, seen_allocs_t *prev, 
         return GMT_EXIT_USAGE;
     }
     const gmt_proc_t *p = gmt_track_proc();
+    int32_t was_pid = prev->pid;
+    bool replaced = !same_run(prev);
+    if (replaced) forget_counts(prev);
     unsigned end = gmt_track_end_mark();
     *running = owner_runs();
     bool judged = owner_where() == GMT_REGION_OWNER_HERE;
@@ -559,6 +592,15 @@ static int show(const char *path, long top, bool *running, seen_allocs_t *prev, 
                                         : "gone",
            used ? cmd : "?", seen);
     say_owner_elsewhere(p->pid, end, silent);
+    if (replaced && was_pid == p->pid)
+        printf("note: the file now holds another run's state (pid %d again, started anew: an "
+               "image it exec'd, or the pid reused): its allocations are counted from this view "
+               "on\n",
+               (int)p->pid);
+    else if (replaced)
+        printf("note: the file now holds another run's state (pid %d; the view before showed pid "
+               "%d's): its allocations are counted from this view on\n",
+               (int)p->pid, (int)was_pid);
     bool py_unusable;
     if (gmt_py_recovered(&py_unusable) && py_unusable)
         printf("note: the state file's Python code cache is unusable: Python frames show as ?\n");

@@ -494,6 +494,49 @@ def case_owner_replaced(c):
             q.wait()
 
 
+@case
+def case_file_replaced(c):
+    """The state file replaced under a running `top` by another run's (a job started again with
+    the same GPUMEMTRACE_STATE): the first view of the new run says so in a note and counts its
+    allocations since the last view from that view on, never against the last run's counts
+    (its stack ids name other stacks). Before, top switched to the new pid silently and showed
+    `+0 in 0.3 s` for a stack the new run had just made 10000 allocations at."""
+    a, state = start_owner(c, "refile")
+    b = t = None
+    try:
+        t = subprocess.Popen([c.cli, "top", "--interval", "0.3", state], env=c.env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=c.work)
+        first = os.read(t.stdout.fileno(), 1 << 16)  # a view of the first run
+        expect(first, "top ended before its first view")
+        b = subprocess.Popen([c.cli, "run", "-o", c.path("refile-b.json"), "--",
+                              os.path.join(c.progs, "state_kill"), c.path("refile-b-snap.json")],
+                             env=c.env({"GPUMEMTRACE_STATE": state}), stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True, cwd=c.work)
+        expect(b.stdout.readline().strip() == "READY", "the second run did not start")
+        time.sleep(1.5)  # a few views of the second run
+        b.kill()
+        b.communicate()
+        rest, err = t.communicate(timeout=30)
+    finally:
+        for q in (a, b, t):
+            if q and q.poll() is None:
+                q.kill()
+                q.communicate()
+    out = (first + rest).decode("utf-8", "replace")
+    heads = [m for m, _, _ in views(out)]
+    pids = [int(m.group(2)) for m in heads]
+    expect(pids[0] == a.pid and b.pid in pids, f"views of pids {pids} (runs {a.pid}, {b.pid})")
+    k = pids.index(b.pid)
+    sites = site_views(out)
+    expect(not any(m.group(7) for m, _ in sites[k][1]) and not sites[k][0].group(2),
+           "the first view of the second run counts since the first run's view:\n" + out)
+    expect(all(m.group(7) for _, ss in sites[k + 1:] for m, _ in ss) and len(sites) > k + 1,
+           "the later views of the second run count since the view before:\n" + out)
+    note = [l for l in out.splitlines() if l.startswith("note: ")]
+    expect(len(note) == 1 and f"pid {b.pid};" in note[0] and f"pid {a.pid}'s" in note[0],
+           f"the note of the replaced file: {note}\n" + out)
+
+
 def poke(c, state, *args):
     """tests/integration/state_poke on the state file: its output."""
     p = subprocess.run([os.path.join(c.progs, "state_poke"), state, *args], capture_output=True,
