@@ -219,14 +219,42 @@ static int cmp_lib_change(const void *a, const void *b)
     return strcmp(x->library, y->library);
 }
 
+/* When the two reports' live bytes were live (gmt_report_when: "at exit", "when written" for
+ * a snapshot's, ...): the phrase the headings use, "at exit" for two exit reports, and the two
+ * named where they differ ("at the end (OLD at exit, NEW when written)"); short: the row's, one
+ * phrase ("at the end" where they differ). Two snapshots of one job are diffed as often as two
+ * runs, and their live bytes were called "at exit". */
+typedef struct when_s {
+    char heading[96];
+    const char *row;       /* "at exit", "when written", ... */
+    const char *tag;       /* the library rows' column: "exit", or "live" */
+    const char *old, *now; /* each report's */
+} when_t;
+
+static void diff_when(const gmt_report_t *a, const gmt_report_t *b, when_t *w)
+{
+    const char *wa = gmt_report_when(a), *wb = gmt_report_when(b);
+    w->old = wa;
+    w->now = wb;
+    if (strcmp(wa, wb) == 0) {
+        snprintf(w->heading, sizeof w->heading, "%s", wa);
+        w->row = wa;
+    } else {
+        snprintf(w->heading, sizeof w->heading, "at the end (OLD %s, NEW %s)", wa, wb);
+        w->row = "at the end";
+    }
+    w->tag = strcmp(w->row, "at exit") == 0 ? "exit" : "live";
+}
+
 /* The bytes per library of both runs, each library once (a name a report lists twice summed),
  * changed ones only, largest change first. Left out when neither report has the list (v1);
  * when one has it, one line says so (every row would read as new or gone). 0, or -1 out of
  * memory. */
-static int print_libraries(const gmt_report_t *a, const gmt_report_t *b, long top)
+static int print_libraries(const gmt_report_t *a, const gmt_report_t *b, long top,
+                           const when_t *when)
 {
     if (!a->has_libraries && !b->has_libraries) return 0;
-    printf("\nPer library: at exit, at the peak\n");
+    printf("\nPer library: %s, at the peak\n", when->heading);
     if (!a->has_libraries || !b->has_libraries) {
         printf("  (%s lists no libraries: a version 1 report; not compared)\n",
                a->has_libraries ? "NEW" : "OLD");
@@ -273,9 +301,9 @@ static int print_libraries(const gmt_report_t *a, const gmt_report_t *b, long to
         char dp[48], de[48], x[GMT_FMT_BYTES_LEN], y[GMT_FMT_BYTES_LEN];
         fmt_delta(delta(c->peak_old, c->peak_new), dp, sizeof dp);
         fmt_delta(delta(c->exit_old, c->exit_new), de, sizeof de);
-        printf("  exit %10s  peak %10s  %s  (at exit %s -> %s)\n", de, dp,
-               gmt_tty_cols(c->library, 32, false), gmt_fmt_bytes(c->exit_old, x, sizeof x),
-               gmt_fmt_bytes(c->exit_new, y, sizeof y));
+        printf("  %s %10s  peak %10s  %s  (%s %s -> %s)\n", when->tag, de, dp,
+               gmt_tty_cols(c->library, 32, false), when->row,
+               gmt_fmt_bytes(c->exit_old, x, sizeof x), gmt_fmt_bytes(c->exit_new, y, sizeof y));
         shown++;
     }
     if (left) printf("  ... %zu more (--top to show more)\n", left);
@@ -597,10 +625,18 @@ int gmt_cli_diff(int argc, char **argv)
                   .old_known = a.has_leak_bytes,
                   .now_known = b.has_leak_bytes};
     judge(&lim, &f, "leaked bytes", "leaks.total_bytes", ndrops, said, &fails, &nfail);
-    printf("\nLeaks\n  %10s -> %10s  %s  (%" PRIu64 " -> %" PRIu64 " allocations)\n", f.shown_old,
+    when_t when;
+    diff_when(&a, &b, &when);
+    if (strcmp(when.row, "at exit") == 0)
+        printf("\nLeaks\n");
+    else if (strcmp(when.old, when.now) == 0)
+        printf("\nLeaks (live %s)\n", when.row);
+    else
+        printf("\nLeaks (live: OLD %s, NEW %s)\n", when.old, when.now);
+    printf("  %10s -> %10s  %s  (%" PRIu64 " -> %" PRIu64 " allocations)\n", f.shown_old,
            f.shown_new, f.change, a.leak_count, b.leak_count);
     printf("  failures %" PRId64 " -> %" PRId64 "\n", a.failures, b.failures);
-    if (print_libraries(&a, &b, top)) {
+    if (print_libraries(&a, &b, top, &when)) {
         gmt_cli_error("diff: out of memory");
         status = GMT_EXIT_USAGE;
     }
@@ -617,7 +653,7 @@ int gmt_cli_diff(int argc, char **argv)
         status = GMT_EXIT_USAGE;
     } else {
         if (t.n > 1) qsort(t.v, t.n, sizeof *t.v, cmp_leak_growth); /* none: NULL */
-        printf("\nPer call stack (matched by frames): at exit, at the peak\n");
+        printf("\nPer call stack (matched by frames): %s, at the peak\n", when.heading);
         /* a list cut at GPUMEMTRACE_TOP does not say a stack it leaves out held nothing */
         cut_t cut = {.leak_old = a.groups_total > a.nleaks, .leak_new = b.groups_total > b.nleaks};
         for (size_t i = 0; i < a.npeaks; i++)
@@ -652,11 +688,12 @@ int gmt_cli_diff(int argc, char **argv)
         if (left) printf("  ... %zu more (--top to show more)\n", left);
         if (!shown) printf("  (no stack changed)\n");
         if (cut.unknown_old || cut.unknown_new)
-            printf("  (?: not among the groups %s lists at exit or at the peak, its largest: "
+            printf("  (?: not among the groups %s lists %s or at the peak, its largest: "
                    "GPUMEMTRACE_TOP)\n",
                    cut.unknown_old && cut.unknown_new ? "each report"
                    : cut.unknown_old                  ? "OLD"
-                                                      : "NEW");
+                                                      : "NEW",
+                   when.row);
         if (cut.bound_old || cut.bound_new)
             printf("  (>=: at least; %s lists, cut at GPUMEMTRACE_TOP, may leave out more of the "
                    "stack's groups)\n",

@@ -1371,6 +1371,39 @@ def case_check_limits_file(c):
 # ---- diff -------------------------------------------------------------------------------
 
 @case
+def case_diff_snapshots(c):
+    """diff of two snapshot reports of one job (SIGUSR1 twice, to see what grew between them):
+    their live bytes were live when each was written, never "at exit", in every heading and
+    row that names the moment (leaks, per library, per call stack); a snapshot against the exit
+    report names both moments. Before, every diff said "at exit" and `exit +2.00 MiB`."""
+    final = c.trace("snapshot_signal", "snaps")
+    snap1 = final[:-len(".json")] + ".snapshot-1.json"
+    expect(c.load(snap1)["leaks"]["meaning"] == "live when written", "snapshot_signal's snapshot")
+    # a later snapshot of the job: its exit report as a snapshot then would have said it
+    r = c.load(final)
+    r["process"]["reason"] = "snapshot"
+    r["leaks"]["meaning"] = "live when written"
+    snap2 = c.path("snaps.snapshot-2.json")
+    with open(snap2, "w") as f:
+        json.dump(r, f)
+    out, _, _ = c.cli_run("diff", snap1, snap2)
+    expect("at exit" not in out and "\nLeaks (live when written)\n" in out and
+           "\nPer library: when written, at the peak\n" in out and
+           "\nPer call stack (matched by frames): when written, at the peak\n" in out,
+           "two snapshots:\n" + out)
+    sec = out.split("\nPer library: when written, at the peak\n", 1)[1].split("\n\n", 1)[0]
+    expect(re.fullmatch(r"  live\s+\+1\.00 MiB  peak\s+\+2\.00 MiB  .*\(when written "
+                        r"1\.00 MiB -> 2\.00 MiB\)", sec), "per library, two snapshots:\n" + sec)
+    out, _, _ = c.cli_run("diff", snap1, final)
+    expect("\nLeaks (live: OLD when written, NEW at exit)\n" in out and
+           "\nPer call stack (matched by frames): at the end (OLD when written, NEW at exit), "
+           "at the peak\n" in out, "a snapshot against the exit report:\n" + out)
+    out, _, _ = c.cli_run("diff", final, final)
+    expect("\nLeaks\n" in out and "\nPer library: at exit, at the peak\n" in out,
+           "two exit reports:\n" + out)
+
+
+@case
 def case_diff(c):
     a = c.trace("leak_two_sites", "a")
     b = c.trace("leak_two_sites", "b")
