@@ -60,13 +60,19 @@ static int snapshot_pending;
 enum { SNAP_NONE = 0, SNAP_QUEUED = 1, SNAP_WRITING = 2, SNAP_TAKEN = 3 };
 #define SNAPSHOT_WAIT_MS 3000 /* the final report waits this long for a snapshot under way */
 static int snapshot_queued;
-static int snapshot_sig;    /* the signal that queued it */
+static int snapshot_sig; /* the signal that queued it */
+/* The snapshot signal whose handler the tracer installed (0: none), and whether the program's
+ * taking it over since was said (check_snapshot_signal). */
+static int snapshot_installed;
+static int snapshot_taken_said;
 static int first_fatal;     /* the first terminating signal caught; the process dies by it */
 static int final_requested; /* the first one asked the writer for the final report */
 
 enum { MSG_SNAPSHOT = 1, MSG_SIGNAL = 2, MSG_CRASH = 3, MSG_EXIT = 4, MSG_EXEC = 5 };
 
 static int writer_tid; /* the writer thread's id */
+
+static void check_snapshot_signal(void);
 
 /* A fork waits for the writer thread to be idle (gmt_capture_writer_fork_prepare): a thread
  * caught inside malloc, libdw or a report by fork() leaves the child with their locks held,
@@ -354,6 +360,7 @@ static void *writer_main(void *arg)
         if (now - last_facts_ns >= FACTS_INTERVAL_NS) {
             last_facts_ns = now;
             gmt_track_devfacts_refresh(facts_passes++ % FACTS_THOROUGH_EVERY == 0);
+            check_snapshot_signal();
             /* No loader call begun while a fork waits: one under way when the fork's bounded
              * wait ran out left the child the loader's lock held (stress.fork_storm hung once
              * on a machine loaded forty deep). Each is optional work: after the fork it goes
@@ -466,6 +473,7 @@ static void on_snapshot_signal(int sig)
 
 void gmt_capture_writer_take_snapshot(void)
 {
+    check_snapshot_signal(); /* before every final report (this is called first) */
     int queued = SNAP_QUEUED;
     if (!__atomic_compare_exchange_n(&snapshot_queued, &queued, SNAP_TAKEN, false, __ATOMIC_ACQ_REL,
                                      __ATOMIC_ACQUIRE)) {
@@ -669,7 +677,33 @@ static void install_snapshot_signal(int snapshot_signal)
     sa.sa_handler = on_snapshot_signal;
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    sigaction(snapshot_signal, &sa, NULL);
+    if (sigaction(snapshot_signal, &sa, NULL) == 0)
+        __atomic_store_n(&snapshot_installed, snapshot_signal, __ATOMIC_RELEASE);
+}
+
+/* A program that installs its own handler for the snapshot signal (or ignores it, or restores
+ * its default) after the tracer's first CUDA call, where the tracer installed its own, takes
+ * the signal: its handler runs and no snapshot is written. A handler found at start-up is said
+ * in the report's warnings (install_snapshot_signal); one installed later was said nowhere,
+ * and `kill -USR1` gave nothing, without a word. Checked by the writer thread every 100 ms and
+ * before each final report; said once. */
+static void check_snapshot_signal(void)
+{
+    int sig = __atomic_load_n(&snapshot_installed, __ATOMIC_ACQUIRE);
+    if (!sig || __atomic_load_n(&snapshot_taken_said, __ATOMIC_RELAXED)) return;
+    struct sigaction cur;
+    if (sigaction(sig, NULL, &cur) != 0) return;
+    bool info = (cur.sa_flags & SA_SIGINFO) != 0;
+    if (!info && cur.sa_handler == on_snapshot_signal) return;
+    if (__atomic_exchange_n(&snapshot_taken_said, 1, __ATOMIC_ACQ_REL)) return;
+    bool own = info || (cur.sa_handler != SIG_IGN && cur.sa_handler != SIG_DFL);
+    gmt_track_warn("%s was taken over by the program after the tracer's start (%s); snapshots by "
+                   "signal are off%s (set GPUMEMTRACE_SNAPSHOT_SIGNAL to another signal)",
+                   gmt_signal_name(sig),
+                   own                         ? "a handler of its own"
+                   : cur.sa_handler == SIG_IGN ? "it ignores it"
+                                               : "its default action restored",
+                   own ? " unless its handler calls the one it replaced" : "");
 }
 
 static void install_fatal_signals(int snapshot_signal)

@@ -1559,6 +1559,23 @@ def case_snapshot_ignored(ctx):
     expect_eq("warnings about the ignored SIGUSR1", len(warns), 1)
 
 
+@case("snapshot_handled_late")
+def case_snapshot_handled_late(ctx):
+    """A program that installs its own SIGUSR1 handler after its first CUDA call (where the
+    tracer installed its snapshot handler: the usual order, a training script's signal setup
+    after CUDA is up) takes the signal: its handler runs and no snapshot is written, and the
+    report's warnings say so once, as for a handler found at start-up. Before, nothing said
+    why `kill -USR1` gave no snapshot."""
+    r = ctx.run(["exit_ways", "handled_late"], timeout=30)
+    expect_eq("the program's own SIGUSR1 handler ran", r.fact_int("usr1_handled"), 1)
+    final = ctx.final_report()
+    warns = [w for w in final["capture"].get("warnings", [])
+             if w.startswith("SIGUSR1 was taken over by the program") and "snapshots by signal "
+             "are off" in w and "a handler of its own" in w]
+    expect_eq("warnings about the SIGUSR1 taken over", len(warns), 1)
+    expect_eq("snapshot reports", [f for f in ctx.files() if ".snapshot-" in f], [])
+
+
 @case("fds_as_untraced")
 def case_fds_as_untraced(ctx):
     """The program's open() gets the numbers it gets untraced, before and after its first CUDA

@@ -5,6 +5,9 @@
  * _exit) and the status stays 7.
  * "ignored": SIGUSR1 (the default snapshot signal) is set to SIG_IGN before the first CUDA
  * call; after it, the disposition must still be SIG_IGN (GMT_FACT usr1=ignored).
+ * "handled_late": the program installs its own SIGUSR1 handler after its first CUDA call (where
+ * the tracer installed its snapshot handler) and raises SIGUSR1: its handler runs
+ * (GMT_FACT usr1_handled=1), no snapshot is written, and the report's warnings must say so.
  * "fds": the numbers the program's open() gets before and after its first CUDA call
  * (GMT_FACT fd_before=, fd_after=): the same as untraced (the tracer's descriptors sit at 900+).
  * "errno": errno set to 4242 before the process's first CUDA call, before a failing
@@ -281,6 +284,14 @@ static int exit_interrupted(const char *how)
     return 0; /* exit(0): the exit report, on this thread */
 }
 
+static volatile sig_atomic_t usr1_late;
+
+static void on_usr1_late(int sig)
+{
+    (void)sig;
+    usr1_late++;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "exit_interrupted") == 0) return exit_interrupted(argv[2]);
@@ -342,6 +353,13 @@ int main(int argc, char **argv)
         struct sigaction cur;
         EXPECT(sigaction(SIGUSR1, NULL, &cur) == 0);
         FACT("usr1", "%s", cur.sa_handler == SIG_IGN ? "ignored" : "changed");
+        return 0;
+    }
+    if (strcmp(argv[1], "handled_late") == 0) {
+        CK(cudaMalloc(&p, MIB));
+        signal(SIGUSR1, on_usr1_late);
+        raise(SIGUSR1);
+        FACT("usr1_handled", "%d", (int)usr1_late);
         return 0;
     }
     if (strcmp(argv[1], "fds") == 0) {
