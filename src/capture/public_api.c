@@ -11,6 +11,8 @@
 #include "core/track.h"
 #include "core/unwind.h"
 #include "gmt_version.h"
+/* the library defines them: plain declarations, not the weak ones a program gets */
+#define GPUMEMTRACE_NO_WEAK
 #include "gpumemtrace/gpumemtrace.h"
 
 #include <dlfcn.h>
