@@ -48,7 +48,10 @@ void gmt_cli_symbolize_help(FILE *to);
  * a new temporary file when output is NULL; the path written is copied to out_path. Prints one
  * "gpumemtrace: report: ..." line on failure, after which no file it did not create is gone.
  * 0 or a negative errno. */
-int gmt_cli_recover(const char *state, const char *output, char *out_path, size_t out_len);
+/* *still_runs: whether the state file's owner still runs here (judged as `top` judges it), so
+ * that a report of a live job is not read as one of a job killed by a signal. */
+int gmt_cli_recover(const char *state, const char *output, char *out_path, size_t out_len,
+                    bool *still_runs);
 /* False, after one line "gpumemtrace: VERB: ...", when path exists and is not a regular file
  * (a FIFO would block the core's open). */
 bool gmt_cli_state_usable(const char *verb, const char *path);

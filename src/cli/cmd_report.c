@@ -27,6 +27,10 @@
 #define NATIVE_INNER_SHOWN 2 /* native frames shown inside the innermost Python frame */
 #define FRAMES_SHOWN       4
 
+/* report --recover of a job whose owner still runs (gmt_cli_recover): its report's reason,
+ * "signal" (nothing saw it end), is not said as if the job had been killed. */
+static bool owner_still_runs;
+
 static const struct option long_opts[] = {
     {"top", required_argument, NULL, 't'},
     {"device", required_argument, NULL, 'd'},
@@ -529,10 +533,15 @@ static void print_header(const view_t *v)
                gmt_tty(rep->hostname), rep->rank);
         if (rep->world_size > 0) printf(" of %" PRId64, rep->world_size); /* the job's ranks */
         putchar('\n');
-        printf("  reason    %s%s%s%s, ran %.3f s%s\n", gmt_tty(rep->reason),
-               rep->signal ? " (" : "", rep->signal ? gmt_tty(rep->signal) : "",
-               rep->signal ? ")" : "", rep->duration_s,
-               rep->recovered ? " (recovered from the state file)" : "");
+        if (rep->recovered && owner_still_runs)
+            printf("  reason    none yet: pid %" PRId64 " still runs (recovered from the state "
+                   "file: the job as it was %.3f s after its start, not killed)\n",
+                   rep->pid, rep->duration_s);
+        else
+            printf("  reason    %s%s%s%s, ran %.3f s%s\n", gmt_tty(rep->reason),
+                   rep->signal ? " (" : "", rep->signal ? gmt_tty(rep->signal) : "",
+                   rep->signal ? ")" : "", rep->duration_s,
+                   rep->recovered ? " (recovered from the state file)" : "");
     }
 
     const cJSON *cap = rep->capture;
@@ -1438,7 +1447,7 @@ int gmt_cli_report(int argc, char **argv)
             gmt_cli_error("report: --recover takes the state file; no report FILE with it");
             return GMT_EXIT_USAGE;
         }
-        if (gmt_cli_recover(recover, output, recovered, sizeof recovered) != 0)
+        if (gmt_cli_recover(recover, output, recovered, sizeof recovered, &owner_still_runs) != 0)
             return GMT_EXIT_USAGE;
     } else if (argc - optind != 1) {
         gmt_cli_error("report: %s (usage: gpumemtrace report [--top N] [--device N] [--json] FILE, "

@@ -78,9 +78,13 @@ void gmt_cli_state_error(const char *verb, const char *path, const char *err)
         gmt_cli_error("%s: %s", verb, err);
 }
 
-int gmt_cli_recover(const char *state, const char *output, char *out_path, size_t out_len)
+static bool owner_runs(void);
+
+int gmt_cli_recover(const char *state, const char *output, char *out_path, size_t out_len,
+                    bool *still_runs)
 {
     char err[512];
+    *still_runs = false;
     if (!gmt_cli_state_usable("report", state)) return -EINVAL;
     int rc;
     if (output) {
@@ -121,6 +125,7 @@ int gmt_cli_recover(const char *state, const char *output, char *out_path, size_
             gmt_cli_state_error("report", state, err);
             return rc;
         }
+        *still_runs = owner_runs();
         rc = gmt_out_commit(&o);
         if (rc) gmt_cli_error("report: writing %s: %s", output, strerror(-rc));
         return rc;
@@ -145,6 +150,8 @@ int gmt_cli_recover(const char *state, const char *output, char *out_path, size_
     if (rc) {
         unlink(out_path); /* our own temporary file */
         gmt_cli_state_error("report", state, err);
+    } else {
+        *still_runs = owner_runs();
     }
     return rc;
 }

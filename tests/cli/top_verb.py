@@ -537,6 +537,31 @@ def case_file_replaced(c):
            f"the note of the replaced file: {note}\n" + out)
 
 
+@case
+def case_recover_running(c):
+    """`report --recover` of a job that still runs (docs/state.md): the report's reason is
+    "signal" (nothing saw the job end), and the summary said `reason    signal` as of a job
+    killed; it says the pid still runs and when the job was seen, with -o and without. Once
+    the job is killed, `signal` as before."""
+    p, state = start_owner(c, "recrun")
+    try:
+        for args in ((), ("-o", c.path("recrun-r.json"))):
+            out, _, _ = c.cli_run("report", "--recover", state, *args)
+            line = [l for l in out.splitlines() if l.startswith("  reason ")]
+            expect(len(line) == 1 and re.fullmatch(
+                rf"  reason    none yet: pid {p.pid} still runs \(recovered from the state file: "
+                r"the job as it was \d+\.\d{3} s after its start, not killed\)", line[0]),
+                f"report --recover {args} of a running job: {line}")
+    finally:
+        p.kill()
+        p.communicate()
+    out, _, _ = c.cli_run("report", "--recover", state)
+    line = [l for l in out.splitlines() if l.startswith("  reason ")]
+    expect(len(line) == 1 and re.fullmatch(r"  reason    signal, ran \d+\.\d{3} s \(recovered "
+                                           r"from the state file\)", line[0]),
+           f"report --recover of the killed job: {line}")
+
+
 def poke(c, state, *args):
     """tests/integration/state_poke on the state file: its output."""
     p = subprocess.run([os.path.join(c.progs, "state_poke"), state, *args], capture_output=True,
