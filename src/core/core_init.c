@@ -106,6 +106,11 @@ int gmt_core_init(const gmt_config_t *c)
                  "%s exists and is not a state file (a device, link, directory or another file "
                  "is never replaced); keeping the state in memory only",
                  c->state);
+    else if (rc == -EBUSY && c->state[0])
+        snprintf(state_why, sizeof state_why,
+                 "%s is the state file of pid %d, which still runs: not replaced; keeping the "
+                 "state in memory only (a %%p in GPUMEMTRACE_STATE gives each process a file)",
+                 c->state, (int)gmt_region_busy_owner());
     else if (rc != 0 && c->state[0])
         snprintf(state_why, sizeof state_why,
                  "cannot create the state file %s (%s); keeping the state in memory only", c->state,

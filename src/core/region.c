@@ -8,6 +8,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -73,10 +75,41 @@ static int region_fd(void)
     return -1;
 }
 
+static int32_t busy_owner; /* the running owner of the state file last refused (-EBUSY) */
+
+int32_t gmt_region_busy_owner(void)
+{
+    return busy_owner;
+}
+
+/* Whether the state file fd holds (magic read) belongs to another process that still runs
+ * here: one not ended (clean_exit), on this host and in this pid namespace as far as the file
+ * says (gmt_region_owner_where; only version 8 on records it), and alive (kill 0). A second
+ * job given the same GPUMEMTRACE_STATE renamed its file over the first's, whose state could no
+ * longer be recovered or watched. Our own pid is the image before an exec: replaced. */
+static int32_t running_owner(int fd)
+{
+    gmt_region_header_t h;
+    if (pread(fd, &h, sizeof h, 0) < (ssize_t)offsetof(gmt_region_header_t, dropped_commit))
+        return 0;
+    if (h.pid <= 0 || h.pid == (int32_t)getpid() || h.clean_exit != GMT_REGION_END_NONE) return 0;
+    gmt_region_whose_t here, owner;
+    memset(&owner, 0, sizeof owner);
+    if (h.version >= 8 && h.header_bytes >= sizeof h) {
+        owner = h.whose;
+        owner.hostname[sizeof owner.hostname - 1] = 0;
+    }
+    gmt_region_whose_read(&here);
+    if (gmt_region_owner_where(&owner, &here) != GMT_REGION_OWNER_HERE) return 0;
+    return kill(h.pid, 0) == 0 || errno == EPERM ? h.pid : 0;
+}
+
 /* Whether the state file may be written at path: nothing there, an empty regular file (made by
- * mktemp, say) or an earlier state file. A device, a link, a directory or another file is never
- * replaced (a state file is renamed into place: as root, GPUMEMTRACE_STATE=/dev/null replaced
- * the device with a file, and an unrelated file's content was lost). -EEXIST otherwise. */
+ * mktemp, say) or an earlier state file of a process that no longer runs. A device, a link, a
+ * directory or another file is never replaced (a state file is renamed into place: as root,
+ * GPUMEMTRACE_STATE=/dev/null replaced the device with a file, and an unrelated file's content
+ * was lost): -EEXIST; nor the state file of a process that still runs: -EBUSY
+ * (gmt_region_busy_owner names it). */
 static int state_target_ok(const char *path, bool *vacant)
 {
     struct stat st;
@@ -91,8 +124,13 @@ static int state_target_ok(const char *path, bool *vacant)
     if (fd < 0) return -errno;
     char magic[8];
     ssize_t n = read(fd, magic, sizeof magic);
+    if (n != (ssize_t)sizeof magic || memcmp(magic, GMT_REGION_MAGIC, 8) != 0) {
+        close(fd);
+        return -EEXIST;
+    }
+    busy_owner = running_owner(fd);
     close(fd);
-    return n == (ssize_t)sizeof magic && memcmp(magic, GMT_REGION_MAGIC, 8) == 0 ? 0 : -EEXIST;
+    return busy_owner ? -EBUSY : 0;
 }
 
 /* The temporary's name: PATH.tmp.<pid>.<8 random hex digits> (PATH's base name cut where the

@@ -104,8 +104,12 @@ typedef struct gmt_region_header_s {
 
 /* Creates the region: anonymous memory when state_path is NULL or empty, else a file there
  * (created as a temporary file with O_EXCL|O_NOFOLLOW, mode from the umask, then renamed
- * into place; "%p" in the path becomes the pid). */
+ * into place; "%p" in the path becomes the pid). -EEXIST: something there that is no state
+ * file; -EBUSY: the state file of another process that still runs. */
 int gmt_region_create(const char *state_path);
+/* The pid of the process still running whose state file gmt_region_create refused to replace
+ * (it returned -EBUSY). */
+int32_t gmt_region_busy_owner(void);
 /* Unmaps the region (fork child, tests). A state file is left as it is. */
 void gmt_region_destroy(void);
 bool gmt_region_ready(void);

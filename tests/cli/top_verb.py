@@ -496,8 +496,8 @@ def case_owner_replaced(c):
 
 @case
 def case_file_replaced(c):
-    """The state file replaced under a running `top` by another run's (a job started again with
-    the same GPUMEMTRACE_STATE): the first view of the new run says so in a note and counts its
+    """The state file replaced under a running `top` by another run's (a job killed and started
+    again with the same GPUMEMTRACE_STATE): the first view of the new run says so in a note and counts its
     allocations since the last view from that view on, never against the last run's counts
     (its stack ids name other stacks). Before, top switched to the new pid silently and showed
     `+0 in 0.3 s` for a stack the new run had just made 10000 allocations at."""
@@ -508,6 +508,10 @@ def case_file_replaced(c):
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=c.work)
         first = os.read(t.stdout.fileno(), 1 << 16)  # a view of the first run
         expect(first, "top ended before its first view")
+        # the first run killed, as a job is before it is started again: a running job's state
+        # file is not taken over (integration.state_target)
+        a.kill()
+        a.communicate()
         b = subprocess.Popen([c.cli, "run", "-o", c.path("refile-b.json"), "--",
                               os.path.join(c.progs, "state_kill"), c.path("refile-b-snap.json")],
                              env=c.env({"GPUMEMTRACE_STATE": state}), stdin=subprocess.PIPE,

@@ -1513,6 +1513,36 @@ def case_state_target(ctx):
     left = [n for n in os.listdir(files) if ".tmp." in n]
     expect_eq("temporary files left", left, [])
     ctx.clear_output()
+    # The state file of a job that still runs: a second job given the same path keeps its own
+    # state in memory and says so; the first's file stays its own (it was renamed over, and
+    # the running job could no longer be recovered or watched). Once the first is gone, the
+    # second replaces the file as any earlier state file.
+    shared = os.path.join(files, "shared.gmt")
+    p = subprocess.Popen([ctx.prog("state_kill"), os.path.join(files, "snap.json")],
+                         cwd=files, env=ctx.env(extra={"GPUMEMTRACE_STATE": shared}), text=True,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         preexec_fn=no_core)
+    try:
+        expect_eq("state_kill's first line", p.stdout.readline().strip(), "READY")
+        before = os.stat(shared).st_ino
+        r = ctx.run(["simple"], env={"GPUMEMTRACE_STATE": shared}, timeout=30)
+        want = (f"gpumemtrace: {shared} is the state file of pid {p.pid}, which still runs: "
+                f"not replaced; keeping the state in memory only (a %p in GPUMEMTRACE_STATE "
+                f"gives each process a file)")
+        expect_eq("the line about the running job's state file",
+                  [l for l in r.stderr.splitlines() if "still runs" in l], [want])
+        expect_eq("the running job's state file", os.stat(shared).st_ino, before)
+        final = ctx.final_report()
+        expect_eq("capture.state_file", final["capture"].get("state_file"), None)
+        ctx.clear_output()
+    finally:
+        p.kill()
+        p.communicate()
+    r = ctx.run(["simple"], env={"GPUMEMTRACE_STATE": shared}, timeout=30)
+    if "keeping the state in memory" in r.stderr:
+        fail(f"the state file of a job that was killed was not replaced: {r.stderr}")
+    expect_eq("capture.state_file", ctx.final_report()["capture"].get("state_file"), shared)
+    ctx.clear_output()
 
 
 @case("exit_quick")
