@@ -92,8 +92,16 @@ static void py_facts(void)
     snprintf(gmt_cs->py_version, sizeof gmt_cs->py_version, "%s", v ? v : "");
 }
 
+static char state_deferred[GMT_PATH_MAX + 160]; /* a refusal said at the first CUDA call */
+
+const char *gmt_core_state_deferred(void)
+{
+    return state_deferred[0] ? state_deferred : NULL;
+}
+
 int gmt_core_init(const gmt_config_t *c)
 {
+    state_deferred[0] = 0;
     gmt_core_cfg = *c;
     gmt_clock_init(); /* the events' clock (clock.h) */
     int rc = gmt_region_create(c->state);
@@ -116,7 +124,13 @@ int gmt_core_init(const gmt_config_t *c)
                  "cannot create the state file %s (%s); keeping the state in memory only", c->state,
                  strerror(-rc));
     if (state_why[0]) {
-        gmt_error("%s", state_why);
+        /* A running process's file: said at the first CUDA call (gmt_core_state_deferred), as
+         * the state file's own line is, so that the helpers a traced job starts (a shell,
+         * `ls`), which find their parent's file, stay quiet. */
+        if (rc == -EBUSY)
+            snprintf(state_deferred, sizeof state_deferred, "%s", state_why);
+        else
+            gmt_error("%s", state_why);
         rc = gmt_region_create(NULL);
     }
     if (rc == 0) rc = lay_out(c);

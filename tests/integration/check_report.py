@@ -1532,6 +1532,14 @@ def case_state_target(ctx):
         expect_eq("the line about the running job's state file",
                   [l for l in r.stderr.splitlines() if "still runs" in l], [want])
         expect_eq("the running job's state file", os.stat(shared).st_ino, before)
+        # a helper the job starts (no CUDA call: a shell, `ls`) finds the file too: it keeps
+        # the file and says nothing, as helpers do (integration.state_helpers); before, it
+        # renamed its own file over the job's and removed it at its exit
+        h = ctx.run(["no_cuda"], env={"GPUMEMTRACE_STATE": shared}, timeout=30)
+        expect_eq("the helper's lines about a state file",
+                  [l for l in h.stderr.splitlines() if "state" in l], [])
+        expect_eq("the running job's state file after the helper", os.stat(shared).st_ino,
+                  before)
         final = ctx.final_report()
         expect_eq("capture.state_file", final["capture"].get("state_file"), None)
         ctx.clear_output()
