@@ -6,6 +6,9 @@
 # the functions strong: such a program failed to link ("undefined reference to gmt_snapshot").
 set -euo pipefail
 cc=$1 inc=$2 gen=$3 cuda=$4 standin=$5 lib=$6 work=$7
+# the stand-in runtime loads its driver by name (libcuda.so.1): the stand-in's, never a real
+# one of the machine, as tests/integration runs its programs
+export LD_LIBRARY_PATH=$standin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 rm -rf "$work" && mkdir -p "$work"
 cat >"$work/api_user.c" <<'PROG'
 #include <cuda_runtime_api.h>
