@@ -520,6 +520,24 @@ static void judge(const growth_limit_t *lim, figure_t *f, const char *what, cons
     (*nfail)++;
 }
 
+/* Two reports of one process (the same pid, host and start: two snapshots, or a snapshot and
+ * the exit report): when each was written and how far apart, which what grew between them is
+ * read against. Nothing for a report against itself, or for reports of two runs. */
+static void print_when(const gmt_report_t *a, const gmt_report_t *b)
+{
+    if (a->nranks || b->nranks || a->pid != b->pid || !a->hostname || !b->hostname ||
+        strcmp(a->hostname, b->hostname) != 0 || !(a->start_time > 0) ||
+        a->start_time != b->start_time || !(a->duration_s >= 0) || !(b->duration_s >= 0) ||
+        (a->duration_s == b->duration_s && a->reason && b->reason &&
+         strcmp(a->reason, b->reason) == 0))
+        return;
+    double apart = b->duration_s - a->duration_s;
+    printf("  one process (pid %" PRId64 " on %s): %s at %.3f s -> %s at %.3f s, %.3f s %s\n",
+           a->pid, gmt_tty(a->hostname), a->reason ? gmt_tty(a->reason) : "?", a->duration_s,
+           b->reason ? gmt_tty(b->reason) : "?", b->duration_s, apart < 0 ? -apart : apart,
+           apart < 0 ? "earlier" : "later");
+}
+
 int gmt_cli_diff(int argc, char **argv)
 {
     growth_limit_t lim = {0};
@@ -596,7 +614,9 @@ int gmt_cli_diff(int argc, char **argv)
     char said[300];
     int64_t ndrops =
         lim.set ? gmt_drops_of(&drops, GMT_DROP_UNTRACKED | GMT_DROP_LOST, said, sizeof said) : 0;
-    printf("diff %s -> %s\n\nPeak per device\n", gmt_tty(a.path), gmt_tty(b.path));
+    printf("diff %s -> %s\n", gmt_tty(a.path), gmt_tty(b.path));
+    print_when(&a, &b);
+    printf("\nPeak per device\n");
     for (size_t i = 0; i < b.ndevices; i++) {
         const gmt_device_t *nd = &b.devices[i];
         /* the same device of the same rank: each entry matched or listed absent, never both, and a

@@ -1383,6 +1383,7 @@ def case_diff_snapshots(c):
     r = c.load(final)
     r["process"]["reason"] = "snapshot"
     r["leaks"]["meaning"] = "live when written"
+    r["process"]["duration_s"] = c.load(snap1)["process"]["duration_s"] + 2.5
     snap2 = c.path("snaps.snapshot-2.json")
     with open(snap2, "w") as f:
         json.dump(r, f)
@@ -1391,6 +1392,11 @@ def case_diff_snapshots(c):
            "\nPer library: when written, at the peak\n" in out and
            "\nPer call stack (matched by frames): when written, at the peak\n" in out,
            "two snapshots:\n" + out)
+    # when each was written, and how far apart (two reports of one process only)
+    pid, t1 = c.load(snap1)["process"]["pid"], c.load(snap1)["process"]["duration_s"]
+    want = (f"  one process (pid {pid} on {r['process']['hostname']}): snapshot at {t1:.3f} s "
+            f"-> snapshot at {t1 + 2.5:.3f} s, 2.500 s later")
+    expect(out.splitlines()[1] == want, f"the line under diff's head, want {want!r}:\n" + out)
     sec = out.split("\nPer library: when written, at the peak\n", 1)[1].split("\n\n", 1)[0]
     expect(re.fullmatch(r"  live\s+\+1\.00 MiB  peak\s+\+2\.00 MiB  .*\(when written "
                         r"1\.00 MiB -> 2\.00 MiB\)", sec), "per library, two snapshots:\n" + sec)
@@ -1399,8 +1405,8 @@ def case_diff_snapshots(c):
            "\nPer call stack (matched by frames): at the end (OLD when written, NEW at exit), "
            "at the peak\n" in out, "a snapshot against the exit report:\n" + out)
     out, _, _ = c.cli_run("diff", final, final)
-    expect("\nLeaks\n" in out and "\nPer library: at exit, at the peak\n" in out,
-           "two exit reports:\n" + out)
+    expect("\nLeaks\n" in out and "\nPer library: at exit, at the peak\n" in out and
+           "one process" not in out, "two exit reports:\n" + out)
 
 
 @case
