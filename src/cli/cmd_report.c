@@ -923,6 +923,20 @@ static const char *frag_label(double f)
     return f < 0 ? "unknown" : f < 0.1 ? "low" : f < 0.5 ? "moderate" : "high";
 }
 
+/* Gaps under 1 % of the span: whatever their shape, too little to matter (12 KiB of gaps in
+ * 423 MiB read "0.67 high"). */
+#define FRAG_NEGLIGIBLE_DIVISOR 100
+static bool frag_negligible(const gmt_frag_t *f)
+{
+    return f->fragmentation >= 0.1 && f->free_in_gaps < f->span_bytes / FRAG_NEGLIGIBLE_DIVISOR;
+}
+
+/* A device's label: the ratio's, or "negligible" where the gaps are (frag_negligible). */
+static const char *frag_label_of(const gmt_frag_t *f)
+{
+    return frag_negligible(f) ? "negligible" : frag_label(f->fragmentation);
+}
+
 /* The ratio with two decimals, more where two would put it on the other side of a label's
  * bound than its label (0.0996 was "0.10 low", 0.4996 "0.50 moderate"). */
 static const char *frag_shown(double f, char *buf, size_t len)
@@ -952,8 +966,8 @@ static void print_fragmentation(const view_t *v)
                "largest gap %s)\n",
                gmt_device_label(f->device, f->rank, label, sizeof label),
                frag_shown(f->fragmentation, ratio, sizeof ratio),
-               f->fragmentation >= 0.5 ? YEL(v) : "", frag_label(f->fragmentation), RESET(v),
-               f->live_allocations, plural(f->live_allocations),
+               f->fragmentation >= 0.5 && !frag_negligible(f) ? YEL(v) : "", frag_label_of(f),
+               RESET(v), f->live_allocations, plural(f->live_allocations),
                gmt_fmt_bytes(f->span_bytes, span, sizeof span),
                gmt_fmt_bytes(f->free_in_gaps, gaps, sizeof gaps),
                gmt_fmt_bytes(f->largest_gap, largest, sizeof largest));
@@ -1315,7 +1329,7 @@ static int print_json(const view_t *v)
             cJSON_AddNumberToObject(x, "fragmentation", rep->frag[i].fragmentation);
         else
             cJSON_AddNullToObject(x, "fragmentation");
-        cJSON_AddStringToObject(x, "label", frag_label(rep->frag[i].fragmentation));
+        cJSON_AddStringToObject(x, "label", frag_label_of(&rep->frag[i]));
         cJSON_AddItemToArray(frag, x);
     }
     size_t nerr = 0, nrec = 0;

@@ -173,7 +173,7 @@ def case_device(c):
            "afterwards)" in lines, "--device 1 errors:\n" + out)
     expect("  #1   cudaMalloc of 8.00 MiB on GPU 1 at 8.000 s: cudaErrorMemoryAllocation (2); "
            "0 B free of 140.40 GiB; recovered" in lines, "--device 1 error line:\n" + out)
-    expect("  GPU 1: 0.10 moderate  (1 live allocation over 64.00 KiB; 0 B free in gaps, "
+    expect("  GPU 1: 0.10 negligible  (1 live allocation over 64.00 KiB; 0 B free in gaps, "
            "largest gap 0 B)" in lines and "    4.00 KiB lost to allocation granularity" in lines
            and "GPU 0: 0.60" not in out, "--device 1 fragmentation:\n" + out)
     expect(lines[-1] == "40 allocations, 31 frees, 1 failure on this device",
@@ -198,7 +198,7 @@ def case_device(c):
     expect([(p["device"], p["groups_total"], len(p["groups"])) for p in j["peak"]] == [(1, 3, 3)],
            f"--json --device 1 peak {j['peak']}")
     expect([(f["device"], f["fragmentation"], f["label"]) for f in j["fragmentation"]] ==
-           [(1, 0.1, "moderate")], f"--json --device 1 fragmentation {j['fragmentation']}")
+           [(1, 0.1, "negligible")], f"--json --device 1 fragmentation {j['fragmentation']}")
     expect(j["errors"] == {"count": 1, "recovered": 1}, f"--json --device 1 errors {j['errors']}")
     j = c.json(p)
     expect(j["growth_suspects_total"] == 5 and
@@ -612,6 +612,22 @@ def case_fragmentation(c):
         out, _ = c.run("report", c.write("fragr.json", r))
         expect(re.search(r"^  GPU 0: %s  \(" % re.escape(shown), section(out, "Fragmentation"),
                          re.M), f"{ratio}:\n" + section(out, "Fragmentation"))
+    # gaps under 1 % of the span are "negligible" whatever their shape, not coloured (12 KiB
+    # of gaps over 423 MiB read "0.67 high", in yellow); 1 % or more keeps the ratio's label
+    r["fragmentation"][0].update(fragmentation=0.6667, span_bytes=423 * MIB,
+                                 free_in_gaps=12 * KIB, largest_gap=4 * KIB)
+    pn = c.write("fragn.json", r)
+    out, _ = c.run("report", pn)
+    expect(re.search(r"^  GPU 0: 0\.67 negligible  \(", section(out, "Fragmentation"), re.M),
+           "negligible gaps:\n" + section(out, "Fragmentation"))
+    expect([f["label"] for f in c.json(pn)["fragmentation"]][:1] == ["negligible"],
+           "--json label of negligible gaps")
+    tty = c.tty(["report", pn], {"TERM": "xterm", "NO_COLOR": ""})
+    expect("GPU 0: 0.67 negligible" in tty, "negligible gaps are not coloured:\n" + tty)
+    r["fragmentation"][0]["free_in_gaps"] = 423 * MIB // 100 + 1
+    out, _ = c.run("report", c.write("fragn.json", r))
+    expect(re.search(r"^  GPU 0: 0\.67 high  \(", section(out, "Fragmentation"), re.M),
+           "gaps of 1 % of the span:\n" + section(out, "Fragmentation"))
     r["fragmentation"] = []
     out, _ = c.run("report", c.write("nofrag.json", r))
     expect(section(out, "Fragmentation").splitlines()[1:] == ["  (none)"],
