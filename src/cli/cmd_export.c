@@ -650,6 +650,21 @@ static void prom_sample(prom_t *p, const gmt_report_t *rep, const char *name, in
     prom_value(p->b, v);
 }
 
+/* One gauge of pinned host (managed false) or managed memory, its peak or current bytes, for
+ * each device that has that kind. */
+static void prom_kind(prom_t *p, const gmt_report_t *rep, const char *name, const char *help,
+                      bool managed, bool peak)
+{
+    prom_head(p->b, name, help);
+    for (size_t i = 0; i < rep->ndevices; i++) {
+        const gmt_device_t *d = &rep->devices[i];
+        if (!(managed ? d->has_managed : d->has_pinned)) continue;
+        uint64_t v = managed ? (peak ? d->managed_peak : d->managed_current)
+                             : (peak ? d->pinned_peak : d->pinned_current);
+        prom_sample(p, rep, name, d->rank, d->device, true, NULL, NULL, (double)v);
+    }
+}
+
 /* One metric per rank of a merged report (the double at `field` of each gmt_rank_t; a rank
  * without it, negative, is left out), or the report's own `value` for a single process. */
 static void prom_rank_times(prom_t *p, const gmt_report_t *rep, const char *name, const char *help,
@@ -682,34 +697,17 @@ static int export_prometheus(const gmt_report_t *rep, gmt_buf_t *b)
     /* Pinned host memory (device -1, "host") and managed memory are not bytes in use
      * (docs/report.md, "Kinds"): the host's peak_bytes above is 0 however much it pinned, so
      * they are metrics of their own, where the device has the kind. */
-    prom_head(b, "pinned_peak_bytes",
-              "Highest bytes of pinned host memory allocated (not part of bytes in use).");
-    for (size_t i = 0; i < rep->ndevices; i++) {
-        if (!rep->devices[i].has_pinned) continue;
-        prom_sample(&p, rep, "pinned_peak_bytes", rep->devices[i].rank, rep->devices[i].device,
-                    true, NULL, NULL, (double)rep->devices[i].pinned_peak);
-    }
-    prom_head(b, "pinned_current_bytes",
-              "Bytes of pinned host memory allocated when the report was written.");
-    for (size_t i = 0; i < rep->ndevices; i++) {
-        if (!rep->devices[i].has_pinned) continue;
-        prom_sample(&p, rep, "pinned_current_bytes", rep->devices[i].rank, rep->devices[i].device,
-                    true, NULL, NULL, (double)rep->devices[i].pinned_current);
-    }
-    prom_head(b, "managed_peak_bytes",
-              "Highest bytes of managed memory allocated on a device (not part of bytes in use).");
-    for (size_t i = 0; i < rep->ndevices; i++) {
-        if (!rep->devices[i].has_managed) continue;
-        prom_sample(&p, rep, "managed_peak_bytes", rep->devices[i].rank, rep->devices[i].device,
-                    true, NULL, NULL, (double)rep->devices[i].managed_peak);
-    }
-    prom_head(b, "managed_current_bytes",
-              "Bytes of managed memory allocated on a device when the report was written.");
-    for (size_t i = 0; i < rep->ndevices; i++) {
-        if (!rep->devices[i].has_managed) continue;
-        prom_sample(&p, rep, "managed_current_bytes", rep->devices[i].rank, rep->devices[i].device,
-                    true, NULL, NULL, (double)rep->devices[i].managed_current);
-    }
+    prom_kind(&p, rep, "pinned_peak_bytes",
+              "Highest bytes of pinned host memory allocated (not part of bytes in use).", false,
+              true);
+    prom_kind(&p, rep, "pinned_current_bytes",
+              "Bytes of pinned host memory allocated when the report was written.", false, false);
+    prom_kind(&p, rep, "managed_peak_bytes",
+              "Highest bytes of managed memory allocated on a device (not part of bytes in use).",
+              true, true);
+    prom_kind(&p, rep, "managed_current_bytes",
+              "Bytes of managed memory allocated on a device when the report was written.", true,
+              false);
     prom_head(b, "untracked_bytes",
               "Bytes the driver reported in use on a device that no traced call explains.");
     for (size_t i = 0; i < rep->ndevices; i++) {
