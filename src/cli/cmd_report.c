@@ -1160,6 +1160,9 @@ static int print_json(const view_t *v)
     } else {
         cJSON_AddStringToObject(o, "reason", rep->reason);
         cJSON_AddNumberToObject(o, "duration_s", rep->duration_s);
+        /* report --recover of a job that still runs: its "signal" is no end (the text says
+         * "none yet"); tools read it here */
+        if (rep->recovered) cJSON_AddBoolToObject(o, "owner_running", owner_still_runs);
     }
     uint64_t peak = rep->peak_bytes;
     bool peak_known = rep->has_peak; /* null in a merge with a rank whose report gives none */

@@ -15,6 +15,7 @@ let through. Exit 0 pass, 1 fail (with the reason).
 usage: top_verb.py --case NAME --cli CLI --lib LIB --progs DIR --standin DIR --work DIR
                    --schema FILE --data DIR
 """
+import json
 import os
 import re
 import signal
@@ -556,6 +557,12 @@ def case_recover_running(c):
                 rf"  reason    none yet: pid {p.pid} still runs \(recovered from the state file: "
                 r"the job as it was \d+\.\d{3} s after its start, not killed\)", line[0]),
                 f"report --recover {args} of a running job: {line}")
+        # --json says it too: owner_running beside the reason
+        out, _, _ = c.cli_run("report", "--recover", state, "--json")
+        j = json.loads(out)
+        expect(j["reason"] == "signal" and j.get("owner_running") is True,
+               f"report --recover --json of a running job: {j.get('reason')}, "
+               f"{j.get('owner_running')}")
     finally:
         p.kill()
         p.communicate()
@@ -564,6 +571,8 @@ def case_recover_running(c):
     expect(len(line) == 1 and re.fullmatch(r"  reason    signal, ran \d+\.\d{3} s \(recovered "
                                            r"from the state file\)", line[0]),
            f"report --recover of the killed job: {line}")
+    j = json.loads(c.cli_run("report", "--recover", state, "--json")[0])
+    expect(j.get("owner_running") is False, f"--json of the killed job: {j.get('owner_running')}")
 
 
 def poke(c, state, *args):
