@@ -140,6 +140,23 @@ int gmt_parse_signal(const char *s, int *out)
     for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++)
         if (signals[i].snapshot && strcasecmp(bare, signals[i].name + 3) == 0)
             return *out = signals[i].sig, 0;
+    /* kill -l's names of the real-time signals: RTMIN, RTMIN+N, RTMAX-N, RTMAX ("SIG"
+     * optional, any case; N digits only, no leading zero). */
+    if (strncasecmp(bare, "RTMIN", 5) == 0 || strncasecmp(bare, "RTMAX", 5) == 0) {
+        bool min = toupper((unsigned char)bare[4]) == 'N';
+        const char *n = bare + 5;
+        long off = 0;
+        if (*n) {
+            if (*n != (min ? '+' : '-') || n[1] < '1' || n[1] > '9' || strlen(n + 1) > 2)
+                return -EINVAL;
+            char *end;
+            off = strtol(n + 1, &end, 10);
+            if (*end) return -EINVAL;
+        }
+        long v = min ? SIGRTMIN + off : SIGRTMAX - off;
+        if (v < SIGRTMIN || v > SIGRTMAX) return -EINVAL;
+        return *out = (int)v, 0;
+    }
     /* Digits only, no leading zero: strtol would take spaces and a sign. */
     if (*s < '1' || *s > '9' || strlen(s) > 4) return -EINVAL;
     char *end;

@@ -364,6 +364,17 @@ static void test_signals(void **state)
     int sig = -1;
     assert_int_equal(gmt_parse_signal(buf, &sig), 0);
     assert_int_equal(sig, rt);
+    /* kill -l's real-time names (SIGRTMIN+2 was refused: digits only) */
+    static const struct {
+        const char *s;
+        int off; /* from SIGRTMIN, or (negative - 1) from SIGRTMAX */
+    } rtn[] = {
+        {"SIGRTMIN+2", 2}, {"rtmin+2", 2}, {"SIGRTMIN", 0}, {"RTMAX", -1}, {"SIGRTMAX-3", -4}};
+    for (size_t i = 0; i < sizeof rtn / sizeof rtn[0]; i++) {
+        sig = -1;
+        if (gmt_parse_signal(rtn[i].s, &sig) != 0) fail_msg("'%s' rejected", rtn[i].s);
+        assert_int_equal(sig, rtn[i].off >= 0 ? SIGRTMIN + rtn[i].off : SIGRTMAX + rtn[i].off + 1);
+    }
 
     /* The real-time numbers as digits only, as every other number variable takes them (an
      * audit found " 34", "+34" and "034" accepted, "34 " not). */
@@ -371,8 +382,10 @@ static void test_signals(void **state)
     snprintf(pad[0], sizeof pad[0], " %d", rt);
     snprintf(pad[1], sizeof pad[1], "+%d", rt);
     snprintf(pad[2], sizeof pad[2], "0%d", rt);
-    const char *const bad[] = {"",     "SIG", "SIGKILL",  "KILL", "9",    "15",
-                               "usr3", "-1",  "SIGUSR1x", pad[0], pad[1], pad[2]};
+    const char *const bad[] = {"",        "SIG",         "SIGKILL",    "KILL",       "9",
+                               "15",      "usr3",        "-1",         "SIGUSR1x",   pad[0],
+                               pad[1],    pad[2],        "SIGRTMIN-1", "SIGRTMAX+1", "RTMIN+",
+                               "RTMIN+0", "SIGRTMIN+99", "RTMIN+02",   "RTMINX"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         sig = -1;
         if (gmt_parse_signal(bad[i], &sig) != -EINVAL) fail_msg("'%s' accepted as %d", bad[i], sig);
