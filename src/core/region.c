@@ -82,11 +82,40 @@ int32_t gmt_region_busy_owner(void)
     return busy_owner;
 }
 
+/* Whether pid is this process's parent, or its parent's, up the chain (at most 64 steps):
+ * the shell or launcher that started it (bash run.sh, torchrun), which made its state file as
+ * the library loaded in it and traces nothing itself, as a rule. */
+#define ANCESTORS_LOOKED 64
+static bool is_ancestor(int32_t pid)
+{
+    int32_t cur = (int32_t)getppid();
+    for (int step = 0; step < ANCESTORS_LOOKED && cur > 1; step++) {
+        if (cur == pid) return true;
+        char path[48], buf[512];
+        snprintf(path, sizeof path, "/proc/%d/stat", (int)cur);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return false;
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n <= 0) return false;
+        buf[n] = 0;
+        /* "pid (comm) state ppid ...": comm may hold spaces and parentheses, the last ')'
+         * ends it */
+        const char *close_paren = strrchr(buf, ')');
+        int ppid = 0;
+        if (!close_paren || sscanf(close_paren + 1, " %*c %d", &ppid) != 1) return false;
+        cur = (int32_t)ppid;
+    }
+    return false;
+}
+
 /* Whether the state file fd holds (magic read) belongs to another process that still runs
  * here: one not ended (clean_exit), on this host and in this pid namespace as far as the file
- * says (gmt_region_owner_where; only version 8 on records it), and alive (kill 0). A second
- * job given the same GPUMEMTRACE_STATE renamed its file over the first's, whose state could no
- * longer be recovered or watched. Our own pid is the image before an exec: replaced. */
+ * says (gmt_region_owner_where; only version 8 on records it), alive (kill 0), and not one of
+ * this process's ancestors. A second job given the same GPUMEMTRACE_STATE (a rank beside
+ * another) renamed its file over the first's, whose state could no longer be recovered or
+ * watched. Our own pid is the image before an exec, an ancestor the shell or launcher that
+ * started us: both replaced, as before. */
 static int32_t running_owner(int fd)
 {
     gmt_region_header_t h;
@@ -101,7 +130,8 @@ static int32_t running_owner(int fd)
     }
     gmt_region_whose_read(&here);
     if (gmt_region_owner_where(&owner, &here) != GMT_REGION_OWNER_HERE) return 0;
-    return kill(h.pid, 0) == 0 || errno == EPERM ? h.pid : 0;
+    if (kill(h.pid, 0) != 0 && errno != EPERM) return 0;
+    return is_ancestor(h.pid) ? 0 : h.pid;
 }
 
 /* Whether the state file may be written at path: nothing there, an empty regular file (made by

@@ -1551,6 +1551,22 @@ def case_state_target(ctx):
         fail(f"the state file of a job that was killed was not replaced: {r.stderr}")
     expect_eq("capture.state_file", ctx.final_report()["capture"].get("state_file"), shared)
     ctx.clear_output()
+    # The shell or launcher that started the job (bash run.sh, torchrun) made the file first,
+    # as the library loaded in it, and still runs: an ancestor's file is the job's to take.
+    started = os.path.join(files, "started.gmt")
+    r = ctx.run(["/bin/sh", "-c", f"{shlex.quote(ctx.prog('simple'))}; true"],
+                env={"GPUMEMTRACE_STATE": started}, timeout=30)
+    if "still runs" in r.stderr:
+        fail(f"the state file of the shell that started the job was kept from it: {r.stderr}")
+    final = ctx.final_report()
+    expect_eq("capture.state_file of the job a shell started",
+              final["capture"].get("state_file"), started)
+    out = os.path.join(files, "started.json")
+    cli(ctx, ["report", "--recover", started, "-o", out])
+    with open(out) as f:
+        expect_eq("the state file's owner", json.load(f)["process"]["pid"],
+                  final["process"]["pid"])
+    ctx.clear_output()
 
 
 @case("exit_quick")
