@@ -17,6 +17,7 @@
 #include "core/loader.h"
 #include "core/log.h"
 #include "core/probe.h"
+#include "core/region.h"
 #include "core/tls.h"
 #include "core/track.h"
 #include "output/report_file.h"
@@ -393,6 +394,7 @@ static void start_slow(void)
     if (__atomic_load_n(&gmt_capture_state, __ATOMIC_ACQUIRE) == 0) {
         /* Says where the report will go, and finds an unwritable place now, not at exit. */
         gmt_report_file_check();
+        gmt_region_mark_cuda(); /* a CUDA job: its children leave its state file alone */
         start_backend_locked();
         gmt_capture_start_writer_locked();
         refresh_internal_ranges();

@@ -112,10 +112,12 @@ static bool is_ancestor(int32_t pid)
 /* Whether the state file fd holds (magic read) belongs to another process that still runs
  * here: one not ended (clean_exit), on this host and in this pid namespace as far as the file
  * says (gmt_region_owner_where; only version 8 on records it), alive (kill 0), and not one of
- * this process's ancestors. A second job given the same GPUMEMTRACE_STATE (a rank beside
- * another) renamed its file over the first's, whose state could no longer be recovered or
- * watched. Our own pid is the image before an exec, an ancestor the shell or launcher that
- * started us: both replaced, as before. */
+ * this process's ancestors that never called CUDA. A second job given the same
+ * GPUMEMTRACE_STATE (a rank beside another), or a helper a job started after its first CUDA
+ * call (git, nvidia-smi), renamed its file over the job's, whose state could no longer be
+ * recovered or watched (the helper's exit even removed it). Our own pid is the image before
+ * an exec, an ancestor that never called CUDA the shell or launcher that started us: both
+ * replaced, as before. */
 static int32_t running_owner(int fd)
 {
     gmt_region_header_t h;
@@ -124,14 +126,18 @@ static int32_t running_owner(int fd)
     if (h.pid <= 0 || h.pid == (int32_t)getpid() || h.clean_exit != GMT_REGION_END_NONE) return 0;
     gmt_region_whose_t here, owner;
     memset(&owner, 0, sizeof owner);
-    if (h.version >= 8 && h.header_bytes >= sizeof h) {
+    if (h.version >= 8 && h.header_bytes >= offsetof(gmt_region_header_t, whose) + sizeof h.whose) {
         owner = h.whose;
         owner.hostname[sizeof owner.hostname - 1] = 0;
     }
     gmt_region_whose_read(&here);
     if (gmt_region_owner_where(&owner, &here) != GMT_REGION_OWNER_HERE) return 0;
     if (kill(h.pid, 0) != 0 && errno != EPERM) return 0;
-    return is_ancestor(h.pid) ? 0 : h.pid;
+    bool cuda =
+        h.version >= 10 &&
+        h.header_bytes >= offsetof(gmt_region_header_t, cuda_called) + sizeof h.cuda_called &&
+        h.cuda_called != 0;
+    return !cuda && is_ancestor(h.pid) ? 0 : h.pid;
 }
 
 /* Whether the state file may be written at path: nothing there, an empty regular file (made by
@@ -884,4 +890,9 @@ int gmt_region_attach_arenas(const char *path, uint32_t arenas, char *err, size_
 out:
     close(fd);
     return rc;
+}
+
+void gmt_region_mark_cuda(void)
+{
+    if (R.fd >= 0 && gmt_region_base_) __atomic_store_n(&hdr()->cuda_called, 1, __ATOMIC_RELAXED);
 }

@@ -100,6 +100,10 @@ typedef struct gmt_region_header_s {
         uint64_t va_off, file_off, len;
     } chunks[GMT_REGION_MAX_CHUNKS];
     gmt_region_whose_t whose; /* the owner's host and pid namespace (version 8 on) */
+    /* atomic: 1 once the owner made its first CUDA call (gmt_region_mark_cuda): a CUDA job, not
+     * the shell or launcher that started one (version 10 on) */
+    uint32_t cuda_called;
+    uint32_t pad;
 } gmt_region_header_t;
 
 /* Creates the region: anonymous memory when state_path is NULL or empty, else a file there
@@ -107,6 +111,10 @@ typedef struct gmt_region_header_s {
  * into place; "%p" in the path becomes the pid). -EEXIST: something there that is no state
  * file; -EBUSY: the state file of another process that still runs. */
 int gmt_region_create(const char *state_path);
+/* Notes in a state file's header that its owner made its first CUDA call (nothing without a
+ * file): an owner that did is a job whose file its children (the helpers it starts) leave
+ * alone; one that did not, an ancestor, is the shell or launcher that started the job. */
+void gmt_region_mark_cuda(void);
 /* The pid of the process still running whose state file gmt_region_create refused to replace
  * (it returned -EBUSY). */
 int32_t gmt_region_busy_owner(void);

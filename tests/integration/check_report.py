@@ -1567,6 +1567,23 @@ def case_state_target(ctx):
         expect_eq("the state file's owner", json.load(f)["process"]["pid"],
                   final["process"]["pid"])
     ctx.clear_output()
+    # A helper the job starts after its first CUDA call (here /bin/true, by vfork and exec)
+    # finds its parent's file: a CUDA job's, left alone, quietly. Before, the helper renamed
+    # its own file over the job's and removed it at its exit: the job had no state file left.
+    helped = os.path.join(files, "helped.gmt")
+    r = ctx.run(["exit_ways", "vfork"], env={"GPUMEMTRACE_STATE": helped}, timeout=30)
+    if "still runs" in r.stderr:
+        fail(f"the helper said it found its parent's file: {r.stderr}")
+    final = ctx.final_report()
+    expect_eq("capture.state_file of the job that started a helper",
+              final["capture"].get("state_file"), helped)
+    if not os.path.exists(helped):
+        fail("the job's state file is gone after its helper ran")
+    cli(ctx, ["report", "--recover", helped, "-o", out])
+    with open(out) as f:
+        expect_eq("the state file's owner after the helper", json.load(f)["process"]["pid"],
+                  final["process"]["pid"])
+    ctx.clear_output()
 
 
 @case("exit_quick")
