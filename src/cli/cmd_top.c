@@ -323,23 +323,9 @@ static void device_label(int32_t device, char *buf, size_t len)
 static bool owner_running(int32_t pid, uint64_t laid_ns)
 {
     if (pid <= 0 || (kill(pid, 0) != 0 && errno != EPERM)) return false;
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return true;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) return true;
-    buf[n] = 0;
-    /* "pid (comm) state ppid ... starttime": comm may hold anything, ')' included */
-    const char *rest = strrchr(buf, ')');
     char state = 0;
     unsigned long long start = 0;
-    if (!rest || sscanf(rest + 1,
-                        " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d"
-                        " %*d %*d %llu",
-                        &state, &start) != 2)
-        return true;
+    if (gmt_proc_stat(pid, &state, NULL, &start) != 0) return true;
     if (state == 'Z' || state == 'X') return false;
     long hz = sysconf(_SC_CLK_TCK);
     struct timespec boot, mono;

@@ -82,6 +82,32 @@ int32_t gmt_region_busy_owner(void)
     return busy_owner;
 }
 
+int gmt_proc_stat(int32_t pid, char *state, int32_t *ppid, unsigned long long *start_ticks)
+{
+    char path[48], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return -1;
+    buf[n] = 0;
+    /* "pid (comm) state ppid ... starttime": comm may hold anything, ')' included */
+    const char *rest = strrchr(buf, ')');
+    char st = 0;
+    int pp = 0;
+    unsigned long long start = 0;
+    if (!rest || sscanf(rest + 1,
+                        " %c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d"
+                        " %*d %*d %llu",
+                        &st, &pp, &start) != 3)
+        return -1;
+    if (state) *state = st;
+    if (ppid) *ppid = (int32_t)pp;
+    if (start_ticks) *start_ticks = start;
+    return 0;
+}
+
 /* Whether pid is this process's parent, or its parent's, up the chain (at most 64 steps):
  * the shell or launcher that started it (bash run.sh, torchrun), which made its state file as
  * the library loaded in it and traces nothing itself, as a rule. */
@@ -91,20 +117,7 @@ static bool is_ancestor(int32_t pid)
     int32_t cur = (int32_t)getppid();
     for (int step = 0; step < ANCESTORS_LOOKED && cur > 1; step++) {
         if (cur == pid) return true;
-        char path[48], buf[512];
-        snprintf(path, sizeof path, "/proc/%d/stat", (int)cur);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) return false;
-        ssize_t n = read(fd, buf, sizeof buf - 1);
-        close(fd);
-        if (n <= 0) return false;
-        buf[n] = 0;
-        /* "pid (comm) state ppid ...": comm may hold spaces and parentheses, the last ')'
-         * ends it */
-        const char *close_paren = strrchr(buf, ')');
-        int ppid = 0;
-        if (!close_paren || sscanf(close_paren + 1, " %*c %d", &ppid) != 1) return false;
-        cur = (int32_t)ppid;
+        if (gmt_proc_stat(cur, NULL, &cur, NULL) != 0) return false;
     }
     return false;
 }

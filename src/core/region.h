@@ -176,6 +176,11 @@ void gmt_region_mark_end(uint32_t how);
  * owner's (no stdio, no allocation: it runs as the tracer starts). */
 void gmt_region_whose_read(gmt_region_whose_t *w);
 
+/* What /proc/PID/stat says of a process: its state letter, parent and start time (clock
+ * ticks since boot); any of the three may be NULL. 0, or -1 where it cannot be read (no
+ * /proc, no such process, a line not of that shape). */
+int gmt_proc_stat(int32_t pid, char *state, int32_t *ppid, unsigned long long *start_ticks);
+
 /* Whether a state file's owner pid names a process here: HERE when every field known on both
  * sides agrees (the boot id, else the host name; and the pid namespace), nothing known
  * included (a pid is then the only evidence, as before the fields existed); OTHER_HOST when
