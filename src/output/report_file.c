@@ -79,20 +79,11 @@ static const char *kind_of(mode_t m)
     return "not a regular file";
 }
 
-/* 0 when path does not exist or is a regular file; -EEXIST (with *what set) otherwise. */
-static int target_ok(const char *path, const char **what)
-{
-    struct stat st;
-    if (lstat(path, &st) != 0) return 0;
-    if (S_ISREG(st.st_mode)) return 0;
-    *what = kind_of(st.st_mode);
-    return -EEXIST;
-}
-
-/* target_ok for a fallback place, which the user did not choose: a file there of another
+/* 0 when path does not exist or is a regular file; -EEXIST (with *what set) otherwise. A
+ * fallback place, which the user did not choose, also leaves alone a file there of another
  * owner (another user's report.json in /tmp, which a job run as root would replace: rename(2)
- * lets root replace any name in a sticky directory) is left alone too. */
-static int fallback_ok(const char *path, const char **what)
+ * lets root replace any name in a sticky directory). */
+static int target_ok(const char *path, bool fallback, const char **what)
 {
     struct stat st;
     if (lstat(path, &st) != 0) return 0;
@@ -100,7 +91,7 @@ static int fallback_ok(const char *path, const char **what)
         *what = kind_of(st.st_mode);
         return -EEXIST;
     }
-    if (st.st_uid != geteuid()) {
+    if (fallback && st.st_uid != geteuid()) {
         *what = "another user's file";
         return -EEXIST;
     }
@@ -221,7 +212,7 @@ static int report_file_check(void)
         base = path;
     } else {
         const char *what = NULL;
-        rc = target_ok(path, &what);
+        rc = target_ok(path, false, &what);
         if (rc == 0) rc = dir_writable(dir, base);
         if (rc == 0) {
             gmt_info("tracing on; the report will be written to %s%s", path, why);
@@ -237,7 +228,7 @@ static int report_file_check(void)
         if (fallback_candidate(i, cand, sizeof cand) == -ENOENT) break;
         if (join(full, sizeof full, cand, base) != 0) continue;
         const char *what = NULL;
-        if (fallback_ok(full, &what) != 0) {
+        if (target_ok(full, true, &what) != 0) {
             gmt_error("fallback %s exists and is %s: not used", full, what);
             continue;
         }
@@ -383,7 +374,7 @@ int gmt_report_file_write(const char *path, gmt_reason_t reason, const char *sig
     }
     __atomic_store_n(&live_reason, (int)reason, __ATOMIC_RELAXED);
     const char *what = NULL;
-    rc = configured && fallback_dir[0] ? fallback_ok(target, &what) : target_ok(target, &what);
+    rc = target_ok(target, configured && fallback_dir[0], &what);
     if (rc == 0) rc = write_at(target, dir, base, reason, signal_name, seq);
     if (rc != 0 && configured && place_error(rc)) {
         if (what)
@@ -398,7 +389,7 @@ int gmt_report_file_write(const char *path, gmt_reason_t reason, const char *sig
             if (join(target, sizeof target, cand, base) != 0 || strcmp(target, first) == 0)
                 continue;
             what = NULL;
-            if (fallback_ok(target, &what) != 0) {
+            if (target_ok(target, true, &what) != 0) {
                 gmt_error("fallback %s exists and is %s: not used", target, what);
                 continue;
             }
