@@ -419,6 +419,13 @@ const char *gmt_config_refused(int i)
     return i >= 0 && i < nrefused ? refused[i] : NULL;
 }
 
+/* A value not used: said now, and kept (the first REFUSED_KEPT) for the report's warnings. */
+static void say_refused(const char *line)
+{
+    gmt_error("%s", line);
+    if (nrefused < REFUSED_KEPT) snprintf(refused[nrefused++], sizeof refused[0], "%s", line);
+}
+
 int gmt_config_load(gmt_config_t *cfg, gmt_getenv_fn getenv_fn)
 {
     if (!getenv_fn) getenv_fn = gmt_env;
@@ -440,8 +447,7 @@ int gmt_config_load(gmt_config_t *cfg, gmt_getenv_fn getenv_fn)
                 snprintf(why, sizeof why, "is not valid");
             snprintf(line, sizeof line, "%s='%s' %s; using %s", opts[i].name,
                      shown_value(v, buf, sizeof buf), why, *opts[i].def ? opts[i].def : "none");
-            gmt_error("%s", line);
-            if (nrefused < REFUSED_KEPT) memcpy(refused[nrefused++], line, sizeof line);
+            say_refused(line);
             bad++;
         }
     }
@@ -456,8 +462,7 @@ int gmt_config_load(gmt_config_t *cfg, gmt_getenv_fn getenv_fn)
                  "%s='%s' is not a rank (a whole number from 0 to %d): passed over, the rank is "
                  "the next launcher variable's, else 0",
                  rank_vars[i], shown_value(v, buf, sizeof buf), (1 << 30) - 1);
-        gmt_error("%s", line);
-        if (nrefused < REFUSED_KEPT) memcpy(refused[nrefused++], line, sizeof line);
+        say_refused(line);
     }
     /* MAX_LIVE / MAX_STACKS are upper bounds on stores that grow with use (docs/state.md):
      * nothing is reserved for them, so no bound needs checking against the host. */
