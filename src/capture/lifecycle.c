@@ -392,9 +392,11 @@ static void start_slow(void)
         return;
     }
     if (__atomic_load_n(&gmt_capture_state, __ATOMIC_ACQUIRE) == 0) {
+        /* The state file gets its name: a CUDA job's (the shell or launcher that started it,
+         * the helpers it starts, which never call CUDA, name none). */
+        gmt_core_state_place();
         /* Says where the report will go, and finds an unwritable place now, not at exit. */
         gmt_report_file_check();
-        gmt_region_mark_cuda(); /* a CUDA job: its children leave its state file alone */
         start_backend_locked();
         gmt_capture_start_writer_locked();
         refresh_internal_ranges();

@@ -313,31 +313,6 @@ static void device_label(int32_t device, char *buf, size_t len)
     gmt_device_label(device, -1, buf, len);
 }
 
-/* Whether pid is a process that may be the state file's owner, whose tracer laid the file out
- * at monotonic time laid_ns (gmt_track_start_ns: a forked child's own, after its fork). kill()
- * alone took a zombie (killed, its parent not waiting yet) and a later process given the dead
- * owner's pid for the owner running, so that `top` said `running` and refreshed for ever; so
- * /proc/PID/stat is read too: a zombie has ended, and a process that started after the file
- * was laid out (its start on the boot clock, the file's taken there with the clocks' offset
- * now, a second's slack for the clock ticks) is another one. Without /proc, kill's answer. */
-static bool owner_running(int32_t pid, uint64_t laid_ns)
-{
-    if (pid <= 0 || (kill(pid, 0) != 0 && errno != EPERM)) return false;
-    char state = 0;
-    unsigned long long start = 0;
-    if (gmt_proc_stat(pid, &state, NULL, &start) != 0) return true;
-    if (state == 'Z' || state == 'X') return false;
-    long hz = sysconf(_SC_CLK_TCK);
-    struct timespec boot, mono;
-    if (hz <= 0 || !laid_ns || clock_gettime(CLOCK_MONOTONIC, &mono) != 0 ||
-        clock_gettime(CLOCK_BOOTTIME, &boot) != 0)
-        return true;
-    double boot_minus_mono =
-        (double)(boot.tv_sec - mono.tv_sec) + (double)(boot.tv_nsec - mono.tv_nsec) / 1e9;
-    double started = (double)start / (double)hz, laid = (double)laid_ns / 1e9 + boot_minus_mono;
-    return started <= laid + 1.0;
-}
-
 static void print_python_frame(uint64_t word)
 {
     gmt_py_frame_t pf;
@@ -450,8 +425,11 @@ static gmt_region_where_t owner_where(void)
 static bool owner_runs(void)
 {
     if (gmt_track_end_mark() != GMT_REGION_END_NONE) return false;
+    /* kill() alone took a zombie (killed, its parent not waiting yet) and a later process
+     * given the dead owner's pid for the owner running, so that `top` said `running` and
+     * refreshed for ever: gmt_region_owner_alive reads /proc/PID/stat too. */
     return owner_where() != GMT_REGION_OWNER_HERE ||
-           owner_running(gmt_track_proc()->pid, gmt_track_start_ns());
+           gmt_region_owner_alive(gmt_track_proc()->pid, gmt_region_header()->start_ticks);
 }
 
 /* A job whose pid is not judged here and whose file has given no sign of life for this long
@@ -633,6 +611,29 @@ static int show(const char *path, long top, bool *running, seen_allocs_t *prev, 
     return GMT_EXIT_OK;
 }
 
+static void pause_s(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+/* A job's state file is named at its first CUDA call (docs/state.md): a `top` started with
+ * the job, before that, waits for the name to appear, as `tail -F` would, and says so once.
+ * --once does not wait: the core's line says the file is missing. */
+static void wait_named(const char *path, double interval)
+{
+    struct stat st;
+    bool said = false;
+    while (lstat(path, &st) != 0 && errno == ENOENT) {
+        if (!said)
+            gmt_cli_error("top: waiting for %s: a traced process names its state file at its "
+                          "first CUDA call",
+                          path);
+        said = true;
+        pause_s(interval);
+    }
+}
+
 int gmt_cli_top(int argc, char **argv)
 {
     long top = DEFAULT_TOP;
@@ -692,6 +693,8 @@ int gmt_cli_top(int argc, char **argv)
     const char *path = argv[optind];
     bool tty = isatty(1);
     seen_allocs_t seen = {0};
+    if (!once) wait_named(path, interval);
+    if (!once) wait_named(path, interval);
     if (!gmt_cli_state_usable("top", path)) return GMT_EXIT_USAGE;
     if (recent) prime_counts(path, interval, &seen);
     for (;;) {
@@ -707,8 +710,6 @@ int gmt_cli_top(int argc, char **argv)
             free(seen.n);
             return GMT_EXIT_USAGE;
         }
-        struct timespec ts = {(time_t)interval,
-                              (long)((interval - (double)(time_t)interval) * 1e9)};
-        nanosleep(&ts, NULL);
+        pause_s(interval);
     }
 }

@@ -67,7 +67,7 @@ static int lay_out(const gmt_config_t *c)
 static void py_cache(const gmt_config_t *c)
 {
     if (!c->python || !dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState")) return;
-    bool file = *gmt_region_path() != 0;
+    bool file = gmt_region_file_backed();
     uint32_t entries = file ? 1u << 14 : 1u << 16;
     uint64_t text = file ? 8ull << 20 : 32ull << 20;
     size_t bytes = gmt_pycode_bytes(entries, text);
@@ -92,49 +92,50 @@ static void py_facts(void)
     snprintf(gmt_cs->py_version, sizeof gmt_cs->py_version, "%s", v ? v : "");
 }
 
-static char state_deferred[GMT_PATH_MAX + 160]; /* a refusal said at the first CUDA call */
-
-const char *gmt_core_state_deferred(void)
+void gmt_core_state_place(void)
 {
-    return state_deferred[0] ? state_deferred : NULL;
+    int rc = gmt_region_place();
+    if (rc == 0) return;
+    const char *state = gmt_core_cfg.state;
+    char why[GMT_PATH_MAX + 160];
+    if (rc == -EEXIST)
+        snprintf(why, sizeof why,
+                 "%s exists and is not a state file (a device, link, directory or another file "
+                 "is never replaced); keeping the state in memory only",
+                 state);
+    else if (rc == -EBUSY)
+        snprintf(why, sizeof why,
+                 "%s is the state file of pid %d, which still runs: not replaced; keeping the "
+                 "state in memory only (a %%p in GPUMEMTRACE_STATE gives each process a file)",
+                 state, (int)gmt_region_busy_owner());
+    else
+        snprintf(why, sizeof why,
+                 "cannot create the state file %s (%s); keeping the state in memory only", state,
+                 strerror(-rc));
+    gmt_error("%s", why);
+    gmt_track_note_warning("%s", why);
 }
 
 int gmt_core_init(const gmt_config_t *c)
 {
-    state_deferred[0] = 0;
     gmt_core_cfg = *c;
     gmt_clock_init(); /* the events' clock (clock.h) */
     int rc = gmt_region_create(c->state);
     /* A state file that could not be made: said now, whole, and in the report's warnings (its
      * config shows the path asked for, capture.state_file null) once the core's notes exist,
-     * cut to a note's length there. */
+     * cut to a note's length there. Refusals of the path (something there, a running
+     * process's file) come at the first CUDA call, as the file is named
+     * (gmt_core_state_place), so that the helpers a traced job starts stay quiet. */
     char state_why[GMT_PATH_MAX + 160] = "";
-    if (rc == -EEXIST && c->state[0])
-        snprintf(state_why, sizeof state_why,
-                 "%s exists and is not a state file (a device, link, directory or another file "
-                 "is never replaced); keeping the state in memory only",
-                 c->state);
-    else if (rc == -EBUSY && c->state[0])
-        snprintf(state_why, sizeof state_why,
-                 "%s is the state file of pid %d, which still runs: not replaced; keeping the "
-                 "state in memory only (a %%p in GPUMEMTRACE_STATE gives each process a file)",
-                 c->state, (int)gmt_region_busy_owner());
-    else if (rc != 0 && c->state[0])
+    if (rc != 0 && c->state[0]) {
         snprintf(state_why, sizeof state_why,
                  "cannot create the state file %s (%s); keeping the state in memory only", c->state,
                  strerror(-rc));
-    if (state_why[0]) {
-        /* A running process's file: said at the first CUDA call (gmt_core_state_deferred), as
-         * the state file's own line is, so that the helpers a traced job starts (a shell,
-         * `ls`), which find their parent's file, stay quiet. */
-        if (rc == -EBUSY)
-            snprintf(state_deferred, sizeof state_deferred, "%s", state_why);
-        else
-            gmt_error("%s", state_why);
+        gmt_error("%s", state_why);
         rc = gmt_region_create(NULL);
     }
     if (rc == 0) rc = lay_out(c);
-    if (rc != 0 && !state_why[0] && *gmt_region_path()) {
+    if (rc != 0 && !state_why[0] && gmt_region_file_backed()) {
         /* The file took its first chunk but not the stores' first blocks (a nearly full disk,
          * a file size limit): the state in memory, as for a file that cannot be made. Until
          * this, tracing was turned off with a line that blamed memory. */

@@ -46,7 +46,12 @@ static struct {
     bool ready;
     uint32_t owner;  /* a recovered file's owner (its uid) */
     uint32_t unread; /* a recovered file's arenas left unread (1 << id): outside every bound */
+    /* The file has its name (path) since the process's first CUDA call (gmt_region_place);
+     * until then it has none (O_TMPFILE) or its temporary's (tmp: where the file system has no
+     * O_TMPFILE). A recovered file is placed. */
+    bool placed;
     char path[1024];
+    char tmp[1024 + 32];
 } R = {.fd = -1};
 
 /* The state file's descriptor, checked (fdutil.h): -1 when the region is anonymous or the
@@ -58,7 +63,8 @@ static int region_fd(void)
 {
     if (R.fd < 0 || R.fd_lost) return -1;
     if (gmt_fd_is(R.fd, &R.id)) return R.fd;
-    int fd = R.path[0] ? open(R.path, O_RDWR | O_NOFOLLOW | O_CLOEXEC) : -1;
+    const char *name = R.placed ? R.path : R.tmp; /* "": an unnamed file cannot be found */
+    int fd = name[0] ? open(name, O_RDWR | O_NOFOLLOW | O_CLOEXEC) : -1;
     if (fd >= 0 && gmt_fd_is(fd, &R.id)) {
         /* The old number is the program's now: never closed. The new one is moved high with
          * checks: the program may be closing and opening descriptors meanwhile. */
@@ -69,9 +75,13 @@ static int region_fd(void)
      * the name, or a number the program closed and reused meanwhile, which cannot be told
      * apart (closing it could close the program's file). */
     R.fd_lost = true;
-    gmt_error("the program closed the state file's descriptor and %s is no longer that file: "
-              "the state file grows no more",
-              R.path[0] ? R.path : "its name");
+    if (!name[0])
+        gmt_error("the program closed the state file's descriptor before the file was named "
+                  "(at the first CUDA call): the state file grows no more and gets no name");
+    else
+        gmt_error("the program closed the state file's descriptor and %s is no longer that "
+                  "file: the state file grows no more",
+                  name);
     return -1;
 }
 
@@ -82,7 +92,10 @@ int32_t gmt_region_busy_owner(void)
     return busy_owner;
 }
 
-int gmt_proc_stat(int32_t pid, char *state, int32_t *ppid, unsigned long long *start_ticks)
+/* What /proc/PID/stat says of a process: its state letter and start time (clock ticks since
+ * boot); either may be NULL. 0, or -1 where it cannot be read (no /proc, no such process, a
+ * line not of that shape). */
+static int proc_stat(int32_t pid, char *state, unsigned long long *start_ticks)
 {
     char path[48], buf[1024];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
@@ -95,42 +108,36 @@ int gmt_proc_stat(int32_t pid, char *state, int32_t *ppid, unsigned long long *s
     /* "pid (comm) state ppid ... starttime": comm may hold anything, ')' included */
     const char *rest = strrchr(buf, ')');
     char st = 0;
-    int pp = 0;
     unsigned long long start = 0;
     if (!rest || sscanf(rest + 1,
-                        " %c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d"
+                        " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d"
                         " %*d %*d %llu",
-                        &st, &pp, &start) != 3)
+                        &st, &start) != 2)
         return -1;
     if (state) *state = st;
-    if (ppid) *ppid = (int32_t)pp;
     if (start_ticks) *start_ticks = start;
     return 0;
 }
 
-/* Whether pid is this process's parent, or its parent's, up the chain (at most 64 steps):
- * the shell or launcher that started it (bash run.sh, torchrun), which made its state file as
- * the library loaded in it and traces nothing itself, as a rule. */
-#define ANCESTORS_LOOKED 64
-static bool is_ancestor(int32_t pid)
+bool gmt_region_owner_alive(int32_t pid, uint64_t start_ticks)
 {
-    int32_t cur = (int32_t)getppid();
-    for (int step = 0; step < ANCESTORS_LOOKED && cur > 1; step++) {
-        if (cur == pid) return true;
-        if (gmt_proc_stat(cur, NULL, &cur, NULL) != 0) return false;
-    }
-    return false;
+    if (pid <= 0 || (kill(pid, 0) != 0 && errno != EPERM)) return false;
+    char state = 0;
+    unsigned long long start = 0;
+    if (proc_stat(pid, &state, &start) != 0) return true; /* no /proc: kill's word */
+    if (state == 'Z' || state == 'X') return false;
+    return !start_ticks || start == start_ticks;
 }
 
 /* Whether the state file fd holds (magic read) belongs to another process that still runs
  * here: one not ended (clean_exit), on this host and in this pid namespace as far as the file
- * says (gmt_region_owner_where; only version 8 on records it), alive (kill 0), and not one of
- * this process's ancestors that never called CUDA. A second job given the same
- * GPUMEMTRACE_STATE (a rank beside another), or a helper a job started after its first CUDA
- * call (git, nvidia-smi), renamed its file over the job's, whose state could no longer be
- * recovered or watched (the helper's exit even removed it). Our own pid is the image before
- * an exec, an ancestor that never called CUDA the shell or launcher that started us: both
- * replaced, as before. */
+ * says (gmt_region_owner_where; only version 8 on records it), and alive
+ * (gmt_region_owner_alive: not a zombie, not another process given the dead owner's pid). A
+ * second job given the same GPUMEMTRACE_STATE (a rank beside another), or a helper a job
+ * started, renamed its file over the job's, whose state could no longer be recovered or
+ * watched (the helper's exit even removed it). Our own pid is the image before an exec:
+ * replaced, as before. A file is named at its owner's first CUDA call (gmt_region_place), so
+ * the shell or launcher that started us, which never called CUDA, has none here. */
 static int32_t running_owner(int fd)
 {
     gmt_region_header_t h;
@@ -145,12 +152,11 @@ static int32_t running_owner(int fd)
     }
     gmt_region_whose_read(&here);
     if (gmt_region_owner_where(&owner, &here) != GMT_REGION_OWNER_HERE) return 0;
-    if (kill(h.pid, 0) != 0 && errno != EPERM) return 0;
-    bool cuda =
-        h.version >= 10 &&
-        h.header_bytes >= offsetof(gmt_region_header_t, cuda_called) + sizeof h.cuda_called &&
-        h.cuda_called != 0;
-    return !cuda && is_ancestor(h.pid) ? 0 : h.pid;
+    uint64_t start = 0;
+    if (h.version >= 11 &&
+        h.header_bytes >= offsetof(gmt_region_header_t, start_ticks) + sizeof h.start_ticks)
+        start = h.start_ticks;
+    return gmt_region_owner_alive(h.pid, start) ? h.pid : 0;
 }
 
 /* Whether the state file may be written at path: nothing there, an empty regular file (made by
@@ -252,7 +258,12 @@ bool gmt_region_recovered_foreign(uint32_t *owner)
 
 const char *gmt_region_path(void)
 {
-    return R.path;
+    return R.placed ? R.path : "";
+}
+
+bool gmt_region_file_backed(void)
+{
+    return R.fd >= 0 && !R.recovered;
 }
 
 /* Makes [off, off+len) of the region usable. Called under grow_lock (or before the region
@@ -317,52 +328,79 @@ static int expand_path(const char *pat, char *out, size_t len)
     return 0;
 }
 
+/* The state file's descriptor, made in PATH's directory without a name (O_TMPFILE: nothing
+ * is left behind by a process killed before its first CUDA call, and nothing found there can
+ * interfere), or, where the file system has no O_TMPFILE, as the temporary R.tmp (O_EXCL,
+ * O_NOFOLLOW; a name taken is tried again with other digits, 16 times). Mode 0666 less the
+ * umask. The file gets its name at the first CUDA call (gmt_region_place). */
+static int open_unnamed(void)
+{
+    char dir[sizeof R.path];
+    snprintf(dir, sizeof dir, "%s", R.path);
+    char *slash = strrchr(dir, '/'); /* R.path is absolute */
+    if (!slash) return -EINVAL;
+    slash[slash == dir] = 0; /* "/x.gmt": "/" */
+    R.tmp[0] = 0;
+    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0666);
+    if (fd >= 0) return fd;
+    if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) return -errno;
+    for (int attempt = 0; attempt < 16; attempt++) {
+        int rc = temp_name(R.tmp, sizeof R.tmp, R.path);
+        if (rc != 0) {
+            R.tmp[0] = 0;
+            return rc;
+        }
+        fd = open(R.tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (fd >= 0 || errno != EEXIST) break;
+    }
+    if (fd < 0) {
+        int e = errno;
+        R.tmp[0] = 0;
+        return -e;
+    }
+    return fd;
+}
+
+/* The boot-clock ticks at which this process started (/proc/self/stat), 0 when unknown. */
+static uint64_t own_start_ticks(void)
+{
+    unsigned long long start = 0;
+    return proc_stat((int32_t)getpid(), NULL, &start) == 0 ? start : 0;
+}
+
 int gmt_region_create(const char *state_path)
 {
     if (gmt_region_base_) return -EALREADY;
     uint64_t total = 0;
     for (int a = 0; a < GMT_ARENA_COUNT; a++)
         total += arena_reserve[a];
-    char tmp[sizeof R.path + 32];
-    bool vacant = false;
     R.fd = -1;
     R.path[0] = 0;
+    R.tmp[0] = 0;
+    R.placed = false;
     if (state_path && *state_path) {
         if (expand_path(state_path, R.path, sizeof R.path) != 0) return -ENAMETOOLONG;
         /* Relative: against the working directory now (as GPUMEMTRACE_OUTPUT is): the file
-         * is reopened and, for a process that traced nothing, removed by its name, which must
-         * not move with a program that changes directory (a helper shell's `cd` left its file
-         * behind). A name that would not fit so is refused, as a pattern too long is. */
+         * is named later and, for a process that traced nothing, removed by its name, which
+         * must not move with a program that changes directory (a helper shell's `cd` left its
+         * file behind). A name that would not fit so is refused, as a pattern too long is. */
         if (!gmt_path_make_absolute(R.path, sizeof R.path)) {
             R.path[0] = 0;
             return -ENAMETOOLONG;
         }
-        int ok = state_target_ok(R.path, &vacant);
-        if (ok != 0) {
+        int fd = open_unnamed();
+        if (fd < 0) {
             R.path[0] = 0;
-            return ok;
+            return fd;
         }
-        for (int attempt = 0; attempt < 16; attempt++) {
-            if ((ok = temp_name(tmp, sizeof tmp, R.path)) != 0) {
-                R.path[0] = 0;
-                return ok;
-            }
-            R.fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-            if (R.fd >= 0 || errno != EEXIST) break;
-        }
-        if (R.fd < 0) {
-            int e = errno;
-            R.path[0] = 0;
-            return -e;
-        }
-        R.fd = gmt_fd_move_high(R.fd);
+        R.fd = gmt_fd_move_high(fd);
         R.fd_lost = false;
         if (!gmt_fd_id_take(R.fd, &R.id)) {
             int e = errno;
             close(R.fd);
-            unlink(tmp);
+            if (R.tmp[0]) unlink(R.tmp);
             R.fd = -1;
-            R.path[0] = 0;
+            R.path[0] = R.tmp[0] = 0;
             return -e;
         }
     }
@@ -399,36 +437,79 @@ int gmt_region_create(const char *state_path)
     size_table(h->sizes);
     h->total_reserved = total;
     h->pid = (int32_t)getpid();
+    h->start_ticks = R.fd >= 0 ? own_start_ticks() : 0;
     gmt_region_whose_read(&h->whose);
     memcpy(h->magic, GMT_REGION_MAGIC, 8);
     publish_bases();
-    int moved = R.fd >= 0 ? rename_into_place(tmp, R.path, vacant) : 0;
-    if (moved != 0) {
-        gmt_region_destroy();
-        unlink(tmp);
-        return moved;
-    }
     R.recovered = false;
     __atomic_store_n(&R.ready, true, __ATOMIC_RELEASE);
     return 0;
 fail:
     if (R.fd >= 0) {
         close(R.fd);
-        unlink(tmp);
+        if (R.tmp[0]) unlink(R.tmp);
         R.fd = -1;
     }
-    R.path[0] = 0;
+    R.path[0] = R.tmp[0] = 0;
     return err;
+}
+
+/* Links the unnamed file to a temporary name beside PATH (tmp): by /proc/self/fd (any user),
+ * else by the descriptor itself (AT_EMPTY_PATH: where /proc is missing, with
+ * CAP_DAC_READ_SEARCH). A name taken (a link planted there) is tried again with other digits,
+ * 16 times; linkat never follows or replaces what is there. */
+static int link_unnamed(int fd, char *tmp, size_t len)
+{
+    char proc[48];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    int rc = -EEXIST;
+    for (int attempt = 0; attempt < 16 && rc == -EEXIST; attempt++) {
+        if ((rc = temp_name(tmp, len, R.path)) != 0) return rc;
+        if (linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0) return 0;
+        rc = -errno;
+        if (rc == -ENOENT && linkat(fd, "", AT_FDCWD, tmp, AT_EMPTY_PATH) == 0) return 0;
+        if (rc == -ENOENT) rc = -errno;
+    }
+    return rc;
+}
+
+int gmt_region_place(void)
+{
+    if (R.placed || R.recovered || R.fd < 0 || !gmt_region_base_ || !R.path[0]) return 0;
+    int fd = region_fd();
+    bool vacant = false;
+    int rc = fd < 0 ? -EBADF : state_target_ok(R.path, &vacant);
+    char linked[sizeof R.tmp];
+    const char *from = R.tmp;
+    if (rc == 0 && !R.tmp[0]) {
+        rc = link_unnamed(fd, linked, sizeof linked);
+        from = linked;
+    }
+    if (rc == 0) {
+        rc = rename_into_place(from, R.path, vacant);
+        if (rc != 0) unlink(from);
+    } else if (R.tmp[0]) {
+        unlink(R.tmp); /* refused: the file stays the process's own, nameless */
+    }
+    R.tmp[0] = 0;
+    if (rc != 0) {
+        R.path[0] = 0;
+        return rc;
+    }
+    R.placed = true;
+    return 0;
 }
 
 void gmt_region_discard(void)
 {
-    if (R.fd < 0 || R.recovered || !R.path[0]) return;
-    struct stat there;
+    if (R.fd < 0 || R.recovered) return;
     /* lstat: a name replaced since (by a link, another file) is not ours to remove. */
-    if (lstat(R.path, &there) == 0 && S_ISREG(there.st_mode) && R.id.dev == there.st_dev &&
-        R.id.ino == there.st_ino && unlink(R.path) == 0)
-        R.path[0] = 0;
+    char *name = R.placed ? R.path : R.tmp;
+    struct stat there;
+    if (name[0] && lstat(name, &there) == 0 && S_ISREG(there.st_mode) && R.id.dev == there.st_dev &&
+        R.id.ino == there.st_ino && unlink(name) == 0)
+        name[0] = 0;
+    R.placed = false;
 }
 
 void gmt_region_destroy(void)
@@ -440,7 +521,8 @@ void gmt_region_destroy(void)
     if (R.fd >= 0 && gmt_fd_is(R.fd, &R.id)) close(R.fd); /* a number the program reused stays */
     R.fd = -1;
     R.fd_lost = false;
-    R.path[0] = 0;
+    R.path[0] = R.tmp[0] = 0;
+    R.placed = false;
     R.recovered = false;
     R.unread = 0;
 }
@@ -897,15 +979,11 @@ int gmt_region_attach_arenas(const char *path, uint32_t arenas, char *err, size_
     R.owner = (uint32_t)sb.st_uid;
     R.unread = GMT_REGION_ALL_ARENAS & ~arenas;
     snprintf(R.path, sizeof R.path, "%s", path);
+    R.placed = true;
     hdr()->grow_lock = 0;
     __atomic_store_n(&R.ready, true, __ATOMIC_RELEASE);
     rc = 0;
 out:
     close(fd);
     return rc;
-}
-
-void gmt_region_mark_cuda(void)
-{
-    if (R.fd >= 0 && gmt_region_base_) __atomic_store_n(&hdr()->cuda_called, 1, __ATOMIC_RELAXED);
 }

@@ -30,7 +30,7 @@
 #include <stdint.h>
 
 #define GMT_REGION_MAGIC      "GMTSTATE"
-#define GMT_REGION_VERSION    10
+#define GMT_REGION_VERSION    11
 #define GMT_REGION_MAX_CHUNKS 512
 
 typedef enum gmt_arena_id_e {
@@ -100,24 +100,31 @@ typedef struct gmt_region_header_s {
         uint64_t va_off, file_off, len;
     } chunks[GMT_REGION_MAX_CHUNKS];
     gmt_region_whose_t whose; /* the owner's host and pid namespace (version 8 on) */
-    /* atomic: 1 once the owner made its first CUDA call (gmt_region_mark_cuda): a CUDA job, not
-     * the shell or launcher that started one (version 10 on) */
-    uint32_t cuda_called;
-    uint32_t pad;
+    /* The owner's start on the boot clock, in clock ticks (/proc/PID/stat's 22nd field; 0 when
+     * unknown): a process found under its pid that started at another time is another one,
+     * given the pid of an owner that died (version 11 on) */
+    uint64_t start_ticks;
 } gmt_region_header_t;
 
-/* Creates the region: anonymous memory when state_path is NULL or empty, else a file there
- * (created as a temporary file with O_EXCL|O_NOFOLLOW, mode from the umask, then renamed
- * into place; "%p" in the path becomes the pid). -EEXIST: something there that is no state
- * file; -EBUSY: the state file of another process that still runs. */
+/* Creates the region: anonymous memory when state_path is NULL or empty, else a file in that
+ * path's directory ("%p" in the path becomes the pid; a relative path is made absolute now),
+ * without a name (O_TMPFILE; where the file system has none, a temporary file made with
+ * O_EXCL|O_NOFOLLOW), mode from the umask. gmt_region_place names it. */
 int gmt_region_create(const char *state_path);
-/* Notes in a state file's header that its owner made its first CUDA call (nothing without a
- * file): an owner that did is a job whose file its children (the helpers it starts) leave
- * alone; one that did not, an ancestor, is the shell or launcher that started the job. */
-void gmt_region_mark_cuda(void);
-/* The pid of the process still running whose state file gmt_region_create refused to replace
+/* Names the state file (the process's first CUDA call): its temporary is renamed to the path,
+ * which must hold nothing, an empty regular file or the state file of a process that no longer
+ * runs. -EEXIST: something there that is no state file; -EBUSY: the state file of another
+ * process that still runs (gmt_region_busy_owner); another -errno where the name cannot be
+ * made. Refused, the file stays the process's own, nameless: the state is kept, in no file
+ * another process can read. 0 without a file, or named already. */
+int gmt_region_place(void);
+/* The pid of the process still running whose state file gmt_region_place refused to replace
  * (it returned -EBUSY). */
 int32_t gmt_region_busy_owner(void);
+/* Whether pid is a process that runs here, not a zombie, and (start_ticks not 0) the one that
+ * started at start_ticks (a state file header's): a later process given a dead owner's pid is
+ * another one. Without /proc, kill(pid, 0)'s word. */
+bool gmt_region_owner_alive(int32_t pid, uint64_t start_ticks);
 /* Unmaps the region (fork child, tests). A state file is left as it is. */
 void gmt_region_destroy(void);
 bool gmt_region_ready(void);
@@ -126,8 +133,10 @@ bool gmt_region_recovered(void);
 /* True when the region was attached from a file that another user owns (*owner: its uid): a
  * path its process recorded (the suppressions file) is that user's choice, not this one's. */
 bool gmt_region_recovered_foreign(uint32_t *owner);
-/* The state file in use ("" when anonymous). */
+/* The state file in use: "" when anonymous, or not named (yet, or refused: gmt_region_place). */
 const char *gmt_region_path(void);
+/* Whether the region is this process's file, named or not. */
+bool gmt_region_file_backed(void);
 /* Removes this process's state file (not a recovered one) when its name still refers to the
  * file this process made: for a process that ends having traced nothing, so that the helpers
  * a traced job starts (a shell, a compiler) leave no file behind. The mapping stays. */
@@ -175,11 +184,6 @@ void gmt_region_mark_end(uint32_t how);
 /* Reads this process's host and pid namespace into *w, as a file's header records its
  * owner's (no stdio, no allocation: it runs as the tracer starts). */
 void gmt_region_whose_read(gmt_region_whose_t *w);
-
-/* What /proc/PID/stat says of a process: its state letter, parent and start time (clock
- * ticks since boot); any of the three may be NULL. 0, or -1 where it cannot be read (no
- * /proc, no such process, a line not of that shape). */
-int gmt_proc_stat(int32_t pid, char *state, int32_t *ppid, unsigned long long *start_ticks);
 
 /* Whether a state file's owner pid names a process here: HERE when every field known on both
  * sides agrees (the boot id, else the host name; and the pid namespace), nothing known

@@ -338,10 +338,12 @@ unsigned gmt_track_end_mark(void);
 void gmt_track_mark_end(unsigned how);
 /* The state file in use ("" for none). */
 const char *gmt_track_state_path(void);
-/* Why the state file asked for is not used, where that is said at the first CUDA call rather
- * than as the library loads (another running process's file: the helpers a job starts find
- * it too, and stay quiet); NULL when there is nothing to say. */
-const char *gmt_core_state_deferred(void);
+/* Names the state file (gmt_region_place), at the process's first CUDA call: a process that
+ * never calls CUDA (the shell or launcher that started the job, the helpers it starts) names
+ * none, and says nothing about the path. A refusal (something there that is no state file,
+ * the file of another process that still runs) is said in one line and noted in the warnings;
+ * the state stays the process's own, in no file another process reads. */
+void gmt_core_state_place(void);
 /* The state file removed (gmt_region_discard): for a process that ends having traced nothing. */
 void gmt_track_state_discard(void);
 /* Memory in the region for the growth sampler (output/growth.h), so a recovered state has its

@@ -184,10 +184,7 @@ int gmt_report_file_check(void)
 {
     int rc = report_file_check();
     const char *state = gmt_track_state_path();
-    if (state && *state)
-        gmt_info("state file: %s", state);
-    else if (gmt_core_state_deferred())
-        gmt_error("%s", gmt_core_state_deferred());
+    if (state && *state) gmt_info("state file: %s", state);
     return rc;
 }
 

@@ -232,6 +232,42 @@ def start_owner(c, name):
 
 
 @case
+def case_waits(c):
+    """top started with a job, before the job's first CUDA call names its state file, waits for
+    the file, says so in one line, and shows the job once it is there; --once does not wait.
+    Until session 50 every traced process made its file as it started."""
+    state = c.path("waits.gmt")
+    _, err, _ = c.cli_run("top", "--once", state, rc=2)
+    expect(one_line(err) and "No such file" in err, f"top --once of no file: {err!r}")
+    t = subprocess.Popen([c.cli, "top", "--interval", "0.1", state], env=c.env(),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=c.work)
+    p = None
+    try:
+        time.sleep(0.5)
+        expect(t.poll() is None, "top ended before the file was named")
+        p = subprocess.Popen([c.cli, "run", "-o", c.path("waits.json"), "--",
+                              os.path.join(c.progs, "state_kill"), c.path("waits-snap.json")],
+                             env=c.env({"GPUMEMTRACE_STATE": state}), stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True, cwd=c.work)
+        expect(p.stdout.readline().strip() == "READY", "state_kill not ready")
+        time.sleep(0.5)
+        p.kill()
+        p.communicate()
+        out, err = t.communicate(timeout=30)
+    finally:
+        for q in (t, p):
+            if q and q.poll() is None:
+                q.kill()
+                q.wait()
+    want = (f"gpumemtrace: top: waiting for {state}: a traced process names its state file "
+            "at its first CUDA call")
+    expect(err.decode().splitlines() == [want], f"top's stderr: {err!r}")
+    v = views(out.decode())
+    expect(len(v) >= 2 and int(v[0][0].group(2)) == p.pid and v[-1][0].group(3) == "gone",
+           f"top's views of the job ({len(v)}):\n{out.decode()[-2000:]}")
+
+
+@case
 def case_running(c):
     """A running job: --once shows one view and exits; without it top refreshes every
     --interval seconds until the owner ends (killed: `gone`, and top ends after that view),
@@ -454,26 +490,30 @@ def case_sites_recent_new(c):
 @case
 def case_owner_replaced(c):
     """The owner killed and its pid taken by another process is `gone`, not `running`: a
-    zombie (killed, its parent not waiting yet), or a process that started after the file was
-    laid out (a pid reused); top then ends after one view. A process that started before the
-    file could be its owner and runs: `running`. The state file's pid (the core block's
-    proc.pid) is set to each with state_poke; kill() alone said `running` to all three, and
-    top refreshed for ever."""
+    zombie (killed, its parent not waiting yet), or a process that started at another time
+    than the header's start_ticks say the owner did (a pid reused); top then ends after one
+    view. The process that started then runs: `running`. The state file's pid (the core
+    block's proc.pid) and start time are set to each with state_poke; kill() alone said
+    `running` to all three, and top refreshed for ever."""
     older = subprocess.Popen(["sleep", "60"])
     p, state = start_owner(c, "replaced")
     p.kill()
     p.communicate()
-    time.sleep(1.5)  # past the second of slack the start times are compared with
+    time.sleep(0.1)  # a later clock tick than older's start
     newer = subprocess.Popen(["sleep", "60"])
     poke = os.path.join(c.progs, "state_poke")
+    with open(f"/proc/{older.pid}/stat") as f:
+        older_start = f.read().rsplit(")", 1)[1].split()[19]
+    subprocess.run([poke, state, "header.start_ticks", older_start], check=True,
+                   capture_output=True, timeout=30)
     try:
         for who, want in ((older, "running"), (newer, "gone")):
             subprocess.run([poke, state, "core.proc.pid", str(who.pid)], check=True,
                            capture_output=True, timeout=30)
             _, (head, _, _) = one_view(c, "--once", state)
             expect(head.group(3) == want and int(head.group(2)) == who.pid,
-                   f"pid {who.pid} ({'started before' if who is older else 'started after'} "
-                   f"the file): {head.group(0)}")
+                   f"pid {who.pid} ({'the owner' if who is older else 'started later'}): "
+                   f"{head.group(0)}")
         out, _, _ = c.cli_run("top", "--interval", "0.1", state, timeout=20)
         expect(len(views(out)) == 1, "top of a file whose pid was reused:\n" + out)
         # the older one killed and not yet waited for: a zombie, not the owner running
@@ -681,8 +721,10 @@ def case_exec(c):
         f.write("#!/bin/sh\nread line\n")
     os.chmod(waiter, 0o755)
     state = c.path("exec.gmt")
+    # "exec": 1 MiB leaked, then the exec (an image that never called CUDA names no state
+    # file: exec_nocuda until session 50)
     p = subprocess.Popen([c.cli, "run", "-o", c.path("exec.json"), "--",
-                          os.path.join(c.progs, "exit_ways"), "exec_nocuda"],
+                          os.path.join(c.progs, "exit_ways"), "exec"],
                          env=c.env({"GPUMEMTRACE_STATE": state, "GPUMEMTRACE_FOLLOW_EXEC": "0",
                                     "GMT_EXEC_TARGET": waiter}),
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

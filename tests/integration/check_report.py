@@ -1584,6 +1584,72 @@ def case_state_target(ctx):
         expect_eq("the state file's owner after the helper", json.load(f)["process"]["pid"],
                   final["process"]["pid"])
     ctx.clear_output()
+    # A helper the job starts before its own first CUDA call (a logger's `git rev-parse`, a
+    # launcher's `nvidia-smi`; here system("true")): a file is named at its process's first
+    # CUDA call, so the helper, which never makes one, names none. Until session 50 it renamed
+    # its own over the job's (an ancestor that had not called CUDA yet) and removed it at its
+    # exit: the job, killed, could not be recovered.
+    early = os.path.join(files, "early.gmt")
+    p = subprocess.Popen([ctx.prog("state_kill"), os.path.join(files, "snap.json"),
+                          "helper_first"],
+                         cwd=files, env=ctx.env(extra={"GPUMEMTRACE_STATE": early}), text=True,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         preexec_fn=no_core)
+    try:
+        expect_eq("state_kill's first line", p.stdout.readline().strip(), "READY")
+        if not os.path.exists(early):
+            fail("the job's state file is gone after the helper it started first")
+        expect_eq("the state file's pid after the early helper", poke_read(ctx, early, "header.pid"),
+                  p.pid)
+        # Killed, but not waited for yet: a zombie has ended, and its file is replaced. kill()
+        # alone took it for running, and a job started again (a supervisor's restart) kept its
+        # state in memory only.
+        p.kill()
+        for _ in range(200):
+            if proc_state(p.pid) == "Z":
+                break
+            time.sleep(0.05)
+        expect_eq("the killed job's state", proc_state(p.pid), "Z")
+        zombie_copy = os.path.join(files, "zombie.gmt")
+        shutil.copyfile(early, zombie_copy)
+        r = ctx.run(["simple"], env={"GPUMEMTRACE_STATE": early}, timeout=30)
+        if "still runs" in r.stderr:
+            fail(f"the state file of a zombie was not replaced: {r.stderr}")
+        expect_eq("capture.state_file over the zombie's", ctx.final_report()["capture"].get(
+            "state_file"), early)
+        ctx.clear_output()
+    finally:
+        p.kill()
+        p.communicate()
+    cli(ctx, ["report", "--recover", zombie_copy, "-o", out])
+    with open(out) as f:
+        recovered = json.load(f)
+    expect_eq("the killed job's recovered pid", recovered["process"]["pid"], p.pid)
+    expect_eq("the killed job's recovered live bytes", recovered["leaks"]["total_bytes"],
+              5 * MIB + 6000 * 4096)
+    # Another process given the dead owner's pid (pid reuse): the file's header says when its
+    # owner started, and a process that started at another time is not it. The copy's owner is
+    # made a running process (sleep): with the sleep's own start time the file is kept from a
+    # second job, with any other it is replaced.
+    sleeper = subprocess.Popen(["sleep", "60"], env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+    try:
+        with open(f"/proc/{sleeper.pid}/stat") as f:
+            started = int(f.read().rsplit(")", 1)[1].split()[19])
+        for ticks, kept in ((started, True), (started + 1, False), (0, True)):
+            reused = os.path.join(files, f"reused-{ticks}.gmt")
+            shutil.copyfile(zombie_copy, reused)
+            poke(ctx, reused, "header.pid", sleeper.pid)
+            poke(ctx, reused, "header.start_ticks", ticks)
+            r = ctx.run(["simple"], env={"GPUMEMTRACE_STATE": reused}, timeout=30)
+            said = [l for l in r.stderr.splitlines() if "still runs" in l]
+            expect_eq(f"lines keeping the file of pid {sleeper.pid} started at {ticks}",
+                      len(said), 1 if kept else 0)
+            expect_eq(f"capture.state_file (owner started at {ticks})",
+                      ctx.final_report()["capture"].get("state_file"), None if kept else reused)
+            ctx.clear_output()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
 
 
 @case("exit_quick")
@@ -1840,17 +1906,17 @@ def case_exec_state(ctx):
     t = cli(ctx, ["top", "--once", state])
     if f"pid {pid} (exec'd)" not in t.stdout:
         fail(f"top --once should say the image exec'd:\n{t.stdout}")
-    # an image that traced nothing and exec'd an untraced program: its state file is marked
-    # too (before, it read as killed: reason "signal", top "gone")
+    # An image that never called CUDA and exec'd an untraced program names no state file (a
+    # file is named at the first CUDA call): nothing is left to read as killed. Until session
+    # 50 each image made its file as it started, and this one's was marked "exec" (before
+    # that, it read as killed: reason "signal", top "gone").
     os.unlink(state)
     os.unlink(rec_path)
     ctx.run(["exit_ways", "exec_nocuda"], timeout=60,
             env={"GPUMEMTRACE_FOLLOW_EXEC": "0", "GPUMEMTRACE_STATE": state,
                  "GMT_EXEC_TARGET": "/bin/true"})
-    cli(ctx, ["report", "--recover", state, "-o", rec_path])
-    with open(rec_path) as f:
-        expect_eq("recovered reason of an image that traced nothing, then exec'd",
-                  json.load(f)["process"]["reason"], "exec")
+    expect_eq("files in the state folder after an image that never called CUDA exec'd",
+              os.listdir(sdir), [])
 
 
 @case("fork_child_nofollow")
@@ -3419,6 +3485,24 @@ def case_state_corrupt(ctx):
     cli(ctx, ["report", "--recover", os.path.join(ctx.work, "nonexistent")], expect_rc=2)
     cli(ctx, ["report", "-o", "x.json", state], expect_rc=2)  # -o goes with --recover
 
+
+
+def poke_read(ctx, path, field):
+    """A field of a state file's store blocks (state_poke BLOCK.FIELD +0: left as it is)."""
+    proc = subprocess.run([ctx.prog("state_poke"), path, field, "+0"],
+                          capture_output=True, text=True, timeout=60)
+    if proc.returncode != 0 or not proc.stdout.startswith("was="):
+        fail(f"state_poke {path} {field} +0: {proc.stderr.strip()}")
+    return int(proc.stdout.split("=", 1)[1])
+
+
+def proc_state(pid):
+    """/proc/PID/stat's state letter ('' when the process is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return ""
 
 
 def poke(ctx, path, *args):

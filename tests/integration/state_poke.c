@@ -116,6 +116,8 @@ static const struct {
     size_t off, size;
     bool bytes;
 } fields[] = {
+    FIELD("header.pid", AT_HEADER, gmt_region_header_t, pid),
+    FIELD("header.start_ticks", AT_HEADER, gmt_region_header_t, start_ticks),
     FIELD("header.core_off", AT_HEADER, gmt_region_header_t, core_off),
     FIELD("header.stats_off", AT_HEADER, gmt_region_header_t, stats_off),
     FIELD("header.whose.pidns_dev", AT_HEADER, gmt_region_header_t, whose.pidns_dev),

@@ -69,6 +69,7 @@ int main(void)
     gmt_config_defaults(&cfg);
     snprintf(cfg.state, sizeof cfg.state, "%s/s.gmt", dir);
     if (gmt_core_init(&cfg) != 0) return 3;
+    gmt_core_state_place(); /* the file named, as at the first CUDA call: the map is kept */
     gmt_track_modules_refresh();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_map_whole_while_rerecorded),

@@ -107,7 +107,15 @@ static void test_state_file_round_trip(void **state)
     int rc = gmt_region_create(pat);
     umask(old);
     assert_int_equal(rc, 0);
+    /* no name until the first CUDA call (gmt_region_place): nothing in the folder either, so a
+     * process killed before it leaves nothing behind */
+    assert_string_equal(gmt_region_path(), "");
+    assert_true(gmt_region_file_backed());
+    assert_int_not_equal(access(path, F_OK), 0);
+    assert_int_equal(gmt_test_count_prefixed(dir, "s-"), 0);
+    assert_int_equal(gmt_region_place(), 0);
     assert_string_equal(gmt_region_path(), path);
+    assert_int_equal(gmt_region_place(), 0); /* once */
     struct stat sb;
     assert_int_equal(lstat(path, &sb), 0);
     assert_true(S_ISREG(sb.st_mode));
@@ -157,6 +165,7 @@ static void new_state(char *path, size_t len, const char *name)
     snprintf(path, len, "%s/%s", dir, name);
     unlink(path);
     assert_int_equal(gmt_region_create(path), 0);
+    assert_int_equal(gmt_region_place(), 0);
     fake_stores();
 }
 
@@ -313,6 +322,7 @@ static void test_create_refuses_planted_link(void **state)
     snprintf(target, sizeof target, "%s/victim", dir);
     assert_int_equal(symlink(target, tmp), 0);
     assert_int_equal(gmt_region_create(path), 0);
+    assert_int_equal(gmt_region_place(), 0);
     assert_true(gmt_region_ready());
     gmt_region_destroy();
     assert_int_not_equal(access(target, F_OK), 0);
@@ -325,17 +335,26 @@ static void test_create_refuses_planted_link(void **state)
     /* a link at the final path is neither followed nor replaced (session 25: only nothing, an
      * empty file or an earlier state file is replaced) */
     assert_int_equal(symlink(target, path), 0);
-    assert_int_equal(gmt_region_create(path), -EEXIST);
+    assert_int_equal(gmt_region_create(path), 0);
+    assert_int_equal(gmt_region_place(), -EEXIST);
     struct stat sb;
     assert_int_equal(lstat(path, &sb), 0);
     assert_true(S_ISLNK(sb.st_mode));
     assert_int_not_equal(access(target, F_OK), 0);
-    assert_false(gmt_region_ready());
+    /* refused, the state stays the process's own, in its nameless file */
+    assert_true(gmt_region_ready());
+    assert_string_equal(gmt_region_path(), "");
+    uint64_t off;
+    assert_int_equal(gmt_region_alloc(GMT_ARENA_TABLE, 2 * MIB, 64, &off), 0);
+    assert_int_equal(gmt_test_count_prefixed(dir, "planted.gmt.tmp."), 0);
+    gmt_region_destroy();
     unlink(path);
     /* an earlier state file is replaced */
     assert_int_equal(gmt_region_create(path), 0);
+    assert_int_equal(gmt_region_place(), 0);
     gmt_region_destroy();
     assert_int_equal(gmt_region_create(path), 0);
+    assert_int_equal(gmt_region_place(), 0);
     assert_int_equal(lstat(path, &sb), 0);
     assert_true(S_ISREG(sb.st_mode));
     gmt_region_destroy();

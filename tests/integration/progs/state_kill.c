@@ -7,10 +7,14 @@
  * flat part of at least 0.6 s (so the growth warm-up ends before the growth begins), writes
  * a snapshot report to argv[1] with gmt_snapshot, prints "SNAPPED" and waits to be killed (it
  * gives up with status 3 after 30 s): the snapshot is taken just before the kill.
+ * With a second argument "helper_first", a helper runs first (system("true"): a shell, traced
+ * too, that never calls CUDA), before the program's own first CUDA call.
  */
 #include "common.h"
 
 #include <cuda_runtime_api.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -64,7 +68,8 @@ static double now_s(void)
 
 int main(int argc, char **argv)
 {
-    EXPECT(argc == 2);
+    EXPECT(argc == 2 || (argc == 3 && strcmp(argv[2], "helper_first") == 0));
+    if (argc == 3) EXPECT(system("true") == 0);
     double t0 = now_s();
     keep_a();
     keep_b();
