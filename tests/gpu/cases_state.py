@@ -7,6 +7,12 @@ cudaMalloc bytes must equal the reserved bytes torch printed (every reserved byt
 caching allocator is a live cudaMalloc segment), and it must say recovered / signal, name the
 device as torch does (name, UUID, total memory, recorded in the state file) and name the
 job's Python file and lines in its stacks (the Python code cache is in the state file).
+
+torch_state_helper_first: the same job, one state file for all (no %p), starting two traced
+helpers (a shell, a Python one-liner) before its first CUDA call: a file is named at its
+process's first CUDA call (session 50), so the file is the job's, READY found, and recovered
+after the kill with its pid and all of torch's reserved bytes; no other file is left beside it.
+Until session 50 the helpers replaced the job's file and removed it at their exit.
 """
 import json
 import os
@@ -112,3 +118,64 @@ def register(m):
         c.details["torch"] = facts
         c.details["recovered_live_cudaMalloc"] = live
         c.note(f"reserved {facts['reserved']} B, recovered live cudaMalloc {live} B")
+
+
+def register_helper_first(m):
+    @m.case
+    def torch_state_helper_first(c):
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            raise m.Skip("expected PyTorch got none")
+        folder = os.path.join(c.out, "helper_first")
+        os.makedirs(folder, exist_ok=True)
+        state = os.path.join(folder, "job.gmt")
+        env = c.env({"LD_PRELOAD": c.lib, "GPUMEMTRACE_STATE": state,
+                     "GPUMEMTRACE_OUTPUT": os.path.join(c.out, "helper_first-%p.json")})
+        p = subprocess.Popen([sys.executable, os.path.join(HERE, "torch_state_kill.py"),
+                              "helper_first"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=env, cwd=c.out, start_new_session=True)
+        m.CHILDREN.add(p.pid)
+        facts, lines, t0 = {}, [], time.time()
+        try:
+            while time.time() - t0 < 45:
+                line = p.stdout.readline()
+                if not line:
+                    break
+                lines.append(line)
+                mt = re.match(r"GMT_FACT (\w+)=(\S+)", line)
+                if mt:
+                    facts[mt.group(1)] = int(mt.group(2))
+                if line.strip() == "READY":
+                    break
+            if "reserved" not in facts:
+                p.kill()
+                _, err = p.communicate()
+                raise m.Fatal(f"expected the torch job to print READY got {''.join(lines)!r} "
+                              f"stderr {err[-600:]!r}")
+            c.expect("files in the state folder while the job runs", os.listdir(folder),
+                     ["job.gmt"])
+            top = subprocess.run([c.cli, "top", "--once", state], capture_output=True,
+                                 text=True, timeout=30)
+            c.expect_true("top --once shows the job's pid running",
+                          f"pid {p.pid} (running)" in top.stdout, top.stdout[:300])
+        finally:
+            os.killpg(p.pid, signal.SIGKILL)
+            _, err = p.communicate()
+            m.CHILDREN.discard(p.pid)
+        c.expect("lines about the state file besides the job's own",
+                 [l for l in err.splitlines() if "state file" in l and
+                  not l.startswith(f"gpumemtrace: state file: {state}")], [])
+        path = os.path.join(c.out, "helper_first_recovered.json")
+        r = subprocess.run([c.cli, "report", "--recover", state, "-o", path],
+                           capture_output=True, text=True, timeout=60)
+        c.expect("report --recover exit status", r.returncode, 0)
+        if r.returncode != 0:
+            raise m.Fatal(f"expected report --recover to work got {r.stderr.strip()!r}")
+        with open(path) as f:
+            rep = json.load(f)
+        c.expect("recovered process.pid", rep.get("process", {}).get("pid"), p.pid)
+        live = sum(g.get("bytes", 0) for g in m.groups(rep) if g.get("api") == "cudaMalloc")
+        c.expect("recovered live cudaMalloc bytes == torch.cuda.memory_reserved()", live,
+                 facts["reserved"])
+        c.note(f"job pid {p.pid}, reserved {facts['reserved']} B, recovered {live} B")

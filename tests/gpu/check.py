@@ -952,6 +952,7 @@ cases_py.register(CASES, sys.modules[__name__])
 import cases_state  # noqa: E402  (the state file: SIGKILL recovery, top)
 
 cases_state.register(sys.modules[__name__])
+cases_state.register_helper_first(sys.modules[__name__])
 import cases_multirank  # noqa: E402  (issue 11: torchrun DDP ranks, merge)
 
 cases_multirank.register(sys.modules[__name__])

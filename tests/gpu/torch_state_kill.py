@@ -1,10 +1,18 @@
 """A PyTorch job that is SIGKILLed mid-run (tests/gpu/cases_state.py): keeps three tensors
 of 256 MiB, frees a 1 GiB temporary (the cache keeps its segment), prints torch's reserved
-bytes, the device's name and total memory and READY, then waits to be killed."""
+bytes, the device's name and total memory and READY, then waits to be killed. With the
+argument helper_first it first starts two helpers, as a training script's logging does before
+any CUDA work (`git rev-parse`, a Python one-liner): traced too, they never call CUDA."""
+import subprocess
 import sys
 import time
 
 import torch
+
+if sys.argv[1:] == ["helper_first"]:
+    subprocess.run(["sh", "-c", "true"], check=True)
+    subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], check=True,
+                   capture_output=True)
 
 keep = [torch.empty(256 << 20, dtype=torch.uint8, device="cuda") for _ in range(3)]
 tmp = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
