@@ -25,39 +25,59 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+def start_job(m, c, state, output, *args):
+    """torch_state_kill.py started traced with GPUMEMTRACE_STATE state, its report at output,
+    read up to its READY: (process, GMT_FACTs, the device's name). Skipped without PyTorch."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise m.Skip("expected PyTorch got none")
+    env = c.env({"LD_PRELOAD": c.lib, "GPUMEMTRACE_STATE": state,
+                 "GPUMEMTRACE_OUTPUT": os.path.join(c.out, output)})
+    p = subprocess.Popen([sys.executable, os.path.join(HERE, "torch_state_kill.py"), *args],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                         cwd=c.out, start_new_session=True)
+    m.CHILDREN.add(p.pid)
+    facts, lines, t0, name = {}, [], time.time(), None
+    while time.time() - t0 < 45:
+        line = p.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        if line.startswith("GMT_NAME "):
+            name = line[len("GMT_NAME "):].strip()
+        mt = re.match(r"GMT_FACT (\w+)=(\S+)", line)
+        if mt:
+            facts[mt.group(1)] = int(mt.group(2))
+        if line.strip() == "READY":
+            break
+    if "reserved" not in facts:
+        p.kill()
+        _, err = p.communicate()
+        m.CHILDREN.discard(p.pid)
+        raise m.Fatal(f"expected the torch job to print READY got {''.join(lines)!r} "
+                      f"stderr {err[-600:]!r}")
+    return p, facts, name
+
+
+def recover(m, c, state, name):
+    """`report --recover state -o OUT/name`, which must work: the report read back."""
+    path = os.path.join(c.out, name)
+    r = subprocess.run([c.cli, "report", "--recover", state, "-o", path],
+                       capture_output=True, text=True, timeout=60)
+    c.expect("report --recover exit status", r.returncode, 0)
+    if r.returncode != 0:
+        raise m.Fatal(f"expected report --recover to work got {r.stderr.strip()!r}")
+    with open(path) as f:
+        return json.load(f)
+
+
 def register(m):
     @m.case
     def torch_sigkill_state(c):
-        try:
-            import torch  # noqa: F401
-        except ImportError:
-            raise m.Skip("expected PyTorch got none")
         state_pat = os.path.join(c.out, "state-%p.gmt")
-        env = c.env({"LD_PRELOAD": c.lib, "GPUMEMTRACE_STATE": state_pat,
-                     "GPUMEMTRACE_OUTPUT": os.path.join(c.out, "torch_state-%p.json")})
-        p = subprocess.Popen([sys.executable, os.path.join(HERE, "torch_state_kill.py")],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                             cwd=c.out, start_new_session=True)
-        m.CHILDREN.add(p.pid)
-        facts, lines, t0, name = {}, [], time.time(), None
+        p, facts, name = start_job(m, c, state_pat, "torch_state-%p.json")
         try:
-            while time.time() - t0 < 45:
-                line = p.stdout.readline()
-                if not line:
-                    break
-                lines.append(line)
-                if line.startswith("GMT_NAME "):
-                    name = line[len("GMT_NAME "):].strip()
-                mt = re.match(r"GMT_FACT (\w+)=(\S+)", line)
-                if mt:
-                    facts[mt.group(1)] = int(mt.group(2))
-                if line.strip() == "READY":
-                    break
-            if "reserved" not in facts:
-                p.kill()
-                _, err = p.communicate()
-                raise m.Fatal(f"expected the torch job to print READY got {''.join(lines)!r} "
-                              f"stderr {err[-600:]!r}")
             state = state_pat.replace("%p", str(p.pid))
             c.expect_true(f"state file {state} exists", os.path.exists(state), os.listdir(c.out))
             top = subprocess.run([c.cli, "top", "--once", state], capture_output=True, text=True,
@@ -71,14 +91,7 @@ def register(m):
             p.communicate()
             m.CHILDREN.discard(p.pid)
         c.expect("torch job ended by SIGKILL", p.returncode, -9)
-        path = os.path.join(c.out, "recovered.json")
-        r = subprocess.run([c.cli, "report", "--recover", state, "-o", path],
-                           capture_output=True, text=True, timeout=60)
-        c.expect("report --recover exit status", r.returncode, 0)
-        if r.returncode != 0:
-            raise m.Fatal(f"expected report --recover to work got {r.stderr.strip()!r}")
-        with open(path) as f:
-            rep = json.load(f)
+        rep = recover(m, c, state, "recovered.json")
         if c.schema is not None:
             errs = list(c.jsonschema.Draft202012Validator(c.schema).iter_errors(rep))
             c.expect("schema errors in the recovered report", [e.message for e in errs[:3]], [])
@@ -123,36 +136,11 @@ def register(m):
 def register_helper_first(m):
     @m.case
     def torch_state_helper_first(c):
-        try:
-            import torch  # noqa: F401
-        except ImportError:
-            raise m.Skip("expected PyTorch got none")
         folder = os.path.join(c.out, "helper_first")
         os.makedirs(folder, exist_ok=True)
         state = os.path.join(folder, "job.gmt")
-        env = c.env({"LD_PRELOAD": c.lib, "GPUMEMTRACE_STATE": state,
-                     "GPUMEMTRACE_OUTPUT": os.path.join(c.out, "helper_first-%p.json")})
-        p = subprocess.Popen([sys.executable, os.path.join(HERE, "torch_state_kill.py"),
-                              "helper_first"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, env=env, cwd=c.out, start_new_session=True)
-        m.CHILDREN.add(p.pid)
-        facts, lines, t0 = {}, [], time.time()
+        p, facts, _ = start_job(m, c, state, "helper_first-%p.json", "helper_first")
         try:
-            while time.time() - t0 < 45:
-                line = p.stdout.readline()
-                if not line:
-                    break
-                lines.append(line)
-                mt = re.match(r"GMT_FACT (\w+)=(\S+)", line)
-                if mt:
-                    facts[mt.group(1)] = int(mt.group(2))
-                if line.strip() == "READY":
-                    break
-            if "reserved" not in facts:
-                p.kill()
-                _, err = p.communicate()
-                raise m.Fatal(f"expected the torch job to print READY got {''.join(lines)!r} "
-                              f"stderr {err[-600:]!r}")
             c.expect("files in the state folder while the job runs", os.listdir(folder),
                      ["job.gmt"])
             top = subprocess.run([c.cli, "top", "--once", state], capture_output=True,
@@ -166,14 +154,7 @@ def register_helper_first(m):
         c.expect("lines about the state file besides the job's own",
                  [l for l in err.splitlines() if "state file" in l and
                   not l.startswith(f"gpumemtrace: state file: {state}")], [])
-        path = os.path.join(c.out, "helper_first_recovered.json")
-        r = subprocess.run([c.cli, "report", "--recover", state, "-o", path],
-                           capture_output=True, text=True, timeout=60)
-        c.expect("report --recover exit status", r.returncode, 0)
-        if r.returncode != 0:
-            raise m.Fatal(f"expected report --recover to work got {r.stderr.strip()!r}")
-        with open(path) as f:
-            rep = json.load(f)
+        rep = recover(m, c, state, "helper_first_recovered.json")
         c.expect("recovered process.pid", rep.get("process", {}).get("pid"), p.pid)
         live = sum(g.get("bytes", 0) for g in m.groups(rep) if g.get("api") == "cudaMalloc")
         c.expect("recovered live cudaMalloc bytes == torch.cuda.memory_reserved()", live,
