@@ -34,6 +34,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -313,16 +314,19 @@ static void device_label(int32_t device, char *buf, size_t len)
     gmt_device_label(device, -1, buf, len);
 }
 
+/* Where a view is printed: standard output, or a refresh's buffer on a terminal (fit_print). */
+static FILE *view;
+
 static void print_python_frame(uint64_t word)
 {
     gmt_py_frame_t pf;
     gmt_py_resolve(word, &pf); /* from the job's code cache in the state file */
-    printf("        %s ", pf.function ? gmt_tty(pf.function) : "?");
-    printf("%s", pf.file ? gmt_tty(pf.file) : "?");
+    fprintf(view, "        %s ", pf.function ? gmt_tty(pf.function) : "?");
+    fprintf(view, "%s", pf.file ? gmt_tty(pf.file) : "?");
     if (pf.line >= 0)
-        printf(":%d\n", pf.line);
+        fprintf(view, ":%d\n", pf.line);
     else
-        putchar('\n');
+        fputc('\n', view);
 }
 
 /* As `report` shows a stack: the tracer's, the driver's and the shared runtime's frames cut
@@ -351,15 +355,15 @@ static void print_frames(gmt_stacks_t *st, uint32_t id)
             continue;
         }
         if (fi.module) /* a path from the state file */
-            printf("        %s+0x%" PRIx64 "\n", gmt_tty(fi.module), fi.offset);
+            fprintf(view, "        %s+0x%" PRIx64 "\n", gmt_tty(fi.module), fi.offset);
         else
-            printf("        0x%" PRIx64 "\n", f[i]);
+            fprintf(view, "        0x%" PRIx64 "\n", f[i]);
         shown++;
         native++;
     }
-    if (!shown) printf("        (no frames)\n");
+    if (!shown) fprintf(view, "        (no frames)\n");
     if (folded)
-        printf("        (%d native frame%s folded: interpreter and bindings)\n", folded,
+        fprintf(view, "        (%d native frame%s folded: interpreter and bindings)\n", folded,
                folded == 1 ? "" : "s");
 }
 
@@ -373,10 +377,10 @@ static void show_sites(gmt_stacks_t *st, long top, seen_allocs_t *seen, bool rec
     int nbest = top_stacks(st, top, best, recent ? RANK_RECENT : RANK_ALLOCS, seen);
     double now = mono_s();
     if (recent)
-        printf("top %d stack%s by allocations since the last view (and since the start):\n", nbest,
+        fprintf(view, "top %d stack%s by allocations since the last view (and since the start):\n", nbest,
                nbest == 1 ? "" : "s");
     else
-        printf("top %d stack%s by allocations since the start%s:\n", nbest, nbest == 1 ? "" : "s",
+        fprintf(view, "top %d stack%s by allocations since the start%s:\n", nbest, nbest == 1 ? "" : "s",
                seen->have ? " (and since the last view)" : "");
     char label[32];
     for (int i = 0; i < nbest; i++) {
@@ -385,15 +389,15 @@ static void show_sites(gmt_stacks_t *st, long top, seen_allocs_t *seen, bool rec
         uint64_t total = recent ? __atomic_load_n(&e->total_allocs, __ATOMIC_RELAXED) & INT64_MAX
                                 : (uint64_t)best[i].value;
         device_label(gmt_stacks_tag_device(e->tag), label, sizeof label);
-        printf("  #%-3d %10" PRIu64 " allocation%s, %" PRId64 " live on %s, %s via %s (stack %u)",
+        fprintf(view, "  #%-3d %10" PRIu64 " allocation%s, %" PRId64 " live on %s, %s via %s (stack %u)",
                i + 1, total, total == 1 ? "" : "s", best[i].count > 0 ? best[i].count : 0, label,
                gmt_kind_name((gmt_kind_t)gmt_stacks_tag_kind(e->tag)),
                gmt_api_name((gmt_api_t)gmt_stacks_tag_api(e->tag)), best[i].id);
         if (seen->have) {
             uint64_t d = recent ? (uint64_t)best[i].value : allocs_since(seen, best[i].id, total);
-            printf(", +%" PRIu64 " in %.1f s", d, now - seen->at);
+            fprintf(view, ", +%" PRIu64 " in %.1f s", d, now - seen->at);
         }
-        putchar('\n');
+        fputc('\n', view);
         print_frames(st, best[i].id);
     }
     remember_counts(st, seen, now);
@@ -492,13 +496,13 @@ static void say_owner_elsewhere(int32_t pid, unsigned end, double silent)
     if (where == GMT_REGION_OWNER_OTHER_HOST) {
         /* one name, two boots: this host before a restart, or another host of that name */
         bool same_name = host[0] && strcmp(host, here_whose()->hostname) == 0;
-        printf("note: the owner ran on %s%s%s, not this host: its pid %d is not looked up here; "
+        fprintf(view, "note: the owner ran on %s%s%s, not this host: its pid %d is not looked up here; "
                "%s\n",
                host[0] ? "host " : "another host", host[0] ? gmt_tty(host) : "",
                same_name ? " in another boot (before a restart, or another host of that name)" : "",
                (int)pid, ended);
     } else {
-        printf("note: the owner ran in another pid namespace (a container, or the host seen from "
+        fprintf(view, "note: the owner ran in another pid namespace (a container, or the host seen from "
                "one): its pid %d is not looked up here; %s\n",
                (int)pid, ended);
     }
@@ -554,7 +558,7 @@ static int show(const char *path, long top, bool *running, seen_allocs_t *prev, 
         if (!gmt_argv_shown_append(cmd, &used, p->argv + i, n)) break;
         i += n + 1;
     }
-    printf("gpumemtrace top: %s  pid %d (%s)  %s  last event %.1f s after start\n", gmt_tty(path),
+    fprintf(view, "gpumemtrace top: %s  pid %d (%s)  %s  last event %.1f s after start\n", gmt_tty(path),
            (int)p->pid,
            end == GMT_REGION_END_EXIT   ? "exited"
            : end == GMT_REGION_END_EXEC ? "exec'd"
@@ -564,19 +568,19 @@ static int show(const char *path, long top, bool *running, seen_allocs_t *prev, 
            used ? cmd : "?", seen);
     say_owner_elsewhere(p->pid, end, silent);
     if (replaced && was_pid == p->pid)
-        printf("note: the file now holds another run's state (pid %d again, started anew: an "
+        fprintf(view, "note: the file now holds another run's state (pid %d again, started anew: an "
                "image it exec'd, or the pid reused): its allocations are counted from this view "
                "on\n",
                (int)p->pid);
     else if (replaced)
-        printf("note: the file now holds another run's state (pid %d; the view before showed pid "
+        fprintf(view, "note: the file now holds another run's state (pid %d; the view before showed pid "
                "%d's): its allocations are counted from this view on\n",
                (int)p->pid, (int)was_pid);
     bool py_unusable;
     if (gmt_py_recovered(&py_unusable) && py_unusable)
-        printf("note: the state file's Python code cache is unusable: Python frames show as ?\n");
+        fprintf(view, "note: the state file's Python code cache is unusable: Python frames show as ?\n");
     char b1[GMT_FMT_BYTES_LEN], b2[GMT_FMT_BYTES_LEN], b3[GMT_FMT_BYTES_LEN], label[32];
-    printf("%-8s %12s %12s %12s %10s\n", "device", "in use", "peak", "host/managed", "live");
+    fprintf(view, "%-8s %12s %12s %12s %10s\n", "device", "in use", "peak", "host/managed", "live");
     for (int s = 0; s < GMT_STAT_SLOTS; s++) {
         gmt_dev_totals_t d;
         gmt_stats_device(s, &d);
@@ -587,7 +591,7 @@ static int show(const char *path, long top, bool *running, seen_allocs_t *prev, 
         for (int k = 0; k < GMT_KIND_COUNT; k++)
             add_held(&live, (int64_t)(d.allocs[k] - d.frees[k]));
         device_label(gmt_stats_device_of_slot(s), label, sizeof label);
-        printf("%-8s %12s %12s %12s %10" PRId64 "\n", label,
+        fprintf(view, "%-8s %12s %12s %12s %10" PRId64 "\n", label,
                gmt_fmt_bytes((uint64_t)(d.in_use > 0 ? d.in_use : 0), b1, sizeof b1),
                gmt_fmt_bytes((uint64_t)(d.in_use_peak > 0 ? d.in_use_peak : 0), b2, sizeof b2),
                gmt_fmt_bytes((uint64_t)(other > 0 ? other : 0), b3, sizeof b3), live);
@@ -596,19 +600,79 @@ static int show(const char *path, long top, bool *running, seen_allocs_t *prev, 
     gmt_stacks_t *st = gmt_track_stacks();
     top_stack_t best[MAX_TOP];
     int nbest = top_stacks(st, top, best, RANK_LIVE, prev);
-    printf("top %d stack%s by live bytes:\n", nbest, nbest == 1 ? "" : "s");
+    fprintf(view, "top %d stack%s by live bytes:\n", nbest, nbest == 1 ? "" : "s");
     for (int i = 0; i < nbest; i++) {
         gmt_stack_entry_t *e = gmt_stacks_entry(st, best[i].id);
         device_label(gmt_stacks_tag_device(e->tag), label, sizeof label);
-        printf("  #%-3d %10s in %" PRId64 " on %s, %s via %s (stack %u)\n", i + 1,
+        fprintf(view, "  #%-3d %10s in %" PRId64 " on %s, %s via %s (stack %u)\n", i + 1,
                gmt_fmt_bytes((uint64_t)best[i].value, b1, sizeof b1), best[i].count, label,
                gmt_kind_name((gmt_kind_t)gmt_stacks_tag_kind(e->tag)),
                gmt_api_name((gmt_api_t)gmt_stacks_tag_api(e->tag)), best[i].id);
         print_frames(st, best[i].id);
     }
     show_sites(st, top, prev, recent);
-    fflush(stdout);
+    fflush(view);
     return GMT_EXIT_OK;
+}
+
+/* A refreshed view on a terminal, cut to the terminal's size, so that it never scrolls (the
+ * screen is cleared and drawn from its top: a view longer than the terminal scrolled its
+ * heading away) nor wraps: each line cut to the width, counted in characters (UTF-8 lead
+ * bytes; the text is escaped), and the view to the height less one line, the last saying how
+ * many lines did not fit. A terminal whose size is unknown gets the view as it is. */
+static void fit_print(const char *buf, size_t len)
+{
+    struct winsize ws;
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) != 0 || ws.ws_col == 0 || ws.ws_row == 0) {
+        fwrite(buf, 1, len, stdout);
+        return;
+    }
+    size_t lines = 0;
+    for (size_t i = 0; i < len; i++)
+        lines += buf[i] == '\n';
+    size_t room = ws.ws_row > 1 ? (size_t)ws.ws_row - 1 : 1;
+    size_t shown = lines <= room ? lines : room - 1;
+    const char *p = buf, *end = buf + len;
+    for (size_t l = 0; l < shown && p < end; l++) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *stop = nl ? nl : end, *cut = p;
+        for (unsigned cols = 0; cut < stop; cut++) {
+            if (((unsigned char)*cut & 0xC0) != 0x80 && ++cols > ws.ws_col) break;
+        }
+        fwrite(p, 1, (size_t)(cut - p), stdout);
+        fputc('\n', stdout);
+        p = nl ? nl + 1 : end;
+    }
+    if (shown < lines) {
+        char more[160];
+        int n = snprintf(more, sizeof more,
+                         "... %zu more line%s: a taller terminal shows them, --once the whole "
+                         "view",
+                         lines - shown, lines - shown == 1 ? "" : "s");
+        fprintf(stdout, "%.*s\n", n < (int)ws.ws_col ? n : (int)ws.ws_col, more);
+    }
+}
+
+/* One refresh: on a terminal the screen is cleared and the view, made first, drawn cut to it
+ * (fit_print); else the view as it comes. */
+static int refresh(const char *path, long top, bool *running, seen_allocs_t *prev, bool recent,
+                   bool fit)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = fit ? open_memstream(&buf, &len) : NULL;
+    view = mem ? mem : stdout;
+    if (!mem && fit) fputs("\033[H\033[J", stdout);
+    int rc = show(path, top, running, prev, recent);
+    view = stdout;
+    if (mem) {
+        fclose(mem);
+        fputs("\033[H\033[J", stdout);
+        fit_print(buf, len);
+        fflush(stdout);
+        free(buf);
+    }
+    return rc;
 }
 
 static void pause_s(double s)
@@ -699,8 +763,7 @@ int gmt_cli_top(int argc, char **argv)
     if (recent) prime_counts(path, interval, &seen);
     for (;;) {
         bool running = false;
-        if (tty && !once) fputs("\033[H\033[J", stdout);
-        int rc = show(path, top, &running, &seen, recent);
+        int rc = refresh(path, top, &running, &seen, recent, tty && !once);
         if (rc || once || !running) {
             free(seen.n);
             return rc;

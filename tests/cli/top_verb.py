@@ -231,6 +231,61 @@ def start_owner(c, name):
     return p, state
 
 
+def on_terminal(c, args, rows, cols):
+    """`top ARGS` with its standard output a terminal of ROWS x COLS: what it wrote, as lines
+    (the terminal's \\r\\n back to \\n), from the last screen clear on."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    p = subprocess.Popen([c.cli, "top", *args], stdout=slave, stderr=subprocess.PIPE,
+                         env=c.env(), cwd=c.work)
+    os.close(slave)
+    got = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the other side closed
+            break
+        if not chunk:
+            break
+        got += chunk
+    os.close(master)
+    _, err = p.communicate(timeout=30)
+    expect(p.returncode == 0 and not err, f"top {args} on a terminal: {p.returncode} {err!r}")
+    text = got.decode("utf-8", "replace").replace("\r\n", "\n")
+    return text.rsplit("\033[H\033[J", 1)[-1].splitlines()
+
+
+@case
+def case_fits(c):
+    """A refreshed view on a terminal is cut to it: each line to the width, the view to the
+    height less one line, whose last says how many lines did not fit, so that the heading
+    never scrolls away; --once gets the whole view, as a pipe does. Until session 50 a view
+    longer than the terminal scrolled its heading off the screen at every refresh."""
+    state, _ = traced(c, "leak_two_sites", "fits")
+    whole, _, _ = c.cli_run("top", "--once", state)
+    whole = whole.splitlines()
+    rows, cols = 10, 40
+    expect(len(whole) > rows and max(map(len, whole)) > cols,
+           f"the view is not larger than {rows}x{cols}: {len(whole)} lines")
+    cut = on_terminal(c, ["--interval", "0.1", state], rows, cols)
+    expect(len(cut) == rows - 1, f"{len(cut)} lines on a terminal of {rows} rows:\n" +
+           "\n".join(cut))
+    for i, line in enumerate(cut[:-1]):
+        expect(line == whole[i][:cols], f"line {i}: {line!r}, the view's {whole[i]!r}")
+    more = len(whole) - (rows - 2)
+    want = f"... {more} more line{'s' if more != 1 else ''}: a taller terminal shows them"
+    expect(cut[-1] == want[:cols], f"the last line: {cut[-1]!r}, want {want[:cols]!r}")
+    # wide enough and tall enough: the whole view
+    expect(on_terminal(c, ["--interval", "0.1", state], 200, 400) == whole,
+           "the view on a large terminal differs from --once's")
+    expect(on_terminal(c, ["--once", state], rows, cols) == whole,
+           "--once on a terminal is not the whole view")
+
+
 @case
 def case_waits(c):
     """top started with a job, before the job's first CUDA call names its state file, waits for
