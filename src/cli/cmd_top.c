@@ -364,7 +364,7 @@ static void print_frames(gmt_stacks_t *st, uint32_t id)
     if (!shown) fprintf(view, "        (no frames)\n");
     if (folded)
         fprintf(view, "        (%d native frame%s folded: interpreter and bindings)\n", folded,
-               folded == 1 ? "" : "s");
+                folded == 1 ? "" : "s");
 }
 
 /* The stacks that allocated most since the start (allocation_sites' count, live from the
@@ -377,11 +377,11 @@ static void show_sites(gmt_stacks_t *st, long top, seen_allocs_t *seen, bool rec
     int nbest = top_stacks(st, top, best, recent ? RANK_RECENT : RANK_ALLOCS, seen);
     double now = mono_s();
     if (recent)
-        fprintf(view, "top %d stack%s by allocations since the last view (and since the start):\n", nbest,
-               nbest == 1 ? "" : "s");
+        fprintf(view, "top %d stack%s by allocations since the last view (and since the start):\n",
+                nbest, nbest == 1 ? "" : "s");
     else
-        fprintf(view, "top %d stack%s by allocations since the start%s:\n", nbest, nbest == 1 ? "" : "s",
-               seen->have ? " (and since the last view)" : "");
+        fprintf(view, "top %d stack%s by allocations since the start%s:\n", nbest,
+                nbest == 1 ? "" : "s", seen->have ? " (and since the last view)" : "");
     char label[32];
     for (int i = 0; i < nbest; i++) {
         gmt_stack_entry_t *e = gmt_stacks_entry(st, best[i].id);
@@ -389,10 +389,11 @@ static void show_sites(gmt_stacks_t *st, long top, seen_allocs_t *seen, bool rec
         uint64_t total = recent ? __atomic_load_n(&e->total_allocs, __ATOMIC_RELAXED) & INT64_MAX
                                 : (uint64_t)best[i].value;
         device_label(gmt_stacks_tag_device(e->tag), label, sizeof label);
-        fprintf(view, "  #%-3d %10" PRIu64 " allocation%s, %" PRId64 " live on %s, %s via %s (stack %u)",
-               i + 1, total, total == 1 ? "" : "s", best[i].count > 0 ? best[i].count : 0, label,
-               gmt_kind_name((gmt_kind_t)gmt_stacks_tag_kind(e->tag)),
-               gmt_api_name((gmt_api_t)gmt_stacks_tag_api(e->tag)), best[i].id);
+        fprintf(view,
+                "  #%-3d %10" PRIu64 " allocation%s, %" PRId64 " live on %s, %s via %s (stack %u)",
+                i + 1, total, total == 1 ? "" : "s", best[i].count > 0 ? best[i].count : 0, label,
+                gmt_kind_name((gmt_kind_t)gmt_stacks_tag_kind(e->tag)),
+                gmt_api_name((gmt_api_t)gmt_stacks_tag_api(e->tag)), best[i].id);
         if (seen->have) {
             uint64_t d = recent ? (uint64_t)best[i].value : allocs_since(seen, best[i].id, total);
             fprintf(view, ", +%" PRIu64 " in %.1f s", d, now - seen->at);
@@ -496,15 +497,18 @@ static void say_owner_elsewhere(int32_t pid, unsigned end, double silent)
     if (where == GMT_REGION_OWNER_OTHER_HOST) {
         /* one name, two boots: this host before a restart, or another host of that name */
         bool same_name = host[0] && strcmp(host, here_whose()->hostname) == 0;
-        fprintf(view, "note: the owner ran on %s%s%s, not this host: its pid %d is not looked up here; "
-               "%s\n",
-               host[0] ? "host " : "another host", host[0] ? gmt_tty(host) : "",
-               same_name ? " in another boot (before a restart, or another host of that name)" : "",
-               (int)pid, ended);
+        fprintf(view,
+                "note: the owner ran on %s%s%s, not this host: its pid %d is not looked up here; "
+                "%s\n",
+                host[0] ? "host " : "another host", host[0] ? gmt_tty(host) : "",
+                same_name ? " in another boot (before a restart, or another host of that name)"
+                          : "",
+                (int)pid, ended);
     } else {
-        fprintf(view, "note: the owner ran in another pid namespace (a container, or the host seen from "
-               "one): its pid %d is not looked up here; %s\n",
-               (int)pid, ended);
+        fprintf(view,
+                "note: the owner ran in another pid namespace (a container, or the host seen from "
+                "one): its pid %d is not looked up here; %s\n",
+                (int)pid, ended);
     }
 }
 
@@ -558,27 +562,30 @@ static int show(const char *path, long top, bool *running, seen_allocs_t *prev, 
         if (!gmt_argv_shown_append(cmd, &used, p->argv + i, n)) break;
         i += n + 1;
     }
-    fprintf(view, "gpumemtrace top: %s  pid %d (%s)  %s  last event %.1f s after start\n", gmt_tty(path),
-           (int)p->pid,
-           end == GMT_REGION_END_EXIT   ? "exited"
-           : end == GMT_REGION_END_EXEC ? "exec'd"
-           : !judged                    ? (silent >= SILENT_S ? "silent" : "unknown")
-           : *running                   ? "running"
-                                        : "gone",
-           used ? cmd : "?", seen);
+    fprintf(view, "gpumemtrace top: %s  pid %d (%s)  %s  last event %.1f s after start\n",
+            gmt_tty(path), (int)p->pid,
+            end == GMT_REGION_END_EXIT   ? "exited"
+            : end == GMT_REGION_END_EXEC ? "exec'd"
+            : !judged                    ? (silent >= SILENT_S ? "silent" : "unknown")
+            : *running                   ? "running"
+                                         : "gone",
+            used ? cmd : "?", seen);
     say_owner_elsewhere(p->pid, end, silent);
     if (replaced && was_pid == p->pid)
-        fprintf(view, "note: the file now holds another run's state (pid %d again, started anew: an "
-               "image it exec'd, or the pid reused): its allocations are counted from this view "
-               "on\n",
-               (int)p->pid);
+        fprintf(view,
+                "note: the file now holds another run's state (pid %d again, started anew: an "
+                "image it exec'd, or the pid reused): its allocations are counted from this view "
+                "on\n",
+                (int)p->pid);
     else if (replaced)
-        fprintf(view, "note: the file now holds another run's state (pid %d; the view before showed pid "
-               "%d's): its allocations are counted from this view on\n",
-               (int)p->pid, (int)was_pid);
+        fprintf(view,
+                "note: the file now holds another run's state (pid %d; the view before showed pid "
+                "%d's): its allocations are counted from this view on\n",
+                (int)p->pid, (int)was_pid);
     bool py_unusable;
     if (gmt_py_recovered(&py_unusable) && py_unusable)
-        fprintf(view, "note: the state file's Python code cache is unusable: Python frames show as ?\n");
+        fprintf(view,
+                "note: the state file's Python code cache is unusable: Python frames show as ?\n");
     char b1[GMT_FMT_BYTES_LEN], b2[GMT_FMT_BYTES_LEN], b3[GMT_FMT_BYTES_LEN], label[32];
     fprintf(view, "%-8s %12s %12s %12s %10s\n", "device", "in use", "peak", "host/managed", "live");
     for (int s = 0; s < GMT_STAT_SLOTS; s++) {
@@ -592,9 +599,9 @@ static int show(const char *path, long top, bool *running, seen_allocs_t *prev, 
             add_held(&live, (int64_t)(d.allocs[k] - d.frees[k]));
         device_label(gmt_stats_device_of_slot(s), label, sizeof label);
         fprintf(view, "%-8s %12s %12s %12s %10" PRId64 "\n", label,
-               gmt_fmt_bytes((uint64_t)(d.in_use > 0 ? d.in_use : 0), b1, sizeof b1),
-               gmt_fmt_bytes((uint64_t)(d.in_use_peak > 0 ? d.in_use_peak : 0), b2, sizeof b2),
-               gmt_fmt_bytes((uint64_t)(other > 0 ? other : 0), b3, sizeof b3), live);
+                gmt_fmt_bytes((uint64_t)(d.in_use > 0 ? d.in_use : 0), b1, sizeof b1),
+                gmt_fmt_bytes((uint64_t)(d.in_use_peak > 0 ? d.in_use_peak : 0), b2, sizeof b2),
+                gmt_fmt_bytes((uint64_t)(other > 0 ? other : 0), b3, sizeof b3), live);
     }
     /* The top stacks by live bytes: a bounded insertion sort over the entries. */
     gmt_stacks_t *st = gmt_track_stacks();
@@ -605,9 +612,9 @@ static int show(const char *path, long top, bool *running, seen_allocs_t *prev, 
         gmt_stack_entry_t *e = gmt_stacks_entry(st, best[i].id);
         device_label(gmt_stacks_tag_device(e->tag), label, sizeof label);
         fprintf(view, "  #%-3d %10s in %" PRId64 " on %s, %s via %s (stack %u)\n", i + 1,
-               gmt_fmt_bytes((uint64_t)best[i].value, b1, sizeof b1), best[i].count, label,
-               gmt_kind_name((gmt_kind_t)gmt_stacks_tag_kind(e->tag)),
-               gmt_api_name((gmt_api_t)gmt_stacks_tag_api(e->tag)), best[i].id);
+                gmt_fmt_bytes((uint64_t)best[i].value, b1, sizeof b1), best[i].count, label,
+                gmt_kind_name((gmt_kind_t)gmt_stacks_tag_kind(e->tag)),
+                gmt_api_name((gmt_api_t)gmt_stacks_tag_api(e->tag)), best[i].id);
         print_frames(st, best[i].id);
     }
     show_sites(st, top, prev, recent);
