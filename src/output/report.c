@@ -88,9 +88,10 @@ static int lineage;
 static int parent_traced = -1; /* gmt_report_parent_traced's answer, once asked */
 
 #define DEFAULT_PATTERN "gpumemtrace-%p.json"
-/* Room a report's file name keeps for its temporary name (".<base>.tmp-<16 hex>", 22 more
- * bytes: report_file.c) within a file system's 255-byte name. */
-#define BASE_MAX (255 - 22)
+/* A file system's longest file name (NAME_MAX). A report's temporary name (".<base>.tmp-<16
+ * hex>", report_file.c) cuts base to fit it; until session 50 the name kept 22 bytes for it,
+ * so an out-of-memory report's name of 234 to 255 bytes became the default one in silence. */
+#define BASE_MAX 255
 
 static void scan_pattern(const char *pat)
 {

@@ -102,8 +102,10 @@ static int target_ok(const char *path, bool fallback, const char **what)
 static int temp_name(char *out, size_t len, const char *dir, const char *base)
 {
     uint64_t r = gmt_temp_random();
-    int n = snprintf(out, len, "%s%s.%s.tmp-%016llx", dir, dir[strlen(dir) - 1] == '/' ? "" : "/",
-                     base, (unsigned long long)r);
+    /* base cut so that the whole fits a file name (NAME_MAX): "." and ".tmp-" and 16 digits */
+    int keep = NAME_MAX - 22;
+    int n = snprintf(out, len, "%s%s.%.*s.tmp-%016llx", dir,
+                     dir[strlen(dir) - 1] == '/' ? "" : "/", keep, base, (unsigned long long)r);
     return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
@@ -330,8 +332,9 @@ int gmt_report_file_write(const char *path, gmt_reason_t reason, const char *sig
     const char *base;
     int rc;
     bool configured = !path; /* a path the caller chose is not moved elsewhere */
+    unsigned notes = 0;
     if (!path) {
-        rc = gmt_report_path(reason, seq, name, sizeof name);
+        rc = gmt_report_path_noted(reason, seq, name, sizeof name, &notes);
         if (rc == 0) rc = split_path(name, dir, sizeof dir, &base);
         if (rc == 0 && fallback_dir[0])
             rc = join(target, sizeof target, fallback_dir, base);
@@ -358,6 +361,13 @@ int gmt_report_file_write(const char *path, gmt_reason_t reason, const char *sig
     snprintf(name, sizeof name, "%s", base);
     base = name;
 
+    /* The default name in place of one longer than a file name: said with each report (the
+     * start-up line names only the exit report's, and a snapshot's, out-of-memory or exec
+     * report's suffix can make a name that fitted too long). */
+    const char *shortened = notes & GMT_PATH_NAME_SHORTENED
+                                ? " (the name given, with this report's suffix, is too long for a "
+                                  "file name)"
+                                : "";
     bool final = is_final(reason);
     rc = lock_writer(final);
     if (rc) {
@@ -394,8 +404,8 @@ int gmt_report_file_write(const char *path, gmt_reason_t reason, const char *sig
             if (rc == 0) {
                 char says[160];
                 gmt_report_headline(reason, says, sizeof says);
-                gmt_info("%s report written to the fallback location %s instead of %s%s",
-                         gmt_reason_name(reason), target, first, says);
+                gmt_info("%s report written to the fallback location %s instead of %s%s%s",
+                         gmt_reason_name(reason), target, first, shortened, says);
                 break;
             }
             gmt_error("cannot write report to the fallback %s: %s", target, strerror(-rc));
@@ -403,7 +413,8 @@ int gmt_report_file_write(const char *path, gmt_reason_t reason, const char *sig
     } else if (rc == 0) {
         char says[160];
         gmt_report_headline(reason, says, sizeof says);
-        gmt_info("%s report written to %s%s", gmt_reason_name(reason), target, says);
+        gmt_info("%s report written to %s%s%s", gmt_reason_name(reason), target, shortened,
+                 says);
     } else if (what) {
         gmt_error("report target %s exists and is %s: it is not replaced", target, what);
     } else {

@@ -2890,6 +2890,26 @@ def case_output_long_name(ctx):
     expect_eq("the report's name", name, f"gpumemtrace-{rep['process']['pid']}.json")
     if "too long" not in r.stderr:
         fail(f"nothing said about the name being too long:\n{r.stderr}")
+    ctx.clear_output()
+    # Names up to 255 bytes (NAME_MAX) are kept, the report's temporary name cut to fit: until
+    # session 50 a name kept 22 bytes for it, and an out-of-memory report's name of 234 to 255
+    # bytes (a 226-byte stem with ".oom-1.json") became gpumemtrace-PID.oom-1.json in silence.
+    # One too long with its suffix only: the default name, said on the report's own line.
+    for stem, kept in ((240, True), (247, False)):
+        out = os.path.join(ctx.work, "y" * stem + ".json")
+        r = ctx.run(["oom"], env={"GPUMEMTRACE_OUTPUT": out,
+                                  "GMT_STANDIN_MEM_BYTES": str(1 << 30)})
+        pid = ctx.final_report()["process"]["pid"]
+        oom_name = "y" * stem + ".oom-1.json" if kept else f"gpumemtrace-{pid}.oom-1.json"
+        expect_eq(f"report files of a {stem}-byte stem", sorted(ctx.reports()),
+                  sorted(["y" * stem + ".json", oom_name]))
+        said = [l for l in r.stderr.splitlines() if l.startswith("gpumemtrace: oom report")]
+        want = (f"gpumemtrace: oom report written to {os.path.join(ctx.work, oom_name)}" +
+                ("" if kept else " (the name given, with this report's suffix, is too long for "
+                 "a file name)") + ": ")
+        expect_eq(f"the oom report's line ({stem}-byte stem)",
+                  [l[:len(want)] for l in said], [want])
+        ctx.clear_output()
 
 
 @case("paths_long_cwd")
