@@ -104,8 +104,8 @@ static int temp_name(char *out, size_t len, const char *dir, const char *base)
     uint64_t r = gmt_temp_random();
     /* base cut so that the whole fits a file name (NAME_MAX): "." and ".tmp-" and 16 digits */
     int keep = NAME_MAX - 22;
-    int n = snprintf(out, len, "%s%s.%.*s.tmp-%016llx", dir,
-                     dir[strlen(dir) - 1] == '/' ? "" : "/", keep, base, (unsigned long long)r);
+    int n = snprintf(out, len, "%s%s.%.*s.tmp-%016llx", dir, dir[strlen(dir) - 1] == '/' ? "" : "/",
+                     keep, base, (unsigned long long)r);
     return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
@@ -413,8 +413,7 @@ int gmt_report_file_write(const char *path, gmt_reason_t reason, const char *sig
     } else if (rc == 0) {
         char says[160];
         gmt_report_headline(reason, says, sizeof says);
-        gmt_info("%s report written to %s%s%s", gmt_reason_name(reason), target, shortened,
-                 says);
+        gmt_info("%s report written to %s%s%s", gmt_reason_name(reason), target, shortened, says);
     } else if (what) {
         gmt_error("report target %s exists and is %s: it is not replaced", target, what);
     } else {
