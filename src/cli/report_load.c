@@ -1295,6 +1295,25 @@ static const char *duplicate_key(const cJSON *v, bool *err)
     return dup;
 }
 
+/* Where a string of the JSON text holds the escape \u0000 (a NUL character), len where none
+ * does (text parsed already: its strings are whole). The parser's strings end at a NUL, so
+ * "cudaMalloc\u0000 hidden" read as "cudaMalloc"; no report the library writes holds one (its
+ * strings are C strings), so such a file is refused. */
+static size_t escaped_nul_at(const char *text, size_t len)
+{
+    bool in_string = false;
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] == '"') {
+            in_string = !in_string;
+        } else if (in_string && text[i] == '\\' && i + 1 < len) {
+            if (text[i + 1] == 'u' && i + 5 < len && memcmp(text + i + 2, "0000", 4) == 0)
+                return i;
+            i++; /* the escaped character: a quote or backslash is no string's end */
+        }
+    }
+    return len;
+}
+
 /* A state file's first bytes (GMT_REGION_MAGIC, core/region.h, whose arena type this file's
  * own name would clash with). */
 #define STATE_MAGIC "GMTSTATE"
@@ -1365,6 +1384,16 @@ static int parse(const char *text, size_t len, gmt_report_t *rep, char *why, siz
                            "not valid JSON: nested more than %d levels deep at line %u, column %u",
                            CJSON_NESTING_LIMIT, line, col);
         return set_why(why, why_len, -EINVAL, "not valid JSON: syntax error at line %u, column %u",
+                       line, col);
+    }
+    size_t nul = escaped_nul_at(text, text_len);
+    if (nul < text_len) {
+        gmt_report_free(rep);
+        rep->path = path;
+        position_of(text, nul, &line, &col);
+        return set_why(why, why_len, -EINVAL,
+                       "malformed report: a string holds \\u0000 (a NUL character) at line %u, "
+                       "column %u",
                        line, col);
     }
     bool nomem = false;

@@ -164,6 +164,11 @@ def main():
           json.dumps(dict(rep["summary"], allocs=7)).encode() + b"}")
     write("dup_nested.json",
           good.replace(b'"bytes": 3145728,', b'"bytes": 3145728, "bytes": 1,', 1))
+    # A string holding the escape \u0000: the parser's strings end at the NUL, so the verbs
+    # showed "node" for it (a hostile file could cut any name short); no report the library
+    # writes holds one. An escaped backslash before "u0000" is text, and read as such.
+    write("escaped_nul.json", good.replace(b'"node07"', b'"node\\u0000 hidden"', 1))
+    write("escaped_backslash_u.json", good.replace(b'"node07"', b'"node\\\\u0000"', 1))
     # huge: a sparse file far over the size limit costs no disk and must be refused at once
     huge = os.path.join(work, "huge.json")
     with open(huge, "wb") as f:
@@ -195,7 +200,7 @@ def main():
                 continue
             err = p.stderr.decode("utf-8", "replace")
             lines = [l for l in err.splitlines() if l.strip()]
-            if fname == "deep_ok_but_tool.json":
+            if fname in ("deep_ok_but_tool.json", "escaped_backslash_u.json"):
                 # a deep but legal value in a section the verbs do not walk: the report loads
                 if p.returncode not in (0, 1):
                     failures.append(f"{vname} {fname}: status {p.returncode}: {err[-500:]}")
@@ -258,6 +263,8 @@ def main():
     exact["utf8_after_end.json"] = f"not valid UTF-8 at line {lines + 2}, column 1"
     at = good.index(b'"node07"')
     line, col = good[:at].count(b"\n") + 1, at - good[:at].rindex(b"\n")
+    exact["escaped_nul.json"] = ("malformed report: a string holds \\u0000 (a NUL character) "
+                                 f"at line {line}, column {col + 5}")
     for name, byte in (("bad_utf8.json", 5), ("lead_f5_at_end.json", 3),
                        ("lead_c1_at_end.json", 3)):  # the bad byte's index in '"node07"'
         exact[name] = f"not valid UTF-8 at line {line}, column {col + byte}"
