@@ -1306,8 +1306,7 @@ static size_t escaped_nul_at(const char *text, size_t len)
         if (text[i] == '"') {
             in_string = !in_string;
         } else if (in_string && text[i] == '\\' && i + 1 < len) {
-            if (text[i + 1] == 'u' && i + 5 < len && memcmp(text + i + 2, "0000", 4) == 0)
-                return i;
+            if (text[i + 1] == 'u' && i + 5 < len && memcmp(text + i + 2, "0000", 4) == 0) return i;
             i++; /* the escaped character: a quote or backslash is no string's end */
         }
     }
