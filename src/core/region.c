@@ -886,7 +886,11 @@ int gmt_region_attach_arenas(const char *path, uint32_t arenas, char *err, size_
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
         int e = errno;
-        snprintf(err, errlen, "cannot open %s: %s", path, strerror(e));
+        /* A job names its file at its first CUDA call: one killed before it, or that never
+         * made one, leaves none (docs/state.md). */
+        snprintf(err, errlen, "cannot open %s: %s%s", path, strerror(e),
+                 e == ENOENT ? " (a traced process names its state file at its first CUDA call)"
+                             : "");
         return -e;
     }
     struct stat sb;
