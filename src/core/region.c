@@ -333,6 +333,13 @@ static int expand_path(const char *pat, char *out, size_t len)
  * interfere), or, where the file system has no O_TMPFILE, as the temporary R.tmp (O_EXCL,
  * O_NOFOLLOW; a name taken is tried again with other digits, 16 times). Mode 0666 less the
  * umask. The file gets its name at the first CUDA call (gmt_region_place). */
+static bool no_tmpfile; /* gmt_region_test_without_tmpfile */
+
+void gmt_region_test_without_tmpfile(bool on)
+{
+    no_tmpfile = on;
+}
+
 static int open_unnamed(void)
 {
     char dir[sizeof R.path];
@@ -341,7 +348,8 @@ static int open_unnamed(void)
     if (!slash) return -EINVAL;
     slash[slash == dir] = 0; /* "/x.gmt": "/" */
     R.tmp[0] = 0;
-    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0666);
+    int fd =
+        no_tmpfile ? (errno = EOPNOTSUPP, -1) : open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0666);
     if (fd >= 0) return fd;
     if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) return -errno;
     for (int attempt = 0; attempt < 16; attempt++) {

@@ -137,6 +137,9 @@ bool gmt_region_recovered_foreign(uint32_t *owner);
 const char *gmt_region_path(void);
 /* Whether the region is this process's file, named or not. */
 bool gmt_region_file_backed(void);
+/* Tests: gmt_region_create takes the way of a file system without O_TMPFILE (a temporary
+ * file named at once) while on. */
+void gmt_region_test_without_tmpfile(bool on);
 /* Removes this process's state file (not a recovered one) when its name still refers to the
  * file this process made: for a process that ends having traced nothing, so that the helpers
  * a traced job starts (a shell, a compiler) leave no file behind. The mapping stays. */

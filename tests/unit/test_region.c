@@ -361,6 +361,42 @@ static void test_create_refuses_planted_link(void **state)
     unlink(path);
 }
 
+/* A file system without O_TMPFILE: the file is made under its temporary name at once, renamed
+ * at gmt_region_place; one never named is removed by gmt_region_discard (a process that traced
+ * nothing), and a refused one at once, the state kept in the nameless file. */
+static void test_create_without_tmpfile(void **state)
+{
+    (void)state;
+    gmt_region_destroy();
+    gmt_region_test_without_tmpfile(true);
+    char path[512];
+    snprintf(path, sizeof path, "%s/named.gmt", dir);
+    unlink(path);
+    assert_int_equal(gmt_region_create(path), 0);
+    assert_int_equal(gmt_test_count_prefixed(dir, "named.gmt.tmp."), 1);
+    assert_int_not_equal(access(path, F_OK), 0);
+    gmt_region_discard();
+    assert_int_equal(gmt_test_count_prefixed(dir, "named.gmt.tmp."), 0);
+    gmt_region_destroy();
+    assert_int_equal(gmt_region_create(path), 0);
+    assert_int_equal(gmt_region_place(), 0);
+    assert_string_equal(gmt_region_path(), path);
+    assert_int_equal(gmt_test_count_prefixed(dir, "named.gmt.tmp."), 0);
+    assert_int_equal(access(path, F_OK), 0);
+    gmt_region_destroy();
+    /* something there that is no state file: refused, its temporary gone */
+    unlink(path);
+    assert_int_equal(mkdir(path, 0700), 0);
+    assert_int_equal(gmt_region_create(path), 0);
+    assert_int_equal(gmt_region_place(), -EEXIST);
+    assert_int_equal(gmt_test_count_prefixed(dir, "named.gmt.tmp."), 0);
+    uint64_t off;
+    assert_int_equal(gmt_region_alloc(GMT_ARENA_TABLE, 2 * MIB, 64, &off), 0);
+    gmt_region_destroy();
+    rmdir(path);
+    gmt_region_test_without_tmpfile(false);
+}
+
 static void write_file(const char *path, const void *data, size_t len)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -706,6 +742,7 @@ int main(void)
         cmocka_unit_test(test_anonymous_arenas_grow),
         cmocka_unit_test(test_state_file_round_trip),
         cmocka_unit_test(test_create_refuses_planted_link),
+        cmocka_unit_test(test_create_without_tmpfile),
         cmocka_unit_test(test_attach_is_blind_to_later_changes),
         cmocka_unit_test(test_attach_leaves_arenas_unread),
         cmocka_unit_test(test_attach_skips_holes),
