@@ -92,10 +92,10 @@ int32_t gmt_region_busy_owner(void)
     return busy_owner;
 }
 
-/* What /proc/PID/stat says of a process: its state letter and start time (clock ticks since
- * boot); either may be NULL. 0, or -1 where it cannot be read (no /proc, no such process, a
- * line not of that shape). */
-static int proc_stat(int32_t pid, char *state, unsigned long long *start_ticks)
+/* What /proc/PID/stat says of a process: its state letter, its number of threads and its start
+ * time (clock ticks since boot); any may be NULL. 0, or -1 where it cannot be read (no /proc,
+ * no such process, a line not of that shape). */
+static int proc_stat(int32_t pid, char *state, int *threads, unsigned long long *start_ticks)
 {
     char path[48], buf[1024];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
@@ -108,13 +108,15 @@ static int proc_stat(int32_t pid, char *state, unsigned long long *start_ticks)
     /* "pid (comm) state ppid ... starttime": comm may hold anything, ')' included */
     const char *rest = strrchr(buf, ')');
     char st = 0;
+    int nthreads = 0;
     unsigned long long start = 0;
     if (!rest || sscanf(rest + 1,
                         " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d"
-                        " %*d %*d %llu",
-                        &st, &start) != 2)
+                        " %d %*d %llu",
+                        &st, &nthreads, &start) != 3)
         return -1;
     if (state) *state = st;
+    if (threads) *threads = nthreads;
     if (start_ticks) *start_ticks = start;
     return 0;
 }
@@ -123,9 +125,14 @@ bool gmt_region_owner_alive(int32_t pid, uint64_t start_ticks)
 {
     if (pid <= 0 || (kill(pid, 0) != 0 && errno != EPERM)) return false;
     char state = 0;
+    int threads = 0;
     unsigned long long start = 0;
-    if (proc_stat(pid, &state, &start) != 0) return true; /* no /proc: kill's word */
-    if (state == 'Z' || state == 'X') return false;
+    if (proc_stat(pid, &state, &threads, &start) != 0) return true; /* no /proc: kill's word */
+    /* A zombie has ended; but /proc/PID/stat says 'Z' too of a process whose main thread ended
+     * (pthread_exit) while its other threads run on: their count, the leader's included, tells
+     * them apart (a zombie is 1). Taken for ended, such a running job lost its state file to a
+     * second job given the same path, and `top` said "gone". */
+    if (state == 'X' || (state == 'Z' && threads <= 1)) return false;
     return !start_ticks || start == start_ticks;
 }
 
@@ -373,7 +380,7 @@ static int open_unnamed(void)
 static uint64_t own_start_ticks(void)
 {
     unsigned long long start = 0;
-    return proc_stat((int32_t)getpid(), NULL, &start) == 0 ? start : 0;
+    return proc_stat((int32_t)getpid(), NULL, NULL, &start) == 0 ? start : 0;
 }
 
 int gmt_region_create(const char *state_path)

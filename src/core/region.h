@@ -121,9 +121,10 @@ int gmt_region_place(void);
 /* The pid of the process still running whose state file gmt_region_place refused to replace
  * (it returned -EBUSY). */
 int32_t gmt_region_busy_owner(void);
-/* Whether pid is a process that runs here, not a zombie, and (start_ticks not 0) the one that
- * started at start_ticks (a state file header's): a later process given a dead owner's pid is
- * another one. Without /proc, kill(pid, 0)'s word. */
+/* Whether pid is a process that runs here, not a zombie (one whose main thread ended while
+ * others run is no zombie), and (start_ticks not 0) the one that started at start_ticks (a
+ * state file header's): a later process given a dead owner's pid is another one. Without
+ * /proc, kill(pid, 0)'s word. */
 bool gmt_region_owner_alive(int32_t pid, uint64_t start_ticks);
 /* Unmaps the region (fork child, tests). A state file is left as it is. */
 void gmt_region_destroy(void);

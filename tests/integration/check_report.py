@@ -1650,6 +1650,40 @@ def case_state_target(ctx):
     finally:
         sleeper.kill()
         sleeper.wait()
+    # A job whose main thread ended (pthread_exit) while another runs on: /proc/PID/stat says
+    # 'Z' of it as of a zombie, but it runs (more than one thread). Its file is kept from a
+    # second job, and `top` says it runs. Taken for a zombie, its file was replaced (the job's
+    # state could no longer be recovered or watched) and `top` said "gone".
+    held = os.path.join(files, "held.gmt")
+    p = subprocess.Popen([ctx.prog("thread_exit"), "main_hold"], cwd=files,
+                         env=ctx.env(extra={"GPUMEMTRACE_STATE": held}), text=True,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         preexec_fn=no_core)
+    try:
+        line = p.stdout.readline()  # GMT_FACT parent_pid=..., then READY
+        while line and line.strip() != "READY":
+            line = p.stdout.readline()
+        expect_eq("thread_exit main_hold's line", line.strip(), "READY")
+        for _ in range(200):
+            if proc_state(p.pid) == "Z":
+                break
+            time.sleep(0.05)
+        expect_eq("the state of the job whose main thread ended", proc_state(p.pid), "Z")
+        before = os.stat(held).st_ino
+        r = ctx.run(["simple"], env={"GPUMEMTRACE_STATE": held}, timeout=30)
+        expect_eq("lines keeping the file of the job whose main thread ended",
+                  len([l for l in r.stderr.splitlines() if "still runs" in l]), 1)
+        expect_eq("the file of the job whose main thread ended", os.stat(held).st_ino, before)
+        ctx.clear_output()
+        t = cli(ctx, ["top", "--once", held])
+        if f"pid {p.pid} (running)" not in t.stdout:
+            fail(f"top --once should say the job whose main thread ended runs:\n{t.stdout}")
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        p.wait(timeout=30)
+    finally:
+        p.kill()
+        p.communicate()
 
 
 @case("exit_quick")

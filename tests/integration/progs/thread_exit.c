@@ -13,6 +13,8 @@
  * "main_pollfail": as "main", with the first three poll() calls of the process (the tracer's
  * writer thread's: the program makes none) failing with ENOMEM. The writer must go on looking
  * for the last thread, not block reading its pipe.
+ * "main_hold": as "main", the worker printing "READY" after its leak and returning only once a
+ * line comes on stdin: /proc/PID/stat says 'Z' of the process meanwhile, which runs on.
  */
 #define _GNU_SOURCE
 #include "common.h"
@@ -83,6 +85,17 @@ static void *worker(void *arg)
     return NULL;
 }
 
+static void *worker_hold(void *arg)
+{
+    (void)arg;
+    worker_leak();
+    printf("READY\n");
+    fflush(stdout);
+    char line[16];
+    EXPECT(fgets(line, sizeof line, stdin) != NULL);
+    return NULL;
+}
+
 static void *forker(void *arg)
 {
     (void)arg;
@@ -129,6 +142,10 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "main") == 0 || strcmp(argv[1], "main_pollfail") == 0) {
         EXPECT(pthread_create(&t, NULL, worker, NULL) == 0);
+        pthread_exit(NULL);
+    }
+    if (strcmp(argv[1], "main_hold") == 0) {
+        EXPECT(pthread_create(&t, NULL, worker_hold, NULL) == 0);
         pthread_exit(NULL);
     }
     EXPECT(strcmp(argv[1], "fork") == 0);
