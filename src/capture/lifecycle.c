@@ -248,6 +248,9 @@ bool gmt_capture_before_exec(bool runnable)
     /* The state file says the image ended by exec, whether it traced anything or not (one that
      * traced nothing would otherwise read as killed once another program has the pid). */
     gmt_track_mark_end(GMT_REGION_END_EXEC);
+    /* An image that never named its file (no CUDA call) leaves no temporary: its exit
+     * handlers never run (a file system without O_TMPFILE: integration.exec_state). */
+    gmt_track_state_before_exec();
     errno = saved;
     return true;
 }

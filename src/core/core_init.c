@@ -322,6 +322,11 @@ void gmt_track_state_discard(void)
     gmt_region_discard();
 }
 
+void gmt_track_state_before_exec(void)
+{
+    gmt_region_before_exec();
+}
+
 const char *gmt_track_state_path(void)
 {
     return gmt_region_path();

@@ -515,6 +515,11 @@ int gmt_region_place(void)
     return 0;
 }
 
+void gmt_region_before_exec(void)
+{
+    if (!R.placed) gmt_region_discard();
+}
+
 void gmt_region_discard(void)
 {
     if (R.fd < 0 || R.recovered) return;

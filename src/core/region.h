@@ -145,6 +145,10 @@ void gmt_region_test_without_tmpfile(bool on);
  * file this process made: for a process that ends having traced nothing, so that the helpers
  * a traced job starts (a shell, a compiler) leave no file behind. The mapping stays. */
 void gmt_region_discard(void);
+/* Before an exec: a file not named yet loses its temporary name (a file system without
+ * O_TMPFILE), as the image that exec's names no file and its exit handlers never run (an
+ * O_TMPFILE file goes with its descriptor). A named file stays, for the image after it. */
+void gmt_region_before_exec(void);
 
 gmt_region_header_t *gmt_region_header(void);
 

@@ -346,6 +346,9 @@ const char *gmt_track_state_path(void);
 void gmt_core_state_place(void);
 /* The state file removed (gmt_region_discard): for a process that ends having traced nothing. */
 void gmt_track_state_discard(void);
+/* Before an exec: the state file's temporary removed where the file has no name yet
+ * (gmt_region_before_exec). */
+void gmt_track_state_before_exec(void);
 /* Memory in the region for the growth sampler (output/growth.h), so a recovered state has its
  * samples. gmt_track_growth_state: a block of `bytes` in the core block, allocated (zeroed) on
  * the first call in a live process (NULL in a recovered state, whose block
