@@ -765,7 +765,6 @@ int gmt_cli_top(int argc, char **argv)
     bool tty = isatty(1);
     seen_allocs_t seen = {0};
     if (!once) wait_named(path, interval);
-    if (!once) wait_named(path, interval);
     if (!gmt_cli_state_usable("top", path)) return GMT_EXIT_USAGE;
     if (recent) prime_counts(path, interval, &seen);
     for (;;) {

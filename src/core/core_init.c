@@ -96,6 +96,12 @@ void gmt_core_state_place(void)
 {
     int rc = gmt_region_place();
     if (rc == 0) return;
+    if (rc == -EBADF) { /* the program closed the descriptor first: said already (region.c) */
+        gmt_track_note_warning("the program closed the state file's descriptor before its first "
+                               "CUDA call: %s was not named; keeping the state in memory only",
+                               gmt_core_cfg.state);
+        return;
+    }
     const char *state = gmt_core_cfg.state;
     char why[GMT_PATH_MAX + 160];
     if (rc == -EEXIST)

@@ -488,6 +488,15 @@ static int link_unnamed(int fd, char *tmp, size_t len)
     return rc;
 }
 
+/* Removes name when it still refers to this process's file (lstat: a name replaced since, by a
+ * link or another file, is not ours to remove). */
+static bool unlink_ours(const char *name)
+{
+    struct stat there;
+    return name[0] && lstat(name, &there) == 0 && S_ISREG(there.st_mode) &&
+           R.id.dev == there.st_dev && R.id.ino == there.st_ino && unlink(name) == 0;
+}
+
 int gmt_region_place(void)
 {
     if (R.placed || R.recovered || R.fd < 0 || !gmt_region_base_ || !R.path[0]) return 0;
@@ -502,9 +511,9 @@ int gmt_region_place(void)
     }
     if (rc == 0) {
         rc = rename_into_place(from, R.path, vacant);
-        if (rc != 0) unlink(from);
-    } else if (R.tmp[0]) {
-        unlink(R.tmp); /* refused: the file stays the process's own, nameless */
+        if (rc != 0) unlink_ours(from);
+    } else {
+        unlink_ours(R.tmp); /* refused: the file stays the process's own, nameless */
     }
     R.tmp[0] = 0;
     if (rc != 0) {
@@ -523,12 +532,8 @@ void gmt_region_before_exec(void)
 void gmt_region_discard(void)
 {
     if (R.fd < 0 || R.recovered) return;
-    /* lstat: a name replaced since (by a link, another file) is not ours to remove. */
     char *name = R.placed ? R.path : R.tmp;
-    struct stat there;
-    if (name[0] && lstat(name, &there) == 0 && S_ISREG(there.st_mode) && R.id.dev == there.st_dev &&
-        R.id.ino == there.st_ino && unlink(name) == 0)
-        name[0] = 0;
+    if (unlink_ours(name)) name[0] = 0;
     R.placed = false;
 }
 

@@ -1370,6 +1370,29 @@ def case_close_fds_exit(ctx):
     close_fds_recovered(ctx, files, state)
 
 
+@case("close_fds_early")
+def case_close_fds_early(ctx):
+    """The descriptors closed before the program's first CUDA call, when the state file has no
+    name yet (it gets one at that call): the file cannot be named, which one line says and the
+    report's warnings note; the program's own files are untouched and the report is written.
+    Until session 50 (review of 4fb1d39) a second line said "cannot create the state file ...
+    (Bad file descriptor)"."""
+    r, files, state = close_fds_run(ctx, "exit_early", 0)
+    lines = [l for l in r.stderr.splitlines() if "state file" in l]
+    expect_eq("lines about the state file", lines,
+              ["gpumemtrace: the program closed the state file's descriptor before the file was "
+               "named (at the first CUDA call): the state file grows no more and gets no name"])
+    final = ctx.final_report()
+    expect_eq("capture.state_file", final["capture"].get("state_file"), None)
+    warns = [w for w in final["capture"].get("warnings", []) if "was not named" in w]
+    expect_eq("warnings about the state file", warns,
+              ["the program closed the state file's descriptor before its first CUDA call: "
+               f"{state} was not named; keeping the state in memory only"])
+    expect_eq("files beside the program's", sorted(n for n in os.listdir(files)
+                                                    if not n.startswith("app-")), [])
+    check_summary(final, allocs=20001)
+
+
 @case("close_fds_term")
 def case_close_fds_term(ctx):
     """The same, ended by SIGTERM: the writer's pipe is gone, so the signal's report cannot be

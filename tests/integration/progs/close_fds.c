@@ -6,8 +6,9 @@
  * keep_leak leaks 1 MiB before the descriptors are closed; after, 16 files DIR/app-N.txt are
  * opened and each gets one line; then 20000 allocations of 4 KiB stay
  * live (the live table and the state file grow) from live_many; the files are closed.
- * usage: close_fds exit|term DIR. "exit": the program exits 0. "term": it raises SIGTERM (left
- * at its default).
+ * usage: close_fds exit|term|exit_early DIR. "exit": the program exits 0. "term": it raises
+ * SIGTERM (left at its default). "exit_early": as "exit", the descriptors closed before keep_leak,
+ * the program's first CUDA call (the state file has no name yet then).
  * usage: close_fds exit_busy DIR HOLD_BYTES: keep_leak leaks 1 MiB; a thread allocates
  * HOLD_BYTES, which the stand-in driver holds its lock through (GMT_STANDIN_HOLD_*, set by the
  * case); SIGUSR1 asks for a snapshot, which waits for the driver; then _exit(0) asks the writer
@@ -90,10 +91,12 @@ int main(int argc, char **argv)
         return exit_busy((size_t)strtoull(argv[3], NULL, 10), argv[1][0] == 't',
                          strstr(argv[1], "busy") != NULL);
     EXPECT(argc == 3);
-    keep_leak();
+    bool early = strcmp(argv[1], "exit_early") == 0; /* closed before the first CUDA call */
+    if (!early) keep_leak();
     fflush(stdout);
     for (int fd = 3; fd < 4096; fd++)
         close(fd);
+    if (early) keep_leak();
     int fds[FILES];
     for (int i = 0; i < FILES; i++) {
         char name[4096];
