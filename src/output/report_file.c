@@ -109,15 +109,25 @@ static int temp_name(char *out, size_t len, const char *dir, const char *base)
     return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-/* Creates a new file exclusively; never follows a symlink, never opens what exists. */
-static int create_temp(const char *dir, const char *base, char *tmp, size_t tmp_len)
+/* Creates a new file exclusively; never follows a symlink, never opens what exists. live: the
+ * report's own temporary, whose name is published (live_tmp) before the file is made, so that
+ * a handler that ends the process as soon as the file shows (integration.exit_interrupted's
+ * watcher) finds it to remove (gmt_report_file_abandon): published after the open, a file made
+ * in between was left behind. */
+static int create_temp(const char *dir, const char *base, char *tmp, size_t tmp_len, bool live)
 {
     for (int attempt = 0; attempt < 16; attempt++) {
         int rc = temp_name(tmp, tmp_len, dir, base);
         if (rc) return rc;
+        if (live) {
+            memcpy(live_tmp, tmp, strlen(tmp) + 1);
+            __atomic_store_n(&live_tmp_set, 1, __ATOMIC_RELEASE);
+        }
         int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
         if (fd >= 0) return fd;
-        if (errno != EEXIST) return -errno;
+        int e = errno;
+        if (live) __atomic_store_n(&live_tmp_set, 0, __ATOMIC_RELEASE); /* not ours to remove */
+        if (e != EEXIST) return -e;
     }
     return -EEXIST;
 }
@@ -127,7 +137,7 @@ static int create_temp(const char *dir, const char *base, char *tmp, size_t tmp_
 static int dir_writable(const char *dir, const char *base)
 {
     char tmp[GMT_PATH_MAX + TMP_SUFFIX_MAX];
-    int fd = create_temp(dir, base, tmp, sizeof tmp);
+    int fd = create_temp(dir, base, tmp, sizeof tmp, false);
     if (fd < 0) return fd;
     close(fd);
     unlink(tmp);
@@ -298,10 +308,8 @@ static int write_at(const char *target, const char *dir, const char *base, gmt_r
                     const char *signal_name, unsigned seq)
 {
     char tmp[GMT_PATH_MAX + TMP_SUFFIX_MAX];
-    int fd = create_temp(dir, base, tmp, sizeof tmp);
+    int fd = create_temp(dir, base, tmp, sizeof tmp, true); /* live_tmp published */
     if (fd < 0) return fd;
-    memcpy(live_tmp, tmp, strlen(tmp) + 1);
-    __atomic_store_n(&live_tmp_set, 1, __ATOMIC_RELEASE);
     /* A report past the file size limit fails with EFBIG, never kills the program (fdutil.h). */
     gmt_fsize_guard_t guard;
     gmt_fsize_guard_begin(&guard);
