@@ -690,12 +690,22 @@ static void pause_s(double s)
 
 /* A job's state file is named at its first CUDA call (docs/state.md): a `top` started with
  * the job, before that, waits for the name to appear, as `tail -F` would, and says so once.
- * --once does not wait: the core's line says the file is missing. */
+ * Only where the folder exists: the tracer makes none, so a name in a folder that is not there
+ * (a typo) never comes, and is said at once by the core's line. --once does not wait. */
 static void wait_named(const char *path, double interval)
 {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash == dir)
+        dir[1] = 0;
+    else if (slash)
+        *slash = 0;
+    else
+        snprintf(dir, sizeof dir, ".");
     struct stat st;
     bool said = false;
-    while (lstat(path, &st) != 0 && errno == ENOENT) {
+    while (lstat(path, &st) != 0 && errno == ENOENT && stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
         if (!said)
             gmt_cli_error("top: waiting for %s: a traced process names its state file at its "
                           "first CUDA call",

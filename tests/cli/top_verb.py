@@ -296,6 +296,12 @@ def case_waits(c):
     expect(one_line(err) and err.rstrip().endswith(
         "No such file or directory (a traced process names its state file at its first CUDA "
         "call)"), f"top --once of no file: {err!r}")
+    # a folder that is not there: no job can name a file in it (the tracer makes none), so no
+    # wait, the line at once
+    _, err, _ = c.cli_run("top", "--interval", "0.1", c.path("nosuch/waits.gmt"), rc=2,
+                          timeout=20)
+    expect(one_line(err) and "No such file or directory" in err and "waiting" not in err,
+           f"top of a file in no folder: {err!r}")
     t = subprocess.Popen([c.cli, "top", "--interval", "0.1", state], env=c.env(),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=c.work)
     p = None
