@@ -114,12 +114,13 @@ def check_clean(what, text):
         fail(f"{what}: raw control character {m.group()!r} at {at}: {text[max(0, at - 80):at + 40]!r}")
 
 
-def pty_run(cli, args, cwd, cols):
-    """Runs the CLI with standard output on a pseudo-terminal of cols columns, in raw mode (no
-    newline translation): returns what it wrote there, and its exit status."""
+def pty_run(cli, args, cwd, cols, rows=50):
+    """Runs the CLI with standard output on a pseudo-terminal of cols columns and rows rows, in
+    raw mode (no newline translation): returns what it wrote there, its standard error and its
+    exit status (cli.top_verb.fits uses it too)."""
     master, slave = pty.openpty()
     tty.setraw(slave)
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, cols, 0, 0))
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
     env = dict(os.environ, TERM="xterm", GPUMEMTRACE_LOG="quiet")
     env.pop("NO_COLOR", None)
     p = subprocess.Popen([cli] + args, stdout=slave, stderr=subprocess.PIPE, cwd=cwd, env=env)

@@ -232,30 +232,12 @@ def start_owner(c, name):
 
 
 def on_terminal(c, args, rows, cols):
-    """`top ARGS` with its standard output a terminal of ROWS x COLS: what it wrote, as lines
-    (the terminal's \\r\\n back to \\n), from the last screen clear on."""
-    import fcntl
-    import pty
-    import struct
-    import termios
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-    p = subprocess.Popen([c.cli, "top", *args], stdout=slave, stderr=subprocess.PIPE,
-                         env=c.env(), cwd=c.work)
-    os.close(slave)
-    got = b""
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # EIO: the other side closed
-            break
-        if not chunk:
-            break
-        got += chunk
-    os.close(master)
-    _, err = p.communicate(timeout=30)
-    expect(p.returncode == 0 and not err, f"top {args} on a terminal: {p.returncode} {err!r}")
-    text = got.decode("utf-8", "replace").replace("\r\n", "\n")
+    """`top ARGS` with its standard output a terminal of ROWS x COLS: what it wrote, as lines,
+    from the last screen clear on."""
+    from escape import pty_run
+    got, err, rc = pty_run(c.cli, ["top", *args], c.work, cols, rows)
+    expect(rc == 0 and not err, f"top {args} on a terminal: {rc} {err!r}")
+    text = got.decode("utf-8", "replace")
     return text.rsplit("\033[H\033[J", 1)[-1].splitlines()
 
 
