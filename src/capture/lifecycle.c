@@ -17,7 +17,6 @@
 #include "core/loader.h"
 #include "core/log.h"
 #include "core/probe.h"
-#include "core/region.h"
 #include "core/tls.h"
 #include "core/track.h"
 #include "output/report_file.h"

@@ -92,6 +92,32 @@ static void py_facts(void)
     snprintf(gmt_cs->py_version, sizeof gmt_cs->py_version, "%s", v ? v : "");
 }
 
+/* Why the state file asked for (state) is not used: one line, said and noted in the report's
+ * warnings by the caller. A file that could not be made (gmt_region_create's rc, or another
+ * of gmt_region_place's)... */
+static void state_not_made(char *why, size_t len, const char *state, int rc)
+{
+    snprintf(why, len, "cannot create the state file %s (%s); keeping the state in memory only",
+             state, strerror(-rc));
+}
+
+/* ... and a name refused at the first CUDA call (gmt_region_place's rc). */
+static void state_refused(char *why, size_t len, const char *state, int rc)
+{
+    if (rc == -EEXIST)
+        snprintf(why, len,
+                 "%s exists and is not a state file (a device, link, directory or another file "
+                 "is never replaced); keeping the state in memory only",
+                 state);
+    else if (rc == -EBUSY)
+        snprintf(why, len,
+                 "%s is the state file of pid %d, which still runs: not replaced; keeping the "
+                 "state in memory only (a %%p in GPUMEMTRACE_STATE gives each process a file)",
+                 state, (int)gmt_region_busy_owner());
+    else
+        state_not_made(why, len, state, rc);
+}
+
 void gmt_core_state_place(void)
 {
     int rc = gmt_region_place();
@@ -102,22 +128,8 @@ void gmt_core_state_place(void)
                                gmt_core_cfg.state);
         return;
     }
-    const char *state = gmt_core_cfg.state;
     char why[GMT_PATH_MAX + 160];
-    if (rc == -EEXIST)
-        snprintf(why, sizeof why,
-                 "%s exists and is not a state file (a device, link, directory or another file "
-                 "is never replaced); keeping the state in memory only",
-                 state);
-    else if (rc == -EBUSY)
-        snprintf(why, sizeof why,
-                 "%s is the state file of pid %d, which still runs: not replaced; keeping the "
-                 "state in memory only (a %%p in GPUMEMTRACE_STATE gives each process a file)",
-                 state, (int)gmt_region_busy_owner());
-    else
-        snprintf(why, sizeof why,
-                 "cannot create the state file %s (%s); keeping the state in memory only", state,
-                 strerror(-rc));
+    state_refused(why, sizeof why, gmt_core_cfg.state, rc);
     gmt_error("%s", why);
     gmt_track_note_warning("%s", why);
 }
@@ -134,9 +146,7 @@ int gmt_core_init(const gmt_config_t *c)
      * (gmt_core_state_place), so that the helpers a traced job starts stay quiet. */
     char state_why[GMT_PATH_MAX + 160] = "";
     if (rc != 0 && c->state[0]) {
-        snprintf(state_why, sizeof state_why,
-                 "cannot create the state file %s (%s); keeping the state in memory only", c->state,
-                 strerror(-rc));
+        state_not_made(state_why, sizeof state_why, c->state, rc);
         gmt_error("%s", state_why);
         rc = gmt_region_create(NULL);
     }
