@@ -19,6 +19,7 @@
 #include "cli/cli.h"
 
 #include "core/clock.h"
+#include "core/fdutil.h"
 #include "core/pyframes.h"
 #include "core/region.h"
 #include "core/stats.h"
@@ -695,14 +696,8 @@ static void pause_s(double s)
 static void wait_named(const char *path, double interval)
 {
     char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash == dir)
-        dir[1] = 0;
-    else if (slash)
-        *slash = 0;
-    else
-        snprintf(dir, sizeof dir, ".");
+    const char *base;
+    if (gmt_path_split(path, dir, sizeof dir, &base) == -ENAMETOOLONG) return;
     struct stat st;
     bool said = false;
     while (lstat(path, &st) != 0 && errno == ENOENT && stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {

@@ -132,6 +132,20 @@ static inline uint64_t gmt_temp_random(void)
            __atomic_add_fetch(&ctr, 1, __ATOMIC_RELAXED);
 }
 
+/* Splits path into its directory ("." when none, "/" for a file at the root) and base name:
+ * 0, -ENAMETOOLONG where dir (dir_len bytes) cannot hold it, or -EINVAL for a path that ends in
+ * '/' (no file name; dir is filled all the same). */
+static inline int gmt_path_split(const char *path, char *dir, size_t dir_len, const char **base)
+{
+    const char *slash = strrchr(path, '/');
+    *base = slash ? slash + 1 : path;
+    size_t n = !slash ? 1 : slash == path ? 1 : (size_t)(slash - path);
+    if (n >= dir_len) return -ENAMETOOLONG;
+    memcpy(dir, slash ? path : ".", n);
+    dir[n] = 0;
+    return **base ? 0 : -EINVAL;
+}
+
 /* A temporary file's name beside path: path then suffix (".tmp.<pid>.<random>"), the base
  * name cut so that it and the suffix fit one file name (NAME_MAX): a legal name of 240 bytes
  * left no room for the suffix, and the state file or an -o target under it was refused as

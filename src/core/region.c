@@ -4,6 +4,7 @@
 
 #include "fdutil.h"
 #include "log.h"
+#include "proc_self.h"
 #include "spin.h"
 
 #include <errno.h>
@@ -105,18 +106,17 @@ static int proc_stat(int32_t pid, char *state, int *threads, unsigned long long 
     close(fd);
     if (n <= 0) return -1;
     buf[n] = 0;
-    /* "pid (comm) state ppid ... starttime": comm may hold anything, ')' included */
-    const char *rest = strrchr(buf, ')');
-    char st = 0;
-    int nthreads = 0;
-    unsigned long long start = 0;
-    if (!rest || sscanf(rest + 1,
-                        " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d"
-                        " %d %*d %llu",
-                        &st, &nthreads, &start) != 3)
-        return -1;
-    if (state) *state = st;
-    if (threads) *threads = nthreads;
+    /* fields 3, 20 and 22 after the name, which may hold anything, ')' included */
+    const char *st = gmt_proc_stat_field(buf, 3), *nt = gmt_proc_stat_field(buf, 20),
+               *sa = gmt_proc_stat_field(buf, 22);
+    if (!st || !nt || !sa) return -1;
+    char *end;
+    long nthreads = strtol(nt, &end, 10);
+    if (end == nt) return -1;
+    unsigned long long start = strtoull(sa, &end, 10);
+    if (end == sa) return -1;
+    if (state) *state = *st;
+    if (threads) *threads = (int)nthreads;
     if (start_ticks) *start_ticks = start;
     return 0;
 }
@@ -335,11 +335,6 @@ static int expand_path(const char *pat, char *out, size_t len)
     return 0;
 }
 
-/* The state file's descriptor, made in PATH's directory without a name (O_TMPFILE: nothing
- * is left behind by a process killed before its first CUDA call, and nothing found there can
- * interfere), or, where the file system has no O_TMPFILE, as the temporary R.tmp (O_EXCL,
- * O_NOFOLLOW; a name taken is tried again with other digits, 16 times). Mode 0666 less the
- * umask. The file gets its name at the first CUDA call (gmt_region_place). */
 static bool no_tmpfile; /* gmt_region_test_without_tmpfile */
 
 void gmt_region_test_without_tmpfile(bool on)
@@ -347,13 +342,16 @@ void gmt_region_test_without_tmpfile(bool on)
     no_tmpfile = on;
 }
 
+/* The state file's descriptor, made in PATH's directory without a name (O_TMPFILE: nothing
+ * is left behind by a process killed before its first CUDA call, and nothing found there can
+ * interfere), or, where the file system has no O_TMPFILE, as the temporary R.tmp (O_EXCL,
+ * O_NOFOLLOW; a name taken is tried again with other digits, 16 times). Mode 0666 less the
+ * umask. The file gets its name at the first CUDA call (gmt_region_place). */
 static int open_unnamed(void)
 {
     char dir[sizeof R.path];
-    snprintf(dir, sizeof dir, "%s", R.path);
-    char *slash = strrchr(dir, '/'); /* R.path is absolute */
-    if (!slash) return -EINVAL;
-    slash[slash == dir] = 0; /* "/x.gmt": "/" */
+    const char *base;
+    if (gmt_path_split(R.path, dir, sizeof dir, &base) == -ENAMETOOLONG) return -ENAMETOOLONG;
     R.tmp[0] = 0;
     int fd =
         no_tmpfile ? (errno = EOPNOTSUPP, -1) : open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0666);

@@ -46,23 +46,6 @@ static bool is_final(gmt_reason_t r)
 
 /* ---- paths ------------------------------------------------------------------------------ */
 
-/* Splits path into its directory ("." when none) and base name; -ENAMETOOLONG / -EINVAL. */
-static int split_path(const char *path, char *dir, size_t dir_len, const char **base)
-{
-    const char *slash = strrchr(path, '/');
-    *base = slash ? slash + 1 : path;
-    if (!**base) return -EINVAL; /* "dir/": no file name */
-    if (!slash) {
-        snprintf(dir, dir_len, ".");
-        return 0;
-    }
-    size_t n = slash == path ? 1 : (size_t)(slash - path);
-    if (n >= dir_len) return -ENAMETOOLONG;
-    memcpy(dir, path, n);
-    dir[n] = 0;
-    return 0;
-}
-
 static int join(char *out, size_t len, const char *dir, const char *base)
 {
     int n = snprintf(out, len, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", base);
@@ -207,7 +190,7 @@ static int report_file_check(void)
     fallback_dir[0] = 0;
     unsigned notes = 0;
     int rc = gmt_report_path_noted(GMT_REASON_EXIT, 0, path, sizeof path, &notes);
-    if (rc == 0) rc = split_path(path, dir, sizeof dir, &base);
+    if (rc == 0) rc = gmt_path_split(path, dir, sizeof dir, &base);
     /* What the name owes to something else than the pattern, said where the name is. */
     const char *why = notes & GMT_PATH_NAME_SHORTENED
                           ? " (the name given is too long for a file name)"
@@ -343,7 +326,7 @@ int gmt_report_file_write(const char *path, gmt_reason_t reason, const char *sig
     unsigned notes = 0;
     if (!path) {
         rc = gmt_report_path_noted(reason, seq, name, sizeof name, &notes);
-        if (rc == 0) rc = split_path(name, dir, sizeof dir, &base);
+        if (rc == 0) rc = gmt_path_split(name, dir, sizeof dir, &base);
         if (rc == 0 && fallback_dir[0])
             rc = join(target, sizeof target, fallback_dir, base);
         else if (rc == 0)
@@ -361,7 +344,7 @@ int gmt_report_file_write(const char *path, gmt_reason_t reason, const char *sig
         }
         snprintf(target, sizeof target, "%s", path);
     }
-    rc = split_path(target, dir, sizeof dir, &base);
+    rc = gmt_path_split(target, dir, sizeof dir, &base);
     if (rc) {
         gmt_error("cannot write report %s: %s", target, strerror(-rc));
         return rc;
