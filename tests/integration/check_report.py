@@ -1541,12 +1541,8 @@ def case_state_target(ctx):
     # the running job could no longer be recovered or watched). Once the first is gone, the
     # second replaces the file as any earlier state file.
     shared = os.path.join(files, "shared.gmt")
-    p = subprocess.Popen([ctx.prog("state_kill"), os.path.join(files, "snap.json")],
-                         cwd=files, env=ctx.env(extra={"GPUMEMTRACE_STATE": shared}), text=True,
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         preexec_fn=no_core)
+    p, _, _ = start_state_prog(ctx, state=shared, folder=files)
     try:
-        expect_eq("state_kill's first line", p.stdout.readline().strip(), "READY")
         before = os.stat(shared).st_ino
         r = ctx.run(["simple"], env={"GPUMEMTRACE_STATE": shared}, timeout=30)
         want = (f"gpumemtrace: {shared} is the state file of pid {p.pid}, which still runs: "
@@ -1574,8 +1570,8 @@ def case_state_target(ctx):
         fail(f"the state file of a job that was killed was not replaced: {r.stderr}")
     expect_eq("capture.state_file", ctx.final_report()["capture"].get("state_file"), shared)
     ctx.clear_output()
-    # The shell or launcher that started the job (bash run.sh, torchrun) made the file first,
-    # as the library loaded in it, and still runs: an ancestor's file is the job's to take.
+    # The shell or launcher that started the job (bash run.sh, torchrun) still runs, and never
+    # calls CUDA, so it names no file: the job's is the job's own.
     started = os.path.join(files, "started.gmt")
     r = ctx.run(["/bin/sh", "-c", f"{shlex.quote(ctx.prog('simple'))}; true"],
                 env={"GPUMEMTRACE_STATE": started}, timeout=30)
@@ -1585,10 +1581,8 @@ def case_state_target(ctx):
     expect_eq("capture.state_file of the job a shell started",
               final["capture"].get("state_file"), started)
     out = os.path.join(files, "started.json")
-    cli(ctx, ["report", "--recover", started, "-o", out])
-    with open(out) as f:
-        expect_eq("the state file's owner", json.load(f)["process"]["pid"],
-                  final["process"]["pid"])
+    expect_eq("the state file's owner", recovered(ctx, started, out)["process"]["pid"],
+              final["process"]["pid"])
     ctx.clear_output()
     # A helper the job starts after its first CUDA call (here /bin/true, by vfork and exec)
     # finds its parent's file: a CUDA job's, left alone, quietly. Before, the helper renamed
@@ -1602,10 +1596,8 @@ def case_state_target(ctx):
               final["capture"].get("state_file"), helped)
     if not os.path.exists(helped):
         fail("the job's state file is gone after its helper ran")
-    cli(ctx, ["report", "--recover", helped, "-o", out])
-    with open(out) as f:
-        expect_eq("the state file's owner after the helper", json.load(f)["process"]["pid"],
-                  final["process"]["pid"])
+    expect_eq("the state file's owner after the helper",
+              recovered(ctx, helped, out)["process"]["pid"], final["process"]["pid"])
     ctx.clear_output()
     # A helper the job starts before its own first CUDA call (a logger's `git rev-parse`, a
     # launcher's `nvidia-smi`; here system("true")): a file is named at its process's first
@@ -1613,13 +1605,8 @@ def case_state_target(ctx):
     # its own over the job's (an ancestor that had not called CUDA yet) and removed it at its
     # exit: the job, killed, could not be recovered.
     early = os.path.join(files, "early.gmt")
-    p = subprocess.Popen([ctx.prog("state_kill"), os.path.join(files, "snap.json"),
-                          "helper_first"],
-                         cwd=files, env=ctx.env(extra={"GPUMEMTRACE_STATE": early}), text=True,
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         preexec_fn=no_core)
+    p, _, _ = start_state_prog(ctx, state=early, args=("helper_first",), folder=files)
     try:
-        expect_eq("state_kill's first line", p.stdout.readline().strip(), "READY")
         if not os.path.exists(early):
             fail("the job's state file is gone after the helper it started first")
         expect_eq("the state file's pid after the early helper", poke_read(ctx, early, "header.pid"),
@@ -1628,11 +1615,7 @@ def case_state_target(ctx):
         # alone took it for running, and a job started again (a supervisor's restart) kept its
         # state in memory only.
         p.kill()
-        for _ in range(200):
-            if proc_state(p.pid) == "Z":
-                break
-            time.sleep(0.05)
-        expect_eq("the killed job's state", proc_state(p.pid), "Z")
+        wait_proc_state(p.pid, "Z", "the killed job's state")
         zombie_copy = os.path.join(files, "zombie.gmt")
         shutil.copyfile(early, zombie_copy)
         r = ctx.run(["simple"], env={"GPUMEMTRACE_STATE": early}, timeout=30)
@@ -1644,11 +1627,9 @@ def case_state_target(ctx):
     finally:
         p.kill()
         p.communicate()
-    cli(ctx, ["report", "--recover", zombie_copy, "-o", out])
-    with open(out) as f:
-        recovered = json.load(f)
-    expect_eq("the killed job's recovered pid", recovered["process"]["pid"], p.pid)
-    expect_eq("the killed job's recovered live bytes", recovered["leaks"]["total_bytes"],
+    rec = recovered(ctx, zombie_copy, out)
+    expect_eq("the killed job's recovered pid", rec["process"]["pid"], p.pid)
+    expect_eq("the killed job's recovered live bytes", rec["leaks"]["total_bytes"],
               5 * MIB + 6000 * 4096)
     # Another process given the dead owner's pid (pid reuse): the file's header says when its
     # owner started, and a process that started at another time is not it. The copy's owner is
@@ -1656,8 +1637,7 @@ def case_state_target(ctx):
     # second job, with any other it is replaced.
     sleeper = subprocess.Popen(["sleep", "60"], env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
     try:
-        with open(f"/proc/{sleeper.pid}/stat") as f:
-            started = int(f.read().rsplit(")", 1)[1].split()[19])
+        started = int(proc_stat_fields(sleeper.pid)[19])
         for ticks, kept in ((started, True), (started + 1, False), (0, True)):
             reused = os.path.join(files, f"reused-{ticks}.gmt")
             shutil.copyfile(zombie_copy, reused)
@@ -1687,11 +1667,7 @@ def case_state_target(ctx):
         while line and line.strip() != "READY":
             line = p.stdout.readline()
         expect_eq("thread_exit main_hold's line", line.strip(), "READY")
-        for _ in range(200):
-            if proc_state(p.pid) == "Z":
-                break
-            time.sleep(0.05)
-        expect_eq("the state of the job whose main thread ended", proc_state(p.pid), "Z")
+        wait_proc_state(p.pid, "Z", "the state of the job whose main thread ended")
         before = os.stat(held).st_ino
         r = ctx.run(["simple"], env={"GPUMEMTRACE_STATE": held}, timeout=30)
         expect_eq("lines keeping the file of the job whose main thread ended",
@@ -3334,14 +3310,16 @@ def cli(ctx, args, expect_rc=0, timeout=60):
     return proc
 
 
-def start_state_prog(ctx, extra=None):
-    """Starts state_kill with a state file (and the environment extra); returns (process,
-    state path, snapshot path)."""
-    os.makedirs(os.path.join(ctx.work, "state"), exist_ok=True)
-    snap = os.path.join(ctx.work, "state", "snap.json")
-    env = ctx.env(extra={"GPUMEMTRACE_STATE": os.path.join(ctx.work, "state", "s-%p.gmt"),
+def start_state_prog(ctx, extra=None, state=None, args=(), folder=None):
+    """Starts state_kill (with args) with a state file, FOLDER/s-PID.gmt or the path state (and
+    the environment extra), once it is ready; returns (process, state path, snapshot path).
+    FOLDER (state/ in the output folder by default) holds the snapshot."""
+    folder = folder or os.path.join(ctx.work, "state")
+    os.makedirs(folder, exist_ok=True)
+    snap = os.path.join(folder, "snap.json")
+    env = ctx.env(extra={"GPUMEMTRACE_STATE": state or os.path.join(folder, "s-%p.gmt"),
                          "GPUMEMTRACE_GROWTH_WARMUP": "0", **(extra or {})})
-    p = subprocess.Popen([ctx.prog("state_kill"), snap], cwd=ctx.work, env=env, text=True,
+    p = subprocess.Popen([ctx.prog("state_kill"), snap, *args], cwd=ctx.work, env=env, text=True,
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          preexec_fn=no_core)
     line = p.stdout.readline()
@@ -3349,7 +3327,7 @@ def start_state_prog(ctx, extra=None):
         p.kill()
         out, err = p.communicate()
         fail(f"state_kill did not get ready: {line!r}{out}\n--- stderr ---\n{err}")
-    return p, os.path.join(ctx.work, "state", f"s-{p.pid}.gmt"), snap
+    return p, state or os.path.join(folder, f"s-{p.pid}.gmt"), snap
 
 
 def grow_then_snapshot(p):
@@ -3594,13 +3572,37 @@ def poke_read(ctx, path, field):
     return int(proc.stdout.split("=", 1)[1])
 
 
-def proc_state(pid):
-    """/proc/PID/stat's state letter ('' when the process is gone)."""
+def proc_stat_fields(pid):
+    """/proc/PID/stat's fields after the name (the state letter first), [] when the process is
+    gone."""
     try:
         with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0]
+            return f.read().rsplit(")", 1)[1].split()
     except OSError:
-        return ""
+        return []
+
+
+def proc_state(pid):
+    """/proc/PID/stat's state letter ('' when the process is gone)."""
+    fields = proc_stat_fields(pid)
+    return fields[0] if fields else ""
+
+
+def wait_proc_state(pid, letter, what):
+    """Until /proc/PID/stat says letter (10 s at most): a killed process takes a moment to be
+    a zombie on a loaded machine."""
+    for _ in range(200):
+        if proc_state(pid) == letter:
+            break
+        time.sleep(0.05)
+    expect_eq(what, proc_state(pid), letter)
+
+
+def recovered(ctx, state, out):
+    """`report --recover state -o out`: the report read back."""
+    cli(ctx, ["report", "--recover", state, "-o", out])
+    with open(out) as f:
+        return json.load(f)
 
 
 def poke(ctx, path, *args):
