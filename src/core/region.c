@@ -450,7 +450,6 @@ int gmt_region_create(const char *state_path)
     size_table(h->sizes);
     h->total_reserved = total;
     h->pid = (int32_t)getpid();
-    h->start_ticks = R.fd >= 0 ? own_start_ticks() : 0;
     gmt_region_whose_read(&h->whose);
     memcpy(h->magic, GMT_REGION_MAGIC, 8);
     publish_bases();
@@ -501,6 +500,9 @@ int gmt_region_place(void)
     int fd = region_fd();
     bool vacant = false;
     int rc = fd < 0 ? -EBADF : state_target_ok(R.path, &vacant);
+    /* read here, not as the library loads: the processes that never name a file (helpers,
+     * launchers) skip it, and no reader sees the header before the file has its name */
+    if (rc == 0) hdr()->start_ticks = own_start_ticks();
     char linked[sizeof R.tmp];
     const char *from = R.tmp;
     if (rc == 0 && !R.tmp[0]) {
