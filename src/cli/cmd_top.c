@@ -441,7 +441,7 @@ static bool owner_runs(void)
 /* A job whose pid is not judged here and whose file has given no sign of life for this long
  * is said to be silent: its tracer's writer thread marks the file every second while the
  * process runs (alive_ns), and a report it writes meanwhile takes seconds, not this. */
-#define SILENT_S 30.0
+#define SILENT_S ((double)GMT_REGION_SILENT_S)
 
 /* How long the state file's owner has given no sign of life (its last event or the writer's
  * mark), by this host's wall clock: the owner's monotonic time placed by its start's wall

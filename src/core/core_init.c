@@ -11,6 +11,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -29,6 +30,14 @@ static bool growth_block_bad;
 size_t gmt_track_state_bytes(void)
 {
     return sizeof(gmt_core_state_t);
+}
+
+/* For region.c's judgement of an owner it cannot judge by pid (declared there). */
+void gmt_track_state_life_offsets(size_t *alive, size_t *start_mono, size_t *start_wall)
+{
+    *alive = offsetof(gmt_core_state_t, alive_ns);
+    *start_mono = offsetof(gmt_core_state_t, proc.start_mono_ns);
+    *start_wall = offsetof(gmt_core_state_t, proc.start_wall_ns);
 }
 
 static void *core_block(size_t bytes, uint64_t *off)
@@ -109,7 +118,21 @@ static void state_refused(char *why, size_t len, const char *state, int rc)
                  "%s exists and is not a state file (a device, link, directory or another file "
                  "is never replaced); keeping the state in memory only",
                  state);
-    else if (rc == -EBUSY)
+    else if (rc == -EBUSY && gmt_region_busy_where(NULL, NULL, 0) != GMT_REGION_OWNER_HERE) {
+        double silent = 0;
+        char host[64];
+        gmt_region_where_t where = gmt_region_busy_where(&silent, host, sizeof host);
+        snprintf(why, len,
+                 "%s is the state file of pid %d %s %s, which gave a sign of life %.0f s ago "
+                 "(its tracer marks it every second while it runs): not replaced; keeping the "
+                 "state in memory only (%%h and %%p in GPUMEMTRACE_STATE give each process a "
+                 "file)",
+                 state, (int)gmt_region_busy_owner(),
+                 where == GMT_REGION_OWNER_OTHER_HOST ? "on host" : "in another pid namespace of",
+                 where == GMT_REGION_OWNER_OTHER_HOST ? (host[0] ? host : "(unnamed)")
+                                                      : "this host",
+                 silent);
+    } else if (rc == -EBUSY)
         snprintf(why, len,
                  "%s is the state file of pid %d, which still runs: not replaced; keeping the "
                  "state in memory only (a %%p in GPUMEMTRACE_STATE gives each process a file)",
@@ -120,6 +143,9 @@ static void state_refused(char *why, size_t len, const char *state, int rc)
 
 void gmt_core_state_place(void)
 {
+    /* A sign of life in the file as it gets its name, before the writer thread's first mark:
+     * a process in another pid namespace or on another host judges the owner by it. */
+    gmt_track_alive(gmt_now_ns());
     int rc = gmt_region_place();
     if (rc == 0) return;
     if (rc == -EBADF) { /* the program closed the descriptor first: said already (region.c) */

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "region.h"
 
+#include "clock.h"
 #include "fdutil.h"
 #include "log.h"
 #include "proc_self.h"
@@ -87,10 +88,22 @@ static int region_fd(void)
 }
 
 static int32_t busy_owner; /* the running owner of the state file last refused (-EBUSY) */
+/* ... where it runs, and (not here) how long before the refusal its file last gave a sign of
+ * life, with its host name as the file says it (printable bytes only) */
+static gmt_region_where_t busy_where;
+static double busy_silent_s;
+static char busy_host[64];
 
 int32_t gmt_region_busy_owner(void)
 {
     return busy_owner;
+}
+
+gmt_region_where_t gmt_region_busy_where(double *silent_s, char *host, size_t len)
+{
+    if (silent_s) *silent_s = busy_silent_s;
+    if (host && len) snprintf(host, len, "%s", busy_host);
+    return busy_where;
 }
 
 /* What /proc/PID/stat says of a process: its state letter, its number of threads and its start
@@ -136,21 +149,98 @@ bool gmt_region_owner_alive(int32_t pid, uint64_t start_ticks)
     return !start_ticks || start == start_ticks;
 }
 
-/* Whether the state file fd holds (magic read) belongs to another process that still runs
- * here: one not ended (clean_exit), on this host and in this pid namespace as far as the file
- * says (gmt_region_owner_where; only version 8 on records it), and alive
+static int validate(const gmt_region_header_t *h, uint64_t size, char *err, size_t errlen);
+static bool id_known(const uint8_t id[16]);
+/* Where the core block keeps its owner's signs of life (core_init.c): the writer thread's
+ * mark and the process's start on its monotonic and wall clocks. */
+void gmt_track_state_life_offsets(size_t *alive, size_t *start_mono, size_t *start_wall);
+
+/* Reads n bytes at region offset va of the state file fd whose header h is (validated): the
+ * chunk table maps it into the file. 0, or -1 where a chunk does not hold it. */
+static int read_va(int fd, const gmt_region_header_t *h, uint64_t va, void *to, size_t n)
+{
+    while (n) {
+        uint32_t i = 0;
+        while (i < h->nchunks &&
+               !(va >= h->chunks[i].va_off && va - h->chunks[i].va_off < h->chunks[i].len))
+            i++;
+        if (i >= h->nchunks) return -1;
+        uint64_t in = h->chunks[i].len - (va - h->chunks[i].va_off);
+        size_t k = n < in ? n : (size_t)in;
+        if (pread(fd, to, k, (off_t)(h->chunks[i].file_off + (va - h->chunks[i].va_off))) !=
+            (ssize_t)k)
+            return -1;
+        va += k;
+        to = (char *)to + k;
+        n -= k;
+    }
+    return 0;
+}
+
+/* How long the owner of the state file fd (header h) has given no sign of life, in seconds
+ * by this reader's clocks: its writer thread marks the file every second while the process
+ * runs (alive_ns, on the owner's monotonic clock; marked too as the file is named). On the
+ * owner's boot (same_boot: another pid namespace of this host) that clock is this reader's;
+ * elsewhere the mark is placed on the wall clock by the owner's start. -1 where the file
+ * cannot say: another version or build, no mark, or times that do not add up (a mark in the
+ * future by more than GMT_REGION_SILENT_S: another host's clock that far off, or a damaged
+ * file, judged as before the mark was read). */
+static double owner_silent_s(int fd, const gmt_region_header_t *h, bool same_boot)
+{
+    struct stat st;
+    char err[160];
+    if (fstat(fd, &st) != 0 || validate(h, (uint64_t)st.st_size, err, sizeof err) != 0) return -1;
+    size_t at_alive, at_mono, at_wall;
+    gmt_track_state_life_offsets(&at_alive, &at_mono, &at_wall);
+    uint64_t alive, mono, wall;
+    if (read_va(fd, h, h->core_off + at_alive, &alive, sizeof alive) != 0 ||
+        read_va(fd, h, h->core_off + at_mono, &mono, sizeof mono) != 0 ||
+        read_va(fd, h, h->core_off + at_wall, &wall, sizeof wall) != 0 || !alive)
+        return -1;
+    uint64_t now, last;
+    if (same_boot) {
+        now = gmt_now_ns();
+        last = alive;
+    } else {
+        now = gmt_wall_ns();
+        if (!wall || alive < mono || __builtin_add_overflow(wall, alive - mono, &last)) return -1;
+    }
+    const uint64_t slack = (uint64_t)GMT_REGION_SILENT_S * 1000000000ull;
+    if (last > now) return last - now > slack ? -1 : 0;
+    return (double)(now - last) / 1e9;
+}
+
+/* The host name a file records, for a line: printable ASCII only (the file is anyone's). */
+static void printable_host(const gmt_region_whose_t *w, char *out, size_t len)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof w->hostname && w->hostname[i] && n + 1 < len; i++) {
+        unsigned char c = (unsigned char)w->hostname[i];
+        out[n++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+    }
+    out[n] = 0;
+}
+
+/* Whether the state file fd holds (magic read) belongs to another process that still runs:
+ * one not ended (clean_exit) and, on this host and in this pid namespace as far as the file
+ * says (gmt_region_owner_where; only version 8 on records it), alive
  * (gmt_region_owner_alive: not a zombie, not another process given the dead owner's pid). A
  * second job given the same GPUMEMTRACE_STATE (a rank beside another), or a helper a job
  * started, renamed its file over the job's, whose state could no longer be recovered or
  * watched (the helper's exit even removed it). Our own pid is the image before an exec:
  * replaced, as before. A file is named at its owner's first CUDA call (gmt_region_place), so
- * the shell or launcher that started us, which never called CUDA, has none here. */
+ * the shell or launcher that started us, which never called CUDA, has none here.
+ *
+ * The pid of an owner on another host or in another pid namespace (two containers given one
+ * path on a shared volume) names another process here, or none: such an owner runs while its
+ * file has given a sign of life within GMT_REGION_SILENT_S (owner_silent_s). Until session 51
+ * its file was always replaced, running or not. */
 static int32_t running_owner(int fd)
 {
     gmt_region_header_t h;
     if (pread(fd, &h, sizeof h, 0) < (ssize_t)offsetof(gmt_region_header_t, dropped_commit))
         return 0;
-    if (h.pid <= 0 || h.pid == (int32_t)getpid() || h.clean_exit != GMT_REGION_END_NONE) return 0;
+    if (h.pid <= 0 || h.clean_exit != GMT_REGION_END_NONE) return 0;
     gmt_region_whose_t here, owner;
     memset(&owner, 0, sizeof owner);
     if (h.version >= 8 && h.header_bytes >= offsetof(gmt_region_header_t, whose) + sizeof h.whose) {
@@ -158,7 +248,19 @@ static int32_t running_owner(int fd)
         owner.hostname[sizeof owner.hostname - 1] = 0;
     }
     gmt_region_whose_read(&here);
-    if (gmt_region_owner_where(&owner, &here) != GMT_REGION_OWNER_HERE) return 0;
+    gmt_region_where_t where = gmt_region_owner_where(&owner, &here);
+    if (where != GMT_REGION_OWNER_HERE) {
+        bool same_boot = where == GMT_REGION_OWNER_OTHER_PIDNS && id_known(owner.boot_id) &&
+                         id_known(here.boot_id);
+        double silent = owner_silent_s(fd, &h, same_boot);
+        if (silent < 0 || silent >= GMT_REGION_SILENT_S) return 0;
+        busy_where = where;
+        busy_silent_s = silent;
+        printable_host(&owner, busy_host, sizeof busy_host);
+        return h.pid;
+    }
+    if (h.pid == (int32_t)getpid()) return 0;
+    busy_where = GMT_REGION_OWNER_HERE;
     uint64_t start = 0;
     if (h.version >= 11 &&
         h.header_bytes >= offsetof(gmt_region_header_t, start_ticks) + sizeof h.start_ticks)

@@ -205,6 +205,14 @@ typedef enum gmt_region_where_e {
 } gmt_region_where_t;
 gmt_region_where_t gmt_region_owner_where(const gmt_region_whose_t *owner,
                                           const gmt_region_whose_t *here);
+/* An owner on another host or in another pid namespace, which no reader can judge by its pid,
+ * runs as far as its file says while it has given a sign of life within this many seconds:
+ * its writer thread marks the file every second while it runs (docs/state.md, "Whose pid"). */
+#define GMT_REGION_SILENT_S 30
+/* Where the owner of the state file gmt_region_place last refused (-EBUSY) runs; not here:
+ * *silent_s, how long before the refusal its file last gave a sign of life, and its host name
+ * as the file says it (printable ASCII, cut to len). */
+gmt_region_where_t gmt_region_busy_where(double *silent_s, char *host, size_t len);
 
 /* Reads a state file into memory of this process, each chunk at its place, and validates it:
  * the bytes checked are the bytes used, whatever the file's owner writes or truncates meanwhile.

@@ -1688,6 +1688,149 @@ def case_state_target(ctx):
         p.communicate()
 
 
+@case("state_elsewhere")
+def case_state_elsewhere(ctx):
+    """The state file of a job on another host or in another pid namespace (two containers, or
+    two nodes, given one path on a shared volume): its pid names another process here, or
+    none, so it is judged by the signs of life its file gives (the writer thread's mark, every
+    second while it runs). Marked within 30 s, it is kept from a second job, which keeps its
+    state in memory and says so in one line; silent for longer, or with a mark the file cannot
+    place (in the future by more than 30 s), it is replaced as an earlier state file. Until
+    session 51 it was always replaced: a running job on another node lost its file."""
+    files = ctx.work + "-files"
+    shutil.rmtree(files, ignore_errors=True)
+    os.makedirs(files)
+    # a killed job's file (not marked ended) to copy: its owner is then made elsewhere
+    p, killed, _ = start_state_prog(ctx, state=os.path.join(files, "killed.gmt"), folder=files)
+    p.kill()
+    p.communicate()
+    here = dict(f.split("=", 1) for f in poke_out(ctx, killed, "whose").split())
+    boot_other = "fedcba9876543210" if here["boot_id"][:16] != "fedcba9876543210" else "0" * 16
+    now_wall, now_mono = time.time_ns(), time.monotonic_ns()
+    s = 1_000_000_000
+    # (name, where, the mark, kept): the mark as (core.alive_ns, start_mono_ns, start_wall_ns)
+    marks = (
+        ("host-recent", "host", (10 * s, 10 * s, now_wall - 2 * s), True),
+        ("host-silent", "host", (10 * s, 10 * s, now_wall - 45 * s), False),
+        ("host-future", "host", (10 * s, 10 * s, now_wall + 600 * s), False),
+        ("host-unmarked", "host", (0, 10 * s, now_wall), False),
+        ("pidns-recent", "pidns", (now_mono - 3 * s, 1, 1), True),
+        ("pidns-silent", "pidns", (now_mono - 40 * s, 1, 1), False),
+    )
+    for name, where, (alive, mono, wall), kept in marks:
+        path = os.path.join(files, f"{name}.gmt")
+        shutil.copyfile(killed, path)
+        if where == "host":
+            poke(ctx, path, "header.whose.hostname", "node07")
+            poke(ctx, path, "header.whose.boot_id", boot_other)
+        else:
+            poke(ctx, path, "header.whose.pidns_ino", int(here["pidns_ino"]) + 1)
+        poke(ctx, path, "core.alive_ns", alive)
+        poke(ctx, path, "core.proc.start_mono_ns", mono)
+        poke(ctx, path, "core.proc.start_wall_ns", wall)
+        before = os.stat(path).st_ino
+        r = ctx.run(["simple"], env={"GPUMEMTRACE_STATE": path}, timeout=30)
+        said = [l for l in r.stderr.splitlines() if "is the state file of pid" in l]
+        final = ctx.final_report()
+        if kept:
+            place = "on host node07" if where == "host" else \
+                "in another pid namespace of this host"
+            m = re.fullmatch(
+                rf"gpumemtrace: {re.escape(path)} is the state file of pid {p.pid} "
+                rf"{place}, which gave a sign of life (\d+) s ago \(its tracer marks it every "
+                r"second while it runs\): not replaced; keeping the state in memory only \(%h "
+                r"and %p in GPUMEMTRACE_STATE give each process a file\)", said[0]) \
+                if len(said) == 1 else None
+            if not m:
+                fail(f"{name}: one line keeping the file expected, got {said}")
+            if not 1 <= int(m.group(1)) <= 20:
+                fail(f"{name}: a sign of life {m.group(1)} s ago, expected 2-3: {said[0]}")
+            expect_eq(f"{name}: the file", os.stat(path).st_ino, before)
+            expect_eq(f"{name}: capture.state_file", final["capture"].get("state_file"), None)
+            warns = [w for w in final["capture"].get("warnings", [])
+                     if w.startswith(f"{path} is the state file of pid {p.pid} {place}")]
+            expect_eq(f"{name}: warnings keeping the file", len(warns), 1)
+        else:
+            expect_eq(f"{name}: lines keeping the file", said, [])
+            expect_eq(f"{name}: capture.state_file", final["capture"].get("state_file"), path)
+        check_summary(final, allocs=2, frees=1)
+        ctx.clear_output()
+    # A host name that is not printable text (the file is anyone's) is shown with '?'
+    path = os.path.join(files, "host-escaped.gmt")
+    shutil.copyfile(killed, path)
+    poke(ctx, path, "header.whose.hostname", "node\x1b[2J07")
+    poke(ctx, path, "header.whose.boot_id", boot_other)
+    poke(ctx, path, "core.alive_ns", 10 * s)
+    poke(ctx, path, "core.proc.start_mono_ns", 10 * s)
+    poke(ctx, path, "core.proc.start_wall_ns", time.time_ns())
+    r = ctx.run(["simple"], env={"GPUMEMTRACE_STATE": path}, timeout=30)
+    said = [l for l in r.stderr.splitlines() if "is the state file of pid" in l]
+    if len(said) != 1 or f"of pid {p.pid} on host node?[2J07, which" not in said[0]:
+        fail(f"the escaped host name's line: {said}")
+    ctx.clear_output()
+
+
+@case("state_other_pidns")
+def case_state_other_pidns(ctx):
+    """A job running in another pid namespace (`unshare --pid`, as a container is) with the
+    state file a second job outside is given: the second job cannot see the first's pid, and
+    keeps the file by its signs of life; once the first has ended (its file says so) the file
+    is replaced. Skipped where unshare cannot make a pid namespace."""
+    unshare = shutil.which("unshare")
+    if not unshare:
+        skip("no unshare here")
+    probe = subprocess.run([unshare, "--user", "--map-root-user", "--pid", "--fork", "true"],
+                           capture_output=True, text=True, timeout=30)
+    if probe.returncode != 0:
+        skip(f"unshare cannot make a pid namespace here: {probe.stderr.strip()}")
+    files = ctx.work + "-files"
+    shutil.rmtree(files, ignore_errors=True)
+    os.makedirs(files)
+    shared = os.path.join(files, "shared.gmt")
+    snap = os.path.join(files, "snap.json")
+    env = ctx.env(extra={"GPUMEMTRACE_STATE": shared, "GPUMEMTRACE_GROWTH_WARMUP": "0",
+                         "GPUMEMTRACE_OUTPUT": os.path.join(files, "ns-%p.json")})
+    p = subprocess.Popen([unshare, "--user", "--map-root-user", "--pid", "--fork",
+                          ctx.prog("state_kill"), snap], cwd=ctx.work, env=env, text=True,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         preexec_fn=no_core)
+    try:
+        line = p.stdout.readline()
+        if line.strip() != "READY":
+            fail(f"state_kill in a pid namespace did not get ready: {line!r}")
+        inside = dict(f.split("=", 1) for f in poke_out(ctx, shared, "whose").split())
+        ns = os.stat("/proc/self/ns/pid")
+        if int(inside["pidns_ino"]) == ns.st_ino:
+            fail(f"the job's file records this pid namespace: {inside}")
+        before = os.stat(shared).st_ino
+        # the job's pid is 1 in its namespace: here, init (running), or in this namespace
+        # another process; judged by its pid, its file was replaced
+        time.sleep(1.5)  # a mark of the job's writer thread, not only the naming's
+        r = ctx.run(["simple"], env={"GPUMEMTRACE_STATE": shared}, timeout=30)
+        said = [l for l in r.stderr.splitlines() if "is the state file of pid" in l]
+        if len(said) != 1 or "in another pid namespace of this host" not in said[0]:
+            fail(f"one line keeping the running job's file expected, got {said}")
+        expect_eq("the running job's file", os.stat(shared).st_ino, before)
+        expect_eq("capture.state_file beside the running job",
+                  ctx.final_report()["capture"].get("state_file"), None)
+        ctx.clear_output()
+        p.stdin.close()  # state_kill's read fails: it exits, its file marked so
+        p.wait(timeout=30)
+    finally:
+        p.kill()
+        if not p.stdin.closed:
+            p.stdin.close()
+        p.stdout.read()
+        p.stderr.read()
+        p.wait()
+    # ended: its file says so, and it is replaced
+    r = ctx.run(["simple"], env={"GPUMEMTRACE_STATE": shared}, timeout=30)
+    expect_eq("lines keeping the ended job's file",
+              [l for l in r.stderr.splitlines() if "is the state file of pid" in l], [])
+    expect_eq("capture.state_file over the ended job's",
+              ctx.final_report()["capture"].get("state_file"), shared)
+
+
 @case("exit_quick")
 def case_exit_quick(ctx):
     """quick_exit(7): the exit report is written (before session 25 none was, and nothing said
@@ -3603,6 +3746,15 @@ def recovered(ctx, state, out):
     cli(ctx, ["report", "--recover", state, "-o", out])
     with open(out) as f:
         return json.load(f)
+
+
+def poke_out(ctx, path, *args):
+    """Runs the state_poke tool on a state file: what it printed."""
+    proc = subprocess.run([ctx.prog("state_poke"), path] + [str(a) for a in args],
+                          capture_output=True, text=True, timeout=60)
+    if proc.returncode != 0:
+        fail(f"state_poke {path} {' '.join(map(str, args))}: {proc.stderr.strip()}")
+    return proc.stdout
 
 
 def poke(ctx, path, *args):

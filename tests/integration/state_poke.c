@@ -131,6 +131,8 @@ static const struct {
     FIELD("core.pycode_off", AT_CORE, gmt_core_state_t, pycode_off),
     FIELD("core.proc.pid", AT_CORE, gmt_core_state_t, proc.pid),
     FIELD("core.proc.start_wall_ns", AT_CORE, gmt_core_state_t, proc.start_wall_ns),
+    FIELD("core.proc.start_mono_ns", AT_CORE, gmt_core_state_t, proc.start_mono_ns),
+    FIELD("core.alive_ns", AT_CORE, gmt_core_state_t, alive_ns),
     FIELD("stacks.index0.off", AT_STACKS, gmt_stacks_t, index[0].off),
 };
 
