@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+from html import unescape
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from verbs import (MIB, Ctx, Failed, Skipped, check_perfetto,  # noqa: E402
@@ -817,17 +818,21 @@ def case_html_page(c):
 
 
 
-def html_render(c, name):
+def html_render(c, name, budget=True, hash=""):
     """The DOM of page NAME (in the work folder) as headless Chromium leaves it once the page's
-    script has run, and the lines the page wrote to the console; Skipped without Chromium."""
+    script has run, and the lines the page wrote to the console; Skipped without Chromium.
+    budget False: without --virtual-time-budget, the DOM just after the page's load, before
+    timers and animation frames have had time to finish a drawing (as --screenshot takes it);
+    hash: the URL's #part."""
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if not browser:
         raise Skipped("chromium not found")
     shutil.rmtree(c.path("profile"), ignore_errors=True)
     p = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                         "--user-data-dir=" + c.path("profile"), "--enable-logging=stderr",
-                        "--v=0", "--virtual-time-budget=5000", "--window-size=1280,1800",
-                        "--dump-dom", "file://" + c.path(name)], capture_output=True, timeout=90)
+                        "--v=0"] + (["--virtual-time-budget=5000"] if budget else []) +
+                       ["--window-size=1280,1800", "--dump-dom", "file://" + c.path(name) + hash],
+                       capture_output=True, timeout=90)
     dom = p.stdout.decode("utf-8", "replace")
     log = [l for l in p.stderr.decode("utf-8", "replace").splitlines()
            if ":CONSOLE" in l or "Uncaught" in l]
@@ -850,6 +855,64 @@ def case_html_no_stack(c):
                f"{graph}: no '[no stack] cudaMallocAsync' frame of 1.00 MiB")
 
 
+
+def flame_frames(dom):
+    """Each flame graph of a page's DOM by its id: its frames, each (name, the group's width,
+    its transform, its rect's width, its label's text); a width not drawn is None."""
+    graphs = {}
+    for gid in re.findall(r'id="(flame-[^"]+-graph)"', dom):
+        svg = dom.split(f'id="{gid}"', 1)[1].split("</svg>", 1)[0]
+        frames = []
+        for g in re.findall(r"<g [^>]*>.*?</g>", svg, re.S):
+            head = re.match(r"<g [^>]*>", g).group(0)
+
+            def attr(tag, key):
+                m = re.search(rf'\s{key}="([^"]*)"', tag)
+                return m.group(1) if m else None
+            rect = re.search(r"<rect [^>]*>", g)
+            label = re.search(r'<div class="d3-flame-graph-label"[^>]*>(.*?)</div>', g, re.S)
+            frames.append((attr(head, "name"), float(attr(head, "width") or "nan"),
+                           attr(head, "transform"),
+                           float(attr(rect.group(0), "width") or "nan") if rect else None,
+                           label.group(1) if label else None))
+        graphs[gid] = frames
+    return graphs
+
+
+@case
+def case_html_first_draw(c):
+    """html: the flame graphs are whole as the page loads, nothing left to a timer: every frame's
+    rect at its group's width (not 0) and its label written, the same frames in the same places
+    as after 5 s of virtual time; so a picture taken at load (chromium --headless --screenshot
+    with no --virtual-time-budget, as a user or CI takes one) shows them whole. The chart drew a
+    new frame's rect width and label through d3 transitions, on animation-frame timers even at
+    a duration of 0, and the page left its first draw to them: a page dumped at load had none
+    of its 19 rects at its width (each part grown, 4 to 8 % of it), and --dump-dom even with
+    the budget had none."""
+    def whole(graphs, what):
+        expect(len(graphs) >= 2 and all(graphs.values()), f"{what}: flame graphs {graphs}")
+        for gid, frames in graphs.items():
+            drawn = [f for f in frames if f[3] is not None and f[3] == f[1] > 0 and
+                     f[4] is not None and unescape(f[4]) == unescape(f[0] or "")]
+            expect(len(drawn) == len(frames),
+                   f"{what}, {gid}: {len(drawn)} of {len(frames)} frames drawn whole "
+                   f"(name, width, transform, rect width, label): {frames}")
+    html_export(c, os.path.join(c.data, "valid_v2.json"), "first.html")
+    html_export(c, merged(c, "firstm"), "firstm.html")
+    for name in ("first.html", "firstm.html"):
+        now = flame_frames(html_render(c, name, budget=False))
+        whole(now, f"{name} at load")
+        later = flame_frames(html_render(c, name))
+        whole(later, f"{name} after the budget")
+        expect({g: [f[:3] for f in fr] for g, fr in now.items()} ==
+               {g: [f[:3] for f in fr] for g, fr in later.items()},
+               f"{name}: the frames at load are not those after the budget:\n{now}\n{later}")
+    # a #search= page: its search's redraw, made at load too, is whole and highlights at once
+    dom = html_render(c, "first.html", budget=False, hash="#search=model.py")
+    whole(flame_frames(dom), "#search=model.py at load")
+    lit = re.findall(r'<g [^>]*name="([^"]*)"[^>]*class="frame[^"]*"><rect [^>]*'
+                     r'fill="#E600E6"', dom)
+    expect(lit == ["forward (model.py:42)"] * 2, f"#search=model.py at load: frames lit {lit}")
 
 @case
 def case_html_older_sections(c):

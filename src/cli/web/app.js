@@ -120,7 +120,7 @@
   });
 
   /* flame graphs */
-  var charts = [];
+  var charts = [], flameBoxes = [];
   var WHERE_KEPT = 4; /* places kept per merged frame, for its tooltip and the search */
   function buildTree(groups, rootName) {
     var root = { name: rootName, value: 0, children: [] };
@@ -173,6 +173,34 @@
     box.__data__ = buildTree(groups, rootName);
     chart(selectionOf(box));
     charts.push(chart);
+    flameBoxes.push(box);
+  }
+  /* The chart draws a new frame's rect width and label text through d3 transitions, and these
+   * run on animation-frame timers even at transitionDuration(0) (the rect's own keeps d3's
+   * default 250 ms): a picture taken as the page loads (headless Chromium's --screenshot
+   * without --virtual-time-budget, its --dump-dom even with one) caught the rects part grown,
+   * none at its width. So the draws made at load (the first, and a #search= one's) are
+   * finished here, at once: each frame's rect gets its group's width and its label its name
+   * (what the transitions would end at), and the transitions still pending on them are ended
+   * as d3's interrupt() ends them (the bundle does not export it). A click's zoom, after load,
+   * keeps its transitions. */
+  function endTransitions(node) {
+    var pending = node.__transition;
+    if (!pending) return;
+    for (var id in pending) {
+      var t = pending[id];
+      if (t && t.timer && typeof t.timer.stop === 'function') t.timer.stop();
+      if (t) t.state = 6; /* d3-transition's ENDED: its timer's callback, if called, stops */
+    }
+    delete node.__transition;
+  }
+  function finishDraw(box) {
+    Array.prototype.forEach.call(box.querySelectorAll('g.frame'), function (g) {
+      endTransitions(g);
+      var rect = g.querySelector('rect'), label = g.querySelector('.d3-flame-graph-label');
+      if (rect) { endTransitions(rect); rect.setAttribute('width', g.getAttribute('width')); }
+      if (label) { endTransitions(label); label.textContent = g.getAttribute('name'); }
+    });
   }
   /* d3-flame-graph bundles d3-selection but does not export it: the chart needs from the
    * selection it is called on only each(), datum() and selectAll().remove(). */
@@ -273,5 +301,6 @@
     input.value = text;
     applySearch();
   }
+  flameBoxes.forEach(finishDraw);
   document.body.setAttribute('data-ready', '1');
 })();
