@@ -466,13 +466,20 @@ const char *gmt_tty(const char *s);
  * reader did not check), so the JSON written stays UTF-8, which JSON must be, and readable
  * by the verbs (they refuse a report that is not). NULL for NULL; "?" when out of memory. */
 const char *gmt_json_text(const char *s);
-/* gmt_tty(s) ("" for NULL) padded with spaces to cols characters, and with cut cut after cols
- * characters: a column of a table ("%-20.20s" counts bytes, so it could cut a character or
- * leave a column short). A character is a code point; an escape counts one a byte. */
+/* gmt_tty(s) ("" for NULL) padded with spaces to cols columns, and with cut cut to cols
+ * columns: a column of a table ("%-20.20s" counts bytes, so it could cut a character or
+ * leave a column short). Columns are a terminal's (gmt_char_cols: a CJK character takes two;
+ * until session 51 each code point counted one, and such a column pushed the next out); an
+ * escape counts one a byte. */
 const char *gmt_tty_cols(const char *s, size_t cols, bool cut);
 /* Bytes of the character at s (not at its end): a UTF-8 lead byte and its continuation bytes,
  * four at most. */
 size_t gmt_char_len(const char *s);
+/* The columns a terminal gives the character at s (not at its end), *bytes its bytes
+ * (gmt_char_len): 2 for East Asian wide and fullwidth characters (CJK, kana, Hangul, emoji),
+ * 0 for combining marks and zero-width characters, else 1 (a byte that is no whole UTF-8
+ * character included). */
+unsigned gmt_char_cols(const char *s, size_t *bytes);
 /* raw escaped as gmt_tty into buf (len bytes; cut, when short, between characters). */
 void gmt_tty_copy(char *buf, size_t len, const char *raw);
 /* Bytes of a program's command line that report and top show, before "...". */

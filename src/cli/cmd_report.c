@@ -218,18 +218,21 @@ static size_t fit(const char *text, size_t cols, size_t *width)
             i += escape_len(text + i);
             continue;
         }
-        if (used == cols && cut == SIZE_MAX) cut = i;
-        used++;
-        i += gmt_char_len(text + i);
+        size_t n;
+        unsigned w = gmt_char_cols(text + i, &n);
+        if (cut == SIZE_MAX && used + w > cols) cut = i;
+        used += w;
+        i += n;
     }
     *width = used;
     return cut == SIZE_MAX ? i : cut;
 }
 
 /* A line, cut to the terminal's width when there is one. Columns are counted without the
- * colour codes, one a character, so a cut falls between characters, never inside a UTF-8
- * sequence (a wide character counts as one: such a line may still wrap, never break). A cut
- * line ends with the reset, since the cut may drop the one that closed a bold or a colour. */
+ * colour codes, as a terminal shows the characters (gmt_char_cols: a CJK character takes two,
+ * a combining mark none; until session 51 each counted one, and such a line wrapped), so a cut
+ * falls between characters, never inside a UTF-8 sequence. A cut line ends with the reset,
+ * since the cut may drop the one that closed a bold or a colour. */
 static void print_line(const view_t *v, const char *indent, const char *text)
 {
     size_t room = v->width > 0 ? (size_t)v->width : SIZE_MAX;

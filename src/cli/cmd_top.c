@@ -625,9 +625,11 @@ static int show(const char *path, long top, bool *running, seen_allocs_t *prev, 
 
 /* A refreshed view on a terminal, cut to the terminal's size, so that it never scrolls (the
  * screen is cleared and drawn from its top: a view longer than the terminal scrolled its
- * heading away) nor wraps: each line cut to the width, counted in characters (UTF-8 lead
- * bytes; the text is escaped), and the view to the height less one line, the last saying how
- * many lines did not fit. A terminal whose size is unknown gets the view as it is. */
+ * heading away) nor wraps: each line cut to the width, counted in the terminal's columns
+ * (gmt_char_cols: a CJK character takes two; until session 51 every character counted one, and a
+ * line of them wrapped), never inside a character, and the view to the height less one line,
+ * the last saying how many lines did not fit. A terminal whose size is unknown gets the view
+ * as it is. */
 static void fit_print(const char *buf, size_t len)
 {
     struct winsize ws;
@@ -644,8 +646,12 @@ static void fit_print(const char *buf, size_t len)
     for (size_t l = 0; l < shown && p < end; l++) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *stop = nl ? nl : end, *cut = p;
-        for (unsigned cols = 0; cut < stop; cut++) {
-            if (((unsigned char)*cut & 0xC0) != 0x80 && ++cols > ws.ws_col) break;
+        for (unsigned cols = 0; cut < stop;) {
+            size_t n;
+            unsigned w = gmt_char_cols(cut, &n);
+            if (cols + w > ws.ws_col) break;
+            cols += w;
+            cut += n;
         }
         fwrite(p, 1, (size_t)(cut - p), stdout);
         fputc('\n', stdout);

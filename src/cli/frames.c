@@ -148,24 +148,89 @@ size_t gmt_char_len(const char *s)
     return n;
 }
 
-/* Bytes of the first cols characters of s (gmt_char_len); *chars gets how many that is. */
-static size_t first_chars(const char *s, size_t cols, size_t *chars)
+/* The columns a terminal gives a code point: 0 for a combining mark or a zero-width one, 2 for
+ * the East Asian wide and fullwidth ranges (Unicode's East_Asian_Width W and F: CJK, kana,
+ * Hangul, fullwidth forms, emoji), 1 for the rest. A table of its own rather than wcwidth(),
+ * which answers by the locale (-1 for every non-ASCII character under "C", the verbs' usual
+ * one), so that every machine cuts a line alike. */
+static unsigned code_point_cols(uint32_t c)
+{
+    static const struct {
+        uint32_t lo, hi;
+        unsigned char cols;
+    } ranges[] = {
+        {0x0300, 0x036F, 0},   {0x0483, 0x0489, 0},   {0x0591, 0x05BD, 0},   {0x0610, 0x061A, 0},
+        {0x064B, 0x065F, 0},   {0x0E31, 0x0E31, 0},   {0x0E34, 0x0E3A, 0},   {0x0E47, 0x0E4E, 0},
+        {0x1100, 0x115F, 2},   {0x1AB0, 0x1AFF, 0},   {0x1DC0, 0x1DFF, 0},   {0x200B, 0x200F, 0},
+        {0x202A, 0x202E, 0},   {0x2060, 0x2064, 0},   {0x20D0, 0x20FF, 0},   {0x231A, 0x231B, 2},
+        {0x2329, 0x232A, 2},   {0x23E9, 0x23EC, 2},   {0x23F0, 0x23F0, 2},   {0x23F3, 0x23F3, 2},
+        {0x25FD, 0x25FE, 2},   {0x2614, 0x2615, 2},   {0x2648, 0x2653, 2},   {0x267F, 0x267F, 2},
+        {0x2693, 0x2693, 2},   {0x26A1, 0x26A1, 2},   {0x26AA, 0x26AB, 2},   {0x26BD, 0x26BE, 2},
+        {0x26C4, 0x26C5, 2},   {0x26CE, 0x26CE, 2},   {0x26D4, 0x26D4, 2},   {0x26EA, 0x26EA, 2},
+        {0x26F2, 0x26F3, 2},   {0x26F5, 0x26F5, 2},   {0x26FA, 0x26FA, 2},   {0x26FD, 0x26FD, 2},
+        {0x2705, 0x2705, 2},   {0x270A, 0x270B, 2},   {0x2728, 0x2728, 2},   {0x274C, 0x274C, 2},
+        {0x274E, 0x274E, 2},   {0x2753, 0x2755, 2},   {0x2757, 0x2757, 2},   {0x2795, 0x2797, 2},
+        {0x27B0, 0x27B0, 2},   {0x27BF, 0x27BF, 2},   {0x2B1B, 0x2B1C, 2},   {0x2B50, 0x2B50, 2},
+        {0x2B55, 0x2B55, 2},   {0x2E80, 0x303E, 2},   {0x3041, 0x3096, 2},   {0x3099, 0x309A, 0},
+        {0x309B, 0x33FF, 2},   {0x3400, 0x4DBF, 2},   {0x4E00, 0x9FFF, 2},   {0xA000, 0xA4CF, 2},
+        {0xA960, 0xA97F, 2},   {0xAC00, 0xD7A3, 2},   {0xF900, 0xFAFF, 2},   {0xFE00, 0xFE0F, 0},
+        {0xFE10, 0xFE19, 2},   {0xFE20, 0xFE2F, 0},   {0xFE30, 0xFE6F, 2},   {0xFEFF, 0xFEFF, 0},
+        {0xFF01, 0xFF60, 2},   {0xFFE0, 0xFFE6, 2},   {0x16FE0, 0x16FE4, 2}, {0x17000, 0x18CFF, 2},
+        {0x1B000, 0x1B2FF, 2}, {0x1F004, 0x1F004, 2}, {0x1F0CF, 0x1F0CF, 2}, {0x1F18E, 0x1F18E, 2},
+        {0x1F191, 0x1F19A, 2}, {0x1F200, 0x1F251, 2}, {0x1F260, 0x1F265, 2}, {0x1F300, 0x1F64F, 2},
+        {0x1F680, 0x1F6FF, 2}, {0x1F7E0, 0x1F7EB, 2}, {0x1F90C, 0x1F9FF, 2}, {0x1FA70, 0x1FAFF, 2},
+        {0x20000, 0x2FFFD, 2}, {0x30000, 0x3FFFD, 2}, {0xE0000, 0xE0FFF, 0},
+    };
+    size_t lo = 0, hi = sizeof ranges / sizeof ranges[0];
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c < ranges[mid].lo)
+            hi = mid;
+        else if (c > ranges[mid].hi)
+            lo = mid + 1;
+        else
+            return ranges[mid].cols;
+    }
+    return 1;
+}
+
+unsigned gmt_char_cols(const char *s, size_t *bytes)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t n = gmt_char_len(s);
+    *bytes = n;
+    if (u[0] < 0x80) return 1;
+    /* the lead byte's length must be the sequence's (gmt_char_len counts what follows) */
+    size_t want = u[0] >= 0xF0 ? 4 : u[0] >= 0xE0 ? 3 : u[0] >= 0xC0 ? 2 : 0;
+    if (want != n) return 1;
+    uint32_t c = u[0] & (0x7Fu >> n);
+    for (size_t i = 1; i < n; i++)
+        c = (c << 6) | (u[i] & 0x3Fu);
+    return code_point_cols(c);
+}
+
+/* Bytes of s that fill at most cols columns (gmt_char_cols; a character never split, a
+ * zero-width one kept with the character before it); *used gets how many columns that is. */
+static size_t first_cols(const char *s, size_t cols, size_t *used)
 {
     size_t i = 0, c = 0;
-    while (s[i] && c < cols) {
-        i += gmt_char_len(s + i);
-        c++;
+    while (s[i]) {
+        size_t n;
+        unsigned w = gmt_char_cols(s + i, &n);
+        if (c + w > cols) break;
+        c += w;
+        i += n;
     }
-    *chars = c;
+    *used = c;
     return i;
 }
 
 const char *gmt_tty_cols(const char *s, size_t cols, bool cut)
 {
     const char *e = gmt_tty(s ? s : "");
-    size_t chars, keep = first_chars(e, cut ? cols : SIZE_MAX, &chars);
-    if (chars >= cols && e[keep] == '\0') return e; /* nothing to cut, nothing to pad */
-    size_t pad = chars < cols ? cols - chars : 0;
+    size_t used, keep = first_cols(e, cut ? cols : SIZE_MAX, &used);
+    if (used >= cols && e[keep] == '\0') return e; /* nothing to cut, nothing to pad */
+    size_t pad = used < cols ? cols - used : 0;
     char *out = keep < SIZE_MAX - pad - 1 ? tty_slot(keep + pad + 1) : NULL;
     if (!out) return "?";
     memcpy(out, e, keep); /* e is s or another slot of the ring */

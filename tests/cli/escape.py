@@ -32,6 +32,7 @@ import subprocess
 import sys
 import termios
 import tty
+import unicodedata
 
 # Starts every hostile string: a newline, a tab and a carriage return, ESC [31m (red), a
 # screen clear, an OSC title (ESC ] 0 ; ... BEL), DEL, the C1 controls CSI and NEL as UTF-8,
@@ -112,6 +113,13 @@ def check_clean(what, text):
     if m:
         at = m.start()
         fail(f"{what}: raw control character {m.group()!r} at {at}: {text[max(0, at - 80):at + 40]!r}")
+
+
+def columns(text):
+    """The columns a terminal gives text: two for an East Asian wide or fullwidth character,
+    none for a combining mark."""
+    return sum(0 if unicodedata.combining(ch) else
+               2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
 def pty_run(cli, args, cwd, cols, rows=50):
@@ -303,6 +311,36 @@ def main():
             if "   at " in ln or "-> " in ln:
                 if len(ln) > 80:
                     fail(f"report on a terminal: a stack line of {len(ln)} characters: {ln!r}")
+
+    # Wide characters (CJK: two columns a character) and combining marks (none): lines cut to
+    # the terminal's columns, not its characters, and table columns padded by columns. Until
+    # session 51 a character counted one column, and such a line wrapped on the terminal.
+    wide = json.load(open(v2))
+    for st in wide["stacks"].values():
+        for fr in st["frames"]:
+            if fr.get("symbol"):
+                fr["symbol"] = "模型" * 30 + "_e\u0301" + fr["symbol"]
+    wide["process"]["hostname"] = "节点" * 15
+    hw = os.path.join(work, "hw.json")
+    with open(hw, "w", encoding="utf-8") as f:
+        json.dump(wide, f, ensure_ascii=False, indent=1)
+    out, err, rc = pty_run(cli, ["report", "--top", "100", hw], work, 81)
+    plain = COLOUR.sub("", decoded("report of wide characters on a terminal", out))
+    lines = [ln for ln in plain.split("\r\n" if "\r\n" in plain else "\n") if "模型" in ln]
+    if rc != 0 or not lines:
+        fail(f"report of wide characters on a terminal: exit {rc}, {len(lines)} lines: {err!r}")
+    for ln in lines:
+        if columns(ln) > 81 or (ln.endswith("...") and columns(ln) < 79):
+            fail(f"report on a terminal of 81 columns: a line of {columns(ln)} columns: {ln!r}")
+    if not any(ln.endswith("...") for ln in lines):
+        fail(f"report on a terminal: no wide line cut: {lines}")
+    out = decoded("merge hw c1", run(cli, ["merge", hw, c1], work, 0).stdout)
+    rows = [ln for ln in out.splitlines() if re.match(r"  \d+ ", ln)]
+    for ln in rows:
+        if "节点" in ln and not (ln[9:19] == "节点" * 5 and re.match(r" \d+ ", ln[19:])):
+            fail(f"merge: the host column of wide characters is not 20 columns: {ln!r}")
+    if not any("节点" in ln for ln in rows):
+        fail(f"merge: no row with the wide host name:\n{out}")
 
     # JSON outputs hold the hostile strings as \u escapes: no raw control character (C0, DEL,
     # C1) anywhere but the layout's newlines, and a parser reads the strings back whole.

@@ -17,6 +17,7 @@ usage: top_verb.py --case NAME --cli CLI --lib LIB --progs DIR --standin DIR --w
 """
 import json
 import os
+import shutil
 import re
 import signal
 import subprocess
@@ -266,6 +267,39 @@ def case_fits(c):
            "the view on a large terminal differs from --once's")
     expect(on_terminal(c, ["--once", state], rows, cols) == whole,
            "--once on a terminal is not the whole view")
+    # Characters a terminal shows two columns wide (CJK), and combining marks (none): the
+    # width counted in columns, the cut never inside a character. Until session 51 each
+    # character counted one column, and a line of CJK text wrapped, scrolling the heading away.
+    import unicodedata
+
+    def columns(text):
+        return sum(0 if unicodedata.combining(ch) else
+                   2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+    wide = c.path("fits-wide.gmt")
+    shutil.copyfile(state, wide)
+    argv = "./train_" + "模型" * 20 + "_e\u0301x --steps=10"
+    poke = os.path.join(c.progs, "state_poke")
+    subprocess.run([poke, wide, "core.proc.argv", argv], check=True, capture_output=True)
+    subprocess.run([poke, wide, "core.proc.argv_len", str(len(argv.encode()) + 1)], check=True,
+                   capture_output=True)
+    whole, _, _ = c.cli_run("top", "--once", wide)
+    whole = whole.splitlines()
+    expect(any("模型" in line for line in whole), "the poked command line is not in the view")
+    head = whole[0]
+    start = columns(head[:head.index("模型")])
+    # cut inside the CJK text, at an odd and an even column of it, and past the combining mark
+    for cols in (start + 11, start + 12, columns(head[:head.index(" --steps")]) + 1):
+        cut = on_terminal(c, ["--interval", "0.1", wide], rows, cols)
+        for i, line in enumerate(cut[:-1]):
+            want = ""
+            for ch in whole[i]:
+                if columns(want + ch) > cols:
+                    break
+                want += ch
+            expect(line == want and columns(line) <= cols,
+                   f"line {i} on {cols} columns: {line!r} ({columns(line)} columns), want "
+                   f"{want!r}")
 
 
 @case

@@ -130,6 +130,8 @@ static const struct {
     FIELD("core.growth_off", AT_CORE, gmt_core_state_t, growth_off),
     FIELD("core.pycode_off", AT_CORE, gmt_core_state_t, pycode_off),
     FIELD("core.proc.pid", AT_CORE, gmt_core_state_t, proc.pid),
+    BYTES("core.proc.argv", AT_CORE, gmt_core_state_t, proc.argv),
+    FIELD("core.proc.argv_len", AT_CORE, gmt_core_state_t, proc.argv_len),
     FIELD("core.proc.start_wall_ns", AT_CORE, gmt_core_state_t, proc.start_wall_ns),
     FIELD("core.proc.start_mono_ns", AT_CORE, gmt_core_state_t, proc.start_mono_ns),
     FIELD("core.alive_ns", AT_CORE, gmt_core_state_t, alive_ns),
@@ -161,7 +163,9 @@ static int poke_field(const char *name, const char *value)
         if (strcmp(fields[i].name, name) != 0) continue;
         const uint64_t base[] = {0, h.core_off, h.table_off, h.stacks_off};
         if (fields[i].bytes) {
-            char was[512] = "", now[512] = "";
+            static char was[8192], now[8192]; /* the largest field: core.proc.argv */
+            if (fields[i].size > sizeof was) die("a field of bytes larger than state_poke's");
+            memset(now, 0, sizeof now);
             get(base[fields[i].at] + fields[i].off, was, fields[i].size);
             strncpy(now, value, fields[i].size);
             put(base[fields[i].at] + fields[i].off, now, fields[i].size);
