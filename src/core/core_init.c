@@ -132,7 +132,12 @@ static void state_refused(char *why, size_t len, const char *state, int rc)
                  where == GMT_REGION_OWNER_OTHER_HOST ? (host[0] ? host : "(unnamed)")
                                                       : "this host",
                  silent);
-    } else if (rc == -EBUSY)
+    } else if (rc == -EWOULDBLOCK)
+        snprintf(why, len,
+                 "%s changed each time it was about to be named (other processes naming their "
+                 "state files there at the same moment); keeping the state in memory only",
+                 state);
+    else if (rc == -EBUSY)
         snprintf(why, len,
                  "%s is the state file of pid %d, which still runs: not replaced; keeping the "
                  "state in memory only (a %%p in GPUMEMTRACE_STATE gives each process a file)",

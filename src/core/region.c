@@ -14,9 +14,11 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef RENAME_NOREPLACE
@@ -273,18 +275,24 @@ static int32_t running_owner(int fd)
  * directory or another file is never replaced (a state file is renamed into place: as root,
  * GPUMEMTRACE_STATE=/dev/null replaced the device with a file, and an unrelated file's content
  * was lost): -EEXIST; nor the state file of a process that still runs: -EBUSY
- * (gmt_region_busy_owner names it). */
-static int state_target_ok(const char *path, bool *vacant)
+ * (gmt_region_busy_owner names it). A file to replace is left open in *old (else -1), for
+ * gmt_region_place to lock (lock_target). */
+static int state_target_ok(const char *path, bool *vacant, int *old)
 {
     struct stat st;
     *vacant = false;
+    *old = -1;
     if (lstat(path, &st) != 0) {
         *vacant = errno == ENOENT;
         return errno == ENOENT ? 0 : -errno;
     }
     if (!S_ISREG(st.st_mode)) return -EEXIST;
-    if (st.st_size == 0) return 0;
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) return -EAGAIN; /* gone since: judged again */
+    if (st.st_size == 0) { /* replaced, locked where it can be read (not another's, 0600) */
+        *old = fd;
+        return 0;
+    }
     if (fd < 0) return -errno;
     char magic[8];
     ssize_t n = read(fd, magic, sizeof magic);
@@ -293,8 +301,38 @@ static int state_target_ok(const char *path, bool *vacant)
         return -EEXIST;
     }
     busy_owner = running_owner(fd);
-    close(fd);
-    return busy_owner ? -EBUSY : 0;
+    if (busy_owner) {
+        close(fd);
+        return -EBUSY;
+    }
+    *old = fd;
+    return 0;
+}
+
+/* How long lock_target waits for another process replacing the same file, at most. */
+#define TARGET_LOCK_WAIT_MS 2000
+
+/* Takes the replacing process's lock on the file judged replaceable (old, open), and checks
+ * that path is still that file: two jobs started together on one path, both finding the same
+ * dead owner's file, renamed their files over it in turn, and the first, its file replaced,
+ * ran on believing it had one (it said `state file: PATH`; a SIGKILL then left nothing to
+ * recover). The second now waits for the first's rename, finds path another file, and judges
+ * that one (-EAGAIN). The lock is the file's (flock), released as old is closed, by a kill
+ * too; a process that holds it for longer than TARGET_LOCK_WAIT_MS (none of ours does) gets
+ * -EWOULDBLOCK, as does a file system without locks (where the old rename stays). */
+static int lock_target(int old, const char *path)
+{
+    for (int waited = 0; flock(old, LOCK_EX | LOCK_NB) != 0; waited += 5) {
+        if (errno == ENOLCK || errno == EOPNOTSUPP || errno == EINVAL) break; /* no locks here */
+        if (errno != EWOULDBLOCK && errno != EINTR) return -errno;
+        if (waited >= TARGET_LOCK_WAIT_MS) return -EWOULDBLOCK;
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    struct stat was, now;
+    if (fstat(old, &was) != 0) return -errno;
+    if (lstat(path, &now) != 0) return errno == ENOENT ? -EAGAIN : -errno;
+    return was.st_dev == now.st_dev && was.st_ino == now.st_ino ? 0 : -EAGAIN;
 }
 
 /* The temporary's name: PATH.tmp.<pid>.<8 random hex digits> (PATH's base name cut where the
@@ -596,27 +634,42 @@ static bool unlink_ours(const char *name)
            R.id.dev == there.st_dev && R.id.ino == there.st_ino && unlink(name) == 0;
 }
 
+/* How many times gmt_region_place judges the path again after it changed under it. */
+#define PLACE_ATTEMPTS 4
+
 int gmt_region_place(void)
 {
     if (R.placed || R.recovered || R.fd < 0 || !gmt_region_base_ || !R.path[0]) return 0;
     int fd = region_fd();
-    bool vacant = false;
-    int rc = fd < 0 ? -EBADF : state_target_ok(R.path, &vacant);
-    /* read here, not as the library loads: the processes that never name a file (helpers,
-     * launchers) skip it, and no reader sees the header before the file has its name */
-    if (rc == 0) hdr()->start_ticks = own_start_ticks();
-    char linked[sizeof R.tmp];
-    const char *from = R.tmp;
-    if (rc == 0 && !R.tmp[0]) {
-        rc = link_unnamed(fd, linked, sizeof linked);
-        from = linked;
+    int rc = fd < 0 ? -EBADF : -EAGAIN;
+    /* Judged again when the path changed between the judgement and the rename: another job
+     * named its file there first (a file where there was none: renameat2's -EEXIST; or the
+     * file judged replaceable is no longer there: lock_target's -EAGAIN). Two ranks started
+     * together on one path: the second then finds the first's file, which runs, and says so;
+     * before, it said the path "is not a state file", or replaced the first's file. */
+    for (int attempt = 0; rc == -EAGAIN && attempt < PLACE_ATTEMPTS; attempt++) {
+        bool vacant = false;
+        int old = -1;
+        rc = state_target_ok(R.path, &vacant, &old);
+        if (rc == 0 && old >= 0) rc = lock_target(old, R.path);
+        /* read here, not as the library loads: the processes that never name a file (helpers,
+         * launchers) skip it, and no reader sees the header before the file has its name */
+        if (rc == 0) hdr()->start_ticks = own_start_ticks();
+        char linked[sizeof R.tmp];
+        const char *from = R.tmp;
+        if (rc == 0 && !R.tmp[0]) {
+            rc = link_unnamed(fd, linked, sizeof linked);
+            from = linked;
+        }
+        if (rc == 0) {
+            rc = rename_into_place(from, R.path, vacant);
+            if (rc == -EEXIST && vacant) rc = -EAGAIN; /* named by another meanwhile */
+            if (rc != 0 && from == linked) unlink_ours(linked);
+        }
+        if (old >= 0) close(old); /* the lock with it */
     }
-    if (rc == 0) {
-        rc = rename_into_place(from, R.path, vacant);
-        if (rc != 0) unlink_ours(from);
-    } else {
-        unlink_ours(R.tmp); /* refused: the file stays the process's own, nameless */
-    }
+    if (rc == -EAGAIN) rc = -EWOULDBLOCK;
+    unlink_ours(R.tmp); /* named (gone already), or refused: the file stays the process's own */
     R.tmp[0] = 0;
     if (rc != 0) {
         R.path[0] = 0;

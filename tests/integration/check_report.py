@@ -1770,6 +1770,63 @@ def case_state_elsewhere(ctx):
     ctx.clear_output()
 
 
+@case("state_race")
+def case_state_race(ctx):
+    """Three jobs started together on one GPUMEMTRACE_STATE (ranks of one node given a path
+    without %p), each naming its file at its first CUDA call while the others do: one names
+    the file, the others find it, running, and keep their state in memory with the line that
+    says whose it is; the file is the one that says nothing's. slow_name.so makes each wait
+    800 ms between judging the path and renaming its file there. Over an earlier job's file,
+    each renamed its file over it in turn, and all but the last ran on believing they had the
+    file; where there was none, the others said the path "is not a state file"."""
+    files = ctx.work + "-files"
+    shutil.rmtree(files, ignore_errors=True)
+    os.makedirs(files)
+    shared = os.path.join(files, "shared.gmt")
+    preload = ":".join(ctx.sanitizer_runtimes() + [ctx.prog("slow_name.so"), ctx.lib])
+    for earlier in (True, False):
+        what = "over an earlier job's file" if earlier else "where there was none"
+        if earlier:
+            r = ctx.run(["simple"], env={"GPUMEMTRACE_STATE": shared}, timeout=30)
+            expect_eq("the earlier job's state file", ctx.final_report()["capture"].get(
+                "state_file"), shared)
+            ctx.clear_output()
+        elif os.path.exists(shared):
+            os.unlink(shared)
+        jobs = []
+        try:
+            for k in range(3):
+                env = ctx.env(extra={"GPUMEMTRACE_STATE": shared,
+                                     "GPUMEMTRACE_OUTPUT": os.path.join(files, f"r{k}-%p.json")})
+                env["LD_PRELOAD"] = preload
+                jobs.append(subprocess.Popen(
+                    [ctx.prog("state_kill"), os.path.join(files, f"snap{k}.json")], cwd=files,
+                    env=env, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE, preexec_fn=no_core))
+            for p in jobs:
+                line = p.stdout.readline()
+                if line.strip() != "READY":
+                    fail(f"{what}: state_kill did not get ready: {line!r}")
+            owner = poke_read(ctx, shared, "header.pid")
+        finally:
+            errs = {}
+            for p in jobs:
+                p.kill()
+                errs[p.pid] = p.communicate()[1]
+        named = [pid for pid, err in errs.items() if "is the state file of pid" not in err]
+        expect_eq(f"{what}: jobs that named the file", named, [owner])
+        for pid, err in errs.items():
+            if pid == owner:
+                continue
+            said = [l for l in err.splitlines() if "state file" in l]
+            want = (f"gpumemtrace: {shared} is the state file of pid {owner}, which still runs: "
+                    f"not replaced; keeping the state in memory only (a %p in "
+                    f"GPUMEMTRACE_STATE gives each process a file)")
+            expect_eq(f"{what}: the lines of job {pid} about the state file", said, [want])
+        left = [n for n in os.listdir(files) if ".tmp." in n]
+        expect_eq(f"{what}: temporary files left", left, [])
+
+
 @case("state_other_pidns")
 def case_state_other_pidns(ctx):
     """A job running in another pid namespace (`unshare --pid`, as a container is) with the

@@ -1,0 +1,32 @@
+/* slow_name.c - preloaded before the tracer: linkat() to a name holding ".tmp." (the tracer's
+ * state file temporaries, linked as the file is named at the first CUDA call) first sleeps
+ * GMT_SLOW_NAME_MS milliseconds (default 800), so that processes started together on one
+ * GPUMEMTRACE_STATE all judge the path before any of them renames its file there: the window
+ * integration.state_race needs, made wide. Every other call is the C library's.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef int (*linkat_fn)(int, const char *, int, const char *, int);
+
+int linkat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath, int flags)
+{
+    if (newpath && strstr(newpath, ".tmp.")) {
+        const char *ms = getenv("GMT_SLOW_NAME_MS");
+        long wait = ms ? strtol(ms, NULL, 10) : 800;
+        struct timespec ts = {wait / 1000, (wait % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+        }
+    }
+    linkat_fn real = (linkat_fn)dlsym(RTLD_NEXT, "linkat");
+    if (!real) {
+        errno = ENOSYS;
+        return -1;
+    }
+    return real(olddirfd, oldpath, newdirfd, newpath, flags);
+}
