@@ -455,10 +455,23 @@ static int expand_path(const char *pat, char *out, size_t len)
 {
     size_t pos = 0;
     for (const char *p = pat; *p; p++) {
-        char tmp[32];
+        char tmp[260];
         const char *add = tmp;
         if (p[0] == '%' && p[1] == 'p') {
             snprintf(tmp, sizeof tmp, "%d", (int)getpid());
+            p++;
+        } else if (p[0] == '%' && p[1] == 'h') {
+            /* the host name as GPUMEMTRACE_OUTPUT's %h gives it (report.c): one file name
+             * whatever sethostname was given ('/' as '_', "." and ".." with a leading '_', none
+             * as "unknown"); containers sharing a folder, whose pids repeat (often 1 in each),
+             * keep their files apart by it */
+            char host[256];
+            if (gethostname(host, sizeof host) != 0) host[0] = 0;
+            host[sizeof host - 1] = 0;
+            bool dots = strcmp(host, ".") == 0 || strcmp(host, "..") == 0;
+            snprintf(tmp, sizeof tmp, "%s%s", dots ? "_" : "", host[0] ? host : "unknown");
+            for (char *c = tmp; *c; c++)
+                if (*c == '/') *c = '_';
             p++;
         } else if (p[0] == '%' && p[1] == '%') {
             tmp[0] = '%', tmp[1] = 0;

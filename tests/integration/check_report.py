@@ -19,6 +19,7 @@ import re
 import resource
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -1768,6 +1769,52 @@ def case_state_elsewhere(ctx):
     if len(said) != 1 or f"of pid {p.pid} on host node?[2J07, which" not in said[0]:
         fail(f"the escaped host name's line: {said}")
     ctx.clear_output()
+
+
+@case("state_host_name")
+def case_state_host_name(ctx):
+    """%h in GPUMEMTRACE_STATE becomes the host name, as in GPUMEMTRACE_OUTPUT, so that
+    containers sharing a folder (their pids repeat: a job is often pid 1 in each) keep their
+    state files apart; before session 51 it was kept as written, and the refusal line that
+    names another container's file suggested it."""
+    files = ctx.work + "-files"
+    shutil.rmtree(files, ignore_errors=True)
+    os.makedirs(files)
+    pattern = os.path.join(files, "s-%h-%p.gmt")
+    r = ctx.run(["simple"], env={"GPUMEMTRACE_STATE": pattern}, timeout=30)
+    host = socket.gethostname().replace("/", "_") or "unknown"
+    want = os.path.join(files, f"s-{host}-{r.facts.get('pid', '')}.gmt")
+    got = ctx.final_report()["capture"].get("state_file")
+    if not got or not re.fullmatch(re.escape(os.path.join(files, f"s-{host}-")) + r"\d+\.gmt",
+                                   got):
+        fail(f"capture.state_file {got!r}, expected {want!r} (the pid any)")
+    expect_eq("the state file made", sorted(os.listdir(files)), [os.path.basename(got)])
+
+
+@case("state_host_name_uts")
+def case_state_host_name_uts(ctx):
+    """state_host_name in a UTS namespace of its own (`unshare --uts`, as a container has),
+    its host name 'a/b': the file is s-a_b-PID.gmt. Skipped where unshare cannot make one."""
+    unshare = shutil.which("unshare")
+    set_host = "printf a/b > /proc/sys/kernel/hostname"
+    probe = subprocess.run([unshare, "--user", "--map-root-user", "--uts", "sh", "-c",
+                            set_host], capture_output=True, text=True,
+                           timeout=30) if unshare else None
+    if not probe or probe.returncode != 0:
+        skip("unshare cannot make a UTS namespace here" +
+             (f": {probe.stderr.strip()}" if probe else " (no unshare)"))
+    files = ctx.work + "-files"
+    shutil.rmtree(files, ignore_errors=True)
+    os.makedirs(files)
+    env = ctx.env(extra={"GPUMEMTRACE_STATE": os.path.join(files, "s-%h-%p.gmt"),
+                         "GPUMEMTRACE_OUTPUT": os.path.join(files, "uts-%p.json")})
+    q = subprocess.run([unshare, "--user", "--map-root-user", "--uts", "sh", "-c",
+                        f"{set_host} && exec {shlex.quote(ctx.prog('simple'))}"], cwd=files,
+                       env=env, capture_output=True, text=True, timeout=60)
+    expect_eq(f"simple in a UTS namespace: exit status ({q.stderr[-300:]})", q.returncode, 0)
+    made = [n for n in os.listdir(files) if n.startswith("s-a_b-")]
+    if len(made) != 1 or not re.fullmatch(r"s-a_b-\d+\.gmt", made[0]):
+        fail(f"the state file of host a/b: {sorted(os.listdir(files))}")
 
 
 @case("state_race")
