@@ -440,8 +440,14 @@ static bool owner_runs(void)
 
 /* A job whose pid is not judged here and whose file has given no sign of life for this long
  * is said to be silent: its tracer's writer thread marks the file every second while the
- * process runs (alive_ns), and a report it writes meanwhile takes seconds, not this. */
-#define SILENT_S ((double)GMT_REGION_SILENT_S)
+ * process runs (alive_ns), and a report it writes meanwhile takes seconds, not this. Another
+ * host's marks reach this one as the pages are written back (about 30 s on NFS): given longer,
+ * as the tracer does before it replaces such a file (region.h). */
+static double silent_limit_s(void)
+{
+    return owner_where() == GMT_REGION_OWNER_OTHER_HOST ? GMT_REGION_SILENT_OTHER_HOST_S
+                                                        : GMT_REGION_SILENT_S;
+}
 
 /* How long the state file's owner has given no sign of life (its last event or the writer's
  * mark), by this host's wall clock: the owner's monotonic time placed by its start's wall
@@ -474,7 +480,7 @@ static const char *fmt_age(double s, char *out, size_t len)
 
 /* The line under the heading that says why the owner's pid was not judged (none when it
  * was): the file was written on another host, or in another pid namespace of this one; and,
- * when the file has been silent for SILENT_S, for how long. */
+ * when the file has been silent for silent_limit_s(), for how long. */
 static void say_owner_elsewhere(int32_t pid, unsigned end, double silent)
 {
     gmt_region_where_t where = owner_where();
@@ -485,7 +491,7 @@ static void say_owner_elsewhere(int32_t pid, unsigned end, double silent)
     char ended[256], age[32];
     if (end != GMT_REGION_END_NONE)
         snprintf(ended, sizeof ended, "the file says it ended");
-    else if (silent >= SILENT_S)
+    else if (silent >= silent_limit_s())
         snprintf(ended, sizeof ended,
                  "the file says it has not ended, but has had no sign of life for %s by this "
                  "host's clock (its tracer marks it every second while the process runs): the "
@@ -567,7 +573,7 @@ static int show(const char *path, long top, bool *running, seen_allocs_t *prev, 
             gmt_tty(path), (int)p->pid,
             end == GMT_REGION_END_EXIT   ? "exited"
             : end == GMT_REGION_END_EXEC ? "exec'd"
-            : !judged                    ? (silent >= SILENT_S ? "silent" : "unknown")
+            : !judged                    ? (silent >= silent_limit_s() ? "silent" : "unknown")
             : *running                   ? "running"
                                          : "gone",
             used ? cmd : "?", seen);

@@ -110,18 +110,29 @@ static void state_not_made(char *why, size_t len, const char *state, int rc)
              state, strerror(-rc));
 }
 
-/* ... and a name refused at the first CUDA call (gmt_region_place's rc). */
+/* ... and a name refused at the first CUDA call (gmt_region_place's rc, and why:
+ * gmt_region_place_refusal). */
 static void state_refused(char *why, size_t len, const char *state, int rc)
 {
-    if (rc == -EEXIST)
+    switch (gmt_region_place_refusal()) {
+    case GMT_REGION_REFUSED_NOT_STATE:
         snprintf(why, len,
                  "%s exists and is not a state file (a device, link, directory or another file "
                  "is never replaced); keeping the state in memory only",
                  state);
-    else if (rc == -EBUSY && gmt_region_busy_where(NULL, NULL, 0) != GMT_REGION_OWNER_HERE) {
+        return;
+    case GMT_REGION_REFUSED_OWNER_RUNS: {
         double silent = 0;
-        char host[64];
+        char host[65];
         gmt_region_where_t where = gmt_region_busy_where(&silent, host, sizeof host);
+        if (where == GMT_REGION_OWNER_HERE) {
+            snprintf(why, len,
+                     "%s is the state file of pid %d, which still runs: not replaced; keeping "
+                     "the state in memory only (a %%p in GPUMEMTRACE_STATE gives each process a "
+                     "file)",
+                     state, (int)gmt_region_busy_owner());
+            return;
+        }
         snprintf(why, len,
                  "%s is the state file of pid %d %s %s, which gave a sign of life %.0f s ago "
                  "(its tracer marks it every second while it runs): not replaced; keeping the "
@@ -132,18 +143,25 @@ static void state_refused(char *why, size_t len, const char *state, int rc)
                  where == GMT_REGION_OWNER_OTHER_HOST ? (host[0] ? host : "(unnamed)")
                                                       : "this host",
                  silent);
-    } else if (rc == -EWOULDBLOCK)
+        return;
+    }
+    case GMT_REGION_REFUSED_CHURN:
         snprintf(why, len,
                  "%s changed each time it was about to be named (other processes naming their "
                  "state files there at the same moment); keeping the state in memory only",
                  state);
-    else if (rc == -EBUSY)
+        return;
+    case GMT_REGION_REFUSED_LOCKED:
         snprintf(why, len,
-                 "%s is the state file of pid %d, which still runs: not replaced; keeping the "
-                 "state in memory only (a %%p in GPUMEMTRACE_STATE gives each process a file)",
-                 state, (int)gmt_region_busy_owner());
-    else
-        state_not_made(why, len, state, rc);
+                 "%s is locked by another process (flock) that held it for %d ms: not replaced; "
+                 "keeping the state in memory only",
+                 state, GMT_REGION_LOCK_WAIT_MS);
+        return;
+    case GMT_REGION_REFUSED_FD_LOST:
+    case GMT_REGION_REFUSED_ERRNO:
+        break;
+    }
+    state_not_made(why, len, state, rc);
 }
 
 void gmt_core_state_place(void)
@@ -153,13 +171,14 @@ void gmt_core_state_place(void)
     gmt_track_alive(gmt_now_ns());
     int rc = gmt_region_place();
     if (rc == 0) return;
-    if (rc == -EBADF) { /* the program closed the descriptor first: said already (region.c) */
+    if (gmt_region_place_refusal() == GMT_REGION_REFUSED_FD_LOST) {
+        /* the program closed the descriptor first: said already (region.c) */
         gmt_track_note_warning("the program closed the state file's descriptor before its first "
                                "CUDA call: %s was not named; keeping the state in memory only",
                                gmt_core_cfg.state);
         return;
     }
-    char why[GMT_PATH_MAX + 160];
+    char why[GMT_PATH_MAX + 200];
     state_refused(why, sizeof why, gmt_core_cfg.state, rc);
     gmt_error("%s", why);
     gmt_track_note_warning("%s", why);

@@ -94,7 +94,15 @@ static int32_t busy_owner; /* the running owner of the state file last refused (
  * life, with its host name as the file says it (printable bytes only) */
 static gmt_region_where_t busy_where;
 static double busy_silent_s;
-static char busy_host[64];
+static char busy_host[65]; /* a host name's 64 bytes at most (HOST_NAME_MAX) */
+/* Why gmt_region_place last refused the name (its return value alone was ambiguous: a rename's
+ * EBUSY, a bind mount there, was said to be "the state file of pid 0, which still runs") */
+static gmt_region_refusal_t refusal;
+
+gmt_region_refusal_t gmt_region_place_refusal(void)
+{
+    return refusal;
+}
 
 int32_t gmt_region_busy_owner(void)
 {
@@ -151,7 +159,7 @@ bool gmt_region_owner_alive(int32_t pid, uint64_t start_ticks)
     return !start_ticks || start == start_ticks;
 }
 
-static int validate(const gmt_region_header_t *h, uint64_t size, char *err, size_t errlen);
+static void size_table(uint32_t *sizes);
 static bool id_known(const uint8_t id[16]);
 /* Where the core block keeps its owner's signs of life (core_init.c): the writer thread's
  * mark and the process's start on its monotonic and wall clocks. */
@@ -181,35 +189,46 @@ static int read_va(int fd, const gmt_region_header_t *h, uint64_t va, void *to, 
 
 /* How long the owner of the state file fd (header h) has given no sign of life, in seconds
  * by this reader's clocks: its writer thread marks the file every second while the process
- * runs (alive_ns, on the owner's monotonic clock; marked too as the file is named). On the
- * owner's boot (same_boot: another pid namespace of this host) that clock is this reader's;
- * elsewhere the mark is placed on the wall clock by the owner's start. -1 where the file
- * cannot say: another version or build, no mark, or times that do not add up (a mark in the
- * future by more than GMT_REGION_SILENT_S: another host's clock that far off, or a damaged
- * file, judged as before the mark was read). */
+ * runs (alive_ns, on the owner's monotonic clock; marked too as the file is named). The mark
+ * is placed on the wall clock by the owner's start (start_wall_ns + alive_ns - start_mono_ns),
+ * which neither a time namespace (a CRIU-restored container's offset monotonic clock) nor
+ * another host changes; on the owner's boot (same_boot: another pid namespace of this host)
+ * the monotonic clock is asked too, and the more recent answer is taken (a wall clock stepped
+ * since the owner's start). -1 where the file cannot say: another version or build, no mark,
+ * or times that do not add up (a mark in the future by more than GMT_REGION_SILENT_S: another
+ * host's clock that far off, or a damaged file, judged as before the mark was read).
+ *
+ * Only what is read is checked (the header's version and sizes, the chunk that holds each
+ * field): the file is a running owner's, which may be growing it as it is read, and
+ * validate()'s checks of every arena and chunk then failed on a torn header, so a running job
+ * was taken for one that cannot say, and replaced. */
 static double owner_silent_s(int fd, const gmt_region_header_t *h, bool same_boot)
 {
-    struct stat st;
-    char err[160];
-    if (fstat(fd, &st) != 0 || validate(h, (uint64_t)st.st_size, err, sizeof err) != 0) return -1;
+    uint32_t want[GMT_SIZE_COUNT] = {0};
+    size_table(want);
+    if (h->version != GMT_REGION_VERSION || h->header_bytes != sizeof *h ||
+        memcmp(want, h->sizes, sizeof want) != 0 || h->nchunks == 0 ||
+        h->nchunks > GMT_REGION_MAX_CHUNKS)
+        return -1;
     size_t at_alive, at_mono, at_wall;
     gmt_track_state_life_offsets(&at_alive, &at_mono, &at_wall);
-    uint64_t alive, mono, wall;
-    if (read_va(fd, h, h->core_off + at_alive, &alive, sizeof alive) != 0 ||
-        read_va(fd, h, h->core_off + at_mono, &mono, sizeof mono) != 0 ||
-        read_va(fd, h, h->core_off + at_wall, &wall, sizeof wall) != 0 || !alive)
+    uint64_t alive, mono, wall, core = h->core_off;
+    if (core > UINT64_MAX / 2 || read_va(fd, h, core + at_alive, &alive, sizeof alive) != 0 ||
+        read_va(fd, h, core + at_mono, &mono, sizeof mono) != 0 ||
+        read_va(fd, h, core + at_wall, &wall, sizeof wall) != 0 || !alive)
         return -1;
-    uint64_t now, last;
-    if (same_boot) {
-        now = gmt_now_ns();
-        last = alive;
-    } else {
-        now = gmt_wall_ns();
-        if (!wall || alive < mono || __builtin_add_overflow(wall, alive - mono, &last)) return -1;
-    }
     const uint64_t slack = (uint64_t)GMT_REGION_SILENT_S * 1000000000ull;
-    if (last > now) return last - now > slack ? -1 : 0;
-    return (double)(now - last) / 1e9;
+    double best = -1;
+    uint64_t last, now = gmt_wall_ns();
+    if (wall && alive >= mono && !__builtin_add_overflow(wall, alive - mono, &last) &&
+        last <= now + slack)
+        best = last > now ? 0 : (double)(now - last) / 1e9;
+    now = gmt_now_ns();
+    if (same_boot && alive <= now + slack) {
+        double by_mono = alive > now ? 0 : (double)(now - alive) / 1e9;
+        if (best < 0 || by_mono < best) best = by_mono;
+    }
+    return best;
 }
 
 /* The host name a file records, for a line: printable ASCII only (the file is anyone's). */
@@ -235,8 +254,9 @@ static void printable_host(const gmt_region_whose_t *w, char *out, size_t len)
  *
  * The pid of an owner on another host or in another pid namespace (two containers given one
  * path on a shared volume) names another process here, or none: such an owner runs while its
- * file has given a sign of life within GMT_REGION_SILENT_S (owner_silent_s). Until session 51
- * its file was always replaced, running or not. */
+ * file has given a sign of life within GMT_REGION_SILENT_S (another host's:
+ * GMT_REGION_SILENT_OTHER_HOST_S; owner_silent_s). Until session 51 its file was always
+ * replaced, running or not. */
 static int32_t running_owner(int fd)
 {
     gmt_region_header_t h;
@@ -255,7 +275,11 @@ static int32_t running_owner(int fd)
         bool same_boot = where == GMT_REGION_OWNER_OTHER_PIDNS && id_known(owner.boot_id) &&
                          id_known(here.boot_id);
         double silent = owner_silent_s(fd, &h, same_boot);
-        if (silent < 0 || silent >= GMT_REGION_SILENT_S) return 0;
+        /* another host's mark reaches this one as its pages are written back (about 30 s on
+         * NFS): given longer */
+        double window = where == GMT_REGION_OWNER_OTHER_HOST ? GMT_REGION_SILENT_OTHER_HOST_S
+                                                             : GMT_REGION_SILENT_S;
+        if (silent < 0 || silent >= window) return 0;
         busy_where = where;
         busy_silent_s = silent;
         printable_host(&owner, busy_host, sizeof busy_host);
@@ -277,7 +301,7 @@ static int32_t running_owner(int fd)
  * was lost): -EEXIST; nor the state file of a process that still runs: -EBUSY
  * (gmt_region_busy_owner names it). A file to replace is left open in *old (else -1), for
  * gmt_region_place to lock (lock_target). */
-static int state_target_ok(const char *path, bool *vacant, int *old)
+static int state_target_ok(const char *path, bool *vacant, int *old, gmt_fd_id_t *old_id)
 {
     struct stat st;
     *vacant = false;
@@ -286,31 +310,40 @@ static int state_target_ok(const char *path, bool *vacant, int *old)
         *vacant = errno == ENOENT;
         return errno == ENOENT ? 0 : -errno;
     }
-    if (!S_ISREG(st.st_mode)) return -EEXIST;
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (!S_ISREG(st.st_mode)) {
+        refusal = GMT_REGION_REFUSED_NOT_STATE;
+        return -EEXIST;
+    }
+    /* Opened for writing where it may be: NFS grants an exclusive flock only to a writer
+     * (EBADF to a reader), and lock_target takes one. Moved above the program's descriptors:
+     * held across the lock's wait, it must not be a number the program closes and reuses. */
+    int fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0 && (errno == EACCES || errno == EPERM || errno == EROFS || errno == ETXTBSY))
+        fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT) return -EAGAIN; /* gone since: judged again */
+    if (fd >= 0 && gmt_fd_id_take(fd, old_id) && (fd = gmt_fd_move_high_checked(fd, old_id)) < 0)
+        return -EAGAIN;    /* the program took the number meanwhile: judged again */
     if (st.st_size == 0) { /* replaced, locked where it can be read (not another's, 0600) */
         *old = fd;
         return 0;
     }
     if (fd < 0) return -errno;
     char magic[8];
-    ssize_t n = read(fd, magic, sizeof magic);
+    ssize_t n = pread(fd, magic, sizeof magic, 0);
     if (n != (ssize_t)sizeof magic || memcmp(magic, GMT_REGION_MAGIC, 8) != 0) {
         close(fd);
+        refusal = GMT_REGION_REFUSED_NOT_STATE;
         return -EEXIST;
     }
     busy_owner = running_owner(fd);
     if (busy_owner) {
         close(fd);
+        refusal = GMT_REGION_REFUSED_OWNER_RUNS;
         return -EBUSY;
     }
     *old = fd;
     return 0;
 }
-
-/* How long lock_target waits for another process replacing the same file, at most. */
-#define TARGET_LOCK_WAIT_MS 2000
 
 /* Takes the replacing process's lock on the file judged replaceable (old, open), and checks
  * that path is still that file: two jobs started together on one path, both finding the same
@@ -318,14 +351,19 @@ static int state_target_ok(const char *path, bool *vacant, int *old)
  * ran on believing it had one (it said `state file: PATH`; a SIGKILL then left nothing to
  * recover). The second now waits for the first's rename, finds path another file, and judges
  * that one (-EAGAIN). The lock is the file's (flock), released as old is closed, by a kill
- * too; a process that holds it for longer than TARGET_LOCK_WAIT_MS (none of ours does) gets
- * -EWOULDBLOCK, as does a file system without locks (where the old rename stays). */
+ * too. A process that holds it for longer than GMT_REGION_LOCK_WAIT_MS (none of ours does: anyone
+ * who can read the file can) gets -ETIMEDOUT, never retried; a file system that has no such
+ * locks, or refuses this one (Lustre without -o flock: ENOSYS; CIFS, NFS to a reader), is
+ * replaced without, as before. */
 static int lock_target(int old, const char *path)
 {
     for (int waited = 0; flock(old, LOCK_EX | LOCK_NB) != 0; waited += 5) {
-        if (errno == ENOLCK || errno == EOPNOTSUPP || errno == EINVAL) break; /* no locks here */
-        if (errno != EWOULDBLOCK && errno != EINTR) return -errno;
-        if (waited >= TARGET_LOCK_WAIT_MS) return -EWOULDBLOCK;
+        if (errno == EINTR) continue;
+        if (errno != EWOULDBLOCK) break; /* no locks here (ENOLCK, ENOSYS, EBADF, ...) */
+        if (waited >= GMT_REGION_LOCK_WAIT_MS) {
+            refusal = GMT_REGION_REFUSED_LOCKED;
+            return -ETIMEDOUT;
+        }
         struct timespec ts = {0, 5 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
@@ -653,8 +691,13 @@ static bool unlink_ours(const char *name)
 int gmt_region_place(void)
 {
     if (R.placed || R.recovered || R.fd < 0 || !gmt_region_base_ || !R.path[0]) return 0;
+    refusal = GMT_REGION_REFUSED_ERRNO;
     int fd = region_fd();
-    int rc = fd < 0 ? -EBADF : -EAGAIN;
+    int rc = -EAGAIN;
+    if (fd < 0) {
+        refusal = GMT_REGION_REFUSED_FD_LOST;
+        rc = -EBADF;
+    }
     /* Judged again when the path changed between the judgement and the rename: another job
      * named its file there first (a file where there was none: renameat2's -EEXIST; or the
      * file judged replaceable is no longer there: lock_target's -EAGAIN). Two ranks started
@@ -663,7 +706,8 @@ int gmt_region_place(void)
     for (int attempt = 0; rc == -EAGAIN && attempt < PLACE_ATTEMPTS; attempt++) {
         bool vacant = false;
         int old = -1;
-        rc = state_target_ok(R.path, &vacant, &old);
+        gmt_fd_id_t old_id = {0, 0};
+        rc = state_target_ok(R.path, &vacant, &old, &old_id);
         if (rc == 0 && old >= 0) rc = lock_target(old, R.path);
         /* read here, not as the library loads: the processes that never name a file (helpers,
          * launchers) skip it, and no reader sees the header before the file has its name */
@@ -679,9 +723,9 @@ int gmt_region_place(void)
             if (rc == -EEXIST && vacant) rc = -EAGAIN; /* named by another meanwhile */
             if (rc != 0 && from == linked) unlink_ours(linked);
         }
-        if (old >= 0) close(old); /* the lock with it */
+        if (old >= 0 && gmt_fd_is(old, &old_id)) close(old); /* the lock with it */
     }
-    if (rc == -EAGAIN) rc = -EWOULDBLOCK;
+    if (rc == -EAGAIN) refusal = GMT_REGION_REFUSED_CHURN;
     unlink_ours(R.tmp); /* named (gone already), or refused: the file stays the process's own */
     R.tmp[0] = 0;
     if (rc != 0) {

@@ -118,6 +118,16 @@ int gmt_region_create(const char *state_path);
  * made. Refused, the file stays the process's own, nameless: the state is kept, in no file
  * another process can read. 0 without a file, or named already. */
 int gmt_region_place(void);
+/* Why gmt_region_place last refused the name (its return value is the errno where one says). */
+typedef enum gmt_region_refusal_e {
+    GMT_REGION_REFUSED_ERRNO = 0,  /* the name could not be made: the errno says why */
+    GMT_REGION_REFUSED_NOT_STATE,  /* something there that is no state file (-EEXIST) */
+    GMT_REGION_REFUSED_OWNER_RUNS, /* a running process's state file (-EBUSY) */
+    GMT_REGION_REFUSED_CHURN,      /* the path changed each time it was about to be named */
+    GMT_REGION_REFUSED_LOCKED,     /* another process held the file's lock (-ETIMEDOUT) */
+    GMT_REGION_REFUSED_FD_LOST     /* the program closed the descriptor first (-EBADF) */
+} gmt_region_refusal_t;
+gmt_region_refusal_t gmt_region_place_refusal(void);
 /* The pid of the process still running whose state file gmt_region_place refused to replace
  * (it returned -EBUSY). */
 int32_t gmt_region_busy_owner(void);
@@ -209,6 +219,12 @@ gmt_region_where_t gmt_region_owner_where(const gmt_region_whose_t *owner,
  * runs as far as its file says while it has given a sign of life within this many seconds:
  * its writer thread marks the file every second while it runs (docs/state.md, "Whose pid"). */
 #define GMT_REGION_SILENT_S 30
+/* ... and one on another host, whose mark reaches this host as its pages are written back to
+ * the shared file system (NFS: about 30 s), this long */
+#define GMT_REGION_SILENT_OTHER_HOST_S 120
+/* How long gmt_region_place waits for another process's lock on a file it would replace (well
+ * under the start-up's 2 s, past which the program's other threads' first calls go untraced). */
+#define GMT_REGION_LOCK_WAIT_MS 500
 /* Where the owner of the state file gmt_region_place last refused (-EBUSY) runs; not here:
  * *silent_s, how long before the refusal its file last gave a sign of life, and its host name
  * as the file says it (printable ASCII, cut to len). */

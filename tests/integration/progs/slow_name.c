@@ -2,7 +2,10 @@
  * state file temporaries, linked as the file is named at the first CUDA call) first sleeps
  * GMT_SLOW_NAME_MS milliseconds (default 800), so that processes started together on one
  * GPUMEMTRACE_STATE all judge the path before any of them renames its file there: the window
- * integration.state_race needs, made wide. Every other call is the C library's.
+ * integration.state_race needs, made wide (GMT_SLOW_NAME_MS=0: no wait). With GMT_FLOCK_ERRNO=N,
+ * flock() fails with errno N instead, as on a file system whose locks refuse the tracer's
+ * (NFS to a reader: EBADF; Lustre without -o flock: ENOSYS), for integration.state_locks. Every
+ * other call is the C library's.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -10,6 +13,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <time.h>
 
 typedef int (*linkat_fn)(int, const char *, int, const char *, int);
@@ -29,4 +33,21 @@ int linkat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
         return -1;
     }
     return real(olddirfd, oldpath, newdirfd, newpath, flags);
+}
+
+typedef int (*flock_fn)(int, int);
+
+int flock(int fd, int op)
+{
+    const char *fail = getenv("GMT_FLOCK_ERRNO");
+    if (fail && *fail) {
+        errno = (int)strtol(fail, NULL, 10);
+        return -1;
+    }
+    flock_fn real = (flock_fn)dlsym(RTLD_NEXT, "flock");
+    if (!real) {
+        errno = ENOSYS;
+        return -1;
+    }
+    return real(fd, op);
 }
