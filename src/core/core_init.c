@@ -253,15 +253,20 @@ int gmt_core_reset_after_fork(void)
     gmt_boot_state.growth_off = 0;
     gmt_boot_state.growth_bytes = 0;
     gmt_unwind_after_fork(); /* the other threads' remembered walks */
+    /* Said only by the child of a process that named its file (one that called CUDA): a
+     * shell, a launcher or pyenv's shims, which fork often and never name one, said it for
+     * every child, dozens of lines for one `python3 train.py`. */
+    bool parent_named = gmt_region_path()[0] != 0;
     /* The parent's mapping of its state file stays the parent's. */
     gmt_region_destroy();
     gmt_core_table = NULL;
     gmt_core_stacks = NULL;
     gmt_config_t c = gmt_core_cfg;
     if (c.state[0] && !strstr(c.state, "%p")) {
-        gmt_info("forked child %d keeps its state in memory (put %%p in GPUMEMTRACE_STATE for "
-                 "a file per process)",
-                 (int)getpid());
+        if (parent_named)
+            gmt_info("forked child %d keeps its state in memory (put %%p in GPUMEMTRACE_STATE "
+                     "for a file per process)",
+                     (int)getpid());
         c.state[0] = 0;
     }
     return gmt_core_init(&c);

@@ -3503,6 +3503,20 @@ def case_state_helpers(ctx):
     expect_eq("state files left by a shell that changed directory", os.listdir(d), [])
     expect_eq("files where it went", os.listdir(other), [])
     os.rmdir(other)
+    # A path without %p: a forked child keeps its state in memory, and says so only where its
+    # parent named the file (called CUDA); a shell that never did says nothing of its children
+    # (until session 51 each fork of a traced shell or pyenv shim said it: dozens of lines).
+    one = {"GPUMEMTRACE_STATE": os.path.join(d, "one.gmt")}
+    r = ctx.run(["/bin/sh", "-c", f"{prog} a; {prog} b; ({prog} c)"], env=one)
+    expect_eq("'forked child' lines from a shell that never called CUDA",
+              [l for l in r.stderr.splitlines() if "forked child" in l], [])
+    r = ctx.run(["fork_child"], env=one)
+    expect_eq("'forked child' lines from a child of a job with the file",
+              len([l for l in r.stderr.splitlines() if "forked child" in l]), 1)
+    os.unlink(os.path.join(d, "one.gmt"))
+    for name in os.listdir(ctx.work):  # fork_child's two reports (clear_output takes states/)
+        if name.endswith(".json"):
+            os.unlink(os.path.join(ctx.work, name))
     r = ctx.run(["leak_two_sites"], env=env)
     left = os.listdir(d)
     expect_eq("state files left by a traced program", len(left), 1)
