@@ -164,8 +164,25 @@ static void state_refused(char *why, size_t len, const char *state, int rc)
     state_not_made(why, len, state, rc);
 }
 
+/* A forked child whose GPUMEMTRACE_STATE has no %p keeps its state in memory (its parent's
+ * file stays the parent's): said once, on stderr and in the report's warnings. */
+static bool forked_in_memory;
+
+static void say_forked_in_memory(void)
+{
+    forked_in_memory = false;
+    gmt_info("forked child %d keeps its state in memory (put %%p in GPUMEMTRACE_STATE for a "
+             "file per process)",
+             (int)getpid());
+}
+
 void gmt_core_state_place(void)
 {
+    if (forked_in_memory) {
+        say_forked_in_memory();
+        gmt_track_note_warning("a forked child keeps its state in memory (GPUMEMTRACE_STATE "
+                               "has no %%p: a file per process)");
+    }
     /* A sign of life in the file as it gets its name, before the writer thread's first mark:
      * a process in another pid namespace or on another host judges the owner by it. */
     gmt_track_alive(gmt_now_ns());
@@ -253,9 +270,11 @@ int gmt_core_reset_after_fork(void)
     gmt_boot_state.growth_off = 0;
     gmt_boot_state.growth_bytes = 0;
     gmt_unwind_after_fork(); /* the other threads' remembered walks */
-    /* Said only by the child of a process that named its file (one that called CUDA): a
-     * shell, a launcher or pyenv's shims, which fork often and never name one, said it for
-     * every child, dozens of lines for one `python3 train.py`. */
+    /* Said at the fork by the child of a process that named its file (one that called CUDA),
+     * else at the child's own first CUDA call (gmt_core_state_place): a shell, a launcher or
+     * pyenv's shims, which fork often and never call CUDA, said it for every child, dozens of
+     * lines for one `python3 train.py`; a worker forked before its parent's first CUDA call
+     * (the usual way to start GPU workers) still says it. */
     bool parent_named = gmt_region_path()[0] != 0;
     /* The parent's mapping of its state file stays the parent's. */
     gmt_region_destroy();
@@ -264,9 +283,9 @@ int gmt_core_reset_after_fork(void)
     gmt_config_t c = gmt_core_cfg;
     if (c.state[0] && !strstr(c.state, "%p")) {
         if (parent_named)
-            gmt_info("forked child %d keeps its state in memory (put %%p in GPUMEMTRACE_STATE "
-                     "for a file per process)",
-                     (int)getpid());
+            say_forked_in_memory();
+        else
+            forked_in_memory = true; /* said at the child's own first CUDA call, if it comes */
         c.state[0] = 0;
     }
     return gmt_core_init(&c);

@@ -294,50 +294,91 @@ static int32_t running_owner(int fd)
     return gmt_region_owner_alive(h.pid, start) ? h.pid : 0;
 }
 
+/* A return of state_target_ok, lock_target and open_judged besides 0 and -errno: the path
+ * changed under the judgement (another process named its file there, or swapped something
+ * in), and is judged again (gmt_region_place). Not an errno: an open's or flock's EAGAIN
+ * (EWOULDBLOCK: a lease, a lock) was taken for it and retried. */
+#define REJUDGE 1
+
+/* Opens the regular file lstat found at path (st) with flags (O_RDONLY, or O_RDWR for NFS's
+ * exclusive lock), without any driver's open running first: it is looked at through an O_PATH
+ * descriptor, and reopened through /proc/self/fd only when it is still that regular file (a
+ * FIFO or device swapped in after the lstat was opened, and then replaced by the rename). The
+ * descriptor is moved above the program's (held across the lock's wait, it must not be a
+ * number the program closes and reuses); *id is its identity. 0, REJUDGE, or -errno. */
+static int open_judged(const char *path, const struct stat *st, int flags, int *fd, gmt_fd_id_t *id)
+{
+    *fd = -1;
+    int at = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (at < 0) return errno == ENOENT ? REJUDGE : -errno;
+    struct stat now;
+    if (fstat(at, &now) != 0 || !S_ISREG(now.st_mode) || now.st_dev != st->st_dev ||
+        now.st_ino != st->st_ino) {
+        close(at);
+        return REJUDGE; /* something else there now: judged again */
+    }
+    id->dev = now.st_dev;
+    id->ino = now.st_ino;
+    char proc[48];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", at);
+    int f = open(proc, flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (f < 0 && errno == ENOENT) /* no /proc: by name, checked below */
+        f = open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    int e = errno;
+    if (gmt_fd_is(at, id)) close(at);
+    if (f < 0) return e == ENOENT ? REJUDGE : -e;
+    if (!gmt_fd_is(f, id)) {
+        close(f); /* by name, another file: ours, just opened */
+        return REJUDGE;
+    }
+    if ((f = gmt_fd_move_high_checked(f, id)) < 0) return REJUDGE;
+    *fd = f;
+    return 0;
+}
+
+static void close_ours(int fd, const gmt_fd_id_t *id)
+{
+    if (fd >= 0 && gmt_fd_is(fd, id)) close(fd);
+}
+
 /* Whether the state file may be written at path: nothing there, an empty regular file (made by
  * mktemp, say) or an earlier state file of a process that no longer runs. A device, a link, a
  * directory or another file is never replaced (a state file is renamed into place: as root,
  * GPUMEMTRACE_STATE=/dev/null replaced the device with a file, and an unrelated file's content
  * was lost): -EEXIST; nor the state file of a process that still runs: -EBUSY
- * (gmt_region_busy_owner names it). A file to replace is left open in *old (else -1), for
- * gmt_region_place to lock (lock_target). */
-static int state_target_ok(const char *path, bool *vacant, int *old, gmt_fd_id_t *old_id)
+ * (gmt_region_busy_owner names it). A file to replace is left open in *old (else -1), read
+ * only (opened for writing, a file a watcher sees written, a lease broken, an overlay's layer
+ * copied up), with *st its lstat, for gmt_region_place to lock (lock_target). */
+static int state_target_ok(const char *path, bool *vacant, int *old, gmt_fd_id_t *old_id,
+                           struct stat *st)
 {
-    struct stat st;
     *vacant = false;
     *old = -1;
-    if (lstat(path, &st) != 0) {
+    if (lstat(path, st) != 0) {
         *vacant = errno == ENOENT;
         return errno == ENOENT ? 0 : -errno;
     }
-    if (!S_ISREG(st.st_mode)) {
+    if (!S_ISREG(st->st_mode)) {
         refusal = GMT_REGION_REFUSED_NOT_STATE;
         return -EEXIST;
     }
-    /* Opened for writing where it may be: NFS grants an exclusive flock only to a writer
-     * (EBADF to a reader), and lock_target takes one. Moved above the program's descriptors:
-     * held across the lock's wait, it must not be a number the program closes and reuses. */
-    int fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0 && (errno == EACCES || errno == EPERM || errno == EROFS || errno == ETXTBSY))
-        fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0 && errno == ENOENT) return -EAGAIN; /* gone since: judged again */
-    if (fd >= 0 && gmt_fd_id_take(fd, old_id) && (fd = gmt_fd_move_high_checked(fd, old_id)) < 0)
-        return -EAGAIN;    /* the program took the number meanwhile: judged again */
-    if (st.st_size == 0) { /* replaced, locked where it can be read (not another's, 0600) */
+    int fd;
+    int rc = open_judged(path, st, O_RDONLY, &fd, old_id);
+    if (st->st_size == 0 && rc != REJUDGE) { /* replaced; locked where it can be read */
         *old = fd;
         return 0;
     }
-    if (fd < 0) return -errno;
+    if (rc != 0) return rc;
     char magic[8];
     ssize_t n = pread(fd, magic, sizeof magic, 0);
     if (n != (ssize_t)sizeof magic || memcmp(magic, GMT_REGION_MAGIC, 8) != 0) {
-        close(fd);
+        close_ours(fd, old_id);
         refusal = GMT_REGION_REFUSED_NOT_STATE;
         return -EEXIST;
     }
     busy_owner = running_owner(fd);
     if (busy_owner) {
-        close(fd);
+        close_ours(fd, old_id);
         refusal = GMT_REGION_REFUSED_OWNER_RUNS;
         return -EBUSY;
     }
@@ -345,32 +386,46 @@ static int state_target_ok(const char *path, bool *vacant, int *old, gmt_fd_id_t
     return 0;
 }
 
-/* Takes the replacing process's lock on the file judged replaceable (old, open), and checks
- * that path is still that file: two jobs started together on one path, both finding the same
- * dead owner's file, renamed their files over it in turn, and the first, its file replaced,
- * ran on believing it had one (it said `state file: PATH`; a SIGKILL then left nothing to
- * recover). The second now waits for the first's rename, finds path another file, and judges
- * that one (-EAGAIN). The lock is the file's (flock), released as old is closed, by a kill
- * too. A process that holds it for longer than GMT_REGION_LOCK_WAIT_MS (none of ours does: anyone
- * who can read the file can) gets -ETIMEDOUT, never retried; a file system that has no such
- * locks, or refuses this one (Lustre without -o flock: ENOSYS; CIFS, NFS to a reader), is
- * replaced without, as before. */
-static int lock_target(int old, const char *path)
+/* Takes the replacing process's lock on the file judged replaceable (*old, open; st its
+ * lstat), and checks that path is still that file: two jobs started together on one path, both
+ * finding the same dead owner's file, renamed their files over it in turn, and the first, its
+ * file replaced, ran on believing it had one (it said `state file: PATH`; a SIGKILL then left
+ * nothing to recover). The second now waits for the first's rename, finds path another file,
+ * and judges that one (REJUDGE). The lock is the file's (flock), released as *old is closed,
+ * by a kill too. A process that holds it for longer than GMT_REGION_LOCK_WAIT_MS by the clock
+ * (none of ours does: anyone who can read the file can) gets -ETIMEDOUT, never retried. NFS
+ * grants an exclusive lock only to a writer (EBADF to a reader): the file is opened for
+ * writing then, *old becoming that descriptor. A file system that has no such locks, or
+ * refuses this one (Lustre without -o flock: ENOSYS; CIFS), is replaced without, as before. */
+static int lock_target(int *old, gmt_fd_id_t *id, const char *path, const struct stat *st)
 {
-    for (int waited = 0; flock(old, LOCK_EX | LOCK_NB) != 0; waited += 5) {
+    const uint64_t deadline = gmt_now_ns() + GMT_REGION_LOCK_WAIT_MS * 1000000ull;
+    bool reopened = false;
+    while (flock(*old, LOCK_EX | LOCK_NB) != 0) {
         if (errno == EINTR) continue;
-        if (errno != EWOULDBLOCK) break; /* no locks here (ENOLCK, ENOSYS, EBADF, ...) */
-        if (waited >= GMT_REGION_LOCK_WAIT_MS) {
+        if (errno == EBADF && !reopened) {
+            int rw;
+            gmt_fd_id_t rw_id;
+            reopened = true;
+            int rc = open_judged(path, st, O_RDWR, &rw, &rw_id);
+            if (rc == REJUDGE) return REJUDGE;
+            if (rc != 0) break; /* not writable by us: replaced without the lock */
+            close_ours(*old, id);
+            *old = rw;
+            *id = rw_id;
+            continue;
+        }
+        if (errno != EWOULDBLOCK) break; /* no locks here (ENOLCK, ENOSYS, ...) */
+        if (gmt_now_ns() >= deadline) {
             refusal = GMT_REGION_REFUSED_LOCKED;
             return -ETIMEDOUT;
         }
         struct timespec ts = {0, 5 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
-    struct stat was, now;
-    if (fstat(old, &was) != 0) return -errno;
-    if (lstat(path, &now) != 0) return errno == ENOENT ? -EAGAIN : -errno;
-    return was.st_dev == now.st_dev && was.st_ino == now.st_ino ? 0 : -EAGAIN;
+    struct stat now;
+    if (lstat(path, &now) != 0) return errno == ENOENT ? REJUDGE : -errno;
+    return gmt_fd_is(*old, id) && id->dev == now.st_dev && id->ino == now.st_ino ? 0 : REJUDGE;
 }
 
 /* The temporary's name: PATH.tmp.<pid>.<8 random hex digits> (PATH's base name cut where the
@@ -693,22 +748,24 @@ int gmt_region_place(void)
     if (R.placed || R.recovered || R.fd < 0 || !gmt_region_base_ || !R.path[0]) return 0;
     refusal = GMT_REGION_REFUSED_ERRNO;
     int fd = region_fd();
-    int rc = -EAGAIN;
+    int rc = REJUDGE;
     if (fd < 0) {
         refusal = GMT_REGION_REFUSED_FD_LOST;
         rc = -EBADF;
     }
     /* Judged again when the path changed between the judgement and the rename: another job
      * named its file there first (a file where there was none: renameat2's -EEXIST; or the
-     * file judged replaceable is no longer there: lock_target's -EAGAIN). Two ranks started
-     * together on one path: the second then finds the first's file, which runs, and says so;
-     * before, it said the path "is not a state file", or replaced the first's file. */
-    for (int attempt = 0; rc == -EAGAIN && attempt < PLACE_ATTEMPTS; attempt++) {
+     * file judged replaceable is no longer there: lock_target), or something was swapped in.
+     * Two ranks started together on one path: the second then finds the first's file, which
+     * runs, and says so; before, it said the path "is not a state file", or replaced the
+     * first's file. */
+    for (int attempt = 0; rc == REJUDGE && attempt < PLACE_ATTEMPTS; attempt++) {
         bool vacant = false;
         int old = -1;
         gmt_fd_id_t old_id = {0, 0};
-        rc = state_target_ok(R.path, &vacant, &old, &old_id);
-        if (rc == 0 && old >= 0) rc = lock_target(old, R.path);
+        struct stat st;
+        rc = state_target_ok(R.path, &vacant, &old, &old_id, &st);
+        if (rc == 0 && old >= 0) rc = lock_target(&old, &old_id, R.path, &st);
         /* read here, not as the library loads: the processes that never name a file (helpers,
          * launchers) skip it, and no reader sees the header before the file has its name */
         if (rc == 0) hdr()->start_ticks = own_start_ticks();
@@ -720,12 +777,15 @@ int gmt_region_place(void)
         }
         if (rc == 0) {
             rc = rename_into_place(from, R.path, vacant);
-            if (rc == -EEXIST && vacant) rc = -EAGAIN; /* named by another meanwhile */
+            if (rc == -EEXIST && vacant) rc = REJUDGE; /* named by another meanwhile */
             if (rc != 0 && from == linked) unlink_ours(linked);
         }
-        if (old >= 0 && gmt_fd_is(old, &old_id)) close(old); /* the lock with it */
+        close_ours(old, &old_id); /* the lock with it */
     }
-    if (rc == -EAGAIN) refusal = GMT_REGION_REFUSED_CHURN;
+    if (rc == REJUDGE) {
+        refusal = GMT_REGION_REFUSED_CHURN;
+        rc = -ESTALE;
+    }
     unlink_ours(R.tmp); /* named (gone already), or refused: the file stays the process's own */
     R.tmp[0] = 0;
     if (rc != 0) {

@@ -20,6 +20,7 @@ import resource
 import shlex
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -1819,6 +1820,25 @@ def case_state_locks(ctx):
         holder.kill()
         holder.communicate()
     preload = ":".join(ctx.sanitizer_runtimes() + [ctx.prog("slow_name.so"), ctx.lib])
+    # A FIFO planted between the tracer's look at the path (an empty regular file, mktemp's)
+    # and its open: never opened (it is looked at through O_PATH first) nor replaced, one line.
+    # Opened with O_RDWR it was, and then renamed over (59a402c).
+    planted = os.path.join(files, "planted.gmt")
+    open(planted, "w").close()
+    env = ctx.env(extra={"GPUMEMTRACE_STATE": planted, "GMT_SWAP_FIFO": planted,
+                         "GMT_SLOW_NAME_MS": "0"})
+    env["LD_PRELOAD"] = preload
+    proc = subprocess.run([ctx.prog("simple")], cwd=ctx.work, env=env, text=True,
+                          capture_output=True, timeout=30)
+    expect_eq("a FIFO planted after the look: exit status", proc.returncode, 0)
+    expect_eq("a FIFO planted after the look: still a FIFO",
+              stat.S_ISFIFO(os.lstat(planted).st_mode), True)
+    expect_eq("a FIFO planted after the look: lines",
+              [l for l in proc.stderr.splitlines() if "state file" in l],
+              [f"gpumemtrace: {planted} exists and is not a state file (a device, link, "
+               "directory or another file is never replaced); keeping the state in memory "
+               "only"])
+    ctx.clear_output()
     for code, name in ((errno.EBADF, "EBADF"), (errno.ENOSYS, "ENOSYS"),
                        (errno.ENOLCK, "ENOLCK")):
         env = ctx.env(extra={"GPUMEMTRACE_STATE": shared, "GMT_FLOCK_ERRNO": str(code),
@@ -3513,6 +3533,22 @@ def case_state_helpers(ctx):
     r = ctx.run(["fork_child"], env=one)
     expect_eq("'forked child' lines from a child of a job with the file",
               len([l for l in r.stderr.splitlines() if "forked child" in l]), 1)
+    os.unlink(os.path.join(d, "one.gmt"))
+    # A child forked before its parent's first CUDA call (the usual way to start GPU workers):
+    # said at the child's own first CUDA call, and in its report's warnings (ab9b46c said
+    # nothing of it: a state in memory, silently).
+    r = ctx.run(["fork_child", "fork_first"], env=one)
+    child = r.facts["child_pid"]
+    expect_eq("'forked child' lines from a child forked before any CUDA call",
+              [l for l in r.stderr.splitlines() if "forked child" in l],
+              [f"gpumemtrace: forked child {child} keeps its state in memory (put %p in "
+               "GPUMEMTRACE_STATE for a file per process)"])
+    reps = {n: json.load(open(os.path.join(ctx.work, n))) for n in os.listdir(ctx.work)
+            if n.endswith(".json")}
+    warned = [r_["process"]["pid"] for r_ in reps.values()
+              if any("a forked child keeps its state in memory" in w
+                     for w in r_["capture"].get("warnings", []))]
+    expect_eq("reports warning of the child's state in memory", warned, [int(child)])
     os.unlink(os.path.join(d, "one.gmt"))
     for name in os.listdir(ctx.work):  # fork_child's two reports (clear_output takes states/)
         if name.endswith(".json"):

@@ -9,7 +9,8 @@
  * the tracer's only: the program opens none) and the child how many after its first CUDA call
  * (GMT_FACT child_pipes=): the same, as the child's tracer starts over with its own.
  * With "usr1_early" the child raises SIGUSR1 (the tracer's snapshot signal, its handler the
- * parent's) before its first CUDA call, then leaks and exits.
+ * parent's) before its first CUDA call, then leaks and exits. With "fork_first" the parent
+ * forks before any CUDA call of its own (no pre_fork), as a program starting GPU workers does.
  */
 #include "common.h"
 
@@ -66,7 +67,8 @@ int main(int argc, char **argv)
     int fds = argc > 1 && strcmp(argv[1], "fds") == 0;
     int usr1_early = argc > 1 && strcmp(argv[1], "usr1_early") == 0;
     const char *exec_prog = argc > 2 && strcmp(argv[1], "exec") == 0 ? argv[2] : NULL;
-    pre_fork();
+    int fork_first = argc > 1 && strcmp(argv[1], "fork_first") == 0;
+    if (!fork_first) pre_fork();
     if (fds) FACT("parent_pipes", "%d", count_pipes());
     fflush(stdout);
     pid_t pid = fork();

@@ -4,8 +4,10 @@
  * GPUMEMTRACE_STATE all judge the path before any of them renames its file there: the window
  * integration.state_race needs, made wide (GMT_SLOW_NAME_MS=0: no wait). With GMT_FLOCK_ERRNO=N,
  * flock() fails with errno N instead, as on a file system whose locks refuse the tracer's
- * (NFS to a reader: EBADF; Lustre without -o flock: ENOSYS), for integration.state_locks. Every
- * other call is the C library's.
+ * (NFS to a reader: EBADF; Lustre without -o flock: ENOSYS), for integration.state_locks. With
+ * GMT_SWAP_FIFO=PATH, the first lstat() of PATH that finds a regular file replaces it with a
+ * FIFO just after, as another user planting one between the tracer's look and its open would.
+ * Every other call is the C library's.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -14,13 +16,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <time.h>
 
 typedef int (*linkat_fn)(int, const char *, int, const char *, int);
 
 int linkat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath, int flags)
 {
-    if (newpath && strstr(newpath, ".tmp.")) {
+    if (strstr(newpath, ".tmp.")) {
         const char *ms = getenv("GMT_SLOW_NAME_MS");
         long wait = ms ? strtol(ms, NULL, 10) : 800;
         struct timespec ts = {wait / 1000, (wait % 1000) * 1000000L};
@@ -50,4 +54,26 @@ int flock(int fd, int op)
         return -1;
     }
     return real(fd, op);
+}
+
+typedef int (*lstat_fn)(const char *, struct stat *);
+
+int lstat(const char *path, struct stat *st)
+{
+    static int swapped;
+    lstat_fn real = (lstat_fn)dlsym(RTLD_NEXT, "lstat");
+    if (!real) {
+        errno = ENOSYS;
+        return -1;
+    }
+    int rc = real(path, st);
+    const char *swap = getenv("GMT_SWAP_FIFO");
+    if (rc == 0 && swap && !swapped && strcmp(path, swap) == 0 && S_ISREG(st->st_mode)) {
+        swapped = 1;
+        int saved = errno;
+        unlink(path);
+        mkfifo(path, 0600);
+        errno = saved;
+    }
+    return rc;
 }
