@@ -3501,31 +3501,17 @@ def case_graph_audit(ctx):
     shutil.rmtree(sdir)
 
 
-@case("state_helpers")
-def case_state_helpers(ctx):
-    """With a state file per process (GPUMEMTRACE_STATE=DIR/s-%p.gmt, as docs/state.md
-    suggests), the helpers a traced job starts that never touch CUDA leave no state file and
-    say nothing about one; a program that traced allocations keeps its file and says where it
-    is, once."""
+@case("state_fork_line")
+def case_state_fork_line(ctx):
+    """GPUMEMTRACE_STATE without %p: a forked child keeps its state in memory, and says so in
+    one line, at the fork where its parent named the file, else at its own first CUDA call
+    (with a warning in its report); a shell that never calls CUDA says nothing of its
+    children. Until session 51 each fork of a traced shell or pyenv shim said it: dozens of
+    lines for one `python3 train.py`. (Not under TSan: it refuses threads after a fork of a
+    process with threads, the parent's writer.)"""
     d = os.path.join(ctx.work, "states")
     os.makedirs(d)
-    env = {"GPUMEMTRACE_STATE": os.path.join(d, "s-%p.gmt")}
     prog = ctx.prog("no_cuda")
-    r = ctx.run(["/bin/sh", "-c", f"{prog} a; {prog} b; {prog} c"], env=env)
-    expect_eq("state files left by processes that never touched CUDA", os.listdir(d), [])
-    expect_eq("'state file:' lines from them", r.stderr.count("state file:"), 0)
-    # A relative name is the working directory's at start: a helper that changes directory
-    # (a shell's cd) still removes its file (until this, its name was looked for elsewhere).
-    other = os.path.join(ctx.work, "elsewhere")
-    os.makedirs(other)
-    ctx.run(["/bin/sh", "-c", f"cd {shlex.quote(other)}; :"],
-            env={"GPUMEMTRACE_STATE": os.path.join("states", "s-%p.gmt")})
-    expect_eq("state files left by a shell that changed directory", os.listdir(d), [])
-    expect_eq("files where it went", os.listdir(other), [])
-    os.rmdir(other)
-    # A path without %p: a forked child keeps its state in memory, and says so only where its
-    # parent named the file (called CUDA); a shell that never did says nothing of its children
-    # (until session 51 each fork of a traced shell or pyenv shim said it: dozens of lines).
     one = {"GPUMEMTRACE_STATE": os.path.join(d, "one.gmt")}
     r = ctx.run(["/bin/sh", "-c", f"{prog} a; {prog} b; ({prog} c)"], env=one)
     expect_eq("'forked child' lines from a shell that never called CUDA",
@@ -3553,6 +3539,30 @@ def case_state_helpers(ctx):
     for name in os.listdir(ctx.work):  # fork_child's two reports (clear_output takes states/)
         if name.endswith(".json"):
             os.unlink(os.path.join(ctx.work, name))
+
+
+@case("state_helpers")
+def case_state_helpers(ctx):
+    """With a state file per process (GPUMEMTRACE_STATE=DIR/s-%p.gmt, as docs/state.md
+    suggests), the helpers a traced job starts that never touch CUDA leave no state file and
+    say nothing about one; a program that traced allocations keeps its file and says where it
+    is, once."""
+    d = os.path.join(ctx.work, "states")
+    os.makedirs(d)
+    env = {"GPUMEMTRACE_STATE": os.path.join(d, "s-%p.gmt")}
+    prog = ctx.prog("no_cuda")
+    r = ctx.run(["/bin/sh", "-c", f"{prog} a; {prog} b; {prog} c"], env=env)
+    expect_eq("state files left by processes that never touched CUDA", os.listdir(d), [])
+    expect_eq("'state file:' lines from them", r.stderr.count("state file:"), 0)
+    # A relative name is the working directory's at start: a helper that changes directory
+    # (a shell's cd) still removes its file (until this, its name was looked for elsewhere).
+    other = os.path.join(ctx.work, "elsewhere")
+    os.makedirs(other)
+    ctx.run(["/bin/sh", "-c", f"cd {shlex.quote(other)}; :"],
+            env={"GPUMEMTRACE_STATE": os.path.join("states", "s-%p.gmt")})
+    expect_eq("state files left by a shell that changed directory", os.listdir(d), [])
+    expect_eq("files where it went", os.listdir(other), [])
+    os.rmdir(other)
     r = ctx.run(["leak_two_sites"], env=env)
     left = os.listdir(d)
     expect_eq("state files left by a traced program", len(left), 1)
