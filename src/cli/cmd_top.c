@@ -445,8 +445,7 @@ static bool owner_runs(void)
  * as the tracer does before it replaces such a file (region.h). */
 static double silent_limit_s(void)
 {
-    return owner_where() == GMT_REGION_OWNER_OTHER_HOST ? GMT_REGION_SILENT_OTHER_HOST_S
-                                                        : GMT_REGION_SILENT_S;
+    return gmt_region_silent_limit_s(owner_where());
 }
 
 /* How long the state file's owner has given no sign of life (its last event or the writer's

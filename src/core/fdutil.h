@@ -162,6 +162,23 @@ static inline int gmt_temp_beside(char *out, size_t len, const char *path, const
     return 0;
 }
 
+/* %h's rule, for GPUMEMTRACE_OUTPUT (report.c) and GPUMEMTRACE_STATE (region.c) alike: host as
+ * one file name in out (len bytes). A name set by sethostname may hold any bytes: a '/' is
+ * taken as '_', and a whole name of "." or ".." (or none) would name a directory, so it is
+ * prefixed with '_' ("unknown" for none). 0, or -ENAMETOOLONG when out cannot hold it. */
+static inline int gmt_host_file_name(const char *host, char *out, size_t len)
+{
+    bool dots = strcmp(host, ".") == 0 || strcmp(host, "..") == 0;
+    const char *name = host[0] ? host : "unknown";
+    size_t n = strlen(name);
+    if (dots + n >= len) return -ENAMETOOLONG;
+    out[0] = '_';
+    memcpy(out + dots, name, n + 1);
+    for (char *c = out; *c; c++)
+        if (*c == '/') *c = '_';
+    return 0;
+}
+
 /* A relative path made absolute in place against the working directory now (p holds len
  * bytes), so that it does not move with a program that changes directory later. True when p
  * is absolute after; false where the working directory is unknown or the whole would not fit

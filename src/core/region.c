@@ -159,7 +159,7 @@ bool gmt_region_owner_alive(int32_t pid, uint64_t start_ticks)
     return !start_ticks || start == start_ticks;
 }
 
-static void size_table(uint32_t *sizes);
+static bool same_build(const gmt_region_header_t *h);
 static bool id_known(const uint8_t id[16]);
 /* Where the core block keeps its owner's signs of life (core_init.c): the writer thread's
  * mark and the process's start on its monotonic and wall clocks. */
@@ -204,10 +204,7 @@ static int read_va(int fd, const gmt_region_header_t *h, uint64_t va, void *to, 
  * was taken for one that cannot say, and replaced. */
 static double owner_silent_s(int fd, const gmt_region_header_t *h, bool same_boot)
 {
-    uint32_t want[GMT_SIZE_COUNT] = {0};
-    size_table(want);
-    if (h->version != GMT_REGION_VERSION || h->header_bytes != sizeof *h ||
-        memcmp(want, h->sizes, sizeof want) != 0 || h->nchunks == 0 ||
+    if (h->version != GMT_REGION_VERSION || !same_build(h) || h->nchunks == 0 ||
         h->nchunks > GMT_REGION_MAX_CHUNKS)
         return -1;
     size_t at_alive, at_mono, at_wall;
@@ -275,11 +272,7 @@ static int32_t running_owner(int fd)
         bool same_boot = where == GMT_REGION_OWNER_OTHER_PIDNS && id_known(owner.boot_id) &&
                          id_known(here.boot_id);
         double silent = owner_silent_s(fd, &h, same_boot);
-        /* another host's mark reaches this one as its pages are written back (about 30 s on
-         * NFS): given longer */
-        double window = where == GMT_REGION_OWNER_OTHER_HOST ? GMT_REGION_SILENT_OTHER_HOST_S
-                                                             : GMT_REGION_SILENT_S;
-        if (silent < 0 || silent >= window) return 0;
+        if (silent < 0 || silent >= gmt_region_silent_limit_s(where)) return 0;
         busy_where = where;
         busy_silent_s = silent;
         printable_host(&owner, busy_host, sizeof busy_host);
@@ -554,17 +547,13 @@ static int expand_path(const char *pat, char *out, size_t len)
             snprintf(tmp, sizeof tmp, "%d", (int)getpid());
             p++;
         } else if (p[0] == '%' && p[1] == 'h') {
-            /* the host name as GPUMEMTRACE_OUTPUT's %h gives it (report.c): one file name
-             * whatever sethostname was given ('/' as '_', "." and ".." with a leading '_', none
-             * as "unknown"); containers sharing a folder, whose pids repeat (often 1 in each),
-             * keep their files apart by it */
+            /* the host name as GPUMEMTRACE_OUTPUT's %h gives it (gmt_host_file_name);
+             * containers sharing a folder, whose pids repeat (often 1 in each), keep their
+             * files apart by it */
             char host[256];
             if (gethostname(host, sizeof host) != 0) host[0] = 0;
             host[sizeof host - 1] = 0;
-            bool dots = strcmp(host, ".") == 0 || strcmp(host, "..") == 0;
-            snprintf(tmp, sizeof tmp, "%s%s", dots ? "_" : "", host[0] ? host : "unknown");
-            for (char *c = tmp; *c; c++)
-                if (*c == '/') *c = '_';
+            if (gmt_host_file_name(host, tmp, sizeof tmp) != 0) return -ENAMETOOLONG;
             p++;
         } else if (p[0] == '%' && p[1] == '%') {
             tmp[0] = '%', tmp[1] = 0;
@@ -1029,6 +1018,14 @@ static void size_table(uint32_t *sizes)
     sizes[GMT_SIZE_STACK_ENTRY] = (uint32_t)gmt_stacks_entry_bytes();
 }
 
+/* Whether a header's structure sizes are this build's (its version checked apart). */
+static bool same_build(const gmt_region_header_t *h)
+{
+    uint32_t want[GMT_SIZE_COUNT] = {0};
+    size_table(want);
+    return h->header_bytes == sizeof *h && memcmp(want, h->sizes, sizeof want) == 0;
+}
+
 /* The arena chunk i belongs to: the last whose offset is at or below the chunk's. */
 static int chunk_arena(const gmt_region_header_t *h, uint32_t i)
 {
@@ -1053,10 +1050,9 @@ static int validate(const gmt_region_header_t *h, uint64_t size, char *err, size
     if (h->version != GMT_REGION_VERSION)
         FAIL("state file version %u, this gpumemtrace reads version %u", h->version,
              GMT_REGION_VERSION);
+    if (!same_build(h)) FAIL("state file written by a different build (structure sizes differ)");
     uint32_t want[GMT_SIZE_COUNT] = {0};
     size_table(want);
-    if (h->header_bytes != sizeof *h || memcmp(want, h->sizes, sizeof want) != 0)
-        FAIL("state file written by a different build (structure sizes differ)");
     uint64_t prev_end = 0;
     for (int a = 0; a < GMT_ARENA_COUNT; a++) {
         const gmt_arena_t *ar = &h->arenas[a];

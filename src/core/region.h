@@ -222,6 +222,12 @@ gmt_region_where_t gmt_region_owner_where(const gmt_region_whose_t *owner,
 /* ... and one on another host, whose mark reaches this host as its pages are written back to
  * the shared file system (NFS: about 30 s), this long */
 #define GMT_REGION_SILENT_OTHER_HOST_S 120
+/* The window for an owner that runs where (GMT_REGION_SILENT_S, or another host's). */
+static inline double gmt_region_silent_limit_s(gmt_region_where_t where)
+{
+    return where == GMT_REGION_OWNER_OTHER_HOST ? GMT_REGION_SILENT_OTHER_HOST_S
+                                                : GMT_REGION_SILENT_S;
+}
 /* How long gmt_region_place waits for another process's lock on a file it would replace (well
  * under the start-up's 2 s, past which the program's other threads' first calls go untraced). */
 #define GMT_REGION_LOCK_WAIT_MS 500

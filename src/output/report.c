@@ -11,6 +11,7 @@
 #include "report.h"
 
 #include "core/clock.h"
+#include "core/fdutil.h"
 #include "core/log.h"
 #include "core/pyframes.h"
 #include "core/region.h"
@@ -221,20 +222,13 @@ static bool adds_pid(void)
     return !(lineage == LINEAGE_EXECED && pat_rank && gmt_env_has_rank());
 }
 
-/* %h: the host name as one file name. A name set by sethostname may hold any bytes: a '/' is
- * taken as '_', and a whole name of "." or ".." (or none) would name a directory, so it is
- * prefixed with '_' ("unknown" for none). The report's "hostname" keeps the name as it is. */
+/* %h: the host name as one file name (gmt_host_file_name). The report's "hostname" keeps the
+ * name as it is. */
 static int append_host(char *out, size_t len, size_t *pos)
 {
-    const char *h = proc.hostname;
-    if (!h[0]) return append(out, len, pos, "unknown");
-    if (strcmp(h, ".") == 0 || strcmp(h, "..") == 0)
-        if (append(out, len, pos, "_")) return -ENAMETOOLONG;
-    for (const char *c = h; *c; c++) {
-        char one[2] = {*c == '/' ? '_' : *c, 0};
-        if (append(out, len, pos, one)) return -ENAMETOOLONG;
-    }
-    return 0;
+    char name[sizeof proc.hostname + 1];
+    if (gmt_host_file_name(proc.hostname, name, sizeof name) != 0) return -ENAMETOOLONG;
+    return append(out, len, pos, name);
 }
 
 /* Inserts s before a trailing ".json" of out (or appends it). */
