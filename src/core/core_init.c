@@ -157,6 +157,12 @@ static void state_refused(char *why, size_t len, const char *state, int rc)
                  "keeping the state in memory only",
                  state, GMT_REGION_LOCK_WAIT_MS);
         return;
+    case GMT_REGION_REFUSED_MOUNT:
+        snprintf(why, len,
+                 "%s is a mount point, which no rename replaces (%s): not replaced; keeping the "
+                 "state in memory only (mount its folder instead)",
+                 state, strerror(-rc));
+        return;
     case GMT_REGION_REFUSED_FD_LOST:
     case GMT_REGION_REFUSED_ERRNO:
         break;

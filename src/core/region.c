@@ -767,6 +767,8 @@ int gmt_region_place(void)
         if (rc == 0) {
             rc = rename_into_place(from, R.path, vacant);
             if (rc == -EEXIST && vacant) rc = REJUDGE; /* named by another meanwhile */
+            /* a file bind-mounted there (a container given one file of the host) */
+            if (rc == -EBUSY) refusal = GMT_REGION_REFUSED_MOUNT;
             if (rc != 0 && from == linked) unlink_ours(linked);
         }
         close_ours(old, &old_id); /* the lock with it */

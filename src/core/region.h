@@ -125,7 +125,8 @@ typedef enum gmt_region_refusal_e {
     GMT_REGION_REFUSED_OWNER_RUNS, /* a running process's state file (-EBUSY) */
     GMT_REGION_REFUSED_CHURN,      /* the path changed each time it was about to be named */
     GMT_REGION_REFUSED_LOCKED,     /* another process held the file's lock (-ETIMEDOUT) */
-    GMT_REGION_REFUSED_FD_LOST     /* the program closed the descriptor first (-EBADF) */
+    GMT_REGION_REFUSED_FD_LOST,    /* the program closed the descriptor first (-EBADF) */
+    GMT_REGION_REFUSED_MOUNT       /* the path is a mount point: no rename replaces it (-EBUSY) */
 } gmt_region_refusal_t;
 gmt_region_refusal_t gmt_region_place_refusal(void);
 /* The pid of the process still running whose state file gmt_region_place refused to replace

@@ -2040,6 +2040,47 @@ def other_pidns(ctx, more):
               ctx.final_report()["capture"].get("state_file"), shared)
 
 
+@case("state_bind_mount")
+def case_state_bind_mount(ctx):
+    """An ended job's state file that is a mount point (the file bind-mounted on itself, as a
+    container is given one file of the host): the rename that names the next job's file there
+    fails (EBUSY). The job keeps its state in memory, says so in one line that names the path
+    and the mount, runs on to its report, and leaves no temporary file; the mounted file stays
+    as it was. Skipped where unshare cannot make a mount namespace."""
+    unshare = shutil.which("unshare")
+    if not unshare:
+        skip("no unshare here")
+    ns = [unshare, "--user", "--map-root-user", "--mount"]
+    probe = subprocess.run(ns + ["true"], capture_output=True, text=True, timeout=30)
+    if probe.returncode != 0:
+        skip(f"unshare cannot make a mount namespace here: {probe.stderr.strip()}")
+    files = ctx.work + "-files"
+    shutil.rmtree(files, ignore_errors=True)
+    os.makedirs(files)
+    shared = os.path.join(files, "shared.gmt")
+    ctx.run(["simple"], env={"GPUMEMTRACE_STATE": shared}, timeout=30)
+    expect_eq("the earlier job's state file", ctx.final_report()["capture"].get("state_file"),
+              shared)
+    ctx.clear_output()
+    before = os.stat(shared)
+    script = 'mount --bind "$1" "$1" && shift && exec "$@"'
+    r = ctx.run(ns + ["sh", "-c", script, "sh", shared, ctx.prog("simple")],
+                env={"GPUMEMTRACE_STATE": shared}, timeout=60)
+    said = [l for l in r.stderr.splitlines() if "state file" in l or shared in l]
+    want = (f"gpumemtrace: {shared} is a mount point, which no rename replaces (Device or "
+            f"resource busy): not replaced; keeping the state in memory only (mount its folder "
+            f"instead)")
+    expect_eq("the lines about the state file", said, [want])
+    final = ctx.final_report()
+    expect_eq("capture.state_file", final["capture"].get("state_file"), None)
+    warned = [w for w in final["capture"].get("warnings", []) if shared in w]
+    expect_eq("the report's warnings naming the state file", len(warned), 1)
+    expect_eq("files beside the state file", os.listdir(files), ["shared.gmt"])
+    after = os.stat(shared)
+    expect_eq("the mounted file (inode, size, modified)", (after.st_ino, after.st_size,
+              after.st_mtime_ns), (before.st_ino, before.st_size, before.st_mtime_ns))
+
+
 @case("exit_quick")
 def case_exit_quick(ctx):
     """quick_exit(7): the exit report is written (before session 25 none was, and nothing said
