@@ -13,6 +13,13 @@ helpers (a shell, a Python one-liner) before its first CUDA call: a file is name
 process's first CUDA call (session 50), so the file is the job's, READY found, and recovered
 after the kill with its pid and all of torch's reserved bytes; no other file is left beside it.
 Until session 50 the helpers replaced the job's file and removed it at their exit.
+
+torch_state_race: three PyTorch jobs started together on one GPUMEMTRACE_STATE holding %h
+(the ranks of one node given a path without %p), each made to wait 250 ms between judging the
+path and naming its file there (tests/integration/progs/slow_name.c, built here with cc): one
+job names HOST.gmt, the two others find it, running, keep their state in memory and say whose
+it is in one line; all three reach READY, no temporary file is left, and the file recovers the
+named job's pid and all of its reserved bytes after the kill.
 """
 import json
 import os
@@ -25,15 +32,16 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def start_job(m, c, state, output, *args):
+def start_job(m, c, state, output, *args, extra=None):
     """torch_state_kill.py started traced with GPUMEMTRACE_STATE state, its report at output,
-    read up to its READY: (process, GMT_FACTs, the device's name). Skipped without PyTorch."""
+    read up to its READY: (process, GMT_FACTs, the device's name). Skipped without PyTorch.
+    extra: more environment (it may replace LD_PRELOAD)."""
     try:
         import torch  # noqa: F401
     except ImportError:
         raise m.Skip("expected PyTorch got none")
     env = c.env({"LD_PRELOAD": c.lib, "GPUMEMTRACE_STATE": state,
-                 "GPUMEMTRACE_OUTPUT": os.path.join(c.out, output)})
+                 "GPUMEMTRACE_OUTPUT": os.path.join(c.out, output), **(extra or {})})
     p = subprocess.Popen([sys.executable, os.path.join(HERE, "torch_state_kill.py"), *args],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                          cwd=c.out, start_new_session=True)
@@ -160,3 +168,69 @@ def register_helper_first(m):
         c.expect("recovered live cudaMalloc bytes == torch.cuda.memory_reserved()", live,
                  facts["reserved"])
         c.note(f"job pid {p.pid}, reserved {facts['reserved']} B, recovered {live} B")
+
+
+def register_race(m):
+    @m.case
+    def torch_state_race(c):
+        slow = c.binary("slow_name.so")
+        folder = os.path.join(c.out, "race")
+        os.makedirs(folder, exist_ok=True)
+        state = os.path.join(folder, "%h.gmt")
+        host = os.uname().nodename
+        path = os.path.join(folder, ("_" if host in (".", "..") else "") +
+                            (host or "unknown").replace("/", "_") + ".gmt")
+        extra = {"LD_PRELOAD": f"{slow}:{c.lib}", "GMT_SLOW_NAME_MS": "250"}
+        jobs, facts = [], {}
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            raise m.Skip("expected PyTorch got none")
+        env = c.env({"GPUMEMTRACE_STATE": state, **extra})
+        for k in range(3):
+            env["GPUMEMTRACE_OUTPUT"] = os.path.join(c.out, f"race{k}-%p.json")
+            p = subprocess.Popen([sys.executable, os.path.join(HERE, "torch_state_kill.py")],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 env=dict(env), cwd=c.out, start_new_session=True)
+            m.CHILDREN.add(p.pid)
+            jobs.append(p)
+        errs = {}
+        try:
+            for p in jobs:
+                t0 = time.time()
+                while time.time() - t0 < 60:
+                    line = p.stdout.readline()
+                    if not line or line.strip() == "READY":
+                        break
+                    mt = re.match(r"GMT_FACT reserved=(\d+)", line)
+                    if mt:
+                        facts[p.pid] = int(mt.group(1))
+                c.expect_true(f"job {p.pid} printed its reserved bytes", p.pid in facts, facts)
+            c.expect("files in the state folder while the jobs run", sorted(os.listdir(folder)),
+                     [os.path.basename(path)])
+        finally:
+            for p in jobs:
+                os.killpg(p.pid, signal.SIGKILL)
+                errs[p.pid] = p.communicate()[1]
+                m.CHILDREN.discard(p.pid)
+        if not os.path.exists(path):
+            raise m.Fatal(f"expected the state file {path} got {os.listdir(folder)}")
+        rep = recover(m, c, path, "race_recovered.json")
+        owner = rep.get("process", {}).get("pid")
+        c.expect_true("the recovered pid is one of the three jobs", owner in errs, owner)
+        for pid, err in errs.items():
+            said = [l for l in err.splitlines() if "state file" in l]
+            if pid == owner:
+                c.expect("the named job's lines about the state file, other than naming it",
+                         [l for l in said
+                          if not l.startswith(f"gpumemtrace: state file: {path}")], [])
+                continue
+            want = (f"gpumemtrace: {path} is the state file of pid {owner}, which still runs: "
+                    f"not replaced; keeping the state in memory only (a %p in "
+                    f"GPUMEMTRACE_STATE gives each process a file)")
+            c.expect(f"job {pid}'s lines about the state file", said, [want])
+        c.expect("temporary files left", [n for n in os.listdir(folder) if ".tmp." in n], [])
+        live = sum(g.get("bytes", 0) for g in m.groups(rep) if g.get("api") == "cudaMalloc")
+        c.expect("recovered live cudaMalloc bytes == the named job's reserved bytes", live,
+                 facts.get(owner))
+        c.note(f"{path}: named by pid {owner} of {sorted(errs)}, recovered {live} B")

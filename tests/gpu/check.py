@@ -953,6 +953,7 @@ import cases_state  # noqa: E402  (the state file: SIGKILL recovery, top)
 
 cases_state.register(sys.modules[__name__])
 cases_state.register_helper_first(sys.modules[__name__])
+cases_state.register_race(sys.modules[__name__])
 import cases_multirank  # noqa: E402  (issue 11: torchrun DDP ranks, merge)
 
 cases_multirank.register(sys.modules[__name__])

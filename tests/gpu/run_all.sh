@@ -40,7 +40,7 @@ torch_expandable torch_nocache profiler_coexist cupy jax two_gpus torchrun_nccl
 vmm_leak_gpu torch_expandable_sums torch_growth torch_snapshot_agree torch_oom_recovered
 torch_os_exit torch_exec torch_signal_storm torch_sigterm_busy pools_many graph_memory
 py_torch_retain py_torch_modules py_torch_expandable py_torch_compile py_torch_graph_backward py_torch_dataloader
-py_jax py_cupy cli_verbs torch_sigkill_state torch_state_helper_first cap_runtime_stack_cupti sym_plain sym_torch
+py_jax py_cupy cli_verbs torch_sigkill_state torch_state_helper_first torch_state_race cap_runtime_stack_cupti sym_plain sym_torch
 ddp_two_gpus ranks_one_gpu nccl_one_process soak_async"
 CASES=${GMT_GPU_CASES:-$ALL_CASES}
 
@@ -108,6 +108,10 @@ else
         echo "nvcc not found at $NVCC" >"$B/$n.log"
     done
 fi
+# torch_state_race's linkat() delay, preloaded before the tracer (a host compiler, not nvcc)
+CC_HOST=${CC:-$(command -v cc || command -v gcc || echo cc)}
+timeout 60 "$CC_HOST" -shared -fPIC -O1 -o "$B/slow_name.so" "$REPO/tests/integration/progs/slow_name.c" \
+    -ldl >"$B/slow_name.so.log" 2>&1 || rm -f "$B/slow_name.so"
 for f in "$B"/*.log; do # keep logs small
     [ "$(stat -c %s "$f")" -gt 204800 ] && truncate -s 204800 "$f"
 done
