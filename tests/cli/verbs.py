@@ -1258,6 +1258,37 @@ def case_check_edges(c):
 
 
 @case
+def case_check_junit_target(c):
+    """--junit naming a file the check reads (the report, by another path or a hard link; the
+    limits file; the suppressions file) is refused in one line, exit 2, before anything is
+    printed, and the file is left as it was: the JUnit XML was written over it, and the report
+    was lost (export -o and merge -o refuse theirs so)."""
+    r = c.path("r.json")
+    shutil.copy(os.path.join(c.data, "valid.json"), r)
+    os.link(r, c.path("hard.json"))
+    supp = c.path("s.supp")
+    with open(supp, "w") as f:
+        f.write("nothing_matches_this\n")
+    lim = write_limits(c, "ci.limits", "max-leak-bytes = 1G\nsuppressions = s.supp\n")
+    files = {p: open(p, "rb").read() for p in (r, supp, lim)}
+    for target, opts, what in ((r, (), "the report being checked"),
+                               (c.path("hard.json"), (), "the report being checked"),
+                               ("./r.json", (), "the report being checked"),
+                               (lim, ("--limits", lim), "the limits file"),
+                               (supp, ("--suppressions", supp), "the suppressions file"),
+                               (supp, ("--limits", lim), "the suppressions file")):
+        args = ("--max-peak-bytes", "1G") if not opts or opts[0] != "--limits" else ()
+        out, err, _ = c.cli_run("check", r, *args, *opts, "--junit", target, rc=2)
+        expect(out == "" and err == f"gpumemtrace: check: --junit {target} is {what}: give the "
+               "JUnit file another name\n", f"--junit {target}: {out!r} {err!r}")
+        for p, data in files.items():
+            expect(open(p, "rb").read() == data, f"--junit {target} changed {p}")
+    # another file is written as ever
+    c.cli_run("check", r, "--max-leak-bytes", "1G", "--junit", c.path("j.xml"))
+    expect(ET.parse(c.path("j.xml")).getroot().tag == "testsuites", "junit not written")
+
+
+@case
 def case_check_limits_file(c):
     """The limits file's lines as docs/cli.md states them: a key given twice is exit 2 naming
     the file, the line and the key (the last value was kept, silently), an option winning over
