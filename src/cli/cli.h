@@ -626,8 +626,9 @@ void gmt_buf_printf(gmt_buf_t *b, const char *fmt, ...) __attribute__((format(pr
  * a byte that is not part of well-formed UTF-8 (a file name's) as the text \xHH. */
 void gmt_buf_json_str(gmt_buf_t *b, const char *s);
 /* A copy of JSON text (cJSON's printing) with DEL and the C1 controls, which cJSON leaves raw
- * inside strings, written as \u escapes, as the library's report has them (docs/report.md);
- * NULL when out of memory. Free it with free(). */
+ * inside strings, written as \u escapes, as the library's report has them (docs/report.md),
+ * and a newline after it, as the library's report ends; NULL when out of memory. Free it with
+ * free(). */
 char *gmt_json_controls_escaped(const char *text);
 /* Before a loaded report's tree (or a tree built of its copies) is printed again: the
  * integers a double cannot hold (nanosecond wall times) print as the digits the file had

@@ -1352,7 +1352,7 @@ static int print_json(const view_t *v)
     char *text = printed ? gmt_json_controls_escaped(printed) : NULL;
     cJSON_free(printed);
     if (!text) return -ENOMEM;
-    puts(text);
+    fputs(text, stdout); /* its own newline */
     free(text);
     return 0;
 }

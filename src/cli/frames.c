@@ -766,7 +766,7 @@ char *gmt_json_controls_escaped(const char *text)
     size_t n = strlen(text), extra = 0;
     for (const unsigned char *p = (const unsigned char *)text; *p; p++)
         extra += *p == 0x7f ? 5 : c1_at(p) ? 4 : 0;
-    char *out = malloc(n + extra + 1), *o = out;
+    char *out = malloc(n + extra + 2), *o = out;
     if (!out) return NULL;
     for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
         if (*p == 0x7f || c1_at(p)) {
@@ -777,6 +777,7 @@ char *gmt_json_controls_escaped(const char *text)
             *o++ = (char)*p;
         }
     }
+    *o++ = '\n'; /* a text file's last line, as the library ends its reports */
     *o = '\0';
     return out;
 }

@@ -3403,6 +3403,31 @@ def one_line(err):
 
 
 @case
+def case_json_final_newline(c):
+    """The JSON files the verbs write (symbolize's, merge -o's, report --json) end in one
+    newline, as the library's reports do: symbolize -o of a report with nothing to name is the
+    report byte for byte (docs/cli.md: "OUT gets the same report"), and symbolize -o - and a
+    merged file no longer left the shell's prompt, or a later cat, on their last line."""
+    r = c.trace("leak_two_sites", "r")
+    orig = open(r, "rb").read()
+    expect(orig.endswith(b"}\n"), f"the library's report ends {orig[-20:]!r}")
+    c.cli_run("symbolize", "-o", c.path("same.json"), r)
+    expect(open(c.path("same.json"), "rb").read() == orig, "symbolize -o: not the same report")
+    c.trace("oom", "oom", env={"GMT_STANDIN_MEM_BYTES": str(1 << 30)})
+    oom = c.path([f for f in os.listdir(c.work) if ".oom-" in f][0])
+    _, _, raw = c.cli_run("symbolize", "-o", "-", oom)
+    expect(raw.endswith(b"}\n") and not raw.endswith(b"\n\n"), f"symbolize -o - {raw[-20:]!r}")
+    c.cli_run("symbolize", oom)
+    data = open(oom, "rb").read()
+    expect(data.endswith(b"}\n") and not data.endswith(b"\n\n"), f"in place {data[-20:]!r}")
+    c.cli_run("merge", "-o", c.path("m.json"), r)
+    data = open(c.path("m.json"), "rb").read()
+    expect(data.endswith(b"}\n") and not data.endswith(b"\n\n"), f"merge -o {data[-20:]!r}")
+    _, _, raw = c.cli_run("report", "--json", r)
+    expect(raw.endswith(b"}\n") and not raw.endswith(b"\n\n"), f"report --json {raw[-20:]!r}")
+
+
+@case
 def case_symbolize(c):
     """symbolize reads reports through the shared loader and says what is wrong in one line;
     a valid report written without libdw is still named in place."""
