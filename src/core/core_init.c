@@ -101,19 +101,30 @@ static void py_facts(void)
     snprintf(gmt_cs->py_version, sizeof gmt_cs->py_version, "%s", v ? v : "");
 }
 
+/* The state file as the lines about it name it: the path asked for with %p and %h expanded
+ * and made absolute (gmt_region_asked_path), else GPUMEMTRACE_STATE as given (a pattern that
+ * could not be expanded). Until this, the lines named the pattern, "DIR/s-%h.gmt exists
+ * and is not a state file", a file that does not exist. */
+static const char *state_shown(const char *state)
+{
+    const char *asked = gmt_region_asked_path();
+    return asked[0] ? asked : state;
+}
+
 /* Why the state file asked for (state) is not used: one line, said and noted in the report's
  * warnings by the caller. A file that could not be made (gmt_region_create's rc, or another
  * of gmt_region_place's)... */
 static void state_not_made(char *why, size_t len, const char *state, int rc)
 {
     snprintf(why, len, "cannot create the state file %s (%s); keeping the state in memory only",
-             state, strerror(-rc));
+             state_shown(state), strerror(-rc));
 }
 
 /* ... and a name refused at the first CUDA call (gmt_region_place's rc, and why:
  * gmt_region_place_refusal). */
-static void state_refused(char *why, size_t len, const char *state, int rc)
+static void state_refused(char *why, size_t len, const char *pattern, int rc)
 {
+    const char *state = state_shown(pattern);
     switch (gmt_region_place_refusal()) {
     case GMT_REGION_REFUSED_NOT_STATE:
         snprintf(why, len,
@@ -167,7 +178,7 @@ static void state_refused(char *why, size_t len, const char *state, int rc)
     case GMT_REGION_REFUSED_ERRNO:
         break;
     }
-    state_not_made(why, len, state, rc);
+    state_not_made(why, len, pattern, rc);
 }
 
 /* A forked child whose GPUMEMTRACE_STATE has no %p keeps its state in memory (its parent's
@@ -198,7 +209,7 @@ void gmt_core_state_place(void)
         /* the program closed the descriptor first: said already (region.c) */
         gmt_track_note_warning("the program closed the state file's descriptor before its first "
                                "CUDA call: %s was not named; keeping the state in memory only",
-                               gmt_core_cfg.state);
+                               state_shown(gmt_core_cfg.state));
         return;
     }
     char why[GMT_PATH_MAX + 200];
@@ -231,7 +242,7 @@ int gmt_core_init(const gmt_config_t *c)
         snprintf(state_why, sizeof state_why,
                  "the state file %s cannot grow to hold the stores (no space left, or over the "
                  "file size limit); keeping the state in memory only",
-                 c->state);
+                 state_shown(c->state));
         gmt_error("%s", state_why);
         __atomic_store_n(&gmt_cs, &gmt_boot_state, __ATOMIC_RELEASE);
         gmt_region_discard();

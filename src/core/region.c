@@ -56,6 +56,9 @@ static struct {
     bool placed;
     char path[1024];
     char tmp[1024 + 32];
+    /* The path asked for (GPUMEMTRACE_STATE expanded, made absolute), kept when the file is
+     * not made or its name refused: the line that says so names it (gmt_region_asked_path) */
+    char asked[1024];
 } R = {.fd = -1};
 
 /* The state file's descriptor, checked (fdutil.h): -1 when the region is anonymous or the
@@ -494,6 +497,11 @@ const char *gmt_region_path(void)
     return R.placed ? R.path : "";
 }
 
+const char *gmt_region_asked_path(void)
+{
+    return R.asked;
+}
+
 bool gmt_region_file_backed(void)
 {
     return R.fd >= 0 && !R.recovered;
@@ -625,6 +633,7 @@ int gmt_region_create(const char *state_path)
     R.fd = -1;
     R.path[0] = 0;
     R.tmp[0] = 0;
+    R.asked[0] = 0;
     R.placed = false;
     if (state_path && *state_path) {
         if (expand_path(state_path, R.path, sizeof R.path) != 0) return -ENAMETOOLONG;
@@ -636,6 +645,7 @@ int gmt_region_create(const char *state_path)
             R.path[0] = 0;
             return -ENAMETOOLONG;
         }
+        memcpy(R.asked, R.path, sizeof R.asked);
         int fd = open_unnamed();
         if (fd < 0) {
             R.path[0] = 0;

@@ -147,6 +147,10 @@ bool gmt_region_recovered(void);
 bool gmt_region_recovered_foreign(uint32_t *owner);
 /* The state file in use: "" when anonymous, or not named (yet, or refused: gmt_region_place). */
 const char *gmt_region_path(void);
+/* The path the state file was asked for (%p and %h expanded, made absolute) by the last
+ * gmt_region_create, kept when the file could not be made or its name was refused, for the
+ * line that says so: "" for an anonymous region or a pattern that could not be expanded. */
+const char *gmt_region_asked_path(void);
 /* Whether the region is this process's file, named or not. */
 bool gmt_region_file_backed(void);
 /* Tests: gmt_region_create takes the way of a file system without O_TMPFILE (a temporary

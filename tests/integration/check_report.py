@@ -1877,6 +1877,27 @@ def case_state_host_name(ctx):
                                    got):
         fail(f"capture.state_file {got!r}, expected {want!r} (the pid any)")
     expect_eq("the state file made", sorted(os.listdir(files)), [os.path.basename(got)])
+    ctx.clear_output()
+    # The lines that refuse a name, or cannot make the file, name the file (%h and %p
+    # expanded), and so do the warnings in the report: until this they named the pattern,
+    # "DIR/d-%h.gmt exists and is not a state file", a file that does not exist.
+    planted = os.path.join(files, f"d-{host}.gmt")
+    os.mkdir(planted)
+    missing = os.path.join(files, "no-such-dir")
+    for pattern, want in (
+            (os.path.join(files, "d-%h.gmt"),
+             f"{planted} exists and is not a state file (a device, link, directory or another "
+             f"file is never replaced); keeping the state in memory only"),
+            (os.path.join(missing, "s-%h.gmt"),
+             f"cannot create the state file {os.path.join(missing, f's-{host}.gmt')} (No such "
+             f"file or directory); keeping the state in memory only")):
+        r = ctx.run(["simple"], env={"GPUMEMTRACE_STATE": pattern}, timeout=30)
+        expect_eq(f"the lines refusing {pattern}",
+                  [l for l in r.stderr.splitlines() if "in memory only" in l],
+                  [f"gpumemtrace: {want}"])
+        expect_eq(f"the warnings refusing {pattern}",
+                  ctx.final_report()["capture"].get("warnings", []), [want])
+        ctx.clear_output()
 
 
 @case("state_host_name_uts")
