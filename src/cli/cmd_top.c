@@ -48,10 +48,12 @@
 
 bool gmt_cli_state_usable(const char *verb, const char *path)
 {
-    /* The core opens the state file blocking: a FIFO would hang it until a writer came. A
-     * path that does not exist is left to the core, whose line says so. A symbolic link is
-     * not followed (the core opens with O_NOFOLLOW, so that a link swapped in never opens a
-     * device): said so here, where the core's line was "Too many levels of symbolic links". */
+    /* Something that is not a regular file is named here, by its kind (the core opens the
+     * state file without blocking and refuses one put there after this look, with a line that
+     * does not say what it is). A path that does not exist is left to the core, whose line
+     * says so. A symbolic link is not followed (the core opens with O_NOFOLLOW, so that a link
+     * swapped in never opens a device): said so here, where the core's line was "Too many
+     * levels of symbolic links". */
     struct stat st;
     if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
         gmt_cli_error("%s: %s is not a regular file (%s), not a gpumemtrace state file", verb, path,

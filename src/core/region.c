@@ -1188,7 +1188,10 @@ int gmt_region_attach(const char *path, char *err, size_t errlen)
 
 int gmt_region_attach_arenas(const char *path, uint32_t arenas, char *err, size_t errlen)
 {
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO put at the path after the reader looked (`top` looks before each
+     * view) is opened at once and refused below as not a regular file; opened blocking, it
+     * hung the reader until a writer came. A regular file reads the same either way. */
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) {
         int e = errno;
         /* A job names its file at its first CUDA call: one killed before it, or that never

@@ -1859,6 +1859,42 @@ def case_state_locks(ctx):
         ctx.clear_output()
 
 
+@case("state_read_fifo")
+def case_state_read_fifo(ctx):
+    """A reader of a state file (`top`, `report --recover`; root reading a user's job, say)
+    that finds a FIFO put at the path between its look (a regular file) and its open: one line,
+    exit 2, at once. The look refused a FIFO already there, but the open blocked, so a FIFO
+    planted after it hung the reader until a writer came (slow_name.so's GMT_SWAP_FIFO_OPEN
+    plants it just before the open)."""
+    files = ctx.work + "-files"
+    shutil.rmtree(files, ignore_errors=True)
+    os.makedirs(files)
+    made = os.path.join(files, "made.gmt")
+    ctx.run(["simple"], env={"GPUMEMTRACE_STATE": made}, timeout=30)
+    ctx.clear_output()
+    state = os.path.join(files, "s.gmt")
+    preload = ":".join(ctx.sanitizer_runtimes() + [ctx.prog("slow_name.so")])
+    for args in (["top", "--once", state], ["report", "--recover", state]):
+        shutil.copyfile(made, state)
+        env = ctx.env(preload=False)
+        env.update({"GMT_SWAP_FIFO_OPEN": state, "LD_PRELOAD": preload})
+        try:
+            proc = subprocess.run([ctx.cli] + args, cwd=ctx.work, env=env, text=True,
+                                  capture_output=True, timeout=20)
+        except subprocess.TimeoutExpired:
+            fail(f"gpumemtrace {' '.join(args)} on a FIFO planted before its open: still "
+                 "waiting after 20 s")
+        finally:
+            planted = stat.S_ISFIFO(os.lstat(state).st_mode)
+            os.unlink(state)
+        expect_eq(f"{args[0]}: a FIFO planted before the open", planted, True)
+        expect_eq(f"{args[0]} on the FIFO: exit status", proc.returncode, 2)
+        lines = proc.stderr.strip().splitlines()
+        expect_eq(f"{args[0]} on the FIFO: lines", len(lines), 1)
+        if "not a regular file" not in lines[0]:
+            fail(f"{args[0]} on the FIFO: {lines[0]!r}")
+
+
 @case("state_host_name")
 def case_state_host_name(ctx):
     """%h in GPUMEMTRACE_STATE becomes the host name, as in GPUMEMTRACE_OUTPUT, so that

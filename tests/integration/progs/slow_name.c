@@ -7,12 +7,16 @@
  * (NFS to a reader: EBADF; Lustre without -o flock: ENOSYS), for integration.state_locks. With
  * GMT_SWAP_FIFO=PATH, the first lstat() of PATH that finds a regular file replaces it with a
  * FIFO just after, as another user planting one between the tracer's look and its open would.
+ * With GMT_SWAP_FIFO_OPEN=PATH, the first open() of PATH that finds a regular file there
+ * replaces it with a FIFO just before, as another user planting one between a reader's look
+ * (`gpumemtrace top`, `report --recover`) and its open would (integration.state_read_fifo).
  * Every other call is the C library's.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -75,5 +79,47 @@ int lstat(const char *path, struct stat *st)
         mkfifo(path, 0600);
         errno = saved;
     }
+    return rc;
+}
+
+typedef int (*open_fn)(const char *, int, ...);
+
+static int swap_then_open(const char *name, const char *path, int flags, va_list ap)
+{
+    static int swapped;
+    mode_t mode = (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? va_arg(ap, mode_t) : 0;
+    const char *swap = getenv("GMT_SWAP_FIFO_OPEN");
+    struct stat st;
+    if (swap && !swapped && strcmp(path, swap) == 0 && stat(path, &st) == 0 &&
+        S_ISREG(st.st_mode)) {
+        swapped = 1;
+        int saved = errno;
+        unlink(path);
+        mkfifo(path, 0600);
+        errno = saved;
+    }
+    open_fn real = (open_fn)dlsym(RTLD_NEXT, name);
+    if (!real) {
+        errno = ENOSYS;
+        return -1;
+    }
+    return real(path, flags, mode);
+}
+
+int open(const char *path, int flags, ...)
+{
+    va_list ap;
+    va_start(ap, flags);
+    int rc = swap_then_open("open", path, flags, ap);
+    va_end(ap);
+    return rc;
+}
+
+int open64(const char *path, int flags, ...)
+{
+    va_list ap;
+    va_start(ap, flags);
+    int rc = swap_then_open("open64", path, flags, ap);
+    va_end(ap);
     return rc;
 }
