@@ -71,7 +71,9 @@ static int region_fd(void)
     if (R.fd < 0 || R.fd_lost) return -1;
     if (gmt_fd_is(R.fd, &R.id)) return R.fd;
     const char *name = R.placed ? R.path : R.tmp; /* "": an unnamed file cannot be found */
-    int fd = name[0] ? open(name, O_RDWR | O_NOFOLLOW | O_CLOEXEC) : -1;
+    /* O_NONBLOCK: a lease on a file put there (its owner's) does not hold us for the lease
+     * break time; O_NOCTTY: a terminal put there does not become ours (both refused below) */
+    int fd = name[0] ? open(name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC) : -1;
     if (fd >= 0 && gmt_fd_is(fd, &R.id)) {
         /* The old number is the program's now: never closed. The new one is moved high with
          * checks: the program may be closing and opening descriptors meanwhile. */
@@ -259,7 +261,10 @@ static void printable_host(const gmt_region_whose_t *w, char *out, size_t len)
  * replaced, running or not. */
 static int32_t running_owner(int fd)
 {
+    /* zeroed: a file shorter than its header says (anyone's) reads its missing fields as
+     * absent, not as what this stack held */
     gmt_region_header_t h;
+    memset(&h, 0, sizeof h);
     if (pread(fd, &h, sizeof h, 0) < (ssize_t)offsetof(gmt_region_header_t, dropped_commit))
         return 0;
     if (h.pid <= 0 || h.clean_exit != GMT_REGION_END_NONE) return 0;
