@@ -2403,13 +2403,15 @@ def case_exec_state(ctx):
                  "GMT_EXEC_TARGET": "/bin/true"})
     expect_eq("files in the state folder after an image that never called CUDA exec'd",
               os.listdir(sdir), [])
-    # The same on a file system without O_TMPFILE (no_tmpfile.so makes open refuse it): the
+    # The same on a file system without O_TMPFILE (slow_name.so, GMT_NO_TMPFILE: open refuses it): the
     # file is made under its temporary name at once, and an image that exec's before naming it
     # (its exit handlers never run) removes that name first. It was left behind, 5 MiB for
     # every such image (a `bash run.sh` that exec's the job).
     env = ctx.env(extra={"GPUMEMTRACE_FOLLOW_EXEC": "0", "GPUMEMTRACE_STATE": state,
                          "GMT_EXEC_TARGET": "/bin/true"})
-    env["LD_PRELOAD"] = ":".join(ctx.sanitizer_runtimes() + [ctx.prog("no_tmpfile.so"), ctx.lib])
+    env["LD_PRELOAD"] = ":".join(ctx.sanitizer_runtimes() + [ctx.prog("slow_name.so"), ctx.lib])
+    env["GMT_NO_TMPFILE"] = "1"
+    env["GMT_SLOW_NAME_MS"] = "0"
     r = subprocess.run([ctx.prog("exit_ways"), "exec_nocuda"], cwd=ctx.work, env=env,
                        capture_output=True, text=True, timeout=60, preexec_fn=no_core)
     expect_eq("exit_ways exec_nocuda's status (no O_TMPFILE)", r.returncode, 0)

@@ -10,6 +10,9 @@
  * With GMT_SWAP_FIFO_OPEN=PATH, the first open() of PATH that finds a regular file there
  * replaces it with a FIFO just before, as another user planting one between a reader's look
  * (`gpumemtrace top`, `report --recover`) and its open would (integration.state_read_fifo).
+ * With GMT_NO_TMPFILE set, open() with O_TMPFILE fails with EOPNOTSUPP, as on a file system
+ * without it (NFS, older FUSE ones), so the tracer makes its state file under a temporary name
+ * at once (docs/state.md, "Creating the file"; integration.exec_state).
  * Every other call is the C library's.
  */
 #define _GNU_SOURCE
@@ -88,6 +91,10 @@ static int swap_then_open(const char *name, const char *path, int flags, va_list
 {
     static int swapped;
     mode_t mode = (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? va_arg(ap, mode_t) : 0;
+    if ((flags & O_TMPFILE) == O_TMPFILE && getenv("GMT_NO_TMPFILE")) {
+        errno = EOPNOTSUPP;
+        return -1;
+    }
     const char *swap = getenv("GMT_SWAP_FIFO_OPEN");
     struct stat st;
     if (swap && !swapped && strcmp(path, swap) == 0 && stat(path, &st) == 0 &&
