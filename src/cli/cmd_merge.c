@@ -535,11 +535,13 @@ int gmt_cli_merge(int argc, char **argv)
         }
     }
     if (nfinal && nfinal < n) {
-        gmt_cli_error("merge: warning: %zu of the %zu reports (%s%s) were written before their "
-                      "process ended (snapshot, oom or exec) and are left out: merging the %zu "
-                      "final report%s (give only the others to merge those)",
-                      n - nfinal, n, gmt_tty(reps[first_nonfinal].path),
-                      n - nfinal > 1 ? ", ..." : "", nfinal, nfinal == 1 ? "" : "s");
+        int one = n - nfinal == 1; /* "1 of the 2 reports (...) was written", "2 ... were" */
+        gmt_cli_error("merge: warning: %zu of the %zu reports (%s%s) %s written before %s "
+                      "process ended (snapshot, oom or exec) and %s left out: merging the %zu "
+                      "final report%s (give only the %s to merge %s)",
+                      n - nfinal, n, gmt_tty(reps[first_nonfinal].path), one ? "" : ", ...",
+                      one ? "was" : "were", one ? "its" : "their", one ? "is" : "are", nfinal,
+                      nfinal == 1 ? "" : "s", one ? "other" : "others", one ? "it" : "those");
         size_t keep = 0;
         for (size_t i = 0; i < n; i++) {
             if (report_is_final(&reps[i])) {

@@ -2243,11 +2243,15 @@ def case_merge_edges(c):
         return lambda i, r: r["process"].update(reason=which[i])
     nf = rank_reports(c, base, 3, reason(["exit", "oom", "snapshot"]), name="nf")
     _, err, _ = c.cli_run("merge", *nf)
-    expect(one_line(err) and f"({nf[1]}, ...)" in err, f"two non-final: {err!r}")
+    expect(one_line(err) and f"({nf[1]}, ...) were written before their process ended" in err
+           and "are left out" in err and "merging the 1 final report " in err
+           and "give only the others to merge those" in err, f"two non-final: {err!r}")
+    # one non-final: its verb and pronouns singular ("1 of the 2 reports (...) was written")
     nf = rank_reports(c, base, 2, reason(["exec", "exit"]), name="nf1_")
     _, err, _ = c.cli_run("merge", *nf)
-    expect(one_line(err) and f"({nf[0]}) were written" in err and "merging the 1 final report "
-           in err, f"one non-final: {err!r}")
+    expect(one_line(err) and f"1 of the 2 reports ({nf[0]}) was written before its process "
+           "ended" in err and "is left out" in err and "merging the 1 final report " in err
+           and "give only the other to merge it" in err, f"one non-final: {err!r}")
     # two processes of one pid and host whose start times are not known (0): not called one
     def unknown_start(i, r):
         for t in ("start_time", "start_time_ns", "end_time", "end_time_ns"):
