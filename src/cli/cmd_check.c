@@ -75,7 +75,8 @@ void gmt_cli_check_help(FILE *to)
                 "                         no-errors (true/false),\n"
                 "                         suppressions (relative to the file); options win\n"
                 "  --suppressions FILE    patterns (fnmatch) for frames whose leaks don't count\n"
-                "  --junit FILE           also write the result as JUnit XML\n");
+                "  --junit FILE           also write the result as JUnit XML\n"
+                "  -h, --help             this help\n");
 }
 
 typedef struct limits_s {

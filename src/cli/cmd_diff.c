@@ -42,7 +42,8 @@ void gmt_cli_diff_help(FILE *to)
             "\n"
             "  --max-growth N|P%%  the growth allowed (bytes, or percent of OLD's figure)\n"
             "  --top N            libraries and call stacks listed (default %d each; the\n"
-            "                     rest are counted)\n",
+            "                     rest are counted)\n"
+            "  -h, --help         this help\n",
             DEFAULT_TOP);
 }
 

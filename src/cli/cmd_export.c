@@ -50,6 +50,7 @@ void gmt_cli_export_help(FILE *to)
             "  -o, --output OUT  write OUT atomically (default: standard output)\n"
             "  --stacks WHICH    folded only: 'leaks' (default), 'peak' owners, or allocation\n"
             "                    'sites' (allocations over the run as weights)\n"
+            "  -h, --help        this help\n"
             "\n"
             "A list the report cut at GPUMEMTRACE_TOP ends in one frame\n"
             "'[call stacks not listed (GPUMEMTRACE_TOP): N]' holding what it leaves out.\n");

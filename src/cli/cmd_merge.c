@@ -43,7 +43,8 @@ void gmt_cli_merge_help(FILE *to)
                 "-o OUT also writes one combined report that every other verb reads.\n"
                 "Snapshot, oom and exec reports are left out when a final report is given.\n"
                 "\n"
-                "  -o, --output OUT  also write the combined report to the file OUT\n");
+                "  -o, --output OUT  also write the combined report to the file OUT\n"
+                "  -h, --help        this help\n");
 }
 
 #define MAX_RANKS 4096

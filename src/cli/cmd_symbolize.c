@@ -24,7 +24,10 @@ void gmt_cli_symbolize_help(FILE *to)
                 "from the module files named in it, where they are still there with the same\n"
                 "build id. Rewrites FILE unless -o OUT is given ('-o -': standard output;\n"
                 "FILE '-': standard input, with -o). Every verb that reads a report does the\n"
-                "same in memory.\n");
+                "same in memory.\n"
+                "\n"
+                "  -o, --output OUT  write the symbolized report to OUT, not over FILE\n"
+                "  -h, --help        this help\n");
 }
 
 /* The line for a report left as it was (nothing to name, or no libdw here); exit 0. */

@@ -57,7 +57,8 @@ static void usage(FILE *to)
                 "  gpumemtrace run -o train.json -- python train.py\n"
                 "  gpumemtrace report train.json\n"
                 "\n"
-                "'gpumemtrace help VERB' describes a verb's options.\n");
+                "'gpumemtrace help VERB' (or 'gpumemtrace VERB --help') describes a verb's\n"
+                "options. -h is --help; -V and 'version' are --version.\n");
 }
 
 static const verb_t *find_verb(const char *name)
