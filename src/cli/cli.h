@@ -603,6 +603,9 @@ typedef struct gmt_out_s {
     const char *path;
 } gmt_out_t;
 int gmt_out_open(gmt_out_t *o, const char *path);
+/* Writes all of data to the temporary file: 0 or a negative errno (the file is left open, for
+ * gmt_out_abort). */
+int gmt_out_write(gmt_out_t *o, const void *data, size_t len);
 int gmt_out_commit(gmt_out_t *o);
 void gmt_out_abort(gmt_out_t *o);
 

@@ -373,7 +373,9 @@ static void xml_escape(FILE *f, const char *s)
     }
 }
 
-static int write_junit(const char *path, const char *report, const result_t *r, size_t n)
+/* The XML into out, opened before anything was printed (committed over its target here), or
+ * onto standard output when out is NULL (--junit -). */
+static int write_junit(gmt_out_t *out, const char *report, const result_t *r, size_t n)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -406,7 +408,8 @@ static int write_junit(const char *path, const char *report, const result_t *r, 
         free(buf);
         return -EIO;
     }
-    int rc = gmt_write_output(path, buf, len);
+    int rc = out ? gmt_out_write(out, buf, len) : gmt_write_output(NULL, buf, len);
+    if (out) rc = rc ? (gmt_out_abort(out), rc) : gmt_out_commit(out);
     free(buf);
     return rc;
 }
@@ -682,6 +685,7 @@ int gmt_cli_check(int argc, char **argv)
 {
     limits_t cli = {0}, lim = {0};
     const char *limits_file = NULL, *junit = NULL;
+    gmt_out_t jout = {.fd = -1}; /* --junit's temporary file, made before anything is printed */
     opterr = 0;
     optind = 1;
     int c;
@@ -781,8 +785,18 @@ int gmt_cli_check(int argc, char **argv)
     const char *path = argv[optind];
     /* --junit naming one of the files the check reads would replace it with the result: the
      * report (lost, as export -o and merge -o refuse theirs), or a limits or suppressions file
-     * committed beside the project. Refused before anything is printed. */
+     * committed beside the project. Refused before anything is printed, and so is a FILE that
+     * cannot be written: not a regular file (/dev/null, a directory: the atomic rename cannot
+     * replace it), or in a folder that is missing or not writable. Its temporary file is made
+     * here, as merge -o's and export -o's are when they write (gmt_out_open), and renamed over
+     * FILE once the result is known; '-' is standard output, as ever. */
     struct stat jst;
+    bool junit_stdout = junit && strcmp(junit, "-") == 0;
+    if (junit && !junit_stdout && lstat(junit, &jst) == 0 && !S_ISREG(jst.st_mode)) {
+        gmt_cli_error("check: --junit %s is %s, not a regular file", gmt_tty(junit),
+                      gmt_file_kind(jst.st_mode));
+        goto out;
+    }
     if (junit && lstat(junit, &jst) == 0 && S_ISREG(jst.st_mode)) {
         const char *is = same_file(path, &jst)               ? "the report being checked"
                          : same_file(limits_file, &jst)      ? "the limits file"
@@ -791,6 +805,14 @@ int gmt_cli_check(int argc, char **argv)
         if (is) {
             gmt_cli_error("check: --junit %s is %s: give the JUnit file another name",
                           gmt_tty(junit), is);
+            goto out;
+        }
+    }
+    if (junit && !junit_stdout) {
+        int rc = gmt_out_open(&jout, junit);
+        if (rc) {
+            gmt_cli_error("check: --junit %s: %s", gmt_tty(junit),
+                          rc == -EEXIST ? "it exists and is not a regular file" : strerror(-rc));
             goto out;
         }
     }
@@ -1161,7 +1183,7 @@ int gmt_cli_check(int argc, char **argv)
         printf("PASS %s: %zu %s\n", gmt_tty(path), nres, nres == 1 ? "limit holds" : "limits hold");
     status = broken ? GMT_EXIT_FAIL : GMT_EXIT_OK;
     if (junit) {
-        int rc = write_junit(junit, path, rs.r, nres);
+        int rc = write_junit(junit_stdout ? NULL : &jout, path, rs.r, nres);
         if (rc) {
             gmt_cli_error("check: --junit %s: %s", gmt_tty(junit),
                           rc == -EEXIST ? "it exists and is not a regular file" : strerror(-rc));
@@ -1170,6 +1192,7 @@ int gmt_cli_check(int argc, char **argv)
     }
     if (!gmt_stdout_ok("check", "the result")) status = GMT_EXIT_USAGE;
 out:
+    if (jout.fd >= 0) gmt_out_abort(&jout); /* not written: no temporary file left behind */
     gmt_report_free(&rep);
     gmt_cli_supp_free(&supp);
     free(rs.r);

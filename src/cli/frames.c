@@ -1001,6 +1001,21 @@ int gmt_out_commit(gmt_out_t *o)
     return 0;
 }
 
+int gmt_out_write(gmt_out_t *o, const void *data, size_t len)
+{
+    const char *p = data;
+    while (len) {
+        ssize_t w = write(o->fd, p, len);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return -errno;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
 int gmt_write_output(const char *path, const void *data, size_t len)
 {
     if (!path || strcmp(path, "-") == 0) {
@@ -1012,18 +1027,7 @@ int gmt_write_output(const char *path, const void *data, size_t len)
     gmt_out_t o;
     int rc = gmt_out_open(&o, path);
     if (rc) return rc;
-    const char *p = data;
-    size_t left = len;
-    while (left) {
-        ssize_t w = write(o.fd, p, left);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            rc = -errno;
-            break;
-        }
-        p += w;
-        left -= (size_t)w;
-    }
+    rc = gmt_out_write(&o, data, len);
     if (rc) {
         gmt_out_abort(&o);
         return rc;

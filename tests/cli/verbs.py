@@ -667,9 +667,10 @@ def case_check(c):
         _, err, _ = c.cli_run("check", r, *args, rc=2)
         expect(one_line(err) and f"{name} given twice" in err, f"check {args}: {err!r}")
     c.cli_run("check", r, "--max-leak-bytes", "1G", "--no-errors", "--no-errors")
-    # --junit naming a directory says what is wrong with it
-    _, err, _ = c.cli_run("check", r, "--max-leak-bytes", "1G", "--junit", c.work, rc=2)
-    expect(one_line(err) and "exists and is not a regular file" in err, err)
+    # --junit naming a directory says what is wrong with it, before any verdict
+    out, err, _ = c.cli_run("check", r, "--max-leak-bytes", "1G", "--junit", c.work, rc=2)
+    expect(one_line(err) and "is a directory, not a regular file" in err and not out,
+           f"{out!r} {err!r}")
 
 
 @case
@@ -1283,9 +1284,27 @@ def case_check_junit_target(c):
                "JUnit file another name\n", f"--junit {target}: {out!r} {err!r}")
         for p, data in files.items():
             expect(open(p, "rb").read() == data, f"--junit {target} changed {p}")
-    # another file is written as ever
+    # a FILE that cannot be written is refused as merge -o's is: one line, exit 2, before the
+    # PASS/FAIL lines (it was said after them), and the limits' verdict not given
+    os.mkdir(c.path("dir"))
+    for target, why in (("/dev/null", "is a device, not a regular file"),
+                        (c.path("dir"), "is a directory, not a regular file"),
+                        (c.path("missing/j.xml"), ": No such file or directory")):
+        for lim_opt in (("--max-leak-bytes", "1G"), ("--max-leak-bytes", "1")):
+            out, err, _ = c.cli_run("check", r, *lim_opt, "--junit", target, rc=2)
+            expect(out == "" and err == f"gpumemtrace: check: --junit {target}"
+                   f"{'' if why[0] == ':' else ' '}{why}\n", f"--junit {target}: {out!r} {err!r}")
+    # a report refused after the target was checked leaves no temporary file beside it
+    out, err, _ = c.cli_run("check", os.path.join(c.data, "corrupt.json"), "--max-leak-bytes",
+                            "1G", "--junit", c.path("dir/j.xml"), rc=2)
+    expect(one_line(err) and os.listdir(c.path("dir")) == [], f"left in dir: "
+           f"{os.listdir(c.path('dir'))} {err!r}")
+    # another file is written as ever, whatever the verdict
     c.cli_run("check", r, "--max-leak-bytes", "1G", "--junit", c.path("j.xml"))
     expect(ET.parse(c.path("j.xml")).getroot().tag == "testsuites", "junit not written")
+    c.cli_run("check", r, "--max-leak-bytes", "1", "--junit", c.path("dir/f.xml"), rc=1)
+    expect(os.listdir(c.path("dir")) == ["f.xml"] and ET.parse(c.path("dir/f.xml")).getroot()
+           .find("testsuite").get("failures") == "1", f"failing junit: {os.listdir(c.path('dir'))}")
 
 
 @case
