@@ -788,14 +788,16 @@ int gmt_cli_top(int argc, char **argv)
     for (;;) {
         bool running = false;
         int rc = refresh(path, top, &running, &seen, recent, tty && !once);
+        /* a closed pipe (`top STATE | head`) or a full disk ends the refreshes; the last view
+         * (--once, or the job's end) is checked here too, so its line names the verb as every
+         * verb's does ("top: writing the view: ..."), not main's "writing standard output" */
+        if (!rc && !gmt_stdout_ok("top", "the view")) {
+            free(seen.n);
+            return GMT_EXIT_USAGE;
+        }
         if (rc || once || !running) {
             free(seen.n);
             return rc;
-        }
-        /* a closed pipe (`top STATE | head`) or a full disk ends the refreshes */
-        if (!gmt_stdout_ok("top", "the view")) {
-            free(seen.n);
-            return GMT_EXIT_USAGE;
         }
         pause_s(interval);
     }

@@ -84,11 +84,13 @@ static int help(int argc, char **argv)
 }
 
 /* The verb's status, made 2 with one line when what it wrote to standard output was not all
- * written (a full disk, a closed pipe) and it did not say so itself. */
-static int finish(int status)
+ * written (a full disk, a closed pipe) and it did not say so itself (its --help): the line
+ * names the verb, "gpumemtrace: VERB: writing standard output: ...", as the verbs' own lines
+ * do; verb NULL for the tool's own output (--help, help VERB, --version). */
+static int finish(const char *verb, int status)
 {
     if (status == GMT_EXIT_USAGE) return status; /* it has said what went wrong */
-    return gmt_stdout_ok(NULL, "standard output") ? status : GMT_EXIT_USAGE;
+    return gmt_stdout_ok(verb, "standard output") ? status : GMT_EXIT_USAGE;
 }
 
 int main(int argc, char **argv)
@@ -104,11 +106,11 @@ int main(int argc, char **argv)
      * start as it would without the tool. */
     if (strcmp(verb, "run") != 0) signal(SIGPIPE, SIG_IGN);
     if (strcmp(verb, "--help") == 0 || strcmp(verb, "-h") == 0 || strcmp(verb, "help") == 0)
-        return finish(help(argc - 1, argv + 1));
+        return finish(NULL, help(argc - 1, argv + 1));
     if (strcmp(verb, "--version") == 0 || strcmp(verb, "-V") == 0 || strcmp(verb, "version") == 0) {
         printf("gpumemtrace %s (reads report versions %d to %d)\n", GMT_VERSION_STRING,
                GMT_REPORT_VERSION_MIN, GMT_REPORT_VERSION);
-        return finish(GMT_EXIT_OK);
+        return finish(NULL, GMT_EXIT_OK);
     }
     const verb_t *v = find_verb(verb);
     if (!v) {
@@ -119,5 +121,5 @@ int main(int argc, char **argv)
         usage(stderr);
         return GMT_EXIT_USAGE;
     }
-    return finish(v->fn(argc - 1, argv + 1));
+    return finish(v->name, v->fn(argc - 1, argv + 1));
 }

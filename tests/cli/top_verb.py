@@ -852,6 +852,18 @@ def case_options(c):
     out, err, _ = c.cli_run("top", "--help")
     expect(out.startswith("Usage: gpumemtrace top STATE") and "call stacks shown (default 10)"
            in out and not err, "--help:\n" + out)
+    # a view that cannot be written (a full disk; the last view, of --once or of a job that
+    # ended, too) is one line naming the verb, as every verb's: "top: writing the view: ...",
+    # not main's verb-less "writing standard output"; top's --help names the verb too
+    for args, want in ((["--once", state], "top: writing the view: No space left on device"),
+                       ([state], "top: writing the view: No space left on device"),
+                       (["--help"], "top: writing standard output: No space left on device")):
+        with open("/dev/full", "w") as full:
+            p = subprocess.run([c.cli, "top"] + args, env=c.env(), stdout=full,
+                               stderr=subprocess.PIPE, timeout=60, cwd=c.work)
+        err = p.stderr.decode("utf-8", "replace")
+        expect(p.returncode == 2 and err == f"gpumemtrace: {want}\n",
+               f"top {args} > /dev/full: status {p.returncode}, stderr {err!r}")
 
 
 @case
