@@ -33,7 +33,12 @@ void gmt_cli_symbolize_help(FILE *to)
 /* The line for a report left as it was (nothing to name, or no libdw here); exit 0. */
 static int said_unchanged(const gmt_offline_stats_t *st)
 {
-    if (st->named_when_written)
+    if (!st->named_when_written && !st->no_libdw)
+        fprintf(stderr,
+                "gpumemtrace: nothing to name: all %u native frames have file:line "
+                "already, from an earlier symbolize\n",
+                st->frames);
+    else if (st->named_when_written)
         fprintf(stderr, "gpumemtrace: nothing to name: the report's frames were named when it "
                         "was written (libdw)\n");
     else
@@ -104,9 +109,10 @@ int gmt_cli_symbolize(int argc, char **argv)
         gmt_report_free(&rep);
         return GMT_EXIT_USAGE;
     }
-    /* Left as it was (nothing to name, or no libdw to name it with): rewriting it in place
-     * would change its bytes for nothing. */
-    if (!out && (st.named_when_written || st.no_libdw)) {
+    /* Left as it was (nothing to name, or no libdw to name it with, or every frame named by an
+     * earlier symbolize): rewriting it in place would change its bytes for nothing. */
+    bool all_named = st.frames && st.already == st.frames;
+    if (!out && (st.named_when_written || st.no_libdw || all_named)) {
         gmt_report_free(&rep);
         return said_unchanged(&st);
     }
@@ -125,8 +131,17 @@ int gmt_cli_symbolize(int argc, char **argv)
                           : strerror(-rc));
         return GMT_EXIT_USAGE;
     }
-    if (st.named_when_written || st.no_libdw) return said_unchanged(&st);
-    fprintf(stderr, "gpumemtrace: named %u of %u native frames", st.named, st.frames);
+    if (st.named_when_written || st.no_libdw || all_named) return said_unchanged(&st);
+    /* Frames an earlier symbolize gave file:line are not looked up again, nor counted as
+     * named now (a second symbolize said "named 10 of 10 native frames" having named none):
+     * the count is of the frames looked up, those left said apart. */
+    if (st.already)
+        fprintf(stderr,
+                "gpumemtrace: named %u of the %u native frames without file:line (the other %u "
+                "had it already, from an earlier symbolize, and were left as they were)",
+                st.named, st.frames - st.already, st.already);
+    else
+        fprintf(stderr, "gpumemtrace: named %u of %u native frames", st.named, st.frames);
     if (st.stale)
         fprintf(stderr, "; %u frames left unnamed: their module's build id differs", st.stale);
     if (st.missing) fprintf(stderr, "; %u frames of modules not found here", st.missing);

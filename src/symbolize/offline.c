@@ -35,8 +35,8 @@ static void name_frame(gmt_dwsym_t *s, cJSON *f, gmt_offline_stats_t *st)
     if (cJSON_IsString(type) && strcmp(type->valuestring, "native") != 0) return;
     st->frames++;
     const cJSON *file = cJSON_GetObjectItemCaseSensitive(f, "file");
-    if (cJSON_IsString(file)) { /* named already (by an earlier symbolize) */
-        st->named++;
+    if (cJSON_IsString(file)) { /* named already (by an earlier symbolize): kept as it is */
+        st->already++;
         return;
     }
     const cJSON *mod = cJSON_GetObjectItemCaseSensitive(f, "module");

@@ -16,7 +16,8 @@
 
 typedef struct gmt_offline_stats_s {
     unsigned frames;     /* native frames looked at */
-    unsigned named;      /* frames that got file:line or a name, or had a file already */
+    unsigned already;    /* frames that had a file already (an earlier symbolize): not looked up */
+    unsigned named;      /* frames looked up that got file:line or a name */
     unsigned stale;      /* frames of modules whose build id differs */
     unsigned missing;    /* frames of modules that cannot be read here */
     unsigned bare;       /* frames their module, read here, has no name or line for (stripped) */

@@ -3492,6 +3492,34 @@ def case_symbolize(c):
     expect(os.stat(oom).st_mode & 0o777 == 0o600,
            f"symbolize widened 0600 to {os.stat(oom).st_mode & 0o777:o}")
     c.cli_run("report", oom)
+    # again: the frames that have file:line now are not looked up or counted as named again
+    # (it said "named 10 of 10 native frames" a second time, having named none); those still
+    # without one are, and the count is of them
+    def native(rep):
+        return [f for s in rep["stacks"].values()
+                for f in (s["frames"] if isinstance(s, dict) else s) if f.get("type") == "native"]
+    fr = native(c.load(oom))
+    filed = sum(isinstance(f.get("file"), str) for f in fr)
+    expect(0 < filed, f"no frame got a file: {fr}")
+    _, err, _ = c.cli_run("symbolize", oom)
+    if filed < len(fr):
+        expect(re.match(rf"gpumemtrace: named \d+ of the {len(fr) - filed} native frames "
+                        rf"without file:line \(the other {filed} had it already, from an "
+                        r"earlier symbolize, and were left as they were\)", err),
+               f"second symbolize: {err!r}")
+    # every frame named already: nothing to do, said so, and the file not rewritten
+    r = c.load(oom)
+    for f in native(r):
+        if not isinstance(f.get("file"), str):
+            f.update(file="start.S", line=1)
+    done = c.path("done.json")
+    with open(done, "w") as f:
+        json.dump(r, f)
+    before = open(done, "rb").read()
+    _, err, _ = c.cli_run("symbolize", done)
+    expect(err == f"gpumemtrace: nothing to name: all {len(native(r))} native frames have "
+           "file:line already, from an earlier symbolize\n", f"all named: {err!r}")
+    expect(open(done, "rb").read() == before, "a report with every frame named was rewritten")
     # every -o: an existing target keeps its mode, a new one gets 0666 less the umask
     old_umask = os.umask(0o027)
     try:
