@@ -59,6 +59,10 @@ bool gmt_cli_state_usable(const char *verb, const char *path);
  * line has none. */
 void gmt_cli_state_error(const char *verb, const char *path, const char *err);
 
+/* What a bad size option's line says it expected ("bad --min-bytes 'X': expected ..."), one
+ * wording for every such option. */
+#define GMT_CLI_SIZE_EXPECTED "a size such as 4096, 64K, 1MiB or 2G"
+
 /* Print "gpumemtrace: <message>" and a newline on stderr, the message escaped as gmt_tty
  * shows report text (a typed argument's control characters, say, show as \x1b). */
 void gmt_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -539,6 +539,15 @@ static void print_when(const gmt_report_t *a, const gmt_report_t *b)
            apart < 0 ? "earlier" : "later");
 }
 
+/* One line for a bad size and a bad percentage alike ("1e3", "-5%"), in the words of the
+ * other size options' lines (run's --min-bytes). */
+static int bad_growth(const char *v)
+{
+    gmt_cli_error("diff: bad --max-growth '%s': expected %s, or a percentage such as 10%%", v,
+                  GMT_CLI_SIZE_EXPECTED);
+    return GMT_EXIT_USAGE;
+}
+
 int gmt_cli_diff(int argc, char **argv)
 {
     growth_limit_t lim = {0};
@@ -559,14 +568,10 @@ int gmt_cli_diff(int argc, char **argv)
                 lim.percent = true;
                 lim.pct = strtod(optarg, &end);
                 if (errno || end != optarg + n - 1 || !isfinite(lim.pct) || lim.pct < 0 ||
-                    !gmt_plain_decimal(optarg, n - 1)) {
-                    gmt_cli_error("diff: bad --max-growth '%s': expected bytes or a percentage",
-                                  optarg);
-                    return GMT_EXIT_USAGE;
-                }
+                    !gmt_plain_decimal(optarg, n - 1))
+                    return bad_growth(optarg);
             } else if (gmt_parse_size(optarg, &lim.bytes)) {
-                gmt_cli_error("diff: bad --max-growth '%s': expected bytes (K/M/G) or P%%", optarg);
-                return GMT_EXIT_USAGE;
+                return bad_growth(optarg);
             }
             break;
         }

@@ -431,8 +431,7 @@ static int parse_options(int argc, char **argv, int *cmd_index)
             break;
         case OPT_MIN_BYTES:
             if (gmt_parse_size(v, &size) || size > INT64_MAX)
-                return usage_error("bad --min-bytes '%s': expected %s", v,
-                                   "a size such as 4096, 64K, 1MiB or 2G");
+                return usage_error("bad --min-bytes '%s': expected %s", v, GMT_CLI_SIZE_EXPECTED);
             rc = set_env("GPUMEMTRACE_MIN_BYTES", v);
             break;
         case OPT_TOP:
