@@ -168,7 +168,8 @@ bad:
              : strcmp(key, "max-site-allocs") == 0 ? "a number of allocations (digits)"
              : strcmp(key, "no-errors") == 0
                  ? "true or false (also 1/0, yes/no, on/off)"
-                 : "a size in bytes (suffixes K/KiB, M/MiB, G/GiB, T/TiB)");
+                 : "a size in bytes (digits; suffixes B, K/KiB/KB, M/MiB/MB, G/GiB/GB, "
+                   "T/TiB/TB)");
     return -EINVAL;
 }
 

@@ -92,7 +92,7 @@ void gmt_cli_run_help(FILE *to)
             "      --no-python           do not capture Python frames\n"
             "      --backend B           auto, cupti or hooks\n"
             "      --min-bytes SIZE      smaller allocations are counted but get no stack\n"
-            "                            (SIZE: bytes, or K/M/G/T with KiB/KB forms)\n"
+            "                            (SIZE: bytes, or B/K/M/G/T with KiB/KB forms)\n"
             "      --top N               stacks listed per report section\n"
             "      --state PATH          memory-mapped state file, recoverable after SIGKILL\n"
             "      --suppressions FILE   frame patterns left out of leak verdicts\n"
