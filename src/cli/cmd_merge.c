@@ -485,6 +485,7 @@ int gmt_cli_merge(int argc, char **argv)
     size_t ncommon = 0, capcommon = 0;
     gmt_strmap_t cmap = {0};
     cJSON *doc = NULL;
+    gmt_out_t oout = {.fd = -1}; /* -o's temporary file, made before anything is printed */
     int status = GMT_EXIT_USAGE;
     if (!reps || !ranks || !ord) goto out;
     size_t loaded = 0;
@@ -518,6 +519,17 @@ int gmt_cli_merge(int argc, char **argv)
             gmt_cli_error("merge: -o %s is %s, one of the reports to merge: give the combined "
                           "report another name",
                           out, argv[optind + (int)i]);
+            goto out;
+        }
+    }
+    /* ... and so is a target that cannot be written (a folder missing or not writable): its
+     * temporary file is made now and renamed over OUT once the report is whole. Until this,
+     * that was found after the summary had been printed. */
+    if (out) {
+        int rc = gmt_out_open(&oout, out);
+        if (rc) {
+            gmt_cli_error("merge: -o %s: %s", out,
+                          rc == -EEXIST ? "exists and is not a regular file" : strerror(-rc));
             goto out;
         }
     }
@@ -1043,7 +1055,8 @@ int gmt_cli_merge(int argc, char **argv)
             goto out;
         }
         size_t len = strlen(text);
-        int rc = gmt_write_output(out, text, len);
+        int rc = gmt_out_write(&oout, text, len);
+        rc = rc ? rc : gmt_out_commit(&oout);
         free(text);
         if (rc) {
             gmt_cli_error("merge: -o %s: %s", out,
@@ -1057,6 +1070,7 @@ int gmt_cli_merge(int argc, char **argv)
     if (!shown || !gmt_stdout_ok("merge", "the summary")) goto out;
     status = GMT_EXIT_OK;
 out:
+    if (oout.fd >= 0) gmt_out_abort(&oout); /* not written: no temporary file left behind */
     if (status == GMT_EXIT_USAGE && (!reps || !ranks || !ord))
         gmt_cli_error("merge: out of memory");
     cJSON_Delete(doc);
