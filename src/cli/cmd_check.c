@@ -1174,14 +1174,18 @@ int gmt_cli_check(int argc, char **argv)
         else
             unknown_if_nonfinal(&rs.r[i], nonfinal, nonfinal_rank);
     }
+    /* With --junit - the XML is standard output's alone (a CI step that pipes it to a file or
+     * a parser got the verdict lines in it): they go to standard error then. */
+    FILE *verdict = junit_stdout ? stderr : stdout;
     size_t broken = 0, nres = rs.n;
     for (size_t i = 0; i < nres; i++)
         if (rs.r[i].failed) {
-            printf("FAIL %s: %s\n", gmt_tty(path), rs.r[i].message);
+            fprintf(verdict, "FAIL %s: %s\n", gmt_tty(path), rs.r[i].message);
             broken++;
         }
     if (!broken)
-        printf("PASS %s: %zu %s\n", gmt_tty(path), nres, nres == 1 ? "limit holds" : "limits hold");
+        fprintf(verdict, "PASS %s: %zu %s\n", gmt_tty(path), nres,
+                nres == 1 ? "limit holds" : "limits hold");
     status = broken ? GMT_EXIT_FAIL : GMT_EXIT_OK;
     if (junit) {
         int rc = write_junit(junit_stdout ? NULL : &jout, path, rs.r, nres);

@@ -636,6 +636,14 @@ def case_check(c):
            "junit tests count")
     fails = [t.get("name") for t in suite.findall("testcase") if t.find("failure") is not None]
     expect(fails == ["max-leak-bytes"], f"junit failures {fails}")
+    # --junit -: standard output is the XML alone (a CI step pipes it to a parser), the
+    # verdict lines on standard error (they came first on standard output, making it no XML)
+    out, err, _ = c.cli_run("check", r, "--max-leak-bytes", "1K", "--junit", "-", rc=1)
+    suite = ET.fromstring(out).find("testsuite")
+    expect(suite is not None and suite.get("failures") == "1" and
+           err.startswith("FAIL ") and "exceeds max-leak-bytes" in err and
+           len(err.splitlines()) == 1,
+           f"--junit -: {out!r} {err!r}")
     # A report under a name holding an ESC, DEL, a C1 control and a byte that is not UTF-8:
     # the JUnit file is still well-formed XML, the name shown escaped as on the terminal.
     odd = os.fsencode(c.path("r")) + b"\x1b[31m\x7f\xc2\x9b\xff.json"
