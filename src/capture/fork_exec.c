@@ -91,7 +91,11 @@ static bool self_entry(const char *p, size_t n, void *arg)
  * list that cannot be rewritten stays as it is, said in one line. */
 static void drop_from_ld_preload(void)
 {
-    const char *v = getenv("LD_PRELOAD");
+    /* The last LD_PRELOAD: an environment block that gives it twice (a launcher's bug) has
+     * ld.so read the last one, the programs this one starts too, while setenv would replace
+     * only the first. */
+    size_t copies;
+    const char *v = gmt_preload_last(environ, &copies);
     if (!v || !*v) return;
     /* Loaded later (dlopen), or after another library's constructor started a thread: another
      * thread may read the environment while setenv moves it. */
@@ -124,7 +128,8 @@ static void drop_from_ld_preload(void)
     }
     int dropped = gmt_preload_without(v, out, cap, self_entry, have_self ? &self_st : NULL);
     int rc = 0;
-    if (dropped > 0) rc = *out ? setenv("LD_PRELOAD", out, 1) : unsetenv("LD_PRELOAD");
+    if (dropped > 0 && copies > 1) rc = unsetenv("LD_PRELOAD"); /* every copy */
+    if (dropped > 0 && rc == 0) rc = *out ? setenv("LD_PRELOAD", out, 1) : unsetenv("LD_PRELOAD");
     if (dropped < 0 || rc != 0)
         gmt_error("GPUMEMTRACE_FOLLOW_EXEC=0: LD_PRELOAD (%zu bytes) left as it is (%s): the "
                   "programs this one starts are traced too",

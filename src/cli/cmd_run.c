@@ -26,6 +26,8 @@
 
 #define LIB_NAME "libgpumemtrace.so"
 
+extern char **environ;
+
 /* Where an installed or unpacked tool finds the library, relative to its own directory, in the
  * order they are tried. The build tree puts both in one directory; install() puts the CLI in
  * bin/ and the library in lib/ (or lib64/, or lib/<multiarch>/ under a Debian-style prefix).
@@ -336,6 +338,8 @@ static bool log_quiet(void)
  * tracer comes before every other preloaded library, so its cuda*, cu* and dlsym definitions
  * are the ones the program's calls reach. ld.so splits the list on spaces and colons, so a
  * library path holding either cannot be preloaded; the new list is joined with colons. */
+static int prepend_preload_to(const char *lib, const char *old);
+
 static int prepend_preload(const char *lib)
 {
     if (strpbrk(lib, " :")) {
@@ -344,7 +348,30 @@ static int prepend_preload(const char *lib)
                       lib);
         return -EINVAL;
     }
-    const char *old = getenv("LD_PRELOAD");
+    /* The last LD_PRELOAD, the one ld.so reads where the environment gives it more than once
+     * (setenv would replace only the first, and CMD would run untraced): its libraries are the
+     * ones CMD would have had. Every copy goes, said in one line. */
+    size_t copies;
+    const char *old = gmt_preload_last(environ, &copies);
+    if (copies > 1) {
+        if (!log_quiet())
+            fprintf(stderr,
+                    "gpumemtrace: run: LD_PRELOAD was set %zu times in the environment: the last "
+                    "(the one the dynamic loader reads) kept, the others left out\n",
+                    copies);
+        char *keep = strdup(old);
+        if (!keep) return -ENOMEM;
+        unsetenv("LD_PRELOAD");
+        int rc = prepend_preload_to(lib, keep);
+        free(keep);
+        return rc;
+    }
+    return prepend_preload_to(lib, old);
+}
+
+/* prepend_preload with old, the list CMD would have had (NULL or empty: none). */
+static int prepend_preload_to(const char *lib, const char *old)
+{
     if (!old || !*old) return set_env("LD_PRELOAD", lib);
 
     size_t cap = strlen(lib) + 1 + strlen(old) + 1, used = 0;

@@ -40,3 +40,16 @@ int gmt_preload_without(const char *list, char *out, size_t cap, gmt_preload_is_
     out[pos] = '\0';
     return dropped;
 }
+
+const char *gmt_preload_last(char *const *env, size_t *count)
+{
+    static const char var[] = "LD_PRELOAD=";
+    const char *last = NULL;
+    *count = 0;
+    for (; env && *env; env++) {
+        if (strncmp(*env, var, sizeof var - 1) != 0) continue;
+        last = *env + sizeof var - 1;
+        (*count)++;
+    }
+    return last;
+}

@@ -28,4 +28,9 @@ typedef bool (*gmt_preload_is_self_fn)(const char *p, size_t n, void *arg);
 int gmt_preload_without(const char *list, char *out, size_t cap, gmt_preload_is_self_fn is_self,
                         void *arg);
 
+/* The value of the last LD_PRELOAD in env (an environment block: "NAME=value" strings up to a
+ * NULL; NULL for none), the one ld.so reads when a block gives it more than once, while getenv
+ * and setenv take the first; NULL when there is none. *count gets how many there are. */
+const char *gmt_preload_last(char *const *env, size_t *count);
+
 #endif

@@ -102,10 +102,25 @@ static void never_cut_short(void **state)
     assert_string_equal(fit, "x:y:z");
 }
 
+/* The last LD_PRELOAD of a block, the one ld.so reads; a name that only starts so is another. */
+static void last_of_block(void **state)
+{
+    (void)state;
+    char *env[] = {"LD_PRELOAD=/a.so", "X=1", "LD_PRELOADX=/c.so", "LD_PRELOAD=/b.so", NULL};
+    size_t n = 9;
+    assert_string_equal(gmt_preload_last(env, &n), "/b.so");
+    assert_int_equal(n, 2);
+    char *none[] = {"LD_PRELOADX=/c.so", NULL};
+    assert_null(gmt_preload_last(none, &n));
+    assert_int_equal(n, 0);
+    assert_null(gmt_preload_last(NULL, &n));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(names),
+        cmocka_unit_test(last_of_block),
         cmocka_unit_test(drops_only_the_tracer),
         cmocka_unit_test(drops_the_same_file),
         cmocka_unit_test(never_cut_short),

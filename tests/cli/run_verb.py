@@ -14,6 +14,7 @@ other cli tests let through. Exit 0 pass, 1 fail (with the reason).
 usage: run_verb.py --case NAME --cli CLI --lib LIB --progs DIR --standin DIR --work DIR
                    --schema FILE --data DIR
 """
+import json
 import os
 import shutil
 import subprocess
@@ -155,6 +156,41 @@ def case_preload(c):
                f"expected {lines} line(s) about the other copy")
     rc, out, err = run(c, ["--log", "quiet"], env=dict(copy, GPUMEMTRACE_LOG="info"))
     expect(rc == 0 and "another copy" not in err, f"--log quiet: {err!r}")
+
+
+# Runs argv[2:] with the environment block argv[1] (a JSON list of "NAME=value" strings, a
+# name given twice kept twice, which subprocess's dict cannot hold).
+EXEC_BLOCK = """
+import ctypes, json, sys
+env = [e.encode() for e in json.loads(sys.argv[1])]
+args = [a.encode() for a in sys.argv[2:]]
+libc = ctypes.CDLL(None, use_errno=True)
+libc.execve(args[0], (ctypes.c_char_p * (len(args) + 1))(*args, None),
+            (ctypes.c_char_p * (len(env) + 1))(*env, None))
+sys.exit(f"execve: errno {ctypes.get_errno()}")
+"""
+
+
+@case
+def case_preload_twice(c):
+    """An environment block that gives LD_PRELOAD twice (a launcher's bug): ld.so reads the
+    last, setenv replaces the first. run put the library in the first, and CMD ran untraced
+    without a word; now the last one's list follows the library, the others are left out, and
+    one line says so (none when GPUMEMTRACE_LOG is quiet)."""
+    lib = os.path.realpath(c.lib)
+    show = "\"$(tr '\\0' '\\n' </proc/$$/environ | grep '^LD_PRELOAD=')\""
+    for log, lines in (("info", 1), ("quiet", 0)):
+        env = dict(c.env(), GPUMEMTRACE_LOG=log)
+        block = [f"{k}={v}" for k, v in env.items()]
+        block = ["LD_PRELOAD=/first/libfoo.so"] + block + ["LD_PRELOAD=/last/libbar.so"]
+        cmd = [sys.executable, "-c", EXEC_BLOCK, json.dumps(block), c.cli, "run", "--", "sh",
+               "-c", f'printf "ran %s" {show}']
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=c.work)
+        said = [ln for ln in p.stderr.splitlines() if "LD_PRELOAD was set 2 times" in ln]
+        expect(p.returncode == 0 and p.stdout == f"ran LD_PRELOAD={lib}:/last/libbar.so" and
+               len(said) == lines,
+               f"LD_PRELOAD twice, GPUMEMTRACE_LOG={log}: status {p.returncode}, stdout "
+               f"{p.stdout!r}, stderr {p.stderr!r}; expected {lines} line(s) about it")
 
 
 @case

@@ -3107,6 +3107,34 @@ def case_follow_exec_off(ctx):
                   leaked_bytes=2 * MIB)
 
 
+@case("follow_exec_off_twice")
+def case_follow_exec_off_twice(ctx):
+    """An environment block that gives LD_PRELOAD twice, the tracer in the last (the one ld.so
+    reads, for this program and the ones it starts), with GPUMEMTRACE_FOLLOW_EXEC=0: the tracer
+    is taken out of that one. It was looked for in the first only (getenv's), found missing,
+    and the exec'd program was traced all the same, without a word."""
+    libc = libc_path()
+    env = ctx.env(extra={"GPUMEMTRACE_FOLLOW_EXEC": "0"})
+    block = [f"LD_PRELOAD={libc}"] + [f"{k}={v}" for k, v in env.items()]
+    # execve with the block as it is: subprocess's dict cannot hold a name twice
+    code = ("import ctypes, json, sys\n"
+            "e = [x.encode() for x in json.loads(sys.argv[1])]\n"
+            "a = [x.encode() for x in sys.argv[2:]]\n"
+            "ctypes.CDLL(None).execve(a[0], (ctypes.c_char_p * (len(a) + 1))(*a, None),\n"
+            "                         (ctypes.c_char_p * (len(e) + 1))(*e, None))\n"
+            "sys.exit('execve failed')\n")
+    argv = [ctx.prog("fork_child"), "exec", ctx.prog("simple")]
+    proc = subprocess.run([sys.executable, "-c", code, json.dumps(block)] + argv, cwd=ctx.work,
+                          text=True, errors="backslashreplace", capture_output=True, timeout=60,
+                          preexec_fn=no_core)
+    r = Run(argv, proc)
+    ctx.runs.append(r)
+    expect_eq("fork_child exec's status", r.rc, 0)
+    reps = ctx.reports()
+    expect_eq("report files (the parent's only)", list(reps),
+              [f"r-{r.fact_int('parent_pid')}.json"])
+
+
 @case("follow_exec_off_long")
 def case_follow_exec_off_long(ctx):
     """An LD_PRELOAD over 4 KiB (the size the rewrite had on the stack, past which it used to
