@@ -2560,6 +2560,33 @@ def case_stderr_closed(ctx):
     check_summary(rep, allocs=2, frees=1, leaked_bytes=MIB)
 
 
+@case("stderr_not_open")
+def case_stderr_not_open(ctx):
+    """Standard error not open at all (`prog 2>&-`, a daemon that closed 0-2): the report's
+    temporary file must not take descriptor 2, or a line the tracer (or any thread of the
+    program) writes to stderr while the report is written lands inside the report. Here the
+    suppressions file is missing, whose line is said while the exit report is written: before,
+    that line was the report's first bytes and the report was not JSON."""
+    supp = os.path.join(ctx.work + "-nothere", "supp.txt")
+
+    def close_stderr():
+        no_core()
+        os.close(2)
+
+    env = ctx.env(True, {"GPUMEMTRACE_SUPPRESSIONS": supp})
+    try:
+        proc = subprocess.run([ctx.prog("simple"), "7"], cwd=ctx.work, env=env,
+                              stdout=subprocess.PIPE, stderr=None, timeout=60,
+                              preexec_fn=close_stderr)
+    except subprocess.TimeoutExpired:
+        fail("simple 7 with stderr not open did not finish within 60 s")
+    expect_eq("status of simple 7 with stderr not open", proc.returncode, 7)
+    rep = ctx.final_report()
+    check_summary(rep, allocs=2, frees=1, leaked_bytes=MIB)
+    warns = [w for w in rep["capture"].get("warnings", []) if "GPUMEMTRACE_SUPPRESSIONS" in w]
+    expect_eq("warnings about the suppressions file", len(warns), 1)
+
+
 @case("backend_hooks")
 def case_backend_hooks(ctx):
     # Forced entry-point hooks: CUPTI is never tried, the report says why, counts are exact.
