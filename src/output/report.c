@@ -48,6 +48,17 @@ const char *gmt_reason_name(gmt_reason_t r)
     return (unsigned)r < sizeof names / sizeof names[0] ? names[r] : "exit";
 }
 
+/* The command line was longer than process.argv keeps (gmt_report_argv_note). */
+static bool argv_cut;
+
+void gmt_report_argv_note(void)
+{
+    if (argv_cut)
+        gmt_track_warn("the command line is longer than %zu bytes: process.argv holds its "
+                       "start, the last argument there cut short",
+                       sizeof proc.argv - 1);
+}
+
 void gmt_report_process_init(void)
 {
     proc.pid = (int32_t)getpid();
@@ -58,6 +69,8 @@ void gmt_report_process_init(void)
     if (fd >= 0) {
         ssize_t n = read(fd, proc.argv, sizeof proc.argv - 1);
         proc.argv_len = n > 0 ? (size_t)n : 0;
+        char more;
+        argv_cut = proc.argv_len == sizeof proc.argv - 1 && read(fd, &more, 1) == 1;
         close(fd);
     }
     if (gethostname(proc.hostname, sizeof proc.hostname) != 0) strcpy(proc.hostname, "unknown");

@@ -26,6 +26,9 @@ const char *gmt_reason_name(gmt_reason_t r);
 /* Remembers argv, start time, hostname and rank; call once at start-up (reads the
  * environment, which is why it is not done later). */
 void gmt_report_process_init(void);
+/* Says, on stderr and in capture.warnings, that the command line was cut to fit
+ * process.argv, where it was; call once, where the start-up lines are said. */
+void gmt_report_argv_note(void);
 
 /* Fixes GPUMEMTRACE_OUTPUT's pattern at start-up (call once, after the core is up, before
  * the program can change its working directory): a relative one is taken against the working

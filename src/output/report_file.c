@@ -196,6 +196,7 @@ static int report_file_check(void);
 int gmt_report_file_check(void)
 {
     int rc = report_file_check();
+    gmt_report_argv_note();
     const char *state = gmt_track_state_path();
     if (state && *state) gmt_info("state file: %s", state);
     return rc;

@@ -2913,6 +2913,25 @@ def case_argv_utf8(ctx):
     ctx.reports()  # the usual checks (schema, sums) on it too
 
 
+@case("argv_long")
+def case_argv_long(ctx):
+    """A command line longer than the report keeps (8191 bytes of /proc/self/cmdline): its
+    start is kept, and one line on stderr, repeated in capture.warnings, says it was cut.
+    Before, the last argument kept was cut short and the ones after it left out, without a
+    word: the report passed for the whole command line."""
+    raw = ["0", "a" * 9000, "after"]
+    r = ctx.run([ctx.prog("simple")] + raw)
+    rep = ctx.final_report()
+    argv = rep["process"]["argv"]
+    whole = "\0".join([ctx.prog("simple")] + raw)
+    if not whole.startswith("\0".join(argv)) or len(argv) == len(raw) + 1:
+        fail(f"process.argv is not a cut start of the command line: {[a[:20] for a in argv]}")
+    lines = [l for l in r.stderr.splitlines() if "command line" in l]
+    expect_eq("lines about the command line", len(lines), 1)
+    warns = [w for w in rep["capture"].get("warnings", []) if "command line" in w]
+    expect_eq("warnings about the command line", warns, [lines[0][len("gpumemtrace: "):]])
+
+
 @case("argv_control")
 def case_argv_control(ctx):
     # An argument holding a newline (python -c $'print(1)\nprint(2)'), a tab, an escape
