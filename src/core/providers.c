@@ -133,6 +133,10 @@ void gmt_track_note_backend(const char *name, const char *reason)
     gmt_spin_unlock(&notes_lock);
 }
 
+/* Warnings past the list's end, counted: the list's last place then says how many were not
+ * kept (its text carries the figure into the state file). Until this they went silently. */
+static unsigned warnings_over;
+
 /* A warning into the core's notes (the report's capture.warnings), said as an info line too
  * unless the caller has said it already. */
 static void record_warning(bool log, const char *fmt, va_list ap)
@@ -141,7 +145,12 @@ static void record_warning(bool log, const char *fmt, va_list ap)
     vsnprintf(msg, sizeof msg, fmt, ap);
     if (log) gmt_info("%s", msg);
     gmt_spin_lock(&notes_lock);
-    if (nwarnings < GMT_MAX_WARNINGS) memcpy(warnings[nwarnings++], msg, sizeof msg);
+    if (nwarnings < GMT_MAX_WARNINGS)
+        memcpy(warnings[nwarnings++], msg, sizeof msg);
+    else /* the place's own warning and the later ones */
+        snprintf(warnings[GMT_MAX_WARNINGS - 1], GMT_NOTE_LEN,
+                 "%u more warnings were not kept (capture.warnings keeps the first %d)",
+                 ++warnings_over + 1, GMT_MAX_WARNINGS - 1);
     gmt_spin_unlock(&notes_lock);
 }
 

@@ -1067,6 +1067,22 @@ static void test_threads(void **state)
 /* ---- zero-byte and NULL results, failed releases ----------------------------------------------
  */
 
+/* Warnings past the list's GMT_MAX_WARNINGS places: counted in the last place (they went
+ * silently). */
+static void test_warnings_past_the_list(void **state)
+{
+    (void)state;
+    static char out[GMT_MAX_WARNINGS][GMT_NOTE_LEN];
+    int n0 = gmt_track_warnings(out, GMT_MAX_WARNINGS);
+    for (int i = n0; i < GMT_MAX_WARNINGS + 8; i++)
+        gmt_track_note_warning("warning %d", i);
+    assert_int_equal(gmt_track_warnings(out, GMT_MAX_WARNINGS), GMT_MAX_WARNINGS);
+    char want[GMT_NOTE_LEN];
+    snprintf(want, sizeof want, "warning %d", GMT_MAX_WARNINGS - 2);
+    assert_string_equal(out[GMT_MAX_WARNINGS - 2], want);
+    assert_non_null(strstr(out[GMT_MAX_WARNINGS - 1], "9 more warnings were not kept"));
+}
+
 static void test_zero_and_null_are_not_allocations(void **state)
 {
     (void)state;
@@ -1935,6 +1951,7 @@ int main(void)
         cmocka_unit_test(test_timeline_bounded),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_zero_and_null_are_not_allocations),
+        cmocka_unit_test(test_warnings_past_the_list),
         cmocka_unit_test(test_failed_free_is_restored),
         cmocka_unit_test(test_failed_free_raises_the_peak),
         cmocka_unit_test(test_pool_index),
