@@ -1330,9 +1330,7 @@ def case_thread_exit_fork(ctx):
 def close_fds_run(ctx, how, expect_rc):
     """close_fds.c in a folder of its own files (beside the output folder), with a state file
     there too; returns the run, the files' folder and the state file's path."""
-    files = ctx.work + "-files"
-    shutil.rmtree(files, ignore_errors=True)
-    os.makedirs(files)
+    files = files_folder(ctx)
     state = os.path.join(files, "state.gmt")
     r = ctx.run(["close_fds", how, files], env={"GPUMEMTRACE_STATE": state},
                 expect_rc=expect_rc, timeout=60)
@@ -1483,9 +1481,7 @@ def case_state_target(ctx):
     """GPUMEMTRACE_STATE naming something that is not a state file (a link, a directory, a
     FIFO, another file with content): it is never replaced, one line says so, the program runs
     traced with its state in memory. An earlier state file and an empty file are replaced."""
-    files = ctx.work + "-files"
-    shutil.rmtree(files, ignore_errors=True)
-    os.makedirs(files)
+    files = files_folder(ctx)
     precious = os.path.join(files, "precious.conf")
     with open(precious, "w") as f:
         f.write("keep me\n")
@@ -1699,9 +1695,7 @@ def case_state_elsewhere(ctx):
     state in memory and says so in one line; silent for longer, or with a mark the file cannot
     place (in the future by more than 30 s), it is replaced as an earlier state file. Until
     session 51 it was always replaced: a running job on another node lost its file."""
-    files = ctx.work + "-files"
-    shutil.rmtree(files, ignore_errors=True)
-    os.makedirs(files)
+    files = files_folder(ctx)
     # a killed job's file (not marked ended) to copy: its owner is then made elsewhere
     p, killed, _ = start_state_prog(ctx, state=os.path.join(files, "killed.gmt"), folder=files)
     p.kill()
@@ -1788,9 +1782,7 @@ def case_state_locks(ctx):
     reader: EBADF, Lustre without -o flock: ENOSYS), the file is replaced without the lock, as
     before it (EBADF was taken for the program having closed the tracer's descriptor, with no
     line and a false warning)."""
-    files = ctx.work + "-files"
-    shutil.rmtree(files, ignore_errors=True)
-    os.makedirs(files)
+    files = files_folder(ctx)
     shared = os.path.join(files, "shared.gmt")
     ctx.run(["simple"], env={"GPUMEMTRACE_STATE": shared}, timeout=30)
     ctx.clear_output()
@@ -1866,9 +1858,7 @@ def case_state_read_fifo(ctx):
     exit 2, at once. The look refused a FIFO already there, but the open blocked, so a FIFO
     planted after it hung the reader until a writer came (slow_name.so's GMT_SWAP_FIFO_OPEN
     plants it just before the open)."""
-    files = ctx.work + "-files"
-    shutil.rmtree(files, ignore_errors=True)
-    os.makedirs(files)
+    files = files_folder(ctx)
     made = os.path.join(files, "made.gmt")
     ctx.run(["simple"], env={"GPUMEMTRACE_STATE": made}, timeout=30)
     ctx.clear_output()
@@ -1901,9 +1891,7 @@ def case_state_host_name(ctx):
     containers sharing a folder (their pids repeat: a job is often pid 1 in each) keep their
     state files apart; before session 51 it was kept as written, and the refusal line that
     names another container's file suggested it."""
-    files = ctx.work + "-files"
-    shutil.rmtree(files, ignore_errors=True)
-    os.makedirs(files)
+    files = files_folder(ctx)
     pattern = os.path.join(files, "s-%h-%p.gmt")
     r = ctx.run(["simple"], env={"GPUMEMTRACE_STATE": pattern}, timeout=30)
     host = socket.gethostname().replace("/", "_") or "unknown"
@@ -1948,9 +1936,7 @@ def case_state_host_name_uts(ctx):
     if not probe or probe.returncode != 0:
         skip("unshare cannot make a UTS namespace here" +
              (f": {probe.stderr.strip()}" if probe else " (no unshare)"))
-    files = ctx.work + "-files"
-    shutil.rmtree(files, ignore_errors=True)
-    os.makedirs(files)
+    files = files_folder(ctx)
     env = ctx.env(extra={"GPUMEMTRACE_STATE": os.path.join(files, "s-%h-%p.gmt"),
                          "GPUMEMTRACE_OUTPUT": os.path.join(files, "uts-%p.json")})
     q = subprocess.run([unshare, "--user", "--map-root-user", "--uts", "sh", "-c",
@@ -1972,9 +1958,7 @@ def case_state_race(ctx):
     job waits for another's lock). Over an earlier job's file,
     each renamed its file over it in turn, and all but the last ran on believing they had the
     file; where there was none, the others said the path "is not a state file"."""
-    files = ctx.work + "-files"
-    shutil.rmtree(files, ignore_errors=True)
-    os.makedirs(files)
+    files = files_folder(ctx)
     shared = os.path.join(files, "shared.gmt")
     preload = ":".join(ctx.sanitizer_runtimes() + [ctx.prog("slow_name.so"), ctx.lib])
     for earlier in (True, False):
@@ -2049,9 +2033,7 @@ def other_pidns(ctx, more):
     if probe.returncode != 0:
         skip(f"unshare cannot make these namespaces here ({' '.join(['--pid'] + more)}): "
              f"{probe.stderr.strip()}")
-    files = ctx.work + "-files"
-    shutil.rmtree(files, ignore_errors=True)
-    os.makedirs(files)
+    files = files_folder(ctx)
     shared = os.path.join(files, "shared.gmt")
     snap = os.path.join(files, "snap.json")
     env = ctx.env(extra={"GPUMEMTRACE_STATE": shared, "GPUMEMTRACE_GROWTH_WARMUP": "0",
@@ -2111,9 +2093,7 @@ def case_state_bind_mount(ctx):
     probe = subprocess.run(ns + ["true"], capture_output=True, text=True, timeout=30)
     if probe.returncode != 0:
         skip(f"unshare cannot make a mount namespace here: {probe.stderr.strip()}")
-    files = ctx.work + "-files"
-    shutil.rmtree(files, ignore_errors=True)
-    os.makedirs(files)
+    files = files_folder(ctx)
     shared = os.path.join(files, "shared.gmt")
     ctx.run(["simple"], env={"GPUMEMTRACE_STATE": shared}, timeout=30)
     expect_eq("the earlier job's state file", ctx.final_report()["capture"].get("state_file"),
@@ -4127,6 +4107,15 @@ def case_state_corrupt(ctx):
     cli(ctx, ["report", "--recover", os.path.join(ctx.work, "nonexistent")], expect_rc=2)
     cli(ctx, ["report", "-o", "x.json", state], expect_rc=2)  # -o goes with --recover
 
+
+
+def files_folder(ctx):
+    """The case's own folder beside its output folder (CTX.work-files), made empty: the state
+    files and the other files a case plants, kept apart from the reports it reads."""
+    files = ctx.work + "-files"
+    shutil.rmtree(files, ignore_errors=True)
+    os.makedirs(files)
+    return files
 
 
 def poke_read(ctx, path, field):
