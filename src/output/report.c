@@ -166,26 +166,25 @@ bool gmt_report_name_is_dir(const char *name)
 }
 
 /* An unknown '%X', or a '%' at the end, is kept in the name as written: said once, since a
- * typo ("%P" for "%p") otherwise names every process's report the same without a word. */
-static void warn_unknown_escapes(const char *pat)
+ * typo ("%P" for "%p") otherwise names every process's report the same without a word. var:
+ * the variable (GPUMEMTRACE_OUTPUT, GPUMEMTRACE_STATE), known: the letters it expands, list:
+ * them as the line names them. */
+static void warn_unknown_escapes(const char *var, const char *pat, const char *known,
+                                 const char *list)
 {
     for (const char *p = pat; *p; p++) {
         if (*p != '%') continue;
         unsigned char c = (unsigned char)*++p;
         if (!c) {
-            gmt_track_warn("GPUMEMTRACE_OUTPUT ends in a '%%': kept as written ('%%%%' is a "
-                           "percent sign)");
+            gmt_track_warn("%s ends in a '%%': kept as written ('%%%%' is a percent sign)", var);
             return;
         }
-        if (strchr("prht%", c)) continue;
+        if (strchr(known, c)) continue;
         if (c > 0x20 && c < 0x7f)
-            gmt_track_warn("GPUMEMTRACE_OUTPUT: '%%%c' is no pattern (%%p, %%r, %%h, %%t, %%%%): "
-                           "kept as written",
-                           c);
+            gmt_track_warn("%s: '%%%c' is no pattern (%s): kept as written", var, c, list);
         else
-            gmt_track_warn("GPUMEMTRACE_OUTPUT: '%%' then byte 0x%02x is no pattern (%%p, %%r, "
-                           "%%h, %%t, %%%%): kept as written",
-                           c);
+            gmt_track_warn("%s: '%%' then byte 0x%02x is no pattern (%s): kept as written", var, c,
+                           list);
         return;
     }
 }
@@ -193,7 +192,9 @@ static void warn_unknown_escapes(const char *pat)
 void gmt_report_output_init(void)
 {
     const char *pat = gmt_track_config()->output;
-    warn_unknown_escapes(pat);
+    warn_unknown_escapes("GPUMEMTRACE_OUTPUT", pat, "prht%", "%p, %r, %h, %t, %%");
+    /* the state file's name takes fewer (region.c: %p, %h): a %r there is a typo as well */
+    warn_unknown_escapes("GPUMEMTRACE_STATE", gmt_track_config()->state, "ph%", "%p, %h, %%");
     if (!*pat) pat = DEFAULT_PATTERN;
     char p[GMT_PATH_MAX];
     snprintf(p, sizeof p, "%s", pat);

@@ -3245,7 +3245,8 @@ def case_output_rank_exec(ctx):
 def case_output_unknown_escape(ctx):
     """A '%' that is no pattern (a typo such as %P, or one at the end) is kept in the name
     as written, and one warning says so (stderr and capture.warnings); the patterns the docs
-    name say nothing. GPUMEMTRACE_OOM_REPORTS=0 writes no out-of-memory report and says
+    name say nothing; so does GPUMEMTRACE_STATE with its patterns (%p, %h: a %r there was
+    kept without a word). GPUMEMTRACE_OOM_REPORTS=0 writes no out-of-memory report and says
     nothing about a limit reached ("more than 0 out-of-memory failures" was said)."""
     for pat, said in (("r-%q-%P.json", "'%q' is no pattern"), ("r-%", "ends in a '%'")):
         ctx.clear_output()
@@ -3264,6 +3265,23 @@ def case_output_unknown_escape(ctx):
     r = ctx.run(["simple"], env={"GPUMEMTRACE_OUTPUT": os.path.join(ctx.work, "r-%p-%%-%r.json")})
     if "GPUMEMTRACE_OUTPUT" in r.stderr:
         fail(f"a line about a pattern the docs name:\n{r.stderr}")
+    # GPUMEMTRACE_STATE the same, with its own patterns (%p, %h): a %r there (the output's
+    # rank) was kept without a word, every rank of a node given one file name
+    files = files_folder(ctx)
+    for pat, said, name in (("s-%r.gmt", "'%r' is no pattern (%p, %h, %%)", "s-%r.gmt"),
+                            ("s-%p-%h-%%.gmt", None, None)):
+        ctx.clear_output()
+        r = ctx.run(["simple"], env={"GPUMEMTRACE_STATE": os.path.join(files, pat)})
+        lines = [l for l in r.stderr.splitlines() if "GPUMEMTRACE_STATE" in l]
+        if said is None:
+            expect_eq(f"{pat}: lines about GPUMEMTRACE_STATE", lines, [])
+            continue
+        expect_eq(f"{pat}: lines about GPUMEMTRACE_STATE",
+                  [l for l in lines if said in l and "kept as written" in l], lines[:1])
+        expect_eq(f"{pat}: lines about GPUMEMTRACE_STATE, how many", len(lines), 1)
+        expect_eq(f"{pat}: the state file", os.path.exists(os.path.join(files, name)), True)
+        if not any(said in w for w in ctx.final_report()["capture"]["warnings"]):
+            fail(f"{pat}: capture.warnings {ctx.final_report()['capture']['warnings']}")
     ctx.clear_output()
     r = ctx.run(["oom"], env={"GMT_STANDIN_MEM_BYTES": str(1 << 30),
                               "GPUMEMTRACE_OOM_REPORTS": "0"})
