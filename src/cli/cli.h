@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include <cJSON.h>
 
@@ -619,6 +620,9 @@ bool gmt_stdout_ok(const char *verb, const char *what);
 /* What a file that is not a regular one is, for a line: "a directory", "a FIFO", "a socket",
  * "a symbolic link" (an lstat's mode) or "a device". */
 const char *gmt_file_kind(unsigned mode);
+/* Whether path names the file st is (by another path or a hard link): an output that would
+ * replace one of the verb's inputs. "-" (standard input or output) names none. */
+bool gmt_same_file(const char *path, const struct stat *st);
 
 /* A growable byte buffer for the exporters. */
 typedef struct gmt_buf_s {

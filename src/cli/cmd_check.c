@@ -674,14 +674,6 @@ static bool limit_given(const limits_t *l, const char *key)
                                                    : false;
 }
 
-/* Whether path names the file st is (by another path or a hard link). */
-static bool same_file(const char *path, const struct stat *st)
-{
-    struct stat o;
-    return path && strcmp(path, "-") != 0 && stat(path, &o) == 0 && o.st_dev == st->st_dev &&
-           o.st_ino == st->st_ino;
-}
-
 int gmt_cli_check(int argc, char **argv)
 {
     limits_t cli = {0}, lim = {0};
@@ -799,10 +791,10 @@ int gmt_cli_check(int argc, char **argv)
         goto out;
     }
     if (junit && lstat(junit, &jst) == 0 && S_ISREG(jst.st_mode)) {
-        const char *is = same_file(path, &jst)               ? "the report being checked"
-                         : same_file(limits_file, &jst)      ? "the limits file"
-                         : same_file(lim.suppressions, &jst) ? "the suppressions file"
-                                                             : NULL;
+        const char *is = gmt_same_file(path, &jst)               ? "the report being checked"
+                         : gmt_same_file(limits_file, &jst)      ? "the limits file"
+                         : gmt_same_file(lim.suppressions, &jst) ? "the suppressions file"
+                                                                 : NULL;
         if (is) {
             gmt_cli_error("check: --junit %s is %s: give the JUnit file another name",
                           gmt_tty(junit), is);

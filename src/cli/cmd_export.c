@@ -865,10 +865,9 @@ int gmt_cli_export(int argc, char **argv)
     }
     /* -o naming the report itself (or a hard link to it) would replace the report with its
      * export, and the report would be lost, as merge -o refuses one of its inputs */
-    struct stat ost, ist;
-    if (out && strcmp(out, "-") != 0 && strcmp(argv[optind], "-") != 0 && lstat(out, &ost) == 0 &&
-        S_ISREG(ost.st_mode) && stat(argv[optind], &ist) == 0 && ist.st_dev == ost.st_dev &&
-        ist.st_ino == ost.st_ino) {
+    struct stat ost;
+    if (out && strcmp(out, "-") != 0 && lstat(out, &ost) == 0 && S_ISREG(ost.st_mode) &&
+        gmt_same_file(argv[optind], &ost)) {
         gmt_cli_error("export: -o %s is %s, the report being exported: give the export another "
                       "name",
                       out, argv[optind]);

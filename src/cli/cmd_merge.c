@@ -512,10 +512,7 @@ int gmt_cli_merge(int argc, char **argv)
             goto out;
         }
         for (size_t i = 0; i < n; i++) {
-            struct stat ist;
-            if (strcmp(argv[optind + (int)i], "-") == 0 || stat(argv[optind + (int)i], &ist) ||
-                ist.st_dev != ost.st_dev || ist.st_ino != ost.st_ino)
-                continue;
+            if (!gmt_same_file(argv[optind + (int)i], &ost)) continue;
             gmt_cli_error("merge: -o %s is %s, one of the reports to merge: give the combined "
                           "report another name",
                           out, argv[optind + (int)i]);

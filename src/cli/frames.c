@@ -903,6 +903,13 @@ const char *gmt_file_kind(unsigned mode)
                             : "a device";
 }
 
+bool gmt_same_file(const char *path, const struct stat *st)
+{
+    struct stat o;
+    return path && strcmp(path, "-") != 0 && stat(path, &o) == 0 && o.st_dev == st->st_dev &&
+           o.st_ino == st->st_ino;
+}
+
 bool gmt_stdout_ok(const char *verb, const char *what)
 {
     /* A write that failed earlier (a printf into a full disk or a closed pipe: SIGPIPE is
