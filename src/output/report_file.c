@@ -95,7 +95,7 @@ static int temp_name(char *out, size_t len, const char *dir, const char *base)
 /* fd, a new file at path, moved off the standard streams' numbers (a program started with
  * `2>&-`, a daemon that closed 0-2): on 2 the report took every line said on stderr while it
  * was written, the tracer's and the program's threads', and was no longer JSON. Where no
- * other number is free, the file is removed: -EMFILE. */
+ * other number is free, the file is removed: -1 with errno set (EMFILE), as open's failure. */
 static int off_std_streams(int fd, const char *path)
 {
     if (fd > STDERR_FILENO) return fd;
@@ -104,9 +104,11 @@ static int off_std_streams(int fd, const char *path)
     high = fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
     int e = errno;
     close(fd);
-    if (high >= 0) return high;
-    unlink(path);
-    return -e;
+    if (high < 0) {
+        unlink(path);
+        errno = e;
+    }
+    return high;
 }
 
 /* Creates a new file exclusively; never follows a symlink, never opens what exists. live: the
@@ -126,7 +128,7 @@ static int create_temp(const char *dir, const char *base, char *tmp, size_t tmp_
         int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
         if (fd >= 0) fd = off_std_streams(fd, tmp);
         if (fd >= 0) return fd;
-        int e = fd < -1 ? -fd : errno;
+        int e = errno;
         if (live) __atomic_store_n(&live_tmp_set, 0, __ATOMIC_RELEASE); /* not ours to remove */
         if (e != EEXIST) return -e;
     }
