@@ -32,10 +32,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def start_job(m, c, state, output, *args, extra=None):
-    """torch_state_kill.py started traced with GPUMEMTRACE_STATE state, its report at output,
-    read up to its READY: (process, GMT_FACTs, the device's name). Skipped without PyTorch.
-    extra: more environment (it may replace LD_PRELOAD)."""
+def spawn_job(m, c, state, output, *args, extra=None):
+    """torch_state_kill.py started traced with GPUMEMTRACE_STATE state, its report at output;
+    extra: more environment (it may replace LD_PRELOAD). Skipped without PyTorch."""
     try:
         import torch  # noqa: F401
     except ImportError:
@@ -46,8 +45,14 @@ def start_job(m, c, state, output, *args, extra=None):
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                          cwd=c.out, start_new_session=True)
     m.CHILDREN.add(p.pid)
+    return p
+
+
+def read_ready(p, timeout=45):
+    """p's standard output read up to its READY (or its end, or timeout s): (GMT_FACTs, the
+    device's name, the lines read)."""
     facts, lines, t0, name = {}, [], time.time(), None
-    while time.time() - t0 < 45:
+    while time.time() - t0 < timeout:
         line = p.stdout.readline()
         if not line:
             break
@@ -59,6 +64,13 @@ def start_job(m, c, state, output, *args, extra=None):
             facts[mt.group(1)] = int(mt.group(2))
         if line.strip() == "READY":
             break
+    return facts, name, lines
+
+
+def start_job(m, c, state, output, *args):
+    """spawn_job, read up to its READY: (process, GMT_FACTs, the device's name)."""
+    p = spawn_job(m, c, state, output, *args)
+    facts, name, lines = read_ready(p)
     if "reserved" not in facts:
         p.kill()
         _, err = p.communicate()
@@ -181,30 +193,13 @@ def register_race(m):
         path = os.path.join(folder, ("_" if host in (".", "..") else "") +
                             (host or "unknown").replace("/", "_") + ".gmt")
         extra = {"LD_PRELOAD": f"{slow}:{c.lib}", "GMT_SLOW_NAME_MS": "250"}
-        jobs, facts = [], {}
-        try:
-            import torch  # noqa: F401
-        except ImportError:
-            raise m.Skip("expected PyTorch got none")
-        env = c.env({"GPUMEMTRACE_STATE": state, **extra})
-        for k in range(3):
-            env["GPUMEMTRACE_OUTPUT"] = os.path.join(c.out, f"race{k}-%p.json")
-            p = subprocess.Popen([sys.executable, os.path.join(HERE, "torch_state_kill.py")],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                 env=dict(env), cwd=c.out, start_new_session=True)
-            m.CHILDREN.add(p.pid)
-            jobs.append(p)
-        errs = {}
+        jobs = [spawn_job(m, c, state, f"race{k}-%p.json", extra=extra) for k in range(3)]
+        facts, errs = {}, {}
         try:
             for p in jobs:
-                t0 = time.time()
-                while time.time() - t0 < 60:
-                    line = p.stdout.readline()
-                    if not line or line.strip() == "READY":
-                        break
-                    mt = re.match(r"GMT_FACT reserved=(\d+)", line)
-                    if mt:
-                        facts[p.pid] = int(mt.group(1))
+                got, _, _ = read_ready(p, 60)
+                if "reserved" in got:
+                    facts[p.pid] = got["reserved"]
                 c.expect_true(f"job {p.pid} printed its reserved bytes", p.pid in facts, facts)
             c.expect("files in the state folder while the jobs run", sorted(os.listdir(folder)),
                      [os.path.basename(path)])
